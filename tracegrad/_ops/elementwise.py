@@ -244,9 +244,28 @@ defop("pow_tensor", _pow_tensor, args=("self", "exponent"),
 # (JAX's own power rule gives inf * 0 = nan there)
 defop("pow_scalar_base", _pow_tensor,
       args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"), no_edge=("self",))
-defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+def _max_min(pick, self_loses):
+    """maximum/minimum with torch's derivative: half the gradient to each side on a tie, none to
+    the losing side, and the whole gradient to BOTH sides where either is NaN (no comparison
+    holds there; JAX's derivative gave NaN positions no gradient at all)."""
+    @jax.custom_jvp
+    def f(a, b):
+        return pick(a, b)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        tie = a == b
+        ca = jnp.where(tie, 0.5, jnp.where(self_loses(a, b), 0.0, 1.0)).astype(da.dtype)
+        cb = jnp.where(tie, 0.5, jnp.where(self_loses(b, a), 0.0, 1.0)).astype(db.dtype)
+        return f(a, b), ca * da + cb * db
+
+    return lambda a, b, dtype: f(_c(a, dtype), _c(b, dtype))
+
+
+defop("maximum", _max_min(jnp.maximum, jnp.less), args=("self", "other"),
       grad_fn="MaximumBackward0", saves=("other", "self"))
-defop("minimum", lambda a, b, dtype: jnp.minimum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+defop("minimum", _max_min(jnp.minimum, jnp.greater), args=("self", "other"),
       grad_fn="MinimumBackward0", saves=("other", "self"))
 def _fmax_fmin(keep_self):
     """NaN-ignoring max/min written as a select, so that the derivative is torch's: ``self``
@@ -285,17 +304,46 @@ defop("where", _where, args=("condition", "self", "other"), grad_fn="WhereBackwa
       saves=("condition",))
 
 
-def _clamp(x, lo, hi, dtype):
-    # where, not maximum/minimum: torch passes the gradient at the bounds (x == min or max),
-    # maximum/minimum would split it in half; a NaN bound gives NaN, as torch (lo != lo)
-    x = _c(x, dtype)
+def _clamp_value(x, lo, hi):
+    # where, not maximum/minimum: a NaN bound gives NaN, as torch (lo != lo)
     if lo is not None:
-        lo = _c(lo, dtype)
         x = jnp.where((x < lo) | (lo != lo), lo, x)
     if hi is not None:
-        hi = _c(hi, dtype)
         x = jnp.where((x > hi) | (hi != hi), hi, x)
     return x
+
+
+@jax.custom_jvp
+def _clamp_fn(x, lo, hi):
+    return _clamp_value(x, lo, hi)
+
+
+@_clamp_fn.defjvp
+def _clamp_jvp(primals, tangents):
+    # torch's masks (clamp_backward_min_max): self takes the gradient where min <= x <= max
+    # (so on the bounds, and never at a NaN); min where x < min < max; max where x > max or
+    # max < min. A NaN anywhere fails the comparisons: no gradient to a NaN bound.
+    (x, lo, hi), (dx, dlo, dhi) = primals, tangents
+    keep = jnp.ones(x.shape, bool)
+    if lo is not None:
+        keep = keep & (x >= lo)
+    if hi is not None:
+        keep = keep & (x <= hi)
+    t = jnp.where(keep, dx, 0)
+    if lo is not None:
+        t = t + jnp.where((x < lo) if hi is None else (x < lo) & (lo < hi), dlo, 0)
+    if hi is not None:
+        t = t + jnp.where((x > hi) if lo is None else (x > hi) | (hi < lo), dhi, 0)
+    return _clamp_fn(x, lo, hi), t.astype(dx.dtype)
+
+
+def _clamp(x, lo, hi, dtype):
+    x = _c(x, dtype)
+    lo = None if lo is None else _c(lo, dtype)
+    hi = None if hi is None else _c(hi, dtype)
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        return _clamp_fn(x, lo, hi)
+    return _clamp_value(x, lo, hi)
 
 
 defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", saves=("self",),
