@@ -140,3 +140,17 @@ def test_gradients_at_special_points():
     _check(_grad(lambda L, x, y: L.float_power(x, y), [2.0, 0.0, 1.0, 3.0], [3.0, 2.0, 0.0, -1.0]))
     _check(_grad(lambda L, x, y: L.atan2(x, y), [0.0, 1.0, -1.0, 0.0], [0.0, 1.0, 0.0, -1.0]))
     _check(_grad(lambda L, x: L.frexp(x)[0], [1.0, 3.0, -0.5, 8.0]))                    # grad / 2**exponent
+
+
+def test_activation_and_loss_gradients_at_nan_and_kinks():
+    """torch's backward masks test the excluded side (x <= 0, x <= min or x >= max), so a NaN
+    input takes the gradient; prelu's slope applies at 0; smooth_l1 with beta 0 is l1 (0 at
+    x == target); ndtri's gradient is inf at 0 and 1."""
+    x4 = [NAN, 0.0, -1.0, 7.0]
+    for name in ("relu", "hardtanh", "relu6", "elu", "leaky_relu", "selu", "celu"):
+        _check(_grad(lambda L, x: getattr(L.nn.functional, name)(x), x4))
+    _check(lambda L: L.nn.functional.hardtanh(L.tensor(x4)))                                  # NaN stays NaN
+    _check(_grad(lambda L, x, w: L.nn.functional.prelu(x, w), x4, [0.25]))
+    for beta in (0.0, 1.0):
+        _check(_grad(lambda L, x, t: L.nn.functional.smooth_l1_loss(x, t, beta=beta), [0.0, 1.0, 2.0, -3.0], [0.0, 0.0, 0.0, 0.0]))
+    _check(_grad(lambda L, x: L.special.ndtri(x), [0.0, 0.5, 1.0, 2.0]))

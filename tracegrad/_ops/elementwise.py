@@ -63,7 +63,7 @@ _UNARY = [
     # with torch's trajectories
     ("tanh", jnp.tanh, "TanhBackward0", ("result",), lambda y, g: g * (1 - y * y)),
     ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", ("result",), lambda y, g: g * y * (1 - y)),
-    ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y > 0, g, 0).astype(g.dtype)),
+    ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y <= 0, 0, g).astype(g.dtype)),   # torch's mask: a NaN passes
     ("erf", jax.scipy.special.erf, "ErfBackward0", ("self",), None),
     ("erfinv", jax.scipy.special.erfinv, "ErfinvBackward0", ("self",), None),
     ("sign", _sign, "SignBackward0", (), None),

@@ -89,7 +89,6 @@ _UNARY = [
     ("i0e", jss.i0e, "SpecialI0EBackward0"),
     ("i1", jss.i1, "SpecialI1Backward0"),
     ("i1e", jss.i1e, "SpecialI1EBackward0"),
-    ("ndtri", jss.ndtri, "SpecialNdtriBackward0"),
     ("log_ndtr", jss.log_ndtr, "SpecialLogNdtrBackward0"),
     ("erfcx", _erfcx, "SpecialErfcxBackward0"),   # NOTE [erfcx underflow]
 ]
@@ -109,6 +108,20 @@ def _i0_jvp(primals, tangents):
     return _i0(x), jss.i1(x) * t
 
 
+@jax.custom_jvp
+def _ndtri(x):
+    return jss.ndtri(x)
+
+
+@_ndtri.defjvp
+def _ndtri_jvp(primals, tangents):
+    # torch's formula sqrt(2 pi) exp(ndtri(x)^2 / 2): inf at 0 and 1 (JAX's derivative gave 0 there)
+    (x,), (t,) = primals, tangents
+    y = _ndtri(x)
+    return y, (t * (np.sqrt(2 * np.pi) * jnp.exp(y * y / 2))).astype(t.dtype)
+
+
+defop("ndtri", _u(_ndtri), grad_fn="SpecialNdtriBackward0", saves=("self",))
 defop("i0", _u(_i0), grad_fn="I0Backward0", saves=("self",))
 
 
