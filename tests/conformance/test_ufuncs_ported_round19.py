@@ -145,7 +145,7 @@ def test_gradients_at_special_points():
 def test_activation_and_loss_gradients_at_nan_and_kinks():
     """torch's backward masks test the excluded side (x <= 0, x <= min or x >= max), so a NaN
     input takes the gradient; prelu's slope applies at 0; smooth_l1 with beta 0 is l1 (0 at
-    x == target); ndtri's gradient is inf at 0 and 1."""
+    x == target); ndtri's gradient is inf at 0 and 1; binary_cross_entropy's target gradient."""
     x4 = [NAN, 0.0, -1.0, 7.0]
     for name in ("relu", "hardtanh", "relu6", "elu", "leaky_relu", "selu", "celu"):
         _check(_grad(lambda L, x: getattr(L.nn.functional, name)(x), x4))
@@ -154,3 +154,6 @@ def test_activation_and_loss_gradients_at_nan_and_kinks():
     for beta in (0.0, 1.0):
         _check(_grad(lambda L, x, t: L.nn.functional.smooth_l1_loss(x, t, beta=beta), [0.0, 1.0, 2.0, -3.0], [0.0, 0.0, 0.0, 0.0]))
     _check(_grad(lambda L, x: L.special.ndtri(x), [0.0, 0.5, 1.0, 2.0]))
+    # binary_cross_entropy at x == 0 or 1: the input's gradient stays finite (its eps), the
+    # target's is -logit(x), unclamped: inf / -inf
+    _check(_grad(lambda L, x, t: L.nn.functional.binary_cross_entropy(x, t), [0.0, 1.0, 0.5, 1.0], [0.0, 1.0, 1.0, 0.0]))

@@ -436,7 +436,7 @@ def _bce_elem_jvp(primals, tangents):
     x, t = primals
     dx, dt = tangents
     gx = (x - t) / jnp.maximum((1 - x) * x, 1e-12)
-    gt = jnp.maximum(jnp.log1p(-x), -100.0) - jnp.maximum(jnp.log(x), -100.0)
+    gt = -jnp.log(x / (1 - x))   # the target's: -logit(x), unclamped as torch (inf at x == 0, -inf at 1)
     return _bce_elem(x, t), gx * dx + gt * dt
 
 
