@@ -157,3 +157,22 @@ def test_activation_and_loss_gradients_at_nan_and_kinks():
     # binary_cross_entropy at x == 0 or 1: the input's gradient stays finite (its eps), the
     # target's is -logit(x), unclamped: inf / -inf
     _check(_grad(lambda L, x, t: L.nn.functional.binary_cross_entropy(x, t), [0.0, 1.0, 0.5, 1.0], [0.0, 1.0, 1.0, 0.0]))
+
+
+def test_new_derivative_rules_under_double_backward_and_forward_ad():
+    """The rules above (logit, maximum, clamp, relu, ndtri) also as torch under create_graph and
+    in forward-mode AD."""
+    def program(lib):
+        x = lib.tensor([0.2, 0.7, 0.0, 1.0], requires_grad=True)
+        y = lib.tensor([0.5, 0.5, 0.0, 2.0])
+        out = []
+        for f in (lambda v: lib.logit(v), lambda v: lib.maximum(v, y) ** 2, lambda v: lib.clamp(v, 0.1, 0.8) ** 2):
+            g, = lib.autograd.grad(f(x).sum(), x, create_graph=True)
+            out += [g.detach(), lib.autograd.grad(g.sum(), x)[0]]
+        fa = lib.autograd.forward_ad
+        with fa.dual_level():
+            d = fa.make_dual(x.detach(), lib.ones(4))
+            for r in (lib.logit(d, eps=0.1), lib.nn.functional.relu(d - 0.5), lib.special.ndtri(d)):
+                out.append(fa.unpack_dual(r).tangent)
+        return tuple(out)
+    _check(program, rtol=2e-6)
