@@ -137,6 +137,7 @@ def test_gradients_at_special_points():
     _check(_grad(lambda L, x, y: L.fmod(x, y), [-3.0, 3.0, 5.5, 1.0], [2.0, -2.0, 1.5, 3.0]))
     _check(_grad(lambda L, x, y: L.remainder(x, y), [-3.0, 3.0, 5.5, 1.0], [2.0, -2.0, 1.5, 3.0]))
     _check(_grad(lambda L, x: L.nan_to_num(x), [NAN, INF, -INF, 1.0]))                  # 0 where replaced
+    _check(_grad(lambda L, x: L.abs(x), [NAN, -0.0, 0.0, -2.0]))                        # sgn: 0 at +-0 and NaN
     _check(_grad(lambda L, x, y: L.float_power(x, y), [2.0, 0.0, 1.0, 3.0], [3.0, 2.0, 0.0, -1.0]))
     _check(_grad(lambda L, x, y: L.atan2(x, y), [0.0, 1.0, -1.0, 0.0], [0.0, 1.0, 0.0, -1.0]))
     _check(_grad(lambda L, x: L.frexp(x)[0], [1.0, 3.0, -0.5, 8.0]))                    # grad / 2**exponent

@@ -29,11 +29,23 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
+@jax.custom_jvp
+def _abs_real(x):
+    return x * jnp.sign(x)
+
+
+@_abs_real.defjvp
+def _abs_real_jvp(primals, tangents):
+    # torch's derivative, grad * sgn(x): 0 at +-0 and at NaN (JAX's sign gives NaN there)
+    (x,), (t,) = primals, tangents
+    return _abs_real(x), t * ((x > 0).astype(t.dtype) - (x < 0).astype(t.dtype))
+
+
 # ---- unary -----------------------------------------------------------------------------
 # NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
 _UNARY = [
     # name, jax fn, grad_fn, saves, vjp_result
-    ("abs", lambda x: jnp.abs(x) if jnp.iscomplexobj(x) else x * jnp.sign(x), "AbsBackward0", ("self",), None),
+    ("abs", lambda x: jnp.abs(x) if jnp.iscomplexobj(x) else _abs_real(x), "AbsBackward0", ("self",), None),
     ("neg", jnp.negative, "NegBackward0", (), None),
     ("exp", jnp.exp, "ExpBackward0", ("result",), lambda y, g: g * y),
     ("exp2", jnp.exp2, "Exp2Backward0", ("result",), lambda y, g: g * y * jnp.log(jnp.asarray(2, y.dtype))),
