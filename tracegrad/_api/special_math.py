@@ -68,13 +68,14 @@ _special_erfcx = _float_unary("erfcx", "erfcx_cpu")
 @method("logit", function=True)
 def logit(input, eps=None):
     """Mirrors ``torch.logit``: ``log(p / (1 - p))`` elementwise, with ``p`` clamped to
-    ``[eps, 1 - eps]`` when ``eps`` is given (the gradient is 0 outside). Integers give the
-    default float dtype; NotImplementedError for a complex tensor, as torch."""
+    ``[eps, 1 - eps]`` when ``eps`` is given (the gradient is 0 outside; without it the
+    gradient is ``1 / (x (1 - x))``, inf at 0 and 1, NaN outside [0, 1]). Autograd:
+    ``LogitBackward0``. Integers give the default float dtype; NotImplementedError for a complex tensor, as torch."""
     refuse_complex("logit", "logit_cpu", input)
-    x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())
-    if eps is not None:
-        x = x.clamp(eps, 1 - eps)
-    return (x / (1 - x)).log()
+    statics = () if eps is None or eps < 0 else (("eps", float(eps)),)   # torch: a negative eps clamps nothing
+    if not input.is_floating_point():
+        statics += (("dtype", _dt.get_default_dtype().np),)
+    return apply_op(OPS["logit"], (input,), statics)
 
 
 @method("polygamma")

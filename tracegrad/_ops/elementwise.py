@@ -29,11 +29,23 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
+@jax.custom_jvp
+def _abs_real(x):
+    return x * jnp.sign(x)
+
+
+@_abs_real.defjvp
+def _abs_real_jvp(primals, tangents):
+    # torch's derivative, grad * sgn(x): 0 at +-0 and at NaN (JAX's sign gives NaN there)
+    (x,), (t,) = primals, tangents
+    return _abs_real(x), t * ((x > 0).astype(t.dtype) - (x < 0).astype(t.dtype))
+
+
 # ---- unary -----------------------------------------------------------------------------
 # NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
 _UNARY = [
     # name, jax fn, grad_fn, saves, vjp_result
-    ("abs", lambda x: jnp.abs(x) if jnp.iscomplexobj(x) else x * jnp.sign(x), "AbsBackward0", ("self",), None),
+    ("abs", lambda x: jnp.abs(x) if jnp.iscomplexobj(x) else _abs_real(x), "AbsBackward0", ("self",), None),
     ("neg", jnp.negative, "NegBackward0", (), None),
     ("exp", jnp.exp, "ExpBackward0", ("result",), lambda y, g: g * y),
     ("exp2", jnp.exp2, "Exp2Backward0", ("result",), lambda y, g: g * y * jnp.log(jnp.asarray(2, y.dtype))),
@@ -63,7 +75,7 @@ _UNARY = [
     # with torch's trajectories
     ("tanh", jnp.tanh, "TanhBackward0", ("result",), lambda y, g: g * (1 - y * y)),
     ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", ("result",), lambda y, g: g * y * (1 - y)),
-    ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y > 0, g, 0).astype(g.dtype)),
+    ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y <= 0, 0, g).astype(g.dtype)),   # torch's mask: a NaN passes
     ("erf", jax.scipy.special.erf, "ErfBackward0", ("self",), None),
     ("erfinv", jax.scipy.special.erfinv, "ErfinvBackward0", ("self",), None),
     ("sign", _sign, "SignBackward0", (), None),
@@ -244,9 +256,28 @@ defop("pow_tensor", _pow_tensor, args=("self", "exponent"),
 # (JAX's own power rule gives inf * 0 = nan there)
 defop("pow_scalar_base", _pow_tensor,
       args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"), no_edge=("self",))
-defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+def _max_min(pick, self_loses):
+    """maximum/minimum with torch's derivative: half the gradient to each side on a tie, none to
+    the losing side, and the whole gradient to BOTH sides where either is NaN (no comparison
+    holds there; JAX's derivative gave NaN positions no gradient at all)."""
+    @jax.custom_jvp
+    def f(a, b):
+        return pick(a, b)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        tie = a == b
+        ca = jnp.where(tie, 0.5, jnp.where(self_loses(a, b), 0.0, 1.0)).astype(da.dtype)
+        cb = jnp.where(tie, 0.5, jnp.where(self_loses(b, a), 0.0, 1.0)).astype(db.dtype)
+        return f(a, b), ca * da + cb * db
+
+    return lambda a, b, dtype: f(_c(a, dtype), _c(b, dtype))
+
+
+defop("maximum", _max_min(jnp.maximum, jnp.less), args=("self", "other"),
       grad_fn="MaximumBackward0", saves=("other", "self"))
-defop("minimum", lambda a, b, dtype: jnp.minimum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+defop("minimum", _max_min(jnp.minimum, jnp.greater), args=("self", "other"),
       grad_fn="MinimumBackward0", saves=("other", "self"))
 def _fmax_fmin(keep_self):
     """NaN-ignoring max/min written as a select, so that the derivative is torch's: ``self``
@@ -285,17 +316,46 @@ defop("where", _where, args=("condition", "self", "other"), grad_fn="WhereBackwa
       saves=("condition",))
 
 
-def _clamp(x, lo, hi, dtype):
-    # where, not maximum/minimum: torch passes the gradient at the bounds (x == min or max),
-    # maximum/minimum would split it in half; a NaN bound gives NaN, as torch (lo != lo)
-    x = _c(x, dtype)
+def _clamp_value(x, lo, hi):
+    # where, not maximum/minimum: a NaN bound gives NaN, as torch (lo != lo)
     if lo is not None:
-        lo = _c(lo, dtype)
         x = jnp.where((x < lo) | (lo != lo), lo, x)
     if hi is not None:
-        hi = _c(hi, dtype)
         x = jnp.where((x > hi) | (hi != hi), hi, x)
     return x
+
+
+@jax.custom_jvp
+def _clamp_fn(x, lo, hi):
+    return _clamp_value(x, lo, hi)
+
+
+@_clamp_fn.defjvp
+def _clamp_jvp(primals, tangents):
+    # torch's masks (clamp_backward_min_max): self takes the gradient where min <= x <= max
+    # (so on the bounds, and never at a NaN); min where x < min < max; max where x > max or
+    # max < min. A NaN anywhere fails the comparisons: no gradient to a NaN bound.
+    (x, lo, hi), (dx, dlo, dhi) = primals, tangents
+    keep = jnp.ones(x.shape, bool)
+    if lo is not None:
+        keep = keep & (x >= lo)
+    if hi is not None:
+        keep = keep & (x <= hi)
+    t = jnp.where(keep, dx, 0)
+    if lo is not None:
+        t = t + jnp.where((x < lo) if hi is None else (x < lo) & (lo < hi), dlo, 0)
+    if hi is not None:
+        t = t + jnp.where((x > hi) if lo is None else (x > hi) | (hi < lo), dhi, 0)
+    return _clamp_fn(x, lo, hi), t.astype(dx.dtype)
+
+
+def _clamp(x, lo, hi, dtype):
+    x = _c(x, dtype)
+    lo = None if lo is None else _c(lo, dtype)
+    hi = None if hi is None else _c(hi, dtype)
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        return _clamp_fn(x, lo, hi)
+    return _clamp_value(x, lo, hi)
 
 
 defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", saves=("self",),

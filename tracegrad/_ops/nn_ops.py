@@ -273,13 +273,13 @@ defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "
 defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype)),
       grad_fn="LeakyReluBackward0", saves=("self",))
 # the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
-# torch's elu gradient at 0 is alpha
-defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x > 0, 0, x))),
+# torch's elu gradient at 0 is alpha; a NaN takes the positive branch (gradient 1), as torch's x <= 0 test
+defop("elu", lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x),
       grad_fn="EluBackward0", saves=("self",))
-# torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's
-# bounds in x's dtype: integer inputs stay integers, as torch
+# torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's, and 1 at a NaN
+# (torch zeroes x <= min or x >= max); bounds in x's dtype: integer inputs stay integers, as torch
 defop("hardtanh", lambda x, min_val, max_val: jnp.where(
-          (x > min_val) & (x < max_val), x,
+          ~((x <= min_val) | (x >= max_val)), x,
           jax.lax.stop_gradient(jnp.clip(x, jnp.asarray(min_val).astype(x.dtype), jnp.asarray(max_val).astype(x.dtype)))),
       grad_fn="HardtanhBackward0",
       saves=("self",))
@@ -352,7 +352,8 @@ defop("mse_loss", lambda x, t, reduction: _reduce(jnp.square(x - t), reduction),
 
 def _smooth_l1(x, t, *, reduction, beta):
     d = jnp.abs(x - t)
-    loss = d - 0.5 * beta if beta == 0 else jnp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    # beta 0 is l1: |d| as d * sign(d), whose gradient is torch's sign(d), 0 where x == t
+    loss = (x - t) * jnp.sign(x - t) if beta == 0 else jnp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -435,7 +436,7 @@ def _bce_elem_jvp(primals, tangents):
     x, t = primals
     dx, dt = tangents
     gx = (x - t) / jnp.maximum((1 - x) * x, 1e-12)
-    gt = jnp.maximum(jnp.log1p(-x), -100.0) - jnp.maximum(jnp.log(x), -100.0)
+    gt = -jnp.log(x / (1 - x))   # the target's: -logit(x), unclamped as torch (inf at x == 0, -inf at 1)
     return _bce_elem(x, t), gx * dx + gt * dt
 
 

@@ -86,16 +86,70 @@ _UNARY = [
     ("lgamma", jss.gammaln, "LgammaBackward0"),
     ("digamma", _digamma, "DigammaBackward0"),
     ("erfc", jss.erfc, "ErfcBackward0"),
-    ("i0", jss.i0, "I0Backward0"),
     ("i0e", jss.i0e, "SpecialI0EBackward0"),
     ("i1", jss.i1, "SpecialI1Backward0"),
     ("i1e", jss.i1e, "SpecialI1EBackward0"),
-    ("ndtri", jss.ndtri, "SpecialNdtriBackward0"),
     ("log_ndtr", jss.log_ndtr, "SpecialLogNdtrBackward0"),
     ("erfcx", _erfcx, "SpecialErfcxBackward0"),   # NOTE [erfcx underflow]
 ]
 for _name, _fn, _gf in _UNARY:
     defop(_name, _u(_fn), grad_fn=_gf, saves=("self",))
+
+
+@jax.custom_jvp
+def _i0(x):
+    return jss.i0(x)
+
+
+@_i0.defjvp
+def _i0_jvp(primals, tangents):
+    # torch's formula, i1(x): JAX's own derivative of i0 (through |x| and i0e) is 1 at x = 0
+    (x,), (t,) = primals, tangents
+    return _i0(x), jss.i1(x) * t
+
+
+@jax.custom_jvp
+def _ndtri(x):
+    return jss.ndtri(x)
+
+
+@_ndtri.defjvp
+def _ndtri_jvp(primals, tangents):
+    # torch's formula sqrt(2 pi) exp(ndtri(x)^2 / 2): inf at 0 and 1 (JAX's derivative gave 0 there)
+    (x,), (t,) = primals, tangents
+    y = _ndtri(x)
+    return y, (t * (np.sqrt(2 * np.pi) * jnp.exp(y * y / 2))).astype(t.dtype)
+
+
+defop("ndtri", _u(_ndtri), grad_fn="SpecialNdtriBackward0", saves=("self",))
+defop("i0", _u(_i0), grad_fn="I0Backward0", saves=("self",))
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _logit_fn(x, eps):
+    xc = x if eps is None else jnp.clip(x, eps, 1 - eps)
+    return jnp.log(xc / (1 - xc))
+
+
+@_logit_fn.defjvp
+def _logit_jvp(eps, primals, tangents):
+    # torch's LogitBackward0: grad / (x (1 - x)) (inf at 0 and 1), NaN outside [0, 1] without
+    # eps; with eps, 0 outside [eps, 1 - eps]. The chain rule through log(x / (1 - x)) gave NaN
+    # at 0 and 1 and finite values outside [0, 1].
+    (x,), (t,) = primals, tangents
+    d = 1 / (x * (1 - x))          # a coefficient on t: a constant put in a tangent's place is dropped by the VJP
+    if eps is None:
+        d = jnp.where((x < 0) | (x > 1), jnp.nan, d)
+    else:
+        d = jnp.where((x < eps) | (x > 1 - eps), 0, d)
+    return _logit_fn(x, eps), (t * d).astype(t.dtype)
+
+
+def _logit(x, eps=None, dtype=None):
+    return _logit_fn(x if dtype is None else x.astype(dtype), eps)
+
+
+defop("logit", _logit, grad_fn="LogitBackward0", saves=("self",))
 
 
 def _polygamma(x, n, dtype=None):

@@ -159,7 +159,7 @@ def conv_tbc(input, weight, bias, pad=0):
 
 
 def prelu(input, weight):
-    """Mirrors ``torch.nn.functional.prelu``: ``x`` where ``x >= 0``, else ``weight * x``; weight
+    """Mirrors ``torch.nn.functional.prelu``: ``x`` where ``x > 0``, else ``weight * x``; weight
     ``(1,)`` or ``(C,)`` with C = ``input.shape[1]`` (a 0-D/1-D input has one channel, as torch).
     Gradients flow to input and weight. Raises: RuntimeError when weight has another count.
     Differs from torch: grad_fn is the composite's (torch: ``PreluKernelBackward0``)."""
@@ -178,7 +178,7 @@ def prelu(input, weight):
         w = weight.reshape((-1,) + (1,) * (input.dim() - 2))
     else:
         w = weight.reshape(())
-    return tracegrad.where(input >= 0, input, w * input)
+    return tracegrad.where(input > 0, input, w * input)   # at 0 the input's gradient is weight, as torch
 
 
 def glu(input, dim=-1):
