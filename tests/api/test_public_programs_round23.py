@@ -573,6 +573,80 @@ def test_neural_process_sine_regression():
     run_both(program)
 
 
+def _ebm_module(torch, randn_like):
+    """langevin.py's ``sample_langevin`` and models.py's ``get_activation`` and ``FCNet``, unchanged
+    but for ``torch.randn_like``, which is ``randn_like`` (also used by
+    tests/compile/test_public_patterns_round24.py)."""
+    nn, autograd = torch.nn, torch.autograd
+
+    def sample_langevin(x, model, stepsize, n_steps, noise_scale=None, intermediate_samples=False):
+        if noise_scale is None:
+            noise_scale = np.sqrt(stepsize * 2)
+
+        l_samples = []
+        l_dynamics = []
+        x.requires_grad = True
+        for _ in range(n_steps):
+            l_samples.append(x.detach().to('cpu'))
+            noise = randn_like(x) * noise_scale
+            out = model(x)
+            grad = autograd.grad(out.sum(), x, only_inputs=True)[0]
+            dynamics = stepsize * grad + noise
+            x = x + dynamics
+            l_samples.append(x.detach().to('cpu'))
+            l_dynamics.append(dynamics.detach().to('cpu'))
+
+        if intermediate_samples:
+            return l_samples, l_dynamics
+        else:
+            return l_samples[-1]
+
+    def get_activation(s_act):
+        if s_act == 'relu':
+            return nn.ReLU(inplace=True)
+        elif s_act == 'sigmoid':
+            return nn.Sigmoid()
+        elif s_act == 'softplus':
+            return nn.Softplus()
+        elif s_act == 'linear':
+            return None
+        elif s_act == 'tanh':
+            return nn.Tanh()
+        elif s_act == 'leakyrelu':
+            return nn.LeakyReLU(0.2, inplace=True)
+        elif s_act == 'softmax':
+            return nn.Softmax(dim=1)
+        else:
+            raise ValueError(f'Unexpected activation: {s_act}')
+
+    class FCNet(nn.Module):
+        """fully-connected network"""
+        def __init__(self, in_dim, out_dim, l_hidden=(50,), activation='sigmoid', out_activation='linear'):
+            super(FCNet, self).__init__()
+            l_neurons = tuple(l_hidden) + (out_dim,)
+            if isinstance(activation, str):
+                activation = (activation,) * len(l_hidden)
+            activation = tuple(activation) + (out_activation,)
+
+            l_layer = []
+            prev_dim = in_dim
+            for i_layer, (n_hidden, act) in enumerate(zip(l_neurons, activation)):
+                l_layer.append(nn.Linear(prev_dim, n_hidden))
+                act_fn = get_activation(act)
+                if act_fn is not None:
+                    l_layer.append(act_fn)
+                prev_dim = n_hidden
+
+            self.net = nn.Sequential(*l_layer)
+            self.in_dim = in_dim
+            self.out_shape = (out_dim,)
+
+        def forward(self, x):
+            return self.net(x)
+
+    return sample_langevin, get_activation, FCNet
+
+
 # ---- swyoon/pytorch-energy-based-model ---------------------------------------------------------
 # langevin.py (sample_langevin), models.py (FCNet, get_activation), data.py (potential_fn,
 # sample_2d_data's '8gaussians' branch) and train_energy_based_model.py's loop, driven as
@@ -584,8 +658,6 @@ def test_neural_process_sine_regression():
 # workers, weights are numpy-seeded, and ``print`` logs the numbers it prints.
 def test_energy_based_model_langevin():
     def program(torch, log):
-        nn = torch.nn
-        autograd = torch.autograd
         Adam = torch.optim.Adam
         TensorDataset, DataLoader = torch.utils.data.TensorDataset, torch.utils.data.DataLoader
         import math
@@ -593,70 +665,7 @@ def test_energy_based_model_langevin():
         rs = np.random.RandomState(5)
         randn_like = _randn_like(rs, torch)
 
-        def sample_langevin(x, model, stepsize, n_steps, noise_scale=None, intermediate_samples=False):
-            if noise_scale is None:
-                noise_scale = np.sqrt(stepsize * 2)
-
-            l_samples = []
-            l_dynamics = []
-            x.requires_grad = True
-            for _ in range(n_steps):
-                l_samples.append(x.detach().to('cpu'))
-                noise = randn_like(x) * noise_scale
-                out = model(x)
-                grad = autograd.grad(out.sum(), x, only_inputs=True)[0]
-                dynamics = stepsize * grad + noise
-                x = x + dynamics
-                l_samples.append(x.detach().to('cpu'))
-                l_dynamics.append(dynamics.detach().to('cpu'))
-
-            if intermediate_samples:
-                return l_samples, l_dynamics
-            else:
-                return l_samples[-1]
-
-        def get_activation(s_act):
-            if s_act == 'relu':
-                return nn.ReLU(inplace=True)
-            elif s_act == 'sigmoid':
-                return nn.Sigmoid()
-            elif s_act == 'softplus':
-                return nn.Softplus()
-            elif s_act == 'linear':
-                return None
-            elif s_act == 'tanh':
-                return nn.Tanh()
-            elif s_act == 'leakyrelu':
-                return nn.LeakyReLU(0.2, inplace=True)
-            elif s_act == 'softmax':
-                return nn.Softmax(dim=1)
-            else:
-                raise ValueError(f'Unexpected activation: {s_act}')
-
-        class FCNet(nn.Module):
-            """fully-connected network"""
-            def __init__(self, in_dim, out_dim, l_hidden=(50,), activation='sigmoid', out_activation='linear'):
-                super(FCNet, self).__init__()
-                l_neurons = tuple(l_hidden) + (out_dim,)
-                if isinstance(activation, str):
-                    activation = (activation,) * len(l_hidden)
-                activation = tuple(activation) + (out_activation,)
-
-                l_layer = []
-                prev_dim = in_dim
-                for i_layer, (n_hidden, act) in enumerate(zip(l_neurons, activation)):
-                    l_layer.append(nn.Linear(prev_dim, n_hidden))
-                    act_fn = get_activation(act)
-                    if act_fn is not None:
-                        l_layer.append(act_fn)
-                    prev_dim = n_hidden
-
-                self.net = nn.Sequential(*l_layer)
-                self.in_dim = in_dim
-                self.out_shape = (out_dim,)
-
-            def forward(self, x):
-                return self.net(x)
+        sample_langevin, get_activation, FCNet = _ebm_module(torch, randn_like)
 
         def potential_fn(dataset):
             w1 = lambda z: torch.sin(2 * math.pi * z[:,0] / 4)

@@ -19,66 +19,21 @@ from copy import deepcopy
 import numpy as np
 
 import tracegrad
+from tests.api.test_public_programs_round23 import _ebm_module
 
 from ._harness import check_compiled, data, np_init
 
 
-# ---- swyoon/pytorch-energy-based-model langevin.py, models.py (FCNet with ReLU), the training
+# ---- swyoon/pytorch-energy-based-model langevin.py, models.py (FCNet, as the eager round-23 test defines them), the training
 # script's loop body (``.cuda()`` dropped; ``randn_like`` is the program's ``torch.randn_like`` or
 # a stand-in returning the noise passed to the step) ----------------------------------------------
 def _ebm_program(mod, wrap, noise_in):
-    nn = mod.nn
-    autograd = mod.autograd
     drawn = []
 
     def randn_like(x):
         return drawn.pop(0).clone() if noise_in else mod.randn_like(x)
 
-    def sample_langevin(x, model, stepsize, n_steps, noise_scale=None, intermediate_samples=False):
-        if noise_scale is None:
-            noise_scale = np.sqrt(stepsize * 2)
-
-        l_samples = []
-        l_dynamics = []
-        x.requires_grad = True
-        for _ in range(n_steps):
-            l_samples.append(x.detach().to('cpu'))
-            noise = randn_like(x) * noise_scale
-            out = model(x)
-            grad = autograd.grad(out.sum(), x, only_inputs=True)[0]
-            dynamics = stepsize * grad + noise
-            x = x + dynamics
-            l_samples.append(x.detach().to('cpu'))
-            l_dynamics.append(dynamics.detach().to('cpu'))
-
-        if intermediate_samples:
-            return l_samples, l_dynamics
-        else:
-            return l_samples[-1]
-
-    class FCNet(nn.Module):
-        """fully-connected network"""
-        def __init__(self, in_dim, out_dim, l_hidden=(50,), activation='sigmoid', out_activation='linear'):
-            super(FCNet, self).__init__()
-            l_neurons = tuple(l_hidden) + (out_dim,)
-            if isinstance(activation, str):
-                activation = (activation,) * len(l_hidden)
-            activation = tuple(activation) + (out_activation,)
-
-            l_layer = []
-            prev_dim = in_dim
-            for i_layer, (n_hidden, act) in enumerate(zip(l_neurons, activation)):
-                l_layer.append(nn.Linear(prev_dim, n_hidden))
-                if act == 'relu':
-                    l_layer.append(nn.ReLU(inplace=True))
-                prev_dim = n_hidden
-
-            self.net = nn.Sequential(*l_layer)
-            self.in_dim = in_dim
-            self.out_shape = (out_dim,)
-
-        def forward(self, x):
-            return self.net(x)
+    sample_langevin, _, FCNet = _ebm_module(mod, randn_like)
 
     model = np_init(FCNet(in_dim=2, out_dim=1, l_hidden=(8, 8), activation='relu', out_activation='linear'), mod)
     opt = mod.optim.Adam(model.parameters(), lr=1e-3)
