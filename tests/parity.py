@@ -502,6 +502,22 @@ def compare(ref, got):
             f"torch keys: {[k for k, _ in ref]}\ntracegrad keys: {[k for k, _ in got]}")
 
 
+def printer(log):
+    """A ``print`` for programs (run by ``run_both``) that print full-precision floats: logs the
+    printed words, numbers as floats (so they compare with tolerances instead of digit by
+    digit)."""
+    def print_(*args):
+        words = re.split(r"[\s,:]+", " ".join(str(a) for a in args).strip())
+        out = []
+        for w in words:
+            try:
+                out.append(float(w))
+            except ValueError:
+                out.append(w)
+        log("printed", out)
+    return print_
+
+
 def run_both(program, rtol=None):
     """Run ``program`` with torch (the oracle) and tracegrad; assert equal logs. ``rtol``: a
     looser relative tolerance for a program that amplifies float32 rounding (LBFGS's many

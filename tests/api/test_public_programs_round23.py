@@ -25,7 +25,6 @@ downloads and random streams; where a program's own code had to change, the comm
 test says how and why.
 """
 import random
-import re
 from copy import deepcopy
 from itertools import filterfalse as ifilterfalse
 from math import pi
@@ -33,24 +32,9 @@ from math import pi
 import numpy as np
 import pytest
 
-from parity import init_params, run_both
+from parity import init_params, printer, run_both
 
 torch = pytest.importorskip("torch")
-
-
-def _printer(log):
-    """A ``print`` for programs that print full-precision floats: logs the printed words, numbers
-    as floats (so they compare with tolerances instead of digit by digit)."""
-    def print_(*args):
-        words = re.split(r"[\s,:]+", " ".join(str(a) for a in args).strip())
-        out = []
-        for w in words:
-            try:
-                out.append(float(w))
-            except ValueError:
-                out.append(w)
-        log("printed", out)
-    return print_
 
 
 class _NoPlot:
@@ -339,7 +323,7 @@ def test_neural_process_sine_regression():
         Dataset, DataLoader = torch.utils.data.Dataset, torch.utils.data.DataLoader
         kl_divergence = torch.distributions.kl.kl_divergence
         from random import randint
-        print = _printer(log)  # noqa: A001
+        print = printer(log)  # noqa: A001
         noise = np.random.RandomState(3)
 
         class Normal(torch.distributions.Normal):
@@ -661,7 +645,7 @@ def test_energy_based_model_langevin():
         Adam = torch.optim.Adam
         TensorDataset, DataLoader = torch.utils.data.TensorDataset, torch.utils.data.DataLoader
         import math
-        print = _printer(log)  # noqa: A001
+        print = printer(log)  # noqa: A001
         rs = np.random.RandomState(5)
         randn_like = _randn_like(rs, torch)
 

@@ -21,13 +21,12 @@ Each keeps its program's code at tiny sizes, with numpy-seeded data and paramete
 downloads and random streams; where a program's own code had to change, the comment above its
 test says how and why.
 """
-import re
 from typing import Callable
 
 import numpy as np
 import pytest
 
-from parity import init_params, run_both
+from parity import init_params, printer, run_both
 
 torch = pytest.importorskip("torch")
 
@@ -55,21 +54,6 @@ class _Seeded:
     def bernoulli(self, p):
         draw = self._rs.uniform(0, 1, tuple(p.shape)) < p.numpy()
         return self._mod.tensor(draw.astype(np.float32)).to(p.dtype)
-
-
-def _printer(log):
-    """A ``print`` for programs that print full-precision floats: logs the printed words, numbers
-    as floats (so they compare with tolerances instead of digit by digit)."""
-    def print_(*args):
-        words = re.split(r"[\s,:]+", " ".join(str(a) for a in args).strip())
-        out = []
-        for w in words:
-            try:
-                out.append(float(w))
-            except ValueError:
-                out.append(w)
-        log("printed", out)
-    return print_
 
 
 def _tqdm(it, **kw):
@@ -281,7 +265,7 @@ def _hopfield_module(torch, print):
 def test_hmcalister_modern_hopfield_network():
     def program(mod, log):
         torch = _Seeded(mod, 24)
-        print = _printer(log)
+        print = printer(log)
         RectifiedPolynomialInteractionFunction, createBipolarStates, ModernHopfieldNetwork = _hopfield_module(torch, print)
         device = "cpu"
 
