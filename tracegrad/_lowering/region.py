@@ -436,9 +436,9 @@ class Region:
 
     def _only_tensor(self, st) -> bool:
         """Whether a single tensor refers to escape storage ``st``. The other references: the
-        escapes list, the regions' input
-        lists (``_HELD``, where an escape that is this region's input too counts twice: its
-        escapes entry included), the caller's and this frame's variables, getrefcount's argument."""
+        escapes list, the regions' input lists (``_HELD``, where an escape that is this region's
+        input too counts twice, its escapes entry included), the caller's and this frame's
+        variables, and getrefcount's argument."""
         others = 3 + _HELD.get(id(st), 0) + (0 if any(st is s for s in self.storages) else 1)
         return sys.getrefcount(st) - others <= 1
 
