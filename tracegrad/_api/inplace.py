@@ -342,6 +342,9 @@ def _inplace_unary(name):
                     return self
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
                                           f"the tensor with .float() first")
+            if name == "abs" and dt._cat == 3:   # |z| is real: it cannot be written back into z (torch refuses)
+                raise RuntimeError("In-place abs is not supported for complex tensors; use tracegrad.abs(z) "
+                                   "(a real tensor) instead")
             return apply_inplace(op, self, ())
     f.__name__ = name + "_"
     f.__doc__ = f"Mirrors ``torch.Tensor.{name}_`` (in place)."

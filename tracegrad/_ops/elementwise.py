@@ -29,6 +29,14 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
+def _sgn_complex(x):
+    # x / |x| with the origin mapped to 0 by a where on a safe divisor, so the gradient there is
+    # 0 (torch's) instead of NaN
+    a = jnp.abs(x)
+    zero = a == 0
+    return jnp.where(zero, jnp.zeros_like(x), x / jnp.where(zero, jnp.ones_like(a), a).astype(x.dtype))
+
+
 @jax.custom_jvp
 def _abs_real(x):
     return x * jnp.sign(x)
@@ -94,8 +102,9 @@ _UNARY = [
     ("signbit", jnp.signbit, None, (), None),
     ("silu", jax.nn.silu, "SiluBackward0", ("self",), None),
     ("mish", lambda x: x * jnp.tanh(jax.nn.softplus(x)), "MishBackward0", ("self",), None),
-    # a real sgn is sign (0 for NaN, as torch); a complex one is x / |x|
-    ("sgn", lambda x: jnp.sign(x) if jnp.iscomplexobj(x) else _sign(x), "SgnBackward0", ("result",), lambda y, g: jnp.zeros_like(g)),
+    # a real sgn is sign (0 for NaN, as torch: zero gradient); a complex one is x / |x|, 0 at 0,
+    # differentiated by JAX (torch's sgn_backward: nonzero off the origin, 0 at it)
+    ("sgn", lambda x: _sgn_complex(x) if jnp.iscomplexobj(x) else _sign(x), "SgnBackward0", ("self", "result"), None),
 ]
 # ops that turn integer inputs into the default float dtype, as torch's "unary float" ops
 FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
