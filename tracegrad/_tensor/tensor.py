@@ -612,6 +612,9 @@ class Tensor(TensorBase):
 
     @property
     def _version(self) -> int:
+        if "_inference" in self.__dict__:   # torch: inference tensors have no version counter
+            raise RuntimeError("Inference tensors do not track version counter; clone() the tensor outside "
+                               "inference_mode() to get one that does.")
         cap = _state.CAPTURE[0]
         if cap is not None:
             cap.see_version(self)

@@ -142,9 +142,10 @@ class inference_mode(_DecoratorContextManager):
     """Mirrors ``torch.inference_mode(mode=True)``: recording is off, and tensors made inside
     are inference tensors (``is_inference()``; saving one for backward raises RuntimeError)."""
 
-    def __new__(cls, mode_or_orig_func=True):
-        # also a bare decorator (``@inference_mode`` without parentheses), as torch
-        if mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
+    def __new__(cls, mode_or_orig_func=True, **kwargs):
+        # also a bare decorator (``@inference_mode`` without parentheses), as torch; the flag may
+        # be given by name (``inference_mode(mode=False)``), which __init__ then reads
+        if kwargs or mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
             return super().__new__(cls)
         return cls()(mode_or_orig_func)
 

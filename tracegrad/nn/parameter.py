@@ -54,11 +54,17 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
                                    f"{type(t).__name__} was found instead; fix the subclass's detach()")
             t._is_param = True
             return t
+        inference = "_inference" in data.__dict__
+        if inference and requires_grad and not tracegrad.is_inference_mode_enabled():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed "
+                               "(nn.Parameter() of a tensor made in inference_mode()); pass data.clone()")
         self = Tensor.__new__(cls)
         src = data.detach()
         self._st, self._chain, self._vc = src._st, src._chain, src._vc
         self._vcache, self._vgen = src._vcache, src._vgen
         self._rg = bool(requires_grad)
+        if inference:   # as torch: a Parameter of an inference tensor is one too
+            self._inference = True
         return self
 
     def __init__(self, data=None, requires_grad=True):
