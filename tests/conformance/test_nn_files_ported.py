@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _nn_files_helpers import raises_class, warning_texts, xfail_tracegrad
+from _nn_files_helpers import raises_class, warning_texts
 from parity import init_params, randn, run_both
 
 
@@ -888,14 +888,13 @@ def test_lazy_materialize_dtype(T):
 
 @pytest.mark.parametrize("opt", ["Adadelta", "Adagrad", "Adamax", "Adam", "AdamW", "ASGD", "SGD", "Rprop",
                                  "RMSprop", "LBFGS", "NAdam", "RAdam"])
-def test_lazy_optimizer_pass(T, opt, request):
+def test_lazy_optimizer_pass(T, opt):
     # TestLazyModules.test_optimizer_pass: an optimizer built before materialization steps the
     # materialized parameter (Adagrad refuses the placeholder up front)
     m = _lazy_module(T)
     m.register_parameter("test_param", T.nn.parameter.UninitializedParameter())
     cls = getattr(T.optim, opt)
-    if opt == "Adagrad":
-        xfail_tracegrad(request, T, _NO_TORCH_FUNCTION)   # Adagrad's full_like(p) raises in torch
+    if opt == "Adagrad":   # Adagrad's full_like(p) raises
         with pytest.raises(ValueError, match="uninitialized parameter"):
             cls(m.parameters())
         return
@@ -917,13 +916,8 @@ def test_lazy_weight_norm_and_spectral_norm(T):
                 fn(T.nn.LazyLinear(7))
 
 
-_NO_TORCH_FUNCTION = ("tracegrad's ops do not consult a Tensor subclass's __torch_function__, so an "
-                      "UninitializedParameter reaches the op as an empty tensor instead of raising torch's ValueError")
-
-
-def test_lazy_invalid_functions(T, request):
+def test_lazy_invalid_functions(T):
     # TestLazyModules.test_invalid_functions
-    xfail_tracegrad(request, T, _NO_TORCH_FUNCTION)
     param = T.nn.parameter.UninitializedParameter()
     for call in (lambda: T.empty_like(param), lambda: T.add(param, param), lambda: param + param):
         with pytest.raises(ValueError, match="uninitialized parameter"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tracegrad
 from tracegrad import Tensor
 from tracegrad._C import _disabled_torch_function_impl
+from tracegrad._tensor.overridable import activate as _activate_protocol
 
 
 class _ParameterMeta(type):
@@ -135,6 +136,18 @@ class UninitializedTensorMixin:
         raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
                            "initialize the parameters before calling `module.share_memory()`.")
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """As torch's: a placeholder takes part in no function but its attribute reads and
+        writes and the few conversions in ``_allowed_functions`` (a ``ValueError`` names the
+        function): an op on a lazy module's parameter before the first forward is a mistake, not
+        an op on an empty tensor. The protocol is turned on by the first placeholder made."""
+        if type(func).__name__ == "method-wrapper" or func in _allowed_functions():
+            return super().__torch_function__(func, types, args, {} if kwargs is None else kwargs)
+        raise ValueError(f"Attempted to use an uninitialized parameter in {func}. A lazy module's parameters and "
+                         f"buffers ({cls.__name__}) have no shape or values until the module's first forward: "
+                         "call the module on a dummy batch before using them")
+
     def __repr__(self):
         return f"<{self.__class__.__name__}>"
 
@@ -145,6 +158,19 @@ class UninitializedTensorMixin:
     __str__ = __repr__
 
 
+_ALLOWED: list = []
+
+
+def _allowed_functions():
+    """The functions a placeholder may meet (torch's list: hashing, size, copy_, dtype
+    conversions and moves)."""
+    if not _ALLOWED:
+        T = tracegrad.Tensor
+        _ALLOWED.extend([T.__hash__, T.size, T.copy_, T.is_complex, T.is_floating_point, T.half, T.float,
+                         T.double, T.char, T.short, T.int, T.long, T.cuda, T.cpu, T.to, T.get_device])
+    return _ALLOWED
+
+
 class UninitializedParameter(UninitializedTensorMixin, Parameter):
     """Mirrors ``torch.nn.UninitializedParameter``: the weight of a lazy module before its first
     forward; ``materialize(shape)`` makes it a ``Parameter`` (same object)."""
@@ -152,6 +178,7 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
+        _activate_protocol()   # NOTE [trampolines]: the placeholder's __torch_function__ needs it
         return Parameter.__new__(cls, tracegrad.empty(0, dtype=dtype), requires_grad)
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
@@ -167,12 +194,11 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """Mirrors ``torch.nn.UninitializedBuffer``: a lazy module's running statistics before its
     first forward; ``materialize(shape)`` makes it a plain ``Tensor`` (same object)."""
 
-    __torch_function__ = _disabled_torch_function_impl
-
     cls_to_become = Tensor
     _is_buffer = True   # assigning one to a module attribute registers a buffer, as a Buffer
 
     def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        _activate_protocol()
         self = Tensor.__new__(cls)
         src = tracegrad.empty(0, dtype=dtype)
         self._st, self._chain, self._vc = src._st, src._chain, src._vc

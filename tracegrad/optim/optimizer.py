@@ -22,9 +22,10 @@ from itertools import chain
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-from .. import (Tensor, compiler, enable_grad, float32, float64, full_like, get_default_dtype, is_grad_enabled,
+from .. import (Tensor, compiler, enable_grad, float32, float64, get_default_dtype, is_grad_enabled,
                 set_grad_enabled, stack, tensor, view_as_complex, view_as_real)
 from .. import profiler
+import tracegrad
 from .. import nn
 from ..utils.hooks import RemovableHandle
 
@@ -789,8 +790,10 @@ def _note_write(key):
 
 def full_like_reals(p, value):
     """``full_like(p, value)``; for a complex ``p``, ``value`` in both the real and the imaginary
-    part (torch's Adagrad and Rprop initialise state so: a complex number is two independent reals)."""
-    return full_like(p, complex(value, value) if p.is_complex() else value)
+    part (torch's Adagrad and Rprop initialise state so: a complex number is two independent reals).
+    The public ``tracegrad.full_like`` (not the module-level import, which skips the guard):
+    a lazy module's ``UninitializedParameter`` refuses it with torch's ValueError."""
+    return tracegrad.full_like(p, complex(value, value) if p.is_complex() else value)
 
 
 def _real_views(state) -> dict:
