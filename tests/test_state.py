@@ -27,8 +27,8 @@ def test_grad_mode_state_is_the_one_in_state():
         x = tracegrad.ones(2, requires_grad=True) * 2
         assert x.grad_fn is None
     with tracegrad.inference_mode():
-        assert list(_state.GRAD_MODE) == [False, True] and _state.INFERENCE_DEPTH[0] == 1
-    assert list(_state.GRAD_MODE) == [True, False] and _state.INFERENCE_DEPTH[0] == 0
+        assert list(_state.GRAD_MODE) == [False, True, False] and _state.INFERENCE_DEPTH[0] == 1
+    assert list(_state.GRAD_MODE) == [True, False, False] and _state.INFERENCE_DEPTH[0] == 0
     _state.GRAD_MODE[0] = False     # what a compiled call restoring a snapshot would do
     try:
         assert not tracegrad.is_grad_enabled()

@@ -79,14 +79,14 @@ def _current_graph_task_id() -> int:
 def _set_grad_enabled(enabled) -> None:
     """Mirrors ``torch._C._set_grad_enabled(enabled)``: sets grad mode now (no restoring; the
     hand-written context managers of PyTorch's compile tests call it). TypeError unless a bool."""
-    from ._state import GRAD_MODE
+    from ._state import swap_grad_enabled
     if not isinstance(enabled, bool):
         raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
                         f"not {type(enabled).__name__}")
-    GRAD_MODE[0] = enabled
+    swap_grad_enabled(enabled)
 
 
 def _is_grad_enabled() -> bool:
     """Mirrors ``torch._C.is_grad_enabled`` under its private spelling: the current grad mode."""
-    from ._state import GRAD_MODE
-    return GRAD_MODE[0]
+    from ._state import grad_enabled
+    return grad_enabled()

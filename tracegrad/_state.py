@@ -118,11 +118,15 @@ def check_values(x, bad) -> None:
 
 # ---- grad mode ----------------------------------------------------------------------------------
 class _GradModeState(threading.local):
-    """``[grad enabled, inference mode]``, per thread as in torch: a new thread starts with grad
-    on, whatever the thread that started it is doing. Indexable like the list it replaces."""
+    """``[grad enabled, inference mode, grad flag inside inference mode]``, per thread as in
+    torch: a new thread starts with grad on, whatever the thread that started it is doing.
+    Indexable like the list it replaces. Slot 0 is what dispatch reads (record or not); inside
+    ``inference_mode()`` it stays False, and ``enable_grad`` / ``no_grad`` / ``set_grad_enabled``
+    write slot 2 instead, which only ``is_grad_enabled()`` reports (torch: InferenceMode keeps
+    autograd off whatever grad mode says)."""
 
     def __init__(self):
-        self.v = [True, False]
+        self.v = [True, False, False]
 
     def __getitem__(self, i):
         return self.v[i]
@@ -136,6 +140,22 @@ class _GradModeState(threading.local):
 
 GRAD_MODE = _GradModeState()
 INFERENCE_DEPTH: list = [0]
+
+
+def grad_enabled() -> bool:
+    """``torch.is_grad_enabled()``: the grad flag; inside ``inference_mode()`` the one set there."""
+    v = GRAD_MODE.v
+    return v[2] if v[1] else v[0]
+
+
+def swap_grad_enabled(value: bool) -> tuple:
+    """Set the grad flag (slot 2 inside ``inference_mode()``, else slot 0); returns
+    ``(slot, previous value)`` for ``GRAD_MODE[slot] = previous`` to restore it."""
+    v = GRAD_MODE.v
+    i = 2 if v[1] else 0
+    prev = v[i]
+    v[i] = value
+    return i, prev
 
 
 def in_inference_mode() -> bool:

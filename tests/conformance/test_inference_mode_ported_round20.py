@@ -116,16 +116,37 @@ def test_inference_tensor_as_gradient_and_copy_source(T):
         c * x
 
 
-@pytest.mark.xfail(strict=True, reason="tracegrad: enable_grad()/set_grad_enabled(True) inside inference_mode() "
-                                       "turns recording back on (dispatch reads the grad flag alone); torch keeps "
-                                       "recording off for the whole block")
-def test_enable_grad_inside_inference_mode_records_nothing():
-    # torch: InferenceMode excludes autograd whatever the grad mode says; is_grad_enabled() is
-    # True again under enable_grad, but results still have no history
-    import tracegrad as T
+def test_grad_mode_switches_inside_inference_mode(T):
+    # InferenceMode keeps autograd off whatever grad mode says: enable_grad / set_grad_enabled /
+    # _C._set_grad_enabled inside it change what is_grad_enabled() reports (and restore it), but
+    # results still have no history and are inference tensors; inference_mode(False) inside
+    # turns recording back on. (enable_grad used to turn recording back on there.)
+    log = []
     with T.inference_mode():
         with T.enable_grad():
-            assert T.is_grad_enabled()
             a = T.ones(2, requires_grad=True)
             z = a * 2
-    assert not z.requires_grad and z.grad_fn is None and _is_inference_tensor(z)
+            log.append((T.is_grad_enabled(), z.requires_grad, z.grad_fn is None, _is_inference_tensor(z)))
+            with T.no_grad():
+                log.append(T.is_grad_enabled())
+            with T.inference_mode(False):
+                y = T.ones(2, requires_grad=True) * 3
+                log.append((T.is_grad_enabled(), y.requires_grad, _is_inference_tensor(y)))
+            log.append(T.is_grad_enabled())
+        T.set_grad_enabled(True)
+        w = T.ones(2, requires_grad=True) * 2
+        log.append((T.is_grad_enabled(), w.requires_grad))
+        T._C._set_grad_enabled(False)
+        log.append(T.is_grad_enabled())
+        with T.set_grad_enabled(True):
+            log.append(T.is_grad_enabled())
+        log.append(T.is_grad_enabled())
+    log.append(T.is_grad_enabled())
+    with T.no_grad():
+        with T.inference_mode(), T.enable_grad():
+            log.append(T.is_grad_enabled())
+        log.append(T.is_grad_enabled())
+    x = T.ones(2, requires_grad=True)
+    log += [T.is_grad_enabled(), (x * 2).requires_grad]
+    assert log == [(True, False, True, True), False, (True, True, False), True, (True, False), False, True,
+                   False, True, True, False, True, True]

@@ -16,12 +16,15 @@ import warnings
 # thread-local read, so ops outside inference mode pay one list read).
 from .._state import GRAD_MODE as STATE
 from .._state import INFERENCE_DEPTH as INFERENCE_DEPTH
+from .._state import grad_enabled as _grad_flag
 from .._state import in_inference_mode as in_inference_mode
+from .._state import swap_grad_enabled as _swap_grad
 
 
 def is_grad_enabled() -> bool:
-    """Mirrors ``torch.is_grad_enabled``."""
-    return STATE[0]
+    """Mirrors ``torch.is_grad_enabled`` (inside ``inference_mode()``: the flag that
+    ``enable_grad`` / ``no_grad`` set there, while recording stays off)."""
+    return _grad_flag()
 
 
 def is_inference_mode_enabled() -> bool:
@@ -91,22 +94,20 @@ class no_grad(_NoParamDecoratorContextManager):
     """Mirrors ``torch.no_grad``: ops inside record no graph; results have requires_grad=False."""
 
     def __enter__(self):
-        self.prev = STATE[0]
-        STATE[0] = False
+        self.prev = _swap_grad(False)
 
     def __exit__(self, *exc):
-        STATE[0] = self.prev
+        STATE[self.prev[0]] = self.prev[1]
 
 
 class enable_grad(_NoParamDecoratorContextManager):
     """Mirrors ``torch.enable_grad``: turns recording back on inside ``no_grad``."""
 
     def __enter__(self):
-        self.prev = STATE[0]
-        STATE[0] = True
+        self.prev = _swap_grad(True)
 
     def __exit__(self, *exc):
-        STATE[0] = self.prev
+        STATE[self.prev[0]] = self.prev[1]
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -119,20 +120,19 @@ class set_grad_enabled(_DecoratorContextManager):
             # bad input); a truthy string would otherwise silently enable grad
             raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
                             f"not {type(mode).__name__}")
-        self.prev = STATE[0]
         self.mode = mode
-        STATE[0] = self.mode
+        self.prev = _swap_grad(mode)
 
     def __call__(self, func):
         # used as a decorator: the call above already switched the mode; switch it back
-        STATE[0] = self.prev
+        STATE[self.prev[0]] = self.prev[1]
         return super().__call__(func)
 
     def __enter__(self):
         pass
 
     def __exit__(self, *exc):
-        STATE[0] = self.prev
+        STATE[self.prev[0]] = self.prev[1]
 
     def clone(self):
         return type(self)(self.mode)
@@ -155,13 +155,13 @@ class inference_mode(_DecoratorContextManager):
     def __enter__(self):
         self.prev = tuple(STATE)
         if self.mode:
-            STATE[0], STATE[1] = False, True
+            STATE[0], STATE[1], STATE[2] = False, True, False
             INFERENCE_DEPTH[0] += 1
         else:  # as torch: inference_mode(False) turns recording back on
             STATE[0], STATE[1] = True, False
 
     def __exit__(self, *exc):
-        STATE[0], STATE[1] = self.prev
+        STATE[0], STATE[1], STATE[2] = self.prev
         if self.mode:
             INFERENCE_DEPTH[0] -= 1
 
