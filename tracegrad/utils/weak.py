@@ -142,6 +142,11 @@ class WeakIdKeyDictionary(MutableMapping):
     def get(self, key, default=None):
         return self.data.get(self.ref_type(key), default)
 
+    def keyrefs(self):
+        """Mirrors ``WeakIdKeyDictionary.keyrefs``: a list of the weak references (``ref_type``
+        objects) that hold the keys; call one for its key, or None once the key is collected."""
+        return list(self.data)
+
     def __repr__(self):
         return f"<{type(self).__name__} at {id(self):#x}>"
 
