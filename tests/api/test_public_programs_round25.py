@@ -16,7 +16,11 @@
   side: ``MDRNNCell`` loading the MDRNN's ``state_dict`` under ``k.strip('_l0')`` keys (an
   ``nn.LSTM``'s ``weight_ih_l0`` into an ``nn.LSTMCell``'s ``weight_ih``), the ``Controller``,
   ``get_action_and_transition`` and ``flatten_parameters``/``load_parameters`` (the CMA-ES
-  parameter round trip through numpy and ``torch.Tensor(ndarray)``).
+  parameter round trip through numpy and ``torch.Tensor(ndarray)``);
+- sooftware/attentions: every attention module of ``attentions.py`` (masked scaled dot-product,
+  multi-head with a per-head ``repeat`` of the mask, dot-product, additive, location-aware with and
+  without smoothing, multi-head location-aware, relative multi-head with the ``cat``-and-``view``
+  shift, and the CustomizingAttention whose call misses an argument), forward and backward.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters in place of
 downloads and random streams; where a program's own code had to change, the comment above its
@@ -613,4 +617,356 @@ def test_ctallec_world_models_mdrnn_vae_controller():
                 action, hidden = gen.get_action_and_transition(obs, hidden)
                 log("action", action)
                 log("hidden", list(hidden))
+    run_both(program)
+
+
+# ---- sooftware/attentions -------------------------------------------------------------------------
+def _attentions_module(torch):
+    """attentions.py, unchanged but for docstrings (``torch`` is the program's module)."""
+    import math
+    nn = torch.nn
+    F = torch.nn.functional
+    Tensor = torch.Tensor
+    from typing import Optional, Tuple
+
+    class ScaledDotProductAttention(nn.Module):
+        def __init__(self, dim: int):
+            super(ScaledDotProductAttention, self).__init__()
+            self.sqrt_dim = np.sqrt(dim)
+
+        def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+            score = torch.bmm(query, key.transpose(1, 2)) / self.sqrt_dim
+
+            if mask is not None:
+                score.masked_fill_(mask.view(score.size()), -float('Inf'))
+
+            attn = F.softmax(score, -1)
+            context = torch.bmm(attn, value)
+            return context, attn
+
+    class DotProductAttention(nn.Module):
+        def __init__(self, hidden_dim):
+            super(DotProductAttention, self).__init__()
+            self.normalize = nn.LayerNorm(hidden_dim)
+            self.out_projection = nn.Linear(hidden_dim * 2, hidden_dim)
+
+        def forward(self, query: Tensor, value: Tensor) -> Tuple[Tensor, Tensor]:
+            batch_size, hidden_dim, input_size = query.size(0), query.size(2), value.size(1)
+
+            score = torch.bmm(query, value.transpose(1, 2))
+            attn = F.softmax(score.view(-1, input_size), dim=1).view(batch_size, -1, input_size)
+            context = torch.bmm(attn, value)
+
+            return context, attn
+
+    class AdditiveAttention(nn.Module):
+        def __init__(self, hidden_dim: int) -> None:
+            super(AdditiveAttention, self).__init__()
+            self.query_proj = nn.Linear(hidden_dim, hidden_dim, bias=False)
+            self.key_proj = nn.Linear(hidden_dim, hidden_dim, bias=False)
+            self.bias = nn.Parameter(torch.rand(hidden_dim).uniform_(-0.1, 0.1))
+            self.score_proj = nn.Linear(hidden_dim, 1)
+
+        def forward(self, query: Tensor, key: Tensor, value: Tensor) -> Tuple[Tensor, Tensor]:
+            score = self.score_proj(torch.tanh(self.key_proj(key) + self.query_proj(query) + self.bias)).squeeze(-1)
+            attn = F.softmax(score, dim=-1)
+            context = torch.bmm(attn.unsqueeze(1), value)
+            return context, attn
+
+    class LocationAwareAttention(nn.Module):
+        def __init__(self, hidden_dim: int, smoothing: bool = True) -> None:
+            super(LocationAwareAttention, self).__init__()
+            self.hidden_dim = hidden_dim
+            self.conv1d = nn.Conv1d(in_channels=1, out_channels=hidden_dim, kernel_size=3, padding=1)
+            self.query_proj = nn.Linear(hidden_dim, hidden_dim, bias=False)
+            self.value_proj = nn.Linear(hidden_dim, hidden_dim, bias=False)
+            self.score_proj = nn.Linear(hidden_dim, 1, bias=True)
+            self.bias = nn.Parameter(torch.rand(hidden_dim).uniform_(-0.1, 0.1))
+            self.smoothing = smoothing
+
+        def forward(self, query: Tensor, value: Tensor, last_attn: Tensor) -> Tuple[Tensor, Tensor]:
+            batch_size, hidden_dim, seq_len = query.size(0), query.size(2), value.size(1)
+
+            # Initialize previous attention (alignment) to zeros
+            if last_attn is None:
+                last_attn = value.new_zeros(batch_size, seq_len)
+
+            conv_attn = torch.transpose(self.conv1d(last_attn.unsqueeze(1)), 1, 2)
+            score = self.score_proj(torch.tanh(
+                    self.query_proj(query.reshape(-1, hidden_dim)).view(batch_size, -1, hidden_dim)
+                    + self.value_proj(value.reshape(-1, hidden_dim)).view(batch_size, -1, hidden_dim)
+                    + conv_attn
+                    + self.bias
+            )).squeeze(dim=-1)
+
+            if self.smoothing:
+                score = torch.sigmoid(score)
+                attn = torch.div(score, score.sum(dim=-1).unsqueeze(dim=-1))
+            else:
+                attn = F.softmax(score, dim=-1)
+
+            context = torch.bmm(attn.unsqueeze(dim=1), value).squeeze(dim=1)  # Bx1xT X BxTxD => Bx1xD => BxD
+
+            return context, attn
+
+    class MultiHeadLocationAwareAttention(nn.Module):
+        def __init__(self, hidden_dim: int, num_heads: int = 8, conv_out_channel: int = 10) -> None:
+            super(MultiHeadLocationAwareAttention, self).__init__()
+            self.hidden_dim = hidden_dim
+            self.num_heads = num_heads
+            self.dim = int(hidden_dim / num_heads)
+            self.conv1d = nn.Conv1d(num_heads, conv_out_channel, kernel_size=3, padding=1)
+            self.loc_proj = nn.Linear(conv_out_channel, self.dim, bias=False)
+            self.query_proj = nn.Linear(hidden_dim, self.dim * num_heads, bias=False)
+            self.value_proj = nn.Linear(hidden_dim, self.dim * num_heads, bias=False)
+            self.score_proj = nn.Linear(self.dim, 1, bias=True)
+            self.out_projection = nn.Linear(hidden_dim << 1, hidden_dim, bias=True)
+            self.bias = nn.Parameter(torch.rand(self.dim).uniform_(-0.1, 0.1))
+
+        def forward(self, query: Tensor, value: Tensor, last_attn: Tensor) -> Tuple[Tensor, Tensor]:
+            batch_size, seq_len = value.size(0), value.size(1)
+
+            if last_attn is None:
+                last_attn = value.new_zeros(batch_size, self.num_heads, seq_len)
+
+            loc_energy = torch.tanh(self.loc_proj(self.conv1d(last_attn).transpose(1, 2)))
+            loc_energy = loc_energy.unsqueeze(1).repeat(1, self.num_heads, 1, 1).view(-1, seq_len, self.dim)
+
+            query = self.query_proj(query).view(batch_size, -1, self.num_heads, self.dim).permute(0, 2, 1, 3)
+            value = self.value_proj(value).view(batch_size, -1, self.num_heads, self.dim).permute(0, 2, 1, 3)
+            query = query.contiguous().view(-1, 1, self.dim)
+            value = value.contiguous().view(-1, seq_len, self.dim)
+
+            score = self.score_proj(torch.tanh(value + query + loc_energy + self.bias)).squeeze(2)
+            attn = F.softmax(score, dim=1)
+
+            value = value.view(batch_size, seq_len, self.num_heads, self.dim).permute(0, 2, 1, 3)
+            value = value.contiguous().view(-1, seq_len, self.dim)
+
+            context = torch.bmm(attn.unsqueeze(1), value).view(batch_size, -1, self.num_heads * self.dim)
+            attn = attn.view(batch_size, self.num_heads, -1)
+
+            return context, attn
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, d_model: int = 512, num_heads: int = 8):
+            super(MultiHeadAttention, self).__init__()
+
+            assert d_model % num_heads == 0, "d_model % num_heads should be zero."
+
+            self.d_head = int(d_model / num_heads)
+            self.num_heads = num_heads
+            self.scaled_dot_attn = ScaledDotProductAttention(self.d_head)
+            self.query_proj = nn.Linear(d_model, self.d_head * num_heads)
+            self.key_proj = nn.Linear(d_model, self.d_head * num_heads)
+            self.value_proj = nn.Linear(d_model, self.d_head * num_heads)
+
+        def forward(
+                self,
+                query: Tensor,
+                key: Tensor,
+                value: Tensor,
+                mask: Optional[Tensor] = None
+        ) -> Tuple[Tensor, Tensor]:
+            batch_size = value.size(0)
+
+            query = self.query_proj(query).view(batch_size, -1, self.num_heads, self.d_head)  # BxQ_LENxNxD
+            key = self.key_proj(key).view(batch_size, -1, self.num_heads, self.d_head)      # BxK_LENxNxD
+            value = self.value_proj(value).view(batch_size, -1, self.num_heads, self.d_head)  # BxV_LENxNxD
+
+            query = query.permute(2, 0, 1, 3).contiguous().view(batch_size * self.num_heads, -1, self.d_head)  # BNxQ_LENxD
+            key = key.permute(2, 0, 1, 3).contiguous().view(batch_size * self.num_heads, -1, self.d_head)      # BNxK_LENxD
+            value = value.permute(2, 0, 1, 3).contiguous().view(batch_size * self.num_heads, -1, self.d_head)  # BNxV_LENxD
+
+            if mask is not None:
+                mask = mask.unsqueeze(1).repeat(1, self.num_heads, 1, 1)  # BxNxQ_LENxK_LEN
+
+            context, attn = self.scaled_dot_attn(query, key, value, mask)
+
+            context = context.view(self.num_heads, batch_size, -1, self.d_head)
+            context = context.permute(1, 2, 0, 3).contiguous().view(batch_size, -1, self.num_heads * self.d_head)  # BxTxND
+
+            return context, attn
+
+    class RelativeMultiHeadAttention(nn.Module):
+        def __init__(
+                self,
+                d_model: int = 512,
+                num_heads: int = 16,
+                dropout_p: float = 0.1,
+        ):
+            super(RelativeMultiHeadAttention, self).__init__()
+            assert d_model % num_heads == 0, "d_model % num_heads should be zero."
+            self.d_model = d_model
+            self.d_head = int(d_model / num_heads)
+            self.num_heads = num_heads
+            self.sqrt_dim = math.sqrt(d_model)
+
+            self.query_proj = nn.Linear(d_model, d_model)
+            self.key_proj = nn.Linear(d_model, d_model)
+            self.value_proj = nn.Linear(d_model, d_model)
+            self.pos_proj = nn.Linear(d_model, d_model, bias=False)
+
+            self.dropout = nn.Dropout(p=dropout_p)
+            self.u_bias = nn.Parameter(torch.Tensor(self.num_heads, self.d_head))
+            self.v_bias = nn.Parameter(torch.Tensor(self.num_heads, self.d_head))
+            torch.nn.init.xavier_uniform_(self.u_bias)
+            torch.nn.init.xavier_uniform_(self.v_bias)
+
+            self.out_proj = nn.Linear(d_model, d_model)
+
+        def forward(
+                self,
+                query: Tensor,
+                key: Tensor,
+                value: Tensor,
+                pos_embedding: Tensor,
+                mask: Optional[Tensor] = None,
+        ) -> Tensor:
+            batch_size = value.size(0)
+
+            query = self.query_proj(query).view(batch_size, -1, self.num_heads, self.d_head)
+            key = self.key_proj(key).view(batch_size, -1, self.num_heads, self.d_head).permute(0, 2, 1, 3)
+            value = self.value_proj(value).view(batch_size, -1, self.num_heads, self.d_head).permute(0, 2, 1, 3)
+            pos_embedding = self.pos_proj(pos_embedding).view(batch_size, -1, self.num_heads, self.d_head)
+
+            content_score = torch.matmul((query + self.u_bias).transpose(1, 2), key.transpose(2, 3))
+            pos_score = torch.matmul((query + self.v_bias).transpose(1, 2), pos_embedding.permute(0, 2, 3, 1))
+            pos_score = self._compute_relative_positional_encoding(pos_score)
+
+            score = (content_score + pos_score) / self.sqrt_dim
+
+            if mask is not None:
+                mask = mask.unsqueeze(1)
+                score.masked_fill_(mask, -1e9)
+
+            attn = F.softmax(score, -1)
+            attn = self.dropout(attn)
+
+            context = torch.matmul(attn, value).transpose(1, 2)
+            context = context.contiguous().view(batch_size, -1, self.d_model)
+
+            return self.out_proj(context)
+
+        def _compute_relative_positional_encoding(self, pos_score: Tensor) -> Tensor:
+            batch_size, num_heads, seq_length1, seq_length2 = pos_score.size()
+            zeros = pos_score.new_zeros(batch_size, num_heads, seq_length1, 1)
+            padded_pos_score = torch.cat([zeros, pos_score], dim=-1)
+
+            padded_pos_score = padded_pos_score.view(batch_size, num_heads, seq_length2 + 1, seq_length1)
+            pos_score = padded_pos_score[:, :, 1:].view_as(pos_score)
+
+            return pos_score
+
+    class CustomizingAttention(nn.Module):
+        def __init__(self, hidden_dim: int, num_heads: int = 4, conv_out_channel: int = 10) -> None:
+            super(CustomizingAttention, self).__init__()
+            self.hidden_dim = hidden_dim
+            self.num_heads = num_heads
+            self.dim = int(hidden_dim / num_heads)
+            self.scaled_dot_attn = ScaledDotProductAttention(self.dim)
+            self.conv1d = nn.Conv1d(1, conv_out_channel, kernel_size=3, padding=1)
+            self.query_proj = nn.Linear(hidden_dim, self.dim * num_heads, bias=True)
+            self.value_proj = nn.Linear(hidden_dim, self.dim * num_heads, bias=False)
+            self.loc_proj = nn.Linear(conv_out_channel, self.dim, bias=False)
+            self.bias = nn.Parameter(torch.rand(self.dim * num_heads).uniform_(-0.1, 0.1))
+
+        def forward(self, query: Tensor, value: Tensor, last_attn: Tensor) -> Tuple[Tensor, Tensor]:
+            batch_size, q_len, v_len = value.size(0), query.size(1), value.size(1)
+
+            if last_attn is None:
+                last_attn = value.new_zeros(batch_size * self.num_heads, v_len)
+
+            loc_energy = self.get_loc_energy(last_attn, batch_size, v_len)  # get location energy
+
+            query = self.query_proj(query).view(batch_size, q_len, self.num_heads * self.dim)
+            value = self.value_proj(value).view(batch_size, v_len, self.num_heads * self.dim) + loc_energy + self.bias
+
+            query = query.view(batch_size, q_len, self.num_heads, self.dim).permute(2, 0, 1, 3)
+            value = value.view(batch_size, v_len, self.num_heads, self.dim).permute(2, 0, 1, 3)
+            query = query.contiguous().view(-1, q_len, self.dim)
+            value = value.contiguous().view(-1, v_len, self.dim)
+
+            context, attn = self.scaled_dot_attn(query, value)
+            attn = attn.squeeze()
+
+            context = context.view(self.num_heads, batch_size, q_len, self.dim).permute(1, 2, 0, 3)
+            context = context.contiguous().view(batch_size, q_len, -1)
+
+            return context, attn
+
+        def get_loc_energy(self, last_attn: Tensor, batch_size: int, v_len: int) -> Tensor:
+            conv_feat = self.conv1d(last_attn.unsqueeze(1))
+            conv_feat = conv_feat.view(batch_size, self.num_heads, -1, v_len).permute(0, 1, 3, 2)
+
+            loc_energy = self.loc_proj(conv_feat).view(batch_size, self.num_heads, v_len, self.dim)
+            loc_energy = loc_energy.permute(0, 2, 1, 3).reshape(batch_size, v_len, self.num_heads * self.dim)
+
+            return loc_energy
+
+    return dict(ScaledDotProductAttention=ScaledDotProductAttention, DotProductAttention=DotProductAttention,
+                AdditiveAttention=AdditiveAttention, LocationAwareAttention=LocationAwareAttention,
+                MultiHeadLocationAwareAttention=MultiHeadLocationAwareAttention,
+                MultiHeadAttention=MultiHeadAttention, RelativeMultiHeadAttention=RelativeMultiHeadAttention,
+                CustomizingAttention=CustomizingAttention)
+
+
+# Every attention of the repository at d_model 8, 2 heads, batch 2, 3 encoder steps: the masked
+# scaled dot-product attention (``masked_fill_`` with -inf through a ``view`` of the mask) alone
+# and inside MultiHeadAttention (the mask ``repeat``-ed per head), dot-product and additive
+# (Bahdanau) attention for a one-step decoder query, two decoding steps of the location-aware
+# attentions feeding ``attn`` back as ``last_attn`` (``new_zeros`` at the first step; smoothing on
+# and off; the multi-head one's Conv1d over heads), Transformer-XL style relative attention (u/v
+# biases, the ``cat``-a-zero-column ``view`` shift, a bool padding mask filled with -1e9); then one
+# backward of everything's sum and every parameter's gradient. CustomizingAttention calls its
+# ScaledDotProductAttention with two arguments (a bug in the repository): both sides raise
+# TypeError. Parameters from ``init_params`` in place of ``rand``/``xavier_uniform_``; dropout 0.
+def test_sooftware_attentions_all_variants():
+    def program(torch, log):
+        m = _attentions_module(torch)
+        B, T, D, H = 2, 3, 8, 2
+        mods = {name: init_params(torch, m[name](*args), seed)
+                for seed, (name, args) in enumerate([
+                    ("MultiHeadAttention", (D, H)), ("DotProductAttention", (D,)),
+                    ("AdditiveAttention", (D,)), ("LocationAwareAttention", (D, True)),
+                    ("MultiHeadLocationAwareAttention", (D, H, 3)),
+                    ("RelativeMultiHeadAttention", (D, H, 0.0)), ("CustomizingAttention", (D, H, 3))])}
+        mods["LocationAwareAttention_softmax"] = init_params(torch, m["LocationAwareAttention"](D, False), 3)
+        rs = np.random.RandomState(5)
+        enc = torch.tensor(rs.standard_normal((B, T, D)).astype(np.float32), requires_grad=True)
+        dec = torch.tensor(rs.standard_normal((B, 1, D)).astype(np.float32), requires_grad=True)
+        pos = torch.tensor(rs.standard_normal((B, T, D)).astype(np.float32))
+        mask = torch.tensor(np.array([[[0, 0, 1]] * T, [[0, 1, 1]] * T], dtype=bool))
+        outs = []
+
+        sdpa = m["ScaledDotProductAttention"](D // H)
+        q = enc.view(B * H, T, D // H)
+        context, attn = sdpa(q, q * 2, q + 1, mask.repeat(H, 1, 1))
+        outs += [context, attn]
+        context, attn = mods["MultiHeadAttention"](enc, enc, enc, mask)
+        outs += [context, attn]
+        for name in ("DotProductAttention",):
+            outs += list(mods[name](dec, enc))
+        outs += list(mods["AdditiveAttention"](dec, enc, enc))
+        for name in ("LocationAwareAttention", "LocationAwareAttention_softmax",
+                     "MultiHeadLocationAwareAttention"):
+            last_attn = None
+            for _ in range(2):
+                context, last_attn = mods[name](dec, enc, last_attn)
+                outs += [context, last_attn]
+        outs.append(mods["RelativeMultiHeadAttention"](enc, enc, enc, pos, mask[:, :1]))
+        try:
+            mods["CustomizingAttention"](dec, enc, None)
+        except TypeError:
+            log("customizing", "TypeError")
+        log("outs", outs)
+        log("shapes", [tuple(o.shape) for o in outs])
+        log("grad_fns", [type(o.grad_fn).__name__ for o in outs])
+        sum(o.sum() * (i + 1) for i, o in enumerate(outs) if o.dtype == torch.float32).backward()
+        log("input_grads", [enc.grad, dec.grad])
+        for name, mod in mods.items():
+            # a softmax ignores a shift of all its scores: the score bias's gradient is zero but
+            # for rounding (which torch and XLA do differently), so only its size is compared
+            log(name, [(n, p.grad.abs().max() < 1e-4 if n == "score_proj.bias" else p.grad)
+                       for n, p in mod.named_parameters()])
     run_both(program)
