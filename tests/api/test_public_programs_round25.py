@@ -20,7 +20,13 @@
 - sooftware/attentions: every attention module of ``attentions.py`` (masked scaled dot-product,
   multi-head with a per-head ``repeat`` of the mask, dot-product, additive, location-aware with and
   without smoothing, multi-head location-aware, relative multi-head with the ``cat``-and-``view``
-  shift, and the CustomizingAttention whose call misses an argument), forward and backward.
+  shift, and the CustomizingAttention whose call misses an argument), forward and backward;
+- smanolloff/vcmi-gym: ``rl/export/my_gen_conv.py``, a GENConv (softmax aggregation) written in
+  plain torch to export without torch_scatter: ``scatter_add_`` and
+  ``scatter_reduce_(..., reduce='amax', include_self=False)`` on ``new_zeros`` buffers through
+  ``expand_as`` indices, ``index_select`` gathers, a detached per-group max, ``nn.Identity``
+  projections, a BatchNorm1d MLP, and a two-relation ``MyGNNBlock`` of ``ModuleList``s of
+  ``ModuleList``s trained with Adam.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters in place of
 downloads and random streams; where a program's own code had to change, the comment above its
@@ -969,4 +975,167 @@ def test_sooftware_attentions_all_variants():
             # for rounding (which torch and XLA do differently), so only its size is compared
             log(name, [(n, p.grad.abs().max() < 1e-4 if n == "score_proj.bias" else p.grad)
                        for n, p in mod.named_parameters()])
+    run_both(program)
+
+
+# ---- smanolloff/vcmi-gym ---------------------------------------------------------------------------
+def _gen_conv_module(torch):
+    """rl/export/my_gen_conv.py (commit 9eade09): a pure-torch re-implementation of PyG's
+    ``GENConv`` (softmax aggregation) and a multi-relation block of them, written to export the
+    model without torch_scatter; unchanged but for the ``__main__`` part (which compares with
+    torch_geometric and exports with executorch)."""
+    nn = torch.nn
+
+    def scatter_sum(src, index, num_nodes):
+        size = (num_nodes, src.size(1))
+        index = index.unsqueeze(1).expand_as(src)
+        return src.new_zeros(size).scatter_add_(0, index, src)
+
+    def scatter_max(src, index, num_nodes):
+        size = (num_nodes, src.size(1))
+        index = index.unsqueeze(1).expand_as(src)
+        return src.new_zeros(size).scatter_reduce_(0, index, src, reduce='amax', include_self=False)
+
+    def softmax(src, index, num_nodes):
+        src_max = scatter_max(src.detach(), index, num_nodes)
+        out = src - src_max.index_select(0, index)
+        out = out.exp()
+        out_sum = scatter_sum(out, index, num_nodes) + 1e-16
+        out_sum = out_sum.index_select(0, index)
+        return out / out_sum
+
+    class MyGENConv(nn.Module):
+        def __init__(self, in_channels, out_channels, edge_dim):
+            super().__init__()
+
+            self.in_channels = in_channels
+            self.out_channels = out_channels
+            self.eps = 1e-7
+
+            if in_channels != out_channels:
+                self.lin_src = nn.Linear(in_channels, out_channels, bias=False)
+                self.lin_dst = nn.Linear(in_channels, out_channels, bias=False)
+            else:
+                self.lin_src = nn.Identity()
+                self.lin_dst = nn.Identity()
+
+            self.lin_edge = nn.Linear(edge_dim, out_channels, bias=False)
+
+            self.mlp = nn.Sequential(
+                nn.Linear(out_channels, out_channels*2, bias=False),
+                nn.BatchNorm1d(out_channels*2, affine=True),
+                nn.ReLU(),
+                nn.Dropout(0.),
+                nn.Linear(out_channels*2, out_channels, bias=False),
+            )
+
+        def forward(self, x, edge_index, edge_attr):
+            src = self.lin_src(x)
+            dst = self.lin_dst(x)
+            x_j = src.index_select(0, edge_index[0])
+
+            out = self.message(x_j, edge_attr)
+            out = self.aggregate(out, edge_index[1], x.size(0))
+            out = out + dst
+
+            return self.mlp(out)
+
+        def message(self, x_j, edge_attr):
+            edge_attr = self.lin_edge(edge_attr)
+            msg = x_j + edge_attr
+            return msg.relu() + self.eps
+
+        def aggregate(self, x, index, num_nodes):
+            alpha = softmax(x, index, num_nodes)
+            res = scatter_sum(x * alpha, index, num_nodes)
+            return res
+
+    class MyGNNBlock(nn.Module):
+        def __init__(self, num_layers, in_channels, hidden_channels, out_channels, edge_dim, link_types):
+            super().__init__()
+
+            layers = []
+
+            # First L-1 layers with activation
+            for i in range(num_layers - 1):
+                ch_in = in_channels if i == 0 else hidden_channels
+                layers.append([MyGENConv(ch_in, hidden_channels, edge_dim) for _ in link_types])
+
+            # Last layer without extra activation beyond the internal MLP
+            layers.append([MyGENConv(hidden_channels, out_channels, edge_dim) for _ in link_types])
+
+            self.layers = nn.ModuleList([nn.ModuleList(convs) for convs in layers])
+            self.act = nn.LeakyReLU()
+
+        def forward(self, x_hex, *edge_args):
+            # edge_args = (ei1, ea1, ei2, ea2, ..., eiR, eaR)
+            assert len(edge_args) == 2 * len(self.layers[0]), "Expected 2*num_rels tensors"
+            eis = edge_args[0::2]
+            eas = edge_args[1::2]
+
+            x = x_hex
+            L = len(self.layers)
+            for i, convs in enumerate(self.layers):
+                y = None
+                for r, conv in enumerate(convs):
+                    yr = conv(x, eis[r], eas[r])
+                    y = yr if y is None else y + yr
+                x = y
+                if i < L - 1:
+                    x = self.act(x)
+            return x
+
+    return scatter_sum, scatter_max, softmax, MyGENConv, MyGNNBlock
+
+
+# A ``MyGNNBlock(num_layers=2, 5 -> 4 -> 4, two link types)`` (the second layer's in == out
+# channels take the ``nn.Identity`` branch) trained for two Adam steps on six nodes (BatchNorm1d
+# on batch statistics, running stats updated; node 5 has no incoming edge of the first relation,
+# so its ``scatter_reduce_(..., include_self=False)`` row keeps the zero it was made with), an
+# eval-mode forward, the block's assert, and the helpers on tied values and an empty group; both
+# relations have 7 edges so that every conv shares one set of shapes (the ``__main__`` example
+# compares with torch_geometric and is left out).
+def test_vcmi_gym_gen_conv_gnn_block():
+    def program(torch, log):
+        scatter_sum, scatter_max, softmax, MyGENConv, MyGNNBlock = _gen_conv_module(torch)
+        rs = np.random.RandomState(11)
+        block = init_params(torch, MyGNNBlock(num_layers=2, in_channels=5, hidden_channels=4,
+                                               out_channels=4, edge_dim=1, link_types=["lt1", "lt2"]), 2)
+        log("identity", [type(c.lin_src).__name__ for convs in block.layers for c in convs])
+        x = torch.tensor(rs.standard_normal((6, 5)).astype(np.float32), requires_grad=True)
+        ei1 = torch.tensor([[0, 1, 2, 3, 4, 0, 3], [1, 2, 0, 1, 3, 4, 2]])
+        ea1 = torch.tensor(rs.uniform(0, 1, (7, 1)).astype(np.float32))
+        ei2 = torch.tensor([[5, 4, 3, 2, 1, 0, 5], [0, 5, 5, 3, 2, 1, 1]])
+        ea2 = torch.tensor(rs.uniform(0, 1, (7, 1)).astype(np.float32))
+        target = torch.tensor(rs.standard_normal((6, 4)).astype(np.float32))
+        opt = torch.optim.Adam(block.parameters(), lr=1e-2)
+        for it in range(2):
+            opt.zero_grad()
+            out = block(x, ei1, ea1, ei2, ea2)
+            loss = torch.nn.functional.mse_loss(out, target)
+            loss.backward()
+            opt.step()
+            log(f"loss{it}", loss)
+        log("out", out)
+        log("x_grad", x.grad)
+        log("grads", [(n, p.grad) for n, p in block.named_parameters()])
+        log("buffers", [(n, b) for n, b in block.named_buffers()])
+        block.eval()
+        with torch.no_grad():
+            log("eval_out", block(x, ei1, ea1, ei2, ea2))
+        try:
+            block(x, ei1, ea1)
+        except AssertionError as e:
+            log("assert", str(e))
+
+        # ties (rows 0 and 3, both sent to node 1, are equal) and an empty group
+        # (node 5 receives no edge)
+        src = torch.tensor(np.repeat([[1.0, -2.0, 3.0, 0.5]], 7, axis=0).astype(np.float32)
+                           + np.arange(28, dtype=np.float32).reshape(7, 4) % 3, requires_grad=True)
+        index = ei1[1]
+        log("scatter_max", scatter_max(src, index, 6))
+        log("scatter_sum", scatter_sum(src, index, 6))
+        alpha = softmax(src, index, 6)
+        (alpha * target[:1]).sum().backward()
+        log("softmax", [alpha, src.grad])
     run_both(program)
