@@ -483,7 +483,6 @@ def test_ctallec_world_models_mdrnn_vae_controller():
         F = torch.nn.functional
         ASIZE, LSIZE, RSIZE, RED_SIZE, SIZE = 3, 4, 8, 64, 8
         BSIZE, SEQ_LEN = 1, 2
-        rs = np.random.RandomState(7)
 
         vae = _fan_in_init(torch, m["VAE"](3, LSIZE), 1)
         mdrnn = init_params(torch, m["MDRNN"](LSIZE, ASIZE, RSIZE, 3), 2)
@@ -1078,7 +1077,7 @@ def _gen_conv_module(torch):
 # compares with torch_geometric and is left out).
 def test_vcmi_gym_gen_conv_gnn_block():
     def program(torch, log):
-        scatter_sum, scatter_max, softmax, MyGENConv, MyGNNBlock = _gen_conv_module(torch)
+        scatter_sum, scatter_max, softmax, _, MyGNNBlock = _gen_conv_module(torch)
         rs = np.random.RandomState(11)
         block = init_params(torch, MyGNNBlock(num_layers=2, in_channels=5, hidden_channels=4,
                                                out_channels=4, edge_dim=1, link_types=["lt1", "lt2"]), 2)

@@ -132,7 +132,7 @@ def test_attentions_train_step_compiled():
     assert not run.step.stats["graph_breaks"], run.step.stats
     assert run.step.stats["traces"] == 1 and run.step.stats["eager_calls"] == 1, run.step.stats
     loss, attn = run.step(*(data(tracegrad, 9, 2, 3, 8, seed=s) for s in (100, 700, 800)))
-    assert run.step.stats["traces"] == 1, run.step.stats
+    assert run.step.stats["traces"] == 1 and loss.dim() == 0, run.step.stats
     # masked keys get exactly zero weight (the -inf fill), each row sums to one; the scores are
     # head-major (h0b0, h0b1, h1b0, h1b1) but the repeated mask is batch-major, so the first two
     # rows get batch 0's mask and the last two batch 1's (the repository's ordering, kept)
