@@ -8,7 +8,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import assert_same_class
+from _bad_input_helpers import assert_gist, assert_same_class
 
 torch = pytest.importorskip("torch")
 
@@ -394,6 +394,9 @@ INDEX = {
     "topk_k_big": lambda T: T.ones(3).topk(5),
     "masked_fill_shape": lambda T: T.ones(3).masked_fill(T.ones(4, dtype=T.bool), 0.0),
     "masked_fill_nonbool": lambda T: T.ones(3).masked_fill(T.ones(3), 0.0),
+    "masked_fill__list_mask": lambda T: T.ones(3).masked_fill_([True, False, True], 0.0),
+    "masked_fill__none_mask": lambda T: T.ones(3).masked_fill_(None, 0.0),
+    "masked_fill__uint8_mask": lambda T: T.ones(3).masked_fill_(T.ones(3, dtype=T.uint8), 0.0),
     "bool_index_shape": lambda T: T.ones(3)[T.ones(4, dtype=T.bool)],
     "tensor_index_oob": lambda T: T.ones(3)[T.tensor([5])],
     "setitem_oob": lambda T: T.ones(3).__setitem__(5, 1.0),
@@ -948,3 +951,11 @@ def test_bad_input_parity(name):
 
 def test_table_is_large():
     assert len(CASES) >= 300
+
+
+def test_masked_fill__names_the_mask_dtype():
+    # the in-place form says which dtype it got, as torch and the out-of-place form do
+    for dt, word in (("uint8", "unsigned char"), ("int64", "long int"), ("float32", "float")):
+        assert_gist(dt, lambda T: T.ones(3).masked_fill_(T.ones(3, dtype=getattr(T, dt)), 0.0),
+                    f"only supports boolean masks, but got mask with dtype {word}", torch, tracegrad)
+

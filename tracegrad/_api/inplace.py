@@ -22,7 +22,7 @@ from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
-from .promotion import ADDCDIV_INT, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import _CPP_NAME, ADDCDIV_INT, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -299,10 +299,14 @@ def _fill_overlapping(op, self, args):
 
 @method()
 def masked_fill_(self, mask, value):
-    """Mirrors ``torch.Tensor.masked_fill_``. RuntimeError for a non-bool mask or a complex value
-    on a real tensor (its imaginary part would be dropped)."""
-    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
-        raise RuntimeError("masked_fill_ only supports boolean masks")
+    """Mirrors ``torch.Tensor.masked_fill_``. TypeError for a mask that is not a tensor (torch's
+    argument parser); RuntimeError for a non-bool mask or a complex value on a real tensor (its
+    imaginary part would be dropped)."""
+    if not isinstance(mask, Tensor):
+        raise not_a_tensor("masked_fill_", mask, "mask")
+    if mask.dtype is not _dt.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_CPP_NAME[mask.dtype.name]}; "
+                           "pass mask.bool() or a comparison's result")
     _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value", self.dtype)
     check_real_scalars("masked_fill_", self.dtype, value=value)
     if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
