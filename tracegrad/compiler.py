@@ -356,7 +356,7 @@ def _key(leaves, treedef, kinds):
     # the default dtype decides what factories inside make (torch.zeros(3), tensor(1.5)); the
     # saved_tensors_hooks active around the call must run on every call (a trace under them
     # reaches the hooks: a graph break unless allow_in_graph)
-    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key(),
+    return (treedef, tuple(parts), tuple(grad_mode.STATE.v), _autocast.key(),
             _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
             tuple(_Same(f) for pair in _state.SAVED_HOOKS for f in pair) if _state.SAVED_HOOKS else ())
 

@@ -423,3 +423,23 @@ def test_optimizer_step_between_two_compiled_forwards_and_a_saved_custom_functio
             return r2, attempt(l3), attempt(l4), lin.weight, lin.weight.grad, x.grad
         return run
     compare(build)
+
+
+# inside inference_mode(), enable_grad / no_grad change only what is_grad_enabled() reports
+# (recording stays off): a function branching on it must get a program per flag value, not
+# the one traced under the other (the compile key held the recording flag alone)
+def test_grad_flag_inside_inference_mode_is_part_of_the_key():
+    def build(T, wrap):
+        f = wrap(lambda x: (x * 2 if T.is_grad_enabled() else x * 3, T.is_grad_enabled()))
+
+        def run(i):
+            x = _rand(T, i, 3)
+            with T.inference_mode():
+                if i % 2:
+                    with T.enable_grad():
+                        out = f(x)
+                else:
+                    out = f(x)
+            return out[0].clone(), out[1]
+        return run
+    compare(build, calls=5)

@@ -122,7 +122,7 @@ def _global_modes():
     ``set_default_dtype``, ``set_detect_anomaly``, ``set_printoptions``,
     ``set_float32_matmul_precision``, ``use_deterministic_algorithms``, ``set_default_device``,
     ``set_num_threads``): one changed while tracing would not be changed again by the program."""
-    return (grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
+    return (tuple(grad_mode.STATE.v), _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
             tuple(_state.PRINT_OPTS.items()), runtime.get_float32_matmul_precision(),
             runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled(),
             str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
@@ -134,8 +134,9 @@ def _put_global_modes_back(modes) -> None:
     back, so the eager rerun starts from the caller's settings and leaves what eager leaves."""
     if modes is None or _global_modes() == modes:
         return
-    grad, infer, dtype, anomaly, opts, prec, det, warn_only, device, n, _ = modes
-    grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0] = grad, infer, dtype
+    grad, dtype, anomaly, opts, prec, det, warn_only, device, n, _ = modes
+    grad_mode.STATE[0], grad_mode.STATE[1], grad_mode.STATE[2] = grad
+    _state.DEFAULT_DTYPE[0] = dtype
     _state.ANOMALY[:] = anomaly
     _state.PRINT_OPTS.clear()
     _state.PRINT_OPTS.update(opts)
