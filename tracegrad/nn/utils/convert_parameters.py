@@ -12,12 +12,13 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    """Mirrors ``torch.nn.utils.vector_to_parameters``: slices ``vec`` into the parameters' ``.data``.
-    TypeError if vec is not a Tensor."""
+    """Mirrors ``torch.nn.utils.vector_to_parameters``: each parameter's ``.data`` becomes a view of
+    its slice of ``vec`` (later writes to ``vec`` show in the parameters, as in torch). TypeError if
+    vec is not a Tensor."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     pointer = 0
     for p in parameters:
         n = p.numel()
-        p.data = vec[pointer:pointer + n].view_as(p).data.clone()
+        p.data = vec[pointer:pointer + n].view_as(p).data
         pointer += n
