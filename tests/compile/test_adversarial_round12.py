@@ -288,3 +288,35 @@ def test_func_transforms_and_autograd_functional_inside_a_step():
             return out, params["weight"].grad, net.weight.grad, stacked["weight"].detach()
         return run
     compare(build)
+
+
+@pytest.mark.parametrize("returned", [True, False])
+def test_enable_grad_inside_a_call_made_under_no_grad(returned):
+    """Called under ``no_grad``, the step updates the parameters, then builds a graph under
+    ``enable_grad()``: the loss it returns (or only an activation it stores on a dict) has a
+    graph the caller backpropagates through after the call. The compiled result used to crash
+    the trace (TypeError) and run the update twice; the stored one had no graph."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        store = {}
+
+        def step(x):
+            with T.no_grad():
+                for p in net.parameters():
+                    p.mul_(0.95)
+            with T.enable_grad():
+                h = net(x)
+                store["h"] = h * 2
+                loss = h.pow(2).sum()
+            return (loss if returned else loss.detach()), h.requires_grad
+
+        f = wrap(step)
+
+        def run(i):
+            net.zero_grad()
+            with T.no_grad():
+                loss, rg = f(_rand(T, i, 2, 3))
+            (loss + store["h"].sum() if returned else store["h"].sum()).backward()
+            return loss, rg, store["h"], net.weight, net.weight.grad, net.bias.grad
+        return run
+    compare(build)
