@@ -686,6 +686,11 @@ class Capture:
         was = self.data_sets.get(id(t))
         return (t._st if was is None else was[1]) in self.created
 
+    def made_inside(self, t) -> bool:
+        """Whether ``t`` is a tensor the function made during this trace (``made_here``), not an
+        argument's stand-in (NOTE [argument stand-ins]): one no caller can hold."""
+        return self.made_here(t) and self._argument(t) is None
+
     def see_grad_owner(self, t, accumulate=False):
         """``t.grad`` is about to change: it is state (call before the change). ``accumulate``:
         a backward's AccumulateGrad changes it. An argument with a graph from outside
