@@ -1,9 +1,9 @@
 """Twelfth round of adversarial compiled-vs-eager programs: ``load_state_dict(assign=True)``
 between calls while an optimizer keeps the old parameters; ``vector_to_parameters`` making the
 parameters views of a vector the caller writes later; ``state_dict``/``load_state_dict`` and
-their hooks inside a step; layout changes of tensors from outside inside a step (``t_``,
-``unsqueeze_``, ``resize_``, ``as_strided_``, ``.data`` swapped between two tensors or set to a
-view of itself); hooks registered and removed between calls (global module hooks, forward
+their hooks inside a step; ``enable_grad()`` inside a step called under ``no_grad``; layout
+changes of tensors from outside inside a step (``t_``, ``unsqueeze_``, ``resize_``,
+``as_strided_``, ``.data`` swapped between two tensors or set to a view of itself); hooks registered and removed between calls (global module hooks, forward
 pre-hooks with kwargs, full backward pre-hooks, optimizer step hooks); ``torch.func`` and
 ``torch.autograd.functional`` inside a step. torch eager, tracegrad eager and
 ``tracegrad.compile`` run each program from the same state and must agree after every call
@@ -17,7 +17,9 @@ hooks ran inside a trace unseen (a counter they kept counted while tracing only)
 change of a tensor from outside inside a step (``buf.unsqueeze_(0)``, ``buf.t_()``,
 ``a.data, b.data = b.data, a.data``, ``buf.data = buf.t()``) happened while tracing only, and a
 ``resize_`` growing one leaked a JAX tracer into it (every later call failed): now graph
-breaks."""
+breaks; a step called under ``no_grad`` that builds a graph under ``enable_grad()`` crashed its
+trace after writing the parameters (the eager rerun then updated them twice), and a graph it
+only stored had nothing to backward through: both now differentiable, as eagerly."""
 import pytest
 
 import tracegrad
