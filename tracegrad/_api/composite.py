@@ -19,7 +19,7 @@ from .._ops.errors import not_a_tensor
 from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor, zeros as _zeros
+from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
 from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
@@ -345,14 +345,16 @@ def _indices(fn, row, col, offset, dtype):
 
 
 @function()
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
     """Mirrors ``torch.tril_indices``: the (2, N) row/column indices of the lower triangle."""
+    check_pin_memory(pin_memory, device)
     return _indices(np.tril_indices, row, col, offset, dtype)
 
 
 @function()
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
     """Mirrors ``torch.triu_indices``: the (2, N) row/column indices of the upper triangle."""
+    check_pin_memory(pin_memory, device)
     return _indices(np.triu_indices, row, col, offset, dtype)
 
 

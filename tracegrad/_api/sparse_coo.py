@@ -31,7 +31,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor
+from .._tensor.factories import check_pin_memory, tensor as _tensor
 from .._tensor.layout import SparseOperand, sparse_coo, strided
 from .._tensor.tensor import Size, Tensor, _JaxTracer, _disabled_torch_function_impl
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
@@ -506,6 +506,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     Raises: RuntimeError (torch's messages) for indices that are not 2-D, nnz that differ, a size
         of the wrong length, or an index outside ``size`` (or negative).
     """
+    check_pin_memory(pin_memory, device)
     if not isinstance(indices, Tensor):
         indices = _tensor(indices)
     if not isinstance(values, Tensor):
