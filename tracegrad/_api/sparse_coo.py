@@ -410,9 +410,13 @@ def sparse_sum(s, dim=None, *, keepdim=False, dtype=None):
     if dim is None:
         return values.sum()
     nd, sd = s.ndim, s.sparse_dim()
-    dims = sorted({(d + nd if d < 0 else d) for d in ((dim,) if isinstance(dim, int) else dim)})
+    given = [(d + nd if d < 0 else d) for d in ((dim,) if isinstance(dim, int) else dim)]
+    dims = sorted(set(given))
     if any(not 0 <= d < nd for d in dims):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if len(dims) != len(given):   # as torch's dim list check: a dim named twice is an error, not one sum
+        twice = next(d for d in given if given.count(d) > 1)
+        raise RuntimeError(f"dim {twice} appears multiple times in the list of dims; name each dim once")
     dense_dims = [d - sd + 1 for d in dims if d >= sd]
     if dense_dims:
         values = values.sum(dense_dims)
