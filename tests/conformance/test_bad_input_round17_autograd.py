@@ -104,3 +104,27 @@ def test_fixed_calls_give_torch_results():
                    "vjp of the recorded shapes, and raises RuntimeError")
 def test_node_call_broadcasts_a_gradient_like_torch():
     assert outcome(lambda T: _mul(T).grad_fn(T.ones(3)), tracegrad)[0] is None
+
+
+def _doubled(T):
+    class Doubled(T.autograd.Function):   # functorch style, without a vmap rule
+        @staticmethod
+        def forward(a):
+            return a * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    return Doubled
+
+
+@pytest.mark.xfail(strict=True, reason="torch.func.vmap refuses an autograd.Function that neither overrides "
+                   "vmap nor sets generate_vmap_rule=True (RuntimeError); tracegrad's vmap traces through "
+                   "forward and never asks the Function, and no vmap level is visible to Function.apply")
+def test_vmap_of_function_without_vmap_rule_raises():
+    assert_same_class("vmap(Function without rule)", lambda T: T.func.vmap(_doubled(T).apply)(T.ones(2, 2)),
+                      torch, tracegrad)
