@@ -1,17 +1,19 @@
 """Bad-input parity, round 17 (autograd graph, distributions): a probe over ~220 wrong calls
 (scaled_dot_product_attention arguments, autograd.graph hooks, backward/grad arguments, custom
-Function misuse, direct calls of a grad_fn; torch.distributions with invalid parameters and
-values under validate_args=True, expand, transforms, constraints) left these differences from
-torch 2.13, fixed here: calling a node (``y.grad_fn(g)``) with a non-Tensor raised JAX's
-ValueError or AttributeError (torch: TypeError "argument 0 is not a Variable"), with None
-(nothing flows: torch returns None per input) the same, and with a gradient of another shape
-JAX's ValueError (now RuntimeError; torch's own kernels broadcast some of these: see below);
-``autograd.graph.increment_version`` of a non-iterable or of a list holding a non-tensor was
-TypeError/AttributeError (torch: RuntimeError); and ``MultivariateNormal`` expanded its matrix
-to ``loc``'s event size, so a non-square covariance or precision matrix was an expand error
-where torch's constraint check gives its ValueError under validate_args. Each call runs under
-torch (the oracle) and tracegrad: the same exception class (or none), no text of the layers
-below tracegrad; ``_ok`` calls are ones torch accepts."""
+Function misuse, direct calls of a grad_fn, torch.func transforms' arguments;
+torch.distributions with invalid parameters and values under validate_args=True, expand,
+transforms, constraints) left these differences from torch 2.13, fixed here: calling a node
+(``y.grad_fn(g)``) with a non-Tensor raised JAX's ValueError or AttributeError (torch: TypeError
+"argument 0 is not a Variable"), with None (nothing flows: torch returns None per input) the
+same, and with a gradient of another shape JAX's ValueError (now RuntimeError; torch's own
+kernels broadcast some of these: see below); ``autograd.graph.increment_version`` of a
+non-iterable or of a list holding a non-tensor was TypeError/AttributeError (torch:
+RuntimeError); and ``MultivariateNormal`` expanded its matrix to ``loc``'s event size, so a
+non-square covariance or precision matrix was an expand error where torch's constraint check
+gives its ValueError under validate_args; and ``func.linearize`` of an integer or bool primal
+was RuntimeError (torch's jvp underneath: ValueError). Each call runs under torch (the oracle)
+and tracegrad: the same exception class (or none), no text of the layers below tracegrad;
+``_ok`` calls are ones torch accepts."""
 import pytest
 
 import tracegrad
@@ -57,6 +59,11 @@ CASES = {
     "MultivariateNormal(covariance 3x2, no validation)": lambda T: _mvn(T, _NON_SQUARE, validate=False),
     "MultivariateNormal(scale_tril 3x2)_ok": lambda T: _mvn(T, _NON_SQUARE, "scale_tril"),
     "MultivariateNormal(covariance 2x2)_ok": lambda T: _mvn(T, [[2., 1.], [1., 2.]]),
+    # func.linearize runs jvp in torch: an integer or bool primal is its ValueError
+    "func.linearize(int64 primal)": lambda T: T.func.linearize(lambda a: a, T.ones(2, dtype=T.int64)),
+    "func.linearize(float, bool primals)": lambda T: T.func.linearize(lambda a, b: a, T.ones(2),
+                                                                      T.ones(2, dtype=T.bool)),
+    "func.linearize(float primal)_ok": lambda T: T.func.linearize(lambda a: a * 2, T.ones(2))[1](T.ones(2)),
 }
 
 
@@ -74,6 +81,7 @@ GIST = {
     "increment_version([3])": "expects each element of the iterable to be a tensor",
     "MultivariateNormal(covariance 3x2)": "Expected parameter covariance_matrix (Tensor of shape (3, 2))",
     "MultivariateNormal(covariance 3x2, no validation)": "A must be batches of square matrices",
+    "func.linearize(int64 primal)": "Expected primal to be floating point or complex",
 }
 
 

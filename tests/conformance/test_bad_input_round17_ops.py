@@ -163,6 +163,7 @@ def test_fixed_calls_keep_torch_values():
             assert not T.linalg.qr(A, mode="r").R.requires_grad
         # Sobol points of the forms torch accepts: the stored first point, then the sequence
         e = _sobol(T)
-        pts = [e.draw(1).tolist(), e.draw(T.tensor(2)).tolist(), e.draw(0).tolist(), e.draw(1, dtype=T.float64).tolist()]
+        pts = [e.draw(1).tolist(), e.draw(T.tensor(2)).tolist(), e.draw(0).tolist(),
+               e.draw(1, dtype=T.float64).tolist()]
         assert pts == [[[0., 0.]], [[0.5, 0.5], [0.75, 0.25]], [], [[0.25, 0.75]]]
         assert T.sparse.sum(_sp(T), (0, 1)).item() == 3.
