@@ -13,7 +13,10 @@ top-level ``hann_window``/``kaiser_window``/... ignored ``device`` and a sparse 
 (RuntimeError); and every factory took ``pin_memory=True`` on a machine without an accelerator,
 where torch's CPU build has no pinned allocator (RuntimeError), while ``zeros``/``ones``/``full``,
 the ``*_like`` factories and ``tril_indices``/``triu_indices`` refused the keyword (TypeError)
-and ``range``/``Tensor.new_tensor``, which have none in torch, took it. Each call runs under
+and ``range``/``Tensor.new_tensor``, which have none in torch, took it; ``asarray(copy=False)``
+copied a NumPy array into another dtype and a Python list or number (torch: ValueError, nothing
+can alias them) and took a non-bool ``copy`` (TypeError); ``randperm(n, dtype=float16)`` with
+``n > 2049`` drew rounded duplicates (torch: RuntimeError). Each call runs under
 torch (the oracle) and tracegrad: the same exception class (or none), no text of the layers below
 tracegrad; ``_ok`` calls are ones torch accepts, and their values are compared below."""
 import numpy as np
@@ -130,6 +133,19 @@ CASES.update({
     "ones_like(pin_memory=False)_ok": lambda T: T.ones_like(T.ones(2), pin_memory=False),
     "empty(device='meta', pin_memory=True)_ok": lambda T: T.empty(2, device="meta", pin_memory=True),
     "zeros(pin_memory=1)": lambda T: T.zeros(2, pin_memory=1),
+    # asarray(copy=False) aliases or refuses; copy is None or a bool
+    "asarray(float64 array, float32, copy=False)": lambda T: T.asarray(np.ones(2), dtype=T.float32, copy=False),
+    "asarray(int64 array, float32, copy=False)": lambda T: T.asarray(np.ones(2, dtype=np.int64), dtype=T.float32,
+                                                                     copy=False),
+    "asarray([1., 2.], copy=False)": lambda T: T.asarray([1., 2.], copy=False),
+    "asarray(1.5, copy=False)": lambda T: T.asarray(1.5, copy=False),
+    "asarray(copy=0)": lambda T: T.asarray([1.], copy=0),
+    "asarray(float32 array, float32, copy=False)_ok": lambda T: T.asarray(np.ones(2, dtype=np.float32),
+                                                                          dtype=T.float32, copy=False),
+    "asarray(float64 array, copy=False)_ok": lambda T: T.asarray(np.ones(2), copy=False),
+    # randperm in float16 holds n up to 2049 (torch's bound)
+    "randperm(2050, float16)": lambda T: T.randperm(2050, dtype=T.float16),
+    "randperm(2049, float16)_ok": lambda T: T.randperm(2049, dtype=T.float16).shape,
 })
 
 
@@ -153,6 +169,9 @@ GIST = {
     "hamming(3, requires_grad=1)": "requires_grad",
     "tensor(pin_memory=True)": "pin_memory=True requires a CUDA or other accelerator backend",
     "zeros_like(pin_memory=True)": "pin_memory=True requires a CUDA or other accelerator backend",
+    "asarray(float64 array, float32, copy=False)": "can't alias tensor with dtype 'Double' into dtype 'Float'",
+    "asarray([1., 2.], copy=False)": "can't alias arbitrary sequence into a tensor",
+    "randperm(2050, float16)": "n cannot be greater than 2049 for Half type",
 }
 
 

@@ -224,11 +224,21 @@ def from_file_array(ndarray):
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
-    """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor would need
-    another dtype (no alias can change it), as torch."""
-    if copy is False and isinstance(obj, Tensor) and dtype is not None and _dt.to_dtype(dtype) is not obj.dtype:
-        raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(obj.dtype)}' into dtype "
-                         f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
+    """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor or a NumPy array
+    would need another dtype (no alias can change it) and for a Python number or list (nothing
+    to alias), as torch; TypeError for a ``copy`` that is not None or a bool."""
+    if copy is not None and type(copy) is not bool:
+        kind = type(copy).__name__
+        kind = kind if type(copy).__module__ == "builtins" else f"{type(copy).__module__}.{kind}"
+        raise TypeError(f"asarray(): argument 'copy' must be bool, not {kind}; pass None, True or False")
+    if copy is False and type(obj) in (list, tuple, int, float, complex, bool):
+        raise ValueError("asarray(): can't alias arbitrary sequence into a tensor; pass copy=None (or True) for a "
+                         "Python number or list")
+    if copy is False and dtype is not None and isinstance(obj, (Tensor, np.ndarray)):
+        have = obj.dtype if isinstance(obj, Tensor) else as_tensor(obj[:0] if obj.ndim else obj).dtype
+        if _dt.to_dtype(dtype) is not have:
+            raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(have)}' into dtype "
+                             f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
     if copy and type(obj) is np.ndarray:
         t = tensor(obj, dtype=dtype, device=device)
     else:
@@ -703,6 +713,9 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
+    if d is _dt.float16 and n > 2049:   # torch's bound: float16 holds every integer up to 2048 exactly
+        raise RuntimeError(f"randperm(): n cannot be greater than 2049 for Half type (got n={n}); pass a wider dtype "
+                           f"such as float32 or int64")
     if d._cat == 1 and n > 1 and n - 1 > np.iinfo(d.np).max:
         raise RuntimeError(f"randperm(): value cannot be converted to type {d.name} without overflow (n={n} does not "
                            f"fit the dtype); pass a wider dtype such as int64")
