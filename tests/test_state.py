@@ -7,13 +7,17 @@ import threading
 import pytest
 
 import tracegrad
+from _fresh_process import fresh_process
 from tracegrad import _state
 from tracegrad.autograd import grad_mode
 
 
 @pytest.fixture
 def registry():
+    """``_state`` with only the test's own caches registered: clearing the real ones here would
+    free every program the test worker has compiled (14 s late in a CI worker)."""
     before = dict(_state._CACHES)
+    _state._CACHES.clear()
     yield _state
     _state._CACHES.clear()
     _state._CACHES.update(before)
@@ -136,7 +140,7 @@ class _Double(tracegrad.autograd.Function):
         return g * 2.0, None
 
 
-def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
+def _memo_caches_emptied_and_training_goes_on():
     tracegrad.manual_seed(0)
     model = tracegrad.nn.Sequential(tracegrad.nn.Linear(4, 8), tracegrad.nn.ReLU(), tracegrad.nn.Linear(8, 3))
     opt = tracegrad.optim.SGD(model.parameters(), lr=0.1)
@@ -161,7 +165,7 @@ def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
     assert _state.cache_sizes()["autograd._dispatch._BWD"] > 0
 
 
-def test_op_jit_caches_are_registered_cleared_and_rebuilt():
+def _op_jit_caches_registered_cleared_and_rebuilt():
     """Every Op's jitted forwards and backward ops (``Op._fwd``/``Op._bwd``, and a DynViewOp's
     own dicts) are one registry entry: counted, emptied by clear_caches(), rebuilt on use."""
     from tracegrad._ops.registry import OPS
@@ -183,3 +187,11 @@ def test_op_jit_caches_are_registered_cleared_and_rebuilt():
     assert not any(sl._jit_caches())
     assert run() == before
     assert mul._fwd and tanh._bwd and _state.cache_sizes()["_ops.registry._OP_JIT_CACHES"] > 0
+
+
+@fresh_process
+def test_clear_caches_empties_the_real_caches_and_everything_rebuilds():
+    """Both checks empty the real caches, so they run in one fresh process: there that frees a
+    few programs, in a long test worker the thousands it has compiled."""
+    _memo_caches_emptied_and_training_goes_on()
+    _op_jit_caches_registered_cleared_and_rebuilt()

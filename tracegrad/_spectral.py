@@ -15,7 +15,8 @@ import numpy as np
 from . import fft as _fft
 from ._api.complex_api import view_as_real
 from ._ops import dtypes as _dt
-from ._tensor.factories import arange as _arange, ones as _ones, tensor as _tensor, zeros as _zeros
+from ._tensor.factories import arange as _arange, check_pin_memory, ones as _ones, tensor as _tensor, zeros as _zeros
+from ._tensor.layout import layout as _layout, strided as _strided
 from ._tensor.tensor import Tensor, _JaxTracer
 from .nn import functional as _F
 
@@ -23,9 +24,10 @@ __all__ = ["stft", "istft", "hann_window", "hamming_window", "blackman_window", 
 
 
 # ---- windows -------------------------------------------------------------------------------
-def window_tensor(values, dtype, requires_grad):
-    """A window computed in float64 on the host as a tensor of ``dtype`` (a leaf)."""
-    return _tensor(np.asarray(values, np.float64), dtype=dtype, requires_grad=requires_grad)
+def window_tensor(values, dtype, requires_grad, device=None):
+    """A window computed in float64 on the host as a tensor of ``dtype`` on ``device`` (a leaf;
+    RuntimeError for a device torch does not know)."""
+    return _tensor(np.asarray(values, np.float64), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def cosine_sum(n, coeffs, denom):
@@ -41,17 +43,30 @@ def _window_dtype(api, dtype):
     return d
 
 
-def _aten_window(api, window_length, periodic, dtype, requires_grad, shape):
+def _aten_window(api, window_length, periodic, dtype, requires_grad, shape, layout=None, device=None,
+                 pin_memory=False):
     """torch's top-level window convention: length 0 is empty, 1 is ``[1]``; ``periodic``
     computes ``window_length + 1`` symmetric points and drops the last. ``shape(n)`` gives
-    ``n`` symmetric points (``n >= 2``)."""
+    ``n`` symmetric points (``n >= 2``). Checked in torch's order: a sparse ``layout``
+    (RuntimeError; not a layout at all: TypeError), the dtype, the length, the device, then
+    ``pin_memory`` (RuntimeError without an accelerator)."""
+    if layout is not None and layout is not _strided:
+        if not isinstance(layout, _layout):
+            raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; "
+                            "pass tracegrad.strided (or leave it out)")
+        raise RuntimeError(f"{api} is not implemented for sparse types, got: layout={layout}; build the dense "
+                           f"window (layout=tracegrad.strided) and call .to_sparse() on it")
     d = _window_dtype(api, dtype)
     if window_length < 0:
         raise RuntimeError(f"{api} requires non-negative window_length, got window_length={window_length}")
     if window_length <= 1:
-        return window_tensor(np.ones(window_length), d, requires_grad)
-    n = window_length + 1 if periodic else window_length
-    return window_tensor(shape(n)[:window_length], d, requires_grad)
+        values = np.ones(window_length)
+    else:
+        n = window_length + 1 if periodic else window_length
+        values = shape(n)[:window_length]
+    t = window_tensor(values, d, requires_grad, device)   # the device checked first, as torch
+    check_pin_memory(pin_memory, device)
+    return t
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
@@ -60,7 +75,8 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
     ``N + 1`` points, the last dropped). 1-d, default float dtype. RuntimeError for a negative
     length or a non-floating dtype."""
     return _aten_window("hamming_window", window_length, periodic, dtype, requires_grad,
-                        lambda n: alpha - beta * np.cos(np.arange(n) * (2 * math.pi / (n - 1))))
+                        lambda n: alpha - beta * np.cos(np.arange(n) * (2 * math.pi / (n - 1))),
+                        layout=layout, device=device, pin_memory=pin_memory)
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
@@ -68,7 +84,8 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
     """Mirrors ``torch.hann_window``: ``0.5 - 0.5 cos(2 pi k / (N - 1))`` (periodic by default).
     RuntimeError for a negative length or a non-floating dtype."""
     return _aten_window("hann_window", window_length, periodic, dtype, requires_grad,
-                        lambda n: cosine_sum(n, (0.5, 0.5), n - 1))
+                        lambda n: cosine_sum(n, (0.5, 0.5), n - 1),
+                        layout=layout, device=device, pin_memory=pin_memory)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
@@ -76,7 +93,8 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
     """Mirrors ``torch.blackman_window``: ``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k /
     (N - 1))``. RuntimeError for a negative length or a non-floating dtype."""
     return _aten_window("blackman_window", window_length, periodic, dtype, requires_grad,
-                        lambda n: cosine_sum(n, (0.42, 0.5, 0.08), n - 1))
+                        lambda n: cosine_sum(n, (0.42, 0.5, 0.08), n - 1),
+                        layout=layout, device=device, pin_memory=pin_memory)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
@@ -84,7 +102,8 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     """Mirrors ``torch.bartlett_window``: the triangle ``1 - |2k / (N - 1) - 1|``.
     RuntimeError for a negative length or a non-floating dtype."""
     return _aten_window("bartlett_window", window_length, periodic, dtype, requires_grad,
-                        lambda n: 1 - np.abs(np.arange(n) * (2 / (n - 1)) - 1))
+                        lambda n: 1 - np.abs(np.arange(n) * (2 / (n - 1)) - 1),
+                        layout=layout, device=device, pin_memory=pin_memory)
 
 
 def kaiser_shape(n, beta, denom):
@@ -113,7 +132,8 @@ def kaiser_window(window_length, periodic=_NO_PERIODIC, beta=_NO_PERIODIC, *, dt
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) and type(beta).__module__ != "numpy":
         raise TypeError(f"kaiser_window(): argument 'beta' must be float, not {type(beta).__name__}")
     return _aten_window("kaiser_window", window_length, periodic, dtype, requires_grad,
-                        lambda n: kaiser_shape(n, beta, n - 1))
+                        lambda n: kaiser_shape(n, beta, n - 1),
+                        layout=layout, device=device, pin_memory=pin_memory)
 
 
 # ---- stft / istft ----------------------------------------------------------------------------

@@ -27,7 +27,8 @@ it reads guarded: NOTE [hooks in a trace]), boolean-mask indexing (reading
 ``x[mask]``; writing one value through one mask is a select), a custom optimizer's ``step``
 rebinding a Python value in its state or attributes or changing a list it keeps, a hook
 registered or removed inside, ``requires_grad_`` leaving the flag of a tensor from outside changed, a
-Python attribute set on a tensor from outside (``p.steps += 1``) -- is a graph
+Python attribute set on a tensor from outside (``p.steps += 1``), a layout change of a tensor from
+outside (``buf.t_()``, ``unsqueeze_``, ``resize_``, ``a.data = b.data``) -- is a graph
 break: with ``fullgraph=True`` it raises ``GraphBreak`` naming the file and line; otherwise
 that call signature runs eagerly (one warning, counted in ``stats()``). Results never differ
 from eager silently.

@@ -37,6 +37,8 @@ from .return_types import _structseq
 from ._ops import dtypes as _dt, reduction as _reduction_ops
 from ._tensor.factories import eye, tensor as _tensor, zeros as _zeros
 from ._tensor.tensor import Tensor, _wrap_dim
+from .autograd import grad_mode as _grad_mode
+from .autograd.function import Function as _Function, _backward_cls
 from .func import jax_function
 from ._tensor.out import accepts_out
 
@@ -269,8 +271,28 @@ def qr(A, mode="reduced", *, out=None):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
                            "(default), 'r', or 'complete'")
     if mode == "r":
-        return QRResult(eye(0, dtype=A.dtype).reshape(0), _qr(A, mode="reduced")[1])
+        R = _qr(A, mode="reduced")[1]
+        if _grad_mode.is_grad_enabled() and A.requires_grad:
+            R = _QrOnlyR.apply(A, R.detach())
+        return QRResult(eye(0, dtype=A.dtype).reshape(0), R)
     return QRResult(*_qr(A, mode=mode))
+
+
+class _QrOnlyR(_Function):
+    """The ``R`` of ``qr(A, mode='r')`` as torch's: it requires grad with ``A``, and its backward
+    raises torch's RuntimeError (the derivative needs ``Q``, which mode 'r' does not compute)."""
+
+    @staticmethod
+    def forward(ctx, A, R):
+        return R.clone()
+
+    @staticmethod
+    def backward(ctx, grad_R):
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                           "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+
+
+_backward_cls(_QrOnlyR).__name__ = "LinalgQrBackward0"   # torch's node name
 
 
 @_op("LinalgSvd")

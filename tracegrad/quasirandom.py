@@ -22,6 +22,7 @@ import numpy as np
 from ._ops import dtypes as _dt
 from ._tensor.factories import tensor as _tensor
 from ._tensor.generator import Generator
+from ._tensor.tensor import Tensor
 from ._tensor.factories import randint
 
 __all__ = ["SobolEngine"]
@@ -116,8 +117,13 @@ class SobolEngine:
 
     def draw(self, n=1, out=None, dtype=None):
         """Mirrors ``SobolEngine.draw``: the next ``n`` points, ``(n, dimension)`` in ``dtype``
-        (default: the default float dtype); with ``out`` the points are written there (resized)."""
+        (default: the default float dtype); with ``out`` the points are written there (resized).
+        TypeError for an ``n`` that is not an int, RuntimeError for a negative one (and for 0 as
+        the first draw, as torch), NotImplementedError for a dtype other than float32/float64."""
         dtype = _dt.get_default_dtype() if dtype is None else dtype
+        if not (self.num_generated == 0 and n == 1):   # torch's stored first point skips its kernel's checks
+            self._check_draw(n, dtype)
+        n = int(n)
         q = self._points(self.num_generated, n)
         if n:
             self.quasi = _tensor(q[-1])
@@ -127,6 +133,27 @@ class SobolEngine:
             out.resize_as_(result).copy_(result)
             return out
         return result
+
+    def _check_draw(self, n, dtype):
+        """torch's kernel checks of a draw, in its order: ``n`` an int (a 0-d integer tensor too;
+        TypeError for a float or a bool), the rows it makes not negative (the first draw makes
+        ``n - 1`` rows after the first point: RuntimeError), a float32/float64 ``dtype``
+        (NotImplementedError)."""
+        if isinstance(n, Tensor):
+            ok = n.dim() == 0 and not (n.is_floating_point() or n.is_complex() or n.dtype is _dt.bool_)
+        else:
+            ok = isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+        if not ok:
+            raise TypeError(f"_sobol_engine_draw(): argument 'n' (position 2) must be int, not {type(n).__name__}; "
+                            f"pass SobolEngine.draw the number of points as an int")
+        rows = int(n) - (self.num_generated == 0)
+        if rows < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {rows}: [{rows}, {self.dimension}] "
+                               f"(SobolEngine.draw(n={int(n)}); pass n >= {int(self.num_generated == 0)})")
+        if dtype is not _dt.float32 and dtype is not _dt.float64:
+            name = _dt.SCALAR_NAMES.get(dtype.name, dtype.name) if isinstance(dtype, _dt.dtype) else dtype
+            raise NotImplementedError(f"\"_sobol_engine_draw\" not implemented for '{name}'; pass dtype=float32 or "
+                                      f"float64")
 
     def draw_base2(self, m, out=None, dtype=None):
         """Mirrors ``SobolEngine.draw_base2``: ``2**m`` points; ValueError unless the total drawn

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ._tensor.device import device as _device
 from ._tensor.generator import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: F401
                                 manual_seed, seed, set_rng_state)
 
@@ -19,8 +20,14 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
     block do not change the stream outside it. ``enabled=False`` makes it do nothing.
 
     ``devices``/``device_type`` are accepted and not needed: tracegrad has one generator for
-    every device (TypeError, as torch, when ``devices`` is not iterable). Differs from torch: no
-    warning about forking many CUDA devices."""
+    every device (TypeError, as torch, when ``devices`` is not iterable; RuntimeError, even with
+    ``enabled=False``, for a ``device_type`` that is not a device name or a device). Differs
+    from torch: no warning about forking many CUDA devices."""
+    if device_type is not None and not isinstance(device_type, _device):
+        if not isinstance(device_type, str):
+            raise RuntimeError(f"Invalid value of device '{device_type}', expect torch.device, str, or None "
+                               f"({_caller}: device_type names a device type, e.g. 'cuda')")
+        _device(device_type)   # RuntimeError for a name torch does not know, as torch's device module lookup
     if not enabled:
         yield
         return

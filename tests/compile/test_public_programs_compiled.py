@@ -1136,5 +1136,8 @@ def test_parameter_data_rebound_in_the_step_is_state_not_a_constant(kind):
     run = check_compiled(data_rebind_program(kind), calls=4, torch_too=True)
     _no_breaks(run)
     # the old storages are unreachable: written in place, one program for every call (a
-    # parameter moved off its storage keeps its .grad as state, not as a value made in the trace)
-    assert run.step.stats["traces"] == 1, run.step.stats
+    # parameter moved off its storage keeps its .grad as state, not as a value made in the trace).
+    # vector_to_parameters: the first (eager) call leaves the parameters views of one vector, as
+    # torch's; the first trace gives each a storage of its own, which the second traces once more
+    expected = 2 if kind == "vector_to_parameters" else 1
+    assert run.step.stats["traces"] == expected, run.step.stats

@@ -19,7 +19,8 @@ from .._ops.errors import not_a_tensor
 from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor, zeros as _zeros
+from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
+from .._tensor.layout import strided
 from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
@@ -333,7 +334,14 @@ def cartesian_prod(*tensors):
     return stack(cols, 1)
 
 
-def _indices(fn, row, col, offset, dtype):
+def _indices(fn, row, col, offset, dtype, device, layout):
+    api = fn.__name__[3:]
+    if layout is not None and layout is not strided:   # the kernels are dense-only
+        if not isinstance(layout, type(strided)):
+            raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; pass "
+                            "tracegrad.strided (or leave it out)")
+        raise NotImplementedError(f"Could not run 'aten::{api}' with layout={layout}: it makes dense tensors; "
+                                  f"leave layout out and call .to_sparse() on the result")
     for name, v in (("row", row), ("col", col)):
         if v < 0:
             raise RuntimeError(f"{fn.__name__[3:]}(): {name} must be non-negative, got {name}={v}")
@@ -341,19 +349,25 @@ def _indices(fn, row, col, offset, dtype):
         raise NotImplementedError(f"\"{fn.__name__[3:]}\" not implemented for {_dt.to_dtype(dtype)}; pass an "
                                   "integer dtype (int64 by default)")
     r, c = fn(row, offset, col)
-    return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64)
+    return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64, device=device)
 
 
 @function()
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """Mirrors ``torch.tril_indices``: the (2, N) row/column indices of the lower triangle."""
-    return _indices(np.tril_indices, row, col, offset, dtype)
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
+    """Mirrors ``torch.tril_indices``: the (2, N) row/column indices of the lower triangle.
+    RuntimeError for a negative size or a bad device, NotImplementedError for a non-integer
+    dtype or a sparse layout."""
+    check_pin_memory(pin_memory, device)
+    return _indices(np.tril_indices, row, col, offset, dtype, device, layout)
 
 
 @function()
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """Mirrors ``torch.triu_indices``: the (2, N) row/column indices of the upper triangle."""
-    return _indices(np.triu_indices, row, col, offset, dtype)
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
+    """Mirrors ``torch.triu_indices``: the (2, N) row/column indices of the upper triangle.
+    RuntimeError for a negative size or a bad device, NotImplementedError for a non-integer
+    dtype or a sparse layout."""
+    check_pin_memory(pin_memory, device)
+    return _indices(np.triu_indices, row, col, offset, dtype, device, layout)
 
 
 def _host(t):

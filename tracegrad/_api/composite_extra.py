@@ -17,7 +17,7 @@ from .promotion import check_tensor_seq, check_tensors
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.warn import warn
-from .._tensor.factories import tensor as _tensor
+from .._tensor.factories import check_pin_memory, tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .composite import float_power
@@ -58,6 +58,7 @@ def is_signed(input):
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.scalar_tensor``: a 0-d tensor holding ``s``, of the default float dtype
     unless ``dtype`` is given. TypeError when ``s`` is not a number (a one-element tensor is one)."""
+    check_pin_memory(pin_memory, device)
     if not isinstance(s, (int, float, complex, np.number, np.bool_)) and not (isinstance(s, Tensor) and s.numel() == 1):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
     return _tensor(s, dtype=dtype or _dt.get_default_dtype(), requires_grad=requires_grad)

@@ -10,7 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.warn import warn as _warn
 from .._tensor.convert import check_legacy_device, legacy_array_of
 from .._tensor.device import cuda_devices
-from .._tensor.factories import empty, full, ones, tensor, zeros
+from .._tensor.factories import check_pin_memory, empty, full, ones, tensor, zeros
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.storage_types import tensor_on_storage
 from .._tensor.tensor import Tensor
@@ -110,6 +110,7 @@ def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=
               **kwargs):
     """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` (arguments, a sequence, or
     ``size=``) with ``self``'s dtype and device unless given."""
+    check_pin_memory(pin_memory, device)
     d, dev = _like(self, dtype, device)
     return zeros(_new_size(size, kwargs, "new_zeros"), dtype=d, device=dev, requires_grad=requires_grad)
 
@@ -118,6 +119,7 @@ def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
              **kwargs):
     """Mirrors ``torch.Tensor.new_ones``."""
+    check_pin_memory(pin_memory, device)
     d, dev = _like(self, dtype, device)
     return ones(_new_size(size, kwargs, "new_ones"), dtype=d, device=dev, requires_grad=requires_grad)
 
@@ -126,6 +128,7 @@ def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=N
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
               **kwargs):
     """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
+    check_pin_memory(pin_memory, device)
     d, dev = _like(self, dtype, device)
     return empty(_new_size(size, kwargs, "new_empty"), dtype=d, device=dev, requires_grad=requires_grad)
 
@@ -135,6 +138,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
              pin_memory=False):
     """Mirrors ``torch.Tensor.new_full``: ``fill_value`` cast to ``self``'s dtype (not inferred).
     TypeError when ``size`` is not a sequence of ints (torch's ``new_full`` has no ``*size`` form)."""
+    check_pin_memory(pin_memory, device)
     if not isinstance(size, (tuple, list)) and not (isinstance(size, Tensor) and size.dim() == 1):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {size.__class__.__name__}")
     d, dev = _like(self, dtype, device)
@@ -142,7 +146,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 
 @method()
-def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None):
     """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
     device (unless given); a Tensor ``data`` is detached first, with torch's warning. TypeError
     for ``data=None`` (torch reads it as a number of self's dtype)."""

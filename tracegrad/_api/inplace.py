@@ -487,6 +487,8 @@ def _restride_(self, view, args=(), grad_fn=None):
     history, as torch's. A leaf that requires grad is torch's leaf error; ``as_strided_``,
     ``set_`` and ``resize_`` pass a tensor and are refused on any tensor that requires grad."""
     check_inplace(self)     # torch's inference-tensor / inference-view errors first
+    if _state.CAPTURE[0] is not None:   # in a compiled trace: a tensor from outside is a graph break
+        _state.CAPTURE[0].see_layout_change(self, None if callable(view) else view)
     node = None
     if self.requires_grad and _grad_on():
         if not callable(view) or self.grad_fn is None:

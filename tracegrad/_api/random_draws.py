@@ -109,6 +109,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     """Mirrors ``torch.empty_strided``: a tensor of ``size`` laid over a fresh (zero-filled, as
     ``tracegrad.empty``) storage with ``stride`` (``stride()`` reports it). RuntimeError when
     ``stride`` and ``size`` differ in length or a stride is negative."""
+    _factories.check_pin_memory(pin_memory, device)
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
@@ -132,6 +133,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     logical shape ``size`` whose dims lie in memory in the order ``physical_layout`` (outermost
     first): ``empty_permuted((2, 3), (1, 0))`` has strides ``(1, 2)``. RuntimeError when
     ``physical_layout`` is not a permutation of the dims."""
+    _factories.check_pin_memory(pin_memory, device)
     size, perm = tuple(size), tuple(physical_layout)
     if sorted(perm) != list(range(len(size))):
         raise RuntimeError(f"empty_permuted: physical_layout {list(perm)} must be a permutation of the "
@@ -148,6 +150,7 @@ def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=Non
                       pin_memory=False):
     """Mirrors ``Tensor.new_empty_strided``: ``empty_strided`` with ``self``'s dtype by default.
     RuntimeError when ``size`` and ``stride`` differ in length (torch's text for this form)."""
+    _factories.check_pin_memory(pin_memory, device)
     if len(_sizes((size,))) != len(tuple(stride)):
         raise RuntimeError(f"dimensionality of sizes ({len(_sizes((size,)))}) must match dimensionality of "
                            f"strides ({len(tuple(stride))})")

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor
+from .._tensor.factories import check_pin_memory, tensor as _tensor
 from .._tensor.layout import SparseOperand, sparse_coo, strided
 from .._tensor.tensor import Size, Tensor, _JaxTracer, _disabled_torch_function_impl
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
@@ -410,9 +410,13 @@ def sparse_sum(s, dim=None, *, keepdim=False, dtype=None):
     if dim is None:
         return values.sum()
     nd, sd = s.ndim, s.sparse_dim()
-    dims = sorted({(d + nd if d < 0 else d) for d in ((dim,) if isinstance(dim, int) else dim)})
+    given = [(d + nd if d < 0 else d) for d in ((dim,) if isinstance(dim, int) else dim)]
+    dims = sorted(set(given))
     if any(not 0 <= d < nd for d in dims):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if len(dims) != len(given):   # as torch's dim list check: a dim named twice is an error, not one sum
+        twice = next(d for d in given if given.count(d) > 1)
+        raise RuntimeError(f"dim {twice} appears multiple times in the list of dims; name each dim once")
     dense_dims = [d - sd + 1 for d in dims if d >= sd]
     if dense_dims:
         values = values.sum(dense_dims)
@@ -506,6 +510,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     Raises: RuntimeError (torch's messages) for indices that are not 2-D, nnz that differ, a size
         of the wrong length, or an index outside ``size`` (or negative).
     """
+    check_pin_memory(pin_memory, device)
     if not isinstance(indices, Tensor):
         indices = _tensor(indices)
     if not isinstance(values, Tensor):

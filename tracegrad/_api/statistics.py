@@ -41,12 +41,16 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def _weights(w, n_obs, name):
+    """``cov``'s checks of a weight vector: one dim, one weight per observation and, where the
+    values are known (eager), none negative (nor NaN), as torch."""
     if w.dim() > 1:
         raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
                            f"{w.dim()} dimensions")
     if w.numel() != n_obs:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
                            f"input but got {w.numel()} != {n_obs}")
+    if w.numel() and not isinstance(w._value, NO_HOST_VALUES) and not bool((w >= 0).all()):
+        raise RuntimeError(f"cov(): {name} cannot be negative; pass weights >= 0")
     return w
 
 
@@ -58,6 +62,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     minus ``correction`` (Bessel's correction by default). Integer inputs give the default
     float dtype. Differentiable. RuntimeError for more than 2 dims or bad weights; a
     non-positive normalizer warns and gives inf/NaN, as torch; RuntimeError for a bool input."""
+    if isinstance(correction, bool) or not (isinstance(correction, (int, np.integer)) or (
+            isinstance(correction, Tensor) and correction.dim() == 0 and correction.dtype._cat == 1)):
+        raise TypeError(f"cov(): argument 'correction' must be int, not {type(correction).__name__}; pass an int "
+                        f"(1: Bessel's correction, 0: none)")
     if input.dtype is _dt.bool_:
         raise RuntimeError("cov(): bool dtype is not supported for input; convert it with .float()")
     if input.dim() > 2:
@@ -120,15 +128,21 @@ def corrcoef(input):
     return c.clamp(-1, 1) if not c.is_complex() else c
 
 
-def _bin_edges(a, bins, range_, dtype):
+def _bin_edges(a, bins, range_, dtype, dim=0):
+    """``bins + 1`` equal-width edges over ``range_`` (default: the data's min and max).
+    RuntimeError, as torch, for a range (given or of the data: a NaN or an inf value) that is
+    not finite, or a reversed one."""
     if range_ is not None:
         lo, hi = float(range_[0]), float(range_[1])
-        if lo > hi:
-            raise RuntimeError(f"histogram: min should not exceed max, but got min {lo} max {hi}")
     elif a.size:
         lo, hi = float(a.min()), float(a.max())
     else:
         lo, hi = 0.0, 1.0                # torch's range for an empty input
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is not finite; pass a "
+                           f"finite range=, or drop the NaN/inf values from the input first")
+    if lo > hi:
+        raise RuntimeError(f"histogram: min should not exceed max, but got min {lo} max {hi}")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5      # torch's widening of a one-value range
     # torch's linspace in the input dtype: the first half counts up from lo, the rest down from hi
@@ -173,12 +187,18 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     a = _host(input).reshape(-1)
     dt = a.dtype
     if isinstance(bins, Tensor):
+        if range is not None:   # torch's overload with a bins tensor has no range: its edges are the range
+            raise TypeError("histogram() received an invalid combination of arguments: range= goes with an int "
+                            "bins, not with a bins tensor (its edges give the range); drop range=")
         if bins.dim() != 1 or bins.numel() < 1:
             raise RuntimeError("torch.histogram(): bins tensor should have one dimension and at least 1 element")
         edges = _host(bins).astype(dt)
     else:
         if int(bins) <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        if range is not None and len(range) != 2:
+            raise RuntimeError(f"torch.histogramdd: for a 1-dimensional histogram range should have 2 elements, "
+                               f"but got {len(range)}; pass range=(min, max)")
         edges = _bin_edges(a, int(bins), range, dt)
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError("histogram: if weight tensor is provided it should have the same shape as the input "
@@ -242,7 +262,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
             if r is not None and float(r[0]) > float(r[1]):
                 raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {r[0]} max {r[1]} "
                                    f"for dimension {d}")
-            e = _bin_edges(col, int(b), r, dt)
+            e = _bin_edges(col, int(b), r, dt, d)
         inside, pos = _bin_positions(col, e, not isinstance(b, Tensor))
         keep &= inside
         edges.append(e)

@@ -302,6 +302,8 @@ def resize_(self, *sizes, memory_format=None):
         raise RuntimeError("cannot resize variables that require grad")
     if builtins.any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
+    if _state.CAPTURE[0] is not None:   # in a compiled trace: a tensor from outside is a graph break
+        _state.CAPTURE[0].see_layout_change(self)
     n, offset = math.prod(shape), storage_offset_of(self)
     if (n + offset) * self._value.dtype.itemsize >= 2 ** 63:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from .. import _state
 from .._ops import warn as _warn
-from .._tensor.tensor import Tensor, chain_is_contiguous
+from .._tensor.tensor import Tensor, chain_is_contiguous, storage_offset_of, strides_of
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
@@ -273,8 +273,10 @@ def _written_jvp(primals, tangents):
 # state (appends to a list, counts, stores a tensor) or reads a file or the clock makes the
 # call a graph break, so it runs eagerly and does that on every call. Pack hooks of
 # ``saved_tensors_hooks`` and hooks on autograd Nodes still break (their unpack halves and
-# the Nodes' lifetimes are not followed here).
-_TRACED_HOOKS = ("tensor", "post accumulate grad", "module", "optimizer step")
+# the Nodes' lifetimes are not followed here). A module's state_dict and load_state_dict hooks
+# (``net.state_dict()`` inside a step) are module hooks too: reported as their own kinds only so
+# that a graph break names them.
+_TRACED_HOOKS = ("tensor", "post accumulate grad", "module", "optimizer step", "state_dict", "load_state_dict")
 
 
 def _hook_name(fn):
@@ -684,6 +686,11 @@ class Capture:
         was = self.data_sets.get(id(t))
         return (t._st if was is None else was[1]) in self.created
 
+    def made_inside(self, t) -> bool:
+        """Whether ``t`` is a tensor the function made during this trace (``made_here``), not an
+        argument's stand-in (NOTE [argument stand-ins]): one no caller can hold."""
+        return self.made_here(t) and self._argument(t) is None
+
     def see_grad_owner(self, t, accumulate=False):
         """``t.grad`` is about to change: it is state (call before the change). ``accumulate``:
         a backward's AccumulateGrad changes it. An argument with a graph from outside
@@ -719,8 +726,29 @@ class Capture:
             raise GraphBreak("a tensor from outside moved onto a tensor argument's memory (t.data = arg, "
                              "t.set_(arg)): eagerly the two share memory after the call, a program cannot "
                              "make them")
+        if value is not None and value._st not in self.created:
+            self.see_layout_change(t, value)
         if id(t) not in self.data_sets:
             self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
+
+    def see_layout_change(self, t, value=None):
+        """``t`` is about to take ``value``'s storage and layout (``t.data = value``, ``set_``,
+        ``resize_``; ``value`` None: a layout change of its own, ``t_``, ``unsqueeze_``,
+        ``as_strided_``...). For a tensor from outside, moving onto another storage made before
+        the call or changing shape, strides or offset is Python metadata the program cannot
+        repeat: eagerly ``a.data, b.data = b.data, a.data`` swaps on every call, ``buf.t_()``
+        transposes on every call; a program would do it once, while tracing. A graph break. (An
+        argument's stand-in is checked after the call, ``region.py``; a move onto a storage the
+        trace made is followed: NOTE [.data set in a trace].)"""
+        if self.made_here(t) or self._argument(t) is not None or (value is not None and value._st in self.created):
+            return
+        if value is not None and value._st is t._st and tuple(value.shape) == tuple(t.shape) \
+                and strides_of(value) == strides_of(t) and storage_offset_of(value) == storage_offset_of(t):
+            return      # ``p.data -= x``, ``p.data = p.data``: nothing moves
+        raise GraphBreak("an in-place op or a .data/set_ assignment changes the storage, shape or strides of a "
+                         "tensor made outside the compiled function (t_, unsqueeze_, resize_, as_strided_, "
+                         "a.data = b.data...): eagerly it changes on every call, the program would change "
+                         "it only while tracing")
 
     def restore_objects(self):
         """An abandoned trace may have created optimizer state holding traced values, set

@@ -923,7 +923,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # plain new results by storage, for places bound to them (``self.last = loss.detach()``)
             results = {id(t._st): (k, id(t), t._vc) for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
                        if kind == "new" and not t._chain and t._base is None}
-            if diff_out and not plan.vjp and grad_mode.STATE[0]:
+            if diff_out and not plan.vjp:
+                # (also with grad mode off around the call: ``enable_grad()`` inside made them)
                 plan.vjp = True
                 raise Retrace()
             # NOTE [saved versions of a compiled region]: eager's backward raises when a tensor
@@ -972,7 +973,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 places, escapes, storages, cap.created,
                 {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
             info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
-            if not plan.vjp and grad_mode.STATE[0] and not cap.backward_ran \
+            if not plan.vjp and not cap.backward_ran \
                     and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
                 raise Retrace()

@@ -24,7 +24,7 @@ from . import runtime as _runtime
 from .meta import ShapeDtypeStruct as _Abstract, abstract, make_meta
 from .numpy_bridge import storage_for_numpy
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_float_fits, check_numpy_strides, int_bounds, size_tuple, to_array
-from .device import device as _device
+from .device import cuda_devices, device as _device
 from .host import filled, put, small, to_device
 from .layout import strided
 from .storage import Storage, TypedStorage
@@ -56,6 +56,17 @@ def _is_meta(device) -> bool:
         d = _runtime._default_device[0]
         return d is not None and d.type == "meta"
     return (device.type if isinstance(device, _device) else str(device).split(":")[0]) == "meta"
+
+
+def check_pin_memory(pin_memory, device=None):
+    """torch's RuntimeError for a factory's ``pin_memory=True`` on a machine without an
+    accelerator: page-locked host memory is a GPU's staging buffer, and torch's CPU build has no
+    allocator for it. Where a GPU exists the flag is taken and changes nothing (JAX manages the
+    host-device transfers); a 'meta' tensor allocates nothing and takes it too."""
+    if pin_memory and not _is_meta(device) and not cuda_devices():
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system. Leave pin_memory out (False): a tensor "
+                           "here is in host memory already")
 
 
 def _finish(array, dtype=None, device=None, requires_grad=False):
@@ -133,6 +144,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     (``storage_types.tensor_on_storage``). TypeError for data it cannot read; RuntimeError when
     ``requires_grad=True`` with a non-floating dtype. A tensor ``data`` is copied without its
     history, with torch's UserWarning recommending ``detach().clone()``."""
+    check_pin_memory(pin_memory, device)
     if isinstance(data, (Storage, TypedStorage)):   # a tensor sharing the storage, as torch
         from .storage_types import tensor_on_storage
         return tensor_on_storage(data, dtype, requires_grad)
@@ -212,11 +224,21 @@ def from_file_array(ndarray):
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
-    """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor would need
-    another dtype (no alias can change it), as torch."""
-    if copy is False and isinstance(obj, Tensor) and dtype is not None and _dt.to_dtype(dtype) is not obj.dtype:
-        raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(obj.dtype)}' into dtype "
-                         f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
+    """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor or a NumPy array
+    would need another dtype (no alias can change it) and for a Python number or list (nothing
+    to alias), as torch; TypeError for a ``copy`` that is not None or a bool."""
+    if copy is not None and type(copy) is not bool:
+        kind = type(copy).__name__
+        kind = kind if type(copy).__module__ == "builtins" else f"{type(copy).__module__}.{kind}"
+        raise TypeError(f"asarray(): argument 'copy' must be bool, not {kind}; pass None, True or False")
+    if copy is False and type(obj) in (list, tuple, int, float, complex, bool):
+        raise ValueError("asarray(): can't alias arbitrary sequence into a tensor; pass copy=None (or True) for a "
+                         "Python number or list")
+    if copy is False and dtype is not None and isinstance(obj, (Tensor, np.ndarray)):
+        have = obj.dtype if isinstance(obj, Tensor) else as_tensor(obj[:0] if obj.ndim else obj).dtype
+        if _dt.to_dtype(dtype) is not have:
+            raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(have)}' into dtype "
+                             f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
     if copy and type(obj) is np.ndarray:
         t = tensor(obj, dtype=dtype, device=device)
     else:
@@ -267,8 +289,9 @@ def _fdt(dtype):
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.zeros(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "zeros")
     d = _fdt(dtype)
     shape = size_tuple(size)
@@ -278,8 +301,9 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.ones(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "ones")
     d = _fdt(dtype)
     shape = size_tuple(size)
@@ -294,6 +318,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     ``preserve_format``, as torch). Differs from torch: the memory is zero-filled (JAX has no
     uninitialised arrays), or NaN / the integer max under deterministic algorithms with
     ``utils.deterministic.fill_uninitialized_memory`` (as torch then)."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "empty")
     _mf.check_format(memory_format, "empty")
     if memory_format is _mf.preserve_format:
@@ -320,10 +345,11 @@ def uninitialized_fill(dtype):
 
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape="resize")
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
     not fit an integer ``dtype``."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "full")
     if not isinstance(size, (tuple, list)):   # no *size form (Size is a tuple)
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}; "
@@ -372,6 +398,7 @@ _NO_M = object()   # eye(n): m not given (None given is torch's TypeError)
 def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
     negative ``n`` or ``m``; NotImplementedError for a sparse layout."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "eye")
     if m is _NO_M:
         m = None
@@ -400,6 +427,7 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
     other integer dtypes, as torch. RuntimeError for a zero step, a non-finite bound, or bounds
     inconsistent with the step's sign (``arange(0, 5, -1)``); ValueError for an int64 step that
     truncates to 0; NotImplementedError for ``dtype=bool`` or a sparse layout."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "arange")
     if start is None or end is None:   # torch's overloads take numbers (arange(end) leaves the end out)
         raise TypeError(f"arange() received an invalid combination of arguments: got "
@@ -457,8 +485,7 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
 
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape=True)
-def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
-          pin_memory=False):
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
     _dense_layout(layout, "range")
@@ -533,6 +560,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     (numbers or 0-d tensors). Dtype: ``dtype``, else complex64 for a complex endpoint, else the
     default dtype. An integer dtype truncates the endpoints and then each point (as torch).
     RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "linspace")
     points, d = _spaced(start, end, steps, dtype, "linspace")
     exact = torch_linspace(*_endpoints(start, end, "linspace"), len(points), d.np)   # torch's last-place rounding
@@ -546,6 +574,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``, computed in double
     and cast to the dtype (an integer dtype truncates the exponents' endpoints and the powers,
     as torch). RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "logspace")
     exponents, d = _spaced(start, end, steps, dtype, "logspace")
     with np.errstate(all="ignore"):
@@ -560,7 +589,9 @@ def _check_like(input, api):
 
 
 def _like(fn):
-    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+             pin_memory=False):
+        check_pin_memory(pin_memory, device)
         _check_like(input, fn.__name__ + "_like")
         # a sparse input would give torch a sparse result: not a silently dense one here
         _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
@@ -590,6 +621,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
               pin_memory=False):
     """Mirrors ``torch.full_like``: ``input``'s shape, and its dtype unless ``dtype`` is given.
     TypeError when ``fill_value`` is not a number."""
+    check_pin_memory(pin_memory, device)
     _check_like(input, "full_like")
     _dense_layout(input.layout if layout is None else layout, "full_like")
     out = _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, _like_device(input, device),
@@ -604,6 +636,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "rand")
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
@@ -618,6 +651,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randn")
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
@@ -632,6 +666,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             pin_memory=False):
     """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high).
     RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randint")
     if size is None:
         low, high, size = 0, low, high
@@ -673,10 +708,14 @@ def _randint_bounds(low, high, d):
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64). RuntimeError for
     a negative ``n``; NotImplementedError for ``dtype=bool``."""
+    check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randperm")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
+    if d is _dt.float16 and n > 2049:   # torch's bound: float16 holds every integer up to 2048 exactly
+        raise RuntimeError(f"randperm(): n cannot be greater than 2049 for Half type (got n={n}); pass a wider dtype "
+                           f"such as float32 or int64")
     if d._cat == 1 and n > 1 and n - 1 > np.iinfo(d.np).max:
         raise RuntimeError(f"randperm(): value cannot be converted to type {d.name} without overflow (n={n} does not "
                            f"fit the dtype); pass a wider dtype such as int64")
@@ -688,6 +727,7 @@ def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=F
               pin_memory=False):
     """Mirrors ``torch.rand_like``: ``rand`` of input's shape and dtype, laid out as ``*_like``
     (draws from ``generator`` when given)."""
+    check_pin_memory(pin_memory, device)
     _check_like(input, "rand_like")
     _dense_layout(input.layout if layout is None else layout, "rand_like")
     out = rand(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
@@ -699,6 +739,7 @@ def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=
                pin_memory=False):
     """Mirrors ``torch.randn_like``: ``randn`` of input's shape and dtype, laid out as ``*_like``
     (draws from ``generator`` when given)."""
+    check_pin_memory(pin_memory, device)
     _check_like(input, "randn_like")
     _dense_layout(input.layout if layout is None else layout, "randn_like")
     out = randn(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
@@ -710,6 +751,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
                  memory_format=None, layout=None, pin_memory=False):
     """Mirrors ``torch.randint_like(input, low=0, high)``: ``randint`` of input's shape and dtype,
     laid out as ``*_like`` (draws from ``generator`` when given)."""
+    check_pin_memory(pin_memory, device)
     _check_like(input, "randint_like")
     _dense_layout(input.layout if layout is None else layout, "randint_like")
     if high is None:

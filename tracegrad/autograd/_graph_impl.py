@@ -123,10 +123,26 @@ class Node:
         return 1
 
     def __call__(self, *grads):
+        """Runs the node's backward on ``grads`` (one per output), as torch's ``grad_fn(...)``.
+        TypeError for a wrong count or a gradient that is neither a Tensor nor None; all None
+        gives None for every input (nothing flows); RuntimeError for a gradient whose shape the
+        backward cannot take."""
         n = self.num_outputs()
         if len(grads) != n:   # torch checks the count first (TestAutograd.test_grad_fn_badcalls)
             raise TypeError(f"expected {n} arguments, got {len(grads)} instead")
-        out = self.apply(list(grads))
+        for i, g in enumerate(grads):
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"argument {i} is not a Variable; pass {self.name()} a Tensor (or None) per output, "
+                                f"not {type(g).__name__}")
+        if all(g is None for g in grads):
+            k = len(self.next_functions)
+            return None if k == 1 else (None,) * k
+        try:
+            out = self.apply(list(grads))
+        except (ValueError, TypeError) as e:   # the layer below's words for a gradient of another shape
+            raise RuntimeError(f"{self.name()}: a gradient passed to the node does not fit its output "
+                               f"(shapes {[None if g is None else list(g.shape) for g in grads]}); pass gradients "
+                               f"of the outputs' shapes") from e
         return out[0] if len(out) == 1 else tuple(out)
 
     def release(self):
@@ -428,7 +444,13 @@ class save_on_cpu(saved_tensors_hooks):
 def increment_version(tensor):
     """Mirrors ``torch.autograd.graph.increment_version``: bumps the version counter of a tensor,
     or of each tensor in an iterable (an inference tensor has none: left alone, as torch)."""
+    if not isinstance(tensor, Tensor) and not hasattr(tensor, "__iter__"):
+        raise RuntimeError(f"increment_version expect a Iterable[Tensor] as input, got {type(tensor).__name__}; "
+                           "pass a Tensor or a list of them")
     for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"increment_version expects each element of the iterable to be a tensor, got "
+                               f"{type(t).__name__}")
         if t.__dict__.get("_inference"):
             continue
         if _state.CAPTURE[0] is not None:     # a compiled program repeats the bump every call

@@ -39,12 +39,14 @@ class MultivariateNormal(_CentredAtLoc, Distribution):
                              "two-dimensional, with optional leading batch dimensions")
         batch_shape = tracegrad.broadcast_shapes(tuple(mat.shape[:-2]), tuple(loc.shape[:-1]))
         k = loc.shape[-1]
+        # the matrix keeps its own last two sizes (as torch): one that is not k x k is the
+        # constraint's ValueError under validate_args, not an expand error
         if scale_tril is not None:
-            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (k, k))
+            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
         elif covariance_matrix is not None:
-            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (k, k))
+            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
         else:
-            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (k, k))
+            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
         self.loc = loc.expand(tuple(batch_shape) + (k,))
         super().__init__(tuple(batch_shape), (k,), validate_args=validate_args)
         if scale_tril is not None:

@@ -239,12 +239,16 @@ def linearize(func, *primals):
     ``jvp_fn(*tangents)`` gives ``J @ tangents`` at ``primals`` without re-running ``func``
     (tangents shaped as the primals). Raises RuntimeError for a tangent whose shape differs from
     its primal's. Results carry no autograd history. AttributeError, as torch's Python code,
-    for a primal that is not a Tensor (at the pytree's leaves)."""
+    for a primal that is not a Tensor (at the pytree's leaves); ValueError, as torch's jvp
+    underneath, for an integer or bool primal."""
     for leaf in jax.tree_util.tree_leaves(primals, is_leaf=lambda v: isinstance(v, Tensor)):
         if not isinstance(leaf, Tensor):
             raise AttributeError(f"'{type(leaf).__name__}' object has no attribute 'new_empty' (linearize: the "
                                  f"primals must be Tensors)")
-    _diff_leaves(primals, range(len(primals)), "linearize")
+    for leaf in _wrap.check_tensor_tree(primals, "linearize"):   # torch's linearize runs jvp: its ValueError
+        if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+            raise ValueError(f"linearize(f, *primals): Expected primal to be floating point or complex, but got: "
+                             f"{leaf.dtype}")
     fn = _checked_outputs(func, False, "linearize(f, *primals)")
     arrays = tuple(_wrap.to_arrays(p) for p in primals)
     out, lin = _wrap.run_jax(functools.partial(jax.linearize, _wrap.pure(fn, primals, range(len(primals)))), *arrays)

@@ -883,12 +883,14 @@ class Module:
             destination._metadata[prefix[:-1]] = local_metadata
         d = self.__dict__
         for h in tuple(d.get("_state_dict_pre_hooks", {}).values()):
+            _state.note_hook("state_dict", h.fn)   # in a compiled call: traced or a graph break
             h.fn(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for h in tuple(d.get("_state_dict_hooks", {}).values()):
+            _state.note_hook("state_dict", h.fn)
             r = h.fn(self, destination, prefix, local_metadata)
             if r is not None:
                 if not h.with_kwargs:   # the public post-hook must edit in place
@@ -981,6 +983,7 @@ class Module:
             local = (state_dict if not p or not (pre_hooks or override)
                      else OrderedDict((k, v) for k, v in state_dict.items() if k.startswith(p)))
             for h in pre_hooks:
+                _state.note_hook("load_state_dict", h.fn)
                 hook_args = (local, p, local_meta, True, missing, unexpected, errors)
                 h.fn(module, *hook_args) if h.with_kwargs else h.fn(*hook_args)
             if override:
@@ -1014,6 +1017,7 @@ class Module:
             keys = _IncompatibleKeys(missing, unexpected)
             for m in post:
                 for h in tuple(m._load_state_dict_post_hooks.values()):
+                    _state.note_hook("load_state_dict", h.fn)
                     if h.fn(m, keys) is not None:
                         # torch asserts: AssertionError, raised explicitly so ``python -O`` keeps it
                         raise AssertionError("load_state_dict post-hook must return None; edit the incompatible "
@@ -1036,13 +1040,15 @@ class Module:
                 if t is None:
                     module.set_extra_state(src)
                 elif assign:
+                    # through ``setattr``, as torch: registration hooks run, and compiled programs
+                    # that baked in the old tensor see the module's layout changed (they trace again)
                     if name in module._parameters:
                         if isinstance(src, Parameter):   # a Parameter is taken as it is (keep_vars dicts)
-                            module._parameters[name] = src._set_requires_grad(t.requires_grad)
+                            setattr(module, name, src._set_requires_grad(t.requires_grad))
                         else:
-                            module._parameters[name] = Parameter(src, requires_grad=t.requires_grad)
+                            setattr(module, name, Parameter(src, requires_grad=t.requires_grad))
                     else:
-                        module._buffers[name] = src
+                        setattr(module, name, src)
                 else:
                     t.copy_(src)
 

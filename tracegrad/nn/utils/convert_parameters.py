@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import tracegrad
-from tracegrad import Tensor
+from tracegrad import Tensor, _state
 
 
 def parameters_to_vector(parameters):
@@ -12,12 +12,22 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    """Mirrors ``torch.nn.utils.vector_to_parameters``: slices ``vec`` into the parameters' ``.data``.
-    TypeError if vec is not a Tensor."""
+    """Mirrors ``torch.nn.utils.vector_to_parameters``: each parameter's ``.data`` becomes a view of
+    its slice of ``vec`` (later writes to ``vec`` show in the parameters, as in torch). TypeError if
+    vec is not a Tensor.
+
+    Differs from torch inside a compiled step, for a ``vec`` the step made itself
+    (``vector_to_parameters(v - lr * g, ...)``): each parameter gets a copy of its slice, a
+    storage of its own, which the program carries from call to call (NOTE [.data set in a trace]
+    in ``_lowering/region.py`` follows one new storage per tensor); values are the same, only the
+    parameters' sharing of one storage is not."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    cap = _state.CAPTURE[0]
+    own = cap is not None and cap.made_inside(vec)
     pointer = 0
     for p in parameters:
         n = p.numel()
-        p.data = vec[pointer:pointer + n].view_as(p).data.clone()
+        part = vec[pointer:pointer + n].view_as(p).data
+        p.data = part.clone() if own else part
         pointer += n
