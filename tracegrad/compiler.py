@@ -268,7 +268,7 @@ class CompiledFunction:
         ahead of the ``raise``: torch.compile keeps them too). When the eager run succeeds, the
         error came from tracing alone: that signature runs eagerly from now on, with the reason
         in ``stats()``."""
-        if getattr(error, "_tracegrad_misuse", False):
+        if getattr(error, "_tracegrad_no_rerun", False):
             raise error
         result = self._eager(args, kwargs)
         self.stats["eager_calls"] -= 1      # counted below as a break
@@ -322,7 +322,7 @@ class CompiledFunction:
 def _misuse(error):
     """``error`` is about calling an API inside a compiled function: raised as it is (not
     answered by running the call eagerly, where it would not occur)."""
-    error._tracegrad_misuse = True
+    error._tracegrad_no_rerun = True
     return error
 
 

@@ -74,6 +74,29 @@ def test_error_raised_only_while_tracing_runs_the_call_eagerly():
     assert f.stats["eager_calls"] == 3 and f.stats["traces"] == 0
 
 
+def test_error_while_writing_back_a_first_run_is_raised_not_rerun(monkeypatch):
+    """The traced program's first run fails part-way through writing its results back (after
+    the parameters took the update): the error reaches the caller. Running the call again
+    eagerly, as for an error raised while tracing, would apply the step twice."""
+    from tracegrad._lowering import region as region_mod
+    step, state, batch = program()(tracegrad, tracegrad.compile)
+    ref, ref_state, _ = program()(tracegrad, lambda f: f)
+    step(*batch(0))
+    ref(*batch(0))
+    write_back = region_mod.Region.write_back
+
+    def failing(self, *args):
+        write_back(self, *args)
+        raise RuntimeError("write-back failed")
+    monkeypatch.setattr(region_mod.Region, "write_back", failing)
+    with pytest.raises(RuntimeError, match="write-back failed"):
+        step(*batch(1))                 # traced: its first run writes, then fails
+    monkeypatch.undo()
+    ref(*batch(1))
+    assert_same(snapshot(ref_state), snapshot(state))     # one update, not two
+    assert step.stats["eager_calls"] == 1
+
+
 def test_disable_runs_eagerly():
     run = check_compiled(program(), calls=3, disable=True)
     assert run.step.stats["traces"] == 0 and run.step.stats["calls"] == 3

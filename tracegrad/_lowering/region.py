@@ -482,7 +482,13 @@ class Region:
         # jax.Array costs ~20 us more
         if self.checked and np.asarray(outs[6]):
             raise ValueCheckFailed(self)
-        return self.write_back(outs, arg_leaves)
+        try:
+            return self.write_back(outs, arg_leaves)
+        except Exception as e:
+            # some state may be written already: the first run's caller must not answer this by
+            # running the call again eagerly (its updates would happen twice)
+            e._tracegrad_no_rerun = True
+            raise
 
     def write_back(self, outs, arg_leaves):
         res, state, grads_end, keys, escapes, pullback = outs[:6]
