@@ -8,11 +8,20 @@
   ``Conv1d`` (``groups=d_inner``, ``padding=d_conv - 1``) sliced back to the sequence length,
   ``silu``, the ``x_proj`` ``split`` into delta/B/C, ``softplus``, ``A_log`` built from an integer
   ``arange`` and the Python-loop selective scan over ``einsum``-discretised ``exp(delta A)``),
-  trained as a language model with ``cross_entropy`` and AdamW;
+  defined here; its language-model step (``cross_entropy``, AdamW) runs eagerly and compiled
+  against torch in ``tests/compile/test_public_patterns_round27.py``;
 - dfdazac/wassdistance: ``layers.py``'s ``SinkhornDistance`` (log-domain Sinkhorn iterations
   through ``logsumexp``, marginals from ``torch.empty(...).fill_(...).squeeze()``, a data-dependent
   ``err.item() < thresh`` early stop, the transport plan and cost), batched and unbatched, and a
-  few SGD steps moving one point cloud onto another through the distance's gradient.
+  few SGD steps moving one point cloud onto another through the distance's gradient;
+- yenchenlin/nerf-pytorch: ``run_nerf.py``/``run_nerf_helpers.py``'s hierarchical volume
+  rendering: the positional ``Embedder`` (``2.**linspace`` frequency bands, ``sin``/``cos``
+  lambdas), ``NeRF`` with a skip ``cat`` and view directions, ``get_rays`` (``meshgrid`` without
+  ``indexing=``, ``.t()``, ``np.newaxis`` indexing, ``expand``), ``batchify``/``run_network``,
+  ``raw2outputs`` (``torch.Tensor([1e10]).expand``, ``norm``, the ``cumprod`` transmittance),
+  ``sample_pdf`` (``cumsum`` CDF, ``searchsorted(right=True)``, ``gather`` from ``expand``-ed
+  rows, ``torch.where``) and ``render_rays`` (stratified ``perturb``, ``sort`` of the merged
+  samples, ``std(unbiased=False)``), trained with ``img2mse``/``mse2psnr`` and Adam.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters in place of
 downloads and random streams; where a program's own code had to change, the comment above its
@@ -25,7 +34,6 @@ from typing import Union
 
 import numpy as np
 import pytest
-
 from parity import printer, run_both
 
 torch = pytest.importorskip("torch")
@@ -229,7 +237,7 @@ def _mamba_module(torch):
 
             return output
 
-    return dict(ModelArgs=ModelArgs, Mamba=Mamba, RMSNorm=RMSNorm)
+    return {"ModelArgs": ModelArgs, "Mamba": Mamba, "RMSNorm": RMSNorm}
 
 
 def _mamba_init(torch, model, seed):
@@ -246,48 +254,9 @@ def _mamba_init(torch, model, seed):
     return model
 
 
-# johnma2006/mamba-minimal model.py. d_model 8, 2 layers, vocab 11 (padded to 16 by
-# __post_init__), d_state 4 (d_inner 16, dt_rank 'auto' -> 1, d_conv 4); a batch of 2 sequences of
-# 5 tokens, next-token cross_entropy on the logits, 2 AdamW steps (weight decay on the tied
-# embedding counted once). The einops calls go through ``_einops``' stand-ins.
-def test_mamba_minimal_selective_scan_lm():
-    def program(torch, log):
-        m = _mamba_module(torch)
-        F = torch.nn.functional
-        args = m["ModelArgs"](d_model=8, n_layer=2, vocab_size=11, d_state=4)
-        log("args", [args.vocab_size, args.d_inner, args.dt_rank])
-        model = _mamba_init(torch, m["Mamba"](args), seed=3)
-        names = [n for n, _ in model.named_parameters()]
-        log("names", names)
-        log("tied", model.lm_head.weight is model.embedding.weight)
-        blk = model.layers[0].mixer
-        log("A_log", blk.A_log)
-        log("conv", [blk.conv1d.weight.shape, blk.conv1d.groups, blk.conv1d.padding])
-        tokens = torch.tensor(np.random.RandomState(5).randint(0, 11, (2, 6)))
-        inp, tgt = tokens[:, :-1], tokens[:, 1:]
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-        for step in range(2):
-            logits = model(inp)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
-            opt.zero_grad()
-            loss.backward()
-            log(f"loss{step}", loss)
-            log(f"logits{step}", logits)
-            for n, p in model.named_parameters():
-                log(f"grad{step}.{n}", p.grad)
-            opt.step()
-        for n, p in model.named_parameters():
-            log(f"param.{n}", p)
-        with torch.no_grad():
-            # the scan is causal: changing the last token changes only the last position's logits
-            a = model(inp)
-            changed = inp.clone()
-            changed[:, -1] = (changed[:, -1] + 1) % 11
-            b = model(changed)
-        log("causal", bool(torch.allclose(a[:, :-1], b[:, :-1])))
-        log("last_differs", bool((a[:, -1] - b[:, -1]).abs().max() > 0))
-
-    run_both(program)
+# johnma2006/mamba-minimal's training step runs against torch (eager and compiled) in
+# tests/compile/test_public_patterns_round27.py::test_mamba_minimal_train_step_compiled; a second
+# eager copy here would cost the suite ~12 s of cold XLA compiles for the same ops.
 
 
 # ---- dfdazac/wassdistance -------------------------------------------------------------------------
@@ -406,3 +375,372 @@ def test_wassdistance_sinkhorn_log_domain():
         log("x", x)
 
     run_both(program)
+
+
+def _fan_in_init(torch, module, seed):
+    """Fill every parameter from a numpy stream, uniform(+-1/sqrt(fan_in)) like torch's default
+    Linear init (biases use their layer's fan-in), so torch and tracegrad start equal."""
+    rs = np.random.RandomState(seed)
+    with torch.no_grad():
+        fan_in = 1
+        for _, p in module.named_parameters():
+            if p.dim() > 1:
+                fan_in = int(np.prod(p.shape[1:]))
+            bound = 1.0 / np.sqrt(fan_in)
+            p.copy_(torch.tensor(rs.uniform(-bound, bound, tuple(p.shape)).astype(np.float32)))
+    return module
+
+
+# ---- yenchenlin/nerf-pytorch ------------------------------------------------------------------------
+def _nerf_module(torch):
+    """run_nerf_helpers.py's img2mse/mse2psnr, Embedder/get_embedder, NeRF, get_rays and
+    sample_pdf, and run_nerf.py's batchify, run_network, raw2outputs and render_rays, unchanged
+    but for docstrings, comments and the NaN-debug loop at render_rays' end (``torch`` is the
+    program's module)."""
+    nn = torch.nn
+    F = torch.nn.functional
+
+    img2mse = lambda x, y : torch.mean((x - y) ** 2)
+    mse2psnr = lambda x : -10. * torch.log(x) / torch.log(torch.Tensor([10.]))
+
+    class Embedder:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+            self.create_embedding_fn()
+
+        def create_embedding_fn(self):
+            embed_fns = []
+            d = self.kwargs['input_dims']
+            out_dim = 0
+            if self.kwargs['include_input']:
+                embed_fns.append(lambda x : x)
+                out_dim += d
+
+            max_freq = self.kwargs['max_freq_log2']
+            N_freqs = self.kwargs['num_freqs']
+
+            if self.kwargs['log_sampling']:
+                freq_bands = 2.**torch.linspace(0., max_freq, steps=N_freqs)
+            else:
+                freq_bands = torch.linspace(2.**0., 2.**max_freq, steps=N_freqs)
+
+            for freq in freq_bands:
+                for p_fn in self.kwargs['periodic_fns']:
+                    embed_fns.append(lambda x, p_fn=p_fn, freq=freq : p_fn(x * freq))
+                    out_dim += d
+
+            self.embed_fns = embed_fns
+            self.out_dim = out_dim
+
+        def embed(self, inputs):
+            return torch.cat([fn(inputs) for fn in self.embed_fns], -1)
+
+    def get_embedder(multires, i=0):
+        if i == -1:
+            return nn.Identity(), 3
+
+        embed_kwargs = {
+                    'include_input' : True,
+                    'input_dims' : 3,
+                    'max_freq_log2' : multires-1,
+                    'num_freqs' : multires,
+                    'log_sampling' : True,
+                    'periodic_fns' : [torch.sin, torch.cos],
+        }
+
+        embedder_obj = Embedder(**embed_kwargs)
+        embed = lambda x, eo=embedder_obj : eo.embed(x)
+        return embed, embedder_obj.out_dim
+
+    class NeRF(nn.Module):
+        def __init__(self, D=8, W=256, input_ch=3, input_ch_views=3, output_ch=4, skips=[4], use_viewdirs=False):  # noqa: B006
+            super(NeRF, self).__init__()
+            self.D = D
+            self.W = W
+            self.input_ch = input_ch
+            self.input_ch_views = input_ch_views
+            self.skips = skips
+            self.use_viewdirs = use_viewdirs
+
+            self.pts_linears = nn.ModuleList(
+                [nn.Linear(input_ch, W)] + [nn.Linear(W, W) if i not in self.skips else nn.Linear(W + input_ch, W) for i in range(D-1)])
+
+            self.views_linears = nn.ModuleList([nn.Linear(input_ch_views + W, W//2)])
+
+            if use_viewdirs:
+                self.feature_linear = nn.Linear(W, W)
+                self.alpha_linear = nn.Linear(W, 1)
+                self.rgb_linear = nn.Linear(W//2, 3)
+            else:
+                self.output_linear = nn.Linear(W, output_ch)
+
+        def forward(self, x):
+            input_pts, input_views = torch.split(x, [self.input_ch, self.input_ch_views], dim=-1)
+            h = input_pts
+            for i, l in enumerate(self.pts_linears):
+                h = self.pts_linears[i](h)
+                h = F.relu(h)
+                if i in self.skips:
+                    h = torch.cat([input_pts, h], -1)
+
+            if self.use_viewdirs:
+                alpha = self.alpha_linear(h)
+                feature = self.feature_linear(h)
+                h = torch.cat([feature, input_views], -1)
+
+                for i, l in enumerate(self.views_linears):
+                    h = self.views_linears[i](h)
+                    h = F.relu(h)
+
+                rgb = self.rgb_linear(h)
+                outputs = torch.cat([rgb, alpha], -1)
+            else:
+                outputs = self.output_linear(h)
+
+            return outputs
+
+    def get_rays(H, W, K, c2w):
+        i, j = torch.meshgrid(torch.linspace(0, W-1, W), torch.linspace(0, H-1, H))  # pytorch's meshgrid has indexing='ij'
+        i = i.t()
+        j = j.t()
+        dirs = torch.stack([(i-K[0][2])/K[0][0], -(j-K[1][2])/K[1][1], -torch.ones_like(i)], -1)
+        rays_d = torch.sum(dirs[..., np.newaxis, :] * c2w[:3,:3], -1)
+        rays_o = c2w[:3,-1].expand(rays_d.shape)
+        return rays_o, rays_d
+
+    def sample_pdf(bins, weights, N_samples, det=False, pytest=False):
+        weights = weights + 1e-5 # prevent nans
+        pdf = weights / torch.sum(weights, -1, keepdim=True)
+        cdf = torch.cumsum(pdf, -1)
+        cdf = torch.cat([torch.zeros_like(cdf[...,:1]), cdf], -1)  # (batch, len(bins))
+
+        if det:
+            u = torch.linspace(0., 1., steps=N_samples)
+            u = u.expand(list(cdf.shape[:-1]) + [N_samples])
+        else:
+            u = torch.rand(list(cdf.shape[:-1]) + [N_samples])
+
+        if pytest:
+            np.random.seed(0)
+            new_shape = list(cdf.shape[:-1]) + [N_samples]
+            if det:
+                u = np.linspace(0., 1., N_samples)
+                u = np.broadcast_to(u, new_shape)
+            else:
+                u = np.random.rand(*new_shape)
+            u = torch.Tensor(u)
+
+        u = u.contiguous()
+        inds = torch.searchsorted(cdf, u, right=True)
+        below = torch.max(torch.zeros_like(inds-1), inds-1)
+        above = torch.min((cdf.shape[-1]-1) * torch.ones_like(inds), inds)
+        inds_g = torch.stack([below, above], -1)  # (batch, N_samples, 2)
+
+        matched_shape = [inds_g.shape[0], inds_g.shape[1], cdf.shape[-1]]
+        cdf_g = torch.gather(cdf.unsqueeze(1).expand(matched_shape), 2, inds_g)
+        bins_g = torch.gather(bins.unsqueeze(1).expand(matched_shape), 2, inds_g)
+
+        denom = (cdf_g[...,1]-cdf_g[...,0])
+        denom = torch.where(denom<1e-5, torch.ones_like(denom), denom)
+        t = (u-cdf_g[...,0])/denom
+        samples = bins_g[...,0] + t * (bins_g[...,1]-bins_g[...,0])
+
+        return samples
+
+    def batchify(fn, chunk):
+        if chunk is None:
+            return fn
+        def ret(inputs):
+            return torch.cat([fn(inputs[i:i+chunk]) for i in range(0, inputs.shape[0], chunk)], 0)
+        return ret
+
+    def run_network(inputs, viewdirs, fn, embed_fn, embeddirs_fn, netchunk=1024*64):
+        inputs_flat = torch.reshape(inputs, [-1, inputs.shape[-1]])
+        embedded = embed_fn(inputs_flat)
+
+        if viewdirs is not None:
+            input_dirs = viewdirs[:,None].expand(inputs.shape)
+            input_dirs_flat = torch.reshape(input_dirs, [-1, input_dirs.shape[-1]])
+            embedded_dirs = embeddirs_fn(input_dirs_flat)
+            embedded = torch.cat([embedded, embedded_dirs], -1)
+
+        outputs_flat = batchify(fn, netchunk)(embedded)
+        outputs = torch.reshape(outputs_flat, list(inputs.shape[:-1]) + [outputs_flat.shape[-1]])
+        return outputs
+
+    def raw2outputs(raw, z_vals, rays_d, raw_noise_std=0, white_bkgd=False, pytest=False):
+        raw2alpha = lambda raw, dists, act_fn=F.relu: 1.-torch.exp(-act_fn(raw)*dists)
+
+        dists = z_vals[...,1:] - z_vals[...,:-1]
+        dists = torch.cat([dists, torch.Tensor([1e10]).expand(dists[...,:1].shape)], -1)  # [N_rays, N_samples]
+
+        dists = dists * torch.norm(rays_d[...,None,:], dim=-1)
+
+        rgb = torch.sigmoid(raw[...,:3])  # [N_rays, N_samples, 3]
+        noise = 0.
+        if raw_noise_std > 0.:
+            noise = torch.randn(raw[...,3].shape) * raw_noise_std
+
+            # Overwrite randomly sampled data if pytest
+            if pytest:
+                np.random.seed(0)
+                noise = np.random.rand(*list(raw[...,3].shape)) * raw_noise_std
+                noise = torch.Tensor(noise)
+
+        alpha = raw2alpha(raw[...,3] + noise, dists)  # [N_rays, N_samples]
+        weights = alpha * torch.cumprod(torch.cat([torch.ones((alpha.shape[0], 1)), 1.-alpha + 1e-10], -1), -1)[:, :-1]
+        rgb_map = torch.sum(weights[...,None] * rgb, -2)  # [N_rays, 3]
+
+        depth_map = torch.sum(weights * z_vals, -1)
+        disp_map = 1./torch.max(1e-10 * torch.ones_like(depth_map), depth_map / torch.sum(weights, -1))
+        acc_map = torch.sum(weights, -1)
+
+        if white_bkgd:
+            rgb_map = rgb_map + (1.-acc_map[...,None])
+
+        return rgb_map, disp_map, acc_map, weights, depth_map
+
+    def render_rays(ray_batch,
+                    network_fn,
+                    network_query_fn,
+                    N_samples,
+                    retraw=False,
+                    lindisp=False,
+                    perturb=0.,
+                    N_importance=0,
+                    network_fine=None,
+                    white_bkgd=False,
+                    raw_noise_std=0.,
+                    verbose=False,
+                    pytest=False):
+        N_rays = ray_batch.shape[0]
+        rays_o, rays_d = ray_batch[:,0:3], ray_batch[:,3:6] # [N_rays, 3] each
+        viewdirs = ray_batch[:,-3:] if ray_batch.shape[-1] > 8 else None
+        bounds = torch.reshape(ray_batch[...,6:8], [-1,1,2])
+        near, far = bounds[...,0], bounds[...,1] # [-1,1]
+
+        t_vals = torch.linspace(0., 1., steps=N_samples)
+        if not lindisp:
+            z_vals = near * (1.-t_vals) + far * (t_vals)
+        else:
+            z_vals = 1./(1./near * (1.-t_vals) + 1./far * (t_vals))
+
+        z_vals = z_vals.expand([N_rays, N_samples])
+
+        if perturb > 0.:
+            # get intervals between samples
+            mids = .5 * (z_vals[...,1:] + z_vals[...,:-1])
+            upper = torch.cat([mids, z_vals[...,-1:]], -1)
+            lower = torch.cat([z_vals[...,:1], mids], -1)
+            # stratified samples in those intervals
+            t_rand = torch.rand(z_vals.shape)
+
+            # Pytest, overwrite u with numpy's fixed random numbers
+            if pytest:
+                np.random.seed(0)
+                t_rand = np.random.rand(*list(z_vals.shape))
+                t_rand = torch.Tensor(t_rand)
+
+            z_vals = lower + (upper - lower) * t_rand
+
+        pts = rays_o[...,None,:] + rays_d[...,None,:] * z_vals[...,:,None] # [N_rays, N_samples, 3]
+
+        raw = network_query_fn(pts, viewdirs, network_fn)
+        rgb_map, disp_map, acc_map, weights, depth_map = raw2outputs(raw, z_vals, rays_d, raw_noise_std, white_bkgd, pytest=pytest)
+
+        if N_importance > 0:
+            rgb_map_0, disp_map_0, acc_map_0 = rgb_map, disp_map, acc_map
+
+            z_vals_mid = .5 * (z_vals[...,1:] + z_vals[...,:-1])
+            z_samples = sample_pdf(z_vals_mid, weights[...,1:-1], N_importance, det=(perturb==0.), pytest=pytest)
+            z_samples = z_samples.detach()
+
+            z_vals, _ = torch.sort(torch.cat([z_vals, z_samples], -1), -1)
+            pts = rays_o[...,None,:] + rays_d[...,None,:] * z_vals[...,:,None] # [N_rays, N_samples + N_importance, 3]
+
+            run_fn = network_fn if network_fine is None else network_fine
+            raw = network_query_fn(pts, viewdirs, run_fn)
+
+            rgb_map, disp_map, acc_map, weights, depth_map = raw2outputs(raw, z_vals, rays_d, raw_noise_std, white_bkgd, pytest=pytest)
+
+        ret = {'rgb_map' : rgb_map, 'disp_map' : disp_map, 'acc_map' : acc_map}
+        if retraw:
+            ret['raw'] = raw
+        if N_importance > 0:
+            ret['rgb0'] = rgb_map_0
+            ret['disp0'] = disp_map_0
+            ret['acc0'] = acc_map_0
+            ret['z_std'] = torch.std(z_samples, dim=-1, unbiased=False)  # [N_rays]
+
+        return ret
+
+    return {"img2mse": img2mse, "mse2psnr": mse2psnr, "get_embedder": get_embedder, "NeRF": NeRF,
+            "get_rays": get_rays, "sample_pdf": sample_pdf, "run_network": run_network,
+            "render_rays": render_rays}
+
+
+# yenchenlin/nerf-pytorch run_nerf.py / run_nerf_helpers.py: create_nerf's NeRF (use_viewdirs,
+# D 2, W 8, skips [0], multires 2 / multires_views 1; no separate fine network, so render_rays'
+# fine pass reuses it, as it does when network_fine is None) and network_query_fn with netchunk 6
+# (batchify really chunks, into equal chunks), rays from get_rays on a 2x3 image (the meshgrid
+# without indexing=, as written), the ray batch render() builds (normalised viewdirs, near/far
+# columns) and render_rays with perturb, raw_noise_std and N_importance on and pytest=True (the
+# repository's own switch that replaces the torch.rand/randn draws with numpy's seed-0 draws), then
+# train()'s loss (img2mse on the fine and coarse maps, mse2psnr) and Adam with its lr decay;
+# 2 steps (the second reuses every shape of the first).
+def test_nerf_pytorch_hierarchical_volume_rendering():
+    def program(torch, log):
+        m = _nerf_module(torch)
+        embed_fn, input_ch = m["get_embedder"](2, 0)
+        embeddirs_fn, input_ch_views = m["get_embedder"](1, 0)
+        log("channels", [input_ch, input_ch_views])
+        model = _fan_in_init(torch, m["NeRF"](D=2, W=8, input_ch=input_ch, output_ch=5, skips=[0],
+                                              input_ch_views=input_ch_views, use_viewdirs=True), 1)
+        grad_vars = list(model.parameters())
+        network_query_fn = lambda inputs, viewdirs, network_fn : m["run_network"](
+            inputs, viewdirs, network_fn, embed_fn=embed_fn, embeddirs_fn=embeddirs_fn, netchunk=6)
+        lrate, lrate_decay = 5e-3, 1
+        optimizer = torch.optim.Adam(params=grad_vars, lr=lrate, betas=(0.9, 0.999))
+
+        H, W, focal = 2, 3, 2.0
+        K = np.array([[focal, 0, 0.5*W], [0, focal, 0.5*H], [0, 0, 1]])
+        c2w = torch.tensor(np.array([[1, 0, 0, 0.1], [0, 1, 0, -0.2], [0, 0, 1, 2.0]], dtype=np.float32))
+        rays_o, rays_d = m["get_rays"](H, W, K, c2w)
+        log("rays", [rays_o, rays_d])
+        viewdirs = rays_d / torch.norm(rays_d, dim=-1, keepdim=True)
+        viewdirs = torch.reshape(viewdirs, [-1, 3]).float()
+        rays_o = torch.reshape(rays_o, [-1, 3]).float()
+        rays_d = torch.reshape(rays_d, [-1, 3]).float()
+        near, far = 1. * torch.ones_like(rays_d[..., :1]), 3. * torch.ones_like(rays_d[..., :1])
+        rays = torch.cat([rays_o, rays_d, near, far, viewdirs], -1)
+        target_s = torch.tensor(np.random.RandomState(4).uniform(0, 1, (H * W, 3)).astype(np.float32))
+
+        for global_step in range(2):
+            extras = m["render_rays"](rays, model, network_query_fn, N_samples=4, retraw=True,
+                                      perturb=1., N_importance=3, network_fine=None,
+                                      raw_noise_std=1., pytest=True)
+            rgb = extras['rgb_map']
+            optimizer.zero_grad()
+            img_loss = m["img2mse"](rgb, target_s)
+            loss = img_loss
+            psnr = m["mse2psnr"](img_loss)
+            if 'rgb0' in extras:
+                img_loss0 = m["img2mse"](extras['rgb0'], target_s)
+                loss = loss + img_loss0
+            loss.backward()
+            optimizer.step()
+            decay_rate = 0.1
+            decay_steps = lrate_decay * 1000
+            new_lrate = lrate * (decay_rate ** ((global_step + 1) / decay_steps))
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = new_lrate
+            for k in ("rgb_map", "disp_map", "acc_map", "raw", "rgb0", "z_std"):
+                log(f"{k}{global_step}", extras[k])
+            log(f"loss{global_step}", [loss, psnr])
+            log(f"grads{global_step}", [p.grad for p in grad_vars])
+        log("params", grad_vars)
+
+    # some embedding columns get gradients of ~1e-7 (float32 rounding between the libraries is
+    # ~1e-3 of that), which Adam's first steps scale up to lr-sized updates: 1e-4 relative on
+    # the parameters
+    run_both(program, rtol=2e-4)

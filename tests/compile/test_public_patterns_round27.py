@@ -2,7 +2,8 @@
 eagerly against torch), condensed to their model, loss, optimizer and training step and run
 compiled == eager == torch with the harness (tiny sizes, numpy data):
 
-- johnma2006/mamba-minimal: a language-model step through ``Mamba`` (tied embedding/LM head,
+- johnma2006/mamba-minimal (its only run against torch: the eager file defines it but leaves the
+  step to this test): a language-model step through ``Mamba`` (tied embedding/LM head,
   ``RMSNorm``, the depthwise causal ``Conv1d`` sliced to the sequence length, the ``split``s, the
   Python-loop selective scan unrolled over the sequence, ``einsum`` discretisation),
   ``cross_entropy`` and AdamW: one trace, no break, the trace reused on new tokens;
@@ -13,10 +14,13 @@ compiled == eager == torch with the harness (tiny sizes, numpy data):
 import linecache
 
 import numpy as np
-import pytest
 
 import tracegrad
-from tests.api.test_public_programs_round26 import _mamba_init, _mamba_module, _sinkhorn_module
+from tests.api.test_public_programs_round26 import (
+    _mamba_init,
+    _mamba_module,
+    _sinkhorn_module,
+)
 
 from ._harness import check_compiled, data
 
@@ -58,6 +62,17 @@ def test_mamba_minimal_train_step_compiled():
     # the compiled optimizer steps wrote it back
     model = run.state["model"]
     assert model.lm_head.weight is model.embedding.weight
+    assert [n for n, _ in model.named_parameters()][:1] == ["embedding.weight"]
+    assert "lm_head.weight" not in dict(model.named_parameters())
+    # the program's own A_log init (log of 1..d_state per channel), trained 3 steps from there
+    assert np.allclose(run.eager.state["model"].layers[0].mixer.A_log.detach().numpy()[:, :1], 0, atol=0.05)
+    # the scan is causal: changing the last token changes only the last position's logits
+    with tracegrad.no_grad():
+        inp = _tokens(tracegrad, 0)[:, :-1]
+        changed = inp.clone()
+        changed[:, -1] = (changed[:, -1] + 1) % 11
+        a, b = model(inp), model(changed)
+    assert tracegrad.allclose(a[:, :-1], b[:, :-1]) and (a[:, -1] - b[:, -1]).abs().max() > 0
 
 
 # ---- dfdazac/wassdistance layers.py SinkhornDistance (eps 0.1, max_iter 100, reduction 'mean'),
@@ -68,7 +83,7 @@ def _sinkhorn_program(mod, wrap):
     opt = mod.optim.SGD([x], lr=0.5)
 
     def step(y):
-        cost, pi, C = sinkhorn(x, y)
+        cost, pi, _C = sinkhorn(x, y)
         opt.zero_grad()
         cost.backward()
         opt.step()
@@ -90,6 +105,6 @@ def test_wassdistance_sinkhorn_step_item_break():
     assert stats["graph_breaks"] and all(
         "item()" in r and "if err.item() < thresh:" in linecache.getline(*_file_line(where))
         for r, where in stats["graph_breaks"]), stats
-    cost, pi, x = run.step(data(tracegrad, 0, 2, 5, 2) * 0.3 + 1.0)
+    _, pi, _ = run.step(data(tracegrad, 0, 2, 5, 2) * 0.3 + 1.0)
     # v is updated last: the plan's column sums are the uniform weights
     assert np.allclose(pi.sum(-2).detach().numpy(), 0.2, atol=1e-4), pi
