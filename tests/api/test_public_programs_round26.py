@@ -8,7 +8,7 @@
   ``Conv1d`` (``groups=d_inner``, ``padding=d_conv - 1``) sliced back to the sequence length,
   ``silu``, the ``x_proj`` ``split`` into delta/B/C, ``softplus``, ``A_log`` built from an integer
   ``arange`` and the Python-loop selective scan over ``einsum``-discretised ``exp(delta A)``),
-  defined here; its language-model step (``cross_entropy``, AdamW) runs eagerly and compiled
+  defined here; its language-model step (``cross_entropy``, SGD) runs eagerly and compiled
   against torch in ``tests/compile/test_public_patterns_round27.py``;
 - dfdazac/wassdistance: ``layers.py``'s ``SinkhornDistance`` (log-domain Sinkhorn iterations
   through ``logsumexp``, marginals from ``torch.empty(...).fill_(...).squeeze()``, a data-dependent

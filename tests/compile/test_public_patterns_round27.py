@@ -6,14 +6,17 @@ compiled == eager == torch with the harness (tiny sizes, numpy data):
   step to this test): a language-model step through ``Mamba`` (tied embedding/LM head,
   ``RMSNorm``, the depthwise causal ``Conv1d`` sliced to the sequence length, the ``split``s, the
   Python-loop selective scan unrolled over the sequence, ``einsum`` discretisation),
-  ``cross_entropy`` and AdamW: one trace, no break, the trace reused on new tokens;
+  ``cross_entropy`` and SGD with momentum (the repository has no training script; SGD keeps the
+  traced program small): one trace, no break, the trace reused on new tokens;
 - dfdazac/wassdistance: an SGD step on a point cloud through ``SinkhornDistance``, whose loop
   stops on ``err.item() < thresh``: the value read back is a graph break that names ``item``,
-  and the step still equals eager and torch.
+  and the step still equals eager and torch; with ``fullgraph=True`` the same read is an
+  ``Unsupported`` error raised before anything is updated.
 """
 import linecache
 
 import numpy as np
+import pytest
 
 import tracegrad
 from tests.api.test_public_programs_round26 import (
@@ -31,12 +34,12 @@ def _tokens(mod, i):
 
 # ---- johnma2006/mamba-minimal model.py (as the eager round-26 test defines it; d_model 8,
 # one layer (a second doubles the traced program's XLA compile), vocab 11 -> 16, d_state 4,
-# 2 sequences of 4 tokens), next-token cross_entropy and AdamW -----------------------------------
+# 2 sequences of 4 tokens), next-token cross_entropy and SGD with momentum ---------------------
 def _mamba_program(mod, wrap):
     m = _mamba_module(mod)
     F = mod.nn.functional
     model = _mamba_init(mod, m["Mamba"](m["ModelArgs"](d_model=8, n_layer=1, vocab_size=11, d_state=4)), 3)
-    opt = mod.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
     def step(tokens):
         inp, tgt = tokens[:, :-1], tokens[:, 1:]
@@ -108,3 +111,14 @@ def test_wassdistance_sinkhorn_step_item_break():
     _, pi, _ = run.step(data(tracegrad, 0, 2, 5, 2) * 0.3 + 1.0)
     # v is updated last: the plan's column sums are the uniform weights
     assert np.allclose(pi.sum(-2).detach().numpy(), 0.2, atol=1e-4), pi
+
+
+def test_wassdistance_sinkhorn_fullgraph_raises_before_any_update():
+    # fullgraph=True: the item() is an error naming the line (torch.compile raises its
+    # Unsupported there too), and the point cloud is neither stepped nor given a gradient
+    step, state, batch = _sinkhorn_program(tracegrad, lambda f: tracegrad.compile(f, fullgraph=True))
+    before = state["x"].detach().numpy().copy()
+    with pytest.raises(RuntimeError, match=r"item\(\).*test_public_programs_round26\.py:\d+") as info:
+        step(*batch(0))
+    assert isinstance(info.value, tracegrad._dynamo.exc.Unsupported), type(info.value).__mro__
+    assert state["x"].grad is None and np.array_equal(state["x"].detach().numpy(), before)
