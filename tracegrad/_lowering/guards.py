@@ -520,6 +520,28 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     return tuple(checks), follows
 
 
+def optimizer_state_guards(optimizers, pinned):
+    """Checks that each optimizer's per-parameter state dict, and each tensor in it over a
+    storage the program reads (``pinned``: ids), is still the one the trace read. The caller
+    may bind a new tensor there between calls (``opt.state[p]["step"] = torch.tensor(10.)``,
+    a new ``exp_avg``) while still holding the old one (a list of snapshots): the orphan guard
+    then sees nothing and the program would keep updating the old tensor. A new one traces
+    again (tensors held weakly, as ``_holds``)."""
+    checks = []
+    for o in optimizers:
+        state = getattr(o, "state", None)
+        if not isinstance(state, dict):
+            continue
+        for p, d in list(state.items()):
+            if not isinstance(d, dict):
+                continue
+            checks.append((state, p, d, _IDENTITY))
+            for k, v in list(d.items()):
+                if isinstance(v, Tensor) and id(v._st) in pinned:
+                    checks.append((_holds(d, k, v), None, True, None))
+    return checks
+
+
 _TENSOR_NS = vars(Tensor)      # a live view of the class dict
 
 

@@ -48,7 +48,7 @@ from .capture import Capture, GraphBreak, def_site, guard_output
 from .deferred import DeferredItem, check_kept
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import _Probe, guards_hold, outside_containers, value_guards
+from .guards import _Probe, guards_hold, optimizer_state_guards, outside_containers, value_guards
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -1138,7 +1138,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                   if j not in carried and not info["state_written"][j]}
     checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable)
     data_sets = info.pop("data_sets")
-    region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
+    region.value_guards = (checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
+                           + tuple(optimizer_state_guards(plan.optimizers, pinned)))
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
     region.place_groups = tuple(places)
