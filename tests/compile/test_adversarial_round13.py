@@ -15,6 +15,7 @@ import tracegrad
 
 from ._dynamo_port import compare
 from ._dynamo_port import randn32 as _rand
+from ._dynamo_port import same
 from ._dynamo_port import seeded_linear as _linear
 
 torch = pytest.importorskip("torch")
@@ -48,26 +49,29 @@ def test_optimizer_hyperparameters_other_than_lr_changed_between_calls():
                 sgd.param_groups[1]["weight_decay"] = 0.5
                 sgd.param_groups[1]["dampening"] = 0.5
                 adam.param_groups[0]["betas"] = (0.5, 0.9)
+                adam.param_groups[0]["eps"] = 1e-2
             if i == 3:
                 sgd.param_groups[0]["maximize"] = False
                 sgd.param_groups[0]["foreach"] = False
-                adam.param_groups[0]["eps"] = 1e-2
                 adam.param_groups[0]["maximize"] = True
             loss = f(_rand(T, i, 2, 3))
             return (loss, net.weight, head.weight, head.bias,
                     sgd.state[net.weight]["momentum_buffer"], adam.state[head.bias]["exp_avg_sq"])
         return run
-    compare(build, calls=5)
+    compare(build, calls=4)
 
 
 def test_optimizer_state_reset_or_edited_by_the_caller_between_calls():
     """The caller zeroes a momentum buffer in place, deletes another parameter's state (the
     next step starts it again from the gradient), and replaces Adam's ``step`` counter and
-    ``exp_avg`` between calls."""
+    ``exp_avg`` between calls while still holding the old ones (a log of snapshots). Found
+    here: the compiled step kept updating the old ``step`` tensor (the orphan guard sees
+    nothing while the caller holds it): now a new tensor there traces again."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         sgd = T.optim.SGD([net.weight], lr=0.1, momentum=0.9)
         adam = T.optim.Adam([net.bias], lr=0.1)
+        kept = []
 
         def step(x):
             sgd.zero_grad()
@@ -91,10 +95,12 @@ def test_optimizer_state_reset_or_edited_by_the_caller_between_calls():
                 adam.state.clear()
             loss = f(_rand(T, i, 2, 3))
             st = adam.state[net.bias]
+            kept.append(st["step"])
+            kept.append(st["exp_avg"])
             return (loss, net.weight, net.bias, sgd.state[net.weight]["momentum_buffer"],
-                    st["step"], st["exp_avg"], st["exp_avg_sq"])
+                    st["step"], st["exp_avg"], st["exp_avg_sq"], kept[0])
         return run
-    compare(build, calls=6)
+    compare(build, calls=5)
 
 
 def test_schedulers_stepped_inside_the_step():
@@ -131,15 +137,13 @@ def test_schedulers_stepped_inside_the_step():
     compare(build, calls=5)
 
 
-def _gen_state_same(T, g):
-    return [float(v) for v in T.rand(3, generator=g)]
-
-
 def test_generators_reseeded_and_restored_between_calls():
     """A ``torch.Generator`` passed in draws noise (``randn``, ``bernoulli_``, ``randperm``)
     inside a step; between calls the caller reseeds it, or restores a state saved earlier with
-    ``get_state``/``set_state``: each call's draws equal torch's (two runs of the same
-    generator state give the same draws), and the global RNG is not advanced by them."""
+    ``get_state``/``set_state``: each compiled call draws what the eager call draws (the
+    generator advanced on every call, not frozen), a restored or reseeded state replays the
+    earlier draws. (Draws equal torch's only for the same algorithm: compared with tracegrad
+    eager.)"""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         g = T.Generator().manual_seed(3)
@@ -167,12 +171,7 @@ def test_generators_reseeded_and_restored_between_calls():
             loss, mask, perm = f(_rand(T, i, 2, 3), g)
             return loss, mask, perm, net.weight.grad, g.initial_seed()
         return run
-    # values drawn from a Generator are equal across libraries only for the same algorithm:
-    # compare compiled with tracegrad eager (and torch for the reproducibility structure)
-    runs = []
-    for T, wrap in ((tracegrad, lambda f: f), (tracegrad, tracegrad.compile)):
-        runs.append(build(T, wrap))
-    from ._dynamo_port import same
+    runs = [build(tracegrad, lambda f: f), build(tracegrad, tracegrad.compile)]
     outs = [[r(i) for i in range(6)] for r in runs]
     for i in range(6):
         same(outs[0][i], outs[1][i], f"call{i}")
@@ -211,7 +210,6 @@ def test_dropout_train_eval_toggled_between_calls_and_global_rng_state_restored(
             return out, net[0].weight.grad, net.training
         return run
     runs = [build(tracegrad, lambda f: f), build(tracegrad, tracegrad.compile)]
-    from ._dynamo_port import same
     outs = [[r(i) for i in range(6)] for r in runs]
     for i in range(6):
         same(outs[0][i], outs[1][i], f"call{i}")
@@ -221,41 +219,61 @@ def test_dropout_train_eval_toggled_between_calls_and_global_rng_state_restored(
 
 def test_tensors_from_python_data_the_caller_changes_between_calls():
     """Inside a step: ``torch.tensor(lst)`` of a list the caller appends to and edits,
-    ``torch.tensor(cfg["w"])`` of a float in a dict, ``torch.as_tensor`` and ``from_numpy`` of
-    a numpy array the caller writes in place (``from_numpy`` shares its memory: the step's
-    in-place add shows in the array)."""
+    ``torch.tensor(cfg["w"])`` of a float in a dict, ``as_tensor``/``from_numpy`` of a numpy
+    array the caller writes in place, ``torch.stack`` of a list of tensors that grows: each
+    call reads the data as it is then (never a constant frozen at the trace). An in-place write
+    to the ``from_numpy`` tensor (eagerly it writes the array) is a graph break naming the
+    line with ``fullgraph=True``, and the array is left as it was."""
     def build(T, wrap):
         lst = [1.0, 2.0]
         cfg = {"w": 0.5}
         arr = np.arange(3, dtype=np.float32)
+        hist = [T.ones(2)]
 
         def step(x):
             a = T.tensor(lst)
             w = T.tensor(cfg["w"])
-            b = T.as_tensor(arr)
+            b = T.as_tensor(arr) * 2
             c = T.from_numpy(arr)
-            c.add_(1.0)
-            return (x[: len(lst)] * a).sum() * w + b.sum(), len(lst)
+            h = T.stack(hist).sum(0)
+            return (x[: len(lst)] * a).sum() * w + b.sum() + c[1], h, len(lst)
 
         f = wrap(step)
 
         def run(i):
             if i == 2:
                 lst.append(3.0)
+            if i == 3:
+                hist.append(T.full((2,), 2.0))
             lst[0] = float(i)
             cfg["w"] = 0.5 + i
             arr[1] = 10.0 * i
-            out = f(_rand(T, i, 4))
-            return out, arr.copy()
+            return f(_rand(T, i, 4)), arr.copy()
         return run
     compare(build, calls=5)
+    arr = np.arange(3, dtype=np.float32)
+
+    def bump(x):
+        c = tracegrad.from_numpy(arr)
+        c.add_(1.0)
+        return x + c
+
+    g = tracegrad.compile(bump)
+    for _ in range(3):
+        g(tracegrad.ones(3))
+    assert arr.tolist() == [3.0, 4.0, 5.0]
+    with pytest.raises(tracegrad.compiler.GraphBreak, match=r"from_numpy.*test_adversarial_round13\.py:\d+"):
+        tracegrad.compile(bump, fullgraph=True)(tracegrad.ones(3))
+    assert arr.tolist() == [3.0, 4.0, 5.0]
 
 
 def test_data_dependent_control_flow_on_tensor_values():
     """A step whose Python control flow reads tensor values: skip the update when the loss is
     above a threshold (``if loss > t``), halve until the norm is below 1 (``while``), count
     positive entries with ``nonzero`` and take a masked mean with ``masked_select``; the
-    branch taken changes between calls."""
+    branch taken changes between calls (graph breaks: eager every call, same values). The same
+    skip written with ``torch.where`` compiles into one program that takes each call's branch;
+    with ``fullgraph=True`` the ``if`` is an error naming its line, before any state changed."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         opt = T.optim.SGD(net.parameters(), lr=0.1)
@@ -276,9 +294,52 @@ def test_data_dependent_control_flow_on_tensor_values():
             sel = T.masked_select(out, out > 0)
             return loss, skipped, n, z, pos, sel.sum(), sel.numel()
 
-        f = wrap(step)
+        def where_step(x, t):
+            opt.zero_grad()
+            loss = net(x).pow(2).sum()
+            loss.backward()
+            with T.no_grad():
+                for p in net.parameters():
+                    p.sub_(T.where(loss > t, 0.0, 0.1) * p.grad)
+            return loss
+
+        f, g = wrap(step), wrap(where_step)
 
         def run(i):
-            return f(_rand(T, i, 2, 3) * (1 + i), 3.0), net.weight
+            x = _rand(T, i, 2, 3) * (1 + i)
+            return f(x, 3.0), net.weight.clone(), g(x, 3.0), net.weight
         return run
     compare(build, calls=5)
+    net = _linear(tracegrad, 3, 2)
+
+    def skip(x):
+        loss = net(x).sum()
+        if loss > 0:
+            with tracegrad.no_grad():
+                net.weight.mul_(0.5)
+        return loss
+
+    w0 = net.weight.tolist()
+    with pytest.raises(tracegrad.compiler.GraphBreak, match=r"test_adversarial_round13\.py:\d+"):
+        tracegrad.compile(skip, fullgraph=True)(_rand(tracegrad, 0, 2, 3).abs())
+    assert net.weight.tolist() == w0
+
+
+def test_generator_objects_new_each_call_and_seeds_from_arguments():
+    """A fresh ``torch.Generator`` seeded alike passed in each call draws the same values each
+    call; ``torch.manual_seed(seed)`` inside a step with ``seed`` an argument that changes
+    between calls (a seed read, not frozen: equal seeds give equal draws, as eagerly)."""
+    def step(x, gen, seed):
+        a = x * tracegrad.rand(3, generator=gen)
+        tracegrad.manual_seed(seed)
+        return a, x + tracegrad.rand(3)
+
+    f = tracegrad.compile(step)
+    outs = [[], []]
+    for k, fn in enumerate((step, f)):
+        for i in range(3):
+            outs[k].append(fn(tracegrad.ones(3), tracegrad.Generator().manual_seed(7), i % 2))
+    same(outs[0], outs[1], "compiled vs eager")
+    same(outs[1][0][0], outs[1][2][0], "a fresh generator, same seed")
+    same(outs[1][0][1], outs[1][2][1], "manual_seed(0) twice")
+    assert outs[1][0][1].tolist() != outs[1][1][1].tolist()
