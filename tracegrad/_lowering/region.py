@@ -277,6 +277,7 @@ class Region:
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
+        self.state_guards = ()     # optimizer state tensors, by place (guards.optimizer_state_guards)
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
         self.modules = tuple(m for m, _ in modules)
@@ -361,6 +362,9 @@ class Region:
                 self.dead = True
                 return False
         st = None
+        # after the orphan guard, which marks a region whose state was replaced for good dead
+        if self.state_guards and not guards_hold(self.state_guards):
+            return False
         return hyper.holds(self.hyper) and hyper.signs_hold(self.hyper_signs)
 
     def args_contiguous(self, leaves) -> bool:
@@ -1138,8 +1142,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                   if j not in carried and not info["state_written"][j]}
     checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable)
     data_sets = info.pop("data_sets")
-    region.value_guards = (checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
-                           + tuple(optimizer_state_guards(plan.optimizers, pinned)))
+    region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
+    region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
     region.place_groups = tuple(places)
