@@ -103,6 +103,33 @@ def test_optimizer_state_reset_or_edited_by_the_caller_between_calls():
     compare(build, calls=5)
 
 
+def test_parameter_swapped_inside_a_param_group_between_calls():
+    """``opt.param_groups[0]["params"][1] = other`` between calls (the group keeps its length):
+    eagerly the optimizer updates ``other`` from then on and leaves the old bias alone. Found
+    here: the compiled step kept updating the old bias (its guard counted the parameters
+    only); now which parameters a group holds is guarded."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        other = T.nn.Parameter(T.ones(2) * 0.3)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (net(x) * other).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                opt.param_groups[0]["params"][1] = other
+            return f(_rand(T, i, 2, 3)), net.weight, net.bias, other, other.grad
+        return run
+    compare(build, calls=4)
+
+
 def test_schedulers_stepped_inside_the_step():
     """``OneCycleLR`` (momentum cycled too) stepped inside every call, and ``ReduceLROnPlateau``
     given the step's own loss tensor: the learning rate each call uses and the scheduler's
