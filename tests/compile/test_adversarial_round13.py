@@ -370,3 +370,34 @@ def test_generator_objects_new_each_call_and_seeds_from_arguments():
     same(outs[1][0][0], outs[1][2][0], "a fresh generator, same seed")
     same(outs[1][0][1], outs[1][2][1], "manual_seed(0) twice")
     assert outs[1][0][1].tolist() != outs[1][1][1].tolist()
+
+
+def test_exception_raised_after_the_optimizer_step_inside():
+    """A step that raises (a Python ``raise`` on an argument) after ``opt.step()``: eagerly the
+    parameters, Adam's state and the grads are updated once and the exception propagates; the
+    compiled call whose trace meets the ``raise`` must leave the same state (not roll back, not
+    update twice) and raise the same exception, and later calls go on from there."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.Adam(net.parameters(), lr=0.1)
+
+        def step(x, i):
+            opt.zero_grad()
+            loss = net(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            if i == 2:
+                raise ValueError(f"bad batch {i}")
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            try:
+                out = f(_rand(T, i, 2, 3), i)
+            except ValueError as e:
+                out = str(e)
+            st = opt.state[net.weight]
+            return out, net.weight, st["step"], st["exp_avg"], net.weight.grad
+        return run
+    compare(build, calls=4)
