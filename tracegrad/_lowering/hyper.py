@@ -80,7 +80,8 @@ def snapshot(optimizers):
     def entries(g):
         return [(k, v, len(lifted(g, k)) if k in LIFTED else 0) for k, v in g.items() if k != "params"]
     return [signature(optimizers), [
-        (o, len(o.state), o.param_groups, [(g, len(g), tuple(map(id, g["params"])), entries(g)) for g in o.param_groups])
+        (o, len(o.state), o.param_groups,
+         [(g, len(g), tuple(map(id, g["params"])), entries(g)) for g in o.param_groups])
         for o in optimizers]]
 
 
