@@ -520,6 +520,49 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     return tuple(checks), follows
 
 
+def optimizer_state_guards(optimizers, pinned):
+    """Checks (for ``guards_hold``) that each tensor in an optimizer's per-parameter state over
+    a storage the program reads (``pinned``: ids) is still the one the trace read, reached
+    through ``opt.state[p]`` on every call. The caller may bind a new tensor there between
+    calls (``opt.state[p]["step"] = torch.tensor(10.)``, a new ``exp_avg`` or state dict)
+    while still holding the old one (a list of snapshots): the orphan guard then sees nothing
+    and the program would keep updating the old tensor. Parameters and tensors are held
+    weakly: a guard must not keep the old state alive (the orphan guard drops a region whose
+    storages only regions hold, after ``load_state_dict``)."""
+    checks = []
+    for o in optimizers:
+        state = getattr(o, "state", None)
+        if not isinstance(state, dict):
+            continue
+        entries = []
+        for p, d in list(state.items()):
+            if not isinstance(d, dict):
+                continue
+            refs = tuple((k, weakref.ref(v)) for k, v in d.items() if isinstance(v, Tensor) and id(v._st) in pinned)
+            if refs:
+                try:
+                    entries.append((weakref.ref(p), refs))
+                except TypeError:     # a key that is no tensor (a user optimizer's own state)
+                    continue
+        if entries:
+            checks.append((_Probe(functools.partial(_state_holds, o, tuple(entries))), None, True, None))
+    return tuple(checks)
+
+
+def _state_holds(o, entries) -> bool:
+    state = o.state
+    for p_ref, refs in entries:
+        p = p_ref()
+        d = state.get(p) if p is not None else None
+        if not isinstance(d, dict):
+            return False
+        for k, ref in refs:
+            t = ref()
+            if t is None or d.get(k) is not t:
+                return False
+    return True
+
+
 _TENSOR_NS = vars(Tensor)      # a live view of the class dict
 
 

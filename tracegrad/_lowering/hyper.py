@@ -52,7 +52,7 @@ def sign(v):
 def signature(optimizers):
     """What the traced Python decided on: every option except ``params`` by value (lifted
     numbers only by how many there are: their signs are ``signs_hold``'s), plus how many
-    parameters have state."""
+    parameters have state and which parameters each group holds."""
     sig = []
     for o in optimizers:
         sig.append(len(o.state))
@@ -65,7 +65,9 @@ def signature(optimizers):
                     sig.append((k, "traced", len(nums)))
                 else:
                     sig.append((k, v if isinstance(v, (_PY_CONST, tuple)) else id(v)))
-            sig.append(len(g["params"]))
+            # which parameters, not only how many: ``group["params"][i] = other`` between calls
+            # (the program would keep updating the old one). By id: a guard holds no parameter
+            sig.append(tuple(map(id, g["params"])))
     return tuple(sig)
 
 
@@ -78,7 +80,8 @@ def snapshot(optimizers):
     def entries(g):
         return [(k, v, len(lifted(g, k)) if k in LIFTED else 0) for k, v in g.items() if k != "params"]
     return [signature(optimizers), [
-        (o, len(o.state), o.param_groups, [(g, len(g), len(g["params"]), entries(g)) for g in o.param_groups])
+        (o, len(o.state), o.param_groups,
+         [(g, len(g), tuple(map(id, g["params"])), entries(g)) for g in o.param_groups])
         for o in optimizers]]
 
 
@@ -90,8 +93,8 @@ def holds(snap) -> bool:
             return False
         if o.param_groups is not groups or len(groups) != len(items):
             return _compare(snap)
-        for g, (g0, n_keys, n_params, kv) in zip(groups, items):
-            if g is not g0 or len(g) != n_keys or len(g["params"]) != n_params:
+        for g, (g0, n_keys, param_ids, kv) in zip(groups, items):
+            if g is not g0 or len(g) != n_keys or tuple(map(id, g["params"])) != param_ids:
                 return _compare(snap)
             for k, v, n_lifted in kv:
                 cur = g.get(k, _ABSENT)

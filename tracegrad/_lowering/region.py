@@ -48,7 +48,7 @@ from .capture import Capture, GraphBreak, def_site, guard_output
 from .deferred import DeferredItem, check_kept
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import _Probe, guards_hold, outside_containers, value_guards
+from .guards import _Probe, guards_hold, optimizer_state_guards, outside_containers, value_guards
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -277,6 +277,7 @@ class Region:
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
+        self.state_guards = ()     # optimizer state tensors, by place (guards.optimizer_state_guards)
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
         self.modules = tuple(m for m, _ in modules)
@@ -361,6 +362,9 @@ class Region:
                 self.dead = True
                 return False
         st = None
+        # after the orphan guard, which marks a region whose state was replaced for good dead
+        if self.state_guards and not guards_hold(self.state_guards):
+            return False
         return hyper.holds(self.hyper) and hyper.signs_hold(self.hyper_signs)
 
     def args_contiguous(self, leaves) -> bool:
@@ -1139,6 +1143,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable)
     data_sets = info.pop("data_sets")
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
+    region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
     region.place_groups = tuple(places)
