@@ -726,7 +726,7 @@ class Capture:
             raise GraphBreak("a tensor from outside moved onto a tensor argument's memory (t.data = arg, "
                              "t.set_(arg)): eagerly the two share memory after the call, a program cannot "
                              "make them")
-        if value is not None and value._st not in self.created:
+        if value is not None:
             self.see_layout_change(t, value)
         if id(t) not in self.data_sets:
             self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
