@@ -4,11 +4,10 @@ view semantic stays torch's (values, gradients, writes through views, version co
 IndexError, compiled == eager)."""
 import numpy as np
 import pytest
-
-import jax
+from parity import C, F, check_parity, params
 
 import tracegrad
-from parity import C, F, check_parity, params
+from tracegrad._ops import host_first
 
 torch = pytest.importorskip("torch")
 
@@ -200,12 +199,15 @@ CASES = {
 def test_thirty_positions_compile_at_most_two_programs(name, compiles):
     f = CASES[name]
     a = tracegrad.randn(40 + len(name), 6, requires_grad=(name == "backward"))
-    f(a, 35)                         # programs this case needs at any position
-    before = compiles[0]
-    for i in range(30):
+    def call(i):
         out = f(a, i)
         if isinstance(out, tracegrad.Tensor):
             np.asarray(out.detach())   # a read (numpy() would make the storage numpy-shared)
+    for _ in range(host_first.HOST_CALLS + 1):
+        call(35)                     # programs this case needs at any position (compiled once
+    before = compiles[0]             # their first calls on the host are past: NOTE [host first calls])
+    for i in range(30):
+        call(i)
     assert compiles[0] - before <= 2, f"{name}: {compiles[0] - before} XLA compiles for 30 positions"
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from .host_first import FirstCallsOnHost
+
 # NOTE [eager compile options]
 # Eager mode compiles one small XLA program per (op, shapes, dtypes, static arguments): a
 # new model or a notebook cell spends most of its first call compiling (a 3-layer MLP's first
@@ -44,9 +46,11 @@ def eager_compiler_options() -> dict:
     return _EAGER[0]
 
 
-def eager_jit(fn, **kwargs):
-    """``jax.jit(fn, **kwargs)`` with the eager programs' compile options."""
-    return jax.jit(fn, compiler_options=eager_compiler_options(), **kwargs)
+def eager_jit(fn):
+    """``jax.jit(fn)`` with the eager programs' compile options, its first calls per signature
+    on the host where the program only moves data (NOTE [host first calls]). Call it with
+    positional arguments."""
+    return FirstCallsOnHost(jax.jit(fn, compiler_options=eager_compiler_options()))
 
 
 def nested_options_error(e: BaseException) -> bool:

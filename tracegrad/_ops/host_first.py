@@ -1,0 +1,373 @@
+"""The first calls of a program that only moves data run on the host (NOTE [host first calls])."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .._x64 import x64_enter, x64_exit
+
+# NOTE [host first calls]
+# Eager mode jits one small program per (op, static arguments) and XLA compiles it once per
+# input signature: ~12 ms of JAX lowering and ~21 ms of XLA compiling on XLA:CPU, a thousand
+# times a call. A notebook cell, a model's first steps or a test meets most signatures a few
+# times, and many of those programs only move data: reshape, transpose, broadcast, slices,
+# flips, concatenation, padding, copies, integer casts and the integer index arithmetic of
+# view chains (a third of the programs a view-heavy test file compiled, two thirds of a
+# transformer layer's first step: benchmarks/first_calls.py).
+# Such a program computes no floating-point arithmetic, so numpy gives bit for bit XLA's
+# result (XLA:CPU flushes denormals only in arithmetic and float conversions, which stay
+# XLA's). Its first ``HOST_CALLS`` calls per signature therefore evaluate the traced jaxpr
+# with numpy (the trace is the one a compile would make: JAX keeps it) and put the result on
+# the device through the C++ call ``device_put`` ends in; the next call compiles, so a
+# training loop pays ~20 us a call for its first steps, then runs compiled programs. A
+# program that computes is found on its first call and goes straight to jit from then on;
+# a gather, a weakly typed result, a tracer, several devices or a non-CPU device (numpy
+# would mean a round trip through the host) is jitted as before.
+HOST_CALLS = 16
+_SIGS_MAX = 256      # signatures remembered per program (ever-new shapes start afresh)
+_COMPILE = object()  # a signature that is jitted
+
+
+class _NotHere(Exception):
+    """A parameter or dtype the host evaluation does not cover: jit instead."""
+
+
+def _ints(*xs):
+    for x in xs:
+        if x.dtype.kind not in "biu":
+            raise _NotHere
+    return xs
+
+
+def _int_op(f):
+    return lambda *xs, **_: f(*_ints(*xs))
+
+
+def _c_division(a, b):
+    """XLA's integer division and remainder (C's: truncated), where numpy's floor; a zero
+    divisor or MIN // -1 (XLA defines both) is left to XLA."""
+    _ints(a, b)
+    if np.any(b == 0) or (a.dtype.kind == "i" and np.any((b == -1) & (a == np.iinfo(a.dtype).min))):
+        raise _NotHere
+    q, r = np.floor_divide(a, b), np.remainder(a, b)
+    fix = (r != 0) & ((a < 0) != (b < 0))
+    return np.where(fix, q + 1, q).astype(q.dtype), np.where(fix, r - b, r).astype(r.dtype)
+
+
+def _reshape(x, *, new_sizes, dimensions, **_):
+    if dimensions is not None:
+        raise _NotHere
+    return np.reshape(x, new_sizes)
+
+
+def _broadcast_in_dim(x, *dyn, shape, broadcast_dimensions, **_):
+    if dyn:
+        raise _NotHere
+    mid = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        mid[d] = x.shape[i]
+    return np.broadcast_to(np.reshape(x, mid), shape)
+
+
+_EXACT_FROM_INT = {np.dtype(d) for d in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                          np.uint16, np.uint32, np.uint64, np.float32, np.float64)}
+
+
+def _convert(x, *, new_dtype, **_):
+    new = np.dtype(new_dtype)
+    if x.dtype != new and (x.dtype.kind not in "biu" or new not in _EXACT_FROM_INT):
+        # XLA:CPU flushes denormals to zero when it converts between float types (numpy
+        # keeps them), and float to int conversion of NaN or out-of-range values is the
+        # platform's; integer to integer wraps alike and integer to f32/f64 rounds alike
+        raise _NotHere
+    return x.astype(new)
+
+
+def _slice(x, *, start_indices, limit_indices, strides, **_):
+    strides = strides or (1,) * x.ndim
+    return x[tuple(slice(s, e, k) for s, e, k in zip(start_indices, limit_indices, strides))]
+
+
+def _starts(x, sizes, starts):
+    # XLA clamps each start so that the window lies inside the operand
+    return tuple(slice(s, s + z) for s, z in
+                 ((min(max(int(s), 0), d - z), z) for s, d, z in zip(starts, x.shape, sizes)))
+
+
+def _dynamic_slice(x, *starts, slice_sizes, **_):
+    return x[_starts(x, slice_sizes, starts)]
+
+
+def _dynamic_update_slice(x, update, *starts, **_):
+    out = np.array(x)
+    out[_starts(x, update.shape, starts)] = update
+    return out
+
+
+def _pad(x, value, *, padding_config, **_):
+    for axis, (lo, hi, interior) in enumerate(padding_config):
+        n = x.shape[axis]
+        if interior and n > 1:
+            shape = list(x.shape)
+            shape[axis] = n + (n - 1) * interior
+            spread = np.full(shape, value, x.dtype)
+            idx = [slice(None)] * x.ndim
+            idx[axis] = slice(None, None, interior + 1)
+            spread[tuple(idx)] = x
+            x = spread
+        n = x.shape[axis]
+        idx = [slice(None)] * x.ndim
+        idx[axis] = slice(max(-lo, 0), n - max(-hi, 0))
+        x = x[tuple(idx)]
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (max(lo, 0), max(hi, 0))
+        x = np.pad(x, widths, constant_values=value)
+    return x
+
+
+def _iota(*, dtype, shape, dimension, **_):
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise _NotHere
+    mid = [1] * len(shape)
+    mid[dimension] = shape[dimension]
+    return np.broadcast_to(np.arange(shape[dimension], dtype=dtype).reshape(mid), shape)
+
+
+def _select_n(which, *cases, **_):
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
+    return np.choose(which, cases)
+
+
+def _complex(re, im, **_):
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out
+
+
+def _bitcast(x, *, new_dtype, **_):
+    new = np.dtype(new_dtype)
+    x = np.ascontiguousarray(x)
+    if new.itemsize == x.dtype.itemsize:
+        return x.view(new)
+    if new.itemsize < x.dtype.itemsize:     # XLA adds a minor dimension
+        return x[..., None].view(new)
+    return x.view(new)[..., 0]              # XLA removes the minor dimension
+
+
+def _call(*args, jaxpr, **_):
+    return evaluate(jaxpr, args)
+
+
+_RULES = {
+    "reshape": _reshape,
+    "broadcast_in_dim": _broadcast_in_dim,
+    "transpose": lambda x, *, permutation, **_: np.transpose(x, permutation),
+    "squeeze": lambda x, *, dimensions, **_: np.squeeze(x, axis=tuple(dimensions)),
+    "rev": lambda x, *, dimensions, **_: np.flip(x, axis=tuple(dimensions)) if dimensions else x,
+    "slice": _slice,
+    "concatenate": lambda *xs, dimension, **_: np.concatenate(xs, axis=dimension),
+    "pad": _pad,
+    "copy": lambda x, **_: x,
+    "copy_p": lambda x, **_: x,
+    "convert_element_type": _convert,
+    "dynamic_slice": _dynamic_slice,
+    "dynamic_update_slice": _dynamic_update_slice,
+    "iota": _iota,
+    "select_n": _select_n,
+    "real": lambda x, **_: np.real(x),
+    "imag": lambda x, **_: np.imag(x),
+    "complex": _complex,
+    "bitcast_convert_type": _bitcast,
+    "jit": _call,
+    "pjit": _call,
+    # integer index arithmetic (view chains, negative-index wrapping); wraps like XLA's
+    "add": _int_op(np.add), "sub": _int_op(np.subtract), "mul": _int_op(np.multiply),
+    "neg": _int_op(np.negative), "max": _int_op(np.maximum), "min": _int_op(np.minimum),
+    "lt": _int_op(np.less), "le": _int_op(np.less_equal), "gt": _int_op(np.greater),
+    "ge": _int_op(np.greater_equal), "eq": _int_op(np.equal), "ne": _int_op(np.not_equal),
+    "and": _int_op(np.bitwise_and), "or": _int_op(np.bitwise_or),
+    "xor": _int_op(np.bitwise_xor), "not": _int_op(np.invert),
+    "div": lambda a, b, **_: _c_division(a, b)[0], "rem": lambda a, b, **_: _c_division(a, b)[1],
+}
+
+
+_INT_ONLY = {"add", "sub", "mul", "neg", "max", "min", "lt", "le", "gt", "ge", "eq", "ne", "and",
+             "or", "xor", "not", "div", "rem"}
+
+
+def _movement_only(jaxpr) -> bool:
+    """Whether every equation of ``jaxpr`` has a rule here for its operands' dtypes."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name not in _RULES:
+            return False
+        if name in _INT_ONLY and any(np.dtype(v.aval.dtype).kind not in "biu" for v in eqn.invars):
+            return False
+        if name == "convert_element_type":
+            old, new = np.dtype(eqn.invars[0].aval.dtype), np.dtype(eqn.params["new_dtype"])
+            if old != new and (old.kind not in "biu" or new not in _EXACT_FROM_INT):
+                return False
+        inner = eqn.params.get("jaxpr")
+        if inner is not None and not _movement_only(inner.jaxpr):
+            return False
+    return True
+
+
+def evaluate(closed, args) -> list:
+    """The outputs of ``closed`` (a ClosedJaxpr of movement primitives) on numpy ``args``.
+    Raises ``_NotHere`` for a parameter or dtype it does not cover."""
+    jaxpr = closed.jaxpr
+    env = {}
+    for v, c in zip(jaxpr.constvars, closed.consts):
+        env[v] = np.asarray(c)
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = np.asarray(a, v.aval.dtype)
+
+    def read(v):
+        if hasattr(v, "val"):      # a Literal
+            return np.asarray(v.val, v.aval.dtype)
+        return env[v]
+    for eqn in jaxpr.eqns:
+        out = _RULES[eqn.primitive.name](*map(read, eqn.invars), **eqn.params)
+        outs = out if eqn.primitive.multiple_results else (out,)
+        for v, o in zip(eqn.outvars, outs):
+            o = np.asarray(o)
+            if o.shape != v.aval.shape or o.dtype != v.aval.dtype:
+                raise _NotHere
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+_CPU: list = []      # [(the one CPU device, put)], or [None] where the host path does not apply
+
+
+def _host_device():
+    if not _CPU:
+        devices = jax.devices()
+        _CPU.append((devices[0], _putter(devices[0]))
+                    if len(devices) == 1 and devices[0].platform == "cpu" else None)
+    return _CPU[0]
+
+
+def _putter(device):
+    """``put(ndarray, aval) -> jax.Array`` on ``device``, uncommitted as a jit's output of
+    uncommitted inputs. ``jax.device_put`` spends ~100 us in Python per array (measured here
+    against ~7 us for the C++ call it ends in, and ~15 us for a jitted call), which would make
+    the host path cost as much as a short run of compiled calls; the C++ call is private, so
+    a JAX that lacks it gets ``device_put``."""
+    from jax.sharding import SingleDeviceSharding
+    sharding = SingleDeviceSharding(device)
+    try:
+        from jax._src.lib import xla_client as xc
+        fast = xc.batched_device_put
+
+        def put(o, aval):
+            return fast(aval, sharding, [o], [device], False, enable_x64=True)
+        probe = np.arange(3, dtype=np.int64)
+        prev = x64_enter()
+        try:
+            if not np.array_equal(np.asarray(put(probe, jax.core.ShapedArray((3,), probe.dtype))), probe):
+                raise TypeError
+        finally:
+            x64_exit(prev)
+        return put
+    except (ImportError, AttributeError, TypeError, ValueError, RuntimeError):  # another JAX: the public call
+        return lambda o, aval: jax.device_put(o)
+
+
+_ArrayImpl = type(jax.numpy.zeros(()))     # concrete arrays (never a tracer)
+
+
+def _leaf_sig(a):
+    """The part of a jit signature an argument other than a concrete array gives."""
+    t = type(a)
+    if t in (int, float, bool, complex):
+        return t
+    if t is tuple or t is list:
+        return (t, tuple([x.aval if type(x) is _ArrayImpl else _leaf_sig(x) for x in a]))
+    if isinstance(a, (np.ndarray, np.generic)):
+        return (a.shape, a.dtype)
+    raise _NotHere           # a tracer, None, a dict...: the jit decides
+
+
+class _Plan:
+    __slots__ = ("calls", "jaxpr", "out_tree")
+
+    def __init__(self, jaxpr, out_tree):
+        self.jaxpr, self.out_tree, self.calls = jaxpr, out_tree, 0
+
+
+class FirstCallsOnHost:
+    """A ``jax.jit`` function whose first ``HOST_CALLS`` calls per input signature run on the
+    host when the program only moves data (NOTE [host first calls]); call it as the jit."""
+
+    __slots__ = ("_direct", "_sigs", "jitted")
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        self._sigs: dict = {}
+        self._direct = False
+
+    def __call__(self, *args):
+        if self._direct:
+            return self.jitted(*args)
+        try:
+            sig = tuple([a.aval if type(a) is _ArrayImpl else _leaf_sig(a) for a in args])
+        except _NotHere:             # a tracer (someone's trace) or an unknown leaf
+            return self.jitted(*args)
+        plan = self._sigs.get(sig)
+        if plan is None:
+            plan = self._plan(args)
+            if plan is None:         # arithmetic: every signature compiles
+                self._direct = True
+                return self.jitted(*args)
+            if len(self._sigs) >= _SIGS_MAX:
+                self._sigs.clear()
+            self._sigs[sig] = plan
+        if plan is _COMPILE:
+            return self.jitted(*args)
+        plan.calls += 1
+        if plan.calls > HOST_CALLS:     # hot: compiled from now on
+            self._sigs[sig] = _COMPILE
+            return self.jitted(*args)
+        try:
+            return self._on_host(plan, args)
+        except _NotHere:
+            self._sigs[sig] = _COMPILE
+            return self.jitted(*args)
+
+    def __getattr__(self, name):       # .lower, .trace, .eval_shape, _cache_size ...
+        return getattr(self.jitted, name)
+
+    def _plan(self, args):
+        """The signature's ``_Plan``, ``_COMPILE``, or None for a program that computes."""
+        host = _host_device()
+        if host is None:
+            return None
+        device = host[0]
+        leaves = jax.tree_util.tree_leaves(args)
+        for a in leaves:
+            if isinstance(a, jax.Array) and (len(a.devices()) != 1 or a.devices() != {device}):
+                return _COMPILE
+        traced = self.jitted.trace(*args)    # in the caller's x64 mode, as the jit call would
+        closed = traced.jaxpr
+        if not _movement_only(closed.jaxpr):
+            return None
+        if len(closed.jaxpr.invars) != len(leaves) or any(v.aval.weak_type for v in closed.jaxpr.outvars):
+            return _COMPILE
+        return _Plan(closed, traced.out_tree)
+
+    def _on_host(self, plan, args):
+        leaves = jax.tree_util.tree_leaves(args)
+        with np.errstate(all="ignore"):
+            outs = evaluate(plan.jaxpr, leaves)
+        put = _CPU[0][1]
+        prev = x64_enter()
+        try:
+            arrays = [put(np.array(o, order="C"), v.aval) for o, v in zip(outs, plan.jaxpr.jaxpr.outvars)]
+        finally:
+            x64_exit(prev)
+        return jax.tree_util.tree_unflatten(plan.out_tree, arrays)
+
