@@ -2,21 +2,31 @@
 weights and data) eagerly against torch and with their training step under
 ``tracegrad.compile`` (compiled == eager == torch over the harness's calls):
 
-- lucidrains/g-mlp-pytorch: the causal ``gMLP`` language model with its tiny attention
-  (``masked_fill_`` of ``-finfo.max`` into the scores in place, ``triu_``), the causal spatial
-  gating unit (its ``Conv1d`` weight sliced, ``masked_fill``-ed and passed to ``F.conv1d``) inside
-  ``AutoregressiveWrapper``, and ``train.py``'s step: gradient accumulation over micro-batches,
-  ``clip_grad_norm_``, Adam, then a ``model.eval()`` + ``no_grad`` validation loss; greedy
-  ``generate`` through ``top_k``'s ``scatter_`` into ``full_like(-inf)`` and ``multinomial``;
+- lucidrains/g-mlp-pytorch: train.py's causal ``gMLP`` language model (the causal spatial gating
+  unit: its ``Conv1d`` weight sliced, ``masked_fill``-ed under a ``triu_`` mask and passed to
+  ``F.conv1d``) inside ``AutoregressiveWrapper`` (``cross_entropy`` over ``transpose(1, 2)``
+  logits), and train.py's step: gradient accumulation over micro-batches, ``clip_grad_norm_``,
+  Adam, then ``model.eval()`` + ``no_grad`` validation: one trace, no break, reused; layer
+  dropout (``prob_survival < 1``) is a graph break at its ``all(to_drop)`` with eager's random
+  draws; greedy ``generate`` (``no_grad`` + ``eval_decorator``, ``top_k``'s ``scatter_`` into
+  ``full_like(-inf)``, ``multinomial``) against torch;
 - BlinkDL/RWKV-LM RWKV-v1: the ``GPT`` with ``RWKV_TimeMix`` (the circulant time-decay matrix
   built by ``F.pad`` + ``torch.tile`` + ``reshape``, ``nn.ZeroPad2d((0, 0, 1, -1))`` time shift,
   ``clamp``/``exp``/``cumsum``, ``einsum``), ``RWKV_ChannelMix`` (``F.mish``), the copy head
   (``one_hot(...).float()``), ``RWKV_Init`` (orthogonal/zeros init), ``configure_optimizers``'
   AdamW weight-decay groups and the trainer's step (``set_grad_enabled``, ``model.zero_grad``,
   ``clip_grad_norm_``) with its warmup/cosine learning-rate decay written into ``param_groups``
-  between compiled calls.
+  between compiled calls: one trace, no break, reused with each new lr.
+
+Each whole-step program costs ~5-7 s of XLA CPU compile on its own (3000-odd HLO ops): the
+models are one layer deep and share one batch shape per program.
 """
+import contextlib
+import io
+import linecache
 import math
+import random
+import warnings
 
 import numpy as np
 import pytest
@@ -240,6 +250,11 @@ def _gmlp_module(torch):
     return gMLP, AutoregressiveWrapper, top_k
 
 
+def _file_line(where):
+    path, line = where.rsplit(":", 1)
+    return path, int(line)
+
+
 def _text(mod, i, seed=60):
     """A batch of 2 sequences of SEQ_LEN + 1 byte-like tokens (vocab 16)."""
     return mod.tensor(np.random.RandomState(seed + i).randint(0, 16, (2, 5)))
@@ -247,9 +262,8 @@ def _text(mod, i, seed=60):
 
 def _gmlp_model(mod):
     gMLP, AutoregressiveWrapper, top_k = _gmlp_module(mod)
-    # train.py's model with num_tokens 256 -> 16, dim 512 -> 8, SEQ_LEN 768 -> 4, depth 8 -> 1,
-    # plus the tiny attention (attn_dim) the README shows
-    model = AutoregressiveWrapper(gMLP(num_tokens=16, dim=8, seq_len=4, depth=1, causal=True, attn_dim=4))
+    # train.py's model with num_tokens 256 -> 16, dim 512 -> 8, SEQ_LEN 768 -> 4, depth 8 -> 1
+    model = AutoregressiveWrapper(gMLP(num_tokens=16, dim=8, seq_len=4, depth=1, causal=True))
     np_init(model, mod, seed=5, scale=0.4)
     sgu = model.net.layers[0].fn.fn.sgu
     with mod.no_grad():      # the unit's own init: the gate starts near 1 (the bias)
@@ -284,38 +298,9 @@ def _gmlp_program(mod, wrap):
     return wrap(step), {"model": model, "optim": optim}, lambda i: (_text(mod, i), _text(mod, i, 70), _text(mod, i, 80))
 
 
-def test_gmlp_autoregressive_eager_matches_torch():
-    torch = pytest.importorskip("torch")
-    outs = {}
-    for mod in (torch, tracegrad):
-        model, top_k = _gmlp_model(mod)
-        x = _text(mod, 0)
-        loss = model(x)
-        loss.backward()
-        grads = {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
-        # generate: vocab 16 keeps int(0.1 * 16) = 1 logit, so multinomial is the argmax
-        out = model.generate(x[:, :4], 2)
-        logits = model.net(x[:, :4])
-        outs[mod.__name__] = (loss.item(), grads, out.numpy(), model.training,
-                              top_k(logits[:, -1, :], thres=0.5).detach().numpy())
-    (tl, tg, to, tt, tk), (gl, gg, go, gt, gk) = outs["torch"], outs["tracegrad"]
-    assert gl == pytest.approx(tl, rel=1e-5)
-    assert list(gg) == list(tg)
-    for n in tg:
-        np.testing.assert_allclose(gg[n], tg[n], rtol=1e-4, atol=1e-6, err_msg=n)
-    # the causal mask: the conv weight above the diagonal gets no gradient
-    w = gg["net.layers.0.fn.fn.sgu.proj.weight"][:, :, 0]
-    assert np.all(w[np.triu_indices(4, 1)] == 0) and np.any(w[np.tril_indices(4)] != 0)
-    assert go.dtype == to.dtype == np.int64 and go.shape == (2, 2)
-    np.testing.assert_array_equal(go, to)
-    assert gt is tt is True       # eval_decorator restored training mode
-    np.testing.assert_array_equal(np.isinf(gk), np.isinf(tk))
-    assert np.isinf(gk).sum(-1).tolist() == [8, 8]
-    np.testing.assert_allclose(gk[~np.isinf(gk)], tk[~np.isinf(tk)], rtol=1e-4, atol=1e-6)
-
-
-def test_gmlp_train_step_compiled():
-    # call 0 runs eagerly, call 1 traces, call 2 (new text) reuses the program
+def test_gmlp_train_step_compiled_and_generate():
+    # call 0 runs eagerly, call 1 traces, call 2 (new text) reuses the program; every call's
+    # losses, clipped norm, parameters and Adam state equal eager tracegrad's and torch's
     run = check_compiled(_gmlp_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
     stats = run.step.stats
     assert not stats["graph_breaks"], stats
@@ -325,6 +310,54 @@ def test_gmlp_train_step_compiled():
     loss, norm, val_loss = run.step(_text(tracegrad, 7), _text(tracegrad, 8), _text(tracegrad, 9))
     assert run.step.stats["traces"] == 1, run.step.stats
     assert loss.requires_grad and not val_loss.requires_grad and norm.dim() == 0
+    # the causal mask: the gating conv weight above the diagonal never gets a gradient, so Adam
+    # leaves it at its initial value while the rest moved
+    init = _gmlp_model(tracegrad)[0].net.layers[0].fn.fn.sgu.proj.weight.detach().numpy()[:, :, 0]
+    w = run.state["model"].net.layers[0].fn.fn.sgu.proj.weight.detach().numpy()[:, :, 0]
+    upper, lower = np.triu_indices(4, 1), np.tril_indices(4)
+    assert np.array_equal(w[upper], init[upper]) and not np.allclose(w[lower], init[lower])
+
+    # layer dropout (prob_survival < 1; depth 2 of the same shapes): dropout_layers reads its
+    # random mask with all(), a graph break at that line, so every call runs eagerly and draws a
+    # new mask -- the same draws, call for call, as eager under the same seeds
+    gMLP = _gmlp_module(tracegrad)[0]
+    net = gMLP(num_tokens=16, dim=8, seq_len=4, depth=2, causal=True, prob_survival=0.5)
+    fwd = tracegrad.compile(lambda x: net(x))
+    x = _text(tracegrad, 0)[:, :4]
+    state = random.getstate()
+    try:
+        sums = []
+        for f in (fwd, net):
+            tracegrad.manual_seed(0)
+            random.seed(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sums.append([float(f(x).detach().abs().sum()) for _ in range(6)])
+    finally:
+        random.setstate(state)
+    assert sums[0] == sums[1] and len(set(sums[0])) > 1, sums
+    assert fwd.stats["traces"] == 0 and fwd.stats["eager_calls"] == 6, fwd.stats
+    assert [(r.split(" ")[0], linecache.getline(*_file_line(where)).strip())
+            for r, where in fwd.stats["graph_breaks"]] == [("bool()", "if all(to_drop):")], fwd.stats
+
+    # generate (untrained weights; vocab 16 keeps int(0.1 * 16) = 1 logit, so multinomial is
+    # the argmax) and top_k, against torch
+    torch = pytest.importorskip("torch")
+    outs = []
+    for mod in (torch, tracegrad):
+        model, top_k = _gmlp_model(mod)
+        x = _text(mod, 0)[:, :4]
+        out = model.generate(x, 2)
+        with mod.no_grad():
+            filtered = top_k(model.net(x)[:, -1, :], thres=0.5)
+        outs.append((out.numpy(), model.training, filtered.numpy()))
+    (to, tt, tk), (go, gt, gk) = outs
+    assert go.dtype == to.dtype == np.int64 and go.shape == (2, 2)
+    np.testing.assert_array_equal(go, to)
+    assert gt is tt is True       # eval_decorator restored training mode
+    np.testing.assert_array_equal(np.isinf(gk), np.isinf(tk))
+    assert np.isinf(gk).sum(-1).tolist() == [8, 8]
+    np.testing.assert_allclose(gk[~np.isinf(gk)], tk[~np.isinf(tk)], rtol=1e-4, atol=1e-6)
 
 
 # ---- BlinkDL/RWKV-LM RWKV-v1/src/model.py (RWKV_Init, RWKV_TimeMix, RWKV_ChannelMix, GPTConfig,
@@ -611,10 +644,7 @@ def _rwkv_module(torch):
 
 def _rwkv_model(mod):
     GPT, GPTConfig, TrainerConfig = _rwkv_module(mod)
-    # train.py's config shrunk: vocab 16, ctx_len 6 (the batches use T = 5 of it), 2 heads
-    config = GPTConfig(16, 6, model_type="RWKV", n_layer=1, n_embd=8, n_attn=8, n_head=2, n_ffn=8,
-                       rwkv_emb_scale=0.4)
-    model = GPT(config)
+    model = GPT(_rwkv_config(mod))
     # RWKV_Init's orthogonal draws differ between the libraries: the Linear/Embedding weights from
     # numpy instead (not zero, so every path has a gradient); the time_* curves keep their init
     rng = np.random.RandomState(9)
@@ -623,6 +653,12 @@ def _rwkv_model(mod):
             if "time" not in n:
                 p.copy_(mod.tensor((rng.randn(*p.shape) * 0.3).astype("float32")))
     return model, TrainerConfig
+
+
+def _rwkv_config(mod):
+    # train.py's config shrunk: vocab 16, ctx_len 6 (the batches use T = 5 of it), 2 heads
+    return _rwkv_module(mod)[1](16, 6, model_type="RWKV", n_layer=1, n_embd=8, n_attn=8, n_head=2, n_ffn=8,
+                                rwkv_emb_scale=0.4)
 
 
 def _rwkv_batch(mod, i):
@@ -675,31 +711,6 @@ def _rwkv_program(mod, wrap):
     return step, {"model": model, "opt": optimizer, "log": log}, lambda i: _rwkv_batch(mod, i)
 
 
-def test_rwkv_v1_eager_matches_torch():
-    torch = pytest.importorskip("torch")
-    outs = {}
-    for mod in (torch, tracegrad):
-        model, _ = _rwkv_model(mod)
-        x, y = _rwkv_batch(mod, 0)
-        logits, loss = model(x, y)
-        loss.backward()
-        att = model.blocks[0].attn
-        outs[mod.__name__] = (logits.detach().numpy(), loss.item(),
-                              {n: p.grad.numpy() for n, p in model.named_parameters()},
-                              att.time_w.detach().numpy(), att.time_shift(x[:, :, None].float()).numpy())
-    (tl, tL, tg, tw, ts), (gl, gL, gg, gw, gs) = outs["torch"], outs["tracegrad"]
-    np.testing.assert_allclose(gw, tw, rtol=1e-6)          # the program's decay curves
-    np.testing.assert_array_equal(gs, ts)                  # ZeroPad2d((0, 0, 1, -1)): shift by one
-    assert gs.shape == (2, 5, 1) and np.all(gs[:, 0] == 0)
-    np.testing.assert_allclose(gl, tl, rtol=1e-4, atol=1e-5)
-    assert gL == pytest.approx(tL, rel=1e-5)
-    assert list(gg) == list(tg)
-    for n in tg:
-        np.testing.assert_allclose(gg[n], tg[n], rtol=1e-4, atol=1e-6, err_msg=n)
-    # ctx_len 6, T 5: the unused last position of each time_* parameter gets a zero gradient
-    assert np.all(gg["blocks.0.attn.time_gamma"][5:] == 0) and np.any(gg["blocks.0.attn.time_gamma"][:5] != 0)
-
-
 def test_rwkv_v1_train_step_compiled():
     # call 0 eager, call 1 traces; the lr written into both param groups between calls is not
     # baked in: call 2 reuses the program with the new lr
@@ -713,3 +724,26 @@ def test_rwkv_v1_train_step_compiled():
     assert log[0][0] < log[1][0] and log[1][0] > log[2][0]
     groups = run.state["opt"].param_groups
     assert [g["weight_decay"] for g in groups] == [0.1, 0.0] and groups[0]["lr"] == groups[1]["lr"]
+    # ctx_len 6, T 5: the last position of time_gamma never gets a gradient (no weight decay in
+    # its group): still the program's init of 1 after the steps, unlike the used positions
+    model = run.state["model"]
+    gamma = model.blocks[0].attn.time_gamma.detach().numpy()
+    assert np.all(gamma[5:] == 1) and np.all(gamma[:5] != 1)
+
+    # the program's own init (its decay curves from math.pow/exp, RWKV_Init's print) and the
+    # ZeroPad2d((0, 0, 1, -1)) time shift, against torch
+    torch = pytest.importorskip("torch")
+    outs = []
+    for mod in (torch, tracegrad):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            m = _rwkv_module(mod)[0](_rwkv_config(mod))
+        x = mod.tensor(np.arange(40, dtype=np.float32).reshape(2, 5, 4))
+        outs.append((m.blocks[0].attn.time_w.detach().numpy(), buf.getvalue(),
+                     m.blocks[0].attn.time_shift(x).numpy(), m.blocks[0].attn.key.weight.detach().numpy()))
+    (tw, tp, ts, tk), (gw, gp, gs, gk) = outs
+    np.testing.assert_allclose(gw, tw, rtol=1e-6)
+    assert gp == tp and "head_q.weight" in gp
+    np.testing.assert_array_equal(gs, ts)
+    assert np.all(gs[:, 0] == 0) and np.array_equal(gs[:, 1:], np.arange(40).reshape(2, 5, 4)[:, :-1])
+    assert np.all(gk == 0) and np.all(tk == 0)     # scale_init 0: zeros_
