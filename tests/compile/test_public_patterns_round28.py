@@ -502,6 +502,84 @@ def _rwkv_module(torch):
 
             return rwkv
 
+    class RotaryEmbedding(torch.nn.Module):
+        def __init__(self, dim, base=10000):
+            super().__init__()
+            inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+            self.register_buffer("inv_freq", inv_freq)
+            self.seq_len_cached = None
+            self.cos_cached = None
+            self.sin_cached = None
+
+        def forward(self, x, seq_len=None):
+            if seq_len != self.seq_len_cached:
+                self.seq_len_cached = seq_len
+                t = torch.arange(seq_len, device=x.device)
+                freqs = torch.einsum("i,j->ij", t, self.inv_freq)
+                emb = torch.cat((freqs, freqs), dim=-1).to(x.device)
+                self.cos_cached = emb.cos()
+                self.sin_cached = emb.sin()
+            return self.cos_cached, self.sin_cached
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), -1)
+
+    @torch.jit.script
+    def apply_rotary_pos_emb(q, k, cos, sin):
+        cos, sin = cos[..., : q.shape[-2], :], sin[..., : q.shape[-2], :]
+        return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+    class MHA_rotary(nn.Module):
+        def __init__(self, config, layer_id, time_shift=False):
+            super().__init__()
+            self.layer_id = layer_id
+            assert config.n_attn % config.n_head == 0
+            self.n_head = config.n_head
+            self.ctx_len = config.ctx_len
+            self.head_size = config.n_attn // config.n_head
+
+            if time_shift:
+                self.time_shift = nn.ZeroPad2d((0, 0, 1, -1))
+
+            self.query = nn.Linear(config.n_embd, config.n_attn)
+            self.key = nn.Linear(config.n_embd, config.n_attn)
+            self.value = nn.Linear(config.n_embd, config.n_attn)
+
+            self.register_buffer("mask", torch.tril(torch.ones(config.ctx_len, config.ctx_len)))
+
+            self.rotary_ndims = int(self.head_size * 0.5)
+            self.rotary_emb = RotaryEmbedding(self.rotary_ndims)
+
+            self.output = nn.Linear(config.n_attn, config.n_embd)
+
+        def forward(self, x):
+            B, T, C = x.size()
+
+            if hasattr(self, "time_shift"):
+                x = torch.cat([self.time_shift(x[:, :, : C // 2]), x[:, :, C // 2:]], dim=-1)
+
+            q = self.query(x).view(B, T, self.n_head, self.head_size).transpose(1, 2)  # (B, T, C) -> (B, nh, T, hs)
+            k = self.key(x).view(B, T, self.n_head, self.head_size).transpose(1, 2)  # (B, T, C) -> (B, nh, T, hs)
+            v = self.value(x).view(B, T, self.n_head, self.head_size).transpose(1, 2)  # (B, T, C) -> (B, nh, T, hs)
+
+            q, query_pass = q[..., : self.rotary_ndims], q[..., self.rotary_ndims:]
+            k, key_pass = k[..., : self.rotary_ndims], k[..., self.rotary_ndims:]
+            cos, sin = self.rotary_emb(q, seq_len=T)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)  # rotary encoding
+            q = torch.cat((q, query_pass), dim=-1)
+            k = torch.cat((k, key_pass), dim=-1)
+
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))  # self-attention
+            att = att.masked_fill(self.mask[:T, :T] == 0, float("-inf"))  # causal mask
+            att = F.softmax(att, dim=-1)  # softmax
+
+            x = att @ v  # (B, nh, T, T) * (B, nh, T, hs) -> (B, nh, T, hs)
+            x = x.transpose(1, 2).contiguous().view(B, T, -1)  # (B, nh, T, hs) -> (B, T, nh, hs) -> (B, T, C)
+
+            x = self.output(x)
+            return x
+
     class GPTConfig:
         def __init__(self, vocab_size, ctx_len, **kwargs):
             self.vocab_size = vocab_size
@@ -639,11 +717,11 @@ def _rwkv_module(torch):
             for k, v in kwargs.items():
                 setattr(self, k, v)
 
-    return GPT, GPTConfig, TrainerConfig
+    return GPT, GPTConfig, TrainerConfig, MHA_rotary
 
 
 def _rwkv_model(mod):
-    GPT, GPTConfig, TrainerConfig = _rwkv_module(mod)
+    GPT, GPTConfig, TrainerConfig, _ = _rwkv_module(mod)
     model = GPT(_rwkv_config(mod))
     # RWKV_Init's orthogonal draws differ between the libraries: the Linear/Embedding weights from
     # numpy instead (not zero, so every path has a gradient); the time_* curves keep their init
@@ -741,9 +819,19 @@ def test_rwkv_v1_train_step_compiled():
         x = mod.tensor(np.arange(40, dtype=np.float32).reshape(2, 5, 4))
         outs.append((m.blocks[0].attn.time_w.detach().numpy(), buf.getvalue(),
                      m.blocks[0].attn.time_shift(x).numpy(), m.blocks[0].attn.key.weight.detach().numpy()))
-    (tw, tp, ts, tk), (gw, gp, gs, gk) = outs
+        # the file's MHA_rotary (model_type "MHA_shift": with the time shift): RotaryEmbedding's
+        # einsum of the int64 positions with the float inv_freq buffer (torch promotes), its
+        # cos/sin cached on the module, apply_rotary_pos_emb under @torch.jit.script
+        mha = np_init(_rwkv_module(mod)[3](_rwkv_config(mod), 0, time_shift=True), mod, seed=4)
+        with mod.no_grad():
+            y = mha(mod.tensor(np.random.RandomState(3).randn(2, 5, 8).astype(np.float32)))
+        outs.append((y.numpy(), mha.rotary_emb.seq_len_cached, mha.rotary_emb.cos_cached.dtype,
+                     tuple(mha.rotary_emb.sin_cached.shape)))
+    (tw, tp, ts, tk), (ty, tn, td, tsh), (gw, gp, gs, gk), (gy, gn, gd, gsh) = outs
     np.testing.assert_allclose(gw, tw, rtol=1e-6)
     assert gp == tp and "head_q.weight" in gp
     np.testing.assert_array_equal(gs, ts)
     assert np.all(gs[:, 0] == 0) and np.array_equal(gs[:, 1:], np.arange(40).reshape(2, 5, 4)[:, :-1])
     assert np.all(gk == 0) and np.all(tk == 0)     # scale_init 0: zeros_
+    np.testing.assert_allclose(gy, ty, rtol=1e-4, atol=1e-6)
+    assert (gn, gd, gsh) == (tn, tracegrad.float32, tsh) == (5, tracegrad.float32, (5, 2)) and str(td) == "torch.float32"
