@@ -16,7 +16,9 @@ weights and data) eagerly against torch and with their training step under
   (``one_hot(...).float()``), ``RWKV_Init`` (orthogonal/zeros init), ``configure_optimizers``'
   AdamW weight-decay groups and the trainer's step (``set_grad_enabled``, ``model.zero_grad``,
   ``clip_grad_norm_``) with its warmup/cosine learning-rate decay written into ``param_groups``
-  between compiled calls: one trace, no break, reused with each new lr.
+  between compiled calls: one trace, no break, reused with each new lr; the same file's
+  ``MHA_rotary`` (``RotaryEmbedding``'s ``einsum`` of int64 positions with a float buffer, which
+  torch promotes and tracegrad used to reject; ``@torch.jit.script``) against torch.
 
 Each whole-step program costs ~5-7 s of XLA CPU compile on its own (3000-odd HLO ops): the
 models are one layer deep and share one batch shape per program.
@@ -834,4 +836,5 @@ def test_rwkv_v1_train_step_compiled():
     assert np.all(gs[:, 0] == 0) and np.array_equal(gs[:, 1:], np.arange(40).reshape(2, 5, 4)[:, :-1])
     assert np.all(gk == 0) and np.all(tk == 0)     # scale_init 0: zeros_
     np.testing.assert_allclose(gy, ty, rtol=1e-4, atol=1e-6)
-    assert (gn, gd, gsh) == (tn, tracegrad.float32, tsh) == (5, tracegrad.float32, (5, 2)) and str(td) == "torch.float32"
+    assert (gn, gd, gsh) == (tn, tracegrad.float32, tsh) == (5, tracegrad.float32, (5, 2))
+    assert str(td) == "torch.float32"
