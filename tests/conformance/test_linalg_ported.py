@@ -624,6 +624,13 @@ PRODUCTS.update({
     "einsum_sublist": case(lambda T: T.einsum(rand(T, 2, 3), [0, 1], rand(T, 3, 4, seed=1), [1, 2], [0, 2])),
     "einsum_operand_count": case(lambda T: T.einsum("ij,jk", rand(T, 2, 3))),
     "einsum_dtype_mismatch": case(lambda T: T.einsum("i,i", T.ones(2), T.ones(2, dtype=T.float64))),
+    # without a shared subscript summed torch multiplies the operands, which promotes (RWKV-v1's
+    # RotaryEmbedding: einsum("i,j->ij", arange(T), inv_freq)); contracting mixed dtypes raises
+    "einsum_outer_promotes": case(lambda T: [T.einsum("i,j->ij", T.arange(3), T.ones(2)),
+                                             T.einsum("ij,ij->ij", T.arange(4).reshape(2, 2), T.ones(2, 2, dtype=T.bool)),
+                                             T.einsum("i,j,k->ijk", T.arange(2), T.ones(2), T.ones(2, dtype=T.float64))]),
+    "einsum_outer_promotes_grad": case(lambda T: grads(T, lambda x: T.einsum("i,j->ij", T.arange(3), x), rand(T, 2))),
+    "einsum_mixed_contraction": case(lambda T: T.einsum("ij,kj->ik", T.arange(4).reshape(2, 2), T.ones(2, 2))),
     "einsum_int": case(lambda T: T.einsum("i,i->", T.tensor([1, 2]), T.tensor([3, 4]))),
     "einsum_complex": case(lambda T: T.einsum("ij,j->i", rand(T, 2, 3, dtype="complex128"), rand(T, 3, dtype="complex128"))),
     "einsum_empty": case(lambda T: T.einsum("ij,jk->ik", T.zeros(2, 0), T.zeros(0, 3))),

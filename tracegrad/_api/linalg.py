@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import _autocast
 from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
@@ -157,8 +158,9 @@ def _sublist_equation(args):
 def einsum(equation, *operands):
     """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list, or the
     sublist form ``einsum(op0, [0, 1], op1, [1, 2], [0, 2])``). RuntimeError for operands of
-    different dtypes; ValueError for a sublist subscript outside ``[0, 52)``, as torch;
-    NotImplementedError for bool operands summed over a shared subscript (torch's bmm)."""
+    different dtypes summed over a shared subscript (torch's bmm; without one torch multiplies,
+    and the operands promote to one dtype, as here); ValueError for a sublist subscript outside
+    ``[0, 52)``, as torch; NotImplementedError for bool operands summed over a shared subscript (torch's bmm)."""
     if isinstance(equation, Tensor):
         equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -170,11 +172,17 @@ def einsum(equation, *operands):
         if not (c.isascii() and c.isalpha()) and c not in ".,-> ":
             raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
                                "must be in [a-zA-Z]")
-    for t in operands[1:]:   # torch contracts in one dtype and does not promote
-        if isinstance(t, Tensor) and isinstance(operands[0], Tensor) and t.dtype is not operands[0].dtype:
-            raise RuntimeError(f"einsum(): expected scalar type {_CPP_NAME[operands[0].dtype.name]} but found "
-                               f"{_CPP_NAME[t.dtype.name]}; convert the operands to one dtype")
     equation = equation.replace(" ", "")
+    mixed = [t for t in operands[1:] if isinstance(t, Tensor) and isinstance(operands[0], Tensor)
+             and t.dtype is not operands[0].dtype]
+    if mixed and _contracts(equation):   # torch contracts in one dtype (bmm) and does not promote
+        raise RuntimeError(f"einsum(): expected scalar type {_CPP_NAME[operands[0].dtype.name]} but found "
+                           f"{_CPP_NAME[mixed[0].dtype.name]}; convert the operands to one dtype")
+    if mixed:   # no shared subscript summed: torch multiplies the operands, which promotes
+        dtype = operands[0].dtype
+        for t in mixed:
+            dtype = _dt.promote_types(dtype, t.dtype)
+        operands = tuple(t.to(dtype) for t in operands)
     if len(operands) > 1 and all(isinstance(t, Tensor) and t.dtype.name == "bool" for t in operands) \
             and _contracts(equation):   # torch sums products through bmm, which has no bool kernel
         raise NotImplementedError("einsum(): \"bmm\" not implemented for 'Bool'; contract integer operands "
