@@ -141,3 +141,123 @@ def test_step_compiled_twice_with_different_options_and_an_eval_step_share_one_o
             return outs, net[0].weight, net[2].bias, st["step"], st["exp_avg_sq"]
         return run
     compare(build, calls=4)
+
+
+def test_short_last_batch_with_mark_dynamic_and_dynamic_true():
+    """Batches of 4, 4, 3 (the short last batch), 4, 3 through a BatchNorm model compiled with
+    ``dynamic=True``, the batch dimension marked dynamic on each input, and the batch size read
+    as a Python int inside (``len(x)`` scales the loss): every call, including the repeated
+    shapes, uses its own batch's size and statistics."""
+    def build(T, wrap):
+        net = T.nn.Sequential(_linear(T, 3, 3), T.nn.BatchNorm1d(3), T.nn.Tanh())
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+        dyn = T._dynamo if T is torch else tracegrad._dynamo
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).sum() / len(x) + x.shape[0] * 0.01
+            loss.backward()
+            opt.step()
+            return loss, x.shape[0]
+
+        f = wrap(step) if wrap(len) is len else tracegrad.compile(step, dynamic=True)
+
+        def run(i):
+            x = _rand(T, i, [4, 4, 3, 4, 3][i], 3)
+            dyn.mark_dynamic(x, 0)
+            out = f(x)
+            return out, net[0].weight, net[1].running_mean, net[1].running_var, net[1].num_batches_tracked
+        return run
+    compare(build, calls=5)
+
+
+def test_autograd_grad_and_backward_inputs_with_unused_and_accumulated_grads():
+    """Inside the step: ``autograd.grad`` over a used and an unused parameter with
+    ``allow_unused``/``materialize_grads`` and ``retain_graph``, then ``backward(inputs=[...])``
+    into only the weight; no ``zero_grad``: grads accumulate across calls, the caller assigns
+    ``bias.grad`` and sets ``weight.grad`` to None between calls, and the optimizer steps every
+    second call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        spare = T.nn.Parameter(T.ones(2))
+        opt = T.optim.SGD([*net.parameters(), spare], lr=0.1, momentum=0.5)
+
+        def step(x, update):
+            loss = net(x).pow(2).sum()
+            gw, gs = T.autograd.grad(loss, [net.weight, spare], retain_graph=True,
+                                     allow_unused=True, materialize_grads=True)
+            (loss + gw.pow(2).sum().detach()).backward(inputs=[net.weight])
+            if update:
+                opt.step()
+            return loss, gw, gs
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                net.bias.grad = T.full((2,), 0.25)
+            if i == 3:
+                net.weight.grad = None
+            out = f(_rand(T, i, 2, 3), i % 2 == 1)
+            return out, net.weight, net.weight.grad, net.bias, net.bias.grad, spare.grad
+        return run
+    compare(build, calls=5)
+
+
+def _scale_rows(T):
+    class ScaleRows(T.autograd.Function):
+        """``x * r`` for a row scale ``r = x.abs().sum(1, keepdim=True)`` it saves (an
+        intermediate) and returns as a non-differentiable second output; backward treats ``r`` as a
+        constant (not the true derivative) and is once_differentiable."""
+
+        @staticmethod
+        def forward(ctx, x):
+            r = x.abs().sum(1, keepdim=True)
+            ctx.save_for_backward(r)
+            ctx.mark_non_differentiable(r)
+            ctx.set_materialize_grads(False)
+            return x * r, r
+
+        @staticmethod
+        @T.autograd.function.once_differentiable
+        def backward(ctx, g, g_r):
+            (r,) = ctx.saved_tensors
+            return None if g is None else g * r
+    return ScaleRows
+
+
+def test_nested_checkpoints_around_a_custom_function_with_accumulation():
+    """A reentrant checkpoint inside a non-reentrant one around a custom Function (saved
+    intermediate, non-differentiable output, unmaterialized grads, once_differentiable), then
+    ``checkpoint_sequential``; grads accumulate over two calls before each optimizer step. The
+    torch run has no checkpoints: tracegrad's checkpointed step, eager and compiled, must equal
+    the plain model's values and grads."""
+    def build(T, wrap):
+        from importlib import import_module
+        cp = import_module(T.__name__ + ".utils.checkpoint")
+        ckpt = T is tracegrad
+        net = T.nn.Sequential(_linear(T, 3, 3), T.nn.Tanh(), _linear(T, 3, 3, seed=1), T.nn.Tanh())
+        fn = _scale_rows(T)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def inner(h):
+            y, r = fn.apply(h)
+            return y * 0.5, r
+
+        def outer(x):
+            h = net[0](x)
+            return cp.checkpoint(inner, h, use_reentrant=True) if ckpt else inner(h)
+
+        def step(x, update):
+            y, r = cp.checkpoint(outer, x, use_reentrant=False) if ckpt else outer(x)
+            z = cp.checkpoint_sequential(net[1:], 2, y, use_reentrant=False) if ckpt else net[1:](y)
+            loss = z.pow(2).sum()
+            loss.backward()
+            if update:
+                opt.step()
+                opt.zero_grad()
+            return loss, r.detach()
+        f = wrap(step)
+        return lambda i: (f(_rand(T, i, 2, 3), i % 2 == 1), net[0].weight, net[2].weight,
+                          net[0].bias.grad)
+    compare(build, calls=4)
