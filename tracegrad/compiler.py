@@ -537,6 +537,13 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
     return out
 
 
+def param_group_read(group, key):
+    """``group[key]`` (an optimizer's param group) is read while a compiled function is traced.
+    Outside ``Optimizer.step`` the traced Python gets the number itself, which the program
+    would keep: ``hyper.note_read`` makes the region guard that number exactly."""
+    _hyper.note_read(group, key)
+
+
 def fused_optimizer_group(opt, group, items) -> bool:
     """How an eager ``Optimizer.step`` updates one parameter group when it can: the group's
     update rule as cached XLA programs (``_lowering/fused_optim.py``). Returns False, having

@@ -261,3 +261,124 @@ def test_nested_checkpoints_around_a_custom_function_with_accumulation():
         return lambda i: (f(_rand(T, i, 2, 3), i % 2 == 1), net[0].weight, net[2].weight,
                           net[0].bias.grad)
     compare(build, calls=4)
+
+
+def test_batchnorm_cumulative_average_and_running_stats_reset_between_calls():
+    """BatchNorm with ``momentum=None`` divides by ``num_batches_tracked`` (a tensor counter
+    read as a Python number each call); between calls the caller resets the running stats and
+    later sets the counter to 10: each call's averaging factor follows the counter."""
+    def build(T, wrap):
+        net = T.nn.Sequential(_linear(T, 3, 3), T.nn.BatchNorm1d(3, momentum=None))
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        bn = net[1]
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).tanh().sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 3:
+                bn.reset_running_stats()
+            if i == 4:
+                bn.num_batches_tracked.fill_(10)
+            return f(_rand(T, i, 4, 3)), bn.running_mean, bn.running_var, bn.num_batches_tracked
+        return run
+    compare(build, calls=6)
+
+
+def test_grad_tensors_held_or_shared_by_the_caller_accumulate_in_place():
+    """The caller keeps a reference to ``weight.grad`` across calls and gives two parameters
+    one shared ``.grad`` tensor: with no ``zero_grad`` backward accumulates into those tensors
+    in place (the held reference and both parameters see every call's sum), and
+    ``zero_grad(set_to_none=False)`` zeroes them in place."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        a = T.nn.Parameter(T.ones(2))
+        b = T.nn.Parameter(T.ones(2) * 2)
+
+        def step(x, clear):
+            if clear:
+                for p in (net.weight, a, b):
+                    if p.grad is not None:
+                        p.grad.zero_()
+            loss = (net(x) * a * b).pow(2).sum()
+            loss.backward()
+            return loss
+
+        f = wrap(step)
+        held = {}
+
+        def run(i):
+            if i == 0:
+                net.weight.grad = T.zeros(2, 3)
+                held["w"] = net.weight.grad
+            if i == 1:
+                shared = T.zeros(2)
+                a.grad, b.grad = shared, shared
+                held["s"] = shared
+            out = f(_rand(T, i, 2, 3), i == 3)
+            return (out, held["w"], net.weight.grad is held["w"], held.get("s"), a.grad, b.grad,
+                    a.grad is b.grad)
+        return run
+    compare(build, calls=5)
+
+
+def test_learning_rate_read_inside_the_step_while_chained_schedulers_change_it():
+    """``LambdaLR`` whose lambda reads a factor from a list the caller changes, chained with a
+    ``MultiplicativeLR`` on one optimizer and stepped by the caller after each compiled step;
+    the step reads ``param_groups[0]["lr"]`` (and ``["momentum"]``) as numbers, returns them
+    and scales a result by the lr. Found here: the compiled step returned the traced call's lr
+    on every later call (the lr is a program input for the update, but the Python number the
+    step read was baked in and not guarded): now a read of a lifted option is guarded."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+        factor = [1.0]
+        lam = T.optim.lr_scheduler.LambdaLR(opt, lambda e: factor[0] / (1 + e))
+        mul = T.optim.lr_scheduler.MultiplicativeLR(opt, lambda e: 0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            group = opt.param_groups[0]
+            return loss * group["lr"], group["lr"], group.get("momentum")
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                factor[0] = 3.0
+            out = f(_rand(T, i, 2, 3))
+            lam.step()
+            mul.step()
+            return out, net.weight, lam.last_epoch, lam.get_last_lr()
+        return run
+    compare(build, calls=4)
+
+
+def test_scheduler_changing_lr_between_calls_needs_no_new_trace_when_the_step_does_not_read_it():
+    """The guard added for a read lr stays off a step that only uses it in ``opt.step()``:
+    one trace for four calls with four learning rates."""
+    net = _linear(tracegrad, 3, 2)
+    opt = tracegrad.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+    sched = tracegrad.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 / (1 + e))
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = tracegrad.compile(step)
+    for i in range(4):
+        f(_rand(tracegrad, i, 2, 3))
+        sched.step()
+    assert f.stats["traces"] == 1 and f.stats["graph_breaks"] == [], f.stats
