@@ -294,8 +294,9 @@ def test_batchnorm_cumulative_average_and_running_stats_reset_between_calls():
 def test_grad_tensors_held_or_shared_by_the_caller_accumulate_in_place():
     """The caller keeps a reference to ``weight.grad`` across calls and gives two parameters
     one shared ``.grad`` tensor: with no ``zero_grad`` backward accumulates into those tensors
-    in place (the held reference and both parameters see every call's sum), and
-    ``zero_grad(set_to_none=False)`` zeroes them in place."""
+    in place (the held reference and both parameters see every call's sum), also into a
+    transposed view the caller assigns as ``weight.grad`` (its base sees the sums), and
+    zeroing them in place inside the step clears what the caller holds."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         a = T.nn.Parameter(T.ones(2))
@@ -321,9 +322,13 @@ def test_grad_tensors_held_or_shared_by_the_caller_accumulate_in_place():
                 shared = T.zeros(2)
                 a.grad, b.grad = shared, shared
                 held["s"] = shared
+            if i == 2:
+                held["t"] = T.zeros(3, 2)
+                net.bias.grad = T.zeros(2)
+                net.weight.grad = held["t"].t()       # a transposed view: stays that view
             out = f(_rand(T, i, 2, 3), i == 3)
-            return (out, held["w"], net.weight.grad is held["w"], held.get("s"), a.grad, b.grad,
-                    a.grad is b.grad)
+            return (out, held["w"], net.weight.grad, held.get("t"), net.weight.grad.is_contiguous(),
+                    held.get("s"), a.grad, b.grad, a.grad is b.grad)
         return run
     compare(build, calls=5)
 
@@ -382,3 +387,62 @@ def test_scheduler_changing_lr_between_calls_needs_no_new_trace_when_the_step_do
         f(_rand(tracegrad, i, 2, 3))
         sched.step()
     assert f.stats["traces"] == 1 and f.stats["graph_breaks"] == [], f.stats
+
+
+def _clip_by_max(T):
+    class ClipByMax(T.autograd.Function):
+        """``x / m`` for ``m = x.abs().max()`` and a detached copy of ``x``, both kept as plain
+        ctx attributes (not saved); backward clips the gradient to ``[-1/m, 1/m]`` and adds the
+        kept tensor (made-up, value-dependent); it raises ValueError when the step asks for it
+        through a ctx flag."""
+
+        @staticmethod
+        def forward(ctx, x, fail):
+            ctx.m = x.detach().abs().max()
+            ctx.kept = x.detach() * 0.1
+            ctx.fail = fail
+            return x / ctx.m
+
+        @staticmethod
+        def backward(ctx, g):
+            if ctx.fail:
+                raise ValueError("ClipByMax: asked to fail")
+            lim = 1 / ctx.m
+            return T.minimum(T.maximum(g, -lim), lim) + ctx.kept, None
+    return ClipByMax
+
+
+def test_custom_function_with_tensors_on_ctx_and_a_backward_that_raises_after_a_first_backward():
+    """A custom Function keeps tensors computed from its input as ctx attributes (new every
+    call, never frozen), and its backward raises on call 3 after a first ``backward`` has already
+    accumulated grads: every call's values follow its own input, and the failing call leaves
+    the grads of the first backward and the unstepped parameters as eagerly."""
+    def build(T, wrap):
+        net = _linear(T, 3, 3)
+        head = _linear(T, 3, 1, seed=3)
+        opt = T.optim.SGD([*net.parameters(), *head.parameters()], lr=0.1, momentum=0.9)
+        fn = _clip_by_max(T)
+
+        def step(x, fail):
+            opt.zero_grad()
+            h = net(x)
+            head(h.detach()).pow(2).sum().backward()
+            loss = fn.apply(h, fail).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            x = _rand(T, i, 2, 3) * (i + 1)
+            if i == 3:
+                with pytest.raises(ValueError, match="asked to fail"):
+                    f(x, True)
+                out = None
+            else:
+                out = f(x, False)
+            return (out, net.weight, net.weight.grad, head.weight.grad,
+                    opt.state[net.weight]["momentum_buffer"])
+        return run
+    compare(build, calls=5)
