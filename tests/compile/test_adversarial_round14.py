@@ -336,10 +336,11 @@ def test_grad_tensors_held_or_shared_by_the_caller_accumulate_in_place():
 def test_learning_rate_read_inside_the_step_while_chained_schedulers_change_it():
     """``LambdaLR`` whose lambda reads a factor from a list the caller changes, chained with a
     ``MultiplicativeLR`` on one optimizer and stepped by the caller after each compiled step;
-    the step reads ``param_groups[0]["lr"]`` (and ``["momentum"]``) as numbers, returns them
-    and scales a result by the lr. Found here: the compiled step returned the traced call's lr
-    on every later call (the lr is a program input for the update, but the Python number the
-    step read was baked in and not guarded): now a read of a lifted option is guarded."""
+    the step reads ``param_groups[0]["lr"]`` (and ``["momentum"]``) and the scheduler's
+    ``get_last_lr()`` as numbers, returns them and scales a result by the lr. Found here: the
+    compiled step returned the traced call's lr on every later call (the lr is a program input
+    for the update, but the Python number the step read was baked in and not guarded; the
+    scheduler's list was read by library code, whose reads were not guarded): now both are."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
@@ -353,7 +354,7 @@ def test_learning_rate_read_inside_the_step_while_chained_schedulers_change_it()
             loss.backward()
             opt.step()
             group = opt.param_groups[0]
-            return loss * group["lr"], group["lr"], group.get("momentum")
+            return loss * group["lr"], group["lr"], group.get("momentum"), lam.get_last_lr()
 
         f = wrap(step)
 
@@ -446,3 +447,27 @@ def test_custom_function_with_tensors_on_ctx_and_a_backward_that_raises_after_a_
                     opt.state[net.weight]["momentum_buffer"])
         return run
     compare(build, calls=5)
+
+
+@pytest.mark.xfail(strict=True, reason="a param group's lr read through dict(group), items(), "
+                   "values() or opt.state_dict() inside a compiled step is baked in unguarded "
+                   "(only group[key]/group.get(key) reads are seen): the traced call's lr is "
+                   "returned on later calls")
+def test_learning_rate_read_through_a_copy_of_the_param_group():
+    """``dict(group)["lr"]`` inside the step after the caller changed the lr: eagerly the new
+    number; compiled, the traced call's."""
+    net = _linear(tracegrad, 3, 2)
+    opt = tracegrad.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+        return dict(opt.param_groups[0])["lr"]
+
+    f = tracegrad.compile(step)
+    seen = []
+    for i in range(3):
+        opt.param_groups[0]["lr"] = 0.1 * (i + 1)
+        seen.append(f(_rand(tracegrad, i, 2, 3)))
+    assert seen == [0.1, 0.2, 0.1 * 3], seen

@@ -13,7 +13,7 @@ import warnings
 from functools import wraps
 from weakref import ref
 
-from .. import Tensor
+from .. import Tensor, compiler
 from .optimizer import Optimizer
 
 
@@ -145,7 +145,11 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
     def get_last_lr(self):
-        """The lrs (one per group) set by the last ``step``."""
+        """The lrs (one per group) set by the last ``step``. Read inside a compiled function,
+        the numbers are guarded: a scheduler stepped between calls traces again (they would
+        be baked into the program)."""
+        if compiler._tracing():
+            compiler.guard_read(self, "_last_lr")
         return self._last_lr
 
     def get_lr(self):
