@@ -336,11 +336,11 @@ def test_grad_tensors_held_or_shared_by_the_caller_accumulate_in_place():
 def test_learning_rate_read_inside_the_step_while_chained_schedulers_change_it():
     """``LambdaLR`` whose lambda reads a factor from a list the caller changes, chained with a
     ``MultiplicativeLR`` on one optimizer and stepped by the caller after each compiled step;
-    the step reads ``param_groups[0]["lr"]`` (and ``["momentum"]``) and the scheduler's
-    ``get_last_lr()`` as numbers, returns them and scales a result by the lr. Found here: the
-    compiled step returned the traced call's lr on every later call (the lr is a program input
-    for the update, but the Python number the step read was baked in and not guarded; the
-    scheduler's list was read by library code, whose reads were not guarded): now both are."""
+    the step reads ``param_groups[0]["lr"]`` (and ``["momentum"]``)
+    as numbers, returns them and scales a result by the lr. Found here: the compiled step
+    returned the traced call's lr on every later call (the lr is a program input for the
+    update, but the Python number the step read was baked in and not guarded): now a read of
+    a lifted option is guarded."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
@@ -354,7 +354,7 @@ def test_learning_rate_read_inside_the_step_while_chained_schedulers_change_it()
             loss.backward()
             opt.step()
             group = opt.param_groups[0]
-            return loss * group["lr"], group["lr"], group.get("momentum"), lam.get_last_lr()
+            return loss * group["lr"], group["lr"], group.get("momentum")
 
         f = wrap(step)
 
@@ -365,6 +365,41 @@ def test_learning_rate_read_inside_the_step_while_chained_schedulers_change_it()
             lam.step()
             mul.step()
             return out, net.weight, lam.last_epoch, lam.get_last_lr()
+        return run
+    compare(build, calls=4)
+
+
+def test_scheduler_and_grad_scaler_getters_read_inside_the_step():
+    """The step returns ``get_last_lr()`` and ``state_dict()["last_epoch"]`` of a scheduler the
+    caller steps between calls 1 and 2, and a GradScaler's getters whose setters the caller
+    calls between calls 2 and 3. Found here: the compiled step returned the traced call's
+    numbers (library code read them, and only the user's own reads were guarded): now the
+    getters guard what they return."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        sched = T.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+        scaler = T.amp.GradScaler("cpu")
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return (loss, sched.get_last_lr(), sched.state_dict()["last_epoch"],
+                    scaler.get_growth_factor(), scaler.get_backoff_factor(),
+                    scaler.get_growth_interval(), scaler.is_enabled())
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                sched.step()
+            if i == 3:
+                scaler.set_growth_factor(3.0)
+                scaler.set_backoff_factor(0.25)
+                scaler.set_growth_interval(7)
+            return f(_rand(T, i, 2, 3)), net.weight
         return run
     compare(build, calls=4)
 

@@ -137,7 +137,12 @@ class LRScheduler:
             self.step()
 
     def state_dict(self):
-        """Every attribute except the optimizer (torch's layout)."""
+        """Every attribute except the optimizer (torch's layout). Inside a compiled function
+        each is guarded (the program would keep the numbers it read)."""
+        if compiler._tracing():
+            for k in self.__dict__:
+                if k != "optimizer":
+                    compiler.guard_read(self, k)
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
