@@ -386,6 +386,37 @@ def test_scheduler_and_grad_scaler_getters_read_inside_the_step():
     compare(build, calls=4)
 
 
+def test_attributes_of_submodules_the_step_reads_but_does_not_call():
+    """The step reads Python attributes of submodules it never calls -- ``net.drop.p`` (a named
+    child), ``net.blocks[0].p`` (a ModuleList entry) and ``seq[1].p`` (a Sequential entry) --
+    and the caller changes them between calls. Found here: each was baked in as the traced
+    call's number (only the module's own attributes were guarded, not its children's)."""
+    def build(T, wrap):
+        class Net(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+                self.drop = T.nn.Dropout(0.1)
+                self.blocks = T.nn.ModuleList([T.nn.Dropout(0.2)])
+        net = Net()
+        seq = T.nn.Sequential(_linear(T, 3, 2, seed=1), T.nn.Dropout(0.3))
+
+        def step(x):
+            return (net.lin(x) * net.drop.p + seq[0](x) * seq[1].p, net.blocks[0].p,
+                    net.drop.inplace)
+
+        f = wrap(step)
+
+        def run(i):
+            if i >= 2:
+                net.drop.p, seq[1].p = 0.1 * i, 0.05 * i
+                net.blocks[0].p = 0.5
+                net.drop.inplace = i == 3
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
 def test_scheduler_changing_lr_between_calls_needs_no_new_trace_when_the_step_does_not_read_it():
     """The guard added for a read lr stays off a step that only uses it in ``opt.step()``:
     one trace for four calls with four learning rates."""
