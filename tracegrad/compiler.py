@@ -47,7 +47,7 @@ import numpy as np
 from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
-from ._lowering import fused as _fused, fused_optim as _fused_optim, hyper as _hyper
+from ._lowering import fused as _fused, fused_optim as _fused_optim, guards as _guards, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
@@ -535,6 +535,23 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
             out = step(*args, **kwargs)
     cap.see_optimizer_python_state(opt)
     return out
+
+
+def param_group_read(group, key):
+    """``group[key]`` (an optimizer's param group) is read while a compiled function is traced.
+    Outside ``Optimizer.step`` the traced Python gets the number itself, which the program
+    would keep: ``hyper.note_read`` makes the region guard that number exactly."""
+    _hyper.note_read(group, key)
+
+
+def guard_read(obj, name):
+    """Library code (not the user's, whose reads NOTE [Python values read] finds from its code)
+    hands the traced function ``obj.name``, a Python value the program would bake in: guard it
+    (a copy of a list, so an in-place change is seen too); a new value traces again."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        v = getattr(obj, name)
+        cap.read_guards.append((_guards._Attributes(obj), name, list(v) if type(v) is list else v, None))
 
 
 def fused_optimizer_group(opt, group, items) -> bool:

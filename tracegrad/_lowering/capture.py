@@ -312,6 +312,7 @@ class Capture:
         self.generators = generators
         self.hyper_inputs = hyper_inputs
         self.hyper_signs = {}                  # lifted value compared with zero -> its sign then
+        self.read_guards = []                  # (mapping, key, value, None) checks library code asked for
         # storages made during this trace, in the order made: a WeakSet iterates in address
         # order, and which escape paired with which storage then changed from run to run
         self.created = weakref.WeakKeyDictionary()

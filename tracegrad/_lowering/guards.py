@@ -164,6 +164,15 @@ def _guard_module_attributes(m, names, checks, seen):
         if not _guard_value(d, k, v, checks):
             _guard_container(v, checks, seen, names=names)
     _guard_class_attributes(m, d, names, checks)
+    # The submodules' own attributes too: ``net.drop.p``, ``seq[1].p`` or ``blocks[0].scale``
+    # read by the step from a module it does not call (a called one is guarded by its class's
+    # names) was baked in unguarded (round-14's adversarial tests). Every submodule, not only
+    # those the code names: ``seq[1]`` and ``blocks[0]`` reach theirs by index. Only the names
+    # the code loads are looked up, each module once (``seen``).
+    for sm in (d.get("_modules") or {}).values():
+        if sm is not None and ("sub", id(sm)) not in seen and isinstance(getattr(sm, "__dict__", None), dict):
+            seen.add(("sub", id(sm)))
+            _guard_module_attributes(sm, names, checks, seen)
 
 
 def _guard_class_attributes(o, d, names, checks, every=False):

@@ -34,7 +34,7 @@ def _number(v):
 def lifted(group, key):
     """The numbers of ``group[key]`` that are traced inputs: a numeric lr/momentum, or both
     betas when each is a number; ``()`` when the value stays a Python constant."""
-    v = group.get(key)
+    v = dict.get(group, key)        # not ParamGroup.get: that notes the user's reads
     if _number(v):
         return (v,)
     if key == "betas" and isinstance(v, tuple) and len(v) == 2 and all(map(_number, v)):
@@ -119,13 +119,40 @@ _ABSENT = object()
 
 def signs_hold(signs) -> bool:
     """Whether each lifted value the trace compared with zero still has the sign it saw
-    (``signs``: ``((optimizer, group, key, position), sign)`` pairs)."""
+    (``signs``: ``((optimizer, group, key, position), sign)`` pairs), and each one the traced
+    Python read as a number (``note_read``: the pair's second item ``("==", value)``) is
+    still that number."""
     for (o, i, k, j), s in signs:
         groups = o.param_groups
         nums = lifted(groups[i], k) if i < len(groups) else ()
-        if j >= len(nums) or sign(nums[j]) != s:
+        if j >= len(nums):
+            return False
+        if type(s) is tuple:
+            if type(nums[j]) is not type(s[1]) or nums[j] != s[1]:
+                return False
+        elif sign(nums[j]) != s:
             return False
     return True
+
+
+def note_read(group, key):
+    """``group[key]`` is being read by the traced Python outside ``Optimizer.step`` (a step that
+    returns, logs or computes with ``opt.param_groups[0]["lr"]``): the number it gets is baked
+    into the program, while the program takes the lifted value as an input and its guard
+    ignores changes to it -- a later call with a scheduler's new lr would return the traced
+    lr. Found by round-14's adversarial tests; the smallest fix is to guard that value exactly
+    (a new value traces again), which keeps a step that never reads it free of retraces."""
+    cap = _state.CAPTURE[0]
+    if cap is None or key not in LIFTED:
+        return
+    nums = lifted(group, key)
+    if not nums:
+        return
+    for o in cap.hyper_inputs:
+        for i, g in enumerate(o.param_groups):
+            if g is group:
+                for j, n in enumerate(nums):
+                    cap.hyper_signs[(o, i, key, j)] = ("==", n)
 
 
 def slots(optimizers):
@@ -157,7 +184,7 @@ class Hyper(Tensor):
     def _cmp(self, other, op, fallback):
         if _number(other) and other == 0:
             cap = _state.CAPTURE[0]
-            if cap is not None and self._slot is not None:
+            if cap is not None and self._slot is not None and type(cap.hyper_signs.get(self._slot)) is not tuple:
                 cap.hyper_signs[self._slot] = sign(self._known)     # guarded from now on
             return op(self._known, 0)
         return fallback(self, other)

@@ -905,7 +905,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
             result = _keep_outside(result, outside_containers(refs), kept, boxes)
             info["arg_boxes"] = kept.pop(ArgBox, False)
-            info["kept"] = tuple(kept.values())
+            # + the Python values library code read for the traced function (``compiler.guard_read``)
+            info["kept"] = tuple(kept.values()) + tuple(cap.read_guards)
             r_leaves, r_def = _flatten(result)
             check_kept(cap.deferred, r_leaves)
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \

@@ -14,6 +14,7 @@ from enum import Enum
 
 import tracegrad
 
+from .. import compiler
 from .._tensor.device import cuda_devices
 
 __all__ = ["GradScaler", "OptState"]
@@ -172,19 +173,22 @@ class GradScaler:
         return self._init_scale if self._scale is None else self._scale.item()
 
     def get_growth_factor(self):
-        return self._growth_factor
+        """``growth_factor``; read inside a compiled function it is guarded (``_read``)."""
+        return self._read("_growth_factor")
 
     def set_growth_factor(self, new_factor):
         self._growth_factor = new_factor
 
     def get_backoff_factor(self):
-        return self._backoff_factor
+        """``backoff_factor``; read inside a compiled function it is guarded (``_read``)."""
+        return self._read("_backoff_factor")
 
     def set_backoff_factor(self, new_factor):
         self._backoff_factor = new_factor
 
     def get_growth_interval(self):
-        return self._growth_interval
+        """``growth_interval``; read inside a compiled function it is guarded (``_read``)."""
+        return self._read("_growth_interval")
 
     def set_growth_interval(self, new_interval):
         self._growth_interval = new_interval
@@ -195,7 +199,16 @@ class GradScaler:
         return self._init_growth_tracker if self._growth_tracker is None else self._growth_tracker.item()
 
     def is_enabled(self) -> bool:
-        return self._enabled
+        """Whether the scaler is enabled; read inside a compiled function it is guarded."""
+        return self._read("_enabled")
+
+    def _read(self, name):
+        """``self.<name>``, a Python value that a compiled function reading it through these
+        getters would bake into its program: guarded then (``compiler.guard_read``), so a
+        ``set_growth_factor`` between calls traces again instead of returning the old number."""
+        if compiler._tracing():
+            compiler.guard_read(self, name)
+        return getattr(self, name)
 
     def state_dict(self) -> dict:
         """torch's layout: scale, growth_factor, backoff_factor, growth_interval, _growth_tracker

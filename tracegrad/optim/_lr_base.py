@@ -13,7 +13,7 @@ import warnings
 from functools import wraps
 from weakref import ref
 
-from .. import Tensor
+from .. import Tensor, compiler
 from .optimizer import Optimizer
 
 
@@ -137,7 +137,12 @@ class LRScheduler:
             self.step()
 
     def state_dict(self):
-        """Every attribute except the optimizer (torch's layout)."""
+        """Every attribute except the optimizer (torch's layout). Inside a compiled function
+        each is guarded (the program would keep the numbers it read)."""
+        if compiler._tracing():
+            for k in self.__dict__:
+                if k != "optimizer":
+                    compiler.guard_read(self, k)
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
@@ -145,7 +150,11 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
     def get_last_lr(self):
-        """The lrs (one per group) set by the last ``step``."""
+        """The lrs (one per group) set by the last ``step``. Read inside a compiled function,
+        the numbers are guarded: a scheduler stepped between calls traces again (they would
+        be baked into the program)."""
+        if compiler._tracing():
+            compiler.guard_read(self, "_last_lr")
         return self._last_lr
 
     def get_lr(self):
