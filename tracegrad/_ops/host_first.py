@@ -156,6 +156,78 @@ def _bitcast(x, *, new_dtype, **_):
     return x.view(new)[..., 0]              # XLA removes the minor dimension
 
 
+def _window_starts(idx, nd, index_map, operand_batching, indices_batching, batch):
+    """(windows, nd) start of each index vector's window in the operand."""
+    nb = idx.shape[0]
+    starts = np.zeros((nb, nd), np.int64)
+    for k, d in enumerate(index_map):
+        starts[:, d] = idx[:, k]
+    if operand_batching:
+        grid = np.indices(batch).reshape(len(batch), nb)
+        for od, idim in zip(operand_batching, indices_batching):
+            starts[:, od] = grid[idim]
+    return starts
+
+
+def _window_index(starts, sizes):
+    """numpy advanced index of every window's elements: shape (windows, *sizes)."""
+    nb, nd = starts.shape
+    return tuple(starts[:, d].reshape((nb,) + (1,) * nd)
+                 + np.arange(sizes[d]).reshape((1,) * (d + 1) + (sizes[d],) + (1,) * (nd - d - 1))
+                 for d in range(nd))
+
+
+def _gather(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_value, **_):
+    """XLA's gather: a window of ``slice_sizes`` per index vector (the last axis of
+    ``indices``), its start clamped into the operand (or, for FILL_OR_DROP, the window
+    filled when it would not fit)."""
+    dn, nd = dimension_numbers, operand.ndim
+    batch = indices.shape[:-1]
+    idx = np.asarray(indices, np.int64).reshape(-1, indices.shape[-1])
+    starts = _window_starts(idx, nd, dn.start_index_map, dn.operand_batching_dims,
+                            dn.start_indices_batching_dims, batch)
+    upper = np.array(operand.shape, np.int64) - np.array(slice_sizes, np.int64)
+    valid = np.all((starts >= 0) & (starts <= upper), axis=1)
+    starts = np.clip(starts, 0, upper)
+    out = operand[_window_index(starts, slice_sizes)] if nd else np.broadcast_to(operand, (len(idx),))
+    if mode == jax.lax.GatherScatterMode.FILL_OR_DROP:
+        out = np.array(out)
+        out[~valid] = np.asarray(fill_value).astype(operand.dtype)
+    drop = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    kept = tuple(slice_sizes[d] for d in range(nd) if d not in drop)
+    out = out.reshape(batch + kept)
+    return np.moveaxis(out, tuple(range(len(batch), len(batch) + len(kept))), tuple(dn.offset_dims))
+
+
+def _scatter(operand, indices, updates, *, dimension_numbers, mode, update_jaxpr=None, **_):
+    """XLA's scatter that replaces: each index vector's window of ``updates`` written into
+    the operand; a window that does not fit is clamped (CLIP) or skipped. Windows that
+    overlap are left to XLA (which of them wins is XLA's choice)."""
+    dn, nd = dimension_numbers, operand.ndim
+    batch = indices.shape[:-1]
+    idx = np.asarray(indices, np.int64).reshape(-1, indices.shape[-1])
+    starts = _window_starts(idx, nd, dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                            dn.scatter_indices_batching_dims, batch)
+    window = iter(updates.shape[d] for d in dn.update_window_dims)
+    single = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    sizes = tuple(1 if d in single else next(window) for d in range(nd))
+    upper = np.array(operand.shape, np.int64) - np.array(sizes, np.int64)
+    if mode == jax.lax.GatherScatterMode.CLIP:
+        starts = np.clip(starts, 0, upper)
+    valid = np.all((starts >= 0) & (starts <= upper), axis=1)
+    batch_axes = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    upd = np.transpose(updates, batch_axes + list(dn.update_window_dims)).reshape((len(idx),) + sizes)
+    out = np.array(operand)
+    if nd == 0:
+        raise _NotHere
+    ix = tuple(i[valid] for i in np.broadcast_arrays(*_window_index(starts, sizes)))
+    flat = np.ravel_multi_index(ix, operand.shape).ravel() if ix[0].size else np.zeros(0, np.int64)
+    if len(np.unique(flat)) != flat.size:
+        raise _NotHere
+    out[ix] = upd[valid]
+    return out
+
+
 def _call(*args, jaxpr, **_):
     return evaluate(jaxpr, args)
 
@@ -176,6 +248,8 @@ _RULES = {
     "dynamic_update_slice": _dynamic_update_slice,
     "iota": _iota,
     "select_n": _select_n,
+    "gather": _gather,
+    "scatter": _scatter,
     "real": lambda x, **_: np.real(x),
     "imag": lambda x, **_: np.imag(x),
     "complex": _complex,
