@@ -537,14 +537,14 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
     return out
 
 
-def param_group_read(group, key):
+def _param_group_read(group, key):
     """``group[key]`` (an optimizer's param group) is read while a compiled function is traced.
     Outside ``Optimizer.step`` the traced Python gets the number itself, which the program
     would keep: ``hyper.note_read`` makes the region guard that number exactly."""
     _hyper.note_read(group, key)
 
 
-def guard_read(obj, name):
+def _guard_read(obj, name):
     """Library code (not the user's, whose reads NOTE [Python values read] finds from its code)
     hands the traced function ``obj.name``, a Python value the program would bake in: guard it
     (a copy of a list, so an in-place change is seen too); a new value traces again."""

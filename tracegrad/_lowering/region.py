@@ -905,7 +905,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
             result = _keep_outside(result, outside_containers(refs), kept, boxes)
             info["arg_boxes"] = kept.pop(ArgBox, False)
-            # + the Python values library code read for the traced function (``compiler.guard_read``)
+            # + the Python values library code read for the traced function (``compiler._guard_read``)
             info["kept"] = tuple(kept.values()) + tuple(cap.read_guards)
             r_leaves, r_def = _flatten(result)
             check_kept(cap.deferred, r_leaves)

@@ -204,10 +204,10 @@ class GradScaler:
 
     def _read(self, name):
         """``self.<name>``, a Python value that a compiled function reading it through these
-        getters would bake into its program: guarded then (``compiler.guard_read``), so a
+        getters would bake into its program: guarded then (``compiler._guard_read``), so a
         ``set_growth_factor`` between calls traces again instead of returning the old number."""
         if compiler._tracing():
-            compiler.guard_read(self, name)
+            compiler._guard_read(self, name)
         return getattr(self, name)
 
     def state_dict(self) -> dict:

@@ -142,7 +142,7 @@ class LRScheduler:
         if compiler._tracing():
             for k in self.__dict__:
                 if k != "optimizer":
-                    compiler.guard_read(self, k)
+                    compiler._guard_read(self, k)
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
@@ -154,7 +154,7 @@ class LRScheduler:
         the numbers are guarded: a scheduler stepped between calls traces again (they would
         be baked into the program)."""
         if compiler._tracing():
-            compiler.guard_read(self, "_last_lr")
+            compiler._guard_read(self, "_last_lr")
         return self._last_lr
 
     def get_lr(self):

@@ -743,18 +743,18 @@ class ParamGroup(dict):
     group's lr as an input and would not repeat the assignment on a later call with another
     lr, so the call runs eagerly (a graph break). A read of a lifted option (``lr``,
     ``momentum``, ``betas``) by the traced Python is reported too: the program is then
-    specialised on that number (``compiler.param_group_read``)."""
+    specialised on that number (``compiler._param_group_read``)."""
 
     __slots__ = ()
 
     def __getitem__(self, key):
         if compiler._tracing():
-            compiler.param_group_read(self, key)
+            compiler._param_group_read(self, key)
         return dict.__getitem__(self, key)
 
     def get(self, key, default=None):
         if compiler._tracing():
-            compiler.param_group_read(self, key)
+            compiler._param_group_read(self, key)
         return dict.get(self, key, default)
 
     def __setitem__(self, key, value):
