@@ -218,6 +218,9 @@ def pow_(self, exponent):
     _check_operand(exponent, "pow_", "exponent", 1)
     if self.dtype is _dt.bool_ and isinstance(exponent, (bool, np.bool_)):   # as pow: self, or ones
         return copy_(self, pow(self, exponent))
+    if self.dtype is _dt.bool_ and isinstance(exponent, Tensor) and exponent.dtype is _dt.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'; pow_ has no bool kernel: convert the "
+                                  "tensors with .int() (out of place) first")
     if check_int_pow(self, exponent):
         return copy_(self, _int_pow_negative(self, exponent))
     op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
@@ -549,9 +552,13 @@ def lerp(self, end, weight):
 def addcmul(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
     ``addcmul(value, tensor1, tensor2)``, with its warning). RuntimeError for a complex ``value``
-    (nonzero imaginary part) with real tensors."""
+    (nonzero imaginary part) with real tensors; NotImplementedError when all three are bool
+    (torch has no bool kernel)."""
     tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, rest, value)
     dt = result_dtype(self, tensor1, tensor2)
+    if dt is _dt.bool_:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'; convert the tensors with "
+                                  ".int() or .float() first")
     check_real_scalars("addcmul", dt, value=value)
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 

@@ -61,10 +61,10 @@ def index_add_args(self, dim, index, source, alpha, api):
     return d, alpha
 
 
-def check_index_range(index, size, dim, api, error=RuntimeError, negative=False):
+def check_index_range(index, size, dim, api, error=RuntimeError, negative=False, message=None):
     """torch raises for an index outside ``[0, size)`` (``[-size, size)`` with ``negative``) where XLA clamps or drops it.
     One host read of the index in eager; inside tracegrad.compile checked when the program runs (NOTE [value checks
-    at run time])."""
+    at run time]). ``message(bad)``, when given, words the RuntimeError for the offending index ``bad``."""
     v = index._value
     if isinstance(v, NO_HOST_VALUES):
         _state.check_values(v, lambda v: (v >= size) | (v < (-size if negative else 0)))
@@ -78,6 +78,8 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
             raise IndexError(f"{api}(): index out of range in self (an index is outside [0, {size}) "
                              f"for dimension {dim} of size {size})")
         bad = hi if hi >= size else lo
+        if message is not None:
+            raise RuntimeError(message(bad))
         raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
@@ -145,6 +147,13 @@ def _inplace_binary(opname):
             dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
         except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
             return e.tensor._sparse_operand(e, opname + "_", self, other, alpha=1 if alpha is None else alpha)
+        if opname in ("igamma", "igammac"):   # the cast is checked before the kernel's dtypes (complex)
+            check_inplace_result(opname + "_", self, other)
+        if opname in ("igamma", "igammac") and self.dtype._cat < 2 and isinstance(other, Tensor) \
+                and other.dtype._cat < 2:   # torch computes in the integer dtype, which has no kernel
+            kind = _SCALAR_NAME[result_dtype(self, other).name]
+            raise NotImplementedError(f"\"{opname}_cpu\" not implemented for '{kind}'; {opname}_ needs a floating "
+                                      f"self: use {opname}(x.float(), ...) instead")
         args = (other, alpha_arg(alpha)) if opname in ("add", "sub") else (other,)
         return apply_inplace(op, self, args, (("dtype", dt),))
     f.__name__ = opname + "_"
@@ -318,6 +327,14 @@ def masked_fill_(self, mask, value):
 
 # in-place unaries whose torch kernel has no bool version (out of place, ``_unary`` refuses them too)
 _NO_BOOL_KERNEL = ("floor", "ceil", "round", "trunc", "frac", "abs")
+# ... and those with no complex version: torch's NotImplementedError (was a result or a generic error)
+_NO_COMPLEX_KERNEL = {
+    **{n: f"{n} is not supported for complex inputs; apply {n}_ to .real and .imag apart"
+       for n in ("floor", "ceil", "trunc")},
+    "frac": "\"frac_cpu\" not implemented for 'ComplexFloat'; apply frac_ to .real and .imag apart",
+    "sign": "sign_: sign is not intended to support complex numbers; use sgn_ (z / |z|) instead",
+    "relu": "relu_: clamp is not supported for complex types; take .real or .abs() first",
+}
 
 
 def _inplace_unary(name):
@@ -335,13 +352,15 @@ def _inplace_unary(name):
                 raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
                                           "bitwise_not_ takes integer or bool tensors")
             return apply_inplace(op, self, ())
-    elif name in _NO_BOOL_KERNEL or name == "sign":   # the others keep the one-line body (the hot path)
+    elif name in _NO_BOOL_KERNEL or name in _NO_COMPLEX_KERNEL:   # the others keep the one-line body (the hot path)
         def f(self):   # noqa: F811
             try:
                 dt = self.dtype
             except AttributeError:   # NOTE [unbound self]
                 raise not_a_tensor(name + "_", self) from None
-            if dt is _dt.bool_ or (name == "frac" and dt._cat < 2):
+            if dt._cat == 3 and name in _NO_COMPLEX_KERNEL:   # as out of place: no complex kernel in torch
+                raise NotImplementedError(_NO_COMPLEX_KERNEL[name])
+            if (dt is _dt.bool_ and name != "relu") or (name == "frac" and dt._cat < 2):
                 if name == "sign":   # a bool's sign is itself (as torch)
                     return self
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
@@ -410,9 +429,13 @@ def _check_addc_cast(self, tensor1, tensor2):
 
 @method()
 def addcmul_(self, tensor1, tensor2, *rest, value=1):
-    """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
+    """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``).
+    NotImplementedError for a bool self (torch has no bool kernel)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
     _check_addc_cast(self, tensor1, tensor2)
+    if self.dtype is _dt.bool_:   # the cast check passed: all three are bool, which has no kernel
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'; addcmul_ has no bool kernel: "
+                                  "compute in .int() or .float() out of place")
     check_real_scalars("addcmul_", self.dtype, value=value)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
@@ -708,7 +731,11 @@ for _name, _inplace in (("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__",
 # the grad_fn is ``CopyBackwards`` where torch names the function's own node.
 # binary ops whose result is the promotion of self and other: torch's TensorIterator checks that
 # self can hold it (shape, then dtype) before the kernel's own dtype check (NotImplementedError)
-_PROMOTING = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "fmod", "remainder"})
+_PROMOTING = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "fmod", "remainder",
+                        # and those whose kernel has no complex version: a complex other into a real
+                        # self is the cast's RuntimeError first (was the kernel's NotImplementedError,
+                        # or for ldexp_ a result with the imaginary part dropped)
+                        "atan2", "clamp_max", "clamp_min", "copysign", "hypot", "ldexp", "nextafter", "xlogy"})
 
 
 def check_inplace_result(api, self, other):
