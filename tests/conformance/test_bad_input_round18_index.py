@@ -5,7 +5,10 @@ and for an empty tensor, RuntimeError "INDICES element is out of DATA bounds", a
 size 0, RuntimeError "self indexing axis dim should be positive" (IndexError stays for dim 0 and
 the dims past 1 of a non-empty tensor, and for 1-D tensors); ``resize_`` to the unchanged shape
 of a tensor that requires grad returned it (torch refuses any resize of such a tensor,
-RuntimeError). Inside ``tracegrad.compile`` a training step that makes one of this round's
+RuntimeError); ``index_add`` of an index outside the dim raised RuntimeError for every tensor of 2+
+dims, where torch's kernel takes its scatter_add path (RuntimeError) only along the first or last
+dim with ``alpha=1`` and an int64 index, and raises IndexError otherwise (a middle dim, another
+alpha, an int32 index), and checks nothing when self is empty. Inside ``tracegrad.compile`` a training step that makes one of this round's
 mistakes raises the eager class and leaves the parameters and the optimizer state as they were.
 Each call runs under torch (the oracle) and tracegrad: the same exception class (or none), no
 text of the layers below tracegrad; ``_ok`` calls are ones torch accepts."""
@@ -24,6 +27,14 @@ def _x(T):
 
 def _sel(T, shape, dim, idx):
     return T.ones(*shape).index_select(dim, T.tensor(idx, dtype=T.int64))
+
+
+def _add(T, shape, dim, idx, idx_dtype=None, alpha=1, inplace=False):
+    src = list(shape)
+    src[dim] = len(idx)
+    args = (dim, T.tensor(idx, dtype=idx_dtype or T.int64), T.zeros(*src))
+    x = T.ones(*shape)
+    return x.index_add_(*args, alpha=alpha) if inplace else x.index_add(*args, alpha=alpha)
 
 
 def _resize(T, *size, under_no_grad=False, nonleaf=False):
@@ -51,6 +62,18 @@ CASES = {
     "index_select(dim of 0, empty index)_ok": lambda T: T.ones(2, 0).index_select(1, T.tensor([], dtype=T.int64)),
     "index_select(2-D, dim 1, [2, 0])_ok": lambda T: _x(T).index_select(1, T.tensor([2, 0])),
     "index_select(out=, dim 1, 5)": lambda T: T.index_select(_x(T), 1, T.tensor([5]), out=T.empty(2, 1)),
+    # index_add: torch's scatter_add path (RuntimeError) or its slice loop (IndexError)
+    "index_add(2-D, dim 0, 5)": lambda T: _add(T, (2, 3), 0, [5]),
+    "index_add(2-D, dim 1, -1)": lambda T: _add(T, (2, 3), 1, [-1]),
+    "index_add(3-D, dim 1, 5)": lambda T: _add(T, (2, 3, 2), 1, [5]),
+    "index_add(3-D, dim -1, 5)": lambda T: _add(T, (2, 3, 2), -1, [5]),
+    "index_add(2-D, dim 0, 5, alpha=2)": lambda T: _add(T, (2, 3), 0, [5], alpha=2),
+    "index_add(2-D, dim 0, 5, alpha=True)": lambda T: _add(T, (2, 3), 0, [5], alpha=True),
+    "index_add(2-D, dim 0, int32 5)": lambda T: _add(T, (2, 3), 0, [5], T.int32),
+    "index_add_(3-D, dim 1, -1)": lambda T: _add(T, (2, 3, 2), 1, [-1], inplace=True),
+    "index_add(1-D, 3)": lambda T: _add(T, (3,), 0, [3]),
+    "index_add(empty, 5)_ok": lambda T: _add(T, (2, 0), 0, [5]),
+    "index_add(empty 3-D, dim 2, 5)_ok": lambda T: _add(T, (2, 0, 2), 2, [5]),
     # resize_ of a tensor that requires grad: refused whatever the size
     "resize_(same shape) requires grad": lambda T: _resize(T, 2),
     "resize_(same shape) under no_grad": lambda T: _resize(T, 2, under_no_grad=True),
@@ -75,6 +98,8 @@ GIST = {
     "index_select(3-D, dim 2)": "index out of range in self",
     "index_select(empty, dim of 0)": "self indexing axis dim should be positive",
     "index_select(empty, other dim)": "INDICES element is out of DATA bounds, id=5 axis_dim=2",
+    "index_add(2-D, dim 1, -1)": "index -1 is out of bounds for dimension 1 with size 3",
+    "index_add(3-D, dim 1, 5)": "index out of range in self",
     "resize_(same shape) requires grad": "cannot resize variables that require grad",
     "resize_(same shape) under no_grad": "cannot resize variables that require grad",
 }
@@ -90,6 +115,9 @@ def test_index_select_values_where_torch_accepts():
         assert _x(T).index_select(1, T.tensor([2, 0])).tolist() == [[3., 1.], [6., 4.]]
         assert _x(T).index_select(-1, T.tensor(1)).tolist() == [[2.], [5.]]
         assert tuple(_sel(T, (2, 0, 2), 2, [1, 0, 1]).shape) == (2, 0, 3)
+        assert _add(T, (2, 3), 1, [2, 2], alpha=2).tolist() == [[1., 1., 1.], [1., 1., 1.]]
+        assert (T.zeros(2, 3).index_add(-1, T.tensor([2, 2]), T.ones(2, 2), alpha=2).tolist()
+                == [[0., 0., 4.], [0., 0., 4.]])
         x = T.ones(2, requires_grad=True)
         with T.no_grad():
             y = x * 2

@@ -39,15 +39,16 @@ def check_index_dtype(index, api, message=None):
 
 def index_add_args(self, dim, index, source, alpha, api):
     """torch's checks on ``index_add(dim, index, source, alpha=)``: an integer index of at most
-    one dim inside ``dim`` (IndexError), ``source`` of self's dtype (RuntimeError) and shape
-    except along ``dim``. Returns the wrapped dim and ``alpha`` as self's kind of number (an
-    integer tensor truncates it, as torch)."""
+    one dim inside ``dim``, ``source`` of self's dtype (RuntimeError) and shape except along
+    ``dim``. An index outside the dim raises what torch's CPU kernel raises: for a tensor of 2+
+    dims, RuntimeError along its first or last dim when ``alpha`` is 1 and the index int64 (its
+    scatter_add path), IndexError otherwise (and for 0-d/1-d tensors); nothing is checked when
+    self or the index is empty (torch returns before looking). Returns the wrapped dim and
+    ``alpha`` as self's kind of number (an integer tensor truncates it, as torch)."""
     check_index_dtype(index, api)
     d = _wrap_dim(dim, self.ndim)
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"{api}(): Index is supposed to be a vector, got {index.ndim} dims")
-    # torch's two kernels: IndexError at most 1-D, RuntimeError above
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError if self.ndim <= 1 else RuntimeError)
     if source.dtype is not self.dtype:
         raise RuntimeError(f"{api}(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar "
                            f"type; convert source with .to(self.dtype)")
@@ -55,6 +56,12 @@ def index_add_args(self, dim, index, source, alpha, api):
                                                       if k != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    if self.ndim <= 1:
+        check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError)
+    elif index.numel() and self.numel():
+        scatter_path = (d in (0, self.ndim - 1) and index.dtype is _dt.int64
+                        and not isinstance(alpha, (Tensor, bool, np.bool_)) and alpha == 1)   # Scalar(True) != 1
+        check_index_range(index, self.shape[d], d, api, RuntimeError if scatter_path else IndexError)
     check_real_scalars(api, self.dtype, alpha=alpha)
     if not (self.dtype.is_floating_point or self.dtype.is_complex) and isinstance(alpha, float):
         alpha = int(alpha)
