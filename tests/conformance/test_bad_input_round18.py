@@ -11,7 +11,15 @@ the kernel's NotImplementedError) and ``ldexp_`` (silently dropped the imaginary
 ``igamma_``/``igammac_`` of integer or bool tensors (torch computes in the integer dtype, which
 has no kernel: NotImplementedError, was the cast's RuntimeError); ``pow_`` of a bool tensor by a
 bool tensor and ``addcmul``/``addcmul_`` of three bool tensors (NotImplementedError, the last
-computed a result); and ``mvlgamma`` of a bool tensor (RuntimeError, was a result). Each call
+computed a result); ``mvlgamma`` of a bool tensor (RuntimeError, was a result);
+``F.hardtanh_`` of a bool (RuntimeError) or complex (NotImplementedError) tensor (a result, or a
+generic error); a bool clamp: torch runs one tensor bound (a max/min; tracegrad refused it) and
+refuses two tensor bounds (``clamp_cpu``; ``clamp_`` wrote a result) and number bounds
+(``clamp_min_scalar_cpu``/``clamp_max_scalar_cpu``; ``clamp_``/``clamp_max`` wrote a result);
+``cumsum_``/``cumprod_`` of a bool tensor (NotImplementedError, was the cast's RuntimeError);
+``index_reduce`` of a complex tensor (NotImplementedError, was a result for 'mean'); and
+``scatter_add``/``put(accumulate=True)`` of bool tensors, which torch computes (a sum that
+saturates at True) and tracegrad failed in the words of its op layer. Each call
 runs under torch (the oracle) and tracegrad: the same exception class (or none), no text of the
 layers below tracegrad; ``_ok`` calls are ones torch accepts."""
 import pytest
@@ -77,6 +85,33 @@ CASES.update({
     "mvlgamma(bool)": lambda T: T.mvlgamma(_b(T), 1),
     "mvlgamma_(bool)": lambda T: _b(T).mvlgamma_(1),
     "mvlgamma(int)_ok": lambda T: T.mvlgamma(_i(T), 2),
+    "F.hardtanh_(bool)": lambda T: T.nn.functional.hardtanh_(_b(T)),
+    "F.hardtanh_(complex)": lambda T: T.nn.functional.hardtanh_(_c(T)),
+    "F.hardtanh_(int)_ok": lambda T: T.nn.functional.hardtanh_(_i(T)),
+    # bool clamps: one tensor bound is a max/min (a bool kernel), the other forms have none
+    "clamp(bool, bool, bool)": lambda T: T.clamp(_b(T), _b(T), _b(T)),
+    "clamp_(bool, bool, bool)": lambda T: _b(T).clamp_(_b(T), _b(T)),
+    "clip_(bool, bool, bool)": lambda T: _b(T).clip_(_b(T), _b(T)),
+    "clamp_(bool, True)": lambda T: _b(T).clamp_(True),
+    "clamp(bool, max=True)": lambda T: T.clamp(_b(T), max=True),
+    "clamp_max(bool, True)": lambda T: T.clamp_max(_b(T), True),
+    "clamp_min(bool, False)": lambda T: T.clamp_min(_b(T), False),
+    "clamp(bool, min=bool)_ok": lambda T: T.clamp(_b(T), min=_b(T)),
+    "clamp(bool, None, bool)_ok": lambda T: T.clamp(_b(T), None, _b(T)),
+    "clamp_(bool, max=bool)_ok": lambda T: _b(T).clamp_(max=_b(T)),
+    "clamp(bool, 0, 1)_ok": lambda T: T.clamp(_b(T), 0, 1),
+    # scans into a bool self, and index_reduce's real-only kernel
+    "cumsum_(bool)": lambda T: _b(T).cumsum_(0),
+    "cumprod_(bool)": lambda T: _b(T).cumprod_(0),
+    "cumsum_(int)_ok": lambda T: _i(T).cumsum_(0),
+    "index_reduce_(complex, mean)": lambda T: _c(T).index_reduce_(0, T.tensor([0]), _c(T)[:1], "mean"),
+    "index_reduce(complex, amax)": lambda T: _c(T).index_reduce(0, T.tensor([0]), _c(T)[:1], "amax"),
+    "index_reduce(bool, prod)": lambda T: _b(T).index_reduce(0, T.tensor([0]), _b(T)[:1], "prod"),
+    # bool sums that torch computes
+    "scatter_add(bool)_ok": lambda T: _b(T).scatter_add(0, T.tensor([1, 1]), T.tensor([True, True])),
+    "scatter_add_(bool)_ok": lambda T: _b(T).scatter_add_(0, T.tensor([1, 1]), T.tensor([True, True])),
+    "put_(bool, accumulate)_ok": lambda T: _b(T).put_(T.tensor([1, 1]), T.tensor([True, True]), accumulate=True),
+    "put(bool, accumulate)_ok": lambda T: T.put(_b(T), T.tensor([1]), T.tensor([False]), accumulate=True),
 })
 
 
@@ -103,6 +138,13 @@ GIST = {
     "addcmul(bool x3)": "\"addcmul_cpu_out\" not implemented for 'Bool'",
     "addcmul_(bool x3)": "\"addcmul_cpu_out\" not implemented for 'Bool'",
     "mvlgamma(bool)": "may not be a boolean tensor",
+    "F.hardtanh_(bool)": "Bool inputs not supported for hardtanh",
+    "F.hardtanh_(complex)": "clamp is not supported for complex types",
+    "clamp_(bool, bool, bool)": "\"clamp_cpu\" not implemented for 'Bool'",
+    "clamp_(bool, True)": "\"clamp_min_scalar_cpu\" not implemented for 'Bool'",
+    "clamp_max(bool, True)": "\"clamp_max_scalar_cpu\" not implemented for 'Bool'",
+    "cumsum_(bool)": "\"cumsum_out_cpu\" not implemented for 'Bool'",
+    "index_reduce_(complex, mean)": "\"index_func_\" not implemented for 'ComplexFloat'",
 }
 
 
@@ -132,6 +174,12 @@ def test_refused_writes_leave_self_unchanged_and_accepted_ones_match_torch():
         g = _f(T).igamma_(_i(T))
         want = torch.igamma(_f(torch), _i(torch).float())
         assert [round(v, 5) for v in g.tolist()] == [round(v, 5) for v in want.tolist()]
+        # bool clamps by one tensor bound, and bool sums, saturate as torch's
+        assert T.clamp(_b(T), min=T.tensor([False, True])).tolist() == [True, True]
+        assert T.clamp(_b(T), max=T.tensor([False, True])).tolist() == [False, False]
+        assert _b(T).scatter_add(0, T.tensor([1, 1]), T.tensor([True, True])).tolist() == [True, True]
+        p = T.tensor([False, False, True]).put_(T.tensor([0, 0, 2]), T.tensor([True, True, True]), accumulate=True)
+        assert p.dtype == T.bool and p.tolist() == [True, False, True]
         m = T.mvlgamma(_i(T) + 1, 2)
         assert m.dtype == T.float32
         assert [round(v, 4) for v in m.tolist()] == [round(v, 4) for v in torch.mvlgamma(_i(torch) + 1, 2).tolist()]

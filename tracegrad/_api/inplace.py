@@ -194,6 +194,20 @@ def check_bound_kinds(api, min, max):
                         f"max={type(max).__name__}); pass both bounds as numbers or both as Tensors")
 
 
+def check_bool_clamp(api, min, max):
+    """torch's kernels for a bool clamp (the caller has found the result dtype bool): one tensor
+    bound (the other None) is a max/min, which has a bool kernel; two tensor bounds (clamp_cpu)
+    or number bounds (clamp_scalar_cpu, clamp_min_scalar_cpu, clamp_max_scalar_cpu) have none:
+    NotImplementedError."""
+    tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
+    if tensors == [True]:
+        return
+    kernel = "clamp_cpu" if all(tensors) else \
+        "clamp_scalar_cpu" if len(tensors) == 2 else "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'; {api} of a bool tensor takes one "
+                              "bool tensor bound (or convert the input with .int())")
+
+
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
@@ -206,6 +220,8 @@ def clamp_(self, min=None, max=None):
     dt = result_dtype(self, *(v for v in (min, max) if v is not None))
     if self.dtype._cat == 3:
         raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")
+    if dt is _dt.bool_:
+        check_bool_clamp("clamp_", min, max)
     if not _dt.can_cast(dt, self.dtype):
         raise RuntimeError(f"clamp_: result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
                            f"{_SCALAR_NAME[self.dtype.name]}; use clamp (out of place) or bounds of self's dtype")
@@ -769,6 +785,10 @@ def inplace_via_copy(name):
             raise not_a_tensor(name + "_", self) from None
         if promoting and len(args) == 1:
             check_inplace_result(name + "_", self, args[0])
+        if name in ("cumsum", "cumprod") and self.dtype is _dt.bool_ and kwargs.get("dtype") in (None, _dt.bool_):
+            # torch scans in self's dtype here (out of place, bool counts in int64): no bool kernel
+            raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'; {name}_ cannot write "
+                                      f"into a bool tensor: use {name}() for an int64 result")
         out = out_of_place(self.clone() if rg else self, *args, **kwargs)
         if out.dtype is not self.dtype and not _dt.can_cast(out.dtype, self.dtype):
             raise RuntimeError(f"result type {_SCALAR_NAME[out.dtype.name]} can't be cast to the desired output type "
