@@ -8,7 +8,10 @@ of a tensor that requires grad returned it (torch refuses any resize of such a t
 RuntimeError); ``index_add`` of an index outside the dim raised RuntimeError for every tensor of 2+
 dims, where torch's kernel takes its scatter_add path (RuntimeError) only along the first or last
 dim with ``alpha=1`` and an int64 index, and raises IndexError otherwise (a middle dim, another
-alpha, an int32 index), and checks nothing when self is empty. Inside ``tracegrad.compile`` a training step that makes one of this round's
+alpha, an int32 index), and checks nothing when self is empty; and ``index_fill``/``index_copy`` of
+an empty tensor: torch looks at no index when the indexed dim has elements (tracegrad raised
+IndexError for values outside it) and refuses any index into a dim of size 0 (RuntimeError, from
+its storage check; tracegrad's IndexError). Inside ``tracegrad.compile`` a training step that makes one of this round's
 mistakes raises the eager class and leaves the parameters and the optimizer state as they were.
 Each call runs under torch (the oracle) and tracegrad: the same exception class (or none), no
 text of the layers below tracegrad; ``_ok`` calls are ones torch accepts."""
@@ -74,6 +77,13 @@ CASES = {
     "index_add(1-D, 3)": lambda T: _add(T, (3,), 0, [3]),
     "index_add(empty, 5)_ok": lambda T: _add(T, (2, 0), 0, [5]),
     "index_add(empty 3-D, dim 2, 5)_ok": lambda T: _add(T, (2, 0, 2), 2, [5]),
+    # index_fill / index_copy of an empty tensor
+    "index_fill(empty, dim of 0)": lambda T: T.ones(0, 3).index_fill(0, T.tensor([0]), 1.),
+    "index_fill_(1-D empty)": lambda T: T.ones(0).index_fill_(0, T.tensor([5]), 1.),
+    "index_copy(empty, dim 1 of 0)": lambda T: T.ones(2, 0).index_copy(1, T.tensor([0]), T.ones(2, 1)),
+    "index_fill(empty, other dim, 5)_ok": lambda T: T.ones(0, 3).index_fill(1, T.tensor([5]), 1.),
+    "index_copy(empty, other dim, -5)_ok": lambda T: T.ones(2, 0, 2).index_copy(0, T.tensor([-5]), T.ones(1, 0, 2)),
+    "index_fill(empty, dim of 0, empty index)_ok": lambda T: T.ones(0, 3).index_fill(0, T.tensor([], dtype=T.int64), 1.),
     # resize_ of a tensor that requires grad: refused whatever the size
     "resize_(same shape) requires grad": lambda T: _resize(T, 2),
     "resize_(same shape) under no_grad": lambda T: _resize(T, 2, under_no_grad=True),
@@ -100,6 +110,7 @@ GIST = {
     "index_select(empty, other dim)": "INDICES element is out of DATA bounds, id=5 axis_dim=2",
     "index_add(2-D, dim 1, -1)": "index -1 is out of bounds for dimension 1 with size 3",
     "index_add(3-D, dim 1, 5)": "index out of range in self",
+    "index_fill(empty, dim of 0)": "out of bounds for storage of size 0",
     "resize_(same shape) requires grad": "cannot resize variables that require grad",
     "resize_(same shape) under no_grad": "cannot resize variables that require grad",
 }
@@ -118,6 +129,7 @@ def test_index_select_values_where_torch_accepts():
         assert _add(T, (2, 3), 1, [2, 2], alpha=2).tolist() == [[1., 1., 1.], [1., 1., 1.]]
         assert (T.zeros(2, 3).index_add(-1, T.tensor([2, 2]), T.ones(2, 2), alpha=2).tolist()
                 == [[0., 0., 4.], [0., 0., 4.]])
+        assert tuple(T.ones(0, 3).index_copy(1, T.tensor([5, 0]), T.ones(0, 2)).shape) == (0, 3)
         x = T.ones(2, requires_grad=True)
         with T.no_grad():
             y = x * 2
