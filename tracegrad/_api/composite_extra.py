@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
-from .promotion import check_tensor_seq, check_tensors
+from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.warn import warn
@@ -356,7 +356,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     along ``dim`` reduced with ``source``'s row ``i`` by ``reduce`` ('prod', 'mean', 'amax',
     'amin'), counting the original row unless ``include_self=False`` (rows no index names stay
     as they are). Gradients as ``scatter_reduce``, which it is built on. RuntimeError for
-    another ``reduce``, a non-1-d index or mismatched sizes; IndexError for an index out of range."""
+    another ``reduce``, a non-1-d index or mismatched sizes; NotImplementedError for a complex or
+    bool tensor (torch's kernel has no such version); IndexError for an index out of range."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     check_index_dtype(index, "index_reduce_")
@@ -369,6 +370,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if source.dim() != input.dim() or source.shape[d] != index.numel():
         raise RuntimeError(f"index_reduce_(): source must have the input's dims and index.numel() = {index.numel()} "
                            f"rows along dim {dim}, got source of shape {list(source.shape)}")
+    if input.dtype.is_complex or input.dtype is _dt.bool_:   # torch's kernel: real numbers only
+        raise NotImplementedError(f"\"index_func_\" not implemented for '{_SCALAR_NAME[input.dtype.name]}'; "
+                                  "index_reduce takes integer or floating tensors")
     # torch's IndexError for an index outside [0, size) (negative ones too), not scatter_reduce's
     check_index_range(index, input.shape[d], d, "index_reduce_", error=IndexError)
     shape = [1] * source.dim()

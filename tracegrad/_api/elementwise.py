@@ -20,7 +20,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
-from .inplace import _inplace_unary, check_bound_kinds, copy_, inplace_via_copy
+from .inplace import _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
@@ -218,6 +218,9 @@ def pow_(self, exponent):
     _check_operand(exponent, "pow_", "exponent", 1)
     if self.dtype is _dt.bool_ and isinstance(exponent, (bool, np.bool_)):   # as pow: self, or ones
         return copy_(self, pow(self, exponent))
+    if self.dtype is _dt.bool_ and isinstance(exponent, Tensor) and exponent.dtype is _dt.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'; pow_ has no bool kernel: convert the "
+                                  "tensors with .int() (out of place) first")
     if check_int_pow(self, exponent):
         return copy_(self, _int_pow_negative(self, exponent))
     op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
@@ -455,7 +458,8 @@ def round_(self, *, decimals=0):
 @method("clamp", "clip", function=True)
 def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
-    RuntimeError when both are None; NotImplementedError for a bool result."""
+    RuntimeError when both are None; NotImplementedError for a bool result, except with a
+    single tensor bound (as torch: a max/min)."""
     if min is None and max is None:
         if not isinstance(self, Tensor):   # torch's parser sees the input before the bounds
             check_tensors("clamp", self, names=("input",))
@@ -466,7 +470,8 @@ def clamp(self, min=None, max=None):
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
     if dt is _dt.bool_:
-        raise NotImplementedError("\"clamp_scalar_cpu\" not implemented for 'Bool'; convert the input with .int()")
+        check_bool_clamp("clamp", min, max)
+        return clamp_min(self, min) if max is None else clamp_max(self, max)
     if dt._cat == 3 and isinstance(self, Tensor) and self.dtype._cat == 3:
         raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")
     for bound in (min, max):
@@ -486,6 +491,8 @@ def clamp_min(self, min):
                         "pass the lower bound (or use clamp(input, min=..., max=...))")
     _check_operand(min, "clamp_min", "min")
     t = isinstance(min, Tensor)
+    if not t and self.dtype is _dt.bool_ and result_dtype(self, min) is _dt.bool_:
+        check_bool_clamp("clamp_min", min, None)
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
 
 
@@ -498,6 +505,8 @@ def clamp_max(self, max):
                         "pass the upper bound (or use clamp(input, min=..., max=...))")
     _check_operand(max, "clamp_max", "max")
     t = isinstance(max, Tensor)
+    if not t and self.dtype is _dt.bool_ and result_dtype(self, max) is _dt.bool_:
+        check_bool_clamp("clamp_max", None, max)
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 
 
@@ -549,9 +558,13 @@ def lerp(self, end, weight):
 def addcmul(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
     ``addcmul(value, tensor1, tensor2)``, with its warning). RuntimeError for a complex ``value``
-    (nonzero imaginary part) with real tensors."""
+    (nonzero imaginary part) with real tensors; NotImplementedError when all three are bool
+    (torch has no bool kernel)."""
     tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, rest, value)
     dt = result_dtype(self, tensor1, tensor2)
+    if dt is _dt.bool_:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'; convert the tensors with "
+                                  ".int() or .float() first")
     check_real_scalars("addcmul", dt, value=value)
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 

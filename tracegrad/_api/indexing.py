@@ -580,14 +580,26 @@ def scatter_add(self, dim, index, src):
 
 @method(function=True)
 def index_select(self, dim, index):
-    """Mirrors ``torch.index_select``: index must be a 1-D integer tensor."""
+    """Mirrors ``torch.index_select``: index must be a 1-D integer tensor. An index outside the
+    dim raises what torch's CPU kernels raise: IndexError, but RuntimeError for a tensor of two
+    or more dims when ``dim`` is 1 or the tensor is empty (torch's dim-1 and empty-input
+    paths), and RuntimeError for any index into a dim of size 0 of such a tensor."""
     _index_arg(index, "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index.ndim == 0 and self.ndim:   # a 0-d index keeps the dim, one long
         index = index.reshape(1)
     d = _wrap_dim(dim, self.ndim)
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_select", IndexError)
+    size = self.shape[d] if self.ndim else 1
+    if self.ndim > 1 and index.numel() and (d == 1 or self.numel() == 0):
+        if size == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive: dimension "
+                               f"{d} has size 0, so no index can select from it; pass an empty index")
+        check_index_range(index, size, d, "index_select", negative=False, message=lambda bad: (
+            f"index_select(): INDICES element is out of DATA bounds, id={bad} axis_dim={size} (indices "
+            f"must lie in [0, {size}) for dimension {d})"))
+    else:
+        check_index_range(index, size, d, "index_select", IndexError)
     return apply_op(OPS["index_select"], (self, index), (("dim", d),))
 
 

@@ -39,15 +39,16 @@ def check_index_dtype(index, api, message=None):
 
 def index_add_args(self, dim, index, source, alpha, api):
     """torch's checks on ``index_add(dim, index, source, alpha=)``: an integer index of at most
-    one dim inside ``dim`` (IndexError), ``source`` of self's dtype (RuntimeError) and shape
-    except along ``dim``. Returns the wrapped dim and ``alpha`` as self's kind of number (an
-    integer tensor truncates it, as torch)."""
+    one dim inside ``dim``, ``source`` of self's dtype (RuntimeError) and shape except along
+    ``dim``. An index outside the dim raises what torch's CPU kernel raises: for a tensor of 2+
+    dims, RuntimeError along its first or last dim when ``alpha`` is 1 and the index int64 (its
+    scatter_add path), IndexError otherwise (and for 0-d/1-d tensors); nothing is checked when
+    self or the index is empty (torch returns before looking). Returns the wrapped dim and
+    ``alpha`` as self's kind of number (an integer tensor truncates it, as torch)."""
     check_index_dtype(index, api)
     d = _wrap_dim(dim, self.ndim)
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"{api}(): Index is supposed to be a vector, got {index.ndim} dims")
-    # torch's two kernels: IndexError at most 1-D, RuntimeError above
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError if self.ndim <= 1 else RuntimeError)
     if source.dtype is not self.dtype:
         raise RuntimeError(f"{api}(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar "
                            f"type; convert source with .to(self.dtype)")
@@ -55,16 +56,22 @@ def index_add_args(self, dim, index, source, alpha, api):
                                                       if k != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    if self.ndim <= 1:
+        check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError)
+    elif index.numel() and self.numel():
+        scatter_path = (d in (0, self.ndim - 1) and index.dtype is _dt.int64
+                        and not isinstance(alpha, (Tensor, bool, np.bool_)) and alpha == 1)   # Scalar(True) != 1
+        check_index_range(index, self.shape[d], d, api, RuntimeError if scatter_path else IndexError)
     check_real_scalars(api, self.dtype, alpha=alpha)
     if not (self.dtype.is_floating_point or self.dtype.is_complex) and isinstance(alpha, float):
         alpha = int(alpha)
     return d, alpha
 
 
-def check_index_range(index, size, dim, api, error=RuntimeError, negative=False):
+def check_index_range(index, size, dim, api, error=RuntimeError, negative=False, message=None):
     """torch raises for an index outside ``[0, size)`` (``[-size, size)`` with ``negative``) where XLA clamps or drops it.
     One host read of the index in eager; inside tracegrad.compile checked when the program runs (NOTE [value checks
-    at run time])."""
+    at run time]). ``message(bad)``, when given, words the RuntimeError for the offending index ``bad``."""
     v = index._value
     if isinstance(v, NO_HOST_VALUES):
         _state.check_values(v, lambda v: (v >= size) | (v < (-size if negative else 0)))
@@ -78,6 +85,8 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
             raise IndexError(f"{api}(): index out of range in self (an index is outside [0, {size}) "
                              f"for dimension {dim} of size {size})")
         bad = hi if hi >= size else lo
+        if message is not None:
+            raise RuntimeError(message(bad))
         raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
@@ -145,6 +154,13 @@ def _inplace_binary(opname):
             dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
         except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
             return e.tensor._sparse_operand(e, opname + "_", self, other, alpha=1 if alpha is None else alpha)
+        if opname in ("igamma", "igammac"):   # the cast is checked before the kernel's dtypes (complex)
+            check_inplace_result(opname + "_", self, other)
+        if opname in ("igamma", "igammac") and self.dtype._cat < 2 and isinstance(other, Tensor) \
+                and other.dtype._cat < 2:   # torch computes in the integer dtype, which has no kernel
+            kind = _SCALAR_NAME[result_dtype(self, other).name]
+            raise NotImplementedError(f"\"{opname}_cpu\" not implemented for '{kind}'; {opname}_ needs a floating "
+                                      f"self: use {opname}(x.float(), ...) instead")
         args = (other, alpha_arg(alpha)) if opname in ("add", "sub") else (other,)
         return apply_inplace(op, self, args, (("dtype", dt),))
     f.__name__ = opname + "_"
@@ -178,6 +194,20 @@ def check_bound_kinds(api, min, max):
                         f"max={type(max).__name__}); pass both bounds as numbers or both as Tensors")
 
 
+def check_bool_clamp(api, min, max):
+    """torch's kernels for a bool clamp (the caller has found the result dtype bool): one tensor
+    bound (the other None) is a max/min, which has a bool kernel; two tensor bounds (clamp_cpu)
+    or number bounds (clamp_scalar_cpu, clamp_min_scalar_cpu, clamp_max_scalar_cpu) have none:
+    NotImplementedError."""
+    tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
+    if tensors == [True]:
+        return
+    kernel = "clamp_cpu" if all(tensors) else \
+        "clamp_scalar_cpu" if len(tensors) == 2 else "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'; {api} of a bool tensor takes one "
+                              "bool tensor bound (or convert the input with .int())")
+
+
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
@@ -190,6 +220,8 @@ def clamp_(self, min=None, max=None):
     dt = result_dtype(self, *(v for v in (min, max) if v is not None))
     if self.dtype._cat == 3:
         raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")
+    if dt is _dt.bool_:
+        check_bool_clamp("clamp_", min, max)
     if not _dt.can_cast(dt, self.dtype):
         raise RuntimeError(f"clamp_: result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
                            f"{_SCALAR_NAME[self.dtype.name]}; use clamp (out of place) or bounds of self's dtype")
@@ -318,6 +350,14 @@ def masked_fill_(self, mask, value):
 
 # in-place unaries whose torch kernel has no bool version (out of place, ``_unary`` refuses them too)
 _NO_BOOL_KERNEL = ("floor", "ceil", "round", "trunc", "frac", "abs")
+# ... and those with no complex version: torch's NotImplementedError (was a result or a generic error)
+_NO_COMPLEX_KERNEL = {
+    **{n: f"{n} is not supported for complex inputs; apply {n}_ to .real and .imag apart"
+       for n in ("floor", "ceil", "trunc")},
+    "frac": "\"frac_cpu\" not implemented for 'ComplexFloat'; apply frac_ to .real and .imag apart",
+    "sign": "sign_: sign is not intended to support complex numbers; use sgn_ (z / |z|) instead",
+    "relu": "relu_: clamp is not supported for complex types; take .real or .abs() first",
+}
 
 
 def _inplace_unary(name):
@@ -335,13 +375,15 @@ def _inplace_unary(name):
                 raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
                                           "bitwise_not_ takes integer or bool tensors")
             return apply_inplace(op, self, ())
-    elif name in _NO_BOOL_KERNEL or name == "sign":   # the others keep the one-line body (the hot path)
+    elif name in _NO_BOOL_KERNEL or name in _NO_COMPLEX_KERNEL:   # the others keep the one-line body (the hot path)
         def f(self):   # noqa: F811
             try:
                 dt = self.dtype
             except AttributeError:   # NOTE [unbound self]
                 raise not_a_tensor(name + "_", self) from None
-            if dt is _dt.bool_ or (name == "frac" and dt._cat < 2):
+            if dt._cat == 3 and name in _NO_COMPLEX_KERNEL:   # as out of place: no complex kernel in torch
+                raise NotImplementedError(_NO_COMPLEX_KERNEL[name])
+            if (dt is _dt.bool_ and name != "relu") or (name == "frac" and dt._cat < 2):
                 if name == "sign":   # a bool's sign is itself (as torch)
                     return self
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
@@ -410,9 +452,13 @@ def _check_addc_cast(self, tensor1, tensor2):
 
 @method()
 def addcmul_(self, tensor1, tensor2, *rest, value=1):
-    """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
+    """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``).
+    NotImplementedError for a bool self (torch has no bool kernel)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
     _check_addc_cast(self, tensor1, tensor2)
+    if self.dtype is _dt.bool_:   # the cast check passed: all three are bool, which has no kernel
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'; addcmul_ has no bool kernel: "
+                                  "compute in .int() or .float() out of place")
     check_real_scalars("addcmul_", self.dtype, value=value)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
@@ -708,7 +754,11 @@ for _name, _inplace in (("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__",
 # the grad_fn is ``CopyBackwards`` where torch names the function's own node.
 # binary ops whose result is the promotion of self and other: torch's TensorIterator checks that
 # self can hold it (shape, then dtype) before the kernel's own dtype check (NotImplementedError)
-_PROMOTING = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "fmod", "remainder"})
+_PROMOTING = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "fmod", "remainder",
+                        # and those whose kernel has no complex version: a complex other into a real
+                        # self is the cast's RuntimeError first (was the kernel's NotImplementedError,
+                        # or for ldexp_ a result with the imaginary part dropped)
+                        "atan2", "clamp_max", "clamp_min", "copysign", "hypot", "ldexp", "nextafter", "xlogy"})
 
 
 def check_inplace_result(api, self, other):
@@ -735,6 +785,10 @@ def inplace_via_copy(name):
             raise not_a_tensor(name + "_", self) from None
         if promoting and len(args) == 1:
             check_inplace_result(name + "_", self, args[0])
+        if name in ("cumsum", "cumprod") and self.dtype is _dt.bool_ and kwargs.get("dtype") in (None, _dt.bool_):
+            # torch scans in self's dtype here (out of place, bool counts in int64): no bool kernel
+            raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'; {name}_ cannot write "
+                                      f"into a bool tensor: use {name}() for an int64 result")
         out = out_of_place(self.clone() if rg else self, *args, **kwargs)
         if out.dtype is not self.dtype and not _dt.can_cast(out.dtype, self.dtype):
             raise RuntimeError(f"result type {_SCALAR_NAME[out.dtype.name]} can't be cast to the desired output type "

@@ -37,11 +37,19 @@ def _same_dtype(self, other, api, what):
 def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeError):
     """The checks torch makes on an ``index_*`` index: int64 (else ``dtype_error``: index_fill
     raises IndexError, the others RuntimeError), at most 1-D, inside ``dim`` (``negative``:
-    counting from the end allowed, as index_fill)."""
+    counting from the end allowed, as index_fill). A self without elements is torch's own case:
+    when ``dim`` has size 0 no index can be written (RuntimeError, whatever its values), else
+    nothing is written and no index is looked at."""
     if not isinstance(index, Tensor) or index.dtype is not _dt.int64:
         got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise dtype_error(f"{api}(): Expected a long tensor for index, but got {got}")
     d = _wrap_dim(dim, self.ndim)
+    if self.ndim and self.numel() == 0 and index.numel():
+        if self.shape[d] == 0:
+            raise RuntimeError(f"{api}(): setStorage: a slice along dimension {d} of self (shape {list(self.shape)}) "
+                               "is out of bounds for storage of size 0: that dimension has size 0, so no index can "
+                               "write into it; pass an empty index")
+        return d
     check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError, negative)
     return d
 

@@ -102,8 +102,10 @@ def mvlgamma(input, p):
     """Mirrors ``torch.mvlgamma(input, p)``: the multivariate log-gamma of dimension ``p``,
     ``p(p-1)/4 log(pi) + sum_j lgamma(x - j/2)`` for ``j < p`` (inf where an argument hits a
     pole; torch 2.13 no longer checks ``x > (p-1)/2``). Integers give the default float dtype.
-    RuntimeError for ``p < 1``, as torch; NotImplementedError for a complex tensor."""
+    RuntimeError for ``p < 1`` or a bool tensor, as torch; NotImplementedError for a complex tensor."""
     refuse_complex("mvlgamma", "arange_cpu", input)
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("mvlgamma: The input tensor may not be a boolean tensor; convert it with .float()")
     if p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p}")
     x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())

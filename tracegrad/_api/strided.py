@@ -289,17 +289,19 @@ def resize_(self, *sizes, memory_format=None):
     """Mirrors ``torch.Tensor.resize_``: self takes the new shape over its storage, contiguous
     from its storage offset; elements past the storage's end are new (``tracegrad.empty``'s:
     zeros, or NaN / the integer max under deterministic fill; uninitialized in torch). Unchanged
-    shape: nothing happens. RuntimeError for a tensor that requires grad or a negative size, or
+    shape: nothing happens. RuntimeError for a tensor that requires grad (even for an unchanged
+    shape, as torch) or a negative size, or
     for growing one that shares a NumPy array's memory (torch's unresizable storage). Differs from torch: growing the storage gives self a new one (views of the
     old storage keep it). TypeError, as torch, when no size is given."""
     if not sizes:
         raise TypeError('resize_() missing 1 required positional arguments: "size"; pass the new sizes, or () '
                         'for a 0-d tensor')
     shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
+    if self.requires_grad:   # torch checks this first: even a resize to the same shape is refused
+        raise RuntimeError("cannot resize variables that require grad; resize a detached copy instead "
+                           "(x.detach().clone().resize_(...))")
     if shape == tuple(self.shape):
         return self
-    if self.requires_grad:
-        raise RuntimeError("cannot resize variables that require grad")
     if builtins.any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
     if _state.CAPTURE[0] is not None:   # in a compiled trace: a tensor from outside is a graph break

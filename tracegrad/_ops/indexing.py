@@ -185,8 +185,8 @@ def _scatter(x, index, src, dim, reduce=None):
         vals = jnp.full(index.shape, src, x.dtype)
     else:
         vals = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
-    if reduce == "add":
-        return x.at[idx].add(vals)
+    if reduce == "add":   # a bool sum saturates at True (torch): an OR, which is a max
+        return x.at[idx].max(vals) if x.dtype == jnp.bool_ else x.at[idx].add(vals)
     if reduce == "multiply":
         return x.at[idx].multiply(vals)
     return set_at(x, vals, (("t",),) * len(idx), *idx)
@@ -203,7 +203,9 @@ def _put(x, index, source, accumulate):
     flat, src = x.reshape(-1), source.reshape(-1).astype(x.dtype)
     # an overwriting put is an overwriting scatter: every source element gets its position's
     # gradient, also where the index repeats (NOTE [overwriting scatter])
-    out = flat.at[index].add(src) if accumulate else set_at(flat, src, (("t",),), index)
+    # (a bool accumulation saturates at True, as torch's: an OR, which is a max)
+    out = (flat.at[index].max(src) if flat.dtype == jnp.bool_ else flat.at[index].add(src)) if accumulate \
+        else set_at(flat, src, (("t",),), index)
     return out.reshape(x.shape)
 
 

@@ -131,8 +131,10 @@ _OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as
 # functions whose inputs torch's out= refuses to overlap the output at all, even fully
 # (``cat([x, y], out=x)``): the inputs are read while the output is being written
 _STACKING = frozenset(("cat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"))
-# (and these, whose inputs are plain arguments)
-_NO_OVERLAP = frozenset(("outer", "ger"))
+# (and these, whose inputs are plain arguments: all of them, or only those at the positions
+# given -- gather and take_along_dim may write into their own index, as torch)
+_NO_OVERLAP = {"outer": None, "ger": None, "index_select": None, "take": None, "masked_select": None,
+               "cross": None, "scatter": None, "gather": (0,), "take_along_dim": (0,)}
 
 
 def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
@@ -158,6 +160,8 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
                     if python_level:
                         raise
                     raise _not_a_tensor_argument(label, e, args) or e
+            if label in _OUT_TENSOR_ARGS:
+                _check_out_tensor_args(label, args, kwargs)
             if label in _OUT_REFUSALS:
                 refusal = _OUT_REFUSALS[label](label, args, kwargs, out)
                 if refusal:
@@ -167,7 +171,9 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
                 if label in _STACKING and args and isinstance(args[0], (list, tuple)):
                     _check_out_overlap(label, args[0], out, fully=True)
                 elif label in _NO_OVERLAP:
-                    _check_out_overlap(label, args, out, fully=True)
+                    where = _NO_OVERLAP[label]
+                    _check_out_overlap(label, args if where is None else [args[k] for k in where if k < len(args)],
+                                       out, fully=True)
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
@@ -200,6 +206,23 @@ def _write_complex_to_real(label, input, result, out):
         raise RuntimeError(f"{label}: Found dtype {scalar_name(out.dtype.np)} but expected "
                            f"{scalar_name(input.dtype.np)}; a complex out= must have the input's dtype")
     return write_out(label, result, out)
+
+
+# functions whose out= overload takes tensors only where the plain one also takes numbers:
+# argument names by position (torch's parser: TypeError, ``where(c, x, 0., out=t)``)
+_OUT_TENSOR_ARGS = {"where": ("condition", "input", "other")}
+
+
+def _check_out_tensor_args(label, args, kwargs):
+    """TypeError, as torch's parser, for a number where the out= overload of ``label`` needs a
+    Tensor (given by position or by keyword)."""
+    for pos, name in enumerate(_OUT_TENSOR_ARGS[label]):
+        given = pos < len(args)
+        value = args[pos] if given else kwargs.get(name)
+        if value is not None and not isinstance(value, Tensor):
+            where = f" (position {pos + 1})" if given else ""
+            raise TypeError(f"{label}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}; "
+                            f"with out=, pass tensors (tracegrad.tensor(value)) or leave out= out")
 
 
 def _check_out_overlap(label, args, out, fully=False):

@@ -113,8 +113,12 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    """Mirrors ``torch.nn.functional.hardtanh_`` (in place). RuntimeError for uint8 input with a
-    negative limit, as torch."""
+    """Mirrors ``torch.nn.functional.hardtanh_`` (in place). RuntimeError for bool input or uint8
+    input with a negative limit, NotImplementedError for complex input, as torch."""
+    if getattr(input, "dtype", None) is tracegrad.bool:   # as hardtanh: torch's kernel refuses
+        raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
+    if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh_ is a clamp
+        raise NotImplementedError("hardtanh_: clamp is not supported for complex types")
     if getattr(input, "dtype", None) is tracegrad.uint8 and min(min_val, max_val) < 0:
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (min_val={min_val}, "
                            f"max_val={max_val}); pass limits of 0 or more, or a signed input")
