@@ -119,7 +119,8 @@ def test_inplace_on_a_view_that_requires_grad_itself():
     or on a view of it with grad mode on raises 'a view of a leaf Variable that requires grad'
     (add_, relu_, copy_, setitem); a multi-output view (unbind/split) or one made under no_grad
     reports that instead; writes under no_grad, through .data or .detach() are allowed, and
-    backward through such a view reaches its grad."""
+    backward through such a view reaches its grad. A view of such a view made under no_grad
+    does not require grad (torch asks the base, which needs none) and may be written."""
     views = [lambda T: T.arange(6.).reshape(2, 3).requires_grad_(), lambda T: T.arange(6.)[1:].requires_grad_()[1:],
              lambda T: T.arange(6.).unbind(0)[0].requires_grad_(), lambda T: T.arange(6.).split(2)[0].requires_grad_(),
              _nograd_view]
@@ -130,6 +131,8 @@ def test_inplace_on_a_view_that_requires_grad_itself():
         lambda T: _leaf_view(T, lambda T, t: t.detach().mul_(2)),
         lambda T: _no_grad(T, lambda: _leaf_view(T, lambda T, t: t.add_(1))),
         lambda T: (lambda v: ((v * T.arange(5.)).sum().backward(), v.grad)[1])(T.arange(6.)[1:].requires_grad_()),
+        lambda T: (lambda w: (w.requires_grad, w.is_leaf, w[1:].requires_grad, w.add_(1)))(
+            _no_grad(T, lambda: T.arange(6.)[1:].requires_grad_()[1:])),
     ])
     for mk, want in [(views[0], "a view of a leaf Variable that requires grad"), (views[2], "returns multiple views"),
                      (_nograd_view, "A view was created in no_grad mode")]:

@@ -120,7 +120,9 @@ def _make_view(t, src, op, static, idx):
     if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
         t._inference = True               # and then not a view for autograd (it shares storage)
         t._base = None
-    elif not STATE[0] and (src._rg or src.requires_grad):
+    elif not STATE[0] and (t._base._rg or t._base.requires_grad):
+        # torch: a view made without grad requires grad iff its base does (not so a view of a
+        # view that was given requires_grad_() itself over a base that needs none)
         t._cmeta = "inference mode" if STATE[1] and INFERENCE_DEPTH[0] else "no_grad mode"
         t._rg = True
     elif not STATE[0] and t.dtype.is_floating_point:
