@@ -393,12 +393,25 @@ __all__ = ["gradient", "index_reduce", "index_reduce_",
            "nonzero_static", "renorm", "renorm_", "chain_matmul", "float_power_"]
 
 
-# ---- Python callables over elements (torch's CPU-only apply_/map_) ---------------------------
+# ---- Python callables over elements (torch's CPU-only apply_/map_/map2_) ---------------------
+def _check_callable_args(api, self, others):
+    """torch refuses a tensor that requires grad (self or an operand, grad mode or not) and an
+    operand whose dtype differs from self's (TypeError naming the argument)."""
+    if self.requires_grad or any(o.requires_grad for _, o in others):
+        raise RuntimeError(f"Can't call {api}() on Variable that requires grad. Use var.detach().{api}() instead.")
+    for name, o in others:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(o).__name__}")
+        if o.dtype is not self.dtype:
+            raise TypeError(f"{api}: expected {self.type()} for {name} (got {o.type()})")
+
+
 @method("apply_")
 def apply_(self, callable):
     """Mirrors ``torch.Tensor.apply_(callable)``: each element replaced by ``callable(value)``
     (a Python number in, a number out), in place. Runs on the host, element by element (slow,
-    as torch's); no gradient."""
+    as torch's); no gradient: RuntimeError when self requires grad."""
+    _check_callable_args("apply_", self, ())
     values = [callable(v) for v in self.reshape(-1).tolist()]
     return _write_values(self, values)
 
@@ -406,11 +419,30 @@ def apply_(self, callable):
 @method("map_")
 def map_(self, tensor, callable):
     """Mirrors ``torch.Tensor.map_(tensor, callable)``: each element replaced by
-    ``callable(self_value, tensor_value)``, ``tensor`` broadcast to self's shape, in place."""
+    ``callable(self_value, tensor_value)``, ``tensor`` (self's dtype) broadcast to self's shape,
+    in place. RuntimeError when either requires grad; TypeError for another dtype."""
+    _check_callable_args("map_", self, (("'other'", tensor),))
     other = tensor.expand(tuple(self.shape)).reshape(-1).tolist()
     values = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other)]
     return _write_values(self, values)
 
 
+@method("map2_")
+def map2_(self, x, y, callable):
+    """Mirrors ``torch.Tensor.map2_(x, y, callable)``: each element replaced by
+    ``callable(self_value, x_value, y_value)``, ``x`` and ``y`` (self's dtype) broadcast to
+    self's shape, in place. RuntimeError when any requires grad; TypeError for another dtype."""
+    _check_callable_args("map2_", self, (("argument 'x'", x), ("argument 'y'", y)))
+    shape = tuple(self.shape)
+    xs, ys = x.expand(shape).reshape(-1).tolist(), y.expand(shape).reshape(-1).tolist()
+    values = [callable(a, b, c) for a, b, c in zip(self.reshape(-1).tolist(), xs, ys)]
+    return _write_values(self, values)
+
+
 def _write_values(self, values):
+    want = complex if self.is_complex() else float
+    for v in values:    # torch converts each result to a number of self's kind
+        if isinstance(v, (str, bytes)) or not isinstance(v, (bool, int, float, complex, np.number)) \
+                or (want is float and isinstance(v, (complex, np.complexfloating))):
+            raise TypeError(f"must be {'complex' if want is complex else 'real'} number, not {type(v).__name__}")
     return copy_(self, _tensor(values, dtype=self.dtype).reshape(tuple(self.shape)))

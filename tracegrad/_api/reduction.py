@@ -171,6 +171,8 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
         unbiased, dim = dim, None
     dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased, api)
     n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
+    if dims is not None and 0 in [self.shape[d] for d in range(self.ndim) if d not in dims]:
+        n = 0    # torch's reduction factor (input numel / output numel) is 0 for an empty output
     if n - corr <= 0:
         _warn(f"{api}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
               "factor (input numel divided by output numel).")

@@ -241,7 +241,7 @@ def _mask_put(x, mask, value):
 
 
 defop("index_put_mask", _mask_put, args=("self", "mask", "value"), grad_fn="IndexPutBackward0",
-      saves=("mask",), no_edge=("value",))
+      saves=("mask",))
 defop("index_put_mask_tensor", _mask_put, args=("self", "mask", "value"), grad_fn="IndexPutBackward0",
       saves=("mask",))
 defop("one_hot", lambda x, num_classes: (x[..., None] == jnp.arange(num_classes)).astype(jnp.int64))

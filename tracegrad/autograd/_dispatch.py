@@ -120,7 +120,9 @@ def _make_view(t, src, op, static, idx):
     if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
         t._inference = True               # and then not a view for autograd (it shares storage)
         t._base = None
-    elif not STATE[0] and (src._rg or src.requires_grad):
+    elif not STATE[0] and (t._base._rg or t._base.requires_grad):
+        # torch: a view made without grad requires grad iff its base does (not so a view of a
+        # view that was given requires_grad_() itself over a base that needs none)
         t._cmeta = "inference mode" if STATE[1] and INFERENCE_DEPTH[0] else "no_grad mode"
         t._rg = True
     elif not STATE[0] and t.dtype.is_floating_point:
@@ -444,6 +446,13 @@ def check_inplace(t):
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
+    if STATE[0] and t._rg and t._base is not None and not t._base._rg and "_cmeta" not in t.__dict__:
+        # a view given requires_grad_() itself, or a view of one (their base needs no grad)
+        if t._gf is None:
+            _refuse_rebase(t, "")
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation. "
+            "Wrap the update in `with tracegrad.no_grad():` or clone() the view first.")
     if STATE[0] and t._base is not None and "_cmeta" in t.__dict__:
         where = t._cmeta
         raise RuntimeError(
@@ -471,6 +480,12 @@ def check_view_rebase(t, args):
     chunk). Such a view has no grad_fn, so torch words it as a view made without grad."""
     if not STATE[0] or t._rg or t._base is None or not any(isinstance(a, Tensor) and a._rg for a in args):
         return
+    _refuse_rebase(t, " by a value that requires grad")
+
+
+def _refuse_rebase(t, by):
+    """torch's handle_view_on_rebase for a view with no grad_fn of a base that needs no grad,
+    about to get history of its own (``by`` says why, for the no_grad-view message)."""
     if "_cfn" in t.__dict__:
         raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
                            "enabled. " + MSG_CUSTOM_FUNCTION_VIEW)
@@ -478,8 +493,8 @@ def check_view_rebase(t, args):
     if where is not None and not t._base._rg:
         raise RuntimeError(
             f"A view was created in {where} and is being modified inplace "
-            f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'} by a value that "
-            "requires grad. Autograd cannot track it: clone() the view, or create it outside "
+            f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'}{by}. "
+            "Autograd cannot track it: clone() the view, or create it outside "
             f"{'inference_mode()' if where == 'inference mode' else 'no_grad()'}.")
     if (not t._base._rg and "_cmeta" not in t.__dict__ and t._chain
             and _multi_output_index(t) is not None):
