@@ -94,10 +94,11 @@ def holds(snap) -> bool:
         if o.param_groups is not groups or len(groups) != len(items):
             return _compare(snap)
         for g, (g0, n_keys, param_ids, kv) in zip(groups, items):
-            if g is not g0 or len(g) != n_keys or tuple(map(id, g["params"])) != param_ids:
+            # dict's own lookups: ParamGroup's note the traced Python's reads (none here)
+            if g is not g0 or len(g) != n_keys or tuple(map(id, _item(g, "params"))) != param_ids:
                 return _compare(snap)
             for k, v, n_lifted in kv:
-                cur = g.get(k, _ABSENT)
+                cur = _get(g, k, _ABSENT)
                 if cur is not v and not (n_lifted and len(lifted(g, k)) == n_lifted):
                     return _compare(snap)
     return True
@@ -115,6 +116,7 @@ def _compare(snap) -> bool:
 
 
 _ABSENT = object()
+_get, _item = dict.get, dict.__getitem__
 
 
 def signs_hold(signs) -> bool:
