@@ -38,8 +38,10 @@ torch = pytest.importorskip("torch")
 # ---- microsoft/Swin-Transformer ----------------------------------------------------------------
 def _swin_module(torch):
     """models/swin_transformer.py at the structure the repository writes it (timm's
-    ``to_2tuple``/``DropPath``/``trunc_normal_`` replaced by a local tuple helper, ``Identity``
-    (drop_path_rate=0) and ``nn.init.trunc_normal_``; the fused CUDA window kernels are off)."""
+    ``to_2tuple``/``DropPath`` replaced by a local tuple helper and ``Identity``
+    (drop_path_rate=0); the fused CUDA window kernels are off; the ``trunc_normal_`` weight init
+    is left out: ``init_params`` overwrites every parameter, and each distinct shape it draws for
+    costs an XLA compile)."""
     nn = torch.nn
 
     def to_2tuple(x):
@@ -96,7 +98,6 @@ def _swin_module(torch):
             self.attn_drop = nn.Dropout(attn_drop)
             self.proj = nn.Linear(dim, dim)
             self.proj_drop = nn.Dropout(proj_drop)
-            nn.init.trunc_normal_(self.relative_position_bias_table, std=0.02)
             self.softmax = nn.Softmax(dim=-1)
 
         def forward(self, x, mask=None):
@@ -273,16 +274,6 @@ def _swin_module(torch):
             self.norm = norm_layer(self.num_features)
             self.avgpool = nn.AdaptiveAvgPool1d(1)
             self.head = nn.Linear(self.num_features, num_classes)
-            self.apply(self._init_weights)
-
-        def _init_weights(self, m):
-            if isinstance(m, nn.Linear):
-                nn.init.trunc_normal_(m.weight, std=0.02)
-                if m.bias is not None:
-                    nn.init.constant_(m.bias, 0)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.constant_(m.bias, 0)
-                nn.init.constant_(m.weight, 1.0)
 
         def forward_features(self, x):
             x = self.patch_embed(x)
@@ -459,9 +450,10 @@ classes=2
 
 
 def _yolo_module(torch):
-    """pytorchyolo/models.py, utils/parse_config.py, utils/utils.py (``weights_init_normal``,
-    ``to_cpu``) and utils/loss.py as the repository writes them; the config is read from a
-    string instead of a file."""
+    """pytorchyolo/models.py, utils/parse_config.py, utils/utils.py (``to_cpu``) and
+    utils/loss.py as the repository writes them; the config is read from a string instead of a
+    file, and ``load_model``'s ``weights_init_normal`` is left out (``init_params`` overwrites
+    every parameter)."""
     nn = torch.nn
     F = torch.nn.functional
 
@@ -480,14 +472,6 @@ def _yolo_module(torch):
                 key, value = line.split("=")
                 module_defs[-1][key.rstrip()] = value.strip()
         return module_defs
-
-    def weights_init_normal(m):
-        classname = m.__class__.__name__
-        if classname.find("Conv") != -1:
-            nn.init.normal_(m.weight.data, 0.0, 0.02)
-        elif classname.find("BatchNorm2d") != -1:
-            nn.init.normal_(m.weight.data, 1.0, 0.02)
-            nn.init.constant_(m.bias.data, 0.0)
 
     def to_cpu(tensor):
         return tensor.detach().cpu()
@@ -737,7 +721,7 @@ def _yolo_module(torch):
             tcls.append(c)
         return tcls, tbox, indices, anch
 
-    return Darknet, compute_loss, weights_init_normal
+    return Darknet, compute_loss
 
 
 # eriklindernoren/PyTorch-YOLOv3 pytorchyolo/train.py's loop on a 2-image 16x16 batch with
@@ -751,9 +735,8 @@ def _yolo_module(torch):
 def test_yolov3_build_targets_and_loss():
     def program(torch, log):
         print = printer(log)
-        Darknet, compute_loss, weights_init_normal = _yolo_module(torch)
+        Darknet, compute_loss = _yolo_module(torch)
         model = Darknet(_YOLO_CFG)
-        model.apply(weights_init_normal)
         init_params(torch, model, seed=7, scale=0.3)
         log("module_defs", [d["type"] for d in model.module_defs])
         rs = np.random.RandomState(9)
