@@ -26,7 +26,9 @@ downloads and random streams; where a program's own code had to change, the comm
 test says how and why.
 """
 import math
+from functools import reduce
 from itertools import chain
+from operator import mul
 
 import numpy as np
 import pytest
@@ -784,5 +786,193 @@ def test_yolov3_build_targets_and_loss():
             detections = model(imgs)
         log("detections", detections)
         log("grid", model.yolo_layers[1].grid)
+
+    run_both(program)
+
+
+# ---- lucidrains/local-attention ----------------------------------------------------------------
+def _local_attention_module(torch):
+    """local_attention/local_attention.py at commit 30ecd41 (before the einops rewrite), as the
+    repository wrote it."""
+    nn = torch.nn
+    F = torch.nn.functional
+    TOKEN_SELF_ATTN_VALUE = -5e4
+
+    def default(value, d):
+        return d if value is None else value
+
+    def to(t):
+        return {'device': t.device, 'dtype': t.dtype}
+
+    def max_neg_value(tensor):
+        return -torch.finfo(tensor.dtype).max
+
+    def merge_dims(ind_from, ind_to, tensor):
+        shape = list(tensor.shape)
+        arr_slice = slice(ind_from, ind_to + 1)
+        shape[arr_slice] = [reduce(mul, shape[arr_slice])]
+        return tensor.reshape(*shape)
+
+    def expand_dim(t, dim, k, unsqueeze=True):
+        if unsqueeze:
+            t = t.unsqueeze(dim)
+        expand_shape = [-1] * len(t.shape)
+        expand_shape[dim] = k
+        return t.expand(*expand_shape)
+
+    def pad_to_multiple(tensor, multiple, dim=-1, value=0):
+        seqlen = tensor.shape[dim]
+        m = seqlen / multiple
+        if m.is_integer():
+            return tensor
+        remainder = math.ceil(m) * multiple - seqlen
+        pad_offset = (0,) * (-1 - dim) * 2
+        return F.pad(tensor, (*pad_offset, 0, remainder), value=value)
+
+    def look_around(x, backward=1, forward=0, pad_value=-1, dim=2):
+        t = x.shape[1]
+        dims = (len(x.shape) - dim) * (0, 0)
+        padded_x = F.pad(x, (*dims, backward, forward), value=pad_value)
+        tensors = [padded_x[:, ind:(ind + t), ...] for ind in range(forward + backward + 1)]
+        return torch.cat(tensors, dim=dim)
+
+    def shift(x):
+        *_, i, j = x.shape
+        zero_pad = torch.zeros((*_, i, i), **to(x))
+        x = torch.cat([x, zero_pad], -1)
+        l = i + j - 1
+        x = x.view(*_, -1)
+        zero_pad = torch.zeros(*_, -x.size(-1) % l, **to(x))
+        shifted = torch.cat([x, zero_pad], -1).view(*_, -1, l)
+        return shifted[..., :i, i - 1:]
+
+    class RelativePositionalEmbedding(nn.Module):
+        def __init__(self, dim, heads, length):
+            super().__init__()
+            self.scale = dim ** -0.5
+            self.weights = nn.Parameter(torch.zeros(length, heads, dim))
+
+        def forward(self, q):
+            emb = torch.einsum('bhnid,jhd->bhnij', q, self.weights.type(q.dtype)) * self.scale
+            return shift(emb)
+
+    class LocalAttention(nn.Module):
+        def __init__(self, window_size, causal=False, look_backward=1, look_forward=None,
+                     dropout=0., shared_qk=False, rel_pos_emb_config=None, autopad=False):
+            super().__init__()
+            look_forward = default(look_forward, 0 if causal else 1)
+            assert not (causal and look_forward > 0), 'you cannot look forward if causal'
+            self.window_size = window_size
+            self.causal = causal
+            self.look_backward = look_backward
+            self.look_forward = look_forward
+            self.autopad = autopad
+            self.dropout = nn.Dropout(dropout)
+            self.shared_qk = shared_qk
+            self.rel_pos = None
+            if rel_pos_emb_config is not None:
+                dim_head, heads = rel_pos_emb_config
+                rel_pos_length = window_size * (1 + look_forward + look_backward)
+                self.heads = heads
+                self.rel_pos = RelativePositionalEmbedding(dim_head, heads, rel_pos_length)
+
+        def forward(self, q, k, v, input_mask=None):
+            shape = q.shape
+            merge_into_batch = lambda t: t.reshape(-1, *t.shape[-2:])  # noqa: E731
+            q, k, v = map(merge_into_batch, (q, k, v))
+            if self.autopad:
+                orig_t = q.shape[1]
+                q, k, v = map(lambda t: pad_to_multiple(t, self.window_size, dim=-2), (q, k, v))
+            window_size, causal, look_backward, look_forward, shared_qk = (
+                self.window_size, self.causal, self.look_backward, self.look_forward,
+                self.shared_qk)
+            b, t, e, device, dtype = *q.shape, q.device, q.dtype
+            assert (t % window_size) == 0, \
+                f'sequence length {t} must be divisible by window size {window_size}'
+            windows = t // window_size
+            if shared_qk:
+                k = F.normalize(k, 2, dim=-1).type_as(q)
+            ticker = torch.arange(t, device=device, dtype=dtype)[None, :]
+            b_t = ticker.reshape(1, windows, window_size)
+            bucket_fn = lambda t: t.reshape(b, windows, window_size, -1)  # noqa: E731
+            bq, bk, bv = map(bucket_fn, (q, k, v))
+            look_around_kwargs = {'backward': look_backward, 'forward': look_forward}
+            bk = look_around(bk, **look_around_kwargs)
+            bv = look_around(bv, **look_around_kwargs)
+            bq_t = b_t
+            bq_k = look_around(b_t, **look_around_kwargs)
+            dots = torch.einsum('bhie,bhje->bhij', bq, bk) * (e ** -0.5)
+            if self.rel_pos is not None:
+                rel_attn = self.rel_pos(bq.view(-1, self.heads, *bq.shape[1:])).reshape_as(dots)
+                dots = dots + rel_attn
+            mask_value = max_neg_value(dots)
+            if shared_qk:
+                mask = bq_t[:, :, :, None] == bq_k[:, :, None, :]
+                dots.masked_fill_(mask, TOKEN_SELF_ATTN_VALUE)
+                del mask
+            if causal:
+                mask = bq_t[:, :, :, None] < bq_k[:, :, None, :]
+                dots.masked_fill_(mask, mask_value)
+                del mask
+            mask = bq_k[:, :, None, :] == -1
+            dots.masked_fill_(mask, mask_value)
+            del mask
+            if input_mask is not None:
+                h = b // input_mask.shape[0]
+                if self.autopad:
+                    input_mask = pad_to_multiple(input_mask, window_size, dim=-1, value=False)
+                input_mask = input_mask.reshape(-1, windows, window_size)
+                mq = mk = input_mask
+                mk = look_around(mk, pad_value=False, **look_around_kwargs)
+                mask = (mq[:, :, :, None] * mk[:, :, None, :])
+                mask = merge_dims(0, 1, expand_dim(mask, 1, h))
+                dots.masked_fill_(~mask, mask_value)
+                del mask
+            attn = dots.softmax(dim=-1)
+            attn = self.dropout(attn)
+            out = torch.einsum('bhij,bhje->bhie', attn, bv)
+            out = out.reshape(-1, t, e)
+            if self.autopad:
+                out = out[:, :orig_t, :]
+            return out.reshape(*shape)
+
+    return LocalAttention, look_around, shift
+
+
+# lucidrains/local-attention local_attention/local_attention.py (commit 30ecd41): two layers as
+# its README uses them on (batch, heads, seq, dim_head) queries from a linear projection:
+# non-causal with look-forward, Shaw relative positions, ``autopad`` (7 tokens in windows of 2)
+# and a padding ``input_mask`` (bool ``*`` and ``~``); then causal, ``shared_qk`` (normalised
+# keys, the self-token value) looking 2 windows back. Two SGD steps on the projection and the
+# relative-position weights.
+def test_local_attention_windows():
+    def program(torch, log):
+        print = printer(log)
+        LocalAttention, look_around, shift = _local_attention_module(torch)
+        b, h, t, e = 2, 2, 7, 4
+        proj = init_params(torch, torch.nn.Linear(8, 3 * h * e), seed=1, scale=0.4)
+        attn1 = LocalAttention(window_size=2, causal=False, look_forward=1, autopad=True,
+                               rel_pos_emb_config=(e, h))
+        init_params(torch, attn1, seed=2, scale=0.5)
+        attn2 = LocalAttention(window_size=2, causal=True, look_backward=2, shared_qk=True,
+                               autopad=True)
+        rs = np.random.RandomState(4)
+        x = torch.tensor(rs.standard_normal((b, t, 8)).astype(np.float32))
+        input_mask = torch.tensor([[True] * 7, [True] * 5 + [False] * 2])
+        log("look_around", look_around(torch.arange(6.).reshape(1, 3, 2), backward=1, forward=1))
+        log("shift", shift(torch.arange(12.).reshape(1, 2, 6)))
+        opt = torch.optim.SGD(list(proj.parameters()) + list(attn1.parameters()), lr=0.1)
+        for step in range(2):
+            q, k, v = proj(x).reshape(b, t, 3, h, e).permute(2, 0, 3, 1, 4)
+            out1 = attn1(q, k, v, input_mask=input_mask)
+            out2 = attn2(q, q, v)
+            loss = (out1 * out2).sum() / input_mask.sum()
+            opt.zero_grad()
+            loss.backward()
+            print(f"step {step} loss {loss.item():.6f}")
+            log(f"out1_{step}", out1)
+            log(f"out2_{step}", out2)
+            log(f"grads{step}", [proj.weight.grad, proj.bias.grad, attn1.rel_pos.weights.grad])
+            opt.step()
 
     run_both(program)
