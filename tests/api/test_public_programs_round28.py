@@ -19,7 +19,12 @@ host for its first calls (NOTE [host first calls]):
   ``build_targets`` (``repeat`` of the targets per anchor, ``gain[2:6] = tensor(shape)[[3, 2, 3,
   2]]``, boolean-mask filtering, ``.T`` unpacking, ``clamp_`` with tensor bounds) and
   ``compute_loss`` (the prediction subset gathered with four index tensors, CIoU, ``tobj``
-  written with ``index_put`` and ``t[range(n), tcls] = cp``), trained with SGD.
+  written with ``index_put`` and ``t[range(n), tcls] = cp``), trained with SGD;
+- lucidrains/local-attention: ``local_attention/local_attention.py`` before its einops rewrite
+  (``look_around``'s ``F.pad`` with a pad value and ``cat`` of shifted slices, ``merge_dims`` /
+  ``expand_dim``, Shaw's relative-position ``shift`` through ``view`` + zero-padding ``cat`` +
+  slicing, ``autopad``, in-place ``masked_fill_`` with position, causal, self-token and
+  bool-product input masks, ``~mask``), trained with SGD.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters in place of
 downloads and random streams; where a program's own code had to change, the comment above its
@@ -324,7 +329,7 @@ def test_swin_transformer_shifted_windows():
         SwinTransformer, set_weight_decay = _swin_module(torch)
         model = SwinTransformer(img_size=8, patch_size=2, in_chans=3, num_classes=3,
                                 embed_dim=8, depths=(2, 0), num_heads=(2, 2), window_size=2,
-                                mlp_ratio=2.0)
+                                mlp_ratio=1.0)
         init_params(torch, model, seed=3, scale=0.3)
         blk = model.layers[0].blocks[1]
         log("rel_index", blk.attn.relative_position_index)
