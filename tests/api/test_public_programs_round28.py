@@ -122,7 +122,8 @@ def _swin_module(torch):
             attn = attn + relative_position_bias.unsqueeze(0)
             if mask is not None:
                 nW = mask.shape[0]
-                attn = attn.view(B_ // nW, nW, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+                attn = (attn.view(B_ // nW, nW, self.num_heads, N, N)
+                        + mask.unsqueeze(1).unsqueeze(0))
                 attn = attn.view(-1, self.num_heads, N, N)
                 attn = self.softmax(attn)
             else:
@@ -319,7 +320,8 @@ def _swin_module(torch):
 
 # microsoft/Swin-Transformer models/swin_transformer.py: an 8x8 image in 2x2 patches (a 4x4 token
 # grid), window 2 so stage 1 runs a plain and a shifted-window block (shift 1, the -100 mask),
-# PatchMerging to 2x2 (stage 2 has depth 0, to keep the test cheap), then the pooled head; cross_entropy for 2 steps as main.py's train_one_epoch does (no AMP, no mixup), with
+# PatchMerging to 2x2 (stage 2 has depth 0, to keep the test cheap), then the pooled head;
+# cross_entropy for 2 steps as main.py's train_one_epoch does (no AMP, no mixup), with
 # optimizer.py's ``sgd`` choice (nesterov momentum, the no-decay group from set_weight_decay).
 # Deviation: the default AdamW is not used because the key bias's gradient is analytically zero
 # (softmax is shift-invariant), so Adam turns float rounding noise in it into full-size steps.
