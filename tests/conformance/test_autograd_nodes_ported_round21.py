@@ -9,12 +9,10 @@ get_total_norm/clip_grads_with_norm_, test_vector_to_parameters, and torch.nn.ut
 Each check runs with torch 2.13 (the oracle) and with tracegrad and must give the same value
 (dtype, shape, values; NaN equal to NaN), the same exception class, and the same warnings."""
 import importlib
-import warnings
 
 import numpy as np
 import pytest
-
-import tracegrad
+from _observe_helpers import make_check
 
 torch = pytest.importorskip("torch")
 
@@ -33,23 +31,7 @@ def _norm(v):
     return v
 
 
-def _observe(T, f):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            r = _norm(f(T))
-        except Exception as e:   # noqa: BLE001  (the class is what we compare)
-            r = ("raises", type(e).__name__)
-    return r, sorted({c.category.__name__ for c in caught if c.category is not DeprecationWarning})
-
-
-def check(checks):
-    bad = {}
-    for i, f in enumerate(checks):
-        a, b = _observe(torch, f), _observe(tracegrad, f)
-        if a != b:
-            bad[i] = (a, b)
-    assert not bad, bad
+check = make_check(_norm)
 
 
 def A(T):

@@ -11,10 +11,10 @@ check runs with torch 2.13 (the oracle) and with tracegrad and must give the sam
 shape, values), or the same exception class (and the gist of the message where it says)."""
 import copy
 import operator
-import warnings
 
 import numpy as np
 import pytest
+from _observe_helpers import make_check
 
 import tracegrad
 
@@ -37,23 +37,7 @@ def _norm(v):
     return v
 
 
-def _observe(T, f):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            r = _norm(f(T))
-        except Exception as e:   # noqa: BLE001  (the class is what we compare)
-            r = ("raises", type(e).__name__)
-    return r, sorted({c.category.__name__ for c in caught if c.category is not DeprecationWarning})
-
-
-def check(checks):
-    bad = {}
-    for i, f in enumerate(checks):
-        a, b = _observe(torch, f), _observe(tracegrad, f)
-        if a != b:
-            bad[i] = (a, b)
-    assert not bad, bad
+check = make_check(_norm)
 
 
 def M(T):
@@ -151,7 +135,7 @@ def test_python_protocol_and_small_methods():
         lambda T: bool(T.tensor([1, 2])), lambda T: bool(T.tensor([])), lambda T: bool(T.tensor([0.5])),
         lambda T: len(T.tensor(3.)), lambda T: list(T.tensor(3.)), lambda T: (2 in M(T), 7 in M(T), T.tensor([1., 2]) in M(T)),
         lambda T: "a" in M(T), lambda T: reversed(M(T)), lambda T: reversed(T.tensor(2.)),
-        lambda T: (format(T.tensor(2.5), ".2f"), f"{T.tensor(3)}"), lambda T: "{:.1f}".format(M(T)),
+        lambda T: (format(T.tensor(2.5), ".2f"), f"{T.tensor(3)}"), lambda T: f"{M(T):.1f}",
         lambda T: (copy.deepcopy(M(T).requires_grad_()), copy.deepcopy(M(T).requires_grad_() * 2)),
         lambda T: (M(T).element_size(), M(T).nbytes, M(T).itemsize, T.ones(2, dtype=T.bool).nbytes,
                    T.ones(2, dtype=T.complex64).itemsize),

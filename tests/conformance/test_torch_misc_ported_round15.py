@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _observe_helpers import make_check
 
 import tracegrad
 
@@ -27,23 +28,7 @@ def _norm(v):
     return v
 
 
-def _observe(T, f):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            r = _norm(f(T))
-        except Exception as e:   # noqa: BLE001  (the class is what we compare)
-            r = ("raises", type(e).__name__)
-    return r, sorted({c.category.__name__ for c in caught if c.category is not DeprecationWarning})
-
-
-def check(checks):
-    bad = {}
-    for i, f in enumerate(checks):
-        a, b = _observe(torch, f), _observe(tracegrad, f)
-        if a != b:
-            bad[i] = (a, b)
-    assert not bad, bad
+check = make_check(_norm)
 
 
 def test_clone_contiguous_and_memory_formats():
