@@ -193,13 +193,13 @@ def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return apply_op(OPS["std"], (self,), _var_static("std", self, dim, unbiased, keepdim, correction))
 
 
-@method(function=True)
+@function()   # torch has no Tensor.var_mean
 def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
     return apply_op(OPS["var_mean"], (self,), _var_static("var_mean", self, dim, unbiased, keepdim, correction))
 
 
-@method(function=True)
+@function()   # torch has no Tensor.std_mean
 def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
     return apply_op(OPS["std_mean"], (self,), _var_static("std_mean", self, dim, unbiased, keepdim, correction))
