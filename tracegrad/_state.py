@@ -98,6 +98,27 @@ def note_hook(kind: str, fn) -> None:
         cap.on_hook(kind, fn)
 
 
+def note_global_read(holder: list) -> None:
+    """A process-wide setting held in the list ``holder`` (``_deterministic``, the matmul
+    precision) is being handed to the traced Python as a value: the program would bake it in,
+    so the capture guards a copy of it (a change between calls traces again)."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        cap.read_guards.append((_Holder(holder), None, list(holder), None))
+
+
+class _Holder:
+    """A list read as a guard's mapping (``get`` answers the list itself, compared with a copy)."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self, holder):
+        self.holder = holder
+
+    def get(self, _key, _default):
+        return self.holder
+
+
 def note_effect(what: str) -> None:
     """Python state outside the tensors is about to change inside a capture (an attribute set
     on a module): the program would not repeat it, so the capture makes the call run eagerly."""

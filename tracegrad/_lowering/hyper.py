@@ -57,7 +57,7 @@ def signature(optimizers):
     for o in optimizers:
         sig.append(len(o.state))
         for g in o.param_groups:
-            for k, v in g.items():
+            for k, v in dict.items(g):     # not ParamGroup.items: that notes reads
                 if k == "params":
                     continue
                 nums = lifted(g, k) if k in LIFTED else ()
@@ -78,7 +78,7 @@ def snapshot(optimizers):
     (~15 us once the step's XLA work has evicted the interpreter's caches: the largest guard of
     a small step)."""
     def entries(g):
-        return [(k, v, len(lifted(g, k)) if k in LIFTED else 0) for k, v in g.items() if k != "params"]
+        return [(k, v, len(lifted(g, k)) if k in LIFTED else 0) for k, v in dict.items(g) if k != "params"]
     return [signature(optimizers), [
         (o, len(o.state), o.param_groups,
          [(g, len(g), tuple(map(id, g["params"])), entries(g)) for g in o.param_groups])
@@ -218,7 +218,7 @@ def bind(slot_list, arrays):
 @contextmanager
 def swapped(opt, values):
     """Within the block, ``opt``'s groups hold the traced values instead of the numbers."""
-    saved = [dict(g) for g in opt.param_groups]
+    saved = [dict(dict.items(g)) for g in opt.param_groups]   # not dict(g): ParamGroup notes reads
     try:
         # dict's own methods: the groups report writes by the traced function (optim's
         # ParamGroup), not these

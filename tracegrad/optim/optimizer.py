@@ -757,6 +757,30 @@ class ParamGroup(dict):
             compiler._param_group_read(self, key)
         return dict.get(self, key, default)
 
+    # A copy or view of the whole group read by the traced Python (``dict(group)``, ``{**group}``,
+    # ``group.items()``, ``opt.state_dict()``) hands it every lifted option as a number, as
+    # ``group[key]`` does: each is reported too. Defining ``__iter__`` makes CPython's dict
+    # merge (``dict(group)``) take its slow path through ``keys()`` and ``__getitem__``.
+    def __iter__(self):
+        return dict.__iter__(self)
+
+    def _note_all(self):
+        if compiler._tracing():
+            for key in dict.keys(self):
+                compiler._param_group_read(self, key)
+
+    def items(self):
+        self._note_all()
+        return dict.items(self)
+
+    def values(self):
+        self._note_all()
+        return dict.values(self)
+
+    def copy(self):
+        self._note_all()
+        return dict(dict.items(self))
+
     def __setitem__(self, key, value):
         _note_write(key)
         dict.__setitem__(self, key, value)
