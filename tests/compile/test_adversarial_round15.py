@@ -187,19 +187,22 @@ def test_process_settings_global_config_and_rebound_closure():
 def test_captured_tensor_layout_read_as_python_changes_between_calls():
     """The step reads only the shape, ``numel()``, ``dim()``, dtype and ``requires_grad`` of
     tensors it captures (a closure variable, a module buffer, a list entry), never their
-    values; between calls the caller resizes one (``resize_``), retypes another
-    (``.data =``), ``set_``s the third and flips ``requires_grad``. Found here: the compiled
-    step kept the traced call's shapes and dtypes (only ``requires_grad`` of such a tensor was
+    values, and the strides of a fourth; between calls the caller resizes one (``resize_``),
+    retypes another (``.data =``), ``set_``s the third, flips ``requires_grad`` and ``set_``s
+    the fourth to a transposed tensor of its shape. Found here: the compiled step kept the
+    traced call's shapes, dtypes and strides (only ``requires_grad`` of such a tensor was
     guarded)."""
     def build(T, wrap):
         c = T.zeros(2, 3)
         holder = T.nn.Module()
         holder.register_buffer("b", T.zeros(2))
         lst = [T.zeros(4)]
+        sq = T.zeros(3, 3)
 
         def step(x):
             n = c.numel() + holder.b.shape[0] + lst[0].dim()
-            return (x * n, tuple(c.shape), str(holder.b.dtype)[-7:], tuple(lst[0].shape), c.requires_grad)
+            return (x * n, tuple(c.shape), str(holder.b.dtype)[-7:], tuple(lst[0].shape), c.requires_grad,
+                    sq.is_contiguous(), sq.stride())
 
         f = wrap(step)
 
@@ -210,25 +213,39 @@ def test_captured_tensor_layout_read_as_python_changes_between_calls():
                 lst[0].set_(T.zeros(2, 2))
             if i == 3:
                 c.requires_grad_(True)
+            if i == 4:      # the same shape, transposed strides
+                sq.set_(T.zeros(3, 3).t())
             return f(_rand(T, i, 2, 3))
         return run
-    compare(build, calls=4)
+    compare(build, calls=5)
 
 
 def test_manual_seed_between_calls_is_followed():
     """``manual_seed`` between compiled calls: each call's random draws (``rand`` and a
     dropout mask) follow the seed as the eager calls' do (tracegrad's own streams: torch's
-    differ), and the draws after the call continue from where the call left the generator."""
+    differ), the draws after the call continue from where the call left the generator, and
+    ``initial_seed()``, a Generator's ``initial_seed()`` and ``get_rng_state()`` read in the
+    step are the current ones. Found here: the three were baked in as the traced call's."""
+    gen = tracegrad.Generator()
+
     def calls(wrap):
-        f = wrap(lambda x: (x + tracegrad.rand(2), tracegrad.nn.functional.dropout(x, 0.5)))
+        def step(x):
+            return (x + tracegrad.rand(2), tracegrad.nn.functional.dropout(x, 0.5),
+                    tracegrad.initial_seed(), gen.initial_seed(), tracegrad.get_rng_state().sum())
+        f = wrap(step)
         seen = []
         for i in range(4):
             if i in (1, 3):
                 tracegrad.manual_seed(7)
-            seen.append([*f(tracegrad.ones(2)), tracegrad.rand(1)])
-        return [[t.tolist() for t in s] for s in seen]
+                gen.manual_seed(i)
+            out = f(tracegrad.ones(2))
+            seen.append([out[0].tolist(), out[1].tolist(), *out[2:4], int(out[4]), tracegrad.rand(1).tolist()])
+        return seen
     tracegrad.manual_seed(0)
+    gen.manual_seed(0)
     eager = calls(lambda f: f)
     tracegrad.manual_seed(0)
+    gen.manual_seed(0)
     assert calls(tracegrad.compile) == eager
-    assert eager[1] == eager[3]
+    assert eager[1][:3] + eager[1][4:] == eager[3][:3] + eager[3][4:]
+    assert [s[2:4] for s in eager] == [[0, 0], [7, 1], [7, 1], [7, 3]]

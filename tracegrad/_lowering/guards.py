@@ -283,11 +283,12 @@ class _Same:
 
 
 def _layout(t):
-    return t._value.shape, t._value.dtype
+    # the view chain: strides and storage offset (``set_`` to a transposed tensor keeps the shape)
+    return t._value.shape, t._value.dtype, t._chain
 
 
 class _Layout:
-    """The shape and dtype of the tensor a place holds, read like the place's entry."""
+    """The shape, dtype and view chain of the tensor a place holds, read like the place's entry."""
 
     __slots__ = ("d",)
 
