@@ -439,6 +439,11 @@ class Optimizer:
         order; the state tensors are the optimizer's own (not copies), as torch."""
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
             pre_hook(self)
+        if compiler._tracing():
+            # the number of parameters with state (and of groups) read by a compiled step: the
+            # program would bake the traced call's (round-15's adversarial tests)
+            compiler._guard_len(self.state)
+            compiler._guard_len(self.param_groups)
         param_mappings: dict = {}
         start_index = 0
 
