@@ -300,8 +300,12 @@ class _Same:
 
 
 def _layout(t):
+    try:
+        v = t._value
+    except Exception:    # a sparse COO tensor has no dense value: its public shape and dtype
+        return tuple(t.shape), t.dtype
     # the view chain: strides and storage offset (``set_`` to a transposed tensor keeps the shape)
-    return t._value.shape, t._value.dtype, t._chain
+    return v.shape, v.dtype, t._chain
 
 
 class _Layout:
