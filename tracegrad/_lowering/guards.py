@@ -152,7 +152,7 @@ def _guard_held(v, names, checks, seen, place=None):
         # was baked in unguarded (round-15's adversarial tests). Its param_groups and state are
         # followed by the region itself (``hyper``: guarding their numbers here would retrace
         # on every scheduler step), so only the other attributes the code names.
-        _guard_module_attributes(v, names - _OPTIMIZER_FOLLOWED, checks, seen)
+        _guard_module_attributes(v, [k for k in names if k not in _OPTIMIZER_FOLLOWED], checks, seen)
 
 
 _OPTIMIZER_FOLLOWED = frozenset({"param_groups", "state"})
@@ -163,7 +163,7 @@ def _guard_module_attributes(m, names, checks, seen):
     ``x * model.noise``, ``model.cfg["tau"]``): the module's class code alone (``_class_names``)
     does not name them, and ``model.noise = 1.0`` between calls must trace again."""
     d = vars(m)
-    probes = not names.isdisjoint(_PROBES)
+    probes = not _PROBES.isdisjoint(names)      # (names: any iterable of names)
     for k in names:
         # (``training`` and the module's own ``_parameters``/``_modules``/... tables are
         # state the program already follows)
