@@ -3,8 +3,9 @@ hand to the traced step and that the caller changes between calls -- a param gro
 copy (``dict(group)``, ``{**group}``, ``items()``, ``values()``, ``opt.state_dict()``),
 ``opt.defaults``, optimizer state counts, scheduler counters, a module's repr, ``training``
 read by a submodule's own code, parameter/buffer lists, hooks added to a submodule, containers
-on a module changed in place, process-wide settings (default dtype, grad mode, deterministic
-algorithms, matmul precision, ``backends.cudnn`` flags), the RNG seed, a global config and a
+on a module changed in place, ``hasattr``/``getattr`` of a name set later, a compiled report
+reading ``opt.state_dict()`` between eager steps, process-wide settings (default dtype, grad mode, deterministic
+algorithms, matmul precision, ``backends.cudnn`` flags), the RNG seed and state, a global config and a
 rebound closure variable, and the shape/dtype/``requires_grad`` of a captured tensor the step
 reads only as Python (``resize_``, ``set_``, ``.data =`` between calls). torch eager, tracegrad
 eager and ``tracegrad.compile`` run each program from the same state and must agree after every
