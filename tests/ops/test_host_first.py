@@ -116,6 +116,16 @@ def test_signature_is_compiled_after_its_host_calls():
         assert f.jitted._cache_size() == 1
 
 
+def test_large_results_compile_at_once():
+    with x64_scope():
+        f = eager_jit(lambda x: x.T)
+        big = jnp.zeros((host_first._HOST_BYTES // 4 + 1,), jnp.float32).reshape(-1, 1)
+        f(big)
+        assert f.jitted._cache_size() == 1 and not f._direct
+        f(jnp.asarray(_F))                     # a small signature of the same program: host
+        assert f.jitted._cache_size() == 1
+
+
 def test_tracers_go_to_jit():
     # met inside someone's trace, the program is the jit's business, which refuses to nest
     # (the op dispatch then traces the pure function: NOTE [eager compile options])

@@ -1,6 +1,8 @@
 """The first calls of a program that only moves data run on the host (NOTE [host first calls])."""
 from __future__ import annotations
 
+import math
+
 import jax
 import numpy as np
 
@@ -24,6 +26,9 @@ from .._x64 import x64_enter, x64_exit
 # a gather, a weakly typed result, a tracer, several devices or a non-CPU device (numpy
 # would mean a round trip through the host) is jitted as before.
 HOST_CALLS = 16
+# larger results are moved faster by XLA than numpy moves them (a 4096x4096 transpose: more
+# than a compile's time per call), so a program making them compiles on its first call
+_HOST_BYTES = 1 << 20
 _SIGS_MAX = 256      # signatures remembered per program (ever-new shapes start afresh)
 _COMPILE = object()  # a signature that is jitted
 
@@ -429,7 +434,9 @@ class FirstCallsOnHost:
         closed = traced.jaxpr
         if not _movement_only(closed.jaxpr):
             return None
-        if len(closed.jaxpr.invars) != len(leaves) or any(v.aval.weak_type for v in closed.jaxpr.outvars):
+        outs = [v.aval for v in closed.jaxpr.outvars]
+        if (len(closed.jaxpr.invars) != len(leaves) or any(a.weak_type for a in outs)
+                or sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in outs) > _HOST_BYTES):
             return _COMPILE
         return _Plan(closed, traced.out_tree)
 
