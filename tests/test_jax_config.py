@@ -236,3 +236,14 @@ def test_async_dispatch_set_only_where_it_takes_effect(jax_first):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == str(jax_first)
+
+
+def test_import_leaves_jax_backends_unstarted():
+    """``import tracegrad`` starts no JAX backend: platform settings and
+    ``jax.distributed.initialize`` (``init_process_group``) must still be possible after it."""
+    code = ("import tracegrad, tracegrad.nn, tracegrad.optim, tracegrad.distributed, tracegrad.func\n"
+            "from jax._src import xla_bridge\n"
+            "print('STARTED', xla_bridge.backends_are_initialized())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "STARTED False" in r.stdout, r.stdout

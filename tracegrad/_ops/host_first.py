@@ -23,7 +23,7 @@ from .._x64 import x64_enter, x64_exit
 # the device through the C++ call ``device_put`` ends in; the next call compiles, so a
 # training loop pays ~20 us a call for its first steps, then runs compiled programs. A
 # program that computes is found on its first call and goes straight to jit from then on;
-# a gather, a weakly typed result, a tracer, several devices or a non-CPU device (numpy
+# a weakly typed result, a tracer, several devices or a non-CPU device (numpy
 # would mean a round trip through the host) is jitted as before.
 HOST_CALLS = 16
 # larger results are moved faster by XLA than numpy moves them (a 4096x4096 transpose: more
@@ -356,7 +356,13 @@ def _putter(device):
         return lambda o, aval: jax.device_put(o)
 
 
-_ArrayImpl = type(jax.numpy.zeros(()))     # concrete arrays (never a tracer)
+# concrete arrays (never a tracer). Named, not made: making one at import would start JAX's
+# backends, which must wait for the user (jax.distributed.initialize, platform settings). The
+# class is private; a JAX without it sends every call to jit.
+try:
+    from jax._src.array import ArrayImpl as _ArrayImpl
+except ImportError:        # pragma: no cover
+    _ArrayImpl = None
 
 
 def _leaf_sig(a):
