@@ -98,6 +98,30 @@ def note_hook(kind: str, fn) -> None:
         cap.on_hook(kind, fn)
 
 
+def note_global_read(holder, name=None) -> None:
+    """A setting is being handed to the traced Python as a value: the list ``holder``
+    (``_deterministic``, the matmul precision), or ``holder.name`` (a generator's seed). The
+    program would bake it in, so the capture guards it (a copy of a list): a change between
+    calls traces again."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        v = list(holder) if name is None else getattr(holder, name)
+        cap.read_guards.append((_Holder(holder), name, v, None))
+
+
+class _Holder:
+    """A guard's mapping: ``get(None)`` answers the list itself (compared with a copy),
+    ``get(name)`` the holder's attribute."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self, holder):
+        self.holder = holder
+
+    def get(self, name, default):
+        return self.holder if name is None else getattr(self.holder, name, default)
+
+
 def note_effect(what: str) -> None:
     """Python state outside the tensors is about to change inside a capture (an attribute set
     on a module): the program would not repeat it, so the capture makes the call run eagerly."""

@@ -554,6 +554,14 @@ def _guard_read(obj, name):
         cap.read_guards.append((_guards._Attributes(obj), name, list(v) if type(v) is list else v, None))
 
 
+def _guard_len(container):
+    """Library code hands the traced function something whose size is ``len(container)`` (an
+    optimizer's ``state_dict()``): guard that length; a new length traces again."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        cap.read_guards.append((_guards._Len(container), None, len(container), None))
+
+
 def fused_optimizer_group(opt, group, items) -> bool:
     """How an eager ``Optimizer.step`` updates one parameter group when it can: the group's
     update rule as cached XLA programs (``_lowering/fused_optim.py``). Returns False, having

@@ -75,7 +75,7 @@ def _collect_options(group):
     """``(key, tensors, numbers)`` of the group's options: lifted numbers traced, Tensor
     options as inputs, the rest by value in the key; None when one is unhashable."""
     options, tensors, numbers = [], [], []
-    for k, v in group.items():
+    for k, v in dict.items(group):
         if k in _SKIP:
             continue
         nums = lifted(group, k) if k in LIFTED else ()
@@ -115,7 +115,7 @@ def _rebuild(group, items, tensors, hypers):
     new_items = [(next(ts), next(ts), {k: next(ts) if isinstance(v, Tensor) else v for k, v in state.items()})
                  for _, _, state in items]
     new_group = {}
-    for k, v in group.items():
+    for k, v in dict.items(group):
         if k == "params":
             v = [p for p, _, _ in new_items]
         elif k in LIFTED and lifted(group, k):

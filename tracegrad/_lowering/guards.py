@@ -147,6 +147,15 @@ def _guard_held(v, names, checks, seen, place=None):
         for m in v.modules():
             if id(m) not in checks.called and "training" in vars(m):
                 checks.append((vars(m), "training", m.training, None))
+    elif getattr(type(v), "_tracegrad_state_is_captured", False) and isinstance(getattr(v, "defaults", None), dict):
+        # an optimizer: ``opt.defaults["lr"]`` (or a subclass's own attribute) read by the step
+        # was baked in unguarded (round-15's adversarial tests). Its param_groups and state are
+        # followed by the region itself (``hyper``: guarding their numbers here would retrace
+        # on every scheduler step), so only the other attributes the code names.
+        _guard_module_attributes(v, [k for k in names if k not in _OPTIMIZER_FOLLOWED], checks, seen)
+
+
+_OPTIMIZER_FOLLOWED = frozenset({"param_groups", "state"})
 
 
 def _guard_module_attributes(m, names, checks, seen):
@@ -154,10 +163,19 @@ def _guard_module_attributes(m, names, checks, seen):
     ``x * model.noise``, ``model.cfg["tau"]``): the module's class code alone (``_class_names``)
     does not name them, and ``model.noise = 1.0`` between calls must trace again."""
     d = vars(m)
+    probes = not _PROBES.isdisjoint(names)      # (names: any iterable of names)
     for k in names:
         # (``training`` and the module's own ``_parameters``/``_modules``/... tables are
         # state the program already follows)
-        if k == "training" or k.startswith("_") or k not in d or ("attr", id(m), k) in seen:
+        if k == "training" or k.startswith("_") or ("attr", id(m), k) in seen:
+            continue
+        if k not in d:
+            # ``hasattr(net, "foo")``/``getattr(net, "foo", 0)`` False at trace: one set later
+            # was not seen (round-15's adversarial tests). Only with such probes in the code:
+            # every other name the code loads would add a check per module
+            if probes and not hasattr(type(m), k) and k not in _module_tables(d):
+                seen.add(("attr", id(m), k))
+                checks.append((d, k, _MISSING, None))
             continue
         seen.add(("attr", id(m), k))
         v = d[k]
@@ -173,6 +191,14 @@ def _guard_module_attributes(m, names, checks, seen):
         if sm is not None and ("sub", id(sm)) not in seen and isinstance(getattr(sm, "__dict__", None), dict):
             seen.add(("sub", id(sm)))
             _guard_module_attributes(sm, names, checks, seen)
+
+
+def _module_tables(d):
+    """The names a module holds in its parameter, buffer and submodule tables."""
+    out = set()
+    for table in ("_parameters", "_buffers", "_modules"):
+        out.update(d.get(table) or ())
+    return out
 
 
 def _guard_class_attributes(o, d, names, checks, every=False):
@@ -271,6 +297,28 @@ class _Same:
 
     def get(self, _key, default):
         return self.c
+
+
+def _layout(t):
+    try:
+        v = t._value
+    except Exception:    # a sparse COO tensor has no dense value: its public shape and dtype
+        return tuple(t.shape), t.dtype
+    # the view chain: strides and storage offset (``set_`` to a transposed tensor keeps the shape)
+    return v.shape, v.dtype, t._chain
+
+
+class _Layout:
+    """The shape, dtype and view chain of the tensor a place holds, read like the place's entry."""
+
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    def get(self, k, default):
+        t = self.d.get(k, default)
+        return _layout(t) if isinstance(t, Tensor) else t
 
 
 class _RequiresGrad:
@@ -415,6 +463,10 @@ def _guard_value(d, k, v, checks) -> bool:
                 checks.append((_holds(d, k, v), None, True, None))
         elif id(v._st) not in _HELD:
             checks.append((_RequiresGrad(d), k, v._rg, None))
+            # and what else the trace may have read of it as Python (``t.shape``, ``t.numel()``,
+            # ``t.dtype``): a resize_, set_, t_ or ``.data =`` between calls was frozen
+            # (round-15's adversarial tests)
+            checks.append((_Layout(d), k, _layout(v), None))
     else:
         return False
     return True
@@ -605,6 +657,18 @@ def _guard_ref(ref, used, checks, seen):
             _guard_held(v, _object_names(type(v), used), checks, seen, None if holder is None else (holder, name))
 
 
+def _followed_module(m) -> bool:
+    """A submodule whose names ``_guard_namespace`` guards too: the user's own modules and
+    ``tracegrad.backends``'s flags (not tracegrad's op namespaces: their functions never
+    change and would only add identity checks)."""
+    name = getattr(m, "__name__", "")
+    return name.startswith("tracegrad.backends") or name.split(".")[0] not in _LIBRARIES
+
+
+_LIBRARIES = frozenset({"tracegrad", "builtins", "numpy", "jax", "jaxlib", "torch", "math", "os", "sys",
+                        "functools", "itertools", "collections", "typing", "types", "operator"})
+
+
 def _guard_namespace(ns, names, checks, seen):
     """A Python module's or a user class's attributes among ``names`` (``config.SCALE``,
     ``Config.SCALE``): guarded as globals are."""
@@ -614,8 +678,11 @@ def _guard_namespace(ns, names, checks, seen):
     for k in names:
         if k in ns and not k.startswith("__"):
             v = ns[k]
-            if not _guard_value(ns, k, v, checks):
-                _guard_container(v, checks, seen)
+            if not _guard_value(ns, k, v, checks) and not _guard_container(v, checks, seen) \
+                    and isinstance(v, types.ModuleType) and _followed_module(v):
+                # ``torch.backends.cudnn.enabled``, ``config.train.SCALE``: a flag read through a
+                # submodule was baked in unguarded (round-15's adversarial tests)
+                _guard_namespace(vars(v), names, checks, seen)
     if ns is vars(os) and not names.isdisjoint(("environ", "getenv")):
         # ``os.environ[...]``, ``os.getenv(...)``: the environment as a whole (one comparison)
         env = getattr(os.environ, "_data", None)

@@ -57,7 +57,7 @@ def signature(optimizers):
     for o in optimizers:
         sig.append(len(o.state))
         for g in o.param_groups:
-            for k, v in g.items():
+            for k, v in dict.items(g):     # not ParamGroup.items: that notes reads
                 if k == "params":
                     continue
                 nums = lifted(g, k) if k in LIFTED else ()
@@ -78,7 +78,7 @@ def snapshot(optimizers):
     (~15 us once the step's XLA work has evicted the interpreter's caches: the largest guard of
     a small step)."""
     def entries(g):
-        return [(k, v, len(lifted(g, k)) if k in LIFTED else 0) for k, v in g.items() if k != "params"]
+        return [(k, v, len(lifted(g, k)) if k in LIFTED else 0) for k, v in dict.items(g) if k != "params"]
     return [signature(optimizers), [
         (o, len(o.state), o.param_groups,
          [(g, len(g), tuple(map(id, g["params"])), entries(g)) for g in o.param_groups])
@@ -145,16 +145,33 @@ def note_read(group, key):
     lr. Found by round-14's adversarial tests; the smallest fix is to guard that value exactly
     (a new value traces again), which keeps a step that never reads it free of retraces."""
     cap = _state.CAPTURE[0]
-    if cap is None or key not in LIFTED:
+    if cap is None:
         return
-    nums = lifted(group, key)
-    if not nums:
-        return
+    nums = lifted(group, key) if key in LIFTED else ()
     for o in cap.hyper_inputs:
         for i, g in enumerate(o.param_groups):
             if g is group:
                 for j, n in enumerate(nums):
                     cap.hyper_signs[(o, i, key, j)] = ("==", n)
+                return      # the other options: ``signature`` guards them by value
+    # the group of an optimizer whose step the trace does not run (a compiled report reading
+    # ``opt.state_dict()`` or ``group["lr"]`` while eager steps and a scheduler change it):
+    # nothing else guards it, and the number read is baked in (round-15's adversarial tests)
+    v = dict.get(group, key)
+    if isinstance(v, _PY_CONST) or (isinstance(v, tuple) and all(isinstance(a, _PY_CONST) for a in v)):
+        cap.read_guards.append((_GroupView(group), key, v, None))
+
+
+class _GroupView:
+    """A param group read by a guard with dict's own ``get`` (ParamGroup's notes reads)."""
+
+    __slots__ = ("group",)
+
+    def __init__(self, group):
+        self.group = group
+
+    def get(self, key, default):
+        return dict.get(self.group, key, default)
 
 
 def slots(optimizers):
@@ -218,7 +235,7 @@ def bind(slot_list, arrays):
 @contextmanager
 def swapped(opt, values):
     """Within the block, ``opt``'s groups hold the traced values instead of the numbers."""
-    saved = [dict(g) for g in opt.param_groups]
+    saved = [dict(dict.items(g)) for g in opt.param_groups]   # not dict(g): ParamGroup notes reads
     try:
         # dict's own methods: the groups report writes by the traced function (optim's
         # ParamGroup), not these

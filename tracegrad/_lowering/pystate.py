@@ -894,6 +894,9 @@ def _absent_globals(code, g):
 
 def _code_names(code, out):
     out.update(code.co_names)
+    if "hasattr" in code.co_names or "getattr" in code.co_names:
+        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``: the literal names are read too
+        out.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _code_names(c, out)

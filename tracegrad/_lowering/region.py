@@ -123,8 +123,8 @@ def _global_modes():
     ``set_float32_matmul_precision``, ``use_deterministic_algorithms``, ``set_default_device``,
     ``set_num_threads``): one changed while tracing would not be changed again by the program."""
     return (tuple(grad_mode.STATE.v), _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
-            tuple(_state.PRINT_OPTS.items()), runtime.get_float32_matmul_precision(),
-            runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled(),
+            # the holders, not the getters: a getter called while tracing guards its value
+            tuple(_state.PRINT_OPTS.items()), runtime._matmul_precision[0], *runtime._deterministic,
             str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
 
 
@@ -140,10 +140,9 @@ def _put_global_modes_back(modes) -> None:
     _state.ANOMALY[:] = anomaly
     _state.PRINT_OPTS.clear()
     _state.PRINT_OPTS.update(opts)
-    if runtime.get_float32_matmul_precision() != prec:
+    if runtime._matmul_precision[0] != prec:
         runtime.set_float32_matmul_precision(prec)
-    if (runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled()) \
-            != (det, warn_only):
+    if tuple(runtime._deterministic) != (det, warn_only):
         runtime.use_deterministic_algorithms(det, warn_only=warn_only)
     if str(runtime.get_default_device()) != device:
         runtime.set_default_device(device)

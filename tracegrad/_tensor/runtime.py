@@ -8,6 +8,7 @@ import warnings
 
 import jax
 
+from .. import _state
 from .._ops.linalg import MATMUL_PRECISION
 from . import device as _device_mod
 from .device import cuda_devices, device
@@ -21,6 +22,8 @@ _default_device = [None]
 
 def get_float32_matmul_precision() -> str:
     """Mirrors ``torch.get_float32_matmul_precision``: 'highest' (default), 'high' or 'medium'."""
+    if _state.CAPTURE[0] is not None:
+        _state.note_global_read(_matmul_precision)
     return _matmul_precision[0]
 
 
@@ -101,11 +104,15 @@ def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
 
 def are_deterministic_algorithms_enabled() -> bool:
     """Mirrors ``torch.are_deterministic_algorithms_enabled``."""
+    if _state.CAPTURE[0] is not None:     # read by a traced function: guarded, not baked in
+        _state.note_global_read(_deterministic)
     return _deterministic[0]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     """Mirrors ``torch.is_deterministic_algorithms_warn_only_enabled``."""
+    if _state.CAPTURE[0] is not None:
+        _state.note_global_read(_deterministic)
     return _deterministic[1]
 
 

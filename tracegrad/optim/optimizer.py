@@ -439,6 +439,11 @@ class Optimizer:
         order; the state tensors are the optimizer's own (not copies), as torch."""
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
             pre_hook(self)
+        if compiler._tracing():
+            # the number of parameters with state (and of groups) read by a compiled step: the
+            # program would bake the traced call's (round-15's adversarial tests)
+            compiler._guard_len(self.state)
+            compiler._guard_len(self.param_groups)
         param_mappings: dict = {}
         start_index = 0
 
@@ -756,6 +761,30 @@ class ParamGroup(dict):
         if compiler._tracing():
             compiler._param_group_read(self, key)
         return dict.get(self, key, default)
+
+    # A copy or view of the whole group read by the traced Python (``dict(group)``, ``{**group}``,
+    # ``group.items()``, ``opt.state_dict()``) hands it every lifted option as a number, as
+    # ``group[key]`` does: each is reported too. Defining ``__iter__`` makes CPython's dict
+    # merge (``dict(group)``) take its slow path through ``keys()`` and ``__getitem__``.
+    def __iter__(self):
+        return dict.__iter__(self)
+
+    def _note_all(self):
+        if compiler._tracing():
+            for key in dict.keys(self):
+                compiler._param_group_read(self, key)
+
+    def items(self):
+        self._note_all()
+        return dict.items(self)
+
+    def values(self):
+        self._note_all()
+        return dict.values(self)
+
+    def copy(self):
+        self._note_all()
+        return dict(dict.items(self))
 
     def __setitem__(self, key, value):
         _note_write(key)
