@@ -223,17 +223,16 @@ def test_process_settings_global_config_and_rebound_closure():
                     T.use_deterministic_algorithms(True)
                 if i == 3:
                     T.set_float32_matmul_precision("high")
-                if i == 4:
-                    T.backends.cudnn.enabled = False
                 if i == 6:
                     T.set_default_dtype(T.float64)
-                with T.set_grad_enabled(i != 7):
+                # ``flags``, not ``cudnn.enabled = False``: torch refuses the plain assignment
+                # in a process where its test utilities froze the flags
+                with T.set_grad_enabled(i != 7), T.backends.cudnn.flags(enabled=i != 4):
                     return f(_rand(T, i, 2, 3))
             finally:
                 T.set_default_dtype(T.float32)
                 T.use_deterministic_algorithms(False)
                 T.set_float32_matmul_precision("highest")
-                T.backends.cudnn.enabled = True
         return run
     compare(build, calls=8)
 

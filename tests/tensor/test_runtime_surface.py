@@ -136,6 +136,21 @@ def test_backend_flags_are_settable():
         tracegrad.backends.cudnn.benchmark = old
 
 
+def test_cudnn_flags_block_sets_every_flag_and_restores():
+    def probe(m):
+        c = m.backends.cudnn
+        read = lambda: (c.enabled, c.benchmark, c.deterministic, c.allow_tf32, c.fp32_precision)
+        before = read()
+        with c.flags(enabled=False, deterministic=True):     # the others take flags()'s defaults
+            inside = read()
+        with c.flags(benchmark=True, allow_tf32=False):      # note torch's default enabled=False
+            second = read()
+        return before, inside, second, read()
+    a, b = both(probe)
+    assert a == b == ((True, False, False, True, "none"), (False, False, True, True, "none"),
+                      (False, True, False, False, "none"), (True, False, False, True, "none"))
+
+
 def test_matmul_precision_flags():
     import jax
     before = jax.config.jax_default_matmul_precision

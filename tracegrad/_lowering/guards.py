@@ -103,6 +103,7 @@ class _Checks(list):
     pinned = frozenset()      # ids of the storages the program reads as inputs (not carried)
     followable = {}           # id -> input index of the pinned storages a place may follow
     places = None             # input index -> [(slot, tensor)] where such a storage was found
+    by_shape = frozenset()    # (id(dict), name) of module attributes guarded by shape elsewhere
 
 
 def _guard_object(o, names, checks, seen):
@@ -465,8 +466,11 @@ def _guard_value(d, k, v, checks) -> bool:
             checks.append((_RequiresGrad(d), k, v._rg, None))
             # and what else the trace may have read of it as Python (``t.shape``, ``t.numel()``,
             # ``t.dtype``): a resize_, set_, t_ or ``.data =`` between calls was frozen
-            # (round-15's adversarial tests)
-            checks.append((_Layout(d), k, _layout(v), None))
+            # (round-15's adversarial tests). Not for an attribute the region guards by shape
+            # itself: the trace may have rebound it (a mask remade for a new length), and the
+            # tensor found there now is not the one a call finds
+            if (id(d), k) not in checks.by_shape:
+                checks.append((_Layout(d), k, _layout(v), None))
     else:
         return False
     return True
@@ -545,15 +549,16 @@ def _tensor_counts(storages, bases):
     return counts
 
 
-def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None):
+def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None, by_shape=frozenset()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
     it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
     whose tensors' places are guarded by identity; ``followable``: id -> input index of those a
-    place may follow instead, NOTE [tensors read by place]). Returns the checks and the
-    ``(input index, slot)`` places to follow."""
+    place may follow instead, NOTE [tensors read by place]; ``by_shape``: ``(id(dict), name)``
+    of the module attributes the region guards by the shape the call finds, NOTE [module tensor
+    attributes]). Returns the checks and the ``(input index, slot)`` places to follow."""
     checks, seen, classes = _Checks(), set(), set()
-    checks.called, checks.pinned = {id(m) for m in modules}, pinned
+    checks.called, checks.pinned, checks.by_shape = {id(m) for m in modules}, pinned, by_shape
     checks.followable, checks.places = followable or {}, {}
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):

@@ -1140,7 +1140,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     pinned = {id(st) for j, st in enumerate(storages) if j not in carried}
     followable = {id(st): j for j, st in enumerate(storages)
                   if j not in carried and not info["state_written"][j]}
-    checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable)
+    checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable,
+                                  {(id(d), name) for d, name, _, _ in region.attr_guards})
     data_sets = info.pop("data_sets")
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
