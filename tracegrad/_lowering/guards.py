@@ -60,12 +60,20 @@ def _class_names(cls, cache=_NAMES):
         for klass in cls.__mro__:
             if klass is object or klass.__dict__.get("_tracegrad_base_module"):
                 continue
+            own = set()
             for f in klass.__dict__.values():
                 f = getattr(f, "__func__", f)
                 if isinstance(f, property):
                     f = f.fget
                 if isinstance(f, types.FunctionType):
-                    _code_names(f.__code__, names)
+                    _code_names(f.__code__, own)
+            if klass.__module__.startswith("tracegrad."):
+                # tracegrad's own methods probe only the module's tables (``getattr(self,
+                # name)`` in Sequential), which the region follows: as probes they would guard
+                # every name those methods load as absent on every module (120 checks on the
+                # digits MLP)
+                own -= _PROBES
+            names |= own
         cache[cls] = names
     return names
 
