@@ -11,8 +11,6 @@ eagerly against torch), with their training step under ``tracegrad.compile`` (co
   tensor reads the index back (torch selects with it: a view), which is a graph break here where
   ``torch.compile(fullgraph=True)`` captures it (strict xfail below).
 """
-import linecache
-
 import numpy as np
 import pytest
 
@@ -20,7 +18,7 @@ import tracegrad
 
 from tests.api.test_public_programs_round29 import _Seeded, _tiny_diffusion_module
 
-from ._harness import check_compiled, np_init
+from ._harness import break_lines, check_compiled
 
 
 def _moons(mod, i):
@@ -75,8 +73,7 @@ def test_tiny_diffusion_train_step_compiled():
     # and torch's
     run = check_compiled(_ddpm_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
     stats = run.step.stats
-    assert not stats["graph_breaks"], stats
-    assert stats["traces"] == 1 and stats["eager_calls"] == 1, stats
+    assert (stats["traces"], stats["eager_calls"], stats["graph_breaks"]) == (1, 1, []), stats
     model = run.state["model"]
     # the frozen frequencies are parameters without gradients: AdamW left them as built
     emb = model.time_mlp.layer.emb
@@ -84,11 +81,6 @@ def test_tiny_diffusion_train_step_compiled():
     np.testing.assert_allclose(emb.detach().numpy(), np.exp(-np.log(1e4) * np.arange(2)), rtol=1e-6)
     # every trainable gradient was cleared by the step's zero_grad()
     assert all(p.grad is None for p in model.parameters())
-
-
-def _file_line(where):
-    path, line = where.rsplit(":", 1)
-    return path, int(line)
 
 
 def test_tiny_diffusion_reverse_step_compiled():
@@ -113,8 +105,7 @@ def test_tiny_diffusion_reverse_step_compiled():
     np.testing.assert_allclose(frames[0], frames[1], rtol=1e-5, atol=1e-6)
     assert np.isfinite(frames[0]).all() and frames[0].shape == (4, 2)
     stats = compiled_step.stats
-    lines = {linecache.getline(*_file_line(where)).strip() for _, where in stats["graph_breaks"]}
-    assert lines == {"s1 = self.sqrt_inv_alphas_cumprod[t]"}, stats
+    assert set(break_lines(stats)) == {"s1 = self.sqrt_inv_alphas_cumprod[t]"}, stats
     assert stats["calls"] == 5 and stats["eager_calls"] == 5, stats
 
 
