@@ -420,16 +420,17 @@ def test_tiny_diffusion_ddpm():
         log("variance0", noise_scheduler.get_variance(torch.tensor(0)))
         log("variance3", noise_scheduler.get_variance(torch.tensor(3)))
 
-        # the ablation study's other embeddings (ddpm.py --time_embedding/--input_embedding)
-        x = torch.tensor([[0.5, -1.0], [2.0, 0.25]])
+        # the ablation study's other embeddings (ddpm.py --time_embedding/--input_embedding),
+        # each on its own (a whole MLP per choice would only add compiles of new Linear shapes)
         t = torch.tensor([4, 1])
-        for time_emb, input_emb in (("learnable", "linear"), ("learnable", "identity")):
-            m = init_params(torch, MLP(hidden_size=8, hidden_layers=1, emb_size=4,
-                                       time_emb=time_emb, input_emb=input_emb), seed=6)
-            out = m(x, t)
-            out.sum().backward()
-            log(f"{time_emb}-{input_emb}", [out, m.joint_mlp[0].weight.grad])
-        log("zero", PositionalEmbedding(4, "zero")(t))
+        for kind in ("learnable", "linear", "identity", "zero"):
+            emb = PositionalEmbedding(4, kind)
+            init_params(torch, emb, seed=6)
+            log(kind, [len(emb.layer), emb(t)])
+        # --time_embedding zero: int64 zeros concatenated with the float input embeddings
+        m = init_params(torch, MLP(hidden_size=8, hidden_layers=1, emb_size=4, time_emb="zero"), seed=7)
+        with torch.no_grad():
+            log("zero_time", m(torch.tensor([[0.5, -1.0], [2.0, 0.25]]), t))
         try:
             PositionalEmbedding(4, "rotary")
         except ValueError as e:
