@@ -4,7 +4,8 @@
 
 - tanelp/tiny-diffusion: ``ddpm.py``'s 2-d DDPM (``positional_embeddings.py``'s sinusoidal /
   linear / learnable / zero / identity embeddings with ``nn.Parameter(..., requires_grad=False)``
-  and ``len()`` of modules, the ``NoiseScheduler`` built from ``linspace``, ``cumprod(axis=0)``,
+  and ``len()`` of modules, the zero time embedding's int64 zeros ``cat``-ed with float
+  embeddings, the ``NoiseScheduler`` built from ``linspace``, ``cumprod(axis=0)``,
   ``F.pad(..., value=1.)`` and powers, timesteps gathered and ``reshape``-d, ``get_variance``'s
   ``t == 0`` test on a 0-dim tensor and ``clip``), trained as its main loop does
   (``loss.backward(loss)``, ``clip_grad_norm_``, AdamW) and sampled in reverse with
