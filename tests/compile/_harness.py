@@ -10,6 +10,7 @@ A program is ``make(mod, wrap) -> (step, state, batch)``: ``mod`` is ``tracegrad
 called (identity or ``tracegrad.compile``), ``state`` is a dict of everything to observe
 (modules, optimizers, tensors, Python lists), ``batch(i)`` gives call ``i``'s arguments.
 """
+import linecache
 import warnings
 from types import SimpleNamespace
 
@@ -175,6 +176,15 @@ def no_change(i):
 
 def ones(mod):
     return lambda i: (mod.ones(2),)
+
+
+def break_lines(stats):
+    """The stripped source line of each graph break in a compiled function's ``stats``."""
+    out = []
+    for _, where in stats["graph_breaks"]:
+        path, line = where.rsplit(":", 1)
+        out.append(linecache.getline(path, int(line)).strip())
+    return out
 
 
 def silent(reason):

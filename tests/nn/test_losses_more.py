@@ -50,6 +50,11 @@ CASES = {
     "gaussian_one_dim_var": lambda F, x, y, r: F.gaussian_nll_loss(x, y, T_(x, POS_VAR[:1]), reduction=r),
     "gaussian_float_var": lambda F, x, y, r: F.gaussian_nll_loss(x, y, 0.7, reduction=r),
     "triplet_distance": lambda F, x, y, r: F.triplet_margin_with_distance_loss(x, y, T_(x, C), reduction=r),
+    # the weight= of mse_loss/l1_loss/huber_loss (torch >= 2.6; once silently ignored here)
+    "mse_weight": lambda F, x, y, r: F.mse_loss(x, y, reduction=r, weight=T_(x, POS_VAR)),
+    "l1_weight": lambda F, x, y, r: F.l1_loss(x, y, reduction=r, weight=T_(x, POS_VAR)),
+    "huber_weight": lambda F, x, y, r: F.huber_loss(x, y, reduction=r, delta=0.5, weight=T_(x, POS_VAR)),
+    "mse_weight_bcast_target": lambda F, x, y, r: F.mse_loss(x, y[0], reduction=r, weight=T_(x, POS_VAR)),
     "triplet_distance_fn_swap": lambda F, x, y, r: F.triplet_margin_with_distance_loss(
         x, y, T_(x, C), distance_function=lambda a, b: 1 - F.cosine_similarity(a, b), margin=0.5, swap=True,
         reduction=r),
@@ -125,6 +130,8 @@ ERRORS = [
     lambda T: T.nn.TripletMarginWithDistanceLoss(margin=-1.0),
     lambda T: T.nn.functional.cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(2, 1)),
     lambda T: T.nn.functional.cosine_embedding_loss(T.ones(3), T.ones(3), T.ones(2)),
+    lambda T: T.nn.functional.mse_loss(T.ones(2, 3), T.ones(2, 3), weight=T.ones(3)),
+    lambda T: T.nn.functional.huber_loss(T.ones(2, 3), T.ones(3), weight=T.ones(1, 3)),
 ]
 
 
@@ -134,6 +141,18 @@ def test_errors_match_torch(i):
         ERRORS[i](torch)
     with pytest.raises(et.type):
         ERRORS[i](tracegrad)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_mismatched_target_warns_then_raises_broadcast_error(name):
+    # torch warns about the target size first, then broadcast_tensors refuses the shapes
+    got = []
+    for T in (torch, tracegrad):
+        with pytest.warns(UserWarning, match="Using a target size"):
+            with pytest.raises(RuntimeError) as e:
+                getattr(T.nn.functional, name)(T.ones(4, 2), T.ones(4))
+        got.append(str(e.value))
+    assert got[0] in got[1], got
 
 
 def _make(mod, wrap):

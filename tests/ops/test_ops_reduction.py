@@ -144,3 +144,21 @@ def test_return_types_print_as_torch(call):
     want, got = call(torch), call(tracegrad)
     assert repr(got) == repr(want) and str(got) == str(want)
     assert type(got).__name__ == type(want).__name__ and isinstance(got, tuple)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.aminmax(t.zeros(0)),
+    lambda t: t.zeros(2, 0).aminmax(),
+    lambda t: t.zeros(0, 2).aminmax(dim=0),
+    lambda t: t.zeros(2, 0).aminmax(dim=-1, keepdim=True),
+], ids=["whole_1d", "whole_2d", "dim0", "dim_neg"])
+def test_aminmax_empty_errors_name_aminmax(call):
+    # a program's min/max guard over a masked-out (empty) selection: torch's class and message,
+    # which names aminmax (the amin/amax it is built from used to name amin)
+    import tracegrad
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception) as want:
+        call(torch)
+    with pytest.raises(want.type) as got:
+        call(tracegrad)
+    assert str(got.value) == str(want.value)

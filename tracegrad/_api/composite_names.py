@@ -52,7 +52,13 @@ def spmm(input, mat2):
 @method("aminmax", function=True)
 def aminmax(input, *, dim=None, keepdim=False):
     """Mirrors ``torch.aminmax``: namedtuple ``(min, max)`` of ``amin``/``amax`` over ``dim``
-    (all dims when None). Gradients as ``amin``/``amax`` (ties share evenly)."""
+    (all dims when None). Gradients as ``amin``/``amax`` (ties share evenly). An empty input
+    reduced whole is torch's RuntimeError, an empty ``dim`` its IndexError, both naming
+    ``aminmax`` (amin's own checks would name amin)."""
+    if dim is None and input.numel() == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")
+    if dim is not None and input.ndim and input.shape[_wrap(dim, input.ndim)] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {_wrap(dim, input.ndim)} to have non-zero size.")
     dims = tuple(range(input.ndim)) if dim is None else dim
     if dim is None and not keepdim:
         return return_types.aminmax(input.amin(), input.amax())

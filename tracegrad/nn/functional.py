@@ -701,7 +701,7 @@ def _bcast(input, target, name):
         raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
                                   "convert it with .float() first")
     if tuple(input.shape) != tuple(target.shape):
-        tracegrad.broadcast_shapes(input.shape, target.shape)   # RuntimeError as torch, before warning
+        # torch warns first, then broadcast_tensors raises for shapes that do not broadcast
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       f"This will likely lead to incorrect results due to broadcasting. Please ensure they have "
                       f"the same size.", stacklevel=3)
@@ -709,21 +709,43 @@ def _bcast(input, target, name):
     return input, target
 
 
+def _weighted(loss, weight, input, reduction, mean_by_weight):
+    """The ``weight=`` path torch's mse_loss/l1_loss/huber_loss take in Python: the elementwise
+    loss times ``weight`` (ValueError unless it has input's size), reduced by sum, or for 'mean'
+    by ``sum / weight.sum()`` (mse, l1) or ``mean()`` (huber)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    weighted = loss * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return tracegrad.sum(weighted)
+    return tracegrad.sum(weighted) / tracegrad.sum(weight) if mean_by_weight else weighted.mean()
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mirrors ``torch.nn.functional.mse_loss``: grad_fn ``MseLossBackward0``."""
+    """Mirrors ``torch.nn.functional.mse_loss``: grad_fn ``MseLossBackward0``; with ``weight``
+    (input's size, else ValueError) the weighted squared errors, their sum, or for 'mean' their
+    sum over ``weight.sum()``, as torch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _bcast(*_autocast.cast("fp32", "mse_loss", input, target), "mse_loss")
+    if weight is not None:
+        return _weighted(tracegrad.pow(input - target, 2), weight, input, reduction, True)
     return _nn.mse_loss(input, target, reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mirrors ``torch.nn.functional.l1_loss``: ``|input - target|`` then mean/sum
-    (grad_fn ``MeanBackward0``/``SumBackward0``/``AbsBackward0``, as torch)."""
+    (grad_fn ``MeanBackward0``/``SumBackward0``/``AbsBackward0``, as torch); with ``weight``
+    (input's size, else ValueError) the weighted errors, their sum, or for 'mean' their sum over
+    ``weight.sum()``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _bcast(*_autocast.cast("fp32", "l1_loss", input, target), "l1_loss")
     loss = (input - target).abs()
+    if weight is not None:   # torch: the weighted errors, 'mean' over weight.sum()
+        return _weighted(loss, weight, input, reduction, True)
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
 
@@ -740,12 +762,15 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Mirrors ``torch.nn.functional.huber_loss``: grad_fn ``HuberLossBackward0``.
-    RuntimeError for ``delta <= 0``."""
+    RuntimeError for ``delta <= 0``. With ``weight`` (input's size, else ValueError) the
+    unreduced loss times ``weight``, then its sum or plain mean, as torch."""
     reduction = _reduction.resolve(None, None, reduction)    # 'elementwise_mean' is 'mean', as torch
     _check_reduction(reduction)
     if not delta > 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _bcast(*_autocast.cast("fp32", "huber_loss", input, target), "huber_loss")
+    if weight is not None:   # torch: the unreduced loss times weight, 'mean' a plain mean
+        return _weighted(_nn.huber_loss(input, target, "none", delta), weight, input, reduction, False)
     return _nn.huber_loss(input, target, reduction, delta)
 
 
