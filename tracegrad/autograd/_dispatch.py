@@ -289,8 +289,13 @@ class OpNode(Node):
             if bop.n_out == 1:
                 res = (res,)
         else:                    # plain backward: the saved arrays straight into the jitted VJP
-            saved = None
-            args = [s.value(self, i) for i, s in enumerate(self.saved)]
+            if prune:   # _drop_unread reads the saved tensors too: unpack them once, as torch
+                # runs an unpack hook once per use of the saved tensor
+                saved = [s.get(self, i) for i, s in enumerate(self.saved)]
+                args = [t._value for t in saved]
+            else:
+                saved = None
+                args = [s.value(self, i) for i, s in enumerate(self.saved)]
             args += self.consts
             args += [None if g is None else g._value for g in grads]
             out = _run_meta(bop, args, ()) if _LAYOUTS_SEEN[0] else bop.run(args, ())
@@ -302,8 +307,7 @@ class OpNode(Node):
                 res = tuple(Tensor._make(o) for o in out)
         res = [None if s < 0 else res[s] for s in slots]
         if prune:
-            _drop_unread(self, [s.get(self, i) for i, s in enumerate(self.saved)] if saved is None else saved,
-                         grads, res)
+            _drop_unread(self, saved, grads, res)
         return res
 
     def num_outputs(self) -> int:
