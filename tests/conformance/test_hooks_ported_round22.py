@@ -671,3 +671,693 @@ def test_saved_tensor_hooks():
     test_default_saved_variable_hooks_double_backward."""
     check([_pack_unpack_counts, _nested_inner_wins, _disable_saved_hooks, _pack_inplace_fails, _save_on_cpu,
            _custom_error_propagation, _custom_function_saved, _double_backward_with_hooks])
+
+
+# ---- module hooks (test/nn/test_module_hooks.py) -----------------------------------------------
+
+def _toy(T):
+    """test_module_hooks' ToyModel, with Linear(2, 2) layers and fixed weights."""
+    def lin():
+        m = T.nn.Linear(2, 2)
+        with T.no_grad():
+            m.weight.copy_(T.tensor([[0.5, -0.25], [0.75, 0.125]]))
+            m.bias.copy_(T.tensor([0.1, -0.2]))
+        return m
+
+    class Net(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq1 = T.nn.Sequential(lin(), lin())
+            self.seq2 = T.nn.Sequential(lin(), lin())
+
+        def forward(self, x):
+            return self.seq2(self.seq1(x))
+
+    class ToyModel(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net1 = Net()
+            self.net2 = Net()
+
+        def forward(self, x):
+            return self.net2(self.net1(x))
+
+    return ToyModel()
+
+
+def _xin(T, grad=False):
+    return T.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=grad)
+
+
+def _ordered(kind, target, ids_prepend):
+    """test_forward_hooks / _pre_hooks / test_full_backward_hooks / _pre_hooks: hooks registered
+    with and without prepend on a submodule of the toy model fire in the order torch gives,
+    forward ones once per forward, backward ones once per backward."""
+    def f(T):
+        fired = []
+        model = _toy(T)
+        mod = target(model)
+
+        def make(i):
+            def hook(m, *args):
+                assert m is mod
+                fired.append(i)
+            return hook
+
+        for i, prepend in ids_prepend:
+            getattr(mod, kind)(make(i), prepend=prepend)
+        log = [list(fired)]
+        out = model(_xin(T, True))
+        log.append(list(fired))
+        out.sum().backward()
+        log.append(list(fired))
+        model(_xin(T, True)).sum().backward()
+        log.append(list(fired))
+        return log
+    return f
+
+
+def _full_backward_pre_zeroes(T):
+    # test_full_backward_pre_hooks: a backward pre-hook's return replaces grad_output
+    a = T.ones(2, requires_grad=True)
+    model = T.nn.Linear(2, 2)
+    model.register_full_backward_pre_hook(lambda m, go: (go[0] * 0,))
+    model(a).sum().backward()
+    return a.grad
+
+
+def _mixed_hooks(T):
+    # test_mixed_hooks
+    fired = []
+    model = _toy(T)
+    model.register_forward_pre_hook(lambda m, i: fired.append(0))
+    model.register_forward_hook(lambda m, i, o: fired.append(1))
+    model.register_full_backward_pre_hook(lambda m, go: fired.append(2))
+    model.register_full_backward_hook(lambda m, gi, go: fired.append(3))
+    log = [list(fired)]
+    out = model(_xin(T, True))
+    log.append(list(fired))
+    out.sum().backward()
+    log.append(list(fired))
+    model(_xin(T, True)).sum().backward()
+    log.append(list(fired))
+    return log
+
+
+def _kwarg_model(T):
+    class KwargModel(T.nn.Module):
+        def forward(self, x, bias=None):
+            if bias is not None:
+                x = x + bias
+            return x
+
+        def internal_forward_hook(self, module, args, kwargs, out):
+            return out + kwargs["bias"]
+
+    return KwargModel()
+
+
+def _kwarg_pre(fired):
+    def hook(m, args, kwargs):
+        fired.append(0)
+        kwargs["bias"] = 2 * kwargs["bias"]
+        return args, kwargs
+    return hook
+
+
+def _kwarg_post(fired):
+    def hook(m, args, kwargs, out):
+        fired.append(1)
+        return out + kwargs["bias"]
+    return hook
+
+
+def _kwarg_hooks(T):
+    # test_kwarg_hooks: pre-hooks rewrite kwargs, post hooks see them; a bound method hook
+    x, bias = T.ones(2, 2), T.ones(2, 2)
+    fired, log = [], []
+    model = _kwarg_model(T)
+    model.register_forward_pre_hook(_kwarg_pre(fired), with_kwargs=True)
+    log.append(model(x, bias=bias))
+    model = _kwarg_model(T)
+    model.register_forward_hook(_kwarg_post(fired), with_kwargs=True)
+    model.register_forward_pre_hook(_kwarg_pre(fired), with_kwargs=True)
+    log.append(model(x, bias=bias))
+    model = _kwarg_model(T)
+    model.register_forward_hook(model.internal_forward_hook, with_kwargs=True)
+    log.append(model(x, bias=bias))
+    return fired, log
+
+
+def _remove_kwarg_hooks(T):
+    # test_remove_kwarg_hooks: removal drops the hook and its with_kwargs entry
+    x, bias = T.ones(2, 2), T.ones(2, 2)
+    fired, log = [], []
+    model = _kwarg_model(T)
+    fh = model.register_forward_hook(_kwarg_post(fired), with_kwargs=True)
+    ph = model.register_forward_pre_hook(_kwarg_pre(fired), with_kwargs=True)
+    log.append(model(x, bias=bias))
+    fh.remove()
+    log.append(model(x, bias=bias))
+    log.append(fh.id in model._forward_hooks_with_kwargs)
+    ph.remove()
+    log.append(model(x, bias=bias))
+    log.append(ph.id in model._forward_pre_hooks_with_kwargs)
+    return fired, log
+
+
+def _bw_hook_non_tensor_output(T):
+    # test_bw_hook_warning_for_non_tensor_or_tuple: a module returning a dict gets its forward
+    # hooks, no backward hooks, and one UserWarning
+    counter = {"forward": 0, "backward": 0}
+
+    class TestModule(T.nn.Module):
+        def forward(self, d):
+            return {"x": T.nn.functional.softmax(d["x"], dim=0)}
+
+    def fw(*a):
+        counter["forward"] += 1
+
+    def bw(*a):
+        counter["backward"] += 1
+
+    x = T.ones(2, requires_grad=True)
+    model = TestModule()
+    model.register_forward_pre_hook(fw)
+    model.register_forward_hook(fw)
+    model.register_full_backward_pre_hook(bw)
+    model.register_full_backward_hook(bw)
+    model({"x": x})["x"].sum().backward()
+    return counter, x.grad
+
+
+def _always_call(T):
+    # test_always_called_forward_hooks: always_call hooks run when forward (or a hook) raises;
+    # the error propagates; ordinary forward hooks do not run
+    log = []
+
+    class Boom(T.nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+
+    m = Boom()
+    m.register_forward_hook(lambda *a: log.append("plain"))
+    m.register_forward_hook(lambda *a: log.append("always"), always_call=True)
+    m.register_forward_hook(lambda m_, a, k, o: log.append(("kw", o)), always_call=True, with_kwargs=True)
+    r = [attempt(lambda: m(T.ones(2)))]
+    lin = T.nn.Linear(2, 2)
+    lin.register_forward_hook(lambda *a: 1 / 0)
+    lin.register_forward_hook(lambda *a: log.append("after"), always_call=True)
+    r.append(attempt(lambda: lin(T.ones(2))))
+    return log, r
+
+
+def test_module_forward_and_backward_hooks():
+    """TestModuleHooks: test_forward_hooks, test_forward_pre_hooks, test_full_backward_hooks,
+    test_full_backward_pre_hooks, test_mixed_hooks, test_kwarg_hooks, test_remove_kwarg_hooks,
+    test_bw_hook_warning_for_non_tensor_or_tuple, always_call forward hooks."""
+    seq2 = lambda m: m.net1.seq2
+    check([
+        _ordered("register_forward_hook", seq2, [(0, False), (1, True), (2, False), (3, False), (4, True)]),
+        _ordered("register_forward_pre_hook", lambda m: m.net2.seq1,
+                 [(0, True), (1, False), (2, False), (3, False), (4, True)]),
+        _ordered("register_full_backward_hook", lambda m: m.net1,
+                 [(0, False), (1, False), (2, False), (3, True), (4, True)]),
+        _ordered("register_full_backward_pre_hook", lambda m: m.net1,
+                 [(0, True), (1, True), (2, False), (3, False), (4, False)]),
+        _full_backward_pre_zeroes, _mixed_hooks, _kwarg_hooks, _remove_kwarg_hooks, _bw_hook_non_tensor_output,
+        _always_call,
+    ])
+
+
+# ---- state_dict hooks ----------------------------------------------------------------------------
+
+def _load_pre_hooks(T):
+    # test_load_state_dict_pre_hook / test_load_state_dict_module_pre_hook: with and without the
+    # module argument, on the root and on a submodule (its prefix), bound methods included
+    log = []
+    m = T.nn.Linear(2, 2)
+    sd = m.state_dict()
+    m_load = T.nn.Linear(2, 2)
+    m_load._register_load_state_dict_pre_hook(
+        lambda sd_, prefix, meta, strict, missing, unexpected, errs: log.append(("plain", prefix, sorted(sd_), strict)))
+    m_load.load_state_dict(sd)
+    m_load._register_load_state_dict_pre_hook(
+        lambda mod, sd_, prefix, *rest: log.append(("with_module", mod is m_load, prefix)), True)
+    m_load.load_state_dict(sd, strict=False)
+
+    class Wrap(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mod = T.nn.Linear(2, 2)
+
+    w = Wrap()
+    w.mod._register_load_state_dict_pre_hook(
+        lambda mod, sd_, prefix, meta, strict, missing, unexpected, errs:
+        log.append(("sub", mod is w.mod, prefix, list(missing), list(unexpected), list(errs))), True)
+    w.load_state_dict(w.state_dict())
+    return log
+
+
+def _load_post_hooks(T):
+    # test_load_state_dict_post_hook: a submodule's post hook may add to and clear the
+    # incompatible keys; strict=True then raises RuntimeError naming them; removal stops it
+    class MyModule(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.foo = T.nn.Parameter(T.ones(2))
+
+        def my_post_load_hook(self, module, incompatible_keys):
+            assert module is self
+            calls.append(1)
+            incompatible_keys.missing_keys.append("foo")
+            incompatible_keys.unexpected_keys.append("bar")
+
+    calls = []
+    nested = MyModule()
+    wrapped = T.nn.ModuleList([nested])
+    handle = nested.register_load_state_dict_post_hook(nested.my_post_load_hook)
+    ret = wrapped.load_state_dict(wrapped.state_dict(), strict=False)
+    log = [len(calls), ret.missing_keys, ret.unexpected_keys]
+    log.append(msg_has(lambda: wrapped.load_state_dict(wrapped.state_dict(), strict=True), "foo", "bar"))
+    log.append(len(calls))
+    handle.remove()
+    ret = wrapped.load_state_dict(wrapped.state_dict(), strict=False)
+    log += [ret.missing_keys, ret.unexpected_keys, len(calls)]
+
+    def clear(module, keys):
+        keys.missing_keys.clear()
+        keys.unexpected_keys.clear()
+
+    nested.register_load_state_dict_post_hook(clear)
+    sd = wrapped.state_dict()
+    sd["extra"] = T.ones(1)
+    ret = wrapped.load_state_dict(sd, strict=True)
+    log += [ret.missing_keys, ret.unexpected_keys]
+    nested.register_load_state_dict_post_hook(lambda m_, k: "not None")
+    log.append(attempt(lambda: wrapped.load_state_dict(wrapped.state_dict())))
+    return log
+
+
+def _state_dict_hooks(T):
+    # register_state_dict_pre_hook / register_state_dict_post_hook: the pre hook sees
+    # (module, prefix, keep_vars), the post hook the filled dict and may add to it; on a submodule
+    log = []
+    seq = T.nn.Sequential(T.nn.Linear(2, 2), T.nn.Linear(2, 1))
+    seq[1].register_state_dict_pre_hook(lambda m, prefix, keep_vars: log.append(("pre", m is seq[1], prefix, keep_vars)))
+
+    def post(m, sd, prefix, local_metadata):
+        log.append(("post", prefix, sorted(sd)))
+        sd[prefix + "extra"] = T.zeros(1)
+
+    seq[1].register_state_dict_post_hook(post)
+    keys = sorted(seq.state_dict(keep_vars=True))
+    h = seq.register_state_dict_post_hook(lambda m, sd, p, meta: log.append(("root", p)))
+    seq.state_dict(prefix="top.")
+    h.remove()
+    seq.state_dict()
+    return log, keys
+
+
+def test_state_dict_hooks():
+    """TestStateDictHooks: load_state_dict pre-hooks with and without the module, on
+    submodules; post hooks editing and clearing the incompatible keys (strict errors), removal,
+    a post hook returning a value; state_dict pre/post hooks."""
+    check([_load_pre_hooks, _load_post_hooks, _state_dict_hooks])
+
+
+# ---- global module hooks ---------------------------------------------------------------------------
+
+def _globally(T, body):
+    """Run ``body(T, register)``: ``register(name, hook)`` registers a global module hook that is
+    removed afterwards, whatever happens."""
+    handles = []
+
+    def register(name, hook, **kw):
+        h = getattr(T.nn.modules.module, name)(hook, **kw)
+        handles.append(h)
+        return h
+
+    try:
+        return body(T, register)
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _module_global_hooks(T):
+    # test_module_global_hooks: counters of global forward/backward hooks over three modules,
+    # retained graphs and removal
+    def body(T, register):
+        m1, m2, m3 = T.nn.Sigmoid(), T.nn.Sigmoid(), T.nn.Sigmoid()
+        inp = T.ones(2, 2, requires_grad=True)
+        c = {"f": 0, "b": 0}
+        log = []
+
+        def fw(inc):
+            def h(mod, i, o):
+                assert isinstance(i, tuple) and isinstance(mod, T.nn.Sigmoid)
+                c["f"] += inc
+            return h
+
+        def bw(inc):
+            def h(mod, gi, go):
+                assert isinstance(gi, tuple) and isinstance(go, tuple)
+                log.append(go[0].sum().item())
+                c["b"] += inc
+            return h
+
+        t_fwd = register("register_module_forward_hook", fw(1))
+        for m in (m1, m2, m3):
+            m(inp)
+        log.append(dict(c))
+        t_bwd = register("register_module_backward_hook", bw(1))
+        outs = [m(inp) for m in (m1, m2, m3)]
+        outs[0].backward(T.ones(2, 2) * 2, retain_graph=True)
+        outs[1].backward(T.ones(2, 2) * 2)
+        outs[2].backward(T.ones(2, 2) * 2)
+        outs[0].backward(T.ones(2, 2) * 2, retain_graph=True)
+        log.append(dict(c))
+        t2_fwd = register("register_module_forward_hook", fw(2))
+        for m in (m1, m2, m3):
+            m(inp)
+        t2_bwd = register("register_module_backward_hook", bw(2))
+        m1(inp).backward(T.ones(2, 2) * 2)
+        log.append(dict(c))
+        t2_bwd.remove()
+        m2(inp).backward(T.ones(2, 2) * 2)
+        t2_fwd.remove()
+        m3(inp).backward(T.ones(2, 2) * 2)
+        log.append(dict(c))
+        t_fwd.remove()
+        t_bwd.remove()
+        return log, inp.grad
+    return _globally(T, body)
+
+
+def _global_invalid_outputs(T):
+    # test_module_global_hook_invalid_outputs
+    def body(T, register):
+        inp = T.tensor([[0.5, -1.0], [2.0, 0.0]], requires_grad=True)
+        out = []
+        for bad in (lambda m, gi, go: gi[:-1], lambda m, gi, go: gi + (T.ones(2, 2),)):
+            with register("register_module_backward_hook", bad):
+                out.append(msg_has(lambda: T.nn.Sigmoid()(inp).sum().backward(), "got", "but expected"))
+        return out
+    return _globally(T, body)
+
+
+def _global_writeable(T):
+    # test_module_backward_global_hook_writeable / test_module_global_forward_preforward_hook_writeable;
+    # a legacy backward hook holds its module weakly: once the module is gone, backward raises
+    def body(T, register):
+        inp = T.tensor([[0.5, -1.0], [2.0, -0.25]], requires_grad=True)
+        h = register("register_module_backward_hook", lambda m, gi, go: tuple(g * 2 for g in gi))
+        m = T.nn.Sigmoid()
+        m(inp).backward(T.ones(2, 2))
+        g1 = inp.grad.clone()
+        dead = msg_has(lambda: T.nn.Sigmoid()(inp).backward(T.ones(2, 2)), "dead Module")
+        h.remove()
+        inp.grad = None
+        register("register_module_forward_pre_hook", lambda m, i: T.nn.functional.relu(i[0]))
+        register("register_module_forward_hook", lambda m, i, o: -o)
+        out = T.nn.Sigmoid()(inp)
+        out.backward(T.ones(2, 2) * 2, retain_graph=True)
+        return g1, dead, out, inp.grad
+    return _globally(T, body)
+
+
+def _hooks_removable_while_running(T):
+    # test_module_forward_preforward_hook_removable / test_module_forward_forward_hook_removable
+    out = []
+    for kind in ("register_forward_pre_hook", "register_forward_hook"):
+        m = T.nn.Sigmoid()
+        handles = {}
+
+        def make(k):
+            def hook(mod, *args):
+                handles[k].remove()
+                return args[-1]
+            return hook
+
+        handles[0] = getattr(m, kind)(make(0))
+        handles[1] = getattr(m, kind)(make(1))
+        n0 = (len(handles[0].hooks_dict_ref()), len(handles[1].hooks_dict_ref()))
+        y = m(T.tensor([[0.5, -1.0], [2.0, 0.0]]))
+        out.append((n0, y, handles[0].id in handles[0].hooks_dict_ref(), len(handles[1].hooks_dict_ref())))
+    return out
+
+
+def _global_and_local_order(T):
+    # test_global_and_local_hooks_order: global hooks fire before the module's own
+    def body(T, register):
+        log = []
+        m = T.nn.Sigmoid()
+        register("register_module_forward_pre_hook", lambda mod, i: log.append("g_pre") or i)
+        m.register_forward_pre_hook(lambda mod, i: log.append("l_pre") or i)
+        register("register_module_forward_hook", lambda mod, i, o: log.append("g_fwd") or o)
+        m.register_forward_hook(lambda mod, i, o: log.append("l_fwd") or o)
+        register("register_module_backward_hook", lambda mod, gi, go: log.append("g_bwd") or gi)
+        m.register_backward_hook(lambda mod, gi, go: log.append("l_bwd") or gi)
+        m(T.ones(2, 2, requires_grad=True)).backward(T.ones(2, 2), retain_graph=True)
+        return log
+    return _globally(T, body)
+
+
+def _registration_hooks(T):
+    # register_module_buffer/parameter/module_registration_hook: global hooks see every
+    # registration and may replace the value
+    def body(T, register):
+        log = []
+        register("register_module_buffer_registration_hook",
+                 lambda m, name, b: log.append(("buf", name)) or (None if b is None else b * 2))
+        register("register_module_parameter_registration_hook", lambda m, name, p: log.append(("param", name)))
+        register("register_module_module_registration_hook", lambda m, name, s: log.append(("mod", name)))
+        m = T.nn.Module()
+        m.register_buffer("b", T.ones(2))
+        m.p = T.nn.Parameter(T.ones(1))
+        m.sub = T.nn.Identity()
+        m.register_buffer("none", None)
+        return log, m.b
+    return _globally(T, body)
+
+
+def test_global_module_hooks():
+    """TestModuleGlobalHooks: test_module_global_hooks, test_module_global_hook_invalid_outputs,
+    test_module_backward_global_hook_writeable, test_module_global_forward_preforward_hook_writeable,
+    test_module_forward_preforward_hook_removable, test_module_forward_forward_hook_removable,
+    test_global_and_local_hooks_order, the registration hooks."""
+    check([_module_global_hooks, _global_invalid_outputs, _global_writeable, _hooks_removable_while_running,
+           _global_and_local_order, _registration_hooks])
+
+
+# ---- TestModuleHookNN ----------------------------------------------------------------------------
+
+def _test_hooks(register_name):
+    # TestModuleHookNN._test_hooks: counters across retained backward, two hooks and removal
+    def f(T):
+        module = T.nn.Sigmoid()
+        inp = T.ones(2, 2, requires_grad=True)
+        c = {"f": 0, "b": 0}
+        log = []
+
+        def fw(inc):
+            def h(mod, i, o):
+                assert mod is module
+                c["f"] += inc
+            return h
+
+        def bw(inc):
+            def h(mod, *grads):
+                assert mod is module
+                log.append(grads[-1][0].sum().item())
+                c["b"] += inc
+            return h
+
+        t_fwd = module.register_forward_hook(fw(1))
+        module(inp)
+        module(inp)
+        t_bwd = getattr(module, register_name)(bw(1))
+        out = module(inp)
+        out.backward(T.ones(2, 2) * 2, retain_graph=True)
+        out.backward(T.ones(2, 2) * 2, retain_graph=True)
+        log.append(dict(c))
+        t2_fwd = module.register_forward_hook(fw(2))
+        module(inp)
+        t2_bwd = getattr(module, register_name)(bw(2))
+        module(inp).backward(T.ones(2, 2) * 2)
+        log.append(dict(c))
+        t2_bwd.remove()
+        module(inp).backward(T.ones(2, 2) * 2)
+        t2_fwd.remove()
+        module(inp).backward(T.ones(2, 2) * 2)
+        t_fwd.remove()
+        t_bwd.remove()
+        log.append(dict(c))
+        return log, inp.grad
+    return f
+
+
+def _hook_cpp(T):
+    # test_hook_cpp: a full backward hook on BatchNorm1d sees one grad_input and one grad_output
+    log = []
+    bn = T.nn.BatchNorm1d(2)
+    bn.register_full_backward_hook(lambda m, gi, go: log.append((len(gi), len(go), m is bn, gi[0])))
+    out = bn(T.tensor([[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]], requires_grad=True))
+    (out * T.tensor([[2.0, 2.0], [-1.0, -1.0], [1.0, 4.0]])).sum().backward()
+    return log
+
+
+def _backward_hooks_interaction(T):
+    # test_backward_hooks_interaction: the full backward hook sees the grad_output the pre-hook made
+    log = []
+    m = T.nn.Sigmoid()
+    m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 0.5,))
+    m.register_full_backward_hook(lambda mod, gi, go: log.append(go[0]) or go)
+    t = T.ones(1, 2, requires_grad=True)
+    m(t).sum().backward()
+    return log, t.grad
+
+
+def _hook_invalid_outputs(T):
+    # test_hook_invalid_outputs: legacy backward hooks and full backward pre-hooks returning the
+    # wrong number of grads
+    inp = T.tensor([[0.5, -1.0], [2.0, 0.0]], requires_grad=True)
+    out = []
+    m = T.nn.Sigmoid()
+    for reg, bad in (("register_backward_hook", lambda mod, gi, go: gi[:-1]),
+                     ("register_backward_hook", lambda mod, gi, go: gi + (T.ones(2, 2),)),
+                     ("register_full_backward_hook", lambda mod, gi, go: gi + (T.ones(2, 2),)),
+                     ("register_full_backward_pre_hook", lambda mod, go: ()),
+                     ("register_full_backward_pre_hook", lambda mod, go: go + (T.ones(2, 2),))):
+        with getattr(m, reg)(bad):
+            out.append(msg_has(lambda: m(inp).sum().backward(), "got", "but expected"))
+    return out
+
+
+def _hook_requires_grad(T):
+    # test_hook_requires_grad / test_hook_last_arg_requires_grad: full backward hooks keep each
+    # input's requires_grad
+    log = []
+
+    class MyModule(T.nn.Module):
+        def forward(self, a1, a2, a3):
+            log.append((a1.requires_grad, a2.requires_grad, a3.requires_grad))
+            return a1.sum() + a2.sum() + a3.sum()
+
+    inp = T.tensor([1.0, 2.0], requires_grad=True)
+    mod = MyModule()
+    mod(inp, inp.detach(), inp)
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    mod(inp, inp.detach(), inp).backward()
+    loss = T.nn.L1Loss()
+    loss.register_full_backward_hook(lambda m, gi, go: log.append([g is None for g in gi]))
+    loss(inp.detach(), inp).backward()
+    return log, inp.grad
+
+
+def _hook_no_requires_grad(T):
+    # test_hook_no_requires_grad: no input needs grad: grad_input is all None; returning a tensor
+    # for it is an error
+    mod = T.nn.Linear(2, 3)
+    inp = T.tensor([[0.5, 1.0]])
+    ret = ["None"]
+    log = []
+
+    def hook(m, gi, go):
+        log.append(([g is None for g in gi], [tuple(g.shape) for g in go]))
+        return {"None": None, "gi": gi, "bad": (inp,)}[ret[0]]
+
+    mod.register_full_backward_hook(hook)
+    mod(inp).sum().backward()
+    ret[0] = "gi"
+    mod(inp).sum().backward()
+    ret[0] = "bad"
+    r = attempt(lambda: mod(inp).sum().backward())
+    return log, r
+
+
+def _hook_extra_input(T):
+    # test_hook_extra_input: a non-tensor input gets None in grad_input; an output that is not a
+    # tensor gets None in grad_output
+    log = []
+
+    class MyModule(T.nn.Module):
+        def forward(self, non_tensor, tensor):
+            return tensor.clone(), non_tensor
+
+    inp = T.tensor([1.0, 2.0], requires_grad=True)
+    mod = MyModule()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append([None if g is None else g for g in gi + go]))
+    out, _ = mod(True, inp)
+    out.sum().backward()
+    return log
+
+
+def _hook_non_full_warning(T):
+    # test_hook_non_full_warning: the legacy register_backward_hook warns about a list input, a
+    # list output, outputs from different nodes and a forward with several nodes
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = T.tensor([3.0, 4.0], requires_grad=True)
+    out = []
+
+    def run(fwd, *args):
+        M = type("M", (T.nn.Module,), {"forward": fwd})
+        m = M()
+        m.register_backward_hook(lambda *x: None)
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            m(*args)
+        out.append(sorted({str(x.message)[:40] for x in w if x.category is UserWarning}))
+
+    run(lambda self, l: (l[0].clone(), l[1].clone()), [a, b])
+    run(lambda self, x, y: [x.clone(), y.clone()], a, b)
+    run(lambda self, x, y: (x.clone(), y.clone()), a, b)
+    run(lambda self, x: x.clone().clone(), a)
+    return out
+
+
+def _hook_backward_size(T):
+    # test_hook_backward_size: grad_input / grad_output shapes of a module with several ops
+    log = []
+
+    class MyModule(T.nn.Module):
+        def forward(self, a1, a2):
+            tmp = a1.sum() * a2
+            tmp = tmp + a2.sum() * a1.sum()
+            return tmp.sum().view(1).expand(3).contiguous()
+
+    m = MyModule()
+    with m.register_full_backward_hook(
+            lambda mod, gi, go: log.append(([tuple(g.shape) for g in gi], [tuple(g.shape) for g in go]))):
+        m(T.ones(2, 2, requires_grad=True), T.ones(3, requires_grad=True)).sum().backward()
+    return log
+
+
+def _hook_backward_writeable(T):
+    # test_hook_backward_writeable / test_hook_forward_preforward_writable
+    inp = T.tensor([[0.5, -1.0], [2.0, -0.25]], requires_grad=True)
+    m = T.nn.Sigmoid()
+    m.register_backward_hook(lambda mod, gi, go: tuple(g * 2 for g in gi))
+    m(inp).backward(T.ones(2, 2))
+    g1 = inp.grad.clone()
+    inp.grad = None
+    m2 = T.nn.Sigmoid()
+    m2.register_forward_pre_hook(lambda mod, i: T.nn.functional.relu(i[0]))
+    m2.register_forward_hook(lambda mod, i, o: -o)
+    out = m2(inp)
+    out.backward(T.ones(2, 2) * 2)
+    return g1, out, inp.grad
+
+
+def test_module_hook_nn():
+    """TestModuleHookNN: test_hooks (legacy, full and pre backward hooks), test_hook_cpp,
+    test_backward_hooks_interaction, test_hook_invalid_outputs, test_hook_requires_grad,
+    test_hook_last_arg_requires_grad, test_hook_no_requires_grad, test_hook_extra_input,
+    test_hook_non_full_warning, test_hook_backward_size, test_hook_backward_writeable,
+    test_hook_forward_preforward_writable."""
+    check([_test_hooks("register_backward_hook"), _test_hooks("register_full_backward_hook"),
+           _test_hooks("register_full_backward_pre_hook"), _hook_cpp, _backward_hooks_interaction,
+           _hook_invalid_outputs, _hook_requires_grad, _hook_no_requires_grad, _hook_extra_input,
+           _hook_non_full_warning, _hook_backward_size, _hook_backward_writeable])
