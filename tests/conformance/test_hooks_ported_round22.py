@@ -604,14 +604,37 @@ def _double_backward_with_hooks(T):
     return n, g, x.grad
 
 
+def _raw_saved_register_hooks(T):
+    # test_raw_saved_tensor_register_hooks-style: a second register_hooks raises; a raw saved
+    # tensor of a node that backward released (held from before, or fetched after) is freed and
+    # its register_hooks raises RuntimeError; non-callables are a TypeError
+    x = X(T)
+    y = x.exp()
+    raw = y.grad_fn._raw_saved_result
+    raw.register_hooks(lambda t: t, lambda t: t)
+    out = [attempt(lambda: raw.register_hooks(lambda t: t, lambda t: t))]
+    y.sum().backward()
+    z = x.exp()
+    held = z.grad_fn._raw_saved_result
+    z.sum().backward()
+    out.append(msg_has(lambda: held.register_hooks(lambda t: t, lambda t: t), "freed"))
+    after = z.grad_fn._raw_saved_result
+    out.append(type(after).__name__)
+    out.append(msg_has(lambda: after.register_hooks(lambda t: t, lambda t: t), "freed"))
+    out.append(attempt(lambda: (x * 1).exp().grad_fn._raw_saved_result.register_hooks(1, 2)))
+    out.append(x.grad)
+    return out
+
+
 def test_saved_tensor_hooks():
-    """test_unpack_hooks_exec_count,
-    test_disabling_saved_tensor_hooks(_nested), test_pack_hook_with_inplace_modification_should_fail,
+    """test_unpack_hooks_exec_count, test_disabling_saved_tensor_hooks(_nested),
+    test_pack_hook_with_inplace_modification_should_fail,
     test_graph_save_on_cpu, test_saved_tensor_hooks_custom_error_propagation,
     test_saved_tensor_hooks_custom_function_intermediates,
-    test_default_saved_variable_hooks_double_backward."""
+    test_default_saved_variable_hooks_double_backward, raw saved tensors' register_hooks."""
     check([_pack_unpack_counts, _disable_saved_hooks, _pack_inplace_fails, _save_on_cpu,
-           _custom_error_propagation, _custom_function_saved, _double_backward_with_hooks])
+           _custom_error_propagation, _custom_function_saved, _double_backward_with_hooks,
+           _raw_saved_register_hooks])
 
 
 # ---- module hooks (test/nn/test_module_hooks.py) -----------------------------------------------

@@ -221,6 +221,8 @@ class OpNode(Node):
             op = object.__getattribute__(self, "op")
             if name in op.saves:
                 if self.released:
+                    if raw:   # torch hands out the freed SavedTensor (its register_hooks raises)
+                        return SavedTensor.freed()
                     raise RuntimeError(MSG_FREED)
                 layout = self.layout
                 order = layout.save_order(op)
@@ -317,6 +319,8 @@ class OpNode(Node):
         # torch raises on a second backward only through nodes that saved something
         if self.saved or self.saved_const:
             self.released = True
+            for s in self.saved:   # a SavedTensor the user holds (_raw_saved_*) is freed too
+                s.free()
             self.saved = ()
 
 
