@@ -233,6 +233,7 @@ def _legacy_wrapper(hook, module):
     the hook raises RuntimeError."""
     ref = weakref.ref(module)
 
+    @functools.wraps(hook)   # error messages name the user's hook, as torch's
     def wrapped(grad_input, grad_output):
         m = ref()
         if m is None:
