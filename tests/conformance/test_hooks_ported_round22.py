@@ -470,11 +470,43 @@ def _backward_twice(T):
     return log, r, r2, r3, x.grad
 
 
+def _node_hooks_added_while_running(T):
+    # a prehook registering another prehook (runs from the next backward) and a post hook (runs
+    # now) on its own node; a post hook removing a hook; backward twice under detect_anomaly
+    log = []
+    x = X(T)
+    y = x * 2
+    hs = {}
+
+    def pre(go):
+        log.append("pre")
+        hs["late"] = y.grad_fn.register_prehook(lambda go: log.append("late-pre"))
+        if "post" not in hs:
+            hs["post"] = y.grad_fn.register_hook(lambda gi, go: log.append("late-post"))
+
+    def post(gi, go):
+        log.append("post")
+        hs["late"].remove()
+
+    y.grad_fn.register_prehook(pre)
+    y.grad_fn.register_hook(post)
+    out = y.sum()
+    out.backward(retain_graph=True)
+    out.backward()
+    with T.autograd.detect_anomaly():
+        z = (x * x).sum()
+        z.backward()
+        log.append(text(lambda: z.backward()))
+    return log
+
+
 def test_node_hooks():
     """test_grad_fn_prehooks(_multiple_outputs, _remove_hooks), hooks on AccumulateGrad,
-    Node hooks with retain_graph, bad returns, backward twice."""
+    Node hooks with retain_graph, bad returns, hooks added and removed during backward, backward
+    twice (with and without anomaly mode)."""
     check([_node_prehook_multiple_outputs, _node_hooks_order_and_retain, _node_hook_replaces_grad_inputs,
-           _node_hook_bad_returns, _accumulate_grad_node_hooks, _backward_twice])
+           _node_hook_bad_returns, _accumulate_grad_node_hooks, _backward_twice,
+           _node_hooks_added_while_running])
 
 
 # ---- saved tensor hooks --------------------------------------------------------------------------
@@ -733,7 +765,8 @@ def _state_dict_hooks(T):
     # (module, prefix, keep_vars), the post hook the filled dict and may add to it; on a submodule
     log = []
     seq = T.nn.Sequential(T.nn.Linear(2, 2), T.nn.Linear(2, 1))
-    seq[1].register_state_dict_pre_hook(lambda m, prefix, keep_vars: log.append(("pre", m is seq[1], prefix, keep_vars)))
+    seq[1].register_state_dict_pre_hook(
+        lambda m, prefix, keep_vars: log.append(("pre", m is seq[1], prefix, keep_vars)))
 
     def post(m, sd, prefix, local_metadata):
         log.append(("post", prefix, sorted(sd)))

@@ -287,9 +287,11 @@ def _checked_value(hook, r, g):
     RuntimeError)."""
     name = getattr(hook, '__name__', 'hook')
     if not isinstance(r, Tensor):
-        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}' (a gradient hook returns "
+                        "a Tensor or None)")
     if tuple(r.shape) != tuple(g.shape):
-        raise RuntimeError(f"hook '{name}' has changed the size of value: expected {list(g.shape)} but got {list(r.shape)}")
+        raise RuntimeError(f"hook '{name}' has changed the size of value: expected {list(g.shape)} "
+                           f"but got {list(r.shape)}")
     if r.dtype is not g.dtype:
         raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.dtype} "
                            f"got {r.dtype}); return a gradient of the same dtype (.to(grad.dtype))")
@@ -302,7 +304,8 @@ def _checked_node_result(hook, returned, expected):
     a TypeError) of the same length (RuntimeError), each entry None or a Tensor that keeps the
     size and dtype of a non-None original (a None gradient cannot be replaced: RuntimeError)."""
     if not isinstance(returned, tuple):
-        raise TypeError(f"expected tuple, but hook returned '{type(returned).__name__}'")
+        raise TypeError(f"expected tuple, but hook returned '{type(returned).__name__}' (a Node hook returns "
+                        "a tuple with one gradient or None per slot, or None)")
     if len(returned) != len(expected):
         raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect number "
                            f"of values (got {len(returned)}, but expected {len(expected)})")
