@@ -53,3 +53,28 @@ def norm(v):
     if type(v).__name__ == "Size":
         return tuple(v)
     return v
+
+
+def attempt(f):
+    """``f()``, or ``("raises", class name)`` when it raises (a step of a longer log)."""
+    try:
+        return f()
+    except Exception as e:   # noqa: BLE001  (the class is what we compare)
+        return ("raises", type(e).__name__)
+
+
+def msg_has(f, *words):
+    """The class of what ``f()`` raises and whether its message holds every one of ``words``."""
+    try:
+        f()
+    except Exception as e:   # noqa: BLE001
+        return type(e).__name__, all(w in str(e) for w in words)
+    return None
+
+
+def text(f):
+    """``"Class: message"`` of what ``f()`` raises (None when it does not raise)."""
+    try:
+        f()
+    except Exception as e:   # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
