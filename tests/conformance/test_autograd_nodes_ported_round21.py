@@ -12,23 +12,9 @@ import importlib
 
 import numpy as np
 import pytest
-from _observe_helpers import make_check
+from _observe_helpers import make_check, norm as _norm
 
 torch = pytest.importorskip("torch")
-
-
-def _norm(v):
-    if hasattr(v, "detach") and hasattr(v, "shape"):
-        d = v.detach()
-        vals = np.round(np.asarray(d.double().tolist(), dtype=np.float64), 5)
-        return "T", str(v.dtype).split(".")[-1], tuple(v.shape), np.where(np.isnan(vals), "nan", vals).tolist()
-    if isinstance(v, (list, tuple)):
-        return [_norm(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _norm(x) for k, x in v.items()}
-    if type(v).__name__ == "Size":
-        return tuple(v)
-    return v
 
 
 check = make_check(_norm)

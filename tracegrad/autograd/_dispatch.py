@@ -221,6 +221,8 @@ class OpNode(Node):
             op = object.__getattribute__(self, "op")
             if name in op.saves:
                 if self.released:
+                    if raw:   # torch hands out the freed SavedTensor (its register_hooks raises)
+                        return SavedTensor.freed()
                     raise RuntimeError(MSG_FREED)
                 layout = self.layout
                 order = layout.save_order(op)
@@ -289,8 +291,13 @@ class OpNode(Node):
             if bop.n_out == 1:
                 res = (res,)
         else:                    # plain backward: the saved arrays straight into the jitted VJP
-            saved = None
-            args = [s.value(self, i) for i, s in enumerate(self.saved)]
+            if prune:   # _drop_unread reads the saved tensors too: unpack them once, as torch
+                # runs an unpack hook once per use of the saved tensor
+                saved = [s.get(self, i) for i, s in enumerate(self.saved)]
+                args = [t._value for t in saved]
+            else:
+                saved = None
+                args = [s.value(self, i) for i, s in enumerate(self.saved)]
             args += self.consts
             args += [None if g is None else g._value for g in grads]
             out = _run_meta(bop, args, ()) if _LAYOUTS_SEEN[0] else bop.run(args, ())
@@ -302,8 +309,7 @@ class OpNode(Node):
                 res = tuple(Tensor._make(o) for o in out)
         res = [None if s < 0 else res[s] for s in slots]
         if prune:
-            _drop_unread(self, [s.get(self, i) for i, s in enumerate(self.saved)] if saved is None else saved,
-                         grads, res)
+            _drop_unread(self, saved, grads, res)
         return res
 
     def num_outputs(self) -> int:
@@ -313,6 +319,8 @@ class OpNode(Node):
         # torch raises on a second backward only through nodes that saved something
         if self.saved or self.saved_const:
             self.released = True
+            for s in self.saved:   # a SavedTensor the user holds (_raw_saved_*) is freed too
+                s.free()
             self.saved = ()
 
 

@@ -213,6 +213,19 @@ class SavedTensor:
                 # until backward: torch's view costs no memory; recomputing it is one small op
                 tensor._vcache = None
 
+    def free(self):
+        """Drop the saved value, as torch's SavedVariable when its node is released by a
+        backward without retain_graph (register_hooks then raises)."""
+        self.tensor = self.packed = self.unpack = None
+        return self
+
+    @classmethod
+    def freed(cls):
+        """A SavedTensor whose value is gone (``grad_fn._raw_saved_*`` after backward)."""
+        s = cls.__new__(cls)
+        s.version, s.is_output, s.grad_edge = None, False, None
+        return s.free()
+
     def register_hooks(self, pack_hook, unpack_hook):
         """Mirrors torch's ``SavedTensor.register_hooks`` (``grad_fn._raw_saved_<name>``): packs
         the saved tensor now with ``pack_hook`` (grad mode off) and drops it; backward gets

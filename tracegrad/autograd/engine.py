@@ -277,22 +277,44 @@ def _run_tensor_hooks(hooks, g):
             _state.note_hook("tensor", h)
         r = h(g)
         if r is not None:
-            if not isinstance(r, Tensor):
-                raise TypeError(f"hook '{getattr(h, '__name__', h)}' returned {type(r).__name__}; a tensor hook must return a Tensor or None")
-            if tuple(r.shape) != tuple(g.shape):
-                raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the size of value: expected {list(g.shape)} but got {list(r.shape)}")
-            if r.dtype is not g.dtype:
-                raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the type of value (was {g.dtype} "
-                                   f"got {r.dtype}); return a gradient of the same dtype (.to(grad.dtype))")
-            g = r
+            g = _checked_value(h, r, g)
     return g
 
 
-def _check_count(hook, returned, expected):
-    if not isinstance(returned, (tuple, list)) or len(returned) != len(expected):
-        n = len(returned) if isinstance(returned, (tuple, list)) else 1
+def _checked_value(hook, r, g):
+    """``r``, what ``hook`` returned in place of the gradient ``g``, checked as torch's
+    check_single_result does: a Tensor (else TypeError) of ``g``'s size and dtype (else
+    RuntimeError)."""
+    name = getattr(hook, '__name__', 'hook')
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}' (a gradient hook returns "
+                        "a Tensor or None)")
+    if tuple(r.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value: expected {list(g.shape)} "
+                           f"but got {list(r.shape)}")
+    if r.dtype is not g.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.dtype} "
+                           f"got {r.dtype}); return a gradient of the same dtype (.to(grad.dtype))")
+    return r
+
+
+def _checked_node_result(hook, returned, expected):
+    """What a Node pre-hook or post hook returned in place of ``expected`` (its grad_outputs or
+    grad_inputs), as a list, checked as torch's check_result: a tuple (a list or a bare Tensor is
+    a TypeError) of the same length (RuntimeError), each entry None or a Tensor that keeps the
+    size and dtype of a non-None original (a None gradient cannot be replaced: RuntimeError)."""
+    if not isinstance(returned, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(returned).__name__}' (a Node hook returns "
+                        "a tuple with one gradient or None per slot, or None)")
+    if len(returned) != len(expected):
         raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect number "
-                           f"of values (got {n}, but expected {len(expected)})")
+                           f"of values (got {len(returned)}, but expected {len(expected)})")
+    for g, r in zip(expected, returned):
+        if r is not None:
+            if g is None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+            _checked_value(hook, r, g)
+    return list(returned)
 
 
 # NOTE [returning freed memory]
@@ -496,8 +518,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     _state.note_hook("Node pre", h)
                     r = h(tuple(grads))
                     if r is not None:
-                        _check_count(h, r, grads)
-                        grads = list(r)
+                        grads = _checked_node_result(h, r, grads)
             if logging_on:   # torch logs from a pre-hook it registers last, so after the user's
                 _log_node(node, grads)
             # 5. the node
@@ -522,12 +543,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     _state.note_hook("Node post", h)
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
-                        _check_count(h, r, outs)
-                        r = list(r)
-                        for k, (a, b) in enumerate(zip(outs, r)):
-                            if a is not None and b is not None and tuple(a.shape) != tuple(b.shape):
-                                raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the size of value: expected {list(a.shape)} but got {list(b.shape)}")
-                        outs = r
+                        outs = _checked_node_result(h, r, outs)
             if trim:
                 _PENDING[0] += _released_bytes(node, grads, not retain_graph)
             if not retain_graph:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 
 import tracegrad
@@ -227,8 +228,17 @@ def _owner_prefix(root, key):
 
 
 def _legacy_wrapper(hook, module):
+    """``hook`` as a Node hook on the module's output grad_fn. As torch's ``_WrappedHook`` it
+    holds the module weakly (the graph does not keep the module alive): once the module is gone
+    the hook raises RuntimeError."""
+    ref = weakref.ref(module)
+
+    @functools.wraps(hook)   # error messages name the user's hook, as torch's
     def wrapped(grad_input, grad_output):
-        return hook(module, grad_input, grad_output)
+        m = ref()
+        if m is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return hook(m, grad_input, grad_output)
     return wrapped
 
 
