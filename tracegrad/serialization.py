@@ -63,6 +63,7 @@ from . import _serialization_torch as _torch_format
 from ._ops import dtypes as _dt
 from ._tensor.factories import empty, from_file_array
 from ._tensor.tensor import Tensor
+from ._api.sparse_coo import sparse_coo_tensor
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
@@ -94,6 +95,13 @@ def _parameter_class():
 # --- encode: object -> (JSON-able node, arrays) ------------------------------------------
 
 def _encode(obj, arrays, path):
+    if isinstance(obj, Tensor) and obj.is_sparse:
+        # a sparse COO tensor is saved as torch saves it: its indices and values as stored (not
+        # coalesced on the way), its size and coalesced flag (not requires_grad: torch's
+        # rebuild of a sparse tensor drops it); it loads back sparse
+        return {"t": "sparse_coo", "size": list(obj.shape), "coalesced": bool(obj.is_coalesced()),
+                "indices": _encode(obj._indices().detach(), arrays, f"{path}._indices()"),
+                "values": _encode(obj._values().detach(), arrays, f"{path}._values()")}
     if isinstance(obj, Tensor):
         # the same tensor object met again (a tied weight under two names, a tensor in a
         # state_dict and in a pickled module) is one array and one node: it loads as one object
@@ -392,6 +400,9 @@ def _decode(node, arrays, place):
                     t = memo[pid] = _decode_tensor(kind, node, arrays, place)
                 return t
             return _decode_tensor(kind, node, arrays, place)
+        if kind == "sparse_coo":
+            return sparse_coo_tensor(_decode(node["indices"], arrays, place), _decode(node["values"], arrays, place),
+                                     node["size"], is_coalesced=node["coalesced"])
         if kind in ("bool", "int", "str"):
             return {"bool": bool, "int": int, "str": str}[kind](node["v"])
         if kind == "float":
@@ -411,6 +422,9 @@ def _decode(node, arrays, place):
     except (_Corrupt, _Unpickling, pickle.UnpicklingError):
         raise
     except (KeyError, TypeError, ValueError) as e:
+        if getattr(e, "tracegrad_user_error", False):
+            raise
+
         raise _Corrupt(f"bad entry {node!r:.200}: {type(e).__name__}: {e}") from None
     raise _Corrupt(f"unknown entry type {kind!r}")
 
@@ -440,6 +454,13 @@ def _placer(map_location):
         if map_location is not None:
             if callable(map_location):
                 moved = map_location(t, saved_device)
+                if moved is not None and not isinstance(moved, Tensor):
+                    # torch builds a storage from what the callable returns: TypeError for
+                    # anything else (the object was taken as the loaded tensor before)
+                    e = TypeError(f"tracegrad.load: map_location returned {type(moved).__name__}; the callable "
+                                  f"must return the storage it was given (moved, e.g. storage.cpu()) or None")
+                    e.tracegrad_user_error = True   # the readers pass it on, not as a damaged file
+                    raise e
                 return t if moved is None else moved
             if isinstance(map_location, dict):
                 target = map_location.get(saved_device, saved_device)
@@ -461,7 +482,10 @@ def _path(f, api, method):
     """``f`` as a path; AttributeError (as torch, which then treats ``f`` as a file object and
     looks for its ``read``/``write``) for anything else."""
     try:
-        return os.fspath(f)
+        path = os.fspath(f)
+        if isinstance(path, bytes):    # torch takes a str or os.PathLike path only
+            raise TypeError
+        return path
     except TypeError:
         raise AttributeError(f"tracegrad.{api}: f must be a path (str or os.PathLike) or a file-like object "
                              f"with {method}(), not {type(f).__name__}") from None
@@ -519,7 +543,10 @@ def _unreadable_class(data):
 def _check_pickle_args(pickle_module, pickle_protocol):
     """torch hands ``pickle_module`` / ``pickle_protocol`` to pickle (which refuses them with
     these classes); tracegrad ignores their effect, so it checks them the same way first."""
-    if pickle_module is not None and not hasattr(pickle_module, "__name__"):
+    if pickle_module is None:   # torch's default is the pickle module; None has no Pickler
+        raise AttributeError("'NoneType' object has no attribute 'Pickler' (tracegrad.save: pickle_module must be "
+                             "a module such as pickle; leave it out for the default)")
+    if not hasattr(pickle_module, "__name__"):
         raise AttributeError(f"'{type(pickle_module).__name__}' object has no attribute '__name__' "
                              f"(tracegrad.save: pickle_module must be a module such as pickle)")
     if pickle_protocol is not None:
@@ -535,7 +562,7 @@ def _check_pickle_args(pickle_module, pickle_protocol):
 _PICKLE_LOAD_ARGS = ("encoding", "errors", "fix_imports", "buffers")
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Write ``obj`` to ``f``. Mirrors ``torch.save`` (see the module notes).
 
     Args:    ``obj``: tensors, dicts (e.g. ``model.state_dict()``), lists, tuples and plain
@@ -543,7 +570,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
              object (a whole module, an optimizer) is pickled, its tensors stored as arrays;
              ``f``: a path (str or ``os.PathLike``)
              or a binary file object opened for writing. ``pickle_module`` and
-             ``pickle_protocol`` are accepted for compatibility and ignored.
+             ``pickle_protocol`` are checked as torch's pickler reads them (AttributeError for
+             ``pickle_module=None``) and otherwise ignored.
     Atomic:  for a path, the bytes go to a temporary file in the same directory, are
              ``fsync``'ed, and ``os.replace`` moves it over ``f``: a crash mid-save leaves the
              old file intact. A file object is written in place (no such guarantee).
