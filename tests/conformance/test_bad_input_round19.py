@@ -61,7 +61,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import assert_gist, assert_same_class, outcome
+from _bad_input_helpers import table_tests
 
 torch = pytest.importorskip("torch")
 
@@ -219,13 +219,6 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_same_class_as_torch(name):
-    assert_same_class(name, CASES[name], torch, tracegrad)
-    if name.endswith("_ok"):
-        assert outcome(CASES[name], tracegrad)[0] is None
-
-
 GIST = {
     "CyclicLR, group added late": "shorter than argument",
     "clip_grads_with_norm_(total_norm=5.)": "clamp()",
@@ -237,10 +230,7 @@ GIST = {
     "save(pickle_module=None)": "'NoneType' object has no attribute 'Pickler'",
 }
 
-
-@pytest.mark.parametrize("name", list(GIST))
-def test_message_gist(name):
-    assert_gist(name, CASES[name], GIST[name], torch, tracegrad)
+test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 
 
 def _same(fn):
