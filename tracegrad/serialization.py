@@ -453,7 +453,17 @@ def _placer(map_location):
         target = saved_device
         if map_location is not None:
             if callable(map_location):
-                moved = map_location(t, saved_device)
+                try:
+                    moved = map_location(t, saved_device)
+                except Exception as e:
+                    e.tracegrad_user_error = True   # the callable's own error, as torch lets it through
+                    raise
+                if moved is not None and isinstance(moved, Tensor) and moved.numel() != t.numel():
+                    e = RuntimeError(f"tracegrad.load: map_location returned {moved.numel()} elements for a storage "
+                                     f"of {t.numel()} (torch: Trying to resize storage that is not resizable); "
+                                     "return the storage it was given, moved")
+                    e.tracegrad_user_error = True
+                    raise e
                 if moved is not None and not isinstance(moved, Tensor):
                     # torch builds a storage from what the callable returns: TypeError for
                     # anything else (the object was taken as the loaded tensor before)
@@ -540,15 +550,21 @@ def _unreadable_class(data):
     return pickle.UnpicklingError
 
 
+def _check_pickle_module(pickle_module, api):
+    """torch reads ``pickle_module.__name__`` (its dill version check) in save and load:
+    AttributeError for an object without one."""
+    if pickle_module is not None and not hasattr(pickle_module, "__name__"):
+        raise AttributeError(f"'{type(pickle_module).__name__}' object has no attribute '__name__' "
+                             f"(tracegrad.{api}: pickle_module must be a module such as pickle)")
+
+
 def _check_pickle_args(pickle_module, pickle_protocol):
     """torch hands ``pickle_module`` / ``pickle_protocol`` to pickle (which refuses them with
     these classes); tracegrad ignores their effect, so it checks them the same way first."""
     if pickle_module is None:   # torch's default is the pickle module; None has no Pickler
         raise AttributeError("'NoneType' object has no attribute 'Pickler' (tracegrad.save: pickle_module must be "
                              "a module such as pickle; leave it out for the default)")
-    if not hasattr(pickle_module, "__name__"):
-        raise AttributeError(f"'{type(pickle_module).__name__}' object has no attribute '__name__' "
-                             f"(tracegrad.save: pickle_module must be a module such as pickle)")
+    _check_pickle_module(pickle_module, "save")
     if pickle_protocol is not None:
         if not hasattr(pickle_protocol, "__index__"):
             raise TypeError(f"'{type(pickle_protocol).__name__}' object cannot be interpreted as an integer "
@@ -702,7 +718,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              names is allowlisted (``add_safe_globals``); ``mmap``: as torch, for a path only
              and not for a legacy torch file (a torch zip file at a path is always mapped,
              its storages read in place, so the flag changes nothing else).
-             ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files.
+             ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files
+             (as torch, only ``encoding`` under ``weights_only=True``, with its UserWarning).
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
              dicts come back as dict or OrderedDict as saved, tuples as tuples. A seekable
              file object holding a tracegrad checkpoint is left just past it (objects saved
@@ -714,14 +731,21 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              safetensors nor a ``torch.save`` file, holds a pickled torch object (a whole
              module) or a dtype tracegrad lacks, or its tensors' device is missing here (use
              ``map_location``); ValueError for ``mmap=True`` with a file object, RuntimeError
-             with a legacy torch file; FileNotFoundError for a missing path.
+             with a legacy torch file; FileNotFoundError for a missing path; AttributeError
+             (or io.UnsupportedOperation) for a file object that cannot seek and for a
+             ``pickle_module`` without ``__name__``; a ``map_location`` callable's own error,
+             TypeError when it returns no tensor, RuntimeError for one of another size.
     """
     weights_only = _weights_only_mode(weights_only, pickle_module)
-    unknown = [k for k in pickle_load_args if k not in _PICKLE_LOAD_ARGS]
+    _check_pickle_module(pickle_module, "load")
+    if weights_only and pickle_load_args:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    # torch's weights-only unpickler takes ``encoding`` only; pickle's takes the four
+    unknown = [k for k in pickle_load_args if k not in (("encoding",) if weights_only else _PICKLE_LOAD_ARGS)]
     if unknown:   # torch's unpickler refuses them (TypeError)
         raise TypeError(f"load() got an unexpected keyword argument {unknown[0]!r} (tracegrad.load takes f, "
                         f"map_location, pickle_module, weights_only, mmap and the unpickler's "
-                        f"{', '.join(_PICKLE_LOAD_ARGS)})")
+                        f"{', '.join(_PICKLE_LOAD_ARGS)}; under weights_only=True only encoding)")
     if isinstance(f, (bytes, bytearray)) and not hasattr(f, "read"):
         # torch takes bytes for a file object and calls f.seek first
         raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. tracegrad.load reads a path or a "
@@ -729,6 +753,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
+        try:   # torch reads only a seekable file object (its f.seek(f.tell()) check)
+            f.seek(f.tell())
+        except (io.UnsupportedOperation, AttributeError) as e:
+            raise type(e)(f"{e}. You can only tracegrad.load from a file that is seekable: pre-load the data into "
+                          f"a buffer such as io.BytesIO(data) and load from it") from None
         name = getattr(f, "name", None) or repr(f)
         start = _tell(f)
         data = f.read()
