@@ -35,7 +35,14 @@ differences from torch 2.13, fixed here:
   Pickler) and ``save`` to a bytes path failed with a str/bytes TypeError (torch: AttributeError,
   not a path or file object);
 - ``load`` with a ``map_location`` callable that returns no tensor returned that object as the
-  loaded tensor (torch: TypeError), for tracegrad and torch files;
+  loaded tensor (torch: TypeError), one that returns a storage of another size was taken (torch:
+  RuntimeError), and the callable's own error (a TypeError for a one-argument callable) came out
+  as a "damaged file" RuntimeError, for tracegrad and torch files;
+- ``load`` read a file object that cannot seek (torch: AttributeError "You can only torch.load
+  from a file that is seekable"), ignored a ``pickle_module`` without ``__name__`` (torch's dill
+  check: AttributeError) and took ``errors=``/``fix_imports=`` under ``weights_only=True`` (torch's
+  weights-only unpickler takes ``encoding`` only: TypeError, after its UserWarning, also given
+  now);
 - ``save`` of a sparse COO tensor raised NotImplementedError (torch saves it; it loads back
   sparse, coalesced flag kept, requires_grad dropped as torch's rebuild drops it).
 
@@ -48,8 +55,11 @@ raises RuntimeError naming the file), ``mmap=True`` of a file saved with
 ``_use_new_zipfile_serialization=False`` (tracegrad writes its own format for both, which maps),
 ``pack_padded_sequence`` with a length past the time dimension (torch reads past the input;
 tracegrad raises RuntimeError), Adagrad.load_state_dict of a state without ``step`` (torch's
-KeyError from its __setstate__), and the UserWarning torch gives when saving a tensor with a
-backward hook. Each call runs under torch (the oracle) and tracegrad: the same exception class
+KeyError from its __setstate__), the UserWarning torch gives when saving a tensor with a
+backward hook, a tensor subclass (saved as a plain Tensor; torch pickles the class), a list that
+contains itself (torch pickles it; tracegrad's tree refuses it: ValueError), and
+``clip_grad_norm_``/``parameters_to_vector`` of sparse gradients (tracegrad's NotImplementedError
+subclass ``SparseOperand``). Each call runs under torch (the oracle) and tracegrad: the same exception class
 (or none), no text of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
 """
 import io
@@ -118,6 +128,20 @@ def _saved(T, obj):
 def _load_mapped(W, T, fn):
     # a file written by W, loaded by T with a map_location callable
     return T.load(_saved(W, {"a": W.ones(2)}), map_location=fn)
+
+
+class _NoSeek:
+    """A file object that reads but cannot seek (a pipe's)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def read(self, n=-1):
+        out, self.data = (self.data, b"") if n < 0 else (self.data[:n], self.data[n:])
+        return out
+
+    def readline(self):
+        return self.read()
 
 
 def _sparse(T):
@@ -213,6 +237,18 @@ CASES = {
     "load(map_location returns str)": lambda T: _load_mapped(T, T, lambda s, loc: "cpu"),
     "load(map_location returns None)_ok": lambda T: _load_mapped(T, T, lambda s, loc: None)["a"].tolist(),
     "load(map_location returns storage)_ok": lambda T: _load_mapped(T, T, lambda s, loc: s)["a"].tolist(),
+    "load(map_location takes one argument)": lambda T: _load_mapped(T, T, lambda s: s),
+    "load(torch file, map_location takes one argument)": lambda T: _load_mapped(torch, T, lambda s: s),
+    "load(map_location raises)": lambda T: _load_mapped(T, T, lambda s, loc: 1 / 0),
+    "load(map_location returns a slice)": lambda T: _load_mapped(T, T, lambda s, loc: s[:1]),
+    "load(file object without seek)": lambda T: T.load(_NoSeek(_saved(T, T.ones(2)).getvalue())),
+    "load(pickle_module=1, weights_only=False)": lambda T: T.load(_saved(T, T.ones(2)), pickle_module=1,
+                                                                  weights_only=False),
+    "load(errors='strict')": lambda T: T.load(_saved(T, T.ones(2)), errors="strict"),
+    "load(fix_imports=False)": lambda T: T.load(_saved(T, T.ones(2)), fix_imports=False),
+    "load(errors='strict', weights_only=False)_ok": lambda T: T.load(_saved(T, T.ones(2)), errors="strict",
+                                                                     weights_only=False).tolist(),
+    "load(encoding='latin1')_ok": lambda T: T.load(_saved(T, T.ones(2)), encoding="latin1").tolist(),
     "save+load(sparse)_ok": lambda T: T.load(_saved(T, _sparse(T))).to_dense().tolist(),
     "save+load(sparse in dict, weights_only=False)_ok": lambda T: T.load(
         _saved(T, {"s": _sparse(T)}), weights_only=False)["s"].is_sparse,
@@ -228,6 +264,8 @@ GIST = {
     "PackedSequence(data)": "Expected data to be a list or tuple of length 2",
     "weight_norm(dim=1.5)": "must be int, not float",
     "save(pickle_module=None)": "'NoneType' object has no attribute 'Pickler'",
+    "load(file object without seek)": "from a file that is seekable",
+    "load(errors='strict')": "unexpected keyword argument 'errors'",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
