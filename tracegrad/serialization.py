@@ -64,6 +64,7 @@ from ._ops import dtypes as _dt
 from ._tensor.factories import empty, from_file_array
 from ._tensor.tensor import Tensor
 from ._api.sparse_coo import sparse_coo_tensor
+from .utils.hooks import warn_if_has_hooks
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
@@ -96,6 +97,7 @@ def _parameter_class():
 
 def _encode(obj, arrays, path):
     if isinstance(obj, Tensor) and obj.is_sparse:
+        warn_if_has_hooks(obj)
         # a sparse COO tensor is saved as torch saves it: its indices and values as stored (not
         # coalesced on the way), its size and coalesced flag (not requires_grad: torch's
         # rebuild of a sparse tensor drops it); it loads back sparse
@@ -109,6 +111,7 @@ def _encode(obj, arrays, path):
         hit = memo.get(id(obj)) if memo is not None else None
         if hit is not None:
             return json.loads(hit[1])
+        warn_if_has_hooks(obj)    # as torch's Tensor.__reduce_ex__: hooks are not saved
         name = obj.dtype.name
         node = {"t": "tensor", "key": None, "dtype": name, "shape": list(obj.shape),
                 "requires_grad": bool(obj.requires_grad), "device": str(obj.device)}

@@ -43,6 +43,8 @@ differences from torch 2.13, fixed here:
   check: AttributeError) and took ``errors=``/``fix_imports=`` under ``weights_only=True`` (torch's
   weights-only unpickler takes ``encoding`` only: TypeError, after its UserWarning, also given
   now);
+- ``save`` gave no UserWarning for a tensor with ``register_hook`` hooks (torch warns that they
+  are not saved; ``utils.hooks.unserializable_hook`` and ``warn_if_has_hooks`` added);
 - ``save`` of a sparse COO tensor raised NotImplementedError (torch saves it; it loads back
   sparse, coalesced flag kept, requires_grad dropped as torch's rebuild drops it).
 
@@ -55,9 +57,8 @@ raises RuntimeError naming the file), ``mmap=True`` of a file saved with
 ``_use_new_zipfile_serialization=False`` (tracegrad writes its own format for both, which maps),
 ``pack_padded_sequence`` with a length past the time dimension (torch reads past the input;
 tracegrad raises RuntimeError), Adagrad.load_state_dict of a state without ``step`` (torch's
-KeyError from its __setstate__), the UserWarning torch gives when saving a tensor with a
-backward hook, a tensor subclass (saved as a plain Tensor; torch pickles the class), a list that
-contains itself (torch pickles it; tracegrad's tree refuses it: ValueError), and
+KeyError from its __setstate__), a tensor subclass (saved as a plain Tensor; torch pickles the
+class), a list that contains itself (torch pickles it; tracegrad's tree refuses it: ValueError), and
 ``clip_grad_norm_``/``parameters_to_vector`` of sparse gradients (tracegrad's NotImplementedError
 subclass ``SparseOperand``). Each call runs under torch (the oracle) and tracegrad: the same exception class
 (or none), no text of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
@@ -358,3 +359,24 @@ def test_failed_save_leaves_no_partial_file(tmp_path):
     for T in (torch, tracegrad):
         with pytest.raises(FileNotFoundError):
             T.load(tmp_path / "missing.pt")
+
+
+def test_save_warns_for_tensor_hooks():
+    # torch's Tensor.__reduce_ex__ warns once per saved tensor for each hook not marked
+    # unserializable_hook (leaf and non-leaf); the hooks are not saved
+    import warnings
+    said = {}
+    for T in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a = T.ones(2, requires_grad=True)
+            a.register_hook(lambda g: g)
+            b = a * 2
+            b.register_hook(T.utils.hooks.unserializable_hook(lambda g: g))
+            b.register_hook(print)
+            c = T.ones(2, requires_grad=True)
+            c.register_hook(T.utils.hooks.unserializable_hook(lambda g: g))
+            r = T.load(_saved(T, {"a": a, "again": a, "b": b, "c": c}))
+        said[T.__name__] = [(x.category, str(x.message).split(" on tensor")[0].split(" at 0x")[0]) for x in w]
+        assert r["a"].requires_grad and r["a"].grad_fn is None
+    assert said["tracegrad"] == said["torch"] and len(said["torch"]) == 2
