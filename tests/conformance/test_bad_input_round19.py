@@ -29,6 +29,12 @@ differences from torch 2.13, fixed here:
 - ``PackedSequence(data)`` raised RuntimeError where torch takes ``PackedSequence((data,
   batch_sizes))`` and asserts on anything else (AssertionError), and a list ``batch_sizes`` was
   taken (torch: AttributeError reading its device);
+- ``pad_sequence``, ``pack_padded_sequence`` and ``pad_packed_sequence`` took any truthy
+  ``batch_first`` (torch's parser: a Python bool only, TypeError for 1, None, a NumPy bool), and
+  ``pad_sequence`` checked padding_side and the empty list before its parser's checks;
+- an RNN fed a hand-made PackedSequence whose ``batch_sizes`` need more rows than its data has,
+  grow from one step to the next, or are not int64 computed a result (torch: RuntimeError;
+  TypeError for floating batch sizes);
 - ``weight_norm`` and ``parametrizations.weight_norm`` took a float or bool ``dim`` (torch's
   ``norm_except_dim`` parser: TypeError) and a str one failed in Python's comparison words;
 - ``save(obj, f, pickle_module=None)`` was accepted (torch: AttributeError, None has no
@@ -58,7 +64,9 @@ raises RuntimeError naming the file), ``mmap=True`` of a file saved with
 ``pack_padded_sequence`` with a length past the time dimension (torch reads past the input;
 tracegrad raises RuntimeError), Adagrad.load_state_dict of a state without ``step`` (torch's
 KeyError from its __setstate__), a tensor subclass (saved as a plain Tensor; torch pickles the
-class), a list that contains itself (torch pickles it; tracegrad's tree refuses it: ValueError), and
+class), a list that contains itself (torch pickles it; tracegrad's tree refuses it: ValueError),
+``unpad_sequence`` with a negative length (torch's tensor-bound slice gives an empty sequence),
+indexing a TensorDataset of sparse tensors, and
 ``clip_grad_norm_``/``parameters_to_vector`` of sparse gradients (tracegrad's NotImplementedError
 subclass ``SparseOperand``). Each call runs under torch (the oracle) and tracegrad: the same exception class
 (or none), no text of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
@@ -212,6 +220,27 @@ CASES = {
         T.ones(3, 2), T.tensor([3, 2], device="meta")),
     "pack_padded_sequence(float lengths tensor)_ok": lambda T: _rnn(T).pack_padded_sequence(
         T.ones(3, 2), T.tensor([3., 2.])).batch_sizes.tolist(),
+    # the rnn kernels' bool arguments are Python bools only
+    "pad_sequence(batch_first=1)": lambda T: _pad(T, [T.ones(2), T.ones(1)], batch_first=1),
+    "pad_sequence(batch_first=None)": lambda T: _pad(T, [T.ones(2), T.ones(1)], batch_first=None),
+    "pad_sequence([], batch_first=1)": lambda T: _pad(T, [], batch_first=1),
+    "pad_sequence(3, batch_first=1)": lambda T: _pad(T, 3, batch_first=1),
+    "pad_sequence(padding_value=1j, padding_side='x')": lambda T: _pad(T, [T.ones(2)], padding_value=1j,
+                                                                       padding_side="x"),
+    "pack_padded_sequence(batch_first=np.bool_(True))": lambda T: _rnn(T).pack_padded_sequence(
+        T.ones(2, 2), [2, 1], batch_first=np.bool_(True)),
+    "pack_padded_sequence(batch_first=0)": lambda T: _rnn(T).pack_padded_sequence(T.ones(2, 2), [2, 1], batch_first=0),
+    "pad_packed_sequence(batch_first=1)": lambda T: _rnn(T).pad_packed_sequence(
+        _rnn(T).pack_sequence([T.ones(2), T.ones(1)]), batch_first=1),
+    "pack_sequence(enforce_sorted=1)_ok": lambda T: _rnn(T).pack_sequence([T.ones(2), T.ones(1)],
+                                                                         enforce_sorted=1).batch_sizes.tolist(),
+    # a PackedSequence made by hand, fed to an RNN
+    **{f"RNN(PackedSequence(5 rows, batch_sizes={bs}, {dt}))" + ("_ok" if ok else ""):
+       (lambda T, bs=bs, dt=dt: T.nn.RNN(2, 2)(_rnn(T).PackedSequence(T.ones(5, 2), T.tensor(bs, dtype=getattr(T, dt))))[
+           0].data.shape)
+       for bs, dt, ok in (([2, 2, 2], "int64", False), ([1, 2, 2], "int64", False), ([2, 0, 3], "int64", False),
+                          ([2, 2, 1], "int32", False), ([2., 2., 1.], "float32", False), ([2, 2], "int64", True),
+                          ([2, 2, 1, 0], "int64", True), ([2, 2, 1], "int64", True))},
     # PackedSequence's constructor
     "PackedSequence(data)": lambda T: _rnn(T).PackedSequence(T.ones(3)),
     "PackedSequence((data,))": lambda T: _rnn(T).PackedSequence((T.ones(3),)),

@@ -178,6 +178,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         sorted_indices = tracegrad.tensor(order, dtype=tracegrad.int64)
         lengths = [lengths[i] for i in order]
         input = input.index_select(0 if batch_first else 1, sorted_indices)
+    _strict_bool("_pack_padded_sequence", "batch_first", 3, batch_first)
     if batch_first:
         input = input.transpose(0, 1)
     if len(lengths) != input.shape[1]:
@@ -203,6 +204,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if total_length is not None and total_length < len(bs):
         raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, but "
                          f"got total_length={total_length} and max sequence length being {len(bs)}")
+    _strict_bool("_pad_packed_sequence", "batch_first", 3, batch_first)
     padded, lengths = packed_to_padded(sequence.data, bs, padding_value, total_length)
     lengths = tracegrad.tensor(lengths, dtype=tracegrad.int64)
     if sequence.unsorted_indices is not None:
@@ -211,6 +213,13 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if batch_first:
         padded = padded.transpose(0, 1)
     return padded, lengths
+
+
+def _strict_bool(fn, name, pos, value):
+    """torch's parser reads a ``bool`` argument of its rnn kernels as a Python bool only:
+    TypeError for an int, None, a NumPy bool or a tensor."""
+    if type(value) is not bool:
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be bool, not {type(value).__name__}")
 
 
 def _real_number(v):
@@ -235,8 +244,6 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     ``(L_i, *trailing)``). Raises RuntimeError for another padding_side, an empty list, a
     non-iterable ``sequences`` or a sequence that does not broadcast to its slot; TypeError for a
     ``padding_value`` that is not a real number (torch's ``float`` argument)."""
-    if padding_side not in ("left", "right"):
-        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, tracegrad.Tensor):
         sequences = list(sequences.unbind(0))
     try:
@@ -244,13 +251,18 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     except TypeError:
         raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg of type: "
                            f"{type(sequences)}; pass a list or tuple of tensors") from None
-    if not sequences:
-        raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
     for i, s in enumerate(sequences):   # torch's parser reads a list of Tensors
         if not isinstance(s, tracegrad.Tensor):
             raise TypeError(f"pad_sequence(): expected Tensor as element {i} in argument 0, but got "
                             f"{type(s).__name__}")
+    # torch's order: the iterable check, then its parser (the list, batch_first, padding_value),
+    # then the kernel's padding_side check
+    _strict_bool("pad_sequence", "batch_first", 2, batch_first)
     padding_value = _real_number(padding_value)
+    if not sequences:
+        raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if any(s.dim() == 0 for s in sequences):
         raise RuntimeError("pad_sequence: a sequence must have at least one dim (its length); got a 0-d tensor")
     trailing, dtype = tuple(sequences[0].shape[1:]), sequences[0].dtype
