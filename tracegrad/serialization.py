@@ -95,7 +95,45 @@ def _parameter_class():
 
 # --- encode: object -> (JSON-able node, arrays) ------------------------------------------
 
+def _user_subclass(cls):
+    """A Tensor subclass of the user's (not tracegrad's own: Parameter, the sparse class...)."""
+    return cls is not Tensor and not cls.__module__.startswith("tracegrad") and \
+        not (_parameter_class() is not None and issubclass(cls, _parameter_class()))
+
+
+def _class_named(qualified):
+    """The class ``module.qualname`` names, imported (pickle's lookup of a global)."""
+    module, _, name = qualified.partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _encode(obj, arrays, path):
+    if isinstance(obj, Tensor) and _user_subclass(type(obj)):
+        # a tensor of a user's subclass keeps its class, as torch pickles it (its
+        # _rebuild_from_type_v2): the class by name, refused by a weights-only load unless
+        # allowlisted; a class pickle cannot name fails as pickle fails
+        cls = type(obj)
+        if "<locals>" in cls.__qualname__:
+            raise AttributeError(f"tracegrad.save: Can't pickle local object {cls.__qualname__!r} at {path} (a "
+                                 "Tensor subclass defined in a function); define the class at module level")
+        qualified = f"{cls.__module__}:{cls.__qualname__}"
+        try:
+            if _class_named(qualified) is not cls:
+                raise AttributeError
+        except (ImportError, AttributeError):
+            raise pickle.PicklingError(f"tracegrad.save: Can't pickle {cls!r} at {path}: it's not found as "
+                                       f"{cls.__module__}.{cls.__qualname__}") from None
+        memo = getattr(arrays, "pickled", None)    # one object saved twice loads as one (as a tensor)
+        hit = memo.get(id(obj)) if memo is not None else None
+        if hit is not None:
+            return json.loads(hit[1])
+        node = {"t": "subclass", "cls": qualified, "tensor": _encode(obj.as_subclass(Tensor), arrays, path)}
+        if memo is not None:
+            memo[id(obj)] = (obj, json.dumps(node))
+        return node
     if isinstance(obj, Tensor) and obj.is_sparse:
         warn_if_has_hooks(obj)
         # a sparse COO tensor is saved as torch saves it: its indices and values as stored (not
@@ -403,6 +441,21 @@ def _decode(node, arrays, place):
                     t = memo[pid] = _decode_tensor(kind, node, arrays, place)
                 return t
             return _decode_tensor(kind, node, arrays, place)
+        if kind == "subclass":
+            memo = getattr(place, "pickled", None)
+            if memo is not None and json.dumps(node) in memo:
+                return memo[json.dumps(node)]
+            module, _, name = node["cls"].partition(":")
+            if place.weights_only:
+                cls = _safe_global(f"{module}.{name}")
+                if cls is None:
+                    raise _refuse(module, name)
+            else:
+                cls = _class_named(node["cls"])
+            t = _decode(node["tensor"], arrays, place).as_subclass(cls)
+            if memo is not None:
+                memo[json.dumps(node)] = t
+            return t
         if kind == "sparse_coo":
             return sparse_coo_tensor(_decode(node["indices"], arrays, place), _decode(node["values"], arrays, place),
                                      node["size"], is_coalesced=node["coalesced"])
@@ -587,6 +640,10 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
     Args:    ``obj``: tensors, dicts (e.g. ``model.state_dict()``), lists, tuples and plain
              int/float/str/bool/None values, nested, are stored without pickle; any other
              object (a whole module, an optimizer) is pickled, its tensors stored as arrays;
+             a sparse COO tensor keeps its indices, values and coalesced flag; a tensor of a
+             user's Tensor subclass keeps its class by name (as torch pickles it: a
+             weights-only load refuses it unless allowlisted); tensor hooks are not saved
+             (a UserWarning, as torch, unless marked ``utils.hooks.unserializable_hook``);
              ``f``: a path (str or ``os.PathLike``)
              or a binary file object opened for writing. ``pickle_module`` and
              ``pickle_protocol`` are checked as torch's pickler reads them (AttributeError for

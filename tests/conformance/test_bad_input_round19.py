@@ -51,6 +51,9 @@ differences from torch 2.13, fixed here:
   now);
 - ``save`` gave no UserWarning for a tensor with ``register_hook`` hooks (torch warns that they
   are not saved; ``utils.hooks.unserializable_hook`` and ``warn_if_has_hooks`` added);
+- ``save`` of a tensor of a user's Tensor subclass saved a plain Tensor (torch pickles the class:
+  a weights-only load refuses it unless allowlisted, UnpicklingError; a full load gives the
+  subclass back; a class made in a function cannot be saved, AttributeError);
 - ``save`` of a sparse COO tensor raised NotImplementedError (torch saves it; it loads back
   sparse, coalesced flag kept, requires_grad dropped as torch's rebuild drops it).
 
@@ -63,8 +66,7 @@ raises RuntimeError naming the file), ``mmap=True`` of a file saved with
 ``_use_new_zipfile_serialization=False`` (tracegrad writes its own format for both, which maps),
 ``pack_padded_sequence`` with a length past the time dimension (torch reads past the input;
 tracegrad raises RuntimeError), Adagrad.load_state_dict of a state without ``step`` (torch's
-KeyError from its __setstate__), a tensor subclass (saved as a plain Tensor; torch pickles the
-class), a list that contains itself (torch pickles it; tracegrad's tree refuses it: ValueError),
+KeyError from its __setstate__), a list that contains itself (torch pickles it; tracegrad's tree refuses it: ValueError),
 ``unpad_sequence`` with a negative length (torch's tensor-bound slice gives an empty sequence),
 indexing a TensorDataset of sparse tensors, and
 ``clip_grad_norm_``/``parameters_to_vector`` of sparse gradients (tracegrad's NotImplementedError
@@ -409,3 +411,31 @@ def test_save_warns_for_tensor_hooks():
         said[T.__name__] = [(x.category, str(x.message).split(" on tensor")[0].split(" at 0x")[0]) for x in w]
         assert r["a"].requires_grad and r["a"].grad_fn is None
     assert said["tracegrad"] == said["torch"] and len(said["torch"]) == 2
+
+
+class _TorchSub(torch.Tensor):
+    pass
+
+
+class _TracegradSub(tracegrad.Tensor):
+    pass
+
+
+def test_tensor_subclass_save_keeps_its_class():
+    # torch pickles a tensor subclass by its class: a weights-only load refuses the class unless
+    # allowlisted, a full load gives the subclass back (one object for one saved object)
+    import pickle
+    for T, S in ((torch, _TorchSub), (tracegrad, _TracegradSub)):
+        s = T.ones(2, requires_grad=True).as_subclass(S)
+        with pytest.raises(pickle.UnpicklingError):
+            T.load(_saved(T, {"s": s}))
+        r = T.load(_saved(T, {"s": s, "again": s}), weights_only=False)
+        assert type(r["s"]) is S and r["s"] is r["again"], T.__name__
+        assert r["s"].requires_grad and r["s"].tolist() == [1., 1.]
+        with T.serialization.safe_globals([S]):
+            assert type(T.load(_saved(T, s))) is S
+
+        class Local(T.Tensor):
+            pass
+        with pytest.raises(AttributeError):    # pickle cannot name a class made in a function
+            T.save(T.ones(1).as_subclass(Local), io.BytesIO())
