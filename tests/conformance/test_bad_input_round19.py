@@ -66,9 +66,9 @@ raises RuntimeError naming the file), ``mmap=True`` of a file saved with
 ``_use_new_zipfile_serialization=False`` (tracegrad writes its own format for both, which maps),
 ``pack_padded_sequence`` with a length past the time dimension (torch reads past the input;
 tracegrad raises RuntimeError), Adagrad.load_state_dict of a state without ``step`` (torch's
-KeyError from its __setstate__), a list that contains itself (torch pickles it; tracegrad's tree refuses it: ValueError),
-``unpad_sequence`` with a negative length (torch's tensor-bound slice gives an empty sequence),
-indexing a TensorDataset of sparse tensors, and
+KeyError from its __setstate__), a list that contains itself (torch pickles it; tracegrad's tree
+refuses it: ValueError), ``unpad_sequence`` with a negative length (torch's tensor-bound slice
+gives an empty sequence), indexing a TensorDataset of sparse tensors, and
 ``clip_grad_norm_``/``parameters_to_vector`` of sparse gradients (tracegrad's NotImplementedError
 subclass ``SparseOperand``). Each call runs under torch (the oracle) and tracegrad: the same exception class
 (or none), no text of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
@@ -238,8 +238,8 @@ CASES = {
                                                                          enforce_sorted=1).batch_sizes.tolist(),
     # a PackedSequence made by hand, fed to an RNN
     **{f"RNN(PackedSequence(5 rows, batch_sizes={bs}, {dt}))" + ("_ok" if ok else ""):
-       (lambda T, bs=bs, dt=dt: T.nn.RNN(2, 2)(_rnn(T).PackedSequence(T.ones(5, 2), T.tensor(bs, dtype=getattr(T, dt))))[
-           0].data.shape)
+       (lambda T, bs=bs, dt=dt: T.nn.RNN(2, 2)(
+           _rnn(T).PackedSequence(T.ones(5, 2), T.tensor(bs, dtype=getattr(T, dt))))[0].data.shape)
        for bs, dt, ok in (([2, 2, 2], "int64", False), ([1, 2, 2], "int64", False), ([2, 0, 3], "int64", False),
                           ([2, 2, 1], "int32", False), ([2., 2., 1.], "float32", False), ([2, 2], "int64", True),
                           ([2, 2, 1, 0], "int64", True), ([2, 2, 1], "int64", True))},

@@ -79,7 +79,8 @@ class OneCycleLR(LRScheduler):
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups, strict=True):
+                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups,
+                                                         strict=True):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:

@@ -69,7 +69,8 @@ class MultiplicativeLR(_LambdaBase):
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
         if not self._is_initial:
-            return [g["lr"] * lmbda(self.last_epoch) for lmbda, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
+            return [g["lr"] * lmbda(self.last_epoch)
+                    for lmbda, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
         return _param_groups_val_list(self.optimizer, "lr")
 
 

@@ -39,7 +39,6 @@ def _check_int(value, name):
         raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
 
 
-
 def _check_batch_sizes(batch_sizes, data):
     """A PackedSequence made by hand, checked as torch's packed RNN kernel reads it: int64
     ``batch_sizes`` (TypeError for a floating one, RuntimeError for another integer dtype), none
@@ -60,6 +59,7 @@ def _check_batch_sizes(batch_sizes, data):
     if sum(bs) > data.shape[0]:
         raise RuntimeError(f"start ({sum(bs) - bs[-1]}) + length ({bs[-1]}) exceeds dimension size ({data.shape[0]}): "
                            f"PackedSequence batch_sizes {bs} need more rows than its data has")
+
 
 class RNNBase(Module):
     """Base of :class:`RNN`, :class:`LSTM`, :class:`GRU` (mirrors ``torch.nn.RNNBase``).
