@@ -619,6 +619,8 @@ def load_torch(data, name, place, weights_only, safe_global, refuse, pickle_load
                            f"({e})") from e
     except (EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError, struct.error,
             zipfile.BadZipFile) as e:
+        if getattr(e, "tracegrad_user_error", False):   # the map_location callable's TypeError
+            raise
         raise RuntimeError(f"tracegrad.load: {name!r} is damaged or truncated: its pickle could not be read "
                            f"({type(e).__name__}: {e})") from e
 

@@ -63,6 +63,8 @@ from . import _serialization_torch as _torch_format
 from ._ops import dtypes as _dt
 from ._tensor.factories import empty, from_file_array
 from ._tensor.tensor import Tensor
+from ._api.sparse_coo import sparse_coo_tensor
+from .utils.hooks import warn_if_has_hooks
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
@@ -93,7 +95,53 @@ def _parameter_class():
 
 # --- encode: object -> (JSON-able node, arrays) ------------------------------------------
 
+def _user_subclass(cls):
+    """A Tensor subclass of the user's (not tracegrad's own: Parameter, the sparse class...)."""
+    return cls is not Tensor and not cls.__module__.startswith("tracegrad") and \
+        not (_parameter_class() is not None and issubclass(cls, _parameter_class()))
+
+
+def _class_named(qualified):
+    """The class ``module.qualname`` names, imported (pickle's lookup of a global)."""
+    module, _, name = qualified.partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _encode(obj, arrays, path):
+    if isinstance(obj, Tensor) and _user_subclass(type(obj)):
+        # a tensor of a user's subclass keeps its class, as torch pickles it (its
+        # _rebuild_from_type_v2): the class by name, refused by a weights-only load unless
+        # allowlisted; a class pickle cannot name fails as pickle fails
+        cls = type(obj)
+        if "<locals>" in cls.__qualname__:
+            raise AttributeError(f"tracegrad.save: Can't pickle local object {cls.__qualname__!r} at {path} (a "
+                                 "Tensor subclass defined in a function); define the class at module level")
+        qualified = f"{cls.__module__}:{cls.__qualname__}"
+        try:
+            if _class_named(qualified) is not cls:
+                raise AttributeError
+        except (ImportError, AttributeError):
+            raise pickle.PicklingError(f"tracegrad.save: Can't pickle {cls!r} at {path}: it's not found as "
+                                       f"{cls.__module__}.{cls.__qualname__}") from None
+        memo = getattr(arrays, "pickled", None)    # one object saved twice loads as one (as a tensor)
+        hit = memo.get(id(obj)) if memo is not None else None
+        if hit is not None:
+            return json.loads(hit[1])
+        node = {"t": "subclass", "cls": qualified, "tensor": _encode(obj.as_subclass(Tensor), arrays, path)}
+        if memo is not None:
+            memo[id(obj)] = (obj, json.dumps(node))
+        return node
+    if isinstance(obj, Tensor) and obj.is_sparse:
+        warn_if_has_hooks(obj)
+        # a sparse COO tensor is saved as torch saves it: its indices and values as stored (not
+        # coalesced on the way), its size and coalesced flag (not requires_grad: torch's
+        # rebuild of a sparse tensor drops it); it loads back sparse
+        return {"t": "sparse_coo", "size": list(obj.shape), "coalesced": bool(obj.is_coalesced()),
+                "indices": _encode(obj._indices().detach(), arrays, f"{path}._indices()"),
+                "values": _encode(obj._values().detach(), arrays, f"{path}._values()")}
     if isinstance(obj, Tensor):
         # the same tensor object met again (a tied weight under two names, a tensor in a
         # state_dict and in a pickled module) is one array and one node: it loads as one object
@@ -101,6 +149,7 @@ def _encode(obj, arrays, path):
         hit = memo.get(id(obj)) if memo is not None else None
         if hit is not None:
             return json.loads(hit[1])
+        warn_if_has_hooks(obj)    # as torch's Tensor.__reduce_ex__: hooks are not saved
         name = obj.dtype.name
         node = {"t": "tensor", "key": None, "dtype": name, "shape": list(obj.shape),
                 "requires_grad": bool(obj.requires_grad), "device": str(obj.device)}
@@ -392,6 +441,24 @@ def _decode(node, arrays, place):
                     t = memo[pid] = _decode_tensor(kind, node, arrays, place)
                 return t
             return _decode_tensor(kind, node, arrays, place)
+        if kind == "subclass":
+            memo = getattr(place, "pickled", None)
+            if memo is not None and json.dumps(node) in memo:
+                return memo[json.dumps(node)]
+            module, _, name = node["cls"].partition(":")
+            if place.weights_only:
+                cls = _safe_global(f"{module}.{name}")
+                if cls is None:
+                    raise _refuse(module, name)
+            else:
+                cls = _class_named(node["cls"])
+            t = _decode(node["tensor"], arrays, place).as_subclass(cls)
+            if memo is not None:
+                memo[json.dumps(node)] = t
+            return t
+        if kind == "sparse_coo":
+            return sparse_coo_tensor(_decode(node["indices"], arrays, place), _decode(node["values"], arrays, place),
+                                     node["size"], is_coalesced=node["coalesced"])
         if kind in ("bool", "int", "str"):
             return {"bool": bool, "int": int, "str": str}[kind](node["v"])
         if kind == "float":
@@ -411,6 +478,9 @@ def _decode(node, arrays, place):
     except (_Corrupt, _Unpickling, pickle.UnpicklingError):
         raise
     except (KeyError, TypeError, ValueError) as e:
+        if getattr(e, "tracegrad_user_error", False):
+            raise
+
         raise _Corrupt(f"bad entry {node!r:.200}: {type(e).__name__}: {e}") from None
     raise _Corrupt(f"unknown entry type {kind!r}")
 
@@ -439,7 +509,24 @@ def _placer(map_location):
         target = saved_device
         if map_location is not None:
             if callable(map_location):
-                moved = map_location(t, saved_device)
+                try:
+                    moved = map_location(t, saved_device)
+                except Exception as e:
+                    e.tracegrad_user_error = True   # the callable's own error, as torch lets it through
+                    raise
+                if moved is not None and isinstance(moved, Tensor) and moved.numel() != t.numel():
+                    e = RuntimeError(f"tracegrad.load: map_location returned {moved.numel()} elements for a storage "
+                                     f"of {t.numel()} (torch: Trying to resize storage that is not resizable); "
+                                     "return the storage it was given, moved")
+                    e.tracegrad_user_error = True
+                    raise e
+                if moved is not None and not isinstance(moved, Tensor):
+                    # torch builds a storage from what the callable returns: TypeError for
+                    # anything else (the object was taken as the loaded tensor before)
+                    e = TypeError(f"tracegrad.load: map_location returned {type(moved).__name__}; the callable "
+                                  f"must return the storage it was given (moved, e.g. storage.cpu()) or None")
+                    e.tracegrad_user_error = True   # the readers pass it on, not as a damaged file
+                    raise e
                 return t if moved is None else moved
             if isinstance(map_location, dict):
                 target = map_location.get(saved_device, saved_device)
@@ -461,7 +548,10 @@ def _path(f, api, method):
     """``f`` as a path; AttributeError (as torch, which then treats ``f`` as a file object and
     looks for its ``read``/``write``) for anything else."""
     try:
-        return os.fspath(f)
+        path = os.fspath(f)
+        if isinstance(path, bytes):    # torch takes a str or os.PathLike path only
+            raise TypeError
+        return path
     except TypeError:
         raise AttributeError(f"tracegrad.{api}: f must be a path (str or os.PathLike) or a file-like object "
                              f"with {method}(), not {type(f).__name__}") from None
@@ -516,12 +606,21 @@ def _unreadable_class(data):
     return pickle.UnpicklingError
 
 
+def _check_pickle_module(pickle_module, api):
+    """torch reads ``pickle_module.__name__`` (its dill version check) in save and load:
+    AttributeError for an object without one."""
+    if pickle_module is not None and not hasattr(pickle_module, "__name__"):
+        raise AttributeError(f"'{type(pickle_module).__name__}' object has no attribute '__name__' "
+                             f"(tracegrad.{api}: pickle_module must be a module such as pickle)")
+
+
 def _check_pickle_args(pickle_module, pickle_protocol):
     """torch hands ``pickle_module`` / ``pickle_protocol`` to pickle (which refuses them with
     these classes); tracegrad ignores their effect, so it checks them the same way first."""
-    if pickle_module is not None and not hasattr(pickle_module, "__name__"):
-        raise AttributeError(f"'{type(pickle_module).__name__}' object has no attribute '__name__' "
-                             f"(tracegrad.save: pickle_module must be a module such as pickle)")
+    if pickle_module is None:   # torch's default is the pickle module; None has no Pickler
+        raise AttributeError("'NoneType' object has no attribute 'Pickler' (tracegrad.save: pickle_module must be "
+                             "a module such as pickle; leave it out for the default)")
+    _check_pickle_module(pickle_module, "save")
     if pickle_protocol is not None:
         if not hasattr(pickle_protocol, "__index__"):
             raise TypeError(f"'{type(pickle_protocol).__name__}' object cannot be interpreted as an integer "
@@ -535,15 +634,20 @@ def _check_pickle_args(pickle_module, pickle_protocol):
 _PICKLE_LOAD_ARGS = ("encoding", "errors", "fix_imports", "buffers")
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Write ``obj`` to ``f``. Mirrors ``torch.save`` (see the module notes).
 
     Args:    ``obj``: tensors, dicts (e.g. ``model.state_dict()``), lists, tuples and plain
              int/float/str/bool/None values, nested, are stored without pickle; any other
              object (a whole module, an optimizer) is pickled, its tensors stored as arrays;
+             a sparse COO tensor keeps its indices, values and coalesced flag; a tensor of a
+             user's Tensor subclass keeps its class by name (as torch pickles it: a
+             weights-only load refuses it unless allowlisted); tensor hooks are not saved
+             (a UserWarning, as torch, unless marked ``utils.hooks.unserializable_hook``);
              ``f``: a path (str or ``os.PathLike``)
              or a binary file object opened for writing. ``pickle_module`` and
-             ``pickle_protocol`` are accepted for compatibility and ignored.
+             ``pickle_protocol`` are checked as torch's pickler reads them (AttributeError for
+             ``pickle_module=None``) and otherwise ignored.
     Atomic:  for a path, the bytes go to a temporary file in the same directory, are
              ``fsync``'ed, and ``os.replace`` moves it over ``f``: a crash mid-save leaves the
              old file intact. A file object is written in place (no such guarantee).
@@ -674,7 +778,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              names is allowlisted (``add_safe_globals``); ``mmap``: as torch, for a path only
              and not for a legacy torch file (a torch zip file at a path is always mapped,
              its storages read in place, so the flag changes nothing else).
-             ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files.
+             ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files
+             (as torch, only ``encoding`` under ``weights_only=True``, with its UserWarning).
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
              dicts come back as dict or OrderedDict as saved, tuples as tuples. A seekable
              file object holding a tracegrad checkpoint is left just past it (objects saved
@@ -686,14 +791,21 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              safetensors nor a ``torch.save`` file, holds a pickled torch object (a whole
              module) or a dtype tracegrad lacks, or its tensors' device is missing here (use
              ``map_location``); ValueError for ``mmap=True`` with a file object, RuntimeError
-             with a legacy torch file; FileNotFoundError for a missing path.
+             with a legacy torch file; FileNotFoundError for a missing path; AttributeError
+             (or io.UnsupportedOperation) for a file object that cannot seek and for a
+             ``pickle_module`` without ``__name__``; a ``map_location`` callable's own error,
+             TypeError when it returns no tensor, RuntimeError for one of another size.
     """
     weights_only = _weights_only_mode(weights_only, pickle_module)
-    unknown = [k for k in pickle_load_args if k not in _PICKLE_LOAD_ARGS]
+    _check_pickle_module(pickle_module, "load")
+    if weights_only and pickle_load_args:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    # torch's weights-only unpickler takes ``encoding`` only; pickle's takes the four
+    unknown = [k for k in pickle_load_args if k not in (("encoding",) if weights_only else _PICKLE_LOAD_ARGS)]
     if unknown:   # torch's unpickler refuses them (TypeError)
         raise TypeError(f"load() got an unexpected keyword argument {unknown[0]!r} (tracegrad.load takes f, "
                         f"map_location, pickle_module, weights_only, mmap and the unpickler's "
-                        f"{', '.join(_PICKLE_LOAD_ARGS)})")
+                        f"{', '.join(_PICKLE_LOAD_ARGS)}; under weights_only=True only encoding)")
     if isinstance(f, (bytes, bytearray)) and not hasattr(f, "read"):
         # torch takes bytes for a file object and calls f.seek first
         raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. tracegrad.load reads a path or a "
@@ -701,6 +813,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
+        try:   # torch reads only a seekable file object (its f.seek(f.tell()) check)
+            f.seek(f.tell())
+        except (io.UnsupportedOperation, AttributeError) as e:
+            raise type(e)(f"{e}. You can only tracegrad.load from a file that is seekable: pre-load the data into "
+                          f"a buffer such as io.BytesIO(data) and load from it") from None
         name = getattr(f, "name", None) or repr(f)
         start = _tell(f)
         data = f.read()

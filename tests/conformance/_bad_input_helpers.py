@@ -35,3 +35,23 @@ def assert_gist(name, fn, gist, torch, tracegrad):
     _, got = outcome(fn, tracegrad)
     assert gist.lower() in want.lower(), f"torch's message changed: {want[:200]}"
     assert gist.lower() in got.lower(), f"{name}: {got[:300]}"
+
+
+def table_tests(cases, gists, torch, tracegrad):
+    """The two tests of a bad-input table, for a module to bind at its top level
+    (``test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)``):
+    every case raises torch's class (or none; an ``_ok`` case none under tracegrad), and each
+    ``gists`` entry's text is in both libraries' messages."""
+    import pytest
+
+    @pytest.mark.parametrize("name", list(cases))
+    def test_same_class_as_torch(name):
+        assert_same_class(name, cases[name], torch, tracegrad)
+        if name.endswith("_ok"):
+            assert outcome(cases[name], tracegrad)[0] is None
+
+    @pytest.mark.parametrize("name", list(gists))
+    def test_message_gist(name):
+        assert_gist(name, cases[name], gists[name], torch, tracegrad)
+
+    return test_same_class_as_torch, test_message_gist

@@ -812,6 +812,12 @@ class Tensor(TensorBase):
             # torch keeps requires_grad across .data = ..., so the new dtype must allow it
             # (TestAutograd.test_set_data_self_requires_grad)
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        if (type(self._st.array) is _Abstract) != (type(value._st.array) is _Abstract):
+            # torch's set_data refuses another TensorImpl kind: a meta tensor's data cannot be a
+            # real tensor's, nor the reverse (a cpu <-> cuda swap is allowed)
+            raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+                               "incompatible tensor type (one is on the meta device); move both to one kind "
+                               "of device first")
         if _CAPTURE[0] is not None:       # inside a compiled trace: undone if it is abandoned
             _CAPTURE[0].see_data_set(self, value)
         # the tensor now shares the value's storage (a view of it where the value is one), as

@@ -54,6 +54,13 @@ def register_hook(self, hook):
     return h
 
 
+def backward_hooks(t):
+    """The hooks ``register_hook`` put on tensor ``t``, in registration order (torch's
+    ``Tensor._backward_hooks``): an OrderedDict, or None when it has none."""
+    gf = t.grad_fn
+    return t._hooks if gf is None else gf.tensor_pre_hooks(t._out_nr)
+
+
 def retain_grad(self):
     """Mirrors ``torch.Tensor.retain_grad``: a non-leaf keeps its ``.grad`` after backward (no-op
     on leaves). RuntimeError on a tensor that does not require grad."""

@@ -194,7 +194,9 @@ class LRScheduler:
                     values = self._get_closed_form_lr()
                 else:
                     values = self.get_lr()
-        for param_group, lr in zip(self.optimizer.param_groups, values):
+        # strict, as torch: a param group added after the scheduler was built has no lr here
+        # (ValueError, not a group silently left at its lr)
+        for param_group, lr in zip(self.optimizer.param_groups, values, strict=True):
             _update_param_group_val(param_group, "lr", lr)
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 

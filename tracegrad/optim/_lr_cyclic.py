@@ -79,7 +79,8 @@ class OneCycleLR(LRScheduler):
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups,
+                                                         strict=True):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:
@@ -156,7 +157,7 @@ class CyclicLR(LRScheduler):
         self.optimizer = optimizer
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
                 _update_param_group_val(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
@@ -178,7 +179,7 @@ class CyclicLR(LRScheduler):
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m, b, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                for m, b, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups, strict=True):
                     if self.use_beta1:
                         group["betas"] = (m, *group["betas"][1:])
                     else:
@@ -227,11 +228,11 @@ class CyclicLR(LRScheduler):
         scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
         lrs = [base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(at)
-               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
             momentums = [max_m - (max_m - base_m) * scale_factor * self.scale_fn(at)
-                         for base_m, max_m in zip(self.base_momentums, self.max_momentums)]
-            for group, m in zip(self.optimizer.param_groups, momentums):
+                         for base_m, max_m in zip(self.base_momentums, self.max_momentums, strict=True)]
+            for group, m in zip(self.optimizer.param_groups, momentums, strict=True):
                 if self.use_beta1:
                     group["betas"] = (m, *group["betas"][1:])
                 else:
@@ -306,6 +307,6 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         with _enable_get_lr_call(self):
-            for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
                 _update_param_group_val(group, "lr", lr)
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")

@@ -51,7 +51,7 @@ class LambdaLR(_LambdaBase):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
 class MultiplicativeLR(_LambdaBase):
@@ -69,7 +69,8 @@ class MultiplicativeLR(_LambdaBase):
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
         if not self._is_initial:
-            return [g["lr"] * lmbda(self.last_epoch) for lmbda, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+            return [g["lr"] * lmbda(self.last_epoch)
+                    for lmbda, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
         return _param_groups_val_list(self.optimizer, "lr")
 
 
@@ -222,10 +223,10 @@ class CosineAnnealingLR(LRScheduler):
             return _param_groups_val_list(self.optimizer, "lr")
         if self._step_count == 1 and self.last_epoch > 0:
             return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
-                    for base_lr in self.base_lrs]
+                    for base_lr, _ in zip(self.base_lrs, self.optimizer.param_groups, strict=True)]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             return [g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, g in zip(self.base_lrs, self.optimizer.param_groups)]
+                    for base_lr, g in zip(self.base_lrs, self.optimizer.param_groups, strict=True)]
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
                 * (g["lr"] - self.eta_min) + self.eta_min

@@ -39,6 +39,28 @@ def _check_int(value, name):
         raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
 
 
+def _check_batch_sizes(batch_sizes, data):
+    """A PackedSequence made by hand, checked as torch's packed RNN kernel reads it: int64
+    ``batch_sizes`` (TypeError for a floating one, RuntimeError for another integer dtype), none
+    larger than the one before, and no more rows than ``data`` has (RuntimeError; fewer rows are
+    read in part, as torch)."""
+    if not isinstance(batch_sizes, tracegrad.Tensor):
+        return
+    if batch_sizes.dtype.is_floating_point or batch_sizes.dtype.is_complex:
+        raise TypeError(f"zeros(): argument 'size' must be tuple of ints, but got a {batch_sizes.dtype} Tensor "
+                        "(PackedSequence.batch_sizes must be int64; build it with pack_padded_sequence)")
+    if batch_sizes.dtype != tracegrad.int64:
+        raise RuntimeError(f"expected scalar type Long but found {batch_sizes.dtype} (PackedSequence.batch_sizes "
+                           "must be int64; build it with pack_padded_sequence)")
+    bs = batch_sizes.tolist()
+    if any(b > a for a, b in zip(bs, bs[1:])):
+        raise RuntimeError(f"PackedSequence batch_sizes {bs} increase from one step to the next; they must not "
+                           "(build the packed sequence with pack_padded_sequence or pack_sequence)")
+    if sum(bs) > data.shape[0]:
+        raise RuntimeError(f"start ({sum(bs) - bs[-1]}) + length ({bs[-1]}) exceeds dimension size ({data.shape[0]}): "
+                           f"PackedSequence batch_sizes {bs} need more rows than its data has")
+
+
 class RNNBase(Module):
     """Base of :class:`RNN`, :class:`LSTM`, :class:`GRU` (mirrors ``torch.nn.RNNBase``).
 
@@ -185,6 +207,7 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         if packed:
             data, batch_sizes, sorted_indices, unsorted_indices = input
+            _check_batch_sizes(batch_sizes, data)
             bs = [int(v) for v in batch_sizes.tolist()]
             mini_batch, is_batched = bs[0], True
             self.check_input(data, batch_sizes)

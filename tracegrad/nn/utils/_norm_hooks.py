@@ -3,6 +3,7 @@
 forward pre-hook from ``<name>_g``/``<name>_v`` parameters (weight norm) or from the parameter
 ``<name>_orig`` and the buffers ``<name>_u``/``<name>_v`` (spectral norm), with torch's
 state_dict keys."""
+import operator
 import warnings
 
 import tracegrad
@@ -26,11 +27,17 @@ def _norm_except_dim(v, dim):
 
 def check_weight_norm_dim(weight, dim):
     """IndexError, as torch, for a weight_norm ``dim`` outside ``[-weight.dim(), weight.dim() - 1]``
-    (-1 and None mean the whole tensor and are always accepted)."""
+    (-1 and None mean the whole tensor and are always accepted); TypeError, as torch's
+    ``norm_except_dim`` parser, for a dim that is no integer (a float, a bool, a str). Returns the
+    dim as a Python int."""
+    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+        raise TypeError(f"norm_except_dim(): argument 'dim' (position 3) must be int, not {type(dim).__name__}")
+    dim = operator.index(dim)
     n = weight.dim()
     if dim != -1 and not -n <= dim < n:
         raise IndexError(f"weight_norm: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but "
                          f"got {dim}); pass the dim that indexes the output features, or None for the whole tensor")
+    return dim
 
 
 def _check_initialized(module, what):
@@ -75,7 +82,7 @@ def weight_norm(module, name="weight", dim=0):
     if dim is None:
         dim = -1
     weight = getattr(module, name)
-    check_weight_norm_dim(weight, dim)
+    dim = check_weight_norm_dim(weight, dim)
     if dim < -1:
         dim += weight.dim()
     fn = _WeightNormHook(name, dim)

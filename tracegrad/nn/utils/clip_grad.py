@@ -77,15 +77,18 @@ def _scale(grads, max_norm, total_norm):
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Mirrors ``torch.nn.utils.clip_grads_with_norm_``: scales every ``.grad`` of ``parameters``
     in place by ``min(1, max_norm / (total_norm + 1e-6))`` for a ``total_norm`` computed
-    beforehand (e.g. by ``get_total_norm``). Returns None. TypeError, as torch's arithmetic, for
-    a ``total_norm`` that is neither a Tensor nor a number."""
+    beforehand (e.g. by ``get_total_norm``). Returns None. ``max_norm`` is read with ``float``
+    first (ValueError/TypeError for one that is not a number). TypeError, as torch's
+    ``clamp(max_norm / (total_norm + 1e-6), max=1.0)``, for a ``total_norm`` that is not a Tensor
+    (a Python number included) when some parameter has a gradient."""
+    max_norm = float(max_norm)
     grads = _grads(parameters)
     if not grads:
         return
-    if not isinstance(total_norm, (Tensor, int, float)):
-        raise TypeError(f"clip_grads_with_norm_: total_norm must be a Tensor or a number (as get_total_norm "
-                        f"returns), not {type(total_norm).__name__}")
-    total_norm = total_norm if isinstance(total_norm, Tensor) else tracegrad.tensor(float(total_norm))
+    if not isinstance(total_norm, Tensor):
+        # torch clamps max_norm / (total_norm + 1e-6): of a number that is no Tensor (its TypeError)
+        raise TypeError(f"clip_grads_with_norm_: total_norm must be a Tensor (as get_total_norm returns), "
+                        f"not {type(total_norm).__name__}; torch.clamp() takes no {type(total_norm).__name__}")
     _scale(grads, max_norm, total_norm)
 
 

@@ -35,7 +35,7 @@ def weight_norm(module, name="weight", dim=0):
     g at ``parametrizations.<name>.original0`` and v at ``original1``. Raises ValueError when the
     module has no tensor ``name``, IndexError for a ``dim`` it does not have."""
     if dim is not None and isinstance(getattr(module, name, None), tracegrad.Tensor):
-        check_weight_norm_dim(getattr(module, name), dim)
+        dim = check_weight_norm_dim(getattr(module, name), dim)
     if dim is not None and dim < -1:
         dim = dim + getattr(module, name).dim()
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)

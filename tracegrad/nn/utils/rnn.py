@@ -9,6 +9,7 @@ are differentiable (``IndexBackward0``; torch names its nodes ``PackPaddedSequen
 """
 from __future__ import annotations
 
+import numbers
 from collections import namedtuple
 
 import tracegrad
@@ -34,14 +35,28 @@ PackedSequence_ = namedtuple("PackedSequence_", ["data", "batch_sizes", "sorted_
 class PackedSequence(PackedSequence_):
     """Mirrors ``torch.nn.utils.rnn.PackedSequence``: ``data (sum(lengths), *)``, ``batch_sizes``
     int64 ``(max_length,)``, ``sorted_indices``/``unsorted_indices`` int64 ``(B,)`` or None.
-    Build it with :func:`pack_padded_sequence` or :func:`pack_sequence`; recurrent layers accept it."""
+    Build it with :func:`pack_padded_sequence` or :func:`pack_sequence`; recurrent layers accept it.
+    As torch's constructor, ``PackedSequence((data, batch_sizes))`` takes the pair as one argument
+    (AssertionError for anything but a 2-element list/tuple there), a ``batch_sizes`` given on its
+    own must be a CPU tensor (ValueError for another device, AttributeError for a non-Tensor:
+    torch reads ``batch_sizes.device``)."""
 
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is None:
-            raise RuntimeError("PackedSequence: batch_sizes is required; build packed sequences with "
-                               "pack_padded_sequence or pack_sequence")
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2 (PackedSequence((data, "
+                                     "batch_sizes)) when batch_sizes is not given; build packed sequences with "
+                                     "pack_padded_sequence or pack_sequence)")
+            data, batch_sizes = data
+        else:
+            if not isinstance(batch_sizes, tracegrad.Tensor):
+                raise AttributeError(f"'{type(batch_sizes).__name__}' object has no attribute 'device' "
+                                     "(PackedSequence: batch_sizes must be a CPU int64 Tensor)")
+            if batch_sizes.device.type != "cpu":
+                raise ValueError("batch_sizes should always be on CPU. Instances of PackedSequence should never be "
+                                 "created manually; build them with pack_sequence or pack_padded_sequence")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
@@ -85,6 +100,10 @@ def _lengths_list(lengths):
         raise RuntimeError("pack_padded_sequence: 'lengths' argument should be a 1D CPU int64 tensor, but got 0D; "
                            "pass one length per sequence (a list or a 1-D tensor)")
     if isinstance(lengths, tracegrad.Tensor):
+        if lengths.device.type != "cpu":
+            # torch's kernel takes CPU lengths only (a meta one has no values to read either)
+            raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D "
+                               f"{lengths.device.type} tensor; pass lengths.cpu()")
         if lengths.dim() != 1:
             raise RuntimeError(f"pack_padded_sequence: 'lengths' must be a 1D tensor or list, got "
                                f"{lengths.dim()}D")
@@ -159,6 +178,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         sorted_indices = tracegrad.tensor(order, dtype=tracegrad.int64)
         lengths = [lengths[i] for i in order]
         input = input.index_select(0 if batch_first else 1, sorted_indices)
+    _strict_bool("_pack_padded_sequence", "batch_first", 3, batch_first)
     if batch_first:
         input = input.transpose(0, 1)
     if len(lengths) != input.shape[1]:
@@ -172,7 +192,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
                            f"time dimension ({input.shape[0]}); check `lengths` and `batch_first`")
     bs = _batch_sizes(lengths)
     data = padded_to_packed(input[:lengths[0]], bs)
-    return PackedSequence(data, tracegrad.tensor(bs, dtype=tracegrad.int64), sorted_indices, None)
+    return PackedSequence(data, tracegrad.tensor(bs, dtype=tracegrad.int64, device="cpu"), sorted_indices, None)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
@@ -184,6 +204,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if total_length is not None and total_length < len(bs):
         raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, but "
                          f"got total_length={total_length} and max sequence length being {len(bs)}")
+    _strict_bool("_pad_packed_sequence", "batch_first", 3, batch_first)
     padded, lengths = packed_to_padded(sequence.data, bs, padding_value, total_length)
     lengths = tracegrad.tensor(lengths, dtype=tracegrad.int64)
     if sequence.unsorted_indices is not None:
@@ -194,13 +215,35 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     return padded, lengths
 
 
+def _strict_bool(fn, name, pos, value):
+    """torch's parser reads a ``bool`` argument of its rnn kernels as a Python bool only:
+    TypeError for an int, None, a NumPy bool or a tensor."""
+    if type(value) is not bool:
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be bool, not {type(value).__name__}")
+
+
+def _real_number(v):
+    """``pad_sequence``'s ``padding_value`` as torch's parser reads a ``float`` argument: a Python
+    or NumPy real number, a bool, or a 0-d real tensor; TypeError for anything else."""
+    if isinstance(v, tracegrad.Tensor) and v.dim() == 0:
+        if v.dtype.is_complex:
+            raise RuntimeError("pad_sequence: value cannot be converted to type double without overflow "
+                               "(a complex padding_value); pass a real number")
+        return v.item()
+    if isinstance(v, numbers.Real):    # Python and NumPy reals, bool
+        return v
+    raise TypeError(f"pad_sequence(): argument 'padding_value' (position 3) must be float, not "
+                    f"{type(v).__name__}")
+
+
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Mirrors ``torch.nn.utils.rnn.pad_sequence``: a list of ``(L_i, *)`` tensors -> ``(T, B, *)``
     (``(B, T, *)`` with ``batch_first``), ``T = max L_i``, padded with ``padding_value`` on
-    ``padding_side`` ('right' or 'left'). Raises RuntimeError for another padding_side, an empty
-    list, a non-iterable ``sequences`` or mismatched trailing shapes."""
-    if padding_side not in ("left", "right"):
-        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    ``padding_side`` ('right' or 'left'). As torch's kernel, the result has the first sequence's
+    dtype and trailing shape, and each sequence is copied in (cast to that dtype, broadcast to
+    ``(L_i, *trailing)``). Raises RuntimeError for another padding_side, an empty list, a
+    non-iterable ``sequences`` or a sequence that does not broadcast to its slot; TypeError for a
+    ``padding_value`` that is not a real number (torch's ``float`` argument)."""
     if isinstance(sequences, tracegrad.Tensor):
         sequences = list(sequences.unbind(0))
     try:
@@ -208,23 +251,36 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     except TypeError:
         raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg of type: "
                            f"{type(sequences)}; pass a list or tuple of tensors") from None
-    if not sequences:
-        raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
     for i, s in enumerate(sequences):   # torch's parser reads a list of Tensors
         if not isinstance(s, tracegrad.Tensor):
             raise TypeError(f"pad_sequence(): expected Tensor as element {i} in argument 0, but got "
                             f"{type(s).__name__}")
+    # torch's order: the iterable check, then its parser (the list, batch_first, padding_value),
+    # then the kernel's padding_side check
+    _strict_bool("pad_sequence", "batch_first", 2, batch_first)
+    padding_value = _real_number(padding_value)
+    if not sequences:
+        raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if any(s.dim() == 0 for s in sequences):
         raise RuntimeError("pad_sequence: a sequence must have at least one dim (its length); got a 0-d tensor")
-    trailing = tuple(sequences[0].shape[1:])
-    for s in sequences:
-        if tuple(s.shape[1:]) != trailing:
-            raise RuntimeError(f"pad_sequence: every sequence must have trailing shape {list(trailing)} but got "
-                               f"{list(s.shape)}; pad or reshape them to match")
+    trailing, dtype = tuple(sequences[0].shape[1:]), sequences[0].dtype
     T = max(s.shape[0] for s in sequences)
     rows = []
     for s in sequences:
-        fill = tracegrad.full((T - s.shape[0], *trailing), padding_value, dtype=s.dtype)
+        # torch copies each sequence into its slot of a tensor of the first one's dtype:
+        # copy_ casts (an int64 first sequence truncates later float ones) and broadcasts
+        slot = (s.shape[0], *trailing)
+        if tuple(s.shape) != slot:
+            try:
+                s = s.expand(slot)
+            except RuntimeError:
+                raise RuntimeError(f"pad_sequence: a sequence of shape {list(s.shape)} does not broadcast to its "
+                                   f"slot {list(slot)} (the first sequence's trailing shape); pad or reshape "
+                                   "the sequences to match") from None
+        s = s.to(dtype)
+        fill = tracegrad.full((T - s.shape[0], *trailing), padding_value, dtype=dtype)
         rows.append(tracegrad.cat([s, fill] if padding_side == "right" else [fill, s]))
     return tracegrad.stack(rows, 0 if batch_first else 1)
 

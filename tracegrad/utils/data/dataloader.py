@@ -151,7 +151,10 @@ class _SingleProcessDataLoaderIter:
     def _fetch_map(self, dataset, index):
         if not self._auto_collation:
             return self._collate_fn(dataset[index])
-        if self._fast:
+        # the one-gather path only for a non-empty batch of Python ints: an empty batch is
+        # default_collate's IndexError and a float/str/tensor index is t[i]'s error, as torch's
+        # per-sample fetch (tensor(..., int64) would read [] or 0.5 as positions)
+        if self._fast and index and all(type(i) is int for i in index):
             idx = tracegrad.tensor(list(index), dtype=tracegrad.int64)
             return [t[idx] for t in dataset.tensors]
         getitems = getattr(dataset, "__getitems__", None)
