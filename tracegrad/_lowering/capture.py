@@ -38,6 +38,7 @@ from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
 from .exc import Unsupported
+from .guards import _Attributes
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -437,6 +438,14 @@ class Capture:
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:
             self.found_generators[gen] = (gen._key, gen._seed)
+
+    def guard_attribute(self, obj, name):
+        """Library code (not the user's, whose reads NOTE [Python values read] finds from its
+        code) hands the traced function ``obj.name``, a Python value the program would bake in:
+        guard it (a copy of a list, so an in-place change is seen too); a new value traces
+        again."""
+        v = getattr(obj, name)
+        self.read_guards.append((_Attributes(obj), name, list(v) if type(v) is list else v, None))
 
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a

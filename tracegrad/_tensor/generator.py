@@ -60,6 +60,11 @@ class Generator:
         return s
 
     def initial_seed(self):
+        """Mirrors ``torch.Generator.initial_seed``: the seed of the last ``manual_seed``/``seed``
+        (torch's default one before any). A compiled function that reads it keeps a program per
+        seed (a guard), so a reseed between calls is never a frozen number."""
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].guard_attribute(self, "_seed")
         return self._seed
 
     def get_state(self):

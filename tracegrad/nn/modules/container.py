@@ -11,7 +11,7 @@ import warnings
 from tracegrad import Tensor
 
 from ..parameter import Parameter
-from .module import Module, _addindent
+from .module import Module, _addindent, _layout_changed, _layout_removed
 
 
 def _by_idx(iterator, idx, n):
@@ -120,6 +120,8 @@ class Sequential(Module):
             index += n
         mods = list(self._modules.values())
         mods.insert(index, module)
+        # the modules move to new names without setattr: compiled programs must see it
+        _layout_changed(self, str(n), self._modules)
         self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(mods))
         return self
 
@@ -244,7 +246,7 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
-        del self._modules[key]
+        delattr(self, key)       # through Module.__delattr__: compiled programs see the removal
 
     def __len__(self):
         return len(self._modules)
@@ -256,7 +258,8 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self):
-        self._modules.clear()
+        for key in list(self._modules):
+            del self[key]
 
     def pop(self, key):
         v = self[key]

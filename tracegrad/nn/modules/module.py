@@ -257,6 +257,18 @@ def _layout_changed(module, name, store):
         cap.python_effect(f"registering '{name}' on a {type(module).__name__} made before the call")
 
 
+def _layout_removed(module, name):
+    """A parameter, buffer or submodule ``name`` is about to leave ``module`` (``del m.lin``,
+    ``del seq[1]``, ``ModuleDict.pop``). Outside a compiled call, compiled programs that called
+    or read it trace again (eagerly the next call no longer sees it); inside one, removing a
+    name from a module made before the call is a side effect a program would not repeat."""
+    cap = _state.CAPTURE[0]
+    if cap is None:
+        _state.bump_structure()
+    elif id(module) not in cap.made_modules:
+        cap.python_effect(f"deleting '{name}' from a {type(module).__name__} made before the call")
+
+
 def _method_shadowed(module, name, cap):
     """An instance attribute set or deleted outside a compiled call over one of the class's
     methods (``net.forward = f``, ``del net.forward``): compiled programs that called the
@@ -610,6 +622,8 @@ class Module:
 
     def __delattr__(self, name):
         d = self.__dict__
+        if name in d.get("_parameters", ()) or name in d.get("_buffers", ()) or name in d.get("_modules", ()):
+            _layout_removed(self, name)
         if name in d.get("_parameters", ()):
             del self._parameters[name]
         elif name in d.get("_buffers", ()):
