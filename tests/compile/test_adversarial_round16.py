@@ -3,20 +3,22 @@ step (losses appended to a list, a dict of counters, ``print`` of ``loss.item()`
 as an attribute of the step function itself), Python control flow on tensor values, modules
 whose structure changes between calls (submodules inserted, deleted or popped from
 ``Sequential``/``ModuleList``/``ModuleDict``, a ``ParameterDict`` entry removed, a submodule
-deleted with ``del``, hooks added and removed, ``train()``/``eval()``, a buffer rebound), tensors
-made from Python numbers that change every call, random draws with ``manual_seed`` between calls
-(and ``initial_seed()`` read inside), iterators and generators passed in, and in-place writes to
-arguments and their views with returned aliases. torch eager, tracegrad eager and
+deleted with ``del``, ``_parameters``/``_buffers``/``_modules`` written directly, hooks added
+and removed, ``train()``/``eval()``, a buffer rebound), tensors made from Python numbers that
+change every call, random draws with ``manual_seed`` between calls (and ``initial_seed()`` read
+inside), iterators and generators passed in, and in-place writes to arguments and their views
+with returned aliases. torch eager, tracegrad eager and
 ``tracegrad.compile`` run each program from the same state and must agree after every call
 (``_dynamo_port.compare``; random draws against tracegrad eager only, as streams differ).
 
 Found here and fixed: removing a submodule, parameter or buffer (``del m.sub``,
-``del seq[i]``, ``ModuleList.pop``, ``ModuleDict.pop``/``clear``, ``ParameterDict.pop``) and
-``Sequential.insert`` did not tell compiled programs the module layout changed, so the next
-call ran the old layers (now ``Module.__delattr__`` and the containers report it, and a removal
-inside the step is a graph break); ``initial_seed()`` read inside a step was baked into the
-program (a reseed between calls returned the old seed; now guarded); an attribute of the step
-function itself (``step.calls += 1``, ``step.log.append(...)``, ``helper.scale`` set by the
+``del seq[i]``, ``ModuleList.pop``, ``ModuleDict.pop``/``clear``, ``ParameterDict.pop``),
+``Sequential.insert`` and writes straight into a module's ``_parameters``/``_buffers``/
+``_modules`` did not tell compiled programs the module layout changed, so the next call ran the
+old layers or read a replaced weight (now ``Module.__delattr__``, the containers and those dicts
+report it, and a removal inside the step is a graph break); ``initial_seed()`` read inside a
+step was baked into the program (a reseed between calls returned the old seed; now guarded);
+an attribute of the step function itself (``step.calls += 1``, ``step.log.append(...)``, ``helper.scale`` set by the
 caller) was done once while tracing and then frozen (now Python state like a global: NOTE
 [function attributes] in ``_lowering/pystate.py``)."""
 import contextlib
@@ -176,6 +178,43 @@ def test_submodules_inserted_deleted_and_popped_between_calls():
                 net.md.clear()
                 net.ml.pop(0)
             return f(_rand(T, i, 2, 3)), len(list(net.parameters()))
+        return run
+    compare(build)
+
+
+def test_parameters_buffers_and_submodules_written_into_their_dicts():
+    """Code that reparametrizes a module by writing its registries directly, without
+    ``setattr``: ``m._parameters["weight"] = Parameter(...)``, ``m._buffers["shift"] = t``,
+    ``m._modules["act"] = Tanh()`` and ``del m._parameters["bias"]`` between calls, while the
+    caller still holds the previous call's output (whose graph keeps the old weight alive): each
+    call reads the entries there now (the program kept reading the old weight)."""
+    def build(T, wrap):
+        class Net(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+                self.act = T.nn.ReLU()
+                self.register_buffer("shift", T.ones(2))
+
+            def forward(self, x):
+                return self.act(self.lin(x)) + self.shift
+
+        net = Net()
+        f = wrap(net)
+        held = []
+
+        def run(i):
+            if i == 1:
+                net.lin._parameters["weight"] = T.nn.Parameter(T.full((2, 3), 0.25))
+            if i == 2:
+                net._buffers["shift"] = T.tensor([3.0, -3.0])
+                net._modules["act"] = T.nn.Tanh()
+            if i == 3:
+                del net.lin._parameters["bias"]
+                net.lin.bias = None
+            out = f(_rand(T, i, 2, 3))
+            held.append(out)
+            return out
         return run
     compare(build)
 

@@ -11,7 +11,7 @@ import warnings
 from tracegrad import Tensor
 
 from ..parameter import Parameter
-from .module import Module, _addindent, _layout_changed, _layout_removed
+from .module import Module, _Registry, _addindent, _layout_changed, _layout_removed
 
 
 def _by_idx(iterator, idx, n):
@@ -60,7 +60,7 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, _by_idx(iter(self._modules.keys()), idx, len(self)))
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
+        self.__dict__["_modules"] = _Registry((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -122,7 +122,7 @@ class Sequential(Module):
         mods.insert(index, module)
         # the modules move to new names without setattr: compiled programs must see it
         _layout_changed(self, str(n), self._modules)
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(mods))
+        self.__dict__["_modules"] = _Registry((str(i), m) for i, m in enumerate(mods))
         return self
 
     def extend(self, sequential):
@@ -169,7 +169,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._abs(idx))
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
+        self.__dict__["_modules"] = _Registry((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -192,7 +192,7 @@ class ModuleList(Module):
     def insert(self, index, module):
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self.__dict__["_modules"] = OrderedDict()
+        self.__dict__["_modules"] = _Registry()
         for i, m in enumerate(mods):
             self.add_module(str(i), m)
 
