@@ -20,10 +20,16 @@ report it, and a removal inside the step is a graph break); ``initial_seed()`` r
 step was baked into the program (a reseed between calls returned the old seed; now guarded);
 an attribute of the step function itself (``step.calls += 1``, ``step.log.append(...)``, ``helper.scale`` set by the
 caller) was done once while tracing and then frozen (now Python state like a global: NOTE
-[function attributes] in ``_lowering/pystate.py``)."""
+[function attributes] in ``_lowering/pystate.py``); ``torch.backends`` flags and
+``set_warn_always`` set inside a step were set only while tracing, and a branch on a global
+setting read inside (``are_deterministic_algorithms_enabled()``, ``cudnn.deterministic``,
+``get_num_threads()``...) was frozen, as was ``empty_like``'s NaN fill under deterministic
+algorithms (now a graph break, and a guard on the settings read: NOTE [settings flags] in
+``_state.py``)."""
 import contextlib
 import io
 import itertools
+import math
 
 import pytest
 
@@ -296,6 +302,47 @@ def test_hooks_modes_and_buffers_changed_between_calls():
             return out, net[1].weight.grad, list(seen), net[0].running_mean, net[0].num_batches_tracked
         return run
     compare(build, calls=6)
+
+
+def test_global_settings_set_and_read_inside_the_step():
+    """The step sets ``backends.cudnn.benchmark`` and ``set_warn_always`` from an argument, and
+    branches on ``are_deterministic_algorithms_enabled()``, ``backends.cudnn.deterministic`` and
+    ``backends.cuda.matmul.allow_fp16_reduced_precision_reduction``, which the caller flips
+    between calls: the settings are left as eager leaves them and every branch is the one eager
+    takes (a cached program neither set them again nor read them: frozen); ``empty_like`` fills
+    NaN exactly on the calls made under deterministic algorithms."""
+    def build(T, wrap):
+        cudnn, matmul = T.backends.cudnn, T.backends.cuda.matmul
+
+        def step(x, k):
+            cudnn.benchmark = bool(k)
+            T.set_warn_always(bool(k))
+            y = x * 2 if T.are_deterministic_algorithms_enabled() else x - 1
+            y = y + 10 if cudnn.deterministic else y
+            return y * 3 if matmul.allow_fp16_reduced_precision_reduction else y
+
+        f = wrap(step)
+
+        def run(i):
+            T.use_deterministic_algorithms(i in (1, 3))
+            cudnn.deterministic = i >= 2
+            matmul.allow_fp16_reduced_precision_reduction = i != 4
+            out = f(_rand(T, i, 3), i % 2)
+            return out, cudnn.benchmark, T.is_warn_always_enabled()
+        return run
+    try:
+        compare(build, calls=6)
+        # ``empty_like`` (dropout's mask too) fills NaN only under deterministic algorithms
+        f = tracegrad.compile(lambda x: tracegrad.empty_like(x) + x)
+        for i in range(5):
+            tracegrad.use_deterministic_algorithms(i in (2, 3))
+            assert all(math.isnan(v) for v in f(tracegrad.ones(2)).tolist()) == (i in (2, 3)), i
+    finally:
+        for T in (torch, tracegrad):
+            T.backends.cudnn.benchmark = T.backends.cudnn.deterministic = False
+            T.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
+            T.set_warn_always(False)
+            T.use_deterministic_algorithms(False)
 
 
 def test_tensors_from_python_numbers_that_change_every_call():

@@ -8,6 +8,7 @@ import warnings
 
 import jax
 
+from .. import _state
 from .._ops.linalg import MATMUL_PRECISION
 from . import device as _device_mod
 from .device import cuda_devices, device
@@ -21,6 +22,7 @@ _default_device = [None]
 
 def get_float32_matmul_precision() -> str:
     """Mirrors ``torch.get_float32_matmul_precision``: 'highest' (default), 'high' or 'medium'."""
+    _state.note_setting_read()
     return _matmul_precision[0]
 
 
@@ -101,11 +103,13 @@ def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
 
 def are_deterministic_algorithms_enabled() -> bool:
     """Mirrors ``torch.are_deterministic_algorithms_enabled``."""
+    _state.note_setting_read()
     return _deterministic[0]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     """Mirrors ``torch.is_deterministic_algorithms_warn_only_enabled``."""
+    _state.note_setting_read()
     return _deterministic[1]
 
 
