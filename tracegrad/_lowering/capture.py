@@ -786,8 +786,10 @@ class Capture:
             t._st, t._chain, t._vcache = st, chain, vcache
         for stores in self.attr_stores.values():
             for s, items in stores:
-                s.clear()
-                s.update(items)
+                # dict's own methods: a module's registries would report the layout changed
+                # (nn/modules/module.py's _Registry), where this only undoes the trace
+                dict.clear(s)
+                dict.update(s, items)
         for opt, attrs in self.opt_attrs.values():
             for k in [k for k, _ in _own_attributes(opt) if k not in attrs]:
                 delattr(opt, k)
