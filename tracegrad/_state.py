@@ -85,6 +85,43 @@ def set_func_reads(reads) -> None:
     _reslot()
 
 
+# NOTE [settings flags]: ``(holder, names)`` of plain process-wide flags that code sets by
+# assignment (``torch.backends.cudnn.benchmark = True``, ``backends.cuda.matmul.<flag> = x``),
+# registered by the modules that hold them (layers above ``_lowering``): a compiled function
+# that changes one while tracing is a graph break, as for the other global settings (the
+# program would not set it again on later calls).
+SETTINGS: list = []
+
+
+def register_settings(holder, names) -> None:
+    """``holder``'s attributes ``names`` are process-wide flags (NOTE [settings flags])."""
+    SETTINGS.append((holder, tuple(names)))
+
+
+def settings_values() -> tuple:
+    """The values of every registered flag (NOTE [settings flags]), in registration order."""
+    return tuple(getattr(h, k, None) for h, names in SETTINGS for k in names)
+
+
+def put_settings_back(values) -> None:
+    """Set every registered flag to ``values`` (``settings_values()``'s order)."""
+    it = iter(values)
+    for h, names in SETTINGS:
+        for k in names:
+            v = next(it)
+            if getattr(h, k, None) is not v:
+                setattr(h, k, v)
+
+
+def note_setting_read() -> None:
+    """Python reads a process-wide setting (``are_deterministic_algorithms_enabled()``,
+    ``backends.cudnn.benchmark``...): inside a capture, the program then holds only while the
+    settings are what the trace read (a branch on one is not frozen)."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        cap.guard_settings()
+
+
 def bump_structure() -> None:
     """Something a compiled program baked in (hooks, module layout, modes) changed."""
     STRUCTURE[0] += 1
@@ -96,30 +133,6 @@ def note_hook(kind: str, fn) -> None:
     cap = CAPTURE[0]
     if cap is not None:
         cap.on_hook(kind, fn)
-
-
-def note_global_read(holder, name=None) -> None:
-    """A setting is being handed to the traced Python as a value: the list ``holder``
-    (``_deterministic``, the matmul precision), or ``holder.name`` (a generator's seed). The
-    program would bake it in, so the capture guards it (a copy of a list): a change between
-    calls traces again."""
-    cap = CAPTURE[0]
-    if cap is not None:
-        v = list(holder) if name is None else getattr(holder, name)
-        cap.read_guards.append((_Holder(holder), name, v, None))
-
-
-class _Holder:
-    """A guard's mapping: ``get(None)`` answers the list itself (compared with a copy),
-    ``get(name)`` the holder's attribute."""
-
-    __slots__ = ("holder",)
-
-    def __init__(self, holder):
-        self.holder = holder
-
-    def get(self, name, default):
-        return self.holder if name is None else getattr(self.holder, name, default)
 
 
 def note_effect(what: str) -> None:

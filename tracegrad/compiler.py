@@ -47,7 +47,7 @@ import numpy as np
 from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
-from ._lowering import fused as _fused, fused_optim as _fused_optim, guards as _guards, hyper as _hyper
+from ._lowering import fused as _fused, fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
@@ -550,8 +550,7 @@ def _guard_read(obj, name):
     (a copy of a list, so an in-place change is seen too); a new value traces again."""
     cap = _state.CAPTURE[0]
     if cap is not None:
-        v = getattr(obj, name)
-        cap.read_guards.append((_guards._Attributes(obj), name, list(v) if type(v) is list else v, None))
+        cap.guard_attribute(obj, name)
 
 
 def _guard_len(container):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from .. import _state
+
 _num_threads = {"intra": os.cpu_count() or 1, "interop": os.cpu_count() or 1}
 
 
@@ -24,6 +26,7 @@ def set_num_threads(n):
 
 def get_num_threads():
     """Mirrors ``torch.get_num_threads``: the value last set (default: the number of CPUs)."""
+    _state.note_setting_read()
     return _num_threads["intra"]
 
 
@@ -36,4 +39,5 @@ def set_num_interop_threads(n):
 
 def get_num_interop_threads():
     """Mirrors ``torch.get_num_interop_threads``: the value last set (default: the number of CPUs)."""
+    _state.note_setting_read()
     return _num_threads["interop"]

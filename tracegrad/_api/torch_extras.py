@@ -40,6 +40,7 @@ def set_warn_always(b: bool) -> None:
 
 def is_warn_always_enabled() -> bool:
     """Mirrors ``torch.is_warn_always_enabled``."""
+    _state.note_setting_read()
     return _WARN_ALWAYS[0]
 
 

@@ -32,14 +32,26 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
+from .._api import threads as _threads
 from .._ops import warn as _warn
+from .._tensor import runtime as _runtime
 from .._tensor.tensor import Tensor, chain_is_contiguous, storage_offset_of, strides_of
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
 from .exc import Unsupported
+from .guards import _Attributes, _Probe
 
 _Tracer = jax.core.Tracer
+
+
+def settings_now() -> tuple:
+    """The process-wide settings outside the call key that Python code may set or read (print
+    options, matmul precision, deterministic algorithms, thread counts, ``warn_always``, the
+    ``torch.backends`` flags: NOTE [settings flags] in ``_state.py``)."""
+    return (tuple(_state.PRINT_OPTS.items()), _runtime._matmul_precision[0],
+            tuple(_runtime._deterministic), _threads._num_threads["intra"], _threads._num_threads["interop"],
+            _warn.WARN_ALWAYS[0], _state.settings_values())
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the standard library's logging package: a graph break raised from a logging call names the
 # user's line that made the call, not logging's own frames
@@ -313,6 +325,7 @@ class Capture:
         self.hyper_inputs = hyper_inputs
         self.hyper_signs = {}                  # lifted value compared with zero -> its sign then
         self.read_guards = []                  # (mapping, key, value, None) checks library code asked for
+        self.settings_guarded = False          # settings_now() is among read_guards
         # storages made during this trace, in the order made: a WeakSet iterates in address
         # order, and which escape paired with which storage then changed from run to run
         self.created = weakref.WeakKeyDictionary()
@@ -437,6 +450,21 @@ class Capture:
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:
             self.found_generators[gen] = (gen._key, gen._seed)
+
+    def guard_attribute(self, obj, name):
+        """Library code (not the user's, whose reads NOTE [Python values read] finds from its
+        code) hands the traced function ``obj.name``, a Python value the program would bake in:
+        guard it (a copy of a list, so an in-place change is seen too); a new value traces
+        again."""
+        v = getattr(obj, name)
+        self.read_guards.append((_Attributes(obj), name, list(v) if type(v) is list else v, None))
+
+    def guard_settings(self):
+        """Python read a process-wide setting (``_state.note_setting_read``): the program holds
+        while every such setting is what the trace read (once per trace)."""
+        if not self.settings_guarded:
+            self.settings_guarded = True
+            self.read_guards.append((_Probe(settings_now), None, settings_now(), None))
 
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a
@@ -758,8 +786,10 @@ class Capture:
             t._st, t._chain, t._vcache = st, chain, vcache
         for stores in self.attr_stores.values():
             for s, items in stores:
-                s.clear()
-                s.update(items)
+                # dict's own methods: a module's registries would report the layout changed
+                # (nn/modules/module.py's _Registry), where this only undoes the trace
+                dict.clear(s)
+                dict.update(s, items)
         for opt, attrs in self.opt_attrs.values():
             for k in [k for k, _ in _own_attributes(opt) if k not in attrs]:
                 delattr(opt, k)

@@ -230,6 +230,12 @@ def _scan(f, depth, add, queue, top=False):
     names = _code_names(code, set())
     g = f.__globals__
     follow = depth < _SCAN_DEPTH
+    if f.__dict__ or f.__name__ in names or f.__name__ in code.co_freevars:
+        # NOTE [function attributes]: ``step.calls += 1`` (a counter kept on the function
+        # itself, which its code names) is Python state like a global: a change while tracing
+        # is a side effect, a number read is guarded, an abandoned trace puts it back
+        label = f"{f.__qualname__} (its attributes)"
+        add((label, None, {label: FunctionAttributes(f)}), names)
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         add((n, cell, None), names)
         try:
@@ -260,6 +266,20 @@ def _scan(f, depth, add, queue, top=False):
             queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
         elif _callable_value(v):
             queue.append((v, depth + 1))
+
+
+class FunctionAttributes:
+    """A user function's own attributes (``step.calls``, ``step.scale``) as a plain object's:
+    ``attributes`` of it is the function's ``__dict__`` (NOTE [function attributes])."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    @property
+    def __dict__(self):
+        return self.fn.__dict__
 
 
 # NOTE [module attributes]: a user module's forward may change Python state it keeps on

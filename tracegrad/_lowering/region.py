@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _state
 from .._api import threads
+from .._ops import warn as _warn
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
 from .._tensor.storage import Storage
@@ -44,7 +45,7 @@ from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
-from .capture import Capture, GraphBreak, def_site, guard_output
+from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .deferred import DeferredItem, check_kept
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
@@ -121,11 +122,11 @@ def _global_modes():
     """The process-wide settings a function may change (``set_grad_enabled``,
     ``set_default_dtype``, ``set_detect_anomaly``, ``set_printoptions``,
     ``set_float32_matmul_precision``, ``use_deterministic_algorithms``, ``set_default_device``,
-    ``set_num_threads``): one changed while tracing would not be changed again by the program."""
+    ``set_num_threads``, ``set_warn_always``, the ``torch.backends`` flags: NOTE [settings
+    flags] in ``_state.py``): one changed while tracing would not be changed again by the
+    program."""
     return (tuple(grad_mode.STATE.v), _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
-            # the holders, not the getters: a getter called while tracing guards its value
-            tuple(_state.PRINT_OPTS.items()), runtime._matmul_precision[0], *runtime._deterministic,
-            str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
+            str(runtime.get_default_device())) + settings_now()
 
 
 def _put_global_modes_back(modes) -> None:
@@ -134,7 +135,9 @@ def _put_global_modes_back(modes) -> None:
     back, so the eager rerun starts from the caller's settings and leaves what eager leaves."""
     if modes is None or _global_modes() == modes:
         return
-    grad, dtype, anomaly, opts, prec, det, warn_only, device, n, _ = modes
+    grad, dtype, anomaly, device, opts, prec, (det, warn_only), n, _, always, flags = modes
+    _warn.WARN_ALWAYS[0] = always
+    _state.put_settings_back(flags)
     grad_mode.STATE[0], grad_mode.STATE[1], grad_mode.STATE[2] = grad
     _state.DEFAULT_DTYPE[0] = dtype
     _state.ANOMALY[:] = anomaly
@@ -845,7 +848,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if _global_modes() != modes:
                 raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
-                                 "algorithms, thread counts): the program would not change it on later calls", where=after)
+                                 "algorithms, thread counts, warn_always, a torch.backends flag): the program "
+                                 "would not change it on later calls", where=after)
             if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
                                  "the program would do that to a stand-in, not to the caller's tensor", where=after)

@@ -336,7 +336,11 @@ def uninitialized_fill(dtype):
     """What torch writes into new, uninitialised memory of ``dtype``: None (tracegrad's zeros
     stand) unless deterministic algorithms and ``torch.utils.deterministic.fill_uninitialized_memory``
     are both on; then NaN for floating/complex dtypes, True for bool, the max for integers."""
-    if not (_runtime.are_deterministic_algorithms_enabled() and _state.FILL_UNINITIALIZED[0]):
+    cap = _state.CAPTURE[0]
+    if cap is not None:     # a program holds while both flags are what its trace read (dropout's mask)
+        cap.guard_attribute(_runtime, "_deterministic")
+        cap.guard_attribute(_state, "FILL_UNINITIALIZED")
+    if not (_runtime._deterministic[0] and _state.FILL_UNINITIALIZED[0]):
         return None
     if dtype.is_floating_point or dtype.is_complex:
         return float("nan")

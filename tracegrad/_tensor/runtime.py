@@ -22,8 +22,7 @@ _default_device = [None]
 
 def get_float32_matmul_precision() -> str:
     """Mirrors ``torch.get_float32_matmul_precision``: 'highest' (default), 'high' or 'medium'."""
-    if _state.CAPTURE[0] is not None:
-        _state.note_global_read(_matmul_precision)
+    _state.note_setting_read()
     return _matmul_precision[0]
 
 
@@ -104,15 +103,13 @@ def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
 
 def are_deterministic_algorithms_enabled() -> bool:
     """Mirrors ``torch.are_deterministic_algorithms_enabled``."""
-    if _state.CAPTURE[0] is not None:     # read by a traced function: guarded, not baked in
-        _state.note_global_read(_deterministic)
+    _state.note_setting_read()
     return _deterministic[0]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     """Mirrors ``torch.is_deterministic_algorithms_warn_only_enabled``."""
-    if _state.CAPTURE[0] is not None:
-        _state.note_global_read(_deterministic)
+    _state.note_setting_read()
     return _deterministic[1]
 
 

@@ -49,6 +49,7 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 def get_printoptions() -> dict:
     """Mirrors ``torch._tensor_str.get_printoptions``: the current options as a dict of
     ``set_printoptions``' keywords."""
+    _state.note_setting_read()
     return {k: _OPTS.get(k) for k in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
 
 

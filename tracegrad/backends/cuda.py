@@ -6,13 +6,11 @@ import warnings
 
 from .._tensor import runtime as _runtime
 from .._tensor.device import cuda_devices
+from ._flags import flag_properties
 
 
 class _MatmulFlags:
     """``torch.backends.cuda.matmul``."""
-
-    allow_fp16_reduced_precision_reduction = True
-    allow_bf16_reduced_precision_reduction = True
 
     @property
     def allow_tf32(self) -> bool:
@@ -23,6 +21,11 @@ class _MatmulFlags:
         _runtime.set_float32_matmul_precision("high" if value else "highest")
 
 
+# seen by compiled functions that set or read them (NOTE [settings flags]); ``allow_tf32`` is the
+# matmul precision, a global setting of its own
+for _k, _p in flag_properties({"allow_fp16_reduced_precision_reduction": True,
+                               "allow_bf16_reduced_precision_reduction": True}).items():
+    setattr(_MatmulFlags, _k, _p)
 matmul = _MatmulFlags()
 
 

@@ -1,16 +1,18 @@
 """Mirrors ``torch.backends.cudnn``: plain settable flags. XLA picks convolution algorithms
 itself, so ``benchmark``/``deterministic``/``allow_tf32``/``fp32_precision`` are stored and read
 back but do not change results. ``flags(...)`` sets them for a ``with`` block, as torch."""
+import sys
 from contextlib import contextmanager
 
 from .._tensor.device import cuda_devices
+from ._flags import flag_module
 
-enabled = True
-benchmark = False
-benchmark_limit = 10
-deterministic = False
-allow_tf32 = True
-fp32_precision = "none"
+# ``enabled``, ``benchmark``, ``benchmark_limit``, ``deterministic``, ``allow_tf32``: attributes of
+# this module, seen by compiled functions that set or read them (NOTE [settings flags])
+flag_module(__name__, {"enabled": True, "benchmark": False, "benchmark_limit": 10, "deterministic": False,
+                       "allow_tf32": True, "fp32_precision": "none"})
+_THIS = sys.modules[__name__]
+_FLAGS = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32", "fp32_precision")
 
 
 def is_available() -> bool:
@@ -28,13 +30,10 @@ def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _determinis
     """Mirrors ``torch.backends.cudnn.set_flags``: sets each flag given (``None`` keeps it) and
     returns the previous ``(enabled, benchmark, benchmark_limit, deterministic, allow_tf32,
     fp32_precision)``."""
-    global enabled, benchmark, benchmark_limit, deterministic, allow_tf32, fp32_precision
-    orig = (enabled, benchmark, benchmark_limit, deterministic, allow_tf32, fp32_precision)
-    for name, value in (("enabled", _enabled), ("benchmark", _benchmark), ("benchmark_limit", _benchmark_limit),
-                        ("deterministic", _deterministic), ("allow_tf32", _allow_tf32),
-                        ("fp32_precision", _fp32_precision)):
+    orig = tuple(getattr(_THIS, k) for k in _FLAGS)
+    for k, value in zip(_FLAGS, (_enabled, _benchmark, _benchmark_limit, _deterministic, _allow_tf32, _fp32_precision)):
         if value is not None:
-            globals()[name] = value
+            setattr(_THIS, k, value)
     return orig
 
 

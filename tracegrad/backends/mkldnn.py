@@ -4,13 +4,16 @@ oneDNN, so ``is_available()`` is False; the flags (``enabled``, ``deterministic`
 change no result. ``flags(...)`` sets them for a ``with`` block, as torch. ``allow_tf32``
 reads None, as on torch builds without an Intel GPU (TF32 on oneDNN is an Intel-GPU feature);
 setting it through ``set_flags``/``flags`` warns and leaves it None, as there."""
+import sys
 import warnings
 from contextlib import contextmanager
 
-enabled = True
-deterministic = False
-allow_tf32 = None
-fp32_precision = "none"
+from ._flags import flag_module
+
+# ``enabled``, ``deterministic``, ``allow_tf32``, ``fp32_precision``: attributes of this module,
+# seen by compiled functions that set or read them (NOTE [settings flags])
+flag_module(__name__, {"enabled": True, "deterministic": False, "allow_tf32": None, "fp32_precision": "none"})
+_THIS = sys.modules[__name__]
 
 VERBOSE_OFF = 0
 VERBOSE_ON = 1
@@ -33,20 +36,19 @@ def is_acl_available() -> bool:
 def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precision="none"):
     """Mirrors ``torch.backends.mkldnn.set_flags``: sets each flag given (``None`` keeps it)
     and returns the previous ``(enabled, deterministic, allow_tf32, fp32_precision)``."""
-    global enabled, deterministic, allow_tf32, fp32_precision
-    orig = (enabled, deterministic, allow_tf32, fp32_precision)
+    orig = (_THIS.enabled, _THIS.deterministic, _THIS.allow_tf32, _THIS.fp32_precision)
     if _fp32_precision is not None and _fp32_precision not in _FP32_PRECISIONS:
         raise RuntimeError(f"torch.backends.mkldnn.set_flags: fp32_precision must be one of "
                            f"{list(_FP32_PRECISIONS)}, got {_fp32_precision!r}")
     if _enabled is not None:
-        enabled = _enabled
+        _THIS.enabled = _enabled
     if _deterministic is not None:
-        deterministic = _deterministic
+        _THIS.deterministic = _deterministic
     if _allow_tf32 is not None:
         warnings.warn("torch.backends.mkldnn: TF32 on oneDNN needs an Intel GPU build; tracegrad has no "
                       "oneDNN, so allow_tf32 stays None", UserWarning, stacklevel=3)
     if _fp32_precision is not None:
-        fp32_precision = _fp32_precision
+        _THIS.fp32_precision = _fp32_precision
     return orig
 
 

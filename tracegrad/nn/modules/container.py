@@ -11,7 +11,7 @@ import warnings
 from tracegrad import Tensor
 
 from ..parameter import Parameter
-from .module import Module, _addindent
+from .module import Module, _Registry, _addindent, _layout_changed, _layout_removed
 
 
 def _by_idx(iterator, idx, n):
@@ -60,7 +60,7 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, _by_idx(iter(self._modules.keys()), idx, len(self)))
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
+        self.__dict__["_modules"] = _Registry((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -120,7 +120,9 @@ class Sequential(Module):
             index += n
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(mods))
+        # the modules move to new names without setattr: compiled programs must see it
+        _layout_changed(self, str(n), self._modules)
+        self.__dict__["_modules"] = _Registry((str(i), m) for i, m in enumerate(mods))
         return self
 
     def extend(self, sequential):
@@ -167,7 +169,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._abs(idx))
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
+        self.__dict__["_modules"] = _Registry((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -190,7 +192,7 @@ class ModuleList(Module):
     def insert(self, index, module):
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self.__dict__["_modules"] = OrderedDict()
+        self.__dict__["_modules"] = _Registry()
         for i, m in enumerate(mods):
             self.add_module(str(i), m)
 
@@ -244,7 +246,7 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
-        del self._modules[key]
+        delattr(self, key)       # through Module.__delattr__: compiled programs see the removal
 
     def __len__(self):
         return len(self._modules)
@@ -256,7 +258,8 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self):
-        self._modules.clear()
+        for key in list(self._modules):
+            del self[key]
 
     def pop(self, key):
         v = self[key]

@@ -267,6 +267,71 @@ def _layout_changed(module, name, store):
         cap.python_effect(f"registering '{name}' on a {type(module).__name__} made before the call")
 
 
+def _layout_removed(module, name):
+    """A parameter, buffer or submodule ``name`` is about to leave ``module`` (``del m.lin``,
+    ``del seq[1]``, ``ModuleDict.pop``). Outside a compiled call, compiled programs that called
+    or read it trace again (eagerly the next call no longer sees it); inside one, removing a
+    name from a module made before the call is a side effect a program would not repeat."""
+    cap = _state.CAPTURE[0]
+    if cap is None:
+        _state.bump_structure()
+    elif id(module) not in cap.made_modules:
+        cap.python_effect(f"deleting '{name}' from a {type(module).__name__} made before the call")
+
+
+class _Registry(dict):
+    """A module's ``_parameters``, ``_buffers`` or ``_modules``: a dict (torch's type for them)
+    that tells compiled programs when code outside a compiled call writes it directly
+    (``m._parameters["weight"] = p``, ``del m._buffers["b"]``, as reparametrizing code does
+    without ``setattr``): they read the entries the trace found, so they trace again (a program
+    would go on reading a replaced parameter still alive elsewhere). Inside a compiled call,
+    ``Module.__setattr__`` decides what a write means; reads stay plain dict reads."""
+
+    __slots__ = ()
+
+    def __setitem__(self, k, v):
+        if _state.CAPTURE[0] is None and self.get(k, _ABSENT) is not v:
+            _state.bump_structure()
+        dict.__setitem__(self, k, v)
+
+    def __delitem__(self, k):
+        if _state.CAPTURE[0] is None:
+            _state.bump_structure()
+        dict.__delitem__(self, k)
+
+    def _changed(self):
+        if _state.CAPTURE[0] is None:
+            _state.bump_structure()
+
+    def pop(self, *args):
+        self._changed()
+        return dict.pop(self, *args)
+
+    def popitem(self):
+        self._changed()
+        return dict.popitem(self)
+
+    def clear(self):
+        self._changed()
+        dict.clear(self)
+
+    def update(self, *args, **kwargs):
+        self._changed()
+        dict.update(self, *args, **kwargs)
+
+    def setdefault(self, k, default=None):
+        if k not in self:
+            self._changed()
+        return dict.setdefault(self, k, default)
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+
+_ABSENT = object()
+
+
 def _method_shadowed(module, name, cap):
     """An instance attribute set or deleted outside a compiled call over one of the class's
     methods (``net.forward = f``, ``del net.forward``): compiled programs that called the
@@ -390,8 +455,8 @@ class Module:
         if _state.CAPTURE[0] is not None:     # made while tracing: registering on it is no side effect
             _state.CAPTURE[0].made_modules.add(id(self))
         d["training"] = True
-        d["_parameters"] = {}
-        d["_buffers"] = {}
+        d["_parameters"] = _Registry()
+        d["_buffers"] = _Registry()
         d["_non_persistent_buffers_set"] = set()
         d["_backward_pre_hooks"] = OrderedDict()
         d["_backward_hooks"] = OrderedDict()
@@ -405,7 +470,7 @@ class Module:
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
-        d["_modules"] = {}
+        d["_modules"] = _Registry()
 
     forward = _forward_unimplemented
 
@@ -620,6 +685,8 @@ class Module:
 
     def __delattr__(self, name):
         d = self.__dict__
+        if name in d.get("_parameters", ()) or name in d.get("_buffers", ()) or name in d.get("_modules", ()):
+            _layout_removed(self, name)
         if name in d.get("_parameters", ()):
             del self._parameters[name]
         elif name in d.get("_buffers", ()):
@@ -636,6 +703,16 @@ class Module:
         keys += list(self._parameters) + list(self._modules) + list(self._buffers)
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
+    def __getstate__(self):
+        """The module's ``__dict__`` with its registries as the plain dicts torch pickles (a
+        whole-module checkpoint names no tracegrad-only class); ``__setstate__`` makes them
+        registries again."""
+        state = dict(self.__dict__)
+        for name in ("_parameters", "_buffers", "_modules"):
+            if type(state.get(name)) is _Registry:
+                state[name] = dict(state[name])
+        return state
+
     def __setstate__(self, state):
         """Mirrors ``torch.nn.Module.__setstate__``: a module pickled before some hook table
         existed (an older save) gets that table empty, so hooks and state_dict loading work."""
@@ -648,6 +725,9 @@ class Module:
             if name not in d:
                 d[name] = OrderedDict()
         d.setdefault("_non_persistent_buffers_set", set())
+        for name in ("_parameters", "_buffers", "_modules"):
+            if name in d and type(d[name]) is not _Registry:
+                d[name] = _Registry(d[name])
         d.setdefault("_is_full_backward_hook", None)
 
     # ---- traversal ----------------------------------------------------------------------
