@@ -211,6 +211,21 @@ def test_per_device_amp_spellings_warn_deprecated_as_torch(make):
     assert seen[0] == seen[1]
 
 
+@pytest.mark.skipif(tracegrad.cuda.is_available(), reason="the CPU-only fallback warnings")
+@pytest.mark.parametrize("make", [lambda m: m.amp.autocast("cuda"), lambda m: m.cuda.amp.autocast(),
+                                  lambda m: m.cuda.amp.GradScaler()], ids=["autocast", "cuda_autocast", "scaler"])
+def test_cuda_amp_without_cuda_warns_as_torch(make):
+    # ERA4's train_one_epoch enters torch.cuda.amp.autocast() on a CPU machine: torch 2's
+    # UserWarning text (programs that log their warnings see the same lines)
+    seen = []
+    for mod in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            make(mod)
+        seen.append([str(x.message) for x in w if x.category is UserWarning])
+    assert seen[0] == seen[1] and len(seen[0]) == 1, seen
+
+
 def _global_switches(m):
     """torch's process-wide autocast switches, used outside any ``autocast`` context."""
     out = [str(m.get_autocast_dtype("cpu")).split(".")[-1]]
