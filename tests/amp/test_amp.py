@@ -212,6 +212,17 @@ def test_compiled_function_guards_on_autocast():
         assert cf(x).dtype is tracegrad.float16
 
 
+def _warnings_of(make):
+    """The warnings ``make(torch)`` and ``make(tracegrad)`` issue, each under an 'always' filter."""
+    seen = []
+    for mod in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            make(mod)
+        seen.append(w)
+    return seen
+
+
 @pytest.mark.parametrize("make", [
     lambda m: m.cuda.amp.GradScaler(), lambda m: m.cpu.amp.GradScaler(),
     lambda m: m.cuda.amp.autocast(), lambda m: m.cpu.amp.autocast(),
@@ -219,13 +230,8 @@ def test_compiled_function_guards_on_autocast():
 ], ids=["cuda_scaler", "cpu_scaler", "cuda_autocast", "cpu_autocast", "amp_scaler", "amp_autocast"])
 def test_per_device_amp_spellings_warn_deprecated_as_torch(make):
     # aladdinpersson's mixed-precision example builds torch.cuda.amp.GradScaler() and autocast()
-    seen = []
-    for mod in (torch, tracegrad):
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            make(mod)
-        seen.append([(x.category, "deprecated" in str(x.message)) for x in w
-                     if issubclass(x.category, FutureWarning) or "deprecated" in str(x.message)])
+    seen = [[(x.category, "deprecated" in str(x.message)) for x in w
+             if issubclass(x.category, FutureWarning) or "deprecated" in str(x.message)] for w in _warnings_of(make)]
     assert seen[0] == seen[1]
 
 
@@ -235,12 +241,7 @@ def test_per_device_amp_spellings_warn_deprecated_as_torch(make):
 def test_cuda_amp_without_cuda_warns_as_torch(make):
     # ERA4's train_one_epoch enters torch.cuda.amp.autocast() on a CPU machine: torch 2's
     # UserWarning text (programs that log their warnings see the same lines)
-    seen = []
-    for mod in (torch, tracegrad):
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            make(mod)
-        seen.append([str(x.message) for x in w if x.category is UserWarning])
+    seen = [[str(x.message) for x in w if x.category is UserWarning] for w in _warnings_of(make)]
     assert seen[0] == seen[1] and len(seen[0]) == 1, seen
 
 
