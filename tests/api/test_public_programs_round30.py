@@ -299,7 +299,6 @@ def _era4_modules(torch):
     autocast, GradScaler = torch.autocast, torch.amp.GradScaler
     OneCycleLR = torch.optim.lr_scheduler.OneCycleLR
     tqdm, time = _Tqdm, _Clock
-    optim = torch.optim  # noqa: F841 -- the module's import
 
     def mixup_criterion(criterion, pred, y_a, y_b, lam):
         return lam * criterion(pred, y_a) + (1 - lam) * criterion(pred, y_b)
