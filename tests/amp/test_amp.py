@@ -86,6 +86,24 @@ def test_autocast_bad_arguments():
                     assert not m.is_autocast_enabled("cuda")
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_autocast_conv_with_bias_rounds_once_as_torch(dtype):
+    # torch's half conv adds the bias in float32 and rounds once (ERA4's autocast conv net
+    # drifted by one float16 ulp when the product was rounded before the bias)
+    rs = np.random.RandomState(8)
+    x = rs.standard_normal((4, 2, 5, 5)).astype(np.float32)
+    w, b = rs.uniform(-.5, .5, (4, 2, 3, 3)).astype(np.float32), rs.uniform(-.5, .5, 4).astype(np.float32)
+    out = []
+    for m in (torch, tracegrad):
+        with m.autocast("cpu", dtype=getattr(m, dtype)):
+            y2 = m.nn.functional.conv2d(m.tensor(x), m.tensor(w), m.tensor(b), padding=1)
+            y1 = m.nn.functional.conv1d(m.tensor(x[:, :, 0]), m.tensor(w[:, :, 0]), m.tensor(b), stride=2)
+        out.append([(_dt(y), y.float().numpy()) for y in (y2, y1)])
+    for (da, a), (db, b_) in zip(*out):
+        assert da == db == dtype
+        np.testing.assert_array_equal(b_, a)
+
+
 # ---- GradScaler -----------------------------------------------------------------------------------
 def _scaler_run(m, scaler_kw, inject_inf_at=(), steps=5, unscale_first=False):
     w = m.tensor(W, requires_grad=True)
@@ -194,6 +212,17 @@ def test_compiled_function_guards_on_autocast():
         assert cf(x).dtype is tracegrad.float16
 
 
+def _warnings_of(make):
+    """The warnings ``make(torch)`` and ``make(tracegrad)`` issue, each under an 'always' filter."""
+    seen = []
+    for mod in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            make(mod)
+        seen.append(w)
+    return seen
+
+
 @pytest.mark.parametrize("make", [
     lambda m: m.cuda.amp.GradScaler(), lambda m: m.cpu.amp.GradScaler(),
     lambda m: m.cuda.amp.autocast(), lambda m: m.cpu.amp.autocast(),
@@ -201,14 +230,19 @@ def test_compiled_function_guards_on_autocast():
 ], ids=["cuda_scaler", "cpu_scaler", "cuda_autocast", "cpu_autocast", "amp_scaler", "amp_autocast"])
 def test_per_device_amp_spellings_warn_deprecated_as_torch(make):
     # aladdinpersson's mixed-precision example builds torch.cuda.amp.GradScaler() and autocast()
-    seen = []
-    for mod in (torch, tracegrad):
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            make(mod)
-        seen.append([(x.category, "deprecated" in str(x.message)) for x in w
-                     if issubclass(x.category, FutureWarning) or "deprecated" in str(x.message)])
+    seen = [[(x.category, "deprecated" in str(x.message)) for x in w
+             if issubclass(x.category, FutureWarning) or "deprecated" in str(x.message)] for w in _warnings_of(make)]
     assert seen[0] == seen[1]
+
+
+@pytest.mark.skipif(tracegrad.cuda.is_available(), reason="the CPU-only fallback warnings")
+@pytest.mark.parametrize("make", [lambda m: m.amp.autocast("cuda"), lambda m: m.cuda.amp.autocast(),
+                                  lambda m: m.cuda.amp.GradScaler()], ids=["autocast", "cuda_autocast", "scaler"])
+def test_cuda_amp_without_cuda_warns_as_torch(make):
+    # ERA4's train_one_epoch enters torch.cuda.amp.autocast() on a CPU machine: torch 2's
+    # UserWarning text (programs that log their warnings see the same lines)
+    seen = [[str(x.message) for x in w if x.category is UserWarning] for w in _warnings_of(make)]
+    assert seen[0] == seen[1] and len(seen[0]) == 1, seen
 
 
 def _global_switches(m):

@@ -25,6 +25,13 @@ def _convolution(x, w, b, *, stride, padding, dilation, transposed, output_paddi
     """``padding`` is a tuple of (lo, hi) pairs, one per spatial dim."""
     nd = x.ndim - 2
     dn = lax.conv_dimension_numbers(x.shape, w.shape, _SPATIAL[nd])
+    # torch computes a half/bfloat16 convolution (bias included) and its gradients in float32 and
+    # rounds once, as addmm does (autocast's conv layers depend on it); a half-precision product
+    # rounded before the bias, or half-precision gradient sums, differ by ulps
+    out_dtype = x.dtype
+    if out_dtype in (jnp.bfloat16, jnp.float16):
+        x, w = x.astype(jnp.float32), w.astype(jnp.float32)
+        b = None if b is None else b.astype(jnp.float32)
     if not transposed:
         y = lax.conv_general_dilated(x, w, window_strides=stride, padding=padding, rhs_dilation=dilation,
                                      dimension_numbers=dn, feature_group_count=groups, precision=_HI)
@@ -42,7 +49,7 @@ def _convolution(x, w, b, *, stride, padding, dilation, transposed, output_paddi
                                      feature_group_count=groups, precision=_HI)
     if b is not None:
         y = y + b.reshape((1, -1) + (1,) * nd).astype(y.dtype)
-    return y
+    return y.astype(out_dtype)
 
 
 defop("convolution", _convolution, args=("input", "weight", "bias"), grad_fn="ConvolutionBackward0",

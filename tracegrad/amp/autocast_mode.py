@@ -131,7 +131,8 @@ class autocast:
                           f"CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.")
             enabled = False
         elif enabled and device_type == "cuda" and not cuda_devices():
-            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
+            # torch 2.x's wording (the "User provided device_type of 'cuda'" text is torch 1.x's)
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.")
             enabled = False
         elif enabled and device_type not in ("cpu", "cuda"):
             warnings.warn(f"tracegrad autocast supports device types 'cpu' and 'cuda'; '{device_type}' is disabled")
