@@ -1655,7 +1655,9 @@ def test_pytorch_trpo():
                 log("error", (type(e).__name__, str(e)))
             log("params", get_flat_params_from(policy_net))
 
-    run_both(program)
+    # the conjugate-gradient solve on five samples amplifies float32 rounding: torch's own
+    # Lagrange multiplier differs by CPU in its fourth printed digit
+    run_both(program, rtol=1e-4)
 
 
 # YongfeiYan/Gumbel_Softmax_VAE gumbel_softmax_vae.py (the straight-through gumbel_softmax:

@@ -272,7 +272,18 @@ def _against_torch(op, where, builders, kwargs, amp, run_as):
     want = _run_autocast(torch, op, where, builders, kwargs, amp, run_as)
     got = _run_autocast(tracegrad, op, where, builders, kwargs, amp, run_as)
     tol = 2e-2 if run_as == "bfloat16" else 1e-2 if run_as == "float16" else 1e-5
-    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=tol, atol=tol)
+    try:
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=tol, atol=tol)
+    except AssertionError:
+        if run_as not in ("bfloat16", "float16"):
+            raise
+        # torch's own reduced-precision kernels differ by CPU (its bfloat16 conv_transpose
+        # accumulates in bfloat16 on a CPU without native bfloat16: 14 ulps off here, within
+        # tolerance where CI runs); then the float32 result of the same rounded inputs,
+        # rounded once, is the reference
+        args = [_cast(torch, _cast(torch, b(torch), getattr(torch, run_as)), torch.float32) for b in builders]
+        exact = _call(torch, where, op, args, kwargs).to(getattr(torch, run_as))
+        np.testing.assert_allclose(got.float().numpy(), exact.float().numpy(), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("op,where,builders,kwargs,amp", [

@@ -31,7 +31,9 @@ def _same(a, b, where):
     if isinstance(a, tuple) and a and a[0] == "tensor":
         assert isinstance(b, tuple) and b[0] == "tensor", where
         assert a[1] == b[1], where
-        np.testing.assert_allclose(b[2], a[2], rtol=1e-5, atol=1e-6, err_msg=str(where))
+        # atol: torch's CPU kernels round differently by CPU (a BatchNorm input gradient of 6e-4, a
+        # cancellation of four terms, is 1.2e-6 off tracegrad's on one CPU and within 1e-6 on another)
+        np.testing.assert_allclose(b[2], a[2], rtol=1e-5, atol=5e-6, err_msg=str(where))
     elif isinstance(a, list):
         assert isinstance(b, list) and len(a) == len(b), (where, a, b)
         for i, (x, y) in enumerate(zip(a, b)):
