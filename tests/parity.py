@@ -540,23 +540,24 @@ def printer(log):
     return print_
 
 
-def run_both(program, rtol=None):
-    """Run ``program`` with torch (the oracle) and tracegrad; assert equal logs. ``rtol``: a
-    looser relative tolerance for a program that amplifies float32 rounding (LBFGS's many
-    evaluations), instead of ``LOG_RTOL``."""
-    global LOG_RTOL
+def run_both(program, rtol=None, atol=None):
+    """Run ``program`` with torch (the oracle) and tracegrad; assert equal logs. ``rtol``/``atol``:
+    looser tolerances for a program that amplifies float32 rounding (LBFGS's many evaluations),
+    instead of ``LOG_RTOL``/``LOG_ATOL``."""
+    global LOG_RTOL, LOG_ATOL
     torch = get_torch()
     ref = run_program(torch, program)
     if os.environ.get("TRACEGRAD_SEEDS_TORCH_ONLY"):
         return ref
     tg = get_tracegrad()
     got = run_program(tg, program)
-    saved = LOG_RTOL
-    LOG_RTOL = saved if rtol is None else rtol
+    saved = LOG_RTOL, LOG_ATOL
+    LOG_RTOL = saved[0] if rtol is None else rtol
+    LOG_ATOL = saved[1] if atol is None else atol
     try:
         compare(ref, got)
     finally:
-        LOG_RTOL = saved
+        LOG_RTOL, LOG_ATOL = saved
     return ref
 
 

@@ -1865,7 +1865,9 @@ def test_pytorch_flows_maf_realnvp_glow():
                 log(flow + " u", [u, logdets])
                 log(flow + " inverse", model.sample(noise=u))
                 log(flow + " eval log_probs", model.log_probs(data))
-    run_both(program)
+    # rtol 1e-4: Glow's stacked invertible layers amplify rounding: torch's CPU kernels round by CPU
+    # (5.6e-5 apart on a CPU without AVX-512, 1.1e-5 absolute)
+    run_both(program, rtol=1e-4, atol=2e-5)
 
 
 # adambielski/siamese-triplet losses.py and utils.py (ContrastiveLoss with ``(1 + -1 * target)

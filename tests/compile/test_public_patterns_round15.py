@@ -114,7 +114,8 @@ def s2_program(mod, wrap):
 
 
 def test_s2_attention_step():
-    _no_breaks(check_compiled(s2_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+    # rtol 3e-4: torch's CPU kernels round by CPU (a gradient 2e-4 apart on a CPU without AVX-512)
+    _no_breaks(check_compiled(s2_program, calls=3, torch_too=True, rtol=3e-4, atol=1e-5))
 
 
 # ---- xmu-xiaoma666/External-Attention-pytorch model/conv/Involution.py ----------------------------

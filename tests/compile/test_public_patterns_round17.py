@@ -313,7 +313,8 @@ def test_super_resolution_compiled_model():
         _super_resolution, lambda mod, out, y: mod.nn.MSELoss()(out, y),
         lambda mod, i: (data(mod, i, 2, 1, 6, 6), data(mod, i, 2, 1, 12, 12, seed=60).abs()),
         scale=0.1, opt="adam", lr=0.01)
-    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+    # rtol 3e-4: torch's CPU convolutions round by CPU (2.4e-4 apart on a CPU without AVX-512)
+    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=3e-4, atol=1e-5))
 
 
 # ---- jadore801120/attention-is-all-you-need-pytorch transformer/{Modules,SubLayers,Layers}.py,

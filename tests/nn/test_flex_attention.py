@@ -176,4 +176,6 @@ def test_flex_attention_compiled_equals_eager():
             out = f(q, k, v)
         results.append((out.detach().numpy(), q.grad.numpy(), k.grad.numpy()))
     for a, b in zip(*results):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        # atol: XLA fuses the compiled program's sums otherwise than eager's ops; on a CPU without
+        # AVX-512 one value of 256 was 1.7e-6 apart
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=5e-6)

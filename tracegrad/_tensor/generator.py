@@ -70,7 +70,11 @@ class Generator:
     def get_state(self):
         """Mirrors ``torch.Generator.get_state``: the generator's state as a uint8 tensor (its
         layout is tracegrad's: the 8 bytes of the key, then the 8 bytes of the seed, so
-        ``set_state`` also restores ``initial_seed()``, as torch's does)."""
+        ``set_state`` also restores ``initial_seed()``, as torch's does). Inside a compiled
+        function the call runs eagerly: the state would be a constant of the program, frozen at
+        the traced call's (round-15's adversarial tests)."""
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].python_effect("reading a generator's state (get_state(), get_rng_state())")
         key = np.asarray(self._current_key(), dtype=np.uint32)
         raw = np.concatenate([key.astype("<u4").view(np.uint8), np.array([self._seed % 2 ** 64], "<u8").view(np.uint8)])
         t = Tensor._make(to_device(raw))
