@@ -16,7 +16,16 @@ program alone are timed in interleaved blocks (``interleaved``), so the ratios h
 shared machine; the eager rows are timed on their own. ``--realtime`` runs it all under
 ``chrt -f`` where permitted: on a busy machine the medians then repeat within a few percent.
 
-    python benchmarks/compile_step.py [--steps 200] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile] [--realtime] [--torch-device cuda]
+Cores. XLA:CPU runs the independent operations of one program concurrently on its thread
+pool. On a 2-core machine the order its scheduler picks moves a digits-MLP step by up to 30%,
+for reasons unrelated to what the program computes (measured 2026-12-01, JAX 0.10.2: the
+JAX+optax step returning its gradients ran 1.41x the one returning none, and 0.78x with
+``--xla_cpu_enable_concurrency_optimized_scheduler=false``; the two programs' optimized HLO
+differs by one reduction). ``--cores 0`` pins everything to one core, where each program runs
+its operations in one order: there, returning the gradients cost the JAX step 1-2%, and the
+rows compare what the programs compute plus the per-call Python.
+
+    python benchmarks/compile_step.py [--steps 200] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile] [--realtime] [--torch-device cuda] [--cores 0]
 """
 from __future__ import annotations
 
@@ -277,9 +286,15 @@ def main():
                    help="re-run under `chrt -f 10` (needs the privilege): stable medians on a busy machine")
     p.add_argument("--torch-device", default="cpu",
                    help="where torch runs its rows: 'cpu' (1 thread) or 'cuda' (beside tracegrad on a GPU)")
+    p.add_argument("--cores", default="",
+                   help="CPU cores to pin this process (and the torch worker) to, e.g. '0' or '0,1': "
+                        "see 'Cores' in the module docstring")
     p.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.models = args.models.split(",")
+    if args.cores:
+        # before JAX starts: its CPU client sizes its thread pool from the affinity mask
+        os.sched_setaffinity(0, {int(c) for c in args.cores.split(",")})
     if args.realtime and os.environ.get("_TRACEGRAD_BENCH_RT") != "1" and shutil.which("chrt"):
         # real-time scheduling: on a machine shared with other jobs, their load otherwise
         # lands on whichever variant runs during it (medians then move by 2x from run to run)

@@ -152,9 +152,13 @@ def _too_heavy(jaxpr, count) -> bool:
 # after the program ran (wait afterwards ~55 us), for tracegrad's program and for the
 # JAX+optax step alike: XLA:CPU runs such programs in the calling thread. So the guards and the
 # write-back add to every step instead of overlapping with it (on a GPU they overlap). The two
-# programs themselves run equally fast (interleaved, p10 within 2%); returning the gradients is
-# what makes both slower than a step that returns none, and donating the old ``.grad`` buffers
-# for the new ones (keep_unused, as here) does not win that back.
+# programs themselves run equally fast (interleaved, p10 within 2%). Re-measured 2026-12-01:
+# the JAX step returning its gradients is slower than one returning none only on 2 cores, by
+# the order in which XLA:CPU's scheduler runs independent operations concurrently (flipping
+# ``xla_cpu_enable_concurrency_optimized_scheduler`` reverses which is faster); pinned to one
+# core the two differ by 1-2% (``benchmarks/compile_step.py --cores 0``). Not donating 0-d and
+# other small state (step counters; XLA then copies none of them) removed 13 of 74 operations
+# of an AdamW step and no measurable time, so all written state is donated.
 
 
 # NOTE [abandoned traces]: a trace that ends in an exception (a discovery trace abandoned to
