@@ -47,7 +47,7 @@ import numpy as np
 from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
-from ._lowering import fused as _fused, fused_optim as _fused_optim, hyper as _hyper
+from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
@@ -524,6 +524,7 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
     (a scheduler changing them between calls needs no new program), and the step hooks are
     reported (their Python side effects must happen on every call)."""
     cap = _state.CAPTURE[0]
+    _deferred_step.check_optimizer_step(cap, opt)
     cap.see_optimizer(opt)
     for h in hooks:
         _state.note_hook("optimizer step", h)
@@ -541,7 +542,17 @@ def _param_group_read(group, key):
     """``group[key]`` (an optimizer's param group) is read while a compiled function is traced.
     Outside ``Optimizer.step`` the traced Python gets the number itself, which the program
     would keep: ``hyper.note_read`` makes the region guard that number exactly."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        _deferred_step.check_group_read(cap, group, key)
     _hyper.note_read(group, key)
+
+
+def _defer_scheduler_step(sched) -> bool:
+    """``LRScheduler.step()`` called while a compiled function is traced: recorded, to run after
+    the program on every call (NOTE [deferred scheduler step]); False: run it now."""
+    cap = _state.CAPTURE[0]
+    return cap is not None and _deferred_step.defer(cap, sched)
 
 
 def _guard_read(obj, name):

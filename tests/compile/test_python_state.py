@@ -309,7 +309,10 @@ def test_lr_changed_inside_the_step_changes_every_call(how):
         return wrap(step), {"model": model, "opt": opt, "lr": lambda: opt.param_groups[0]["lr"]}, batch(mod)
     run = check_compiled(make, calls=4, torch_too=True)
     assert run.state["lr"]() == pytest.approx(0.2 * 0.5 ** 4)
-    assert run.step.stats["graph_breaks"]
+    if how == "scheduler":     # NOTE [deferred scheduler step]: run after the program, no break
+        assert run.step.stats["traces"] == 1 and not run.step.stats["graph_breaks"], run.step.stats
+    else:
+        assert run.step.stats["graph_breaks"]
 
 
 @pytest.mark.parametrize("source", ["random", "numpy_global", "numpy_generator"])

@@ -324,6 +324,10 @@ class Capture:
         self.generators = generators
         self.hyper_inputs = hyper_inputs
         self.hyper_signs = {}                  # lifted value compared with zero -> its sign then
+        # NOTE [deferred scheduler step] (deferred_step.py): the schedulers whose step() each
+        # call runs after the program, their optimizers' group and optimizer ids, and the
+        # schedulers sealed until the function returns (with their own classes)
+        self.deferred_steps, self.deferred_groups, self.deferred_optimizers, self.sealed = [], set(), set(), []
         self.read_guards = []                  # (mapping, key, value, None) checks library code asked for
         self.settings_guarded = False          # settings_now() is among read_guards
         # storages made during this trace, in the order made: a WeakSet iterates in address

@@ -47,6 +47,7 @@ from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .deferred import DeferredItem, check_kept
+from .deferred_step import run_deferred, unseal
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import _Probe, guards_hold, optimizer_state_guards, outside_containers, value_guards
@@ -282,6 +283,7 @@ class Region:
         self.state_guards = ()     # optimizer state tensors, by place (guards.optimizer_state_guards)
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
+        self.deferred = ()         # NOTE [deferred scheduler step]: schedulers stepped after each run
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
@@ -489,7 +491,10 @@ class Region:
         if self.checked and np.asarray(outs[6]):
             raise ValueCheckFailed(self)
         try:
-            return self.write_back(outs, arg_leaves)
+            out = self.write_back(outs, arg_leaves)
+            if self.deferred:
+                run_deferred(self.deferred)
+            return out
         except Exception as e:
             # some state may be written already: the first run's caller must not answer this by
             # running the call again eagerly (its updates would happen twice)
@@ -836,9 +841,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             a2, kw2 = _unflatten(treedef, call_leaves)
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
-            with guard_output():
-                result = fn(*a2, **kw2)
+            try:
+                with guard_output():
+                    result = fn(*a2, **kw2)
+            finally:
+                unseal(cap)         # NOTE [deferred scheduler step]
             _state.CAPTURE[0] = prev_cap
+            info["deferred"] = tuple(cap.deferred_steps)
             # what the checks below find happened somewhere in the function, not at one op: named
             # by the function's definition (the caller's line said nothing about where)
             after = def_site(fn)
@@ -1162,6 +1171,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.seeds = info["seeds"]
     region.contiguous_args = info["contiguous_args"]
     region.arg_boxes = info["arg_boxes"]
+    region.deferred = info["deferred"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)

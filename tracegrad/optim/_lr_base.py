@@ -163,7 +163,11 @@ class LRScheduler:
 
     def step(self, epoch=None):
         """Advance one epoch and write the new lrs into the optimizer's groups. ``epoch``
-        (deprecated, warns) jumps to that epoch using the closed form where there is one."""
+        (deprecated, warns) jumps to that epoch using the closed form where there is one.
+        Inside a compiled function it runs after the program, on every call (NOTE [deferred
+        scheduler step] in ``_lowering/deferred_step.py``)."""
+        if epoch is None and compiler._tracing() and compiler._defer_scheduler_step(self):
+            return
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn("Seems like `optimizer.step()` has been overridden after learning "

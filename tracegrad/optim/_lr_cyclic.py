@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import types
 
+from .. import compiler
 from ._lr_base import (LRScheduler, _enable_get_lr_call, _format_param, _param_groups_val_list,
                        _update_param_group_val, _warn_get_lr_called_within_step)
 from .optimizer import Optimizer
@@ -283,7 +284,10 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch=None):
         """Advance one epoch, or jump to ``epoch`` (may be fractional: call per batch with
-        ``epoch + i / iters``)."""
+        ``epoch + i / iters``). Inside a compiled function ``step()`` runs after the program,
+        on every call (NOTE [deferred scheduler step])."""
+        if epoch is None and compiler._tracing() and compiler._defer_scheduler_step(self):
+            return
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
