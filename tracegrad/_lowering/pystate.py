@@ -72,6 +72,11 @@ def python_refs(fn, args=()):
     bound = getattr(fn, "__self__", None)
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     own = _code_names(code, set()) if code is not None else set()
+    if bound is None and _plain_object(fn):
+        # NOTE: the compiled callable is an object with ``__call__``: its attributes are read
+        # like a bound method's ``self`` (``scaler.k = -1.0`` between calls was baked in,
+        # round-17's adversarial tests)
+        bound, own = fn, {"__call__"}      # (``_object_names`` follows it to what it loads)
     if bound is not None and not isinstance(bound, types.ModuleType):
         add(("self", None, {"self": bound}), _object_names(type(bound), own))
         queue.append((bound, 1))
