@@ -5,8 +5,7 @@ the same method unbound, a compiled function calling another compiled function t
 backpropagated) on its own, grad mode toggled around and inside the call, mutable and tensor
 default arguments, ``*args``/``**kwargs`` whose keys and order change, plain tensor attributes
 and parameters replaced with ``setattr``, a parameter group added mid-run, ``requires_grad_``
-on a parameter the step reads only later, a gradient penalty through ``autograd.grad
-(create_graph=True)``, tensor hooks registered inside the step on every call (a leaf's hooks pile
+on a parameter the step reads only later, tensor hooks registered inside the step on every call (a leaf's hooks pile
 up as they do eagerly), metadata-changing in-place ops on arguments (``t_``, ``unsqueeze_``,
 ``squeeze_``, ``transpose_``), exceptions raised on some calls and caught by the caller, an
 argument compared by identity with outside tensors, and compiled ``functools.partial`` and
@@ -320,35 +319,6 @@ def test_requires_grad_on_a_parameter_read_only_later():
             return loss, extra, extra.grad, buf, net.weight
         return run
     compare(build)
-
-
-def test_gradient_penalty_on_an_interpolated_input():
-    """A WGAN-GP style step: the input is mixed from two batches with a per-call weight tensor,
-    detached and made to require grad, the critic's input gradient comes from
-    ``autograd.grad(create_graph=True)``, and its norm penalty is backpropagated with the
-    critic loss through a Tanh critic into SGD."""
-    def build(T, wrap):
-        critic = T.nn.Sequential(_linear(T, 3, 4, seed=0), T.nn.Tanh(), _linear(T, 4, 1, seed=1))
-        opt = T.optim.SGD(critic.parameters(), lr=0.01)
-
-        def step(real, fake, alpha):
-            opt.zero_grad()
-            mix = (alpha * real + (1 - alpha) * fake).detach().requires_grad_(True)
-            out = critic(mix)
-            (g,) = T.autograd.grad(out.sum(), mix, create_graph=True)
-            gp = (g.norm(2, dim=1) - 1).pow(2).mean()
-            loss = critic(fake).mean() - critic(real).mean() + 10 * gp
-            loss.backward()
-            opt.step()
-            return loss, gp, g.requires_grad, mix.grad
-
-        f = wrap(step)
-
-        def run(i):
-            r, fk = _rand(T, i, 2, 3), _rand(T, i + 9, 2, 3)
-            return f(r, fk, T.tensor(0.25 * (i % 4))), critic[0].weight, critic[2].bias
-        return run
-    compare(build, calls=3)
 
 
 def test_hooks_registered_inside_the_step_on_every_call_pile_up_on_a_leaf():
