@@ -28,6 +28,7 @@ import tracegrad
 from ._dynamo_port import compare
 from ._dynamo_port import randn32 as _rand
 from ._dynamo_port import seeded_linear as _linear
+from ._dynamo_port import train_step
 
 torch = pytest.importorskip("torch")
 
@@ -233,15 +234,7 @@ def test_tensor_attribute_and_parameter_replaced_with_setattr():
         net.scale = T.tensor(2.0)
         opt = T.optim.SGD(net.parameters(), lr=0.1)
         old_w = net.weight
-
-        def step(x):
-            opt.zero_grad()
-            loss = (net(x) * net.scale).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        f = wrap(step)
+        f = wrap(train_step(opt, lambda x: (net(x) * net.scale).pow(2).mean()))
 
         def run(i):
             if i == 2:
@@ -263,15 +256,7 @@ def test_param_group_added_mid_run_gets_lazily_created_momentum():
         l1, l2 = _linear(T, 3, 3, seed=0), _linear(T, 3, 2, seed=1)
         l2.requires_grad_(False)
         opt = T.optim.SGD(l1.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x):
-            opt.zero_grad()
-            loss = l2(T.tanh(l1(x))).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        f = wrap(step)
+        f = wrap(train_step(opt, lambda x: l2(T.tanh(l1(x))).pow(2).mean()))
 
         def run(i):
             if i == 2:
@@ -296,18 +281,7 @@ def test_requires_grad_on_a_parameter_read_only_later():
         extra = T.nn.Parameter(T.full((2,), 0.5), requires_grad=False)
         opt = T.optim.SGD(list(net.parameters()) + [extra], lr=0.1, momentum=0.5)
         use = [False]
-
-        def step(x):
-            opt.zero_grad()
-            h = net(x)
-            if use[0]:
-                h = h * extra
-            loss = h.pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        f = wrap(step)
+        f = wrap(train_step(opt, lambda x: (net(x) * extra if use[0] else net(x)).pow(2).mean()))
 
         def run(i):
             if i == 2:
