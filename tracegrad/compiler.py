@@ -50,8 +50,8 @@ from ._lowering.exc import InvalidBackend
 from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
-from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
-                               aliased_args, classify_args,
+from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _flatten,
+                               aliased_args, classify_args, unread_identity,
                                fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
@@ -164,6 +164,9 @@ class CompiledFunction:
                 if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
                     if shared and r.arg_writes:
                         return self._break(None, aliased, None, args, kwargs)
+                    same = unread_identity(r.unread, leaves, kinds) if r.unread else None
+                    if same is not None:       # NOTE [tensors compared by identity]: this call only
+                        return self._break(None, ARG_IS_STATE.format(same), None, args, kwargs)
                     prof = _state.PROFILER[0]
                     try:
                         if prof is not None:   # one profiler event per run of the compiled program
@@ -232,7 +235,7 @@ class CompiledFunction:
             except ValueCheckFailed as e:      # the program is good; this call's values are not
                 region, result = e.region, ValueCheckFailed
                 break
-            except SharedArgsWritten as e:      # this call only (``SHARED_VIEWS``)
+            except CallOnlyBreak as e:      # this call only (``SHARED_VIEWS``, an argument that is state)
                 if self.fullgraph:
                     raise
                 return self._break(None, e.reason, e.where, args, kwargs)

@@ -81,6 +81,18 @@ def seeded_linear(T, n_in=3, n_out=2, seed=0):
     return net
 
 
+def train_step(opt, loss_of):
+    """The usual step over ``opt``: ``zero_grad``, ``loss_of(x)``, ``backward``, ``step``;
+    returns the loss (the body the round-17 programs share)."""
+    def step(x):
+        opt.zero_grad()
+        loss = loss_of(x)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def rand(T, i, *shape, rg=False, seed=0):
     t = T.tensor(np.random.RandomState(seed + i).randn(*shape).astype("float32"))
     return t.requires_grad_() if rg else t

@@ -112,6 +112,7 @@ class _Checks(list):
     followable = {}           # id -> input index of the pinned storages a place may follow
     places = None             # input index -> [(slot, tensor)] where such a storage was found
     by_shape = frozenset()    # (id(dict), name) of module attributes guarded by shape elsewhere
+    unread = ()               # NOTE [tensors compared by identity]: (view, key) places of unread tensors
 
 
 def _guard_object(o, names, checks, seen):
@@ -239,6 +240,8 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
         checks.append((_unchanged(c) if scalars else _same_entries(c, mapping), None, True, None))
         return True
     seen.add(id(c))
+    if isinstance(c, dict) and any(type(k) is Tensor for k in c):     # NOTE [tensors compared by identity]
+        checks.unread.append((c, KEYS))
     # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
     # function loops over
     checks.append((_Len(c), None, len(c), None))
@@ -472,6 +475,7 @@ def _guard_value(d, k, v, checks) -> bool:
                 checks.append((_holds(d, k, v), None, True, None))
         elif id(v._st) not in _HELD:
             checks.append((_RequiresGrad(d), k, v._rg, None))
+            checks.unread.append((d, k))
             # and what else the trace may have read of it as Python (``t.shape``, ``t.numel()``,
             # ``t.dtype``): a resize_, set_, t_ or ``.data =`` between calls was frozen
             # (round-15's adversarial tests). Not for an attribute the region guards by shape
@@ -564,10 +568,11 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     whose tensors' places are guarded by identity; ``followable``: id -> input index of those a
     place may follow instead, NOTE [tensors read by place]; ``by_shape``: ``(id(dict), name)``
     of the module attributes the region guards by the shape the call finds, NOTE [module tensor
-    attributes]). Returns the checks and the ``(input index, slot)`` places to follow."""
+    attributes]). Returns the checks, the ``(input index, slot)`` places to follow and the
+    places of the tensors no program reads (NOTE [tensors compared by identity])."""
     checks, seen, classes = _Checks(), set(), set()
     checks.called, checks.pinned, checks.by_shape = {id(m) for m in modules}, pinned, by_shape
-    checks.followable, checks.places = followable or {}, {}
+    checks.followable, checks.places, checks.unread = followable or {}, {}, []
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):
         # ``step.__defaults__ = (new_tensor,)``: the trace read (and may have lifted) the old ones
@@ -591,7 +596,35 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     for ref, used in zip(refs, names or [frozenset()] * len(refs)):
         _guard_ref(ref, used, checks, seen)
     follows = _followed(checks)
-    return tuple(checks), follows
+    return tuple(checks), follows, tuple(checks.unread)
+
+
+# NOTE [tensors compared by identity]: a tensor argument becomes a stand-in while tracing, so
+# Python that compares it by identity with a tensor of the function's state that the program
+# never reads as data (``if x is ref``) takes the other branch and bakes it in (round-17's
+# adversarial tests). The places of those tensors (and of the tensors keying a dict) the guards
+# found are kept: a call that passes one of them as a data argument runs eagerly (this call
+# only), whether it traces or finds a program. By identity, not by memory: a view of such a
+# tensor passed in (``step(X[i:j])`` while the step reads ``len(X)``) keeps its program, so
+# ``x._base is ref`` is still answered by the stand-in (round-17's strict xfail).
+KEYS = object()     # an ``unread`` place's key marker: the tensors among the dict's keys
+
+
+def unread_identity(places, leaves, kinds):
+    """The index of the first data argument (``kinds``, ``classify_args``) that is one of the
+    tensors at the ``places`` NOTE [tensors compared by identity] keeps, or None."""
+    found = set()
+    for d, k in places:
+        if k is KEYS:
+            found.update(id(t) for t in list(d) if isinstance(t, Tensor))
+        else:
+            v = d.get(k, None)
+            if isinstance(v, Tensor):
+                found.add(id(v))
+    for i, (a, kind) in enumerate(zip(leaves, kinds)):
+        if kind == "data" and id(a) in found:
+            return i
+    return None
 
 
 def optimizer_state_guards(optimizers, pinned):

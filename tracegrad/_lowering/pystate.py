@@ -72,6 +72,11 @@ def python_refs(fn, args=()):
     bound = getattr(fn, "__self__", None)
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     own = _code_names(code, set()) if code is not None else set()
+    if bound is None and _plain_object(fn):
+        # NOTE: the compiled callable is an object with ``__call__``: its attributes are read
+        # like a bound method's ``self`` (``scaler.k = -1.0`` between calls was baked in,
+        # round-17's adversarial tests)
+        bound, own = fn, {"__call__"}      # (``_object_names`` follows it to what it loads)
     if bound is not None and not isinstance(bound, types.ModuleType):
         add(("self", None, {"self": bound}), _object_names(type(bound), own))
         queue.append((bound, 1))
@@ -173,6 +178,12 @@ def _scan(f, depth, add, queue, top=False):
     if wrapped is not None and wrapped is not f and _callable_value(wrapped) and not is_memoized(f):
         queue.append((wrapped, depth))
     if isinstance(f, functools.partial):
+        if top:
+            # NOTE: the compiled callable is itself a partial: ``p.keywords["k"] = 5.0`` between
+            # calls was baked in at the traced value (round-17's adversarial tests); its keywords
+            # dict is read like a global dict (numbers guarded, a tensor bound there followed)
+            label = "partial keywords"
+            add((label, None, {label: f.keywords}), ())
         queue.append((f.func, depth))
         for a in tuple(f.args) + tuple(f.keywords.values()):
             queue.append((a, depth))

@@ -50,7 +50,7 @@ from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import _Probe, guards_hold, optimizer_state_guards, outside_containers, value_guards
+from .guards import KEYS, _Probe, guards_hold, optimizer_state_guards, outside_containers, unread_identity, value_guards
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -279,7 +279,7 @@ class Region:
         self.through = ()              # NOTE [results computed from results]: ``_through``
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
-        self.py_refs, self.py_scalars, self.value_guards = (), (), ()
+        self.py_refs, self.py_scalars, self.value_guards, self.unread = (), (), (), ()
         self.state_guards = ()     # optimizer state tensors, by place (guards.optimizer_state_guards)
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
@@ -577,7 +577,18 @@ class Region:
         return _unflatten(self.out_recipe.treedef, out)
 
 
-class SharedArgsWritten(GraphBreak):
+class CallOnlyBreak(GraphBreak):
+    """A graph break caused by this call's arguments alone: this call runs eagerly, and the
+    same signature traces again when called with other arguments."""
+
+
+# NOTE [tensors compared by identity] in guards.py
+ARG_IS_STATE = ("tensor argument {} is a tensor the function also reaches from outside (a closure, "
+                "global or attribute) without reading it as data: Python comparing them by identity "
+                "(`x is t`) would see a stand-in while tracing")
+
+
+class SharedArgsWritten(CallOnlyBreak):
     """This call's arguments share memory and the function writes into one (``SHARED_VIEWS``):
     this call runs eagerly; calls with arguments of their own still use a program."""
 
@@ -1153,8 +1164,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     pinned = {id(st) for j, st in enumerate(storages) if j not in carried}
     followable = {id(st): j for j, st in enumerate(storages)
                   if j not in carried and not info["state_written"][j]}
-    checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable,
-                                  {(id(d), name) for d, name, _, _ in region.attr_guards})
+    checks, places, unread = value_guards(fn, refs, region.modules, ref_names, pinned, followable,
+                                          {(id(d), name) for d, name, _, _ in region.attr_guards})
+    # a place the call binds an argument to (``self.last = x``) holds the caller's tensor by design
+    bound = {id(leaves[i]) for i, _ in region.arg_binds}
+    region.unread = tuple(p for p in unread if p[1] is KEYS or id(p[0].get(p[1], None)) not in bound)
+    i = unread_identity(region.unread, leaves, kinds)
+    if i is not None:
+        raise CallOnlyBreak(ARG_IS_STATE.format(i))
     data_sets = info.pop("data_sets")
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
