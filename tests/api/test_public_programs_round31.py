@@ -189,6 +189,8 @@ def _robomimic_gmm_classes(torch):
 # scales), as RolloutPolicy runs it. Deviations: MIMO_MLP/ObservationGroupEncoder are the small
 # stand-in above, the parameters are numpy values, and get_action's dist.sample() is replaced
 # by the distributions' mean and log_prob of fixed actions (the two libraries' streams differ).
+# backprop_for_loss gets max_grad_norm=1.0, as forks passing ``algo_config.max_gradient_norm``
+# do (BC's own _train_step passes none), so that clip_grad_norm_ runs.
 # The use_tanh=True variant is trained the same way on actions inside (-1, 1), without BC_GMM's
 # ``len(dists.batch_shape) == 1`` assert, which TanhWrappedDistribution's () batch shape fails.
 @pytest.mark.parametrize("use_tanh", [False, True])
