@@ -644,3 +644,38 @@ def test_loss_module_made_inside_the_step_is_no_graph_break():
     run = check_compiled(make, calls=4, torch_too=True)
     assert not run.step.stats["graph_breaks"], run.step.stats
     assert run.step.stats["traces"] == 1
+
+
+def test_weakref_cache_rebound_each_call_is_no_graph_break():
+    # torch.distributions' Transform.inv caches its inverse through a weakref that dies after
+    # each use, so TransformedDistribution.log_prob rebinds ``_inv`` on every call (NICE's
+    # logistic prior): a cache, not state the compiled program must repeat
+    import weakref
+
+    def make(mod, wrap):
+        D = mod.distributions
+        model = mlp(mod)
+        prior = D.TransformedDistribution(D.Uniform(mod.tensor(0.), mod.tensor(1.), validate_args=False),
+                                          [D.transforms.SigmoidTransform().inv,
+                                           D.transforms.AffineTransform(loc=0., scale=1.)],
+                                          validate_args=False)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        class Memo:
+            pass
+        memo = Memo()
+        memo.last = None
+
+        def step(x, y):
+            opt.zero_grad()
+            z = model(x)
+            memo.last = weakref.ref(z)              # a user's own weakref cache, rebound per call
+            loss = -prior.log_prob(z).sum(1).mean() + mod.nn.functional.mse_loss(z, y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return wrap(step), {"model": model}, batch(mod)
+
+    run = check_compiled(make, calls=3, torch_too=True)
+    stats = run.step.stats
+    assert (stats["traces"], stats["eager_calls"], stats["graph_breaks"]) == (1, 1, []), stats

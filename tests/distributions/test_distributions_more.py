@@ -482,3 +482,33 @@ def test_lkj_cholesky():
     np.testing.assert_allclose(corr.var(0), tcorr.var(0), atol=0.03)
     np.testing.assert_allclose(corr.mean(0), tcorr.mean(0), atol=0.03)
     assert tuple(d.expand((2,)).batch_shape) == (2,)
+
+
+def test_subclass_without_arg_constraints_warns():
+    # robomimic's TanhWrappedDistribution subclasses Distribution, calls super().__init__() and
+    # defines no arg_constraints: torch warns (UserWarning, its message), validates nothing, and
+    # the base property (as repr, which reads it) raises NotImplementedError
+    seen = []
+    for mod in (torch, tracegrad):
+        class Wrapped(mod.distributions.Distribution):
+            def __init__(self, base, validate_args=None):
+                self.base = base
+                super().__init__(validate_args=validate_args)
+
+        base = mod.distributions.Normal(mod.zeros(2), mod.ones(2))
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            d = Wrapped(base)
+            Wrapped(base, validate_args=False)
+        msgs = [(x.category, str(x.message).replace(str(Wrapped), "<cls>"), x.filename) for x in w]
+        with pytest.raises(NotImplementedError):
+            d.arg_constraints
+        with pytest.raises(NotImplementedError):
+            repr(d)
+        seen.append((msgs, tuple(d.batch_shape), tuple(d.event_shape)))
+    assert seen[0] == seen[1]
+    assert len(seen[0][0]) == 1 and seen[0][0][0][2] == __file__, seen[0]
+    # the families themselves still validate their arguments
+    with pytest.raises(ValueError):
+        tracegrad.distributions.Normal(tracegrad.zeros(1), -tracegrad.ones(1))

@@ -35,6 +35,7 @@ import sys
 import sysconfig
 import time
 import types
+import weakref
 
 import numpy as np
 
@@ -589,6 +590,12 @@ def _buffer_signature(v):
 def _leaf(v, depth=_NESTED):
     if type(v) in _SCALARS:
         return v
+    if isinstance(v, weakref.ref):
+        # a weak reference is a cache, not program state: torch.distributions' Transform.inv
+        # stores a new weakref to a fresh inverse on every call once the last one died
+        # (TransformedDistribution.log_prob does that per call), and a program reading it must
+        # already cope with a dead one
+        return "weakref"
     if _rng_state(v) is not None:         # an object's own generator drawn from
         return ("generator", id(v), _rng_state(v))
     if isinstance(v, _BUFFERS):

@@ -4,6 +4,7 @@ validation (on by default, as torch: ``Distribution.set_default_validate_args``)
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import tracegrad
 from tracegrad import _state
@@ -60,7 +61,16 @@ class Distribution:
         if validate_args is not None:
             self._validate_args = validate_args
         if self._validate_args:
-            for param, constraint in self.arg_constraints.items():
+            try:
+                arg_constraints = self.arg_constraints
+            except NotImplementedError:
+                # a user subclass without ``arg_constraints`` (robomimic's TanhWrappedDistribution):
+                # torch validates nothing and warns once per construction
+                arg_constraints = {}
+                warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set "
+                              "`arg_constraints = {}` or initialize the distribution with "
+                              "`validate_args=False` to turn off validation.", stacklevel=2)
+            for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue
                 if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
@@ -71,7 +81,11 @@ class Distribution:
                                      f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
                                      f"{constraint!r}, but found invalid values:\n{_show(value)}")
 
-    arg_constraints: dict = {}
+    @property
+    def arg_constraints(self):
+        """Argument name -> constraint; every family defines it, and a subclass that does not
+        raises NotImplementedError here, as torch's base property does."""
+        raise NotImplementedError
 
     def _init_params(self, names, values, validate_args):
         """Stores ``values`` (numbers or tensors, broadcast together) as attributes ``names`` and
