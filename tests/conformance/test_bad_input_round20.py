@@ -1,5 +1,5 @@
 """Bad-input parity, round 20 (factories, indexing, shape ops, type promotion, nn layers, losses,
-optimizers, autograd): a probe over ~1,100 wrong calls across those areas left these differences
+optimizers, autograd): a probe over ~1,500 wrong calls across those areas left these differences
 from torch 2.13, fixed here:
 
 - a list (or NumPy array) index of floats was refused (IndexError), where torch reads any sequence
