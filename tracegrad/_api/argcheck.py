@@ -79,6 +79,10 @@ def _is_strict_bool(v):
     return type(v) is bool or type(v).__name__ == "bool_"
 
 
+def _is_strict_opt_bool(v):
+    return v is None or _is_strict_bool(v)
+
+
 _CHECKS = {"Number": _is_number, "Number or None": lambda v: v is None or _is_number(v),
            "Tensor (not a number)": _is_tensor, "int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
            "Number, str or None": lambda v: v is None or isinstance(v, str) or _is_number(v),
@@ -92,11 +96,15 @@ KINDS = {
     **dict.fromkeys(("size", "shape", "sizes", "split_sizes"), "tuple of ints"),
     **dict.fromkeys(("keepdim", "descending", "stable", "sorted", "largest", "return_inverse", "return_counts",
                      "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
-                     "with_replacement", "assume_unique", "invert", "requires_grad", "pin_memory", "sparse_grad",
+                     "with_replacement", "assume_unique", "invert", "sparse_grad",
                      "inplace", "align_corners", "ceil_mode", "count_include_pad", "return_indices", "some",
                      "compute_uv", "pivot", "get_infos", "full_matrices", "upper", "unitriangular",
                      "transpose", "left", "hermitian"), "bool"),
     "unbiased": "bool or None",
+    # torch's generated factories (zeros, full, arange, the *_like and new_* ones, the windows...)
+    # take None for these TensorOptions flags (as False); its hand-written parsers take a bool only
+    # (``_BOOL_ONLY_OPTIONS``)
+    **dict.fromkeys(("requires_grad", "pin_memory"), "bool or None"),
     **dict.fromkeys(("alpha", "lambd", "negative_slope", "min_val", "max_val"), "Number"),
     **dict.fromkeys(("nan", "posinf", "neginf"), "Number or None"),
     "dtype": "torch.dtype",
@@ -125,7 +133,10 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
               "fill_diagonal_": {"fill_value": "Number"}, "pinverse": {"rcond": "Number"},
               # a Tensor or a number (checked after a failure, where None or a string is the cause)
-              "isin": {"elements": "Tensor", "test_elements": "Tensor"}, "float_power_": {"exponent": "Tensor"}}
+              "isin": {"elements": "Tensor", "test_elements": "Tensor"}, "float_power_": {"exponent": "Tensor"},
+              **dict.fromkeys(("tensor", "new_tensor", "range", "frombuffer", "sparse_coo_tensor", "sparse_csr_tensor",
+                               "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor"),
+                              {"requires_grad": "bool", "pin_memory": "bool"})}
 
 
 def kind_of(api, name):
@@ -265,8 +276,10 @@ GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedE
 # kinds a wrong value of which would pass silently (a float dim or count, a dtype given by name, a
 # string or an int for a flag, a number where only a Tensor goes): checked before the call too (NOTE
 # [argument kinds on the success path]); _FAST: the type that needs no further look
-_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "Number", "Number or None", _TENSOR_ONLY, "torch.dtype")
-_FAST = {"bool": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor, "torch.dtype": _dt.dtype}
+_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "bool or None", "Number", "Number or None", _TENSOR_ONLY,
+                 "torch.dtype")
+_FAST = {"bool": bool, "bool or None": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor,
+         "torch.dtype": _dt.dtype}
 _MISSING = object()
 
 
@@ -283,7 +296,7 @@ def _strict_params(api, sig, python_level):
                 or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD)):
             continue
         at = pos if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) else 1 << 30
-        ok = _is_strict_bool if kind == "bool" else _CHECKS[kind]
+        ok = _is_strict_bool if kind == "bool" else _is_strict_opt_bool if kind == "bool or None" else _CHECKS[kind]
         out.append((at, name, param.default, _FAST.get(kind, int), ok, kind))
     return tuple(out)
 
@@ -314,7 +327,7 @@ def check_kinds(api, read_first=(), **values):
         if name in read_first and isinstance(v, Tensor) and v.numel() != 1:
             bool(v)   # torch's ``if`` on the flag: RuntimeError, before any other check
         kind = kind_of(api, name)
-        ok = _is_strict_bool if kind == "bool" else _CHECKS[kind]
+        ok = _is_strict_bool if kind == "bool" else _is_strict_opt_bool if kind == "bool or None" else _CHECKS[kind]
         if not ok(v):
             raise strict_error(api, name, kind, v)
 

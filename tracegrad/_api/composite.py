@@ -334,7 +334,7 @@ def cartesian_prod(*tensors):
     return stack(cols, 1)
 
 
-def _indices(fn, row, col, offset, dtype, device, layout):
+def _indices(fn, row, col, offset, dtype, device, layout, requires_grad=False):
     api = fn.__name__[3:]
     if layout is not None and layout is not strided:   # the kernels are dense-only
         if not isinstance(layout, type(strided)):
@@ -349,25 +349,27 @@ def _indices(fn, row, col, offset, dtype, device, layout):
         raise NotImplementedError(f"\"{fn.__name__[3:]}\" not implemented for {_dt.to_dtype(dtype)}; pass an "
                                   "integer dtype (int64 by default)")
     r, c = fn(row, offset, col)
-    return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64, device=device)
+    # torch takes requires_grad (a TensorOptions flag): True is its RuntimeError for an integer tensor
+    return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64, device=device,
+                   requires_grad=bool(requires_grad))
 
 
 @function()
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.tril_indices``: the (2, N) row/column indices of the lower triangle.
     RuntimeError for a negative size or a bad device, NotImplementedError for a non-integer
     dtype or a sparse layout."""
     check_pin_memory(pin_memory, device)
-    return _indices(np.tril_indices, row, col, offset, dtype, device, layout)
+    return _indices(np.tril_indices, row, col, offset, dtype, device, layout, requires_grad)
 
 
 @function()
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.triu_indices``: the (2, N) row/column indices of the upper triangle.
     RuntimeError for a negative size or a bad device, NotImplementedError for a non-integer
     dtype or a sparse layout."""
     check_pin_memory(pin_memory, device)
-    return _indices(np.triu_indices, row, col, offset, dtype, device, layout)
+    return _indices(np.triu_indices, row, col, offset, dtype, device, layout, requires_grad)
 
 
 def _host(t):

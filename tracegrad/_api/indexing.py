@@ -223,17 +223,29 @@ def _idx(v):
     return operator.index(v)   # a float tensor's __index__ is torch's TypeError (int() would truncate it)
 
 
+def _holds_str(seq):
+    return builtins.any(isinstance(v, (str, bytes)) or (isinstance(v, (list, tuple)) and _holds_str(v)) for v in seq)
+
+
 def _as_index_tensor(k):
     try:
         t_ = tensor(k)
     except (RuntimeError, ValueError):   # (a str stays the constructor's TypeError, as torch)
         if isinstance(k, (list, tuple)):
+            if _holds_str(k):   # torch's index conversion refuses the str itself: TypeError
+                raise TypeError("invalid data type 'str' in a list used as an index; index with integers, "
+                                "bools or tensors of them") from None
             raise
         # an object of another kind as a key: torch's indexing error, not the tensor constructor's
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid "
                          f"indices (got {type(k).__name__})") from None
     if t_.numel() == 0:
         t_ = t_.long()
+    elif isinstance(k, (list, tuple, np.ndarray)) and t_.dtype not in _INDEX_DTYPES:
+        # torch reads a sequence index that is not a bool/uint8 mask as int64 (its
+        # indexing_tensor_from_data): x[[1.7]] is x[[1]], a complex entry the int conversion's
+        # TypeError; a float *tensor* index stays IndexError
+        t_ = tensor(k, dtype=_dt.int64)
     return t_
 
 

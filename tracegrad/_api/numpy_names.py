@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .argcheck import GUARDED, _is_strict_bool, argument_error, strict_error
+from .argcheck import GUARDED, _is_strict_bool, argument_error, kind_of, strict_error
 
 _ALIASES = {"axis": "dim", "keepdims": "keepdim"}
 _KEYS = frozenset(_ALIASES)
@@ -30,14 +30,15 @@ def _position(params, name):
     return None
 
 
-def _static_kind_error(name, keepdim_at, dim_at, args, kwargs):
-    """torch's TypeError for a ``keepdim`` that is not a bool (``keepdim=1``: the static-key
-    cache would take it for True) or an explicit ``dim=None`` where torch requires a dim;
-    None when neither."""
-    if keepdim_at is not None:
-        v = args[keepdim_at] if len(args) > keepdim_at else kwargs.get("keepdim", _UNSET)
+def _static_kind_error(name, flags, dim_at, args, kwargs):
+    """torch's TypeError for a flag (``keepdim``, gather's ``sparse_grad``, scatter_reduce's
+    ``include_self``: ``flags``, (parameter, position) pairs) that is not a bool (``keepdim=1``:
+    the static-key cache would take it for True; ``include_self="no"`` would be truthy) or an
+    explicit ``dim=None`` where torch requires a dim; None when neither."""
+    for flag, at in flags:
+        v = args[at] if len(args) > at else kwargs.get(flag, _UNSET)
         if v is not _UNSET and not _is_strict_bool(v):
-            return strict_error(name, "keepdim", "bool", v, keepdim_at + 1 if len(args) > keepdim_at else None)
+            return strict_error(name, flag, "bool", v, at + 1 if len(args) > at else None)
     if dim_at is not None:
         v = args[dim_at] if len(args) > dim_at else kwargs.get("dim", _UNSET)
         if v is None:
@@ -60,12 +61,13 @@ def numpy_names(fn, name):
         return fn
 
     sig = inspect.signature(fn)
-    keepdim_at = _position(params, "keepdim")
+    # the bool flags torch's parser checks (this wrapper is the method's only argument-kind guard)
+    flags = tuple((p, _position(params, p)) for p in params if kind_of(name, p) == "bool")
     dim_at = _position(params, "dim") if name in _DIM_NOT_NONE else None
-    # the longest call that passes no keepdim/dim positionally: shorter calls skip the check
+    # the longest call that passes no flag/dim positionally: shorter calls skip the check
     # with one comparison, keyword calls are looked at whenever there are keywords
-    short = min(a for a in (keepdim_at, dim_at, 1 << 30) if a is not None)
-    checked = keepdim_at is not None or dim_at is not None
+    short = min(a for a in (*(at for _, at in flags), dim_at, 1 << 30) if a is not None)
+    checked = bool(flags) or dim_at is not None
 
     @functools.wraps(fn)
     def accepts_numpy_names(*args, **kwargs):
@@ -76,7 +78,7 @@ def numpy_names(fn, name):
                         raise TypeError(f"{name}() received both '{real}' and its alias '{alias}'; pass one of them")
                     kwargs[real] = kwargs.pop(alias)
         if checked and (kwargs or len(args) > short):
-            wrong = _static_kind_error(name, keepdim_at, dim_at, args, kwargs)
+            wrong = _static_kind_error(name, flags, dim_at, args, kwargs)
             if wrong is not None:
                 raise wrong
         try:

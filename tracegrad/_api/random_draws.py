@@ -36,22 +36,34 @@ def standard_gamma(concentration, generator=None):
 
 
 @function()
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+           layout=None, pin_memory=False):
     """Mirrors ``torch.normal``'s four overloads: tensor ``mean`` and/or ``std`` (broadcast;
     the other may be a float) give one draw per element, in the tensor's dtype, with a node
     (``NormalBackward1/2/3``) whose gradient for ``mean`` and ``std`` is zero, as torch's; two
     floats and ``size`` give a fresh tensor (``tracegrad.normal`` of the factories), written
     into an ``out=`` of another shape without the resize warning, as torch's factories.
-    RuntimeError for a negative ``std`` (tensor values checked in eager only)."""
-    draw = _normal_of_tensors if isinstance(mean, Tensor) or isinstance(std, Tensor) else _normal_of_size
+    RuntimeError for a negative ``std`` (tensor values checked in eager only); TypeError for
+    ``dtype``/``device``/``layout``/``requires_grad``/``pin_memory`` with a Tensor mean or std
+    (torch's tensor overloads take ``generator`` and ``out`` only)."""
+    tensors = isinstance(mean, Tensor) or isinstance(std, Tensor)
+    if tensors:
+        for name, v in (("dtype", dtype), ("device", device), ("layout", layout), ("requires_grad", requires_grad),
+                        ("pin_memory", pin_memory)):
+            if v is not None and v is not False:   # (requires_grad=True would be dropped silently)
+                raise TypeError(f"normal() received an invalid combination of arguments: {name}= is not taken with "
+                                "a Tensor mean or std; call .to()/.requires_grad_() on the result, or pass Python "
+                                "float mean and std with a size")
+    draw = _normal_of_tensors if tensors else _normal_of_size
     return draw(mean, std, size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad,
-                out=out)
+                out=out, layout=layout, pin_memory=pin_memory)
 
 
-def _normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def _normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+            layout=None, pin_memory=False):
     if not (isinstance(mean, Tensor) or isinstance(std, Tensor)):
         return _factories.normal(mean, std, size, generator=generator, dtype=dtype, device=device,
-                                 requires_grad=requires_grad)
+                                 requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
     ref = mean if isinstance(mean, Tensor) else std
     _rnd.check_same_randomness(*(a._value for a in (mean, std) if isinstance(a, Tensor)))
     shape = broadcast_shape((getattr(mean, "shape", ()), getattr(std, "shape", ())), "normal")

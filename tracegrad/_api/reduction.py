@@ -406,7 +406,11 @@ def _sort_args(args, kwargs):
         if name in kwargs:
             raise TypeError(f"sort() got multiple values for argument '{name}'")
     vals = dict(zip(names, args), **kwargs)
-    return vals.get("dim", -1), vals.get("descending", False)
+    descending = vals.get("descending", False)
+    if type(descending) is not bool and type(descending).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"sort(): argument 'descending' must be bool, not {type(descending).__name__}; "
+                        "pass True or False")
+    return vals.get("dim", -1), descending
 
 
 @method(function=True)

@@ -460,6 +460,9 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
     if d is _dt.bool_:
         raise NotImplementedError("arange(): \"arange_cpu\" not implemented for 'Bool'; use an integer dtype "
                                   "and compare, or .bool() the result")
+    if d.is_complex:   # torch's arange kernel has no complex instance (linspace has)
+        raise NotImplementedError(f"arange(): \"arange_cpu\" not implemented for {d}; make a real range and "
+                                  f".to({d}) it, or use linspace")
     if not all(np.isfinite(v) for v in vals):
         raise RuntimeError(f"arange(): unsupported range: {vals[0]} -> {vals[1]} (step {vals[2]})")
     if vals[2] == 0:
@@ -765,16 +768,18 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
         if not (isinstance(v, (int, Tensor)) or hasattr(v, "__index__")) or isinstance(v, bool):
             raise TypeError(f"randint_like(): argument '{name}' must be int, not {type(v).__name__}; pass an int bound")
     out = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
-                  device=_like_device(input, device))
+                  device=_like_device(input, device), requires_grad=requires_grad)   # (was dropped)
     return _laid_out_like(out, input, memory_format, "randint_like")
 
 
 @with_x64
 @accepts_out(dtype_from_out=True)
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+           layout=None, pin_memory=False):
     """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``.
     RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
-    ``tracegrad.compile`` there is no value to check); NotImplementedError for an integer dtype."""
+    ``tracegrad.compile`` there is no value to check); NotImplementedError for an integer dtype
+    or a sparse ``layout``."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         ref = mean if isinstance(mean, Tensor) else std
@@ -786,6 +791,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return z * std + mean
     if size is not None and not isinstance(size, (tuple, list)):   # torch's size is a sequence
         raise TypeError(f"normal(): argument 'size' must be tuple of ints, not {type(size).__name__}; pass size=(n,)")
+    check_pin_memory(pin_memory, device)
+    _dense_layout(layout, "normal")
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
     _rnd.check_std(std, "normal()")

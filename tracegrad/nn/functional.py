@@ -22,7 +22,7 @@ from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_same_dtype, check_tensors
-from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
+from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
 from . import _activations_more as _act
 from . import _reduction
@@ -78,6 +78,8 @@ def linear(input, weight, bias=None):
     except AttributeError:
         check_tensors("linear", input, weight, names=("input", "weight"))
         raise
+    if bias is not None and not isinstance(bias, tracegrad.Tensor):   # torch's parser: a Tensor or None (addmm would
+        raise _strict_error("linear", "bias", "Tensor", bias, 3)   # take a number as a broadcast bias)
     if zero_d:
         raise RuntimeError(f"linear: both arguments to linear need to be at least 1D, but they are {input.ndim}D "
                            f"and {weight.ndim}D")
