@@ -43,15 +43,23 @@ def _gname(t):
 
 # ---- custom Function: mark_dirty -------------------------------------------------------------
 
+def _dirty_fn(T, write, nondiff=False):
+    """A Function whose forward writes its input in place with ``write``, marks it dirty (and
+    non-differentiable with ``nondiff``) and returns it; its backward doubles the gradient."""
+    def fwd(ctx, a):
+        write(a)
+        ctx.mark_dirty(a)
+        if nondiff:
+            ctx.mark_non_differentiable(a)
+        return a
+
+    return _fn(T, fwd, lambda ctx, g: g * 2)
+
+
 def _mark_dirty_view_of_nonleaf(T):
     # test_autograd_function_mark_dirty_view: a Function writes into a view of a non-leaf and
     # marks it dirty; the view is returned, the base is rebased onto a CopySlices
-    def fwd(ctx, v):
-        v.mul_(2)
-        ctx.mark_dirty(v)
-        return v
-
-    F = _fn(T, fwd, lambda ctx, g: g * 2)
+    F = _dirty_fn(T, lambda v: v.mul_(2))
     x = X(T)
     base = x.clone()
     v = base[:1]
@@ -61,14 +69,27 @@ def _mark_dirty_view_of_nonleaf(T):
     return log + [x.grad, base]
 
 
+def _mark_dirty_versions(T):
+    # torch's mark_dirty bumps each marked tensor's version once more (under no_grad too), on
+    # top of the forward's own in-place write; a saved use of it from before is then stale
+    F = _dirty_fn(T, lambda a: a.add_(1))
+    x = X(T)
+    c = x.clone()
+    s = c * c
+    out = [c._version]
+    F.apply(c)
+    out.append(c._version)
+    with T.no_grad():
+        F.apply(c)
+    out += [c._version, msg_has(lambda: s.sum().backward(), "is at version 4; expected version 0")]
+    d = T.ones(2)
+    F.apply(d)
+    return out + [d._version, d.requires_grad]
+
+
 def _mark_dirty_view_of_leaf(T):
     # a Function that marks dirty a view of a leaf that requires grad is refused
-    def fwd(ctx, v):
-        v.mul_(2)
-        ctx.mark_dirty(v)
-        return v
-
-    F = _fn(T, fwd, lambda ctx, g: g)
+    F = _dirty_fn(T, lambda v: v.mul_(2))
     x = X(T)
     return [msg_has(lambda: F.apply(x[:1]), "view of a leaf Variable that requires grad"),
             msg_has(lambda: F.apply(x), "leaf Variable that requires grad")]
@@ -91,14 +112,8 @@ def _mark_dirty_two_outputs_of_view(T):
 
 def _mark_dirty_not_differentiable(T):
     # test_custom_function_mark_dirty_not_differentiable: an input marked dirty and also
-    # non-differentiable
-    def fwd(ctx, a):
-        a.add_(1)
-        ctx.mark_dirty(a)
-        ctx.mark_non_differentiable(a)
-        return a
-
-    F = _fn(T, fwd, lambda ctx, g: g)
+    # non-differentiable: the input keeps its history, the output is a detached alias of it
+    F = _dirty_fn(T, lambda a: a.add_(1), nondiff=True)
     x = X(T)
     c = x.clone()
     out = attempt(lambda: F.apply(c))
@@ -183,19 +198,15 @@ def _materialize_true_with_none_returned(T):
 def _once_differentiable_double_backward(T):
     # test_once_differentiable: the grads made with create_graph need grad, and differentiating
     # them raises RuntimeError naming once_differentiable; without create_graph nothing is graphed
-    od = T.autograd.function.once_differentiable
+    def fwd(ctx, a):
+        ctx.save_for_backward(a)
+        return a * a
 
-    class Sq(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            ctx.save_for_backward(a)
-            return a * a
+    def bwd(ctx, g):
+        (a,) = ctx.saved_tensors
+        return 2 * a * g
 
-        @staticmethod
-        @od
-        def backward(ctx, g):
-            (a,) = ctx.saved_tensors
-            return 2 * a * g
+    Sq = _fn(T, fwd, T.autograd.function.once_differentiable(bwd))
 
     x = X(T)
     (g0,) = T.autograd.grad(Sq.apply(x).sum(), x, create_graph=True)   # grad_output needs no grad
@@ -374,7 +385,8 @@ def _setup_context_ctx_access(T):
 
 
 def test_custom_function_edge_cases():
-    check([_mark_dirty_view_of_nonleaf, _mark_dirty_view_of_leaf, _mark_dirty_two_outputs_of_view,
+    check([_mark_dirty_view_of_nonleaf, _mark_dirty_versions, _mark_dirty_view_of_leaf,
+           _mark_dirty_two_outputs_of_view,
            _mark_dirty_not_differentiable, _non_diff_output_grad_received,
            _materialize_false_unused_outputs, _materialize_true_with_none_returned,
            _once_differentiable_double_backward, _needs_input_grad, _save_for_backward_non_tensor,
@@ -508,11 +520,28 @@ def _inplace_on_output_that_needs_grad(T):
                              "[torch.FloatTensor [2]], which is output 0 of Exp, is at version 3; expected version 2")]
 
 
+def _inplace_index_copy_on_view(T):
+    # index_copy_ (and its peers) through a view of a fresh tensor: CopySlices over the source's
+    # own node, as torch (no view node between)
+    d = X(T, 3)
+    out = []
+    for write in (lambda v: v.index_copy_(0, T.tensor([0, 2, 4]), d), lambda v: v.index_add_(0, T.tensor([1, 2, 3]), d),
+                  lambda v: v[1:4].copy_(d)):
+        base = T.zeros(3, 2)
+        write(base.view(6))
+        out.append([_gname(base)] + [(type(n).__name__ if n else None) for n, _ in base.grad_fn.next_functions])
+    c = T.zeros(3)
+    c.index_copy_(0, T.tensor([2, 0, 1]), d)
+    (c * T.tensor([1.0, 2.0, 3.0])).sum().backward()
+    return out + [[(type(n).__name__ if n else None) for n, _ in c.grad_fn.next_functions], d.grad]
+
+
 def test_inplace_views_and_versions():
     check([_inplace_on_leaf_and_views, _inplace_on_view_created_in_no_grad, _inplace_on_view_of_view,
            _version_counter_shared, _version_error_message, _version_error_anomaly_and_2d,
            _version_error_on_leaf_saved,
-           _no_grad_modifies_version, _inplace_shared_storage, _inplace_on_output_that_needs_grad])
+           _no_grad_modifies_version, _inplace_shared_storage, _inplace_on_output_that_needs_grad,
+           _inplace_index_copy_on_view])
 
 
 # ---- torch.autograd.grad ----------------------------------------------------------------------
