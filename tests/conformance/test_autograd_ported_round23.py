@@ -698,7 +698,8 @@ def _ckpt_grad_not_allowed_reentrant(T):
     # backward(inputs=...)
     x = X(T)
     y = T.utils.checkpoint.checkpoint(lambda v: v.exp(), x, use_reentrant=True).sum()
-    return [msg_has(lambda: T.autograd.grad(y, x, retain_graph=True), "incompatible with .grad()", "use_reentrant=False"),
+    return [msg_has(lambda: T.autograd.grad(y, x, retain_graph=True), "incompatible with .grad()",
+                    "use_reentrant=False"),
             msg_has(lambda: y.backward(inputs=[x]), "incompatible with .grad()", "`inputs`")]
 
 

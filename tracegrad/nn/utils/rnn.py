@@ -164,7 +164,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     Args: input ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``); lengths: list or 1-D int
     tensor of ``B`` lengths, each in ``[1, T]``; enforce_sorted: lengths must be decreasing
     (else they are sorted and ``sorted_indices`` records the order).
-    Returns: :class:`PackedSequence`. Raises: RuntimeError for unsorted lengths with
+    Returns: :class:`PackedSequence`; its data's node is ``PackPaddedSequenceBackward0``, as
+    torch's (after an ``IndexSelectBackward0`` when it sorts). Raises: RuntimeError for unsorted lengths with
     ``enforce_sorted=True``, a length <= 0 or > T, or a lengths count that is not B; TypeError
     for an input that is not a Tensor."""
     if not isinstance(input, tracegrad.Tensor):
@@ -204,7 +205,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """Mirrors ``torch.nn.utils.rnn.pad_packed_sequence``: the inverse of
     :func:`pack_padded_sequence`. Returns ``(padded (T, B, *) or (B, T, *), lengths int64 (B,))``
-    in the original batch order; ``T`` is the longest length or ``total_length``.
+    in the original batch order; ``T`` is the longest length or ``total_length``. Autograd: a
+    ``CopySlices`` (then ``TransposeBackward0`` for batch_first, ``IndexSelectBackward0`` to unsort).
     Raises: ValueError when ``total_length`` is shorter than the longest sequence."""
     bs = [int(v) for v in sequence.batch_sizes.tolist()]
     if total_length is not None and total_length < len(bs):
