@@ -28,3 +28,13 @@ def rnn_layer(mode, input, hx, cx, weight_ih, weight_hh, bias_ih=None, bias_hh=N
     if mode == "LSTM":
         return apply_op(OPS["lstm_layer"], args, static)
     return apply_op(OPS["rnn_layer"], args[:6] + (None, None, lengths), static)
+
+
+def pack_padded_rows(input, batch_sizes, batch_first=False):
+    """torch's ``_pack_padded_sequence`` data: the valid steps of ``input`` (``(T, B, *)``, or
+    ``(B, T, *)`` with ``batch_first``; batch sorted by decreasing length) in packed order,
+    step 0 of every sequence first. batch_sizes: list of ints, one per step.
+    Returns ``(sum(batch_sizes), *)``. Autograd: one ``PackPaddedSequenceBackward0`` node."""
+    steps, width = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
+    rows = tuple(b * steps + t if batch_first else t * width + b for t, n in enumerate(batch_sizes) for b in range(n))
+    return apply_op(OPS["pack_padded_sequence"], (input,), (("rows", rows),))

@@ -73,7 +73,11 @@ def _index_copy_args(self, dim, index, source, api):
                                f"{d} the number of indices, {n})")
         raise IndexError(f"{api}(): source of shape {list(source.shape)} does not fit: expected {want} "
                          f"(self's shape with dimension {d} the number of indices, {n})")
-    return d, index.reshape(-1), source.reshape(want) if self.ndim else source.reshape(())
+    # reshape only the 0-d / 1-element mixes: a source of the right shape keeps its own node
+    # (torch's IndexCopyBackward0 links to it directly, with no ViewBackward0 between)
+    if list(source.shape) != want:
+        source = source.reshape(want)
+    return d, index.reshape(-1), source
 
 
 @method(function=True)

@@ -98,3 +98,10 @@ _COMMON = dict(args=_ARGS, grad_fn="MkldnnRnnLayerBackward0", no_edge=("lengths"
                saves=("input", "weight_ih", "weight_hh", "bias_ih", "bias_hh", "hx", "cx", "weight_hr", "lengths"))
 defop("lstm_layer", _rnn_layer, n_out=3, **_COMMON)
 defop("rnn_layer", _rnn_layer_nocell, n_out=2, **_COMMON)
+
+
+# torch's _pack_padded_sequence: the valid steps of a padded (T, B, *) (or (B, T, *)) input,
+# gathered into packed rows ``rows`` of its (T*B, *) flattening; one PackPaddedSequenceBackward0
+# node whose backward scatters the gradient back into the padded layout
+defop("pack_padded_sequence", lambda x, rows: x.reshape((-1,) + x.shape[2:])[jnp.asarray(rows)],
+      grad_fn="PackPaddedSequenceBackward0")

@@ -300,6 +300,9 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         outs = output if is_tuple else (output,)
         dirty = {id(t) for t in ctx.dirty_tensors}
         nondiff = {id(t) for t in ctx.non_differentiable}
+        for t in ctx.dirty_tensors:   # as torch's _mark_dirty: one more version for each marked tensor
+            if isinstance(t, Tensor):
+                t._vc[0] += 1
         inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
         if record:
             ctx.next_functions = tuple(edge(a) if (isinstance(a, Tensor) and a.requires_grad) else (None, 0)
@@ -320,6 +323,11 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                     res._out_nr = i
                 if "_cfn" in res.__dict__:
                     res._cfn = (i, cls.__name__)
+            elif id(o) in dirty and id(o) in nondiff:
+                # dirty and non-differentiable: torch keeps the input's history and returns a
+                # detached alias of it (the input itself when it does not require grad)
+                res = o.detach() if record and o.requires_grad else o
+                made[id(o)] = res
             elif id(o) in dirty:
                 if record:
                     if o._gf is None and o._rg:

@@ -5,7 +5,10 @@
 A packed sequence stores the valid time steps of a batch sorted by decreasing length, time
 major: ``data[offset[t] + b]`` is step ``t`` of (sorted) sequence ``b`` for
 ``b < batch_sizes[t]``. Packing and unpacking are gathers with integer index tensors, so they
-are differentiable (``IndexBackward0``; torch names its nodes ``PackPaddedSequenceBackward0``).
+are differentiable. ``pack_padded_sequence`` records torch's one ``PackPaddedSequenceBackward0``
+node, ``pad_packed_sequence`` a ``CopySlices`` (the packed rows written into a padded tensor at
+once; torch writes one time step at a time, a chain of ``CopySlices``, each over a view of a
+slice of the data); the recurrent modules' internal packing stays plain gathers.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import numbers
 from collections import namedtuple
 
 import tracegrad
+from tracegrad._api import rnn_functions as _R
 
 __all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
            "unpad_sequence", "unpack_sequence", "invert_permutation"]
@@ -160,7 +164,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     Args: input ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``); lengths: list or 1-D int
     tensor of ``B`` lengths, each in ``[1, T]``; enforce_sorted: lengths must be decreasing
     (else they are sorted and ``sorted_indices`` records the order).
-    Returns: :class:`PackedSequence`. Raises: RuntimeError for unsorted lengths with
+    Returns: :class:`PackedSequence`; its data's node is ``PackPaddedSequenceBackward0``, as
+    torch's (after an ``IndexSelectBackward0`` when it sorts). Raises: RuntimeError for unsorted lengths with
     ``enforce_sorted=True``, a length <= 0 or > T, or a lengths count that is not B; TypeError
     for an input that is not a Tensor."""
     if not isinstance(input, tracegrad.Tensor):
@@ -179,39 +184,48 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         lengths = [lengths[i] for i in order]
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     _strict_bool("_pack_padded_sequence", "batch_first", 3, batch_first)
-    if batch_first:
-        input = input.transpose(0, 1)
-    if len(lengths) != input.shape[1]:
+    if input.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{input.ndim or 1}, "
+                         f"{max(input.ndim - 1, 0)}], but got 1)")
+    steps, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
+    if len(lengths) != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
-                           f"(batch_size={input.shape[1]})")
+                           f"(batch_size={batch})")
     if not lengths or lengths[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
                            "that is <= 0")
-    if lengths[0] > input.shape[0]:
+    if lengths[0] > steps:
         raise RuntimeError(f"pack_padded_sequence: a length ({lengths[0]}) is larger than the padded input's "
-                           f"time dimension ({input.shape[0]}); check `lengths` and `batch_first`")
+                           f"time dimension ({steps}); check `lengths` and `batch_first`")
     bs = _batch_sizes(lengths)
-    data = padded_to_packed(input[:lengths[0]], bs)
+    data = _R.pack_padded_rows(input, bs, batch_first)   # torch's PackPaddedSequenceBackward0
     return PackedSequence(data, tracegrad.tensor(bs, dtype=tracegrad.int64, device="cpu"), sorted_indices, None)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """Mirrors ``torch.nn.utils.rnn.pad_packed_sequence``: the inverse of
     :func:`pack_padded_sequence`. Returns ``(padded (T, B, *) or (B, T, *), lengths int64 (B,))``
-    in the original batch order; ``T`` is the longest length or ``total_length``.
+    in the original batch order; ``T`` is the longest length or ``total_length``. Autograd: a
+    ``CopySlices`` (then ``TransposeBackward0`` for batch_first, ``IndexSelectBackward0`` to unsort).
     Raises: ValueError when ``total_length`` is shorter than the longest sequence."""
     bs = [int(v) for v in sequence.batch_sizes.tolist()]
     if total_length is not None and total_length < len(bs):
         raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, but "
                          f"got total_length={total_length} and max sequence length being {len(bs)}")
     _strict_bool("_pad_packed_sequence", "batch_first", 3, batch_first)
-    padded, lengths = packed_to_padded(sequence.data, bs, padding_value, total_length)
-    lengths = tracegrad.tensor(lengths, dtype=tracegrad.int64)
-    if sequence.unsorted_indices is not None:
-        padded = padded.index_select(1, sequence.unsorted_indices)
-        lengths = lengths[sequence.unsorted_indices]
+    # as torch's _pad_packed_sequence: the packed rows copied into a tensor of padding_value
+    # (a CopySlices node), transposed for batch_first, then put back in the input's order
+    data, B = sequence.data, bs[0]
+    steps = len(bs) if total_length is None else total_length
+    padded = tracegrad.full((steps, B, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
+    rows = tracegrad.tensor(_packed_rows(bs, B), dtype=tracegrad.int64, device=data.device)
+    padded.view(steps * B, *data.shape[1:]).index_copy_(0, rows, data)
+    lengths = tracegrad.tensor([sum(1 for n in bs if n > b) for b in range(B)], dtype=tracegrad.int64)
     if batch_first:
         padded = padded.transpose(0, 1)
+    if sequence.unsorted_indices is not None:
+        padded = padded.index_select(0 if batch_first else 1, sequence.unsorted_indices)
+        lengths = lengths[sequence.unsorted_indices]
     return padded, lengths
 
 
