@@ -388,10 +388,13 @@ class FirstCallsOnHost:
     """A ``jax.jit`` function whose first ``HOST_CALLS`` calls per input signature run on the
     host when the program only moves data (NOTE [host first calls]); call it as the jit."""
 
-    __slots__ = ("_direct", "_sigs", "jitted")
+    __slots__ = ("_direct", "_sigs", "jitted", "_retarget")
 
-    def __init__(self, jitted):
+    def __init__(self, jitted, retarget=None):
+        """``retarget(jaxpr)``: another jit to use for every call, chosen from the first traced
+        program (NOTE [reductions compile with the fusion emitters] in xla_options.py), or None."""
         self.jitted = jitted
+        self._retarget = retarget
         self._sigs: dict = {}
         self._direct = False
 
@@ -401,6 +404,8 @@ class FirstCallsOnHost:
         try:
             sig = tuple([a.aval if type(a) is _ArrayImpl else _leaf_sig(a) for a in args])
         except _NotHere:             # a tracer (someone's trace) or an unknown leaf
+            if self._retarget is not None:
+                self._pick(args)
             return self.jitted(*args)
         plan = self._sigs.get(sig)
         if plan is None:
@@ -426,6 +431,20 @@ class FirstCallsOnHost:
     def __getattr__(self, name):       # .lower, .trace, .eval_shape, _cache_size ...
         return getattr(self.jitted, name)
 
+    def _pick(self, args, jaxpr=None):
+        """Ask ``retarget`` once, on the first program traced (``jaxpr``, or traced here; an
+        argument a trace refuses -- a tracer, someone's trace -- leaves the choice for later)."""
+        if jaxpr is None:
+            if any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves(args)):
+                return
+            try:
+                jaxpr = self.jitted.trace(*args).jaxpr.jaxpr
+            except Exception:      # the call itself raises it again, as JAX's error
+                return
+        other, self._retarget = self._retarget(jaxpr), None
+        if other is not None:
+            self.jitted = other
+
     def _plan(self, args):
         """The signature's ``_Plan``, ``_COMPILE``, or None for a program that computes."""
         host = _host_device()
@@ -438,6 +457,8 @@ class FirstCallsOnHost:
                 return _COMPILE
         traced = self.jitted.trace(*args)    # in the caller's x64 mode, as the jit call would
         closed = traced.jaxpr
+        if self._retarget is not None:
+            self._pick(args, closed.jaxpr)
         if not _movement_only(closed.jaxpr):
             return None
         outs = [v.aval for v in closed.jaxpr.outvars]
