@@ -13,7 +13,8 @@ from .host_first import FirstCallsOnHost
 # fusion emitters; the older LLVM IR emitters compile the same single-op programs in about half
 # the time, run them as fast and give bitwise the same results (measured on exp, tanh, log, erf,
 # gelu, sigmoid, softmax, logsumexp, pow, sin and sums over 2**20 floats). So per-op programs
-# take them, through jit's per-function ``compiler_options`` (the user's own JAX programs and
+# take them (except ops that reduce: NOTE [reductions compile with the fusion emitters]),
+# through jit's per-function ``compiler_options`` (the user's own JAX programs and
 # XLA_FLAGS are untouched). Compiled regions (one large program run every step) keep XLA's
 # defaults. The option is CPU-only: other backends ignore it. A jaxlib that does not know it
 # (older than the fusion emitters) gets no options, found by compiling one trivial program on
