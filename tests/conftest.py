@@ -43,7 +43,19 @@ def _seed():
         # for every accelerator backend, formatting the whole Python stack for each (~4 ms a
         # test under pytest's deep stacks)
         _torch.default_generator.manual_seed(0)
+    # a program that turns distribution validation off for the process (PPO's
+    # ``Distribution.set_default_validate_args(False)``) must not change later tests' warnings
+    validate = [(d, d._validate_args) for d in _distribution_bases()]
     yield
+    for d, v in validate:
+        d._validate_args = v
+
+
+def _distribution_bases():
+    bases = [tracegrad.distributions.Distribution]
+    if _torch is not None:
+        bases.append(_torch.distributions.Distribution)
+    return bases
 
 
 # Long-lived objects (torch, JAX, op_db's samples, the caches earlier modules filled) are frozen

@@ -193,8 +193,22 @@ def _robomimic_gmm_classes(torch):
 # do (BC's own _train_step passes none), so that clip_grad_norm_ runs.
 # The use_tanh=True variant is trained the same way on actions inside (-1, 1), without BC_GMM's
 # ``len(dists.batch_shape) == 1`` assert, which TanhWrappedDistribution's () batch shape fails.
+@pytest.fixture
+def validation_on():
+    """torch's default (``__debug__``) in both libraries: the logged arg_constraints warning
+    depends on it, and an earlier test in the process may have turned validation off."""
+    import tracegrad
+    bases = (torch.distributions.Distribution, tracegrad.distributions.Distribution)
+    old = [b._validate_args for b in bases]
+    for b in bases:
+        b.set_default_validate_args(True)
+    yield
+    for b, v in zip(bases, old):
+        b.set_default_validate_args(v)
+
+
 @pytest.mark.parametrize("use_tanh", [False, True])
-def test_robomimic_bc_gmm(use_tanh):
+def test_robomimic_bc_gmm(use_tanh, validation_on):
     def program(torch, log):
         optim = torch.optim
         GMMActorNetwork, TanhWrappedDistribution = _robomimic_gmm_classes(torch)
