@@ -62,8 +62,9 @@ _REDUCING = ("reduce_", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cumm
 
 def _reduces(jaxpr) -> bool:
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name.startswith(_REDUCING) and max((getattr(v.aval, "ndim", 0) for v in eqn.invars),
-                                                            default=0) >= 3:
+        name = eqn.primitive.name     # reduce_precision only rounds, element by element
+        rank = max((getattr(v.aval, "ndim", 0) for v in eqn.invars), default=0)
+        if name.startswith(_REDUCING) and name != "reduce_precision" and rank >= 3:
             return True
         for v in eqn.params.values():
             inner = getattr(v, "jaxpr", None)
