@@ -22,8 +22,8 @@ from torch 2.13, fixed here:
 - ``arange`` with a complex dtype made a complex range (torch's kernel has no complex instance:
   NotImplementedError).
 
-Found and left alone: ``std``/``var(unbiased=None)`` is taken (tracegrad's None default stands for
-"not given"; torch's parser refuses an explicit None), and ``normal(mean_tensor, std,
+Found and left alone (``std``/``var(unbiased=None)``, taken then, is refused since: see
+tests/ops/test_ops_reduction.py): ``normal(mean_tensor, std,
 requires_grad=False)``/``pin_memory=False`` given explicitly is taken (torch: TypeError; the value
 changes nothing); a complex NumPy array as an index warns with NumPy's ComplexWarning where torch
 gives its own UserWarning. Each call runs under torch (the oracle) and tracegrad: the same exception

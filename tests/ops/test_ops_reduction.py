@@ -162,3 +162,18 @@ def test_aminmax_empty_errors_name_aminmax(call):
     with pytest.raises(want.type) as got:
         call(tracegrad)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("call", ["std(x, unbiased=None)", "x.var(unbiased=None)", "std(x, 0, None)",
+                                  "std_mean(x, unbiased=None)", "var_mean(x, dim=0, unbiased=None)",
+                                  "var(x, 0, unbiased=1)"])
+def test_std_var_refuse_an_explicit_unbiased_none_as_torch(call):
+    # torch's overloads take a bool for ``unbiased`` or nothing; ``correction=None`` is allowed
+    import tracegrad
+    for lib in (torch, tracegrad):
+        x = lib.arange(12.).reshape(3, 4)
+        with pytest.raises(TypeError, match="unbiased"):
+            eval(call if call.startswith("x.") else "lib." + call, {"lib": lib, "x": x})
+    x = tracegrad.arange(12.).reshape(3, 4)
+    np.testing.assert_allclose(tracegrad.std(x, correction=None).item(),
+                               torch.std(torch.arange(12.).reshape(3, 4), correction=None).item(), rtol=1e-6)

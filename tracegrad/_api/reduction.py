@@ -143,7 +143,24 @@ def prod(self, dim=None, keepdim=False, *, dtype=None):
     return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
 
 
+class _NotGiven:
+    """``unbiased``'s default: torch's overloads take a bool there or nothing (an explicit
+    None is a TypeError in torch, where ``correction=None`` is allowed)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<not given>"
+
+
+_NOT_GIVEN = _NotGiven()
+
+
 def _correction(correction, unbiased, api="std"):
+    if unbiased is _NOT_GIVEN:
+        unbiased = None
+    elif unbiased is None:
+        raise TypeError(f"{api}(): argument 'unbiased' must be bool, not NoneType; pass True or False, "
+                        "or correction=<int> (or leave both out for correction=1)")
     if unbiased is not None and type(unbiased) is not bool and type(unbiased).__name__ != "bool_":
         # torch's parser takes only a bool here (not 1, not a tensor)
         raise TypeError(f"{api}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}; "
@@ -180,27 +197,27 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
 
 
 @method(function=True)
-def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
     return apply_op(OPS["var"], (self,), _var_static("var", self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
-def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
     return apply_op(OPS["std"], (self,), _var_static("std", self, dim, unbiased, keepdim, correction))
 
 
 @function()   # torch has no Tensor.var_mean
-def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
     return apply_op(OPS["var_mean"], (self,), _var_static("var_mean", self, dim, unbiased, keepdim, correction))
 
 
 @function()   # torch has no Tensor.std_mean
-def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
     return apply_op(OPS["std_mean"], (self,), _var_static("std_mean", self, dim, unbiased, keepdim, correction))
 
