@@ -209,3 +209,28 @@ def test_function_out_dtype_rule(name, dtype):
         assert r is out
         return None, (tuple(out.shape), str(out.dtype).split(".")[-1])
     assert run(tracegrad) == run(torch)
+
+
+@pytest.mark.parametrize("make_out", [
+    lambda lib, base: base[:2],          # a view too small: resized over its base's storage
+    lambda lib, base: base[6:7],         # from its storage offset, up to the storage's end
+    lambda lib, base: base,              # a plain tensor shrunk: its other views see the write
+    lambda lib, base: base[::2][:4],     # the right shape: written in place as before
+], ids=["small-view", "offset-view", "shrunk", "strided"])
+def test_out_resized_in_place_over_its_storage(make_out):
+    """torch resizes a wrongly shaped ``out`` with ``resize_`` (keeping its storage where it holds
+    enough elements), so its base and the other views of that storage see the result, with one
+    version bump (the write's)."""
+    seen = []
+    for lib in (torch, tracegrad):
+        base = lib.zeros(10)
+        alias = base[:]
+        out = make_out(lib, base)
+        before = out._version
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = lib.mul(lib.full((4,), 3.0), lib.full((4,), 2.0), out=out)
+        assert r is out
+        seen.append((base.tolist(), alias.tolist(), tuple(out.shape), out.storage_offset(),
+                     out._version - before, len(caught)))
+    assert seen[0] == seen[1]

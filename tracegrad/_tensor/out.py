@@ -82,8 +82,19 @@ def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None
     if tuple(out.shape) != tuple(result.shape):
         if out.numel() != 0:
             warn(_RESIZED.format(old=list(out.shape), new=list(result.shape)))   # the user's line
-        out.data = result.detach().to(out.dtype)     # a new storage of the new shape, as torch reallocates
-        return out
+        # torch resizes ``out`` in place (``resize_``): over its storage from its offset while that
+        # holds enough elements, so a view's base and the other views of that storage see the
+        # write. A tensor that requires grad (only reached under no_grad) cannot take ``resize_``,
+        # and a part of a complex storage has no real-valued layout: a new storage for those.
+        try:
+            if out.requires_grad:
+                raise NotImplementedError
+            version = out._vc[0]
+            out.resize_(tuple(result.shape))
+            out._vc[0] = version      # torch's internal resize is no in-place op of its own: one bump, the write's
+        except NotImplementedError:
+            out.data = result.detach().to(out.dtype)
+            return out
     out.copy_(result)
     return out
 
