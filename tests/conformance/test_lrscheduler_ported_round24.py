@@ -6,7 +6,8 @@ step_size_down, OneCycleLR's three-phase and cosine schedules on Adam betas, Red
 cooldown / per-group min_lr / threshold modes / eps, PolynomialLR powers, ``get_last_lr`` of the
 composite and cyclic schedulers, state_dict round trips in the middle of a run (the resumed
 scheduler continues exactly as the original, ``_check_scheduler_state_dict``) and closed form
-(``step(epoch)``) against the chainable form (``_test_against_closed_form``).
+(``step(epoch)``) against the chainable form (``_test_against_closed_form``), edge arguments (tensor hyper-parameters and metrics, zero
+lengths, unsorted milestones) and state_dicts through save/load(weights_only=True).
 
 Each program runs under torch 2.13 (the oracle) and tracegrad (``parity.same_outcome``): the
 logged lrs, momenta, betas, warnings' classes and messages, and error classes must agree.
@@ -251,6 +252,36 @@ def _swalr_cos(T):
     return _trace(opt, s, 6)
 
 
+def _lrs(T, build, n=4, metrics=None):
+    """The groups' lrs after each of ``n`` steps of ``build(S, opt)`` (metrics for a plateau)."""
+    opt = _opt(T)
+    s = build(_S(T), opt)
+    out = []
+    for i in range(n):
+        opt.step()
+        s.step() if metrics is None else s.step(metrics[i])
+        out.append(_g(opt, "lr"))
+    return out
+
+
+def _saved_state_dict(T, build):
+    """test_lr_scheduler_state_dict_load after 3 steps: the state_dict survives save/load with
+    weights_only=True and loads into a fresh scheduler, whose state_dict is then the same."""
+    import io
+    opt = _opt(T)
+    s = build(_S(T), opt)
+    for _ in range(3):
+        opt.step()
+        s.step()
+    buf = io.BytesIO()
+    T.save(s.state_dict(), buf)
+    buf.seek(0)
+    sd = T.load(buf, weights_only=True)
+    s2 = build(_S(T), _opt(T))
+    s2.load_state_dict(sd)
+    return sd, s2.state_dict() == sd
+
+
 CASES = {
     "old_pattern_warning_with_arg": lambda T: _old_pattern(T, False),
     "old_pattern_warning_resuming_with_arg": lambda T: _old_pattern(T, True),
@@ -301,6 +332,26 @@ CASES = {
     "sequential_milestones_length_raises": lambda T: (lambda o: _S(T).SequentialLR(
         o, [_S(T).ConstantLR(o), _S(T).ConstantLR(o)], milestones=[2, 4]))(_opt(T)),
     "swalr_cos_adam_two_swa_lrs": _swalr_cos,
+    # edge arguments: tensor hyper-parameters and metrics, zero lengths, unsorted milestones
+    "plateau_tensor_metrics": lambda T: _lrs(T, lambda S, o: S.ReduceLROnPlateau(o, patience=0),
+                                             metrics=[T.tensor(1.0), T.tensor(2.0), T.tensor(3.0), T.tensor(0.5)]),
+    "plateau_nan_metric": lambda T: _lrs(T, lambda S, o: S.ReduceLROnPlateau(o, patience=0), metrics=[1.0, float("nan"), 2.0, 0.5]),
+    "cyclic_tensor_base_and_max_lr": lambda T: _lrs(T, lambda S, o: S.CyclicLR(o, base_lr=T.tensor(0.1), max_lr=T.tensor(1.0),
+                                                                             step_size_up=2)),
+    "onecycle_tensor_max_lr": lambda T: _lrs(T, lambda S, o: S.OneCycleLR(o, max_lr=T.tensor(1.0), total_steps=5)),
+    "exponential_tensor_gamma": lambda T: _lrs(T, lambda S, o: S.ExponentialLR(o, gamma=T.tensor(0.5))),
+    "multistep_unsorted_milestones": lambda T: _lrs(T, lambda S, o: S.MultiStepLR(o, milestones=[3, 1, 3])),
+    "linearlr_zero_total_iters": lambda T: _lrs(T, lambda S, o: S.LinearLR(o, start_factor=0.5, total_iters=0)),
+    "polynomial_zero_total_iters": lambda T: _lrs(T, lambda S, o: S.PolynomialLR(o, total_iters=0)),
+    "cosine_zero_t_max": lambda T: _lrs(T, lambda S, o: S.CosineAnnealingLR(o, T_max=0)),
+    "constantlr_factor_above_one_raises": lambda T: _S(T).ConstantLR(_opt(T), factor=1.5),
+    "cawr_float_t0_raises": lambda T: _S(T).CosineAnnealingWarmRestarts(_opt(T), T_0=2.5),
+    "cawr_float_t_mult_raises": lambda T: _S(T).CosineAnnealingWarmRestarts(_opt(T), T_0=2, T_mult=1.5),
+    "lambda_lr_load_other_lambda_count": lambda T: _S(T).LambdaLR(_opt(T), [lambda e: 1.0, lambda e: 0.5]).load_state_dict(
+        _S(T).LambdaLR(_opt(T), lambda e: 1.0).state_dict()),
+    "state_dict_saved_cyclic": lambda T: _saved_state_dict(T, lambda S, o: S.CyclicLR(o, 0.1, 1.0, step_size_up=2)),
+    "state_dict_saved_onecycle": lambda T: _saved_state_dict(T, lambda S, o: S.OneCycleLR(o, 1.0, total_steps=10)),
+    "state_dict_saved_warm_restarts": lambda T: _saved_state_dict(T, lambda S, o: S.CosineAnnealingWarmRestarts(o, 2, 2)),
 }
 
 
