@@ -7,7 +7,8 @@ the parameters in another order, of another shape, of another dtype and into a f
 (test_load_nontensor_step / test_state_dict_with_cuda_params-style casts), add_param_group's
 errors and defaults, zero_grad's set_to_none on graph-carrying grads, sparse gradients
 (test_rosenbrock_sparse inputs: SGD/Adagrad/SparseAdam work, the others raise), complex parameters
-(test_complex), and LBFGS with a closure and ``line_search_fn='strong_wolfe'``.
+(test_complex), LBFGS with a closure and ``line_search_fn='strong_wolfe'``, and torch 2.13's
+``torch.optim.swap_in_optimizer_params_and_state``.
 
 Each program runs under torch 2.13 (the oracle) and tracegrad (``parity.same_outcome``): equal
 parameters, state, dtypes and error classes. Parameters are float64 (3,) draws (one shape: few compiles)."""
@@ -214,6 +215,41 @@ def _differentiable_sgd(T):
     return p.detach(), T.autograd.grad((p * p).sum(), p0)[0]
 
 
+def _swap_in(T, edit=None, step_first=True, n_tensors=None):
+    """torch.optim.swap_in_optimizer_params_and_state (torch 2.13's test_optim.py
+    TestSwapInOptimizerParamsAndState-style): inside the context the optimizer steps the swap-in
+    tensors with the swap-in state and hyper-parameters (in-place state updates reach the dict);
+    after it, its own parameters, groups (the same dict and params list) and state are back.
+    ``edit(osd)`` spoils the swap-in state_dict for the error checks."""
+    import copy
+    a, b = _w(T, 3), _w(T, 3, seed=1)
+    opt = T.optim.Adam([{"params": [a]}, {"params": [b], "lr": 0.2}], lr=0.1)
+    if step_first:
+        _loss(T, [a, b], 0).backward()
+        opt.step()
+    osd = copy.deepcopy(opt.state_dict())
+    osd["param_groups"][0]["lr"] = 0.5
+    if edit is not None:
+        edit(T, osd)
+    fa, fb = _w(T, 3, seed=2), _w(T, 3, seed=3)
+    tensors = {"a": fa, "b": fb}
+    if n_tensors is not None:
+        tensors = dict(list(tensors.items())[:n_tensors])
+    group0, params0, own = opt.param_groups[0], opt.param_groups[0]["params"], {k: v.clone() for k, v in opt.state.get(a, {}).items()}
+    with T.optim.swap_in_optimizer_params_and_state(opt, tensors, osd):
+        inside = (opt.param_groups[0]["lr"], opt.param_groups[0]["params"][0] is fa, len(opt.state))
+        opt.zero_grad()
+        _loss(T, [fa, fb], 1).backward()
+        opt.step()
+    after = (opt.param_groups[0] is group0, opt.param_groups[0]["params"] is params0, opt.param_groups[0]["lr"],
+             all(T.equal(opt.state[a][k], v) for k, v in own.items()))
+    return inside, after, fa.detach(), fb.detach(), a.detach(), osd["state"][0]["step"], osd["state"][1]["exp_avg"]
+
+
+def _spoil(key, fn):
+    return lambda T, osd: fn(T, osd[key]) if key else fn(T, osd)
+
+
 CASES = {}
 for _n, _kw in _MAXIMIZE.items():
     CASES[f"maximize_{_n}"] = lambda T, n=_n, kw=_kw: _run(T, n, maximize=True, **kw)
@@ -235,6 +271,15 @@ CASES.update({
     "adam_capturable_cpu": lambda T: _run(T, "Adam", lr=0.05, capturable=True),
     "adam_tensor_betas": lambda T: _run(T, "Adam", lr=0.05, betas=(T.tensor(0.8), T.tensor(0.9))),
     "rmsprop_fused_raises": lambda T: _run(T, "RMSprop", lr=0.05, fused=True),
+    "swap_in_params_and_state": lambda T: _swap_in(T),
+    "swap_in_uninitialized_state_raises": lambda T: _swap_in(T, step_first=False),
+    "swap_in_group_count_raises": lambda T: _swap_in(T, _spoil("param_groups", lambda T, g: g.pop())),
+    "swap_in_group_keys_raises": lambda T: _swap_in(T, _spoil("param_groups", lambda T, g: g[1].pop("amsgrad"))),
+    "swap_in_params_count_raises": lambda T: _swap_in(T, _spoil("param_groups", lambda T, g: g[1]["params"].append(7))),
+    "swap_in_stray_state_id_raises": lambda T: _swap_in(T, _spoil("state", lambda T, st: st.update({9: {}}))),
+    "swap_in_state_not_dicts_raises": lambda T: _swap_in(T, _spoil("state", lambda T, st: st.update({0: 1.0}))),
+    "swap_in_state_keyed_by_tensor_raises": lambda T: _swap_in(T, _spoil("state", lambda T, st: st.update({T.ones(1): {}}))),
+    "swap_in_too_few_tensors_raises": lambda T: _swap_in(T, n_tensors=1),
     "named_parameters_param_names": lambda T: _named(T),
     "named_and_unnamed_mixed_raises": lambda T: _named(T, mixed=True),
     "named_state_dict_into_unnamed_optimizer": lambda T: _named(T, load_unnamed=True),
