@@ -246,6 +246,32 @@ def _swap_in(T, edit=None, step_first=True, n_tensors=None):
     return inside, after, fa.detach(), fb.detach(), a.detach(), osd["state"][0]["step"], osd["state"][1]["exp_avg"]
 
 
+def _profile_hook_step(T):
+    """Optimizer.profile_hook_step on a custom optimizer's step: the step's result, and the order
+    the hooks ran in (torch wraps the decorated step once more, so each hook runs twice)."""
+    class Custom(T.optim.Optimizer):
+        def __init__(self, params):
+            super().__init__(params, {"lr": 0.1})
+
+        @T.optim.Optimizer.profile_hook_step
+        def step(self, closure=None):
+            return 5
+    opt = Custom([_w(T, 3)])
+    seen = []
+    opt.register_step_pre_hook(lambda *a: seen.append("pre"))
+    opt.register_step_post_hook(lambda *a: seen.append("post"))
+    return opt.step(), seen
+
+
+def _adagrad_share_memory(T):
+    """Adagrad.share_memory: every ``sum`` state reports shared afterwards (tracegrad warns that a
+    child process gets a copy; the warning is silenced here)."""
+    a, b = _w(T, 3), _w(T, 3, seed=1)
+    opt = T.optim.Adagrad([a, b], lr=0.1)
+    opt.share_memory()
+    return [opt.state[p]["sum"].is_shared() for p in (a, b)], hasattr(T.optim.Optimizer, "OptimizerPreHook")
+
+
 def _spoil(key, fn):
     return lambda T, osd: fn(T, osd[key]) if key else fn(T, osd)
 
@@ -280,6 +306,8 @@ CASES.update({
     "swap_in_state_not_dicts_raises": lambda T: _swap_in(T, _spoil("state", lambda T, st: st.update({0: 1.0}))),
     "swap_in_state_keyed_by_tensor_raises": lambda T: _swap_in(T, _spoil("state", lambda T, st: st.update({T.ones(1): {}}))),
     "swap_in_too_few_tensors_raises": lambda T: _swap_in(T, n_tensors=1),
+    "profile_hook_step_decorated_custom_step": _profile_hook_step,
+    "adagrad_share_memory": _adagrad_share_memory,
     "named_parameters_param_names": lambda T: _named(T),
     "named_and_unnamed_mixed_raises": lambda T: _named(T, mixed=True),
     "named_state_dict_into_unnamed_optimizer": lambda T: _named(T, load_unnamed=True),
