@@ -1,6 +1,7 @@
 """``tracegrad.optim``: mirrors ``torch.optim`` -- ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``,
 ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``,
-``Adafactor``, ``Muon``, ``SparseAdam`` and ``lr_scheduler``.
+``Adafactor``, ``Muon``, ``SparseAdam``, ``lr_scheduler``, ``swa_utils`` and
+``swap_in_optimizer_params_and_state``.
 
 Written against tracegrad's public tensor API only (no JAX here, DESIGN 2): the classes keep
 torch's API and state layout; the update math is in ``_functional.py``; ``step()`` is
@@ -24,7 +25,9 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
+from ._stateless import swap_in_optimizer_params_and_state
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS",
-           "Adafactor", "Muon", "SparseAdam", "lr_scheduler"]
+           "Adafactor", "Muon", "SparseAdam", "lr_scheduler", "swa_utils",
+           "swap_in_optimizer_params_and_state"]

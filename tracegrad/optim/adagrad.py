@@ -62,6 +62,13 @@ class Adagrad(Optimizer):
         # as torch: the constructor's initial_accumulator_value, even for a group that set its own
         return {"step": tensor(0.0, dtype=float32), "sum": full_like_reals(p, self.defaults["initial_accumulator_value"])}
 
+    def share_memory(self):
+        """Mirrors ``torch.optim.Adagrad.share_memory``: moves every parameter's ``sum`` state
+        into shared memory (``Tensor.share_memory_``), for optimizers shared across processes."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
+
     def _update(self, p, grad, state, group):
         adagrad_step(p, grad, state["sum"], state["step"], lr=group["lr"],
                      lr_decay=group["lr_decay"], eps=group["eps"],

@@ -317,6 +317,11 @@ class Optimizer:
     Differs from torch: ``foreach``/``fused`` are accepted and stored; they choose no kernel.
     """
 
+    # torch's class-level aliases of a per-optimizer step hook's type (register_step_pre_hook /
+    # register_step_post_hook)
+    OptimizerPreHook: TypeAlias = Callable[["Optimizer", Args, Kwargs], "tuple[Args, Kwargs] | None"]
+    OptimizerPostHook: TypeAlias = Callable[["Optimizer", Args, Kwargs], None]
+
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
 
     def _tracegrad_option_dicts(self):
@@ -346,6 +351,16 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for param_group in param_groups:
             self.add_param_group(param_group)
+
+    @staticmethod
+    def profile_hook_step(func):
+        """Mirrors ``torch.optim.Optimizer.profile_hook_step``: wraps ``func`` (a ``step``) with
+        the global and per-optimizer step hooks and a profiler range. As in torch the wrapper is
+        not marked as hooked, so a ``step`` a subclass decorates with it is wrapped once more by
+        ``_patch_step_function`` and its hooks run twice (torch 2.13 does the same)."""
+        wrapper = _hooked_step(func)
+        del wrapper.hooked
+        return wrapper
 
     def _patch_step_function(self) -> None:
         cls = self.__class__
