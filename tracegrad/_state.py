@@ -6,10 +6,11 @@ the few functions here; each is called only when ``CAPTURE[0] is not None``, so 
 one list read at each site.
 
 ``STRUCTURE[0]`` counts changes a compiled program cannot see in tensor values: hooks added
-or removed, modules' parameters/buffers/submodules rebound, ``requires_grad_`` flips. A
-compiled call compares it with the count at its trace and re-traces when it moved (one int
-compare per call instead of walking every module). ``train()``/``eval()`` flips back and forth
-in every training loop, so modules' ``training`` flags are guarded one by one instead.
+or removed, modules' parameters/buffers/submodules rebound. A compiled call compares it with
+the count at its trace and re-traces when it moved (one int compare per call instead of
+walking every module). ``train()``/``eval()`` flips back and forth in every training loop, so
+modules' ``training`` flags are guarded one by one instead; so are ``requires_grad`` flips
+(NOTE [requires_grad flips between calls]: ``RG_EPOCH``/``RG_FLIPS``).
 
 ``GRAD_MODE`` is the thread-local ``[grad enabled, inference mode]`` pair (as torch: a new
 thread starts with grad on), written by ``autograd/grad_mode.py``'s context managers and read
@@ -37,6 +38,16 @@ CAPTURE: list = [None]
 # CAPTURE; here so that layers below the compiler can ask too: torch._utils.is_compiling)
 IN_COMPILED: list = [0]
 STRUCTURE: list = [0]
+# NOTE [requires_grad flips between calls]
+# A GAN loop freezes the discriminator for the generator's step and unfreezes it for its own,
+# between two compiled calls, on every iteration. A global STRUCTURE bump per flip would send
+# both steps back to tracing on every call (then to eager at the cache limit). So a flip of a
+# tensor on a storage some compiled program reads counts in ``RG_EPOCH[0]`` and is logged in
+# ``RG_FLIPS`` (id(tensor) -> (weakref, epoch of its last flip)); a region whose epoch moved
+# looks at the flips since: each must be of a tensor its program reads, now with the flag it
+# was traced with (``Region._rg_flips_hold``), else it traces again, as a bump would.
+RG_EPOCH: list = [0]
+RG_FLIPS: dict = {}
 # NOTE [interposer]
 # ``INTERPOSE[0]`` is the one slot dispatch (``apply_op``/``apply_inplace``) reads per op: None,
 # or an object whose ``apply_op``/``apply_inplace`` take the op instead. Two things interpose:
@@ -120,6 +131,16 @@ def note_setting_read() -> None:
     cap = CAPTURE[0]
     if cap is not None:
         cap.guard_settings()
+
+
+def note_rg_flip(t, ref) -> None:
+    """``t``'s ``requires_grad`` changed while a compiled program reads its storage (``ref``: a
+    weak reference to ``t``): NOTE [requires_grad flips between calls]."""
+    RG_EPOCH[0] += 1
+    RG_FLIPS[id(t)] = (ref, RG_EPOCH[0])
+    if len(RG_FLIPS) > 4096:          # tensors gone since: their entries say nothing any more
+        for k in [k for k, (r, _) in RG_FLIPS.items() if r() is None]:
+            del RG_FLIPS[k]
 
 
 def bump_structure() -> None:

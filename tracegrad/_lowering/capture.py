@@ -348,6 +348,7 @@ class Capture:
         self.outside_writes = 0                # in-place writes to storages made before the trace
         self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
         self.rg_flips = {}                     # id(outside tensor) -> (it, requires_grad before, user line)
+        self.rg_reads = {}                     # id(outside tensor) -> it: ``requires_grad`` read as Python
         self.tensor_attrs = {}                 # id(outside tensor) -> (it, its __dict__ before, user line)
         self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
@@ -571,6 +572,13 @@ class Capture:
         its flag before the trace and the user's line (``flag_left_changed``)."""
         if t._st not in self.created and id(t) not in self.rg_flips:
             self.rg_flips[id(t)] = (t, t._rg, user_frame())
+
+    def see_rg_read(self, t):
+        """Python reads ``t.requires_grad`` while tracing: a tensor from outside keeps its flag
+        guarded (``guards.flag_guards``), whether or not the program reads its values (a step
+        counting ``p.requires_grad`` parameters after the caller froze one)."""
+        if id(t) not in self.rg_reads and not self.made_here(t):
+            self.rg_reads[id(t)] = t
 
     # A flag flipped and set back within the call (a GAN step freezing the discriminator for the
     # generator's update) is the same on every call: the program stays valid. A flag the call

@@ -333,6 +333,26 @@ class _Layout:
         return _layout(t) if isinstance(t, Tensor) else t
 
 
+class _FlagOf:
+    """The ``requires_grad`` flag of one tensor (held weakly), read like a place's entry."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, t):
+        self.ref = weakref.ref(t)
+
+    def get(self, k, default):
+        t = self.ref()
+        return default if t is None else t._rg
+
+
+def flag_guards(read, readers) -> list:
+    """Checks (for ``guards_hold``) of the ``requires_grad`` flags the traced Python read
+    (``read``: the tensors from outside, ``Capture.rg_reads``), except those of the tensors the
+    program reads (``readers``: ids; NOTE [requires_grad flips between calls] follows them)."""
+    return [(_FlagOf(t), None, t._rg, None) for t in read if id(t) not in readers]
+
+
 class _RequiresGrad:
     """The ``requires_grad`` flag of the tensor a place holds, read like the place's entry."""
 

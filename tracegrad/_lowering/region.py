@@ -50,7 +50,8 @@ from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import KEYS, _Probe, guards_hold, optimizer_state_guards, outside_containers, unread_identity, value_guards
+from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
+                     value_guards)
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -299,6 +300,7 @@ class Region:
         self.arg_binds = ()        # (argument index, places the call binds it to), ``argument_places``
         self.data_owners = {}      # NOTE [.data set in a trace]: escape index -> weakref to its tensor
         self.readers = ()          # per input storage: (index, weakref to the tensor read through it or None)
+        self.rg_epoch, self.rg_readers = 0, {}   # NOTE [requires_grad flips between calls] (_state.py)
         self.place_groups = ()     # NOTE [tensors read by place] in guards.py
         self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
         # a carried-over escape is an input storage too: the region holds it twice
@@ -313,6 +315,8 @@ class Region:
     # ---- guards -------------------------------------------------------------------------
     def check(self) -> bool:
         if _state.STRUCTURE[0] != self.structure:
+            return False
+        if _state.RG_EPOCH[0] != self.rg_epoch and not self._rg_flips_hold():
             return False
         if self.py_scalars and scalar_signature(self.py_refs) != self.py_scalars:
             return False
@@ -370,6 +374,22 @@ class Region:
         if self.state_guards and not guards_hold(self.state_guards):
             return False
         return hyper.holds(self.hyper) and hyper.signs_hold(self.hyper_signs)
+
+    def _rg_flips_hold(self) -> bool:
+        """NOTE [requires_grad flips between calls] (``_state``): every tensor whose flag flipped
+        since this region last looked is one its program reads, and has the flag it was traced
+        with now (a GAN's discriminator, frozen for the other step and unfrozen for this one)."""
+        since, mine = self.rg_epoch, self.rg_readers
+        for ref, epoch in list(_state.RG_FLIPS.values()):
+            if epoch > since:
+                t = ref()
+                if t is None:          # gone: nothing reads it (its storage: the orphan guard)
+                    continue
+                entry = mine.get(id(t))
+                if entry is None or entry[0]() is not t or t._rg != entry[1]:
+                    return False
+        self.rg_epoch = _state.RG_EPOCH[0]
+        return True
 
     def args_contiguous(self, leaves) -> bool:
         """The view arguments whose layout decided a ``reshape``/``view`` in the trace are
@@ -930,6 +950,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["arg_boxes"] = kept.pop(ArgBox, False)
             # + the Python values library code read for the traced function (``compiler._guard_read``)
             info["kept"] = tuple(kept.values()) + tuple(cap.read_guards)
+            info["rg_reads"] = list(cap.rg_reads.values())
             r_leaves, r_def = _flatten(result)
             check_kept(cap.deferred, r_leaves)
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
@@ -1021,7 +1042,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["data_sets"] = [(t, st) for t, st, _, _ in cap.data_sets.values()]
             info.update(recipe=recipe, owners_end=owners_end, grad_kinds=grad_kinds, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
-                        structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
+                        structure=_state.STRUCTURE[0], rg_epoch=_state.RG_EPOCH[0],
+                        state_written=[a is not None for a in state_end])
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]
             info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
@@ -1181,6 +1203,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     followed = carried | {j for j, _, _ in places}
     # the places followed have no reader: the orphan guard alone (a dead weakref: the same)
     region.readers = tuple((j, None if j in followed else r) for j, r in enumerate(readers))
+    region.rg_epoch = info["rg_epoch"]
+    region.rg_readers = {id(t): (r, t._rg) for _, r in region.readers if r is not None and (t := r()) is not None}
+    region.value_guards = tuple(region.value_guards) + tuple(flag_guards(info["rg_reads"], region.rg_readers))
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])

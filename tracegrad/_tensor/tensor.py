@@ -19,6 +19,7 @@ the state and its rules. ``Tensor(data)`` converts through ``convert.py``, ``rep
 from __future__ import annotations
 
 import warnings
+import weakref
 from functools import partial
 from operator import index as _index
 
@@ -623,6 +624,8 @@ class Tensor(TensorBase):
     # ----- autograd state ----------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        if _CAPTURE[0] is not None:     # read as Python while tracing: guarded (capture.py)
+            _CAPTURE[0].see_rg_read(self)
         if self._base is not None and self._gf is None and self._base._rg and self._base._gf is not None:
             return True
         return self._rg
@@ -688,7 +691,7 @@ class Tensor(TensorBase):
         if self._rg != bool(requires_grad) and id(self._st) in _state.HELD_STORAGES:
             # only state a compiled program reads (a parameter frozen between calls); a new
             # tensor made with requires_grad=True changes no program
-            _state.bump_structure()
+            _state.note_rg_flip(self, weakref.ref(self))
         self._rg = bool(requires_grad)
         return self
 
