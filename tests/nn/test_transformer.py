@@ -178,7 +178,7 @@ def test_transformer_parity(kind):
 
 def test_transformer_encoder_is_causal_and_nested_flag():
     def build(nn):
-        with pytest.warns(UserWarning) if nn is get_torch().nn else _nowarn():
+        with pytest.warns(UserWarning, match="batch_first was not True"):
             layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
             return nn.TransformerEncoder(layer, 2, enable_nested_tensor=True)
     run(build, lambda mod, m, s: m(s, mask=_causal(mod, 3), is_causal=True), [x(3, 2, 8)])
@@ -186,9 +186,26 @@ def test_transformer_encoder_is_causal_and_nested_flag():
     _same_error(lambda mod: build(mod.nn)(mod.zeros(3, 2, 8), is_causal=True))
 
 
-def _nowarn():
-    import contextlib
-    return contextlib.nullcontext()
+@pytest.mark.parametrize("kw", [dict(), dict(batch_first=True), dict(batch_first=True, norm_first=True),
+                                dict(batch_first=True, nhead=1), dict(batch_first=True, activation="gelu"),
+                                dict(batch_first=True, bias=False), dict(enable_nested_tensor=False)])
+def test_transformer_encoder_nested_tensor_warning(kw):
+    # torch's TransformerEncoder warns at construction when enable_nested_tensor is asked for but
+    # the layer rules its fast path out, and keeps use_nested_tensor False (a program recording
+    # warnings, e.g. a sequence-first classifier, sees it)
+    import warnings
+    kw = dict(kw)
+    enable = kw.pop("enable_nested_tensor", True)
+    nhead = kw.pop("nhead", 2)
+    got = []
+    for nn in (get_torch().nn, tracegrad.nn):
+        layer = nn.TransformerEncoderLayer(8, nhead, 16, dropout=0.0, **kw)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=enable)
+        got.append(([(w.category.__name__, str(w.message)) for w in caught], enc.use_nested_tensor,
+                    enc.enable_nested_tensor))
+    assert got[1] == got[0]
 
 
 def _same_error(fn):

@@ -4,6 +4,7 @@ torch's fused inference fast path gives the same values up to rounding)."""
 from __future__ import annotations
 
 import copy
+import warnings
 
 import tracegrad
 
@@ -171,17 +172,50 @@ class TransformerEncoderLayer(_LayerBlocks):
 
 
 
+def _why_not_nested_tensor(layer):
+    """The reason torch's ``TransformerEncoder`` gives for not using nested tensors with
+    ``layer`` (its checks, in its order), or ``""``."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not attn.batch_first:
+        return f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """Mirrors ``torch.nn.TransformerEncoder``: ``num_layers`` deep copies of ``encoder_layer``, then ``norm``.
     ``forward(src, mask, src_key_padding_mask, is_causal)``; ``is_causal=None`` detects a causal
     ``mask`` as torch does. ``enable_nested_tensor``/``mask_check`` are accepted and stored; there
-    are no nested tensors (torch's padded-token fast path gives the same values up to rounding)."""
+    are no nested tensors (torch's padded-token fast path gives the same values up to rounding),
+    but ``use_nested_tensor`` and torch's UserWarning when a layer rules the fast path out
+    (sequence-first attention, ``norm_first``, ...) are torch's."""
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
-        self.enable_nested_tensor, self.use_nested_tensor, self.mask_check = enable_nested_tensor, False, mask_check
+        self.enable_nested_tensor, self.use_nested_tensor, self.mask_check = (enable_nested_tensor,
+                                                                              enable_nested_tensor, mask_check)
+        why_not = _why_not_nested_tensor(encoder_layer)
+        if enable_nested_tensor and why_not:
+            # torch warns at construction (a program's warning log sees it) and keeps the flag off
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", None, "mask", src.dtype)
