@@ -148,9 +148,9 @@ def test_bankwatchlist_transformer(autocast):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             train_loader = DataLoader(train_ds, batch_size=cfg_parameter['batchSize'], shuffle=False,
-                                      num_workers=0, pin_memory=False, collate_fn=pad_collate_fn)
+                                      num_workers=0, pin_memory=True, collate_fn=pad_collate_fn)
             val_loader = DataLoader(val_ds, batch_size=cfg_parameter['batchSize'], shuffle=False,
-                                    num_workers=0, pin_memory=False, collate_fn=pad_collate_fn)
+                                    num_workers=0, pin_memory=True, collate_fn=pad_collate_fn)
             sample_batch = next(iter(train_loader))
             x_sample = sample_batch[0]
             print(f"Input tensor shape: {x_sample.shape}")
