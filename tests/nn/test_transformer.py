@@ -1,4 +1,6 @@
 """MultiheadAttention / TransformerEncoderLayer parity with torch (outputs, weights, grads, repr)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -178,7 +180,7 @@ def test_transformer_parity(kind):
 
 def test_transformer_encoder_is_causal_and_nested_flag():
     def build(nn):
-        with pytest.warns(UserWarning) if nn is get_torch().nn else _nowarn():
+        with pytest.warns(UserWarning, match="batch_first was not True"):
             layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
             return nn.TransformerEncoder(layer, 2, enable_nested_tensor=True)
     run(build, lambda mod, m, s: m(s, mask=_causal(mod, 3), is_causal=True), [x(3, 2, 8)])
@@ -186,9 +188,25 @@ def test_transformer_encoder_is_causal_and_nested_flag():
     _same_error(lambda mod: build(mod.nn)(mod.zeros(3, 2, 8), is_causal=True))
 
 
-def _nowarn():
-    import contextlib
-    return contextlib.nullcontext()
+@pytest.mark.parametrize("kw", [dict(), dict(batch_first=True), dict(batch_first=True, norm_first=True),
+                                dict(batch_first=True, nhead=1), dict(batch_first=True, activation="gelu"),
+                                dict(batch_first=True, bias=False), dict(enable_nested_tensor=False)])
+def test_transformer_encoder_nested_tensor_warning(kw):
+    # torch's TransformerEncoder warns at construction when enable_nested_tensor is asked for but
+    # the layer rules its fast path out, and keeps use_nested_tensor False (a program recording
+    # warnings, e.g. a sequence-first classifier, sees it)
+    kw = dict(kw)
+    enable = kw.pop("enable_nested_tensor", True)
+    nhead = kw.pop("nhead", 2)
+    got = []
+    for nn in (get_torch().nn, tracegrad.nn):
+        layer = nn.TransformerEncoderLayer(8, nhead, 16, dropout=0.0, **kw)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=enable)
+        got.append(([(w.category.__name__, str(w.message)) for w in caught], enc.use_nested_tensor,
+                    enc.enable_nested_tensor))
+    assert got[1] == got[0]
 
 
 def _same_error(fn):
@@ -305,3 +323,46 @@ def test_sdpa_result_layout_follows_query(kind):
         if kind == "heads_from_transpose":
             assert tuple(out.transpose(1, 2).view(1, 3, 8).shape) == (1, 3, 8)
     assert strides[1] == strides[0]
+
+
+_LEFT = [[False, False, True, True], [False, False, False, False]]
+
+
+@pytest.mark.parametrize("case", ["eval_no_grad", "norm", "frozen_grad_on", "training", "grad_on", "not_left_aligned",
+                                  "no_mask_check", "all_padded_row", "float_mask", "with_src_mask", "seq_first"])
+def test_transformer_encoder_nested_inference_zeroes_padding(case):
+    # torch's TransformerEncoder runs batch-first inference with a padding mask on a nested tensor
+    # of the kept tokens and pads back with zeros: padded positions are 0 (a fully padded row too,
+    # where the math path gives NaN); training, recorded gradients, a non-left-aligned mask (with
+    # mask_check), an attention mask or a sequence-first layer keep the math path's values
+    torch = get_torch()
+    X = x(2, 4, 8)
+    mask = [[False, True, False, True], [False, False, False, False]] if case == "not_left_aligned" else \
+        [[True] * 4, [False, False, True, True]] if case == "all_padded_row" else _LEFT
+    outs, tm = [], None
+    for mod in (torch, tracegrad):
+        nn = mod.nn
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=case != "seq_first")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # seq_first's nested-tensor advice
+            enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8) if case == "norm" else None,
+                                        mask_check=case != "no_mask_check")
+        if tm is None:
+            tm = enc
+        else:
+            copy_state(tm, enc)
+        enc.train(case == "training")
+        if case == "frozen_grad_on":
+            enc.requires_grad_(False)
+        pad = mod.tensor(mask)
+        if case == "float_mask":
+            pad = mod.zeros(2, 4).masked_fill(pad, -1e9)
+        src_mask = mod.zeros(4, 4) if case == "with_src_mask" else None
+        src = mod.tensor(X.transpose(1, 0, 2).copy() if case == "seq_first" else X)
+        if case in ("grad_on", "frozen_grad_on", "training"):
+            out = enc(src, mask=src_mask, src_key_padding_mask=pad).detach()
+        else:
+            with mod.no_grad():
+                out = enc(src, mask=src_mask, src_key_padding_mask=pad)
+        outs.append(out.numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-4, atol=1e-5, equal_nan=True)

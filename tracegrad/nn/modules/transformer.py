@@ -4,6 +4,7 @@ torch's fused inference fast path gives the same values up to rounding)."""
 from __future__ import annotations
 
 import copy
+import warnings
 
 import tracegrad
 
@@ -171,29 +172,95 @@ class TransformerEncoderLayer(_LayerBlocks):
 
 
 
+def _why_not_nested_tensor(layer):
+    """The reason torch's ``TransformerEncoder`` gives for not using nested tensors with
+    ``layer`` (its checks, in its order), or ``""``."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not attn.batch_first:
+        return f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """Mirrors ``torch.nn.TransformerEncoder``: ``num_layers`` deep copies of ``encoder_layer``, then ``norm``.
     ``forward(src, mask, src_key_padding_mask, is_causal)``; ``is_causal=None`` detects a causal
-    ``mask`` as torch does. ``enable_nested_tensor``/``mask_check`` are accepted and stored; there
-    are no nested tensors (torch's padded-token fast path gives the same values up to rounding)."""
+    ``mask`` as torch does. There are no nested tensors, but torch's nested-tensor inference
+    (batch-first, eval, a padding mask, nothing to differentiate) is mirrored in its result: the
+    kept tokens' values are the math path's and the padded positions are zeros. The
+    ``use_nested_tensor`` flag and torch's UserWarning when a layer rules that path out
+    (sequence-first attention, ``norm_first``, ...) are torch's; ``mask_check`` as torch.
+    ``torch.backends.mha.set_fastpath_enabled`` has no counterpart."""
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
-        self.enable_nested_tensor, self.use_nested_tensor, self.mask_check = enable_nested_tensor, False, mask_check
+        self.enable_nested_tensor, self.use_nested_tensor, self.mask_check = (enable_nested_tensor,
+                                                                              enable_nested_tensor, mask_check)
+        why_not = _why_not_nested_tensor(encoder_layer)
+        if enable_nested_tensor and why_not:
+            # torch warns at construction (a program's warning log sees it) and keeps the flag off
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", None, "mask", src.dtype)
         mask = _canonical_mask(mask, "mask", None, "", src.dtype)
         batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False)
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        nested = self._nested_inference(src, mask, src_key_padding_mask)
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if nested:
+            # torch runs this inference on a nested tensor of the unpadded tokens and pads it back
+            # with zeros: the padded positions come out 0 (not the math path's values), before
+            # ``norm``; the kept tokens' values are the math path's
+            out = out.masked_fill(src_key_padding_mask.ne(0).unsqueeze(-1), 0.0)
         if self.norm is not None:
             out = self.norm(out)
         return out
+
+    def _nested_inference(self, src, mask, key_padding_mask):
+        """Whether torch's ``forward`` takes its nested-tensor path here (its conditions: the
+        ``use_nested_tensor`` flag, first layer in eval mode, batched input, a padding mask and
+        no ``mask``, no CUDA autocast, no gradient to record, and a left-aligned padding mask --
+        each row's kept tokens first -- unless ``mask_check`` is off; under compilation with
+        ``mask_check`` torch skips the path)."""
+        first = self.layers[0]
+        if (not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3
+                or key_padding_mask is None or mask is not None or tracegrad.is_autocast_enabled()):
+            return False
+        attn = first.self_attn
+        weights = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+                   first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
+                   first.linear1.weight, first.linear1.bias, first.linear2.weight, first.linear2.bias)
+        if tracegrad.is_grad_enabled() and any(t is not None and t.requires_grad for t in weights):
+            return False
+        if getattr(self, "mask_check", True):
+            if tracegrad.compiler.is_compiling():
+                return False
+            keep = key_padding_mask.eq(0)
+            # left-aligned: no kept token after a padded one in any row
+            if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
+                return False
+        return True
 
 
 class TransformerDecoderLayer(_LayerBlocks):
