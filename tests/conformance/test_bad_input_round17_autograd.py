@@ -130,9 +130,8 @@ def _doubled(T):
     return Doubled
 
 
-@pytest.mark.xfail(strict=True, reason="torch.func.vmap refuses an autograd.Function that neither overrides "
-                   "vmap nor sets generate_vmap_rule=True (RuntimeError); tracegrad's vmap traces through "
-                   "forward and never asks the Function, and no vmap level is visible to Function.apply")
 def test_vmap_of_function_without_vmap_rule_raises():
+    """torch.func.vmap refuses a user's autograd.Function that neither overrides vmap nor sets
+    generate_vmap_rule=True (RuntimeError); Function.apply sees vmap's level (fixed in round 21)."""
     assert_same_class("vmap(Function without rule)", lambda T: T.func.vmap(_doubled(T).apply)(T.ones(2, 2)),
                       torch, tracegrad)
