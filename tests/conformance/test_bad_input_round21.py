@@ -25,7 +25,7 @@ areas left these differences from torch 2.13, fixed here:
 - a custom ``autograd.Function`` whose backward returned a complex gradient for a real input had it
   cast to real, dropping the imaginary part (torch: RuntimeError); under ``func.vmap`` a user's
   Function with ``forward(ctx, ...)``, or with no vmap rule (neither a ``vmap`` staticmethod nor
-  ``generate_vmap_rule=True``), ran (torch: RuntimeError; round 17's strict xfail now passes);
+  ``generate_vmap_rule=True``), ran (torch: RuntimeError; round 17's strict xfail of it now passes);
 - ``compile(mode='foo')`` with no model (the decorator form) raised at once; torch checks the
   arguments when the decorator gets its model.
 
@@ -50,7 +50,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import table_tests
+from _bad_input_helpers import doubled_function, table_tests
 
 torch = pytest.importorskip("torch")
 
@@ -96,24 +96,6 @@ def _old_style(T):
         def backward(ctx, g):
             return g * 2
     return Old
-
-
-def _new_style(T, rule):
-    class New(T.autograd.Function):
-        generate_vmap_rule = rule
-
-        @staticmethod
-        def forward(x):
-            return x * 2
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-    return New
 
 
 def _linear_state(T, **entries):
@@ -213,8 +195,7 @@ CASES = {
     "Function: complex gradient for a real input": lambda T: _fn_backward(T, lambda T, g: g.to(T.complex64)),
     "Function: int64 gradient_ok": lambda T: _fn_backward(T, lambda T, g: g.to(T.int64)),
     "vmap(old-style Function)": lambda T: T.func.vmap(_old_style(T).apply)(T.ones(2, 2)),
-    "vmap(Function, generate_vmap_rule)_ok": lambda T: T.func.vmap(_new_style(T, True).apply)(T.ones(2, 2)),
-    "vmap(Function without a vmap rule)": lambda T: T.func.vmap(_new_style(T, False).apply)(T.ones(2, 2)),
+    "vmap(Function, generate_vmap_rule)_ok": lambda T: T.func.vmap(doubled_function(T, True).apply)(T.ones(2, 2)),
     # compile
     "compile(mode='foo')": lambda T: T.compile(lambda x: x * 2, mode="foo")(T.ones(2)),
     "compile(mode='foo') decorator form_ok": lambda T: T.compile(mode="foo"),
@@ -244,7 +225,6 @@ GIST = {
     "pad(list input)": "argument 'input'",
     "conv_transpose1d(output_padding=-1)": "negative output_padding",
     "vmap(old-style Function)": "setup_context",
-    "vmap(Function without a vmap rule)": "generate_vmap_rule=True",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
