@@ -71,8 +71,9 @@ def _data(T):
     return importlib.import_module(T.__name__ + ".utils.data")
 
 
-def _fn_backward(T, grad):
-    """``Fn.apply(x).sum().backward()`` for a Function whose backward returns ``grad(T, g)``."""
+def _doubling(T, grad):
+    """A Function doubling its input, ``forward(ctx, x)`` style (no functorch support), whose
+    backward returns ``grad(T, g)``."""
     class Fn(T.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -81,21 +82,14 @@ def _fn_backward(T, grad):
         @staticmethod
         def backward(ctx, g):
             return grad(T, g)
+    return Fn
+
+
+def _fn_backward(T, grad):
+    """``Fn.apply(x).sum().backward()`` for a ``_doubling`` Function; the input's gradient."""
     x = T.ones(2, requires_grad=True)
-    Fn.apply(x).sum().backward()
+    _doubling(T, grad).apply(x).sum().backward()
     return x.grad
-
-
-def _old_style(T):
-    class Old(T.autograd.Function):   # forward(ctx, ...): no functorch support
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-    return Old
 
 
 def _linear_state(T, **entries):
@@ -194,7 +188,7 @@ CASES = {
     "Function: gradient of the wrong shape": lambda T: _fn_backward(T, lambda T, g: T.ones(3)),
     "Function: complex gradient for a real input": lambda T: _fn_backward(T, lambda T, g: g.to(T.complex64)),
     "Function: int64 gradient_ok": lambda T: _fn_backward(T, lambda T, g: g.to(T.int64)),
-    "vmap(old-style Function)": lambda T: T.func.vmap(_old_style(T).apply)(T.ones(2, 2)),
+    "vmap(old-style Function)": lambda T: T.func.vmap(_doubling(T, lambda T, g: g * 2).apply)(T.ones(2, 2)),
     "vmap(Function, generate_vmap_rule)_ok": lambda T: T.func.vmap(doubled_function(T, True).apply)(T.ones(2, 2)),
     # compile
     "compile(mode='foo')": lambda T: T.compile(lambda x: x * 2, mode="foo")(T.ones(2)),
