@@ -13,9 +13,9 @@ areas left these differences from torch 2.13, fixed here:
   with ``recompute_scale_factor=True`` torch floors in Python and raises those: kept), int()'s
   ValueError for a Tensor ``size`` of several elements (torch's parser: TypeError) and took a size
   past int64 (TypeError); area mode floors a scale in Python as torch does (ValueError for nan);
-- ``F.pad`` with a ``mode`` that is not a str (None, 3) raised NotImplementedError, and a list
-  input AttributeError (torch's parser: TypeError); a circular pad whose crop empties the dim failed
-  on an empty float index (torch: an empty result);
+- ``F.pad`` with a ``mode`` that is not a str (None, 3) raised NotImplementedError (bytes, which
+  torch's parser reads as a str, too), and a list input AttributeError (torch's parser: TypeError);
+  a circular pad whose crop empties the dim failed on an empty float index (torch: an empty result);
 - the convolutions did not check ``groups`` against the weight: ``groups=0`` said "expected input
   to have 0 channels", a weight dim 0 not divisible by ``groups`` leaked the op's generic failure
   and an empty weight (``(0, C, k, k)``) gave an empty output; the transposed ones took a negative
@@ -31,10 +31,10 @@ areas left these differences from torch 2.13, fixed here:
 
 Found and left alone: ``nn.ModuleList.insert`` of a non-Module is TypeError (torch stores it
 unchecked); a circular pad whose crop leaves exactly nothing of a dim but pads it (``(-3, 1)`` on 3)
-is ZeroDivisionError (torch reads outside the cropped part); ``logsumexp(x, dim=())`` reduces over
-every dim (torch 2.13 raises a RuntimeError from its out= shape check: a torch quirk, not a
-documented refusal); ``torch.load`` of a text file is torch's incidental KeyError from the unpickler
-(tracegrad: UnpicklingError); ``compile(backend=3)`` is InvalidBackend at once (torch:
+is ZeroDivisionError (torch's result there is uninitialised memory); ``logsumexp(x, dim=())``
+reduces over every dim (torch 2.13 raises a RuntimeError from its out= shape check: a torch quirk,
+not a documented refusal); ``torch.load`` of a text file is torch's incidental KeyError from the
+unpickler (tracegrad: UnpicklingError); ``compile(backend=3)`` is InvalidBackend at once (torch:
 BackendCompilerFailed at the first call; both RuntimeErrors); errors inside a compiled function keep
 their eager class (torch wraps them in TorchRuntimeError); the LinAlgError cases (singular
 inverse/solve, non-PD cholesky) match by name and are covered in round 15. Each call runs under
@@ -144,6 +144,7 @@ CASES = {
     "pad(reflect wider than the input)": lambda T: _F(T).pad(_img(T), (4, 4), mode="reflect"),
     "pad(mode=None)": lambda T: _F(T).pad(_img(T), (1, 1), mode=None),
     "pad(mode=3)": lambda T: _F(T).pad(_img(T), (1, 1), mode=3),
+    "pad(mode=b'reflect')_ok": lambda T: _F(T).pad(T.ones(1, 1, 3), (1, 1), mode=b"reflect"),
     "pad(list input)": lambda T: _F(T).pad([1., 2.], (1, 1)),
     "pad(circular, crop to empty)_ok": lambda T: _F(T).pad(T.ones(1, 1, 3), (-4, 1), mode="circular"),
     # conv

@@ -331,6 +331,8 @@ def pad(input, pad, mode="constant", value=None):
     if not isinstance(input, tracegrad.Tensor):   # torch's parser, before the other arguments
         raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     _check_pad_ints(pad)
+    if isinstance(mode, bytes):   # torch's parser reads bytes as a str
+        mode = mode.decode()
     if not isinstance(mode, str):   # torch's parser: a str, before the mode is looked at
         raise TypeError(f"pad(): argument 'mode' (position 3) must be str, not {type(mode).__name__}; pass "
                         "'constant', 'reflect', 'replicate' or 'circular'")
