@@ -461,9 +461,20 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     Raises:
         AssertionError: ``model`` is not callable, ``dynamic`` is not a bool or None (as
             torch); RuntimeError: an unknown ``mode`` or ``backend``, or a ``mode`` together with
-            ``options`` (as torch).
+            ``options`` (as torch). With ``model=None`` these are checked when the decorator gets
+            its model, as torch.
     """
-    if model is not None and not callable(model):
+    if model is None:   # the decorator form: torch checks nothing until the model comes
+        args = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, name=name,
+                    disable=disable, recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
+                    shapes_spec=shapes_spec)
+
+        def decorate(m):
+            if m is None:
+                raise RuntimeError("tracegrad.compile: Model can't be None; decorate a function or pass an nn.Module")
+            return compile(m, **args)
+        return decorate
+    if not callable(model):
         # torch asserts it (AssertionError), before looking at the other arguments
         raise AssertionError(f"tracegrad.compile: a callable function is expected (a function or an nn.Module), "
                              f"but {type(model)} is provided")
@@ -485,8 +496,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                                       f"{', '.join(b for b in _BACKENDS[:5] if b)}) or a callable")
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
               disable=disable)
-    if model is None:
-        return lambda m: compile(m, recompile_limit=recompile_limit, **kw)
     if recompile_limit is not None and user is None:
         kw["recompile_limit"] = recompile_limit
     cls = CompiledFunction

@@ -99,7 +99,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {str(x.dtype).split('.')[-1].capitalize()}")
     if dtype is not None:
-        x = x.to(_norm_dtype("vector_norm", x, dtype))
+        x = x.to(_reduction.norm_dtype("vector_norm", x, dtype))
     if isinstance(dim, int):
         dim = (dim,)
     # an empty dim list reduces over every dimension, as torch's (not over none)
@@ -122,19 +122,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return _vector_norm(x, ord=ord, dim=dim, keepdim=bool(keepdim))
 
 
-def _norm_dtype(api, x, dtype):
-    """torch's checks of a norm's ``dtype=``: complex for complex input, real for real input,
-    and no narrowing of the input's precision."""
-    dtype = _dt.to_dtype(dtype)
-    if x.is_complex() != dtype.is_complex:
-        kind = "complex" if x.is_complex() else "real"
-        raise RuntimeError(f"linalg.{api}: dtype should be {kind} for {kind} inputs, but got {dtype}")
-    if _dt.promote_types(x.dtype, dtype) is not dtype:
-        raise RuntimeError(f"linalg.{api}: the dtype of the input ({x.dtype}) should be convertible without narrowing "
-                           f"to the specified dtype ({dtype})")
-    return dtype
-
-
 @_op("LinalgMatrixNorm")
 def _matrix_norm(A, *, ord, dim, keepdim):
     return jnp.linalg.norm(A, ord=ord, axis=dim, keepdims=keepdim)
@@ -143,10 +130,14 @@ def _matrix_norm(A, *, ord, dim, keepdim):
 @accepts_out(exact_dtype=True)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.matrix_norm``: ``ord`` in 'fro', 'nuc', 2, -2, 1, -1, inf, -inf
-    over the two dims ``dim``. Raises RuntimeError for fewer than 2 dims."""
+    over the two dims ``dim``. Raises RuntimeError for fewer than 2 dims or an unknown order,
+    TypeError (torch's parser) for an ``ord`` that is neither a number nor a str (None)."""
+    if not isinstance(ord, (str, int, float)) and type(ord).__module__ != "numpy":
+        raise TypeError(f"linalg_matrix_norm(): argument 'ord' must be Number or str, not {type(ord).__name__}; "
+                        "pass 'fro', 'nuc' or one of 2, -2, 1, -1, inf, -inf")
     _check(A, "matrix_norm", square=False)
     if dtype is not None:
-        A = A.to(_norm_dtype("matrix_norm", A, dtype))
+        A = A.to(_reduction.norm_dtype("matrix_norm", A, dtype))
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {len(dim)}")
     dim = tuple(_wrap_dim(d, A.dim()) for d in dim)

@@ -55,3 +55,23 @@ def table_tests(cases, gists, torch, tracegrad):
         assert_gist(name, cases[name], gists[name], torch, tracegrad)
 
     return test_same_class_as_torch, test_message_gist
+
+
+def doubled_function(T, vmap_rule=False):
+    """A functorch-style ``T.autograd.Function`` (forward without ctx, ``setup_context``) that
+    doubles its input; ``generate_vmap_rule`` is ``vmap_rule``."""
+    class Doubled(T.autograd.Function):
+        generate_vmap_rule = vmap_rule
+
+        @staticmethod
+        def forward(a):
+            return a * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    return Doubled

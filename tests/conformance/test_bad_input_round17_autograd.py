@@ -18,7 +18,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import assert_gist, assert_same_class, outcome
+from _bad_input_helpers import assert_gist, assert_same_class, doubled_function, outcome
 
 torch = pytest.importorskip("torch")
 
@@ -114,25 +114,8 @@ def test_node_call_broadcasts_a_gradient_like_torch():
     assert outcome(lambda T: _mul(T).grad_fn(T.ones(3)), tracegrad)[0] is None
 
 
-def _doubled(T):
-    class Doubled(T.autograd.Function):   # functorch style, without a vmap rule
-        @staticmethod
-        def forward(a):
-            return a * 2
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-    return Doubled
-
-
-@pytest.mark.xfail(strict=True, reason="torch.func.vmap refuses an autograd.Function that neither overrides "
-                   "vmap nor sets generate_vmap_rule=True (RuntimeError); tracegrad's vmap traces through "
-                   "forward and never asks the Function, and no vmap level is visible to Function.apply")
 def test_vmap_of_function_without_vmap_rule_raises():
-    assert_same_class("vmap(Function without rule)", lambda T: T.func.vmap(_doubled(T).apply)(T.ones(2, 2)),
+    """torch.func.vmap refuses a user's autograd.Function that neither overrides vmap nor sets
+    generate_vmap_rule=True (RuntimeError); Function.apply sees vmap's level (fixed in round 21)."""
+    assert_same_class("vmap(Function without rule)", lambda T: T.func.vmap(doubled_function(T).apply)(T.ones(2, 2)),
                       torch, tracegrad)

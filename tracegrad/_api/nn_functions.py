@@ -166,6 +166,16 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         pads = tuple((p, p) for p in _tup(padding, nd, "padding"))
         if any(p < 0 for p, _ in pads):
             raise RuntimeError(f"conv{nd}d: negative padding is not supported; got padding={padding}")
+    # torch's shape checks on groups and weight dim 0 come before the channel checks (for the
+    # transposed form too); without them a bad groups reached the op with no torch message
+    if groups <= 0:
+        raise RuntimeError(f"conv{nd}d: non-positive groups is not supported; got groups={groups}")
+    if weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(weight.shape)} instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size {list(weight.shape)} instead")
     cin = input.shape[1]
     if not transposed and cin != weight.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
@@ -176,6 +186,12 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
                            f"{list(input.shape)} to have {weight.shape[0]} channels, but got {cin} channels instead")
     if transposed:
         output_padding = _tup(output_padding, nd, "output_padding")
+        if any(op < 0 for op in output_padding):
+            raise RuntimeError(f"conv_transpose{nd}d: negative output_padding is not supported; got "
+                               f"output_padding={list(output_padding)}")
+        if weight.shape[1] == 0:   # torch's transposed kernels want a non-empty weight
+            raise RuntimeError(f"conv_transpose{nd}d: non-empty {nd + 2}D weight tensor expected, but got: "
+                               f"{list(weight.shape)}")
         if any(op >= max(st, d) for op, st, d in zip(output_padding, stride, dilation)):
             raise RuntimeError(f"conv_transpose{nd}d: output padding must be smaller than either stride or dilation, "
                                f"but got output_padding={list(output_padding)}, stride={list(stride)} and "

@@ -332,10 +332,12 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)``: vector norms (``p`` a
     number, inf, -inf or 'fro') and the nuclear norm (``p='nuc'``, over two dims: all of a 2-D
     input's when ``dim`` is None). Autograd: ``LinalgVectorNormBackward0``.
-    RuntimeError for an integer or bool input (torch takes floating or complex only)."""
+    RuntimeError for an integer or bool input or ``dtype`` (torch takes floating or complex only)."""
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{self.dtype}; convert it with .float()")
+    if p == "fro" and isinstance(dim, (list, tuple)) and len(dim) > 2:   # torch: matrix_norm's refusal
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":   # torch: the matrix norm over two dims (all of them when dim is None)
@@ -350,9 +352,30 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     if not isinstance(p, (int, float)) and not (isinstance(p, Tensor) and p.numel() == 1) \
             and type(p).__module__ != "numpy":   # a list, a tensor of several elements: the parser's
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
+    if isinstance(dim, str) or (isinstance(dim, (list, tuple)) and str in map(type, dim)):   # (any is shadowed)
+        raise TypeError(f"linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not "
+                        f"{type(dim).__name__}; pass a dim index or indices")
+    x = self if dtype is None else self.to(norm_dtype("vector_norm", self, dtype))
     dims = _dims(dim, self.ndim)
     _check_empty_norm(self, float(p), dims)
-    return apply_op(OPS["norm"], (_to_dtype(self, dtype, "norm"),), (("ord", float(p)), ("dim", dims), ("keepdim", keepdim)))
+    return apply_op(OPS["norm"], (x,), (("ord", float(p)), ("dim", dims), ("keepdim", keepdim)))
+
+
+def norm_dtype(api, x, dtype):
+    """torch's checks of a norm's ``dtype=`` (``linalg.vector_norm``/``matrix_norm``, and
+    ``torch.norm`` that calls them): floating or complex, complex for complex input and real for
+    real input, no narrowing of the input's precision (RuntimeError for each); the dtype."""
+    dtype = _dt.to_dtype(dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"linalg.{api}: dtype should be floating point or complex, but got {dtype}; pass a "
+                           "floating dtype=")
+    if x.is_complex() != dtype.is_complex:
+        kind = "complex" if x.is_complex() else "real"
+        raise RuntimeError(f"linalg.{api}: dtype should be {kind} for {kind} inputs, but got {dtype}")
+    if _dt.promote_types(x.dtype, dtype) is not dtype:
+        raise RuntimeError(f"linalg.{api}: the dtype of the input ({x.dtype}) should be convertible without narrowing "
+                           f"to the specified dtype ({dtype})")
+    return dtype
 
 
 def _check_empty_norm(x, ord, dims):

@@ -31,7 +31,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     grad_fn ``UpsampleNearest2DBackward0``, ``UpsampleBilinear2DBackward0``... as torch.
     ``antialias=True`` (bilinear/bicubic) widens the filter when shrinking, as torch.
     Raises ValueError for size/scale_factor misuse, align_corners with nearest/area, or antialias
-    with another mode; NotImplementedError for a mode/rank mismatch.
+    with another mode; NotImplementedError for a mode/rank mismatch; RuntimeError for an empty
+    channel/spatial dim (not area) or a nan/inf scale; TypeError for a size past int64 or a Tensor
+    size of several elements.
     Differs from torch: the bicubic/linear weights are computed in float64 then cast."""
     nd = input.ndim - 2
     # torch's Python checks size / scale_factor before the rank and mode (its kernel's checks)
@@ -64,7 +66,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size; pass "
                              "scale_factor instead, or leave recompute_scale_factor unset")
         out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
-        if not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)) for o in out):
+        # (a Tensor of several elements is no int to torch's parser either: TypeError, not int()'s ValueError)
+        if not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
+                                          and not (isinstance(o, Tensor) and o.numel() != 1)) for o in out):
             raise TypeError(f"interpolate: expected size to be an int or a tuple of ints, but got size with types "
                             f"{[type(o) for o in out]}")
         if len(out) != nd:
@@ -82,14 +86,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise TypeError(f"interpolate: expected scale_factor to be a number or a tuple of numbers, but got "
                             f"{scale_factor!r}")
         scales = tuple(float(s) for s in scales)
+        fits = all(abs(float(n) * s) < 2 ** 63 for n, s in zip(spatial, scales))   # False for nan too
+        if not recompute_scale_factor and mode != "area" and not fits:
+            # torch's kernel turns a nan/inf (or huge) scale into an int64 size: RuntimeError there
+            # (recompute_scale_factor=True, and area mode, floor in Python: ValueError/OverflowError, as below)
+            raise RuntimeError(f"interpolate: scale_factor {scale_factor!r} gives an output size that cannot be "
+                               f"converted to type int64_t without overflow; pass a finite scale_factor")
         out = tuple(int(math.floor(float(n) * s)) for n, s in zip(spatial, scales))
         if recompute_scale_factor:
             scales = (None,) * nd
     else:
         raise ValueError("either size or scale_factor should be defined")
+    if any(not -2 ** 63 <= o < 2 ** 63 for o in out):   # torch's parser unpacks the sizes as int64
+        raise TypeError(f"interpolate: the output size {list(out)} does not fit in int64 (overflow when unpacking "
+                        f"long long); pass a smaller size or scale_factor")
     if min(out) <= 0:
         raise RuntimeError(f"interpolate: input and output sizes should be greater than 0, but got input "
                            f"{list(spatial)} and output {list(out)}")
+    if mode != "area" and 0 in input.shape[1:]:   # torch's upsample kernels: a non-batch dim of 0
+        raise RuntimeError(f"interpolate: Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
+                           f"{list(input.shape)}; only the batch dim may be empty")
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
     kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)

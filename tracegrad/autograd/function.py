@@ -158,6 +158,11 @@ class BackwardCFunction(Node, FunctionCtx):
                                    f"expected Variable or None (got {type(r).__name__})")
             if tuple(r.shape) != tuple(shape):
                 r = _sum_to(r, shape, self.name(), i)
+            if r.dtype.is_complex and not dtype.is_complex:
+                # torch's validate_outputs: a complex gradient for a real input is an error (it is
+                # not cast: that would drop the imaginary part silently)
+                raise RuntimeError(f"function {self.name()} returned a complex gradient ({r.dtype}) at index {i} for "
+                                   f"a real input of dtype {dtype}; return a real gradient (e.g. .real)")
             if r.dtype is not dtype:
                 r = r.to(dtype)
             out.append(r)
@@ -216,7 +221,8 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
     forward input; a gradient of another dtype is cast, one the input's shape broadcasts to is
     summed to it. An input returned as-is comes back as a new alias; a tensor returned twice is
     one object. RuntimeError when backward returns the wrong number of gradients, a non-tensor
-    gradient, a gradient for a non-tensor input or one of an incompatible shape, and when a view
+    gradient, a gradient for a non-tensor input, one of an incompatible shape or a complex one for
+    a real input, and when a view
     (or an as-is input) the Function returned is later modified in place.
     """
 
@@ -264,7 +270,14 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         new_style = cls.setup_context is not Function.setup_context
-        if not new_style and _state.FUNC_LEVELS:
+        # under vmap (which opens no FUNC_LEVELS entry) torch's functorch rules hold for a user's
+        # Function too: setup_context, and a vmap staticmethod or generate_vmap_rule=True.
+        # tracegrad's own Functions trace through vmap as they are.
+        in_vmap = bool(_state.VMAP_SAME) and not cls.__module__.startswith("tracegrad.")
+        if in_vmap and new_style and not cls.generate_vmap_rule and cls.vmap is Function.vmap:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
+                               "override and implement the vmap staticmethod or set generate_vmap_rule=True.")
+        if not new_style and (_state.FUNC_LEVELS or in_vmap):
             raise RuntimeError(
                 f"In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), "
                 f"it must override the setup_context staticmethod; {cls.__name__} defines forward(ctx, ...) instead. "

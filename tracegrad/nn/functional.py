@@ -327,8 +327,15 @@ def pad(input, pad, mode="constant", value=None):
     """Mirrors ``torch.nn.functional.pad``: ``pad=(left, right, top, bottom, ...)`` from the last dim.
     Modes: constant (``ConstantPadNdBackward0``), reflect/replicate (``ReflectionPad2DBackward0``...),
     circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
-    TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
+    TypeError (torch's parser) for a ``pad`` that is not a sequence of ints or a ``mode`` not a str."""
+    if not isinstance(input, tracegrad.Tensor):   # torch's parser, before the other arguments
+        raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     _check_pad_ints(pad)
+    if isinstance(mode, bytes):   # torch's parser reads bytes as a str
+        mode = mode.decode()
+    if not isinstance(mode, str):   # torch's parser: a str, before the mode is looked at
+        raise TypeError(f"pad(): argument 'mode' (position 3) must be str, not {type(mode).__name__}; pass "
+                        "'constant', 'reflect', 'replicate' or 'circular'")
     if value is not None and (not isinstance(value, (numbers.Number, tracegrad.Tensor)) or isinstance(value, complex)):
         raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
                         "pass a number")
@@ -375,7 +382,7 @@ def pad(input, pad, mode="constant", value=None):
             idx = [start + (j - max(lo, 0)) % m for j in range(n + lo + hi)]
         else:
             raise NotImplementedError(f"padding mode {mode!r} is not supported")
-        out = out.index_select(d, tracegrad.tensor(idx))
+        out = out.index_select(d, tracegrad.tensor(idx, dtype=tracegrad.int64))   # (idx may be empty)
     return out
 
 

@@ -128,7 +128,14 @@ class _ConvTransposeNd(_ConvNd):
         if output_size is None:
             return self.output_padding
         n = self._n
-        output_size = list(output_size)[-n:]
+        # as torch: the spatial sizes alone, or with the batch/channel sizes in front
+        lead = 2 if input.ndim == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == lead + n:
+            output_size = output_size[lead:]
+        if len(output_size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must have {n} or {lead + n} "
+                             f"elements (got {len(output_size)})")
         mins = [(input.shape[input.ndim - n + d] - 1) * self.stride[d] - 2 * self.padding[d]
                 + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
         maxs = [m + max(self.stride[d], self.dilation[d]) - 1 for d, m in enumerate(mins)]
