@@ -1140,8 +1140,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     rebinds = info["rebinds"]
     rebound = {r.index for r in rebinds}
     escapes = carry_over([None if i in rebound else e for i, e in enumerate(info["escapes"])], storages,
-                         info["state_written"], {id(storages[r.carried]) for r in (*rebinds, *info["shared"])
-                                                 if r.carried is not None})
+                         {id(storages[r.carried]) for r in (*rebinds, *info["shared"]) if r.carried is not None})
     positions = jax.tree_util.tree_unflatten(jitted.out_tree, range(jitted.out_tree.num_leaves))[4]
     jitted.drop = tuple(positions[j] for j, st in enumerate(escapes) if st is None and j not in rebound)
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
