@@ -18,8 +18,13 @@ Found here and fixed: a dict inside a returned namedtuple or ``OrderedDict``, an
 ``TypeError`` from copying the compiled call's caches (NOTE [deepcopy of a compiled callable]
 in ``compiler.py``: the copy now gets its own compiled call, as in torch).
 
-Found and left: ``p.data = p.data.clamp(...)`` inside the step (WGAN clipping) gives eager's
-results but traces again on every call."""
+``p.data = p.data.clamp(...)`` after ``opt.step()`` inside the step (WGAN clipping) gave eager's
+results but traced again on every call (NOTE [carrying onto written and held inputs] in
+``_lowering/carry.py``).
+
+Found and left: the same clipping step with ``c`` switched back and forth between two values
+gives eager's results but traces again on every call (each program gives the weights a new
+storage when the other program's lists still refer to the one it carried)."""
 import collections
 import copy
 
@@ -185,11 +190,14 @@ def test_weight_clipping_by_data_assignment_inside_the_step_and_apply_between_ca
     """WGAN-style clipping inside the step: after ``opt.step()`` every parameter is replaced
     by ``p.data = p.data.clamp(-c, c)``; the caller re-initialises the model with
     ``model.apply(init)`` (``nn.init.constant_`` / ``zeros_`` on Linear layers) after call 1
-    and changes ``c`` after call 2: momentum carries, the new weights are read."""
+    and changes ``c`` after call 2: momentum carries, the new weights are read, and only the
+    new ``c`` traces again (the clipped weights' storages are carried from call to call). A
+    ``weight.data`` the caller keeps after call 4 sees call 5's update, but not its clipping,
+    which moved the weight off it."""
     def build(T, wrap):
         net = T.nn.Sequential(_linear(T, 3, 1, seed=0), T.nn.ReLU())
         opt = T.optim.RMSprop(net.parameters(), lr=0.05, momentum=0.5)
-        cfg = {"c": 0.3}
+        cfg, held = {"c": 0.3}, []
 
         def step(x):
             opt.zero_grad()
@@ -206,16 +214,21 @@ def test_weight_clipping_by_data_assignment_inside_the_step_and_apply_between_ca
                 T.nn.init.zeros_(m.bias)
 
         f = wrap(step)
+        made.append(f)
 
         def run(i):
             if i == 1:
                 net.apply(init)
             if i == 2:
                 cfg["c"] = 0.12
+            if i == 4:
+                held.append(net[0].weight.data)    # sees the next step's update, not its clip
             loss = f(_rand(T, i, 2, 3))
-            return loss, list(net.parameters()), opt.state[net[0].weight]["square_avg"]
+            return loss, list(net.parameters()), opt.state[net[0].weight]["square_avg"], held
         return run
-    compare(build, calls=3)
+    made = []
+    compare(build, calls=6)
+    assert made[-1].stats["traces"] == 2, made[-1].stats     # calls 1 and 2 (the new c)
 
 
 _Out = collections.namedtuple("_Out", "row tr same n stats")
