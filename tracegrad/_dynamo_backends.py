@@ -60,6 +60,9 @@ class CompiledWithBackend:
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
+    def __deepcopy__(self, memo):     # NOTE [deepcopy of a compiled callable] (compiler.py)
+        return _compiler.copy_compiled(self, memo)
+
     def reset(self):
         self._cache.clear()
         self._graphs_at.clear()

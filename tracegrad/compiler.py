@@ -36,6 +36,7 @@ from eager silently.
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import itertools
 import math
@@ -123,6 +124,9 @@ class CompiledFunction:
 
     def __get__(self, obj, objtype=None):   # decorating a method keeps binding
         return self if obj is None else functools.partial(self, obj)
+
+    def __deepcopy__(self, memo):
+        return copy_compiled(self, memo, recompile_limit=self.recompile_limit)
 
     def __call__(self, *args, **kwargs):
         st = self.stats
@@ -506,6 +510,21 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if wrap_module is not None:          # an nn.Module (nn sits above this layer)
         return wrap_module(cls, kw)
     return cls(model, **kw)
+
+
+def copy_compiled(cf, memo, **extra):
+    """``copy.deepcopy`` of a compiled callable (``CompiledFunction``, ``CompiledWithBackend``).
+
+    NOTE [deepcopy of a compiled callable]: ``copy.deepcopy(module)`` after ``Module.compile()``
+    reaches the compiled call in the module's ``__dict__``; copying its caches failed (programs
+    and class dicts cannot be copied), and in torch the copy gets a compiled call of its own
+    that runs the copy. So: a fresh compiled callable (same options, empty caches) over the
+    deep-copied callable; a plain function deep-copies to itself, and then so does this."""
+    fn = copy.deepcopy(cf._fn, memo)
+    if fn is cf._fn:
+        return cf
+    return type(cf)(fn, fullgraph=cf.fullgraph, dynamic=cf.dynamic, backend=cf.backend, mode=cf.mode,
+                    options=cf.options, disable=cf.disabled, **extra)
 
 
 def reset():

@@ -31,7 +31,6 @@ from __future__ import annotations
 import gc
 import types
 
-from .. import _state
 from .._tensor.tensor import Tensor, is_tensor_container
 from .capture import GraphBreak
 from .pystate import attributes
@@ -292,17 +291,25 @@ def describe(slot) -> str:
     return f"key {k!r} of a dict" if isinstance(c, dict) else f"item {k} of a list"
 
 
-def carry_over(escapes, storages, written, skip=()):
+def carry_over(escapes, storages, skip=()):
     """The fallback of NOTE [carried state] for escapes whose places were not found (``skip``:
     the input storages rebinds feed): when an input storage no tensor refers to any more (and
     no other region holds) has the shape and dtype of an escape, the escape's tensors are
     pointed at that input storage: the program then writes the carried value where it reads it
     on the next call, which no Python object can tell apart (the old storage was unreachable).
     Returns the escapes with those storages substituted, and None for escapes no tensor refers
-    to any more (their values are never written back)."""
+    to any more (their values are never written back).
+
+    NOTE [carrying onto written and held inputs]: an input the program also writes is a
+    candidate too (``Region.write_back`` writes the state first and the escapes after, so the
+    escape's value is what the storage holds), and so is one another program of the function
+    holds (it reads the same tensor there; no tensor refers to the storage either way). Both
+    were left out: ``p.data = p.data.clamp(...)`` after ``opt.step()`` (WGAN's weight
+    clipping) left each ``p`` on a storage the program does not read, so every call traced
+    again, and after a second program (a changed clip value) too."""
     if not any(e is not None for e in escapes):
         return escapes
-    cands = [st for st, w in zip(storages, written) if not w and not _state.HELD_STORAGES.get(id(st)) and id(st) not in skip]
+    cands = [st for st in storages if id(st) not in skip]
     gc.collect()
     users = {}
     for t in gc.get_referrers(*cands, *(e for e in escapes if e is not None)):

@@ -232,21 +232,33 @@ def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
 
 
 class _InOrder(dict):
-    """A plain dict inside ``_flatten``: a pytree node whose children keep insertion order."""
+    """A plain dict inside ``_flatten``: a pytree node whose children keep insertion order.
+    ``like`` is None for a dict, else ``(OrderedDict or defaultdict, default_factory)``."""
+
+    def __init__(self, items, like=None):
+        super().__init__(items)
+        self.like = like
 
 
-jax.tree_util.register_pytree_node(_InOrder, lambda d: (list(d.values()), tuple(d)),
-                                   lambda keys, values: _InOrder(zip(keys, values)))
+jax.tree_util.register_pytree_node(_InOrder, lambda d: (list(d.values()), (tuple(d), d.like)),
+                                   lambda aux, values: _InOrder(zip(aux[0], values), aux[1]))
 
 
 def _ordered(x):
+    # NOTE [result containers keep their order]: JAX sorts the keys of a dict and a
+    # defaultdict, and flattens an OrderedDict's or a namedtuple's children without coming
+    # back here, so a dict returned inside a namedtuple or an OrderedDict, or a returned
+    # defaultdict, came back with its keys sorted (eagerly: insertion order).
     t = type(x)
-    if t is dict:
-        return _InOrder((k, _ordered(v)) for k, v in x.items())
+    if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
+        return _InOrder(((k, _ordered(v)) for k, v in x.items()),
+                        None if t is dict else (t, getattr(x, "default_factory", None)))
     if t is list:
         return [_ordered(v) for v in x]
     if t is tuple:
         return tuple(_ordered(v) for v in x)
+    if isinstance(x, tuple) and hasattr(t, "_fields"):     # a namedtuple
+        return t(*(_ordered(v) for v in x))
     return x
 
 
@@ -255,11 +267,17 @@ def _plain(x):
     if t is _Kept:
         return x.obj
     if t is _InOrder:
-        return {k: _plain(v) for k, v in x.items()}
+        items = ((k, _plain(v)) for k, v in x.items())
+        if x.like is None:
+            return dict(items)
+        cls, factory = x.like
+        return cls(factory, items) if cls is collections.defaultdict else cls(items)
     if t is list:
         return [_plain(v) for v in x]
     if t is tuple:
         return tuple(_plain(v) for v in x)
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return t(*(_plain(v) for v in x))
     return x
 
 
@@ -1144,8 +1162,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     rebinds = info["rebinds"]
     rebound = {r.index for r in rebinds}
     escapes = carry_over([None if i in rebound else e for i, e in enumerate(info["escapes"])], storages,
-                         info["state_written"], {id(storages[r.carried]) for r in (*rebinds, *info["shared"])
-                                                 if r.carried is not None})
+                         {id(storages[r.carried]) for r in (*rebinds, *info["shared"]) if r.carried is not None})
     positions = jax.tree_util.tree_unflatten(jitted.out_tree, range(jitted.out_tree.num_leaves))[4]
     jitted.drop = tuple(positions[j] for j, st in enumerate(escapes) if st is None and j not in rebound)
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
