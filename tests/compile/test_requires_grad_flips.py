@@ -11,6 +11,7 @@ import tracegrad
 from ._dynamo_port import compare
 from ._dynamo_port import randn32 as _rand
 from ._dynamo_port import seeded_linear as _linear
+from ._dynamo_port import train_step
 
 torch = pytest.importorskip("torch")
 
@@ -64,15 +65,7 @@ def test_a_layer_frozen_for_good_traces_again_and_stops_updating():
     ``.grad`` and no update, as eagerly."""
     def build(T, wrap):
         net = T.nn.Sequential(_linear(T, 3, 3, seed=3), T.nn.Tanh(), _linear(T, 3, 1, seed=4))
-        opt = T.optim.Adam(net.parameters(), lr=0.05)
-
-        def step(x):
-            opt.zero_grad()
-            loss = net(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-        step = wrap(step)
+        step = wrap(train_step(T.optim.Adam(net.parameters(), lr=0.05), lambda x: net(x).pow(2).mean()))
 
         def run(i):
             if i == 3:
