@@ -32,6 +32,7 @@ reset may call it) and ``cache_sizes()`` reports how full each is.
 from __future__ import annotations
 
 import threading
+import weakref
 
 CAPTURE: list = [None]
 # depth of compiled functions running their Python eagerly (compiler.is_compiling reads it with
@@ -133,11 +134,11 @@ def note_setting_read() -> None:
         cap.guard_settings()
 
 
-def note_rg_flip(t, ref) -> None:
-    """``t``'s ``requires_grad`` changed while a compiled program reads its storage (``ref``: a
-    weak reference to ``t``): NOTE [requires_grad flips between calls]."""
+def note_rg_flip(t) -> None:
+    """``t``'s ``requires_grad`` changed while a compiled program reads its storage: NOTE
+    [requires_grad flips between calls]."""
     RG_EPOCH[0] += 1
-    RG_FLIPS[id(t)] = (ref, RG_EPOCH[0])
+    RG_FLIPS[id(t)] = (weakref.ref(t), RG_EPOCH[0])
     if len(RG_FLIPS) > 4096:          # tensors gone since: their entries say nothing any more
         for k in [k for k, (r, _) in RG_FLIPS.items() if r() is None]:
             del RG_FLIPS[k]

@@ -23,7 +23,7 @@ from .._tensor.tensor import Tensor
 from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
                       _user_methods, _value, attributes, is_memoized, python_refs)
 
-_HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags bump STRUCTURE
+_HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags' flips go to _state.RG_FLIPS
 
 
 # NOTE [Python values read]: a number, string or bool (or a NumPy array, by its bytes) the
@@ -268,7 +268,7 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
 # object's attribute count (``hasattr(cfg, "scale")`` False at trace: one added later is seen;
 # a user module's too when its code calls ``hasattr``/``getattr``), and with ``getattr``/``vars``
 # in the code (a name computed at run time) every attribute, its class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
-# a program input's flip bumps ``_state.STRUCTURE`` instead) and the ``training`` flag of a
+# a program input's flip: NOTE [requires_grad flips between calls]) and the ``training`` flag of a
 # module the trace reads but did not call (``net[1].training``; called ones are the region's).
 def _entries(c):
     """``(items, view)`` of a container the trace reads values from (``view.get(key)``: one

@@ -19,7 +19,6 @@ the state and its rules. ``Tensor(data)`` converts through ``convert.py``, ``rep
 from __future__ import annotations
 
 import warnings
-import weakref
 from functools import partial
 from operator import index as _index
 
@@ -691,7 +690,7 @@ class Tensor(TensorBase):
         if self._rg != bool(requires_grad) and id(self._st) in _state.HELD_STORAGES:
             # only state a compiled program reads (a parameter frozen between calls); a new
             # tensor made with requires_grad=True changes no program
-            _state.note_rg_flip(self, weakref.ref(self))
+            _state.note_rg_flip(self)
         self._rg = bool(requires_grad)
         return self
 
