@@ -329,7 +329,8 @@ _LEFT = [[False, False, True, True], [False, False, False, False]]
 
 
 @pytest.mark.parametrize("case", ["eval_no_grad", "norm", "frozen_grad_on", "training", "grad_on", "not_left_aligned",
-                                  "no_mask_check", "all_padded_row", "float_mask", "with_src_mask", "seq_first"])
+                                  "no_mask_check", "all_padded_row", "float_mask", "with_src_mask", "seq_first",
+                                  "fastpath_off"])
 def test_transformer_encoder_nested_inference_zeroes_padding(case):
     # torch's TransformerEncoder runs batch-first inference with a padding mask on a nested tensor
     # of the kept tokens and pads back with zeros: padded positions are 0 (a fully padded row too,
@@ -362,7 +363,13 @@ def test_transformer_encoder_nested_inference_zeroes_padding(case):
         if case in ("grad_on", "frozen_grad_on", "training"):
             out = enc(src, mask=src_mask, src_key_padding_mask=pad).detach()
         else:
-            with mod.no_grad():
-                out = enc(src, mask=src_mask, src_key_padding_mask=pad)
+            # backends.mha.set_fastpath_enabled(False): the math path, padded positions kept
+            mod.backends.mha.set_fastpath_enabled(case != "fastpath_off")
+            try:
+                assert mod.backends.mha.get_fastpath_enabled() is (case != "fastpath_off")
+                with mod.no_grad():
+                    out = enc(src, mask=src_mask, src_key_padding_mask=pad)
+            finally:
+                mod.backends.mha.set_fastpath_enabled(True)
         outs.append(out.numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-4, atol=1e-5, equal_nan=True)

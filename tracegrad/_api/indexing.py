@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from .. import _state
-from ..autograd._dispatch import apply_inplace, apply_op
+from ..autograd._dispatch import apply_inplace, apply_op, show_saved
 from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
@@ -63,8 +63,10 @@ def _expand_ellipses(key, skip, ndim):
     return tuple(out)
 
 
-def _parse_key(self, key):
-    """Split a torch index into static markers and dynamic index arrays."""
+def _parse_key(self, key, raws=None):
+    """Split a torch index into static markers and dynamic index arrays. ``raws``, a list,
+    gets each marker's bounds as written (an int's index, a slice's ``(start, stop, step)``,
+    else None): torch's nodes show them (``_torch_view_steps``)."""
     if isinstance(key, list) and _sequence_as_tuple(key):
         key = tuple(key)
     if not isinstance(key, tuple):
@@ -75,12 +77,14 @@ def _parse_key(self, key):
     n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis and not (isinstance(k, Tensor) and k.dtype is _dt.bool_))
     n_real += builtins.sum(k.ndim for k in key if isinstance(k, Tensor) and k.dtype is _dt.bool_)
     if len(key) > 1 and builtins.sum(1 for k in key if k is Ellipsis) > 1:   # no ellipsis left after this
-        return _parse_key(self, _expand_ellipses(key, len(shp) - n_real, len(shp)))
+        return _parse_key(self, _expand_ellipses(key, len(shp) - n_real, len(shp)), raws)
     if n_real > len(shp):
         raise IndexError(f"too many indices for tensor of dimension {len(shp)}")
     markers, arrays = [], []
     dim = 0
     for pos, k in enumerate(key):
+        if raws is not None and (k is None or k is Ellipsis):
+            raws.append(None)
         if k is None:
             markers.append(("n",))
         elif k is Ellipsis:
@@ -94,6 +98,19 @@ def _parse_key(self, key):
                 markers.append(("s", None, None, None))
             else:   # bounds in range: the start is a runtime operand (NOTE [dynamic positions])
                 markers.append(("s",) + slice(_idx(k.start), _idx(k.stop), _idx(step)).indices(shp[dim]))
+            if raws is not None:
+                raws.append((_idx(k.start), _idx(k.stop), _idx(step)))
+            dim += 1
+        elif isinstance(k, Tensor) and k.ndim == 0 and isinstance(k._value, NO_HOST_VALUES) and (
+                k.dtype is _dt.int64 or k.dtype is _dt.int32):
+            # a 0-d index tensor without a value here (inside tracegrad.compile): indexing by it
+            # as an index tensor picks the same elements without reading it in Python (a graph
+            # break); its range is checked when the program runs (_check_bounds)
+            _check_bounds(k, shp[dim], dim)
+            markers.append(("t",))
+            arrays.append(k)
+            if raws is not None:
+                raws.append((k,))
             dim += 1
         elif isinstance(k, (int, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating_point and k.dtype is not _dt.bool_):
             i = int(k)
@@ -101,6 +118,8 @@ def _parse_key(self, key):
             if not -size <= i < size:   # torch names the index's position in the key (None and ... count)
                 raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")
             markers.append(("i", i % size))
+            if raws is not None:
+                raws.append(i)
             dim += 1
         else:
             if not isinstance(k, Tensor):
@@ -108,9 +127,11 @@ def _parse_key(self, key):
             if k.dtype is _dt.bool_:
                 if tuple(k.shape) != shp[dim:dim + k.ndim]:
                     raise IndexError(f"The shape of the mask {list(k.shape)} at index {dim} does not match the shape of the indexed tensor {list(shp)} at index {dim}")
-                for nz in nonzero(k, as_tuple=True):
+                for j, nz in enumerate(nonzero(k, as_tuple=True)):
                     markers.append(("t",))
                     arrays.append(nz)
+                    if raws is not None:   # torch saves the mask itself, once
+                        raws.append(None if j else (k,))
                 dim += k.ndim
             elif k.dtype is not _dt.int64 and k.dtype is not _dt.int32:   # (uint8 masks are bool by here)
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
@@ -118,6 +139,8 @@ def _parse_key(self, key):
                 _check_bounds(k, shp[dim], dim)
                 markers.append(("t",))
                 arrays.append(k)
+                if raws is not None:
+                    raws.append((k,))
                 dim += 1
     return tuple(markers), arrays
 
@@ -260,6 +283,85 @@ def _basic_op(markers):
     return OPS["index_slice"] if builtins.any(m[0] == "s" for m in markers) else OPS["index_alias"]
 
 
+# NOTE [indexing nodes as torch]
+# torch applies a basic key one entry at a time (its applySlicing): an int is ``select``, a
+# slice ``slice``, None ``unsqueeze``, each recording its own node with torch's saved
+# attributes (``_saved_dim``, ``_saved_start``, ``_saved_end`` as written: None as 0 and
+# INT64_MAX, a negative bound shown as its unsigned 64-bit value); a slice of a tuple key that
+# starts at 0 with step 1 and reaches the end records nothing (``x[:, 0:5]`` of 5 columns), a
+# lone slice always does (``x[:]``), and a key that records nothing gives ``alias``. Tools that
+# walk ``grad_fn`` graphs (pruning libraries, graph viewers) read that chain. When the result
+# records history, getitem does the same; otherwise one program reads the whole key (one
+# dispatch instead of one per entry: nothing can observe the chain).
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _torch_view_steps(shape, markers, raws, single):
+    """The ``(op, static, shown)`` steps torch records for a key's basic entries
+    (NOTE [indexing nodes as torch]); index tensors ('t') keep their dim for the advanced
+    index applied after."""
+    skip = len(shape) - builtins.sum(1 for m in markers if m[0] in "ist")   # the dims ``...`` stands for
+    shape, steps, dim = list(shape), [], 0
+    for m, raw in zip(markers, raws):
+        tag = m[0]
+        if tag == "e":
+            dim += skip
+            continue
+        if tag == "t":
+            dim += 1
+        elif tag == "n":
+            steps.append((OPS["unsqueeze"], (("dim", dim),), None))
+            shape.insert(dim, 1)
+            dim += 1
+        elif tag == "i":
+            steps.append((OPS["select"], (("dim", dim), ("index", m[1])),
+                          (("dim", dim), ("index", raw))))
+            del shape[dim]
+        else:
+            size = shape[dim]
+            start, stop, step = raw if raw is not None else (None, None, None)
+            start, stop, step = (0 if start is None else start, _INT64_MAX if stop is None else stop,
+                                 1 if step is None else step)
+            if single or not (start == 0 and step == 1 and stop >= size):
+                s0, s1, s2 = slice(start, stop, step).indices(size)
+                steps.append((OPS["slice"], (("dim", dim), ("start", s0), ("end", s1), ("step", s2)),
+                              (("dim", dim), ("start", start), ("end", stop), ("step", step))))
+                shape[dim] = len(range(s0, s1, s2))
+            dim += 1
+    return steps
+
+
+def _torch_indices(ndim, markers, raws):
+    """torch's ``_saved_indices`` of an advanced key: per dim of the view the basic entries
+    leave, the index tensor (a bool mask as given) or None, up to the last one indexed."""
+    skip = ndim - builtins.sum(1 for m in markers if m[0] in "ist")
+    out, dim = [], 0
+    for m, raw in zip(markers, raws):
+        tag = m[0]
+        if tag == "e":
+            dim += skip
+        elif tag != "i":
+            if tag == "t" and raw is not None:
+                out.extend([None] * (dim - len(out)))
+                out.append(raw[0])
+            dim += 1
+    return tuple(out)
+
+
+def _apply_view_steps(self, steps):
+    if not steps:
+        return apply_op(OPS["alias"], (self,))
+    for op, static, shown in steps:
+        self = apply_op(op, (self,), static)
+        if shown is not None:
+            show_saved(self, shown)
+    return self
+
+
+def _records(self):
+    return _state.GRAD_MODE[0] and (self._rg or (self._base is not None and self._base._rg))
+
+
 @method("__getitem__")
 def getitem(self, key):
     """Mirrors ``Tensor.__getitem__``: ints, slices, None, ..., integer tensors/lists and bool
@@ -268,16 +370,29 @@ def getitem(self, key):
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    markers, arrays = _parse_key(self, key)
+    raws = [] if _records(self) else None
+    markers, arrays = _parse_key(self, key, raws)
+    shape, full_markers = self.shape, markers
     if not arrays:
+        if raws is not None:    # NOTE [indexing nodes as torch]
+            return _apply_view_steps(self, _torch_view_steps(self.shape, markers, raws, not isinstance(key, tuple)))
         return apply_op(_basic_op(markers), (self,), (("key", markers),))
     _check_index_broadcast(arrays)
     if builtins.any(m[0] in "in" or (m[0] == "s" and m[1:] != (None, None, None)) for m in markers):
         # as torch: ints, slices and None first (a view, positions as operands), then the
         # advanced index on what is left (IndexBackward0 over SelectBackward0/SliceBackward0)
-        basic, markers = _split_basic(markers)
-        self = apply_op(_basic_op(basic), (self,), (("key", basic),))
-    return apply_op(OPS["index"], (self, *arrays), (("key", markers),))
+        basic, rest = _split_basic(markers)
+        if raws is not None:
+            steps = _torch_view_steps(self.shape, markers, raws, False)
+            if steps:
+                self = _apply_view_steps(self, steps)
+        else:
+            self = apply_op(_basic_op(basic), (self,), (("key", basic),))
+        markers = rest
+    out = apply_op(OPS["index"], (self, *arrays), (("key", markers),))
+    if raws is not None:
+        show_saved(out, (("indices", _torch_indices(len(shape), full_markers, raws)),))
+    return out
 
 
 @method("__delitem__")

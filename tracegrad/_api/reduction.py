@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_op, show_saved
 from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
@@ -140,7 +140,8 @@ def prod(self, dim=None, keepdim=False, *, dtype=None):
                         "at a time (chain .prod(d) calls)")
     if dim is None:
         return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype, "prod"))))
-    return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
+    out = apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
+    return show_saved(out, (("dim", dim),))
 
 
 class _NotGiven:

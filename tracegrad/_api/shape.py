@@ -7,7 +7,7 @@ import math
 import operator
 import warnings
 
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_op, show_saved
 from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor, not_self
@@ -214,7 +214,7 @@ def squeeze(self, dim=None):
         return apply_op(OPS["squeeze_dims"], (self,), (("dim", dims),))
     d = _wrap_dim(dim, self.ndim)   # a 0-d tensor takes dim 0 or -1, as torch
     dims = (d,) if self.ndim and shp[d] == 1 else ()
-    return apply_op(OPS["squeeze_dim"], (self,), (("dim", dims),))
+    return show_saved(apply_op(OPS["squeeze_dim"], (self,), (("dim", dims),)), (("dim", dim),))
 
 
 @method(function=True)
@@ -225,7 +225,8 @@ def unsqueeze(self, dim):
     n = self.ndim + 1
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return apply_op(OPS["unsqueeze"], (self,), (("dim", dim % n),))
+    out = apply_op(OPS["unsqueeze"], (self,), (("dim", dim % n),))
+    return show_saved(out, (("dim", dim),)) if dim < 0 else out
 
 
 _NO_REPEATS = object()
@@ -247,7 +248,10 @@ def transpose(self, dim0, dim1):
     """Mirrors ``torch.transpose`` / ``torch.swapdims``: swaps two dims; a view. IndexError for a
     dim out of range."""
     n = self.ndim
-    return apply_op(OPS["transpose"], (self,), (("dim0", _wrap_dim(dim0, n)), ("dim1", _wrap_dim(dim1, n))))
+    out = apply_op(OPS["transpose"], (self,), (("dim0", _wrap_dim(dim0, n)), ("dim1", _wrap_dim(dim1, n))))
+    if (type(dim0) is int and dim0 < 0) or (type(dim1) is int and dim1 < 0):
+        show_saved(out, (("dim0", dim0), ("dim1", dim1)))
+    return out
 
 
 @method("swapaxes", function=True)
@@ -444,7 +448,8 @@ def select(self, dim, index):
     index = int(index)
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} at dimension {d}")
-    return apply_op(OPS["select"], (self,), (("dim", d), ("index", index % size)))
+    out = apply_op(OPS["select"], (self,), (("dim", d), ("index", index % size)))
+    return show_saved(out, (("index", index),)) if index < 0 else out
 
 
 @method(function=True)

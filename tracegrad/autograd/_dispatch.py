@@ -33,6 +33,7 @@ from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _fo
 from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
 from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
+from ._saved_names import SAVED_NAMES
 
 _CAPTURE = _state.CAPTURE
 _FORWARD_AD = _state.FORWARD_AD   # the open forward-AD level (_forward_ad_impl.Level) or None
@@ -99,6 +100,17 @@ def apply_op(op: Op, args, static=()):
     if record:
         _record(op, args, static, outs if op.n_diff is None else outs[:op.n_diff])
     return outs
+
+
+def show_saved(t, shown):
+    """``t`` with its node showing ``shown`` (``((name, value), ...)``) as torch's
+    ``_saved_<name>`` where the op's static arguments hold another form of it: the value as
+    the caller wrote it (a negative dim or index as its unsigned 64-bit value, as torch shows
+    it), an int where the op keeps a tuple. A tensor without a node of its own is left as is."""
+    gf = t._gf
+    if isinstance(gf, OpNode):
+        gf.shown = tuple((k, v % 2 ** 64 if isinstance(v, int) and v < 0 else v) for k, v in shown)
+    return t
 
 
 def _stale_view_requires_grad(t):
@@ -212,12 +224,23 @@ class OpNode(Node):
     """The node of one op from the table; its backward is the op's cached jitted VJP."""
 
     # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
-    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const")
+    # shown: ((name, value), ...) torch shows as ``_saved_<name>`` where the node's static
+    # arguments hold another form (NOTE [indexing nodes as torch]); unset on most nodes
+    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const", "shown")
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
             raw = attr.startswith("_raw_")
             name = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
+            try:
+                shown = dict(object.__getattribute__(self, "shown"))
+            except AttributeError:
+                shown = ()
+            if name in shown:
+                v = shown[name]
+                if self.released and isinstance(v, tuple) and any(isinstance(i, Tensor) for i in v):
+                    raise RuntimeError(MSG_FREED)    # saved tensors, freed by the backward as torch's
+                return v
             op = object.__getattribute__(self, "op")
             if name in op.saves:
                 if self.released:
@@ -260,14 +283,29 @@ class OpNode(Node):
         op = object.__getattribute__(self, "op")
         order = self.layout.save_order(op)
         names = []
+        torch_names = SAVED_NAMES.get(type(self).__name__)
         for name in op.saves:
+            if torch_names is not None and name not in torch_names:
+                continue    # held under another name than torch's (``indices0``...: ``_saved_indices``)
             names.append(f"_saved_{name}")
             if (RESULT if name == "result" else op.args.index(name)) in order:
                 names.append(f"_raw_saved_{name}")
         kinds = self.layout.kinds
         # Python numbers among the inputs: torch saves them as scalars (``_saved_exponent``)
         names += [f"_saved_{a}" for p, a in enumerate(op.args[:len(kinds)]) if kinds[p] == CONST
-                  and self.consts[self.layout.const_index(p)] is not None]
+                  and self.consts[self.layout.const_index(p)] is not None
+                  and (torch_names is None or a in torch_names)]
+        # torch's other saved attributes of this node class (dims, sizes...) that it can answer
+        for name in torch_names or ():
+            attr = f"_saved_{name}"
+            if attr not in names:
+                try:
+                    getattr(self, attr)
+                except AttributeError:
+                    continue
+                except RuntimeError:   # freed by a backward: torch still lists it
+                    pass
+                names.append(attr)
         return sorted(set(super().__dir__()) | set(names))
 
     def apply(self, grads, create_graph=False):

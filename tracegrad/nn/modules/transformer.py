@@ -204,7 +204,7 @@ class TransformerEncoder(Module):
     kept tokens' values are the math path's and the padded positions are zeros. The
     ``use_nested_tensor`` flag and torch's UserWarning when a layer rules that path out
     (sequence-first attention, ``norm_first``, ...) are torch's; ``mask_check`` as torch.
-    ``torch.backends.mha.set_fastpath_enabled`` has no counterpart."""
+    ``torch.backends.mha.set_fastpath_enabled(False)`` turns that path off, as torch's."""
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
@@ -244,7 +244,8 @@ class TransformerEncoder(Module):
         each row's kept tokens first -- unless ``mask_check`` is off; under compilation with
         ``mask_check`` torch skips the path)."""
         first = self.layers[0]
-        if (not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3
+        if (not getattr(self, "use_nested_tensor", False) or not tracegrad.backends.mha.get_fastpath_enabled()
+                or first.training or src.dim() != 3
                 or key_padding_mask is None or mask is not None or tracegrad.is_autocast_enabled()):
             return False
         attn = first.self_attn
