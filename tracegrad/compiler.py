@@ -49,6 +49,9 @@ from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
 from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_optim as _fused_optim, hyper as _hyper
+# NOTE [_guard_len's import]: a merge lost this import; the NameError it raised while tracing
+# counted as the user's function raising, so every step reading opt.state_dict() ran eagerly
+from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _flatten,

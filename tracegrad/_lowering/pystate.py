@@ -145,7 +145,7 @@ def _nested_objects(found, add):
             if isinstance(a, (list, tuple)) and len(a) <= _NESTED_MAX:
                 inner = [(f"{label}.{k}[{i}]", x) for i, x in enumerate(a)]
             elif type(a) is dict and len(a) <= _NESTED_MAX:
-                inner = [(f"{label}.{k}[{j!r}]", x) for j, x in a.items()]
+                inner = [(f"{label}.{k}[{_key(j)}]", x) for j, x in a.items()]
             for lab, x in inner:
                 if _plain_object(x) and not isinstance(x, (type, types.ModuleType)) and not callable(
                         getattr(x, "__get__", None)):
@@ -609,12 +609,21 @@ def _leaf(v, depth=_NESTED):
     return id(v)
 
 
+def _key(k):
+    """A dict key's label in a signature. NOTE [tensor dict keys are labelled by identity]: a
+    dict keyed by parameters (one optimizer per parameter, stepped by a post-accumulate-grad
+    hook) is common; ``repr`` of a tensor key would read its value, which inside a capture is
+    a Python read of a traced value and sent the whole function to eager. A tensor key hashes
+    by identity (``Tensor.__hash__``), so its identity is its label."""
+    return f"<tensor {id(k)}>" if isinstance(k, Tensor) else repr(k)
+
+
 def _items(v, depth=_NESTED):
     """A container's entries (and those of the containers in it, ``depth`` levels down), as
     (label, signature) pairs: a counter kept in a dict or list (``stats["n"] += 1``,
     ``stats["train"]["n"] += 1``) changes them; a tensor stored there does not."""
     if isinstance(v, dict):
-        return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a, depth)) for k, a in v.items())
+        return (("len", len(v)),) + tuple((f"[{_key(k)}]", _leaf(a, depth)) for k, a in v.items())
     if isinstance(v, (list, collections.deque, tuple)):
         return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a, depth)) for i, a in enumerate(v))
     return (("len", len(v)),)
