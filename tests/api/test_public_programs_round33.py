@@ -11,6 +11,16 @@
   index the data, the best model saved with ``torch.save`` and reloaded. The repository calls
   ``torch.symeig``, which torch 2 removed (a ``RuntimeError``): the test checks tracegrad raises
   the same class and runs the loss with ``torch.linalg.eigh`` in its place;
+- sunshineatnoon/PytorchWCT: universal style transfer by whitening and colouring transforms
+  (util.py's ``whiten_and_color``: float64 feature covariances, ``torch.svd(some=False)``, the
+  first eigenvalue under 1e-5 found by comparing 0-d tensors in a Python loop, ``pow(-0.5)``
+  through ``torch.diag``; ``transform``'s ``csF.data.resize_(...).copy_(...)`` into a
+  ``Variable(torch.Tensor())``) between modelsNIPS.py's reflection-padded encoders and decoders
+  (``MaxPool2d(return_indices=True)``, ``UpsamplingNearest2d``, in-place ReLUs, weights assigned
+  as ``nn.Parameter``s from a loaded model's ``get(i)``), run as WCT.py runs it
+  (``Variable(..., volatile=True)`` warnings, ``.data.cpu().squeeze(0)``). In torch 2 the
+  program as written hands its decoder an empty tensor (``.data`` is a new tensor, so resizing it
+  leaves ``csF`` empty): the ``RuntimeError`` is checked, then the intended run;
 - dougbrion/pytorch-classification-uncertainty: evidential deep learning, in
   ``test_public_programs_round33_edl.py`` (the two programs' shapes together would take longer
   than a file may).
@@ -315,3 +325,262 @@ def test_deepcca(use_all_singular_values):
             torch.set_default_tensor_type(torch.FloatTensor)
 
     run_both(program, rtol=1e-6, atol=1e-8)
+
+
+# ---- sunshineatnoon/PytorchWCT --------------------------------------------------------------------
+def _wct_classes(torch, C1=4, C2=6):
+    """modelsNIPS.py's ``encoder1``/``decoder1``/``encoder2``/``decoder2`` with 64 -> ``C1`` and
+    128 -> ``C2`` channels (the layers, their order and the ``vgg.get(i)`` weight copies as
+    written), and util.py's ``WCT`` with its ``load_lua`` models replaced by ``_LuaStandIn``s
+    (``torch.utils.serialization`` is gone from torch; the weights are numpy draws) and only the
+    two levels the test runs."""
+    nn = torch.nn
+
+    class encoder1(nn.Module):
+        def __init__(self, vgg1):
+            super(encoder1, self).__init__()
+            self.conv1 = nn.Conv2d(3, 3, 1, 1, 0)
+            self.conv1.weight = torch.nn.Parameter(vgg1.get(0).weight.float())
+            self.conv1.bias = torch.nn.Parameter(vgg1.get(0).bias.float())
+            self.reflecPad1 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv2 = nn.Conv2d(3, C1, 3, 1, 0)
+            self.conv2.weight = torch.nn.Parameter(vgg1.get(2).weight.float())
+            self.conv2.bias = torch.nn.Parameter(vgg1.get(2).bias.float())
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            out = self.conv1(x)
+            out = self.reflecPad1(out)
+            out = self.conv2(out)
+            out = self.relu(out)
+            return out
+
+    class decoder1(nn.Module):
+        def __init__(self, d1):
+            super(decoder1, self).__init__()
+            self.reflecPad2 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv3 = nn.Conv2d(C1, 3, 3, 1, 0)
+            self.conv3.weight = torch.nn.Parameter(d1.get(1).weight.float())
+            self.conv3.bias = torch.nn.Parameter(d1.get(1).bias.float())
+
+        def forward(self, x):
+            out = self.reflecPad2(x)
+            out = self.conv3(out)
+            return out
+
+    class encoder2(nn.Module):
+        def __init__(self, vgg):
+            super(encoder2, self).__init__()
+            self.conv1 = nn.Conv2d(3, 3, 1, 1, 0)
+            self.conv1.weight = torch.nn.Parameter(vgg.get(0).weight.float())
+            self.conv1.bias = torch.nn.Parameter(vgg.get(0).bias.float())
+            self.reflecPad1 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv2 = nn.Conv2d(3, C1, 3, 1, 0)
+            self.conv2.weight = torch.nn.Parameter(vgg.get(2).weight.float())
+            self.conv2.bias = torch.nn.Parameter(vgg.get(2).bias.float())
+            self.relu2 = nn.ReLU(inplace=True)
+            self.reflecPad3 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv3 = nn.Conv2d(C1, C1, 3, 1, 0)
+            self.conv3.weight = torch.nn.Parameter(vgg.get(5).weight.float())
+            self.conv3.bias = torch.nn.Parameter(vgg.get(5).bias.float())
+            self.relu3 = nn.ReLU(inplace=True)
+            self.maxPool = nn.MaxPool2d(kernel_size=2, stride=2, return_indices=True)
+            self.reflecPad4 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv4 = nn.Conv2d(C1, C2, 3, 1, 0)
+            self.conv4.weight = torch.nn.Parameter(vgg.get(9).weight.float())
+            self.conv4.bias = torch.nn.Parameter(vgg.get(9).bias.float())
+            self.relu4 = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            out = self.conv1(x)
+            out = self.reflecPad1(out)
+            out = self.conv2(out)
+            out = self.relu2(out)
+            out = self.reflecPad3(out)
+            out = self.conv3(out)
+            pool = self.relu3(out)
+            out, pool_idx = self.maxPool(pool)
+            out = self.reflecPad4(out)
+            out = self.conv4(out)
+            out = self.relu4(out)
+            return out
+
+    class decoder2(nn.Module):
+        def __init__(self, d):
+            super(decoder2, self).__init__()
+            self.reflecPad5 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv5 = nn.Conv2d(C2, C1, 3, 1, 0)
+            self.conv5.weight = torch.nn.Parameter(d.get(1).weight.float())
+            self.conv5.bias = torch.nn.Parameter(d.get(1).bias.float())
+            self.relu5 = nn.ReLU(inplace=True)
+            self.unpool = nn.UpsamplingNearest2d(scale_factor=2)
+            self.reflecPad6 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv6 = nn.Conv2d(C1, C1, 3, 1, 0)
+            self.conv6.weight = torch.nn.Parameter(d.get(5).weight.float())
+            self.conv6.bias = torch.nn.Parameter(d.get(5).bias.float())
+            self.relu6 = nn.ReLU(inplace=True)
+            self.reflecPad7 = nn.ReflectionPad2d((1, 1, 1, 1))
+            self.conv7 = nn.Conv2d(C1, 3, 3, 1, 0)
+            self.conv7.weight = torch.nn.Parameter(d.get(8).weight.float())
+            self.conv7.bias = torch.nn.Parameter(d.get(8).bias.float())
+
+        def forward(self, x):
+            out = self.reflecPad5(x)
+            out = self.conv5(out)
+            out = self.relu5(out)
+            out = self.unpool(out)
+            out = self.reflecPad6(out)
+            out = self.conv6(out)
+            out = self.relu6(out)
+            out = self.reflecPad7(out)
+            out = self.conv7(out)
+            return out
+
+    class _LuaStandIn:
+        """``load_lua``'s model: ``get(i)`` is layer ``i`` (float64 ``weight``/``bias``)."""
+        def __init__(self, seed, shapes):
+            rs = np.random.RandomState(seed)
+            self.layers = {i: type("Layer", (), {
+                "weight": torch.tensor(rs.uniform(-0.5, 0.5, s)),
+                "bias": torch.tensor(rs.uniform(-0.1, 0.1, s[0]))}) for i, s in shapes.items()}
+
+        def get(self, i):
+            return self.layers[i]
+
+    class WCT(nn.Module):
+        torch2 = False
+
+        def __init__(self, args):
+            super(WCT, self).__init__()
+            k3 = (3, 3)
+            vgg1 = _LuaStandIn(1, {0: (3, 3, 1, 1), 2: (C1, 3) + k3})
+            decoder1_torch = _LuaStandIn(2, {1: (3, C1) + k3})
+            vgg2 = _LuaStandIn(3, {0: (3, 3, 1, 1), 2: (C1, 3) + k3, 5: (C1, C1) + k3, 9: (C2, C1) + k3})
+            decoder2_torch = _LuaStandIn(4, {1: (C1, C2) + k3, 5: (C1, C1) + k3, 8: (3, C1) + k3})
+            self.e1 = encoder1(vgg1)
+            self.d1 = decoder1(decoder1_torch)
+            self.e2 = encoder2(vgg2)
+            self.d2 = decoder2(decoder2_torch)
+
+        def whiten_and_color(self, cF, sF):
+            cFSize = cF.size()
+            c_mean = torch.mean(cF, 1)  # c x (h x w)
+            c_mean = c_mean.unsqueeze(1).expand_as(cF)
+            cF = cF - c_mean
+
+            contentConv = torch.mm(cF, cF.t()).div(cFSize[1] - 1) + torch.eye(cFSize[0]).double()
+            c_u, c_e, c_v = torch.svd(contentConv, some=False)
+
+            k_c = cFSize[0]
+            for i in range(cFSize[0]):
+                if c_e[i] < 0.00001:
+                    k_c = i
+                    break
+
+            sFSize = sF.size()
+            s_mean = torch.mean(sF, 1)
+            sF = sF - s_mean.unsqueeze(1).expand_as(sF)
+            styleConv = torch.mm(sF, sF.t()).div(sFSize[1] - 1)
+            s_u, s_e, s_v = torch.svd(styleConv, some=False)
+
+            k_s = sFSize[0]
+            for i in range(sFSize[0]):
+                if s_e[i] < 0.00001:
+                    k_s = i
+                    break
+
+            c_d = (c_e[0:k_c]).pow(-0.5)
+            step1 = torch.mm(c_v[:, 0:k_c], torch.diag(c_d))
+            step2 = torch.mm(step1, (c_v[:, 0:k_c].t()))
+            whiten_cF = torch.mm(step2, cF)
+
+            s_d = (s_e[0:k_s]).pow(0.5)
+            targetFeature = torch.mm(torch.mm(torch.mm(s_v[:, 0:k_s], torch.diag(s_d)), (s_v[:, 0:k_s].t())), whiten_cF)
+            targetFeature = targetFeature + s_mean.unsqueeze(1).expand_as(targetFeature)
+            return targetFeature
+
+        def transform(self, cF, sF, csF, alpha):
+            cF = cF.double()
+            sF = sF.double()
+            C, W, H = cF.size(0), cF.size(1), cF.size(2)
+            _, W1, H1 = sF.size(0), sF.size(1), sF.size(2)
+            cFView = cF.view(C, -1)
+            sFView = sF.view(C, -1)
+
+            targetFeature = self.whiten_and_color(cFView, sFView)
+            targetFeature = targetFeature.view_as(cF)
+            ccsF = alpha * targetFeature + (1.0 - alpha) * cF
+            ccsF = ccsF.float().unsqueeze(0)
+            if self.torch2:   # the test's change: keep the tensor resize_ resized
+                csF = csF.data.resize_(ccsF.size()).copy_(ccsF)
+            else:
+                csF.data.resize_(ccsF.size()).copy_(ccsF)
+            return csF
+
+    return WCT
+
+
+# WCT.py's loop and ``styleTransfer`` at two levels (``targets`` 2 then 1, the repository runs
+# 5..1 on VGG-19 features) on 8x8 numpy content/style pairs batched by a ``DataLoader`` as
+# Loader.py's ``Dataset`` yields them (PIL loading, resizing and ``save_image`` left out), with
+# argparse's ``alpha`` 0.6. As written, ``transform`` hands the decoder ``csF``: in PyTorch 0.x
+# ``csF.data.resize_(...)`` resized the ``Variable`` itself, but in torch 2 ``.data`` is a new
+# tensor, so ``csF`` stays empty and the decoder's ``ReflectionPad2d`` raises (a RuntimeError in
+# both libraries, checked first); the run then continues with ``transform`` returning the
+# tensor ``csF.data.resize_(...)`` resized (the program's intent; ``WCT.torch2``).
+def test_pytorch_wct_style_transfer():
+    def program(torch, log):
+        Variable = torch.autograd.Variable
+        DataLoader = torch.utils.data.DataLoader
+        WCT = _wct_classes(torch)
+        args = type("Args", (), {"alpha": 0.6, "cuda": False})()
+        rs = np.random.RandomState(5)
+        dataset = [(torch.tensor(rs.uniform(0, 1, (3, 8, 8)).astype(np.float32)),
+                    torch.tensor(rs.uniform(0, 1, (3, 8, 8)).astype(np.float32)), f"in{i}.jpg") for i in range(2)]
+        loader = DataLoader(dataset=dataset, batch_size=1, shuffle=False)
+        wct = WCT(args)
+        log("params", [(n, p.dtype, p.requires_grad) for n, p in wct.named_parameters()])
+
+        def styleTransfer(contentImg, styleImg, imname, csF):
+            sF2 = wct.e2(styleImg)
+            cF2 = wct.e2(contentImg)
+            sF2 = sF2.data.cpu().squeeze(0)
+            cF2 = cF2.data.cpu().squeeze(0)
+            csF2 = wct.transform(cF2, sF2, csF, args.alpha)
+            Im2 = wct.d2(csF2)
+            # logged now: the next transform resizes the storage csF2 shares, which torch grows in
+            # place under csF2 and tracegrad does not (strided.resize_'s documented difference)
+            log(imname, [cF2, csF2.clone(), Im2, Im2.requires_grad, Im2.grad_fn is not None])
+
+            sF1 = wct.e1(styleImg)
+            cF1 = wct.e1(Im2)
+            sF1 = sF1.data.cpu().squeeze(0)
+            cF1 = cF1.data.cpu().squeeze(0)
+            csF1 = wct.transform(cF1, sF1, csF, args.alpha)
+            Im1 = wct.d1(csF1)
+            log(imname, [cF1, csF1, Im1])
+            return
+
+        cImg = torch.Tensor()
+        sImg = torch.Tensor()
+        csF = torch.Tensor()
+        csF = Variable(csF)
+        for i, (contentImg, styleImg, imname) in enumerate(loader):
+            imname = imname[0]
+            print('Transferring ' + imname)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                cImg = Variable(contentImg, volatile=True)
+                sImg = Variable(styleImg, volatile=True)
+            log("volatile", [str(w.message) for w in caught])
+            if i == 0:   # as written: the decoder gets the empty csF
+                try:
+                    styleTransfer(cImg, sImg, imname, csF)
+                except Exception as e:  # noqa: BLE001 -- the class is what is compared
+                    log("as written", [type(e).__name__, tuple(csF.shape)])
+                wct.torch2 = True
+            styleTransfer(cImg, sImg, imname, csF)
+            log("csF", tuple(csF.shape))
+        print('Processed %d images.' % (i + 1))
+
+    run_both(program, rtol=1e-5, atol=1e-6)
