@@ -44,8 +44,8 @@ def test_set_default_tensor_type(spelling):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 lib.set_default_tensor_type(arg)
-            # torch warns once per process; tracegrad on every call
-            assert lib is torch or any("deprecated" in str(w.message) for w in caught)
+            # both warn once per process (an earlier test may have had the warning)
+            assert all("deprecated" in str(w.message) for w in caught) and len(caught) <= 1
             assert lib.get_default_dtype() == lib.float64
             assert lib.zeros(2).dtype == lib.float64 and lib.tensor([1.5]).dtype == lib.float64
         finally:
@@ -60,6 +60,31 @@ def test_set_default_tensor_type(spelling):
                 with pytest.raises(error):
                     lib.set_default_tensor_type(bad(lib))
     assert tracegrad.get_default_dtype() == tracegrad.float32
+
+
+def test_set_default_tensor_type_warns_once_per_process():
+    # torch's deprecation is a TORCH_WARN_ONCE: a program that sets float64 and later restores
+    # float32 (Michaelvll/DeepCCA's main.py, run twice in one process) warns at most once, and
+    # every time under set_warn_always(True)
+    for lib in (tracegrad, torch):
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                lib.set_default_tensor_type(lib.DoubleTensor)
+                lib.set_default_tensor_type(lib.FloatTensor)
+                lib.set_default_tensor_type(lib.DoubleTensor)
+            assert len(caught) <= 1, lib
+            lib.set_warn_always(True)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                lib.set_default_tensor_type(lib.FloatTensor)
+                lib.set_default_tensor_type(lib.DoubleTensor)
+            assert [str(w.message)[:40] for w in caught] == ["torch.set_default_tensor_type() is depre"] * 2, lib
+        finally:
+            lib.set_warn_always(False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lib.set_default_tensor_type(lib.FloatTensor)
 
 
 @pytest.mark.parametrize("name,args", [

@@ -81,6 +81,16 @@ def test_pad_errors():
     raises_like(lambda t, F: F.pad(t.zeros(2, 3, 4, 5), (1, 1, 1, 1), mode="reflect", value=2.0))
 
 
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pad", [((0,), (1, 1, 1, 1)), ((3,), (1, 1, 1, 1)), ((2, 3), (1,)),
+                                       ((2, 3, 4), (1, 1, 1)), ((1, 2, 3), (1,) * 8), ((2, 3), (1, 1, 1, 1))])
+def test_pad_length_checked_before_mode(mode, shape, pad):
+    # torch's at::pad checks the pad length against the input's dims (RuntimeError) before the
+    # mode's supported sizes (NotImplementedError): sunshineatnoon/PytorchWCT hands
+    # ReflectionPad2d an empty 1-D tensor in torch 2, which must raise RuntimeError
+    raises_like(lambda t, F: F.pad(t.zeros(*shape), pad, mode=mode))
+
+
 def test_reprs():
     torch = get_torch()
     builds = [lambda nn: nn.ReflectionPad2d(2), lambda nn: nn.ZeroPad2d((1, 2, 3, 4)), lambda nn: nn.ConstantPad1d(2, 3.5),

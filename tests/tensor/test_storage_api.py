@@ -118,3 +118,21 @@ def test_storage_bytes_need_concrete_data():
     with pytest.warns(UserWarning, match="compiled region"):   # tracing refuses; compile falls back to eager
         out = f(x.fill_(1))
     assert out.tolist() == [0.0, 0.0] and x.tolist() == [0.0, 0.0]
+
+
+def _grown_storage_program(m):
+    base = m.zeros(0)
+    first = base.data.resize_(2, 3).copy_(m.ones(2, 3))   # a tensor on base's storage
+    base.data.resize_(4, 4).copy_(m.arange(16.).view(4, 4))   # grows that storage
+    x = m.zeros(4)
+    y = x.view(2, 2)
+    y.resize_(3, 3).fill_(7.0)
+    return first.flatten().tolist(), x.tolist(), tuple(base.shape)
+
+
+@pytest.mark.xfail(strict=True, reason="resize_ growing a storage gives the resized tensor a new storage "
+                   "(strided.resize_'s documented difference): torch grows the shared StorageImpl in place, so "
+                   "every tensor on it reads the new memory (sunshineatnoon/PytorchWCT's csF.data.resize_ "
+                   "relies on it); Storage would have to hold a growable array that views slice")
+def test_resize_growth_is_seen_by_tensors_sharing_the_storage():
+    assert _grown_storage_program(tracegrad) == _grown_storage_program(torch)

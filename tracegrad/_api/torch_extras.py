@@ -56,10 +56,11 @@ def set_default_tensor_type(t) -> None:
     """Mirrors the deprecated ``torch.set_default_tensor_type``: ``torch.DoubleTensor`` (or the
     string ``'torch.DoubleTensor'``) makes float64 the default floating dtype, as
     ``set_default_dtype``. TypeError for a non-floating type and AttributeError for an unknown
-    type name, as torch; warns that the API is deprecated."""
-    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
-                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
-                  UserWarning, stacklevel=2)
+    type name, as torch; warns once per process that the API is deprecated."""
+    # torch gives this deprecation with TORCH_WARN_ONCE (python_tensor.cpp): once per process,
+    # so a program that sets and later restores the default type sees one warning
+    _warn.warn_once("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                    "torch.set_default_dtype() and torch.set_default_device() as alternatives.")
     if isinstance(t, str):
         name = t.rsplit(".", 1)[-1]
         kind = name[:-len("Tensor")] if name.endswith("Tensor") else None

@@ -122,11 +122,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 def check_mode_pad(input, pad, mode):
     """torch's checks for non-constant ``pad`` modes: a pad of 2k values needs a (k+1)-D or (k+2)-D
-    input (NotImplementedError otherwise); circular padding may wrap at most once (RuntimeError)."""
+    input (NotImplementedError otherwise); circular padding may wrap at most once (RuntimeError).
+    An odd pad length, or more pairs than the input has dims, is a RuntimeError first, for every
+    mode (torch's ``at::pad`` checks before it dispatches on the mode)."""
     k = len(pad) // 2
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}; use 'constant', 'reflect', 'replicate' or "
                                   f"'circular'")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if k > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
     if len(pad) % 2 or not 1 <= k <= 3 or input.ndim not in (k + 1, k + 2):
         raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
                                   f"Supported combinations for non-constant padding:\n"
