@@ -40,6 +40,7 @@ import copy
 import functools
 import itertools
 import math
+import os
 import warnings
 import weakref
 
@@ -278,7 +279,7 @@ class CompiledFunction:
         ahead of the ``raise``: torch.compile keeps them too). When the eager run succeeds, the
         error came from tracing alone: that signature runs eagerly from now on, with the reason
         in ``stats()``."""
-        if getattr(error, "_tracegrad_no_rerun", False):
+        if getattr(error, "_tracegrad_no_rerun", False) or _library_bug(error):
             raise error
         result = self._eager(args, kwargs)
         self.stats["eager_calls"] -= 1      # counted below as a break
@@ -780,3 +781,19 @@ def disable(fn=None, recursive=True):
         return fn(*args, **kwargs)
     return eager_only
 
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _library_bug(error) -> bool:
+    """A NameError or ImportError raised by tracegrad's own code while tracing: a bug of this
+    library, never the user's program. Falling back to eager would hide it (compile24's merge
+    dropped an import and every step reading ``opt.state_dict()`` ran eagerly, unnoticed), so it
+    propagates."""
+    if not isinstance(error, (NameError, ImportError)):
+        return False
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)

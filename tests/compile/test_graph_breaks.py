@@ -331,3 +331,24 @@ def test_break_caught_by_the_users_own_except_still_stands():
     assert g.stats["traces"] == 0
     with pytest.raises(tracegrad.compiler.GraphBreak):
         tracegrad.compile(f, fullgraph=True)(x)
+
+
+def test_a_name_error_inside_tracegrad_propagates_instead_of_running_eagerly(monkeypatch):
+    """A NameError raised by tracegrad's own code while tracing is a library bug: it reaches the
+    caller (a fallback to eager would hide it); the user's own NameError still runs eagerly
+    first and is raised from there, as without compile."""
+    import tracegrad.compiler as compiler_mod
+    tracegrad.compiler.reset()
+    f = tracegrad.compile(lambda x: x * 2)
+    monkeypatch.delattr(compiler_mod, "trace_region")
+    with pytest.raises(NameError, match="trace_region"):
+        for _ in range(2):     # (the first call runs eagerly)
+            f(tracegrad.ones(2))
+    monkeypatch.undo()
+
+    def user(x):
+        return x * undefined_name  # noqa: F821
+
+    g = tracegrad.compile(user)
+    with pytest.raises(NameError, match="undefined_name"):
+        g(tracegrad.ones(2))
