@@ -22,7 +22,12 @@ autograd misuse, optimizers, nn layers and losses, distributions, torch.utils.da
 - ``Distribution.sample``/``rsample`` with a negative size in ``sample_shape`` said ``expand``'s
   text (torch: RuntimeError); ``torch.cholesky`` of a 1-D integer tensor was the dtype's
   NotImplementedError and ``trace`` of a 1-D bool one the rank's RuntimeError (torch checks the
-  rank, respectively the dtype, first); ``mv`` of a 0-d input was RuntimeError (torch: IndexError).
+  rank, respectively the dtype, first); ``mv`` of a 0-d input was RuntimeError (torch: IndexError);
+- also found on the way: ``topk(True)`` took the bool as k (torch's parser: TypeError); ``repeat``
+  with a negative count on an empty dim failed (torch: an empty result, as for 0); ``tensordot``
+  iterated a 0-d tensor ``dims`` (torch takes it as the int); ``einsum`` of a list of numbers ran into
+  the generic error (torch's parser: TypeError); ``cosine_similarity`` of shapes that broadcast
+  along ``dim`` (``(2, 3)`` with ``(3,)``, dim 1) raised IndexError (torch broadcasts them).
 
 Found and left alone: the LinAlgError cases (torch's class is ``torch._C._LinAlgError``; they match
 by name and round 15 covers them); ``default_collate``'s message names "numpy arrays" (torch's own
@@ -110,12 +115,17 @@ CASES = {
     "cat(0-d tensors)": lambda T: T.cat([T.tensor(1.), T.tensor(2.)]),
     "cat(1-D, 0-d)": lambda T: T.cat([T.ones(2), T.tensor(1.)]),
     "topk(-1)": lambda T: _x(T).topk(-1),
+    "topk(True)": lambda T: _x(T).topk(True),
+    "tril(1-D, diagonal=1.5)": lambda T: T.ones(3).tril(1.5),
+    "repeat(-1) of an empty tensor_ok": lambda T: T.ones(0, 2).repeat(-1, 3),
     "trace(1-D bool)": lambda T: T.ones(3, dtype=T.bool).trace(),
     "mv(0-d, vector)": lambda T: T.mv(T.tensor(1.), T.ones(2)),
     "cholesky(1-D int64)": lambda T: T.cholesky(_i(T, 3)),
     "tensordot(0-d, dims=1)": lambda T: T.tensordot(T.tensor(1.), T.tensor(1.), dims=1),
     "tensordot(dims=3 of 2-D)": lambda T: T.tensordot(_x(T), _x(T).t(), dims=3),
     "tensordot(dims=([2], [0]))": lambda T: T.tensordot(_x(T), _x(T).t(), dims=([2], [0])),
+    "tensordot(dims=tensor(1))_ok": lambda T: T.tensordot(_x(T), _x(T).t(), dims=T.tensor(1)),
+    "einsum('i', [1, 2])": lambda T: T.einsum("i", [1, 2]),
     "einsum('ij,jk', one operand)": lambda T: T.einsum("ij,jk", _x(T)),
     "einsum('ij', two operands)": lambda T: T.einsum("ij", _x(T), _x(T)),
     "einsum('ijk->i' of 2-D)": lambda T: T.einsum("ijk->i", _x(T)),

@@ -269,6 +269,8 @@ def tensordot(a, b, dims=2, out=None):
     if not isinstance(dims, (int, list, tuple)) and not (isinstance(dims, Tensor) or hasattr(dims, "__index__")):
         raise RuntimeError(f"tensordot expects dims to be int or a pair of dim lists (([...], [...])), got "
                            f"dims={dims!r}")
+    if isinstance(dims, Tensor) and dims.ndim == 0:   # torch takes a 0-d tensor as the int (it was iterated)
+        dims = int(dims)
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")

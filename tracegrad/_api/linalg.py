@@ -199,6 +199,9 @@ def einsum(equation, *operands):
 def _check_einsum(equation, operands):
     """torch's checks of ``equation`` against the operands' count and shapes, in its order; the op
     failed on these with no torch message."""
+    for i, t in enumerate(operands):   # torch's parser comes first (the op failed with no torch message)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum(): expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
     lhs, arrow, out = equation.partition("->")
     specs = lhs.split(",")
     if len(specs) != len(operands):
@@ -206,8 +209,6 @@ def _check_einsum(equation, operands):
                            f"than specified in the equation {equation!r}")
     sizes = {}
     for i, (spec, t) in enumerate(zip(specs, operands)):
-        if not isinstance(t, Tensor):
-            return   # the op's own operand check names it
         head, ell, tail = spec.partition("...")
         n = len(head) + len(tail)
         if n > t.ndim or (not ell and n != t.ndim):

@@ -361,6 +361,8 @@ def repeat(self, *repeats, **kwargs):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     if any(k < 0 for k in r):   # torch sizes the result first (unchecked, the op failed with no torch message)
         shape = [k * n for k, n in zip(r, (1,) * (len(r) - self.ndim) + tuple(self.shape))]
+        if builtins.min(shape) >= 0:   # negative counts only on empty dims: torch's empty result, as for 0
+            return apply_op(OPS["repeat"], (self,), (("repeats", tuple(builtins.max(k, 0) for k in r)),))
         raise RuntimeError(f"Trying to create tensor with negative dimension {next(n for n in shape if n < 0)}: {shape} "
                            f"(repeat(): repeats must be non-negative, got {list(r)})")
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
@@ -634,23 +636,24 @@ def roll(self, shifts, dims=None):
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
 
 
-def _check_matrix(self, api):
-    # torch's check; without it a 0-d or 1-D input reached the op with no torch message
-    if _ndim(self, api) < 2:
+def _check_matrix(self, api, diagonal):
+    # torch's check, after its parser's (a diagonal that is not an int: the op's TypeError);
+    # without it a 0-d or 1-D input reached the op with no torch message
+    if _ndim(self, api) < 2 and hasattr(diagonal, "__index__"):
         raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions, got a {self.ndim}-D tensor")
 
 
 @method(function=True)
 def tril(self, diagonal=0):
     """Mirrors ``torch.tril``. RuntimeError for an input of fewer than 2 dims."""
-    _check_matrix(self, "tril")
+    _check_matrix(self, "tril", diagonal)
     return apply_op(OPS["tril"], (self,), (("diagonal", diagonal),))
 
 
 @method(function=True)
 def triu(self, diagonal=0):
     """Mirrors ``torch.triu``. RuntimeError for an input of fewer than 2 dims."""
-    _check_matrix(self, "triu")
+    _check_matrix(self, "triu", diagonal)
     return apply_op(OPS["triu"], (self,), (("diagonal", diagonal),))
 
 
