@@ -129,6 +129,8 @@ def cholesky(input, upper=False, *, out=None):
     with ``upper``. LinAlgError for a matrix that is not positive-definite."""
     _deprecated("cholesky", "cholesky")
     if isinstance(input, Tensor):   # the deprecated kernel's dtype refusal (linalg.cholesky's is RuntimeError)
+        if input.dim() < 2:   # torch checks the rank before the dtype
+            raise RuntimeError("cholesky: The input tensor A must have at least 2 dimensions.")
         _floating_kernel("cholesky", input, "cholesky_cpu")
     try:
         return linalg.cholesky(input, upper=upper)

@@ -269,14 +269,20 @@ def tensordot(a, b, dims=2, out=None):
     if not isinstance(dims, (int, list, tuple)) and not (isinstance(dims, Tensor) or hasattr(dims, "__index__")):
         raise RuntimeError(f"tensordot expects dims to be int or a pair of dim lists (([...], [...])), got "
                            f"dims={dims!r}")
+    if isinstance(dims, Tensor) and dims.ndim == 0:   # torch takes a 0-d tensor as the int (it was iterated)
+        dims = int(dims)
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.dim(), b.dim()):   # torch's check (a 0-d input was a ZeroDivisionError here)
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
         da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
-    da = [d % a.dim() for d in da]
-    db = [d % b.dim() for d in db]
+    # torch wraps each dim with its range check: ``d % ndim`` took an out-of-range dim as another
+    # one and divided by zero for a 0-d input
+    da = [_wrap_dim(d, a.dim()) for d in da]
+    db = [_wrap_dim(d, b.dim()) for d in db]
     fa = [d for d in range(a.dim()) if d not in da]
     fb = [d for d in range(b.dim()) if d not in db]
     k = math.prod(a.shape[d] for d in da)

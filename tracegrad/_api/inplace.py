@@ -8,6 +8,7 @@ from ..autograd._dispatch import VMAP_DRAW as _VMAP_DRAW, apply_inplace, check_i
 from ..autograd._graph_impl import node_class
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
+from .._ops.elementwise import FLOAT_UNARY
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn
@@ -248,8 +249,10 @@ def copy_(self, src, non_blocking=False):
             else tensor(src, dtype=self.dtype)
     if tuple(src.shape) != tuple(self.shape):
         _check_broadcast(self, src)
-        if np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
-            _check_expand(tuple(src.shape), tuple(self.shape))
+        full = np.broadcast_shapes(tuple(src.shape), tuple(self.shape))
+        if full != tuple(self.shape):   # torch's text for an output the source would grow (was expand's)
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(full)} (copy_ writes into self; src must broadcast to self's shape)")
     if src.dtype.is_complex and not self.dtype.is_complex and self.dtype.name != "bool":
         warn_complex_to_real()
     if src._st is not self._st or src is self:
@@ -375,12 +378,28 @@ def _inplace_unary(name):
                 raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
                                           "bitwise_not_ takes integer or bool tensors")
             return apply_inplace(op, self, ())
-    elif name in _NO_BOOL_KERNEL or name in _NO_COMPLEX_KERNEL:   # the others keep the one-line body (the hot path)
+    elif name in FLOAT_UNARY:
         def f(self):   # noqa: F811
             try:
                 dt = self.dtype
             except AttributeError:   # NOTE [unbound self]
                 raise not_a_tensor(name + "_", self) from None
+            if dt._cat < 2:   # torch's cast check; some ops (sigmoid, rsqrt) failed on an integer input unchecked
+                raise RuntimeError(f"result type {_SCALAR_NAME[_dt.get_default_dtype().name]} can't be cast to the "
+                                   f"desired output type {_SCALAR_NAME[dt.name]} ({name}_ writes into self; use "
+                                   f"{name}() for a float result)")
+            return apply_inplace(op, self, ())
+    elif name in _NO_BOOL_KERNEL or name in _NO_COMPLEX_KERNEL or name == "neg":   # the others keep the one-line body (the hot path)
+        def f(self):   # noqa: F811
+            try:
+                dt = self.dtype
+            except AttributeError:   # NOTE [unbound self]
+                raise not_a_tensor(name + "_", self) from None
+            if name == "neg":   # as out of place (the op failed on a bool input with no torch message)
+                if dt is _dt.bool_:
+                    raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                                       "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+                return apply_inplace(op, self, ())
             if dt._cat == 3 and name in _NO_COMPLEX_KERNEL:   # as out of place: no complex kernel in torch
                 raise NotImplementedError(_NO_COMPLEX_KERNEL[name])
             if (dt is _dt.bool_ and name != "relu") or (name == "frac" and dt._cat < 2):

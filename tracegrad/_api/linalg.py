@@ -88,6 +88,8 @@ def bmm(self, mat2):
 def mv(self, vec):
     """Mirrors ``torch.mv``: ``(n, m) x (m,) -> (n,)``."""
     check_tensors("mv", self, vec, names=("input", "vec"))
+    if self.ndim == 0:   # torch sizes the result from self.size(0) first
+        raise IndexError("mv(): Dimension specified as 0 but tensor has no dimensions; pass a 2-D matrix")
     if self.ndim != 2 or vec.ndim != 1:
         raise RuntimeError("vector + matrix @ vector expected, got " + f"{self.ndim}, {vec.ndim}")
     return matmul(self, vec)
@@ -190,7 +192,49 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], Tensor) and operands[0].dtype.name == "bool" \
             and _sums(equation):   # torch sums a bool operand with sum(): an int64 count
         operands = (operands[0].long(),)
+    _check_einsum(equation, operands)
     return apply_op(OPS["einsum"], operands, (("equation", equation),))
+
+
+def _check_einsum(equation, operands):
+    """torch's checks of ``equation`` against the operands' count and shapes, in its order; the op
+    failed on these with no torch message."""
+    for i, t in enumerate(operands):   # torch's parser comes first (the op failed with no torch message)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum(): expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
+    lhs, arrow, out = equation.partition("->")
+    specs = lhs.split(",")
+    if len(specs) != len(operands):
+        raise RuntimeError(f"einsum(): {'fewer' if len(specs) > len(operands) else 'more'} operands were provided "
+                           f"than specified in the equation {equation!r}")
+    sizes = {}
+    for i, (spec, t) in enumerate(zip(specs, operands)):
+        head, ell, tail = spec.partition("...")
+        n = len(head) + len(tail)
+        if n > t.ndim or (not ell and n != t.ndim):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n}) "
+                               + (f"is more than the number of dimensions ({t.ndim}) for operand {i}" if ell else
+                                  f"does not match the number of dimensions ({t.ndim}) for operand {i} and no "
+                                  f"ellipsis was given"))
+        seen = {}
+        for c, size in zip(head + tail, t.shape[:len(head)] + t.shape[t.ndim - len(tail):]):
+            if c in seen and seen[c] != size:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't match, "
+                                   f"{size} != {seen[c]}")
+            seen[c] = size
+            prev = sizes.get(c, 1)
+            if size != prev and size != 1 and prev != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {size} for operand {i} which does not "
+                                   f"broadcast with previously seen size {prev}")
+            sizes[c] = max(size, prev) if 0 not in (size, prev) else 0
+    if arrow:
+        letters = out.replace("...", "")
+        for c in letters:
+            if letters.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+            if c not in sizes:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any "
+                                   "input operand")
 
 
 def _sums(equation):

@@ -150,6 +150,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     stride, dilation = _tup(stride, nd, "stride"), _tup(dilation, nd, "dilation")
     if any(s <= 0 for s in stride):
         raise RuntimeError(f"conv{nd}d: non-positive stride is not supported; got stride={list(stride)}")
+    # torch refuses dilation < 1 (its shape check); unchecked it reached the op with no torch message
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"conv{'_transpose' if transposed else ''}{nd}d: dilation should be greater than zero, "
+                           f"but got dilation={list(dilation)}")
     ks = tuple(weight.shape[2:])
     if isinstance(padding, str):
         if padding == "valid":

@@ -492,12 +492,15 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     so indices of tied values may differ; values always agree."""
     check_sortable(self, "topk", bool_ok=False)
     if type(k) is not int:
+        if isinstance(k, bool):   # torch's parser refuses a bool k (it was taken as 0 or 1)
+            raise TypeError("topk(): argument 'k' (position 1) must be int, not bool")
         require_int("topk", "k", k, 2)
     if isinstance(dim, bool):   # topk(k, True) is a mistaken ``largest``, not dim 1
         raise TypeError("topk(): argument 'dim' (position 2) must be int, not bool")
     d = _wrap_dim(dim, self.ndim)
-    if k > (self.shape[d] if self.ndim else 1):
-        raise RuntimeError("selected index k out of range")
+    if not 0 <= k <= (self.shape[d] if self.ndim else 1):   # (a negative k reached the op unchecked)
+        raise RuntimeError(f"topk(): selected index k out of range (k={k} for a dim of size "
+                           f"{self.shape[d] if self.ndim else 1})")
     v, i = apply_op(OPS["topk"], (self,), (("k", int(k)), ("dim", d), ("largest", largest), ("sorted", sorted)))
     return return_types.topk(v, i)
 

@@ -363,6 +363,12 @@ def repeat(self, *repeats, **kwargs):
     r = _shape_arg(by_keyword(repeats, kwargs, "repeats", "repeat"), "repeat", "repeats")
     if len(r) < _ndim(self, "repeat"):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(k < 0 for k in r):   # torch sizes the result first (unchecked, the op failed with no torch message)
+        shape = [k * n for k, n in zip(r, (1,) * (len(r) - self.ndim) + tuple(self.shape))]
+        if builtins.min(shape) >= 0:   # negative counts only on empty dims: torch's empty result, as for 0
+            return apply_op(OPS["repeat"], (self,), (("repeats", tuple(builtins.max(k, 0) for k in r)),))
+        raise RuntimeError(f"Trying to create tensor with negative dimension {next(n for n in shape if n < 0)}: {shape} "
+                           f"(repeat(): repeats must be non-negative, got {list(r)})")
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
 
 
@@ -635,15 +641,24 @@ def roll(self, shifts, dims=None):
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
 
 
+def _check_matrix(self, api, diagonal):
+    # torch's check, after its parser's (a diagonal that is not an int: the op's TypeError);
+    # without it a 0-d or 1-D input reached the op with no torch message
+    if _ndim(self, api) < 2 and hasattr(diagonal, "__index__"):
+        raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions, got a {self.ndim}-D tensor")
+
+
 @method(function=True)
 def tril(self, diagonal=0):
-    """Mirrors ``torch.tril``."""
+    """Mirrors ``torch.tril``. RuntimeError for an input of fewer than 2 dims."""
+    _check_matrix(self, "tril", diagonal)
     return apply_op(OPS["tril"], (self,), (("diagonal", diagonal),))
 
 
 @method(function=True)
 def triu(self, diagonal=0):
-    """Mirrors ``torch.triu``."""
+    """Mirrors ``torch.triu``. RuntimeError for an input of fewer than 2 dims."""
+    _check_matrix(self, "triu", diagonal)
     return apply_op(OPS["triu"], (self,), (("diagonal", diagonal),))
 
 
@@ -670,7 +685,7 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
 def trace(self):
     """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor (integers give int64).
     Autograd: ``TraceBackward0``. RuntimeError unless 2-D; NotImplementedError for bool."""
-    if _ndim(self, "trace") != 2:
+    if _ndim(self, "trace") != 2 and self.dtype is not _dt.bool_:   # torch checks the dtype first
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
     if self.dtype is _dt.bool_:
         raise NotImplementedError("\"trace\" not implemented for 'Bool': convert with .long() first")
@@ -701,6 +716,10 @@ def cat(tensors, dim=0, *, out=None):
     for i, t_ in enumerate(tensors):   # (not tensors.index(t_): == on tensors is elementwise)
         if not isinstance(t_, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t_).__name__}")
+    for i, t_ in enumerate(tensors):   # torch's check (the op failed here with no torch message)
+        if t_.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated; use stack, "
+                               "or reshape it to 1-D")
     # torch skips legacy empty 1-D tensors
     ref = next((t_ for t_ in tensors if t_.shape != (0,)), None)
     if ref is None:   # only legacy empties: torch returns an empty 1-D result for any dim

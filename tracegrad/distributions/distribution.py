@@ -159,6 +159,9 @@ class Distribution:
     def _extended_shape(self, sample_shape=()):
         if not isinstance(sample_shape, tuple):
             sample_shape = tuple(sample_shape)
+        if any(isinstance(n, int) and n < 0 for n in sample_shape):   # torch: RuntimeError (was expand's text)
+            raise RuntimeError(f"{type(self).__name__}.sample(): sample_shape {list(sample_shape)} holds a negative "
+                               "size; sizes must be non-negative")
         return tracegrad.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
     def _validate_sample(self, value):

@@ -148,6 +148,20 @@ def _check_class_input(name, input, target):
         raise RuntimeError(f"{name}: expected target of an integer (class index) dtype, got {target.dtype}")
 
 
+def _check_class_range(target, lo, hi, message):
+    """torch's RuntimeError ``message`` for a class index outside ``[lo, hi)`` (one_hot's own text
+    leaked before); checked when a compiled program runs, and not under a transform's tracer."""
+    if _state.CAPTURE[0] is not None:
+        _state.check_values(target, lambda t: (t < lo) | (t >= hi))
+        return
+    try:
+        bad = bool(((target < lo) | (target >= hi)).any())
+    except RuntimeError:   # a tracer: no values
+        return
+    if bad:
+        raise RuntimeError(message)
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """Mirrors ``torch.nn.functional.multi_margin_loss``: for each sample ``sum over i != y of
@@ -171,6 +185,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.numel() != c:
         raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}; give one weight per class")
+    _check_class_range(t, 0, c, f"multi_margin_loss: target out of range; class indices must lie in [0, {c})")
     onehot = tracegrad.nn.functional.one_hot(t, c).to(x.dtype)
     xy = (x * onehot).sum(1, keepdim=True)
     z = _relu(margin - xy + x)
@@ -198,6 +213,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
     n, c = x.shape
     t = target.reshape(n, c).long()
+    _check_class_range(t, -1, c, f"multilabel_margin_loss: argument #2 'target' is out of range; targets are "
+                                 f"class indices in [0, {c}), padded with -1")
     valid = (t >= 0).long().cumprod(1).to(x.dtype)                   # (N, S): before the first -1
     oh = tracegrad.nn.functional.one_hot(t.clamp_min(0), c).to(x.dtype) * valid.unsqueeze(2)   # (N, S, C)
     is_target = oh.sum(1).clamp_max(1)                                  # (N, C)

@@ -18,6 +18,7 @@ from tracegrad import _autocast, _state
 from tracegrad._tensor.out import accepts_out
 from tracegrad._ops.random import scalar_name
 from tracegrad._ops.warn import warn as _warn
+from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_int
@@ -250,7 +251,10 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
                            f"{common}; convert the inputs with .float()")
-    x1, x2 = x1.to(common), x2.to(common)
+    # torch broadcasts the inputs first: shapes that do not broadcast are its RuntimeError (the
+    # norms over ``dim`` of the unbroadcast inputs raised IndexError or compared wrong dims)
+    shape = tuple(_broadcast_shape([tuple(x1.shape), tuple(x2.shape)], "cosine_similarity"))
+    x1, x2 = x1.to(common).expand(shape), x2.to(common).expand(shape)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -592,6 +596,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         if target.shape[0] != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
         target = target.reshape(())
+    _check_target_shape(input, target)
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
     if target.dtype not in (tracegrad.int64, tracegrad.uint8):
@@ -608,6 +613,23 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     _check_targets(target, n_classes, ignore_index)
     return _nn.nll_loss(input, target, weight, reduction, ignore_index)
+
+
+def _check_target_shape(input, target):
+    """torch's checks of the target's shape against the input's, per input rank (as its
+    nll_loss_nd), before the target's dtype: the op failed on these with no torch message."""
+    if input.ndim <= 2:
+        if target.ndim > 1:
+            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (nll_loss: got a target "
+                               f"of shape {list(target.shape)} for an input of shape {list(input.shape)})")
+        return
+    want = [input.shape[0]] + list(input.shape[2:])
+    if input.ndim == 4 and target.ndim != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                           f"{target.ndim}")
+    if list(target.shape) != want:
+        raise RuntimeError(f"nll_loss: Expected target size {want}, got {list(target.shape)} (size mismatch: input "
+                           f"{list(input.shape)}; the target drops the class dim 1)")
 
 
 def _check_targets(target, n_classes, ignore_index):
