@@ -14,7 +14,7 @@ import numpy as np
 from .. import _autocast, _state
 from .argcheck import _is_int, floating_input
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_op, show_saved
 from ..autograd._graph_impl import StopAfterOp
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
@@ -665,7 +665,7 @@ def constant_pad_nd(input, pad, value=0):
         if input.shape[d] + lo + hi < 0:
             raise RuntimeError(f"constant_pad_nd: the padding ({lo}, {hi}) of dim {d} leaves a negative size "
                                f"from {input.shape[d]}")
-    return apply_op(OPS["pad"], (input,), (("pad_width", tuple(widths)), ("value", value)))
+    return show_saved(apply_op(OPS["pad"], (input,), (("pad_width", tuple(widths)), ("value", value))), (("pad", pad),))
 
 
 def _mode_pad(input, pad, mode):

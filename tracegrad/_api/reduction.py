@@ -502,6 +502,8 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk(): selected index k out of range (k={k} for a dim of size "
                            f"{self.shape[d] if self.ndim else 1})")
     v, i = apply_op(OPS["topk"], (self,), (("k", int(k)), ("dim", d), ("largest", largest), ("sorted", sorted)))
+    if isinstance(dim, int) and dim < 0:      # torch's node shows the dim as given
+        show_saved(v, (("dim", dim),))
     return return_types.topk(v, i)
 
 

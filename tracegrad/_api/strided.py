@@ -10,7 +10,7 @@ import builtins
 import math
 
 from .. import _state
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_op, show_saved
 from ..autograd.grad_mode import STATE as _GRAD_MODE
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
@@ -80,7 +80,8 @@ def as_strided(self, size, stride, storage_offset=None):
     if as_strided_index(tuple(self.shape), in_stride, in_offset, size, stride, offset) is not None:
         static = (("size", size), ("stride", stride), ("offset", offset), ("in_stride", in_stride),
                   ("in_offset", in_offset))
-        return apply_op(OPS["as_strided"], (self,), static)
+        # torch's node shows the storage_offset argument as given (None when omitted)
+        return show_saved(apply_op(OPS["as_strided"], (self,), static), (("storage_offset", storage_offset),))
     # positions outside self's elements: read them from the whole storage
     if self.requires_grad and _GRAD_MODE[0]:
         raise NotImplementedError("tracegrad.as_strided: reading storage outside the input's elements is not "

@@ -270,7 +270,7 @@ class OpNode(Node):
             static = dict(object.__getattribute__(self, "static"))
             if name in static:
                 return static[name]
-            derived = _DERIVED_SAVED.get(name)
+            derived = _OP_SAVED.get((op.name, name)) or _DERIVED_SAVED.get(name)
             if derived is not None:
                 v = derived(self)
                 if v is not None:
@@ -433,6 +433,43 @@ def _saved_key_index(node):
     key = dict(node.static).get("key")
     ints = [m[1] for m in key or () if m[0] == "i"]
     return ints[-1] if ints else None
+
+
+def _recomputed_indices(method, *names):
+    """torch's saved ``indices`` output of a values-and-indices op, recomputed from the saved
+    input (the node keeps ``self``; freed after backward, as torch's indices are)."""
+    def get(node):
+        st = dict(node.static)
+        return getattr(node._saved_self, method)(*[st[n] for n in names]).indices
+    return get
+
+
+def _layer_norm_stats(node):
+    """torch's saved ``(mean, rstd)`` of a layer norm (its outputs 1 and 2), recomputed from the
+    saved input: per row over the normalized dims, kept as size-1 dims."""
+    st = dict(node.static)
+    x = node._saved_input
+    dims = tuple(range(x.ndim - st["n"], x.ndim))
+    mean = x.detach().mean(dims, keepdim=True)
+    var = x.detach().var(dims, correction=0, keepdim=True)
+    return mean, (var + st["eps"]).rsqrt()
+
+
+# the same for one op: (op name, attribute) -> derive(node)
+_OP_SAVED = {
+    ("split", "split_size"): lambda n: dict(n.static)["sizes"][0],
+    ("gather", "sparse_grad"): lambda n: False,        # tracegrad has no sparse gradients
+    ("elu", "scale"): lambda n: 1,
+    ("elu", "input_scale"): lambda n: 1,
+    ("native_layer_norm", "normalized_shape"): lambda n: _input_shape(n, 0)[len(_input_shape(n, 0)) - dict(n.static)["n"]:],
+    ("topk", "indices"): _recomputed_indices("topk", "k", "dim", "largest", "sorted"),
+    ("native_layer_norm", "result1"): lambda n: _layer_norm_stats(n)[0],
+    ("native_layer_norm", "result2"): lambda n: _layer_norm_stats(n)[1],
+    ("sort", "indices"): _recomputed_indices("sort", "dim", "descending"),
+    ("kthvalue", "indices"): _recomputed_indices("kthvalue", "k", "dim", "keepdim"),
+    ("median_dim", "indices"): _recomputed_indices("median", "dim", "keepdim"),
+    ("cummax", "indices"): _recomputed_indices("cummax", "dim"),
+}
 
 
 # torch's saved attributes that tracegrad derives from what a node holds
