@@ -24,6 +24,7 @@ import numpy as np
 from .._tensor import factories as _factories
 from .. import _state
 from .._ops.registry import OPS
+from .._ops.warn import warn_once
 from .._tensor.tensor import Tensor
 from .._tensor import torch_function as _tf
 from . import grad_mode
@@ -481,6 +482,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node, None) or []
+            if type(node) is AccumulateGrad and grads and "_gdt" in node.variable.__dict__:
+                grads = _to_grad_dtype(grads, node.variable.__dict__["_gdt"])
             if getattr(node, "_through", None):   # a compiled region's node (its check_through)
                 node.check_through(grads, captures)
             # torch captures the raw gradient of a node it will also execute, and the hooked
@@ -631,12 +634,21 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _check_inputs(ins)
     _check_outputs(tensors)
     grads = _make_grads(tensors, gts, create_graph)
-    if create_graph:
-        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
-                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
-                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
-                      "of your parameters to None after use to break the cycle and avoid the leak.", stacklevel=2)
+    if create_graph:   # torch's TORCH_WARN_ONCE: once per process, unless set_warn_always(True)
+        warn_once("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                  "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                  "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                  "of your parameters to None after use to break the cycle and avoid the leak.")
     run_backward(tensors, grads, retain_graph, create_graph, ins, accumulate_grad=True)
+
+
+def _to_grad_dtype(grads, gd):
+    """The gradient reaching a leaf whose ``grad_dtype`` was set, cast to it (None: as it comes),
+    as torch's engine casts to the AccumulateGrad node's input metadata before its hooks run."""
+    g = grads[0]
+    if gd is None or g is None or g.dtype is gd:
+        return grads
+    return [g.to(gd)] + list(grads[1:])
 
 
 def _tensor_like(v) -> bool:
