@@ -435,6 +435,26 @@ def _grad_dtype_with_existing_grad(T):
     return log + [lt.grad, keep.requires_grad]
 
 
+def _grad_dtype_engine(T):
+    # test_grad_dtype: the cast also reaches autograd.grad with respect to the leaf, the leaf's
+    # tensor hooks and backward(create_graph=True); a value that is no dtype is refused; the
+    # setting survives requires_grad_() and is not carried by detach()
+    f = T.tensor([1.0, 2.0], requires_grad=True)
+    f.grad_dtype = T.float64
+    seen = []
+    f.register_hook(lambda g: seen.append(_dn(g.dtype)))
+    (g,) = T.autograd.grad((f * 2).sum(), f)
+    e = T.tensor([1.0, 2.0], requires_grad=True)
+    e.grad_dtype = T.float64
+    with _warn_always(T):
+        (e * e).sum().backward(create_graph=True)
+    x = T.tensor([1.0, 2.0])
+    x.grad_dtype = T.float64
+    x.requires_grad_()
+    return [g, seen, e.grad, _gname(e.grad), _dn(x.grad_dtype), _dn(f.detach().grad_dtype),
+            msg_has(lambda: setattr(f, "grad_dtype", "float64"), "grad_dtype must be a torch.dtype or None")]
+
+
 # ---- saved tensors and versions ------------------------------------------------------------------
 
 def _detach_then_inplace(T):
@@ -561,6 +581,44 @@ def _create_graph_full_backward_hook_cycle(T):
             gc.collect()
             out.append((found, ref() is None))
     return out
+
+
+def _multi_grad_hooks_threads(T):
+    # TestMultithreadAutograd.test_multi_grad_all_hooks / test_multi_grad_any_hooks: backward run
+    # from several threads over one retained graph fires a multi-grad hook once per backward
+    import threading
+
+    ts = [T.tensor([0.5 + k, -1.0], requires_grad=True) for k in range(4)]
+    lock, counts, res, errors = threading.Lock(), {"all": 0, "any": 0}, [], []
+
+    def hook_all(grads):
+        with lock:
+            counts["all"] += 1
+            res.append([g is not None for g in grads])
+
+    def hook_any(grad):
+        with lock:
+            counts["any"] += 1
+
+    h1 = T.autograd.graph.register_multi_grad_hook(ts, hook_all)
+    h2 = T.autograd.graph.register_multi_grad_hook(ts, hook_any, mode="any")
+    out = (ts[1] * ts[2]).sum()
+
+    def run():
+        try:
+            out.backward(inputs=(ts[1], ts[2]), retain_graph=True)
+        except Exception as e:   # noqa: BLE001  (reported in the log)
+            errors.append(type(e).__name__)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    h1.remove()
+    h2.remove()
+    out.backward(inputs=(ts[1], ts[2]))
+    return [counts, res, errors, ts[1].grad, ts[2].grad]
 
 
 # ---- single ops and grad modes -------------------------------------------------------------------
@@ -744,12 +802,12 @@ def test_custom_function_dirty_and_forward_mode():
 
 def test_anomaly_and_grad_dtype():
     check([_anomaly_nested_nan, _anomaly_metadata_cleanup, _grad_dtype_attribute, _grad_dtype_incoming,
-           _grad_dtype_with_existing_grad])
+           _grad_dtype_with_existing_grad, _grad_dtype_engine])
 
 
 def test_saved_versions_out_and_hooks():
     check([_detach_then_inplace, _raw_saved_data_and_hooks, _sum_does_not_save_input, _out_variant_requires_grad,
-           _backward_hook_relative_ordering, _create_graph_full_backward_hook_cycle])
+           _backward_hook_relative_ordering, _create_graph_full_backward_hook_cycle, _multi_grad_hooks_threads])
 
 
 def test_single_ops_modes_and_forward_ad():

@@ -16,6 +16,7 @@ import ctypes
 import heapq
 import itertools
 import logging
+import threading
 import warnings
 from collections.abc import Mapping
 
@@ -56,39 +57,46 @@ def _log_node(node, grads):
 # ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
 # (False when the call was given ``inputs``: reentrant checkpoint refuses those);
 # ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
-_GRAPH_TASKS: list = []
+# Per thread, as torch's current graph task: a backward run in another thread (at the same time,
+# over one retained graph) has its own task id, its own callbacks and its own nodes to run.
+class _Running(threading.local):
+    def __init__(self):
+        self.tasks: list = []
+        # the final callbacks queued during each running backward call (same nesting as tasks)
+        self.callbacks: list = []
+
+
+_RUNNING = _Running()
 _task_ids = itertools.count()
-# the final callbacks queued during each running backward call (same nesting as _GRAPH_TASKS)
-_FINAL_CALLBACKS: list = []
 
 
 def queue_callback(callback) -> None:
     """Mirrors ``Variable._execution_engine.queue_callback``: run ``callback()`` once the
     innermost running backward call has run all its nodes (leaves' ``.grad`` are set by then).
     A callback may queue more; they run in order. RuntimeError outside backward."""
-    if not _GRAPH_TASKS:
+    if not _RUNNING.tasks:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
-    _FINAL_CALLBACKS[-1].append(callback)
+    _RUNNING.callbacks[-1].append(callback)
 
 
 def _current_graph_task_id() -> int:
     """Id of the innermost running backward call, -1 outside backward (torch's name)."""
-    return _GRAPH_TASKS[-1][0] if _GRAPH_TASKS else -1
+    return _RUNNING.tasks[-1][0] if _RUNNING.tasks else -1
 
 
 def _is_checkpoint_valid() -> bool:
     """False inside a backward call that was given ``inputs`` (``autograd.grad``,
     ``backward(inputs=...)``), as ``torch.autograd._is_checkpoint_valid``."""
-    return _GRAPH_TASKS[-1][1] if _GRAPH_TASKS else True
+    return _RUNNING.tasks[-1][1] if _RUNNING.tasks else True
 
 
 def _will_engine_execute_node(node) -> bool:
     """Whether the innermost running backward call runs ``node`` (or captures its gradient,
     for ``autograd.grad``'s inputs), as torch's ``_will_engine_execute_node``. RuntimeError
     outside backward."""
-    if not _GRAPH_TASKS:
+    if not _RUNNING.tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    _, _, runs, accumulates = _GRAPH_TASKS[-1]
+    _, _, runs, accumulates = _RUNNING.tasks[-1]
     if not accumulates and isinstance(node, AccumulateGrad):   # autograd.grad, not backward(inputs=)
         raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                            "autograd.grad(). This is currently not supported.")
@@ -475,8 +483,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     hooks_before = list(_state.SAVED_HOOKS)
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
-    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
-    _FINAL_CALLBACKS.append([])
+    _RUNNING.tasks.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
+    _RUNNING.callbacks.append([])
     node = None
     try:
         while heap:
@@ -566,7 +574,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 if d == 0 and (visit is None or nxt in visit):
                     heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
         node = None
-        callbacks = _FINAL_CALLBACKS[-1]
+        callbacks = _RUNNING.callbacks[-1]
         k = 0
         while k < len(callbacks):   # a callback may queue another
             callbacks[k]()
@@ -583,8 +591,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         grad_mode.STATE[0] = prev
         if _state.SAVED_HOOKS != hooks_before:
             _state.SAVED_HOOKS[:] = hooks_before
-        _GRAPH_TASKS.pop()
-        _FINAL_CALLBACKS.pop()
+        _RUNNING.tasks.pop()
+        _RUNNING.callbacks.pop()
     if trim and _PENDING[0] >= _TRIM_BYTES:
         buffers = grads = outs = raw = src = g = r = None   # the engine's last references first
         _return_memory()
