@@ -39,13 +39,13 @@ def X(T, n=2):
     return T.tensor([1.5, -2.0, 3.0][:n], requires_grad=True)
 
 
-def _fn(T, forward, backward=None, **extra):
-    """A custom Function from ``forward(ctx, *args)`` and optional ``backward``/``jvp``/... ."""
+def _fn(T, forward, backward=None, name="Fn", **extra):
+    """A custom Function ``name`` from ``forward(ctx, *args)`` and optional ``backward``/``jvp``/... ."""
     body = {"forward": staticmethod(forward)}
     if backward is not None:
         body["backward"] = staticmethod(backward)
     body.update({k: staticmethod(v) for k, v in extra.items()})
-    return type("Fn", (T.autograd.Function,), body)
+    return type(name, (T.autograd.Function,), body)
 
 
 def _gname(t):
@@ -295,25 +295,13 @@ def _anomaly_nested_nan(T):
     # test_nested_anomaly_printstack_cleanup: a Function whose backward applies another Function;
     # the inner backward's NaN is caught in double backward, naming the inner node; metadata
     # stored on the outer node dies with the graph
-    class Inner(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x
+    Inner = _fn(T, lambda ctx, x: x, lambda ctx, g: g + float("nan"), name="Inner")
 
-        @staticmethod
-        def backward(ctx, g):
-            return g + float("nan")
+    def outer_fwd(ctx, x):
+        ctx.save_for_backward(x)
+        return x
 
-    class Outer(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return Inner.apply(x)
+    Outer = _fn(T, outer_fwd, lambda ctx, g: Inner.apply(*ctx.saved_tensors), name="Outer")
 
     class Foo:
         pass

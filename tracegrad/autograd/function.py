@@ -55,8 +55,9 @@ class FunctionCtx:
 
     def mark_dirty(self, *args):
         """Declare inputs modified in place by forward (they must be returned as outputs).
-        RuntimeError at apply for a leaf that requires grad, a view of one, or a view when the
-        Function returns several tensors; UserWarning for a tensor that is not an input."""
+        RuntimeError at apply for a leaf that requires grad, a view of one, one of the views
+        split/unbind/chunk returned, a view when the Function returns several tensors, or a view
+        that is not an input; UserWarning for another tensor that is not an input."""
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):
