@@ -9,14 +9,16 @@ test_custom_function_forward_mode_inplace_checks, test_custom_function_forward_m
 anomaly mode (test_nested_anomaly_printstack_cleanup, test_anomaly_assign_parent_cleanup),
 Tensor.grad_dtype (test_grad_dtype), saved tensors and versions
 (test_detach_then_inplace_raises_in_autograd, test_get_data_and_hooks_from_raw_saved_variable,
-test_per_dispatch_key_input_saving), out= (test_out_variant_raises_when_inputs_require_grad),
+test_per_dispatch_key_input_saving, test_unsafe_set_version_counter), out= (test_out_variant_raises_when_inputs_require_grad),
 hook order across module, node, tensor and post-accumulate hooks
-(test_backward_hook_relative_ordering, test_create_graph_and_full_backward_hook_cycle), and single
+(test_backward_hook_relative_ordering, test_create_graph_and_full_backward_hook_cycle), final callbacks
+in reentrant backward (test_reentrant_with_callbacks_depth_1, test_reentrant_with_callbacks_both_depths), and single
 ops (test_not_implemented_grad, test_atan2_zero_gradient, test_trace_backward_nonsquare_171704,
 test_enable_grad_decorator_no_paren, test_first_grad_fn_access_in_no_grad_mode);
 TestAutogradForwardMode (test_make_dual_forbid_integral_dtype,
 test_set_fw_grad_having_own_fw_grad_at_same_level, test_make_dual_inference_tensor_in_inference_mode,
-test_metadata_check_checks_storage_numel); TestAutogradDeviceType
+test_metadata_check_checks_storage_numel, test_metadata_check_ignore_storage_offset_for_zero_numel_tensor,
+test_metadata_check_checks_ignores_size_zero); TestAutogradDeviceType
 (test_scatter_index_reduce_prod_gradgrad_error); TestMultithreadAutograd
 (test_dataparallel_saved_tensors_hooks on one device).
 
@@ -476,6 +478,26 @@ def _raw_saved_data_and_hooks(T):
             exp_sv.data, pow2_sv.data is c, pow2_sv.unpack_hook is None]
 
 
+def _unsafe_preserve_version_counter(T):
+    # test_unsafe_set_version_counter (public part): in-place writes inside the block leave the
+    # version counters as they were, so a saved use of them is not flagged
+    x = T.tensor([1.0, 2.0], requires_grad=True).clone()
+    x.add_(1)
+    x.add_(2)
+    log = [x._version]
+    with T.autograd._unsafe_preserve_version_counter(x):
+        x.mul_(2)
+        x.mul_(3)
+    log.append(x._version)
+    y = T.tensor([1.0, 2.0], requires_grad=True).clone()
+    s = (y * y).sum()
+    with T.autograd._unsafe_preserve_version_counter((x, y)):
+        x.mul_(2)
+        y.mul_(3)
+    s.backward()
+    return log + [x._version, y._version, x]
+
+
 def _sum_does_not_save_input(T):
     # test_per_dispatch_key_input_saving: sum(dim) does not save its input, so an in-place write
     # after it leaves backward valid
@@ -607,6 +629,43 @@ def _multi_grad_hooks_threads(T):
     return [counts, res, errors, ts[1].grad, ts[2].grad]
 
 
+def _reentrant_callbacks(T):
+    # test_reentrant_with_callbacks_depth_1 / test_reentrant_with_callbacks_both_depths: a final
+    # callback queued in a reentrant backward runs once, at the end of that inner backward
+    out = []
+    engine = T.autograd.Variable._execution_engine
+    once = T.autograd.function.once_differentiable
+    for depths in ([1], [0, 1]):
+        counter, order = {"inner": 0, "outer": 0}, []
+
+        def inc(key, counter=counter, order=order):
+            counter[key] += 1
+            order.append(key)
+
+        def inner_bwd(ctx, g, depths=depths):
+            if 1 in depths:
+                engine.queue_callback(lambda: inc("inner"))
+            return g
+
+        Inner = _fn(T, lambda ctx, x: x, once(inner_bwd), name="Inner")
+
+        def outer_bwd(ctx, g, depths=depths, Inner=Inner):
+            if 0 in depths:
+                engine.queue_callback(lambda: inc("outer"))
+            tmp = g.detach().requires_grad_()
+            with T.enable_grad():
+                tmp_out = Inner.apply(tmp).sum()
+            tmp_out.backward()
+            order.append("inner backward done")
+            return g
+
+        Outer = _fn(T, lambda ctx, x: x, once(outer_bwd), name="Outer")
+        t1 = T.ones(2, 2, requires_grad=True)
+        T.autograd.backward([Outer.apply(t1).sum()])
+        out.append([counter, order, t1.grad])
+    return out
+
+
 # ---- single ops and grad modes -------------------------------------------------------------------
 
 def _not_implemented_grad(T):
@@ -674,6 +733,23 @@ def _make_dual_checks(T):
             out.append(dual._is_view())
             dual += 1
         out.append(foo)
+    return out
+
+
+def _make_dual_zero_numel(T):
+    # test_metadata_check_ignore_storage_offset_for_zero_numel_tensor /
+    # test_metadata_check_checks_ignores_size_zero: a tangent without elements is kept as it is
+    # whatever its offset or strides; a primal with strides unlike the tangent's still works
+    fa = T.autograd.forward_ad
+    out = []
+    with fa.dual_level():
+        a, b = T.tensor([1.0]).as_strided((0,), (1,), 1), T.tensor([1.0]).as_strided((0,), (1,), 2)
+        out.append(fa.unpack_dual(fa.make_dual(a, b)).tangent is b)
+        a, b = T.tensor([1.0]).as_strided((1,), (2,), 0), T.tensor([1.0]).as_strided((1,), (1,), 0)
+        d = fa.make_dual(a, b)
+        out += [d[1:], fa.unpack_dual(d[:1]).tangent]
+        a, b = T.ones(0).as_strided((0, 1), (1, 1), 0), T.ones(0).as_strided((0, 1), (1, 0), 0)
+        out.append(T.diagonal(fa.make_dual(a, b), offset=0).shape)
     return out
 
 
@@ -762,12 +838,13 @@ def test_anomaly_and_grad_dtype():
 
 def test_saved_versions_out_and_hooks():
     check([_detach_then_inplace, _raw_saved_data_and_hooks, _sum_does_not_save_input, _out_variant_requires_grad,
-           _backward_hook_relative_ordering, _create_graph_full_backward_hook_cycle, _multi_grad_hooks_threads])
+           _unsafe_preserve_version_counter, _backward_hook_relative_ordering, _create_graph_full_backward_hook_cycle, _multi_grad_hooks_threads,
+           _reentrant_callbacks])
 
 
 def test_single_ops_modes_and_forward_ad():
     check([_not_implemented_grad, _atan2_zero_and_trace, _enable_grad_no_paren_and_complex_view,
-           _make_dual_checks, _scatter_reduce_prod_first_order,
+           _make_dual_checks, _make_dual_zero_numel, _scatter_reduce_prod_first_order,
            _scatter_reduce_prod_second_order,
            _dataparallel_saved_tensors_hooks])
 
