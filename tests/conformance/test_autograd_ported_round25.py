@@ -9,7 +9,8 @@ test_custom_function_forward_mode_inplace_checks, test_custom_function_forward_m
 anomaly mode (test_nested_anomaly_printstack_cleanup, test_anomaly_assign_parent_cleanup),
 Tensor.grad_dtype (test_grad_dtype), saved tensors and versions
 (test_detach_then_inplace_raises_in_autograd, test_get_data_and_hooks_from_raw_saved_variable,
-test_per_dispatch_key_input_saving, test_unsafe_set_version_counter), out= (test_out_variant_raises_when_inputs_require_grad),
+test_per_dispatch_key_input_saving, test_unsafe_set_version_counter), out=
+(test_out_variant_raises_when_inputs_require_grad),
 hook order across module, node, tensor and post-accumulate hooks
 (test_backward_hook_relative_ordering, test_create_graph_and_full_backward_hook_cycle), final callbacks
 in reentrant backward (test_reentrant_with_callbacks_depth_1, test_reentrant_with_callbacks_both_depths), and single
@@ -19,8 +20,8 @@ TestAutogradForwardMode (test_make_dual_forbid_integral_dtype,
 test_set_fw_grad_having_own_fw_grad_at_same_level, test_make_dual_inference_tensor_in_inference_mode,
 test_metadata_check_checks_storage_numel, test_metadata_check_ignore_storage_offset_for_zero_numel_tensor,
 test_metadata_check_checks_ignores_size_zero); TestAutogradDeviceType
-(test_scatter_index_reduce_prod_gradgrad_error); TestMultithreadAutograd
-(test_dataparallel_saved_tensors_hooks on one device).
+(test_scatter_index_reduce_prod_gradgrad_error); TestMultithreadAutograd (test_multi_grad_all_hooks,
+test_multi_grad_any_hooks with three threads, test_dataparallel_saved_tensors_hooks on one device).
 
 Each check is a program run with torch 2.13 (the oracle) and with tracegrad: the log it returns
 (values, grads, grad_fn names, hook order, exception classes and the words of their messages)
