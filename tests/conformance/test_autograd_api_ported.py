@@ -119,9 +119,8 @@ def test_grad_is_grads_batched_shape_error(T, shape):
 def test_backward_create_graph_warns(T):
     # TestAutograd.test_backward_create_graph_warns: backward(create_graph=True) warns about the
     # parameter <-> gradient reference cycle; autograd.grad does not
-    if T.__name__ == "torch":
-        prev = T.is_warn_always_enabled()
-        T.set_warn_always(True)   # torch warns once per process otherwise
+    prev = T.is_warn_always_enabled()
+    T.set_warn_always(True)   # both warn once per process otherwise (torch's TORCH_WARN_ONCE)
     try:
         b = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
         c = b * b
@@ -135,8 +134,7 @@ def test_backward_create_graph_warns(T):
             T.autograd.grad(c, b, T.ones_like(c), create_graph=True)
         assert not any("Using backward() with create_graph=True" in str(w.message) for w in seen)
     finally:
-        if T.__name__ == "torch":
-            T.set_warn_always(prev)
+        T.set_warn_always(prev)
 
 
 @pytest.mark.parametrize("create_graph", [False, True])

@@ -16,7 +16,7 @@ from ..autograd._dispatch import apply_inplace, apply_op
 from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._ops.warn import warn
+from .._ops.warn import warn, warn_once
 from .._tensor.factories import check_pin_memory, tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
@@ -375,6 +375,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
                                   "index_reduce takes integer or floating tensors")
     # torch's IndexError for an index outside [0, size) (negative ones too), not scatter_reduce's
     check_index_range(index, input.shape[d], d, "index_reduce_", error=IndexError)
+    # torch's TORCH_WARN_ONCE from its kernel (once per process unless set_warn_always(True))
+    warn_once("index_reduce() is in beta and the API may change at any time.")
     shape = [1] * source.dim()
     shape[d] = -1
     idx = index.reshape(shape).expand(source.shape)

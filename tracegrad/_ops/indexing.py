@@ -338,13 +338,22 @@ def _scatter_nonlinear_jvp(reduce, include_self, primals, tangents):
         # (through this function again, so that the tangent has a derivative of its own)
         nz = _scatter_nonlinear("prod", True, jnp.where(x1 == 0, one, x1), jnp.where(src == 0, one, src),
                                 written, *idx)
+        # and the product of the zero factors themselves (1 where there is none): a nonzero
+        # factor's "others" is nz / v times it, 0 in value but, with one zero in the slot,
+        # differentiable in that zero (torch's double backward), which a constant 0 is not
+        zp = _scatter_nonlinear("prod", True, jnp.where(x1 == 0, x1, one), jnp.where(src == 0, src, one),
+                                written, *idx)
         zeros = (x1 == 0).astype(jnp.int32).at[idx].add((src == 0).astype(jnp.int32))
+        # the sum of the zero factors: for a zero ``v`` with one other zero in the slot, zs - v is
+        # that other zero (0 in value, differentiable in it and not in ``v``)
+        zs = jnp.where(x1 == 0, x1, 0).at[idx].add(jnp.where(src == 0, src, 0))
 
-        def others(v, nz, zeros):           # product of the factors other than ``v``
+        def others(v, nz, zp, zs, zeros):   # product of the factors other than ``v``
             safe = jnp.where(v == 0, one, v)
-            return jnp.where(v == 0, jnp.where(zeros == 1, nz, 0), jnp.where(zeros == 0, nz / safe, 0))
-        dx = jnp.where(written, jnp.where(keep, tx * others(x1, nz, zeros), 0), tx)
-        return out, dx + jnp.zeros_like(tx).at[idx].add(tsrc * others(src, nz[idx], zeros[idx]))
+            rest = jnp.where(zeros == 1, one, jnp.where(zeros == 2, zs - v, 0))
+            return jnp.where(v == 0, nz * rest, nz / safe * zp)
+        dx = jnp.where(written, jnp.where(keep, tx * others(x1, nz, zp, zs, zeros), 0), tx)
+        return out, dx + jnp.zeros_like(tx).at[idx].add(tsrc * others(src, nz[idx], zp[idx], zs[idx], zeros[idx]))
     self_tie = x == out
     src_tie = src == out[idx]
     n = self_tie.astype(x.dtype).at[idx].add(src_tie.astype(x.dtype))

@@ -402,6 +402,13 @@ def _trusted_size(shape) -> Size:
 _WARNED_SCALAR: list = []   # float() of a tensor requiring grad has warned (torch: once)
 
 
+
+def _c_type_name(d) -> str:
+    """The name torch's messages give a tensor's element type (its C++ type name: 'float' for
+    float32, 'double' for float64, 'c10::Half'...)."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "bool": "bool"}.get(d.name, d._scalar_name)
+
 class Tensor(TensorBase):
     """Mirrors ``torch.Tensor``: an n-dimensional array on a JAX device with autograd state.
 
@@ -745,8 +752,14 @@ class Tensor(TensorBase):
                 raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: expected {tuple(self.shape)}, got {tuple(value.shape)}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}")
+            gd = self.__dict__.get("_gdt", self.dtype)
+            if gd is not None and value.dtype is not gd:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_c_type_name(value.dtype)}' to a tensor with "
+                    f"grad_dtype '{gd._scalar_name}'. The gradient must match the tensor's grad_dtype (defaults to "
+                    "the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or "
+                    "None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                    "gradient may break downstream systems that assume they match.")
             if value.device.type != self.device.type:
                 raise RuntimeError(f"attempting to assign a gradient with device type '{value.device.type}' to a "
                                    f"tensor with device type '{self.device.type}'; put the gradient on the "
@@ -759,6 +772,32 @@ class Tensor(TensorBase):
     def grad(self):
         # torch: `del t.grad` is the same as `t.grad = None` (TestAutograd.test_attribute_deletion)
         self.grad = None
+
+    @property
+    def grad_dtype(self):
+        """Mirrors ``torch.Tensor.grad_dtype``: the dtype a leaf's ``.grad`` must have, to which
+        the autograd engine casts the gradients flowing into the leaf (``backward`` and
+        ``autograd.grad``); the tensor's dtype unless set, None for any dtype. Kept in the
+        tensor's ``__dict__`` as ``_gdt`` when set (absent: the default). RuntimeError on a
+        non-leaf (after the non-leaf ``.grad`` UserWarning, as torch reads ``.grad`` first)."""
+        if self.grad_fn is not None:
+            self.grad      # noqa: B018  (torch's getter reads .grad first: its non-leaf warning)
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self.__dict__.get("_gdt", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, _dt.dtype):
+            raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got {type(value).__name__}")
+        g = self._grad
+        if value is not None and g is not None and g.dtype is not value:
+            raise RuntimeError(
+                f"Cannot set grad_dtype to '{value._scalar_name}' because there is already a gradient with dtype "
+                f"'{_c_type_name(g.dtype)}'. Please clear the gradient (.grad = None) before changing grad_dtype, or "
+                "ensure the new grad_dtype matches the existing gradient's dtype.")
+        self.__dict__["_gdt"] = value
 
     @property
     def retains_grad(self) -> bool:

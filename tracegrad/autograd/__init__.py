@@ -6,9 +6,9 @@ from . import graph  # noqa: F401
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                            set_detect_anomaly)
 from .engine import backward, grad  # noqa: F401
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
-                        is_inference_mode_enabled, is_multithreading_enabled, is_view_replay_enabled, no_grad,
-                        set_grad_enabled, set_multithreading_enabled)
+from .grad_mode import (_unsafe_preserve_version_counter, enable_grad, inference_mode,  # noqa: F401
+                        is_grad_enabled, is_inference_mode_enabled, is_multithreading_enabled, is_view_replay_enabled,
+                        no_grad, set_grad_enabled, set_multithreading_enabled)
 from . import function  # noqa: E402,F401
 from .function import Function  # noqa: E402,F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401

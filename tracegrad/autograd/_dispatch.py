@@ -516,13 +516,7 @@ def check_inplace(t):
         # (a view made in no_grad/inference mode reports that instead, below: torch records
         # NO_GRAD_MODE over MULTI_OUTPUT_NODE as the view's creation meta); checked before the
         # view-of-a-leaf error, as torch's check_inplace handles the view's rebase first
-        for op, _, idx in t._chain:
-            if idx is not None:   # torch refuses: one node cannot rebase several views' histories
-                raise RuntimeError(
-                    f"Output {idx} of {op.grad_fn[:-len('Backward0')]} is a view and is being modified inplace. "
-                    "This view is the output of a function that returns multiple views (unbind, split, "
-                    "chunk), which do not allow the output views to be modified inplace. Replace the "
-                    "inplace operation by an out-of-place one, or clone() the output first.")
+        check_multi_output_view(t)
     if t._base is not None and t._base._gf is None and t._base._rg and STATE[0] and "_cmeta" not in t.__dict__:
         # (a view made in no_grad/inference mode reports its creation mode instead, below: torch's
         # handle_view_on_rebase runs before the view-of-a-leaf check)
@@ -547,6 +541,19 @@ def check_inplace(t):
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "
             "to get a normal tensor before doing the inplace update.")
+
+
+def check_multi_output_view(t):
+    """RuntimeError, as torch's handle_view_on_rebase, when ``t`` is one of the views an op
+    returning several views made (unbind, split, chunk): one node cannot rebase several views'
+    histories, so writing one in place (or a custom Function marking it dirty) is refused."""
+    for op, _, idx in t._chain:
+        if idx is not None:
+            raise RuntimeError(
+                f"Output {idx} of {op.grad_fn[:-len('Backward0')]} is a view and is being modified inplace. "
+                "This view is the output of a function that returns multiple views (unbind, split, "
+                "chunk), which do not allow the output views to be modified inplace. Replace the "
+                "inplace operation by an out-of-place one, or clone() the output first.")
 
 
 def _multi_output_index(t):

@@ -145,8 +145,15 @@ class Level:
         return [t if t is not None or not isinstance(a, Tensor) or a._value.dtype not in _dt.DIFFERENTIABLE
                 else _factories.zeros(tuple(a.shape), dtype=a.dtype) for a, t in zip(args, tangents)]
 
-    def function_outputs(self, cls, ctx, tangents, result, nondiff=frozenset()):
-        """Run ``cls.jvp(ctx, *tangents)`` and give its tangents to the Function's outputs."""
+    def function_outputs(self, cls, ctx, tangents, result, nondiff=frozenset(), args=(), outs=(), dirty=frozenset()):
+        """Run ``cls.jvp(ctx, *tangents)`` and give its tangents to the Function's outputs
+        (``result``; ``outs`` are what forward returned, ``args`` what apply got, ``dirty`` the
+        ids ``mark_dirty`` named). RuntimeError, as torch's _process_forward_mode_AD, for a
+        wrong count or shape, a tangent for a non-differentiable output, a dirty input's tangent
+        not modified in place and returned as-is, or a view of an input (or an input returned
+        as-is) whose tangent is not the same view of that input's tangent."""
+        given = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]   # the real ones
+        versions = [None if t is None else t._vc[0] for t in given]
         _state.set_forward_ad(None)
         ctx._in_jvp = True
         try:
@@ -169,6 +176,8 @@ class Level:
                 raise RuntimeError(f"function {cls.__name__}Backward's jvp returned a forward gradient of "
                                    f"shape {list(getattr(t, 'shape', ()))} for an output of shape "
                                    f"{list(o.shape)}; return one tensor of the output's shape per output.")
+            if i < len(outs) and isinstance(outs[i], Tensor):
+                _check_function_tangent(outs[i], t, args, given, versions, dirty)
             self.set_tangent(o, t)
 
     def zero_tangent(self, t):
@@ -200,6 +209,40 @@ class Level:
             if t is not None:
                 t.__dict__.pop("_fw", None)
         self.duals = []
+
+
+def _check_function_tangent(out, tangent, args, given, versions, dirty):
+    """torch's view and in-place checks on the tangent a custom Function's jvp returned for
+    forward's output ``out`` (``given``: the inputs' own tangents, ``versions`` theirs before
+    jvp ran)."""
+    if id(out) in dirty:
+        j = next((k for k, a in enumerate(args) if a is out), None)
+        if j is None or given[j] is None:
+            return
+        if tangent._vc[0] == versions[j]:
+            raise RuntimeError("An inplace custom Function is not modifying the forward mode gradients inplace. If "
+                               "the forward is modifying an input inplace, then the jvp function must modify the "
+                               "corresponding gradient inplace.")
+        if tangent is not given[j]:
+            raise RuntimeError("An inplace custom Function is not returning the forward mode gradients as-is. If "
+                               "the forward is modifying an input inplace, then the jvp function must modify the "
+                               "gradient inplace and return it as-is.")
+        return
+    base = out._base
+    j = next((k for k, a in enumerate(args) if isinstance(a, Tensor) and given[k] is not None and
+              (a is out or (base is not None and (a is base or a._base is base)))), None)
+    if j is None:
+        return
+    if tangent._base is None:
+        raise RuntimeError("A custom Function's forward is returning a view (or an input as-is) but the jvp is not "
+                           "returning a view: return the same view of the input's tangent (e.g. t.view_as(t)).")
+    tin = given[j]
+    if tin._base is not None and tangent._base is not tin._base:
+        raise RuntimeError("A custom Function is returning a view but the jvp is not returning a view of the same "
+                           "base as the given grad input.")
+    if tin._base is None and tangent._base is not tin:
+        raise RuntimeError("A custom Function is returning a view but the jvp is not returning a view of the given "
+                           "grad input.")
 
 
 def _snapshot_tangent(t, snap):

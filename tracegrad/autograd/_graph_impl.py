@@ -173,7 +173,7 @@ class SavedTensor:
     """One saved tensor, as torch's SavedVariable: the tensor with the version it had when
     saved (checked at unpack), or what a saved_tensors_hooks pack function returned."""
 
-    __slots__ = ("tensor", "version", "packed", "unpack", "is_output", "grad_edge")
+    __slots__ = ("tensor", "version", "packed", "unpack_hook", "is_output", "grad_edge")
 
     def __init__(self, tensor, is_output=False):
         if tensor.__dict__.get("_inference"):
@@ -191,7 +191,7 @@ class SavedTensor:
                 raise RuntimeError(_PACK_WROTE)
             if tensor._chain:
                 tensor._vcache = None   # a view the hook keeps must not keep its materialised copy
-            self.unpack = unpack
+            self.unpack_hook = unpack
             # where the saved tensor sits in the graph: torch's unpack gives that place back to
             # what the hook returns (checkpoint's and save_on_cpu's are detached), so double
             # backward works through hooks. An output's place is the node that saved it.
@@ -207,7 +207,7 @@ class SavedTensor:
                 self.grad_edge = (None, tensor._out_nr) if tensor._rg else None
                 tensor = tensor.detach()
             self.tensor, self.version = tensor, tensor._vc[0]
-            self.packed = self.unpack = None
+            self.packed = self.unpack_hook = None
             if tensor._chain:
                 # a saved view (Linear's weight.t()) must not keep its materialized value alive
                 # until backward: torch's view costs no memory; recomputing it is one small op
@@ -216,7 +216,7 @@ class SavedTensor:
     def free(self):
         """Drop the saved value, as torch's SavedVariable when its node is released by a
         backward without retain_graph (register_hooks then raises)."""
-        self.tensor = self.packed = self.unpack = None
+        self.tensor = self.packed = self.unpack_hook = None
         return self
 
     @classmethod
@@ -234,7 +234,7 @@ class SavedTensor:
         modified the tensor in place."""
         if not (callable(pack_hook) and callable(unpack_hook)):
             raise TypeError("register_hooks: expected pack_hook and unpack_hook to be callables")
-        if self.unpack is not None:
+        if self.unpack_hook is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
         t = self.tensor
@@ -250,8 +250,16 @@ class SavedTensor:
             packed = pack_hook(t)
         if t._vc[0] != version:
             raise RuntimeError(_PACK_WROTE)
-        self.packed, self.unpack = packed, unpack_hook
+        self.packed, self.unpack_hook = packed, unpack_hook
         self.tensor = self.version = None
+
+    # torch's SavedTensor.unpack_hook is the slot above (None without hooks, or once freed)
+    @property
+    def data(self):
+        """Mirrors torch's ``SavedTensor.data``: what the pack hook returned when hooks packed it,
+        else the saved tensor (a saved output: an alias without autograd history, sharing its
+        version counter); None once the graph freed it."""
+        return self.packed if self.unpack_hook is not None else self.tensor
 
     def value(self, node, index):
         """The saved array, for a backward that records nothing (no ``create_graph``, no dual
@@ -262,8 +270,8 @@ class SavedTensor:
         return t._value
 
     def get(self, node, index):
-        if self.unpack is not None:
-            t = self.unpack(self.packed)
+        if self.unpack_hook is not None:
+            t = self.unpack_hook(self.packed)
             if not isinstance(t, Tensor):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(t).__name__}")
             if self.grad_edge is not None and not t._rg:

@@ -16,6 +16,7 @@ import ctypes
 import heapq
 import itertools
 import logging
+import threading
 import warnings
 from collections.abc import Mapping
 
@@ -24,6 +25,7 @@ import numpy as np
 from .._tensor import factories as _factories
 from .. import _state
 from .._ops.registry import OPS
+from .._ops.warn import warn_once
 from .._tensor.tensor import Tensor
 from .._tensor import torch_function as _tf
 from . import grad_mode
@@ -55,39 +57,46 @@ def _log_node(node, grads):
 # ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
 # (False when the call was given ``inputs``: reentrant checkpoint refuses those);
 # ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
-_GRAPH_TASKS: list = []
+# Per thread, as torch's current graph task: a backward run in another thread (at the same time,
+# over one retained graph) has its own task id, its own callbacks and its own nodes to run.
+class _Running(threading.local):
+    def __init__(self):
+        self.tasks: list = []
+        # the final callbacks queued during each running backward call (same nesting as tasks)
+        self.callbacks: list = []
+
+
+_RUNNING = _Running()
 _task_ids = itertools.count()
-# the final callbacks queued during each running backward call (same nesting as _GRAPH_TASKS)
-_FINAL_CALLBACKS: list = []
 
 
 def queue_callback(callback) -> None:
     """Mirrors ``Variable._execution_engine.queue_callback``: run ``callback()`` once the
     innermost running backward call has run all its nodes (leaves' ``.grad`` are set by then).
     A callback may queue more; they run in order. RuntimeError outside backward."""
-    if not _GRAPH_TASKS:
+    if not _RUNNING.tasks:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
-    _FINAL_CALLBACKS[-1].append(callback)
+    _RUNNING.callbacks[-1].append(callback)
 
 
 def _current_graph_task_id() -> int:
     """Id of the innermost running backward call, -1 outside backward (torch's name)."""
-    return _GRAPH_TASKS[-1][0] if _GRAPH_TASKS else -1
+    return _RUNNING.tasks[-1][0] if _RUNNING.tasks else -1
 
 
 def _is_checkpoint_valid() -> bool:
     """False inside a backward call that was given ``inputs`` (``autograd.grad``,
     ``backward(inputs=...)``), as ``torch.autograd._is_checkpoint_valid``."""
-    return _GRAPH_TASKS[-1][1] if _GRAPH_TASKS else True
+    return _RUNNING.tasks[-1][1] if _RUNNING.tasks else True
 
 
 def _will_engine_execute_node(node) -> bool:
     """Whether the innermost running backward call runs ``node`` (or captures its gradient,
     for ``autograd.grad``'s inputs), as torch's ``_will_engine_execute_node``. RuntimeError
     outside backward."""
-    if not _GRAPH_TASKS:
+    if not _RUNNING.tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    _, _, runs, accumulates = _GRAPH_TASKS[-1]
+    _, _, runs, accumulates = _RUNNING.tasks[-1]
     if not accumulates and isinstance(node, AccumulateGrad):   # autograd.grad, not backward(inputs=)
         raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                            "autograd.grad(). This is currently not supported.")
@@ -474,13 +483,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     hooks_before = list(_state.SAVED_HOOKS)
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
-    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
-    _FINAL_CALLBACKS.append([])
+    _RUNNING.tasks.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
+    _RUNNING.callbacks.append([])
     node = None
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node, None) or []
+            if type(node) is AccumulateGrad and grads and "_gdt" in node.variable.__dict__:
+                grads = _to_grad_dtype(grads, node.variable.__dict__["_gdt"])
             if getattr(node, "_through", None):   # a compiled region's node (its check_through)
                 node.check_through(grads, captures)
             # torch captures the raw gradient of a node it will also execute, and the hooked
@@ -563,7 +574,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 if d == 0 and (visit is None or nxt in visit):
                     heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
         node = None
-        callbacks = _FINAL_CALLBACKS[-1]
+        callbacks = _RUNNING.callbacks[-1]
         k = 0
         while k < len(callbacks):   # a callback may queue another
             callbacks[k]()
@@ -580,8 +591,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         grad_mode.STATE[0] = prev
         if _state.SAVED_HOOKS != hooks_before:
             _state.SAVED_HOOKS[:] = hooks_before
-        _GRAPH_TASKS.pop()
-        _FINAL_CALLBACKS.pop()
+        _RUNNING.tasks.pop()
+        _RUNNING.callbacks.pop()
     if trim and _PENDING[0] >= _TRIM_BYTES:
         buffers = grads = outs = raw = src = g = r = None   # the engine's last references first
         _return_memory()
@@ -631,12 +642,21 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _check_inputs(ins)
     _check_outputs(tensors)
     grads = _make_grads(tensors, gts, create_graph)
-    if create_graph:
-        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
-                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
-                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
-                      "of your parameters to None after use to break the cycle and avoid the leak.", stacklevel=2)
+    if create_graph:   # torch's TORCH_WARN_ONCE: once per process, unless set_warn_always(True)
+        warn_once("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                  "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                  "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                  "of your parameters to None after use to break the cycle and avoid the leak.")
     run_backward(tensors, grads, retain_graph, create_graph, ins, accumulate_grad=True)
+
+
+def _to_grad_dtype(grads, gd):
+    """The gradient reaching a leaf whose ``grad_dtype`` was set, cast to it (None: as it comes),
+    as torch's engine casts to the AccumulateGrad node's input metadata before its hooks run."""
+    g = grads[0]
+    if gd is None or g is None or g.dtype is gd:
+        return grads
+    return [g.to(gd)] + list(grads[1:])
 
 
 def _tensor_like(v) -> bool:

@@ -21,6 +21,8 @@ from typing import NamedTuple, Optional
 
 from .. import _state
 from .._ops.registry import OPS
+from .._tensor import factories as _factories
+from .._tensor.memory_format import grad_like_param
 from .._tensor.tensor import Tensor
 from . import _dispatch
 from . import _forward_ad_impl as _impl
@@ -100,9 +102,32 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: Optional[int] = None) -
     if _impl.tangent_of(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the "
                            f"same level {level} is not supported.")
+    if _impl.tangent_of(tangent) is not None:
+        raise RuntimeError("Setting a forward grad that itself has a forward gradient at the same level "
+                           f"{level} is not supported.")
+    if not _same_layout(tensor, tangent):
+        tangent = _impl.plain(_laid_out_copy, tangent, tensor)
     dual = _impl.mark_alias(_impl.plain(_dispatch.apply_op, OPS["view"], (tensor,), (("shape", tuple(tensor.shape)),)))
     _impl._OPEN[0].set_tangent(dual, tangent)
     return dual
+
+
+def _same_layout(a, b) -> bool:
+    """torch's metadata check on a forward grad: same strides, storage offset and storage size
+    (a tensor without elements always passes)."""
+    if a.numel() == 0:
+        return True
+    return (a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+            and a.untyped_storage().nbytes() // a.element_size() == b.untyped_storage().nbytes() // b.element_size())
+
+
+def _laid_out_copy(tangent, primal):
+    """torch's make_dual for a tangent laid out unlike its primal: a copy (differentiable, as
+    torch's copy_) with the primal's strides, so the caller's tangent is never written through
+    the dual."""
+    new = _factories.zeros(tuple(primal.shape), dtype=tangent.dtype)
+    grad_like_param(new, primal)
+    return _dispatch.apply_inplace(OPS["copy"], new, (tangent,))
 
 
 class UnpackedDualTensor(NamedTuple):

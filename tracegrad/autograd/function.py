@@ -19,8 +19,8 @@ import numpy as np
 from .._tensor import factories as _factories
 from .. import _state
 from .._tensor.tensor import Tensor
-from . import grad_mode
-from ._graph_impl import MSG_FREED, Node, SavedTensor, edge
+from . import _dispatch, grad_mode
+from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, edge
 
 
 def _check_saved(tensors):
@@ -55,8 +55,9 @@ class FunctionCtx:
 
     def mark_dirty(self, *args):
         """Declare inputs modified in place by forward (they must be returned as outputs).
-        RuntimeError at apply for a leaf that requires grad, a view of one, or a view when the
-        Function returns several tensors; UserWarning for a tensor that is not an input."""
+        RuntimeError at apply for a leaf that requires grad, a view of one, one of the views
+        split/unbind/chunk returned, a view when the Function returns several tensors, or a view
+        that is not an input; UserWarning for another tensor that is not an input."""
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):
@@ -144,7 +145,9 @@ class BackwardCFunction(Node, FunctionCtx):
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients (expected {n_in}, got {len(res)})")
         out = []
+        k = -1   # the tensor argument's position among next_functions
         for i, (r, meta) in enumerate(zip(res, self._in_meta)):
+            k += meta is not None
             if meta is None:  # a non-tensor argument
                 if r is not None and isinstance(r, Tensor):
                     raise RuntimeError(f"function {self.name()} returned a gradient different than None at position {i + 1}, but the corresponding forward input was not a Variable")
@@ -163,7 +166,10 @@ class BackwardCFunction(Node, FunctionCtx):
                 # not cast: that would drop the imaginary part silently)
                 raise RuntimeError(f"function {self.name()} returned a complex gradient ({r.dtype}) at index {i} for "
                                    f"a real input of dtype {dtype}; return a real gradient (e.g. .real)")
-            if r.dtype is not dtype:
+            nxt = self.next_functions[k][0] if k < len(self.next_functions) else None
+            if type(nxt) is AccumulateGrad and "_gdt" in nxt.variable.__dict__:
+                pass    # a leaf whose grad_dtype was set: the engine casts to that, or keeps it (None)
+            elif r.dtype is not dtype:
                 r = r.to(dtype)
             out.append(r)
         return out
@@ -347,14 +353,20 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                                            "operation (mark_dirty). Clone it before passing it in.")
                     b = o._base
+                    if id(o) not in inputs_by_id:
+                        # torch: a view (of an intermediate) cannot be rebased, so that is an
+                        # error; any other tensor that is no input only warns
+                        if b is not None:
+                            raise RuntimeError(MSG_DIRTY_NOT_INPUT)
+                        warnings.warn(MSG_DIRTY_NOT_INPUT)
+                    if b is not None and b._rg:
+                        # torch's handle_view_on_rebase comes before its view-of-a-leaf check
+                        _dispatch.check_multi_output_view(o)
                     if b is not None and b._gf is None and b._rg:
                         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                            "in-place operation (mark_dirty). Clone the leaf before taking the view.")
                     if b is not None and len(outs) > 1:   # the view rebase needs a single-output node
                         raise RuntimeError(MSG_DIRTY_VIEW_MULTI_OUTPUT)
-                    if id(o) not in inputs_by_id:
-                        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
-                                      "Tensors that have been mutated should be passed to ctx.mark_dirty().")
                     base_edge = edge(b) if b is not None and b.requires_grad else (None, 0)
                     o._gf, o._out_nr, o._rg, o._gf_ver = ctx, i, True, o._vc[0]
                     if b is not None:
@@ -393,8 +405,12 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
                                for t in ctx.to_save)
             ctx.to_save = ()    # the SavedTensors hold them now; an output kept here would be a cycle
+            # nor does the node keep what mark_dirty/mark_non_differentiable named: a dirty input
+            # is an output whose grad_fn is this node (torch's ctx lets go of them too)
+            ctx.dirty_tensors = ctx.non_differentiable = ()
         if fw_in is not None:
-            fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff})
+            fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff},
+                                args=args, outs=outs, dirty=dirty)
         return tuple(result) if is_tuple else result[0]
 
 
@@ -455,6 +471,9 @@ def _custom_view(res, o, ctx, i, cls):
     res._cfn = (i, cls.__name__)
     return res
 
+
+MSG_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that "
+                       "have been mutated should be passed to ctx.mark_dirty().")
 
 MSG_DIRTY_VIEW_MULTI_OUTPUT = (
     "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot "

@@ -214,3 +214,23 @@ def is_multithreading_enabled() -> bool:
 def is_view_replay_enabled() -> bool:
     """Mirrors ``torch.autograd.is_view_replay_enabled``."""
     return _VIEW_REPLAY[0]
+
+
+class _unsafe_preserve_version_counter(_DecoratorContextManager):
+    """Mirrors ``torch.autograd._unsafe_preserve_version_counter(tensors)``: the version
+    counters of ``tensors`` (one tensor or a tuple) read at construction are put back on exit,
+    so in-place writes inside the block are not seen by saved-tensor checks (unsafe: autograd
+    may then use modified values). TypeError for anything but a Tensor or a tuple of them."""
+
+    def __init__(self, tensors):
+        self.tensors = (tensors,) if hasattr(tensors, "_vc") else tensors
+        if not isinstance(self.tensors, tuple) or not all(hasattr(t, "_vc") for t in self.tensors):
+            raise TypeError("_unsafe_preserve_version_counter expects a Tensor or a tuple of Tensors")
+        self.prev_versions = tuple(t._vc[0] for t in self.tensors)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        for t, v in zip(self.tensors, self.prev_versions):
+            t._vc[0] = v
