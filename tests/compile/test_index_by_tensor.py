@@ -43,3 +43,28 @@ def test_out_of_range_raises_eagers_index_error(bad):
     np.testing.assert_allclose(f(x, tracegrad.tensor(1)).numpy(), [6.0, 8.0, 10.0])
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 4"):
         f(x, tracegrad.tensor(bad))
+
+
+def test_grad_dtype_changed_between_compiled_calls_is_seen():
+    """``p.grad_dtype`` set between compiled calls: the next call's ``.grad`` has the new dtype
+    and eager's values (the traced cast is not kept)."""
+    def run(compiled):
+        w = tracegrad.ones(3, requires_grad=True)
+
+        def step(x):
+            w.grad = None
+            (w * x).sum().backward()
+            return w.grad
+
+        f = tracegrad.compile(step) if compiled else step
+        got = []
+        w.grad_dtype = tracegrad.float64
+        for k in range(6):
+            if k == 3:    # a float64 .grad is there: only None (any dtype) can be set now
+                w.grad_dtype = None
+            g = f(tracegrad.tensor([1.0, 2.0, 3.0]) * (k + 1))
+            got.append((g.dtype, g.numpy().tolist()))
+        return got
+    eager = run(False)
+    assert [d for d, _ in eager] == [tracegrad.float64] * 3 + [tracegrad.float32] * 3
+    assert run(True) == eager
