@@ -441,7 +441,11 @@ class FirstCallsOnHost:
                 jaxpr = self.jitted.trace(*args).jaxpr.jaxpr
             except Exception:      # the call itself raises it again, as JAX's error
                 return
-        other, self._retarget = self._retarget(jaxpr), None
+        # one read: another thread may have made the choice meanwhile (backward in threads)
+        retarget = self._retarget
+        if retarget is None:
+            return
+        other, self._retarget = retarget(jaxpr), None
         if other is not None:
             self.jitted = other
 

@@ -309,19 +309,37 @@ class OpNode(Node):
         return sorted(set(super().__dir__()) | set(names))
 
     def apply(self, grads, create_graph=False):
+        # one read of the saved list: another thread's backward through this graph may release
+        # the node meanwhile (NOTE [concurrent release])
+        saved_list = self.saved
         if self.released:
             raise RuntimeError(MSG_FREED)
+        try:
+            return self._apply(grads, saved_list)
+        except (AttributeError, TypeError):
+            if self.released:
+                raise RuntimeError(MSG_FREED) from None
+            raise
+
+    # NOTE [concurrent release]
+    # Threads running backward through one graph without retain_graph (torch's
+    # test_python_thread_in_middle): torch locks each node while it runs and frees its saved
+    # variables under that lock, so the other threads either ran it first or get the
+    # "Specify retain_graph=True" error. Here a node applied in one thread can be released by
+    # another mid-way (its SavedTensors emptied): the values already read stay valid; a read
+    # that found one emptied fails, and that failure becomes the same RuntimeError.
+    def _apply(self, grads, saved_list):
         n = self.nout
         if len(grads) != n:
             grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
         key = (self.op, self.static, self.layout)
         entry = _BWD.get(key)
         if entry is None:
-            entry = _BWD[key] = _backward_entry(self, len(self.saved), len(self.consts))
+            entry = _BWD[key] = _backward_entry(self, len(saved_list), len(self.consts))
         bop, slots, prune, nondiff = entry
         if STATE[0] or _FORWARD_AD[0] is not None:   # create_graph (record it like any op), or
             # an open dual level (gradients of dual tensors get tangents: forward-over-reverse)
-            saved = [s.get(self, i) for i, s in enumerate(self.saved)]
+            saved = [s.get(self, i) for i, s in enumerate(saved_list)]
             if nondiff and STATE[0]:   # NOTE [non-differentiable backwards]
                 saved = [t.detach() for t in saved]
             args = [*saved, *self.consts, *grads]
@@ -331,11 +349,11 @@ class OpNode(Node):
         else:                    # plain backward: the saved arrays straight into the jitted VJP
             if prune:   # _drop_unread reads the saved tensors too: unpack them once, as torch
                 # runs an unpack hook once per use of the saved tensor
-                saved = [s.get(self, i) for i, s in enumerate(self.saved)]
+                saved = [s.get(self, i) for i, s in enumerate(saved_list)]
                 args = [t._value for t in saved]
             else:
                 saved = None
-                args = [s.value(self, i) for i, s in enumerate(self.saved)]
+                args = [s.value(self, i) for i, s in enumerate(saved_list)]
             args += self.consts
             args += [None if g is None else g._value for g in grads]
             out = _run_meta(bop, args, ()) if _LAYOUTS_SEEN[0] else bop.run(args, ())
