@@ -55,3 +55,47 @@ def test_meta_views_with_positions_give_shapes():
     assert x[:, 1:2].shape == (2, 1, 1)
     assert x.narrow(1, 1, 0).shape == (2, 0, 1)
     assert x.transpose(0, 2)[:, ::2].shape == (1, 2, 2)
+
+
+# NOTE [shared MLIR contexts]: JAX's module lowering gets a per-thread context reused for
+# xla_options._CONTEXT_USES programs; the lowered program is the one a fresh context gives.
+
+def _context(fn, *args):
+    return fn.lower(*args)._lowering._hlo.context
+
+
+def test_lowerings_share_a_per_thread_context_and_rotate(monkeypatch):
+    from jax._src.interpreters import mlir
+    assert getattr(mlir.make_ir_context, "_tracegrad_shared", False)
+    monkeypatch.setattr(xla_options, "_CONTEXT_USES", 3)
+    f = jax.jit(lambda v: jnp.sin(v) * 2)
+    ctxs = [_context(f, np.ones(n, np.float32)) for n in (11, 12, 13, 14, 15, 16)]
+    # 3 programs per context: two runs of 3 equal neighbours, 2 distinct contexts at most 3 apart
+    same = [a is b for a, b in zip(ctxs, ctxs[1:])]
+    assert sum(same) == 4 and len({id(c) for c in ctxs}) == 2
+    other = []
+    t = __import__("threading").Thread(target=lambda: other.append(_context(f, np.ones(17, np.float32))))
+    t.start()
+    t.join()
+    assert all(other[0] is not c for c in ctxs)        # another thread lowers in its own context
+
+
+def test_shared_context_lowers_the_same_program_as_a_fresh_one(monkeypatch):
+    from jax._src.interpreters import mlir
+
+    def f(v, w):
+        return jnp.sum(jnp.tanh(v) @ w, axis=0), jnp.cumsum(w, 1)
+    args = (np.arange(6.0, dtype=np.float32).reshape(2, 3), np.ones((3, 4), np.float32))
+    shared = jax.jit(f).lower(*args)
+    monkeypatch.setattr(mlir, "make_ir_context", mlir.make_ir_context.__wrapped__)
+    fresh = jax.jit(f).lower(*args)
+    assert shared.as_text() == fresh.as_text()
+    for a, b in zip(shared.compile()(*args), fresh.compile()(*args)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_export_keeps_its_fresh_contexts():
+    # export re-parses and rewrites modules in contexts of its own (not ModuleContext's)
+    exp = jax.export.export(jax.jit(lambda v: jnp.exp(v) + 1))(jax.ShapeDtypeStruct((3,), jnp.float32))
+    np.testing.assert_allclose(np.asarray(exp.call(jnp.arange(3.0, dtype=jnp.float32))),
+                               np.exp(np.arange(3.0)) + 1, rtol=1e-6)

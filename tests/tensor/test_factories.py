@@ -145,6 +145,19 @@ def test_manual_seed_reproducible():
     np.testing.assert_array_equal(tracegrad.rand(4).numpy(), c)
 
 
+def test_manual_seed_key_is_jaxs_key_of_the_seed():
+    # manual_seed builds JAX's threefry key of the seed with numpy (generator._seed_key): it
+    # must be the key JAX's own seeding gives, for small, 32-bit-boundary, 64-bit and negative seeds
+    import jax
+    g = tracegrad.Generator()
+    for seed in (0, 7, 2 ** 32 - 1, 2 ** 32, 2 ** 40 + 3, 2 ** 63 - 1, 67280421310721, -5):
+        g.manual_seed(seed)
+        with jax.enable_x64(True):
+            want = jax.random.key_data(jax.random.PRNGKey(seed % 2 ** 64 % 2 ** 63))
+        assert g._key.dtype == want.dtype and g._key.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(g._key), np.asarray(want))
+
+
 @pytest.mark.parametrize("mod", ["tracegrad", "torch"])
 def test_rng_state_restores_initial_seed_and_rejects_bad_states(mod):
     m = tracegrad if mod == "tracegrad" else torch
