@@ -96,7 +96,8 @@ NODES = ["x.view(20)", "x.transpose(0, 1)", "x.permute(1, 0)", "x.unsqueeze(-1)"
          "x.as_strided((2, 2), (1, 2), 3)", "x.as_strided((2, 2), (1, 2), 0)", "M.nn.functional.pad(x, (1, 1, 0, 0))",
          "M.nn.functional.pad(x, (1, 2))", "x.topk(2).values", "x.sort(1).values", "x.kthvalue(2, 1).values",
          "x.median(1).values", "x.cummax(1).values", "M.nn.functional.elu(x, 0.5)",
-         "M.nn.functional.layer_norm(x, (5,))", "x[1:3, [0, 1]]"]
+         "M.nn.functional.layer_norm(x, (5,))", "x[1:3, [0, 1]]", "M.nn.functional.selu(x - 3)",
+         "M.nn.functional.celu(x - 3, 2.0)"]
 
 
 def _plain(v):

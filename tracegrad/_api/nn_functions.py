@@ -702,14 +702,15 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
 def selu(input):
     """Mirrors ``torch.selu``."""
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    return _elu(input, alpha) * scale
+    return apply_op(OPS["selu"], (input,), (("alpha", alpha), ("scale", scale), ("input_scale", 1)))
 
 
 def celu(input, alpha=1.0):
-    """Mirrors ``torch.celu``: ``alpha * elu(input / alpha)``. RuntimeError for ``alpha == 0``."""
+    """Mirrors ``torch.celu``: ``alpha * expm1(input / alpha)`` at or below 0 (grad_fn
+    ``CeluBackward0``). RuntimeError for ``alpha == 0``."""
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU; pass a nonzero alpha")
-    return _elu(input / alpha, 1.0) * alpha
+    return apply_op(OPS["celu"], (input,), (("alpha", float(alpha)),))
 
 
 # torch's elu kernel takes floating dtypes only (NotImplementedError for an integer or bool input)

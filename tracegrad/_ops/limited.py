@@ -52,7 +52,7 @@ _NO_COMPLEX = {
     "erf": "erf_vml_cpu", "erfinv": "erfinv_vml_cpu", "nextafter": "nextafter_cpu", "copysign": "copysign_cpu",
     "copysign_scalar": "copysign_cpu", "igamma": "igamma_cpu", "igammac": "igammac_cpu", "xlogy": "xlogy_cpu",
     "xlog1py": "xlog1py_cpu", "zeta": "zeta_cpu", "round": "round_vml_cpu", "round_decimals": "round_vml_cpu",
-    "polygamma": "polygamma", "softplus": "softplus_cpu", "elu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
+    "polygamma": "polygamma", "softplus": "softplus_cpu", "elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
     "gelu": "GeluKernelImpl", "mish": "mish_cpu", "softmax": "softmax_lastdim_kernel_impl",
     "log_softmax": "log_softmax_lastdim_kernel_impl", "atan2": "atan2_cpu",
     # losses, pools and normalizations (JAX computes them on complex numbers with real-only formulas)

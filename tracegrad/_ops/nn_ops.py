@@ -283,6 +283,22 @@ defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarra
 # torch's elu gradient at 0 is alpha; a NaN takes the positive branch (gradient 1), as torch's x <= 0 test
 defop("elu", lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x),
       grad_fn="EluBackward0", saves=("self",))
+
+
+def _scaled_elu(x, alpha, scale, input_scale):
+    """torch's elu kernel with its scales (selu: ``scale``; celu: ``input_scale = 1 / alpha``):
+    ``x * scale`` above 0, ``expm1(x * input_scale) * (alpha * scale)`` at or below, each
+    coefficient rounded to x's dtype once, as torch's kernel does."""
+    neg = jnp.where(x <= 0, x, 0)
+    if input_scale != 1:
+        neg = neg * jnp.asarray(input_scale, x.dtype)
+    return jnp.where(x <= 0, jnp.expm1(neg) * jnp.asarray(alpha * scale, x.dtype),
+                     x * jnp.asarray(scale, x.dtype) if scale != 1 else x)
+
+
+# selu is torch's elu node with scale; celu its own node (CeluBackward0)
+defop("selu", _scaled_elu, grad_fn="EluBackward0", saves=("self",))
+defop("celu", lambda x, alpha: _scaled_elu(x, alpha, 1.0, 1.0 / alpha), grad_fn="CeluBackward0", saves=("self",))
 # torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's, and 1 at a NaN
 # (torch zeroes x <= min or x >= max); bounds in x's dtype: integer inputs stay integers, as torch
 defop("hardtanh", lambda x, min_val, max_val: jnp.where(

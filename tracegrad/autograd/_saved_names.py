@@ -9,6 +9,7 @@ SAVED_NAMES = {
     "AmaxBackward0": ("dim", "keepdim", "result", "self"),
     "AsStridedBackward0": ("size", "storage_offset", "stride"),
     "CatBackward0": ("dim",),
+    "CeluBackward0": ("alpha", "self"),
     "ClampBackward1": ("max", "min", "self"),
     "ConstantPadNdBackward0": ("pad",),
     "CummaxBackward0": ("dim", "indices", "self"),
