@@ -25,6 +25,12 @@ differs by one reduction). ``--cores 0`` pins everything to one core, where each
 its operations in one order: there, returning the gradients cost the JAX step 1-2%, and the
 rows compare what the programs compute plus the per-call Python.
 
+Async dispatch. tracegrad turns JAX's CPU async dispatch off (README "Runtime settings"), so
+a compiled call returns only when its program has run and its Python adds to the step. A row
+per model re-runs the JAX+optax and the compiled step in a process with it on
+(``TRACEGRAD_ASYNC_DISPATCH=1``), waiting for the loss once per 50 steps: there each call's
+Python overlaps the programs before it.
+
     python benchmarks/compile_step.py [--steps 200] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile] [--realtime] [--torch-device cuda] [--cores 0]
 """
 from __future__ import annotations
@@ -207,11 +213,12 @@ def new_batches(f, xy, ring=4):
     return call
 
 
-def jax_optax(name, opt_name, with_grads=False):
+def jax_optax(name, opt_name, with_grads=False, wait=True):
     """The same step written by hand in JAX + optax, jitted, state donated: ``(call, first s)``.
     ``with_grads``: the step also returns its gradients, as a torch step must (each
     parameter's ``.grad`` is a new tensor after the call); on XLA:CPU that alone costs 10-25%
-    on the digits MLP (NOTE [donation on CPU] in ``tracegrad/_lowering/program.py``)."""
+    on the digits MLP (NOTE [donation on CPU] in ``tracegrad/_lowering/program.py``).
+    ``wait=False``: ``call()`` returns the loss array without waiting for it."""
     import jax
     import optax
     import tracegrad
@@ -250,10 +257,47 @@ def jax_optax(name, opt_name, with_grads=False):
     def call():
         with x64_scope():
             state[0], state[1], loss = train_step(state[0], state[1], xa, ya)[:3]
-        return float(loss)
+        return float(loss) if wait else loss
     t0 = time.perf_counter()
     call()
     return call, time.perf_counter() - t0
+
+
+def unsynced(calls, wait, steps, block=50):
+    """``{label: median ms per step}`` of ``calls`` run ``block`` steps between waits (a loop
+    that logs its loss every ``block`` steps), in interleaved rounds; ``wait[label](result)``
+    waits for a call's result."""
+    for label, call in calls.items():
+        for _ in range(5):
+            wait[label](call())
+    times = {label: [] for label in calls}
+    for _ in range(max(8, steps // block)):
+        for label, call in calls.items():
+            t = time.perf_counter()
+            for _ in range(block):
+                r = call()
+            wait[label](r)
+            times[label].append((time.perf_counter() - t) / block)
+    return {label: statistics.median(v) * 1e3 for label, v in times.items()}
+
+
+def async_worker(args):
+    """Run with JAX's CPU async dispatch on (``TRACEGRAD_ASYNC_DISPATCH=1``, set by ``main``
+    for this process): the JAX+optax and the compiled step waited for once per 50 steps,
+    where each call's Python overlaps the programs still running. JSON rows to stdout."""
+    import tracegrad
+    out = {}
+    for name in args.models:
+        for opt in ("sgd", "adamw"):
+            if name == "lm" and opt == "sgd":
+                continue
+            ref_call, _ = jax_optax(name, opt, wait=False)
+            grads_call, _ = jax_optax(name, opt, with_grads=True, wait=False)
+            _, _, f, (x, y) = torch_style(tracegrad, name, opt, True)
+            ms = unsynced({"ref": ref_call, "grads": grads_call, "tc": lambda: f(x, y)},
+                          {"ref": float, "grads": float, "tc": lambda t: t.item()}, args.steps)
+            out[f"{name}/{opt}"] = [ms["ref"], ms["grads"], ms["tc"]]
+    print(json.dumps(out))
 
 
 def torch_worker(args):
@@ -290,6 +334,7 @@ def main():
                    help="CPU cores to pin this process (and the torch worker) to, e.g. '0' or '0,1': "
                         "see 'Cores' in the module docstring")
     p.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--async-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.models = args.models.split(",")
     if args.cores:
@@ -306,6 +351,8 @@ def main():
             print(f"--realtime: chrt failed ({e}); timing at normal priority")
     if args.torch_worker:
         return torch_worker(args)
+    if args.async_worker:
+        return async_worker(args)
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--models", ",".join(args.models), "--torch-device", args.torch_device]
     if not args.torch_compile:
@@ -316,6 +363,16 @@ def main():
     except (subprocess.CalledProcessError, FileNotFoundError, IndexError) as e:
         print(f"torch unavailable ({e}); tracegrad and JAX only")
         torch_rows = {}
+    # the unsynced loop, in a process with JAX's CPU async dispatch on (tracegrad turns it off)
+    try:
+        acmd = [sys.executable, os.path.abspath(__file__), "--async-worker", "--steps", str(args.steps),
+                "--models", ",".join(args.models)]
+        async_rows = json.loads(subprocess.run(acmd, capture_output=True, text=True, check=True,
+                                               env={**os.environ, "TRACEGRAD_ASYNC_DISPATCH": "1"})
+                                .stdout.strip().splitlines()[-1])
+    except (subprocess.CalledProcessError, IndexError) as e:
+        print(f"async-dispatch rows unavailable ({e})")
+        async_rows = {}
     import tracegrad
     import jax
     print(f"device: {jax.devices()[0].device_kind}; median of {args.steps} calls after {args.warmup} warm-up; "
@@ -367,6 +424,11 @@ def main():
                 print(f"  {label:<32} {t:9.3f} ms  x{t / ref_ms:6.2f}{f}")
             print(f"  tracegrad.compile / the JAX step returning its grads (the same observable result): "
                   f"x{tc_ms / ms_grads:.2f}")
+            a = async_rows.get(f"{name}/{opt}")
+            if a:
+                print(f"  JAX async dispatch on, waiting once per 50 steps: jax+optax {a[0]:.3f} ms, returning "
+                      f"its grads {a[1]:.3f} ms, tracegrad.compile {a[2]:.3f} ms per step: x{a[2] / a[0]:.2f} "
+                      f"(x{a[2] / a[1]:.2f} of the one returning its grads)")
             print(f"  tracegrad.compile with an lr scheduler stepping every call: {extra['traces']} trace(s) "
                   f"over {extra['calls']} calls, {extra['eager_calls']} eager call(s); guards and argument "
                   f"signature ~{extra['overhead_us']:.0f} us per call; the step returning loss.item(): "
