@@ -643,7 +643,7 @@ def _random_inplace(fn):
 
 
 def _normal(k, shape, dtype, mean=0.0, std=1.0):
-    if std < 0:
+    if not std >= 0:   # torch's check is ``std >= 0.0``: a NaN std is refused as well
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _rnd.normal(k, shape, dtype, mean, std)
 

@@ -124,12 +124,14 @@ def _numeric(v, given, api, name):
 
 
 def check_std(std, api="normal"):
-    """RuntimeError for a negative ``std`` (a number or an array of them), as torch."""
+    """RuntimeError for a negative or NaN ``std`` (a number or an array of them), as torch."""
+    # ``not std >= 0``: torch's check is ``std >= 0.0``, so a NaN std is refused too (``std < 0``
+    # let it through to a NaN sample)
     if isinstance(std, (int, float, np.number)):
-        if std < 0:
+        if not std >= 0:
             raise RuntimeError(f"{api}: normal expects std >= 0.0, but found std {std:g}")
         return
-    v = _concrete(std, lambda s: s < 0)
+    v = _concrete(std, lambda s: ~(s >= 0))
     _numeric(v, std, api, "std")
     if v is not None and v.size and not bool(np.all(v >= 0)):
         raise RuntimeError(f"{api}: normal expects all elements of std >= 0.0")

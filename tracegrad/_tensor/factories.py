@@ -713,11 +713,19 @@ def _randint_bounds(low, high, d):
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape="resize")
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64). RuntimeError for
-    a negative ``n``; NotImplementedError for ``dtype=bool``."""
+    """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64); ``n`` an int or a
+    one-element integer tensor. RuntimeError for a negative ``n``; TypeError for a bool or float
+    ``n``; NotImplementedError for ``dtype=bool``."""
     check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randperm")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
+    # torch's parser takes ``n`` as an int: a one-element integer tensor is read as its value (it
+    # was used as a shape: a 0-d one failed inside the draw, a 1-element one came back unpermuted),
+    # and a bool is refused (it is an int to Python, not to torch)
+    if isinstance(n, Tensor) and n.numel() == 1 and n.dtype._cat == 1:
+        n = int(n.item())
+    if isinstance(n, bool):
+        raise TypeError("randperm(): argument 'n' (position 1) must be int, not bool; pass an int")
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
     if d is _dt.float16 and n > 2049:   # torch's bound: float16 holds every integer up to 2048 exactly
