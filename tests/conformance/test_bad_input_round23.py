@@ -8,7 +8,9 @@ torch 2.13, fixed here:
   torch's is ``std >= 0.0``, which NaN fails (RuntimeError);
 - ``randperm`` with a one-element integer tensor ``n`` used it as a shape: a 0-d one was NumPy's
   AxisError, a 1-element one came back as ``[n]`` unpermuted (a silent wrong result; torch reads the
-  tensor's value); ``randperm(True)`` was a permutation of one (torch's parser: TypeError).
+  tensor's value); ``randperm(True)`` was a permutation of one, ``randint(True, size)`` a draw from
+  ``[0, 1)``, ``multinomial(p, True)`` one sample (torch's parser refuses a bool int: TypeError);
+  ``randperm(2**70)`` was RuntimeError (torch's parser: ValueError, as tracegrad's ``randint``).
 
 Found and left alone: ``matrix_power`` of a singular matrix with a negative power raises torch's
 ``_LinAlgError`` by name (round 15 covers that class). Each call runs under torch (the oracle) and
@@ -64,6 +66,10 @@ CASES = {
     "randperm(True)": lambda T: T.randperm(True),
     "randperm(tensor(3))_ok": lambda T: T.randperm(T.tensor(3)),
     "randperm(tensor(3.))": lambda T: T.randperm(T.tensor(3.)),
+    "randperm(2**70)": lambda T: T.randperm(2 ** 70),
+    "randint(True, (2,))": lambda T: T.randint(True, (2,)),
+    "randint(0, True, (2,))": lambda T: T.randint(0, True, (2,)),
+    "multinomial(num_samples=True)": lambda T: T.multinomial(T.ones(3), True),
     "randint(5, 5, (2,))": lambda T: T.randint(5, 5, (2,)),
     "randint(5, 2, (2,))": lambda T: T.randint(5, 2, (2,)),
     "Tensor.random_(5, 5)": lambda T: T.zeros(2).random_(5, 5),
@@ -126,6 +132,9 @@ GIST = {
     "normal(0., nan, (2,))": "normal expects std >= 0.0, but found std nan",
     "Tensor.normal_(0, nan)": "normal expects std >= 0.0",
     "randperm(True)": "must be int, not bool",
+    "randint(True, (2,))": "argument 'high'",
+    "multinomial(num_samples=True)": "argument 'num_samples'",
+    "randperm(2**70)": "Overflow when unpacking long long",
     "randint(5, 5, (2,))": "random_ expects 'from' to be less than 'to'",
     "fft.fft(norm='bad')": "Invalid normalization mode",
     "fft.fft(n=0)": "Invalid number of data points (0) specified",

@@ -667,12 +667,21 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
                   lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, api="randn()"))
 
 
+def _int_not_bool(api, name, value):
+    """torch's parser TypeError for a bool given as ``api``'s int argument ``name``: Python's bool is
+    an int, torch's parser refuses it (a draw from ``[0, True)`` or a permutation of ``True``
+    would run silently)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{api}(): argument '{name}' must be int, not bool; pass an int")
+
+
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape="resize")   # torch's randint(..., out=t) draws in t's dtype
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
             pin_memory=False):
     """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high).
-    RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64."""
+    RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64;
+    TypeError for a bool bound."""
     check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randint")
     if size is None:
@@ -684,7 +693,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if not isinstance(size, (tuple, list)):   # torch's size is a sequence only: randint(5, 2) is no shape
         raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}; "
                         f"pass the shape as a tuple, e.g. randint(high, (n,))")
-    for v in (low, high):
+    for name, v in (("low", low), ("high", high)):
+        _int_not_bool("randint", name, v)
         if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
     _rnd.check_range(low, high, "randint()")
@@ -715,7 +725,7 @@ def _randint_bounds(low, high, d):
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64); ``n`` an int or a
     one-element integer tensor. RuntimeError for a negative ``n``; TypeError for a bool or float
-    ``n``; NotImplementedError for ``dtype=bool``."""
+    ``n``; ValueError for an ``n`` beyond int64; NotImplementedError for ``dtype=bool``."""
     check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randperm")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
@@ -724,8 +734,9 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     # and a bool is refused (it is an int to Python, not to torch)
     if isinstance(n, Tensor) and n.numel() == 1 and n.dtype._cat == 1:
         n = int(n.item())
-    if isinstance(n, bool):
-        raise TypeError("randperm(): argument 'n' (position 1) must be int, not bool; pass an int")
+    _int_not_bool("randperm", "n", n)
+    if isinstance(n, numbers.Integral) and n > INT64_MAX:   # torch's parser: ValueError, as randint's bounds
+        raise ValueError(f"randperm(): Overflow when unpacking long long (n={n} is outside int64)")
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
     if d is _dt.float16 and n > 2049:   # torch's bound: float16 holds every integer up to 2048 exactly
@@ -848,7 +859,9 @@ def bernoulli(input, p=_NO_P, *, generator=None, out=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
-    without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0."""
+    without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0;
+    TypeError for a bool ``num_samples``."""
+    _int_not_bool("multinomial", "num_samples", num_samples)
     _rnd.check_same_randomness(input._value)
     meta = meta_draw((input,), tuple(input.shape[:-1]) + (num_samples,), np.int64)
     if meta is not None:
