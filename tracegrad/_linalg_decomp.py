@@ -496,6 +496,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if Bm.shape[-2] != A.shape[-2]:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2) ({A.shape[-2]} vs "
                            f"{Bm.shape[-2]})")
+    # torch broadcasts the batch dims: torch's RuntimeError when they do not (not the draw's own error)
+    broadcast_shape([A.shape[:-2], Bm.shape[:-2]], "torch.linalg.lstsq")
     m, n = A.shape[-2:]
     eps = np.finfo(np.dtype(A._value.real.dtype)).eps
     cut = float(rcond) if rcond is not None else float(eps * max(m, n))

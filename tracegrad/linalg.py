@@ -110,6 +110,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
                            "name each dim once")
     if x.dim() == 0:
         dim = None
+    if isinstance(ord, complex):   # torch's parser takes a complex Number; the op refuses it
+        raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order of norm.")
     if not isinstance(ord, (int, float, Tensor)) and type(ord).__module__ != "numpy":   # a str, None, a list
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}; for the "
                         "Frobenius/nuclear norms use linalg.matrix_norm")
@@ -333,7 +335,9 @@ def eigh(A, UPLO="L", *, out=None):
         raise NotImplementedError(f"linalg.eigh: \"linalg_eigh_cpu\" not implemented for '{A.dtype}'; convert "
                                   "the input with .double() or .float()")
     _check(A, "eigh")
-    if not isinstance(UPLO, str) or UPLO.upper() not in ("L", "U"):
+    if not isinstance(UPLO, str):   # torch's parser: TypeError (not the value check's RuntimeError)
+        raise TypeError(f"linalg_eigh(): argument 'UPLO' must be str, not {type(UPLO).__name__}; pass 'L' or 'U'")
+    if UPLO.upper() not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return EighResult(*_eigh(A, lower=UPLO.upper() == "L"))
 
@@ -371,6 +375,9 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     and ``rtol`` are numbers or tensors broadcasting over the batch. Defaults as torch: ``rtol``
     is ``eps * max(m, n)`` where ``atol`` is not positive, else 0."""
     _check(A, "pinv", square=False)
+    if hermitian and A.shape[-1] != A.shape[-2]:   # torch runs eigh: its square check, not a broadcast error
+        raise RuntimeError(f"linalg.eigh: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices (linalg.pinv with hermitian=True)")
     if atol is None and rtol is None:
         return _pinv(A, hermitian=bool(hermitian))
     real = A.real.dtype if A.is_complex() else A.dtype

@@ -10,10 +10,23 @@ torch 2.13, fixed here:
   AxisError, a 1-element one came back as ``[n]`` unpermuted (a silent wrong result; torch reads the
   tensor's value); ``randperm(True)`` was a permutation of one, ``randint(True, size)`` a draw from
   ``[0, 1)``, ``multinomial(p, True)`` one sample (torch's parser refuses a bool int: TypeError);
-  ``randperm(2**70)`` was RuntimeError (torch's parser: ValueError, as tracegrad's ``randint``).
+  ``randperm(2**70)`` was RuntimeError (torch's parser: ValueError, as tracegrad's ``randint``);
+  ``Tensor.random_`` the same two: a bool bound drew from ``[0, 1)``, one beyond int64 was
+  RuntimeError;
+- ``linalg.pinv(hermitian=True)`` of a non-square matrix and ``linalg.lstsq`` with batch dims that
+  do not broadcast raised JAX's broadcast errors (torch: RuntimeError, eigh's square check and the
+  broadcast text); ``linalg.eigh(UPLO=1)`` was the value check's RuntimeError (torch's parser:
+  TypeError); ``linalg.vector_norm(ord=1j)`` was TypeError (torch: RuntimeError).
 
-Found and left alone: ``matrix_power`` of a singular matrix with a negative power raises torch's
-``_LinAlgError`` by name (round 15 covers that class). Each call runs under torch (the oracle) and
+Found and left alone: ``linalg.pinv`` with an ``rtol`` tensor of shape ``(3,)`` for one 2x2
+matrix (torch broadcasts it into a batch of 3; tracegrad refuses it with a ValueError; a rare form);
+``func.linearize`` of a function returning a float (torch accepts it, tracegrad refuses with a
+RuntimeError naming linearize); ``vjp_fn(c1, c2)`` (torch: TypeError from reading ``c2`` as
+``retain_graph``, tracegrad: the cotangent-structure RuntimeError); ``load(BytesIO, mmap=True)``
+of a non-zip stream (torch: RuntimeError about the zip format, tracegrad: the ValueError torch
+raises for a zip stream); ``randperm(tensor(True))`` (torch's own internal assert);
+``matrix_power`` of a singular matrix with a negative power raises torch's ``_LinAlgError`` by
+name (round 15 covers that class). Each call runs under torch (the oracle) and
 tracegrad: the same exception class (or none), no text of the layers below tracegrad; ``_ok`` calls
 are ones torch accepts.
 """
@@ -73,6 +86,10 @@ CASES = {
     "randint(5, 5, (2,))": lambda T: T.randint(5, 5, (2,)),
     "randint(5, 2, (2,))": lambda T: T.randint(5, 2, (2,)),
     "Tensor.random_(5, 5)": lambda T: T.zeros(2).random_(5, 5),
+    "Tensor.random_(True)": lambda T: T.zeros(2).random_(True),
+    "Tensor.random_(0, True)": lambda T: T.zeros(2).random_(0, True),
+    "Tensor.random_(0, 2**70)": lambda T: T.zeros(2, dtype=T.int64).random_(0, 2 ** 70),
+    "Tensor.random_(-5, 5)_ok": lambda T: T.zeros(2, dtype=T.int64).random_(-5, 5),
     "bernoulli(p 1.5)": lambda T: T.bernoulli(T.tensor([1.5, 0.2])),
     "Tensor.bernoulli_(1.5)": lambda T: T.zeros(2).bernoulli_(1.5),
     "multinomial(p inf)": lambda T: T.multinomial(T.tensor([1., float("inf")]), 1),
@@ -98,6 +115,11 @@ CASES = {
     "linalg.lstsq(driver='bad')": lambda T: T.linalg.lstsq(T.ones(3, 2), T.ones(3, 1), driver="bad"),
     "linalg.eigh(2x3)": lambda T: T.linalg.eigh(T.ones(2, 3)),
     "linalg.eigh(UPLO='X')": lambda T: T.linalg.eigh(T.eye(2), UPLO="X"),
+    "linalg.eigh(UPLO=1)": lambda T: T.linalg.eigh(T.eye(2), UPLO=1),
+    "linalg.pinv(2x3, hermitian=True)": lambda T: T.linalg.pinv(T.ones(2, 3), hermitian=True),
+    "linalg.lstsq(batch 2 vs 3)": lambda T: T.linalg.lstsq(T.ones(2, 3, 2), T.ones(3, 3, 1)),
+    "linalg.lstsq(batch 2 vs 1)_ok": lambda T: T.linalg.lstsq(T.ones(2, 3, 2) + T.eye(3, 2), T.ones(1, 3, 1)),
+    "linalg.vector_norm(ord=1j)": lambda T: T.linalg.vector_norm(T.ones(3), ord=1j),
     "linalg.matrix_norm(ord=3)": lambda T: T.linalg.matrix_norm(T.ones(2, 2), ord=3),
     # torch.func
     "vmap(in_dims longer than the args)": lambda T: T.func.vmap(lambda a: a, in_dims=(0, 0))(T.ones(2)),
@@ -140,6 +162,11 @@ GIST = {
     "fft.fft(n=0)": "Invalid number of data points (0) specified",
     "linalg.matrix_power(2x3)": "must be batches of square matrices",
     "linalg.eigh(UPLO='X')": "Expected UPLO argument to be 'L' or 'U'",
+    "linalg.eigh(UPLO=1)": "argument 'UPLO' must be str",
+    "linalg.pinv(2x3, hermitian=True)": "must be batches of square matrices, but they are 2 by 3 matrices",
+    "linalg.lstsq(batch 2 vs 3)": "The size of tensor a (2) must match the size of tensor b (3)",
+    "linalg.vector_norm(ord=1j)": "Expected a non-complex scalar as the order of norm",
+    "Tensor.random_(0, 2**70)": "Overflow when unpacking long long",
     "vmap(in_dims longer than the args)": "in_dims is not compatible with the structure of `inputs`",
     "func.grad(non-scalar output)": "Expected f(*args) to return a scalar Tensor",
     "prune.remove(unpruned)": "has to be pruned before pruning can be removed",

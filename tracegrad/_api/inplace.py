@@ -694,6 +694,13 @@ def _random(k, shape, dtype, a=_UNSET, b=_NO_TO, **kw):
     are no longer all exact (torch's texts)."""
     if "from" in kw or "to" in kw:   # the keyword spellings random_(from=..., to=...)
         a, b = kw.get("from", 0 if a is _UNSET else a), kw.get("to", b)
+    # torch's parser: a bool bound is no int (TypeError; it drew from [0, 1) here), a bound beyond
+    # int64 does not unpack (ValueError; the dtype's bounds check below said RuntimeError)
+    for v in (a, b):
+        if isinstance(v, bool):
+            raise TypeError("random_(): 'from' and 'to' must be ints, not bool; pass ints")
+        if isinstance(v, int) and not _I64[0] <= v <= _I64[1]:
+            raise ValueError(f"random_(): Overflow when unpacking long long ({v} is outside int64)")
     name = np.dtype(dtype).name
     if np.dtype(dtype).kind == "c":   # torch draws integers into real tensors only
         if a is _UNSET:
