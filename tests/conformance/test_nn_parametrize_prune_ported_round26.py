@@ -83,6 +83,21 @@ def _container_add_errors(T):
             raised(T, lambda: c.add_pruning_method("ugh")), len(c), type(c[0]).__name__)
 
 
+def _container_construction(T):
+    # TestPruningNN.test_pruning_container (construction): one argument gives the container its
+    # tensor name; a non-method argument, or adding to a container without a name, is torch's
+    # AttributeError; several methods are added one by one
+    prune = _prune(T)
+    p, q = prune.L1Unstructured(amount=1), prune.RandomUnstructured(amount=1)
+    p._tensor_name = q._tensor_name = "w"
+    one = prune.PruningContainer(p)
+    return (len(prune.PruningContainer()), len(one), one._tensor_name,
+            raised(T, lambda: prune.PruningContainer(3)), raised(T, lambda: prune.PruningContainer((p, q))),
+            raised(T, lambda: prune.PruningContainer(None)), raised(T, lambda: prune.PruningContainer(p, q)),
+            raised(T, lambda: prune.PruningContainer().add_pruning_method(p)),
+            raised(T, lambda: prune.PruningContainer().add_pruning_method(3)))
+
+
 def _l1_importance_twice(T):
     # TestPruningNN.test_l1_unstructured_pruning_with_importance_scores: the scores choose the
     # pruned entries, and a second call respects the first mask
@@ -345,6 +360,7 @@ def _pruned_grad_flow(T):
 PRUNE = {
     "container_compute_mask": _container_compute_mask,
     "container_add_errors": _container_add_errors,
+    "container_construction": _container_construction,
     "l1_importance_twice": _l1_importance_twice,
     "unstructured_same_magnitude": _unstructured_same_magnitude,
     "random_structured_amount": _random_structured_amount,
