@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from parity import outcome, outcome_params, same_outcome
+from test_nn_files_ported import _affine_params
+from test_nn_files_ported_more import _rank_one
 
 torch = pytest.importorskip("torch")
 
@@ -475,20 +477,16 @@ def _spectral_norm_state_dict(T):
         del bad[k]
         r = m.load_state_dict(bad, strict=False)
         out.append((sorted(r.missing_keys), sorted(r.unexpected_keys)))
+    runs = []
     with T.no_grad():
-        m = Ps.spectral_norm(P.remove_parametrizations(m, "weight"))
-        m.load_state_dict(sd)
-        m.eval()
-        o0 = m(x)
-        m.train()
-        o1, o2 = m(x), m(x)
-        m = Ps.spectral_norm(P.remove_parametrizations(m, "weight"))
-        m.load_state_dict(sd)
-        m.eval()
-        r0 = m(x)
-        m.train()
-        r1, r2 = m(x), m(x)
-    return out, o0, o1, o2, r0, r1, r2
+        for _ in range(2):   # re-wrapping and reloading twice repeats eval, train, train outputs
+            m = Ps.spectral_norm(P.remove_parametrizations(m, "weight"))
+            m.load_state_dict(sd)
+            m.eval()
+            runs.append(m(x))
+            m.train()
+            runs += [m(x), m(x)]
+    return out, runs
 
 
 def _spectral_norm_dim(T):
@@ -595,46 +593,13 @@ def _weight_norm_pickle_deepcopy(T):
     return err, m(x).detach(), m2(x).detach(), names(m2)
 
 
-class _Mods:
-    """The parametrizations of test_transfer_parametrizations_and_params_*, per library."""
-
-    def __init__(self, T):
-        nn = T.nn
-
-        class AddOne(nn.Module):
-            def forward(self, x):
-                return x + 1.0
-
-        class Double(nn.Module):
-            def forward(self, x):
-                return 2.0 * x
-
-            def right_inverse(self, x):
-                return 0.5 * x
-
-        class MinusOne(nn.Module):
-            def forward(self, x):
-                return x - 1.0
-
-        class RankOne(nn.Module):
-            def forward(self, x, y):
-                return x.unsqueeze(-1) @ y.unsqueeze(-2)
-
-            def right_inverse(self, Y):
-                U, S, Vh = T.linalg.svd(Y, full_matrices=False)
-                s0 = S[0].sqrt().unsqueeze(-1)
-                return U[..., :, 0] * s0, Vh[..., 0, :] * s0
-        self.AddOne, self.Double, self.MinusOne, self.RankOne = AddOne, Double, MinusOne, RankOne
-
-
 def _transfer_single_param(T):
     # TestNNParametrization.test_transfer_parametrizations_and_params_single_param (onto a plain
     # Linear): only the named tensor's chain moves
     P = _P(T)[0]
-    k = _Mods(T)
     m = fill(T, T.nn.Linear(3, 3))
     for name in ("weight", "bias"):
-        for c in (k.AddOne, k.Double, k.MinusOne):
+        for c in _affine_params(T):
             P.register_parametrization(m, name, c())
     to = T.nn.Linear(3, 3)
     P.transfer_parametrizations_and_params(m, to, "weight")
@@ -646,17 +611,17 @@ def _transfer_many_to_one(T):
     # TestNNParametrization.test_transfer_parametrizations_and_params_many_to_one: a two-output
     # right_inverse (rank one) moves with both originals; a later tensor transfers on its own
     P = _P(T)[0]
-    k = _Mods(T)
+    RankOne, Double = _rank_one(T), _affine_params(T)[1]
     m = fill(T, T.nn.Linear(3, 3))
-    P.register_parametrization(m, "weight", k.RankOne())
-    P.register_parametrization(m, "weight", k.Double())
+    P.register_parametrization(m, "weight", RankOne())
+    P.register_parametrization(m, "weight", Double())
     hold = m.weight.detach().clone()
     to = T.nn.Linear(3, 3)
     P.transfer_parametrizations_and_params(m, to)
     out = [P.is_parametrized(to, "weight"), m.weight.detach(), to.weight.detach(), hold,
            to.parametrizations.weight.original0.detach(), to.parametrizations.weight.original1.detach()]
     m.test_param = T.nn.Parameter(x_(T, 3, 3, seed=7))
-    P.register_parametrization(m, "test_param", k.RankOne())
+    P.register_parametrization(m, "test_param", RankOne())
     out.append(hasattr(to, "test_param"))
     P.transfer_parametrizations_and_params(m, to, "test_param")
     out += [to.test_param.detach(), m.test_param.detach(), names(to)]
