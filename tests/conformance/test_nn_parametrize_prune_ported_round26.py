@@ -593,6 +593,42 @@ def _weight_norm_pickle_deepcopy(T):
     return err, m(x).detach(), m2(x).detach(), names(m2)
 
 
+def _weight_norm_old_api_warns_and_loads(T):
+    # TestNNParametrization.test_weight_norm_state_dict_compat (the old API's FutureWarning, which
+    # names the parametrization to use instead, and its weight_g/weight_v keys)
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m = T.nn.utils.weight_norm(fill(T, T.nn.Linear(3, 2)))
+    texts = [(x.category.__name__, "parametrizations.weight_norm" in str(x.message)) for x in w]
+    return texts, sorted(m.state_dict())
+
+
+def _buffer_and_many_to_one_state_dict(T):
+    # TestNNParametrization.test_register_and_remove_buffer_parametrization /
+    # test_errors_unparametrized_tensor_parametrization: a parametrized buffer stays a buffer
+    # (original under parametrizations.<name>), a two-output right_inverse stores original0/1
+    # and refuses leave_parametrized=False
+    P = _P(T)[0]
+    _, Double, _ = _affine_params(T)
+
+    class Sum(T.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+        def right_inverse(self, z):
+            return z, T.zeros_like(z)
+    m = fill(T, T.nn.Linear(2, 2))
+    m.register_buffer("buf", T.tensor([1.0, -2.0]))
+    P.register_parametrization(m, "buf", Double())
+    P.register_parametrization(m, "weight", Sum())
+    out = [sorted(m.state_dict()), sorted(n for n, _ in m.named_buffers()), m.buf,
+           m.parametrizations.buf.original, m.weight.detach(),
+           raised(T, lambda: P.remove_parametrizations(m, "weight", leave_parametrized=False))]
+    P.remove_parametrizations(m, "buf", leave_parametrized=True)
+    return out, names(m), m.buf
+
+
 def _transfer_single_param(T):
     # TestNNParametrization.test_transfer_parametrizations_and_params_single_param (onto a plain
     # Linear): only the named tensor's chain moves
@@ -641,6 +677,8 @@ PARAM = {
     "orthogonal_grad_tall_householder": _orthogonal_grad_pattern_fn((3, 4), "householder"),
     "weight_norm_state_dict_compat": _weight_norm_state_dict_compat,
     "weight_norm_pickle_deepcopy": _weight_norm_pickle_deepcopy,
+    "weight_norm_old_api_warns_and_loads": _weight_norm_old_api_warns_and_loads,
+    "buffer_and_many_to_one_state_dict": _buffer_and_many_to_one_state_dict,
     "transfer_single_param": _transfer_single_param,
     "transfer_many_to_one": _transfer_many_to_one,
 }
