@@ -185,16 +185,25 @@ class PruningContainer(BasePruningMethod):
 
     def __init__(self, *args):
         self._pruning_methods = ()
-        if len(args) == 1 and isinstance(args[0], BasePruningMethod):
+        if len(args) == 1:
+            # torch takes the tensor name from its one argument, so anything but a pruning
+            # method (an int, a tuple of methods, None) is an AttributeError there, not a TypeError
+            if not isinstance(args[0], BasePruningMethod):
+                raise AttributeError(f"PruningContainer(method): {type(args[0]).__name__!r} object has no attribute "
+                                     "'_tensor_name'; pass pruning methods one by one (PruningContainer(m1, m2))")
             self._tensor_name = args[0]._tensor_name
         for method in args:
             self.add_pruning_method(method)
 
     def add_pruning_method(self, method):
         """Append ``method``: TypeError if it is no pruning method, ValueError if it acts on
-        another tensor than the container."""
+        another tensor than the container, AttributeError (as torch) while the container has no
+        ``_tensor_name`` yet."""
         if method is not None and not isinstance(method, BasePruningMethod):
             raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
+        if method is not None and self._tensor_name is None:
+            raise AttributeError("'PruningContainer' object has no attribute '_tensor_name': set "
+                                 "container._tensor_name to the pruned tensor's name before add_pruning_method")
         if method is not None and self._tensor_name != method._tensor_name:
             raise ValueError(f"Can only add pruning methods acting on the parameter named '{self._tensor_name}' to "
                              f"PruningContainer {self}. Found '{method._tensor_name}'")
