@@ -206,6 +206,7 @@ def _scan(f, depth, add, queue, top=False):
         except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
             held = ()
         queue += [(a, depth) for a in held if _captured_module(a)]
+        queue += [(a, depth + 1) for a in held if _held_function(a)]
         return
     elif isinstance(f, Tensor):
         # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
@@ -235,6 +236,7 @@ def _scan(f, depth, add, queue, top=False):
         if _captured_module(f):      # not an optimizer: its state is carried (capture.py)
             for m in subs:
                 _module_attributes(m, add)
+                queue += [(a, depth + 1) for a in list(vars(m).values()) if _held_function(a)]
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -278,6 +280,15 @@ def _scan(f, depth, add, queue, top=False):
             queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
         elif _callable_value(v):
             queue.append((v, depth + 1))
+
+
+# NOTE [functions held as attributes]: a function kept on an object or a module
+# (``AveragedModel(net, avg_fn=lambda avg, new, n: decay[0] * avg + ...)``, ``self.act = fn``)
+# runs when a method calls it, so its closure cells and globals are state like a helper's. It
+# was not scanned (only methods of the class were), and the decay list's entry was baked in at
+# the traced value: a later ``decay[0] = 0.9`` was silently ignored (round-20's adversarial tests).
+def _held_function(a) -> bool:
+    return isinstance(a, (types.FunctionType, functools.partial))
 
 
 class FunctionAttributes:
