@@ -17,6 +17,7 @@ import pytest
 from ._dynamo_port import compare
 from ._dynamo_port import randn32 as _rand
 from ._dynamo_port import seeded_linear as _linear
+from ._dynamo_port import train_step
 
 torch = pytest.importorskip("torch")
 
@@ -73,14 +74,7 @@ def test_embedding_with_padding_idx_and_max_norm_renormalizes_in_place():
         opt = T.optim.SGD(emb.parameters(), lr=0.1)
         idx = [[0, 1, 2], [3, 0, 1], [4, 4, 0], [2, 3, 1]]
 
-        def step(ix):
-            opt.zero_grad()
-            loss = emb(ix).sum(dim=1).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        f = wrap(step)
+        f = wrap(train_step(opt, lambda ix: emb(ix).sum(dim=1).pow(2).mean()))
 
         def run(i):
             loss = f(T.tensor([idx[i]]))
@@ -104,17 +98,13 @@ def test_custom_parametrization_trained_under_parametrize_cached():
         P.register_parametrization(lin, "weight", Symmetric())
         opt = T.optim.Adam(lin.parameters(), lr=0.05)
 
-        def step(x):
-            opt.zero_grad()
+        def loss_of(x):
             with P.cached():
                 y = lin(x)
                 reg = (lin.weight - T.eye(3)).pow(2).sum()
-            loss = y.pow(2).mean() + 0.1 * reg
-            loss.backward()
-            opt.step()
-            return loss
+            return y.pow(2).mean() + 0.1 * reg
 
-        f = wrap(step)
+        f = wrap(train_step(opt, loss_of))
 
         def run(i):
             loss = f(_rand(T, i, 2, 3))

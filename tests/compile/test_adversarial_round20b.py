@@ -11,6 +11,7 @@ import pytest
 from ._dynamo_port import compare
 from ._dynamo_port import randn32 as _rand
 from ._dynamo_port import seeded_linear as _linear
+from ._dynamo_port import train_step
 
 torch = pytest.importorskip("torch")
 
@@ -24,14 +25,7 @@ def test_batchnorm_without_running_stats_and_with_cumulative_average_in_eval_and
                               _linear(T, 3, 2, seed=1), T.nn.BatchNorm1d(2, momentum=None))
         opt = T.optim.SGD(net.parameters(), lr=0.1)
 
-        def step(x):
-            opt.zero_grad()
-            loss = net(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        f = wrap(step)
+        f = wrap(train_step(opt, lambda x: net(x).pow(2).mean()))
 
         def run(i):
             net.train(i != 2)
