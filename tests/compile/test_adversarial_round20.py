@@ -11,7 +11,11 @@ the weight in place), a custom parametrization registered with
 Found here and fixed: a function kept as an attribute of an object or a module
 (``AveragedModel``'s ``avg_fn`` lambda) was not scanned for the Python state it reads, so the
 decay in a list its closure holds was baked in at the traced value (NOTE [functions held as
-attributes] in ``_lowering/pystate.py``)."""
+attributes] in ``_lowering/pystate.py``); so were functions in a list or dict attribute and a
+``functools.partial`` attribute bound to a list.
+
+Found and left (xfail): a helper function's ``__defaults__`` replaced between calls is not
+guarded (the traced default stays)."""
 import pytest
 
 from ._dynamo_port import compare
@@ -171,3 +175,46 @@ def test_function_defaults_replaced_on_the_function_object_between_calls():
             return f(_rand(T, i, 2, 3), **kw), net.weight
         return run
     compare(build, calls=4)
+
+
+def test_functions_held_in_attribute_containers_and_partials_read_a_changed_list():
+    """A module keeps functions in a list attribute, a dict attribute and as a
+    ``functools.partial`` bound to a list; all read ``decay[0]``, which the caller changes at
+    call 2 (found here: each was baked in at the traced value)."""
+    import functools
+
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=0)
+        decay = [0.5]
+        net.fns = [lambda a: decay[0] * a]
+        net.table = {"f": lambda a: a - decay[0]}
+        net.part = functools.partial(lambda a, d: a * d[0] + 1.0, d=decay)
+        f = wrap(lambda x: (net.fns[0](net(x)), net.table["f"](net(x)), net.part(net(x))))
+
+        def run(i):
+            if i == 2:
+                decay[0] = 0.9
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=3)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a helper function's __defaults__ are read as constants when traced and not guarded: "
+    "``helper.__defaults__ = (0.9,)`` between calls keeps the traced 0.5 (the compiled "
+    "function's own defaults are bound as arguments and do follow)"))
+def test_a_helper_functions_defaults_replaced_between_calls():
+    """The compiled function calls ``helper(x)``, whose default ``k`` the caller replaces
+    through ``helper.__defaults__`` at call 2."""
+    def build(T, wrap):
+        def helper(a, k=0.5):
+            return a * k
+
+        f = wrap(lambda x: helper(x) + 1.0)
+
+        def run(i):
+            if i == 2:
+                helper.__defaults__ = (0.9,)
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=3)

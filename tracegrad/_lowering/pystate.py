@@ -185,6 +185,13 @@ def _scan(f, depth, add, queue, top=False):
             # dict is read like a global dict (numbers guarded, a tensor bound there followed)
             label = "partial keywords"
             add((label, None, {label: f.keywords}), ())
+        else:
+            # a partial reached from the function (an attribute, a cell): the lists and dicts
+            # bound as its arguments are read by its function like a closure's (round 20)
+            for k, a in enumerate(tuple(f.args) + tuple(f.keywords.values())):
+                if isinstance(a, _HOLDERS):
+                    label = f"partial argument {k} of {getattr(f.func, '__qualname__', '?')}"
+                    add((label, None, {label: a}), ())
         queue.append((f.func, depth))
         for a in tuple(f.args) + tuple(f.keywords.values()):
             queue.append((a, depth))
@@ -206,7 +213,7 @@ def _scan(f, depth, add, queue, top=False):
         except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
             held = ()
         queue += [(a, depth) for a in held if _captured_module(a)]
-        queue += [(a, depth + 1) for a in held if _held_function(a)]
+        queue += [(h, depth + 1) for h in _held_functions(held)]
         return
     elif isinstance(f, Tensor):
         # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
@@ -236,7 +243,7 @@ def _scan(f, depth, add, queue, top=False):
         if _captured_module(f):      # not an optimizer: its state is carried (capture.py)
             for m in subs:
                 _module_attributes(m, add)
-                queue += [(a, depth + 1) for a in list(vars(m).values()) if _held_function(a)]
+                queue += [(h, depth + 1) for h in _held_functions(list(vars(m).values()))]
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -287,8 +294,14 @@ def _scan(f, depth, add, queue, top=False):
 # runs when a method calls it, so its closure cells and globals are state like a helper's. It
 # was not scanned (only methods of the class were), and the decay list's entry was baked in at
 # the traced value: a later ``decay[0] = 0.9`` was silently ignored (round-20's adversarial tests).
-def _held_function(a) -> bool:
-    return isinstance(a, (types.FunctionType, functools.partial))
+# Functions in a small list, tuple or dict attribute (``self.acts = {"f": fn}``) as well.
+def _held_functions(values):
+    found = []
+    for a in values:
+        inner = a.values() if type(a) is dict else a if isinstance(a, (list, tuple)) else (a,)
+        if len(inner) <= _NESTED_MAX:
+            found += [h for h in inner if isinstance(h, (types.FunctionType, functools.partial))]
+    return found
 
 
 class FunctionAttributes:
