@@ -12,10 +12,8 @@ Found here and fixed: a function kept as an attribute of an object or a module
 (``AveragedModel``'s ``avg_fn`` lambda) was not scanned for the Python state it reads, so the
 decay in a list its closure holds was baked in at the traced value (NOTE [functions held as
 attributes] in ``_lowering/pystate.py``); so were functions in a list or dict attribute and a
-``functools.partial`` attribute bound to a list.
-
-Found and left (xfail): a helper function's ``__defaults__`` replaced between calls is not
-guarded (the traced default stays)."""
+``functools.partial`` attribute bound to a list; and a helper function's ``__defaults__``
+replaced between calls was not guarded (NOTE [helper defaults])."""
 import pytest
 
 from ._dynamo_port import compare
@@ -199,13 +197,9 @@ def test_functions_held_in_attribute_containers_and_partials_read_a_changed_list
     compare(build, calls=3)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a helper function's __defaults__ are read as constants when traced and not guarded: "
-    "``helper.__defaults__ = (0.9,)`` between calls keeps the traced 0.5 (the compiled "
-    "function's own defaults are bound as arguments and do follow)"))
 def test_a_helper_functions_defaults_replaced_between_calls():
     """The compiled function calls ``helper(x)``, whose default ``k`` the caller replaces
-    through ``helper.__defaults__`` at call 2."""
+    through ``helper.__defaults__`` at call 2 (found here: the traced default stayed)."""
     def build(T, wrap):
         def helper(a, k=0.5):
             return a * k

@@ -257,6 +257,11 @@ def _scan(f, depth, add, queue, top=False):
         # is a side effect, a number read is guarded, an abandoned trace puts it back
         label = f"{f.__qualname__} (its attributes)"
         add((label, None, {label: FunctionAttributes(f)}), names)
+    if not top and (f.__defaults__ or f.__kwdefaults__):
+        # NOTE [helper defaults]: a helper's defaults are read by every call that leaves the
+        # argument out; ``helper.__defaults__ = (0.9,)`` between calls kept the traced value
+        add(("__defaults__", None, _DefaultsMap(f)), names)
+        add(("__kwdefaults__", None, _DefaultsMap(f)), names)
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         add((n, cell, None), names)
         try:
@@ -302,6 +307,42 @@ def _held_functions(values):
         if len(inner) <= _NESTED_MAX:
             found += [h for h in inner if isinstance(h, (types.FunctionType, functools.partial))]
     return found
+
+
+class _DefaultsMap(dict):
+    """A helper function's ``__defaults__``/``__kwdefaults__`` read (live) like a global dict's
+    entries (NOTE [helper defaults]); a dict subclass so the carry code reads it with ``get``."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def values(self):
+        return [getattr(self.fn, k) for k in self.keys()]
+
+    def get(self, name, default=None):
+        return getattr(self.fn, name, default)
+
+    def __getitem__(self, name):
+        return getattr(self.fn, name)
+
+    def __contains__(self, name):
+        return name in ("__defaults__", "__kwdefaults__")
+
+    def __setitem__(self, name, value):
+        setattr(self.fn, name, value)
+
+    def __len__(self):
+        return 2
+
+    def __iter__(self):
+        return iter(("__defaults__", "__kwdefaults__"))
+
+    def keys(self):
+        return ("__defaults__", "__kwdefaults__")
+
+    def items(self):
+        return [(k, getattr(self.fn, k)) for k in self.keys()]
 
 
 class FunctionAttributes:
