@@ -213,7 +213,9 @@ def _scan(f, depth, add, queue, top=False):
         except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
             held = ()
         queue += [(a, depth) for a in held if _captured_module(a)]
-        queue += [(h, depth + 1) for h in _held_functions(held)]
+        # not a wrapper's ``__wrapped__`` (an ``lru_cache`` runs it only on a miss, see above)
+        if not is_memoized(f):
+            queue += [(h, depth + 1) for h in _held_functions(held)]
         return
     elif isinstance(f, Tensor):
         # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
