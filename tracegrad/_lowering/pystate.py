@@ -185,6 +185,13 @@ def _scan(f, depth, add, queue, top=False):
             # dict is read like a global dict (numbers guarded, a tensor bound there followed)
             label = "partial keywords"
             add((label, None, {label: f.keywords}), ())
+        else:
+            # a partial reached from the function (an attribute, a cell): the lists and dicts
+            # bound as its arguments are read by its function like a closure's (round 20)
+            for k, a in enumerate(tuple(f.args) + tuple(f.keywords.values())):
+                if isinstance(a, _HOLDERS):
+                    label = f"partial argument {k} of {getattr(f.func, '__qualname__', '?')}"
+                    add((label, None, {label: a}), ())
         queue.append((f.func, depth))
         for a in tuple(f.args) + tuple(f.keywords.values()):
             queue.append((a, depth))
@@ -206,6 +213,9 @@ def _scan(f, depth, add, queue, top=False):
         except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
             held = ()
         queue += [(a, depth) for a in held if _captured_module(a)]
+        # not a wrapper's ``__wrapped__`` (an ``lru_cache`` runs it only on a miss, see above)
+        if not is_memoized(f):
+            queue += [(h, depth + 1) for h in _held_functions(held)]
         return
     elif isinstance(f, Tensor):
         # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
@@ -235,6 +245,7 @@ def _scan(f, depth, add, queue, top=False):
         if _captured_module(f):      # not an optimizer: its state is carried (capture.py)
             for m in subs:
                 _module_attributes(m, add)
+                queue += [(h, depth + 1) for h in _held_functions(list(vars(m).values()))]
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -248,6 +259,11 @@ def _scan(f, depth, add, queue, top=False):
         # is a side effect, a number read is guarded, an abandoned trace puts it back
         label = f"{f.__qualname__} (its attributes)"
         add((label, None, {label: FunctionAttributes(f)}), names)
+    if not top and (f.__defaults__ or f.__kwdefaults__):
+        # NOTE [helper defaults]: a helper's defaults are read by every call that leaves the
+        # argument out; ``helper.__defaults__ = (0.9,)`` between calls kept the traced value
+        add(("__defaults__", None, _DefaultsMap(f)), names)
+        add(("__kwdefaults__", None, _DefaultsMap(f)), names)
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         add((n, cell, None), names)
         try:
@@ -278,6 +294,57 @@ def _scan(f, depth, add, queue, top=False):
             queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
         elif _callable_value(v):
             queue.append((v, depth + 1))
+
+
+# NOTE [functions held as attributes]: a function kept on an object or a module
+# (``AveragedModel(net, avg_fn=lambda avg, new, n: decay[0] * avg + ...)``, ``self.act = fn``)
+# runs when a method calls it, so its closure cells and globals are state like a helper's. It
+# was not scanned (only methods of the class were), and the decay list's entry was baked in at
+# the traced value: a later ``decay[0] = 0.9`` was silently ignored (round-20's adversarial tests).
+# Functions in a small list, tuple or dict attribute (``self.acts = {"f": fn}``) as well.
+def _held_functions(values):
+    found = []
+    for a in values:
+        inner = a.values() if type(a) is dict else a if isinstance(a, (list, tuple)) else (a,)
+        if len(inner) <= _NESTED_MAX:
+            found += [h for h in inner if isinstance(h, (types.FunctionType, functools.partial))]
+    return found
+
+
+class _DefaultsMap(dict):
+    """A helper function's ``__defaults__``/``__kwdefaults__`` read (live) like a global dict's
+    entries (NOTE [helper defaults]); a dict subclass so the carry code reads it with ``get``."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def values(self):
+        return [getattr(self.fn, k) for k in self.keys()]
+
+    def get(self, name, default=None):
+        return getattr(self.fn, name, default)
+
+    def __getitem__(self, name):
+        return getattr(self.fn, name)
+
+    def __contains__(self, name):
+        return name in ("__defaults__", "__kwdefaults__")
+
+    def __setitem__(self, name, value):
+        setattr(self.fn, name, value)
+
+    def __len__(self):
+        return 2
+
+    def __iter__(self):
+        return iter(("__defaults__", "__kwdefaults__"))
+
+    def keys(self):
+        return ("__defaults__", "__kwdefaults__")
+
+    def items(self):
+        return [(k, getattr(self.fn, k)) for k in self.keys()]
 
 
 class FunctionAttributes:
