@@ -92,9 +92,8 @@ def nested_options_error(e: BaseException) -> bool:
 # JAX lowers every new program into a fresh MLIR context (``mlir.make_ir_context``: a context
 # with all of JAX's dialects loaded, ~4-5 ms on this machine, ~40% of lowering a single-op
 # program) and its lowering cache keeps each lowered module, so each cached program also kept
-# its whole context alive (measured, JAX 0.10.2, a loaded machine: 600 single-op programs lowered
-# in 38 ms each, max RSS 1.13 GB; with shared contexts 14 ms each, 0.41 GB; tests/conformance/
-# test_module_db.py: lowering 38.5 -> 20.7 s, max RSS 2.37 -> 1.07 GB). Eager mode lowers
+# its whole context alive (measured, JAX 0.10.2: 600 single-op programs lowered in 38 ms each
+# and grew the process by ~700 MB; with shared contexts 14 ms each and ~0 MB). Eager mode lowers
 # one program per (op, shapes), so tracegrad hands JAX's module lowering (``ModuleContext``, the
 # only caller it changes) a per-thread context reused for ``_CONTEXT_USES`` programs, then a new
 # one (what a context interns, e.g. constants, is freed with its last module). Several modules in
