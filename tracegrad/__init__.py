@@ -40,11 +40,6 @@ def _set_jax_runtime_defaults() -> None:
     if cache and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    # each new program is lowered in a per-thread MLIR context shared by a few dozen programs,
-    # not a fresh one (NOTE [shared MLIR contexts]); TRACEGRAD_SHARE_MLIR_CONTEXTS=0 keeps JAX's
-    if os.environ.get("TRACEGRAD_SHARE_MLIR_CONTEXTS", "1") != "0":
-        from ._ops.xla_options import share_mlir_contexts
-        share_mlir_contexts()
 
 
 _set_jax_runtime_defaults()
