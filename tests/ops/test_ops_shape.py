@@ -191,6 +191,9 @@ GETITEM = [
     C("int0d_tensor", lambda t, x, i: x[i], [_X, A(np.int64(2))]),
     C("zero_dim_none", lambda t, x: x[None], [F()]),
     C("zero_dim_ellipsis", lambda t, x: x[...], [F()]),
+    # without history one program reads the whole key (index_* ops; with it, torch's node chain)
+    C("ellipsis_no_history", lambda t, x: x.detach()[...], [_X]),
+    C("chained_no_history", lambda t, x: x.detach()[1:3, None, ::2], [_X]),
     C("zero_dim_int_raises", lambda t, x: x[0], [F()], raises=True),
     C("out_of_range", lambda t, x: x[4], [_X], raises=True),
     C("tensor_out_of_range", lambda t, x, i: x[i], [_X, A([0, 9])], raises=True),
