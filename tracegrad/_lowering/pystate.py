@@ -213,8 +213,10 @@ def _scan(f, depth, add, queue, top=False):
         except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
             held = ()
         queue += [(a, depth) for a in held if _captured_module(a)]
-        # not a wrapper's ``__wrapped__`` (an ``lru_cache`` runs it only on a miss, see above)
-        if not is_memoized(f):
+        # not a wrapper's ``__wrapped__`` (an ``lru_cache`` runs it only on a miss, see above),
+        # nor an lr scheduler's lambdas: its step runs outside the program on every call
+        # (NOTE [deferred scheduler step]), so what they read is never baked in
+        if not is_memoized(f) and not any(c.__name__ == "LRScheduler" for c in type(f).__mro__):
             queue += [(h, depth + 1) for h in _held_functions(held)]
         return
     elif isinstance(f, Tensor):
