@@ -435,6 +435,12 @@ globals().update(_LEGACY_STORAGES)   # FloatStorage, LongStorage, ... (12 names,
 del _LEGACY_STORAGES
 
 
+# ``sys.modules["torch"] = tracegrad`` then ``import torch.nn`` gives tracegrad.nn itself (_torch_alias.py)
+from . import _torch_alias  # noqa: E402
+_torch_alias.install()
+del _torch_alias
+
+
 # torch's TypeError for an argument of the wrong kind, on the op families' functions (argcheck.py)
 from ._api.argcheck import guard_all as _guard_all  # noqa: E402
 _guard_all(globals())

@@ -331,6 +331,8 @@ import tracegrad
 sys.modules["torch"] = tracegrad
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 from torch.testing._internal.common_device_type import (
     dtypes, instantiate_device_type_tests, onlyCPU, onlyCUDA, precisionOverride)
 from torch.testing._internal.common_dtype import floating_types_and
@@ -339,6 +341,8 @@ from torch.testing._internal.common_utils import (
     slowTest, subtest)
 
 print("HARNESS", inspect.getfile(TestCase), flush=True)
+print("SAME_MODULES", nn is tracegrad.nn and F is tracegrad.nn.functional and nn.Module is tracegrad.nn.Module,
+      flush=True)
 
 
 class TestArith(TestCase):
@@ -383,6 +387,11 @@ class TestOps(TestCase):
     def test_cuda_only(self, device):
         self.fail("no CUDA variant here")
 
+    def test_linear(self, device):
+        m = nn.Linear(3, 2).to(device)
+        x = torch.ones(4, 3, device=device)
+        self.assertEqual(m(x), F.linear(x, m.weight, m.bias))
+
     @onlyCPU
     def test_raises(self, device):
         with self.assertRaisesRegex(RuntimeError, "size"):
@@ -408,6 +417,7 @@ def test_torch_style_module_runs_with_torch_aliased(tmp_path):
     assert p.returncode == 1, out                      # the deliberately wrong test fails the run
     harness = re.search(r"^HARNESS (.*)$", out, re.M).group(1)
     assert pathlib.Path(harness).resolve() == ROOT / "tracegrad/testing/_internal/common_utils.py"
+    assert "SAME_MODULES True" in out                  # torch.nn is tracegrad.nn: no second copy (_torch_alias.py)
     status = dict(re.findall(r"^(test_\w+) \(.*?\) \.\.\. (ok|FAIL|ERROR|skipped|expected failure)", out, re.M))
     assert status == {
         "test_double_n_1": "ok", "test_double_n_2": "ok", "test_double_three": "ok",
@@ -415,7 +425,7 @@ def test_torch_style_module_runs_with_torch_aliased(tmp_path):
         "test_deliberately_wrong": "FAIL",
         "test_add_cpu_float32": "ok", "test_add_cpu_float64": "ok", "test_add_cpu_int64": "ok",
         "test_loose_cpu_float32": "ok", "test_shape_shape0_cpu": "ok", "test_shape_shape1_cpu": "ok",
-        "test_cuda_only_cpu": "skipped", "test_raises_cpu": "ok",
+        "test_cuda_only_cpu": "skipped", "test_raises_cpu": "ok", "test_linear_cpu": "ok",
     }, out
     assert "FAILED (failures=1, skipped=2, expected failures=1)" in out, out
     assert "Tensor-likes are not close!" in out and "Mismatched elements: 1 / 2 (50.0%)" in out

@@ -25,7 +25,7 @@ from tracegrad.testing._internal._parametrize import compose_parametrize_fns, dt
 from tracegrad.testing._internal.common_utils import (  # noqa: F401  (torch's module re-exports these)
     IS_FBCODE, IS_SANDCASTLE, NATIVE_DEVICES, TEST_MKL, TEST_MPS, TEST_WITH_ASAN, TEST_WITH_ROCM,
     TEST_WITH_TORCHDYNAMO, TEST_WITH_TORCHINDUCTOR, TEST_WITH_TSAN, TEST_WITH_UBSAN, TEST_XPU, TestCase,
-    skipIfTorchDynamo)
+    skipCUDANonDefaultStreamIf, skipIfTorchDynamo)
 
 
 def _dtype_test_suffix(dtypes):
@@ -529,15 +529,6 @@ def skipCUDAIfNoMagmaAndNoLinalgsolver(fn):
 def skipCUDAIfNoCusolverROCMIfNoMagma(fn):
     """Skips CUDA variants without cuSOLVER."""
     return skipCUDAIfNoCusolver(fn)
-
-
-def skipCUDANonDefaultStreamIf(condition):
-    """Records torch's non-default-stream flag (no CUDA streams here)."""
-    def dec(fn):
-        if getattr(fn, "_do_cuda_non_default_stream", True):
-            fn._do_cuda_non_default_stream = not condition
-        return fn
-    return dec
 
 
 class onlyOn:

@@ -382,22 +382,20 @@ def runWithoutCompiledAutograd(msg="test doesn't currently work with compiled au
     return lambda func: func
 
 
-def skipCUDAMemoryLeakCheckIf(condition):
-    """Mirrors ``common_utils.skipCUDAMemoryLeakCheckIf`` (records the flag; no CUDA check here)."""
-    def dec(fn):
-        if getattr(fn, "_do_cuda_memory_leak_check", True):
-            fn._do_cuda_memory_leak_check = not condition
-        return fn
-    return dec
+def _cuda_policy_flag(attr):
+    def outer(condition):
+        def dec(fn):
+            if getattr(fn, attr, True):
+                setattr(fn, attr, not condition)
+            return fn
+        return dec
+    return outer
 
 
-def skipCUDANonDefaultStreamIf(condition):
-    """Mirrors ``common_utils.skipCUDANonDefaultStreamIf`` (records the flag only)."""
-    def dec(fn):
-        if getattr(fn, "_do_cuda_non_default_stream", True):
-            fn._do_cuda_non_default_stream = not condition
-        return fn
-    return dec
+skipCUDAMemoryLeakCheckIf = _cuda_policy_flag("_do_cuda_memory_leak_check")
+skipCUDAMemoryLeakCheckIf.__doc__ = "Mirrors ``common_utils.skipCUDAMemoryLeakCheckIf`` (records the flag only)."
+skipCUDANonDefaultStreamIf = _cuda_policy_flag("_do_cuda_non_default_stream")
+skipCUDANonDefaultStreamIf.__doc__ = "Mirrors ``common_utils.skipCUDANonDefaultStreamIf`` (records the flag only)."
 
 
 def gcIfJetson(fn):
