@@ -346,7 +346,8 @@ print("SAME_MODULES", nn is tracegrad.nn and F is tracegrad.nn.functional and nn
 
 
 class TestArith(TestCase):
-    @parametrize("n", [1, 2, subtest(3, name="three"), subtest(4, name="xfail4", decorators=[unittest.expectedFailure])])
+    @parametrize("n", [1, 2, subtest(3, name="three"),
+                       subtest(4, name="xfail4", decorators=[unittest.expectedFailure])])
     def test_double(self, n):
         self.assertEqual(torch.tensor([n]) * 2, [2 * n] if n != 4 else [9])
 

@@ -23,7 +23,8 @@ from collections.abc import Iterable
 import tracegrad
 from tracegrad.testing._internal._parametrize import compose_parametrize_fns, dtype_name
 from tracegrad.testing._internal.common_utils import (  # noqa: F401  (torch's module re-exports these)
-    IS_FBCODE, IS_SANDCASTLE, NATIVE_DEVICES, TEST_MKL, TEST_MPS, TEST_WITH_ASAN, TEST_WITH_ROCM,
+    IS_FBCODE, IS_MACOS, IS_REMOTE_GPU, IS_S390X, IS_SANDCASTLE, IS_WINDOWS, NATIVE_DEVICES, TEST_HPU, TEST_MKL,
+    TEST_MPS, TEST_WITH_ASAN, TEST_WITH_ROCM,
     TEST_WITH_TORCHDYNAMO, TEST_WITH_TORCHINDUCTOR, TEST_WITH_TSAN, TEST_WITH_UBSAN, TEST_XPU, TestCase,
     skipCUDANonDefaultStreamIf, skipIfTorchDynamo)
 
@@ -171,7 +172,12 @@ class CPUTestBase(DeviceTypeTestBase):
         return False
 
 
-device_type_test_bases = [CPUTestBase]
+def get_device_type_test_bases():
+    """Mirrors ``common_device_type.get_device_type_test_bases``: ``[CPUTestBase]`` here."""
+    return [CPUTestBase]
+
+
+device_type_test_bases = get_device_type_test_bases()
 
 
 def filter_desired_device_types(device_type_test_bases, except_for=None, only_for=None):

@@ -205,5 +205,6 @@ def highest_precision_complex(device):
 
 
 float_to_corresponding_complex_type_map = {
-    tracegrad.float16: tracegrad.complex32, tracegrad.float32: tracegrad.complex64, tracegrad.float64: tracegrad.complex128,
+    tracegrad.float16: tracegrad.complex32, tracegrad.float32: tracegrad.complex64,
+    tracegrad.float64: tracegrad.complex128,
 }

@@ -413,6 +413,130 @@ def suppress_warnings(fn):
     return wrapper
 
 
+requires_cuda = unittest.skipUnless(TEST_CUDA, "Requires CUDA")
+TEST_ACCELERATOR = TEST_CUDA or TEST_MPS
+TEST_MULTIACCELERATOR = TEST_CUDA and tracegrad.cuda.device_count() > 1
+
+
+def skipIfCompiledWithoutNumpy(fn):
+    """Mirrors ``common_utils.skipIfCompiledWithoutNumpy`` (numpy is a dependency: never skips)."""
+    return unittest.skipIf(not TEST_NUMPY, "PyTorch was compiled without numpy support")(fn)
+
+
+def skipIfLegacyJitExecutor(msg="test doesn't currently work with legacy JIT executor"):
+    """Mirrors ``common_utils.skipIfLegacyJitExecutor`` (no legacy JIT executor: never skips)."""
+    return lambda fn: fn
+
+
+def skipIfNNModuleInlined(msg="test doesn't currently work with nn module inlining", condition=False):
+    """Mirrors ``common_utils.skipIfNNModuleInlined`` (dynamo's module inlining is never on here)."""
+    return lambda fn: lazy_skip_if(lambda: condition, msg)(fn)
+
+
+def skipIfRocmArch(arch):
+    """Mirrors ``common_utils.skipIfRocmArch`` (no ROCm: never skips)."""
+    return lambda fn: fn
+
+
+def skipIfFreeThreaded(msg="Test doesn't work with free-threaded python"):
+    """Mirrors ``common_utils.skipIfFreeThreaded``."""
+    import sysconfig
+    return unittest.skipIf(sysconfig.get_config_var("Py_GIL_DISABLED") == 1, msg)
+
+
+def skip_but_pass_in_sandcastle(reason):
+    """Mirrors ``common_utils.skip_but_pass_in_sandcastle``: ``unittest.skip`` off Sandcastle."""
+    return skip_but_pass_in_sandcastle_if(True, reason)
+
+
+def skip_but_pass_in_sandcastle_if(condition, reason):
+    """Mirrors ``common_utils.skip_but_pass_in_sandcastle_if``: ``unittest.skipIf`` off Sandcastle,
+    a silently passing test on it."""
+    def decorator(func):
+        if condition:
+            if IS_SANDCASTLE:
+                @functools.wraps(func)
+                def wrapper(*args, **kwargs):
+                    print(f"Skipping {func.__name__} on sandcastle for following reason: {reason}", file=sys.stderr)
+                return wrapper
+            func.__unittest_skip__ = True
+            func.__unittest_skip_why__ = reason
+        return func
+    return decorator
+
+
+def xpassIfTorchDynamo_np(func):
+    """Mirrors ``common_utils.xpassIfTorchDynamo_np``: an expected failure unless under dynamo."""
+    return func if TEST_WITH_TORCHDYNAMO else unittest.expectedFailure(func)
+
+
+def setLinalgBackendsToDefaultFinally(fn):
+    """Mirrors ``common_utils.setLinalgBackendsToDefaultFinally`` (one linalg backend here)."""
+    return fn
+
+
+def setBlasBackendsToDefaultFinally(fn):
+    """Mirrors ``common_utils.setBlasBackendsToDefaultFinally`` (one BLAS backend here)."""
+    return fn
+
+
+@contextlib.contextmanager
+def skip_exception_type(exc_type):
+    """Mirrors ``common_utils.skip_exception_type``: that exception inside the block skips the test."""
+    try:
+        yield
+    except exc_type as e:
+        raise unittest.SkipTest(f"not implemented: {e}") from e
+
+
+@contextlib.contextmanager
+def disable_gc():
+    """Mirrors ``common_utils.disable_gc``: the garbage collector off inside the block."""
+    import gc
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@contextlib.contextmanager
+def set_cwd(path):
+    """Mirrors ``common_utils.set_cwd``: ``os.chdir(path)`` inside the block."""
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def first_sample(self, samples):
+    """Mirrors ``common_utils.first_sample``: the first of ``samples``; none skips the test."""
+    try:
+        return next(iter(samples))
+    except StopIteration as e:
+        raise unittest.SkipTest("Skipped! Need at least 1 sample input") from e
+
+
+def get_function_arglist(func):
+    """Mirrors ``common_utils.get_function_arglist``: the positional parameter names."""
+    return inspect.getfullargspec(func).args
+
+
+def iter_indices(tensor):
+    """Mirrors ``common_utils.iter_indices``: every index of ``tensor`` (ints for 1-D, tuples above)."""
+    import itertools
+    if tensor.dim() == 0:
+        return range(0)
+    if tensor.dim() == 1:
+        return range(tensor.size(0))
+    return itertools.product(*(range(s) for s in tensor.size()))
+
+
 # ---- RNG, dtype and warning helpers -------------------------------------------------------------
 def set_rng_seed(seed=None):
     """Mirrors ``common_utils.set_rng_seed``: seeds tracegrad, ``random`` and numpy (default ``SEED``)."""
@@ -442,6 +566,17 @@ def set_default_dtype(dtype):
         yield
     finally:
         tracegrad.set_default_dtype(saved)
+
+
+@contextlib.contextmanager
+def set_default_tensor_type(tensor_type):
+    """Mirrors ``common_utils.set_default_tensor_type``: ``tracegrad.set_default_tensor_type`` inside the block."""
+    saved = tracegrad.tensor([]).type()
+    tracegrad.set_default_tensor_type(tensor_type)
+    try:
+        yield
+    finally:
+        tracegrad.set_default_tensor_type(saved)
 
 
 @contextlib.contextmanager
