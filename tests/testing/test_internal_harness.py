@@ -113,6 +113,10 @@ CASES = {
     "msg_string": lambda t: (t.ones(1), t.zeros(1), {"msg": "extra words"}),
     "msg_callable": lambda t: (t.ones(1), t.zeros(1), {"msg": lambda m: "wrapped"}),
     "exact_device": lambda t: (t.ones(1), t.ones(1), {"exact_device": True}),
+    "exact_stride": lambda t: (t.ones(2, 3).t(), t.ones(3, 2), {"exact_stride": True}),
+    "stride_ignored": lambda t: (t.ones(2, 3).t(), t.ones(3, 2)),
+    "module_lists": lambda t: (t.nn.ParameterList([t.nn.Parameter(t.ones(1))]), [t.ones(1)]),
+    "module_lists_differ": lambda t: (t.nn.ParameterList([t.nn.Parameter(t.ones(1))]), [t.zeros(1)]),
 }
 
 
@@ -167,6 +171,15 @@ def _parametrized_class(cu, t):
         def test_named(self, n):
             pass
 
+        @cu.decorateIf(unittest.skip("two"), lambda params: params["x"] == 2)
+        @cu.parametrize("x", [1, 2])
+        def test_decorated(self, x):
+            pass
+
+        @cu.reparametrize(cu.parametrize("x", [1, 2]), lambda name, kw: [(name + "_r", kw)] if kw["x"] == 1 else None)
+        def test_reparametrized(self, x):
+            pass
+
         def test_plain(self):
             pass
     return TestNames
@@ -177,9 +190,14 @@ def _test_names(cls):
 
 
 def test_parametrized_names_match_torch():
-    want = _test_names(torch_cu.instantiate_parametrized_tests(_parametrized_class(torch_cu, torch)))
-    got = _test_names(tg_cu.instantiate_parametrized_tests(_parametrized_class(tg_cu, tracegrad)))
-    assert got == want and "test_two_named_c_True" in got
+    results = []
+    for cu, t in ((torch_cu, torch), (tg_cu, tracegrad)):
+        cls = cu.instantiate_parametrized_tests(_parametrized_class(cu, t))
+        result = unittest.TestResult()
+        unittest.defaultTestLoader.loadTestsFromTestCase(cls).run(result)
+        results.append((_test_names(cls), result.testsRun, sorted(c.id().rsplit(".", 1)[1] for c, _ in result.skipped)))
+    assert results[1] == results[0] and "test_two_named_c_True" in results[1][0]
+    assert results[1][2] == ["test_decorated_x_2"]
 
 
 def _device_class(cu, cdt, t):
