@@ -18,6 +18,7 @@ import pytest
 import tracegrad
 from tracegrad.testing._internal import common_device_type as tg_cdt
 from tracegrad.testing._internal import common_dtype as tg_dtype
+from tracegrad.testing._internal import common_nn as tg_nn
 from tracegrad.testing._internal import common_utils as tg_cu
 
 torch = pytest.importorskip("torch")
@@ -337,6 +338,50 @@ def test_tolerance_override_and_skips_in_device_tests():
     assert sorted(r for _, r in result.skipped) == ["Insufficient cpu memory", "Only runs on cuda"]
     assert sorted(seen, key=str) == sorted([(tracegrad.float32, 0.5, 0.0), (tracegrad.float64, 0.25, 0),
                                             (tracegrad.int64, 0, 0)], key=str)
+
+
+class _ModuleJacobian(tg_nn.NNTestCase):
+    """torch's test_nn wiring of NNTestCase's hooks (forward, input grad, parameters and grads)."""
+
+    def _forward(self, module, input):
+        return module(input)
+
+    def _backward(self, module, input, output, grad_output, create_graph=False):
+        output.backward(grad_output, retain_graph=True, create_graph=create_graph)
+        return input.grad
+
+    def _get_parameters(self, module):
+        params = list(module.parameters())
+        return params, [p.grad for p in params]
+
+    def _zero_grad_parameters(self, module):
+        for p in module.parameters():
+            if p.grad is not None:
+                p.grad.zero_()
+
+
+def test_nn_test_case_check_jacobian():
+    case = _ModuleJacobian()
+    with tg_cu.set_default_dtype(tracegrad.float64):
+        linear = tracegrad.nn.Linear(3, 2)
+        x = tracegrad.randn(2, 3, requires_grad=True)
+        case.check_jacobian(linear, x)
+
+        class WrongBackward(tracegrad.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+        class Doubler(tracegrad.nn.Module):
+            def forward(self, a):
+                return WrongBackward.apply(a)
+        with pytest.raises(AssertionError):
+            case.check_jacobian(Doubler(), tracegrad.randn(3, requires_grad=True))
+        tg_nn._test_module_empty_input(case, tracegrad.nn.Linear(3, 3), tracegrad.randn(0, 3))
 
 
 # ---- a torch-style test module, run with torch aliased to tracegrad -----------------------------------
