@@ -503,15 +503,9 @@ def disable_gc():
         gc.enable()
 
 
-@contextlib.contextmanager
 def set_cwd(path):
     """Mirrors ``common_utils.set_cwd``: ``os.chdir(path)`` inside the block."""
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
+    return _temporarily(os.getcwd, os.chdir, path)
 
 
 def first_sample(self, samples):
@@ -558,36 +552,29 @@ def freeze_rng_state():
 
 
 @contextlib.contextmanager
+def _temporarily(get, set_, value):
+    """``set_(value)`` inside the block, the value ``get()`` gave restored after it."""
+    saved = get()
+    set_(value)
+    try:
+        yield
+    finally:
+        set_(saved)
+
+
 def set_default_dtype(dtype):
     """Mirrors ``common_utils.set_default_dtype``: ``tracegrad.set_default_dtype`` inside the block."""
-    saved = tracegrad.get_default_dtype()
-    tracegrad.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        tracegrad.set_default_dtype(saved)
+    return _temporarily(tracegrad.get_default_dtype, tracegrad.set_default_dtype, dtype)
 
 
-@contextlib.contextmanager
 def set_default_tensor_type(tensor_type):
     """Mirrors ``common_utils.set_default_tensor_type``: ``tracegrad.set_default_tensor_type`` inside the block."""
-    saved = tracegrad.tensor([]).type()
-    tracegrad.set_default_tensor_type(tensor_type)
-    try:
-        yield
-    finally:
-        tracegrad.set_default_tensor_type(saved)
+    return _temporarily(lambda: tracegrad.tensor([]).type(), tracegrad.set_default_tensor_type, tensor_type)
 
 
-@contextlib.contextmanager
 def set_warn_always_context(new_val: bool):
     """Mirrors ``common_utils.set_warn_always_context``."""
-    old = tracegrad.is_warn_always_enabled()
-    tracegrad.set_warn_always(new_val)
-    try:
-        yield
-    finally:
-        tracegrad.set_warn_always(old)
+    return _temporarily(tracegrad.is_warn_always_enabled, tracegrad.set_warn_always, new_val)
 
 
 class DeterministicGuard:
