@@ -334,12 +334,27 @@ def test_tolerance_override_and_skips_in_device_tests():
         @tg_cdt.largeTensorTest("1000000GB")
         def test_large(self, device):
             pass
+
+        @tg_cdt.deviceCountAtLeast(1)
+        def test_one_device(self, devices):
+            seen.append(devices)
+
+        @tg_cdt.deviceCountAtLeast(2)
+        def test_two_devices(self, devices):
+            pass
+
+        @tg_cdt.expectedFailureCPU
+        def test_fails_on_cpu(self, device):
+            self.assertEqual(device, "cuda")
     scope = {"TestTol": TestTol}
     tg_cdt.instantiate_device_type_tests(TestTol, scope)
     result = unittest.TestResult()
     unittest.defaultTestLoader.loadTestsFromTestCase(scope["TestTolCPU"]).run(result)
-    assert result.wasSuccessful() and result.testsRun == 5
-    assert sorted(r for _, r in result.skipped) == ["Insufficient cpu memory", "Only runs on cuda"]
+    assert result.wasSuccessful() and result.testsRun == 8, result.failures + result.errors
+    assert sorted(r for _, r in result.skipped) == ["Insufficient cpu memory", "Only runs on cuda",
+                                                    "fewer than 2 devices detected"]
+    assert ["cpu"] in seen
+    seen.remove(["cpu"])
     assert sorted(seen, key=str) == sorted([(tracegrad.float32, 0.5, 0.0), (tracegrad.float64, 0.25, 0),
                                             (tracegrad.int64, 0, 0)], key=str)
 
