@@ -925,7 +925,6 @@ def parse_cmd_line_args():
         parser.add_argument(flag, nargs="?")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--run-parallel", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=SEED)
     args, remaining = parser.parse_known_args()
     if args.accept and _expecttest is not None:
         _expecttest.ACCEPT = True
