@@ -382,16 +382,16 @@ class _ModuleJacobian(tg_nn.NNTestCase):
 def test_nn_test_case_check_jacobian():
     case = _ModuleJacobian()
     with tg_cu.set_default_dtype(tracegrad.float64):
-        linear = tracegrad.nn.Linear(3, 2)
-        x = tracegrad.randn(2, 3, requires_grad=True)
+        linear = tracegrad.nn.Linear(2, 2)
+        x = tracegrad.randn(1, 2, requires_grad=True)
         case.check_jacobian(linear, x)
 
         class Doubler(tracegrad.nn.Module):
             def forward(self, a):
                 return _WrongBackward.apply(a)
         with pytest.raises(AssertionError):
-            case.check_jacobian(Doubler(), tracegrad.randn(3, requires_grad=True))
-        tg_nn._test_module_empty_input(case, tracegrad.nn.Linear(3, 3), tracegrad.randn(0, 3))
+            case.check_jacobian(Doubler(), tracegrad.randn(2, requires_grad=True))
+        tg_nn._test_module_empty_input(case, tracegrad.nn.Linear(2, 2), tracegrad.randn(0, 2))
 
 
 # ---- a torch-style test module, run with torch aliased to tracegrad -----------------------------------
