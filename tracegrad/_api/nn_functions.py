@@ -129,6 +129,9 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise TypeError(f"convolution(): input and weight must be Tensors, got {type(input).__name__} and "
                         f"{type(weight).__name__}")
     input, weight, bias = _autocast.cast("lower", "convolution", input, weight, bias)
+    if weight.ndim < 3:   # torch's first shape check; unchecked, a 2-D weight read as a "conv0d"
+        raise RuntimeError(f"weight should have at least three dimensions, got a weight of size {list(weight.shape)} "
+                           f"(convolution: (out_channels, in_channels / groups, *kernel_size))")
     nd = weight.ndim - 2
     unbatched = input.ndim == nd + 1
     if unbatched:
@@ -207,6 +210,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
             raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                                f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
                                f"actual input size")
+    if 0 in ks:   # torch's kernels refuse an empty kernel; unchecked, it reached the op with no torch
+        # message (torch's empty-input paths differ: an input of 0 channels gives an empty result)
+        raise RuntimeError(f"conv{'_transpose' if transposed else ''}{nd}d: kernel size should be greater than zero, "
+                           f"but got kernel size {list(ks)} (the weight's trailing dims)")
     out = apply_op(OPS["convolution"], (input, weight, bias),
                    (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
                     ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))
@@ -386,15 +393,30 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     return out
 
 
+def check_adaptive_nonempty(input, first, api):
+    """torch's adaptive pooling kernels' check (RuntimeError): the input's dims from ``first`` on
+    are non-empty (torch's kernels differ: the average 2-D pool checks its two pooled dims, the
+    max 2-D and the 3-D pools every dim after dim 0, even an unbatched input's channel dim)."""
+    shp = list(input.shape)
+    for i in range(first, len(shp)):
+        if shp[i] == 0:
+            raise RuntimeError(f"{api}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {shp} with dimension {i} being empty")
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool2d``; ``None`` in output_size keeps that size.
-    Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch."""
+    Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch. RuntimeError for an
+    input that is not 3-D or 4-D or has an empty non-batch dim."""
     out = _out_size(input, output_size, 2, "adaptive_avg_pool2d")
     if out == (1, 1):   # before the rank check, as torch (a 2-D input's (1, 1) pool is its mean)
         return input.mean((-1, -2), keepdim=True)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}; pass "
                            "(C, H, W) or (N, C, H, W)")
+    # torch's kernel refuses an empty channel or spatial dim; unchecked, it reached the op with
+    # no torch message (the generic "cannot run on inputs of shapes" text)
+    check_adaptive_nonempty(input, input.ndim - 2, "adaptive_avg_pool2d")
     return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 
@@ -417,10 +439,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     out = _out_size(input, output_size, 2, "adaptive_max_pool2d")
     if len(shp) not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(shp)}")
-    for i in range(len(shp) - 3, len(shp)):
-        if shp[i] == 0:
-            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {list(shp)} with dimension {i} being empty")
+    check_adaptive_nonempty(input, 1, "adaptive_max_pool2d")   # (an unbatched input's empty C is taken)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   f"convert the input with .float()")

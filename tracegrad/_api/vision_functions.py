@@ -16,7 +16,7 @@ from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
 from .._tensor.tensor import Tensor
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import check_adaptive_nonempty, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -279,6 +279,7 @@ def adaptive_avg_pool3d(input, output_size):
     _check_pool3d(input, "adaptive_avg_pool3d")
     if out == (1, 1, 1):
         return input.mean((-1, -2, -3), keepdim=True)
+    check_adaptive_nonempty(input, 1, "adaptive_avg_pool3d")   # torch's kernel's check (as the 2-D pools)
     return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))
 
 
@@ -410,7 +411,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
                            f"#1 'per_sample_weights'; but type {weight.dtype} does not equal "
                            f"{per_sample_weights.dtype} (while checking arguments for embedding_bag)")
-    _check_bag_values(input, offsets, weight.shape[0], padding_idx is not None)
+    _check_bag_values(input, offsets, weight.shape[0], padding_idx is not None, mode)
     if include_last_offset:
         offsets = offsets[:-1]
     pidx = None
@@ -429,10 +430,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     return apply_op(OPS["embedding_bag"], (weight, input, offsets.long(), per_sample_weights), static)
 
 
-def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False):
+def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False, mode="max"):
     """torch's value checks of ``embedding_bag`` on a 1-D ``input`` and its ``offsets`` (one host
     read each; skipped while tracing: NOTE [eager value checks]). An id out of range reads as
-    torch's two kernels word it (the one with a padding index names the id only)."""
+    torch's two kernels word it (the one with a padding index names the id only). Modes 'sum'
+    and 'mean' also want non-decreasing offsets (torch's kernels; its 'max' kernel takes them)."""
     ids, offs = _host_values(input), _host_values(offsets)
     if ids is None:
         _check_traced_range(input, num_embeddings)
@@ -453,3 +455,8 @@ def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False):
         if offs[-1] > input.shape[0]:
             raise RuntimeError(f"embedding_bag: offsets[-1] can not be greater than input's length "
                                f"{input.shape[0]}, but got offsets[-1] of {offs[-1]}")
+        down = np.flatnonzero(np.diff(offs) < 0) if mode != "max" else ()
+        if len(down):   # unchecked, a bag that ends before it starts was summed as empty
+            i = int(down[0]) + 1
+            raise RuntimeError(f"embedding_bag: offsets must be non-decreasing (each bag starts where the one before "
+                               f"it does or later), but offsets[{i}] = {offs[i]} < offsets[{i - 1}] = {offs[i - 1]}")

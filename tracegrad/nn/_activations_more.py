@@ -6,11 +6,14 @@ they trace into one program under ``tracegrad.compile``; ``rrelu``'s training sl
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, not torch's draws)."""
 from __future__ import annotations
 
+import numbers
 import sys
+
+import numpy as np
 
 import tracegrad
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.promotion import check_tensors
+from tracegrad._api.promotion import check_real_scalars, check_scalar_tensor, check_tensors
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
            "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
@@ -33,9 +36,25 @@ def _threshold(x, threshold, value):
     return tracegrad.where(x <= threshold, tracegrad.full_like(x, value), x)
 
 
+def _check_numbers(api, input, **args):
+    """torch's parser for Number arguments (TypeError naming the argument): a number or a 0-dim
+    tensor that does not require grad; a complex one for a real ``input`` is RuntimeError.
+    Unchecked, a str or None reached the comparison and raised Python's own text ("'<=' not
+    supported between...")."""
+    for pos, (name, v) in enumerate(args.items(), 2):
+        if isinstance(v, tracegrad.Tensor):
+            check_scalar_tensor(api, name, v)
+        elif not isinstance(v, (numbers.Number, np.bool_)):
+            raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
+    if isinstance(input, tracegrad.Tensor):
+        check_real_scalars(api, input.dtype, **args)
+
+
 def threshold(input, threshold, value, inplace=False):
     """Mirrors ``torch.nn.functional.threshold``: ``value`` where ``input <= threshold``, else
-    ``input`` (so NaNs pass through); same shape and dtype. Gradient 1 where kept, 0 elsewhere."""
+    ``input`` (so NaNs pass through); same shape and dtype. Gradient 1 where kept, 0 elsewhere.
+    TypeError for a ``threshold`` or ``value`` that is not a number (or a 0-dim tensor)."""
+    _check_numbers("threshold", input, threshold=threshold, value=value)
     if inplace:
         return _write(input, lambda x: _threshold(x, threshold, value))
     return _threshold(input, threshold, value)
@@ -43,6 +62,7 @@ def threshold(input, threshold, value, inplace=False):
 
 def threshold_(input, threshold, value):
     """Mirrors ``torch.nn.functional.threshold_`` (in place)."""
+    _check_numbers("threshold_", input, threshold=threshold, value=value)
     return _write(input, lambda x: _threshold(x, threshold, value))
 
 

@@ -5,6 +5,7 @@ under ~800 lines, STYLE 1). Random masks come from tracegrad's generator, so the
 from torch's draws but are reproducible under ``tracegrad.manual_seed``."""
 from __future__ import annotations
 
+import operator
 import warnings
 
 import tracegrad
@@ -184,13 +185,19 @@ def prelu(input, weight):
 def glu(input, dim=-1):
     """Mirrors ``torch.nn.functional.glu``: splits ``input`` in halves ``a, b`` along ``dim`` and
     returns ``a * sigmoid(b)`` (that dimension halves). Raises: RuntimeError for a 0-D input or
-    an odd size. Differs from torch: grad_fn is the composite's (torch: ``GluBackward0``)."""
+    an odd size, IndexError for a dim out of range, TypeError for a dim that is not an int.
+    Differs from torch: grad_fn is the composite's (torch: ``GluBackward0``)."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input.is_complex():   # torch has no complex kernel (JAX would compute one)
         name = "ComplexDouble" if input.dtype == tracegrad.complex128 else "ComplexFloat"
         raise NotImplementedError(f"glu: \"glu_cpu\" not implemented for '{name}'; take .real or .abs() first")
-    size = input.shape[dim]
+    # torch's parser takes an int (not a bool) for dim; its dim wrap is IndexError (indexing the
+    # shape tuple raised Python's own TypeError/IndexError text)
+    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+        raise TypeError(f"glu(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+    dim = operator.index(dim)
+    size = input.size(dim)
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
     a, b = input.chunk(2, dim)

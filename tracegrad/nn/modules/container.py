@@ -206,7 +206,9 @@ class ModuleList(Module):
         return v
 
     def extend(self, modules):
-        if isinstance(modules, (Tensor, Module)) and not isinstance(modules, (ModuleList, Sequential)):
+        # torch's check (an int failed in the loop with Python's "'int' object is not iterable")
+        if not isinstance(modules, Iterable) or (
+                isinstance(modules, (Tensor, Module)) and not isinstance(modules, (ModuleList, Sequential))):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
         offset = len(self)
         for i, m in enumerate(modules):
@@ -280,7 +282,15 @@ class ModuleDict(Module):
             for k, m in modules.items():
                 self[k] = m
         else:
+            # torch's checks, in its words (Python's own text reached the user: "'int' object is
+            # not iterable", "object of type 'ReLU' has no len()")
+            if not isinstance(modules, Iterable):
+                raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                                + type(modules).__name__)
             for j, m in enumerate(modules):
+                if not isinstance(m, Iterable):
+                    raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is "
+                                    f"{type(m).__name__}")
                 if len(m) != 2:
                     raise ValueError(f"ModuleDict update sequence element #{j} has length {len(m)}; 2 is required")
                 self[m[0]] = m[1]

@@ -221,7 +221,7 @@ class RNNBase(Module):
                 input = input.unsqueeze(batch_dim)
             sorted_indices = unsorted_indices = None
             mini_batch = input.size(0) if self.batch_first else input.size(1)
-        hx = self._prepare_hidden(hx, is_batched, lstm)
+        hx = self._prepare_hidden(hx, is_batched, lstm, sorted_indices is not None)
         if not packed:
             self.check_input(input, None)
             if input.size(1 if self.batch_first else 0) == 0:   # torch's kernel: no step to run
@@ -261,7 +261,7 @@ class RNNBase(Module):
             hidden = tuple(h.squeeze(1) for h in hidden)
         return out, (hidden if lstm else hidden[0])
 
-    def _prepare_hidden(self, hx, is_batched, lstm):
+    def _prepare_hidden(self, hx, is_batched, lstm, permuted=False):
         if hx is None:
             return None
         want = 3 if is_batched else 2
@@ -270,7 +270,19 @@ class RNNBase(Module):
             if hx[0].dim() != want or hx[1].dim() != want:
                 raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "
                                    f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
-            return hx if is_batched else (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+            if not is_batched:   # torch rebuilds the pair from hx[0], hx[1] (any extra entry is dropped)
+                return hx[0].unsqueeze(1), hx[1].unsqueeze(1)
+            if permuted:         # so does its reordering for an unsorted packed batch
+                return hx[0], hx[1]
+            # what torch's lstm kernel refuses of a batched state: a Tensor for the pair (its parser:
+            # TypeError) and a sequence of other than two (RuntimeError); unchecked, a (2, L, B, H)
+            # tensor was taken as the pair and three states were unpacking's ValueError
+            if not isinstance(hx, (tuple, list)):
+                raise TypeError(f"lstm() received an invalid combination of arguments: hx must be a tuple of two "
+                                f"Tensors (h_0, c_0), not {type(hx).__name__}")
+            if len(hx) != 2:
+                raise RuntimeError(f"lstm expects two hidden states (LSTM: pass (h_0, c_0), got {len(hx)})")
+            return hx
         if hx.dim() != want:
             raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got {hx.dim()}-D tensor")
         return hx if is_batched else hx.unsqueeze(1)
