@@ -29,14 +29,21 @@ from .._ops.errors import PYTHON_LEVEL
 from .._tensor.tensor import Size, Tensor
 
 
-def _is_int(v):
+def _is_index(v):
     if isinstance(v, Tensor):    # torch takes a one-element integer tensor as an int (__index__)
         return v.numel() == 1 and v.dtype._cat == 1
     return isinstance(v, int) or type(v).__name__ in ("int64", "int32", "SymInt")
 
 
+def _is_int(v):
+    # a bool is an int to Python, not to torch's parser ("must be int, not bool")
+    return type(v) is not bool and _is_index(v)
+
+
 def _is_ints(v):
-    return isinstance(v, (tuple, list, Size)) and all(_is_int(x) for x in v)
+    # torch's parser tells an int list by its first element, so only that one may not be a bool
+    # (``x.view(2, True, 3)`` is a view to (2, 1, 3); ``x.view(True, 6)`` is its TypeError)
+    return isinstance(v, (tuple, list, Size)) and (not v or type(v[0]) is not bool) and all(_is_index(x) for x in v)
 
 
 def _is_dims(v):

@@ -46,6 +46,9 @@ def tile(input, dims):
     as torch, when ``dims`` is not a sequence of ints (the method also takes them unpacked)."""
     if not isinstance(dims, (tuple, list)) and not (isinstance(dims, Tensor) and dims.dim() == 1):
         raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
+    if isinstance(dims, (tuple, list)) and dims and type(dims[0]) is bool:   # the parser reads the first one
+        raise TypeError("tile(): argument 'dims' (position 2) must be tuple of ints, but found element of type "
+                        "bool at pos 0; pass ints")
     dims = tuple(dims)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims

@@ -24,9 +24,10 @@ from .. import _state, return_types
 def _dims(dim, ndim):
     if dim is None:
         return None
-    for d in dim if isinstance(dim, (list, tuple, Size)) else (dim,):
-        if isinstance(d, float):
-            raise TypeError(f"reduction: argument 'dim' must be an int or a tuple of ints, not float ({d})")
+    for i, d in enumerate(dim if isinstance(dim, (list, tuple, Size)) else (dim,)):
+        # int() would take both; torch's parser takes a bool only after an int list's first element
+        if isinstance(d, float) or (type(d) is bool and i == 0):
+            raise TypeError(f"reduction: argument 'dim' must be an int or a tuple of ints, not {type(d).__name__} ({d})")
     if isinstance(dim, (list, tuple, Size)):
         if len(dim) == 0:
             return None

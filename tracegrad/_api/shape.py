@@ -59,6 +59,8 @@ def _index_all(shape, api, arg):
     out = []
     for pos, v in enumerate(shape):
         try:
+            if type(v) is bool and pos == 0:    # torch's parser tells an int list by its first element
+                raise TypeError
             out.append(operator.index(v))
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(f"{api}(): argument '{arg}' must be tuple of ints, but found element of type "
@@ -479,6 +481,8 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() == 1:
         split_size_or_sections = int(split_size_or_sections)   # torch's Tensor.split reads it with int()
     if isinstance(split_size_or_sections, int):
+        if type(split_size_or_sections) is bool:    # an int to Python, not to torch's parser
+            raise TypeError(f"split(): argument 'split_size' must be int or tuple of ints, not bool")
         s = split_size_or_sections
         if s < 0 or (s == 0 and n):
             raise RuntimeError(f"split(): split_size must be positive (it may be 0 only for a dimension of size 0), "
@@ -621,7 +625,9 @@ def flipud(self):
 def roll(self, shifts, dims=None):
     """Mirrors ``torch.roll``: without ``dims`` the flattened tensor is rolled by one shift.
     RuntimeError when ``shifts`` is empty or does not match ``dims``."""
-    if not isinstance(shifts, int) and not isinstance(shifts, (tuple, list)):
+    if isinstance(shifts, (tuple, list)) and shifts and type(shifts[0]) is bool:
+        check_kinds("roll", shifts=shifts)   # torch's parser tells an int list by its first element
+    if type(shifts) is bool or not isinstance(shifts, int) and not isinstance(shifts, (tuple, list)):
         check_kinds("roll", shifts=shifts)   # a string, a tensor of several elements: the parser's TypeError
         shifts = operator.index(shifts)      # a numpy integer, a one-element integer tensor
     if not isinstance(shifts, int) and len(shifts) == 0:
@@ -644,6 +650,8 @@ def roll(self, shifts, dims=None):
 def _check_matrix(self, api, diagonal):
     # torch's check, after its parser's (a diagonal that is not an int: the op's TypeError);
     # without it a 0-d or 1-D input reached the op with no torch message
+    if type(diagonal) is bool:
+        require_int(api, "diagonal", diagonal, 1)
     if _ndim(self, api) < 2 and hasattr(diagonal, "__index__"):
         raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions, got a {self.ndim}-D tensor")
 
@@ -665,6 +673,8 @@ def triu(self, diagonal=0):
 @method(function=True)
 def diag(self, diagonal=0):
     """Mirrors ``torch.diag``: 1-D -> diagonal matrix, 2-D -> its diagonal."""
+    if type(diagonal) is not int:
+        diagonal = operator.index(require_int("diag", "diagonal", diagonal, 1))
     if _ndim(self, "diag") == 1:
         return apply_op(OPS["diag_embed"], (self,), (("diagonal", diagonal),))
     if self.ndim != 2:
@@ -675,6 +685,8 @@ def diag(self, diagonal=0):
 @method(function=True)
 def diagonal(self, offset=0, dim1=0, dim2=1):
     """Mirrors ``torch.diagonal``: a view. RuntimeError when ``dim1`` and ``dim2`` name the same dim."""
+    if type(offset) is not int:
+        offset = operator.index(require_int("diagonal", "offset", offset, 1))
     d1, d2 = _wrap_dim(dim1, _ndim(self, "diagonal")), _wrap_dim(dim2, self.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -752,6 +764,8 @@ def stack(tensors, dim=0, *, out=None):
         if tuple(t_.shape) != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and {list(t_.shape)} at entry {i}")
     n = len(s0) + 1
+    if type(dim) is not int:
+        dim = operator.index(require_int("stack", "dim", dim, 2))
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     dt = result_dtype(*tensors)

@@ -1113,12 +1113,14 @@ def _wrap_dim(dim, ndim):
 
 
 def _index_dim(dim):
-    """``dim`` as an int when it is one for torch's parser (a bool, a numpy integer, a one-element
-    integer tensor: ``__index__``), else the parser's TypeError, naming the function that read
+    """``dim`` as an int when it is one for torch's parser (a numpy integer, a one-element integer
+    tensor: ``__index__``; not a bool), else the parser's TypeError, naming the function that read
     the dim (a float dim, a string, a tensor of several elements)."""
     import operator
     import sys
     try:
+        if type(dim) is bool:      # torch's parser takes no bool for an int (``__index__`` would)
+            raise TypeError
         if isinstance(dim, Tensor):
             if dim.numel() != 1:   # a tensor of several elements: no int (the hot methods have no guard)
                 raise TypeError
@@ -1127,7 +1129,7 @@ def _index_dim(dim):
         return operator.index(dim)
     except (TypeError, ValueError, RuntimeError):
         frame = sys._getframe(2)
-        while frame.f_back is not None and frame.f_code.co_name.startswith("_"):   # past helpers (_dim1)
+        while frame.f_back is not None and frame.f_code.co_name.startswith(("_", "<")):   # past helpers (_dim1), comprehensions
             frame = frame.f_back
         api = frame.f_code.co_name
         raise TypeError(f"{api}(): argument 'dim' must be int, not {type(dim).__name__}; "

@@ -321,6 +321,8 @@ def _check_pad_ints(pad):
     seq = isinstance(pad, (tuple, list, tracegrad.Size))
     wrong = [p for p in pad if not (isinstance(p, int) or hasattr(p, "__index__") and not isinstance(p, float))] \
         if seq else [pad]
+    if seq and pad and type(pad[0]) is bool:   # torch's parser tells an int list by its first element
+        wrong.insert(0, pad[0])
     if wrong:
         bad = wrong[0]
         raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(bad).__name__}; "
