@@ -15,6 +15,7 @@ Known differences are strict xfails in ``XFAIL`` (a fix shows up as XPASS).
 """
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -28,7 +29,8 @@ from torch.testing._internal.common_modules import ModuleErrorEnum, module_db  #
 
 from _opinfo_helpers import Carrier, Unsupported, assert_same, cotangents, flat, tg_to_torch  # noqa: E402
 
-N_INPUTS = 2
+# TRACEGRAD_OPINFO_SAMPLES=N raises the count to N for a deeper run outside CI (e.g. 1000: all).
+N_INPUTS = max(2, int(os.environ.get("TRACEGRAD_OPINFO_SAMPLES") or 2))
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-7, atol=1e-7)}
 GRAD_TOL = {torch.float32: dict(rtol=1e-3, atol=1e-4), torch.float64: dict(rtol=1e-6, atol=1e-6)}
 

@@ -15,6 +15,7 @@ tracegrad lacks are listed by ``test_report`` (run with ``-s`` to see the list).
 """
 from __future__ import annotations
 
+import os
 import warnings
 
 import pytest
@@ -32,7 +33,10 @@ from _bad_input_helpers import FOREIGN  # noqa: E402
 
 # Samples per OpInfo and check: the first few cover the common shapes (scalar, empty, broadcast)
 # and keep the file inside its time budget; each new shape is one XLA compile.
+# TRACEGRAD_OPINFO_SAMPLES=N raises every count to N for a deeper run outside CI (e.g. 1000: all).
 N_FLOAT, N_INT, N_GRAD, N_ERROR = 2, 1, 1, 4
+if os.environ.get("TRACEGRAD_OPINFO_SAMPLES"):
+    N_FLOAT = N_INT = N_GRAD = N_ERROR = max(N_FLOAT, int(os.environ["TRACEGRAD_OPINFO_SAMPLES"]))
 # Per result dtype (others compare exactly). XLA's float32 kernels (transcendentals, summation
 # order) differ from ATen's by a few ulps, hence looser than assert_close's defaults.
 _F32, _F64 = dict(rtol=1e-4, atol=1e-5), dict(rtol=1e-7, atol=1e-7)
