@@ -117,3 +117,23 @@ def test_printed_class_names():
         a = mod.tensor([[2.0, 0.0], [0.0, 3.0]])
         return [str(type(a)), repr(mod.linalg.slogdet(a)), repr(mod.slogdet(a))]
     assert [s.replace("tracegrad", "torch") for s in names(tracegrad)] == names(torch)
+
+
+def test_format_of_zero_dim_tensors():
+    """``format``/f-strings: a plain 0-d tensor formats as its number (any spec); a 0-d
+    Parameter, a subclass or a meta tensor formats as its str, and a spec is torch's TypeError
+    (``f"bias: {p}"`` prints ``Parameter containing:...``)."""
+    def formats(mod):
+        class Sub(mod.Tensor):
+            pass
+        p, s = mod.nn.Parameter(mod.tensor(1.5)), mod.tensor(2.5).as_subclass(Sub)
+        out = [f"{mod.tensor(3.25, requires_grad=True):.1f}", f"{mod.tensor(7):4d}", f"{p}", f"{s}",
+               f"{mod.empty((), device='meta')}"]
+        for spec in (".2f", ">8"):
+            for x in (p, s, mod.tensor([1.5])):
+                try:
+                    out.append(format(x, spec))
+                except TypeError as e:
+                    out.append(("TypeError", str(e)))
+        return out
+    assert [o if isinstance(o, tuple) else o.replace("tracegrad", "torch") for o in formats(tracegrad)] == formats(torch)

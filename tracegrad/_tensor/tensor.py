@@ -1015,7 +1015,11 @@ class Tensor(TensorBase):
     def __format__(self, spec):
         if _CAPTURE[0] is not None:
             _CAPTURE[0].python_read(self, "format()")
-        if self.ndim == 0 and not isinstance(self._value, _JaxTracer):
+        # as torch: only a plain 0-d tensor formats as its number; a Parameter, a subclass or a
+        # meta tensor formats as its str (``f"{p}"`` shows ``Parameter containing:...``) and a
+        # non-empty spec is a TypeError
+        if self.ndim == 0 and type(self) is Tensor and self.device.type != "meta" \
+                and not isinstance(self._value, _JaxTracer):
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
