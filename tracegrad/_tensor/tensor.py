@@ -1044,9 +1044,10 @@ class Tensor(TensorBase):
         return t
 
 
-# The class reports the package as its module, as ``torch.Tensor`` reports ``torch``: ``type(t)``
-# prints ``<class 'tracegrad.Tensor'>`` (not this file's path) and pickle finds it as tracegrad.Tensor
-Tensor.__module__ = "tracegrad"
+# The classes report the package as their module, as ``torch.Tensor`` and ``torch.Size`` report
+# ``torch``: ``type(t)`` prints ``<class 'tracegrad.Tensor'>`` (not this file's path) and pickle
+# finds them as tracegrad.Tensor and tracegrad.Size
+Tensor.__module__ = Size.__module__ = "tracegrad"
 _tf.PLAIN_TYPES.append(Tensor)
 _tf.TRIVIAL.add(Tensor)
 _tf.NOWRAP.add(Tensor.grad.__get__)    # torch's get_default_nowrap_functions (_base is a slot here)
