@@ -112,10 +112,12 @@ def test_repr_under_printoptions(name, opts, build):
 
 def test_printed_class_names():
     """``print(type(t))`` names the package's class as torch's does (``<class 'torch.Tensor'>``;
-    so do a Size, dtype, device, finfo and iinfo), and ``linalg.slogdet``'s result prints as torch's ``return_types.linalg_slogdet``."""
+    so do a Size, dtype, device, finfo and iinfo; a grad_fn's is <class 'MulBackward0'>), and ``linalg.slogdet``'s result prints as torch's ``return_types.linalg_slogdet``."""
     def names(mod):
         a = mod.tensor([[2.0, 0.0], [0.0, 3.0]])
-        types = [type(o) for o in (a, a.shape, a.dtype, a.device, mod.finfo(a.dtype), mod.iinfo(mod.int8))]
+        g = (a.requires_grad_() * 2).sum().grad_fn
+        types = [type(o) for o in (a, a.shape, a.dtype, a.device, mod.finfo(a.dtype), mod.iinfo(mod.int8), g,
+                                   g.next_functions[0][0], g.next_functions[0][0].next_functions[0][0])]
         return [str(t) for t in types] + [repr(mod.linalg.slogdet(a)), repr(mod.slogdet(a))]
     assert [s.replace("tracegrad", "torch") for s in names(tracegrad)] == names(torch)
 
