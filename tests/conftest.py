@@ -46,9 +46,14 @@ def _seed():
     # a program that turns distribution validation off for the process (PPO's
     # ``Distribution.set_default_validate_args(False)``) must not change later tests' warnings
     validate = [(d, d._validate_args) for d in _distribution_bases()]
+    # nor a program's ``set_printoptions`` (a notebook's ``edgeitems=2``) later tests' reprs
+    printing = [(m, m._tensor_str.get_printoptions()) for m in (tracegrad, _torch) if m is not None]
     yield
     for d, v in validate:
         d._validate_args = v
+    for m, opts in printing:
+        if m._tensor_str.get_printoptions() != opts:
+            m.set_printoptions(**opts)
 
 
 def _distribution_bases():

@@ -17,7 +17,8 @@ the comparisons:
   ``A(array)`` a fixed array. ``record_ops`` collects the table ops a block dispatches.
 * ``run_both(program)``: a whole program ``program(torch, log)`` that calls ``log(name, value)``;
   values are normalised (``_norm``) and compared with tolerances, and everything it prints is
-  compared line by line (hook firing order and reprs are observations too).
+  compared line by line (hook firing order and reprs are observations too; the module's name and
+  object addresses aside).
 * ``both(program)``: ``program(mod, log)`` appending plain Python values to the list ``log``;
   the two lists must be equal.
 * ``check_module(build, inputs)``: an ``nn`` module built on both sides, tracegrad's given
@@ -503,6 +504,16 @@ def _same_printed(a: str, b: str) -> bool:
     return True
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _printed(text: str) -> str:
+    """Printed text with what differs by nature between the two runs made equal: the module's
+    name (``dtype=tracegrad.float32``, ``<class 'tracegrad.Tensor'>``) and object addresses
+    (``<MulBackward0 object at 0x7f...>``)."""
+    return _ADDRESS.sub(" at 0x...", text.replace("tracegrad", "torch"))
+
+
 def compare(ref, got):
     for i in range(min(len(ref), len(got))):
         (ka, va), (kb, vb) = ref[i], got[i]
@@ -511,6 +522,7 @@ def compare(ref, got):
                 f"log entry {i}: torch logged {ka!r}, tracegrad logged {kb!r}\n"
                 f"torch keys: {[k for k, _ in ref]}\ntracegrad keys: {[k for k, _ in got]}")
         if ka == "<stdout>":
+            va, vb = _printed(va), _printed(vb)
             if va != vb and not _same_printed(va, vb):
                 raise AssertionError(_stdout_diff(va, vb) + f"\n--- torch stdout:\n{va}"
                                      f"\n--- tracegrad stdout:\n{vb}")

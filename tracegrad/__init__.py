@@ -258,6 +258,7 @@ from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import sparse as sparse  # noqa: E402
 from . import random as random  # noqa: E402
+from . import storage as storage  # noqa: E402  (torch.storage: the storage classes' module)
 from . import __future__ as __future__  # noqa: E402  (torch.__future__'s conversion flags)
 from ._checks import (  # noqa: E402  (torch._check and family)
     _check as _check, _check_index as _check_index, _check_is_size as _check_is_size,

@@ -51,9 +51,8 @@ __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "s
            "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
-# torch names this type linalg_slogdet; ours still shows as slogdet (tests/utils/test_pytree.py
-# compares specs with that rename), pickled and looked up as linalg_slogdet
-SlogdetResult = _structseq("linalg_slogdet", ["sign", "logabsdet"], shown_as="slogdet")
+# torch.return_types.linalg_slogdet (torch.slogdet's own type is return_types.slogdet)
+SlogdetResult = _structseq("linalg_slogdet", ["sign", "logabsdet"])
 QRResult = _structseq("linalg_qr", ["Q", "R"])
 SVDResult = _structseq("linalg_svd", ["U", "S", "Vh"])
 EighResult = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])

@@ -34,22 +34,20 @@ def _repr(self):
             + ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self)) + ")")
 
 
-def _one(name, fields, shown_as):
-    base = collections.namedtuple(shown_as, fields)
-    cls = type(shown_as, (base,), {"__slots__": (), "__module__": __name__, "__qualname__": name, "__repr__": _repr,
-                                   "__new__": _from_sequence_new(base.__new__, name, len(base._fields))})
+def _one(name, fields):
+    base = collections.namedtuple(name, fields)
+    cls = type(name, (base,), {"__slots__": (), "__module__": __name__, "__qualname__": name, "__repr__": _repr,
+                               "__new__": _from_sequence_new(base.__new__, name, len(base._fields))})
     globals()[name] = cls
     __all__.append(name)
     return cls
 
 
-def _structseq(name, fields, shown_as=None):
+def _structseq(name, fields):
     """The return type ``tracegrad.return_types.<name>`` with ``fields`` (and its ``<name>_out``
-    twin, as torch has one per function with an ``out=`` form); returns the first. ``shown_as``:
-    the ``__name__`` (repr, pytree specs) where it is not ``name``; pickle finds the type by
-    ``name`` (its ``__qualname__``)."""
-    _one(name + "_out", fields, (shown_as or name) + "_out")
-    return _one(name, fields, shown_as or name)
+    twin, as torch has one per function with an ``out=`` form); returns the first."""
+    _one(name + "_out", fields)
+    return _one(name, fields)
 
 
 for _name in ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"):

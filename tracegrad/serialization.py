@@ -348,7 +348,9 @@ def _refuse(module, name):
 _ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.bytearray",
                 "builtins.complex",
                 # torch's weights-only unpickler takes torch.Size, dtypes and devices as values
-                "tracegrad._tensor.tensor.Size", "tracegrad._ops.dtypes._by_name", "tracegrad._tensor.device.device")
+                # (pickled as tracegrad.Size and tracegrad.device; files saved before name their modules)
+                "tracegrad.Size", "tracegrad.device", "tracegrad._ops.dtypes._by_name",
+                "tracegrad._tensor.tensor.Size", "tracegrad._tensor.device.device")
 
 
 def _allowed(qualified):

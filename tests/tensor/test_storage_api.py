@@ -136,3 +136,18 @@ def _grown_storage_program(m):
                    "relies on it); Storage would have to hold a growable array that views slice")
 def test_resize_growth_is_seen_by_tensors_sharing_the_storage():
     assert _grown_storage_program(tracegrad) == _grown_storage_program(torch)
+
+
+def test_storage_repr_matches_torch():
+    """A storage prints as torch's: its elements one per line (bytes for an untyped storage), then
+    ``[torch.storage.TypedStorage(dtype=..., device=cpu) of size n]`` (deep-learning-with-pytorch's
+    p1ch3 notebook shows ``points.storage()``); a meta storage shows ``...`` for its elements."""
+    def reprs(mod):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = mod.tensor([[1.0, 4.0], [2.0, 1.0], [3.0, 5.0]])
+            return [repr(x.storage()), str(x.t().storage()), repr(mod.tensor([1, 200], dtype=mod.uint8).untyped_storage()),
+                    repr(mod.tensor([True, False]).storage()), repr(mod.tensor([1.5], dtype=mod.float16).storage()),
+                    repr(mod.tensor([], dtype=mod.float64).storage()), repr(mod.empty(2, device="meta").storage()),
+                    repr(mod.storage.TypedStorage([1, 2], dtype=mod.int32))]
+    assert [r.replace("tracegrad", "torch") for r in reprs(tracegrad)] == reprs(torch)

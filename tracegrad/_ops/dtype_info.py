@@ -98,3 +98,7 @@ class iinfo(_Limits):
 
     def __repr__(self):
         return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"
+
+
+# reported as the package's classes, as torch.finfo/torch.iinfo
+finfo.__module__ = iinfo.__module__ = "tracegrad"

@@ -69,6 +69,9 @@ class dtype:
         return r
 
 
+# reported as the package's class, as torch.dtype: ``type(t.dtype)`` prints <class 'tracegrad.dtype'>
+dtype.__module__ = "tracegrad"
+
 class _NoStorageDtype(dtype):
     """NOTE [dtypes without storage]: a torch dtype JAX has no arrays of. Every path that makes
     or converts an array reads ``.np``; here that raises NotImplementedError instead of handing

@@ -119,6 +119,9 @@ class device(metaclass=_DeviceType):
         return gpus[i]
 
 
+# reported as the package's class, as torch.device (pickled as tracegrad.device)
+device.__module__ = "tracegrad"
+
 def cuda_devices():
     try:
         return jax.devices("gpu")

@@ -149,8 +149,7 @@ class Storage:
         return (_storage_from_numpy, (np.asarray(a),))
 
     def __repr__(self):
-        where = ", device='meta'" if type(self.array) is _ShapeDtypeStruct else ""
-        return f"tracegrad.UntypedStorage(nbytes={self.nbytes()}, data_ptr={self.data_ptr():#x}{where})"
+        return storage_repr("tracegrad.storage.UntypedStorage", "", self)
 
 
 # Whether ``apply_op`` must pass each op through ``meta.run`` and its outputs through
@@ -374,7 +373,19 @@ class TypedStorage:
         return elems if dtype is None else elems.astype(dtype)
 
     def __repr__(self):
-        return f"tracegrad.TypedStorage(dtype={self.dtype}, size={self.size()})"
+        _warn_typed()
+        return storage_repr("tracegrad.storage.TypedStorage", f"dtype={self.dtype}, ", self)
+
+    __str__ = __repr__
+
+
+def storage_repr(name, dtype_part, storage) -> str:
+    """torch's ``repr`` of a storage: its elements (bytes for an untyped one) one per line, then
+    ``[<class>(dtype=..., device=cpu) of size n]``; ``...`` for the elements of a meta storage."""
+    info = f"[{name}({dtype_part}device={storage.device}) of size {len(storage)}]"
+    if storage.device.type == "meta":
+        return "...\n" + info
+    return " " + "\n ".join(str(v) for v in storage.tolist()) + "\n" + info
 
 
 def _python_values(elems):

@@ -1015,7 +1015,11 @@ class Tensor(TensorBase):
     def __format__(self, spec):
         if _CAPTURE[0] is not None:
             _CAPTURE[0].python_read(self, "format()")
-        if self.ndim == 0 and not isinstance(self._value, _JaxTracer):
+        # as torch: only a plain 0-d tensor formats as its number; a Parameter, a subclass or a
+        # meta tensor formats as its str (``f"{p}"`` shows ``Parameter containing:...``) and a
+        # non-empty spec is a TypeError
+        if self.ndim == 0 and type(self) is Tensor and self.device.type != "meta" \
+                and not isinstance(self._value, _JaxTracer):
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
@@ -1040,6 +1044,10 @@ class Tensor(TensorBase):
         return t
 
 
+# The classes report the package as their module, as ``torch.Tensor`` and ``torch.Size`` report
+# ``torch``: ``type(t)`` prints ``<class 'tracegrad.Tensor'>`` (not this file's path) and pickle
+# finds them as tracegrad.Tensor and tracegrad.Size
+Tensor.__module__ = Size.__module__ = "tracegrad"
 _tf.PLAIN_TYPES.append(Tensor)
 _tf.TRIVIAL.add(Tensor)
 _tf.NOWRAP.add(Tensor.grad.__get__)    # torch's get_default_nowrap_functions (_base is a slot here)

@@ -26,6 +26,7 @@ _PROFILES = {
     "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
     "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
 }
+_NAME_EXTRA = len("tracegrad") - len("torch")   # how much longer a dtype's name prints here
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
@@ -70,6 +71,8 @@ class _Column:
             lo, hi = float(mag.min()), float(mag.max())
             self.int_mode = bool(np.all(shown == np.ceil(shown)))
             self.sci = hi / lo > 1000.0 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+            if _OPTS["sci_mode"] is not None:   # before the width: it is the forced notation's width
+                self.sci = _OPTS["sci_mode"]
             if self.sci:
                 texts = [f"{v:.{prec}e}" for v in shown.tolist()]
             elif self.int_mode:
@@ -77,8 +80,7 @@ class _Column:
             else:
                 texts = [f"{v:.{prec}f}" for v in shown.tolist()]
             self.width = max(len(t) for t in texts)
-        if _OPTS["sci_mode"] is not None:
-            self.sci = _OPTS["sci_mode"]
+        # no nonzero finite value: torch keeps the plain notation whatever sci_mode says
 
     def format(self, v) -> str:
         if not self.floating:
@@ -219,10 +221,14 @@ def join_suffixes(text, suffixes, indent, linewidth=None):
     out = [text]
     line = len(text) - text.rfind("\n") + 1   # torch's count (one more than the visible length)
     for s in suffixes:
-        if line + len(s) + 2 > linewidth:
+        # a suffix naming a dtype (``dtype=tracegrad.float64``) counts as long as torch's
+        # (``dtype=torch.float64``): lines break where torch's do, and the text is torch's
+        # but for the module's name
+        n = len(s) - _NAME_EXTRA * s.count("tracegrad.")
+        if line + n + 2 > linewidth:
             out.append(",\n" + " " * indent + s)
-            line = indent + len(s)
+            line = indent + n
         else:
             out.append(", " + s)
-            line += len(s) + 2
+            line += n + 2
     return "".join(out) + ")"

@@ -160,7 +160,8 @@ def node_class(name: str, base):
     key = (name, base)
     cls = _node_classes.get(key)
     if cls is None:
-        cls = _node_classes[key] = type(name, (base,), {"__slots__": ()})
+        # module 'builtins', as torch's C++ node types: ``type(t.grad_fn)`` prints <class 'MulBackward0'>
+        cls = _node_classes[key] = type(name, (base,), {"__slots__": (), "__module__": "builtins"})
     return cls
 
 
@@ -410,6 +411,8 @@ def edge(t):
 # the message ``disable_saved_tensors_hooks`` makes entering saved_tensors_hooks raise, or None
 SAVED_HOOKS_DISABLED: list = [None]
 
+
+AccumulateGrad.__module__ = "builtins"   # as torch's C++ node type (see node_class)
 
 class StopAfterOp(Exception):
     """Raised by a saved-tensor pack hook to end the running forward right after the op whose
