@@ -360,4 +360,7 @@ def test_cpc_cdck2_training():
         finally:
             restore()
 
-    run_both(program)
+    # the first step's gradients agree with torch's to ~1e-7; the amsgrad Adam's eps=1e-9 and
+    # learning rates of ~0.03 make each step's size hang on the ratio of tiny first and second
+    # moments, so the BatchNorm shifts drift ~1e-4 relative apart over the four steps
+    run_both(program, rtol=1e-3, atol=1e-5)
