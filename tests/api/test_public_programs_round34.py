@@ -5,8 +5,8 @@
   False)``, a ``ConvTranspose2d``/``F.interpolate`` autoencoder pretrained and its encoder keys
   copied by a filtered ``state_dict`` update; the hypersphere centre summed under ``no_grad`` and
   pushed away from 0 by boolean-mask assignment with ``abs(c)``; the soft-boundary radius
-  ``R.data =`` a float64 tensor of the ``np.quantile`` of the batch distances, so the 0-d float64
-  radius meets float32 distances; ``MultiStepLR`` stepped before the optimizer and read through
+  ``R.data =`` a ``torch.tensor`` of the ``np.quantile`` of the batch distances (a numpy float32
+  scalar, so the 0-d radius stays float32); ``MultiStepLR`` stepped before the optimizer and read through
   ``get_lr()``; Adam with ``amsgrad``; ``roc_auc_score`` of the test scores; the model saved as a
   dict of a float, a list and state dicts and loaded back);
 - jefflai108/Contrastive-Predictive-Coding-PyTorch: CPC's ``CDCK2`` (a strided ``Conv1d``
@@ -650,7 +650,7 @@ def _svdd_classes(torch, warm_up_n_epochs):
 
         return x
 
-    return dict(DeepSVDD=DeepSVDD, TorchvisionDataset=TorchvisionDataset, MNIST_LeNet=MNIST_LeNet,
+    return dict(DeepSVDD=DeepSVDD, DeepSVDDTrainer=DeepSVDDTrainer, TorchvisionDataset=TorchvisionDataset, MNIST_LeNet=MNIST_LeNet,
                 MNIST_LeNet_Autoencoder=MNIST_LeNet_Autoencoder, get_radius=get_radius,
                 global_contrast_normalization=global_contrast_normalization)
 
@@ -745,7 +745,7 @@ def test_deep_svdd(objective):
 
                 deep_SVDD.train(dataset, optimizer_name='adam', lr=1e-3, n_epochs=3, lr_milestones=(2,),
                                 batch_size=4, weight_decay=1e-6, device='cpu')
-                # the soft-boundary radius is the float64 tensor ``R.data`` was given
+                # the soft-boundary radius: the tensor of numpy's float32 quantile ``R.data`` was given
                 log("R c", [deep_SVDD.trainer.R, deep_SVDD.R, deep_SVDD.c])
                 deep_SVDD.test(dataset, device='cpu')
                 log("auc", deep_SVDD.results['test_auc'])
