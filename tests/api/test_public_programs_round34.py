@@ -39,17 +39,9 @@ import numpy as np
 import pytest
 from parity import run_both
 
+from tests.api.test_public_programs_round33 import _np_init
+
 torch = pytest.importorskip("torch")
-
-
-def _np_init(torch, module, seed, scale=0.3):
-    """Every parameter of ``module`` from a seeded numpy stream, in the parameter's dtype (the
-    programs' default inits draw from torch's generator)."""
-    rs = np.random.RandomState(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.tensor(rs.uniform(-scale, scale, tuple(p.shape)), dtype=p.dtype))
-    return module
 
 
 class _LogToParity(logging.Handler):
