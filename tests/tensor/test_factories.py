@@ -1,6 +1,8 @@
 """Parity of tensor factories with torch (values, dtypes, shapes, requires_grad, errors), and
 the random factories by shape/dtype/range/statistics and per-seed reproducibility (streams
 differ from torch's by design)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -205,6 +207,22 @@ def test_random_requires_grad_and_errors():
             mod.randint(5)   # no size
         with pytest.raises(RuntimeError):
             mod.rand(-1)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda m: m.randint(20480 / 160 - 12, size=(1,)), "'high' (position 1)"),   # CPC's time stamp
+    (lambda m: m.randint(4.0, (2,)), "'high' (position 1)"),
+    (lambda m: m.randint(np.float64(3), (2,)), "'high' (position 1)"),
+    (lambda m: m.randint(m.tensor(4.0), (2,)), "'high' (position 1)"),
+])
+def test_randint_float_bound_names_the_overloads_argument(call, name):
+    # torch's randint(high, size) overload calls its first argument 'high': a float there is a
+    # TypeError that names it (tracegrad named the signature's 'low'); int-like bounds still draw
+    for mod in (torch, tracegrad):
+        with pytest.raises(TypeError, match=re.escape(f"argument {name} must be int")):
+            call(mod)
+    assert tracegrad.randint(np.int64(4), (2,)).dtype == tracegrad.int64
+    assert tracegrad.randint(tracegrad.tensor(4), (2,)).shape == (2,)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int8", "uint8"])

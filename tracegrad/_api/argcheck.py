@@ -373,7 +373,7 @@ def guard(api, fn, python_level=False, hot=False):
 # parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
 # other)), Tensor.unfold's int size
 # (frombuffer's buffer: any object, refused by the buffer protocol with torch's ValueError)
-_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",),
+_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "randint": ("low",), "unfold": ("size",),
                "frombuffer": ("buffer",)}
 
 

@@ -667,6 +667,14 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
                   lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, api="randn()"))
 
 
+def _int_like(v):
+    """What torch's parser takes for an int argument: an int (numpy's too, ``__index__``) or a
+    one-element integer tensor."""
+    if isinstance(v, Tensor):
+        return v.numel() == 1 and v.dtype._cat == 1
+    return isinstance(v, numbers.Integral) or (hasattr(v, "__index__") and not isinstance(v, numbers.Real))
+
+
 def _int_not_bool(api, name, value):
     """torch's parser TypeError for a bool given as ``api``'s int argument ``name``: Python's bool is
     an int, torch's parser refuses it (a draw from ``[0, True)`` or a permutation of ``True``
@@ -684,17 +692,26 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     TypeError for a bool bound."""
     check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randint")
+    # torch's two overloads name the first argument 'high' in randint(high, size) and 'low' in
+    # randint(low, high, size); its parser's TypeError names the one the call resolved to
+    bounds = ((1, "low", low), (2, "high", high))
     if size is None:
         low, high, size = 0, low, high
+        bounds = ((1, "high", high),)
     elif high is None:   # randint(high, size=...)
         low, high = 0, low
+        bounds = ((1, "high", high),)
     if size is None or high is None:
         raise TypeError("randint(): missing the size argument: call randint(high, size) or randint(low, high, size)")
     if not isinstance(size, (tuple, list)):   # torch's size is a sequence only: randint(5, 2) is no shape
         raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}; "
                         f"pass the shape as a tuple, e.g. randint(high, (n,))")
-    for name, v in (("low", low), ("high", high)):
+    for pos, name, v in bounds:
         _int_not_bool("randint", name, v)
+        if not _int_like(v):   # a float bound (seq_len / 160 - timestep): no int overload takes it
+            raise TypeError(f"randint(): argument '{name}' (position {pos}) must be int, not {type(v).__name__}; "
+                            f"pass an int bound, e.g. int({name})")
+    for name, v in (("low", low), ("high", high)):
         if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
     _rnd.check_range(low, high, "randint()")
@@ -786,6 +803,9 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
         # torch's overloads: an int, or a tensor (a scalar one; checked further on)
         if not (isinstance(v, (int, Tensor)) or hasattr(v, "__index__")) or isinstance(v, bool):
             raise TypeError(f"randint_like(): argument '{name}' must be int, not {type(v).__name__}; pass an int bound")
+        if isinstance(v, Tensor) and v.numel() != 1:   # torch's tensor overload (randint itself takes no such tensor)
+            raise RuntimeError(f"randint_like(): {name} must be a scalar tensor and on CPU "
+                               f"(got {v.numel()} elements); pass a one-element tensor or an int")
     out = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
                   device=_like_device(input, device), requires_grad=requires_grad)   # (was dropped)
     return _laid_out_like(out, input, memory_format, "randint_like")
