@@ -119,6 +119,23 @@ def test_weight_saved_by_a_result_then_written_inside_the_call_raises_on_backwar
     compare_programs(build, calls=3, traces=1)
 
 
+def _step_with_backward_inside(T, retain, then_step):
+    """A step running ``loss.backward(retain_graph=retain)`` inside (then an SGD step when
+    ``then_step``); returns ``(step, net)``, the step giving the loss and the weight's gradient."""
+    net = _linear(T, 3, 2)
+    opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).tanh().pow(2).mean()
+        loss.backward(retain_graph=retain)
+        g = net.weight.grad.clone()
+        if then_step:
+            opt.step()
+        return loss, g
+    return step, net
+
+
 @pytest.mark.parametrize("mode", ["freed", "retained_then_step"])
 def test_backward_after_the_call_through_a_graph_a_backward_inside_freed_or_outdated(mode):
     """The step runs ``loss.backward()`` inside and returns ``loss``; the caller backpropagates
@@ -129,22 +146,13 @@ def test_backward_after_the_call_through_a_graph_a_backward_inside_freed_or_outd
     second time ... Specify retain_graph=True", which the step had done: NOTE [results after a
     backward inside] in vjp_node.py)."""
     def build(T, wrap):
-        net = _linear(T, 3, 2)
-        opt = T.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(x):
-            opt.zero_grad()
-            loss = net(x).tanh().pow(2).mean()
-            loss.backward(retain_graph=mode != "freed")
-            opt.step()
-            return loss
-
+        step, net = _step_with_backward_inside(T, mode != "freed", True)
         f = wrap(step)
 
         def run(i):
             x = _rand(T, i, 2, 3).requires_grad_()
-            loss = f(x)
-            return loss, _backward_or_error(loss), x.grad, net.weight
+            loss, g = f(x)
+            return loss, g, _backward_or_error(loss), x.grad, net.weight
         return run
     compare_programs(build, calls=3, traces=1)
 
@@ -159,21 +167,8 @@ def test_backward_after_the_call_through_a_graph_a_backward_inside_retained_is_a
     ``retain_graph=True`` routinely) return its VJP residuals from the program."""
     import tracegrad
 
-    def build(T, wrap):
-        net = _linear(T, 3, 2)
-        opt = T.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(x):
-            opt.zero_grad()
-            loss = net(x).tanh().pow(2).mean()
-            loss.backward(retain_graph=True)
-            g = net.weight.grad.clone()
-            return loss, g
-
-        return wrap(step), net
-
-    (ft, nt), (fe, ne), (fc, nc) = (build(torch, lambda f: f), build(tracegrad, lambda f: f),
-                                    build(tracegrad, tracegrad.compile))
+    (ft, nt), (fe, ne), (sc, nc) = [_step_with_backward_inside(T, True, False) for T in (torch, tracegrad, tracegrad)]
+    fc = tracegrad.compile(sc)
     for i in range(3):
         outs = []
         for T, f, net in ((torch, ft, nt), (tracegrad, fe, ne), (tracegrad, fc, nc)):
