@@ -8,8 +8,9 @@ same state and must agree after every call (``_dynamo_port.compare_programs``, w
 counts the programs built).
 
 Found here and fixed: a forward-only compiled function whose result's graph saved a parameter
-it then wrote in place (a max-norm constraint under ``no_grad``) gave that result a backward
-node checking the version the call left, so a backward from it silently used the pre-write
+it then wrote in place (a max-norm constraint under ``no_grad``), or a tensor made inside that
+it then wrote, gave that result a backward node checking the parameter's version as the call
+left it (the inner tensor's not at all), so a backward from it silently used the pre-write
 values where eager raises "modified by an inplace operation" (NOTE [saved versions of a
 compiled region] in ``_lowering/region.py``); a result of a function that ran ``backward()``
 inside always raised torch's "backward through the graph a second time ... Specify
@@ -95,11 +96,12 @@ def _backward_or_error(out):
 def test_weight_saved_by_a_result_then_written_inside_the_call_raises_on_backward():
     """A forward-only function (its results are differentiated outside) computes
     ``y = tanh(x @ w.T)`` -- the matmul saves ``w`` for ``x``'s gradient -- and then applies a
-    max-norm constraint to ``w`` in place under ``no_grad``, returning ``y`` and ``z = sin(x)``.
-    Eagerly a backward from ``y`` raises "modified by an inplace operation" (and one from ``z``
-    works). Found here: the compiled call's backward node checked ``w``'s version as the call
-    left it, so the backward from ``y`` silently gave the pre-write gradient (now the expected
-    version is that of the save: NOTE [saved versions of a compiled region] in region.py)."""
+    max-norm constraint to ``w`` in place under ``no_grad``; it also returns ``u = 2 * e`` for
+    an ``e = exp(x)`` it then adds 1 to in place (exp saved its result), and ``z = sin(x)``.
+    Eagerly a backward from ``y`` or ``u`` raises "modified by an inplace operation" (one from
+    ``z`` works). Found here: the compiled call's backward node checked ``w``'s version as the
+    call left it and ``e`` not at all, so those backwards silently gave the pre-write gradient
+    (NOTE [saved versions of a compiled region] in region.py)."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
 
@@ -107,14 +109,18 @@ def test_weight_saved_by_a_result_then_written_inside_the_call_raises_on_backwar
             y = (x @ net.weight.t()).tanh()
             with T.no_grad():
                 net.weight.mul_(1.0 / net.weight.norm(dim=1, keepdim=True).clamp(min=1.0))
-            return y, x.sin()
+            e = x.exp()
+            u = e * 2
+            e.add_(1)       # exp saved its result for backward
+            return y, x.sin(), u
 
         f = wrap(fwd)
 
         def run(i):
             x = _rand(T, i, 2, 3).requires_grad_()
-            y, z = f(x)
-            return _backward_or_error(y), _backward_or_error(z), x.grad, net.weight, net.weight._version
+            y, z, u = f(x)
+            return (_backward_or_error(y), _backward_or_error(u), _backward_or_error(z), x.grad, net.weight,
+                    net.weight._version)
         return run
     compare_programs(build, calls=3, traces=1)
 

@@ -1018,13 +1018,22 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             through = _through(diff_results + kept_graphs)
             n_results, kept_sts = len(diff_results), [id(a._st) for a in kept_graphs]
             del diff_results, kept_graphs
-            info["saved"] = (tuple((i, saved_ids[id(call_leaves[i]._vc)]) for i in data_in
-                                   if id(call_leaves[i]._vc) in saved_ids),
-                             tuple((k, saved_ids[id(t._vc)])
-                                   for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
-                                   if kind == "new" and id(t._vc) in saved_ids),
-                             tuple((r, saved_ids[id(r()._vc)]) for _, r in live
-                                   if r() is not None and id(r()._vc) in saved_ids))
+            s_args = tuple((i, saved_ids[id(call_leaves[i]._vc)][:2]) for i in data_in
+                           if id(call_leaves[i]._vc) in saved_ids)
+            s_out = tuple((k, saved_ids[id(t._vc)][:2])
+                          for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
+                          if kind == "new" and id(t._vc) in saved_ids)
+            s_state = tuple((r, saved_ids[id(r()._vc)][:2]) for _, r in live
+                            if r() is not None and id(r()._vc) in saved_ids)
+            # a tensor made inside and written after its save (``e = x.exp(); z = e * 2;
+            # e.add_(1)``, ``e`` not returned): nothing writes it after the call, so a backward
+            # from those results always raises, at the versions eager names
+            known = {id(call_leaves[i]._vc) for i in data_in} | {id(r()._vc) for _, r in live if r() is not None} \
+                | {id(t._vc) for t, (kind, _) in zip(r_leaves, recipe.leaves) if kind == "new"}
+            s_state += tuple((_FixedVersion(t), (ks, late)) for v, (ks, late, t) in saved_ids.items()
+                             if late and v not in known)
+            del saved_ids, known     # (they hold the arguments' stand-ins: the kept-reference check below)
+            info["saved"] = (s_args, s_out, s_state)
             owners_end = [(o, o._grad) for o in owners]
             grad_kinds = [_grad_kind(t, g0, cap) for (_, t), g0 in zip(owners_end, saved[1])]
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
@@ -1491,13 +1500,27 @@ def _result_attrs(t, where=None):
     return attrs or None
 
 
+class _FixedVersion:
+    """Called like a state tensor's weakref in ``Region.saved``: a stand-in for a tensor made
+    inside the function that it wrote after a save, with that tensor's final version, dtype and
+    shape (NOTE [saved versions of a compiled region])."""
+
+    __slots__ = ("_vc", "dtype", "shape")
+
+    def __init__(self, t):
+        self._vc, self.dtype, self.shape = [t._vc[0]], t.dtype, tuple(t.shape)
+
+    def __call__(self):
+        return self
+
+
 def _saved_in_graph(roots) -> dict:
     """{id of a version counter (shared by a tensor, its views and detached aliases): (the
     positions in ``roots`` whose traced graph saved that tensor for backward, how many writes
-    the function made to it after the save)} (ops' saved tensors, custom Functions'
-    ``save_for_backward``; not those a saved_tensors_hooks pair packed): NOTE [saved versions
-    of a compiled region]. The traced graph ends at the arguments' stand-ins and the state
-    tensors, which are leaves in it."""
+    the function made to it after the save, one such tensor)} (ops' saved tensors, custom
+    Functions' ``save_for_backward``; not those a saved_tensors_hooks pair packed): NOTE [saved
+    versions of a compiled region]. The traced graph ends at the arguments' stand-ins and the
+    state tensors, which are leaves in it."""
     ids = {}
     for k, root in enumerate(roots):
         seen, stack = set(), [root._gf]
@@ -1509,11 +1532,11 @@ def _saved_in_graph(roots) -> dict:
             for s in getattr(n, "saved", None) or getattr(n, "_saved", None) or ():
                 t = getattr(s, "tensor", None)
                 if t is not None:
-                    ks, late = ids.get(id(t._vc), (frozenset(), 0))
+                    ks, late, _ = ids.get(id(t._vc), (frozenset(), 0, None))
                     # written in place after it was saved, later in the same call (``y = x @ w``
                     # then ``w.mul_(0.5)`` under no_grad, an optimizer step): eager's backward
                     # from the result raises; the expected version stays that many writes back
-                    ids[id(t._vc)] = (ks | {k}, max(late, t._vc[0] - s.version))
+                    ids[id(t._vc)] = (ks | {k}, max(late, t._vc[0] - s.version), t)
             stack.extend(e[0] for e in n.next_functions if e is not None)
     return ids
 
