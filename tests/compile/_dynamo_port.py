@@ -65,6 +65,25 @@ def compare(build, calls=CALLS, **compile_kw):
     return runs[2]
 
 
+def compare_programs(build, calls=CALLS, traces=None):
+    """``compare``, then the compiled run's stats (``build`` calls ``wrap`` once): no graph break
+    and, given ``traces``, that many programs built (at most that many for a range)."""
+    made = []
+
+    def counted(T, wrap):
+        def wrap_and_keep(f):
+            g = wrap(f)
+            made.append(g)
+            return g
+        return build(T, wrap_and_keep)
+    compare(counted, calls=calls)
+    st = made[2].stats
+    assert st["graph_breaks"] == [], st
+    if traces is not None:
+        assert st["traces"] in (traces if isinstance(traces, range) else (traces,)), st
+    return made[2]
+
+
 def randn32(T, i, *shape):
     """A float32 tensor of module ``T`` from numpy's normal draws seeded ``i``."""
     return T.tensor(np.random.RandomState(i).randn(*shape).astype("float32"))

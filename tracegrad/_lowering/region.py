@@ -55,7 +55,7 @@ from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_gua
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
-from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
+from .vjp_node import MSG_KEPT, CompiledFunctionBackward, after_backward_message, dead_node
 
 _Tracer = jax.core.Tracer
 
@@ -696,8 +696,8 @@ class OutRecipe:
                     t._inference = True
                 if rg:
                     t._rg = True
-                    if how == "dead":
-                        t._gf = dead_node()
+                    if type(how) is tuple:     # ("dead", why a backward through it raises)
+                        t._gf = dead_node(how[1])
                     elif how == "diff":
                         diff.append(t)
                 out.append(t)
@@ -722,13 +722,14 @@ class OutRecipe:
         diff += kept
         if diff:
             pullback, edges, (s_args, s_out, s_state), through = vjp
-            # NOTE [saved versions of a compiled region]: versions as the call left them
+            # NOTE [saved versions of a compiled region]: versions as the call left them, less
+            # the writes the function made after saving (``late``: such a backward raises)
             saved = [(arg_leaves[i], o) for i, o in s_args] + [(out[k], o) for k, o in s_out] \
                 + [(r(), o) for r, o in s_state]
             node = CompiledFunctionBackward(edges, _bwd_program, pullback,
                                             [(t._value.shape, t._value.dtype) for t in diff],
-                                            [(t._vc, t._vc[0], t.dtype, tuple(t.shape), o) for t, o in saved
-                                             if t is not None], through)
+                                            [(t._vc, t._vc[0] - late, t.dtype, tuple(t.shape), o)
+                                             for t, (o, late) in saved if t is not None], through)
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return out
@@ -780,8 +781,8 @@ def _rebuild_view(spec, out, arg_leaves):
     t._vcache, t._vgen = None, -1
     if rg:
         t._rg = True
-        if how == "dead":
-            t._gf = dead_node()
+        if type(how) is tuple:
+            t._gf = dead_node(how[1])
     return t
 
 
@@ -1005,7 +1006,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # call; the region's backward reads residuals the program returned, which such a
             # write does not change, so it would use the old values silently. The arguments,
             # results and state tensors that the traced graph of the differentiable results saved
-            # get their versions checked instead.
+            # get their versions checked instead. A write inside the call after the save (the
+            # function changed a tensor its result's graph saved) leaves the expected version
+            # behind, so that backward raises too, as eager's does.
             diff_results = [t for t, (kind, v) in zip(r_leaves, recipe.leaves) if kind == "new" and v[1] == "diff"]
             saved_ids = _saved_in_graph(diff_results)
             # NOTE [results computed from results]: over the results and the tensors bound to
@@ -1015,13 +1018,22 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             through = _through(diff_results + kept_graphs)
             n_results, kept_sts = len(diff_results), [id(a._st) for a in kept_graphs]
             del diff_results, kept_graphs
-            info["saved"] = (tuple((i, saved_ids[id(call_leaves[i]._vc)]) for i in data_in
-                                   if id(call_leaves[i]._vc) in saved_ids),
-                             tuple((k, saved_ids[id(t._vc)])
-                                   for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
-                                   if kind == "new" and id(t._vc) in saved_ids),
-                             tuple((r, saved_ids[id(r()._vc)]) for _, r in live
-                                   if r() is not None and id(r()._vc) in saved_ids))
+            s_args = tuple((i, saved_ids[id(call_leaves[i]._vc)][:2]) for i in data_in
+                           if id(call_leaves[i]._vc) in saved_ids)
+            s_out = tuple((k, saved_ids[id(t._vc)][:2])
+                          for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
+                          if kind == "new" and id(t._vc) in saved_ids)
+            s_state = tuple((r, saved_ids[id(r()._vc)][:2]) for _, r in live
+                            if r() is not None and id(r()._vc) in saved_ids)
+            # a tensor made inside and written after its save (``e = x.exp(); z = e * 2;
+            # e.add_(1)``, ``e`` not returned): nothing writes it after the call, so a backward
+            # from those results always raises, at the versions eager names
+            known = {id(call_leaves[i]._vc) for i in data_in} | {id(r()._vc) for _, r in live if r() is not None} \
+                | {id(t._vc) for t, (kind, _) in zip(r_leaves, recipe.leaves) if kind == "new"}
+            s_state += tuple((_FixedVersion(t), (ks, late)) for v, (ks, late, t) in saved_ids.items()
+                             if late and v not in known)
+            del saved_ids, known     # (they hold the arguments' stand-ins: the kept-reference check below)
+            info["saved"] = (s_args, s_out, s_state)
             owners_end = [(o, o._grad) for o in owners]
             grad_kinds = [_grad_kind(t, g0, cap) for (_, t), g0 in zip(owners_end, saved[1])]
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
@@ -1413,7 +1425,8 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         rg = t.requires_grad
         how = None
         if rg and t.grad_fn is not None:
-            how = "dead" if consumed else "diff"
+            # NOTE [results after a backward inside] in vjp_node.py
+            how = ("dead", after_backward_message(t)) if consumed else "diff"
         root = _view_root(t, call_leaves, whole, outside, state) if t._chain else None
         if root is not None and how == "diff":
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
@@ -1487,12 +1500,27 @@ def _result_attrs(t, where=None):
     return attrs or None
 
 
+class _FixedVersion:
+    """Called like a state tensor's weakref in ``Region.saved``: a stand-in for a tensor made
+    inside the function that it wrote after a save, with that tensor's final version, dtype and
+    shape (NOTE [saved versions of a compiled region])."""
+
+    __slots__ = ("_vc", "dtype", "shape")
+
+    def __init__(self, t):
+        self._vc, self.dtype, self.shape = [t._vc[0]], t.dtype, tuple(t.shape)
+
+    def __call__(self):
+        return self
+
+
 def _saved_in_graph(roots) -> dict:
-    """{id of a version counter (shared by a tensor, its views and detached aliases): the
-    positions in ``roots`` whose traced graph saved that tensor for backward} (ops' saved
-    tensors, custom Functions' ``save_for_backward``; not those a saved_tensors_hooks pair
-    packed): NOTE [saved versions of a compiled region]. The traced graph ends at the
-    arguments' stand-ins and the state tensors, which are leaves in it."""
+    """{id of a version counter (shared by a tensor, its views and detached aliases): (the
+    positions in ``roots`` whose traced graph saved that tensor for backward, how many writes
+    the function made to it after the save, one such tensor)} (ops' saved tensors, custom
+    Functions' ``save_for_backward``; not those a saved_tensors_hooks pair packed): NOTE [saved
+    versions of a compiled region]. The traced graph ends at the arguments' stand-ins and the
+    state tensors, which are leaves in it."""
     ids = {}
     for k, root in enumerate(roots):
         seen, stack = set(), [root._gf]
@@ -1504,7 +1532,11 @@ def _saved_in_graph(roots) -> dict:
             for s in getattr(n, "saved", None) or getattr(n, "_saved", None) or ():
                 t = getattr(s, "tensor", None)
                 if t is not None:
-                    ids[id(t._vc)] = ids.get(id(t._vc), frozenset()) | {k}
+                    ks, late, _ = ids.get(id(t._vc), (frozenset(), 0, None))
+                    # written in place after it was saved, later in the same call (``y = x @ w``
+                    # then ``w.mul_(0.5)`` under no_grad, an optimizer step): eager's backward
+                    # from the result raises; the expected version stays that many writes back
+                    ids[id(t._vc)] = (ks | {k}, max(late, t._vc[0] - s.version), t)
             stack.extend(e[0] for e in n.next_functions if e is not None)
     return ids
 

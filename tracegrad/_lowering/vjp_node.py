@@ -123,6 +123,45 @@ MSG_DOUBLE = ("tracegrad.compile: backward through the gradient of a compiled fu
               "when you need higher-order gradients through it.")
 
 
+MSG_RETAINED = ("tracegrad.compile: a backward() inside the compiled function left this result's graph "
+                "alive (it passed retain_graph=True, or did not reach the result), so eagerly a backward "
+                "through it after the call works; a compiled function that runs backward() inside keeps "
+                "no graph for its results after it returns. Run that backward inside the function, or "
+                "call the function uncompiled (tracegrad.compile(..., disable=True)).")
+
+
+# NOTE [results after a backward inside]: a compiled function that runs ``backward()`` inside
+# returns results without a graph the caller can backpropagate through (its program holds no
+# residuals for them), so a backward from one raises. Which error: the one eager's backward
+# would raise where it raises -- a node the inside backward freed ("backward through the graph
+# a second time"), a tensor the graph saved and the function wrote in place afterwards (an
+# optimizer step after ``loss.backward(retain_graph=True)``: "modified by an inplace
+# operation") -- and where eager's backward would work (the graph was retained, or the inside
+# backward never reached it), a message saying that the compiled call cannot, instead of
+# torch's "Specify retain_graph=True" advice the function had already followed.
+def after_backward_message(t) -> str:
+    """The message a backward through ``t`` (a traced result that requires grad, made by a
+    function that ran ``backward()`` inside) raises after the compiled call: NOTE [results after
+    a backward inside]."""
+    seen, stack, stale = set(), [t.grad_fn], None
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if getattr(n, "released", False) or getattr(n, "_released", False) or isinstance(n, _Freed):
+            return getattr(n, "msg", MSG_FREED)
+        for s in getattr(n, "saved", None) or getattr(n, "_saved", None) or ():
+            w = getattr(s, "tensor", None)
+            if stale is None and w is not None and w._vc[0] != s.version:
+                stale = (f"one of the variables needed for gradient computation has been modified by an "
+                         f"inplace operation: [{w.dtype.name}{list(w.shape)}] was written in place later in "
+                         f"the compiled call that saved it (saved by {n.name()}). Hint: write a clone() of "
+                         "it, or write it after the backward.")
+        stack.extend(e[0] for e in n.next_functions if e is not None)
+    return stale or MSG_RETAINED
+
+
 def dead_node(msg=MSG_FREED, edges=()):
     """A node whose backward raises ``msg`` (default: torch's 'backward through the graph a
     second time', for results whose graph the compiled call already consumed); ``edges``: the
