@@ -21,6 +21,7 @@ from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
 from .._ops import dtypes as _dt
 from .._ops.random import scalar_name as _scalar_name
+from .._ops.warn import warn_once
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from .._tensor.out import accepts_out
@@ -167,6 +168,9 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
                                    "ints (the module constructor raises ValueError, as torch)")
             tot = [d * (k - 1) for d, k in zip(dilation, ks)]
             pads = tuple((t // 2, t - t // 2) for t in tot)
+            if any(t % 2 for t in tot):   # torch's TORCH_WARN_ONCE when a dim's padding is asymmetric
+                warn_once("Using padding='same' with even kernel lengths and odd dilation may require a "
+                          "zero-padded copy of the input be created")
         else:
             raise RuntimeError(f"Invalid padding string: {padding!r}, should be one of 'valid', 'same'")
     else:
@@ -203,6 +207,14 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
             raise RuntimeError(f"conv_transpose{nd}d: output padding must be smaller than either stride or dilation, "
                                f"but got output_padding={list(output_padding)}, stride={list(stride)} and "
                                f"dilation={list(dilation)}")
+        sizes = [(i - 1) * st - 2 * p + d * (k - 1) + op + 1
+                 for i, st, (p, _), d, k, op in zip(input.shape[2:], stride, pads, dilation, ks, output_padding)]
+        if any(o < 1 for o in sizes):   # torch's shape check (a 1-d one shown as 2-d, as its kernel runs it)
+            lead = [1] if nd == 1 else []
+            raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + list(input.shape[2:])))}). "
+                               f"Calculated output size per channel: ({' x '.join(map(str, lead + sizes))}). Output "
+                               f"size is too small (padding={[p for p, _ in pads]} takes more than the transposed "
+                               f"convolution's output)")
     else:
         padded = [size + lo + hi for size, (lo, hi) in zip(input.shape[2:], pads)]
         spans = [d * (k - 1) + 1 for d, k in zip(dilation, ks)]
@@ -456,6 +468,22 @@ def adaptive_max_pool(input, out, return_indices):
     static = (("output_size", tuple(out)),)
     values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
     return (values, apply_op(OPS["adaptive_max_pool_indices"], (input,), static)) if return_indices else values
+
+
+def max_unpool(input, indices, output_size):
+    """Mirrors ``torch._C._nn.max_unpool2d``/``max_unpool3d``: ``input`` and int64 ``indices`` of
+    one shape (those of ``max_pool(..., return_indices=True)``), each value written at its flat
+    index into the trailing ``output_size`` dims (2 or 3 of them), zeros elsewhere. grad_fn
+    ``MaxUnpool2DBackward0``/``MaxUnpool3DBackward0``. RuntimeError, as torch, for an index outside
+    the output plane (eager only: NOTE [eager value checks])."""
+    plane = math.prod(output_size)
+    mm = _host_minmax(indices)
+    if mm is None:
+        _check_traced_range(indices, plane)
+    elif mm[0] < 0 or mm[1] >= plane:
+        raise RuntimeError(f"Found an invalid max index: {mm[0] if mm[0] < 0 else mm[1]} (output volumes are of size "
+                           f"{'x'.join(str(o) for o in output_size)})")
+    return apply_op(OPS[f"max_unpool{len(output_size)}d"], (input, indices), (("output_size", tuple(output_size)),))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

@@ -204,6 +204,30 @@ defop("adaptive_max_pool2d", _adaptive_max, grad_fn="AdaptiveMaxPool2DBackward0"
 defop("adaptive_max_pool3d", _adaptive_max, grad_fn="AdaptiveMaxPool3DBackward0", saves=("self",))
 
 
+def _max_unpool(x, idx, *, output_size):
+    """torch's ``max_unpool2d``/``max_unpool3d`` over the trailing ``len(output_size)`` dims: each
+    value written at its flat index of the ``prod(output_size)`` output plane, zeros elsewhere
+    (an index outside the plane writes nothing; the caller checks them). The value is a scatter
+    (overlapping pool windows write the same maximum twice); the derivative is torch's gather of
+    the output gradient at every index, duplicates included: a scatter-add's transpose, added as a
+    zero-valued term (JAX's scatter-set would give it to one of the duplicates only)."""
+    n = len(output_size)
+    lead = x.shape[:x.ndim - n]
+    rows, plane = math.prod(lead), math.prod(output_size)
+    flat = x.reshape(rows, math.prod(x.shape[x.ndim - n:]))
+    pos = idx.reshape(flat.shape)
+    pos = jnp.where(pos < 0, plane, pos)   # (jnp would wrap a negative index; drop it as past the end)
+    r = jnp.arange(rows)[:, None]
+    zeros = jnp.zeros((rows, plane), x.dtype)
+    added = zeros.at[r, pos].add(flat, mode="drop")
+    out = zeros.at[r, pos].set(lax.stop_gradient(flat), mode="drop") + (added - lax.stop_gradient(added))
+    return out.reshape(lead + tuple(output_size))
+
+
+defop("max_unpool2d", _max_unpool, args=("self", "indices"), grad_fn="MaxUnpool2DBackward0", saves=("indices",))
+defop("max_unpool3d", _max_unpool, args=("self", "indices"), grad_fn="MaxUnpool3DBackward0", saves=("indices",))
+
+
 # ---- normalisation --------------------------------------------------------------------------
 def _bshape(x, v):
     return v.reshape((1, -1) + (1,) * (x.ndim - 2))

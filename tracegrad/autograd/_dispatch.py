@@ -32,7 +32,7 @@ from .._tensor.numpy_bridge import owned_array
 from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _follow_layout
 from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
-from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
+from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class, version_error
 from ._saved_names import SAVED_NAMES
 
 _CAPTURE = _state.CAPTURE
@@ -166,6 +166,7 @@ def _record(op, args, static, outs):
     kinds, avals, needs, consts, edges, edge_pos = [], [], [], [], [], []
     # torch saves a wrapped Python scalar, or an integer index, like a tensor (freed after backward)
     saved_const = False
+    const_vc = ()   # (index tensor, its version when saved): an in-place edit before backward raises, as torch's
     save_pos, save_if, no_edge = op.save_pos, op.save_if, op.no_edge_pos
     for i, a in enumerate(args):
         is_t = isinstance(a, Tensor)
@@ -181,6 +182,7 @@ def _record(op, args, static, outs):
             consts.append(a._value)
             if i in save_pos:      # torch saves it (an index): a second backward must raise
                 saved_const = True
+                const_vc += ((a, a._vc[0]),)
         elif is_t:
             needs.append(rg and i not in no_edge)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
@@ -199,7 +201,7 @@ def _record(op, args, static, outs):
     # NOTE [saved layout]; tuple.__new__ skips the NamedTuple's Python-level __new__ (hot path)
     node.layout = _tuple_new(SavedLayout, (tuple(kinds), tuple(avals), tuple(needs), tuple(edge_pos)))
     node.consts, node.released = consts, False
-    node.nout, node.saved_const = len(outs), saved_const
+    node.nout, node.saved_const, node.const_vc = len(outs), saved_const, const_vc
     for i, t in enumerate(outs):
         t._gf, t._out_nr, t._rg = node, i, True
     saved = []
@@ -226,7 +228,8 @@ class OpNode(Node):
     # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
     # shown: ((name, value), ...) torch shows as ``_saved_<name>`` where the node's static
     # arguments hold another form (NOTE [indexing nodes as torch]); unset on most nodes
-    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const", "shown")
+    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const", "const_vc",
+                 "shown")
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
@@ -332,6 +335,9 @@ class OpNode(Node):
         n = self.nout
         if len(grads) != n:
             grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
+        for t, version in self.const_vc:
+            if t._vc[0] != version:
+                raise version_error(self, t, version)
         key = (self.op, self.static, self.layout)
         entry = _BWD.get(key)
         if entry is None:
@@ -377,7 +383,7 @@ class OpNode(Node):
             self.released = True
             for s in self.saved:   # a SavedTensor the user holds (_raw_saved_*) is freed too
                 s.free()
-            self.saved = ()
+            self.saved = self.const_vc = ()
 
 
 _BWD: dict = _state.register_cache("autograd._dispatch._BWD", {})

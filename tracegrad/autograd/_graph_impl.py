@@ -280,17 +280,7 @@ class SavedTensor:
             return t
         t = self.tensor
         if t._vc[0] != self.version:
-            origin = _saved_origin(node, t, self.is_output)
-            # torch's words: the tensor as "[torch.FloatTensor [2, 3]]", and the hint of its
-            # anomaly mode (on: look at the forward backtrace; off: turn it on)
-            hint = ("the backtrace further above shows the operation that failed to compute its gradient. "
-                    "The variable in question was changed in there or anywhere later. Good luck!" if ANOMALY[0] else
-                    "enable anomaly detection to find the operation that failed to compute its gradient, "
-                    "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.type()} [{', '.join(map(str, t.shape))}]]{origin} is at version "
-                f"{t._vc[0]}; expected version {self.version} instead (saved by {node.name()}). Hint: {hint}")
+            raise version_error(node, t, self.version, self.is_output)
         if self.is_output and self.grad_edge is not None:
             out = _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
             tangent = t.__dict__.get("_fw")
@@ -298,6 +288,20 @@ class SavedTensor:
                 _state.FORWARD_AD[0].set_tangent(out, tangent)
             return out
         return t
+
+
+def version_error(node, t, version, is_output=False):
+    """torch's RuntimeError for a tensor ``node`` saved at ``version`` and modified in place since:
+    the tensor as "[torch.FloatTensor [2, 3]]", and the hint of its anomaly mode (on: look at the
+    forward backtrace; off: turn it on)."""
+    hint = ("the backtrace further above shows the operation that failed to compute its gradient. "
+            "The variable in question was changed in there or anywhere later. Good luck!" if ANOMALY[0] else
+            "enable anomaly detection to find the operation that failed to compute its gradient, "
+            "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{t.type()} [{', '.join(map(str, t.shape))}]]{_saved_origin(node, t, is_output)} is at "
+        f"version {t._vc[0]}; expected version {version} instead (saved by {node.name()}). Hint: {hint}")
 
 
 def _saved_origin(node, t, is_output):

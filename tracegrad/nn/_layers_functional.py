@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 import tracegrad
-from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool
+from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool, max_unpool as _max_unpool_op
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
            "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
@@ -24,6 +24,13 @@ def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
     F = tracegrad.nn.functional
     pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[n]
     k = _tuple(kernel_size, n)
+    if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
+        # torch's norm_type=+-inf is the max (min) of |x| over the window, a max pool; the
+        # power-average path would give inf**0 = 1 for every window
+        maxpool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[n]
+        if norm_type > 0:
+            return maxpool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -maxpool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     if stride is not None:
         out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     else:
@@ -80,20 +87,9 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n):
     out = _unpool_output_size(input, k, s, p, output_size)
     if len(k) != n:
         raise RuntimeError(f"max_unpool{n}d: kernel_size must have {n} elements, got {list(k)}")
-    lead = tuple(input.shape[:-n])
-    flat_in = input.reshape(*lead, math.prod(input.shape[-n:]))   # (explicit sizes: an empty batch too)
-    zeros = tracegrad.zeros(*lead, math.prod(out), dtype=input.dtype, device=input.device)
-    idx = indices.reshape(flat_in.shape)
-    # value: the scatter (a window overlap writes the same max twice); gradient: torch's
-    # gather of the output gradient for every input, duplicates included, which is the
-    # scatter_add's (a zero-valued add-minus-detached term carries it)
-    try:
-        added = zeros.scatter_add(-1, idx, flat_in)
-    except RuntimeError as e:   # an index past the output (checked in eager mode), in torch's words
-        raise RuntimeError(f"Found an invalid max index: {e} (output volumes are of size "
-                           f"{'x'.join(str(o) for o in out)})") from None
-    res = zeros.scatter(-1, idx, flat_in.detach()) + (added - added.detach())
-    return res.reshape(*lead, *out)
+    if n == 1:   # as torch: a 2-D unpool of a trailing unit dim, squeezed (grad_fn SqueezeBackward1)
+        return _max_unpool_op(input.unsqueeze(-1), indices.unsqueeze(-1), out + [1]).squeeze(-1)
+    return _max_unpool_op(input, indices, out)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

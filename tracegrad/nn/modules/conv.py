@@ -38,6 +38,18 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation, self.transposed = _ntuple(dilation, n), transposed
         self.output_padding, self.groups, self.padding_mode = _ntuple(output_padding, n), groups, padding_mode
+        # torch's name for the F.pad argument of a non-zero padding_mode (last dim first, left then
+        # right; 'same' puts a dim's odd element on the right): subclasses overriding
+        # _conv_forward read it, as torch's own modules do
+        if isinstance(padding, str):
+            self._reversed_padding_repeated_twice = [0, 0] * n
+            if padding == "same":
+                for i, (d, k) in enumerate(zip(self.dilation, self.kernel_size)):
+                    total = d * (k - 1)
+                    self._reversed_padding_repeated_twice[2 * (n - 1 - i)] = total // 2
+                    self._reversed_padding_repeated_twice[2 * (n - 1 - i) + 1] = total - total // 2
+        else:
+            self._reversed_padding_repeated_twice = tuple(p for p in reversed(self.padding) for _ in range(2))
         if transposed:
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
@@ -66,16 +78,8 @@ class _ConvNd(Module):
 
     def _conv_forward(self, input, weight, bias):
         if self.padding_mode != "zeros":
-            pads = []
-            for d in reversed(range(self._n)):
-                if self.padding == "same":   # the odd element of a dim's total goes on the right, as torch
-                    total = self.dilation[d] * (self.kernel_size[d] - 1)
-                    pads += [total // 2, total - total // 2]
-                else:
-                    p = 0 if self.padding == "valid" else self.padding[d]
-                    pads += [p, p]
-            return self._fn(F.pad(input, pads, mode=self.padding_mode), weight, bias, self.stride, 0,
-                            self.dilation, self.groups)
+            return self._fn(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
+                            self.stride, 0, self.dilation, self.groups)
         return self._fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
