@@ -503,3 +503,15 @@ def test_torch_style_module_runs_with_torch_aliased(tmp_path):
     }, out
     assert "FAILED (failures=1, skipped=2, expected failures=1)" in out, out
     assert "Tensor-likes are not close!" in out and "Mismatched elements: 1 / 2 (50.0%)" in out
+
+
+def test_common_nn_reexports_what_torch_test_files_import_from_it():
+    # PyTorch's test/nn/test_dropout.py does ``from ...common_nn import NNTestCase, freeze_rng_state``
+    torch_nn = pytest.importorskip("torch.testing._internal.common_nn")
+    for name in ("NNTestCase", "freeze_rng_state"):
+        assert hasattr(torch_nn, name)
+        assert hasattr(tg_nn, name), name
+    tracegrad.manual_seed(0)
+    with tg_nn.freeze_rng_state():
+        a = tracegrad.rand(3)
+    assert tracegrad.equal(a, tracegrad.rand(3))
