@@ -369,3 +369,27 @@ def test_compile_runs_meta_calls_eagerly():
     with pytest.warns(UserWarning, match="meta tensor"):
         outs = [f(tracegrad.ones(2, 3, device="meta")) for _ in range(3)]
     assert all(o.is_meta and tuple(o.shape) == (2,) for o in outs)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_load_state_dict_assign_under_swap_flag_keeps_objects_as_torch(swap):
+    # torch.__future__.set_swap_module_params_on_conversion(True) makes load_state_dict(assign=True)
+    # swap the checkpoint into the module's own Parameter/buffer objects (PyTorch's
+    # test/nn/test_load_state_dict.py test_load_state_dict_assign_meta_swap_True_*)
+    seen = []
+    for T in LIBS:
+        before = T.__future__.get_swap_module_params_on_conversion()
+        T.__future__.set_swap_module_params_on_conversion(swap)
+        try:
+            with T.device("meta"):
+                m = T.nn.BatchNorm1d(2)
+            old = m.state_dict(keep_vars=True)
+            sd = T.nn.BatchNorm1d(2).state_dict()
+            m.load_state_dict(sd, assign=True)
+            new = m.state_dict(keep_vars=True)
+            seen.append([(k, new[k] is old[k], new[k] is sd[k], type(new[k]).__name__, new[k].requires_grad,
+                          new[k].device.type) for k in sd])
+            assert m(T.ones(3, 2)).shape == (3, 2)
+        finally:
+            T.__future__.set_swap_module_params_on_conversion(before)
+    assert seen[0] == seen[1]

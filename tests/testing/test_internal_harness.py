@@ -503,3 +503,34 @@ def test_torch_style_module_runs_with_torch_aliased(tmp_path):
     }, out
     assert "FAILED (failures=1, skipped=2, expected failures=1)" in out, out
     assert "Tensor-likes are not close!" in out and "Mismatched elements: 1 / 2 (50.0%)" in out
+
+
+def test_common_nn_reexports_what_torch_test_files_import_from_it():
+    # PyTorch's test/nn/test_dropout.py does ``from ...common_nn import NNTestCase, freeze_rng_state``
+    torch_nn = pytest.importorskip("torch.testing._internal.common_nn")
+    for name in ("NNTestCase", "freeze_rng_state"):
+        assert hasattr(torch_nn, name)
+        assert hasattr(tg_nn, name), name
+    tracegrad.manual_seed(0)
+    with tg_nn.freeze_rng_state():
+        a = tracegrad.rand(3)
+    assert tracegrad.equal(a, tracegrad.rand(3))
+
+
+def test_swap_parametrizer_names_and_flag_match_torch():
+    # common_utils.swap: one test per flag value, named ..._swap_<value>, run with torch.__future__'s
+    # swap flag set (PyTorch's test/nn/test_load_state_dict.py uses it on every test)
+    got = {}
+    for lib, cu in ((torch, torch_cu), (tracegrad, tg_cu)):
+        class T(cu.TestCase):
+            @cu.swap([True, False])
+            def test_a(self):
+                got.setdefault(lib.__name__, []).append(lib.__future__.get_swap_module_params_on_conversion())
+
+        cu.instantiate_parametrized_tests(T)
+        names = sorted(n for n in dir(T) if n.startswith("test_"))
+        unittest.TextTestRunner(stream=open(os.devnull, "w")).run(unittest.TestLoader().loadTestsFromTestCase(T))
+        got[lib.__name__ + "_names"] = names
+        assert lib.__future__.get_swap_module_params_on_conversion() is False   # restored
+    assert got["torch_names"] == got["tracegrad_names"] == ["test_a_swap_False", "test_a_swap_True"]
+    assert got["torch"] == got["tracegrad"] == [False, True]

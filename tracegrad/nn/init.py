@@ -83,11 +83,18 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     scale = abs(std) if std else std   # (a zero std is torch's ZeroDivisionError, below)
     with tracegrad.no_grad():
         lo, hi = norm_cdf((a - mean) / scale), norm_cdf((b - mean) / scale)
-        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(scale * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        # float16/bfloat16 draw in float32: a uniform drawn in bfloat16 lands on +-1 often enough that
+        # erfinv gives +-inf and the clamp piles values on a or b, which torch (rejection sampling at
+        # the tensor's precision) never does
+        low_precision = tensor.dtype in (tracegrad.float16, tracegrad.bfloat16)
+        draw = tensor.float() if low_precision else tensor
+        draw.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
+        draw.erfinv_()
+        draw.mul_(scale * math.sqrt(2.0))
+        draw.add_(mean)
+        draw.clamp_(min=a, max=b)
+        if low_precision:
+            tensor.copy_(draw)
         return tensor
 
 

@@ -1129,6 +1129,15 @@ class Module:
             for module, name, t, src in todo:
                 if t is None:
                     module.set_extra_state(src)
+                elif assign and _state.FUTURE["swap_module_params_on_conversion"]:
+                    # torch then swaps the checkpoint's tensor into the module's own object
+                    # (torch.utils.swap_tensors): the Parameter/buffer objects stay, references held
+                    # to them see the loaded values, and a Parameter keeps its requires_grad
+                    from tracegrad.utils._swap import swap_tensors
+                    loaded = src.detach()
+                    if isinstance(t, Parameter):
+                        loaded = Parameter(loaded, requires_grad=t.requires_grad)
+                    swap_tensors(t, loaded)
                 elif assign:
                     # through ``setattr``, as torch: registration hooks run, and compiled programs
                     # that baked in the old tensor see the module's layout changed (they trace again)

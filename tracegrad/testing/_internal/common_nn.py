@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tracegrad
 from tracegrad.testing._internal.common_cuda import TEST_CUDA, TEST_CUDNN, TEST_MULTIGPU  # noqa: F401
-from tracegrad.testing._internal.common_utils import TestCase
+from tracegrad.testing._internal.common_utils import TestCase, freeze_rng_state  # noqa: F401  (torch's common_nn re-exports it; test/nn files import it from here)
 
 PRECISION = 1e-5
 

@@ -360,6 +360,49 @@ def serialTest(condition=True):
     return decorator
 
 
+class SwapTensorsGuard:
+    """Mirrors ``common_utils.SwapTensorsGuard``: sets ``torch.__future__``'s swap flag for the
+    block (``None`` leaves it alone) and restores the previous value on exit."""
+
+    def __init__(self, use_swap_tensors):
+        self.use_swap_tensors = use_swap_tensors
+
+    def __enter__(self):
+        from tracegrad import __future__ as future
+        self.swap_before = future.get_swap_module_params_on_conversion()
+        if self.use_swap_tensors is not None:
+            future.set_swap_module_params_on_conversion(self.use_swap_tensors)
+        return self
+
+    def __exit__(self, *exc):
+        from tracegrad import __future__ as future
+        future.set_swap_module_params_on_conversion(self.swap_before)
+        return False
+
+
+def wrapSwapTensorsTest(swap=None):
+    """Mirrors ``common_utils.wrapSwapTensorsTest``: runs the test under ``SwapTensorsGuard(swap)``."""
+    def dec_fn(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with SwapTensorsGuard(swap):
+                fn(*args, **kwargs)
+        return wrapper
+    return dec_fn
+
+
+class swap(_TestParametrizer):
+    """Mirrors ``common_utils.swap``: one test per value of the swap flag, named ``..._swap_True``."""
+
+    def __init__(self, swap_values):
+        super().__init__()
+        self.swap_values = swap_values
+
+    def _parametrize_test(self, test, generic_cls, device_cls):
+        for value in self.swap_values:
+            yield wrapSwapTensorsTest(value)(test), f"swap_{value}", {}, lambda _: []
+
+
 def markDynamoStrictTest(cls_or_func=None, nopython=False):
     """Mirrors ``common_utils.markDynamoStrictTest``: only records the flags (no dynamo runs here)."""
     def decorator(obj):
