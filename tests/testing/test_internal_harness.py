@@ -394,6 +394,18 @@ def test_nn_test_case_check_jacobian():
         tg_nn._test_module_empty_input(case, tracegrad.nn.Linear(2, 2), tracegrad.randn(0, 2))
 
 
+
+def test_create_basic_net_matches_torch():
+    torch_nn = pytest.importorskip("torch.testing._internal.common_nn")
+
+    def layout(nets):
+        return [(sorted((k, tuple(v.shape)) for k, v in m.state_dict().items()),
+                 [type(p).__name__ for p in m.parameters()], [len(list(m.buffers()))]) for m in nets]
+
+    ours, theirs = tg_nn._create_basic_net(), torch_nn._create_basic_net()
+    assert layout(ours) == layout(theirs)
+    assert ours[2][0] is ours[2][1] and ours[1] is ours[2][0]
+
 # ---- a torch-style test module, run with torch aliased to tracegrad -----------------------------------
 TORCH_STYLE_MODULE = '''
 import inspect

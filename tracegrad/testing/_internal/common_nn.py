@@ -1,7 +1,7 @@
 """Mirrors the part of ``torch.testing._internal.common_nn`` that ``test/nn/*.py`` import:
 ``NNTestCase`` (a ``TestCase`` whose ``check_jacobian`` compares a module's backward with
 central finite differences), ``_test_module_empty_input``, ``_test_bfloat16_ops`` and
-``PRECISION``. torch's generated ``module_tests``/``criterion_tests`` tables are not here.
+``PRECISION`` and the ``_create_basic_net`` fixture. torch's generated ``module_tests``/``criterion_tests`` tables are not here.
 """
 from __future__ import annotations
 
@@ -159,3 +159,29 @@ def _test_bfloat16_ops(test_case, op, device, inp_dims=(), prec=1e-2, scale_fact
     out2.backward(grad1.bfloat16())
     test_case.assertEqual(out1, out2, atol=prec, rtol=prec, exact_dtype=False)
     test_case.assertEqual(input1.grad.data, input2.grad.data, atol=prec, rtol=prec, exact_dtype=False)
+
+
+def _create_basic_net():
+    """Mirrors ``common_nn._create_basic_net``: the fixture ``test/nn`` files use for state-dict
+    and hook tests. Returns ``(layer, net, seq)``: ``layer`` holds parameter
+    ``layer_dummy_param`` (3, 5) and buffer ``layer_dummy_buf`` (1, 3, 3, 7); ``net`` holds such a
+    layer as ``l1`` plus ``dummy_param`` (3, 5) and ``dummy_buf`` (7, 3, 3, 1); ``seq`` is
+    ``nn.Sequential(net, net)`` (the same module twice)."""
+    nn = tracegrad.nn
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer_dummy_param = nn.Parameter(tracegrad.empty(3, 5))
+            self.layer_dummy_buf = nn.Buffer(tracegrad.zeros(1, 3, 3, 7))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = Layer()
+            self.dummy_param = nn.Parameter(tracegrad.empty(3, 5))
+            self.dummy_buf = nn.Buffer(tracegrad.zeros(7, 3, 3, 1))
+
+    layer = Layer()
+    net = Net()
+    return layer, net, nn.Sequential(net, net)
