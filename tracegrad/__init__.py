@@ -345,6 +345,7 @@ from .nn._toplevel import (  # noqa: E402
     max_pool1d_with_indices as max_pool1d_with_indices, native_dropout as native_dropout,
     native_group_norm as native_group_norm, native_layer_norm as native_layer_norm,
     rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell, embedding_bag as embedding_bag,
+    _embedding_bag as _embedding_bag, _embedding_bag_forward_only as _embedding_bag_forward_only,
     gru as gru, lstm as lstm, rnn_relu as rnn_relu, rnn_tanh as rnn_tanh
 )
 from ._api.torch_extras import (  # noqa: E402

@@ -133,11 +133,41 @@ def _embedding_bag(lib):
     out.append([r.tolist() for r in lib.embedding_bag(w, i, lib.tensor([0, 2, 6]), False, 1, False, None, True, None)])
     out.append([r.tolist() for r in lib.embedding_bag(w, i, o, False, 0, False, lib.arange(6.), False, None)])
     out.append(_outcome(lambda: lib.embedding_bag(w, i, None, False, 2, False, None, False, None)))
+    # ATen's shape checks: RuntimeError (nn.functional.embedding_bag raises ValueError)
+    out.append(_outcome(lambda: lib.embedding_bag(w, lib.zeros(2, 0, 3, dtype=lib.long), o)))
+    out.append(_outcome(lambda: lib.embedding_bag(w, i, lib.zeros(2, 1, dtype=lib.long))))
+    out.append(_outcome(lambda: lib.embedding_bag(lib.zeros(2, 2, 2), i, o)))
     return out
 
 
 def test_embedding_bag_aten_form_matches_torch():
     assert _embedding_bag(tracegrad) == _embedding_bag(torch)
+
+
+def _private_embedding_bag(lib):
+    # torch._embedding_bag / _embedding_bag_forward_only: the ATen ops behind embedding_bag, whose
+    # padding_idx default -1 means none; test/nn/test_embedding.py calls both
+    w = lib.arange(12.).reshape(6, 2).requires_grad_()
+    i, o = lib.tensor([1, 2, 4, 5, 4, 3]), lib.tensor([0, 2, 2])
+    out = []
+    for f in (lib._embedding_bag, lib._embedding_bag_forward_only):
+        with lib.no_grad():
+            out += [[r.tolist() for r in f(w, i, o, False, mode, False, None, False, pidx)]
+                    for mode, pidx in itertools.product((0, 1, 2), (-1, 4))]
+        out.append(_outcome(lambda: f(w, lib.zeros(2, 0, 3, dtype=lib.long), o)))
+        out.append(_outcome(lambda: f(w, i, lib.zeros(2, 1, dtype=lib.long))))
+        out.append(_outcome(lambda: f(lib.zeros(2, 2, 2), i, o)))
+    r = lib._embedding_bag(w, i, o, mode=1)[0]
+    r.sum().backward()
+    out += [type(r.grad_fn).__name__, w.grad.tolist()]
+    out.append(type(_outcome(lambda: lib._embedding_bag_forward_only(w, i, o))).__name__)   # torch raises
+    return out
+
+
+def test_private_embedding_bag_ops_match_torch():
+    ours, theirs = _private_embedding_bag(tracegrad), _private_embedding_bag(torch)
+    assert ours[-1] == theirs[-1] == "tuple"
+    assert ours == theirs
 
 
 def _recurrent(lib, mode, bidirectional, batch_first, packed, has_biases):

@@ -25,7 +25,7 @@ __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_
            "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
            "triplet_margin_loss", "ctc_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
            "native_layer_norm", "native_group_norm", "native_dropout", "feature_dropout",
-           "max_pool1d_with_indices", "embedding_bag", "lstm", "gru", "rnn_tanh", "rnn_relu"]
+           "max_pool1d_with_indices", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only", "lstm", "gru", "rnn_tanh", "rnn_relu"]
 
 def _reduction(reduction):
     """The name of an ATen reduction enum (NOTE [enum reduction])."""
@@ -323,6 +323,13 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         raise ValueError(f"embedding_bag: mode has to be 0 (sum), 1 (mean) or 2 (max), got {mode!r}")
     if not isinstance(offsets, Tensor):
         raise TypeError(f"embedding_bag(): argument 'offsets' (position 3) must be Tensor, not {type(offsets).__name__}")
+    # the ATen op's own shape checks: RuntimeError and ATen's text, where nn.functional raises ValueError
+    if indices.dim() not in (1, 2):
+        raise RuntimeError(f"input has to be a 1D or 2D Tensor, but got Tensor of dimension {indices.dim()}")
+    if indices.dim() == 1 and offsets.dim() != 1:
+        raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {offsets.dim()}")
+    if weight.dim() != 2:
+        raise RuntimeError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
     output = F.embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq, mode=names[mode],
                              sparse=sparse, per_sample_weights=per_sample_weights,
                              include_last_offset=include_last_offset, padding_idx=padding_idx)
@@ -352,6 +359,29 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         ids = tracegrad.cat([indices.long(), tracegrad.zeros(1, **long)])   # position L: an empty bag's 0
         return output, offset2bag, bag_size, ids[winner]
 
+
+
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """Mirrors ``torch._embedding_bag``, the ATen op behind ``torch.embedding_bag``: the same
+    arguments and ``(output, offset2bag, bag_size, max_indices)``, gradient
+    ``EmbeddingBagBackward0``. Its ``padding_idx`` default is -1, which means none (torch's ATen
+    convention, as here)."""
+    return embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                         include_last_offset, None if padding_idx == -1 else padding_idx)
+
+
+def _embedding_bag_forward_only(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                                per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """Mirrors ``torch._embedding_bag_forward_only``: ``_embedding_bag`` for inference. torch has
+    no derivative for it, so with grad mode on and ``weight`` or ``per_sample_weights`` requiring
+    grad it raises RuntimeError (torch's own text there is an unrelated dtype complaint)."""
+    out = _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                         include_last_offset, padding_idx)   # first, so argument errors come first, as torch
+    if out[0].requires_grad:
+        raise RuntimeError("_embedding_bag_forward_only: it has no derivative, but an input requires grad; use "
+                           "torch.embedding_bag (or run it under torch.no_grad()).")
+    return out
 
 # ---- functional recurrent nets (torch's _VF.lstm/gru/rnn_tanh/rnn_relu) -----------------------
 
