@@ -147,6 +147,30 @@ def test_spectral_norm_parametrization(train):
         np.testing.assert_allclose(m.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_spectral_norm_complex_weight(train):
+    # complex weights: the power iteration uses W^H and sigma = u^H W v (torch's vdot), so the
+    # normalized weight keeps W's phase (a plain transpose/product rotated it)
+    w = np.array([[0.5 + 0.2j, -0.1j], [0.3, -0.4 + 0.1j]], np.complex64)
+    u, v = np.array([1.0, 0.5j], np.complex64), np.array([0.6, 0.8j], np.complex64)
+    outs = []
+    for lib in (tracegrad, torch):
+        m = lib.nn.Linear(2, 2, bias=False, dtype=lib.complex64)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(w))
+        lib.nn.utils.parametrizations.spectral_norm(m)
+        sn = m.parametrizations.weight[0]
+        with lib.no_grad():   # an unconverged u/v, the same for both, so each iteration shows
+            sn._u.copy_(lib.tensor(u))
+            sn._v.copy_(lib.tensor(v))
+        m.train(train)
+        y = m(lib.tensor(np.array([[1.0, 2.0j]], np.complex64)))
+        (y.abs() ** 2).sum().backward()
+        outs.append([t.detach().numpy() for t in (y, m.parametrizations.weight.original.grad, sn._u, sn._v)])
+    for ours, theirs in zip(*outs):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
 def test_spectral_norm_seeded_and_errors():
     a, _ = _pair(3)
     b, _ = _pair(3)

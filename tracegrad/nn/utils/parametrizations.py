@@ -84,7 +84,8 @@ class _SpectralNorm(Module):
         with tracegrad.no_grad():
             for _ in range(n):
                 self._u.copy_(F.normalize(w.mv(self._v), dim=0, eps=self.eps))
-                self._v.copy_(F.normalize(w.t().mv(self._u), dim=0, eps=self.eps))
+                # the conjugate transpose (torch's ``weight_mat.H``): .t() is wrong for complex weights
+                self._v.copy_(F.normalize(w.mH.mv(self._u), dim=0, eps=self.eps))
 
     def forward(self, weight):
         import tracegrad.nn.functional as F
@@ -94,7 +95,7 @@ class _SpectralNorm(Module):
         if self.training:
             self._power_method(w, self.n_power_iterations)
         u, v = self._u.clone(), self._v.clone()
-        sigma = (u * w.mv(v)).sum()
+        sigma = tracegrad.vdot(u, w.mv(v))   # u^H W v (torch's vdot: conjugates u for complex weights)
         return weight / sigma
 
     def right_inverse(self, value):
