@@ -341,6 +341,8 @@ NN = {
     # torch's RuntimeError; it hung in the window-bounds loop before
     "adaptive_max1d_size_overflow": lambda T: T.nn.AdaptiveMaxPool1d(0x3FFFFFFFFFFFFFFF)(T.empty(2, 2, 2)),
     "adaptive_avg1d_size_overflow": lambda T: T.nn.AdaptiveAvgPool1d(0x3FFFFFFFFFFFFFFF)(T.empty(2, 2, 2)),
+    "adaptive_max3d_empty_channels": lambda T: T.nn.AdaptiveMaxPool3d(3)(T.ones(1, 0, 5, 4, 3)),
+    "adaptive_max3d_empty_batch_ok": lambda T: T.nn.AdaptiveMaxPool3d(3)(T.ones(0, 2, 5, 4, 3)),
     "adaptive_max2d_size_overflow": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(2, 2, 2),
                                                                                    (0x3FFFFFFFFFFFFFFF, 4)),
     "fill__str": lambda T: T.zeros(2).fill_("a"),
