@@ -471,7 +471,7 @@ def adaptive_max_pool(input, out, return_indices):
     window's first maximum in the pooled dims, which the gradient reaches (as torch's)."""
     static = (("output_size", tuple(out)),)
     values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
-    return (values, apply_op(OPS["adaptive_max_pool_indices"], (input,), static)) if return_indices else values
+    return (values, apply_op(OPS[f"adaptive_max_pool{len(out)}d_indices"], (input,), static)) if return_indices else values
 
 
 def max_unpool(input, indices, output_size):

@@ -288,7 +288,7 @@ _WRAPPED = ("self", "other")
 # does, max_unpool3d's output is always contiguous in torch)
 _SUGGESTED = {"native_batch_norm", "native_group_norm", "max_pool2d", "max_pool2d_with_indices", "avg_pool2d",
               "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
-              "adaptive_avg_pool3d", "max_unpool2d"}
+              "adaptive_avg_pool3d", "max_unpool2d", "adaptive_max_pool2d_indices"}
 
 
 def _build_follow():
