@@ -337,6 +337,14 @@ NN = {
     "adaptive_max_empty_batch_ok": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(0, 1, 2, 2), 1),
     "adaptive_max_long": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(1, 1, 2, 2, dtype=T.int64), 1),
     "adaptive_max_neg": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(1, 1, 2, 2), -1),
+    # (test/nn/test_pooling.py run unchanged) an output size whose byte size overflows int64 is
+    # torch's RuntimeError; it hung in the window-bounds loop before
+    "adaptive_max1d_size_overflow": lambda T: T.nn.AdaptiveMaxPool1d(0x3FFFFFFFFFFFFFFF)(T.empty(2, 2, 2)),
+    "adaptive_avg1d_size_overflow": lambda T: T.nn.AdaptiveAvgPool1d(0x3FFFFFFFFFFFFFFF)(T.empty(2, 2, 2)),
+    "adaptive_max3d_empty_channels": lambda T: T.nn.AdaptiveMaxPool3d(3)(T.ones(1, 0, 5, 4, 3)),
+    "adaptive_max3d_empty_batch_ok": lambda T: T.nn.AdaptiveMaxPool3d(3)(T.ones(0, 2, 5, 4, 3)),
+    "adaptive_max2d_size_overflow": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(2, 2, 2),
+                                                                                   (0x3FFFFFFFFFFFFFFF, 4)),
     "fill__str": lambda T: T.zeros(2).fill_("a"),
     "fill__none": lambda T: T.zeros(2).fill_(None),
     "fill__list": lambda T: T.zeros(2).fill_([1]),

@@ -549,10 +549,8 @@ def test_max_unpool2d_nhwc(T):
     assert T.allclose(up, ref_up) and T.allclose(out.grad, ref_out.grad)
 
 
-def test_max_unpool2d_nhwc_layout(T, request):
+def test_max_unpool2d_nhwc_layout(T):
     # TestPoolingNN.test_max_unpool2d_nhwc_cpu: the unpooled output of a channels_last pool is channels_last
-    xfail_tracegrad(request, T, "max_unpool2d's output does not follow its input's channels_last layout "
-                                "(the layout rules live in tracegrad/_tensor/memory_format.py)")
     out, ind = T.nn.MaxPool2d(3, stride=2, return_indices=True)(T.randn(2, 4, 7, 7).contiguous(
         memory_format=T.channels_last))
     assert T.nn.MaxUnpool2d(3, stride=2)(out, ind).is_contiguous(memory_format=T.channels_last)
@@ -787,13 +785,15 @@ def test_maxpool_indices_edited_in_place(T, request, adaptive):
         out.sum().backward()
 
 
-def test_adaptive_max_pool_indices_channels_last(T, request):
-    # TestPoolingNNDeviceType.test_adaptive_pooling_max_nhwc: a channels_last input's indices are channels_last
-    xfail_tracegrad(request, T, "adaptive max pool indices do not follow the input's channels_last layout "
-                                "(tracegrad/_tensor/memory_format.py)")
+def test_adaptive_max_pool_indices_channels_last(T):
+    # TestPoolingNNDeviceType.test_adaptive_pooling_max_nhwc: a channels_last input's indices are
+    # channels_last for the 2-D pool; the 3-D pool's stay contiguous for a channels_last_3d input
     _, ind = T.nn.AdaptiveMaxPool2d((5, 4), return_indices=True)(T.rand(2, 4, 7, 9).contiguous(
         memory_format=T.channels_last))
     assert ind.is_contiguous(memory_format=T.channels_last)
+    _, ind = T.nn.AdaptiveMaxPool3d((2, 3, 2), return_indices=True)(T.rand(2, 4, 3, 5, 4).contiguous(
+        memory_format=T.channels_last_3d))
+    assert ind.is_contiguous() and not ind.is_contiguous(memory_format=T.channels_last_3d)
 
 
 def test_maxpool_indices_no_batch_dim(T):

@@ -106,6 +106,15 @@ CASES = {
     "conv2d_weight_cl": lambda T: _obs(T.nn.functional.conv2d(
         _x(T, 2, 3, 4, 5), _x(T, 4, 3, 3, 3).to(memory_format=T.channels_last)), T),
     "max_pool2d": lambda T: _obs(T.nn.functional.max_pool2d(_cl(T), 2), T),
+    # (test/nn/test_pooling.py run unchanged) max_unpool2d's output follows its input's layout,
+    # max_unpool3d's is always contiguous
+    "max_unpool2d": lambda T: _obs(T.nn.functional.max_unpool2d(*T.nn.functional.max_pool2d(
+        _x(T, 2, 3, 4, 4).to(memory_format=T.channels_last), 2, return_indices=True), 2), T),
+    "max_unpool2d_cl_values_only": lambda T: _obs(T.nn.functional.max_unpool2d(
+        T.nn.functional.max_pool2d(_x(T, 2, 3, 4, 4), 2).contiguous(memory_format=T.channels_last),
+        T.nn.functional.max_pool2d(_x(T, 2, 3, 4, 4), 2, return_indices=True)[1], 2), T),
+    "max_unpool3d": lambda T: _obs(T.nn.functional.max_unpool3d(*T.nn.functional.max_pool3d(
+        _x(T, 2, 3, 2, 4, 4).contiguous(memory_format=T.channels_last_3d), 2, return_indices=True), 2), T),
     "batch_norm": lambda T: _obs(T.nn.functional.batch_norm(_cl(T), T.zeros(3), T.ones(3)), T),
     "group_norm_pool_upsample": lambda T: [_obs(f(_cl(T)), T) for f in (
         lambda x: T.nn.functional.group_norm(x, 1), lambda x: T.nn.functional.avg_pool2d(x, 2),

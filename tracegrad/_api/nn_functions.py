@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _autocast, _state
 from .argcheck import _is_int, floating_input
+from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, show_saved
 from ..autograd._graph_impl import StopAfterOp
@@ -402,6 +403,9 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     if any(v < 0 for v in out):
         raise RuntimeError(f"adaptive pool: elements of output_size must be greater than or equal to 0 but "
                            f"received {list(out)}")
+    # torch's allocator refuses an output whose byte size overflows int64 (RuntimeError); unchecked,
+    # such a size (AdaptiveMaxPool1d(2**62)) reached the window-bounds loop and never returned
+    check_storage_size(tuple(input.shape[:-nd]) + out, input.dtype.itemsize, sizes_given=False)
     return out
 
 
@@ -467,7 +471,7 @@ def adaptive_max_pool(input, out, return_indices):
     window's first maximum in the pooled dims, which the gradient reaches (as torch's)."""
     static = (("output_size", tuple(out)),)
     values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
-    return (values, apply_op(OPS["adaptive_max_pool_indices"], (input,), static)) if return_indices else values
+    return (values, apply_op(OPS[f"adaptive_max_pool{len(out)}d_indices"], (input,), static)) if return_indices else values
 
 
 def max_unpool(input, indices, output_size):

@@ -199,7 +199,10 @@ def _adaptive_max_indices(x, *, output_size):
 
 
 defop("adaptive_avg_pool2d", _adaptive_avg, grad_fn="AdaptiveAvgPool2DBackward0")
-defop("adaptive_max_pool_indices", _adaptive_max_indices)
+# one indices op per rank: torch lays out the 2-D pool's indices as its input's suggested memory
+# format (channels_last in, channels_last out) but the 3-D pool's always contiguous (memory_format.py)
+defop("adaptive_max_pool2d_indices", _adaptive_max_indices)
+defop("adaptive_max_pool3d_indices", _adaptive_max_indices)
 defop("adaptive_max_pool2d", _adaptive_max, grad_fn="AdaptiveMaxPool2DBackward0", saves=("self",))
 defop("adaptive_max_pool3d", _adaptive_max, grad_fn="AdaptiveMaxPool3DBackward0", saves=("self",))
 

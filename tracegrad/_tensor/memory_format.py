@@ -284,10 +284,11 @@ _ACTIVATIONS = ("gelu", "leaky_relu", "elu", "hardtanh", "softplus", "mul_scalar
                 "mish", "sigmoid", "tanh")
 FOLLOW: dict = {}
 _WRAPPED = ("self", "other")
-# ops whose CPU kernel lays its output out as its input's suggest_memory_format
+# ops whose CPU kernel lays its output out as its input's suggest_memory_format (max_unpool2d
+# does, max_unpool3d's output is always contiguous in torch)
 _SUGGESTED = {"native_batch_norm", "native_group_norm", "max_pool2d", "max_pool2d_with_indices", "avg_pool2d",
               "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
-              "adaptive_avg_pool3d"}
+              "adaptive_avg_pool3d", "max_unpool2d", "adaptive_max_pool2d_indices"}
 
 
 def _build_follow():

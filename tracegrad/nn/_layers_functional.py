@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 import tracegrad
-from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool, max_unpool as _max_unpool_op
+from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool, check_adaptive_nonempty, \
+    max_unpool as _max_unpool_op
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
            "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
@@ -123,6 +124,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
+    # torch's kernel refuses an empty non-batch dim (an empty channel dim gave an empty result)
+    check_adaptive_nonempty(input, 1, "adaptive_max_pool3d")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for '{input.dtype}'; convert the "
                                   "input with .float()")
