@@ -29,10 +29,14 @@ from .._ops.errors import PYTHON_LEVEL
 from .._tensor.tensor import Size, Tensor
 
 
+# numpy's integer scalars (``__index__``) and torch's SymInt, by name: numpy is not imported here
+_INDEX_TYPES = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "SymInt"))
+
+
 def _is_index(v):
     if isinstance(v, Tensor):    # torch takes a one-element integer tensor as an int (__index__)
         return v.numel() == 1 and v.dtype._cat == 1
-    return isinstance(v, int) or type(v).__name__ in ("int64", "int32", "SymInt")
+    return isinstance(v, int) or type(v).__name__ in _INDEX_TYPES
 
 
 def _is_int(v):
@@ -90,7 +94,8 @@ def _is_strict_opt_bool(v):
     return v is None or _is_strict_bool(v)
 
 
-_CHECKS = {"Number": _is_number, "Number or None": lambda v: v is None or _is_number(v),
+_DIMS_OR_KEEPDIM = "int or tuple of ints (or keepdim, a bool)"
+_CHECKS = {_DIMS_OR_KEEPDIM: lambda v: type(v) is bool or _is_dims(v), "Number": _is_number, "Number or None": lambda v: v is None or _is_number(v),
            "Tensor (not a number)": _is_tensor, "int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
            "Number, str or None": lambda v: v is None or isinstance(v, str) or _is_number(v),
            "bool": _is_bool, "bool or None": _is_opt_bool, "torch.dtype": _is_dtype, "Tensor": _is_tensor_like}
@@ -123,7 +128,8 @@ KINDS = {
 # parameter names that mean another kind in one API (mvlgamma's p is an int, dropout's a float),
 # keyed by the function's own name: the same in every namespace
 _TENSOR_ONLY = "Tensor (not a number)"
-_API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
+_API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdim) overload
+              "mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
               "rrelu": {"upper": "Number", "lower": "Number"}, "rrelu_": {"upper": "Number", "lower": "Number"},
               # a string p is a matrix norm's name in torch's norm: RuntimeError there, not TypeError
               "normalize": {"p": "Number, str or None"},
@@ -283,7 +289,7 @@ GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedE
 # kinds a wrong value of which would pass silently (a float dim or count, a dtype given by name, a
 # string or an int for a flag, a number where only a Tensor goes): checked before the call too (NOTE
 # [argument kinds on the success path]); _FAST: the type that needs no further look
-_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "bool or None", "Number", "Number or None", _TENSOR_ONLY,
+_STRICT_KINDS = ("int", "int or tuple of ints", _DIMS_OR_KEEPDIM, "bool", "bool or None", "Number", "Number or None", _TENSOR_ONLY,
                  "torch.dtype")
 _FAST = {"bool": bool, "bool or None": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor,
          "torch.dtype": _dt.dtype}
