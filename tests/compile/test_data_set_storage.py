@@ -47,10 +47,10 @@ def test_tensor_kept_from_an_earlier_call_keeps_its_values(kind, decay):
     assert compiled.f.stats["traces"] == 1, compiled.f.stats
 
 
-# In its own process, as the test below: late in a long CI worker (stop 49's full run) the decayed
-# case's third call once differed from torch; not reproduced alone or with its file. Suspected:
-# the orphan/sharing counts of ``_write_data`` are keyed by ``id()`` of storages, which a storage
-# made after one died can reuse while a region still counts the old one.
+# In its own process, as the test below: late in a long full-suite worker (stop 49's run) the
+# decayed case's third call once differed from torch; not reproduced alone or with its file. The
+# cause is open: ``_write_data`` chooses between writing in place and a new storage by counting
+# references (``_only_tensor``), a choice other objects alive in a long process can sway.
 @pytest.mark.parametrize("decay", [False, True], ids=["new_value", "decayed"])
 @fresh_process
 def test_caller_moves_the_tensor_between_calls(decay):
