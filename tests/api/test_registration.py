@@ -61,8 +61,11 @@ ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_spectral.py (L7): it needs t
                            "layer" for name in ("stft", "istft")})
 ATTACHED_ELSEWHERE.update({name: "set by tracegrad/nn/_toplevel.py (L7): it needs nn.functional, above the "
                            "registry's layer" for name in ("prelu", "hardshrink")})
+# Python's own class attributes; ``__slotnames__`` is copyreg's cache, written on the class the first time
+# ``copyreg._slotnames`` reads it (tracegrad.utils.swap_tensors does, as torch's), so it appears or not
+# depending on which tests ran before in the same process.
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
-                      "__firstlineno__", "__static_attributes__"}
+                      "__firstlineno__", "__static_attributes__", "__slotnames__"}
 
 
 def _class_body_names():
