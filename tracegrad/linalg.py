@@ -358,6 +358,9 @@ def _pinv(A, *, hermitian):
 def _pinv_tol(A, atol, rtol, *, hermitian):
     # torch keeps the singular values above max(atol, rtol * largest), per matrix (atol and rtol
     # broadcast over the batch); JAX's pinv takes the relative cutoff only
+    # a tolerance with more batch dims than A gives one pseudo-inverse per tolerance, as torch
+    batch = jnp.broadcast_shapes(A.shape[:-2], jnp.shape(atol), jnp.shape(rtol))
+    A = jnp.broadcast_to(A, batch + A.shape[-2:])
     if hermitian:
         A = _hermitian_from(A, lower=True)
     sv = jnp.abs(jnp.linalg.eigvalsh(A)) if hermitian else jnp.linalg.svd(A, compute_uv=False)

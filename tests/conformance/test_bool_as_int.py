@@ -48,6 +48,8 @@ CASES = {
     "pad_first": lambda T: T.nn.functional.pad(_x(T), (True, 0)),
     "ones_size": lambda T: T.ones(True),
     "topk_k": lambda T: T.ones(3).topk(True),
+    "interpolate_size": lambda T: T.nn.functional.interpolate(T.ones(1, 1, 4), size=True),
+    "interpolate_size_list_first": lambda T: T.nn.functional.interpolate(T.ones(1, 1, 4, 4), size=(True, 2)),
     # a bool after an int list's first element is its value, as torch's parser reads it
     "view_later_ok": lambda T: _x(T).view(2, True, 3),
     "reshape_later_ok": lambda T: _x(T).reshape((2, True, 3)),
@@ -58,6 +60,7 @@ CASES = {
     "split_sizes_later_ok": lambda T: T.ones(4).split([3, True]),
     "pad_later_ok": lambda T: T.nn.functional.pad(_x(T), (0, True)),
     "ones_later_ok": lambda T: T.ones(2, True),
+    "interpolate_size_later_ok": lambda T: T.nn.functional.interpolate(T.ones(1, 1, 4, 4), size=(2, True)),
     # not an int parameter: a bool index, a Scalar end, a Python-level size
     "index_by_bool_ok": lambda T: _x(T)[True],
     "arange_end_ok": lambda T: T.arange(True),

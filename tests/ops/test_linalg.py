@@ -53,6 +53,10 @@ CASES = [
     ("svdvals", lambda m, a: m.linalg.svdvals(a), [_mat(2, 4, 3)]),
     ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), [_spd(4, (2,))]),
     ("pinv", lambda m, a: m.linalg.pinv(a), [_mat(4, 3)]),
+    # a tolerance with batch dims A lacks: one pseudo-inverse per tolerance (torch broadcasts)
+    ("pinv_rtol_batch", lambda m, a: m.linalg.pinv(a, rtol=m.tensor([0.1, 0.5], dtype=a.dtype)), [_mat(3, 4)]),
+    ("pinv_atol_rtol_batch", lambda m, a: m.linalg.pinv(a, atol=m.tensor([[0.1], [2.0]], dtype=a.dtype),
+                                                         rtol=m.tensor([0.0, 0.5], dtype=a.dtype)), [_mat(2, 3, 4)]),
     ("cross", lambda m, a, b: m.linalg.cross(a, b), [_mat(2, 3), _mat(2, 3, seed=1)]),
     ("matrix_power", lambda m, a: m.linalg.matrix_power(a, 3), [_mat(3, 3)]),
     ("matrix_power_neg", lambda m, a: m.linalg.matrix_power(a, -2), [_spd(3)]),

@@ -66,8 +66,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size; pass "
                              "scale_factor instead, or leave recompute_scale_factor unset")
         out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
-        # (a Tensor of several elements is no int to torch's parser either: TypeError, not int()'s ValueError)
-        if not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
+        # (a Tensor of several elements is no int to torch's parser either: TypeError, not int()'s ValueError;
+        # nor a bool as the first size: its parser tells an int list by that element, argcheck._is_ints)
+        if isinstance(out[0], bool) or not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
                                           and not (isinstance(o, Tensor) and o.numel() != 1)) for o in out):
             raise TypeError(f"interpolate: expected size to be an int or a tuple of ints, but got size with types "
                             f"{[type(o) for o in out]}")
