@@ -90,6 +90,7 @@ class BackwardCFunction(Node, FunctionCtx):
         self.dirty_tensors = ()
         self.non_differentiable = ()
         self.materialize_grads = True
+        self._materialize_non_diff_grads = True
         self.needs_input_grad = ()
         self._released = False
         self._out_meta = ()
@@ -126,7 +127,10 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError(MSG_FREED)
         gs = []
         for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
-            if g is None and self.materialize_grads and shape is not None:
+            # torch leaves a non-differentiable output's missing grad as None when the Function
+            # set ctx._materialize_non_diff_grads = False (its default metadata is not materialized)
+            keep_none = nondiff and not self._materialize_non_diff_grads
+            if g is None and self.materialize_grads and shape is not None and not keep_none:
                 g = _factories.zeros(shape, dtype=dtype)
             gs.append(g)
         cls = self._forward_cls
