@@ -2,7 +2,7 @@
 full firing order of a graph mixing all of them (logged and compared with torch)."""
 import pytest
 
-from _ag import err, programs, rnd, run_both, tensor
+from _ag import err, err_msg, programs, rnd, run_both, tensor
 
 
 def p_tensor_hooks(torch, log):
@@ -300,7 +300,26 @@ def p_hooks_see_none_for_missing_grads(torch, log):
     log("replace None", err(lambda: NoGrad.apply(v).sum().backward()))
 
 
-PROGRAMS = [p_hooks_see_none_for_missing_grads, p_hooks_with_backward_inputs, p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
+def p_private_hook_attributes(torch, log):
+    # Tensor._grad_fn / _backward_hooks: readable, never deletable (torch's RuntimeError); an
+    # assigned dict replaces a leaf's hooks, while on a non-leaf it is only recorded
+    from collections import OrderedDict
+    x = tensor(torch, rnd((2,), 0), requires_grad=True)
+    y = x * 2
+    log("_grad_fn is grad_fn", (x._grad_fn is None, y._grad_fn is y.grad_fn))
+    log("leaf _backward_hooks", x._backward_hooks)
+    for name in ("_grad_fn", "_backward_hooks"):
+        log("del " + name, err_msg(lambda: delattr(y, name)))
+    y._backward_hooks = OrderedDict(a=lambda g: g * 3)
+    y.sum().backward()
+    log("non-leaf assigned dict", (list(y._backward_hooks), x.grad))
+    x._backward_hooks = OrderedDict(a=lambda g: g * 0)
+    x.grad = None
+    (x * 2).sum().backward()
+    log("leaf assigned dict", x.grad)
+
+
+PROGRAMS = [p_private_hook_attributes, p_hooks_see_none_for_missing_grads, p_hooks_with_backward_inputs, p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
             p_post_accumulate, p_node_hooks, p_firing_order, p_order_two_branches]
 
 
