@@ -300,6 +300,8 @@ def _hooks_on_missing(node, grads):
             continue
         hooks = node.tensor_pre_hooks(slot)
         for h in tuple(hooks.values()) if hooks else ():
+            if _state.CAPTURE[0] is not None:
+                _state.note_hook("tensor", h)
             if h(None) is not None:
                 raise RuntimeError("can't replace a None gradient with a non-None value")
 
