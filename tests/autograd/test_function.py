@@ -427,7 +427,28 @@ def p_vjp_alias_and_freed_saved(torch, log):
     log("saved_tensors after backward", err(lambda: y.grad_fn.saved_tensors))
 
 
-PROGRAMS = [p_vjp_alias_and_freed_saved, p_function_edge_cases, p_basic, p_setup_context, p_needs_input_grad_and_none, p_tuple_outputs,
+def p_materialize_non_diff_grads_off(torch, log):
+    # ctx._materialize_non_diff_grads = False: a non-differentiable output's missing gradient
+    # reaches backward as None while a differentiable one is still materialized as zeros
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            a, b, c = x.clone(), x.clone(), x.clone()
+            ctx.mark_non_differentiable(b)
+            ctx._materialize_non_diff_grads = False
+            return a, b, c
+
+        @staticmethod
+        def backward(ctx, ga, gb, gc):
+            log("grads", (ga, gb, gc))
+            return ga
+
+    x = tensor(torch, rnd((2,), 0), requires_grad=True)
+    F.apply(x)[0].sum().backward()
+    log("x.grad", x.grad)
+
+
+PROGRAMS = [p_materialize_non_diff_grads_off, p_vjp_alias_and_freed_saved, p_function_edge_cases, p_basic, p_setup_context, p_needs_input_grad_and_none, p_tuple_outputs,
             p_materialize, p_wrong_grads, p_mark_dirty, p_non_differentiable,
             p_saved_version_check, p_double_backward, p_once_differentiable, p_gradcheck,
             p_function_hooks_and_anomaly]

@@ -2,7 +2,7 @@
 full firing order of a graph mixing all of them (logged and compared with torch)."""
 import pytest
 
-from _ag import err, programs, rnd, run_both, tensor
+from _ag import err, err_msg, programs, rnd, run_both, tensor
 
 
 def p_tensor_hooks(torch, log):
@@ -273,7 +273,53 @@ def p_hooks_with_backward_inputs(torch, log):
     log("grads", (a.grad, b.grad))
 
 
-PROGRAMS = [p_hooks_with_backward_inputs, p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
+def p_hooks_see_none_for_missing_grads(torch, log):
+    # torch calls a tensor hook with None when its output got no gradient this pass: a piece of
+    # unbind/chunk when another piece is backpropagated, a leaf whose Function returned None
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    pieces = x.unbind()
+    pieces[0].register_hook(lambda g: log("unbind piece 0 hook", g))
+    pieces[1].backward()
+    log("x.grad", x.grad)
+
+    class NoGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, v):
+            return v * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    w = tensor(torch, rnd((2,), 1), requires_grad=True)
+    w.register_hook(lambda g: log("leaf hook", g))
+    NoGrad.apply(w).sum().backward()
+    log("w.grad", w.grad)
+    v = w.clone()
+    v.register_hook(lambda g: torch.ones(2))
+    log("replace None", err(lambda: NoGrad.apply(v).sum().backward()))
+
+
+def p_private_hook_attributes(torch, log):
+    # Tensor._grad_fn / _backward_hooks: readable, never deletable (torch's RuntimeError); an
+    # assigned dict replaces a leaf's hooks, while on a non-leaf it is only recorded
+    from collections import OrderedDict
+    x = tensor(torch, rnd((2,), 0), requires_grad=True)
+    y = x * 2
+    log("_grad_fn is grad_fn", (x._grad_fn is None, y._grad_fn is y.grad_fn))
+    log("leaf _backward_hooks", x._backward_hooks)
+    for name in ("_grad_fn", "_backward_hooks"):
+        log("del " + name, err_msg(lambda: delattr(y, name)))
+    y._backward_hooks = OrderedDict(a=lambda g: g * 3)
+    y.sum().backward()
+    log("non-leaf assigned dict", (list(y._backward_hooks), x.grad))
+    x._backward_hooks = OrderedDict(a=lambda g: g * 0)
+    x.grad = None
+    (x * 2).sum().backward()
+    log("leaf assigned dict", x.grad)
+
+
+PROGRAMS = [p_private_hook_attributes, p_hooks_see_none_for_missing_grads, p_hooks_with_backward_inputs, p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
             p_post_accumulate, p_node_hooks, p_firing_order, p_order_two_branches]
 
 

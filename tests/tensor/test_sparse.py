@@ -381,3 +381,18 @@ def test_inplace_mul_dtype_error_matches_torch():
         s = mod.sparse_coo_tensor(mod.tensor(IDX), mod.tensor([1, 2, 3, 4]), (2, 3))
         with pytest.raises(RuntimeError):
             s.mul_(2.5)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_dense_grad_into_sparse_dot_grad_gives_dense_sum_like_torch(create_graph):
+    # AccumulateGrad with a sparse .grad and a dense incoming gradient: a new dense .grad (dense
+    # + sparse), also under create_graph, where sparse + dense used to raise
+    def prog(T):
+        p = T.tensor([1.5, 1.5]).requires_grad_()
+        p.grad = T.sparse_coo_tensor(T.tensor([[1, 1]]), T.tensor([1.0, 2.0]))
+        old = p.grad
+        p.backward(T.tensor([0.5, 0.25]), create_graph=create_graph)
+        return p.grad, p.grad is old
+    (t, t_same), (g, g_same) = _both(prog)
+    assert g_same == t_same and g.is_sparse == t.is_sparse
+    np.testing.assert_allclose(_np(g.to_dense()), t.detach().to_dense().numpy())

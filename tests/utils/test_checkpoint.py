@@ -864,3 +864,44 @@ def program_early_stop_batch_norm(torch, log):
 
 def test_early_stop_batch_norm_updates_running_stats():
     run_both(program_early_stop_batch_norm)
+
+
+def program_early_stop_frees_recomputed_function_outputs(torch, log):
+    # test_autograd.py TestAutograd.test_custom_autograd_ac_early_stop: a custom Function that
+    # saves its own output; the recomputation stops inside its save, and with the garbage
+    # collector off that abandoned output must still be freed (no node <-> output cycle)
+    import gc
+    import weakref
+    refs = []
+
+    class Clone(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.clone()
+            ctx.save_for_backward(y)
+            refs.append(weakref.ref(y))
+            return y
+
+        @staticmethod
+        def backward(ctx, *args):
+            _ = ctx.saved_tensors
+            return None
+
+    inp = T(torch, (3,), 40, rg=True)
+
+    def scope():
+        out = torch.utils.checkpoint.checkpoint(Clone.apply, inp, use_reentrant=False)
+        out.sum().backward()
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        scope()
+        log("freed", [r() is None for r in refs])
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_early_stop_frees_recomputed_function_outputs():
+    run_both(program_early_stop_frees_recomputed_function_outputs)

@@ -375,7 +375,10 @@ class AccumulateGrad(Node):
                     grad_like_param(new, var)
                 var._grad = new.copy_(g) if create_graph else new
             elif grad_mode.STATE[0]:
-                var._grad = var._grad + g
+                # torch's AccumulateGrad under create_graph: a sparse .grad meeting a dense gradient
+                # sums as dense + sparse (sparse + dense is an error), giving a new dense .grad
+                old = var._grad
+                var._grad = g + old if old.is_sparse and not g.is_sparse else old + g
             else:
                 old = var._grad
                 if is_meta(old):   # no data to add to (NOTE [meta tensors]): its version moves

@@ -58,7 +58,24 @@ def backward_hooks(t):
     """The hooks ``register_hook`` put on tensor ``t``, in registration order (torch's
     ``Tensor._backward_hooks``): an OrderedDict, or None when it has none."""
     gf = t.grad_fn
-    return t._hooks if gf is None else gf.tensor_pre_hooks(t._out_nr)
+    if gf is None:
+        return t._hooks
+    hooks = gf.tensor_pre_hooks(t._out_nr)
+    return t._hooks if hooks is None else hooks
+
+
+def set_backward_hooks(t, hooks):
+    """``t._backward_hooks = hooks`` as torch's setter: on a leaf the dict (an OrderedDict of
+    hooks, or None for none) replaces the hooks ``register_hook`` put there; on a non-leaf torch
+    only records it (its grad_fn keeps the hooks it had), and so does this."""
+    t._hooks = hooks
+
+
+def refuse_deletion(message):
+    """A property deleter raising torch's RuntimeError ``message`` (``del t._grad_fn``...)."""
+    def deleter(self):
+        raise RuntimeError(message)
+    return deleter
 
 
 def retain_grad(self):

@@ -290,6 +290,22 @@ def _run_tensor_hooks(hooks, g):
     return g
 
 
+def _hooks_on_missing(node, grads):
+    """Tensor hooks of the outputs of ``node`` that got no gradient this pass, called with None as
+    torch's engine does (a hook on one piece of ``unbind`` sees None when another piece is
+    backpropagated); RuntimeError, as torch, when one returns a tensor in place of that None."""
+    slots = (0,) if isinstance(node, AccumulateGrad) else (node._tensor_pre_hooks or ())
+    for slot in tuple(slots):
+        if slot < len(grads) and grads[slot] is not None:
+            continue
+        hooks = node.tensor_pre_hooks(slot)
+        for h in tuple(hooks.values()) if hooks else ():
+            if _state.CAPTURE[0] is not None:
+                _state.note_hook("tensor", h)
+            if h(None) is not None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+
+
 def _checked_value(hook, r, g):
     """``r``, what ``hook`` returned in place of the gradient ``g``, checked as torch's
     check_single_result does: a Tensor (else TypeError) of ``g``'s size and dtype (else
@@ -511,6 +527,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                         t = ref() if ref is not None else None
                         if t is not None:
                             t._grad = (_detached(g) if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
+                _hooks_on_missing(node, grads)
             # 3. captures for autograd.grad / backward(inputs=...)
             if captures:
                 src = raw if raw is not None else grads

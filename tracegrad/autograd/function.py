@@ -90,6 +90,7 @@ class BackwardCFunction(Node, FunctionCtx):
         self.dirty_tensors = ()
         self.non_differentiable = ()
         self.materialize_grads = True
+        self._materialize_non_diff_grads = True
         self.needs_input_grad = ()
         self._released = False
         self._out_meta = ()
@@ -126,7 +127,10 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError(MSG_FREED)
         gs = []
         for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
-            if g is None and self.materialize_grads and shape is not None:
+            # torch leaves a non-differentiable output's missing grad as None when the Function
+            # set ctx._materialize_non_diff_grads = False (its default metadata is not materialized)
+            keep_none = nondiff and not self._materialize_non_diff_grads
+            if g is None and self.materialize_grads and shape is not None and not keep_none:
                 g = _factories.zeros(shape, dtype=dtype)
             gs.append(g)
         cls = self._forward_cls
@@ -402,9 +406,14 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             out_ids = {id(o) for o in outs if id(o) not in inputs_by_id or id(o) in dirty}
             pos = {id(o): k for k, o in enumerate(outs)}
             _check_saved(ctx.to_save)
-            ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
-                               for t in ctx.to_save)
-            ctx.to_save = ()    # the SavedTensors hold them now; an output kept here would be a cycle
+            try:
+                ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t,
+                                                                      id(t) in out_ids)
+                                   for t in ctx.to_save)
+            finally:
+                # the SavedTensors hold them now; an output kept here would be a cycle -- also when
+                # a pack hook raised (checkpoint's early stop): torch frees that abandoned node at once
+                ctx.to_save = ()
             # nor does the node keep what mark_dirty/mark_non_differentiable named: a dirty input
             # is an output whose grad_fn is this node (torch's ctx lets go of them too)
             ctx.dirty_tensors = ctx.non_differentiable = ()
