@@ -1,14 +1,22 @@
 """Twenty-second round of adversarial compiled-vs-eager programs (the rest in
-test_adversarial_round22b.py): a WGAN-GP critic and generator step whose gradient penalty
-(``autograd.grad(create_graph=True)`` at interpolated inputs) is weighted by a Python float the
-caller changes, a custom ``autograd.Function`` with a non-differentiable second output,
-``set_materialize_grads(False)`` and a ``needs_input_grad`` branch whose inputs' flags and used
-outputs change between calls, a gradient hook on an intermediate scaling by a value in a dict
-the caller mutates next to ``retain_grad`` on another intermediate read after the call, and
-per-parameter learning rates in a dict the caller edits read by post-accumulate-grad hooks
-that update the parameter in place. torch eager, tracegrad eager and ``tracegrad.compile`` run
-each program from the same state and must agree after every call
-(``_dynamo_port.compare_programs``, which also counts the programs built)."""
+test_adversarial_round22b.py and test_adversarial_round22c.py): a WGAN-GP critic and generator
+step whose gradient penalty (``autograd.grad(create_graph=True)`` at interpolated inputs) is
+weighted by a Python float the caller changes, a custom ``autograd.Function`` with a
+non-differentiable second output, ``set_materialize_grads(False)`` and a ``needs_input_grad``
+branch whose inputs' flags and used outputs change between calls, and gradient hooks scaling by
+a value in a dict the caller mutates (on a parameter, registered once; on an intermediate,
+registered inside the step) next to ``retain_grad`` on an intermediate the step returns. torch
+eager, tracegrad eager and ``tracegrad.compile`` run each program from the same state and must
+agree after every call (``_dynamo_port.compare_programs``, which also counts the programs
+built).
+
+Found here and fixed: a result the step called ``retain_grad()`` on and backpropagated through
+inside (``a.retain_grad(); loss.backward(); return a``) came back from a compiled call with
+``.grad`` None and ``retains_grad`` False (NOTE [retained grads of results] in
+``_lowering/region.py``: the program returns the gradient too).
+
+Left as designed: a hook registered inside the step on an intermediate is a graph break (every
+call runs eagerly and equals eager)."""
 import pytest
 
 from ._dynamo_port import compare, compare_programs
@@ -22,12 +30,12 @@ def test_wgan_gp_critic_and_generator_with_a_penalty_weight_the_caller_changes()
     """A critic step (Wasserstein loss plus ``lam * (||grad_x D(x_hat)|| - 1)^2`` at
     ``x_hat = a * real + (1 - a) * fake.detach()``, the gradient from ``autograd.grad`` with
     ``create_graph=True`` so the penalty backpropagates into the critic) then a generator step,
-    each with its own Adam; ``lam`` is a Python float argument that changes and comes back."""
+    each with its own SGD; ``lam`` is a Python float argument that changes on the third call."""
     def build(T, wrap):
         gen = T.nn.Sequential(_linear(T, 2, 3), T.nn.Tanh())
         critic = T.nn.Sequential(_linear(T, 3, 4, seed=1), T.nn.Tanh(), _linear(T, 4, 1, seed=2))
-        opt_d = T.optim.Adam(critic.parameters(), lr=0.01, betas=(0.5, 0.9))
-        opt_g = T.optim.Adam(gen.parameters(), lr=0.01, betas=(0.5, 0.9))
+        opt_d = T.optim.SGD(critic.parameters(), lr=0.05, momentum=0.5)
+        opt_g = T.optim.SGD(gen.parameters(), lr=0.05)
 
         def step(real, z, a, lam):
             fake = gen(z)
@@ -45,14 +53,14 @@ def test_wgan_gp_critic_and_generator_with_a_penalty_weight_the_caller_changes()
             return d_loss, gp, g_loss
 
         f = wrap(step)
-        lams = [10.0, 10.0, 2.5, 10.0]
+        lams = [10.0, 10.0, 2.5]
 
         def run(i):
             a = _rand(T, i + 30, 4, 1).sigmoid()
             out = f(_rand(T, i, 4, 3), _rand(T, i + 10, 4, 2), a, lams[i])
-            return out, critic[0].weight, critic[2].bias, gen[0].weight, opt_d.state[critic[0].weight]["exp_avg"]
+            return out, critic[0].weight, critic[2].bias, gen[0].weight, opt_d.state[critic[0].weight]
         return run
-    compare_programs(build, calls=4, traces=range(1, 3))
+    compare_programs(build, calls=3, traces=2)
 
 
 def _clamp_count(T):
@@ -171,38 +179,3 @@ def test_hook_on_an_intermediate_registered_inside_the_step_runs_eagerly_with_th
     compare(lambda T, wrap: build(T, lambda g: made.append(wrap(g)) or made[-1]), calls=3)
     st = made[-1].stats
     assert st["traces"] == 0 and "hook is registered inside" in st["graph_breaks"][0][0], st
-
-
-def test_optimizer_in_backward_hooks_reading_per_parameter_lrs_from_a_caller_dict():
-    """Each parameter has a post-accumulate-grad hook that does ``p.add_(p.grad, alpha=-lr)``
-    with ``lr = lrs[name]`` and then sets ``p.grad = None`` (no optimizer object); the caller
-    edits the ``lrs`` dict between calls, and one parameter's lr becomes 0."""
-    def build(T, wrap):
-        net = T.nn.Sequential(_linear(T, 3, 4), T.nn.Tanh(), _linear(T, 4, 1, seed=1))
-        lrs = {name: 0.1 for name, _ in net.named_parameters()}
-
-        def make_hook(name):
-            def hook(p):
-                with T.no_grad():
-                    p.add_(p.grad, alpha=-lrs[name])
-                p.grad = None
-            return hook
-
-        for name, p in net.named_parameters():
-            p.register_post_accumulate_grad_hook(make_hook(name))
-
-        def step(x):
-            loss = net(x).pow(2).mean()
-            loss.backward()
-            return loss
-
-        f = wrap(step)
-
-        def run(i):
-            if i == 2:
-                lrs["0.weight"] = 0.0
-                lrs["2.bias"] = 0.5
-            loss = f(_rand(T, i, 3, 3))
-            return loss, net[0].weight, net[2].bias, net[2].weight, net[0].weight.grad
-        return run
-    compare_programs(build, calls=4, traces=range(1, 3))
