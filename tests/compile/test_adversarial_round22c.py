@@ -1,8 +1,9 @@
 """Twenty-second round of adversarial compiled-vs-eager programs, third file (also
 test_adversarial_round22.py and test_adversarial_round22b.py): per-parameter learning rates in
 a dict the caller edits, read by post-accumulate-grad hooks that update each parameter in place
-(no optimizer object), and a weight tied between an embedding and an output layer with the
-output bias in a param group whose lr the caller changes. torch eager, tracegrad eager and
+(no optimizer object), a weight tied between an embedding and an output layer with the
+output bias in a param group whose lr the caller changes, and ``retain_grad()`` inside the step
+on a view result, a stashed intermediate and a result two backwards reach. torch eager, tracegrad eager and
 ``tracegrad.compile`` run each program from the same state and must agree after every call
 (``_dynamo_port.compare_programs``, which also counts the programs built)."""
 import pytest
@@ -78,3 +79,40 @@ def test_tied_embedding_and_output_weight_with_a_param_group_whose_lr_the_caller
             return loss, emb.weight, out.weight is emb.weight, out.bias, emb.weight.grad
         return run
     compare_programs(build, calls=4, traces=1)
+
+
+def test_retained_grads_of_a_view_result_a_stashed_intermediate_and_two_backwards_inside():
+    """NOTE [retained grads of results]: ``retain_grad()`` inside the step on a view that is
+    returned, on an intermediate kept in a dict the caller reads, on a result two backwards
+    inside reach (its ``.grad`` accumulates over both) and on a result no backward reaches
+    (``.grad`` None, still retaining); the caller reads them all after each call."""
+    def build(T, wrap):
+        lin = _linear(T, 3, 4)
+        opt = T.optim.SGD(lin.parameters(), lr=0.1)
+        stash = {}
+
+        def step(x):
+            opt.zero_grad()
+            h = lin(x)
+            v = h[:, :2]
+            v.retain_grad()
+            k = h.tanh()
+            k.retain_grad()
+            stash["k"] = k
+            m = h * 2
+            m.retain_grad()
+            (k.sum() + v.pow(2).sum() + m.mean()).backward(retain_graph=True)
+            m.pow(2).mean().backward()
+            u = h.sigmoid()
+            u.retain_grad()
+            opt.step()
+            return v, m, u
+
+        f = wrap(step)
+
+        def run(i):
+            v, m, u = f(_rand(T, i, 2, 3))
+            k = stash["k"]
+            return v.grad, m.grad, u.grad, k.grad, v.retains_grad, k.retains_grad, u.retains_grad, lin.weight
+        return run
+    compare_programs(build, calls=3, traces=1)
