@@ -937,6 +937,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if moved is not None:     # NOTE [tensor attributes] in capture.py
                 raise GraphBreak(f"the function sets the Python attribute '{moved[0]}' of a tensor made outside "
                                  "it: the program would not repeat that on later calls", where=moved[1])
+            if cap.made_generators_left():     # NOTE [generators made in a trace] (capture.py)
+                raise GraphBreak("a Generator made inside the compiled function outlives the call (returned or "
+                                 "stored): its state would hold a value of the trace; make it outside and "
+                                 "pass it in", where=after)
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
