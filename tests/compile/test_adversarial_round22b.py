@@ -12,7 +12,9 @@ draws against tracegrad eager only, as streams differ).
 Found here and fixed: a ``Generator`` made inside the step was taken for outside state, each
 retrace met a new one and every call ran eagerly ("outside state kept changing while tracing",
 no line named); it is now the call's own, in the program, and one that outlives the call is a
-graph break that says so (NOTE [generators made in a trace] in ``_lowering/capture.py``)."""
+graph break that says so (NOTE [generators made in a trace] in ``_lowering/capture.py``); with
+that, ``clone_state()`` of an outside generator inside the step now marks the original's key as
+state (else the copy's key would be a constant of the program)."""
 import pytest
 
 import tracegrad
@@ -155,7 +157,9 @@ def test_a_generator_made_and_seeded_inside_the_step_from_an_argument():
     """NOTE [generators made in a trace]: the step makes ``Generator().manual_seed(seed)`` on
     every call and shuffles, samples and picks with it (``randperm``, ``multinomial``,
     ``randint``); the seed is an argument that changes and comes back. The call's own generator
-    is part of the program (one per seed), the global RNG does not move. A second function that
+    is part of the program (one per seed), the global RNG does not move. A function drawing from
+    ``clone_state()`` of an outside generator the caller moves on between calls follows it (its
+    key is state). A function that
     also returns its generator (it outlives the call) runs eagerly, as a graph break. Against
     tracegrad eager (torch's streams differ)."""
     def build(wrap):
@@ -177,21 +181,29 @@ def test_a_generator_made_and_seeded_inside_the_step_from_an_argument():
             g = tracegrad.Generator().manual_seed(seed)
             return tracegrad.rand(2, generator=g), g
 
-        f, h = wrap(step), wrap(made)
+        outer = tracegrad.Generator().manual_seed(3)
+
+        def cloned(x):     # a copy of an outside generator: that one's key is state
+            return x + tracegrad.randn(2, generator=outer.clone_state())
+
+        f, h, k = wrap(step), wrap(made), wrap(cloned)
 
         def run(i):
             out = f(_rand(tracegrad, i, 4, 3), [5, 5, 6, 5][i])
             r, g = h(i)
+            c = k(tracegrad.zeros(2))
+            tracegrad.rand(i + 1, generator=outer)      # the caller moves it on
             # (a copy of the weight: the eager run's values are all kept before comparing)
-            return out, net.weight.detach().clone(), tracegrad.rand(2), r, tracegrad.rand(1, generator=g)
-        return run, f, h
+            return out, net.weight.detach().clone(), tracegrad.rand(2), r, tracegrad.rand(1, generator=g), c
+        return run, f, h, k
     tracegrad.manual_seed(0)
     eager_run = build(lambda f: f)[0]
     eager = [eager_run(i) for i in range(4)]
     tracegrad.manual_seed(0)
-    comp_run, f, h = build(tracegrad.compile)
+    comp_run, f, h, k = build(tracegrad.compile)
     for i in range(4):
         same(eager[i], comp_run(i), f"call{i} compiled vs eager")
     assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 2, f.stats
+    assert k.stats["graph_breaks"] == [] and k.stats["traces"] == 1, k.stats
     (reason, _), = h.stats["graph_breaks"]
     assert "Generator made inside the compiled function outlives the call" in reason

@@ -103,6 +103,8 @@ class Generator:
     def clone_state(self):
         """Mirrors ``torch.Generator.clone_state``: a new generator of the same device holding
         this one's state (seed and position in the stream)."""
+        if _state.CAPTURE[0] is not None:      # the copy is made in the trace, this one's key is
+            _state.CAPTURE[0].see_generator(self)   # state (NOTE [generators made in a trace])
         g = Generator(self.device)
         g._seed, g._key = self._seed, self._key
         return g
