@@ -3,18 +3,11 @@ test_adversarial_round22.py and test_adversarial_round22c.py): ``clip_grad_value
 ``clip_grad_norm_`` (``foreach`` from an argument, ``error_if_nonfinite=False``) meeting a NaN on
 one call, grad mode nested three deep (``no_grad`` > ``set_grad_enabled(flag)`` >
 ``enable_grad``) with ``flag`` an argument, random draws from a ``Generator`` argument that
-alternates between two objects the caller reseeds, a ``Generator`` made and seeded inside the
-step from an argument, and a step that reads ``p.grad`` before ``zero_grad(set_to_none=flag)``
-with the flag toggled. torch eager, tracegrad eager and ``tracegrad.compile`` run each program
-from the same state and must agree after every call (``_dynamo_port.compare_programs``; random
-draws against tracegrad eager only, as streams differ).
-
-Found here and fixed: a ``Generator`` made inside the step was taken for outside state, each
-retrace met a new one and every call ran eagerly ("outside state kept changing while tracing",
-no line named); it is now the call's own, in the program, and one that outlives the call is a
-graph break that says so (NOTE [generators made in a trace] in ``_lowering/capture.py``); with
-that, ``clone_state()`` of an outside generator inside the step now marks the original's key as
-state (else the copy's key would be a constant of the program)."""
+alternates between two objects the caller reseeds, and a step that reads ``p.grad`` before
+``zero_grad(set_to_none=flag)`` with the flag toggled. torch eager, tracegrad eager and
+``tracegrad.compile`` run each program from the same state and must agree after every call
+(``_dynamo_port.compare_programs``; random draws against tracegrad eager only, as streams
+differ). Nothing found in these programs."""
 import pytest
 
 import tracegrad
@@ -151,59 +144,3 @@ def test_reading_grads_before_zero_grad_with_set_to_none_toggled_between_calls()
             return out, net.weight, net.weight.grad
         return run
     compare_programs(build, calls=5, traces=range(1, 4))
-
-
-def test_a_generator_made_and_seeded_inside_the_step_from_an_argument():
-    """NOTE [generators made in a trace]: the step makes ``Generator().manual_seed(seed)`` on
-    every call and shuffles, samples and picks with it (``randperm``, ``multinomial``,
-    ``randint``); the seed is an argument that changes and comes back. The call's own generator
-    is part of the program (one per seed), the global RNG does not move. A function drawing from
-    ``clone_state()`` of an outside generator the caller moves on between calls follows it (its
-    key is state). A function that
-    also returns its generator (it outlives the call) runs eagerly, as a graph break. Against
-    tracegrad eager (torch's streams differ)."""
-    def build(wrap):
-        net = _linear(tracegrad, 3, 3)
-        opt = tracegrad.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(x, seed):
-            g = tracegrad.Generator().manual_seed(seed)
-            perm = tracegrad.randperm(4, generator=g)
-            idx = tracegrad.randint(0, 3, (4,), generator=g)
-            s = tracegrad.multinomial(net(x).softmax(1).detach(), 1, generator=g)
-            opt.zero_grad()
-            loss = net(x[perm]).gather(1, s[perm]).sum() + net(x)[:, 0][idx].sum()
-            loss.backward()
-            opt.step()
-            return loss, perm, idx, s
-
-        def made(seed):
-            g = tracegrad.Generator().manual_seed(seed)
-            return tracegrad.rand(2, generator=g), g
-
-        outer = tracegrad.Generator().manual_seed(3)
-
-        def cloned(x):     # a copy of an outside generator: that one's key is state
-            return x + tracegrad.randn(2, generator=outer.clone_state())
-
-        f, h, k = wrap(step), wrap(made), wrap(cloned)
-
-        def run(i):
-            out = f(_rand(tracegrad, i, 4, 3), [5, 5, 6, 5][i])
-            r, g = h(i)
-            c = k(tracegrad.zeros(2))
-            tracegrad.rand(i + 1, generator=outer)      # the caller moves it on
-            # (a copy of the weight: the eager run's values are all kept before comparing)
-            return out, net.weight.detach().clone(), tracegrad.rand(2), r, tracegrad.rand(1, generator=g), c
-        return run, f, h, k
-    tracegrad.manual_seed(0)
-    eager_run = build(lambda f: f)[0]
-    eager = [eager_run(i) for i in range(4)]
-    tracegrad.manual_seed(0)
-    comp_run, f, h, k = build(tracegrad.compile)
-    for i in range(4):
-        same(eager[i], comp_run(i), f"call{i} compiled vs eager")
-    assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 2, f.stats
-    assert k.stats["graph_breaks"] == [] and k.stats["traces"] == 1, k.stats
-    (reason, _), = h.stats["graph_breaks"]
-    assert "Generator made inside the compiled function outlives the call" in reason
