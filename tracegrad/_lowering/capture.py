@@ -337,6 +337,7 @@ class Capture:
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
         self.found_generators = {}             # generator -> (key, seed)
+        self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
         self.optimizers = []                   # in first-seen order
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.backward_ran = False              # backward() ran: results' graphs are consumed
@@ -452,7 +453,22 @@ class Capture:
                              "an in-place update) in a compiled forward differentiated outside: backward "
                              "repeats those writes when it recomputes the block, a program's VJP would not")
 
+    # NOTE [generators made in a trace]: a ``Generator()`` the function makes (and seeds) on
+    # every call (``g = Generator().manual_seed(seed)``, draws with ``generator=g``) is the
+    # call's own, as a tensor made inside is: its draws are part of the program. Found as
+    # outside state, each retrace met a new one and the call ran eagerly ("outside state kept
+    # changing"). One that outlives the call (returned, stored) would hold a traced key: a
+    # graph break (``made_generators_left``).
+    def see_generator_made(self, gen):
+        self.made_generators.append(weakref.ref(gen))
+
+    def made_generators_left(self):
+        """A generator made in this trace that is still alive after the function returned."""
+        return any(r() is not None for r in self.made_generators)
+
     def see_generator(self, gen):
+        if any(r() is gen for r in self.made_generators):
+            return
         if gen not in self.generators and gen not in self.found_generators:
             self.found_generators[gen] = (gen._key, gen._seed)
 

@@ -669,7 +669,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls, inference, version, attrs)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference, version, attrs, retained)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -687,8 +687,12 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls, made_inference, version, attrs = v
+                rg, how, cls, made_inference, version, attrs, retained = v
                 t = cls._make(next(it))
+                if retained is not None:      # NOTE [retained grads of results]
+                    t._retains_grad = True
+                    if retained:
+                        t._grad = Tensor._make(next(it))
                 t._vc[0] = version
                 if attrs:
                     t.__dict__.update(attrs)
@@ -933,6 +937,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if moved is not None:     # NOTE [tensor attributes] in capture.py
                 raise GraphBreak(f"the function sets the Python attribute '{moved[0]}' of a tensor made outside "
                                  "it: the program would not repeat that on later calls", where=moved[1])
+            if cap.made_generators_left():     # NOTE [generators made in a trace] (capture.py)
+                raise GraphBreak("a Generator made inside the compiled function outlives the call (returned or "
+                                 "stored): its state would hold a value of the trace; make it outside and "
+                                 "pass it in", where=after)
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
@@ -1453,8 +1461,20 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         # made under inference_mode() inside the function: an inference tensor on every call
         # and with the version its in-place ops gave it (``z = x.clone(); z.add_(1)``: 1) and the
         # Python attributes the function set on it (``logits.tag = "head"``)
-        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where))))
+        # NOTE [retained grads of results]: a result the function called ``retain_grad()`` on
+        # and ran a backward through inside (``a.retain_grad(); loss.backward(); return a``)
+        # keeps that call's ``.grad`` eagerly, so the program returns the gradient too (and a
+        # result whose retained ``.grad`` stayed None comes back retaining, its ``.grad`` None)
+        retained = None
+        if how != "diff" and t._retains_grad:
+            g = t._grad
+            retained = g is not None
+        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where),
+                               retained)))
         arrays.append(v)
+        if retained:
+            gv = g._value
+            arrays.append(gv if isinstance(gv, _Tracer) else jnp.asarray(gv))
     return OutRecipe(r_def, leaves), arrays, diff
 
 

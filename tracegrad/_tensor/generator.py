@@ -32,6 +32,8 @@ class Generator:
                                    "machine; use Generator('cpu')")
         self._seed = 67280421310721  # torch's default seed
         self._key = None
+        if _state.CAPTURE[0] is not None:      # NOTE [generators made in a trace] (capture.py)
+            _state.CAPTURE[0].see_generator_made(self)
 
     @with_x64   # a 64-bit seed (torch's default is > 2**32) needs x64 to make the key
     def manual_seed(self, seed):
@@ -101,6 +103,8 @@ class Generator:
     def clone_state(self):
         """Mirrors ``torch.Generator.clone_state``: a new generator of the same device holding
         this one's state (seed and position in the stream)."""
+        if _state.CAPTURE[0] is not None:      # the copy is made in the trace, this one's key is
+            _state.CAPTURE[0].see_generator(self)   # state (NOTE [generators made in a trace])
         g = Generator(self.device)
         g._seed, g._key = self._seed, self._key
         return g
