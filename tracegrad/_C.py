@@ -90,3 +90,8 @@ def _is_grad_enabled() -> bool:
     """Mirrors ``torch._C.is_grad_enabled`` under its private spelling: the current grad mode."""
     from ._state import grad_enabled
     return grad_enabled()
+
+
+# torch's public spelling of the same binding (a custom Function's backward may read the grad
+# mode through it, as TestAutograd.test_grad_mode_restored_reentrant does)
+is_grad_enabled = _is_grad_enabled

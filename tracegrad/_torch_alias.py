@@ -31,6 +31,23 @@ class _AliasLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         module.__spec__ = self._spec       # the module keeps its own name, spec and package
+        if hasattr(module, "__path__"):
+            _alias_shadowed_children(module)
+
+
+def _alias_shadowed_children(package):
+    """Registers ``torch.P.X`` for each loaded submodule ``tracegrad.P.X`` that ``tracegrad.P.X``
+    (the attribute) does not name: torch.autograd.gradcheck is the function, its module is only
+    reached by import. Python's first import of a submodule name sets that attribute of the
+    parent to the module, so a first ``from torch.autograd.gradcheck import ...`` through this
+    finder would turn ``torch.autograd.gradcheck`` into a module; a name already in
+    ``sys.modules`` is returned as it is (torch's own package imported them all first)."""
+    ours, prefix = package.__name__, package.__name__ + "."
+    alias = "torch" + ours[len("tracegrad"):]
+    for name, mod in list(sys.modules.items()):
+        child = name[len(prefix):] if name.startswith(prefix) else ""
+        if child and "." not in child and vars(package).get(child, mod) is not mod:
+            sys.modules.setdefault(alias + "." + child, mod)
 
 
 class TorchAliasFinder(importlib.abc.MetaPathFinder):
@@ -42,6 +59,8 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
         root = sys.modules.get("torch")
         if getattr(root, "__name__", None) != "tracegrad":
             return None
+        if fullname.count(".") == 1:
+            _alias_shadowed_children(root)   # the root package is aliased by assignment, not loaded here
         ours = "tracegrad" + fullname[len("torch"):]
         if ours in sys.modules:
             found = sys.modules[ours]

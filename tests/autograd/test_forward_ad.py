@@ -116,6 +116,25 @@ def test_unpacked_primal_carries_no_tangent():
     assert res["tracegrad"] == [True, True, True]
 
 
+@pytest.mark.parametrize("conj_primal,conj_tangent", [(False, True), (True, False), (True, True)])
+def test_make_dual_copies_a_tangent_conjugated_unlike_its_primal(conj_primal, conj_tangent):
+    # torch's layout check on a forward grad includes the conjugate bit: a tangent whose conj bit
+    # differs from the primal's is copied, the copy carrying the primal's bit (TestAutogradForwardMode
+    # .test_metadata_check_check_conj); values (and the tangents of ops on the dual) are unchanged
+    def program(L):
+        fa = L.autograd.forward_ad
+        x = L.complex(_arr(L, (2, 3), 0, "float64"), _arr(L, (2, 3), 1, "float64"))
+        t = L.complex(_arr(L, (2, 3), 2, "float64"), _arr(L, (2, 3), 3, "float64"))
+        x, t = (x.conj() if conj_primal else x), (t.conj() if conj_tangent else t)
+        with fa.dual_level():
+            d = fa.make_dual(x, t)
+            u = fa.unpack_dual(d).tangent
+            out = [u is t, L.is_conj(u), L.view_as_real(u.resolve_conj())]
+            out += [L.view_as_real(v) for v in fa.unpack_dual(L.real(d) + 1j * L.imag(d) * 2)]
+            return out
+    both(program)
+
+
 def test_complex_tangents_match_torch():
     def program(L):
         fa = L.autograd.forward_ad

@@ -148,6 +148,23 @@ def p_grad_modes(torch, log):
         return t + 1
     log("inference decorator", h(x).requires_grad)
 
+    # inference_mode(func) and inference_mode(mode=func) both decorate func (TestAutogradInferenceMode
+    # .test_inference_mode_decorator); a bool given by name is the mode
+    def k(t):
+        return (torch.is_inference_mode_enabled(), (t * t).requires_grad)
+    log("inference_mode(func)", torch.inference_mode(k)(x))
+    log("inference_mode(mode=func)", torch.inference_mode(mode=k)(x))
+    log("inference_mode(mode=False)", torch.inference_mode(mode=False)(k)(x))
+    # resize_ is refused for a tensor that requires grad, except inside inference_mode, where
+    # torch's check (in its autograd kernel) does not run
+    with torch.inference_mode():
+        c = torch.ones(1, 2, 3, requires_grad=True)
+        c.resize_(1, 2)
+        r = torch.ones(2, 3, requires_grad=True)
+        r.resize_(3)
+    log("resize_ in inference_mode", (tuple(c.shape), c.requires_grad, tuple(r.shape), r.requires_grad))
+    log("resize_ outside", err(lambda: torch.ones(2, requires_grad=True).resize_(1)))
+
     # exception inside the context restores the mode
     try:
         with torch.no_grad():
@@ -171,6 +188,13 @@ def p_detach_data(torch, log):
     log("versions after detach write", (y._version, d._version))
     dd = x.data
     log(".data", (dd.requires_grad, dd.is_leaf))
+    # set_data refuses a tensor of another layout (TestAutograd.test_set_data_tensorimpl_type)
+    sp = torch.sparse_coo_tensor(torch.zeros([1, 1]), torch.ones([1]))
+
+    def set_data(t, v):
+        t.data = v
+    log(".data = sparse", err(lambda: set_data(torch.randn(1, 2), sp)))
+    log("sparse.data = dense", err(lambda: set_data(sp, torch.randn(1, 2))))
     v0 = x._version
     dd.mul_(2)
     log(".data write seen by x", x)

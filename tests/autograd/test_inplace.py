@@ -223,3 +223,45 @@ XFAIL = {}
 @pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_inplace_on_view_of_view_made_without_grad_names_the_creation_mode(mode):
+    # y = x.view() made under no_grad/inference_mode, y.requires_grad_(), z = y.view(): writing z
+    # in place is refused by the creation mode z inherited, not as a view of a leaf (PyTorch's
+    # TestAutograd.test_autograd_inplace_view_of_view matches these words)
+    import re
+    import tracegrad
+    torch = pytest.importorskip("torch")
+    block = "no_grad block" if mode == "no_grad" else "inference_mode"
+    for lib in (torch, tracegrad):
+        x = lib.zeros(2)
+        with getattr(lib, mode)():
+            y = x.view(2)
+        y.requires_grad_(True)
+        z = y.view(2)
+        with pytest.raises(RuntimeError) as info:
+            z /= 2
+        assert re.search(f"a view of a view .* is being .* inside the {block}", str(info.value)), (lib, info.value)
+
+
+def test_saved_input_detached_in_place_raises_as_torch():
+    # a non-leaf saved as an input and then detach_()-ed cannot be unpacked (torch's SavedVariable
+    # reads its grad_fn); a saved output, or a leaf, can (TestAutograd
+    # .test_saved_variable_saved_original_inplace_detach)
+    import tracegrad
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tracegrad):
+        a = lib.tensor(1.0, requires_grad=True).clone()
+        b = a.sin()
+        a.detach_()
+        with pytest.raises(RuntimeError, match="Trying to use a saved tensor that has been detached"):
+            b.backward()
+        a = lib.tensor(1.0, requires_grad=True).clone()
+        b = a.exp()                 # saves its output, not a
+        a.detach_()
+        b.backward()
+        leaf = lib.tensor(0.5, requires_grad=True)
+        c = leaf.sin()
+        c.backward()
+        assert abs(float(leaf.grad) - 0.8775825618903728) < 1e-6

@@ -428,6 +428,10 @@ from torch.testing._internal.common_utils import (
 print("HARNESS", inspect.getfile(TestCase), flush=True)
 print("SAME_MODULES", nn is tracegrad.nn and F is tracegrad.nn.functional and nn.Module is tracegrad.nn.Module,
       flush=True)
+# the module's first import by its aliased name leaves the package attribute (the function) alone
+from torch.autograd.gradcheck import get_numerical_jacobian  # noqa: E402,F401
+print("GRADCHECK_ATTR", inspect.isfunction(torch.autograd.gradcheck),
+      inspect.ismodule(sys.modules["torch.autograd.gradcheck"]), flush=True)
 
 
 class TestArith(TestCase):
@@ -504,6 +508,10 @@ def test_torch_style_module_runs_with_torch_aliased(tmp_path):
     harness = re.search(r"^HARNESS (.*)$", out, re.M).group(1)
     assert pathlib.Path(harness).resolve() == ROOT / "tracegrad/testing/_internal/common_utils.py"
     assert "SAME_MODULES True" in out                  # torch.nn is tracegrad.nn: no second copy (_torch_alias.py)
+    # torch.autograd.gradcheck stays the function after ``from torch.autograd.gradcheck import ...``
+    # (as in torch: test_aliased_submodule_import_keeps_the_package_attribute); every later
+    # harness gradcheck called the module before (PyTorch's test_autograd.py imports it in a test)
+    assert "GRADCHECK_ATTR True True" in out
     status = dict(re.findall(r"^(test_\w+) \(.*?\) \.\.\. (ok|FAIL|ERROR|skipped|expected failure)", out, re.M))
     assert status == {
         "test_double_n_1": "ok", "test_double_n_2": "ok", "test_double_three": "ok",
@@ -515,6 +523,16 @@ def test_torch_style_module_runs_with_torch_aliased(tmp_path):
     }, out
     assert "FAILED (failures=1, skipped=2, expected failures=1)" in out, out
     assert "Tensor-likes are not close!" in out and "Mismatched elements: 1 / 2 (50.0%)" in out
+
+
+def test_aliased_submodule_import_keeps_the_package_attribute():
+    # what the aliased run of test_torch_style_module_runs_with_torch_aliased checks
+    # (GRADCHECK_ATTR), as torch does it: importing the module torch.autograd.gradcheck by name
+    # leaves torch.autograd.gradcheck the function
+    import inspect
+    from torch.autograd.gradcheck import get_numerical_jacobian  # noqa: F401
+    assert inspect.isfunction(torch.autograd.gradcheck)
+    assert inspect.ismodule(sys.modules["torch.autograd.gradcheck"])
 
 
 def test_common_nn_reexports_what_torch_test_files_import_from_it():

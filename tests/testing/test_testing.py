@@ -67,6 +67,52 @@ def test_assert_close_as_torch(name):
     assert ours == theirs
 
 
+def _sparse(t, idx, vals):
+    return t.sparse_coo_tensor(t.tensor(idx), t.tensor(vals), (6, 3))
+
+
+SPARSE_CASES = {
+    # the same values, one side coalesced: torch coalesces neither, so the nnz differ
+    "sparse_coalesced_vs_not": lambda t: (_sparse(t, [[0, 3, 3], [1, 2, 2]], [1.0, 2.0, 3.0]),
+                               _sparse(t, [[0, 3], [1, 2]], [1.0, 5.0]).coalesce()),
+    "sparse_equal_uncoalesced": lambda t: (_sparse(t, [[3, 0], [2, 1]], [5.0, 1.0]),
+                                           _sparse(t, [[3, 0], [2, 1]], [5.0, 1.0])),
+    # neither is coalesced: the specified elements compare as they are, so these differ
+    "sparse_uncoalesced_nnz": lambda t: (_sparse(t, [[0, 3, 3], [1, 2, 2]], [1.0, 2.0, 3.0]),
+                                         _sparse(t, [[0, 3], [1, 2]], [1.0, 5.0])),
+    "sparse_vs_dense": lambda t: (_sparse(t, [[0, 3], [1, 2]], [1.0, 5.0]),
+                                  _sparse(t, [[0, 3], [1, 2]], [1.0, 5.0]).to_dense()),
+    "sparse_values_differ": lambda t: (_sparse(t, [[0, 3], [1, 2]], [1.0, 5.0]),
+                                       _sparse(t, [[0, 3], [1, 2]], [1.0, 5.5])),
+    "sparse_indices_differ": lambda t: (_sparse(t, [[0, 3], [1, 2]], [1.0, 5.0]),
+                                        _sparse(t, [[0, 4], [1, 2]], [1.0, 5.0])),
+    "sparse_nnz_differ": lambda t: (_sparse(t, [[0, 3], [1, 2]], [1.0, 5.0]), _sparse(t, [[0], [1]], [1.0])),
+}
+
+
+def _assert_equal_outcome(cu, make):
+    class _T(cu.TestCase):
+        def runTest(self):
+            pass
+    try:
+        _T().assertEqual(*make())
+    except Exception as e:   # noqa: BLE001  (the class is what we compare)
+        return type(e)
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(SPARSE_CASES))
+def test_harness_assert_equal_compares_sparse_coo_as_torch(name):
+    # TestCase.assertEqual compares sparse COO tensors by nnz, indices and values as they are
+    # (against a dense tensor, dense), as torch's (a sparse
+    # x.grad in TestAutogradDeviceType.test_sparse_backward): the outcome's class matches torch's
+    from tracegrad.testing._internal import common_utils as tg_cu
+    torch_cu = pytest.importorskip("torch.testing._internal.common_utils")
+    theirs = _assert_equal_outcome(torch_cu, lambda: SPARSE_CASES[name](torch))
+    ours = _assert_equal_outcome(tg_cu, lambda: SPARSE_CASES[name](tracegrad))
+    assert ours == (theirs and AssertionError)
+
+
 def test_assert_close_can_fail_on_a_tiny_difference():
     with pytest.raises(AssertionError, match="Mismatched elements: 1 / 2"):
         tracegrad.testing.assert_close(tracegrad.tensor([1.0, 2.0]), tracegrad.tensor([1.0, 2.001]))

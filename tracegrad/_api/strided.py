@@ -298,7 +298,9 @@ def resize_(self, *sizes, memory_format=None):
         raise TypeError('resize_() missing 1 required positional arguments: "size"; pass the new sizes, or () '
                         'for a 0-d tensor')
     shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
-    if self.requires_grad:   # torch checks this first: even a resize to the same shape is refused
+    # torch checks this first (even a resize to the same shape is refused), in its autograd
+    # kernel, which inference_mode() skips: there any tensor resizes
+    if self.requires_grad and not _state.in_inference_mode():
         raise RuntimeError("cannot resize variables that require grad; resize a detached copy instead "
                            "(x.detach().clone().resize_(...))")
     if shape == tuple(self.shape):

@@ -853,6 +853,12 @@ class Tensor(TensorBase):
             # torch keeps requires_grad across .data = ..., so the new dtype must allow it
             # (TestAutograd.test_set_data_self_requires_grad)
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        if self.layout != value.layout:
+            # torch's set_data refuses another TensorImpl kind: a dense tensor's data cannot be a
+            # sparse one's, nor the reverse (TestAutograd.test_set_data_tensorimpl_type)
+            raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+                               f"incompatible tensor type ({self.layout} and {value.layout}); convert one with "
+                               ".to_dense() or .to_sparse() first")
         if (type(self._st.array) is _Abstract) != (type(value._st.array) is _Abstract):
             # torch's set_data refuses another TensorImpl kind: a meta tensor's data cannot be a
             # real tensor's, nor the reverse (a cpu <-> cuda swap is allowed)

@@ -551,6 +551,18 @@ def check_inplace(t):
         # a view given requires_grad_() itself, or a view of one (their base needs no grad)
         if t._gf is None:
             _refuse_rebase(t, "")
+        where = t.__dict__.get("_ngview")
+        if where is not None:
+            # a view (with history) of a view made in no_grad/inference mode, given
+            # requires_grad_() in between: torch's handle_view_on_rebase refuses it by the
+            # creation meta the view inherited (TestAutograd.test_autograd_inplace_view_of_view)
+            block = "inference_mode" if where == "inference mode" else "no_grad"
+            raise RuntimeError(
+                f"Output {t._out_nr} of {type(t._gf).__name__.split('Backward')[0]} is a view of a view which was "
+                f"created in {where} and is being modified inplace "
+                f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'}. This use is "
+                "ambiguous and forbidden: make both the view and the in-place write either inside the "
+                f"{block} block (if the write should not be tracked) or both outside it (if it should).")
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the view first.")

@@ -174,13 +174,16 @@ class SavedTensor:
     """One saved tensor, as torch's SavedVariable: the tensor with the version it had when
     saved (checked at unpack), or what a saved_tensors_hooks pack function returned."""
 
-    __slots__ = ("tensor", "version", "packed", "unpack_hook", "is_output", "grad_edge")
+    # nonleaf: a saved input that had history when saved; torch refuses to unpack it once
+    # ``detach_()`` took that history away (its unpack reads the saved input's grad_fn)
+    __slots__ = ("tensor", "version", "packed", "unpack_hook", "is_output", "grad_edge", "nonleaf")
 
     def __init__(self, tensor, is_output=False):
         if tensor.__dict__.get("_inference"):
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can "
                                "make a clone to get a normal tensor and use it in autograd.")
         self.is_output = is_output
+        self.nonleaf = not is_output and tensor._gf is not None
         if SAVED_HOOKS:
             pack, unpack = SAVED_HOOKS[-1]
             _state.note_hook("saved tensors pack", pack)
@@ -224,7 +227,7 @@ class SavedTensor:
     def freed(cls):
         """A SavedTensor whose value is gone (``grad_fn._raw_saved_*`` after backward)."""
         s = cls.__new__(cls)
-        s.version, s.is_output, s.grad_edge = None, False, None
+        s.version, s.is_output, s.grad_edge, s.nonleaf = None, False, None, False
         return s.free()
 
     def register_hooks(self, pack_hook, unpack_hook):
@@ -266,8 +269,8 @@ class SavedTensor:
         """The saved array, for a backward that records nothing (no ``create_graph``, no dual
         level): ``get``'s checks without the graph-connected tensor it builds."""
         t = self.tensor
-        if t is None or t._vc[0] != self.version:   # a hooks' packed value, or the version error
-            return self.get(node, index)._value
+        if t is None or t._vc[0] != self.version or (self.nonleaf and t._gf is None):
+            return self.get(node, index)._value     # a hooks' packed value, or get's errors
         return t._value
 
     def get(self, node, index):
@@ -281,6 +284,9 @@ class SavedTensor:
         t = self.tensor
         if t._vc[0] != self.version:
             raise version_error(node, t, self.version, self.is_output)
+        if self.nonleaf and t._gf is None:
+            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). "
+                               "This is not supported, please use out-of-place `.detach()` instead")
         if self.is_output and self.grad_edge is not None:
             out = _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
             tangent = t.__dict__.get("_fw")

@@ -117,7 +117,9 @@ def _same_layout(a, b) -> bool:
     (a tensor without elements always passes)."""
     if a.numel() == 0:
         return True
-    return (a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+    # torch's check also compares the conjugate bit: a tangent conjugated unlike its primal is
+    # copied (NOTE [conj views]; tracegrad has no negative bit to compare)
+    return (a.is_conj() == b.is_conj() and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
             and a.untyped_storage().nbytes() // a.element_size() == b.untyped_storage().nbytes() // b.element_size())
 
 
@@ -127,6 +129,8 @@ def _laid_out_copy(tangent, primal):
     the dual."""
     new = _factories.zeros(tuple(primal.shape), dtype=tangent.dtype)
     grad_like_param(new, primal)
+    if primal.is_conj() and new.dtype.is_complex:   # the copy carries the primal's conj bit
+        new = new.conj()
     return _dispatch.apply_inplace(OPS["copy"], new, (tangent,))
 
 

@@ -142,12 +142,13 @@ class inference_mode(_DecoratorContextManager):
     """Mirrors ``torch.inference_mode(mode=True)``: recording is off, and tensors made inside
     are inference tensors (``is_inference()``; saving one for backward raises RuntimeError)."""
 
-    def __new__(cls, mode_or_orig_func=True, **kwargs):
-        # also a bare decorator (``@inference_mode`` without parentheses), as torch; the flag may
-        # be given by name (``inference_mode(mode=False)``), which __init__ then reads
-        if kwargs or mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
+    def __new__(cls, mode=True):
+        # also a bare decorator (``@inference_mode`` without parentheses), as torch: whatever is
+        # not a bool is the function to wrap, given by position or by name
+        # (``inference_mode(mode=func)`` decorates func in torch too); None stays a mode flag
+        if mode is None or isinstance(mode, bool):
             return super().__new__(cls)
-        return cls()(mode_or_orig_func)
+        return cls()(mode)
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)

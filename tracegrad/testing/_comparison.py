@@ -95,6 +95,9 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
                                         f"{actual.stride()} != {expected.stride()}.")
     if actual.device.type == "meta" or expected.device.type == "meta":
         return                                  # a meta tensor has no values: only the attributes compare
+    if actual.is_sparse or expected.is_sparse:
+        return _compare_sparse(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                               check_device=check_device, check_dtype=check_dtype)
     rtol, atol = _tolerances(actual.dtype, expected.dtype, rtol=rtol, atol=atol)
     actual, expected = actual.detach(), expected.detach()
     if actual.device != expected.device:
@@ -128,6 +131,27 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
     raise _Mismatch(AssertionError, _diff_lines("Tensor-likes", av, rv, rtol, atol,
                                                 extra=f"Mismatched elements: {bad} / {n} ({bad / n:.1%})",
                                                 abs_idx=unravel(ai), rel_idx=unravel(ri)))
+
+
+def _compare_sparse(actual, expected, **kw):
+    """Sparse COO operands, as torch's comparison of them: two sparse tensors agree in their
+    number of sparse dims and of specified elements, their indices (exactly) and their values
+    (within the tolerances), as they are (torch coalesces neither: an uncoalesced tensor differs
+    from its coalesced form); a sparse tensor against a dense one compares dense (torch's
+    ``TestCase.assertEqual`` does not check the layout)."""
+    if not (actual.is_sparse and expected.is_sparse):
+        return _compare_tensors(actual.to_dense() if actual.is_sparse else actual,
+                                expected.to_dense() if expected.is_sparse else expected, check_stride=False, **kw)
+    a, e = actual.detach(), expected.detach()
+    if a.sparse_dim() != e.sparse_dim():
+        raise _Mismatch(AssertionError, "The number of sparse dimensions in sparse COO tensors does not match: "
+                                        f"{a.sparse_dim()} != {e.sparse_dim()}")
+    if a._nnz() != e._nnz():
+        raise _Mismatch(AssertionError, "The number of specified values in sparse COO tensors does not match: "
+                                        f"{a._nnz()} != {e._nnz()}.")
+    _compare_tensors(a._indices(), e._indices(), rtol=0, atol=0, equal_nan=False,
+                     check_device=kw["check_device"], check_dtype=True, check_stride=False)
+    _compare_tensors(a._values(), e._values(), check_stride=False, **kw)
 
 
 def _is_number(x):
@@ -219,8 +243,9 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     ``rtol``/``atol`` is given.
     ``None`` matches only ``None``; numpy scalars compare as Python numbers; a meta tensor
     compares only its attributes.
-    Differs from torch: no sparse, quantized or nested layouts (tracegrad has none);
-    ``check_layout`` is accepted and has nothing to check. ``allow_subclasses=False``: a tensor
+    Sparse COO tensors compare by their indices and values as they are, uncoalesced or not (a
+    sparse tensor against a dense one compares dense). Differs from torch: no quantized or nested layouts (tracegrad
+    has none); ``check_layout`` is accepted and not checked. ``allow_subclasses=False``: a tensor
     subclass (``nn.Parameter``) against a plain tensor is the TypeError of an uncomparable pair.
     """
     try:
