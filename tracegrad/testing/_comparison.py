@@ -90,6 +90,20 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
         a, e = getattr(actual, attr), getattr(expected, attr)
         if a != e:
             raise _Mismatch(AssertionError, f"The values for attribute '{attr}' do not match: {a} != {e}.")
+    if actual.layout != expected.layout:
+        raise _Mismatch(AssertionError, f"The values for attribute 'layout' do not match: "
+                                        f"{actual.layout} != {expected.layout}.")
+    if actual.is_sparse:
+        # as torch's assert_close: sparse COO tensors compare coalesced, indices exactly and
+        # values within the tolerances
+        actual, expected = actual.coalesce(), expected.coalesce()
+        if actual._nnz() != expected._nnz():
+            raise _Mismatch(AssertionError, f"The number of specified values in sparse COO tensors does not match: "
+                                            f"{actual._nnz()} != {expected._nnz()}")
+        _compare_tensors(actual._indices(), expected._indices(), rtol=0, atol=0, equal_nan=False,
+                         check_device=check_device, check_dtype=check_dtype, check_stride=False)
+        return _compare_tensors(actual._values(), expected._values(), rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                check_device=check_device, check_dtype=check_dtype, check_stride=False)
     if check_stride and actual.stride() != expected.stride():
         raise _Mismatch(AssertionError, f"The values for attribute 'stride()' do not match: "
                                         f"{actual.stride()} != {expected.stride()}.")
