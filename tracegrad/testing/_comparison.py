@@ -85,25 +85,32 @@ def _as_tensor(x):
     return tracegrad.from_numpy(np.asarray(x)) if isinstance(x, np.ndarray) else x
 
 
-def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype, check_stride):
+def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype, check_stride,
+                     check_layout=True):
     for attr in ("shape",) + (("device",) if check_device else ()) + (("dtype",) if check_dtype else ()):
         a, e = getattr(actual, attr), getattr(expected, attr)
         if a != e:
             raise _Mismatch(AssertionError, f"The values for attribute '{attr}' do not match: {a} != {e}.")
     if actual.layout != expected.layout:
-        raise _Mismatch(AssertionError, f"The values for attribute 'layout' do not match: "
-                                        f"{actual.layout} != {expected.layout}.")
+        if check_layout:
+            raise _Mismatch(AssertionError, f"The values for attribute 'layout' do not match: "
+                                            f"{actual.layout} != {expected.layout}.")
+        actual, expected = actual.to_dense(), expected.to_dense()     # as torch without check_layout
     if actual.is_sparse:
-        # as torch's assert_close: sparse COO tensors compare coalesced, indices exactly and
-        # values within the tolerances
-        actual, expected = actual.coalesce(), expected.coalesce()
-        if actual._nnz() != expected._nnz():
-            raise _Mismatch(AssertionError, f"The number of specified values in sparse COO tensors does not match: "
-                                            f"{actual._nnz()} != {expected._nnz()}")
-        _compare_tensors(actual._indices(), expected._indices(), rtol=0, atol=0, equal_nan=False,
-                         check_device=check_device, check_dtype=check_dtype, check_stride=False)
-        return _compare_tensors(actual._values(), expected._values(), rtol=rtol, atol=atol, equal_nan=equal_nan,
-                                check_device=check_device, check_dtype=check_dtype, check_stride=False)
+        # as torch: two sparse COO tensors compare as stored (not coalesced): sparse dims and nnz
+        # equal, indices equal, values close
+        for what, a, e in (("sparse dimensions", actual.sparse_dim(), expected.sparse_dim()),
+                           ("specified values", actual._nnz(), expected._nnz())):
+            if a != e:
+                raise _Mismatch(AssertionError, f"The number of {what} in sparse COO tensors does not match: {a} != {e}")
+        for what, a, e, tol in (("indices", actual._indices(), expected._indices(), dict(rtol=0, atol=0)),
+                                ("values", actual._values(), expected._values(), dict(rtol=rtol, atol=atol))):
+            try:
+                _compare_tensors(a, e, equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
+                                 check_stride=False, **tol)
+            except _Mismatch as m:
+                raise _Mismatch(m.cls, m.msg.replace("Tensor-likes", f"Sparse COO {what}", 1)) from None
+        return
     if check_stride and actual.stride() != expected.stride():
         raise _Mismatch(AssertionError, f"The values for attribute 'stride()' do not match: "
                                         f"{actual.stride()} != {expected.stride()}.")
@@ -233,13 +240,16 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     ``rtol``/``atol`` is given.
     ``None`` matches only ``None``; numpy scalars compare as Python numbers; a meta tensor
     compares only its attributes.
-    Differs from torch: no sparse, quantized or nested layouts (tracegrad has none);
-    ``check_layout`` is accepted and has nothing to check. ``allow_subclasses=False``: a tensor
+    Sparse COO tensors compare as torch's: sparse dims and nnz equal, indices equal, values
+    close, as stored (uncoalesced entries are not summed); a layout mismatch fails unless
+    ``check_layout=False`` (then both are compared dense).
+    Differs from torch: no quantized or nested layouts (tracegrad has none). ``allow_subclasses=False``: a tensor
     subclass (``nn.Parameter``) against a plain tensor is the TypeError of an uncomparable pair.
     """
     try:
         _compare(actual, expected, (), rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device,
-                 check_dtype=check_dtype, check_stride=check_stride, allow_subclasses=allow_subclasses)
+                 check_dtype=check_dtype, check_stride=check_stride, check_layout=check_layout,
+                 allow_subclasses=allow_subclasses)
     except _Mismatch as m:
         text = m.msg
         if m.cls is AssertionError and isinstance(msg, str):

@@ -140,7 +140,7 @@ def _tensor_pair(a, e, path, opts):
         try:
             _compare_tensors(x, y, rtol=rtol, atol=atol, equal_nan=opts["equal_nan"],
                              check_device=opts["exact_device"], check_dtype=opts["exact_dtype"],
-                             check_stride=opts["exact_stride"])
+                             check_stride=opts["exact_stride"], check_layout=opts["exact_layout"])
         except _Mismatch as m:
             raise _Mismatch(m.cls, m.msg, path) from None
     return compare
@@ -218,7 +218,7 @@ def _message(m: _Mismatch):
 
 
 def assert_equal(x, y, msg=None, *, atol=None, rtol=None, equal_nan=True, exact_dtype=True, exact_device=False,
-                 exact_stride=False, atol_override=0.0, rtol_override=0.0, long_message=True):
+                 exact_stride=False, exact_layout=False, atol_override=0.0, rtol_override=0.0, long_message=True):
     """The body of ``TestCase.assertEqual`` (see its docstring); raises the first mismatch."""
     __tracebackhide__ = True
     if any(isinstance(v, np.ndarray) and v.dtype not in _NUMPY_DTYPES for v in (x, y)):
@@ -230,7 +230,7 @@ def assert_equal(x, y, msg=None, *, atol=None, rtol=None, equal_nan=True, exact_
         x = tracegrad.as_tensor(x, dtype=y.dtype, device=y.device)
     opts = dict(tol=dict(rtol=rtol, atol=atol, rtol_override=rtol_override, atol_override=atol_override),
                 equal_nan=equal_nan, exact_dtype=exact_dtype, exact_device=exact_device, exact_stride=exact_stride,
-                containers=_container_types())
+                exact_layout=exact_layout, containers=_container_types())
     pairs = []
     try:
         _originate(x, y, (), opts, pairs)
