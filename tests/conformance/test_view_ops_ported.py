@@ -5,10 +5,7 @@ read through the same internals torch's tests read (``_is_view()``, ``_base``,
 ``untyped_storage().data_ptr()``, ``stride()``, ``storage_offset()``, ``is_contiguous()``).
 
 Not ported: quantized tensors (``test_ravel``'s and ``test_flatten``'s quantized halves), sparse
-tensors (``test_t``'s sparse half, ``test_crow_col_indices``), the negative bit (tracegrad has a
-conjugate bit but no negative bit: ``is_neg()`` is always False, so ``test_conj_imag_view``'s
-``is_neg`` check and ``test_conj_neg_view_numpy_error``'s negative-bit half are left out),
-``complex32``, channels_last memory formats (``test_memory_format_resize_*``,
+CSR tensors (``test_crow_col_indices``), ``complex32``, channels_last memory formats (``test_memory_format_resize_*``,
 ``test_view_copy_output_contiguous``: tracegrad has no memory formats), and the tests torch
 itself skips (``test_chunk_view``, ``test_split_view``). Random shapes and
 dtype products are replaced by fixed small ones."""
@@ -233,8 +230,8 @@ def test_real_imag_view(T, name):
 
 @pytest.mark.parametrize("name", ["complex64", "complex128"])
 def test_conj_imag_view(T, name):
-    # TestViewOps.test_conj_imag_view (the is_neg() check is not ported: tracegrad has no
-    # negative bit): conj() and its imag are views with the conjugated values
+    # TestViewOps.test_conj_imag_view: conj() and its imag are views with the conjugated values;
+    # the imag of a conj view carries the negative bit, and so do views of it (not a copy)
     t = _make(T, (4, 5), name)
     v = t.conj()
     assert _is_view_of(t, v)
@@ -242,6 +239,12 @@ def test_conj_imag_view(T, name):
     v_imag = v.imag
     assert _is_view_of(t, v_imag)
     np.testing.assert_array_equal(_vals(v_imag), np.conj(_vals(t)).imag)
+    assert v_imag.is_neg() and T.is_neg(v_imag) and v_imag[0].is_neg() and v_imag.detach().is_neg()
+    assert not (t.imag.is_neg() or v.real.is_neg() or v.is_neg() or v_imag.clone().is_neg() or (v_imag + 0).is_neg())
+    r = v_imag.resolve_neg()
+    im = t.imag
+    assert not r.is_neg() and not r._is_view() and im.resolve_neg() is im
+    np.testing.assert_array_equal(_vals(r), np.conj(_vals(t)).imag)
 
 
 def test_conj_view_with_shared_memory(T):
@@ -641,6 +644,35 @@ def test_t(T):
         _make(T, (2, 2, 2)).t()
 
 
+def _sparse_parts(s):
+    s = s.coalesce()
+    return tuple(s.shape), s._indices().tolist(), s._values().tolist()
+
+
+def test_t_sparse(T):
+    # TestOldViewOps.test_t (sparse half): t() / transpose of sparse COO tensors, 0-dim included
+    for x in (T.tensor(1.5), T.tensor(0.0), T.arange(4), _make(T, (2, 3))):
+        s = x.to_sparse()
+        assert _sparse_parts(s.t()) == _sparse_parts(x.t().to_sparse())
+        assert _sparse_parts(T.t(s)) == _sparse_parts(x.t().to_sparse())
+        _same(s.t().to_dense(), x.t())
+    s = _make(T, (2, 3)).to_sparse()
+    assert s.t().is_coalesced() is False and s.transpose(0, 0).is_coalesced() is True
+    assert _sparse_parts(T.transpose(s, 0, 1)) == _sparse_parts(s.t())
+    with pytest.raises(RuntimeError, match="expects a tensor with <= 2 sparse and 0 dense dimensions"):
+        _make(T, (2, 2, 2)).to_sparse().t()
+    with pytest.raises(RuntimeError, match="expects a tensor with <= 2 sparse and 0 dense dimensions"):
+        _make(T, (2, 2)).to_sparse(1).t()
+    with pytest.raises(RuntimeError, match="transposed dimensions must be sparse"):
+        _make(T, (2, 3, 2)).to_sparse(2).transpose(0, 2)
+    with pytest.raises(RuntimeError, match="sparse_dim argument must be in >0"):
+        T.zeros(3).to_sparse(0)
+    # gradients reach the dense source through the transposed sparse tensor
+    a = T.tensor([[0.0, 1.0], [2.0, 0.0]], requires_grad=True)
+    (a.to_sparse().t().to_dense() * T.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    _same(a.grad, T.tensor([[0.0, 3.0], [2.0, 0.0]]))
+
+
 def test_split_and_chunk(T):
     # TestOldViewOps.test_split / test_chunk: pieces equal narrow(); chunk(<=0) refuses
     for tensor, how, dim, sizes in ((_make(T, (7, 4)), 3, 0, ([3, 4], [3, 4], [1, 4])),
@@ -951,11 +983,20 @@ def test_resize_overflow(T):
 
 
 def test_conj_view_numpy_error(T):
-    # TestOldViewOps.test_conj_neg_view_numpy_error (the conjugate-bit half)
+    # TestOldViewOps.test_conj_neg_view_numpy_error
     with pytest.raises(RuntimeError, match="has conjugate bit set"):
         T.tensor([1 + 2j]).conj().numpy()
+    with pytest.raises(RuntimeError, match="has negative bit set"):
+        T.tensor([1 + 2j]).conj().imag.numpy()
+    with pytest.raises(RuntimeError, match="has negative bit set"):
+        np.asarray(T.tensor([1 + 2j]).conj().imag)
     with pytest.raises(RuntimeError, match="not supported for conjugate view tensors"):
         T.tensor([1 + 2j]).conj().view(T.float64)
+    with pytest.raises(RuntimeError, match="not supported for tensors with negative bit set"):
+        T.tensor([1 + 2j]).conj().imag.view(T.int32)
+    # the negated values come out once resolved (force=True resolves, as torch)
+    np.testing.assert_array_equal(T.tensor([1 + 2j, 3 - 1j]).conj().imag.numpy(force=True), [-2.0, 1.0])
+    np.testing.assert_array_equal(T.tensor([1 + 2j, 3 - 1j]).conj().imag.resolve_neg().numpy(), [-2.0, 1.0])
 
 
 # ==== metadata parity (not a ported test): the internals the ported tests read ==================

@@ -396,3 +396,25 @@ def test_dense_grad_into_sparse_dot_grad_gives_dense_sum_like_torch(create_graph
     (t, t_same), (g, g_same) = _both(prog)
     assert g_same == t_same and g.is_sparse == t.is_sparse
     np.testing.assert_allclose(_np(g.to_dense()), t.detach().to_dense().numpy())
+
+
+def test_scalar_to_sparse_transpose_and_functional_div_match_torch():
+    # a 0-dim tensor's to_sparse() (no sparse dims; nnz 0 or 1), t()/transpose of sparse tensors
+    # (index rows swapped, uncoalesced), and torch.div/true_divide(sparse, number) (sparse div)
+    progs = [lambda T: T.tensor(1.5).to_sparse(), lambda T: T.tensor(0.0).to_sparse(),
+             lambda T: T.tensor(1.5).to_sparse().t(),
+             lambda T: T.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]).to_sparse().t(),
+             lambda T: T.transpose(T.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]).to_sparse(), 1, 0),
+             lambda T: T.arange(3.0).to_sparse().t(),
+             lambda T: T.true_divide(T.tensor([0, 3, -4]).to_sparse(), 2),
+             lambda T: T.div(T.tensor([[0.0, 3.0], [1.0, 0.0]]).to_sparse(), 4)]
+    for p in progs:
+        t, g = _both(p)
+        _same_sparse(g, t)
+    for p in (lambda T: T.zeros(3).to_sparse(0), lambda T: T.ones(2, 2, 2).to_sparse().t(),
+              lambda T: T.ones(2, 2).to_sparse(1).t(), lambda T: T.ones(2, 2, 2).to_sparse(2).transpose(0, 2)):
+        with pytest.raises(RuntimeError) as te:
+            p(torch)
+        with pytest.raises(RuntimeError) as ge:
+            p(tracegrad)
+        assert str(ge.value).split(" (")[0].split(";")[0][:40] == str(te.value)[:40]

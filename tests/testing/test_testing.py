@@ -58,6 +58,14 @@ CASES = {
     "numpy": lambda t: (np.array([1.0]), np.array([1.0])),
     "numpy_mismatch": lambda t: (np.array([1.0, 2.0]), np.array([1.0, 2.1])),
     "complex": lambda t: (t.tensor([1 + 1j]), t.tensor([1 + 2j])),
+    # sparse COO: compared coalesced (an uncoalesced duplicate equals its sum), layouts checked
+    "sparse_equal": lambda t: (t.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse(),
+                               t.sparse_coo_tensor([[0, 0, 1], [1, 1, 0]], [0.5, 0.5, 2.0], (2, 2))),
+    "sparse_values": lambda t: (t.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse(),
+                                t.tensor([[0.0, 1.0], [3.0, 0.0]]).to_sparse()),
+    "sparse_nnz": lambda t: (t.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse(), t.tensor([[0.0, 1.0], [0.0, 0.0]]).to_sparse()),
+    "sparse_vs_dense": lambda t: (t.tensor([[0.0, 1.0]]).to_sparse(), t.tensor([[0.0, 1.0]])),
+    "sparse_t": lambda t: (t.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse().t(), t.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()),
 }
 
 

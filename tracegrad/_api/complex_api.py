@@ -8,15 +8,17 @@ conjugates (writes through it land conjugated in the base); its conjugate bit, `
 is an odd number of ``conj`` views in its view chain (``chain_is_conj``), so ``conj().conj()``
 has it cleared, and any non-view op gives a tensor without it. ``resolve_conj()`` materializes
 (a new tensor with the bit cleared); ``numpy()`` and ``view_as_real`` refuse a tensor with the
-bit set, as torch. Differs from torch: tracegrad has no negative bit (``imag`` of a conj view is
-a plain view whose values are negated; ``is_neg()`` is always False).
+bit set, as torch. The negative bit, ``is_neg()``, is set as torch sets it: on the ``imag`` of a
+conj view (a view whose values are the negated imaginary parts) and on the views of it
+(``chain_is_neg``); ``resolve_neg()`` materializes it, and ``numpy()`` and ``view(dtype)``
+refuse it, as torch.
 """
 from __future__ import annotations
 
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._ops.shape import chain_is_conj
+from .._ops.shape import chain_is_conj, chain_is_neg
 from .._tensor.tensor import Tensor, storage_offset_of, strides_of
 from ._registry import function, method, prop
 
@@ -110,10 +112,13 @@ def resolve_conj(input):
 
 @method("resolve_neg", function=True)
 def resolve_neg(input):
-    """Mirrors ``torch.resolve_neg``: tracegrad never negates lazily; returns ``input`` itself.
-    TypeError for a non-Tensor (torch's parser)."""
+    """Mirrors ``torch.resolve_neg``: a tensor with the negative bit set (NOTE [conj views])
+    becomes a new tensor holding its values, bit cleared (autograd ``CloneBackward0``); any
+    other tensor is returned itself. TypeError for a non-Tensor (torch's parser)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"resolve_neg(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if is_neg(input):
+        return input.clone()
     return input
 
 
@@ -126,11 +131,11 @@ def is_conj(input) -> bool:
 
 @method("is_neg", function=True)
 def is_neg(input) -> bool:
-    """Mirrors ``torch.is_neg``: whether the negative bit is set; always False in tracegrad.
-    TypeError for a non-tensor, as torch."""
+    """Mirrors ``torch.is_neg``: whether the negative bit is set (the ``imag`` of a conj view
+    and views of it: NOTE [conj views]). TypeError for a non-tensor, as torch."""
     if not isinstance(input, Tensor):
         raise TypeError(f"is_neg(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return False
+    return bool(input._chain) and chain_is_neg(input._chain)
 
 
 @function("is_complex")

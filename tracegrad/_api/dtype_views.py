@@ -7,7 +7,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.tensor import storage_offset_of, strides_of
-from .complex_api import is_conj
+from .complex_api import is_conj, is_neg
 from .promotion import _SCALAR_NAME
 
 
@@ -22,6 +22,8 @@ def view_dtype(self, dtype):
     d = _dt.to_dtype(dtype)
     if is_conj(self):
         raise RuntimeError("view(dtype) is not supported for conjugate view tensors; call resolve_conj() first")
+    if is_neg(self):    # the storage holds the un-negated values: torch refuses too
+        raise RuntimeError("view(dtype) is not supported for tensors with negative bit set; call resolve_neg() first")
     a, b = self._value.dtype.itemsize, d.itemsize
     if a != b:
         how = f"to view {_SCALAR_NAME[self.dtype.name]} as {_SCALAR_NAME[d.name]} (different element sizes)"

@@ -106,6 +106,8 @@ def div(self, other, *, rounding_mode=None):
     if rounding_mode not in (None, "trunc", "floor"):
         check_rounding_mode(rounding_mode)
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    if rounding_mode is None and isinstance(self, Tensor) and self.is_sparse:
+        return type(self).div(self, other)     # torch.div / true_divide(sparse, number): the sparse div
     _check_operand(other, "div")
     if isinstance(other, Tensor) and self._value.shape != other._value.shape:
         _check_broadcast(self, other)

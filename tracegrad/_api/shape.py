@@ -249,6 +249,8 @@ def repeat_interleave_method(self, repeats=_NO_REPEATS, dim=None, *, output_size
 def transpose(self, dim0, dim1):
     """Mirrors ``torch.transpose`` / ``torch.swapdims``: swaps two dims; a view. IndexError for a
     dim out of range."""
+    if self.is_sparse:   # torch.transpose(sparse): the sparse tensor's own (index rows swapped)
+        return type(self).transpose(self, dim0, dim1)
     n = self.ndim
     out = apply_op(OPS["transpose"], (self,), (("dim0", _wrap_dim(dim0, n)), ("dim1", _wrap_dim(dim1, n))))
     if (type(dim0) is int and dim0 < 0) or (type(dim1) is int and dim1 < 0):
@@ -269,6 +271,8 @@ def t(self):
         n = self.ndim
     except AttributeError:   # NOTE [unbound self]
         raise not_self("t", self) from None
+    if self.is_sparse:   # torch.t(sparse): the sparse tensor's own t() (index rows swapped)
+        return type(self).t(self)
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     return apply_op(OPS["t"], (self,))

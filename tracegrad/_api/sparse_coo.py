@@ -38,7 +38,7 @@ from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, 
 from ..autograd._dispatch import apply_op
 from ._registry import function, method, prop
 from .promotion import _SCALAR_NAME
-from .shape import cat
+from .shape import _wrap_dim, cat
 
 
 def host_values(t) -> np.ndarray:
@@ -312,6 +312,38 @@ class SparseCooTensor(Tensor):
 
     __mul__ = __rmul__ = mul
     __truediv__ = div
+
+    def t(self):
+        """Mirrors ``torch.Tensor.t`` of a sparse COO tensor: with 2 sparse dims the index rows
+        swapped (not coalesced, as torch), with fewer the same entries; the values are shared, so
+        gradients reach them. RuntimeError for more than 2 sparse dims or any dense dim, as
+        torch."""
+        sd, dd = self.sparse_dim(), self.dense_dim()
+        if sd > 2 or dd > 0:
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got {sd} sparse "
+                               f"and {dd} dense dimensions (call .to_dense().t() for it)")
+        if sd < 2:
+            return make_sparse(self._sp_indices, self._sp_values, self._sp_size, self._sp_coalesced)
+        return make_sparse(self._sp_indices.flip(0), self._sp_values, tuple(reversed(self._sp_size)), False)
+
+    def transpose(self, dim0, dim1):
+        """Mirrors ``torch.Tensor.transpose`` of a sparse COO tensor: two sparse dims swapped (their
+        index rows exchanged; not coalesced unless ``dim0 == dim1``), values shared. IndexError
+        for a dim out of range; RuntimeError for a dense dim, as torch."""
+        n, sd = self.ndim, self.sparse_dim()
+        d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
+        if d0 >= sd or d1 >= sd:
+            raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got sparse_dim: {sd}, "
+                               f"d0: {d0}, d1: {d1} (call .to_dense() to transpose dense dims)")
+        if d0 == d1:
+            return make_sparse(self._sp_indices, self._sp_values, self._sp_size, self._sp_coalesced)
+        order = list(range(sd))
+        order[d0], order[d1] = d1, d0
+        size = list(self._sp_size)
+        size[d0], size[d1] = size[d1], size[d0]
+        return make_sparse(self._sp_indices[order], self._sp_values, tuple(size), False)
+
+    swapdims = swapaxes = transpose
 
     def neg(self):
         return make_sparse(self._sp_indices, -self._sp_values, self._sp_size, self._sp_coalesced)
@@ -587,7 +619,13 @@ def to_sparse(self, sparse_dim=_ALL_DIMS, *, layout=None, blocksize=None, dense_
     sd = nd if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= nd:
         raise RuntimeError(f"sparse_dim must be in [0, {nd}], got {sd}")
+    if sd == 0 and nd > 0:     # torch's dense_to_sparse check
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in >0 when self.dim()>0 (got sparse_dim=0 "
+                           f"for a {nd}-dim tensor); pass a sparse_dim in [1, {nd}]")
     nz = host_values(self) != 0
+    if nd == 0:                # a scalar: one entry if it is nonzero (as torch), no index rows
+        n = int(nz)
+        return make_sparse(_tensor(np.zeros((0, n), np.int64), dtype=_dt.int64), self.unsqueeze(0)[:n], (), True)
     if sd < nd:
         nz = nz.reshape(nz.shape[:sd] + (-1,)).any(-1)
     idx = np.stack(np.nonzero(nz)).reshape(sd, -1).astype(np.int64)

@@ -364,3 +364,16 @@ def chain_is_conj(chain) -> bool:
     conjugate bit."""
     conj = OPS["conj"]
     return sum(1 for e in chain if e[0] is conj) % 2 == 1
+
+
+def chain_is_neg(chain) -> bool:
+    """Whether a view chain reads negated values off its storage: torch's negative bit, set on
+    the ``imag`` of a conjugate view (``z.conj().imag``) and kept by the views taken of it."""
+    conj, imag = OPS["conj"], OPS["imag_view"]
+    odd = False
+    for e in chain:
+        if e[0] is conj:
+            odd = not odd
+        elif e[0] is imag and odd:
+            return True
+    return False

@@ -15,6 +15,8 @@ def _to_dense(indices, values, size):
     # duplicates add up, as torch's to_dense of an uncoalesced tensor (bool ones or together:
     # XLA has no bool add, and True + True is True in torch)
     out = jnp.zeros(size, values.dtype)
+    if indices.shape[0] == 0:   # no sparse dims (a 0-dim tensor's to_sparse()): every entry lands on out
+        return (values.any(0) if values.dtype == jnp.bool_ else values.sum(0, dtype=values.dtype)) + out
     at = out.at[tuple(indices[d] for d in range(indices.shape[0]))]
     return at.max(values) if values.dtype == jnp.bool_ else at.add(values)
 

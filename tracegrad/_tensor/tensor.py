@@ -29,7 +29,8 @@ import numpy as np
 from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
-                          chain_is_conj as _chain_is_conj, chain_scatter_dyn as _chain_scatter_dyn,
+                          chain_is_conj as _chain_is_conj, chain_is_neg as _chain_is_neg,
+                          chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
 from .._ops.errors import not_self as _not_self
 from .._ops.registry import OPS as _OPS
@@ -893,6 +894,9 @@ class Tensor(TensorBase):
         if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex and not force:
             raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
                                "Use tensor.resolve_conj().numpy() instead.")
+        if self._chain and _chain_is_neg(self._chain) and not force:   # as torch (z.conj().imag)
+            raise RuntimeError("Can't call numpy() on Tensor that has negative bit set. "
+                               "Use tensor.resolve_neg().numpy() instead.")
         if self.dtype in _dt.LIMITED and self.dtype.is_floating_point:
             raise TypeError(f"numpy(): numpy has no {self.dtype.name} dtype (torch raises too); convert with "
                             ".float() first")
@@ -923,6 +927,9 @@ class Tensor(TensorBase):
         if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
             raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
                                "Use tensor.resolve_conj().numpy() instead.")
+        if self._chain and _chain_is_neg(self._chain):
+            raise RuntimeError("Can't call numpy() on Tensor that has negative bit set. "
+                               "Use tensor.resolve_neg().numpy() instead.")
         if copy:      # numpy 2's np.array(t): a writable array of its own, as torch's
             return np.array(self._value, dtype=dtype)
         a = np.asarray(self._value)

@@ -85,19 +85,37 @@ def _as_tensor(x):
     return tracegrad.from_numpy(np.asarray(x)) if isinstance(x, np.ndarray) else x
 
 
-def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype, check_stride):
+def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype, check_stride,
+                     check_layout=True):
     for attr in ("shape",) + (("device",) if check_device else ()) + (("dtype",) if check_dtype else ()):
         a, e = getattr(actual, attr), getattr(expected, attr)
         if a != e:
             raise _Mismatch(AssertionError, f"The values for attribute '{attr}' do not match: {a} != {e}.")
+    if actual.layout != expected.layout:
+        if check_layout:
+            raise _Mismatch(AssertionError, f"The values for attribute 'layout' do not match: "
+                                            f"{actual.layout} != {expected.layout}.")
+        actual, expected = actual.to_dense(), expected.to_dense()     # as torch without check_layout
+    if actual.is_sparse:
+        # as torch: two sparse COO tensors compare as stored (not coalesced): sparse dims and nnz
+        # equal, indices equal, values close
+        for what, a, e in (("sparse dimensions", actual.sparse_dim(), expected.sparse_dim()),
+                           ("specified values", actual._nnz(), expected._nnz())):
+            if a != e:
+                raise _Mismatch(AssertionError, f"The number of {what} in sparse COO tensors does not match: {a} != {e}")
+        for what, a, e, tol in (("indices", actual._indices(), expected._indices(), dict(rtol=0, atol=0)),
+                                ("values", actual._values(), expected._values(), dict(rtol=rtol, atol=atol))):
+            try:
+                _compare_tensors(a, e, equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
+                                 check_stride=False, **tol)
+            except _Mismatch as m:
+                raise _Mismatch(m.cls, m.msg.replace("Tensor-likes", f"Sparse COO {what}", 1)) from None
+        return
     if check_stride and actual.stride() != expected.stride():
         raise _Mismatch(AssertionError, f"The values for attribute 'stride()' do not match: "
                                         f"{actual.stride()} != {expected.stride()}.")
     if actual.device.type == "meta" or expected.device.type == "meta":
         return                                  # a meta tensor has no values: only the attributes compare
-    if actual.is_sparse or expected.is_sparse:
-        return _compare_sparse(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                               check_device=check_device, check_dtype=check_dtype)
     rtol, atol = _tolerances(actual.dtype, expected.dtype, rtol=rtol, atol=atol)
     actual, expected = actual.detach(), expected.detach()
     if actual.device != expected.device:
@@ -131,27 +149,6 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
     raise _Mismatch(AssertionError, _diff_lines("Tensor-likes", av, rv, rtol, atol,
                                                 extra=f"Mismatched elements: {bad} / {n} ({bad / n:.1%})",
                                                 abs_idx=unravel(ai), rel_idx=unravel(ri)))
-
-
-def _compare_sparse(actual, expected, **kw):
-    """Sparse COO operands, as torch's comparison of them: two sparse tensors agree in their
-    number of sparse dims and of specified elements, their indices (exactly) and their values
-    (within the tolerances), as they are (torch coalesces neither: an uncoalesced tensor differs
-    from its coalesced form); a sparse tensor against a dense one compares dense (torch's
-    ``TestCase.assertEqual`` does not check the layout)."""
-    if not (actual.is_sparse and expected.is_sparse):
-        return _compare_tensors(actual.to_dense() if actual.is_sparse else actual,
-                                expected.to_dense() if expected.is_sparse else expected, check_stride=False, **kw)
-    a, e = actual.detach(), expected.detach()
-    if a.sparse_dim() != e.sparse_dim():
-        raise _Mismatch(AssertionError, "The number of sparse dimensions in sparse COO tensors does not match: "
-                                        f"{a.sparse_dim()} != {e.sparse_dim()}")
-    if a._nnz() != e._nnz():
-        raise _Mismatch(AssertionError, "The number of specified values in sparse COO tensors does not match: "
-                                        f"{a._nnz()} != {e._nnz()}.")
-    _compare_tensors(a._indices(), e._indices(), rtol=0, atol=0, equal_nan=False,
-                     check_device=kw["check_device"], check_dtype=True, check_stride=False)
-    _compare_tensors(a._values(), e._values(), check_stride=False, **kw)
 
 
 def _is_number(x):
@@ -243,14 +240,16 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     ``rtol``/``atol`` is given.
     ``None`` matches only ``None``; numpy scalars compare as Python numbers; a meta tensor
     compares only its attributes.
-    Sparse COO tensors compare by their indices and values as they are, uncoalesced or not (a
-    sparse tensor against a dense one compares dense). Differs from torch: no quantized or nested layouts (tracegrad
-    has none); ``check_layout`` is accepted and not checked. ``allow_subclasses=False``: a tensor
+    Sparse COO tensors compare as torch's: sparse dims and nnz equal, indices equal, values
+    close, as stored (uncoalesced entries are not summed); a layout mismatch fails unless
+    ``check_layout=False`` (then both are compared dense).
+    Differs from torch: no quantized or nested layouts (tracegrad has none). ``allow_subclasses=False``: a tensor
     subclass (``nn.Parameter``) against a plain tensor is the TypeError of an uncomparable pair.
     """
     try:
         _compare(actual, expected, (), rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device,
-                 check_dtype=check_dtype, check_stride=check_stride, allow_subclasses=allow_subclasses)
+                 check_dtype=check_dtype, check_stride=check_stride, check_layout=check_layout,
+                 allow_subclasses=allow_subclasses)
     except _Mismatch as m:
         text = m.msg
         if m.cls is AssertionError and isinstance(msg, str):

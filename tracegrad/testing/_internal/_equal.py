@@ -133,16 +133,15 @@ def _tensor_pair(a, e, path, opts):
     rtol, atol = _tolerances(a.dtype, e.dtype, path=path, **opts["tol"])
 
     def compare():
-        # sparse COO tensors compare by their dense values (torch's assertEqual without
-        # exact_layout compares across layouts the same way)
-        x, y = (t.to_dense() if t.is_sparse else t for t in (a, e))
+        # sparse COO tensors: as stored, or dense against another layout (``_compare_tensors``)
+        x, y = a, e
         if x.dtype != y.dtype and not opts["exact_dtype"] and x.shape == y.shape:
             # wide unsigned ints compare as int64 (promote_types has no common type for them), as torch
             x, y = (t.to(tracegrad.int64) if t.dtype in _UNSIGNED_WIDE else t for t in (x, y))
         try:
             _compare_tensors(x, y, rtol=rtol, atol=atol, equal_nan=opts["equal_nan"],
                              check_device=opts["exact_device"], check_dtype=opts["exact_dtype"],
-                             check_stride=opts["exact_stride"])
+                             check_stride=opts["exact_stride"], check_layout=opts["exact_layout"])
         except _Mismatch as m:
             raise _Mismatch(m.cls, m.msg, path) from None
     return compare
@@ -220,7 +219,7 @@ def _message(m: _Mismatch):
 
 
 def assert_equal(x, y, msg=None, *, atol=None, rtol=None, equal_nan=True, exact_dtype=True, exact_device=False,
-                 exact_stride=False, atol_override=0.0, rtol_override=0.0, long_message=True):
+                 exact_stride=False, exact_layout=False, atol_override=0.0, rtol_override=0.0, long_message=True):
     """The body of ``TestCase.assertEqual`` (see its docstring); raises the first mismatch."""
     __tracebackhide__ = True
     if any(isinstance(v, np.ndarray) and v.dtype not in _NUMPY_DTYPES for v in (x, y)):
@@ -232,7 +231,7 @@ def assert_equal(x, y, msg=None, *, atol=None, rtol=None, equal_nan=True, exact_
         x = tracegrad.as_tensor(x, dtype=y.dtype, device=y.device)
     opts = dict(tol=dict(rtol=rtol, atol=atol, rtol_override=rtol_override, atol_override=atol_override),
                 equal_nan=equal_nan, exact_dtype=exact_dtype, exact_device=exact_device, exact_stride=exact_stride,
-                containers=_container_types())
+                exact_layout=exact_layout, containers=_container_types())
     pairs = []
     try:
         _originate(x, y, (), opts, pairs)

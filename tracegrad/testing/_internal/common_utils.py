@@ -792,12 +792,14 @@ class TestCase(_BaseTestCase):
         ``atol``/``rtol``: both or neither (ValueError). ``msg``: a string appended to the
         generated message, or a callable that maps it. Raises AssertionError on a mismatch,
         TypeError for an uncomparable pair (a tensor against a dict), RuntimeError for an
-        empty tensor against a number (torch's classes). Layout/coalescing flags are accepted
-        and have nothing to check (dense tensors only).
+        empty tensor against a number (torch's classes). Sparse COO tensors compare as
+        ``assert_close``'s; a sparse tensor against a dense one compares dense unless
+        ``exact_layout=True``. ``exact_is_coalesced`` is accepted and unchecked (as torch's).
         """
         __tracebackhide__ = True
         _assert_equal(x, y, msg, atol=atol, rtol=rtol, equal_nan=equal_nan, exact_dtype=exact_dtype,
-                      exact_device=exact_device, exact_stride=exact_stride, atol_override=self.precision,
+                      exact_device=exact_device, exact_stride=exact_stride, exact_layout=exact_layout,
+                      atol_override=self.precision,
                       rtol_override=self.rel_tol, long_message=self.longMessage)
 
     def assertNotEqual(self, x, y, msg=None, *, atol=None, rtol=None, **kwargs):
