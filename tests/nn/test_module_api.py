@@ -316,3 +316,23 @@ def test_source_change_warning_is_a_warning():
     torch = get_torch()
     assert issubclass(torch.serialization.SourceChangeWarning, Warning)
     assert issubclass(tracegrad.serialization.SourceChangeWarning, Warning)
+
+
+def test_replicate_for_data_parallel():
+    # the replica has no own parameters; views of the originals set on it carry gradients back
+    def program(mod, log):
+        nn = mod.nn
+        mod.manual_seed(0)
+        pl = nn.ParameterList([nn.Parameter(mod.ones(2) * 2), nn.Parameter(mod.ones(2) * 3)])
+        lin = nn.Sequential(nn.Linear(2, 2))
+        for m in (pl, lin):
+            r = m._replicate_for_data_parallel()
+            log.append((type(r).__name__, r._is_replica, len(list(r.parameters(recurse=False))),
+                        [k for k, _ in r.named_children()]))
+        r = pl._replicate_for_data_parallel()
+        for n, p in pl.named_parameters():
+            setattr(r, n, p.view_as(p))
+        log.append([(q._base is p, q.grad_fn is not None) for p, q in zip(pl, r)])
+        sum(q.sum() * (i + 1) for i, q in enumerate(r)).backward()
+        log.append([p.grad.tolist() for p in pl])
+    both(program)

@@ -936,6 +936,21 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def _replicate_for_data_parallel(self):
+        """Mirrors torch's private ``Module._replicate_for_data_parallel`` (DataParallel's
+        ``replicate`` and code copying it): a shallow copy, marked ``_is_replica``, whose own
+        parameter dict is empty -- the replicating code sets each parameter as a plain tensor
+        attribute (a view of the original, on the autograd graph); buffer and submodule dicts
+        are copies."""
+        replica = self.__new__(type(self))
+        d = replica.__dict__
+        d.update(self.__dict__)
+        d["_parameters"] = _Registry()
+        d["_buffers"] = _Registry(self._buffers)
+        d["_modules"] = _Registry(self._modules)
+        d["_is_replica"] = True
+        return replica
+
     def share_memory(self):
         """Mirrors ``torch.nn.Module.share_memory``: ``share_memory_()`` on every parameter, its
         ``.grad`` and every buffer (in place; identities kept). Returns ``self``. The memory is not
