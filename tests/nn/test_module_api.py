@@ -283,6 +283,15 @@ def test_buffer_assignment_semantics():
 
         o = Old()
         log.append([k for k, _ in o.named_buffers()])
+        # Buffer(...) is a marked plain tensor, registered as that very object
+        buf = nn.Buffer(mod.ones(2, requires_grad=True))
+        log.append((type(buf).__name__, isinstance(buf, nn.Buffer), isinstance(mod.ones(1), nn.Buffer),
+                    buf.requires_grad))
+        q = nn.Module()
+        q.b = buf
+        log.append(q.b is buf)
+        q.register_buffer("c", nn.Buffer(mod.ones(1), persistent=False))   # the argument decides
+        log.append(list(q.state_dict().keys()))
         try:
             o.baz = nn.Buffer(mod.ones(2), persistent=False)
         except RuntimeError as e:

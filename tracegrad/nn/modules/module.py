@@ -515,13 +515,9 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor) and not hasattr(tensor, "__torch_function__"):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             f"(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.persistent
-            tensor = tensor.detach()
-            # torch's Buffer(...) is a plain tensor marked ``_is_buffer``, and the mark stays on
-            # the registered tensor: ``self.b2 = self.b1`` registers a second buffer, as torch
-            tensor._is_buffer = True
-            tensor.persistent = persistent
+        # a Buffer (a marked plain tensor) is stored as it is, as torch: ``m.b = buf`` then
+        # ``m.b is buf``, and ``self.b2 = self.b1`` registers a second buffer; ``persistent`` is
+        # this call's argument (``module.b = Buffer(...)`` passes the Buffer's own)
         tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         _layout_changed(self, name, self._buffers)
         self._buffers[name] = tensor
