@@ -66,7 +66,14 @@ from ._tensor.tensor import Tensor
 from ._api.sparse_coo import sparse_coo_tensor
 from .utils.hooks import warn_if_has_hooks
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "SourceChangeWarning"]
+
+
+class SourceChangeWarning(Warning):
+    """Mirrors ``torch.serialization.SourceChangeWarning`` (the class programs filter with
+    ``warnings.simplefilter``). tracegrad's checkpoints hold no module source code, so
+    ``load`` never issues it."""
 
 _FORMAT = "tracegrad.save/1"
 _PLAIN = (bool, int, float, str, type(None))

@@ -10,7 +10,8 @@ from ._tensor.tensor import Size as _size
 from ._tensor.tensor import Tensor
 
 __all__ = ["Number", "Device", "Storage", "_dtype", "_device", "_size", "_int", "_float", "_bool", "_complex",
-           "FileLike", "IntLikeType", "FloatLikeType", "BoolLikeType", "TensorOrTensors"]
+           "FileLike", "IntLikeType", "FloatLikeType", "BoolLikeType", "TensorOrTensors",
+           "_TensorOrTensors"]
 
 _int, _float, _bool, _complex = int, float, bool, complex
 Number = Union[int, float, bool]
@@ -19,6 +20,7 @@ IntLikeType = int
 FloatLikeType = float
 BoolLikeType = bool
 TensorOrTensors = Union[Tensor, tuple]
+_TensorOrTensors = TensorOrTensors  # torch.types spells it with the underscore too
 FileLike = Union[str, "object"]
 
 

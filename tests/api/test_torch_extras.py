@@ -306,6 +306,7 @@ def test_cpu_module_types_and_inductor_config():
                 assert (lib.ones(2, 2) @ lib.ones(2, 2)).dtype == lib.bfloat16
         assert not lib.is_autocast_enabled("cpu")
     assert tracegrad.types.Number == torch.types.Number
+    assert hasattr(torch.types, "_TensorOrTensors") and tracegrad.types._TensorOrTensors is not None
     import tracegrad._inductor.config as cfg
     cfg.coordinate_descent_tuning = True
     cfg.triton.unique_kernel_names = True

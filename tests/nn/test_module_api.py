@@ -247,3 +247,101 @@ def test_sequential_ordereddict_modulelist_moduledict():
         pd = nn.ParameterDict({"x": nn.Parameter(mod.ones(1))})
         log.append([k for k, _ in pd.named_parameters()])
     both(program)
+
+
+def test_buffer_assignment_semantics():
+    # a registered Buffer keeps its mark (``self.b2 = self.b1`` registers a second buffer);
+    # assigning a Buffer over a plain attribute is a KeyError; a subclass's register_buffer
+    # without ``persistent`` is called with two arguments (RuntimeError for a non-persistent one)
+    def program(mod, log):
+        nn = mod.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.b1 = nn.Buffer(mod.zeros(2))
+                self.b2 = self.b1
+
+        m = M()
+        log.append([k for k, _ in m.named_buffers(remove_duplicate=False)])
+        log.append(list(m.state_dict().keys()))
+        p = nn.Module()
+        p.attr = 5
+        try:
+            p.attr = nn.Buffer(mod.zeros(2))
+        except KeyError as e:
+            log.append(("KeyError", str(e)))
+        log.append(p.attr)
+
+        class Old(nn.Linear):
+            def __init__(self):
+                super().__init__(2, 2)
+                self.bar = nn.Buffer(mod.ones(2))
+
+            def register_buffer(self, name, value):
+                super().register_buffer(name, value, True)
+
+        o = Old()
+        log.append([k for k, _ in o.named_buffers()])
+        # Buffer(...) is a marked plain tensor, registered as that very object
+        buf = nn.Buffer(mod.ones(2, requires_grad=True))
+        log.append((type(buf).__name__, isinstance(buf, nn.Buffer), isinstance(mod.ones(1), nn.Buffer),
+                    buf.requires_grad))
+        q = nn.Module()
+        q.b = buf
+        log.append(q.b is buf)
+        q.register_buffer("c", nn.Buffer(mod.ones(1), persistent=False))   # the argument decides
+        log.append(list(q.state_dict().keys()))
+        try:
+            o.baz = nn.Buffer(mod.ones(2), persistent=False)
+        except RuntimeError as e:
+            log.append(("RuntimeError", "without the persistent" in str(e)))
+    both(program)
+
+
+def test_call_super_init_passes_arguments_on():
+    def program(mod, log):
+        nn = mod.nn
+
+        class Mixin:
+            def __init__(self, *a, **kw):
+                super().__init__(*a, **kw)
+                self.mixin_init = True
+
+        class After(nn.Module, Mixin):
+            pass
+
+        log.append(hasattr(After(), "mixin_init"))
+        After.call_super_init = True
+        log.append(hasattr(After(), "mixin_init"))
+        try:
+            nn.Module(1)
+        except TypeError:
+            log.append("TypeError")
+    both(program)
+
+
+def test_source_change_warning_is_a_warning():
+    torch = get_torch()
+    assert issubclass(torch.serialization.SourceChangeWarning, Warning)
+    assert issubclass(tracegrad.serialization.SourceChangeWarning, Warning)
+
+
+def test_replicate_for_data_parallel():
+    # the replica has no own parameters; views of the originals set on it carry gradients back
+    def program(mod, log):
+        nn = mod.nn
+        mod.manual_seed(0)
+        pl = nn.ParameterList([nn.Parameter(mod.ones(2) * 2), nn.Parameter(mod.ones(2) * 3)])
+        lin = nn.Sequential(nn.Linear(2, 2))
+        for m in (pl, lin):
+            r = m._replicate_for_data_parallel()
+            log.append((type(r).__name__, r._is_replica, len(list(r.parameters(recurse=False))),
+                        [k for k, _ in r.named_children()]))
+        r = pl._replicate_for_data_parallel()
+        for n, p in pl.named_parameters():
+            setattr(r, n, p.view_as(p))
+        log.append([(q._base is p, q.grad_fn is not None) for p, q in zip(pl, r)])
+        sum(q.sum() * (i + 1) for i, q in enumerate(r)).backward()
+        log.append([p.grad.tolist() for p in pl])
+    both(program)

@@ -84,3 +84,34 @@ def test_spectral_norm_hook_seeded():
     tracegrad.manual_seed(3); nn.utils.spectral_norm(b)
     np.testing.assert_array_equal(a.weight_u.numpy(), b.weight_u.numpy())
     np.testing.assert_array_equal(a.weight_v.numpy(), b.weight_v.numpy())
+
+
+def test_spectral_norm_loads_the_format_before_0_4_1():
+    # a dict with ``weight`` and no ``weight_v`` (no version metadata): torch drops ``weight`` and
+    # solves ``weight_v`` from it; the loaded module computes what torch's does
+    m, tm = _pair(3)
+    nn.utils.spectral_norm(m); torch.nn.utils.spectral_norm(tm)
+    tm.train()
+    tm(torch.ones(2, 3))     # one power iteration: u, v and the stored weight agree
+    old = {k: v.clone() for k, v in tm.state_dict().items() if k != "weight_v"}
+    old["weight"] = tm.weight.detach().clone()
+    tref = torch.nn.utils.spectral_norm(torch.nn.utils.remove_spectral_norm(tm))
+    tref.load_state_dict(old)
+    m.load_state_dict({k: tracegrad.tensor(v.numpy()) for k, v in old.items()})
+    np.testing.assert_allclose(m.weight_v.numpy(), tref.weight_v.numpy(), rtol=1e-4, atol=1e-5)
+    x = np.ones((2, 3), np.float32)
+    for train in (False, True):
+        m.train(train); tref.train(train)
+        with torch.no_grad(), tracegrad.no_grad():
+            np.testing.assert_allclose(m(tracegrad.tensor(x)).numpy(), tref(torch.tensor(x)).numpy(),
+                                       rtol=1e-4, atol=1e-5)
+    # one of weight_orig / weight / weight_u missing: nothing converted, reported when strict
+    part = {k: tracegrad.tensor(v.numpy()) for k, v in old.items() if k != "weight_u"}
+    tpart = {k: v for k, v in old.items() if k != "weight_u"}
+    with pytest.raises(RuntimeError) as e:
+        m.load_state_dict(part)
+    with pytest.raises(RuntimeError) as te:
+        tref.load_state_dict(tpart)
+    assert ("weight_u" in str(e.value)) == ("weight_u" in str(te.value))
+    assert m.load_state_dict(part, strict=False).unexpected_keys == \
+        tref.load_state_dict(tpart, strict=False).unexpected_keys

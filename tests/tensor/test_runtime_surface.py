@@ -117,7 +117,8 @@ def test_cuda_and_accelerator_report_jax_gpus():
         a, b = both(lambda m: m.cuda.current_device())
         assert a is b is AssertionError
         assert both(lambda m: (m.cuda.memory_allocated(), m.cuda.max_memory_allocated(), m.cuda.is_initialized(),
-                               m.cuda.is_bf16_supported() if m is tracegrad else False)) == [(0, 0, False, False)] * 2
+                               m.cuda.is_bf16_supported() if m is tracegrad else False,
+                               m.cuda.is_tf32_supported())) == [(0, 0, False, False, False)] * 2
     else:
         assert "H" in tracegrad.cuda.get_device_name(0) or tracegrad.cuda.get_device_name(0)
     from tracegrad.cuda.amp import GradScaler, autocast  # noqa: F401  (torch's import path works)

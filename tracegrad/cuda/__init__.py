@@ -9,6 +9,7 @@ from .._api.torch_extras import OutOfMemoryError  # noqa: F401  (torch.cuda.OutO
 from .._api import streams as _streams
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
+           "is_tf32_supported",
            "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp", "set_device", "is_initialized",
            "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats"]
 
@@ -39,6 +40,18 @@ def get_device_name(device=None) -> str:
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """Mirrors ``torch.cuda.is_bf16_supported``: XLA supports bfloat16 on every GPU it runs."""
     return bool(cuda_devices())
+
+
+def is_tf32_supported() -> bool:
+    """Mirrors ``torch.cuda.is_tf32_supported``: True when a GPU computes TF32 natively
+    (compute capability 8.0+, the GPUs with native bfloat16); False without a GPU, as torch."""
+    for d in cuda_devices():
+        try:
+            if float(getattr(d, "compute_capability", "0")) >= 8.0:
+                return True
+        except (TypeError, ValueError):
+            return True  # capability not reported: every GPU XLA targets today has TF32
+    return False
 
 
 def manual_seed(seed) -> None:

@@ -87,25 +87,30 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
         return result
 
 
-class Buffer(Tensor):
-    """Mirrors ``torch.nn.Buffer``: marks a tensor to be registered as a buffer on assignment.
-    ``Buffer(data, persistent=True)`` shares ``data``'s storage."""
+class _BufferMeta(type):
+    # torch's Buffer(...) returns a plain Tensor marked ``_is_buffer``; isinstance(x, Buffer)
+    # tests the mark
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and bool(getattr(instance, "_is_buffer", False))
+        return super().__instancecheck__(instance)
 
-    # torch's Buffer(...) gives a plain Tensor: ops on it give plain Tensors
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """Mirrors ``torch.nn.Buffer``: ``Buffer(data, persistent=True)`` is a plain Tensor sharing
+    ``data``'s storage (detached, same ``requires_grad``), marked so that assigning it to a module
+    attribute registers it as a buffer -- the very object, as torch. ``isinstance(x, Buffer)``
+    tests the mark."""
+
     __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
             data = tracegrad.empty(0)
-        self = Tensor.__new__(cls)
-        src = data.detach()
-        self._st, self._chain, self._vc = src._st, src._chain, src._vc
-        self._vcache, self._vgen = src._vcache, src._vgen
-        self.persistent = persistent
-        return self
-
-    def __init__(self, data=None, *, persistent=True):
-        pass
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 class UninitializedTensorMixin:

@@ -14,6 +14,7 @@ full backward hooks when grad_input is known.
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
@@ -428,6 +429,22 @@ def _parse_to(args, kwargs):
     return device, dtype, memory_format
 
 
+def _register_marked_buffer(module, name, value):
+    """``module.name = Buffer(...)``: torch calls ``register_buffer(name, value, persistent)``, but
+    a subclass overriding ``register_buffer`` without the ``persistent`` argument gets it called
+    with two (persistent assumed; a non-persistent Buffer is then a RuntimeError), as torch."""
+    persistent = value.persistent
+    reg = module.register_buffer
+    if getattr(reg, "__func__", None) is Module.register_buffer \
+            or "persistent" in inspect.signature(reg).parameters:
+        reg(name, value, persistent)
+        return
+    if not persistent:
+        raise RuntimeError("Registering a non-persistent buffer on a Module subclass that implements "
+                           "register_buffer() without the persistent argument is not allowed.")
+    reg(name, value)
+
+
 class Module:
     """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
     ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
@@ -449,7 +466,9 @@ class Module:
             cls.__init__ = _made_on_device(init)
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
+        # as torch: with ``call_super_init`` (a mixin after Module in the bases) the arguments go
+        # on to the next class in the MRO at the end; without it, arguments are an error
+        if not self.call_super_init and (args or kwargs):
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}")
         d = self.__dict__
         if _state.CAPTURE[0] is not None:     # made while tracing: registering on it is no side effect
@@ -471,6 +490,8 @@ class Module:
         d["_load_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
         d["_modules"] = _Registry()
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
 
     forward = _forward_unimplemented
 
@@ -494,9 +515,9 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor) and not hasattr(tensor, "__torch_function__"):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             f"(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.persistent
-            tensor = tensor.detach()
+        # a Buffer (a marked plain tensor) is stored as it is, as torch: ``m.b = buf`` then
+        # ``m.b is buf``, and ``self.b2 = self.b1`` registers a second buffer; ``persistent`` is
+        # this call's argument (``module.b = Buffer(...)`` passes the Buffer's own)
         tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         _layout_changed(self, name, self._buffers)
         self._buffers[name] = tensor
@@ -674,8 +695,9 @@ class Module:
                     if marked:
                         if buffers is None:
                             raise AttributeError("cannot assign buffer before Module.__init__() call")
-                        remove_from(d, self._parameters, self._modules)
-                        self.register_buffer(name, value, value.persistent)
+                        # as torch, an existing plain attribute of that name is a KeyError (from
+                        # register_buffer), not silently replaced
+                        _register_marked_buffer(self, name, value)
                     else:
                         buffers[name] = _run_registration_hooks(_global_buffer_registration_hooks, self, name,
                                                                 value)
@@ -909,6 +931,21 @@ class Module:
 
     def cpu(self):
         return self._apply(lambda t: t.cpu())
+
+    def _replicate_for_data_parallel(self):
+        """Mirrors torch's private ``Module._replicate_for_data_parallel`` (DataParallel's
+        ``replicate`` and code copying it): a shallow copy, marked ``_is_replica``, whose own
+        parameter dict is empty -- the replicating code sets each parameter as a plain tensor
+        attribute (a view of the original, on the autograd graph); buffer and submodule dicts
+        are copies."""
+        replica = self.__new__(type(self))
+        d = replica.__dict__
+        d.update(self.__dict__)
+        d["_parameters"] = _Registry()
+        d["_buffers"] = _Registry(self._buffers)
+        d["_modules"] = _Registry(self._modules)
+        d["_is_replica"] = True
+        return replica
 
     def share_memory(self):
         """Mirrors ``torch.nn.Module.share_memory``: ``share_memory_()`` on every parameter, its

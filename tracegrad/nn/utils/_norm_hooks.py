@@ -160,8 +160,10 @@ class SpectralNormStateDictHook:
 class SpectralNormLoadStateDictPreHook:
     """Mirrors ``torch.nn.utils.spectral_norm.SpectralNormLoadStateDictPreHook``: a dict in the
     current format (``<name>_orig``, ``_u``, ``_v``) loads as it is, with or without the version
-    metadata. The format of torch before 0.4.1 (a stored ``<name>`` and no ``_v``) is refused
-    with a RuntimeError naming the keys, where torch solves ``_v`` from it."""
+    metadata. A dict in the format of torch before 0.4.1 (``<name>_orig``, ``<name>``, ``_u``; no
+    version) is converted as torch converts it: ``<name>`` is dropped and ``_v`` solved from it so
+    that ``u = normalize(W v)`` and ``u . W v = sigma``. With one of those three keys missing
+    nothing is converted (they are reported missing when ``strict``)."""
 
     def __init__(self, fn):
         self.fn = fn
@@ -169,9 +171,24 @@ class SpectralNormLoadStateDictPreHook:
     def __call__(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
         key = prefix + self.fn.name
         version = local_metadata.get("spectral_norm", {}).get(self.fn.name + ".version")
-        if (version is None or version < 1) and key in state_dict and key + "_v" not in state_dict:
-            raise RuntimeError(f"load_state_dict: {key!r} is in the spectral_norm format of torch before 0.4.1 "
-                               f"(no {key + '_v'!r}); load it with torch and save it again")
+        if version is not None and version >= 1:
+            return
+        if version is None and key not in state_dict \
+                and all(key + s in state_dict for s in ("_orig", "_u", "_v")):
+            return      # the current format whose metadata was dropped (a hand-made dict)
+        absent = [key + s for s in ("_orig", "", "_u") if key + s not in state_dict]
+        if absent:
+            if strict:
+                missing_keys.extend(absent)
+            return
+        with tracegrad.no_grad():
+            weight_orig = state_dict[key + "_orig"]
+            sigma = (weight_orig / state_dict.pop(key)).mean()
+            w = _to_matrix(weight_orig, self.fn.dim)
+            u = state_dict[key + "_u"]
+            # least squares through the pseudo-inverse, as torch (W^T W may be singular)
+            v = w.t().mm(w).pinverse().mm(w.t()).mm(u.unsqueeze(1)).squeeze(1)
+            state_dict[key + "_v"] = v.mul_(sigma / u.dot(w.mv(v)))
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
