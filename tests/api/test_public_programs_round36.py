@@ -36,8 +36,8 @@ The WGAN-GP, seq2seq and VGAE programs are in ``test_public_programs_round36_wga
 ``..._seq2seq.py`` and ``..._vgae.py`` (one file each for the time a file may take).
 
 Changes to the programs, the same on both sides: random draws (``torch.rand``/``randn``/
-``randn_like``, a DataLoader's ``shuffle``) come from seeded numpy streams (random streams
-differ by design), parameters are overwritten from numpy after construction, dropout
+``randn_like``) come from seeded numpy streams and DataLoaders do not shuffle (random streams
+differ by design), the RealNVPs' Adam has ``eps=1e-4`` (see their tests), parameters are overwritten from numpy after construction, dropout
 probabilities are 0, ``.cuda()`` calls are left out (CPU), sizes are tiny, plots, ``tqdm`` bars
 and visdom calls are left out, and the data are a seeded two-moons set and a tiny token task in
 place of downloads (the karate club graph ships with networkx; networkx 3 renamed
