@@ -357,6 +357,35 @@ def randn(torch, shape, seed, requires_grad=False, scale=1.0, dtype=None):
     return torch.tensor(arr, requires_grad=requires_grad)
 
 
+class SeededTorch:
+    """A program's ``torch`` (``mod``) with its random draws from one seeded numpy stream:
+    ``rand``/``randn(*size)``, ``rand_like``/``randn_like(x)`` give float32 tensors; every other
+    name is the module's own. For a public program whose classes call ``torch.randn`` inside
+    (noise samples, reparameterisation), so its code stays as written."""
+
+    def __init__(self, mod, seed):
+        self._mod = mod
+        self._rs = np.random.RandomState(seed)
+
+    def __getattr__(self, name):
+        return getattr(self._mod, name)
+
+    def _make(self, arr):
+        return self._mod.tensor(arr.astype(np.float32))
+
+    def rand(self, *size):
+        return self._make(self._rs.uniform(0, 1, size))
+
+    def randn(self, *size):
+        return self._make(self._rs.standard_normal(size))
+
+    def rand_like(self, x):
+        return self.rand(*x.shape)
+
+    def randn_like(self, x):
+        return self.randn(*x.shape)
+
+
 def init_params(torch, module, seed, scale=0.3):
     """Overwrite every parameter of ``module`` (in named_parameters order) with
     deterministic uniform(-scale, scale) values; returns the module."""

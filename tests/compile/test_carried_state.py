@@ -398,3 +398,46 @@ def test_module_tensor_attribute_rebound_by_another_compiled_function_is_read_by
     outs, setter, reader = run(tracegrad.compile)
     assert outs == eager == [2.0 * (3 + 3 * i) for i in range(5)]
     assert setter.stats["traces"] == 1 and reader.stats["traces"] == 1, (setter.stats, reader.stats)
+
+
+def test_eager_rebinding_of_a_tensor_attribute_no_program_reads_keeps_programs():
+    """An eager module that keeps its batch statistics as plain tensor attributes
+    (``self.running_mean = m`` in forward: e-hulten/real-nvp-2d's batch norm) rebinds them on
+    every call; no compiled program reads those tensors, so a compiled step of another module
+    keeps its one program. Rebinding, eagerly, an attribute a program does read still gives
+    eager's values on the next call."""
+    nn = tracegrad.nn
+
+    class Stats(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(tracegrad.ones(3))
+            self.running_mean = tracegrad.zeros(3)
+
+        def forward(self, x):
+            self.running_mean = x.mean(0)
+            return (x * self.w).sum()
+
+    eager_mod, compiled_mod = Stats(), Stats()
+    step = tracegrad.compile(lambda x: compiled_mod(x))
+    for i in range(4):
+        x = tracegrad.arange(6.0).reshape(2, 3) + i
+        eager_mod(x)
+        assert float(step(x)) == float(eager_mod(x))
+    assert step.stats["traces"] == 1 and step.stats["graph_breaks"] == [], step.stats
+
+    class Reader(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = tracegrad.ones(3)
+
+        def forward(self, y):
+            return (self.scale * y).sum()
+
+    r = Reader()
+    read = tracegrad.compile(lambda y: r(y))
+    outs = []
+    for i in range(4):
+        r.scale = tracegrad.full((3,), float(i))     # eagerly, a tensor the program reads
+        outs.append(float(read(tracegrad.ones(3))))
+    assert outs == [0.0, 3.0, 6.0, 9.0]

@@ -243,3 +243,26 @@ def test_linspace_complex_endpoints_give_a_complex_result():
     a, b = torch.linspace(0, 1j, 3), tracegrad.linspace(0, 1j, 3)
     assert str(b.dtype) == "tracegrad.complex64" and str(a.dtype) == "torch.complex64"
     np.testing.assert_allclose(b.numpy(), a.numpy())
+
+
+# A 0-d integer numpy array is a size like numpy's integer scalars (torch reads it through
+# ``__index__``): e-hulten/real-nvp-2d builds ``nn.Linear(mask.sum().numpy(), ...)``. A float,
+# bool or 1-d array stays torch's TypeError; a negative one is its RuntimeError.
+@pytest.mark.parametrize("make", [
+    lambda t: t.empty(np.array(3), 2).shape,
+    lambda t: t.zeros((2, np.array(3, dtype=np.int32))).shape,
+    lambda t: t.ones(2, 3).new_zeros(np.array(2)).shape,
+    lambda t: t.ones(2, 3).reshape(np.array(6)).shape,
+    lambda t: t.nn.Linear(np.array(2), np.array(3)).weight.shape,
+    lambda t: t.empty(np.array(-1)),
+    lambda t: t.empty(np.array(3.0)),
+    lambda t: t.empty(np.array([3])),
+    lambda t: t.empty(np.array(True), 2),
+])
+def test_zero_dim_numpy_int_is_a_size(make):
+    def outcome(t):
+        try:
+            return tuple(make(t))
+        except Exception as e:   # noqa: BLE001 - the class is what is compared
+            return type(e)
+    assert outcome(tracegrad) == outcome(torch)

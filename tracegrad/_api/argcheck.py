@@ -36,6 +36,8 @@ _INDEX_TYPES = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", 
 def _is_index(v):
     if isinstance(v, Tensor):    # torch takes a one-element integer tensor as an int (__index__)
         return v.numel() == 1 and v.dtype._cat == 1
+    if type(v).__name__ == "ndarray":   # a 0-d integer array has __index__ too (mask.sum().numpy())
+        return v.ndim == 0 and v.dtype.kind in "iu"
     return isinstance(v, int) or type(v).__name__ in _INDEX_TYPES
 
 

@@ -266,6 +266,10 @@ def size_tuple(size):
             if s.dtype.is_floating_point or s.dtype.is_complex:
                 raise TypeError(f"size must be a tuple of ints, but got a {s.dtype} tensor; pass an int")
             s = int(s)
+        # a 0-d integer numpy array (``mask.sum().numpy()``) is an index like numpy's scalars:
+        # torch's parser takes it through ``__index__``; 1-d, float and bool arrays it refuses
+        if isinstance(s, np.ndarray) and s.ndim == 0 and s.dtype.kind in "iu":
+            s = s[()]
         if not isinstance(s, (int, np.integer)):
             raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
         if s < 0:

@@ -651,7 +651,14 @@ class Module:
             # compiled calls re-check the module layout; but a trace rebinding a plain tensor
             # attribute (``self.src_mask = mask``) leaves the other programs valid: they read
             # such attributes by place (NOTE [module tensor attributes], _lowering/carry.py)
-            if not (cap is not None and type(value) is Tensor and type(d.get(name)) is Tensor):
+            # Outside a trace the same holds when no live compiled program reads the old tensor
+            # (its storage is not held): a program that read the attribute at all read it as
+            # lifted state, so the rest only guard its shape and dtype. An eager model keeping
+            # its batch statistics as attributes (``self.running_mean = m``) then does not send
+            # every compiled step of another model back to tracing (e-hulten/real-nvp-2d).
+            old = d.get(name)
+            rebind = type(value) is Tensor and type(old) is Tensor
+            if not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)):
                 _state.bump_structure()
 
         def remove_from(*stores):
