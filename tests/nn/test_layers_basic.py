@@ -36,7 +36,11 @@ def test_linear_grad_fn_names():
 # contiguous input (addmm); otherwise matmul then ``add_`` -- a broadcast bias, or a bias of another dtype
 # that casts into the result, works there (MultiheadAttention batch_first hands a transposed input here).
 @pytest.mark.parametrize("ishape,transpose,bshape,bdtype", [
-    ((2, 3, 4), False, (5,), "float64"), ((3, 2, 4), True, (5,), "float64"), ((3, 2, 4), True, (5,), "float16"),
+    ((2, 3, 4), False, (5,), "float64"),
+    pytest.param((3, 2, 4), True, (5,), "float64", marks=pytest.mark.xfail(strict=True, reason=(
+        "a non-contiguous input with a 1-D bias of its dtype keeps addmm (ViewBackward0; torch: matmul + add_, "
+        "AddBackward0): see the note in nn.functional.linear"))),
+    ((3, 2, 4), True, (5,), "float16"),
     ((2, 3, 4), False, (3, 5), "float64"), ((2, 3, 4), False, (2, 3, 5), "float64"),
     ((3, 2, 4), True, (5,), "int64"), ((2, 3, 4), False, (5,), "float16"), ((3, 2, 4), True, (5,), "complex128"),
     ((3, 2, 4), True, (2, 2, 1, 5), "float64"),
