@@ -15,6 +15,7 @@ import typing
 import warnings
 
 from .nn.modules.module import Module
+from .nn.parameter import is_lazy
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
            "annotate", "Final", "save", "load", "freeze", "optimize_for_inference", "fork", "wait",
@@ -45,8 +46,24 @@ class ScriptFunction:
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """Mirrors ``torch.jit.script``: returns ``obj`` (a function, an ``nn.Module`` or a class)
     unchanged; it runs eagerly with torch's semantics. Use ``tracegrad.compile`` for a
-    compiled program."""
+    compiled program.
+
+    Raises: RuntimeError, as torch's scripting does before compiling, for a module (or submodule)
+    that still holds lazy (uninitialized) parameters or buffers -- run a forward pass first.
+    """
+    if isinstance(obj, Module):
+        for mod in obj.modules():
+            _check_module_initialized(mod)
     return obj
+
+
+def _check_module_initialized(mod):
+    # torch.jit._recursive.check_module_initialized, run on every module scripting visits
+    name = f"{type(mod).__module__}.{type(mod).__qualname__}"
+    for kind, table in (("parameters", mod._parameters), ("buffers", mod._buffers)):
+        for key, value in table.items():
+            if value is not None and is_lazy(value):
+                raise RuntimeError(f"'{name}' has uninitialized {kind} {key}. Did you forget to run a forward pass?")
 
 
 def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,

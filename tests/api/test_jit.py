@@ -102,3 +102,35 @@ def test_script_module_subclass_is_a_module():
     got, want = _script_module_program(tracegrad), _script_module_program(torch)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     assert got[1:] == want[1:]
+
+
+def _lazy_programs(mod):
+    class Lazy(mod.nn.modules.lazy.LazyModuleMixin, mod.nn.Module):
+        pass
+
+    class Outer(mod.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = mod.nn.LazyLinear(3)
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with_param, with_buffer = Lazy(), Lazy()
+    with_param.register_parameter("p", mod.nn.parameter.UninitializedParameter())
+    with_buffer.register_buffer("b", mod.nn.parameter.UninitializedBuffer())
+    return with_param, with_buffer, Outer()
+
+
+def test_script_refuses_uninitialized_lazy_modules():
+    # torch checks each module it scripts (the root and every submodule) for lazy parameters or
+    # buffers and raises RuntimeError asking for a forward pass first
+    msgs = []
+    for mod in (torch, tracegrad):
+        out = []
+        for m in _lazy_programs(mod):
+            with pytest.raises(RuntimeError, match="Did you forget to run a forward pass") as e:
+                mod.jit.script(m)
+            out.append(str(e.value).split("'", 2)[2])      # the message without the class's module path
+        msgs.append(out)
+    assert msgs[0] == msgs[1]

@@ -197,3 +197,23 @@ def test_parity(case):
     if case in NN and not hasattr(tracegrad, "nn"):
         pytest.skip("tracegrad.nn.functional is not built yet")
     check_parity(case, torch)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_low_precision_broadcast_add_values_and_grads(dtype, op):
+    # torch computes a half/bfloat16 add in float and sums a broadcast operand's gradient with float
+    # accumulation (a linear bias's grad under CPU autocast); bit-equal values and gradients
+    rs = np.random.RandomState(0)
+    a, b, g = rs.randn(30, 2, 24), rs.randn(24), rs.randn(30, 2, 24)
+    res = []
+    for mod in (torch, tracegrad):
+        dt = getattr(mod, dtype)
+        A_ = mod.tensor(a, dtype=dt, requires_grad=True)
+        B_ = mod.tensor(b, dtype=dt, requires_grad=True)
+        out = A_ + B_ if op == "add" else A_ - B_
+        out.backward(mod.tensor(g, dtype=dt))
+        res.append([np.asarray(t.detach().float().numpy()) for t in (out, A_.grad, B_.grad)])
+        assert str(B_.grad.dtype).endswith(dtype)
+    for t, r in zip(*res):
+        np.testing.assert_array_equal(t, r)

@@ -146,14 +146,32 @@ defop("round_decimals", _round_decimals, grad_fn="RoundBackward1")
 # ---- binary arithmetic ------------------------------------------------------------------
 
 
+def _acc_dtype(a, b, dtype):
+    # torch computes a half/bfloat16 add in float and reduces a broadcast operand's gradient
+    # (sum_to_size) with float accumulation; jnp's implicit broadcast would sum that gradient in
+    # the low precision itself (a linear layer's bias grad under CPU autocast rounded differently).
+    # Computing in float32 and rounding once gives torch's values and, through the casts' transposes,
+    # its float32 gradient reduction. (With an ``alpha`` the low-precision values still differ from
+    # torch's in the last bit; that path is left as it was.)
+    if jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) and jnp.shape(a) != jnp.shape(b):
+        return jnp.float32
+    return dtype
+
+
 def _add(a, b, alpha, dtype):
     a, b = _c(a, dtype), _c(b, dtype)
-    return a + b if alpha is None else a + _c(alpha, dtype) * b
+    if alpha is not None:
+        return a + _c(alpha, dtype) * b
+    acc = _acc_dtype(a, b, dtype)
+    return (a.astype(acc) + b.astype(acc)).astype(dtype)
 
 
 def _sub(a, b, alpha, dtype):
     a, b = _c(a, dtype), _c(b, dtype)
-    return a - b if alpha is None else a - _c(alpha, dtype) * b
+    if alpha is not None:
+        return a - _c(alpha, dtype) * b
+    acc = _acc_dtype(a, b, dtype)
+    return (a.astype(acc) - b.astype(acc)).astype(dtype)
 
 
 def _div(a, b, dtype, rounding_mode=None):

@@ -70,8 +70,11 @@ def linear(input, weight, bias=None):
 
     Args: input ``(*, in_features)``; weight ``(out_features, in_features)``; bias ``(out_features,)`` or None.
     Returns: ``(*, out_features)``. Autograd: ``AddmmBackward0`` (2-D input with bias),
-    ``MmBackward0`` (2-D, no bias), ``ViewBackward0`` (other ranks with bias, addmm on the
-    flattened input), ``UnsafeViewBackward0``/``SqueezeBackward4`` without bias.
+    ``MmBackward0`` (2-D, no bias), ``ViewBackward0`` (other ranks, 1-D bias: addmm on the
+    flattened input), ``AddBackward0`` (other ranks, a bias that is not 1-D, or a non-contiguous
+    input with a bias of another dtype: matmul, then the bias added in place, as torch's unfused
+    path, so it may broadcast or be of a dtype that casts into the result),
+    ``UnsafeViewBackward0``/``SqueezeBackward4`` without bias.
     Raises: RuntimeError if in_features differ or an operand is 0-d; TypeError for a non-Tensor.
     """
     try:
@@ -89,9 +92,19 @@ def linear(input, weight, bias=None):
         return input.matmul(weight.t())
     if input.ndim == 2:
         return tracegrad.addmm(bias, input, weight.t())
-    # torch: addmm on the flattened input, then a view back (ViewBackward0)
-    out = tracegrad.addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
-    return out.view(*input.shape[:-1], weight.shape[0])
+    # torch (aten linear) fuses only a "likely fusable" bias -- 1-D after squeeze and contiguous -- with a
+    # contiguous input: addmm on the flattened input, then a view back (ViewBackward0). Otherwise it runs
+    # matmul and then an in-place ``add_`` of the bias, so a bias of any broadcastable shape, or of another
+    # dtype that casts into the result (a half bias on a transposed double input, as MultiheadAttention's
+    # batch_first path gives), is accepted there (AddBackward0). Known difference: a non-contiguous input
+    # with a fusable bias of its own dtype still takes addmm here (ViewBackward0 where torch has
+    # AddBackward0): switching it moved a bfloat16 autocast transformer's first logits by one ulp from
+    # torch's (tests/api/test_public_programs_round32_amp.py), for a cause not yet found.
+    fusable = (bias.ndim == 1 or bias.squeeze().ndim == 1) and bias.is_contiguous()
+    if fusable and (input.is_contiguous() or bias.dtype == input.dtype):
+        out = tracegrad.addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
+        return out.view(*input.shape[:-1], weight.shape[0])
+    return input.matmul(weight.t()).add_(bias)
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -563,6 +563,11 @@ def onlyCUDA(fn):
     return onlyOn("cuda")(fn)
 
 
+def onlyCUDAAndPRIVATEUSE1(fn):
+    """Runs only CUDA and PrivateUse1-backend variants: the CPU variant is skipped."""
+    return onlyOn(("cuda", "privateuseone"))(fn)
+
+
 def onlyMPS(fn):
     """Runs only MPS variants: the CPU variant is skipped."""
     return onlyOn("mps")(fn)
