@@ -66,7 +66,15 @@ from ._tensor.tensor import Tensor
 from ._api.sparse_coo import sparse_coo_tensor
 from .utils.hooks import warn_if_has_hooks
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "SourceChangeWarning", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+
+class SourceChangeWarning(Warning):
+    """Mirrors ``torch.serialization.SourceChangeWarning``, the warning class torch's ``load``
+    of a whole pickled module issues when the module's source changed since it was saved;
+    programs filter it by name (``warnings.simplefilter("ignore", SourceChangeWarning)``).
+    tracegrad's ``load`` keeps no module source, so it never issues it."""
+
 
 _FORMAT = "tracegrad.save/1"
 _PLAIN = (bool, int, float, str, type(None))

@@ -8,7 +8,7 @@ from . import amp  # noqa: F401
 from .._api.torch_extras import OutOfMemoryError  # noqa: F401  (torch.cuda.OutOfMemoryError)
 from .._api import streams as _streams
 
-__all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
+__all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported", "is_tf32_supported",
            "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp", "set_device", "is_initialized",
            "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats"]
 
@@ -39,6 +39,12 @@ def get_device_name(device=None) -> str:
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """Mirrors ``torch.cuda.is_bf16_supported``: XLA supports bfloat16 on every GPU it runs."""
     return bool(cuda_devices())
+
+
+def is_tf32_supported() -> bool:
+    """Mirrors ``torch.cuda.is_tf32_supported``: True where a GPU runs (torch's answer is its
+    native-bfloat16 check; XLA's GPUs all compute TensorFloat-32), False without one."""
+    return is_bf16_supported(including_emulation=False)
 
 
 def manual_seed(seed) -> None:
