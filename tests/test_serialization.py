@@ -370,3 +370,12 @@ def test_load_warns_no_more_than_torch(tmp_path, writer):
         ck = tracegrad.load(path, weights_only=False)
     np.testing.assert_array_equal(ck["sd"]["weight"].numpy(), model.weight.detach().numpy())
     assert ck["steps"].tolist() == [0, 1, 2]
+
+
+def test_source_change_warning_is_torchs_warning_class():
+    # torch's test_conv_backcompat imports it to filter it; torch exports it from serialization
+    torch = pytest.importorskip("torch")
+    from tracegrad.serialization import SourceChangeWarning
+    assert issubclass(SourceChangeWarning, Warning) and "SourceChangeWarning" in tracegrad.serialization.__all__
+    assert [c.__name__ for c in SourceChangeWarning.__mro__] == \
+        [c.__name__ for c in torch.serialization.SourceChangeWarning.__mro__]

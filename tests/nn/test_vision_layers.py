@@ -330,6 +330,57 @@ def test_dist(p):
     parity(lambda m, F, a, b: m.dist(a, b, p).reshape(1), x(3, 4), x(4), names=False)
 
 
+@pytest.mark.parametrize("call", [
+    lambda F, t: F.max_pool1d(t[:, :, 0, 0], 2, return_indices=True),
+    lambda F, t: F.max_pool2d(t[:, :, 0], 2, return_indices=True),
+    lambda F, t: F.max_pool3d(t, 2, return_indices=True),
+    lambda F, t: F.adaptive_max_pool2d(t[:, :, 0], 2, return_indices=True),
+    lambda F, t: F.adaptive_max_pool3d(t, 2, return_indices=True),
+], ids=["max1d", "max2d", "max3d", "adaptive2d", "adaptive3d"])
+def test_max_pool_indices_edited_before_backward_raise(call):
+    # torch's max-pool nodes save their indices output: an in-place edit of it before backward
+    # is the version RuntimeError (tracegrad's gradient does not read them; it passed silently)
+    a = R.randn(1, 2, 4, 4, 4).astype(np.float32)
+    for m in (get_torch(), tracegrad):
+        t = m.tensor(a, requires_grad=True)
+        out, idx = call(m.nn.functional, t)
+        out.sum().backward(retain_graph=True)   # untouched indices: backward runs
+        idx.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_avg_pool2d_half_sums_in_float32(dtype):
+    # torch's kernel sums half/bfloat16 windows in float32 and rounds once (a 7x7 window summed
+    # in the narrow dtype was several ulps off); the gradient too
+    a = R.randn(2, 3, 8, 8).astype(np.float32)
+    res = []
+    for m in (get_torch(), tracegrad):
+        t = m.tensor(a).to(getattr(m, dtype)).requires_grad_()
+        out = m.nn.functional.avg_pool2d(t, 7, 1)
+        out.backward(m.ones_like(out))
+        res.append((out.float().detach().numpy(), t.grad.float().numpy()))
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    np.testing.assert_array_equal(res[1][1], res[0][1])
+
+
+def test_adaptive_avg_pool2d_one_keeps_channels_last():
+    # torch restrides the (1, 1) pool's mean to channels-last strides (c, 1, c, c) for a
+    # channels_last input (grad_fn AsStridedBackward1); tracegrad gave contiguous strides
+    a = R.randn(2, 3, 4, 4).astype(np.float32)
+    got = []
+    for m in (get_torch(), tracegrad):
+        t = m.tensor(a, requires_grad=True)
+        out = m.nn.functional.adaptive_avg_pool2d(t.to(memory_format=m.channels_last), 1)
+        out.backward(m.ones_like(out))
+        got.append((out.stride(), type(out.grad_fn).__name__, out.detach().numpy(), t.grad.numpy(),
+                    m.nn.functional.adaptive_avg_pool2d(t.detach(), 1).stride()))
+    assert got[1][:2] == got[0][:2] and got[1][4] == got[0][4]
+    close(got[1][2], got[0][2])
+    close(got[1][3], got[0][3])
+
+
 def test_every_vision_op_has_a_parity_case(request):
     """STYLE 11: every op of ``_ops/vision.py`` ran in a parity case above."""
     mine = [i for i in request.session.items if i.module is request.module]

@@ -124,6 +124,14 @@ def test_cuda_and_accelerator_report_jax_gpus():
     from tracegrad.cuda.amp import GradScaler, autocast  # noqa: F401  (torch's import path works)
 
 
+def test_cuda_is_tf32_supported():
+    # torch's test files read torch.cuda.is_tf32_supported() at import (it was missing)
+    if not tracegrad.cuda.is_available():
+        assert tracegrad.cuda.is_tf32_supported() is torch.cuda.is_tf32_supported() is False
+    else:
+        assert tracegrad.cuda.is_tf32_supported() is True
+
+
 def test_backend_flags_are_settable():
     import tracegrad.backends.cudnn as cudnn
     assert both(lambda m: (m.backends.cudnn.benchmark, m.backends.cudnn.deterministic, m.backends.cudnn.enabled,

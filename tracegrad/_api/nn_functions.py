@@ -15,7 +15,7 @@ from .. import _autocast, _state
 from .argcheck import _is_int, floating_input
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
-from ..autograd._dispatch import apply_op, show_saved
+from ..autograd._dispatch import apply_op, save_indices, show_saved
 from ..autograd._graph_impl import StopAfterOp
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
@@ -25,6 +25,7 @@ from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
+from .._tensor.memory_format import channels_last, suggest_memory_format
 from .._tensor.out import accepts_out
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
@@ -325,8 +326,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     """Mirrors ``torch._C._nn.max_pool2d_with_indices``: (values, int64 flat indices into H*W)."""
     k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d", input, ceil_mode)
     check_max_pool_dtype(input, "max_pool2d")
-    return apply_op(OPS["max_pool2d_with_indices"], (input,),
-                    (("kernel", k), ("stride", s), ("padding", p), ("dilation", d), ("ceil_mode", bool(ceil_mode))))
+    return save_indices(*apply_op(OPS["max_pool2d_with_indices"], (input,), (
+        ("kernel", k), ("stride", s), ("padding", p), ("dilation", d), ("ceil_mode", bool(ceil_mode)))))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
@@ -426,7 +427,15 @@ def adaptive_avg_pool2d(input, output_size):
     input that is not 3-D or 4-D or has an empty non-batch dim."""
     out = _out_size(input, output_size, 2, "adaptive_avg_pool2d")
     if out == (1, 1):   # before the rank check, as torch (a 2-D input's (1, 1) pool is its mean)
-        return input.mean((-1, -2), keepdim=True)
+        res = input.mean((-1, -2), keepdim=True)
+        if isinstance(input, Tensor) and suggest_memory_format(input) is channels_last:
+            # torch restrides the mean in place to channels-last strides (c, 1, c, c)
+            # (grad_fn AsStridedBackward1), so the output keeps its input's format
+            from .inplace import _restride_
+            from .strided import as_strided
+            n, c = res.shape[:2]
+            _restride_(res, as_strided, ((n, c, 1, 1), (c, 1, c, c)), "AsStridedBackward1")
+        return res
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}; pass "
                            "(C, H, W) or (N, C, H, W)")
@@ -471,7 +480,9 @@ def adaptive_max_pool(input, out, return_indices):
     window's first maximum in the pooled dims, which the gradient reaches (as torch's)."""
     static = (("output_size", tuple(out)),)
     values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
-    return (values, apply_op(OPS[f"adaptive_max_pool{len(out)}d_indices"], (input,), static)) if return_indices else values
+    if not return_indices:
+        return values
+    return save_indices(values, apply_op(OPS[f"adaptive_max_pool{len(out)}d_indices"], (input,), static))
 
 
 def max_unpool(input, indices, output_size):

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .. import _autocast, _state
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_op, save_indices
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
@@ -255,8 +255,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d = _pool_args(3, kernel_size, stride, padding, dilation, "max_pool3d", input, ceil_mode)
     check_max_pool_dtype(input, "max_pool3d")
     name = "max_pool3d_with_indices" if return_indices else "max_pool3d"
-    return apply_op(OPS[name], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
-                                          ("ceil_mode", bool(ceil_mode))))
+    res = apply_op(OPS[name], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
+                                         ("ceil_mode", bool(ceil_mode))))
+    return save_indices(*res) if return_indices else res
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,

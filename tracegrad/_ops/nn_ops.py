@@ -116,6 +116,11 @@ defop("max_pool2d_with_indices", _max_pool_indices, grad_fn="MaxPool2DWithIndice
 
 
 def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if x.dtype in (jnp.float16, jnp.bfloat16):
+        # torch's kernels sum half/bfloat16 windows in float32 (their accumulate type) and round
+        # once; summing in the narrow dtype is off by several ulps on a 7x7 window
+        return _avg_pool(x.astype(jnp.float32), kernel=kernel, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                         count_include_pad=count_include_pad, divisor_override=divisor_override).astype(x.dtype)
     nd = len(kernel)
     sp = x.shape[-nd:]
     ones = (1,) * nd

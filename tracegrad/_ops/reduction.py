@@ -26,6 +26,13 @@ def _on_0d(fn):
 
 
 def _sum(x, dim, keepdim, dtype):
+    if jnp.issubdtype(x.dtype if dtype is None else dtype, jnp.complexfloating):
+        # XLA's CPU reduce keeps one running complex sum (0.2% off on 2**18 complex64 terms),
+        # while a float reduce is split into many partial sums, close to torch's cascade sum:
+        # so the real and imaginary parts are summed as floats
+        x = x.astype(dtype or x.dtype)
+        part = functools.partial(jnp.sum, axis=dim, keepdims=keepdim)
+        return jax.lax.complex(part(jnp.real(x)), part(jnp.imag(x)))
     return jnp.sum(x, axis=dim, keepdims=keepdim, dtype=dtype)
 
 

@@ -113,6 +113,17 @@ def show_saved(t, shown):
     return t
 
 
+def save_indices(values, indices):
+    """``(values, indices)`` with the node of ``values`` keeping ``indices`` as torch's max-pool
+    nodes save their index output: writing ``indices`` in place before backward raises torch's
+    version RuntimeError (the gradient here is recomputed from the input, so without this the
+    edit would pass silently). A ``values`` without a node of its own is left as is."""
+    gf = values._gf
+    if isinstance(gf, OpNode):
+        gf.const_vc += ((indices, indices._vc[0]),)
+    return values, indices
+
+
 def _stale_view_requires_grad(t):
     """A view made while its base needed no grad, whose base has since been given history by
     an in-place write (through the base or another of its views): torch's view requires grad
