@@ -773,6 +773,8 @@ def masked_select(self, mask):
                            f"the input's {list(self.shape)}") from None
     x = expand(self, *shape) if tuple(self.shape) != shape else self
     m = expand(mask, *shape) if tuple(mask.shape) != shape else mask
+    if not shape:   # 0-d input and mask: torch selects from the one element (nonzero's 0-d index is 1-d)
+        x, m = x.reshape(1), m.reshape(1)
     idx = nonzero(m, as_tuple=True)
     return apply_op(OPS["masked_select"], (x, *idx), (("key", tuple(("t",) for _ in idx)),))
 
