@@ -139,6 +139,8 @@ def _sytf2(A, hermitian):
 
 def _factor(A, hermitian):
     batch = A.shape[:-2]
+    if A.size == 0:   # 0x0 matrices or an empty batch: nothing to factor (torch returns the empty results)
+        return A, jnp.zeros(batch + A.shape[-1:], jnp.int32), jnp.zeros(batch, jnp.int32)
     flat = A.reshape((-1,) + A.shape[-2:])
     LD, piv, info = jax.vmap(lambda a: _sytf2(a, hermitian))(flat)
     return LD.reshape(A.shape), piv.reshape(batch + A.shape[-1:]), info.reshape(batch)
@@ -206,6 +208,8 @@ def _sytrs(LD, ipiv, B, hermitian):
 
 def _solve(LD, pivots, B, hermitian):
     batch = jnp.broadcast_shapes(LD.shape[:-2], pivots.shape[:-1], B.shape[:-2])
+    if LD.size == 0 or B.size == 0:   # n == 0 or an empty batch: X has no rows to solve for (zeros)
+        return jnp.zeros(batch + B.shape[-2:], B.dtype)
     LD = jnp.broadcast_to(LD, batch + LD.shape[-2:]).reshape((-1,) + LD.shape[-2:])
     pivots = jnp.broadcast_to(pivots, batch + pivots.shape[-1:]).reshape((-1,) + pivots.shape[-1:])
     Bb = jnp.broadcast_to(B, batch + B.shape[-2:])

@@ -60,6 +60,8 @@ CASES = [
     ("tensordot", lambda m, a, b: m.tensordot(a, b, dims=2), [F(2, 3, 4), F(3, 4, 5, seed=1)], True),
     ("tensordot_lists", lambda m, a, b: m.tensordot(a, b, dims=([0, 2], [1, 0])), [F(4, 3, 2), F(2, 4, 5, seed=1)], True),
     # no dims contracted and none left: the library permutes by an empty list (not ``permute()``)
+    # a contracted dim of size 1 broadcasts against the other's (torch sums that one first)
+    ("tensordot_size1_dims", lambda m, a, b: m.tensordot(a, b, dims=((0, 1), (2, 0))), [F(1, 1, 1), F(2, 1, 2, seed=1)], True),
     ("tensordot_0d", lambda m, a, b: m.tensordot(a, b, dims=0), [np.array(1.5, np.float32), np.array(-2.0, np.float32)], True),
     ("inner", lambda m, a, b: m.inner(a, b), [F(2, 3), F(4, 3, seed=1)], True),
     ("rot90", lambda m, a: m.rot90(a), [F(2, 3, 4)], True),

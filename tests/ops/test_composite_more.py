@@ -50,6 +50,9 @@ CASES = [
     ("baddbmm", lambda m, c, a, b: m.baddbmm(c, a, b, beta=0.5, alpha=2.0), [F(2, 3, 5), F(2, 3, 4, seed=1), F(2, 4, 5, seed=2)], True),
     ("baddbmm_broadcast_method", lambda m, c, a, b: c.baddbmm(a, b), [F(5), F(2, 3, 4, seed=1), F(2, 4, 5, seed=2)], True),
     ("baddbmm_beta0_nan", lambda m, c, a, b: m.baddbmm(c * float("nan"), a, b, beta=0), [F(2, 3, 5), F(2, 3, 4, seed=1), F(2, 4, 5, seed=2)], True),
+    # integer operands truncate float beta/alpha (0.2 -> 0, 1.6 -> 1) and stay int64, as torch's kernel
+    ("baddbmm_int_float_scalars", lambda m, c, a, b: m.baddbmm(c, a, b, beta=0.2, alpha=1.6),
+     [I(2, 3, 5), I(2, 3, 4, seed=1), I(2, 4, 5, seed=2)], False),
     ("diag_embed", lambda m, a: m.diag_embed(a), [F(2, 3)], True),
     ("diag_embed_offset_dims", lambda m, a: a.diag_embed(2, 0, 2), [F(2, 3)], True),
     ("diag_embed_neg_swapped", lambda m, a: m.diag_embed(a, -1, 2, 0), [F(2, 3)], True),
@@ -101,6 +104,7 @@ CASES = [
     ("ldexp_int", lambda m, a, e: a.ldexp(e), [I(5), I(5, seed=1)], False),
     ("polar_abs", lambda m, r, t: m.polar(r, t).abs(), [P(5), F(5, seed=1)], True),
     ("logcumsumexp", lambda m, a: m.logcumsumexp(a, 1), [F(3, 5) * 20], True),
+    ("logcumsumexp_0d", lambda m, a: m.logcumsumexp(a[0], 0), [F(3)], True),
     ("logcumsumexp_method_neg_dim", lambda m, a: a.logcumsumexp(-2), [F(3, 5)], True),
     ("cummax", lambda m, a: m.cummax(a, 1), [F(3, 6)], True),
     ("cummax_ties_nan", lambda m, a: a.cummax(0), [np.array([1, 3, 3, 2, 5, np.nan, 1], np.float32)], False),
@@ -137,10 +141,10 @@ F32_ONLY = {
     "baddbmm_broadcast_method", "baddbmm_beta0_nan", "diag_embed_offset_dims", "diag_embed_neg_swapped",
     "take_method", "dist_p3_method", "dist_0", "trapezoid_dx_dim", "trapezoid_x_1d", "combinations_replacement",
     "combinations_r0_rbig", "vander_n_increasing", "histc_range_method", "histc_equal_bounds", "mode_dim_keepdim",
-    "unique_consecutive_dim", "polygamma_method", "logcumsumexp_method_neg_dim", "cummax_ties_nan", "det_method",
+    "unique_consecutive_dim", "polygamma_method", "logcumsumexp_method_neg_dim", "logcumsumexp_0d", "cummax_ties_nan", "det_method",
     "inverse_method", "svd_full_method", "cross_dim_method", "cosine_similarity_broadcast_dim",
     # integer inputs only
-    "trapz_int", "vander_int", "mode_int", "unique_consecutive", "lgamma_int", "i0_int", "ldexp_int",
+    "baddbmm_int_float_scalars", "trapz_int", "vander_int", "mode_int", "unique_consecutive", "lgamma_int", "i0_int", "ldexp_int",
     "cummin_int_ties",
 }
 assert F32_ONLY <= {c[0] for c in CASES}

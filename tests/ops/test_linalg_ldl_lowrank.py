@@ -51,6 +51,20 @@ def test_ldl_factor_and_solve_match_torch(case):
     np.testing.assert_allclose(A @ X.numpy(), B, rtol=100 * tol, atol=100 * tol)
 
 
+def test_ldl_empty_matrices_as_torch():
+    # 0x0 matrices (OpInfo's sample): empty LD and pivots, info 0, an empty solution; was a ZeroDivisionError
+    for shape in ((0, 0), (2, 0, 0)):
+        a = np.zeros(shape, np.float32)
+        want = torch.linalg.ldl_factor_ex(torch.tensor(a))
+        got = tracegrad.linalg.ldl_factor_ex(tracegrad.tensor(a))
+        for g, w in zip(got, want):
+            assert tuple(g.shape) == tuple(w.shape) and str(g.dtype)[-5:] == str(w.dtype)[-5:]
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+        b = np.zeros(shape[:-1] + (3,), np.float32)
+        x = tracegrad.linalg.ldl_solve(got[0], got[1], tracegrad.tensor(b))
+        assert tuple(x.shape) == tuple(torch.linalg.ldl_solve(want[0], want[1], torch.tensor(b)).shape)
+
+
 def test_ldl_singular():
     zero = tracegrad.zeros(3, 3)
     res = tracegrad.linalg.ldl_factor_ex(zero)

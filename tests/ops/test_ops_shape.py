@@ -154,6 +154,7 @@ INDEX_OPS = [
     C("masked_fill_tensor", lambda t, x, m, v: x.masked_fill(m, v), [F(3, 4), B(3, 4), F()]),
     C("masked_fill_int_mask", lambda t, x, m: x.masked_fill(m, 0.0), [F(3, 4), I(3, 4, hi=2)], raises=True),
     C("masked_select", lambda t, x, m: t.masked_select(x, m), [F(3, 4), B(3, 4)]),
+    C("masked_select_0d", lambda t, x, m: t.masked_select(x[0], m), [F(3), A(True)]),
     C("nonzero", lambda t, x: t.nonzero(x), [I(3, 4, hi=2)]),
     C("nonzero_tuple", lambda t, x: x.nonzero(as_tuple=True), [I(3, 4, hi=2)]),
     C("argwhere", lambda t, x: t.argwhere(x), [B(5)]),

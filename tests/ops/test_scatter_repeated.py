@@ -59,6 +59,16 @@ SCATTER += [
     C("scatter_reduce_inplace", lambda t, x, i, s: x.clone().scatter_reduce_(1, i, s, "amax"), [F(2, 4), _REP, F(2, 4)]),
     C("scatter_reduce_int_mean", lambda t, x, i, s: x.scatter_reduce(0, i, s, "mean"),
       [A([[0, 1, 2], [3, 4, 5]]), A([[0, 0, 1]]), A([[7, 8, 9]])]),
+    # 0-d self, index and src: one element along dim 0, as torch (the OpInfo samples' scalar case)
+    C("scatter_0d", lambda t, x, i, s: x.scatter(0, i, s), [F(), A(0), F()]),
+    C("scatter_0d_value_add", lambda t, x, i: t.scatter(x, 0, i, 2.5, reduce="add"), [F(), A(0)],
+      grad=False),
+    C("scatter_add_0d", lambda t, x, i, s: x.scatter_add(0, i, s), [F(), A(0), F()]),
+    C("scatter_reduce_0d", lambda t, x, i, s: x.scatter_reduce(0, i, s, "amax"), [F(), A(0), F()]),
+    # an index with no elements: torch skips its dtype check (and gather its shape checks)
+    C("gather_empty_uint8_index", lambda t, x, i: t.gather(x, 0, i), [F(5), A(np.zeros((2, 0), np.uint8))],
+      no_grad_fn=True),
+    C("scatter_empty_uint8_index", lambda t, x, i, s: x.scatter_add(0, i, s), [F(5), A(np.zeros(0, np.uint8)), F(0)]),
     C("scatter_reduce_bad_name", lambda t, x, i, s: x.scatter_reduce(0, i, s, "median"), [F(2, 3), A([[0, 0, 1]]), F(1, 3)], raises=True),
     C("scatter_reduce_dtype", lambda t, x, i, s: x.scatter_reduce(0, i, s.double(), "sum"), [F(2, 3), A([[0, 0, 1]]), F(1, 3)], raises=True),
 ]

@@ -286,6 +286,18 @@ def tensordot(a, b, dims=2, out=None):
     # one and divided by zero for a 0-d input
     da = [_wrap_dim(d, a.dim()) for d in da]
     db = [_wrap_dim(d, b.dim()) for d in db]
+    for i, j in zip(da, db):
+        # torch broadcasts a contracted dim of size 1 against the other's: that one is summed
+        # first (keepdim, dtype kept); other sizes must match
+        m, n = a.shape[i], b.shape[j]
+        if m != n:
+            if 1 not in (m, n):
+                raise RuntimeError(f"contracted dimensions need to match, but first has size {m} in dim {i} and "
+                                   f"second has size {n} in dim {j}; pass dims whose sizes agree")
+            if n == 1:
+                a = a.sum(i, keepdim=True, dtype=a.dtype)
+            else:
+                b = b.sum(j, keepdim=True, dtype=b.dtype)
     fa = [d for d in range(a.dim()) if d not in da]
     fb = [d for d in range(b.dim()) if d not in db]
     k = math.prod(a.shape[d] for d in da)

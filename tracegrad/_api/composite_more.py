@@ -21,9 +21,10 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import function, method
 from .argcheck import check_kinds
 from .composite import _host
+from .composite_names import _add_scaled
 from .elementwise import where
 from .linalg import bmm
-from .promotion import beta_first, check_real_scalars, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
+from .promotion import beta_first, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
 from .reduction import check_sortable, return_types
 from .shape import cat, stack
 from .._tensor.out import accepts_out
@@ -47,12 +48,8 @@ def baddbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"baddbmm: expected self and batch1 to have the same dtype, but got: "
                            f"{_name(input)} != {_name(prod)}; convert them to one dtype")
-    check_real_scalars("baddbmm", input.dtype, beta=beta, alpha=alpha)
-    if alpha != 1:
-        prod = prod * alpha
-    if beta == 0:     # zeros of input's shape, with a zero gradient for input (as torch's grad * beta)
-        return prod + where(_tensor(False), input, _tensor(0, dtype=input.dtype))
-    return prod + (input if beta == 1 else input * beta)
+    # addbmm's rules: integer operands truncate float beta/alpha (torch: int64 result, 0.2 -> 0)
+    return _add_scaled(input, prod, beta, alpha, "baddbmm")
 
 
 @method("diag_embed", function=True)

@@ -623,13 +623,17 @@ def _index_arg(index, name):
     words = "Expected dtype int32 or int64 for index" if name == "index_select" else None
     # scatter's kernels all say scatter() (scatter_add, scatter_reduce too), as torch
     check_index_dtype(index, "scatter" if name.startswith("scatter") else name,
-                      words or "Expected dtype int32/int64 for index")
+                      words or "Expected dtype int32/int64 for index", empty_ok=name != "index_select")
 
 
 @method(function=True)
 def gather(self, dim, index, *, sparse_grad=False):
     """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index."""
     _index_arg(index, "gather")
+    if index.numel() == 0:
+        # torch checks neither the index's dtype nor its shape against self when it has no elements:
+        # the result is an empty tensor of the index's shape and self's dtype (a view: grad_fn differs)
+        return self.reshape(-1).narrow(0, 0, 0).reshape(tuple(index.shape))
     if index.ndim != self.ndim and (self.ndim, index.ndim) not in ((0, 1), (1, 0)):   # 0-d counts as 1-d
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     d = _wrap_dim(dim, self.ndim)
@@ -769,6 +773,8 @@ def masked_select(self, mask):
                            f"the input's {list(self.shape)}") from None
     x = expand(self, *shape) if tuple(self.shape) != shape else self
     m = expand(mask, *shape) if tuple(mask.shape) != shape else mask
+    if not shape:   # 0-d input and mask: torch selects from the one element (nonzero's 0-d index is 1-d)
+        x, m = x.reshape(1), m.reshape(1)
     idx = nonzero(m, as_tuple=True)
     return apply_op(OPS["masked_select"], (x, *idx), (("key", tuple(("t",) for _ in idx)),))
 

@@ -28,10 +28,14 @@ from .shape import squeeze, t, transpose, unsqueeze
 
 
 # ---- in-place ---------------------------------------------------------------------------
-def check_index_dtype(index, api, message=None):
+def check_index_dtype(index, api, message=None, *, empty_ok=False):
     """torch's index kernels take int32 or int64 index tensors only (an int16/uint8/bool/float
     index is a RuntimeError there, where XLA would read it as positions): ``message`` is the
-    words after ``api(): `` (torch's differ from kernel to kernel; those given are torch's exactly)."""
+    words after ``api(): `` (torch's differ from kernel to kernel; those given are torch's exactly).
+    ``empty_ok``: the gather/scatter family, whose check torch skips for an index with no
+    elements (``gather(x, 0, torch.empty(0, dtype=torch.uint8))`` is an empty result there)."""
+    if empty_ok and isinstance(index, Tensor) and index.numel() == 0:
+        return
     if isinstance(index, Tensor) and index.dtype not in (_dt.int32, _dt.int64):
         said = message or (f"Expected dtype int32/int64 for index but got: {_SCALAR_NAME[index.dtype.name]}; "
                            "convert the index with .long()")
@@ -424,7 +428,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter_")
-    check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index")
+    check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index", empty_ok=True)
     if isinstance(src, Tensor) and src.dtype is not self.dtype:
         raise RuntimeError(f"scatter_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
                            f"{src.dtype}, convert src with .to(self.dtype)")
@@ -441,7 +445,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def scatter_add_(self, dim, index, src):
     if not isinstance(src, Tensor):   # no Scalar overload in torch (scatter_ has one)
         raise strict_error("scatter_add_", "src", "Tensor", src, 3)
-    check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index")
+    check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index", empty_ok=True)
     if src.dtype is not self.dtype:
         raise RuntimeError(f"scatter_add_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
                            f"{src.dtype}, convert src with .to(self.dtype)")

@@ -168,11 +168,16 @@ def _scatter_idx(x, index, dim):
     return tuple(grids)
 
 
+def _one_d(a):
+    """A 0-d array as one element along dim 0 (torch's rule for gather/scatter); others as they are."""
+    return a.reshape(a.shape or (1,)) if hasattr(a, "shape") else a
+
+
 def _gather(x, index, dim):
     """torch's gather: the result has ``index``'s shape, which may be smaller than ``x`` outside
     ``dim`` (no broadcasting); a 0-d ``x`` is one element along dim 0."""
     if x.ndim == 0 or index.ndim == 0:
-        return _gather(x.reshape(x.shape or (1,)), index.reshape(index.shape or (1,)), dim).reshape(index.shape)
+        return _gather(_one_d(x), _one_d(index), dim).reshape(index.shape)
     return x[_scatter_idx(x, index, dim)]
 
 
@@ -180,6 +185,8 @@ defop("gather", _gather, args=("self", "index"), grad_fn="GatherBackward0", save
 
 
 def _scatter(x, index, src, dim, reduce=None):
+    if x.ndim == 0 or index.ndim == 0:   # torch takes 0-d self/index/src (scatter(x0d, 0, i0d, s0d))
+        return _scatter(_one_d(x), _one_d(index), _one_d(src), dim, reduce).reshape(x.shape)
     idx = _scatter_idx(x, index, dim)
     if not hasattr(src, "shape") or src.shape == ():
         vals = jnp.full(index.shape, src, x.dtype)
@@ -366,6 +373,8 @@ def _scatter_reduce(x, index, src, dim, reduce, include_self):
     if x.dtype == jnp.bool_:   # torch reduces bools as 0/1: sum and amax are "any", prod and amin "all"
         out = _scatter_reduce(x.astype(jnp.int32), index, src.astype(jnp.int32), dim, reduce, include_self)
         return out.astype(jnp.bool_)
+    if x.ndim == 0 or index.ndim == 0:   # 0-d operands: one element along dim 0, as _scatter
+        return _scatter_reduce(_one_d(x), _one_d(index), _one_d(src), dim, reduce, include_self).reshape(x.shape)
     idx = _scatter_idx(x, index, dim)
     vals = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     written = jnp.zeros(x.shape, bool).at[idx].set(True)
