@@ -53,6 +53,8 @@ CASES = [
     ("diff", lambda m, a: m.diff(a), [F(3, 5)], True),
     ("diff_n2_dim0_prepend", lambda m, a, p: m.diff(a, n=2, dim=0, prepend=p), [F(3, 4), F(1, 4, seed=2)], True),
     ("diff_bool", lambda m, a: m.diff(a > 0), [F(6)], False),
+    # n=0: a copy of the input, prepend/append ignored (torch)
+    ("diff_n0_prepend", lambda m, a, p: m.diff(a, n=0, dim=0, prepend=p, append=p), [F(3, 4), F(1, 4, seed=2)], True),
     ("isin", lambda m, a, b: m.isin(a, b), [I(3, 4, hi=6), I(3, hi=6, seed=1)], False),
     ("isin_invert_scalar", lambda m, a: m.isin(a, 2, invert=True), [I(5, hi=4)], False),
     ("kron", lambda m, a, b: m.kron(a, b), [F(2, 3), F(3, 2, seed=1)], True),

@@ -93,6 +93,7 @@ BINARY = [
     C("rfloordiv", lambda t, x: 7 // x, [I(3, 4, lo=1)]),
     C("floordiv_int", lambda t, x, y: x // y, [I(6, lo=-9, hi=9), I(6, lo=1, hi=4)]),
     C("div_trunc_int", lambda t, x, y: t.div(x, y, rounding_mode="trunc"), [I(6, lo=-9, hi=9), I(6, lo=1, hi=4)]),
+    C("div_trunc_int_broadcast", lambda t, x, y: t.div(x, y, rounding_mode="trunc"), [I(2, 1, lo=-9, hi=9), I(3, lo=1, hi=4)]),
     C("floor_divide", lambda t, x, y: t.floor_divide(x, y), [I(6, lo=-9, hi=9), I(6, lo=1, hi=4)]),
     C("remainder", lambda t, x, y: t.remainder(x, y), [F(3, 4), F(3, 4, **POS)]),
     C("mod_op_int", lambda t, x: x % 3, [I(6, lo=-9, hi=9)]),

@@ -25,6 +25,7 @@ SHAPE = [
     C("squeeze", lambda t, x: x.squeeze(), [F(1, 3, 1)]),
     C("squeeze_dim", lambda t, x: t.squeeze(x, 0), [F(1, 3, 1)]),
     C("squeeze_dim_noop", lambda t, x: x.squeeze(1), [F(1, 3, 1)]),
+    C("squeeze_dims_0d", lambda t, x: x[0].squeeze((0,)), [F(3)]),
     C("squeeze_dims", lambda t, x: x.squeeze((0, 2)), [F(1, 3, 1)]),
     C("unsqueeze", lambda t, x: x.unsqueeze(1), [F(3, 4)]),
     C("unsqueeze_neg", lambda t, x: t.unsqueeze(x, -1), [F(3, 4)]),

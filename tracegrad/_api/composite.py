@@ -210,6 +210,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise RuntimeError(f"order must be non-negative but got {n}")
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n == 0:    # torch: a copy of the input, prepend and append ignored (grad_fn CopyBackwards)
+        return input.new_empty(input.shape).copy_(input)
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):

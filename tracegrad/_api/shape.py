@@ -212,7 +212,7 @@ def squeeze(self, dim=None):
         if len(set(wrapped)) != len(wrapped):
             raise RuntimeError(f"dim {next(d for i, d in enumerate(wrapped) if d in wrapped[:i])} appears multiple "
                                "times in the list of dims")
-        dims = tuple(d for d in wrapped if shp[d] == 1)
+        dims = tuple(d for d in wrapped if self.ndim and shp[d] == 1)   # a 0-d tensor: nothing to drop
         return apply_op(OPS["squeeze_dims"], (self,), (("dim", dims),))
     d = _wrap_dim(dim, self.ndim)   # a 0-d tensor takes dim 0 or -1, as torch
     dims = (d,) if self.ndim and shp[d] == 1 else ()

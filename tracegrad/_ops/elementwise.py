@@ -179,7 +179,8 @@ def _div(a, b, dtype, rounding_mode=None):
     if rounding_mode is None:
         return a / b
     if rounding_mode == "trunc":
-        q = a / b if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(a, b)
+        # lax.div (integer division rounding toward zero) does not broadcast its operands
+        q = a / b if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(*jnp.broadcast_arrays(a, b))
         return jnp.trunc(q).astype(dtype)
     return jnp.floor_divide(a, b)
 
