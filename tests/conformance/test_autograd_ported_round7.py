@@ -1260,11 +1260,7 @@ def test_autograd_print_tensor(T, request):
     assert repr(Func.apply(a)) == "tensor([2.], grad_fn=<FuncBackward>)"
 
 
-def test_autograd_inplace_view_of_view(T, request):
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "a view of a no_grad/inference_mode view of a tensor that does not require grad carries no "
-            "creation meta in tracegrad: the in-place op is not refused with torch's 'view of a view' error")))
+def test_autograd_inplace_view_of_view(T):
     # TestAutograd.test_autograd_inplace_view_of_view: a view of a no_grad / inference_mode view
     # that later requires grad cannot be modified in place
     x = T.zeros(2)

@@ -602,8 +602,6 @@ def test_adaptive_avg_pool_output_size_one(T):
 def test_adaptive_avg_pool2d_output_size_one_channels_last_strides(T, request):
     # TestPoolingNNDeviceType.test_adaptive_avg_pool2d_output_size_one: a channels_last input's
     # (N, C, 1, 1) mean has torch's channels_last strides (C, 1, C, C)
-    xfail_tracegrad(request, T, "the (1, 1) adaptive average is a keepdim mean, whose output strides do not "
-                                "follow the input's channels_last layout (tracegrad/_tensor/memory_format.py)")
     out = T.nn.AdaptiveAvgPool2d((1, 1))(T.rand(2, 3, 6, 6).to(memory_format=T.channels_last))
     assert out.stride() == (3, 1, 3, 3)
 
@@ -776,8 +774,6 @@ def test_maxpool_indices(T, nd, adaptive):
 def test_maxpool_indices_edited_in_place(T, request, adaptive):
     # TestPoolingNNDeviceType._test_maxpool_indices: backward after editing the returned indices in
     # place raises (torch saves the indices for its backward, so their version counter is checked)
-    xfail_tracegrad(request, T, "the max-pool backward is JAX's VJP of the values, which does not save the "
-                                "returned indices, so an in-place edit of them is not detected")
     mod = getattr(T.nn, f"{'Adaptive' if adaptive else ''}MaxPool2d")(2, return_indices=True)
     out, idx = mod(T.arange(1.0, 33.0).view(2, 1, 4, 4).requires_grad_())
     idx.add_(1)

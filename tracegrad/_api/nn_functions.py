@@ -27,6 +27,8 @@ from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from .._tensor.memory_format import channels_last, suggest_memory_format
 from .._tensor.out import accepts_out
+from .inplace import _restride_
+from .strided import as_strided
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -431,8 +433,6 @@ def adaptive_avg_pool2d(input, output_size):
         if isinstance(input, Tensor) and suggest_memory_format(input) is channels_last:
             # torch restrides the mean in place to channels-last strides (c, 1, c, c)
             # (grad_fn AsStridedBackward1), so the output keeps its input's format
-            from .inplace import _restride_
-            from .strided import as_strided
             n, c = res.shape[:2]
             _restride_(res, as_strided, ((n, c, 1, 1), (c, 1, c, c)), "AsStridedBackward1")
         return res
