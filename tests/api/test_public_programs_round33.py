@@ -176,9 +176,16 @@ def test_deepcca(use_all_singular_values):
         eigh = torch.linalg.eigh
         DeepCCA = _dcca_classes(torch, eigh)
         tmp = tempfile.mkdtemp()
+        # the deprecation is warned once per process by both libraries; warn-always makes the
+        # record independent of which earlier test in this worker already triggered it
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            torch.set_default_tensor_type(torch.DoubleTensor)
+            warn_always = torch.is_warn_always_enabled()
+            torch.set_warn_always(True)
+            try:
+                torch.set_default_tensor_type(torch.DoubleTensor)
+            finally:
+                torch.set_warn_always(warn_always)
         log("warnings", sorted({(w.category.__name__, str(w.message)[:50]) for w in caught}))
         try:
             log("default dtype", torch.get_default_dtype())
