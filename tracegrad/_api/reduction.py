@@ -1,6 +1,7 @@
 """Tensor methods, reduction family: sum..var/std, max/min, softmax, cumulative ops, sort/topk/quantile/median."""
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 
@@ -181,12 +182,31 @@ def _check_var_dtype(self):
                            "input with .float() first")
 
 
+def _var_overload_error(api, what):
+    return TypeError(f"{api}() received an invalid combination of arguments - got {what}; torch's overloads are "
+                     f"{api}(dim, unbiased=True, keepdim=False), {api}(dim=None, *, correction=None, keepdim=False) "
+                     f"and {api}(unbiased) with unbiased a positional bool")
+
+
+def _no_bool_dim_keyword(f):
+    """torch's legacy ``var(input, unbiased)`` overload takes the bool positionally only: a bool
+    named ``dim=`` matches no overload (TypeError), where positionally it is ``unbiased``."""
+    @functools.wraps(f)
+    def checked(self, *args, **kwargs):
+        if isinstance(kwargs.get("dim"), bool):
+            raise _var_overload_error(f.__name__, "dim=bool")
+        return f(self, *args, **kwargs)
+    return checked
+
+
 def _var_static(api, self, dim, unbiased, keepdim, correction):
     """Static arguments of the var/std family; ``var(x, True)`` is torch's legacy
     ``var(input, unbiased)`` overload, so a bool in the dim slot is ``unbiased``. Warns, as
     torch, when the correction leaves no degrees of freedom (the result is inf or nan)."""
     _check_var_dtype(self)
     if isinstance(dim, bool):
+        if unbiased is not _NOT_GIVEN or keepdim is not False or correction is not None:
+            raise _var_overload_error(api, "a positional bool (unbiased) with other arguments")
         unbiased, dim = dim, None
     dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased, api)
     n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
@@ -199,6 +219,7 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
 
 
 @method(function=True)
+@_no_bool_dim_keyword
 def var(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
@@ -206,6 +227,7 @@ def var(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
 
 
 @method(function=True)
+@_no_bool_dim_keyword
 def std(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
@@ -213,12 +235,14 @@ def std(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
 
 
 @function()   # torch has no Tensor.var_mean
+@_no_bool_dim_keyword
 def var_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
     return apply_op(OPS["var_mean"], (self,), _var_static("var_mean", self, dim, unbiased, keepdim, correction))
 
 
 @function()   # torch has no Tensor.std_mean
+@_no_bool_dim_keyword
 def std_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
     return apply_op(OPS["std_mean"], (self,), _var_static("std_mean", self, dim, unbiased, keepdim, correction))
