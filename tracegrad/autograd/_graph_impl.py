@@ -32,6 +32,24 @@ from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
 from . import grad_mode
 
+
+# NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
+# (task id, checkpoint valid, nodes it runs, whether it accumulates into .grad). utils.checkpoint reads them as torch's
+# ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
+# (False when the call was given ``inputs``: reentrant checkpoint refuses those);
+# ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``; ops with a
+# not-implemented derivative to know whether the call reaches that input (autograd/_dispatch.py).
+# Per thread, as torch's current graph task: a backward run in another thread (at the same time,
+# over one retained graph) has its own task id, its own callbacks and its own nodes to run.
+class _Running(threading.local):
+    def __init__(self):
+        self.tasks: list = []
+        # the final callbacks queued during each running backward call (same nesting as tasks)
+        self.callbacks: list = []
+
+
+_RUNNING = _Running()
+
 _seq = itertools.count()
 _ACCUMULATE_SEQ = sys.maxsize  # torch gives AccumulateGrad the highest priority
 # held while a gradient is added into a leaf's .grad: backward calls from several Python threads

@@ -16,7 +16,6 @@ import ctypes
 import heapq
 import itertools
 import logging
-import threading
 import warnings
 from collections.abc import Mapping
 
@@ -29,7 +28,7 @@ from .._ops.warn import warn_once
 from .._tensor.tensor import Tensor
 from .._tensor import torch_function as _tf
 from . import grad_mode
-from ._graph_impl import ANOMALY, AccumulateGrad, edge as _graph_edge
+from ._graph_impl import _RUNNING, ANOMALY, AccumulateGrad, edge as _graph_edge
 from . import _dispatch
 
 _tie = itertools.count()
@@ -52,21 +51,6 @@ def _log_node(node, grads):
         return f"{_ABBRS.get(name, name)}[{', '.join(map(str, t.shape))}]"
     _LOG.debug(f"Executing: {node!r} with grad_outputs: [{','.join(fmt(t) for t in grads)}]")
 
-# NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
-# (task id, checkpoint valid, nodes it runs, whether it accumulates into .grad). utils.checkpoint reads them as torch's
-# ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
-# (False when the call was given ``inputs``: reentrant checkpoint refuses those);
-# ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
-# Per thread, as torch's current graph task: a backward run in another thread (at the same time,
-# over one retained graph) has its own task id, its own callbacks and its own nodes to run.
-class _Running(threading.local):
-    def __init__(self):
-        self.tasks: list = []
-        # the final callbacks queued during each running backward call (same nesting as tasks)
-        self.callbacks: list = []
-
-
-_RUNNING = _Running()
 _task_ids = itertools.count()
 
 
