@@ -25,7 +25,7 @@ from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
-from .._tensor.memory_format import channels_last, suggest_memory_format
+from .._tensor.memory_format import _conv_order, channels_last, has_layout, lay_out, suggest_memory_format
 from .._tensor.out import accepts_out
 from .inplace import _restride_
 from .strided import as_strided
@@ -233,6 +233,14 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     out = apply_op(OPS["convolution"], (input, weight, bias),
                    (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
                     ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))
+    if out.ndim == 4 and not out._chain and (input._chain or weight._chain) and not (has_layout(input) or has_layout(weight)):
+        # a plain view (an NHWC image's .permute(0, 3, 1, 2)) whose strides suggest channels_last
+        # gives torch's CPU kernels a channels_last output too; apply_op only orders outputs after
+        # laid-out inputs (NOTE [storage layouts]), so the view's case is looked at here. 2-d
+        # only: torch's 3-d CPU kernels pick the layout by oneDNN's size heuristics
+        order = _conv_order(out, (input, weight), False)
+        if order is not None:
+            lay_out(out, order)
     if cin == 0 and not transposed:   # torch's empty-input path keeps the input's zero channels
         out = out.narrow(1, 0, 0)
     return out.squeeze(0) if unbatched else out
