@@ -86,15 +86,30 @@ def _sum_dtype(self, dtype, api):
     return _dt.int64.np if (d._cat <= 1) else None
 
 
+class _DimNotGiven:
+    """``dim``'s default in sum/mean: torch picks the all-reduce overload (``SumBackward0``/
+    ``MeanBackward0``) only when no ``dim`` is passed; an explicit ``dim=None`` (or ``()``) is
+    the dim overload (``SumBackward1``/``MeanBackward1``), reducing everything."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+
+_NO_DIM = _DimNotGiven()
+
+
 @method(function=True)
-def sum(self, dim=None, keepdim=False, *, dtype=None):
+def sum(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
     """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
-    inputs sum to int64. Autograd: ``SumBackward0`` (all) / ``SumBackward1`` (dims)."""
+    inputs sum to int64. Autograd: ``SumBackward0`` (no ``dim`` given) / ``SumBackward1`` (a
+    ``dim`` given, ``None`` and ``()`` included)."""
+    op = OPS["sum_dim"]
+    if dim is _NO_DIM:
+        dim, op = None, OPS["sum"]
     dims = _dims(dim, self.ndim)
     try:
-        if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
-            return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
-        return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
+        return apply_op(op, (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
     except SparseOperand as e:   # torch.sum(sparse) (NOTE in _tensor/layout.py)
         return e.tensor._sparse_operand(e, "sum", self, dim, keepdim=keepdim, dtype=dtype)
 
@@ -111,14 +126,17 @@ def nansum(self, dim=None, keepdim=False, *, dtype=None):
 
 
 @method(function=True)
-def mean(self, dim=None, keepdim=False, *, dtype=None):
-    """Mirrors ``torch.mean``. RuntimeError for integer inputs without ``dtype`` (as torch)."""
+def mean(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.mean``: ``MeanBackward0`` when no ``dim`` is given, ``MeanBackward1`` for
+    any ``dim`` (``None`` included). RuntimeError for integer inputs without ``dtype`` (as torch)."""
+    given = dim is not _NO_DIM
+    dim = dim if given else None
     d = _dt.user_dtype(dtype, "mean") if dtype is not None else self.dtype
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {_SCALAR_NAME[d.name]}")
     dims = _dims(dim, self.ndim)
     st = (("dim", dims), ("keepdim", keepdim), ("dtype", None if dtype is None else d.np))
-    return apply_op(OPS["mean" if dim is None else "mean_dim"], (self,), st)
+    return apply_op(OPS["mean_dim" if given else "mean"], (self,), st)
 
 
 @method(function=True)

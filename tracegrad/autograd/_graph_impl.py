@@ -74,7 +74,7 @@ class Node:
     ``register_hook(fn(grad_inputs, grad_outputs))`` and ``register_prehook(fn(grad_outputs))``."""
 
     __slots__ = ("next_functions", "_seq", "_post_hooks", "_pre_hooks", "_tensor_pre_hooks",
-                 "_retains_grad", "_metadata", "_trace", "__weakref__")
+                 "_retains_grad", "_metadata", "_trace", "_parent", "__weakref__")
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
@@ -84,9 +84,12 @@ class Node:
         self._tensor_pre_hooks = None
         self._retains_grad = None
         self._metadata = None
-        self._trace = None
+        self._trace = self._parent = None
         if ANOMALY[0]:
             self._trace = "".join(traceback.format_stack()[:-3])
+            # torch's Node::assign_parent: a node made while another node's backward runs
+            # (create_graph) records it, so an error reports the chain that induced it
+            self._parent = _state.EVALUATING_NODE[0]
 
     def name(self) -> str:
         n = type(self).__name__
