@@ -17,6 +17,7 @@ from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
 from ..autograd._graph_impl import StopAfterOp
+from ..autograd.function import _no_derivative as no_derivative
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
@@ -431,6 +432,20 @@ def check_adaptive_nonempty(input, first, api):
                                f"has sizes {shp} with dimension {i} being empty")
 
 
+def empty_adaptive_pool(input, out, kind):
+    """An adaptive pool whose output size has a 0 (``kind`` "avg" or "max", ``len(out)`` pooled
+    dims): the empty result, whose backward raises torch's RuntimeError (torch's backward kernels
+    refuse an empty grad_output) under torch's node name."""
+    nd = len(out)
+    value = input.detach()[(Ellipsis,) + tuple(slice(0, o) for o in out)].clone()
+    sizes = list(value.shape)
+    dim = next(i for i in range(1, len(sizes)) if sizes[i] == 0)
+    api = f"adaptive_{kind}_pool{nd}d_backward"
+    message = (f"{api}(): Expected grad_output to have non-zero size for non-batch dimensions, but grad_output has "
+               f"sizes {sizes} with dimension {dim} being empty")
+    return no_derivative(value, input, api, f"Adaptive{kind.capitalize()}Pool{nd}DBackward0", (RuntimeError, message))
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool2d``; ``None`` in output_size keeps that size.
     Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch. RuntimeError for an
@@ -450,6 +465,8 @@ def adaptive_avg_pool2d(input, output_size):
     # torch's kernel refuses an empty channel or spatial dim; unchecked, it reached the op with
     # no torch message (the generic "cannot run on inputs of shapes" text)
     check_adaptive_nonempty(input, input.ndim - 2, "adaptive_avg_pool2d")
+    if 0 in out:
+        return empty_adaptive_pool(input, out, "avg")
     return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 
@@ -476,9 +493,6 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   f"convert the input with .float()")
-    if 0 in out:   # empty output: no window to reduce; a slice gives the shape (and a graph edge)
-        values = input[..., :out[0], :out[1]]
-        return (values, values.detach().long()) if return_indices else values
     return adaptive_max_pool(input, out, return_indices)
 
 
@@ -486,6 +500,9 @@ def adaptive_max_pool(input, out, return_indices):
     """An adaptive max pool of the trailing ``len(out)`` (2 or 3) dims to sizes ``out``, already
     checked; with ``return_indices``, ``(values, indices)``: int64 flat positions of each
     window's first maximum in the pooled dims, which the gradient reaches (as torch's)."""
+    if 0 in out:   # no window to reduce
+        values = empty_adaptive_pool(input, out, "max")
+        return (values, values.detach().long()) if return_indices else values
     static = (("output_size", tuple(out)),)
     values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
     if not return_indices:
