@@ -4,7 +4,12 @@ test_adversarial_round23.py): ``torch.where`` over a branch that is NaN where it
 ``copy.deepcopy`` of the student inside every step, gradient accumulation over a Python loop
 whose trip count is an argument, and weight normalisation by hand through ``p.data`` after the
 optimizer step. torch eager, tracegrad eager and ``tracegrad.compile`` run each program from the
-same state and must agree after every call (``_dynamo_port.compare``/``compare_programs``)."""
+same state and must agree after every call (``_dynamo_port.compare``/``compare_programs``).
+
+Found here and fixed: ``copy.deepcopy`` of a ``Parameter`` copied its ``.grad`` and Python
+attributes (torch's copies neither), so a teacher made by ``deepcopy(student)`` before
+``zero_grad()`` carried the student's gradients, eagerly and compiled (NOTE [deepcopy of a
+parameter] in ``nn/parameter.py``)."""
 import copy
 
 import pytest
@@ -28,7 +33,8 @@ def test_where_over_a_nan_branch_gives_eagers_nan_gradient_and_the_safe_form_non
 
         def step(x):
             opt.zero_grad()
-            h = net(x)
+            a = net(x)
+            h = T.cat([a, -a, a * 0], 1)         # positive, negative and zero entries
             unsafe = T.where(h > 0, h.sqrt(), T.zeros_like(h)) + T.where(h != 0, h * h.abs().log(), 0.0)
             pos = h > 0
             hs = T.where(pos, h, T.ones_like(h))
@@ -45,6 +51,7 @@ def test_where_over_a_nan_branch_gives_eagers_nan_gradient_and_the_safe_form_non
 
         def run(i):
             out = f(_rand(T, i, 2, 3))
+            assert 0 < int(out[2]) < out[1].numel()      # NaN at some entries, as eager's
             return out, net.weight, net.bias
         return run
     compare_programs(build, calls=3, traces=1)
@@ -58,8 +65,7 @@ def test_teacher_made_by_deepcopy_of_the_student_inside_every_step(keep):
     the step returns the teacher's first weight, or stores the teacher in a dict the caller reads
     (a Python side effect: that call runs eagerly). The teacher must be a copy of the student as
     it was *this* call, not alias it, and carry no ``.grad`` (torch's Parameter deepcopy copies
-    none). Found here and fixed: tracegrad's Parameter deepcopy copied ``.grad`` (and Python
-    attributes), eagerly too (NOTE [deepcopy of a parameter] in ``nn/parameter.py``)."""
+    none)."""
     def build(T, wrap):
         student = T.nn.Sequential(_linear(T, 3, 4), T.nn.Tanh(), _linear(T, 4, 2, seed=1))
         opt = T.optim.SGD(student.parameters(), lr=0.2, momentum=0.5)
