@@ -1372,10 +1372,10 @@ def _leaves_reached(results, cap=None, where=None, seen_after=frozenset()):
 
 
 def _closes_over_the_call(f, cap, depth=3) -> bool:
-    """Whether ``f`` (a result that is no tensor and no container a program can rebuild) is a
-    function, a bound method, a ``functools.partial`` or an object whose closure cells, defaults,
-    ``self``, bound arguments or attributes hold (in a list, tuple, dict or another such object,
-    ``depth`` levels down) a tensor made during the trace (NOTE [returned closures])."""
+    """Whether ``f`` (a result that is no tensor) is a function, a bound method or a
+    ``functools.partial`` whose closure cells, defaults, ``self`` or bound arguments hold (in a
+    list, tuple, dict or another such function, ``depth`` levels down) a tensor made during the
+    trace (NOTE [returned closures])."""
     if depth < 0:
         return False
     if isinstance(f, Tensor):
@@ -1391,11 +1391,6 @@ def _closes_over_the_call(f, cap, depth=3) -> bool:
         held += list(f.__defaults__ or ()) + list((f.__kwdefaults__ or {}).values())
         held.append(getattr(f, "__self__", None))       # a bound method (``return h.mul``)
         return _closes_over_the_call(held, cap, depth - 1)
-    d = getattr(f, "__dict__", None)
-    if type(d) is dict and not isinstance(f, type):
-        # an object (a dataclass, a SimpleNamespace, a user class) holding the call's tensors in
-        # its attributes: the same trouble as a closure's cells
-        return _closes_over_the_call(d, cap, depth - 1)
     return False
 
 
@@ -1443,14 +1438,10 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
                 # the trace's object, handed back on every call, and its cells hold the trace's
                 # tensors (refreshed as escapes): a lambda the caller kept from an earlier call then
                 # showed the latest call's values, and its graph was cut. Eager makes a new function
-                # over that call's tensors every call: run such a call eagerly. The same for an
-                # object made by the call holding its tensors (a dataclass, a SimpleNamespace)
-                what = getattr(t, "__qualname__", None) if callable(t) else None
-                what = f"a function ({what})" if what else f"a {type(t).__name__} object"
-                raise GraphBreak(f"the function returns {what} "
-                                 "that holds tensors made by the call: the program would hand back the one made "
-                                 "while tracing, over its tensors, on every call (return the tensors themselves, "
-                                 "in a tuple, list, dict or namedtuple)", where)
+                # over that call's tensors every call: run such a call eagerly
+                raise GraphBreak(f"the function returns a function ({getattr(t, '__qualname__', type(t).__name__)}) "
+                                 "that closes over tensors made by the call: the program would hand back the one "
+                                 "made while tracing, over its tensors, on every call", where)
             leaves.append(("const", t))
             continue
         if id(t) in seen:
