@@ -28,6 +28,7 @@ import functools
 import gc
 import os
 import sys
+import types
 import weakref
 
 import jax
@@ -1372,10 +1373,11 @@ def _leaves_reached(results, cap=None, where=None, seen_after=frozenset()):
 
 
 def _closes_over_the_call(f, cap, depth=3) -> bool:
-    """Whether ``f`` (a result that is no tensor) is a function, a bound method or a
-    ``functools.partial`` whose closure cells, defaults, ``self`` or bound arguments hold (in a
-    list, tuple, dict or another such function, ``depth`` levels down) a tensor made during the
-    trace (NOTE [returned closures])."""
+    """Whether the function, bound method or ``functools.partial`` ``f`` a call returned holds,
+    in its closure cells, defaults, ``self`` or bound arguments (in a list, tuple, dict or another
+    such function, ``depth`` levels down), a tensor made during the trace (NOTE [returned
+    closures]). Objects are not looked into: a dict subclass or a dataclass result (an HF
+    ModelOutput) stays a constant, as it was (round-23's strict xfail)."""
     if depth < 0:
         return False
     if isinstance(f, Tensor):
@@ -1386,7 +1388,8 @@ def _closes_over_the_call(f, cap, depth=3) -> bool:
         return any(_closes_over_the_call(v, cap, depth - 1) for v in f.values())
     if isinstance(f, functools.partial):
         return _closes_over_the_call([f.func, f.args, f.keywords], cap, depth - 1)
-    if callable(f) and hasattr(f, "__code__"):
+    if isinstance(f, (types.FunctionType, types.MethodType)):   # not any callable: an object's
+        # ``__getattr__`` may answer ``__code__`` (an HF ModelOutput's does)
         held = [c.cell_contents for c in (f.__closure__ or ()) if _cell_full(c)]
         held += list(f.__defaults__ or ()) + list((f.__kwdefaults__ or {}).values())
         held.append(getattr(f, "__self__", None))       # a bound method (``return h.mul``)
@@ -1433,7 +1436,8 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
                 # object, already used up
                 raise GraphBreak(f"the function returns a {type(t).__name__} (an iterator made by the call): "
                                  "the program would hand back the one made while tracing", where)
-            if _closes_over_the_call(t, cap):
+            if isinstance(t, (functools.partial, types.FunctionType, types.MethodType)) \
+                    and _closes_over_the_call(t, cap):
                 # NOTE [returned closures]: ``return loss, lambda s: h * s`` -- a constant result is
                 # the trace's object, handed back on every call, and its cells hold the trace's
                 # tensors (refreshed as escapes): a lambda the caller kept from an earlier call then
