@@ -99,6 +99,15 @@ class _DimNotGiven:
 _NO_DIM = _DimNotGiven()
 
 
+def check_keepdim_needs_dim(api, keepdim):
+    """torch's overloads without ``dim`` take no ``keepdim``: ``x.sum(keepdim=True)`` matches none
+    (TypeError), where ignoring it would silently drop the kept dims. (An explicit
+    ``keepdim=False`` is indistinguishable from the default here, and changes nothing.)"""
+    if keepdim is not False:
+        raise TypeError(f"{api}() received an invalid combination of arguments - got keepdim= without dim; pass "
+                        f"{api}(dim, keepdim=...) to keep the reduced dims")
+
+
 @method(function=True)
 def sum(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
     """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
@@ -106,6 +115,7 @@ def sum(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
     ``dim`` given, ``None`` and ``()`` included)."""
     op = OPS["sum_dim"]
     if dim is _NO_DIM:
+        check_keepdim_needs_dim("sum", keepdim)
         dim, op = None, OPS["sum"]
     dims = _dims(dim, self.ndim)
     try:
@@ -130,6 +140,8 @@ def mean(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
     """Mirrors ``torch.mean``: ``MeanBackward0`` when no ``dim`` is given, ``MeanBackward1`` for
     any ``dim`` (``None`` included). RuntimeError for integer inputs without ``dtype`` (as torch)."""
     given = dim is not _NO_DIM
+    if not given:
+        check_keepdim_needs_dim("mean", keepdim)
     dim = dim if given else None
     d = _dt.user_dtype(dtype, "mean") if dtype is not None else self.dtype
     if not (d.is_floating_point or d.is_complex):
@@ -159,6 +171,7 @@ def prod(self, dim=None, keepdim=False, *, dtype=None):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; torch.prod reduces one dim "
                         "at a time (chain .prod(d) calls)")
     if dim is None:
+        check_keepdim_needs_dim("prod", keepdim)
         return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype, "prod"))))
     out = apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
     return show_saved(out, (("dim", dim),))
@@ -277,6 +290,7 @@ def _minmax(kind):
             return (maximum if kind == "max" else minimum)(self, dim)
         check_sortable(self, kind, NotImplementedError if dim is None else RuntimeError)
         if dim is None:
+            check_keepdim_needs_dim(kind, keepdim)
             if self.numel() == 0:
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
             return apply_op(OPS[f"{kind}_all"], (self,))
@@ -624,6 +638,7 @@ def median(self, dim=None, keepdim=False):
     NotImplementedError for a complex or bool input."""
     check_median(self, dim, "median")
     if dim is None:
+        check_keepdim_needs_dim("median", keepdim)
         return apply_op(OPS["median_all"], (self,))
     v, i = apply_op(OPS["median_dim"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))
     return return_types.median(v, i)

@@ -14,7 +14,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
 from ._registry import function, method
 from .composite import _host
-from .reduction import check_median, quantile_op, return_types
+from .reduction import check_keepdim_needs_dim, check_median, quantile_op, return_types
 from .promotion import _SCALAR_NAME
 
 
@@ -27,6 +27,7 @@ def nanmedian(input, dim=None, keepdim=False):
     empty tensor; IndexError for an empty ``dim``; NotImplementedError for complex or bool."""
     check_median(input, dim, "nanmedian")
     if dim is None:
+        check_keepdim_needs_dim("nanmedian", keepdim)
         return apply_op(OPS["nanmedian_all"], (input,))
     v, i = apply_op(OPS["nanmedian_dim"], (input,), (("dim", _wrap_dim(dim, input.ndim)), ("keepdim", keepdim)))
     return return_types.nanmedian(v, i)
