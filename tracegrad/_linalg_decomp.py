@@ -78,8 +78,9 @@ def _check(A, api, square=True, min_dim=2, floating=True):
     if A.dim() < min_dim:
         raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
     if floating and not (A.is_floating_point() or A.is_complex()):
+        # torch's scalar-type name ('Long', not 'Int64')
         raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
-                           f"Got {str(A.dtype).split('.')[-1].capitalize()}")
+                           f"Got {_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
@@ -314,7 +315,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     a RuntimeError, not LinAlgError, as torch)."""
     if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
         raise NotImplementedError(f"linalg.lu_factor: \"linalg_lu_factor_ex_out\" not implemented for "
-                                  f"'{A.dtype}'; convert the input with .double() or .float()")
+                                  f"'{_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'; convert the input "
+                                  "with .double() or .float()")
     _check(A, "lu_factor_ex", square=False)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU; pass pivot=True")
