@@ -9,7 +9,12 @@ left these differences from torch 2.13, fixed here:
   '"lu_cpu" not implemented for 'Long'');
 - ``Categorical.sample`` (and ``OneHotCategorical``'s) took a bare int as ``sample_shape`` (torch
   builds a ``torch.Size`` of it: TypeError), and a sample shape of strs or floats raised Python's
-  "can't multiply sequence" text or the layer below's shape text (now torch.Size's TypeError).
+  "can't multiply sequence" text or the layer below's shape text (now torch.Size's TypeError);
+- ``linalg.multi_dot`` of neighbours whose sizes do not chain raised matmul's "mat1 and mat2"
+  text, and of mixed dtypes no multi_dot check (now torch's "multi_dot(): tensors i and j with
+  shapes ... cannot be multiplied" and its same-dtype message);
+- ``func.grad(argnums=())`` said "argnums must be int or Tuple[int, ...]" (torch: "argnums must
+  be non-empty"); the linalg dtype refusals named 'Int64' where torch names its scalar type 'Long'.
 
 Found and left alone: ``func.vjp``'s ``vjp_fn(c1, c2)`` takes the two as the cotangents of a pair
 (tracegrad's deliberate convenience; torch reads ``c2`` as ``retain_graph`` and fails with an index
