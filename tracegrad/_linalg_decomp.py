@@ -78,8 +78,9 @@ def _check(A, api, square=True, min_dim=2, floating=True):
     if A.dim() < min_dim:
         raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
     if floating and not (A.is_floating_point() or A.is_complex()):
+        # torch's scalar-type name ('Long', not 'Int64')
         raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
-                           f"Got {str(A.dtype).split('.')[-1].capitalize()}")
+                           f"Got {_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
@@ -314,7 +315,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     a RuntimeError, not LinAlgError, as torch)."""
     if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
         raise NotImplementedError(f"linalg.lu_factor: \"linalg_lu_factor_ex_out\" not implemented for "
-                                  f"'{A.dtype}'; convert the input with .double() or .float()")
+                                  f"'{_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'; convert the input "
+                                  "with .double() or .float()")
     _check(A, "lu_factor_ex", square=False)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU; pass pivot=True")
@@ -385,7 +387,12 @@ def lu(A, *, pivot=True, out=None):
     """Mirrors ``torch.linalg.lu``: ``(P, L, U)`` with ``A = P @ L @ U``, ``L`` ``(*, m, k)``
     unit lower, ``U`` ``(*, k, n)`` upper, ``k = min(m, n)``, ``P`` a permutation matrix of
     ``A``'s dtype. Gradients through ``L`` and ``U`` (as torch). RuntimeError for
-    ``pivot=False`` (CUDA only in torch) and non-floating input."""
+    ``pivot=False`` (CUDA only in torch); NotImplementedError for an integer or bool input (torch's
+    CPU kernel has no such dtype, and refuses it by that class)."""
+    if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
+        raise NotImplementedError(f"linalg.lu: \"lu_cpu\" not implemented for "
+                                  f"'{_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'; convert the input with "
+                                  ".double() or .float()")
     _check(A, "lu", square=False)
     if not pivot:
         raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU; pass pivot=True")
@@ -480,9 +487,13 @@ def lstsq(A, B, rcond=None, *, driver=None):
     than 'gels', ``singular_values`` for 'gelsd'/'gelss', ``residuals`` (squared, ``(*, k)``)
     when ``m > n``, every ``A`` has full rank and the driver is not 'gelsy' (the default);
     otherwise empty tensors. A 1-d ``B`` is a single right-hand side only when ``A`` is 2-d.
-    RuntimeError for mismatched rows or dtypes, or an unknown driver."""
+    RuntimeError for mismatched rows or dtypes, or an unknown driver (matched case-insensitively,
+    as torch); TypeError for a driver that is not a str."""
     _check(A, "lstsq", square=False)
-    driver = "gelsy" if driver is None else driver
+    if driver is not None and not isinstance(driver, str):   # torch's argument parser: TypeError
+        raise TypeError(f"linalg_lstsq(): argument 'driver' must be str, not {type(driver).__name__}")
+    # torch lower-cases the name before it checks it ('GELSD' is 'gelsd')
+    driver = "gelsy" if driver is None else driver.lower()
     if driver not in _DRIVERS:
         raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of {_DRIVERS}, got {driver!r}")
     if A.dtype is not B.dtype:

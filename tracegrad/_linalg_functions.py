@@ -270,7 +270,7 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dim)} dimensions instead.")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
-                           f"{str(input.dtype).split('.')[-1].capitalize()} instead.")
+                           f"{_dt.SCALAR_NAMES.get(input.dtype.name, input.dtype.name)} instead.")
     return linalg.vector_norm(input, 2, dim or None, keepdim)
 
 

@@ -96,7 +96,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {str(x.dtype).split('.')[-1].capitalize()}")
+                           f"Got {_dt.SCALAR_NAMES.get(x.dtype.name, x.dtype.name)}")
     if dtype is not None:
         x = x.to(_reduction.norm_dtype("vector_norm", x, dtype))
     if isinstance(dim, int):
@@ -447,7 +447,8 @@ def matrix_power(A, n, *, out=None):
 @accepts_out(exact_dtype=True)
 def multi_dot(tensors, *, out=None):
     """Mirrors ``torch.linalg.multi_dot``: the chained product, left to right (1-d first/last
-    arguments are treated as row/column vectors)."""
+    arguments are treated as row/column vectors). RuntimeError for fewer than two tensors, a
+    tensor of the wrong rank, mixed dtypes or neighbours whose sizes do not chain, as torch."""
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     for i, t in enumerate(tensors):
@@ -456,6 +457,15 @@ def multi_dot(tensors, *, out=None):
             which = "first" if i == 0 else "last" if not inner else f"{i}th"
             raise RuntimeError(f"multi_dot(): the {which} tensor must be {'2D' if inner else '1D or 2D'} but got "
                                f"{t.dim()}D")
+    # torch checks the chain up front, naming multi_dot and the pair (not matmul's "mat1 and mat2" text)
+    for i in range(1, len(tensors)):
+        a, b = tensors[i - 1], tensors[i]
+        if b.dtype is not tensors[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{tensors[0].dtype} and tensor {i} {b.dtype}")
+        if a.shape[-1] != b.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {list(a.shape)} and "
+                               f"{list(b.shape)} cannot be multiplied")
     return functools.reduce(lambda a, b: a @ b, tensors)
 
 

@@ -88,7 +88,8 @@ class Categorical(Distribution):
         return tracegrad.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype, device=self.probs.device)
 
     def sample(self, sample_shape=()):
-        sample_shape = tuple(sample_shape) if not isinstance(sample_shape, int) else (sample_shape,)
+        # torch builds a torch.Size of it: a bare int or a sequence of non-ints is a TypeError
+        sample_shape = tracegrad.Size(sample_shape)
         n = 1
         for s in sample_shape:
             n *= s

@@ -40,7 +40,9 @@ _FLOAT_KINDS = "fc"
 def _argnums(argnums, nargs):
     """Validate ``argnums`` as torch.func does; return it as a tuple of non-negative ints."""
     items = argnums if isinstance(argnums, tuple) else (argnums,)
-    if not all(isinstance(a, int) and not isinstance(a, bool) for a in items) or not items:
+    if not items:   # torch's own words for an empty tuple (it is a tuple of ints, vacuously)
+        raise RuntimeError("argnums must be non-empty")
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in items):
         raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
     out = []
     for a in items:
