@@ -16,6 +16,7 @@ from .argcheck import _is_int, floating_input
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
+from ..autograd._forward_ad_impl import plain, tangent_of
 from ..autograd._graph_impl import StopAfterOp
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
@@ -25,7 +26,7 @@ from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
-from .._tensor.memory_format import channels_last, suggest_memory_format
+from .._tensor.memory_format import batch_norm_format, channels_last, suggest_memory_format, suggest_view_layout
 from .._tensor.out import accepts_out
 from .inplace import _restride_
 from .strided import as_strided
@@ -515,9 +516,26 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 # ---- normalisation --------------------------------------------------------------------------
 def _batch_norm_op(input, weight, bias, running_mean, running_var, training, eps):
     """``(output, batch mean, biased batch var)``: batch statistics in training, the running
-    ones otherwise (which it does not update). grad_fn ``NativeBatchNormBackward0``."""
-    return apply_op(OPS["native_batch_norm"], (input, weight, bias, running_mean, running_var),
-                    (("training", bool(training)), ("eps", float(eps))))
+    ones otherwise (which it does not update). grad_fn ``NativeBatchNormBackward0``. The output
+    takes a channels-last-strided input view's format, as torch's kernel."""
+    args = (input, weight, bias, running_mean, running_var)
+    static = (("training", bool(training)), ("eps", float(eps)))
+    if _state.FORWARD_AD[0] is not None and _has_tangent(running_mean, running_var):
+        # torch's batch_norm_jvp: the running statistics take no forward grad; a tangent on the
+        # input, weight or bias as well is an error, else the output gets no tangent
+        if _has_tangent(input, weight, bias):
+            raise RuntimeError("batch_norm is not differentiable wrt running_mean and running_var, they cannot "
+                               "have forward grad defined; pass the statistics' primals (unpack_dual(t).primal)")
+        outs = plain(apply_op, OPS["native_batch_norm"], args, static)
+    else:
+        outs = apply_op(OPS["native_batch_norm"], args, static)
+    suggest_view_layout(outs[0], input, batch_norm_format(input))
+    return outs
+
+
+def _has_tangent(*tensors):
+    """Whether one of ``tensors`` (Tensors or None) has a tangent at the open forward-AD level."""
+    return any(isinstance(t, Tensor) and tangent_of(t) is not None for t in tensors)
 
 
 @accepts_out(exact_dtype=True)

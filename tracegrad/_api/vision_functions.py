@@ -14,6 +14,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
+from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import check_adaptive_nonempty, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -141,7 +142,7 @@ def pixel_shuffle(input, upscale_factor):
     if input.shape[-3] % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={input.shape[-3]} is not divisible by {r * r}")
-    return apply_op(OPS["pixel_shuffle"], (input,), (("r", r),))
+    return suggest_view_layout(apply_op(OPS["pixel_shuffle"], (input,), (("r", r),)), input)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -157,7 +158,7 @@ def pixel_unshuffle(input, downscale_factor):
         if input.shape[d] % r:
             raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
                                f"input.size({d})={input.shape[d]} is not divisible by {r}")
-    return apply_op(OPS["pixel_unshuffle"], (input,), (("r", r),))
+    return suggest_view_layout(apply_op(OPS["pixel_unshuffle"], (input,), (("r", r),)), input)
 
 
 def _fold_args(kernel_size, dilation, padding, stride):
