@@ -561,6 +561,28 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         return out, mean.detach(), (var.detach() + eps).rsqrt()
 
 
+def batch_norm_update_stats(input, running_mean, running_var, momentum):
+    """Mirrors ``torch.batch_norm_update_stats``: ``(mean, var)``, the per-channel batch mean and
+    biased variance of ``input (N, C, *)`` in its dtype, with ``running_mean``/``running_var``
+    (when given) updated in place as training batch norm does (momentum, unbiased var). The
+    results carry no autograd history (differs: torch's require grad, with a grad_fn whose
+    backward raises, as the op has no derivative). RuntimeError for an empty
+    input, NotImplementedError for a non-floating one, IndexError without a channel dim."""
+    _check_norm_dtype(input, None, "batch_norm_update_stats_cpu", "batch_norm_update_stats", running_mean,
+                      running_var)
+    if input.ndim < 2:
+        raise IndexError(f"batch_norm_update_stats: Dimension out of range (expected to be in range of "
+                         f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got 1); pass an input (N, C, *)")
+    if input.numel() == 0:
+        raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = {list(input.shape)}")
+    dims = [0] + list(range(2, input.ndim))
+    with no_grad():
+        x = input.detach()
+        mean, var = x.mean(dims), x.var(dims, unbiased=False)
+    _update_running_stats(running_mean, running_var, mean, var, momentum, input.numel() // input.shape[1])
+    return mean, var
+
+
 def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
     """torch's running-statistics update: ``momentum`` of the batch's mean and unbiased var
     (none for an empty batch, ``n == 0``, as torch's)."""
