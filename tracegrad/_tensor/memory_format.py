@@ -23,8 +23,9 @@ Which layout a new tensor gets mirrors torch 2.13:
   follow their input's ``suggest_memory_format``.
 Differs from torch: an op's output follows its inputs' layout only when one of them is such a
 laid-out tensor (or a view of one), or, for batch norm and pixel (un)shuffle
-(``suggest_view_layout``), a plain strided view that suggests a channels-last format; a pointwise op on a plain permuted view (``x.t().exp()``)
-gives a contiguous result where torch keeps the view's order (a cost on every op otherwise).
+(``suggest_view_layout``), a plain strided view that suggests a channels-last format; a
+pointwise op on a plain permuted view (``x.t().exp()``) gives a contiguous result where torch
+keeps the view's order (a cost on every op otherwise).
 """
 from __future__ import annotations
 
