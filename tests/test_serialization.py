@@ -98,6 +98,27 @@ def test_requires_grad_views_and_parameters():
     assert isinstance(q, Parameter) and q.requires_grad and q.tolist() == [1.0, 1.0]
 
 
+def test_complex_part_views_save_their_storage_as_torch():
+    torch_ref = pytest.importorskip("torch")
+    # torch saves ``z.imag`` as a float tensor over the complex storage's bytes (offset 1, stride 2)
+    for lib in (torch_ref, tracegrad):
+        z = lib.tensor([1 + 2j, 3 + 4j, 5 + 6j])
+        buf = io.BytesIO()
+        lib.save({"imag": z.imag, "real_tail": z.real[1:], "n": 3}, buf)
+        buf.seek(0)
+        back = lib.load(buf)
+        got = [(k, back[k].tolist(), back[k].stride(), back[k].storage_offset(), back[k].untyped_storage().nbytes())
+               for k in ("imag", "real_tail")]
+        if lib is torch_ref:
+            want = got
+        else:
+            assert got == want
+    # the part view and the complex tensor in one file: torch's "different types" error
+    z = tracegrad.tensor([1 + 2j])
+    with pytest.raises(RuntimeError, match="different types"):
+        tracegrad.save([z, z.imag], io.BytesIO())
+
+
 def test_path_and_pathlike_and_file_objects(tmp_path):
     sd = {"w": tracegrad.arange(6.0).reshape(2, 3)}
     tracegrad.save(sd, str(tmp_path / "a.tg"))

@@ -353,6 +353,7 @@ from ._api.torch_extras import (  # noqa: E402
     SymBool as SymBool, SymFloat as SymFloat, SymInt as SymInt, cond as cond, detach as detach, eig as eig,
     fill as fill, frombuffer as frombuffer, is_warn_always_enabled as is_warn_always_enabled, lstsq as lstsq,
     matrix_rank as matrix_rank, OutOfMemoryError as OutOfMemoryError, set_anomaly_enabled as set_anomaly_enabled, set_default_tensor_type as set_default_tensor_type,
+    _nnpack_available as _nnpack_available,
     set_flush_denormal as set_flush_denormal, set_warn_always as set_warn_always, solve as solve,
     sym_float as sym_float, sym_int as sym_int, sym_ite as sym_ite, sym_max as sym_max, sym_min as sym_min,
     sym_not as sym_not, sym_sqrt as sym_sqrt, sym_sum as sym_sum, symeig as symeig, while_loop as while_loop

@@ -103,8 +103,12 @@ class _LobpcgGrad(Function):
 
     @staticmethod
     def forward(ctx, A, E, U):
+        # the outputs are saved, not the detached iteration results: a double backward
+        # (gradgradcheck, create_graph) then differentiates the formula through E and U too,
+        # as torch's LOBPCGAutogradFunction does with its saved outputs
+        E, U = E.clone(), U.clone()
         ctx.save_for_backward(A, E, U)
-        return E.clone(), U.clone()
+        return E, U
 
     @staticmethod
     def backward(ctx, dE, dU):

@@ -226,6 +226,9 @@ def in_inference_mode() -> bool:
 # ---- process-wide modes -------------------------------------------------------------------------
 SAVED_HOOKS: list = []            # saved_tensors_hooks stack: innermost (pack, unpack) pair last
 ANOMALY: list = [False, True]     # anomaly mode: [enabled, check_nan]
+# the node whose backward the engine runs now (None outside one): anomaly mode records it as the
+# parent of nodes made meanwhile, as torch's thread-local current evaluating node
+EVALUATING_NODE: list = [None]
 # vmap levels, innermost last: the level's batching trace when it maps with randomness='same'
 # (a draw whose tensor parameters are batched at that level raises, as torch), else None
 VMAP_SAME: list = []

@@ -401,8 +401,13 @@ class _Aten:
     """``tracegrad.ops.aten.<name>``: torch's ATen operators as tracegrad's functions of the
     same name."""
 
+    # operators torch has only under ``torch.ops.aten`` (no ``torch.<name>``)
+    _ONLY_HERE = ("convolution_backward", "_convolution_double_backward")
+
     def __getattr__(self, name):
         fn = getattr(tracegrad, name, None) or getattr(tracegrad.nn.functional, name, None)
+        if fn is None and name in self._ONLY_HERE:
+            fn = getattr(tracegrad.nn.grad, name)
         if fn is None or not callable(fn):
             raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
         return AtenOp(name, fn)

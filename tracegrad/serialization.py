@@ -64,6 +64,7 @@ from ._ops import dtypes as _dt
 from ._tensor.factories import empty, from_file_array
 from ._tensor.tensor import Tensor
 from ._api.sparse_coo import sparse_coo_tensor
+from ._api.strided import _storage_tensor
 from .utils.hooks import warn_if_has_hooks
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
@@ -241,8 +242,12 @@ def _storage_entry(obj, arrays):
     entry = arrays.storages.get(sid)
     if entry is None:
         key = str(len(arrays))
-        src = obj.detach() if whole else obj.detach().as_strided((n,), (1,), 0)
-        arr = np.ascontiguousarray(np.asarray(src))
+        if whole:
+            arr = np.ascontiguousarray(np.asarray(obj.detach()))
+        else:
+            # the whole storage, read in obj's element type: a complex part view (``z.imag``)
+            # is saved as torch's, a float storage over the complex bytes
+            arr = np.ascontiguousarray(np.asarray(_storage_tensor(obj).detach())).reshape(-1).view(obj.dtype.np)
         if obj.dtype.name in _STORED_AS:
             arr = arr.reshape(-1).view(_STORED_AS[obj.dtype.name])
         arrays[key] = arr

@@ -280,6 +280,8 @@ def test_backends_mkldnn_openmp_config_collect_env():
     assert tracegrad.backends.mkldnn.is_available() is False and mk.is_acl_available() is False
     assert tracegrad.backends.openmp.is_available() is False
     assert tracegrad.backends.mkl.is_available() is False       # no oneMKL either
+    # nor NNPACK: torch._nnpack_available gates NNPACK-only tests (test/nn/test_convolution.py)
+    assert tracegrad._nnpack_available() is False and isinstance(torch._nnpack_available(), bool)
     with tracegrad.backends.mkl.verbose(tracegrad.backends.mkl.VERBOSE_ON) as v:
         assert v.enable == 1
     assert torch.backends.mkldnn.is_available() in (True, False)

@@ -195,7 +195,71 @@ def p_anomaly_warning(torch, log):
     log("names the forward line", any("x.sqrt()" in m for m in msgs))
 
 
-PROGRAMS = [p_anomaly_warning, p_pack_hooks_custom_function, p_pack_hook_grad_mode, p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
+def _nan_twice_functions(torch):
+    # Outer's backward applies Inner, whose backward returns a NaN (a double backward)
+    class Inner(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    class Outer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sum(0, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return Inner.apply(g.expand(x.shape) * x)
+
+    return Outer
+
+
+def p_anomaly_parent_chain(torch, log):
+    # a node made by another node's backward (create_graph) under anomaly mode reports that
+    # node too ("Previous calculation was induced by"); without forward information it says so
+    outer = _nan_twice_functions(torch)
+    for anomaly_in_forward in (True, False):
+        x = tensor(torch, rnd((3,), 0), requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with torch.autograd.set_detect_anomaly(anomaly_in_forward):
+                (g,) = torch.autograd.grad(outer.apply(x), (x,), create_graph=True)
+            with torch.autograd.detect_anomaly():
+                log("raises", err_msg(lambda: g.sum().backward())[1].splitlines()[0])
+        msgs = [str(m.message) for m in w if "Anomaly Detection has been enabled" not in str(m.message)]
+        log("warnings", [("no forward info" if "No forward pass information" in m else "induced by " + m.split(
+            "induced by ")[1].split(".")[0] if "induced by" in m else m.split(".")[0],
+            "Inner.apply" in m, "outer.apply" in m) for m in msgs])
+
+
+def p_anomaly_warning_as_error(torch, log):
+    # a warnings filter set to "error": the report goes to stderr and the engine's own error
+    # propagates, as torch's warning handler does while an error is in flight
+    import contextlib
+    import io
+    import sys
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    stderr = io.StringIO()
+    with warnings.catch_warnings(record=True) as w:
+        with torch.autograd.detect_anomaly():
+            warnings.simplefilter("error")
+            with contextlib.redirect_stderr(stderr):
+                y = x + 1
+                z = y ** 2
+                y += 1
+                log("raises", err_msg(lambda: torch.autograd.grad(z.sum(), x))[0])
+    log("recorded", len(w))
+    log("stderr names the node", "Error detected in PowBackward0" in stderr.getvalue())
+    log("stderr has the warning class", "UserWarning" in stderr.getvalue())
+
+
+PROGRAMS = [p_anomaly_parent_chain, p_anomaly_warning_as_error, p_anomaly_warning, p_pack_hooks_custom_function, p_pack_hook_grad_mode, p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
             p_save_on_cpu, p_anomaly]
 
 

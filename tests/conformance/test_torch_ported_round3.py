@@ -573,6 +573,12 @@ def test_deepcopy_parameter(T):
     assert type(cq) is T.nn.Parameter and not cq.requires_grad
     pair = copy.deepcopy([p, p])
     assert pair[0] is pair[1]
+    # a Parameter's copy takes neither its .grad nor its Python attributes (a plain tensor's does)
+    lin(T.ones(1, 3)).sum().backward()
+    p.tag = "dropped"
+    cp = copy.deepcopy(p)
+    assert p.grad is not None and cp.grad is None and not hasattr(cp, "tag")
+    assert copy.deepcopy(lin).weight.grad is None
     t = T.ones(3)
     t.extra = "kept"
     assert copy.deepcopy(t).extra == "kept"

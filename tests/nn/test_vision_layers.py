@@ -412,3 +412,36 @@ def test_every_vision_op_has_a_parity_case(request):
     ours = {n for n, op in OPS.items() if getattr(op.fn, "__module__", "").endswith("_ops.vision")}
     missing = sorted(ours - _SEEN)
     assert not missing, f"vision ops without a parity case: {missing}"
+
+
+_EMPTY_ADAPTIVE = {
+    "avg1d": (lambda F, x: F.adaptive_avg_pool1d(x, 0), (1, 2, 4)),
+    "avg2d": (lambda F, x: F.adaptive_avg_pool2d(x, (0, 2)), (1, 2, 4, 4)),
+    "avg2d unbatched": (lambda F, x: F.adaptive_avg_pool2d(x, (2, 0)), (2, 4, 4)),
+    "avg3d": (lambda F, x: F.adaptive_avg_pool3d(x, (1, 0, 2)), (1, 2, 4, 4, 4)),
+    "max1d": (lambda F, x: F.adaptive_max_pool1d(x, 0), (1, 2, 4)),
+    "max2d indices": (lambda F, x: F.adaptive_max_pool2d(x, (0, 2), True)[0], (1, 2, 4, 4)),
+    "max3d": (lambda F, x: F.adaptive_max_pool3d(x, (1, 0, 2)), (1, 2, 4, 4, 4)),
+    "max3d negative": (lambda F, x: F.adaptive_max_pool3d(x, (1, -1, 2)), (1, 2, 4, 4, 4)),
+}
+
+
+def _empty_adaptive_outcome(lib, name):
+    pool, shape = _EMPTY_ADAPTIVE[name]
+    x = lib.ones(*shape, requires_grad=True)
+    try:
+        y = pool(lib.nn.functional, x)
+    except RuntimeError as e:
+        return ("forward raises", type(e).__name__)
+    try:
+        y.sum().backward()
+        backward = ("ok", tuple(x.grad.shape))
+    except RuntimeError as e:   # torch's backward kernels refuse an empty grad_output
+        backward = (type(e).__name__, str(e))
+    return type(y.grad_fn).__name__, tuple(y.shape), backward
+
+
+@pytest.mark.parametrize("name", sorted(_EMPTY_ADAPTIVE))
+def test_adaptive_pool_with_an_empty_output_as_torch(name):
+    torch = get_torch()
+    assert _empty_adaptive_outcome(tracegrad, name) == _empty_adaptive_outcome(torch, name)

@@ -169,3 +169,19 @@ def test_lobpcg_gradient_matches_torch():
     (Er.sum() + (Ur * torch.tensor(w)).sum()).backward()
     np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), atol=1e-6)
     np.testing.assert_allclose(x.grad.numpy(), x.grad.numpy().T)
+
+
+def test_lobpcg_double_backward_matches_torch():
+    # torch's test_lobpcg gradgradchecks lobpcg: the second derivative goes through the saved
+    # eigenpairs (they were saved detached, so d/dA of u dE u^T came out zero)
+    A = np.random.default_rng(3).normal(size=(6, 6))
+    A = A @ A.T / 10
+    gE = np.array([0.3])
+
+    def hess_row(mod):
+        x = mod.tensor(A, requires_grad=True)
+        E, _ = mod.lobpcg(x, k=1, X=mod.ones(6, 1, dtype=mod.float64))
+        (g,) = mod.autograd.grad(E, x, mod.tensor(gE), create_graph=True)
+        (h,) = mod.autograd.grad(g[0, 0], x)
+        return h.detach().numpy()
+    np.testing.assert_allclose(hess_row(tracegrad), hess_row(torch), atol=1e-6)

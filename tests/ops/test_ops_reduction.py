@@ -193,3 +193,17 @@ def test_complex_sum_of_many_terms_as_torch():
     xr = torch.tensor([[1 + 2j, 3 - 1j]], requires_grad=True)
     xr.sum(1, dtype=torch.complex128).abs().sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-6)
+
+
+def test_explicit_dim_none_is_the_dim_overload_as_torch():
+    # torch's sum/mean take the all-reduce overload (SumBackward0/MeanBackward0) only when no
+    # dim is passed; dim=None given explicitly (positionally too) is the dim overload
+    # (SumBackward1/MeanBackward1), as torch's test_profiler_seq_nr relies on
+    import tracegrad
+
+    def names(mod):
+        x = mod.ones(2, 3, requires_grad=True)
+        outs = (x.sum(), x.sum(dim=None), mod.sum(x, None), x.sum(None, keepdim=True), x.sum(dim=()),
+                x.sum(dtype=mod.float64), x.mean(), x.mean(dim=None), mod.mean(x, None, True))
+        return [(o.grad_fn.name(), tuple(o.shape)) for o in outs]
+    assert names(tracegrad) == names(torch)

@@ -147,3 +147,40 @@ def test_xlogy_family_gradients_at_zero_as_torch(name, dtype):
             assert g == t
         else:
             np.testing.assert_allclose(g, t, rtol=1e-6, atol=1e-7, equal_nan=True)
+
+
+def _not_implemented_derivatives(lib):
+    """igamma/igammac's ``input`` and zeta's ``self`` have torch's ``not_implemented``
+    derivative: the edge is kept, a backward reaching it raises, a gradient with respect to
+    ``other`` alone works (also when ``input`` requires grad), and forward AD is refused."""
+    out = []
+
+    def rec(name, f):
+        try:
+            out.append((name, [np.asarray(t.detach()).round(5).tolist() for t in f()]))
+        except (NotImplementedError, RuntimeError) as e:
+            out.append((name, type(e).__name__, str(e).split("\n")[0][:60]))
+
+    fw = lib.autograd.forward_ad
+    for name, f in (("igamma", lib.igamma), ("igammac", lib.igammac), ("zeta", lib.special.zeta)):
+        for ra, rb in ((True, False), (False, True), (True, True)):
+            a, b = lib.tensor([2.0, 3.0], requires_grad=ra), lib.tensor([1.0, 1.5], requires_grad=rb)
+            y = f(a, b)
+            out.append((name, ra, rb, type(y.grad_fn).__name__, [n is None for n, _ in y.grad_fn.next_functions]))
+            rec(f"{name} backward {ra} {rb}", lambda: lib.autograd.grad(y.sum(), [t for t in (a, b) if t.requires_grad]))
+            if ra and rb:
+                rec(f"{name} grad wrt other only", lambda: lib.autograd.grad(f(a, b).sum(), b))
+                rec(f"{name} double", lambda: lib.autograd.grad(
+                    lib.autograd.grad(f(a.detach(), b).sum(), b, create_graph=True)[0].sum(), b))
+        for which in (0, 1):
+            def dual():
+                with fw.dual_level():
+                    d = fw.make_dual(lib.tensor([2.0, 3.0]), lib.ones(2))
+                    r = f(d, lib.tensor([1.0, 1.5])) if which == 0 else f(lib.tensor([2.0, 3.0]), d)
+                    return (fw.unpack_dual(r).tangent,)
+            rec(f"{name} forward AD {which}", dual)
+    return out
+
+
+def test_not_implemented_derivatives_as_torch():
+    assert _not_implemented_derivatives(tracegrad) == _not_implemented_derivatives(torch)

@@ -105,6 +105,14 @@ CASES = {
     "conv2d_input_cl": lambda T: _obs(T.nn.functional.conv2d(_cl(T), _x(T, 4, 3, 3, 3)), T),
     "conv2d_weight_cl": lambda T: _obs(T.nn.functional.conv2d(
         _x(T, 2, 3, 4, 5), _x(T, 4, 3, 3, 3).to(memory_format=T.channels_last)), T),
+    # (test/nn/test_convolution.py) a plain view whose strides suggest channels_last -- an NHWC
+    # image's permute(0, 3, 1, 2) -- gives a channels_last output as well; 1-d stays row-major
+    "conv2d_nhwc_permuted_view": lambda T: [_obs(f(_x(T, 2, 4, 5, 3).permute(0, 3, 1, 2)), T) for f in (
+        lambda x: T.nn.functional.conv2d(x, _x(T, 4, 3, 3, 3)),
+        lambda x: T.nn.functional.conv_transpose2d(x, _x(T, 3, 2, 3, 3)),
+        lambda x: T.nn.functional.conv2d(x.contiguous(), _x(T, 4, 3, 3, 3).permute(0, 2, 3, 1).contiguous()
+                                         .permute(0, 3, 1, 2)))] + [
+        T.nn.functional.conv1d(_x(T, 2, 5, 3).transpose(1, 2), _x(T, 4, 3, 2)).stride()],
     "max_pool2d": lambda T: _obs(T.nn.functional.max_pool2d(_cl(T), 2), T),
     # (test/nn/test_pooling.py run unchanged) max_unpool2d's output follows its input's layout,
     # max_unpool3d's is always contiguous

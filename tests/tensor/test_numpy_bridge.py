@@ -224,3 +224,26 @@ def test_read_only_array_is_copied_with_a_warning():
         t = tracegrad.from_numpy(a)
     t.add_(1)
     assert a.sum() == 0
+
+
+def _ndarray_operands(torch, log):
+    # torch's operators take an ndarray (they defer to numpy, which promotes with numpy's rules
+    # and wraps the result back into a tensor); the function and method forms refuse it
+    for dtype, values in (("float", [1.0, 2.0, 4.0]), ("int", [1, 2, 4])):
+        t = torch.tensor([1, 2, 3]) if dtype == "int" else torch.tensor([1.0, 2.0, 3.0])
+        a = np.array(values)
+        for name, f in (("t + a", lambda: t + a), ("t * a", lambda: t * a), ("t - a", lambda: t - a),
+                        ("t / a", lambda: t / a), ("a / t", lambda: a / t), ("torch.add", lambda: torch.add(t, a)),
+                        ("t.sub", lambda: t.sub(a)), ("torch.mul", lambda: torch.mul(t, a)),
+                        ("torch.copysign", lambda: torch.copysign(t, a)),
+                        ("torch.bucketize", lambda: torch.bucketize(t, a)),
+                        ("requires grad + a", lambda: t.float().requires_grad_() + a)):
+            try:
+                r = f()
+                log(f"{dtype} {name}", (r.dtype, r))
+            except (TypeError, RuntimeError) as e:
+                log(f"{dtype} {name} raises", type(e).__name__)
+
+
+def test_ndarray_operands_as_torch():
+    run_both(_ndarray_operands)

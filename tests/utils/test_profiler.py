@@ -304,3 +304,18 @@ def test_nested_profiles_each_record_their_block():
     assert sorted(_counts(outer)) == ["aten::cos", "aten::exp"]
     from tracegrad import _state
     assert _state.INTERPOSE[0] is None
+
+
+def test_autograd_profiler_enabled_flag_as_torch():
+    # torch.autograd._profiler_enabled(): True only while a profiler records (torch's test_profiler)
+    torch = pytest.importorskip("torch")
+
+    def flags(t):
+        out = [t.autograd._profiler_enabled()]
+        with t.autograd.profiler.profile():
+            out.append(t.autograd._profiler_enabled())
+        out.append(t.autograd._profiler_enabled())
+        with t.profiler.profile():
+            out.append(t.autograd._profiler_enabled())
+        return out
+    assert flags(tracegrad) == flags(torch) == [False, True, False, True]

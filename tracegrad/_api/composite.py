@@ -26,7 +26,7 @@ from .._x64 import with_x64
 from ._registry import function, method
 from .argcheck import check_kinds
 from .elementwise import maximum, where
-from .promotion import (_SCALAR_NAME, _float_dtype, check_tensor_seq, check_tensors, refuse_complex, require_floating,
+from .promotion import (_SCALAR_NAME, _check_operand, _float_dtype, check_tensor_seq, check_tensors, refuse_complex, require_floating,
                         result_dtype)
 from .reduction import any as _any
 from .shape import _stack_list, by_keyword, cat, hstack, stack
@@ -538,7 +538,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Mirrors ``torch.bucketize``: the bucket index of each value of ``input`` in the 1-d
     ``boundaries`` (``searchsorted(boundaries, input, right=right)``). RuntimeError unless
-    ``boundaries`` is 1-D."""
+    ``boundaries`` is 1-D; TypeError unless it is a Tensor and ``input`` a Tensor or a number."""
+    _check_operand(input, "bucketize", "input", 1)
+    if not isinstance(boundaries, Tensor):
+        raise not_a_tensor("bucketize", boundaries, "boundaries", 2)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
@@ -562,6 +565,7 @@ def copysign(input, other):
     integers give the default float dtype. Autograd: ``CopysignBackward0`` (tensor other, whose
     gradient is zero) / ``CopysignBackward1`` (number)."""
     check_tensors("copysign", input, names=("input",))
+    _check_operand(other, "copysign")
     dt = _float_dtype(result_dtype(input, other)).np
     op = OPS["copysign" if isinstance(other, Tensor) else "copysign_scalar"]
     return apply_op(op, (input, other), (("dtype", dt),))

@@ -26,14 +26,17 @@ from .promotion import (ADDCDIV_INT, check_alpha as _check_alpha, check_real_sca
 
 
 # ---- arithmetic -------------------------------------------------------------------------
-def _wrap_numbers(self, other):
+def _wrap_numbers(api, self, other):
     """torch wraps ``add(2, 3)``'s two numbers into 0-dim tensors (int64, the default float
-    dtype, bool or the default complex dtype); an ndarray operand is a tensor to torch."""
+    dtype, bool or the default complex dtype). An ndarray ``other`` is torch's parser TypeError:
+    the operators (``t + ndarray``) then defer to numpy, which computes with numpy's promotion
+    and hands the result back as a tensor through ``__array_wrap__``, as torch's do."""
     if not isinstance(self, Tensor) and not isinstance(other, Tensor) and isinstance(self, _Number) \
             and isinstance(other, _Number):
         self = _new_tensor(self)
     if isinstance(other, np.ndarray):
-        other = _new_tensor(other)
+        raise TypeError(f"{api}(): argument 'other' (position 2) must be Tensor, not numpy.ndarray; "
+                        f"wrap it with tracegrad.from_numpy(...) or tracegrad.tensor(...)")
     return self, other
 
 
@@ -46,7 +49,7 @@ def add(self, other, *rest, alpha=1):
     an ``out`` of a lower category."""
     try:
         other, alpha = alpha_first("add", other, rest, alpha)
-        self, other = _wrap_numbers(self, other)
+        self, other = _wrap_numbers("add", self, other)
         _check_alpha("add", self, other, alpha)
         return _binary("add", self, other, alpha_arg(alpha))
     except SparseOperand as e:   # an operand is sparse COO (NOTE in _tensor/layout.py)
@@ -71,7 +74,7 @@ def sub(self, other, *rest, alpha=1):
     other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
     try:
         other, alpha = alpha_first("sub", other, rest, alpha)
-        self, other = _wrap_numbers(self, other)
+        self, other = _wrap_numbers("sub", self, other)
         check_sub_bool(self, other)
         _check_alpha("sub", self, other, alpha)
         return _binary("sub", self, other, alpha_arg(alpha))
@@ -94,7 +97,7 @@ def mul(self, other):
     """Mirrors ``torch.mul``. Autograd: ``MulBackward0`` (saves other/self as torch does)."""
     if other is None:
         raise TypeError("mul(): argument 'other' (position 2) must be Tensor, not NoneType")
-    self, other = _wrap_numbers(self, other)
+    self, other = _wrap_numbers("mul", self, other)
     return _binary("mul", self, other)
 
 

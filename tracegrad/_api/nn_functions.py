@@ -18,6 +18,7 @@ from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
 from ..autograd._forward_ad_impl import plain, tangent_of
 from ..autograd._graph_impl import StopAfterOp
+from ..autograd.function import _no_derivative as no_derivative
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
@@ -26,7 +27,8 @@ from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
-from .._tensor.memory_format import batch_norm_format, channels_last, suggest_memory_format, suggest_view_layout
+from .._tensor.memory_format import (_conv_order, batch_norm_format, channels_last, has_layout, lay_out,
+                                      suggest_memory_format, suggest_view_layout)
 from .._tensor.out import accepts_out
 from .inplace import _restride_
 from .strided import as_strided
@@ -234,6 +236,14 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     out = apply_op(OPS["convolution"], (input, weight, bias),
                    (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
                     ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))
+    if out.ndim == 4 and not out._chain and (input._chain or weight._chain) and not (has_layout(input) or has_layout(weight)):
+        # a plain view (an NHWC image's .permute(0, 3, 1, 2)) whose strides suggest channels_last
+        # gives torch's CPU kernels a channels_last output too; apply_op only orders outputs after
+        # laid-out inputs (NOTE [storage layouts]), so the view's case is looked at here. 2-d
+        # only: torch's 3-d CPU kernels pick the layout by oneDNN's size heuristics
+        order = _conv_order(out, (input, weight), False)
+        if order is not None:
+            lay_out(out, order)
     if cin == 0 and not transposed:   # torch's empty-input path keeps the input's zero channels
         out = out.narrow(1, 0, 0)
     return out.squeeze(0) if unbatched else out
@@ -424,6 +434,20 @@ def check_adaptive_nonempty(input, first, api):
                                f"has sizes {shp} with dimension {i} being empty")
 
 
+def empty_adaptive_pool(input, out, kind):
+    """An adaptive pool whose output size has a 0 (``kind`` "avg" or "max", ``len(out)`` pooled
+    dims): the empty result, whose backward raises torch's RuntimeError (torch's backward kernels
+    refuse an empty grad_output) under torch's node name."""
+    nd = len(out)
+    value = input.detach()[(Ellipsis,) + tuple(slice(0, o) for o in out)].clone()
+    sizes = list(value.shape)
+    dim = next(i for i in range(1, len(sizes)) if sizes[i] == 0)
+    api = f"adaptive_{kind}_pool{nd}d_backward"
+    message = (f"{api}(): Expected grad_output to have non-zero size for non-batch dimensions, but grad_output has "
+               f"sizes {sizes} with dimension {dim} being empty")
+    return no_derivative(value, input, api, f"Adaptive{kind.capitalize()}Pool{nd}DBackward0", (RuntimeError, message))
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool2d``; ``None`` in output_size keeps that size.
     Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch. RuntimeError for an
@@ -443,6 +467,8 @@ def adaptive_avg_pool2d(input, output_size):
     # torch's kernel refuses an empty channel or spatial dim; unchecked, it reached the op with
     # no torch message (the generic "cannot run on inputs of shapes" text)
     check_adaptive_nonempty(input, input.ndim - 2, "adaptive_avg_pool2d")
+    if 0 in out:
+        return empty_adaptive_pool(input, out, "avg")
     return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 
@@ -469,9 +495,6 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   f"convert the input with .float()")
-    if 0 in out:   # empty output: no window to reduce; a slice gives the shape (and a graph edge)
-        values = input[..., :out[0], :out[1]]
-        return (values, values.detach().long()) if return_indices else values
     return adaptive_max_pool(input, out, return_indices)
 
 
@@ -479,6 +502,9 @@ def adaptive_max_pool(input, out, return_indices):
     """An adaptive max pool of the trailing ``len(out)`` (2 or 3) dims to sizes ``out``, already
     checked; with ``return_indices``, ``(values, indices)``: int64 flat positions of each
     window's first maximum in the pooled dims, which the gradient reaches (as torch's)."""
+    if 0 in out:   # no window to reduce
+        values = empty_adaptive_pool(input, out, "max")
+        return (values, values.detach().long()) if return_indices else values
     static = (("output_size", tuple(out)),)
     values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
     if not return_indices:

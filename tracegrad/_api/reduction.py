@@ -1,6 +1,7 @@
 """Tensor methods, reduction family: sum..var/std, max/min, softmax, cumulative ops, sort/topk/quantile/median."""
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 
@@ -85,15 +86,30 @@ def _sum_dtype(self, dtype, api):
     return _dt.int64.np if (d._cat <= 1) else None
 
 
+class _DimNotGiven:
+    """``dim``'s default in sum/mean: torch picks the all-reduce overload (``SumBackward0``/
+    ``MeanBackward0``) only when no ``dim`` is passed; an explicit ``dim=None`` (or ``()``) is
+    the dim overload (``SumBackward1``/``MeanBackward1``), reducing everything."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+
+_NO_DIM = _DimNotGiven()
+
+
 @method(function=True)
-def sum(self, dim=None, keepdim=False, *, dtype=None):
+def sum(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
     """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
-    inputs sum to int64. Autograd: ``SumBackward0`` (all) / ``SumBackward1`` (dims)."""
+    inputs sum to int64. Autograd: ``SumBackward0`` (no ``dim`` given) / ``SumBackward1`` (a
+    ``dim`` given, ``None`` and ``()`` included)."""
+    op = OPS["sum_dim"]
+    if dim is _NO_DIM:
+        dim, op = None, OPS["sum"]
     dims = _dims(dim, self.ndim)
     try:
-        if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
-            return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
-        return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
+        return apply_op(op, (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
     except SparseOperand as e:   # torch.sum(sparse) (NOTE in _tensor/layout.py)
         return e.tensor._sparse_operand(e, "sum", self, dim, keepdim=keepdim, dtype=dtype)
 
@@ -110,14 +126,17 @@ def nansum(self, dim=None, keepdim=False, *, dtype=None):
 
 
 @method(function=True)
-def mean(self, dim=None, keepdim=False, *, dtype=None):
-    """Mirrors ``torch.mean``. RuntimeError for integer inputs without ``dtype`` (as torch)."""
+def mean(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.mean``: ``MeanBackward0`` when no ``dim`` is given, ``MeanBackward1`` for
+    any ``dim`` (``None`` included). RuntimeError for integer inputs without ``dtype`` (as torch)."""
+    given = dim is not _NO_DIM
+    dim = dim if given else None
     d = _dt.user_dtype(dtype, "mean") if dtype is not None else self.dtype
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {_SCALAR_NAME[d.name]}")
     dims = _dims(dim, self.ndim)
     st = (("dim", dims), ("keepdim", keepdim), ("dtype", None if dtype is None else d.np))
-    return apply_op(OPS["mean" if dim is None else "mean_dim"], (self,), st)
+    return apply_op(OPS["mean_dim" if given else "mean"], (self,), st)
 
 
 @method(function=True)
@@ -181,12 +200,31 @@ def _check_var_dtype(self):
                            "input with .float() first")
 
 
+def _var_overload_error(api, what):
+    return TypeError(f"{api}() received an invalid combination of arguments - got {what}; torch's overloads are "
+                     f"{api}(dim, unbiased=True, keepdim=False), {api}(dim=None, *, correction=None, keepdim=False) "
+                     f"and {api}(unbiased) with unbiased a positional bool")
+
+
+def _no_bool_dim_keyword(f):
+    """torch's legacy ``var(input, unbiased)`` overload takes the bool positionally only: a bool
+    named ``dim=`` matches no overload (TypeError), where positionally it is ``unbiased``."""
+    @functools.wraps(f)
+    def checked(self, *args, **kwargs):
+        if isinstance(kwargs.get("dim"), bool):
+            raise _var_overload_error(f.__name__, "dim=bool")
+        return f(self, *args, **kwargs)
+    return checked
+
+
 def _var_static(api, self, dim, unbiased, keepdim, correction):
     """Static arguments of the var/std family; ``var(x, True)`` is torch's legacy
     ``var(input, unbiased)`` overload, so a bool in the dim slot is ``unbiased``. Warns, as
     torch, when the correction leaves no degrees of freedom (the result is inf or nan)."""
     _check_var_dtype(self)
     if isinstance(dim, bool):
+        if unbiased is not _NOT_GIVEN or keepdim is not False or correction is not None:
+            raise _var_overload_error(api, "a positional bool (unbiased) with other arguments")
         unbiased, dim = dim, None
     dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased, api)
     n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
@@ -199,6 +237,7 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
 
 
 @method(function=True)
+@_no_bool_dim_keyword
 def var(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
@@ -206,6 +245,7 @@ def var(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
 
 
 @method(function=True)
+@_no_bool_dim_keyword
 def std(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
@@ -213,12 +253,14 @@ def std(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
 
 
 @function()   # torch has no Tensor.var_mean
+@_no_bool_dim_keyword
 def var_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
     return apply_op(OPS["var_mean"], (self,), _var_static("var_mean", self, dim, unbiased, keepdim, correction))
 
 
 @function()   # torch has no Tensor.std_mean
+@_no_bool_dim_keyword
 def std_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
     return apply_op(OPS["std_mean"], (self,), _var_static("std_mean", self, dim, unbiased, keepdim, correction))

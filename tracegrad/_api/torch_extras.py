@@ -52,6 +52,12 @@ def set_flush_denormal(mode: bool) -> bool:
     return not mode
 
 
+def _nnpack_available() -> bool:
+    """Mirrors ``torch._nnpack_available``: False -- tracegrad has no NNPACK (XLA generates its
+    own convolution kernels), as a torch build without it. Tests gate NNPACK-only paths on it."""
+    return False
+
+
 def set_default_tensor_type(t) -> None:
     """Mirrors the deprecated ``torch.set_default_tensor_type``: ``torch.DoubleTensor`` (or the
     string ``'torch.DoubleTensor'``) makes float64 the default floating dtype, as

@@ -17,7 +17,7 @@ from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import check_adaptive_nonempty, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -283,6 +283,8 @@ def adaptive_avg_pool3d(input, output_size):
     if out == (1, 1, 1):
         return input.mean((-1, -2, -3), keepdim=True)
     check_adaptive_nonempty(input, 1, "adaptive_avg_pool3d")   # torch's kernel's check (as the 2-D pools)
+    if 0 in out:
+        return empty_adaptive_pool(input, out, "avg")
     return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))
 
 

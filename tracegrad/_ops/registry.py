@@ -144,10 +144,11 @@ class Op:
 
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
                  "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "derivative_of",
-                 "__weakref__")
+                 "no_derivative", "no_forward_ad", "__weakref__")
 
     def __init__(self, *, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
-                 vjp_result=None, view=False, doc=None, save_if=None, no_edge=()):
+                 vjp_result=None, view=False, doc=None, save_if=None, no_edge=(), no_derivative=None,
+                 no_forward_ad=None):
         self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
         self.saves = tuple(saves)
         self.saves_result = "result" in self.saves
@@ -171,6 +172,12 @@ class Op:
         self._fwd: dict = {}
         self._bwd: dict = {}
         self.derivative_of = None    # the op whose backward this is (``backward_op``)
+        # torch's ``not_implemented(...)`` derivatives: {input position: torch's label}; the
+        # input keeps its edge, and a backward that reaches it raises (NOTE [not-implemented
+        # derivatives] in autograd/_dispatch.py)
+        self.no_derivative = {self.args.index(k): v for k, v in (no_derivative or {}).items()}
+        # torch's name for an op with no forward-AD formula (a dual input raises), or None
+        self.no_forward_ad = no_forward_ad
         _ALL_OPS.add(self)
 
     def __repr__(self):
@@ -386,12 +393,16 @@ def _make_backward_jax(op, static, layout: SavedLayout):
 
 
 def defop(name, fn, *, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
-          vjp_result=None, view=False, doc=None, save_if=None, no_edge=()) -> Op:
+          vjp_result=None, view=False, doc=None, save_if=None, no_edge=(), no_derivative=None,
+          no_forward_ad=None) -> Op:
     """Declare an op in the table and return it. ``grad_fn=None`` means not differentiable;
     ``save_if={"self": "other"}`` saves ``self`` only when ``other`` requires grad;
-    ``no_edge`` names torch's Scalar arguments (no next_functions slot)."""
+    ``no_edge`` names torch's Scalar arguments (no next_functions slot); ``no_derivative``
+    maps an input to torch's label for its ``not_implemented`` derivative; ``no_forward_ad``
+    is torch's op name when it has no forward-AD formula."""
     if name in OPS:
         raise ValueError(f"op {name!r} declared twice")
     op = OPS[name] = Op(name=name, fn=fn, args=args, grad_fn=grad_fn, saves=saves, n_out=n_out, n_diff=n_diff,
-                        vjp_result=vjp_result, view=view, doc=doc, save_if=save_if, no_edge=no_edge)
+                        vjp_result=vjp_result, view=view, doc=doc, save_if=save_if, no_edge=no_edge,
+                        no_derivative=no_derivative, no_forward_ad=no_forward_ad)
     return op

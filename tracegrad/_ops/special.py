@@ -262,29 +262,47 @@ defop("cummin", lambda x, dim: _cum_extreme(x, dim, lambda b, a: b <= a), grad_f
 
 def _igamma(a, x, dtype, upper):
     a, x = jnp.asarray(a, dtype), jnp.asarray(x, dtype)
-    # torch has no derivative for ``input`` (the shape parameter): only ``other`` gets one
+    # torch has no derivative for ``input`` (the shape parameter): NOTE [not-implemented derivatives]
     a = jax.lax.stop_gradient(a)
     return jax.scipy.special.gammaincc(a, x) if upper else jax.scipy.special.gammainc(a, x)
 
 
 defop("igamma", lambda a, x, dtype: _igamma(a, x, dtype, False), args=("self", "other"), grad_fn="IgammaBackward0",
-      saves=("self", "other"), no_edge=("self",))
+      saves=("self", "other"), no_derivative={"self": "igamma: input"}, no_forward_ad="igamma")
 defop("igammac", lambda a, x, dtype: _igamma(a, x, dtype, True), args=("self", "other"), grad_fn="IgammacBackward0",
-      saves=("self", "other"), no_edge=("self",))
-# Hurwitz zeta: no derivative in torch either
+      saves=("self", "other"), no_derivative={"self": "igammac: input"}, no_forward_ad="igammac")
+
+
 def _zeta(x, q, dtype):
     """Hurwitz zeta with torch's (Cephes') domain rules, which JAX's series does not follow for
     q <= 0: a pole (inf) at x == 1 and at integer q <= 0, NaN for x < 1 and for a fractional
-    power (x) of a negative base (q < 0)."""
+    power (x) of a negative base (q < 0). Differentiable in ``q`` only, by torch's formula
+    ``-x * zeta(x + 1, q)`` (also where the masks above pick a constant)."""
     x, q = jnp.asarray(x, dtype), jnp.asarray(q, dtype)
-    inf, nan = jnp.array(jnp.inf, dtype), jnp.array(jnp.nan, dtype)
+    return _zeta_q(jax.lax.stop_gradient(x), q)
+
+
+@jax.custom_jvp
+def _zeta_q(x, q):
+    return _zeta_value(x, q)
+
+
+@_zeta_q.defjvp
+def _zeta_q_jvp(primals, tangents):
+    x, q = primals
+    return _zeta_value(x, q), -x * _zeta_value(x + 1, q) * tangents[1]
+
+
+def _zeta_value(x, q):
+    inf, nan = jnp.array(jnp.inf, x.dtype), jnp.array(jnp.nan, x.dtype)
     out = jss.zeta(x, q)
     out = jnp.where((q < 0) & (x != jnp.floor(x)), nan, out)
     out = jnp.where(((q <= 0) & (q == jnp.floor(q))) | (x == 1), inf, out)
     return jnp.where(x < 1, nan, out)
 
 
-defop("zeta", _zeta, args=("self", "other"))
+defop("zeta", _zeta, args=("self", "other"), grad_fn="SpecialZetaBackward0", saves=("self", "other"),
+      no_derivative={"self": "zeta"}, no_forward_ad="special_zeta")
 
 
 # NOTE [xlogy at x = 0]: torch defines xlogy(0, y) = 0 (NaN only for a NaN y) and, from

@@ -422,9 +422,12 @@ class Tensor(TensorBase):
     # calls ``t.__rmul__`` and gives a tensor, as torch (which sets the same value)
     __array_priority__ = 1000
 
+    # ``_is_param`` (set by Parameter on a tensor subclass) lives in ``__dict__``, not a slot: an
+    # unset slot is listed by ``dir()`` yet ``hasattr`` is False, and torch's ``dir(t)`` lists
+    # only attributes that exist
     __slots__ = ("_st", "_chain", "_vcache", "_vgen", "_vc", "_base", "_rg", "_gf", "_out_nr",
                  "_gf_ver", "_grad", "_hooks", "_retains_grad", "_post_acc_hooks", "_acc",
-                 "_is_param", "__dict__", "__weakref__")
+                 "__dict__", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         if len(args) == 1 and isinstance(args[0], Tensor):

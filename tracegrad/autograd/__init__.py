@@ -2,6 +2,8 @@
 grad modes, anomaly detection, ``gradcheck``/``gradgradcheck``. See README.md here."""
 import importlib as _importlib
 
+from .. import _state
+
 from . import graph  # noqa: F401
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                            set_detect_anomaly)
@@ -15,6 +17,12 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F4
 from . import forward_ad  # noqa: E402,F401
 from . import variable  # noqa: E402,F401
 from .variable import Variable  # noqa: E402,F401
+
+
+def _profiler_enabled() -> bool:
+    """Mirrors ``torch.autograd._profiler_enabled()``: whether a profiler (``torch.profiler.profile``
+    or ``torch.autograd.profiler.profile``) is recording now."""
+    return _state.PROFILER[0] is not None
 
 
 def __getattr__(name):

@@ -32,7 +32,7 @@ from .._tensor.numpy_bridge import owned_array
 from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _follow_layout
 from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
-from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class, version_error
+from ._graph_impl import _RUNNING, MSG_FREED, Node, SavedTensor, edge, node_class, version_error
 from ._saved_names import SAVED_NAMES
 
 _CAPTURE = _state.CAPTURE
@@ -349,6 +349,8 @@ class OpNode(Node):
         for t, version in self.const_vc:
             if t._vc[0] != version:
                 raise version_error(self, t, version)
+        if self.op.no_derivative:
+            _refuse_missing_derivative(self)
         key = (self.op, self.static, self.layout)
         entry = _BWD.get(key)
         if entry is None:
@@ -398,6 +400,20 @@ class OpNode(Node):
 
 
 _BWD: dict = _state.register_cache("autograd._dispatch._BWD", {})
+
+
+def _refuse_missing_derivative(node):
+    """NOTE [not-implemented derivatives]: torch's derivatives.yaml marks some inputs
+    ``not_implemented`` (igamma's ``input``, zeta's ``self``). Their edge stays in the graph, and
+    the node raises NotImplementedError only when the running backward call goes on to that
+    edge (``autograd.grad`` with respect to another input alone does not), as torch's
+    ``should_compute_output`` check."""
+    runs = _RUNNING.tasks[-1][2] if _RUNNING.tasks else None
+    for slot, p in enumerate(node.layout.edge_pos):
+        label = node.op.no_derivative.get(p)
+        nxt = node.next_functions[slot][0] if label is not None else None
+        if nxt is not None and (runs is None or nxt in runs):
+            raise NotImplementedError(f"the derivative for '{label}' is not implemented.")
 
 
 def _backward_entry(node, ns, nc):

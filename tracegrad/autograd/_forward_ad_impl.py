@@ -84,6 +84,9 @@ class Level:
                 o.__dict__["_fw_root"] = root
 
     def _attach(self, op, args, static, tangents, out):
+        if op.no_forward_ad is not None:
+            raise NotImplementedError(f"Trying to use forward AD with {op.no_forward_ad} that does not support it "
+                                      "because it has not been implemented yet.")
         _check_eager((*args, *tangents))
         outs = _as_tuple(out)
         n_diff = len(outs) if op.n_diff is None else op.n_diff

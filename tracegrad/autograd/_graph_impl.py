@@ -32,6 +32,24 @@ from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
 from . import grad_mode
 
+
+# NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
+# (task id, checkpoint valid, nodes it runs, whether it accumulates into .grad). utils.checkpoint reads them as torch's
+# ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
+# (False when the call was given ``inputs``: reentrant checkpoint refuses those);
+# ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``; ops with a
+# not-implemented derivative to know whether the call reaches that input (autograd/_dispatch.py).
+# Per thread, as torch's current graph task: a backward run in another thread (at the same time,
+# over one retained graph) has its own task id, its own callbacks and its own nodes to run.
+class _Running(threading.local):
+    def __init__(self):
+        self.tasks: list = []
+        # the final callbacks queued during each running backward call (same nesting as tasks)
+        self.callbacks: list = []
+
+
+_RUNNING = _Running()
+
 _seq = itertools.count()
 _ACCUMULATE_SEQ = sys.maxsize  # torch gives AccumulateGrad the highest priority
 # held while a gradient is added into a leaf's .grad: backward calls from several Python threads
@@ -56,7 +74,7 @@ class Node:
     ``register_hook(fn(grad_inputs, grad_outputs))`` and ``register_prehook(fn(grad_outputs))``."""
 
     __slots__ = ("next_functions", "_seq", "_post_hooks", "_pre_hooks", "_tensor_pre_hooks",
-                 "_retains_grad", "_metadata", "_trace", "__weakref__")
+                 "_retains_grad", "_metadata", "_trace", "_parent", "__weakref__")
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
@@ -66,9 +84,12 @@ class Node:
         self._tensor_pre_hooks = None
         self._retains_grad = None
         self._metadata = None
-        self._trace = None
+        self._trace = self._parent = None
         if ANOMALY[0]:
             self._trace = "".join(traceback.format_stack()[:-3])
+            # torch's Node::assign_parent: a node made while another node's backward runs
+            # (create_graph) records it, so an error reports the chain that induced it
+            self._parent = _state.EVALUATING_NODE[0]
 
     def name(self) -> str:
         n = type(self).__name__

@@ -16,7 +16,7 @@ import ctypes
 import heapq
 import itertools
 import logging
-import threading
+import traceback
 import warnings
 from collections.abc import Mapping
 
@@ -29,7 +29,7 @@ from .._ops.warn import warn_once
 from .._tensor.tensor import Tensor
 from .._tensor import torch_function as _tf
 from . import grad_mode
-from ._graph_impl import ANOMALY, AccumulateGrad, edge as _graph_edge
+from ._graph_impl import _RUNNING, ANOMALY, AccumulateGrad, edge as _graph_edge
 from . import _dispatch
 
 _tie = itertools.count()
@@ -52,21 +52,6 @@ def _log_node(node, grads):
         return f"{_ABBRS.get(name, name)}[{', '.join(map(str, t.shape))}]"
     _LOG.debug(f"Executing: {node!r} with grad_outputs: [{','.join(fmt(t) for t in grads)}]")
 
-# NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
-# (task id, checkpoint valid, nodes it runs, whether it accumulates into .grad). utils.checkpoint reads them as torch's
-# ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
-# (False when the call was given ``inputs``: reentrant checkpoint refuses those);
-# ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
-# Per thread, as torch's current graph task: a backward run in another thread (at the same time,
-# over one retained graph) has its own task id, its own callbacks and its own nodes to run.
-class _Running(threading.local):
-    def __init__(self):
-        self.tasks: list = []
-        # the final callbacks queued during each running backward call (same nesting as tasks)
-        self.callbacks: list = []
-
-
-_RUNNING = _Running()
 _task_ids = itertools.count()
 
 
@@ -555,10 +540,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 if cap is not None:   # a checkpoint's recompute waits for these
                     cap.current_grads = grads
                 prof = _state.PROFILER[0]
-                if prof is None:
-                    outs = node.apply(grads, create_graph)
-                else:                 # timed as torch's autograd::engine::evaluate_function range
-                    outs = prof.evaluate_function(node, grads, create_graph)
+                outer, _state.EVALUATING_NODE[0] = _state.EVALUATING_NODE[0], node
+                try:
+                    if prof is None:
+                        outs = node.apply(grads, create_graph)
+                    else:             # timed as torch's autograd::engine::evaluate_function range
+                        outs = prof.evaluate_function(node, grads, create_graph)
+                finally:
+                    _state.EVALUATING_NODE[0] = outer
                 if cap is not None:   # not kept past the node: the trace would see them escape
                     cap.current_grads = ()
                 if ANOMALY[0] and ANOMALY[1]:
@@ -599,10 +588,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     except Exception:
         # anomaly mode: whatever fails while a node runs (its hooks, its backward, the NaN
         # check) is reported with the forward traceback of that node, as torch's engine does
-        trace = getattr(node, "_trace", None)
-        if ANOMALY[0] and trace:
-            warnings.warn("Error detected in " + node.name() + ". Traceback of forward call that caused the "
-                          "error:\n" + trace)
+        if ANOMALY[0] and node is not None:
+            _anomaly_report(node)
         raise
     finally:
         grad_mode.STATE[0] = prev
@@ -614,6 +601,30 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         buffers = grads = outs = raw = src = g = r = None   # the engine's last references first
         _return_memory()
     return captured
+
+
+def _anomaly_report(node):
+    # torch's PyAnomalyMetadata::print_stack: one warning for the failing node (its forward
+    # traceback, or that none was recorded), then one per parent node whose backward made it
+    # (create_graph under anomaly mode). A warning that raises (a filter set to "error") is
+    # printed to stderr instead, as torch's warning handler does while an error is in flight:
+    # the engine's own error is the one that propagates.
+    parent = False
+    while node is not None:
+        name = node.name()
+        if node._trace is None:
+            msg = (f"Error detected in {name}. No forward pass information available. Enable detect "
+                   "anomaly during forward pass for more information.")
+        elif parent:
+            msg = (f"\n\nPrevious calculation was induced by {name}. Traceback of forward call that "
+                   "induced the previous calculation:\n" + node._trace)
+        else:
+            msg = f"Error detected in {name}. Traceback of forward call that caused the error:\n" + node._trace
+        try:
+            warnings.warn(msg)
+        except Exception:
+            traceback.print_exc()
+        node, parent = node._parent, True
 
 
 def _n_slots(node, slot):

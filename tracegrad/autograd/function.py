@@ -563,22 +563,25 @@ _DelayedError_cls.__name__ = "Error"  # torch's type name for its DelayedError n
 _NO_DERIVATIVE = {}
 
 
-def _no_derivative(value, input, op, node):
+def _no_derivative(value, input, op, node, error=None):
     """``value`` (a tensor computed from ``input`` outside autograd) as torch's output of an op
     that has no derivative formula: when grad mode is on and ``input`` requires grad it requires
     grad too, with a ``node`` grad_fn (torch's name, e.g. ``Unique2Backward0``) whose backward
-    raises torch's NotImplementedError ("the derivative for '<op>' is not implemented.")."""
+    raises torch's NotImplementedError ("the derivative for '<op>' is not implemented."), or
+    ``error`` (an exception class and its message) where torch's backward kernel refuses."""
     if not (grad_mode.is_grad_enabled() and isinstance(input, Tensor) and input.requires_grad):
         return value
     cls = _NO_DERIVATIVE.get(node)
     if cls is None:
-        def forward(ctx, x, v):
+        def forward(ctx, x, v, err):
+            ctx.err = err
             return v.clone()
 
         def backward(ctx, g):
-            raise NotImplementedError(f"the derivative for '{op}' is not implemented.")
+            kind, message = ctx.err or (NotImplementedError, f"the derivative for '{op}' is not implemented.")
+            raise kind(message)
 
         cls = _NO_DERIVATIVE[node] = type(node, (Function,), {"forward": staticmethod(forward),
                                                              "backward": staticmethod(backward)})
         _backward_cls(cls).__name__ = node
-    return cls.apply(input, value)
+    return cls.apply(input, value, error)

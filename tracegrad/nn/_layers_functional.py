@@ -136,9 +136,10 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     for d, o in enumerate(out):
         size = input.shape[input.dim() - 3 + d]
         o = size if o is None else int(o)
-        if size == 0 or o <= 0:
-            raise RuntimeError("adaptive_max_pool3d(): expected non-empty input and positive output_size, got input "
-                               f"{list(input.shape)} and output_size {output_size}")
+        if o < 0:   # torch's allocation of the output refuses it
+            raise RuntimeError(f"Trying to create tensor with negative dimension {o}: "
+                               f"{list(input.shape[:-3]) + [int(v) for v in out]}; adaptive_max_pool3d's output_size "
+                               "must be >= 0")
         sizes.append(o)
     return _adaptive_max_pool(input, sizes, return_indices)
 

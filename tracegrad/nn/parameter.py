@@ -77,12 +77,17 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     __str__ = __repr__
 
     def __deepcopy__(self, memo):
+        """Mirrors ``torch.nn.Parameter.__deepcopy__``: a new Parameter over a copy of the data,
+        with the same ``requires_grad`` and nothing else.
+
+        NOTE [deepcopy of a parameter]: unlike a plain tensor's deepcopy, torch's Parameter copy
+        takes neither ``.grad`` nor the Python attributes set on the parameter: a
+        ``copy.deepcopy(model)`` made between ``backward()`` and ``zero_grad()`` (a teacher or
+        EMA copy) has ``.grad`` None everywhere. Copying them here made such a copy carry the
+        student's gradients (found by round-23's adversarial tests)."""
         if id(self) in memo:
             return memo[id(self)]
         result = type(self)(self.detach().clone(), self.requires_grad)
-        if self.grad is not None:
-            result.grad = self.grad.detach().clone()
-        result.__dict__.update({k: v for k, v in self.__dict__.items()})
         memo[id(self)] = result
         return result
 
