@@ -225,7 +225,8 @@ from ._api.functions import (
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
 from ._api.nn_functions import (
     adaptive_avg_pool1d as adaptive_avg_pool1d, adaptive_max_pool1d as adaptive_max_pool1d,
-    avg_pool1d as avg_pool1d, batch_norm as batch_norm, celu as celu,
+    avg_pool1d as avg_pool1d, batch_norm as batch_norm, batch_norm_update_stats as batch_norm_update_stats,
+    celu as celu,
     constant_pad_nd as constant_pad_nd, conv1d as conv1d, conv2d as conv2d, conv3d as conv3d,
     conv_transpose1d as conv_transpose1d, conv_transpose2d as conv_transpose2d,
     convolution as convolution, dropout as dropout, embedding as embedding, group_norm as group_norm,

@@ -519,3 +519,26 @@ def test_long_level_keeps_no_dead_tensors():
                                        "keeps the one write the primal keeps (README: Overwriting scatters)")
 def test_scatter_with_repeated_index_matches_torch():
     both(jvp_of(lambda L, x: L.zeros(3).scatter(0, L.tensor([1, 1, 2]), x), (3,)))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_running_stats_take_no_tangent(training):
+    """(test/test_nn.py run unchanged) torch's batch_norm_jvp: a tangent on the running statistics
+    gives the output none; with a tangent on the input or weight as well, it is a RuntimeError in
+    eval mode (training never reads the statistics)."""
+    def program(L):
+        fa, F = L.autograd.forward_ad, L.nn.functional
+        res = []
+        with fa.dual_level():
+            x, rv = _arr(L, (3, 2, 4), 0), _arr(L, (2,), 1).abs() + 0.5
+            rm = fa.make_dual(_arr(L, (2,), 2), _arr(L, (2,), 3))
+            res.append(fa.unpack_dual(F.batch_norm(x, rm, rv, training=training)).tangent)
+            for dual in (dict(input=fa.make_dual(x, _arr(L, (3, 2, 4), 4))),
+                         dict(weight=fa.make_dual(_arr(L, (2,), 5), _arr(L, (2,), 6)))):
+                args = {**dict(input=x, running_mean=rm, running_var=rv, training=training), **dual}
+                try:
+                    res.append(fa.unpack_dual(F.batch_norm(**args)).tangent)
+                except RuntimeError as e:
+                    res.append(str(e).split(";")[0])
+        return res
+    both(program)

@@ -216,6 +216,9 @@ CTC_CASES = {
     "padded": {}, "concat": {"layout": "concat"}, "lists": {"layout": "lists"}, "blank3": {"blank": 3},
     "zero_len_target": {"tl": (3, 0, 1)}, "unbatched": {"unbatched": True}, "module": {"module": True},
     "impossible_zero_infinity": {"il": (6, 1, 3), "zero_infinity": True},
+    # (test/test_nn.py run unchanged) an empty input: loss 0 for an empty target, else inf
+    "zero_input_length": {"il": (6, 0, 0), "tl": (3, 0, 2)},
+    "zero_input_length_zero_infinity": {"il": (6, 0, 0), "tl": (3, 0, 2), "zero_infinity": True},
 }
 
 

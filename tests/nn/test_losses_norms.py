@@ -133,6 +133,29 @@ def test_batchnorm_eval_grad_and_errors():
             mod.nn.BatchNorm1d(3)(mod.ones(1, 3))
 
 
+def test_batch_norm_update_stats():
+    """(test/test_nn.py run unchanged) torch.batch_norm_update_stats: the batch mean and biased
+    variance, the running statistics updated in place; its errors."""
+    torch = get_torch()
+    a = x(4, 3, 5)
+    res = []
+    for mod in (torch, tracegrad):
+        rm, rv = mod.zeros(3), mod.ones(3)
+        mean, var = mod.batch_norm_update_stats(mod.tensor(a), rm, rv, 0.1)
+        half = mod.batch_norm_update_stats(mod.tensor(a[:, :, 0]).half(), None, None, 0.1)
+        res.append((mean, var, rm, rv, half[0].dtype is mod.float16))
+    for g, t in zip(res[1][:4], res[0][:4]):
+        close(g, t, 1e-5, 1e-6)
+    assert res[1][4] and res[0][4]
+    for mod in (torch, tracegrad):
+        with pytest.raises(RuntimeError, match=r"at least one element, but got input_sizes = \[0, 1\]"):
+            mod.batch_norm_update_stats(mod.rand(0, 1), mod.rand(1), mod.rand(1), 0.0)
+        with pytest.raises(NotImplementedError, match="batch_norm_update_stats_cpu"):
+            mod.batch_norm_update_stats(mod.ones(4, 3, dtype=mod.int32), None, None, 0.1)
+        with pytest.raises(IndexError):
+            mod.batch_norm_update_stats(mod.ones(4), None, None, 0.1)
+
+
 @pytest.mark.parametrize("build,shape", [
     (lambda nn: nn.LayerNorm(4), (3, 4)), (lambda nn: nn.LayerNorm((2, 4)), (3, 2, 4)),
     (lambda nn: nn.LayerNorm(4, elementwise_affine=False), (3, 4)), (lambda nn: nn.LayerNorm(4, bias=False), (2, 4)),

@@ -278,6 +278,29 @@ def test_affine_grid():
     raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4), t.zeros(2, 3, 3, 3, 3)))
 
 
+@pytest.mark.parametrize("inp,grd,mode", [
+    ((1, 2, 2), (1, 1, 1, 2), "bilinear"), ((1, 1, 2, 2), (1, 1, 1, 1, 3), "bilinear"),
+    ((1, 1, 2, 2), (2, 1, 1, 2), "bilinear"), ((1, 1, 0, 2), (1, 1, 1, 2), "bilinear"),
+    ((1, 1, 2, 2, 2, 2), (1, 1, 1, 1, 1, 4), "bicubic"), ((1, 1, 2, 2), (1, 1, 2), "bilinear"),
+    ((1, 1, 2, 2, 2), (1, 1, 1, 1, 3), "bicubic"), ((2,), (1,), "bilinear")])
+def test_grid_sample_checks_in_torchs_order(inp, grd, mode):
+    """(test/test_nn.py run unchanged) grid_sample's shape checks come in torch's order: batch
+    size, grid's last dim, empty spatial dims, the rank, bicubic's 4-D rule."""
+    torch = get_torch()
+    msgs = []
+    for mod in (torch, tracegrad):
+        with pytest.raises(RuntimeError) as e:
+            mod.nn.functional.grid_sample(mod.zeros(inp), mod.zeros(grd), mode=mode, align_corners=False)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
+
+
+def test_affine_grid_unit_size_warning_names_the_docs():
+    """Programs (test/test_nn.py) match torch's closing sentence of the unit-size warning."""
+    with pytest.warns(UserWarning, match="See the documentation of affine_grid for details."):
+        tracegrad.nn.functional.affine_grid(tracegrad.zeros(1, 2, 3), (1, 1, 2, 1), align_corners=True)
+
+
 # ---- embeddings ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag(mode):

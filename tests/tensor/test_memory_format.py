@@ -124,6 +124,20 @@ CASES = {
     "max_unpool3d": lambda T: _obs(T.nn.functional.max_unpool3d(*T.nn.functional.max_pool3d(
         _x(T, 2, 3, 2, 4, 4).contiguous(memory_format=T.channels_last_3d), 2, return_indices=True), 2), T),
     "batch_norm": lambda T: _obs(T.nn.functional.batch_norm(_cl(T), T.zeros(3), T.ones(3)), T),
+    # (test/test_nn.py run unchanged) batch norm's CPU kernel keeps a view's channels-last format,
+    # even the ambiguous (1, C, H, 1) one suggest_memory_format calls contiguous; pixel
+    # (un)shuffle follow suggest_memory_format, views included
+    "batch_norm_of_views": lambda T: [[_obs(T.batch_norm(v, None, None, T.zeros(v.shape[1]), T.ones(v.shape[1]),
+                                                         training, 0.1, 1e-5, False), T)
+                                       for training in (False, True)] for v in (
+        _x(T, 1, 3, 2, 1).permute(0, 2, 1, 3), _x(T, 2, 4, 3, 5).permute(0, 3, 1, 2),
+        _x(T, 2, 4, 5, 3).permute(0, 3, 1, 2)[:, :, :, :4], _x(T, 2, 5, 3, 4).permute(0, 2, 1, 3),
+        _x(T, 2, 3, 4, 5).permute(0, 1, 3, 2), _x(T, 2, 3, 4, 2, 3).permute(0, 4, 1, 2, 3),
+        _x(T, 4, 5, 3).transpose(1, 2))],
+    "pixel_shuffle_unshuffle": lambda T: [_obs(f(x), T) for f in (
+        lambda x: T.nn.functional.pixel_shuffle(x, 2), lambda x: T.nn.functional.pixel_unshuffle(x, 2)) for x in (
+        _x(T, 2, 8, 4, 6).to(memory_format=T.channels_last), _x(T, 2, 4, 6, 8).permute(0, 3, 1, 2),
+        _x(T, 2, 8, 4, 6).permute(0, 1, 3, 2))],
     "group_norm_pool_upsample": lambda T: [_obs(f(_cl(T)), T) for f in (
         lambda x: T.nn.functional.group_norm(x, 1), lambda x: T.nn.functional.avg_pool2d(x, 2),
         lambda x: T.nn.functional.adaptive_avg_pool2d(x, 2), lambda x: T.nn.functional.interpolate(x, scale_factor=2),

@@ -564,3 +564,23 @@ def test_swap_parametrizer_names_and_flag_match_torch():
         assert lib.__future__.get_swap_module_params_on_conversion() is False   # restored
     assert got["torch_names"] == got["tracegrad_names"] == ["test_a_swap_False", "test_a_swap_True"]
     assert got["torch"] == got["tracegrad"] == [False, True]
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("CosineEmbeddingLoss", dict(reduction="none")), ("CosineEmbeddingLoss", dict(margin=0.5)),
+    ("MarginRankingLoss", dict(reduction="none")), ("MarginRankingLoss", dict(margin=0.5, reduction="sum")),
+    ("TripletMarginLoss", dict()), ("TripletMarginLoss", dict(swap=True, reduction="none"))])
+def test_loss_reference_fns_agree_with_torchs(name, kwargs):
+    """common_nn.loss_reference_fns (the references test/test_nn.py checks losses against) give
+    torch's references' values."""
+    from torch.testing._internal import common_nn as torch_nn
+    rs = np.random.RandomState(0)
+    if name == "TripletMarginLoss":
+        arrays = [rs.randn(5, 4) for _ in range(3)]
+    elif name == "CosineEmbeddingLoss":
+        arrays = [rs.randn(6, 4), rs.randn(6, 4), np.sign(rs.randn(6))]
+    else:
+        arrays = [rs.randn(6) * 3, rs.randn(6) * 3, np.sign(rs.randn(6))]
+    want = torch_nn.loss_reference_fns[name](*[torch.tensor(a) for a in arrays], **kwargs)
+    got = tg_nn.loss_reference_fns[name](*[tracegrad.tensor(a) for a in arrays], **kwargs)
+    np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()), rtol=1e-12, atol=1e-12)

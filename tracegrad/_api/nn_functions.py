@@ -16,6 +16,7 @@ from .argcheck import _is_int, floating_input
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
+from ..autograd._forward_ad_impl import plain, tangent_of
 from ..autograd._graph_impl import StopAfterOp
 from ..autograd.function import _no_derivative as no_derivative
 from ..autograd.grad_mode import no_grad
@@ -26,7 +27,8 @@ from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
-from .._tensor.memory_format import _conv_order, channels_last, has_layout, lay_out, suggest_memory_format
+from .._tensor.memory_format import (_conv_order, batch_norm_format, channels_last, has_layout, lay_out,
+                                      suggest_memory_format, suggest_view_layout)
 from .._tensor.out import accepts_out
 from .inplace import _restride_
 from .strided import as_strided
@@ -540,9 +542,26 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 # ---- normalisation --------------------------------------------------------------------------
 def _batch_norm_op(input, weight, bias, running_mean, running_var, training, eps):
     """``(output, batch mean, biased batch var)``: batch statistics in training, the running
-    ones otherwise (which it does not update). grad_fn ``NativeBatchNormBackward0``."""
-    return apply_op(OPS["native_batch_norm"], (input, weight, bias, running_mean, running_var),
-                    (("training", bool(training)), ("eps", float(eps))))
+    ones otherwise (which it does not update). grad_fn ``NativeBatchNormBackward0``. The output
+    takes a channels-last-strided input view's format, as torch's kernel."""
+    args = (input, weight, bias, running_mean, running_var)
+    static = (("training", bool(training)), ("eps", float(eps)))
+    if _state.FORWARD_AD[0] is not None and _has_tangent(running_mean, running_var):
+        # torch's batch_norm_jvp: the running statistics take no forward grad; a tangent on the
+        # input, weight or bias as well is an error, else the output gets no tangent
+        if _has_tangent(input, weight, bias):
+            raise RuntimeError("batch_norm is not differentiable wrt running_mean and running_var, they cannot "
+                               "have forward grad defined; pass the statistics' primals (unpack_dual(t).primal)")
+        outs = plain(apply_op, OPS["native_batch_norm"], args, static)
+    else:
+        outs = apply_op(OPS["native_batch_norm"], args, static)
+    suggest_view_layout(outs[0], input, batch_norm_format(input))
+    return outs
+
+
+def _has_tangent(*tensors):
+    """Whether one of ``tensors`` (Tensors or None) has a tangent at the open forward-AD level."""
+    return any(isinstance(t, Tensor) and tangent_of(t) is not None for t in tensors)
 
 
 @accepts_out(exact_dtype=True)
@@ -566,6 +585,28 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         _update_running_stats(running_mean, running_var, mean, var, momentum, verify_batch_size(input))
     with no_grad():
         return out, mean.detach(), (var.detach() + eps).rsqrt()
+
+
+def batch_norm_update_stats(input, running_mean, running_var, momentum):
+    """Mirrors ``torch.batch_norm_update_stats``: ``(mean, var)``, the per-channel batch mean and
+    biased variance of ``input (N, C, *)`` in its dtype, with ``running_mean``/``running_var``
+    (when given) updated in place as training batch norm does (momentum, unbiased var). The
+    results carry no autograd history (differs: torch's require grad, with a grad_fn whose
+    backward raises, as the op has no derivative). RuntimeError for an empty
+    input, NotImplementedError for a non-floating one, IndexError without a channel dim."""
+    _check_norm_dtype(input, None, "batch_norm_update_stats_cpu", "batch_norm_update_stats", running_mean,
+                      running_var)
+    if input.ndim < 2:
+        raise IndexError(f"batch_norm_update_stats: Dimension out of range (expected to be in range of "
+                         f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got 1); pass an input (N, C, *)")
+    if input.numel() == 0:
+        raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = {list(input.shape)}")
+    dims = [0] + list(range(2, input.ndim))
+    with no_grad():
+        x = input.detach()
+        mean, var = x.mean(dims), x.var(dims, unbiased=False)
+    _update_running_stats(running_mean, running_var, mean, var, momentum, input.numel() // input.shape[1])
+    return mean, var
 
 
 def _update_running_stats(running_mean, running_var, mean, var, momentum, n):

@@ -14,6 +14,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
+from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -141,7 +142,7 @@ def pixel_shuffle(input, upscale_factor):
     if input.shape[-3] % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={input.shape[-3]} is not divisible by {r * r}")
-    return apply_op(OPS["pixel_shuffle"], (input,), (("r", r),))
+    return suggest_view_layout(apply_op(OPS["pixel_shuffle"], (input,), (("r", r),)), input)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -157,7 +158,7 @@ def pixel_unshuffle(input, downscale_factor):
         if input.shape[d] % r:
             raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
                                f"input.size({d})={input.shape[d]} is not divisible by {r}")
-    return apply_op(OPS["pixel_unshuffle"], (input,), (("r", r),))
+    return suggest_view_layout(apply_op(OPS["pixel_unshuffle"], (input,), (("r", r),)), input)
 
 
 def _fold_args(kernel_size, dilation, padding, stride):
@@ -313,9 +314,10 @@ def affine_grid(theta, size, align_corners=None):
         raise RuntimeError(f"affine_grid: theta holds {theta.shape[0]} matrices but size asks for a batch of "
                            f"{size[0]}; they must match")
     if align_corners and min(size[2:]) == 1:
+        # (torch's closing sentence kept: programs match on it)
         warnings.warn("affine_grid: with align_corners=True a spatial size of 1 gives the grid point -1 "
                       "(the behaviour changed in torch 1.3.0); unit-size grids are not an intended use of "
-                      "affine_grid")
+                      "affine_grid. See the documentation of affine_grid for details.")
     return apply_op(OPS["affine_grid_generator"], (theta,), (("size", size), ("align_corners", bool(align_corners))))
 
 
@@ -332,28 +334,32 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    nd = input.ndim - 2
-    if nd not in (2, 3):
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
-                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if nd == 3 and mode == "bicubic":
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if align_corners is None:
         warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
                       "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
                       "documentation of grid_sample for details.")
-    if grid.ndim != input.ndim:
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
-                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.shape[-1] != nd:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
-                           f"sizes {list(grid.shape)}")
-    if grid.dtype != input.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, but got input "
-                           f"{input.dtype} and grid {grid.dtype}; convert one with .to(dtype)")
+    # torch's checks in its order: batch size, grid's last dim, empty spatial dims, then the rank
+    # (4-D, else 5-D) and bicubic's 4-D-only rule; the dtypes last (the kernel's)
+    nd = input.ndim - 2
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
+                           f"sizes {list(grid.shape)}")
+    for d in range(2, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {list(input.shape)} with dimension {d} being empty")
+    rank = 4 if input.ndim == 4 else 5
+    if input.ndim != rank or grid.ndim != rank:
+        raise RuntimeError(f"grid_sampler(): expected {rank}D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if nd == 3 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, but got input "
+                           f"{input.dtype} and grid {grid.dtype}; convert one with .to(dtype)")
     return apply_op(OPS[f"grid_sampler_{nd}d"], (input, grid),
                     (("mode", mode), ("padding_mode", padding_mode), ("align_corners", bool(align_corners))))
 

@@ -467,6 +467,9 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     a_prev = jnp.take_along_axis(alpha, jnp.maximum(last - 1, 0)[:, None], axis=1)[:, 0]
     a_prev = jnp.where(target_lengths > 0, a_prev, neg)
     nll = -_logsumexp3(a_last, a_prev, jnp.full_like(a_last, neg))
+    # an empty input (input_length 0) aligns only with an empty target: the recursion above
+    # starts from frame 0 regardless, so set torch's values (0, else inf; zero gradient) here
+    nll = jnp.where(input_lengths == 0, jnp.where(target_lengths == 0, 0.0, jnp.inf).astype(nll.dtype), nll)
     live = (jnp.arange(t_max)[:, None] < input_lengths[None]).astype(lp.dtype)[..., None]
     e = jnp.exp(lp) * live
     nll = nll + jnp.sum(e - lax.stop_gradient(e), axis=(0, 2))

@@ -22,8 +22,10 @@ Which layout a new tensor gets mirrors torch 2.13:
 - convolution: channels_last when the input or the weight suggests it; batch norm and pooling
   follow their input's ``suggest_memory_format``.
 Differs from torch: an op's output follows its inputs' layout only when one of them is such a
-laid-out tensor (or a view of one); a pointwise op on a plain permuted view (``x.t().exp()``)
-gives a contiguous result where torch keeps the view's order (a cost on every op otherwise).
+laid-out tensor (or a view of one), or, for batch norm and pixel (un)shuffle
+(``suggest_view_layout``), a plain strided view that suggests a channels-last format; a
+pointwise op on a plain permuted view (``x.t().exp()``) gives a contiguous result where torch
+keeps the view's order (a cost on every op otherwise).
 """
 from __future__ import annotations
 
@@ -271,6 +273,11 @@ def _suggested_order(out, tensors, scalars):
     return format_order(fmt, out.ndim) if fmt is not contiguous_format and out.ndim == tensors[0].ndim else None
 
 
+def _batch_norm_order(out, tensors, scalars):
+    fmt = batch_norm_format(tensors[0])
+    return format_order(fmt, out.ndim) if fmt is not contiguous_format else None
+
+
 def _conv_order(out, tensors, scalars):
     fmts = {suggest_memory_format(a) for a in tensors[:2]}
     fmt = next((f for f in fmts if f is not contiguous_format), None)
@@ -286,9 +293,10 @@ FOLLOW: dict = {}
 _WRAPPED = ("self", "other")
 # ops whose CPU kernel lays its output out as its input's suggest_memory_format (max_unpool2d
 # does, max_unpool3d's output is always contiguous in torch)
-_SUGGESTED = {"native_batch_norm", "native_group_norm", "max_pool2d", "max_pool2d_with_indices", "avg_pool2d",
+_SUGGESTED = {"native_group_norm", "max_pool2d", "max_pool2d_with_indices", "avg_pool2d",
               "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
-              "adaptive_avg_pool3d", "max_unpool2d", "adaptive_max_pool2d_indices"}
+              "adaptive_avg_pool3d", "max_unpool2d", "adaptive_max_pool2d_indices", "pixel_shuffle",
+              "pixel_unshuffle"}
 
 
 def _build_follow():
@@ -301,7 +309,35 @@ def _build_follow():
         if name in _SUGGESTED or name.startswith("upsample_") and name[-2:] in ("2d", "3d"):
             FOLLOW[op] = _suggested_order
     FOLLOW[OPS["convolution"]] = _conv_order
+    FOLLOW[OPS["native_batch_norm"]] = _batch_norm_order
     FOLLOW[OPS["cat"]] = _cat_order
+
+
+def batch_norm_format(t):
+    """The format ATen's CPU batch norm gives its output: the input's own when it is dense in
+    one (row-major, then channels_last_3d, then channels_last: an ambiguous channels-last
+    input such as (1, C, H, 1), whose ``suggest_memory_format`` is contiguous, still gets
+    channels_last), else ``suggest_memory_format``."""
+    if chain_is_contiguous(t):
+        return contiguous_format
+    for fmt in (channels_last_3d, channels_last):
+        if is_contiguous_as(t, fmt):
+            return fmt
+    return suggest_memory_format(t)
+
+
+def suggest_view_layout(out, input, fmt=None):
+    """Lay the op's fresh output ``out`` out in ``fmt`` (default ``input``'s
+    ``suggest_memory_format``) when ``input`` is a plain strided view (no storage layout:
+    ``follow`` covers those), as torch's CPU batch norm and pixel (un)shuffle kernels do: a
+    channels-last-strided permute of a row-major tensor gives a channels-last result. Returns
+    ``out``."""
+    if (isinstance(input, Tensor) and input._chain and not has_layout(input) and not out._chain
+            and out.ndim == input.ndim and input.ndim in (4, 5)):
+        fmt = suggest_memory_format(input) if fmt is None else fmt
+        if fmt is not contiguous_format:
+            lay_out(out, format_order(fmt, out.ndim))
+    return out
 
 
 def follow(op, args, outs):

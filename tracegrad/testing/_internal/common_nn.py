@@ -1,7 +1,8 @@
 """Mirrors the part of ``torch.testing._internal.common_nn`` that ``test/nn/*.py`` import:
 ``NNTestCase`` (a ``TestCase`` whose ``check_jacobian`` compares a module's backward with
 central finite differences), ``_test_module_empty_input``, ``_test_bfloat16_ops`` and
-``PRECISION`` and the ``_create_basic_net`` fixture. torch's generated ``module_tests``/``criterion_tests`` tables are not here.
+``PRECISION``, the ``_create_basic_net`` fixture and part of ``loss_reference_fns``. torch's generated
+``module_tests``/``criterion_tests`` tables are not here.
 """
 from __future__ import annotations
 
@@ -185,3 +186,46 @@ def _create_basic_net():
     layer = Layer()
     net = Net()
     return layer, net, nn.Sequential(net, net)
+
+
+def _reduce(output, reduction):
+    if reduction == "mean":
+        return output.mean()
+    if reduction == "sum":
+        return output.sum()
+    return output
+
+
+def cosineembeddingloss_reference(input1, input2, target, margin=0, reduction="mean"):
+    """Reference for ``CosineEmbeddingLoss`` from its definition: per row, ``1 - cos`` where the
+    target is 1, else ``max(0, cos - margin)``; ``cos`` with 1e-12 inside each norm."""
+    prod = (input1 * input2).sum(1)
+    norms = ((input1 * input1).sum(1) + 1e-12).sqrt() * ((input2 * input2).sum(1) + 1e-12).sqrt()
+    cos = prod / norms
+    output = tracegrad.where(target == 1, 1 - cos, (cos - margin).clamp(min=0))
+    return _reduce(output, reduction)
+
+
+def marginrankingloss_reference(input1, input2, target, margin=0, reduction="mean"):
+    """Reference for ``MarginRankingLoss`` from its definition: ``max(0, -y * (x1 - x2) + margin)``."""
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+def tripletmarginloss_reference(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                                reduction="mean"):
+    """Reference for ``TripletMarginLoss`` from its definition: ``max(0, margin + d(a, p) - d(a, n))``
+    with ``d`` the pairwise p-distance; ``swap`` takes ``min(d(a, n), d(p, n))``."""
+    dist = tracegrad.nn.functional.pairwise_distance
+    d_pos, d_neg = dist(anchor, positive, p, eps), dist(anchor, negative, p, eps)
+    if swap:
+        d_neg = tracegrad.min(d_neg, dist(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp(min=0.0), reduction)
+
+
+# ``loss_reference_fns``: the references ``test/test_nn.py`` checks losses against (torch's
+# table has more; only these are provided)
+loss_reference_fns = {
+    "CosineEmbeddingLoss": cosineembeddingloss_reference,
+    "MarginRankingLoss": marginrankingloss_reference,
+    "TripletMarginLoss": tripletmarginloss_reference,
+}
