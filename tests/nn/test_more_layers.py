@@ -211,3 +211,26 @@ def test_gumbel_softmax():
     a = tracegrad.nn.functional.gumbel_softmax(logits[:3])
     tracegrad.manual_seed(5)
     assert a.tolist() == tracegrad.nn.functional.gumbel_softmax(logits[:3]).tolist()
+
+
+def test_glu_bfloat16_rounds_once_as_torch():
+    """torch computes a bf16 glu and its gradient in float32 and rounds once; rounding the sigmoid
+    and the product apart in bf16 put gradients several bf16 steps off (test_nn's glu_bfloat16).
+    Checked against float64 math on the same bf16 inputs (within one bf16 step) and torch."""
+    x = np.random.RandomState(3).randn(2, 3, 16, 64).astype(np.float32)
+    g = np.random.RandomState(4).randn(2, 3, 16, 32).astype(np.float32)
+    res = []
+    for lib in (torch, tracegrad):
+        xt = lib.tensor(x).to(lib.bfloat16).requires_grad_(True)
+        out = lib.nn.functional.glu(xt, dim=-1)
+        out.backward(lib.tensor(g).to(lib.bfloat16))
+        assert str(out.dtype).endswith("bfloat16") and str(xt.grad.dtype).endswith("bfloat16")
+        res.append((out.float().detach().numpy(), xt.grad.float().numpy()))
+    x64 = torch.tensor(x).to(torch.bfloat16).double().requires_grad_(True)
+    out64 = torch.nn.functional.glu(x64, dim=-1)
+    out64.backward(torch.tensor(g).to(torch.bfloat16).double())
+    ref = (out64.detach().numpy(), x64.grad.numpy())
+    for got, want, tv in zip(res[1], ref, res[0]):
+        step = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(want), 1e-30))) - 7)   # one bf16 step at each value
+        assert (np.abs(got - want) <= step).all()
+        np.testing.assert_allclose(got, tv, rtol=0, atol=1e-2)   # test_nn's tolerance against torch
