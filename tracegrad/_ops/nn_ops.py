@@ -448,7 +448,10 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     s = targets.shape[1]
     ext = jnp.full((n, 2 * s + 1), blank, dtype=targets.dtype).at[:, 1::2].set(targets)
     ext_lp = jnp.take_along_axis(lp, jnp.broadcast_to(ext[None], (t_max,) + ext.shape).astype(jnp.int32), axis=2)
-    prev2 = jnp.concatenate([jnp.full((n, 2), blank, ext.dtype), ext[:, :-2]], axis=1)
+    width = ext.shape[1]
+    # the shifted copies are cut back to ``width``: with empty targets (S = 0, width 1) ``x[:, :-2]``
+    # is empty and the two-column pad alone would be wider than the state (torch accepts S = 0)
+    prev2 = jnp.concatenate([jnp.full((n, 2), blank, ext.dtype), ext[:, :-2]], axis=1)[:, :width]
     skip = (ext != blank) & (ext != prev2) & (jnp.arange(ext.shape[1]) >= 2)[None]
     neg = jnp.asarray(-jnp.inf, lp.dtype)
     pos = jnp.arange(ext.shape[1])[None]
@@ -458,7 +461,7 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     def step(alpha, xs):
         t, lpt = xs
         a1 = jnp.concatenate([jnp.full((n, 1), neg), alpha[:, :-1]], axis=1)
-        a2 = jnp.concatenate([jnp.full((n, 2), neg), alpha[:, :-2]], axis=1)
+        a2 = jnp.concatenate([jnp.full((n, 2), neg), alpha[:, :-2]], axis=1)[:, :width]
         new = _logsumexp3(alpha, a1, jnp.where(skip, a2, neg)) + lpt
         return jnp.where((t < input_lengths)[:, None], new, alpha), None
 
