@@ -245,6 +245,13 @@ def test_ctc_all_targets_empty_match_torch(tl):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 
+def test_ctc_empty_log_probs_error_as_torch():
+    for lib in (torch, tracegrad):
+        e = lib.tensor([], dtype=lib.long)
+        with pytest.raises(RuntimeError, match="log_probs tensor must not be empty"):
+            lib.nn.functional.ctc_loss(lib.rand(0, 0, 4), e, e, e, reduction="none")
+
+
 def test_ctc_impossible_alignment_is_inf_without_zero_infinity():
     lp = tracegrad.tensor(CTC_LOGITS, requires_grad=True).log_softmax(-1)
     out = tracegrad.nn.functional.ctc_loss(lp, tracegrad.tensor(CTC_TARGETS), [6, 1, 3], [3, 2, 2], reduction="none")

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .elementwise import opmath
 from .registry import defop
 
 _HI = lax.Precision.HIGHEST
@@ -307,14 +308,15 @@ defop("native_group_norm", _group_norm, args=("input", "weight", "bias"), grad_f
       saves=("input", "weight"))
 
 
-# ---- activations ----------------------------------------------------------------------------
-defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"),
+# ---- activations --------------------------------------------------------------------------
+# (gelu, leaky_relu, elu, softplus: ``opmath``, float32 math for 16-bit input as torch's kernels)
+defop("gelu", opmath(lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh")),
       grad_fn="GeluBackward0", saves=("self",))
-defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype)),
+defop("leaky_relu", opmath(lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype))),
       grad_fn="LeakyReluBackward0", saves=("self",))
 # the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
 # torch's elu gradient at 0 is alpha; a NaN takes the positive branch (gradient 1), as torch's x <= 0 test
-defop("elu", lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x),
+defop("elu", opmath(lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x)),
       grad_fn="EluBackward0", saves=("self",))
 
 
@@ -339,7 +341,7 @@ defop("hardtanh", lambda x, min_val, max_val: jnp.where(
           jax.lax.stop_gradient(jnp.clip(x, jnp.asarray(min_val).astype(x.dtype), jnp.asarray(max_val).astype(x.dtype)))),
       grad_fn="HardtanhBackward0",
       saves=("self",))
-defop("softplus", lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta),
+defop("softplus", opmath(lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta)),
       grad_fn="SoftplusBackward0", saves=("self",))
 
 

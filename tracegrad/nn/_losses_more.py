@@ -360,6 +360,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
         raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
                         "of ints")
+    if log_probs.numel() == 0:   # torch's first kernel check (the op failed on its empty shapes)
+        raise RuntimeError("ctc_loss: log_probs tensor must not be empty; pass at least one time step, sample "
+                           "and class")
     if log_probs.dtype not in (tracegrad.float32, tracegrad.float64):
         # torch's CPU kernel is float32/float64 only
         raise NotImplementedError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for '{log_probs.dtype._scalar_name}'; "
