@@ -231,6 +231,30 @@ def test_ctc_loss_values_and_grads_match_torch(case, reduction):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("tl", [(0, 0, 0), (0, 2, 0)])
+def test_ctc_all_targets_empty_match_torch(tl):
+    """test_nn's CTCLoss_empty_target: a batch whose targets are all empty (S = 0) reached the
+    kernel's shifted-state concatenation with a width of 1 and failed; torch gives -sum(lp[:, blank])."""
+    rs = np.random.RandomState(5)
+    logits = rs.randn(6, 3, 4)
+    targets = rs.randint(1, 4, (sum(tl),))
+    res = []
+    for lib in (torch, tracegrad):
+        x = lib.tensor(logits, requires_grad=True)
+        loss = lib.nn.functional.ctc_loss(x.log_softmax(2), lib.tensor(targets), [6, 5, 6], list(tl), reduction="none")
+        loss.sum().backward()
+        res.append((loss.detach().numpy(), x.grad.numpy()))
+    for g, w in zip(res[1], res[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_ctc_empty_log_probs_error_as_torch():
+    for lib in (torch, tracegrad):
+        e = lib.tensor([], dtype=lib.long)
+        with pytest.raises(RuntimeError, match="log_probs tensor must not be empty"):
+            lib.nn.functional.ctc_loss(lib.rand(0, 0, 4), e, e, e, reduction="none")
+
+
 def test_ctc_impossible_alignment_is_inf_without_zero_infinity():
     lp = tracegrad.tensor(CTC_LOGITS, requires_grad=True).log_softmax(-1)
     out = tracegrad.nn.functional.ctc_loss(lp, tracegrad.tensor(CTC_TARGETS), [6, 1, 3], [3, 2, 2], reduction="none")

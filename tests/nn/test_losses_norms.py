@@ -234,3 +234,48 @@ def test_target_out_of_bounds_raises_index_error():
         with pytest.raises(IndexError):
             mod.nn.functional.nll_loss(mod.zeros(2, 3), mod.tensor([-2, 1]))
         mod.nn.functional.cross_entropy(mod.zeros(2, 3), mod.tensor([-100, 1]))
+
+
+def test_empty_batch_norms_as_torch():
+    """test_nn's GroupNorm_empty / BatchNorm_empty: group_norm accepts an empty batch (its group
+    reshape used -1, ambiguous for 0 elements); batch_norm of an empty input is torch's early
+    return ``input.clone() * weight[0] + bias[0]`` before its dtype checks (a float64 input beside
+    float32 parameters works and stays float64; running stats untouched)."""
+    torch = get_torch()
+    res = []
+    for lib in (torch, tracegrad):
+        lib.manual_seed(0)
+        gn = lib.nn.GroupNorm(2, 4)
+        xg = lib.zeros(0, 4, 2, 2, requires_grad=True)
+        og = gn(xg)
+        og.sum().backward()
+        bn = lib.nn.BatchNorm2d(3)
+        xb = lib.zeros(0, 3, 2, 2, dtype=lib.float64, requires_grad=True)
+        ob = bn(xb)
+        ob.sum().backward()
+        res.append((tuple(og.shape), gn.weight.grad.tolist(), tuple(xg.grad.shape), str(ob.dtype).split(".")[1],
+                    type(ob.grad_fn).__name__, bn.weight.grad.tolist(), bn.running_mean.tolist(),
+                    bn.running_var.tolist(), int(bn.num_batches_tracked)))
+    assert res[1] == res[0]
+
+
+@pytest.mark.parametrize("fn", ["multi_margin_loss", "multilabel_margin_loss"])
+@pytest.mark.parametrize("shape", [(0,), (3, 0)])
+def test_margin_losses_empty_class_dim_error(fn, shape):
+    """An empty class dim is torch's RuntimeError 'Expected non-empty vector or matrix ...' (the
+    input's reshape(-1, 0) leaked its own error); a 0-row batch still works."""
+    torch = get_torch()
+    tshape = shape if fn == "multilabel_margin_loss" else shape[:1]
+    for lib in (torch, tracegrad):
+        with pytest.raises(RuntimeError, match="Expected non-empty vector or matrix"):
+            getattr(lib.nn.functional, fn)(lib.zeros(shape), lib.zeros(tshape, dtype=lib.long))
+        x0 = lib.zeros(0, 5, requires_grad=True)
+        t0 = lib.zeros((0, 5) if fn == "multilabel_margin_loss" else (0,), dtype=lib.long)
+        getattr(lib.nn.functional, fn)(x0, t0, reduction="sum").backward()
+        assert tuple(x0.grad.shape) == (0, 5)
+
+
+def test_instancenorm_get_no_batch_dim():
+    torch = get_torch()
+    for name in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
+        assert getattr(tracegrad.nn, name)(4)._get_no_batch_dim() == getattr(torch.nn, name)(4)._get_no_batch_dim()

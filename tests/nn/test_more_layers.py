@@ -211,3 +211,54 @@ def test_gumbel_softmax():
     a = tracegrad.nn.functional.gumbel_softmax(logits[:3])
     tracegrad.manual_seed(5)
     assert a.tolist() == tracegrad.nn.functional.gumbel_softmax(logits[:3]).tolist()
+
+
+def test_glu_bfloat16_rounds_once_as_torch():
+    """torch computes a bf16 glu and its gradient in float32 and rounds once; rounding the sigmoid
+    and the product apart in bf16 put gradients several bf16 steps off (test_nn's glu_bfloat16).
+    Checked against float64 math on the same bf16 inputs (within one bf16 step) and torch."""
+    x = np.random.RandomState(3).randn(2, 3, 16, 64).astype(np.float32)
+    g = np.random.RandomState(4).randn(2, 3, 16, 32).astype(np.float32)
+    res = []
+    for lib in (torch, tracegrad):
+        xt = lib.tensor(x).to(lib.bfloat16).requires_grad_(True)
+        out = lib.nn.functional.glu(xt, dim=-1)
+        out.backward(lib.tensor(g).to(lib.bfloat16))
+        assert str(out.dtype).endswith("bfloat16") and str(xt.grad.dtype).endswith("bfloat16")
+        res.append((out.float().detach().numpy(), xt.grad.float().numpy()))
+    x64 = torch.tensor(x).to(torch.bfloat16).double().requires_grad_(True)
+    out64 = torch.nn.functional.glu(x64, dim=-1)
+    out64.backward(torch.tensor(g).to(torch.bfloat16).double())
+    ref = (out64.detach().numpy(), x64.grad.numpy())
+    for got, want, tv in zip(res[1], ref, res[0]):
+        step = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(want), 1e-30))) - 7)   # one bf16 step at each value
+        assert (np.abs(got - want) <= step).all()
+        np.testing.assert_allclose(got, tv, rtol=0, atol=1e-2)   # test_nn's tolerance against torch
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["SiLU", "Mish", "LeakyReLU", "ELU", "Softplus", "Hardsigmoid", "Hardswish"])
+def test_half_activations_compute_in_float32_as_torch(name, dtype):
+    """torch's CPU activation kernels take float16/bfloat16 through float32 and round once
+    (forward and backward); evaluated step by step in 16 bits the outputs were a step or more
+    off (test_nn's activations_bfloat16_half_cpu). Outputs now equal torch's bit for bit."""
+    x = np.random.RandomState(0).randn(2, 3, 40).astype(np.float32) * 3
+    g = np.random.RandomState(1).randn(2, 3, 40).astype(np.float32)
+    res = []
+    for lib in (torch, tracegrad):
+        dt = getattr(lib, dtype)
+        xt = lib.tensor(x).to(dt).requires_grad_(True)
+        out = getattr(lib.nn, name)()(xt)
+        out.backward(lib.tensor(g).to(dt))
+        res.append((out.float().detach().numpy(), xt.grad.float().numpy()))
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    step = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(res[0][1]), 1e-30))) - (7 if dtype == "bfloat16" else 10))
+    assert (np.abs(res[1][1] - res[0][1]) <= step).all()
+
+
+def test_threshold_bfloat16_compares_in_float32():
+    """torch compares a bf16 input with the threshold in float32: 0.10009766 (bf16 of 0.1) is
+    above a threshold of 0.1 and is kept; compared in bf16 (threshold rounded up) it was replaced."""
+    for lib in (torch, tracegrad):
+        x = lib.tensor([0.1, 0.05, 0.2]).to(lib.bfloat16)
+        assert lib.nn.functional.threshold(x, 0.1, 20.0).float().tolist() == [x[0].item(), 20.0, x[2].item()]

@@ -650,7 +650,16 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     """Mirrors ``torch.batch_norm``: normalises over all dims but 1; in training mode updates
     ``running_mean``/``running_var`` in place (unbiased variance, ``momentum``; a cumulative
     average is the caller's job). RuntimeError (torch: ValueError) on a batch of one value per
-    channel in training, and for running stats, weight or bias without one element per channel."""
+    channel in training, and for running stats, weight or bias without one element per channel.
+    An empty input is torch's early return (before any check): ``input.clone() * weight[0] + bias[0]``
+    (the dtypes promote; running stats untouched)."""
+    if input.numel() == 0:   # torch's _batch_norm_impl_index returns before its dtype/size checks
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
     _check_norm_dtype(input, weight, "batch_norm", "batch_norm", bias, running_mean, running_var)
     # torch checks each per-channel tensor against C (dim 1; 0 for an input without one) first
     c = input.shape[1] if input.ndim >= 2 else 0

@@ -16,6 +16,18 @@ def _c(x, dtype):
     return jnp.asarray(x, dtype=dtype)
 
 
+def opmath(fn):
+    """``fn(x, ...)`` computed in float32 for a float16/bfloat16 ``x`` and rounded once to its
+    dtype, as torch's CPU activation kernels (and their backward) do in their opmath type: a
+    composite (``x * sigmoid(x)``) evaluated in 16 bits rounds after each step, a bf16 step or
+    more away from torch (test_nn's activations_bfloat16_half_cpu)."""
+    def f(x, *args, **kw):
+        if x.dtype in (jnp.float16, jnp.bfloat16):
+            return fn(x.astype(jnp.float32), *args, **kw).astype(x.dtype)
+        return fn(x, *args, **kw)
+    return f
+
+
 def _u(fn):
     def f(x, dtype=None):
         return fn(x if dtype is None else x.astype(dtype))
@@ -100,8 +112,8 @@ _UNARY = [
     ("isinf", jnp.isinf, None, (), None),
     ("isfinite", jnp.isfinite, None, (), None),
     ("signbit", jnp.signbit, None, (), None),
-    ("silu", jax.nn.silu, "SiluBackward0", ("self",), None),
-    ("mish", lambda x: x * jnp.tanh(jax.nn.softplus(x)), "MishBackward0", ("self",), None),
+    ("silu", opmath(jax.nn.silu), "SiluBackward0", ("self",), None),
+    ("mish", opmath(lambda x: x * jnp.tanh(jax.nn.softplus(x))), "MishBackward0", ("self",), None),
     # a real sgn is sign (0 for NaN, as torch: zero gradient); a complex one is x / |x|, 0 at 0,
     # differentiated by JAX (torch's sgn_backward: nonzero off the origin, 0 at it)
     ("sgn", lambda x: _sgn_complex(x) if jnp.iscomplexobj(x) else _sign(x), "SgnBackward0", ("self", "result"), None),

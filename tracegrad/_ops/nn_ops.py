@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .elementwise import opmath
 from .registry import defop
 
 _HI = lax.Precision.HIGHEST
@@ -291,7 +292,8 @@ defop("native_layer_norm", _layer_norm, args=("input", "weight", "bias"), grad_f
 def _group_norm(x, w, b, *, groups, eps):
     dt, x = x.dtype, _upcast(x)
     n, c = x.shape[:2]
-    xg = x.reshape((n, groups, -1))
+    # the group size is spelt out: reshape's -1 is ambiguous for an empty batch (n == 0), which torch accepts
+    xg = x.reshape((n, groups, math.prod(x.shape[1:]) // groups))
     mean = jnp.mean(xg, axis=-1, keepdims=True)
     var = jnp.mean(jnp.square(xg - mean), axis=-1, keepdims=True)
     y = ((xg - mean) * lax.rsqrt(var + eps)).reshape(x.shape)
@@ -306,14 +308,15 @@ defop("native_group_norm", _group_norm, args=("input", "weight", "bias"), grad_f
       saves=("input", "weight"))
 
 
-# ---- activations ----------------------------------------------------------------------------
-defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"),
+# ---- activations --------------------------------------------------------------------------
+# (gelu, leaky_relu, elu, softplus: ``opmath``, float32 math for 16-bit input as torch's kernels)
+defop("gelu", opmath(lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh")),
       grad_fn="GeluBackward0", saves=("self",))
-defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype)),
+defop("leaky_relu", opmath(lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype))),
       grad_fn="LeakyReluBackward0", saves=("self",))
 # the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
 # torch's elu gradient at 0 is alpha; a NaN takes the positive branch (gradient 1), as torch's x <= 0 test
-defop("elu", lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x),
+defop("elu", opmath(lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x)),
       grad_fn="EluBackward0", saves=("self",))
 
 
@@ -338,7 +341,7 @@ defop("hardtanh", lambda x, min_val, max_val: jnp.where(
           jax.lax.stop_gradient(jnp.clip(x, jnp.asarray(min_val).astype(x.dtype), jnp.asarray(max_val).astype(x.dtype)))),
       grad_fn="HardtanhBackward0",
       saves=("self",))
-defop("softplus", lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta),
+defop("softplus", opmath(lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta)),
       grad_fn="SoftplusBackward0", saves=("self",))
 
 
@@ -447,7 +450,10 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     s = targets.shape[1]
     ext = jnp.full((n, 2 * s + 1), blank, dtype=targets.dtype).at[:, 1::2].set(targets)
     ext_lp = jnp.take_along_axis(lp, jnp.broadcast_to(ext[None], (t_max,) + ext.shape).astype(jnp.int32), axis=2)
-    prev2 = jnp.concatenate([jnp.full((n, 2), blank, ext.dtype), ext[:, :-2]], axis=1)
+    width = ext.shape[1]
+    # the shifted copies are cut back to ``width``: with empty targets (S = 0, width 1) ``x[:, :-2]``
+    # is empty and the two-column pad alone would be wider than the state (torch accepts S = 0)
+    prev2 = jnp.concatenate([jnp.full((n, 2), blank, ext.dtype), ext[:, :-2]], axis=1)[:, :width]
     skip = (ext != blank) & (ext != prev2) & (jnp.arange(ext.shape[1]) >= 2)[None]
     neg = jnp.asarray(-jnp.inf, lp.dtype)
     pos = jnp.arange(ext.shape[1])[None]
@@ -457,7 +463,7 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     def step(alpha, xs):
         t, lpt = xs
         a1 = jnp.concatenate([jnp.full((n, 1), neg), alpha[:, :-1]], axis=1)
-        a2 = jnp.concatenate([jnp.full((n, 2), neg), alpha[:, :-2]], axis=1)
+        a2 = jnp.concatenate([jnp.full((n, 2), neg), alpha[:, :-2]], axis=1)[:, :width]
         new = _logsumexp3(alpha, a1, jnp.where(skip, a2, neg)) + lpt
         return jnp.where((t < input_lengths)[:, None], new, alpha), None
 

@@ -32,8 +32,10 @@ def _write(input, fn):
 
 
 def _threshold(x, threshold, value):
-    # torch's test is ``x <= threshold``: a NaN input or a NaN threshold keeps ``x``
-    return tracegrad.where(x <= threshold, tracegrad.full_like(x, value), x)
+    # torch's test is ``x <= threshold``: a NaN input or a NaN threshold keeps ``x``; for
+    # float16/bfloat16 it compares in float32 (threshold 0.1 is not rounded to bf16's 0.1001)
+    low = x.float() if x.dtype in (tracegrad.bfloat16, tracegrad.float16) else x
+    return tracegrad.where(low <= threshold, tracegrad.full_like(x, value), x)
 
 
 def _check_numbers(api, input, **args):

@@ -141,7 +141,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def _check_class_input(name, input, target):
     check_tensors(name, input, target, names=("input", "target"))
-    if input.dim() > 2:
+    # torch's check: a 0-d input, a non-empty vector, or a matrix with classes (a 0-row batch passes);
+    # an empty class dim used to reach reshape(-1, 0) and leak its ambiguity error
+    if input.dim() > 2 or (input.dim() >= 1 and input.shape[-1] == 0):
         raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
     if target.dtype not in (tracegrad.int64, tracegrad.int32, tracegrad.int16, tracegrad.int8, tracegrad.uint8):
@@ -358,6 +360,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
         raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
                         "of ints")
+    if log_probs.numel() == 0:   # torch's first kernel check (the op failed on its empty shapes)
+        raise RuntimeError("ctc_loss: log_probs tensor must not be empty; pass at least one time step, sample "
+                           "and class")
     if log_probs.dtype not in (tracegrad.float32, tracegrad.float64):
         # torch's CPU kernel is float32/float64 only
         raise NotImplementedError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for '{log_probs.dtype._scalar_name}'; "

@@ -201,12 +201,23 @@ def glu(input, dim=-1):
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
     a, b = input.chunk(2, dim)
+    if _half(input):
+        # torch's kernel computes a reduced-precision glu (and its gradient) in float32 and rounds
+        # once; two bf16 roundings (sigmoid, then the product) drift past torch's tolerance
+        return (a.float() * b.float().sigmoid()).to(input.dtype)
     return a * b.sigmoid()
+
+
+def _half(t):
+    """float16/bfloat16: torch's activation kernels compute those in float32, rounding once."""
+    return t.dtype in (tracegrad.bfloat16, tracegrad.float16)
 
 
 def hardsigmoid(input, inplace=False):
     """Mirrors ``torch.nn.functional.hardsigmoid``: 0 for ``x <= -3``, 1 for ``x >= 3``, else
     ``x / 6 + 1/2``; gradient 1/6 strictly inside (-3, 3), as torch."""
+    if _half(input) and not inplace:   # float32 math, one rounding (torch's opmath kernel)
+        return hardsigmoid(input.float()).to(input.dtype)
     inside = (input > -3) & (input < 3)
     out = tracegrad.where(inside, input / 6 + 0.5, (input >= 3).to(input.dtype))
     return input.copy_(out) if inplace else out
@@ -215,6 +226,8 @@ def hardsigmoid(input, inplace=False):
 def hardswish(input, inplace=False):
     """Mirrors ``torch.nn.functional.hardswish``: ``x * relu6(x + 3) / 6``; gradient 0 for
     ``x <= -3``, ``x / 3 + 1/2`` inside, 1 for ``x >= 3`` (torch's values at the kinks)."""
+    if _half(input) and not inplace:   # float32 math, one rounding (torch's opmath kernel)
+        return hardswish(input.float()).to(input.dtype)
     out = tracegrad.where(input <= -3, input * 0, tracegrad.where(input < 3, input * (input + 3) / 6, input))
     return input.copy_(out) if inplace else out
 

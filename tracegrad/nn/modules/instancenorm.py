@@ -16,6 +16,10 @@ class _InstanceNorm(_NormBase):
                  device=None, dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
+    def _get_no_batch_dim(self):
+        """torch's ``_InstanceNorm._get_no_batch_dim``: the ndim of an unbatched input (C + spatial)."""
+        return self._nd + 1
+
     def forward(self, input):
         batched = self._nd + 2
         if input.ndim not in (batched, batched - 1):
