@@ -17,7 +17,11 @@ no earlier round used, yanx27/Pointnet_Pointnet2_pytorch:
   ``np.unique(target.cpu())`` and boolean masks ``target == cat`` with a numpy integer ``cat``).
 
 The PointNet++ semantic-segmentation program of the same repository is in
-``test_public_programs_round37_pn2.py`` (one file each for the time a file may take).
+``test_public_programs_round37_pn2.py``, and dome272/Diffusion-Models-pytorch's conditional DDPM
+(a noise schedule, sinusoidal time embeddings, classifier-free-guidance sampling, an EMA model)
+in ``test_public_programs_round37_ddpm.py`` (one file each for the time a file may take); the
+PointNet++ training step runs under ``tracegrad.compile`` in
+``tests/compile/test_public_patterns_round37.py``.
 
 Changes to the programs, the same on both sides: parameters are overwritten from numpy after
 construction, dropout probabilities are 0, ``.cuda()`` calls are left out (CPU), sizes are tiny
