@@ -8,23 +8,16 @@ and feature-propagation layers, the weighted ``nll_loss``, ``backward`` and an S
 compiled call; the BatchNorm running statistics read after each call. The boolean-mask
 assignment of the sampling loop breaks the graph (named in the stats), so the step runs
 eagerly under the compiled wrapper, with the same values."""
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
-from ._dynamo_port import compare
+from ._dynamo_port import api_programs, compare
 
 torch = pytest.importorskip("torch")
 
 
 def _programs():
-    path = os.path.join(os.path.dirname(__file__), "..", "api", "test_public_programs_round37_pn2.py")
-    spec = importlib.util.spec_from_file_location("_round37_programs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return api_programs('test_public_programs_round37_pn2.py')
 
 
 class _FixedRandint:
