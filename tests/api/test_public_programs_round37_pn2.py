@@ -25,7 +25,8 @@ overwritten from numpy after ``weights_init`` has run, dropout is 0, ``.cuda()``
 neighbours in place of 1024 and 256 of 32, widths an eighth; the second level's features stand
 for ``l4_points``), one training and one evaluation
 batch of 2 seeded 64-point scenes with 9 channels replace S3DIS, the label weights are
-seeded, ``tqdm`` and the file logger are left out (``log_string`` prints), and numpy's removed
+seeded, the optimizer is the program's SGD branch (``--optimizer SGD``; its Adam branch is the one
+``test_public_programs_round37.py`` runs), ``tqdm`` and the file logger are left out (``log_string`` prints), and numpy's removed
 ``np.float`` is ``np.float64``.
 """
 import numpy as np
