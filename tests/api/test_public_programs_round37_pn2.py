@@ -23,10 +23,10 @@ seeded numpy stream (random streams differ by design), the ``xavier_normal_`` in
 overwritten from numpy after ``weights_init`` has run, dropout is 0, ``.cuda()`` is left out,
 ``get_model`` keeps the first two of its four levels, scaled down (32 and 8 centroids of up to 8
 neighbours in place of 1024 and 256 of 32, widths an eighth; the second level's features stand
-for ``l4_points``), one training and one evaluation
-batch of 2 seeded 64-point scenes with 9 channels replace S3DIS, the label weights are
-seeded, the optimizer is the program's SGD branch (``--optimizer SGD``; its Adam branch is the one
-``test_public_programs_round37.py`` runs), ``tqdm`` and the file logger are left out (``log_string`` prints), and numpy's removed
+for ``l4_points``), one training and one evaluation batch of 2 seeded 64-point scenes with 9
+channels replace S3DIS, the label weights are seeded, the optimizer is the program's SGD branch
+(``--optimizer SGD``; its Adam branch is the one ``test_public_programs_round37.py`` runs),
+``tqdm`` and the file logger are left out (``log_string`` prints), and numpy's removed
 ``np.float`` is ``np.float64``.
 """
 import numpy as np
