@@ -12,7 +12,7 @@ no earlier round used, yanx27/Pointnet_Pointnet2_pytorch:
   (``torch.ones(n).resize(1, n)``, ``torch.mm``/``torch.div``/``torch.add``) and the MMD loss's
   ``guassian_kernel`` (a bandwidth summed from ``L2_distance.data`` and divided in place); the
   training loop of ``train_classification.py`` (numpy augmentation of ``points.data.numpy()``
-  back through ``torch.Tensor(points)``, Adam with ``weight_decay``, ``StepLR``,
+  back through ``torch.Tensor(points)``, its SGD-with-momentum branch, ``StepLR``,
   ``pred.data.max(1)[1].eq(...).cpu().sum()``) and its ``test`` (per-class accuracy from
   ``np.unique(target.cpu())`` and boolean masks ``target == cat`` with a numpy integer ``cat``).
 
@@ -388,13 +388,18 @@ def test_pointnet_classification():
         init_params(torch, classifier, 3, scale=0.05)
         classifier.dropout.p = 0.0
         criterion = get_loss()
-        optimizer = torch.optim.Adam(
-            classifier.parameters(),
-            lr=0.001,
-            betas=(0.9, 0.999),
-            eps=1e-08,
-            weight_decay=1e-4
-        )
+        optimizer_name = 'SGD'    # args.optimizer: its other branch (a cold fused Adam step over
+        # this model's ~90 tensors compiles for seconds; AdamW runs in the DDPM file)
+        if optimizer_name == 'Adam':
+            optimizer = torch.optim.Adam(
+                classifier.parameters(),
+                lr=0.001,
+                betas=(0.9, 0.999),
+                eps=1e-08,
+                weight_decay=1e-4
+            )
+        else:
+            optimizer = torch.optim.SGD(classifier.parameters(), lr=0.01, momentum=0.9)
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=20, gamma=0.7)
         global_epoch = 0
         global_step = 0

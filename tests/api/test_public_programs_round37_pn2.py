@@ -25,7 +25,7 @@ overwritten from numpy after ``weights_init`` has run, dropout is 0, ``.cuda()``
 neighbours in place of 1024 and 256 of 32, widths an eighth; the second level's features stand
 for ``l4_points``), one training and one evaluation batch of 2 seeded 64-point scenes with 9
 channels replace S3DIS, the label weights are seeded, the optimizer is the program's SGD branch
-(``--optimizer SGD``; its Adam branch is the one ``test_public_programs_round37.py`` runs),
+(``--optimizer SGD``, for the time a cold fused Adam step over many tensors compiles),
 ``tqdm`` and the file logger are left out (``log_string`` prints), and numpy's removed
 ``np.float`` is ``np.float64``.
 """
@@ -340,7 +340,7 @@ def test_pointnet2_semantic_segmentation():
         init_params(torch, classifier, 5, scale=0.2)
         classifier.drop1.p = 0.0
 
-        optimizer_name = 'SGD'    # args.optimizer: the other branch (Adam runs in round37.py)
+        optimizer_name = 'SGD'    # args.optimizer: its other branch
         if optimizer_name == 'Adam':
             optimizer = torch.optim.Adam(
                 classifier.parameters(),
