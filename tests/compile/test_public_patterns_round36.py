@@ -4,25 +4,18 @@
 batch-norm layers of a RealNVP, the ``MultivariateNormal.log_prob`` loss, ``backward`` and an
 Adam step in one compiled call; the batch norm's statistics, which the layer keeps by plain
 attribute assignment inside the step, read after each call."""
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
 import tracegrad
 
-from ._dynamo_port import compare, compare_programs
+from ._dynamo_port import api_programs, compare, compare_programs
 
 torch = pytest.importorskip("torch")
 
 
 def _programs():
-    path = os.path.join(os.path.dirname(__file__), "..", "api", "test_public_programs_round36.py")
-    spec = importlib.util.spec_from_file_location("_round36_programs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return api_programs('test_public_programs_round36.py')
 
 
 # 2 coupling layers (the minimum), one batch of 8 two-moons points; Adam at eps 1e-4 for the
