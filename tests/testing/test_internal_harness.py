@@ -584,3 +584,23 @@ def test_loss_reference_fns_agree_with_torchs(name, kwargs):
     want = torch_nn.loss_reference_fns[name](*[torch.tensor(a) for a in arrays], **kwargs)
     got = tg_nn.loss_reference_fns[name](*[tracegrad.tensor(a) for a in arrays], **kwargs)
     np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()), rtol=1e-12, atol=1e-12)
+
+
+def test_compare_with_numpy_keeps_dtype_of_negative_stride_results():
+    """np.flip/np.rot90 return negative-stride views; torch's harness compares them through a
+    copy with their own dtype, so a complex128 flip passes and a dtype change still fails."""
+    def run(T, cu, fn, np_fn, dtype):
+        class C(cu.TestCase):
+            def test(self):
+                self.compare_with_numpy(fn(T), np_fn, T.arange(6).reshape(2, 3).to(dtype(T)))
+        r = unittest.TextTestRunner(stream=open(os.devnull, "w")).run(C("test"))
+        return r.wasSuccessful()
+
+    for fn, np_fn, dtype in [(lambda T: (lambda t: T.flip(t, (1,))), lambda a: np.flip(a, 1), lambda T: T.complex128),
+                             (lambda T: (lambda t: T.rot90(t)), np.rot90, lambda T: T.int16),
+                             (lambda T: (lambda t: T.flip(t, (1,)).to(T.complex64)), lambda a: np.flip(a, 1),
+                              lambda T: T.complex128)]:
+        assert run(tracegrad, tg_cu, fn, np_fn, dtype) == run(torch, torch_cu, fn, np_fn, dtype)
+    assert not run(tracegrad, tg_cu, *[(lambda T: (lambda t: T.flip(t, (1,)).to(T.complex64))),
+                                       lambda a: np.flip(a, 1), lambda T: T.complex128])
+    assert run(tracegrad, tg_cu, lambda T: (lambda t: T.flip(t, (1,))), lambda a: np.flip(a, 1), lambda T: T.complex128)

@@ -935,7 +935,9 @@ class TestCase(_BaseTestCase):
             try:
                 np_result = tracegrad.from_numpy(np_result)
             except Exception:
-                np_result = tracegrad.tensor(np_result.tolist())
+                # negative strides (np.flip/rot90 views) are refused by from_numpy, as in
+                # torch; a copy keeps the array's dtype (tolist() would lose complex128/int widths)
+                np_result = tracegrad.from_numpy(np_result.copy())
             if torch_result.dtype == tracegrad.bfloat16 and np_result.dtype == tracegrad.float:
                 torch_result = torch_result.to(tracegrad.float)
         self.assertEqual(np_result, torch_result, **kwargs)
