@@ -177,15 +177,6 @@ UNIQUES.update({
                                                                return_counts=True),
     "unique_consecutive_0d": lambda T: T.unique_consecutive(T.tensor(3), return_inverse=True, return_counts=True),
     "unique_consecutive_dim_out_of_range": lambda T: T.unique_consecutive(T.tensor([[1, 2]]), dim=3),
-    # unique(dim=) with NaNs: each NaN slice stays apart and the order is what torch's CPU sort
-    # (std::sort, NaN comparing neither way) leaves; below 16 slices (insertion sort) and above
-    "unique_dim_nan": lambda T: T.unique(T.tensor([nan, 0, 0, nan, nan, 1]), dim=0, return_inverse=True,
-                                         return_counts=True),
-    "unique_dim_nan_cols": lambda T: T.unique(T.tensor([[2., nan, 2., 0.], [nan, 1., nan, 1.]]), dim=1,
-                                              return_inverse=True, return_counts=True),
-    "unique_dim_nan_introsort": lambda T: T.unique(
-        T.tensor([[float(i * 7 % 5), nan if i % 3 == 0 else float(i % 4)] for i in range(40)]), dim=0,
-        return_inverse=True, return_counts=True),
 })
 
 

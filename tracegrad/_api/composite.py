@@ -399,91 +399,6 @@ def _host(t):
     return np.asarray(t.detach().numpy()) if t.numel() else np.zeros(tuple(t.shape), np.dtype(t._value.dtype))
 
 
-def _std_sort(idx, less):
-    """libstdc++'s std::sort (introsort, insertion sort below 16 elements) on the list ``idx``
-    with the comparator ``less``. torch's CPU unique(dim=) sorts its slices with it and a
-    comparator under which NaN is neither less nor greater than anything, so with NaNs the
-    order it leaves is this algorithm's, not any well-defined sort's."""
-    def ins(lo, hi):                       # __insertion_sort
-        for i in range(lo + 1, hi):
-            v, j = idx[i], i
-            if less(v, idx[lo]):
-                idx[lo + 1:i + 1] = idx[lo:i]
-                idx[lo] = v
-                continue
-            while less(v, idx[j - 1]):
-                idx[j] = idx[j - 1]
-                j -= 1
-            idx[j] = v
-
-    def loop(lo, hi, depth):               # __introsort_loop
-        while hi - lo > 16:
-            if depth == 0:                 # heapsort fallback: never reached by these sizes in practice
-                ins(lo, hi)
-                return
-            depth -= 1
-            a, b, c = lo + 1, lo + (hi - lo) // 2, hi - 1   # __move_median_to_first
-            if less(idx[a], idx[b]):
-                m = b if less(idx[b], idx[c]) else (c if less(idx[a], idx[c]) else a)
-            else:
-                m = a if less(idx[a], idx[c]) else (c if less(idx[b], idx[c]) else b)
-            idx[lo], idx[m] = idx[m], idx[lo]
-            f, l = lo + 1, hi                # __unguarded_partition
-            while True:
-                while less(idx[f], idx[lo]):
-                    f += 1
-                l -= 1
-                while less(idx[lo], idx[l]):
-                    l -= 1
-                if not f < l:
-                    break
-                idx[f], idx[l] = idx[l], idx[f]
-                f += 1
-            loop(f, hi, depth)
-            hi = f
-
-    n = len(idx)
-    if n > 1:
-        loop(0, n, 2 * (n.bit_length() - 1))
-        ins(0, min(n, 16))                 # __final_insertion_sort: the rest is unguarded, same moves
-        for i in range(16, n):
-            v, j = idx[i], i
-            while less(v, idx[j - 1]):
-                idx[j] = idx[j - 1]
-                j -= 1
-            idx[j] = v
-    return idx
-
-
-def _unique_dim_nan(a, dim):
-    """torch's CPU unique(dim=) for a floating input holding NaNs: the slices sorted by
-    ``_std_sort`` with torch's lexicographic comparator (NaN compares neither way), then runs of
-    equal slices merged where equal is elementwise ``==`` (a NaN slice equals nothing, so each is
-    kept). np.unique merges NaN slices and orders them last."""
-    flat = np.moveaxis(a, dim, 0).reshape(a.shape[dim], -1)
-    rows = flat.tolist()
-
-    def less(i, j):
-        for x, y in zip(rows[i], rows[j]):
-            if x < y:
-                return True
-            if x > y:
-                return False
-        return False
-
-    order = _std_sort(list(range(len(rows))), less)
-    keep, inv, counts = [], np.zeros(len(rows), np.int64), []
-    for i in order:
-        if keep and bool(np.array_equal(flat[keep[-1]], flat[i])):
-            counts[-1] += 1
-        else:
-            keep.append(i)
-            counts.append(1)
-        inv[i] = len(keep) - 1
-    vals = np.moveaxis(np.moveaxis(a, dim, 0)[keep], 0, dim)
-    return vals, inv, np.asarray(counts, np.int64)
-
-
 @method("unique", function=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Mirrors ``torch.unique``: the sorted distinct values (or rows/slices along ``dim``), with
@@ -504,10 +419,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         if any(n == 0 for i, n in enumerate(a.shape) if i != dim):
             raise RuntimeError(f"unique(dim={dim}): There are 0 sized dimensions, and they aren't selected, so "
                                "unique cannot be applied")
-        if a.dtype.kind == "f" and np.isnan(a).any():
-            vals, inv, counts = _unique_dim_nan(a, dim)
-        else:
-            vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)
+        vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)
     else:
         vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, equal_nan=False)
     # the values require grad (torch's node has no formula: backward raises NotImplementedError)
