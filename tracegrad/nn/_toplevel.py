@@ -253,7 +253,8 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     dims = tuple(range(input.dim() - n, input.dim()))
     x = input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input
     mean = x.mean(dims, keepdim=True)
-    rstd = (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+    # the mean square deviation, not var(): var warns (0 by 0 elements) on an empty batch, torch's kernel does not
+    rstd = ((x - mean).square().mean(dims, keepdim=True) + eps).rsqrt()
     return F.layer_norm(input, list(normalized_shape), weight, bias, eps), mean, rstd
 
 
@@ -261,9 +262,11 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """Mirrors ``torch.native_group_norm``: ``(out, mean (N, group), rstd (N, group))`` for an
     input of ``N`` samples, ``C`` channels and ``HxW`` elements per channel; all three
     differentiable as torch's."""
-    g = input.reshape(N, group, -1)
+    # the group size spelled out, not -1: an input with no samples (N = 0) has no elements to infer it from
+    g = input.reshape(N, group, (C // group) * HxW)
     mean = g.mean(-1)
-    rstd = (g.var(-1, unbiased=False) + eps).rsqrt()
+    # the mean square deviation, not var(): var warns (0 by 0 elements) for N = 0, which torch's kernel does not
+    rstd = ((g - mean.unsqueeze(-1)).square().mean(-1) + eps).rsqrt()
     return F.group_norm(input, group, weight, bias, eps), mean, rstd
 
 
