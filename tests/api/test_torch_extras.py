@@ -198,6 +198,8 @@ def test_native_layer_and_group_norm():
     w = np.linspace(0.5, 1.5, 3).astype(np.float32)
     o1 = tracegrad.native_layer_norm(a, [3], tracegrad.tensor(w), tracegrad.tensor(w * 0.1), 1e-5)
     o2 = torch.native_layer_norm(b, [3], torch.tensor(w), torch.tensor(w * 0.1), 1e-5)
+    # torch's mean/rstd do not require grad (tracegrad's did)
+    assert [t.requires_grad for t in o1] == [t.requires_grad for t in o2] == [True, False, False]
     for p, q in zip(o1, o2):
         assert tuple(p.shape) == tuple(q.shape)
         np.testing.assert_allclose(_np(p), _np(q), rtol=1e-5, atol=1e-5)

@@ -244,14 +244,16 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """Mirrors ``torch.native_layer_norm``: ``(out, mean, rstd)``; mean and rstd have
     ``input``'s leading dims and size 1 in each normalised dim (float32 statistics for
-    half-precision inputs, as torch's CPU kernel), and are differentiable as torch's.
-    RuntimeError for an empty ``normalized_shape``, as torch."""
+    half-precision inputs, as torch's CPU kernel) and do not require grad (torch's
+    NativeLayerNormBackward0 has no gradient for them). RuntimeError for an empty
+    ``normalized_shape``, as torch."""
     n = len(normalized_shape)
     if n == 0:
         raise RuntimeError("native_layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., "
                            "containing at least one element, but got normalized_shape = []")
     dims = tuple(range(input.dim() - n, input.dim()))
-    x = input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input
+    # detached: torch's mean/rstd outputs are not differentiable (requires_grad False)
+    x = (input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input).detach()
     mean = x.mean(dims, keepdim=True)
     # the mean square deviation, not var(): var warns (0 by 0 elements) on an empty batch, torch's kernel does not
     rstd = ((x - mean).square().mean(dims, keepdim=True) + eps).rsqrt()
