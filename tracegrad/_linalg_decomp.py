@@ -533,6 +533,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
 def _eig(A):
     # torch differentiates the eigenvectors under the same assumption (distinct eigenvalues,
     # a phase-invariant loss); JAX asks for it explicitly
+    if A.shape[-1] == 0:    # 0x0 matrices: empty results, still differentiable (JAX's eig VJP fails on them)
+        cdt = jnp.result_type(A.dtype, jnp.complex64)
+        return A.sum(-1).astype(cdt), A.astype(cdt)
     w, v = jax.lax.linalg.eig(A, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
     return w, v
 

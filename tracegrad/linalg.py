@@ -289,8 +289,38 @@ _backward_cls(_QrOnlyR).__name__ = "LinalgQrBackward0"   # torch's node name
 
 @_op("LinalgSvd")
 def _svd(A, *, full_matrices):
+    m, n = A.shape[-2:]
+    if full_matrices and m != n:
+        return _svd_full(A)
     U, S, Vh = jnp.linalg.svd(A, full_matrices=full_matrices)
     return U, S, Vh
+
+
+@jax.custom_jvp
+def _svd_full(A):
+    """``jnp.linalg.svd(A, full_matrices=True)`` of a non-square ``A``, differentiable as torch's
+    linalg.svd: JAX has no derivative for the full case; torch's backward narrows U and Vh to
+    their first min(m, n) columns/rows (the others are any orthonormal completion) and uses the
+    reduced SVD's derivative, so the completion carries no gradient."""
+    return tuple(jnp.linalg.svd(A, full_matrices=True))
+
+
+@_svd_full.defjvp
+def _svd_full_jvp(primals, tangents):
+    (A,), (dA,) = primals, tangents
+    U, S, Vh = _svd_full(A)
+    k = S.shape[-1]
+    dU, dVh = jnp.zeros_like(U), jnp.zeros_like(Vh)
+    if k == 0:      # an empty matrix: nothing to differentiate
+        return (U, S, Vh), (dU, jnp.zeros_like(S), dVh)
+    (Ur, _, _), (dUr, dS, dVhr) = jax.jvp(functools.partial(jnp.linalg.svd, full_matrices=False), (A,), (dA,))
+    # the reduced factors equal the full ones' leading part up to each column's sign/phase (LAPACK
+    # gives the same ones; aligned anyway so the tangent is the one of the returned vectors)
+    ph = jnp.sum(jnp.conj(U[..., :k]) * Ur, axis=-2)
+    ph = jnp.where(jnp.abs(ph) > 0, ph / jnp.where(jnp.abs(ph) > 0, jnp.abs(ph), 1), 1)
+    dU = dU.at[..., :k].set(dUr * jnp.conj(ph)[..., None, :])
+    dVh = dVh.at[..., :k, :].set(dVhr * ph[..., :, None])
+    return (U, S, Vh), (dU, dS, dVh)
 
 
 @accepts_out(exact_dtype=True)

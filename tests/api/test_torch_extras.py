@@ -198,6 +198,8 @@ def test_native_layer_and_group_norm():
     w = np.linspace(0.5, 1.5, 3).astype(np.float32)
     o1 = tracegrad.native_layer_norm(a, [3], tracegrad.tensor(w), tracegrad.tensor(w * 0.1), 1e-5)
     o2 = torch.native_layer_norm(b, [3], torch.tensor(w), torch.tensor(w * 0.1), 1e-5)
+    # torch's mean/rstd do not require grad (tracegrad's did)
+    assert [t.requires_grad for t in o1] == [t.requires_grad for t in o2] == [True, False, False]
     for p, q in zip(o1, o2):
         assert tuple(p.shape) == tuple(q.shape)
         np.testing.assert_allclose(_np(p), _np(q), rtol=1e-5, atol=1e-5)
@@ -210,6 +212,24 @@ def test_native_layer_and_group_norm():
         assert tuple(p.shape) == tuple(q.shape)
         np.testing.assert_allclose(_np(p), _np(q), rtol=1e-5, atol=1e-5)
 
+
+
+def test_native_norms_of_an_empty_batch():
+    """native_group_norm/native_layer_norm of no samples: torch's empty results (shapes, zero
+    weight/bias gradients) without a warning; the group norm's reshape by -1 raised before."""
+    res = []
+    for mod in (tracegrad, torch):
+        x = mod.zeros(0, 4, 3, requires_grad=True)
+        w, b = mod.ones(4, requires_grad=True), mod.zeros(4, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            g = mod.native_group_norm(x, w, b, 0, 4, 3, 2, 1e-5)
+            ln = mod.native_layer_norm(x, [3], None, None, 1e-5)
+        grads = mod.autograd.grad(g[0].sum(), (x, w, b))
+        res.append(([tuple(o.shape) for o in g + ln], [_np(t) for t in grads]))
+    assert res[0][0] == res[1][0]
+    for p, q in zip(res[0][1], res[1][1]):
+        np.testing.assert_array_equal(p, q)
 
 def test_native_dropout_and_feature_dropout():
     a, b = _pair(3, 4, seed=6)

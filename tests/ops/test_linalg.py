@@ -131,3 +131,20 @@ def test_norm_of_zero_has_zero_gradient_and_compiles():
         opt_e.step()
         assert got == pytest.approx(float(le), rel=1e-6)
     assert f.stats["traces"] == 1 and not f.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3), (0, 3)])
+def test_svd_full_matrices_gradient_of_non_square(shape):
+    """linalg.svd's default full_matrices=True on a non-square (or empty) input: torch narrows U/Vh
+    to their first min(m, n) columns/rows for the backward (the completion carries no gradient);
+    tracegrad raised on the backward (JAX has no full-matrices derivative). Loss invariant to the
+    singular vectors' signs, weighted over the completion too."""
+    a = _mat(*shape)
+    grads = []
+    for mod in (torch, tracegrad):
+        t = mod.tensor(a, requires_grad=True)
+        u, s, v = mod.svd(t, some=False)          # torch.svd(some=False) -> linalg.svd(full_matrices=True)
+        w = [mod.tensor(np.random.RandomState(i).randn(*tuple(o.shape))) for i, o in enumerate((u, s, v))]
+        loss = (u.abs() * w[0]).sum() + (s * w[1]).sum() + (v.abs() * w[2]).sum()
+        grads.append(mod.autograd.grad(loss, t)[0].detach().numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-9)

@@ -292,8 +292,8 @@ defop("native_layer_norm", _layer_norm, args=("input", "weight", "bias"), grad_f
 def _group_norm(x, w, b, *, groups, eps):
     dt, x = x.dtype, _upcast(x)
     n, c = x.shape[:2]
-    # the group size is spelt out: reshape's -1 is ambiguous for an empty batch (n == 0), which torch accepts
-    xg = x.reshape((n, groups, math.prod(x.shape[1:]) // groups))
+    # the group size spelled out, not -1: a batch of no samples has no elements to infer it from
+    xg = x.reshape((n, groups, (c // groups) * math.prod(x.shape[2:])))
     mean = jnp.mean(xg, axis=-1, keepdims=True)
     var = jnp.mean(jnp.square(xg - mean), axis=-1, keepdims=True)
     y = ((xg - mean) * lax.rsqrt(var + eps)).reshape(x.shape)

@@ -244,16 +244,19 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """Mirrors ``torch.native_layer_norm``: ``(out, mean, rstd)``; mean and rstd have
     ``input``'s leading dims and size 1 in each normalised dim (float32 statistics for
-    half-precision inputs, as torch's CPU kernel), and are differentiable as torch's.
-    RuntimeError for an empty ``normalized_shape``, as torch."""
+    half-precision inputs, as torch's CPU kernel) and do not require grad (torch's
+    NativeLayerNormBackward0 has no gradient for them). RuntimeError for an empty
+    ``normalized_shape``, as torch."""
     n = len(normalized_shape)
     if n == 0:
         raise RuntimeError("native_layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., "
                            "containing at least one element, but got normalized_shape = []")
     dims = tuple(range(input.dim() - n, input.dim()))
-    x = input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input
+    # detached: torch's mean/rstd outputs are not differentiable (requires_grad False)
+    x = (input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input).detach()
     mean = x.mean(dims, keepdim=True)
-    rstd = (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+    # the mean square deviation, not var(): var warns (0 by 0 elements) on an empty batch, torch's kernel does not
+    rstd = ((x - mean).square().mean(dims, keepdim=True) + eps).rsqrt()
     return F.layer_norm(input, list(normalized_shape), weight, bias, eps), mean, rstd
 
 
@@ -261,9 +264,11 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """Mirrors ``torch.native_group_norm``: ``(out, mean (N, group), rstd (N, group))`` for an
     input of ``N`` samples, ``C`` channels and ``HxW`` elements per channel; all three
     differentiable as torch's."""
-    g = input.reshape(N, group, -1)
+    # the group size spelled out, not -1: an input with no samples (N = 0) has no elements to infer it from
+    g = input.reshape(N, group, (C // group) * HxW)
     mean = g.mean(-1)
-    rstd = (g.var(-1, unbiased=False) + eps).rsqrt()
+    # the mean square deviation, not var(): var warns (0 by 0 elements) for N = 0, which torch's kernel does not
+    rstd = ((g - mean.unsqueeze(-1)).square().mean(-1) + eps).rsqrt()
     return F.group_norm(input, group, weight, bias, eps), mean, rstd
 
 
