@@ -184,3 +184,14 @@ def _not_implemented_derivatives(lib):
 
 def test_not_implemented_derivatives_as_torch():
     assert _not_implemented_derivatives(tracegrad) == _not_implemented_derivatives(torch)
+
+
+def test_nextafter_gradient_when_other_broadcasts_input_as_torch():
+    # torch's gradient is 1 for input (summed over the broadcast dims) and 0 for other
+    grads = []
+    for lib in (torch, tracegrad):
+        a = lib.tensor([[1.0], [2.0]], requires_grad=True)
+        b = lib.tensor([0.0, 3.0, 5.0], requires_grad=True)
+        lib.nextafter(a, b).sum().backward()
+        grads.append((a.grad.tolist(), b.grad.tolist()))
+    assert grads[0] == grads[1]

@@ -180,8 +180,10 @@ def _nextafter_fn(a, b):
 
 @_nextafter_fn.defjvp
 def _nextafter_jvp(primals, tangents):
-    # torch's gradient: 1 for self, 0 for other (the step is treated as a constant)
-    return _nextafter_fn(*primals), tangents[0]
+    # torch's gradient: 1 for self, 0 for other (the step is treated as a constant); self's
+    # tangent broadcast to the result's shape (other may broadcast self up)
+    out = _nextafter_fn(*primals)
+    return out, jnp.broadcast_to(tangents[0], out.shape)
 
 
 def _nextafter(a, b, dtype):
