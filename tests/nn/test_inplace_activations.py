@@ -53,3 +53,30 @@ def test_inplace_activation_on_a_leaf_requiring_grad_raises_as_torch():
     for T in (tracegrad, torch):
         with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
             T.nn.functional.leaky_relu(T.ones(3, requires_grad=True), 0.1, inplace=True)
+
+
+_SLOPED = {
+    "elu_ negative alpha": lambda T, x: T.nn.functional.elu_(x, alpha=-1.0),
+    "elu(inplace) negative alpha": lambda T, x: T.nn.functional.elu(x, alpha=-0.5, inplace=True),
+    "leaky_relu_ negative slope": lambda T, x: T.nn.functional.leaky_relu_(x, -0.1),
+    "LeakyReLU(inplace) negative slope": lambda T, x: T.nn.LeakyReLU(-0.1, inplace=True)(x),
+    "celu_ negative alpha": lambda T, x: T.celu_(x, -1.0),
+    "elu_ zero alpha": lambda T, x: T.nn.functional.elu_(x, alpha=0.0),
+    "leaky_relu_ positive slope": lambda T, x: T.nn.functional.leaky_relu_(x, 0.1),
+}
+
+
+def _sloped_outcome(T, name):
+    a = T.tensor([-1.0, 2.0], requires_grad=True)
+    y = _SLOPED[name](T, a * 1)
+    values = np.round(y.detach().numpy(), 5).tolist()
+    try:
+        y.sum().backward()
+    except RuntimeError as e:   # torch's in-place backward cannot invert a negative slope
+        return values, "RuntimeError", "negative slope" in str(e)
+    return values, np.round(a.grad.numpy(), 5).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(_SLOPED))
+def test_inplace_elu_and_leaky_relu_with_a_negative_slope_refuse_backward_as_torch(name):
+    assert _sloped_outcome(tracegrad, name) == _sloped_outcome(torch, name)

@@ -13,6 +13,7 @@ import numpy as np
 
 import tracegrad
 from tracegrad._api import nn_functions as _F
+from tracegrad.autograd.function import _no_derivative
 from tracegrad._api.promotion import check_real_scalars, check_scalar_tensor, check_tensors
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
@@ -29,6 +30,23 @@ def _write(input, fn):
     if not isinstance(input, tracegrad.Tensor):
         check_tensors(sys._getframe(1).f_code.co_name, input)
     return input.copy_(fn(input.clone() if input.requires_grad else input))
+
+
+def _write_sloped(input, fn, kernel, slope):
+    """``_write`` for elu_/celu_/leaky_relu_: torch's in-place backward recovers the input's sign
+    from the result, which a negative ``slope`` makes ambiguous, so there the written tensor's
+    backward raises torch's RuntimeError (the forward runs)."""
+    if not (isinstance(slope, numbers.Real) and slope < 0):
+        return _write(input, fn)
+
+    def refused(x):
+        value = fn(x)
+        message = (f"In-place {kernel} backward calculation is triggered with a negative slope which is not "
+                   "supported. This is caused by calling in-place forward function with a negative slope, "
+                   "please call out-of-place version instead.")
+        node = "EluBackward1" if kernel == "elu" else "LeakyReluBackward1"
+        return _no_derivative(value.detach(), value, kernel, node, (RuntimeError, message))
+    return _write(input, refused)
 
 
 def _threshold(x, threshold, value):
@@ -121,17 +139,17 @@ def selu_(input):
 
 def celu_(input, alpha=1.0):
     """Mirrors ``torch.nn.functional.celu_`` (in place)."""
-    return _write(input, lambda x: _F.celu(x, alpha))
+    return _write_sloped(input, lambda x: _F.celu(x, alpha), "elu", alpha)
 
 
 def elu_(input, alpha=1.0):
     """Mirrors ``torch.nn.functional.elu_`` (in place)."""
-    return _write(input, lambda x: _F._nn.elu(x, alpha))
+    return _write_sloped(input, lambda x: _F._nn.elu(x, alpha), "elu", alpha)
 
 
 def leaky_relu_(input, negative_slope=0.01):
     """Mirrors ``torch.nn.functional.leaky_relu_`` (in place)."""
-    return _write(input, lambda x: _F._nn.leaky_relu(x, negative_slope))
+    return _write_sloped(input, lambda x: _F._nn.leaky_relu(x, negative_slope), "leakyReLu", negative_slope)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):

@@ -465,7 +465,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     if isinstance(input, tracegrad.Tensor):
         check_real_scalars("leaky_relu", input.dtype, negative_slope=negative_slope)
     if inplace:
-        return _write_activation(input, lambda x: _nn.leaky_relu(x, negative_slope))
+        return _act.leaky_relu_(input, negative_slope)
     return _nn.leaky_relu(input, negative_slope)
 
 
@@ -496,7 +496,7 @@ def elu(input, alpha=1.0, inplace=False):
     if isinstance(input, tracegrad.Tensor):
         check_real_scalars("elu", input.dtype, alpha=alpha)
     if inplace:
-        return _write_activation(input, lambda x: _nn.elu(x, alpha))
+        return _act.elu_(input, alpha)
     return _nn.elu(input, alpha)
 
 
