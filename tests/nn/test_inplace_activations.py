@@ -80,3 +80,19 @@ def _sloped_outcome(T, name):
 @pytest.mark.parametrize("name", sorted(_SLOPED))
 def test_inplace_elu_and_leaky_relu_with_a_negative_slope_refuse_backward_as_torch(name):
     assert _sloped_outcome(tracegrad, name) == _sloped_outcome(torch, name)
+
+
+@pytest.mark.parametrize("write", [lambda T, x: T.nn.functional.threshold_(x, 0.5, 0.0),
+                                   lambda T, x: T.nn.Threshold(0.5, 2.0, inplace=True)(x),
+                                   lambda T, x: x.relu_()], ids=["threshold_", "Threshold(inplace)", "relu_"])
+def test_threshold_writes_an_expanded_tensor_as_torch(write):
+    # torch's threshold_ skips the internal-overlap check (every alias gets the same value);
+    # relu_ and the other in-place ops refuse
+    def outcome(T):
+        x = T.tensor([0.2, 0.8]).expand(3, 2)
+        try:
+            write(T, x)
+        except RuntimeError as e:
+            return "RuntimeError", "more than one element" in str(e)
+        return x.tolist()
+    assert outcome(tracegrad) == outcome(torch)

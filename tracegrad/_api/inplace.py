@@ -1,6 +1,8 @@
 """Tensor methods, in-place family: the ``*_`` methods, restriding in-place views, in-place random fills."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import _state
@@ -329,9 +331,17 @@ def zero_(self):
 
 def _fill_overlapping(op, self, args):
     # NOTE: torch's fill_(number)/zero_ do not check internal overlap (fill_(tensor) does)
+    with overlap_allowed():
+        return apply_inplace(op, self, args)
+
+
+@contextlib.contextmanager
+def overlap_allowed():
+    """Writes inside skip the internal-overlap check: for torch's in-place ops that give every
+    alias of an element the same value (fill_ with a number, zero_, threshold_)."""
     _tensor_mod.OVERLAP_OK[0] = True
     try:
-        return apply_inplace(op, self, args)
+        yield
     finally:
         _tensor_mod.OVERLAP_OK[0] = False
 

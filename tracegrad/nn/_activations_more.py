@@ -14,6 +14,7 @@ import numpy as np
 import tracegrad
 from tracegrad._api import nn_functions as _F
 from tracegrad.autograd.function import _no_derivative
+from tracegrad._api.inplace import overlap_allowed
 from tracegrad._api.promotion import check_real_scalars, check_scalar_tensor, check_tensors
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
@@ -76,14 +77,21 @@ def threshold(input, threshold, value, inplace=False):
     TypeError for a ``threshold`` or ``value`` that is not a number (or a 0-dim tensor)."""
     _check_numbers("threshold", input, threshold=threshold, value=value)
     if inplace:
-        return _write(input, lambda x: _threshold(x, threshold, value))
+        return _threshold_write(input, threshold, value)
     return _threshold(input, threshold, value)
 
 
 def threshold_(input, threshold, value):
-    """Mirrors ``torch.nn.functional.threshold_`` (in place)."""
+    """Mirrors ``torch.nn.functional.threshold_`` (in place); as torch, it may write an
+    ``expand``ed tensor (every alias of an element gets the same value)."""
     _check_numbers("threshold_", input, threshold=threshold, value=value)
-    return _write(input, lambda x: _threshold(x, threshold, value))
+    return _threshold_write(input, threshold, value)
+
+
+def _threshold_write(input, threshold, value):
+    # torch's threshold_ kernel skips the internal-overlap check that other in-place ops make
+    with overlap_allowed():
+        return _write(input, lambda x: _threshold(x, threshold, value))
 
 
 def hardshrink(input, lambd=0.5):
