@@ -154,6 +154,11 @@ def test_batch_norm_update_stats():
             mod.batch_norm_update_stats(mod.ones(4, 3, dtype=mod.int32), None, None, 0.1)
         with pytest.raises(IndexError):
             mod.batch_norm_update_stats(mod.ones(4), None, None, 0.1)
+        # no derivative: the results require grad, and their backward raises
+        mean, var = mod.batch_norm_update_stats(mod.ones(4, 3, requires_grad=True), None, None, 0.1)
+        assert mean.requires_grad and var.requires_grad and type(mean.grad_fn).__name__ == "NotImplemented"
+        with pytest.raises(RuntimeError, match="derivative for aten::batch_norm_update_stats is not implemented"):
+            (mean.sum() + var.sum()).backward()
 
 
 @pytest.mark.parametrize("build,shape", [

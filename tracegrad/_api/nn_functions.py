@@ -590,9 +590,9 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):
     """Mirrors ``torch.batch_norm_update_stats``: ``(mean, var)``, the per-channel batch mean and
     biased variance of ``input (N, C, *)`` in its dtype, with ``running_mean``/``running_var``
-    (when given) updated in place as training batch norm does (momentum, unbiased var). The
-    results carry no autograd history (differs: torch's require grad, with a grad_fn whose
-    backward raises, as the op has no derivative). RuntimeError for an empty
+    (when given) updated in place as training batch norm does (momentum, unbiased var). As
+    torch's, the results require grad when ``input`` does, with a ``NotImplemented`` grad_fn
+    whose backward raises (the op has no derivative). RuntimeError for an empty
     input, NotImplementedError for a non-floating one, IndexError without a channel dim."""
     _check_norm_dtype(input, None, "batch_norm_update_stats_cpu", "batch_norm_update_stats", running_mean,
                       running_var)
@@ -606,7 +606,8 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):
         x = input.detach()
         mean, var = x.mean(dims), x.var(dims, unbiased=False)
     _update_running_stats(running_mean, running_var, mean, var, momentum, input.numel() // input.shape[1])
-    return mean, var
+    error = (RuntimeError, "derivative for aten::batch_norm_update_stats is not implemented")
+    return tuple(no_derivative(r, input, "batch_norm_update_stats", "NotImplemented", error) for r in (mean, var))
 
 
 def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
