@@ -124,3 +124,33 @@ def _make(mod, wrap):
 def test_compiled_training_step_with_new_activations_equals_eager():
     comp = check_compiled(_make, calls=3)
     assert comp.step.stats["graph_breaks"] == [], comp.step.stats
+
+
+_SHRINKS = {
+    "threshold": lambda T, x: T.nn.functional.threshold(x, 0.1, 20.0),
+    "torch.threshold": lambda T, x: T.threshold(x, -0.5, -3.0),
+    "hardshrink": lambda T, x: T.nn.functional.hardshrink(x, 0.3),
+    "softshrink": lambda T, x: T.nn.functional.softshrink(x, 0.3),
+    "Softshrink": lambda T, x: T.nn.Softshrink(1.0)(x),
+}
+
+
+def _shrink_record(T, name, dtype):
+    x = T.tensor([-1.0, -0.3, 0.1, 0.2, 0.7, 1.5, float("nan"), -2.0, 0.3, -0.3]).to(getattr(T, dtype))
+    x.requires_grad_()
+    y = _SHRINKS[name](T, x)
+    # create_graph: torch's backward formulas read the input, so the first derivative has an
+    # edge to it (ThresholdBackwardBackward0, ...) and a zero second derivative
+    g, = T.autograd.grad(y.sum(), x, create_graph=True)
+    gg, = T.autograd.grad(g.sum(), x)
+    return (type(y.grad_fn).__name__, type(g.grad_fn).__name__, str(y.dtype).split(".")[-1],
+            np.asarray(y.detach().float()).tolist(), np.asarray(g.detach().float()).tolist(), gg.abs().sum().item())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(_SHRINKS))
+def test_threshold_and_shrinks_are_torchs_nodes(name, dtype):
+    got, want = _shrink_record(tracegrad, name, dtype), _shrink_record(torch, name, dtype)
+    assert got[:3] == want[:3] and got[5] == want[5] == 0.0
+    np.testing.assert_array_equal(got[3], want[3])   # values bit-equal (NaN kept, -0.0 in the band)
+    np.testing.assert_array_equal(got[4], want[4])

@@ -7,6 +7,7 @@ an unsaved input is rebuilt as zeros inside the jitted backward.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -341,6 +342,41 @@ defop("hardtanh", lambda x, min_val, max_val: jnp.where(
           jax.lax.stop_gradient(jnp.clip(x, jnp.asarray(min_val).astype(x.dtype), jnp.asarray(max_val).astype(x.dtype)))),
       grad_fn="HardtanhBackward0",
       saves=("self",))
+# threshold/hardshrink/softshrink: torch's own nodes, whose backward reads ``self`` (so a first
+# derivative taken with create_graph has an edge to the input, as torch's: NOTE [double-backward
+# edges]); a composite of ``where`` had WhereBackward0 and no such edge.
+def _threshold(x, threshold, value):
+    # torch compares ``x <= threshold`` (a NaN keeps x): 16-bit inputs in float32 (0.1 stays
+    # 0.1), others against the threshold in x's dtype (an integer input truncates -0.5 to 0)
+    if x.dtype in (jnp.float16, jnp.bfloat16):
+        low, th = x.astype(jnp.float32), jnp.float32(threshold)
+    else:
+        low, th = x, jnp.asarray(threshold).astype(x.dtype)
+    return jnp.where(low <= th, jnp.asarray(value).astype(x.dtype), x)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _softshrink(x, lambd):
+    # torch's kernel: x -/+ lambd outside the band, ``x * 0`` inside (-0.0 for a negative x),
+    # computed in float32 for 16-bit inputs; a NaN is outside the band (kept)
+    def f(v):
+        return jnp.where(v > lambd, v - lambd, jnp.where(v < -lambd, v + lambd, v * 0))
+    return opmath(f)(x)
+
+
+@_softshrink.defjvp
+def _softshrink_jvp(lambd, primals, tangents):
+    # torch's backward passes the gradient outside the band [-lambd, lambd] tested in x's own
+    # dtype (a bf16 -0.3008 is inside the band of 0.3, unlike the float32 forward's test)
+    (x,), (t,) = primals, tangents
+    return _softshrink(x, lambd), jnp.where((x >= -lambd) & (x <= lambd), jnp.zeros_like(t), t)
+
+
+defop("threshold", _threshold, grad_fn="ThresholdBackward0", saves=("self",))
+# the closed band [-lambd, lambd] goes to 0, everything else (NaN included) is kept
+defop("hardshrink", lambda x, lambd: jnp.where((x >= -lambd) & (x <= lambd), jnp.zeros_like(x), x),
+      grad_fn="HardshrinkBackward0", saves=("self",))
+defop("softshrink", _softshrink, grad_fn="SoftshrinkBackward0", saves=("self",))
 defop("softplus", opmath(lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta)),
       grad_fn="SoftplusBackward0", saves=("self",))
 

@@ -13,6 +13,8 @@ import numpy as np
 
 import tracegrad
 from tracegrad._api import nn_functions as _F
+from tracegrad._ops.registry import OPS
+from tracegrad.autograd._dispatch import apply_op
 from tracegrad.autograd.function import _no_derivative
 from tracegrad._api.inplace import overlap_allowed
 from tracegrad._api.promotion import check_real_scalars, check_scalar_tensor, check_tensors
@@ -53,8 +55,16 @@ def _write_sloped(input, fn, kernel, slope):
 def _threshold(x, threshold, value):
     # torch's test is ``x <= threshold``: a NaN input or a NaN threshold keeps ``x``; for
     # float16/bfloat16 it compares in float32 (threshold 0.1 is not rounded to bf16's 0.1001)
+    if _numbers(threshold, value):   # torch's ThresholdBackward0 node
+        return apply_op(OPS["threshold"], (x,), (("threshold", threshold), ("value", value)))
     low = x.float() if x.dtype in (tracegrad.bfloat16, tracegrad.float16) else x
     return tracegrad.where(low <= threshold, tracegrad.full_like(x, value), x)
+
+
+def _numbers(*args):
+    """Whether every argument is a plain Python number (a static argument of the op); a 0-dim
+    tensor threshold stays a traced value of the composite."""
+    return all(type(a) in (int, float, bool) for a in args)
 
 
 def _check_numbers(api, input, **args):
@@ -97,6 +107,8 @@ def _threshold_write(input, threshold, value):
 def hardshrink(input, lambd=0.5):
     """Mirrors ``torch.nn.functional.hardshrink``: ``x`` where ``|x| > lambd``, else 0."""
     # torch zeroes the closed band [-lambd, lambd] and keeps everything else, NaN included
+    if isinstance(input, tracegrad.Tensor) and _numbers(lambd):   # torch's HardshrinkBackward0 node
+        return apply_op(OPS["hardshrink"], (input,), (("lambd", lambd),))
     drop = (input >= -lambd).logical_and(input <= lambd)
     return tracegrad.where(drop, tracegrad.zeros_like(input), input)
 
@@ -107,6 +119,8 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError("softshrink: lambda must be in range [0, 3.40282e+38] for input dtype "
                            f"{str(input.dtype).split('.')[-1].capitalize()}, but found {lambd}; pass a lambd >= 0")
+    if isinstance(input, tracegrad.Tensor) and _numbers(lambd):   # torch's SoftshrinkBackward0 node
+        return apply_op(OPS["softshrink"], (input,), (("lambd", lambd),))
     zero = tracegrad.zeros_like(input)
     return tracegrad.where(input > lambd, input - lambd, tracegrad.where(input < -lambd, input + lambd, zero))
 
