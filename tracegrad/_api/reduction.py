@@ -223,10 +223,10 @@ def _no_bool_dim_keyword(f):
     """torch's legacy ``var(input, unbiased)`` overload takes the bool positionally only: a bool
     named ``dim=`` matches no overload (TypeError), where positionally it is ``unbiased``."""
     @functools.wraps(f)
-    def checked(self, *args, **kwargs):
+    def checked(*args, **kwargs):   # input may come by keyword too (torch.std(input=x))
         if isinstance(kwargs.get("dim"), bool):
             raise _var_overload_error(f.__name__, "dim=bool")
-        return f(self, *args, **kwargs)
+        return f(*args, **kwargs)
     return checked
 
 

@@ -6,6 +6,8 @@ gradients in each input's own dtype, as torch does.
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -21,6 +23,7 @@ def opmath(fn):
     dtype, as torch's CPU activation kernels (and their backward) do in their opmath type: a
     composite (``x * sigmoid(x)``) evaluated in 16 bits rounds after each step, a bf16 step or
     more away from torch (test_nn's activations_bfloat16_half_cpu)."""
+    @functools.wraps(fn)   # the op keeps its defining module (the op-table coverage reads it)
     def f(x, *args, **kw):
         if x.dtype in (jnp.float16, jnp.bfloat16):
             return fn(x.astype(jnp.float32), *args, **kw).astype(x.dtype)
