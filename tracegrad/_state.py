@@ -176,16 +176,13 @@ def check_values(x, bad) -> None:
 
 
 # ---- grad mode ----------------------------------------------------------------------------------
-class _GradModeState(threading.local):
-    """``[grad enabled, inference mode, grad flag inside inference mode]``, per thread as in
-    torch: a new thread starts with grad on, whatever the thread that started it is doing.
-    Indexable like the list it replaces. Slot 0 is what dispatch reads (record or not); inside
-    ``inference_mode()`` it stays False, and ``enable_grad`` / ``no_grad`` / ``set_grad_enabled``
-    write slot 2 instead, which only ``is_grad_enabled()`` reports (torch: InferenceMode keeps
-    autograd off whatever grad mode says)."""
+class _PerThread(threading.local):
+    """A list of slots with a fresh copy of ``initial`` in every thread, indexable like the plain
+    list it stands for: torch's thread-local autograd state (grad mode, the evaluating node) is
+    read as ``STATE[0]`` whichever thread runs."""
 
-    def __init__(self):
-        self.v = [True, False, False]
+    def __init__(self, *initial):
+        self.v = list(initial)
 
     def __getitem__(self, i):
         return self.v[i]
@@ -197,7 +194,12 @@ class _GradModeState(threading.local):
         return iter(self.v)
 
 
-GRAD_MODE = _GradModeState()
+# ``[grad enabled, inference mode, grad flag inside inference mode]``, per thread as in torch: a
+# new thread starts with grad on, whatever the thread that started it is doing. Slot 0 is what
+# dispatch reads (record or not); inside ``inference_mode()`` it stays False, and ``enable_grad`` /
+# ``no_grad`` / ``set_grad_enabled`` write slot 2 instead, which only ``is_grad_enabled()`` reports
+# (torch: InferenceMode keeps autograd off whatever grad mode says).
+GRAD_MODE = _PerThread(True, False, False)
 INFERENCE_DEPTH: list = [0]
 
 
@@ -226,9 +228,10 @@ def in_inference_mode() -> bool:
 # ---- process-wide modes -------------------------------------------------------------------------
 SAVED_HOOKS: list = []            # saved_tensors_hooks stack: innermost (pack, unpack) pair last
 ANOMALY: list = [False, True]     # anomaly mode: [enabled, check_nan]
-# the node whose backward the engine runs now (None outside one): anomaly mode records it as the
-# parent of nodes made meanwhile, as torch's thread-local current evaluating node
-EVALUATING_NODE: list = [None]
+# the node whose backward the engine runs now in this thread (None outside one): anomaly mode
+# records it as the parent of nodes made meanwhile, as torch's thread-local current evaluating
+# node (a backward running in another thread is not the parent of what this thread makes)
+EVALUATING_NODE = _PerThread(None)
 # vmap levels, innermost last: the level's batching trace when it maps with randomness='same'
 # (a draw whose tensor parameters are batched at that level raises, as torch), else None
 VMAP_SAME: list = []

@@ -304,3 +304,42 @@ def test_raw_saved_tensor_register_hooks():
         with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t) as h:
             log("enter returns", h)
     run_both(program)
+
+
+def test_anomaly_parent_is_the_node_of_this_thread():
+    # torch's current evaluating node is thread-local: while another thread's backward is inside
+    # a node, a node this thread makes under anomaly mode has no parent, so an error in it reports
+    # that node alone (no "Previous calculation was induced by" from the other thread's graph)
+    import threading
+    import tracegrad as torch
+    inside, release = threading.Event(), threading.Event()
+
+    class Slow(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            inside.set()
+            release.wait(30)
+            return g
+
+    a = torch.ones(2, requires_grad=True)
+    worker = threading.Thread(target=lambda: Slow.apply(a).sum().backward())
+    worker.start()
+    try:
+        assert inside.wait(30)
+        x = torch.ones(2, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with torch.autograd.detect_anomaly():
+                y = x * 2
+                y.register_hook(lambda g: g / 0 * 0)   # NaN: the anomaly check fails in MulBackward0
+                with pytest.raises(RuntimeError, match="MulBackward0"):
+                    y.sum().backward()
+    finally:
+        release.set()
+        worker.join(30)
+    msgs = [str(m.message) for m in w if "Anomaly Detection has been enabled" not in str(m.message)]
+    assert len(msgs) == 1 and msgs[0].startswith("Error detected in MulBackward0"), msgs
