@@ -151,3 +151,39 @@ def test_create_graph_gradient_node_matches_torch(name):
     (na, ra, ga), (nb, rb, gb) = _both(program)
     assert (nb, rb) == (na, ra)
     _same(ga, gb)
+
+
+# ---- NOTE [shape edges]: torch's backward ops that take the input for its shape only (pools,
+# pads, nll_loss: zeros when differentiated again; convolution, eval batch_norm, grid_sample
+# without the other input's gradient: an undefined gradient) keep the first derivative's edge to
+# it, so that derivative requires grad whenever the input does
+_SHAPE_EDGE_CASES = {
+    "avg_pool1d": lambda F, T, x: F.avg_pool1d(x.reshape(1, 2, 8), 2),
+    "avg_pool2d": lambda F, T, x: F.avg_pool2d(x.reshape(1, 1, 4, 4), 2, ceil_mode=True, padding=1),
+    "avg_pool3d": lambda F, T, x: F.avg_pool3d(x.reshape(1, 1, 2, 2, 4), 2),
+    "adaptive_avg_pool1d": lambda F, T, x: F.adaptive_avg_pool1d(x.reshape(1, 2, 8), 3),
+    "adaptive_avg_pool2d": lambda F, T, x: F.adaptive_avg_pool2d(x.reshape(1, 1, 4, 4), 3),
+    "adaptive_avg_pool3d": lambda F, T, x: F.adaptive_avg_pool3d(x.reshape(1, 1, 2, 2, 4), 2),
+    "interpolate_area": lambda F, T, x: F.interpolate(x.reshape(1, 1, 4, 4), size=(3, 3), mode="area"),
+    "nll_loss": lambda F, T, x: F.nll_loss(x.reshape(2, 8), T.tensor([0, 2])),
+    "nll_loss2d": lambda F, T, x: F.nll_loss(x.reshape(1, 4, 2, 2), T.tensor([[[0, 2], [3, 1]]])),
+    "reflection_pad1d": lambda F, T, x: F.pad(x.reshape(1, 2, 8), (2, 1), mode="reflect"),
+    "replication_pad2d": lambda F, T, x: F.pad(x.reshape(1, 1, 4, 4), (1, 2, 0, 1), mode="replicate"),
+    "conv2d_constant_weight": lambda F, T, x: F.conv2d(x.reshape(1, 1, 4, 4), T.ones(2, 1, 2, 2)),
+    "conv1d_constant_input": lambda F, T, x: F.conv1d(T.ones(1, 2, 5), x[:12].reshape(2, 2, 3)),
+    "conv_transpose2d": lambda F, T, x: F.conv_transpose2d(x.reshape(1, 1, 4, 4), T.ones(1, 2, 2, 2)),
+    "batch_norm_eval": lambda F, T, x: F.batch_norm(x.reshape(2, 8), T.zeros(8), T.ones(8)),
+    "grid_sample": lambda F, T, x: F.grid_sample(x.reshape(1, 1, 4, 4), T.zeros(1, 2, 2, 2), align_corners=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SHAPE_EDGE_CASES))
+def test_shape_edges_match_torch(name):
+    def program(T):
+        x, = _inputs(T, (16,))
+        y = _SHAPE_EDGE_CASES[name](T.nn.functional, T, x)
+        g, = T.autograd.grad(y.sum(), x, create_graph=True)
+        return (g.requires_grad,) + T.autograd.grad(g.square().sum(), x, allow_unused=True)
+    a, b = _both(program)
+    assert a[0] is b[0] is True
+    _same(a[1:], b[1:])

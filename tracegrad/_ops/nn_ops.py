@@ -54,8 +54,10 @@ def _convolution(x, w, b, *, stride, padding, dilation, transposed, output_paddi
     return y.astype(out_dtype)
 
 
+# torch's double backward keeps the edges to input and weight whose values a first derivative
+# does not read (a constant weight's input gradient), with an undefined gradient there
 defop("convolution", _convolution, args=("input", "weight", "bias"), grad_fn="ConvolutionBackward0",
-      saves=("input", "weight"))
+      saves=("input", "weight"), shape_edges={"input": "undefined", "weight": "undefined"})
 
 
 # ---- pooling --------------------------------------------------------------------------------
@@ -146,7 +148,9 @@ def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divis
     return div(s, cnt)
 
 
-defop("avg_pool2d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",))
+# the pools' and pads' backward ops take ``self`` for its shape, and differentiate to zeros
+# there (NOTE [shape edges] in autograd/_dispatch.py)
+defop("avg_pool2d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",), shape_edges={"self": "zeros"})
 
 
 def _adaptive_bounds(n_in, n_out):
@@ -205,7 +209,8 @@ def _adaptive_max_indices(x, *, output_size):
     return flat
 
 
-defop("adaptive_avg_pool2d", _adaptive_avg, grad_fn="AdaptiveAvgPool2DBackward0")
+defop("adaptive_avg_pool2d", _adaptive_avg, grad_fn="AdaptiveAvgPool2DBackward0", saves=("self",),
+      shape_edges={"self": "zeros"})
 # one indices op per rank: torch lays out the 2-D pool's indices as its input's suggested memory
 # format (channels_last in, channels_last out) but the 3-D pool's always contiguous (memory_format.py)
 defop("adaptive_max_pool2d_indices", _adaptive_max_indices)
@@ -270,7 +275,7 @@ def _batch_norm(x, w, b, rm, rv, *, training, eps):
 # (next_functions is (input, weight, bias); a legacy module backward hook sees three grads)
 defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "running_mean", "running_var"),
       grad_fn="NativeBatchNormBackward0", saves=("input", "weight", "running_mean", "running_var"),
-      n_out=3, n_diff=1, no_edge=("running_mean", "running_var"))
+      n_out=3, n_diff=1, no_edge=("running_mean", "running_var"), shape_edges={"input": "undefined"})
 
 
 def _layer_norm(x, w, b, *, n, eps):
@@ -437,9 +442,9 @@ def _nll_loss(x, target, w, *, reduction, ignore_index):
 # torch's nll_loss nodes have one edge (self): the target and the class weights are not
 # differentiated (a legacy module backward hook sees one grad_input)
 defop("nll_loss", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLossBackward0",
-      saves=("self", "target", "weight"), no_edge=("target", "weight"))
+      saves=("self", "target", "weight"), no_edge=("target", "weight"), shape_edges={"self": "zeros"})
 defop("nll_loss2d", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLoss2DBackward0",
-      saves=("self", "target", "weight"), no_edge=("target", "weight"))
+      saves=("self", "target", "weight"), no_edge=("target", "weight"), shape_edges={"self": "zeros"})
 defop("mse_loss", lambda x, t, reduction: _reduce(jnp.square(x - t), reduction), args=("self", "target"),
       grad_fn="MseLossBackward0", saves=("self", "target"))
 
@@ -582,6 +587,6 @@ defop("div_scalar", lambda x, other: x / jnp.asarray(other, x.dtype), args=("sel
 # reflect / replicate padding over the last nd dims: one op per torch node name
 for _nd in (1, 2, 3):
     defop(f"reflection_pad{_nd}d", lambda x, pad_width: jnp.pad(x, pad_width, mode="reflect"),
-          grad_fn=f"ReflectionPad{_nd}DBackward0")
+          grad_fn=f"ReflectionPad{_nd}DBackward0", saves=("self",), shape_edges={"self": "zeros"})
     defop(f"replication_pad{_nd}d", lambda x, pad_width: jnp.pad(x, pad_width, mode="edge"),
-          grad_fn=f"ReplicationPad{_nd}DBackward0")
+          grad_fn=f"ReplicationPad{_nd}DBackward0", saves=("self",), shape_edges={"self": "zeros"})

@@ -144,11 +144,11 @@ class Op:
 
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
                  "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "derivative_of",
-                 "no_derivative", "no_forward_ad", "__weakref__")
+                 "no_derivative", "no_forward_ad", "shape_edges", "kept_edges", "__weakref__")
 
     def __init__(self, *, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
                  vjp_result=None, view=False, doc=None, save_if=None, no_edge=(), no_derivative=None,
-                 no_forward_ad=None):
+                 no_forward_ad=None, shape_edges=None):
         self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
         self.saves = tuple(saves)
         self.saves_result = "result" in self.saves
@@ -178,6 +178,11 @@ class Op:
         self.no_derivative = {self.args.index(k): v for k, v in (no_derivative or {}).items()}
         # torch's name for an op with no forward-AD formula (a dual input raises), or None
         self.no_forward_ad = no_forward_ad
+        # saved inputs torch's backward op takes without differentiating through their values:
+        # {input position: "zeros" | "undefined"} (NOTE [shape edges] in autograd/_dispatch.py)
+        self.shape_edges = {self.args.index(k): v for k, v in (shape_edges or {}).items()}
+        # on a backward op: the same, by its own argument position (set by ``backward_op``)
+        self.kept_edges: dict = {}
         _ALL_OPS.add(self)
 
     def __repr__(self):
@@ -258,6 +263,8 @@ class Op:
             b = self._bwd[key] = Op(name=f"{self.name}_backward", fn=flat, args=names, grad_fn=name,
                                     saves=names, n_out=n)
             b.derivative_of = self
+            b.kept_edges = {i: self.shape_edges[p] for i, p in enumerate(layout.save_order(self))
+                            if p in self.shape_edges}
         return b
 
 
@@ -394,15 +401,17 @@ def _make_backward_jax(op, static, layout: SavedLayout):
 
 def defop(name, fn, *, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
           vjp_result=None, view=False, doc=None, save_if=None, no_edge=(), no_derivative=None,
-          no_forward_ad=None) -> Op:
+          no_forward_ad=None, shape_edges=None) -> Op:
     """Declare an op in the table and return it. ``grad_fn=None`` means not differentiable;
     ``save_if={"self": "other"}`` saves ``self`` only when ``other`` requires grad;
     ``no_edge`` names torch's Scalar arguments (no next_functions slot); ``no_derivative``
     maps an input to torch's label for its ``not_implemented`` derivative; ``no_forward_ad``
-    is torch's op name when it has no forward-AD formula."""
+    is torch's op name when it has no forward-AD formula; ``shape_edges`` maps a saved input
+    that torch's backward op takes but whose values no gradient reads to what differentiating
+    that backward gives it ("zeros" or "undefined": NOTE [shape edges])."""
     if name in OPS:
         raise ValueError(f"op {name!r} declared twice")
     op = OPS[name] = Op(name=name, fn=fn, args=args, grad_fn=grad_fn, saves=saves, n_out=n_out, n_diff=n_diff,
                         vjp_result=vjp_result, view=view, doc=doc, save_if=save_if, no_edge=no_edge,
-                        no_derivative=no_derivative, no_forward_ad=no_forward_ad)
+                        no_derivative=no_derivative, no_forward_ad=no_forward_ad, shape_edges=shape_edges)
     return op

@@ -220,8 +220,9 @@ defop("col2im", _col2im, grad_fn="Col2ImBackward0")
 defop("max_pool3d", nn_ops._max_pool, grad_fn="MaxPool3DWithIndicesBackward0", saves=("self",))
 defop("max_pool3d_with_indices", nn_ops._max_pool_indices, grad_fn="MaxPool3DWithIndicesBackward0",
       saves=("self",), n_out=2, n_diff=1)
-defop("avg_pool3d", nn_ops._avg_pool, grad_fn="AvgPool3DBackward0", saves=("self",))
-defop("adaptive_avg_pool3d", nn_ops._adaptive_avg, grad_fn="AdaptiveAvgPool3DBackward0")
+defop("avg_pool3d", nn_ops._avg_pool, grad_fn="AvgPool3DBackward0", saves=("self",), shape_edges={"self": "zeros"})
+defop("adaptive_avg_pool3d", nn_ops._adaptive_avg, grad_fn="AdaptiveAvgPool3DBackward0", saves=("self",),
+      shape_edges={"self": "zeros"})
 
 
 # ---- distances ------------------------------------------------------------------------------
@@ -359,9 +360,9 @@ def _grid_sampler_3d(inp, grid, *, mode, padding_mode, align_corners):
 
 
 defop("grid_sampler_3d", _grid_sampler_3d, args=("input", "grid"), grad_fn="GridSampler3DBackward0",
-      saves=("input", "grid"))
+      saves=("input", "grid"), shape_edges={"input": "undefined"})
 defop("grid_sampler_2d", _grid_sampler_2d, args=("input", "grid"), grad_fn="GridSampler2DBackward0",
-      saves=("input", "grid"))
+      saves=("input", "grid"), shape_edges={"input": "undefined"})
 
 
 # ---- embedding_bag --------------------------------------------------------------------------

@@ -438,11 +438,23 @@ def _reads(op, static, args) -> list:
     return deps
 
 
+# NOTE [shape edges]
+# Some of torch's backward ops take a forward input whose values no gradient reads: avg_pool2d's
+# backward is ``avg_pool2d_backward(grad, self, ...)``, which reads only ``self``'s shape. torch's
+# formula for differentiating it gives ``self`` zeros (``zeros_like(self)``), or an undefined
+# gradient (convolution's double backward without a weight gradient), but the edge is there: a
+# first derivative taken with create_graph requires grad whenever the input does. Such an op
+# saves the input and names it in ``shape_edges``; its backward op keeps the edge when recorded
+# (``Op.kept_edges`` by the backward op's argument position), and differentiating that node gives
+# the zeros JAX computes for an unread input, or None for "undefined".
 def _unread_detached(bop, args):
     """``args`` of a backward op about to be recorded (create_graph), with the tensors no
-    output reads detached: the recorded node gets no edge to them, as torch's formula has none."""
+    output reads detached: the recorded node gets no edge to them, as torch's formula has none
+    (except an input torch's backward op takes for its shape: NOTE [shape edges])."""
     deps = _reads(bop, (), args)
-    return [a.detach() if not d and isinstance(a, Tensor) and a._rg else a for a, d in zip(args, deps)]
+    kept = bop.kept_edges
+    return [a.detach() if not d and isinstance(a, Tensor) and a._rg and i not in kept else a
+            for i, (a, d) in enumerate(zip(args, deps))]
 
 
 def _drop_unread(node, saved, grads, res):
@@ -455,8 +467,9 @@ def _drop_unread(node, saved, grads, res):
             for p, k in enumerate(layout.kinds)]
     deps = _reads(node.op, node.static, args)
     live = {j for j, g in enumerate(grads) if g is not None}
+    kept = node.op.kept_edges
     for s, p in enumerate(layout.edge_pos):
-        if res[s] is not None and not (deps[p] & live):
+        if res[s] is not None and not (deps[p] & live) and kept.get(p) != "zeros":
             res[s] = None
 
 
