@@ -382,6 +382,21 @@ defop("threshold", _threshold, grad_fn="ThresholdBackward0", saves=("self",))
 defop("hardshrink", lambda x, lambd: jnp.where((x >= -lambd) & (x <= lambd), jnp.zeros_like(x), x),
       grad_fn="HardshrinkBackward0", saves=("self",))
 defop("softshrink", _softshrink, grad_fn="SoftshrinkBackward0", saves=("self",))
+
+
+def _prelu(x, weight):
+    # torch's _prelu_kernel: one slope, or one per channel (dim 1) broadcast over the rest; at
+    # 0 the input's gradient is the slope
+    w = weight.reshape(()) if weight.size == 1 else weight.reshape((-1,) + (1,) * (x.ndim - 2))
+    return jnp.where(x > 0, x, w * x)
+
+
+# prelu and glu: torch's own nodes (a composite had WhereBackward0 / MulBackward0, and prelu's
+# first derivative with a constant weight no edge to the input)
+defop("prelu", _prelu, args=("self", "weight"), grad_fn="PreluKernelBackward0", saves=("self", "weight"))
+# float16/bfloat16 in float32 rounded once, as torch's kernel (two bf16 roundings drift)
+defop("glu", opmath(lambda x, dim: (lambda a, b: a * jax.nn.sigmoid(b))(*jnp.split(x, 2, axis=dim))),
+      grad_fn="GluBackward0", saves=("self",))
 defop("softplus", opmath(lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta)),
       grad_fn="SoftplusBackward0", saves=("self",))
 

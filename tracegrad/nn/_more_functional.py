@@ -11,6 +11,8 @@ import warnings
 import tracegrad
 
 from tracegrad._api.promotion import _SCALAR_NAME
+from tracegrad._ops.registry import OPS
+from tracegrad.autograd._dispatch import apply_op
 
 from . import _reduction
 from ._vision_functional import pairwise_distance
@@ -162,8 +164,8 @@ def conv_tbc(input, weight, bias, pad=0):
 def prelu(input, weight):
     """Mirrors ``torch.nn.functional.prelu``: ``x`` where ``x > 0``, else ``weight * x``; weight
     ``(1,)`` or ``(C,)`` with C = ``input.shape[1]`` (a 0-D/1-D input has one channel, as torch).
-    Gradients flow to input and weight. Raises: RuntimeError when weight has another count.
-    Differs from torch: grad_fn is the composite's (torch: ``PreluKernelBackward0``)."""
+    Gradients flow to input and weight (``PreluKernelBackward0``). Raises: RuntimeError when
+    weight has another count."""
     tracegrad._api.promotion.check_tensors("prelu", input, weight, names=("input", "weight"))
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
@@ -176,17 +178,14 @@ def prelu(input, weight):
         if n != channels:
             raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
                                f"numbers = {n} and channel size = {channels}.")
-        w = weight.reshape((-1,) + (1,) * (input.dim() - 2))
-    else:
-        w = weight.reshape(())
-    return tracegrad.where(input > 0, input, w * input)   # at 0 the input's gradient is weight, as torch
+    return apply_op(OPS["prelu"], (input, weight))
 
 
 def glu(input, dim=-1):
     """Mirrors ``torch.nn.functional.glu``: splits ``input`` in halves ``a, b`` along ``dim`` and
     returns ``a * sigmoid(b)`` (that dimension halves). Raises: RuntimeError for a 0-D input or
     an odd size, IndexError for a dim out of range, TypeError for a dim that is not an int.
-    Differs from torch: grad_fn is the composite's (torch: ``GluBackward0``)."""
+    The node is torch's ``GluBackward0``."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input.is_complex():   # torch has no complex kernel (JAX would compute one)
@@ -200,12 +199,7 @@ def glu(input, dim=-1):
     size = input.size(dim)
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
-    a, b = input.chunk(2, dim)
-    if _half(input):
-        # torch's kernel computes a reduced-precision glu (and its gradient) in float32 and rounds
-        # once; two bf16 roundings (sigmoid, then the product) drift past torch's tolerance
-        return (a.float() * b.float().sigmoid()).to(input.dtype)
-    return a * b.sigmoid()
+    return apply_op(OPS["glu"], (input,), (("dim", dim % input.dim()),))
 
 
 def _half(t):
