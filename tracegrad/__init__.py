@@ -76,6 +76,8 @@ newaxis = None
 from ._ops.dtype_info import finfo as finfo, iinfo as iinfo  # noqa: E402
 from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
 from ._tensor.layout import layout as layout, sparse_coo as sparse_coo, strided as strided  # noqa: E402
+from ._tensor.layout import sparse_csr as sparse_csr, sparse_csc as sparse_csc  # noqa: E402
+from ._tensor.layout import sparse_bsr as sparse_bsr, sparse_bsc as sparse_bsc  # noqa: E402
 from ._api.tensor_methods import return_types as return_types  # noqa: E402  (attaches Tensor's methods)
 from ._tensor.device import device as device  # noqa: E402
 from ._tensor.memory_format import (  # noqa: E402

@@ -67,17 +67,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size; pass "
                              "scale_factor instead, or leave recompute_scale_factor unset")
         out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
-        # (a Tensor of several elements is no int to torch's parser either: TypeError, not int()'s ValueError;
-        # nor a bool as the first size: its parser tells an int list by that element, argcheck._is_ints)
-        if isinstance(out[0], bool) or not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
-                                          and not (isinstance(o, Tensor) and o.numel() != 1)) for o in out):
-            raise TypeError(f"interpolate: expected size to be an int or a tuple of ints, but got size with types "
-                            f"{[type(o) for o in out]}")
-        if len(out) != nd:
+        if len(out) != nd:   # torch checks the length of a size sequence before its element types
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
                              f"spatial dimensions of {list(spatial)} and output size of {size}. Please provide "
                              f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
                              f"format.")
+        # (a floating Tensor is no integer to torch's size check; a Tensor of several elements is no int to torch's parser either: TypeError, not int()'s ValueError;
+        # nor a bool as the first size: its parser tells an int list by that element, argcheck._is_ints)
+        if isinstance(out[0], bool) or not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
+                                          and not (isinstance(o, Tensor) and (o.numel() != 1 or o.is_floating_point()))) for o in out):
+            # torch's message (tests match "expected size to be one of int or")
+            raise TypeError(f"interpolate: expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                            f"Tuple[int, int, int], but got size with types {[type(o) for o in out]}")
         out, scales = tuple(int(o) for o in out), (None,) * nd
     elif scale_factor is not None:
         scales = tuple(scale_factor) if isinstance(scale_factor, (list, tuple)) else (scale_factor,) * nd
@@ -196,10 +197,12 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     batched = input.ndim == 4
     x = input if batched else input.unsqueeze(0)
     k, d, p, s = (v for _, v in static)
-    if any(o < 1 for o in fold_out_hw(x.shape[2:], k, d, p, s)):
-        raise RuntimeError(f"Given input with spatial size {list(x.shape[2:])}, kernel_size={k}, dilation={d}, "
-                           f"padding={p}, calculated shape of the array of sliding blocks is non-positive; "
-                           f"use a smaller kernel or more padding")
+    blocks = fold_out_hw(x.shape[2:], k, d, p, s)
+    if any(o < 1 for o in blocks):
+        # torch's im2col shape check message (tests match "its components must be at least one")
+        raise RuntimeError(f"Given input with spatial size {tuple(x.shape[2:])}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, calculated shape of the array of sliding blocks as {blocks}, but its "
+                           f"components must be at least one.")
     _check_fold_dtype(input, "im2col_out_cpu")
     return apply_op(OPS["im2col"], (input,), static)
 
@@ -224,6 +227,12 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
                            f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
                            f"{oh} * {ow} = {oh * ow}, but got input.size(2)={x.shape[2]}.")
+    if oh < 1 or ow < 1:
+        # as torch, after the block count (two negative counts can multiply to input.size(2)); the op
+        # itself would fail with no mention of the sliding blocks
+        raise RuntimeError(f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
+                           f"calculated shape of the array of sliding blocks as {(oh, ow)}, which is too small "
+                           f"(non-positive)")
     _check_fold_dtype(input, "col2im_out_cpu")
     return apply_op(OPS["col2im"], (input,), (("output_size", osz),) + static)
 

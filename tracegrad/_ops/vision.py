@@ -123,6 +123,12 @@ def _upsample(x, *, mode, output_size, scales, align_corners):
                       align_corners=align_corners)
         info = jnp.iinfo(x.dtype)
         return jnp.clip(jnp.round(y), info.min, info.max).astype(x.dtype)
+    if x.dtype in (jnp.bfloat16, jnp.float16):
+        # torch's CPU kernels accumulate 16-bit inputs in float32 and round once; resizing one axis
+        # at a time in the 16-bit dtype rounds after every axis (forward, and in the backward the
+        # sum over the output positions each input feeds), off by several ulps from torch
+        return _upsample(x.astype(jnp.float32), mode=mode, output_size=output_size, scales=scales,
+                         align_corners=align_corners).astype(x.dtype)
     nd = len(output_size)
     out = x
     for k, (o, sc) in enumerate(zip(output_size, scales)):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["layout", "strided", "sparse_coo", "SparseOperand"]
+__all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc",
+           "SparseOperand"]
 
 
 class layout:
@@ -32,6 +33,13 @@ class layout:
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+# torch's compressed sparse layouts: no tensor here has them (there is no CSR/CSC/BSR/BSC storage),
+# but the names exist so that code naming them (a layout parametrization, a `layout ==` test)
+# imports and compares as under torch.
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

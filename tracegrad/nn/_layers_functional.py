@@ -223,8 +223,7 @@ def channel_shuffle(input, groups):
     ``(g, C/g) -> (C/g, g)``. Raises RuntimeError for fewer than 3 dims, ``groups <= 0`` or
     ``C`` not divisible by ``groups``."""
     if input.dim() < 3:
-        raise RuntimeError("channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
-                           f"{list(input.shape)}")
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
     if groups <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
     n, c = input.shape[0], input.shape[1]
