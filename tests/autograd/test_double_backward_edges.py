@@ -133,6 +133,8 @@ _NODE_CASES = {
     "kthvalue": lambda T, x: x.kthvalue(2)[0], "clamp": lambda T, x: x.clamp(0.2, 0.6),
     "clamp_min": lambda T, x: x.clamp(min=0.3), "maximum": lambda T, x: T.maximum(x, x.flip(0)),
     "fmin": lambda T, x: T.fmin(x, x.flip(0)), "angle": lambda T, x: x.angle(),
+    "prelu_constant_weight": lambda T, x: T.nn.functional.prelu(x, T.tensor([0.25])),
+    "glu": lambda T, x: T.nn.functional.glu(x, 1),
 }
 
 
