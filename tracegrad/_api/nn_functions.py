@@ -897,6 +897,10 @@ _nn = types.SimpleNamespace(
         "huber_loss", input, target, reduction=_red(reduction), delta=float(delta)),
     soft_margin_loss=lambda input, target, reduction="mean": _loss(
         "soft_margin_loss", input, target, reduction=_red(reduction)),
+    multi_margin_loss=lambda input, target, p, margin, weight, reduction: _loss(
+        "multi_margin_loss", input, target, weight, p=int(p), margin=float(margin), reduction=_red(reduction)),
+    multilabel_margin_loss=lambda input, target, reduction: _loss(
+        "multilabel_margin_loss", input, target, reduction=_red(reduction)),
     binary_cross_entropy=lambda input, target, weight=None, reduction="mean": _loss(
         "binary_cross_entropy", input, target, weight, reduction=_red(reduction)),
     binary_cross_entropy_with_logits=lambda input, target, weight=None, pos_weight=None, reduction="mean": _loss(

@@ -465,6 +465,55 @@ defop("soft_margin_loss", lambda x, t, reduction: _reduce(jnp.log1p(jnp.exp(-x *
       args=("self", "target"), grad_fn="SoftMarginLossBackward0", saves=("self", "target"), no_edge=("target",))
 
 
+# multi_margin_loss/multilabel_margin_loss: torch's own nodes (MultiMarginLossBackward0,
+# MultilabelMarginLossBackward0) over the losses' kernels; a composite of tracegrad ops ended in
+# MeanBackward0/DivBackward0/ViewBackward0. Inputs ``(N, C)``, ``(C,)`` or ``()``; the hinge has
+# gradient 0 at 0 (torch's kernels use a strict ``> 0`` mask).
+def _hinge(z):
+    return jnp.where(z > 0, z, jnp.zeros_like(z))
+
+
+def _multi_margin(x, target, w, *, p, margin, reduction):
+    """Per sample ``sum over i != y of max(0, margin - x[y] + x[i])^p (* weight[y]) / C``."""
+    xs = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    n, c = xs.shape
+    t = target.reshape(-1).astype(jnp.int32)
+    onehot = jax.nn.one_hot(t, c, dtype=xs.dtype)
+    xy = jnp.sum(xs * onehot, 1, keepdims=True)
+    z = _hinge(margin - xy + xs)
+    if p == 2:
+        z = z * z
+    if w is not None:
+        z = z * w.astype(xs.dtype)[t][:, None]
+    loss = jnp.sum(z * (1 - onehot), 1) / c
+    if x.ndim < 2 and reduction == "none":
+        loss = loss.reshape(target.shape)
+    return _reduce(loss, reduction)
+
+
+def _multilabel_margin(x, target, *, reduction):
+    """Per sample ``sum over targets j (before the first -1) and non-target classes i of
+    max(0, 1 - (x[j] - x[i])) / C``; an unbatched input gives a 0-d loss."""
+    xs = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    n, c = xs.shape
+    t = target.reshape(n, c).astype(jnp.int32)
+    valid = jnp.cumprod((t >= 0).astype(jnp.int32), 1).astype(xs.dtype)          # (N, S)
+    oh = jax.nn.one_hot(jnp.maximum(t, 0), c, dtype=xs.dtype) * valid[:, :, None]  # (N, S, C)
+    is_target = jnp.minimum(jnp.sum(oh, 1), 1)                                     # (N, C)
+    xj = jnp.sum(oh * xs[:, None, :], 2)                                           # (N, S)
+    z = _hinge(1 - xj[:, :, None] + xs[:, None, :])
+    loss = jnp.sum(z * valid[:, :, None] * (1 - is_target)[:, None, :], (1, 2)) / c
+    if x.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+defop("multi_margin_loss", _multi_margin, args=("self", "target", "weight"), grad_fn="MultiMarginLossBackward0",
+      saves=("self", "target", "weight"), no_edge=("target", "weight"))
+defop("multilabel_margin_loss", _multilabel_margin, args=("self", "target"),
+      grad_fn="MultilabelMarginLossBackward0", saves=("self", "target"), no_edge=("target",))
+
+
 def _logsumexp3(a, b, c):
     """``log(exp(a) + exp(b) + exp(c))`` that is -inf (with zero, not NaN, gradients) when all
     three are -inf: CTC's unreachable states."""
