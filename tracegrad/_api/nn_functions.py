@@ -883,6 +883,9 @@ _nn = types.SimpleNamespace(
                                                               (("beta", float(beta)), ("threshold", float(threshold)))),
     hardtanh=hardtanh,
     silu=lambda input: apply_op(OPS["silu"], (input,)),
+    rrelu_with_noise=lambda input, noise, lower, upper, training: apply_op(
+        OPS["rrelu_with_noise"], (input, noise),
+        (("lower", float(lower)), ("upper", float(upper)), ("training", bool(training)))),
     mish=lambda input: apply_op(OPS["mish"], (input,)),
     ctc_loss=lambda log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False: apply_op(
         OPS["ctc_loss"], (log_probs, targets, input_lengths, target_lengths),

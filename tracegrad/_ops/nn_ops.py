@@ -315,6 +315,17 @@ defop("gelu", opmath(lambda x, approximate: jax.nn.gelu(x, approximate=approxima
       grad_fn="GeluBackward0", saves=("self",))
 defop("leaky_relu", opmath(lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype))),
       grad_fn="LeakyReluBackward0", saves=("self",))
+# rrelu: torch's RreluWithNoiseBackward0 in both modes. Training: ``x * noise`` with the noise
+# (a slope drawn in [lower, upper] where x <= 0, else 1) made by the caller, so the gradient is
+# the noise (the drawn slope at 0 too); eval: leaky_relu with slope (lower + upper) / 2.
+def _rrelu_with_noise(x, noise, *, lower, upper, training):
+    if training:
+        return x * noise.astype(x.dtype)
+    return jnp.where(x > 0, x, x * jnp.asarray((lower + upper) / 2, x.dtype))
+
+
+defop("rrelu_with_noise", opmath(_rrelu_with_noise), args=("self", "noise"), grad_fn="RreluWithNoiseBackward0",
+      saves=("self", "noise"), no_edge=("noise",))
 # the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
 # torch's elu gradient at 0 is alpha; a NaN takes the positive branch (gradient 1), as torch's x <= 0 test
 defop("elu", opmath(lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x)),
