@@ -883,6 +883,7 @@ _nn = types.SimpleNamespace(
                                                               (("beta", float(beta)), ("threshold", float(threshold)))),
     hardtanh=hardtanh,
     silu=lambda input: apply_op(OPS["silu"], (input,)),
+    glu=lambda input, dim: apply_op(OPS["glu"], (input,), (("dim", int(dim)),)),
     rrelu_with_noise=lambda input, noise, lower, upper, training: apply_op(
         OPS["rrelu_with_noise"], (input, noise),
         (("lower", float(lower)), ("upper", float(upper)), ("training", bool(training)))),

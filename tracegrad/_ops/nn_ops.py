@@ -315,6 +315,14 @@ defop("gelu", opmath(lambda x, approximate: jax.nn.gelu(x, approximate=approxima
       grad_fn="GeluBackward0", saves=("self",))
 defop("leaky_relu", opmath(lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype))),
       grad_fn="LeakyReluBackward0", saves=("self",))
+# glu: torch's GluBackward0 (a composite ended in MulBackward0); ``a * sigmoid(b)`` of the two
+# halves along ``dim``, in float32 for 16-bit input, rounded once (torch's kernel and backward)
+def _glu(x, *, dim):
+    a, b = jnp.split(x, 2, axis=dim)
+    return a * jax.nn.sigmoid(b)
+
+
+defop("glu", opmath(_glu), grad_fn="GluBackward0", saves=("self",))
 # rrelu: torch's RreluWithNoiseBackward0 in both modes. Training: ``x * noise`` with the noise
 # (a slope drawn in [lower, upper] where x <= 0, else 1) made by the caller, so the gradient is
 # the noise (the drawn slope at 0 too); eval: leaky_relu with slope (lower + upper) / 2.

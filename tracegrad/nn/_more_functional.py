@@ -10,6 +10,7 @@ import warnings
 
 import tracegrad
 
+from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME
 
 from . import _reduction
@@ -186,7 +187,7 @@ def glu(input, dim=-1):
     """Mirrors ``torch.nn.functional.glu``: splits ``input`` in halves ``a, b`` along ``dim`` and
     returns ``a * sigmoid(b)`` (that dimension halves). Raises: RuntimeError for a 0-D input or
     an odd size, IndexError for a dim out of range, TypeError for a dim that is not an int.
-    Differs from torch: grad_fn is the composite's (torch: ``GluBackward0``)."""
+    grad_fn ``GluBackward0``."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input.is_complex():   # torch has no complex kernel (JAX would compute one)
@@ -200,12 +201,9 @@ def glu(input, dim=-1):
     size = input.size(dim)
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
-    a, b = input.chunk(2, dim)
-    if _half(input):
-        # torch's kernel computes a reduced-precision glu (and its gradient) in float32 and rounds
-        # once; two bf16 roundings (sigmoid, then the product) drift past torch's tolerance
-        return (a.float() * b.float().sigmoid()).to(input.dtype)
-    return a * b.sigmoid()
+    # one op with torch's GluBackward0 (the composite ended in MulBackward0); as torch's kernel,
+    # 16-bit input computes (and differentiates) in float32, rounding once
+    return _F._nn.glu(input, dim % input.dim())
 
 
 def _half(t):
