@@ -154,3 +154,29 @@ def test_threshold_and_shrinks_are_torchs_nodes(name, dtype):
     assert got[:3] == want[:3] and got[5] == want[5] == 0.0
     np.testing.assert_array_equal(got[3], want[3])   # values bit-equal (NaN kept, -0.0 in the band)
     np.testing.assert_array_equal(got[4], want[4])
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rrelu_node_and_gradient_as_torch(training, dtype):
+    """rrelu ends in torch's RreluWithNoiseBackward0 in both modes (was LeakyReluBackward0 in
+    eval, WhereBackward0 in training). Eval: torch's values and gradients (x = 0 and NaN take
+    the slope). Training (random slopes differ): positives pass with gradient 1, x <= 0 is
+    scaled by a slope in [lower, upper] that is also its gradient, 0 included."""
+    torch = pytest.importorskip("torch")
+    a = np.array([-1.5, 0.0, 0.7, -0.2, np.nan], np.float32)
+    got = []
+    for T in (torch, tracegrad):
+        x = T.tensor(a, dtype=getattr(T, dtype), requires_grad=True)
+        y = T.nn.functional.rrelu(x, 0.1, 0.3, training=training)
+        g, = T.autograd.grad(y.sum(), x)
+        got.append((type(y.grad_fn).__name__, y.detach().float().numpy(), g.float().numpy()))
+    assert got[1][0] == got[0][0] == "RreluWithNoiseBackward0"
+    y, g = got[1][1], got[1][2]
+    if not training:
+        np.testing.assert_allclose(y, got[0][1], rtol=1e-6)
+        np.testing.assert_allclose(g, got[0][2], rtol=1e-6)
+        return
+    assert y[2] == got[0][1][2] and g[2] == 1.0 and np.isnan(y[4]) and g[4] == 1.0 and y[1] == 0.0
+    assert np.all((g[[0, 1, 3]] >= 0.1 - 1e-3) & (g[[0, 1, 3]] <= 0.3 + 1e-3))
+    np.testing.assert_allclose(y[[0, 3]], a[[0, 3]] * g[[0, 3]], rtol=1e-2)

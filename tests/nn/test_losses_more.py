@@ -299,3 +299,30 @@ def _make_ctc(mod, wrap):
 def test_compiled_ctc_training_step_equals_eager_and_torch():
     comp = check_compiled(_make_ctc, calls=3, torch_too=True)
     assert comp.step.stats["graph_breaks"] == [], comp.step.stats
+
+
+@pytest.mark.parametrize("name,call", [
+    ("multi_margin", lambda T, x: T.nn.functional.multi_margin_loss(x, T.tensor([1, 3, 0]))),
+    ("multi_margin_p2_weight_none", lambda T, x: T.nn.functional.multi_margin_loss(
+        x, T.tensor([1, 3, 0]), p=2, margin=0.5, weight=T.tensor([1., 2., 3., .5]), reduction="none")),
+    ("multi_margin_unbatched", lambda T, x: T.nn.functional.multi_margin_loss(x[1], T.tensor(2), reduction="none")),
+    ("multilabel_margin", lambda T, x: T.nn.functional.multilabel_margin_loss(
+        x, T.tensor([[1, 3, -1, 0], [0, 0, 2, -1], [3, 2, 1, 0]]))),
+    ("multilabel_margin_unbatched_none", lambda T, x: T.nn.functional.multilabel_margin_loss(
+        x[0], T.tensor([1, 3, -1, 0]), reduction="none")),
+])
+def test_margin_losses_have_torch_nodes(name, call):
+    """multi_margin_loss and multilabel_margin_loss end in torch's own nodes
+    (``MultiMarginLossBackward0``, ``MultilabelMarginLossBackward0``; a composite ended in
+    MeanBackward0/DivBackward0/ViewBackward0), with torch's values, shapes and first and second
+    derivatives."""
+    a = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    got = []
+    for T in (torch, tracegrad):
+        x = T.tensor(a, requires_grad=True)
+        out = call(T, x)
+        g, = T.autograd.grad((out * 1.5).sum(), x, create_graph=True)
+        got.append((type(out.grad_fn).__name__, tuple(out.shape), out.detach().numpy(), g.detach().numpy()))
+    assert got[1][:2] == got[0][:2]
+    np.testing.assert_allclose(got[1][2], got[0][2], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[1][3], got[0][3], rtol=1e-6, atol=1e-6)

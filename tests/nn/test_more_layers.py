@@ -262,3 +262,24 @@ def test_threshold_bfloat16_compares_in_float32():
     for lib in (torch, tracegrad):
         x = lib.tensor([0.1, 0.05, 0.2]).to(lib.bfloat16)
         assert lib.nn.functional.threshold(x, 0.1, 20.0).float().tolist() == [x[0].item(), 20.0, x[2].item()]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_glu_is_one_node_as_torch(dtype, dim):
+    """F.glu ends in torch's GluBackward0 (a composite ended in MulBackward0), with torch's
+    values, first and second derivatives (16-bit input in float32, rounded once)."""
+    torch = pytest.importorskip("torch")
+    a = np.random.RandomState(0).randn(4, 3, 2).astype(np.float32)
+    got = []
+    for T in (torch, tracegrad):
+        x = T.tensor(a, dtype=getattr(T, dtype), requires_grad=True)
+        y = T.nn.functional.glu(x, dim)
+        g, = T.autograd.grad((y * y).sum(), x, create_graph=True)
+        gg, = T.autograd.grad(g.sum(), x)
+        got.append((type(y.grad_fn).__name__, str(y.dtype).split(".")[-1],
+                    [t.detach().double().numpy() for t in (y, g, gg)]))
+    assert got[1][:2] == got[0][:2] and got[0][0] == "GluBackward0"
+    tol = 2e-2 if dtype == "bfloat16" else 1e-5
+    for mine, theirs in zip(got[1][2], got[0][2]):
+        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)

@@ -369,6 +369,33 @@ def test_compiled_training_step_equals_eager():
     np.testing.assert_allclose(compiled, losses(False), rtol=1e-6)
 
 
+@pytest.mark.parametrize("kind,kw", [("LSTM", {}), ("GRU", {"num_layers": 2, "bidirectional": True}),
+                                     ("RNN", {})])
+def test_packed_output_node_is_cat(kind, kw):
+    """A packed RNN's output data is the concatenation of each step's rows, as torch's packed
+    kernels build it: its node is ``CatBackward0`` (it was a row gather, ``IndexBackward0``);
+    values and gradients as torch."""
+    torch = get_torch()
+    seqs = [x(4, 3), x(2, 3), x(3, 3)]
+    w = x(9, 8 if kw.get("bidirectional") else 4)
+    got = []
+    for mod in (torch, tracegrad):
+        mod.manual_seed(0)
+        m = getattr(mod.nn, kind)(3, 4, **kw)
+        if mod is tracegrad:
+            copy_state(tm, m)
+        else:
+            tm = m
+        ins = [mod.tensor(a, requires_grad=True) for a in seqs]
+        out, _ = m(mod.nn.utils.rnn.pack_sequence(ins, enforce_sorted=False))
+        (out.data * mod.tensor(w)).sum().backward()
+        got.append((type(out.data.grad_fn).__name__, out.data.detach().numpy(), [t.grad.numpy() for t in ins]))
+    assert got[1][0] == got[0][0] == "CatBackward0"
+    close(got[1][1], got[0][1], RTOL, ATOL)
+    for a, b in zip(got[1][2], got[0][2]):
+        close(a, b, RTOL, ATOL)
+
+
 def test_every_rnn_op_has_a_parity_case(request):
     """STYLE 11: every op of ``_ops/rnn.py`` ran in a torch parity case of this module."""
     if request.config.option.keyword or len(_SEEN) == 0:

@@ -883,6 +883,10 @@ _nn = types.SimpleNamespace(
                                                               (("beta", float(beta)), ("threshold", float(threshold)))),
     hardtanh=hardtanh,
     silu=lambda input: apply_op(OPS["silu"], (input,)),
+    glu=lambda input, dim: apply_op(OPS["glu"], (input,), (("dim", int(dim)),)),
+    rrelu_with_noise=lambda input, noise, lower, upper, training: apply_op(
+        OPS["rrelu_with_noise"], (input, noise),
+        (("lower", float(lower)), ("upper", float(upper)), ("training", bool(training)))),
     mish=lambda input: apply_op(OPS["mish"], (input,)),
     ctc_loss=lambda log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False: apply_op(
         OPS["ctc_loss"], (log_probs, targets, input_lengths, target_lengths),
@@ -897,6 +901,10 @@ _nn = types.SimpleNamespace(
         "huber_loss", input, target, reduction=_red(reduction), delta=float(delta)),
     soft_margin_loss=lambda input, target, reduction="mean": _loss(
         "soft_margin_loss", input, target, reduction=_red(reduction)),
+    multi_margin_loss=lambda input, target, p, margin, weight, reduction: _loss(
+        "multi_margin_loss", input, target, weight, p=int(p), margin=float(margin), reduction=_red(reduction)),
+    multilabel_margin_loss=lambda input, target, reduction: _loss(
+        "multilabel_margin_loss", input, target, reduction=_red(reduction)),
     binary_cross_entropy=lambda input, target, weight=None, reduction="mean": _loss(
         "binary_cross_entropy", input, target, weight, reduction=_red(reduction)),
     binary_cross_entropy_with_logits=lambda input, target, weight=None, pos_weight=None, reduction="mean": _loss(

@@ -320,6 +320,25 @@ defop("gelu", opmath(lambda x, approximate: jax.nn.gelu(x, approximate=approxima
       grad_fn="GeluBackward0", saves=("self",))
 defop("leaky_relu", opmath(lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype))),
       grad_fn="LeakyReluBackward0", saves=("self",))
+# glu: torch's GluBackward0 (a composite ended in MulBackward0); ``a * sigmoid(b)`` of the two
+# halves along ``dim``, in float32 for 16-bit input, rounded once (torch's kernel and backward)
+def _glu(x, *, dim):
+    a, b = jnp.split(x, 2, axis=dim)
+    return a * jax.nn.sigmoid(b)
+
+
+defop("glu", opmath(_glu), grad_fn="GluBackward0", saves=("self",))
+# rrelu: torch's RreluWithNoiseBackward0 in both modes. Training: ``x * noise`` with the noise
+# (a slope drawn in [lower, upper] where x <= 0, else 1) made by the caller, so the gradient is
+# the noise (the drawn slope at 0 too); eval: leaky_relu with slope (lower + upper) / 2.
+def _rrelu_with_noise(x, noise, *, lower, upper, training):
+    if training:
+        return x * noise.astype(x.dtype)
+    return jnp.where(x > 0, x, x * jnp.asarray((lower + upper) / 2, x.dtype))
+
+
+defop("rrelu_with_noise", opmath(_rrelu_with_noise), args=("self", "noise"), grad_fn="RreluWithNoiseBackward0",
+      saves=("self", "noise"), no_edge=("noise",))
 # the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
 # torch's elu gradient at 0 is alpha; a NaN takes the positive branch (gradient 1), as torch's x <= 0 test
 defop("elu", opmath(lambda x, alpha: jnp.where(x <= 0, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x <= 0, x, 0)), x)),
@@ -391,12 +410,9 @@ def _prelu(x, weight):
     return jnp.where(x > 0, x, w * x)
 
 
-# prelu and glu: torch's own nodes (a composite had WhereBackward0 / MulBackward0, and prelu's
-# first derivative with a constant weight no edge to the input)
+# prelu: torch's own node (a composite had WhereBackward0, and its first derivative with a
+# constant weight no edge to the input)
 defop("prelu", _prelu, args=("self", "weight"), grad_fn="PreluKernelBackward0", saves=("self", "weight"))
-# float16/bfloat16 in float32 rounded once, as torch's kernel (two bf16 roundings drift)
-defop("glu", opmath(lambda x, dim: (lambda a, b: a * jax.nn.sigmoid(b))(*jnp.split(x, 2, axis=dim))),
-      grad_fn="GluBackward0", saves=("self",))
 defop("softplus", opmath(lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta)),
       grad_fn="SoftplusBackward0", saves=("self",))
 
@@ -483,6 +499,55 @@ def _huber(x, t, *, reduction, delta):
 defop("huber_loss", _huber, args=("self", "target"), grad_fn="HuberLossBackward0", saves=("self", "target"))
 defop("soft_margin_loss", lambda x, t, reduction: _reduce(jnp.log1p(jnp.exp(-x * t)), reduction),
       args=("self", "target"), grad_fn="SoftMarginLossBackward0", saves=("self", "target"), no_edge=("target",))
+
+
+# multi_margin_loss/multilabel_margin_loss: torch's own nodes (MultiMarginLossBackward0,
+# MultilabelMarginLossBackward0) over the losses' kernels; a composite of tracegrad ops ended in
+# MeanBackward0/DivBackward0/ViewBackward0. Inputs ``(N, C)``, ``(C,)`` or ``()``; the hinge has
+# gradient 0 at 0 (torch's kernels use a strict ``> 0`` mask).
+def _hinge(z):
+    return jnp.where(z > 0, z, jnp.zeros_like(z))
+
+
+def _multi_margin(x, target, w, *, p, margin, reduction):
+    """Per sample ``sum over i != y of max(0, margin - x[y] + x[i])^p (* weight[y]) / C``."""
+    xs = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    n, c = xs.shape
+    t = target.reshape(-1).astype(jnp.int32)
+    onehot = jax.nn.one_hot(t, c, dtype=xs.dtype)
+    xy = jnp.sum(xs * onehot, 1, keepdims=True)
+    z = _hinge(margin - xy + xs)
+    if p == 2:
+        z = z * z
+    if w is not None:
+        z = z * w.astype(xs.dtype)[t][:, None]
+    loss = jnp.sum(z * (1 - onehot), 1) / c
+    if x.ndim < 2 and reduction == "none":
+        loss = loss.reshape(target.shape)
+    return _reduce(loss, reduction)
+
+
+def _multilabel_margin(x, target, *, reduction):
+    """Per sample ``sum over targets j (before the first -1) and non-target classes i of
+    max(0, 1 - (x[j] - x[i])) / C``; an unbatched input gives a 0-d loss."""
+    xs = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    n, c = xs.shape
+    t = target.reshape(n, c).astype(jnp.int32)
+    valid = jnp.cumprod((t >= 0).astype(jnp.int32), 1).astype(xs.dtype)          # (N, S)
+    oh = jax.nn.one_hot(jnp.maximum(t, 0), c, dtype=xs.dtype) * valid[:, :, None]  # (N, S, C)
+    is_target = jnp.minimum(jnp.sum(oh, 1), 1)                                     # (N, C)
+    xj = jnp.sum(oh * xs[:, None, :], 2)                                           # (N, S)
+    z = _hinge(1 - xj[:, :, None] + xs[:, None, :])
+    loss = jnp.sum(z * valid[:, :, None] * (1 - is_target)[:, None, :], (1, 2)) / c
+    if x.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+defop("multi_margin_loss", _multi_margin, args=("self", "target", "weight"), grad_fn="MultiMarginLossBackward0",
+      saves=("self", "target", "weight"), no_edge=("target", "weight"))
+defop("multilabel_margin_loss", _multilabel_margin, args=("self", "target"),
+      grad_fn="MultilabelMarginLossBackward0", saves=("self", "target"), no_edge=("target",))
 
 
 def _logsumexp3(a, b, c):

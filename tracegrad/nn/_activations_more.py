@@ -131,10 +131,14 @@ def tanhshrink(input):
 
 
 def _rrelu(x, lower, upper, training):
-    if not training:
-        return _F._nn.leaky_relu(x, (lower + upper) / 2)
-    slope = tracegrad.rand(tuple(x.shape), dtype=x.dtype, device=x.device) * (upper - lower) + lower
-    return tracegrad.where(x >= 0, x, x * slope)
+    # one op with torch's RreluWithNoiseBackward0 node in both modes (was LeakyReluBackward0 in
+    # eval, WhereBackward0 in training); as torch's kernel, x <= 0 takes the drawn slope
+    if training:
+        slope = tracegrad.rand(tuple(x.shape), dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        noise = tracegrad.where(x.detach() <= 0, slope, tracegrad.ones_like(slope))
+    else:
+        noise = tracegrad.ones((0,), dtype=x.dtype, device=x.device)   # unused (torch's empty noise)
+    return _F._nn.rrelu_with_noise(x, noise, lower, upper, training)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):

@@ -188,17 +188,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}; give one weight per class")
     _check_class_range(t, 0, c, f"multi_margin_loss: target out of range; class indices must lie in [0, {c})")
-    onehot = tracegrad.nn.functional.one_hot(t, c).to(x.dtype)
-    xy = (x * onehot).sum(1, keepdim=True)
-    z = _relu(margin - xy + x)
-    if p == 2:
-        z = z * z
-    if weight is not None:
-        z = z * weight[t].unsqueeze(1)
-    loss = (z * (1 - onehot)).sum(1) / c
-    if input.dim() < 2 and reduction == "none":
-        loss = loss.reshape(target.shape)
-    return _reduce(loss, reduction)
+    # one op with torch's MultiMarginLossBackward0 node (a composite ended in MeanBackward0)
+    return _F._nn.multi_margin_loss(input, target, p, margin, weight, reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -217,15 +208,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     t = target.reshape(n, c).long()
     _check_class_range(t, -1, c, f"multilabel_margin_loss: argument #2 'target' is out of range; targets are "
                                  f"class indices in [0, {c}), padded with -1")
-    valid = (t >= 0).long().cumprod(1).to(x.dtype)                   # (N, S): before the first -1
-    oh = tracegrad.nn.functional.one_hot(t.clamp_min(0), c).to(x.dtype) * valid.unsqueeze(2)   # (N, S, C)
-    is_target = oh.sum(1).clamp_max(1)                                  # (N, C)
-    xj = (oh * x.unsqueeze(1)).sum(2)                                  # (N, S): x[target_j]
-    z = _relu(1 - xj.unsqueeze(2) + x.unsqueeze(1))                    # (N, S, C)
-    loss = (z * valid.unsqueeze(2) * (1 - is_target).unsqueeze(1)).sum((1, 2)) / c
-    if input.dim() < 2:
-        loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    # one op with torch's MultilabelMarginLossBackward0 node (a composite ended in MeanBackward0)
+    return _F._nn.multilabel_margin_loss(input, target, reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,

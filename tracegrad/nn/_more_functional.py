@@ -10,6 +10,7 @@ import warnings
 
 import tracegrad
 
+from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
@@ -185,7 +186,7 @@ def glu(input, dim=-1):
     """Mirrors ``torch.nn.functional.glu``: splits ``input`` in halves ``a, b`` along ``dim`` and
     returns ``a * sigmoid(b)`` (that dimension halves). Raises: RuntimeError for a 0-D input or
     an odd size, IndexError for a dim out of range, TypeError for a dim that is not an int.
-    The node is torch's ``GluBackward0``."""
+    grad_fn ``GluBackward0``."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input.is_complex():   # torch has no complex kernel (JAX would compute one)
@@ -199,7 +200,9 @@ def glu(input, dim=-1):
     size = input.size(dim)
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
-    return apply_op(OPS["glu"], (input,), (("dim", dim % input.dim()),))
+    # one op with torch's GluBackward0 (the composite ended in MulBackward0); as torch's kernel,
+    # 16-bit input computes (and differentiates) in float32, rounding once
+    return _F._nn.glu(input, dim % input.dim())
 
 
 def _half(t):

@@ -135,10 +135,11 @@ def _packed_rows(batch_sizes, width):
 
 
 def padded_to_packed(padded, batch_sizes):
-    """``(T, B, *)`` time-major padded (batch sorted by length) -> packed data ``(sum, *)``."""
-    T, B = padded.shape[0], padded.shape[1]
-    rows = tracegrad.tensor(_packed_rows(batch_sizes, B), dtype=tracegrad.int64)
-    return padded.reshape(T * B, *padded.shape[2:])[rows]
+    """``(T, B, *)`` time-major padded (batch sorted by length) -> packed data ``(sum, *)``: the
+    packed output of an RNN. Concatenates each step's first ``batch_sizes[t]`` rows, as torch's
+    packed RNN kernels do, so the data's node is torch's ``CatBackward0`` (a gather of rows gave
+    ``IndexBackward0``)."""
+    return tracegrad.cat([padded[t, :n] for t, n in enumerate(batch_sizes)])
 
 
 def packed_to_padded(data, batch_sizes, padding_value=0.0, total_length=None):
