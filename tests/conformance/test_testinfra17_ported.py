@@ -131,3 +131,43 @@ def test_parallel_functions_broadcast_cpu():
         Broadcast = import_module(T.__name__ + ".nn.parallel._functions").Broadcast
         return Broadcast.apply([0], T.ones(2, requires_grad=True))
     same_outcome(fn)
+
+
+def _mha(T, mask_kind, need_weights=False, self_attn=True, train=False, batch_first=True):
+    """MultiheadAttention(4, 2) with fixed weights; its own fused path is taken for batched
+    self-attention in eval mode with nothing to differentiate."""
+    m = T.nn.MultiheadAttention(4, 2, batch_first=batch_first)
+    with T.no_grad():
+        for p in m.parameters():
+            p.copy_(T.tensor(np.cos(np.arange(p.numel())).reshape(tuple(p.shape)).astype("float32")))
+    m.train(train)
+    x = _x(T, 2, 3, 4)
+    kpm, am = T.tensor(KPM), T.tensor(AM)
+    masks = {"bool_kpm": {"key_padding_mask": kpm}, "bool_am": {"attn_mask": am},
+             "bool_both": {"key_padding_mask": kpm, "attn_mask": am},
+             "float_kpm": {"key_padding_mask": T.zeros(2, 3).masked_fill(kpm, float("-inf"))},
+             "float_am": {"attn_mask": T.zeros(3, 3).masked_fill(am, float("-inf"))}}[mask_kind]
+    with T.no_grad():
+        if not batch_first:
+            x = x.transpose(0, 1)
+        v = x if self_attn else x.clone()
+        return m(x, x, v, need_weights=need_weights, **masks)
+
+
+# test_transformerencoderlayer's mask semantics, through the attention module it is built on
+MHA_CASES = {
+    "fast_path_bool_kpm": lambda T: _mha(T, "bool_kpm"),
+    "fast_path_bool_attn_mask": lambda T: _mha(T, "bool_am"),
+    "fast_path_bool_both": lambda T: _mha(T, "bool_both"),
+    "fast_path_float_kpm_finite": lambda T: _mha(T, "float_kpm"),
+    "fast_path_float_attn_mask_finite": lambda T: _mha(T, "float_am"),
+    "need_weights": lambda T: _mha(T, "bool_kpm", need_weights=True),
+    "not_self_attention": lambda T: _mha(T, "bool_kpm", self_attn=False),
+    "training": lambda T: _mha(T, "bool_kpm", train=True),
+    "seq_first": lambda T: _mha(T, "bool_kpm", batch_first=False),
+}
+
+
+@pytest.mark.parametrize("fn", outcome_params(MHA_CASES))
+def test_multihead_attention_fully_masked_rows(fn):
+    same_outcome(fn)

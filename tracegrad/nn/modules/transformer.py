@@ -81,6 +81,40 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
+        # torch's fused self-attention kernel with bool masks softmaxes a query whose every key is
+        # masked over all -inf: NaN where the math path (ours; torch's with float masks or outside
+        # its fast-path conditions) gives 0. With need_weights the math path is NaN there already.
+        nan_rows = (not need_weights and (attn_mask is not None or key_padding_mask is not None)
+                    and all(m is None or m.dtype is tracegrad.bool for m in (attn_mask, key_padding_mask))
+                    and self._fast_path(query, key, value))
+        out, w = self._forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                               is_causal)
+        if nan_rows:
+            full = _fully_masked_queries(attn_mask, key_padding_mask, query.shape[0], self.num_heads)
+            if full is not None:
+                out = out.masked_fill(full.unsqueeze(-1), float("nan"))
+        return out, w
+
+    def _fast_path(self, query, key, value):
+        """Whether torch's ``forward`` calls its fused self-attention kernel (its conditions):
+        the fast path enabled, a batched self-attention call (query is key is value) in eval mode,
+        in-projection weight and bias of the query's dtype, an even head count, batch_first, no
+        bias_k/bias_v/add_zero_attn, one embedding size, no autocast, CPU/CUDA tensors and nothing
+        to differentiate."""
+        w, b = self.in_proj_weight, self.in_proj_bias
+        if (not tracegrad.backends.mha.get_fastpath_enabled() or query.dim() != 3
+                or query is not key or key is not value or w is None or b is None
+                or query.dtype != w.dtype or query.dtype != b.dtype or self.training or self.num_heads % 2
+                or not self.batch_first or self.bias_k is not None or self.bias_v is not None
+                or self.add_zero_attn or not self._qkv_same_embed_dim or tracegrad.is_autocast_enabled()):
+            return False
+        tensors = (query, w, b, self.out_proj.weight, self.out_proj.bias)
+        if not all(t is None or t.device.type in ("cpu", "cuda") for t in tensors):
+            return False
+        return not (tracegrad.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors))
+
+    def _forward(self, query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                 is_causal):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
             if key is value:
@@ -202,16 +236,18 @@ class TransformerEncoderLayer(_LayerBlocks):
 
 
 def _fully_masked_queries(attn_mask, key_padding_mask, batch, num_heads):
-    """``(N, L)`` bool: the queries whose every key is masked out (-inf) in some head, from
-    canonical float masks ``attn_mask`` ``(L, S)`` or ``(N*heads, L, S)`` and
+    """``(N, L)`` bool: the queries whose every key is masked out (True, or -inf in a float
+    mask) in some head, from ``attn_mask`` ``(L, S)`` or ``(N*heads, L, S)`` and
     ``key_padding_mask`` ``(N, S)``; None when no mask is given."""
+    def _masked(m):
+        return m if m.dtype is tracegrad.bool else m == float("-inf")
     masked = None
     if attn_mask is not None:
-        am = attn_mask == float("-inf")
+        am = _masked(attn_mask)
         masked = (am.reshape(batch, num_heads, *am.shape[-2:]) if am.dim() == 3
                   else am.reshape(1, 1, *am.shape[-2:]))
     if key_padding_mask is not None:
-        kp = (key_padding_mask == float("-inf")).reshape(batch, 1, 1, key_padding_mask.shape[-1])
+        kp = _masked(key_padding_mask).reshape(batch, 1, 1, key_padding_mask.shape[-1])
         masked = kp if masked is None else masked | kp
     if masked is None:
         return None
