@@ -236,11 +236,9 @@ MHA = {
 }
 
 
-MHA_XFAIL = {
-    "mha_fast_path_all_masked_row": "torch's fused inference kernel (eval, no grad, need_weights=False) gives NaN "
-                                    "rows for a fully padded key sequence while its math path and sdpa give finite "
-                                    "values; tracegrad has only the math path",
-}
+# (torch's fused inference kernel's NaN rows for a fully padded key sequence are mirrored now:
+# MultiheadAttention._fast_path, found by test_nn.py's test_transformerencoderlayer)
+MHA_XFAIL = {}
 
 
 @pytest.mark.parametrize("fn", outcome_params(MHA, MHA_XFAIL))

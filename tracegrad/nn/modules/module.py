@@ -914,7 +914,16 @@ class Module:
             if d is not None and t.dtype is not d:
                 out = t.to(d)
             if device is not None:
-                out = out.to(device)
+                try:
+                    out = out.to(device)
+                except NotImplementedError as e:
+                    # as torch: a module built on the meta device has no data to move; name the
+                    # API that materializes it instead
+                    if str(e) != "Cannot copy out of meta tensor; no data!":
+                        raise
+                    raise NotImplementedError(
+                        f"{e} Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                        f"module from meta to a different device.") from None
             if memory_format is not None and t.dim() in (4, 5):   # as torch: 4-d and 5-d tensors only
                 out = out.to(memory_format=memory_format)
             return out

@@ -81,6 +81,40 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
+        # torch's fused self-attention kernel with bool masks softmaxes a query whose every key is
+        # masked over all -inf: NaN where the math path (ours; torch's with float masks or outside
+        # its fast-path conditions) gives 0. With need_weights the math path is NaN there already.
+        nan_rows = (not need_weights and (attn_mask is not None or key_padding_mask is not None)
+                    and all(m is None or m.dtype is tracegrad.bool for m in (attn_mask, key_padding_mask))
+                    and self._fast_path(query, key, value))
+        out, w = self._forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                               is_causal)
+        if nan_rows:
+            full = _fully_masked_queries(attn_mask, key_padding_mask, query.shape[0], self.num_heads)
+            if full is not None:
+                out = out.masked_fill(full.unsqueeze(-1), float("nan"))
+        return out, w
+
+    def _fast_path(self, query, key, value):
+        """Whether torch's ``forward`` calls its fused self-attention kernel (its conditions):
+        the fast path enabled, a batched self-attention call (query is key is value) in eval mode,
+        in-projection weight and bias of the query's dtype, an even head count, batch_first, no
+        bias_k/bias_v/add_zero_attn, one embedding size, no autocast, CPU/CUDA tensors and nothing
+        to differentiate."""
+        w, b = self.in_proj_weight, self.in_proj_bias
+        if (not tracegrad.backends.mha.get_fastpath_enabled() or query.dim() != 3
+                or query is not key or key is not value or w is None or b is None
+                or query.dtype != w.dtype or query.dtype != b.dtype or self.training or self.num_heads % 2
+                or not self.batch_first or self.bias_k is not None or self.bias_v is not None
+                or self.add_zero_attn or not self._qkv_same_embed_dim or tracegrad.is_autocast_enabled()):
+            return False
+        tensors = (query, w, b, self.out_proj.weight, self.out_proj.bias)
+        if not all(t is None or t.device.type in ("cpu", "cuda") for t in tensors):
+            return False
+        return not (tracegrad.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors))
+
+    def _forward(self, query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                 is_causal):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
             if key is value:
@@ -168,8 +202,57 @@ class TransformerEncoderLayer(_LayerBlocks):
         else:
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
+        if (src_mask is not None or src_key_padding_mask is not None) and self._fast_path(src):
+            # torch's fused inference kernel softmaxes a query whose every key is masked out over
+            # all -inf: that token comes out NaN, where the math path (ours, and torch's outside
+            # these conditions) gives the attention 0 and a finite token. Elsewhere both agree.
+            full = _fully_masked_queries(src_mask, src_key_padding_mask, src.shape[0], self.self_attn.num_heads)
+            if full is not None:
+                x = x.masked_fill(full.unsqueeze(-1), float("nan"))
         return x
 
+    def _fast_path(self, src):
+        """Whether torch's ``forward`` takes its fused inference path (its conditions, in its
+        order): the fast path enabled, a batched input, eval mode, batch-first attention with
+        in-projection bias and one embedding size, a relu/gelu activation, equal norm eps, an even
+        head count, no autocast, no forward hooks on any submodule, CPU/CUDA tensors and nothing to
+        differentiate."""
+        attn = self.self_attn
+        if (not tracegrad.backends.mha.get_fastpath_enabled() or src.dim() != 3 or self.training
+                or not attn.batch_first or attn.in_proj_bias is None or not attn._qkv_same_embed_dim
+                or not self.activation_relu_or_gelu or self.norm1.eps != self.norm2.eps
+                or attn.num_heads % 2 == 1 or tracegrad.is_autocast_enabled()):
+            return False
+        if any(len(getattr(m, "_forward_hooks", {})) + len(getattr(m, "_forward_pre_hooks", {}))
+               for m in self.modules()):
+            return False
+        tensors = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+                   self.norm1.weight, self.norm1.bias, self.norm2.weight, self.norm2.bias,
+                   self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias)
+        if not all(t.device.type in ("cpu", "cuda") for t in tensors):
+            return False
+        return not (tracegrad.is_grad_enabled() and any(t.requires_grad for t in tensors))
+
+
+
+def _fully_masked_queries(attn_mask, key_padding_mask, batch, num_heads):
+    """``(N, L)`` bool: the queries whose every key is masked out (True, or -inf in a float
+    mask) in some head, from ``attn_mask`` ``(L, S)`` or ``(N*heads, L, S)`` and
+    ``key_padding_mask`` ``(N, S)``; None when no mask is given."""
+    def _masked(m):
+        return m if m.dtype is tracegrad.bool else m == float("-inf")
+    masked = None
+    if attn_mask is not None:
+        am = _masked(attn_mask)
+        masked = (am.reshape(batch, num_heads, *am.shape[-2:]) if am.dim() == 3
+                  else am.reshape(1, 1, *am.shape[-2:]))
+    if key_padding_mask is not None:
+        kp = _masked(key_padding_mask).reshape(batch, 1, 1, key_padding_mask.shape[-1])
+        masked = kp if masked is None else masked | kp
+    if masked is None:
+        return None
+    full = masked.all(-1).any(1)   # (N or 1, L or 1)
+    return full
 
 
 def _why_not_nested_tensor(layer):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import types
 import warnings
 
 import tracegrad
@@ -43,7 +44,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     max_norm, norm_type = float(max_norm), float(norm_type)
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    parameters = list(parameters)   # read twice: a generator would be empty the second time
+    else:
+        is_generator = isinstance(parameters, types.GeneratorType)
+        parameters = list(parameters)   # read twice: a generator would be empty the second time
+        # torch warns for an exhausted generator (a second pass over model.parameters() is a
+        # common slip that silently clips nothing); a plain empty list says nothing
+        if is_generator and not parameters:
+            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
     grads = _grads(parameters)
     if not grads:
         return tracegrad.tensor(0.0)
