@@ -1,0 +1,31 @@
+"""testinfra18: PyTorch's test/test_reductions.py run unchanged under tracegrad (the CPU tests
+torch 2.13 itself passes); the corners it found that tracegrad got wrong, ported here as focused
+tests. Each body runs under the ``T`` fixture, once with torch 2.13 and once with tracegrad, so
+torch checks every expectation. Each test names its original in test_reductions.py."""
+import pytest
+
+
+# from TestReductions.test_dim_reduction_less_than_64: a 65-dim tensor exists (numpy, on which the
+# factories build, holds 64 dims at most); a reduction over named dims of it is refused
+def test_65_dim_tensor_reduction_refused(T):
+    x = T.randn([1] * 65)
+    assert x.dim() == 65
+    assert T.zeros([1] * 65).shape == (1,) * 65
+    assert x.sum().shape == ()        # dim=None reduces fine
+    for op in [T.mean, T.sum, T.nansum, T.std, T.logsumexp, T.var, T.norm]:
+        for dim in (64, -1):
+            with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+                op(x, dim=dim)
+
+
+# from TestReductions.test_histc_min_max_errors (uint8/int8/int/long): histc checks min > max
+# before it refuses an integer input
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
+def test_histc_min_max_checked_before_dtype(T, dtype):
+    x = T.tensor([1., 2., 3.], dtype=getattr(T, dtype))
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        T.histc(x, bins=4, min=5, max=1)
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        T.histc(x, bins=-1)
+    with pytest.raises(NotImplementedError):
+        T.histc(x, bins=4)
