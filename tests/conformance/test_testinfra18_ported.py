@@ -29,3 +29,27 @@ def test_histc_min_max_checked_before_dtype(T, dtype):
         T.histc(x, bins=-1)
     with pytest.raises(NotImplementedError):
         T.histc(x, bins=4)
+
+
+# from TestReductions.test_histc_value_corner_cases: all values at the dtype's extreme (the
+# widened range min - 1 .. max + 1 rounds back to one point) are still counted
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_histc_values_at_dtype_extremes_counted(T, dtype):
+    for v in (T.finfo(getattr(T, dtype)).min, T.finfo(getattr(T, dtype)).max):
+        h = T.histc(T.tensor([v, v, v], dtype=getattr(T, dtype)), bins=4)
+        assert h.sum().item() == 3.0
+
+
+# from TestReductions.test_nansum_out_dtype (float16): 16-bit float sums accumulate in float32
+@pytest.mark.parametrize("fn", ["sum", "nansum"])
+@pytest.mark.parametrize("src", ["float16", "float32"])
+def test_half_sum_accumulates_in_float32(T, fn, src):
+    import numpy as np
+    a = (np.random.default_rng(0).standard_normal(3000) * 60).astype(src)
+    want = float(np.asarray(a, np.float16).astype(np.float64).sum())
+    got = getattr(T, fn)(T.tensor(a), dtype=T.float16)
+    assert got.dtype == T.float16
+    assert abs(got.item() - want) <= 0.002 * abs(want) + 1
+    x = T.tensor(a[:5]).to(T.float16).requires_grad_()
+    getattr(T, fn)(x, 0).backward()
+    assert x.grad.dtype == T.float16 and x.grad.tolist() == [1.0] * 5

@@ -267,7 +267,12 @@ def histc(input, bins=100, min=0, max=0):
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     keep = a[(a >= lo) & (a <= hi)]
-    pos = ((keep - lo) * a.dtype.type(bins) / (hi - lo)).astype(np.int64)
+    with np.errstate(all="ignore"):
+        pos = (keep - lo) * a.dtype.type(bins) / (hi - lo)
+    # a range of width 0 or inf at the dtype's extremes (widening finfo.min by 1 changes nothing)
+    # gives NaN positions: count those values in the first bin (torch counts them too; its bin
+    # choice there is an accident of its kernel: last bin for finfo.max)
+    pos = np.clip(np.nan_to_num(pos, nan=0.0), 0, bins).astype(np.int64)
     pos[pos == bins] = bins - 1
     return _tensor(np.bincount(pos, minlength=bins).astype(a.dtype), dtype=input.dtype)
 
