@@ -53,3 +53,22 @@ def test_half_sum_accumulates_in_float32(T, fn, src):
     x = T.tensor(a[:5]).to(T.float16).requires_grad_()
     getattr(T, fn)(x, 0).backward()
     assert x.grad.dtype == T.float16 and x.grad.tolist() == [1.0] * 5
+
+
+# from TestReductions.test_bucketization: searchsorted warns (once per process) about a
+# non-contiguous input or boundary tensor, and still answers
+def test_searchsorted_noncontiguous_warns(T):
+    import warnings
+    v = T.tensor([[[1, 3, 5], [2, 4, 6]], [[1, 2, 3], [4, 5, 6]]])
+    old = T.is_warn_always_enabled()
+    T.set_warn_always(True)     # torch's once-per-process warnings each time, for this check
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = T.searchsorted(v.permute(2, 1, 0).to(T.float64), v.permute(2, 1, 0).to(T.int32))
+    finally:
+        T.set_warn_always(old)
+    assert r.tolist() == [[[0, 0], [0, 1]], [[2, 0], [0, 1]], [[2, 0], [0, 0]]]
+    text = [str(x.message) for x in w]
+    assert any("input value tensor is non-contiguous" in m for m in text)
+    assert any("boundary tensor is non-contiguous" in m for m in text)
