@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._ops.warn import warn_once as _warn_once
 from ..autograd._dispatch import apply_op
 from ..autograd.function import _no_derivative as no_derivative
 from .._ops import dtypes as _dt, limited
@@ -526,6 +527,15 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     _check_searchsorted(sorted_sequence, values, scalar, right, side, sorter)
     if side is not None:
         right = side == "right"
+    # torch warns once per process when it has to copy a non-contiguous operand (test_bucketization
+    # checks it); nothing is copied here, but a program that watches warnings sees torch's
+    for what, t in (("input value", values), ("boundary", sorted_sequence)):
+        if not scalar or what == "boundary":
+            if not t.is_contiguous():
+                _warn_once(f"torch.searchsorted(): {what} tensor is non-contiguous, this will lower the "
+                           "performance due to extra data copy when converting non-contiguous tensor to "
+                           f"contiguous, please use contiguous {what} tensor if possible. This message will "
+                           "only appear once per program.")
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
     out = Tensor._make(_searchsorted(sorted_sequence._value, values._value, "right" if right else "left"))

@@ -246,14 +246,17 @@ def histc(input, bins=100, min=0, max=0):
     ``[min, max]`` (both 0: the data's min and max; equal: widened by 1 each way); values
     outside are ignored, ``max`` falls in the last bin. A 1-d tensor of the input's (floating)
     dtype, no gradient. Reads the values on the host (a graph break when compiled).
-    NotImplementedError for integer inputs, RuntimeError for ``bins <= 0`` or ``min > max``."""
-    if not input.is_floating_point():
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(input)}'; convert the input "
-                                  "with .float() first")
+    RuntimeError for ``bins <= 0`` or ``min > max`` (checked first, as torch), then
+    NotImplementedError for integer inputs."""
+    # torch checks the arguments before the dtype: an integer input with min > max (or bins <= 0)
+    # raises RuntimeError, not the dtype's NotImplementedError (test_histc_min_max_errors)
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}; pass a positive bin count")
     if min > max:
         raise RuntimeError(f"torch.histc: max must be larger than min, got min={min} and max={max}; swap them")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(input)}'; convert the input "
+                                  "with .float() first")
     a = _host(input).reshape(-1)
     lo, hi = a.dtype.type(min), a.dtype.type(max)
     if lo == hi and a.size:
@@ -264,7 +267,12 @@ def histc(input, bins=100, min=0, max=0):
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     keep = a[(a >= lo) & (a <= hi)]
-    pos = ((keep - lo) * a.dtype.type(bins) / (hi - lo)).astype(np.int64)
+    with np.errstate(all="ignore"):
+        pos = (keep - lo) * a.dtype.type(bins) / (hi - lo)
+    # a range of width 0 or inf at the dtype's extremes (widening finfo.min by 1 changes nothing)
+    # gives NaN positions: count those values in the first bin (torch counts them too; its bin
+    # choice there is an accident of its kernel: last bin for finfo.max)
+    pos = np.clip(np.nan_to_num(pos, nan=0.0), 0, bins).astype(np.int64)
     pos[pos == bins] = bins - 1
     return _tensor(np.bincount(pos, minlength=bins).astype(a.dtype), dtype=input.dtype)
 

@@ -25,6 +25,9 @@ from .. import _state, return_types
 def _dims(dim, ndim):
     if dim is None:
         return None
+    if ndim > 64:   # torch's reductions mark the reduced dims in a 64-bit mask (dim=None is fine)
+        raise RuntimeError(f"only tensors with up to 64 dims are supported (the input has {ndim}); "
+                           "reduce with dim=None or reshape first")
     for i, d in enumerate(dim if isinstance(dim, (list, tuple, Size)) else (dim,)):
         # int() would take both; torch's parser takes a bool only after an int list's first element
         if isinstance(d, float) or (type(d) is bool and i == 0):

@@ -11,6 +11,7 @@ drawn at all: the tensor holds its shape and dtype only (NOTE [meta tensors] in 
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import warnings
 
@@ -663,6 +664,10 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
     shape = size_tuple(size)
+    if len(shape) > 64:   # numpy (the draw's host side) holds at most 64 dims, torch more: draw flat
+        return _fresh(shape, d, device, requires_grad,
+                      lambda: _rnd.normal(_generator.key_for(generator), (math.prod(shape),), d.np,
+                                          api="randn()").reshape(shape))
     return _fresh(shape, d, device, requires_grad,
                   lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, api="randn()"))
 

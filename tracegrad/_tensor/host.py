@@ -43,7 +43,8 @@ def to_device(arr: np.ndarray) -> jax.Array:
 def small(shape: tuple, dtype) -> bool:
     """Whether an array of ``shape`` and numpy ``dtype`` is made faster by numpy and put on
     the device than by a program of JAX's."""
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize <= _HOST_FILL_BYTES
+    # numpy holds at most 64 dims; torch (and XLA) hold more (torch.zeros([1] * 65)): JAX makes those
+    return len(shape) <= 64 and int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize <= _HOST_FILL_BYTES
 
 
 def put(arr: np.ndarray) -> jax.Array:

@@ -924,7 +924,12 @@ class TestCase(_BaseTestCase):
         """Runs ``torch_fn`` on a tensor and ``np_fn`` on the same values as an array, then
         ``assertEqual``s them (a 0-d numpy result is compared as a number)."""
         if isinstance(tensor_like, tracegrad.Tensor):
-            a = tensor_like.detach().cpu().numpy()
+            t_cpu = tensor_like.detach().cpu()
+            if t_cpu.dtype is tracegrad.bfloat16:
+                # as torch's: numpy gets float32 values (a bfloat16 array would give numpy
+                # bfloat16 scalars, which assertEqual does not take as numbers)
+                t_cpu = t_cpu.float()
+            a = t_cpu.numpy()
             t = tensor_like
         else:
             a = np.array(tensor_like, dtype=torch_to_numpy_dtype_dict[dtype] if dtype is not None else None)
