@@ -116,6 +116,8 @@ def _parse_key(self, key, raws=None):
             i = int(k)
             size = shp[dim]
             if not -size <= i < size:   # torch names the index's position in the key (None and ... count)
+                if not -2 ** 63 <= i < 2 ** 63:   # torch's parser reads the int as int64 first
+                    raise ValueError(f"Overflow when unpacking long long (index {i} does not fit int64)")
                 raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")
             markers.append(("i", i % size))
             if raws is not None:
