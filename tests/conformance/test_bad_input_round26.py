@@ -173,3 +173,22 @@ def _loaded_scalar(T):
     m.load_state_dict({"s": T.tensor([3.0])})
     assert m.s.shape == ()
     return m.s
+
+
+SETITEM_CASES = {
+    # setitem of a Python int past int64, and a numpy bool as an index (fixed)
+    "x[0] = U64": lambda T: T.ones(2).__setitem__(0, U64),
+    "x[0] = BIG": lambda T: T.ones(2).__setitem__(0, BIG),
+    "int64 x[0] = NEG": lambda T: _i(T).__setitem__(0, NEG),
+    "x[mask] = U64": lambda T: T.ones(2).__setitem__(T.tensor([True, False]), U64),
+    "x[0] = 2**62_ok": lambda T: _i(T).__setitem__(0, 2 ** 62),
+    "x[np.bool_(True)]": lambda T: T.ones(2, 3)[np.bool_(True)],
+    "x[0, np.bool_(False)]": lambda T: T.ones(2, 3)[0, np.bool_(False)],
+    "x[np.array(True)]_ok": lambda T: T.ones(2, 3)[np.array(True)],
+    "x[True]_ok": lambda T: T.ones(2, 3)[True],
+}
+SETITEM_GIST = {
+    "x[0] = U64": "Overflow when unpacking long long",
+    "x[np.bool_(True)]": "only integers, slices",
+}
+test_setitem_same_class_as_torch, test_setitem_message_gist = table_tests(SETITEM_CASES, SETITEM_GIST, torch, tracegrad)
