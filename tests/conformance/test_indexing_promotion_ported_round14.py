@@ -268,9 +268,7 @@ CASES = {k: v for k, v in list(globals().items()) if callable(v) and getattr(v, 
 
 
 XFAIL = {"half_times_complex_is_complex32": "tracegrad has no complex32 (XLA has no complex half type): float16 with a "
-                                           "complex number gives complex64 where torch gives complex32",
-         "uint64_range_int_with_float_tensor": "a Python int in [2**63, 2**64) reaches JAX as an integer it cannot hold "
-                                               "(_ops/registry.as_arg): torch converts it to the float result dtype"}
+                                           "complex number gives complex64 where torch gives complex32"}
 
 
 @pytest.mark.parametrize("fn", outcome_params(CASES, XFAIL))

@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd._dispatch import apply_inplace, apply_op
 from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors
 from .._ops import dtypes as _dt
+from .._ops.errors import int_past_64_bits
 from .._ops.registry import OPS
 from .._ops.warn import warn, warn_once
 from .._tensor.factories import check_pin_memory, tensor as _tensor
@@ -61,6 +62,9 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, 
     check_pin_memory(pin_memory, device)
     if not isinstance(s, (int, float, complex, np.number, np.bool_)) and not (isinstance(s, Tensor) and s.numel() == 1):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
+    big = int_past_64_bits(s, "scalar_tensor")   # torch's parser reads an int as int64 or uint64
+    if big is not None:
+        raise big
     return _tensor(s, dtype=dtype or _dt.get_default_dtype(), requires_grad=requires_grad)
 
 

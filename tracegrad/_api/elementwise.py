@@ -11,7 +11,7 @@ from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
-from .._ops.errors import not_a_tensor, not_self
+from .._ops.errors import int_past_64_bits, not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
 from .._tensor.convert import check_fits, check_float_fits
@@ -245,6 +245,9 @@ def check_int_pow(base, exponent):
     if not (neg < 0).any():
         return False
     if not isinstance(exponent, Tensor):
+        big = int_past_64_bits(exponent, "pow")   # the parser's OverflowError comes first in torch
+        if big is not None:
+            raise big
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return True
 

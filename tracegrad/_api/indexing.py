@@ -116,6 +116,8 @@ def _parse_key(self, key, raws=None):
             i = int(k)
             size = shp[dim]
             if not -size <= i < size:   # torch names the index's position in the key (None and ... count)
+                if not -2 ** 63 <= i < 2 ** 63:   # torch's parser reads the int as int64 first
+                    raise ValueError(f"Overflow when unpacking long long (index {i} does not fit int64)")
                 raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")
             markers.append(("i", i % size))
             if raws is not None:
@@ -188,6 +190,10 @@ def _unsqueeze_bools(self, key):
     items = key if isinstance(key, tuple) else (key,)
     if not builtins.any(_is_bool_scalar(k) for k in items):
         return self, key
+    for k in items:
+        if isinstance(k, np.bool_):   # torch's index parser takes Python bools only (a numpy bool is no int)
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are "
+                             "valid indices (got an array library's bool scalar, not a Python bool); index with bool(b)")
 
     def dims_used(k):   # how many dims of (the unsqueezed) self an index item consumes
         if k is None or k is Ellipsis:
@@ -433,6 +439,10 @@ def setitem(self, key, value):
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char; "
                            "index with mask.bool()")
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
+    if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
+        # torch's setitem reads a Python int value as int64, whatever self's dtype
+        raise ValueError(f"Overflow when unpacking long long (the value {value} does not fit int64; "
+                         "write float(value) into a floating tensor)")
     if isinstance(value, complex) and not self.is_complex():
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
                            "write into a complex tensor or pass a real value")

@@ -68,6 +68,15 @@ def _index_all(shape, api, arg):
     return tuple(out)
 
 
+def _past_int64(shape, what):
+    """torch's parser TypeError for a size past int64 (it reads each size as int64 before any
+    shape check); looked at only on the error paths of ``_infer``."""
+    for i, s in enumerate(shape):
+        if not -2 ** 63 <= s < 2 ** 63:
+            raise TypeError(f"{what}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"Overflow when unpacking long long\" (size {s} does not fit int64)")
+
+
 def _infer(shape, numel, what="view"):
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -76,6 +85,7 @@ def _infer(shape, numel, what="view"):
     for s in shape:
         if s != -1:
             if s < 0:
+                _past_int64(shape, what)
                 raise RuntimeError(f"invalid shape dimension {s}")
             known *= s
     if neg:
@@ -86,6 +96,7 @@ def _infer(shape, numel, what="view"):
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
     elif known != numel:
+        _past_int64(shape, what)
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
 

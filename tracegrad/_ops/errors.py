@@ -45,6 +45,37 @@ def broadcast_shape(shapes, api):
     return np.broadcast_shapes(*shapes)
 
 
+def int_past_64_bits(value, api):
+    """OverflowError, as torch's argument parser, for a Python int scalar argument that fits
+    neither int64 nor (from 2**63) uint64 -- c10 reads a Python int as one of those two; None when
+    ``value`` is no such int. torch's texts: "int too big to convert" above 2**64 - 1, "can't
+    convert negative int to unsigned" below -2**63."""
+    if not isinstance(value, int) or -2 ** 63 <= value < 2 ** 64:
+        return None
+    gist = "int too big to convert" if value > 0 else "can't convert negative int to unsigned"
+    return OverflowError(f"{api}(): {gist} (the Python int {value} fits neither int64 nor uint64)")
+
+
+def _uint64_only(a):
+    return type(a) is int and 2 ** 63 <= a < 2 ** 64
+
+
+def uint64_scalars(arrays, static):
+    """``arrays`` with each Python int in [2**63, 2**64) made a float, or None when there is none
+    or the op computes in an integer type. torch reads such an int as a uint64 scalar, which a
+    floating op takes as the nearest float (``x + 2**63``); JAX refuses the int outright, so
+    ``Op.run`` retries with these after a failure (nothing on the success path). An integer op
+    is not retried: ``op_error`` raises the checked conversion's RuntimeError."""
+    if not any(_uint64_only(a) for a in arrays):
+        return None
+    dt = dict(static).get("dtype")
+    kinds = [np.dtype(dt).kind] if dt is not None else [np.dtype(a.dtype).kind for a in arrays
+                                                         if hasattr(a, "dtype")]
+    if not any(k in "fcV" for k in kinds):   # V: bfloat16's numpy kind
+        return None
+    return [float(a) if _uint64_only(a) else a for a in arrays]
+
+
 def _api_name(op):
     name = op.name
     for suffix in ("_dim", "_all", "_scalar", "_tensor"):
@@ -61,6 +92,16 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
     if getattr(err, "static_kind", False) or getattr(err, "dtype_refusal", False):
         return err
     api = f"tracegrad.{_api_name(op)}"
+    for a in arrays:   # JAX's OverflowError text for a Python int past 64 bits
+        big = int_past_64_bits(a, api)
+        if big is not None and not isinstance(a, bool):
+            return big
+        if _uint64_only(a):
+            # an integer op (a floating one took it as a float, ``uint64_scalars``): torch's checked
+            # conversion of alpha, value and exponent scalars refuses it (its plain tensor-scalar
+            # ops wrap it around instead; tracegrad refuses it there too rather than guess)
+            return RuntimeError(f"{api}(): value cannot be converted to type int64 without overflow "
+                                f"(the Python int {a} is past int64's largest)")
     wrong = _wrong_operand(arrays, static, err)
     if wrong is not None:
         return TypeError(f"{api}(): {wrong}; pass a Tensor or a Python number (an int for sizes and dims)")

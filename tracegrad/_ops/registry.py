@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from .. import _state
 from .._x64 import x64_enter, x64_exit
 from . import limited
-from .errors import index_dims, integral_dims, op_error, static_kind_error
+from .errors import index_dims, integral_dims, op_error, static_kind_error, uint64_scalars
 from .tracers import live
 from .xla_options import eager_jit, nested_options_error
 
@@ -227,6 +227,9 @@ class Op:
         except Exception as e:
             if nested_options_error(e):     # concrete arrays inside someone's trace
                 return self._inline(arrays, static)
+            wide = uint64_scalars(arrays, static)   # x + 2**63: torch's uint64 scalar
+            if wide is not None:
+                return self.run(wide, static)
             raise op_error(self, arrays, static, e) from None
         finally:
             x64_exit(prev)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import numbers
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -93,13 +94,16 @@ def _one_element(t):
                          "in a list is read as a number; use tracegrad.stack for tensors)")
 
 
-def infer_dtype(data):
+def infer_dtype(data, given=False):
     """torch's rule for nested Python data: the promotion (``promote_types``) of every leaf's
     dtype, where a Python bool is bool, an int int64, a float the default dtype, a complex its
     complex partner, and a numpy scalar or array, or a one-element tensor, its own dtype.
-    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64."""
+    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64.
+    ``given``: the caller has a dtype; another kind of number (a Fraction) is then left for
+    ``read_numbers`` (``big`` is None when there is one) instead of refused."""
     kinds = set()
     big = [False]
+    odd = [False]
 
     def walk(x):
         if isinstance(x, TensorBase):
@@ -112,6 +116,13 @@ def infer_dtype(data):
             kinds.add(_dt.from_numpy_dtype(x.dtype))
         elif isinstance(x, bool):
             kinds.add(_dt.bool_)
+        elif isinstance(x, numbers.Number) and not isinstance(x, (int, float, complex)):
+            # a Fraction or a Decimal has no dtype to torch (it infers from Python ints, floats
+            # and complex numbers only); with a dtype given it reads it as that dtype's kind
+            if not given:
+                raise RuntimeError(f"tensor(): Could not infer dtype of {type(x).__name__}; pass a dtype or "
+                                   "convert it with float() or int() first")
+            odd[0] = True
         elif isinstance(x, (numbers.Integral,)):
             kinds.add(_dt.int64)
             if not INT64_MIN <= x <= INT64_MAX:
@@ -127,9 +138,21 @@ def infer_dtype(data):
         else:
             raise RuntimeError(f"tensor(): Could not infer dtype of {type(x).__name__}")
     walk(data)
+    flag = None if odd[0] else big[0]
     if not kinds:
-        return _dt.get_default_dtype(), big[0]
-    return functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name)), big[0]
+        return _dt.get_default_dtype(), flag
+    return functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name)), flag
+
+
+def read_numbers(data, d):
+    """``data`` with each number that is no Python int, float or complex (a Fraction, a Decimal)
+    read as torch reads it into dtype ``d``: ``complex()``, ``float()``, or for an integer or bool
+    dtype ``operator.index`` (torch's TypeError "... cannot be interpreted as an integer")."""
+    if isinstance(data, (list, tuple)):
+        return [read_numbers(e, d) for e in data]
+    if isinstance(data, numbers.Number) and not isinstance(data, (int, float, complex, np.generic)):
+        return complex(data) if d.is_complex else float(data) if d.is_floating_point else operator.index(data)
+    return data
 
 
 def check_numpy_strides(arr):
@@ -273,6 +296,9 @@ def size_tuple(size):
         if not isinstance(s, (int, np.integer)):
             raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
         if s < 0:
+            if s < INT64_MIN:   # torch's parser reads each size as int64 before the sign check
+                raise TypeError(f"argument 'size' failed to unpack the object at pos {len(out) + 1} with error "
+                                f"\"Overflow when unpacking long long\" (size {s} does not fit int64)")
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
         out.append(int(s))
     return tuple(out)
@@ -303,8 +329,11 @@ def to_array(data, dtype=None):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
         check_data_leaf(data)
-        inferred, big = infer_dtype(data)
+        inferred, big = infer_dtype(data, given=dtype is not None)
         d = _dt.to_dtype(dtype) if dtype is not None else inferred
+        if big is None:   # a Fraction or a Decimal read as d's kind
+            data = read_numbers(data, d)
+            inferred, big = infer_dtype(data)
         if inferred.is_complex and not d.is_complex and d is not _dt.bool_:
             # torch reads each Python number as the dtype's kind: a complex one is no real number
             raise TypeError(f"tensor(): must be real number, not complex (data holds complex numbers, dtype={d}); "

@@ -31,7 +31,7 @@ from .layout import strided
 from .storage import Storage, TypedStorage
 from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
-from .._ops.errors import not_a_tensor
+from .._ops.errors import int_past_64_bits, not_a_tensor
 from .._ops.spacing import torch_linspace
 from .._ops.warn import warn
 from .. import _state
@@ -368,9 +368,14 @@ def _check_fill(fill_value, api):
             raise TypeError(f"{api}(): argument 'fill_value' must be a Number or a 0-dim tensor, got a tensor of "
                             f"shape {list(fill_value.shape)}")
         return fill_value.item()
-    if not isinstance(fill_value, (numbers.Number, np.bool_)):
+    # torch's Number is a Python int, float or complex or a numpy scalar: a Fraction or a
+    # Decimal (numbers.Number too) is refused by its argument parser
+    if not isinstance(fill_value, (int, float, complex, np.number, np.bool_)):
         raise TypeError(f"{api}(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")
+    big = int_past_64_bits(fill_value, api)   # before any dtype: the parser reads it as int64/uint64
+    if big is not None:
+        raise big
     return fill_value
 
 
@@ -452,6 +457,9 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
             vals[i] = v = v.real
         if not isinstance(v, (int, float, np.number)):
             raise TypeError(f"arange(): argument '{name}' must be Number, not {type(v).__name__}; pass numbers")
+        big = int_past_64_bits(v, "arange")   # torch's parser: past 64 bits, OverflowError
+        if big is not None:
+            raise big
     if dtype is None:
         # bools count as integers, as torch (arange(False, True) is int64)
         d = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
@@ -464,7 +472,11 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
     if d.is_complex:   # torch's arange kernel has no complex instance (linspace has)
         raise NotImplementedError(f"arange(): \"arange_cpu\" not implemented for {d}; make a real range and "
                                   f".to({d}) it, or use linspace")
-    if not all(np.isfinite(v) for v in vals):
+    if d._cat == 1 and any(isinstance(v, int) and v > INT64_MAX for v in vals):
+        # an int in [2**63, 2**64) is a uint64 Scalar to torch: its checked integer conversion refuses it
+        raise RuntimeError(f"arange(): value cannot be converted to type {d.name} without overflow "
+                           f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
+    if not all(np.isfinite(float(v)) for v in vals):   # float(): numpy refuses an int past int64
         raise RuntimeError(f"arange(): unsupported range: {vals[0]} -> {vals[1]} (step {vals[2]})")
     if vals[2] == 0:
         raise RuntimeError("arange(): step must be nonzero")

@@ -1132,6 +1132,8 @@ def _wrap_dim(dim, ndim):
         dim = _index_dim(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
+        if not -2 ** 63 <= dim < 2 ** 63:   # torch's parser reads a dim as int64 before any range check
+            raise ValueError(f"Overflow when unpacking long long (dim={dim} does not fit int64)")
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
 

@@ -1071,6 +1071,10 @@ class Module:
                 if not is_lazy(src):   # a load pre-hook materializes a lazy module's placeholders first
                     errors.append(f"{key}: cannot load into an uninitialized parameter or buffer")
                 continue   # placeholder onto placeholder: it stays uninitialized
+            if t.dim() == 0 and tuple(src.shape) == (1,):
+                # torch loads a one-element 1-d entry into a 0-d parameter or buffer (checkpoints
+                # of torch 0.3 kept scalars, e.g. num_batches_tracked, as shape [1])
+                src = src[0]
             if tuple(src.shape) != tuple(t.shape):   # (a placeholder's shape raises torch's error)
                 errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
                               f"the shape in current model is {t.shape}.")
