@@ -95,3 +95,11 @@ def _is_grad_enabled() -> bool:
 # torch's public spelling of the same binding (a custom Function's backward may read the grad
 # mode through it, as TestAutograd.test_grad_mode_restored_reentrant does)
 is_grad_enabled = _is_grad_enabled
+
+
+def _is_alias_of(self, other) -> bool:
+    """Mirrors ``torch._C._is_alias_of``: whether two tensors share one storage (a view and its
+    base, two views of one base, an ``out=`` result and the returned tensor). Anything that is
+    not a Tensor aliases nothing (False), as torch's."""
+    from ._tensor.tensor import Tensor
+    return isinstance(self, Tensor) and isinstance(other, Tensor) and self._st is other._st

@@ -72,3 +72,16 @@ def test_searchsorted_noncontiguous_warns(T):
     text = [str(x.message) for x in w]
     assert any("input value tensor is non-contiguous" in m for m in text)
     assert any("boundary tensor is non-contiguous" in m for m in text)
+
+
+
+# from TestReductions.test_mean_out_is_alias_of_return: torch._C._is_alias_of tells shared storage;
+# anything that is not a Tensor aliases nothing
+def test_is_alias_of(T):
+    a = T.ones(4)
+    o = T.empty(())
+    r = T.mean(a, out=o)
+    got = (T._C._is_alias_of(a, a[1:]), T._C._is_alias_of(a[1:], a[:2]), T._C._is_alias_of(a, a.clone()),
+           T._C._is_alias_of(o, r), T._C._is_alias_of(a.view(2, 2), a.reshape(4)), T._C._is_alias_of(a, 1),
+           T._C._is_alias_of("x", a))
+    assert got == (True, True, False, True, True, False, False)
