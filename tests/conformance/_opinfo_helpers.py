@@ -257,6 +257,28 @@ def assert_same(tg, ref, tol, *, values=True, where="result"):
         assert tg == ref, f"{where}: {tg!r} != torch {ref!r}"
 
 
+def assert_tie_indices(tg_idx, ref, sample, dim_pos, *, keepdim=False, where="indices"):
+    """tracegrad's indices ``tg_idx`` of a (values, indices) reduction along ``dim`` have the shape
+    and dtype of torch's and pick, from the sample's input, torch's values ``ref[0]`` (NaN where
+    torch's is NaN): the index among equal values is free. ``dim`` (default -1) and ``keepdim``
+    (default ``keepdim``) are read from the sample's args at ``dim_pos``, ``dim_pos + 1`` or its
+    kwargs."""
+    assert_same(tg_idx, ref[1], {}, values=False, where=where)
+    args = list(sample.args)
+    dim = args[dim_pos] if len(args) > dim_pos else sample.kwargs.get("dim", -1)
+    keep = args[dim_pos + 1] if len(args) > dim_pos + 1 else sample.kwargs.get("keepdim", keepdim)
+    x, idx = sample.input.detach(), tg_to_torch(tg_idx)
+    if x.dim() == 0:
+        assert not idx.any(), f"{where}: index {idx} into a 0-d input"
+        picked = x.expand(idx.shape)
+    else:
+        assert ((idx >= 0) & (idx < x.shape[dim])).all(), f"{where}: index out of range: {idx}"
+        picked = x.gather(dim, idx if keep else idx.unsqueeze(dim))
+        picked = picked if keep else picked.squeeze(dim)
+    torch.testing.assert_close(picked, ref[0].detach(), rtol=0, atol=0, equal_nan=True,
+                               msg=lambda m: f"{where}: the indices do not pick torch's values: {m}")
+
+
 def seed_torch(seed):
     """``torch.manual_seed`` for CPU torch at a fraction of its cost: CPU torch's only generator
     is seeded the same way, without ``manual_seed``'s lazy seeds for accelerator backends (each
