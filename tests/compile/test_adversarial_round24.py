@@ -6,6 +6,8 @@ BatchNorm's running stats into the caller's buffers, RAdam across its rectificat
 ``PolynomialLR``, loop trip counts from ``.item()``, in-place writes to expanded arguments,
 ``pad_sequence`` over changing lists, ``detach_()`` of a non-leaf argument, optimizer step
 post-hooks, a caller-set transposed ``.grad``, Python int64/float64 precision of arguments,
+boundaries and probabilities written by the caller between calls, data-dependent index writes
+into parameters, a step skipped on a non-finite loss,
 16-bit arithmetic with Python numbers, exceptions inside grad-mode/autocast/saved-tensor-hook
 contexts and inside a backward hook, compiled lambdas sharing one code object, ``compile`` of a
 compiled function, compiled functions called from backward hooks and custom Functions, and
@@ -25,6 +27,11 @@ Found here and fixed:
   from torch; they now go through float32 (``opmath``) and equal torch bit for bit.
 - softmax/log_softmax and addcmul/addcdiv on 16-bit inputs: rounded where XLA fused them, so a
   compiled program gave other last bits than the eager op; now float32 and one rounding.
+- a tensor from outside read only by ``searchsorted``/``bucketize`` or drawn from by
+  ``binomial``, ``bernoulli`` or ``multinomial`` was a constant of the program: these compute on
+  the values directly, not through an op, so the capture never lifted the tensor and the
+  caller's in-place writes between calls were not followed; they now report the read
+  (``see_reads``).
 
 Found and left (strict xfail): XLA's algebraic simplifier rewrites some compositions that
 are not exact in floating point: ``log(exp(x))`` becomes ``x`` (an overflow to inf disappears),
@@ -836,3 +843,140 @@ def test_captured_tensors_read_by_searchsorted_and_draws_follow_in_place_writes(
             return f(T.tensor([0.7, -0.7, 0.2, 1.5]))
         return run
     compare(build, calls=6)
+
+def test_data_dependent_index_write_into_a_parameter_inside_the_step():
+    """After the update the step halves the weight row with the largest norm (``argmax`` as an
+    index of a write) and fills the bias entries below its mean with the loss's ``.item()``:
+    the row and the fill follow every call's values."""
+    def build(T, wrap):
+        net = _linear(T, 3, 4)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            loss = net(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with T.no_grad():
+                r = net.weight.abs().sum(1).argmax()
+                net.weight[r] = net.weight[r] * 0.5
+                net.bias.masked_fill_(net.bias < net.bias.mean(), float(loss.item() / 10))
+            return loss, r
+
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3)), net.weight, net.bias
+        return run
+    compare(build, calls=5)
+
+
+def test_cross_entropy_options_from_a_config_and_an_all_ignored_batch():
+    """``cross_entropy``'s ``label_smoothing``, ``ignore_index`` and ``reduction`` read from a
+    dict the caller changes, with a batch whose targets are all ignored (a NaN mean, zero
+    gradient) on one call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 4)
+        cfg = {"ls": 0.0, "ii": -100, "red": "mean"}
+
+        def fn(x, y):
+            out = net(x)
+            loss = T.nn.functional.cross_entropy(out, y, ignore_index=cfg["ii"], label_smoothing=cfg["ls"],
+                                                  reduction=cfg["red"])
+            return loss
+
+        f = wrap(fn)
+        plan = [(0.0, -100, "mean"), (0.1, -100, "mean"), (0.1, 2, "mean"), (0.0, 2, "mean"), (0.2, 2, "sum"), (0.0, 2, "none")]
+
+        def run(i):
+            cfg["ls"], cfg["ii"], cfg["red"] = plan[i]
+            y = T.tensor([2, 2]) if i == 3 else T.tensor([i % 4, (i + 1) % 4])
+            net.zero_grad()
+            loss = f(_rand(T, i, 2, 3), y)
+            loss.sum().backward()
+            return loss, net.weight.grad
+        return run
+    compare(build, calls=6)
+
+
+def test_step_skipped_on_a_non_finite_loss_decided_with_item():
+    """The loss is ``log`` of a mean that the caller makes zero on two calls (``-inf``); the step
+    skips Adam's update when ``isfinite(loss).item()`` is false: the skip count, the step counter
+    and the weights as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.Adam(net.parameters(), lr=0.1)
+        skipped = []
+
+        def step(x):
+            loss = net(x).pow(2).mean().log()
+            opt.zero_grad()
+            loss.backward()
+            if not T.isfinite(loss).item():
+                skipped.append(1)
+                return loss, False
+            opt.step()
+            return loss, True
+
+        f = wrap(step)
+
+        def run(i):
+            x = _rand(T, i, 2, 3)
+            if i in (2, 3):
+                x = x * 0
+                with T.no_grad():
+                    net.bias.zero_()
+            out = f(x)
+            return out, net.weight, len(skipped), opt.state[net.weight].get("step")
+        return run
+    compare(build, calls=6)
+
+
+def test_forward_hook_decaying_the_weights_under_no_grad_inside_a_compiled_module():
+    """A forward hook on the compiled module shrinks the weight in place under ``no_grad`` by a
+    factor from a dict the caller changes and doubles the output; the backward outside sees the
+    forward's (pre-decay) weight, as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        cfg = {"wd": 0.1}
+
+        def decay(m, args, out):
+            with T.no_grad():
+                m.weight.mul_(1 - cfg["wd"])
+            return out * 2
+
+        net.register_forward_hook(decay)
+        f = wrap(net)
+
+        def run(i):
+            cfg["wd"] = [0.1, 0.1, 0.0, 0.5, 0.1][i]
+            net.zero_grad()
+            out = f(_rand(T, i, 2, 3))
+            out.sum().backward()
+            return out, net.weight, net.weight.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_parameter_hook_returning_none_or_a_tensor_alternately():
+    """A weight grad hook that returns ``None`` or a scaled gradient depending on a mode the
+    caller sets, inside a compiled step: the applied gradients and what the hook saw as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        cfg = {"mode": 0}
+        seen = []
+
+        def hook(g):
+            seen.append(round(float(g.sum()), 4))
+            return None if cfg["mode"] == 0 else g * cfg["mode"]
+
+        net.weight.register_hook(hook)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        f = wrap(lambda x: (opt.zero_grad(), net(x).pow(2).sum().backward(), opt.step())[0])
+
+        def run(i):
+            cfg["mode"] = [0, 2, 0, -1, 3][i]
+            f(_rand(T, i, 2, 3))
+            return net.weight, net.weight.grad, list(seen)
+        return run
+    compare(build, calls=5)
