@@ -22,7 +22,7 @@ from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
 from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
 from .._tensor.layout import strided
-from .._tensor.tensor import Tensor, _wrap_dim
+from .._tensor.tensor import Tensor, _wrap_dim, see_reads
 from .._x64 import with_x64
 from ._registry import function, method
 from .argcheck import check_kinds
@@ -538,6 +538,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                            "only appear once per program.")
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
+    see_reads(sorted_sequence, values)    # computed on the values, not through an op
     out = Tensor._make(_searchsorted(sorted_sequence._value, values._value, "right" if right else "left"))
     out = out.to(int32 if out_int32 else int64)
     return out.reshape(()) if scalar else out

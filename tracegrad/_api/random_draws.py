@@ -12,7 +12,7 @@ from .._ops import dtypes as _dt, random as _rnd
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor import factories as _factories, generator as _generator, memory_format as _mf
-from .._tensor.tensor import Tensor, strides_of
+from .._tensor.tensor import Tensor, see_reads, strides_of
 from .._x64 import with_x64
 from ._registry import function, method
 from .creation import _sizes
@@ -109,6 +109,7 @@ def binomial(count, prob, generator=None):
         if not t.is_floating_point():
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
                              f"{_rnd.scalar_name(t._value.dtype)}")
+    see_reads(count, prob)    # drawn from the values, not through an op
     return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator), count._value, prob._value))
 
 

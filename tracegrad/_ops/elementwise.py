@@ -143,7 +143,16 @@ def _result_jvp(fn, rule):
     return f
 
 
+# The floating unary ops take a float16/bfloat16 input through float32 and round once
+# (``opmath``), as torch's CPU kernels. Computed in 16 bits, XLA:CPU's result depends on the
+# emitter: eager's per-op programs (the LLVM IR emitters, NOTE [eager compile options]) and a
+# compiled program (the fusion emitters) rounded float16 rsqrt, log1p, tan, asinh, acosh and
+# atanh differently in a third of the values (so compiled differed from eager), and most of
+# these ops a float16 ulp away from torch in either.
+_OPMATH_UNARY = FLOAT_UNARY - {"silu", "mish"}    # those two are opmath in the table already
 for _name, _fn, _gf, _saves, _vr in _UNARY:
+    if _name in _OPMATH_UNARY:
+        _fn = opmath(_fn)
     defop(_name, _u(_fn if _vr is None else _result_jvp(_fn, _vr)), grad_fn=_gf, saves=_saves, vjp_result=_vr)
 
 
@@ -191,6 +200,13 @@ def _sub(a, b, alpha, dtype):
 
 def _div(a, b, dtype, rounding_mode=None):
     a, b = _c(a, dtype), _c(b, dtype)
+    if jnp.dtype(dtype) in (jnp.float16, jnp.bfloat16):
+        # 16-bit floats divide in float32 and round once, as torch's CPU opmath kernels. Not
+        # only torch's rounding: inside a compiled program a Python-number divisor is a
+        # constant, and XLA rewrites a float16 ``x / c`` into ``x * (1 / c)`` with the
+        # reciprocal rounded to float16 (``x / 3``: one float16 ulp off for about a third of
+        # the values), which eager's jitted op with the divisor as an argument never does
+        return _div(a.astype(jnp.float32), b.astype(jnp.float32), jnp.float32, rounding_mode).astype(dtype)
     if rounding_mode is None:
         return a / b
     if rounding_mode == "trunc":
@@ -427,10 +443,24 @@ def _lerp(a, b, w, dtype):
 defop("lerp", _lerp, args=("self", "end", "weight"), grad_fn="LerpBackward0", no_edge=("weight",))
 defop("lerp_tensor", _lerp,
       args=("self", "end", "weight"), grad_fn="LerpBackward1", saves=("end", "self", "weight"))
-defop("addcmul", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype),
+
+
+def _wide16(fn):
+    """``fn(s, t1, t2, v, dtype)`` computed in float32 and rounded once for a 16-bit ``dtype``,
+    as torch's CPU opmath kernels: in 16 bits a compiled program (a constant ``value``, other
+    fusion) rounded the steps otherwise than the eager op."""
+    @functools.wraps(fn)
+    def f(s, t1, t2, v, dtype):
+        if jnp.dtype(dtype) in (jnp.float16, jnp.bfloat16):
+            return fn(s, t1, t2, v, jnp.float32).astype(dtype)
+        return fn(s, t1, t2, v, dtype)
+    return f
+
+
+defop("addcmul", _wide16(lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype)),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcmulBackward0",
       saves=("tensor1", "tensor2"), no_edge=("value",))
-defop("addcdiv", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) / _c(t2, dtype),
+defop("addcdiv", _wide16(lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) / _c(t2, dtype)),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcdivBackward0",
       saves=("tensor1", "tensor2"), no_edge=("value",))
 

@@ -662,7 +662,10 @@ defop("backward_hook_function", lambda *xs: tuple(xs), args=tuple(f"in{i}" for i
 
 # torch's C++ composites (cross_entropy) multiply/divide by a C++ Scalar: MulBackward1 / DivBackward1
 defop("mul_scalar", lambda x, other: x * jnp.asarray(other, x.dtype), args=("self", "other"), grad_fn="MulBackward1")
-defop("div_scalar", lambda x, other: x / jnp.asarray(other, x.dtype), args=("self", "other"), grad_fn="DivBackward1")
+# a 16-bit ``x`` divides in float32 and rounds once (``_div``'s NOTE: XLA's float16 reciprocal)
+defop("div_scalar", lambda x, other: (x.astype(jnp.float32) / jnp.float32(other)).astype(x.dtype)
+      if x.dtype in (jnp.float16, jnp.bfloat16) else x / jnp.asarray(other, x.dtype),
+      args=("self", "other"), grad_fn="DivBackward1")
 
 # reflect / replicate padding over the last nd dims: one op per torch node name
 for _nd in (1, 2, 3):

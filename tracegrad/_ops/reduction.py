@@ -145,9 +145,22 @@ def _cast(x, dtype):
     return x if dtype is None else x.astype(dtype)
 
 
-defop("softmax", lambda x, dim, dtype=None: jax.nn.softmax(_cast(x, dtype), axis=dim),
+def _wide(fn):
+    """``fn`` over a float16/bfloat16 input computed in float32 and rounded once, as torch's
+    CPU softmax kernels (float accumulation). Computed in 16 bits, where XLA rounds the max,
+    the sum and the exponentials depends on what the op is fused with: a compiled program
+    gave other last bits than the eager op (a bfloat16 softmax: an eighth of the values)."""
+    def f(x, dim, dtype=None):
+        x = _cast(x, dtype)
+        if x.dtype in (jnp.float16, jnp.bfloat16):
+            return fn(x.astype(jnp.float32), axis=dim).astype(x.dtype)
+        return fn(x, axis=dim)
+    return f
+
+
+defop("softmax", _wide(jax.nn.softmax),
       grad_fn="SoftmaxBackward0", saves=("result",), vjp_result=_softmax_vjp)
-defop("log_softmax", lambda x, dim, dtype=None: jax.nn.log_softmax(_cast(x, dtype), axis=dim),
+defop("log_softmax", _wide(jax.nn.log_softmax),
       grad_fn="LogSoftmaxBackward0", saves=("result",), vjp_result=_log_softmax_vjp)
 
 

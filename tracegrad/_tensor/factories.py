@@ -36,7 +36,7 @@ from .._ops.spacing import torch_linspace
 from .._ops.warn import warn
 from .. import _state
 from .._state import in_inference_mode
-from .tensor import Tensor
+from .tensor import Tensor, see_reads
 from .._x64 import with_x64, x64_scope
 from .out import accepts_out
 
@@ -885,6 +885,7 @@ def bernoulli(input, p=_NO_P, *, generator=None, out=None):
     meta = meta_draw((input,), input.shape, input._value.dtype)
     if meta is not None:
         return meta
+    see_reads(input)    # drawn from the values, not through an op
     _rnd.check_probs(input._value if p is None else p, "bernoulli()")
     probs = input._value if p is None else jnp.full(input.shape, p)
     draw = _rnd.bernoulli(_generator.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
@@ -903,6 +904,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     meta = meta_draw((input,), tuple(input.shape[:-1]) + (num_samples,), np.int64)
     if meta is not None:
         return meta
+    see_reads(input)    # drawn from the values, not through an op
     _rnd.check_multinomial(input._value, num_samples, replacement, "multinomial()")
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
     return Tensor._make(_rnd.multinomial(_generator.key_for(generator), p, num_samples, replacement).astype(jnp.int64))

@@ -56,6 +56,18 @@ NO_HOST_VALUES = (jax.core.Tracer, _Abstract)
 
 
 _CAPTURE = _state.CAPTURE
+
+
+def see_reads(*tensors):
+    """Tell a running compile capture that the caller computes on these tensors' values
+    directly, not through an op (``searchsorted``'s binary search, the ``binomial``,
+    ``bernoulli`` and ``multinomial`` draws): a tensor from outside the function is then
+    lifted into the program as ``apply_op`` lifts an op's inputs; unseen, its value at trace
+    time was a constant of the program (a later in-place write or ``copy_`` by the caller was
+    not followed)."""
+    cap = _CAPTURE[0]
+    if cap is not None:
+        cap.see_tensors(tensors)
 _FUNC_READS = _state.FUNC_READS   # set while a tracegrad.func transform traces its function
 
 
