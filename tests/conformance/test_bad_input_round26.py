@@ -192,3 +192,25 @@ SETITEM_GIST = {
     "x[np.bool_(True)]": "only integers, slices",
 }
 test_setitem_same_class_as_torch, test_setitem_message_gist = table_tests(SETITEM_CASES, SETITEM_GIST, torch, tracegrad)
+
+
+@pytest.mark.parametrize("case", ["movedim_np", "movedim_np2", "movedim_tensor", "tensor_split_np", "upsample_np",
+                                  "upsample_tensor", "upsample_str", "upsample_list"])
+def test_numpy_and_tensor_ints_where_torch_takes_an_int(case):
+    # torch's int parser reads numpy integers and 0-d integer tensors through __index__;
+    # nn.Upsample reads a non-tuple scale_factor with float() (a list is refused)
+    def run(T):
+        x = T.ones(2, 3)
+        f = {"movedim_np": lambda: x.movedim(0, np.int64(1)).shape,
+             "movedim_np2": lambda: x.movedim(np.int64(0), np.int32(1)).shape,
+             "movedim_tensor": lambda: x.movedim(0, T.tensor(1)).shape,
+             "tensor_split_np": lambda: len(x.tensor_split(np.int64(3), 1)),
+             "upsample_np": lambda: T.nn.Upsample(scale_factor=np.int64(2))(T.ones(1, 1, 2, 2)).shape,
+             "upsample_tensor": lambda: T.nn.Upsample(scale_factor=T.tensor(2))(T.ones(1, 1, 2, 2)).shape,
+             "upsample_str": lambda: T.nn.Upsample(scale_factor="2")(T.ones(1, 1, 2, 2)).shape,
+             "upsample_list": lambda: T.nn.Upsample(scale_factor=[2, 3])}[case]
+        try:
+            return tuple(f()) if not isinstance(f(), int) else f()
+        except Exception as e:   # noqa: BLE001 -- the class is the observation
+            return type(e).__name__
+    assert run(tracegrad) == run(torch)

@@ -309,6 +309,8 @@ def permute(self, *dims, **kwargs):
 @method("movedim", "moveaxis", function=True)
 def movedim(self, source, destination):
     n = self.ndim
+    # torch's int parser takes anything with __index__ (a numpy integer, a 0-d integer tensor)
+    source, destination = (operator.index(v) if _index_like(v) else v for v in (source, destination))
     if isinstance(source, int) != isinstance(destination, int):   # torch's overloads: two ints or two sequences
         raise TypeError(f"movedim() received an invalid combination of arguments - got ({type(source).__name__}, "
                         f"{type(destination).__name__}); pass two ints or two sequences of ints")
@@ -328,6 +330,12 @@ def movedim(self, source, destination):
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
     return permute(self, order)
+
+
+def _index_like(v) -> bool:
+    """A non-sequence, non-bool value torch's int parser reads through ``__index__``."""
+    return not isinstance(v, (bool, list, tuple)) and hasattr(v, "__index__") and not (
+        isinstance(v, Tensor) and (v.ndim != 0 or v.is_floating_point() or v.is_complex()))
 
 
 @method()
@@ -560,6 +568,8 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
         raise TypeError("tensor_split(): pass exactly one of indices_or_sections (an int, a sequence of ints or "
                         f"a tensor), sections= or indices=; got {len(given)}")
     spec = given[0]
+    if not isinstance(spec, Tensor) and _index_like(spec):   # a numpy integer: sections, as an int
+        spec = operator.index(spec)
     if self.ndim == 0:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with {self.ndim} dims")
     if isinstance(spec, Tensor):

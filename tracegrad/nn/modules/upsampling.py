@@ -14,8 +14,10 @@ class Upsample(Module):
         super().__init__()
         self.name = type(self).__name__
         self.size = size
-        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) else (
-            tuple(float(f) for f in scale_factor) if scale_factor else None)
+        # as torch: a tuple holds one factor per dim; anything else is one number (a numpy
+        # scalar, a 0-d tensor, even a numeric string) read with float()
+        self.scale_factor = tuple(float(f) for f in scale_factor) if isinstance(scale_factor, tuple) else (
+            float(scale_factor) if scale_factor else None)
         self.mode, self.align_corners = mode, align_corners
         self.recompute_scale_factor = recompute_scale_factor
 
