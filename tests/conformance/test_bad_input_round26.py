@@ -214,3 +214,32 @@ def test_numpy_and_tensor_ints_where_torch_takes_an_int(case):
         except Exception as e:   # noqa: BLE001 -- the class is the observation
             return type(e).__name__
     assert run(tracegrad) == run(torch)
+
+
+_KIND_CASES = {
+    "LSTM(True, 2)": lambda T: T.nn.LSTM(True, 2).input_size,
+    "GroupNorm(2.0, 2)": lambda T: T.nn.GroupNorm(2.0, 2)(T.ones(1, 2, 2)),
+    "GroupNorm(np.int64)": lambda T: tuple(T.nn.GroupNorm(np.int64(2), 2)(T.ones(1, 2, 2)).shape),
+    "unfold(size=2.0)": lambda T: T.ones(4).unfold(0, 2.0, 1),
+    "unfold(size=True)": lambda T: T.ones(4).unfold(0, True, 1),
+    "unfold(step=1.0)": lambda T: T.ones(4).unfold(0, 2, 1.0),
+    "unfold(np.int64)": lambda T: tuple(T.ones(4).unfold(0, np.int64(2), 1).shape),
+    "softplus(beta='2')": lambda T: T.nn.functional.softplus(T.ones(2), beta="2"),
+    "softplus(threshold=None)": lambda T: T.nn.functional.softplus(T.ones(2), threshold=None),
+    "Conv2d(kernel=tensor(2))": lambda T: T.nn.Conv2d(1, 1, T.tensor(2)),
+    "Conv1d(kernel=(3,))": lambda T: T.nn.Conv1d(1, 1, (3,)).kernel_size,
+}
+
+
+@pytest.mark.parametrize("case", sorted(_KIND_CASES))
+def test_argument_kinds_as_torch(case):
+    # torch's parsers: int arguments refuse floats and (mostly) bools, Numbers refuse strings,
+    # the layers' _pair iterates a tensor (a 0-d one is TypeError); RNNBase's isinstance(int)
+    # takes a bool
+    def run(T):
+        try:
+            return _KIND_CASES[case](T)
+        except Exception as e:   # noqa: BLE001 -- the class is the observation
+            return type(e).__name__
+    got, want = run(tracegrad), run(torch)
+    assert got == want or (not isinstance(want, (str, tuple, int)) and type(got) is not str), (got, want)

@@ -22,6 +22,7 @@ from .._tensor.out import write_out
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
 from ._registry import function, method
+from .argcheck import require_int
 from .inplace import _restride_
 from .promotion import check_tensors
 
@@ -139,7 +140,10 @@ def unfold(self, dimension, size, step):
     """Mirrors ``Tensor.unfold(dimension, size, step)``: a view holding every window of ``size``
     elements along ``dimension``, ``step`` apart, as a new last dim (``dimension`` becomes
     ``(length - size) // step + 1`` long). Autograd ``UnfoldBackward0``. RuntimeError for
-    ``size`` negative or larger than the dim, or ``step <= 0``."""
+    ``size`` negative or larger than the dim, or ``step <= 0``; TypeError for a non-int argument."""
+    for pos, (name, v) in enumerate((("dimension", dimension), ("size", size), ("step", step)), 1):
+        if type(v) is not int:   # torch's parser: ints (a float size is refused)
+            require_int("unfold", name, v, pos)
     d = _wrap_dim(dimension, self.ndim)
     length = self.shape[d] if self.ndim else 1
     if size < 0:

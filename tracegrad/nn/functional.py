@@ -21,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import _is_int
+from tracegrad._api.argcheck import _is_int, require_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
@@ -228,6 +228,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     group holds a single value."""
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2 dimensions for input tensor but received {input.ndim}")
+    if type(num_groups) is not int:   # torch's parser: an int (GroupNorm(2.0, C) fails here)
+        require_int("group_norm", "num_groups", num_groups, 2)
     if num_groups > 0:
         per_group = input.shape[0] * (input.shape[1] // num_groups)
         for d in input.shape[2:]:
@@ -511,7 +513,11 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """Mirrors ``torch.nn.functional.softplus``: grad_fn ``SoftplusBackward0``."""
+    """Mirrors ``torch.nn.functional.softplus``: grad_fn ``SoftplusBackward0``. TypeError when
+    ``beta`` or ``threshold`` is not a number."""
+    for name, v in (("beta", beta), ("threshold", threshold)):
+        if not isinstance(v, (numbers.Number, tracegrad.Tensor)):   # torch's Number parser (a str is refused)
+            raise TypeError(f"softplus(): argument '{name}' must be Number, not {type(v).__name__}")
     return _nn.softplus(input, beta, threshold)
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 from .. import functional as F
 from .linear import reset_kaiming, weight_and_bias
 from .module import Module
+from .utils import _pair, _single, _triple
 from . import _elsewhere
 
 
 def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+    # torch's _single/_pair/_triple: any iterable as it is (a 0-d tensor's iteration is its
+    # TypeError), anything else repeated
+    return (_single, _pair, _triple)[n - 1](v)
 
 
 class _ConvNd(Module):

@@ -35,7 +35,7 @@ def _states(hx):
 
 
 def _check_int(value, name):
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not isinstance(value, int):   # torch's isinstance test: a bool passes
         raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
 
 
