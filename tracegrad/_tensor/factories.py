@@ -500,8 +500,17 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
          "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
          "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
     d = _fdt(dtype)
+    # torch takes 0-d tensors for the bounds and step as Scalars
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if step == 0:
         raise RuntimeError("range(): step must be nonzero")
+    # torch's range kernel checks the bounds before sizing: a non-finite bound, or an end on the
+    # wrong side of start for the step's sign, is its RuntimeError (not an empty tensor)
+    if not (np.isfinite(float(start)) and np.isfinite(float(end))):
+        raise RuntimeError(f"range(): unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
     n = int(np.floor((end - start) / step)) + 1
     arr = np.arange(max(n, 0), dtype=np.float64) * step + start
     return _finish(to_device(arr.astype(d.np)), d, device, requires_grad)

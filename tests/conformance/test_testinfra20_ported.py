@@ -1,0 +1,51 @@
+"""Ports from PyTorch's test/test_tensor_creation_ops.py (TestTensorCreation: range/arange
+errors, tril_indices/triu_indices errors) run on tracegrad. Each test names its original; the
+``T`` fixture runs the body with torch too, so torch checks every expectation. The file itself
+could not be run unchanged here, so its creation-op areas (cat/stack, arange/linspace/logspace,
+full/empty/*_like, eye, tensor() inference, from_numpy, as_tensor, randperm, range) were probed
+against torch; these are the differences found."""
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def _range(T, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch.range is deprecated (both warn)
+        return T.range(*args, **kw)
+
+
+# test_range: an end on the wrong side of start for the step's sign is an error (not empty)
+@pytest.mark.parametrize("args", [(4, 1), (1, 4, -1), (0.5, 0.25, 0.1)])
+def test_range_inconsistent_step_sign(T, args):
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
+        _range(T, *args)
+
+
+# test_range: non-finite bounds are torch's "unsupported range"
+@pytest.mark.parametrize("args", [(0, float("inf")), (float("nan"), 1), (float("-inf"), 0)])
+def test_range_non_finite(T, args):
+    with pytest.raises(RuntimeError, match="unsupported range"):
+        _range(T, *args)
+
+
+# test_range: start == end (either step sign) is one element; 0-d tensor bounds are Scalars
+def test_range_edges(T):
+    for args in [(1, 1), (1, 1, -1), (3, 1, -1), (1, 1.5, 1)]:
+        r = _range(T, *args)
+        e = _range(torch, *args)
+        assert r.dtype == getattr(T, str(e.dtype).split(".")[1]) and r.tolist() == e.tolist()
+    r = _range(T, T.tensor(1.), T.tensor(3.), T.tensor(0.5))
+    assert r.tolist() == [1.0, 1.5, 2.0, 2.5, 3.0]
+
+
+# test_tril_and_triu_indices / run_additional_tri_tests: negative sizes name the op
+@pytest.mark.parametrize("fn,args,what", [("tril_indices", (-1, 2), "row"), ("triu_indices", (2, -1), "col"),
+                                          ("triu_indices", (-3, 2), "row")])
+def test_tri_indices_negative(T, fn, args, what):
+    with pytest.raises(RuntimeError, match=f"{what} must be non-negative") as ei:
+        getattr(T, fn)(*args)
+    if T is not torch:
+        assert str(ei.value).startswith(f"{fn}()")
