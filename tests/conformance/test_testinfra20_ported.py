@@ -49,3 +49,23 @@ def test_tri_indices_negative(T, fn, args, what):
         getattr(T, fn)(*args)
     if T is not torch:
         assert str(ei.value).startswith(f"{fn}()")
+
+
+# test_tensor_factory / test_tensor_factory_type_inference: a tensor of several elements nested in a
+# list is an error whose class follows the RESULT's dtype (integer/bool: __index__'s TypeError;
+# floating/complex: item()'s ValueError), not the nested tensor's own dtype
+@pytest.mark.parametrize("make,kw,exc", [
+    (lambda T: [T.tensor([1, 2]), T.tensor([3., 4])], {}, ValueError),
+    (lambda T: [T.tensor([1., 2.]), 3], {"dtype": "int64"}, TypeError),
+    (lambda T: [T.tensor([1, 2]), 3], {"dtype": "float32"}, ValueError),
+    (lambda T: [T.tensor([1, 2]), 3], {}, TypeError),
+    (lambda T: [T.tensor([True, False])], {}, TypeError),
+    (lambda T: [T.tensor([1, 2])], {"dtype": "complex64"}, ValueError),
+    (lambda T: [T.tensor([1., 2])], {"dtype": "uint8"}, TypeError),
+])
+def test_tensor_nested_multi_element_error_class(T, make, kw, exc):
+    kw = {k: getattr(T, v) for k, v in kw.items()}
+    with pytest.raises(exc, match="only"):
+        T.tensor(make(T), **kw)
+    with pytest.raises(exc, match="only"):
+        T.as_tensor(make(T), **kw)
