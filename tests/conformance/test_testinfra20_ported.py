@@ -69,3 +69,37 @@ def test_tensor_nested_multi_element_error_class(T, make, kw, exc):
         T.tensor(make(T), **kw)
     with pytest.raises(exc, match="only"):
         T.as_tensor(make(T), **kw)
+
+
+# test_copy_tensor / test_alias_from_tensor (asarray): copy=True copies a tensor even with no
+# conversion to make (a differentiable clone); an explicit requires_grad=False turns it off
+def test_asarray_tensor_copy_and_requires_grad(T):
+    x = T.ones(2)
+    y = T.asarray(x, copy=True)
+    y.add_(1)
+    assert x.tolist() == [1.0, 1.0] and y.tolist() == [2.0, 2.0]
+
+    x = T.ones(2, requires_grad=True)
+    y = T.asarray(x, copy=True)
+    assert y is not x and y.requires_grad and type(y.grad_fn).__name__ == "CloneBackward0"
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+
+    y = T.asarray(x, copy=True, requires_grad=False)
+    assert not y.requires_grad and y.grad_fn is None and x.requires_grad
+
+    nonleaf = T.ones(2, requires_grad=True) * 2
+    y = T.asarray(nonleaf, requires_grad=False)
+    assert y is not nonleaf and not y.requires_grad and nonleaf.requires_grad
+
+    x = T.ones(2, requires_grad=True)
+    y = T.asarray(x, requires_grad=False)   # the alias is the leaf itself: torch turns its flag off
+    assert y is x and not x.requires_grad
+
+    x = T.ones(2)
+    y = T.asarray(x, copy=True, requires_grad=True)
+    assert y.requires_grad and y.is_leaf and not x.requires_grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = T.asarray(nonleaf)   # unspecified: keeps the source's flag (the alias itself)
+    assert z is nonleaf and z.requires_grad

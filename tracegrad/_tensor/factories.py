@@ -223,7 +223,7 @@ def from_file_array(ndarray):
     return Tensor._make(to_device(np.array(ndarray)))
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor or a NumPy array
     would need another dtype (no alias can change it) and for a Python number or list (nothing
     to alias), as torch; TypeError for a ``copy`` that is not None or a bool."""
@@ -243,7 +243,22 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         t = tensor(obj, dtype=dtype, device=device)
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
-    return t._factory_requires_grad() if requires_grad else t
+        if copy and t is obj:
+            # torch copies a tensor for copy=True even where no conversion is needed: a clone,
+            # differentiable (CloneBackward0) as torch's, never the caller's storage
+            t = obj.clone()
+    # torch 2.13: an unspecified requires_grad keeps the source's; an explicit False turns it off
+    # on the result (the source tensor itself when the result is that alias and a leaf, as torch)
+    if requires_grad is None:
+        return t
+    if requires_grad:
+        return t._factory_requires_grad()
+    if isinstance(t, Tensor) and t.requires_grad:
+        if t.is_leaf:
+            t.requires_grad_(False)
+        else:
+            t = t.detach()
+    return t
 
 
 def _SCALAR_NAME_OF(d):
