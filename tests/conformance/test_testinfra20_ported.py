@@ -103,3 +103,25 @@ def test_asarray_tensor_copy_and_requires_grad(T):
         warnings.simplefilter("ignore")
         z = T.asarray(nonleaf)   # unspecified: keeps the source's flag (the alias itself)
     assert z is nonleaf and z.requires_grad
+
+
+# test_shared_buffer / test_not_a_buffer / test_non_writable_buffer (frombuffer): a writable
+# buffer is aliased both ways; an empty buffer or count=0 is a ValueError
+def test_frombuffer_shares_writable_buffer(T):
+    b = bytearray(4)
+    t = T.frombuffer(b, dtype=T.uint8)
+    b[0] = 5
+    assert t.tolist() == [5, 0, 0, 0]
+    t.add_(1)
+    assert list(b) == [6, 1, 1, 1]
+    a = bytearray(range(8))
+    t = T.frombuffer(a, dtype=T.int16, count=2, offset=2)
+    a[2] = 9
+    assert t.tolist() == [T.frombuffer(bytes(a), dtype=T.int16, count=2, offset=2)[0].item(), 1284]
+    for buf, kw in [(bytearray(0), {}), (bytearray(4), {"count": 0})]:
+        with pytest.raises(ValueError, match="must not be 0"):
+            T.frombuffer(buf, dtype=T.int8, **kw)
+    with warnings.catch_warnings():   # torch warns once per process ("not writable"): not checked
+        warnings.simplefilter("ignore")
+        t = T.frombuffer(b"abcd", dtype=T.uint8)
+    assert t.tolist() == [97, 98, 99, 100]
