@@ -125,3 +125,22 @@ def test_frombuffer_shares_writable_buffer(T):
         warnings.simplefilter("ignore")
         t = T.frombuffer(b"abcd", dtype=T.uint8)
     assert t.tolist() == [97, 98, 99, 100]
+
+
+# test_alias_from_buffer / test_copy_from_buffer (asarray): an object with the buffer protocol
+# is read as raw bytes (the default dtype unless one is asked), aliased unless copy=True
+def test_asarray_from_buffer(T):
+    import array
+    a = array.array("i", [1, 2, 3])
+    t = T.asarray(a, dtype=T.int32)
+    a[0] = 7
+    assert t.dtype == T.int32 and t.tolist() == [7, 2, 3]
+    c = T.asarray(a, dtype=T.int32, copy=True)
+    a[1] = 9
+    assert c.tolist() == [7, 2, 3]
+    assert T.asarray(bytearray(b"abcd")).dtype == T.float32
+    assert T.asarray(b"abcd", dtype=T.uint8).tolist() == [97, 98, 99, 100]
+    with pytest.raises(ValueError, match="multiple of element size"):
+        T.asarray(b"abc")
+    with pytest.raises(ValueError, match="must not be 0"):
+        T.asarray(b"")

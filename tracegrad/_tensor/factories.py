@@ -239,7 +239,13 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         if _dt.to_dtype(dtype) is not have:
             raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(have)}' into dtype "
                              f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
-    if copy and type(obj) is np.ndarray:
+    if _plain_buffer(obj):
+        t = _from_buffer(obj, _fdt(dtype))
+        if device is not None:
+            t = t.to(device)
+        if copy:
+            t = t.clone()
+    elif copy and type(obj) is np.ndarray:
         t = tensor(obj, dtype=dtype, device=device)
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
@@ -259,6 +265,39 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         else:
             t = t.detach()
     return t
+
+
+def _plain_buffer(obj):
+    """torch's asarray reads an object with the buffer protocol that is neither a tensor, an
+    array (numpy's or a DLPack/array-interface producer) nor a numpy scalar as raw bytes
+    (bytes, bytearray, memoryview, array.array), before trying it as a sequence."""
+    t = type(obj)
+    if isinstance(obj, (Tensor, np.ndarray, np.generic)) or any(
+            hasattr(t, a) for a in ("__dlpack__", "__array__", "__array_interface__")):
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _from_buffer(obj, d):
+    """``obj``'s bytes as a 1-d tensor of ``d`` (the default dtype when none is asked, as torch):
+    aliasing a writable buffer (the numpy bridge), copying a read-only one."""
+    mv = memoryview(obj).cast("B")
+    item = np.dtype(d.np).itemsize
+    if len(mv) == 0:
+        raise ValueError("asarray(): both buffer length (0) and count (-1) must not be 0")
+    if len(mv) % item:
+        raise ValueError(f"asarray(): buffer length ({len(mv)} bytes) after offset (0 bytes) must be a multiple of "
+                         f"element size ({item}); pass a dtype whose size divides it")
+    arr = np.frombuffer(mv, dtype=d.np)
+    if mv.readonly:
+        return Tensor._make(to_device(arr.copy()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_numpy(arr)
 
 
 def _SCALAR_NAME_OF(d):
