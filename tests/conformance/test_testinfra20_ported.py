@@ -144,3 +144,19 @@ def test_asarray_from_buffer(T):
         T.asarray(b"abc")
     with pytest.raises(ValueError, match="must not be 0"):
         T.asarray(b"")
+
+
+# test_arange (torch's argument parser): a bound that is a 1-d tensor, even of one element, is
+# not a Number; a 0-d one is
+def test_arange_tensor_bound_must_be_0d(T):
+    for args in [(T.tensor([3]),), (0, T.tensor([3])), (0, 3, T.tensor([1]))]:
+        with pytest.raises(TypeError, match="arange"):   # torch: "must be Number" / "invalid combination"
+            T.arange(*args)
+    assert T.arange(T.tensor(3)).tolist() == [0, 1, 2]
+
+
+# the *_like factories are named for the op in the parser's TypeError (not "like()")
+def test_like_factories_bad_keyword_names_op(T):
+    for name in ("zeros_like", "ones_like", "empty_like"):
+        with pytest.raises(TypeError, match=f"^{name}\\(\\) got an unexpected keyword argument 'out'"):
+            getattr(T, name)(T.ones(2), out=T.empty(2))

@@ -496,6 +496,10 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
         start, end = 0, start
     elif start is _NO_P:   # arange(end=5)
         start = 0
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, Tensor) and v.ndim:   # torch's parser takes only a 0-d tensor as a Number
+            raise TypeError(f"arange(): argument '{name}' must be Number, not Tensor (a tensor with {v.ndim} "
+                            f"dim(s)); pass a number or a 0-d tensor")
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     for i, (name, v) in enumerate(zip(("start", "end", "step"), vals)):   # a list, a string, None: torch's parser
         if isinstance(v, complex):   # torch reads a complex bound as a double: only a zero imaginary part fits
@@ -669,7 +673,7 @@ def _like(fn):
         size = (*args, *input.shape) if args else (tuple(input.shape),)   # () for a 0-d input: one argument
         out = fn(*size, dtype=d, device=_like_device(input, device), requires_grad=requires_grad)
         return _laid_out_like(out, input, memory_format, like.__name__)
-    like.__name__ = fn.__name__ + "_like"
+    like.__name__ = like.__qualname__ = fn.__name__ + "_like"   # TypeErrors for a bad keyword name the op
     like.__doc__ = (f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``, "
                     f"laid out as ``memory_format`` asks (default ``preserve_format``: input's strides when it is "
                     f"non-overlapping and dense, else dense in its stride order).")
