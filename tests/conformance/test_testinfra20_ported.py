@@ -8,6 +8,8 @@ import warnings
 
 import pytest
 
+import tracegrad
+
 torch = pytest.importorskip("torch")
 
 
@@ -160,3 +162,25 @@ def test_like_factories_bad_keyword_names_op(T):
     for name in ("zeros_like", "ones_like", "empty_like"):
         with pytest.raises(TypeError, match=f"^{name}\\(\\) got an unexpected keyword argument 'out'"):
             getattr(T, name)(T.ones(2), out=T.empty(2))
+
+
+# harness: test_tensor_creation_ops.py imports these (test_tril_and_triu_indices uses the tri helpers)
+def test_harness_pieces_for_creation_ops():
+    import unittest
+
+    from tracegrad.testing._creation import float_to_corresponding_complex_type_map
+    from tracegrad.testing._internal.common_methods_invocations import (
+        _compare_trilu_indices, run_additional_tri_tests, tri_tests_args)
+    from tracegrad.testing._internal.common_utils import TestCase
+
+    assert float_to_corresponding_complex_type_map[tracegrad.float32] is tracegrad.complex64
+
+    class Tri(TestCase):
+        def test_tri(self):
+            for args in tri_tests_args:
+                _compare_trilu_indices(self, *args)
+            run_additional_tri_tests(self, "cpu")
+
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(Tri).run(result)
+    assert result.wasSuccessful(), result.failures + result.errors
