@@ -184,3 +184,19 @@ def test_harness_pieces_for_creation_ops():
     result = unittest.TestResult()
     unittest.defaultTestLoader.loadTestsFromTestCase(Tri).run(result)
     assert result.wasSuccessful(), result.failures + result.errors
+
+
+# harness: test_empty_full's shared helper
+def test_harness_do_test_empty_full():
+    import unittest
+
+    from tracegrad.testing._internal.common_utils import TestCase, do_test_empty_full
+
+    class EmptyFull(TestCase):
+        def test_it(self):
+            do_test_empty_full(self, [tracegrad.float32, tracegrad.int64, tracegrad.bool, tracegrad.complex64],
+                               tracegrad.strided, "cpu")
+
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(EmptyFull).run(result)
+    assert result.wasSuccessful(), result.failures + result.errors
