@@ -359,7 +359,7 @@ def cartesian_prod(*tensors):
 
 
 def _indices(fn, row, col, offset, dtype, device, layout, requires_grad=False):
-    api = fn.__name__[3:]
+    api = fn.__name__   # numpy's own name ("tril_indices"/"triu_indices") is torch's op name
     if layout is not None and layout is not strided:   # the kernels are dense-only
         if not isinstance(layout, type(strided)):
             raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; pass "
@@ -368,9 +368,9 @@ def _indices(fn, row, col, offset, dtype, device, layout, requires_grad=False):
                                   f"leave layout out and call .to_sparse() on the result")
     for name, v in (("row", row), ("col", col)):
         if v < 0:
-            raise RuntimeError(f"{fn.__name__[3:]}(): {name} must be non-negative, got {name}={v}")
+            raise RuntimeError(f"{api}(): {name} must be non-negative, got {name}={v}")
     if dtype is not None and _dt.to_dtype(dtype)._cat != 1:   # torch's kernels are integer-only
-        raise NotImplementedError(f"\"{fn.__name__[3:]}\" not implemented for {_dt.to_dtype(dtype)}; pass an "
+        raise NotImplementedError(f"\"{api}\" not implemented for {_dt.to_dtype(dtype)}; pass an "
                                   "integer dtype (int64 by default)")
     r, c = fn(row, offset, col)
     # torch takes requires_grad (a TensorOptions flag): True is its RuntimeError for an integer tensor

@@ -18,7 +18,7 @@ from .. import _state
 from .._ops import dtypes as _dt
 from .._ops import warn as _warn
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor_from
+from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
 from .._tensor.tensor import Tensor
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
@@ -177,8 +177,10 @@ def fill(input, value):
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """Mirrors ``torch.frombuffer``: a 1-d tensor of ``dtype`` read from an object exposing the
     buffer protocol, skipping ``offset`` bytes and reading ``count`` elements (-1: all). The
-    data is copied (JAX owns its memory; torch's shares the buffer). ValueError as torch for
-    a size that is not a whole number of elements or a count past the end."""
+    tensor shares a writable buffer's memory as torch's does (through the numpy bridge,
+    NOTE [numpy bridge], with from_numpy's limits); a read-only one (bytes) is copied, with
+    torch's warning. ValueError as torch for an empty buffer or ``count=0``, a size that is not
+    a whole number of elements or a count past the end."""
     d = _dt.to_dtype(dtype)
     try:
         mv = memoryview(buffer).cast("B")
@@ -186,6 +188,8 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
         raise ValueError(f"frombuffer(): object does not implement Python buffer protocol (got "
                          f"{type(buffer).__name__}); pass bytes, bytearray or an array") from None
     item = np.dtype(d.np).itemsize
+    if len(mv) == 0 or count == 0:   # torch refuses to make an empty tensor from a buffer
+        raise ValueError(f"frombuffer(): both buffer length ({len(mv)}) and count ({count}) must not be 0")
     if offset < 0 or offset > len(mv) - 1:
         raise ValueError(f"frombuffer(): offset ({offset} bytes) must be non-negative and no greater than the "
                          f"buffer length ({len(mv)} bytes) minus 1")
@@ -199,7 +203,15 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
         raise ValueError(f"frombuffer(): requested buffer length ({count} * {item} bytes) after offset "
                          f"({offset}) must not be greater than the actual buffer length ({len(mv)})")
     arr = np.frombuffer(mv, dtype=d.np, count=count, offset=offset)
-    return _tensor_from(arr.copy(), dtype=d, requires_grad=requires_grad)
+    if mv.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors; "
+                      "tracegrad copies it, so writes to the tensor do not reach the buffer", UserWarning,
+                      stacklevel=2)
+        return _tensor_from(arr.copy(), dtype=d, requires_grad=requires_grad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = _from_numpy(arr)   # torch's tensor aliases the buffer: writes through either are seen
+    return t.requires_grad_() if requires_grad else t
 
 
 # Tensor.narrow_copy is the function strided.py defines (torch.narrow_copy, NarrowCopyBackward0),

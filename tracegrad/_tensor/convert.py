@@ -84,30 +84,36 @@ def _duck_sequence(x):
                                    collections.abc.Mapping, collections.abc.Set)))
 
 
-def _one_element(t):
-    """A tensor nested in a list is one number to torch (``item()``): ValueError unless it has one."""
+def _one_element(t, target):
+    """A tensor nested in a list is one number to torch, read as the result's dtype ``target``:
+    an integer or bool result reads it through ``__index__`` (TypeError unless it has one
+    element), a floating or complex one through ``item()`` (ValueError). The tensor's own dtype
+    does not choose the error."""
     if int(np.prod(t._value.shape)) != 1:
-        if t.dtype._cat == 1:   # torch reads an integer tensor through __index__: its TypeError
+        if target._cat <= 1:
             raise TypeError("only integer tensors of a single element can be converted to an index (a tensor "
                             "nested in a list is read as a number; use tracegrad.stack for tensors)")
         raise ValueError("only one element tensors can be converted to Python scalars (a tensor nested "
                          "in a list is read as a number; use tracegrad.stack for tensors)")
 
 
-def infer_dtype(data, given=False):
+def infer_dtype(data, dtype=None):
     """torch's rule for nested Python data: the promotion (``promote_types``) of every leaf's
     dtype, where a Python bool is bool, an int int64, a float the default dtype, a complex its
     complex partner, and a numpy scalar or array, or a one-element tensor, its own dtype.
-    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64.
-    ``given``: the caller has a dtype; another kind of number (a Fraction) is then left for
-    ``read_numbers`` (``big`` is None when there is one) instead of refused."""
+    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64. ``dtype``,
+    the one asked for (if any), chooses the error for a nested tensor of several elements; with
+    it, another kind of number (a Fraction) is left for ``read_numbers`` (``big`` is None when
+    there is one) instead of refused."""
+    given = dtype is not None
     kinds = set()
     big = [False]
     odd = [False]
+    nested = []
 
     def walk(x):
         if isinstance(x, TensorBase):
-            _one_element(x)
+            nested.append(x)
             kinds.add(x.dtype)
         elif isinstance(x, (list, tuple, range)):
             for e in x:
@@ -141,7 +147,10 @@ def infer_dtype(data, given=False):
     flag = None if odd[0] else big[0]
     if not kinds:
         return _dt.get_default_dtype(), flag
-    return functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name)), flag
+    inferred = functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name))
+    for t in nested:
+        _one_element(t, _dt.to_dtype(dtype) if dtype is not None else inferred)
+    return inferred, flag
 
 
 def read_numbers(data, d):
@@ -329,11 +338,11 @@ def to_array(data, dtype=None):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
         check_data_leaf(data)
-        inferred, big = infer_dtype(data, given=dtype is not None)
+        inferred, big = infer_dtype(data, dtype)
         d = _dt.to_dtype(dtype) if dtype is not None else inferred
         if big is None:   # a Fraction or a Decimal read as d's kind
             data = read_numbers(data, d)
-            inferred, big = infer_dtype(data)
+            inferred, big = infer_dtype(data, dtype)
         if inferred.is_complex and not d.is_complex and d is not _dt.bool_:
             # torch reads each Python number as the dtype's kind: a complex one is no real number
             raise TypeError(f"tensor(): must be real number, not complex (data holds complex numbers, dtype={d}); "

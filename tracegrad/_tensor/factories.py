@@ -224,7 +224,7 @@ def from_file_array(ndarray):
     return Tensor._make(to_device(np.array(ndarray)))
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor or a NumPy array
     would need another dtype (no alias can change it) and for a Python number or list (nothing
     to alias), as torch; TypeError for a ``copy`` that is not None or a bool."""
@@ -240,11 +240,65 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         if _dt.to_dtype(dtype) is not have:
             raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(have)}' into dtype "
                              f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
-    if copy and type(obj) is np.ndarray:
+    if _plain_buffer(obj):
+        t = _from_buffer(obj, _fdt(dtype))
+        if device is not None:
+            t = t.to(device)
+        if copy:
+            t = t.clone()
+    elif copy and type(obj) is np.ndarray:
         t = tensor(obj, dtype=dtype, device=device)
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
-    return t._factory_requires_grad() if requires_grad else t
+        if copy and t is obj:
+            # torch copies a tensor for copy=True even where no conversion is needed: a clone,
+            # differentiable (CloneBackward0) as torch's, never the caller's storage
+            t = obj.clone()
+    # torch 2.13: an unspecified requires_grad keeps the source's; an explicit False turns it off
+    # on the result (the source tensor itself when the result is that alias and a leaf, as torch)
+    if requires_grad is None:
+        return t
+    if requires_grad:
+        return t._factory_requires_grad()
+    if isinstance(t, Tensor) and t.requires_grad:
+        if t.is_leaf:
+            t.requires_grad_(False)
+        else:
+            t = t.detach()
+    return t
+
+
+def _plain_buffer(obj):
+    """torch's asarray reads an object with the buffer protocol that is neither a tensor, an
+    array (numpy's or a DLPack/array-interface producer) nor a numpy scalar as raw bytes
+    (bytes, bytearray, memoryview, array.array), before trying it as a sequence."""
+    t = type(obj)
+    if isinstance(obj, (Tensor, np.ndarray, np.generic)) or any(
+            hasattr(t, a) for a in ("__dlpack__", "__array__", "__array_interface__")):
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _from_buffer(obj, d):
+    """``obj``'s bytes as a 1-d tensor of ``d`` (the default dtype when none is asked, as torch):
+    aliasing a writable buffer (the numpy bridge), copying a read-only one."""
+    mv = memoryview(obj).cast("B")
+    item = np.dtype(d.np).itemsize
+    if len(mv) == 0:
+        raise ValueError("asarray(): both buffer length (0) and count (-1) must not be 0")
+    if len(mv) % item:
+        raise ValueError(f"asarray(): buffer length ({len(mv)} bytes) after offset (0 bytes) must be a multiple of "
+                         f"element size ({item}); pass a dtype whose size divides it")
+    arr = np.frombuffer(mv, dtype=d.np)
+    if mv.readonly:
+        return Tensor._make(to_device(arr.copy()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_numpy(arr)
 
 
 def _SCALAR_NAME_OF(d):
@@ -448,6 +502,10 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
         start, end = 0, start
     elif start is _NO_P:   # arange(end=5)
         start = 0
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, Tensor) and v.ndim:   # torch's parser takes only a 0-d tensor as a Number
+            raise TypeError(f"arange(): argument '{name}' must be Number, not Tensor (a tensor with {v.ndim} "
+                            f"dim(s)); pass a number or a 0-d tensor")
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     for i, (name, v) in enumerate(zip(("start", "end", "step"), vals)):   # a list, a string, None: torch's parser
         if isinstance(v, complex):   # torch reads a complex bound as a double: only a zero imaginary part fits
@@ -513,8 +571,17 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
          "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
          "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
     d = _fdt(dtype)
+    # torch takes 0-d tensors for the bounds and step as Scalars
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if step == 0:
         raise RuntimeError("range(): step must be nonzero")
+    # torch's range kernel checks the bounds before sizing: a non-finite bound, or an end on the
+    # wrong side of start for the step's sign, is its RuntimeError (not an empty tensor)
+    if not (np.isfinite(float(start)) and np.isfinite(float(end))):
+        raise RuntimeError(f"range(): unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
     n = int(np.floor((end - start) / step)) + 1
     arr = np.arange(max(n, 0), dtype=np.float64) * step + start
     return _finish(to_device(arr.astype(d.np)), d, device, requires_grad)
@@ -619,7 +686,7 @@ def _like(fn):
         size = (*args, *input.shape) if args else (tuple(input.shape),)   # () for a 0-d input: one argument
         out = fn(*size, dtype=d, device=_like_device(input, device), requires_grad=requires_grad)
         return _laid_out_like(out, input, memory_format, like.__name__)
-    like.__name__ = fn.__name__ + "_like"
+    like.__name__ = like.__qualname__ = fn.__name__ + "_like"   # TypeErrors for a bad keyword name the op
     like.__doc__ = (f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``, "
                     f"laid out as ``memory_format`` asks (default ``preserve_format``: input's strides when it is "
                     f"non-overlapping and dense, else dense in its stride order).")

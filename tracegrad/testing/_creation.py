@@ -94,3 +94,11 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
     if dtype.is_floating_point or dtype.is_complex:
         result.requires_grad = requires_grad
     return result
+
+
+# torch.testing._creation's table of each floating dtype's complex partner (test files import it)
+float_to_corresponding_complex_type_map = {
+    tracegrad.float16: tracegrad.complex32 if hasattr(tracegrad, "complex32") else tracegrad.complex64,
+    tracegrad.float32: tracegrad.complex64,
+    tracegrad.float64: tracegrad.complex128,
+}

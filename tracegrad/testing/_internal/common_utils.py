@@ -1073,3 +1073,34 @@ def random_square_matrix_of_rank(l, rank, dtype=tracegrad.double, device="cpu"):
     u, s, vh = tracegrad.linalg.svd(a, full_matrices=False)
     s = tracegrad.where(tracegrad.arange(l, device=device) < rank, s, tracegrad.zeros_like(s))
     return (u * s.to(dtype).unsqueeze(-2)) @ vh
+
+
+def do_test_empty_full(self, dtypes, layout, device):
+    """torch's shared check of the empty/full factories (test_tensor_creation_ops.py's
+    test_empty_full): for each dtype, ``empty``/``full`` and the ``new_*``/``*_like`` forms give
+    the asked shape, dtype, layout and device, and ``full`` the fill value. Our own code."""
+    import tracegrad
+    shapes = [tracegrad.Size([0]), tracegrad.Size([0, 2]), tracegrad.Size([3]), tracegrad.Size([2, 3, 1])]
+
+    def check(t, shape, dtype, fill=None):
+        self.assertEqual(tuple(shape), tuple(t.shape))
+        self.assertIs(dtype, t.dtype)
+        self.assertIs(layout, t.layout)
+        self.assertEqual(tracegrad.device(device).type, t.device.type)
+        if fill is not None:
+            self.assertEqual(tracegrad.full(shape, fill, dtype=dtype), t.cpu())
+
+    for dtype in dtypes:
+        fill = True if dtype is tracegrad.bool else (1 + 1j if dtype.is_complex else 3)
+        for shape in shapes:
+            check(tracegrad.empty(shape, dtype=dtype, layout=layout, device=device), shape, dtype)
+            check(tracegrad.empty(*shape, dtype=dtype, layout=layout, device=device), shape, dtype)
+            full = tracegrad.full(shape, fill, dtype=dtype, layout=layout, device=device)
+            check(full, shape, dtype, fill)
+            check(tracegrad.empty_like(full), shape, dtype)
+            check(tracegrad.full_like(full, fill), shape, dtype, fill)
+            check(full.new_empty(shape), shape, dtype)
+            check(full.new_full(shape, fill), shape, dtype, fill)
+            for other in dtypes:
+                check(full.new_empty(shape, dtype=other), shape, other)
+                check(tracegrad.empty_like(full, dtype=other), shape, other)
