@@ -9,6 +9,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from .elementwise import opmath
 from .registry import defop
 
 
@@ -150,11 +151,10 @@ def _wide(fn):
     CPU softmax kernels (float accumulation). Computed in 16 bits, where XLA rounds the max,
     the sum and the exponentials depends on what the op is fused with: a compiled program
     gave other last bits than the eager op (a bfloat16 softmax: an eighth of the values)."""
+    wide = opmath(fn)
+
     def f(x, dim, dtype=None):
-        x = _cast(x, dtype)
-        if x.dtype in (jnp.float16, jnp.bfloat16):
-            return fn(x.astype(jnp.float32), axis=dim).astype(x.dtype)
-        return fn(x, axis=dim)
+        return wide(_cast(x, dtype), axis=dim)
     return f
 
 
