@@ -20,8 +20,8 @@
 Changes, the same on both sides: sizes are tiny (16 inputs, 12 hidden units, 4 classes, 3 epochs
 of 4 batches; one hidden layer, mlp.py's default: with two, the first BatchNorm's bias gradient is
 zero in exact arithmetic, as the second BatchNorm removes any constant shift, so both libraries
-feed Adam rounding noise of 1e-8 and its update amplifies that to different parameters), the data are a seeded numpy problem in place of MNIST, the dropout
-probabilities are 0 (the libraries' random streams differ), parameters are overwritten from numpy
+feed Adam rounding noise of 1e-8 and its update amplifies that to different parameters), the
+data are a seeded numpy problem in place of MNIST, the dropout probabilities are 0 (the libraries' random streams differ), parameters are overwritten from numpy
 after construction, ``Variable`` is kept, and ``loss.data[0]`` (an IndexError on a 0-d tensor
 since torch 0.4, in both libraries) is ``loss.item()``; ``torch.save`` is left out.
 """
