@@ -1,0 +1,329 @@
+"""Twenty-fifth round of adversarial compiled-vs-eager programs: tensors built inside the step
+from Python lists of captured numbers that change between calls, ``torch.tensor`` of a float
+attribute, a step that reads ``param.grad`` before its backward (``None`` on the first call),
+``optimizer.state`` read inside the step, ``module.apply(init_fn)`` and ``requires_grad_(False)``
+on a submodule between calls, ``no_grad`` regions writing buffers, ``.data`` assignments,
+an ``nn.Parameter`` created inside the step, ``register_buffer`` between calls, weight tying
+changed between calls and an EMA written into a slice of a parameter under ``no_grad``.
+torch eager, tracegrad eager and ``tracegrad.compile`` run each program from the same state
+and must agree after every call (``_dynamo_port.compare``)."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+from ._dynamo_port import compare
+from ._dynamo_port import randn32 as _rand
+from ._dynamo_port import seeded_linear as _linear
+
+torch = pytest.importorskip("torch")
+
+
+def test_tensor_from_a_list_of_captured_numbers_that_change():
+    """A step builds ``T.tensor([a, b, c])`` from a list the caller edits between calls (and
+    appends to once, changing the shape): each call uses that call's numbers."""
+    def build(T, wrap):
+        coefs = [0.5, -1.0, 2.0]
+        f = wrap(lambda x: x * T.tensor(coefs[:3]) + T.tensor(coefs).sum())
+
+        def run(i):
+            coefs[i % 3] = float(i) * 1.5 - 1
+            if i == 3:
+                coefs.append(10.0)
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=5)
+
+
+def test_tensor_of_a_float_attribute_inside_the_step():
+    """``T.tensor(self.scale)`` of a float attribute the caller changes between calls, in a
+    compiled module's forward (and as a float64 tensor): the value of that call."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+                self.scale = 0.25
+
+            def forward(self, x):
+                s = T.tensor(self.scale)
+                d = T.tensor(self.scale, dtype=T.float64)
+                return self.lin(x) * s, d * 2
+
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            m.scale = 0.25 + i * 0.5
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_step_reads_param_grad_before_backward():
+    """A step that reads ``w.grad`` before its backward (``None`` on the first call, the
+    previous call's gradient later) and uses it as a momentum-like term: the same branch and
+    values as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+
+        def step(x):
+            g = net.weight.grad
+            extra = 0.0 if g is None else g.sum()
+            loss = net(x).pow(2).mean() + extra
+            net.zero_grad(set_to_none=False) if g is not None else None
+            loss.backward()
+            with T.no_grad():
+                for p in net.parameters():
+                    p -= 0.1 * p.grad
+            return loss, g is None
+
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3)), net.weight, net.weight.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_optimizer_state_read_inside_the_step():
+    """The step reads Adam's ``exp_avg_sq`` and ``step`` from ``optimizer.state`` (empty on the
+    first call) to scale its loss: each call sees that call's state."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.Adam(net.parameters(), lr=0.05)
+
+        def step(x):
+            st = opt.state.get(net.weight, {})
+            k = 1.0 if not st else 1.0 + st["exp_avg_sq"].sum() * 10
+            n = 0 if not st else int(st["step"])
+            opt.zero_grad()
+            loss = net(x).pow(2).mean() * k
+            loss.backward()
+            opt.step()
+            return loss, n, len(opt.state)
+
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3)), net.weight
+        return run
+    compare(build, calls=4)
+
+
+def test_module_apply_init_fn_between_calls():
+    """``model.apply(init)`` re-initialises the Linear layers (fill_ from a per-call number)
+    between calls of a compiled training step: the step trains from the new weights."""
+    def build(T, wrap):
+        model = T.nn.Sequential(_linear(T, 3, 4), T.nn.Tanh(), _linear(T, 4, 2, seed=1))
+        opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i in (1, 3):
+                def init(m):
+                    if isinstance(m, T.nn.Linear):
+                        with T.no_grad():
+                            m.weight.fill_(0.1 * i)
+                            m.bias.zero_()
+                model.apply(init)
+            return f(_rand(T, i, 2, 3)), list(model.parameters())
+        return run
+    compare(build, calls=5)
+
+
+def test_requires_grad_false_on_a_submodule_between_calls():
+    """The first layer is frozen with ``requires_grad_(False)`` after the second call and
+    unfrozen after the fourth: its weights and grads follow eager's (no update while frozen)."""
+    def build(T, wrap):
+        a, b = _linear(T, 3, 4), _linear(T, 4, 2, seed=1)
+        model = T.nn.Sequential(a, T.nn.ReLU(), b)
+        opt = T.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                a.requires_grad_(False)
+            if i == 4:
+                a.requires_grad_(True)
+            return f(_rand(T, i, 2, 3)), a.weight, a.weight.grad, b.weight
+        return run
+    compare(build, calls=6)
+
+
+def test_no_grad_region_writes_a_buffer_inside_the_step():
+    """A compiled module keeps a running mean of its input in a buffer written in place under
+    ``no_grad`` and a call counter buffer; the forward uses the buffer: buffer values after
+    every call as eager's."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+                self.register_buffer("mean", T.zeros(3))
+                self.register_buffer("n", T.zeros((), dtype=T.int64))
+
+            def forward(self, x):
+                with T.no_grad():
+                    self.n += 1
+                    self.mean.mul_(0.9).add_(x.mean(0), alpha=0.1)
+                return self.lin(x - self.mean)
+
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            y = f(_rand(T, i, 2, 3))
+            y.sum().backward()
+            return y, m.mean, m.n, m.lin.weight.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_data_assignment_between_and_inside_calls():
+    """``p.data = ...`` by the caller between calls (a new tensor, other values) and
+    ``p.data.mul_`` inside the step: the step uses and updates the current data."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+
+        def step(x):
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            net.weight.data.mul_(0.9)
+            net.bias.data = net.bias.data - 0.1 * net.bias.grad
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                net.weight.data = T.full((2, 3), 0.3)
+            net.zero_grad()
+            return f(_rand(T, i, 2, 3)), net.weight, net.bias, net.bias.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_parameter_created_inside_the_step():
+    """A step wraps a computed tensor as ``nn.Parameter`` and differentiates through it: the
+    result is a fresh leaf that requires grad, with its own grad, every call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+
+        def step(x):
+            p = T.nn.Parameter(net.weight.detach() * 2)
+            y = (x @ p.t()).pow(2).sum()
+            y.backward()
+            return y, p, p.grad, p.is_leaf, p.requires_grad
+
+        f = wrap(step)
+
+        def run(i):
+            with T.no_grad():
+                net.weight.add_(0.1)
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_register_buffer_between_calls():
+    """The caller registers a new buffer (and later replaces it with ``None`` then another
+    tensor) between calls of a compiled module whose forward uses it when present."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+
+            def forward(self, x):
+                y = self.lin(x)
+                off = getattr(self, "off", None)
+                return y if off is None else y + off
+
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            if i == 1:
+                m.register_buffer("off", T.tensor([1.0, -1.0]))
+            if i == 3:
+                m.off = None
+            if i == 4:
+                m.off = T.tensor([0.5, 2.0])
+            return f(_rand(T, i, 2, 3)), sorted(k for k, _ in m.named_buffers())
+        return run
+    compare(build, calls=6)
+
+
+def test_weight_tying_changed_between_calls():
+    """A decoder whose weight is tied to the encoder's (``dec.weight = enc.weight``) after the
+    second call and untied (a new Parameter copy) after the fourth, trained by a compiled step
+    whose optimizer holds both: weights after every call as eager's."""
+    def build(T, wrap):
+        enc, dec = _linear(T, 3, 3), _linear(T, 3, 3, seed=1)
+
+        def step(x):
+            for p in (enc.weight, dec.weight, enc.bias, dec.bias):
+                p.grad = None
+            loss = dec(enc(x).tanh()).pow(2).mean()
+            loss.backward()
+            with T.no_grad():
+                seen = set()
+                for p in (enc.weight, dec.weight, enc.bias, dec.bias):
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        p -= 0.1 * p.grad
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                dec.weight = enc.weight
+            if i == 4:
+                dec.weight = T.nn.Parameter(enc.weight.detach().clone() * 0.5)
+            return f(_rand(T, i, 2, 3)), enc.weight, dec.weight, dec.weight is enc.weight
+        return run
+    compare(build, calls=6)
+
+
+def test_ema_into_a_slice_of_a_parameter_under_no_grad():
+    """After each SGD step, the first row of a shadow model's weight is moved toward the live
+    weight's first row in place (``shadow.weight[0].mul_().add_()``) under ``no_grad``: the
+    shadow's other rows keep their values and the row follows eager's."""
+    def build(T, wrap):
+        net, shadow = _linear(T, 3, 2), _linear(T, 3, 2, seed=2)
+        opt = T.optim.SGD(net.parameters(), lr=0.2)
+
+        def step(x, decay):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            with T.no_grad():
+                shadow.weight[0].mul_(decay).add_(net.weight[0], alpha=1 - decay)
+                shadow.bias[:1].lerp_(net.bias[:1], 1 - decay)
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3), 0.9 - 0.1 * i), shadow.weight, shadow.bias
+        return run
+    compare(build, calls=4)
