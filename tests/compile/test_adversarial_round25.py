@@ -327,3 +327,218 @@ def test_ema_into_a_slice_of_a_parameter_under_no_grad():
             return f(_rand(T, i, 2, 3), 0.9 - 0.1 * i), shadow.weight, shadow.bias
         return run
     compare(build, calls=4)
+
+
+def test_list_numbers_change_kind():
+    """``T.tensor(vals)`` of a captured list whose items change kind between calls (int, then a
+    float, then a bool, then all replaced): the dtype (int64 or float32) and values of that
+    call, and the product's promotion with them."""
+    def build(T, wrap):
+        vals = [1, 2, 3]
+        f = wrap(lambda x: (x * T.tensor(vals), T.tensor(vals)))
+        def run(i):
+            if i == 2: vals[1] = 2.5
+            if i == 3: vals[0] = True
+            if i == 4: vals[:] = [4, 5, 6]
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=5)
+
+
+def test_numpy_captured_mutated():
+    """A captured numpy array written in place by the caller between calls, read inside the step
+    with ``as_tensor`` and ``from_numpy``: each call sees the array's current values."""
+    def build(T, wrap):
+        arr = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+        f = wrap(lambda x: x * T.as_tensor(arr) + T.from_numpy(arr).sum())
+        def run(i):
+            arr[i % 3] = i * 2.0
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_rebind_buffer_attr_inside_forward():
+    """A forward that rebinds its buffer attribute to a new tensor (``self.m = 0.5 * self.m + ...``)
+    instead of writing it in place: the buffer stays registered and holds each call's value."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+                self.register_buffer("m", T.zeros(2))
+            def forward(self, x):
+                y = self.lin(x)
+                self.m = 0.5 * self.m + 0.5 * y.detach().mean(0)
+                return y - self.m
+        m = M()
+        f = wrap(m)
+        def run(i):
+            return f(_rand(T, i, 2, 3)), m.m, sorted(dict(m.named_buffers()))
+        return run
+    compare(build, calls=4)
+
+
+def test_lazy_parameter_created_on_first_call_stored():
+    """A forward that creates and stores an ``nn.Parameter`` on its first call only (a lazy
+    parameter): later calls use the stored, trained parameter, which ``parameters()`` lists."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+            def forward(self, x):
+                if not hasattr(self, "gain"):
+                    self.gain = T.nn.Parameter(T.ones(2) * 1.5)
+                return self.lin(x) * self.gain
+        m = M()
+        f = wrap(m)
+        def run(i):
+            y = f(_rand(T, i, 2, 3))
+            m.zero_grad()
+            y.pow(2).mean().backward()
+            with T.no_grad():
+                for p in m.parameters():
+                    p -= 0.05 * p.grad
+            return y, m.gain, m.gain.grad, len(list(m.parameters()))
+        return run
+    compare(build, calls=4)
+
+
+def test_grad_decayed_in_place_before_backward():
+    """A step that scales the previous call's ``.grad`` in place before its backward accumulates
+    into it (skipped on the first call, where the grads are ``None``)."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        def step(x):
+            if net.weight.grad is not None:
+                for p in net.parameters():
+                    p.grad.mul_(0.5)
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            with T.no_grad():
+                for p in net.parameters():
+                    p.sub_(0.1 * p.grad)
+            return loss
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3)), net.weight, net.weight.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_optimizer_state_mutated_inside_step():
+    """A step that zeroes SGD's momentum buffers in ``optimizer.state`` in place on one call,
+    before stepping: the buffers and weights after every call as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        def step(x, reset):
+            if reset:
+                for s in opt.state.values():
+                    s["momentum_buffer"].mul_(0.0)
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3), i == 2), net.weight, opt.state[net.weight]["momentum_buffer"]
+        return run
+    compare(build, calls=4)
+
+
+def test_requires_grad_flip_inside_step():
+    """A step that sets ``requires_grad_`` of the first layer from its argument before the
+    forward: on frozen calls its grads stay zero/None as in eager."""
+    def build(T, wrap):
+        a, b = _linear(T, 3, 3), _linear(T, 3, 2, seed=1)
+        def step(x, freeze):
+            a.requires_grad_(not freeze)
+            a.zero_grad(); b.zero_grad()
+            loss = b(a(x)).pow(2).mean()
+            loss.backward()
+            return loss, a.weight.grad, b.weight.grad, a.weight.requires_grad
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3), i % 2 == 1)
+        return run
+    compare(build, calls=5)
+
+
+def test_tensor_of_item_inside():
+    """``T.tensor([y.sum().item(), float(y.max()), 1.0])`` built inside the step from values the
+    step computed: each call's numbers, not the first trace's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        def step(x):
+            y = net(x)
+            s = T.tensor([y.sum().item(), float(y.max()), 1.0])
+            return y * s[0] + s[1], s
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_data_swapped_shape_between_calls():
+    """``.data`` of a Linear's weight and bias replaced by tensors of another shape between calls:
+    the output takes the new shape (a recompile), not the old program."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        f = wrap(lambda x: net(x))
+        def run(i):
+            if i == 2:
+                net.weight.data = T.ones(4, 3) * 0.2
+                net.bias.data = T.zeros(4)
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_no_grad_update_of_a_changing_row_count_and_a_masked_bias():
+    """Under ``no_grad`` the step updates only the first ``k`` rows of a weight (``k`` changes per
+    call) and halves the bias entries chosen by a boolean mask of its values."""
+    def build(T, wrap):
+        net = _linear(T, 3, 4)
+        def step(x, k):
+            loss = net(x).pow(2).mean()
+            net.zero_grad()
+            loss.backward()
+            with T.no_grad():
+                net.weight[:k] -= 0.5 * net.weight.grad[:k]
+                net.bias[net.bias > 0] *= 0.5
+            return loss
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3), 1 + i % 3), net.weight, net.bias
+        return run
+    compare(build, calls=5)
+
+
+def test_tied_embedding_swap():
+    """An output head tied to the embedding (``head.weight = emb.weight``) after the second call,
+    with Adam holding both original parameters: the old head weight no longer trains, the shared
+    one gets both gradients."""
+    def build(T, wrap):
+        emb = T.nn.Embedding(5, 3)
+        head = T.nn.Linear(3, 5, bias=False)
+        with T.no_grad():
+            emb.weight.copy_(T.tensor(np.random.RandomState(0).randn(5, 3).astype("float32")))
+            head.weight.copy_(T.tensor(np.random.RandomState(1).randn(5, 3).astype("float32")))
+        opt = T.optim.Adam(list(emb.parameters()) + list(head.parameters()), lr=0.05)
+        def step(idx):
+            opt.zero_grad()
+            loss = head(emb(idx)).logsumexp(-1).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        def run(i):
+            if i == 2:
+                head.weight = emb.weight
+            return f(T.tensor([i % 5, (i + 2) % 5])), emb.weight, head.weight
+        return run
+    compare(build, calls=5)
