@@ -542,3 +542,224 @@ def test_tied_embedding_swap():
             return f(T.tensor([i % 5, (i + 2) % 5])), emb.weight, head.weight
         return run
     compare(build, calls=5)
+
+
+def test_leaf_from_float_attr_requires_grad():
+    """``T.tensor(number, requires_grad=True)`` of a number the caller changes between calls,
+    used as a leaf inside the step: its value and its ``.grad`` after the step's backward."""
+    def build(T, wrap):
+        state = {"t": 0.3}
+        net = _linear(T, 3, 2)
+        def step(x):
+            t = T.tensor(state["t"], requires_grad=True)
+            loss = (net(x) * t).pow(2).mean()
+            loss.backward()
+            return loss, t, t.grad
+        f = wrap(step)
+        def run(i):
+            state["t"] = 0.3 + i
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_numpy_scalar_attrs():
+    """numpy float64/int64 scalars the caller replaces between calls, used as multipliers and
+    in ``T.tensor``/``T.full``: values and dtypes (float64 and int64 tensors, a float32 product)."""
+    def build(T, wrap):
+        cfg = {"s": np.float64(0.5), "k": np.int64(2)}
+        f = wrap(lambda x: (x * cfg["s"], T.tensor(cfg["s"]), T.tensor(cfg["k"]), x * cfg["k"], T.full((2,), cfg["s"])))
+        def run(i):
+            cfg["s"] = np.float64(0.5 + i)
+            cfg["k"] = np.int64(2 + i)
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_attr_int_to_float():
+    """A captured number that changes from int to float between calls, in ``T.tensor``,
+    ``T.full``, ``x + v`` and ``T.arange(v + 1)``: the dtype and length of each call."""
+    def build(T, wrap):
+        cfg = {"v": 2}
+        f = wrap(lambda x: (T.tensor(cfg["v"]), T.full((2,), cfg["v"]), x + cfg["v"], T.arange(cfg["v"] + 1)))
+        def run(i):
+            cfg["v"] = [2, 3, 2.5, 4][i]
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_tensor_of_list_of_0d_tensors():
+    """``T.tensor`` of a list of 0-d tensors the step computed (detached) next to ``T.stack`` of
+    the same entries: values, dtypes and requires_grad as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        def step(x):
+            y = net(x)
+            s = T.tensor([y[0, 0].detach(), y[1, 1].detach()])
+            z = T.stack([y[0, 0], y[1, 1]])
+            return s, z, T.tensor([[1, 2]]) * s
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_input_data_assign_inside_step():
+    """A step that rebinds ``x.data`` of a leaf argument (doubled, then a row zeroed through
+    ``.data``) before the forward: the output, the argument's values and its ``.grad``."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        def step(x):
+            x.data = x.data * 2
+            x.data[0] = 0.0
+            y = net(x).sum()
+            y.backward()
+            return y, x, x.grad
+        f = wrap(step)
+        def run(i):
+            x = _rand(T, i, 2, 3).requires_grad_()
+            out = f(x)
+            return out, x
+        return run
+    compare(build, calls=4)
+
+
+def test_param_data_slice_assign_inside():
+    """After an SGD step the step clamps one column of the weight through ``weight.data[:, j] =``
+    with ``j`` changing per call: only that column is clamped each call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        def step(x, j):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            net.weight.data[:, j] = net.weight.data[:, j].clamp(-0.2, 0.2)
+            return loss
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3), i % 3), net.weight
+        return run
+    compare(build, calls=5)
+
+
+def test_param_created_inside_added_to_optimizer():
+    """A step that creates an ``nn.Parameter`` and ``add_param_group``s it on its first call
+    only, then trains it with its own lr: the parameter and group count after every call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        extra = []
+        def step(x):
+            if len(extra) < 1 and len(opt.param_groups) == 1 and x.sum() > -100:
+                p = T.nn.Parameter(T.ones(2))
+                extra.append(p)
+                opt.add_param_group({"params": [p], "lr": 0.5})
+            opt.zero_grad()
+            loss = (net(x) * extra[0]).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3)), extra[0], net.weight, len(opt.param_groups)
+        return run
+    compare(build, calls=4)
+
+
+def test_register_buffer_inside_forward_first_call():
+    """A forward that registers a non-persistent counter and a persistent accumulator buffer on its
+    first call and updates both in place on every call: values and ``state_dict`` keys."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+            def forward(self, x):
+                if "count" not in self._buffers:
+                    self.register_buffer("count", T.zeros((), dtype=T.int64), persistent=False)
+                    self.register_buffer("acc", x.detach().sum(0))
+                self.count += 1
+                self.acc.add_(x.detach().sum(0))
+                return self.lin(x) + self.acc.sum() / self.count
+        m = M()
+        f = wrap(m)
+        def run(i):
+            return f(_rand(T, i, 2, 3)), m.count, m.acc, sorted(m.state_dict())
+        return run
+    compare(build, calls=4)
+
+
+def test_module_compile_freeze_between_calls_adam():
+    """``Module.compile()`` on a Sequential trained by Adam with weight decay; its first layer is
+    frozen with ``requires_grad_(False)`` for two calls (grads stay as the last ``zero_grad``
+    left them, Adam skips the layer) and then unfrozen."""
+    def build(T, wrap):
+        model = T.nn.Sequential(_linear(T, 3, 4), T.nn.Tanh(), _linear(T, 4, 2, seed=1))
+        opt = T.optim.Adam(model.parameters(), lr=0.05, weight_decay=0.1)
+        if wrap(model) is not model:    # the compiled run: Module.compile() in place
+            model.compile()
+        def run(i):
+            if i == 1:
+                model[0].requires_grad_(False)
+            if i == 3:
+                model[0].requires_grad_(True)
+            opt.zero_grad()
+            loss = model(_rand(T, i, 2, 3)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, list(model.parameters()), model[0].weight.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_apply_with_nn_init_constant_and_buffers():
+    """``model.apply`` with ``nn.init.constant_``/``zeros_`` on the Linears and
+    ``reset_running_stats`` on a BatchNorm between calls of the compiled model, then ``eval()``:
+    outputs, running mean and ``num_batches_tracked`` as eager's."""
+    def build(T, wrap):
+        model = T.nn.Sequential(_linear(T, 3, 4), T.nn.BatchNorm1d(4), _linear(T, 4, 2, seed=1))
+        f = wrap(model)
+        def run(i):
+            if i == 2:
+                def init(m):
+                    if isinstance(m, T.nn.Linear):
+                        T.nn.init.constant_(m.weight, 0.05 * i)
+                        T.nn.init.zeros_(m.bias)
+                    if isinstance(m, T.nn.BatchNorm1d):
+                        m.reset_running_stats()
+                        T.nn.init.constant_(m.weight, 2.0)
+                model.apply(init)
+            if i == 3:
+                model.eval()
+            return f(_rand(T, i, 3, 3)), model[1].running_mean, model[1].num_batches_tracked
+        return run
+    compare(build, calls=5)
+
+
+def test_ema_foreach_on_param_slices():
+    """``_foreach_lerp_`` of row and strided slices of a shadow model's parameters toward the live
+    ones, and a transposed-column ``mul_``, under ``no_grad`` after each SGD step."""
+    def build(T, wrap):
+        net, shadow = _linear(T, 3, 4), _linear(T, 3, 4, seed=2)
+        opt = T.optim.SGD(net.parameters(), lr=0.2)
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            with T.no_grad():
+                dst = [shadow.weight[1:3], shadow.bias[::2]]
+                src = [net.weight[1:3], net.bias[::2]]
+                T._foreach_lerp_(dst, src, 0.25)
+                shadow.weight.T[0].mul_(0.5)
+            return loss
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3)), shadow.weight, shadow.bias
+        return run
+    compare(build, calls=4)
