@@ -763,3 +763,174 @@ def test_ema_foreach_on_param_slices():
             return f(_rand(T, i, 2, 3)), shadow.weight, shadow.bias
         return run
     compare(build, calls=4)
+
+
+def test_grad_alias_read_before_backward():
+    """A step returns ``w.grad`` read before its backward; the caller keeps every returned grad:
+    backward accumulates into that same tensor in place, so the held ones show the later sums
+    (``None`` from the first call)."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        def step(x):
+            g = net.weight.grad
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            return loss, g
+        f = wrap(step)
+        held = []
+        def run(i):
+            out = f(_rand(T, i, 2, 3))
+            held.append(out[1])
+            return out, held, net.weight.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_captured_tensor_data_swapped():
+    """A captured plain tensor whose ``.data`` is rebound and later ``set_`` to another tensor
+    between calls: each call multiplies by the current values."""
+    def build(T, wrap):
+        scale = T.tensor([2.0, 3.0, 4.0])
+        f = wrap(lambda x: x * scale)
+        def run(i):
+            if i == 2:
+                scale.data = T.tensor([1.0, -1.0, 0.5])
+            if i == 3:
+                scale.set_(T.tensor([7.0, 8.0, 9.0]))
+            return f(_rand(T, i, 2, 3)), scale
+        return run
+    compare(build, calls=5)
+
+
+def test_param_data_dtype_change():
+    """A Linear whose weight and bias ``.data`` become float64 between calls, called with float64
+    input from then on: a float64 output as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        f = wrap(lambda x: net(x))
+        def run(i):
+            if i == 2:
+                net.weight.data = net.weight.data.double()
+                net.bias.data = net.bias.data.double()
+            x = _rand(T, i, 2, 3)
+            return f(x.double() if i >= 2 else x)
+        return run
+    compare(build, calls=4)
+
+
+def test_grad_set_inside_before_backward():
+    """A step that sets ``w.grad`` to a filled tensor (its value changes per call) and ``b.grad``
+    to ``None`` before its backward: the accumulated grads as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        def step(x, i):
+            net.weight.grad = T.full_like(net.weight, float(i))
+            net.bias.grad = None
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            return loss, net.weight.grad, net.bias.grad
+        f = wrap(step)
+        def run(i):
+            return f(_rand(T, i, 2, 3), i)
+        return run
+    compare(build, calls=4)
+
+
+def test_bool_attr_tensor():
+    """``T.tensor`` of a Python bool that flips between calls (a bool tensor, a product promoting
+    it to float): dtypes and values of each call."""
+    def build(T, wrap):
+        cfg = {"flag": True}
+        f = wrap(lambda x: (x * T.tensor(cfg["flag"]), T.tensor([cfg["flag"], not cfg["flag"]])))
+        def run(i):
+            cfg["flag"] = i % 2 == 0
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=4)
+
+
+def test_param_removed_from_group_between_calls():
+    """The bias is popped from the optimizer's param group list between calls of a compiled SGD
+    step with momentum: it stops training, the weight keeps its momentum."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        def run(i):
+            if i == 2:
+                opt.param_groups[0]["params"].pop()
+            return f(_rand(T, i, 2, 3)), net.weight, net.bias
+        return run
+    compare(build, calls=4)
+
+
+def test_optimizer_load_state_dict_between_calls():
+    """Adam's ``state_dict`` saved after one call and loaded back two calls later: the step count
+    and moments restart from the saved ones inside the compiled step."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.Adam(net.parameters(), lr=0.1)
+        saved = []
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, int(opt.state[net.weight]["step"])
+        f = wrap(step)
+        def run(i):
+            if i == 1:
+                saved.append(__import__("copy").deepcopy(opt.state_dict()))
+            if i == 3:
+                opt.load_state_dict(saved[0])
+            return f(_rand(T, i, 2, 3)), net.weight, opt.state[net.weight]["exp_avg"]
+        return run
+    compare(build, calls=5)
+
+
+def test_buffer_index_put_data_dependent_in_no_grad():
+    """A forward that counts argmax hits in a buffer with ``index_put_(accumulate=True)`` and resets
+    entries over 2 with a boolean-mask write, under ``no_grad``."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 4)
+                self.register_buffer("hits", T.zeros(4))
+            def forward(self, x):
+                y = self.lin(x)
+                with T.no_grad():
+                    idx = y.argmax(1)
+                    self.hits.index_put_((idx,), T.ones(idx.shape[0]), accumulate=True)
+                    self.hits[self.hits > 2] = 0.0
+                return y
+        m = M()
+        f = wrap(m)
+        def run(i):
+            return f(_rand(T, i, 3, 3)), m.hits
+        return run
+    compare(build, calls=5)
+
+
+def test_swap_submodule_between_calls():
+    """Submodules of a compiled Sequential replaced (``model[1] = Tanh()``, a new Linear) and
+    deleted between calls: each call runs the current layers."""
+    def build(T, wrap):
+        model = T.nn.Sequential(_linear(T, 3, 3), T.nn.ReLU(), _linear(T, 3, 2, seed=1))
+        f = wrap(model)
+        def run(i):
+            if i == 2:
+                model[1] = T.nn.Tanh()
+            if i == 3:
+                model[2] = _linear(T, 3, 2, seed=5)
+            if i == 4:
+                del model[1]
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=5)
