@@ -934,3 +934,31 @@ def test_swap_submodule_between_calls():
             return f(_rand(T, i, 2, 3))
         return run
     compare(build, calls=5)
+
+
+@pytest.mark.xfail(strict=True, reason="a state tensor the program reads by place (a list item or dict entry the "
+                                       "caller or the call rebinds) and returns as itself comes back as the tensor "
+                                       "the trace read, not the one at the place this call (region._out_recipe "
+                                       "keeps it as a 'const' leaf)")
+@pytest.mark.parametrize("who", ["caller", "call"])
+def test_returning_a_tensor_read_from_a_rebound_place(who):
+    """A step returns the tensor it reads from ``state["last"]`` unchanged; the caller binds a
+    new tensor there before every call, or the step itself binds its input's mean there (a
+    "previous value" pattern): eager returns the tensor the place holds at that call."""
+    def build(T, wrap):
+        state = {"last": T.tensor(0.0)}
+
+        def step(x):
+            prev = state["last"]
+            if who == "call":
+                state["last"] = x.mean()
+            return x * 2, prev
+
+        f = wrap(step)
+
+        def run(i):
+            if who == "caller":
+                state["last"] = T.tensor(float(i))
+            return f(_rand(T, i, 2, 3)), state["last"]
+        return run
+    compare(build, calls=4)
