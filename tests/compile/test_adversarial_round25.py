@@ -936,10 +936,6 @@ def test_swap_submodule_between_calls():
     compare(build, calls=5)
 
 
-@pytest.mark.xfail(strict=True, reason="a state tensor the program reads by place (a list item or dict entry the "
-                                       "caller or the call rebinds) and returns as itself comes back as the tensor "
-                                       "the trace read, not the one at the place this call (region._out_recipe "
-                                       "keeps it as a 'const' leaf)")
 @pytest.mark.parametrize("who", ["caller", "call"])
 def test_returning_a_tensor_read_from_a_rebound_place(who):
     """A step returns the tensor it reads from ``state["last"]`` unchanged; the caller binds a
