@@ -6,7 +6,13 @@ on a submodule between calls, ``no_grad`` regions writing buffers, ``.data`` ass
 an ``nn.Parameter`` created inside the step, ``register_buffer`` between calls, weight tying
 changed between calls and an EMA written into a slice of a parameter under ``no_grad``.
 torch eager, tracegrad eager and ``tracegrad.compile`` run each program from the same state
-and must agree after every call (``_dynamo_port.compare``)."""
+and must agree after every call (``_dynamo_port.compare``).
+
+Found here and fixed: a state tensor the function read from a Python place (a dict entry, a
+list item, a global) and returned as itself, ``prev = state["last"]``, came back as the tensor
+the trace read on every later call, when the caller rebound the place between calls or the call
+itself rebound it (``state["last"] = x.mean()``, the "previous value" pattern): the result recipe
+kept it as a constant. It is now the tensor the place holds at the call (``region._result_places``)."""
 import numpy as np
 import pytest
 
@@ -958,3 +964,79 @@ def test_returning_a_tensor_read_from_a_rebound_place(who):
             return f(_rand(T, i, 2, 3)), state["last"]
         return run
     compare(build, calls=4)
+
+
+def test_attribute_numbers_mutated_inside_forward():
+    """A forward that updates Python number attributes of its module (``self.calls += 1``,
+    ``self.scale *= 0.5``) and uses them: each call's numbers and the attributes after it."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 2)
+                self.scale = 1.0
+                self.calls = 0
+
+            def forward(self, x):
+                self.calls += 1
+                self.scale *= 0.5
+                return self.lin(x) * self.scale + T.tensor(float(self.calls))
+
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3)), m.scale, m.calls
+        return run
+    compare(build, calls=4)
+
+
+def test_tensor_from_a_history_list_the_step_appends_to():
+    """A step appends ``float(loss)`` to a list and builds ``T.tensor(hist[-3:])`` from it (its
+    length grows to 3): each call's history."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        hist = []
+
+        def step(x):
+            loss = net(x).pow(2).mean()
+            hist.append(float(loss))
+            w = T.tensor(hist[-3:])
+            return loss * w.mean(), w
+
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3))
+        return run
+    compare(build, calls=5)
+
+
+def test_tying_through_register_parameter_between_calls():
+    """``b.register_parameter("weight", a.weight)`` ties two layers of a compiled module after
+    the first call and ``register_parameter("bias", None)`` drops a bias later: outputs, the
+    shared grad and the parameter count as eager's."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = _linear(T, 3, 3)
+                self.b = _linear(T, 3, 3, seed=1)
+
+            def forward(self, x):
+                return self.b(self.a(x).tanh())
+
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            if i == 1:
+                m.b.register_parameter("weight", m.a.weight)
+            if i == 3:
+                m.b.register_parameter("bias", None)
+            m.zero_grad()
+            y = f(_rand(T, i, 2, 3))
+            y.pow(2).sum().backward()
+            return y, m.a.weight.grad, len(list(m.parameters()))
+        return run
+    compare(build, calls=5)

@@ -51,8 +51,8 @@ from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import (KEYS, _Probe, _slot, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
-                     value_guards)
+from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
+                     value_guards, _slot)
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
