@@ -52,7 +52,7 @@ from .deferred_step import run_deferred, unseal
 from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
-                     value_guards)
+                     value_guards, _slot)
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -577,6 +577,9 @@ class Region:
         st = None      # (no reference of this frame may count in ``_write_data``)
         for k in owners:
             self._write_data(k, escapes[k])
+        # results that are the tensor a followed place held at the call (``_result_places``),
+        # read before the rebinds below put this call's new tensors there
+        placed = [slot_get(slot) for slot in self.out_recipe.places]
         kept = []
         for r in self.rebinds:                # a new tensor per call, as eager binds
             t = Tensor._make(escapes[r.index])
@@ -602,7 +605,7 @@ class Region:
         for i, a, n in zip(self.arg_writes, rest[len(self.arg_grads):], self.arg_bumps):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
             arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
-        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept)
+        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed)
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
             if not s.same:
@@ -674,11 +677,12 @@ class OutRecipe:
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
+        self.places = ()      # the slots of the ("place", k) leaves (``_result_places``)
 
     def build(self, arrays, arg_leaves, vjp):
         return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
-    def leaves_out(self, arrays, arg_leaves, vjp, kept=()):
+    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=()):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
         tensors the call bound to Python places that are differentiable outputs too, after the
         results (NOTE [kept graphs])."""
@@ -710,6 +714,8 @@ class OutRecipe:
                 out.append(np.asarray(next(it)).item())
             elif kind == "arg":
                 out.append(arg_leaves[v])
+            elif kind == "place":         # the tensor a followed place held (``_result_places``)
+                out.append(placed[v])
             elif kind == "same":
                 out.append(out[v])
             elif kind == "view":
@@ -989,6 +995,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # the Python places the call bound tensors to (read before ``_escapes`` cuts the
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
+            # the tensor each rebound place held before the call: a result that is one of them
+            # is the place's tensor at the call (``_result_places``)
+            info["rebound_before"] = {id(b): slot for slot, b, _ in places if isinstance(b, Tensor)}
             places, info["arg_binds"] = argument_places(places, call_leaves, storages)
             for i, slots in info["arg_binds"]:
                 for slot in slots:          # the caller's tensor, as eagerly: the stand-in dies
@@ -1238,6 +1247,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
     region.place_groups = tuple(places)
+    _result_places(region, places, info.pop("rebound_before", {}))
     followed = carried | {j for j, _, _ in places}
     # the places followed have no reader: the orphan guard alone (a dead weakref: the same)
     region.readers = tuple((j, None if j in followed else r) for j, r in enumerate(readers))
@@ -1403,6 +1413,46 @@ def _cell_full(cell) -> bool:
     except ValueError:          # an empty cell (a name assigned later in the enclosing function)
         return False
     return True
+
+
+def _result_places(region, places, rebound_before):
+    """A state tensor read from a place the program follows (NOTE [carried state], NOTE
+    [tensors read by place]: ``state["last"]`` the caller or the call rebinds) and returned as
+    itself was a "const" leaf: every later call returned the tensor the trace read, not the one
+    the place held at that call, as eager returns (so too one the call rebinds, ``prev =
+    state["last"]; state["last"] = x.mean()``, and one no program reads). Such a leaf becomes ``("place", k)``: the
+    tensor at slot ``k`` of ``recipe.places``, read at the call before its rebinds."""
+    recipe, slots = region.out_recipe, []
+    by_storage = {}
+    for j, found_slots, _ in places:
+        for slot in found_slots:
+            by_storage.setdefault(id(region.storages[j]), slot)
+    for r in region.rebinds:
+        if r.carried is not None:
+            by_storage.setdefault(id(region.storages[r.carried]), r.slots[0])
+    # a tensor no program reads (NOTE [tensors compared by identity]): its place is guarded by
+    # requires_grad and layout, not identity, so the one there at the call is the result
+    by_identity = dict(rebound_before)
+    for d, k in region.unread:
+        slot = _slot(d, k) if k is not KEYS else None
+        if slot is not None and isinstance(t := slot_get(slot), Tensor):
+            by_identity.setdefault(id(t), slot)
+    if not by_storage and not by_identity:
+        return
+    leaves = list(recipe.leaves)
+    for n, (kind, v) in enumerate(leaves):
+        if kind == "const" and isinstance(v, Tensor):
+            slot = by_identity.get(id(v))
+            if slot is None and not v._chain and v._base is None:
+                slot = by_storage.get(id(v._st))
+            if slot is not None:
+                leaves[n] = ("place", len(slots))
+                slots.append(slot)
+                if id(v) in rebound_before:
+                    # the trace left its own tensor there; the first run (``region.run`` just
+                    # after) reads the place before rebinding it, as every later call
+                    slot_put(slot, v)
+    recipe.leaves, recipe.places = leaves, tuple(slots)
 
 
 def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=None):
