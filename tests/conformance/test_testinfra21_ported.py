@@ -1,0 +1,22 @@
+"""Ports from PyTorch's test/test_tensor_creation_ops.py (TestTensorCreation and the like-ops
+classes), run unchanged on tracegrad from a temp dir; these are the differences it found. Each
+test names its original; the ``T`` fixture runs the body with torch too, so torch checks every
+expectation."""
+import pytest
+
+import tracegrad
+
+torch = pytest.importorskip("torch")
+
+_OVERLAP = "unsupported operation: some elements of the input tensor and the written-to tensor"
+
+
+# test_cat_out: an input that is the out tensor itself is refused even when it is empty
+# (torch calls identical tensors a full overlap before it looks at the elements)
+def test_cat_out_is_empty_input(T):
+    x = T.zeros(0)
+    y = T.randn(4, 6)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        T.cat([x, y], dim=0, out=x)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        T.cat([x, y], dim=0, out=y)
