@@ -20,3 +20,12 @@ def test_cat_out_is_empty_input(T):
         T.cat([x, y], dim=0, out=x)
     with pytest.raises(RuntimeError, match=_OVERLAP):
         T.cat([x, y], dim=0, out=y)
+
+
+# test_tensor_factories_empty: randint / randint_like refuse a complex dtype (even for an empty shape)
+@pytest.mark.parametrize("shape", [(0,), (2, 3)])
+def test_randint_complex_dtype_refused(T, shape):
+    with pytest.raises(RuntimeError, match="check_random_bounds handles only integral, floating-point and boolean"):
+        T.randint(6, shape, dtype=T.complex64)
+    with pytest.raises(RuntimeError, match="check_random_bounds handles only integral, floating-point and boolean"):
+        T.randint_like(T.zeros(shape, dtype=T.complex128), 6)
