@@ -29,3 +29,17 @@ def test_randint_complex_dtype_refused(T, shape):
         T.randint(6, shape, dtype=T.complex64)
     with pytest.raises(RuntimeError, match="check_random_bounds handles only integral, floating-point and boolean"):
         T.randint_like(T.zeros(shape, dtype=T.complex128), 6)
+
+
+# test_empty_like (TestLikeTensorCreation) uses the harness's assertEqualTypeString
+def test_harness_assert_equal_type_string():
+    from tracegrad.testing._internal.common_utils import TestCase
+
+    class _T(TestCase):
+        def runTest(self):
+            pass
+
+    t = _T()
+    t.assertEqualTypeString(tracegrad.empty_like(tracegrad.randn(2)), tracegrad.zeros(3))
+    with pytest.raises(AssertionError):
+        t.assertEqualTypeString(tracegrad.zeros(2, dtype=tracegrad.int32), tracegrad.zeros(2))
