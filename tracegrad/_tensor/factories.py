@@ -800,6 +800,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
+    if d.is_complex:   # torch fills randint's result with random_, whose bounds check refuses complex (randint_like too)
+        raise RuntimeError("randint(): check_random_bounds handles only integral, floating-point and boolean types "
+                           f"(got {d}); draw the real part in a real dtype and convert")
     limited.check_dtype("randint()", d, unsigned_ok=True)
     if d is _dt.bool_ or (d._cat == 1 and d.itemsize < 8):   # the bounds must fit a narrow integer dtype
         _randint_bounds(low, high, d)

@@ -242,6 +242,12 @@ def _check_out_overlap(label, args, out, fully=False):
     ``fully``: any shared element is refused, ``out`` itself among the inputs too (``cat``)."""
     for a in args:
         if isinstance(a, Tensor) and (fully or a is not out) and a._st is out._st:
+            # torch's overlap test calls an input that IS out a full overlap before it looks at
+            # the elements, so ``cat([x, y], out=x)`` is refused even for an empty ``x``
+            if fully and a is out:
+                raise RuntimeError(f"{label}(): unsupported operation: some elements of the input tensor and the "
+                                   "written-to tensor refer to a single memory location. Please clone() the "
+                                   "tensor before performing the operation.")
             mine, theirs = element_positions(out), element_positions(a)
             if not fully and mine.shape == theirs.shape and (mine == theirs).all():
                 continue

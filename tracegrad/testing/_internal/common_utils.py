@@ -812,6 +812,12 @@ class TestCase(_BaseTestCase):
         """``assertEqual`` with ``exact_dtype=False`` (torch's name for it)."""
         return self.assertEqual(*args, exact_dtype=False, **kwargs)
 
+    def assertEqualTypeString(self, x, y):
+        """Two tensors have the same device and legacy type string (``x.type()``, e.g.
+        ``'torch.FloatTensor'``) -- torch's helper of that name."""
+        self.assertEqual(x.device, y.device)
+        self.assertEqual(x.type(), y.type())
+
     def assertEqualBroadcasting(self, x, y, *args, **kwargs):
         """``assertEqual(x, y)`` after broadcasting ``y`` (a number or nested list) to ``x``'s shape."""
         if not isinstance(y, tracegrad.Tensor):
