@@ -39,7 +39,7 @@ def _flat(x):
     return [x]
 
 
-def same(a, b, what="out"):
+def same(a, b, what="out", rtol=1e-5, atol=1e-6):
     """``b`` (compiled tracegrad) equals ``a`` (torch or eager tracegrad): values, dtypes, shapes,
     requires_grad and plain Python values, through lists/tuples/dicts/dataclasses."""
     fa, fb = _flat(a), _flat(b)
@@ -48,7 +48,7 @@ def same(a, b, what="out"):
         if isinstance(u, tuple) and u and u[0] == "t":
             assert isinstance(v, tuple) and v and v[0] == "t", f"{what}[{i}]: tensor vs {v!r}"
             assert u[3:] == v[3:], f"{what}[{i}] dtype/shape {u[3:]} vs {v[3:]}"
-            np.testing.assert_allclose(v[1], u[1], rtol=1e-5, atol=1e-6, err_msg=f"{what}[{i}]")
+            np.testing.assert_allclose(v[1], u[1], rtol=rtol, atol=atol, err_msg=f"{what}[{i}]")
             assert u[2] == v[2], f"{what}[{i}] requires_grad {u[2]} vs {v[2]}"
         else:
             assert u == v, f"{what}[{i}]: {u!r} vs {v!r}"
@@ -62,7 +62,10 @@ def compare(build, calls=CALLS, **compile_kw):
             build(tracegrad, lambda f: tracegrad.compile(f, **compile_kw))]
     for i in range(calls):
         seen = [r(i) for r in runs]
-        same(seen[0], seen[2], f"call{i} compiled vs torch")
+        # torch's CPU kernels are another implementation, whose float32 rounding also changes
+        # with the CPU (AVX-512 or AVX2): 1e-4 as _harness's torch comparison; tracegrad's eager
+        # run is compared with the compiled one tightly
+        same(seen[0], seen[2], f"call{i} compiled vs torch", rtol=1e-4, atol=1e-5)
         same(seen[1], seen[2], f"call{i} compiled vs eager")
     return runs[2]
 

@@ -494,8 +494,9 @@ def test_aiayn_encoder_layer_module_compile():
         _aiayn_encoder_layer, lambda mod, out, y: ((out[0] - y) ** 2).mean() + out[1].pow(2).mean(),
         _aiayn_batch, scale=0.5, lr=0.02, in_place=True)   # SGD: Adam's first step flips near-zero grads' rounding
     # the hand-written LayerNormalization divides by a 3-position std: gradients of ~4 carry
-    # float32 rounding of a few 1e-5 into the momentum buffers
-    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-3, atol=1e-4))
+    # float32 rounding of a few 1e-5 into the momentum buffers, whose entries reach 8 (1.6e-4 on
+    # a small entry where AVX-512 kernels round unlike AVX2's)
+    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-3, atol=5e-4))
 
 
 # ---- karpathy/nn-zero-to-hero lectures/makemore/makemore_part5_cnn1.ipynb ----------------------
