@@ -1,0 +1,131 @@
+"""Bad-input parity, round 27 (checkpoint, torch.func, autograd.Function, tensor and module
+hooks, nn.utils, distributions, compile, backward misuse): a probe over ~600 wrong calls across
+those areas left these differences from torch 2.13, fixed here:
+
+- an autograd.Function whose forward marks a tensor dirty (``ctx.mark_dirty``) but does not
+  return it was only refused when the call was recorded; under ``no_grad``, or with inputs that
+  need no grad, it returned quietly (torch: RuntimeError "Some elements marked as dirty ... were
+  not returned as output" either way);
+- ``functional_call`` with a name whose path runs through something other than a Module
+  (``'bias.x'``, ``'0.weight.x'``, an int attribute) raised AttributeError "'Parameter' object
+  has no attribute '_parameters'" (torch: TypeError "submodule `bias`: ... is not an instance of
+  torch.nn.Module"); a name with an empty last part (``''``, ``'0.'``) was taken (torch:
+  KeyError "tensor name can't be empty string"), ``'.weight'`` (torch: the module itself)
+  refused;
+- ``prune.l1_unstructured(.., amount=True)`` (and ``random_unstructured``,
+  ``global_unstructured``) pruned one entry where torch's topk refuses a bool count (TypeError).
+
+Each call runs under torch (the oracle) and tracegrad: the same exception class (or none), no text
+of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
+"""
+import pytest
+
+import tracegrad
+
+from _bad_input_helpers import table_tests
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch.nn.utils.prune")   # a submodule torch does not import by itself
+
+
+def _function(T, forward):
+    """An old-style Function with the given ``forward(ctx, a)`` and an identity backward."""
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return forward(ctx, a)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return F
+
+
+def _dirty_not_returned(ctx, a):
+    ctx.mark_dirty(a)
+    a.mul_(2)
+    return a * 3
+
+
+def _dirty_returned(ctx, a):
+    ctx.mark_dirty(a)
+    return a.mul_(2)
+
+
+def _apply_no_grad(T, forward, a):
+    with T.no_grad():
+        return _function(T, forward).apply(a)
+
+
+def _fcall(T, name, module=None, value=None):
+    T.manual_seed(0)
+    m = module(T) if module else T.nn.Sequential(T.nn.Linear(2, 2))
+    return T.func.functional_call(m, {name: T.zeros(2) if value is None else value(T)}, (T.ones(2),))
+
+
+def _with_attr(T, value):
+    m = T.nn.Linear(2, 2)
+    m.extra = value
+    return m
+
+
+def _lin(T):
+    T.manual_seed(0)
+    return T.nn.Linear(2, 2)
+
+
+def _prune(T, how, **kw):
+    P = T.nn.utils.prune
+    m = _lin(T)
+    if how == "global":
+        P.global_unstructured([(m, "weight")], pruning_method=P.L1Unstructured, **kw)
+    else:
+        getattr(P, how)(m, "weight", **kw)
+    return m.weight_mask.sum().item()
+
+
+CASES = {
+    # ctx.mark_dirty of a tensor forward does not return (fixed: checked unrecorded too)
+    "dirty not returned, plain input": lambda T: _function(T, _dirty_not_returned).apply(T.ones(3)),
+    "dirty not returned, no_grad": lambda T: _apply_no_grad(T, _dirty_not_returned, T.ones(3, requires_grad=True) * 1),
+    "dirty not returned, no_grad leaf": lambda T: _apply_no_grad(T, _dirty_not_returned, T.ones(3, requires_grad=True)),
+    "dirty not returned, recorded": lambda T: _function(T, _dirty_not_returned).apply(T.ones(3, requires_grad=True) * 1),
+    "dirty returned, plain input_ok": lambda T: _function(T, _dirty_returned).apply(T.ones(3)),
+    "dirty returned, no_grad_ok": lambda T: _apply_no_grad(T, _dirty_returned, T.ones(3, requires_grad=True) * 1),
+    # functional_call names through something that is no Module (fixed)
+    "functional_call 'bias.x'": lambda T: _fcall(T, "bias.x", module=_lin),
+    "functional_call '0.weight.x'": lambda T: _fcall(T, "0.weight.x"),
+    "functional_call through an int attribute": lambda T: _fcall(T, "extra.x", module=lambda T: _with_attr(T, 3)),
+    "functional_call through a None attribute": lambda T: _fcall(T, "extra.x", module=lambda T: _with_attr(T, None)),
+    "functional_call ''": lambda T: _fcall(T, ""),
+    "functional_call '0.'": lambda T: _fcall(T, "0."),
+    "functional_call '.weight'_ok": lambda T: _fcall(T, ".weight"),
+    "functional_call missing submodule": lambda T: _fcall(T, "1.weight"),
+    "functional_call '0.weight'_ok": lambda T: _fcall(T, "0.weight", value=lambda T: T.zeros(2, 2)),
+    "stateless.functional_call '0.weight.x'": lambda T: T.nn.utils.stateless.functional_call(
+        T.nn.Sequential(T.nn.Linear(2, 2)), {"0.weight.x": T.zeros(2)}, (T.ones(2),)),
+    # prune with a bool count (fixed)
+    "l1_unstructured amount=True": lambda T: _prune(T, "l1_unstructured", amount=True),
+    "random_unstructured amount=True": lambda T: _prune(T, "random_unstructured", amount=True),
+    "global_unstructured amount=True": lambda T: _prune(T, "global", amount=True),
+    "l1_unstructured amount=False_ok": lambda T: _prune(T, "l1_unstructured", amount=False),
+    "ln_structured amount=True_ok": lambda T: _prune(T, "ln_structured", amount=True, n=2, dim=0),
+    "l1_unstructured amount=1_ok": lambda T: _prune(T, "l1_unstructured", amount=1),
+}
+
+GIST = {
+    "dirty not returned, plain input": "marked as dirty during the forward method were not returned",
+    "dirty not returned, no_grad leaf": "marked as dirty during the forward method were not returned",
+    "functional_call 'bias.x'": "submodule `bias`",
+    "functional_call '0.weight.x'": "is not an instance of torch.nn.Module",
+    "functional_call ''": "be empty string",
+    "functional_call missing submodule": "has no attribute `1`",
+    "l1_unstructured amount=True": "must be int, not bool",
+}
+
+test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
+
+
+@pytest.mark.parametrize("count", [False, 1, 2])
+def test_prune_counts_as_torch(count):
+    assert _prune(tracegrad, "l1_unstructured", amount=count) == _prune(torch, "l1_unstructured", amount=count)
