@@ -13,11 +13,21 @@ those areas left these differences from torch 2.13, fixed here:
   KeyError "tensor name can't be empty string"), ``'.weight'`` (torch: the module itself)
   refused;
 - ``prune.l1_unstructured(.., amount=True)`` (and ``random_unstructured``,
-  ``global_unstructured``) pruned one entry where torch's topk refuses a bool count (TypeError).
+  ``global_unstructured``) pruned one entry where torch's topk refuses a bool count (TypeError);
+- ``func.linearize``'s ``jvp_fn`` given tangents of another structure (two for one primal, a list,
+  other dict keys) raised the tree library's ValueError (torch: RuntimeError "Expected the
+  tangents ... to have the same argspec as the primals"), and one of another dtype was cast
+  quietly (torch: RuntimeError "tangent:0 with dtype ... doesn't match the dtype");
+- a bool where torch.func reads an int: ``argnums=True`` of grad/grad_and_value/jacrev/jacfwd/
+  hessian and ``vmap(out_dims=True)`` were refused (torch: argument 1, out_dim 1);
+  ``vmap(in_dims=True)`` raised ValueError (torch: TypeError from ``size()``);
+- ``vjp``'s ``vjp_fn(ct, retain_graph='x')`` (or a float, or ``create_graph='x'``) ignored the
+  flag (torch: TypeError "'str' object cannot be interpreted as an integer").
 
 Each call runs under torch (the oracle) and tracegrad: the same exception class (or none), no text
 of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
 """
+import numpy as np
 import pytest
 
 import tracegrad
@@ -111,7 +121,54 @@ CASES = {
     "l1_unstructured amount=False_ok": lambda T: _prune(T, "l1_unstructured", amount=False),
     "ln_structured amount=True_ok": lambda T: _prune(T, "ln_structured", amount=True, n=2, dim=0),
     "l1_unstructured amount=1_ok": lambda T: _prune(T, "l1_unstructured", amount=1),
+    # linearize's jvp_fn: tangents of another structure or dtype (fixed)
+    "linearize jvp_fn two tangents": lambda T: _lin_fn(T)(T.ones(2), T.ones(2)),
+    "linearize jvp_fn no tangent": lambda T: _lin_fn(T)(),
+    "linearize jvp_fn list tangent": lambda T: _lin_fn(T)([T.ones(2)]),
+    "linearize jvp_fn one of two": lambda T: _lin_fn(T, 2)(T.ones(2)),
+    "linearize jvp_fn dict keys": lambda T: T.func.linearize(lambda d: d["a"] * 2, {"a": T.ones(2)})[1]({"b": T.ones(2)}),
+    "linearize jvp_fn float64 tangent": lambda T: _lin_fn(T)(T.ones(2, dtype=T.float64)),
+    "linearize jvp_fn int64 tangent": lambda T: _lin_fn(T)(T.ones(2, dtype=T.int64)),
+    "linearize jvp_fn second tangent float16": lambda T: _lin_fn(T, 2)(T.ones(2), T.ones(2, dtype=T.float16)),
+    "linearize jvp_fn None tangent": lambda T: _lin_fn(T)(None),
+    "linearize jvp_fn shape": lambda T: _lin_fn(T)(T.ones(3)),
+    "linearize jvp_fn_ok": lambda T: _lin_fn(T, 2)(T.ones(2), T.ones(2)),
+    "linearize jvp_fn dict_ok": lambda T: T.func.linearize(lambda d: d["a"] * 2, {"a": T.ones(2)})[1]({"a": T.ones(2)}),
+    # a bool where torch.func reads an int (fixed)
+    "grad argnums=True_ok": lambda T: T.func.grad(_mul_sum, argnums=True)(T.ones(3), T.ones(3)),
+    "grad argnums=(False, True)_ok": lambda T: T.func.grad(_mul_sum, argnums=(False, True))(T.ones(3), T.ones(3)),
+    "grad_and_value argnums=True_ok": lambda T: T.func.grad_and_value(_mul_sum, argnums=True)(T.ones(3), T.ones(3)),
+    "jacrev argnums=True_ok": lambda T: T.func.jacrev(lambda a, b: a * b, argnums=True)(T.ones(2), T.ones(2)),
+    "jacfwd argnums=True_ok": lambda T: T.func.jacfwd(lambda a, b: a * b, argnums=True)(T.ones(2), T.ones(2)),
+    "hessian argnums=True_ok": lambda T: T.func.hessian(_mul_sum, argnums=True)(T.ones(2), T.ones(2)),
+    "grad argnums=(True, 1)": lambda T: T.func.grad(_mul_sum, argnums=(True, 1))(T.ones(3), T.ones(3)),
+    "vmap out_dims=True_ok": lambda T: T.func.vmap(lambda a: a, out_dims=True)(T.ones(2, 3)),
+    "vmap out_dims=(True,)_ok": lambda T: T.func.vmap(lambda a: (a,), out_dims=(True,))(T.ones(2, 3)),
+    "vmap out_dims=False_ok": lambda T: T.func.vmap(lambda a: a, out_dims=False)(T.ones(2, 3)),
+    "vmap in_dims=True": lambda T: T.func.vmap(lambda a: a, in_dims=True)(T.ones(2, 3)),
+    "vmap in_dims=(True,)": lambda T: T.func.vmap(lambda a: a, in_dims=(True,))(T.ones(2, 3)),
+    "vmap in_dims=([False],)": lambda T: T.func.vmap(lambda a: a[0], in_dims=([False],))([T.ones(2, 3)]),
+    "vmap in_dims=True on 1-d": lambda T: T.func.vmap(lambda a: a, in_dims=True)(T.ones(2)),
+    "vmap in_dims=(True, None) non-tensor": lambda T: T.func.vmap(lambda a, k: a, in_dims=(None, True))(T.ones(2), 3.0),
+    # vjp_fn's flags (fixed)
+    "vjp_fn retain_graph='x'": lambda T: _vjp_fn(T)(T.ones(2), retain_graph="x"),
+    "vjp_fn retain_graph=1.0": lambda T: _vjp_fn(T)(T.ones(2), retain_graph=1.0),
+    "vjp_fn create_graph='x'": lambda T: _vjp_fn(T)(T.ones(2), create_graph="x"),
+    "vjp_fn retain_graph=None_ok": lambda T: _vjp_fn(T)(T.ones(2), retain_graph=None),
+    "vjp_fn create_graph=0_ok": lambda T: _vjp_fn(T)(T.ones(2), create_graph=0),
 }
+
+
+def _lin_fn(T, n=1):
+    return T.func.linearize(lambda *a: sum(x * 2 for x in a), *[T.ones(2) for _ in range(n)])[1]
+
+
+def _mul_sum(a, b):
+    return (a * b * b).sum()
+
+
+def _vjp_fn(T):
+    return T.func.vjp(lambda a: a * a, T.ones(2))[1]
 
 GIST = {
     "dirty not returned, plain input": "marked as dirty during the forward method were not returned",
@@ -121,6 +178,11 @@ GIST = {
     "functional_call ''": "be empty string",
     "functional_call missing submodule": "has no attribute `1`",
     "l1_unstructured amount=True": "must be int, not bool",
+    "linearize jvp_fn two tangents": "to have the same argspec as the primals",
+    "linearize jvp_fn float64 tangent": "tangent:0 with dtype",
+    "linearize jvp_fn second tangent float16": "tangent:1 with dtype",
+    "vmap in_dims=True": "must be int, not bool",
+    "vjp_fn retain_graph='x'": "cannot be interpreted as an integer",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
@@ -129,3 +191,16 @@ test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tr
 @pytest.mark.parametrize("count", [False, 1, 2])
 def test_prune_counts_as_torch(count):
     assert _prune(tracegrad, "l1_unstructured", amount=count) == _prune(torch, "l1_unstructured", amount=count)
+
+
+@pytest.mark.parametrize("make", [
+    lambda T: T.func.grad(_mul_sum, argnums=True)(T.full((3,), 2.0), T.arange(3.0)),
+    lambda T: T.func.jacrev(lambda a, b: a * b * b, argnums=True)(T.full((2,), 2.0), T.arange(2.0)),
+    lambda T: T.func.vmap(lambda a: a * 2, out_dims=True)(T.arange(6.0).view(2, 3)),
+    lambda T: T.func.vmap(lambda a: (a.sum(0),), out_dims=(True,))(T.arange(24.0).view(2, 3, 4))[0],
+    lambda T: T.func.linearize(lambda a, b: a * b, T.full((2,), 3.0), T.arange(2.0))[1](T.ones(2), T.ones(2)),
+])
+def test_values_as_torch(make):
+    want, got = make(torch), make(tracegrad)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
