@@ -23,6 +23,10 @@ those areas left these differences from torch 2.13, fixed here:
   ``vmap(in_dims=True)`` raised ValueError (torch: TypeError from ``size()``);
 - ``vjp``'s ``vjp_fn(ct, retain_graph='x')`` (or a float, or ``create_graph='x'``) ignored the
   flag (torch: TypeError "'str' object cannot be interpreted as an integer").
+- ``parametrize.remove_parametrizations(leave_parametrized=True)`` after an unsafe
+  parametrization that changed the dtype made a new tensor of that dtype (torch: RuntimeError, its
+  ``set_`` refuses another dtype), and after one that changed the shape a new Parameter (torch
+  ``set_``s the value into the original, which stays the same object).
 
 Each call runs under torch (the oracle) and tracegrad: the same exception class (or none), no text
 of the layers below tracegrad; ``_ok`` calls are ones torch accepts.
@@ -150,6 +154,12 @@ CASES = {
     "vmap in_dims=([False],)": lambda T: T.func.vmap(lambda a: a[0], in_dims=([False],))([T.ones(2, 3)]),
     "vmap in_dims=True on 1-d": lambda T: T.func.vmap(lambda a: a, in_dims=True)(T.ones(2)),
     "vmap in_dims=(True, None) non-tensor": lambda T: T.func.vmap(lambda a, k: a, in_dims=(None, True))(T.ones(2), 3.0),
+    # remove_parametrizations after an unsafe parametrization of another dtype (fixed)
+    "remove_parametrizations dtype changed, parameter": lambda T: _unparametrize(T, "weight", lambda x: x.double()),
+    "remove_parametrizations dtype changed, buffer": lambda T: _unparametrize(T, "b", lambda x: x.double()),
+    "remove_parametrizations shape changed_ok": lambda T: _unparametrize(T, "weight", lambda x: x[0]),
+    "remove_parametrizations leave False dtype changed_ok": lambda T: _unparametrize(T, "weight", lambda x: x.double(),
+                                                                                     leave=False),
     # vjp_fn's flags (fixed)
     "vjp_fn retain_graph='x'": lambda T: _vjp_fn(T)(T.ones(2), retain_graph="x"),
     "vjp_fn retain_graph=1.0": lambda T: _vjp_fn(T)(T.ones(2), retain_graph=1.0),
@@ -157,6 +167,25 @@ CASES = {
     "vjp_fn retain_graph=None_ok": lambda T: _vjp_fn(T)(T.ones(2), retain_graph=None),
     "vjp_fn create_graph=0_ok": lambda T: _vjp_fn(T)(T.ones(2), create_graph=0),
 }
+
+
+def _unsafe(T, name, fn):
+    """A Linear with a buffer ``b``, its ``name`` under an unsafe parametrization ``fn``."""
+    class P(T.nn.Module):
+        def forward(self, x):
+            return fn(x)
+    m = T.nn.Linear(2, 2)
+    with T.no_grad():
+        m.weight.copy_(T.arange(4.0).view(2, 2))
+    m.register_buffer("b", T.ones(2, 2))
+    T.nn.utils.parametrize.register_parametrization(m, name, P(), unsafe=True)
+    return m
+
+
+def _unparametrize(T, name, fn, leave=True):
+    m = _unsafe(T, name, fn)
+    T.nn.utils.parametrize.remove_parametrizations(m, name, leave_parametrized=leave)
+    return getattr(m, name)
 
 
 def _lin_fn(T, n=1):
@@ -183,6 +212,7 @@ GIST = {
     "linearize jvp_fn second tangent float16": "tangent:1 with dtype",
     "vmap in_dims=True": "must be int, not bool",
     "vjp_fn retain_graph='x'": "cannot be interpreted as an integer",
+    "remove_parametrizations dtype changed, parameter": "leave_parametrized=True",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
@@ -204,3 +234,18 @@ def test_values_as_torch(make):
     want, got = make(torch), make(tracegrad)
     assert tuple(got.shape) == tuple(want.shape)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_remove_parametrizations_keeps_the_original_as_torch():
+    # an unsafe parametrization that changed the shape: the original Parameter object stays,
+    # holding the parametrized value, and still trains
+    got = {}
+    for T in (torch, tracegrad):
+        m = _unsafe(T, "weight", lambda x: x[0] * 2)
+        original = m.parametrizations.weight.original
+        T.nn.utils.parametrize.remove_parametrizations(m, "weight")
+        assert m.weight is original
+        m.weight.sum().backward()
+        got[T] = (m.weight.detach().numpy().copy(), m.weight.grad.numpy().copy())
+    for w, t in zip(got[tracegrad], got[torch]):
+        np.testing.assert_allclose(w, t, rtol=1e-6)
