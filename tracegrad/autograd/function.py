@@ -395,7 +395,9 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 made[id(o)] = res
             meta.append((tuple(o.shape), o.dtype, id(o) in nondiff))
             result.append(res)
-        if record and dirty and not set(dirty) <= {id(o) for o in outs if isinstance(o, Tensor)}:
+        # torch checks this whether or not the call is recorded (no_grad, inputs that need no
+        # grad): an in-place write the caller cannot see is a bug either way
+        if dirty and not set(dirty) <= {id(o) for o in outs if isinstance(o, Tensor)}:
             raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
                                "The inputs that are modified inplace must all be outputs of the Function "
                                f"({cls.__name__}: return each tensor passed to ctx.mark_dirty)")

@@ -17,13 +17,28 @@ _MISSING = object()
 def _owner(module, name):
     """``(submodule, attribute)`` for a dotted state name such as ``'layers.0.weight'``.
     AttributeError (torch's message) for a path through a submodule that does not exist."""
-    *path, attr = name.split(".")
+    prefix, _, attr = name.rpartition(".")
     mod = module
-    for p in path:
+    # as torch's accessor: an empty prefix ('.weight') is the module itself, each step of a
+    # path must reach a Module (TypeError naming the path so far: 'bias.x' walks through a
+    # Parameter), and the last name may not be empty ('0.', '': KeyError)
+    walked = []
+    for p in prefix.split(".") if prefix else ():
         if not hasattr(mod, p):
             raise AttributeError(f"{type(mod).__name__} has no attribute `{p}`")
         mod = getattr(mod, p)
+        walked.append(p)
+        if not _is_module(mod):   # duck-typed: func sits below nn (DESIGN 2)
+            raise TypeError(f"submodule `{'.'.join(walked)}`: {mod!r} is not an instance of torch.nn.Module")
+    if not attr:
+        raise KeyError('tensor name can\'t be empty string ""')
     return mod, attr
+
+
+def _is_module(obj):
+    """A Module by what it holds (its parameter, buffer and submodule dicts)."""
+    return all(isinstance(obj.__dict__.get(k) if hasattr(obj, "__dict__") else None, dict)
+               for k in ("_parameters", "_buffers", "_modules"))
 
 
 def _current(module, name):

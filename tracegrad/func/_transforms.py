@@ -26,6 +26,7 @@ differentiable, ``_wrap._traced_closure``): pass such Tensors as arguments, or r
 from __future__ import annotations
 
 import functools
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -42,10 +43,11 @@ def _argnums(argnums, nargs):
     items = argnums if isinstance(argnums, tuple) else (argnums,)
     if not items:   # torch's own words for an empty tuple (it is a tuple of ints, vacuously)
         raise RuntimeError("argnums must be non-empty")
-    if not all(isinstance(a, int) and not isinstance(a, bool) for a in items):
+    # a bool is an int to torch (argnums=True differentiates argument 1)
+    if not all(isinstance(a, int) for a in items):
         raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
     out = []
-    for a in items:
+    for a in map(int, items):
         if not -nargs <= a < nargs:
             raise RuntimeError(f"Got argnum={a}, but only {nargs} positional inputs")
         out.append(a % nargs)
@@ -211,6 +213,15 @@ def vjp(func, *primals, has_aux=False):
         return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts)))
 
     def vjp_fn(cotangents, *extra, retain_graph=True, create_graph=None):
+        for name, flag in (("retain_graph", retain_graph), ("create_graph", create_graph)):
+            # torch hands both flags to its autograd engine, whose bool parse takes what has
+            # __index__ (None: the default) and refuses a str or float (they were ignored here)
+            if flag is not None:
+                try:
+                    operator.index(flag)
+                except TypeError:
+                    raise TypeError(f"'{type(flag).__name__}' object cannot be interpreted as an integer "
+                                    f"(vjp_fn: {name} is a bool)") from None
         if extra:
             cotangents = (cotangents, *extra)
         cts = _wrap.to_arrays(cotangents)
@@ -255,12 +266,31 @@ def linearize(func, *primals):
     arrays = tuple(_wrap.to_arrays(p) for p in primals)
     out, lin = _wrap.run_jax(functools.partial(jax.linearize, _wrap.pure(fn, primals, range(len(primals)))), *arrays)
 
+    def structure(tree):   # None and Tensors are leaves, as in torch's pytree
+        return jax.tree_util.tree_structure(_wrap.keep_order(tree), is_leaf=lambda v: v is None or _wrap.is_tensor(v))
+    want = structure(primals)
+    flat_primals = _wrap.tensor_leaves(primals)
+
     def jvp_fn(*tangents):
-        tans = _wrap.to_arrays(tangents)
-        for i, (p, t) in enumerate(zip(jax.tree_util.tree_leaves(arrays), jax.tree_util.tree_leaves(tans))):
+        # torch's checks, in its order: the tangents' structure is the primals' (RuntimeError,
+        # not the tree library's own ValueError), then per leaf its shape and dtype (a tangent
+        # of another dtype was cast quietly)
+        got = structure(tangents)
+        if got != want:
+            raise RuntimeError(f"Expected the tangents {_shown(got)} to have the same argspec as the primals "
+                               f"{_shown(want)} (linearize's jvp_fn takes one tangent per primal)")
+        flat = jax.tree_util.tree_leaves(_wrap.keep_order(tangents), is_leaf=lambda v: v is None or _wrap.is_tensor(v))
+        for i, (p, t) in enumerate(zip(flat_primals, flat)):
+            if not isinstance(t, Tensor):
+                raise AttributeError(f"'{type(t).__name__}' object has no attribute 'shape' (linearize's jvp_fn: "
+                                     f"tangent:{i} must be a Tensor)")
             if tuple(p.shape) != tuple(t.shape):
                 raise RuntimeError(f"tangent:{i} with shape {_size(t.shape)} in flattened pytree doesn't match the "
                                    f"shape {_size(p.shape)} of the corresponding primal.")
+            if t.dtype != p.dtype:
+                raise RuntimeError(f"tangent:{i} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
+                                   f"{p.dtype} of the corresponding primal.")
+        tans = _wrap.to_arrays(tangents)
         cast = _wrap.run_jax(lambda ts: jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), ts, arrays), tans)
         return _wrap.to_tensors(_wrap.run_jax(lin, *cast))
     return _wrap.to_tensors(out), jvp_fn

@@ -24,7 +24,8 @@ def _name(func):
 def _flat_in_dims(in_dims, args, prefix):
     """One in_dim per leaf of ``args`` (``in_dims`` is an int/None or a tuple tree that is a
     prefix of ``args``' structure), as torch.func broadcasts it."""
-    if isinstance(in_dims, int) and not isinstance(in_dims, bool):
+    # a bool is an int to torch's structure checks (it fails later, in _check_inputs)
+    if isinstance(in_dims, int):
         return [in_dims] * len(_wrap.tensor_leaves(args))
     if not isinstance(in_dims, tuple):
         raise ValueError(f"{prefix}: expected `in_dims` to be int or a (potentially nested) tuple matching the "
@@ -41,7 +42,7 @@ def _flat_in_dims(in_dims, args, prefix):
 def _broadcast(d, a, prefix):
     """``d`` (an in_dim or a tree of them that is a prefix of ``a``) as one entry per leaf of
     ``a``, in ``_wrap.flatten``'s order (dict keys in insertion order)."""
-    if d is None or (isinstance(d, int) and not isinstance(d, bool)):
+    if d is None or isinstance(d, int):   # a bool too: an int to torch's pytree checks
         return [d] * len(_wrap.tensor_leaves(a))
     # (a tuple of dims matches a tuple, a list matches a list: torch's pytree node types)
     if (isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a)
@@ -66,6 +67,10 @@ def _check_inputs(args, flat_dims, prefix):
             raise ValueError(f"{prefix}: Got in_dim={d} for some input, but that input is a Tensor of dimensionality "
                              f"{nd} so expected in_dim to satisfy -{nd} <= in_dim < {nd}.")
         sizes.append(leaf.shape[d])
+    # torch takes a bool in_dim through its checks as an int, then its size(dim) refuses it
+    if any(isinstance(d, bool) for d in flat_dims):
+        raise TypeError(f"size(): argument 'dim' (position 1) must be int, not bool ({prefix}: an in_dim is an "
+                        "int or None)")
     if not sizes:
         raise ValueError("vmap: Expected at least one Tensor to vmap over")
     if len(set(sizes)) > 1:
@@ -77,7 +82,7 @@ def _check_inputs(args, flat_dims, prefix):
 def _check_out_dims_kind(out_dims, func):
     """torch's ValueError for out_dims that is not an int, None or a (nested) collection of them."""
     def ok(d):
-        if d is None or (isinstance(d, int) and not isinstance(d, bool)):
+        if d is None or isinstance(d, int):   # a bool too: torch reads True as out_dim 1
             return True
         if isinstance(d, (tuple, list)):
             return all(ok(x) for x in d)
@@ -87,6 +92,17 @@ def _check_out_dims_kind(out_dims, func):
     if not ok(out_dims):
         raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): `out_dims` must be an int, None or a python "
                          "collection of ints representing where in the outputs the vmapped dimension should appear.")
+
+
+def _bools_as_ints(dims):
+    """``dims`` with each bool as the int it is (torch's out_dims=True is 1); anything else kept."""
+    if isinstance(dims, bool):
+        return int(dims)
+    if isinstance(dims, (tuple, list)):
+        return type(dims)(_bools_as_ints(d) for d in dims)
+    if isinstance(dims, dict):
+        return {k: _bools_as_ints(d) for k, d in dims.items()}
+    return dims
 
 
 def _check_out_dims(out_dims, out, func):
@@ -219,6 +235,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     ``normal`` with a batched mean or std) raises RuntimeError, as torch.
     """
     _wrap.check_chunk_size(chunk_size, "vmap")
+    out_dims = _bools_as_ints(out_dims)
     if randomness not in _RANDOMNESS:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 

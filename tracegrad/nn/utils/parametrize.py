@@ -295,10 +295,20 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
                 t = getattr(module, tensor_name)
                 if tuple(t.shape) == tuple(original.shape) and t.dtype == original.dtype:
                     original.copy_(t)
-                elif isinstance(original, Parameter):
-                    original = Parameter(t.detach().clone(), requires_grad=original.requires_grad)
                 else:
-                    original = t.detach().clone()
+                    # as torch: set_ the value into the original, so that it stays the same object
+                    # (an optimizer holding it keeps working) when an unsafe parametrization
+                    # changed its shape; set_ refuses another dtype (RuntimeError), where a new
+                    # tensor of that dtype was made quietly
+                    try:
+                        original.set_(t)
+                    except RuntimeError as e:
+                        if not isinstance(original, Parameter):
+                            raise
+                        raise RuntimeError(f"remove_parametrizations() with leave_parametrized=True cannot put the "
+                                           f"parametrized value of '{tensor_name}' into its original parameter "
+                                           f"({e}); set leave_parametrized=False, or keep the parametrization's "
+                                           "dtype") from e
     else:
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is "

@@ -45,6 +45,10 @@ def _validate_pruning_amount(amount, tensor_size):
 def _compute_nparams_toprune(amount, tensor_size):
     """How many of ``tensor_size`` entries (or channels) ``amount`` prunes: a count as it is,
     a fraction rounded (torch's private helper of this name)."""
+    if isinstance(amount, bool):
+        # torch hands the count on as it is, so topk refuses a bool count (TypeError) where
+        # int() would quietly prune one entry
+        return amount
     return int(amount) if isinstance(amount, numbers.Integral) else round(amount * tensor_size)
 
 
