@@ -1,0 +1,349 @@
+"""Twenty-sixth round of adversarial compiled-vs-eager programs: (docstring completed below)."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+from ._dynamo_port import compare, same
+from ._dynamo_port import randn32 as _rand
+from ._dynamo_port import seeded_linear as _linear
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_over_an_input_that_does_not_require_grad(reentrant):
+    """A block checkpointed over an input that does not require grad, beside a plain path: the
+    reentrant form cuts the block's parameters off (their grads stay ``None``, torch warns), the
+    non-reentrant form gives them grads; the optimizer updates only what has a grad."""
+    def build(T, wrap):
+        block = _linear(T, 3, 3, seed=1)
+        head = _linear(T, 3, 2, seed=2)
+        opt = T.optim.SGD(list(block.parameters()) + list(head.parameters()), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            h = T.utils.checkpoint.checkpoint(lambda t: block(t).tanh(), x, use_reentrant=reentrant)
+            loss = head(x + h).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, h.requires_grad, block.weight.grad, head.weight.grad
+        step = wrap(step)
+
+        def run(i):
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = step(_rand(T, i, 4, 3))
+            return out, block.weight, head.bias
+        return run
+    compare(build, calls=4)
+
+
+def test_gradient_penalty_through_a_compiled_forward_with_a_custom_function():
+    """A compiled forward holding a custom Function whose backward is made of differentiable
+    ops; outside it, ``autograd.grad(create_graph=True)`` w.r.t. the input and a gradient
+    penalty on that gradient, then the double backward into the parameters."""
+    def build(T, wrap):
+        class Cube(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 3 * x * x
+
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.05)
+        fwd = wrap(lambda x: Cube.apply(net(x)).sum(dim=1))
+
+        def run(i):
+            x = _rand(T, i, 4, 3).requires_grad_()
+            opt.zero_grad()
+            out = fwd(x)
+            (g,) = T.autograd.grad(out.sum(), x, create_graph=True)
+            loss = out.mean() + (g.norm(dim=1) - 1).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, g, net.weight, net.weight.grad, x.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_double_backward_through_a_once_differentiable_function_in_a_compiled_forward():
+    """A ``once_differentiable`` custom Function inside a compiled forward: the first-order
+    gradient works every call; differentiating that gradient raises ``RuntimeError`` as eager."""
+    def build(T, wrap):
+        from importlib import import_module
+        once = import_module(T.__name__ + ".autograd.function").once_differentiable
+
+        class Sq(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            @once_differentiable_of(once)
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * g * x
+
+        w = T.nn.Parameter(T.tensor([0.5, -1.0, 2.0]))
+        fwd = wrap(lambda x: Sq.apply(x * w).sum())
+
+        def run(i):
+            x = _rand(T, i, 3).requires_grad_()
+            out = fwd(x)
+            (g,) = T.autograd.grad(out, x, create_graph=True)
+            try:
+                g.sum().backward()
+                err = None
+            except RuntimeError as e:
+                err = "RuntimeError"
+            return out, g, g.requires_grad, err, w.grad
+        return run
+    compare(build, calls=4)
+
+
+def once_differentiable_of(once):
+    return once
+
+
+def test_custom_function_with_a_non_differentiable_output_and_unmaterialized_grads():
+    """A custom Function returning a value and its argmax-style mask (``mark_non_differentiable``)
+    plus a second value, with ``set_materialize_grads(False)``: the step uses one value on some
+    calls and both on others, so backward sees ``None`` for the unused one and branches on it."""
+    def build(T, wrap):
+        class Two(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(False)
+                ctx.save_for_backward(x)
+                mask = (x > 0).to(x.dtype)
+                ctx.mark_non_differentiable(mask)
+                return x.sin(), mask, x * 2
+
+            @staticmethod
+            def backward(ctx, ga, gmask, gb):
+                (x,) = ctx.saved_tensors
+                out = None
+                if ga is not None:
+                    out = ga * x.cos()
+                if gb is not None:
+                    out = gb * 2 if out is None else out + gb * 2
+                return out
+
+        net = _linear(T, 3, 3)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x, both):
+            opt.zero_grad()
+            a, mask, b = Two.apply(net(x))
+            loss = (a * mask).sum() + (b.pow(2).mean() if both else 0)
+            loss.backward()
+            opt.step()
+            return loss, mask, mask.requires_grad, a.requires_grad
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 4, 3), i % 3 == 1), net.weight, net.bias
+        return run
+    compare(build, calls=5)
+
+
+def test_autograd_grad_wrt_an_intermediate_copied_into_a_buffer():
+    """Inside the step, ``autograd.grad(loss, h, retain_graph=True)`` w.r.t. an intermediate,
+    its norm written into a buffer with ``copy_`` under ``no_grad``, then ``loss.backward()``
+    and a step whose loss reads the buffer of the previous call."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = _linear(T, 3, 4, seed=1)
+                self.b = _linear(T, 4, 2, seed=2)
+                self.register_buffer("gnorm", T.zeros(4))
+
+        m = M()
+        opt = T.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            h = m.a(x).relu()
+            loss = m.b(h * (1 + m.gnorm)).pow(2).mean()
+            (gh,) = T.autograd.grad(loss, h, retain_graph=True)
+            with T.no_grad():
+                m.gnorm.copy_(gh.abs().mean(dim=0))
+            loss.backward()
+            opt.step()
+            return loss, gh
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 5, 3)), m.gnorm, m.a.weight.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_buffer_copied_from_a_parameter_with_grad_mode_on():
+    """After each step ``buf.copy_(weight)`` runs with grad mode on: the buffer becomes a
+    non-leaf (``CopyBackwards``) tied to the weight, and the next call's loss that reads it
+    sends gradient through that old copy into the weight."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        net.register_buffer("prev", T.zeros(2, 3))
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean() + (net.prev * net.weight).sum() * 0.1 + net.prev.sum() * 0.2
+            loss.backward()
+            opt.step()
+            net.prev.copy_(net.weight)
+            return loss, net.prev.requires_grad, net.prev.is_leaf
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 4, 3)), net.weight, net.weight.grad, net.prev
+        return run
+    compare(build, calls=4)
+
+
+def test_parametrization_assigned_through_right_inverse_and_removed_between_calls():
+    """A custom parametrization with ``right_inverse``: the caller assigns ``m.weight = ...``
+    between calls (stored through ``right_inverse`` into ``original``), and after call 2 removes
+    it with ``leave_parametrized=True`` (the same Parameter keeps the optimizer's state)."""
+    def build(T, wrap):
+        P = T.nn.utils.parametrize
+
+        class Sym(T.nn.Module):
+            def forward(self, w):
+                return w.triu() + w.triu(1).transpose(0, 1)
+
+            def right_inverse(self, w):
+                return w.triu()
+
+        lin = _linear(T, 3, 3)
+        P.register_parametrization(lin, "weight", Sym())
+        opt = T.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            if i == 1:
+                with T.no_grad():
+                    lin.weight = T.tensor(np.arange(9.0, dtype="float32").reshape(3, 3) * 0.1)
+            if i == 3:
+                P.remove_parametrizations(lin, "weight", leave_parametrized=True)
+            loss = step(_rand(T, i, 4, 3))
+            return loss, lin.weight, P.is_parametrized(lin)
+        return run
+    compare(build, calls=5)
+
+
+def test_spectral_norm_parametrization_trained_with_train_eval_flips():
+    """``parametrizations.spectral_norm`` (two power iterations) on a layer used twice per step,
+    the module flipped to eval (no power iteration, the cached vectors) on some calls: weights,
+    ``_u``/``_v`` and losses as eager."""
+    def build(T, wrap):
+        lin = _linear(T, 3, 3)
+        T.nn.utils.parametrizations.spectral_norm(lin, n_power_iterations=2)
+        opt = T.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(lin(x).tanh()).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+        sn = lin.parametrizations.weight[0]
+        with T.no_grad():   # the registration's vectors come from each library's RNG
+            sn._u.copy_(T.nn.functional.normalize(T.tensor([1.0, -2.0, 0.5]), dim=0))
+            w0 = lin.parametrizations.weight.original
+            sn._v.copy_(T.nn.functional.normalize(w0.t() @ sn._u, dim=0))
+
+        def run(i):
+            lin.train(i % 3 != 2)
+            return step(_rand(T, i, 4, 3)), sn._u, sn._v, lin.parametrizations.weight.original
+        return run
+    compare(build, calls=5)
+
+
+def test_tensor_hook_raising_in_the_backward_of_a_compiled_step():
+    """A hook on an intermediate that raises (on the calls the caller arms it): the step's
+    backward fails, the caller catches, the optimizer never stepped on that call, and the
+    following calls run as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        armed = [False]
+
+        def hook(g):
+            if armed[0]:
+                raise ValueError("bad grad")
+            return g * 2
+
+        def step(x):
+            opt.zero_grad()
+            y = net(x)
+            y.register_hook(hook)
+            loss = y.pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            armed[0] = i in (1, 3)
+            try:
+                out = step(_rand(T, i, 4, 3))
+            except ValueError as e:
+                out = str(e)
+            return out, net.weight, net.weight.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_functional_call_with_a_masked_weight_and_tied_entries():
+    """``torch.func.functional_call`` inside the step with a weight computed from the parameter
+    and a mask the caller changes between calls, on a module whose two layers share one
+    weight (``tie_weights``): the real parameter gets the gradient through the mask."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = _linear(T, 3, 3, seed=1)
+                self.b = _linear(T, 3, 3, seed=2)
+                self.b.weight = self.a.weight
+
+            def forward(self, x):
+                return self.b(self.a(x).tanh())
+
+        m = M()
+        opt = T.optim.SGD(m.parameters(), lr=0.1)
+        mask = T.ones(3, 3)
+
+        def step(x):
+            opt.zero_grad()
+            out = T.func.functional_call(m, {"a.weight": m.a.weight * mask}, (x,))
+            loss = out.pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            mask.copy_(T.tensor((np.random.RandomState(i).rand(3, 3) > 0.3).astype("float32")))
+            return step(_rand(T, i, 4, 3)), m.a.weight, m.b.bias, m.b.weight is m.a.weight
+        return run
+    compare(build, calls=4)
