@@ -347,3 +347,210 @@ def test_functional_call_with_a_masked_weight_and_tied_entries():
             return step(_rand(T, i, 4, 3)), m.a.weight, m.b.bias, m.b.weight is m.a.weight
         return run
     compare(build, calls=4)
+
+
+def test_compiled_input_gradient_with_graph_differentiated_outside():
+    """A compiled function returns ``autograd.grad(net(x).tanh().pow(2).sum(), x,
+    create_graph=True)``; the caller squares it and backpropagates into the parameters and
+    ``x`` (a Hessian-vector product through the region's backward)."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        f = wrap(lambda x: T.autograd.grad(net(x).tanh().pow(2).sum(), x, create_graph=True)[0])
+
+        def run(i):
+            net.zero_grad()
+            x = _rand(T, i, 4, 3).requires_grad_()
+            g = f(x)
+            g.pow(2).sum().backward()
+            return g, g.grad_fn is not None, net.weight.grad, net.bias.grad, x.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_third_order_through_a_compiled_gradient_raises_clearly():
+    """As above, but the caller takes ``autograd.grad(r, x, create_graph=True)`` of the squared
+    gradient and backpropagates that: a backward through the compiled backward (torch.compile
+    does not support it either). Eager agrees with torch; every traced call raises the clear
+    ``RuntimeError`` rather than a silently different gradient."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        f = wrap(lambda x: T.autograd.grad(net(x).tanh().pow(2).sum(), x, create_graph=True)[0])
+
+        def run(i):
+            net.zero_grad()
+            x = _rand(T, i, 4, 3).requires_grad_()
+            r = f(x).pow(2).sum()
+            (gx,) = T.autograd.grad(r, x, create_graph=True)
+            (gx.sum() + r).backward()
+            return gx, net.weight.grad, x.grad
+        return run
+    runs = [build(torch, lambda f: f), build(tracegrad, lambda f: f),
+            build(tracegrad, tracegrad.compile)]
+    raised = 0
+    for i in range(4):
+        a, b = runs[0](i), runs[1](i)
+        same(a, b, f"call{i} eager vs torch", rtol=1e-4, atol=1e-5)
+        try:
+            c = runs[2](i)
+        except RuntimeError as e:
+            assert "double backward" in str(e) and "tracegrad.compile" in str(e), e
+            raised += 1
+            continue
+        same(b, c, f"call{i} compiled vs eager")
+    assert raised >= 2, raised
+
+
+def test_exception_after_the_optimizer_step_keeps_the_update():
+    """The step raises after ``opt.step()`` on the calls where the loss is above a threshold the
+    caller changes: the update (and the momentum buffer) of the failing call stays, as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        limit = [1.0]
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            if loss > limit[0]:
+                raise ArithmeticError("loss too large")
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            limit[0] = [10.0, 0.01, 10.0, 0.01, 10.0][i]
+            try:
+                out = step(_rand(T, i, 4, 3))
+            except ArithmeticError as e:
+                out = str(e)
+            return out, net.weight, opt.state[net.weight]["momentum_buffer"]
+        return run
+    compare(build, calls=5)
+
+
+def test_forward_pre_hook_raising_after_batchnorm_updated_its_stats():
+    """A compiled Sequential(BatchNorm, Linear) whose Linear has a forward pre-hook that raises
+    on armed calls: BatchNorm's running stats and ``num_batches_tracked`` were already updated
+    before the raise, as in eager."""
+    def build(T, wrap):
+        bn = T.nn.BatchNorm1d(3)
+        lin = _linear(T, 3, 2)
+        seq = T.nn.Sequential(bn, lin)
+        armed = [False]
+
+        def pre(mod, args):
+            if armed[0]:
+                raise KeyError("stop")
+        lin.register_forward_pre_hook(pre)
+        f = wrap(seq)
+
+        def run(i):
+            armed[0] = i % 2 == 1
+            try:
+                out = f(_rand(T, i, 4, 3))
+            except KeyError as e:
+                out = str(e)
+            return out, bn.running_mean, bn.running_var, bn.num_batches_tracked
+        return run
+    compare(build, calls=5)
+
+
+def test_functional_call_without_tying_and_with_strict_keys():
+    """``functional_call(m, {"a.weight": w2}, tie_weights=False)`` on a module with tied layers
+    replaces only ``a``'s use of the weight; ``strict=True`` with a missing key raises
+    ``RuntimeError`` as eager; the module's own parameters are back after each call."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = _linear(T, 3, 3, seed=1)
+                self.b = _linear(T, 3, 3, seed=2)
+                self.b.weight = self.a.weight
+
+            def forward(self, x):
+                return self.b(self.a(x).tanh())
+
+        m = M()
+        w2 = T.nn.Parameter(T.tensor(np.eye(3, dtype="float32") * 0.5))
+
+        def f(x, strict):
+            p = {"a.weight": w2 * 2}
+            if strict:
+                return T.func.functional_call(m, p, (x,), strict=True)
+            return T.func.functional_call(m, p, (x,), tie_weights=False)
+        f = wrap(f)
+
+        def run(i):
+            m.zero_grad()
+            w2.grad = None
+            try:
+                out = f(_rand(T, i, 4, 3), i == 2)
+                out.pow(2).sum().backward()
+            except RuntimeError:
+                out = "RuntimeError"
+            return out, m.a.weight.grad, w2.grad, m.b.weight is m.a.weight
+        return run
+    compare(build, calls=4)
+
+
+def test_autograd_grad_after_an_inplace_write_to_a_saved_intermediate_raises():
+    """Inside the step, an intermediate saved by ``tanh``'s backward is written in place on
+    some calls before ``autograd.grad``: ``RuntimeError`` (the saved tensor was modified) as
+    eager; on the other calls the gradient w.r.t. the intermediate and the parameters."""
+    def build(T, wrap):
+        net = _linear(T, 3, 3)
+
+        def f(x, poke):
+            h = net(x)
+            y = h.tanh()
+            if poke:
+                y.mul_(2)
+            return T.autograd.grad(y.sum(), [h, net.weight])
+        f = wrap(f)
+
+        def run(i):
+            try:
+                out = f(_rand(T, i, 4, 3), i % 2 == 1)
+            except RuntimeError:
+                out = "RuntimeError"
+            return out
+        return run
+    compare(build, calls=4)
+
+
+def test_checkpoint_drawing_from_an_explicit_generator():
+    """A non-reentrant checkpoint whose block draws noise from an explicit ``Generator`` (not
+    restored for the recomputation, unlike the global RNG) and dropout from the global one: the
+    compiled step draws what eager draws, forward and recomputation, call after call."""
+    def run_of(wrap):
+        T = tracegrad
+        T.manual_seed(0)
+        g = T.Generator().manual_seed(5)
+        net = _linear(T, 3, 3)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def block(x):
+            noise = T.rand(x.shape, generator=g)
+            return T.nn.functional.dropout(net(x) + noise, 0.5, training=True)
+
+        def step(x):
+            opt.zero_grad()
+            y = T.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+            loss = y.pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, y
+        step = wrap(step)
+        state = [T.get_rng_state()]
+
+        def run(i):     # each run keeps its own global RNG stream
+            T.set_rng_state(state[0])
+            out = step(_rand(T, i, 4, 3)), net.weight, g.get_state().sum()
+            state[0] = T.get_rng_state()
+            return out
+        return run
+
+    eager, comp = run_of(lambda f: f), run_of(tracegrad.compile)
+    for i in range(4):
+        same(eager(i), comp(i), f"call{i}")
