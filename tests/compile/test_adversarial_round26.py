@@ -554,3 +554,67 @@ def test_checkpoint_drawing_from_an_explicit_generator():
     eager, comp = run_of(lambda f: f), run_of(tracegrad.compile)
     for i in range(4):
         same(eager(i), comp(i), f"call{i}")
+
+
+def test_exception_from_python_state_after_the_optimizer_step_of_a_traced_step():
+    """As above, but the raise after ``opt.step()`` depends on a Python flag the caller sets, so
+    the step is traced: a call that raises still leaves its update, momentum and ``.grad`` as
+    eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        flag = [False]
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            if flag[0]:
+                raise ArithmeticError("stop after the step")
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            flag[0] = i in (2, 4)
+            try:
+                out = step(_rand(T, i, 4, 3))
+            except ArithmeticError as e:
+                out = str(e)
+            return out, net.weight, net.weight.grad, opt.state[net.weight]["momentum_buffer"]
+        return run
+    compare(build, calls=6)
+
+
+def test_parameter_hook_raising_when_armed_in_a_traced_step():
+    """A hook registered once on a parameter (outside the step) that doubles its gradient, and
+    raises when the caller arms it: the traced step's backward runs the hook every call, and an
+    armed call raises with the optimizer not stepped, as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        armed = [False]
+
+        def hook(g):
+            if armed[0]:
+                raise ValueError("bad grad")
+            return g * 2
+        net.weight.register_hook(hook)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            armed[0] = i in (2, 4)
+            try:
+                out = step(_rand(T, i, 4, 3))
+            except ValueError as e:
+                out = str(e)
+            return out, net.weight, net.bias, net.weight.grad, net.bias.grad
+        return run
+    compare(build, calls=6)
