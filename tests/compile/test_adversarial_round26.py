@@ -618,3 +618,200 @@ def test_parameter_hook_raising_when_armed_in_a_traced_step():
             return out, net.weight, net.bias, net.weight.grad, net.bias.grad
         return run
     compare(build, calls=6)
+
+
+def test_jacobian_penalty_with_func_jacrev_inside_the_step():
+    """A step whose loss adds the squared norm of ``torch.func.jacrev`` of the network at one
+    sample (through ``functional_call``, the live parameters passed as an argument of the
+    transformed function) and the trace of ``torch.func.hessian`` of a scalar function of it:
+    gradients flow into the parameters through both transforms."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            params = dict(net.named_parameters())
+            f = lambda p, v: T.func.functional_call(net, p, (v,)).tanh()
+            jac = T.func.jacrev(f, argnums=1)(params, x[0])
+            hess = T.func.hessian(lambda p, v: f(p, v).pow(2).sum(), argnums=1)(params, x[1])
+            loss = net(x).pow(2).mean() + jac.pow(2).sum() * 0.1 + hess.diagonal().sum() * 0.01
+            loss.backward()
+            opt.step()
+            return loss, jac, hess
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 4, 3)), net.weight, net.bias
+        return run
+    compare(build, calls=4)
+
+
+def test_unsafe_parametrization_changing_the_shape():
+    """``register_parametrization(..., unsafe=True)`` with a parametrization that returns the
+    transpose of a 2x3 original (so ``weight`` is 3x2, a Linear(2, 3)), and a second, ordinary
+    one chained on top that scales by a Python attribute the caller changes between calls."""
+    def build(T, wrap):
+        P = T.nn.utils.parametrize
+
+        class Tr(T.nn.Module):
+            def forward(self, w):
+                return w.t()
+
+        class Scale(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = 1.0
+
+            def forward(self, w):
+                return w * self.s
+
+        lin = _linear(T, 2, 3)
+        with T.no_grad():
+            orig = lin.weight.detach().t().clone()
+        lin.weight = T.nn.Parameter(orig)
+        P.register_parametrization(lin, "weight", Tr(), unsafe=True)
+        sc = Scale()
+        P.register_parametrization(lin, "weight", sc)
+        opt = T.optim.Adam(lin.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, lin.weight.shape
+        step = wrap(step)
+
+        def run(i):
+            sc.s = 1.0 + 0.5 * i
+            out = step(_rand(T, i, 4, 2))
+            return out, lin.parametrizations.weight.original, tuple(lin.weight.shape)
+        return run
+    compare(build, calls=4)
+
+
+def test_parametrization_with_its_own_counter_buffer_and_state_dict_inside_the_step():
+    """A parametrization module with a buffer it bumps on every evaluation in training mode; the
+    step reads ``lin.weight`` twice, then returns ``lin.state_dict()`` (the
+    ``parametrizations.weight.original`` and the parametrization's buffer keys) cloned."""
+    def build(T, wrap):
+        P = T.nn.utils.parametrize
+
+        class Counted(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("n", T.zeros(()))
+
+            def forward(self, w):
+                if self.training:
+                    with T.no_grad():
+                        self.n.add_(1)
+                return w / (1 + 0.1 * self.n)
+
+        lin = _linear(T, 3, 2)
+        P.register_parametrization(lin, "weight", Counted())
+        opt = T.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (x @ lin.weight.t()).pow(2).mean() + lin(x).sum() * 0.1
+            loss.backward()
+            opt.step()
+            return loss, {k: v.clone() for k, v in lin.state_dict().items()}
+        step = wrap(step)
+
+        def run(i):
+            lin.train(i != 2)
+            return step(_rand(T, i, 4, 3))
+        return run
+    compare(build, calls=5)
+
+
+def test_weight_norm_state_dict_loaded_between_calls():
+    """``parametrizations.weight_norm``: the step trains ``original0``/``original1``; between
+    calls the caller loads a state dict with the magnitudes halved (``load_state_dict`` into the
+    parametrized module), and the step returns the effective weight."""
+    def build(T, wrap):
+        lin = _linear(T, 3, 2)
+        T.nn.utils.parametrizations.weight_norm(lin)
+        opt = T.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, lin.weight
+        step = wrap(step)
+
+        def run(i):
+            if i == 2:
+                sd = {k: v.clone() for k, v in lin.state_dict().items()}
+                sd["parametrizations.weight.original0"] = sd["parametrizations.weight.original0"] * 0.5
+                lin.load_state_dict(sd)
+            return step(_rand(T, i, 4, 3)), sorted(lin.state_dict())
+        return run
+    compare(build, calls=4)
+
+
+def test_swap_tensors_between_two_parameters_between_calls():
+    """``torch.utils.swap_tensors(a.weight, b.weight)`` between calls of a step over two
+    same-shaped layers: eagerly the Python objects keep their identity (and the optimizer's
+    state follows the object) while values and gradients are swapped. While a compiled function
+    that read the parameters is alive, the swap is refused with torch's ``RuntimeError`` (its
+    guards hold weak references, as torch.compile's in torch 2.13) and the compiled step goes
+    on with the parameters unswapped, as an eager run without the swap."""
+    def build(T, wrap, swap=True):
+        a, b = _linear(T, 3, 3, seed=1), _linear(T, 3, 3, seed=2)
+        opt = T.optim.SGD(list(a.parameters()) + list(b.parameters()), lr=0.1, momentum=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = b(a(x).tanh()).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()    # no graph (and no AccumulateGrad node) kept past the call
+        step = wrap(step)
+
+        def run(i):
+            swapped = None
+            if i == 2 and swap:
+                try:
+                    T.utils.swap_tensors(a.weight, b.weight)
+                    swapped = True
+                except RuntimeError as e:
+                    assert "weakref" in str(e), e
+                    swapped = False
+            mom = opt.state[a.weight]["momentum_buffer"] if a.weight in opt.state else None
+            return swapped, step(_rand(T, i, 4, 3)), a.weight, b.weight, mom
+        return run
+    torch_run, eager_run = build(torch, lambda f: f), build(tracegrad, lambda f: f)
+    comp_run, plain_run = build(tracegrad, tracegrad.compile), build(tracegrad, lambda f: f, swap=False)
+    for i in range(4):
+        t, e = torch_run(i), eager_run(i)
+        same(t, e, f"call{i} eager vs torch", rtol=1e-4, atol=1e-5)
+        c, p = comp_run(i), plain_run(i)
+        assert c[0] is (False if i == 2 else None), c[0]
+        same(p[1:], c[1:], f"call{i} compiled vs eager without the swap")
+
+
+def test_autograd_grad_with_materialize_grads_for_an_unused_intermediate():
+    """``autograd.grad(loss, [h, unused, w], allow_unused=True, materialize_grads=True)``
+    inside the step: zeros (not ``None``) for the unused intermediate; with
+    ``materialize_grads=False`` on other calls, ``None``."""
+    def build(T, wrap):
+        net = _linear(T, 3, 3)
+
+        def f(x, mat):
+            h = net(x)
+            unused = h * 3
+            loss = h.tanh().pow(2).sum()
+            return T.autograd.grad(loss, [h, unused, net.weight], allow_unused=True,
+                                   materialize_grads=mat)
+        f = wrap(f)
+
+        def run(i):
+            return f(_rand(T, i, 4, 3), i % 2 == 0)
+        return run
+    compare(build, calls=4)
