@@ -815,3 +815,129 @@ def test_autograd_grad_with_materialize_grads_for_an_unused_intermediate():
             return f(_rand(T, i, 4, 3), i % 2 == 0)
         return run
     compare(build, calls=4)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_counting_parametrization_evaluated_again_by_a_checkpoint_recomputation(reentrant):
+    """A checkpointed block whose layer has a parametrization that bumps its own buffer on every
+    evaluation: the backward's recomputation evaluates it again (twice per step in all), and
+    the weight it sees the second time is the bumped one, as eager."""
+    def build(T, wrap):
+        P = T.nn.utils.parametrize
+
+        class Counted(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("n", T.zeros(()))
+
+            def forward(self, w):
+                with T.no_grad():
+                    self.n.add_(1)
+                return w * (1 + 0.05 * self.n)
+
+        lin = _linear(T, 3, 3)
+        P.register_parametrization(lin, "weight", Counted())
+        head = _linear(T, 3, 2, seed=3)
+        opt = T.optim.SGD(list(lin.parameters()) + list(head.parameters()), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            h = T.utils.checkpoint.checkpoint(lambda t: lin(t).tanh(), x, use_reentrant=reentrant)
+            loss = head(h).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+        cnt = lin.parametrizations.weight[0]
+
+        def run(i):
+            x = _rand(T, i, 4, 3).requires_grad_()
+            return step(x), x.grad, cnt.n, lin.parametrizations.weight.original
+        return run
+    compare(build, calls=4)
+
+
+def test_slice_of_a_buffer_copied_from_a_column_of_a_parameter_in_forward():
+    """A compiled module's forward writes ``buf[:, 0].copy_(weight[:, 0])`` (a view of a buffer
+    from a view of a parameter) under ``no_grad`` and then reads the whole buffer; the step
+    trains the weight, so each call copies the updated column."""
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 3)
+                self.register_buffer("buf", T.ones(3, 3))
+
+            def forward(self, x):
+                with T.no_grad():
+                    self.buf[:, 0].copy_(self.lin.weight[:, 0])
+                    self.buf[1].mul_(0.5)
+                return self.lin(x) + x @ self.buf
+
+        m = M()
+        f = wrap(m)
+        opt = T.optim.SGD(m.parameters(), lr=0.1)
+
+        def run(i):
+            opt.zero_grad()
+            loss = f(_rand(T, i, 4, 3)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, m.buf, m.lin.weight
+        return run
+    compare(build, calls=4)
+
+
+def test_parameter_reset_from_a_buffer_on_a_python_flag():
+    """A step that, when the caller sets a flag, first restores the weight from a saved buffer
+    (``weight.copy_(saved)`` under ``no_grad``) and on other calls saves it
+    (``saved.copy_(weight)``), with Adam whose state is not reset: as eager, call after call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        net.register_buffer("saved", net.weight.detach().clone())
+        opt = T.optim.Adam(net.parameters(), lr=0.05)
+        flag = [False]
+
+        def step(x):
+            with T.no_grad():
+                if flag[0]:
+                    net.weight.copy_(net.saved)
+                else:
+                    net.saved.copy_(net.weight)
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            flag[0] = i in (2, 3)
+            return step(_rand(T, i, 4, 3)), net.weight, net.saved, opt.state[net.weight]["exp_avg"]
+        return run
+    compare(build, calls=5)
+
+
+def test_state_dict_keep_vars_written_through_data_inside_the_step():
+    """``state_dict(keep_vars=True)`` inside the step returns the Parameters themselves; the step
+    shrinks them through ``sd[k].data.mul_(0.9)`` after the optimizer step (weight decay by hand)
+    and returns whether the entries are the module's parameters."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            sd = net.state_dict(keep_vars=True)
+            for k in sd:
+                sd[k].data.mul_(0.9)
+            return loss, sd["weight"] is net.weight, sorted(sd)
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 4, 3)), net.weight, net.bias
+        return run
+    compare(build, calls=4)
