@@ -1044,3 +1044,78 @@ def test_full_backward_hook_raising_on_a_compiled_module():
             return out, x.grad, net.weight.grad
         return run
     compare(build, calls=4)
+
+
+def test_per_sample_gradients_with_vmap_of_grad_clipped_into_dot_grad():
+    """DP-SGD by hand inside the step: ``vmap(grad(loss of functional_call))`` over the batch for
+    per-sample gradients, each clipped to a norm bound the caller changes between calls, summed
+    with ``add_`` into ``.grad`` (zeroed by ``zero_grad(set_to_none=False)``), then ``opt.step()``."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        for v in net.parameters():
+            v.grad = T.zeros_like(v)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        bound = [1.0]
+
+        def sample_loss(p, x, y):
+            out = T.func.functional_call(net, p, (x.unsqueeze(0),))
+            return (out.squeeze(0) - y).pow(2).sum()
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)
+            p = {k: v.detach() for k, v in net.named_parameters()}
+            g = T.func.vmap(T.func.grad(sample_loss), in_dims=(None, 0, 0))(p, x, y)
+            norms = T.stack([g[k].flatten(1).norm(dim=1) for k in g]).norm(dim=0)
+            scale = (bound[0] / (norms + 1e-6)).clamp(max=1.0)
+            with T.no_grad():
+                for k, v in net.named_parameters():
+                    v.grad.add_((g[k] * scale.view(-1, *([1] * (g[k].dim() - 1)))).mean(0))
+            opt.step()
+            return norms
+        step = wrap(step)
+
+        def run(i):
+            bound[0] = [1.0, 0.3, 5.0, 0.1][i]
+            return step(_rand(T, i, 5, 3), _rand(T, i + 10, 5, 2)), net.weight, net.bias
+        return run
+    compare(build, calls=4)
+
+
+def test_custom_function_with_a_generated_vmap_rule_under_vmap_in_the_step():
+    """A setup_context-style custom Function with ``generate_vmap_rule = True`` applied under
+    ``torch.func.vmap`` inside the step, and its backward through the vmapped call into a
+    parameter."""
+    def build(T, wrap):
+        class Soft(T.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x, w):
+                return (x * w).tanh()
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(inputs[0], inputs[1], output)
+
+            @staticmethod
+            def backward(ctx, g):
+                x, w, y = ctx.saved_tensors
+                d = g * (1 - y * y)
+                return d * w, d * x
+
+        w = T.nn.Parameter(T.tensor([0.5, -1.0, 2.0]))
+        opt = T.optim.SGD([w], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            y = T.func.vmap(Soft.apply, in_dims=(0, None))(x, w)
+            loss = y.pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss, y
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 4, 3)), w
+        return run
+    compare(build, calls=4)
