@@ -1119,3 +1119,65 @@ def test_custom_function_with_a_generated_vmap_rule_under_vmap_in_the_step():
             return step(_rand(T, i, 4, 3)), w
         return run
     compare(build, calls=4)
+
+
+def test_returned_grads_are_the_parameters_and_arguments_grads():
+    """A compiled step runs ``zero_grad()`` (to ``None``) and ``backward`` and returns
+    ``net.weight.grad``, ``net.bias.grad`` and its argument's ``x.grad``; the caller scales
+    them in place through the returned tensors, then steps the optimizer outside: eagerly the
+    returned tensors are the ``.grad`` tensors, so the writes reach the update. (They were new
+    tensors holding the same values, the writes lost.)"""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).tanh().pow(2).mean()
+            loss.backward()
+            return loss.detach(), net.weight.grad, net.bias.grad, x.grad
+        step = wrap(step)
+
+        def run(i):
+            x = _rand(T, i, 4, 3).requires_grad_()
+            loss, gw, gb, gx = step(x)
+            same_objects = (gw is net.weight.grad, gb is net.bias.grad, gx is x.grad)
+            gw.mul_(0.5)
+            gb.zero_()
+            gx.add_(1)
+            opt.step()
+            return loss, same_objects, net.weight, net.bias, x.grad
+        return run
+    compare(build, calls=4)
+
+
+def test_returned_state_aliases_written_by_the_caller():
+    """The step returns ``bn.state_dict()`` (detached aliases of the running stats), a
+    ``weight.detach()``, the bias's new ``.grad`` and Adam's ``exp_avg``; the caller writes
+    each in place between calls (``fill_``, ``add_``, ``mul_``, ``zero_``): the writes reach the
+    module, the gradient and the optimizer state, as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        bn = T.nn.BatchNorm1d(2)
+        opt = T.optim.Adam(net.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = bn(net(x)).pow(2).mean() + net(x).mean()
+            loss.backward()
+            opt.step()
+            return (loss.detach(), bn.state_dict(), net.weight.detach(), net.bias.grad,
+                    opt.state[net.weight]["exp_avg"])
+        step = wrap(step)
+
+        def run(i):
+            loss, sd, wd, g, ea = step(_rand(T, i, 4, 3))
+            sd["running_mean"].fill_(0.5)
+            sd["num_batches_tracked"].add_(10)
+            wd[0].mul_(0.5)
+            g.zero_()
+            ea.mul_(2)
+            return (loss, bn.running_mean, bn.num_batches_tracked, net.weight, net.bias.grad,
+                    opt.state[net.weight]["exp_avg"])
+        return run
+    compare(build, calls=4)

@@ -605,7 +605,8 @@ class Region:
         for i, a, n in zip(self.arg_writes, rest[len(self.arg_grads):], self.arg_bumps):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
             arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
-        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed)
+        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed,
+                                         [o._grad for o, _ in self.owners_end])
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
             if not s.same:
@@ -682,7 +683,7 @@ class OutRecipe:
     def build(self, arrays, arg_leaves, vjp):
         return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
-    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=()):
+    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=()):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
         tensors the call bound to Python places that are differentiable outputs too, after the
         results (NOTE [kept graphs])."""
@@ -710,6 +711,12 @@ class OutRecipe:
                     elif how == "diff":
                         diff.append(t)
                 out.append(t)
+            elif kind == "owner grad":    # NOTE [returned .grad]: the .grad set after the call
+                next(it)
+                out.append(grads[v])
+            elif kind == "arg grad":
+                next(it)
+                out.append(arg_leaves[v]._grad)
             elif kind == "item":          # NOTE [deferred item]: eager's item() of the value
                 out.append(np.asarray(next(it)).item())
             elif kind == "arg":
@@ -1062,6 +1069,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.hyper_inputs.clear()
             info["hyper_signs"] = tuple(cap.hyper_signs.items())
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
+            _returned_grads(recipe, r_leaves, owners_end, grad_kinds,
+                            [(i, call_leaves[i]._grad) for i, _ in arg_grads])
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
             # an argument gets one bump from ``_write`` in ``write_back``, the rest from here
@@ -1735,6 +1744,27 @@ def _arg_grads(kinds, leaves, wrappers, vjp):
                                  "whose graph was built outside it")
             out.append((i, w._grad._value))
     return out
+
+
+def _returned_grads(recipe, r_leaves, owners_end, grad_kinds, arg_grads):
+    """NOTE [returned .grad]: a ``.grad`` the call's backward made (``opt.zero_grad()`` then
+    ``loss.backward()``, NOTE [new .grad per call]) and the function returned (``return
+    p.grad``, ``x.grad`` of an argument) was a "new" result: each call gave the caller one
+    tensor and set ``p.grad`` to another holding the same values, so the caller's in-place
+    writes to it (``g.zero_()``, clipping, ``g is p.grad``) missed the parameter's gradient.
+    Eagerly they are one object: such a leaf now returns the tensor the call left in
+    ``.grad`` (its array is still the program's result, unused)."""
+    made = {id(t): ("owner grad", k) for k, ((_, t), kind) in enumerate(zip(owners_end, grad_kinds))
+            if kind is _NEW and t is not None}
+    made.update((id(g), ("arg grad", i)) for i, g in arg_grads if g is not None)
+    if not made:
+        return
+    leaves = list(recipe.leaves)
+    for n, (t, (kind, v)) in enumerate(zip(r_leaves, leaves)):
+        # a plain result (no graph of its own, no retained grad) that is one of those tensors
+        if kind == "new" and id(t) in made and not v[0] and v[6] is None:
+            leaves[n] = made[id(t)]
+    recipe.leaves = leaves
 
 
 def _escapes(cap, storages, owners_end, res_arrays):
