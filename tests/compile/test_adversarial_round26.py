@@ -1,4 +1,32 @@
-"""Twenty-sixth round of adversarial compiled-vs-eager programs: (docstring completed below)."""
+"""Twenty-sixth round of adversarial compiled-vs-eager programs: activation checkpointing over
+an input that does not require grad (reentrant: the block's parameters get no gradient), over a
+block drawing from an explicit ``Generator``, under the forward's autocast state and around a
+parametrization that counts its evaluations; gradients of compiled results differentiated
+outside (a gradient penalty, a Hessian-vector product through the region's backward; a third
+order raises the clear error); custom Functions with ``once_differentiable``,
+``mark_non_differentiable`` with ``set_materialize_grads(False)`` and a generated vmap rule;
+``autograd.grad`` w.r.t. intermediates (copied into buffers, ``materialize_grads``, after an
+in-place write to a saved tensor); ``functional_call`` with masked and tied weights,
+``tie_weights=False`` and ``strict``; ``func.jacrev``/``func.hessian`` penalties and per-sample
+gradients through ``vmap(grad)``; parametrizations (``right_inverse`` assignment and removal,
+``unsafe`` shape changes, ``spectral_norm`` with train/eval flips, ``weight_norm`` state dicts,
+one with its own buffer); buffers copied from parameters (with grad mode on, by slices, and
+back); ``state_dict`` inside the step (``keep_vars``); hooks that raise (tensor, parameter,
+forward pre-, full backward) and exceptions after ``opt.step()``; ``swap_tensors`` between
+calls; and results the caller writes in place. torch eager, tracegrad eager and
+``tracegrad.compile`` run each program from the same state and must agree after every call
+(``_dynamo_port.compare``; random draws: tracegrad eager against compiled).
+
+Found here and fixed: a ``.grad`` made by the call's backward (after ``zero_grad()`` to
+``None``) and returned by the function (``return p.grad``, ``x.grad`` of an argument) came back
+as a second tensor holding the same values, not the ``.grad`` tensor itself: the caller's
+in-place writes through it (scaling, clipping, ``zero_()`` before ``opt.step()``) never reached
+the gradient and ``g is p.grad`` was False (``region._returned_grads``).
+
+Found and left: while a compiled function that read two parameters is alive,
+``torch.utils.swap_tensors`` on them raises "Cannot swap t1 because it has weakref associated
+with it" (its guards hold weak references), as torch.compile's guards make it raise in
+torch 2.13; the test pins that."""
 import numpy as np
 import pytest
 
