@@ -717,6 +717,11 @@ class OutRecipe:
             elif kind == "arg grad":
                 next(it)
                 out.append(arg_leaves[v]._grad)
+            elif kind == "grad view":     # ``p.grad.view(-1)``, ``p.grad[0]`` of such a .grad
+                next(it)
+                (src, k), chain = v
+                base = grads[k] if src == "owner grad" else arg_leaves[k]._grad
+                out.append(_rebuild_view((("state", base), chain, False, None), out, arg_leaves))
             elif kind == "item":          # NOTE [deferred item]: eager's item() of the value
                 out.append(np.asarray(next(it)).item())
             elif kind == "arg":
@@ -1753,7 +1758,8 @@ def _returned_grads(recipe, r_leaves, owners_end, grad_kinds, arg_grads):
     tensor and set ``p.grad`` to another holding the same values, so the caller's in-place
     writes to it (``g.zero_()``, clipping, ``g is p.grad``) missed the parameter's gradient.
     Eagerly they are one object: such a leaf now returns the tensor the call left in
-    ``.grad`` (its array is still the program's result, unused)."""
+    ``.grad``, and a view of it a view over that tensor (its array is still the program's
+    result, unused)."""
     made = {id(t): ("owner grad", k) for k, ((_, t), kind) in enumerate(zip(owners_end, grad_kinds))
             if kind is _NEW and t is not None}
     made.update((id(g), ("arg grad", i)) for i, g in arg_grads if g is not None)
@@ -1762,8 +1768,13 @@ def _returned_grads(recipe, r_leaves, owners_end, grad_kinds, arg_grads):
     leaves = list(recipe.leaves)
     for n, (t, (kind, v)) in enumerate(zip(r_leaves, leaves)):
         # a plain result (no graph of its own, no retained grad) that is one of those tensors
-        if kind == "new" and id(t) in made and not v[0] and v[6] is None:
+        # or a view of one (over its storage: ``g.view(-1)``, ``g[0]``)
+        if kind != "new" or v[0] or v[6] is not None or not isinstance(t, Tensor):
+            continue
+        if id(t) in made:
             leaves[n] = made[id(t)]
+        elif t._chain and (b := t._base) is not None and id(b) in made and b._st is t._st:
+            leaves[n] = ("grad view", (made[id(b)], t._chain))
     recipe.leaves = leaves
 
 
