@@ -1213,8 +1213,10 @@ def test_returned_state_aliases_written_by_the_caller():
 
 def test_returned_views_of_new_grads_written_by_the_caller():
     """As above with views: the step returns ``net.weight.grad.view(-1)``, ``net.bias.grad[0]``
-    and ``x.grad.t()`` of grads its backward made; the caller's in-place writes through the
-    views reach the ``.grad`` tensors (and ``_base`` is that ``.grad``), as eager's."""
+    ``x.grad.t()``, ``net.bias.grad.detach()`` and ``net.weight.grad.data`` of grads its
+    backward made; the caller's in-place writes through them reach the ``.grad`` tensors (the
+    views' ``_base`` is that ``.grad``; ``detach`` shares its version counter, ``.data`` not),
+    as eager's."""
     def build(T, wrap):
         net = _linear(T, 3, 2)
         opt = T.optim.SGD(net.parameters(), lr=0.5)
@@ -1223,17 +1225,22 @@ def test_returned_views_of_new_grads_written_by_the_caller():
             opt.zero_grad()
             loss = net(x).tanh().pow(2).mean()
             loss.backward()
-            return loss.detach(), net.weight.grad.view(-1), net.bias.grad[0], x.grad.t()
+            return (loss.detach(), net.weight.grad.view(-1), net.bias.grad[0], x.grad.t(),
+                    net.bias.grad.detach(), net.weight.grad.data)
         step = wrap(step)
 
         def run(i):
             x = _rand(T, i, 4, 3).requires_grad_()
-            loss, gw, gb0, gxt = step(x)
+            loss, gw, gb0, gxt, gbd, gwd = step(x)
             bases = (gw._base is net.weight.grad, gb0._base is net.bias.grad, gxt._base is x.grad)
+            v0 = net.weight.grad._version
             gw.mul_(0.5)
             gb0.fill_(1.0)
             gxt[0].zero_()
+            gbd.add_(0.25)
+            gwd[1].mul_(3)
+            versions = (net.weight.grad._version - v0, gbd._version, gwd._version)
             opt.step()
-            return loss, bases, gw, net.weight, net.bias, x.grad
+            return loss, bases, versions, gw, net.weight, net.bias, x.grad
         return run
     compare(build, calls=4)

@@ -722,6 +722,13 @@ class OutRecipe:
                 (src, k), chain = v
                 base = grads[k] if src == "owner grad" else arg_leaves[k]._grad
                 out.append(_rebuild_view((("state", base), chain, False, None), out, arg_leaves))
+            elif kind == "grad alias":    # ``p.grad.detach()``, ``p.grad.data`` of such a .grad
+                next(it)
+                (src, k), same_version = v
+                t = (grads[k] if src == "owner grad" else arg_leaves[k]._grad).detach()
+                if not same_version:
+                    t._vc = [0]
+                out.append(t)
             elif kind == "item":          # NOTE [deferred item]: eager's item() of the value
                 out.append(np.asarray(next(it)).item())
             elif kind == "arg":
@@ -1758,21 +1765,26 @@ def _returned_grads(recipe, r_leaves, owners_end, grad_kinds, arg_grads):
     tensor and set ``p.grad`` to another holding the same values, so the caller's in-place
     writes to it (``g.zero_()``, clipping, ``g is p.grad``) missed the parameter's gradient.
     Eagerly they are one object: such a leaf now returns the tensor the call left in
-    ``.grad``, and a view of it a view over that tensor (its array is still the program's
-    result, unused)."""
+    ``.grad``, a view of it a view over that tensor and ``g.detach()``/``g.data`` an alias of
+    its storage (the leaf's array is still the program's result, unused)."""
     made = {id(t): ("owner grad", k) for k, ((_, t), kind) in enumerate(zip(owners_end, grad_kinds))
             if kind is _NEW and t is not None}
     made.update((id(g), ("arg grad", i)) for i, g in arg_grads if g is not None)
     if not made:
         return
+    stores = {id(t._st): t for (_, t), kind in zip(owners_end, grad_kinds) if kind is _NEW and t is not None}
+    stores.update((id(g._st), g) for _, g in arg_grads if g is not None)
     leaves = list(recipe.leaves)
     for n, (t, (kind, v)) in enumerate(zip(r_leaves, leaves)):
-        # a plain result (no graph of its own, no retained grad) that is one of those tensors
-        # or a view of one (over its storage: ``g.view(-1)``, ``g[0]``)
+        # a plain result (no graph of its own, no retained grad) that is one of those tensors,
+        # a detached alias of one or a view of one (over its storage: ``g.view(-1)``, ``g[0]``)
         if kind != "new" or v[0] or v[6] is not None or not isinstance(t, Tensor):
             continue
         if id(t) in made:
             leaves[n] = made[id(t)]
+        elif not t._chain and t._base is None and id(t._st) in stores:
+            g = stores[id(t._st)]
+            leaves[n] = ("grad alias", (made[id(g)], t._vc is g._vc))
         elif t._chain and (b := t._base) is not None and id(b) in made and b._st is t._st:
             leaves[n] = ("grad view", (made[id(b)], t._chain))
     recipe.leaves = leaves
