@@ -21,7 +21,9 @@ Found here and fixed: a ``.grad`` made by the call's backward (after ``zero_grad
 ``None``) and returned by the function (``return p.grad``, ``x.grad`` of an argument) came back
 as a second tensor holding the same values, not the ``.grad`` tensor itself: the caller's
 in-place writes through it (scaling, clipping, ``zero_()`` before ``opt.step()``) never reached
-the gradient and ``g is p.grad`` was False (``region._returned_grads``).
+the gradient and ``g is p.grad`` was False; so too a gradient from ``autograd.grad`` the step
+assigned to ``p.grad`` and returned, and views, ``detach()`` and ``.data`` of such a ``.grad``
+(``region._returned_grads``).
 
 Found and left: while a compiled function that read two parameters is alive,
 ``torch.utils.swap_tensors`` on them raises "Cannot swap t1 because it has weakref associated
@@ -1244,3 +1246,53 @@ def test_returned_views_of_new_grads_written_by_the_caller():
             return loss, bases, versions, gw, net.weight, net.bias, x.grad
         return run
     compare(build, calls=4)
+
+
+def test_grads_from_autograd_grad_assigned_to_dot_grad_and_returned():
+    """The step takes ``autograd.grad`` of the loss w.r.t. the parameters, assigns the results
+    to ``.grad`` and steps; it returns one of them. The caller doubles it in place: that is
+    the weight's ``.grad`` (one object eagerly), so the doubled value is what ``.grad`` shows."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            gw, gb = T.autograd.grad(loss, [net.weight, net.bias])
+            net.weight.grad, net.bias.grad = gw, gb
+            opt.step()
+            return loss, gw
+        step = wrap(step)
+
+        def run(i):
+            loss, gw = step(_rand(T, i, 4, 3))
+            gw.mul_(2)
+            return loss, gw is net.weight.grad, net.weight.grad, net.weight
+        return run
+    compare(build, calls=4)
+
+
+def test_teacher_loads_the_students_state_dict_inside_the_step_on_some_calls():
+    """A frozen teacher takes ``load_state_dict(student.state_dict())`` inside the step when the
+    caller passes ``sync=True``; the loss distils the student towards the teacher."""
+    def build(T, wrap):
+        student, teacher = _linear(T, 3, 2), _linear(T, 3, 2, seed=5)
+        for p in teacher.parameters():
+            p.requires_grad_(False)
+        opt = T.optim.SGD(student.parameters(), lr=0.1)
+
+        def step(x, sync):
+            if sync:
+                teacher.load_state_dict(student.state_dict())
+            opt.zero_grad()
+            loss = (student(x) - teacher(x)).pow(2).mean() + student(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+
+        def run(i):
+            return step(_rand(T, i, 4, 3), i % 2 == 1), teacher.weight, student.weight
+        return run
+    compare(build, calls=5)
