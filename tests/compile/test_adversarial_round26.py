@@ -1296,3 +1296,43 @@ def test_teacher_loads_the_students_state_dict_inside_the_step_on_some_calls():
             return step(_rand(T, i, 4, 3), i % 2 == 1), teacher.weight, student.weight
         return run
     compare(build, calls=5)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_rng_replay_with_draws_between_forward_and_recomputation(reentrant):
+    """A checkpointed block with dropout and ``randn`` noise, a ``rand`` draw after it and
+    before the backward, and one after the backward: the recomputation replays the forward's
+    draws and puts the global RNG back, so a compiled step with the checkpoint equals an eager
+    step without it (masks, gradients, the later draws), call after call, the RNG never
+    reseeded between calls."""
+    def run_of(wrap, ckpt):
+        T = tracegrad
+        net = _linear(T, 3, 3)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def block(x):
+            return T.nn.functional.dropout(net(x), 0.5, training=True) + T.randn(x.shape) * 0.1
+
+        def step(x):
+            opt.zero_grad()
+            y = T.utils.checkpoint.checkpoint(block, x, use_reentrant=reentrant) if ckpt else block(x)
+            loss = (y + T.rand(y.shape)).pow(2).mean()
+            loss.backward()
+            after = T.rand(2)
+            opt.step()
+            return loss, y, after
+        step = wrap(step)
+        T.manual_seed(3)
+        state = [T.get_rng_state()]
+
+        def run(i):     # each run keeps its own global RNG stream
+            T.set_rng_state(state[0])
+            x = _rand(T, i, 4, 3).requires_grad_()
+            out = step(x), net.weight, x.grad, T.rand(1)
+            state[0] = T.get_rng_state()
+            return out
+        return run
+
+    plain, comp = run_of(lambda f: f, False), run_of(tracegrad.compile, True)
+    for i in range(4):
+        same(plain(i), comp(i), f"call{i} compiled with checkpoint vs eager without")
