@@ -12,7 +12,7 @@ gradients through ``vmap(grad)``; parametrizations (``right_inverse`` assignment
 ``unsafe`` shape changes, ``spectral_norm`` with train/eval flips, ``weight_norm`` state dicts,
 one with its own buffer); buffers copied from parameters (with grad mode on, by slices, and
 back); ``state_dict`` inside the step (``keep_vars``); hooks that raise (tensor, parameter,
-forward pre-, full backward) and exceptions after ``opt.step()``; ``swap_tensors`` between
+forward pre-, full backward, optimizer step pre-) and exceptions after ``opt.step()``; ``swap_tensors`` between
 calls; and results the caller writes in place. torch eager, tracegrad eager and
 ``tracegrad.compile`` run each program from the same state and must agree after every call
 (``_dynamo_port.compare``; random draws: tracegrad eager against compiled).
@@ -1334,3 +1334,37 @@ def test_checkpoint_rng_replay_with_draws_between_forward_and_recomputation(reen
     plain, comp = run_of(lambda f: f, False), run_of(tracegrad.compile, True)
     for i in range(4):
         same(plain(i), comp(i), f"call{i} compiled with checkpoint vs eager without")
+
+
+def test_optimizer_step_pre_hook_raising_when_armed():
+    """An Adam step pre-hook that raises on the calls the caller arms: the backward has filled
+    ``.grad``, the update and Adam's state (``exp_avg``, ``step``) are left as before, and the
+    following calls go on from there, as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2)
+        opt = T.optim.Adam(net.parameters(), lr=0.1)
+        armed = [False]
+
+        def pre(o, args, kwargs):
+            if armed[0]:
+                raise OverflowError("skip this step")
+        opt.register_step_pre_hook(pre)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        step = wrap(step)
+
+        def run(i):
+            armed[0] = i in (2, 4)
+            try:
+                out = step(_rand(T, i, 4, 3))
+            except OverflowError as e:
+                out = str(e)
+            st = opt.state[net.weight]
+            return out, net.weight, net.weight.grad, st["exp_avg"], st["step"]
+        return run
+    compare(build, calls=6)
