@@ -1368,3 +1368,31 @@ def test_optimizer_step_pre_hook_raising_when_armed():
             return out, net.weight, net.weight.grad, st["exp_avg"], st["step"]
         return run
     compare(build, calls=6)
+
+
+def test_gradient_penalty_through_a_non_reentrant_checkpoint_inside_the_step():
+    """Inside the step: a non-reentrant checkpoint, ``autograd.grad(out, x, create_graph=True)``
+    through it, a gradient penalty on that gradient and the double backward into the
+    parameters and the input (the recomputation runs for the first and again for the second
+    backward), as eager."""
+    def build(T, wrap):
+        net = _linear(T, 3, 3)
+        head = _linear(T, 3, 1, seed=2)
+        opt = T.optim.SGD(list(net.parameters()) + list(head.parameters()), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            h = T.utils.checkpoint.checkpoint(lambda t: net(t).tanh(), x, use_reentrant=False)
+            out = head(h).sum()
+            (gx,) = T.autograd.grad(out, x, create_graph=True)
+            loss = out * 0.1 + (gx.norm(dim=1) - 1).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach(), gx.detach()
+        step = wrap(step)
+
+        def run(i):
+            x = _rand(T, i, 4, 3).requires_grad_()
+            return step(x), net.weight, head.weight, x.grad
+        return run
+    compare(build, calls=4)
