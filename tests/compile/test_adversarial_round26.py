@@ -3,7 +3,7 @@ an input that does not require grad (reentrant: the block's parameters get no gr
 block drawing from an explicit ``Generator``, under the forward's autocast state and around a
 parametrization that counts its evaluations; gradients of compiled results differentiated
 outside (a gradient penalty, a Hessian-vector product through the region's backward; a third
-order raises the clear error); custom Functions with ``once_differentiable``,
+order raises the clear error) and a gradient penalty through a checkpoint inside the step; custom Functions with ``once_differentiable``,
 ``mark_non_differentiable`` with ``set_materialize_grads(False)`` and a generated vmap rule;
 ``autograd.grad`` w.r.t. intermediates (copied into buffers, ``materialize_grads``, after an
 in-place write to a saved tensor); ``functional_call`` with masked and tied weights,
