@@ -605,7 +605,8 @@ class Region:
         for i, a, n in zip(self.arg_writes, rest[len(self.arg_grads):], self.arg_bumps):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
             arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
-        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed)
+        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed,
+                                         [o._grad for o, _ in self.owners_end])
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
             if not s.same:
@@ -682,7 +683,7 @@ class OutRecipe:
     def build(self, arrays, arg_leaves, vjp):
         return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
-    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=()):
+    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=()):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
         tensors the call bound to Python places that are differentiable outputs too, after the
         results (NOTE [kept graphs])."""
@@ -709,6 +710,24 @@ class OutRecipe:
                         t._gf = dead_node(how[1])
                     elif how == "diff":
                         diff.append(t)
+                out.append(t)
+            elif kind == "owner grad":    # NOTE [returned .grad]: the .grad set after the call
+                next(it)
+                out.append(grads[v])
+            elif kind == "arg grad":
+                next(it)
+                out.append(arg_leaves[v]._grad)
+            elif kind == "grad view":     # ``p.grad.view(-1)``, ``p.grad[0]`` of such a .grad
+                next(it)
+                (src, k), chain = v
+                base = grads[k] if src == "owner grad" else arg_leaves[k]._grad
+                out.append(_rebuild_view((("state", base), chain, False, None), out, arg_leaves))
+            elif kind == "grad alias":    # ``p.grad.detach()``, ``p.grad.data`` of such a .grad
+                next(it)
+                (src, k), same_version = v
+                t = (grads[k] if src == "owner grad" else arg_leaves[k]._grad).detach()
+                if not same_version:
+                    t._vc = [0]
                 out.append(t)
             elif kind == "item":          # NOTE [deferred item]: eager's item() of the value
                 out.append(np.asarray(next(it)).item())
@@ -1062,6 +1081,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.hyper_inputs.clear()
             info["hyper_signs"] = tuple(cap.hyper_signs.items())
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
+            _returned_grads(recipe, r_leaves, owners_end, grad_kinds,
+                            [(i, call_leaves[i]._grad) for i, _ in arg_grads])
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
             # an argument gets one bump from ``_write`` in ``write_back``, the rest from here
@@ -1735,6 +1756,38 @@ def _arg_grads(kinds, leaves, wrappers, vjp):
                                  "whose graph was built outside it")
             out.append((i, w._grad._value))
     return out
+
+
+def _returned_grads(recipe, r_leaves, owners_end, grad_kinds, arg_grads):
+    """NOTE [returned .grad]: a ``.grad`` the call's backward made (``opt.zero_grad()`` then
+    ``loss.backward()``, NOTE [new .grad per call]) and the function returned (``return
+    p.grad``, ``x.grad`` of an argument) was a "new" result: each call gave the caller one
+    tensor and set ``p.grad`` to another holding the same values, so the caller's in-place
+    writes to it (``g.zero_()``, clipping, ``g is p.grad``) missed the parameter's gradient.
+    Eagerly they are one object: such a leaf now returns the tensor the call left in
+    ``.grad``, a view of it a view over that tensor and ``g.detach()``/``g.data`` an alias of
+    its storage (the leaf's array is still the program's result, unused)."""
+    made = {id(t): ("owner grad", k) for k, ((_, t), kind) in enumerate(zip(owners_end, grad_kinds))
+            if kind is _NEW and t is not None}
+    made.update((id(g), ("arg grad", i)) for i, g in arg_grads if g is not None)
+    if not made:
+        return
+    stores = {id(t._st): t for (_, t), kind in zip(owners_end, grad_kinds) if kind is _NEW and t is not None}
+    stores.update((id(g._st), g) for _, g in arg_grads if g is not None)
+    leaves = list(recipe.leaves)
+    for n, (t, (kind, v)) in enumerate(zip(r_leaves, leaves)):
+        # a plain result (no graph of its own, no retained grad) that is one of those tensors,
+        # a detached alias of one or a view of one (over its storage: ``g.view(-1)``, ``g[0]``)
+        if kind != "new" or v[0] or v[6] is not None or not isinstance(t, Tensor):
+            continue
+        if id(t) in made:
+            leaves[n] = made[id(t)]
+        elif not t._chain and t._base is None and id(t._st) in stores:
+            g = stores[id(t._st)]
+            leaves[n] = ("grad alias", (made[id(g)], t._vc is g._vc))
+        elif t._chain and (b := t._base) is not None and id(b) in made and b._st is t._st:
+            leaves[n] = ("grad view", (made[id(b)], t._chain))
+    recipe.leaves = leaves
 
 
 def _escapes(cap, storages, owners_end, res_arrays):
