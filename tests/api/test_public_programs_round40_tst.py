@@ -403,7 +403,7 @@ def _program_classes(torch):
 
 
 # sizes (sandbox.py's names)
-dim_val, n_heads, n_decoder_layers, n_encoder_layers = 8, 2, 2, 2
+dim_val, n_heads = 8, 2
 enc_seq_len, output_sequence_length, batch_size = 6, 3, 4
 window_size = enc_seq_len + output_sequence_length
 step_size = 1
@@ -416,8 +416,9 @@ def series(n=24, seed=0):
     return (np.sin(t / 3.0) + 0.1 * rs.randn(n))[:, None]   # [num obs, 1 variable]
 
 
-def build(torch, seed=2):
-    """sandbox.py: the dataset, the loader and the model (dropouts 0, numpy parameters)."""
+def build(torch, seed=2, n_layers=2):
+    """sandbox.py: the dataset, the loader and the model (dropouts 0, numpy parameters);
+    ``n_layers`` encoder and decoder layers each."""
     TimeSeriesTransformer, utils, TransformerDataset, _ = _program_classes(torch)
     DataLoader = torch.utils.data.DataLoader
     training_data = series()
@@ -439,8 +440,8 @@ def build(torch, seed=2):
         batch_first=batch_first,
         num_predicted_features=1,
         dim_val=dim_val,
-        n_encoder_layers=n_encoder_layers,
-        n_decoder_layers=n_decoder_layers,
+        n_encoder_layers=n_layers,
+        n_decoder_layers=n_layers,
         n_heads=n_heads,
         dropout_encoder=0.0,
         dropout_decoder=0.0,
