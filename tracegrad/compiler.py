@@ -169,7 +169,7 @@ class CompiledFunction:
             return self._break(None, aliased, None, args, kwargs)
         if entries:
             for r in entries:
-                if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
+                if r.check() and (not (r.contiguous_args or r.layout_args) or r.args_contiguous(leaves)):
                     if shared and r.arg_writes:
                         return self._break(None, aliased, None, args, kwargs)
                     same = unread_identity(r.unread, leaves, kinds) if r.unread else None

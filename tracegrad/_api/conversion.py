@@ -252,7 +252,12 @@ def is_contiguous(self, *, memory_format=contiguous_format) -> bool:
     ``contiguous_format`` and ``preserve_format``; NHWC for ``channels_last`` on a 4-d tensor,
     NDHWC for ``channels_last_3d`` on a 5-d one, else False), worked out from the view chain."""
     if _state.CAPTURE[0] is not None:
-        _state.CAPTURE[0].see_layout(self, "is_contiguous()")
+        # a view argument's stand-in answers with the argument's layout (a guard of the program)
+        real = _state.CAPTURE[0].argument_layout(self)
+        if real is None:
+            _state.CAPTURE[0].see_layout(self, "is_contiguous()")
+        else:
+            self = real
     _mf.check_format(memory_format, "is_contiguous")
     if memory_format is contiguous_format or memory_format is _mf.preserve_format:
         return chain_is_contiguous(self)
@@ -266,7 +271,11 @@ def stride(self, dim=None):
     storage positions the view chain gives each element. A size-1 dim gets the stride torch
     gives it in a fresh contiguous layout (size times stride of the dim after it)."""
     if _state.CAPTURE[0] is not None:
-        _state.CAPTURE[0].see_layout(self, "stride()")
+        real = _state.CAPTURE[0].argument_layout(self)   # as in is_contiguous
+        if real is None:
+            _state.CAPTURE[0].see_layout(self, "stride()")
+        else:
+            self = real
     out = strides_of(self)
     if dim is None:
         return out

@@ -129,9 +129,12 @@ def view(self, *shape, **kwargs):
     except AttributeError:   # NOTE [unbound self]
         raise not_self("view", self) from None
     s = _infer(_shape_arg(shape), numel)   # None, a float...: TypeError there
+    src = self   # whose layout decides: a non-contiguous view argument's own (see_layout_choice)
     if _state.CAPTURE[0] is not None:
-        _state.CAPTURE[0].see_layout_choice(self, "view()")
-    if self._chain and not can_view_as(self, s):
+        real = _state.CAPTURE[0].see_layout_choice(self, "view()")
+        if real is not None:
+            src = real
+    if src._chain and not can_view_as(src, s):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return apply_op(OPS["view"], (self,), (("shape", s),))
@@ -146,9 +149,12 @@ def reshape(self, *shape, **kwargs):
     except AttributeError:   # NOTE [unbound self]
         raise not_self("reshape", self) from None
     s = _infer(_shape_arg(by_keyword(shape, kwargs, "shape", "reshape"), "reshape", "shape"), numel)
+    src = self   # as in view
     if _state.CAPTURE[0] is not None:
-        _state.CAPTURE[0].see_layout_choice(self, "reshape()")
-    if not self._chain or can_view_as(self, s):
+        real = _state.CAPTURE[0].see_layout_choice(self, "reshape()")
+        if real is not None:
+            src = real
+    if not src._chain or can_view_as(src, s):
         return apply_op(OPS["view"], (self,), (("shape", s),))
     return apply_op(OPS["reshape_copy"], (self,), (("shape", s),))
 

@@ -356,6 +356,7 @@ class Capture:
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
         self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
         self.contiguous_args = set()           # ids of view arguments whose contiguity the trace relies on
+        self.layout_args = {}                  # id(view argument) -> (it, its strides): the trace relies on them
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
@@ -554,15 +555,33 @@ class Capture:
         """``reshape()``/``view()`` of (a view of) an argument: eager gives a view or a copy (or
         raises, for ``view``) by the argument's layout. A contiguous argument decides as its
         stand-in does (the program then checks it is contiguous on every call); a
-        non-contiguous view argument is a graph break."""
+        non-contiguous view argument itself decides by its own strides (returned: the caller
+        decides with it, ``argument_layout``); a view of one is a graph break."""
         real = self._argument(t)
         if real is None or not real._chain:
-            return
+            return None
         if not chain_is_contiguous(real):
-            raise GraphBreak(f"{what} of a tensor argument that is a non-contiguous view: eager gives a "
-                             "copy or a view (or an error) by its layout, which the program's contiguous "
-                             "stand-in does not have")
+            layout = self.argument_layout(t)
+            if layout is not None:
+                return layout
+            raise GraphBreak(f"{what} of a view of a tensor argument that is a non-contiguous view: eager "
+                             "gives a copy or a view (or an error) by its layout, which the program's "
+                             "contiguous stand-in does not have")
         self.contiguous_args.add(id(real))
+        return None
+
+    def argument_layout(self, t):
+        """The caller's view argument when ``t`` is its stand-in itself (no view chain of its own
+        on the stand-in's storage): a layout question about ``t`` (``is_contiguous()``,
+        ``stride()``, ``reshape``'s view-or-copy) is answered from the argument, as eager
+        answers it (a permuted batch passed to a compiled step, then a ``Linear``), and the
+        program keeps the argument's strides as a guard (``Region.args_contiguous``). None for
+        anything else (a view of the stand-in: ``see_layout`` breaks the graph)."""
+        real = self._argument(t)
+        if real is None or not real._chain or t._chain:
+            return None
+        self.layout_args[id(real)] = (real, strides_of(real))
+        return real
 
     def see_identity(self, t):
         """``hash()`` of an argument (a dict or set keyed by it, asked by the user's code): the

@@ -41,7 +41,7 @@ from .._ops import warn as _warn
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
 from .._tensor.storage import Storage
-from .._tensor.tensor import Tensor, chain_is_contiguous
+from .._tensor.tensor import Tensor, chain_is_contiguous, strides_of
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
@@ -290,6 +290,7 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
+        self.layout_args = ()   # (index, strides) of view arguments whose layout the trace read
         self.bumps = self.arg_bumps = ()   # NOTE [versions of written state]
         self.tensor_attr_guards = ()       # (weakref to an outside tensor, its Python attributes)
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
@@ -412,8 +413,10 @@ class Region:
 
     def args_contiguous(self, leaves) -> bool:
         """The view arguments whose layout decided a ``reshape``/``view`` in the trace are
-        contiguous again (``Capture.see_layout_choice``)."""
-        return all(chain_is_contiguous(leaves[i]) for i in self.contiguous_args)
+        contiguous again (``Capture.see_layout_choice``), and those whose strides it read
+        (``Capture.argument_layout``) have them again."""
+        return (all(chain_is_contiguous(leaves[i]) for i in self.contiguous_args)
+                and all(strides_of(leaves[i]) == st for i, st in self.layout_args))
 
     def _follow(self, r, t) -> bool:
         """The place of carried input ``r`` holds ``t``, bound there outside the program
@@ -1116,6 +1119,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]
             info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
+            info["layout_args"] = tuple((i, cap.layout_args[id(leaves[i])][1]) for i in data_in
+                                        if id(leaves[i]) in cap.layout_args)
             failed = _any_failed(cap.value_checks)
             info["checked"] = failed is not None
             # NOTE [versions of written state]: eager's in-place ops on outside tensors (an
@@ -1281,6 +1286,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.bumps, region.arg_bumps = info["bumps"], info["arg_bumps"]
     region.seeds = info["seeds"]
     region.contiguous_args = info["contiguous_args"]
+    region.layout_args = info["layout_args"]
     region.arg_boxes = info["arg_boxes"]
     region.deferred = info["deferred"]
     region.grad_kinds = tuple(info["grad_kinds"])
