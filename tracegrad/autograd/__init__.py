@@ -5,6 +5,7 @@ import importlib as _importlib
 from .. import _state
 
 from . import graph  # noqa: F401
+from ._graph_impl import SavedTensor  # noqa: F401
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                            set_detect_anomaly)
 from .engine import backward, grad  # noqa: F401

@@ -199,7 +199,9 @@ class SavedTensor:
     # ``detach_()`` took that history away (its unpack reads the saved input's grad_fn)
     __slots__ = ("tensor", "version", "packed", "unpack_hook", "is_output", "grad_edge", "nonleaf")
 
-    def __init__(self, tensor, is_output=False):
+    def __init__(self, tensor=None, is_output=False):
+        if tensor is None:   # ``torch.autograd.SavedTensor()``: only autograd makes them, as torch
+            raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
         if tensor.__dict__.get("_inference"):
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can "
                                "make a clone to get a normal tensor and use it in autograd.")
