@@ -322,3 +322,102 @@ def test_calculate_shape_returns_sizes():
         o, g = T.autograd._calculate_shape(T.ones(10, 5), T.ones(5, 10), False)
         return [o == T.Size([10, 5]), g == T.Size([5, 10]), math.prod(o)]
     assert _both(prog) == [True, True, 50]
+
+
+# ---- grad_fn names and saved attributes (TestAutograd.test_grad_fn_attr_bindings) ---------------
+
+def test_div_with_rounding_mode_is_div_backward2():
+    # TestAutograd.test_grad_fn_attr_bindings: an explicit rounding_mode (None too) is torch's
+    # DivBackward2, which shows _saved_rounding_mode; gradients as torch's (zero when rounding)
+    def prog(T):
+        log = []
+        a = T.tensor([3.0, 5.0], requires_grad=True)
+        for f in (lambda: a / 2, lambda: T.true_divide(a, 2.0), lambda: T.div(a, 2.0),
+                  lambda: T.div(a, 2.0, rounding_mode=None), lambda: T.div(a, a, rounding_mode="trunc"),
+                  lambda: a.div(2, rounding_mode="floor"), lambda: T.divide(a, a, rounding_mode=None),
+                  lambda: a.clone().div_(2, rounding_mode=None), lambda: a.clone().div_(a)):
+            out = f()
+            g = out.grad_fn
+            log.append([type(g).__name__, getattr(g, "_saved_rounding_mode", "-"), _r(out),
+                        _r(T.autograd.grad(out.sum(), a)[0])])
+        return log
+    _both(prog)
+
+
+def test_saved_attributes_of_upsample_conv_logit_im2col():
+    # TestAutograd.test_grad_fn_attr_bindings
+    def prog(T):
+        F = T.nn.functional
+        log = []
+        for shape, modes in (((1, 1, 2), ("linear", "nearest")), ((1, 1, 2, 2), ("bilinear", "nearest")),
+                             ((1, 1, 2, 2, 2), ("trilinear",))):
+            a = T.ones(*shape, requires_grad=True)
+            for m in modes:
+                for kw in ({"size": 4}, {"scale_factor": 2.0}):
+                    g = F.interpolate(a, mode=m, **kw).grad_fn
+                    log.append((type(g).__name__, [(n, getattr(g, "_saved_" + n))
+                                                   for n in ("scales", "scales_d", "scales_h", "scales_w")
+                                                   if hasattr(g, "_saved_" + n)]))
+        x = T.ones(1, 1, 3, 3, requires_grad=True)
+        for bias in (True, False):
+            log.append(T.nn.Conv2d(1, 1, 3, bias=bias)(x).grad_fn._saved_bias_sym_sizes_opt)
+        y = T.ones(1, 1, 2, requires_grad=True)
+        log.append([T.logit(y, 0.25).grad_fn._saved_eps, T.logit(y).grad_fn._saved_eps])
+        g = F.unfold(T.ones(1, 1, 3, 4, requires_grad=True), 2).grad_fn
+        log.append([g._saved_self_sym_argsize_minus_2, g._saved_self_sym_argsize_minus_1])
+        return log
+    _both(prog)
+
+
+def test_raw_saved_tensors_of_custom_function_and_index():
+    # TestAutograd.test_custom_function_saved_tensors, test_grad_fn_attr_bindings (indices),
+    # test_saved_tensor_constructor_with_hooks
+    def prog(T):
+        log = []
+
+        class MyFn(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x, None)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        a = T.tensor([1.0, 2.0], requires_grad=True)
+        y = MyFn.apply(a)
+        saved = y.grad_fn._raw_saved_tensors
+        log.append([isinstance(s, T._C._autograd.SavedTensor) for s in saved])
+        log.append(_outcome(lambda: saved[1].register_hooks(lambda x: x, lambda x: x))[0])
+        log.append(_outcome(lambda: saved[0].register_hooks(lambda x: x))[0])
+        log.append(_outcome(lambda: saved[0].register_hooks(1, 1))[0])
+        saved[0].register_hooks(lambda x: x, lambda x: x)
+        log.append(_outcome(lambda: saved[0].register_hooks(lambda x: x, lambda x: x))[0])
+        y.sum().backward()
+        log.append(_outcome(lambda: y.grad_fn._raw_saved_tensors)[0])
+        b = T.ones(2, 2, requires_grad=True)
+        out = b[:, T.tensor([0, 1])]
+        raw = out.grad_fn._raw_saved_indices
+        log.append([type(r).__name__ for r in raw])
+        log.append(_outcome(lambda: raw[0].register_hooks(lambda x: x, lambda x: x))[0])
+        counts = [0, 0]
+
+        def pack(x):
+            counts[0] += 1
+            return x
+
+        def unpack(x):
+            counts[1] += 1
+            return x
+        with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+            s = T._C._autograd._make_saved_tensor(a, is_output=False)
+            log.append(list(counts))
+            log.append(_r(s.unpack()))
+            s.unpack()
+            log.append(list(counts))
+        log.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+        with T.autograd.graph.disable_saved_tensors_hooks("no"):
+            log.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+        return log
+    _both(prog)

@@ -20,7 +20,7 @@ from .._tensor import factories as _factories
 from .. import _state
 from .._tensor.tensor import Tensor
 from . import _dispatch, grad_mode
-from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, edge
+from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, _SavedNone, edge
 
 
 def _check_saved(tensors):
@@ -115,6 +115,17 @@ class BackwardCFunction(Node, FunctionCtx):
             self._saved_taken = True
             self._saved = [None] * len(self._saved)
         return out
+
+    @property
+    def _raw_saved_tensors(self):
+        """Mirrors torch's ``grad_fn._raw_saved_tensors`` of a custom Function: one SavedTensor
+        per tensor given to ``save_for_backward`` (a ``None`` one refuses hooks); RuntimeError
+        once the backward freed them."""
+        if self._released:
+            raise RuntimeError(MSG_FREED)
+        if self._saved is None:
+            return ()
+        return tuple(_SavedNone() if s is None else s for s in self._saved)
 
     @property
     def saved_variables(self):
