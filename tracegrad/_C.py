@@ -103,3 +103,65 @@ def _is_alias_of(self, other) -> bool:
     not a Tensor aliases nothing (False), as torch's."""
     from ._tensor.tensor import Tensor
     return isinstance(self, Tensor) and isinstance(other, Tensor) and self._st is other._st
+
+
+def _current_autograd_node():
+    """Mirrors ``torch._C._current_autograd_node()``: the graph node whose backward the engine
+    runs now in this thread (None outside one), e.g. read by a saved tensor's unpack hook."""
+    from ._state import EVALUATING_NODE
+    return EVALUATING_NODE[0]
+
+
+class _WeakTensorRef:
+    """Mirrors ``torch._C._WeakTensorRef(t)``: a weak reference to a tensor; ``expired()`` is
+    True once the tensor is gone."""
+
+    def __init__(self, tensor):
+        import weakref
+        self._ref = weakref.ref(tensor)
+
+    def expired(self) -> bool:
+        return self._ref() is None
+
+
+def __getattr__(name):
+    # torch._C._functions: the node classes torch registers there (AccumulateGrad) and the
+    # callable nodes its tests apply to tensors (DelayedError, UndefinedGrad); autograd loads
+    # after this module, so the namespace is built on first use
+    if name == "_autograd":
+        # torch._C._autograd: SavedTensor and the helpers torch's autograd tests call
+        import types
+        from .autograd import _graph_impl as _gi
+
+        def _make_saved_tensor(tensor, is_output=False):
+            """Mirrors ``torch._C._autograd._make_saved_tensor``: ``tensor`` saved as an op
+            saves it (the current saved_tensors_hooks pack it now)."""
+            return _gi.SavedTensor(tensor, is_output)
+
+        def _saved_tensors_hooks_is_enabled():
+            """Mirrors ``torch._C._autograd._saved_tensors_hooks_is_enabled``: False inside
+            ``disable_saved_tensors_hooks``."""
+            return _gi.SAVED_HOOKS_DISABLED[0] is None
+
+        def _unsafe_set_version_counter(tensors, versions):
+            """Mirrors ``torch._C._autograd._unsafe_set_version_counter``: sets each tensor's
+            version counter (shared with its views); RuntimeError for a negative version."""
+            for t, v in zip(tensors, versions):
+                if v < 0:
+                    raise RuntimeError(f"Cannot set a version counter to a negative value, got {v}")
+                t._vc[0] = int(v)
+
+        ns = types.SimpleNamespace(SavedTensor=_gi.SavedTensor, _make_saved_tensor=_make_saved_tensor,
+                                   _saved_tensors_hooks_is_enabled=_saved_tensors_hooks_is_enabled,
+                                   _unsafe_set_version_counter=_unsafe_set_version_counter)
+        globals()["_autograd"] = ns
+        return ns
+    if name == "_functions":
+        import types
+        from .autograd import function as _fn
+        from .autograd._graph_impl import AccumulateGrad
+        ns = types.SimpleNamespace(AccumulateGrad=AccumulateGrad, DelayedError=_fn.DelayedError,
+                                   UndefinedGrad=_fn.UndefinedGrad)
+        globals()["_functions"] = ns
+        return ns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

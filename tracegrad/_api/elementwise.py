@@ -101,11 +101,18 @@ def mul(self, other):
     return _binary("mul", self, other)
 
 
+# a rounding_mode given (even None) selects torch's other overload of div, named DivBackward2
+_NO_MODE = object()
+
+
 @method("div", "divide", "true_divide", function=True)
-def div(self, other, *, rounding_mode=None):
+def div(self, other, *, rounding_mode=_NO_MODE):
     """Mirrors ``torch.div(input, other, rounding_mode=None, out=None)``: true division gives the
     default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
     RuntimeError for an ``out`` of a lower category (an integer out for a true division)."""
+    op = OPS["div"] if rounding_mode is _NO_MODE else OPS["div_mode"]   # (DivBackward0 / DivBackward2)
+    if rounding_mode is _NO_MODE:
+        rounding_mode = None
     if rounding_mode not in (None, "trunc", "floor"):
         check_rounding_mode(rounding_mode)
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
@@ -124,8 +131,8 @@ def div(self, other, *, rounding_mode=None):
         raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'; convert the tensors with .int()")
     if rounding_mode is not None and dt._cat <= 1:
         _check_int_divisor(other)
-    st = (("dtype", dt.np),) if rounding_mode is None else (("dtype", dt.np), ("rounding_mode", rounding_mode))
-    return apply_op(OPS["div"], (self, other), st)
+    st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
+    return apply_op(op, (self, other), st)
 
 
 def _concrete(v):

@@ -179,16 +179,23 @@ def _inplace_binary(opname):
 add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", "mul"))
 
 
+# a rounding_mode given (even None) selects torch's other overload of div_, named DivBackward2
+_NO_MODE = object()
+
+
 @method()
-def div_(self, other, *, rounding_mode=None):
+def div_(self, other, *, rounding_mode=_NO_MODE):
+    op = OPS["div"] if rounding_mode is _NO_MODE else OPS["div_mode"]   # (DivBackward0 / DivBackward2)
+    if rounding_mode is _NO_MODE:
+        rounding_mode = None
     if rounding_mode not in (None, "trunc", "floor"):
         check_rounding_mode(rounding_mode)
     _check_operand(other, "div_", pos=1)   # a list is the parser's TypeError, not data
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
-    st = (("dtype", dt.np),) if rounding_mode is None else (("dtype", dt.np), ("rounding_mode", rounding_mode))
-    return apply_inplace(OPS["div"], self, (other,), st)
+    st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
+    return apply_inplace(op, self, (other,), st)
 
 
 def check_bound_kinds(api, min, max):

@@ -227,6 +227,10 @@ defop("mul", lambda a, b, dtype: _c(a, dtype) * _c(b, dtype), args=("self", "oth
       grad_fn="MulBackward0", saves=("other", "self"), save_if={"other": "self", "self": "other"})
 defop("div", _div, args=("self", "other"), grad_fn="DivBackward0", saves=("other", "self"),
       save_if={"self": "other"})
+# torch names the node by overload: an explicit ``rounding_mode`` (None included) is div's
+# Tensor_mode/Scalar_mode overload, DivBackward2, which also shows ``_saved_rounding_mode``
+defop("div_mode", _div, args=("self", "other"), grad_fn="DivBackward2", saves=("other", "self"),
+      save_if={"self": "other"})
 # scalar ``other``: Backward0 (saves nothing); tensor ``other``: Backward1
 defop("remainder", lambda a, b, dtype: jnp.remainder(_c(a, dtype), _c(b, dtype)),
       args=("self", "other"), grad_fn="RemainderBackward0")

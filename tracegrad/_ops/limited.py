@@ -25,7 +25,7 @@ _COMMON = frozenset({
     "any", "all", "repeat", "roll", "roll_flat", "fill_tensor",
 })
 _UNSIGNED = _COMMON | frozenset({
-    "mul", "div", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "sum_dim", "prod", "prod_dim", "cumsum",
+    "mul", "div", "div_mode", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "sum_dim", "prod", "prod_dim", "cumsum",
     "cumprod", "sort", "unique",
     "isclose", "exp", "sqrt", "isinf", "isfinite",
 })
@@ -38,7 +38,7 @@ _ALLOWED = {d.np: ((_UNSIGNED if not d.is_floating_point else
                     (_FLOAT8 - {"index_put"} if d is _dt.float8_e8m0fnu else _FLOAT8) | _F8_EXTRA[d.name]),
                    _dt.SCALAR_NAMES[d.name]) for d in _dt.LIMITED}
 # rounding division computes in the input dtype (torch: "div_floor" is not implemented)
-_STATIC_DENIED = {"div": ("rounding_mode", ("floor", "trunc"))}
+_STATIC_DENIED = {"div": ("rounding_mode", ("floor", "trunc")), "div_mode": ("rounding_mode", ("floor", "trunc"))}
 
 
 class LimitedDtypeError(NotImplementedError):

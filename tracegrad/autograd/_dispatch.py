@@ -32,7 +32,7 @@ from .._tensor.numpy_bridge import owned_array
 from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _follow_layout
 from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
-from ._graph_impl import _RUNNING, MSG_FREED, Node, SavedTensor, edge, node_class, version_error
+from ._graph_impl import _RUNNING, MSG_FREED, Node, SavedTensor, _SavedNone, edge, node_class, version_error
 from ._saved_names import SAVED_NAMES
 
 _CAPTURE = _state.CAPTURE
@@ -254,6 +254,12 @@ class OpNode(Node):
                 v = shown[name]
                 if self.released and isinstance(v, tuple) and any(isinstance(i, Tensor) for i in v):
                     raise RuntimeError(MSG_FREED)    # saved tensors, freed by the backward as torch's
+                if raw and isinstance(v, tuple):
+                    # torch's list of SavedVariables: one SavedTensor per entry (a None one refuses
+                    # hooks). These are views for inspection: hooks registered on them do not
+                    # reach the backward, which reads the node's own copy
+                    return tuple(_SavedNone() if i is None else SavedTensor(i) if isinstance(i, Tensor) else i
+                                 for i in v)
                 return v
             op = object.__getattribute__(self, "op")
             if name in op.saves:
@@ -282,11 +288,21 @@ class OpNode(Node):
                 if p < len(kinds) and kinds[p] == CONST:
                     return self.consts[self.layout.const_index(p)]
             static = dict(object.__getattribute__(self, "static"))
+            if op.name.startswith("upsample_") and name in _UPSAMPLE_SCALES:
+                # torch saves one optional double per spatial dim: ``_saved_scales`` (1-D),
+                # ``_saved_scales_h``/``_w`` (2-D), ``_saved_scales_d``/``_h``/``_w`` (3-D)
+                scales = static.get("scales") or ()
+                names = _UPSAMPLE_SCALES_BY_DIM.get(len(scales), ())
+                if name not in names:
+                    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+                return scales[names.index(name)]
             if name in static:
                 return static[name]
             derived = _OP_SAVED.get((op.name, name)) or _DERIVED_SAVED.get(name)
             if derived is not None:
                 v = derived(self)
+                if v is _NONE:
+                    return None
                 if v is not None:
                     return v
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
@@ -520,7 +536,22 @@ def _layer_norm_stats(node):
 
 
 # the same for one op: (op name, attribute) -> derive(node)
+def _conv_bias_sizes(node):
+    """torch's ``ConvolutionBackward0._saved_bias_sym_sizes_opt``: the bias's shape, or ``(0,)``
+    when there is no bias (torch turns its empty optional into that)."""
+    kinds = node.layout.kinds
+    if len(kinds) < 3 or (kinds[2] == CONST and node.consts[node.layout.const_index(2)] is None):
+        return (0,)
+    return _input_shape(node, 2)
+
+
+_NONE = object()     # what an _OP_SAVED entry returns for an attribute torch shows as None
+
 _OP_SAVED = {
+    ("convolution", "bias_sym_sizes_opt"): _conv_bias_sizes,
+    ("logit", "eps"): lambda n: _NONE if dict(n.static).get("eps") is None else dict(n.static)["eps"],
+    ("im2col", "self_sym_argsize_minus_2"): lambda n: _input_shape(n, 0)[-2],
+    ("im2col", "self_sym_argsize_minus_1"): lambda n: _input_shape(n, 0)[-1],
     ("split", "split_size"): lambda n: dict(n.static)["sizes"][0],
     ("gather", "sparse_grad"): lambda n: False,        # tracegrad has no sparse gradients
     ("elu", "scale"): lambda n: 1,
@@ -537,6 +568,9 @@ _OP_SAVED = {
 
 
 # torch's saved attributes that tracegrad derives from what a node holds
+_UPSAMPLE_SCALES_BY_DIM = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+_UPSAMPLE_SCALES = {"scales", "scales_d", "scales_h", "scales_w"}
+
 _DERIVED_SAVED = {
     "self_sym_sizes": lambda n: _input_shape(n, 0),
     "self_sym_numel": lambda n: int(math.prod(_input_shape(n, 0))),

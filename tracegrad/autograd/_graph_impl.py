@@ -199,7 +199,9 @@ class SavedTensor:
     # ``detach_()`` took that history away (its unpack reads the saved input's grad_fn)
     __slots__ = ("tensor", "version", "packed", "unpack_hook", "is_output", "grad_edge", "nonleaf")
 
-    def __init__(self, tensor, is_output=False):
+    def __init__(self, tensor=None, is_output=False):
+        if tensor is None:   # ``torch.autograd.SavedTensor()``: only autograd makes them, as torch
+            raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
         if tensor.__dict__.get("_inference"):
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can "
                                "make a clone to get a normal tensor and use it in autograd.")
@@ -251,14 +253,18 @@ class SavedTensor:
         s.version, s.is_output, s.grad_edge, s.nonleaf = None, False, None, False
         return s.free()
 
-    def register_hooks(self, pack_hook, unpack_hook):
-        """Mirrors torch's ``SavedTensor.register_hooks`` (``grad_fn._raw_saved_<name>``): packs
-        the saved tensor now with ``pack_hook`` (grad mode off) and drops it; backward gets
-        ``unpack_hook(packed)`` instead. Raises TypeError for non-callables, RuntimeError when
-        hooks are already set, when the graph's saved tensors were freed, or when the pack hook
-        modified the tensor in place."""
-        if not (callable(pack_hook) and callable(unpack_hook)):
-            raise TypeError("register_hooks: expected pack_hook and unpack_hook to be callables")
+    def register_hooks(self, *hooks):
+        """Mirrors torch's ``SavedTensor.register_hooks(pack_hook, unpack_hook)``
+        (``grad_fn._raw_saved_<name>``): packs the saved tensor now with ``pack_hook`` (grad mode
+        off) and drops it; backward gets ``unpack_hook(packed)`` instead. Raises TypeError (torch's
+        binding's "incompatible function arguments") unless given two callables, RuntimeError
+        when hooks are already set, when the graph's saved tensors were freed, or when the pack
+        hook modified the tensor in place."""
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError("register_hooks(): incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: torch._C._autograd.SavedTensor, arg0: Callable, arg1: "
+                            f"Callable) -> None\n\nInvoked with: {', '.join(map(repr, hooks))}")
+        pack_hook, unpack_hook = hooks
         if self.unpack_hook is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
@@ -277,6 +283,11 @@ class SavedTensor:
             raise RuntimeError(_PACK_WROTE)
         self.packed, self.unpack_hook = packed, unpack_hook
         self.tensor = self.version = None
+
+    def unpack(self):
+        """Mirrors torch's ``SavedTensor.unpack()``: the saved tensor (through the unpack hook
+        when one packed it; each call runs it again)."""
+        return self.get(None, 0)
 
     # torch's SavedTensor.unpack_hook is the slot above (None without hooks, or once freed)
     @property
@@ -315,6 +326,24 @@ class SavedTensor:
                 _state.FORWARD_AD[0].set_tangent(out, tangent)
             return out
         return t
+
+
+class _SavedNone(SavedTensor):
+    """What a custom Function's ``_raw_saved_tensors`` holds for a ``None`` it saved (torch's
+    undefined SavedVariable): hooks cannot be registered on it."""
+
+    def __init__(self):
+        self.tensor = self.packed = self.unpack_hook = self.version = self.grad_edge = None
+        self.is_output = self.nonleaf = False
+
+    def register_hooks(self, *hooks):
+        raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+
+    def get(self, node, index):
+        return None
+
+
+_SavedNone.__name__ = _SavedNone.__qualname__ = "SavedTensor"   # torch's one class for both
 
 
 def version_error(node, t, version, is_output=False):

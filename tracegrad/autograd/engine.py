@@ -82,10 +82,12 @@ def _will_engine_execute_node(node) -> bool:
     if not _RUNNING.tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
     _, _, runs, accumulates = _RUNNING.tasks[-1]
+    if node not in runs:   # (torch checks a leaf only once it is one the call reaches)
+        return False
     if not accumulates and isinstance(node, AccumulateGrad):   # autograd.grad, not backward(inputs=)
         raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                            "autograd.grad(). This is currently not supported.")
-    return node in runs
+    return True
 
 
 class GradientEdge(tuple):
@@ -484,7 +486,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     hooks_before = list(_state.SAVED_HOOKS)
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
-    _RUNNING.tasks.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
+    # the nodes this call runs or captures at: an input's node the roots do not reach is not one
+    # (torch's _will_engine_execute_node is False for it)
+    _RUNNING.tasks.append((next(_task_ids), not inputs, seen if visit is None else visit & seen, accumulate_grad))
     _RUNNING.callbacks.append([])
     node = None
     try:
@@ -535,7 +539,16 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
             if logging_on:   # torch logs from a pre-hook it registers last, so after the user's
                 _log_node(node, grads)
             # 5. the node
-            if (len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads):
+            # post-hooks registered only while the node runs (an unpack hook reaching the node
+            # through torch._C._current_autograd_node) see None grad_outputs: torch hands the
+            # node its inputs without a copy unless post-hooks existed before it ran
+            had_post = bool(node._post_hooks)
+            # a node whose gradients are all undefined still runs when it is a custom Function's
+            # (torch's engine calls every ready node: a PyNode materializes zeros for its backward,
+            # or hands it None under set_materialize_grads(False)); an op's node would only pass
+            # undefined gradients on, so it is skipped
+            if ((len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads)
+                    or getattr(node, "_forward_cls", None) is not None):
                 cap = _state.CAPTURE[0]
                 if cap is not None:   # a checkpoint's recompute waits for these
                     cap.current_grads = grads
@@ -556,9 +569,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 outs = [None] * len(node.next_functions)
             # 6. node post-hooks
             if node._post_hooks:
+                seen = tuple(grads) if had_post else (None,) * len(grads)
                 for h in tuple(node._post_hooks.values()):
                     _state.note_hook("Node post", h)
-                    r = h(tuple(outs), tuple(grads))
+                    r = h(tuple(outs), seen)
                     if r is not None:
                         outs = _checked_node_result(h, r, outs)
             if trim:

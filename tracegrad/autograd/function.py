@@ -20,7 +20,7 @@ from .._tensor import factories as _factories
 from .. import _state
 from .._tensor.tensor import Tensor
 from . import _dispatch, grad_mode
-from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, edge
+from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, _SavedNone, edge
 
 
 def _check_saved(tensors):
@@ -115,6 +115,17 @@ class BackwardCFunction(Node, FunctionCtx):
             self._saved_taken = True
             self._saved = [None] * len(self._saved)
         return out
+
+    @property
+    def _raw_saved_tensors(self):
+        """Mirrors torch's ``grad_fn._raw_saved_tensors`` of a custom Function: one SavedTensor
+        per tensor given to ``save_for_backward`` (a ``None`` one refuses hooks); RuntimeError
+        once the backward freed them."""
+        if self._released:
+            raise RuntimeError(MSG_FREED)
+        if self._saved is None:
+            return ()
+        return tuple(_SavedNone() if s is None else s for s in self._saved)
 
     @property
     def saved_variables(self):
@@ -587,3 +598,62 @@ def _no_derivative(value, input, op, node, error=None):
                                                              "backward": staticmethod(backward)})
         _backward_cls(cls).__name__ = node
     return cls.apply(input, value, error)
+
+
+class _ErrorOnBackward(Function):
+    """``torch._C._functions.DelayedError(msg, n)(*tensors)``: aliases of ``tensors`` whose
+    grad_fn (torch's ``Error`` node) raises RuntimeError(msg) when the backward reaches it."""
+
+    @staticmethod
+    def forward(ctx, msg, *xs):
+        ctx.msg = msg
+        return xs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.msg)
+
+
+_backward_cls(_ErrorOnBackward).__name__ = "Error"
+
+
+class _UndefinedGradFn(Function):
+    """``torch._C._functions.UndefinedGrad()(*tensors)``: clones of ``tensors`` whose grad_fn
+    (``UndefinedGradBackward``) passes an undefined (None) gradient on to every input."""
+
+    @staticmethod
+    def forward(ctx, *xs):
+        return tuple(x.clone() if isinstance(x, Tensor) else x for x in xs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) * len(grads)
+
+
+_backward_cls(_UndefinedGradFn).__name__ = "UndefinedGradBackward"
+
+
+class DelayedError(Node):
+    """Mirrors ``torch._C._functions.DelayedError(msg, num_inputs)``: called on tensors, returns
+    aliases (one tensor for one input) whose backward raises ``RuntimeError(msg)``; torch's tests
+    use it to check that the engine runs no node it does not need."""
+
+    def __init__(self, msg, num_inputs=1):
+        super().__init__()
+        self.msg, self.num_inputs = str(msg), int(num_inputs)
+
+    def __call__(self, *tensors):
+        if len(tensors) != self.num_inputs:
+            raise TypeError(f"DelayedError: expected {self.num_inputs} arguments, got {len(tensors)} instead")
+        out = _ErrorOnBackward.apply(self.msg, *tensors)
+        return out[0] if len(out) == 1 else out
+
+
+class UndefinedGrad(Node):
+    """Mirrors ``torch._C._functions.UndefinedGrad()``: called on tensors, returns clones (one
+    tensor for one input) whose backward sends undefined gradients on (a custom Function
+    before it sees zeros, or None with ``ctx.set_materialize_grads(False)``)."""
+
+    def __call__(self, *tensors):
+        out = _UndefinedGradFn.apply(*tensors)
+        return out[0] if len(out) == 1 else out

@@ -113,7 +113,14 @@ def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
                   sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
     """Mirrors ``torch.nn.functional.embedding_bag`` (see ``tracegrad._api.vision_functions.embedding_bag``);
-    ``max_norm`` renormalises the used rows of ``weight`` in place first, as torch."""
+    ``max_norm`` renormalises the used rows of ``weight`` in place first, as torch. The old argument
+    order ``embedding_bag(weight, input, ...)`` (Long ids passed as ``weight``, a float ``input``)
+    still works with torch's deprecation warning: torch swaps the two back."""
+    if weight.dtype == tracegrad.int64 and input.dtype.is_floating_point:
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        input, weight = weight, input
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
     return _V.embedding_bag(input, weight, offsets, None, norm_type, scale_grad_by_freq, mode, sparse,

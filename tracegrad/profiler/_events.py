@@ -42,14 +42,33 @@ class FunctionEvent:
     ``with_stack``, innermost frame first), memory the op's outputs took (``profile_memory``;
     allocations only: frees are not seen), and ``cpu_parent``'s id in ``parent_id``."""
 
-    def __init__(self, id, name, category, thread, input_shapes, stack):
+    def __init__(self, id, name, thread=0, start_us=0, end_us=0, fwd_thread=None, input_shapes=None,
+                 stack=None, scope=0, use_device=None, cpu_memory_usage=0, device_memory_usage=0,
+                 is_async=False, is_remote=False, sequence_nr=-1, node_id=-1, *, category="cpu_op", **_ignored):
+        # torch's constructor (FunctionEvent(id=, node_id=, name=, thread=, start_us=, end_us=),
+        # as torch's own tests build events by hand); the recorder fills the times in ns later
         self.id, self.category, self.thread, self.trace_name = id, category, thread, name
         self.name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
-        self.input_shapes, self.stack = input_shapes, stack
-        self.start_ns = self.end_ns = self.self_ns = 0
-        self.cpu_memory_usage = self.self_cpu_memory_usage = 0
+        self.input_shapes, self.stack = input_shapes if input_shapes is not None else [], stack or []
+        self.fwd_thread, self.scope, self.node_id, self.sequence_nr = fwd_thread, scope, node_id, sequence_nr
+        self.is_async, self.is_remote = is_async, is_remote
+        self.start_ns, self.end_ns = int(start_us * 1000), int(end_us * 1000)
+        self.self_ns = self.end_ns - self.start_ns     # less its children's time once they are known
+        self.cpu_memory_usage = self.self_cpu_memory_usage = cpu_memory_usage
         self.parent_id = None
+        self.cpu_parent = None
+        self.cpu_children = []
         self.count = 1
+
+    def append_cpu_child(self, child):
+        """Mirrors ``FunctionEvent.append_cpu_child``: ``child`` runs inside this range; its time
+        is no longer this event's self time."""
+        self.cpu_children.append(child)
+        self.self_ns -= child.end_ns - child.start_ns
+
+    def set_cpu_parent(self, parent):
+        """Mirrors ``FunctionEvent.set_cpu_parent``."""
+        self.cpu_parent, self.parent_id = parent, parent.id
 
     key = property(lambda self: self.name)
     cpu_time_total = property(lambda self: (self.end_ns - self.start_ns) / 1e3)
@@ -67,13 +86,16 @@ class FunctionEventAvg:
     """Events sharing a key (name, plus input shapes or stack when grouped so): ``count``, summed
     ``cpu_time_total``/``self_cpu_time_total``, the mean ``cpu_time``, summed memory."""
 
-    def __init__(self, key, input_shapes, stack):
+    def __init__(self, key=None, input_shapes=None, stack=None):
+        # torch's FunctionEventAvg() takes no arguments: the first event added names it
         self.key, self.input_shapes, self.stack = key, input_shapes, stack
         self.count = 0
         self.cpu_time_total = self.self_cpu_time_total = 0.0
         self.cpu_memory_usage = self.self_cpu_memory_usage = 0
 
     def add(self, ev):
+        if self.key is None:
+            self.key, self.input_shapes, self.stack = ev.key, ev.input_shapes, ev.stack
         self.count += ev.count
         self.cpu_time_total += ev.cpu_time_total
         self.self_cpu_time_total += ev.self_cpu_time_total
@@ -102,6 +124,25 @@ class EventList(list):
         super().__init__(events)
         self._profile_memory, self._record_shapes, self._with_stack = profile_memory, record_shapes, with_stack
         self._by_shape = False     # rows are key_averages(group_by_input_shape=True)'s
+
+    def _populate_cpu_children(self):
+        """Mirrors ``EventList._populate_cpu_children``: per thread, each synchronous event
+        becomes the child of the innermost earlier event whose range holds it (``cpu_parent``,
+        ``cpu_children``; the parent's self time loses the child's)."""
+        by_thread: dict = {}
+        for ev in self:
+            if not getattr(ev, "is_async", False) and isinstance(ev, FunctionEvent):
+                by_thread.setdefault(ev.thread, []).append(ev)
+        for evs in by_thread.values():
+            evs.sort(key=lambda e: (e.start_ns, -e.end_ns))
+            open_: list = []
+            for ev in evs:
+                while open_ and not (open_[-1].start_ns <= ev.start_ns and ev.end_ns <= open_[-1].end_ns):
+                    open_.pop()
+                if open_ and ev.cpu_parent is None:
+                    open_[-1].append_cpu_child(ev)
+                    ev.set_cpu_parent(open_[-1])
+                open_.append(ev)
 
     @property
     def self_cpu_time_total(self) -> float:

@@ -9,7 +9,7 @@ torch's profiler shows; every other op keeps its table name. Names with no torch
 _TORCH_NAMES = {
     # overloads: torch's profiler names the op, not its overload
     "clamp_max_tensor": "clamp_max", "clamp_min_tensor": "clamp_min", "clamp_tensor": "clamp",
-    "copysign_scalar": "copysign", "div_scalar": "div", "fill_tensor": "fill", "fmod_tensor": "fmod",
+    "copysign_scalar": "copysign", "div_scalar": "div", "div_mode": "div", "fill_tensor": "fill", "fmod_tensor": "fmod",
     "index_fill_tensor": "index_fill", "lerp_tensor": "lerp", "masked_fill_tensor": "masked_fill",
     "max_all": "max", "max_dim": "max", "mean_dim": "mean", "median_all": "median", "median_dim": "median",
     "min_all": "min", "min_dim": "min", "mul_scalar": "mul", "nanmedian_all": "nanmedian",

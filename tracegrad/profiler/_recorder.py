@@ -108,9 +108,9 @@ class Recorder:
 
     def begin(self, name, category, args=()):
         """Open a range named ``name`` (``category``: "cpu_op", "user_annotation", ...)."""
-        ev = FunctionEvent(next(self._ids), name, category, threading.get_ident(),
-                           [_shape(a) for a in args] if self.record_shapes else [],
-                           _user_stack() if self.with_stack else [])
+        ev = FunctionEvent(next(self._ids), name, threading.get_ident(),
+                           input_shapes=[_shape(a) for a in args] if self.record_shapes else [],
+                           stack=_user_stack() if self.with_stack else [], category=category)
         frame = _Open(ev, time.perf_counter_ns())
         self._open_stack().append(frame)
         return frame
@@ -132,6 +132,8 @@ class Recorder:
             st[-1].child_ns += t1 - frame.t0
             st[-1].child_mem += ev.cpu_memory_usage
             ev.parent_id = st[-1].event.id
+            ev.cpu_parent = st[-1].event
+            st[-1].event.cpu_children.append(ev)
         self.events.append(ev)
 
     def call(self, name, category, fn, *args):
