@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
+from ..autograd.function import _no_derivative
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.errors import int_past_64_bits, not_a_tensor, not_self
@@ -163,7 +164,17 @@ def _rdiv(self, other):
 
 @method("floor_divide", function=True)
 def floor_divide(self, other):
-    return div(self, other, rounding_mode="floor")
+    """Mirrors ``torch.floor_divide`` (Python's ``//``): ``div(input, other, rounding_mode="floor")``,
+    with torch's promotion. torch has no derivative for it: the result of an input that requires
+    grad has a ``NotImplemented`` grad_fn whose backward raises RuntimeError (``div`` with
+    ``rounding_mode="floor"`` differentiates to zeros instead)."""
+    out = div(self, other, rounding_mode="floor")
+    if out.grad_fn is None:
+        return out
+    # torch's node has an edge to each input that requires grad, and none to the others
+    return _no_derivative(out.detach(), tuple(t for t in (self, other) if isinstance(t, Tensor) and t.requires_grad),
+                          "floor_divide", "NotImplemented",
+                          (RuntimeError, "derivative for aten::floor_divide is not implemented"))
 
 
 def _refuse_complex(name, self, other):
@@ -667,7 +678,7 @@ def reflected(fn):
 
 
 def _floordiv(s, o):
-    return div(s, o, rounding_mode="floor")
+    return floor_divide(s, o)
 
 
 method("__add__")(operator(add))
@@ -682,7 +693,7 @@ method("__truediv__")(operator(div))
 # reflected operators, which refuse an ndarray on the left
 method("__rtruediv__")(operator(lambda s, o: s.reciprocal() * o if type(o) is np.ndarray else _rdiv(s, o)))
 method("__floordiv__")(operator(_floordiv))
-method("__rfloordiv__")(reflected(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor")))
+method("__rfloordiv__")(reflected(lambda s, o: floor_divide(_full_like_scalar(s, o), s)))
 method("__mod__")(operator(remainder))
 method("__rmod__")(reflected(lambda s, o: remainder(_full_like_scalar(s, o), s)))
 method("__pow__")(operator(pow))

@@ -578,17 +578,20 @@ _NO_DERIVATIVE = {}
 
 def _no_derivative(value, input, op, node, error=None):
     """``value`` (a tensor computed from ``input`` outside autograd) as torch's output of an op
-    that has no derivative formula: when grad mode is on and ``input`` requires grad it requires
-    grad too, with a ``node`` grad_fn (torch's name, e.g. ``Unique2Backward0``) whose backward
-    raises torch's NotImplementedError ("the derivative for '<op>' is not implemented."), or
-    ``error`` (an exception class and its message) where torch's backward kernel refuses."""
-    if not (grad_mode.is_grad_enabled() and isinstance(input, Tensor) and input.requires_grad):
+    that has no derivative formula: when grad mode is on and ``input`` (a tensor, or a tuple of
+    them: one edge each, as torch's node) requires grad it requires grad too, with a ``node``
+    grad_fn (torch's name, e.g. ``Unique2Backward0``) whose backward raises torch's
+    NotImplementedError ("the derivative for '<op>' is not implemented."), or ``error`` (an
+    exception class and its message) where torch's backward kernel refuses."""
+    inputs = input if isinstance(input, tuple) else (input,)
+    if not (grad_mode.is_grad_enabled()
+            and any(isinstance(t, Tensor) and t.requires_grad for t in inputs)):
         return value
     cls = _NO_DERIVATIVE.get(node)
     if cls is None:
-        def forward(ctx, x, v, err):
+        def forward(ctx, box, err, *xs):
             ctx.err = err
-            return v.clone()
+            return box[0].clone()     # boxed: the value is no input of the node (no edge)
 
         def backward(ctx, g):
             kind, message = ctx.err or (NotImplementedError, f"the derivative for '{op}' is not implemented.")
@@ -597,7 +600,7 @@ def _no_derivative(value, input, op, node, error=None):
         cls = _NO_DERIVATIVE[node] = type(node, (Function,), {"forward": staticmethod(forward),
                                                              "backward": staticmethod(backward)})
         _backward_cls(cls).__name__ = node
-    return cls.apply(input, value, error)
+    return cls.apply([value], error, *inputs)
 
 
 class _ErrorOnBackward(Function):
