@@ -1,0 +1,93 @@
+"""torch 2.13's test/test_binary_ufuncs.py (CPU instantiations), ported in our own words: the
+division and multiplication cases where the last bit of a result depended on how the divisor
+reaches the kernel. torch divides exactly by a broadcast divisor (XLA rewrote ``x / c`` into
+``x * (1 / c)``); it reads the one-element second operand of a float16/bfloat16 mul/div at
+float32 precision (``half(1e-5) * 1e5`` is 1.0, not inf); its elementwise 16-bit trunc and
+floor divisions round the intermediate steps to the 16-bit dtype. Every check compares
+tracegrad's values bit for bit with torch's on fixed inputs."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _f64(lib, t):
+    return np.asarray(t.detach().to(lib.float64).tolist(), dtype=np.float64)
+
+
+def _both(program):
+    """program(lib) run with torch and tracegrad: (dtype names, values as float64 arrays)."""
+    out = []
+    for lib in (torch, tracegrad):
+        r = program(lib)
+        r = r if isinstance(r, tuple) else (r,)
+        out.append(([str(x.dtype).split(".")[-1] for x in r], [_f64(lib, x) for x in r]))
+    return out
+
+
+def _same(program):
+    (wd, wv), (gd, gv) = _both(program)
+    assert gd == wd
+    for w, g in zip(wv, gv):
+        np.testing.assert_array_equal(g, w)
+
+
+def _data(lib, n, dtype, seed, scale=30.0):
+    a = np.random.RandomState(seed).standard_normal(n).astype(np.float32) * np.float32(scale)
+    return lib.tensor(a).to(getattr(lib, dtype))
+
+
+# test_div_rounding_numpy / test_muldiv_scalar: ``x / s`` equals ``x / full_like(x, s)``
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_div_by_broadcast_divisor_is_exact(dtype):
+    def program(lib):
+        a = _data(lib, (40, 50), dtype, 0)
+        b = _data(lib, (40, 50), dtype, 1, 1.0)
+        return (a / 3.3, a / b[0, 0], a / b[:1], a / b[:, :1], 7.1 / a[0],
+                lib.div(a, 0.7, rounding_mode="trunc"), a / b)
+    _same(program)
+
+
+# the same quotient reaches the gradient of a division by a scalar
+def test_div_by_scalar_backward_is_exact():
+    def program(lib):
+        a = _data(lib, (8, 9), "float32", 2).requires_grad_()
+        b = _data(lib, (9,), "float32", 3, 1.0).requires_grad_()
+        (a / b).sum().backward()
+        return a.grad, b.grad
+    (wd, wv), (gd, gv) = _both(program)
+    assert gd == wd
+    np.testing.assert_array_equal(gv[0], wv[0])
+    np.testing.assert_allclose(gv[1], wv[1], rtol=1e-6)   # a sum: its order may differ
+
+
+# test_divmul_scalar (half): 1e5 has no float16 value; torch multiplies/divides at float32
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_lowp_mul_div_python_scalar_at_float32(dtype):
+    def program(lib):
+        d = getattr(lib, dtype)
+        x = _data(lib, (200,), dtype, 4)
+        return (lib.tensor(100.0, dtype=d).div(1e5), lib.tensor(1e-5, dtype=d).mul(1e5),
+                1e5 * lib.tensor(1e-5, dtype=d), x * 0.1, x / 0.1, x * 3.3, x / 3.3,
+                x * lib.tensor(0.1), x / lib.tensor(1e5, dtype=lib.float64))
+    _same(program)
+
+
+# test_div_rounding_modes / test_div_rounding_nonfinite (bfloat16, float16): elementwise 16-bit
+# trunc and floor divisions; with a scalar divisor torch takes its float32 kernel
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_lowp_rounding_division(dtype, mode):
+    def program(lib):
+        a = _data(lib, (300,), dtype, 5)
+        b = _data(lib, (300,), dtype, 6, 1.0)
+        num = lib.tensor([1.0, -1.0, 0, 0.1, -0.1, np.pi, -np.pi, np.inf, -np.inf, np.nan],
+                         dtype=getattr(lib, dtype))
+        den = num[num != 0]
+        return (lib.div(a, b, rounding_mode=mode), lib.div(a[None, :20], b[:10, None], rounding_mode=mode),
+                lib.div(num[None, :], den[:, None], rounding_mode=mode),
+                lib.div(a, b[0], rounding_mode=mode), lib.div(a, 0.1, rounding_mode=mode),
+                lib.div(num, lib.zeros_like(num), rounding_mode=mode))
+    _same(program)
