@@ -91,3 +91,71 @@ def test_lowp_rounding_division(dtype, mode):
                 lib.div(a, b[0], rounding_mode=mode), lib.div(a, 0.1, rounding_mode=mode),
                 lib.div(num, lib.zeros_like(num), rounding_mode=mode))
     _same(program)
+
+
+def _outcome(lib, program):
+    try:
+        r = program(lib)
+    except Exception as e:  # noqa: BLE001 - the class is what both libraries must agree on
+        return ("raised", type(e).__name__, str(e)[:40])
+    r = r if isinstance(r, tuple) else (r,)
+    return [(str(x.dtype).split(".")[-1], _f64(lib, x.real if x.is_complex() else x).tolist()) for x in r]
+
+
+def _agree(program, msg_chars=40):
+    want, got = _outcome(torch, program), _outcome(tracegrad, program)
+    if want[0] == "raised":
+        assert got[:2] == want[:2] and got[2][:msg_chars] == want[2][:msg_chars], (want, got)
+    else:
+        np.testing.assert_equal(got, want)   # NaN equals NaN here
+
+
+# test_float_power / test_float_power_exceptions: a complex exponent makes the result complex128,
+# which a float64 base cannot hold in place
+@pytest.mark.parametrize("exponent", ["tensor", "number"])
+def test_float_power_inplace_complex_exponent(exponent):
+    def program(lib):
+        e = lib.tensor([0j, 2j, -1 + 0j]) if exponent == "tensor" else 1j
+        return lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64).float_power_(e)
+    _agree(program)
+
+    def ok(lib):
+        e = lib.tensor([0.0, 2.0, -1.0]) if exponent == "tensor" else 2.0
+        return lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64).float_power_(e)
+    _agree(ok)
+
+
+# test_shift_limits: the Scalar_Tensor overload of the shift functions
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int64"])
+def test_shift_functions_number_first(dtype):
+    def program(lib):
+        s = lib.tensor([0, 1, 3, 9, 70], dtype=getattr(lib, dtype))
+        return lib.bitwise_left_shift(3, s), lib.bitwise_right_shift(100, s), lib.bitwise_right_shift(3, s)
+    _agree(program)
+
+
+def test_shift_function_float_number_first():
+    _agree(lambda lib: lib.bitwise_left_shift(3.5, lib.tensor([1, 2], dtype=lib.int8)))
+
+
+# test_cumulative_trapezoid / test_trapezoid: a complex dx, and x with dx together
+@pytest.mark.parametrize("api", ["trapezoid", "cumulative_trapezoid"])
+def test_trapezoid_argument_errors(api):
+    _agree(lambda lib: getattr(lib, api)(lib.ones(3, 3), dx=complex(1, 1)))
+    _agree(lambda lib: getattr(lib, api)(lib.ones(3, 3), x=lib.ones(3, 3), dx=3), msg_chars=30)
+    _agree(lambda lib: getattr(lib, api)(lib.arange(6.0).reshape(2, 3), dx=0.5))
+
+
+# test_logaddexp / test_logaddexp2 (bfloat16 and complex): one float32 rounding; equal infinities
+def test_logaddexp_lowp_and_complex_infinities():
+    def program(lib):
+        inf, nan = float("inf"), float("nan")
+        a = [inf, -inf, inf, nan, 1000.0, -3.0, 0.5, 0.3, 7.1]
+        b = [inf, -inf, -inf, nan, 999.0, 2.0, 0.25, -0.9, 7.3]
+        out = []
+        for d in (lib.bfloat16, lib.float16):
+            x, y = lib.tensor(a, dtype=d), lib.tensor(b, dtype=d)
+            out += [lib.logaddexp(x, y), lib.logaddexp2(x, y)]
+        x, y = lib.tensor(a, dtype=lib.complex64), lib.tensor(b, dtype=lib.complex64)
+        return tuple(out) + (lib.logaddexp(x, y),)
+    _agree(program)

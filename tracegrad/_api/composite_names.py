@@ -39,6 +39,11 @@ def logaddexp2(input, other):
     NotImplementedError for complex tensors, as torch."""
     refuse_complex("logaddexp2", "logaddexp2_cpu", input, other)
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
+    low = [t.dtype for t in (input, other) if t.dtype.name in ("float16", "bfloat16")]
+    if low and input.dtype == other.dtype:
+        # in float32, rounded once, as torch's CPU kernel: three 16-bit roundings (the scalings
+        # and the division) put the result a bf16 step off torch's
+        return logaddexp2(input.float(), other.float()).to(low[0])
     return logaddexp(input * _LN2, other * _LN2) / _LN2
 
 
