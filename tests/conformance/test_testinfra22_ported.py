@@ -159,3 +159,25 @@ def test_logaddexp_lowp_and_complex_infinities():
         x, y = lib.tensor(a, dtype=lib.complex64), lib.tensor(b, dtype=lib.complex64)
         return tuple(out) + (lib.logaddexp(x, y),)
     _agree(program)
+
+
+# test_type_promotion (binary_ufuncs): a number for ``input`` of the arithmetic functions, the
+# out= of the arctan2 alias, logaddexp2's missing integer/bool kernel
+@pytest.mark.parametrize("api", ["add", "sub", "mul", "div", "true_divide", "floor_divide", "multiply", "subtract"])
+@pytest.mark.parametrize("number", [3, 2.5, True, 1j])
+def test_arithmetic_number_first(api, number):
+    _agree(lambda lib: getattr(lib, api)(number, lib.tensor([1, 2, 4], dtype=lib.int8)))
+    _agree(lambda lib: getattr(lib, api)(number, lib.tensor([1.0, 2.0, 4.0], dtype=lib.float64)))
+
+
+def test_arctan2_out_and_logaddexp2_integer():
+    def program(lib):
+        o = lib.empty(3)
+        lib.arctan2(lib.tensor([1.0, -1.0, 0.5]), lib.tensor([2.0, 2.0, -1.0]), out=o)
+        return o
+    _agree(program)
+    # (tracegrad's message names the API first: compare the class)
+    _agree(lambda lib: lib.arctan2(lib.ones(3, dtype=lib.int16), lib.ones(3), out=lib.empty(3, dtype=lib.bool)), 0)
+    _agree(lambda lib: lib.logaddexp2(lib.ones(3, dtype=lib.int16), lib.ones(3, dtype=lib.int16)))
+    _agree(lambda lib: lib.logaddexp2(lib.ones(3) > 0, lib.ones(3) > 0))
+    _agree(lambda lib: lib.logaddexp2(lib.ones(3, dtype=lib.int64), lib.ones(3)))

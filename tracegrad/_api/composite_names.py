@@ -19,7 +19,7 @@ from ._registry import FUNCTIONS, METHODS, _put, function, int_list_method, meth
 from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_, inplace_via_copy
-from .promotion import _SCALAR_NAME, beta_first, check_real_scalars, refuse_complex, result_dtype
+from .promotion import _SCALAR_NAME, beta_first, check_real_scalars, refuse_complex, require_floating, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -38,6 +38,7 @@ def logaddexp2(input, other):
     """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow;
     NotImplementedError for complex tensors, as torch."""
     refuse_complex("logaddexp2", "logaddexp2_cpu", input, other)
+    require_floating("logaddexp2", input, other)    # no integer or bool kernel, as torch
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
     low = [t.dtype for t in (input, other) if t.dtype.name in ("float16", "bfloat16")]
     if low and input.dtype == other.dtype:
