@@ -181,3 +181,9 @@ def test_arctan2_out_and_logaddexp2_integer():
     _agree(lambda lib: lib.logaddexp2(lib.ones(3, dtype=lib.int16), lib.ones(3, dtype=lib.int16)))
     _agree(lambda lib: lib.logaddexp2(lib.ones(3) > 0, lib.ones(3) > 0))
     _agree(lambda lib: lib.logaddexp2(lib.ones(3, dtype=lib.int64), lib.ones(3)))
+    # promoted dtypes (values within rounding: the two libms differ in the last bit)
+    for program in (lambda lib: lib.logaddexp2(lib.tensor([1, 2, 3]), lib.tensor(0.5, dtype=lib.float64)),
+                    lambda lib: lib.logaddexp2(lib.tensor([1.5, 2.0], dtype=lib.bfloat16), lib.tensor([0.5, 0.25]))):
+        (wd, wv), (gd, gv) = _both(program)
+        assert gd == wd
+        np.testing.assert_allclose(gv[0], wv[0], rtol=1e-6)

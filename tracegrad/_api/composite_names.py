@@ -40,12 +40,21 @@ def logaddexp2(input, other):
     refuse_complex("logaddexp2", "logaddexp2_cpu", input, other)
     require_floating("logaddexp2", input, other)    # no integer or bool kernel, as torch
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
-    low = [t.dtype for t in (input, other) if t.dtype.name in ("float16", "bfloat16")]
-    if low and input.dtype == other.dtype:
+    # the operands in their promoted dtype first (an int64 tensor beside a 0-dim float64 one
+    # gives float64, which ``int_tensor * ln2`` would have made float32)
+    common = result_dtype(input, other)
+    input, other = input.to(common), other.to(common)
+    if common.name in ("float16", "bfloat16"):
         # in float32, rounded once, as torch's CPU kernel: three 16-bit roundings (the scalings
         # and the division) put the result a bf16 step off torch's
-        return logaddexp2(input.float(), other.float()).to(low[0])
-    return logaddexp(input * _LN2, other * _LN2) / _LN2
+        return logaddexp2(input.float(), other.float()).to(common)
+    # torch's formula: the larger operand plus log1p(2 ** -|a - b|) / ln 2; equal infinities
+    # give that infinity
+    m = input.maximum(other)
+    d = (input - other).abs()
+    d = d.nan_to_num(nan=0.0, posinf=float("inf"))
+    out = m + (-d).exp2().log1p() * (1.0 / _LN2)
+    return where((input == other) & input.isinf(), input, out)
 
 
 @function()
