@@ -143,12 +143,17 @@ def logaddexp(input, other):
     check_tensors("logaddexp", input, other)
     require_floating("logaddexp", input, other)
     common = result_dtype(input, other)      # a bool or integer operand beside a float one
+    if common.name in ("float16", "bfloat16"):
+        # torch's CPU kernel computes in float32 and rounds once; the composite below in 16
+        # bits rounds after each step (bf16 logaddexp2(0.5, 0.25): 1.375 against torch's 1.3828125)
+        return logaddexp(input.float(), other.float()).to(common)
     input, other = input.to(common), other.to(common)
     if input.is_complex() or other.is_complex():
-        # complex: the operand with the larger real part factored out (log1p of a modulus <= 1)
+        # complex: the operand with the larger real part factored out (log1p of a modulus <= 1);
+        # equal infinities give that infinity, as torch (their difference would be nan)
         first = input.real >= other.real
         m, n = where(first, input, other), where(first, other, input)
-        return m + (n - m).exp().log1p()
+        return where((input == other) & input.isinf(), input, m + (n - m).exp().log1p())
     m = maximum(input, other)
     d = (input - other).abs()
     safe = where(d.isnan(), 0.0, d)     # equal infinities: inf - inf

@@ -263,10 +263,16 @@ def chain_matmul(*matrices, out=None):
 def float_power_(self, exponent):
     """Mirrors ``Tensor.float_power_``: ``float_power`` in place; ``self`` must be float64 (or
     complex128), RuntimeError otherwise, as torch."""
-    if self.dtype.name not in ("float64", "complex128"):
-        name = {"float32": "Float", "int64": "Long"}.get(self.dtype.name, self.dtype.name)
+    # the result is complex128 when either operand is complex (a complex exponent on a float64
+    # base too: torch refuses that in place rather than dropping the imaginary part)
+    cplx = self.is_complex() or (exponent.is_complex() if isinstance(exponent, Tensor) else isinstance(exponent, complex))
+    want = "complex128" if cplx else "float64"
+    if self.dtype.name != want:
+        names = {"float32": "Float", "int64": "Long", "float64": "Double", "complex128": "ComplexDouble",
+                 "complex64": "ComplexFloat"}
+        name = names.get(self.dtype.name, self.dtype.name)
         raise RuntimeError(f"the base given to float_power_ has dtype {name} but the operation's result requires "
-                           "dtype Double; convert self with .double() first")
+                           f"dtype {names[want]}; convert self with .{'double' if want == 'float64' else 'cdouble'}() first")
     return copy_(self, float_power(self.clone(), exponent))
 
 

@@ -127,6 +127,13 @@ def _trapezoid_terms(y, x, dx, dim, api):
     (a number, ``dx / 2``, or the tensor of ``x`` differences, to halve after multiplying)."""
     if isinstance(x, (int, float)):                 # trapz(y, dx, dim=...) positional spacing
         x, dx = None, x
+    if x is not None and dx is not None:
+        # torch's overloads take either sample points or a spacing, never both
+        raise TypeError(f"{api}() received an invalid combination of arguments - got (Tensor, "
+                        f"dx={type(dx).__name__}, x={type(x).__name__}), but expected one of:\n"
+                        f" * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = 1, int dim = -1)")
+    if isinstance(dx, complex) or (isinstance(dx, Tensor) and dx.is_complex()):
+        raise RuntimeError(f"{api}: Currently, we only support dx as a real number.")
     if getattr(y, "dtype", None) is _dt.bool_ or getattr(x, "dtype", None) is _dt.bool_:
         raise RuntimeError(f"{api}: received a bool input for `x` or `y`, but bool is not supported; convert it "
                            f"with .float()")

@@ -19,7 +19,7 @@ from ._registry import FUNCTIONS, METHODS, _put, function, int_list_method, meth
 from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_, inplace_via_copy
-from .promotion import _SCALAR_NAME, beta_first, check_real_scalars, refuse_complex, result_dtype
+from .promotion import _SCALAR_NAME, beta_first, check_real_scalars, refuse_complex, require_floating, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -38,8 +38,23 @@ def logaddexp2(input, other):
     """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow;
     NotImplementedError for complex tensors, as torch."""
     refuse_complex("logaddexp2", "logaddexp2_cpu", input, other)
+    require_floating("logaddexp2", input, other)    # no integer or bool kernel, as torch
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
-    return logaddexp(input * _LN2, other * _LN2) / _LN2
+    # the operands in their promoted dtype first (an int64 tensor beside a 0-dim float64 one
+    # gives float64, which ``int_tensor * ln2`` would have made float32)
+    common = result_dtype(input, other)
+    input, other = input.to(common), other.to(common)
+    if common.name in ("float16", "bfloat16"):
+        # in float32, rounded once, as torch's CPU kernel: three 16-bit roundings (the scalings
+        # and the division) put the result a bf16 step off torch's
+        return logaddexp2(input.float(), other.float()).to(common)
+    # torch's formula: the larger operand plus log1p(2 ** -|a - b|) / ln 2; equal infinities
+    # give that infinity
+    m = input.maximum(other)
+    d = (input - other).abs()
+    d = d.nan_to_num(nan=0.0, posinf=float("inf"))
+    out = m + (-d).exp2().log1p() * (1.0 / _LN2)
+    return where((input == other) & input.isinf(), input, out)
 
 
 @function()

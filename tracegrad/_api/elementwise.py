@@ -35,6 +35,11 @@ def _wrap_numbers(api, self, other):
     if not isinstance(self, Tensor) and not isinstance(other, Tensor) and isinstance(self, _Number) \
             and isinstance(other, _Number):
         self = _new_tensor(self)
+    elif isinstance(self, _Number) and not isinstance(self, np.ndarray) and isinstance(other, Tensor):
+        # torch's parser takes a number for ``input`` of these functions (``torch.add(1, t)``,
+        # ``torch.mul(2.5, t)``) as a wrapped 0-dim tensor: int64, the default float dtype,
+        # bool or complex, which the tensor's dtype outranks within its category
+        self = _new_tensor(self)
     if isinstance(other, np.ndarray):
         raise TypeError(f"{api}(): argument 'other' (position 2) must be Tensor, not numpy.ndarray; "
                         f"wrap it with tracegrad.from_numpy(...) or tracegrad.tensor(...)")
@@ -119,6 +124,8 @@ def div(self, other, *, rounding_mode=_NO_MODE):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     if rounding_mode is None and isinstance(self, Tensor) and self.is_sparse:
         return type(self).div(self, other)     # torch.div / true_divide(sparse, number): the sparse div
+    if isinstance(other, Tensor):
+        self, other = _wrap_numbers("div", self, other)    # torch.div(1, t)
     _check_operand(other, "div")
     if isinstance(other, Tensor) and self._value.shape != other._value.shape:
         _check_broadcast(self, other)

@@ -34,6 +34,10 @@ def _integer_binary(name, kernel, tensor_other, inplace_function=False):
     def f(input, other):
         if tensor_other and not isinstance(other, Tensor):
             raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        if not tensor_other and isinstance(input, (bool, int)) and isinstance(other, Tensor):
+            # torch's Scalar_Tensor overload (``bitwise_left_shift(1, t)``): the number takes the
+            # promoted dtype, as a wrapped number does (``1 << t`` reaches the same kernel)
+            input = _tensor(input, dtype=result_dtype(input, other))
         check_not_two_numbers(name, input, other)
         _check_operand(other, name)
         _require_integer(name, kernel, input, other)

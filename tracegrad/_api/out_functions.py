@@ -24,7 +24,7 @@ from .._tensor.out import accepts_out
 
 CAST = (
     "acos", "acosh", "add", "addcdiv", "addcmul", "addr", "angle", "arccos", "arccosh", "arcsin",
-    "arcsinh", "arctan", "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
     "clamp", "clamp_max", "clamp_min", "clip", "copysign", "cos", "cosh", "deg2rad", "digamma", "div",
     "divide", "eq", "erf", "erfc", "erfinv", "exp", "exp2", "expm1", "floor_divide", "fmax", "fmin",
     "fmod", "gcd", "ge", "ger", "greater", "greater_equal", "gt", "hypot", "i0", "igamma", "igammac",

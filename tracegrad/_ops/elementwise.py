@@ -198,20 +198,83 @@ def _sub(a, b, alpha, dtype):
     return (a.astype(acc) - b.astype(acc)).astype(dtype)
 
 
+_LOWP = (jnp.float16, jnp.bfloat16)
+
+
+def _lowp_scalar(b, dtype):
+    """The one-element second operand of a float16/bfloat16 mul/div as torch's CPU kernels read
+    it: a Python number (``x / 0.1``) or any one-element tensor is taken at float32 precision
+    from its own dtype (TensorIterator's ``original_scalar_value<opmath_t>``), not first
+    rounded to the 16-bit dtype: ``half(1e-5) * 1e5`` is 1.0 in torch, not inf (1e5 has no
+    float16 value), and ``bf16 / 0.1`` divides by 0.1f, not by bf16(0.1) = 0.10009766.
+    None where ``b`` is not such a scalar (nor the dtype a 16-bit float)."""
+    if jnp.dtype(dtype) in _LOWP and jnp.size(b) == 1 and not jnp.iscomplexobj(b):
+        return jnp.asarray(b).astype(jnp.float32)
+    return None
+
+
+def _mul(a, b, dtype):
+    s = _lowp_scalar(b, dtype)
+    if s is not None:
+        return (_c(a, dtype).astype(jnp.float32) * s).astype(dtype)
+    return _c(a, dtype) * _c(b, dtype)
+
+
+def _quotient(a, b):
+    """``a / b`` correctly rounded, as torch divides. XLA rewrites a division by a broadcast
+    divisor (a Python number, a 0-d tensor, ``x / x.norm(dim=1, keepdim=True)``) into a
+    multiplication by its reciprocal, one ulp off torch for about a third of the elements
+    (``t / 3.3`` in float32 and float64; a trunc division then lands an integer below).
+    The divisor broadcast behind an optimization barrier is a full array XLA cannot see
+    through; a divisor of the result's shape needs nothing."""
+    shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b))
+    if jnp.shape(b) != shape and jnp.issubdtype(jnp.result_type(a, b), jnp.inexact):
+        b = jax.lax.optimization_barrier(jnp.broadcast_to(b, shape))
+    return a / b
+
+
+def _floor_div_lowp(a, b, dtype):
+    """torch's elementwise CPU floor division of two float16/bfloat16 tensors: its
+    fmod-based floor division (``(a - fmod(a, b)) / b``, one down where the signs differ, to
+    the nearer integer) with each step rounded to the 16-bit dtype, as its vectorized 16-bit
+    arithmetic does; a float32 floor of the float32 quotient is a 16-bit step off for a few
+    percent of random operands."""
+    def r(x):
+        return x.astype(dtype).astype(jnp.float32)
+    a, b = a.astype(jnp.float32), b.astype(jnp.float32)
+    mod = jnp.fmod(a, b)                       # exact: the remainder fits the inputs' dtype
+    div = r(r(a - mod) / b)
+    div = jnp.where((mod != 0) & ((b < 0) != (mod < 0)), r(div - 1), div)
+    fl = jnp.floor(div)
+    fl = jnp.where(div - fl > 0.5, fl + 1, fl)
+    q = a / b
+    fl = jnp.where(div == 0, jnp.copysign(jnp.zeros_like(q), q), fl)
+    return jnp.where(b == 0, q, fl).astype(dtype)
+
+
 def _div(a, b, dtype, rounding_mode=None):
+    s = _lowp_scalar(b, dtype)
     a, b = _c(a, dtype), _c(b, dtype)
-    if jnp.dtype(dtype) in (jnp.float16, jnp.bfloat16):
+    if jnp.dtype(dtype) in _LOWP:
         # 16-bit floats divide in float32 and round once, as torch's CPU opmath kernels. Not
         # only torch's rounding: inside a compiled program a Python-number divisor is a
         # constant, and XLA rewrites a float16 ``x / c`` into ``x * (1 / c)`` with the
         # reciprocal rounded to float16 (``x / 3``: one float16 ulp off for about a third of
         # the values), which eager's jitted op with the divisor as an argument never does
-        return _div(a.astype(jnp.float32), b.astype(jnp.float32), jnp.float32, rounding_mode).astype(dtype)
+        if s is None and rounding_mode == "trunc":
+            # torch's elementwise (non-scalar) trunc kernel truncates the quotient already
+            # rounded to the 16-bit dtype: bf16 1 / bf16(0.1) is 9.99 in float32, 10 in bf16
+            q = (a.astype(jnp.float32) / b.astype(jnp.float32)).astype(dtype)
+            return jnp.trunc(q)
+        if s is None and rounding_mode == "floor":
+            return _floor_div_lowp(a, b, dtype)
+        b32 = b.astype(jnp.float32) if s is None else s
+        return _div(a.astype(jnp.float32), b32, jnp.float32, rounding_mode).astype(dtype)
     if rounding_mode is None:
-        return a / b
+        return _quotient(a, b)
     if rounding_mode == "trunc":
         # lax.div (integer division rounding toward zero) does not broadcast its operands
-        q = a / b if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(*jnp.broadcast_arrays(a, b))
+        q = _quotient(a, b) if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(*jnp.broadcast_arrays(a, b))
         return jnp.trunc(q).astype(dtype)
     return jnp.floor_divide(a, b)
 
@@ -223,7 +286,7 @@ defop("rsub", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self",
       grad_fn="RsubBackward1", no_edge=("other",))
 defop("rsub_tensor", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
       grad_fn="RsubBackward0")
-defop("mul", lambda a, b, dtype: _c(a, dtype) * _c(b, dtype), args=("self", "other"),
+defop("mul", _mul, args=("self", "other"),
       grad_fn="MulBackward0", saves=("other", "self"), save_if={"other": "self", "self": "other"})
 defop("div", _div, args=("self", "other"), grad_fn="DivBackward0", saves=("other", "self"),
       save_if={"self": "other"})
