@@ -90,6 +90,7 @@ def test_new_module_test_entries_pass(name, desc):
     table = module_tests + get_new_module_tests()
     params = _entry(table, name, desc)
     params["check_batched_grad"] = False  # keep it fast; batched grads are covered elsewhere
+    params["check_gradgrad"] = params.get("check_gradgrad", True) and name in ("ReLU", "Softmax")  # speed
     NewModuleTest(**params)(_Harness())
 
 
@@ -99,6 +100,7 @@ def test_criterion_test_entries_pass(name, desc):
     # generated TestNN.test_<name>[_<desc>] (test_nn.py add_test(CriterionTest(**test_params)))
     params = _entry(criterion_tests, name, desc)
     params["check_batched_grad"] = False
+    params["check_gradgrad"] = params.get("check_gradgrad", True) and name == "MSELoss"  # speed
     CriterionTest(**params)(_Harness())
 
 
