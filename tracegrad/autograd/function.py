@@ -546,31 +546,14 @@ def once_differentiable(fn):
         fakes = tuple(o.detach()._set_requires_grad(True)
                       if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) else o
                       for o in outs)
-        wrapped = _DelayedError.apply(ctx.name(), *fakes)
+        wrapped = _ErrorOnBackward.apply("trying to differentiate twice a function that was marked with "
+                                         "@once_differentiable", *fakes)
         node = next((w.grad_fn for w in wrapped if isinstance(w, Tensor) and w.grad_fn is not None), None)
         if node is not None:
             node.next_functions = tuple(edge(f) if isinstance(f, Tensor) and f.requires_grad else (None, 0)
                                         for f in fakes)
         return wrapped[0] if single else wrapped
     return wrapper
-
-
-class _DelayedError(Function):
-    """The node ``once_differentiable`` puts after a backward: differentiating it raises."""
-
-    @staticmethod
-    def forward(ctx, name, *xs):
-        ctx.fn_name = name
-        return xs
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise RuntimeError("trying to differentiate twice a function that was marked with "
-                           "@once_differentiable")
-
-
-_DelayedError_cls = _backward_cls(_DelayedError)
-_DelayedError_cls.__name__ = "Error"  # torch's type name for its DelayedError node
 
 
 _NO_DERIVATIVE = {}
@@ -605,7 +588,8 @@ def _no_derivative(value, input, op, node, error=None):
 
 class _ErrorOnBackward(Function):
     """``torch._C._functions.DelayedError(msg, n)(*tensors)``: aliases of ``tensors`` whose
-    grad_fn (torch's ``Error`` node) raises RuntimeError(msg) when the backward reaches it."""
+    grad_fn (torch's ``Error`` node) raises RuntimeError(msg) when the backward reaches it; also
+    the node ``once_differentiable`` puts after a backward."""
 
     @staticmethod
     def forward(ctx, msg, *xs):
