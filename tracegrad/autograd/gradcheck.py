@@ -162,6 +162,88 @@ def _forward(func, inputs, diff_idx):
     return jac
 
 
+def _fast(func, inputs, diff_idx, eps, atol, rtol, nondet_tol, check_backward_ad, check_forward_ad):
+    """NOTE [fast gradcheck]: torch's ``fast_mode``: instead of whole Jacobians, one number
+    ``v^T J u`` per (output, input) pair, for a random unit direction ``u`` in each input and a
+    random unit grad_output ``v`` of each output: finite differences along ``u`` (two calls of
+    ``func`` per input) against one backward per output with ``v`` (and a forward-mode run
+    along ``u``), within ``atol * sum(u) * sum(v) + rtol * |numerical|`` (``atol`` bounds each
+    Jacobian entry's error; ``v^T E u`` bounds the sum's). Returns None when every pair agrees,
+    else a description of the first that does not (the caller then runs the full check, as torch
+    does, for the element-wise message). Real inputs and outputs only."""
+    rng = np.random.RandomState(0)     # deterministic, as torch's seeded generator
+
+    def unit(t):
+        w = rng.uniform(0.0, 1.0, tuple(t.shape))
+        return w / max(np.linalg.norm(w), 1e-300)
+
+    us = {i: unit(inputs[i]) for i in diff_idx}
+    with grad_mode.enable_grad():
+        outs = _outputs(func, inputs)
+    vs = [unit(o) for o in outs]
+    numerical = {}
+    for i in diff_idx:
+        x = inputs[i]
+        data, orig = x.data, x.detach().clone()
+        base = np.asarray(orig._value, dtype=np.float64)
+        ref = [(tuple(o.shape), o.dtype) for o in outs]
+        vals = []
+        try:
+            for sign in (1, -1):
+                data.copy_(tensor(base + sign * eps * us[i], dtype=x.dtype))
+                got = _outputs(func, inputs)
+                _check_perturbed(ref, got, eps)
+                vals.append([np.asarray(o._value, dtype=np.float64) for o in got])
+        finally:
+            data.copy_(orig)
+        for j, (a, b) in enumerate(zip(*vals)):
+            numerical[(j, i)] = float(np.sum(vs[j] * (a - b) / (2 * eps)))
+    analytical = []
+    if check_backward_ad:
+        rev = {}
+        for j, o in enumerate(outs):
+            for i in diff_idx:
+                rev[(j, i)] = 0.0
+            if not o.requires_grad:
+                continue
+            go = tensor(vs[j], dtype=o.dtype)
+            gs = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
+            again = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
+            for i, g, h in zip(diff_idx, gs, again):
+                if g is None:
+                    continue
+                a = float(np.sum(np.asarray(g._value, dtype=np.float64) * us[i]))
+                b = 0.0 if h is None else float(np.sum(np.asarray(h._value, dtype=np.float64) * us[i]))
+                if abs(a - b) > nondet_tol * (1 + abs(b)):
+                    raise GradcheckError(
+                        "Backward is not reentrant, i.e., running backward with same input and "
+                        "grad_output multiple times gives different values, although analytical "
+                        f"gradient matches numerical gradient. The tolerance for nondeterminism was {nondet_tol}.")
+                rev[(j, i)] = a
+        analytical.append((rev, "Jacobian mismatch"))
+    if check_forward_ad:
+        fwd = {}
+        for i in diff_idx:
+            xs = list(inputs)
+            with forward_ad.dual_level():
+                for m in diff_idx:
+                    xm = inputs[m].detach()
+                    t = us[i] if m == i else np.zeros(tuple(xm.shape))
+                    xs[m] = forward_ad.make_dual(xm, tensor(t, dtype=xm.dtype))
+                tans = [forward_ad.unpack_dual(o).tangent for o in _outputs(func, xs)]
+            for j, t in enumerate(tans):
+                fwd[(j, i)] = 0.0 if t is None else float(np.sum(vs[j] * np.asarray(t.detach()._value, dtype=np.float64)))
+        analytical.append((fwd, "Jacobian computed with forward mode mismatch"))
+    for found, what in analytical:
+        for (j, i), n in numerical.items():
+            a = found[(j, i)]
+            tol = atol * float(us[i].sum()) * float(vs[j].sum()) + rtol * abs(n)
+            if not abs(a - n) <= tol:
+                return (f"{what} for output {j} with respect to input {i} (fast mode: v^T J u is "
+                        f"{n} by finite differences, {a} analytically)")
+    return None
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
               check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None,
@@ -201,6 +283,19 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                         raise GradcheckError("Numerical gradient for function expected to be zero")
                     return False
             return True
+    if fast_mode and not any(inputs[i].dtype.is_complex for i in diff_idx) and not any(
+            o.dtype.is_complex for o in _outputs(func, inputs)):
+        try:
+            mismatch = _fast(func, inputs, diff_idx, eps, atol, rtol, nondet_tol, check_backward_ad, check_forward_ad)
+        except GradcheckError:
+            if raise_exception:
+                raise
+            return False
+        if mismatch is None:
+            return _finish(func, inputs, diff_idx, check_backward_ad, raise_exception)
+        # fall through to the full check: torch's message names the differing elements
+    else:
+        mismatch = None
     checks = []     # (analytical Jacobians by (output, input), how torch's message names them)
     if check_backward_ad:
         try:
@@ -223,6 +318,18 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                     if raise_exception:
                         raise GradcheckError(msg)
                     return False
+    if fast_mode and mismatch is not None:
+        # the full check passed where the fast one did not (torch's "Fast gradcheck failed but
+        # element-wise differences are small")
+        if raise_exception:
+            raise GradcheckError(mismatch + "\nFast gradcheck failed but element-wise differences are small: "
+                                 "pass fast_mode=False to check element by element")
+        return False
+    return _finish(func, inputs, diff_idx, check_backward_ad, raise_exception)
+
+
+def _finish(func, inputs, diff_idx, check_backward_ad, raise_exception):
+    """The checks after the Jacobians': the backward scales with grad_output."""
     if check_backward_ad and not _mul_by_grad_output(func, inputs, diff_idx):
         if raise_exception:
             raise GradcheckError("backward not multiplied by grad_output")
@@ -265,7 +372,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, nondet_tol=nondet_tol)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol, fast_mode=fast_mode)
 
 
 _PRIVATE_API_WARNING = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are deprecating "
