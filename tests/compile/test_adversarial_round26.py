@@ -41,6 +41,21 @@ from ._dynamo_port import seeded_linear as _linear
 torch = pytest.importorskip("torch")
 
 
+def _tied_pair(T):
+    """Two 3x3 Linear layers sharing one weight (``b.weight = a.weight``), ``b(tanh(a(x)))``."""
+    class M(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = _linear(T, 3, 3, seed=1)
+            self.b = _linear(T, 3, 3, seed=2)
+            self.b.weight = self.a.weight
+
+        def forward(self, x):
+            return self.b(self.a(x).tanh())
+
+    return M()
+
+
 @pytest.mark.parametrize("reentrant", [True, False])
 def test_checkpoint_over_an_input_that_does_not_require_grad(reentrant):
     """A block checkpointed over an input that does not require grad, beside a plain path: the
@@ -349,17 +364,7 @@ def test_functional_call_with_a_masked_weight_and_tied_entries():
     and a mask the caller changes between calls, on a module whose two layers share one
     weight (``tie_weights``): the real parameter gets the gradient through the mask."""
     def build(T, wrap):
-        class M(T.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.a = _linear(T, 3, 3, seed=1)
-                self.b = _linear(T, 3, 3, seed=2)
-                self.b.weight = self.a.weight
-
-            def forward(self, x):
-                return self.b(self.a(x).tanh())
-
-        m = M()
+        m = _tied_pair(T)
         opt = T.optim.SGD(m.parameters(), lr=0.1)
         mask = T.ones(3, 3)
 
@@ -491,17 +496,7 @@ def test_functional_call_without_tying_and_with_strict_keys():
     replaces only ``a``'s use of the weight; ``strict=True`` with a missing key raises
     ``RuntimeError`` as eager; the module's own parameters are back after each call."""
     def build(T, wrap):
-        class M(T.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.a = _linear(T, 3, 3, seed=1)
-                self.b = _linear(T, 3, 3, seed=2)
-                self.b.weight = self.a.weight
-
-            def forward(self, x):
-                return self.b(self.a(x).tanh())
-
-        m = M()
+        m = _tied_pair(T)
         w2 = T.nn.Parameter(T.tensor(np.eye(3, dtype="float32") * 0.5))
 
         def f(x, strict):
