@@ -69,6 +69,9 @@ INTERPOSE: list = [None]
 # the open tracegrad.func transform levels' kinds ("reverse"/"forward"), innermost last: NOTE
 # [grad mode inside transforms] in func/_closure.py
 FUNC_LEVELS: list = []
+# ``FUNC_FUNCTION[0]``: the module applying a custom autograd.Function's own rules inside those
+# levels (``func/_custom_function.py``; set when tracegrad.func loads, as autograd sits below it)
+FUNC_FUNCTION: list = [None]
 # id(storage) -> how many live compiled programs read it as state (``_lowering/region.py``)
 HELD_STORAGES: dict = {}
 

@@ -388,12 +388,7 @@ FUNC = {
 }
 
 
-XFAIL = {
-    "function_grad_uses_backward": "an autograd.Function inside a tracegrad.func transform is differentiated through "
-                                   "its forward (JAX traces it); torch.func calls its backward",
-    "function_jvp_uses_jvp": "an autograd.Function inside tracegrad.func.jvp is differentiated through its forward; "
-                             "torch.func calls its jvp staticmethod",
-}
+XFAIL: dict = {}
 
 
 @pytest.mark.parametrize("fn", outcome_params(FUNC, XFAIL))

@@ -305,6 +305,10 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 "Move the ctx work of forward into setup_context(ctx, inputs, output).")
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
             args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}
+            # inside a tracegrad.func level: that level's rule is the Function's backward/jvp
+            rule = _state.FUNC_FUNCTION[0]
+            if rule is not None and _state.FUNC_LEVELS and rule.handles(cls, args):
+                return rule.apply(cls, args)
         ctx = _backward_cls(cls)()
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = needs

@@ -264,7 +264,7 @@ def linearize(func, *primals):
                              f"{leaf.dtype}")
     fn = _checked_outputs(func, False, "linearize(f, *primals)")
     arrays = tuple(_wrap.to_arrays(p) for p in primals)
-    out, lin = _wrap.run_jax(functools.partial(jax.linearize, _wrap.pure(fn, primals, range(len(primals)))), *arrays)
+    out, lin = _wrap.run_jax(functools.partial(jax.linearize, _wrap.pure(fn, primals, range(len(primals)), "forward")), *arrays)
 
     def structure(tree):   # None and Tensors are leaves, as in torch's pytree
         return jax.tree_util.tree_structure(_wrap.keep_order(tree), is_leaf=lambda v: v is None or _wrap.is_tensor(v))
@@ -379,7 +379,9 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
                                    "instead")
 
         fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs, float_outputs=api == "jacrev")
-        jf = _wrap.pure(fn, args, positions, "reverse" if api == "jacrev" else "forward")
+        # jacfwd's level is a forward level that is also a vmap (torch's jacfwd vmaps its jvp):
+        # a custom Function in it needs vmap support (``_custom_function``)
+        jf = _wrap.pure(fn, args, positions, "reverse" if api == "jacrev" else "jacfwd")
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
         jac = _wrap.to_tensors(res[0] if has_aux else res)

@@ -123,8 +123,8 @@ def check_outputs(tree, api, what="outputs"):
 def pure(fn, args, positions, kind=None):
     """``fn`` as a JAX function of the arrays of ``args[p]`` for ``p`` in ``positions``; the
     other arguments are closed over unchanged. Its results are trees of arrays (dicts in
-    insertion order: ``keep_order``). ``kind``: "reverse" or "forward", the transform's mode
-    (NOTE [grad mode inside transforms])."""
+    insertion order: ``keep_order``). ``kind``: "reverse" or "forward" (or "jacfwd": forward,
+    vmapped), the transform's mode (NOTE [grad mode inside transforms])."""
     positions = tuple(positions)
 
     def jax_fn(*arrays):
