@@ -18,6 +18,8 @@ import contextlib
 import inspect
 import types
 
+import jax
+
 import tracegrad
 from tracegrad import Tensor, _state
 from tracegrad.autograd.function import Function
@@ -60,6 +62,16 @@ def _tensors(value):
     if isinstance(value, (tuple, list)):
         return [t for v in value for t in _tensors(v)]
     return []
+
+
+def _map_tensors(value, fn):
+    """``value`` (an operator's result: a Tensor, None, or a tuple/list of them) with ``fn``
+    applied to each Tensor."""
+    if isinstance(value, Tensor):
+        return fn(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map_tensors(v, fn) for v in value)
+    return value
 
 
 class CustomOpDef:
@@ -168,6 +180,23 @@ class CustomOpDef:
                                    "to it nor alias one (a view of an input): return a clone (x.clone()) instead")
         return out
 
+    def _in_transform(self, args):
+        """The operator inside a tracegrad.func transform, as torch 2.13's: a reverse-mode level
+        (grad, vjp, jacrev) refuses it (torch's generated Function has no functorch rules),
+        and at forward-mode levels (jvp, jacfwd) its outputs have zero tangents; vmap runs the
+        kernel on the batch."""
+        traced = any(isinstance(t._value, jax.core.Tracer) for t in _tensors(list(args)))
+        if traced and "reverse" in _state.FUNC_LEVELS and tracegrad.is_grad_enabled():
+            raise RuntimeError(f"{self._qualname}: In order to use an autograd.Function with functorch transforms "
+                               "(vmap, grad, jvp, jacrev, ...), it must override the setup_context staticmethod; a "
+                               "torch.library custom operator cannot run inside tracegrad.func.grad/vjp/jacrev (as in "
+                               "torch). Call it outside the transform, or write a custom autograd.Function with "
+                               "setup_context and backward.")
+        out = self._run(args)
+        if not traced:
+            return out
+        return _map_tensors(out, lambda t: Tensor._make(jax.lax.stop_gradient(t._value)))
+
     def __call__(self, *args, **kwargs):
         if kwargs or self._signature is not None:
             sig = self._signature or inspect.signature(self._init_fn)
@@ -177,7 +206,9 @@ class CustomOpDef:
                 raise TypeError(f"{self._qualname}: {e}") from None
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
-        if tracegrad.is_grad_enabled() and any(t.requires_grad for t in _tensors(list(args))):
+        if _state.FUNC_LEVELS:
+            out = self._in_transform(args)
+        elif tracegrad.is_grad_enabled() and any(t.requires_grad for t in _tensors(list(args))):
             out = self._autograd_function().apply(*args)
         else:
             out = self._run(args)

@@ -179,3 +179,41 @@ def test_forward_runs_once_per_call():
     g = tracegrad.func.grad(lambda x: Counted.apply(x).sum())(t(tracegrad, X))
     np.testing.assert_allclose(g.numpy(), [5.0, 5.0, 5.0])
     assert len(calls) == 1
+
+
+_OPS = {}
+
+
+def custom_sin(T):
+    """A torch.library custom operator with a registered (scaled) backward, one per library."""
+    name = "tt" if T is torch else "tg"
+    if name not in _OPS:
+        @T.library.custom_op(f"{name}_levels::mysin", mutates_args=())
+        def mysin(x: T.Tensor) -> T.Tensor:
+            return x.sin()
+
+        def setup(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        def backward(ctx, g):
+            return g * ctx.saved_tensors[0].cos() * 2
+        mysin.register_autograd(backward, setup_context=setup)
+        _OPS[name] = mysin
+    return _OPS[name]
+
+
+OP_CASES = {
+    # torch 2.13 refuses a custom operator inside a reverse-mode transform ...
+    "custom_op_grad_refused": lambda T: T.func.grad(lambda x: custom_sin(T)(x).sum())(t(T, X)),
+    "custom_op_vmap_grad_refused": lambda T: T.func.vmap(T.func.grad(lambda x: custom_sin(T)(x).sum()))(t(T, [X])),
+    # ... gives its outputs zero tangents under jvp, and runs it on the batch under vmap
+    "custom_op_jvp_zero_tangent": lambda T: T.func.jvp(custom_sin(T), (t(T, X),), (t(T, Y),)),
+    "custom_op_vmap": lambda T: T.func.vmap(custom_sin(T))(t(T, [X, Y])),
+    "custom_op_eager_backward": lambda T: (lambda x: (custom_sin(T)(x).sum().backward(), x.grad)[1])(
+        t(T, X).requires_grad_()),
+}
+
+
+@pytest.mark.parametrize("fn", outcome_params(OP_CASES))
+def test_custom_ops_inside_transforms(fn):
+    same_outcome(fn)
