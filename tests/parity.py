@@ -821,3 +821,30 @@ def error_gist(fn):
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)   # (str() quotes a KeyError)
         return f"{type(e).__name__}: " + re.split(r";|\n", msg)[0].rstrip(". ")
     return None
+
+
+# ---- custom autograd.Functions ------------------------------------------------------------------
+def scaled_sin_function(T, vmap_rule=False):
+    """torch's functorch tests' MySin for module ``T``: a functorch-style ``autograd.Function``
+    (forward without ctx, ``setup_context``) computing sin, whose rules are deliberately not
+    forward's derivative (backward ``2 * g * cos(x)``, jvp ``3 * tangent``), so a transform that
+    differentiates forward instead of calling them shows. ``generate_vmap_rule`` is ``vmap_rule``."""
+    class MySin(T.autograd.Function):
+        generate_vmap_rule = vmap_rule
+
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.saved_tensors[0].cos() * 2
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            return tangent * 3
+    return MySin

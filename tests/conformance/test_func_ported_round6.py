@@ -7,7 +7,7 @@ are not repeated."""
 import numpy as np
 import pytest
 
-from parity import outcome_params, same_outcome
+from parity import outcome_params, same_outcome, scaled_sin_function
 
 torch = pytest.importorskip("torch")
 
@@ -313,23 +313,7 @@ def _my_sin(T, new_style=True):
                 return g * ctx.saved_tensors[0].cos() * 2
         return OldSin
 
-    class MySin(T.autograd.Function):
-        @staticmethod
-        def forward(x):
-            return x.sin()
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(inputs[0])
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * ctx.saved_tensors[0].cos() * 2
-
-        @staticmethod
-        def jvp(ctx, tangent):
-            return tangent * 3
-    return MySin
+    return scaled_sin_function(T)
 
 
 FUNC = {

@@ -8,7 +8,7 @@ instead would give different numbers. Each program runs with torch (the oracle) 
 import numpy as np
 import pytest
 
-from parity import outcome_params, same_outcome
+from parity import outcome_params, same_outcome, scaled_sin_function
 
 torch = pytest.importorskip("torch")
 
@@ -20,26 +20,7 @@ def t(T, a):
     return T.tensor(np.asarray(a), dtype=T.float64)
 
 
-def my_sin(T, vmap_rule=False):
-    class MySin(T.autograd.Function):
-        generate_vmap_rule = vmap_rule
-
-        @staticmethod
-        def forward(x):
-            return x.sin()
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(inputs[0])
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * ctx.saved_tensors[0].cos() * 2
-
-        @staticmethod
-        def jvp(ctx, tangent):
-            return tangent * 3
-    return MySin
+my_sin = scaled_sin_function
 
 
 def multi(T, vmap_rule=False):
