@@ -27,6 +27,7 @@ from .numpy_bridge import storage_for_numpy
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_float_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import cuda_devices, device as _device
 from .host import filled, put, small, to_device
+from .range_values import arange_values
 from .layout import strided
 from .storage import Storage, TypedStorage
 from .._ops import dtypes as _dt, limited
@@ -553,10 +554,9 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
         n = int(np.ceil((float(hi) - float(lo)) / float(st)))
 
     def values():
-        if d.is_floating_point or d.is_complex:
-            arr = np.arange(n, dtype=np.float64) * float(vals[2]) + float(vals[0])
-        else:
-            arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
+        if d.is_floating_point:
+            return to_device(arange_values(float(vals[0]), float(vals[2]), max(n, 0), d.np))
+        arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
         return to_device(arr.astype(d.np))
     return _fresh((max(n, 0),), d, device, requires_grad, values, sizes_given=False)
 
@@ -582,8 +582,12 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    n = int(np.floor((end - start) / step)) + 1
-    arr = np.arange(max(n, 0), dtype=np.float64) * step + start
+    # torch sizes and fills it in the accumulate type: float for the 16-bit dtypes (a float32
+    # quotient can truncate one element shorter than the double one), double otherwise
+    acc = np.float32 if d.is_floating_point and d.itemsize == 2 else np.float64
+    start, end, step = acc(start), acc(end), acc(step)
+    n = int((end - start) / step + acc(1))
+    arr = np.arange(max(n, 0), dtype=acc) * step + start
     return _finish(to_device(arr.astype(d.np)), d, device, requires_grad)
 
 
