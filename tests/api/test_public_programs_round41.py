@@ -983,3 +983,40 @@ def _program(mod, log):
 
 def test_contrastive_structured_world_model():
     run_both(_program)
+
+
+def _variants(mod, log):
+    # modules.py's other paths: TransitionGNN with copy_action (the one-hot ``repeat``ed over the
+    # slots) and ignore_action, one object slot (no edges: the repository's node MLP then
+    # expects the aggregate it does not get, torch's shape RuntimeError, printed), the 'large'
+    # encoder and the medium decoder alone, utils.pairwise_distance_matrix
+    torch = mod
+    utils, modules = _program_classes(torch)
+    st = torch.tensor(np.random.RandomState(0).randn(3, 3, 2).astype(np.float32),
+                      requires_grad=True)
+    act = torch.tensor([0, 2, 3])
+    for kw in (dict(copy_action=True), dict(ignore_action=True), dict()):
+        g = init_params(torch, modules.TransitionGNN(2, 8, 4, 3, **kw), 1)
+        out = g(st, act)
+        out.sum().backward()
+        log(f"gnn {kw}", [out, st.grad, g.edge_list])
+        st.grad = None
+    g1 = init_params(torch, modules.TransitionGNN(2, 8, 4, 1), 1)
+    try:
+        g1(st[:, :1].detach(), torch.tensor([1, 0, 3]))
+    except RuntimeError as e:
+        print(type(e).__name__, e)
+    enc = init_params(torch, modules.EncoderCNNLarge(3, 2, 3), 2)
+    x = torch.tensor(np.random.RandomState(1).rand(2, 3, 6, 6).astype(np.float32))
+    y = enc(x)
+    y.sum().backward()
+    log("large encoder", [y, enc.cnn1.weight.grad, enc.ln3.running_var])
+    dec = init_params(torch, modules.DecoderCNNMedium(2, 4, 3, (3, 10, 10)), 3)
+    log("medium decoder", dec(torch.tensor(np.random.RandomState(2).randn(2, 3, 2)
+                                           .astype(np.float32))))
+    log("pairwise", utils.pairwise_distance_matrix(torch.arange(6.).view(3, 2),
+                                                   torch.ones(3, 2)))
+
+
+def test_cswm_module_variants():
+    run_both(_variants)

@@ -655,3 +655,26 @@ def _program(mod, log):
 
 def test_bnaf_block_neural_autoregressive_flow():
     run_both(_program)
+
+
+def _other_targets(mod, log):
+    # one loss and its gradients for each other target: energy matching on u1, u3, u4 and
+    # density estimation on rings, checkerboard and 2spirals (two hidden layers of 6)
+    torch = _SeededTorch(mod, 1)
+    p = _program_classes(torch, _Recorder(log))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the uint8 mask
+        for name in ('u1', 'u3', 'u4'):
+            model = init_params(mod, p.BNAF(2, 1, 4), 3, scale=0.5)
+            loss = p.compute_kl_qp_loss(model, p.potential_fn(name), 8).mean(0)
+            loss.backward()
+            log(name, [loss, model.net[2].weight.grad, model.net[4].logg.grad])
+        for name in ('rings', 'checkerboard', '2spirals'):
+            model = init_params(mod, p.BNAF(2, 2, 6), 4, scale=0.5)
+            loss = p.compute_kl_pq_loss(model, partial(p.sample_2d_data, name), 12).mean(0)
+            loss.backward()
+            log(name, [loss, model.net[2].weight.grad, model.net[6].bias.grad])
+
+
+def test_bnaf_other_targets():
+    run_both(_other_targets)
