@@ -13,7 +13,14 @@ there) under ``tracegrad.compile``, against torch and tracegrad eager after ever
   ``tracegrad.compile`` runs that step eagerly, saying why (numpy's global generator changes),
   and its results still equal eager's call after call (each call reseeds numpy, the same in
   all three runs).
+- kamenbliznashki/normalizing_flows ``bnaf.py`` (97a73a0, ported in
+  ``tests/api/test_public_programs_round41_bnaf.py``): a density-estimation step whose
+  ``MaskedLinear`` picks its log-determinant blocks with ``logdet[self.mask_d.byte()]``, an
+  output shape read from the mask's values: the step runs eagerly, the reason naming
+  ``nonzero()`` and that line, and equals eager.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -111,3 +118,43 @@ def test_cswm_contrastive_step_numpy_draw_runs_eagerly():
     assert [why for why, _ in st["graph_breaks"]] == [
         "the function changes the Python value 'numpy.random's global generator' (a counter, "
         "an append, an attribute...): the program would not repeat that on later calls"], st
+
+
+def test_bnaf_step_with_mask_indexing_runs_eagerly():
+    progs = api_programs('test_public_programs_round41_bnaf.py')
+    made = []
+
+    def build(T, wrap):
+        torch = progs._SeededTorch(T, 0)
+        p = progs._program_classes(torch, None)
+        model = progs.init_params(T, p.BNAF(2, 1, 4), 5, scale=0.5)
+        optimizer = T.optim.Adam(model.parameters(), lr=0.01)
+        data = [T.tensor(np.random.RandomState(i).randn(8, 2).astype(np.float32))
+                for i in range(3)]
+
+        def step(sample):
+            # compute_kl_pq_loss on a given sample, then train_flow's update
+            z, logdet = model(sample)
+            loss = (- T.sum(model.base_dist.log_prob(z) + logdet, dim=1)).mean(0)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss
+        step = wrap(step)
+        made.append(step)
+
+        def run(i):
+            with warnings.catch_warnings():
+                # the uint8 mask's deprecation (not the compiler's warning)
+                warnings.filterwarnings("ignore", message="indexing with dtype")
+                loss = step(data[i])
+            return [loss, model.net[2].weight.detach(), model.net[0].logg.grad]
+        return run
+
+    with pytest.warns(UserWarning, match="nonzero"):
+        compare(build, calls=3)
+    st = made[2].stats
+    assert st["traces"] == 0 and st["eager_calls"] == 3, st
+    (why, where), = st["graph_breaks"]
+    assert why.startswith("nonzero() reads a tensor's value in Python"), st
+    assert "test_public_programs_round41_bnaf.py" in where, st
