@@ -153,3 +153,223 @@ def test_zero_grad_alternating_set_to_none_with_a_parameter_used_on_alternate_ca
             return loss, b.weight, b.weight.grad, st.get("exp_avg"), a.weight
         return run
     compare(build, calls=8)
+
+
+def test_step_returns_optimizer_state_tensors_the_caller_writes():
+    """The step returns Adam's ``exp_avg`` and SGD's ``momentum_buffer`` themselves; the caller
+    halves them in place between calls (and once replaces ``exp_avg`` with a new tensor in the
+    state dict): the next call's update uses the written state, and the returned tensors are
+    the state's tensors (``is``) after every call."""
+    def build(T, wrap):
+        a, b = _linear(T, 3, 3, seed=1), _linear(T, 3, 1, seed=2)
+        oa = T.optim.Adam(a.parameters(), lr=0.05)
+        ob = T.optim.SGD(b.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            oa.zero_grad()
+            ob.zero_grad()
+            loss = b(a(x).tanh()).pow(2).mean()
+            loss.backward()
+            oa.step()
+            ob.step()
+            return loss, oa.state[a.weight]["exp_avg"], ob.state[b.weight]["momentum_buffer"]
+
+        f = wrap(step)
+
+        def run(i):
+            loss, m, buf = f(_rand(T, i, 2, 3))
+            ident = (m is oa.state[a.weight]["exp_avg"],
+                     buf is ob.state[b.weight]["momentum_buffer"])
+            seen = (loss, m.clone(), buf.clone(), a.weight, b.weight)
+            with T.no_grad():
+                m.mul_(0.5)
+                buf.mul_(0.5)
+            if i == 2:
+                oa.state[a.weight]["exp_avg"] = T.full_like(m, 0.01)
+            return seen, ident
+        return run
+    compare(build, calls=5)
+
+
+def test_compiled_function_appends_to_and_rebinds_a_global_list_of_tensors():
+    """A compiled step appends its detached loss to a global list, reads the list's mean (tensors
+    from earlier calls), and rebinds the global to a trimmed copy when it grows past three: the
+    list's contents and length after every call as eager's. Each run's step is defined in its
+    own globals (``exec``), so the three runs do not share the list."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        env = {"_LOG": [], "opt": opt, "net": net}
+        exec(_GLOBAL_LIST_STEP, env)
+        f = wrap(env["step"])
+
+        def run(i):
+            out = f(_rand(T, i, 2, 3))
+            return out, list(env["_LOG"]), net.weight
+        return run
+    compare(build, calls=6)
+
+
+_GLOBAL_LIST_STEP = """
+def step(x):
+    global _LOG
+    opt.zero_grad()
+    base = sum(_LOG) / len(_LOG) if _LOG else 0.0
+    loss = (net(x) - base).pow(2).mean()
+    loss.backward()
+    opt.step()
+    _LOG.append(loss.detach())
+    if len(_LOG) > 3:
+        _LOG = _LOG[-2:]
+    return loss, len(_LOG)
+"""
+
+
+def test_grad_mode_contexts_nested_three_deep_with_a_flag_argument():
+    """``no_grad`` > ``enable_grad`` > ``set_grad_enabled(flag)`` nested inside a compiled
+    step, the flag an argument changed per call: which pieces carry grad (the parameter's
+    gradient gets the enable_grad part only, plus the innermost when the flag is on), the
+    requires_grad of each piece and the grad mode inside, as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 3, seed=1)
+
+        def step(x, flag):
+            with T.no_grad():
+                a = net(x)
+                with T.enable_grad():
+                    b = net(x).tanh()
+                    with T.set_grad_enabled(flag):
+                        c = net(b).sin()
+                        mode = T.is_grad_enabled()
+                    d = a * b
+            loss = (b.sum() + c.sum() + d.sum()) if (b.requires_grad or c.requires_grad) else None
+            if loss is not None and loss.requires_grad:
+                loss.backward()
+            return a, b, c, d, mode, T.is_grad_enabled()
+
+        f = wrap(step)
+
+        def run(i):
+            net.zero_grad()
+            out = f(_rand(T, i, 2, 3), i % 2 == 0)
+            return out, net.weight.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_compiled_eval_loop_under_inference_mode_outside_alternating_with_training():
+    """A compiled model called under ``inference_mode`` by an eval loop (two batches) between
+    compiled training steps of the same model (with BatchNorm flipped to eval for the loop):
+    eval outputs are inference tensors, running stats untouched in eval, and the training steps
+    after the loop train from the same weights as eager."""
+    def build(T, wrap):
+        model = T.nn.Sequential(_linear(T, 3, 4, seed=1), T.nn.BatchNorm1d(4), T.nn.ReLU(),
+                                _linear(T, 4, 1, seed=2))
+        opt = T.optim.SGD(model.parameters(), lr=0.1)
+        fwd = wrap(model)
+
+        def train(x):
+            opt.zero_grad()
+            loss = fwd(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(train)
+
+        def run(i):
+            model.train()
+            loss = step(_rand(T, i, 4, 3))
+            model.eval()
+            outs = []
+            with T.inference_mode():
+                for k in range(2):
+                    y = fwd(_rand(T, 10 * i + k, 3, 3))
+                    outs.append((y, y.is_inference(), y.requires_grad))
+            return loss, outs, model[1].running_mean, model[1].num_batches_tracked, model[0].weight
+        return run
+    compare(build, calls=4)
+
+
+def test_schedulers_stepped_outside_for_twenty_calls_with_one_trace():
+    """Three param groups under ``OneCycleLR`` (SGD with momentum cycling),
+    ``CosineAnnealingWarmRestarts`` (T_0=3, T_mult=2) and a ``LambdaLR`` whose lambda reads a
+    closure list the caller edits, each stepped outside the compiled step for twenty calls:
+    losses and weights as eager's, and the compiled step traced once (lr and momentum are
+    read each call, not frozen)."""
+    made = []
+
+    def build(T, wrap):
+        nets = [_linear(T, 3, 1, seed=s) for s in range(3)]
+        mk = T.optim.lr_scheduler
+        o1 = T.optim.SGD(nets[0].parameters(), lr=0.1, momentum=0.9)
+        o2 = T.optim.Adam(nets[1].parameters(), lr=0.05)
+        o3 = T.optim.SGD(nets[2].parameters(), lr=0.1)
+        warm = [0.1]
+        s1 = mk.OneCycleLR(o1, max_lr=0.2, total_steps=21)
+        s2 = mk.CosineAnnealingWarmRestarts(o2, T_0=3, T_mult=2, eta_min=0.001)
+        s3 = mk.LambdaLR(o3, lambda e: warm[0] * (e + 1))
+        opts = (o1, o2, o3)
+
+        def step(x):
+            losses = []
+            for net, o in zip(nets, opts):
+                o.zero_grad()
+                loss = net(x).pow(2).mean()
+                loss.backward()
+                o.step()
+                losses.append(loss)
+            return losses
+
+        f = wrap(step)
+        made.append(f)
+
+        def run(i):
+            out = f(_rand(T, i, 2, 3))
+            for s in (s1, s2, s3):
+                s.step()
+            warm[0] = 0.1 + 0.02 * i
+            return out, [n.weight for n in nets], o1.param_groups[0]["momentum"]
+        return run
+    compare(build, calls=20)
+    st = made[2].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _probe():
+    pass
+
+
+def test_module_compile_on_a_submodule_of_an_eager_model():
+    """``block.compile()`` on the middle block of an eager model trained with Adam, a forward
+    hook on the outer model and a gradient flowing through the compiled block to the eager
+    first layer; the block's dropout is flipped off with ``model.eval()`` for one call:
+    losses, grads of all layers and weights as eager's."""
+    def build(T, wrap):
+        class Block(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 4, 4, seed=2)
+                self.norm = T.nn.LayerNorm(4)
+
+            def forward(self, x):
+                return x + self.norm(self.lin(x)).relu()
+
+        model = T.nn.Sequential(_linear(T, 3, 4, seed=1), Block(), _linear(T, 4, 1, seed=3))
+        if wrap(_probe) is not _probe:     # the compiled run (wrap is not the identity)
+            model[1].compile()
+        opt = T.optim.Adam(model.parameters(), lr=0.05)
+        seen = []
+        model.register_forward_hook(lambda m, i, o: seen.append(o.detach().sum()))
+
+        def run(i):
+            if i == 3:
+                model.eval()
+            opt.zero_grad()
+            loss = model(_rand(T, i, 2, 3)).pow(2).mean()
+            loss.backward()
+            grads = [p.grad.clone() for p in model.parameters()]
+            opt.step()
+            model.train()
+            return loss, grads, list(model.parameters()), seen[-1]
+        return run
+    compare(build, calls=5)
