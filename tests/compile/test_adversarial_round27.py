@@ -373,3 +373,196 @@ def test_module_compile_on_a_submodule_of_an_eager_model():
             return loss, grads, list(model.parameters()), seen[-1]
         return run
     compare(build, calls=5)
+
+
+def test_module_compile_block_called_twice_with_kwargs_frozen_and_a_kwargs_pre_hook():
+    """A ``compile()``d block returning a dict is called twice in one eager forward (the second
+    time on its own output, the first with a ``scale`` keyword), gets a ``with_kwargs`` forward
+    pre-hook after two calls, is frozen with ``requires_grad_(False)`` for two calls (the
+    gradient still flows through it to the eager first layer) and keeps its state_dict keys."""
+    def build(T, wrap):
+        class Block(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 4, 4, seed=2)
+
+            def forward(self, x, scale=1.0):
+                h = self.lin(x).tanh() * scale
+                return {"h": h, "n": h.norm()}
+
+        blk = Block()
+        first, last = _linear(T, 3, 4, seed=1), _linear(T, 4, 1, seed=3)
+        if wrap(_probe) is not _probe:
+            blk.compile()
+        opt = T.optim.SGD([*first.parameters(), *blk.parameters(), *last.parameters()], lr=0.1)
+        log = []
+
+        def run(i):
+            if i == 2:
+                blk.register_forward_pre_hook(lambda m, a, k: log.append(len(k)) or None, with_kwargs=True)
+            if i in (3, 5):
+                blk.requires_grad_(i == 5)
+            opt.zero_grad()
+            o1 = blk(first(_rand(T, i, 2, 3)), scale=0.5 + i)
+            o2 = blk(o1["h"])
+            loss = last(o2["h"]).pow(2).mean() + o1["n"] * 0.1
+            loss.backward()
+            opt.step()
+            return (loss, first.weight, first.weight.grad, blk.lin.weight, blk.lin.weight.grad,
+                    list(log), sorted(blk.state_dict()))
+        return run
+    compare(build, calls=7)
+
+
+def test_step_draws_its_batch_with_next_on_an_iterator():
+    """The compiled step takes no argument and draws ``(x, y)`` with ``next(it)`` from an
+    iterator over a list of batches: each call trains on the next batch (the draw is not
+    frozen at the trace's batch) and the iterator advances once per call."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        data = [(_rand(T, k, 2, 3), _rand(T, k + 50, 2, 2)) for k in range(8)]
+        it = iter(data)
+
+        def step():
+            x, y = next(it)
+            opt.zero_grad()
+            loss = (net(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+        return lambda i: (f(), net.weight, next(it)[0])
+    compare(build, calls=4)
+
+
+def test_hook_registered_on_a_parameter_inside_every_call():
+    """The compiled forward registers a doubling hook on the weight on every call (the hooks
+    pile up: the gradient is scaled by 2**calls) until the caller removes them all after the
+    fourth call: the weight's gradient after each backward as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        handles = []
+
+        def fn(x):
+            handles.append(net.weight.register_hook(lambda g: g * 2))
+            return net(x).sum()
+
+        f = wrap(fn)
+
+        def run(i):
+            net.zero_grad()
+            y = f(_rand(T, i, 2, 3))
+            y.backward()
+            if i == 3:
+                for h in handles:
+                    h.remove()
+                handles.clear()
+            return y, net.weight.grad, net.bias.grad, len(handles)
+        return run
+    compare(build, calls=6)
+
+
+def test_backward_inside_the_compiled_function_of_a_graph_built_outside():
+    """The compiled function backpropagates through a graph built eagerly before the call
+    (``(y * s).sum().backward()`` with ``y = tanh(net(x))``, ``s`` a Python number): the
+    parameters' grads as eager's, and the outside graph is freed (a second backward outside
+    raises the "second time" error)."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        f = wrap(lambda y, s: (y * s).sum().backward())
+
+        def run(i):
+            net.zero_grad()
+            y = net(_rand(T, i, 2, 3)).tanh()
+            f(y, float(i + 1))
+            try:
+                y.sum().backward()
+                again = None
+            except RuntimeError as e:
+                again = "second time" in str(e)
+            return net.weight.grad, net.bias.grad, again
+        return run
+    compare(build, calls=4)
+
+
+def test_two_optimizers_step_one_shared_parameter():
+    """SGD with momentum over the whole layer and Adam over its weight alone, both stepping in
+    one compiled step: the weight gets both updates in eager's order (SGD's from the gradient,
+    then Adam's from the same gradient), the bias SGD's only."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        o1 = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+        o2 = T.optim.Adam([net.weight], lr=0.05)
+
+        def step(x):
+            o1.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            o1.step()
+            o2.step()
+            return loss
+
+        f = wrap(step)
+        return lambda i: (f(_rand(T, i, 2, 3)), net.weight, net.bias, o2.state[net.weight]["exp_avg"])
+    compare(build, calls=5)
+
+
+def test_param_group_params_replaced_and_state_moved_between_calls():
+    """After two calls the caller rebinds ``param_groups[0]["params"]`` to another layer's
+    weight and the first layer's bias, and moves Adam's state of the old weight onto the new
+    one; after the fourth it zeroes the ``step`` tensor in place (bias correction restarts):
+    every parameter and the state as eager's."""
+    def build(T, wrap):
+        a, b = _linear(T, 3, 2, seed=1), _linear(T, 3, 2, seed=2)
+        opt = T.optim.Adam(a.parameters(), lr=0.05, betas=(0.8, 0.9))
+
+        def step(x):
+            opt.zero_grad()
+            loss = (a(x) + b(x)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                opt.param_groups[0]["params"] = [b.weight, a.bias]
+                opt.state[b.weight] = opt.state.pop(a.weight)
+            if i == 4:
+                opt.state[b.weight]["step"].zero_()
+            return (f(_rand(T, i, 2, 3)), a.weight, b.weight, a.bias,
+                    sorted(float(v["step"]) for v in opt.state.values()))
+        return run
+    compare(build, calls=6)
+
+
+def test_multihead_attention_bias_kv_zero_attn_with_masks_changing_length():
+    """``MultiheadAttention`` with ``add_bias_kv`` and ``add_zero_attn`` (the masks get extra
+    columns inside), a key padding mask and an additive causal ``attn_mask`` present on some
+    calls only, and a sequence length that changes between calls: losses, weights and the
+    learned ``bias_k`` as eager's."""
+    def build(T, wrap):
+        mha = _seed(T, T.nn.MultiheadAttention(4, 2, add_bias_kv=True, add_zero_attn=True), seed=3)
+        opt = T.optim.SGD(mha.parameters(), lr=0.1)
+
+        def step(x, kpm, am):
+            opt.zero_grad()
+            y, w = mha(x, x, x, key_padding_mask=kpm, attn_mask=am)
+            loss = y.pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, w
+
+        f = wrap(step)
+
+        def run(i):
+            n = 3 + i % 2
+            kpm = np.zeros((2, n), bool)
+            kpm[1, n - 1 - i % 2:] = True
+            am = T.tensor(np.triu(np.full((n, n), -1e9, np.float32), k=1)) if i % 3 else None
+            return f(_rand(T, i, n, 2, 4), T.tensor(kpm), am), mha.bias_k, mha.in_proj_weight
+        return run
+    compare(build, calls=6)
