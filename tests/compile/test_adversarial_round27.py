@@ -566,3 +566,45 @@ def test_multihead_attention_bias_kv_zero_attn_with_masks_changing_length():
             return f(_rand(T, i, n, 2, 4), T.tensor(kpm), am), mha.bias_k, mha.in_proj_weight
         return run
     compare(build, calls=6)
+
+
+@pytest.mark.parametrize("kind", ["adam_onecycle_three_phase", "adamw_cyclic", "rmsprop_onecycle"])
+def test_scheduler_cycling_betas_or_momentum_outside_with_one_trace(kind):
+    """Schedulers that cycle a hyper-parameter other than ``lr`` (``OneCycleLR`` writes Adam's
+    ``betas`` tuple and RMSprop's ``momentum``, ``CyclicLR`` AdamW's ``betas``) stepped
+    outside the compiled step for twenty calls: the weights as eager's and one trace (the
+    tuple's first entry is read each call, not guarded into a new program per value)."""
+    made = []
+
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        mk = T.optim.lr_scheduler
+        if kind == "adam_onecycle_three_phase":
+            opt = T.optim.Adam(net.parameters(), lr=0.01)
+            sched = mk.OneCycleLR(opt, max_lr=0.1, total_steps=25, three_phase=True)
+        elif kind == "adamw_cyclic":
+            opt = T.optim.AdamW(net.parameters(), lr=0.01)
+            sched = mk.CyclicLR(opt, 0.01, 0.1, step_size_up=3, base_momentum=0.8, max_momentum=0.9)
+        else:
+            opt = T.optim.RMSprop(net.parameters(), lr=0.01, momentum=0.9)
+            sched = mk.OneCycleLR(opt, max_lr=0.05, total_steps=25)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+        made.append(f)
+
+        def run(i):
+            out = f(_rand(T, i, 2, 3))
+            sched.step()
+            g = opt.param_groups[0]
+            return out, net.weight, g["lr"], g.get("betas"), g.get("momentum")
+        return run
+    compare(build, calls=20)
+    st = made[2].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
