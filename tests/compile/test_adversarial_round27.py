@@ -608,3 +608,59 @@ def test_scheduler_cycling_betas_or_momentum_outside_with_one_trace(kind):
     compare(build, calls=20)
     st = made[2].stats
     assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def test_lambda_lr_closure_returning_a_tensor_from_the_last_loss():
+    """A ``LambdaLR`` whose lambda reads the loss the compiled step returned last (a closure
+    dict the caller fills) and returns a tensor, so ``param_groups[0]["lr"]`` becomes a
+    0-d tensor after the first ``sched.step()``: each call steps with that call's lr."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        last = {"loss": None}
+        sched = T.optim.lr_scheduler.LambdaLR(
+            opt, lambda e: 1.0 if last["loss"] is None else 1.0 / (1.0 + last["loss"].detach()))
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_rand(T, i, 2, 3))
+            last["loss"] = loss
+            sched.step()
+            lr = opt.param_groups[0]["lr"]
+            return loss, net.weight, lr, type(lr).__name__
+        return run
+    compare(build, calls=5)
+
+
+def test_adam_tensor_lr_and_betas_written_in_place_between_calls():
+    """Adam built with a tensor ``lr`` and tensor ``betas``; the caller writes ``beta1`` and
+    ``lr`` in place (``fill_``) after every call: each compiled step uses the written values."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        opt = T.optim.Adam(net.parameters(), lr=T.tensor(0.05), betas=(T.tensor(0.8), T.tensor(0.9)))
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            out = f(_rand(T, i, 2, 3))
+            g = opt.param_groups[0]
+            g["betas"][0].fill_(0.8 - 0.1 * i)
+            g["lr"].fill_(0.05 + 0.01 * i)
+            return out, net.weight, net.bias
+        return run
+    compare(build, calls=5)
