@@ -664,3 +664,68 @@ def test_adam_tensor_lr_and_betas_written_in_place_between_calls():
             return out, net.weight, net.bias
         return run
     compare(build, calls=5)
+
+
+def test_training_step_called_under_no_grad_and_inference_mode_outside():
+    """A compiled training step called under ``no_grad`` or ``inference_mode`` on some calls:
+    its ``backward`` raises the "does not require grad" RuntimeError after ``zero_grad`` ran
+    (the grads are None afterwards, the weights and momentum untouched), and the next call
+    under grad mode trains as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wrap(step)
+
+        def run(i):
+            ctx = [T.enable_grad, T.no_grad, T.inference_mode, T.enable_grad][i % 4]
+            try:
+                with ctx():
+                    out, err = f(_rand(T, i, 2, 3)), None
+            except RuntimeError as e:
+                out, err = None, "does not require grad" in str(e)
+            buf = opt.state[net.weight].get("momentum_buffer") if net.weight in opt.state else None
+            return out, err, net.weight, net.weight.grad, buf
+        return run
+    compare(build, calls=7)
+
+
+def test_multihead_attention_dropout_with_need_weights_flipping_seeded_per_call():
+    """A ``MultiheadAttention`` with attention dropout trained under a key padding mask that
+    changes per call, ``need_weights`` flipping per call and ``manual_seed`` before each call:
+    tracegrad's compiled step draws the dropout masks eager draws (losses, weights, the
+    returned attention weights) and leaves the generator where eager leaves it (torch's
+    draws are another generator: compared eager against compiled)."""
+    T = tracegrad
+
+    def build(wrap):
+        mha = _seed(T, T.nn.MultiheadAttention(4, 2, dropout=0.3, batch_first=True), seed=1)
+        opt = T.optim.SGD(mha.parameters(), lr=0.1)
+
+        def step(x, mask, need):
+            opt.zero_grad()
+            y, w = mha(x, x, x, key_padding_mask=mask, need_weights=need)
+            loss = y.pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, w
+
+        f = wrap(step)
+
+        def run(i):
+            T.manual_seed(100 + i)
+            pad = np.zeros((2, 5), dtype=bool)
+            pad[0, 5 - (i % 4):] = True
+            return f(_rand(T, i, 2, 5, 4), T.tensor(pad), i % 2 == 0), mha.in_proj_weight, T.rand(2)
+        return run
+
+    eager, compiled = build(lambda f: f), build(T.compile)
+    for i in range(5):
+        same(eager(i), compiled(i), f"call{i}")
