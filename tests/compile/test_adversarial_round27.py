@@ -1,15 +1,29 @@
 """Twenty-seventh round of adversarial compiled-vs-eager programs: ``nn.MultiheadAttention``
-training steps with a ``key_padding_mask`` (bool and float) that changes per call,
-gradient accumulation over micro-batches through one shared encoder output
-(``retain_graph=True``), two optimizers stepping different parameter subsets (one of them on
-alternate calls), a ``zero_grad`` that alternates between ``set_to_none`` and zeros while a
-parameter is used on alternate calls only (Adam steps a zero gradient, skips a ``None``),
-optimizer state tensors returned by the step and written by the caller, a compiled function
-appending to and rebinding a global Python list of tensors, grad-mode contexts nested three
-deep, an eval loop compiled under ``inference_mode`` outside alternating with training calls,
-schedulers stepped outside for twenty calls with one trace, and ``Module.compile()`` on a
-submodule of an eager model. torch eager, tracegrad eager and ``tracegrad.compile`` run each
-program from the same state and must agree after every call (``_dynamo_port.compare``)."""
+training steps with a ``key_padding_mask`` (bool and float) that changes per call, with
+``add_bias_kv``/``add_zero_attn`` and a sequence length that changes, and with attention dropout
+under ``manual_seed`` and ``need_weights`` flipping; gradient accumulation over micro-batches
+through one shared encoder output (``retain_graph=True``); two optimizers stepping different
+parameter subsets (one on alternate calls) or one shared parameter; a ``zero_grad`` alternating
+between ``set_to_none`` and zeros while a parameter is used on alternate calls only (Adam steps a
+zero gradient, skips a ``None``); optimizer state tensors returned by the step and written by the
+caller; ``param_groups[0]["params"]`` rebound and state moved between calls; a tensor ``lr`` and
+tensor ``betas`` written in place; a compiled function appending to and rebinding a global Python
+list of tensors, drawing its batch with ``next()`` on an iterator, registering a parameter hook
+on every call and backpropagating a graph built outside; grad-mode contexts nested three deep;
+a training step called under ``no_grad``/``inference_mode``; an eval loop compiled under
+``inference_mode`` outside alternating with training calls; schedulers stepped outside for
+twenty calls with one trace (``OneCycleLR``, ``CosineAnnealingWarmRestarts``, a ``LambdaLR``
+over a closure, one returning a tensor lr, schedulers cycling ``betas``/``momentum``); and
+``Module.compile()`` on a submodule of an eager model (called twice per forward, frozen, with a
+``with_kwargs`` pre-hook). torch eager, tracegrad eager and ``tracegrad.compile`` run each program
+from the same state and must agree after every call (``_dynamo_port.compare``; random draws:
+tracegrad eager against compiled).
+
+Found nothing to fix here: every program agreed. Noted, not tested: a compiled
+``nn.TransformerEncoder`` in eval under ``no_grad`` with a ``src_key_padding_mask`` skips torch's
+nested-tensor path (padded positions keep the math path's values, eager gives zeros) because
+``torch.compiler.is_compiling()`` is True there and ``mask_check`` is on: torch's own
+``TransformerEncoder.forward`` makes the same choice under ``torch.compile``."""
 import numpy as np
 import pytest
 
@@ -542,7 +556,7 @@ def test_param_group_params_replaced_and_state_moved_between_calls():
 def test_multihead_attention_bias_kv_zero_attn_with_masks_changing_length():
     """``MultiheadAttention`` with ``add_bias_kv`` and ``add_zero_attn`` (the masks get extra
     columns inside), a key padding mask and an additive causal ``attn_mask`` present on some
-    calls only, and a sequence length that changes between calls: losses, weights and the
+    calls only (with the longer sequence), so two programs: losses, weights and the
     learned ``bias_k`` as eager's."""
     def build(T, wrap):
         mha = _seed(T, T.nn.MultiheadAttention(4, 2, add_bias_kv=True, add_zero_attn=True), seed=3)
@@ -562,10 +576,10 @@ def test_multihead_attention_bias_kv_zero_attn_with_masks_changing_length():
             n = 3 + i % 2
             kpm = np.zeros((2, n), bool)
             kpm[1, n - 1 - i % 2:] = True
-            am = T.tensor(np.triu(np.full((n, n), -1e9, np.float32), k=1)) if i % 3 else None
+            am = T.tensor(np.triu(np.full((n, n), -1e9, np.float32), k=1)) if i % 2 else None
             return f(_rand(T, i, n, 2, 4), T.tensor(kpm), am), mha.bias_k, mha.in_proj_weight
         return run
-    compare(build, calls=6)
+    compare(build, calls=4)
 
 
 @pytest.mark.parametrize("kind", ["adam_onecycle_three_phase", "adamw_cyclic", "rmsprop_onecycle"])
@@ -727,5 +741,5 @@ def test_multihead_attention_dropout_with_need_weights_flipping_seeded_per_call(
         return run
 
     eager, compiled = build(lambda f: f), build(T.compile)
-    for i in range(5):
+    for i in range(4):
         same(eager(i), compiled(i), f"call{i}")
