@@ -743,3 +743,34 @@ def test_multihead_attention_dropout_with_need_weights_flipping_seeded_per_call(
     eager, compiled = build(lambda f: f), build(T.compile)
     for i in range(4):
         same(eager(i), compiled(i), f"call{i}")
+
+
+def test_grads_accumulated_across_calls_with_a_held_grad_and_mixed_zero_grad_outside():
+    """A compiled forward+backward (no ``zero_grad`` inside) accumulates into ``.grad`` across
+    calls; the caller zeroes with ``set_to_none=False`` on some calls and to ``None`` on others
+    and steps on alternate calls, holding the ``.grad`` tensor of the first call: whether it is
+    still ``weight.grad`` (until the grads are set to None) and its values as eager's."""
+    def build(T, wrap):
+        net = _linear(T, 3, 2, seed=1)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def fwd_bwd(x):
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            return loss
+
+        f = wrap(fwd_bwd)
+        held = {}
+
+        def run(i):
+            if i % 3 == 2:
+                opt.zero_grad(set_to_none=False)
+            elif i % 3 == 0 and i:
+                opt.zero_grad()
+            out = f(_rand(T, i, 2, 3))
+            held.setdefault("g", net.weight.grad)
+            if i % 2:
+                opt.step()
+            return out, held["g"] is net.weight.grad, held["g"], net.weight.grad, net.weight
+        return run
+    compare(build, calls=8)
