@@ -7,8 +7,8 @@ parameter subsets (one on alternate calls) or one shared parameter; a ``zero_gra
 between ``set_to_none`` and zeros while a parameter is used on alternate calls only (Adam steps a
 zero gradient, skips a ``None``); gradients accumulated across calls of a compiled backward
 while the caller holds the first ``.grad`` and zeroes it in place or to ``None``; optimizer
-state tensors returned by the step and written by the caller; ``param_groups[0]["params"]`` rebound and state moved between calls; a tensor ``lr`` and
-tensor ``betas`` written in place; a compiled function appending to and rebinding a global Python
+state tensors returned by the step and written by the caller; ``param_groups[0]["params"]``
+rebound and state moved between calls; a tensor ``lr`` and tensor ``betas`` written in place; a compiled function appending to and rebinding a global Python
 list of tensors, drawing its batch with ``next()`` on an iterator, registering a parameter hook
 on every call and backpropagating a graph built outside; grad-mode contexts nested three deep;
 a training step called under ``no_grad``/``inference_mode``; an eval loop compiled under
