@@ -4,21 +4,22 @@ training steps with a ``key_padding_mask`` (bool and float) that changes per cal
 under ``manual_seed`` and ``need_weights`` flipping; gradient accumulation over micro-batches
 through one shared encoder output (``retain_graph=True``); two optimizers stepping different
 parameter subsets (one on alternate calls) or one shared parameter; a ``zero_grad`` alternating
-between ``set_to_none`` and zeros while a parameter is used on alternate calls only (Adam steps a
-zero gradient, skips a ``None``); gradients accumulated across calls of a compiled backward
+between ``set_to_none`` and zeros while a parameter is used on alternate calls only (Adam steps
+a zero gradient, skips a ``None``); gradients accumulated across calls of a compiled backward
 while the caller holds the first ``.grad`` and zeroes it in place or to ``None``; optimizer
 state tensors returned by the step and written by the caller; ``param_groups[0]["params"]``
-rebound and state moved between calls; a tensor ``lr`` and tensor ``betas`` written in place; a compiled function appending to and rebinding a global Python
-list of tensors, drawing its batch with ``next()`` on an iterator, registering a parameter hook
-on every call and backpropagating a graph built outside; grad-mode contexts nested three deep;
-a training step called under ``no_grad``/``inference_mode``; an eval loop compiled under
-``inference_mode`` outside alternating with training calls; schedulers stepped outside for
-twenty calls with one trace (``OneCycleLR``, ``CosineAnnealingWarmRestarts``, a ``LambdaLR``
-over a closure, one returning a tensor lr, schedulers cycling ``betas``/``momentum``); and
-``Module.compile()`` on a submodule of an eager model (called twice per forward, frozen, with a
-``with_kwargs`` pre-hook). torch eager, tracegrad eager and ``tracegrad.compile`` run each program
-from the same state and must agree after every call (``_dynamo_port.compare``; random draws:
-tracegrad eager against compiled).
+rebound and state moved between calls; a tensor ``lr`` and tensor ``betas`` written in place; a
+compiled function appending to and rebinding a global Python list of tensors, drawing its batch
+with ``next()`` on an iterator, registering a parameter hook on every call and backpropagating a
+graph built outside; grad-mode contexts nested three deep; a training step called under
+``no_grad``/``inference_mode``; an eval loop compiled under ``inference_mode`` outside
+alternating with training calls; schedulers stepped outside for twenty calls with one trace
+(``OneCycleLR``, ``CosineAnnealingWarmRestarts``, a ``LambdaLR`` over a closure, one returning a
+tensor lr, schedulers cycling ``betas``/``momentum``); and ``Module.compile()`` on a submodule
+of an eager model (called twice per forward, frozen, with a ``with_kwargs`` pre-hook). torch
+eager, tracegrad eager and ``tracegrad.compile`` run each program from the same state and must
+agree after every call (``_dynamo_port.compare``; random draws: tracegrad eager against
+compiled).
 
 Found nothing to fix here: every program agreed. Noted, not tested: a compiled
 ``nn.TransformerEncoder`` in eval under ``no_grad`` with a ``src_key_padding_mask`` skips torch's
