@@ -21,11 +21,10 @@ eager, tracegrad eager and ``tracegrad.compile`` run each program from the same 
 agree after every call (``_dynamo_port.compare``; random draws: tracegrad eager against
 compiled).
 
-Found nothing to fix here: every program agreed. Noted, not tested: a compiled
-``nn.TransformerEncoder`` in eval under ``no_grad`` with a ``src_key_padding_mask`` skips torch's
-nested-tensor path (padded positions keep the math path's values, eager gives zeros) because
-``torch.compiler.is_compiling()`` is True there and ``mask_check`` is on: torch's own
-``TransformerEncoder.forward`` makes the same choice under ``torch.compile``."""
+Found nothing to fix here: every program agreed. Noted: a compiled ``nn.TransformerEncoder`` in
+eval under ``no_grad`` with a ``src_key_padding_mask`` skipped torch's nested-tensor path (as
+torch.compile does) where eager takes it; it now decides it in the program
+(tests/nn/test_transformer.py)."""
 import numpy as np
 import pytest
 

@@ -373,3 +373,24 @@ def test_transformer_encoder_nested_inference_zeroes_padding(case):
                 mod.backends.mha.set_fastpath_enabled(True)
         outs.append(out.numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("mask", [_LEFT, [[False, True, False, True], [False, False, False, False]]],
+                         ids=["left_aligned", "not_left_aligned"])
+def test_transformer_encoder_nested_inference_compiled_equals_eager(mask):
+    # eager decides torch's nested-tensor path by whether the padding mask is left-aligned (data);
+    # a compiled call computes the same choice in the program, so it gives eager's values, zeros
+    # at the padded positions included (torch.compile skips the path instead), with one trace
+    # for both masks
+    nn = tracegrad.nn
+    tracegrad.manual_seed(0)
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2).eval()
+    compiled = tracegrad.compile(enc)
+    src, pad = tracegrad.tensor(x(2, 4, 8)), tracegrad.tensor(mask)
+    with tracegrad.no_grad():
+        want = enc(src, src_key_padding_mask=pad)
+        for _ in range(2):
+            got = compiled(src, src_key_padding_mask=pad)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    if mask is _LEFT:
+        assert not want[0, 2:].numpy().any()

@@ -311,11 +311,12 @@ class TransformerEncoder(Module):
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
-        if nested:
+        if nested is not False:
             # torch runs this inference on a nested tensor of the unpadded tokens and pads it back
             # with zeros: the padded positions come out 0 (not the math path's values), before
             # ``norm``; the kept tokens' values are the math path's
-            out = out.masked_fill(src_key_padding_mask.ne(0).unsqueeze(-1), 0.0)
+            fill = src_key_padding_mask.ne(0).unsqueeze(-1)
+            out = out.masked_fill(fill if nested is True else fill & nested, 0.0)
         if self.norm is not None:
             out = self.norm(out)
         return out
@@ -325,7 +326,9 @@ class TransformerEncoder(Module):
         ``use_nested_tensor`` flag, first layer in eval mode, batched input, a padding mask and
         no ``mask``, no CUDA autocast, no gradient to record, and a left-aligned padding mask --
         each row's kept tokens first -- unless ``mask_check`` is off; under compilation with
-        ``mask_check`` torch skips the path)."""
+        ``mask_check`` torch skips the path). True, False, or inside a compiled function, where
+        the alignment is data, a 0-d bool tensor: compiled equals eager (torch.compile instead
+        skips the path, so its padded positions differ from torch eager's)."""
         first = self.layers[0]
         if (not getattr(self, "use_nested_tensor", False) or not tracegrad.backends.mha.get_fastpath_enabled()
                 or first.training or src.dim() != 3
@@ -338,11 +341,12 @@ class TransformerEncoder(Module):
         if tracegrad.is_grad_enabled() and any(t is not None and t.requires_grad for t in weights):
             return False
         if getattr(self, "mask_check", True):
-            if tracegrad.compiler.is_compiling():
-                return False
             keep = key_padding_mask.eq(0)
             # left-aligned: no kept token after a padded one in any row
-            if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
+            misaligned = (keep[:, 1:] & ~keep[:, :-1]).any()
+            if tracegrad.compiler.is_compiling():
+                return misaligned.logical_not()
+            if bool(misaligned):
                 return False
         return True
 
