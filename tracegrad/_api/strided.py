@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 from .. import _state
 from ..autograd._dispatch import apply_op, show_saved
@@ -15,6 +16,7 @@ from ..autograd.grad_mode import STATE as _GRAD_MODE
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
+from .._tensor.convert import bool_size_error
 from .._tensor.factories import empty
 from .._tensor.numpy_bridge import HostSharedStorage
 from .._tensor.memory_format import channels_last, contiguous_format, memory_format as _memory_format
@@ -30,8 +32,12 @@ from .promotion import check_tensors
 def _ints(seq, what):
     if isinstance(seq, int):
         seq = (seq,)
+    for pos, s in enumerate(seq):
+        if isinstance(s, Tensor) and s.dtype.name == "bool" and s.numel() == 1:
+            raise bool_size_error(f"as_strided(): argument '{what}'", pos)   # a symbolic int list, as torch's
     try:
-        return tuple(int(s) for s in seq)
+        # __index__, not int(): torch's parser refuses a float size (as_strided(x, (2.5,), (1,)))
+        return tuple(operator.index(s) for s in seq)
     except TypeError:
         raise TypeError(f"as_strided(): argument '{what}' must be a tuple of ints") from None
 
