@@ -663,6 +663,12 @@ def roll(self, shifts, dims=None):
     RuntimeError when ``shifts`` is empty or does not match ``dims``."""
     if isinstance(shifts, (tuple, list)) and shifts and type(shifts[0]) is bool:
         check_kinds("roll", shifts=shifts)   # torch's parser tells an int list by its first element
+    # shifts and dims are int lists to torch, read through __index__: a one-element bool or
+    # integer tensor is one int there (x.roll(1, tensor(0)) rolls dim 0)
+    if isinstance(shifts, Tensor) and shifts.dtype is _dt.bool_ and shifts.numel() == 1:
+        shifts = operator.index(shifts)
+    if isinstance(dims, Tensor) and dims.ndim == 0 and dims.dtype._cat <= 1:
+        dims = operator.index(dims)
     if type(shifts) is bool or not isinstance(shifts, int) and not isinstance(shifts, (tuple, list)):
         check_kinds("roll", shifts=shifts)   # a string, a tensor of several elements: the parser's TypeError
         shifts = operator.index(shifts)      # a numpy integer, a one-element integer tensor
