@@ -19,6 +19,9 @@ these differences from torch 2.13, fixed here:
   scalar-first overload; that overload has no ``alpha``/``value`` keyword in torch (TypeError);
 - ``batch_norm`` with running statistics that are not 1-D (``(C, 1)``, 0-d) broadcast them
   (torch's kernel refuses: RuntimeError "expected 1 dims but tensor has 2");
+- a list index torch reads as a tuple (it holds a tensor) with a 0-d bool tensor in it
+  (``x[[tensor(True), 2]]``) was read as one index tensor: a wrong value or the index op's
+  internal error, where torch adds a dim as for ``x[tensor(True), 2]``;
 - ``resize_((2.5,))`` and ``resize_(True)`` truncated to a size silently (torch: TypeError), and
   ``resize_(tensor(2))`` was refused (torch: a size of 2); ``x.roll(1, tensor(1))`` was refused
   (torch: dims are read through ``__index__``).
@@ -47,6 +50,11 @@ def _b1(T):
     return T.tensor([True])
 
 
+def _set(x, key, value):
+    x[key] = value
+    return x
+
+
 def _adam_like_step(T, call):
     """``exp_avg_sq.mul_(b).addcmul_(...)``-style legacy calls on a fresh tensor."""
     x = T.ones(2)
@@ -65,6 +73,14 @@ CASES = {
     "roll(tensor(True))_ok": lambda T: T.arange(4).roll(_b0(T)),
     "roll(1, tensor(1))_ok": lambda T: T.arange(4).view(2, 2).roll(1, T.tensor(1)),
     "operator.index(tensor(1.0))": lambda T: operator.index(T.tensor(1.0)),
+    # a list torch reads as a tuple: its 0-d bool tensors add a dim as in a tuple (fixed: an
+    # index tensor [0], or the index op's internal error)
+    "x[[tensor(True)]]_ok": lambda T: T.arange(3)[[_b0(T)]],
+    "x[[tensor(True), tensor(False)]]_ok": lambda T: T.arange(3)[[_b0(T), T.tensor(False)]],
+    "x[[tensor(True), 2]]_ok": lambda T: T.arange(3)[[_b0(T), 2]],
+    "x[[tensor(True), 1]] = 7_ok": lambda T: _set(T.arange(3), [_b0(T), 1], 7),
+    "x[[True]]": lambda T: T.arange(3)[[True]],
+    "x[[True, False, True]]_ok": lambda T: T.arange(3)[[True, False, True]],
     "operator.index(tensor([True, False]))": lambda T: operator.index(T.tensor([True, False])),
     # ...but not a size or a symbolic int (fixed: a size-1 dim, or TypeError)
     "zeros(tensor(True))": lambda T: T.zeros(_b0(T)),
@@ -159,6 +175,7 @@ def _value(r):
     return r
 
 
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
 @pytest.mark.parametrize("name", [n for n in CASES if n.endswith("_ok")])
 def test_values_as_torch(name):
     want, got = _value(CASES[name](torch)), _value(CASES[name](tracegrad))
