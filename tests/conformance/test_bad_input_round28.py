@@ -22,6 +22,10 @@ these differences from torch 2.13, fixed here:
 - a list index torch reads as a tuple (it holds a tensor) with a 0-d bool tensor in it
   (``x[[tensor(True), 2]]``) was read as one index tensor: a wrong value or the index op's
   internal error, where torch adds a dim as for ``x[tensor(True), 2]``;
+- ``histc(x, bins=tensor(True))`` raised AttributeError from the histogram (torch: TypeError;
+  ``bins=tensor(2)`` it takes); ``diff``'s n and ``glu``'s dim refuse a bool or 1-d tensor as
+  torch's parser does (their ``range``/``operator.index`` would take it now that a bool tensor
+  has ``__index__``);
 - ``resize_((2.5,))`` and ``resize_(True)`` truncated to a size silently (torch: TypeError), and
   ``resize_(tensor(2))`` was refused (torch: a size of 2); ``x.roll(1, tensor(1))`` was refused
   (torch: dims are read through ``__index__``).
@@ -115,6 +119,17 @@ CASES = {
     "transpose(tensor(True), 0)": lambda T: T.ones(2, 3).transpose(_b0(T), 0),
     "movedim(tensor(True), 0)": lambda T: T.ones(2, 3).movedim(_b0(T), 0),
     "chunk(tensor(True))": lambda T: T.ones(4).chunk(_b0(T)),
+    "diag(tensor(True))": lambda T: T.ones(3).diag(_b0(T)),
+    "rot90(tensor(True))": lambda T: T.ones(2, 2).rot90(_b0(T)),
+    "glu(x, tensor(True))": lambda T: T.nn.functional.glu(T.ones(2, 4), _b0(T)),
+    "diff(x, tensor(True))": lambda T: T.diff(T.ones(4), _b0(T)),
+    "diff(x, tensor([1]))": lambda T: T.diff(T.ones(4), T.tensor([1])),
+    "histc(x, bins=tensor(True))": lambda T: T.histc(T.ones(3), bins=_b0(T)),
+    "histc(x, bins=tensor(2))_ok": lambda T: T.histc(T.ones(3), bins=T.tensor(2)),
+    "diff(x, tensor(1))_ok": lambda T: T.diff(T.arange(4.0) ** 2, T.tensor(1)),
+    "glu(x, tensor(1))_ok": lambda T: T.nn.functional.glu(T.arange(8.0).view(2, 4), T.tensor(1)),
+    "Size([tensor(True), 2])_ok": lambda T: list(T.Size([_b0(T), 2])),
+    "Linear(2, tensor(True))": lambda T: T.nn.Linear(2, _b0(T)),
     # integer tensors stay sizes
     "zeros(tensor(2))_ok": lambda T: T.zeros(T.tensor(2)),
     "view(tensor(2), 3)_ok": lambda T: T.arange(6).view(T.tensor(2), 3),

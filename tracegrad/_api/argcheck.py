@@ -48,15 +48,19 @@ def _is_int(v):
     return type(v) is not bool and _is_index(v) and not (isinstance(v, Tensor) and v.dtype._cat == 0)
 
 
-# int parameters torch reads as symbolic ints: its parser takes any one-element integral tensor
-# there, a bool one too, and then refuses the bool value with a RuntimeError (``bool_size_error``)
-# where a plain int parameter (a dim, ``chunks``) refuses the tensor with its TypeError
-_SYMINT_PARAMS = frozenset(("index", "length", "start", "k", "n", "m", "high", "low", "diagonal", "num_samples"))
+# int parameters torch reads as symbolic ints (by function): its parser takes any one-element
+# integral tensor there, a bool one too, and then refuses the bool value with a RuntimeError
+# (``bool_size_error``), where a plain int parameter (a dim, ``chunks``, ``diag``'s diagonal,
+# ``rot90``'s k) refuses the tensor with its TypeError
+_SYMINT_PARAMS = {"select": ("index",), "narrow": ("start", "length"), "narrow_copy": ("start", "length"),
+                  "topk": ("k",), "kthvalue": ("k",), "eye": ("n", "m"), "randperm": ("n",),
+                  "randint": ("low", "high"), "tril": ("diagonal",), "triu": ("diagonal",),
+                  "multinomial": ("num_samples",), "bincount": ("minlength",)}
 
 
-def _bool_symint(name, value):
-    return (name in _SYMINT_PARAMS and isinstance(value, Tensor) and value.dtype._cat == 0
-            and value.numel() == 1)
+def _bool_symint(api, name, value):
+    return (name in _SYMINT_PARAMS.get(api.rpartition(".")[2].rstrip("_"), ()) and isinstance(value, Tensor)
+            and value.dtype._cat == 0 and value.numel() == 1)
 
 
 def _is_ints(v):
@@ -281,7 +285,7 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
     if wrong is not None:
         pos, name, kind, value = wrong
         name = "input" if name == "self" else name   # torch names a function form's tensor 'input'
-        if kind == "int" and _bool_symint(name, value):
+        if kind == "int" and _bool_symint(api, name, value):
             return bool_size_error(f"{api}(): argument '{name}'", pos)
         return TypeError(f"{api}(): argument '{name}' (position {pos}) must be {kind}, not "
                          f"{type(value).__name__}; pass a value of that kind (see the docs of {api})")
@@ -334,7 +338,7 @@ def _strict_params(api, sig, python_level):
 def strict_error(api, name, kind, value, pos=None):
     """torch's parser TypeError for ``value`` given to ``api``'s parameter ``name`` of ``kind``."""
     where = f" (position {pos})" if pos is not None else ""
-    if kind == "int" and _bool_symint(name, value):
+    if kind == "int" and _bool_symint(api, name, value):
         return bool_size_error(f"{api}(): argument '{name}'", pos)
     return TypeError(f"{api}(): argument '{name}'{where} must be {kind}, not {type(value).__name__}; "
                      f"pass a value of that kind (see the docs of {api})")
