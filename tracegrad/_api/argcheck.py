@@ -26,6 +26,7 @@ import inspect
 
 from .._ops import dtypes as _dt
 from .._ops.errors import PYTHON_LEVEL
+from .._tensor.convert import bool_size_error
 from .._tensor.tensor import Size, Tensor
 
 
@@ -34,16 +35,32 @@ _INDEX_TYPES = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", 
 
 
 def _is_index(v):
-    if isinstance(v, Tensor):    # torch takes a one-element integer tensor as an int (__index__)
-        return v.numel() == 1 and v.dtype._cat == 1
+    if isinstance(v, Tensor):    # torch takes a one-element integer (or bool) tensor as an int (__index__)
+        return v.numel() == 1 and v.dtype._cat <= 1
     if type(v).__name__ == "ndarray":   # a 0-d integer array has __index__ too (mask.sum().numpy())
         return v.ndim == 0 and v.dtype.kind in "iu"
     return isinstance(v, int) or type(v).__name__ in _INDEX_TYPES
 
 
 def _is_int(v):
-    # a bool is an int to Python, not to torch's parser ("must be int, not bool")
-    return type(v) is not bool and _is_index(v)
+    # a bool is an int to Python, not to torch's parser ("must be int, not bool"); nor is a bool
+    # tensor (``x.transpose(tensor(True), 0)``), though it has ``__index__`` (a size list takes it)
+    return type(v) is not bool and _is_index(v) and not (isinstance(v, Tensor) and v.dtype._cat == 0)
+
+
+# int parameters torch reads as symbolic ints (by function): its parser takes any one-element
+# integral tensor there, a bool one too, and then refuses the bool value with a RuntimeError
+# (``bool_size_error``), where a plain int parameter (a dim, ``chunks``, ``diag``'s diagonal,
+# ``rot90``'s k) refuses the tensor with its TypeError
+_SYMINT_PARAMS = {"select": ("index",), "narrow": ("start", "length"), "narrow_copy": ("start", "length"),
+                  "topk": ("k",), "kthvalue": ("k",), "eye": ("n", "m"), "randperm": ("n",),
+                  "randint": ("low", "high"), "tril": ("diagonal",), "triu": ("diagonal",),
+                  "multinomial": ("num_samples",), "bincount": ("minlength",)}
+
+
+def _bool_symint(api, name, value):
+    return (name in _SYMINT_PARAMS.get(api.rpartition(".")[2].rstrip("_"), ()) and isinstance(value, Tensor)
+            and value.dtype._cat == 0 and value.numel() == 1)
 
 
 def _is_ints(v):
@@ -268,6 +285,8 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
     if wrong is not None:
         pos, name, kind, value = wrong
         name = "input" if name == "self" else name   # torch names a function form's tensor 'input'
+        if kind == "int" and _bool_symint(api, name, value):
+            return bool_size_error(f"{api}(): argument '{name}'", pos)
         return TypeError(f"{api}(): argument '{name}' (position {pos}) must be {kind}, not "
                          f"{type(value).__name__}; pass a value of that kind (see the docs of {api})")
     if python_level:
@@ -319,6 +338,8 @@ def _strict_params(api, sig, python_level):
 def strict_error(api, name, kind, value, pos=None):
     """torch's parser TypeError for ``value`` given to ``api``'s parameter ``name`` of ``kind``."""
     where = f" (position {pos})" if pos is not None else ""
+    if kind == "int" and _bool_symint(api, name, value):
+        return bool_size_error(f"{api}(): argument '{name}'", pos)
     return TypeError(f"{api}(): argument '{name}'{where} must be {kind}, not {type(value).__name__}; "
                      f"pass a value of that kind (see the docs of {api})")
 

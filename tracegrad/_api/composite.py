@@ -212,6 +212,12 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     """Mirrors ``torch.diff``: the ``n``-th forward difference along ``dim`` (after
     concatenating ``prepend``/``append``); bool inputs use ``!=``; an ``n`` past the dim's length
     leaves it empty. RuntimeError for ``n < 0`` or a 0-d input."""
+    if isinstance(n, Tensor):
+        # n is a plain int to torch's parser: a 0-d integer tensor is one, a bool or 1-d one is
+        # its TypeError (they have __index__, so range(n) below would take them)
+        if n.ndim or n.dtype._cat != 1:
+            raise TypeError("diff(): argument 'n' (position 2) must be int, not Tensor; pass an int order")
+        n = int(n)
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     if input.dim() == 0:

@@ -255,6 +255,12 @@ def histc(input, bins=100, min=0, max=0):
     dtype, no gradient. Reads the values on the host (a graph break when compiled).
     RuntimeError for ``bins <= 0`` or ``min > max`` (checked first, as torch), then
     NotImplementedError for integer inputs."""
+    if isinstance(bins, Tensor):
+        # bins is a plain int to torch's parser: a 0-d integer tensor is one (anything else, a bool
+        # tensor included, its TypeError; the histogram below would read a tensor as an array)
+        if bins.ndim or bins.dtype._cat != 1:
+            raise TypeError("histc(): argument 'bins' must be int, not Tensor; pass an int bin count")
+        bins = int(bins)
     # torch checks the arguments before the dtype: an integer input with min > max (or bins <= 0)
     # raises RuntimeError, not the dtype's NotImplementedError (test_histc_min_max_errors)
     if bins <= 0:

@@ -22,7 +22,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
+from .promotion import (ADDCDIV_INT, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -47,7 +47,7 @@ def _wrap_numbers(api, self, other):
 
 
 @method("add", function=True)
-def add(self, other, *rest, alpha=1):
+def add(self, other, *rest, alpha=DEFAULT_ONE):
     """Mirrors ``torch.add(input, other, alpha=1, out=None)`` (``out=`` on the function form only, as torch): ``input + alpha * other`` with torch's
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
@@ -75,7 +75,7 @@ def check_sub_bool(a, b):
 
 
 @method("sub", "subtract", function=True)
-def sub(self, other, *rest, alpha=1):
+def sub(self, other, *rest, alpha=DEFAULT_ONE):
     """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
     other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
     try:
@@ -588,7 +588,7 @@ def lerp(self, end, weight):
 
 
 @method("addcmul", function=True)
-def addcmul(self, tensor1, tensor2, *rest, value=1):
+def addcmul(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
     """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
     ``addcmul(value, tensor1, tensor2)``, with its warning). RuntimeError for a complex ``value``
     (nonzero imaginary part) with real tensors; NotImplementedError when all three are bool
@@ -603,7 +603,7 @@ def addcmul(self, tensor1, tensor2, *rest, value=1):
 
 
 @method("addcdiv", function=True)
-def addcdiv(self, tensor1, tensor2, *rest, value=1):
+def addcdiv(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
     """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2`` (and the deprecated
     ``addcdiv(value, tensor1, tensor2)``, with its warning). RuntimeError, as torch, when tensor1
     and tensor2 are both integral (torch dropped integer division here)."""

@@ -187,6 +187,10 @@ def _unsqueeze_bools(self, key):
     place, indexed by ``[0]`` when True and by no index at all when False (a 0-long dim), so
     ``x[True]`` is ``x[None]`` as a copy and ``x[False]`` is empty. Returns ``(self', key')``
     with those dims added to self and the bools replaced by int64 index tensors."""
+    if isinstance(key, list) and builtins.any(_is_bool_scalar(k) for k in key) and _sequence_as_tuple(key):
+        # a list torch reads as a tuple (x[[tensor(True), 2]] is x[tensor(True), 2]): its bool
+        # scalars add dims as a tuple's do, where read as one list they made an index tensor
+        key = tuple(key)
     items = key if isinstance(key, tuple) else (key,)
     if not builtins.any(_is_bool_scalar(k) for k in items):
         return self, key

@@ -25,7 +25,7 @@ from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
-from .promotion import _CPP_NAME, ADDCDIV_INT, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import _CPP_NAME, ADDCDIV_INT, DEFAULT_ONE, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -140,7 +140,7 @@ def _check_inplace_broadcast(self, other):
 def _inplace_binary(opname):
     op = OPS[opname]
 
-    def f(self, other, *rest, alpha=1):
+    def f(self, other, *rest, alpha=DEFAULT_ONE):
         if opname in ("add", "sub"):
             other, alpha = alpha_first(opname + "_", other, rest, alpha)
             if alpha is None:
@@ -491,7 +491,7 @@ def _check_addc_cast(self, tensor1, tensor2):
 
 
 @method()
-def addcmul_(self, tensor1, tensor2, *rest, value=1):
+def addcmul_(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
     """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``).
     NotImplementedError for a bool self (torch has no bool kernel)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
@@ -504,7 +504,7 @@ def addcmul_(self, tensor1, tensor2, *rest, value=1):
 
 
 @method()
-def addcdiv_(self, tensor1, tensor2, *rest, value=1):
+def addcdiv_(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
     """Mirrors ``torch.Tensor.addcdiv_`` (and the deprecated ``addcdiv_(value, tensor1, tensor2)``);
     RuntimeError for two integral tensors, as ``addcdiv``."""
     tensor1, tensor2, value = value_first("addcdiv_", tensor1, tensor2, rest, value)

@@ -669,6 +669,12 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()} (one per channel, dim 1 of "
                                f"the input of shape {list(input.shape)})")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        # torch's kernel reads the running stats as vectors (in both modes): a (C, 1) or 0-d one
+        # is refused there, where broadcasting would take it (weight and bias may have any shape)
+        if t is not None and t.ndim != 1:
+            raise RuntimeError(f"batch_norm: {name} expected 1 dims but tensor has {t.ndim} (shape "
+                               f"{list(t.shape)}); pass one value per channel as a 1-D tensor")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must be defined in "
                            "evaluation mode; pass the running statistics or training=True")

@@ -206,16 +206,37 @@ def warn_deprecated_overload(message):
         _warn.warn(message, UserWarning)
 
 
+class _DefaultOne(int):
+    """The default ``alpha=1`` / ``value=1`` of add/sub/addcmul/addcdiv (and their in-place
+    forms): an int 1 that tells the default from an explicit ``alpha=1``, because torch's
+    deprecated scalar-first overloads (``add_(Number alpha, Tensor other)``) take no ``alpha=``
+    keyword at all (``x.add_(2, other, alpha=1)`` is its TypeError). ``alpha_first`` and
+    ``value_first`` turn it into a plain 1 before anything else sees it."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "1"
+
+
+DEFAULT_ONE = _DefaultOne(1)
+
+
 def alpha_first(api, other, rest, alpha):
     """torch's deprecated overload ``add(Number alpha, Tensor other)`` (also ``add_``, ``sub``,
     ``sub_``), still accepted by torch (``warn_deprecated_overload``) and used by old tutorials
     (``p.data.add_(-lr, p.grad.data)``). Returns ``(other, alpha)``; TypeError, as torch, for any
-    other extra positional argument."""
+    other extra positional argument, and for ``alpha=`` given with the deprecated form."""
+    explicit = alpha is not DEFAULT_ONE
+    if not explicit:
+        alpha = 1
     if not rest:
         return other, alpha
     # a 0-dim tensor also binds as the Number alpha (torch.add(t, tensor(True), True))
     scalar = isinstance(other, _Number) or (isinstance(other, Tensor) and other._value.ndim == 0)
-    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and type(alpha) is int and alpha == 1:
+    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and explicit:
+        raise TypeError(f"{api}(): the deprecated {api}(Number alpha, Tensor other) takes no alpha= keyword "
+                        f"(got alpha={alpha!r}); call {api}(other, alpha=...)")
+    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number):
         warn_deprecated_overload(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
                                  f"Consider using one of the following signatures instead:\n"
                                  f"\t{api}(Tensor other, *, Number alpha = 1)")
@@ -280,12 +301,19 @@ def value_first(api, tensor1, tensor2, rest, value):
     """torch's deprecated overload ``addcmul(Number value, Tensor tensor1, Tensor tensor2)`` (also
     ``addcmul_``, ``addcdiv``, ``addcdiv_``), still accepted (``warn_deprecated_overload``) and used by old
     optimizer code (``exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)``). Returns
-    ``(tensor1, tensor2, value)``; TypeError, as torch, for any other extra positional argument."""
+    ``(tensor1, tensor2, value)``; TypeError, as torch, for any other extra positional argument,
+    and for ``value=`` given with the deprecated form."""
+    explicit = value is not DEFAULT_ONE
+    if not explicit:
+        value = 1
     if isinstance(value, Tensor):
         check_scalar_tensor(api, "value", value)
     if not rest:
         return tensor1, tensor2, value
     if len(rest) == 1 and isinstance(tensor1, _Number) and isinstance(tensor2, Tensor) and isinstance(rest[0], Tensor):
+        if explicit:
+            raise TypeError(f"{api}(): the deprecated {api}(Number value, Tensor tensor1, Tensor tensor2) takes no "
+                            f"value= keyword (got value={value!r}); call {api}(tensor1, tensor2, value=...)")
         warn_deprecated_overload(f"This overload of {api} is deprecated:\n\t{api}(Number value, Tensor tensor1, Tensor tensor2)\n"
                                  f"Consider using one of the following signatures instead:\n"
                                  f"\t{api}(Tensor tensor1, Tensor tensor2, *, Number value = 1)")

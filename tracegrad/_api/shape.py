@@ -13,6 +13,7 @@ from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
+from .._tensor.convert import bool_size_error
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, int_list_method, method, prop
 from .argcheck import check_kinds, require_int
@@ -58,6 +59,10 @@ def _index_all(shape, api, arg):
     torch's parser TypeError, where ``int()`` would truncate a float silently."""
     out = []
     for pos, v in enumerate(shape):
+        if arg != "dims" and isinstance(v, Tensor) and v.dtype is _dt.bool_ and v.numel() == 1:
+            # a size list is read as symbolic ints, which refuse a bool tensor; dims take its
+            # __index__ (``x.permute(tensor(True), 0)`` is a transpose)
+            raise bool_size_error(f"{api}(): argument '{arg}'", pos)
         try:
             if type(v) is bool and pos == 0:    # torch's parser tells an int list by its first element
                 raise TypeError
@@ -341,7 +346,7 @@ def movedim(self, source, destination):
 def _index_like(v) -> bool:
     """A non-sequence, non-bool value torch's int parser reads through ``__index__``."""
     return not isinstance(v, (bool, list, tuple)) and hasattr(v, "__index__") and not (
-        isinstance(v, Tensor) and (v.ndim != 0 or v.is_floating_point() or v.is_complex()))
+        isinstance(v, Tensor) and (v.ndim != 0 or v.is_floating_point() or v.is_complex() or v.dtype is _dt.bool_))
 
 
 @method()
@@ -658,6 +663,12 @@ def roll(self, shifts, dims=None):
     RuntimeError when ``shifts`` is empty or does not match ``dims``."""
     if isinstance(shifts, (tuple, list)) and shifts and type(shifts[0]) is bool:
         check_kinds("roll", shifts=shifts)   # torch's parser tells an int list by its first element
+    # shifts and dims are int lists to torch, read through __index__: a one-element bool or
+    # integer tensor is one int there (x.roll(1, tensor(0)) rolls dim 0)
+    if isinstance(shifts, Tensor) and shifts.dtype is _dt.bool_ and shifts.numel() == 1:
+        shifts = operator.index(shifts)
+    if isinstance(dims, Tensor) and dims.ndim == 0 and dims.dtype._cat <= 1:
+        dims = operator.index(dims)
     if type(shifts) is bool or not isinstance(shifts, int) and not isinstance(shifts, (tuple, list)):
         check_kinds("roll", shifts=shifts)   # a string, a tensor of several elements: the parser's TypeError
         shifts = operator.index(shifts)      # a numpy integer, a one-element integer tensor
@@ -681,8 +692,8 @@ def roll(self, shifts, dims=None):
 def _check_matrix(self, api, diagonal):
     # torch's check, after its parser's (a diagonal that is not an int: the op's TypeError);
     # without it a 0-d or 1-D input reached the op with no torch message
-    if type(diagonal) is bool:
-        require_int(api, "diagonal", diagonal, 1)
+    if type(diagonal) is bool or isinstance(diagonal, Tensor) and diagonal.dtype is _dt.bool_:
+        require_int(api, "diagonal", diagonal, 1)   # a bool tensor: torch's RuntimeError (a symbolic int)
     if _ndim(self, api) < 2 and hasattr(diagonal, "__index__"):
         raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions, got a {self.ndim}-D tensor")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 from .. import _state
 from ..autograd._dispatch import apply_op, show_saved
@@ -15,6 +16,7 @@ from ..autograd.grad_mode import STATE as _GRAD_MODE
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
+from .._tensor.convert import bool_size_error
 from .._tensor.factories import empty
 from .._tensor.numpy_bridge import HostSharedStorage
 from .._tensor.memory_format import channels_last, contiguous_format, memory_format as _memory_format
@@ -30,8 +32,12 @@ from .promotion import check_tensors
 def _ints(seq, what):
     if isinstance(seq, int):
         seq = (seq,)
+    for pos, s in enumerate(seq):
+        if isinstance(s, Tensor) and s.dtype.name == "bool" and s.numel() == 1:
+            raise bool_size_error(f"as_strided(): argument '{what}'", pos)   # a symbolic int list, as torch's
     try:
-        return tuple(int(s) for s in seq)
+        # __index__, not int(): torch's parser refuses a float size (as_strided(x, (2.5,), (1,)))
+        return tuple(operator.index(s) for s in seq)
     except TypeError:
         raise TypeError(f"as_strided(): argument '{what}' must be a tuple of ints") from None
 
@@ -289,6 +295,24 @@ def _retarget(self, new):
     return self
 
 
+def _resize_sizes(sizes):
+    """``resize_``'s sizes (ints, or one tuple/list/Size) as torch's parser reads them: through
+    ``__index__`` (a 0-d integer tensor is one size; a float, even inside a tuple, or a bool first
+    is its TypeError, where ``int()`` truncated 2.5 silently), a bool tensor its RuntimeError."""
+    seq = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    for pos, s in enumerate(seq):
+        if isinstance(s, Tensor) and s.dtype.name == "bool" and s.numel() == 1:
+            raise bool_size_error("resize_(): argument 'size'", pos)
+        try:
+            if type(s) is bool and pos == 0:   # torch's parser tells an int list by its first element
+                raise TypeError
+            operator.index(s)
+        except TypeError:
+            raise TypeError(f"resize_(): argument 'size' (position 1) must be tuple of ints, but found element of "
+                            f"type {type(s).__name__} at pos {pos}; pass ints") from None
+    return tuple(operator.index(s) for s in seq)
+
+
 @method()
 def resize_(self, *sizes, memory_format=None):
     """Mirrors ``torch.Tensor.resize_``: self takes the new shape over its storage, contiguous
@@ -301,7 +325,7 @@ def resize_(self, *sizes, memory_format=None):
     if not sizes:
         raise TypeError('resize_() missing 1 required positional arguments: "size"; pass the new sizes, or () '
                         'for a 0-d tensor')
-    shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
+    shape = _resize_sizes(sizes)
     # torch checks this first (even a resize to the same shape is refused), in its autograd
     # kernel, which inference_mode() skips: there any tensor resizes
     if self.requires_grad and not _state.in_inference_mode():

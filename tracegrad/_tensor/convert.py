@@ -285,6 +285,16 @@ def _ragged(data, e):
     return ragged_error(data) or ValueError(f"tensor(): nested sequences must be rectangular ({e})")
 
 
+def bool_size_error(api, pos):
+    """torch's RuntimeError for a one-element bool tensor where it reads a size (or another
+    symbolic int: ``select``'s index, ``topk``'s k): its parser takes any one-element integral
+    tensor there, bool included, then refuses a bool value (``zeros(tensor(True))``), where
+    ``operator.index`` of the same tensor is 1."""
+    where = f" at position {pos}" if pos is not None else ""
+    return RuntimeError(f"{api}: a size or index must be integral, but the tensor{where} is bool; "
+                        "pass an int or an integer tensor (tensor.long())")
+
+
 def size_tuple(size):
     """A factory's ``*size`` arguments (ints, 0-d tensors, or one tuple/list/Size) -> a tuple of
     ints. TypeError for a non-integer, RuntimeError for a negative dimension, as torch."""
@@ -297,6 +307,8 @@ def size_tuple(size):
         if isinstance(s, TensorBase):   # a one-element integer tensor stands for its value; float ones do not
             if s.dtype.is_floating_point or s.dtype.is_complex:
                 raise TypeError(f"size must be a tuple of ints, but got a {s.dtype} tensor; pass an int")
+            if s.dtype is _dt.bool_:
+                raise bool_size_error("size", len(out))
             s = int(s)
         # a 0-d integer numpy array (``mask.sum().numpy()``) is an index like numpy's scalars:
         # torch's parser takes it through ``__index__``; 1-d, float and bool arrays it refuses

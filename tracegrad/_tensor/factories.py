@@ -24,7 +24,7 @@ from . import memory_format as _mf
 from . import runtime as _runtime
 from .meta import ShapeDtypeStruct as _Abstract, abstract, make_meta
 from .numpy_bridge import storage_for_numpy
-from .convert import INT64_MAX, INT64_MIN, check_fits, check_float_fits, check_numpy_strides, int_bounds, size_tuple, to_array
+from .convert import INT64_MAX, INT64_MIN, bool_size_error, check_fits, check_float_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import cuda_devices, device as _device
 from .host import filled, put, small, to_device
 from .range_values import arange_values
@@ -769,6 +769,9 @@ def _int_not_bool(api, name, value):
     would run silently)."""
     if isinstance(value, bool):
         raise TypeError(f"{api}(): argument '{name}' must be int, not bool; pass an int")
+    if isinstance(value, Tensor) and value.dtype is _dt.bool_ and value.numel() == 1:
+        # a bool tensor passes torch's parser (a symbolic int), then its value is refused
+        raise bool_size_error(f"{api}(): argument '{name}'", None)
 
 
 @with_x64

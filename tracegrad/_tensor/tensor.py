@@ -999,7 +999,10 @@ class Tensor(TensorBase):
         return complex(self.item())
 
     def __index__(self):
-        if self.dtype.is_floating_point or self.dtype is _dt.bool_ or self.numel() != 1:
+        # a one-element bool tensor is an index too (torch: ``[1, 2][tensor(True)]`` is 2,
+        # ``range(tensor(True))`` is ``range(1)``); where torch reads a size from a tensor the
+        # callers refuse a bool one themselves (``bool_size_error``)
+        if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

@@ -194,7 +194,9 @@ def glu(input, dim=-1):
         raise NotImplementedError(f"glu: \"glu_cpu\" not implemented for '{name}'; take .real or .abs() first")
     # torch's parser takes an int (not a bool) for dim; its dim wrap is IndexError (indexing the
     # shape tuple raised Python's own TypeError/IndexError text)
-    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+    if isinstance(dim, bool) or not hasattr(dim, "__index__") or (
+            isinstance(dim, tracegrad.Tensor) and (dim.dtype is tracegrad.bool or dim.ndim)):
+        # nor a bool tensor or a 1-d one, which have __index__ (a dim is a plain int to torch)
         raise TypeError(f"glu(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
     dim = operator.index(dim)
     size = input.size(dim)

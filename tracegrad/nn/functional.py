@@ -338,6 +338,11 @@ def _check_pad_ints(pad):
         if seq else [pad]
     if seq and pad and type(pad[0]) is bool:   # torch's parser tells an int list by its first element
         wrong.insert(0, pad[0])
+    for pos, p in enumerate(pad if seq else ()):
+        if isinstance(p, tracegrad.Tensor) and p.dtype is tracegrad.bool and p.numel() == 1:
+            # pad is read as symbolic ints: a bool tensor passes the parser, its value does not
+            raise RuntimeError(f"pad(): argument 'pad': a size or index must be integral, but the tensor at "
+                               f"position {pos} is bool; pass ints")
     if wrong:
         bad = wrong[0]
         raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(bad).__name__}; "
