@@ -23,6 +23,7 @@ How public functions reach ``dispatch`` without slowing plain tensors is ``overr
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 from .. import _state
@@ -384,12 +385,20 @@ def convert(ret, cls):
     return ret
 
 
+def _real_torch(func) -> bool:
+    """Whether ``func`` belongs to the real PyTorch (``torch.ones(2) - tracegrad.ones(2)``): it
+    offers a tracegrad Tensor to our protocol, and running it again would come straight back
+    here. NotImplemented then lets torch raise its TypeError (no handler for these types)."""
+    module = getattr(func, "__module__", None) or getattr(getattr(func, "__objclass__", None), "__module__", "")
+    return (module == "torch" or module.startswith("torch.")) and sys.modules.get("torch") is not sys.modules.get("tracegrad")
+
+
 def default_torch_function(cls, func, types, args=(), kwargs=None):
     """``Tensor.__torch_function__``: run ``func`` with subclass dispatch off and give Tensor
     results as ``cls`` (NotImplemented when some type in ``types`` is not a base of ``cls``)."""
     if kwargs is None:
         kwargs = {}
-    if not all(issubclass(cls, t) for t in types):
+    if not all(issubclass(cls, t) for t in types) or _real_torch(func):
         return NotImplemented
     with DisableTorchFunctionSubclass():
         ret = func(*args, **kwargs)
