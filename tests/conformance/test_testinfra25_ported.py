@@ -52,3 +52,49 @@ def _grid_sample_3d_edge(padding_mode, align_corners):
                                                for p in ("zeros", "border", "reflection") for a in (True, False)}))
 def test_grid_sample_3d_edge_gradients(fn):
     same_outcome(fn)
+
+
+# ==== Module._apply under set_swap_module_params_on_conversion(True) ===========================
+def _swap_future(T, body):
+    T.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        return body()
+    finally:
+        T.__future__.set_swap_module_params_on_conversion(False)
+
+
+def test_swap_module_params_poisons_acc_grad(T):
+    # TestNN.test_swap_module_params_poisons_acc_grad: m.half() between forward and backward swaps
+    # the converted tensors into the Parameter objects, which poisons the old graph's AccumulateGrad
+    def body():
+        m = T.nn.Linear(2, 3)
+        inp = T.randn(2, 2)
+        out = m(inp)
+        m.half()
+        assert all(p.dtype == T.float16 for p in m.parameters())
+        with pytest.raises(RuntimeError, match="Trying to execute AccumulateGrad node that was poisoned by swap_tensors"):
+            out.sum().backward()
+        # after backward has run, converting is fine again
+        out2 = m(T.randn(2, 2, dtype=T.half))
+        out2.sum().backward()
+        m.float()
+        assert all(p.dtype == T.float32 for p in m.parameters())
+        m(inp)
+    _swap_future(T, body)
+
+
+def test_swap_module_params_keeps_objects():
+    # TestNN.test_swap_module_params_poisons_acc_grad's conversion, checked for what the swap is
+    # for: the Parameter and .grad objects held outside the module see the new dtype
+    def fn(T):
+        def body():
+            m = T.nn.Linear(2, 3)
+            with T.no_grad():
+                m.weight.copy_(T.arange(6.).view(3, 2))
+            m.weight.grad = T.ones(3, 2)
+            w, g = m.weight, m.weight.grad
+            m.double()
+            return (w is m.weight, g is m.weight.grad, type(m.weight).__name__, w.dtype, w.requires_grad,
+                    g.dtype, g.requires_grad, w.detach().clone(), w.is_leaf)
+        return _swap_future(T, body)
+    same_outcome(fn)
