@@ -98,3 +98,31 @@ def test_swap_module_params_keeps_objects():
                     g.dtype, g.requires_grad, w.detach().clone(), w.is_leaf)
         return _swap_future(T, body)
     same_outcome(fn)
+
+
+def test_swap_module_params_noop_conversion():
+    # TestNN.test_swap_module_params_poisons_acc_grad, corners: torch swaps even when the conversion
+    # changes nothing (m.float() on a float module), so the old graph is poisoned all the same; a
+    # .grad keeps its object through half(), and backward after float() accumulates again
+    def fn(T):
+        def body():
+            res = []
+            m = T.nn.Linear(2, 3)
+            out = m(T.randn(2, 2))
+            m.float()
+            try:
+                out.sum().backward()
+                res.append("no error")
+            except RuntimeError as e:
+                res.append("poisoned" if "poisoned by swap_tensors" in str(e) else str(e))
+            x = T.randn(2, 2)
+            m(x).sum().backward()
+            g = m.weight.grad
+            m.half()
+            res += [g is m.weight.grad, m.weight.grad.dtype]
+            m.float()
+            m(x).sum().backward()
+            res += [m.weight.grad.dtype, m.weight.grad.shape]
+            return res
+        return _swap_future(T, body)
+    same_outcome(fn)
