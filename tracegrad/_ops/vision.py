@@ -290,13 +290,22 @@ def _unnormalize(coord, size, align_corners):
     return ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
 
 
+def _clip_coords(x, size):
+    """Clamp to [0, size - 1] with torch's gradient (``clip_coordinates_set_grad``): 1 strictly
+    inside, 0 on the borders themselves as well as beyond them. jnp.clip would pass the gradient
+    through at a coordinate that lands exactly on a border (a grid value of +-1), where torch's
+    grid gradient is zero."""
+    inside = (x > 0) & (x < size - 1)
+    return jnp.where(inside, x, jax.lax.stop_gradient(jnp.clip(x, 0, size - 1)))
+
+
 def _pad_coords(x, size, padding_mode, align_corners):
     """torch's ``compute_coordinates``: fold pixel coordinates back for border/reflection."""
     if padding_mode == "border":
-        x = jnp.clip(x, 0, size - 1)
+        x = _clip_coords(x, size)
     elif padding_mode == "reflection":
         x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-        x = jnp.clip(x, 0, size - 1)
+        x = _clip_coords(x, size)
     return x
 
 

@@ -4,9 +4,13 @@ import weakref
 
 from .._tensor.tensor import Tensor
 
-_POISONED = ("tracegrad.utils.swap_tensors: this AccumulateGrad node belongs to a tensor that was swapped "
-             "after the graph was built, so backward through it would accumulate into the wrong tensor; "
-             "run the forward again after the swap")
+# the gist of torch's words, which tests match on ("Trying to execute AccumulateGrad node that was
+# poisoned by swap_tensors")
+_POISONED = ("Trying to execute AccumulateGrad node that was poisoned by swap_tensors this can happen when you "
+             "try to run backward on a tensor that was swapped. For a module m with "
+             "`torch.__future__.set_swap_module_params_on_conversion(True)` you should not change the device or "
+             "dtype of the module (e.g. `m.cpu()` or `m.half()`) between running forward and backward. To resolve "
+             "this, please only change the device/dtype before running forward (or after both forward and backward).")
 
 
 def _poisoned(grad_outputs):

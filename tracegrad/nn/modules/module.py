@@ -869,14 +869,25 @@ class Module:
             with tracegrad.no_grad():
                 new = fn(p)
             grad = p.grad
-            if new is not p and _overwrite_on_conversion(p, new):
+            swap = _state.FUTURE["swap_module_params_on_conversion"]
+            if swap:
+                # as torch under set_swap_module_params_on_conversion(True): the converted tensor is
+                # swapped into the Parameter object itself (torch.utils.swap_tensors), so references
+                # held to it see the new dtype/device; a graph built before the swap is poisoned
+                # (its AccumulateGrad raises when backward reaches it)
+                from tracegrad.utils._swap import swap_tensors
+                swap_tensors(p, Parameter(new, requires_grad=p.requires_grad))
+            elif new is not p and _overwrite_on_conversion(p, new):
                 p = self._parameters[name] = type(p)(new, p.requires_grad)
             elif new is not p:
                 p.data = new
             if grad is not None:
                 with tracegrad.no_grad():
                     g = fn(grad)
-                if g is not grad and _overwrite_on_conversion(grad, g):
+                if swap:
+                    swap_tensors(grad, g.detach().requires_grad_(grad.requires_grad))
+                    p._grad = grad
+                elif g is not grad and _overwrite_on_conversion(grad, g):
                     p._grad = g._set_requires_grad(grad.requires_grad)
                 elif g is not grad:
                     grad.data = g   # as torch: the .grad object is kept, its data replaced
