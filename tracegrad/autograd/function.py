@@ -342,6 +342,17 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             if isinstance(t, Tensor):
                 t._vc[0] += 1
         inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
+        if new_style:
+            # as torch: with setup_context the output an input returned as-is becomes is made only
+            # after setup_context ran, so saving that tensor (as input or as output, for backward
+            # or forward) could not tell which one was meant; torch refuses it, recorded or not
+            same = {id(o) for o in outs if id(o) in inputs_by_id and id(o) not in dirty}
+            saved = tuple(getattr(ctx, "to_save", ())) + tuple(getattr(ctx, "saved_for_forward", ()) or ())
+            if same and any(id(t) in same for t in saved if t is not None):
+                raise RuntimeError(
+                    "An input that has been returned as-is as output is being saved for backward. This is not "
+                    "supported if you override setup_context. You should return and save a view of the input "
+                    f"instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself ({cls.__name__}).")
         if record:
             ctx.next_functions = tuple(edge(a) if (isinstance(a, Tensor) and a.requires_grad) else (None, 0)
                                        for a in args if isinstance(a, Tensor))
