@@ -55,7 +55,71 @@ def _returns_input_cases():
     return cases
 
 
-CASES = {**_returns_input_cases()}
+def needs_input_grad(T, nest):
+    # test_needs_input_grads: a Tensor argument the transform does not differentiate has
+    # needs_input_grad False at every level (the rule returns None for it)
+    seen = []
+
+    class A(T.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            return
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(tuple(ctx.needs_input_grad))
+            return g * 3, None
+
+    f = A.apply
+    for _ in range(nest):
+        f = T.func.grad(f)
+    out = f(T.tensor(2., dtype=T.float64), T.tensor(3., dtype=T.float64))
+    return out, seen
+
+
+def materialize(T, flag, use, nest):
+    # test_set_materialize_grads: an output the loss does not use reaches backward as None with
+    # set_materialize_grads(False), as zeros otherwise
+    seen = []
+
+    class A(T.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x * 1, y * 1
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            if flag is not None:
+                ctx.set_materialize_grads(flag)
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            seen.append((gx is None, gy is None, None if gy is None else gy.tolist()))
+            return (None if gx is None else gx * 2), (None if gy is None else gy * 5)
+
+    def f(y, x):
+        a, b = A.apply(x, y)
+        return (a ** 2).sum() if use == "first" else (a ** 2 + b).sum()
+
+    if nest == 2:
+        inner = T.func.grad(f, argnums=1)
+        out = T.func.grad(lambda y, x: inner(y, x).sum(), argnums=(0, 1))
+    else:
+        out = T.func.grad(f, argnums=(0, 1))
+    return out(T.tensor([3.], dtype=T.float64), T.tensor([2.], dtype=T.float64)), seen
+
+
+CASES = {
+    **_returns_input_cases(),
+    "needs_input_grad_grad": lambda T: needs_input_grad(T, 1),
+    "needs_input_grad_grad_of_grad": lambda T: needs_input_grad(T, 2),
+    **{f"materialize_{flag}_{use}_{nest}": (lambda flag, use, nest: lambda T: materialize(T, flag, use, nest))(flag, use, nest)
+       for flag in (None, False, True) for use in ("first", "both") for nest in (1, 2)},
+}
 
 
 @pytest.mark.parametrize("fn", outcome_params(CASES))

@@ -91,13 +91,17 @@ class _Call:
         outs = tuple(Tensor._make(next(it)) if k is None else k for k in kinds)
         return outs if is_tuple else outs[0]
 
-    def context(self, arrays, out_arrays):
+    def context(self, arrays, out_arrays, perturbed=None):
         """A fresh ctx of the Function's node class, after ``setup_context`` on this level's
-        inputs and outputs; its ``_in_meta``/``_out_meta`` as ``BackwardCFunction.apply`` reads."""
+        inputs and outputs; its ``_in_meta``/``_out_meta`` as ``BackwardCFunction.apply`` reads.
+        ``perturbed``: per Tensor argument, whether this level differentiates it (reverse mode;
+        torch's ``needs_input_grad`` is False for an argument the transform does not track)."""
         ins = self.tensors(arrays)
         output = self.output(out_arrays)
         ctx = _backward_cls(self.cls)()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._value.dtype in DIFFERENTIABLE for a in ins)
+        flags = iter(perturbed if perturbed is not None else [True] * len(self.pos))
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and next(flags) and a._value.dtype in DIFFERENTIABLE
+                                     for a in ins)
         self.cls.setup_context(ctx, ins, output)
         outs = output if isinstance(output, tuple) else (output,)
         nondiff = {id(t) for t in ctx.non_differentiable}
@@ -150,9 +154,13 @@ def _reverse(call, arrays):
     def fn(*xs):
         return call.primal(*xs)
 
-    def fwd(*xs):
+    # symbolic zeros (jax's CustomVJPPrimal / SymbolicZero): fwd learns which arguments this
+    # level differentiates (ctx.needs_input_grad), bwd which outputs got no gradient (None for
+    # backward, or zeros unless ctx.set_materialize_grads(False): BackwardCFunction.apply)
+    def fwd(*ps):
+        xs = tuple(p.value for p in ps)
         out = call.primal(*xs)
-        ctx, _, _ = call.context(xs, out)
+        ctx, _, _ = call.context(xs, out, tuple(p.perturbed for p in ps))
         res, layout = _residuals(ctx)
         ctx.to_save = ()
         ctxs.append((ctx, layout))
@@ -163,7 +171,8 @@ def _reverse(call, arrays):
         _restore(ctx, res, layout)
         grads = []
         for c, (shape, dtype, nondiff) in zip(cts, _tensor_meta(ctx)):
-            grads.append(None if nondiff or c.dtype == jax.dtypes.float0 else Tensor._make(c))
+            zero = isinstance(c, jax.custom_derivatives.SymbolicZero) or c.dtype == jax.dtypes.float0
+            grads.append(None if nondiff or zero else Tensor._make(c))
         # grad mode on: the levels outside this one differentiate backward's ops (a reverse
         # level makes what runs under no_grad its constant: NOTE [grad mode inside transforms])
         with _state_grad(True):
@@ -176,7 +185,7 @@ def _reverse(call, arrays):
                 out.append(g._value.astype(a.dtype))
         return tuple(out)
 
-    fn.defvjp(fwd, bwd)
+    fn.defvjp(fwd, bwd, symbolic_zeros=True)
     return fn(*arrays)
 
 
