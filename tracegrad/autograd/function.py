@@ -295,6 +295,10 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         # Function too: setup_context, and a vmap staticmethod or generate_vmap_rule=True.
         # tracegrad's own Functions trace through vmap as they are.
         in_vmap = bool(_state.VMAP_SAME) and not cls.__module__.startswith("tracegrad.")
+        if in_vmap and new_style and cls.generate_vmap_rule and cls.vmap is not Function.vmap:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both generate_vmap_rule=True and an "
+                               "overridden vmap staticmethod. Please set generate_vmap_rule=False or delete the "
+                               "overridden vmap staticmethod to avoid ambiguity.")
         if in_vmap and new_style and not cls.generate_vmap_rule and cls.vmap is Function.vmap:
             raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
                                "override and implement the vmap staticmethod or set generate_vmap_rule=True.")
@@ -307,6 +311,11 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}
             # inside a tracegrad.func level: that level's rule is the Function's backward/jvp
             rule = _state.FUNC_FUNCTION[0]
+            # at a vmap level that is the innermost transform: the Function's own vmap
+            # staticmethod, as torch.func (without one, generate_vmap_rule traces forward)
+            if rule is not None and in_vmap and not cls.generate_vmap_rule and cls.vmap is not Function.vmap \
+                    and (not _state.FUNC_LEVELS or rule.vmap_innermost()):
+                return rule.vmap_apply(cls, args)
             if rule is not None and _state.FUNC_LEVELS and rule.handles(cls, args):
                 return rule.apply(cls, args)
         ctx = _backward_cls(cls)()
@@ -342,6 +351,17 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             if isinstance(t, Tensor):
                 t._vc[0] += 1
         inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
+        if new_style:
+            # as torch: with setup_context the output an input returned as-is becomes is made only
+            # after setup_context ran, so saving that tensor (as input or as output, for backward
+            # or forward) could not tell which one was meant; torch refuses it, recorded or not
+            same = {id(o) for o in outs if id(o) in inputs_by_id and id(o) not in dirty}
+            saved = tuple(getattr(ctx, "to_save", ())) + tuple(getattr(ctx, "saved_for_forward", ()) or ())
+            if same and any(id(t) in same for t in saved if t is not None):
+                raise RuntimeError(
+                    "An input that has been returned as-is as output is being saved for backward. This is not "
+                    "supported if you override setup_context. You should return and save a view of the input "
+                    f"instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself ({cls.__name__}).")
         if record:
             ctx.next_functions = tuple(edge(a) if (isinstance(a, Tensor) and a.requires_grad) else (None, 0)
                                        for a in args if isinstance(a, Tensor))

@@ -91,13 +91,17 @@ class _Call:
         outs = tuple(Tensor._make(next(it)) if k is None else k for k in kinds)
         return outs if is_tuple else outs[0]
 
-    def context(self, arrays, out_arrays):
+    def context(self, arrays, out_arrays, perturbed=None):
         """A fresh ctx of the Function's node class, after ``setup_context`` on this level's
-        inputs and outputs; its ``_in_meta``/``_out_meta`` as ``BackwardCFunction.apply`` reads."""
+        inputs and outputs; its ``_in_meta``/``_out_meta`` as ``BackwardCFunction.apply`` reads.
+        ``perturbed``: per Tensor argument, whether this level differentiates it (reverse mode;
+        torch's ``needs_input_grad`` is False for an argument the transform does not track)."""
         ins = self.tensors(arrays)
         output = self.output(out_arrays)
         ctx = _backward_cls(self.cls)()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._value.dtype in DIFFERENTIABLE for a in ins)
+        flags = iter(perturbed if perturbed is not None else [True] * len(self.pos))
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and next(flags) and a._value.dtype in DIFFERENTIABLE
+                                     for a in ins)
         self.cls.setup_context(ctx, ins, output)
         outs = output if isinstance(output, tuple) else (output,)
         nondiff = {id(t) for t in ctx.non_differentiable}
@@ -150,9 +154,13 @@ def _reverse(call, arrays):
     def fn(*xs):
         return call.primal(*xs)
 
-    def fwd(*xs):
+    # symbolic zeros (jax's CustomVJPPrimal / SymbolicZero): fwd learns which arguments this
+    # level differentiates (ctx.needs_input_grad), bwd which outputs got no gradient (None for
+    # backward, or zeros unless ctx.set_materialize_grads(False): BackwardCFunction.apply)
+    def fwd(*ps):
+        xs = tuple(p.value for p in ps)
         out = call.primal(*xs)
-        ctx, _, _ = call.context(xs, out)
+        ctx, _, _ = call.context(xs, out, tuple(p.perturbed for p in ps))
         res, layout = _residuals(ctx)
         ctx.to_save = ()
         ctxs.append((ctx, layout))
@@ -163,7 +171,8 @@ def _reverse(call, arrays):
         _restore(ctx, res, layout)
         grads = []
         for c, (shape, dtype, nondiff) in zip(cts, _tensor_meta(ctx)):
-            grads.append(None if nondiff or c.dtype == jax.dtypes.float0 else Tensor._make(c))
+            zero = isinstance(c, jax.custom_derivatives.SymbolicZero) or c.dtype == jax.dtypes.float0
+            grads.append(None if nondiff or zero else Tensor._make(c))
         # grad mode on: the levels outside this one differentiate backward's ops (a reverse
         # level makes what runs under no_grad its constant: NOTE [grad mode inside transforms])
         with _state_grad(True):
@@ -176,7 +185,7 @@ def _reverse(call, arrays):
                 out.append(g._value.astype(a.dtype))
         return tuple(out)
 
-    fn.defvjp(fwd, bwd)
+    fn.defvjp(fwd, bwd, symbolic_zeros=True)
     return fn(*arrays)
 
 
@@ -272,3 +281,140 @@ def apply(cls, args):
     out = (_reverse if kind == "reverse" else _forward)(call, arrays)
     return call.output(out)
 
+
+
+# ---- vmap: the Function's own vmap staticmethod -------------------------------------------------
+# torch.func calls a Function's ``vmap(info, in_dims, *args)`` at a vmap level, with the
+# arguments' batch dimensions exposed (in_dims) and the level removed; what it returns,
+# ``(output, out_dims)``, is the batched output. Here the innermost jax.vmap's BatchTrace is
+# the level: an argument that is a BatchTracer of that trace is unwrapped to its value and batch
+# dim, and each output with an int out_dim is wrapped back into a BatchTracer of it. (A public
+# jax.custom_batching.custom_vmap would trace forward first, which torch never runs here, and
+# moves every batch dim to 0.)
+class VmapInfo(tuple):
+    """torch.autograd.function's ``VmapInfo``: ``batch_size`` and ``randomness``."""
+    __slots__ = ()
+
+    def __new__(cls, batch_size, randomness):
+        return super().__new__(cls, (batch_size, randomness))
+
+    batch_size = property(lambda self: self[0])
+    randomness = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"VmapInfo(batch_size={self[0]}, randomness={self[1]!r})"
+
+
+def _randomness():
+    """The innermost vmap's randomness, read off ``_vmap``'s state: 'same' records its level,
+    'different' swaps in a per-example ``next_key``, otherwise 'error'."""
+    from . import _vmap
+    if _state.VMAP_SAME and _state.VMAP_SAME[-1] is not None:
+        return "same"
+    nk = _vmap._generator.Generator.next_key
+    return "different" if getattr(nk, "__qualname__", "").startswith("_different.") else "error"
+
+
+def _map_tree(fn, tree):
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_map_tree(fn, t) for t in tree)
+    if isinstance(tree, dict):
+        return {k: _map_tree(fn, v) for k, v in tree.items()}
+    return fn(tree)
+
+
+def _leaves(tree):
+    if isinstance(tree, (tuple, list)):
+        return [x for t in tree for x in _leaves(t)]
+    if isinstance(tree, dict):
+        return [x for v in tree.values() for x in _leaves(v)]
+    return [tree]
+
+
+def _broadcast_dims(dims, out):
+    """torch's ``_broadcast_to_and_flatten``: one out_dim per output leaf (an int or None applies
+    to a whole subtree), or None when the structures do not fit."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(_leaves(out))
+    if isinstance(dims, (tuple, list)) and type(dims) is type(out) and len(dims) == len(out):
+        parts = [_broadcast_dims(d, o) for d, o in zip(dims, out)]
+        return None if any(p is None for p in parts) else [x for p in parts for x in p]
+    if isinstance(dims, dict) and isinstance(out, dict) and dims.keys() == out.keys():
+        parts = [_broadcast_dims(dims[k], out[k]) for k in out]
+        return None if any(p is None for p in parts) else [x for p in parts for x in p]
+    return None
+
+
+def vmap_innermost() -> bool:
+    """Whether a vmap is the innermost open transform (its jax BatchTrace is the current trace)
+    rather than a grad/jvp level opened inside it: ``tracegrad.func`` keeps vmap levels apart
+    from ``_closure.LEVELS``, so the jax trace tells which one a Function call meets first."""
+    from jax._src import core as jcore
+    from jax._src.interpreters import batching
+    return isinstance(jcore.trace_ctx.trace, batching.BatchTrace)
+
+
+def vmap_apply(cls, args):
+    """``cls.apply(*args)`` at a vmap level for a Function with its own ``vmap`` staticmethod
+    (``args`` bound to forward's signature)."""
+    from jax._src import core as jcore
+    from jax._src.interpreters import batching
+    trace = jcore.trace_ctx.trace
+    level = _state.VMAP_SAME.pop()
+    try:
+        if not isinstance(trace, batching.BatchTrace):
+            return cls.apply(*args)
+        size = [None]
+
+        def unwrap(a):
+            if isinstance(a, Tensor) and isinstance(a._st.array, batching.BatchTracer) and a._st.array._trace is trace \
+                    and isinstance(a._st.array.batch_dim, int):
+                arr = a._st.array
+                size[0] = arr.val.shape[arr.batch_dim]
+                return Tensor._make(arr.val), arr.batch_dim
+            return a, None
+        pairs = _map_tree(unwrap, tuple(args))
+        # the rule (or forward, when nothing is batched at this level: torch skips the level)
+        # runs at the enclosing levels: the jax trace outside this BatchTrace is the current one
+        with jcore.set_current_trace(trace.parent_trace):
+            if size[0] is None:
+                return cls.apply(*args)
+            vals, in_dims = _split_pairs(tuple(args), pairs)
+            info = VmapInfo(size[0], _randomness() if level is None else "same")
+            result = cls.vmap(info, in_dims, *vals)
+    finally:
+        _state.VMAP_SAME.append(level)
+    base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with pytree structure "
+            "compatible with the output. ")
+    if not isinstance(result, tuple):
+        raise RuntimeError(base + f"Got a {type(result)} instead")
+    if len(result) != 2:
+        raise RuntimeError(base + f"Got {len(result)} returns instead")
+    output, out_dims = result
+    flat_dims = _broadcast_dims(out_dims, output)
+    if flat_dims is None:
+        raise RuntimeError(f"The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) "
+                           f"tuple. Expected out_dims={out_dims} to be compatible with the structure of `output` "
+                           f"({cls.__name__}.vmap).")
+    it = iter(flat_dims)
+
+    def wrap(o):
+        d = next(it)
+        if not isinstance(o, Tensor) or d is None:
+            return o
+        return Tensor._make(batching.BatchTracer(trace, o._value, d % max(o.dim(), 1)))
+    return _map_tree(wrap, output)
+
+
+def _split_pairs(args, pairs):
+    """(values, in_dims) trees from the (value, dim) pairs ``_map_tree(unwrap, args)`` made."""
+    def walk(a, p):
+        if isinstance(a, (tuple, list)):
+            vs, ds = zip(*(walk(x, y) for x, y in zip(a, p))) if a else ((), ())
+            return type(a)(vs), type(a)(ds)
+        if isinstance(a, dict):
+            out = {k: walk(a[k], p[k]) for k in a}
+            return {k: v[0] for k, v in out.items()}, {k: v[1] for k, v in out.items()}
+        return p
+    vs, ds = walk(args, pairs)
+    return tuple(vs), tuple(ds)
