@@ -493,12 +493,13 @@ defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", sa
       no_edge=("min", "max"))
 defop("clamp_tensor", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward0",
       saves=("max", "min", "self"))
+# a number bound is torch's Scalar argument: no next_functions slot (the tensor overloads have one)
 defop("clamp_min", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
-      grad_fn="ClampMinBackward0", saves=("self",))
+      grad_fn="ClampMinBackward0", saves=("self",), no_edge=("min",))
 defop("clamp_min_tensor", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
       grad_fn="ClampMinBackward1", saves=("min", "self"))
 defop("clamp_max", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
-      grad_fn="ClampMaxBackward0", saves=("self",))
+      grad_fn="ClampMaxBackward0", saves=("self",), no_edge=("max",))
 defop("clamp_max_tensor", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
       grad_fn="ClampMaxBackward1", saves=("max", "self"))
 def _lerp(a, b, w, dtype):
