@@ -5,7 +5,9 @@
 - ``pdist`` records ``PdistBackward0`` (was ``LinalgVectorNormBackward0`` over a difference),
   and its inf-norm gradient gives every tied coordinate the whole gradient, as torch's formula;
 - ``clamp_min`` / ``clamp_max`` with a number bound have one ``next_functions`` slot (the
-  number is torch's Scalar argument: no edge).
+  number is torch's Scalar argument: no edge);
+- deg2rad, rad2deg, sinc, hypot, logaddexp, logaddexp2 record torch's own nodes (were Mul/Where
+  nodes of their compositions); logaddexp(2)'s gradient is torch's formula (a tie splits it).
 """
 import numpy as np
 import pytest
@@ -117,3 +119,41 @@ def test_clamp_number_bound_has_no_slot(call):
         seen[T] = (_names(out.grad_fn), g.numpy())
     assert seen[tracegrad][0] == seen[torch][0]
     np.testing.assert_array_equal(seen[tracegrad][1], seen[torch][1])
+
+
+_EDGES = [0.3, 0.0, -1.2, float("inf"), float("-inf"), float("nan")]
+_EDGES_OTHER = [0.5, 2.0, -1.2, float("inf"), 3.0, 1.0]     # a tie, equal infinities, a NaN
+
+
+@pytest.mark.parametrize("name", ["deg2rad", "rad2deg", "sinc"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unary_composites_record_torchs_node(name, dtype):
+    seen = {}
+    for T in (torch, tracegrad):
+        x = T.tensor(_EDGES, dtype=getattr(T, dtype), requires_grad=True)
+        out = getattr(T, name)(x)
+        g, = T.autograd.grad(out.sum(), x)
+        seen[T] = (_names(out.grad_fn), _saved(out.grad_fn), out.detach().numpy(), g.numpy())
+    t, g = seen[torch], seen[tracegrad]
+    assert g[:2] == t[:2]
+    np.testing.assert_allclose(g[2], t[2], rtol=1e-6)
+    np.testing.assert_allclose(g[3], t[3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["hypot", "logaddexp", "logaddexp2"])
+def test_binary_composites_record_torchs_node_and_formula(name):
+    """One node of torch's name; logaddexp's gradient is torch's formula (half each at a tie,
+    nan for equal infinities), also differentiated once more."""
+    seen = {}
+    for T in (torch, tracegrad):
+        x = T.tensor(_EDGES, dtype=T.float64, requires_grad=True)
+        y = T.tensor(_EDGES_OTHER, dtype=T.float64, requires_grad=True)
+        out = getattr(T, name)(x, y)
+        gx, gy = T.autograd.grad(out.sum(), (x, y), create_graph=True)
+        ggx, ggy = T.autograd.grad(gx[:3].sum(), (x, y))
+        seen[T] = (_names(out.grad_fn), _saved(out.grad_fn), gx.grad_fn.name(),
+                   [v.detach().numpy() for v in (out, gx, gy, ggx, ggy)])
+    t, g = seen[torch], seen[tracegrad]
+    assert g[:3] == t[:3]
+    for a, b in zip(g[3], t[3]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)

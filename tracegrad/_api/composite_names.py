@@ -48,6 +48,8 @@ def logaddexp2(input, other):
         # in float32, rounded once, as torch's CPU kernel: three 16-bit roundings (the scalings
         # and the division) put the result a bf16 step off torch's
         return logaddexp2(input.float(), other.float()).to(common)
+    if common.name in ("float32", "float64"):    # one Logaddexp2Backward0 node (NOTE [own nodes of composites])
+        return apply_op(OPS["logaddexp2"], (input, other))
     # torch's formula: the larger operand plus log1p(2 ** -|a - b|) / ln 2; equal infinities
     # give that infinity
     m = input.maximum(other)
