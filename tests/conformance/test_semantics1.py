@@ -157,3 +157,50 @@ def test_binary_composites_record_torchs_node_and_formula(name):
     assert g[:3] == t[:3]
     for a, b in zip(g[3], t[3]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def _dense_permuted_arrays():
+    a = np.arange(24.).reshape(2, 3, 4)
+    return [np.arange(12.).reshape(3, 4).T, a.transpose(2, 0, 1), np.asfortranarray(a), a[:1].T]
+
+
+def _gapped_arrays():
+    a = np.arange(24.).reshape(2, 3, 4)
+    return [a.reshape(2, 12)[:, :1].T, a.transpose(1, 0, 2)[:, :, ::2], a[:, :, :2].transpose(2, 1, 0)]
+
+
+@pytest.mark.parametrize("api,case", [(api, ("dense", i)) for api in ("from_numpy", "as_tensor", "asarray", "tensor")
+                                      for i in range(4)] + [("tensor", ("gaps", i)) for i in range(3)])
+def test_numpy_dim_order_kept(api, case):
+    """torch keeps a transposed (dense) array's strides: from_numpy/as_tensor/asarray share it,
+    torch.tensor copies it in the same dim order (for an array with gaps too: dense strides in
+    its stride order); a leaf, no view, the same values. (Shared arrays with gaps keep
+    row-major strides: see the xfail test_from_numpy_keeps_numpy_strides.)"""
+    arr = (_dense_permuted_arrays() if case[0] == "dense" else _gapped_arrays())[case[1]]
+    seen = {}
+    for T in (torch, tracegrad):
+        t = getattr(T, api)(arr)
+        seen[T] = (t.stride(), t.is_contiguous(), t.storage_offset(), t._base is None, t.is_leaf, t.tolist())
+    assert seen[tracegrad] == seen[torch]
+
+
+def test_from_numpy_of_transposed_array_shares_both_ways():
+    host = np.arange(12.).reshape(3, 4).T
+    t = tracegrad.from_numpy(host)
+    host[0, 1] = 100.0
+    assert t[0, 1].item() == 100.0
+    t[1, 0] = -5.0
+    t.add_(1)
+    assert host[1, 0] == -4.0 and host[0, 1] == 101.0
+    view = t.numpy()
+    assert np.shares_memory(view, host) and view.strides == host.strides
+
+
+def test_from_numpy_of_sliced_array_reads_its_own_elements():
+    """A slice with gaps (its strides are not kept: the storage is row-major) must still give
+    its own elements to numpy(), and share them: numpy() read the gaps' elements before."""
+    host = np.arange(12.).reshape(3, 4)[:, ::2]
+    t = tracegrad.from_numpy(host)
+    assert t.numpy().tolist() == host.tolist() == t.tolist()
+    assert np.shares_memory(t.numpy(), host)
+    assert t[1:].numpy().tolist() == host[1:].tolist()
