@@ -204,3 +204,27 @@ def test_from_numpy_of_sliced_array_reads_its_own_elements():
     assert t.numpy().tolist() == host.tolist() == t.tolist()
     assert np.shares_memory(t.numpy(), host)
     assert t[1:].numpy().tolist() == host[1:].tolist()
+
+
+@pytest.mark.parametrize("fn", ["atleast_1d", "atleast_2d", "atleast_3d"])
+@pytest.mark.parametrize("shape", [(), (3,), (3, 4), (2, 3, 4)], ids=str)
+def test_atleast_nodes(fn, shape):
+    """torch reshapes a 0-d input (ViewBackward0) and unsqueezes the others (UnsqueezeBackward0)."""
+    seen = {}
+    for T in (torch, tracegrad):
+        x = T.ones(shape, requires_grad=True)
+        out = getattr(T, fn)(x)
+        node = out.grad_fn
+        seen[T] = (tuple(out.shape), out.stride(), None if node is None else _names(node),
+                   None if node is None or node.next_functions[0][0] is None
+                   else _names(node.next_functions[0][0])[0])
+    assert seen[tracegrad] == seen[torch]
+
+
+def test_outer_reshapes_its_first_factor():
+    seen = {}
+    for T in (torch, tracegrad):
+        a = T.tensor([1., 2., 3.], requires_grad=True)
+        out = T.outer(a, a)
+        seen[T] = (_names(out.grad_fn), out.tolist())
+    assert seen[tracegrad] == seen[torch]

@@ -77,11 +77,13 @@ def _atleast(tensors, n):
             raise not_a_tensor(f"atleast_{n}d", t) from None
         if len(shape) >= n:
             return t
-        if n == 1:
-            return t.reshape(1)
+        # torch's nodes: a 0-d input is reshaped (ViewBackward0), the others unsqueezed
+        # (UnsqueezeBackward0; a 1-d input to 3-d twice)
+        if len(shape) == 0:
+            return t.reshape((1,) * n)
         if n == 2:
-            return t.reshape((1,) * (2 - len(shape)) + shape)
-        return t.reshape({0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)])
+            return t.unsqueeze(0)
+        return t.unsqueeze(0).unsqueeze(-1) if len(shape) == 1 else t.unsqueeze(-1)
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         return tuple(one(t) for t in tensors[0])
     return one(tensors[0]) if len(tensors) == 1 else tuple(one(t) for t in tensors)
