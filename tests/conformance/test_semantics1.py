@@ -228,3 +228,21 @@ def test_outer_reshapes_its_first_factor():
         out = T.outer(a, a)
         seen[T] = (_names(out.grad_fn), out.tolist())
     assert seen[tracegrad] == seen[torch]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_vdot_records_vdot_backward(dtype):
+    rs = np.random.RandomState(0)
+    a0, b0 = (rs.standard_normal(4) + 1j * rs.standard_normal(4) for _ in range(2))
+    seen = {}
+    for T in (torch, tracegrad):
+        cast = (lambda v: v) if dtype.startswith("complex") else (lambda v: v.real)
+        a, b = (T.tensor(cast(v), dtype=getattr(T, dtype), requires_grad=True) for v in (a0, b0))
+        out = T.vdot(a, b)
+        grads = T.autograd.grad(out.abs() if out.is_complex() else out, (a, b), create_graph=True)
+        seen[T] = (_names(out.grad_fn), _saved(out.grad_fn), grads[0].grad_fn.name(),
+                   [v.detach().numpy() for v in (out,) + grads])
+    t, g = seen[torch], seen[tracegrad]
+    assert g[:3] == t[:3]
+    for x, y in zip(g[3], t[3]):
+        np.testing.assert_allclose(x, y, rtol=1e-5)

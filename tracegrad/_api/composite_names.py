@@ -142,7 +142,12 @@ def diagflat(input, offset=0):
 @method("vdot", function=True)
 def vdot(input, other):
     """Mirrors ``torch.vdot``: ``sum(conj(input) * other)`` for two 1-D tensors (``dot`` for
-    real ones). RuntimeError unless both are 1-D of one length and dtype (from ``dot``)."""
+    real ones). RuntimeError unless both are 1-D of one length and dtype (from ``dot``).
+    Autograd: torch's own ``VdotBackward0`` node."""
+    if (isinstance(input, Tensor) and isinstance(other, Tensor) and input.ndim == other.ndim == 1
+            and input.shape == other.shape and input.dtype is other.dtype
+            and (input.is_floating_point() or input.is_complex())):
+        return apply_op(OPS["vdot"], (input, other), (("dtype", input._value.dtype),))
     return dot(conj(input) if input.is_complex() else input, other)
 
 

@@ -33,6 +33,8 @@ defop("mv", _mm, args=("self", "vec"), grad_fn="MvBackward0", saves=("self", "ve
       save_if={"self": "vec", "vec": "self"})
 defop("dot", _mm, args=("self", "tensor"), grad_fn="DotBackward0", saves=("self", "tensor"),
       save_if={"self": "tensor", "tensor": "self"})
+defop("vdot", lambda a, b, dtype: _mm(jnp.conj(a), b, dtype), args=("self", "other"), grad_fn="VdotBackward0",
+      saves=("other", "self"), save_if={"self": "other", "other": "self"})
 # matmul of higher ranks: torch reshapes to bmm and returns an unsafe view
 defop("matmul", _mm, args=("self", "other"), grad_fn="UnsafeViewBackward0", saves=("other", "self"),
       save_if={"self": "other", "other": "self"})
