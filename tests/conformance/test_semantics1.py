@@ -246,3 +246,15 @@ def test_vdot_records_vdot_backward(dtype):
     assert g[:3] == t[:3]
     for x, y in zip(g[3], t[3]):
         np.testing.assert_allclose(x, y, rtol=1e-5)
+
+
+@pytest.mark.parametrize("call", [lambda T, a: T.linalg.vector_norm(a), lambda T, a: T.linalg.vector_norm(a, 3, dim=1),
+                                  lambda T, a: T.linalg.pinv(a), lambda T, a: T.pinverse(a)],
+                         ids=["vector_norm", "vector_norm_dim", "pinv", "pinverse"])
+def test_linalg_native_node_names(call):
+    """torch 2.13 records one native node (``...Backward0``) for these."""
+    seen = {}
+    for T in (torch, tracegrad):
+        a = T.tensor(np.random.RandomState(0).standard_normal((3, 4)), requires_grad=True)
+        seen[T] = call(T, a).grad_fn.name()
+    assert seen[tracegrad] == seen[torch]
