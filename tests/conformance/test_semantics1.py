@@ -7,7 +7,12 @@
 - ``clamp_min`` / ``clamp_max`` with a number bound have one ``next_functions`` slot (the
   number is torch's Scalar argument: no edge);
 - deg2rad, rad2deg, sinc, hypot, logaddexp, logaddexp2 record torch's own nodes (were Mul/Where
-  nodes of their compositions); logaddexp(2)'s gradient is torch's formula (a tie splits it).
+  nodes of their compositions); logaddexp(2)'s gradient is torch's formula (a tie splits it);
+  so do nan_to_num, vdot, linalg.vector_norm and linalg.pinv; atleast_2d/3d unsqueeze and outer
+  reshapes, as torch;
+- from_numpy/as_tensor/asarray of a transposed (dense) ndarray keep its strides and share it;
+  torch.tensor copies an ndarray in its dim order; numpy() of a from_numpy'd slice with gaps
+  gives its own elements.
 """
 import numpy as np
 import pytest
@@ -257,4 +262,16 @@ def test_linalg_native_node_names(call):
     for T in (torch, tracegrad):
         a = T.tensor(np.random.RandomState(0).standard_normal((3, 4)), requires_grad=True)
         seen[T] = call(T, a).grad_fn.name()
+    assert seen[tracegrad] == seen[torch]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [{}, {"nan": 3.0, "posinf": 1e40, "neginf": -7}, {"nan": None}], ids=["default", "given", "none"])
+def test_nan_to_num_records_its_node(dtype, kw):
+    seen = {}
+    for T in (torch, tracegrad):
+        x = T.tensor([1.0, float("nan"), float("inf"), -float("inf"), -2.0], dtype=getattr(T, dtype), requires_grad=True)
+        out = T.nan_to_num(x, **kw)
+        g, = T.autograd.grad((out * T.arange(1.0, 6.0, dtype=x.dtype)).sum(), x)
+        seen[T] = (_names(out.grad_fn), out.detach().numpy().tolist(), g.tolist())
     assert seen[tracegrad] == seen[torch]

@@ -224,6 +224,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     info = _finfo(input.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
+    if input.dtype in (_dt.float32, _dt.float64):    # one NanToNumBackward0 node, as torch
+        return apply_op(OPS["nan_to_num"], (input, float(nan), float(posinf), float(neginf)))
     out = where(input.isnan(), nan, input)
     out = where(out == float("inf"), posinf, out)
     return where(out == float("-inf"), neginf, out)

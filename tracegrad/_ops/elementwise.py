@@ -641,3 +641,15 @@ defop("logaddexp", _logaddexp_with(jnp.exp, 1.0), args=("self", "other"), grad_f
       saves=("other", "self"))
 defop("logaddexp2", _logaddexp_with(jnp.exp2, 1 / 0.6931471805599453), args=("self", "other"),
       grad_fn="Logaddexp2Backward0", saves=("other", "self"))
+
+
+def _nan_to_num(x, nan, posinf, neginf):
+    # the replacements arrive as (weakly typed) scalars: cast to x's dtype, 1e40 overflowing a
+    # float32 to inf as torch's cast does; the gradient is 0 at the replaced elements, as torch's
+    out = jnp.where(jnp.isnan(x), nan, x)
+    out = jnp.where(out == jnp.inf, posinf, out)
+    return jnp.where(out == -jnp.inf, neginf, out).astype(x.dtype)
+
+
+defop("nan_to_num", _nan_to_num, args=("self", "nan", "posinf", "neginf"), grad_fn="NanToNumBackward0",
+      saves=("self",), no_edge=("nan", "posinf", "neginf"))
