@@ -77,11 +77,13 @@ def _atleast(tensors, n):
             raise not_a_tensor(f"atleast_{n}d", t) from None
         if len(shape) >= n:
             return t
-        if n == 1:
-            return t.reshape(1)
+        # torch's nodes: a 0-d input is reshaped (ViewBackward0), the others unsqueezed
+        # (UnsqueezeBackward0; a 1-d input to 3-d twice)
+        if len(shape) == 0:
+            return t.reshape((1,) * n)
         if n == 2:
-            return t.reshape((1,) * (2 - len(shape)) + shape)
-        return t.reshape({0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)])
+            return t.unsqueeze(0)
+        return t.unsqueeze(0).unsqueeze(-1) if len(shape) == 1 else t.unsqueeze(-1)
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         return tuple(one(t) for t in tensors[0])
     return one(tensors[0]) if len(tensors) == 1 else tuple(one(t) for t in tensors)
@@ -118,13 +120,29 @@ def dstack(tensors):
     return cat([_atleast((t,), 3) for t in _stack_list(tensors, "dstack")], 2)
 
 
+# NOTE [own nodes of composites]
+# deg2rad, rad2deg, sinc, hypot, logaddexp and logaddexp2 are composed of other ops below, but
+# torch records one node of its own for each (Deg2RadBackward0, HypotBackward0...). For real
+# float32/float64 tensors of one dtype (the ones that can require grad, bar 16-bit and
+# complex, which keep their compositions' roundings) they run as one op of that name
+# (_ops/elementwise.py), whose function is the composition itself.
+def _own_node(name, *xs):
+    """The result of op ``name`` on ``xs``, or None where the composition must run instead."""
+    dt = xs[0].dtype if isinstance(xs[0], Tensor) else None
+    if dt not in (_dt.float32, _dt.float64) or builtins.any(
+            not isinstance(x, Tensor) or x.dtype is not dt for x in xs):
+        return None
+    return apply_op(OPS[name], xs)
+
+
 @method("deg2rad", function=True)
 def deg2rad(input):
     """Mirrors ``torch.deg2rad``: ``input * pi / 180`` (integers give the default float dtype).
     RuntimeError for a complex tensor, as torch."""
     if isinstance(input, Tensor) and input.is_complex():
         raise RuntimeError("deg2rad is not supported for complex tensors; convert .real or .angle() instead")
-    return input * (math.pi / 180)
+    out = _own_node("deg2rad", input)
+    return input * (math.pi / 180) if out is None else out
 
 
 @method("rad2deg", function=True)
@@ -132,7 +150,8 @@ def rad2deg(input):
     """Mirrors ``torch.rad2deg``: ``input * 180 / pi``; RuntimeError for a complex tensor, as torch."""
     if isinstance(input, Tensor) and input.is_complex():
         raise RuntimeError("rad2deg is not supported for complex tensors; convert .real or .angle() instead")
-    return input * (180 / math.pi)
+    out = _own_node("rad2deg", input)
+    return input * (180 / math.pi) if out is None else out
 
 
 @method("logaddexp", function=True)
@@ -148,6 +167,9 @@ def logaddexp(input, other):
         # bits rounds after each step (bf16 logaddexp2(0.5, 0.25): 1.375 against torch's 1.3828125)
         return logaddexp(input.float(), other.float()).to(common)
     input, other = input.to(common), other.to(common)
+    out = _own_node("logaddexp", input, other)
+    if out is not None:
+        return out
     if input.is_complex() or other.is_complex():
         # complex: the operand with the larger real part factored out (log1p of a modulus <= 1);
         # equal infinities give that infinity, as torch (their difference would be nan)
@@ -202,6 +224,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     info = _finfo(input.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
+    if input.dtype in (_dt.float32, _dt.float64):    # one NanToNumBackward0 node, as torch
+        return apply_op(OPS["nan_to_num"], (input, float(nan), float(posinf), float(neginf)))
     out = where(input.isnan(), nan, input)
     out = where(out == float("inf"), posinf, out)
     return where(out == float("-inf"), neginf, out)
@@ -577,6 +601,9 @@ def hypot(input, other):
     check_tensors("hypot", input, other)
     refuse_complex("hypot", "hypot_cpu", input, other)
     require_floating("hypot", input, other)
+    out = _own_node("hypot", input, other)
+    if out is not None:
+        return out
     r = (input * input + other * other).sqrt()
     return where(input.isinf() | other.isinf(), math.inf, r)
 
@@ -609,6 +636,9 @@ def heaviside(input, values):
 @method("sinc", function=True)
 def sinc(input):
     """Mirrors ``torch.sinc``: ``sin(pi x) / (pi x)``, 1 at 0 (gradient 0 there)."""
+    out = _own_node("sinc", input)
+    if out is not None:
+        return out
     x = input * math.pi
     zero = x == 0
     safe = where(zero, 1.0, x)

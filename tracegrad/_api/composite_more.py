@@ -21,7 +21,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import function, method
 from .argcheck import check_kinds
 from .composite import _host
-from .composite_names import _add_scaled
+from .composite_names import _add_scaled, _fused_node
 from .elementwise import where
 from .linalg import bmm
 from .promotion import beta_first, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
@@ -44,6 +44,12 @@ def baddbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     input, batch1, batch2, beta, alpha = beta_first("baddbmm", input, batch1, batch2, rest, beta, alpha,
                                                     ("batch1", "batch2"))
     input, batch1, batch2 = _autocast.cast("lower", "baddbmm", input, batch1, batch2)
+    if batch1.ndim == 3 and batch2.ndim == 3 and batch1.shape[0] == batch2.shape[0] and \
+            batch1.shape[2] == batch2.shape[1]:
+        out = _fused_node("baddbmm", input, batch1, batch2, beta, alpha,
+                          (batch1.shape[0], batch1.shape[1], batch2.shape[2]))
+        if out is not None:    # BaddbmmBackward0, torch's node
+            return out
     prod = bmm(batch1, batch2)
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"baddbmm: expected self and batch1 to have the same dtype, but got: "

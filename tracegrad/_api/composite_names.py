@@ -48,6 +48,8 @@ def logaddexp2(input, other):
         # in float32, rounded once, as torch's CPU kernel: three 16-bit roundings (the scalings
         # and the division) put the result a bf16 step off torch's
         return logaddexp2(input.float(), other.float()).to(common)
+    if common.name in ("float32", "float64"):    # one Logaddexp2Backward0 node (NOTE [own nodes of composites])
+        return apply_op(OPS["logaddexp2"], (input, other))
     # torch's formula: the larger operand plus log1p(2 ** -|a - b|) / ln 2; equal infinities
     # give that infinity
     m = input.maximum(other)
@@ -140,7 +142,12 @@ def diagflat(input, offset=0):
 @method("vdot", function=True)
 def vdot(input, other):
     """Mirrors ``torch.vdot``: ``sum(conj(input) * other)`` for two 1-D tensors (``dot`` for
-    real ones). RuntimeError unless both are 1-D of one length and dtype (from ``dot``)."""
+    real ones). RuntimeError unless both are 1-D of one length and dtype (from ``dot``).
+    Autograd: torch's own ``VdotBackward0`` node."""
+    if (isinstance(input, Tensor) and isinstance(other, Tensor) and input.ndim == other.ndim == 1
+            and input.shape == other.shape and input.dtype is other.dtype
+            and (input.is_floating_point() or input.is_complex())):
+        return apply_op(OPS["vdot"], (input, other), (("dtype", input._value.dtype),))
     return dot(conj(input) if input.is_complex() else input, other)
 
 
@@ -162,21 +169,41 @@ def _add_scaled(input, prod, beta, alpha, api):
     return prod + (input if beta == 1 else input * beta)
 
 
+def _fused_node(api, input, m1, m2, beta, alpha, out_shape):
+    """``beta * input + alpha * product`` as the one node torch records for ``api``
+    (``AddmvBackward0``, ``AddrBackward0``, ``AddbmmBackward0``, ``BaddbmmBackward0``: their
+    gradients and ``next_functions`` are those of that node, not of an AddBackward0 over the
+    product). Only for floating/complex operands of one dtype whose input broadcasts to the
+    result; None otherwise, and the caller composes the result (integer operands, which
+    cannot require grad), raising its errors on bad shapes and dtypes."""
+    dt = m1.dtype
+    if not (dt.is_floating_point or dt.is_complex) or input.dtype is not dt or m2.dtype is not dt:
+        return None
+    shape = tuple(input.shape)
+    if len(shape) > len(out_shape) or any(a not in (1, b) for a, b in zip(shape[::-1], out_shape[::-1])):
+        return None
+    check_real_scalars(api, dt, beta=beta, alpha=alpha)
+    return apply_op(OPS[api], (input, m1, m2, beta, alpha), (("dtype", m1._value.dtype),))
+
+
 @method("addmv", function=True)
 def addmv(input, mat, vec, *rest, beta=1, alpha=1):
     """Mirrors ``torch.addmv``: ``beta * input + alpha * (mat @ vec)``, mat ``(n, m)``, vec ``(m,)``,
-    input broadcastable to ``(n,)``. grad_fn: ``AddBackward0`` (torch: ``AddmvBackward0``)."""
+    input broadcastable to ``(n,)``. grad_fn: ``AddmvBackward0``."""
     input, mat, vec, beta, alpha = beta_first("addmv", input, mat, vec, rest, beta, alpha, ("mat", "vec"))
     if mat.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"addmv: vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    if mat.shape[1] == vec.shape[0]:
+        out = _fused_node("addmv", input, mat, vec, beta, alpha, (mat.shape[0],))
+        if out is not None:
+            return out
     return _add_scaled(input, matmul(mat, vec), beta, alpha, "addmv")
 
 
 @method("addr", function=True)
 def addr(input, vec1, vec2, *rest, beta=1, alpha=1):
     """Mirrors ``torch.addr``: ``beta * input + alpha * outer(vec1, vec2)``; input broadcastable
-    to ``(n, m)``; the three promote to one dtype, as torch. grad_fn: ``AddBackward0`` (torch:
-    ``AddrBackward0``)."""
+    to ``(n, m)``; the three promote to one dtype, as torch. grad_fn: ``AddrBackward0``."""
     input, vec1, vec2, beta, alpha = beta_first("addr", input, vec1, vec2, rest, beta, alpha, ("vec1", "vec2"))
     dt = result_dtype(input, vec1, vec2)
     if not (dt.is_floating_point or dt.is_complex):
@@ -185,18 +212,27 @@ def addr(input, vec1, vec2, *rest, beta=1, alpha=1):
                 raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number; "
                                    f"pass an int (got {v})")
     input, vec1, vec2 = (x if x.dtype is dt else x.to(dt) for x in (input, vec1, vec2))
+    if vec1.ndim == 1 and vec2.ndim == 1:
+        out = _fused_node("addr", input, vec1, vec2, beta, alpha, (vec1.shape[0], vec2.shape[0]))
+        if out is not None:
+            return out
     return _add_scaled(input, outer(vec1, vec2), beta, alpha, "addr")
 
 
 @method("addbmm", function=True)
 def addbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     """Mirrors ``torch.addbmm``: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` for
-    ``(b, n, m)`` and ``(b, m, p)``; input broadcastable to ``(n, p)``. grad_fn: ``AddBackward0``
-    (torch: ``AddbmmBackward0``). Under autocast all three go to its dtype first (torch's list)."""
+    ``(b, n, m)`` and ``(b, m, p)``; input broadcastable to ``(n, p)``. grad_fn: ``AddbmmBackward0``.
+    Under autocast all three go to its dtype first (torch's list)."""
     input, batch1, batch2, beta, alpha = beta_first("addbmm", input, batch1, batch2, rest, beta, alpha, ("batch1", "batch2"))
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: batch1 must be a 3D tensor, got {batch1.ndim}D and {batch2.ndim}D")
     input, batch1, batch2 = _autocast.cast("lower", "addbmm", input, batch1, batch2)
+    b, n, m = batch1.shape
+    if batch2.shape[:2] == (b, m):
+        out = _fused_node("addbmm", input, batch1, batch2, beta, alpha, (n, batch2.shape[2]))
+        if out is not None:
+            return out
     return _add_scaled(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm")
 
 

@@ -132,7 +132,7 @@ def outer(self, vec2):
     for name, v in (("self", self), ("vec2", vec2)):
         if v.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
-    return mul(unsqueeze(self, 1), vec2)
+    return mul(self.reshape(self.shape[0], 1), vec2)    # torch reshapes (ViewBackward0), then multiplies
 
 
 def _sublist_equation(args):

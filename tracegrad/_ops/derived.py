@@ -93,13 +93,15 @@ def jax_function_op(name: str, fn, nargs: int, n_out: int, doc=None) -> Op:
 
 # the linalg/fft functions tracegrad runs through jax_function whose torch node is one native
 # function: torch names that node ``<name>Backward0`` (``LinalgSlogdetBackward0``,
-# ``FftR2CBackward0``); composites (matrix_norm, pinv, svdvals) and internal helpers keep
+# ``FftR2CBackward0``); composites (matrix_norm, svdvals) and internal helpers keep
 # ``<name>Backward``
 _TORCH_NODES = frozenset((
     "LinalgInvEx", "LinalgDet", "LinalgSlogdet", "LinalgQr", "LinalgSvd", "LinalgEigh", "LinalgCross",
     "LinalgCholeskyEx", "CholeskySolve", "CholeskyInverse", "LinalgSolveEx", "LinalgLuFactorEx",
     "LuUnpack", "LinalgLuSolve", "LinalgSolveTriangular", "LinalgLstsq", "LinalgEig",
-    "LinalgHouseholderProduct", "Geqrf", "Ormqr", "LinalgMatrixExp", "FftR2C", "FftC2C", "FftC2R"))
+    "LinalgHouseholderProduct", "Geqrf", "Ormqr", "LinalgMatrixExp", "FftR2C", "FftC2C", "FftC2R",
+    # torch 2.13 records one native node for these too (linalg.vector_norm, linalg.pinv, pinverse)
+    "LinalgVectorNorm", "LinalgPinv"))
 
 
 def jvp_op(op: Op, static: tuple, mask: tuple, out_idx):

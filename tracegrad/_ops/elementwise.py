@@ -493,12 +493,13 @@ defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", sa
       no_edge=("min", "max"))
 defop("clamp_tensor", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward0",
       saves=("max", "min", "self"))
+# a number bound is torch's Scalar argument: no next_functions slot (the tensor overloads have one)
 defop("clamp_min", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
-      grad_fn="ClampMinBackward0", saves=("self",))
+      grad_fn="ClampMinBackward0", saves=("self",), no_edge=("min",))
 defop("clamp_min_tensor", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
       grad_fn="ClampMinBackward1", saves=("min", "self"))
 defop("clamp_max", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
-      grad_fn="ClampMaxBackward0", saves=("self",))
+      grad_fn="ClampMaxBackward0", saves=("self",), no_edge=("max",))
 defop("clamp_max_tensor", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
       grad_fn="ClampMaxBackward1", saves=("max", "self"))
 def _lerp(a, b, w, dtype):
@@ -588,3 +589,67 @@ def _angle(x):
 defop("angle", _angle, grad_fn="AngleBackward0", saves=("self",))
 defop("complex", lambda re, im: jax.lax.complex(*jnp.broadcast_arrays(re, im)), args=("real", "imag"),
       grad_fn="ComplexBackward0")
+
+
+# Ops torch records as nodes of their own that tracegrad first composed of others (their
+# values and derivatives are those compositions', fused into one function): real
+# float32/float64 operands only, the API layer composes the rest (NOTE in _api/composite.py).
+def _deg2rad(x):
+    return x * jnp.asarray(3.141592653589793 / 180, x.dtype)
+
+
+def _rad2deg(x):
+    return x * jnp.asarray(180 / 3.141592653589793, x.dtype)
+
+
+def _sinc(x):
+    x = x * jnp.asarray(3.141592653589793, x.dtype)
+    zero = x == 0
+    safe = jnp.where(zero, 1, x)
+    return jnp.where(zero, 1, jnp.sin(safe) / safe)    # gradient 0 at 0, as torch's masked formula
+
+
+def _hypot(x, y):
+    return jnp.where(jnp.isinf(x) | jnp.isinf(y), jnp.inf, jnp.sqrt(x * x + y * y)).astype(x.dtype)
+
+
+def _logaddexp_with(exp, log1p_scale):
+    @jax.custom_jvp
+    def f(x, y):
+        # the larger operand plus log1p(base ** -|x - y|) (scaled); equal infinities give that infinity
+        d = jnp.abs(x - y)
+        d = jnp.where(jnp.isnan(d), 0, d)
+        out = jnp.maximum(x, y) + jnp.log1p(exp(-d)) * jnp.asarray(log1p_scale, x.dtype)
+        return jnp.where((x == y) & jnp.isinf(x), x, out)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        # torch's derivative formulas, not the composition's: 1 / (1 + base ** (other - self))
+        # (half each at a tie, where the max in the value would give all to one side; nan for
+        # equal infinities and NaN operands, as torch)
+        x, y = primals
+        dx, dy = tangents
+        return f(x, y), dx / (1 + exp(y - x)) + dy / (1 + exp(x - y))
+    return f
+
+
+defop("deg2rad", _deg2rad, grad_fn="Deg2RadBackward0")
+defop("rad2deg", _rad2deg, grad_fn="Rad2DegBackward0")
+defop("sinc", _sinc, grad_fn="SincBackward0", saves=("self",))
+defop("hypot", _hypot, args=("self", "other"), grad_fn="HypotBackward0", saves=("other", "self", "result"))
+defop("logaddexp", _logaddexp_with(jnp.exp, 1.0), args=("self", "other"), grad_fn="LogaddexpBackward0",
+      saves=("other", "self"))
+defop("logaddexp2", _logaddexp_with(jnp.exp2, 1 / 0.6931471805599453), args=("self", "other"),
+      grad_fn="Logaddexp2Backward0", saves=("other", "self"))
+
+
+def _nan_to_num(x, nan, posinf, neginf):
+    # the replacements arrive as (weakly typed) scalars: cast to x's dtype, 1e40 overflowing a
+    # float32 to inf as torch's cast does; the gradient is 0 at the replaced elements, as torch's
+    out = jnp.where(jnp.isnan(x), nan, x)
+    out = jnp.where(out == jnp.inf, posinf, out)
+    return jnp.where(out == -jnp.inf, neginf, out).astype(x.dtype)
+
+
+defop("nan_to_num", _nan_to_num, args=("self", "nan", "posinf", "neginf"), grad_fn="NanToNumBackward0",
+      saves=("self",), no_edge=("nan", "posinf", "neginf"))

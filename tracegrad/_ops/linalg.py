@@ -33,6 +33,8 @@ defop("mv", _mm, args=("self", "vec"), grad_fn="MvBackward0", saves=("self", "ve
       save_if={"self": "vec", "vec": "self"})
 defop("dot", _mm, args=("self", "tensor"), grad_fn="DotBackward0", saves=("self", "tensor"),
       save_if={"self": "tensor", "tensor": "self"})
+defop("vdot", lambda a, b, dtype: _mm(jnp.conj(a), b, dtype), args=("self", "other"), grad_fn="VdotBackward0",
+      saves=("other", "self"), save_if={"self": "other", "other": "self"})
 # matmul of higher ranks: torch reshapes to bmm and returns an unsafe view
 defop("matmul", _mm, args=("self", "other"), grad_fn="UnsafeViewBackward0", saves=("other", "self"),
       save_if={"self": "other", "other": "self"})
@@ -44,12 +46,19 @@ defop("matmul_clone", _mm, args=("self", "other"), grad_fn="CloneBackward0",
       saves=("other", "self"), save_if={"self": "other", "other": "self"})
 
 
-def _addmm(inp, m1, m2, beta, alpha, dtype):
-    # torch computes half/bfloat16 addmm in float32 and rounds once at the end (autocast's
-    # linear layers depend on it); rounding the product first differs by one bf16 ulp
-    acc = jnp.float32 if jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) else dtype
-    prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype), preferred_element_type=acc, precision=dot_precision())
-    inp = jnp.asarray(inp, dtype).astype(acc)
+def _scaled_sum(product):
+    """``beta * inp + alpha * product(m1, m2, dtype, acc)``: addmm and its kin (addmv, addr,
+    addbmm, baddbmm), which torch records as one node of their own (``AddmvBackward0``...)."""
+    def f(inp, m1, m2, beta, alpha, dtype):
+        # torch computes half/bfloat16 addmm in float32 and rounds once at the end (autocast's
+        # linear layers depend on it); rounding the product first differs by one bf16 ulp
+        acc = jnp.float32 if jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) else dtype
+        prod = product(m1.astype(dtype), m2.astype(dtype), acc)
+        return _add_scaled(jnp.asarray(inp, dtype).astype(acc), prod, beta, alpha, acc, dtype)
+    return f
+
+
+def _add_scaled(inp, prod, beta, alpha, acc, dtype):
     # alpha/beta arrive as traced scalars (dynamic constants): no Python branching on them;
     # beta == 0 ignores inp (nan/inf in it do not propagate), as torch
     prod = jnp.asarray(alpha, acc) * prod
@@ -57,8 +66,31 @@ def _addmm(inp, m1, m2, beta, alpha, dtype):
     return out.astype(dtype)
 
 
+def _matmul_acc(a, b, acc):
+    return jnp.matmul(a, b, preferred_element_type=acc, precision=dot_precision())
+
+
+def _outer_acc(a, b, acc):
+    return a.astype(acc)[:, None] * b.astype(acc)[None, :]
+
+
+def _bmm_sum_acc(a, b, acc):
+    return jnp.sum(_matmul_acc(a, b, acc), axis=0)
+
+
+_addmm = _scaled_sum(_matmul_acc)
 defop("addmm", _addmm, args=("self", "mat1", "mat2", "beta", "alpha"), grad_fn="AddmmBackward0",
       saves=("mat1", "mat2"), save_if={"mat1": "mat2", "mat2": "mat1"})
+# torch records these as nodes of their own, each saving the two factors (each one only when
+# the other's gradient is wanted) and alpha/beta as constants
+defop("addmv", _addmm, args=("self", "mat", "vec", "beta", "alpha"), grad_fn="AddmvBackward0",
+      saves=("mat", "vec"), save_if={"mat": "vec", "vec": "mat"})
+defop("addr", _scaled_sum(_outer_acc), args=("self", "vec1", "vec2", "beta", "alpha"), grad_fn="AddrBackward0",
+      saves=("vec1", "vec2"), save_if={"vec1": "vec2", "vec2": "vec1"})
+defop("baddbmm", _addmm, args=("self", "batch1", "batch2", "beta", "alpha"), grad_fn="BaddbmmBackward0",
+      saves=("batch1", "batch2"), save_if={"batch1": "batch2", "batch2": "batch1"})
+defop("addbmm", _scaled_sum(_bmm_sum_acc), args=("self", "batch1", "batch2", "beta", "alpha"),
+      grad_fn="AddbmmBackward0", saves=("batch1", "batch2"), save_if={"batch1": "batch2", "batch2": "batch1"})
 defop("einsum", lambda *xs, equation: jnp.einsum(equation, *xs, precision=dot_precision()),
       args=tuple(f"t{i}" for i in range(64)), grad_fn="ViewBackward0",
       saves=tuple(f"t{i}" for i in range(64)))

@@ -673,3 +673,22 @@ for _nd in (1, 2, 3):
           grad_fn=f"ReflectionPad{_nd}DBackward0", saves=("self",), shape_edges={"self": "zeros"})
     defop(f"replication_pad{_nd}d", lambda x, pad_width: jnp.pad(x, pad_width, mode="edge"),
           grad_fn=f"ReplicationPad{_nd}DBackward0", saves=("self",), shape_edges={"self": "zeros"})
+
+
+def _pdist(x, *, p):
+    """torch's pdist: the p-norm distance of rows ``i < j`` in row-major upper-triangle order,
+    recorded as one ``PdistBackward0`` node (saving self and the result, as torch)."""
+    from .reduction import _norm
+    i, j = np.triu_indices(x.shape[0], 1)
+    diff = x[i] - x[j]
+    if p != float("inf"):
+        return _norm(diff, p, 1, False)
+    # torch's inf-distance gradient is sign(diff) at every coordinate that reaches the max
+    # (ties each get the whole gradient; a max's derivative would split it): max + sum of
+    # (a - max) over the tied coordinates has that derivative and the max's value exactly
+    a = diff * jnp.sign(diff)
+    m = lax.stop_gradient(jnp.max(a, axis=1, keepdims=True, initial=0))
+    return m[:, 0] + jnp.sum(jnp.where(a == m, a - m, 0), axis=1)
+
+
+defop("pdist", _pdist, grad_fn="PdistBackward0", saves=("self", "result"))

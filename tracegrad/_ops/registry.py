@@ -72,6 +72,8 @@ BACKWARD_NAMES = {
     "LogcumsumexpBackward0": "SubBackward0", "LogSigmoidBackward0": "LogSigmoidBackwardBackward0",
     "GluBackward0": "GluBackwardBackward0", "SincBackward0": "WhereBackward0", "LogitBackward0": "WhereBackward0",
     "NegBackward0": "NegBackward0", "UnsqueezeBackward0": "SqueezeBackward1",
+    "Deg2RadBackward0": "MulBackward0", "Rad2DegBackward0": "MulBackward0", "HypotBackward0": "DivBackward0",
+    "LogaddexpBackward0": "DivBackward0", "Logaddexp2Backward0": "DivBackward0", "VdotBackward0": "MulBackward0",
 }
 
 # NOTE [non-differentiable backwards]

@@ -155,7 +155,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
              "or sourceTensor.detach().clone().requires_grad_(True), rather than "
              "torch.tensor(sourceTensor).", UserWarning)
     arr, d = to_array(data, dtype)
-    return _finish(arr, d, device, requires_grad)
+    t = _finish(arr, d, device, requires_grad)
+    if type(data) is np.ndarray and _state.CAPTURE[0] is None and not t._chain:
+        order = _numpy_order(data)     # torch's copy keeps the array's dim order
+        if order is not None:
+            _mf.lay_out(t, order)
+    return t
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -204,15 +209,47 @@ def from_numpy(ndarray):
                       "tracegrad copies it, so writes to the tensor do not reach the array (copy the array, "
                       "or make it writable, to silence this warning)", UserWarning, stacklevel=2)
     elif _state.CAPTURE[0] is None:
-        st = storage_for_numpy(ndarray)
-        if st is not None:
-            t = Tensor._make(st.array)
-            t._st = st
-            return t
+        order = _numpy_order(ndarray, dense_only=True)
+        if order is not None:
+            # a dense array in another dim order (a transposed one): the storage shares its
+            # bytes in their physical order, the tensor lays it out back (torch's strides)
+            st = storage_for_numpy(np.transpose(ndarray, order))
+            if st is not None:
+                return _mf.adopt_layout(Tensor._make(st.array), st, order)
+        else:
+            st = storage_for_numpy(ndarray)
+            if st is not None:
+                t = Tensor._make(st.array)
+                t._st = st
+                return t
     t = Tensor._make(to_device(np.array(ndarray)))      # a copy the user cannot write
+    if _state.CAPTURE[0] is None:
+        order = _numpy_order(ndarray, dense_only=True)
+        if order is not None:
+            _mf.lay_out(t, order)
     if ndarray.flags.writeable and _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].numpy_copy(t._st)        # a write to it is a graph break
     return t
+
+
+def _numpy_order(host, dense_only=False):
+    """The dims, outermost first, in which torch lays out a tensor made from ndarray ``host``
+    (NOTE [storage layouts]), or None for row-major: a non-overlapping and dense array keeps
+    its strides (``from_numpy`` of ``a.T``: (1, n)); another (a slice with gaps) gets dense
+    strides in its stride order where it is copied (``torch.tensor``, as ATen's empty_like)
+    and row-major where it is shared (``dense_only``: torch keeps its strides over the whole
+    buffer, a strided view tracegrad's storages do not give)."""
+    if host.ndim < 2 or host.flags.c_contiguous or host.size == 0:
+        return None
+    shape = host.shape
+    strides = tuple(st // host.itemsize for st in host.strides)
+    if _mf.non_overlapping_and_dense(shape, strides):
+        order = _mf.dense_order(shape, strides)
+    elif dense_only:
+        return None
+    else:
+        order = _mf.iterator_order(shape, (strides,))
+    return None if order == tuple(sorted(order)) else order
 
 
 @with_x64

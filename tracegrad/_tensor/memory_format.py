@@ -217,6 +217,18 @@ def lay_out(t, order):
     return t
 
 
+def adopt_layout(t, st, order):
+    """Make fresh tensor ``t`` the logical tensor over storage ``st``, which holds it in the
+    dense order ``order`` (outermost first), as ``lay_out`` but without copying: ``from_numpy``
+    of a transposed array shares its bytes this way. Returns ``t``."""
+    inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
+    st._layout = True
+    t._st, t._chain = st, ((_PERMUTE, (("dims", inverse),), None),)
+    t._vcache, t._vgen = None, 0
+    LAYOUTS_SEEN[0] = True
+    return t
+
+
 def grad_like_param(grad, param):
     """torch's AccumulateGrad (``clone_obey_contract``): the fresh ``.grad`` tensor ``grad`` takes
     the strides of a non-overlapping and dense ``param`` (else stays row-major). Inside a

@@ -919,8 +919,14 @@ class Tensor(TensorBase):
         # numpy(force=True) resolves into a copy)
         shareable = self.dtype.np is not None and not (self._chain and _chain_is_conj(self._chain))
         host = share_storage(self._st) if shareable else None
-        view = None if host is None else strided_view(host, self.dtype.np, tuple(self.shape),
-                                                      storage_offset_of(self), strides_of(self))
+        if host is not None and not host.flags.c_contiguous:
+            # from_numpy of an array with gaps (a slice): the storage's elements are no row-major
+            # block of its memory, so a view by the storage's strides would read other elements;
+            # the array itself answers for the whole tensor, a copy for a view of it
+            view = host if not self._chain and host.dtype == self.dtype.np else None
+        else:
+            view = None if host is None else strided_view(host, self.dtype.np, tuple(self.shape),
+                                                          storage_offset_of(self), strides_of(self))
         if view is not None:
             return view                                       # shares memory (NOTE [numpy bridge])
         return self._numpy_layout(np.array(self._value))  # a writable copy

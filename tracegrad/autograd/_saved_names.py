@@ -41,6 +41,7 @@ SAVED_NAMES = {
     "MulBackward0": ("other", "self"),
     "NanToNumBackward0": ("self",),
     "NativeLayerNormBackward0": ("bias", "input", "normalized_shape", "result1", "result2", "weight"),
+    "PdistBackward0": ("p", "result", "self"),
     "PermuteBackward0": ("dims",),
     "PowBackward0": ("exponent", "self"),
     "ProdBackward1": ("dim", "keepdim", "result", "self"),

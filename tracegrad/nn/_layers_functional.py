@@ -9,6 +9,8 @@ import math
 import numpy as np
 
 import tracegrad
+from tracegrad._ops.registry import OPS
+from tracegrad.autograd._dispatch import apply_op
 from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool, check_adaptive_nonempty, \
     max_unpool as _max_unpool_op
 
@@ -242,12 +244,12 @@ def pdist(input, p=2):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    i, j = np.triu_indices(n, 1)
-    if len(i) == 0:
-        return tracegrad.zeros(0, dtype=input.dtype, device=input.device) + input.sum() * 0
-    diff = input[tracegrad.tensor(i)] - input[tracegrad.tensor(j)]
-    return tracegrad.linalg.vector_norm(diff, ord=p, dim=1)
+    if not input.is_floating_point():    # the caller's wrapper raises torch's error for these
+        n = input.shape[0]
+        i, j = np.triu_indices(n, 1)
+        return tracegrad.linalg.vector_norm(input[tracegrad.tensor(i)] - input[tracegrad.tensor(j)], ord=p, dim=1)
+    # one PdistBackward0 node, as torch (its inf-norm gradient differs from vector_norm's at ties)
+    return apply_op(OPS["pdist"], (input,), (("p", float(p)),))
 
 
 def _fractional_starts(sample, size, out, k):
