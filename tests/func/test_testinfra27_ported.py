@@ -5,7 +5,7 @@ transforms and eager, each program run with torch (the oracle) and tracegrad
 import numpy as np
 import pytest
 
-from parity import outcome_params, same_outcome
+from parity import outcome_params, same_outcome, scaled_sin_function
 
 torch = pytest.importorskip("torch")
 
@@ -116,23 +116,7 @@ def materialize(T, flag, use, nest):
 def with_vmap(T, seen=None):
     """A Function with its own vmap staticmethod whose result differs from forward's (10 sin x
     against sin x), so the rule is seen to be used; backward 2 g cos x."""
-    class Sin(T.autograd.Function):
-        @staticmethod
-        def forward(x):
-            return x.sin()
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(inputs[0])
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * ctx.saved_tensors[0].cos() * 2
-
-        @staticmethod
-        def jvp(ctx, t):
-            return t * 3
-
+    class Sin(scaled_sin_function(T)):
         @staticmethod
         def vmap(info, in_dims, x):
             if seen is not None:
