@@ -16,6 +16,34 @@ except ImportError:  # torch is an optional oracle
     _torch = None
 
 
+def _atomic_compilation_cache_writes():
+    """JAX writes a persistent-cache entry in place (``LRUCache.put``: ``write_bytes``), and
+    reads without a lock: a second pytest worker compiling the same program can load it half
+    written and crash deserializing it (seen once: a segfault in
+    ``compilation_cache.get_executable_and_time``). In the test processes each entry is written
+    to a temporary file and renamed into place. Test infrastructure only: tracegrad leaves
+    JAX's cache code alone for its users."""
+    try:
+        from jax._src import lru_cache
+    except ImportError:
+        return
+    put = lru_cache.LRUCache.put
+
+    def atomic_put(self, key, value):
+        if getattr(self, "eviction_enabled", True) or not key:
+            return put(self, key, value)
+        path = self.path / f"{key}{lru_cache._CACHE_SUFFIX}"
+        if path.exists():
+            return
+        tmp = self.path / f".{key}.{os.getpid()}.tmp"
+        tmp.write_bytes(value)
+        os.replace(os.fspath(tmp), os.fspath(path))
+    lru_cache.LRUCache.put = atomic_put
+
+
+_atomic_compilation_cache_writes()
+
+
 # Property tests draw the same examples on every run (CI must not meet a new example by
 # chance); HYPOTHESIS_PROFILE=explore draws fresh ones when hunting for bugs.
 settings.register_profile("ci", derandomize=True)
