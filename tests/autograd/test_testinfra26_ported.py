@@ -72,3 +72,56 @@ def test_fwd_grad_mode_pauses_tangents():
         log.append(_outcome(lambda: T._C._set_fwd_grad_enabled(1)))
         return log
     assert _both(program)[3] is None
+
+
+# TestAllowMutationOnSaved.test_saved_same_tensor_many_times / _different_versions /
+# test_saved_but_not_anymore / test_with_out_variant / test_save_base_and_modify_view
+def test_allow_mutation_on_saved_counts_clones_as_torch():
+    def program(T):
+        import gc
+        log = []
+        ams = T.autograd.graph.allow_mutation_on_saved_tensors
+        n = lambda ctx: len(list(ctx.cloned.items()))
+        with ams() as ctx:
+            leaf = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
+            a = leaf.clone()
+            b = a ** 2
+            c = a ** 2          # the same tensor at the same version: one handle
+            log.append(len(list(ctx.tid_to_weakhandle.items())))
+            a.sin_()            # sin_ saves a clone of a's old value, never counted
+            log.append(n(ctx))
+            del b, c
+            gc.collect()
+            log.append(n(ctx))
+            b = a ** 2
+            a.cos_()
+            c = a ** 2
+            a.exp_()
+            log.append(n(ctx))  # two versions of a saved and written since
+            del b
+            gc.collect()
+            log.append(n(ctx))
+            log.append(_r(T.autograd.grad(c.sum(), leaf)[0]))   # through the saved old values
+            del c
+            gc.collect()
+            log.append(n(ctx))
+            # an out= write to a saved tensor
+            x = T.tensor([1.0], requires_grad=True)
+            y = T.tensor([1.0])
+            out = x * y
+            T.sin(T.tensor([2.0]), out=y)
+            log.append(n(ctx))
+            out.backward()
+            log += [n(ctx), _r(x.grad)]
+            # a write through a view of a saved base: CopySlices keeps nothing that counts
+            p = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+            q = p.clone()
+            v = q[:1]
+            o = q ** 2
+            v *= 10
+            log.append(n(ctx))
+            o.sum().backward()
+            log += [n(ctx), _r(p.grad)]
+        return log
+    log = _both(program)
+    assert log[1:3] == [1, 0]   # the handle a was saved under: counted once written, gone with b and c
