@@ -125,3 +125,37 @@ def test_allow_mutation_on_saved_counts_clones_as_torch():
         return log
     log = _both(program)
     assert log[1:3] == [1, 0]   # the handle a was saved under: counted once written, gone with b and c
+
+
+# TestAutograd.test_gradcheck_adjusted_atol_complex_inputs draws its input with
+# torch.rand(dtype=complex128): both parts are uniform draws
+def test_rand_complex_fills_both_parts():
+    def program(T):
+        T.manual_seed(3)
+        log = []
+        for make in (lambda: T.rand(4000, dtype=T.complex128),
+                     lambda: T.rand_like(T.zeros(4000, dtype=T.complex64)),
+                     lambda: T.empty(4000, dtype=T.complex64).uniform_(2, 3)):
+            z = make()
+            re, im = z.real, z.imag
+            lo = 2.0 if float(re.min()) >= 1 else 0.0
+            log.append((str(z.dtype).split(".")[-1], bool((re >= lo).all()), bool((re < lo + 1).all()),
+                        bool((im >= lo).all()), bool((im < lo + 1).all()),
+                        abs(float(im.mean()) - (lo + 0.5)) < 0.05, float(im.std()) > 0.2))
+        return log
+    assert all(all(entry[1:]) for entry in _both(program))
+
+
+# TestAutograd.test_gradcheck_adjusted_atol_complex_inputs (fast_mode=False, with the input
+# torch's seed 97 draws): torch compares a complex input's Jacobian entries as complex numbers
+def test_gradcheck_complex_input_entries_compared_in_modulus():
+    z_parts = [[0.0006156674467756707, 0.0004301913813374936], [0.007709603902816519, 0.008219129866459042]]
+
+    def program(T):
+        z = T.view_as_complex(T.tensor(z_parts, dtype=T.float64)).requires_grad_()
+        f = lambda z: 1.0 / T.norm(z)   # noqa: E731
+        log = []
+        for atol, rtol in ((8.3e-6, 1e-9), (2e-6, 1e-9)):
+            log.append(T.autograd.gradcheck(f, (z,), atol=atol, rtol=rtol, raise_exception=False))
+        return log
+    assert _both(program) == [True, False]
