@@ -159,3 +159,48 @@ def test_gradcheck_complex_input_entries_compared_in_modulus():
             log.append(T.autograd.gradcheck(f, (z,), atol=atol, rtol=rtol, raise_exception=False))
         return log
     assert _both(program) == [True, False]
+
+
+# TestAutograd.test_autograd_print_tensor: a view made under no_grad (or inference_mode) whose
+# storage was then written in place has no grad_fn torch can give (RuntimeError), also when its
+# base is a leaf; its repr says grad_fn=<Invalid>
+def test_no_grad_view_written_since_has_invalid_grad_fn():
+    def program(T):
+        log = []
+        for nonleaf in (False, True):
+            for mode, write_base in ((T.no_grad, False), (T.no_grad, True), (T.inference_mode, False)):
+                a = T.ones(2, requires_grad=True)
+                if nonleaf:
+                    a = a.clone()
+                with mode():
+                    b = a[:1]
+                    log.append(_outcome(lambda: b.grad_fn))
+                    if write_base:
+                        a.mul_(2)
+                    else:
+                        b.mul_(2)
+                log += [_outcome(lambda: b.grad_fn), _outcome(lambda: b.is_leaf), repr(b)]
+        return log
+    log = _both(program)
+    assert "tensor([2.], grad_fn=<Invalid>)" in log[:4]
+
+
+# TestAutograd.test_view_replay_enabled: a view made with view replay on regenerates its grad_fn
+# after an in-place write as its view op's node (AsStridedBackward0 with replay off)
+def test_view_replay_names_regenerated_node():
+    def program(T):
+        x = T.ones(2, 2, requires_grad=True)
+        log = []
+        for replay in (False, True):
+            with T.autograd._force_original_view_tracking(replay):
+                log.append(T.autograd.is_view_replay_enabled())
+                for make in (lambda c: c.view(-1), lambda c: c.t(), lambda c: c[0], lambda c: c.select(1, 1)):
+                    out = make(x.clone())
+                    out.add_(1)
+                    log.append(type(out.grad_fn).__name__)
+                    (out * T.arange(1.0, 1.0 + out.numel()).reshape(out.shape)).sum().backward()
+                    log.append(_r(x.grad))
+                    x.grad = None
+            log.append(T.autograd.is_view_replay_enabled())
+        return log
+    assert "ViewBackward0" in _both(program)

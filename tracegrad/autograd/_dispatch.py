@@ -141,6 +141,8 @@ def _make_view(t, src, op, static, idx):
     t._vgen = t._st.gen    # the forward's output is the view's value until the storage changes
     t._base = src._base if src._base is not None else src
     t._gf_ver = src._vc[0]
+    if _VIEW_REPLAY[0]:   # torch decides at the view's creation whether it will be replayed
+        t._replay = True
     if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
         t._inference = True               # and then not a view for autograd (it shares storage)
         t._base = None
@@ -172,6 +174,8 @@ def _make_view(t, src, op, static, idx):
 
 
 _tuple_new = tuple.__new__
+# torch's view-replay mode (autograd.grad_mode._force_original_view_tracking), read by _make_view
+_VIEW_REPLAY = _state.VIEW_REPLAY
 
 
 def _record(op, args, static, outs):
@@ -925,7 +929,7 @@ def _inplace_on_view(op, view, args, static):
 def record_view_of_base(t):
     """Regenerate a view's grad_fn after its base was written (torch: AsStridedBackward0)."""
     base = t._base
-    op, pos = _derived.view_of_base_op(t._chain[len(base._chain):])
+    op, pos = _derived.view_of_base_op(t._chain[len(base._chain):], "_replay" in t.__dict__)
     saved_state = STATE[0]
     STATE[0] = True
     try:
@@ -945,7 +949,9 @@ def view_grad_fn(t):
         return gf
     cmeta = t.__dict__.get("_cmeta")
     if cmeta is not None:   # NOTE [inference views]
-        if t._gf_ver != t._vc[0] and t._base._gf is not None:
+        # torch raises once the storage was written since the view was made, whether the base
+        # is a leaf or has history (its grad_fn would need a rebase it cannot do)
+        if t._gf_ver != t._vc[0]:
             normal = "in normal mode" if cmeta == "inference mode" else "with grad mode enabled"
             raise RuntimeError(
                 f"A view was created in {cmeta} and its base or another view of its base has "
