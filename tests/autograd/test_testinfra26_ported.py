@@ -204,3 +204,32 @@ def test_view_replay_names_regenerated_node():
             log.append(T.autograd.is_view_replay_enabled())
         return log
     assert "ViewBackward0" in _both(program)
+
+
+# TestSelectiveActivationCheckpoint.test_bad_inputs / test_output_already_has_autograd_meta
+def test_selective_checkpoint_op_list_checks_and_aten_methods():
+    def program(T):
+        import functools
+        from importlib import import_module
+        ckpt = import_module(T.__name__ + ".utils.checkpoint")
+        make = ckpt.create_selective_checkpoint_contexts
+        log = []
+        for bad in ([2], [T.ops.aten.sin], 2):
+            try:
+                make(bad)
+                log.append("ok")
+            except (ValueError, TypeError) as e:
+                log.append((type(e).__name__, "OpOverload" in str(e), "OpOverloadPacket" in str(e)))
+        # an aten operator that is only a Tensor method in torch
+        y = T.randn(3, requires_grad=True)
+        x = T.tensor([1, 2, 3])
+
+        def fn(x, y):
+            return x.view(-1), y.sin().cos()
+        out = ckpt.checkpoint(fn, x, y, use_reentrant=False,
+                              context_fn=functools.partial(make, [T.ops.aten.view.default]))
+        out[1].sum().backward()
+        log.append(_r(T.ops.aten.view.default(T.arange(6.0), [2, 3])))
+        log.append(y.grad is not None)
+        return log
+    assert _both(program)[0][1]
