@@ -97,6 +97,22 @@ def _is_grad_enabled() -> bool:
 is_grad_enabled = _is_grad_enabled
 
 
+def _set_fwd_grad_enabled(enabled) -> None:
+    """Mirrors ``torch._C._set_fwd_grad_enabled(enabled)``: sets forward-grad mode now (no
+    restoring). While off, an open dual level propagates no tangents and ``unpack_dual`` sees
+    none. TypeError unless a bool."""
+    from .autograd import _forward_ad_impl
+    if not isinstance(enabled, bool):
+        raise TypeError(f"_set_fwd_grad_enabled(): enabled must be a bool (got {type(enabled).__name__})")
+    _forward_ad_impl.set_fwd_grad_enabled(enabled)
+
+
+def _is_fwd_grad_enabled() -> bool:
+    """Mirrors ``torch._C._is_fwd_grad_enabled``: the forward-grad mode."""
+    from .autograd import _forward_ad_impl
+    return _forward_ad_impl._FW_ENABLED[0]
+
+
 def _is_alias_of(self, other) -> bool:
     """Mirrors ``torch._C._is_alias_of``: whether two tensors share one storage (a view and its
     base, two views of one base, an ``out=`` result and the returned tensor). Anything that is

@@ -63,6 +63,9 @@ RG_FLIPS: dict = {}
 # ``set_func_reads``, which keep the slot in step, so entering and leaving any of them in any
 # order leaves the right one in charge.
 FORWARD_AD: list = [None]
+# torch's view-replay mode (``autograd._force_original_view_tracking``): views made while it is
+# on regenerate their grad_fn as the original view op's node, not AsStridedBackward0
+VIEW_REPLAY: list = [False]
 PROFILER: list = [None]
 FUNC_READS: list = [None]
 INTERPOSE: list = [None]

@@ -439,6 +439,10 @@ class _Aten:
         fn = getattr(tracegrad, name, None) or getattr(tracegrad.nn.functional, name, None)
         if fn is None and name in self._ONLY_HERE:
             fn = getattr(tracegrad.nn.grad, name)
+        if fn is None and not name.startswith("_"):
+            # ATen operators torch has only as Tensor methods (view, expand, ...): the method,
+            # called with self first as the aten schema takes it
+            fn = getattr(tracegrad.Tensor, name, None)
         if fn is None or not callable(fn):
             raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
         return AtenOp(name, fn)
@@ -457,6 +461,19 @@ class AtenOp(str):
 
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
+
+    def __getattr__(self, overload):
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        return AtenOpOverload(str.__str__(self), self._fn)
+
+    def __repr__(self):
+        return f"aten.{str.__str__(self)}"
+
+
+class AtenOpOverload(AtenOp):
+    """One overload of an ``ops.aten`` operator (``ops.aten.mm.default``): the same function
+    and name; a selective-checkpoint ``op_list`` takes these, not the packet (as torch)."""
 
     def __getattr__(self, overload):
         if overload.startswith("__"):

@@ -64,20 +64,26 @@ def copy_slices_op(chain, op: Op, static: tuple, n_others: int):
     return cs, pos
 
 
-def view_of_base_op(chain):
+def view_of_base_op(chain, replay=False):
     """``(op, positions)``: the op computing, from a base, the view that ``chain`` selects;
     ``grad_fn`` ``AsStridedBackward0``, nothing saved, the positions (trailing inputs) without
     ``next_functions`` slots. Dispatch records it to regenerate a view's grad_fn after its base
-    was written in place."""
+    was written in place. ``replay``: the view was made with torch's view replay on
+    (``autograd._force_original_view_tracking(True)``), where torch replays the view ops on the
+    base, so the node is named as the last view op's (``ViewBackward0``)."""
     struct, pos = chain_split(chain)
-    op = _view_of_base_ops.get(struct)
+    name = "AsStridedBackward0"
+    if replay and struct and struct[-1][0].grad_fn:
+        name = struct[-1][0].grad_fn
+    key = struct if name == "AsStridedBackward0" else (struct, name)
+    op = _view_of_base_ops.get(key)
     if op is None:
         pnames = _position_names(len(pos))
 
         def fn(b, *p):
             return chain_apply_dyn(struct, b, p)
-        op = _view_of_base_ops[struct] = Op(name="as_strided_view", fn=fn, args=("self",) + pnames,
-                                            grad_fn="AsStridedBackward0", no_edge=pnames)
+        op = _view_of_base_ops[key] = Op(name="as_strided_view", fn=fn, args=("self",) + pnames,
+                                         grad_fn=name, no_edge=pnames)
     return op, pos
 
 

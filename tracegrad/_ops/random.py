@@ -211,6 +211,14 @@ def uniform(k, shape, dtype, low=0.0, high=1.0, api="uniform_"):
         if high - low > top:
             raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{tname}>::max(), but found "
                                f"to={high:g} and from={low:g} which result in to-from to exceed the limit")
+    if np.issubdtype(np.dtype(dtype), np.complexfloating):
+        # torch draws the real and the imaginary part each uniform on [low, high) (rand,
+        # rand_like, uniform_ on a complex tensor); a real draw cast would leave imag 0
+        def draw(g):
+            part = np.float64 if np.dtype(dtype) == np.complex128 else np.float32
+            pair = g.uniform(low, high, tuple(shape) + (2,)).astype(part)
+            return (pair[..., 0] + 1j * pair[..., 1]).astype(np.dtype(dtype))
+        return _draw(k, draw, shape, dtype)
     return _draw(k, lambda g: g.uniform(low, high, shape).astype(_np_float(dtype)), shape, dtype)
 
 

@@ -208,7 +208,12 @@ def printable(v) -> np.ndarray:
 
 def autograd_suffixes(t) -> list:
     """``grad_fn=<Name>`` or ``requires_grad=True`` (or nothing), as the repr ends."""
-    gf = t.grad_fn
+    try:
+        gf = t.grad_fn
+    except RuntimeError:
+        # as torch: a view whose history cannot be rebased (made under no_grad/inference_mode,
+        # its base written in place since) raises on grad_fn; printing it must not
+        return ["grad_fn=<Invalid>"]
     if gf is not None:
         return [f"grad_fn=<{type(gf).__name__}>"]
     return ["requires_grad=True"] if t.requires_grad else []

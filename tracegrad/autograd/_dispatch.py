@@ -33,6 +33,7 @@ from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _fo
 from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
 from ._graph_impl import _RUNNING, MSG_FREED, Node, SavedTensor, _SavedNone, edge, node_class, version_error
+from ._graph_impl import SAVED_HOOKS as _SAVED_HOOKS
 from ._saved_names import SAVED_NAMES
 
 _CAPTURE = _state.CAPTURE
@@ -140,6 +141,8 @@ def _make_view(t, src, op, static, idx):
     t._vgen = t._st.gen    # the forward's output is the view's value until the storage changes
     t._base = src._base if src._base is not None else src
     t._gf_ver = src._vc[0]
+    if _VIEW_REPLAY[0]:   # torch decides at the view's creation whether it will be replayed
+        t._replay = True
     if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
         t._inference = True               # and then not a view for autograd (it shares storage)
         t._base = None
@@ -171,6 +174,8 @@ def _make_view(t, src, op, static, idx):
 
 
 _tuple_new = tuple.__new__
+# torch's view-replay mode (autograd.grad_mode._force_original_view_tracking), read by _make_view
+_VIEW_REPLAY = _state.VIEW_REPLAY
 
 
 def _record(op, args, static, outs):
@@ -746,8 +751,15 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
             raise RuntimeError(f"result type {_torch_name(src)} can't be cast to the desired output type {_torch_name(dst)}")
     if record:
         res = Tensor._make(out)
-        node = _record(op, all_args, static, (res,))
-        _snapshot_saved(node, self)
+        if _SAVED_HOOKS and 0 in op.save_pos:
+            # torch hands a saved_tensors_hooks pack function a clone of self's old value (the
+            # op then writes self), not self: allow_mutation_on_saved_tensors counts what was
+            # written after being saved by that, and a user's hook must not keep the written
+            # tensor. The snapshot has self's history, so the node's edges are the same.
+            node = _record(op, (snapshot(self), *args), static, (res,))
+        else:
+            node = _record(op, all_args, static, (res,))
+            _snapshot_saved(node, self)
         self._write(out)
         old, old_nr = self._gf, self._out_nr
         self._gf, self._out_nr, self._rg, self._gf_ver = node, 0, True, self._vc[0]
@@ -894,9 +906,15 @@ def _inplace_on_view(op, view, args, static):
     base = view._base
     chain = view._chain[len(base._chain):]
     cs, pos = _derived.copy_slices_op(chain, op, static, len(args))
-    res = apply_op(cs, (base, *args, *pos))
-    node = res._gf
-    _snapshot_saved(node, base)
+    if _SAVED_HOOKS and 0 in cs.save_pos:
+        # pack hooks get the base's old value, never the base the write then changes (as in
+        # apply_inplace): allow_mutation_on_saved_tensors must not count it as written
+        res = apply_op(cs, (snapshot(base), *args, *pos))
+        node = res._gf
+    else:
+        res = apply_op(cs, (base, *args, *pos))
+        node = res._gf
+        _snapshot_saved(node, base)
     base._write(res._value)
     old, old_nr = base._gf, base._out_nr
     base._gf, base._out_nr, base._rg = node, 0, True
@@ -911,7 +929,7 @@ def _inplace_on_view(op, view, args, static):
 def record_view_of_base(t):
     """Regenerate a view's grad_fn after its base was written (torch: AsStridedBackward0)."""
     base = t._base
-    op, pos = _derived.view_of_base_op(t._chain[len(base._chain):])
+    op, pos = _derived.view_of_base_op(t._chain[len(base._chain):], "_replay" in t.__dict__)
     saved_state = STATE[0]
     STATE[0] = True
     try:
@@ -931,7 +949,9 @@ def view_grad_fn(t):
         return gf
     cmeta = t.__dict__.get("_cmeta")
     if cmeta is not None:   # NOTE [inference views]
-        if t._gf_ver != t._vc[0] and t._base._gf is not None:
+        # torch raises once the storage was written since the view was made, whether the base
+        # is a leaf or has history (its grad_fn would need a rebase it cannot do)
+        if t._gf_ver != t._vc[0]:
             normal = "in normal mode" if cmeta == "inference mode" else "with grad mode enabled"
             raise RuntimeError(
                 f"A view was created in {cmeta} and its base or another view of its base has "

@@ -37,6 +37,17 @@ from .function import Function
 _FWD = _state.FORWARD_AD
 _LEVEL: list = [-1]     # the open level's number (torch's ``forward_ad._current_level``), -1: none
 _OPEN: list = [None]    # the open Level, also while it computes (when FORWARD_AD[0] is None)
+# torch's forward-grad mode (``torch._C._set_fwd_grad_enabled``): while off, the open level stays
+# open but propagates nothing and ``unpack_dual`` sees no tangent (torch's ``_fw_grad`` reads as
+# undefined); ``make_dual`` still attaches its tangent, seen once the mode is back on
+_FW_ENABLED: list = [True]
+
+
+def set_fwd_grad_enabled(enabled: bool) -> None:
+    """Set the forward-grad mode; the open level's dispatch slot follows it."""
+    _FW_ENABLED[0] = bool(enabled)
+    if _OPEN[0] is not None:
+        _state.set_forward_ad(_OPEN[0] if enabled else None)
 
 MSG_NO_LEVEL = ("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
                 "enter_dual_level() first.")

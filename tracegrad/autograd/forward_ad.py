@@ -42,7 +42,8 @@ def enter_dual_level() -> int:
     _state.note_effect("entering a forward-AD dual level (autograd.forward_ad.dual_level)")
     _impl._LEVEL[0] = 0
     _impl._OPEN[0] = _impl.Level(0)
-    _state.set_forward_ad(_impl._OPEN[0])
+    if _impl._FW_ENABLED[0]:    # with forward-grad mode off the level opens paused
+        _state.set_forward_ad(_impl._OPEN[0])
     return 0
 
 
@@ -175,6 +176,40 @@ class dual_level:
         def wrapper(*args, **kwargs):
             with dual_level():
                 return fn(*args, **kwargs)
+        return wrapper
+
+
+def _is_fwd_grad_enabled() -> bool:
+    """Mirrors ``torch.autograd.forward_ad._is_fwd_grad_enabled``: the forward-grad mode (True
+    unless ``_set_fwd_grad_enabled(False)``)."""
+    return _impl._FW_ENABLED[0]
+
+
+class _set_fwd_grad_enabled:
+    """Mirrors ``torch.autograd.forward_ad._set_fwd_grad_enabled(mode)``: sets the forward-grad
+    mode on construction (as ``set_grad_enabled``) and restores the previous one on exit; also a
+    decorator. While off, ops propagate no tangents and ``unpack_dual`` gives tangent None."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _impl._FW_ENABLED[0]
+        self.mode = bool(mode)
+        _impl.set_fwd_grad_enabled(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        _impl.set_fwd_grad_enabled(self.prev)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _impl._FW_ENABLED[0]
+            _impl.set_fwd_grad_enabled(self.mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _impl.set_fwd_grad_enabled(prev)
         return wrapper
 
 

@@ -14,6 +14,7 @@ import warnings
 # STATE: [grad enabled, inference mode], thread-local. INFERENCE_DEPTH[0]: how many
 # inference_mode(True) blocks are open in any thread (a cheap pre-check before the
 # thread-local read, so ops outside inference mode pay one list read).
+from .. import _state as _state_mod
 from .._state import GRAD_MODE as STATE
 from .._state import INFERENCE_DEPTH as INFERENCE_DEPTH
 from .._state import grad_enabled as _grad_flag
@@ -189,7 +190,8 @@ class _FlagContext(_DecoratorContextManager):
         return type(self)(self.mode)
 
 
-_MULTITHREADING, _VIEW_REPLAY = [True], [False]
+_MULTITHREADING = [True]
+_VIEW_REPLAY = _state_mod.VIEW_REPLAY
 
 
 class set_multithreading_enabled(_FlagContext):
@@ -203,7 +205,9 @@ class set_multithreading_enabled(_FlagContext):
 class _force_original_view_tracking(_FlagContext):
     """Mirrors ``torch.autograd.grad_mode._force_original_view_tracking(mode)``: whether views
     are replayed from their base (``torch.autograd.is_view_replay_enabled``). tracegrad views
-    always keep their own view function, so values and gradients do not depend on it."""
+    always keep their own view function, so values and gradients do not depend on it; a view
+    made while it is on regenerates its grad_fn after an in-place write as the view op's node
+    (``ViewBackward0``), not ``AsStridedBackward0``, as torch."""
     FLAG = _VIEW_REPLAY
 
 

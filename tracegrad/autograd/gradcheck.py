@@ -44,6 +44,16 @@ def _real_flat(v):
     return a.astype(np.float64).ravel()
 
 
+def _jacobians_close(a, n, complex_input, rtol, atol) -> bool:
+    """torch's element-wise comparison: a complex input's Jacobian entries are complex numbers
+    (d/d re + i d/d im, one per output real coordinate), so ``|a - n| <= atol + rtol * |n|``
+    holds in the complex modulus, not separately for the real and imaginary derivatives."""
+    a, n = np.asarray(a), np.asarray(n)
+    if complex_input and a.ndim == 2 and a.shape[0] % 2 == 0 and a.shape == n.shape:
+        a, n = a[0::2] + 1j * a[1::2], n[0::2] + 1j * n[1::2]
+    return np.allclose(a, n, rtol=rtol, atol=atol)
+
+
 def _real_numel(t):
     return t.numel() * (2 if t.dtype.is_complex else 1)
 
@@ -311,7 +321,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         for analytical, what in checks:
             for j, n in enumerate(numerical):
                 a = analytical[(j, i)]
-                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                if not _jacobians_close(a, n, inputs[i].dtype.is_complex, rtol, atol):
                     # printed as tensors, as torch's message (not as raw arrays)
                     msg = (f"{what} for output {j} with respect to input {i},\n"
                            f"numerical:{tensor(np.asarray(n))}\nanalytical:{tensor(np.asarray(a))}\n")

@@ -1,5 +1,6 @@
 """``tracegrad.autograd.graph``: mirrors ``torch.autograd.graph``."""
 import collections
+import collections.abc
 import contextlib
 import weakref
 
@@ -114,7 +115,7 @@ class _AllowMutationOnSavedContext:
     Cleared when the block ends."""
 
     def __init__(self):
-        self.cloned = weakref.WeakKeyDictionary()
+        self.cloned = _ClonedHandles(self)
         self.original = weakref.WeakKeyDictionary()
         self.tid_to_weakhandle = weakref.WeakValueDictionary()
         self.sid_to_tid = collections.defaultdict(set)
@@ -124,6 +125,50 @@ class _AllowMutationOnSavedContext:
         self.original.clear()
         self.tid_to_weakhandle.clear()
         self.sid_to_tid.clear()
+
+
+def _written_since_saved(h, t) -> bool:
+    return not (t._st is h.storage and h.storage.array is h.array)
+
+
+class _ClonedHandles(collections.abc.MutableMapping):
+    """``ctx.cloned``: the live handles whose saved tensor was written in place since it was
+    saved, each to a tensor with the values it had then. torch clones at the in-place op; here
+    the storage keeps the array it read (JAX arrays are immutable), so a handle joins the
+    mapping when the mapping is read (or at unpack), with the same contents torch's has: it
+    grows with each write to a saved tensor and shrinks as graphs holding the handles are freed."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self._d = weakref.WeakKeyDictionary()
+
+    def _sync(self):
+        original = self._ctx.original
+        for h, t in list(original.items()):
+            if _written_since_saved(h, t):
+                self._d[h] = _saved_values(t, h)
+                del original[h]
+
+    def __getitem__(self, h):
+        self._sync()
+        return self._d[h]
+
+    def __setitem__(self, h, value):
+        self._d[h] = value
+
+    def __delitem__(self, h):
+        del self._d[h]
+
+    def __iter__(self):
+        self._sync()
+        return iter(list(self._d.keys()))
+
+    def __len__(self):
+        self._sync()
+        return len(self._d)
+
+    def clear(self):
+        self._d.clear()
 
 
 _MUTATION_ALLOWED = [False]
@@ -146,24 +191,31 @@ def allow_mutation_on_saved_tensors():
     ctx = _AllowMutationOnSavedContext()
 
     def pack(t):
-        h = _Handle(t)
-        ctx.original[h] = t
+        # as torch, one handle per (tensor, storage, version): a tensor saved by several nodes
+        # at one version is kept (and counted in ctx.cloned) once
+        tid = (id(t), id(t._st), t._version)
+        h = ctx.tid_to_weakhandle.get(tid)
+        if h is None or (ctx.original.get(h) is not t and h not in ctx.cloned._d):
+            h = _Handle(t)
+            ctx.tid_to_weakhandle[tid] = h
+            ctx.original[h] = t
         return h
 
     def unpack(h):
         if not _MUTATION_ALLOWED[0]:
             raise AssertionError(_OUTSIDE)
+        cloned = ctx.cloned._d            # not the synced view: unpack checks its own handle only
         t = ctx.original.get(h)
         if t is None:
-            if h not in ctx.cloned:
+            if h not in cloned:
                 raise AssertionError(_OUTSIDE)
-            return ctx.cloned[h]
-        if t._st is h.storage and h.storage.array is h.array:
-            return t                      # not written since saved
+            return cloned[h]
+        if not _written_since_saved(h, t):
+            return t
         # written in place since: the values it had when saved, from the array it read then
-        clone = t.detach().clone() if t._st.array is None else _as_saved(t, h)
+        clone = _saved_values(t, h)
         del ctx.original[h]
-        ctx.cloned[h] = clone
+        cloned[h] = clone
         return clone
 
     with saved_tensors_hooks(pack, unpack):
@@ -175,6 +227,10 @@ def allow_mutation_on_saved_tensors():
         finally:
             ctx.clear()
             _MUTATION_ALLOWED[0] = False
+
+
+def _saved_values(t, h):
+    return t.detach().clone() if t._st.array is None else _as_saved(t, h)
 
 
 def _as_saved(t, h):

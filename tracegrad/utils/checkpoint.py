@@ -754,10 +754,16 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
     second backward call (``retain_graph=True``) raises RuntimeError.
     """
     if isinstance(policy_fn_or_list, list):
+        from ..library import AtenOp, AtenOpOverload
         for op in policy_fn_or_list:
             if not isinstance(op, str):
-                raise ValueError(f"Expected op in `op_list` to be an op name (str, e.g. 'mm' or "
-                                 f"'aten.mm.default') but got: {op} of type {type(op)}.")
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload (ops.aten.mm.default) or an op "
+                                 f"name (str, e.g. 'mm' or 'aten.mm.default') but got: {op} of type {type(op)}.")
+            if isinstance(op, AtenOp) and not isinstance(op, AtenOpOverload):
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got {op} of type "
+                                 f"{type(op)}. If you are using an OpOverloadPacket, e.g. torch.ops.aten.mm, "
+                                 "please update the OpOverloadPacket to a specific OpOverload. For example, "
+                                 "if you have `torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`.")
         names = {_normalize_op(op) for op in policy_fn_or_list}
 
         def policy_fn(ctx, op, *args, **kwargs):

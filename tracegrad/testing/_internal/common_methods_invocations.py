@@ -39,3 +39,14 @@ def run_additional_tri_tests(self, device):
         self.assertRaises(RuntimeError, lambda: fn(-1, 3))
         self.assertRaises(RuntimeError, lambda: fn(3, -1))
         self.assertRaises((RuntimeError, NotImplementedError), lambda: fn(3, 3, dtype=tracegrad.float32))
+
+
+def mask_not_all_zeros(shape):
+    """Mirrors torch's helper of that name: a random bool mask of ``shape`` with at least one
+    True element (drawn again until it has one)."""
+    if len(shape) == 0:
+        raise ValueError("mask_not_all_zeros: shape must have at least one dimension")
+    while True:
+        mask = tracegrad.randn(shape) > 0
+        if bool(mask.any()):
+            return mask
