@@ -394,3 +394,30 @@ def test_transformer_encoder_nested_inference_compiled_equals_eager(mask):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
     if mask is _LEFT:
         assert not want[0, 2:].numpy().any()
+
+
+def test_transformer_encoder_inside_func_grad_keeps_math_path():
+    # inside torch.func.grad the differentiated parameters require grad at that level, so torch's
+    # eval-mode encoder does not take its nested-tensor path: padded positions keep the math
+    # path's values (tracegrad's traced values report no requires_grad; the level is checked)
+    torch = get_torch()
+    X = x(2, 4, 8)
+    outs, tm = [], None
+    for mod in (torch, tracegrad):
+        nn = mod.nn
+        enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 1).eval()
+        if tm is None:
+            tm = enc
+        else:
+            copy_state(tm, enc)
+        pad, src = mod.tensor(_LEFT), mod.tensor(X)
+        params = {k: v.detach() for k, v in enc.named_parameters()}
+
+        def loss(p):
+            out = mod.func.functional_call(enc, p, (src,), {"src_key_padding_mask": pad})
+            return out.sum(), out
+        grads, out = mod.func.grad(loss, has_aux=True)(params)
+        outs.append((out.detach().numpy(), grads["layers.0.linear1.weight"].numpy()))
+    assert np.abs(outs[1][0][0, 2:]).max() > 0.1
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)

@@ -7,6 +7,7 @@ import copy
 import warnings
 
 import tracegrad
+from tracegrad import _state
 
 from .. import functional as F
 from ..functional import _canonical_mask, multi_head_attention_forward
@@ -338,7 +339,10 @@ class TransformerEncoder(Module):
         weights = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
                    first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
                    first.linear1.weight, first.linear1.bias, first.linear2.weight, first.linear2.bias)
-        if tracegrad.is_grad_enabled() and any(t is not None and t.requires_grad for t in weights):
+        if tracegrad.is_grad_enabled() and (any(t is not None and t.requires_grad for t in weights)
+                                            or "reverse" in _state.FUNC_LEVELS):
+            # inside tracegrad.func's grad/vjp/jacrev the traced values report no requires_grad,
+            # but torch's level makes the differentiated input (and what it reaches) require it
             return False
         if getattr(self, "mask_check", True):
             keep = key_padding_mask.eq(0)
