@@ -114,37 +114,36 @@ class _Call:
 
 
 # ---- reverse mode: jax.custom_vjp ---------------------------------------------------------------
+_OWN = ("to_save", "saved_for_forward")     # ctx attributes of the node itself, not the user's
+
+
+def _is_leaf(x):
+    return x is None or isinstance(x, Tensor)
+
+
 def _residuals(ctx):
-    """The Tensors ``backward`` reads: ``save_for_backward``'s (None kept) and those stored as
-    ctx attributes, directly or in a list/tuple, as (arrays, how to put them back)."""
-    saved = tuple(ctx.to_save)
-    attrs = {}
-    for k, v in vars(ctx).items():
-        if k.startswith("_") or k in ("to_save", "saved_for_forward"):
-            continue
-        if isinstance(v, Tensor):
-            attrs[k] = (None, 1)
-        elif isinstance(v, (list, tuple)) and v and any(isinstance(e, Tensor) for e in v):
-            attrs[k] = (type(v), len(v))
-    arrays = [t._value for t in saved if t is not None]
-    for k, (kind, _) in attrs.items():
-        v = vars(ctx)[k]
-        arrays.extend(e._value for e in ((v,) if kind is None else v) if isinstance(e, Tensor))
-    layout = (tuple(t is None for t in saved), {k: (kind, tuple(isinstance(e, Tensor) for e in
-                                                                 ((vars(ctx)[k],) if kind is None else vars(ctx)[k])))
-                                               for k, (kind, _) in attrs.items()})
-    return tuple(arrays), layout
+    """The Tensors ``backward`` reads, as (arrays, how to put them back): ``save_for_backward``'s
+    and those the user stored as ctx attributes (also inside lists, tuples and dicts). Every
+    other value stays on the ctx as it is."""
+    attrs = {k: v for k, v in vars(ctx).items() if not k.startswith("_") and k not in _OWN}
+    try:
+        leaves, treedef = jax.tree_util.tree_flatten((tuple(ctx.to_save), attrs), is_leaf=_is_leaf)
+    except (TypeError, ValueError):   # a dict JAX cannot flatten (unsortable keys): Tensors stay closed over
+        leaves, treedef = jax.tree_util.tree_flatten((tuple(ctx.to_save), {}), is_leaf=_is_leaf)
+    arrays = tuple(leaf._value for leaf in leaves if isinstance(leaf, Tensor))
+    return arrays, (treedef, [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
+                    [isinstance(leaf, Tensor) for leaf in leaves])
 
 
 def _restore(ctx, arrays, layout):
-    none_mask, attrs = layout
+    """``ctx`` with the residual ``arrays`` back in the places ``_residuals`` took them from."""
+    treedef, kept, is_tensor = layout
     it = iter(arrays)
-    ctx.to_save = tuple(None if is_none else Tensor._make(next(it)) for is_none in none_mask)
-    ctx._saved = None
-    for k, (kind, mask) in attrs.items():
-        old = (vars(ctx)[k],) if kind is None else vars(ctx)[k]
-        new = [Tensor._make(next(it)) if m else e for e, m in zip(old, mask)]
-        setattr(ctx, k, new[0] if kind is None else kind(new))
+    leaves = [Tensor._make(next(it)) if t else leaf for leaf, t in zip(kept, is_tensor)]
+    saved, attrs = jax.tree_util.tree_unflatten(treedef, leaves)
+    ctx.to_save, ctx._saved = saved, None
+    for k, v in attrs.items():
+        setattr(ctx, k, v)
 
 
 def _reverse(call, arrays):
