@@ -67,6 +67,25 @@ def straight_through(T):
     return Round
 
 
+def nested_attributes(T):
+    """Tensors kept on ctx inside a list, a tuple and a dict (with unsortable keys), beside Python
+    values: backward reads them all."""
+    class Nested(T.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, y = inputs
+            ctx.parts, ctx.scale, ctx.by_key = [x, 3, (y, None)], 5, {1: x, "y": y}
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.parts[2][0] * ctx.scale, g * ctx.by_key[1] * ctx.parts[1]
+    return Nested
+
+
 def sin_sum(T, vmap_rule=False):
     return lambda x: my_sin(T, vmap_rule).apply(x).sum()
 
@@ -117,6 +136,10 @@ CASES = {
     "straight_through_jvp_without_jvp": lambda T: T.func.jvp(straight_through(T).apply, (t(T, X),), (t(T, Y),)),
     "no_grad_inside_is_constant": lambda T: T.func.grad(
         lambda x: (x * T.no_grad()(lambda: straight_through(T).apply(x * 3))()).sum())(t(T, X)),
+    "nested_ctx_attributes": lambda T: T.func.grad(lambda x, y: nested_attributes(T).apply(x, y).sum(),
+                                                   argnums=(0, 1))(t(T, X), t(T, Y)),
+    "nested_ctx_attributes_second_order": lambda T: T.func.jacrev(T.func.grad(
+        lambda x, y: (nested_attributes(T).apply(x, y) * x).sum(), argnums=1))(t(T, X), t(T, Y)),
     "outer_weight_gradient": outer_weight_gradient,
     "backward_through_transform_result": backward_through_transform_result,
 }
