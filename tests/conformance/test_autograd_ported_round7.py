@@ -1235,10 +1235,6 @@ def test_autograd_inplace_views_creation_meta(T, name, request):
 
 
 def test_autograd_print_tensor(T, request):
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "a view made in no_grad and written in place in no_grad: torch's grad_fn is an 'Invalid' error "
-            "node (repr grad_fn=<Invalid>); tracegrad keeps it a leaf that requires grad")))
     # TestAutograd.test_autograd_print_tensor
     a = T.ones(1, requires_grad=True)
     assert repr(a) == "tensor([1.], requires_grad=True)"
