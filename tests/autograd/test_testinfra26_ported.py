@@ -13,24 +13,7 @@ import tracegrad
 
 torch = pytest.importorskip("torch")
 
-
-def _r(v):
-    """A tensor or number as nested lists of floats rounded to 6 places (None/bools/ints kept)."""
-    if hasattr(v, "tolist"):
-        v = v.detach().tolist()
-    if isinstance(v, float):
-        return round(v, 6)
-    if isinstance(v, (list, tuple)):
-        return [_r(x) for x in v]
-    return v
-
-
-def _both(program):
-    """``program(T)`` with torch and with tracegrad; their logs must be equal."""
-    want = program(torch)
-    got = program(tracegrad)
-    assert got == want
-    return got
+from test_testinfra23_ported import _both, _r  # noqa: E402  (the shared torch-vs-tracegrad log helpers)
 
 
 def _outcome(fn):
