@@ -72,6 +72,16 @@ INTERPOSE: list = [None]
 # the open tracegrad.func transform levels' kinds ("reverse"/"forward"), innermost last: NOTE
 # [grad mode inside transforms] in func/_closure.py
 FUNC_LEVELS: list = []
+# the JAX traces of the open reverse-mode levels (grad, vjp, jacrev), innermost last: a Tensor
+# whose value is traced at one of them reports requires_grad, as torch.func's wrapped tensors
+# (NOTE [requires_grad inside transforms] in func/_closure.py)
+FUNC_TRACES: list = []
+# per open level (innermost last): the storage ids of its differentiated inputs (NOTE [inputs of a
+# reverse-mode level] in func/_closure.py; an empty set for a forward-mode level)
+FUNC_INPUTS: list = []
+# ``FUNC_HOOK[0](tensor, hook)``: register_hook on such a value (``func/_hooks.py``; set when
+# tracegrad.func loads)
+FUNC_HOOK: list = [None]
 # ``FUNC_FUNCTION[0]``: the module applying a custom autograd.Function's own rules inside those
 # levels (``func/_custom_function.py``; set when tracegrad.func loads, as autograd sits below it)
 FUNC_FUNCTION: list = [None]

@@ -69,6 +69,22 @@ def see_reads(*tensors):
     if cap is not None:
         cap.see_tensors(tensors)
 _FUNC_READS = _state.FUNC_READS   # set while a tracegrad.func transform traces its function
+_FUNC_TRACES = _state.FUNC_TRACES
+_Tracer = jax.core.Tracer
+
+
+def traced_at(value, traces) -> bool:
+    """Whether ``value`` is traced at one of ``traces`` (JAX traces of open tracegrad.func
+    reverse-mode levels). As in torch.func only the innermost wrapper counts: a value of a jvp
+    or vmap level opened inside the reverse one is that level's tracer and reports none; nor do
+    the level's constants (``detach()``, results under ``no_grad``: behind stop_gradient)."""
+    return isinstance(value, _Tracer) and value._trace in traces
+
+
+def level_value(t) -> bool:
+    """Whether Tensor ``t`` is a value of an open tracegrad.func reverse-mode level (it then
+    reports requires_grad without any tracegrad Node behind it)."""
+    return bool(_FUNC_TRACES) and not t._rg and traced_at(t._st.array, _FUNC_TRACES)
 
 
 # NOTE [dynamic positions] (``_ops/shape.py``): a chain is split into its structure (the
@@ -650,6 +666,8 @@ class Tensor(TensorBase):
             _CAPTURE[0].see_rg_read(self)
         if self._base is not None and self._gf is None and self._base._rg and self._base._gf is not None:
             return True
+        if not self._rg and _FUNC_TRACES:     # NOTE [requires_grad inside transforms] (func/_closure.py)
+            return traced_at(self._st.array, _FUNC_TRACES)
         return self._rg
 
     @requires_grad.setter
@@ -719,6 +737,9 @@ class Tensor(TensorBase):
 
     @property
     def is_leaf(self) -> bool:
+        if level_value(self):
+            # a value of a reverse-mode transform level: only the level's own inputs are leaves
+            return self._base is None and any(id(self._st) in s for s in _state.FUNC_INPUTS)
         return self.grad_fn is None
 
     @property

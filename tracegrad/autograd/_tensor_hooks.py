@@ -9,6 +9,7 @@ from collections import OrderedDict
 from .. import _state
 from .._ops.errors import not_self
 from .._tensor.hooks import RemovableHandle
+from .._tensor.tensor import level_value as _level_value
 from . import engine
 
 
@@ -37,6 +38,8 @@ def register_hook(self, hook):
     the gradient w.r.t. this tensor is computed; a returned tensor replaces the gradient.
     Hooks run in registration order. Returns a handle with ``.remove()``.
     RuntimeError on a tensor that does not require grad."""
+    if _level_value(self):
+        return _state.FUNC_HOOK[0](self, hook)
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     gf = self.grad_fn
@@ -87,6 +90,11 @@ def retain_grad(self):
         raise not_self("retain_grad", self) from None
     if not rg:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if _level_value(self):
+        raise RuntimeError("You are attempting to call Tensor.retain_grad() inside of a function being transformed "
+                           "by a tracegrad.func transform. This is unsupported: use the transforms themselves "
+                           "(grad, vjp, jacrev, jacfwd, hessian) or call retain_grad() outside of the transformed "
+                           "function instead.")
     gf = self.grad_fn
     if gf is None or self._retains_grad:
         return

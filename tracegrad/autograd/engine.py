@@ -26,7 +26,7 @@ from .._tensor import factories as _factories
 from .. import _state
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, level_value
 from .._tensor import torch_function as _tf
 from . import grad_mode
 from ._graph_impl import _RUNNING, ANOMALY, AccumulateGrad, edge as _graph_edge
@@ -204,6 +204,13 @@ def _edge_output(edge, g):
     return _factories.empty(meta[0], dtype=meta[1])
 
 
+def _level_grad_error():
+    # NOTE [requires_grad inside transforms] (func/_closure.py): such values have no Node here
+    raise RuntimeError("autograd.grad inside a tracegrad.func transform (grad, vjp, jacrev) cannot differentiate "
+                       "the transform's own values (no graph is recorded there): nest tracegrad.func.grad or "
+                       "tracegrad.func.vjp instead")
+
+
 def _check_outputs(outputs):
     for i, out in enumerate(outputs):
         if isinstance(out, GradientEdge):
@@ -214,6 +221,8 @@ def _check_outputs(outputs):
                                  f"{i} of the outputs")
         if not out.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if level_value(out):
+            _level_grad_error()
 
 
 def _discover(roots):
@@ -672,6 +681,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     ``.grad`` of graph leaves (or only of ``inputs``). RuntimeError for a non-scalar output
     without ``grad_tensors``, an output that does not require grad, or a freed graph."""
     _check_api_args("backward", tensors, ("retain_graph", retain_graph, True), ("create_graph", create_graph, False))
+    if _state.FUNC_LEVELS or _state.VMAP_SAME:
+        # as torch's: whatever the tensors, no backward while a transform runs its function
+        raise RuntimeError("backward() called inside a tracegrad.func transform. This is not supported: use "
+                           "tracegrad.func.grad or tracegrad.func.vjp instead, or call backward() outside of the "
+                           "transformed function.")
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = grad_variables
@@ -784,6 +798,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             continue
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
+        if level_value(t):
+            _level_grad_error()
     grads = _make_grads(outs, gos, create_graph)
     res = run_backward(outs, grads, retain_graph, create_graph, ins, accumulate_grad=False)
     out = []

@@ -47,7 +47,16 @@ LEVELS = _state.FUNC_LEVELS
 # the gradient passes through it as through an identity, as torch's unchanged history does.
 # ``INPUTS`` holds, per open transform level (innermost last), the storage ids of its
 # differentiated inputs (an empty set for a forward-mode level).
-INPUTS: list = []
+INPUTS = _state.FUNC_INPUTS
+
+# NOTE [requires_grad inside transforms]: inside torch.func's grad/vjp/jacrev the differentiated
+# inputs, and every value computed from them with grad mode on, report ``requires_grad`` True
+# (they are wrapped at that level); the inputs are leaves, the values computed from them are not;
+# ``detach()`` and results under ``no_grad`` require none, and jvp/vmap levels add nothing.
+# Here those values are traced by JAX at the level: ``_wrap.pure`` pushes the level's JAX
+# traces on ``_state.FUNC_TRACES`` and ``Tensor.requires_grad``/``is_leaf`` ask whether a
+# value is traced at one of them (constants of a level are concrete or behind stop_gradient).
+# ``grad_fn`` stays None there: no tracegrad Node records inside a transform.
 
 
 @jax.custom_jvp
@@ -143,6 +152,9 @@ class Reads:
         # ids of storages a random in-place op drew per-example values into under
         # vmap(randomness='different') while they were unbatched (``_api/inplace.py``)
         self.random_writes: set = set()
+        # ids of the storages ops read while a reverse-mode level is open (``_hooks.register``
+        # refuses a hook on a tensor already used)
+        self.used: set = set()
 
     def see(self, args, skip=frozenset()):
         """``args`` with lifted Tensors swapped for their traced values; with ``collect`` the
@@ -168,7 +180,17 @@ class Reads:
         finally:
             _INTERPOSE[0] = prev
 
+    def _note_used(self, args):
+        used = self.used
+        for a in args:
+            if isinstance(a, Tensor):
+                used.add(id(a._st))
+            elif type(a) in (list, tuple):
+                used.update(id(b._st) for b in a if isinstance(b, Tensor))
+
     def apply_op(self, op, args, static):
+        if _state.FUNC_TRACES:
+            self._note_used(args)
         out = self._run(_dispatch.apply_op, op, self.see(args, _ALL) if self.lifted else args, static)
         if LEVELS and not _state.GRAD_MODE[0]:
             out = constant_of_level(out)
@@ -179,6 +201,8 @@ class Reads:
         return out
 
     def apply_inplace(self, op, target, args, static):
+        if _state.FUNC_TRACES:
+            self._note_used((target, *args))
         if _concrete(target):
             self._note_write(op, target, args)
         else:

@@ -139,13 +139,18 @@ def pure(fn, args, positions, kind=None):
         _closure.INPUTS.append({id(t._st) for p in positions for t in tensor_leaves(call[p]) if isinstance(t, Tensor)}
                                if kind == "reverse" else set())
         prev = _state.GRAD_MODE[0]
+        traces = _state.FUNC_TRACES
+        n_traces = len(traces)
         if kind == "reverse":
             _state.GRAD_MODE[0] = True
+            # NOTE [requires_grad inside transforms] (_closure)
+            traces.extend({a._trace for a in jax.tree_util.tree_leaves(arrays) if isinstance(a, jax.core.Tracer)})
         try:
             return to_arrays(fn(*call))
         finally:
             levels.pop()
             _closure.INPUTS.pop()
+            del traces[n_traces:]
             _state.GRAD_MODE[0] = prev
     return jax_fn
 
