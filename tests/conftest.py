@@ -135,14 +135,22 @@ def fresh_warn_once():
     _warn._WARNED_ONCE.update(saved)
 
 
+class _EventCount(list):
+    """``[count]`` plus ``names``: the function JAX named for each event, for failure messages."""
+    def __init__(self, items):
+        super().__init__(items)
+        self.names = []
+
+
 def _count_jax_events(event):
     """A list whose item counts JAX's monitoring ``event`` while the fixture is active."""
     import jax
-    n = [0]
+    n = _EventCount([0])
 
     def on_event(name, secs, **kw):
         if name == event:
             n[0] += 1
+            n.names.append(kw.get("fun_name"))
     jax.monitoring.register_event_duration_secs_listener(on_event)
     yield n
     jax.monitoring.unregister_event_duration_listener(on_event)

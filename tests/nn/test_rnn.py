@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tracegrad
+from _fresh_process import fresh_process
 from tracegrad._ops import OPS
 from parity import check_module, close, copy_state, get_torch, record_ops
 
@@ -317,6 +318,7 @@ def test_dropout_between_layers_train_only():
         tracegrad.nn.GRU(3, 4, dropout=0.2)
 
 
+@fresh_process      # JAX's process-wide jit caches are bounded LRUs: a long worker's evictions retrace
 def test_one_program_per_shape(jax_traces):
     """The layer op is one jitted scan: new values of the same shapes reuse the program."""
     gm = tracegrad.nn.LSTM(3, 4)
