@@ -344,7 +344,9 @@ from ._api.creation import (  # noqa: E402  (typed legacy constructors)
 
 # torch's smaller top-level functions (_api/torch_extras.py)
 from .nn._toplevel import (  # noqa: E402
-    feature_dropout as feature_dropout, gru_cell as gru_cell, lstm_cell as lstm_cell,
+    feature_dropout as feature_dropout, feature_dropout_ as feature_dropout_, grid_sampler as grid_sampler,
+    grid_sampler_2d as grid_sampler_2d, grid_sampler_3d as grid_sampler_3d, embedding_renorm_ as embedding_renorm_,
+    norm_except_dim as norm_except_dim, gru_cell as gru_cell, lstm_cell as lstm_cell,
     max_pool1d_with_indices as max_pool1d_with_indices, native_dropout as native_dropout,
     native_group_norm as native_group_norm, native_layer_norm as native_layer_norm,
     rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell, embedding_bag as embedding_bag,

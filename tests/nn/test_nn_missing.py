@@ -1,6 +1,8 @@
 """nn names tracegrad gained: AdaptiveLogSoftmaxWithLoss (output, loss, log_prob, predict,
 parameter and input gradients against torch with the same weights), NLLLoss2d, the max and
-fractional pooling ``*_with_indices`` spellings and ``native_channel_shuffle``."""
+fractional pooling ``*_with_indices`` spellings, ``native_channel_shuffle`` and the ATen
+spellings ``grid_sampler``/``grid_sampler_2d``/``grid_sampler_3d`` (integer modes),
+``norm_except_dim``, ``embedding_renorm_`` and ``feature_dropout_``."""
 import numpy as np
 import pytest
 
@@ -88,3 +90,68 @@ def test_native_channel_shuffle_int_input():
     want = torch.nn.functional.native_channel_shuffle(torch.tensor(x), 2)
     got = tracegrad.nn.functional.native_channel_shuffle(tracegrad.tensor(x), 2)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+GRID = A((np.random.RandomState(4).rand(2, 3, 3, 2) * 2.2 - 1.1).astype(np.float32))
+GRID3 = A((np.random.RandomState(5).rand(1, 2, 2, 2, 3) * 2.2 - 1.1).astype(np.float32))
+ATEN_CASES = [
+    C(f"grid_sampler_{mode}_{pad}_{corners}",
+      lambda m, x, g, mode=mode, pad=pad, corners=corners: m.grid_sampler(x, g, mode, pad, corners),
+      [F(2, 2, 4, 5), GRID], tol=(1e-4, 1e-5))
+    for mode in range(3) for pad in range(3) for corners in (False, True)
+] + [
+    C("grid_sampler_2d", lambda m, x, g: m.grid_sampler_2d(x, g, 0, 1, True), [F(2, 2, 4, 5), GRID]),
+    C("grid_sampler_3d", lambda m, x, g: m.grid_sampler_3d(x, g, 1, 2, False), [F(1, 2, 3, 3, 3), GRID3]),
+    C("grid_sampler_3d_via_grid_sampler", lambda m, x, g: m.grid_sampler(x, g, 0, 0, False),
+      [F(1, 2, 3, 3, 3), GRID3]),
+    C("grid_sampler_2d_of_5d", lambda m, x, g: m.grid_sampler_2d(x, g, 0, 0, False), [F(1, 2, 3, 3, 3), GRID3],
+      raises=True),
+    C("grid_sampler_3d_of_4d", lambda m, x, g: m.grid_sampler_3d(x, g, 0, 0, False), [F(2, 2, 4, 5), GRID],
+      raises=True),
+    C("grid_sampler_batch_mismatch", lambda m, x, g: m.grid_sampler(x, g, 0, 0, False), [F(3, 2, 4, 5), GRID],
+      raises=True),
+] + [
+    # torch computes dim=0 as a view of a norm (ViewBackward0): the values and gradients are compared
+    C(f"norm_except_dim_{p}_{d}", lambda m, v, p=p, d=d: m.norm_except_dim(v, p, d), [F(3, 4, 5)],
+      no_grad_fn=True)
+    for p, d in ((2, 0), (2, 1), (2, 2), (2, -1), (2, -2), (3, 0), (1, 2))
+] + [
+    C("norm_except_dim_defaults", lambda m, v: m.norm_except_dim(v), [F(4, 3)], no_grad_fn=True),
+    C("norm_except_dim_out_of_range", lambda m, v: m.norm_except_dim(v, 2, 3), [F(3, 4, 5)], raises=True),
+]
+
+
+@params(ATEN_CASES)
+def test_aten_spellings_parity(case):
+    check_parity(case, torch)
+
+
+@pytest.mark.parametrize("bad", [("interpolation_mode", 3), ("padding_mode", -1)])
+def test_grid_sampler_unknown_mode_raises(bad):
+    # torch does not check these (its result is uninitialised memory there): a clear error instead
+    modes = {"interpolation_mode": 0, "padding_mode": 0, bad[0]: bad[1]}
+    x, g = tracegrad.zeros(1, 1, 2, 2), tracegrad.zeros(1, 1, 1, 2)
+    with pytest.raises(RuntimeError, match=f"grid_sampler\\(\\): {bad[0]} must be one of"):
+        tracegrad.grid_sampler(x, g, modes["interpolation_mode"], modes["padding_mode"], False)
+
+
+def test_embedding_renorm_in_place_matches_torch():
+    w = np.random.RandomState(6).randn(6, 3).astype(np.float32) * 2
+    idx = np.array([0, 2, 2, 5])
+    for max_norm, norm_type in ((1.0, 2.0), (0.5, 1.0), (10.0, 2.0)):
+        tw, gw = torch.tensor(w), tracegrad.tensor(w)
+        assert torch.embedding_renorm_(tw, torch.tensor(idx), max_norm, norm_type) is tw
+        assert tracegrad.embedding_renorm_(gw, tracegrad.tensor(idx), max_norm, norm_type) is gw
+        close(gw, tw, 1e-6, 1e-6)
+
+
+def test_feature_dropout_in_place_zeroes_whole_channels():
+    x = tracegrad.ones(4, 6, 5)
+    tracegrad.manual_seed(0)
+    assert tracegrad.feature_dropout_(x, 0.5, True) is x
+    per_channel = x.numpy()
+    assert set(np.unique(per_channel)) <= {0.0, 2.0}
+    assert all(len(np.unique(per_channel[n, c])) == 1 for n in range(4) for c in range(6))
+    assert 0 < (per_channel == 0).mean() < 1
+    y = tracegrad.ones(2, 3, 4)
+    assert tracegrad.feature_dropout_(y, 0.5, False) is y and bool((y == 1).all())

@@ -14,6 +14,7 @@ import math
 import tracegrad
 from tracegrad import Tensor
 from tracegrad._ops import dtypes as _dt
+from tracegrad._tensor.tensor import _wrap_dim
 
 from . import functional as F
 
@@ -24,7 +25,8 @@ __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_
            "conv_transpose3d", "max_pool3d", "instance_norm", "kl_div", "binary_cross_entropy_with_logits",
            "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
            "triplet_margin_loss", "ctc_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-           "native_layer_norm", "native_group_norm", "native_dropout", "feature_dropout",
+           "native_layer_norm", "native_group_norm", "native_dropout", "feature_dropout", "feature_dropout_",
+           "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "embedding_renorm_", "norm_except_dim",
            "max_pool1d_with_indices", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only", "lstm", "gru", "rnn_tanh", "rnn_relu"]
 
 def _reduction(reduction):
@@ -289,6 +291,73 @@ def feature_dropout(input, p, train):
     of a ``(N, C, *)`` input zeroed with probability ``p``, the rest scaled by ``1/(1-p)``)."""
     return F.dropout1d(input, p, train) if input.dim() in (2, 3) else \
         F.dropout2d(input, p, train) if input.dim() == 4 else F.dropout3d(input, p, train)
+
+
+def feature_dropout_(input, p, train):
+    """Mirrors ``torch.feature_dropout_``: ``feature_dropout`` written into ``input`` in place
+    (returns ``input``)."""
+    F_ = F.dropout1d if input.dim() in (2, 3) else F.dropout2d if input.dim() == 4 else F.dropout3d
+    return F_(input, p, train, inplace=True)
+
+
+# ATen's enums of F.grid_sample's string arguments (torch's GridSamplerInterpolation/Padding)
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """Mirrors ``torch.grid_sampler``: ``F.grid_sample`` with ATen's integer modes
+    (``interpolation_mode`` 0 bilinear, 1 nearest, 2 bicubic; ``padding_mode`` 0 zeros, 1 border,
+    2 reflection), 4-D or 5-D input. Raises RuntimeError for a mode outside those (torch reads
+    uninitialised memory there) and for the shape errors ``grid_sample`` raises."""
+    return _grid_sampler("grid_sampler", None, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """Mirrors ``torch.grid_sampler_2d``: ``grid_sampler`` for a 4-D input and grid only."""
+    return _grid_sampler("grid_sampler_2d", 4, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """Mirrors ``torch.grid_sampler_3d``: ``grid_sampler`` for a 5-D input and grid only."""
+    return _grid_sampler("grid_sampler_3d", 5, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def _grid_sampler(name, ndim, input, grid, interpolation_mode, padding_mode, align_corners):
+    for arg, value, names in (("interpolation_mode", interpolation_mode, _GRID_MODES),
+                              ("padding_mode", padding_mode, _GRID_PADDINGS)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}(): argument '{arg}' must be int, not {type(value).__name__}")
+        if not 0 <= value < len(names):
+            raise RuntimeError(f"{name}(): {arg} must be one of "
+                               + ", ".join(f"{i} ({n})" for i, n in enumerate(names)) + f", but got {value}")
+    if ndim is not None and (input.dim() != ndim or grid.dim() != ndim):
+        raise RuntimeError(f"{name}(): expected {ndim}D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    return F.grid_sample(input, grid, _GRID_MODES[interpolation_mode], _GRID_PADDINGS[padding_mode],
+                         bool(align_corners))
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Mirrors ``torch.embedding_renorm_``: the rows of the embedding matrix ``input`` that
+    ``indices`` pick and whose ``norm_type``-norm exceeds ``max_norm`` are rescaled to norm
+    ``max_norm`` in place, without autograd (what ``F.embedding(max_norm=...)`` does). Returns
+    ``input``."""
+    from . import _vision_functional
+    _vision_functional.embedding_renorm_(input, indices, max_norm, norm_type)
+    return input
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """Mirrors ``torch.norm_except_dim`` (weight norm's helper): the ``pow``-norm of ``v`` over
+    every dimension but ``dim``, shaped to broadcast against ``v`` (size 1 everywhere but
+    ``dim``); ``dim=-1`` means the norm of all of ``v``, a 0-d tensor. Raises IndexError for a
+    ``dim`` out of range."""
+    if dim == -1:
+        return v.norm(pow)
+    d = _wrap_dim(dim, v.dim())
+    others = [k for k in range(v.dim()) if k != d]
+    return v.norm(pow, dim=others, keepdim=True) if others else v.abs()
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
