@@ -277,6 +277,19 @@ def as_subclass(self, cls):
     return out
 
 
+@method()
+def module_load(self, other, assign=False):
+    """Mirrors ``torch.Tensor.module_load``: what ``nn.Module.load_state_dict`` swaps into the
+    parameter or buffer ``self`` for the state-dict value ``other`` when
+    ``torch.__future__.set_swap_module_params_on_conversion(True)`` is on: ``other.detach()``
+    with ``assign``, else ``self.copy_(other).detach()``. A Tensor subclass overrides it to remap
+    ``other``; it must return a new object, neither ``self`` nor ``other``."""
+    if assign:
+        return other.detach()
+    with no_grad():
+        return self.copy_(other).detach()
+
+
 @method("_make_subclass")
 def make_subclass(cls, data, require_grad=False):
     """Mirrors ``torch.Tensor._make_subclass(cls, data, require_grad=False)`` (called on the class,

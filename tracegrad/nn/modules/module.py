@@ -1116,7 +1116,7 @@ class Module:
         if strict:
             unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and k not in claimed
                                    and k[len(prefix):].split(".", 1)[0] not in self._modules)
-        self._copy_loaded(todo, False)
+        self._copy_loaded(todo, False, self._get_name())
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Mirrors ``torch.nn.Module.load_state_dict``: copies tensors into parameters and buffers
@@ -1171,7 +1171,7 @@ class Module:
             if errors:
                 raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                     self._get_name(), "\n\t".join(errors)))
-            self._copy_loaded(todo, assign)
+            self._copy_loaded(todo, assign, self._get_name())
             keys = _IncompatibleKeys(missing, unexpected)
             for m in post:
                 for h in tuple(m._load_state_dict_post_hooks.values()):
@@ -1188,24 +1188,38 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(), "\n\t".join(errors)))
-        self._copy_loaded(todo, assign)
+        self._copy_loaded(todo, assign, self._get_name())
         return _IncompatibleKeys(missing, unexpected)
 
     @staticmethod
-    def _copy_loaded(todo, assign):
+    def _copy_loaded(todo, assign, owner):
         with tracegrad.no_grad():
             for module, name, t, src in todo:
                 if t is None:
                     module.set_extra_state(src)
-                elif assign and _state.FUTURE["swap_module_params_on_conversion"]:
-                    # torch then swaps the checkpoint's tensor into the module's own object
-                    # (torch.utils.swap_tensors): the Parameter/buffer objects stay, references held
-                    # to them see the loaded values, and a Parameter keeps its requires_grad
+                elif _state.FUTURE["swap_module_params_on_conversion"]:
+                    # torch then swaps what ``t.module_load(src, assign)`` returns (a Tensor subclass
+                    # may override it) into the module's own object (torch.utils.swap_tensors): the
+                    # Parameter/buffer objects stay, references held to them see the loaded values,
+                    # and a Parameter keeps its requires_grad
                     from tracegrad.utils._swap import swap_tensors
-                    loaded = src.detach()
-                    if isinstance(t, Parameter):
-                        loaded = Parameter(loaded, requires_grad=t.requires_grad)
-                    swap_tensors(t, loaded)
+                    try:
+                        loaded = t.module_load(src, assign=assign)
+                        if loaded is t or loaded is src:
+                            raise RuntimeError("module_load returned one of self or other, please .detach() the "
+                                               "result if returning one of the inputs in module_load")
+                        if isinstance(t, Parameter):
+                            if isinstance(loaded, Parameter):
+                                loaded.requires_grad_(t.requires_grad)
+                            else:
+                                loaded = Parameter(loaded, requires_grad=t.requires_grad)
+                        swap_tensors(t, loaded)
+                    except Exception as e:
+                        # torch reports it as a load_state_dict error naming the entry
+                        raise RuntimeError(
+                            f"Error(s) in loading state_dict for {owner}:\n\tWhile swapping the parameter named "
+                            f'"{name}", whose dimensions in the model are {t.shape} and whose dimensions in the '
+                            f"checkpoint are {src.shape}, an exception occurred : {e.args}.") from e
                 elif assign:
                     # through ``setattr``, as torch: registration hooks run, and compiled programs
                     # that baked in the old tensor see the module's layout changed (they trace again)
