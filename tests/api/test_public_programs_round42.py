@@ -18,13 +18,30 @@ earlier round used:
   ``y_out[i], _ = net()``, ``nn.BCELoss``, ``clip_grads`` by ``p.grad.data.clamp_``, RMSprop with
   momentum, ``apply_`` of a Python function to binarise; ``evaluate``'s ``loss.data[0]``, an
   ``IndexError`` on a 0-dim tensor since torch 0.4, logged).
+- ronghuaiyang/arcface-pytorch at 47ace80 (face recognition with margin softmax heads):
+  ``models/metrics.py`` (``ArcMarginProduct`` with and without ``easy_margin``: ``F.linear`` of
+  ``F.normalize``d features and weights, ``torch.where`` on the margin threshold, a one-hot made by
+  ``scatter_`` and the in-place ``output *= self.s``; ``AddMarginProduct``; ``SphereProduct``: the
+  deprecated ``nn.init.xavier_uniform``, the multiple-angle polynomials, ``cos_theta.data.acos()``,
+  ``(-1.0) ** k`` of a tensor, ``torch.norm(input, 2, 1)``), ``models/focal_loss.py``,
+  ``models/resnet.py`` (``IRBlock`` with ``PReLU`` and ``SEBlock``, whose ``channel // 16`` is 0 at
+  these widths: zero-width ``Linear`` layers and their init warning; ``ResNetFace``'s init loop),
+  ``train.py`` (``DataParallel`` on CPU, SGD/Adam over two parameter groups with weight decay,
+  ``StepLR.step()`` called before ``optimizer.step()``: torch's warning, the accuracy by numpy
+  ``argmax``, ``save_model``) and ``test.py`` (the ``module.``-prefixed state dict loaded into a
+  new ``DataParallel``, ``get_featurs`` with flipped images, ``test_performance``).
 
 Changes, the same on both sides: sizes are tiny; ``attrib(convert=...)`` (removed from attrs) is
 ``attrib(converter=...)``; ``torch.randn`` draws come from one seeded numpy stream
 (``parity.SeededTorch``), parameters and the memory bias are overwritten from numpy after
-construction, and Python's/numpy's global streams are seeded for the data generator.
+construction, and Python's/numpy's global streams are seeded for the data generator. ArcFace:
+widths 4-16 instead of 64-512 on 16 x 16 images; ``device='cuda'`` (whose ``AssertionError`` on a
+CPU build is logged) is the tensors' own device; the dropout has p=0 (the mask streams differ); the
+SGD learning rate is 0.01 (0.1 with ``s=30`` amplifies float rounding tenfold a step); the data set
+and the LFW images are seeded numpy arrays and the pair list a Python list.
 """
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -590,3 +607,488 @@ def _ntm_copy_task(mod, log):
 
 def test_pytorch_ntm_copy_task():
     run_both(_program_ntm_copy_task)
+
+
+# ---- ronghuaiyang/arcface-pytorch -----------------------------------------------------------------
+def _arcface(torch):
+    """models/metrics.py, models/focal_loss.py and the IRBlock/SEBlock/ResNetFace of
+    models/resnet.py, as written but for the widths (64/128/256/512 are 4/8/16/16 here, ``fc5``
+    sized for 16 x 16 inputs) and the ``device='cuda'`` of the one-hot tensors (``cosine.device``,
+    the commented-out alternative in the file)."""
+    import math
+    nn = torch.nn
+    F = torch.nn.functional
+    Parameter = torch.nn.Parameter
+
+    # ---- models/metrics.py ----
+    class ArcMarginProduct(nn.Module):
+        r"""Implement of large margin arc distance: cos(theta + m)"""
+        def __init__(self, in_features, out_features, s=30.0, m=0.50, easy_margin=False):
+            super(ArcMarginProduct, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.s = s
+            self.m = m
+            self.weight = Parameter(torch.FloatTensor(out_features, in_features))
+            nn.init.xavier_uniform_(self.weight)
+
+            self.easy_margin = easy_margin
+            self.cos_m = math.cos(m)
+            self.sin_m = math.sin(m)
+            self.th = math.cos(math.pi - m)
+            self.mm = math.sin(math.pi - m) * m
+
+        def forward(self, input, label):
+            # --------------------------- cos(theta) & phi(theta) ---------------------------
+            cosine = F.linear(F.normalize(input), F.normalize(self.weight))
+            sine = torch.sqrt(1.0 - torch.pow(cosine, 2))
+            phi = cosine * self.cos_m - sine * self.sin_m
+            if self.easy_margin:
+                phi = torch.where(cosine > 0, phi, cosine)
+            else:
+                phi = torch.where(cosine > self.th, phi, cosine - self.mm)
+            # --------------------------- convert label to one-hot ---------------------------
+            one_hot = torch.zeros(cosine.size(), device=cosine.device)
+            one_hot.scatter_(1, label.view(-1, 1).long(), 1)
+            output = (one_hot * phi) + ((1.0 - one_hot) * cosine)
+            output *= self.s
+
+            return output
+
+    class AddMarginProduct(nn.Module):
+        r"""Implement of large margin cosine distance: cos(theta) - m"""
+
+        def __init__(self, in_features, out_features, s=30.0, m=0.40):
+            super(AddMarginProduct, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.s = s
+            self.m = m
+            self.weight = Parameter(torch.FloatTensor(out_features, in_features))
+            nn.init.xavier_uniform_(self.weight)
+
+        def forward(self, input, label):
+            cosine = F.linear(F.normalize(input), F.normalize(self.weight))
+            phi = cosine - self.m
+            one_hot = torch.zeros(cosine.size(), device=cosine.device)
+            one_hot.scatter_(1, label.view(-1, 1).long(), 1)
+            output = (one_hot * phi) + ((1.0 - one_hot) * cosine)
+            output *= self.s
+
+            return output
+
+        def __repr__(self):
+            return self.__class__.__name__ + '(' \
+                   + 'in_features=' + str(self.in_features) \
+                   + ', out_features=' + str(self.out_features) \
+                   + ', s=' + str(self.s) \
+                   + ', m=' + str(self.m) + ')'
+
+    class SphereProduct(nn.Module):
+        r"""Implement of large margin cosine distance: cos(m*theta)"""
+        def __init__(self, in_features, out_features, m=4):
+            super(SphereProduct, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.m = m
+            self.base = 1000.0
+            self.gamma = 0.12
+            self.power = 1
+            self.LambdaMin = 5.0
+            self.iter = 0
+            self.weight = Parameter(torch.FloatTensor(out_features, in_features))
+            nn.init.xavier_uniform(self.weight)
+
+            # duplication formula
+            self.mlambda = [
+                lambda x: x ** 0,
+                lambda x: x ** 1,
+                lambda x: 2 * x ** 2 - 1,
+                lambda x: 4 * x ** 3 - 3 * x,
+                lambda x: 8 * x ** 4 - 8 * x ** 2 + 1,
+                lambda x: 16 * x ** 5 - 20 * x ** 3 + 5 * x
+            ]
+
+        def forward(self, input, label):
+            # lambda = max(lambda_min,base*(1+gamma*iteration)^(-power))
+            self.iter += 1
+            self.lamb = max(self.LambdaMin, self.base * (1 + self.gamma * self.iter) ** (-1 * self.power))
+
+            cos_theta = F.linear(F.normalize(input), F.normalize(self.weight))
+            cos_theta = cos_theta.clamp(-1, 1)
+            cos_m_theta = self.mlambda[self.m](cos_theta)
+            theta = cos_theta.data.acos()
+            k = (self.m * theta / 3.14159265).floor()
+            phi_theta = ((-1.0) ** k) * cos_m_theta - 2 * k
+            NormOfFeature = torch.norm(input, 2, 1)
+
+            one_hot = torch.zeros(cos_theta.size())
+            one_hot = one_hot.cuda() if cos_theta.is_cuda else one_hot
+            one_hot.scatter_(1, label.view(-1, 1), 1)
+
+            output = (one_hot * (phi_theta - cos_theta) / (1 + self.lamb)) + cos_theta
+            output *= NormOfFeature.view(-1, 1)
+
+            return output
+
+        def __repr__(self):
+            return self.__class__.__name__ + '(' \
+                   + 'in_features=' + str(self.in_features) \
+                   + ', out_features=' + str(self.out_features) \
+                   + ', m=' + str(self.m) + ')'
+
+    # ---- models/focal_loss.py ----
+    class FocalLoss(nn.Module):
+
+        def __init__(self, gamma=0, eps=1e-7):
+            super(FocalLoss, self).__init__()
+            self.gamma = gamma
+            self.eps = eps
+            self.ce = torch.nn.CrossEntropyLoss()
+
+        def forward(self, input, target):
+            logp = self.ce(input, target)
+            p = torch.exp(-logp)
+            loss = (1 - p) ** self.gamma * logp
+            return loss.mean()
+
+    # ---- models/resnet.py ----
+    def conv3x3(in_planes, out_planes, stride=1):
+        """3x3 convolution with padding"""
+        return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride,
+                         padding=1, bias=False)
+
+    class IRBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, use_se=True):
+            super(IRBlock, self).__init__()
+            self.bn0 = nn.BatchNorm2d(inplanes)
+            self.conv1 = conv3x3(inplanes, inplanes)
+            self.bn1 = nn.BatchNorm2d(inplanes)
+            self.prelu = nn.PReLU()
+            self.conv2 = conv3x3(inplanes, planes, stride)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = downsample
+            self.stride = stride
+            self.use_se = use_se
+            if self.use_se:
+                self.se = SEBlock(planes)
+
+        def forward(self, x):
+            residual = x
+            out = self.bn0(x)
+            out = self.conv1(out)
+            out = self.bn1(out)
+            out = self.prelu(out)
+
+            out = self.conv2(out)
+            out = self.bn2(out)
+            if self.use_se:
+                out = self.se(out)
+
+            if self.downsample is not None:
+                residual = self.downsample(x)
+
+            out += residual
+            out = self.prelu(out)
+
+            return out
+
+    class SEBlock(nn.Module):
+        def __init__(self, channel, reduction=16):
+            super(SEBlock, self).__init__()
+            self.avg_pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Sequential(
+                    nn.Linear(channel, channel // reduction),
+                    nn.PReLU(),
+                    nn.Linear(channel // reduction, channel),
+                    nn.Sigmoid()
+            )
+
+        def forward(self, x):
+            b, c, _, _ = x.size()
+            y = self.avg_pool(x).view(b, c)
+            y = self.fc(y).view(b, c, 1, 1)
+            return x * y
+
+    class ResNetFace(nn.Module):
+        def __init__(self, block, layers, use_se=True):
+            self.inplanes = 4
+            self.use_se = use_se
+            super(ResNetFace, self).__init__()
+            self.conv1 = nn.Conv2d(1, 4, kernel_size=3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.prelu = nn.PReLU()
+            self.maxpool = nn.MaxPool2d(kernel_size=2, stride=2)
+            self.layer1 = self._make_layer(block, 4, layers[0])
+            self.layer2 = self._make_layer(block, 8, layers[1], stride=2)
+            self.layer3 = self._make_layer(block, 16, layers[2], stride=2)
+            self.layer4 = self._make_layer(block, 16, layers[3], stride=2)
+            self.bn4 = nn.BatchNorm2d(16)
+            self.dropout = nn.Dropout()
+            self.fc5 = nn.Linear(16 * 1 * 1, 16)
+            self.bn5 = nn.BatchNorm1d(16)
+
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.xavier_normal_(m.weight)
+                elif isinstance(m, nn.BatchNorm2d) or isinstance(m, nn.BatchNorm1d):
+                    nn.init.constant_(m.weight, 1)
+                    nn.init.constant_(m.bias, 0)
+                elif isinstance(m, nn.Linear):
+                    nn.init.xavier_normal_(m.weight)
+                    nn.init.constant_(m.bias, 0)
+
+        def _make_layer(self, block, planes, blocks, stride=1):
+            downsample = None
+            if stride != 1 or self.inplanes != planes * block.expansion:
+                downsample = nn.Sequential(
+                    nn.Conv2d(self.inplanes, planes * block.expansion,
+                              kernel_size=1, stride=stride, bias=False),
+                    nn.BatchNorm2d(planes * block.expansion),
+                )
+            layers = []
+            layers.append(block(self.inplanes, planes, stride, downsample, use_se=self.use_se))
+            self.inplanes = planes
+            for i in range(1, blocks):
+                layers.append(block(self.inplanes, planes, use_se=self.use_se))
+
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.bn1(x)
+            x = self.prelu(x)
+            x = self.maxpool(x)
+
+            x = self.layer1(x)
+            x = self.layer2(x)
+            x = self.layer3(x)
+            x = self.layer4(x)
+            x = self.bn4(x)
+            x = self.dropout(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc5(x)
+            x = self.bn5(x)
+
+            return x
+
+    def resnet_face18(use_se=True, **kwargs):
+        model = ResNetFace(IRBlock, [2, 2, 2, 2], use_se=use_se, **kwargs)
+        return model
+
+    return SimpleNamespace(ArcMarginProduct=ArcMarginProduct, AddMarginProduct=AddMarginProduct,
+                           SphereProduct=SphereProduct, FocalLoss=FocalLoss,
+                           resnet_face18=resnet_face18)
+
+
+def _arcface_test_py(torch, images_by_path):
+    """test.py's get_featurs, get_feature_dict, cosin_metric, cal_accuracy and test_performance,
+    as written but for ``load_image`` (the cv2 read is a dict look-up) and the device (cpu)."""
+
+    def load_image(img_path):
+        image = images_by_path.get(img_path)
+        if image is None:
+            return None
+        image = np.dstack((image, np.fliplr(image)))
+        image = image.transpose((2, 0, 1))
+        image = image[:, np.newaxis, :, :]
+        image = image.astype(np.float32, copy=False)
+        image -= 127.5
+        image /= 127.5
+        return image
+
+    def get_featurs(model, test_list, batch_size=10):
+        images = None
+        features = None
+        cnt = 0
+        for i, img_path in enumerate(test_list):
+            image = load_image(img_path)
+            if image is None:
+                print('read {} error'.format(img_path))
+
+            if images is None:
+                images = image
+            else:
+                images = np.concatenate((images, image), axis=0)
+
+            if images.shape[0] % batch_size == 0 or i == len(test_list) - 1:
+                cnt += 1
+
+                data = torch.from_numpy(images)
+                data = data.to(torch.device("cpu"))
+                output = model(data)
+                output = output.data.cpu().numpy()
+
+                fe_1 = output[::2]
+                fe_2 = output[1::2]
+                feature = np.hstack((fe_1, fe_2))
+
+                if features is None:
+                    features = feature
+                else:
+                    features = np.vstack((features, feature))
+
+                images = None
+
+        return features, cnt
+
+    def get_feature_dict(test_list, features):
+        fe_dict = {}
+        for i, each in enumerate(test_list):
+            fe_dict[each] = features[i]
+        return fe_dict
+
+    def cosin_metric(x1, x2):
+        return np.dot(x1, x2) / (np.linalg.norm(x1) * np.linalg.norm(x2))
+
+    def cal_accuracy(y_score, y_true):
+        y_score = np.asarray(y_score)
+        y_true = np.asarray(y_true)
+        best_acc = 0
+        best_th = 0
+        for i in range(len(y_score)):
+            th = y_score[i]
+            y_test = (y_score >= th)
+            acc = np.mean((y_test == y_true).astype(int))
+            if acc > best_acc:
+                best_acc = acc
+                best_th = th
+
+        return (best_acc, best_th)
+
+    def test_performance(fe_dict, pairs):
+        sims = []
+        labels = []
+        for pair in pairs:
+            splits = pair.split()
+            fe_1 = fe_dict[splits[0]]
+            fe_2 = fe_dict[splits[1]]
+            label = int(splits[2])
+            sim = cosin_metric(fe_1, fe_2)
+
+            sims.append(sim)
+            labels.append(label)
+
+        acc, th = cal_accuracy(sims, labels)
+        return acc, th
+
+    return get_featurs, get_feature_dict, test_performance
+
+
+def _program_arcface(mod, log):
+    import os
+    import tempfile
+    import warnings
+    torch = mod
+    nn = torch.nn
+    data = torch.utils.data
+    m = _arcface(torch)
+    rs = np.random.RandomState(0)
+    num_classes, batch = 5, 4
+    images = rs.uniform(-1, 1, (12, 1, 16, 16)).astype(np.float32)
+    labels = rs.randint(0, num_classes, 12)
+    train_dataset = data.TensorDataset(torch.from_numpy(images), torch.from_numpy(labels))
+    trainloader = data.DataLoader(train_dataset, batch_size=batch, shuffle=False, num_workers=0)
+    print('{} train iters per epoch:'.format(len(trainloader)))
+
+    try:  # the metrics' one-hot tensors as written: device='cuda'
+        torch.zeros(2, 3, device='cuda')
+    except AssertionError as e:
+        log("cuda one_hot", type(e))
+
+    runs = [("focal_loss", "arc_margin", False, "sgd"), ("ce", "arc_margin", True, "adam"),
+            ("focal_loss", "add_margin", False, "sgd"), ("ce", "sphere", False, "sgd")]
+    for loss_name, metric, easy_margin, opt_name in runs:
+        if loss_name == 'focal_loss':
+            criterion = m.FocalLoss(gamma=2)
+        else:
+            criterion = torch.nn.CrossEntropyLoss()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = m.resnet_face18(use_se=True)
+            if metric == 'add_margin':
+                metric_fc = m.AddMarginProduct(16, num_classes, s=30, m=0.35)
+            elif metric == 'arc_margin':
+                metric_fc = m.ArcMarginProduct(16, num_classes, s=30, m=0.5, easy_margin=easy_margin)
+            else:
+                metric_fc = m.SphereProduct(16, num_classes, m=4)
+        log("init warnings", sorted({(w.category.__name__, str(w.message)[:40]) for w in caught}))
+        init_params(torch, model, 1, scale=0.5)
+        init_params(torch, metric_fc, 2)
+        # the stand-in for the stream of dropout masks: none (torch's and tracegrad's differ)
+        model.dropout.p = 0.0
+        print(model)
+        print(metric_fc)
+        model.to(torch.device("cpu"))
+        model = nn.DataParallel(model)
+        metric_fc.to(torch.device("cpu"))
+        metric_fc = nn.DataParallel(metric_fc)
+
+        if opt_name == 'sgd':
+            optimizer = torch.optim.SGD([{'params': model.parameters()}, {'params': metric_fc.parameters()}],
+                                        lr=1e-2, weight_decay=5e-4)
+        else:
+            optimizer = torch.optim.Adam([{'params': model.parameters()}, {'params': metric_fc.parameters()}],
+                                         lr=1e-2, weight_decay=5e-4)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.1)
+
+        for i in range(2):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                scheduler.step()
+            log("scheduler warnings", [w.category.__name__ for w in caught])
+
+            model.train()
+            for ii, batch_data in enumerate(trainloader):
+                data_input, label = batch_data
+                data_input = data_input.to(torch.device("cpu"))
+                label = label.to(torch.device("cpu")).long()
+                feature = model(data_input)
+                output = metric_fc(feature, label)
+                loss = criterion(output, label)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+                output = output.data.cpu().numpy()
+                output = np.argmax(output, axis=1)
+                label = label.data.cpu().numpy()
+                acc = np.mean((output == label).astype(int))
+                print('train epoch {} iter {} loss {} acc {}'.format(i, ii, round(loss.item(), 4), acc))
+                log("loss", loss)
+                log("output", output)
+        log("lr", [g["lr"] for g in optimizer.param_groups])
+        # not bn4.bias nor fc5.bias: bn5 (training mode) removes any per-channel shift, so their
+        # gradients are float noise around zero, which Adam scales into full-size steps
+        for name, p in model.named_parameters():
+            if name.startswith(("module.layer4.1.bn2", "module.fc5.weight", "module.bn5")):
+                log(name, p)
+        for name, p in metric_fc.named_parameters():
+            log(name, p)
+        log("bn5 running_var", model.module.bn5.running_var)
+
+    # save_model, then test.py: DataParallel's state dict (``module.`` keys) loaded into a new one
+    with tempfile.TemporaryDirectory() as tmp:
+        save_name = os.path.join(tmp, 'resnet18' + '_' + str(1) + '.pth')
+        torch.save(model.state_dict(), save_name)
+        log("keys", list(model.state_dict())[:4])
+        model2 = nn.DataParallel(m.resnet_face18(use_se=True))
+        model2.load_state_dict(torch.load(save_name))
+    model2.eval()
+    get_featurs, get_feature_dict, test_performance = _arcface_test_py(
+        torch, {f"p{i}.jpg": rs.uniform(0, 255, (16, 16)).astype(np.float32) for i in range(5)})
+    identity_list = [f"p{i}.jpg" for i in range(5)]
+    features, cnt = get_featurs(model2, identity_list, batch_size=4)
+    print(features.shape, cnt)
+    log("features", features)
+    fe_dict = get_feature_dict(identity_list, features)
+    pairs = ["p0.jpg p1.jpg 1", "p1.jpg p2.jpg 0", "p3.jpg p4.jpg 1", "p0.jpg p4.jpg 0"]
+    acc, th = test_performance(fe_dict, pairs)
+    log("lfw acc", acc)
+    log("lfw th", th)
+
+
+def test_arcface_pytorch_margins_focal_loss_train_and_lfw_test():
+    run_both(_program_arcface)
