@@ -30,6 +30,16 @@ earlier round used:
   ``StepLR.step()`` called before ``optimizer.step()``: torch's warning, the accuracy by numpy
   ``argmax``, ``save_model``) and ``test.py`` (the ``module.``-prefixed state dict loaded into a
   new ``DataParallel``, ``get_featurs`` with flipped images, ``test_performance``).
+- chenmingxiang110/Growing-Neural-Cellular-Automata at 2a84e16 (Mordvintsev et al. 2020):
+  ``lib/CAModel.py`` (perception by depthwise ``F.conv2d`` with rotated Sobel kernels from numpy
+  ``repeat``ed over channels, ``torch.cat`` with the state, ``transpose(1, 3)`` around the per-cell
+  ``Linear`` layers, the stochastic update mask ``torch.rand([...]) > fire_rate``, the living masks
+  from ``F.max_pool2d`` on a slice of a transposed tensor combined with ``&``, ``fc1``'s zeroed
+  weight under ``no_grad``), ``lib/utils_vis.py`` (``SamplePool`` sampling and committing numpy
+  slots, ``make_seed``, ``make_circle_masks``, ``to_rgb``, ``get_living_mask``) and
+  ``training.ipynb``'s "Regenerating" run (pool batches ranked by ``torch.mean`` over a list of
+  dims and ``argsort()[::-1]``, damage, ``F.mse_loss`` against a broadcast target and its
+  warning, Adam with ``betas=(0.5, 0.5)``, ``ExponentialLR``).
 
 Changes, the same on both sides: sizes are tiny; ``attrib(convert=...)`` (removed from attrs) is
 ``attrib(converter=...)``; ``torch.randn`` draws come from one seeded numpy stream
@@ -38,9 +48,14 @@ construction, and Python's/numpy's global streams are seeded for the data genera
 widths 4-16 instead of 64-512 on 16 x 16 images; ``device='cuda'`` (whose ``AssertionError`` on a
 CPU build is logged) is the tensors' own device; the dropout has p=0 (the mask streams differ); the
 SGD learning rate is 0.01 (0.1 with ``s=30`` amplifies float rounding tenfold a step); the data set
-and the LFW images are seeded numpy arrays and the pair list a Python list.
+and the LFW images are seeded numpy arrays and the pair list a Python list. Cellular automata: 8
+channels, 16 hidden units, an 8 x 8 seeded RGBA target padded by 2, a pool of 8, batches of 4, 3
+to 5 CA steps, 5 iterations; the emoji file and the saved model are a seeded array and numpy
+weights; the matplotlib display is the logged ``to_rgb`` arrays; ``torch.rand`` draws come from a
+seeded numpy stream.
 """
 import random
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -980,7 +995,6 @@ def _arcface_test_py(torch, images_by_path):
 def _program_arcface(mod, log):
     import os
     import tempfile
-    import warnings
     torch = mod
     nn = torch.nn
     data = torch.utils.data
@@ -1092,3 +1106,249 @@ def _program_arcface(mod, log):
 
 def test_arcface_pytorch_margins_focal_loss_train_and_lfw_test():
     run_both(_program_arcface)
+
+
+# ---- chenmingxiang110/Growing-Neural-Cellular-Automata --------------------------------------------
+class _ListSizeSeededTorch(SeededTorch):
+    """``parity.SeededTorch`` whose ``rand`` also takes the size as one list, as
+    ``CAModel.update`` calls it (``torch.rand([n, h, w, 1])``)."""
+
+    def rand(self, *size):
+        if len(size) == 1 and isinstance(size[0], (list, tuple)):
+            size = tuple(size[0])
+        return super().rand(*size)
+
+
+def _nca(torch):
+    """lib/CAModel.py and lib/utils_vis.py, as written."""
+    nn = torch.nn
+    F = torch.nn.functional
+
+    # ---- lib/CAModel.py ----
+    class CAModel(nn.Module):
+        def __init__(self, channel_n, fire_rate, device, hidden_size=128):
+            super(CAModel, self).__init__()
+
+            self.device = device
+            self.channel_n = channel_n
+
+            self.fc0 = nn.Linear(channel_n*3, hidden_size)
+            self.fc1 = nn.Linear(hidden_size, channel_n, bias=False)
+            with torch.no_grad():
+                self.fc1.weight.zero_()
+
+            self.fire_rate = fire_rate
+            self.to(self.device)
+
+        def alive(self, x):
+            return F.max_pool2d(x[:, 3:4, :, :], kernel_size=3, stride=1, padding=1) > 0.1
+
+        def perceive(self, x, angle):
+
+            def _perceive_with(x, weight):
+                conv_weights = torch.from_numpy(weight.astype(np.float32)).to(self.device)
+                conv_weights = conv_weights.view(1,1,3,3).repeat(self.channel_n, 1, 1, 1)
+                return F.conv2d(x, conv_weights, padding=1, groups=self.channel_n)
+
+            dx = np.outer([1, 2, 1], [-1, 0, 1]) / 8.0  # Sobel filter
+            dy = dx.T
+            c = np.cos(angle*np.pi/180)
+            s = np.sin(angle*np.pi/180)
+            w1 = c*dx-s*dy
+            w2 = s*dx+c*dy
+
+            y1 = _perceive_with(x, w1)
+            y2 = _perceive_with(x, w2)
+            y = torch.cat((x,y1,y2),1)
+            return y
+
+        def update(self, x, fire_rate, angle):
+            x = x.transpose(1,3)
+            pre_life_mask = self.alive(x)
+
+            dx = self.perceive(x, angle)
+            dx = dx.transpose(1,3)
+            dx = self.fc0(dx)
+            dx = F.relu(dx)
+            dx = self.fc1(dx)
+
+            if fire_rate is None:
+                fire_rate=self.fire_rate
+            stochastic = torch.rand([dx.size(0),dx.size(1),dx.size(2),1])>fire_rate
+            stochastic = stochastic.float().to(self.device)
+            dx = dx * stochastic
+
+            x = x+dx.transpose(1,3)
+
+            post_life_mask = self.alive(x)
+            life_mask = (pre_life_mask & post_life_mask).float()
+            x = x * life_mask
+            return x.transpose(1,3)
+
+        def forward(self, x, steps=1, fire_rate=None, angle=0.0):
+            for step in range(steps):
+                x = self.update(x, fire_rate, angle)
+            return x
+
+    # ---- lib/utils_vis.py ----
+    class SamplePool:
+        def __init__(self, *, _parent=None, _parent_idx=None, **slots):
+            self._parent = _parent
+            self._parent_idx = _parent_idx
+            self._slot_names = slots.keys()
+            self._size = None
+            for k, v in slots.items():
+                if self._size is None:
+                    self._size = len(v)
+                assert self._size == len(v)
+                setattr(self, k, np.asarray(v))
+
+        def sample(self, n):
+            idx = np.random.choice(self._size, n, False)
+            batch = {k: getattr(self, k)[idx] for k in self._slot_names}
+            batch = SamplePool(**batch, _parent=self, _parent_idx=idx)
+            return batch
+
+        def commit(self):
+            for k in self._slot_names:
+                getattr(self._parent, k)[self._parent_idx] = getattr(self, k)
+
+    def to_alpha(x):
+        return np.clip(x[..., 3:4], 0, 0.9999)
+
+    def to_rgb(x):
+        # assume rgb premultiplied by alpha
+        rgb, a = x[..., :3], to_alpha(x)
+        return np.clip(1.0-a+rgb, 0, 0.9999)
+
+    def get_living_mask(x):
+        return nn.MaxPool2d(3, stride=1, padding=1)(x[:, 3:4, :, :])>0.1
+
+    def make_seed(shape, n_channels):
+        seed = np.zeros([shape[0], shape[1], n_channels], np.float32)
+        seed[shape[0]//2, shape[1]//2, 3:] = 1.0
+        return seed
+
+    def make_circle_masks(n, h, w):
+        x = np.linspace(-1.0, 1.0, w)[None, None, :]
+        y = np.linspace(-1.0, 1.0, h)[None, :, None]
+        center = np.random.random([2, n, 1, 1])*1.0-0.5
+        r = np.random.random([n, 1, 1])*0.3+0.1
+        x, y = (x-center[0])/r, (y-center[1])/r
+        mask = (x*x+y*y < 1.0).astype(np.float32)
+        return mask
+
+    return SimpleNamespace(CAModel=CAModel, SamplePool=SamplePool, to_rgb=to_rgb,
+                           get_living_mask=get_living_mask, make_seed=make_seed,
+                           make_circle_masks=make_circle_masks)
+
+
+def _program_nca(mod, log):
+    with seeded(0):
+        _nca_training(mod, log)
+
+
+def _nca_training(mod, log):
+    """training.ipynb's set-up and training cells (the "Regenerating" experiment)."""
+    torch = _ListSizeSeededTorch(mod, 0)
+    optim = torch.optim
+    F = torch.nn.functional
+    m = _nca(torch)
+    device = torch.device("cpu")
+
+    CHANNEL_N = 8         # Number of CA state channels
+    TARGET_PADDING = 2    # Number of pixels used to pad the target image border
+    lr = 2e-3
+    lr_gamma = 0.9999
+    betas = (0.5, 0.5)
+    n_epoch = 4
+    BATCH_SIZE = 4
+    POOL_SIZE = 8
+    CELL_FIRE_RATE = 0.5
+    EXPERIMENT_TYPE = "Regenerating"
+    EXPERIMENT_MAP = {"Growing": 0, "Persistent": 1, "Regenerating": 2}
+    EXPERIMENT_N = EXPERIMENT_MAP[EXPERIMENT_TYPE]
+    USE_PATTERN_POOL = [0, 1, 1][EXPERIMENT_N]
+    DAMAGE_N = [0, 0, 1][EXPERIMENT_N]  # Number of patterns to damage in a batch
+
+    # load_emoji stand-in: a seeded 8 x 8 RGBA image with premultiplied alpha
+    rs = np.random.RandomState(5)
+    alpha = (rs.uniform(0, 1, (8, 8, 1)) > 0.4).astype(np.float32)
+    target_img = np.concatenate([rs.uniform(0, 1, (8, 8, 3)).astype(np.float32) * alpha, alpha], -1)
+
+    p = TARGET_PADDING
+    pad_target = np.pad(target_img, [(p, p), (p, p), (0, 0)])
+    h, w = pad_target.shape[:2]
+    pad_target = np.expand_dims(pad_target, axis=0)
+    pad_target = torch.from_numpy(pad_target.astype(np.float32)).to(device)
+
+    seed = m.make_seed((h, w), CHANNEL_N)
+    pool = m.SamplePool(x=np.repeat(seed[None, ...], POOL_SIZE, 0))
+    batch = pool.sample(BATCH_SIZE).x
+
+    ca = m.CAModel(CHANNEL_N, CELL_FIRE_RATE, device, hidden_size=16).to(device)
+    log("fc1 zeroed", ca.fc1.weight)
+    init_params(mod, ca, 6, scale=0.2)   # stands in for ca.load_state_dict(torch.load(model_path))
+
+    optimizer = optim.Adam(ca.parameters(), lr=lr, betas=betas)
+    scheduler = optim.lr_scheduler.ExponentialLR(optimizer, lr_gamma)
+
+    loss_log = []
+
+    def train(x, target, steps, optimizer, scheduler):
+        x = ca(x, steps=steps)
+        loss = F.mse_loss(x[:, :, :, :4], target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        return x, loss
+
+    def loss_f(x, target):
+        return torch.mean(torch.pow(x[..., :4]-target, 2), [-2,-3,-1])
+
+    for i in range(n_epoch+1):
+        if USE_PATTERN_POOL:
+            batch = pool.sample(BATCH_SIZE)
+            x0 = torch.from_numpy(batch.x.astype(np.float32)).to(device)
+            loss_rank = loss_f(x0, pad_target).detach().cpu().numpy().argsort()[::-1]
+            x0 = batch.x[loss_rank]
+            x0[:1] = seed
+            if DAMAGE_N:
+                damage = 1.0-m.make_circle_masks(DAMAGE_N, h, w)[..., None]
+                x0[-DAMAGE_N:] *= damage
+        else:
+            x0 = np.repeat(seed[None, ...], BATCH_SIZE, 0)
+        x0 = torch.from_numpy(x0.astype(np.float32)).to(device)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x, loss = train(x0, pad_target, np.random.randint(3, 6), optimizer, scheduler)
+        # mse_loss of a (4, ...) batch against the (1, ...) target: torch's broadcasting warning
+        log("warnings", [(w.category.__name__, str(w.message)) for w in caught])
+
+        if USE_PATTERN_POOL:
+            batch.x[:] = x.detach().cpu().numpy()
+            batch.commit()
+
+        step_i = len(loss_log)
+        loss_log.append(loss.item())
+
+        if step_i % 2 == 0:
+            print(step_i, "loss =", loss.item())
+            log("rgb", m.to_rgb(x.detach().cpu().numpy()))
+        log("loss", loss)
+    log("pool", pool.x)
+    log("lr", scheduler.get_last_lr())
+    for name, p in ca.named_parameters():
+        log(name, p)
+        log(name + ".grad", p.grad)
+    # a rotated perception grid and the living mask of the final states
+    with torch.no_grad():
+        y = ca(torch.from_numpy(pool.x[:2]), steps=2, fire_rate=0.0, angle=30.0)
+    log("rotated", y)
+    log("living", m.get_living_mask(y.transpose(1, 3)))
+
+
+def test_growing_neural_cellular_automata_regenerating():
+    run_both(_program_nca)
