@@ -40,6 +40,17 @@ earlier round used:
   ``training.ipynb``'s "Regenerating" run (pool batches ranked by ``torch.mean`` over a list of
   dims and ``argsort()[::-1]``, damage, ``F.mse_loss`` against a broadcast target and its
   warning, Adam with ``betas=(0.5, 0.5)``, ``ExponentialLR``).
+- ermongroup/ncsn at 7f27f4a (score matching, Song & Ermon 2019): ``losses/sliced_sm.py`` (every
+  sliced score matching loss: ``autograd.grad(..., create_graph=True)`` twice, then ``backward``
+  through both, Rademacher/sphere/Gaussian projections, particles by ``unsqueeze(0).expand(...)
+  .contiguous().view``, ``sigmas[labels]`` noise levels), ``losses/dsm.py`` (denoising score
+  matching, plain and annealed), ``models/gmm.py`` (``GaussianDist`` with ``torch.range``'s
+  deprecation warning and an ``ill_conditioned`` covariance written through a slice,
+  ``GMMDistAnneal.score`` under ``enable_grad`` inside ``no_grad``, ``GMMDist``, ``Square``'s
+  writes through a boolean mask and its negation, the ``GMM`` energy with ``F.log_softmax``'s
+  implicit-dim warning and ``log_prob += ...``, ``Gaussian``) and ``runners/toy_runner.py``
+  (``ToyRunner.train``'s loop, ``Ring.log_prob``, ``langevin_dynamics``,
+  ``anneal_langevin_dynamics``, ``fisher_information``).
 
 Changes, the same on both sides: sizes are tiny; ``attrib(convert=...)`` (removed from attrs) is
 ``attrib(converter=...)``; ``torch.randn`` draws come from one seeded numpy stream
@@ -52,7 +63,10 @@ and the LFW images are seeded numpy arrays and the pair list a Python list. Cell
 channels, 16 hidden units, an 8 x 8 seeded RGBA target padded by 2, a pool of 8, batches of 4, 3
 to 5 CA steps, 5 iterations; the emoji file and the saved model are a seeded array and numpy
 weights; the matplotlib display is the logged ``to_rgb`` arrays; ``torch.rand`` draws come from a
-seeded numpy stream.
+seeded numpy stream. NCSN: 16 hidden units, batches of 8 (training) and 6, 3 steps, a few Langevin
+steps; ``torch.randn_like``/``rand``/``multinomial`` draws come from one seeded numpy stream; the
+noise-conditional losses run on a small MLP with an embedding of the noise level instead of
+``CondRefineNetDilated``; the plots are left out.
 """
 import random
 import warnings
@@ -1352,3 +1366,494 @@ def _nca_training(mod, log):
 
 def test_growing_neural_cellular_automata_regenerating():
     run_both(_program_nca)
+
+
+# ---- ermongroup/ncsn ------------------------------------------------------------------------------
+class _NcsnSeededTorch(SeededTorch):
+    """``parity.SeededTorch`` with ``multinomial`` (``GMMDist.sample``'s mixture draw) from the
+    same seeded numpy stream."""
+
+    def multinomial(self, probs, n, replacement=False):
+        p = probs.detach().numpy().astype(np.float64)
+        return self._mod.tensor(self._rs.choice(len(p), n, replace=replacement, p=p / p.sum()))
+
+
+def _ncsn(torch):
+    """losses/sliced_sm.py, losses/dsm.py, models/gmm.py (``GaussianDist``, ``GMMDistAnneal``,
+    ``GMMDist``, ``Square``, ``GMM``, ``Gaussian``) and runners/toy_runner.py's ``Ring``,
+    ``langevin_dynamics``, ``anneal_langevin_dynamics`` and ``fisher_information``, as written."""
+    nn = torch.nn
+    F = torch.nn.functional
+    autograd = torch.autograd
+    MultivariateNormal = torch.distributions.MultivariateNormal
+    Normal = torch.distributions.Normal
+
+    # ---- losses/sliced_sm.py ----
+    def single_sliced_score_matching(energy_net, samples, noise=None, detach=False, noise_type='radermacher'):
+        samples.requires_grad_(True)
+        if noise is None:
+            vectors = torch.randn_like(samples)
+            if noise_type == 'radermacher':
+                vectors = vectors.sign()
+            elif noise_type == 'sphere':
+                vectors = vectors / torch.norm(vectors, dim=-1, keepdim=True) * np.sqrt(vectors.shape[-1])
+            elif noise_type == 'gaussian':
+                pass
+            else:
+                raise ValueError("Noise type not implemented")
+        else:
+            vectors = noise
+
+        logp = -energy_net(samples).sum()
+        grad1 = autograd.grad(logp, samples, create_graph=True)[0]
+        gradv = torch.sum(grad1 * vectors)
+        loss1 = torch.sum(grad1 * vectors, dim=-1) ** 2 * 0.5
+        if detach:
+            loss1 = loss1.detach()
+        grad2 = autograd.grad(gradv, samples, create_graph=True)[0]
+        loss2 = torch.sum(vectors * grad2, dim=-1)
+        if detach:
+            loss2 = loss2.detach()
+
+        loss = (loss1 + loss2).mean()
+        return loss, grad1, grad2
+
+    def partial_sliced_score_matching(energy_net, samples, noise=None, detach=False, noise_type='radermacher'):
+        samples.requires_grad_(True)
+        if noise is None:
+            vectors = torch.randn_like(samples)
+            if noise_type == 'radermacher':
+                vectors = vectors.sign()
+            elif noise_type == 'gaussian':
+                pass
+            else:
+                raise ValueError("Noise type not implemented")
+        else:
+            vectors = noise
+
+        logp = -energy_net(samples).sum()
+        grad1 = autograd.grad(logp, samples, create_graph=True)[0]
+        gradv = torch.sum(grad1 * vectors)
+        loss1 = torch.norm(grad1, dim=-1) ** 2 * 0.5
+        if detach:
+            loss1 = loss1.detach()
+        grad2 = autograd.grad(gradv, samples, create_graph=True)[0]
+        loss2 = torch.sum(vectors * grad2, dim=-1)
+        if detach:
+            loss2 = loss2.detach()
+
+        loss = (loss1 + loss2).mean()
+        return loss, grad1, grad2
+
+    def sliced_score_matching(energy_net, samples, n_particles=1):
+        dup_samples = samples.unsqueeze(0).expand(n_particles, *samples.shape).contiguous().view(-1, *samples.shape[1:])
+        dup_samples.requires_grad_(True)
+        vectors = torch.randn_like(dup_samples)
+        vectors = vectors / torch.norm(vectors, dim=-1, keepdim=True)
+
+        logp = -energy_net(dup_samples).sum()
+        grad1 = autograd.grad(logp, dup_samples, create_graph=True)[0]
+        gradv = torch.sum(grad1 * vectors)
+        loss1 = torch.sum(grad1 * vectors, dim=-1) ** 2 * 0.5
+        grad2 = autograd.grad(gradv, dup_samples, create_graph=True)[0]
+        loss2 = torch.sum(vectors * grad2, dim=-1)
+
+        loss1 = loss1.view(n_particles, -1).mean(dim=0)
+        loss2 = loss2.view(n_particles, -1).mean(dim=0)
+        loss = loss1 + loss2
+        return loss.mean(), loss1.mean(), loss2.mean()
+
+    def sliced_score_matching_vr(energy_net, samples, n_particles=1):
+        dup_samples = samples.unsqueeze(0).expand(n_particles, *samples.shape).contiguous().view(-1, *samples.shape[1:])
+        dup_samples.requires_grad_(True)
+        vectors = torch.randn_like(dup_samples)
+
+        logp = -energy_net(dup_samples).sum()
+        grad1 = autograd.grad(logp, dup_samples, create_graph=True)[0]
+        loss1 = torch.sum(grad1 * grad1, dim=-1) / 2.
+        gradv = torch.sum(grad1 * vectors)
+        grad2 = autograd.grad(gradv, dup_samples, create_graph=True)[0]
+        loss2 = torch.sum(vectors * grad2, dim=-1)
+
+        loss1 = loss1.view(n_particles, -1).mean(dim=0)
+        loss2 = loss2.view(n_particles, -1).mean(dim=0)
+
+        loss = loss1 + loss2
+        return loss.mean(), loss1.mean(), loss2.mean()
+
+    def sliced_score_estimation(score_net, samples, n_particles=1):
+        dup_samples = samples.unsqueeze(0).expand(n_particles, *samples.shape).contiguous().view(-1, *samples.shape[1:])
+        dup_samples.requires_grad_(True)
+        vectors = torch.randn_like(dup_samples)
+        vectors = vectors / torch.norm(vectors, dim=-1, keepdim=True)
+
+        grad1 = score_net(dup_samples)
+        gradv = torch.sum(grad1 * vectors)
+        loss1 = torch.sum(grad1 * vectors, dim=-1) ** 2 * 0.5
+        grad2 = autograd.grad(gradv, dup_samples, create_graph=True)[0]
+        loss2 = torch.sum(vectors * grad2, dim=-1)
+
+        loss1 = loss1.view(n_particles, -1).mean(dim=0)
+        loss2 = loss2.view(n_particles, -1).mean(dim=0)
+
+        loss = loss1 + loss2
+        return loss.mean(), loss1.mean(), loss2.mean()
+
+    def sliced_score_estimation_vr(score_net, samples, n_particles=1):
+        dup_samples = samples.unsqueeze(0).expand(n_particles, *samples.shape).contiguous().view(-1, *samples.shape[1:])
+        dup_samples.requires_grad_(True)
+        vectors = torch.randn_like(dup_samples)
+
+        grad1 = score_net(dup_samples)
+        gradv = torch.sum(grad1 * vectors)
+        grad2 = autograd.grad(gradv, dup_samples, create_graph=True)[0]
+
+        grad1 = grad1.view(dup_samples.shape[0], -1)
+        loss1 = torch.sum(grad1 * grad1, dim=-1) / 2.
+
+        loss2 = torch.sum((vectors * grad2).view(dup_samples.shape[0], -1), dim=-1)
+
+        loss1 = loss1.view(n_particles, -1).mean(dim=0)
+        loss2 = loss2.view(n_particles, -1).mean(dim=0)
+
+        loss = loss1 + loss2
+        return loss.mean(), loss1.mean(), loss2.mean()
+
+    def anneal_sliced_score_estimation_vr(scorenet, samples, labels, sigmas, n_particles=1):
+        used_sigmas = sigmas[labels].view(samples.shape[0], *([1] * len(samples.shape[1:])))
+        perturbed_samples = samples + torch.randn_like(samples) * used_sigmas
+        dup_samples = perturbed_samples.unsqueeze(0).expand(n_particles, *samples.shape).contiguous().view(-1,
+                                                                                                           *samples.shape[
+                                                                                                            1:])
+        dup_labels = labels.unsqueeze(0).expand(n_particles, *labels.shape).contiguous().view(-1)
+        dup_samples.requires_grad_(True)
+
+        # use Rademacher
+        vectors = torch.randn_like(dup_samples)
+
+        grad1 = scorenet(dup_samples, dup_labels)
+        gradv = torch.sum(grad1 * vectors)
+        grad2 = autograd.grad(gradv, dup_samples, create_graph=True)[0]
+
+        grad1 = grad1.view(dup_samples.shape[0], -1)
+        loss1 = torch.sum(grad1 * grad1, dim=-1) / 2.
+
+        loss2 = torch.sum((vectors * grad2).view(dup_samples.shape[0], -1), dim=-1)
+
+        loss1 = loss1.view(n_particles, -1).mean(dim=0)
+        loss2 = loss2.view(n_particles, -1).mean(dim=0)
+
+        loss = (loss1 + loss2) * (used_sigmas.squeeze() ** 2)
+
+        return loss.mean(dim=0)
+
+    # ---- losses/dsm.py ----
+    def dsm(energy_net, samples, sigma=1):
+        samples.requires_grad_(True)
+        vector = torch.randn_like(samples) * sigma
+        perturbed_inputs = samples + vector
+        logp = -energy_net(perturbed_inputs)
+        dlogp = sigma ** 2 * autograd.grad(logp.sum(), perturbed_inputs, create_graph=True)[0]
+        kernel = vector
+        loss = torch.norm(dlogp + kernel, dim=-1) ** 2
+        loss = loss.mean() / 2.
+
+        return loss
+
+    def dsm_score_estimation(scorenet, samples, sigma=0.01):
+        perturbed_samples = samples + torch.randn_like(samples) * sigma
+        target = - 1 / (sigma ** 2) * (perturbed_samples - samples)
+        scores = scorenet(perturbed_samples)
+        target = target.view(target.shape[0], -1)
+        scores = scores.view(scores.shape[0], -1)
+        loss = 1 / 2. * ((scores - target) ** 2).sum(dim=-1).mean(dim=0)
+
+        return loss
+
+    def anneal_dsm_score_estimation(scorenet, samples, labels, sigmas, anneal_power=2.):
+        used_sigmas = sigmas[labels].view(samples.shape[0], *([1] * len(samples.shape[1:])))
+        perturbed_samples = samples + torch.randn_like(samples) * used_sigmas
+        target = - 1 / (used_sigmas ** 2) * (perturbed_samples - samples)
+        scores = scorenet(perturbed_samples, labels)
+        target = target.view(target.shape[0], -1)
+        scores = scores.view(scores.shape[0], -1)
+        loss = 1 / 2. * ((scores - target) ** 2).sum(dim=-1) * used_sigmas.squeeze() ** anneal_power
+
+        return loss.mean(dim=0)
+
+    # ---- models/gmm.py ----
+    class GaussianDist(object):
+        def __init__(self, dim, ill_conditioned):
+            cov = torch.eye(dim)
+            if ill_conditioned:
+                cov[dim // 2:, dim // 2:] = 0.0001 * torch.eye(dim // 2)
+            mean = torch.range(1, dim) / 10
+            m = MultivariateNormal(mean, cov)
+            self.gmm = m
+
+        def sample(self, n):
+            return self.gmm.sample(n)
+
+        def log_pdf(self, x):
+            return self.gmm.log_prob(x)
+
+    class GMMDistAnneal(object):
+        def __init__(self, dim):
+            self.mix_probs = torch.tensor([0.8, 0.2])
+            self.means = torch.stack([5 * torch.ones(dim), -torch.ones(dim) * 5], dim=0)
+            self.sigma = 1
+
+        def sample(self, n, sigma=1):
+            n = n[0]
+            mix_idx = torch.multinomial(self.mix_probs, n, replacement=True)
+            means = self.means[mix_idx]
+            return torch.randn_like(means) * sigma + means
+
+        def log_prob(self, samples, sigma=1):
+            logps = []
+            for i in range(len(self.mix_probs)):
+                logps.append((-((samples - self.means[i]) ** 2).sum(dim=-1) / (2 * sigma ** 2) - 0.5 * np.log(
+                    2 * np.pi * sigma ** 2)) + self.mix_probs[i].log())
+            logp = torch.logsumexp(torch.stack(logps, dim=0), dim=0)
+            return logp
+
+        def score(self, samples, sigma=1):
+            with torch.enable_grad():
+                samples = samples.detach()
+                samples.requires_grad_(True)
+                log_probs = self.log_prob(samples, sigma).sum()
+                return autograd.grad(log_probs, samples)[0]
+
+    class GMMDist(object):
+        def __init__(self, dim):
+            self.mix_probs = torch.tensor([0.8, 0.2])
+            self.means = torch.stack([5 * torch.ones(dim), -torch.ones(dim) * 5], dim=0)
+            self.sigma = 1
+            self.std = torch.stack([torch.ones(dim) * self.sigma for i in range(len(self.mix_probs))], dim=0)
+
+        def sample(self, n):
+            n = n[0]
+            mix_idx = torch.multinomial(self.mix_probs, n, replacement=True)
+            means = self.means[mix_idx]
+            stds = self.std[mix_idx]
+            return torch.randn_like(means) * stds + means
+
+        def log_prob(self, samples):
+            logps = []
+            for i in range(len(self.mix_probs)):
+                logps.append((-((samples - self.means[i]) ** 2).sum(dim=-1) / (2 * self.sigma ** 2) - 0.5 * np.log(
+                    2 * np.pi * self.sigma ** 2)) + self.mix_probs[i].log())
+            logp = torch.logsumexp(torch.stack(logps, dim=0), dim=0)
+            return logp
+
+    class Square(object):
+        def __init__(self, range=4.):
+            self.range = range
+
+        def sample(self, n):
+            n = n[0]
+            rands = torch.rand(n, 2)
+            samples = (rands - 0.5) * self.range * 2
+            return samples
+
+        def log_prob(self, samples):
+            range_th = torch.tensor(self.range)
+            idx = (samples[:, 0] <= range_th) & (samples[:, 0] >= -range_th) & (samples[:, 1] <= range_th) & (samples[:, 1] >= -range_th)
+            results = torch.zeros(samples.shape[0])
+            results[~idx] = -1e10
+            results[idx] = np.log(1 / (self.range * 2) ** 2)
+
+            return results
+
+    class GMM(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.mean = torch.randn(3, dim)
+            self.mean[0, :] += 1
+            self.mean[2, :] -= 1
+            self.mean = nn.Parameter(self.mean)
+            self.log_std = nn.Parameter(torch.randn(3, dim))
+            self.mix_logits = nn.Parameter(torch.randn(3))
+
+        def forward(self, X):
+            energy = (X.unsqueeze(1) - self.mean) ** 2 / (2 * (2 * self.log_std).exp()) + np.log(
+                2 * np.pi) / 2. + self.log_std
+            log_prob = -energy.sum(dim=-1)
+            mix_probs = F.log_softmax(self.mix_logits)
+            log_prob += mix_probs
+            log_prob = torch.logsumexp(log_prob, dim=-1)
+            return log_prob
+
+    class Gaussian(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.mean = nn.Parameter(torch.zeros(dim))
+            self.log_std = nn.Parameter(torch.zeros(dim))
+
+        def forward(self, X):
+            energy = (X - self.mean) ** 2 / (2 * (2 * self.log_std).exp()) + np.log(2 * np.pi) / 2. + self.log_std
+            log_prob = -energy
+            return log_prob
+
+    # ---- runners/toy_runner.py ----
+    class Ring():
+        def __init__(self, radius, width):
+            self.radius = radius
+            self.width = width
+            self.r_dist = Normal(loc=radius, scale=width)
+
+        def sample(self, sample_shape):
+            theta = torch.rand(sample_shape) * np.pi * 2
+            r = self.r_dist.sample(sample_shape)
+            x = r * torch.cos(theta)
+            y = r * torch.sin(theta)
+            return torch.stack([x, y], dim=-1)
+
+        def log_prob(self, inputs):
+            r = torch.norm(inputs, dim=-1)
+            return self.r_dist.log_prob(r) - torch.log(r * np.pi * 2)
+
+    def langevin_dynamics(score, init, lr=0.1, step=1000):
+        for i in range(step):
+            current_lr = lr
+            init = init + current_lr / 2 * score(init).detach()
+            init = init + torch.randn_like(init) * np.sqrt(current_lr)
+        return init
+
+    def anneal_langevin_dynamics(score, init, sigmas, lr=0.1, n_steps_each=100):
+        for sigma in sigmas:
+            for i in range(n_steps_each):
+                current_lr = lr * (sigma / sigmas[-1]) ** 2
+                init = init + current_lr / 2 * score(init, sigma).detach()
+                init = init + torch.randn_like(init) * np.sqrt(current_lr)
+
+        return init
+
+    def fisher_information(energy_net, data, teacher):
+        data.requires_grad_(True)
+        log_pdf_model = -energy_net(data)
+        model_score = autograd.grad(log_pdf_model.sum(), data)[0]
+        log_pdf_actual = teacher.log_prob(data)
+        actual_score = autograd.grad(log_pdf_actual.sum(), data)[0]
+        return 1 / 2 * ((model_score - actual_score) ** 2).sum(1).mean(0)
+
+    return SimpleNamespace(**{k: v for k, v in locals().items() if not k.startswith("_")})
+
+
+def _program_ncsn(mod, log):
+    import warnings
+    torch = _NcsnSeededTorch(mod, 0)
+    nn = torch.nn
+    optim = torch.optim
+    m = _ncsn(torch)
+
+    # ToyRunner.train: the score network trained by sliced score estimation (variance reduced)
+    hidden_units = 16
+    score = nn.Sequential(
+        nn.Linear(2, hidden_units),
+        nn.Softplus(),
+        nn.Linear(hidden_units, hidden_units),
+        nn.Softplus(),
+        nn.Linear(hidden_units, 2),
+    )
+    init_params(mod, score, 1, scale=0.5)
+    teacher = m.GMMDist(dim=2)
+    optimizer = optim.Adam(score.parameters(), lr=0.01)
+    for step in range(3):
+        samples = teacher.sample((8,))
+        loss, *_ = m.sliced_score_estimation_vr(score, samples, n_particles=1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print('step: {}, loss: {}'.format(step, loss.item()))
+        log("loss", loss)
+    for name, p in score.named_parameters():
+        log(name, p)
+
+    # every other score-matching loss on the trained network or an energy network (a double
+    # backward through Softplus each), and their gradients
+    energy = nn.Sequential(nn.Linear(2, hidden_units), nn.Softplus(), nn.Linear(hidden_units, 1))
+    init_params(mod, energy, 2, scale=0.5)
+    samples = teacher.sample((6,))
+    for noise_type in ('radermacher', 'sphere', 'gaussian'):
+        out = m.single_sliced_score_matching(energy, samples.detach().clone(), noise_type=noise_type)
+        log("single ssm " + noise_type, list(out))
+    try:
+        m.single_sliced_score_matching(energy, samples.detach().clone(), noise_type='uniform')
+    except ValueError as e:
+        log("noise type", str(e))
+    out = m.partial_sliced_score_matching(energy, samples.detach().clone(), detach=True)
+    log("partial ssm detached", list(out))
+    out = m.partial_sliced_score_matching(energy, samples.detach().clone(), noise_type='gaussian')
+    log("partial ssm", list(out))
+    for fn in (m.sliced_score_matching, m.sliced_score_matching_vr):
+        energy.zero_grad()
+        out = fn(energy, samples, n_particles=2)
+        out[0].backward()
+        log(fn.__name__, list(out))
+        log(fn.__name__ + " grads", [p.grad for p in energy.parameters()])
+    score.zero_grad()
+    out = m.sliced_score_estimation(score, samples, n_particles=3)
+    out[0].backward()
+    log("sliced_score_estimation", list(out))
+    log("sliced_score_estimation grads", [p.grad for p in score.parameters()])
+    energy.zero_grad()
+    loss = m.dsm(energy, samples.detach().clone(), sigma=0.5)
+    loss.backward()
+    log("dsm", loss)
+    log("dsm grads", [p.grad for p in energy.parameters()])
+    log("dsm_score_estimation", m.dsm_score_estimation(score, samples, sigma=0.1))
+
+    # the noise-conditional losses, on a stand-in for CondRefineNetDilated: an MLP over the
+    # samples and a learned embedding of the noise level
+    class CondScore(nn.Module):
+        def __init__(self, n_sigmas):
+            super().__init__()
+            self.embed = nn.Embedding(n_sigmas, hidden_units)
+            self.fc0 = nn.Linear(2, hidden_units)
+            self.fc1 = nn.Linear(hidden_units, 2)
+
+        def forward(self, x, y):
+            return self.fc1(nn.functional.softplus(self.fc0(x) * self.embed(y)))
+
+    sigmas = torch.tensor(np.exp(np.linspace(np.log(1.0), np.log(0.01), 4))).float()
+    cond = init_params(mod, CondScore(len(sigmas)), 3, scale=0.5)
+    labels = torch.tensor([0, 3, 1, 2, 2, 0])
+    for fn in (m.anneal_dsm_score_estimation, m.anneal_sliced_score_estimation_vr):
+        cond.zero_grad()
+        loss = fn(cond, samples, labels, sigmas)
+        loss.backward()
+        log(fn.__name__, loss)
+        log(fn.__name__ + " grads", [p.grad for p in cond.parameters()])
+
+    # densities: the Gaussian (torch.range's deprecation warning), Square's masked writes, Ring,
+    # the GMM and Gaussian energy models (F.log_softmax without dim: its warning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = m.GaussianDist(4, ill_conditioned=True)
+        gmm = m.GMM(2)
+        log_prob = gmm(samples)
+    log("warnings", sorted({(w.category.__name__, str(w.message)[:50]) for w in caught}))
+    log("gaussian log_pdf", g.log_pdf(torch.tensor(np.linspace(0, 1, 8).reshape(2, 4)).float()))
+    log("gmm log_prob", log_prob)
+    log("gaussian", m.Gaussian(2)(samples))
+    square = m.Square(range=5.5)
+    log("square", square.log_prob(teacher.sample((6,))))
+    log("square sample", square.sample((3,)))
+    ring = m.Ring(radius=3., width=0.5)
+    log("ring", ring.log_prob(samples))
+    log("fisher", m.fisher_information(energy, samples.detach().clone(), teacher))
+
+    # Langevin dynamics with the learned scores and, annealed, with GMMDistAnneal's exact ones
+    init = torch.rand(5, 2) * 16 - 8
+    log("langevin", m.langevin_dynamics(score, init, lr=0.1, step=3))
+    anneal = m.GMMDistAnneal(dim=2)
+    log("anneal sample", anneal.sample((4,)))
+    with torch.no_grad():
+        out = m.anneal_langevin_dynamics(anneal.score, init, np.exp(np.linspace(np.log(20), 0., 3)),
+                                         n_steps_each=2)
+    log("annealed langevin", out)
+
+
+def test_ncsn_score_matching_losses_and_langevin():
+    run_both(_program_ncsn)
