@@ -103,6 +103,13 @@ class Node:
         an AccumulateGrad's is the largest unsigned 64-bit value, as torch's."""
         return (1 << 64) - 1 if self._seq == _ACCUMULATE_SEQ else self._seq
 
+    def _set_sequence_nr(self, sequence_nr) -> None:
+        """Mirrors ``Node._set_sequence_nr(n)``: gives the node another priority in the engine
+        (ready nodes run highest sequence number first). TypeError unless an integer."""
+        if isinstance(sequence_nr, bool) or not isinstance(sequence_nr, int):
+            raise TypeError(f"_set_sequence_nr(): an integer is required, got {type(sequence_nr).__name__}")
+        self._seq = sequence_nr
+
     @property
     def metadata(self) -> dict:
         if self._metadata is None:
