@@ -522,3 +522,144 @@ def test_profiler_shapes():
         layer2(layer1(T.randn(128, 20)))
     shapes = [e.input_shapes for e in prof.function_events if e.name == "aten::linear"]
     assert shapes == [[[128, 20], [30, 20], [30]], [[128, 30], [40, 30], [40]]]
+
+
+# ==== test/test_module_tracker.py (TestModuleTracker) ===========================================
+def _tracker(T):
+    return importlib.import_module(T.__name__ + ".utils.module_tracker").ModuleTracker
+
+
+def test_module_tracker_module_hierarchy(T):
+    # TestModuleTracker.test_module_hierarchy: the parents seen in forward (each module by its
+    # qualified name, containers included) and, from tensor hooks, in backward, over two runs
+    seen_fw, seen_bw = [], []
+
+    class Foo(T.nn.Module):
+        def forward(self, x):
+            x = x["a"].relu_()
+            seen_fw.append((set(tracker.parents), tracker.is_bw))
+            x.register_hook(lambda grad: seen_bw.append((set(tracker.parents), tracker.is_bw)))
+            return {"a": T.mm(x, x)}
+
+    class Mod(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Foo()
+            self.b = T.nn.ModuleDict({"nest": Foo()})
+            self.c = T.nn.ModuleList([Foo()])
+
+        def forward(self, x):
+            return self.b["nest"](self.a(self.c[0](x)))
+
+    mod = Mod()
+    with _tracker(T)() as tracker:
+        for _ in range(2):
+            mod({"a": T.randn(4, 4, requires_grad=True).clone()})["a"].sum().backward()
+    order = [{"Global", "Mod", f"Mod.{n}"} for n in ("c.0", "a", "b.nest")]
+    assert seen_fw == [(p, False) for p in order] * 2
+    assert seen_bw == [(p, True) for p in order[::-1]] * 2
+
+
+def test_module_tracker_confused_hierarchy(T):
+    # TestModuleTracker.test_confused_hierarchy: a module calling itself, also under checkpoint
+    class MyMod(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = T.nn.Linear(2, 2)
+            self.ran = False
+
+        def forward(self, inp):
+            if not self.ran:
+                self.ran = True
+                return self(inp)
+            self.ran = False
+            return self.inner(inp)
+
+    mod = MyMod()
+    inp = T.rand(1, 2, requires_grad=True)
+    with _tracker(T)():
+        mod(inp).sum().backward()
+    with _tracker(T)():
+        T.utils.checkpoint.checkpoint(lambda x: mod(x), inp, use_reentrant=False).sum().backward()
+    assert inp.grad is not None
+
+
+def test_module_tracker_bw_detection(T):
+    # TestModuleTracker.test_bw_detection: after backward the tracker is back in forward, at Global
+    with _tracker(T)() as tracker:
+        T.nn.Linear(2, 2)(T.rand(2, requires_grad=True)).sum().backward()
+        assert not tracker.is_bw
+        assert tracker.parents == {"Global"}
+
+
+# ==== test/test_flop_counter.py (TestFlopCounter) ===============================================
+def _flop_counts(T, program, **kw):
+    """``FlopCounterMode``'s Global counts per kernel (by name) over ``program(T)``."""
+    mode = importlib.import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode(display=False, **kw)
+    with mode:
+        program(T)
+    return sorted((str(k).rsplit(".", 1)[-1], v) for k, v in mode.flop_counts["Global"].items())
+
+
+def _flops(T, program, **kw):
+    """The total count over ``program(T)`` (torch's test helper ``get_total_flops``)."""
+    return sum(v for _, v in _flop_counts(T, program, **kw))
+
+
+def _r(T, *shape, rg=False):
+    return T.randn(*shape, requires_grad=rg)
+
+
+def _custom_op_program(T):
+    # TestFlopCounter.test_autograd_op: the mms a custom Function runs in forward and backward
+    class CustomOp(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return T.mm(x, x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return T.mm(g, g) + T.mm(g, g)
+
+    CustomOp.apply(_r(T, 5, 5, rg=True)).sum().backward()
+
+
+_FLOP_PROGRAMS = {
+    # TestFlopCounter.test_flop_counter_variety
+    "variety": lambda T: (T.mm(_r(T, 4, 5), _r(T, 5, 6)),
+                          T.addmm(_r(T, 4, 6), _r(T, 4, 5), _r(T, 5, 6), beta=0.5, alpha=0.5),
+                          T.matmul(_r(T, 5, 6), _r(T, 6, 7)), T.einsum("ab,bc->ac", _r(T, 6, 7), _r(T, 7, 8)),
+                          T.nn.Linear(9, 10)(_r(T, 8, 9))),
+    # TestFlopCounter.test_op
+    "mm": lambda T: T.mm(_r(T, 4, 5), _r(T, 5, 6)),
+    "bmm": lambda T: T.bmm(_r(T, 3, 4, 5), _r(T, 3, 5, 6)),
+    "addmm broadcast bias": lambda T: (T.addmm(_r(T, 4, 6), _r(T, 4, 5), _r(T, 5, 6)),
+                                       T.addmm(_r(T, 4, 1), _r(T, 4, 5), _r(T, 5, 6)),
+                                       T.addmm(_r(T, 6), _r(T, 4, 5), _r(T, 5, 6))),
+    "baddbmm": lambda T: T.baddbmm(_r(T, 3, 4, 6), _r(T, 3, 4, 5), _r(T, 3, 5, 6)),
+    # ... and the same through backward, with one batch operand needing a gradient
+    "baddbmm backward": lambda T: T.baddbmm(_r(T, 3, 4, 6, rg=True), _r(T, 3, 4, 5), _r(T, 3, 5, 6, rg=True),
+                                            beta=0.5, alpha=2.0).sum().backward(),
+    "conv2d padded": lambda T: T.conv2d(_r(T, 2, 3, 6, 6), _r(T, 6, 3, 4, 4), padding=1),
+    "conv1d padded": lambda T: T.conv1d(_r(T, 2, 3, 6), _r(T, 6, 3, 4), padding=1),
+    # TestFlopCounter.test_backward
+    "backward through expand and bmm": lambda T: T.bmm(T.mm(_r(T, 4, 5, rg=True), _r(T, 5, 6)).unsqueeze(0)
+                                                       .expand(7, 4, 6), _r(T, 7, 6, 7)).sum().backward(),
+    "custom Function": _custom_op_program,
+    # TestFlopCounter.test_noop
+    "noop": lambda T: _r(T, 4, 5).cos(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FLOP_PROGRAMS))
+def test_flop_counter_programs(name):
+    # the totals torch's TestFlopCounter spells out (3012, 240, 720, 720, 720, 28800, 1440, 5184,
+    # 750, 0), with torch counting the same program here
+    same_outcome(lambda T: _flop_counts(T, _FLOP_PROGRAMS[name]))
+
+
+def test_flop_counter_custom_mapping(T):
+    # TestFlopCounter.test_custom: a custom formula replaces the count of an op
+    # (torch 2.13 hands formulas the output shape as ``out_shape``; torch's test still says ``out``)
+    add = T.ops.aten.add
+    assert _flops(T, lambda T: _r(T, 4, 5) + _r(T, 4, 5), custom_mapping={add: lambda *args, out_shape: 5}) == 5
