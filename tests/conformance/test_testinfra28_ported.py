@@ -1,11 +1,15 @@
-"""testinfra28: test functions of PyTorch's test/test_autograd.py that no earlier port covered
+"""testinfra28: PyTorch test functions no earlier port covered. From test/test_autograd.py
 (``TestAutograd``, ``TestAutogradForwardMode*``, ``TestAutogradDeviceType`` run on the CPU,
-``TestMultithreadAutograd``, ``TestAutogradMultipleDispatch``): the engine's introspection
-(graph task id, execution order, keep_graph, sequence numbers), the profiler's record_function
-ranges, sparse COO tensors as backward/grad outputs and inputs, forward-mode corners. Each test
-names its original. Most run one body with torch and with tracegrad (the ``T`` fixture), so torch
-checks every expectation; value comparisons use ``same_outcome``. Strict xfails name the gaps."""
+``TestMultithreadAutograd``, ``TestAutogradMultipleDispatch``): the engine's introspection (graph
+task id, execution order, keep_graph, sequence numbers, nodes' input metadata), the profiler's
+record_function ranges, sparse COO tensors as backward/grad outputs and inputs, forward-mode
+corners. Also test/test_module_tracker.py, test/test_flop_counter.py,
+test/autograd/test_logging.py and test/nn/test_load_state_dict.py's ``TestLoadStateDictSwap``.
+Each test names its original. Most run one body with torch and with tracegrad (the ``T``
+fixture), so torch checks every expectation; value comparisons use ``same_outcome``. Strict
+xfails name the gaps."""
 import importlib
+import logging
 import threading
 
 import numpy as np
@@ -301,17 +305,38 @@ def test_current_node():
     assert "MulBackward0" in seen
 
 
-@pytest.mark.parametrize("lib", ["torch", pytest.param("tracegrad", marks=pytest.mark.xfail(
-    strict=True, reason="tracegrad's nodes keep no input metadata (Node._input_metadata: the shape/dtype of "
-                        "each gradient the node takes)"))])
-def test_grad_fn_input_metadata(lib):
-    # TestAutograd.test_grad_fn_input_metadata (dense parts): one entry per output of the forward
-    T = importlib.import_module(lib)
+def test_grad_fn_input_metadata(T):
+    # TestAutograd.test_grad_fn_input_metadata (dense parts): per output of the forward that made
+    # the node, its shape and dtype; multi-output ops, custom Functions (a non-differentiable
+    # output included), a leaf's AccumulateGrad and a view regenerated after an in-place write
+    def meta(node):
+        return [(list(m.shape), m.dtype, m.is_nested_tensor) for m in node._input_metadata]
+
     x, y = T.rand(2, requires_grad=True), T.rand(2, requires_grad=True)
-    meta = (x * y).grad_fn._input_metadata[0]
-    assert tuple(meta.shape) == (2,) and meta.dtype == T.float32
-    var, _ = T.var_mean(T.rand(3, 3, requires_grad=True), dim=0)
-    assert [tuple(m.shape) for m in var.grad_fn._input_metadata] == [(3,), (3,)]
+    assert meta((x * y).grad_fn) == [([2], T.float32, False)]
+    var, _ = T.var_mean(T.rand(3, 3, dtype=T.float64, requires_grad=True), dim=0)
+    assert meta(var.grad_fn) == [([3], T.float64, False)] * 2
+
+    class Fn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            marked = x * 3
+            ctx.mark_non_differentiable(marked)
+            return x.clone(), marked, x.long(), 5
+
+        @staticmethod
+        def backward(ctx, g, *_):
+            return g
+
+    # (an output that takes no gradient has undefined metadata in torch: shape [], float32)
+    out = Fn.apply(T.randn(3, 3, dtype=T.float64, requires_grad=True))[0]
+    assert meta(out.grad_fn) == [([3, 3], T.float64, False)] + [([], T.float32, False)] * 3
+    assert meta(x.clone().grad_fn.next_functions[0][0]) == [([2], T.float32, False)]
+    base = x.clone()
+    view = base[:1]
+    base.mul_(2)
+    assert meta(view.grad_fn) == [([1], T.float32, False)]
+    assert meta(T.rand(3, 4, requires_grad=True).t().grad_fn) == [([4, 3], T.float32, False)]
 
 
 # ==== forward mode ==============================================================================
@@ -663,3 +688,110 @@ def test_flop_counter_custom_mapping(T):
     # (torch 2.13 hands formulas the output shape as ``out_shape``; torch's test still says ``out``)
     add = T.ops.aten.add
     assert _flops(T, lambda T: _r(T, 4, 5) + _r(T, 4, 5), custom_mapping={add: lambda *args, out_shape: 5}) == 5
+
+
+# ==== test/autograd/test_logging.py (TestAutogradLogging) =======================================
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_autograd_logging(T):
+    # TestAutogradLogging.test_logging: with autograd logs at DEBUG, the engine logs each node it
+    # runs, in order, for a backward over two roots
+    logger = logging.getLogger(T.__name__ + ".autograd.graph")
+    handler = _Records()
+    logger.addHandler(handler)
+    T._logging.set_logs(autograd=logging.DEBUG)
+    try:
+        a = T.rand(10, requires_grad=True)
+        b = a.mul(2).div(3).sum()
+        c = b.clone()
+        T.autograd.backward((b, c))
+    finally:
+        T._logging.set_logs()
+        logger.removeHandler(handler)
+    expected = ["CloneBackward0", "SumBackward0", "DivBackward0", "MulBackward0", "AccumulateGrad"]
+    assert len(handler.messages) == 5
+    assert all(name in msg for name, msg in zip(expected, handler.messages))
+
+
+# ==== test/nn/test_load_state_dict.py (TestLoadStateDictSwap) ===================================
+def _load_subclasses(T):
+    """torch's test subclasses whose ``module_load`` (reached through ``__torch_function__``)
+    decides what ``load_state_dict`` puts in the module: two unrelated well-behaved ones and one
+    that returns the source without detaching it (its wrapper-subclass one is left out:
+    tracegrad has no ``_make_wrapper_subclass``)."""
+    def handler(cls, func, args, kwargs):
+        if func is T.Tensor.module_load:
+            dest, src = args[0], args[1]
+            if kwargs.get("assign", args[2] if len(args) > 2 else False):
+                return src.detach()
+            if not isinstance(dest, cls):
+                return T.Tensor(src)
+            return src.detach() if type(src) is cls else cls(src)
+        with T._C.DisableTorchFunctionSubclass():
+            ret = func(*args, **kwargs)
+            if func == T.Tensor.detach and not isinstance(ret, cls):
+                return cls(ret)   # detach must keep the subclass for nn.Parameter()
+            return ret
+
+    class MyLoadTensor(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return handler(cls, func, args, kwargs or {})
+
+    class MyLoadTensor2(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return handler(cls, func, args, kwargs or {})
+
+    class MyBrokenLoadTensor(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is T.Tensor.module_load:
+                return args[1]   # wrong: not detached
+            with T._C.DisableTorchFunctionSubclass():
+                ret = func(*args, **(kwargs or {}))
+                return cls(ret) if func == T.Tensor.detach else ret
+
+    return (MyLoadTensor, MyLoadTensor2), MyBrokenLoadTensor
+
+
+@pytest.mark.parametrize("assign", [True, False])
+def test_load_state_dict_swap_subclass(T, assign):
+    # TestLoadStateDictSwap.test_swap_subclass: with swap_module_params_on_conversion, the loaded
+    # parameter and buffer take the state dict's subclass (assign) or keep the module's
+    subclasses, broken = _load_subclasses(T)
+
+    def model(subclass=None):
+        m = T.nn.Linear(2, 3, bias=False)
+        m.register_buffer("buf", T.randn(2, 3))
+        if subclass is not None:
+            m.weight = T.nn.Parameter(subclass(m.weight))
+            m.buf = subclass(m.buf)
+        return m
+
+    def check(m_sub=None, sd_sub=None):
+        m = model(m_sub)
+        sd = model(sd_sub).state_dict()
+        m.load_state_dict(sd, assign=assign)
+        assert T.equal(m.weight, sd["weight"]) and T.equal(m.buf, sd["buf"])
+        assert isinstance(m.weight, T.nn.Parameter) and not isinstance(m.buf, T.nn.Parameter)
+        want = sd_sub if assign else m_sub
+        assert type(m.weight) is (want or T.nn.Parameter)
+        assert type(m.buf) is (want or T.Tensor)
+
+    T.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        for m_sub in (None, *subclasses):
+            for sd_sub in (None, *subclasses):
+                check(m_sub, sd_sub)
+        with pytest.raises(RuntimeError, match=r"Error\(s\) in loading state_dict for Linear:"):
+            check(None, broken)
+    finally:
+        T.__future__.set_swap_module_params_on_conversion(False)

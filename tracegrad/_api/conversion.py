@@ -322,3 +322,16 @@ def export_dlpack(self, stream=None, max_version=None, dl_device=None, copy=None
 def _tensor_dlpack_device(self):
     """The DLPack device tuple of the array (``(1, 0)`` on CPU)."""
     return self._value.__dlpack_device__()
+
+
+@method()
+def module_load(self, other, assign=False):
+    """Mirrors ``torch.Tensor.module_load(other, assign=False)``: the tensor ``load_state_dict``
+    puts in a module in place of ``self`` when loading ``other`` under
+    ``tracegrad.__future__.set_swap_module_params_on_conversion(True)`` (a subclass overrides it
+    through ``__torch_function__``): ``other`` detached (``assign``), else ``self`` with ``other``
+    copied in, detached."""
+    if assign:
+        return other.detach()
+    with no_grad():
+        return self.copy_(other).detach()

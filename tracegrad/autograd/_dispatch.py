@@ -218,8 +218,13 @@ def _record(op, args, static, outs):
     node.layout = _tuple_new(SavedLayout, (tuple(kinds), tuple(avals), tuple(needs), tuple(edge_pos)))
     node.consts, node.released = consts, False
     node.nout, node.saved_const, node.const_vc = len(outs), saved_const, const_vc
+    meta = []
     for i, t in enumerate(outs):
         t._gf, t._out_nr, t._rg = node, i, True
+        # the value the op just made (a view's is cached); none for a regenerated view's node
+        v = t._vcache if t._chain else t._st.array
+        meta.append(None if v is None else (v.shape, v.dtype))
+    node.outmeta = meta
     saved = []
     if op.saves:
         for p in op.save_order:
@@ -244,8 +249,14 @@ class OpNode(Node):
     # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
     # shown: ((name, value), ...) torch shows as ``_saved_<name>`` where the node's static
     # arguments hold another form (NOTE [indexing nodes as torch]); unset on most nodes
+    # outmeta: ((shape, dtype), ...) of the outputs (``Node._input_metadata``)
     __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const", "const_vc",
-                 "shown")
+                 "shown", "outmeta")
+
+    def _output_avals(self):
+        if any(m is None for m in self.outmeta):   # an output whose value was not at hand when recorded
+            return Node._output_avals(self)
+        return tuple((shape, _dt.from_numpy_dtype(dtype)) for shape, dtype in self.outmeta)
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
@@ -936,6 +947,7 @@ def record_view_of_base(t):
         node = _record(op, (base, *pos), (), (Tensor._make(None),))
     finally:
         STATE[0] = saved_state
+    node.outmeta = [(tuple(t.shape), t._value.dtype)]
     t._gf, t._out_nr, t._rg, t._gf_ver = node, 0, True, t._vc[0]
     return node
 

@@ -1171,7 +1171,7 @@ class Module:
             if errors:
                 raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                     self._get_name(), "\n\t".join(errors)))
-            self._copy_loaded(todo, assign)
+            self._copy_loaded(todo, assign, self._get_name())
             keys = _IncompatibleKeys(missing, unexpected)
             for m in post:
                 for h in tuple(m._load_state_dict_post_hooks.values()):
@@ -1188,23 +1188,35 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(), "\n\t".join(errors)))
-        self._copy_loaded(todo, assign)
+        self._copy_loaded(todo, assign, self._get_name())
         return _IncompatibleKeys(missing, unexpected)
 
     @staticmethod
-    def _copy_loaded(todo, assign):
+    def _copy_loaded(todo, assign, owner):
+        """Put each loaded tensor in its module (``owner``: the name load_state_dict's errors give)."""
         with tracegrad.no_grad():
             for module, name, t, src in todo:
                 if t is None:
                     module.set_extra_state(src)
-                elif assign and _state.FUTURE["swap_module_params_on_conversion"]:
-                    # torch then swaps the checkpoint's tensor into the module's own object
+                elif _state.FUTURE["swap_module_params_on_conversion"]:
+                    # torch asks the module's tensor what to load (``Tensor.module_load``, which a
+                    # subclass may override) and swaps that into the module's own object
                     # (torch.utils.swap_tensors): the Parameter/buffer objects stay, references held
                     # to them see the loaded values, and a Parameter keeps its requires_grad
                     from tracegrad.utils._swap import swap_tensors
-                    loaded = src.detach()
+                    loaded = t.module_load(src, assign=assign)
+                    if loaded is src or loaded is t:
+                        raise RuntimeError(
+                            f"Error(s) in loading state_dict for {owner}:\n\tWhile copying the parameter named "
+                            f"\"{name}\", whose dimensions in the model are {t.size()} and whose dimensions in the "
+                            f"checkpoint are {src.size()}, an exception occurred : ('module_load returned one of "
+                            "self or other, please .detach() the result if returning one of the inputs in "
+                            "module_load',).")
                     if isinstance(t, Parameter):
-                        loaded = Parameter(loaded, requires_grad=t.requires_grad)
+                        if isinstance(loaded, Parameter):
+                            loaded.requires_grad_(t.requires_grad)
+                        else:
+                            loaded = Parameter(loaded, requires_grad=t.requires_grad)
                     swap_tensors(t, loaded)
                 elif assign:
                     # through ``setattr``, as torch: registration hooks run, and compiled programs
