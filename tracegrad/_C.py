@@ -76,6 +76,14 @@ def _current_graph_task_id() -> int:
     return task_id()
 
 
+def _current_graph_task_execution_order() -> list:
+    """Mirrors ``torch._C._current_graph_task_execution_order()``: the nodes the running backward
+    call runs, in order (see ``autograd.engine``); RuntimeError outside backward or unless
+    multithreading is disabled (``autograd.set_multithreading_enabled(False)``)."""
+    from .autograd.engine import _current_graph_task_execution_order as order
+    return order()
+
+
 def _set_grad_enabled(enabled) -> None:
     """Mirrors ``torch._C._set_grad_enabled(enabled)``: sets grad mode now (no restoring; the
     hand-written context managers of PyTorch's compile tests call it). TypeError unless a bool."""
@@ -167,7 +175,15 @@ def __getattr__(name):
                     raise RuntimeError(f"Cannot set a version counter to a negative value, got {v}")
                 t._vc[0] = int(v)
 
+        from .autograd.engine import _current_graph_task_keep_graph
+
+        def _get_current_graph_task_keep_graph():
+            """Mirrors ``torch._C._autograd._get_current_graph_task_keep_graph``: whether the
+            running backward call was given ``retain_graph=True`` (True outside backward)."""
+            return _current_graph_task_keep_graph()
+
         ns = types.SimpleNamespace(SavedTensor=_gi.SavedTensor, _make_saved_tensor=_make_saved_tensor,
+                                   _get_current_graph_task_keep_graph=_get_current_graph_task_keep_graph,
                                    _saved_tensors_hooks_is_enabled=_saved_tensors_hooks_is_enabled,
                                    _unsafe_set_version_counter=_unsafe_set_version_counter)
         globals()["_autograd"] = ns

@@ -177,10 +177,20 @@ class SparseCooTensor(Tensor):
         """A leaf's gradient: a sparse tensor at its coalesced positions holding the dense
         gradient there (torch's), read from the values' gradient."""
         g = self._sp_values.grad
-        if g is None:
-            return None
+        return None if g is None else self._grad_from_values(g)
+
+    def _grad_from_values(self, g):
+        """The gradient with respect to this tensor given ``g``, its values' gradient: sparse,
+        at the coalesced positions (the autograd engine calls it for a sparse ``grad`` input)."""
         idx, first, _ = _unique_positions(self)
         return make_sparse(_tensor(idx, dtype=_dt.int64), g[_tensor(first, dtype=_dt.int64)], self._sp_size)
+
+    def _values_grad(self, grad):
+        """The gradient flowing into the values when this tensor is a backward/grad output with
+        gradient ``grad`` (dense or sparse, of this tensor's size): ``grad`` at each entry's
+        position, so duplicated positions each get it (the engine calls it)."""
+        dense = grad.to_dense() if isinstance(grad, SparseCooTensor) else grad
+        return dense[tuple(self._sp_indices)]
 
     @grad.setter
     def grad(self, value):

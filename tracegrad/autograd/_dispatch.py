@@ -244,6 +244,7 @@ class OpNode(Node):
     # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
     # shown: ((name, value), ...) torch shows as ``_saved_<name>`` where the node's static
     # arguments hold another form (NOTE [indexing nodes as torch]); unset on most nodes
+    # (no output shapes are kept for ``Node._input_metadata``: a cost on every recorded op)
     __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const", "const_vc",
                  "shown")
 

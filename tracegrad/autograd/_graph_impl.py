@@ -104,6 +104,24 @@ class Node:
         return (1 << 64) - 1 if self._seq == _ACCUMULATE_SEQ else self._seq
 
     @property
+    def _input_metadata(self) -> tuple:
+        """Mirrors ``Node._input_metadata``: per gradient the node takes (one per output of the
+        forward that made it), an ``_InputMetadata`` with that output's ``shape`` and ``dtype``."""
+        return tuple(_InputMetadata(shape, dtype) for shape, dtype in self._output_avals())
+
+    def _output_avals(self):
+        """((shape, dtype), ...) of the forward outputs this node takes gradients for."""
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '_input_metadata' (tracegrad keeps "
+                             "it for op, custom Function and AccumulateGrad nodes)")
+
+    def _set_sequence_nr(self, sequence_nr) -> None:
+        """Mirrors ``Node._set_sequence_nr(n)``: gives the node another priority in the engine
+        (ready nodes run highest sequence number first). TypeError unless an integer."""
+        if isinstance(sequence_nr, bool) or not isinstance(sequence_nr, int):
+            raise TypeError(f"_set_sequence_nr(): an integer is required, got {type(sequence_nr).__name__}")
+        self._seq = sequence_nr
+
+    @property
     def metadata(self) -> dict:
         if self._metadata is None:
             self._metadata = {}
@@ -168,6 +186,18 @@ class Node:
 
     def release(self):
         pass
+
+
+class _InputMetadata:
+    """Mirrors ``torch._C._autograd._InputMetadata``: the shape (a list) and dtype of one output
+    a node takes a gradient for (tracegrad has no nested tensors: both nested flags are False)."""
+
+    __slots__ = ("shape", "dtype")
+    is_nested_tensor = False
+    is_cpp_nested_tensor = False
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = list(shape), dtype
 
 
 _node_classes: dict = {}
@@ -391,6 +421,9 @@ class AccumulateGrad(Node):
         super().__init__(())
         self._seq = _ACCUMULATE_SEQ
         self.variable = variable
+
+    def _output_avals(self):
+        return ((tuple(self.variable.shape), self.variable.dtype),)
 
     def tensor_pre_hooks(self, output_nr):
         return self.variable._hooks

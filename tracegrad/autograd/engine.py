@@ -69,6 +69,45 @@ def _current_graph_task_id() -> int:
     return _RUNNING.tasks[-1][0] if _RUNNING.tasks else -1
 
 
+def _current_graph_task_keep_graph() -> bool:
+    """Whether the innermost running backward call keeps the graph (``retain_graph``), as
+    ``torch._C._autograd._get_current_graph_task_keep_graph``; True outside backward, as torch's."""
+    return _RUNNING.tasks[-1][4][2] if _RUNNING.tasks else True
+
+
+def _current_graph_task_execution_order() -> list:
+    """The nodes the innermost running backward call runs (or captures a gradient at), in the
+    order it runs them, as ``torch._C._current_graph_task_execution_order``: the whole call's
+    order, nodes already run included. The order is replayed from the call's roots with the
+    engine's own rule (ready nodes by sequence number). RuntimeError outside backward or while
+    multithreading is enabled (torch's order is only defined for one worker thread)."""
+    if not _RUNNING.tasks:
+        raise RuntimeError("_current_graph_task_execution_order should only be called during the backward pass")
+    if grad_mode.is_multithreading_enabled():
+        raise RuntimeError("get_current_graph_task_execution_order expects the current backward to be executed "
+                           "with multithreading disabled, e.g. by running:\n\n>>> with "
+                           "torch.autograd.set_multithreading_enabled(False):\n...     torch.autograd.grad(...)\n")
+    _, _, runs, _, (root_nodes, execute, _) = _RUNNING.tasks[-1]
+    deps, _ = _discover([(n, 0) for n in root_nodes])
+    tie = itertools.count()
+    heap = [(-n._seq, next(tie), n) for n in root_nodes if deps.get(n, 0) == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, _, node = heapq.heappop(heap)
+        if node in runs:
+            order.append(node)
+        if execute is not None and node not in execute:
+            continue   # as the engine: a node it only captures at passes nothing on
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] -= 1
+            if deps[nxt] == 0 and nxt in runs:
+                heapq.heappush(heap, (-nxt._seq, next(tie), nxt))
+    return order
+
+
 def _is_checkpoint_valid() -> bool:
     """False inside a backward call that was given ``inputs`` (``autograd.grad``,
     ``backward(inputs=...)``), as ``torch.autograd._is_checkpoint_valid``."""
@@ -81,7 +120,7 @@ def _will_engine_execute_node(node) -> bool:
     outside backward."""
     if not _RUNNING.tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    _, _, runs, accumulates = _RUNNING.tasks[-1]
+    _, _, runs, accumulates, _ = _RUNNING.tasks[-1]
     if node not in runs:   # (torch checks a leaf only once it is one the call reaches)
         return False
     if not accumulates and isinstance(node, AccumulateGrad):   # autograd.grad, not backward(inputs=)
@@ -174,6 +213,24 @@ def _make_grads(outputs, grad_outputs, create_graph):
                                f"dtype of {out.dtype}.")
         grads.append(g)
     return grads
+
+
+# NOTE [sparse outputs and inputs]
+# A sparse COO tensor has no node of its own: its values carry its autograd history
+# (_api/sparse_coo.py). As a backward/grad output it stands for its values, whose gradient is the
+# output's gradient at each entry's position (``_values_grad``); as a grad input its gradient is
+# built from its values' gradient (``_grad_from_values``).
+def _through_values(outputs, grads):
+    """``outputs`` and ``grads`` with each sparse output replaced by its values and their gradient."""
+    if not any(hasattr(o, "_values_grad") for o in outputs):
+        return outputs, grads
+    outs, gs = [], []
+    for o, g in zip(outputs, grads):
+        if hasattr(o, "_values_grad"):
+            o, g = o._sp_values, o._values_grad(g)
+        outs.append(o)
+        gs.append(g)
+    return tuple(outs), gs
 
 
 def _paired_grads(grads, outputs):
@@ -497,7 +554,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     grad_mode.STATE[0] = bool(create_graph)
     # the nodes this call runs or captures at: an input's node the roots do not reach is not one
     # (torch's _will_engine_execute_node is False for it)
-    _RUNNING.tasks.append((next(_task_ids), not inputs, seen if visit is None else visit & seen, accumulate_grad))
+    # (task id, whether the call has no inputs, the nodes it runs or captures at, whether it
+    # accumulates into .grad, (its root nodes, the nodes it executes, retain_graph))
+    _RUNNING.tasks.append((next(_task_ids), not inputs, seen if visit is None else visit & seen, accumulate_grad,
+                           (root_nodes, execute, bool(retain_graph))))
     _RUNNING.callbacks.append([])
     node = None
     try:
@@ -698,6 +758,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _check_inputs(ins)
     _check_outputs(tensors)
     grads = _make_grads(tensors, gts, create_graph)
+    tensors, grads = _through_values(tensors, grads)
+    ins = tuple(t._sp_values if hasattr(t, "_grad_from_values") else t for t in ins)
     if create_graph:   # torch's TORCH_WARN_ONCE: once per process, unless set_warn_always(True)
         warn_once("Using backward() with create_graph=True will create a reference cycle between the parameter "
                   "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
@@ -801,7 +863,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if level_value(t):
             _level_grad_error()
     grads = _make_grads(outs, gos, create_graph)
-    res = run_backward(outs, grads, retain_graph, create_graph, ins, accumulate_grad=False)
+    outs, grads = _through_values(outs, grads)
+    res = run_backward(outs, grads, retain_graph, create_graph,
+                       tuple(t._sp_values if hasattr(t, "_grad_from_values") else t for t in ins), accumulate_grad=False)
+    res = [t._grad_from_values(g) if g is not None and hasattr(t, "_grad_from_values") else g for t, g in zip(ins, res)]
     out = []
     for i, (t, g) in enumerate(zip(ins, res)):
         if g is None:

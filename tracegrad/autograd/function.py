@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from .._ops import dtypes as _dt
 from .._tensor import factories as _factories
 from .. import _state
 from .._tensor.tensor import Tensor
@@ -95,6 +96,12 @@ class BackwardCFunction(Node, FunctionCtx):
         self._released = False
         self._out_meta = ()
         self._in_meta = ()
+
+    def _output_avals(self):
+        # torch leaves the metadata of an output that takes no gradient (marked
+        # non-differentiable, of an integer dtype, not a tensor) undefined: shape [], float32
+        return tuple((shape, dtype) if not nondiff and (dtype.is_floating_point or dtype.is_complex)
+                     else ((), _dt.float32) for shape, dtype, nondiff in self._out_meta)
 
     @property
     def saved_tensors(self):

@@ -13,8 +13,7 @@ torch's. The mode sits in the dispatch slot the profiler uses (NOTE [interposer]
 inside it, so their ops are counted too.
 
 Differs from torch: ``scaled_dot_product_attention`` counts its two products (``aten.bmm``),
-as torch counts its fused attention kernels on a GPU (torch's CPU kernel is not counted);
-``baddbmm`` counts as ``aten.bmm``.
+as torch counts its fused attention kernels on a GPU (torch's CPU kernel is not counted).
 """
 from __future__ import annotations
 
@@ -96,8 +95,9 @@ def conv_backward_flop_count(grad_out_shape, x_shape, w_shape, transposed, need_
 # NOTE [torch's kernels]
 # What torch runs for each tracegrad op, as (kernel name, flops) per forward, and per backward
 # node the kernels of its VJP for the inputs that need a gradient:
-# - mm, addmm (bias not counted), bmm: themselves; their backward: one mm/bmm per input needing
-#   a gradient (addmm's bias gradient is a sum), each of the forward's size;
+# - mm, addmm, baddbmm (the added input not counted), bmm: themselves; their backward: one mm/bmm
+#   per product operand needing a gradient (the added input's gradient is a sum), each of the
+#   forward's size;
 # - matmul with batch dims: ``aten.bmm`` when both operands have 3+ dims or the first is a
 #   matrix (torch broadcasts and batches them), ``aten.mm`` when the second is a matrix (torch
 #   folds the batch into rows), nothing with a vector operand (torch's mv/dot are not counted),
@@ -192,6 +192,9 @@ def _forward_counts(op, args, static, out):
     if name == "bmm":
         b, m, k = shapes[0]
         return [("bmm", b * _mm(m, k, shapes[1][2]))]
+    if name == "baddbmm":   # the batched product of batch1 and batch2 (the added input not counted)
+        b, m, k = shapes[1]
+        return [("baddbmm", b * _mm(m, k, shapes[2][2]))]
     if name in ("matmul", "matmul_clone", "matmul_squeeze"):
         a, b = args[0], args[1]
         kernel, flops = _matmul_kernel(shapes[0], shapes[1], a.requires_grad, b.requires_grad,
@@ -220,10 +223,13 @@ def _backward_counts(node, grads, forward=None):
             need[p] = bool(layout.needs[k])
             k += 1
     shape = lambda p: _input_shape(node, p)  # noqa: E731
-    if name in ("mm", "bmm", "addmm", "matmul", "matmul_clone", "matmul_squeeze"):
-        a, b = (1, 2) if name == "addmm" else (0, 1)
+    if name in ("mm", "bmm", "addmm", "baddbmm", "matmul", "matmul_clone", "matmul_squeeze"):
+        a, b = (1, 2) if name in ("addmm", "baddbmm") else (0, 1)
         if name == "addmm":
             kernel, flops = "mm", _mm(shape(1)[0], shape(1)[1], shape(2)[1])
+        elif name == "baddbmm":   # torch's backward: one bmm per batch operand needing a gradient
+            (bs, m, kk), n = shape(1), shape(2)[2]
+            kernel, flops = "bmm", bs * _mm(m, kk, n)
         elif name == "mm":
             kernel, flops = "mm", _mm(*shape(0), shape(1)[1])
         elif name == "bmm":
@@ -254,7 +260,7 @@ def _backward_counts(node, grads, forward=None):
     return [("convolution_backward", flops)] if flops else []
 
 
-_COUNTED = frozenset(("mm", "addmm", "bmm", "matmul", "matmul_clone", "matmul_squeeze", "einsum", "convolution"))
+_COUNTED = frozenset(("mm", "addmm", "bmm", "baddbmm", "matmul", "matmul_clone", "matmul_squeeze", "einsum", "convolution"))
 
 
 # ---- the mode -------------------------------------------------------------------------------
