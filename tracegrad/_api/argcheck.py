@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 
 from .._ops import dtypes as _dt
 from .._ops.errors import PYTHON_LEVEL
@@ -350,6 +351,26 @@ def require_int(api, name, value, pos=None):
     if _is_int(value):
         return value
     raise strict_error(api, name, "int", value, pos)
+
+
+def require_float(api, name, value, pos=None, kind="float"):
+    """``value`` when torch's parser takes it for ``api``'s ``float`` (or ``Number``, ``kind``)
+    parameter ``name``: a Python or NumPy real number, a bool, or a 0-dim tensor that needs no
+    grad; else its TypeError (a string, None, a list, a tensor with dims, a complex number for a
+    float). Unchecked, such a value reached ``float()`` (ValueError) or was broadcast as data.
+    A bool comes back as the float it stands for (``True - x`` is refused for tensors)."""
+    t = type(value)
+    if t is float or t is int:
+        return value
+    if t is bool or t.__name__ == "bool_":
+        return float(value)
+    if isinstance(value, Tensor):
+        ok = value.ndim == 0 and not value.requires_grad
+    else:
+        ok = isinstance(value, numbers.Real if kind == "float" else numbers.Number) or type(value).__name__ == "bool_"
+    if not ok:
+        raise strict_error(api, name, kind, value, pos)
+    return value
 
 
 def check_kinds(api, read_first=(), **values):

@@ -583,9 +583,10 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
         _check_indices_tuple(indices, "index_put_")
+        masks = _byte_masks_as_bool(tuple(indices))
+        _check_index_put(self, masks, values, "index_put_")   # a mask's shape is checked first
         _check_byte_mask_fill(indices, values, accumulate)
-        indices = _byte_masks_as_bool(tuple(indices))
-        _check_index_put(self, indices, values, "index_put_")
+        indices = masks
         key = indices
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
@@ -616,9 +617,10 @@ def index_put(self, indices, values, accumulate=False):
     broadcast to ``self[indices]``'s shape; IndexError for float indices, too many indices or an
     index out of range."""
     _check_indices_tuple(indices, "index_put")
+    masks = _byte_masks_as_bool(tuple(indices))
+    _check_index_put(self, masks, values, "index_put")   # a mask's shape is checked first
     _check_byte_mask_fill(indices, values, accumulate)
-    indices = _byte_masks_as_bool(tuple(indices))
-    _check_index_put(self, indices, values, "index_put")
+    indices = masks
     key = indices
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
@@ -664,12 +666,13 @@ def take_along_dim(self, indices, dim=None):
     """Mirrors ``torch.take_along_dim``: without ``dim``, ``gather`` on the flattened tensors
     (RuntimeError for an index out of range); with ``dim``, input and ``indices`` broadcast
     outside ``dim`` and each index is taken modulo the dim's size, as torch 2.13 (so ``-1`` is
-    the last element). RuntimeError when the ranks differ or ``indices`` is not int64."""
+    the last element). RuntimeError when the ranks differ or ``indices`` is not int64 (without
+    ``dim``, not int32 or int64: torch hands the flattened tensors to gather's own check)."""
+    if dim is None and isinstance(indices, Tensor):
+        return gather(flatten(self), 0, flatten(indices))
     if not isinstance(indices, Tensor) or indices.dtype is not _dt.int64:
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{_SCALAR_NAME[indices.dtype.name] if isinstance(indices, Tensor) else type(indices).__name__}")
-    if dim is None:
-        return gather(flatten(self), 0, flatten(indices))
     if self.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, but "
                            f"got {self.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
@@ -698,7 +701,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter")
-    check_scatter_shapes(self, index, src, dim)
+    index, src = check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
     _check_src_dtype(self, src, "scatter")
@@ -716,7 +719,7 @@ def scatter_add(self, dim, index, src):
     if not isinstance(src, Tensor):
         raise strict_error("scatter_add", "src", "Tensor", src, 3)
     _index_arg(index, "scatter_add")
-    check_scatter_shapes(self, index, src, dim)
+    index, src = check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
     _check_src_dtype(self, src, "scatter_add")
@@ -729,9 +732,9 @@ def index_select(self, dim, index):
     dim raises what torch's CPU kernels raise: IndexError, but RuntimeError for a tensor of two
     or more dims when ``dim`` is 1 or the tensor is empty (torch's dim-1 and empty-input
     paths), and RuntimeError for any index into a dim of size 0 of such a tensor."""
-    _index_arg(index, "index_select")
-    if index.ndim > 1:
+    if isinstance(index, Tensor) and index.ndim > 1:   # torch's first check, before the dtype's
         raise IndexError("index_select(): Index is supposed to be a vector")
+    _index_arg(index, "index_select")
     if index.ndim == 0 and self.ndim:   # a 0-d index keeps the dim, one long
         index = index.reshape(1)
     d = _wrap_dim(dim, self.ndim)

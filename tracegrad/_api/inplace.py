@@ -101,9 +101,17 @@ def check_scatter_shapes(self, index, src, dim=None):
     """torch's rank checks of a scatter (0-d counts as 1-d): index must have self's rank and a
     tensor ``src`` index's; a ``src`` of lower rank fails as torch's size lookup does (IndexError).
     With ``dim``, torch's size check too: index no larger than self outside ``dim`` and no
-    larger than a tensor ``src`` anywhere (XLA would read past src's end)."""
+    larger than a tensor ``src`` anywhere (XLA would read past src's end).
+    Returns the ``(index, src)`` the kernel gets: an index with no elements writes nothing, and
+    torch checks neither its rank nor its size nor src's then, so both become empty of self's
+    rank (an int64 index) for the kernel to index with."""
     if not isinstance(index, Tensor) or not isinstance(self, Tensor):
-        return   # the caller's own argument checks name a non-tensor
+        return index, src   # the caller's own argument checks name a non-tensor
+    if index.numel() == 0:
+        empty = (0,) * (self.ndim or 1)
+        if isinstance(src, Tensor):
+            src = src.reshape(-1).narrow(0, 0, 0).reshape(empty)
+        return index.reshape(empty).to(_dt.int64), src
     rank = index.ndim or 1
     if rank != (self.ndim or 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
@@ -119,6 +127,7 @@ def check_scatter_shapes(self, index, src, dim=None):
         if any((i != d and ish[i] > self.shape[i]) or (tsrc and ish[i] > src.shape[i]) for i in range(rank)):
             raise RuntimeError(f"Expected index {list(ish)} to be no larger than self {list(self.shape)} apart from "
                                f"dimension {d}" + (f" and to be no larger size than src {list(src.shape)}" if tsrc else ""))
+    return index, src
 
 
 def check_scatter_reduce(reduce, api):
@@ -449,7 +458,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     if isinstance(src, Tensor) and src.dtype is not self.dtype:
         raise RuntimeError(f"scatter_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
                            f"{src.dtype}, convert src with .to(self.dtype)")
-    check_scatter_shapes(self, index, src, dim)
+    index, src = check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     check_float_fits(src, self.dtype, "scatter_")
@@ -466,7 +475,7 @@ def scatter_add_(self, dim, index, src):
     if src.dtype is not self.dtype:
         raise RuntimeError(f"scatter_add_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
                            f"{src.dtype}, convert src with .to(self.dtype)")
-    check_scatter_shapes(self, index, src, dim)
+    index, src = check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")
     return apply_inplace(OPS["scatter_add"], self, (index, src), (("dim", _wrap_dim(dim, self.ndim)),))

@@ -12,7 +12,7 @@ import types
 import numpy as np
 
 from .. import _autocast, _state
-from .argcheck import _is_int, floating_input
+from .argcheck import _is_int, floating_input, require_float
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
@@ -653,7 +653,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     average is the caller's job). RuntimeError (torch: ValueError) on a batch of one value per
     channel in training, and for running stats, weight or bias without one element per channel.
     An empty input is torch's early return (before any check): ``input.clone() * weight[0] + bias[0]``
-    (the dtypes promote; running stats untouched)."""
+    (the dtypes promote; running stats untouched). TypeError, the parser's, for a ``momentum`` or
+    ``eps`` that is not a real number (or a 0-dim tensor)."""
+    momentum = require_float("batch_norm", "momentum", momentum, 7)
+    eps = require_float("batch_norm", "eps", eps, 8)
     if input.numel() == 0:   # torch's _batch_norm_impl_index returns before its dtype/size checks
         out = input.clone()
         if weight is not None:
@@ -699,7 +702,9 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
-    grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs."""
+    grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs; TypeError
+    for an ``eps`` that is not a real number."""
+    eps = require_float("layer_norm", "eps", eps, 5)
     ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
     if not ns:   # torch checks the shape before the kernel's dtypes
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
@@ -714,7 +719,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``, weight and
-    bias ``(C,)`` (RuntimeError otherwise). grad_fn ``NativeGroupNormBackward0``."""
+    bias ``(C,)`` (RuntimeError otherwise). grad_fn ``NativeGroupNormBackward0``. TypeError for an
+    ``eps`` that is not a real number."""
+    eps = require_float("group_norm", "eps", eps, 5)
     _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm", bias)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
@@ -786,7 +793,9 @@ def one_hot(tensor, num_classes=-1):
 
 def dropout(input, p, train):
     """Mirrors ``torch.dropout``: zeroes elements with probability ``p`` (tracegrad's RNG) and scales
-    the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU)."""
+    the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU). TypeError for a ``p``
+    that is not a real number (a tensor with dims, one that requires grad)."""
+    p = require_float("dropout", "p", p, 2)
     if not train or p == 0:
         return input
     if p == 1:

@@ -185,13 +185,13 @@ def _scatter_reduce_args(self, dim, index, src, reduce, api):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor) or src.dtype is not self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    check_scatter_shapes(self, index, src, dim)
+    index, src = check_scatter_shapes(self, index, src, dim)
     if reduce == "mean" and self.dtype is _dt.bool_:
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'; "
                                   "convert the tensors with .int() or .float()")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, api)
-    return d, _REDUCES[reduce]
+    return d, _REDUCES[reduce], index, src
 
 
 @method(function=True)
@@ -202,7 +202,7 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
     int64 of input's rank; src: input's dtype. Autograd: ``ScatterReduceBackward0`` with torch's
     rules: ties of amax/amin share the gradient evenly, prod is exact with zeros.
     Raises: RuntimeError (reduce name, dtypes, ranks, out-of-range index in eager)."""
-    d, reduce = _scatter_reduce_args(self, dim, index, src, reduce, "scatter_reduce")
+    d, reduce, index, src = _scatter_reduce_args(self, dim, index, src, reduce, "scatter_reduce")
     return apply_op(OPS["scatter_reduce"], (self, index, src),
                     (("dim", d), ("reduce", reduce), ("include_self", bool(include_self))))
 
@@ -210,6 +210,6 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
 @method()
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """Mirrors ``torch.Tensor.scatter_reduce_`` (in place); see ``scatter_reduce``."""
-    d, reduce = _scatter_reduce_args(self, dim, index, src, reduce, "scatter_reduce_")
+    d, reduce, index, src = _scatter_reduce_args(self, dim, index, src, reduce, "scatter_reduce_")
     return apply_inplace(OPS["scatter_reduce"], self, (index, src),
                          (("dim", d), ("reduce", reduce), ("include_self", bool(include_self))))

@@ -7,6 +7,8 @@ import math
 import operator
 import warnings
 
+import numpy as np
+
 from ..autograd._dispatch import apply_op, show_saved
 from .. import _state
 from .._ops import dtypes as _dt
@@ -207,10 +209,16 @@ def flatten(self, start_dim=0, end_dim=-1):
 @method(function=True)
 def unflatten(self, dim, sizes):
     """Mirrors ``torch.unflatten(input, dim, sizes)``: RuntimeError when ``sizes`` do not
-    multiply up to the size of ``dim``."""
+    multiply up to the size of ``dim``, when they are empty or when the tensor is 0-d (no dim to
+    split, though ``dim`` 0 and -1 are in range for it)."""
     d = _wrap_dim(dim, self.ndim)
     shp = tuple(self.shape)
     sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty; give the sizes the dim splits into")
+    if not shp:
+        raise RuntimeError(f"unflatten: Dimension specified as {dim} but tensor has no dimensions; a 0-dim tensor has "
+                           "no dim to split (reshape it instead)")
     if sizes.count(-1) <= 1 and all(s >= 0 for s in sizes if s != -1):
         known = math.prod(s for s in sizes if s != -1)
         if (-1 not in sizes and known != shp[d]) or (-1 in sizes and known != 0 and shp[d] % known):
@@ -416,8 +424,13 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
     length along ``dim``, is checked (torch uses it to skip a device sync). RuntimeError for a
     negative repeat or an ``output_size`` that differs from the repeats' total; TypeError for
     ``repeats`` of another kind (a float, a string)."""
-    if repeats is not None and not isinstance(repeats, (int, Tensor)) and not hasattr(repeats, "__index__"):
+    if repeats is not None and (not isinstance(repeats, (int, Tensor)) and not hasattr(repeats, "__index__")
+                                or isinstance(repeats, (bool, np.bool_))):   # torch's parser takes no bool
         raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not {type(repeats).__name__}")
+    if repeats is not None and dim is not None and self.ndim == 0:
+        # torch repeats along a dim it adds to the 0-dim tensor, and that dim is out of range
+        raise IndexError(f"repeat_interleave(): dim {dim} is out of range for a 0-dim tensor (it has no dims); leave "
+                         "dim=None to repeat its one element")
     if output_size is not None:
         out = repeat_interleave(self, repeats, dim)
         n = out.shape[0 if dim is None or repeats is None else _wrap_dim(dim, self.ndim)]

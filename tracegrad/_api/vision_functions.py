@@ -16,6 +16,7 @@ from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
+from .argcheck import require_float
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -182,6 +183,12 @@ def _check_fold_dtype(input, kernel):
                                   f"convert the input with .float()")
 
 
+def _empty_past_batch(input, batched_ndim):
+    """im2col/col2im take a batch of 0 (dim 0 of a ``batched_ndim``-dim input), but no other dim
+    of size 0: torch refuses it before looking at the kernel's blocks."""
+    return 0 in tuple(input.shape)[1 if input.ndim == batched_ndim else 0:]
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Mirrors ``torch.nn.functional.unfold`` (im2col): ``(N, C, H, W)`` or ``(C, H, W)`` ->
     ``(N, C*kh*kw, L)``, L the number of sliding-window positions. grad_fn ``Im2ColBackward0``.
@@ -191,9 +198,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.ndim < 3:
         raise IndexError(f"unfold: Dimension out of range: input of {input.ndim} dims has no channel dim; "
                          f"expected (C, H, W) or (N, C, H, W), got {list(input.shape)}")
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and "
-                           f"non-zero dimensions, but got: {list(input.shape)}")
+    if input.ndim not in (3, 4) or _empty_past_batch(input, 4):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
     batched = input.ndim == 4
     x = input if batched else input.unsqueeze(0)
     k, d, p, s = (v for _, v in static)
@@ -213,9 +220,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count."""
     static = _fold_args(kernel_size, dilation, padding, stride)
     osz = _tup(output_size, 2, "output_size")
-    if input.ndim not in (2, 3):
+    if input.ndim not in (2, 3) or _empty_past_batch(input, 3):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
-                           f"non-zero dimensions, but got: {list(input.shape)}")
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
     batched = input.ndim == 3
     x = input if batched else input.unsqueeze(0)
     k, d, p, s = (v for _, v in static)
@@ -241,9 +248,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """Mirrors ``torch.nn.functional.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim
     (inputs broadcast; 0-d inputs give ``|x1 - x2 + eps|``). grad_fn ``NormBackward1``.
     TypeError for a ``p``/``eps`` that is not a number."""
-    for name, v in (("p", p), ("eps", eps)):
-        if isinstance(v, (str, bytes)) or v is None or isinstance(v, (list, tuple, dict)):
-            raise TypeError(f"pairwise_distance(): argument '{name}' must be float, not {type(v).__name__}")
+    p = require_float("pairwise_distance", "p", p)
+    eps = require_float("pairwise_distance", "eps", eps)
     diff = x1 - x2 + eps
     if diff.ndim == 0:
         return diff.abs()
@@ -474,6 +480,12 @@ def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False, mod
         if offs[-1] > input.shape[0]:
             raise RuntimeError(f"embedding_bag: offsets[-1] can not be greater than input's length "
                                f"{input.shape[0]}, but got offsets[-1] of {offs[-1]}")
+        if offs.min() < 0:
+            # torch's 'mean' and 'max' kernels index with it (IndexError); its 'sum' kernel reads the
+            # id before the input (RuntimeError, an id out of range)
+            words = (f"embedding_bag: offsets must be non-negative positions in input, but got "
+                     f"{int(offs.min())}; start each bag at an index of input")
+            raise (RuntimeError if mode == "sum" else IndexError)(words)
         down = np.flatnonzero(np.diff(offs) < 0) if mode != "max" else ()
         if len(down):   # unchecked, a bag that ends before it starts was summed as empty
             i = int(down[0]) + 1

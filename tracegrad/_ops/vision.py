@@ -318,7 +318,8 @@ def _grid_sampler_2d(inp, grid, *, mode, padding_mode, align_corners):
 
     def tap(yy, xx):
         ok = (xx >= 0) & (xx <= w - 1) & (yy >= 0) & (yy <= h - 1)
-        idx = (jnp.clip(yy, 0, h - 1) * w + jnp.clip(xx, 0, w - 1)).astype(jnp.int32).reshape(n, 1, -1)
+        # the sample count spelt out: with a batch of 0 a -1 would be ambiguous
+        idx = (jnp.clip(yy, 0, h - 1) * w + jnp.clip(xx, 0, w - 1)).astype(jnp.int32).reshape(n, 1, go[0] * go[1])
         v = jnp.take_along_axis(flat, jnp.broadcast_to(idx, (n, c, idx.shape[-1])), axis=2)
         return v.reshape(n, c, *go) * ok[:, None].astype(inp.dtype)
 
@@ -356,7 +357,7 @@ def _grid_sampler_3d(inp, grid, *, mode, padding_mode, align_corners):
     def tap(z, y, x):
         ok = (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1) & (z >= 0) & (z <= dd - 1)
         lin = (jnp.clip(z, 0, dd - 1) * h + jnp.clip(y, 0, h - 1)) * w + jnp.clip(x, 0, w - 1)
-        idx = lin.astype(jnp.int32).reshape(n, 1, -1)
+        idx = lin.astype(jnp.int32).reshape(n, 1, go[0] * go[1] * go[2])   # (a batch of 0: no -1)
         v = jnp.take_along_axis(flat, jnp.broadcast_to(idx, (n, c, idx.shape[-1])), axis=2)
         return v.reshape(n, c, *go) * ok[:, None].astype(inp.dtype)
 

@@ -11,6 +11,7 @@ import math
 import tracegrad
 from tracegrad import _state
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.argcheck import require_float
 from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
 
 from . import _reduction
@@ -53,7 +54,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
     # torch's margin is a C++ double: integer inputs give a floating loss
-    return _reduce((-target * (input1 - input2) + float(margin)).clamp_min(0), reduction)
+    margin = float(require_float("margin_ranking_loss", "margin", margin, 4))
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
@@ -61,6 +63,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     ``max(0, margin - input)`` where ``target == -1`` (torch's exact split: an element whose
     target is neither contributes both terms)."""
     reduction = _legacy(size_average, reduce, reduction)
+    margin = require_float("hinge_embedding_loss", "margin", margin, 3)
     margin_clamp = (margin - input).clamp_min(0)
     if not (input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is tracegrad.bool):
         # torch keeps an integer input's dtype (the margin part truncated): 'mean' then refuses it
@@ -84,6 +87,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     if td == 0 and (input1.dim() != 1 or input2.dim() != 1):
         raise RuntimeError("cosine_embedding_loss: 0D target tensor expects 1D input tensors, but found inputs "
                            f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    margin = require_float("cosine_embedding_loss", "margin", margin, 4)
     d = input1.dim() - 1
     eps = 1e-12
     prod = (input1 * input2).sum(d)
@@ -176,6 +180,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+    margin = require_float("multi_margin_loss", "margin", margin, 4, kind="Number")   # the parser's, first
     _check_class_input("multi_margin_loss", input, target)
     x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
     n, c = x.shape
@@ -188,6 +193,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}; give one weight per class")
     _check_class_range(t, 0, c, f"multi_margin_loss: target out of range; class indices must lie in [0, {c})")
+    if isinstance(margin, complex):   # torch's Scalar takes it, then cannot make it the kernel's double
+        raise RuntimeError(f"multi_margin_loss(): margin {margin} cannot be converted to type float without "
+                           "overflow; pass a real number")
     # one op with torch's MultiMarginLossBackward0 node (a composite ended in MeanBackward0)
     return _F._nn.multi_margin_loss(input, target, p, margin, weight, reduction)
 
@@ -220,6 +228,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
+    eps = require_float("poisson_nll_loss", "eps", eps, 5)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
         safe = tracegrad.where(target > 1, target, tracegrad.ones_like(target))

@@ -11,6 +11,7 @@ import warnings
 import tracegrad
 
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.argcheck import require_float
 from tracegrad._api.promotion import _SCALAR_NAME
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
@@ -131,6 +132,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     non-Tensor input (also when not training, as torch's parser)."""
     _check_p(p)
     _check_input(input, "alpha_dropout")
+    p = require_float("alpha_dropout", "p", p, 2)
     return _dropout_core(input, p, training, inplace, feature=False, alpha=True)
 
 
@@ -240,6 +242,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     weight's shape differ from ``normalized_shape``."""
     if isinstance(normalized_shape, int):   # torch's F.rms_norm takes a sequence only (nn.RMSNorm takes an int)
         raise TypeError(f"rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    if eps is not None:
+        eps = require_float("rms_norm", "eps", eps, 4)
     shape = tuple(normalized_shape)
     k = len(shape)
     if k == 0 or tuple(input.shape[input.dim() - k:]) != shape or input.dim() < k:
@@ -290,6 +294,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
+    for pos, (name, v) in enumerate((("margin", margin), ("p", p), ("eps", eps)), 4):
+        require_float("triplet_margin_loss", name, v, pos)   # torch.triplet_margin_loss's parser
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "

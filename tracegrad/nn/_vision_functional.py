@@ -8,6 +8,7 @@ import warnings
 import tracegrad
 from tracegrad._api import nn_functions as _F
 from tracegrad._api import vision_functions as _V
+from tracegrad._api.argcheck import require_float
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
            "unfold", "fold", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "conv_transpose3d",
@@ -81,6 +82,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if n <= 1:
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"{tracegrad.Size(input.shape)}")
+    momentum = require_float("instance_norm", "momentum", momentum, 7)   # the parser's, as torch.instance_norm
+    eps = require_float("instance_norm", "eps", eps, 8)
     b, c = input.shape[:2]
     x = input.reshape(1, b * c, *input.shape[2:])
     rm = None if running_mean is None else running_mean.repeat(b)
@@ -98,7 +101,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
     """Mirrors ``torch.embedding_renorm_``: rescales the rows of ``weight`` that ``input`` picks to
-    norm at most ``max_norm``, in place and outside autograd."""
+    norm at most ``max_norm``, in place and outside autograd. TypeError for a ``max_norm`` or
+    ``norm_type`` that is not a real number."""
+    max_norm = require_float("embedding_renorm_", "max_norm", max_norm, 3)
+    norm_type = require_float("embedding_renorm_", "norm_type", norm_type, 4)
     with tracegrad.no_grad():
         # through a detached alias: the rescale is invisible to forward-mode AD too (a dual
         # weight's tangent passes unscaled, as torch's renorm has no derivative)

@@ -21,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import _is_int, require_int
+from tracegrad._api.argcheck import _is_int, require_float, require_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
@@ -268,6 +268,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
                            f"{common}; convert the inputs with .float()")
     # torch broadcasts the inputs first: shapes that do not broadcast are its RuntimeError (the
     # norms over ``dim`` of the unbroadcast inputs raised IndexError or compared wrong dims)
+    eps = require_float("cosine_similarity", "eps", eps)
     shape = tuple(_broadcast_shape([tuple(x1.shape), tuple(x2.shape)], "cosine_similarity"))
     x1, x2 = x1.to(common).expand(shape), x2.to(common).expand(shape)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
@@ -692,6 +693,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if input.ndim == 0 and not target.dtype.is_floating_point:   # torch reads a 0-d input as probabilities
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                            f"{_SCALAR_NAME[target.dtype.name]}; a 0-d input has no class dim: pass (C,) logits")
+    label_smoothing = require_float("cross_entropy_loss", "label_smoothing", label_smoothing, 6)
     if label_smoothing > 1.0:   # as torch, only the upper bound: a negative value means no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cdim = 1 if input.ndim >= 2 else 0
@@ -811,6 +813,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     ValueError... torch raises RuntimeError for negative beta; so does tracegrad."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    beta = require_float("smooth_l1_loss", "beta", beta, 4)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _bcast(*_autocast.cast("fp32", "smooth_l1_loss", input, target), "smooth_l1_loss")
@@ -823,6 +826,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     unreduced loss times ``weight``, then its sum or plain mean, as torch."""
     reduction = _reduction.resolve(None, None, reduction)    # 'elementwise_mean' is 'mean', as torch
     _check_reduction(reduction)
+    delta = require_float("huber_loss", "delta", delta, 4)
     if not delta > 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _bcast(*_autocast.cast("fp32", "huber_loss", input, target), "huber_loss")
