@@ -4,6 +4,13 @@ tracegrad), each compared with torch on the same inputs:
   before a mul in a compiled program keeps IEEE's ``0 * inf = nan`` (XLA folded the cast into a
   select that gave 0);
 - ``angle`` of a 0-d float32/float16 (or integer) tensor keeps its float dtype (was float64);
+- ``cumsum``/``cumprod``/``logcumsumexp`` of float16/bfloat16 accumulate in float32 and round each
+  output once, as torch's CPU kernels (a 16-bit running sum drifted by many ulps), cumsum's gradient too;
+- a grad-requiring float written into an integer tensor or a view of one (``ints[0] = x.round()``,
+  ``ints.copy_(x)``) changes its values and gives it no history, as torch's copy_ (the view case
+  raised AttributeError, the whole-tensor copy_ made an int tensor require grad);
+- ``xlogy``/``special.xlog1py`` of a complex tensor and a number raise torch's NotImplementedError
+  (they computed a value; two complex tensors already raised);
 """
 import numpy as np
 import pytest
@@ -49,4 +56,52 @@ def test_angle_dtype(dtype, shape):
     def fn(T):
         y = T.tensor(np.full(shape, -3.0)).to(getattr(T, dtype)).angle()
         return [y.dtype, y.float()]   # numpy has no bfloat16: the values compare as float32
+    same_outcome(fn)
+
+
+def _scan16(T, name, dtype):
+    rs = np.random.RandomState(0)
+    x = (1 + 0.05 * rs.standard_normal((2, 300)) if name == "cumprod" else 3 * rs.standard_normal((2, 300)))
+    z = T.tensor(x.astype(np.float32), dtype=getattr(T, dtype), requires_grad=True)
+    w = T.tensor(np.cos(np.arange(600)).reshape(2, 300).astype(np.float32), dtype=getattr(T, dtype))
+    y = getattr(z, name)(1)
+    (y * w).sum().backward()
+    return str(y.dtype).split(".")[-1], y.detach().float().numpy(), z.grad.float().numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "logcumsumexp"])
+def test_scans_accumulate_16bit_floats_in_float32(name, dtype):
+    want, got = _scan16(torch, name, dtype), _scan16(tracegrad, name, dtype)
+    assert got[0] == want[0]
+    ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+    # values: one rounding of the 16-bit dtype apart at most (cumsum: the same float32 sums,
+    # equal); gradients: cumsum's is the reversed float32 cumsum, as torch's (cumprod's and
+    # logcumsumexp's backward formulas are torch's own 16-bit arithmetic, not compared)
+    assert (np.abs(got[1] - want[1]) / np.maximum(np.abs(want[1]), 1e-3)).max() <= (0 if name == "cumsum" else 1.01 * ulp)
+    if name == "cumsum":
+        np.testing.assert_array_equal(got[2], want[2])
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.xlogy(T.tensor([1j, 2]), 2), lambda T: T.xlogy(2, T.tensor([1j, 2])),
+    lambda T: T.xlogy(T.tensor([1j]), 0), lambda T: T.special.xlog1py(T.tensor([1j]), 2.5),
+    lambda T: T.special.xlog1py(3, T.tensor([1j])), lambda T: T.xlogy(T.tensor([1j]), T.tensor([2j])),
+], ids=["tensor_number", "number_tensor", "zero", "xlog1py_tensor_number", "xlog1py_number_tensor", "tensors"])
+def test_xlogy_refuses_complex(call):
+    assert same_outcome(call) == ("raised", "NotImplementedError")
+
+
+@pytest.mark.parametrize("write", [
+    lambda T, y, x: y.copy_(x), lambda T, y, x: y[0].copy_(x[0]), lambda T, y, x: y.__setitem__(0, x[0].round()),
+    lambda T, y, x: y.__setitem__((slice(None), 0), x[:, 0]), lambda T, y, x: y.view(2)[1].copy_(x[0, 0]),
+    lambda T, y, x: y.t()[0].copy_(x[:, 0]), lambda T, y, x: y.fill_(x[1, 0]),
+    lambda T, y, x: y.masked_fill_(T.tensor([[True], [False]]), x[1, 0]),
+], ids=["copy", "view_copy", "setitem_row", "setitem_column", "view_of_view", "transposed_view", "fill", "masked_fill"])
+def test_grad_requiring_float_into_int_tensor(write):
+    def fn(T):
+        x = T.tensor([[1.4], [2.6]], dtype=T.float64, requires_grad=True)
+        y = T.tensor([[7], [5]])
+        write(T, y, x)
+        return [y, y.requires_grad, None if y.grad_fn is None else y.grad_fn.name(), y._version]
     same_outcome(fn)
