@@ -9,6 +9,11 @@ tracegrad), each compared with torch on the same inputs:
 - a grad-requiring float written into an integer tensor or a view of one (``ints[0] = x.round()``,
   ``ints.copy_(x)``) changes its values and gives it no history, as torch's copy_ (the view case
   raised AttributeError, the whole-tensor copy_ made an int tensor require grad);
+- an in-place op given its own self as another operand (``x.mul_(x)``, ``x.addcmul_(x, x)``,
+  ``x.lerp_(end, x)``) keeps that operand saved as itself, so backward raises torch's "modified by
+  an inplace operation" error (the self-clone was substituted for it too and backward ran); and
+  addcmul/addcdiv save tensor1/tensor2 only for the other's gradient, as torch
+  (``x.addcdiv_(x, ones)`` runs backward);
 - ``xlogy``/``special.xlog1py`` of a complex tensor and a number raise torch's NotImplementedError
   (they computed a value; two complex tensors already raised);
 """
@@ -104,4 +109,39 @@ def test_grad_requiring_float_into_int_tensor(write):
         y = T.tensor([[7], [5]])
         write(T, y, x)
         return [y, y.requires_grad, None if y.grad_fn is None else y.grad_fn.name(), y._version]
+    same_outcome(fn)
+
+
+_SELF_OPERAND = {
+    "mul": lambda T, x: x.mul_(x), "imul": lambda T, x: x.__imul__(x), "div": lambda T, x: x.div_(x),
+    "pow": lambda T, x: x.pow_(x), "lerp_weight": lambda T, x: x.lerp_(T.ones(3), x),
+    "addcmul_both": lambda T, x: x.addcmul_(x, x), "addcmul_one": lambda T, x: x.addcmul_(x, T.ones(3)),
+    "addcdiv_tensor1": lambda T, x: x.addcdiv_(x, T.ones(3)), "addcdiv_tensor2": lambda T, x: x.addcdiv_(T.ones(3), x),
+    "add": lambda T, x: x.add_(x), "sub": lambda T, x: x.sub_(x), "lerp_end": lambda T, x: x.lerp_(x, 0.5),
+    "view": lambda T, x: x.view(3).mul_(x.view(3)), "clamp": lambda T, x: x.clamp_(x, x),
+}
+
+
+@pytest.mark.parametrize("write", list(_SELF_OPERAND.values()), ids=list(_SELF_OPERAND))
+def test_inplace_with_self_as_operand(write):
+    def fn(T):
+        leaf = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x = leaf * 1
+        write(T, x)
+        (x * T.tensor([1.0, -2.0, 0.5])).sum().backward()
+        return leaf.grad
+    same_outcome(fn)
+
+
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+@pytest.mark.parametrize("rg", [(True, False), (False, True), (True, True)], ids=["t1", "t2", "both"])
+def test_addc_saved_set(name, rg):
+    def fn(T):
+        s = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        t1 = T.tensor([2.0, 3.0, 4.0], requires_grad=rg[0])
+        t2 = T.tensor([1.5, 2.0, -1.0], requires_grad=rg[1])
+        y = getattr(T, name)(s, t1, t2, value=0.5)
+        saved = [getattr(y.grad_fn, a) is None for a in ("_saved_tensor1", "_saved_tensor2")]
+        (y * T.tensor([1.0, -2.0, 3.0])).sum().backward()
+        return [saved, [t.grad for t in (s, t1, t2)]]
     same_outcome(fn)

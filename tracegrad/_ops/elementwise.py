@@ -546,10 +546,10 @@ def _wide16(fn):
 
 defop("addcmul", _wide16(lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype)),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcmulBackward0",
-      saves=("tensor1", "tensor2"), no_edge=("value",))
+      saves=("tensor1", "tensor2"), no_edge=("value",), save_if={"tensor1": "tensor2", "tensor2": "tensor1"})
 defop("addcdiv", _wide16(lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) / _c(t2, dtype)),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcdivBackward0",
-      saves=("tensor1", "tensor2"), no_edge=("value",))
+      saves=("tensor1", "tensor2"), no_edge=("value",), save_if={"tensor1": "tensor2"})   # as torch: tensor1 only for tensor2's grad
 
 # ---- dtype and copies -------------------------------------------------------------------
 def cast(x, dtype):
