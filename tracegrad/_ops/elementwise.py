@@ -14,7 +14,21 @@ import jax.numpy as jnp
 from .registry import defop
 
 
+def bool_as(x, dtype):
+    """``x.astype(dtype)``, a bool array made 0/1 of ``dtype`` through uint8 when ``dtype`` is
+    inexact. NOTE [bool casts]: XLA's algebraic simplifier rewrites ``convert(pred) * y`` (and
+    ``/``) into ``select(pred, y, 0)``, dropping IEEE's ``0 * inf = nan``: ``mask * inf`` or
+    ``mask / 0`` gave 0 where torch gives nan, in eager ops that cast inside (mul, div) and in
+    compiled programs fusing ``mask.float() * x``. The uint8 step is not folded into that
+    pattern (the values are the same)."""
+    if x.dtype == jnp.bool_ and jnp.issubdtype(dtype, jnp.inexact):
+        x = x.astype(jnp.uint8)
+    return x.astype(dtype)
+
+
 def _c(x, dtype):
+    if getattr(x, "dtype", None) == jnp.bool_:
+        return bool_as(jnp.asarray(x), dtype)
     return jnp.asarray(x, dtype=dtype)
 
 
@@ -532,10 +546,10 @@ def _wide16(fn):
 
 defop("addcmul", _wide16(lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype)),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcmulBackward0",
-      saves=("tensor1", "tensor2"), no_edge=("value",))
+      saves=("tensor1", "tensor2"), no_edge=("value",), save_if={"tensor1": "tensor2", "tensor2": "tensor1"})
 defop("addcdiv", _wide16(lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) / _c(t2, dtype)),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcdivBackward0",
-      saves=("tensor1", "tensor2"), no_edge=("value",))
+      saves=("tensor1", "tensor2"), no_edge=("value",), save_if={"tensor1": "tensor2"})   # as torch: tensor1 only for tensor2's grad
 
 # ---- dtype and copies -------------------------------------------------------------------
 def cast(x, dtype):
@@ -550,7 +564,7 @@ def cast(x, dtype):
     if jnp.iscomplexobj(x) and dt.kind not in "cb":
         x = jnp.real(x)
     if dt.kind not in "iu" or dt.itemsize > 4 and dt.kind == "u" or not jnp.issubdtype(x.dtype, jnp.floating):
-        return x.astype(dt)
+        return bool_as(x, dt)   # NOTE [bool casts]
     wide = jnp.int64 if dt.itemsize == 8 else jnp.int32
     lim = 2.0 ** (63 if dt.itemsize == 8 else 31)
     t = jnp.trunc(x)
@@ -579,9 +593,10 @@ def _angle(x):
     # torch: a real number's angle is pi below zero, else 0 (-0.0 included; jnp.angle, an atan2,
     # gives pi for -0.0), and NaN stays NaN; its gradient is 0 everywhere, as torch's. A complex
     # zero goes through atan2 as 1 so that the gradient there is 0, not atan2's 0/0 NaN
+    # (the real case casts to x's dtype: JAX's angle of a 0-d float32/16 array is float64 under x64)
     zero = x == 0
     if not jnp.iscomplexobj(x):
-        return jax.lax.stop_gradient(jnp.where(zero, 0, jnp.angle(x)).astype(jnp.angle(x).dtype))
+        return jax.lax.stop_gradient(jnp.where(zero, 0, jnp.angle(x)).astype(x.dtype))
     r = jnp.angle(jnp.where(zero, jnp.ones_like(x), x))
     return jnp.where(zero, jnp.angle(jax.lax.stop_gradient(x)), r)
 

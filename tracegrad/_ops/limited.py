@@ -51,7 +51,8 @@ class LimitedDtypeError(NotImplementedError):
 _NO_COMPLEX = {
     "erf": "erf_vml_cpu", "erfinv": "erfinv_vml_cpu", "nextafter": "nextafter_cpu", "copysign": "copysign_cpu",
     "copysign_scalar": "copysign_cpu", "igamma": "igamma_cpu", "igammac": "igammac_cpu", "xlogy": "xlogy_cpu",
-    "xlog1py": "xlog1py_cpu", "zeta": "zeta_cpu", "round": "round_vml_cpu", "round_decimals": "round_vml_cpu",
+    "xlogy_scalar_self": "xlogy_cpu", "xlogy_scalar_other": "xlogy_cpu", "xlog1py": "xlog1py_cpu",
+    "xlog1py_scalar_self": "xlog1py_cpu", "xlog1py_scalar_other": "xlog1py_cpu", "zeta": "zeta_cpu", "round": "round_vml_cpu", "round_decimals": "round_vml_cpu",
     "polygamma": "polygamma", "softplus": "softplus_cpu", "elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
     "gelu": "GeluKernelImpl", "mish": "mish_cpu", "softmax": "softmax_lastdim_kernel_impl",
     "log_softmax": "log_softmax_lastdim_kernel_impl", "atan2": "atan2_cpu",
@@ -79,6 +80,8 @@ def check_complex(name, arrays) -> None:
         return
     d = next((_dtype(a) for a in arrays if _dtype(a) is not None and jnp.issubdtype(_dtype(a), jnp.complexfloating)),
              None)
+    if d is None and kernel is not None and any(type(a) is complex for a in arrays):
+        d = jnp.dtype(jnp.complex64)   # a Python complex number makes the computation complex (x.xlogy(1j))
     if d is None:
         return
     if name in _NO_COMPLEX_CLAMP:

@@ -14,6 +14,7 @@ import numpy as np
 import jax.scipy.special as jss
 from functools import partial
 
+from .elementwise import opmath
 from .registry import defop
 
 
@@ -239,7 +240,8 @@ def _logcumsumexp(x, dim):
     return jax.lax.cumlogsumexp(x, axis=dim)
 
 
-defop("logcumsumexp", _logcumsumexp, grad_fn="LogcumsumexpBackward0", saves=("self", "result"))
+# float16/bfloat16 inputs scan in float32 and round once, as torch's CPU kernel (opmath)
+defop("logcumsumexp", opmath(_logcumsumexp), grad_fn="LogcumsumexpBackward0", saves=("self", "result"))
 
 
 def _cum_extreme(x, dim, take_later):

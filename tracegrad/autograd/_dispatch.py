@@ -738,6 +738,10 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         if isinstance(a, Tensor) and not a._rg and a._base is not None and a._base._rg:
             _stale_view_requires_grad(a)
     record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
+    if record and op.name == "copy" and self._value.dtype not in _dt.DIFFERENTIABLE:
+        # torch's copy_ records nothing into an integer/bool tensor (its hand-written autograd
+        # checks self's dtype; fill_/masked_fill_ do record there, as torch's generated ones)
+        record = False
     if record and self._base is not None:
         return _inplace_on_view(op, self, args, static)
     arrays = [a._value if isinstance(a, Tensor) else a for a in all_args]
@@ -873,9 +877,12 @@ def _move_retain_grad(t, old, old_nr, new):
 
 def _snapshot_saved(node, t):
     """torch saves a clone of ``self`` when an in-place op needs its old value; JAX arrays are
-    immutable, so the clone is a new tensor over the same array, carrying self's old history."""
-    for s in node.saved:
-        if s.tensor is t and not s.is_output:
+    immutable, so the clone is a new tensor over the same array, carrying self's old history.
+    Only the ``self`` slot (input 0) gets the clone: ``t`` passed again as another operand
+    (``x.mul_(x)``, ``x.addcmul_(x, x)``) stays saved as itself, which the write then outdates,
+    so backward raises torch's "modified by an inplace operation" error."""
+    for s, p in zip(node.saved, node.layout.save_order(node.op)):
+        if p == 0 and s.tensor is t and not s.is_output:
             s.tensor, s.version = snapshot(t), 0
 
 
@@ -915,6 +922,11 @@ def _inplace_on_view(op, view, args, static):
     else:
         res = apply_op(cs, (base, *args, *pos))
         node = res._gf
+        if node is None:
+            # an integer/bool base (a grad-requiring float written into it: ``ints[0] = x.round()``)
+            # gets no history: its values change, as torch's (whose backward could not run there)
+            base._write(res._value)
+            return view
         _snapshot_saved(node, base)
     base._write(res._value)
     old, old_nr = base._gf, base._out_nr
