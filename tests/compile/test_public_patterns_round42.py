@@ -500,3 +500,229 @@ def test_optimizer_counter_attribute_changed_after_step_breaks():
     assert {why for why, _ in st["graph_breaks"]} == {
         "the function changes the Python value 'opt.k' (a counter, an append, an attribute...): "
         "the program would not repeat that on later calls"}, st
+
+
+# ---- dropreg/R-Drop README: two dropout forward passes and the symmetric KL ------------------------
+def _rdrop_program(mod, wrap):
+    nn, F = mod.nn, mod.nn.functional
+
+    class TaskModel(nn.Module):     # a token classifier: embedding, dropout, linear head
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 8, padding_idx=0)
+            self.drop = nn.Dropout(0.3)
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc(self.drop(mod.tanh(self.emb(x))))
+
+    model = np_init(TaskModel(), mod, seed=8)
+    optimizer = mod.optim.Adam(model.parameters(), lr=1e-2)
+
+    def compute_kl_loss(p, q, pad_mask=None):
+        p_loss = F.kl_div(F.log_softmax(p, dim=-1), F.softmax(q, dim=-1), reduction="none")
+        q_loss = F.kl_div(F.log_softmax(q, dim=-1), F.softmax(p, dim=-1), reduction="none")
+        # pad_mask is for seq-level tasks
+        if pad_mask is not None:
+            p_loss.masked_fill_(pad_mask, 0.)
+            q_loss.masked_fill_(pad_mask, 0.)
+        p_loss = p_loss.sum()
+        q_loss = q_loss.sum()
+        return (p_loss + q_loss) / 2
+
+    def step(x, label):
+        # keep dropout and forward twice
+        logits = model(x)
+        logits2 = model(x)
+        ce_loss = 0.5 * (F.cross_entropy(logits.view(-1, 4), label.view(-1))
+                         + F.cross_entropy(logits2.view(-1, 4), label.view(-1)))
+        kl_loss = compute_kl_loss(logits, logits2, pad_mask=(x == 0).unsqueeze(-1))
+        loss = ce_loss + 4.0 * kl_loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss, kl_loss.detach()
+
+    def batch(i):
+        tokens = np.random.RandomState(60 + i).randint(1, 12, size=(3, 5))
+        tokens[:, 3 + i % 2:] = 0     # padded tails
+        label = np.where(tokens == 0, -100, tokens % 4)
+        return mod.tensor(tokens), mod.tensor(label)
+
+    return wrap(step), {"model": model, "opt": optimizer}, batch
+
+
+def test_rdrop_two_dropout_passes_with_pad_mask():
+    # the two passes draw their dropout masks from the program's key, as eager from its generator
+    # (compared with eager tracegrad, the generator state included, not with torch's stream)
+    run = check_compiled(_rdrop_program, calls=4)
+    st = run.step.stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+# ---- facebookresearch/mixup-cifar10 train.py (mixup_data, mixup_criterion, the train loop) -----------
+def _mixup_program(sampler):
+    """``sampler``: "numpy" (the repository's ``np.random.beta``) or "torch" (the same mixing
+    weight from ``torch.distributions.Beta(alpha, alpha).sample()``, as other ports write it;
+    "torch-unvalidated": built with ``validate_args=False``)."""
+    def make(mod, wrap):
+        model = np_init(_mlp(mod, 6, 8, 3, bn=True), mod, seed=9)
+        criterion = mod.nn.CrossEntropyLoss()
+        optimizer = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+
+        def mixup_data(x, y, alpha=1.0):
+            if alpha > 0:
+                if sampler == "numpy":
+                    lam = np.random.beta(alpha, alpha)
+                else:
+                    kw = {"validate_args": False} if sampler == "torch-unvalidated" else {}
+                    lam = mod.distributions.Beta(mod.tensor(alpha), mod.tensor(alpha), **kw).sample()
+            else:
+                lam = 1
+            batch_size = x.size()[0]
+            index = mod.randperm(batch_size)
+            mixed_x = lam * x + (1 - lam) * x[index, :]
+            y_a, y_b = y, y[index]
+            return mixed_x, y_a, y_b, lam
+
+        def mixup_criterion(criterion, pred, y_a, y_b, lam):
+            return lam * criterion(pred, y_a) + (1 - lam) * criterion(pred, y_b)
+
+        def step(inputs, targets):
+            inputs, targets_a, targets_b, lam = mixup_data(inputs, targets, 0.4)
+            outputs = model(inputs)
+            loss = mixup_criterion(criterion, outputs, targets_a, targets_b, lam)
+            _, predicted = mod.max(outputs.data, 1)
+            correct = (lam * predicted.eq(targets_a.data).cpu().sum().float()
+                       + (1 - lam) * predicted.eq(targets_b.data).cpu().sum().float())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss.detach(), correct
+
+        def batch(i):
+            np.random.seed(70 + i)      # the same numpy draws in the eager and the compiled run
+            return data(mod, i, 6, 6), labels(mod, i, 6, 3)
+
+        return wrap(step), {"model": model, "opt": optimizer}, batch
+    return make
+
+
+def test_mixup_with_torch_beta_sample_and_randperm():
+    # Beta's draw and randperm come from the program's key, as eagerly from the generator
+    run = check_compiled(_mixup_program("torch-unvalidated"), calls=4)
+    st = run.step.stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def test_mixup_with_validated_torch_beta_breaks_naming_validation():
+    # validate_args is on by default: the concentration check reads values in Python
+    run = check_compiled(_mixup_program("torch"), calls=3)
+    st = run.step.stats
+    assert st["eager_calls"] == 3, st
+    (why, _), = st["graph_breaks"]
+    assert "checks its values in Python (validate_args" in why, st
+
+
+def test_mixup_with_numpy_beta_runs_eagerly():
+    # np.random.beta inside the step moves numpy's global generator: the program would repeat the
+    # traced draw, so every call runs eagerly, saying why
+    run = check_compiled(_mixup_program("numpy"), calls=3)
+    st = run.step.stats
+    assert st["eager_calls"] == 3 and st["traces"] == 0, st
+    assert {why for why, _ in st["graph_breaks"]} == {
+        "the function changes the Python value 'numpy.random's global generator' (a counter, an append, "
+        "an attribute...): the program would not repeat that on later calls"}, st
+
+
+# ---- the FGM / PGD embedding attacks of Chinese NLP competition code (yangyubuaa/Adversarial_Training
+# and its many copies): perturb the embedding weights along their gradient, back them up in a dict on
+# the attacker, put them back with ``param.data = self.backup[name]`` --------------------------------
+def _fgm_class(mod, checked, reset=True):
+    class FGM:
+        def __init__(self, model):
+            self.model = model
+            self.backup = {}
+
+        def attack(self, epsilon=1., emb_name="emb."):
+            for name, param in self.model.named_parameters():
+                if param.requires_grad and emb_name in name:
+                    self.backup[name] = param.data.clone()
+                    norm = mod.norm(param.grad)
+                    if not checked:
+                        param.data.add_(epsilon * param.grad / (norm + 1e-8))
+                    elif norm != 0 and not mod.isnan(norm):
+                        r_at = epsilon * param.grad / norm
+                        param.data.add_(r_at)
+
+        def restore(self, emb_name="emb."):
+            for name, param in self.model.named_parameters():
+                if param.requires_grad and emb_name in name:
+                    assert name in self.backup
+                    param.data = self.backup[name]
+            if reset:
+                self.backup = {}
+    return FGM
+
+
+def _fgm_program(checked, reset=True):
+    def make(mod, wrap):
+        nn, F = mod.nn, mod.nn.functional
+
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 6)
+                self.fc = nn.Linear(6, 3)
+
+            def forward(self, x, y):
+                return F.cross_entropy(self.fc(self.emb(x).mean(1)), y)
+
+        model = np_init(Classifier(), mod, seed=10)
+        optimizer = mod.optim.AdamW(model.parameters(), lr=1e-2)
+        fgm = _fgm_class(mod, checked, reset)(model)
+
+        def step(batch_input, batch_label):
+            loss = model(batch_input, batch_label)
+            loss.backward()
+            fgm.attack()      # the embedding moves along its gradient
+            loss_adv = model(batch_input, batch_label)
+            loss_adv.backward()     # on top of the clean gradient
+            fgm.restore()
+            optimizer.step()
+            model.zero_grad()
+            return loss.detach(), loss_adv.detach()
+
+        def batch(i):
+            rs = np.random.RandomState(80 + i)
+            return mod.tensor(rs.randint(0, 10, size=(4, 3))), mod.tensor(rs.randint(0, 3, size=4))
+        return wrap(step), {"model": model, "opt": optimizer}, batch
+    return make
+
+
+def test_fgm_embedding_attack_as_written_breaks_on_the_norm_check():
+    run = check_compiled(_fgm_program(True), calls=3, torch_too=True)
+    st = run.step.stats
+    assert st["eager_calls"] == 3, st
+    assert set(break_lines(st)) == {"elif norm != 0 and not mod.isnan(norm):"}, st
+
+
+def test_fgm_embedding_attack_with_backup_reset_breaks_on_the_new_dict():
+    # without the norm check the attack traces; ``self.backup = {}`` binds a new dict on every
+    # call (the old one, holding this call's backups, could be held elsewhere): a graph break
+    run = check_compiled(_fgm_program(False), calls=3, torch_too=True)
+    st = run.step.stats
+    assert st["eager_calls"] == 3, st
+    assert {why for why, _ in st["graph_breaks"]} == {
+        "the function changes the Python value 'fgm.backup' (a counter, an append, an attribute...): "
+        "the program would not repeat that on later calls"}, st
+
+
+@silent("`param.data = self.backup[name]` onto a clone made in the trace and also kept in a dict that "
+        "outlives the call: the dict entry becomes a Rebind (its escape left out of Region.escapes), so "
+        "Region.data_owners (trace_region, region.py) has no entry for the parameter, which stays on the "
+        "trace's storage holding a JAX tracer: reading it raises, the next call UnexpectedTracerError")
+def test_fgm_embedding_attack_with_backup_kept_compiles():
+    run = check_compiled(_fgm_program(False, reset=False), calls=4, torch_too=True)
+    st = run.step.stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
