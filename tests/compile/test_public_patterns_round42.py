@@ -271,7 +271,7 @@ def _accumulation_program(mod, wrap):
          "weight_decay": 0.0},
     ]
     optimizer = mod.optim.AdamW(optimizer_grouped_parameters, lr=5e-2)
-    accumulation_steps, num_warmup_steps, num_training_steps, num_batches = 2, 2, 8, 6
+    accumulation_steps, num_warmup_steps, num_training_steps, num_batches = 2, 2, 8, 4
 
     def lr_lambda(current_step):   # get_linear_schedule_with_warmup's lambda
         if current_step < num_warmup_steps:
@@ -299,11 +299,11 @@ def _accumulation_program(mod, wrap):
 
 def test_gradient_accumulation_with_conditional_step_and_logged_norm():
     # the Python index is guarded (a program per value); the returned norm a deferred item()
-    run = check_compiled(_accumulation_program, calls=6, torch_too=True)
+    run = check_compiled(_accumulation_program, calls=4, torch_too=True)
     st = run.step.stats
     assert st["graph_breaks"] == [] and st["eager_calls"] == 1, st
-    assert run.state["sched"].last_epoch == 4
-    assert [type(s["out"][1]) for s in run.snaps] == [float, type(None), float, type(None), float, float]
+    assert run.state["sched"].last_epoch == 3     # the last, partial accumulation steps too
+    assert [type(s["out"][1]) for s in run.snaps] == [float, type(None), float, float]
 
 
 # ---- CuriousAI/mean-teacher pytorch/main.py, mean_teacher/losses.py, ramps.py ------------------
@@ -555,7 +555,7 @@ def _rdrop_program(mod, wrap):
 def test_rdrop_two_dropout_passes_with_pad_mask():
     # the two passes draw their dropout masks from the program's key, as eager from its generator
     # (compared with eager tracegrad, the generator state included, not with torch's stream)
-    run = check_compiled(_rdrop_program, calls=4)
+    run = check_compiled(_rdrop_program, calls=3)
     st = run.step.stats
     assert st["graph_breaks"] == [] and st["traces"] == 1, st
 
