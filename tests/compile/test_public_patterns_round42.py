@@ -23,6 +23,13 @@ no random numbers) with the harness (tiny sizes, numpy weights and data):
 - michaelrzhang/lookahead: the ``Lookahead`` wrapper (an ``Optimizer`` subclass that never calls
   ``Optimizer.__init__``), its Python step counter, slow weights and the "pullback" momentum
   rewrite every ``la_steps`` calls.
+- dropreg/R-Drop: two dropout forward passes per step, the symmetric ``kl_div`` with
+  ``masked_fill_`` of the padding.
+- facebookresearch/mixup-cifar10: ``mixup_data``/``mixup_criterion`` with ``randperm``, the mixing
+  weight from ``np.random.beta`` or ``torch.distributions.Beta(...).sample()``.
+- the FGM embedding attack of NLP competition code (yangyubuaa/Adversarial_Training and its
+  copies): the embedding weights backed up in a dict, moved along their gradient, put back with
+  ``param.data = self.backup[name]`` between two backward passes.
 """
 import math
 from collections import defaultdict
