@@ -447,18 +447,28 @@ def _lookahead_class(mod):
     return Lookahead
 
 
-def _lookahead_program(pullback):
+def _lookahead_program(pullback, held=False):
+    """``held``: the step reaches the optimizer as an attribute of a trainer object."""
     def make(mod, wrap):
         model = np_init(_mlp(mod, 5, 6, 2), mod, seed=6)
         base = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         optimizer = _lookahead_class(mod)(base, la_steps=2, la_alpha=0.5, pullback_momentum=pullback)
+        trainer = type("Trainer", (), {})()
+        trainer.optimizer = optimizer
 
-        def step(x, y):
-            optimizer.zero_grad()
+        def train(opt, x, y):
+            opt.zero_grad()
             loss = mod.nn.functional.mse_loss(model(x), y)
             loss.backward()
-            optimizer.step()
+            opt.step()
             return loss
+
+        if held:
+            def step(x, y):
+                return train(trainer.optimizer, x, y)
+        else:
+            def step(x, y):
+                return train(optimizer, x, y)
 
         state = {"model": model, "opt": optimizer, "slow": [optimizer.state[p] for p in model.parameters()]}
         return wrap(step), state, lambda i: (data(mod, i, 4, 5), data(mod, i, 4, 2, seed=400))
@@ -478,6 +488,16 @@ def test_lookahead_wrapper_counter_and_pullback_momentum(pullback):
         "the function changes the Python value 'optimizer._la_step' (a counter, an append, an attribute...): "
         "the program would not repeat that on later calls"}, st
     assert run.state["opt"]._la_step == 1
+
+
+def test_lookahead_held_by_a_trainer_object():
+    # one level further: ``trainer.optimizer._la_step += 1``, the wrapper's state put back too
+    run = check_compiled(_lookahead_program("pullback", held=True), calls=4, torch_too=True)
+    st = run.step.stats
+    assert st["eager_calls"] == 4 and st["traces"] == 0, st
+    assert {why for why, _ in st["graph_breaks"]} == {
+        "the function changes the Python value 'trainer.optimizer' (a counter, an append, an attribute...): "
+        "the program would not repeat that on later calls"}, st
 
 
 def test_optimizer_counter_attribute_changed_after_step_breaks():

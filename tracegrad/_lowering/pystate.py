@@ -716,6 +716,10 @@ def _items(v, depth=_NESTED):
 def _attr_signature(v):
     if isinstance(v, _HOLDERS):
         return (id(v),) + _items(v)
+    if _option_dicts(v) is not None:
+        # an optimizer held by an object the function reads (``trainer.opt``): its own counters
+        # and flags, as for one the function names itself
+        return (id(v),) + tuple((k, _leaf(a)) for k, a in optimizer_attributes(v))
     return _leaf(v)
 
 
@@ -741,9 +745,17 @@ def scalar_signature(refs):
     return tuple(out)
 
 
+class _OptimizerAttributes(dict):
+    """``_copy``'s record of an optimizer's own attributes (``optimizer_attributes``, its state
+    included), for ``_put_back``."""
+
+
 def _copy(v, depth=_NESTED):
     """What ``_put_back`` needs to restore a container's contents, and those of the containers
-    in it (``depth`` levels down); None for anything else."""
+    in it (``depth`` levels down), or an optimizer's own attributes; None for anything else."""
+    if _option_dicts(v) is not None and depth > 1:
+        own = _OptimizerAttributes(optimizer_attributes(v, with_state=True))
+        return own, tuple((a, c) for a in own.values() for c in (_copy(a, depth - 1),) if c is not None)
     if isinstance(v, _BUFFERS):
         size = v.nbytes if isinstance(v, np.ndarray) else len(v) * getattr(v, "itemsize", 1)
         return None if size > _BUFFER_COPY_MAX else (_BUF, v.copy() if isinstance(v, np.ndarray) else v[:])
@@ -780,6 +792,14 @@ def _put_back(v, copy):
     if copy is None:
         return
     shallow, inner = copy
+    if isinstance(shallow, _OptimizerAttributes):
+        d = vars(v)
+        for k in [k for k, _ in optimizer_attributes(v, with_state=True) if k not in shallow]:
+            del d[k]
+        d.update(shallow)
+        for a, c in inner:
+            _put_back(a, c)
+        return
     if shallow is _BUF:
         if isinstance(v, np.ndarray):
             np.copyto(v, inner)
