@@ -39,6 +39,7 @@ from .._tensor.tensor import Tensor, chain_is_contiguous, storage_offset_of, str
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
+from .pystate import optimizer_attributes as _own_attributes
 from .exc import Unsupported
 from .guards import _Attributes, _Probe
 
@@ -56,14 +57,6 @@ _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the standard library's logging package: a graph break raised from a logging call names the
 # user's line that made the call, not logging's own frames
 _LOGGING = os.path.dirname(os.path.abspath(logging.__file__)) + os.sep
-
-
-def _own_attributes(opt):
-    """An optimizer's attributes other than those compile tracks itself (its state, param
-    groups, defaults, hook dicts) and an lr scheduler's ``_opt_called`` flag (set once, by the
-    first eager step): a custom optimizer's counters, lists and flags."""
-    return [(k, v) for k, v in vars(opt).items()
-            if k not in ("state", "param_groups", "defaults", "_opt_called") and not k.startswith("_optimizer_")]
 
 
 def _is_traced_value(v):

@@ -15,7 +15,11 @@ call, NOTE [carried state] in ``carry.py``). Objects whose Python state the capt
 other means are skipped: tensors and generators, and the classes that set
 ``_tracegrad_state_is_captured`` (modules, optimizers, compiled functions). An optimizer's
 param-group options are looked at the same way (``_tracegrad_option_dicts``): an lr changed
-inside the step (by hand or by a scheduler stepping there) is a side effect.
+inside the step (by hand or by a scheduler stepping there) is a side effect. So are its own
+attributes other than those compile tracks (``optimizer_attributes``): a wrapper optimizer's
+counter (michaelrzhang/lookahead's ``self._la_step += 1``, in a ``step`` that never reaches
+``Optimizer.step``'s tracing hook because the wrapper skips ``Optimizer.__init__``), or
+``opt.n += 1`` written by the step function after ``opt.step()``.
 
 Side effects are looked for in these values only; the values a trace reads are found further
 out, from the code of the modules and helper functions it calls (NOTE [Python values read] in
@@ -633,6 +637,17 @@ class _SlotMap:
         object.__delattr__(self.obj, k)
 
 
+def optimizer_attributes(opt, with_state=False):
+    """An optimizer's attributes other than those compile tracks itself (its state, param
+    groups, defaults, hook dicts) and an lr scheduler's ``_opt_called`` flag (set once, by the
+    first eager step): a custom optimizer's counters, lists and flags. ``with_state``: its
+    ``state`` too, which an abandoned trace puts back (a wrapper optimizer's own per-parameter
+    dicts are tracked nowhere else: Lookahead's ``cached_mom`` rebound to the momentum buffer)."""
+    skip = ("param_groups", "defaults", "_opt_called") if with_state else \
+        ("state", "param_groups", "defaults", "_opt_called")
+    return [(k, v) for k, v in vars(opt).items() if k not in skip and not k.startswith("_optimizer_")]
+
+
 def _option_dicts(v):
     """An optimizer's list of param-group dicts (``_tracegrad_option_dicts``): Python options
     a step may change (``group["lr"] *= 0.5``, a scheduler stepping inside), or None."""
@@ -701,6 +716,10 @@ def _items(v, depth=_NESTED):
 def _attr_signature(v):
     if isinstance(v, _HOLDERS):
         return (id(v),) + _items(v)
+    if _option_dicts(v) is not None:
+        # an optimizer held by an object the function reads (``trainer.opt``): its own counters
+        # and flags, as for one the function names itself
+        return (id(v),) + tuple((k, _leaf(a)) for k, a in optimizer_attributes(v))
     return _leaf(v)
 
 
@@ -726,9 +745,17 @@ def scalar_signature(refs):
     return tuple(out)
 
 
+class _OptimizerAttributes(dict):
+    """``_copy``'s record of an optimizer's own attributes (``optimizer_attributes``, its state
+    included), for ``_put_back``."""
+
+
 def _copy(v, depth=_NESTED):
     """What ``_put_back`` needs to restore a container's contents, and those of the containers
-    in it (``depth`` levels down); None for anything else."""
+    in it (``depth`` levels down), or an optimizer's own attributes; None for anything else."""
+    if _option_dicts(v) is not None and depth > 1:
+        own = _OptimizerAttributes(optimizer_attributes(v, with_state=True))
+        return own, tuple((a, c) for a in own.values() for c in (_copy(a, depth - 1),) if c is not None)
     if isinstance(v, _BUFFERS):
         size = v.nbytes if isinstance(v, np.ndarray) else len(v) * getattr(v, "itemsize", 1)
         return None if size > _BUFFER_COPY_MAX else (_BUF, v.copy() if isinstance(v, np.ndarray) else v[:])
@@ -755,7 +782,8 @@ def snapshot(refs):
             attrs = {k: (a, _copy(a)) for k, a in _class_attributes(v)}
         dicts = _option_dicts(v)
         if dicts is not None:
-            attrs = (list(dicts), [(d, _copy(d)) for d in dicts])
+            attrs = (list(dicts), [(d, _copy(d)) for d in dicts],
+                     {k: (a, _copy(a)) for k, a in optimizer_attributes(v, with_state=True)})
         snap.append((name, cell, g, v, _copy(v), attrs))
     return snap
 
@@ -764,6 +792,14 @@ def _put_back(v, copy):
     if copy is None:
         return
     shallow, inner = copy
+    if isinstance(shallow, _OptimizerAttributes):
+        d = vars(v)
+        for k in [k for k, _ in optimizer_attributes(v, with_state=True) if k not in shallow]:
+            del d[k]
+        d.update(shallow)
+        for a, c in inner:
+            _put_back(a, c)
+        return
     if shallow is _BUF:
         if isinstance(v, np.ndarray):
             np.copyto(v, inner)
@@ -810,12 +846,18 @@ def restore(snap):
         elif g.get(name) is not v:
             g[name] = v
         _put_back(v, copy)
-        if isinstance(attrs, tuple):             # an optimizer's param groups
-            dicts, copies = attrs
+        if isinstance(attrs, tuple):             # an optimizer's param groups and own attributes
+            dicts, copies, own = attrs
             dicts_now = _option_dicts(v)
             dicts_now[:] = dicts
             for d, c in copies:
                 _put_back(d, c)
+            d = vars(v)
+            for k in [k for k, _ in optimizer_attributes(v, with_state=True) if k not in own]:
+                del d[k]
+            for k, (a, c) in own.items():
+                d[k] = a
+                _put_back(a, c)
         elif attrs is not None:
             d = _ClassDict(v) if isinstance(v, type) else attributes(v)
             for k in [k for k in d if k not in attrs]:
@@ -949,7 +991,8 @@ def effects_signature(refs):
             dicts = _option_dicts(v)
             out.append((name, id(v), _ATTRS, (("param_groups", len(dicts)),) + tuple(
                 (f"param_groups[{i}][{k!r}]", _attr_signature(a)) for i, d in enumerate(dicts)
-                for k, a in d.items() if k != "params")))
+                for k, a in d.items() if k != "params")
+                + tuple((k, _attr_signature(a)) for k, a in optimizer_attributes(v))))
         else:
             out.append((name, id(v)))
     return tuple(out)
