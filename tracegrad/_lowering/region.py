@@ -1100,6 +1100,16 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 places, escapes, storages, cap.created,
                 {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
             info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
+            # NOTE [.data set in a trace]: a tensor moved onto a storage that each call binds to a
+            # new tensor elsewhere (``p.data = backup[k]`` with the dict kept) would have to move
+            # onto that call's new tensor too; the program does not follow it (it would stay on
+            # this trace's storage), so the function runs eagerly
+            rebound = {id(escapes[r.index]) for r in info["rebinds"] if escapes[r.index] is not None}
+            for t, _, _, _ in cap.data_sets.values():
+                if id(t._st) in rebound:
+                    raise GraphBreak("a tensor's .data is set to a tensor the function also keeps in a container "
+                                     "or attribute (`p.data = backup[name]`): eagerly both share one storage "
+                                     "after every call, which the program cannot repeat")
             if not plan.vjp and not cap.backward_ran \
                     and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
