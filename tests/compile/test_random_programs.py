@@ -7,7 +7,10 @@ LayerNorm, BatchNorm1d, Dropout, activations, a residual), tensor code in the fo
 and transposes, slices and ``cat``, an in-place op on a clone, ``where``, ``clamp``), a loss,
 an optimizer from ``tracegrad.optim`` with its options, param groups, a frozen parameter, an
 intermediate's ``retain_grad`` whose ``.grad`` is kept, gradient clipping, micro-batch
-accumulation, ``.grad`` accumulated across calls, and between calls an lr scheduler, a
+accumulation, ``.grad`` accumulated across calls, hooks registered before the loop (a tensor
+hook changing a gradient, module forward/pre/full-backward hooks, hooks appending to a Python
+log), a straight-through custom ``autograd.Function``, an EMA copy of the model, a gradient
+penalty through ``autograd.grad(create_graph=True)``, and between calls an lr scheduler, a
 ``train()``/``eval()`` switch or a new batch size. The seeds in ``SEEDS`` run in the suite;
 ``python tests/compile/test_random_programs.py N`` runs seeds 0..N-1 and prints failures.
 """
@@ -36,6 +39,9 @@ OPTIMIZERS = [
 ]
 ACTIVATIONS = ["ReLU", "Tanh", "GELU", "SiLU", "Sigmoid", "LeakyReLU", "ELU", "Softplus"]
 LOSSES = ["mse", "cross_entropy", "smooth_l1", "huber", "sum_sq"]
+# hooks a training script registers once, before the loop (each must run on every call, with
+# that call's values, in eager's order)
+HOOKS = ["param_hook", "post_accumulate", "forward_hook", "forward_pre_hook", "full_backward_hook", "grad_log"]
 D_IN, CLASSES = 6, 3
 
 
@@ -64,6 +70,9 @@ class Spec:
                                  "load_state"])
         self.split = r.random() < 0.3     # only the forward + loss compiled; backward and step outside
         self.calls = 3
+        # drawn last, so the choices above stay what they were for every seed
+        self.hooks = r.sample(HOOKS, r.randint(0, 2)) if r.random() < 0.5 else []
+        self.extra = r.choice([None, None, "ema", "ste", "penalty"])
 
     @property
     def random_draws(self):
@@ -76,6 +85,7 @@ class Spec:
 def make_program(spec):
     def make(mod, wrap):
         nn, F = mod.nn, mod.nn.functional
+        ste = ste_clamp(mod) if spec.extra == "ste" else None
 
         class Net(nn.Module):
             def __init__(self):
@@ -97,6 +107,8 @@ def make_program(spec):
                     h = drop(act(norm(lin(x))))
                     x = x + h if res else h
                 x = tensor_code(mod, x, spec.tensor_code, self)
+                if ste is not None:
+                    x = ste.apply(x)
                 if spec.retain:
                     x.retain_grad()
                     stash["inter"] = x
@@ -107,6 +119,11 @@ def make_program(spec):
         params = [p for _, p in model.named_parameters()]
         if spec.freeze:
             params[0].requires_grad_(False)
+        log = []
+        register_hooks(mod, spec.hooks, model, log)
+        ema = np_init(Net(), mod, seed=spec.seed) if spec.extra == "ema" else None
+        if ema is not None:
+            ema.requires_grad_(False)
         name, kw = spec.opt
         trainable = [p for p in params if p.requires_grad]
         groups = [{"params": trainable[:1], "lr": kw["lr"] * 2}, {"params": trainable[1:]}] if spec.groups else trainable
@@ -114,7 +131,15 @@ def make_program(spec):
         sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
 
         def loss_of(x, y):
+            if spec.extra == "penalty":       # a gradient penalty on the input (WGAN-GP, R1)
+                x = x.detach().requires_grad_(True)
             out = model(x)
+            if spec.extra == "penalty":
+                g, = mod.autograd.grad(out.sum(), x, create_graph=True)
+                return _loss(out, y) + 0.1 * (g ** 2).sum() / x.shape[0]
+            return _loss(out, y)
+
+        def _loss(out, y):
             if spec.loss == "cross_entropy":
                 return F.cross_entropy(out, y)
             t = y[:, :2] if y.dim() == 2 else None
@@ -150,6 +175,10 @@ def make_program(spec):
             elif spec.clip == "value":
                 mod.nn.utils.clip_grad_value_(model.parameters(), 0.02)
             opt.step()
+            if ema is not None:
+                with mod.no_grad():
+                    for e, p in zip(ema.parameters(), model.parameters()):
+                        e.mul_(0.8).add_(p, alpha=0.2)
             return total
 
         def batch(i):
@@ -161,8 +190,45 @@ def make_program(spec):
 
         if spec.split:
             step.stats = getattr(compiled_loss, "stats", None)
-        return (step if spec.split else wrap(step)), {"model": model, "opt": opt, "sched": sched, "stash": stash}, batch
+        state = {"model": model, "opt": opt, "sched": sched, "stash": stash, "log": log}
+        if ema is not None:
+            state["ema"] = ema
+        return (step if spec.split else wrap(step)), state, batch
     return make
+
+
+def ste_clamp(mod):
+    """A straight-through clamp: forward clamps to [-1, 1], backward passes the gradient where
+    the input was within [-2, 2] (not the clamp's own derivative: a custom rule)."""
+    class STEClamp(mod.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clamp(-1.0, 1.0)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * (x.abs() <= 2.0).to(g.dtype)
+    return STEClamp
+
+
+def register_hooks(mod, hooks, model, log):
+    """The hooks in ``hooks`` on ``model``; the ones with Python side effects append to ``log``."""
+    first = model.lins[0]
+    for h in hooks:
+        if h == "param_hook":
+            model.head.weight.register_hook(lambda g: g * 0.5)
+        elif h == "post_accumulate":
+            model.head.bias.register_post_accumulate_grad_hook(lambda p: log.append(("acc", p.grad.shape[0])))
+        elif h == "forward_hook":
+            first.register_forward_hook(lambda m, inp, out: out * 1.1)
+        elif h == "forward_pre_hook":
+            model.head.register_forward_pre_hook(lambda m, inp: (inp[0] * 0.9,))
+        elif h == "full_backward_hook":
+            model.head.register_full_backward_hook(lambda m, gin, gout: (gin[0] * 2.0,))
+        else:    # a hook reading its gradient's value on the host, every call
+            model.head.weight.register_hook(lambda g: log.append(round(float(g.abs().sum()), 3)) or None)
 
 
 def tensor_code(mod, x, ops, net):
@@ -233,8 +299,9 @@ def run_seed(seed, torch_too=True):
 # norm, tensor-code op, loss, optimizer, flag and between-calls action; every pair of the yes/no
 # flags; every choice again in a program compared with torch, i.e. without dropout), picked
 # greedily from seeds 0..599 preferring small programs: each seed is a few dozen eager programs
-# and a compiled step, so fewer seeds make the suite faster without losing what was checked
-SEEDS = [4, 5, 15, 43, 123, 135, 286, 453, 495, 532, 597, 599]
+# and a compiled step, so fewer seeds make the suite faster without losing what was checked.
+# 99 and 104 add the hooks and the straight-through Function the others do not draw.
+SEEDS = [4, 5, 15, 43, 99, 104, 123, 135, 286, 453, 495, 532, 597, 599]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -246,12 +313,13 @@ def test_random_program(seed):
     assert stats["traces"] >= 1 or stats["graph_breaks"], Spec(seed)
 
 
-if __name__ == "__main__":         # a longer search: python tests/compile/test_random_programs.py 300
+if __name__ == "__main__":   # a longer search: PYTHONPATH=tests python -m tests.compile.test_random_programs 300 [first]
     import traceback
     import torch
     torch.set_num_threads(1)
     bad = []
-    for s in range(int(sys.argv[1]) if len(sys.argv) > 1 else 100):
+    first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    for s in range(first, first + (int(sys.argv[1]) if len(sys.argv) > 1 else 100)):
         try:
             run = run_seed(s)
             if run.step.stats["graph_breaks"]:
