@@ -1114,8 +1114,18 @@ def _program_arcface(mod, log):
     fe_dict = get_feature_dict(identity_list, features)
     pairs = ["p0.jpg p1.jpg 1", "p1.jpg p2.jpg 0", "p3.jpg p4.jpg 1", "p0.jpg p4.jpg 0"]
     acc, th = test_performance(fe_dict, pairs)
-    log("lfw acc", acc)
-    log("lfw th", th)
+    # the briefly trained model maps these five random images to nearly one feature, so the
+    # pairs' cosine similarities sit within a few float32 ulps of 1 and the threshold sweep's
+    # accuracy is decided by rounding (a CI machine got 0.75 against torch's 0.5): compare the
+    # similarities with the log's tolerance, and the accuracy only where their gaps decide it
+    sims = [float(np.dot(fe_dict[a], fe_dict[b])
+                  / (np.linalg.norm(fe_dict[a]) * np.linalg.norm(fe_dict[b])))
+            for a, b, _ in (pair.split() for pair in pairs)]
+    log("lfw sims", np.asarray(sims))
+    gaps = np.diff(np.sort(sims))
+    if gaps.size and gaps.min() > 1e-4:
+        log("lfw acc", acc)
+        log("lfw th", th)
 
 
 def test_arcface_pytorch_margins_focal_loss_train_and_lfw_test():
