@@ -15,6 +15,7 @@ from .._ops.registry import OPS
 from .._tensor.convert import check_float_fits
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
+from .._tensor import tensor as _tmod
 from ._registry import method
 from .promotion import _SCALAR_NAME
 from .argcheck import strict_error
@@ -516,6 +517,13 @@ def _mask_put(self, key, value):
         return False
     if tuple(mask.shape) != tuple(self.shape[:mask.ndim]):
         return False     # the general path raises torch's IndexError
+    if (_tmod.has_internal_overlap(self) and any(o.view == "overlap" for o, _, _ in self._chain)
+            and (isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.ndim == 0))):
+        # an expanded self: torch writes one value through a mask with masked_fill_, which warns
+        # and writes every alias (see inplace._masked_fill_expanded) instead of raising
+        self.masked_fill_(mask.reshape(tuple(mask.shape) + (1,) * (self.ndim - mask.ndim)),
+                          value.to(self.dtype) if isinstance(value, Tensor) else value)
+        return True
     if isinstance(value, Tensor):
         if value.ndim != 0 or (value.is_complex() and not self.is_complex()):
             return False
