@@ -3,7 +3,7 @@ dtype lists and loop sizes cut where noted, to keep the file fast), run on trace
 ``tracegrad.testing._internal`` harness (``TestCase``, ``instantiate_device_type_tests``,
 ``make_tensor``). Sources: pytorch/pytorch test/test_binary_ufuncs.py (commit 001758d0,
 ``TestBinaryUfuncs``), plus the torch 2.13 behaviours this round fixed (float floor division's
-signed zero, masked_fill_ on an expanded tensor), written in the same style. ``TI29_ORACLE=1`` runs the same classes on torch 2.13 itself
+signed zero, masked_fill_/index_fill_/index_put_ with one value on an expanded tensor), written in the same style. ``TI29_ORACLE=1`` runs the same classes on torch 2.13 itself
 (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is torch's."""
 import importlib
 import math
@@ -351,6 +351,32 @@ class TestFixesTI29(TestCase):
         # other in-place ops on it still raise
         with self.assertRaisesRegex(RuntimeError, "unsupported operation"):
             x.add_(1)
+
+    def test_index_fill_index_put_expanded(self, device):
+        # index_fill_ / index_put_ / self[indices] = value with one value on an expanded tensor:
+        # torch's "Use of index_fill_ (index_put_) on expanded tensors is deprecated" warning and
+        # every alias written (were RuntimeError "unsupported operation")
+        def fresh():
+            base = torch.tensor([[1.], [2.]], device=device)
+            return base, base.expand(2, 3)
+        base, x = fresh()
+        with self.assertWarnsRegex(UserWarning, "index_fill_ on expanded tensors"):
+            x.index_fill_(1, torch.tensor([1], device=device), 5.)
+        self.assertEqual(base, torch.tensor([[5.], [5.]], device=device))
+        base, x = fresh()
+        with self.assertWarnsRegex(UserWarning, "index_fill_ on expanded tensors"):
+            x.index_fill_(0, torch.tensor([1], device=device), torch.tensor(5., device=device))
+        self.assertEqual(x, torch.tensor([[1., 1., 1.], [5., 5., 5.]], device=device))
+        base, x = fresh()
+        with self.assertWarnsRegex(UserWarning, "index_put_ on expanded tensors"):
+            x.index_put_((torch.tensor([1], device=device),), torch.tensor(5., device=device))
+        self.assertEqual(base, torch.tensor([[1.], [5.]], device=device))
+        with self.assertWarnsRegex(UserWarning, "index_put_ on expanded tensors"):
+            x[torch.tensor([0], device=device)] = 3.
+        self.assertEqual(base, torch.tensor([[3.], [5.]], device=device))
+        with self.assertWarnsRegex(UserWarning, "index_put_ on expanded tensors"):
+            x[1, torch.tensor([2], device=device)] = torch.tensor([4.], device=device)
+        self.assertEqual(x, torch.tensor([[3., 3., 3.], [4., 4., 4.]], device=device))
 
 
 _cdt.instantiate_device_type_tests(TestBinaryUfuncsTI29, globals(), only_for="cpu")

@@ -13,7 +13,7 @@ from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.convert import check_float_fits
-from .._tensor.factories import tensor
+from .._tensor.factories import tensor, zeros
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from .._tensor import tensor as _tmod
 from ._registry import method
@@ -476,6 +476,14 @@ def setitem(self, key, value):
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         _check_value_fits(self, key, value)    # torch reports a shape mismatch before the dtype
     _check_put_dtype(self, value)   # torch casts only for basic keys (copy_)
+    if (_tmod.has_internal_overlap(self) and any(o.view == "overlap" for o, _, _ in self._chain)
+            and (isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.numel() == 1))):
+        # an expanded self and one value: torch's index_put_ warns and writes every alias
+        from .inplace import write_one_value_expanded
+        where = zeros(tuple(self.shape), dtype=_dt.bool_)
+        setitem(where, key, True)
+        write_one_value_expanded(self, where, value.reshape(()) if isinstance(value, Tensor) else value, "index_put_")
+        return
     try:
         if full:
             index_put_(self, arrays, value, markers=markers)
@@ -596,6 +604,13 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
         _check_byte_mask_fill(indices, values, accumulate)
         indices = masks
         key = indices
+        if (not accumulate and _tmod.has_internal_overlap(self) and any(o.view == "overlap" for o, _, _ in self._chain)
+                and isinstance(values, Tensor) and values.numel() == 1 and values.dtype is self.dtype):
+            # an expanded self and one value: torch warns and writes every alias (defined, as the
+            # value is the same everywhere) where other writes raise
+            from .inplace import write_one_value_expanded
+            where = zeros(tuple(self.shape), dtype=_dt.bool_).index_put_(tuple(indices), tensor(True))
+            return write_one_value_expanded(self, where, values.reshape(()), "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
         _check_put_dtype(self, values)
