@@ -378,6 +378,27 @@ class TestFixesTI29(TestCase):
             x[1, torch.tensor([2], device=device)] = torch.tensor([4.], device=device)
         self.assertEqual(x, torch.tensor([[3., 3., 3.], [4., 4., 4.]], device=device))
 
+    def test_expanded_write_still_refused(self, device):
+        # a Python True key is basic indexing (a view, then copy_): still "unsupported operation"
+        x = torch.zeros(1, device=device).expand(3)
+        with self.assertRaisesRegex(RuntimeError, "unsupported operation"):
+            x[True] = 2.
+        # an expanded tensor whose history is recorded: torch raises in backward
+        # (AsStridedBackward0), tracegrad at the write; either way inside this block
+        w = torch.zeros(1, device=device, requires_grad=True)
+        mask = torch.tensor([True, False, False], device=device)
+        with self.assertRaisesRegex(RuntimeError, "unsupported operation"):
+            y = w.clone().expand(3)
+            y.masked_fill_(mask, 2.)
+            y.sum().backward()
+        # a value that requires grad into an untracked expanded tensor: every alias holds it
+        v = torch.tensor(2., device=device, requires_grad=True)
+        y = torch.zeros(1, device=device).expand(3)
+        with self.assertWarnsRegex(UserWarning, "expanded tensors"):
+            y.masked_fill_(mask, v)
+        y.sum().backward()
+        self.assertEqual(v.grad, torch.tensor(3., device=device))
+
 
 _cdt.instantiate_device_type_tests(TestBinaryUfuncsTI29, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestFixesTI29, globals(), only_for="cpu")

@@ -378,8 +378,7 @@ def masked_fill_(self, mask, value):
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
     op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
-    if (_tensor_mod.has_internal_overlap(self) and any(o.view == "overlap" for o, _, _ in self._chain)
-            and mask.ndim <= self.ndim and broadcastable(mask.shape, self.shape)):
+    if (is_expanded(self) and mask.ndim <= self.ndim and broadcastable(mask.shape, self.shape)):
         return _masked_fill_expanded(op, self, mask, value)
     return apply_inplace(op, self, (mask, value))
 
@@ -401,8 +400,12 @@ def write_one_value_expanded(self, where, value, name):
 
 
 def is_expanded(t) -> bool:
-    """t's elements alias each other (a zero-stride dim of size > 1 from expand/as_strided)."""
-    return _tensor_mod.has_internal_overlap(t) and any(o.view == "overlap" for o, _, _ in t._chain)
+    """t's elements alias each other (a zero-stride dim of size > 1 from expand/as_strided) and
+    the one-value write torch allows there with a warning can be done: not when t's history is
+    recorded (torch then raises "unsupported operation" in backward, from AsStridedBackward0; we
+    keep raising at the write, which also says to clone)."""
+    return (_tensor_mod.has_internal_overlap(t) and any(o.view == "overlap" for o, _, _ in t._chain)
+            and not (t.requires_grad and _state.grad_enabled()))
 
 
 def _masked_fill_expanded(op, self, mask, value, warned=False):
