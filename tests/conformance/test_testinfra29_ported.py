@@ -139,15 +139,14 @@ class TestBinaryUfuncsTI29(TestCase):
             self.assertEqual(actual2, expected.to(actual))
 
     def test_int_and_float_pow(self, device):
-        # torch's (513, 513) case is cut to (13, 13)
+        # torch's ((513, 513), 4, (513,)) and ((5, 5, 5), 5, (5,)) cases are left out: each
+        # distinct shape is a compile per op and dtype, and they alone doubled the file's time
         def _test_int_and_float_pow(dt, low, high, dev):
             test_cases = (
                 ((4, 4), 0, (4, 1)),
                 ((3, 1), 4, (3, 1)),
                 ((2,), 4, (1,)),
                 ((1,), 2, ()),
-                ((13, 13), 4, (13,)),
-                ((5, 5, 5), 5, (5,)),
                 ((), 2, ()),
             )
             for base_shape, exp_scalar, exp_shape in test_cases:
