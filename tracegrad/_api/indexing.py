@@ -13,12 +13,13 @@ from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.convert import check_float_fits
-from .._tensor.factories import tensor
+from .._tensor.factories import tensor, zeros
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
 from .argcheck import strict_error
-from .inplace import _check_expand, check_index_dtype, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
+from .inplace import _check_expand, check_index_dtype, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_, is_expanded, \
+    write_one_value_expanded
 from .promotion import _CPP_NAME, _check_scalar_value, check_real_scalars
 from .shape import expand, flatten
 
@@ -377,6 +378,9 @@ def getitem(self, key):
     """Mirrors ``Tensor.__getitem__``: ints, slices, None, ..., integer tensors/lists and bool
     masks. Basic keys give views; advanced keys give copies (``IndexBackward0``).
     IndexError for out-of-range indices."""
+    # a Python True/False in the key is basic indexing in torch (an unsqueeze view, then copy_, which
+    # refuses an expanded tensor), not a mask: no one-value write into an expanded self then
+    py_bool = any(type(k) is bool for k in (key if isinstance(key, tuple) else (key,)))
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
@@ -442,6 +446,9 @@ def setitem(self, key, value):
         # torch writes one value through one mask with masked_fill_, which takes bool masks only
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char; "
                            "index with mask.bool()")
+    # a Python True/False in the key is basic indexing in torch (an unsqueeze view, then copy_, which
+    # refuses an expanded tensor), not a mask: no one-value write into an expanded self then
+    py_bool = any(type(k) is bool for k in (key if isinstance(key, tuple) else (key,)))
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
         # torch's setitem reads a Python int value as int64, whatever self's dtype
@@ -450,7 +457,7 @@ def setitem(self, key, value):
     if isinstance(value, complex) and not self.is_complex():
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
                            "write into a complex tensor or pass a real value")
-    if _mask_put(self, key, value):
+    if _mask_put(self, key, value, py_bool):
         return
     masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
@@ -475,6 +482,13 @@ def setitem(self, key, value):
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         _check_value_fits(self, key, value)    # torch reports a shape mismatch before the dtype
     _check_put_dtype(self, value)   # torch casts only for basic keys (copy_)
+    if (not py_bool and is_expanded(self)
+            and (isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.numel() == 1))):
+        # an expanded self and one value: torch's index_put_ warns and writes every alias
+        where = zeros(tuple(self.shape), dtype=_dt.bool_)
+        setitem(where, key, True)
+        write_one_value_expanded(self, where, value.reshape(()) if isinstance(value, Tensor) else value, "index_put_")
+        return
     try:
         if full:
             index_put_(self, arrays, value, markers=markers)
@@ -506,7 +520,7 @@ def _check_value_fits(self, key, value):
                            f"indexing result of shape {list(want)}") from None
 
 
-def _mask_put(self, key, value):
+def _mask_put(self, key, value, py_bool=False):
     """``self[mask] = value`` for one bool mask over self's leading dims and a single value (a
     Python number self's dtype holds, or a 0-d tensor) as one select (``index_put_mask``): the
     same values and ``IndexPutBackward0`` as index_put at the mask's nonzero() positions, with
@@ -516,6 +530,13 @@ def _mask_put(self, key, value):
         return False
     if tuple(mask.shape) != tuple(self.shape[:mask.ndim]):
         return False     # the general path raises torch's IndexError
+    if (not py_bool and is_expanded(self)
+            and (isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.ndim == 0))):
+        # an expanded self: torch writes one value through a mask with masked_fill_, which warns
+        # and writes every alias (see inplace._masked_fill_expanded) instead of raising
+        self.masked_fill_(mask.reshape(tuple(mask.shape) + (1,) * (self.ndim - mask.ndim)),
+                          value.to(self.dtype) if isinstance(value, Tensor) else value)
+        return True
     if isinstance(value, Tensor):
         if value.ndim != 0 or (value.is_complex() and not self.is_complex()):
             return False
@@ -588,6 +609,12 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
         _check_byte_mask_fill(indices, values, accumulate)
         indices = masks
         key = indices
+        if (not accumulate and is_expanded(self) and isinstance(values, Tensor) and values.numel() == 1
+                and values.dtype is self.dtype):
+            # an expanded self and one value: torch warns and writes every alias (defined, as the
+            # value is the same everywhere) where other writes raise
+            where = zeros(tuple(self.shape), dtype=_dt.bool_).index_put_(tuple(indices), tensor(True))
+            return write_one_value_expanded(self, where, values.reshape(()), "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
         _check_put_dtype(self, values)

@@ -378,7 +378,52 @@ def masked_fill_(self, mask, value):
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
     op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
+    if (is_expanded(self) and mask.ndim <= self.ndim and broadcastable(mask.shape, self.shape)):
+        return _masked_fill_expanded(op, self, mask, value)
     return apply_inplace(op, self, (mask, value))
+
+
+def broadcastable(src, dst) -> bool:
+    """``src`` expands to ``dst`` (right-aligned; each dim equal or 1)."""
+    return all(a in (1, b) for a, b in zip(reversed(tuple(src)), reversed(tuple(dst))))
+
+
+def write_one_value_expanded(self, where, value, name):
+    """``self`` (an expanded tensor: has_internal_overlap) with ``value`` (a number or 0-d
+    tensor) written at the True elements of the bool tensor ``where``, as torch's index_fill_ and
+    index_put_ do there: its deprecation UserWarning, then every alias written (see
+    ``_masked_fill_expanded``). Returns self."""
+    warn(f"Use of {name} on expanded tensors is deprecated. Please clone() the tensor before performing this "
+         "operation. This also applies to advanced indexing e.g. tensor[indices] = tensor")
+    op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
+    return _masked_fill_expanded(op, self, where, value, warned=True)
+
+
+def is_expanded(t) -> bool:
+    """t's elements alias each other (a zero-stride dim of size > 1 from expand/as_strided) and
+    the one-value write torch allows there with a warning can be done: not when t's history is
+    recorded (torch then raises "unsupported operation" in backward, from AsStridedBackward0; we
+    keep raising at the write, which also says to clone)."""
+    return (_tensor_mod.has_internal_overlap(t) and any(o.view == "overlap" for o, _, _ in t._chain)
+            and not (t.requires_grad and _state.grad_enabled()))
+
+
+def _masked_fill_expanded(op, self, mask, value, warned=False):
+    """torch lets masked_fill_ write an expanded tensor (its elements alias each other) with a
+    deprecation UserWarning, where other in-place ops raise "unsupported operation": every element
+    gets the one value, so the result is defined. Writing one element writes all its aliases, so
+    the mask is widened to "any alias masked" along the zero-stride dims before the write (a
+    plain masked write would leave the aliases of a masked element disagreeing, and the base
+    unchanged)."""
+    if not warned:
+        warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+             "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar")
+    shape = tuple(self.shape)
+    wide = mask.expand(shape) if tuple(mask.shape) != shape else mask
+    dims = tuple(d for d, (n, st) in enumerate(zip(shape, _tensor_mod.strides_of(self))) if n > 1 and st == 0)
+    wide = wide.any(dim=dims, keepdim=True).expand(shape) if dims else wide
+    with overlap_allowed():
+        return apply_inplace(op, self, (wide, value))
 
 
 # in-place unaries whose torch kernel has no bool version (out of place, ``_unary`` refuses them too)

@@ -11,10 +11,11 @@ from .._ops import dtypes as _dt
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
+from .._tensor.factories import zeros
 from ._registry import method
 from .argcheck import strict_error
 from .indexing import _index_arg
-from .inplace import check_index_range, check_scatter_shapes
+from .inplace import check_index_range, check_scatter_shapes, is_expanded, write_one_value_expanded
 from .promotion import _SCALAR_NAME, _check_scalar_value
 from .shape import expand
 
@@ -129,6 +130,10 @@ def index_fill(self, dim, index, value):
 def index_fill_(self, dim, index, value):
     """Mirrors ``torch.Tensor.index_fill_`` (in place); see ``index_fill``."""
     d, index, op = _index_fill_args(self, dim, index, value, "index_fill_")
+    if is_expanded(self):
+        # torch warns and fills every alias (one value: defined) where other writes raise
+        where = zeros(tuple(self.shape), dtype=_dt.bool_).index_fill_(d, index, True)
+        return write_one_value_expanded(self, where, value, "index_fill_")
     return apply_inplace(op, self, (index, value), (("dim", d),))
 
 

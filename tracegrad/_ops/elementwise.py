@@ -295,7 +295,26 @@ def _div(a, b, dtype, rounding_mode=None):
         # lax.div (integer division rounding toward zero) does not broadcast its operands
         q = _quotient(a, b) if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(*jnp.broadcast_arrays(a, b))
         return jnp.trunc(q).astype(dtype)
+    if jnp.issubdtype(dtype, jnp.floating):
+        return _floor_div_float(a, b)
     return jnp.floor_divide(a, b)
+
+
+def _floor_div_float(a, b):
+    """torch's float floor division (``div_floor_floating``): the fmod-based quotient, one down
+    where the remainder's sign differs from the divisor's, rounded to the nearer integer; a zero
+    quotient takes the sign of ``a / b`` and a zero divisor gives ``a / b``. jnp.floor_divide does
+    the same steps but returns +0.0 for a negative zero quotient (``-0.0 // 1.0``, ``-0.5 // inf``
+    are -0.0 in torch)."""
+    a, b = jnp.broadcast_arrays(a, b)
+    mod = jnp.fmod(a, b)
+    div = (a - mod) / b
+    div = jnp.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    fl = jnp.floor(div)
+    fl = jnp.where(div - fl > 0.5, fl + 1, fl)
+    q = a / b
+    fl = jnp.where(div == 0, jnp.copysign(jnp.zeros_like(q), q), fl)
+    return jnp.where(b == 0, q, fl)
 
 
 defop("add", _add, args=("self", "other", "alpha"), grad_fn="AddBackward0")
