@@ -1,0 +1,696 @@
+"""A forty-third round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), from repositories no
+earlier round used:
+
+- locuslab/convmixer-cifar10 at 2d3d9b7 (MIT; "Patches Are All You Need?", Trockman & Kolter
+  2022), ``train.py``: argparse options, ``ConvMixer`` (``Residual`` around a depthwise
+  ``Conv2d(..., groups=dim, padding="same")``, ``GELU``, ``BatchNorm2d``, ``AdaptiveAvgPool2d``,
+  ``Flatten``), ``nn.DataParallel(model).cuda()`` (the ``AssertionError`` of a CPU build logged),
+  the piecewise-linear ``np.interp`` learning-rate schedule written with
+  ``opt.param_groups[0].update(lr=lr)``, AdamW with weight decay, ``torch.cuda.amp.GradScaler()``
+  and ``torch.cuda.amp.autocast()`` on a machine without CUDA (their warnings; the scaler is
+  disabled: ``scale`` returns the loss, ``unscale_``/``step``/``update`` pass through), the
+  ``--clip-norm`` branch (``clip_grad_norm_``), the accuracy by ``output.max(1)[1] == y``, the eval
+  loop under ``no_grad``, the epoch ``print``.
+- kevinzakka/recurrent-visual-attention at a38ac89 (MIT; RAM, Mnih et al. 2014): ``modules.py``
+  (the ``Retina``'s foveated glimpses: ``F.pad``, per-sample slices at ``.long()`` coordinates,
+  ``torch.stack``, ``F.avg_pool2d`` of the larger patches, ``torch.cat``; the glimpse, core,
+  action (``log_softmax``), location (``h_t.detach()``, ``Normal(mu, std).rsample()``,
+  ``log_prob`` of the detached sample, ``clamp``) and baseline networks), ``model.py``
+  (``RecurrentAttention``) and ``trainer.py``'s ``reset``/``train_one_epoch``/``validate``
+  (``torch.zeros(..., requires_grad=True)`` for the state, ``torch.FloatTensor(B, 2).uniform_``
+  with ``requires_grad = True`` set afterwards, the hybrid loss ``nll_loss + mse_loss`` + REINFORCE
+  with a baseline, ``torch.max(log_probas, 1)[1]``, Adam, ``ReduceLROnPlateau.step(-valid_acc)``,
+  the ``M``-fold repeated validation batch averaged by ``view``/``mean``, ``AverageMeter``).
+
+Changes, the same on both sides: sizes are tiny (ConvMixer: 8 channels, depth 2, 8 x 8 images,
+batches of 4, 2 epochs; RAM: 16 x 16 images, 4 x 4 patches, 2 scales, 3 glimpses, hidden 16); the
+data sets are seeded numpy arrays in ``TensorDataset``s; parameters are overwritten from numpy after
+construction; ``.cuda()`` (whose ``AssertionError`` is logged) is left out afterwards; RAM's
+random draws (``FloatTensor(...).uniform_`` and ``Normal.rsample``) come from one seeded numpy
+stream (``rsample`` is ``loc + eps * scale``, as torch writes it); tqdm's progress bar, the
+tensorboard logging, the pickled glimpses and the checkpoints are left out.
+"""
+import argparse
+import time
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from parity import SeededTorch, init_params, run_both
+
+torch = pytest.importorskip("torch")
+
+
+def _loader(mod, n, shape, classes, seed, batch_size, shuffle=False):
+    rs = np.random.RandomState(seed)
+    ds = mod.utils.data.TensorDataset(mod.tensor(rs.rand(n, *shape).astype(np.float32)),
+                                      mod.tensor(rs.randint(0, classes, n)))
+    return mod.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle)
+
+
+# ---- locuslab/convmixer-cifar10 -----------------------------------------------------------------
+def _convmixer_train(torch, log, argv):
+    """train.py as written, but for the data sets (seeded arrays), ``.cuda()`` (logged, then left
+    out) and the sizes given in ``argv``."""
+    nn = torch.nn
+    optim = torch.optim
+
+    parser = argparse.ArgumentParser()
+
+    parser.add_argument('--name', type=str, default="ConvMixer")
+
+    parser.add_argument('--batch-size', default=512, type=int)
+    parser.add_argument('--scale', default=0.75, type=float)
+    parser.add_argument('--reprob', default=0.25, type=float)
+    parser.add_argument('--ra-m', default=8, type=int)
+    parser.add_argument('--ra-n', default=1, type=int)
+    parser.add_argument('--jitter', default=0.1, type=float)
+
+    parser.add_argument('--hdim', default=256, type=int)
+    parser.add_argument('--depth', default=8, type=int)
+    parser.add_argument('--psize', default=2, type=int)
+    parser.add_argument('--conv-ks', default=5, type=int)
+
+    parser.add_argument('--wd', default=0.01, type=float)
+    parser.add_argument('--clip-norm', action='store_true')
+    parser.add_argument('--epochs', default=25, type=int)
+    parser.add_argument('--lr-max', default=0.01, type=float)
+    parser.add_argument('--workers', default=2, type=int)
+
+    args = parser.parse_args(argv)
+
+    class Residual(nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, x):
+            return self.fn(x) + x
+
+    def ConvMixer(dim, depth, kernel_size=5, patch_size=2, n_classes=10):
+        return nn.Sequential(
+            nn.Conv2d(3, dim, kernel_size=patch_size, stride=patch_size),
+            nn.GELU(),
+            nn.BatchNorm2d(dim),
+            *[nn.Sequential(
+                    Residual(nn.Sequential(
+                        nn.Conv2d(dim, dim, kernel_size, groups=dim, padding="same"),
+                        nn.GELU(),
+                        nn.BatchNorm2d(dim)
+                    )),
+                    nn.Conv2d(dim, dim, kernel_size=1),
+                    nn.GELU(),
+                    nn.BatchNorm2d(dim)
+            ) for i in range(depth)],
+            nn.AdaptiveAvgPool2d((1,1)),
+            nn.Flatten(),
+            nn.Linear(dim, n_classes)
+        )
+
+    # the CIFAR-10 loaders: seeded arrays (the augmentations are torchvision's, left out)
+    trainloader = _loader(torch, 12, (3, 8, 8), 10, 0, args.batch_size)
+    testloader = _loader(torch, 8, (3, 8, 8), 10, 1, args.batch_size)
+
+    model = ConvMixer(args.hdim, args.depth, patch_size=args.psize, kernel_size=args.conv_ks, n_classes=10)
+    init_params(torch, model, 3)
+    try:
+        model = nn.DataParallel(model).cuda()
+    except (AssertionError, RuntimeError) as e:
+        log("cuda", type(e))
+        model = nn.DataParallel(model)
+    log("model", str(model))
+
+    lr_schedule = lambda t: np.interp([t], [0, args.epochs*2//5, args.epochs*4//5, args.epochs],  # noqa: E731
+                                      [0, args.lr_max, args.lr_max/20.0, 0])[0]
+
+    opt = optim.AdamW(model.parameters(), lr=args.lr_max, weight_decay=args.wd)
+    criterion = nn.CrossEntropyLoss()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        scaler = torch.cuda.amp.GradScaler()
+    log("GradScaler warnings", sorted({str(x.category.__name__) for x in w}))
+    log("scaler enabled", scaler.is_enabled())
+
+    for epoch in range(args.epochs):
+        start = time.time()
+        train_loss, train_acc, n = 0, 0, 0
+        for i, (X, y) in enumerate(trainloader):
+            model.train()
+
+            lr = lr_schedule(epoch + (i + 1)/len(trainloader))
+            opt.param_groups[0].update(lr=lr)
+
+            opt.zero_grad()
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                with torch.cuda.amp.autocast():
+                    output = model(X)
+                    loss = criterion(output, y)
+            log("autocast warnings", sorted({str(x.category.__name__) for x in w}))
+
+            scaler.scale(loss).backward()
+            if args.clip_norm:
+                scaler.unscale_(opt)
+                log("norm", nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+            scaler.step(opt)
+            scaler.update()
+
+            train_loss += loss.item() * y.size(0)
+            train_acc += (output.max(1)[1] == y).sum().item()
+            n += y.size(0)
+            log("loss", loss)
+
+        model.eval()
+        test_acc, m = 0, 0
+        with torch.no_grad():
+            for i, (X, y) in enumerate(testloader):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    with torch.cuda.amp.autocast():
+                        output = model(X)
+                log("eval output", output)
+                test_acc += (output.max(1)[1] == y).sum().item()
+                m += y.size(0)
+
+        print(f'[{args.name}] Epoch: {epoch} | Train Acc: {train_acc/n:.4f}, Test Acc: {test_acc/m:.4f}, lr: {lr:.6f}')
+        log("train", (train_loss, train_acc, n, test_acc, m, lr))
+    for name, p in model.named_parameters():
+        log(name, p)
+        log(name + ".grad", p.grad)
+    for name, b in model.named_buffers():
+        log(name, b)
+    return model, opt, criterion, scaler, trainloader
+
+
+CONVMIXER_ARGS = ['--batch-size', '4', '--hdim', '8', '--depth', '2', '--conv-ks', '3',
+                  '--epochs', '2', '--lr-max', '0.01']
+
+
+def _program_convmixer(torch, log):
+    _convmixer_train(torch, log, CONVMIXER_ARGS)
+
+
+def _program_convmixer_clip(torch, log):
+    _convmixer_train(torch, log, CONVMIXER_ARGS + ['--clip-norm', '--epochs', '1'])
+
+
+def test_convmixer_cifar10_train():
+    # whole runs through BatchNorm and AdamW: float32 rounding of the kernels drifts a little
+    run_both(_program_convmixer, rtol=1e-4, atol=1e-5)
+
+
+def test_convmixer_cifar10_train_clip_norm():
+    run_both(_program_convmixer_clip, rtol=1e-4, atol=1e-5)
+
+
+# ---- kevinzakka/recurrent-visual-attention ------------------------------------------------------
+class _RAMTorch(SeededTorch):
+    """The program's ``torch`` with its two random draws from the seeded numpy stream:
+    ``torch.FloatTensor(B, 2).uniform_(a, b)`` and ``torch.distributions.Normal(...).rsample()``
+    (``loc + eps * scale``, as torch writes it); everything else is the module's own."""
+
+    def __init__(self, mod, seed):
+        super().__init__(mod, seed)
+        outer = self
+
+        class _Uniform:
+            def __init__(self, *size):
+                self.size = size
+
+            def uniform_(self, a, b):
+                return outer._make(outer._rs.uniform(a, b, self.size))
+
+        class Normal(mod.distributions.Normal):
+            def rsample(self, sample_shape=()):
+                eps = outer._make(outer._rs.standard_normal(tuple(self.loc.shape)))
+                return self.loc + eps * self.scale
+
+        self.FloatTensor = _Uniform
+        self.distributions = SimpleNamespace(Normal=Normal)
+
+
+def _ram_classes(torch):
+    """modules.py and model.py as written (docstrings shortened)."""
+    nn = torch.nn
+    F = torch.nn.functional
+    Normal = torch.distributions.Normal
+
+    class Retina:
+        """A visual retina."""
+
+        def __init__(self, g, k, s):
+            self.g = g
+            self.k = k
+            self.s = s
+
+        def foveate(self, x, l):  # noqa: E741
+            phi = []
+            size = self.g
+
+            # extract k patches of increasing size
+            for i in range(self.k):
+                phi.append(self.extract_patch(x, l, size))
+                size = int(self.s * size)
+
+            # resize the patches to squares of size g
+            for i in range(1, len(phi)):
+                k = phi[i].shape[-1] // self.g
+                phi[i] = F.avg_pool2d(phi[i], k)
+
+            # concatenate into a single tensor and flatten
+            phi = torch.cat(phi, 1)
+            phi = phi.view(phi.shape[0], -1)
+
+            return phi
+
+        def extract_patch(self, x, l, size):  # noqa: E741
+            B, C, H, W = x.shape
+
+            start = self.denormalize(H, l)
+            end = start + size
+
+            # pad with zeros
+            x = F.pad(x, (size // 2, size // 2, size // 2, size // 2))
+
+            # loop through mini-batch and extract patches
+            patch = []
+            for i in range(B):
+                patch.append(x[i, :, start[i, 1] : end[i, 1], start[i, 0] : end[i, 0]])
+            return torch.stack(patch)
+
+        def denormalize(self, T, coords):
+            return (0.5 * ((coords + 1.0) * T)).long()
+
+        def exceeds(self, from_x, to_x, from_y, to_y, T):
+            if (from_x < 0) or (from_y < 0) or (to_x > T) or (to_y > T):
+                return True
+            return False
+
+    class GlimpseNetwork(nn.Module):
+        def __init__(self, h_g, h_l, g, k, s, c):
+            super().__init__()
+
+            self.retina = Retina(g, k, s)
+
+            # glimpse layer
+            D_in = k * g * g * c
+            self.fc1 = nn.Linear(D_in, h_g)
+
+            # location layer
+            D_in = 2
+            self.fc2 = nn.Linear(D_in, h_l)
+
+            self.fc3 = nn.Linear(h_g, h_g + h_l)
+            self.fc4 = nn.Linear(h_l, h_g + h_l)
+
+        def forward(self, x, l_t_prev):
+            # generate glimpse phi from image x
+            phi = self.retina.foveate(x, l_t_prev)
+
+            # flatten location vector
+            l_t_prev = l_t_prev.view(l_t_prev.size(0), -1)
+
+            # feed phi and l to respective fc layers
+            phi_out = F.relu(self.fc1(phi))
+            l_out = F.relu(self.fc2(l_t_prev))
+
+            what = self.fc3(phi_out)
+            where = self.fc4(l_out)
+
+            # feed to fc layer
+            g_t = F.relu(what + where)
+
+            return g_t
+
+    class CoreNetwork(nn.Module):
+        def __init__(self, input_size, hidden_size):
+            super().__init__()
+
+            self.input_size = input_size
+            self.hidden_size = hidden_size
+
+            self.i2h = nn.Linear(input_size, hidden_size)
+            self.h2h = nn.Linear(hidden_size, hidden_size)
+
+        def forward(self, g_t, h_t_prev):
+            h1 = self.i2h(g_t)
+            h2 = self.h2h(h_t_prev)
+            h_t = F.relu(h1 + h2)
+            return h_t
+
+    class ActionNetwork(nn.Module):
+        def __init__(self, input_size, output_size):
+            super().__init__()
+
+            self.fc = nn.Linear(input_size, output_size)
+
+        def forward(self, h_t):
+            a_t = F.log_softmax(self.fc(h_t), dim=1)
+            return a_t
+
+    class LocationNetwork(nn.Module):
+        def __init__(self, input_size, output_size, std):
+            super().__init__()
+
+            self.std = std
+
+            hid_size = input_size // 2
+            self.fc = nn.Linear(input_size, hid_size)
+            self.fc_lt = nn.Linear(hid_size, output_size)
+
+        def forward(self, h_t):
+            # compute mean
+            feat = F.relu(self.fc(h_t.detach()))
+            mu = torch.tanh(self.fc_lt(feat))
+
+            # reparametrization trick
+            l_t = torch.distributions.Normal(mu, self.std).rsample()
+            l_t = l_t.detach()
+            log_pi = Normal(mu, self.std).log_prob(l_t)
+
+            # we assume both dimensions are independent
+            # 1. pdf of the joint is the product of the pdfs
+            # 2. log of the product is the sum of the logs
+            log_pi = torch.sum(log_pi, dim=1)
+
+            # bound between [-1, 1]
+            l_t = torch.clamp(l_t, -1, 1)
+
+            return log_pi, l_t
+
+    class BaselineNetwork(nn.Module):
+        def __init__(self, input_size, output_size):
+            super().__init__()
+
+            self.fc = nn.Linear(input_size, output_size)
+
+        def forward(self, h_t):
+            b_t = self.fc(h_t.detach())
+            return b_t
+
+    modules = SimpleNamespace(GlimpseNetwork=GlimpseNetwork, CoreNetwork=CoreNetwork,
+                              LocationNetwork=LocationNetwork, ActionNetwork=ActionNetwork,
+                              BaselineNetwork=BaselineNetwork)
+
+    class RecurrentAttention(nn.Module):
+        def __init__(
+            self, g, k, s, c, h_g, h_l, std, hidden_size, num_classes,
+        ):
+            super().__init__()
+
+            self.std = std
+
+            self.sensor = modules.GlimpseNetwork(h_g, h_l, g, k, s, c)
+            self.rnn = modules.CoreNetwork(hidden_size, hidden_size)
+            self.locator = modules.LocationNetwork(hidden_size, 2, std)
+            self.classifier = modules.ActionNetwork(hidden_size, num_classes)
+            self.baseliner = modules.BaselineNetwork(hidden_size, 1)
+
+        def forward(self, x, l_t_prev, h_t_prev, last=False):
+            g_t = self.sensor(x, l_t_prev)
+            h_t = self.rnn(g_t, h_t_prev)
+
+            log_pi, l_t = self.locator(h_t)
+            b_t = self.baseliner(h_t).squeeze()
+
+            if last:
+                log_probas = self.classifier(h_t)
+                return h_t, l_t, b_t, log_probas, log_pi
+
+            return h_t, l_t, b_t, log_pi
+
+    return RecurrentAttention
+
+
+def _ram_trainer(torch, RecurrentAttention):
+    """trainer.py's Trainer: the model/optimizer part of ``__init__``, ``reset``,
+    ``train_one_epoch`` and ``validate`` as written but for the progress bar, tensorboard and the
+    pickled glimpses; utils.py's AverageMeter."""
+    F = torch.nn.functional
+    ReduceLROnPlateau = torch.optim.lr_scheduler.ReduceLROnPlateau
+
+    class AverageMeter:
+        def __init__(self):
+            self.reset()
+
+        def reset(self):
+            self.val = 0
+            self.avg = 0
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+    class Trainer:
+        def __init__(self, config, data_loader):
+            self.config = config
+
+            if config.use_gpu and torch.cuda.is_available():
+                self.device = torch.device("cuda")
+            else:
+                self.device = torch.device("cpu")
+
+            # glimpse network params
+            self.patch_size = config.patch_size
+            self.glimpse_scale = config.glimpse_scale
+            self.num_patches = config.num_patches
+            self.loc_hidden = config.loc_hidden
+            self.glimpse_hidden = config.glimpse_hidden
+
+            # core network params
+            self.num_glimpses = config.num_glimpses
+            self.hidden_size = config.hidden_size
+
+            # reinforce params
+            self.std = config.std
+            self.M = config.M
+
+            self.train_loader = data_loader[0]
+            self.valid_loader = data_loader[1]
+            self.num_classes = 10
+            self.num_channels = 1
+
+            self.lr_patience = config.lr_patience
+
+            # build RAM model
+            self.model = RecurrentAttention(
+                self.patch_size,
+                self.num_patches,
+                self.glimpse_scale,
+                self.num_channels,
+                self.loc_hidden,
+                self.glimpse_hidden,
+                self.std,
+                self.hidden_size,
+                self.num_classes,
+            )
+            self.model.to(self.device)
+
+            # initialize optimizer and scheduler
+            self.optimizer = torch.optim.Adam(
+                self.model.parameters(), lr=self.config.init_lr
+            )
+            self.scheduler = ReduceLROnPlateau(
+                self.optimizer, "min", patience=self.lr_patience
+            )
+
+        def reset(self):
+            h_t = torch.zeros(
+                self.batch_size,
+                self.hidden_size,
+                dtype=torch.float,
+                device=self.device,
+                requires_grad=True,
+            )
+            l_t = torch.FloatTensor(self.batch_size, 2).uniform_(-1, 1).to(self.device)
+            l_t.requires_grad = True
+
+            return h_t, l_t
+
+        def train_one_epoch(self, epoch, log):
+            self.model.train()
+            losses = AverageMeter()
+            accs = AverageMeter()
+
+            for i, (x, y) in enumerate(self.train_loader):
+                self.optimizer.zero_grad()
+
+                x, y = x.to(self.device), y.to(self.device)
+
+                # initialize location vector and hidden state
+                self.batch_size = x.shape[0]
+                h_t, l_t = self.reset()
+
+                # save images
+                imgs = []
+                imgs.append(x[0:9])
+
+                # extract the glimpses
+                locs = []
+                log_pi = []
+                baselines = []
+                for t in range(self.num_glimpses - 1):
+                    # forward pass through model
+                    h_t, l_t, b_t, p = self.model(x, l_t, h_t)
+
+                    # store
+                    locs.append(l_t[0:9])
+                    baselines.append(b_t)
+                    log_pi.append(p)
+
+                # last iteration
+                h_t, l_t, b_t, log_probas, p = self.model(x, l_t, h_t, last=True)
+                log_pi.append(p)
+                baselines.append(b_t)
+                locs.append(l_t[0:9])
+
+                # convert list to tensors and reshape
+                baselines = torch.stack(baselines).transpose(1, 0)
+                log_pi = torch.stack(log_pi).transpose(1, 0)
+
+                # calculate reward
+                predicted = torch.max(log_probas, 1)[1]
+                R = (predicted.detach() == y).float()
+                R = R.unsqueeze(1).repeat(1, self.num_glimpses)
+
+                # compute losses for differentiable modules
+                loss_action = F.nll_loss(log_probas, y)
+                loss_baseline = F.mse_loss(baselines, R)
+
+                # compute reinforce loss
+                # summed over timesteps and averaged across batch
+                adjusted_reward = R - baselines.detach()
+                loss_reinforce = torch.sum(-log_pi * adjusted_reward, dim=1)
+                loss_reinforce = torch.mean(loss_reinforce, dim=0)
+
+                # sum up into a hybrid loss
+                loss = loss_action + loss_baseline + loss_reinforce * 0.01
+
+                # compute accuracy
+                correct = (predicted == y).float()
+                acc = 100 * (correct.sum() / len(y))
+
+                # store
+                losses.update(loss.item(), x.size()[0])
+                accs.update(acc.item(), x.size()[0])
+
+                # compute gradients and update SGD
+                loss.backward()
+                self.optimizer.step()
+
+                log("locs", locs)
+                log("losses", [loss_action, loss_baseline, loss_reinforce, loss])
+                log("grad_fns", [loss.grad_fn, log_pi.grad_fn, baselines.grad_fn])
+                log("first grads", [p.grad for p in self.model.parameters()][:2])
+                log("acc", acc)
+
+            return losses.avg, accs.avg
+
+        @torch.no_grad()
+        def validate(self, epoch):
+            losses = AverageMeter()
+            accs = AverageMeter()
+
+            for i, (x, y) in enumerate(self.valid_loader):
+                x, y = x.to(self.device), y.to(self.device)
+
+                # duplicate M times
+                x = x.repeat(self.M, 1, 1, 1)
+
+                # initialize location vector and hidden state
+                self.batch_size = x.shape[0]
+                h_t, l_t = self.reset()
+
+                # extract the glimpses
+                log_pi = []
+                baselines = []
+                for t in range(self.num_glimpses - 1):
+                    # forward pass through model
+                    h_t, l_t, b_t, p = self.model(x, l_t, h_t)
+
+                    # store
+                    baselines.append(b_t)
+                    log_pi.append(p)
+
+                # last iteration
+                h_t, l_t, b_t, log_probas, p = self.model(x, l_t, h_t, last=True)
+                log_pi.append(p)
+                baselines.append(b_t)
+
+                # convert list to tensors and reshape
+                baselines = torch.stack(baselines).transpose(1, 0)
+                log_pi = torch.stack(log_pi).transpose(1, 0)
+
+                # average
+                log_probas = log_probas.view(self.M, -1, log_probas.shape[-1])
+                log_probas = torch.mean(log_probas, dim=0)
+
+                baselines = baselines.contiguous().view(self.M, -1, baselines.shape[-1])
+                baselines = torch.mean(baselines, dim=0)
+
+                log_pi = log_pi.contiguous().view(self.M, -1, log_pi.shape[-1])
+                log_pi = torch.mean(log_pi, dim=0)
+
+                # calculate reward
+                predicted = torch.max(log_probas, 1)[1]
+                R = (predicted.detach() == y).float()
+                R = R.unsqueeze(1).repeat(1, self.num_glimpses)
+
+                # compute losses for differentiable modules
+                loss_action = F.nll_loss(log_probas, y)
+                loss_baseline = F.mse_loss(baselines, R)
+
+                # compute reinforce loss
+                adjusted_reward = R - baselines.detach()
+                loss_reinforce = torch.sum(-log_pi * adjusted_reward, dim=1)
+                loss_reinforce = torch.mean(loss_reinforce, dim=0)
+
+                # sum up into a hybrid loss
+                loss = loss_action + loss_baseline + loss_reinforce * 0.01
+
+                # compute accuracy
+                correct = (predicted == y).float()
+                acc = 100 * (correct.sum() / len(y))
+
+                # store
+                losses.update(loss.item(), x.size()[0])
+                accs.update(acc.item(), x.size()[0])
+
+            return losses.avg, accs.avg
+
+    return Trainer
+
+
+RAM_CONFIG = dict(use_gpu=False, patch_size=4, glimpse_scale=2, num_patches=2, loc_hidden=8,
+                  glimpse_hidden=8, num_glimpses=3, hidden_size=16, std=0.05, M=2,
+                  init_lr=3e-3, lr_patience=0)
+
+
+def _program_ram(mod, log):
+    torch = _RAMTorch(mod, 7)
+    RecurrentAttention = _ram_classes(torch)
+    Trainer = _ram_trainer(torch, RecurrentAttention)
+    loaders = (_loader(mod, 8, (1, 16, 16), 10, 0, 4), _loader(mod, 4, (1, 16, 16), 10, 1, 4))
+    trainer = Trainer(SimpleNamespace(**RAM_CONFIG), loaders)
+    init_params(mod, trainer.model, 5)
+    log("parameters", [(n, tuple(p.shape)) for n, p in trainer.model.named_parameters()])
+    for epoch in range(2):
+        train_loss, train_acc = trainer.train_one_epoch(epoch, log)
+        valid_loss, valid_acc = trainer.validate(epoch)
+        trainer.scheduler.step(-valid_acc)
+        log("epoch", [train_loss, train_acc, valid_loss, valid_acc,
+                      trainer.optimizer.param_groups[0]["lr"]])
+    for name, p in trainer.model.named_parameters():
+        log(name, p)
+        log(name + ".grad", p.grad)
+
+
+def test_recurrent_visual_attention_train_and_validate():
+    # two epochs of Adam through REINFORCE: float32 rounding drifts a little
+    run_both(_program_ram, rtol=1e-4, atol=1e-5)
