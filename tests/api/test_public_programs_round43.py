@@ -22,6 +22,18 @@ earlier round used:
   with ``requires_grad = True`` set afterwards, the hybrid loss ``nll_loss + mse_loss`` + REINFORCE
   with a baseline, ``torch.max(log_probas, 1)[1]``, Adam, ``ReduceLROnPlateau.step(-valid_acc)``,
   the ``M``-fold repeated validation batch averaged by ``view``/``mean``, ``AverageMeter``).
+- jankrepl/mildlyoverfitted at 22f0ecc (MIT; PonderNet, Banino et al. 2021),
+  ``github_adventures/pondernet/utils.py`` (``ParityDataset`` drawing with ``torch.randint``/
+  ``randperm`` and writing ``x[:n] = ...`` of an int64 tensor into a float one, ``PonderNet``'s
+  ``GRUCell`` loop with ``x.new_zeros``/``new_ones``, halting steps by ``torch.maximum`` of
+  ``n * (halting_step == 0) * torch.bernoulli(lambda_n).to(torch.long)``, ``ReconstructionLoss``
+  starting from ``p.new_tensor(0.0)`` over ``BCEWithLogitsLoss(reduction="none")``,
+  ``RegularizationLoss``'s geometric prior written into a zeros buffer, ``KLDivLoss("batchmean")``
+  of ``p.log()``) and ``train.py`` (argparse, ``module.to(device, dtype)``, Adam,
+  ``clip_grad_norm_``, ``evaluate`` under ``torch.no_grad()`` as a decorator: ``gather`` at
+  ``halting_step[None, :] - 1``, per-step accuracies, ``torch.stack(values).mean(dim=0)
+  .cpu().numpy()``; ``torch.save(module, ...)`` of the whole module, whose pickling error for
+  these test-local classes is logged before the state dict is saved and loaded instead).
 
 Changes, the same on both sides: sizes are tiny (ConvMixer: 8 channels, depth 2, 8 x 8 images,
 batches of 4, 2 epochs; RAM: 16 x 16 images, 4 x 4 patches, 2 scales, 3 glimpses, hidden 16); the
@@ -29,9 +41,14 @@ data sets are seeded numpy arrays in ``TensorDataset``s; parameters are overwrit
 construction; ``.cuda()`` (whose ``AssertionError`` is logged) is left out afterwards; RAM's
 random draws (``FloatTensor(...).uniform_`` and ``Normal.rsample``) come from one seeded numpy
 stream (``rsample`` is ``loc + eps * scale``, as torch writes it); tqdm's progress bar, the
-tensorboard logging, the pickled glimpses and the checkpoints are left out.
+tensorboard logging, the pickled glimpses and the checkpoints are left out. PonderNet: 6
+elements, 8 hidden units, 4 steps, 3 batches of 4, evaluation every 2 steps on 8 samples in batches
+of 4; ``torch.randint``/``randperm``/``bernoulli`` draw from one seeded numpy stream; the
+``SummaryWriter`` is a stand-in whose scalars are logged, tqdm is the plain iterator, the figures are
+left out.
 """
 import argparse
+import json
 import time
 import warnings
 from types import SimpleNamespace
@@ -694,3 +711,436 @@ def _program_ram(mod, log):
 def test_recurrent_visual_attention_train_and_validate():
     # two epochs of Adam through REINFORCE: float32 rounding drifts a little
     run_both(_program_ram, rtol=1e-4, atol=1e-5)
+
+
+# ---- jankrepl/mildlyoverfitted: PonderNet -------------------------------------------------------
+class _PonderTorch(SeededTorch):
+    """The program's ``torch`` with ``randint``/``randperm``/``bernoulli`` drawn from the seeded
+    numpy stream (int64 results, as torch's; ``bernoulli`` of a float tensor of probabilities gives
+    a float tensor)."""
+
+    def randint(self, low, high, size):
+        return self._mod.tensor(self._rs.randint(low, high, size).astype(np.int64))
+
+    def randperm(self, n):
+        return self._mod.tensor(self._rs.permutation(n).astype(np.int64))
+
+    def bernoulli(self, p):
+        u = self._rs.uniform(0, 1, tuple(p.shape)).astype(np.float32)
+        return self._mod.tensor((u < p.detach().numpy()).astype(np.float32))
+
+
+def _ponder_utils(torch):
+    """pondernet/utils.py as written (docstrings shortened)."""
+    nn = torch.nn
+    Dataset = torch.utils.data.Dataset
+
+    class ParityDataset(Dataset):
+        """Parity of vectors - binary classification dataset."""
+
+        def __init__(
+            self,
+            n_samples,
+            n_elems,
+            n_nonzero_min=None,
+            n_nonzero_max=None,
+        ):
+            self.n_samples = n_samples
+            self.n_elems = n_elems
+
+            self.n_nonzero_min = 1 if n_nonzero_min is None else n_nonzero_min
+            self.n_nonzero_max = (
+                n_elems if n_nonzero_max is None else n_nonzero_max
+            )
+
+            assert 0 <= self.n_nonzero_min <= self.n_nonzero_max <= n_elems
+
+        def __len__(self):
+            """Get the number of samples."""
+            return self.n_samples
+
+        def __getitem__(self, idx):
+            """Get a feature vector and it's parity (target)."""
+            x = torch.zeros((self.n_elems,))
+            n_non_zero = torch.randint(
+                self.n_nonzero_min, self.n_nonzero_max + 1, (1,)
+            ).item()
+            x[:n_non_zero] = torch.randint(0, 2, (n_non_zero,)) * 2 - 1
+            x = x[torch.randperm(self.n_elems)]
+
+            y = (x == 1.0).sum() % 2
+
+            return x, y
+
+    class PonderNet(nn.Module):
+        """Network that ponders."""
+
+        def __init__(
+            self, n_elems, n_hidden=64, max_steps=20, allow_halting=False
+        ):
+            super().__init__()
+
+            self.max_steps = max_steps
+            self.n_hidden = n_hidden
+            self.allow_halting = allow_halting
+
+            self.cell = nn.GRUCell(n_elems, n_hidden)
+            self.output_layer = nn.Linear(n_hidden, 1)
+            self.lambda_layer = nn.Linear(n_hidden, 1)
+
+        def forward(self, x):
+            """Run forward pass."""
+            batch_size, _ = x.shape
+            device = x.device
+
+            h = x.new_zeros(batch_size, self.n_hidden)
+
+            un_halted_prob = x.new_ones(batch_size)
+
+            y_list = []
+            p_list = []
+
+            halting_step = torch.zeros(
+                batch_size,
+                dtype=torch.long,
+                device=device,
+            )
+
+            for n in range(1, self.max_steps + 1):
+                if n == self.max_steps:
+                    lambda_n = x.new_ones(batch_size)  # (batch_size,)
+                else:
+                    lambda_n = torch.sigmoid(self.lambda_layer(h))[
+                        :, 0
+                    ]  # (batch_size,)
+
+                # Store releavant outputs
+                y_list.append(self.output_layer(h)[:, 0])  # (batch_size,)
+                p_list.append(un_halted_prob * lambda_n)  # (batch_size,)
+
+                halting_step = torch.maximum(
+                    n
+                    * (halting_step == 0)
+                    * torch.bernoulli(lambda_n).to(torch.long),
+                    halting_step,
+                )
+
+                # Prepare for next iteration
+                un_halted_prob = un_halted_prob * (1 - lambda_n)
+                h = self.cell(x, h)
+
+                # Potentially stop if all samples halted
+                if self.allow_halting and (halting_step > 0).sum() == batch_size:
+                    break
+
+            y = torch.stack(y_list)
+            p = torch.stack(p_list)
+
+            return y, p, halting_step
+
+    class ReconstructionLoss(nn.Module):
+        """Weighted average of per step losses."""
+
+        def __init__(self, loss_func):
+            super().__init__()
+
+            self.loss_func = loss_func
+
+        def forward(self, p, y_pred, y_true):
+            """Compute loss."""
+            max_steps, _ = p.shape
+            total_loss = p.new_tensor(0.0)
+
+            for n in range(max_steps):
+                loss_per_sample = p[n] * self.loss_func(
+                    y_pred[n], y_true
+                )  # (batch_size,)
+                total_loss = total_loss + loss_per_sample.mean()  # (1,)
+
+            return total_loss
+
+    class RegularizationLoss(nn.Module):
+        """Enforce halting distribution to ressemble the geometric distribution."""
+
+        def __init__(self, lambda_p, max_steps=20):
+            super().__init__()
+
+            p_g = torch.zeros((max_steps,))
+            not_halted = 1.0
+
+            for k in range(max_steps):
+                p_g[k] = not_halted * lambda_p
+                not_halted = not_halted * (1 - lambda_p)
+
+            self.register_buffer("p_g", p_g)
+            self.kl_div = nn.KLDivLoss(reduction="batchmean")
+
+        def forward(self, p):
+            """Compute loss."""
+            steps, batch_size = p.shape
+
+            p = p.transpose(0, 1)  # (batch_size, max_steps)
+
+            p_g_batch = self.p_g[None, :steps].expand_as(
+                p
+            )  # (batch_size, max_steps)
+
+            return self.kl_div(p.log(), p_g_batch)
+
+    return ParityDataset, PonderNet, ReconstructionLoss, RegularizationLoss
+
+
+def _ponder_main(torch, log, argv):
+    """train.py's evaluate and main as written but for the writer (logged), tqdm and the
+    figures."""
+    import pathlib
+    nn = torch.nn
+    DataLoader = torch.utils.data.DataLoader
+    ParityDataset, PonderNet, ReconstructionLoss, RegularizationLoss = _ponder_utils(torch)
+
+    class SummaryWriter:
+        def __init__(self, folder):
+            folder.mkdir(parents=True, exist_ok=True)  # as tensorboard's writer does
+
+        def add_text(self, name, text):
+            log(name, text)
+
+        def add_scalar(self, name, value, step):
+            log(f"{name}@{step}", value)
+
+    @torch.no_grad()
+    def evaluate(dataloader, module):
+        """Compute relevant metrics."""
+        param = next(module.parameters())
+        device, dtype = param.device, param.dtype
+
+        metrics_single_ = {
+            "accuracy_halted": [],
+            "halting_step": [],
+        }
+        metrics_per_step_ = {
+            "accuracy": [],
+            "p": [],
+        }
+
+        for x_batch, y_true_batch in dataloader:
+            x_batch = x_batch.to(device, dtype)  # (batch_size, n_elems)
+            y_true_batch = y_true_batch.to(device, dtype)  # (batch_size,)
+
+            y_pred_batch, p, halting_step = module(x_batch)
+            y_halted_batch = y_pred_batch.gather(
+                dim=0,
+                index=halting_step[None, :] - 1,
+            )[
+                0
+            ]  # (batch_size,)
+
+            # Computing single metrics (mean over samples in the batch)
+            accuracy_halted = (
+                ((y_halted_batch > 0) == y_true_batch).to(torch.float32).mean()
+            )
+
+            metrics_single_["accuracy_halted"].append(accuracy_halted)
+            metrics_single_["halting_step"].append(
+                halting_step.to(torch.float).mean()
+            )
+
+            # Computing per step metrics (mean over samples in the batch)
+            accuracy = (
+                ((y_pred_batch > 0) == y_true_batch[None, :])
+                .to(torch.float32)
+                .mean(dim=1)
+            )
+
+            metrics_per_step_["accuracy"].append(accuracy)
+            metrics_per_step_["p"].append(p.mean(dim=1))
+
+        metrics_single = {
+            name: torch.stack(values).mean(dim=0).cpu().numpy()
+            for name, values in metrics_single_.items()
+        }
+
+        metrics_per_step = {
+            name: torch.stack(values).mean(dim=0).cpu().numpy()
+            for name, values in metrics_per_step_.items()
+        }
+
+        return metrics_single, metrics_per_step
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("log_folder", type=str)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--beta", type=float, default=0.01)
+    parser.add_argument("-d", "--device", type=str, choices={"cpu", "cuda"}, default="cpu")
+    parser.add_argument("--eval-frequency", type=int, default=10_000)
+    parser.add_argument("--lambda-p", type=float, default=0.4)
+    parser.add_argument("--n-iter", type=int, default=1_000_000)
+    parser.add_argument("--n-elems", type=int, default=64)
+    parser.add_argument("--n-hidden", type=int, default=64)
+    parser.add_argument("--n-nonzero", type=int, nargs=2, default=(None, None))
+    parser.add_argument("--max-steps", type=int, default=20)
+
+    args = parser.parse_args(argv)
+    print(args)
+
+    device = torch.device(args.device)
+    dtype = torch.float32
+    n_eval_samples = 8
+    batch_size_eval = 4
+
+    if args.n_nonzero[0] is None and args.n_nonzero[1] is None:
+        threshold = int(0.3 * args.n_elems)
+        range_nonzero_easy = (1, threshold)
+        range_nonzero_hard = (args.n_elems - threshold, args.n_elems)
+    else:
+        range_nonzero_easy = (1, args.n_nonzero[1])
+        range_nonzero_hard = (args.n_nonzero[1] + 1, args.n_elems)
+
+    log_folder = pathlib.Path(args.log_folder)
+    writer = SummaryWriter(log_folder)
+    writer.add_text("parameters", json.dumps(vars(args)))
+
+    dataloader_train = DataLoader(
+        ParityDataset(
+            n_samples=args.batch_size * args.n_iter,
+            n_elems=args.n_elems,
+            n_nonzero_min=args.n_nonzero[0],
+            n_nonzero_max=args.n_nonzero[1],
+        ),
+        batch_size=args.batch_size,
+    )  # consider specifying `num_workers` for speedups
+    eval_dataloaders = {
+        "test": DataLoader(
+            ParityDataset(
+                n_samples=n_eval_samples,
+                n_elems=args.n_elems,
+                n_nonzero_min=args.n_nonzero[0],
+                n_nonzero_max=args.n_nonzero[1],
+            ),
+            batch_size=batch_size_eval,
+        ),
+        f"{range_nonzero_easy[0]}_{range_nonzero_easy[1]}": DataLoader(
+            ParityDataset(
+                n_samples=n_eval_samples,
+                n_elems=args.n_elems,
+                n_nonzero_min=range_nonzero_easy[0],
+                n_nonzero_max=range_nonzero_easy[1],
+            ),
+            batch_size=batch_size_eval,
+        ),
+        f"{range_nonzero_hard[0]}_{range_nonzero_hard[1]}": DataLoader(
+            ParityDataset(
+                n_samples=n_eval_samples,
+                n_elems=args.n_elems,
+                n_nonzero_min=range_nonzero_hard[0],
+                n_nonzero_max=range_nonzero_hard[1],
+            ),
+            batch_size=batch_size_eval,
+        ),
+    }
+
+    # Model preparation
+    module = PonderNet(
+        n_elems=args.n_elems,
+        n_hidden=args.n_hidden,
+        max_steps=args.max_steps,
+    )
+    init_params(torch, module, 11)
+    module = module.to(device, dtype)
+
+    # Loss preparation
+    loss_rec_inst = ReconstructionLoss(
+        nn.BCEWithLogitsLoss(reduction="none")
+    ).to(device, dtype)
+
+    loss_reg_inst = RegularizationLoss(
+        lambda_p=args.lambda_p,
+        max_steps=args.max_steps,
+    ).to(device, dtype)
+    log("p_g", loss_reg_inst.p_g)
+
+    # Optimizer
+    optimizer = torch.optim.Adam(
+        module.parameters(),
+        lr=0.0003,
+    )
+
+    # Training and evaluation loops
+    iterator = enumerate(dataloader_train)
+    for step, (x_batch, y_true_batch) in iterator:
+        x_batch = x_batch.to(device, dtype)
+        y_true_batch = y_true_batch.to(device, dtype)
+
+        y_pred_batch, p, halting_step = module(x_batch)
+        log("batch", [x_batch, y_true_batch, halting_step])
+
+        loss_rec = loss_rec_inst(
+            p,
+            y_pred_batch,
+            y_true_batch,
+        )
+
+        loss_reg = loss_reg_inst(
+            p,
+        )
+
+        loss_overall = loss_rec + args.beta * loss_reg
+
+        optimizer.zero_grad()
+        loss_overall.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1)
+        optimizer.step()
+
+        # Logging
+        writer.add_scalar("loss_rec", loss_rec, step)
+        writer.add_scalar("loss_reg", loss_reg, step)
+        writer.add_scalar("loss_overall", loss_overall, step)
+        log("grad_fns", [loss_rec.grad_fn, loss_reg.grad_fn, p.grad_fn])
+
+        # Evaluation
+        if step % args.eval_frequency == 0:
+            module.eval()
+
+            for dataloader_name, dataloader in eval_dataloaders.items():
+                metrics_single, metrics_per_step = evaluate(
+                    dataloader,
+                    module,
+                )
+                log(dataloader_name, [metrics_single, metrics_per_step])
+
+                for metric_name, metric_value in metrics_single.items():
+                    writer.add_scalar(
+                        f"{metric_name}/{dataloader_name}",
+                        metric_value,
+                        step,
+                    )
+
+            try:
+                torch.save(module, log_folder / "checkpoint.pth")
+            except AttributeError as e:
+                # the classes are local to this test's functions: pickle cannot name them
+                log("save", [type(e), "Can't pickle local object '_ponder_utils.<locals>.PonderNet'"
+                              in str(e)])
+                torch.save(module.state_dict(), log_folder / "checkpoint.pth")
+
+            module.train()
+    for name, p in module.named_parameters():
+        log(name, p)
+        log(name + ".grad", p.grad)
+    return log_folder
+
+
+def _program_ponder(mod, log, tmp):
+    torch = _PonderTorch(mod, 13)
+    folder = _ponder_main(torch, log, [str(tmp), "--batch-size", "4", "--n-iter", "3",
+                                       "--eval-frequency", "2", "--n-elems", "6",
+                                       "--n-hidden", "8", "--max-steps", "4"])
+    loaded = mod.load(folder / "checkpoint.pth")
+    log("checkpoint", [type(loaded).__name__, list(loaded)])
+    log("checkpoint weights", list(loaded.values()))
+
+
+def test_pondernet_parity_train_and_evaluate(tmp_path):
+    # three Adam steps through a GRUCell: float32 rounding drifts a little
+    run_both(lambda mod, log: _program_ponder(mod, log, tmp_path / "run"),
+             rtol=1e-4, atol=1e-5)
