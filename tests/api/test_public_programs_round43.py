@@ -34,6 +34,16 @@ earlier round used:
   ``halting_step[None, :] - 1``, per-step accuracies, ``torch.stack(values).mean(dim=0)
   .cpu().numpy()``; ``torch.save(module, ...)`` of the whole module, whose pickling error for
   these test-local classes is logged before the state dict is saved and loaded instead).
+- jankrepl/mildlyoverfitted at 22f0ecc (MIT), ``github_adventures/vision_transformer``:
+  ``custom.py`` as written (``PatchEmbed`` by a strided ``Conv2d``, ``flatten(2)``/``transpose``,
+  multi-head attention from one ``qkv`` Linear ``reshape``d and ``permute``d to
+  ``(3, n, heads, tokens, head_dim)``, ``dp.softmax(dim=-1)``, the class token ``expand``ed and
+  ``cat``, learned position embeddings, ``x[:, 0]``), ``verify.py`` (parameters copied by
+  ``p_c.data[:] = p_o.data`` from a second model in ``named_parameters`` order, ``numel``
+  counts, ``np.testing.assert_allclose`` of ``.detach().numpy()``, ``model.eval()``) and
+  ``forward.py`` (a uint8 image scaled by numpy, ``torch.from_numpy(...).permute(2, 0, 1)
+  .unsqueeze(0).to(torch.float32)``, ``softmax``, ``probs[0].topk(k)``, ``.item()`` of the
+  zipped indices and probabilities, the formatted ``print``).
 
 Changes, the same on both sides: sizes are tiny (ConvMixer: 8 channels, depth 2, 8 x 8 images,
 batches of 4, 2 epochs; RAM: 16 x 16 images, 4 x 4 patches, 2 scales, 3 glimpses, hidden 16); the
@@ -45,7 +55,10 @@ tensorboard logging, the pickled glimpses and the checkpoints are left out. Pond
 elements, 8 hidden units, 4 steps, 3 batches of 4, evaluation every 2 steps on 8 samples in batches
 of 4; ``torch.randint``/``randperm``/``bernoulli`` draw from one seeded numpy stream; the
 ``SummaryWriter`` is a stand-in whose scalars are logged, tqdm is the plain iterator, the figures are
-left out.
+left out. ViT: 8 x 8 images, 4 x 4 patches, width 8, 2 heads, depth 2, 10 classes; timm's
+pretrained model is a second ``VisionTransformer`` with seeded numpy parameters; the picture and the
+class names are a seeded uint8 array and generated names; ``torch.rand`` is seeded numpy;
+``torch.save``/``torch.load`` of the whole (test-local) model is left out.
 """
 import argparse
 import json
@@ -1144,3 +1157,516 @@ def test_pondernet_parity_train_and_evaluate(tmp_path):
     # three Adam steps through a GRUCell: float32 rounding drifts a little
     run_both(lambda mod, log: _program_ponder(mod, log, tmp_path / "run"),
              rtol=1e-4, atol=1e-5)
+
+
+# ---- jankrepl/mildlyoverfitted: vision_transformer ----------------------------------------------
+def _vit_classes(torch):
+    """vision_transformer/custom.py as written."""
+    nn = torch.nn
+
+
+    class PatchEmbed(nn.Module):
+        """Split image into patches and then embed them.
+
+        Parameters
+        ----------
+        img_size : int
+            Size of the image (it is a square).
+
+        patch_size : int
+            Size of the patch (it is a square).
+
+        in_chans : int
+            Number of input channels.
+
+        embed_dim : int
+            The emmbedding dimension.
+
+        Attributes
+        ----------
+        n_patches : int
+            Number of patches inside of our image.
+
+        proj : nn.Conv2d
+            Convolutional layer that does both the splitting into patches
+            and their embedding.
+        """
+        def __init__(self, img_size, patch_size, in_chans=3, embed_dim=768):
+            super().__init__()
+            self.img_size = img_size
+            self.patch_size = patch_size
+            self.n_patches = (img_size // patch_size) ** 2
+
+
+            self.proj = nn.Conv2d(
+                    in_chans,
+                    embed_dim,
+                    kernel_size=patch_size,
+                    stride=patch_size,
+            )
+
+        def forward(self, x):
+            """Run forward pass.
+
+            Parameters
+            ----------
+            x : torch.Tensor
+                Shape `(n_samples, in_chans, img_size, img_size)`.
+
+            Returns
+            -------
+            torch.Tensor
+                Shape `(n_samples, n_patches, embed_dim)`.
+            """
+            x = self.proj(
+                    x
+                )  # (n_samples, embed_dim, n_patches ** 0.5, n_patches ** 0.5)
+            x = x.flatten(2)  # (n_samples, embed_dim, n_patches)
+            x = x.transpose(1, 2)  # (n_samples, n_patches, embed_dim)
+
+            return x
+
+
+    class Attention(nn.Module):
+        """Attention mechanism.
+
+        Parameters
+        ----------
+        dim : int
+            The input and out dimension of per token features.
+
+        n_heads : int
+            Number of attention heads.
+
+        qkv_bias : bool
+            If True then we include bias to the query, key and value projections.
+
+        attn_p : float
+            Dropout probability applied to the query, key and value tensors.
+
+        proj_p : float
+            Dropout probability applied to the output tensor.
+
+
+        Attributes
+        ----------
+        scale : float
+            Normalizing consant for the dot product.
+
+        qkv : nn.Linear
+            Linear projection for the query, key and value.
+
+        proj : nn.Linear
+            Linear mapping that takes in the concatenated output of all attention
+            heads and maps it into a new space.
+
+        attn_drop, proj_drop : nn.Dropout
+            Dropout layers.
+        """
+        def __init__(self, dim, n_heads=12, qkv_bias=True, attn_p=0., proj_p=0.):
+            super().__init__()
+            self.n_heads = n_heads
+            self.dim = dim
+            self.head_dim = dim // n_heads
+            self.scale = self.head_dim ** -0.5
+
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.attn_drop = nn.Dropout(attn_p)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_p)
+
+        def forward(self, x):
+            """Run forward pass.
+
+            Parameters
+            ----------
+            x : torch.Tensor
+                Shape `(n_samples, n_patches + 1, dim)`.
+
+            Returns
+            -------
+            torch.Tensor
+                Shape `(n_samples, n_patches + 1, dim)`.
+            """
+            n_samples, n_tokens, dim = x.shape
+
+            if dim != self.dim:
+                raise ValueError
+
+            qkv = self.qkv(x)  # (n_samples, n_patches + 1, 3 * dim)
+            qkv = qkv.reshape(
+                    n_samples, n_tokens, 3, self.n_heads, self.head_dim
+            )  # (n_smaples, n_patches + 1, 3, n_heads, head_dim)
+            qkv = qkv.permute(
+                    2, 0, 3, 1, 4
+            )  # (3, n_samples, n_heads, n_patches + 1, head_dim)
+
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            k_t = k.transpose(-2, -1)  # (n_samples, n_heads, head_dim, n_patches + 1)
+            dp = (
+               q @ k_t
+            ) * self.scale # (n_samples, n_heads, n_patches + 1, n_patches + 1)
+            attn = dp.softmax(dim=-1)  # (n_samples, n_heads, n_patches + 1, n_patches + 1)
+            attn = self.attn_drop(attn)
+
+            weighted_avg = attn @ v  # (n_samples, n_heads, n_patches +1, head_dim)
+            weighted_avg = weighted_avg.transpose(
+                    1, 2
+            )  # (n_samples, n_patches + 1, n_heads, head_dim)
+            weighted_avg = weighted_avg.flatten(2)  # (n_samples, n_patches + 1, dim)
+
+            x = self.proj(weighted_avg)  # (n_samples, n_patches + 1, dim)
+            x = self.proj_drop(x)  # (n_samples, n_patches + 1, dim)
+
+            return x
+
+
+    class MLP(nn.Module):
+        """Multilayer perceptron.
+
+        Parameters
+        ----------
+        in_features : int
+            Number of input features.
+
+        hidden_features : int
+            Number of nodes in the hidden layer.
+
+        out_features : int
+            Number of output features.
+
+        p : float
+            Dropout probability.
+
+        Attributes
+        ----------
+        fc : nn.Linear
+            The First linear layer.
+
+        act : nn.GELU
+            GELU activation function.
+
+        fc2 : nn.Linear
+            The second linear layer.
+
+        drop : nn.Dropout
+            Dropout layer.
+        """
+        def __init__(self, in_features, hidden_features, out_features, p=0.):
+            super().__init__()
+            self.fc1 = nn.Linear(in_features, hidden_features)
+            self.act = nn.GELU()
+            self.fc2 = nn.Linear(hidden_features, out_features)
+            self.drop = nn.Dropout(p)
+
+        def forward(self, x):
+            """Run forward pass.
+
+            Parameters
+            ----------
+            x : torch.Tensor
+                Shape `(n_samples, n_patches + 1, in_features)`.
+
+            Returns
+            -------
+            torch.Tensor
+                Shape `(n_samples, n_patches +1, out_features)`
+            """
+            x = self.fc1(
+                    x
+            ) # (n_samples, n_patches + 1, hidden_features)
+            x = self.act(x)  # (n_samples, n_patches + 1, hidden_features)
+            x = self.drop(x)  # (n_samples, n_patches + 1, hidden_features)
+            x = self.fc2(x)  # (n_samples, n_patches + 1, out_features)
+            x = self.drop(x)  # (n_samples, n_patches + 1, out_features)
+
+            return x
+
+
+    class Block(nn.Module):
+        """Transformer block.
+
+        Parameters
+        ----------
+        dim : int
+            Embeddinig dimension.
+
+        n_heads : int
+            Number of attention heads.
+
+        mlp_ratio : float
+            Determines the hidden dimension size of the `MLP` module with respect
+            to `dim`.
+
+        qkv_bias : bool
+            If True then we include bias to the query, key and value projections.
+
+        p, attn_p : float
+            Dropout probability.
+
+        Attributes
+        ----------
+        norm1, norm2 : LayerNorm
+            Layer normalization.
+
+        attn : Attention
+            Attention module.
+
+        mlp : MLP
+            MLP module.
+        """
+        def __init__(self, dim, n_heads, mlp_ratio=4.0, qkv_bias=True, p=0., attn_p=0.):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+            self.attn = Attention(
+                    dim,
+                    n_heads=n_heads,
+                    qkv_bias=qkv_bias,
+                    attn_p=attn_p,
+                    proj_p=p
+            )
+            self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+            hidden_features = int(dim * mlp_ratio)
+            self.mlp = MLP(
+                    in_features=dim,
+                    hidden_features=hidden_features,
+                    out_features=dim,
+            )
+
+        def forward(self, x):
+            """Run forward pass.
+
+            Parameters
+            ----------
+            x : torch.Tensor
+                Shape `(n_samples, n_patches + 1, dim)`.
+
+            Returns
+            -------
+            torch.Tensor
+                Shape `(n_samples, n_patches + 1, dim)`.
+            """
+            x = x + self.attn(self.norm1(x))
+            x = x + self.mlp(self.norm2(x))
+
+            return x
+
+
+    class VisionTransformer(nn.Module):
+        """Simplified implementation of the Vision transformer.
+
+        Parameters
+        ----------
+        img_size : int
+            Both height and the width of the image (it is a square).
+
+        patch_size : int
+            Both height and the width of the patch (it is a square).
+
+        in_chans : int
+            Number of input channels.
+
+        n_classes : int
+            Number of classes.
+
+        embed_dim : int
+            Dimensionality of the token/patch embeddings.
+
+        depth : int
+            Number of blocks.
+
+        n_heads : int
+            Number of attention heads.
+
+        mlp_ratio : float
+            Determines the hidden dimension of the `MLP` module.
+
+        qkv_bias : bool
+            If True then we include bias to the query, key and value projections.
+
+        p, attn_p : float
+            Dropout probability.
+
+        Attributes
+        ----------
+        patch_embed : PatchEmbed
+            Instance of `PatchEmbed` layer.
+
+        cls_token : nn.Parameter
+            Learnable parameter that will represent the first token in the sequence.
+            It has `embed_dim` elements.
+
+        pos_emb : nn.Parameter
+            Positional embedding of the cls token + all the patches.
+            It has `(n_patches + 1) * embed_dim` elements.
+
+        pos_drop : nn.Dropout
+            Dropout layer.
+
+        blocks : nn.ModuleList
+            List of `Block` modules.
+
+        norm : nn.LayerNorm
+            Layer normalization.
+        """
+        def __init__(
+                self,
+                img_size=384,
+                patch_size=16,
+                in_chans=3,
+                n_classes=1000,
+                embed_dim=768,
+                depth=12,
+                n_heads=12,
+                mlp_ratio=4.,
+                qkv_bias=True,
+                p=0.,
+                attn_p=0.,
+        ):
+            super().__init__()
+
+            self.patch_embed = PatchEmbed(
+                    img_size=img_size,
+                    patch_size=patch_size,
+                    in_chans=in_chans,
+                    embed_dim=embed_dim,
+            )
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+            self.pos_embed = nn.Parameter(
+                    torch.zeros(1, 1 + self.patch_embed.n_patches, embed_dim)
+            )
+            self.pos_drop = nn.Dropout(p=p)
+
+            self.blocks = nn.ModuleList(
+                [
+                    Block(
+                        dim=embed_dim,
+                        n_heads=n_heads,
+                        mlp_ratio=mlp_ratio,
+                        qkv_bias=qkv_bias,
+                        p=p,
+                        attn_p=attn_p,
+                    )
+                    for _ in range(depth)
+                ]
+            )
+
+            self.norm = nn.LayerNorm(embed_dim, eps=1e-6)
+            self.head = nn.Linear(embed_dim, n_classes)
+
+
+        def forward(self, x):
+            """Run the forward pass.
+
+            Parameters
+            ----------
+            x : torch.Tensor
+                Shape `(n_samples, in_chans, img_size, img_size)`.
+
+            Returns
+            -------
+            logits : torch.Tensor
+                Logits over all the classes - `(n_samples, n_classes)`.
+            """
+            n_samples = x.shape[0]
+            x = self.patch_embed(x)
+
+            cls_token = self.cls_token.expand(
+                    n_samples, -1, -1
+            )  # (n_samples, 1, embed_dim)
+            x = torch.cat((cls_token, x), dim=1)  # (n_samples, 1 + n_patches, embed_dim)
+            x = x + self.pos_embed  # (n_samples, 1 + n_patches, embed_dim)
+            x = self.pos_drop(x)
+
+            for block in self.blocks:
+                x = block(x)
+
+            x = self.norm(x)
+
+            cls_token_final = x[:, 0]  # just the CLS token
+            x = self.head(cls_token_final)
+
+            return x
+
+    return VisionTransformer
+
+
+def _program_vit(mod, log):
+    torch = SeededTorch(mod, 17)
+    VisionTransformer = _vit_classes(torch)
+
+    # ---- verify.py ----
+    def get_n_params(module):
+        return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+    def assert_tensors_equal(t1, t2):
+        a1, a2 = t1.detach().numpy(), t2.detach().numpy()
+
+        np.testing.assert_allclose(a1, a2)
+
+    custom_config = {
+            "img_size": 8,
+            "in_chans": 3,
+            "patch_size": 4,
+            "embed_dim": 8,
+            "depth": 2,
+            "n_heads": 2,
+            "qkv_bias": True,
+            "mlp_ratio": 4,
+            "n_classes": 10,
+    }
+    # the stand-in for timm's pretrained model
+    model_official = init_params(mod, VisionTransformer(**custom_config), 19, scale=0.5)
+    model_official.eval()
+    print(type(model_official).__name__)
+
+    model_custom = VisionTransformer(**custom_config)
+    model_custom.eval()
+
+    for (n_o, p_o), (n_c, p_c) in zip(
+            model_official.named_parameters(), model_custom.named_parameters()
+    ):
+        assert p_o.numel() == p_c.numel()
+        print(f"{n_o} | {n_c}")
+
+        p_c.data[:] = p_o.data
+
+        assert_tensors_equal(p_c.data, p_o.data)
+
+    inp = torch.rand(1, 3, 8, 8)
+    res_c = model_custom(inp)
+    res_o = model_official(inp)
+
+    # Asserts
+    assert get_n_params(model_custom) == get_n_params(model_official)
+    assert_tensors_equal(res_c, res_o)
+    log("res_c", res_c)
+    log("n_params", get_n_params(model_custom))
+    log("grad_fn", res_c.grad_fn)
+
+    # ---- forward.py ----
+    k = 5
+
+    imagenet_labels = dict(enumerate([f"class {i}\n" for i in range(10)]))
+
+    model = model_custom
+    model.eval()
+
+    img = (np.random.RandomState(23).randint(0, 256, (8, 8, 3)).astype(np.uint8) / 128) - 1
+    inp = torch.from_numpy(img).permute(2, 0, 1).unsqueeze(0).to(torch.float32)
+    logits = model(inp)
+    probs = torch.nn.functional.softmax(logits, dim=-1)
+
+    top_probs, top_ixs = probs[0].topk(k)
+
+    for i, (ix_, prob_) in enumerate(zip(top_ixs, top_probs)):
+        ix = ix_.item()
+        prob = prob_.item()
+        cls = imagenet_labels[ix].strip()
+        print(f"{i}: {cls:<45} --- {prob:.4f}")
+    log("probs", probs)
+    log("top", [top_probs, top_ixs])
+
+
+def test_mildlyoverfitted_vision_transformer_verify_and_forward():
+    run_both(_program_vit)
