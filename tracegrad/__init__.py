@@ -92,7 +92,7 @@ from ._tensor.generator import (
 )
 from ._tensor.factories import range as range  # noqa: E402,A001
 from ._tensor.factories import (
-    arange as arange, as_tensor as as_tensor, asarray as asarray, bernoulli as bernoulli,
+    arange as arange, as_tensor as as_tensor, asarray as asarray,
     empty as empty, empty_like as empty_like, eye as eye, from_numpy as from_numpy, full as full,
     full_like as full_like, linspace as linspace, logspace as logspace, multinomial as multinomial,
     ones as ones, ones_like as ones_like, rand as rand, rand_like as rand_like,
@@ -191,7 +191,7 @@ from ._api.functions import (  # noqa: E402
 )
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
-    binomial as binomial, empty_permuted as empty_permuted, empty_strided as empty_strided, normal as normal,
+    bernoulli as bernoulli, binomial as binomial, empty_permuted as empty_permuted, empty_strided as empty_strided, normal as normal,
     poisson as poisson
 )
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).

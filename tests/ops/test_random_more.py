@@ -142,3 +142,31 @@ def test_poisson_inside_compile_draws_fresh_values():
     r = tracegrad.full((64,), 50.0)
     a, b = f(r).numpy(), f(r).numpy()
     assert not np.array_equal(a, b) and abs(a.mean() - 50) < 5 and abs(b.mean() - 50) < 5
+
+
+def _bernoulli_node(mod, how):
+    p = mod.tensor([0.2, 0.7, 1.0], requires_grad=True)
+    q = mod.sigmoid(p) if how != "detached" else mod.sigmoid(p).detach()
+    if how == "method":
+        out = q.bernoulli()
+    elif how == "p=":
+        out = mod.bernoulli(q, 0.5)
+    elif how == "no_grad":
+        with mod.no_grad():
+            out = mod.bernoulli(q)
+    else:
+        out = mod.bernoulli(q)
+    seen = [out.requires_grad, None if out.grad_fn is None else type(out.grad_fn).__name__, out.dtype]
+    if how in ("function", "method"):
+        (out * 3).sum().backward()
+        seen.append(p.grad.tolist())
+    return seen
+
+
+@pytest.mark.parametrize("how", ["function", "method", "detached", "no_grad"])
+def test_bernoulli_of_probabilities_that_require_grad_records_zero_gradient_node(how):
+    """torch.bernoulli(p) of probabilities that require grad records BernoulliBackward0 (gradient
+    zero), as PonderNet's halting draw ``torch.bernoulli(sigmoid(...))`` does in torch; tracegrad
+    returned a tensor that did not require grad."""
+    a, b = _bernoulli_node(torch, how), _bernoulli_node(tracegrad, how)
+    assert a[:2] == b[:2] and str(a[2]).split(".")[-1] == str(b[2]).split(".")[-1] and a[3:] == b[3:]

@@ -5,6 +5,8 @@ the Tensor spellings of ``bernoulli``/``multinomial`` and ``empty_strided``. Str
 tracegrad's generator (they differ from torch's; ``manual_seed`` makes them repeatable)."""
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 
 from ..autograd._dispatch import apply_op
@@ -113,7 +115,21 @@ def binomial(count, prob, generator=None):
     return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator), count._value, prob._value))
 
 
-method("bernoulli")(method_form(_factories.bernoulli))   # the functions' out= is not the methods'
+@function()
+@functools.wraps(_factories.bernoulli)
+def bernoulli(input, *args, **kwargs):
+    """Mirrors ``torch.bernoulli`` (``_factories.bernoulli`` draws); a draw from the
+    probabilities in a floating ``input`` that requires grad records ``BernoulliBackward0``,
+    whose gradient for ``input`` is zero (NOTE [zero-gradient draws]), as torch: PonderNet's
+    ``torch.bernoulli(lambda_n)`` of a sigmoid output requires grad in torch."""
+    draw = _factories.bernoulli(input, *args, **kwargs)
+    if args or kwargs.get("p") is not None or kwargs.get("out") is not None or not isinstance(input, Tensor) \
+            or not input.is_floating_point() or not input.requires_grad or draw.shape != input.shape:
+        return draw
+    return apply_op(OPS["bernoulli"], (input, draw))
+
+
+method("bernoulli")(method_form(bernoulli))   # the functions' out= is not the methods'
 method("multinomial")(method_form(_factories.multinomial))
 
 

@@ -410,3 +410,4 @@ defop("normal_tensor_tensor", _passthrough, args=("mean", "std", "sample"), grad
 defop("normal_tensor_float", _passthrough, args=("mean", "sample"), grad_fn="NormalBackward1", no_edge=("sample",))
 defop("normal_float_tensor", _passthrough, args=("std", "sample"), grad_fn="NormalBackward2", no_edge=("sample",))
 defop("poisson", _passthrough, args=("self", "sample"), grad_fn="PoissonBackward0", no_edge=("sample",))
+defop("bernoulli", _passthrough, args=("self", "sample"), grad_fn="BernoulliBackward0", no_edge=("sample",))
