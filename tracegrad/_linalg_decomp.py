@@ -441,6 +441,11 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if tuple(pivots.shape) != tuple(LU.shape[:-1]):
         raise RuntimeError(f"linalg.lu_solve: pivots should have shape {tuple(LU.shape[:-1])}, got "
                            f"{tuple(pivots.shape)}")
+    if LU.dtype is not B.dtype:   # torch refuses a mixed pair (the triangular solves would get unlike dtypes)
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{_dt.SCALAR_NAMES[LU.dtype.name]} and B of type {_dt.SCALAR_NAMES[B.dtype.name]} instead; "
+                           "convert B with .to(LU.dtype)")
+    broadcast_shape([LU.shape[:-2], B.shape[:-2]], "linalg.lu_solve")
     return _lu_solve(LU, pivots, B, left=bool(left), adjoint=bool(adjoint))
 
 
@@ -464,6 +469,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
+    # the batch dims broadcast (torch's RuntimeError; JAX's ValueError would leak)
+    broadcast_shape([A.shape[:-2], B.shape[:-2]], "linalg.solve_triangular")
     if A.dtype is not B.dtype:    # torch computes in A's dtype
         B = B.to(A.dtype)
     return _solve_triangular(A, B, upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))

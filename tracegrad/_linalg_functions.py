@@ -169,6 +169,8 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
         raise RuntimeError(f"cholesky_solve: Incompatible matrix sizes for cholesky_solve: each A matrix is "
                            f"{input2.shape[-2]} by {input2.shape[-1]} but each b matrix is {input.shape[-2]} by "
                            f"{input.shape[-1]}")
+    # the batch dims broadcast (torch's RuntimeError; JAX's ValueError would leak)
+    broadcast_shape([input.shape[:-2], input2.shape[:-2]], "cholesky_solve")
     return _linalg_decomp.cholesky_solve_op(input, input2, upper)
 
 

@@ -109,10 +109,15 @@ def _norm(norm, api):
 def _one_dim(api, jname):
     @accepts_out(api)
     def f(input, n=None, dim=-1, norm=None, *, out=None):
-        x = _prepare(input, api)
-        d = _fft_dim(dim, x.dim())
+        # torch's parser reads n, dim and norm before the input's dtype or rank is looked at
         if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
             raise TypeError(f"fft_{api}(): argument 'n' must be int, not {type(n).__name__}")
+        if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+            raise TypeError(f"fft_{api}(): argument 'dim' must be int, not {type(dim).__name__}")
+        if not isinstance(norm, (str, type(None))):
+            _norm(norm, api)   # its TypeError; the mode's name is checked after the dim
+        x = _prepare(input, api)
+        d = _fft_dim(dim, x.dim())
         # the signal size: n, else the input's (a C2R output defaults to 2 * (m - 1) points)
         _points(n if n is not None else 2 * (x.shape[d] - 1) if _KIND[jname] == "C2R" else x.shape[d])
         return _op(jname)(x, n=n, axis=d, norm=_norm(norm, api))
@@ -141,6 +146,9 @@ def _shape_and_dims(x, s, dim, api="fftn"):
     nd = x.dim()
     axes = None
     if dim is not None:
+        first = dim if isinstance(dim, int) else next(iter(dim), None)
+        if nd == 0 and first is not None:   # torch wraps each dim before the duplicates check; 0-d has none
+            _fft_dim(first, 0)
         axes = tuple(_wrap_dim(d, nd) for d in ((dim,) if isinstance(dim, int) else dim))
         if len(set(axes)) != len(axes):
             raise RuntimeError(f"FFT dims must be unique; got dim={tuple(dim)}")

@@ -360,14 +360,14 @@ def _eigh(A, *, lower):
 def eigh(A, UPLO="L", *, out=None):
     """Mirrors ``torch.linalg.eigh``: ascending eigenvalues and eigenvectors of a symmetric
     (Hermitian) matrix, reading its ``UPLO`` triangle."""
+    if not isinstance(UPLO, str):   # torch's parser: TypeError (not the value check's RuntimeError)
+        raise TypeError(f"linalg_eigh(): argument 'UPLO' must be str, not {type(UPLO).__name__}; pass 'L' or 'U'")
+    if UPLO.upper() not in ("L", "U"):   # checked before the input's dtype and shape, as torch
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
         raise NotImplementedError(f"linalg.eigh: \"linalg_eigh_cpu\" not implemented for '{A.dtype}'; convert "
                                   "the input with .double() or .float()")
     _check(A, "eigh")
-    if not isinstance(UPLO, str):   # torch's parser: TypeError (not the value check's RuntimeError)
-        raise TypeError(f"linalg_eigh(): argument 'UPLO' must be str, not {type(UPLO).__name__}; pass 'L' or 'U'")
-    if UPLO.upper() not in ("L", "U"):
-        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return EighResult(*_eigh(A, lower=UPLO.upper() == "L"))
 
 
@@ -577,6 +577,9 @@ def tensorinv(A, ind=2, *, out=None):
     or when ``prod(A.shape[:ind]) != prod(A.shape[ind:])``."""
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    if isinstance(A, Tensor) and ind > A.dim():   # torch slices A's shape at ind: RuntimeError past its end
+        raise RuntimeError(f"linalg.tensorinv: 'ind' ({ind}) is larger than the number of dimensions of A "
+                           f"({A.dim()}); pass 0 < ind <= A.dim()")
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "

@@ -852,6 +852,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                                         _refuse, pickle_load_args)
     data = bytes(data)
     header = _header(data)
+    if header is None and mmap:   # torch refuses mmap for anything but its zip format, before unpickling
+        raise RuntimeError(f"tracegrad.load: mmap can only be used with files saved with "
+                           f"`torch.save({name}, _use_new_zipfile_serialization=True)` or tracegrad.save, please "
+                           f"save your checkpoint with one of them in order to use mmap.")
     if header is None:
         if _whole_pickle(data, plain=weights_only):
             # torch's legacy reader unpickles a magic number first and finds another object

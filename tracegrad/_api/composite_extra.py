@@ -375,8 +375,13 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         return index_reduce(input.reshape(1), dim, index, source.reshape(1), reduce,
                             include_self=include_self).reshape(())
     d = _wrap_dim(dim, input.dim())
-    if index.dim() > 1:
-        raise RuntimeError("index_reduce_(): Index is supposed to be a vector")
+    if index.dim() > 1:   # torch's IndexError, as index_add_'s and index_copy_'s
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, got {index.dim()} dims")
+    if source.dim() == input.dim() and any(a != b for k, (a, b) in enumerate(zip(input.shape, source.shape))
+                                           if k != d):
+        raise RuntimeError(f"index_reduce_(): source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} source.shape = "
+                           f"{list(source.shape)}")
     if source.dim() != input.dim() or source.shape[d] != index.numel():
         raise RuntimeError(f"index_reduce_(): source must have the input's dims and index.numel() = {index.numel()} "
                            f"rows along dim {dim}, got source of shape {list(source.shape)}")

@@ -659,10 +659,14 @@ def index_put(self, indices, values, accumulate=False):
         raise
 
 
-def _index_arg(index, name):
-    """An index tensor of int32 or int64 (torch's RuntimeError for any other, or a non-tensor)."""
+def _index_arg(index, name, self=None, dim=None):
+    """An index tensor of int32 or int64 (torch's RuntimeError for any other, or a non-tensor).
+    With ``self``, ``dim`` is checked against its rank first: torch wraps the dim of gather and
+    the scatters before it looks at the index's dtype or rank (IndexError)."""
     if not isinstance(index, Tensor):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if isinstance(self, Tensor):
+        _wrap_dim(dim, self.ndim)
     words = "Expected dtype int32 or int64 for index" if name == "index_select" else None
     # scatter's kernels all say scatter() (scatter_add, scatter_reduce too), as torch
     check_index_dtype(index, "scatter" if name.startswith("scatter") else name,
@@ -672,7 +676,7 @@ def _index_arg(index, name):
 @method(function=True)
 def gather(self, dim, index, *, sparse_grad=False):
     """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index."""
-    _index_arg(index, "gather")
+    _index_arg(index, "gather", self, dim)
     if index.numel() == 0:
         # torch checks neither the index's dtype nor its shape against self when it has no elements:
         # the result is an empty tensor of the index's shape and self's dtype (a view: grad_fn differs)
@@ -722,7 +726,7 @@ def _check_src_dtype(self, src, api):
 @method(function=True)
 def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     """Mirrors ``torch.scatter(input, dim, index, src|value)``."""
-    _index_arg(index, "scatter")
+    _index_arg(index, "scatter", self, dim)
     if src is None:
         src = value
     if src is None:
@@ -745,7 +749,7 @@ def scatter_add(self, dim, index, src):
     overload in torch)."""
     if not isinstance(src, Tensor):
         raise strict_error("scatter_add", "src", "Tensor", src, 3)
-    _index_arg(index, "scatter_add")
+    _index_arg(index, "scatter_add", self, dim)
     index, src = check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
@@ -784,6 +788,8 @@ def index_add(self, dim, index, source, *, alpha=1):
     of at most one dim, RuntimeError above (as torch); RuntimeError
     when ``source`` does not match ``self`` outside ``dim``."""
     d, alpha = index_add_args(self, dim, index, source, alpha, "index_add")
+    if index.ndim == 0:   # torch takes a 0-d index as one index
+        index = index.reshape(1)
     return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 

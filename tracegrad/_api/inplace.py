@@ -171,6 +171,7 @@ def _inplace_binary(opname):
         except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
             return e.tensor._sparse_operand(e, opname + "_", self, other, alpha=1 if alpha is None else alpha)
         if opname in ("igamma", "igammac"):   # the cast is checked before the kernel's dtypes (complex)
+            check_tensor_other(opname + "_", other)
             check_inplace_result(opname + "_", self, other)
         if opname in ("igamma", "igammac") and self.dtype._cat < 2 and isinstance(other, Tensor) \
                 and other.dtype._cat < 2:   # torch computes in the integer dtype, which has no kernel
@@ -326,8 +327,14 @@ def fill_(self, value):
     complex number into a real tensor; TypeError for a value that is neither."""
     _check_scalar_value(value, "fill_", "Tensor value")
     if isinstance(value, (complex, np.complexfloating)) and not self.dtype.is_complex:
-        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without overflow "
-                           f"(a complex value into a real tensor)")
+        # as c10's checked conversion: any number into bool (v != 0), a zero imaginary part into the rest
+        if self.dtype is _dt.bool_:
+            value = bool(value)
+        elif value.imag == 0:
+            value = value.real
+        else:
+            raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without overflow "
+                               f"(a complex value into a real tensor)")
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
@@ -374,6 +381,10 @@ def masked_fill_(self, mask, value):
                            "pass mask.bool() or a comparison's result")
     _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value", self.dtype)
     check_real_scalars("masked_fill_", self.dtype, value=value)
+    if isinstance(value, (complex, np.complexfloating)) and not self.dtype.is_complex:
+        # what c10's checked conversion keeps (v != 0 for bool, else the real part), so that the
+        # kernel gets no complex number to cast (JAX's ComplexWarning)
+        value = bool(value) if self.dtype is _dt.bool_ else value.real
     if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
@@ -498,6 +509,8 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
         src = value
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
+    if isinstance(index, Tensor):
+        _wrap_dim(dim, self.ndim)   # torch checks the dim's range before the reduce, index's dtype and rank
     check_scatter_reduce(reduce, "scatter_")
     check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index", empty_ok=True)
     if isinstance(src, Tensor) and src.dtype is not self.dtype:
@@ -516,6 +529,8 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def scatter_add_(self, dim, index, src):
     if not isinstance(src, Tensor):   # no Scalar overload in torch (scatter_ has one)
         raise strict_error("scatter_add_", "src", "Tensor", src, 3)
+    if isinstance(index, Tensor):
+        _wrap_dim(dim, self.ndim)   # torch checks the dim's range before the index's dtype and rank
     check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index", empty_ok=True)
     if src.dtype is not self.dtype:
         raise RuntimeError(f"scatter_add_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
@@ -529,6 +544,8 @@ def scatter_add_(self, dim, index, src):
 @method()
 def index_add_(self, dim, index, source, *, alpha=1):
     d, alpha = index_add_args(self, dim, index, source, alpha, "index_add_")
+    if index.ndim == 0:   # torch takes a 0-d index as one index
+        index = index.reshape(1)
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", d),))
 
 
@@ -862,6 +879,18 @@ _PROMOTING = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "floor_divid
                         "atan2", "clamp_max", "clamp_min", "copysign", "hypot", "ldexp", "nextafter", "xlogy"})
 
 
+# in-place binary ops with no Scalar overload in torch: a number for ``other`` is the parser's
+# TypeError, before the cast of the result into self is looked at
+_TENSOR_OTHER_ONLY = frozenset({"atan2", "hypot", "ldexp", "nextafter", "igamma", "igammac", "fmax", "fmin",
+                                "logaddexp", "logaddexp2", "gcd", "lcm"})
+
+
+def check_tensor_other(api, other):
+    """TypeError for a non-tensor ``other`` of an in-place op torch takes a Tensor for only."""
+    if api[:-1] in _TENSOR_OTHER_ONLY and not isinstance(other, Tensor):
+        raise strict_error(api, "other", "Tensor", other, 1)
+
+
 def check_inplace_result(api, self, other):
     """torch's checks for ``self.<api>(other)`` writing into self, before the kernel's: RuntimeError
     when the broadcast shape is not self's, then when the promoted dtype cannot be cast to self's."""
@@ -884,6 +913,8 @@ def inplace_via_copy(name):
             rg = self.requires_grad
         except AttributeError:
             raise not_a_tensor(name + "_", self) from None
+        if args:
+            check_tensor_other(name + "_", args[0])
         if promoting and len(args) == 1:
             check_inplace_result(name + "_", self, args[0])
         if name in ("cumsum", "cumprod") and self.dtype is _dt.bool_ and kwargs.get("dtype") in (None, _dt.bool_):

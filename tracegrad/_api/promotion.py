@@ -278,8 +278,9 @@ _CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "b
 def check_real_scalars(api, dtype, **scalars):
     """RuntimeError, as torch's checked Scalar conversion, for a complex number with a nonzero
     imaginary part passed as ``value=``/``alpha=``/``beta=``/``weight=`` of an op whose
-    result ``dtype`` is not complex (the imaginary part would be dropped silently)."""
-    if dtype.is_complex:
+    result ``dtype`` is not complex (the imaginary part would be dropped silently). A bool result
+    takes any number (c10's conversion to bool is ``v != 0`` and never overflows)."""
+    if dtype.is_complex or dtype.name == "bool":
         return
     for name, v in scalars.items():
         if isinstance(v, (complex, np.complexfloating)) and v.imag != 0:

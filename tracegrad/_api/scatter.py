@@ -101,6 +101,9 @@ def index_copy_(self, dim, index, source):
 
 
 def _index_fill_args(self, dim, index, value, api):
+    if isinstance(value, Tensor) and value.ndim != 0:   # torch's first check: before the dim's and the index's
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
     d = _index_vector(self, dim, index, "index_fill_", negative=True, dtype_error=IndexError)
     if index.ndim > 1:
         raise RuntimeError(f"{api}(): Index has to be a vector/scalar")
@@ -185,7 +188,7 @@ def masked_scatter_(self, mask, source):
 def _scatter_reduce_args(self, dim, index, src, reduce, api):
     if not isinstance(src, Tensor):   # no Scalar overload in torch
         raise strict_error(api, "src", "Tensor", src, 3)
-    _index_arg(index, api)
+    _index_arg(index, api, self, dim)   # the dim's range first, as torch
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor) or src.dtype is not self.dtype:

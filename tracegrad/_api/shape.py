@@ -687,6 +687,8 @@ def roll(self, shifts, dims=None):
         shifts = operator.index(shifts)      # a numpy integer, a one-element integer tensor
     if not isinstance(shifts, int) and len(shifts) == 0:
         raise RuntimeError("`shifts` required")
+    if isinstance(dims, (tuple, list)) and len(dims) == 0:
+        dims = None   # torch takes an empty dims list as none given: the flattened roll
     if dims is None and not isinstance(shifts, int) and len(shifts) != 1:
         check_kinds("roll", shifts=shifts)
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")

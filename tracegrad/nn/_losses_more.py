@@ -192,6 +192,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.numel() != c:
         raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}; give one weight per class")
+    if target.dtype is not tracegrad.int64:   # torch's kernel reads int64 class indices only
+        raise RuntimeError(f"expected scalar type Long but found {_SCALAR_NAME[target.dtype.name]} "
+                           "(multi_margin_loss: convert the target with .long())")
     _check_class_range(t, 0, c, f"multi_margin_loss: target out of range; class indices must lie in [0, {c})")
     if isinstance(margin, complex):   # torch's Scalar takes it, then cannot make it the kernel's double
         raise RuntimeError(f"multi_margin_loss(): margin {margin} cannot be converted to type float without "

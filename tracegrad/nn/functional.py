@@ -216,7 +216,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Mirrors ``torch.nn.functional.layer_norm``. grad_fn ``NativeLayerNormBackward0``."""
+    """Mirrors ``torch.nn.functional.layer_norm``. grad_fn ``NativeLayerNormBackward0``.
+    TypeError for a ``normalized_shape`` that is a single number (torch's F.layer_norm takes a
+    sequence of ints; nn.LayerNorm takes an int)."""
+    if isinstance(normalized_shape, (int, float, complex, str)) or normalized_shape is None:
+        raise TypeError(f"layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
+                        f"{type(normalized_shape).__name__}; pass a tuple such as (C,)")
     input, weight, bias = _autocast.cast("fp32", "layer_norm", input, weight, bias)
     return _F.layer_norm(input, normalized_shape, weight, bias, eps)
 
@@ -704,6 +709,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     # a floating target of another shape than input is read as class indices (torch's dispatch),
     # so nll_loss gives torch's errors (batch size ValueError, then target dtype)
     if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
+        if weight is not None and tuple(weight.shape) != (n_classes,):   # torch's check (view() would take [1, C])
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
+                               f"no classes but got weight tensor of shape: {list(weight.shape)}")
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
