@@ -348,8 +348,9 @@ def strict_error(api, name, kind, value, pos=None):
 def require_int(api, name, value, pos=None):
     """``value`` when it is an int for ``api``'s ``name`` (a dim, a count), else torch's TypeError.
     Callers test ``type(value) is int`` first, so the common case costs nothing here."""
-    if _is_int(value):
-        return value
+    if _is_int(value) and not (isinstance(value, Tensor) and value.ndim != 0
+                               and name not in _SYMINT_PARAMS.get(api.rpartition(".")[2].rstrip("_"), ())):
+        return value   # torch's parser takes only a 0-d tensor for a plain int (symbolic ints: any one-element one)
     raise strict_error(api, name, "int", value, pos)
 
 

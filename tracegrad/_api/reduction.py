@@ -165,6 +165,15 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
 
+def _single_dim_tensor(api, dim):
+    """torch's parser takes a tensor for ``api``'s one ``int dim`` only when it is a 0-d integer
+    tensor (``__index__``); a bool tensor or a one-element 1-d tensor, which an ``int[1]`` dim
+    (``sum``) would take, is its TypeError here."""
+    if isinstance(dim, Tensor) and (dim.ndim != 0 or dim.dtype._cat != 1):
+        raise TypeError(f"{api}(): argument 'dim' must be int, not Tensor (a {dim.dtype} tensor of shape "
+                        f"{list(dim.shape)}); pass an int or a 0-d integer tensor")
+
+
 
 @method(function=True)
 def prod(self, dim=None, keepdim=False, *, dtype=None):
@@ -173,6 +182,7 @@ def prod(self, dim=None, keepdim=False, *, dtype=None):
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; torch.prod reduces one dim "
                         "at a time (chain .prod(d) calls)")
+    _single_dim_tensor("prod", dim)
     if dim is None:
         check_keepdim_needs_dim("prod", keepdim)
         return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype, "prod"))))
@@ -479,12 +489,14 @@ def cumprod(self, dim, *, dtype=None):
 @method(function=True)
 def all(self, dim=None, keepdim=False):
     """Mirrors ``torch.all``: a bool tensor."""
+    _single_dim_tensor("all", dim)
     return apply_op(OPS["all"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def any(self, dim=None, keepdim=False):
     """Mirrors ``torch.any``: a bool tensor."""
+    _single_dim_tensor("any", dim)
     return apply_op(OPS["any"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 

@@ -237,6 +237,9 @@ def squeeze(self, dim=None):
     if dim is None:
         dims = tuple(i for i, s in enumerate(shp) if s == 1)
         return apply_op(OPS["squeeze"], (self,), (("dim", dims),))
+    if isinstance(dim, Tensor) and dim.numel() == 1 and dim.dtype._cat <= 1 and (dim.ndim or dim.dtype._cat == 0):
+        # torch: a one-element bool or 1-d integer tensor is no int, but its int[] overload takes it
+        dim = [int(dim)]
     if isinstance(dim, (tuple, list)):
         wrapped = [_wrap_dim(x, self.ndim) for x in dim]
         if len(set(wrapped)) != len(wrapped):

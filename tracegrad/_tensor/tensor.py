@@ -1190,7 +1190,7 @@ def _index_dim(dim):
         if type(dim) is bool:      # torch's parser takes no bool for an int (``__index__`` would)
             raise TypeError
         if isinstance(dim, Tensor):
-            if dim.numel() != 1:   # a tensor of several elements: no int (the hot methods have no guard)
+            if dim.ndim != 0:   # torch's parser takes only a 0-d tensor for an int (tensor([1]) is refused)
                 raise TypeError
             if dim.dtype._cat != 1:   # a one-element float or bool tensor
                 dim = float(dim)
