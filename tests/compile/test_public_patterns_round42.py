@@ -37,7 +37,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from ._harness import break_lines, check_compiled, data, labels, np_init, silent
+import tracegrad
+
+from ._harness import break_lines, check_compiled, data, labels, np_init
 
 
 def _mlp(mod, n_in, hidden, n_out, bn=False):
@@ -151,19 +153,24 @@ def _sam_lr_schedule(state, i):
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
-@silent("second_step's `p.data = self.state[p]['old_p']` leaves p and the optimizer state's old_p on "
-        "one storage (eagerly the base step's update is seen through both); the program's write-back "
-        "(Region._write_data, region.py) finds a second tensor on the storage and moves p alone onto a "
-        "new one, so old_p keeps the storage's pre-update value")
 def test_sam_two_pass_step(adaptive):
-    # the README's loop (no BatchNorm bypass): one program for both passes, the lr written
-    # between calls a lifted input
+    # the README's loop (no BatchNorm bypass). second_step's ``p.data = self.state[p]["old_p"]``
+    # leaves p and the state's old_p on one storage, which the base step then updates in place
+    # (seen through both). The program binds old_p to a new tensor per call and cannot move p
+    # onto it, so the step is a graph break naming that (NOTE [.data set in a trace]), and
+    # p, old_p and every other value equal eager's and torch's
     run = check_compiled(_sam_program(adaptive, False), calls=4, between=_sam_lr_schedule, torch_too=True)
     st = run.step.stats
-    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+    assert st["eager_calls"] == 4 and st["traces"] == 0, st
+    assert all("keeps in a container or attribute" in reason for reason, _ in st["graph_breaks"]), st
     model = run.state["model"]
     assert int(model[1].num_batches_tracked) == 8   # both passes count a batch
     assert all(p.grad is None for p in model.parameters())
+    # eager's aliasing kept: p and old_p on one storage, holding the updated value
+    sam = run.state["sam"]
+    for p in model.parameters():
+        old = sam.state[p]["old_p"]
+        assert old.data_ptr() == p.data_ptr() and tracegrad.equal(old, p.data)
 
 
 def test_sam_step_with_bn_momentum_bypass_breaks_on_the_attribute():
