@@ -399,3 +399,30 @@ def test_weight_norm_parametrization_with_its_direction_clamped_through_data():
             return loss
         return wrap(step), {"m": m, "opt": opt}, lambda i: (data(mod, i, 5, 4),)
     check_compiled(make, calls=4, torch_too=True)
+
+
+def test_tensor_made_in_the_step_moved_onto_a_kept_entry_stays_its_own_object():
+    # ``t.data = keep["b"]; keep["a"] = t`` with ``t`` made in the step: eagerly two tensor
+    # objects on one storage. A program binding the entries would bind one tensor to both
+    # (``keep["a"] is keep["b"]``); the step runs eagerly instead
+    runs = []
+    for wrap in (lambda f: f, tracegrad.compile):
+        keep = {}
+
+        def step(x):
+            keep["b"] = (x * 2).clone()
+            t = tracegrad.zeros(4)
+            t.data = keep["b"]
+            keep["a"] = t
+            keep["b"].add_(1)
+            return x.sum()
+        f = wrap(step)
+        seen = []
+        for i in range(3):
+            f(tracegrad.ones(4) * i)
+            keep["a"].add_(100)
+            seen.append((keep["a"].tolist(), keep["b"].tolist(), keep["a"] is keep["b"],
+                         keep["a"].data_ptr() == keep["b"].data_ptr()))
+        runs.append(seen)
+    assert runs[0] == runs[1]
+    assert f.stats["graph_breaks"], f.stats

@@ -1120,7 +1120,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 if n is None:
                     continue
                 r = info["rebinds"][n]
-                if t._chain or t._base is not None or r.requires_grad:
+                if t._chain or t._base is not None or r.requires_grad or cap.made_here(t):
                     raise GraphBreak("a tensor's .data is set to a tensor the function also keeps in a container "
                                      "or attribute (`p.data = backup[name]`): eagerly both share one storage "
                                      "after every call, which the program cannot repeat")
