@@ -319,6 +319,7 @@ class Region:
         self.rebinds = self.carried = self.shared = ()
         self.arg_binds = ()        # (argument index, places the call binds it to), ``argument_places``
         self.data_owners = {}      # NOTE [.data set in a trace]: escape index -> weakref to its tensor
+        self.data_follows = ()     # (its position in ``rebinds``, weakref to a tensor moved onto it)
         self.readers = ()          # per input storage: (index, weakref to the tensor read through it or None)
         self.rg_epoch, self.rg_readers = 0, {}   # NOTE [requires_grad flips between calls] (_state.py)
         self.place_groups = ()     # NOTE [tensors read by place] in guards.py
@@ -583,7 +584,7 @@ class Region:
         # results that are the tensor a followed place held at the call (``_result_places``),
         # read before the rebinds below put this call's new tensors there
         placed = [slot_get(slot) for slot in self.out_recipe.places]
-        kept = []
+        kept, made = [], []
         for r in self.rebinds:                # a new tensor per call, as eager binds
             t = Tensor._make(escapes[r.index])
             t._vc[0] = r.version                # as eager's in-place ops inside left it
@@ -597,6 +598,12 @@ class Region:
                 slot_put(slot, t)
             if r.carried is not None:
                 self._hold(r.carried, t._st)
+            made.append(t)
+        for n, ref in self.data_follows:      # NOTE [.data set in a trace]: onto the new tensor's storage
+            o = ref()
+            if o is not None:
+                o._st, o._vcache = made[n]._st, None
+        del made
         for i, slots in self.arg_binds:      # ``self.X = X``: the caller's tensor
             for slot in slots:
                 slot_put(slot, arg_leaves[i])
@@ -1101,15 +1108,23 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
             info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
             # NOTE [.data set in a trace]: a tensor moved onto a storage that each call binds to a
-            # new tensor elsewhere (``p.data = backup[k]`` with the dict kept) would have to move
-            # onto that call's new tensor too; the program does not follow it (it would stay on
-            # this trace's storage), so the function runs eagerly
-            rebound = {id(escapes[r.index]) for r in info["rebinds"] if escapes[r.index] is not None}
+            # new tensor elsewhere (``p.data = backup[k]`` with the dict kept, SAM's
+            # ``p.data = self.state[p]["old_p"]``) moves onto that call's new tensor too
+            # (``Region.run``), so both share one storage as eagerly. A tensor the program could
+            # not put there (a view, one with a graph) makes the function run eagerly
+            by_escape = {id(escapes[r.index]): n for n, r in enumerate(info["rebinds"])
+                         if escapes[r.index] is not None}
+            info["data_follows"] = []
             for t, _, _, _ in cap.data_sets.values():
-                if id(t._st) in rebound:
+                n = by_escape.get(id(t._st))
+                if n is None:
+                    continue
+                r = info["rebinds"][n]
+                if t._chain or t._base is not None or r.requires_grad or cap.made_here(t):
                     raise GraphBreak("a tensor's .data is set to a tensor the function also keeps in a container "
                                      "or attribute (`p.data = backup[name]`): eagerly both share one storage "
                                      "after every call, which the program cannot repeat")
+                info["data_follows"].append((n, weakref.ref(t)))
             if not plan.vjp and not cap.backward_ran \
                     and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
@@ -1277,7 +1292,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     i = unread_identity(region.unread, leaves, kinds)
     if i is not None:
         raise CallOnlyBreak(ARG_IS_STATE.format(i))
-    data_sets = info.pop("data_sets")
+    region.data_follows = tuple(info.get("data_follows", ()))
+    followers = {id(ref()) for _, ref in region.data_follows}
+    # a tensor that follows a rebind's storage is checked by its reader (``_follow_reader``)
+    data_sets = [(t, st) for t, st in info.pop("data_sets") if id(t) not in followers]
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
