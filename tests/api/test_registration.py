@@ -25,6 +25,7 @@ Tensor = tracegrad.Tensor
 DIFFERENT_METHOD_AND_FUNCTION = {
     **{n: f"torch.{n}(beta, input, ...) is its deprecated overload, Tensor.{n}(beta, ...) the method's"
        for n in ("addmm", "addbmm", "baddbmm", "addmv", "addr")},
+    "bernoulli": "Tensor.bernoulli refuses out= (torch's methods take none) vs tracegrad.bernoulli(..., out=)",
     "narrow_copy": "Tensor.narrow_copy refuses out= (torch's methods take none) vs tracegrad.narrow_copy(..., out=)",
     "where": "Tensor.where(condition, other) vs tracegrad.where(condition, input, other)",
     "polygamma": "Tensor.polygamma(n) vs tracegrad.polygamma(n, input)",

@@ -137,7 +137,13 @@ def guarded(name, view, fn, static):
     """``fn`` with the check run on each trace: what ``Op.forward`` hands to ``jax.jit``."""
     def run(*arrays):
         check_complex(name, arrays)
-        out = fn(*arrays)
+        try:
+            out = fn(*arrays)
+        except Exception:
+            # JAX may have no kernel for a limited dtype either (fmod of float8): torch's refusal
+            # is the answer where torch has none, the JAX error only where torch has one
+            check(name, view, arrays, static, ())
+            raise
         check(name, view, arrays, static, out)
         return out
     # the compiled program keeps the op function's name (jit_add...), as without the wrapper
