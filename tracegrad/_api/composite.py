@@ -435,6 +435,14 @@ def _host(t):
     return np.asarray(t.detach().numpy()) if t.numel() else np.zeros(tuple(t.shape), np.dtype(t._value.dtype))
 
 
+def _no_dim_of_0d(input, dim):
+    """unique/unique_consecutive with a dim: a 0-d input has no dim to take slices along (torch's
+    IndexError; other ops read a 0-d tensor's dim 0 / -1 as itself)."""
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions; unique along a dim "
+                         "needs an input of at least 1 dim (or pass dim=None)")
+
+
 @method("unique", function=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Mirrors ``torch.unique``: the sorted distinct values (or rows/slices along ``dim``), with
@@ -451,6 +459,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     limited.check_dtype("unique()", input.dtype, unsigned_ok=True)
     a = _host(input)
     if dim is not None:
+        _no_dim_of_0d(input, dim)
         dim = _wrap_dim(dim, input.dim())
         if any(n == 0 for i, n in enumerate(a.shape) if i != dim):
             raise RuntimeError(f"unique(dim={dim}): There are 0 sized dimensions, and they aren't selected, so "

@@ -20,7 +20,7 @@ from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import function, method
 from .argcheck import check_kinds
-from .composite import _host
+from .composite import _host, _no_dim_of_0d
 from .composite_names import _add_scaled, _fused_node
 from .elementwise import where
 from .linalg import bmm
@@ -348,6 +348,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         vals = flat[change]
         inv_shape = a.shape
     else:
+        _no_dim_of_0d(input, dim)
         d = _wrap_dim(dim, input.dim())
         moved = np.moveaxis(a, d, 0)
         change = np.ones(moved.shape[0], bool)

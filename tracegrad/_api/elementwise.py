@@ -488,6 +488,14 @@ def round_(self, *, decimals=0):
     return _round_in_place(self)
 
 
+def _check_bound_fits(bound, dt, api):
+    """A number bound must fit the result dtype (clamp, clamp_min, clamp_max alike: torch converts
+    it to the input's scalar type first and refuses ``clamp_max(int8_tensor, 300)``)."""
+    if dt._cat == 1 and isinstance(bound, int):
+        check_fits(np.asarray(bound), dt, api)
+    check_float_fits(bound, dt, api)
+
+
 @method("clamp", "clip", function=True)
 def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
@@ -508,9 +516,7 @@ def clamp(self, min=None, max=None):
     if dt._cat == 3 and isinstance(self, Tensor) and self.dtype._cat == 3:
         raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")
     for bound in (min, max):
-        if dt._cat == 1 and isinstance(bound, int):
-            check_fits(np.asarray(bound), dt, "clamp")   # torch refuses a bound the integer dtype cannot hold
-        check_float_fits(bound, dt, "clamp")
+        _check_bound_fits(bound, dt, "clamp")   # torch refuses a bound the dtype cannot hold
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_op(op, (self, min, max), (("dtype", dt.np),))
 
@@ -526,6 +532,8 @@ def clamp_min(self, min):
     t = isinstance(min, Tensor)
     if not t and self.dtype is _dt.bool_ and result_dtype(self, min) is _dt.bool_:
         check_bool_clamp("clamp_min", min, None)
+    if not t:
+        _check_bound_fits(min, result_dtype(self, min), "clamp_min")
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
 
 
@@ -540,6 +548,8 @@ def clamp_max(self, max):
     t = isinstance(max, Tensor)
     if not t and self.dtype is _dt.bool_ and result_dtype(self, max) is _dt.bool_:
         check_bool_clamp("clamp_max", None, max)
+    if not t:
+        _check_bound_fits(max, result_dtype(self, max), "clamp_max")
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 
 

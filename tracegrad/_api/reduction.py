@@ -486,18 +486,26 @@ def cumprod(self, dim, *, dtype=None):
     return apply_op(OPS["cumprod"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype, "cumprod"))))
 
 
+def _logical_dims(dim, ndim):
+    """all/any's dims: an empty list reduces over no dim (torch's all.dims/any.dims overloads give
+    the elementwise truth test, same shape), where sum/mean read it as every dim."""
+    if isinstance(dim, (list, tuple, Size)) and len(dim) == 0:
+        return ()
+    return _dims(dim, ndim)
+
+
 @method(function=True)
 def all(self, dim=None, keepdim=False):
-    """Mirrors ``torch.all``: a bool tensor."""
+    """Mirrors ``torch.all``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing."""
     _single_dim_tensor("all", dim)
-    return apply_op(OPS["all"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    return apply_op(OPS["all"], (self,), (("dim", _logical_dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def any(self, dim=None, keepdim=False):
-    """Mirrors ``torch.any``: a bool tensor."""
+    """Mirrors ``torch.any``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing."""
     _single_dim_tensor("any", dim)
-    return apply_op(OPS["any"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    return apply_op(OPS["any"], (self,), (("dim", _logical_dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @int_list_method
@@ -572,6 +580,8 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     d = _wrap_dim(dim, self.ndim)
     if not 0 <= k <= (self.shape[d] if self.ndim else 1):   # (a negative k reached the op unchecked)
         raise RuntimeError("selected index k out of range")   # torch's words (its op table test)
+    if self.ndim == 0:   # a 0-d result holds one element even for k=0: torch's kernel gives the input's
+        k = 1
     v, i = apply_op(OPS["topk"], (self,), (("k", int(k)), ("dim", d), ("largest", largest), ("sorted", sorted)))
     if isinstance(dim, int) and dim < 0:      # torch's node shows the dim as given
         show_saved(v, (("dim", dim),))
