@@ -5,7 +5,8 @@ harness. Then the torch 2.13 behaviours this round's probes of sort/select, shap
 reductions found tracegrad getting wrong (now fixed), written in the same style: ``all``/``any``
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
-``topk(k=0)`` of a 0-d input gives the element. ``TI31_ORACLE=1`` runs the same classes on torch
+``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
+grad_fn); ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -665,6 +666,50 @@ class TestFixesTI31(TestCase):
         self.assertEqual(x.topk(1).values, x)
         with self.assertRaisesRegex(RuntimeError, "selected index k out of range"):
             torch.topk(x, 2)
+
+    def test_smooth_l1_zero_beta_is_l1(self, device):
+        F = torch.nn.functional
+        x = torch.tensor([[0.5, -2.], [1., 0.25]], device=device)
+        y = torch.zeros(2, 2, device=device)
+        for red, name in (("none", "AbsBackward0"), ("mean", "MeanBackward0"), ("sum", "SumBackward0")):
+            a = x.clone().requires_grad_()
+            b = x.clone().requires_grad_()
+            out = F.smooth_l1_loss(a, y, reduction=red, beta=0.)
+            ref = F.l1_loss(b, y, reduction=red)
+            self.assertEqual(out, ref)
+            self.assertEqual(type(out.grad_fn).__name__, name)
+            out.sum().backward()
+            ref.sum().backward()
+            self.assertEqual(a.grad, b.grad)
+        a = x.clone().requires_grad_()
+        self.assertEqual(type(F.smooth_l1_loss(a, y, beta=0.5).grad_fn).__name__, "SmoothL1LossBackward0")
+
+    def test_ctc_loss_graph(self, device):
+        F = torch.nn.functional
+        lp = torch.tensor(np.random.RandomState(31).standard_normal((6, 2, 4)), dtype=torch.float32,
+                          device=device).log_softmax(2).detach().requires_grad_()
+        targets = torch.tensor([[1, 2, 2], [3, 0, 0]], device=device)
+        args = (torch.tensor([6, 2], device=device), torch.tensor([3, 1], device=device))
+        # the targets and lengths have no edge on the node
+        out = F.ctc_loss(lp, targets, *args, reduction="none")
+        self.assertEqual(type(out.grad_fn).__name__, "CtcLossBackward0")
+        self.assertEqual(len(out.grad_fn.next_functions), 1)
+        # zero_infinity: torch puts a where() over the node (both losses here are finite)
+        for red, chain in (("none", ["WhereBackward0", "CtcLossBackward0"]),
+                           ("sum", ["SumBackward0", "WhereBackward0", "CtcLossBackward0"]),
+                           ("mean", ["MeanBackward0", "DivBackward0", "WhereBackward0", "CtcLossBackward0"])):
+            node, names = F.ctc_loss(lp, targets, *args, reduction=red, zero_infinity=True).grad_fn, []
+            while node is not None and type(node).__name__ != "AccumulateGrad":
+                names.append(type(node).__name__)
+                node = [n for n, _ in node.next_functions if n is not None][0]
+            self.assertEqual(names, chain)
+        # sample 1 is impossible (3 labels with repeats need 5 steps, it has 2): loss and gradient zero
+        bad = torch.tensor([[1, 1, 1], [1, 1, 1]], device=device)
+        out = F.ctc_loss(lp, bad, torch.tensor([6, 2], device=device), torch.tensor([3, 3], device=device),
+                         reduction="none", zero_infinity=True)
+        self.assertEqual(out[1], torch.tensor(0., device=device))
+        out.sum().backward()
+        self.assertEqual(lp.grad[:, 1], torch.zeros(6, 4, device=device))
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

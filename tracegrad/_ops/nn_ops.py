@@ -605,8 +605,10 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     return nll
 
 
+# targets and lengths are integer tensors with no derivative: torch's node has one edge (log_probs)
 defop("ctc_loss", _ctc_loss, args=("log_probs", "targets", "input_lengths", "target_lengths"),
-      grad_fn="CtcLossBackward0", saves=("log_probs", "targets", "input_lengths", "target_lengths"))
+      grad_fn="CtcLossBackward0", saves=("log_probs", "targets", "input_lengths", "target_lengths"),
+      no_edge=("targets", "input_lengths", "target_lengths"))
 
 
 @jax.custom_jvp

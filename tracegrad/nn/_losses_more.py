@@ -389,6 +389,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                            f"{list(targets.shape)}")
     _check_ctc_lengths(in_len, tg_len, log_probs.shape[0], targets.shape[1])
     loss = _F._nn.ctc_loss(log_probs, targets.long(), in_len, tg_len, blank, zero_infinity)
+    if zero_infinity:
+        # torch then replaces infinite losses with where(loss == inf, 0, loss): the op has zeroed them
+        # (and their gradients) already, but the WhereBackward0 node is part of torch's graph
+        loss = tracegrad.where(loss == float("inf"), tracegrad.zeros((), dtype=loss.dtype), loss)
     if unbatched:
         loss = loss.squeeze(0)
     if reduction == "mean":

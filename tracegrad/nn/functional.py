@@ -817,13 +817,16 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """Mirrors ``torch.nn.functional.smooth_l1_loss``: grad_fn ``SmoothL1LossBackward0``.
+    """Mirrors ``torch.nn.functional.smooth_l1_loss``: grad_fn ``SmoothL1LossBackward0`` (with
+    ``beta=0`` it is ``l1_loss``, and has its grad_fn, as torch).
     ValueError... torch raises RuntimeError for negative beta; so does tracegrad."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     beta = require_float("smooth_l1_loss", "beta", beta, 4)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:   # torch computes l1_loss then (grad_fn AbsBackward0/MeanBackward0/SumBackward0)
+        return l1_loss(input, target, reduction=reduction)
     input, target = _bcast(*_autocast.cast("fp32", "smooth_l1_loss", input, target), "smooth_l1_loss")
     return _nn.smooth_l1_loss(input, target, reduction, beta)
 
