@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax`` is one node; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -710,6 +710,21 @@ class TestFixesTI31(TestCase):
         self.assertEqual(out[1], torch.tensor(0., device=device))
         out.sum().backward()
         self.assertEqual(lp.grad[:, 1], torch.zeros(6, 4, device=device))
+
+    def test_aminmax_one_node(self, device):
+        x = torch.tensor([[1., 5., 5.], [0., 0., 2.]], device=device, requires_grad=True)
+        mn, mx = torch.aminmax(x, dim=1)
+        self.assertEqual(type(mn.grad_fn).__name__, "AminmaxBackward0")
+        self.assertTrue(mn.grad_fn is mx.grad_fn)
+        self.assertEqual((mn.output_nr, mx.output_nr), (0, 1))
+        (mn + 2 * mx).sum().backward()
+        # ties share the gradient evenly, as amin/amax
+        self.assertEqual(x.grad, torch.tensor([[1., 1., 1.], [0.5, 0.5, 2.]], device=device))
+        mn, mx = x.aminmax()
+        self.assertTrue(mn.grad_fn is mx.grad_fn)
+        self.assertEqual(torch.aminmax(x, keepdim=True).max.shape, (1, 1))
+        with self.assertRaises(NotImplementedError):
+            torch.aminmax(torch.tensor([1 + 1j], device=device))
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

@@ -23,7 +23,7 @@ from .promotion import _SCALAR_NAME, beta_first, check_real_scalars, refuse_comp
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
-from .reduction import return_types, sort
+from .reduction import check_sortable, return_types, sort
 from .shape import diag, flatten, reshape, tensor_split
 
 _LN2 = math.log(2.0)
@@ -69,17 +69,18 @@ def spmm(input, mat2):
 @method("aminmax", function=True)
 def aminmax(input, *, dim=None, keepdim=False):
     """Mirrors ``torch.aminmax``: namedtuple ``(min, max)`` of ``amin``/``amax`` over ``dim``
-    (all dims when None). Gradients as ``amin``/``amax`` (ties share evenly). An empty input
+    (all dims when None), both from one ``AminmaxBackward0`` node. Gradients as
+    ``amin``/``amax`` (ties share evenly). An empty input
     reduced whole is torch's RuntimeError, an empty ``dim`` its IndexError, both naming
     ``aminmax`` (amin's own checks would name amin)."""
     if dim is None and input.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")
     if dim is not None and input.ndim and input.shape[_wrap(dim, input.ndim)] == 0:
         raise IndexError(f"aminmax: Expected reduction dim {_wrap(dim, input.ndim)} to have non-zero size.")
-    dims = tuple(range(input.ndim)) if dim is None else dim
-    if dim is None and not keepdim:
-        return return_types.aminmax(input.amin(), input.amax())
-    return return_types.aminmax(input.amin(dims, keepdim), input.amax(dims, keepdim))
+    check_sortable(input, "aminmax", NotImplementedError)
+    # one op, so that both results share torch's single AminmaxBackward0 node
+    dims = tuple(range(input.ndim)) if dim is None else ((_wrap(dim, input.ndim),) if input.ndim else ())
+    return return_types.aminmax(*apply_op(OPS["aminmax"], (input,), (("dim", dims), ("keepdim", keepdim))))
 
 
 @method("positive", function=True)

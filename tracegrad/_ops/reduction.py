@@ -103,6 +103,9 @@ defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), gr
       saves=("self", "result"))
 defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), grad_fn="AminBackward0",
       saves=("self", "result"))
+# aminmax is one node with two outputs (AminmaxBackward0), each gradient split between ties as amin/amax
+defop("aminmax", lambda x, dim, keepdim: (jnp.min(x, axis=dim, keepdims=keepdim), jnp.max(x, axis=dim, keepdims=keepdim)),
+      grad_fn="AminmaxBackward0", saves=("self",), n_out=2)
 # torch spreads the gradient of a whole-tensor max/min over its ties, NaN ties too (JAX's own
 # rule gives a NaN result's positions nothing): ``spread_to_equal``, defined below
 defop("max_all", lambda x: spread_to_equal(x, jnp.max(x)), grad_fn="MaxBackward1", saves=("self", "result"))
