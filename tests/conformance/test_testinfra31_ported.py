@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax`` is one node; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -725,6 +725,31 @@ class TestFixesTI31(TestCase):
         self.assertEqual(torch.aminmax(x, keepdim=True).max.shape, (1, 1))
         with self.assertRaises(NotImplementedError):
             torch.aminmax(torch.tensor([1 + 1j], device=device))
+
+    def test_mode_one_node(self, device):
+        x = torch.tensor([[1., 2., 2., 0.], [3., 0., 0., 3.]], device=device, requires_grad=True)
+        for keepdim in (False, True):
+            v, i = torch.mode(x, 1, keepdim)
+            self.assertEqual(type(v.grad_fn).__name__, "ModeBackward0")
+            self.assertEqual(v, torch.tensor([2., 0.], device=device).view((2, 1) if keepdim else (2,)))
+            self.assertEqual(i, torch.tensor([2, 2], device=device).view((2, 1) if keepdim else (2,)))
+        x.grad = None
+        torch.mode(x, 0).values.sum().backward()
+        self.assertEqual(x.grad.sum(), torch.tensor(4., device=device))
+        z = torch.tensor(2., device=device, requires_grad=True)
+        self.assertEqual(type(torch.mode(z).values.grad_fn).__name__, "ModeBackward0")
+
+    def test_diag_embed_one_node(self, device):
+        x = torch.tensor([[1., 2.], [3., 4.]], device=device, requires_grad=True)
+        for offset, dim1, dim2 in ((0, -2, -1), (1, 0, 2), (-1, 2, 0)):
+            y = torch.diag_embed(x, offset, dim1, dim2)
+            self.assertEqual(type(y.grad_fn).__name__, "DiagEmbedBackward0")
+            self.assertTrue(y.is_contiguous())
+            self.assertEqual(y.diagonal(offset, dim1, dim2), x)
+            self.assertEqual(y.abs().sum(), x.abs().sum())
+            x.grad = None
+            (y * 2).sum().backward()
+            self.assertEqual(x.grad, torch.full((2, 2), 2., device=device))
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

@@ -68,19 +68,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}; pass two different dims")
     x = input.reshape(1) if input.dim() == 0 else input
-    n, k = x.shape[-1], abs(offset)
-    batch = tuple(x.shape[:-1])
-    eye = _tensor(np.eye(n, dtype=bool))
-    out = where(eye, x.unsqueeze(-2), _tensor(0, dtype=x.dtype))      # (..., n, n): x on the diagonal
-    if k:
-        z = dict(dtype=x.dtype)
-        if offset > 0:    # x[i] at (i, i + k): k zero columns before, k zero rows after
-            out = cat([_zeros(batch + (n, k), **z), out], -1)
-            out = cat([out, _zeros(batch + (k, n + k), **z)], -2)
-        else:             # x[i] at (i + k, i): k zero rows before, k zero columns after
-            out = cat([_zeros(batch + (k, n), **z), out], -2)
-            out = cat([out, _zeros(batch + (n + k, k), **z)], -1)
-    return out.movedim((-2, -1), (d1, d2))
+    # one op: torch's single DiagEmbedBackward0 node and its contiguous result
+    return apply_op(OPS["diag_embed_nd"], (x,), (("offset", int(offset)), ("dim1", d1), ("dim2", d2)))
 
 
 @method("take", function=True)
@@ -307,7 +296,8 @@ def mode(input, dim=-1, keepdim=False):
     NaN there, 1 here)."""
     check_sortable(input, "mode", NotImplementedError)
     if input.dim() == 0:
-        return return_types.mode(input.clone(), _zeros((), dtype=_dt.int64))
+        idx = _zeros((), dtype=_dt.int64)
+        return return_types.mode(apply_op(OPS["mode_pick"], (input, idx), (("dim", 0), ("keepdim", True))), idx)
     d = _wrap_dim(dim, input.dim())
     n = input.shape[d]
     if n == 0:
@@ -323,12 +313,10 @@ def mode(input, dim=-1, keepdim=False):
     smallest = where(cand, key, key.amax(-1, keepdim=True)).amin(-1, keepdim=True)
     pos = _arange(n, dtype=_dt.int64)
     idx = where(key == smallest, pos, -1).amax(-1, keepdim=True)
-    values = x.gather(-1, idx)
-    if not keepdim:
-        values, idx = values.squeeze(-1), idx.squeeze(-1)
-    else:
-        values, idx = values.movedim(-1, d), idx.movedim(-1, d)
-    return return_types.mode(values, idx)
+    idx = idx.movedim(-1, d).contiguous()
+    # the values come from one op reading input at idx: torch's single ModeBackward0 node
+    values = apply_op(OPS["mode_pick"], (input, idx), (("dim", d), ("keepdim", bool(keepdim))))
+    return return_types.mode(values, idx if keepdim else idx.squeeze(d))
 
 
 @method("unique_consecutive", function=True)

@@ -281,6 +281,17 @@ def _median(x, dim, keepdim):
 defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
 
 
+def _mode_pick(x, indices, dim, keepdim):
+    # mode's values, read at the indices the API chose (``keepdim``-shaped): one ModeBackward0 node, as torch
+    if x.ndim == 0:   # a 0-d input is its own mode
+        return x
+    v = jnp.take_along_axis(x, indices, axis=dim)
+    return v if keepdim else jnp.squeeze(v, dim)
+
+
+defop("mode_pick", _mode_pick, args=("self", "indices"), grad_fn="ModeBackward0", saves=("self", "indices"))
+
+
 def spread_to_equal(x, v):
     """``v`` (the whole tensor's median, max or min, no gradient) with torch's gradient
     (``evenly_distribute_backward``): spread evenly over the elements equal to it, a NaN ``v``

@@ -304,6 +304,20 @@ defop("repeat_interleave_tensor", lambda x, repeats, dim: jnp.repeat(x, np.asarr
 defop("tril", lambda x, diagonal: jnp.tril(x, diagonal), grad_fn="TrilBackward0")
 defop("triu", lambda x, diagonal: jnp.triu(x, diagonal), grad_fn="TriuBackward0")
 defop("diag_embed", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagEmbedBackward0")
+
+
+def _diag_embed_nd(x, offset, dim1, dim2):
+    """torch.diag_embed for any batch: x's last dim on the ``offset`` diagonal of new (dim1, dim2)
+    planes of size n + |offset|, zeros elsewhere (one DiagEmbedBackward0 node, a contiguous result)."""
+    k = abs(offset)
+    m = x.shape[-1] + k
+    # row i holds x[i] (offset >= 0) or x[i - k] (offset < 0): pad the values to a length-m row index
+    xr = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, k) if offset >= 0 else (k, 0)])
+    out = jnp.where(jnp.eye(m, k=offset, dtype=bool), xr[..., :, None], jnp.zeros((), x.dtype))
+    return jnp.moveaxis(out, (-2, -1), (dim1, dim2))
+
+
+defop("diag_embed_nd", _diag_embed_nd, grad_fn="DiagEmbedBackward0")
 # torch 2.13 decomposes diag(2-D) into a diagonal copy
 defop("diag", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagonalBackward0_copy")
 # torch sums every integer dtype (uint8 included) into int64; jnp.trace would give uint64
