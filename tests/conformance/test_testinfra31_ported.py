@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``trapezoid``/``cumulative_trapezoid`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -750,6 +750,27 @@ class TestFixesTI31(TestCase):
             x.grad = None
             (y * 2).sum().backward()
             self.assertEqual(x.grad, torch.full((2, 2), 2., device=device))
+
+    def test_trapezoid_nodes(self, device):
+        def names(t):
+            out, node = [], t.grad_fn
+            while node is not None and type(node).__name__ != "AccumulateGrad":
+                out.append(type(node).__name__)
+                node = [n for n, _ in node.next_functions if n is not None][0]
+            return out
+        y = torch.tensor([[1., 2., 4.], [0., 3., 1.]], device=device, requires_grad=True)
+        # (y.sum(d) - (y[0] + y[-1]) * 0.5) * dx: products by a C++ Scalar
+        self.assertEqual(names(torch.trapezoid(y, dx=2.5)), ["MulBackward1", "SubBackward0", "SumBackward1"])
+        self.assertEqual(torch.trapezoid(y, dx=2.5), torch.tensor([11.25, 8.75], device=device))
+        self.assertEqual(names(torch.trapezoid(y, torch.tensor([0., 1., 3.], device=device)))[:2],
+                         ["DivBackward1", "SumBackward1"])
+        self.assertEqual(names(torch.cumulative_trapezoid(y))[:2], ["CumsumBackward0", "MulBackward1"])
+        # no samples: zeros in y's dtype, no history
+        e = torch.trapezoid(torch.ones(2, 0, dtype=torch.int64, device=device))
+        self.assertEqual(e, torch.zeros(2, dtype=torch.int64, device=device))
+        self.assertIsNone(torch.trapezoid(torch.ones(2, 0, device=device, requires_grad=True)).grad_fn)
+        self.assertEqual(type(torch.cumulative_trapezoid(torch.ones(2, 0, device=device, requires_grad=True)).grad_fn).__name__,
+                         "CumsumBackward0")
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

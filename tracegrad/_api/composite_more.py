@@ -138,6 +138,8 @@ def _trapezoid_terms(y, x, dx, dim, api):
         y = y.to(_dt.get_default_dtype())
     if n == 0:
         return y, None, d
+    if x is None and api == "trapezoid":   # the sum is taken first (see trapezoid)
+        return y, 1.0 if dx is None else dx, d
     pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if x is None:
         return pair, (1.0 if dx is None else dx) / 2.0, d
@@ -158,11 +160,14 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     ``dx`` (default 1); the dim is reduced. Integer ``y`` gives the default float dtype.
     RuntimeError when ``x`` has a different length along ``dim``, as torch."""
     pair, scale, d = _trapezoid_terms(y, x, dx, dim, "trapezoid")
-    if scale is None:
-        return pair.sum(d)
+    if scale is None:   # no samples: zeros without a history, in y's own dtype (as torch)
+        return _zeros(tuple(s for i, s in enumerate(y.shape) if i != d), dtype=y.dtype)
+    # torch's formulas and nodes, its products by a C++ Scalar being MulBackward1/DivBackward1:
+    # (y.sum(d) - (y[0] + y[-1]) * 0.5) * dx, or (spacing * (y[1:] + y[:-1])).sum(d) / 2
     if not isinstance(scale, Tensor):
-        return pair.sum(d) * scale
-    return (scale * pair).sum(d) / 2.0
+        ends = apply_op(OPS["mul_scalar"], (pair.select(d, 0) + pair.select(d, -1), 0.5))
+        return apply_op(OPS["mul_scalar"], (pair.sum(d) - ends, float(scale)))
+    return apply_op(OPS["div_scalar"], ((scale * pair).sum(d), 2.0))
 
 
 @function()
@@ -172,11 +177,11 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     or spacing ``dx`` (default 1). Integer ``y`` gives the default float dtype.
     RuntimeError when ``x`` has a different length along ``dim``, as torch."""
     pair, scale, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
-    if scale is None:
-        return pair
-    if not isinstance(scale, Tensor):
-        return (scale * pair).cumsum(d)
-    return (scale * pair).cumsum(d) / 2.0
+    if scale is None:   # no samples: torch's formula on the empty slices still records a cumsum
+        return (pair.narrow(d, 0, 0) + pair.narrow(d, 0, 0)).cumsum(d)
+    if not isinstance(scale, Tensor):   # torch: cumsum((y[1:] + y[:-1]) * (dx / 2)), a C++ Scalar product
+        return apply_op(OPS["mul_scalar"], (pair, float(scale))).cumsum(d)
+    return apply_op(OPS["div_scalar"], ((scale * pair).cumsum(d), 2.0))
 
 
 @function()
