@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``trapezoid``/``cumulative_trapezoid`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``trapezoid``/``cumulative_trapezoid`` and ``kron`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -771,6 +771,18 @@ class TestFixesTI31(TestCase):
         self.assertIsNone(torch.trapezoid(torch.ones(2, 0, device=device, requires_grad=True)).grad_fn)
         self.assertEqual(type(torch.cumulative_trapezoid(torch.ones(2, 0, device=device, requires_grad=True)).grad_fn).__name__,
                          "CumsumBackward0")
+
+    def test_kron_unsafe_view_nodes(self, device):
+        a = torch.tensor([[1., 2.], [3., 4.]], device=device, requires_grad=True)
+        b = torch.tensor([[0.5, -1., 2.]], device=device, requires_grad=True)
+        r = torch.kron(a, b)
+        self.assertEqual(type(r.grad_fn).__name__, "UnsafeViewBackward0")
+        mul = r.grad_fn.next_functions[0][0]
+        self.assertEqual(type(mul).__name__, "MulBackward0")
+        self.assertEqual([type(n).__name__ for n, _ in mul.next_functions], ["UnsafeViewBackward0"] * 2)
+        r.sum().backward()
+        self.assertEqual(a.grad, torch.full((2, 2), 1.5, device=device))
+        self.assertEqual(b.grad, torch.full((1, 3), 10., device=device))
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

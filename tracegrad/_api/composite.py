@@ -292,12 +292,15 @@ def kron(input, other):
     """Mirrors ``torch.kron``: the Kronecker product (dims aligned from the right)."""
     check_tensors("kron", input, other, names=("input", "other"))
     n = max(input.dim(), other.dim())
-    a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
-    b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
-    a_shape = sum(((s, 1) for s in a.shape), ())
-    b_shape = sum(((1, s) for s in b.shape), ())
-    out = a.reshape(a_shape) * b.reshape(b_shape)
-    return out.reshape(tuple(x * y for x, y in zip(a.shape, b.shape)))
+    sa = (1,) * (n - input.dim()) + tuple(input.shape)
+    sb = (1,) * (n - other.dim()) + tuple(other.shape)
+    a_shape = sum(((s, 1) for s in sa), ())
+    b_shape = sum(((1, s) for s in sb), ())
+
+    def unsafe_view(t, shape):   # torch reshapes each operand and the product with _unsafe_view (UnsafeViewBackward0)
+        return apply_op(OPS["reshape_copy"], (t,), (("shape", shape),))
+    out = unsafe_view(input, a_shape) * unsafe_view(other, b_shape)
+    return unsafe_view(out, tuple(x * y for x, y in zip(sa, sb)))
 
 
 @function()
