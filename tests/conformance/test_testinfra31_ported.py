@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``trapezoid``/``cumulative_trapezoid`` and ``kron`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``trapezoid``/``cumulative_trapezoid`` ``kron`` and ``renorm`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -783,6 +783,18 @@ class TestFixesTI31(TestCase):
         r.sum().backward()
         self.assertEqual(a.grad, torch.full((2, 2), 1.5, device=device))
         self.assertEqual(b.grad, torch.full((1, 3), 10., device=device))
+
+    def test_renorm_one_node(self, device):
+        x = torch.tensor([[1., -2., 0.], [0.1, 0.2, 0.], [0., 0., 0.]], device=device, requires_grad=True)
+        for p in (1, 2, 0.5, float("inf")):
+            r = torch.renorm(x, p, 0, 1.)
+            self.assertEqual(type(r.grad_fn).__name__, "RenormBackward0")
+            x.grad = None
+            r.sum().backward()
+            # the slices left alone pass the gradient through; a zero element gets a finite one
+            self.assertEqual(x.grad[1:], torch.ones(2, 3, device=device))
+            self.assertFalse(x.grad.isnan().any() or x.grad.isinf().any())
+        self.assertEqual(torch.renorm(x, 2, 0, 1.)[0].norm(), torch.tensor(1., device=device), atol=1e-6, rtol=0)
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

@@ -53,6 +53,7 @@ REDUCE = [
     C("amin", lambda t, x: x.amin((0, 1)), [F(2, 3, 4)]),
     C("aminmax", lambda t, x: t.aminmax(x, dim=1), [A([[1.0, 3.0, 3.0], [0.0, 0.0, 2.0]])]),
     C("mode", lambda t, x: t.mode(x, 1).values, [A([[1.0, 3.0, 3.0], [0.0, 2.0, 2.0]])]),
+    C("renorm", lambda t, x: t.renorm(x, 2, 0, 1.0), [A([[1.0, -2.0, 0.0], [0.1, 0.2, 0.0]])]),
     C("argmax", lambda t, x: t.argmax(x), [F(3, 4)]),
     C("argmax_dim", lambda t, x: x.argmax(1, keepdim=True), [F(3, 4)]),
     C("argmin_dim", lambda t, x: t.argmin(x, 0), [F(3, 4)]),

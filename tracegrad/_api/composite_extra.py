@@ -232,10 +232,8 @@ def renorm(input, p, dim, maxnorm):
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     d = _wrap_dim(dim, input.dim())
-    others = tuple(i for i in range(input.dim()) if i != d)
-    norm = input.norm(p, dim=others, keepdim=True) if others else input.abs()
-    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), _tensor(1.0, dtype=norm.dtype))
-    return input * factor
+    # one op: torch's single RenormBackward0 node
+    return apply_op(OPS["renorm"], (input,), (("p", float(p)), ("dim", d), ("maxnorm", float(maxnorm))))
 
 
 @method("renorm_")

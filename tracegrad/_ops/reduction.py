@@ -281,6 +281,31 @@ def _median(x, dim, keepdim):
 defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
 
 
+def _renorm(x, p, dim, maxnorm):
+    """torch.renorm: slices along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled by
+    ``maxnorm / (norm + 1e-7)``; one RenormBackward0 node, whose JAX derivative is torch's
+    renorm_backward formula. The norm of a slice left alone never enters the gradient (its root is
+    taken of a safe 1 there: a zero slice's sqrt would give NaN through the unselected branch)."""
+    others = tuple(i for i in range(x.ndim) if i != dim)
+    low = x.dtype in (jnp.float16, jnp.bfloat16)
+    a = jnp.abs(x.astype(jnp.float32) if low else x)   # torch accumulates 16-bit norms in float32
+    if p == float("inf"):
+        norm = jnp.max(a, axis=others, keepdims=True)
+    else:
+        # a zero element adds nothing and gets no gradient (torch's norm_backward masks it; |x|**p's
+        # derivative there is NaN or infinite for p < 1)
+        zero = a == 0
+        s = jnp.sum(jnp.where(zero, 0.0, jnp.where(zero, 1.0, a) ** p), axis=others, keepdims=True)
+        mask = jax.lax.stop_gradient(s ** (1.0 / p) > maxnorm)
+        norm = jnp.where(mask, s, 1.0) ** (1.0 / p)
+    mask = jax.lax.stop_gradient(norm > maxnorm) if p == float("inf") else mask
+    factor = jnp.where(mask, maxnorm / (norm + 1e-7), 1.0)
+    return x * factor.astype(a.dtype).astype(x.real.dtype if jnp.iscomplexobj(x) else x.dtype)
+
+
+defop("renorm", _renorm, grad_fn="RenormBackward0", saves=("self",))
+
+
 def _mode_pick(x, indices, dim, keepdim):
     # mode's values, read at the indices the API chose (``keepdim``-shaped): one ModeBackward0 node, as torch
     if x.ndim == 0:   # a 0-d input is its own mode
