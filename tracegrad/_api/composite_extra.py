@@ -23,7 +23,6 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .composite import float_power
 from .composite_more import flat_index
-from .elementwise import where
 from .inplace import check_index_dtype, check_index_range, copy_
 from .shape import cat, chunk, split
 from .._tensor.out import accepts_out
