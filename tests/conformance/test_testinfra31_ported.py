@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax``, ``mode`` and ``diag_embed`` are one node each; ``trapezoid``/``cumulative_trapezoid`` ``kron`` and ``renorm`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax``, ``mode``, ``diag_embed`` and ``block_diag`` are one node each; ``trapezoid``/``cumulative_trapezoid`` ``kron`` and ``renorm`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -795,6 +795,19 @@ class TestFixesTI31(TestCase):
             self.assertEqual(x.grad[1:], torch.ones(2, 3, device=device))
             self.assertFalse(x.grad.isnan().any() or x.grad.isinf().any())
         self.assertEqual(torch.renorm(x, 2, 0, 1.)[0].norm(), torch.tensor(1., device=device), atol=1e-6, rtol=0)
+
+    def test_block_diag_one_node(self, device):
+        a = torch.ones(2, device=device, requires_grad=True)
+        b = torch.tensor(3., dtype=torch.float64, device=device, requires_grad=True)
+        c = torch.ones(2, 2, dtype=torch.int64, device=device)
+        r = torch.block_diag(a, b, c)
+        self.assertEqual(r.dtype, torch.float32)   # a 0-d float64 does not promote
+        self.assertEqual(type(r.grad_fn).__name__, "BlockDiagBackward0")
+        self.assertEqual([type(n).__name__ if n is not None else None for n, _ in r.grad_fn.next_functions],
+                         ["AccumulateGrad", "AccumulateGrad", None])
+        (r * torch.arange(r.numel(), device=device).reshape(r.shape)).sum().backward()
+        self.assertEqual(a.grad, torch.tensor([0., 1.], device=device))
+        self.assertEqual(b.grad, torch.tensor(7., dtype=torch.float64, device=device))
 
 
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")

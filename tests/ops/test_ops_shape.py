@@ -96,6 +96,7 @@ SHAPE = [
     C("diag_2d", lambda t, x: t.diag(x), [F(3, 4)]),
     C("diagonal", lambda t, x: x.diagonal(), [F(3, 4)]),
     C("diag_embed_batched", lambda t, x: t.diag_embed(x, -1, 0, 2), [F(2, 3)]),
+    C("block_diag", lambda t, x, y: t.block_diag(x, y), [F(2, 3), F(2)]),
     C("diagonal_off", lambda t, x: t.diagonal(x, 1, 0, 1), [F(3, 4)]),
     C("unfold", lambda t, x: x.unfold(1, 2, 2), [F(3, 4)]),
     C("trace", lambda t, x: x.trace(), [F(3, 3)]),

@@ -318,6 +318,22 @@ def _diag_embed_nd(x, offset, dim1, dim2):
 
 
 defop("diag_embed_nd", _diag_embed_nd, grad_fn="DiagEmbedBackward0")
+
+
+def _block_diag(*xs, dtype):
+    """torch.block_diag: 0-d inputs as 1x1, 1-d as one row, on the diagonal of zeros (one
+    BlockDiagBackward0 node with an edge per input, as torch)."""
+    mats = [x.reshape(1, 1) if x.ndim == 0 else x.reshape(1, -1) if x.ndim == 1 else x for x in xs]
+    width = sum(m.shape[1] for m in mats)
+    rows, c = [], 0
+    for m in mats:   # each block's rows: zeros left of it, the block, zeros right of it
+        h, w = m.shape
+        rows.append(jnp.concatenate([jnp.zeros((h, c), dtype), m.astype(dtype), jnp.zeros((h, width - c - w), dtype)], 1))
+        c += w
+    return jnp.concatenate(rows, 0)
+
+
+defop("block_diag", _block_diag, args=tuple(f"in{i}" for i in range(256)), grad_fn="BlockDiagBackward0")
 # torch 2.13 decomposes diag(2-D) into a diagonal copy
 defop("diag", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagonalBackward0_copy")
 # torch sums every integer dtype (uint8 included) into int64; jnp.trace would give uint64
