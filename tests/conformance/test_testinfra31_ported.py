@@ -810,8 +810,30 @@ class TestFixesTI31(TestCase):
         self.assertEqual(b.grad, torch.tensor(7., dtype=torch.float64, device=device))
 
 
+
+def _gap(fn):
+    """A strict expected failure on tracegrad (an unexpected pass fails); the oracle run passes."""
+    return fn if torch.__name__ == "torch" else unittest.expectedFailure(fn)
+
+
+class TestKnownGapsTI31(TestCase):
+    """Differences found and left (strict xfails on tracegrad; the oracle run passes them)."""
+
+    @_gap
+    def test_rot90_node(self, device):
+        # torch records one Rot90Backward0 node whose result is a transposed view of a flipped copy
+        # (strides (1, 3) for a (2, 3) input turned once); tracegrad composes flip + transpose,
+        # which keeps those strides but names the node TransposeBackward0. One op would give a
+        # contiguous result instead (the view chain decides strides): left until ops can return views.
+        x = torch.zeros(2, 3, device=device, requires_grad=True)
+        y = torch.rot90(x)
+        self.assertEqual(y.stride(), (1, 3))
+        self.assertEqual(type(y.grad_fn).__name__, "Rot90Backward0")
+
+
 _cdt.instantiate_device_type_tests(TestSortAndSelectTI31, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestFixesTI31, globals(), only_for="cpu")
+_cdt.instantiate_device_type_tests(TestKnownGapsTI31, globals(), only_for="cpu")
 
 
 @pytest.mark.skipif(bool(os.environ.get("TI31_ORACLE")), reason="already the oracle run")
