@@ -6,7 +6,7 @@ reductions found tracegrad getting wrong (now fixed), written in the same style:
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax``, ``mode``, ``diag_embed`` and ``block_diag`` are one node each; ``trapezoid``/``cumulative_trapezoid`` ``kron`` and ``renorm`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
+grad_fn); ``aminmax``, ``mode``, ``diag_embed``, ``block_diag`` and ``cdist`` (its direct kernel) are one node each; ``trapezoid``/``cumulative_trapezoid`` ``kron`` and ``renorm`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
 torch's."""
 import importlib
@@ -809,6 +809,22 @@ class TestFixesTI31(TestCase):
         self.assertEqual(a.grad, torch.tensor([0., 1.], device=device))
         self.assertEqual(b.grad, torch.tensor(7., dtype=torch.float64, device=device))
 
+
+    def test_cdist_one_node(self, device):
+        x1 = torch.tensor([[0., 1., 2.], [1., 1., 1.]], device=device, requires_grad=True)
+        x2 = torch.tensor([[0., 1., 2.], [2., 1., 0.], [0., 0., 0.]], device=device, requires_grad=True)
+        for p in (0., 1., 1.5, 2., float("inf")):
+            r = torch.cdist(x1, x2, p)
+            self.assertEqual(type(r.grad_fn).__name__, "CdistBackward0")
+            x1.grad = x2.grad = None
+            r.sum().backward()
+            # a zero distance (x1[0] == x2[0]) gives no NaN
+            self.assertFalse(x1.grad.isnan().any() or x2.grad.isnan().any())
+        r = torch.cdist(x1, x2)
+        self.assertEqual(r[1, 1], torch.tensor(2., device=device).sqrt())
+        # more than 25 rows: torch's matrix-product path, not the CdistBackward0 kernel
+        big = torch.ones(26, 3, device=device, requires_grad=True)
+        self.assertNotEqual(type(torch.cdist(big, x2).grad_fn).__name__, "CdistBackward0")
 
 
 def _gap(fn):

@@ -94,6 +94,7 @@ REDUCE = [
 ]
 
 LINALG = [
+    C("cdist", lambda t, x, y: t.cdist(x, y), [F(3, 4), F(2, 4)]),
     C("matmul_1d_1d", lambda t, a, b: a @ b, [F(4), F(4)]),
     C("matmul_2d_1d", lambda t, a, b: a @ b, [F(3, 4), F(4)]),
     C("matmul_1d_2d", lambda t, a, b: t.matmul(a, b), [F(4), F(4, 3)]),

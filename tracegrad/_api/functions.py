@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 
+from .._ops.registry import OPS
+from ..autograd._dispatch import apply_op
 from .._ops.errors import broadcast_shape
 from .._ops.warn import warn_once
 from .._tensor.storage import Storage, TypedStorage
@@ -120,6 +122,11 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                                   f"distances in float32 (.float())")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == "use_mm_for_euclid_dist_if_necessary" and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
+    if not mm and x1.shape[-1] == x2.shape[-1]:
+        # torch's direct kernel: one CdistBackward0 node (its matrix-product path records the product's nodes)
+        return apply_op(OPS["cdist"], (x1, x2), (("p", float(p)),))
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if p == 1 or p == float("inf"):
         size = diff * diff.sign().detach()        # |diff| whose gradient is sign(diff), 0 at 0

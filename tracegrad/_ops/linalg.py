@@ -94,3 +94,29 @@ defop("addbmm", _scaled_sum(_bmm_sum_acc), args=("self", "batch1", "batch2", "be
 defop("einsum", lambda *xs, equation: jnp.einsum(equation, *xs, precision=dot_precision()),
       args=tuple(f"t{i}" for i in range(64)), grad_fn="ViewBackward0",
       saves=tuple(f"t{i}" for i in range(64)))
+
+
+def _cdist(x1, x2, p):
+    """torch.cdist's direct kernel (CdistBackward0) on rows ``(*, P, M)`` x ``(*, R, M)``, with
+    torch's gradients: p=0 none, p=1 ``sign(diff)``, p=inf ``sign(diff)`` to every coordinate at
+    the maximum (not split), other p the norm's, 0 where a distance or coordinate difference is 0
+    (the safe ``where``s keep NaN from the unselected branch of a root or power taken at 0)."""
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    sign = lax.stop_gradient(jnp.sign(diff))
+    if p == 0:
+        return jnp.sum(lax.stop_gradient(diff != 0).astype(x1.dtype) + 0 * diff, -1)
+    size = diff * sign                     # |diff| whose gradient is sign(diff), 0 at 0
+    if p == 1:
+        return jnp.sum(size, -1)
+    if p == float("inf"):
+        top = lax.stop_gradient(jnp.max(size, -1, keepdims=True))
+        return jnp.squeeze(top, -1) + jnp.sum((size - lax.stop_gradient(size)) * (lax.stop_gradient(size) == top), -1)
+    zero = lax.stop_gradient(size == 0)
+    powed = size * size if p == 2 else jnp.where(zero, 0.0, jnp.where(zero, 1.0, size) ** p)
+    s = jnp.sum(powed, -1)
+    szero = lax.stop_gradient(s == 0)
+    safe = jnp.where(szero, 1.0, s)
+    return jnp.where(szero, 0.0, jnp.sqrt(safe) if p == 2 else safe ** (1.0 / p)).astype(x1.dtype)
+
+
+defop("cdist", _cdist, args=("x1", "x2"), grad_fn="CdistBackward0", saves=("x1", "x2", "result"))
