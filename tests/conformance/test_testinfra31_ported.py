@@ -1,14 +1,17 @@
 """testinfra31: PyTorch test functions from test/test_sort_and_select.py (``TestSortAndSelect``,
 pytorch/pytorch commit 6f3cff94) copied as torch wrote them, with the dtype lists and sizes cut where
 noted to keep the file fast, run on tracegrad through its own ``tracegrad.testing._internal``
-harness. Then the torch 2.13 behaviours this round's probes of sort/select, shape ops and
-reductions found tracegrad getting wrong (now fixed), written in the same style: ``all``/``any``
+harness. Then the torch 2.13 behaviours this round's probes of sort/select, shape ops, reductions
+and losses found tracegrad getting wrong (now fixed), written in the same style: ``all``/``any``
 with ``dim=()`` reduce nothing; ``clamp_min``/``clamp_max`` refuse a number bound the dtype cannot
 hold; ``unique``/``unique_consecutive`` along a dim of a 0-d input is torch's IndexError;
 ``topk(k=0)`` of a 0-d input gives the element; ``smooth_l1_loss(beta=0)`` is ``l1_loss`` (its
-grad_fn); ``aminmax``, ``mode``, ``diag_embed``, ``block_diag`` and ``cdist`` (its direct kernel) are one node each; ``trapezoid``/``cumulative_trapezoid`` ``kron`` and ``renorm`` record torch's nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node. ``TI31_ORACLE=1`` runs the same classes on torch
-2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every expectation is
-torch's."""
+grad_fn); ``aminmax``, ``mode``, ``diag_embed``, ``block_diag`` and ``cdist`` (its direct kernel)
+are one node each; ``trapezoid``/``cumulative_trapezoid``, ``kron`` and ``renorm`` record torch's
+nodes; ``ctc_loss``'s node has one edge, and ``zero_infinity`` adds torch's ``where`` node.
+``TestKnownGapsTI31`` holds the strict expected failures. ``TI31_ORACLE=1`` runs the same classes
+on torch 2.13 itself (``test_oracle_torch_passes`` does that in a subprocess), so every
+expectation is torch's."""
 import importlib
 import os
 import random
