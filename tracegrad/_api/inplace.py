@@ -19,7 +19,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.meta import ShapeDtypeStruct, abstract
 from .._tensor.factories import tensor
 from .._tensor import tensor as _tensor_mod
-from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
+from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim, check_no_internal_overlap
 from .._x64 import with_x64
 from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
@@ -449,6 +449,25 @@ _NO_COMPLEX_KERNEL = {
 }
 
 
+# torch's logical_and_/or_/xor_/not_ have no autograd kernel, so none of autograd's in-place
+# checks: on a leaf that requires grad (or a view of one) they write the values and record nothing
+_UNTRACKED_INPLACE = frozenset(("logical_and", "logical_or", "logical_xor", "logical_not"))
+
+
+def _untracked_on_leaf(f):
+    """``f`` (an in-place method) run under no_grad when self is a leaf that requires grad or a
+    view of one (as torch, which records nothing for these ops); unchanged otherwise."""
+    def g(self, *args, **kwargs):
+        base = getattr(self, "_base", None)
+        leaf = self if base is None else base
+        if isinstance(self, Tensor) and leaf._rg and leaf._gf is None and _state.grad_enabled():
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                return f(self, *args, **kwargs)
+        return f(self, *args, **kwargs)
+    return g
+
+
 def _inplace_unary(name):
     op = OPS[name]
 
@@ -461,6 +480,10 @@ def _inplace_unary(name):
             except AttributeError:   # NOTE [unbound self]
                 raise not_a_tensor(name + "_", self) from None
             if dt._cat > 1:
+                # torch's autograd check (a leaf that requires grad) and its TensorIterator's
+                # overlap check (an expanded self) come before the kernel's dtype
+                check_inplace(self)
+                check_no_internal_overlap(self)
                 raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
                                           "bitwise_not_ takes integer or bool tensors")
             return apply_inplace(op, self, ())
@@ -497,6 +520,8 @@ def _inplace_unary(name):
                 raise RuntimeError("In-place abs is not supported for complex tensors; use tracegrad.abs(z) "
                                    "(a real tensor) instead")
             return apply_inplace(op, self, ())
+    if name in _UNTRACKED_INPLACE:
+        f = _untracked_on_leaf(f)
     f.__name__ = name + "_"
     f.__doc__ = f"Mirrors ``torch.Tensor.{name}_`` (in place)."
     return f
@@ -929,6 +954,8 @@ def inplace_via_copy(name):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(out.shape)}")
         return copy_(self, out)
+    if name in _UNTRACKED_INPLACE:
+        f = _untracked_on_leaf(f)
     f.__name__ = name + "_"
     f.__doc__ = (f"Mirrors ``torch.Tensor.{name}_``: ``{name}`` written into self (NOTE [in-place through "
                  f"copy_]). RuntimeError when the result dtype cannot be cast to self's, when self would "
