@@ -111,7 +111,7 @@ def mul(self, other):
 _NO_MODE = object()
 
 
-@method("div", "divide", "true_divide", function=True)
+@method("div", "divide", function=True)
 def div(self, other, *, rounding_mode=_NO_MODE):
     """Mirrors ``torch.div(input, other, rounding_mode=None, out=None)``: true division gives the
     default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
@@ -141,6 +141,13 @@ def div(self, other, *, rounding_mode=_NO_MODE):
         _check_int_divisor(other)
     st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_op(op, (self, other), st)
+
+
+@method("true_divide", function=True)
+def true_divide(self, other):
+    """Mirrors ``torch.true_divide(input, other)``: ``div`` without a rounding mode (torch's
+    true_divide has no ``rounding_mode``: TypeError for one, where div's would round)."""
+    return div(self, other)
 
 
 def _concrete(v):
