@@ -23,6 +23,9 @@ functionals no round had called) left these differences from torch 2.13, fixed h
 - ``multi_head_attention_forward`` with a head count that does not divide the embedding, a missing
   in-projection weight, only one of bias_k/bias_v or a static_k/static_v of the wrong size failed
   later in a view or on None (AttributeError), or ran; torch asserts each (AssertionError);
+- the same for ``torch.special``'s functions (``airy_ai``, the Bessel family, ``entr``, ``i0e``,
+  ``i1``, ``ndtri``...) with a complex input; ``special.ndtri`` of a half/bfloat16 tensor leaked a
+  generic "cannot run" RuntimeError (torch: NotImplementedError, no such kernel);
 - ``fractional_max_pool2d`` took ``_random_samples`` of another dtype (torch: RuntimeError);
   ``fractional_max_pool3d`` of a 3-D input without samples raised RuntimeError (torch's wrapper
   reads ``input.size(-4)`` first: IndexError).
@@ -74,6 +77,18 @@ CASES.update({
     "sign(complex) out float64": lambda T: T.sign(_CPLX(T), out=T.zeros(2, dtype=T.float64)),
     "erf(complex) out complex128": lambda T: T.erf(_CPLX(T), out=T.zeros(2, dtype=T.complex128)),
     "bitwise_not(int) out int64_ok": lambda T: T.bitwise_not(T.arange(2), out=T.zeros(2, dtype=T.int64)),
+})
+for _f in ("airy_ai", "bessel_j0", "modified_bessel_k1", "spherical_bessel_j0", "entr", "i0e", "i1", "ndtri",
+           "log_ndtr", "erfcx"):
+    # -- fixed: torch.special's functions are TensorIterator kernels too
+    CASES[f"special.{_f}(complex) out int64"] = lambda T, f=_f: getattr(T.special, f)(_CPLX(T), out=T.zeros(2, dtype=T.int64))
+    CASES[f"special.{_f}(complex) out list"] = lambda T, f=_f: getattr(T.special, f)(_CPLX(T), out=[1])
+CASES.update({
+    "special.ndtri(half)": lambda T: T.special.ndtri(T.ones(2).half()),
+    "special.ndtri(bfloat16)": lambda T: T.special.ndtri(T.ones(2, dtype=T.bfloat16)),
+    # -- already matched (guards): ndtr is a composite whose erf refuses a complex input first
+    "special.ndtr(complex) out int64": lambda T: T.special.ndtr(_CPLX(T), out=T.zeros(2, dtype=T.int64)),
+    "special.bessel_j0 out float64_ok": lambda T: T.special.bessel_j0(T.ones(2), out=T.zeros(2, dtype=T.float64)),
 })
 for _op, _args in (("logical_not_", ()), ("logical_and_", ("ones",)), ("logical_or_", ("ones",)),
                    ("logical_xor_", ("zeros",))):
@@ -156,6 +171,8 @@ GIST = {
     "mha_forward static_k batch": "static_k.size(0)",
     "fractional_max_pool2d samples float64": "same dtype",
     "fractional_max_pool3d 3-D input": "Dimension out of range",
+    "special.bessel_j0(complex) out int64": "can't be cast to the desired output type",
+    "special.ndtri(half)": "not implemented for 'Half'",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
