@@ -23,6 +23,8 @@ functionals no round had called) left these differences from torch 2.13, fixed h
 - ``multi_head_attention_forward`` with a head count that does not divide the embedding, a missing
   in-projection weight, only one of bias_k/bias_v or a static_k/static_v of the wrong size failed
   later in a view or on None (AttributeError), or ran; torch asserts each (AssertionError);
+- ``scaled_dot_product_attention`` with a negative ``dropout_p`` ran without dropout (torch:
+  RuntimeError);
 - the same for ``torch.special``'s functions (``airy_ai``, the Bessel family, ``entr``, ``i0e``,
   ``i1``, ``ndtri``...) with a complex input; ``special.ndtri`` of a half/bfloat16 tensor leaked a
   generic "cannot run" RuntimeError (torch: NotImplementedError, no such kernel);
@@ -138,6 +140,13 @@ CASES.update({
     "mha_forward static_k head_dim": lambda T: _mha(T, static_k=T.ones(4, 3, 3)),
     "mha_forward_ok": lambda T: _mha(T),
     "mha_forward static_k_ok": lambda T: _mha(T, static_k=T.ones(4, 3, 2)),
+    # -- fixed: a negative dropout_p ran without dropout
+    "sdpa negative dropout_p": lambda T: T.nn.functional.scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=-0.5),
+    "sdpa dropout_p above 1": lambda T: T.nn.functional.scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=1.5),
+    "sdpa dropout_p 0_ok": lambda T: T.nn.functional.scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=0.0),
     # -- fixed: fractional max pooling
     "fractional_max_pool2d samples float64": lambda T: T.nn.functional.fractional_max_pool2d(
         T.ones(1, 2, 4, 4), 2, output_size=2, _random_samples=T.ones(1, 2, 2).double()),

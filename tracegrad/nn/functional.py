@@ -1003,6 +1003,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn = attn.masked_fill(~row_ok, 0.0).softmax(-1).masked_fill(~row_ok, 0.0)
     else:
         attn = attn.softmax(-1)
+    if dropout_p < 0.0:   # torch refuses it too (RuntimeError); unchecked, it ran without dropout
+        raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
+                           f"but got {dropout_p}")
     if dropout_p > 0.0:
         if dropout_p > 1.0:   # torch's kernel checks it (RuntimeError), not F.dropout's ValueError
             raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
