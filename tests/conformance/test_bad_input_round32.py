@@ -25,6 +25,11 @@ functionals no round had called) left these differences from torch 2.13, fixed h
   later in a view or on None (AttributeError), or ran; torch asserts each (AssertionError);
 - ``scaled_dot_product_attention`` with a negative ``dropout_p`` ran without dropout (torch:
   RuntimeError);
+- ``linalg.tensorsolve`` wrapped any ``dims`` entry modulo the rank (torch: IndexError);
+  ``linalg.ldl_solve`` refused integer pivots other than int32 (torch takes any integer dtype) and
+  raised RuntimeError for a 1-D ``B`` (torch: IndexError); ``linalg.householder_product`` of
+  integer/bool tensors raised RuntimeError (torch: NotImplementedError, no orgqr kernel);
+  ``linalg.vander`` of a bool tensor ran (torch: RuntimeError);
 - the same for ``torch.special``'s functions (``airy_ai``, the Bessel family, ``entr``, ``i0e``,
   ``i1``, ``ndtri``...) with a complex input; ``special.ndtri`` of a half/bfloat16 tensor leaked a
   generic "cannot run" RuntimeError (torch: NotImplementedError, no such kernel);
@@ -147,6 +152,27 @@ CASES.update({
         T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=1.5),
     "sdpa dropout_p 0_ok": lambda T: T.nn.functional.scaled_dot_product_attention(
         T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=0.0),
+    # -- fixed: torch.linalg
+    "linalg.tensorsolve dims out of range": lambda T: T.linalg.tensorsolve(T.ones(2, 2), T.ones(2), dims=(5,)),
+    "linalg.tensorsolve dims -3": lambda T: T.linalg.tensorsolve(T.ones(2, 2), T.ones(2), dims=(-3,)),
+    "linalg.tensorsolve dims_ok": lambda T: T.linalg.tensorsolve(T.eye(2) * 2 + 0.5, T.ones(2), dims=(0,)),
+    "linalg.ldl_solve int64 pivots_ok": lambda T: T.linalg.ldl_solve(
+        T.linalg.ldl_factor(T.eye(2) * 2 + 0.5)[0], T.linalg.ldl_factor(T.eye(2) * 2 + 0.5)[1].long(), T.ones(2, 1)),
+    "linalg.ldl_solve uint8 pivots_ok": lambda T: T.linalg.ldl_solve(
+        T.linalg.ldl_factor(T.eye(2) * 2 + 0.5)[0], T.linalg.ldl_factor(T.eye(2) * 2 + 0.5)[1].to(T.uint8), T.ones(2, 1)),
+    "linalg.ldl_solve 1-D B": lambda T: T.linalg.ldl_solve(*T.linalg.ldl_factor(T.eye(2) * 2 + 0.5), T.ones(2)),
+    "linalg.householder_product int": lambda T: T.linalg.householder_product(T.ones(3, 2, dtype=T.int64),
+                                                                             T.ones(2, dtype=T.int64)),
+    "linalg.householder_product bool": lambda T: T.linalg.householder_product(T.ones(3, 2, dtype=T.bool),
+                                                                              T.ones(2, dtype=T.bool)),
+    "linalg.vander bool": lambda T: T.linalg.vander(T.ones(3, dtype=T.bool)),
+    "linalg.vander bool N 1": lambda T: T.linalg.vander(T.ones(3, dtype=T.bool), N=1),
+    # -- already matched (guards)
+    "linalg.ldl_solve float pivots": lambda T: T.linalg.ldl_solve(
+        T.linalg.ldl_factor(T.eye(2) * 2 + 0.5)[0], T.zeros(2), T.ones(2, 1)),
+    "linalg.householder_product int tau float": lambda T: T.linalg.householder_product(T.ones(3, 2, dtype=T.int64),
+                                                                                       T.ones(2)),
+    "linalg.vander int_ok": lambda T: T.linalg.vander(T.arange(3)),
     # -- fixed: fractional max pooling
     "fractional_max_pool2d samples float64": lambda T: T.nn.functional.fractional_max_pool2d(
         T.ones(1, 2, 4, 4), 2, output_size=2, _random_samples=T.ones(1, 2, 2).double()),
@@ -182,6 +208,8 @@ GIST = {
     "fractional_max_pool3d 3-D input": "Dimension out of range",
     "special.bessel_j0(complex) out int64": "can't be cast to the desired output type",
     "special.ndtri(half)": "not implemented for 'Half'",
+    "linalg.householder_product int": "not implemented for 'Long'",
+    "linalg.vander bool": "but got Bool",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
