@@ -25,6 +25,8 @@ functionals no round had called) left these differences from torch 2.13, fixed h
   later in a view or on None (AttributeError), or ran; torch asserts each (AssertionError);
 - ``scaled_dot_product_attention`` with a negative ``dropout_p`` ran without dropout (torch:
   RuntimeError);
+- an integer ``div_(0, rounding_mode=...)`` wrote garbage (out of place, and torch: RuntimeError
+  "ZeroDivisionError");
 - ``linalg.tensorsolve`` wrapped any ``dims`` entry modulo the rank (torch: IndexError);
   ``linalg.ldl_solve`` refused integer pivots other than int32 (torch takes any integer dtype) and
   raised RuntimeError for a 1-D ``B`` (torch: IndexError); ``linalg.householder_product`` of
@@ -152,6 +154,11 @@ CASES.update({
         T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=1.5),
     "sdpa dropout_p 0_ok": lambda T: T.nn.functional.scaled_dot_product_attention(
         T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), dropout_p=0.0),
+    # -- fixed: an integer div_ with a rounding mode by zero wrote garbage (out of place raises)
+    "int div_ floor by 0": lambda T: T.arange(1, 3).div_(0, rounding_mode="floor"),
+    "int div_ trunc by zero tensor": lambda T: T.arange(1, 3).div_(T.zeros(2, dtype=T.int64), rounding_mode="trunc"),
+    "int div_ floor by 2_ok": lambda T: T.arange(1, 4).div_(2, rounding_mode="floor"),
+    "float div_ floor by 0_ok": lambda T: T.arange(1.0, 3.0).div_(0, rounding_mode="floor"),
     # -- fixed: torch.linalg
     "linalg.tensorsolve dims out of range": lambda T: T.linalg.tensorsolve(T.ones(2, 2), T.ones(2), dims=(5,)),
     "linalg.tensorsolve dims -3": lambda T: T.linalg.tensorsolve(T.ones(2, 2), T.ones(2), dims=(-3,)),

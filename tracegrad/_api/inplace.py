@@ -204,6 +204,10 @@ def div_(self, other, *, rounding_mode=_NO_MODE):
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
+    if rounding_mode is not None and dt._cat == 1:
+        # as out of place: torch raises for an integer division by zero (the kernel gave garbage)
+        from .elementwise import _check_int_divisor
+        _check_int_divisor(other)
     st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_inplace(op, self, (other,), st)
 
