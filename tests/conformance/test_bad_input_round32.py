@@ -27,6 +27,7 @@ functionals no round had called) left these differences from torch 2.13, fixed h
   RuntimeError);
 - an integer ``div_(0, rounding_mode=...)`` wrote garbage (out of place, and torch: RuntimeError
   "ZeroDivisionError");
+- ``del module_dict[missing]`` raised AttributeError (torch: KeyError);
 - ``linalg.tensorsolve`` wrapped any ``dims`` entry modulo the rank (torch: IndexError);
   ``linalg.ldl_solve`` refused integer pivots other than int32 (torch takes any integer dtype) and
   raised RuntimeError for a 1-D ``B`` (torch: IndexError); ``linalg.householder_product`` of
@@ -159,6 +160,11 @@ CASES.update({
     "int div_ trunc by zero tensor": lambda T: T.arange(1, 3).div_(T.zeros(2, dtype=T.int64), rounding_mode="trunc"),
     "int div_ floor by 2_ok": lambda T: T.arange(1, 4).div_(2, rounding_mode="floor"),
     "float div_ floor by 0_ok": lambda T: T.arange(1.0, 3.0).div_(0, rounding_mode="floor"),
+    # -- fixed: ModuleDict's del of a missing key raised AttributeError (torch: KeyError, a dict's)
+    "ModuleDict del missing key": lambda T: T.nn.ModuleDict().__delitem__("x"),
+    "ModuleDict del missing key after one": lambda T: T.nn.ModuleDict({"a": T.nn.Identity()}).__delitem__("b"),
+    # -- already matched (guard)
+    "ModuleDict pop missing key": lambda T: T.nn.ModuleDict().pop("x"),
     # -- fixed: torch.linalg
     "linalg.tensorsolve dims out of range": lambda T: T.linalg.tensorsolve(T.ones(2, 2), T.ones(2), dims=(5,)),
     "linalg.tensorsolve dims -3": lambda T: T.linalg.tensorsolve(T.ones(2, 2), T.ones(2), dims=(-3,)),
