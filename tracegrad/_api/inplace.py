@@ -193,6 +193,27 @@ add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", 
 _NO_MODE = object()
 
 
+# (here, not in elementwise.py, which imports them: div_ needs them too)
+def _concrete(v):
+    """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
+    if isinstance(v, Tensor):
+        v = v._value
+        return None if isinstance(v, NO_HOST_VALUES) else np.asarray(v)
+    return np.asarray(v)
+
+
+def _check_int_divisor(other):
+    """torch raises for an integer division or remainder by zero (XLA gives garbage); one
+    host read of the divisor, only for integer dtypes. Inside a compiled trace the divisor has
+    no value yet: the program checks it when it runs (NOTE [value checks at run time]), and a
+    zero makes that call run eagerly, raising here."""
+    v = _concrete(other)
+    if v is None:
+        _state.check_values(other._value, lambda d: d == 0)
+    elif not np.all(v):
+        raise RuntimeError("ZeroDivisionError")
+
+
 @method()
 def div_(self, other, *, rounding_mode=_NO_MODE):
     op = OPS["div"] if rounding_mode is _NO_MODE else OPS["div_mode"]   # (DivBackward0 / DivBackward2)
@@ -206,7 +227,6 @@ def div_(self, other, *, rounding_mode=_NO_MODE):
         dt = _float_dtype(dt)
     if rounding_mode is not None and dt._cat == 1:
         # as out of place: torch raises for an integer division by zero (the kernel gave garbage)
-        from .elementwise import _check_int_divisor
         _check_int_divisor(other)
     st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_inplace(op, self, (other,), st)
