@@ -592,8 +592,10 @@ def householder_product(A, tau, *, out=None):
     """Mirrors ``torch.linalg.householder_product`` (LAPACK's orgqr): the first ``n`` columns
     of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with ``v_i`` column ``i`` of ``A`` below the
     diagonal and 1 on it; ``A`` ``(*, m, n)``, ``tau`` ``(*, k)``, ``k <= n <= m``. Gradients for
-    both. RuntimeError for shapes that break those bounds or differing dtypes."""
-    _check(A, "householder_product", square=False)
+    both. RuntimeError for shapes that break those bounds or differing dtypes; NotImplementedError
+    (no such kernel in torch) for integer or bool ones."""
+    integral = isinstance(A, Tensor) and A.dtype._cat < 2
+    _check(A.float() if integral else A, "householder_product", square=False)
     m, n = A.shape[-2:]
     if n > m:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
@@ -607,6 +609,10 @@ def householder_product(A, tau, *, out=None):
     if A.dtype is not tau.dtype:
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
+    if integral:   # torch checks the shapes and dtypes above, then finds no kernel
+        name = _dt.SCALAR_NAMES[A.dtype.name]
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{name}'; linalg.householder_product "
+                                  "takes floating point or complex tensors")
     return _householder(A, tau)
 
 
@@ -708,6 +714,8 @@ def vander(x, *, N=None):
     """Mirrors ``torch.linalg.vander``: ``(*, n, N)`` with ``x[..., i] ** j`` in column ``j``
     (increasing powers, ``N`` default ``x.shape[-1]``); integer inputs stay int64.
     RuntimeError for a 0-d ``x`` or ``N <= 1``."""
+    if isinstance(x, Tensor) and x.dtype is _dt.bool_:   # checked before N, as torch
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
     if x.dim() == 0:              # torch: a 0-d x is one value
         x = x.reshape(1)
     n = x.shape[-1] if N is None else N

@@ -259,7 +259,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     raises "not implemented"). RuntimeError for a non-int32 ``pivots``, a ``B`` of another
     dtype or with a row count other than ``n``."""
     _check(LD, "ldl_solve")
-    if not isinstance(pivots, Tensor) or pivots.dtype.name != "int32":
+    if not isinstance(pivots, Tensor) or pivots.dtype._cat != 1:   # torch takes any integer dtype
         got = type(pivots).__name__ if not isinstance(pivots, Tensor) else _SCALAR_NAME.get(pivots.dtype.name)
         raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got {got}; pass the int32 "
                            "pivots from ldl_factor")
@@ -270,6 +270,9 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {LD.shape[-1]} by "
                            f"{LD.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
     _check_rhs("ldl_solve", LD, B)
-    if B.dim() < 2:
-        raise RuntimeError("torch.linalg.ldl_solve: The input tensor B must have at least 2 dimensions.")
+    if B.dim() < 2:   # torch reads B.size(-2) first: IndexError
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got -2); "
+                         f"torch.linalg.ldl_solve: B must be (*, n, k), got shape {tuple(B.shape)}")
+    if pivots.dtype.name != "int32":
+        pivots = pivots.int()
     return _SOLVE[bool(hermitian)](LD.detach(), pivots, B.detach()).detach()

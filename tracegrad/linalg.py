@@ -592,8 +592,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
     """Mirrors ``torch.linalg.tensorsolve``: ``X`` of shape ``A.shape[B.dim():]`` with
     ``tensordot(A, X, X.dim()) == B`` (``dims`` of ``A`` are moved to the end first).
     RuntimeError when the sizes do not make a square system."""
-    if dims is not None:
-        dims = [d % A.dim() for d in dims]
+    if dims is not None:   # (d % A.dim() wrapped any dim, solving a system torch refuses: IndexError)
+        dims = [_wrap_dim(d, A.dim()) for d in dims]
         rest = [d for d in range(A.dim()) if d not in dims]
         A = A.permute(rest + dims)
     xs = tuple(A.shape[B.dim():])

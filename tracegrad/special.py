@@ -86,8 +86,9 @@ def xlog1py(input, other):
 
 # every torch.special function takes ``out=`` (the names bound to tracegrad's functions above
 # already do: ``tracegrad.<name>`` has it)
+# (TensorIterator kernels, as the elementwise ones: iter_alias, and out= checked before the kernel's dtype)
 add_out(globals(), ("zeta", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "entr", "ndtr", "xlog1py"),
-        prefix="special_")
+        prefix="special_", iter_alias=True)
 
 
 # ---- Bessel, Airy and orthogonal polynomials: no gradient in torch (outputs never require grad) --
@@ -141,4 +142,4 @@ for _api, _what in _POLY_DOCS.items():
         "``n >= 2`` gives NaN where torch returns an uninitialised value). No gradient, as torch. TypeError when "
         "neither is a Tensor; NotImplementedError for half precision or complex."))
 __all__ += [*_UNARY_DOCS, *_POLY_DOCS]
-add_out(globals(), (*_UNARY_DOCS, *_POLY_DOCS), prefix="special_")
+add_out(globals(), (*_UNARY_DOCS, *_POLY_DOCS), prefix="special_", iter_alias=True)

@@ -164,7 +164,9 @@ _API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdi
               "embedding": {"weight": _TENSOR_ONLY}, "orgqr": {"tau": _TENSOR_ONLY},
               # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
-              "fill_diagonal_": {"fill_value": "Number"}, "pinverse": {"rcond": "Number"},
+              "fill_diagonal_": {"fill_value": "Number"},
+              # a row count and an index value, not a shape
+              "nonzero_static": {"size": "int", "fill_value": "int"}, "pinverse": {"rcond": "Number"},
               # a Tensor or a number (checked after a failure, where None or a string is the cause)
               "isin": {"elements": "Tensor", "test_elements": "Tensor"}, "float_power_": {"exponent": "Tensor"},
               **dict.fromkeys(("tensor", "new_tensor", "range", "frombuffer", "sparse_coo_tensor", "sparse_csr_tensor",

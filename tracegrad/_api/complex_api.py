@@ -15,11 +15,11 @@ refuse it, as torch.
 """
 from __future__ import annotations
 
-from ..autograd._dispatch import apply_inplace, apply_op
+from ..autograd._dispatch import apply_inplace, apply_op, check_inplace
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.shape import chain_is_conj, chain_is_neg
-from .._tensor.tensor import Tensor, storage_offset_of, strides_of
+from .._tensor.tensor import Tensor, check_no_internal_overlap, storage_offset_of, strides_of
 from ._registry import function, method, prop
 
 _NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16"}
@@ -94,9 +94,15 @@ def conj_physical(input):
 
 @method("conj_physical_")
 def conj_physical_(self):
-    """Mirrors ``torch.Tensor.conj_physical_``: conjugate in place (no-op for real tensors)."""
-    if not self.dtype.is_complex:
-        return self
+    """Mirrors ``torch.Tensor.conj_physical_``: conjugate in place (the values of a real tensor
+    are kept, but as torch it is still an in-place op: a leaf that requires grad is refused, the
+    version is bumped and history recorded)."""
+    if isinstance(self, Tensor) and not self.dtype.is_complex:
+        try:
+            check_no_internal_overlap(self)
+        except RuntimeError:   # torch's real kernel writes nothing: an expanded tensor is fine
+            check_inplace(self)
+            return self
     return apply_inplace(OPS["conj_physical"], self, ())
 
 

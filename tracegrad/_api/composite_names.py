@@ -303,8 +303,15 @@ for _name in _VIA_COPY:
     method(*(n + "_" for n in (_name,) + _ALIASES_OF.get(_name, ())))(inplace_via_copy(_name))
 # torch's alias spellings of in-place methods tracegrad has
 for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_", "div_"),
-                        ("true_divide_", "div_"), ("swapdims_", "transpose_")):
+                        ("swapdims_", "transpose_")):
     _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
+
+
+@method("true_divide_")
+def true_divide_(self, other):
+    """Mirrors ``torch.Tensor.true_divide_(other)``: ``div_`` without a rounding mode (TypeError
+    for one, as torch's parser)."""
+    return METHODS["div_"](self, other)
 for _name in INPLACE_FUNCTIONS:
     # Tensor's own methods (detach_) get the function forms' AttributeError guard here:
     # guard_all looks only at the op families' modules

@@ -7,7 +7,6 @@ import builtins
 
 import numpy as np
 
-from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
 from ..autograd.function import _no_derivative
 from .._ops import dtypes as _dt
@@ -18,10 +17,10 @@ from .._ops.warn import warn_once
 from .._tensor.convert import check_fits, check_float_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
-from .._tensor.tensor import Tensor, NO_HOST_VALUES
+from .._tensor.tensor import Tensor
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
-from .inplace import _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
+from .inplace import _check_int_divisor, _concrete, _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
@@ -111,7 +110,7 @@ def mul(self, other):
 _NO_MODE = object()
 
 
-@method("div", "divide", "true_divide", function=True)
+@method("div", "divide", function=True)
 def div(self, other, *, rounding_mode=_NO_MODE):
     """Mirrors ``torch.div(input, other, rounding_mode=None, out=None)``: true division gives the
     default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
@@ -143,24 +142,11 @@ def div(self, other, *, rounding_mode=_NO_MODE):
     return apply_op(op, (self, other), st)
 
 
-def _concrete(v):
-    """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
-    if isinstance(v, Tensor):
-        v = v._value
-        return None if isinstance(v, NO_HOST_VALUES) else np.asarray(v)
-    return np.asarray(v)
-
-
-def _check_int_divisor(other):
-    """torch raises for an integer division or remainder by zero (XLA gives garbage); one
-    host read of the divisor, only for integer dtypes. Inside a compiled trace the divisor has
-    no value yet: the program checks it when it runs (NOTE [value checks at run time]), and a
-    zero makes that call run eagerly, raising here."""
-    v = _concrete(other)
-    if v is None:
-        _state.check_values(other._value, lambda d: d == 0)
-    elif not np.all(v):
-        raise RuntimeError("ZeroDivisionError")
+@method("true_divide", function=True)
+def true_divide(self, other):
+    """Mirrors ``torch.true_divide(input, other)``: ``div`` without a rounding mode (torch's
+    true_divide has no ``rounding_mode``: TypeError for one, where div's would round)."""
+    return div(self, other)
 
 
 def _rdiv(self, other):

@@ -19,7 +19,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.meta import ShapeDtypeStruct, abstract
 from .._tensor.factories import tensor
 from .._tensor import tensor as _tensor_mod
-from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
+from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim, check_no_internal_overlap
 from .._x64 import with_x64
 from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
@@ -193,6 +193,27 @@ add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", 
 _NO_MODE = object()
 
 
+# (here, not in elementwise.py, which imports them: div_ needs them too)
+def _concrete(v):
+    """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
+    if isinstance(v, Tensor):
+        v = v._value
+        return None if isinstance(v, NO_HOST_VALUES) else np.asarray(v)
+    return np.asarray(v)
+
+
+def _check_int_divisor(other):
+    """torch raises for an integer division or remainder by zero (XLA gives garbage); one
+    host read of the divisor, only for integer dtypes. Inside a compiled trace the divisor has
+    no value yet: the program checks it when it runs (NOTE [value checks at run time]), and a
+    zero makes that call run eagerly, raising here."""
+    v = _concrete(other)
+    if v is None:
+        _state.check_values(other._value, lambda d: d == 0)
+    elif not np.all(v):
+        raise RuntimeError("ZeroDivisionError")
+
+
 @method()
 def div_(self, other, *, rounding_mode=_NO_MODE):
     op = OPS["div"] if rounding_mode is _NO_MODE else OPS["div_mode"]   # (DivBackward0 / DivBackward2)
@@ -204,6 +225,9 @@ def div_(self, other, *, rounding_mode=_NO_MODE):
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
+    if rounding_mode is not None and dt._cat == 1:
+        # as out of place: torch raises for an integer division by zero (the kernel gave garbage)
+        _check_int_divisor(other)
     st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_inplace(op, self, (other,), st)
 
@@ -449,6 +473,25 @@ _NO_COMPLEX_KERNEL = {
 }
 
 
+# torch's logical_and_/or_/xor_/not_ have no autograd kernel, so none of autograd's in-place
+# checks: on a leaf that requires grad (or a view of one) they write the values and record nothing
+_UNTRACKED_INPLACE = frozenset(("logical_and", "logical_or", "logical_xor", "logical_not"))
+
+
+def _untracked_on_leaf(f):
+    """``f`` (an in-place method) run under no_grad when self is a leaf that requires grad or a
+    view of one (as torch, which records nothing for these ops); unchanged otherwise."""
+    def g(self, *args, **kwargs):
+        base = getattr(self, "_base", None)
+        leaf = self if base is None else base
+        if isinstance(self, Tensor) and leaf._rg and leaf._gf is None and _state.grad_enabled():
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                return f(self, *args, **kwargs)
+        return f(self, *args, **kwargs)
+    return g
+
+
 def _inplace_unary(name):
     op = OPS[name]
 
@@ -461,6 +504,10 @@ def _inplace_unary(name):
             except AttributeError:   # NOTE [unbound self]
                 raise not_a_tensor(name + "_", self) from None
             if dt._cat > 1:
+                # torch's autograd check (a leaf that requires grad) and its TensorIterator's
+                # overlap check (an expanded self) come before the kernel's dtype
+                check_inplace(self)
+                check_no_internal_overlap(self)
                 raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
                                           "bitwise_not_ takes integer or bool tensors")
             return apply_inplace(op, self, ())
@@ -497,6 +544,8 @@ def _inplace_unary(name):
                 raise RuntimeError("In-place abs is not supported for complex tensors; use tracegrad.abs(z) "
                                    "(a real tensor) instead")
             return apply_inplace(op, self, ())
+    if name in _UNTRACKED_INPLACE:
+        f = _untracked_on_leaf(f)
     f.__name__ = name + "_"
     f.__doc__ = f"Mirrors ``torch.Tensor.{name}_`` (in place)."
     return f
@@ -929,6 +978,8 @@ def inplace_via_copy(name):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(out.shape)}")
         return copy_(self, out)
+    if name in _UNTRACKED_INPLACE:
+        f = _untracked_on_leaf(f)
     f.__name__ = name + "_"
     f.__doc__ = (f"Mirrors ``torch.Tensor.{name}_``: ``{name}`` written into self (NOTE [in-place through "
                  f"copy_]). RuntimeError when the result dtype cannot be cast to self's, when self would "

@@ -111,6 +111,7 @@ def binomial(count, prob, generator=None):
         if not t.is_floating_point():
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
                              f"{_rnd.scalar_name(t._value.dtype)}")
+    broadcast_shape((count.shape, prob.shape), "binomial")   # (JAX's ValueError otherwise)
     see_reads(count, prob)    # drawn from the values, not through an op
     return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator), count._value, prob._value))
 

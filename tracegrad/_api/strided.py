@@ -391,6 +391,8 @@ def _copy_function(name, make_view, copy_of=COPY_OF):
 def _slice(input, dim=0, start=None, end=None, step=1):
     """torch's ``slice`` (``aten::slice``): elements ``start:end:step`` of ``dim`` (a view)."""
     d = _wrap_dim(dim, input.ndim)
+    if step is not None and step <= 0:   # (a range would reverse for a negative step, or raise ValueError for 0)
+        raise RuntimeError(f"slice step must be positive, got {step}; flip() the result for a reversed slice")
     r = range(input.shape[d])[builtins.slice(start, end, step)]
     static = (("dim", d), ("start", r.start), ("end", builtins.max(r.stop, r.start)), ("step", r.step))
     return apply_op(OPS["slice"], (input,), static)

@@ -270,6 +270,11 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     name = f"fractional_max_pool{n}d"
     if output_size is None and output_ratio is None:   # torch's Python wrapper: before the kernel's checks
         raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if samples is None and input.dim() < n + 1:
+        # torch's Python wrapper reads input.size(-n-1) (the channels) to draw the samples first
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(input.dim(), 1)}, "
+                         f"{max(input.dim(), 1) - 1}], but got {-n - 1}); {name} takes a {n + 1}-D or "
+                         f"{n + 2}-D input")
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
     spatial = tuple(input.shape[-n:])
@@ -301,6 +306,9 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     nb, c = x.shape[0], x.shape[1]
     if samples is None:
         samples = tracegrad.rand(nb, c, n, dtype=input.dtype, device=input.device)
+    if samples.dtype != input.dtype:   # (the draw would otherwise be read in any dtype)
+        raise RuntimeError(f"Expect _random_samples to have the same dtype as input ({input.dtype}), got "
+                           f"{samples.dtype}")
     if samples.dim() == 3 and samples.shape[0] < nb:
         raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
     samples = samples[:nb]

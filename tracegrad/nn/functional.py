@@ -1006,6 +1006,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn = attn.masked_fill(~row_ok, 0.0).softmax(-1).masked_fill(~row_ok, 0.0)
     else:
         attn = attn.softmax(-1)
+    if dropout_p < 0.0:   # torch refuses it too (RuntimeError); unchecked, it ran without dropout
+        raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
+                           f"but got {dropout_p}")
     if dropout_p > 0.0:
         if dropout_p > 1.0:   # torch's kernel checks it (RuntimeError), not F.dropout's ValueError
             raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
@@ -1109,6 +1112,26 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     assert embed_dim == embed_dim_to_check, \
         f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
     head_dim = embed_dim // num_heads
+    # torch's asserts, raised explicitly (``python -O`` keeps them); unchecked, a bad head count or
+    # a missing weight failed later in a view or on None
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        for wname, w in (("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight),
+                         ("v_proj_weight", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {wname} is None")
+    elif in_proj_weight is None:
+        raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k is set but bias_v is None" if bias_v is None else
+                             "bias_v is set but bias_k is None")
+    for sname, s in (("static_k", static_k), ("static_v", static_v)):
+        if s is not None:
+            if s.size(0) != bsz * num_heads:
+                raise AssertionError(f"expecting {sname}.size(0) of {bsz * num_heads}, but got {s.size(0)}")
+            if s.size(2) != head_dim:
+                raise AssertionError(f"expecting {sname}.size(2) of {head_dim}, but got {s.size(2)}")
     if not use_separate_proj_weight:
         E = embed_dim
         if key is value and query is key:

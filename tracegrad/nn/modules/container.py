@@ -248,6 +248,8 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
+        if key not in self._modules:   # torch deletes from its dict: KeyError, not delattr's AttributeError
+            raise KeyError(key)
         delattr(self, key)       # through Module.__delattr__: compiled programs see the removal
 
     def __len__(self):
