@@ -816,3 +816,369 @@ def test_neural_ode_train_step_compiled():
     (reason, where), = comp[3].stats["graph_breaks"]
     assert reason.startswith("item() reads a tensor's value"), reason
     assert "test_public_programs_round45.py" in where, where
+
+
+# ---- krrish94/nerf-pytorch ----------------------------------------------------------------------
+def _nerf_functions(torch):
+    from typing import Optional
+
+    def get_minibatches(inputs: torch.Tensor, chunksize: Optional[int] = 1024 * 8):
+        return [inputs[i : i + chunksize] for i in range(0, inputs.shape[0], chunksize)]
+
+    def meshgrid_xy(
+        tensor1: torch.Tensor, tensor2: torch.Tensor
+    ) -> (torch.Tensor, torch.Tensor):
+        # TESTED
+        ii, jj = torch.meshgrid(tensor1, tensor2)
+        return ii.transpose(-1, -2), jj.transpose(-1, -2)
+
+    def cumprod_exclusive(tensor: torch.Tensor) -> torch.Tensor:
+        # TESTED
+        # Only works for the last dimension (dim=-1)
+        dim = -1
+        # Compute regular cumprod first (this is equivalent to `tf.math.cumprod(..., exclusive=False)`).
+        cumprod = torch.cumprod(tensor, dim)
+        # "Roll" the elements along dimension 'dim' by 1 element.
+        cumprod = torch.roll(cumprod, 1, dim)
+        # Replace the first element by "1" as this is what tf.cumprod(..., exclusive=True) does.
+        cumprod[..., 0] = 1.0
+
+        return cumprod
+
+    def get_ray_bundle(
+        height: int, width: int, focal_length: float, tform_cam2world: torch.Tensor
+    ):
+        # TESTED
+        ii, jj = meshgrid_xy(
+            torch.arange(
+                width, dtype=tform_cam2world.dtype, device=tform_cam2world.device
+            ).to(tform_cam2world),
+            torch.arange(
+                height, dtype=tform_cam2world.dtype, device=tform_cam2world.device
+            ),
+        )
+        directions = torch.stack(
+            [
+                (ii - width * 0.5) / focal_length,
+                -(jj - height * 0.5) / focal_length,
+                -torch.ones_like(ii),
+            ],
+            dim=-1,
+        )
+        ray_directions = torch.sum(
+            directions[..., None, :] * tform_cam2world[:3, :3], dim=-1
+        )
+        ray_origins = tform_cam2world[:3, -1].expand(ray_directions.shape)
+        return ray_origins, ray_directions
+
+    def positional_encoding(
+        tensor, num_encoding_functions=6, include_input=True, log_sampling=True
+    ) -> torch.Tensor:
+        # TESTED
+        # Trivially, the input tensor is added to the positional encoding.
+        encoding = [tensor] if include_input else []
+        frequency_bands = None
+        if log_sampling:
+            frequency_bands = 2.0 ** torch.linspace(
+                0.0,
+                num_encoding_functions - 1,
+                num_encoding_functions,
+                dtype=tensor.dtype,
+                device=tensor.device,
+            )
+        else:
+            frequency_bands = torch.linspace(
+                2.0 ** 0.0,
+                2.0 ** (num_encoding_functions - 1),
+                num_encoding_functions,
+                dtype=tensor.dtype,
+                device=tensor.device,
+            )
+
+        for freq in frequency_bands:
+            for func in [torch.sin, torch.cos]:
+                encoding.append(func(tensor * freq))
+
+        # Special case, for no positional encoding
+        if len(encoding) == 1:
+            return encoding[0]
+        else:
+            return torch.cat(encoding, dim=-1)
+
+    # ---- tiny_nerf.py
+    def compute_query_points_from_rays(
+        ray_origins: torch.Tensor,
+        ray_directions: torch.Tensor,
+        near_thresh: float,
+        far_thresh: float,
+        num_samples: int,
+        randomize: Optional[bool] = True,
+    ) -> (torch.Tensor, torch.Tensor):
+        # TESTED
+        # shape: (num_samples)
+        depth_values = torch.linspace(near_thresh, far_thresh, num_samples).to(ray_origins)
+        if randomize is True:
+            # ray_origins: (width, height, 3)
+            # noise_shape = (width, height, num_samples)
+            noise_shape = list(ray_origins.shape[:-1]) + [num_samples]
+            # depth_values: (num_samples)
+            depth_values = (
+                depth_values
+                + torch.rand(noise_shape).to(ray_origins)
+                * (far_thresh - near_thresh)
+                / num_samples
+            )
+        # (width, height, num_samples, 3) = (width, height, 1, 3) + (width, height, 1, 3) * (num_samples, 1)
+        # query_points:  (width, height, num_samples, 3)
+        query_points = (
+            ray_origins[..., None, :]
+            + ray_directions[..., None, :] * depth_values[..., :, None]
+        )
+        # TODO: Double-check that `depth_values` returned is of shape `(num_samples)`.
+        return query_points, depth_values
+
+    def render_volume_density(
+        radiance_field: torch.Tensor, ray_origins: torch.Tensor, depth_values: torch.Tensor
+    ) -> (torch.Tensor, torch.Tensor, torch.Tensor):
+        # TESTED
+        sigma_a = torch.nn.functional.relu(radiance_field[..., 3])
+        rgb = torch.sigmoid(radiance_field[..., :3])
+        one_e_10 = torch.tensor([1e10], dtype=ray_origins.dtype, device=ray_origins.device)
+        dists = torch.cat(
+            (
+                depth_values[..., 1:] - depth_values[..., :-1],
+                one_e_10.expand(depth_values[..., :1].shape),
+            ),
+            dim=-1,
+        )
+        alpha = 1.0 - torch.exp(-sigma_a * dists)
+        weights = alpha * cumprod_exclusive(1.0 - alpha + 1e-10)
+
+        rgb_map = (weights[..., None] * rgb).sum(dim=-2)
+        depth_map = (weights * depth_values).sum(dim=-1)
+        acc_map = weights.sum(-1)
+
+        return rgb_map, depth_map, acc_map
+
+    # One iteration of TinyNeRF (forward pass).
+    def run_one_iter_of_tinynerf(
+        height,
+        width,
+        focal_length,
+        tform_cam2world,
+        near_thresh,
+        far_thresh,
+        depth_samples_per_ray,
+        encoding_function,
+        get_minibatches_function,
+        chunksize,
+        model,
+        encoding_function_args,
+    ):
+
+        # Get the "bundle" of rays through all image pixels.
+        ray_origins, ray_directions = get_ray_bundle(
+            height, width, focal_length, tform_cam2world
+        )
+
+        # Sample query points along each ray
+        query_points, depth_values = compute_query_points_from_rays(
+            ray_origins, ray_directions, near_thresh, far_thresh, depth_samples_per_ray
+        )
+
+        # "Flatten" the query points.
+        flattened_query_points = query_points.reshape((-1, 3))
+
+        # Encode the query points (default: positional encoding).
+        encoded_points = encoding_function(flattened_query_points, encoding_function_args)
+
+        # Split the encoded points into "chunks", run the model on all chunks, and
+        # concatenate the results (to avoid out-of-memory issues).
+        batches = get_minibatches_function(encoded_points, chunksize=chunksize)
+        predictions = []
+        for batch in batches:
+            predictions.append(model(batch))
+        radiance_field_flattened = torch.cat(predictions, dim=0)
+
+        # "Unflatten" to obtain the radiance field.
+        unflattened_shape = list(query_points.shape[:-1]) + [4]
+        radiance_field = torch.reshape(radiance_field_flattened, unflattened_shape)
+
+        # Perform differentiable volume rendering to re-synthesize the RGB image.
+        rgb_predicted, _, _ = render_volume_density(
+            radiance_field, ray_origins, depth_values
+        )
+
+        return rgb_predicted
+
+    class VeryTinyNerfModel(torch.nn.Module):
+        def __init__(self, filter_size=128, num_encoding_functions=6):
+            super(VeryTinyNerfModel, self).__init__()
+            # Input layer (default: 39 -> 128)
+            self.layer1 = torch.nn.Linear(3 + 3 * 2 * num_encoding_functions, filter_size)
+            # Layer 2 (default: 128 -> 128)
+            self.layer2 = torch.nn.Linear(filter_size, filter_size)
+            # Layer 3 (default: 128 -> 4)
+            self.layer3 = torch.nn.Linear(filter_size, 4)
+            # Short hand for torch.nn.functional.relu
+            self.relu = torch.nn.functional.relu
+
+        def forward(self, x):
+            x = self.relu(self.layer1(x))
+            x = self.relu(self.layer2(x))
+            x = self.layer3(x)
+            return x
+
+    return dict(get_minibatches=get_minibatches, positional_encoding=positional_encoding,
+                run_one_iter_of_tinynerf=run_one_iter_of_tinynerf, VeryTinyNerfModel=VeryTinyNerfModel,
+                cumprod_exclusive=cumprod_exclusive)
+
+
+class _ListSizeSeededTorch(SeededTorch):
+    """SeededTorch whose ``rand`` also takes one list of sizes (``torch.rand(noise_shape)``)."""
+
+    def rand(self, *size):
+        if len(size) == 1 and isinstance(size[0], (list, tuple)):
+            size = tuple(size[0])
+        return super().rand(*size)
+
+
+def _tiny_nerf_data():
+    """The cache/tiny_nerf_data.npz stand-in: 3 images of 4 x 4 (RGBA, float32), camera-to-world
+    poses (float32 rotations about y, translated back along z) and the focal length (a float64
+    0-d array, as the file's)."""
+    rs = np.random.RandomState(9)
+    images = rs.uniform(0, 1, (3, 4, 4, 4)).astype(np.float32)
+    poses = []
+    for a in (0.0, 0.3, -0.4):
+        c, s = np.cos(a), np.sin(a)
+        poses.append(np.array([[c, 0, s, 4 * s], [0, 1, 0, 0.1], [-s, 0, c, 4 * c], [0, 0, 0, 1]], np.float32))
+    return {"images": images, "poses": np.stack(poses), "focal": np.array(5.0)}
+
+
+def _tiny_nerf_program(mod, log):
+    torch = _ListSizeSeededTorch(mod, 9458)
+    f = _nerf_functions(torch)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = _tiny_nerf_data()
+    images = data["images"]
+    tform_cam2world = torch.from_numpy(data["poses"]).to(device)
+    focal_length = torch.from_numpy(data["focal"]).to(device)
+    height, width = images.shape[1:3]
+    near_thresh, far_thresh = 2.0, 6.0
+    testimg, testpose = images[2], tform_cam2world[2]     # the file's images[101]
+    testimg = torch.from_numpy(testimg).to(device)
+    images = torch.from_numpy(images[:2, ..., :3]).to(device)   # images[:100]
+    num_encoding_functions = 2      # 10
+    encode = f["positional_encoding"]
+    depth_samples_per_ray = 6       # 32
+    chunksize = 20                  # 4096: 96 query points in 5 chunks
+    lr, num_iters, display_every = 5e-3, 4, 2
+    model = init_params(torch, f["VeryTinyNerfModel"](filter_size=8, num_encoding_functions=num_encoding_functions), 11)
+    model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    seed = 9458
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    psnrs, iternums = [], []
+    for i in range(num_iters):
+        target_img_idx = np.random.randint(images.shape[0])
+        target_img = images[target_img_idx].to(device)
+        target_tform_cam2world = tform_cam2world[target_img_idx].to(device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rgb_predicted = f["run_one_iter_of_tinynerf"](
+                height, width, focal_length, target_tform_cam2world, near_thresh, far_thresh,
+                depth_samples_per_ray, encode, f["get_minibatches"], chunksize, model,
+                num_encoding_functions)
+        log("warnings", sorted({w.category.__name__ for w in caught}))
+        loss = torch.nn.functional.mse_loss(rgb_predicted, target_img)
+        loss.backward()
+        log("rgb", rgb_predicted)
+        log("grads", [p.grad for p in model.parameters()])
+        optimizer.step()
+        optimizer.zero_grad()
+        if i % display_every == 0 or i == num_iters - 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rgb_predicted = f["run_one_iter_of_tinynerf"](
+                    height, width, focal_length, testpose, near_thresh, far_thresh,
+                    depth_samples_per_ray, encode, f["get_minibatches"], chunksize, model,
+                    num_encoding_functions)
+            loss = torch.nn.functional.mse_loss(rgb_predicted, target_img)
+            print("Loss: " + str(loss.item()))      # tqdm.write
+            psnr = -10.0 * torch.log10(loss)
+            psnrs.append(psnr.item())
+            iternums.append(i)
+            log("held-out view", rgb_predicted.detach().cpu().numpy())   # plt.imshow
+    log("psnrs", psnrs)
+    log("final", list(model.parameters()))
+    print("Done!")
+
+
+def test_tiny_nerf_program():
+    # float32 through exp/cumprod of the volume rendering: the default log tolerance
+    run_both(_tiny_nerf_program)
+
+
+class _FedNoiseTorch:
+    """A module whose ``rand(...)`` returns the noise the step was called with (so the compiled
+    step draws what eager draws: its input, not a constant baked into the trace)."""
+
+    def __init__(self, mod):
+        self._mod, self.noise = mod, None
+
+    def __getattr__(self, name):
+        return getattr(self._mod, name)
+
+    def rand(self, *size):
+        return self.noise
+
+
+def _nerf_step_runs(T, compiled):
+    shim = _FedNoiseTorch(T)
+    f = _nerf_functions(shim)
+    data = _tiny_nerf_data()
+    poses = T.from_numpy(data["poses"])
+    focal_length = T.from_numpy(data["focal"])
+    images = T.from_numpy(data["images"][..., :3].copy())
+    model = init_params(T, f["VeryTinyNerfModel"](filter_size=8, num_encoding_functions=2), 11)
+    optimizer = T.optim.Adam(model.parameters(), lr=5e-3)
+
+    def step(noise, target_img, pose):
+        # tiny_nerf.py's loop body
+        shim.noise = noise
+        rgb_predicted = f["run_one_iter_of_tinynerf"](
+            4, 4, focal_length, pose, 2.0, 6.0, 6, f["positional_encoding"], f["get_minibatches"],
+            20, model, 2)
+        loss = T.nn.functional.mse_loss(rgb_predicted, target_img)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss, rgb_predicted
+
+    if compiled:
+        step = T.compile(step)
+    out = []
+    for i in range(3):
+        noise = T.tensor(np.random.RandomState(30 + i).uniform(0, 1, (4, 4, 6)).astype(np.float32))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loss, rgb = step(noise, images[i % 2], poses[i % 3])
+        out.append((loss.detach().numpy(), rgb.detach().numpy()))
+    params = {n: p.detach().numpy() for n, p in model.named_parameters()}
+    grads = {n: (p.grad.numpy() if p.grad is not None else np.zeros(1)) for n, p in model.named_parameters()}
+    return out, params, grads, step
+
+
+def test_tiny_nerf_train_step_compiled():
+    torch = get_torch()
+    ref = _nerf_step_runs(torch, False)
+    eager = _nerf_step_runs(tracegrad, False)
+    comp = _nerf_step_runs(tracegrad, True)
+    # torch's kernels against tracegrad: 1e-4 (float32 exp/cumprod rounding); compiled against
+    # eager tracegrad: 1e-5
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] >= 1, st
