@@ -222,7 +222,7 @@ def _capsule_program(torch, log):
 
         return loss, classes
 
-    for step in range(3):
+    for step in range(2):
         data, labels = _mnist_like(step)
         sample = [torch.from_numpy(data), torch.from_numpy(labels)]
         with warnings.catch_warnings(record=True) as caught:
@@ -663,13 +663,13 @@ def _neural_ode_program(mod, log):
         # cell 13: the linear experiment
         ode_true = c["NeuralODE"](c["SpiralFunctionExample"]())
         ode_trained = init_params(torch, c["NeuralODE"](c["RandomLinearODEF"]()), 1, scale=0.5)
-        c["conduct_experiment"](ode_true, ode_trained, 3, "linear", plot_freq=2, log=log)
+        c["conduct_experiment"](ode_true, ode_trained, 2, "linear", plot_freq=1, log=log)
         # cell 15: a nonlinear true field, an MLP field trained
         func = c["TestODEF"](Tensor([[-0.1, -0.5], [0.5, -0.1]]), Tensor([[0.2, 1.], [-1, 0.2]]), Tensor([[-1., 0.]]))
         ode_true = c["NeuralODE"](func)
         func = init_params(torch, c["NNODEF"](2, 8, time_invariant=True), 2)
         ode_trained = c["NeuralODE"](func)
-        c["conduct_experiment"](ode_true, ode_trained, 2, "comp", plot_freq=30, log=log)
+        c["conduct_experiment"](ode_true, ode_trained, 1, "comp", plot_freq=30, log=log)
         # the default time span of NeuralODE.forward, and a time-dependent field (the torch.cat
         # of t) whose adjoint of t flows back
         field = init_params(torch, c["NNODEF"](2, 8), 3)
@@ -734,7 +734,7 @@ def _ode_vae(torch, c, log):
         log("vae.cuda()", type(e).__name__)
     vae = init_params(torch, c["ODEVAE"](2, 8, 3), 6)
     optim = torch.optim.Adam(vae.parameters(), betas=(0.9, 0.999), lr=0.001)
-    for epoch_idx in range(2):
+    for epoch_idx in range(1):
         losses = []
         train_iter = gen_batch(2, n_sample=10)   # batch_size 100, n_sample 100
         for x, t in train_iter:
