@@ -1182,3 +1182,320 @@ def test_tiny_nerf_train_step_compiled():
     _same_runs(eager, comp, 1e-5, 1e-6)
     st = comp[3].stats
     assert st["graph_breaks"] == [] and st["traces"] >= 1, st
+
+
+# ---- juho-lee/set_transformer -------------------------------------------------------------------
+def _set_transformer_classes(torch):
+    nn, F = torch.nn, torch.nn.functional
+
+    # modules.py
+    class MAB(nn.Module):
+        def __init__(self, dim_Q, dim_K, dim_V, num_heads, ln=False):
+            super(MAB, self).__init__()
+            self.dim_V = dim_V
+            self.num_heads = num_heads
+            self.fc_q = nn.Linear(dim_Q, dim_V)
+            self.fc_k = nn.Linear(dim_K, dim_V)
+            self.fc_v = nn.Linear(dim_K, dim_V)
+            if ln:
+                self.ln0 = nn.LayerNorm(dim_V)
+                self.ln1 = nn.LayerNorm(dim_V)
+            self.fc_o = nn.Linear(dim_V, dim_V)
+
+        def forward(self, Q, K):
+            Q = self.fc_q(Q)
+            K, V = self.fc_k(K), self.fc_v(K)
+
+            dim_split = self.dim_V // self.num_heads
+            Q_ = torch.cat(Q.split(dim_split, 2), 0)
+            K_ = torch.cat(K.split(dim_split, 2), 0)
+            V_ = torch.cat(V.split(dim_split, 2), 0)
+
+            A = torch.softmax(Q_.bmm(K_.transpose(1,2))/math.sqrt(self.dim_V), 2)
+            O = torch.cat((Q_ + A.bmm(V_)).split(Q.size(0), 0), 2)
+            O = O if getattr(self, 'ln0', None) is None else self.ln0(O)
+            O = O + F.relu(self.fc_o(O))
+            O = O if getattr(self, 'ln1', None) is None else self.ln1(O)
+            return O
+
+    class SAB(nn.Module):
+        def __init__(self, dim_in, dim_out, num_heads, ln=False):
+            super(SAB, self).__init__()
+            self.mab = MAB(dim_in, dim_in, dim_out, num_heads, ln=ln)
+
+        def forward(self, X):
+            return self.mab(X, X)
+
+    class ISAB(nn.Module):
+        def __init__(self, dim_in, dim_out, num_heads, num_inds, ln=False):
+            super(ISAB, self).__init__()
+            self.I = nn.Parameter(torch.Tensor(1, num_inds, dim_out))
+            nn.init.xavier_uniform_(self.I)
+            self.mab0 = MAB(dim_out, dim_in, dim_out, num_heads, ln=ln)
+            self.mab1 = MAB(dim_in, dim_out, dim_out, num_heads, ln=ln)
+
+        def forward(self, X):
+            H = self.mab0(self.I.repeat(X.size(0), 1, 1), X)
+            return self.mab1(X, H)
+
+    class PMA(nn.Module):
+        def __init__(self, dim, num_heads, num_seeds, ln=False):
+            super(PMA, self).__init__()
+            self.S = nn.Parameter(torch.Tensor(1, num_seeds, dim))
+            nn.init.xavier_uniform_(self.S)
+            self.mab = MAB(dim, dim, dim, num_heads, ln=ln)
+
+        def forward(self, X):
+            return self.mab(self.S.repeat(X.size(0), 1, 1), X)
+
+    # models.py
+    class DeepSet(nn.Module):
+        def __init__(self, dim_input, num_outputs, dim_output, dim_hidden=128):
+            super(DeepSet, self).__init__()
+            self.num_outputs = num_outputs
+            self.dim_output = dim_output
+            self.enc = nn.Sequential(
+                    nn.Linear(dim_input, dim_hidden),
+                    nn.ReLU(),
+                    nn.Linear(dim_hidden, dim_hidden),
+                    nn.ReLU(),
+                    nn.Linear(dim_hidden, dim_hidden),
+                    nn.ReLU(),
+                    nn.Linear(dim_hidden, dim_hidden))
+            self.dec = nn.Sequential(
+                    nn.Linear(dim_hidden, dim_hidden),
+                    nn.ReLU(),
+                    nn.Linear(dim_hidden, dim_hidden),
+                    nn.ReLU(),
+                    nn.Linear(dim_hidden, dim_hidden),
+                    nn.ReLU(),
+                    nn.Linear(dim_hidden, num_outputs*dim_output))
+
+        def forward(self, X):
+            X = self.enc(X).mean(-2)
+            X = self.dec(X).reshape(-1, self.num_outputs, self.dim_output)
+            return X
+
+    class SetTransformer(nn.Module):
+        def __init__(self, dim_input, num_outputs, dim_output,
+                num_inds=32, dim_hidden=128, num_heads=4, ln=False):
+            super(SetTransformer, self).__init__()
+            self.enc = nn.Sequential(
+                    ISAB(dim_input, dim_hidden, num_heads, num_inds, ln=ln),
+                    ISAB(dim_hidden, dim_hidden, num_heads, num_inds, ln=ln))
+            self.dec = nn.Sequential(
+                    PMA(dim_hidden, num_heads, num_outputs, ln=ln),
+                    SAB(dim_hidden, dim_hidden, num_heads, ln=ln),
+                    SAB(dim_hidden, dim_hidden, num_heads, ln=ln),
+                    nn.Linear(dim_hidden, dim_output))
+
+        def forward(self, X):
+            return self.dec(self.enc(X))
+
+    # mixture_of_mvns.py
+    class MultivariateNormal(object):
+        def __init__(self, dim):
+            self.dim = dim
+
+    class MixtureOfMVNs(object):
+        def __init__(self, mvn):
+            self.mvn = mvn
+
+        def sample(self, B, N, K, return_gt=False):
+            device = 'cpu' if not torch.cuda.is_available() \
+                    else torch.cuda.current_device()
+            # Dirichlet(torch.ones(K)).sample([B]) and Categorical(probs=pi).sample([N]):
+            # from the seeded numpy stream (torch's and tracegrad's generators differ)
+            pi = torch.tensor(np.random.dirichlet(np.ones(K), B).astype(np.float32)).to(device)
+            labels = torch.tensor(np.stack([np.random.choice(K, N, p=p / p.sum()) for p in
+                                            pi.numpy().astype(np.float64)], 1)).to(device)
+            labels = labels.transpose(0,1).contiguous()
+
+            X, params = self.mvn.sample(B, K, labels)
+            if return_gt:
+                return X, labels, pi, params
+            else:
+                return X
+
+        def log_prob(self, X, pi, params, return_labels=False):
+            ll = self.mvn.log_prob(X, params)
+            ll = ll + (pi + 1e-10).log().unsqueeze(-2)
+            if return_labels:
+                labels = ll.argmax(-1)
+                return ll.logsumexp(-1).mean(), labels
+            else:
+                return ll.logsumexp(-1).mean()
+
+        def parse(self, raw):
+            return self.mvn.parse(raw)
+
+    # mvn_diag.py
+    class MultivariateNormalDiag(MultivariateNormal):
+        def __init__(self, dim):
+            super(MultivariateNormalDiag, self).__init__(dim)
+
+        def sample(self, B, K, labels):
+            N = labels.shape[-1]
+            device = labels.device
+            mu = -4 + 8*torch.rand(B, K, self.dim).to(device)
+            sigma = 0.3*torch.ones(B, K, self.dim).to(device)
+            eps = torch.randn(B, N, self.dim).to(device)
+
+            rlabels = labels.unsqueeze(-1).repeat(1, 1, self.dim)
+            X = torch.gather(mu, 1, rlabels) + \
+                    eps * torch.gather(sigma, 1, rlabels)
+            return X, (mu, sigma)
+
+        def log_prob(self, X, params):
+            mu, sigma = params
+            dim = self.dim
+            X = X.unsqueeze(2)
+            mu = mu.unsqueeze(1)
+            sigma = sigma.unsqueeze(1)
+            diff = X - mu
+            ll = -0.5*math.log(2*math.pi) - sigma.log() - 0.5*(diff.pow(2)/sigma.pow(2))
+            return ll.sum(-1)
+
+        def stats(self, params):
+            mu, sigma = params
+            I = torch.eye(self.dim)[(None,)*(len(sigma.shape)-1)].to(sigma.device)
+            cov = sigma.pow(2).unsqueeze(-1) * I
+            return mu, cov
+
+        def parse(self, raw):
+            pi = torch.softmax(raw[...,0], -1)
+            mu = raw[...,1:1+self.dim]
+            sigma = F.softplus(raw[...,1+self.dim:])
+            return pi, (mu, sigma)
+
+    return SetTransformer, DeepSet, MixtureOfMVNs, MultivariateNormalDiag
+
+
+def _set_transformer_program(mod, log, net_name="set_transformer", ln=False):
+    import os
+    import tempfile
+    torch = SeededTorch(mod, 73)
+    SetTransformer, DeepSet, MixtureOfMVNs, MultivariateNormalDiag = _set_transformer_classes(torch)
+    # run.py's arguments: B 10, N 300-600, K 4, 50000 steps, test every 200 -> tiny
+    B, N_min, N_max, K, num_bench, num_steps, test_freq, lr = 3, 5, 7, 3, 2, 3, 3, 1e-3
+    D = 2
+    mvn = MultivariateNormalDiag(D)
+    mog = MixtureOfMVNs(mvn)
+    dim_output = 2*D
+    if net_name == 'set_transformer':
+        net = SetTransformer(D, K, dim_output, num_inds=4, dim_hidden=8, num_heads=2, ln=ln)
+    else:
+        net = DeepSet(D, K, dim_output, dim_hidden=8)
+    try:
+        net = net.cuda()
+    except (AssertionError, RuntimeError) as e:   # run.py's .cuda() on a CPU build
+        log("cuda()", type(e).__name__)
+    init_params(torch, net, 74)
+    with seeded(75), tempfile.TemporaryDirectory() as d:
+        benchfile = os.path.join(d, 'mog_{:d}.pkl'.format(K))
+        # generate_benchmark
+        N_list = np.random.randint(N_min, N_max, num_bench)
+        data, ll = [], 0.
+        for N in N_list:
+            X, labels, pi, params = mog.sample(B, N, K, return_gt=True)
+            ll += mog.log_prob(X, pi, params).item()
+            data.append(X)
+        torch.save([data, ll/num_bench], benchfile)
+        bench = torch.load(benchfile)
+
+        def test(bench):
+            net.eval()
+            data, oracle_ll = bench
+            avg_ll = 0.
+            for X in data:
+                avg_ll += mog.log_prob(X, *mvn.parse(net(X))).item()
+            avg_ll /= len(data)
+            return 'test ll {:.4f} (oracle {:.4f})'.format(avg_ll, oracle_ll)
+
+        optimizer = torch.optim.Adam(net.parameters(), lr=lr)
+        for t in range(1, num_steps+1):
+            if t == int(0.5*num_steps):
+                optimizer.param_groups[0]['lr'] *= 0.1
+            net.train()
+            optimizer.zero_grad()
+            N = np.random.randint(N_min, N_max)
+            X = mog.sample(B, N, K)
+            ll = mog.log_prob(X, *mvn.parse(net(X)))
+            loss = -ll
+            loss.backward()
+            log("loss", loss)
+            log("grads", [p.grad for p in net.parameters()])
+            optimizer.step()
+            if t % test_freq == 0:
+                line = 'step {}, lr {:.3e}, '.format(t, optimizer.param_groups[0]['lr'])
+                line += test(bench)
+                print(line)   # logger.info
+        torch.save({'state_dict': net.state_dict()}, os.path.join(d, 'model.tar'))
+        ckpt = torch.load(os.path.join(d, 'model.tar'))
+        net.load_state_dict(ckpt['state_dict'])
+        # plot(): the labels and the covariances it draws
+        net.eval()
+        X = mog.sample(B, np.random.randint(N_min, N_max), K)
+        pi, params = mvn.parse(net(X))
+        ll, labels = mog.log_prob(X, pi, params, return_labels=True)
+        mu, cov = mvn.stats(params)
+        log("plot", (ll, labels, mu, cov))
+    # two directions get a zero gradient in exact arithmetic: the key projections' biases (a
+    # softmax over keys ignores a per-query constant) and the output layer's bias of the mixture
+    # logit raw[..., 0] (the same constant for every component under softmax(-1)). Their float32
+    # gradients are rounding noise, which Adam's normalisation turns into steps of about lr, so
+    # they are left out of the final comparison (the losses, gradients and outputs cover them)
+    last = list(net.named_parameters())[-1][0]
+    log("final", [p[1:] if n == last else p for n, p in net.named_parameters()
+                  if not n.endswith("fc_k.bias")])
+
+
+@pytest.mark.parametrize("net_name,ln", [("set_transformer", True), ("deepset", False)])
+def test_set_transformer_mixture_of_gaussians_program(net_name, ln):
+    # float32 through attention softmaxes and logsumexp: the default log tolerance
+    run_both(lambda mod, log: _set_transformer_program(mod, log, net_name, ln))
+
+
+def _set_transformer_step_runs(T, compiled):
+    SetTransformer, _, MixtureOfMVNs, MultivariateNormalDiag = _set_transformer_classes(T)
+    mvn = MultivariateNormalDiag(2)
+    mog = MixtureOfMVNs(mvn)
+    net = init_params(T, SetTransformer(2, 3, 4, num_inds=4, dim_hidden=8, num_heads=2, ln=True), 74)
+    optimizer = T.optim.Adam(net.parameters(), lr=1e-3)
+
+    def step(X):
+        # run.py's train() loop body
+        net.train()
+        optimizer.zero_grad()
+        ll = mog.log_prob(X, *mvn.parse(net(X)))
+        loss = -ll
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if compiled:
+        step = T.compile(step)
+    out = []
+    for i in range(2):
+        loss = step(T.tensor(np_randn((3, 6, 2), 80 + i, scale=3.0)))
+        out.append((loss.detach().numpy(), loss.detach().numpy()))
+    last = list(net.named_parameters())[-1][0]
+    # the zero-gradient directions (see _set_transformer_program) are left out after Adam
+    params = {n: (p[1:] if n == last else p).detach().numpy() for n, p in net.named_parameters()
+              if not n.endswith("fc_k.bias")}
+    grads = {n: (p.grad[1:] if n == last else p.grad).numpy() for n, p in net.named_parameters()
+             if not n.endswith("fc_k.bias")}
+    return out, params, grads, step
+
+
+def test_set_transformer_train_step_compiled():
+    torch = get_torch()
+    ref = _set_transformer_step_runs(torch, False)
+    eager = _set_transformer_step_runs(tracegrad, False)
+    comp = _set_transformer_step_runs(tracegrad, True)
+    # torch's kernels against tracegrad: 1e-4 (float32 softmax/logsumexp rounding through Adam);
+    # compiled against eager tracegrad: 1e-5
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] >= 1, st
