@@ -34,10 +34,33 @@ earlier round used, then their training steps under ``tracegrad.compile`` agains
   ``t.clone()`` written by shifted slices, ``nn.GRU`` of ``xt.flip((0,))``; ``NeuralODEDecoder``;
   ``ODEVAE`` with ``torch.randn_like``; ``gen_batch``'s ``npr.multinomial``; the KL + Gaussian
   reconstruction loss, ``loss /= max_len``).
+- krrish94/nerf-pytorch at a14357d (TinyNeRF; the stored snapshot has no license file, embedded
+  for testing only): ``tiny_nerf.py`` (``compute_query_points_from_rays`` with
+  ``torch.rand(list)`` depth jitter, ``render_volume_density``: ``relu``/``sigmoid`` of the
+  field, ``torch.tensor([1e10]).expand``, ``exp``, the exclusive cumulative product, weighted
+  sums; ``run_one_iter_of_tinynerf`` over chunks, ``VeryTinyNerfModel``, ``main``'s loop: Adam,
+  ``mse_loss``, ``-10 * torch.log10(loss)`` PSNR) and ``nerf/nerf_helpers.py``
+  (``get_minibatches``, ``meshgrid_xy`` through ``torch.meshgrid`` without ``indexing``: torch's
+  warning, ``cumprod_exclusive`` by ``cumprod``/``roll`` and ``cumprod[..., 0] = 1.0``,
+  ``get_ray_bundle`` dividing float32 grids by a float64 0-d focal length, ``positional_encoding``
+  iterating over a ``2.0 ** linspace`` tensor).
+- juho-lee/set_transformer at 73432c6 (MIT; Lee et al. 2019): ``modules.py`` (``MAB``: heads
+  by ``torch.cat(Q.split(dim_split, 2), 0)``, ``bmm`` attention, ``getattr(self, 'ln0', None)``;
+  ``SAB``, ``ISAB``/``PMA`` with ``nn.Parameter(torch.Tensor(...))`` and ``xavier_uniform_``,
+  ``repeat``), ``models.py`` (``SetTransformer`` with and without ``ln``, ``DeepSet``),
+  ``mvn_diag.py`` (``torch.gather`` by repeated labels, the diagonal Gaussian log-density,
+  ``stats``' ``torch.eye(d)[(None,) * k]``, ``parse`` with ``softplus``), ``mixture_of_mvns.py``
+  (``log_prob`` by ``logsumexp``, ``argmax`` labels) and ``run.py`` (``.cuda()`` on a CPU build:
+  the ``AssertionError`` logged; ``generate_benchmark`` saved and loaded with
+  ``torch.save``/``torch.load``; ``train``'s loop with the learning rate cut in
+  ``param_groups``, ``test``, the checkpoint round trip and ``plot``'s quantities).
 
 Changes, the same on both sides: sizes are tiny (capsules: 20 x 20 images, 8 conv1 channels,
 4 channels per primary capsule, 4 classes, 3 routing iterations, a 16-12-16-400 decoder; neural
-ODE: short time spans, 12 + 6 points, hidden widths 8), the ``if __name__`` scaffolding
+ODE: short time spans, 12 + 6 points, hidden widths 8; TinyNeRF: 4 x 4 images, 6 samples per
+ray, 2 encoding functions, width 8, chunks of 20; set transformer: 3 sets of 5-6 points, 3
+components, width 8, 2 heads, 4 inducing points; the Dirichlet/Categorical draws of
+``MixtureOfMVNs.sample`` come from numpy), the ``if __name__`` scaffolding
 (torchnet's Engine, visdom loggers, plotting, ``.cuda()``) is left out or written as plain
 loops, weights are overwritten from numpy after construction, and data and noise
 (``torch.randn``/``randn_like``) come from seeded numpy streams.
