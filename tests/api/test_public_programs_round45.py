@@ -30,7 +30,11 @@ earlier round used, then their training steps under ``tracegrad.compile`` agains
   argument), ``LinearODEF``/``RandomLinearODEF``/``SpiralFunctionExample``, ``TestODEF`` and
   ``NNODEF`` (``nn.ELU(inplace=True)``), ``conduct_experiment``'s training loop
   (``np.int``: an ``AttributeError`` in numpy 2, logged, then ``int``; ``F.mse_loss``,
-  ``loss.backward(retain_graph=True)``, Adam) and the ODE-VAE of cells 27-35 (``RNNEncoder``:
+  ``loss.backward(retain_graph=True)``, Adam), the convolutional classifier of cells 17-25
+  (``ConvODEF``: the time channel by ``t.expand(bs, 1, w, h)`` of a 0-d time and ``torch.cat``,
+  training-mode ``BatchNorm2d`` inside the solver and the adjoint; ``torch.prod(torch.tensor(
+  x.shape[1:])).item()``; ``train``/``test`` with ``CrossEntropyLoss``, ``argmax`` accuracy)
+  and the ODE-VAE of cells 27-35 (``RNNEncoder``:
   ``t.clone()`` written by shifted slices, ``nn.GRU`` of ``xt.flip((0,))``; ``NeuralODEDecoder``;
   ``ODEVAE`` with ``torch.randn_like``; ``gen_batch``'s ``npr.multinomial``; the KL + Gaussian
   reconstruction loss, ``loss /= max_len``).
@@ -334,6 +338,7 @@ def test_capsule_train_step_compiled():
 
 # ---- msurtsukov/neural-ode ----------------------------------------------------------------------
 T_MAX = 6.29 * 0.5      # the notebook's 6.29*5
+CONV_ODE_CH = 3         # 64
 N_POINTS = 12           # 200
 MIN_DELTA_TIME, MAX_DELTA_TIME, MAX_POINTS_NUM = 0.5, 1.5, 5   # 1.0, 5.0, 32
 
@@ -673,7 +678,61 @@ def _node_classes(torch):
             x_p = self.decoder(z_mean, t)
             return x_p
 
-    return dict(NeuralODE=NeuralODE, LinearODEF=LinearODEF, SpiralFunctionExample=SpiralFunctionExample,
+    # ---- cells 17-19: the convolutional ODE classifier
+    def norm(dim):
+        return nn.BatchNorm2d(dim)
+
+    def conv3x3(in_feats, out_feats, stride=1):
+        return nn.Conv2d(in_feats, out_feats, kernel_size=3, stride=stride, padding=1, bias=False)
+
+    def add_time(in_tensor, t):
+        bs, c, w, h = in_tensor.shape
+        return torch.cat((in_tensor, t.expand(bs, 1, w, h)), dim=1)
+
+    class ConvODEF(ODEF):
+        def __init__(self, dim):
+            super(ConvODEF, self).__init__()
+            self.conv1 = conv3x3(dim + 1, dim)
+            self.norm1 = norm(dim)
+            self.conv2 = conv3x3(dim + 1, dim)
+            self.norm2 = norm(dim)
+
+        def forward(self, x, t):
+            xt = add_time(x, t)
+            h = self.norm1(torch.relu(self.conv1(xt)))
+            ht = add_time(h, t)
+            dxdt = self.norm2(torch.relu(self.conv2(ht)))
+            return dxdt
+
+    class ContinuousNeuralMNISTClassifier(nn.Module):
+        def __init__(self, ode):
+            super(ContinuousNeuralMNISTClassifier, self).__init__()
+            self.downsampling = nn.Sequential(
+                nn.Conv2d(1, CONV_ODE_CH, 3, 1),
+                norm(CONV_ODE_CH),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(CONV_ODE_CH, CONV_ODE_CH, 4, 2, 1),
+                norm(CONV_ODE_CH),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(CONV_ODE_CH, CONV_ODE_CH, 4, 2, 1),
+            )
+            self.feature = ode
+            self.norm = norm(CONV_ODE_CH)
+            self.avg_pool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(CONV_ODE_CH, 10)
+
+        def forward(self, x):
+            x = self.downsampling(x)
+            x = self.feature(x)
+            x = self.norm(x)
+            x = self.avg_pool(x)
+            shape = torch.prod(torch.tensor(x.shape[1:])).item()
+            x = x.view(-1, shape)
+            out = self.fc(x)
+            return out
+
+    return dict(ConvODEF=ConvODEF, ContinuousNeuralMNISTClassifier=ContinuousNeuralMNISTClassifier,
+                NeuralODE=NeuralODE, LinearODEF=LinearODEF, SpiralFunctionExample=SpiralFunctionExample,
                 RandomLinearODEF=RandomLinearODEF, TestODEF=TestODEF, NNODEF=NNODEF,
                 conduct_experiment=conduct_experiment, ODEVAE=ODEVAE)
 
@@ -786,6 +845,71 @@ def _ode_vae(torch, c, log):
         log("generated", samp_trajs_p)
         print(np.mean(losses), np.median(losses))
     log("vae final", list(vae.parameters()))
+
+
+def _conv_ode_classifier_program(mod, log):
+    # cells 20-24 at 3 channels, 2 batches of 2 images of 10 x 10 (MNIST's 28 x 28): the ODE
+    # block's BatchNorm layers run in training mode inside the Euler steps and inside the
+    # adjoint's autograd.grad calls (their running statistics move on every evaluation)
+    torch = mod
+    nn = torch.nn
+    c = _node_classes(torch)
+    func = c["ConvODEF"](CONV_ODE_CH)
+    ode = c["NeuralODE"](func)
+    model = init_params(torch, c["ContinuousNeuralMNISTClassifier"](ode), 12)
+    optimizer = torch.optim.Adam(model.parameters())
+    data = [(torch.tensor(np_randn((2, 1, 10, 10), 40 + i)), torch.tensor([i, 3])) for i in range(2)]
+
+    def train(epoch):
+        num_items = 0
+        train_losses = []
+        model.train()
+        criterion = nn.CrossEntropyLoss()
+        print(f"Training Epoch {epoch}...")
+        for batch_idx, (data_, target) in enumerate(data[:1]):
+            optimizer.zero_grad()
+            output = model(data_)
+            loss = criterion(output, target)
+            loss.backward()
+            log("conv ode grads", [p.grad for p in model.parameters()])
+            optimizer.step()
+            train_losses += [loss.item()]
+            num_items += data_.shape[0]
+        print('Train loss: {:.5f}'.format(np.mean(train_losses)))
+        return train_losses
+
+    def test(log_outputs=True):
+        accuracy = 0.0
+        num_items = 0
+        model.eval()
+        print(f"Testing...")
+        with torch.no_grad():
+            for batch_idx, (data_, target) in enumerate(data[1:]):
+                output = model(data_)
+                if log_outputs:
+                    log("conv ode eval output", output)
+                accuracy += torch.sum(torch.argmax(output, dim=1) == target).item()
+                num_items += data_.shape[0]
+        accuracy = accuracy * 100 / num_items
+        print("Test Accuracy: {:.3f}%".format(accuracy))
+
+    # cell 25: test(), then train and test per epoch. The biases of the two downsampling convs
+    # that feed a BatchNorm get a zero gradient in exact arithmetic (the batch mean removes
+    # them), so theirs is float32 noise, whose sign Adam's first step (about lr * sign(g))
+    # follows: they, and the eval-mode outputs after the step that see them through the running
+    # means, are left out; the gradients, losses and buffers cover the step
+    test()
+    log("conv ode losses", train(1))
+    test(log_outputs=False)
+    log("conv ode buffers", list(model.buffers()))
+    log("conv ode final", [p for n, p in model.named_parameters()
+                           if n not in ("downsampling.0.bias", "downsampling.3.bias")])
+
+
+def test_conv_ode_classifier_program():
+    # float32 through 20 Euler steps of batch-normalised convolutions and their adjoint: the
+    # default log tolerance
+    run_both(_conv_ode_classifier_program)
 
 
 def test_neural_ode_adjoint_program():
