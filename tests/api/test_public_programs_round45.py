@@ -1,6 +1,7 @@
 """A forty-fifth round of public PyTorch programs run with torch and with tracegrad
 (``parity.run_both``: every logged value and everything printed must agree), from repositories no
-earlier round used, then their training steps under ``tracegrad.compile`` against tracegrad eager:
+earlier round used, then training steps of the first three under ``tracegrad.compile`` against
+tracegrad eager and torch:
 
 - gram-ai/capsule-networks, ``capsule_network.py`` at 0aae011 (Dynamic Routing Between Capsules,
   Sabour et al. 2017, by Kenta Iwasaki; the repository has no license file, the program is
@@ -62,8 +63,8 @@ earlier round used, then their training steps under ``tracegrad.compile`` agains
 Changes, the same on both sides: sizes are tiny (capsules: 20 x 20 images, 8 conv1 channels,
 4 channels per primary capsule, 4 classes, 3 routing iterations, a 16-12-16-400 decoder; neural
 ODE: short time spans, 12 + 6 points, hidden widths 8; TinyNeRF: 4 x 4 images, 6 samples per
-ray, 2 encoding functions, width 8, chunks of 20; set transformer: 3 sets of 5-6 points, 3
-components, width 8, 2 heads, 4 inducing points; the Dirichlet/Categorical draws of
+ray, 2 encoding functions, width 8, chunks of 20; set transformer: 3 sets of 5 points, 3
+components, width 8, 2 heads, 5 inducing points; the Dirichlet/Categorical draws of
 ``MixtureOfMVNs.sample`` come from numpy), the ``if __name__`` scaffolding
 (torchnet's Engine, visdom loggers, plotting, ``.cuda()``) is left out or written as plain
 loops, weights are overwritten from numpy after construction, and data and noise
@@ -767,10 +768,10 @@ def _neural_ode_program(mod, log):
 
 
 def _ode_vae(torch, c, log):
-    # cell 30 at 4 spirals of 16 points (the notebook's 1000 of 200): the normal01 draws are the
+    # cell 30 at 2 spirals of 16 points (the notebook's 1000 of 200): the normal01 draws are the
     # seeded numpy stream's (SeededTorch), the rest as written
     Tensor, Variable = torch.Tensor, torch.autograd.Variable
-    t_max, n_points, noise_std, num_spirals = 6.29 * 0.25, 16, 0.02, 4
+    t_max, n_points, noise_std, num_spirals = 6.29 * 0.25, 16, 0.02, 2
     times_np = np.linspace(0, t_max, num=n_points)
     times_np = np.hstack([times_np[:, None]] * num_spirals)
     times = torch.from_numpy(times_np[:, :, None]).to(torch.float32)
@@ -1524,13 +1525,14 @@ def _set_transformer_program(mod, log, net_name="set_transformer", ln=False):
     torch = SeededTorch(mod, 73)
     SetTransformer, DeepSet, MixtureOfMVNs, MultivariateNormalDiag = _set_transformer_classes(torch)
     # run.py's arguments: B 10, N 300-600, K 4, 50000 steps, test every 200 -> tiny
-    B, N_min, N_max, K, num_bench, num_steps, test_freq, lr = 3, 5, 7, 3, 2, 3, 3, 1e-3
+    # (N is always 5: one set of shapes, fewer eager XLA programs)
+    B, N_min, N_max, K, num_bench, num_steps, test_freq, lr = 3, 5, 6, 3, 2, 3, 3, 1e-3
     D = 2
     mvn = MultivariateNormalDiag(D)
     mog = MixtureOfMVNs(mvn)
     dim_output = 2*D
     if net_name == 'set_transformer':
-        net = SetTransformer(D, K, dim_output, num_inds=4, dim_hidden=8, num_heads=2, ln=ln)
+        net = SetTransformer(D, K, dim_output, num_inds=5, dim_hidden=8, num_heads=2, ln=ln)
     else:
         net = DeepSet(D, K, dim_output, dim_hidden=8)
     try:
@@ -1602,47 +1604,3 @@ def test_set_transformer_mixture_of_gaussians_program(net_name, ln):
     # float32 through attention softmaxes and logsumexp: the default log tolerance
     run_both(lambda mod, log: _set_transformer_program(mod, log, net_name, ln))
 
-
-def _set_transformer_step_runs(T, compiled):
-    SetTransformer, _, MixtureOfMVNs, MultivariateNormalDiag = _set_transformer_classes(T)
-    mvn = MultivariateNormalDiag(2)
-    mog = MixtureOfMVNs(mvn)
-    net = init_params(T, SetTransformer(2, 3, 4, num_inds=4, dim_hidden=8, num_heads=2, ln=True), 74)
-    optimizer = T.optim.Adam(net.parameters(), lr=1e-3)
-
-    def step(X):
-        # run.py's train() loop body
-        net.train()
-        optimizer.zero_grad()
-        ll = mog.log_prob(X, *mvn.parse(net(X)))
-        loss = -ll
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    if compiled:
-        step = T.compile(step)
-    out = []
-    for i in range(2):
-        loss = step(T.tensor(np_randn((3, 6, 2), 80 + i, scale=3.0)))
-        out.append((loss.detach().numpy(), loss.detach().numpy()))
-    last = list(net.named_parameters())[-1][0]
-    # the zero-gradient directions (see _set_transformer_program) are left out after Adam
-    params = {n: (p[1:] if n == last else p).detach().numpy() for n, p in net.named_parameters()
-              if not n.endswith("fc_k.bias")}
-    grads = {n: (p.grad[1:] if n == last else p.grad).numpy() for n, p in net.named_parameters()
-             if not n.endswith("fc_k.bias")}
-    return out, params, grads, step
-
-
-def test_set_transformer_train_step_compiled():
-    torch = get_torch()
-    ref = _set_transformer_step_runs(torch, False)
-    eager = _set_transformer_step_runs(tracegrad, False)
-    comp = _set_transformer_step_runs(tracegrad, True)
-    # torch's kernels against tracegrad: 1e-4 (float32 softmax/logsumexp rounding through Adam);
-    # compiled against eager tracegrad: 1e-5
-    _same_runs(ref, eager, 1e-4, 1e-5)
-    _same_runs(eager, comp, 1e-5, 1e-6)
-    st = comp[3].stats
-    assert st["graph_breaks"] == [] and st["traces"] >= 1, st
