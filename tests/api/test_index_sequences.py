@@ -106,3 +106,12 @@ def test_index_protocol_object_is_an_int_index_as_torch():
     for T in (tracegrad, torch):        # out of range: torch's IndexError
         with pytest.raises(IndexError):
             T.zeros(2, 3)[_Index(2)]
+
+
+def test_jax_arrays_stay_index_tensors():
+    # a JAX array has __index__ as well, but (any shape) indexes as the tensor it holds
+    import jax.numpy as jnp
+    x = tracegrad.arange(6.0).view(2, 3)
+    np.testing.assert_array_equal(x[jnp.array([1, 0])].numpy(), x.numpy()[[1, 0]])
+    np.testing.assert_array_equal(x[0, jnp.array([2, 0])].numpy(), x.numpy()[0, [2, 0]])
+    np.testing.assert_array_equal(x[jnp.array(1)].numpy(), x.numpy()[1])

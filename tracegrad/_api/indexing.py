@@ -256,9 +256,12 @@ def _check_index_put(self, indices, values, api):
 
 def _index_object(k):
     """An index item torch reads through ``__index__`` as a Python int: not a type tracegrad
-    parses itself (ints, numpy integers and bools, tensors, slices, sequences, arrays)."""
+    parses itself (ints, numpy integers and bools, tensors, slices, sequences, arrays), and no
+    array-like with a ``shape`` (a JAX array has ``__index__`` too, but is read as an index
+    tensor)."""
     return (k is not None and k is not Ellipsis and hasattr(type(k), "__index__")
-            and not isinstance(k, (int, np.integer, np.bool_, Tensor, slice, list, tuple, range, np.ndarray)))
+            and not isinstance(k, (int, np.integer, np.bool_, Tensor, slice, list, tuple, range, np.ndarray))
+            and not hasattr(k, "shape"))
 
 
 def _idx(v):
