@@ -77,3 +77,41 @@ def test_tensor_of_ranges_and_sequences_as_torch(data):
     a, b = tracegrad.tensor(data), torch.tensor(data)
     assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
     assert a.tolist() == b.tolist() and list(a.shape) == list(b.shape)
+
+
+class _Index:
+    """An object with ``__index__`` (as torch's PyIndex_Check reads it: a Python int)."""
+
+    def __init__(self, i):
+        self.i = i
+
+    def __index__(self):
+        return self.i
+
+
+def test_index_protocol_object_is_an_int_index_as_torch():
+    # before: tracegrad raised IndexError "only integers, slices ... (got _Index)"
+    def run(T):
+        x = T.arange(6.0).reshape(2, 3).requires_grad_(True)
+        picked = x[_Index(1)] * 2 + x[0, _Index(-1)] + x[:, _Index(0)].sum()
+        picked.sum().backward()
+        base = T.arange(6).reshape(2, 3)
+        view = base[_Index(1)]          # a view, as x[1]
+        view.add_(100)
+        base[0, _Index(2)] = 7
+        base[:, _Index(0)] += 1
+        return picked.detach().numpy(), x.grad.numpy(), base.numpy()
+    for a, b in zip(run(tracegrad), run(torch)):
+        np.testing.assert_array_equal(a, b)
+    for T in (tracegrad, torch):        # out of range: torch's IndexError
+        with pytest.raises(IndexError):
+            T.zeros(2, 3)[_Index(2)]
+
+
+def test_jax_arrays_stay_index_tensors():
+    # a JAX array has __index__ as well, but (any shape) indexes as the tensor it holds
+    import jax.numpy as jnp
+    x = tracegrad.arange(6.0).view(2, 3)
+    np.testing.assert_array_equal(x[jnp.array([1, 0])].numpy(), x.numpy()[[1, 0]])
+    np.testing.assert_array_equal(x[0, jnp.array([2, 0])].numpy(), x.numpy()[0, [2, 0]])
+    np.testing.assert_array_equal(x[jnp.array(1)].numpy(), x.numpy()[1])

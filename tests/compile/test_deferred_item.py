@@ -111,6 +111,22 @@ def test_any_other_use_is_a_graph_break_and_equals_eager(use):
     assert g.stats["traces"] == 0
 
 
+def test_item_as_a_tensor_index_is_the_item_graph_break():
+    # gram-ai/capsule-networks picks a capsule per sample by ``x[batch, index.item(), :]``:
+    # the break names item() and the user's line (before: "tracing raised IndexError ...
+    # (got DeferredItem)", the indexing code refusing the stand-in as no int)
+    def f(x, y):
+        return tracegrad.stack([x[b, i.item(), :] for b, i in enumerate(y)])
+    g = tracegrad.compile(f)
+    x, y = tracegrad.arange(24.0).reshape(2, 3, 4), tracegrad.tensor([2, 0])
+    with pytest.warns(UserWarning, match="eagerly"):
+        for _ in range(3):
+            np.testing.assert_array_equal(g(x, y).numpy(), f(x, y).numpy())
+    (reason, where), = g.stats["graph_breaks"]
+    assert reason.startswith("item() reads a tensor's value") and where.endswith(".py:" + str(
+        test_item_as_a_tensor_index_is_the_item_graph_break.__code__.co_firstlineno + 5)), (reason, where)
+
+
 def test_print_of_the_number_prints_every_call(capsys):
     def f(x):
         print("loss", (x * 2).sum().item())

@@ -84,6 +84,11 @@ def _parse_key(self, key, raws=None):
     markers, arrays = [], []
     dim = 0
     for pos, k in enumerate(key):
+        if _index_object(k):
+            # torch reads any object with ``__index__`` as an int index (x[I()] is x[1], a
+            # view); tracegrad raised IndexError. A compiled trace's ``item()`` stand-in raises
+            # its own graph break here (the value read), not an IndexError
+            k = operator.index(k)
         if raws is not None and (k is None or k is Ellipsis):
             raws.append(None)
         if k is None:
@@ -247,6 +252,16 @@ def _check_index_put(self, indices, values, api):
         if i.dtype is not _dt.bool_:
             _check_bounds(i, self.shape[dim], dim)
         dim += n
+
+
+def _index_object(k):
+    """An index item torch reads through ``__index__`` as a Python int: not a type tracegrad
+    parses itself (ints, numpy integers and bools, tensors, slices, sequences, arrays), and no
+    array-like with a ``shape`` (a JAX array has ``__index__`` too, but is read as an index
+    tensor)."""
+    return (k is not None and k is not Ellipsis and hasattr(type(k), "__index__")
+            and not isinstance(k, (int, np.integer, np.bool_, Tensor, slice, list, tuple, range, np.ndarray))
+            and not hasattr(k, "shape"))
 
 
 def _idx(v):
