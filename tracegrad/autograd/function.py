@@ -329,8 +329,9 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = needs
         record = grad_mode.STATE[0] and any(needs)
-        if record and _state.CAPTURE[0] is not None:
-            _state.CAPTURE[0].see_function(cls)
+        # inside a trace JAX differentiates, the capture gives the call its own rule (the
+        # Function's backward as the region's VJP: _lowering/custom_function.py), or breaks
+        runner = _state.CAPTURE[0].see_function(cls) if record and _state.CAPTURE[0] is not None else None
         fw = _state.FORWARD_AD[0]
         # forward-mode AD: the input tangents (None: no input is dual); forward sees plain tensors
         fw_in = fw.function_tangents(cls, args) if fw is not None else None
@@ -341,11 +342,10 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         # (its no_grad would make the result a constant of it: NOTE [grad mode inside transforms])
         grad_mode.STATE[0] = prev if _state.FUNC_LEVELS else False
         try:
-            if new_style:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
+            if runner is not None:
+                output = runner(cls, ctx, args, kwargs, _run_forward)
             else:
-                output = cls.forward(ctx, *args, **kwargs)
+                output = _run_forward(cls, ctx, args, kwargs)
         finally:
             grad_mode.STATE[0] = prev
             if fw_in is not None:
@@ -465,6 +465,16 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff},
                                 args=args, outs=outs, dirty=dirty)
         return tuple(result) if is_tuple else result[0]
+
+
+def _run_forward(cls, ctx, args, kwargs):
+    """``cls``'s forward on ``args`` with ``ctx`` (``forward(*args)`` then ``setup_context``
+    when the Function defines it)."""
+    if cls.setup_context is not Function.setup_context:
+        output = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, output)
+        return output
+    return cls.forward(ctx, *args, **kwargs)
 
 
 class CopySlices(Node):
