@@ -361,6 +361,7 @@ class Capture:
         self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
         self.deferred = []                     # the DeferredItems handed out
         self.function_forward = None           # the custom Function whose forward runs in a custom_vjp
+        self.function_rule = None              # set by the region: custom_function.rule
 
     # ---- reports from the lower layers ----------------------------------------------------
     # NOTE [value checks at run time]: eager ops raise on bad values (a class target or an
@@ -717,10 +718,13 @@ class Capture:
         differentiates the trace (``vjp``) its backward must be the region's VJP there: returns
         the runner ``Function.apply`` calls instead of forward (``custom_function.run``), or
         raises GraphBreak when the Function cannot be kept exactly; None otherwise."""
-        if self.vjp:
-            from . import custom_function
-            return custom_function.rule(self, cls)
-        return None
+        if not self.vjp:
+            return None
+        if self.function_rule is None:
+            raise GraphBreak(f"the custom autograd.Function {cls.__name__} runs inside a compiled "
+                             "function whose results are differentiated outside it (its backward "
+                             "would not run)")
+        return self.function_rule(self, cls)
 
     def see_func_closure(self, shape):
         """A ``tracegrad.func`` transform read a tensor requiring grad from outside it: eagerly
