@@ -113,6 +113,9 @@ def forward_for(case, mod):
     model = _model(mod)
     lin1, lin2 = model[0], model[1]
     w = mod.tensor(np.linspace(-1, 1, 4).astype("float32"))
+    if case == "TwoOutParam":         # w requires grad too: needs_input_grad (True, True)
+        w = mod.nn.Parameter(w)
+        model.register_parameter("w", w)
 
     def f(x):
         h = lin1(x)
@@ -122,7 +125,7 @@ def forward_for(case, mod):
             return lin2(fns["GradReverse"].apply(h, 0.5)) * h
         if case == "ClampGrad":
             return lin2(fns["ClampGrad"].apply(h * 3, -0.2, 0.3))
-        if case == "TwoOut":
+        if case in ("TwoOut", "TwoOutParam"):
             a, idx, b = fns["TwoOut"].apply(h, w)
             return lin2(a) + b * 0.1, idx
         if case == "TwoOutOneUsed":    # the exp output gets no gradient: zeros reach backward
@@ -138,7 +141,7 @@ def forward_for(case, mod):
     return f, model
 
 
-CASES = ["STE", "GradReverse", "ClampGrad", "TwoOut", "TwoOutOneUsed", "Setup", "SetupOneUsed"]
+CASES = ["STE", "GradReverse", "ClampGrad", "TwoOut", "TwoOutParam", "TwoOutOneUsed", "Setup", "SetupOneUsed"]
 
 
 def _first(out):
@@ -245,6 +248,43 @@ def test_saved_input_written_in_place_after_call_raises_like_eager():
                 out.sum().backward()
         if mod is tracegrad:
             assert not g.stats["graph_breaks"] and g.stats["traces"] >= 1, g.stats
+
+
+def test_module_compile_gradient_reversal_returning_input_as_is():
+    """``model.compile()`` (torch.compile's module form) of a model whose forward uses a
+    Function returning its input as-is: compiled, and the parameters' grads are torch's."""
+    def make(mod):
+        class GR(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, a):
+                ctx.a = a
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return -g * ctx.a, None
+
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l, self.m = mod.nn.Linear(3, 4), mod.nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.m(GR.apply(self.l(x).relu(), 0.3)) + self.l(x)
+        return np_init(Net(), mod)
+    net, ref = make(tracegrad), make(torch)
+    net.compile()
+    for i in range(3):
+        got = []
+        for mod, m in ((tracegrad, net), (torch, ref)):
+            m.zero_grad()
+            (m(data(mod, i, 5, 3)) * data(mod, 10 + i, 5, 4)).sum().backward()
+            got.append([_arr(p.grad) for p in m.parameters()])
+        for p, q in zip(*got):
+            np.testing.assert_allclose(p, q, rtol=RTOL, atol=ATOL)
+    st = tracegrad.compiler.stats()
+    mine = [v for k, v in st.items() if k.startswith("Net.")]
+    assert mine and not mine[-1]["graph_breaks"] and mine[-1]["traces"] >= 1, st
 
 
 # ---- what stays a graph break -------------------------------------------------------------------
