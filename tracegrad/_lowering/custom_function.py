@@ -22,12 +22,17 @@ What cannot be kept exactly stays a graph break, with the reason (``compiler.sta
 ``ctx.mark_dirty`` (an in-place write through the Function), a backward whose code has Python
 side effects or reads values (``print``, ``.item()``, a ``global``/``nonlocal`` write: it would
 run once, when the backward program is traced), a forward that reads a tensor requiring grad
-which is not an argument, an input returned as-is with ``setup_context``. A backward that still
-reaches Python output at run time raises (never prints once silently).
+which is not an argument (JAX's custom_vjp cannot close over a value it differentiates), an
+input returned as-is with ``setup_context``, and a Function whose backward was differentiated
+again (``create_graph=True``) on an earlier call -- a compiled region's backward cannot be,
+(``autograd.function.DOUBLE_DIFFERENTIATED``; the compile's first, eager call usually shows it).
+A backward that still reaches Python output at run time raises (never prints once silently).
 """
 from __future__ import annotations
 
+import contextlib
 import dis
+import sys
 import types
 
 import jax
@@ -36,8 +41,8 @@ import jax.numpy as jnp
 from .. import _state
 from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
-from ..autograd.function import Function, _backward_cls
-from .capture import _AD_TRACERS, GraphBreak, guard_output
+from ..autograd.function import DOUBLE_DIFFERENTIATED, Function
+from .capture import _AD_TRACERS, GraphBreak, StreamGuard
 
 # ctx attributes that belong to the node or to the call, not to what backward reads as residuals
 _OWN = ("to_save", "saved_for_forward", "dirty_tensors", "non_differentiable", "needs_input_grad")
@@ -91,12 +96,29 @@ def rule(cap, cls):
     """What ``Function.apply`` runs instead of calling forward when the call is recorded in a
     trace JAX differentiates (``cap.vjp``): ``run`` below, after the checks that make the call a
     graph break (raised here, before forward runs)."""
+    if cls in DOUBLE_DIFFERENTIATED:
+        raise GraphBreak(f"the custom autograd.Function {cls.__name__} runs inside a compiled function whose "
+                         "results are differentiated outside it, and its backward was differentiated again "
+                         "(create_graph=True) on an earlier call: the compiled region's backward cannot be")
     why = backward_effect(cls)
     if why is not None:
         raise GraphBreak(f"the custom autograd.Function {cls.__name__} runs inside a compiled function whose "
                          f"results are differentiated outside it, and {why}: the backward program is traced "
                          "once, so that would not happen on every backward")
     return run
+
+
+@contextlib.contextmanager
+def _guard_streams():
+    """While the backward program traces the Function's backward: output it writes (a print
+    from a helper the code scan did not see) raises instead of coming out once. Warnings pass
+    (eager's default filter shows one per place too: ``ctx.saved_variables``'s deprecation)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _is_leaf(x):
@@ -206,7 +228,7 @@ def run(cls, ctx, args, kwargs, forward):
         prev = grad_mode.STATE[0]
         grad_mode.STATE[0] = False
         try:
-            with guard_output():
+            with _guard_streams():
                 got = c.apply(spread)
         finally:
             grad_mode.STATE[0] = prev

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 
@@ -79,6 +80,13 @@ class FunctionCtx:
         self.materialize_grads = value
 
 
+# Function classes whose backward ran with create_graph=True (a gradient penalty, a Hessian-vector
+# product through it): a compiled forward differentiated outside cannot differentiate a custom
+# Function's backward again (its VJP is one program), so such a Function stays a graph break
+# there from then on (_lowering/custom_function.py) and keeps running eagerly, as it did here.
+DOUBLE_DIFFERENTIATED = weakref.WeakSet()
+
+
 class BackwardCFunction(Node, FunctionCtx):
     """Node of one ``Function.apply`` call; subclassed per Function as ``<Name>Backward``."""
 
@@ -143,6 +151,8 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, grads, create_graph=False):
         if self._released and self._saved:
             raise RuntimeError(MSG_FREED)
+        if create_graph and self._forward_cls is not None:
+            DOUBLE_DIFFERENTIATED.add(self._forward_cls)
         gs = []
         for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
             # torch leaves a non-differentiable output's missing grad as None when the Function
