@@ -373,3 +373,35 @@ def test_unsupported_function_breaks_with_reason(kind, reason, capsys):
     assert any(b and reason in b[0][0] for b in
                (s["graph_breaks"] for s in tracegrad.compiler.stats().values()))
 
+
+
+def test_function_differentiated_twice_stays_eager_with_reason():
+    """A Function whose backward is differentiated again (a gradient penalty through it,
+    ``create_graph=True``) on the first, eager call stays a graph break on later calls, so the
+    penalty's gradients stay torch's; the reason names create_graph."""
+    def make(mod):
+        class Cube(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return g * 3 * x * x
+        lin = np_init(mod.nn.Linear(3, 2), mod)
+        return (lambda x: Cube.apply(lin(x)).sum(1)), lin
+    (f, lin), (fr, ref) = make(tracegrad), make(torch)
+    g = tracegrad.compile(f)
+    for i in range(3):
+        got = []
+        for mod, fn, m in ((tracegrad, g, lin), (torch, fr, ref)):
+            m.zero_grad()
+            x = data(mod, i, 4, 3).requires_grad_(True)
+            out = fn(x)
+            gx, = mod.autograd.grad(out.sum(), x, create_graph=True)
+            (out.mean() + gx.pow(2).sum()).backward()
+            got.append(_arr(m.weight.grad))
+        np.testing.assert_allclose(got[0], got[1], rtol=1e-4, atol=1e-5)    # a whole small program
+    assert g.stats["graph_breaks"] and "create_graph" in g.stats["graph_breaks"][0][0], g.stats
