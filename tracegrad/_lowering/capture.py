@@ -30,6 +30,7 @@ import weakref
 
 import jax
 import jax.numpy as jnp
+from jax._src.interpreters import ad as _ad
 
 from .. import _state
 from .._api import threads as _threads
@@ -44,6 +45,8 @@ from .exc import Unsupported
 from .guards import _Attributes, _Probe
 
 _Tracer = jax.core.Tracer
+# the tracers of JAX's differentiation (jax.vjp traces through a LinearizeTracer in jax 0.10)
+_AD_TRACERS = tuple(c for c in (getattr(_ad, "JVPTracer", None), getattr(_ad, "LinearizeTracer", None)) if c)
 
 
 def settings_now() -> tuple:
@@ -357,6 +360,8 @@ class Capture:
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
         self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
         self.deferred = []                     # the DeferredItems handed out
+        self.function_forward = None           # the custom Function whose forward runs in a custom_vjp
+        self.function_rule = None              # set by the region: custom_function.rule
 
     # ---- reports from the lower layers ----------------------------------------------------
     # NOTE [value checks at run time]: eager ops raise on bad values (a class target or an
@@ -402,6 +407,12 @@ class Capture:
     def graph_inputs(self, args, arrays, grad_on):
         """``arrays`` (the op's inputs) with those outside the recorded graph cut from JAX's
         derivative (NOTE [gradients in a differentiated trace])."""
+        if self.function_forward is not None and any(isinstance(a, _AD_TRACERS) for a in arrays):
+            # (custom_function.py) JAX's custom_vjp cannot close over a value it differentiates
+            raise GraphBreak(f"the custom autograd.Function {self.function_forward}'s forward reads a tensor "
+                             "that requires grad and is not one of its arguments (a parameter in a closure), "
+                             "inside a compiled function whose results are differentiated outside it; pass "
+                             "the tensor to apply() as an argument")
         out = list(arrays)
         for i, a in enumerate(args):
             if getattr(a, "_st", None) is not None and not (grad_on and a._rg):
@@ -703,10 +714,17 @@ class Capture:
                                    f"{k!r} to a Python {type(v).__name__}")
 
     def see_function(self, cls):
-        if self.vjp:
+        """A custom ``autograd.Function`` call is about to be recorded in this trace. When JAX
+        differentiates the trace (``vjp``) its backward must be the region's VJP there: returns
+        the runner ``Function.apply`` calls instead of forward (``custom_function.run``), or
+        raises GraphBreak when the Function cannot be kept exactly; None otherwise."""
+        if not self.vjp:
+            return None
+        if self.function_rule is None:
             raise GraphBreak(f"the custom autograd.Function {cls.__name__} runs inside a compiled "
                              "function whose results are differentiated outside it (its backward "
                              "would not run)")
+        return self.function_rule(self, cls)
 
     def see_func_closure(self, shape):
         """A ``tracegrad.func`` transform read a tensor requiring grad from outside it: eagerly

@@ -56,6 +56,7 @@ from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_gua
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
+from . import custom_function as _custom_function
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, after_backward_message, dead_node
 
 _Tracer = jax.core.Tracer
@@ -908,6 +909,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
+        cap.function_rule = _custom_function.rule
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         env = dict(os.environ)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 
@@ -79,6 +80,13 @@ class FunctionCtx:
         self.materialize_grads = value
 
 
+# Function classes whose backward ran with create_graph=True (a gradient penalty, a Hessian-vector
+# product through it): a compiled forward differentiated outside cannot differentiate a custom
+# Function's backward again (its VJP is one program), so such a Function stays a graph break
+# there from then on (_lowering/custom_function.py) and keeps running eagerly, as it did here.
+DOUBLE_DIFFERENTIATED = weakref.WeakSet()
+
+
 class BackwardCFunction(Node, FunctionCtx):
     """Node of one ``Function.apply`` call; subclassed per Function as ``<Name>Backward``."""
 
@@ -143,6 +151,8 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, grads, create_graph=False):
         if self._released and self._saved:
             raise RuntimeError(MSG_FREED)
+        if create_graph and self._forward_cls is not None:
+            DOUBLE_DIFFERENTIATED.add(self._forward_cls)
         gs = []
         for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
             # torch leaves a non-differentiable output's missing grad as None when the Function
@@ -329,8 +339,9 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = needs
         record = grad_mode.STATE[0] and any(needs)
-        if record and _state.CAPTURE[0] is not None:
-            _state.CAPTURE[0].see_function(cls)
+        # inside a trace JAX differentiates, the capture gives the call its own rule (the
+        # Function's backward as the region's VJP: _lowering/custom_function.py), or breaks
+        runner = _state.CAPTURE[0].see_function(cls) if record and _state.CAPTURE[0] is not None else None
         fw = _state.FORWARD_AD[0]
         # forward-mode AD: the input tangents (None: no input is dual); forward sees plain tensors
         fw_in = fw.function_tangents(cls, args) if fw is not None else None
@@ -341,11 +352,10 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         # (its no_grad would make the result a constant of it: NOTE [grad mode inside transforms])
         grad_mode.STATE[0] = prev if _state.FUNC_LEVELS else False
         try:
-            if new_style:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
+            if runner is not None:
+                output = runner(cls, ctx, args, kwargs, _run_forward)
             else:
-                output = cls.forward(ctx, *args, **kwargs)
+                output = _run_forward(cls, ctx, args, kwargs)
         finally:
             grad_mode.STATE[0] = prev
             if fw_in is not None:
@@ -465,6 +475,16 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff},
                                 args=args, outs=outs, dirty=dirty)
         return tuple(result) if is_tuple else result[0]
+
+
+def _run_forward(cls, ctx, args, kwargs):
+    """``cls``'s forward on ``args`` with ``ctx`` (``forward(*args)`` then ``setup_context``
+    when the Function defines it)."""
+    if cls.setup_context is not Function.setup_context:
+        output = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, output)
+        return output
+    return cls.forward(ctx, *args, **kwargs)
 
 
 class CopySlices(Node):
