@@ -8,6 +8,7 @@ import numpy as np
 from .. import _state
 from ..autograd._dispatch import VMAP_DRAW as _VMAP_DRAW, apply_inplace, check_inplace, sequential_copy_sources
 from ..autograd._graph_impl import node_class
+from ..autograd.grad_mode import no_grad
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._ops.elementwise import FLOAT_UNARY
@@ -485,7 +486,6 @@ def _untracked_on_leaf(f):
         base = getattr(self, "_base", None)
         leaf = self if base is None else base
         if isinstance(self, Tensor) and leaf._rg and leaf._gf is None and _state.grad_enabled():
-            from ..autograd.grad_mode import no_grad
             with no_grad():
                 return f(self, *args, **kwargs)
         return f(self, *args, **kwargs)

@@ -808,7 +808,8 @@ def constant_pad_nd(input, pad, value=0):
     """Mirrors ``torch.constant_pad_nd``: ``pad`` pairs start from the last dim (negative crops).
     grad_fn ``ConstantPadNdBackward0``. TypeError for a pad that is not a sequence of ints."""
     for i, x in enumerate(pad):   # (int() would truncate a float pad silently)
-        if isinstance(x, (bool, float)) or not hasattr(x, "__index__"):
+        # torch's int-list parser refuses a bool only as the first element; a later one is its value
+        if (isinstance(x, bool) and i == 0) or isinstance(x, float) or not hasattr(x, "__index__"):
             raise TypeError(f"constant_pad_nd(): argument 'pad' (position 2) must be tuple of ints, but found "
                             f"element of type {type(x).__name__} at pos {i}")
     pad = tuple(int(x) for x in pad)
