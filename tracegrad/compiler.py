@@ -357,6 +357,10 @@ def _key(leaves, treedef, kinds):
                 parts.append((type(a), a) if type(a) is not float or a else (float, a, math.copysign(1.0, a)))
             except TypeError:
                 parts.append(_unhashable_key(a))
+        elif a.is_sparse:
+            # a sparse COO tensor has no dense value: outside state like a captured one (its
+            # values and indices are read by the trace and guarded as such), keyed by identity
+            parts.append((k, "sparse", _Same(a)))
         else:
             v = a._value
             # a data argument's leaf-ness, view-ness and inference-ness: NOTE [argument
