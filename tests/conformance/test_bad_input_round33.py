@@ -14,7 +14,9 @@ differences from torch 2.13, fixed here:
 - ``Module.to_empty()`` without ``device`` ran (torch: ``device`` is a required keyword,
   TypeError);
 - ``cosine_similarity`` with a negative (or NaN) ``eps`` ran (torch: RuntimeError "eps must be
-  non-negative"), after the floating-dtype check and before broadcasting, as torch.
+  non-negative"), after the floating-dtype check and before broadcasting, as torch;
+- ``LRScheduler`` itself (no ``get_lr``) raised NotImplementedError without a message (torch's is
+  empty too; tracegrad's now names ``get_lr`` and what to do).
 
 The rest of the table holds calls of those areas that already matched: the same exception class
 (or none) as torch, and ``_ok`` calls (deterministic, so values are compared too) that torch
@@ -29,6 +31,7 @@ import tracegrad
 from _bad_input_helpers import table_tests
 
 torch = pytest.importorskip("torch")
+import torch.nn.utils.prune  # noqa: E402 -- torch loads it only on request; tracegrad's is an attribute
 
 
 def _params(T):
@@ -178,6 +181,12 @@ CASES = {
     "StepLR last_epoch without initial_lr": lambda T: T.optim.lr_scheduler.StepLR(_sgd(T), 1, last_epoch=5),
     "OneCycleLR three_phase_ok": lambda T: T.tensor(T.optim.lr_scheduler.OneCycleLR(
         _sgd(T), 1.0, total_steps=10, three_phase=True).get_last_lr()),
+    "LRScheduler base class": lambda T: T.optim.lr_scheduler.LRScheduler(_sgd(T)),
+    "prune amount out of range": lambda T: T.nn.utils.prune.l1_unstructured(T.nn.Linear(2, 2), "weight", amount=1.5),
+    "prune remove of an unpruned parameter": lambda T: T.nn.utils.prune.remove(T.nn.Linear(2, 2), "weight"),
+    "prune l1_unstructured_ok": lambda T: (lambda m: (m.weight.data.copy_(T.arange(4.).reshape(2, 2)),
+                                                      T.nn.utils.prune.l1_unstructured(m, "weight", amount=2),
+                                                      m.weight)[2].detach())(T.nn.Linear(2, 2)),
     # -- utils.data (matched)
     "DataLoader batch_size 0": lambda T: T.utils.data.DataLoader(_ds(T), batch_size=0),
     "DataLoader shuffle with sampler": lambda T: T.utils.data.DataLoader(_ds(T), shuffle=True, sampler=[0, 1]),
@@ -255,3 +264,9 @@ def test_to_empty_with_device_keeps_shapes():
     for T in (torch, tracegrad):
         m = T.nn.Linear(2, 3).to_empty(device="cpu")
         assert [list(p.shape) for p in m.parameters()] == [[3, 2], [3]]
+
+
+def test_lr_scheduler_base_message_names_get_lr():
+    """torch raises a bare NotImplementedError; tracegrad's says which method is missing."""
+    with pytest.raises(NotImplementedError, match="get_lr"):
+        tracegrad.optim.lr_scheduler.LRScheduler(tracegrad.optim.SGD([tracegrad.nn.Parameter(tracegrad.ones(1))], lr=0.1))
