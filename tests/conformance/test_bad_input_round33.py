@@ -15,6 +15,10 @@ differences from torch 2.13, fixed here:
   TypeError);
 - ``cosine_similarity`` with a negative (or NaN) ``eps`` ran (torch: RuntimeError "eps must be
   non-negative"), after the floating-dtype check and before broadcasting, as torch;
+- ``autograd.gradcheck`` of a function returning a number or None among its outputs dropped it and
+  passed (torch reads each output's ``requires_grad``: AttributeError); ``gradgradcheck`` with no
+  input requiring grad leaked ``autograd.grad``'s "inputs cannot be empty" RuntimeError (torch:
+  ValueError "expects at least one input tensor to require gradient");
 - ``LRScheduler`` itself (no ``get_lr``) raised NotImplementedError without a message (torch's is
   empty too; tracegrad's now names ``get_lr`` and what to do).
 
@@ -52,6 +56,10 @@ def _ds(T):
 
 def _leaf(T):
     return T.ones(2, requires_grad=True)
+
+
+def _dleaf(T):
+    return T.ones(2, dtype=T.float64, requires_grad=True)
 
 
 def _roundtrip(T, obj, **kw):
@@ -210,6 +218,14 @@ CASES = {
         _leaf(T)),
     "Function backward returns wrong shape": lambda T: _fn(T, lambda ctx, x: x * 2, lambda ctx, g: T.ones(3)).apply(
         _leaf(T)).sum().backward(),
+    "gradcheck output a number": lambda T: T.autograd.gradcheck(lambda x: 3.0, (_dleaf(T),)),
+    "gradcheck output tuple with None": lambda T: T.autograd.gradcheck(lambda x: (x * 2, None), (_dleaf(T),)),
+    "gradcheck output tuple with int": lambda T: T.autograd.gradcheck(lambda x: (x * 2, 3), (_dleaf(T),)),
+    "gradgradcheck no input requires grad": lambda T: T.autograd.gradgradcheck(
+        lambda x: x * 2, (T.ones(2, dtype=T.float64),)),
+    "gradcheck int tensor output_ok": lambda T: T.tensor(T.autograd.gradcheck(
+        lambda x: (x * 2, T.ones(1, dtype=T.int64)), (_dleaf(T),))),
+    "gradgradcheck_ok": lambda T: T.tensor(T.autograd.gradgradcheck(lambda x: x ** 3, (_dleaf(T),))),
     "jacobian strict with an independent output": lambda T: T.autograd.functional.jacobian(
         lambda x: T.ones(2), T.ones(2), strict=True),
     "hessian of a non-scalar": lambda T: T.autograd.functional.hessian(lambda x: x * x, T.ones(2)),
@@ -246,6 +262,8 @@ GIST = {
     "Module.to_empty no device": "device",
     "cosine_similarity eps negative": "eps must be non-negative",
     "cosine_similarity int eps negative": "floating point",
+    "gradgradcheck no input requires grad": "at least one input tensor to require gradient",
+    "gradcheck output tuple with None": "has no attribute 'requires_grad'",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
