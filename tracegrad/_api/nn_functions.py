@@ -747,8 +747,12 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
                            f"Long, Int; but got {indices.dtype} instead (call .long())")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got a weight of shape {list(weight.shape)}")
-    mm = _host_minmax(indices)   # NOTE [eager value checks]
     n = weight.shape[0]
+    if n == 0 and indices.numel() > 0:
+        # torch's index_select refuses picking from an empty table (RuntimeError, not IndexError)
+        raise RuntimeError("embedding: the weight has num_embeddings=0 rows, so no index can be looked up "
+                           "(index_select(): self indexing axis dim should be positive)")
+    mm = _host_minmax(indices)   # NOTE [eager value checks]
     if mm is None:
         _check_traced_range(indices, n)
     if mm is not None and (mm[0] < 0 or mm[1] >= n):
@@ -770,9 +774,11 @@ def one_hot(tensor, num_classes=-1):
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     mm = _host_minmax(tensor)
+    if tensor.numel() == 0 and num_classes <= 0:
+        # torch refuses any num_classes <= 0 for an empty tensor (0 and -2 too, not only -1)
+        raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor; pass a "
+                           f"positive num_classes (got {num_classes})")
     if num_classes == -1:
-        if tensor.numel() == 0:
-            raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor; pass num_classes")
         if mm is None:   # traced values: reading max is the data-dependent shape torch has too
             mm = (int(tensor.min().item()), int(tensor.max().item()))
         if mm[0] < 0:

@@ -27,6 +27,12 @@ def _as_tuple(x):
 
 def _outputs(func, inputs):
     out = _as_tuple(func(*inputs))
+    for o in out:
+        if not isinstance(o, Tensor):
+            # torch reads ``requires_grad`` of every output: anything else is its AttributeError
+            # (a number used to be dropped, so the check passed with nothing checked)
+            raise AttributeError(f"gradcheck: func returned a {type(o).__name__} among its outputs, which has no "
+                                 "attribute 'requires_grad'; return a Tensor or a tuple of Tensors")
     return [o for o in out if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex)]
 
 
@@ -367,6 +373,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     ``(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs, grad_outputs, create_graph=True)``."""
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not diff_idx:   # torch checks this first too (autograd.grad's "empty inputs" RuntimeError leaked)
+        raise ValueError("gradgradcheck expects at least one input tensor to require gradient, but none of them "
+                         "have requires_grad=True; pass inputs created with requires_grad=True")
     with grad_mode.enable_grad():
         outs = _outputs(func, inputs)
     if grad_outputs is None:

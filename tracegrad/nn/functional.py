@@ -262,7 +262,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Mirrors ``torch.nn.functional.cosine_similarity``: over ``dim`` of the broadcast inputs, in
-    their common dtype. RuntimeError when that dtype is not floating, as torch."""
+    their common dtype. RuntimeError when that dtype is not floating or ``eps`` is negative, as torch."""
     check_tensors("cosine_similarity", x1, x2, names=("x1", "x2"))
     if dim is None:   # torch's parser: an int dim (None is not the default here)
         raise TypeError("cosine_similarity(): argument 'dim' must be int, not NoneType; pass the dim to compare "
@@ -274,6 +274,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     # torch broadcasts the inputs first: shapes that do not broadcast are its RuntimeError (the
     # norms over ``dim`` of the unbroadcast inputs raised IndexError or compared wrong dims)
     eps = require_float("cosine_similarity", "eps", eps)
+    if not eps >= 0:   # torch refuses a negative (or NaN) eps before broadcasting; clamp_min(-1) ran
+        raise RuntimeError(f"cosine_similarity: eps must be non-negative, got: {eps:g}; pass a small positive "
+                           "eps such as 1e-8")
     shape = tuple(_broadcast_shape([tuple(x1.shape), tuple(x2.shape)], "cosine_similarity"))
     x1, x2 = x1.to(common).expand(shape), x2.to(common).expand(shape)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)

@@ -158,8 +158,10 @@ class LRScheduler:
         return self._last_lr
 
     def get_lr(self):
-        """The next lrs; subclasses implement it."""
-        raise NotImplementedError
+        """The next lrs; subclasses implement it (NotImplementedError on the base class, as torch,
+        with a message that says so: torch's is empty)."""
+        raise NotImplementedError(f"{type(self).__name__}.get_lr() is not implemented: LRScheduler is a base "
+                                  "class; subclass it and define get_lr(), or use a scheduler such as StepLR")
 
     def step(self, epoch=None):
         """Advance one epoch and write the new lrs into the optimizer's groups. ``epoch``

@@ -988,9 +988,11 @@ class Module:
         ``dst_type``, a dtype or a type string such as ``'torch.DoubleTensor'``."""
         return self._apply(lambda t: t.type(dst_type))
 
-    def to_empty(self, *, device=None, recurse=True):
+    def to_empty(self, *, device, recurse=True):
         """Mirrors ``torch.nn.Module.to_empty``: parameters and buffers replaced by uninitialised
-        tensors of the same shape and dtype on ``device`` (parameters keep their identity)."""
+        tensors of the same shape and dtype on ``device`` (parameters keep their identity).
+        ``device`` is a required keyword, as torch's (``to_empty()`` alone is a TypeError, and
+        ``device=None`` keeps each tensor's device)."""
         return self._apply(lambda t: tracegrad.empty_like(t, device=device), recurse=recurse)
 
     def get_extra_state(self):
