@@ -160,6 +160,12 @@ class CompiledFunction:
         if self._always_eager:
             return self._eager(args, kwargs)
         leaves, treedef, kinds, key = _signature(args, kwargs)
+        if key is None:
+            # a sparse COO argument has no dense value a program could take; torch.compile
+            # skips such a frame (it runs eagerly) instead of failing the call
+            if self.fullgraph:
+                raise GraphBreak(_SPARSE_ARG)
+            return self._break(None, _SPARSE_ARG, None, args, kwargs)
         entries = self._cache.get(key)
         if entries is _EAGER:
             return self._eager(args, kwargs)
@@ -344,7 +350,12 @@ def _signature(args, kwargs):
     else:
         leaves, treedef = _flatten((args, kwargs))
     kinds = classify_args(leaves)
+    if any(k != "const" and a.is_sparse for a, k in zip(leaves, kinds)):
+        return leaves, treedef, kinds, None     # no key: runs eagerly (``_SPARSE_ARG``)
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
+
+
+_SPARSE_ARG = "a sparse COO tensor argument (the compiled program takes dense tensors only)"
 
 
 def _key(leaves, treedef, kinds):

@@ -26,9 +26,22 @@ and torch:
   by ``view``/``permute``/``contiguous`` and split prior, ``Glow``'s forward and ``reverse``
   (``ModuleList[::-1]``), trained with ``Adam`` on the bits-per-dimension loss, then sampled.
 
+- tkipf/pygcn (MIT; Kipf & Welling 2017 GCN), ``pygcn/utils.py`` at c91f69c (``load_data``
+  reading a stand-in ``cora.content``/``cora.cites`` by ``np.genfromtxt``, scipy-sparse
+  symmetrisation and row normalisation, ``torch.FloatTensor``/``LongTensor`` of arrays and
+  ranges, ``torch.sparse.FloatTensor(indices, values, torch.Size)``: torch's deprecation
+  warning; ``accuracy`` by ``max(1)[1].type_as``, ``eq``, ``double``), ``pygcn/layers.py`` at
+  bf1410e (``GraphConvolution``: ``Parameter(torch.FloatTensor(n, m))`` filled by
+  ``.data.uniform_``, ``torch.spmm`` of the sparse adjacency, ``__repr__``) and at 687f2d4 (the
+  legacy ``SparseMM()(adj, support)`` autograd function with a non-static ``forward``: torch's
+  ``RuntimeError``, logged), ``pygcn/models.py`` and ``pygcn/train.py``'s ``train``/``test``
+  (``nll_loss`` of ``log_softmax`` rows picked by index tensors, Adam with weight decay).
+
 Changes, the same on both sides: sizes are tiny (VQ-VAE: 8 x 8 images, 8 channels, one residual
 block of 4 channels, a codebook of 6 vectors of 4 dims; Glow: 4 x 4 one-channel images, 2 blocks
-of 2 flows, the repository's fixed 512-wide coupling nets), weights are overwritten from numpy after
+of 2 flows, the repository's fixed 512-wide coupling nets; GCN: 30 nodes with 7 binary features
+in 3 classes, train/val/test ranges 10/10/10 (the repository's 140/300/1000), hidden 8, 6 epochs,
+dropout 0 so that no random mask is drawn, the ``time`` read as a fixed clock), weights are overwritten from numpy after
 construction, and data and the codebook's ``torch.randn`` come from seeded numpy streams.
 """
 import types
@@ -894,3 +907,361 @@ def test_glow_train_step_compiled():
     (reason, where), = comp[3].stats["graph_breaks"]
     assert reason.startswith("item() reads a tensor's value"), reason
     assert where.endswith("test_public_programs_round47.py:%d" % _ACTNORM_ITEM_LINE), where
+
+
+
+# ---- tkipf/pygcn ---------------------------------------------------------------------------------
+def _pygcn_modules(torch, time):
+    import math
+    import scipy.sparse as sp
+    nn = torch.nn
+    F = torch.nn.functional
+    Parameter = torch.nn.parameter.Parameter
+    Module = torch.nn.modules.module.Module
+
+    # pygcn/utils.py
+    def encode_onehot(labels):
+        classes = set(labels)
+        classes_dict = {c: np.identity(len(classes))[i, :] for i, c in
+                        enumerate(classes)}
+        labels_onehot = np.array(list(map(classes_dict.get, labels)),
+                                 dtype=np.int32)
+        return labels_onehot
+
+    def load_data(path="../data/cora/", dataset="cora"):
+        """Load citation network dataset (cora only for now)"""
+        print('Loading {} dataset...'.format(dataset))
+
+        idx_features_labels = np.genfromtxt("{}{}.content".format(path, dataset),
+                                            dtype=np.dtype(str))
+        features = sp.csr_matrix(idx_features_labels[:, 1:-1], dtype=np.float32)
+        labels = encode_onehot(idx_features_labels[:, -1])
+
+        # build graph
+        idx = np.array(idx_features_labels[:, 0], dtype=np.int32)
+        idx_map = {j: i for i, j in enumerate(idx)}
+        edges_unordered = np.genfromtxt("{}{}.cites".format(path, dataset),
+                                        dtype=np.int32)
+        edges = np.array(list(map(idx_map.get, edges_unordered.flatten())),
+                         dtype=np.int32).reshape(edges_unordered.shape)
+        adj = sp.coo_matrix((np.ones(edges.shape[0]), (edges[:, 0], edges[:, 1])),
+                            shape=(labels.shape[0], labels.shape[0]),
+                            dtype=np.float32)
+
+        # build symmetric adjacency matrix
+        adj = adj + adj.T.multiply(adj.T > adj) - adj.multiply(adj.T > adj)
+
+        features = normalize(features)
+        adj = normalize(adj + sp.eye(adj.shape[0]))
+
+        idx_train = range(10)         # range(140) in the repository
+        idx_val = range(10, 20)       # range(200, 500)
+        idx_test = range(20, 30)      # range(500, 1500)
+
+        features = torch.FloatTensor(np.array(features.todense()))
+        labels = torch.LongTensor(np.where(labels)[1])
+        adj = sparse_mx_to_torch_sparse_tensor(adj)
+
+        idx_train = torch.LongTensor(idx_train)
+        idx_val = torch.LongTensor(idx_val)
+        idx_test = torch.LongTensor(idx_test)
+
+        return adj, features, labels, idx_train, idx_val, idx_test
+
+    def normalize(mx):
+        """Row-normalize sparse matrix"""
+        rowsum = np.array(mx.sum(1))
+        r_inv = np.power(rowsum, -1).flatten()
+        r_inv[np.isinf(r_inv)] = 0.
+        r_mat_inv = sp.diags(r_inv)
+        mx = r_mat_inv.dot(mx)
+        return mx
+
+    def accuracy(output, labels):
+        preds = output.max(1)[1].type_as(labels)
+        correct = preds.eq(labels).double()
+        correct = correct.sum()
+        return correct / len(labels)
+
+    def sparse_mx_to_torch_sparse_tensor(sparse_mx):
+        """Convert a scipy sparse matrix to a torch sparse tensor."""
+        sparse_mx = sparse_mx.tocoo().astype(np.float32)
+        indices = torch.from_numpy(
+            np.vstack((sparse_mx.row, sparse_mx.col)).astype(np.int64))
+        values = torch.from_numpy(sparse_mx.data)
+        shape = torch.Size(sparse_mx.shape)
+        return torch.sparse.FloatTensor(indices, values, shape)
+
+    # pygcn/layers.py at 687f2d4 (the legacy autograd function)
+    class SparseMM(torch.autograd.Function):
+        """
+        Sparse x dense matrix multiplication with autograd support.
+
+        Implementation by Soumith Chintala:
+        https://discuss.pytorch.org/t/
+        does-pytorch-support-autograd-on-sparse-matrix/6156/7
+        """
+
+        def forward(self, matrix1, matrix2):
+            self.save_for_backward(matrix1, matrix2)
+            return torch.mm(matrix1, matrix2)
+
+        def backward(self, grad_output):
+            matrix1, matrix2 = self.saved_tensors
+            grad_matrix1 = grad_matrix2 = None
+
+            if self.needs_input_grad[0]:
+                grad_matrix1 = torch.mm(grad_output, matrix2.t())
+
+            if self.needs_input_grad[1]:
+                grad_matrix2 = torch.mm(matrix1.t(), grad_output)
+
+            return grad_matrix1, grad_matrix2
+
+    # pygcn/layers.py at bf1410e
+    class GraphConvolution(Module):
+        """
+        Simple GCN layer, similar to https://arxiv.org/abs/1609.02907
+        """
+
+        def __init__(self, in_features, out_features, bias=True):
+            super(GraphConvolution, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.weight = Parameter(torch.FloatTensor(in_features, out_features))
+            if bias:
+                self.bias = Parameter(torch.FloatTensor(out_features))
+            else:
+                self.register_parameter('bias', None)
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            stdv = 1. / math.sqrt(self.weight.size(1))
+            self.weight.data.uniform_(-stdv, stdv)
+            if self.bias is not None:
+                self.bias.data.uniform_(-stdv, stdv)
+
+        def forward(self, input, adj):
+            support = torch.mm(input, self.weight)
+            output = torch.spmm(adj, support)
+            if self.bias is not None:
+                return output + self.bias
+            else:
+                return output
+
+        def __repr__(self):
+            return self.__class__.__name__ + ' (' \
+                   + str(self.in_features) + ' -> ' \
+                   + str(self.out_features) + ')'
+
+    # pygcn/models.py
+    class GCN(nn.Module):
+        def __init__(self, nfeat, nhid, nclass, dropout):
+            super(GCN, self).__init__()
+
+            self.gc1 = GraphConvolution(nfeat, nhid)
+            self.gc2 = GraphConvolution(nhid, nclass)
+            self.dropout = dropout
+
+        def forward(self, x, adj):
+            x = F.relu(self.gc1(x, adj))
+            x = F.dropout(x, self.dropout, training=self.training)
+            x = self.gc2(x, adj)
+            return F.log_softmax(x, dim=1)
+
+    return types.SimpleNamespace(load_data=load_data, accuracy=accuracy, SparseMM=SparseMM,
+                                 GCN=GCN, F=F, optim=torch.optim)
+
+
+def _write_cora(path, n=30, n_feat=7):
+    rs = np.random.RandomState(4795)
+    ids = rs.choice(np.arange(1000, 9999), n, replace=False)
+    names = np.array(["Neural_Networks", "Theory", "Rule_Learning"])
+    with open(path + "cora.content", "w") as f:
+        for k in range(n):
+            feats = (rs.uniform(0, 1, n_feat) < 0.4).astype(int)
+            feats[k % n_feat] = 1
+            f.write("\t".join([str(ids[k])] + [str(v) for v in feats] + [names[k % 3]]) + "\n")
+    with open(path + "cora.cites", "w") as f:
+        for _ in range(2 * n):
+            a, b = rs.choice(ids, 2, replace=False)
+            f.write(f"{a}\t{b}\n")
+
+
+def _pygcn_program(torch, log):
+    import os
+    import tempfile
+    clock = types.SimpleNamespace(time=lambda: 0.0)   # train.py's timings, printed
+    m = _pygcn_modules(torch, clock)
+    F, optim, time = m.F, m.optim, clock
+    args = types.SimpleNamespace(no_cuda=True, fastmode=False, seed=42, epochs=6, lr=0.01,
+                                 weight_decay=5e-4, hidden=8, dropout=0.0)
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+
+    with tempfile.TemporaryDirectory() as d:
+        _write_cora(d + os.sep)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            adj, features, labels, idx_train, idx_val, idx_test = m.load_data(path=d + os.sep)
+        log("load_data warnings", sorted({type(x.message).__name__ for x in w}))
+    log("adj", adj.to_dense())
+    log("adj is_sparse", adj.is_sparse)
+    log("features", features)
+    log("labels", labels)
+
+    # Model and optimizer
+    model = m.GCN(nfeat=features.shape[1],
+                  nhid=args.hidden,
+                  nclass=labels.max().item() + 1,
+                  dropout=args.dropout)
+    init_params(torch, model, 4796)
+    print(model)
+    optimizer = optim.Adam(model.parameters(),
+                           lr=args.lr, weight_decay=args.weight_decay)
+
+    # the repository's first layers.py: a legacy (non-static) autograd Function
+    try:
+        m.SparseMM()(adj, features)
+        log("SparseMM", "no error")
+    except RuntimeError as e:
+        log("SparseMM", (type(e).__name__, "static forward" in str(e)))
+
+    def train(epoch):
+        t = time.time()
+        model.train()
+        optimizer.zero_grad()
+        output = model(features, adj)
+        loss_train = F.nll_loss(output[idx_train], labels[idx_train])
+        acc_train = m.accuracy(output[idx_train], labels[idx_train])
+        loss_train.backward()
+        optimizer.step()
+
+        if not args.fastmode:
+            # Evaluate validation set performance separately,
+            # deactivates dropout during validation run.
+            model.eval()
+            output = model(features, adj)
+
+        loss_val = F.nll_loss(output[idx_val], labels[idx_val])
+        acc_val = m.accuracy(output[idx_val], labels[idx_val])
+        print('Epoch: {:04d}'.format(epoch+1),
+              'loss_train: {:.4f}'.format(loss_train.item()),
+              'acc_train: {:.4f}'.format(acc_train.item()),
+              'loss_val: {:.4f}'.format(loss_val.item()),
+              'acc_val: {:.4f}'.format(acc_val.item()),
+              'time: {:.4f}s'.format(time.time() - t))
+        log("loss_train", loss_train)
+        log("acc_val", acc_val)
+        log("output", output)
+
+    def test():
+        model.eval()
+        output = model(features, adj)
+        loss_test = F.nll_loss(output[idx_test], labels[idx_test])
+        acc_test = m.accuracy(output[idx_test], labels[idx_test])
+        print("Test set results:",
+              "loss= {:.4f}".format(loss_test.item()),
+              "accuracy= {:.4f}".format(acc_test.item()))
+        log("loss_test", loss_test)
+
+    # Train model
+    t_total = time.time()
+    for epoch in range(args.epochs):
+        train(epoch)
+    print("Optimization Finished!")
+    print("Total time elapsed: {:.4f}s".format(time.time() - t_total))
+
+    # Testing
+    test()
+    for n, p in model.named_parameters():
+        log(n, p)
+        log(n + ".grad", p.grad)
+
+
+def test_pygcn_program():
+    run_both(_pygcn_program)
+
+
+def _pygcn_step_runs(T, compiled, adj_arg=True):
+    import os
+    import tempfile
+    m = _pygcn_modules(T, None)
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _write_cora(d + os.sep)
+        adj, features, labels, idx_train, idx_val, idx_test = m.load_data(path=d + os.sep)
+    model = init_params(T, m.GCN(nfeat=features.shape[1], nhid=8, nclass=3, dropout=0.0), 4796)
+    optimizer = T.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+
+    def step(features, adj=adj):    # train.py's adj is a global: adj_arg=False reads it so
+        model.train()
+        optimizer.zero_grad()
+        output = model(features, adj)
+        loss_train = m.F.nll_loss(output[idx_train], labels[idx_train])
+        acc_train = m.accuracy(output[idx_train], labels[idx_train])
+        loss_train.backward()
+        optimizer.step()
+        return loss_train, acc_train, output
+
+    if compiled:
+        step = T.compile(step)
+    out = [tuple(r.detach().numpy() for r in (step(features, adj) if adj_arg else step(features)))
+           for _ in range(3)]
+    params = {n: p.detach().numpy() for n, p in model.named_parameters()}
+    grads = {n: p.grad.numpy() for n, p in model.named_parameters()}
+    return out, params, grads, step
+
+
+@pytest.mark.parametrize("adj_arg", [True, False], ids=["adj_argument", "adj_global"])
+def test_pygcn_train_step_compiled(adj_arg):
+    torch = get_torch()
+    ref = _pygcn_step_runs(torch, False)
+    eager = _pygcn_step_runs(tracegrad, False)
+    comp = _pygcn_step_runs(tracegrad, True, adj_arg)
+    # float32 sparse @ dense products summed in another order than torch's kernel: 1e-4
+    # over 3 Adam steps against torch; compiled against tracegrad eager: 1e-5
+    for a, b, rtol, atol in ((ref, eager, 1e-4, 1e-5), (eager, comp, 1e-5, 1e-6)):
+        for xa, xb in zip(a[0], b[0]):
+            for u, v in zip(xa, xb):
+                np.testing.assert_allclose(u, v, rtol=rtol, atol=atol)
+        for d in (1, 2):
+            for n in a[d]:
+                np.testing.assert_allclose(a[d][n], b[d][n], rtol=rtol, atol=atol, err_msg=n)
+    stats = comp[3].stats
+    if adj_arg:
+        # torch.compile skips a frame given a sparse tensor (it runs eagerly); tracegrad did
+        # raise SparseOperand building its cache key from the argument's dense value
+        (reason, where), = stats["graph_breaks"]
+        assert reason.startswith("a sparse COO tensor argument"), reason
+        assert stats["traces"] == 0 and stats["eager_calls"] == 3, stats
+    else:
+        # a sparse tensor the step reads from outside is traced into the program
+        assert stats["graph_breaks"] == [] and stats["traces"] == 1, stats
+
+
+def test_compile_sparse_argument_runs_eagerly():
+    # focused: a sparse COO argument of a compiled function, against torch eager; fullgraph
+    # raises (torch.compile(fullgraph=True) cannot capture the frame either)
+    torch = get_torch()
+
+    def run(T, compiled, fullgraph=False):
+        a = T.sparse_coo_tensor(T.tensor([[0, 1, 2], [1, 2, 0]]), T.tensor([1.0, 2.0, 3.0]), (3, 3))
+        x = T.tensor(np.arange(6, dtype=np.float32).reshape(3, 2), requires_grad=True)
+
+        def f(a, x):
+            return T.spmm(a, x * 2).sum()
+
+        if compiled:
+            f = T.compile(f, fullgraph=fullgraph)
+        y = f(a, x)
+        y.backward()
+        return y.detach().numpy(), x.grad.numpy(), f
+
+    ry, rg, _ = run(torch, False)
+    with pytest.warns(UserWarning, match="sparse COO tensor argument"):
+        y, g, f = run(tracegrad, True)
+    np.testing.assert_allclose(y, ry, rtol=1e-6)
+    np.testing.assert_allclose(g, rg, rtol=1e-6)
+    assert f.stats["eager_calls"] == 1 and f.stats["traces"] == 0, f.stats
+    with pytest.raises(Exception, match="sparse COO tensor argument"):
+        run(tracegrad, True, fullgraph=True)
