@@ -37,11 +37,22 @@ and torch:
   ``RuntimeError``, logged), ``pygcn/models.py`` and ``pygcn/train.py``'s ``train``/``test``
   (``nll_loss`` of ``log_softmax`` rows picked by index tensors, Adam with weight decay).
 
+- golbin/WaveNet, ``wavenet/networks.py`` at 091360e and ``wavenet/model.py`` at 44f6698 (the
+  stored snapshot has no license file; embedded for testing only): ``DilatedCausalConv1d``,
+  ``CausalConv1d`` (``padding=1`` then ``output[:, :, :-1]``), ``ResidualBlock`` (the gated
+  ``Tanh``/``Sigmoid`` modules, ``output += x[:, :, -output.size(2):]``, skips cut to
+  ``-skip_size:``), ``ResidualStack`` (``torch.stack`` of the skips), ``DensNet`` (``Softmax(dim=1)``
+  then the model's ``CrossEntropyLoss``), ``WaveNet``'s receptive field by ``np.sum`` and its
+  ``InputSizeError`` for a too-short input, the ``WaveNet`` wrapper's ``train`` (``loss.data``),
+  ``eval`` under ``no_grad``, ``generate``, and ``save``/``load`` through ``torch.save`` of the
+  ``state_dict``.
+
 Changes, the same on both sides: sizes are tiny (VQ-VAE: 8 x 8 images, 8 channels, one residual
 block of 4 channels, a codebook of 6 vectors of 4 dims; Glow: 4 x 4 one-channel images, 2 blocks
 of 2 flows, the repository's fixed 512-wide coupling nets; GCN: 30 nodes with 7 binary features
 in 3 classes, train/val/test ranges 10/10/10 (the repository's 140/300/1000), hidden 8, 6 epochs,
-dropout 0 so that no random mask is drawn, the ``time`` read as a fixed clock), weights are overwritten from numpy after
+dropout 0 so that no random mask is drawn, the ``time`` read as a fixed clock; WaveNet: 3 layers x 2
+stacks, 6 quantisation channels, 4 residual channels, 20 time steps), weights are overwritten from numpy after
 construction, and data and the codebook's ``torch.randn`` come from seeded numpy streams.
 """
 import types
@@ -1265,3 +1276,350 @@ def test_compile_sparse_argument_runs_eagerly():
     assert f.stats["eager_calls"] == 1 and f.stats["traces"] == 0, f.stats
     with pytest.raises(Exception, match="sparse COO tensor argument"):
         run(tracegrad, True, fullgraph=True)
+
+
+
+# ---- golbin/WaveNet ------------------------------------------------------------------------------
+def _wavenet_modules(torch):
+    import os
+
+    # wavenet/exceptions.py's InputSizeError, in short
+    class InputSizeError(Exception):
+        def __init__(self, input_size, receptive_fields, output_size):
+            message = 'Input size has to be larger than receptive_fields\n'
+            message += 'Input size: {0}, Receptive fields size: {1}, Output size: {2}'.format(
+                input_size, receptive_fields, output_size)
+            super(InputSizeError, self).__init__(message)
+
+    # wavenet/networks.py
+    class DilatedCausalConv1d(torch.nn.Module):
+        """Dilated Causal Convolution for WaveNet"""
+        def __init__(self, channels, dilation=1):
+            super(DilatedCausalConv1d, self).__init__()
+
+            self.conv = torch.nn.Conv1d(channels, channels,
+                                        kernel_size=2, stride=1,  # Fixed for WaveNet
+                                        dilation=dilation,
+                                        padding=0,  # Fixed for WaveNet dilation
+                                        bias=False)  # Fixed for WaveNet but not sure
+
+        def init_weights_for_test(self):
+            for m in self.modules():
+                if isinstance(m, torch.nn.Conv1d):
+                    m.weight.data.fill_(1)
+
+        def forward(self, x):
+            output = self.conv(x)
+
+            return output
+
+    class CausalConv1d(torch.nn.Module):
+        """Causal Convolution for WaveNet"""
+        def __init__(self, in_channels, out_channels):
+            super(CausalConv1d, self).__init__()
+
+            # padding=1 for same size(length) between input and output for causal convolution
+            self.conv = torch.nn.Conv1d(in_channels, out_channels,
+                                        kernel_size=2, stride=1, padding=1,
+                                        bias=False)  # Fixed for WaveNet but not sure
+
+        def init_weights_for_test(self):
+            for m in self.modules():
+                if isinstance(m, torch.nn.Conv1d):
+                    m.weight.data.fill_(1)
+
+        def forward(self, x):
+            output = self.conv(x)
+
+            # remove last value for causal convolution
+            return output[:, :, :-1]
+
+    class ResidualBlock(torch.nn.Module):
+        def __init__(self, res_channels, skip_channels, dilation):
+            super(ResidualBlock, self).__init__()
+
+            self.dilated = DilatedCausalConv1d(res_channels, dilation=dilation)
+            self.conv_res = torch.nn.Conv1d(res_channels, res_channels, 1)
+            self.conv_skip = torch.nn.Conv1d(res_channels, skip_channels, 1)
+
+            self.gate_tanh = torch.nn.Tanh()
+            self.gate_sigmoid = torch.nn.Sigmoid()
+
+        def forward(self, x, skip_size):
+            output = self.dilated(x)
+
+            # PixelCNN gate
+            gated_tanh = self.gate_tanh(output)
+            gated_sigmoid = self.gate_sigmoid(output)
+            gated = gated_tanh * gated_sigmoid
+
+            # Residual network
+            output = self.conv_res(gated)
+            input_cut = x[:, :, -output.size(2):]
+            output += input_cut
+
+            # Skip connection
+            skip = self.conv_skip(gated)
+            skip = skip[:, :, -skip_size:]
+
+            return output, skip
+
+    class ResidualStack(torch.nn.Module):
+        def __init__(self, layer_size, stack_size, res_channels, skip_channels):
+            super(ResidualStack, self).__init__()
+
+            self.layer_size = layer_size
+            self.stack_size = stack_size
+            self.dilations = self.build_dilations()
+            self.res_blocks = torch.nn.ModuleList([ResidualBlock(res_channels, skip_channels, dilation)
+                                                   for dilation in self.dilations])
+
+        def build_dilations(self):
+            dilations = []
+
+            # 5 = stack[layer1, layer2, layer3, layer4, layer5]
+            for s in range(0, self.stack_size):
+                # 10 = layer[dilation=1, dilation=2, 4, 8, 16, 32, 64, 128, 256, 512]
+                for l in range(0, self.layer_size):  # noqa: E741
+                    dilations.append(2 ** l)
+
+            return dilations
+
+        def forward(self, x, skip_size):
+            output = x
+            skip_connections = []
+
+            for res_block in self.res_blocks:
+                # output is the next input
+                output, skip = res_block(output, skip_size)
+                skip_connections.append(skip)
+
+            return torch.stack(skip_connections)
+
+    class DensNet(torch.nn.Module):
+        def __init__(self, channels):
+            super(DensNet, self).__init__()
+
+            self.conv1 = torch.nn.Conv1d(channels, channels, 1)
+            self.conv2 = torch.nn.Conv1d(channels, channels, 1)
+
+            self.relu = torch.nn.ReLU()
+            self.softmax = torch.nn.Softmax(dim=1)
+
+        def forward(self, x):
+            output = self.relu(x)
+            output = self.conv1(output)
+            output = self.relu(output)
+            output = self.conv2(output)
+
+            output = self.softmax(output)
+
+            return output
+
+    class WaveNetModule(torch.nn.Module):
+        def __init__(self, layer_size, stack_size, in_channels, res_channels):
+            super(WaveNetModule, self).__init__()
+
+            self.receptive_fields = self.calc_receptive_fields(layer_size, stack_size)
+
+            self.causal = CausalConv1d(in_channels, res_channels)
+
+            self.res_stack = ResidualStack(layer_size, stack_size, res_channels, in_channels)
+
+            self.densnet = DensNet(in_channels)
+
+        @staticmethod
+        def calc_receptive_fields(layer_size, stack_size):
+            layers = [2 ** i for i in range(0, layer_size)] * stack_size
+            num_receptive_fields = np.sum(layers)
+
+            return int(num_receptive_fields)
+
+        def calc_output_size(self, x):
+            output_size = int(x.size(2)) - self.receptive_fields
+
+            self.check_input_size(x, output_size)
+
+            return output_size
+
+        def check_input_size(self, x, output_size):
+            if output_size < 1:
+                raise InputSizeError(int(x.size(2)), self.receptive_fields, output_size)
+
+        def forward(self, x):
+            output = x.transpose(1, 2)
+
+            output_size = self.calc_output_size(output)
+
+            output = self.causal(output)
+
+            skip_connections = self.res_stack(output, output_size)
+
+            output = torch.sum(skip_connections, dim=0)
+
+            output = self.densnet(output)
+
+            return output.transpose(1, 2).contiguous()
+
+    # wavenet/model.py
+    class WaveNet:
+        def __init__(self, layer_size, stack_size, in_channels, res_channels, lr=0.002):
+
+            self.net = WaveNetModule(layer_size, stack_size, in_channels, res_channels)
+            init_params(torch, self.net, 4797)    # (the test's weights, before the optimizer)
+
+            self.in_channels = in_channels
+            self.receptive_fields = self.net.receptive_fields
+
+            self.lr = lr
+            self.loss = self._loss()
+            self.optimizer = self._optimizer()
+
+            self._prepare_for_gpu()
+
+        @staticmethod
+        def _loss():
+            loss = torch.nn.CrossEntropyLoss()
+
+            if torch.cuda.is_available():
+                loss = loss.cuda()
+
+            return loss
+
+        def _optimizer(self):
+            return torch.optim.Adam(self.net.parameters(), lr=self.lr)
+
+        def _prepare_for_gpu(self):
+            if torch.cuda.device_count() > 1:
+                print("{0} GPUs are detected.".format(torch.cuda.device_count()))
+                self.net = torch.nn.DataParallel(self.net)
+
+            if torch.cuda.is_available():
+                self.net.cuda()
+
+        def train(self, inputs, targets):
+            outputs = self.net(inputs)
+
+            loss = self.loss(outputs.view(-1, self.in_channels),
+                             targets.long().view(-1))
+
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+            return loss.data
+
+        def eval(self, inputs, targets):
+            with torch.no_grad():
+                outputs = self.net(inputs)
+                loss = self.loss(outputs.view(-1, self.in_channels),
+                                 targets.long().view(-1))
+            return loss
+
+        def generate(self, inputs):
+            outputs = self.net(inputs)
+
+            return outputs
+
+        @staticmethod
+        def get_model_path(model_dir, step=0):
+            basename = 'wavenet'
+
+            if step:
+                return os.path.join(model_dir, '{0}_{1}.pkl'.format(basename, step))
+            else:
+                return os.path.join(model_dir, '{0}.pkl'.format(basename))
+
+        def load(self, model_dir, step=0):
+            print("Loading model from {0}".format("<model_dir>"))
+
+            model_path = self.get_model_path(model_dir, step)
+
+            self.net.load_state_dict(torch.load(model_path))
+
+        def save(self, model_dir, step=0):
+            print("Saving model into {0}".format("<model_dir>"))
+
+            model_path = self.get_model_path(model_dir, step)
+
+            torch.save(self.net.state_dict(), model_path)
+
+    return WaveNet, InputSizeError
+
+
+WN_CH, WN_T = 6, 20
+
+
+def _wavenet_batch(i, receptive_fields, batch=2):
+    # wavenet/utils/data.py's stand-in: one-hot mu-law codes, targets the codes after the
+    # receptive field
+    rs = np.random.RandomState(4798 + i)
+    codes = rs.randint(0, WN_CH, (batch, WN_T + 1))
+    inputs = np.eye(WN_CH, dtype=np.float32)[codes[:, :-1]]
+    targets = codes[:, receptive_fields + 1:].astype(np.int32)
+    return inputs, targets
+
+
+def _wavenet_program(torch, log):
+    import tempfile
+    WaveNet, InputSizeError = _wavenet_modules(torch)
+    wavenet = WaveNet(3, 2, WN_CH, 4, lr=0.002)
+    log("receptive_fields", wavenet.receptive_fields)
+    for step in range(3):
+        inputs, targets = _wavenet_batch(step, wavenet.receptive_fields)
+        loss = wavenet.train(torch.from_numpy(inputs), torch.from_numpy(targets))
+        print('[{0}/{1}] loss: {2}'.format(1, step, loss))
+        log("loss", loss)
+        log("loss requires_grad", loss.requires_grad)
+    inputs, targets = _wavenet_batch(7, wavenet.receptive_fields)
+    log("eval", wavenet.eval(torch.from_numpy(inputs), torch.from_numpy(targets)))
+    log("generate", wavenet.generate(torch.from_numpy(inputs)))
+    try:
+        wavenet.generate(torch.from_numpy(inputs[:, :10]))
+    except InputSizeError as e:
+        log("too short", str(e))
+    with tempfile.TemporaryDirectory() as d:
+        wavenet.save(d, step=3)
+        other = WaveNet(3, 2, WN_CH, 4)
+        other.load(d, step=3)
+        log("reloaded", other.generate(torch.from_numpy(inputs)))
+    for n, p in wavenet.net.named_parameters():
+        log(n, p)
+        log(n + ".grad", p.grad)
+
+
+def test_wavenet_program():
+    run_both(_wavenet_program)
+
+
+def _wavenet_step_runs(T, compiled):
+    WaveNet, _ = _wavenet_modules(T)
+    wavenet = WaveNet(3, 2, WN_CH, 4, lr=0.002)
+    step = T.compile(wavenet.train) if compiled else wavenet.train
+    out = []
+    for i in range(3):
+        inputs, targets = _wavenet_batch(i, wavenet.receptive_fields)
+        out.append(step(T.from_numpy(inputs), T.from_numpy(targets)).numpy())
+    params = {n: p.detach().numpy() for n, p in wavenet.net.named_parameters()}
+    # the last block's conv_res feeds nothing: its grads stay None (zero_grad sets None)
+    grads = {n: None if p.grad is None else p.grad.numpy() for n, p in wavenet.net.named_parameters()}
+    return out, params, grads, step
+
+
+def test_wavenet_train_step_compiled():
+    torch = get_torch()
+    ref = _wavenet_step_runs(torch, False)
+    eager = _wavenet_step_runs(tracegrad, False)
+    comp = _wavenet_step_runs(tracegrad, True)
+    # float32 over 3 Adam steps against torch's conv kernels: 1e-4; compiled against eager: 1e-5
+    for a, b, rtol, atol in ((ref, eager, 1e-4, 1e-5), (eager, comp, 1e-5, 1e-6)):
+        for u, v in zip(a[0], b[0]):
+            np.testing.assert_allclose(u, v, rtol=rtol, atol=atol)
+        for d in (1, 2):
+            for n in a[d]:
+                assert (a[d][n] is None) == (b[d][n] is None), n
+                if a[d][n] is not None:
+                    np.testing.assert_allclose(a[d][n], b[d][n], rtol=rtol, atol=atol, err_msg=n)
+    assert sum(g is None for g in ref[2].values()) == 2, ref[2].keys()
+    stats = comp[3].stats
+    assert stats["graph_breaks"] == [] and stats["traces"] >= 1, stats
