@@ -1670,3 +1670,47 @@ def test_wavenet_train_step_compiled():
     assert sum(g is None for g in ref[2].values()) == 2, ref[2].keys()
     stats = comp[3].stats
     assert stats["graph_breaks"] == [] and stats["traces"] >= 1, stats
+
+
+# ---- a pattern met while choosing programs (not embedded) ----------------------------------------
+def _pad_by_tensors(T):
+    # the U-Net up-sampling pattern of milesial/Pytorch-UNet's ``Up.forward`` (GPL-3.0, so
+    # written anew here): the size differences as 1-element tensors made from Python ints,
+    # halved with ``//`` and passed to ``F.pad`` as pad amounts
+    F = T.nn.functional
+
+    def up_and_pad(x1, x2):
+        dy = T.tensor([x2.size()[2] - x1.size()[2]])
+        dx = T.tensor([x2.size()[3] - x1.size()[3]])
+        x1 = F.pad(x1, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+        return T.cat([x2, x1], dim=1) * 2
+
+    return up_and_pad
+
+
+def test_pad_amounts_as_constant_tensors_compiled_values():
+    torch = get_torch()
+    x1 = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+    x2 = np.ones((1, 2, 4, 5), np.float32)
+    ref = _pad_by_tensors(torch)(torch.from_numpy(x1), torch.from_numpy(x2)).numpy()
+    f = tracegrad.compile(_pad_by_tensors(tracegrad))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            got = f(tracegrad.from_numpy(x1), tracegrad.from_numpy(x2)).numpy()
+            np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.xfail(strict=True, reason="torch.compile folds the pad amounts made by torch.tensor "
+                   "from Python ints (one graph, no break); tracegrad traces ``dx // 2`` into the "
+                   "program, so F.pad's int conversion of it is the item() graph break and the "
+                   "function runs eagerly (values agree: the test above)")
+def test_pad_amounts_as_constant_tensors_no_graph_break():
+    x1 = tracegrad.ones(1, 2, 3, 3)
+    x2 = tracegrad.ones(1, 2, 4, 5)
+    f = tracegrad.compile(_pad_by_tensors(tracegrad))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            f(x1, x2)
+    assert f.stats["graph_breaks"] == [], f.stats["graph_breaks"]
