@@ -164,3 +164,22 @@ def test_requires_grad_false_on_hidden_layer_between_calls():
             return loss.detach()
         return wrap(step), {"model": model, "opt": opt}, _batch(mod)
     check_compiled(make, calls=4, between=lambda st, i: st["model"][0].requires_grad_(i != 0), torch_too=True)
+
+
+def test_onecycle_cycles_adam_betas_without_retracing():
+    """OneCycleLR rewrites Adam's ``betas`` tuple each call: read per call as program inputs
+    (one trace), never the first call's betas frozen in."""
+    def make(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.01, eps=1e-3)
+        sched = mod.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=10)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return wrap(step), {"model": model, "opt": opt, "sched": sched}, _batch(mod)
+    run = check_compiled(make, calls=4, between=lambda st, i: st["sched"].step(), torch_too=True)
+    assert run.step.stats["traces"] == 1
