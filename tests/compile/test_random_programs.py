@@ -11,7 +11,10 @@ accumulation, ``.grad`` accumulated across calls, hooks registered before the lo
 hook changing a gradient, module forward/pre/full-backward hooks, hooks appending to a Python
 log), a straight-through custom ``autograd.Function``, an EMA copy of the model, a gradient
 penalty through ``autograd.grad(create_graph=True)``, and between calls an lr scheduler, a
-``train()``/``eval()`` switch or a new batch size. The seeds in ``SEEDS`` run in the suite;
+``train()``/``eval()`` switch or a new batch size. Seeds from 2000 on also draw from ``MORE``
+(a dict result with ``loss.item()``, RNG noise and ``arange`` in the step, ``.data`` edits, a
+counter buffer, a ``no_grad`` evaluation, lr/weight_decay groups, StepLR/OneCycleLR/LambdaLR/
+CosineAnnealingLR stepped between calls, gradient accumulation decided outside the step). The seeds in ``SEEDS`` run in the suite;
 ``python tests/compile/test_random_programs.py N`` runs seeds 0..N-1 and prints failures.
 """
 import random
@@ -43,6 +46,13 @@ LOSSES = ["mse", "cross_entropy", "smooth_l1", "huber", "sum_sq"]
 # that call's values, in eager's order)
 HOOKS = ["param_hook", "post_accumulate", "forward_hook", "forward_pre_hook", "full_backward_hook", "grad_log"]
 D_IN, CLASSES = 6, 3
+# what else a training step does (round 29): a dict with loss.item() returned, noise from the
+# global RNG, an arange made in the step, parameters clamped / a row zeroed in place after the
+# step, a step counter buffer used by the loss, a no_grad evaluation block in the step, param
+# groups with their own lr and weight_decay, a scheduler stepped between calls, gradient
+# accumulation (zero_grad every other call, decided outside the step)
+MORE = ["item", "randn", "arange", "param_clamp", "row_zero", "counter", "no_grad_eval", "wd_groups",
+        "sched", "accum"]
 
 
 class Spec:
@@ -73,10 +83,16 @@ class Spec:
         # drawn last, so the choices above stay what they were for every seed
         self.hooks = r.sample(HOOKS, r.randint(0, 2)) if r.random() < 0.5 else []
         self.extra = r.choice([None, None, "ema", "ste", "penalty"])
+        # round 29: seeds from 2000 on also draw from MORE (drawn after everything above; seeds
+        # below 2000 keep exactly the programs they were checked with)
+        self.more = r.sample(MORE, r.randint(1, 3)) if seed >= 2000 and r.random() < 0.7 else []
+        self.sched = r.choice(["StepLR", "OneCycleLR", "LambdaLR", "CosineAnnealingLR"])
+        if self.more:
+            self.calls = 4
 
     @property
     def random_draws(self):
-        return any(drop for _, _, drop, _ in self.layers)
+        return any(drop for _, _, drop, _ in self.layers) or "randn" in self.more
 
     def __repr__(self):
         return f"Spec(seed={self.seed}, {self.__dict__})"
@@ -101,6 +117,8 @@ def make_program(spec):
                     self.drops.append(nn.Dropout(0.3) if drop else nn.Identity())
                 self.head = nn.Linear(spec.widths[-1], CLASSES if spec.loss == "cross_entropy" else 2)
                 self.register_buffer("seen", mod.zeros(spec.widths[-1]))
+                if "counter" in spec.more:
+                    self.register_buffer("steps", mod.zeros((), dtype=mod.long))
 
             def forward(self, x):
                 for lin, norm, act, drop, (_, _, _, res) in zip(self.lins, self.norms, self.acts, self.drops, spec.layers):
@@ -109,7 +127,7 @@ def make_program(spec):
                 x = tensor_code(mod, x, spec.tensor_code, self)
                 if ste is not None:
                     x = ste.apply(x)
-                if spec.retain:
+                if spec.retain and x.requires_grad:     # (not in a no_grad evaluation)
                     x.retain_grad()
                     stash["inter"] = x
                 return self.head(x)
@@ -127,8 +145,12 @@ def make_program(spec):
         name, kw = spec.opt
         trainable = [p for p in params if p.requires_grad]
         groups = [{"params": trainable[:1], "lr": kw["lr"] * 2}, {"params": trainable[1:]}] if spec.groups else trainable
+        if "wd_groups" in spec.more and len(trainable) >= 3:
+            groups = [{"params": trainable[:1], "lr": kw["lr"] * 0.5, "weight_decay": 0.05},
+                      {"params": trainable[1:2], "weight_decay": 0.0}, {"params": trainable[2:], "lr": kw["lr"] * 1.5}]
         opt = getattr(mod.optim, name)(groups, **kw)
-        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+        sched = make_sched(mod, opt, spec.sched if "sched" in spec.more else "StepLR")
+        flags = {"zero": True}
 
         def loss_of(x, y):
             if spec.extra == "penalty":       # a gradient penalty on the input (WGAN-GP, R1)
@@ -154,10 +176,16 @@ def make_program(spec):
         compiled_loss = wrap(loss_of) if spec.split else loss_of
 
         def step(x, y):
-            if spec.zero == "none":
+            if "accum" in spec.more and not flags["zero"]:
+                pass
+            elif spec.zero == "none":
                 opt.zero_grad()
             elif spec.zero == "zeros":
                 opt.zero_grad(set_to_none=False)
+            if "randn" in spec.more:
+                x = x + 0.05 * mod.randn(x.shape)
+            if "arange" in spec.more:
+                x = x + mod.arange(x.shape[1], dtype=x.dtype) * 0.1
             if spec.micro:
                 half = x.shape[0] // 2
                 total = 0.0
@@ -167,7 +195,11 @@ def make_program(spec):
                     total = total + loss.detach()
             else:
                 total = compiled_loss(x, y)
+                if "counter" in spec.more:
+                    total = total * (1.0 + 0.1 * model.steps.float())
                 total.backward()
+            if "counter" in spec.more:
+                model.steps += 1
             if spec.retain:
                 stash["inter_grad"] = stash.pop("inter").grad.clone()
             if spec.clip == "norm":
@@ -179,7 +211,19 @@ def make_program(spec):
                 with mod.no_grad():
                     for e, p in zip(ema.parameters(), model.parameters()):
                         e.mul_(0.8).add_(p, alpha=0.2)
-            return total
+            if "param_clamp" in spec.more:
+                for p in model.parameters():
+                    p.data.clamp_(-0.5, 0.5)
+            if "row_zero" in spec.more:
+                model.head.weight.data[0].zero_()
+            out = {"loss": total} if spec.more else total
+            if "no_grad_eval" in spec.more:
+                with mod.no_grad():
+                    out["eval"] = model(x[:3]).mean()
+            if "item" in spec.more:
+                out["item"] = total.item()
+                out["pair"] = (total.detach() * 2, float(total))
+            return out
 
         def batch(i):
             # micro-batches of at least 3 rows: BatchNorm over 2 rows outputs +-1 whatever its
@@ -190,11 +234,22 @@ def make_program(spec):
 
         if spec.split:
             step.stats = getattr(compiled_loss, "stats", None)
-        state = {"model": model, "opt": opt, "sched": sched, "stash": stash, "log": log}
+        state = {"model": model, "opt": opt, "sched": sched, "stash": stash, "log": log, "flags": flags}
         if ema is not None:
             state["ema"] = ema
         return (step if spec.split else wrap(step)), state, batch
     return make
+
+
+def make_sched(mod, opt, name):
+    S = mod.optim.lr_scheduler
+    if name == "OneCycleLR":
+        return S.OneCycleLR(opt, max_lr=0.05, total_steps=10)
+    if name == "LambdaLR":
+        return S.LambdaLR(opt, lambda e: 1.0 / (1 + e))
+    if name == "CosineAnnealingLR":
+        return S.CosineAnnealingLR(opt, T_max=4, eta_min=0.001)
+    return S.StepLR(opt, step_size=1, gamma=0.7)
 
 
 def ste_clamp(mod):
@@ -265,6 +320,24 @@ def tensor_code(mod, x, ops, net):
 
 def between_calls(spec):
     """What a training loop does between two calls of the step."""
+    base = _between_calls(spec)
+    extra = []
+    if "sched" in spec.more and spec.between != "scheduler":
+        extra.append(lambda state, i: state["sched"].step())
+    if "accum" in spec.more:
+        extra.append(lambda state, i: state["flags"].__setitem__("zero", i % 2 == 1))
+    if not extra:
+        return base
+
+    def both(state, i):
+        if base is not None:
+            base(state, i)
+        for f in extra:
+            f(state, i)
+    return both
+
+
+def _between_calls(spec):
     if spec.between == "scheduler":
         return lambda state, i: state["sched"].step()
     if spec.between == "mode":
@@ -301,7 +374,9 @@ def run_seed(seed, torch_too=True):
 # greedily from seeds 0..599 preferring small programs: each seed is a few dozen eager programs
 # and a compiled step, so fewer seeds make the suite faster without losing what was checked.
 # 99 and 104 add the hooks and the straight-through Function the others do not draw.
-SEEDS = [4, 5, 15, 43, 99, 104, 123, 135, 286, 453, 495, 532, 597, 599]
+# 2124 and 2128 draw round 29's step features (accumulation decided outside the step, a no_grad
+# evaluation, an arange, a counter buffer, lr/weight_decay groups, .data clamps).
+SEEDS = [4, 5, 15, 43, 99, 104, 123, 135, 286, 453, 495, 532, 597, 599, 2124, 2128]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
