@@ -4,8 +4,9 @@ and the pattern of other libraries' words that must not reach a tracegrad error 
 import re
 import warnings
 
-# JAX's, XLA's and NumPy's own words (``numpy()`` the method is fine), a NumPy dtype repr
-FOREIGN = re.compile(r"jax|xla|jnp\.|lax\.|numpy(?!\(\))|\bnp\.|tracer|jaxpr|dtype\(|\|S\d", re.I)
+# JAX's, XLA's and NumPy's own words (``numpy()`` the method is fine, and so is torch's own
+# sentence "Unlike NumPy, torch.sign is not intended to support complex numbers"), a NumPy dtype repr
+FOREIGN = re.compile(r"jax|xla|jnp\.|lax\.|(?<!Unlike )numpy(?!\(\))|\bnp\.|tracer|jaxpr|dtype\(|\|S\d", re.I)
 
 
 def outcome(fn, T):

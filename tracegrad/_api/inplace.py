@@ -469,7 +469,7 @@ _NO_COMPLEX_KERNEL = {
     **{n: f"{n} is not supported for complex inputs; apply {n}_ to .real and .imag apart"
        for n in ("floor", "ceil", "trunc")},
     "frac": "\"frac_cpu\" not implemented for 'ComplexFloat'; apply frac_ to .real and .imag apart",
-    "sign": "sign_: sign is not intended to support complex numbers; use sgn_ (z / |z|) instead",
+    "sign": "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn instead.",
     "relu": "relu_: clamp is not supported for complex types; take .real or .abs() first",
 }
 

@@ -66,6 +66,13 @@ def _sgn_complex(x):
     return jnp.where(zero, jnp.zeros_like(x), x / jnp.where(zero, jnp.ones_like(a), a).astype(x.dtype))
 
 
+def _abs_complex(z):
+    """|z| with the hypot rule torch follows: an infinite part makes it inf even when the other
+    part is NaN (jnp.abs gave NaN for inf + nan*j)."""
+    inf_part = jnp.isinf(z.real) | jnp.isinf(z.imag)
+    return jnp.where(inf_part, jnp.inf, jnp.abs(z)).astype(jnp.abs(z).dtype)
+
+
 @jax.custom_jvp
 def _abs_real(x):
     return x * jnp.sign(x)
@@ -82,7 +89,7 @@ def _abs_real_jvp(primals, tangents):
 # NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
 _UNARY = [
     # name, jax fn, grad_fn, saves, vjp_result
-    ("abs", lambda x: jnp.abs(x) if jnp.iscomplexobj(x) else _abs_real(x), "AbsBackward0", ("self",), None),
+    ("abs", lambda x: _abs_complex(x) if jnp.iscomplexobj(x) else _abs_real(x), "AbsBackward0", ("self",), None),
     ("neg", jnp.negative, "NegBackward0", (), None),
     ("exp", jnp.exp, "ExpBackward0", ("result",), lambda y, g: g * y),
     ("exp2", jnp.exp2, "Exp2Backward0", ("result",), lambda y, g: g * y * jnp.log(jnp.asarray(2, y.dtype))),

@@ -268,7 +268,21 @@ def _igamma(a, x, dtype, upper):
     a, x = jnp.asarray(a, dtype), jnp.asarray(x, dtype)
     # torch has no derivative for ``input`` (the shape parameter): NOTE [not-implemented derivatives]
     a = jax.lax.stop_gradient(a)
-    return jax.scipy.special.gammaincc(a, x) if upper else jax.scipy.special.gammainc(a, x)
+    # evaluated in float64 and rounded once: JAX's float32 series drifts ~1.5e-5 from the exact
+    # value for a, x ~ 50 where torch's float32 kernel stays within 1e-5 (test_igamma_common)
+    a64, x64 = a.astype(jnp.float64), x.astype(jnp.float64)
+    r = jax.scipy.special.gammaincc(a64, x64) if upper else jax.scipy.special.gammainc(a64, x64)
+    # torch's edge rules, checked in this order (JAX gives NaN for most of them): a < 0 or x < 0
+    # is NaN; a == 0 is the limit 1 (P) / 0 (Q) for x > 0 else NaN; x == 0 is 0 (P) / 1 (Q);
+    # a = inf is NaN with x = inf else 0 (P) / 1 (Q); x = inf is 1 (P) / 0 (Q)
+    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    nan = jnp.nan
+    r = jnp.where(jnp.isinf(x64), hi, r)
+    r = jnp.where(jnp.isinf(a64), jnp.where(jnp.isinf(x64), nan, lo), r)
+    r = jnp.where(x64 == 0, lo, r)
+    r = jnp.where(a64 == 0, jnp.where(x64 > 0, hi, nan), r)
+    r = jnp.where((a64 < 0) | (x64 < 0), nan, r)
+    return r.astype(a.dtype)
 
 
 defop("igamma", lambda a, x, dtype: _igamma(a, x, dtype, False), args=("self", "other"), grad_fn="IgammaBackward0",

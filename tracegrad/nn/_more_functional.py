@@ -214,12 +214,22 @@ def _half(t):
     return t.dtype in (tracegrad.bfloat16, tracegrad.float16)
 
 
+def _no_complex(name, input):
+    """torch has no complex kernel for ``name``: its NotImplementedError naming the kernel (the
+    composite failed on an ordering comparison, naming ``le_cpu``/``gt_cpu``)."""
+    if isinstance(input, tracegrad.Tensor) and input.is_complex():
+        kind = "ComplexDouble" if input.dtype == tracegrad.complex128 else "ComplexFloat"
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{kind}'; take .real or .abs() first")
+
+
 def hardsigmoid(input, inplace=False):
     """Mirrors ``torch.nn.functional.hardsigmoid``: 0 for ``x <= -3``, 1 for ``x >= 3``, else
     ``x / 6 + 1/2``; gradient 1/6 strictly inside (-3, 3), as torch."""
     if _half(input) and not inplace:   # float32 math, one rounding (torch's opmath kernel)
         return hardsigmoid(input.float()).to(input.dtype)
-    inside = (input > -3) & (input < 3)
+    _no_complex("hardsigmoid", input)
+    # NaN takes the inside branch so it comes out NaN, as torch's kernel (the outside one gave 0)
+    inside = ((input > -3) & (input < 3)) | input.isnan()
     out = tracegrad.where(inside, input / 6 + 0.5, (input >= 3).to(input.dtype))
     return input.copy_(out) if inplace else out
 
@@ -229,6 +239,7 @@ def hardswish(input, inplace=False):
     ``x <= -3``, ``x / 3 + 1/2`` inside, 1 for ``x >= 3`` (torch's values at the kinks)."""
     if _half(input) and not inplace:   # float32 math, one rounding (torch's opmath kernel)
         return hardswish(input.float()).to(input.dtype)
+    _no_complex("hardswish", input)
     out = tracegrad.where(input <= -3, input * 0, tracegrad.where(input < 3, input * (input + 3) / 6, input))
     return input.copy_(out) if inplace else out
 
