@@ -1,4 +1,4 @@
-"""Bad-input parity, round 34: a probe of ~480 wrong (and a few right) calls in areas earlier
+"""Bad-input parity, round 34: a probe of ~540 wrong (and a few right) calls in areas earlier
 rounds covered lightly -- the nn.Module API (register_buffer/register_parameter/add_module with bad
 names and types, load_state_dict strict and shape mismatches, state-dict and forward/backward
 hooks, apply/to/train with bad arguments), layer constructors and forwards (Conv/ConvTranspose
@@ -9,8 +9,9 @@ random_split, Subset/ConcatDataset/TensorDataset indexing, samplers, default_col
 (grad/backward misuse, hooks returning a wrong shape/dtype, autograd.functional), and tensor
 creation (arange/linspace/full/randint/tensor/device/dtype arguments).
 
-Every case raised torch 2.13's exception class already (the lead's earlier rounds fixed these
-areas); the table keeps that so. One difference is left, recorded as a strict xfail:
+Fixed here: ``Module.to(memory_format=3)`` (an int or string for the memory format) ran and kept
+it silently; torch's parser raises TypeError -- now TypeError naming ``memory_format``. Every other
+case raised torch 2.13's exception class already; the table keeps that so. One difference is left, recorded as a strict xfail:
 ``nn.ModuleList().insert(0, 3)`` -- torch stores the non-Module without a check, tracegrad raises
 TypeError (as its ``append``/``__setitem__`` and torch's own ``append`` do).
 
@@ -521,6 +522,63 @@ C["can_cast_bad"] = lambda T: T.can_cast(T.float32, "a")
 C["set_default_dtype_int"] = lambda T: T.set_default_dtype(T.int64)
 C["get_default_dtype_ok"] = lambda T: T.get_default_dtype()
 
+# -- third batch: more nn.Module API (to/type/state_dict/get_submodule/set_submodule/containers)
+
+C["m_to_memfmt_bad"] = lambda T: L(T).to(memory_format=3)
+C["m_to_nonblocking_ok"] = lambda T: L(T).to("cpu", non_blocking=True) and None
+C["m_half_ok"] = lambda T: L(T).half().weight.dtype
+C["m_type_int"] = lambda T: L(T).type(T.int64).weight.dtype
+C["m_zero_grad_ok"] = lambda T: L(T).zero_grad() 
+C["m_buffers_recurse_ok"] = lambda T: len(list(T.nn.Sequential(T.nn.BatchNorm1d(2)).buffers(recurse=False)))
+C["m_named_params_dup_ok"] = lambda T: (lambda l: len(list(T.nn.Sequential(l, l).named_parameters(remove_duplicate=False))))(L(T))
+C["m_get_submodule_nested_missing"] = lambda T: T.nn.Sequential(L(T)).get_submodule("0.foo")
+C["m_get_submodule_notmod"] = lambda T: T.nn.Sequential(L(T)).get_submodule("0.weight")
+C["m_set_submodule_missing"] = lambda T: T.nn.Sequential(L(T)).set_submodule("1.x", T.nn.ReLU())
+C["m_set_submodule_notmod"] = lambda T: T.nn.Sequential(L(T)).set_submodule("0", 3)
+C["m_delattr_missing"] = lambda T: delattr(L(T), "nope")
+C["m_getattr_missing"] = lambda T: L(T).nope
+C["m_lsd_unexpected"] = lambda T: L(T).load_state_dict({"weight": T.ones(2, 2), "bias": T.ones(2), "x": T.ones(1)})
+C["m_lsd_unexpected_ok"] = lambda T: L(T).load_state_dict({"weight": T.ones(2, 2), "bias": T.ones(2), "x": T.ones(1)}, strict=False).unexpected_keys
+C["m_lsd_assign_ok"] = lambda T: (lambda m: (m.load_state_dict({"weight": T.zeros(2, 2), "bias": T.zeros(2)}, assign=True), m.weight.tolist()))(L(T))[1]
+C["m_lsd_dtype_ok"] = lambda T: (lambda m: (m.load_state_dict({"weight": T.zeros(2, 2, dtype=T.float64), "bias": T.zeros(2)}), m.weight.dtype))(L(T))[1]
+C["m_lsd_param_none"] = lambda T: L(T).load_state_dict({"weight": None, "bias": T.ones(2)})
+C["m_lsd_bn_tracked"] = lambda T: (lambda m: m.load_state_dict({k: v for k, v in m.state_dict().items() if k != "num_batches_tracked"}))(T.nn.BatchNorm1d(2))
+C["m_sd_destination_bad"] = lambda T: L(T).state_dict(3)
+C["m_sd_prefix_ok"] = lambda T: list(L(T).state_dict(prefix="p."))
+C["m_call_noforward"] = lambda T: T.nn.Module()(T.ones(1))
+C["m_extra_state_not_overridden"] = lambda T: L(T).get_extra_state()
+C["m_register_module_none_ok"] = lambda T: (lambda m: (m.register_module("n", None), list(m.named_children())))(L(T))[1]
+C["m_reg_buf_persist_ok"] = lambda T: (lambda m: (m.register_buffer("b", T.ones(1), persistent=False), list(m.state_dict())))(L(T))[1]
+C["m_register_buffer_param"] = lambda T: L(T).register_buffer("weight2", T.nn.Parameter(T.ones(1))) 
+C["m_param_assign_none_ok"] = lambda T: (lambda m: (setattr(m, "bias", None), m.bias))(L(T))[1]
+C["m_compile_args"] = lambda T: L(T).requires_grad_(False).weight.requires_grad
+C["m_share_memory_ok"] = lambda T: L(T).share_memory() and None
+C["m_ipu_bad"] = lambda T: L(T).cuda()
+C["m_float_ok"] = lambda T: L(T).double().float().weight.dtype
+C["m_bfloat16_ok"] = lambda T: L(T).bfloat16().weight.dtype
+C["t_to_cuda"] = lambda T: T.ones(2).cuda()
+C["t_to_dev_cuda"] = lambda T: T.ones(2).to("cuda")
+C["zeros_cuda"] = lambda T: T.zeros(2, device="cuda")
+C["zeros_meta_ok"] = lambda T: T.zeros(2, device="meta").shape
+C["device_type_ok"] = lambda T: T.device("cpu").type
+C["seq_slice_ok"] = lambda T: len(T.nn.Sequential(T.nn.ReLU(), T.nn.Tanh())[1:])
+C["seq_insert_bad"] = lambda T: T.nn.Sequential().insert(0, 3)
+C["seq_append_bad"] = lambda T: T.nn.Sequential().append(3)
+C["seq_extend_bad"] = lambda T: T.nn.Sequential().extend([3])
+C["seq_delitem_oob"] = lambda T: T.nn.Sequential(T.nn.ReLU()).__delitem__(3)
+C["seq_setitem_oob"] = lambda T: T.nn.Sequential(T.nn.ReLU()).__setitem__(3, T.nn.ReLU())
+C["seq_pop_oob"] = lambda T: T.nn.Sequential(T.nn.ReLU()).pop(3)
+C["ml_getitem_oob"] = lambda T: T.nn.ModuleList([T.nn.ReLU()])[3]
+C["ml_extend_notiter"] = lambda T: T.nn.ModuleList().extend(3)
+C["ml_iadd_bad"] = lambda T: T.nn.ModuleList().__iadd__(3)
+C["ml_add_bad"] = lambda T: T.nn.ModuleList() + 3
+C["pl_getitem_oob"] = lambda T: T.nn.ParameterList([T.nn.Parameter(T.ones(1))])[3]
+C["pd_getitem_missing"] = lambda T: T.nn.ParameterDict()["x"]
+C["md_getitem_missing"] = lambda T: T.nn.ModuleDict()["x"]
+C["md_update_bad"] = lambda T: T.nn.ModuleDict().update(3)
+C["pd_update_bad"] = lambda T: T.nn.ParameterDict().update(3)
+C["md_pop_missing"] = lambda T: T.nn.ModuleDict().pop("x")
+
 # torch accepts a non-Module in ModuleList.insert (no check there); tracegrad refuses it
 _XFAIL = {"ml_insert_int"}
 # default_collate's message names "numpy arrays" as torch's does (a legitimate word the helper's
@@ -534,6 +592,7 @@ GIST = {
     "backward_nonscalar": "grad can be implicitly created only for scalar outputs",
     "dl_sampler_shuffle": "sampler option is mutually exclusive with shuffle",
     "rs_sum": "Sum of input lengths does not equal the length of the input dataset",
+    "m_to_memfmt_bad": "memory_format",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
