@@ -416,6 +416,9 @@ def _parse_to(args, kwargs):
         bad.append(("dtype", dtype))
     if device is not None and (isinstance(device, (bool, float)) or not isinstance(device, (str, int, tracegrad.device))):
         bad.append(("device", device))
+    # as torch's parser: memory_format must be a memory_format (an int or string was kept silently)
+    if memory_format is not None and not isinstance(memory_format, tracegrad.memory_format):
+        bad.append(("memory_format", memory_format))
     if bad:
         name, value = bad[0]
         # a class (np.float32) or another library's object by its name only, not its repr
