@@ -36,7 +36,16 @@ def _atomic_compilation_cache_writes():
         if path.exists():
             return
         tmp = self.path / f".{key}.{os.getpid()}.tmp"
-        tmp.write_bytes(value)
+        # os-level writes: ``open`` from this (non-library) file while a compiled step is
+        # traced would be the user's file I/O to tracegrad's guard (a graph break whenever a
+        # program compiled during a trace is not cached yet, i.e. only with a cold cache)
+        fd = os.open(os.fspath(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(value)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(os.fspath(tmp), os.fspath(path))
     lru_cache.LRUCache.put = atomic_put
 
