@@ -357,7 +357,7 @@ def _key(leaves, treedef, kinds):
                 parts.append((type(a), a) if type(a) is not float or a else (float, a, math.copysign(1.0, a)))
             except TypeError:
                 parts.append(_unhashable_key(a))
-        elif a.is_sparse:
+        elif type(a).__dict__.get("is_sparse") is True:   # the class's flag: no __torch_function__ call
             # a sparse COO tensor has no dense value: outside state like a captured one (its
             # values and indices are read by the trace and guarded as such), keyed by identity
             parts.append((k, "sparse", _Same(a)))
