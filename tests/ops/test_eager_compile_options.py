@@ -55,3 +55,35 @@ def test_meta_views_with_positions_give_shapes():
     assert x[:, 1:2].shape == (2, 1, 1)
     assert x.narrow(1, 1, 0).shape == (2, 0, 1)
     assert x.transpose(0, 2)[:, ::2].shape == (1, 2, 2)
+
+
+def test_fused_updates_keep_xla_defaults_only_where_they_reduce_rank_3_arrays():
+    """NOTE [reductions compile with the fusion emitters] holds for the fused in-place updates
+    too (``_lowering/fused.py``): ``clip_grad_norm_`` over conv weights' gradients (norms of
+    4-D arrays) compiles with XLA's defaults (with the eager options DARTS's ~400 gradients
+    took 19 s), an elementwise optimizer update and a clip of 1-D/2-D gradients with the eager
+    options; the values are torch's either way."""
+    from tracegrad._lowering import fused
+    torch = __import__("pytest").importorskip("torch")
+    opts = xla_options.eager_compiler_options()
+    rs = np.random.RandomState(0)
+
+    def clip(shapes):
+        grads = [rs.standard_normal(s).astype(np.float32) for s in shapes]
+        ours = [tracegrad.nn.Parameter(tracegrad.zeros(*s)) for s in shapes]
+        theirs = [torch.nn.Parameter(torch.zeros(*s)) for s in shapes]
+        for p, q, g in zip(ours, theirs, grads):
+            p.grad, q.grad = tracegrad.tensor(g), torch.tensor(g)
+        before = set(fused._CACHE)
+        total = tracegrad.nn.utils.clip_grad_norm_(ours, 0.5)
+        want = torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+        np.testing.assert_allclose(total.item(), want.item(), rtol=1e-6)
+        for p, q in zip(ours, theirs):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+        (key,) = set(fused._CACHE) - before
+        return fused._CACHE[key].program.options["compiler_options"]
+
+    conv = clip([(3, 2, 3, 3), (3,), (4, 3, 1, 1)])
+    assert not set(opts) & set(conv), conv           # XLA's defaults (besides exact precision)
+    flat = clip([(5, 4), (5,)])
+    assert all(flat.get(k) == v for k, v in opts.items()), flat

@@ -24,7 +24,7 @@ import numpy as np
 from .. import _state
 from .._tensor.meta import is_meta
 from .._tensor.tensor import Tensor
-from .._ops.xla_options import eager_compiler_options
+from .._ops.xla_options import compiler_options_for
 from .._x64 import x64_enter, x64_exit
 from . import hyper
 from .program import Program
@@ -133,9 +133,11 @@ def _trace(fn, arrays, numbers, donate):
     try:
         # eager's compile options (NOTE [eager compile options]): an update of 8 parameters
         # compiled in about half the time (SGD with momentum 1.0 -> 0.54 s, AdamW 1.5 -> 1.3 s
-        # on a loaded machine), running as fast
-        program = Program.trace(pure, (arrays, [np.float64(v) for v in numbers]),
-                                {"compiler_options": dict(eager_compiler_options())})
+        # on a loaded machine), running as fast; but XLA's defaults for one that reduces
+        # arrays of rank 3+ (``clip_grad_norm_``'s norms of conv weights' gradients: DARTS's
+        # ~400 gradients compiled in 19 s, NOTE [reductions compile with the fusion emitters])
+        program = Program.trace(pure, (arrays, [np.float64(v) for v in numbers]), {})
+        program.options["compiler_options"].update(compiler_options_for(program.jaxpr.jaxpr))
     except Exception:      # whatever the trace could not do, the per-op path does (or raises)
         return _NOT_FUSABLE
     finally:

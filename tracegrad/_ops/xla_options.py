@@ -73,6 +73,13 @@ def _reduces(jaxpr) -> bool:
     return False
 
 
+def compiler_options_for(jaxpr) -> dict:
+    """The ``compiler_options`` for an eager program of ``jaxpr`` built outside ``eager_jit``
+    (the fused in-place updates: NOTE [eager compile options]): XLA's defaults ({}) when it
+    reduces an array of rank 3 or more (NOTE [reductions compile with the fusion emitters])."""
+    return {} if _reduces(jaxpr) else eager_compiler_options()
+
+
 def eager_jit(fn):
     """``jax.jit(fn)`` with the eager programs' compile options (XLA's defaults for an op that
     reduces: NOTE [reductions compile with the fusion emitters]), its first calls per signature
