@@ -370,6 +370,9 @@ def test_spytorch_train_step_compiled():
     fn = _check_compiled(_snn_step_runs)
     # the custom autograd Function (a masked write in its forward) traces into the program
     assert fn.stats["graph_breaks"] == [], fn.stats["graph_breaks"]
+    # the sparse batch is its indices and values: the two batches (two nnz) alternate over calls
+    # 2-4, one program each (keyed by the sparse tensor's identity, each call traced anew)
+    assert fn.stats["traces"] == 2, fn.stats
 
 
 # ---- Jamie-Stirling/RetNet (complex) ------------------------------------------------------------
