@@ -61,6 +61,11 @@ numpy streams: ``torch.randn``/``rand``/``randint`` through a seeded module (``S
 ``Tensor.normal_`` patched for ProdLDA's noise, the SNN's ``nn.init.normal_`` weights copied over.
 SpyTorch uses ``np.float``/``np.int``, which NumPy 2 removed: its ``np`` is numpy with those two
 names put back as ``float``/``int``.
+
+Compiled: each program's training step under ``tracegrad.compile`` equals tracegrad eager (and
+torch, but for ProdLDA's, whose noise comes from tracegrad's own generator there) with no graph
+break. SpyTorch's step takes the sparse batch as its argument, as ``train`` does: it runs one
+program per batch shape (nnz), which needed the fix in ``_lowering/region._SparseArg``.
 """
 import contextlib
 import io
@@ -1944,3 +1949,41 @@ def _avitm_program(torch, log):
 
 def test_prodlda_program():
     run_both(_avitm_program)
+
+
+def _avitm_step_runs(T, compiled):
+    # decode's own noise this time (mean.new().resize_as_(mean).normal_()): the library's stream
+    T.manual_seed(4656)
+    ProdLDA = _avitm_modules(T)[0]
+    ae = init_params(T, ProdLDA(12, 6, 5, 3, decoder_noise=0.0, encoder_noise=0.0), 4652, scale=0.4)
+    opt = T.optim.SGD(ae.parameters(), 0.002, momentum=0.9)
+
+    def step(batch):
+        # train()'s loop body
+        recon, mean, logvar = ae(batch)
+        loss = ae.loss(batch, recon, mean, logvar).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step(closure=None)
+        return loss, recon
+
+    if compiled:
+        step = T.compile(step)
+    x = T.from_numpy(_avitm_data(4, 4653))
+    out = []
+    for i in range(4):
+        loss, recon = step(x)
+        out.append((_np(loss), _np(recon)))
+    out.append({n: b.numpy().copy() for n, b in ae.named_buffers()})
+    out.append({n: _np(p) for n, p in ae.named_parameters()})
+    return out, step
+
+
+def test_prodlda_train_step_compiled():
+    """The compiled step draws decode's noise from tracegrad's generator as eager does (torch's
+    stream differs, so this one compares tracegrad compiled with tracegrad eager only):
+    ``new()``/``resize_as_``/``normal_`` and the BatchNorm running statistics in one program."""
+    eager, _ = _avitm_step_runs(tracegrad, False)
+    comp, fn = _avitm_step_runs(tracegrad, True)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    assert fn.stats["graph_breaks"] == [] and fn.stats["traces"] == 1, fn.stats
