@@ -60,6 +60,7 @@ from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, 
                                fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
+from ._api.sparse_coo import SparseCooTensor
 from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
@@ -339,10 +340,10 @@ def _misuse(error):
 
 def _signature(args, kwargs):
     """(leaves, treedef, kinds, cache key) of one call's arguments."""
-    if not kwargs and all(isinstance(a, Tensor) for a in args):
+    if not kwargs and all(isinstance(a, Tensor) and type(a) is not SparseCooTensor for a in args):
         leaves, treedef = args, len(args)          # the common case, without tree_flatten
     else:
-        leaves, treedef = _flatten((args, kwargs))
+        leaves, treedef = _flatten((args, kwargs), True)   # a sparse argument: its indices, values
     kinds = classify_args(leaves)
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
 
@@ -358,8 +359,9 @@ def _key(leaves, treedef, kinds):
             except TypeError:
                 parts.append(_unhashable_key(a))
         elif type(a).__dict__.get("is_sparse") is True:   # the class's flag: no __torch_function__ call
-            # a sparse COO tensor has no dense value: outside state like a captured one (its
-            # values and indices are read by the trace and guarded as such), keyed by identity
+            # a sparse COO tensor whose values require grad (the others are their indices and
+            # values: region._SparseArg) has no dense value: outside state like a captured one
+            # (its values and indices are read by the trace and guarded as such), keyed by identity
             parts.append((k, "sparse", _Same(a)))
         else:
             v = a._value

@@ -81,3 +81,59 @@ def test_sparse_leaf_argument_gets_its_grad(compiled):
     dense = np.zeros((3, 3), np.float32)
     dense[tuple(IDX)] = 3 * 2.0             # three backwards, each d(sum)/ds_ij = 2 (columns of x)
     np.testing.assert_array_equal(s.grad.to_dense().numpy(), dense)
+
+
+# ---- a new sparse batch on every call (SpyTorch's sparse_data_generator, round 46) --------------
+def _spike_batches(T, n):
+    """``n`` sparse COO batches made anew each time, as SpyTorch's generator makes them
+    (``torch.sparse.FloatTensor(LongTensor, FloatTensor, Size)``): two index sets that repeat."""
+    out = []
+    for i in range(n):
+        rs = np.random.RandomState(i % 2)
+        dense = (rs.uniform(0, 1, (2, 5, 4)) > 0.6).astype(np.float32)
+        idx = np.stack(np.nonzero(dense))
+        out.append(T.sparse_coo_tensor(T.tensor(idx), T.tensor(dense[tuple(idx)] * (i + 1)), (2, 5, 4)))
+    return out
+
+
+def _spike_run(T, compiled):
+    w = T.nn.Parameter(T.tensor(np.random.RandomState(5).randn(4, 3).astype(np.float32)))
+    opt = T.optim.Adam([w], lr=0.01)
+
+    def step(x_local):
+        h = T.einsum("abc,cd->abd", (x_local.to_dense(), w))
+        loss = h.max(1)[0].logsumexp(1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    if compiled:
+        step = T.compile(step)
+    losses = [step(x).item() for x in _spike_batches(T, 5)]
+    return losses, w.detach().numpy(), getattr(step, "stats", None)
+
+
+def test_new_sparse_batch_each_call_reuses_the_program():
+    """The sparse argument is its indices and values, fed to the program: a batch made anew with
+    an nnz seen before runs the program traced for it (keyed by identity, every batch traced a
+    program of its own until ``cache_size_limit`` made the function eager)."""
+    torch = pytest.importorskip("torch")
+    ref, w_ref, _ = _spike_run(torch, False)
+    eager, w_eager, _ = _spike_run(tg, False)
+    comp, w_comp, stats = _spike_run(tg, True)
+    np.testing.assert_allclose(eager, ref, rtol=1e-5)
+    np.testing.assert_allclose(w_eager, w_ref, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(comp, eager, rtol=1e-5)
+    np.testing.assert_allclose(w_comp, w_eager, rtol=1e-5, atol=1e-7)
+    # call 1 eager; calls 2-5 alternate between two index sets: one program each
+    assert stats["graph_breaks"] == [] and stats["traces"] == 2, stats
+
+
+def test_returned_sparse_argument_is_the_callers():
+    f = tg.compile(lambda s, x: (s, (s.to_dense() * x).sum()))
+    for s in _spike_batches(tg, 4):
+        back, total = f(s, tg.ones(4))
+        assert back is s
+        np.testing.assert_allclose(total.item(), s.to_dense().sum().item(), rtol=1e-6)
+    assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 2, f.stats

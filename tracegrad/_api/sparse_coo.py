@@ -15,7 +15,9 @@ is the dense gradient at its (coalesced) positions, which is the values' gradien
 entry of each position.
 
 Index-dependent shapes (coalesce's nnz, to_sparse's nonzeros, invariant checks) are computed on
-the host, so these tensors work in eager mode only (not inside ``tracegrad.compile``).
+the host, so those ops work in eager mode only; a compiled function given a sparse tensor gets
+its indices and values as program arguments (``_lowering/region._SparseArg``), so ``to_dense``
+and ``mm`` of it compile.
 
 Differs from torch: ``type(s)`` is ``SparseCooTensor`` (a subclass of ``tracegrad.Tensor``;
 torch's is ``torch.Tensor``); ``s.grad`` is a new tensor on each read and cannot be assigned but

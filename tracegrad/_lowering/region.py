@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _state
 from .._api import threads
+from .._api.sparse_coo import SparseCooTensor, make_sparse
 from .._ops import warn as _warn
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
@@ -103,11 +104,12 @@ class Plan:
         return grown
 
 
-def _flatten(tree):
+def _flatten(tree, args=False):
     """Leaves and treedef of arguments or results; plain dicts keep their insertion order (a
     JAX pytree sorts dict keys: a returned ``{"loss": .., "acc": ..}`` came back reordered, and
-    a dict argument was iterated in another order inside the trace than eagerly)."""
-    return jax.tree_util.tree_flatten(_ordered(tree), is_leaf=lambda x: isinstance(x, Tensor))
+    a dict argument was iterated in another order inside the trace than eagerly). ``args``: the
+    call's arguments, where a sparse COO tensor is its indices and values (``_SparseArg``)."""
+    return jax.tree_util.tree_flatten(_ordered(tree, args), is_leaf=lambda x: isinstance(x, Tensor))
 
 
 def _unflatten(treedef, leaves):
@@ -180,8 +182,12 @@ class ArgBox:
 
 def _argument_boxes(given, rebuilt, path, out):
     """``out[id(c)] = path`` for each list/dict ``c`` of ``rebuilt`` (the copies of the
-    arguments the trace passed) with the place of the caller's own object in ``given``."""
+    arguments the trace passed), and each sparse tensor rebuilt around stand-ins, with the place
+    of the caller's own object in ``given``."""
     t = type(rebuilt)
+    if t is SparseCooTensor and type(given) is t and rebuilt is not given:
+        out[id(rebuilt)] = path      # rebuilt around stand-ins (``_SparseArg``): returned, the caller's
+        return
     if t is not type(given) or t not in (list, dict, tuple) or len(given) != len(rebuilt):
         return
     if t is not tuple:
@@ -212,7 +218,7 @@ def _keep_outside(result, outside, kept, boxes):
     leaves; ``kept`` gets the guards of those it holds (their places), ``kept[ArgBox]`` whether
     an ``ArgBox`` was made."""
     t = type(result)
-    if t in (list, dict) and id(result) in boxes:
+    if (t in (list, dict) or t is SparseCooTensor) and id(result) in boxes:
         kept[ArgBox] = True
         return ArgBox(boxes[id(result)])
     if t in (list, dict) and id(result) in outside:
@@ -229,7 +235,7 @@ def _keep_outside(result, outside, kept, boxes):
 def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
     """Whether the call changed the list/dict arguments it was given (their rebuilt copies):
     other leaves, or another structure. Holds no leaf afterwards (escape analysis counts them)."""
-    now, now_def = _flatten((args, kwargs))
+    now, now_def = _flatten((args, kwargs), True)
     return now_def != treedef or any(x is not y for x, y in zip(now, leaves))
 
 
@@ -246,21 +252,44 @@ jax.tree_util.register_pytree_node(_InOrder, lambda d: (list(d.values()), (tuple
                                    lambda aux, values: _InOrder(zip(aux[0], values), aux[1]))
 
 
-def _ordered(x):
+class _SparseArg:
+    """A sparse COO tensor among a call's arguments inside ``_flatten(..., args=True)``: a pytree
+    node whose children are its indices and values, fed to the program as data arguments (keyed
+    by their shapes and dtypes; ``like``, the size and coalesced flag, is in the treedef), and
+    rebuilt around the stand-ins for the trace (``_plain``). Keyed by identity instead, a
+    sparse batch made anew for every call (SpyTorch's ``sparse_data_generator``, read by
+    ``to_dense`` inside the step) traced a program per call until ``cache_size_limit`` made the
+    function eager. Ops that need the index values on the host (``coalesce``, ``+``) still
+    raise while tracing: that signature runs eagerly, as before. One whose values require grad
+    keeps the identity key (its ``.grad`` is the caller's values' gradient)."""
+
+    __slots__ = ("indices", "values", "like")
+
+    def __init__(self, indices, values, like):
+        self.indices, self.values, self.like = indices, values, like
+
+
+jax.tree_util.register_pytree_node(_SparseArg, lambda s: ((s.indices, s.values), s.like),
+                                   lambda like, children: _SparseArg(children[0], children[1], like))
+
+
+def _ordered(x, args=False):
     # NOTE [result containers keep their order]: JAX sorts the keys of a dict and a
     # defaultdict, and flattens an OrderedDict's or a namedtuple's children without coming
     # back here, so a dict returned inside a namedtuple or an OrderedDict, or a returned
     # defaultdict, came back with its keys sorted (eagerly: insertion order).
     t = type(x)
     if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
-        return _InOrder(((k, _ordered(v)) for k, v in x.items()),
+        return _InOrder(((k, _ordered(v, args)) for k, v in x.items()),
                         None if t is dict else (t, getattr(x, "default_factory", None)))
     if t is list:
-        return [_ordered(v) for v in x]
+        return [_ordered(v, args) for v in x]
     if t is tuple:
-        return tuple(_ordered(v) for v in x)
+        return tuple(_ordered(v, args) for v in x)
     if isinstance(x, tuple) and hasattr(t, "_fields"):     # a namedtuple
-        return t(*(_ordered(v) for v in x))
+        return t(*(_ordered(v, args) for v in x))
+    if args and t is SparseCooTensor and not x.requires_grad:
+        return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
     return x
 
 
@@ -268,6 +297,8 @@ def _plain(x):
     t = type(x)
     if t is _Kept:
         return x.obj
+    if t is _SparseArg:
+        return make_sparse(x.indices, x.values, *x.like)
     if t is _InOrder:
         items = ((k, _plain(v)) for k, v in x.items())
         if x.like is None:
@@ -881,7 +912,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     """Trace ``fn(*args, **kwargs)`` once under ``plan`` and execute it. Raises ``Retrace``
     (plan grown), ``GraphBreak``, or the function's own exception; in every case the outside
     state is as it was before the call."""
-    leaves, treedef = _flatten((args, kwargs))
+    leaves, treedef = _flatten((args, kwargs), True)
     kinds = classify_args(leaves)
     # a storage no tensor holds any more, only programs (a mask a program replaced on its
     # module, NOTE [module tensor attributes]), cannot be read by the function: not an input of
