@@ -908,16 +908,9 @@ def test_glow_program_no_lu():
     args = types.SimpleNamespace(**dict(vars(GLOW_ARGS), no_lu=True, steps=1))
 
     def program(torch, log):
-        # torch.qr's deprecation is once per process on both sides: whether it shows here
-        # depends on which test of the worker called qr first, so both warn every time
-        always = torch.is_warn_always_enabled()
-        torch.set_warn_always(True)
-        try:
-            with warnings.catch_warnings(record=True) as w:
-                warnings.simplefilter("always")
-                _glow_program(torch, log, args)
-        finally:
-            torch.set_warn_always(always)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            _glow_program(torch, log, args)
         log("warnings", sorted({type(x.message).__name__ for x in w}))
 
     # as test_glow_program; here one weight of 262144 whose gradient is ~0 takes an Adam step
