@@ -125,20 +125,27 @@ def _is_leaf(x):
     return x is None or isinstance(x, Tensor)
 
 
-def _residuals(ctx):
-    """The Tensors the backward reads, as arrays, and how to put them back on a new ctx."""
-    attrs = {k: v for k, v in vars(ctx).items() if not k.startswith("_") and k not in _OWN}
+def ctx_residuals(ctx, own=_OWN, drop_unflattenable=False):
+    """The Tensors a custom Function's backward reads from ``ctx`` (``save_for_backward``'s and
+    those stored as ctx attributes, also inside lists, tuples and dicts; attributes named in
+    ``own`` belong to the node, not the user) as ``(arrays, layout)`` for ``ctx_restore``.
+    Attributes JAX cannot flatten (a dict with unsortable keys) raise TypeError/ValueError, or
+    with ``drop_unflattenable`` stay on the ctx as they are (their Tensors closed over)."""
+    attrs = {k: v for k, v in vars(ctx).items() if not k.startswith("_") and k not in own}
     try:
         leaves, treedef = jax.tree_util.tree_flatten((tuple(ctx.to_save), attrs), is_leaf=_is_leaf)
     except (TypeError, ValueError):
-        raise GraphBreak(f"the custom autograd.Function {type(ctx).__name__[:-8]} keeps ctx attributes "
-                         "tracegrad cannot follow into its backward (a dict with unsortable keys)") from None
+        if not drop_unflattenable:
+            raise
+        leaves, treedef = jax.tree_util.tree_flatten((tuple(ctx.to_save), {}), is_leaf=_is_leaf)
     arrays = tuple(leaf._value for leaf in leaves if isinstance(leaf, Tensor))
     return arrays, (treedef, [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
                     [isinstance(leaf, Tensor) for leaf in leaves])
 
 
-def _restore(ctx, arrays, layout):
+def ctx_restore(ctx, arrays, layout):
+    """``ctx`` with the residual ``arrays`` (new Tensors) back in the places ``ctx_residuals``
+    took them from."""
     treedef, kept, is_tensor = layout
     it = iter(arrays)
     leaves = [Tensor._make(next(it)) if t else leaf for leaf, t in zip(kept, is_tensor)]
@@ -146,6 +153,14 @@ def _restore(ctx, arrays, layout):
     ctx.to_save, ctx._saved = tuple(saved), None
     for k, v in attrs.items():
         setattr(ctx, k, v)
+
+
+def _residuals(ctx):
+    try:
+        return ctx_residuals(ctx)
+    except (TypeError, ValueError):
+        raise GraphBreak(f"the custom autograd.Function {type(ctx).__name__[:-8]} keeps ctx attributes "
+                         "tracegrad cannot follow into its backward (a dict with unsortable keys)") from None
 
 
 def _differentiated(arrays) -> bool:
@@ -218,7 +233,7 @@ def run(cls, ctx, args, kwargs, forward):
         c = node_cls()
         c.needs_input_grad, c._in_meta, c._out_meta = meta["needs"], meta["in_meta"], meta["out_meta"]
         c.materialize_grads, c._materialize_non_diff_grads = meta["materialize"]
-        _restore(c, res, meta["layout"])
+        ctx_restore(c, res, meta["layout"])
         grads = []
         for g, (shape, dtype, nondiff) in zip(cts, [m for m in c._out_meta if m[0] is not None]):
             zero = isinstance(g, jax.custom_derivatives.SymbolicZero) or g.dtype == jax.dtypes.float0

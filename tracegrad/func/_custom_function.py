@@ -30,6 +30,7 @@ from .. import _state
 from .._ops.dtypes import DIFFERENTIABLE
 from .._tensor.tensor import Tensor
 from ..autograd.function import Function, _backward_cls
+from .._lowering.custom_function import ctx_residuals, ctx_restore
 from . import _closure
 
 _Tracer = jax.core.Tracer
@@ -117,35 +118,6 @@ class _Call:
 _OWN = ("to_save", "saved_for_forward")     # ctx attributes of the node itself, not the user's
 
 
-def _is_leaf(x):
-    return x is None or isinstance(x, Tensor)
-
-
-def _residuals(ctx):
-    """The Tensors ``backward`` reads, as (arrays, how to put them back): ``save_for_backward``'s
-    and those the user stored as ctx attributes (also inside lists, tuples and dicts). Every
-    other value stays on the ctx as it is."""
-    attrs = {k: v for k, v in vars(ctx).items() if not k.startswith("_") and k not in _OWN}
-    try:
-        leaves, treedef = jax.tree_util.tree_flatten((tuple(ctx.to_save), attrs), is_leaf=_is_leaf)
-    except (TypeError, ValueError):   # a dict JAX cannot flatten (unsortable keys): Tensors stay closed over
-        leaves, treedef = jax.tree_util.tree_flatten((tuple(ctx.to_save), {}), is_leaf=_is_leaf)
-    arrays = tuple(leaf._value for leaf in leaves if isinstance(leaf, Tensor))
-    return arrays, (treedef, [None if isinstance(leaf, Tensor) else leaf for leaf in leaves],
-                    [isinstance(leaf, Tensor) for leaf in leaves])
-
-
-def _restore(ctx, arrays, layout):
-    """``ctx`` with the residual ``arrays`` back in the places ``_residuals`` took them from."""
-    treedef, kept, is_tensor = layout
-    it = iter(arrays)
-    leaves = [Tensor._make(next(it)) if t else leaf for leaf, t in zip(kept, is_tensor)]
-    saved, attrs = jax.tree_util.tree_unflatten(treedef, leaves)
-    ctx.to_save, ctx._saved = saved, None
-    for k, v in attrs.items():
-        setattr(ctx, k, v)
-
-
 def _reverse(call, arrays):
     ctxs = []
 
@@ -160,14 +132,14 @@ def _reverse(call, arrays):
         xs = tuple(p.value for p in ps)
         out = call.primal(*xs)
         ctx, _, _ = call.context(xs, out, tuple(p.perturbed for p in ps))
-        res, layout = _residuals(ctx)
+        res, layout = ctx_residuals(ctx, _OWN, drop_unflattenable=True)
         ctx.to_save = ()
         ctxs.append((ctx, layout))
         return out, res
 
     def bwd(res, cts):
         ctx, layout = ctxs[-1]
-        _restore(ctx, res, layout)
+        ctx_restore(ctx, res, layout)
         grads = []
         for c, (shape, dtype, nondiff) in zip(cts, _tensor_meta(ctx)):
             zero = isinstance(c, jax.custom_derivatives.SymbolicZero) or c.dtype == jax.dtypes.float0
