@@ -22,12 +22,18 @@ from .. import _state, return_types
 
 
 # ---- reductions -------------------------------------------------------------------------
+def _too_many_dims(ndim):
+    raise RuntimeError(f"only tensors with up to 64 dims are supported (the input has {ndim}); "
+                       "reduce with dim=None or reshape first")
+
+
 def _dims(dim, ndim):
     if dim is None:
         return None
-    if ndim > 64:   # torch's reductions mark the reduced dims in a 64-bit mask (dim=None is fine)
-        raise RuntimeError(f"only tensors with up to 64 dims are supported (the input has {ndim}); "
-                           "reduce with dim=None or reshape first")
+    # torch's reductions mark the reduced dims in a 64-bit mask; dim=None and an empty dim list
+    # (every dim: no mask) are fine
+    if ndim > 64 and not (isinstance(dim, (list, tuple, Size)) and len(dim) == 0):
+        _too_many_dims(ndim)
     for i, d in enumerate(dim if isinstance(dim, (list, tuple, Size)) else (dim,)):
         # int() would take both; torch's parser takes a bool only after an int list's first element
         if isinstance(d, float) or (type(d) is bool and i == 0):
@@ -490,6 +496,8 @@ def _logical_dims(dim, ndim):
     """all/any's dims: an empty list reduces over no dim (torch's all.dims/any.dims overloads give
     the elementwise truth test, same shape), where sum/mean read it as every dim."""
     if isinstance(dim, (list, tuple, Size)) and len(dim) == 0:
+        if ndim > 64:       # torch's all.dims kernel still builds the 64-bit dim mask
+            _too_many_dims(ndim)
         return ()
     return _dims(dim, ndim)
 

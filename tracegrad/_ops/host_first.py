@@ -377,6 +377,13 @@ def _leaf_sig(a):
     raise _NotHere           # a tracer, None, a dict...: the jit decides
 
 
+def _past_numpy_dims(jaxpr) -> bool:
+    """Whether a value of ``jaxpr`` has more dimensions than a numpy array holds (64): torch
+    tensors may (torch's tests reduce a 65-d tensor), numpy cannot evaluate such a program."""
+    vs = list(jaxpr.invars) + list(jaxpr.outvars) + [v for e in jaxpr.eqns for v in e.outvars]
+    return any(len(getattr(getattr(v, "aval", None), "shape", ())) > 64 for v in vs)
+
+
 class _Plan:
     __slots__ = ("calls", "jaxpr", "out_tree")
 
@@ -466,6 +473,8 @@ class FirstCallsOnHost:
         if not _movement_only(closed.jaxpr):
             return None
         outs = [v.aval for v in closed.jaxpr.outvars]
+        if _past_numpy_dims(closed.jaxpr):
+            return _COMPILE
         if (len(closed.jaxpr.invars) != len(leaves) or any(a.weak_type for a in outs)
                 or sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in outs) > _HOST_BYTES):
             return _COMPILE
