@@ -333,6 +333,31 @@ class TestReductionsTI33(TestCase):
                 self._test_ref(op, t)
 
 
+class TestReductionsLegacyTI33(TestCase):
+    """test/test_reductions.py ``TestReductions``'s legacy tests. (Its logsumexp ``dim=None`` tests
+    are left out: torch 2.13 refuses ``dim=None`` there, a later torch added it.)"""
+
+    @_cdt.onlyCPU
+    def test_sum_parallel(self, device):
+        # torch's sizes are kept (they cross its parallel grain size); float64 0/1 sums are exact
+        def _run_test(size):
+            for dim in range(len(size) + 1):
+                nv = np.round(np.random.rand(*size))  # 0s and 1s
+                tv = torch.from_numpy(nv)
+                self.assertTrue(tv.numel() > 32768)
+                if dim == len(size):
+                    nvs = nv.sum()
+                    tvs = tv.sum()
+                else:
+                    nvs = nv.sum(dim)
+                    tvs = tv.sum(dim)
+                diff = np.abs(nvs - tvs.numpy()).sum()
+                self.assertEqual(diff, 0)
+
+        _run_test([2, 3, 3, 3, 3, 2, 2, 3, 2, 3, 2, 3, 3])
+        _run_test([1, 32770])
+
+
 class TestFixesTI33(TestCase):
     """torch 2.13 behaviours the ports above (test_dim_ndim_limit) and this round's probes around
     them found tracegrad getting wrong, now fixed; written as torch tests."""
@@ -369,9 +394,55 @@ class TestFixesTI33(TestCase):
             with self.assertRaisesRegex(RuntimeError, "only tensors with up to 64 dims are supported"):
                 fn()
         self.assertEqual(x.sum(), x.reshape(-1).sum())
+        # nanmean, norm and all/any name every dim when dim is None: refused too
+        for fn in (lambda: torch.nanmean(x), lambda: torch.norm(x), lambda: x.all(), lambda: x.any(),
+                   lambda: torch.allclose(x, x)):
+            with self.assertRaisesRegex(RuntimeError, "only tensors with up to 64 dims are supported"):
+                fn()
+        self.assertTrue(torch.equal(x, x.clone()))
+        self.assertFalse(torch.equal(x, x + 1))
+
+    def test_values_out_past_64_dims(self, device):
+        x = torch.zeros([2, 3] + [1] * 62 + [2], device=device)
+        x[1, 2, ..., 1] = 1.5
+        x[0, 1, ..., 0] = 2.5
+        self.assertEqual(x.sum().item(), 4.0)
+        self.assertEqual(x[0, 1].reshape(-1)[0].item(), 2.5)
+        self.assertEqual(torch.ones([1] * 65).item(), 1.0)
+        nested = x.tolist()
+        self.assertEqual(nested[1][2][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]
+                         [0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]
+                         [0][0][0][0][0][0], [0.0, 1.5])
+        self.assertEqual(len(nested), 2)
+        self.assertEqual(len(nested[0]), 3)
+        self.assertEqual(torch.zeros([2, 0] + [1] * 63).tolist(), [[], []])
+        nz = x.nonzero()
+        self.assertEqual(nz.shape, (2, 65))
+        self.assertEqual(nz[:, :2].tolist(), [[0, 1], [1, 2]])
+        self.assertEqual(nz[:, -1].tolist(), [0, 1])
+        self.assertEqual([i.tolist() for i in x.nonzero(as_tuple=True)[:2]], [[0, 1], [1, 2]])
+        self.assertEqual(x[x > 0].tolist(), [2.5, 1.5])
+        self.assertEqual(torch.masked_select(x, x > 2).tolist(), [2.5])
+
+    def test_broadcast_past_32_dims(self, device):
+        # numpy broadcasts shapes of 32 dims at most; in-place ops, copy_ and index broadcasting
+        # of tensors with 33 to 64 dims follow torch
+        a = torch.ones([2] + [1] * 39, device=device)
+        a.add_(torch.ones([1] * 33))
+        a.copy_(torch.full([1] * 36, 3.0))
+        self.assertEqual(a.sum().item(), 6.0)
+        with self.assertRaisesRegex(RuntimeError, "doesn't match the broadcast shape"):
+            a.add_(torch.ones([1] * 39 + [3]))
+        b = torch.arange(4.0).reshape([2] + [1] * 38 + [2])
+        self.assertEqual(b[b > 1].tolist(), [2.0, 3.0])
+        i = torch.zeros([1] * 34, dtype=torch.long)
+        self.assertEqual(torch.arange(3.0)[i, ].shape, (1,) * 34)
+        with self.assertRaisesRegex(IndexError, "shape mismatch"):
+            torch.zeros(3, 3)[torch.zeros([1] * 33 + [2], dtype=torch.long), torch.zeros(3, dtype=torch.long)]
 
 
 _cdt.instantiate_device_type_tests(TestReductionsTI33, globals(), only_for="cpu")
+_cdt.instantiate_device_type_tests(TestReductionsLegacyTI33, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestFixesTI33, globals(), only_for="cpu")
 
 

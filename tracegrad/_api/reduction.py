@@ -167,6 +167,8 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     if self.dtype._cat <= 1:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_SCALAR_NAME[self.dtype.name]}")
+    if dim is None and self.ndim > 64:   # torch's nanmean names every dim: the 64-bit dim mask
+        _too_many_dims(self.ndim)
     self = _to_dtype(self, dtype, "nanmean")
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
@@ -432,6 +434,8 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(dim, str) or (isinstance(dim, (list, tuple)) and str in map(type, dim)):   # (any is shadowed)
         raise TypeError(f"linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not "
                         f"{type(dim).__name__}; pass a dim index or indices")
+    if self.ndim > 64:      # torch.norm is linalg.vector_norm's kernel: refused whatever dim
+        _too_many_dims(self.ndim)
     x = self if dtype is None else self.to(norm_dtype("vector_norm", self, dtype))
     dims = _dims(dim, self.ndim)
     _check_empty_norm(self, float(p), dims)
@@ -504,15 +508,21 @@ def _logical_dims(dim, ndim):
 
 @method(function=True)
 def all(self, dim=None, keepdim=False):
-    """Mirrors ``torch.all``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing."""
+    """Mirrors ``torch.all``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing.
+    RuntimeError past 64 dims, whatever ``dim`` (torch's kernel always builds its dim mask)."""
     _single_dim_tensor("all", dim)
+    if dim is None and self.ndim > 64:
+        _too_many_dims(self.ndim)
     return apply_op(OPS["all"], (self,), (("dim", _logical_dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def any(self, dim=None, keepdim=False):
-    """Mirrors ``torch.any``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing."""
+    """Mirrors ``torch.any``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing.
+    RuntimeError past 64 dims, whatever ``dim`` (torch's kernel always builds its dim mask)."""
     _single_dim_tensor("any", dim)
+    if dim is None and self.ndim > 64:
+        _too_many_dims(self.ndim)
     return apply_op(OPS["any"], (self,), (("dim", _logical_dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 

@@ -7,6 +7,7 @@ import jax
 import numpy as np
 
 from .._x64 import x64_enter, x64_exit
+from .errors import broadcast_shapes
 
 # NOTE [host first calls]
 # Eager mode jits one small program per (op, static arguments) and XLA compiles it once per
@@ -146,7 +147,7 @@ def _select_n(which, *cases, **_):
 
 
 def _complex(re, im, **_):
-    out = np.empty(np.broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, np.complex64))
+    out = np.empty(broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, np.complex64))
     out.real, out.imag = re, im
     return out
 
