@@ -87,7 +87,7 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False,
         return
     if v.size == 0:
         return
-    v = np.asarray(v)
+    v = np.asarray(v.reshape(-1) if v.ndim > 64 else v)   # numpy holds 64 dims at most
     lo, hi = int(v.min()), int(v.max())
     if hi >= size or lo < (-size if negative else 0):
         if error is IndexError:

@@ -27,12 +27,14 @@ def _too_many_dims(ndim):
                        "reduce with dim=None or reshape first")
 
 
-def _dims(dim, ndim):
+def _dims(dim, ndim, limit=True):
+    """``dim`` wrapped and checked, None for every dim. ``limit``: refuse named dims of a tensor of
+    more than 64 dims, as torch's reductions (median's kernel does not)."""
     if dim is None:
         return None
     # torch's reductions mark the reduced dims in a 64-bit mask; dim=None and an empty dim list
     # (every dim: no mask) are fine
-    if ndim > 64 and not (isinstance(dim, (list, tuple, Size)) and len(dim) == 0):
+    if limit and ndim > 64 and not (isinstance(dim, (list, tuple, Size)) and len(dim) == 0):
         _too_many_dims(ndim)
     for i, d in enumerate(dim if isinstance(dim, (list, tuple, Size)) else (dim,)):
         # int() would take both; torch's parser takes a bool only after an int list's first element
@@ -316,6 +318,8 @@ def _minmax(kind):
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
             return apply_op(OPS[f"{kind}_all"], (self,))
         d = _wrap_dim(dim, self.ndim)
+        if self.ndim > 64:    # torch's max/min.dim build the reductions' 64-bit dim mask
+            _too_many_dims(self.ndim)
         if self.ndim and self.shape[d] == 0:
             raise IndexError(f"{kind}(): Expected reduction dim {d} to have non-zero size.")
         v, i = apply_op(OPS[f"{kind}_dim"], (self,), (("dim", d), ("keepdim", keepdim)))
@@ -329,7 +333,7 @@ def _minmax(kind):
 max, min = method("max", function=True)(_minmax("max")), method("min", function=True)(_minmax("min"))
 
 
-def _extremum_dims(self, dim, api, whole=RuntimeError):
+def _extremum_dims(self, dim, api, whole=RuntimeError, limit=True):
     """Reduced dims of amax/amin/aminmax/argmax/argmin/median; torch has no identity to give an
     empty slice (``whole``: the class for an empty tensor reduced whole), and no order for
     complex numbers (argmax/argmin: nor for bools)."""
@@ -337,7 +341,7 @@ def _extremum_dims(self, dim, api, whole=RuntimeError):
         check_sortable(self, api, bool_ok=False)
     else:
         check_sortable(self, api, NotImplementedError)
-    dims = _dims(dim, self.ndim)
+    dims = _dims(dim, self.ndim, limit)
     if self.numel() == 0:
         if dims is None:
             raise whole(f"{api}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -670,8 +674,8 @@ def kthvalue(self, k, dim=-1, keepdim=False):
 
 def check_median(self, dim, api):
     check_sortable(self, "median", NotImplementedError, bool_ok=False)
-    if dim is not None:
-        _extremum_dims(self, dim, api)
+    if dim is not None:   # torch's median/nanmedian along a dim take more than 64 dims
+        _extremum_dims(self, dim, api, limit=False)
 
 
 @method(function=True)
