@@ -97,6 +97,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_dt.SCALAR_NAMES.get(x.dtype.name, x.dtype.name)}")
+    if x.dim() > 64:   # torch's kernel marks reduced dims in a 64-bit mask, dim=None included
+        raise RuntimeError(f"only tensors with up to 64 dims are supported (linalg.vector_norm of a {x.dim()}-d "
+                           "input); reshape it to 64 dims or fewer first")
     if dtype is not None:
         x = x.to(_reduction.norm_dtype("vector_norm", x, dtype))
     if isinstance(dim, int):

@@ -460,7 +460,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if input.dtype.is_complex:
         raise NotImplementedError(f'"unique" not implemented for \'{_SCALAR_NAME[input.dtype.name]}\'')
     limited.check_dtype("unique()", input.dtype, unsigned_ok=True)
-    a = _host(input)
+    flat = dim is None and input.dim() > 64   # numpy holds 64 dims at most: the flat values
+    a = _host(input.reshape(-1) if flat else input)
     if dim is not None:
         _no_dim_of_0d(input, dim)
         dim = _wrap_dim(dim, input.dim())
@@ -474,7 +475,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     out = [no_derivative(_tensor(vals, dtype=input.dtype), input, *(("_unique2", "Unique2Backward0")
                          if dim is None else ("unique_dim", "UniqueDimBackward0")))]
     if return_inverse:
-        out.append(_tensor(inv.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64), dtype=int64))
+        inverse = _tensor(inv.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64), dtype=int64)
+        out.append(inverse.reshape(tuple(input.shape)) if flat else inverse)
     if return_counts:
         out.append(_tensor(counts.astype(np.int64), dtype=int64))
     return out[0] if len(out) == 1 else tuple(out)

@@ -303,16 +303,16 @@ def mode(input, dim=-1, keepdim=False):
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size; pass a dim with elements")
     x = input.movedim(d, -1)
     xd = x.detach()
-    key = xd   # NaN -> inf: NaNs compare equal to each other and sort after the numbers
-    if input.is_floating_point():
-        key = where(xd.isnan(), math.inf, xd)
+    key = xd.reshape(-1, n)   # 2-D: the n x n comparison below stays within 64 dims (torch takes 65)
+    if input.is_floating_point():   # NaN -> inf: NaNs compare equal to each other and sort after the numbers
+        key = where(key.isnan(), math.inf, key)
     counts = (key.unsqueeze(-1) == key.unsqueeze(-2)).sum(-1)
     best = counts.amax(-1, keepdim=True)
     cand = counts == best
     smallest = where(cand, key, key.amax(-1, keepdim=True)).amin(-1, keepdim=True)
     pos = _arange(n, dtype=_dt.int64)
     idx = where(key == smallest, pos, -1).amax(-1, keepdim=True)
-    idx = idx.movedim(-1, d).contiguous()
+    idx = idx.reshape(tuple(x.shape[:-1]) + (1,)).movedim(-1, d).contiguous()
     # the values come from one op reading input at idx: torch's single ModeBackward0 node
     values = apply_op(OPS["mode_pick"], (input, idx), (("dim", d), ("keepdim", bool(keepdim))))
     return return_types.mode(values, idx if keepdim else idx.squeeze(d))

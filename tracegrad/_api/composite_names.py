@@ -78,6 +78,9 @@ def aminmax(input, *, dim=None, keepdim=False):
     if dim is not None and input.ndim and input.shape[_wrap(dim, input.ndim)] == 0:
         raise IndexError(f"aminmax: Expected reduction dim {_wrap(dim, input.ndim)} to have non-zero size.")
     check_sortable(input, "aminmax", NotImplementedError)
+    if dim is not None and input.ndim > 64:   # torch's kernel along a dim builds the reductions' 64-bit dim mask
+        raise RuntimeError(f"only tensors with up to 64 dims are supported (aminmax of a {input.ndim}-d input); "
+                           "reshape it to 64 dims or fewer first")
     # one op, so that both results share torch's single AminmaxBackward0 node
     dims = tuple(range(input.ndim)) if dim is None else ((_wrap(dim, input.ndim),) if input.ndim else ())
     return return_types.aminmax(*apply_op(OPS["aminmax"], (input,), (("dim", dims), ("keepdim", keepdim))))

@@ -644,7 +644,8 @@ def equal(self, other) -> bool:
     check_tensors("equal", self, other)
     if tuple(self.shape) != tuple(other.shape):
         return False
-    return bool(eq(self, other).all())
+    # flat: torch.equal compares past 64 dims, where all() refuses the 64-bit dim mask
+    return bool(eq(self, other).reshape(-1).all())
 
 
 @method("where")

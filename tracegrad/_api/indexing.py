@@ -22,6 +22,7 @@ from .inplace import _check_expand, check_index_dtype, check_index_range, check_
     write_one_value_expanded
 from .promotion import _CPP_NAME, _check_scalar_value, check_real_scalars
 from .shape import expand, flatten
+from .._ops.errors import broadcast_shapes as _broadcast_shapes
 
 
 # ---- indexing ---------------------------------------------------------------------------
@@ -436,7 +437,7 @@ def _check_index_broadcast(arrays):
     if len(arrays) > 1:
         shapes = [tuple(a.shape) for a in arrays]
         try:
-            np.broadcast_shapes(*shapes)
+            _broadcast_shapes(*shapes)
         except ValueError:
             raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                              + ", ".join(str(list(s_)) for s_ in shapes)) from None
@@ -832,7 +833,7 @@ def masked_select(self, mask):
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     try:
-        shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+        shape = tuple(_broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
     except ValueError:
         raise RuntimeError(f"masked_select: the shape of the mask {list(mask.shape)} does not broadcast with "
                            f"the input's {list(self.shape)}") from None
@@ -844,12 +845,27 @@ def masked_select(self, mask):
     return apply_op(OPS["masked_select"], (x, *idx), (("key", tuple(("t",) for _ in idx)),))
 
 
+def _nonzero_past_numpy_dims(value, as_tuple):
+    flat = np.flatnonzero(np.asarray(value.reshape(-1))).astype(np.int64)
+    cols = []
+    for size in reversed(value.shape):       # C order: the last dim varies fastest
+        cols.append(flat % size if size else flat)
+        flat = flat // size if size else flat
+    cols.reverse()
+    if as_tuple:
+        return tuple(tensor(c) for c in cols)
+    return tensor(np.stack(cols, axis=1))
+
+
 @method(function=True)
 def nonzero(self, *, as_tuple=False):
     """Mirrors ``torch.nonzero``: int64 ``(n, ndim)`` indices, or a tuple of 1-D index tensors
     with ``as_tuple=True``. Needs concrete values (the output shape depends on the data)."""
-    arr = np.asarray(_concrete(self, "nonzero()"))
+    value = _concrete(self, "nonzero()")
     limited.check_dtype("nonzero()", self.dtype)
+    if value.ndim > 64:     # numpy holds 64 dims at most: the flat positions, unraveled by hand
+        return _nonzero_past_numpy_dims(value, as_tuple)
+    arr = np.asarray(value)
     nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
     if as_tuple:
         return tuple(tensor(a.astype(np.int64)) for a in nz)

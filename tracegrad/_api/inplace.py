@@ -28,6 +28,7 @@ from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
 from .promotion import _CPP_NAME, ADDCDIV_INT, DEFAULT_ONE, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
+from .._ops.errors import broadcast_shapes as _broadcast_shapes
 
 
 # ---- in-place ---------------------------------------------------------------------------
@@ -86,7 +87,7 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False,
         return
     if v.size == 0:
         return
-    v = np.asarray(v)
+    v = np.asarray(v.reshape(-1) if v.ndim > 64 else v)   # numpy holds 64 dims at most
     lo, hi = int(v.min()), int(v.max())
     if hi >= size or lo < (-size if negative else 0):
         if error is IndexError:
@@ -142,7 +143,7 @@ def _check_inplace_broadcast(self, other):
     """An in-place op cannot grow self: torch's 'output with shape ... doesn't match the broadcast shape'."""
     if isinstance(other, Tensor) and other._value.shape != self._value.shape:
         _check_broadcast(self, other)   # torch's message when they do not broadcast at all
-        shape = np.broadcast_shapes(self._value.shape, other._value.shape)
+        shape = _broadcast_shapes(self._value.shape, other._value.shape)
         if tuple(shape) != tuple(self._value.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
 
@@ -297,7 +298,7 @@ def copy_(self, src, non_blocking=False):
             else tensor(src, dtype=self.dtype)
     if tuple(src.shape) != tuple(self.shape):
         _check_broadcast(self, src)
-        full = np.broadcast_shapes(tuple(src.shape), tuple(self.shape))
+        full = _broadcast_shapes(tuple(src.shape), tuple(self.shape))
         if full != tuple(self.shape):   # torch's text for an output the source would grow (was expand's)
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(full)} (copy_ writes into self; src must broadcast to self's shape)")

@@ -22,12 +22,20 @@ from .. import _state, return_types
 
 
 # ---- reductions -------------------------------------------------------------------------
-def _dims(dim, ndim):
+def _too_many_dims(ndim):
+    raise RuntimeError(f"only tensors with up to 64 dims are supported (the input has {ndim}); "
+                       "reduce with dim=None or reshape first")
+
+
+def _dims(dim, ndim, limit=True):
+    """``dim`` wrapped and checked, None for every dim. ``limit``: refuse named dims of a tensor of
+    more than 64 dims, as torch's reductions (median's kernel does not)."""
     if dim is None:
         return None
-    if ndim > 64:   # torch's reductions mark the reduced dims in a 64-bit mask (dim=None is fine)
-        raise RuntimeError(f"only tensors with up to 64 dims are supported (the input has {ndim}); "
-                           "reduce with dim=None or reshape first")
+    # torch's reductions mark the reduced dims in a 64-bit mask; dim=None and an empty dim list
+    # (every dim: no mask) are fine
+    if limit and ndim > 64 and not (isinstance(dim, (list, tuple, Size)) and len(dim) == 0):
+        _too_many_dims(ndim)
     for i, d in enumerate(dim if isinstance(dim, (list, tuple, Size)) else (dim,)):
         # int() would take both; torch's parser takes a bool only after an int list's first element
         if isinstance(d, float) or (type(d) is bool and i == 0):
@@ -161,6 +169,8 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     if self.dtype._cat <= 1:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_SCALAR_NAME[self.dtype.name]}")
+    if dim is None and self.ndim > 64:   # torch's nanmean names every dim: the 64-bit dim mask
+        _too_many_dims(self.ndim)
     self = _to_dtype(self, dtype, "nanmean")
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
@@ -308,6 +318,8 @@ def _minmax(kind):
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
             return apply_op(OPS[f"{kind}_all"], (self,))
         d = _wrap_dim(dim, self.ndim)
+        if self.ndim > 64:    # torch's max/min.dim build the reductions' 64-bit dim mask
+            _too_many_dims(self.ndim)
         if self.ndim and self.shape[d] == 0:
             raise IndexError(f"{kind}(): Expected reduction dim {d} to have non-zero size.")
         v, i = apply_op(OPS[f"{kind}_dim"], (self,), (("dim", d), ("keepdim", keepdim)))
@@ -321,7 +333,7 @@ def _minmax(kind):
 max, min = method("max", function=True)(_minmax("max")), method("min", function=True)(_minmax("min"))
 
 
-def _extremum_dims(self, dim, api, whole=RuntimeError):
+def _extremum_dims(self, dim, api, whole=RuntimeError, limit=True):
     """Reduced dims of amax/amin/aminmax/argmax/argmin/median; torch has no identity to give an
     empty slice (``whole``: the class for an empty tensor reduced whole), and no order for
     complex numbers (argmax/argmin: nor for bools)."""
@@ -329,7 +341,7 @@ def _extremum_dims(self, dim, api, whole=RuntimeError):
         check_sortable(self, api, bool_ok=False)
     else:
         check_sortable(self, api, NotImplementedError)
-    dims = _dims(dim, self.ndim)
+    dims = _dims(dim, self.ndim, limit)
     if self.numel() == 0:
         if dims is None:
             raise whole(f"{api}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -426,6 +438,8 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(dim, str) or (isinstance(dim, (list, tuple)) and str in map(type, dim)):   # (any is shadowed)
         raise TypeError(f"linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not "
                         f"{type(dim).__name__}; pass a dim index or indices")
+    if self.ndim > 64:      # torch.norm is linalg.vector_norm's kernel: refused whatever dim
+        _too_many_dims(self.ndim)
     x = self if dtype is None else self.to(norm_dtype("vector_norm", self, dtype))
     dims = _dims(dim, self.ndim)
     _check_empty_norm(self, float(p), dims)
@@ -490,21 +504,29 @@ def _logical_dims(dim, ndim):
     """all/any's dims: an empty list reduces over no dim (torch's all.dims/any.dims overloads give
     the elementwise truth test, same shape), where sum/mean read it as every dim."""
     if isinstance(dim, (list, tuple, Size)) and len(dim) == 0:
+        if ndim > 64:       # torch's all.dims kernel still builds the 64-bit dim mask
+            _too_many_dims(ndim)
         return ()
     return _dims(dim, ndim)
 
 
 @method(function=True)
 def all(self, dim=None, keepdim=False):
-    """Mirrors ``torch.all``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing."""
+    """Mirrors ``torch.all``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing.
+    RuntimeError past 64 dims, whatever ``dim`` (torch's kernel always builds its dim mask)."""
     _single_dim_tensor("all", dim)
+    if dim is None and self.ndim > 64:
+        _too_many_dims(self.ndim)
     return apply_op(OPS["all"], (self,), (("dim", _logical_dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def any(self, dim=None, keepdim=False):
-    """Mirrors ``torch.any``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing."""
+    """Mirrors ``torch.any``: a bool tensor (uint8 for a uint8 input); ``dim=()`` reduces nothing.
+    RuntimeError past 64 dims, whatever ``dim`` (torch's kernel always builds its dim mask)."""
     _single_dim_tensor("any", dim)
+    if dim is None and self.ndim > 64:
+        _too_many_dims(self.ndim)
     return apply_op(OPS["any"], (self,), (("dim", _logical_dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
@@ -652,8 +674,8 @@ def kthvalue(self, k, dim=-1, keepdim=False):
 
 def check_median(self, dim, api):
     check_sortable(self, "median", NotImplementedError, bool_ok=False)
-    if dim is not None:
-        _extremum_dims(self, dim, api)
+    if dim is not None:   # torch's median/nanmedian along a dim take more than 64 dims
+        _extremum_dims(self, dim, api, limit=False)
 
 
 @method(function=True)

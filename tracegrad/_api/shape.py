@@ -638,6 +638,9 @@ def flip(self, *dims, **kw):
     dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims, "flip", "dims")
     if kw:
         raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")
+    if self.ndim > 64:   # torch's flip marks its dims in a 64-bit set, whatever dims are named
+        raise RuntimeError(f"only tensors with up to 64 dims are supported (flip of a {self.ndim}-d input); "
+                           "reshape it to 64 dims or fewer first")
     return apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))
 
 

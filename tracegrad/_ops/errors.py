@@ -35,6 +35,22 @@ def _broadcast_message(shapes):
     return None
 
 
+def broadcast_shapes(*shapes):
+    """numpy's ``broadcast_shapes`` (a tuple; ValueError when they do not broadcast) for any
+    number of dims: numpy's own refuses more than 32, where a tensor may hold 64 and more (torch's
+    own tests reduce a 65-d one)."""
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for s in shapes:
+        for k, size in enumerate(s, n - len(s)):
+            if size != out[k]:
+                if out[k] == 1:
+                    out[k] = size
+                elif size != 1:
+                    raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+    return tuple(out)
+
+
 def broadcast_shape(shapes, api):
     """The broadcast of ``shapes``; RuntimeError with torch's text (naming ``api``) when they do
     not broadcast (numpy's ValueError would leak its own text)."""
@@ -42,7 +58,7 @@ def broadcast_shape(shapes, api):
     msg = _broadcast_message(shapes)
     if msg is not None:
         raise RuntimeError(f"{api}(): {msg}")
-    return np.broadcast_shapes(*shapes)
+    return broadcast_shapes(*shapes)
 
 
 def int_past_64_bits(value, api):

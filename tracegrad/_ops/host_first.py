@@ -7,6 +7,7 @@ import jax
 import numpy as np
 
 from .._x64 import x64_enter, x64_exit
+from .errors import broadcast_shapes
 
 # NOTE [host first calls]
 # Eager mode jits one small program per (op, static arguments) and XLA compiles it once per
@@ -146,7 +147,7 @@ def _select_n(which, *cases, **_):
 
 
 def _complex(re, im, **_):
-    out = np.empty(np.broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, np.complex64))
+    out = np.empty(broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, np.complex64))
     out.real, out.imag = re, im
     return out
 
@@ -377,6 +378,13 @@ def _leaf_sig(a):
     raise _NotHere           # a tracer, None, a dict...: the jit decides
 
 
+def _past_numpy_dims(jaxpr) -> bool:
+    """Whether a value of ``jaxpr`` has more dimensions than a numpy array holds (64): torch
+    tensors may (torch's tests reduce a 65-d tensor), numpy cannot evaluate such a program."""
+    vs = list(jaxpr.invars) + list(jaxpr.outvars) + [v for e in jaxpr.eqns for v in e.outvars]
+    return any(len(getattr(getattr(v, "aval", None), "shape", ())) > 64 for v in vs)
+
+
 class _Plan:
     __slots__ = ("calls", "jaxpr", "out_tree")
 
@@ -466,6 +474,8 @@ class FirstCallsOnHost:
         if not _movement_only(closed.jaxpr):
             return None
         outs = [v.aval for v in closed.jaxpr.outvars]
+        if _past_numpy_dims(closed.jaxpr):
+            return _COMPILE
         if (len(closed.jaxpr.invars) != len(leaves) or any(a.weak_type for a in outs)
                 or sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in outs) > _HOST_BYTES):
             return _COMPILE

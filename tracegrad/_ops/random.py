@@ -53,11 +53,30 @@ def drawn_per_example_into_unbatched(target, drawn) -> bool:
             and not isinstance(target, jax.core.Tracer))
 
 
+# NOTE [draws past numpy's 64 dims]
+# A numpy array holds at most 64 dimensions; a torch (and JAX) tensor any number (torch's own
+# tests reduce a 65-d tensor). The host draw for such a shape is made flat -- numpy fills in C
+# order, so these are the values a shaped draw would hold -- and JAX reshapes it. ``host_shape``
+# is the shape the numpy draw uses; ``_draw`` restores the tensor's.
+_NP_MAXDIMS = 64
+
+
+def host_shape(shape):
+    """The shape a numpy draw for a tensor of ``shape`` uses: ``shape`` itself, or its element
+    count as one dimension past numpy's 64 dims (NOTE [draws past numpy's 64 dims])."""
+    shape = tuple(shape)
+    return shape if len(shape) <= _NP_MAXDIMS else (int(np.prod(shape, dtype=np.int64)),)
+
+
 def _draw(k, sample, shape, dtype):
-    """``sample(numpy_generator) -> numpy array`` of ``shape``/``dtype``, from key ``k``."""
+    """``sample(numpy_generator) -> numpy array`` of ``host_shape(shape)``/``dtype``, from key
+    ``k``; returned in ``shape``."""
+    hs, shape = host_shape(shape), tuple(shape)
     if not isinstance(k, jax.core.Tracer):
-        return with_x64(jnp.asarray)(sample(_philox(k)), dtype)
-    return host_call(lambda key: sample(_philox(key)), shape, dtype, k)
+        out = with_x64(jnp.asarray)(sample(_philox(k)), dtype)
+    else:
+        out = host_call(lambda key: sample(_philox(key)), hs, dtype, k)
+    return out if hs == shape else out.reshape(shape)
 
 
 # NOTE [64-bit callback results]
@@ -113,6 +132,8 @@ def _concrete(x, bad=None):
         if bad is not None:
             _state.check_values(x, bad)
         return None
+    if getattr(x, "ndim", 0) > _NP_MAXDIMS:      # NOTE [draws past numpy's 64 dims]: values, flat
+        return np.asarray(x.reshape(-1))
     return np.asarray(x)
 
 
@@ -216,10 +237,10 @@ def uniform(k, shape, dtype, low=0.0, high=1.0, api="uniform_"):
         # rand_like, uniform_ on a complex tensor); a real draw cast would leave imag 0
         def draw(g):
             part = np.float64 if np.dtype(dtype) == np.complex128 else np.float32
-            pair = g.uniform(low, high, tuple(shape) + (2,)).astype(part)
+            pair = g.uniform(low, high, host_shape(shape) + (2,)).astype(part)
             return (pair[..., 0] + 1j * pair[..., 1]).astype(np.dtype(dtype))
         return _draw(k, draw, shape, dtype)
-    return _draw(k, lambda g: g.uniform(low, high, shape).astype(_np_float(dtype)), shape, dtype)
+    return _draw(k, lambda g: g.uniform(low, high, host_shape(shape)).astype(_np_float(dtype)), shape, dtype)
 
 
 def normal(k, shape, dtype, mean=0.0, std=1.0, api="normal_"):
@@ -228,21 +249,23 @@ def normal(k, shape, dtype, mean=0.0, std=1.0, api="normal_"):
     if np.issubdtype(np.dtype(dtype), np.complexfloating):
         # torch: real and imaginary parts each normal with variance std**2 / 2
         def draw(g):
-            pair = g.standard_normal(tuple(shape) + (2,)) * np.sqrt(0.5)
+            pair = g.standard_normal(host_shape(shape) + (2,)) * np.sqrt(0.5)
             return (mean + std * (pair[..., 0] + 1j * pair[..., 1])).astype(np.dtype(dtype))
         return _draw(k, draw, shape, dtype)
-    return _draw(k, lambda g: (mean + std * g.standard_normal(shape)).astype(_np_float(dtype)), shape, dtype)
+    return _draw(k, lambda g: (mean + std * g.standard_normal(host_shape(shape))).astype(_np_float(dtype)), shape,
+                 dtype)
 
 
 def randint(k, shape, low, high, dtype, api="random_"):
     check_range(low, high, api)
-    return _draw(k, lambda g: g.integers(low, high, shape), shape, dtype)
+    return _draw(k, lambda g: g.integers(low, high, host_shape(shape)), shape, dtype)
 
 
 def randint_inclusive(k, shape, low, high_inc):
     """int64 draws uniform over ``[low, high_inc]`` (both ends included: the range may reach
     int64's maximum, as ``random_(from, None)`` does)."""
-    return _draw(k, lambda g: g.integers(low, high_inc, shape, dtype=np.int64, endpoint=True), shape, np.int64)
+    return _draw(k, lambda g: g.integers(low, high_inc, host_shape(shape), dtype=np.int64, endpoint=True), shape,
+                 np.int64)
 
 
 def ints_as(r, dtype):
@@ -269,7 +292,11 @@ def bernoulli(k, p, shape, api="bernoulli_"):
     host = check_probs(p, api)
     if isinstance(p, jax.core.Tracer) or isinstance(k, jax.core.Tracer):
         # the same uniform draw eager compares with p; the comparison happens in the program
-        return _draw(k, lambda g: g.random(shape), shape, jnp.float64) < p
+        return _draw(k, lambda g: g.random(host_shape(shape)), shape, jnp.float64) < p
+    if host_shape(shape) != tuple(shape):          # NOTE [draws past numpy's 64 dims]
+        # p's values came back flat (_concrete): compare in p's own shape, broadcast by JAX
+        probs = p if host is None else jnp.asarray(host).reshape(tuple(getattr(p, "shape", ())))
+        return _draw(k, lambda g: g.random(host_shape(shape)), shape, jnp.float64) < probs
     return jnp.asarray(_philox(k).random(shape) < (host if host is not None else np.asarray(p)))
 
 
@@ -286,7 +313,7 @@ def exponential(k, shape, dtype):
     if np.dtype(dtype).kind != "f" and np.dtype(dtype).name != "bfloat16":
         raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {scalar_name(dtype)}")
-    return _draw(k, lambda g: g.exponential(1.0, shape).astype(_np_float(dtype)), shape, dtype)
+    return _draw(k, lambda g: g.exponential(1.0, host_shape(shape)).astype(_np_float(dtype)), shape, dtype)
 
 
 # ---- Gamma draws with reparameterized gradients --------------------------------------------
@@ -374,7 +401,7 @@ def geometric(k, shape, dtype, p):
                                   "real numeric tensors only")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _draw(k, lambda g: g.geometric(p, shape).astype(np.dtype(dtype)), shape, dtype)
+    return _draw(k, lambda g: g.geometric(p, host_shape(shape)).astype(np.dtype(dtype)), shape, dtype)
 
 
 def log_normal(k, shape, dtype, mean, std):
@@ -384,7 +411,7 @@ def log_normal(k, shape, dtype, mean, std):
                                   "log_normal_ fills real floating tensors only")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
-    return _draw(k, lambda g: g.lognormal(mean, std, shape).astype(_np_float(dtype)), shape, dtype)
+    return _draw(k, lambda g: g.lognormal(mean, std, host_shape(shape)).astype(_np_float(dtype)), shape, dtype)
 
 
 def cauchy(k, shape, dtype, median, sigma):
@@ -394,7 +421,8 @@ def cauchy(k, shape, dtype, median, sigma):
                            f"point but you specified {scalar_name(dtype)}")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
-    return _draw(k, lambda g: (median + sigma * g.standard_cauchy(shape)).astype(_np_float(dtype)), shape, dtype)
+    return _draw(k, lambda g: (median + sigma * g.standard_cauchy(host_shape(shape))).astype(_np_float(dtype)),
+                 shape, dtype)
 
 
 # NOTE [zero-gradient draws]

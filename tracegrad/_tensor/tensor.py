@@ -987,7 +987,11 @@ class Tensor(TensorBase):
 
     def tolist(self):
         """Mirrors ``torch.Tensor.tolist``: nested Python lists of Python numbers."""
-        return np.asarray(_concrete(self, "tolist()")).tolist()
+        a = _concrete(self, "tolist()")
+        if a.ndim <= 64:
+            return np.asarray(a).tolist()
+        # numpy holds 64 dims at most (a tensor more): the flat values, nested by hand
+        return _nest(np.asarray(a.reshape(-1)).tolist(), tuple(a.shape))
 
     def item(self):
         """Mirrors ``torch.Tensor.item``: the Python number of a one-element tensor.
@@ -1002,7 +1006,8 @@ class Tensor(TensorBase):
             d = _CAPTURE[0].deferred_item(self)     # NOTE [deferred item] in _lowering/deferred.py
             if d is not None:
                 return d
-        return np.asarray(_concrete(self, "item()")).item()
+        a = _concrete(self, "item()")
+        return np.asarray(a.reshape(()) if a.ndim > 64 else a).item()   # numpy holds 64 dims at most
 
     def __float__(self):
         if self._value.size != 1:
@@ -1126,6 +1131,16 @@ VIEW_GRAD_FN: list = [None]
 
 def _grad_enabled():
     return _state.GRAD_MODE[0]
+
+
+def _nest(flat, shape):
+    """``flat`` (a list of ``prod(shape)`` values, C order) as nested lists of ``shape``: what
+    ``tolist`` returns for a tensor of more dims than a numpy array holds."""
+    if 0 in shape:      # no values: lists down to the first empty dim
+        return [] if shape[0] == 0 else [_nest(flat, shape[1:]) for _ in range(shape[0])]
+    for size in reversed(shape[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
+    return flat
 
 
 def _concrete(t, what):

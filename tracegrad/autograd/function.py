@@ -23,6 +23,7 @@ from .. import _state
 from .._tensor.tensor import Tensor
 from . import _dispatch, grad_mode
 from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, _SavedNone, edge
+from .._ops.errors import broadcast_shapes as _broadcast_shapes
 
 
 def _check_saved(tensors):
@@ -217,7 +218,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
 def _sum_to(g, shape, name, i):
     try:
-        if np.broadcast_shapes(tuple(g.shape), tuple(shape)) != tuple(g.shape):
+        if _broadcast_shapes(tuple(g.shape), tuple(shape)) != tuple(g.shape):
             raise ValueError
     except ValueError:
         raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got {list(g.shape)} "
