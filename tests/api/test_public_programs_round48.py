@@ -868,3 +868,418 @@ def test_treelstm_train_step_compiled(tmp_path):
     stats = comp[3].stats
     assert stats["traces"] == 0 and stats["eager_calls"] == 5, stats
     assert ["argument 0.state" in b[0] for b in stats["graph_breaks"]] == [True], stats
+
+
+# ---- chingyaoc/ggnn.pytorch ---------------------------------------------------------------------
+def _ggnn_modules(torch):
+    # ``model.py`` at 4e76cb9, ``utils/train.py``/``utils/test.py`` at 19b8bf2,
+    # ``utils/data/dataset.py`` and ``utils/data/dataloader.py`` at 9825b04 (MIT)
+    nn = torch.nn
+    Variable = torch.autograd.Variable
+    DataLoader = torch.utils.data.DataLoader
+
+    class AttrProxy(object):
+        """
+        Translates index lookups into attribute lookups.
+        To implement some trick which able to use list of nn.Module in a nn.Module
+        see https://discuss.pytorch.org/t/list-of-nn-module-in-a-nn-module/219/2
+        """
+        def __init__(self, module, prefix):
+            self.module = module
+            self.prefix = prefix
+
+        def __getitem__(self, i):
+            return getattr(self.module, self.prefix + str(i))
+
+    class Propogator(nn.Module):
+        """
+        Gated Propogator for GGNN
+        Using LSTM gating mechanism
+        """
+        def __init__(self, state_dim, n_node, n_edge_types):
+            super(Propogator, self).__init__()
+
+            self.n_node = n_node
+            self.n_edge_types = n_edge_types
+
+            self.reset_gate = nn.Sequential(
+                nn.Linear(state_dim*3, state_dim),
+                nn.Sigmoid()
+            )
+            self.update_gate = nn.Sequential(
+                nn.Linear(state_dim*3, state_dim),
+                nn.Sigmoid()
+            )
+            self.tansform = nn.Sequential(
+                nn.Linear(state_dim*3, state_dim),
+                nn.Tanh()
+            )
+
+        def forward(self, state_in, state_out, state_cur, A):
+            A_in = A[:, :, :self.n_node*self.n_edge_types]
+            A_out = A[:, :, self.n_node*self.n_edge_types:]
+
+            a_in = torch.bmm(A_in, state_in)
+            a_out = torch.bmm(A_out, state_out)
+            a = torch.cat((a_in, a_out, state_cur), 2)
+
+            r = self.reset_gate(a)
+            z = self.update_gate(a)
+            joined_input = torch.cat((a_in, a_out, r * state_cur), 2)
+            h_hat = self.tansform(joined_input)
+
+            output = (1 - z) * state_cur + z * h_hat
+
+            return output
+
+    class GGNN(nn.Module):
+        """
+        Gated Graph Sequence Neural Networks (GGNN)
+        Mode: SelectNode
+        Implementation based on https://arxiv.org/abs/1511.05493
+        """
+        def __init__(self, opt):
+            super(GGNN, self).__init__()
+
+            # (the repository's ``assert (cond, 'message')`` of a tuple is always true and a
+            # SyntaxWarning at compile time: left out)
+
+            self.state_dim = opt.state_dim
+            self.annotation_dim = opt.annotation_dim
+            self.n_edge_types = opt.n_edge_types
+            self.n_node = opt.n_node
+            self.n_steps = opt.n_steps
+
+            for i in range(self.n_edge_types):
+                in_fc = nn.Linear(self.state_dim, self.state_dim)
+                out_fc = nn.Linear(self.state_dim, self.state_dim)
+                self.add_module("in_{}".format(i), in_fc)
+                self.add_module("out_{}".format(i), out_fc)
+
+            self.in_fcs = AttrProxy(self, "in_")
+            self.out_fcs = AttrProxy(self, "out_")
+
+            self.propogator = Propogator(self.state_dim, self.n_node, self.n_edge_types)
+
+            self.out = nn.Sequential(
+                nn.Linear(self.state_dim + self.annotation_dim, self.state_dim),
+                nn.Tanh(),
+                nn.Linear(self.state_dim, 1)
+            )
+
+            self._initialization()
+
+        def _initialization(self):
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    m.weight.data.normal_(0.0, 0.02)
+                    m.bias.data.fill_(0)
+
+        def forward(self, input, annotation, A):
+            prop_state = input
+
+            for i_step in range(self.n_steps):
+                in_states = []
+                out_states = []
+                for i in range(self.n_edge_types):
+                    in_states.append(self.in_fcs[i](prop_state))
+                    out_states.append(self.out_fcs[i](prop_state))
+                in_states = torch.stack(in_states).transpose(0, 1).contiguous()
+                in_states = in_states.view(-1, self.n_node*self.n_edge_types, self.state_dim)
+                out_states = torch.stack(out_states).transpose(0, 1).contiguous()
+                out_states = out_states.view(-1, self.n_node*self.n_edge_types, self.state_dim)
+
+                prop_state = self.propogator(in_states, out_states, prop_state, A)
+
+            join_state = torch.cat((prop_state, annotation), 2)
+
+            output = self.out(join_state)
+            output = output.sum(2)
+
+            return output
+
+    def train(epoch, dataloader, net, criterion, optimizer, opt):
+        net.train()
+        for i, (adj_matrix, annotation, target) in enumerate(dataloader, 0):
+            net.zero_grad()
+
+            padding = torch.zeros(len(annotation), opt.n_node, opt.state_dim - opt.annotation_dim).double()
+            init_input = torch.cat((annotation, padding), 2)
+            if opt.cuda:
+                init_input = init_input.cuda()
+                adj_matrix = adj_matrix.cuda()
+                annotation = annotation.cuda()
+                target = target.cuda()
+
+            init_input = Variable(init_input)
+            adj_matrix = Variable(adj_matrix)
+            annotation = Variable(annotation)
+            target = Variable(target)
+
+            output = net(init_input, annotation, adj_matrix)
+
+            loss = criterion(output, target)
+
+            loss.backward()
+            optimizer.step()
+
+            if i % int(len(dataloader) / 10 + 1) == 0 and opt.verbal:
+                print('[%d/%d][%d/%d] Loss: %.4f' % (epoch, opt.niter, i, len(dataloader), loss.data[0]))
+
+    # ``criterion(output, target).data[0]``: ``.item()`` here (a 0-dim tensor has no index 0)
+    def test(dataloader, net, criterion, optimizer, opt):
+        test_loss = 0
+        correct = 0
+        net.eval()
+        for i, (adj_matrix, annotation, target) in enumerate(dataloader, 0):
+            padding = torch.zeros(len(annotation), opt.n_node, opt.state_dim - opt.annotation_dim).double()
+            init_input = torch.cat((annotation, padding), 2)
+            if opt.cuda:
+                init_input = init_input.cuda()
+                adj_matrix = adj_matrix.cuda()
+                annotation = annotation.cuda()
+                target = target.cuda()
+
+            init_input = Variable(init_input)
+            adj_matrix = Variable(adj_matrix)
+            annotation = Variable(annotation)
+            target = Variable(target)
+
+            output = net(init_input, annotation, adj_matrix)
+
+            test_loss += criterion(output, target).item()
+            pred = output.data.max(1, keepdim=True)[1]
+
+            correct += pred.eq(target.data.view_as(pred)).cpu().sum()
+
+        test_loss /= len(dataloader.dataset)
+        print('Test set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)'.format(
+            test_loss, correct, len(dataloader.dataset),
+            100. * correct / len(dataloader.dataset)))
+
+    def load_graphs_from_file(file_name):
+        data_list = []
+        edge_list = []
+        target_list = []
+        with open(file_name,'r') as f:
+            for line in f:
+                if len(line.strip()) == 0:
+                    data_list.append([edge_list,target_list])
+                    edge_list = []
+                    target_list = []
+                else:
+                    digits = []
+                    line_tokens = line.split(" ")
+                    if line_tokens[0] == "?":
+                        for i in range(1, len(line_tokens)):
+                            digits.append(int(line_tokens[i]))
+                        target_list.append(digits)
+                    else:
+                        for i in range(len(line_tokens)):
+                            digits.append(int(line_tokens[i]))
+                        edge_list.append(digits)
+        return data_list
+
+    def find_max_edge_id(data_list):
+        max_edge_id = 0
+        for data in data_list:
+            edges = data[0]
+            for item in edges:
+                if item[1] > max_edge_id:
+                    max_edge_id = item[1]
+        return max_edge_id
+
+    def find_max_node_id(data_list):
+        max_node_id = 0
+        for data in data_list:
+            edges = data[0]
+            for item in edges:
+                if item[0] > max_node_id:
+                    max_node_id = item[0]
+                if item[2] > max_node_id:
+                    max_node_id = item[2]
+        return max_node_id
+
+    def find_max_task_id(data_list):
+        max_node_id = 0
+        for data in data_list:
+            targe = data[1]
+            for item in targe:
+                if item[0] > max_node_id:
+                    max_node_id = item[0]
+        return max_node_id
+
+    def split_set(data_list):
+        n_examples = len(data_list)
+        idx = range(n_examples)
+        train = idx[:50]
+        val = idx[-50:]
+        return np.array(data_list)[train],np.array(data_list)[val]
+
+    def data_list_to_standard_data_seq(data_list, n_annotation_dim):
+        n_nodes = find_max_node_id(data_list)
+        n_tasks = find_max_task_id(data_list)
+        task_data_list = []
+        for i in range(n_tasks):
+            task_data_list.append([])
+        for item in data_list:
+            edge_list = item[0]
+            target_list = item[1]
+            for target in target_list:
+                task_type = target[0]
+                task_output = target[-1]
+                annotation = np.zeros([n_nodes, n_annotation_dim])
+                annotation[target[1]-1][0] = 1
+                task_data_list[task_type-1].append([edge_list, annotation, task_output])
+        return task_data_list
+
+    def create_adjacency_matrix(edges, n_nodes, n_edge_types):
+        a = np.zeros([n_nodes, n_nodes * n_edge_types * 2])
+        for edge in edges:
+            src_idx = edge[0]
+            e_type = edge[1]
+            tgt_idx = edge[2]
+            a[tgt_idx-1][(e_type - 1) * n_nodes + src_idx - 1] =  1
+            a[src_idx-1][(e_type - 1 + n_edge_types) * n_nodes + tgt_idx - 1] =  1
+        return a
+
+    class bAbIDataset():
+        """
+        Load bAbI tasks for GGNN
+        """
+        def __init__(self, path, task_id, is_train):
+
+            all_data = load_graphs_from_file(path)
+            self.n_edge_types =  find_max_edge_id(all_data)
+            self.n_tasks = find_max_task_id(all_data)
+            self.n_node = find_max_node_id(all_data)
+
+            all_task_train_data, all_task_val_data = split_set(all_data)
+
+            if is_train:
+                self.all_task_train_data = data_list_to_standard_data_seq(all_task_train_data, 1)
+                self.data = self.all_task_train_data[task_id]
+            else:
+                self.all_task_val_data = data_list_to_standard_data_seq(all_task_val_data, 1)
+                self.data = self.all_task_val_data[task_id]
+
+        def __getitem__(self, index):
+            am = create_adjacency_matrix(self.data[index][0], self.n_node, self.n_edge_types)
+            annotation = self.data[index][1]
+            target = self.data[index][2] - 1
+            return am, annotation, target
+
+        def __len__(self):
+            return len(self.data)
+
+    class bAbIDataloader(DataLoader):
+
+        def __init__(self, *args, **kwargs):
+            super(bAbIDataloader, self).__init__(*args, **kwargs)
+
+    return types.SimpleNamespace(GGNN=GGNN, train=train, test=test, bAbIDataset=bAbIDataset,
+                                 bAbIDataloader=bAbIDataloader)
+
+
+def _ggnn_file(path):
+    # a stand-in for ``babi_data/processed_1/train/4_graphs.txt``: 8 graphs (train and validation sets
+    # both take all: ``[:50]``, ``[-50:]``) of 3 edges over
+    # 5 nodes, 2 edge types, 3 questions each ("? task node answer"): as many questions as edges,
+    # so that ``split_set``'s ``np.array(data_list)`` is not ragged (a ValueError in numpy >= 1.24)
+    rs = np.random.RandomState(21)
+    lines = []
+    for _ in range(8):
+        nodes = rs.permutation(5) + 1
+        for k in range(3):
+            lines.append(f"{nodes[k]} {rs.randint(1, 3)} {nodes[k + 1]}")
+        for k in range(3):
+            lines.append(f"? 1 {nodes[k]} {nodes[rs.randint(0, 5)]}")
+        lines.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _ggnn_setup(torch, path, n_steps=2):
+    import argparse
+    G = _ggnn_modules(torch)
+    opt = argparse.Namespace(task_id=4, question_id=0, workers=0, batchSize=10, state_dim=4,
+                             n_steps=n_steps, niter=2, lr=0.01, cuda=False, verbal=False)
+    train_dataset = G.bAbIDataset(path, opt.question_id, True)
+    # ``shuffle=True`` in the repository (a torch.randperm draw): in order here
+    train_dataloader = G.bAbIDataloader(train_dataset, batch_size=opt.batchSize, shuffle=False, num_workers=0)
+    test_dataset = G.bAbIDataset(path, opt.question_id, False)
+    test_dataloader = G.bAbIDataloader(test_dataset, batch_size=opt.batchSize, shuffle=False, num_workers=0)
+    opt.annotation_dim = 1  # for bAbI
+    opt.n_edge_types = train_dataset.n_edge_types
+    opt.n_node = train_dataset.n_node
+    net = G.GGNN(opt)
+    net.double()
+    init_params(torch, net, 13, scale=0.5)
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(net.parameters(), lr=opt.lr)
+    return G, opt, train_dataloader, test_dataloader, net, criterion, optimizer
+
+
+def _ggnn_program(path):
+    def program(torch, log):
+        G, opt, train_dataloader, test_dataloader, net, criterion, optimizer = _ggnn_setup(torch, path)
+        print(net)
+        log("dtypes", [p.dtype for p in net.parameters()])
+        adj, ann, target = next(iter(train_dataloader))
+        log("batch", [adj, ann, target])
+        for epoch in range(0, opt.niter):
+            G.train(epoch, train_dataloader, net, criterion, optimizer, opt)
+            G.test(test_dataloader, net, criterion, optimizer, opt)
+        for n, p in net.named_parameters():
+            log(n, p)
+            log(n + ".grad", p.grad)
+    return program
+
+
+def test_ggnn_program(tmp_path):
+    path = str(tmp_path / "4_graphs.txt")
+    _ggnn_file(path)
+    # float64 throughout (``net.double()``): the default log tolerance holds
+    run_both(_ggnn_program(path))
+
+
+def _ggnn_step_runs(T, path, compiled):
+    G, opt, train_dataloader, _, net, criterion, optimizer = _ggnn_setup(T, path)
+
+    def step(adj_matrix, annotation, target):
+        # ``utils/train.py``'s loop body
+        net.zero_grad()
+        padding = T.zeros(len(annotation), opt.n_node, opt.state_dim - opt.annotation_dim).double()
+        init_input = T.cat((annotation, padding), 2)
+        output = net(init_input, annotation, adj_matrix)
+        loss = criterion(output, target)
+        loss.backward()
+        optimizer.step()
+        return loss, output
+
+    if compiled:
+        step = T.compile(step)
+    out = []
+    for epoch in range(2):
+        for adj, ann, target in train_dataloader:
+            loss, o = step(adj, ann, target)
+            out.append((loss.detach().numpy(), o.detach().numpy()))
+    params = {n: p.detach().numpy() for n, p in net.named_parameters()}
+    grads = {n: p.grad.numpy() for n, p in net.named_parameters()}
+    return out, params, grads, step
+
+
+def test_ggnn_train_step_compiled(tmp_path):
+    path = str(tmp_path / "4_graphs.txt")
+    _ggnn_file(path)
+    torch = get_torch()
+    ref = _ggnn_step_runs(torch, path, False)
+    eager = _ggnn_step_runs(tracegrad, path, False)
+    comp = _ggnn_step_runs(tracegrad, path, True)
+    # float64 over 6 Adam steps, whose first steps move each weight by about lr whatever the
+    # gradient's size (tiny gradients' rounding shows at 1e-10): 1e-8
+    _same_runs(ref, eager, 1e-8, 1e-10)
+    _same_runs(eager, comp, 1e-8, 1e-10)
+    # (the last batch of 4 is a second shape: a second program)
+    stats = comp[3].stats
+    assert stats["graph_breaks"] == [] and stats["traces"] == 2, stats
