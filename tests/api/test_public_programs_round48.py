@@ -3,8 +3,67 @@
 earlier round used, then their training steps under ``tracegrad.compile`` against tracegrad eager
 and torch:
 
-- laiguokun/LSTNet (MIT; Lai et al. 2018), ``utils.py`` at 8d9b206, ``Optim.py`` at bc61d03,
-  ``models/LSTNet.py`` at 0c7ea2f and ``main.py``'s ``train``/``evaluate`` at 001bec3.
+- laiguokun/LSTNet (MIT; Lai et al. 2018), ``utils.py`` at 8d9b206 (``Data_utility``: ``np.loadtxt``
+  of a csv, ``X[i,:,:] = torch.from_numpy(float64 rows)`` into float32 zeros, ``normal_std``'s
+  tensor times a numpy float, ``get_batches`` by ``torch.randperm``/``LongTensor(range(n))``
+  indices, ``Variable``), ``Optim.py`` at bc61d03 (the gradient norm by ``math.pow(p.grad.data
+  .norm(), 2)``, ``p.grad.data.mul_(shrinkage)``), ``models/LSTNet.py`` at 0c7ea2f (a ``(Ck, m)``
+  ``Conv2d``, ``squeeze``, ``permute(...).contiguous()``, two ``GRU``s, the skip-RNN's
+  ``view``/``permute`` regrouping, the highway ``x[:, -hw:, :]``, ``F.sigmoid``) and ``main.py``'s
+  ``train``/``evaluate`` at 001bec3 (``L1Loss(size_average=False)``: torch's deprecation warning;
+  numpy correlation of ``.data.cpu().numpy()``); the 0.3-era ``loss.data[0]`` (IndexError) and
+  argparse's float ``--skip`` (a float size: TypeError) are logged errors.
+
+- dasguptar/treelstm.pytorch (MIT; Tai et al. 2015 Child-Sum Tree-LSTM): ``treelstm/model.py`` and
+  ``trainer.py`` at de9605c, ``dataset.py``/``metrics.py`` at a67c470, ``utils.map_label_to_target``
+  at 08a8e11, ``tree.py`` at 38c9f4b: ``SICKDataset`` reading token/parent/similarity files into
+  ``Tree`` objects (``deepcopy`` of trees and tensors per item), the recursive ``ChildSumTreeLSTM``
+  (``inputs[0].detach().new(1, mem).fill_(0.).requires_grad_()`` leaf states, ``zip(*map(...))``
+  and ``torch.cat`` of the children's states, ``torch.split``, ``repeat``), ``Similarity``
+  (``torch.abs(torch.add(l, -r))``, ``log_softmax``), ``KLDivLoss()`` (torch's ``reduction='mean'``
+  warning), ``Adagrad`` with weight decay, or the ``sparse=True`` embedding's sparse gradient,
+  ``Trainer.train`` stepping every ``batchsize`` pairs and ``test`` under ``no_grad``
+  (``torch.dot(indices, torch.exp(output))``), Pearson/MSE metrics of ``deepcopy``s.
+
+- chingyaoc/ggnn.pytorch (MIT; Li et al. 2016 gated graph sequence networks), ``model.py`` at
+  4e76cb9, ``utils/train.py``/``test.py`` at 19b8bf2, ``utils/data/*`` at 9825b04: ``bAbIDataset``
+  parsing a graph file into numpy adjacency matrices, the ``DataLoader`` subclass collating them
+  into float64 batches, ``GGNN`` (``add_module`` by name and the ``AttrProxy`` index-to-attribute
+  trick, ``.data.normal_``/``.data.fill_`` initialisation, ``torch.stack(...).transpose(0, 1)``,
+  ``bmm`` with the in/out halves of the adjacency, the GRU-like ``Propogator``), ``net.double()``,
+  ``print(net)``, ``CrossEntropyLoss`` and ``Adam``; the test's accuracy formats a 0-dim tensor.
+
+- d-li14/octconv.pytorch, ``octconv.py`` and ``oct_resnet.py``'s ``Bottleneck`` at 89cd90d (the
+  stored snapshot has no license file; embedded for testing only; Chen et al. 2019 Octave
+  convolution): ``OctaveConv``'s high/low-frequency branches (``AvgPool2d`` down, ``Upsample``
+  nearest up, ``type(x) is tuple``), ``Conv_BN``/``Conv_BN_ACT`` (in-place ``ReLU``), the
+  bottleneck's ``x_h += identity_h``, built into three OctResNet-style stages (alpha_in=0 first,
+  a stride-2 stage, the alpha_out=0 output stage), trained with momentum SGD in train mode.
+
+- kuc2477/pytorch-memn2n (no license file in the stored snapshot; embedded for testing only;
+  Sukhbaatar et al. 2015 end-to-end memory networks), ``encs.py``, ``model.py``, ``utils.py``,
+  ``train.py`` at 343c809: ``from torch.cuda import FloatTensor`` at import and
+  ``Tensor(e, s).type(CudaTensor if cuda else Tensor)``, the position encoding written item by
+  item, ``Tensor(range(n)).type(LongTensor)``, ``Memory`` modules sharing embeddings across hops
+  (adjacent and layer-wise tying, ``functools.partial(F.linear, weight=...)``), ``F.softmax``
+  without ``dim`` (torch's warning), ``MultiStepLR.step(epoch)`` (deprecated),
+  ``nn.utils.clip_grad_norm`` (deprecated), checkpoints by ``torch.save``/``shutil.copy``/
+  ``torch.load`` and ``load_state_dict``.
+
+- iamtrask/NALU-pytorch (no license file in the stored snapshot; embedded for testing only;
+  Trask et al. 2018), ``models/nac.py``, ``nalu.py``, ``models.py`` and ``function_learning.py`` at
+  42165bb: ``Parameter(torch.Tensor(o, i))`` then ``kaiming_uniform_``, ``NAC``'s
+  ``Parameter(F.tanh(W_hat) * F.sigmoid(M_hat))`` (whose ``W_hat``/``M_hat`` then feed nothing),
+  ``NALU``'s ``exp(linear(log(|x| + eps)))`` gate, ``generate_data``'s ``random.sample`` sums and
+  ``torch.FloatTensor`` of a list of 0-dim tensor pairs, ``mse_loss`` training and its log line.
+
+Changes, the same on both sides: sizes are tiny (LSTNet: 3 series of 40 steps, window 8, 4 conv
+channels, GRUs of 5 and 3; TreeLSTM: 5 sentence pairs over 12 words, 4/5/3 dims; GGNN: 8 graphs of
+5 nodes, state 4, 2 propagation steps; OctConv: 8 channels, 8 x 8 images; MemN2N: 12 words,
+4 sentences of 5, 6 dims, 3 hops; NALU: 12 numbers, 2 layers), epochs 1-3, dropout 0, weights
+overwritten from numpy after construction, ``torch.randperm`` shuffles drawn from a seeded numpy
+stream (``_SeededPerm``) or left in order, the ``.data[0]`` reads of 0-dim losses as ``.item()``,
+progress bars and plots left out. Each section notes its own.
 """
 import types
 import warnings
