@@ -1319,7 +1319,7 @@ def _ggnn_step_runs(T, path, compiled):
     if compiled:
         step = T.compile(step)
     out = []
-    for epoch in range(2):
+    for epoch in range(1):
         for adj, ann, target in train_dataloader:
             loss, o = step(adj, ann, target)
             out.append((loss.detach().numpy(), o.detach().numpy()))
@@ -1335,7 +1335,7 @@ def test_ggnn_train_step_compiled(tmp_path):
     ref = _ggnn_step_runs(torch, path, False)
     eager = _ggnn_step_runs(tracegrad, path, False)
     comp = _ggnn_step_runs(tracegrad, path, True)
-    # float64 over 6 Adam steps, whose first steps move each weight by about lr whatever the
+    # float64 over 3 Adam steps, whose first steps move each weight by about lr whatever the
     # gradient's size (tiny gradients' rounding shows at 1e-10): 1e-8
     _same_runs(ref, eager, 1e-8, 1e-10)
     _same_runs(eager, comp, 1e-8, 1e-10)
@@ -2298,7 +2298,7 @@ def _nalu_program(torch, log):
     with seeded(4):
         # ('squared' trains the NALU towards targets up to 100: after 12 steps float32 rounding
         # has moved torch's and tracegrad's gradients 0.4% off the float64 ones, where both agree)
-        for fn_str in ("add", "sub", "mul"):
+        for fn_str in ("add", "mul"):
             X_train, y_train, X_test, y_test = N.generate_data(
                 num_train=20, num_test=5, dim=12, num_sum=2, fn=N.ARITHMETIC_FUNCTIONS[fn_str],
                 support=[-5, 5])
