@@ -543,7 +543,8 @@ class Capture:
     # questions about the argument's history, layout and identity as the caller's tensor may
     # not. The call signature says whether an argument is a leaf and whether it is a view
     # (``compiler._key``); asking ``grad_fn``/``is_leaf`` of a non-leaf argument, the layout
-    # (``stride()``, ``is_contiguous()``) of a view argument or of a view of it, ``data_ptr()`` of
+    # (``stride()``, ``is_contiguous()``) of a view of a view argument whose strides are not
+    # row-major ones (``see_strides``; the argument's own layout: ``argument_layout``), ``data_ptr()`` of
     # any argument (another storage each call), or ``_version`` of any tensor from outside the call
     # (a write between calls would not be seen) is a graph break.
     def _argument(self, t):
