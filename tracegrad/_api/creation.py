@@ -103,9 +103,7 @@ class CudaLegacyTensorType(LegacyTensorType):
         if not cuda_devices():
             raise TypeError(f"type torch.cuda.{cls.__name__} not available: tracegrad found no GPU on this "
                             f"machine; use tracegrad.{cls.__name__} (the CPU type) instead")
-        if len(args) == 1 and isinstance(args[0], Tensor) and args[0].device.type == "cuda":
-            return LegacyTensorType.__call__(cls, args[0].to("cpu"), **kwargs).to("cuda") \
-                if args[0].dtype != cls.dtype else args[0]
+        # the CPU type's reading of the arguments (sizes, data, a tensor of the dtype), then the GPU
         return LegacyTensorType.__call__(cls, *args, **kwargs).to("cuda")
 
 
