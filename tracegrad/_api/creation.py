@@ -87,6 +87,35 @@ LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor = (
     _legacy_type(k) for k in ("Long", "Int", "Short", "Char", "Byte", "Bool"))
 
 
+class CudaLegacyTensorType(LegacyTensorType):
+    """The metaclass of ``torch.cuda.FloatTensor``, ``torch.cuda.LongTensor``, ... (the
+    ``tracegrad.cuda`` names): importable on any machine, as torch's are, so that a program's
+    ``dtype = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` runs. Calling one gives a
+    tensor of its dtype on the GPU; without a GPU it is torch's TypeError ("type
+    torch.cuda.FloatTensor not available"). ``isinstance(x, torch.cuda.FloatTensor)`` is True for
+    a float32 tensor on the GPU only; ``x.type(torch.cuda.FloatTensor)`` moves ``x`` there."""
+    is_cuda = True
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and obj.device.type == "cuda"
+
+    def __call__(cls, *args, device=None, **kwargs):
+        if not cuda_devices():
+            raise TypeError(f"type torch.cuda.{cls.__name__} not available: tracegrad found no GPU on this "
+                            f"machine; use tracegrad.{cls.__name__} (the CPU type) instead")
+        # the CPU type's reading of the arguments (sizes, data, a tensor of the dtype), then the GPU
+        return LegacyTensorType.__call__(cls, *args, **kwargs).to("cuda")
+
+
+def _cuda_legacy_type(kind):
+    return CudaLegacyTensorType(f"{kind}Tensor", (), {"dtype": _dt.to_dtype(_BY_TYPE_NAME[kind]),
+                                                      "__module__": "tracegrad.cuda"})
+
+
+CUDA_LEGACY_TYPES = {k + "Tensor": _cuda_legacy_type(k) for k in
+                     ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")}
+
+
 def _like(self, dtype, device):
     return (self.dtype if dtype is None else dtype), (self.device if device is None else device)
 
@@ -194,6 +223,8 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
         except AssertionError:   # no GPU: torch's CPU build fails loading its CUDA types, RuntimeError
             raise RuntimeError(f"Cannot initialize CUDA without a GPU (type('{dtype}')): tracegrad found no GPU "
                                "on this machine; keep tensors on 'cpu'") from None
+    if isinstance(dtype, CudaLegacyTensorType):   # x.type(torch.cuda.LongTensor): as its name
+        return type(self, f"torch.cuda.{dtype.__name__}", non_blocking)
     if isinstance(dtype, LegacyTensorType):   # x.type(torch.LongTensor)
         return self.to(dtype.dtype)
     if isinstance(dtype, builtins.type):

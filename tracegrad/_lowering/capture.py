@@ -36,7 +36,7 @@ from .. import _state
 from .._api import threads as _threads
 from .._ops import warn as _warn
 from .._tensor import runtime as _runtime
-from .._tensor.tensor import Tensor, chain_is_contiguous, storage_offset_of, strides_of
+from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
@@ -543,7 +543,8 @@ class Capture:
     # questions about the argument's history, layout and identity as the caller's tensor may
     # not. The call signature says whether an argument is a leaf and whether it is a view
     # (``compiler._key``); asking ``grad_fn``/``is_leaf`` of a non-leaf argument, the layout
-    # (``stride()``, ``is_contiguous()``) of a view argument or of a view of it, ``data_ptr()`` of
+    # (``stride()``, ``is_contiguous()``) of a view of a view argument whose strides are not
+    # row-major ones (``see_strides``; the argument's own layout: ``argument_layout``), ``data_ptr()`` of
     # any argument (another storage each call), or ``_version`` of any tensor from outside the call
     # (a write between calls would not be seen) is a graph break.
     def _argument(self, t):
@@ -554,6 +555,20 @@ class Capture:
         if real is not None and (every or real._chain):
             raise GraphBreak(f"{what} of a tensor argument{'' if every else ' that is a view'}: the "
                              "program's signature does not hold it")
+
+    def see_strides(self, t, what):
+        """``stride()``/``is_contiguous()`` of a view of a view argument's stand-in (LSTNet's
+        ``x[:, -hw:, :].permute(0, 2, 1).contiguous()`` on a batch sliced off a bigger tensor).
+        An argument whose strides are row-major ones (a slice along dim 0) has the stand-in's
+        strides, so every view of the stand-in has the strides the same view of the argument
+        has (only the storage offset differs): answered from the stand-in, with the argument's
+        strides kept as a guard of the program (``Region.args_contiguous``). Any other view
+        argument: ``see_layout``'s graph break."""
+        real = self._argument(t)
+        if real is not None and real._chain and strides_of(real) == rowmajor_strides(real.shape):
+            self.layout_args[id(real)] = (real, strides_of(real))
+            return
+        self.see_layout(t, what)
 
     def see_layout_choice(self, t, what):
         """``reshape()``/``view()`` of (a view of) an argument: eager gives a view or a copy (or

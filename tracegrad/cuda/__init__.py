@@ -7,11 +7,21 @@ from .._tensor.device import cuda_devices, device as _device, need_gpu as _need_
 from . import amp  # noqa: F401
 from .._api.torch_extras import OutOfMemoryError  # noqa: F401  (torch.cuda.OutOfMemoryError)
 from .._api import streams as _streams
+from .._api.creation import CUDA_LEGACY_TYPES as _CUDA_LEGACY_TYPES
+
+# torch.cuda.FloatTensor, torch.cuda.LongTensor, ...: the legacy typed constructors of GPU tensors
+# (``_api/creation.py``'s ``CudaLegacyTensorType``; calling one without a GPU is a TypeError)
+(FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, CharTensor,
+ ByteTensor, BoolTensor) = (_CUDA_LEGACY_TYPES[k] for k in (
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+    "CharTensor", "ByteTensor", "BoolTensor"))
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
            "is_tf32_supported",
            "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp", "set_device", "is_initialized",
-           "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats"]
+           "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+           "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor"]
 
 
 def is_available() -> bool:
