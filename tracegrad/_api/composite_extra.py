@@ -222,6 +222,10 @@ def renorm(input, p, dim, maxnorm):
     ``maxnorm`` is scaled to norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as torch); the
     others are unchanged. Differentiable. RuntimeError for ``p <= 0``, ``maxnorm < 0`` or a
     non-floating input."""
+    for pos, (name, v) in enumerate((("p", p), ("maxnorm", maxnorm))):
+        if isinstance(v, Tensor) and v.ndim:   # float() would take a one-element tensor; the parser's Number not
+            raise TypeError(f"renorm(): argument '{name}' (position {1 + 2 * pos}) must be Number, not Tensor; "
+                            "pass a number (or a 0-d tensor)")
     if input.dim() < 2:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     if not (input.is_floating_point() or input.is_complex()):

@@ -637,7 +637,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
 
 @method()
 def lerp_(self, end, weight):
-    check_lerp_end("lerp_", end)
+    check_lerp_end("lerp_", end, weight)
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
