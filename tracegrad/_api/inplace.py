@@ -964,6 +964,9 @@ def inplace_via_copy(name):
             raise not_a_tensor(name + "_", self) from None
         if args:
             check_tensor_other(name + "_", args[0])
+        if name in ("clamp_min", "clamp_max") and args and isinstance(args[0], (complex, np.complexfloating)):
+            # torch's scalar clamp refuses a complex bound before it looks at casting into self
+            raise NotImplementedError(f"{name}_: clamp is not supported for complex types; pass a real bound")
         if promoting and len(args) == 1:
             check_inplace_result(name + "_", self, args[0])
         if name in ("cumsum", "cumprod") and self.dtype is _dt.bool_ and kwargs.get("dtype") in (None, _dt.bool_):
