@@ -381,7 +381,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     d = _wrap_dim(dim, input.dim())
     if index.dim() > 1:   # torch's IndexError, as index_add_'s and index_copy_'s
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, got {index.dim()} dims")
-    if source.dim() == 0 and index.dim():   # torch reads source.size(dim) first (a 0-d index: not): IndexError
+    if source.dim() == 0 and index.numel() != 1:   # torch's count check reads source.size(dim): IndexError
         raise IndexError(f"index_reduce_(): Dimension specified as {dim} but tensor has no dimensions (source is "
                          "0-d; give it input's dims)")
     if source.dim() == input.dim() and any(a != b for k, (a, b) in enumerate(zip(input.shape, source.shape))

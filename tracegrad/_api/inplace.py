@@ -59,7 +59,7 @@ def index_add_args(self, dim, index, source, alpha, api):
     d = _wrap_dim(dim, self.ndim)
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"{api}(): Index is supposed to be a vector, got {index.ndim} dims")
-    if source.ndim == 0 and self.ndim and index.ndim:   # torch reads source.size(dim) (a 0-d index: not): IndexError
+    if source.ndim == 0 and index.numel() != 1:   # torch's count check reads source.size(dim): IndexError
         raise IndexError(f"{api}(): Dimension specified as {dim} but tensor has no dimensions (source is 0-d; "
                          "give it self's dims)")
     if source.dtype is not self.dtype:
