@@ -1,10 +1,11 @@
-"""Bad-input parity, round 35: a probe of ~4,300 wrong (and some right) calls in areas earlier
+"""Bad-input parity, round 35: a probe of ~5,100 wrong (and some right) calls in areas earlier
 rounds covered lightly -- int-list and Number arguments (tensor_split/hsplit split points,
 unflatten/as_strided sizes, a tensor where torch's parser wants an int or a Number), tensordot's
 dims, in-place dtype rules of ~35 binary methods and the augmented operators, out= (dtype, shape,
 an expanded out), scatter/gather/index_add/index_copy/index_reduce/index_put shape and dtype
 mismatches, tensor indexing and setitem, einsum equations, cat/stack/split/chunk, autograd.Function
-misuse, torch.compile and checkpoint arguments, save/load on bad paths -- left these differences
+misuse, torch.compile and checkpoint arguments, save/load on bad paths, ~45 nn layers called with
+inputs of every rank and odd dtypes -- left these differences
 from torch 2.13, fixed here:
 
 - silently accepted: ``tensor_split`` of a bool, of float split points (truncated) or a tuple
@@ -18,7 +19,14 @@ from torch 2.13, fixed here:
   ``clamp_max`` with number bounds cast into an ``out=`` of another dtype (torch: "Found dtype");
   the elementwise ops and index_select/masked_select/outer resized an expanded ``out=`` of another
   shape into fresh memory and wrote (torch refuses the self-aliasing out first);
+- also silently accepted: ``embedding_bag`` with uint8/int16 ids (torch: RuntimeError) or a 2-D bool
+  input (torch: NotImplementedError);
 - refused where torch accepts: ``hsplit`` of a numpy int, a 0-d/1-d integer tensor or a list of them;
+  ``flatten`` of a tensor with a 0 before the flattened dims (``ones(0, 4, 4).flatten(1)``: reshape's
+  ambiguous -1); ``instance_norm`` with no spatial element (torch refuses exactly one);
+- ``F.max_pool1d/2d``, ``adaptive_max_pool1d``, ``layer_norm``, ``fold``, ``unfold``, ``rms_norm`` (and
+  ``nn.LayerNorm``) of a list or None leaked Python's AttributeError (torch: its C++ op's TypeError);
+  ``embedding_bag`` looked at the ids' dtype before the input's rank and offsets (torch: ValueError);
 - wrong class or order: ``tensordot`` leaked a numpy iteration TypeError for a numpy int ``dims``
   and read ``[-1, 1]`` as dim lists; ``clamp_min_``/``clamp_max_`` with a complex bound (torch:
   NotImplementedError); ``index_copy``/``index_add``/``index_reduce`` with a number source (torch:
@@ -220,6 +228,34 @@ for _name in ("index_put", "index_put_"):
                            "mask_ok": ("(X(T) > 5,)", "T.tensor(0.)")}.items():
         C[f"{_name}_{_k}" + ("_ok" if _k.endswith("ok") and not _k.endswith("_ok") else "")] = \
             eval(f"lambda T: X(T).{_name}({_idx}, {_v}).tolist()")
+# -- nn: a non-Tensor input where torch's Python hands it to a C++ op; empty dims; embedding_bag ids
+F_ = lambda T: T.nn.functional
+C["F_max_pool1d_list"] = lambda T: F_(T).max_pool1d([[1.]], 1)
+C["F_max_pool1d_none"] = lambda T: F_(T).max_pool1d(None, 1)
+C["F_adaptive_max_pool1d_list"] = lambda T: F_(T).adaptive_max_pool1d([[1.]], 1)
+C["F_layer_norm_list"] = lambda T: F_(T).layer_norm([[1.]], (1,))
+C["LayerNorm_list"] = lambda T: T.nn.LayerNorm(4)([[1., 2., 3., 4.]])
+C["F_fold_list"] = lambda T: F_(T).fold([[1.]], (2, 2), 1)
+C["F_unfold_none"] = lambda T: F_(T).unfold(None, 1)
+C["F_rms_norm_list"] = lambda T: F_(T).rms_norm([[1.]], (1,))
+C["F_softmax_list"] = lambda T: F_(T).softmax([1.], 0)
+C["flatten_empty_ok"] = lambda T: tuple(T.ones(0, 4, 4).flatten(1).shape)
+C["Flatten_empty_ok"] = lambda T: tuple(T.nn.Flatten()(T.ones(0, 4, 4)).shape)
+C["flatten_empty_mid_ok"] = lambda T: tuple(T.ones(4, 0, 3).flatten(1).shape)
+C["instance_norm_no_spatial_ok"] = lambda T: tuple(F_(T).instance_norm(T.ones(2, 4, 0)).shape)
+C["InstanceNorm1d_eval_no_spatial_ok"] = lambda T: tuple(T.nn.InstanceNorm1d(4).eval()(T.ones(2, 4, 0)).shape)
+C["instance_norm_one_spatial"] = lambda T: F_(T).instance_norm(T.ones(2, 4, 1))
+W5 = lambda T: T.ones(5, 3)
+C["embbag_2d_bool"] = lambda T: F_(T).embedding_bag(T.ones(2, 2, dtype=T.bool), W5(T))
+C["embbag_1d_bool_ok"] = lambda T: F_(T).embedding_bag(T.ones(2, dtype=T.bool), W5(T), T.tensor([0])).tolist()
+C["embbag_uint8"] = lambda T: F_(T).embedding_bag(T.ones(2, 2, dtype=T.uint8), W5(T))
+C["embbag_int16"] = lambda T: F_(T).embedding_bag(T.ones(2, 2, dtype=T.int16), W5(T))
+C["embbag_int32_ok"] = lambda T: F_(T).embedding_bag(T.ones(2, 2, dtype=T.int32), W5(T)).tolist()
+C["embbag_float_3d"] = lambda T: F_(T).embedding_bag(T.ones(2, 2, 2), W5(T))
+C["embbag_float_1d_no_offsets"] = lambda T: F_(T).embedding_bag(T.ones(2), W5(T))
+C["EmbeddingBag_float_3d"] = lambda T: T.nn.EmbeddingBag(5, 3)(T.ones(2, 2, 2))
+C["EmbeddingBag_2d_bool"] = lambda T: T.nn.EmbeddingBag(5, 3)(T.ones(2, 4, dtype=T.bool))
+
 # -- areas that already matched (kept so): indexing, einsum, cat/stack/split, Function, checkpoint, save/load
 C["get_float"] = lambda T: X(T)[1.5]
 C["get_oob"] = lambda T: X(T)[5]
@@ -303,6 +339,10 @@ GIST = {
     "index_reduce_double_oob": "must have the same scalar type",
     "index_put_oob_wrongshape": "shape mismatch",
     "scatter_1d_src_1_0": "Index tensor must have the same number of dimensions as src tensor",
+    "F_layer_norm_list": "must be Tensor, not list",
+    "embbag_float_3d": "input has to be 1D or 2D Tensor",
+    "embbag_uint8": "Long",
+    "instance_norm_one_spatial": "Expected more than 1 spatial element",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)

@@ -203,7 +203,9 @@ def flatten(self, start_dim=0, end_dim=-1):
     if s == e:
         return self
     shp = tuple(self.shape)
-    return reshape(self, shp[:s] + (-1,) + shp[e + 1:])
+    # the flattened size itself, not -1: with a 0 elsewhere (shape (0, 4, 4)) -1 is ambiguous to
+    # reshape, where torch's flatten gives (0, 16)
+    return reshape(self, shp[:s] + (math.prod(shp[s:e + 1]),) + shp[e + 1:])
 
 
 @method(function=True)
