@@ -27,6 +27,8 @@ from torch 2.13, fixed here:
 - ``F.max_pool1d/2d``, ``adaptive_max_pool1d``, ``layer_norm``, ``fold``, ``unfold``, ``rms_norm`` (and
   ``nn.LayerNorm``) of a list or None leaked Python's AttributeError (torch: its C++ op's TypeError);
   ``embedding_bag`` looked at the ids' dtype before the input's rank and offsets (torch: ValueError);
+  ``avg_pool1d/2d/3d``, ``conv_transpose1d/2d/3d`` and ``local_response_norm`` of an integer or bool
+  input of the wrong rank raised the missing kernel's NotImplementedError (torch: the rank's error);
 - wrong class or order: ``tensordot`` leaked a numpy iteration TypeError for a numpy int ``dims``
   and read ``[-1, 1]`` as dim lists; ``clamp_min_``/``clamp_max_`` with a complex bound (torch:
   NotImplementedError); ``index_copy``/``index_add``/``index_reduce`` with a number source (torch:
@@ -245,6 +247,13 @@ C["flatten_empty_mid_ok"] = lambda T: tuple(T.ones(4, 0, 3).flatten(1).shape)
 C["instance_norm_no_spatial_ok"] = lambda T: tuple(F_(T).instance_norm(T.ones(2, 4, 0)).shape)
 C["InstanceNorm1d_eval_no_spatial_ok"] = lambda T: tuple(T.nn.InstanceNorm1d(4).eval()(T.ones(2, 4, 0)).shape)
 C["instance_norm_one_spatial"] = lambda T: F_(T).instance_norm(T.ones(2, 4, 1))
+C["avg_pool2d_2d_bool"] = lambda T: T.nn.AvgPool2d(1)(T.ones(2, 4, dtype=T.bool))
+C["avg_pool1d_4d_int"] = lambda T: F_(T).avg_pool1d(T.ones(1, 2, 4, 4, dtype=T.int32), 1)
+C["avg_pool2d_int32"] = lambda T: F_(T).avg_pool2d(T.ones(1, 2, 4, 4, dtype=T.int32), 1)
+C["avg_pool2d_long_ok"] = lambda T: F_(T).avg_pool2d(T.ones(1, 2, 4, 4, dtype=T.long), 2).tolist()
+C["local_response_norm_2d_bool"] = lambda T: T.nn.LocalResponseNorm(2)(T.ones(2, 4, dtype=T.bool))
+C["local_response_norm_3d_bool"] = lambda T: T.nn.LocalResponseNorm(2)(T.ones(2, 4, 4, dtype=T.bool))
+C["conv_transpose2d_2d_bool"] = lambda T: T.nn.ConvTranspose2d(4, 2, 1)(T.ones(2, 4, dtype=T.bool))
 W5 = lambda T: T.ones(5, 3)
 C["embbag_2d_bool"] = lambda T: F_(T).embedding_bag(T.ones(2, 2, dtype=T.bool), W5(T))
 C["embbag_1d_bool_ok"] = lambda T: F_(T).embedding_bag(T.ones(2, dtype=T.bool), W5(T), T.tensor([0])).tolist()
