@@ -293,6 +293,12 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
         return TypeError(f"{api}(): argument '{name}' (position {pos}) must be {kind}, not "
                          f"{type(value).__name__}; pass a value of that kind (see the docs of {api})")
     if python_level:
+        if api in _INPUT_TO_CPP and isinstance(err, AttributeError):
+            input = args[0] if args else kwargs.get("input", _MISSING)
+            if not isinstance(input, Tensor) and getattr(err, "obj", _MISSING) is input:
+                # torch's Python hands ``input`` straight to a C++ op: its parser's TypeError
+                return TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}; "
+                                 "pass a tensor (tracegrad.tensor(...) makes one from data)")
         return None
     pos = _converted_argument(api, err, sig, args, kwargs)
     if pos is not None:
@@ -308,6 +314,11 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
 
 
 GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError)   # what may be replaced
+
+# torch's Python-level functionals whose first use of ``input`` is a C++ op (max_pool2d, im2col...):
+# a non-Tensor input is that op's parser TypeError, not the AttributeError of a Python lookup
+_INPUT_TO_CPP = frozenset(("max_pool1d", "max_pool2d", "adaptive_max_pool1d", "layer_norm", "fold", "unfold",
+                           "rms_norm"))
 
 
 # kinds a wrong value of which would pass silently (a float dim or count, a dtype given by name, a

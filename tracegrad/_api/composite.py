@@ -30,7 +30,7 @@ from .elementwise import maximum, where
 from .promotion import (_SCALAR_NAME, _check_operand, _float_dtype, check_tensor_seq, check_tensors, refuse_complex, require_floating,
                         result_dtype)
 from .reduction import any as _any
-from .shape import _stack_list, by_keyword, cat, hstack, stack
+from .shape import _index_all, _stack_list, by_keyword, cat, hstack, stack
 from .._tensor.out import accepts_out
 
 
@@ -242,6 +242,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         if n.ndim or n.dtype._cat != 1:
             raise TypeError("diff(): argument 'n' (position 2) must be int, not Tensor; pass an int order")
         n = int(n)
+    elif isinstance(n, bool):   # no int to torch's parser (range(True) would take it as 1)
+        raise TypeError("diff(): argument 'n' must be int, not bool; pass an int order")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     if input.dim() == 0:
@@ -310,11 +312,20 @@ def tensordot(a, b, dims=2, out=None):
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
     if dims is None:   # torch's Python refuses it before its parser sees it (RuntimeError)
         raise RuntimeError("tensordot expects dims to be int or a pair of dim lists (([...], [...])), got None")
-    if not isinstance(dims, (int, list, tuple)) and not (isinstance(dims, Tensor) or hasattr(dims, "__index__")):
+    # torch's Python reads a one-element tensor as the int and a larger one as the dim lists; any
+    # other type but an int, list or tuple (a numpy int too: it was iterated here) is its RuntimeError
+    if isinstance(dims, Tensor):
+        dims = int(dims.item()) if dims.numel() == 1 else dims.tolist()
+    if not isinstance(dims, (int, list, tuple)):
         raise RuntimeError(f"tensordot expects dims to be int or a pair of dim lists (([...], [...])), got "
-                           f"dims={dims!r}")
-    if isinstance(dims, Tensor) and dims.ndim == 0:   # torch takes a 0-d tensor as the int (it was iterated)
-        dims = int(dims)
+                           f"dims={dims} of type {type(dims).__name__}")
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 2:   # torch unpacks the pair in Python: ValueError
+            raise ValueError(f"tensordot: dims must be a pair of dim lists (([...], [...])), got {len(dims)} "
+                             "entries")
+        # each list goes to torch's parser as an int list: a bare int or a float there is its TypeError
+        dims = [_index_all(d, "tensordot", name) if isinstance(d, (list, tuple)) else _not_int_list(d, name)
+                for d, name in zip(dims, ("dims_self", "dims_other"))]
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -347,6 +358,11 @@ def tensordot(a, b, dims=2, out=None):
     return (am @ bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
 
 
+def _not_int_list(d, name):
+    raise TypeError(f"tensordot(): argument '{name}' (position 3) must be tuple of ints, not {type(d).__name__}; "
+                    "pass dims=([dims of a], [dims of b])")
+
+
 @method("inner", function=True)
 def inner(input, other):
     """Mirrors ``torch.inner``: the sum over the last dims (a product when either is 0-d)."""
@@ -361,6 +377,9 @@ def rot90(input, k=1, dims=(0, 1)):
     """Mirrors ``torch.rot90``: rotate by 90 degrees ``k`` times in the plane ``dims``.
     RuntimeError unless ``dims`` names two different dims of an at least 2-D input; IndexError for a
     dim out of range."""
+    if isinstance(k, Tensor) and (k.ndim or k.dtype._cat != 1):
+        # k %= 4 below would take any tensor; torch's parser takes only a 0-d integer one as an int
+        raise TypeError(f"rot90(): argument 'k' (position 1) must be int, not Tensor; pass an int number of turns")
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.ndim < 2:

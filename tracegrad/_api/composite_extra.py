@@ -222,6 +222,10 @@ def renorm(input, p, dim, maxnorm):
     ``maxnorm`` is scaled to norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as torch); the
     others are unchanged. Differentiable. RuntimeError for ``p <= 0``, ``maxnorm < 0`` or a
     non-floating input."""
+    for pos, (name, v) in enumerate((("p", p), ("maxnorm", maxnorm))):
+        if isinstance(v, Tensor) and v.ndim:   # float() would take a one-element tensor; the parser's Number not
+            raise TypeError(f"renorm(): argument '{name}' (position {1 + 2 * pos}) must be Number, not Tensor; "
+                            "pass a number (or a 0-d tensor)")
     if input.dim() < 2:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     if not (input.is_floating_point() or input.is_complex()):
@@ -365,6 +369,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     as they are). Gradients as ``scatter_reduce``, which it is built on. RuntimeError for
     another ``reduce``, a non-1-d index or mismatched sizes; NotImplementedError for a complex or
     bool tensor (torch's kernel has no such version); IndexError for an index out of range."""
+    if not isinstance(source, Tensor):   # torch's parser, before anything else
+        raise TypeError(f"index_reduce(): argument 'source' (position 3) must be Tensor, not {type(source).__name__}; "
+                        "pass a tensor of the rows to reduce in")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     check_index_dtype(index, "index_reduce_")
@@ -374,6 +381,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     d = _wrap_dim(dim, input.dim())
     if index.dim() > 1:   # torch's IndexError, as index_add_'s and index_copy_'s
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, got {index.dim()} dims")
+    if source.dim() == 0 and index.numel() != 1:   # torch's count check reads source.size(dim): IndexError
+        raise IndexError(f"index_reduce_(): Dimension specified as {dim} but tensor has no dimensions (source is "
+                         "0-d; give it input's dims)")
     if source.dim() == input.dim() and any(a != b for k, (a, b) in enumerate(zip(input.shape, source.shape))
                                            if k != d):
         raise RuntimeError(f"index_reduce_(): source tensor shape must match self tensor shape, excluding the "
@@ -382,6 +392,10 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if source.dim() != input.dim() or source.shape[d] != index.numel():
         raise RuntimeError(f"index_reduce_(): source must have the input's dims and index.numel() = {index.numel()} "
                            f"rows along dim {dim}, got source of shape {list(source.shape)}")
+    if source.dtype is not input.dtype:   # checked before the index's values, as torch
+        raise RuntimeError(f"index_reduce_(): self ({_SCALAR_NAME[input.dtype.name]}) and source "
+                           f"({_SCALAR_NAME[source.dtype.name]}) must have the same scalar type; convert source "
+                           "with .to(input.dtype)")
     if input.dtype.is_complex or input.dtype is _dt.bool_:   # torch's kernel: real numbers only
         raise NotImplementedError(f"\"index_func_\" not implemented for '{_SCALAR_NAME[input.dtype.name]}'; "
                                   "index_reduce takes integer or floating tensors")

@@ -24,7 +24,7 @@ from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
 from .reduction import check_sortable, return_types, sort
-from .shape import diag, flatten, reshape, tensor_split
+from .shape import _index_all, _index_like, diag, flatten, reshape, tensor_split
 
 _LN2 = math.log(2.0)
 
@@ -241,24 +241,32 @@ def addbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
 
 
 def _split_along(input, indices_or_sections, dim, api, min_dims):
-    ok = isinstance(indices_or_sections, int) or (
-        isinstance(indices_or_sections, (list, tuple)) and all(isinstance(i, int) for i in indices_or_sections))
-    if isinstance(indices_or_sections, bool) or not ok:
+    ios = indices_or_sections
+    # torch's parser: an int is anything with __index__ (a numpy int, a 0-d integer tensor), the
+    # indices any int sequence (a 1-d integer tensor, a list of numpy ints or one-element tensors)
+    if isinstance(ios, Tensor) and ios.ndim == 1 and _index_like(ios[0] if len(ios) else _tensor(0)):
+        ios = ios.tolist()
+    elif _index_like(ios):
+        ios = int(ios.__index__())
+    if isinstance(ios, (list, tuple)):
+        try:       # a leading bool, a float or str element: no overload matches
+            ios = None if ios and type(ios[0]) is bool else list(_index_all(ios, api, "indices"))
+        except TypeError:
+            ios = None
+    if isinstance(ios, bool) or not isinstance(ios, (int, list)):
         raise TypeError(f"{api}() received an invalid combination of arguments: expected (Tensor input, int "
-                        f"sections) or (Tensor input, tuple of ints indices), got {type(indices_or_sections).__name__}")
+                        f"sections) or (Tensor input, tuple of ints indices), got "
+                        f"{type(indices_or_sections).__name__}")
     if input.ndim < min_dims:
         raise RuntimeError(f"torch.{api} requires a tensor with at least {min_dims} dimension, but got a tensor "
                            f"with {input.ndim} dimensions!")
-    if isinstance(indices_or_sections, int):
+    if isinstance(ios, int):
         size = input.shape[dim]
-        if indices_or_sections == 0 or size % indices_or_sections:
+        if ios == 0 or size % ios:
             raise RuntimeError(f"torch.{api} attempted to split along dimension {dim}, but the size of the "
-                               f"dimension {size} is not divisible by the split_size {indices_or_sections}!")
-        return tensor_split(input, indices_or_sections, dim)
-    size, bounds = input.shape[dim], [0]
-    for i in list(indices_or_sections) + [input.shape[dim]]:
-        bounds.append(min(max(int(i), bounds[-1]), size))   # torch clamps split points into [prev, size]
-    return tuple(input.narrow(dim, a, b - a) for a, b in zip(bounds, bounds[1:]))
+                               f"dimension {size} is not divisible by the split_size {ios}!")
+    # split points are tensor_split's (Python slice bounds: a negative one counts from the end)
+    return tensor_split(input, ios, dim)
 
 
 @int_list_method

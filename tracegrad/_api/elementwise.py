@@ -461,7 +461,9 @@ def round(self, *, decimals=0):
         raise not_self("round", self) from None
     if dt is _dt.bool_:
         raise NotImplementedError("\"round_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
-    if type(decimals) is not int and (isinstance(decimals, (bool, float, str)) or not hasattr(decimals, "__index__")):
+    if type(decimals) is not int and (isinstance(decimals, (bool, float, str)) or not hasattr(decimals, "__index__")
+                                      # a Tensor has __index__, but the parser takes only a 0-d integer one
+                                      or isinstance(decimals, Tensor) and (decimals.ndim or decimals.dtype._cat != 1)):
         raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}; pass an int")
     if decimals:
         if self.dtype._cat < 2:
@@ -578,7 +580,7 @@ def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
     RuntimeError when ``end`` has another dtype (torch does not promote it) or a complex
     ``weight`` meets real tensors."""
-    check_lerp_end("lerp", end)
+    check_lerp_end("lerp", end, weight)
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)

@@ -234,7 +234,6 @@ def _check_index_put(self, indices, values, api):
     index in range (IndexError; XLA would silently drop or clamp it)."""
     if not isinstance(values, Tensor):
         raise TypeError(f"{api}(): argument 'values' must be Tensor, not {type(values).__name__}")
-    _check_put_dtype(self, values)
     ints = [t for t in indices if isinstance(t, Tensor)]
     if len(ints) > 1 and all(t.dtype is not _dt.bool_ for t in ints):   # (a mask stands for its nonzero indices)
         _check_index_broadcast(ints)
@@ -250,9 +249,22 @@ def _check_index_put(self, indices, values, api):
         if i.dtype is _dt.bool_ and tuple(i.shape) != tuple(self.shape[dim:dim + n]):
             raise IndexError(f"The shape of the mask {list(i.shape)} at index {dim} does not match the shape of the "
                              f"indexed tensor {list(self.shape)} at index {dim}")
-        if i.dtype is not _dt.bool_:
-            _check_bounds(i, self.shape[dim], dim)
         dim += n
+    # torch's order after the indices' kinds and shapes: values' shape against the indexing
+    # result, values' dtype, then the index values (read only when one of the last two fails)
+    try:
+        _check_put_dtype(self, values)
+        dim = 0
+        for i in indices:
+            if i.dtype is not _dt.bool_:
+                _check_bounds(i, self.shape[dim], dim)
+            dim += i.ndim if i.dtype is _dt.bool_ else 1
+    except (RuntimeError, IndexError):
+        # the result's shape, with every int index at 0 (an out-of-range one would fail here)
+        _check_value_fits(self, tuple(i if i.dtype is _dt.bool_ else zeros(tuple(i.shape), dtype=i.dtype)
+                                      for i in indices), values)
+        _check_put_dtype(self, values)
+        raise
 
 
 def _index_object(k):
@@ -743,6 +755,9 @@ def _check_src_dtype(self, src, api):
 def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     """Mirrors ``torch.scatter(input, dim, index, src|value)``."""
     _index_arg(index, "scatter", self, dim)
+    if src is not None and value is not None:   # no overload takes both (one would be dropped silently)
+        raise TypeError("scatter() received an invalid combination of arguments: got both src and value=; pass "
+                        "src (a Tensor) or value (a number), not both")
     if src is None:
         src = value
     if src is None:

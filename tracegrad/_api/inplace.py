@@ -54,10 +54,15 @@ def index_add_args(self, dim, index, source, alpha, api):
     scatter_add path), IndexError otherwise (and for 0-d/1-d tensors); nothing is checked when
     self or the index is empty (torch returns before looking). Returns the wrapped dim and
     ``alpha`` as self's kind of number (an integer tensor truncates it, as torch)."""
+    if not isinstance(source, Tensor):   # torch's parser, before the index's checks
+        raise strict_error(api.rstrip("_"), "source", "Tensor", source, 3)
     check_index_dtype(index, api)
     d = _wrap_dim(dim, self.ndim)
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"{api}(): Index is supposed to be a vector, got {index.ndim} dims")
+    if source.ndim == 0 and index.numel() != 1:   # torch's count check reads source.size(dim): IndexError
+        raise IndexError(f"{api}(): Dimension specified as {dim} but tensor has no dimensions (source is 0-d; "
+                         "give it self's dims)")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"{api}(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar "
                            f"type; convert source with .to(self.dtype)")
@@ -119,8 +124,18 @@ def check_scatter_shapes(self, index, src, dim=None):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if isinstance(src, Tensor):
         if 0 < src.ndim < rank:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-src.ndim}, {src.ndim - 1}], "
-                             f"but got {src.ndim}): src has fewer dimensions than index")
+            # torch's size check walks the dims (index against self apart from dim, then against
+            # src) and stops at the first that is too large: src's missing dim is its IndexError
+            # only when the walk reaches it; a walk stopped before fails on the rank (below)
+            d0 = dim % rank if type(dim) is int and self.ndim and -rank <= dim < rank else None
+            for i in range(rank):
+                if d0 is not None and i != d0 and index.shape[i] > self.shape[i]:
+                    break
+                if i >= src.ndim:
+                    raise IndexError(f"Dimension out of range (expected to be in range of [{-src.ndim}, "
+                                     f"{src.ndim - 1}], but got {src.ndim}): src has fewer dimensions than index")
+                if d0 is not None and index.shape[i] > src.shape[i]:
+                    break
         if (src.ndim or 1) != rank:
             raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
     if type(dim) is int and index.ndim and self.ndim and -rank <= dim < rank and index.numel():
@@ -554,7 +569,10 @@ def _inplace_unary(name):
 
 @method()
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-    """Mirrors ``torch.Tensor.scatter_(dim, index, src|value)``. TypeError without src/value."""
+    """Mirrors ``torch.Tensor.scatter_(dim, index, src|value)``. TypeError without src/value, or with both."""
+    if src is not None and value is not None:   # no overload takes both (one would be dropped silently)
+        raise TypeError("scatter_() received an invalid combination of arguments: got both src and value=; pass "
+                        "src (a Tensor) or value (a number), not both")
     if src is None:
         src = value
     if src is None:
@@ -638,7 +656,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
 
 @method()
 def lerp_(self, end, weight):
-    check_lerp_end("lerp_", end)
+    check_lerp_end("lerp_", end, weight)
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
@@ -965,6 +983,9 @@ def inplace_via_copy(name):
             raise not_a_tensor(name + "_", self) from None
         if args:
             check_tensor_other(name + "_", args[0])
+        if name in ("clamp_min", "clamp_max") and args and isinstance(args[0], (complex, np.complexfloating)):
+            # torch's scalar clamp refuses a complex bound before it looks at casting into self
+            raise NotImplementedError(f"{name}_: clamp is not supported for complex types; pass a real bound")
         if promoting and len(args) == 1:
             check_inplace_result(name + "_", self, args[0])
         if name in ("cumsum", "cumprod") and self.dtype is _dt.bool_ and kwargs.get("dtype") in (None, _dt.bool_):

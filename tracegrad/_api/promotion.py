@@ -253,6 +253,9 @@ def check_alpha(api, self, other, alpha):
         return
     if isinstance(alpha, Tensor):
         check_scalar_tensor(api, "alpha", alpha)
+        # a 0-d tensor alpha is a Scalar to torch, under the same kind rules as a number
+        alpha = {0: True, 1: 1, 2: 1.0, 3: 1j}[alpha.dtype._cat] if alpha.ndim == 0 else 1   # (kind only: no .item())
+    if type(alpha) is int:
         return
     if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
         raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")
@@ -379,11 +382,16 @@ def function_form_of(api, fn):
     return function_form
 
 
-def check_lerp_end(api, end):
-    """torch's lerp overloads take a Tensor ``end`` (the weight may be a number): TypeError otherwise."""
+def check_lerp_end(api, end, weight=0.0):
+    """torch's lerp overloads take a Tensor ``end`` and a Tensor or number ``weight``: TypeError
+    otherwise (a list or tuple weight would else be taken as data and broadcast)."""
     if not isinstance(end, Tensor):
         raise TypeError(f"{api}() received an invalid combination of arguments - got end of type "
                         f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
+    if isinstance(weight, (list, tuple, dict, set)):
+        raise TypeError(f"{api}() received an invalid combination of arguments - got weight of type "
+                        f"{type(weight).__name__}; weight must be a Tensor or a number (tracegrad.tensor(...) "
+                        "makes one from a list)")
 
 
 def check_lerp_dtype(self):

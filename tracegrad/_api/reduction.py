@@ -38,7 +38,8 @@ def _dims(dim, ndim, limit=True):
         _too_many_dims(ndim)
     for i, d in enumerate(dim if isinstance(dim, (list, tuple, Size)) else (dim,)):
         # int() would take both; torch's parser takes a bool only after an int list's first element
-        if isinstance(d, float) or (type(d) is bool and i == 0):
+        # a float tensor too: int() would truncate it, torch's parser refuses it (x.sum(tensor(1.)))
+        if isinstance(d, float) or (type(d) is bool and i == 0) or (isinstance(d, Tensor) and d.dtype._cat >= 2):
             raise TypeError(f"reduction: argument 'dim' must be an int or a tuple of ints, not {type(d).__name__} ({d})")
     if isinstance(dim, (list, tuple, Size)):
         if len(dim) == 0:
@@ -365,10 +366,19 @@ def amin(self, dim=(), keepdim=False):
     return apply_op(OPS["amin"], (self,), (("dim", _extremum_dims(self, dim, "amin")), ("keepdim", keepdim)))
 
 
+def _one_dim(dim, api):
+    """argmax/argmin take one int dim (or None): a list or tuple is torch's parser TypeError, where
+    the reductions' dim-list check would look at it as several dims."""
+    if isinstance(dim, (list, tuple, Size)):
+        raise TypeError(f"{api}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}; pass one dim "
+                        "(or None for the flattened tensor)")
+
+
 @method(function=True)
 def argmax(self, dim=None, keepdim=False):
     """Mirrors ``torch.argmax``: int64 index of the first maximum (flattened when dim=None).
     IndexError for an empty tensor or an empty ``dim``."""
+    _one_dim(dim, "argmax")
     _extremum_dims(self, dim, "argmax", IndexError)
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     return apply_op(OPS["argmax"], (self,), (("dim", d), ("keepdim", keepdim)))
@@ -377,6 +387,7 @@ def argmax(self, dim=None, keepdim=False):
 @method(function=True)
 def argmin(self, dim=None, keepdim=False):
     """Mirrors ``torch.argmin``. IndexError for an empty tensor or an empty ``dim``."""
+    _one_dim(dim, "argmin")
     _extremum_dims(self, dim, "argmin", IndexError)
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     return apply_op(OPS["argmin"], (self,), (("dim", d), ("keepdim", keepdim)))
@@ -432,8 +443,8 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         return MATRIX_NORM[0](self, "nuc", dims, keepdim, dtype=dtype)
     if isinstance(p, str):
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported; pass a number, inf, -inf, 'fro' or 'nuc'")
-    if not isinstance(p, (int, float)) and not (isinstance(p, Tensor) and p.numel() == 1) \
-            and type(p).__module__ != "numpy":   # a list, a tensor of several elements: the parser's
+    if not isinstance(p, (int, float)) and not (isinstance(p, Tensor) and p.ndim == 0) \
+            and type(p).__module__ != "numpy":   # a list, a tensor with dims (even of one element): the parser's
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
     if isinstance(dim, str) or (isinstance(dim, (list, tuple)) and str in map(type, dim)):   # (any is shadowed)
         raise TypeError(f"linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not "

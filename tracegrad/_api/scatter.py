@@ -35,7 +35,7 @@ def _same_dtype(self, other, api, what):
                            f"{_cpp(self.dtype)} and ({what}) {_cpp(other.dtype)}; cast one with .to()")
 
 
-def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeError):
+def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeError, check_range=True):
     """The checks torch makes on an ``index_*`` index: int64 (else ``dtype_error``: index_fill
     raises IndexError, the others RuntimeError), at most 1-D, inside ``dim`` (``negative``:
     counting from the end allowed, as index_fill). A self without elements is torch's own case:
@@ -45,6 +45,8 @@ def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeErro
         got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise dtype_error(f"{api}(): Expected a long tensor for index, but got {got}")
     d = _wrap_dim(dim, self.ndim)
+    if not check_range:
+        return d
     if self.ndim and self.numel() == 0 and index.numel():
         if self.shape[d] == 0:
             raise RuntimeError(f"{api}(): setStorage: a slice along dimension {d} of self (shape {list(self.shape)}) "
@@ -56,9 +58,20 @@ def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeErro
 
 
 def _index_copy_args(self, dim, index, source, api):
-    d = _index_vector(self, dim, index, api)
-    if index.ndim > 1:
-        raise IndexError(f"{api}(): Index should have dimension 1 or 0 (got {index.ndim})")
+    # torch's order: the parser's Tensor source; the index's rank; source's rank against the
+    # index and self; the index's dtype; source's dtype and shape; only then the index's values
+    if not isinstance(source, Tensor):
+        raise strict_error(api.rstrip("_"), "source", "Tensor", source, 3)
+    if isinstance(index, Tensor):
+        if index.ndim > 1:
+            raise IndexError(f"{api}(): Index should have dimension 1 or 0 (got {index.ndim})")
+        if source.ndim == 0 and index.numel() != 1:
+            raise IndexError(f"{api}(): When source is scalar, index should have one element (got "
+                             f"{index.numel()}); give one index or a source with self's dims")
+        if source.ndim and self.ndim and source.ndim != self.ndim:
+            raise IndexError(f"{api}(): When source and destination are not scalars, their dimensionality must "
+                             f"match. Source dimensionality ({source.ndim}), destination dimensionality ({self.ndim})")
+    d = _index_vector(self, dim, index, api, check_range=False)
     _same_dtype(self, source, api, "source")
     n = index.numel()
     want = list(self.shape)
@@ -67,13 +80,14 @@ def _index_copy_args(self, dim, index, source, api):
     # torch lets 0-d and 1-element target/source mix when one position is copied
     if list(source.shape) != want and not (source.ndim <= 1 and source.numel() == 1 and n == 1 and self.ndim <= 1):
         if source.ndim == self.ndim > 0 and [s for i, s in enumerate(source.shape) if i != d] != \
-                [s for i, s in enumerate(self.shape) if i != d]:
+                [s for i, s in enumerate(self.shape) if i != d] or source.ndim == 0 and self.ndim > 1:
             # torch: slices of another shape are a RuntimeError; counts and ranks an IndexError
             raise RuntimeError(f"{api.rstrip('_')}_(): Source/destination tensor must have same slice shapes: source of shape "
                                f"{list(source.shape)} does not fit: expected {want} (self's shape with dimension "
                                f"{d} the number of indices, {n})")
         raise IndexError(f"{api}(): source of shape {list(source.shape)} does not fit: expected {want} "
                          f"(self's shape with dimension {d} the number of indices, {n})")
+    _index_vector(self, dim, index, api)   # the values, last
     # reshape only the 0-d / 1-element mixes: a source of the right shape keeps its own node
     # (torch's IndexCopyBackward0 links to it directly, with no ViewBackward0 between)
     if list(source.shape) != want:

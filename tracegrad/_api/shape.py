@@ -203,7 +203,9 @@ def flatten(self, start_dim=0, end_dim=-1):
     if s == e:
         return self
     shp = tuple(self.shape)
-    return reshape(self, shp[:s] + (-1,) + shp[e + 1:])
+    # the flattened size itself, not -1: with a 0 elsewhere (shape (0, 4, 4)) -1 is ambiguous to
+    # reshape, where torch's flatten gives (0, 16)
+    return reshape(self, shp[:s] + (math.prod(shp[s:e + 1]),) + shp[e + 1:])
 
 
 @method(function=True)
@@ -213,7 +215,8 @@ def unflatten(self, dim, sizes):
     split, though ``dim`` 0 and -1 are in range for it)."""
     d = _wrap_dim(dim, self.ndim)
     shp = tuple(self.shape)
-    sizes = tuple(sizes)
+    # read as torch's int list (a float or a leading bool is its TypeError, not a size)
+    sizes = _shape_arg((tuple(sizes),), "unflatten", "sizes")
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty; give the sizes the dim splits into")
     if not shp:
@@ -595,8 +598,16 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
         raise TypeError("tensor_split(): pass exactly one of indices_or_sections (an int, a sequence of ints or "
                         f"a tensor), sections= or indices=; got {len(given)}")
     spec = given[0]
+    if isinstance(spec, bool) or type(spec).__name__ in ("bool_", "bool"):   # numpy's bool too
+        # a bool is no int to torch's parser (int() would take it as 1 section)
+        raise TypeError(f"tensor_split(): argument 'sections' must be int, not {type(spec).__name__}; pass an "
+                        "int number of sections, a sequence of int indices or a long tensor")
     if not isinstance(spec, Tensor) and _index_like(spec):   # a numpy integer: sections, as an int
         spec = operator.index(spec)
+    elif isinstance(spec, (list, tuple)):
+        # torch reads the split points as ints: a float (or a leading bool) is its parser's
+        # TypeError, where int() below would truncate it silently
+        spec = _index_all(spec, "tensor_split", "indices")
     if self.ndim == 0:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with {self.ndim} dims")
     if isinstance(spec, Tensor):

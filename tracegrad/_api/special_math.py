@@ -144,6 +144,11 @@ def ldexp(input, other):
     negative (it computes ``2**other`` in integers); tracegrad's is ``2**other``. TypeError for a
     number operand, as torch."""
     check_tensors("ldexp", input, other)
+    if other.dtype is _dt.bool_ and input.dtype.is_floating_point:
+        # torch's kernel for a real floating input has no bool exponent ("ldexp_cpu_exp"); an
+        # integer, bool or complex input takes one
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool': ldexp of a floating input takes an "
+                                  "integer or floating exponent tensor; convert other with .int()")
     dt = result_dtype(input, other)
     real = {"complex64": _dt.float32, "complex128": _dt.float64}.get(dt.name, dt) \
         if dt.is_complex or dt.is_floating_point else None   # 2**other in the result's precision: float64 reaches 2**1023

@@ -30,6 +30,10 @@ from .promotion import check_tensors
 
 
 def _ints(seq, what):
+    if isinstance(seq, bool) or (isinstance(seq, (tuple, list)) and seq and type(seq[0]) is bool):
+        # torch's parser tells an int list by its first element: a bool there is no int
+        raise TypeError(f"as_strided(): argument '{what}' must be tuple of ints, but found element of type bool "
+                        "at pos 0; pass ints")
     if isinstance(seq, int):
         seq = (seq,)
     for pos, s in enumerate(seq):
@@ -73,6 +77,10 @@ def as_strided(self, size, stride, storage_offset=None):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
     if builtins.any(n < 0 for n in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
+    if storage_offset is not None and (isinstance(storage_offset, bool) or not hasattr(storage_offset, "__index__")):
+        # int() would take a bool or truncate a float: torch's parser refuses both
+        raise TypeError(f"as_strided(): argument 'storage_offset' (position 3) must be int, not "
+                        f"{type(storage_offset).__name__}; pass an int offset (in elements)")
     offset = storage_offset_of(self) if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")

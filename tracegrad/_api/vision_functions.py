@@ -402,10 +402,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if scale_grad_by_freq and mode == "max":
         raise ValueError("embedding_bag: max mode does not support scaling the gradient by the frequency; "
                          "use mode='sum' or 'mean', or scale_grad_by_freq=False")
-    for name, t in (("input", input), ("offsets", offsets)):
-        if t is not None and (t.dtype.is_floating_point or t.dtype.is_complex):
-            raise RuntimeError(f"embedding_bag: '{name}' must hold integer ids (Long or Int), got {t.dtype} "
-                               f"(call .long())")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -418,6 +414,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              "fixed length sequences.")
+        if input.dtype is _dt.bool_:   # torch builds the bags' offsets with arange in input's dtype
+            raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool' (embedding_bag of a 2-D bool input); "
+                                      "pass integer ids (.long())")
         b, length = input.shape
         offsets = arange(0, b * length, max(length, 1)) if b else zeros(0, dtype=_dt.int64)
         input = input.reshape(-1)
@@ -432,6 +431,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    # the ids' dtype, after the ranks (torch's Python checks those before its C++ op looks at the
+    # dtype): int64/int32 -- a 1-D bool too, as torch -- where uint8/int16 ids ran here
+    for name, t in (("input", input), ("offsets", offsets)):
+        if t is not None and t.dtype not in (_dt.int64, _dt.int32, _dt.bool_):
+            raise RuntimeError(f"embedding_bag: '{name}' must hold integer ids (Long or Int), got {t.dtype} "
+                               f"(call .long())")
     if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
                            f"#1 'per_sample_weights'; but type {weight.dtype} does not equal "

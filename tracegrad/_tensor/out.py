@@ -21,7 +21,7 @@ from .._ops import dtypes as _dt
 from .._ops.errors import PYTHON_LEVEL, not_a_tensor
 from .._ops.random import scalar_name
 from .._ops.warn import warn
-from .tensor import Tensor, _grad_enabled, element_positions
+from .tensor import Tensor, _grad_enabled, check_no_internal_overlap, element_positions
 
 _RESIZED = ("An output with one or more elements was resized since it had shape {old}, which does "
             "not match the required output shape {new}. This behavior is deprecated, and in a future "
@@ -132,8 +132,28 @@ def _complex_result(label, args, kwargs, out):
                 f"scalar type {scalar_name(out.dtype.np)} for argument 'out'")
 
 
+def _clamp_by_numbers(label, args, kwargs, out):
+    """torch's clamp family with number bounds (a kernel of its own) wants ``out`` of the result's
+    dtype exactly, where tensor bounds take the usual cast (``clamp(float_t, 0., out=double_t)``
+    is refused, ``clamp(float_t, float_t, out=double_t)`` is not)."""
+    input, bounds = (args[0] if args else kwargs.get("input")), list(args[1:3]) + [kwargs.get("min"), kwargs.get("max")]
+    bounds = [b for b in bounds if b is not None]
+    if not isinstance(input, Tensor) or not isinstance(out, Tensor) or not bounds \
+            or not all(type(b) in (bool, int, float) for b in bounds):
+        return None
+    try:
+        rdt = _dt.result_type([input.dtype] if input.ndim else [], [] if input.ndim else [input.dtype], bounds)
+    except Exception:   # noqa: BLE001 -- bounds that do not promote: the function's own error stands
+        return None
+    if out.dtype is not rdt:
+        return (f"{label}(): Found dtype {scalar_name(out.dtype.np)} but expected {scalar_name(rdt.np)}; with number "
+                "bounds out= must have the result's dtype")
+    return None
+
+
 # out= dtypes (and forms) some torch kernels refuse before computing, with their own messages
-_OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
+_OUT_REFUSALS = {"clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
+                 "clamp_max": _clamp_by_numbers, "quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
                  "bucketize": _index_result, "nonzero": _no_tuple,
                  "complex": _complex_result, "polar": _complex_result}
@@ -146,6 +166,13 @@ _STACKING = frozenset(("cat", "stack", "hstack", "vstack", "dstack", "column_sta
 # given -- gather and take_along_dim may write into their own index, as torch)
 _NO_OVERLAP = {"outer": None, "ger": None, "index_select": None, "take": None, "masked_select": None,
                "cross": None, "scatter": None, "gather": (0,), "take_along_dim": (0,)}
+# TensorIterator kernels (the iter_alias ones, and these with an exact out dtype) refuse an out=
+# whose elements alias each other (an expanded tensor) before resizing it: torch builds the
+# iterator, whose overlap check comes first; unchecked, a wrong-shaped expanded out was resized
+# into fresh memory and written silently. (Reductions, products and gathers resize first.)
+_ITER_EXACT = frozenset(("index_select", "masked_select", "outer", "ger", "round", "sign", "sgn", "neg", "negative",
+                         "floor", "ceil", "trunc", "fix", "frac", "bitwise_not", "signbit", "nan_to_num",
+                         "heaviside", "isneginf", "isposinf", "float_power", "abs", "absolute"))
 
 
 def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
@@ -178,6 +205,8 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
                 if refusal:
                     raise RuntimeError(refusal)
             if isinstance(out, Tensor):
+                if iter_alias or label in _ITER_EXACT:
+                    check_no_internal_overlap(out)
                 _check_out_overlap(label, args, out)
                 if label in _STACKING and args and isinstance(args[0], (list, tuple)):
                     _check_out_overlap(label, args[0], out, fully=True)

@@ -79,7 +79,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         n = 1
         for s in input.shape[2:]:
             n *= s
-        if n <= 1:
+        if n == 1:   # (torch's check is for exactly one: no spatial element at all gives an empty result)
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"{tracegrad.Size(input.shape)}")
     momentum = require_float("instance_norm", "momentum", momentum, 7)   # the parser's, as torch.instance_norm

@@ -1369,12 +1369,20 @@ _NO_BOOL = {
     "threshold": "threshold_cpu", "threshold_": "threshold_cpu", "bilinear": "bmm", "pad": _pad_kernel,
 }
 # ... and those whose one integer kernel is int64's
+def _at_rank(kernel, *ranks):
+    """``kernel`` for an input of one of ``ranks`` dims; None (no kernel check) otherwise: torch
+    refuses a wrong rank first (``avg_pool2d`` of a 2-D bool input: the rank's IndexError)."""
+    return lambda input, *a, **k: kernel if getattr(input, "ndim", None) in ranks else None
+
+
 _INT64_ONLY = {
-    "conv_transpose1d": "slow_conv_transpose2d_out_cpu", "conv_transpose2d": "slow_conv_transpose2d_out_cpu",
-    "conv_transpose3d": "slow_conv_transpose3d_out_cpu",
-    "avg_pool1d": "avg_pool2d", "avg_pool2d": "avg_pool2d", "avg_pool3d": "avg_pool3d_out_frame",
+    "conv_transpose1d": _at_rank("slow_conv_transpose2d_out_cpu", 2, 3),
+    "conv_transpose2d": _at_rank("slow_conv_transpose2d_out_cpu", 3, 4),
+    "conv_transpose3d": _at_rank("slow_conv_transpose3d_out_cpu", 4, 5),
+    "avg_pool1d": _at_rank("avg_pool2d", 2, 3), "avg_pool2d": _at_rank("avg_pool2d", 3, 4),
+    "avg_pool3d": _at_rank("avg_pool3d_out_frame", 4, 5),
     "local_response_norm": lambda input, *a, **k: "avg_pool2d" if getattr(input, "ndim", 0) == 3
-    else "avg_pool3d_out_frame",
+    else "avg_pool3d_out_frame" if getattr(input, "ndim", 0) > 3 else None,
 }
 for _name, _kernel in _FLOATING_ONLY.items():
     globals()[_name] = _no_kernel_for(globals()[_name], _kernel,
