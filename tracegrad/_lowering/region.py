@@ -840,7 +840,7 @@ def _rebuild_view(spec, out, arg_leaves):
         base = arg_leaves[i].detach()
         if not same_version:
             base._vc = [0]
-    elif where == "state alias":
+    elif where in ("state alias", "state storage"):
         base = _state_alias(*ref)
     else:
         base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
@@ -848,7 +848,8 @@ def _rebuild_view(spec, out, arg_leaves):
         chain = base._chain + chain     # traced relative to the argument's value
     t = Tensor._make(base._st.array)
     t._st, t._vc, t._chain = base._st, base._vc, chain
-    t._base = base._base if base._base is not None else base
+    # a detached view of a state tensor (``p[0].detach()``) has no base, as eagerly
+    t._base = None if where == "state storage" else base._base if base._base is not None else base
     t._gf_ver = base._vc[0]
     t._vcache, t._vgen = None, -1
     if rg:
@@ -1807,7 +1808,17 @@ def _view_root(t, call_leaves, whole, outside, state=None):
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
         return ("state", b)
-    ref = None if b is None or b._chain else _state_alias_ref(b, t, state)
+    if b is None:
+        # NOTE [detached views of state]: ``p[0].detach()`` (``p[0].data``) of a state tensor is
+        # no view eagerly (no ``_base``, as torch's) yet shares the parameter's storage: the
+        # parameter's later updates show through it and writes through it reach the parameter.
+        # Returned as a new result, it was a copy the next call's update did not reach
+        st, r = (state or {}).get(id(t._st), (None, None))
+        if st is None:
+            return None
+        owner = r() if r is not None else None
+        return ("state storage", (weakref.ref(st), t._vc if owner is not None and owner._vc is t._vc else None, r))
+    ref = None if b._chain else _state_alias_ref(b, t, state)
     return None if ref is None else ("state alias", ref)    # a view of ``p.detach()``
 
 
