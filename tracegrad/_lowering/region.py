@@ -834,7 +834,7 @@ def _state_alias(ref, vc, owner):
 def _rebuild_view(spec, out, arg_leaves):
     """A view result over its root's storage, as eager's view: same storage, version counter
     and ``_base``; its value is computed from the chain when read."""
-    (where, ref), chain, rg, how = spec
+    (where, ref), chain, rg, how = spec[:4]
     if where == "detached arg":
         i, same_version = ref
         base = arg_leaves[i].detach()
@@ -848,8 +848,8 @@ def _rebuild_view(spec, out, arg_leaves):
         chain = base._chain + chain     # traced relative to the argument's value
     t = Tensor._make(base._st.array)
     t._st, t._vc, t._chain = base._st, base._vc, chain
-    # a detached view of a state tensor (``p[0].detach()``) has no base, as eagerly
-    t._base = None if where == "state storage" else base._base if base._base is not None else base
+    # a detached view (``p[0].detach()``, ``x[1].data``) has no base, as eagerly
+    t._base = None if spec[4:] == (True,) else base._base if base._base is not None else base
     t._gf_ver = base._vc[0]
     t._vcache, t._vgen = None, -1
     if rg:
@@ -1629,7 +1629,8 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
             plain_arg = root[0] == "arg" and call_leaves[root[1]]._rg and call_leaves[root[1]]._gf is None
             root, how = (root, None) if (root[0] == "state" and root[1]._gf is None) or plain_arg else (None, how)
         if root is not None:
-            leaves.append(("view", (root, t._chain, rg, how)))
+            # no ``_base`` for a detached view (``w[0].detach()``, ``x[1].data``), as eagerly
+            leaves.append(("view", (root, t._chain, rg, how, t._base is None)))
             continue
         if not t._chain:
             whole[id(t._st)] = len(leaves)
@@ -1802,8 +1803,9 @@ def _view_root(t, call_leaves, whole, outside, state=None):
     if i is not None:
         # a view of a detached alias of the argument (``a.detach()[1]``) is that alias's view,
         # not the argument's: no ``_base`` link, no grad_fn (as eager's)
-        if t._base is None or t._base is call_leaves[i]:
+        if t._base is call_leaves[i]:
             return ("arg", i)
+        # and a detached view of the argument (``a[1].detach()``, ``a[1].data``: no ``_base``)
         return ("detached arg", (i, t._vc is call_leaves[i]._vc))   # ``.data`` has a version counter of its own
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
