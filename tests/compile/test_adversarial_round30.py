@@ -327,13 +327,14 @@ def test_compiled_module_float_and_bool_attributes_changed():
 
 def test_detached_views_of_arguments_and_results_have_no_base():
     """``x[0].detach()`` and ``x[1].data`` of a leaf argument that requires grad, and
-    ``y[2].detach()`` of a result: no ``_base``, so the caller may write through them in place
-    (before the fix they came back views of ``x``/``y``: the write raised "a view of a leaf
-    Variable that requires grad is being used in an in-place operation" only when compiled)."""
+    ``y[2].detach()``, ``y[1].data`` of a result: no ``_base``, so the caller may write through
+    them in place (before the fix they came back views of ``x``/``y``: the write raised "a view
+    of a leaf Variable that requires grad is being used in an in-place operation" only when
+    compiled), and a ``.data`` view counts its own versions."""
     def run(mod, wrap):
         def step(x):
             y = x * 2
-            return x[0].detach(), x[1].data, y, y[2].detach()
+            return x[0].detach(), x[1].data, y, y[2].detach(), y[1].data
         f = wrap(step)
         res = []
         for i in range(3):
@@ -342,6 +343,7 @@ def test_detached_views_of_arguments_and_results_have_no_base():
             o[0].mul_(2)
             o[1].add_(1)
             o[3].add_(5)
+            o[4].sub_(1)
             res.append({"x": x.detach().numpy().copy(), "y": o[2].detach().numpy().copy(),
                         "version": [t._version for t in o], "base": [t._base is None for t in o]})
         return res

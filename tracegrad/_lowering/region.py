@@ -849,8 +849,10 @@ def _rebuild_view(spec, out, arg_leaves):
     t = Tensor._make(base._st.array)
     t._st, t._vc, t._chain = base._st, base._vc, chain
     # a detached view (``p[0].detach()``, ``x[1].data``) has no base, as eagerly
-    t._base = None if spec[4:] == (True,) else base._base if base._base is not None else base
-    t._gf_ver = base._vc[0]
+    t._base = None if spec[4:5] == (True,) else base._base if base._base is not None else base
+    if spec[5:] == (True,):
+        t._vc = [0]
+    t._gf_ver = t._vc[0]
     t._vcache, t._vgen = None, -1
     if rg:
         t._rg = True
@@ -1552,7 +1554,7 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     storage and version counter as eagerly."""
     leaves, arrays, diff = [], [], []
     consumed = cap.backward_ran
-    seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
+    seen, whole, whole_vc = {}, {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
     for t in r_leaves:
         if type(t) is DeferredItem:     # NOTE [deferred item]: the number is read after each call
             try:
@@ -1629,11 +1631,14 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
             plain_arg = root[0] == "arg" and call_leaves[root[1]]._rg and call_leaves[root[1]]._gf is None
             root, how = (root, None) if (root[0] == "state" and root[1]._gf is None) or plain_arg else (None, how)
         if root is not None:
-            # no ``_base`` for a detached view (``w[0].detach()``, ``x[1].data``), as eagerly
-            leaves.append(("view", (root, t._chain, rg, how, t._base is None)))
+            # no ``_base`` for a detached view (``w[0].detach()``, ``x[1].data``), as eagerly;
+            # a version counter of its own for a ``.data`` view of a result (``y[0].data``)
+            own_vc = root[0] == "out" and t._vc is not whole_vc[id(t._st)]
+            leaves.append(("view", (root, t._chain, rg, how, t._base is None, own_vc)))
             continue
         if not t._chain:
             whole[id(t._st)] = len(leaves)
+            whole_vc[id(t._st)] = t._vc
         v = t._value
         if not isinstance(v, _Tracer):
             v = jnp.asarray(v)
