@@ -351,3 +351,33 @@ def test_detached_views_of_arguments_and_results_have_no_base():
     assert_same(run(tracegrad, lambda f: f), comp, "compiled")
     torch = pytest.importorskip("torch")
     assert_same(run(torch, lambda f: f), comp, "torch")
+
+
+def test_views_of_leaves_returned_after_a_backward_inside_stay_differentiable():
+    """``opt.step(); return w[0], w.t(), a[1]`` (views of a Parameter and of a leaf argument,
+    after a backward inside the step): the caller's ``backward`` through them reaches ``w`` and
+    ``a`` as eagerly (compiled calls raised "a backward() inside the compiled function left
+    this result's graph alive" before the fix: the view got the consumed region's node)."""
+    def run(mod, wrap):
+        w = mod.nn.Parameter(mod.ones(2, 3))
+        opt = mod.optim.SGD([w], lr=0.1)
+
+        def step(x, a):
+            opt.zero_grad()
+            (w * x).sum().backward()
+            (a * 3).sum().backward()
+            opt.step()
+            return w[0], w.t(), a[1]
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            a = mod.ones(3, requires_grad=True)
+            v, t, av = f(mod.full((2, 3), float(i + 1)), a)
+            (v.sum() + t.sum() + av * 5).backward()
+            res.append({"w": snapshot(w), "a": snapshot(a), "base": (v._base is w, t._base is w, av._base is a),
+                        "rg": (v.requires_grad, t.requires_grad, av.requires_grad)})
+        return res
+    comp = run(tracegrad, tracegrad.compile)
+    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
+    torch = pytest.importorskip("torch")
+    assert_same(run(torch, lambda f: f), comp, "torch")

@@ -1621,15 +1621,20 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
             # NOTE [results after a backward inside] in vjp_node.py
             how = ("dead", after_backward_message(t)) if consumed else "diff"
         root = _view_root(t, call_leaves, whole, outside, state) if t._chain else None
-        if root is not None and how == "diff":
+        if root is not None and how is not None:
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
             # grad_fn is made from the base's view chain as eager's is (no region VJP needed).
             # So is a view of a tensor argument that requires grad and got no history inside
             # (``return a[0], a.t()``): torch.compile returns it as a view of the caller's tensor
             # (``_base``, shared storage, the in-place checks of views of leaves), its grad_fn
-            # regenerated from the argument's (a leaf's or a non-leaf's) view chain
+            # regenerated from the argument's (a leaf's or a non-leaf's) view chain. Also after a
+            # backward inside (``opt.step(); return w[0]``): that graph is the view chain alone,
+            # alive eagerly (``out.sum().backward()`` reaches ``w``), never the consumed one
             plain_arg = root[0] == "arg" and call_leaves[root[1]]._rg and call_leaves[root[1]]._gf is None
-            root, how = (root, None) if (root[0] == "state" and root[1]._gf is None) or plain_arg else (None, how)
+            if (root[0] == "state" and root[1]._gf is None) or plain_arg:
+                how = None
+            elif how == "diff":
+                root = None
         if root is not None:
             # no ``_base`` for a detached view (``w[0].detach()``, ``x[1].data``), as eagerly;
             # a version counter of its own for a ``.data`` view of a result (``y[0].data``)
