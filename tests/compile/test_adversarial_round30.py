@@ -68,7 +68,9 @@ def _check_held(make, calls=4, post=None):
 
 def test_detached_views_of_state_share_its_storage():
     """``w[0].detach()``, ``w[:, 1].data``, ``buf[1:].detach()`` and a detached row of Adam's
-    ``exp_avg`` returned by a call: no ``_base`` (as torch's), over the state's storage, so
+    ``exp_avg`` returned by a call (and views of such: ``w[1].detach().view(2, 2)[1:]``,
+    ``w[2].data.unsqueeze(0)``): no ``_base`` (as torch's; the views' base is the detached
+    view), over the state's storage, so
     every later call's update shows in the results the caller kept and a write through one
     reaches the parameter (before the fix the compiled calls returned copies)."""
     def make(mod, wrap):
@@ -80,7 +82,8 @@ def test_detached_views_of_state_share_its_storage():
         def step(x, y):
             loss = _train(mod, model, opt, x, y)
             model.n.add_(loss.detach())
-            return w[0].detach(), w[:, 1].data, model.n[1:].detach(), opt.state[w]["exp_avg"][0].detach()
+            return (w[0].detach(), w[:, 1].data, model.n[1:].detach(), opt.state[w]["exp_avg"][0].detach(),
+                    w[1].detach().view(2, 2)[1:], w[2].data.unsqueeze(0))
         return wrap(step), {"model": model, "opt": opt}, _batch(mod)
 
     def post(mod, state, out, i):

@@ -842,6 +842,8 @@ def _rebuild_view(spec, out, arg_leaves):
             base._vc = [0]
     elif where in ("state alias", "state storage"):
         base = _state_alias(*ref)
+    elif where == "state detached view":     # its base: the detached view, no base of its own
+        base = _rebuild_view((("state storage", ref[:3]), ref[3], False, None, True), out, arg_leaves)
     else:
         base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
     if where in ("arg", "detached arg"):
@@ -1825,13 +1827,26 @@ def _view_root(t, call_leaves, whole, outside, state=None):
         # no view eagerly (no ``_base``, as torch's) yet shares the parameter's storage: the
         # parameter's later updates show through it and writes through it reach the parameter.
         # Returned as a new result, it was a copy the next call's update did not reach
-        st, r = (state or {}).get(id(t._st), (None, None))
-        if st is None:
-            return None
-        owner = r() if r is not None else None
-        return ("state storage", (weakref.ref(st), t._vc if owner is not None and owner._vc is t._vc else None, r))
+        ref = _state_storage_ref(t, state)
+        return None if ref is None else ("state storage", ref)
+    if b._chain and b._base is None:
+        # a view of a detached view of state (``p[0].detach().view(-1)``, ``p[1].data.t()``):
+        # over the state's storage too, its base that detached view rebuilt over it
+        ref = _state_storage_ref(b, state)
+        return None if ref is None else ("state detached view", ref + (b._chain,))
     ref = None if b._chain else _state_alias_ref(b, t, state)
     return None if ref is None else ("state alias", ref)    # a view of ``p.detach()``
+
+
+def _state_storage_ref(t, state):
+    """(weakref to the state storage ``t`` is over, the state tensor's version counter when
+    ``t`` shares it, else None, the state tensor's weakref) or None when ``t``'s storage is no
+    state storage."""
+    st, r = (state or {}).get(id(t._st), (None, None))
+    if st is None:
+        return None
+    owner = r() if r is not None else None
+    return weakref.ref(st), t._vc if owner is not None and owner._vc is t._vc else None, r
 
 
 def _arg_grads(kinds, leaves, wrappers, vjp):
