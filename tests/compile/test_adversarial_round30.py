@@ -384,3 +384,29 @@ def test_views_of_leaves_returned_after_a_backward_inside_stay_differentiable():
     assert_same(run(tracegrad, lambda f: f), comp, "compiled")
     torch = pytest.importorskip("torch")
     assert_same(run(torch, lambda f: f), comp, "torch")
+
+
+def test_view_returned_before_its_base_result_aliases_it():
+    """``return z, y[1].data, y, z, y.t()`` with ``z = y[0]``: the views placed before the
+    result they view come back over it as eagerly (before the fix they were copies: a write
+    through ``z`` missed ``y`` only when compiled; ``_out_recipe`` linked a view to an earlier
+    result only)."""
+    def run(mod, wrap):
+        def step(x):
+            y = x * 2
+            z = y[0]
+            return z, y[1].data, y, z, y.t()
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            o = f(mod.full((2, 3), float(i)))
+            o[0].add_(1)
+            o[1].add_(5)
+            res.append({"y": o[2].numpy().copy(), "t": o[4].numpy().copy(),
+                        "links": (o[0]._base is o[2], o[3] is o[0], o[4]._base is o[2]),
+                        "version": [t._version for t in o], "base": [t._base is None for t in o]})
+        return res
+    comp = run(tracegrad, tracegrad.compile)
+    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
+    torch = pytest.importorskip("torch")
+    assert_same(run(torch, lambda f: f), comp, "torch")

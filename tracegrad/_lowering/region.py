@@ -730,7 +730,7 @@ class OutRecipe:
         tensors the call bound to Python places that are differentiable outputs too, after the
         results (NOTE [kept graphs])."""
         it = iter(arrays)
-        out, diff = [], []
+        out, diff, later = [], [], []
         # made under inference_mode(): inference tensors, as eager's ops make
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
@@ -779,8 +779,14 @@ class OutRecipe:
                 out.append(placed[v])
             elif kind == "same":
                 out.append(out[v])
+                if out[v] is None:
+                    later.append(len(out) - 1)
             elif kind == "view":
-                out.append(_rebuild_view(v, out, arg_leaves))
+                if v[0][0] == "out" and v[0][1] >= len(out):   # a view of a later result (``y[0], y``)
+                    later.append(len(out))
+                    out.append(None)
+                else:
+                    out.append(_rebuild_view(v, out, arg_leaves))
             elif kind == "state alias":    # ``p.detach()`` of a state tensor (``_out_recipe``)
                 out.append(_state_alias(*v))
             elif kind == "alias":          # a detached alias of an argument
@@ -791,6 +797,9 @@ class OutRecipe:
                 out.append(t)
             else:
                 out.append(v)
+        for n in later:     # the views of later results, then their repeats, in result order
+            kind, v = self.leaves[n]
+            out[n] = _rebuild_view(v, out, arg_leaves) if kind == "view" else out[v]
         diff += kept
         if diff:
             pullback, edges, (s_args, s_out, s_state), through = vjp
@@ -1557,6 +1566,11 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     leaves, arrays, diff = [], [], []
     consumed = cap.backward_ran
     seen, whole, whole_vc = {}, {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
+    # a view may come before the result it views (``return y[0], y``): that result's position
+    for n, t in enumerate(r_leaves):
+        if isinstance(t, Tensor) and type(t) is not DeferredItem and _plain_new(t, call_leaves, cap, outside, state):
+            whole.setdefault(id(t._st), n)
+            whole_vc.setdefault(id(t._st), t._vc)
     for t in r_leaves:
         if type(t) is DeferredItem:     # NOTE [deferred item]: the number is read after each call
             try:
@@ -1643,9 +1657,6 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
             own_vc = root[0] == "out" and t._vc is not whole_vc[id(t._st)]
             leaves.append(("view", (root, t._chain, rg, how, t._base is None, own_vc)))
             continue
-        if not t._chain:
-            whole[id(t._st)] = len(leaves)
-            whole_vc[id(t._st)] = t._vc
         v = t._value
         if not isinstance(v, _Tracer):
             v = jnp.asarray(v)
@@ -1803,6 +1814,19 @@ def _through_outputs(through, n_results, kept_sts, rebinds, escapes):
             if js:
                 out.append((pos[k], js))
     return tuple(out)
+
+
+def _plain_new(t, call_leaves, cap, outside, state):
+    """Whether ``_out_recipe`` makes the result ``t`` a "new" result over a storage of its own
+    (no view chain, made by the call, no alias of an argument or of state)."""
+    if t._chain or any(w is t for w in call_leaves):
+        return False
+    if id(t) in outside or (t._st not in cap.created and not isinstance(t._st.array, _Tracer)):
+        return False
+    if not t._rg and (any(isinstance(w, Tensor) and w._st is t._st for w in call_leaves)
+                      or _state_alias_ref(t, t, state) is not None):
+        return False
+    return True
 
 
 def _view_root(t, call_leaves, whole, outside, state=None):
