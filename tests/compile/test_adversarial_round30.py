@@ -2,14 +2,21 @@
 and through ``tracegrad.compile`` from identical state and compared after every call (and with
 torch where no random numbers are drawn).
 
-Two silent differences found and fixed:
-- a detached view of a parameter, buffer or optimizer state (``w[0].detach()``, ``w[0].data``)
-  returned by a compiled call was a copy: eagerly it shares the tensor's storage, so the next
-  call's update shows through it and a write through it reaches the parameter
-  (``_lowering/region.py``, NOTE [detached views of state]);
+Differences found and fixed:
+- a detached view of a parameter, buffer or optimizer state (``w[0].detach()``, ``w[0].data``,
+  and views of those) returned by a compiled call was a copy: eagerly it shares the tensor's
+  storage, so the next call's update shows through it and a write through it reaches the
+  parameter (``_lowering/region.py``, NOTE [detached views of state]);
 - a ``Generator`` read from a dict, an attribute or a closure cell and swapped for another one
   between calls (both kept alive) went on drawing from the traced one (``_lowering/guards.py``
-  now guards it by identity).
+  now guards it by identity);
+- a detached view of an argument or result came back with a ``_base`` (in-place writes through
+  it raised the view-of-a-leaf error only when compiled), a ``.data`` view shared the result's
+  version counter;
+- a view of a Parameter returned after a backward inside the step got the consumed region's
+  node (a backward through it raised), and a view placed before the result it views
+  (``return y[0], y``) was a copy.
+Left as a strict xfail: a view of a tensor the call binds into a dict is a copy.
 The rest pin down behaviours that already held: a slice of a parameter edited outside,
 ``add_param_group`` between calls, a ChainedScheduler and a SequentialLR, grad-mode nesting with a
 flag, generators passed to ``bernoulli``/``randperm``/``multinomial``, a compiled function called

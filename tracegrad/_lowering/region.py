@@ -717,7 +717,7 @@ class OutRecipe:
 
     def __init__(self, treedef, leaves):
         # leaves: ("new", (rg, how, cls, inference, version, attrs, retained)) | ("const", value) | ("arg", index) | ("same", position)
-        # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
+        # | ("view", (root, chain, rg, how[, no _base, own version counter])) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
         self.places = ()      # the slots of the ("place", k) leaves (``_result_places``)
