@@ -1565,12 +1565,14 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     storage and version counter as eagerly."""
     leaves, arrays, diff = [], [], []
     consumed = cap.backward_ran
-    seen, whole, whole_vc = {}, {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
-    # a view may come before the result it views (``return y[0], y``): that result's position
+    seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
+    # a view may come before the result it views (``return y[0], y``): that result's position,
+    # for a view whose ``_base`` is that very result (not one of a ``.grad`` the call made
+    # returned with its ``.data``: NOTE [returned .grad] makes those "grad view"s)
+    ahead = {}
     for n, t in enumerate(r_leaves):
         if isinstance(t, Tensor) and type(t) is not DeferredItem and _plain_new(t, call_leaves, cap, outside, state):
-            whole.setdefault(id(t._st), n)
-            whole_vc.setdefault(id(t._st), t._vc)
+            ahead.setdefault(id(t._st), (n, t))
     for t in r_leaves:
         if type(t) is DeferredItem:     # NOTE [deferred item]: the number is read after each call
             try:
@@ -1636,7 +1638,7 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         if rg and t.grad_fn is not None:
             # NOTE [results after a backward inside] in vjp_node.py
             how = ("dead", after_backward_message(t)) if consumed else "diff"
-        root = _view_root(t, call_leaves, whole, outside, state) if t._chain else None
+        root = _view_root(t, call_leaves, whole, outside, state, ahead) if t._chain else None
         if root is not None and how is not None:
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
             # grad_fn is made from the base's view chain as eager's is (no region VJP needed).
@@ -1654,9 +1656,11 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         if root is not None:
             # no ``_base`` for a detached view (``w[0].detach()``, ``x[1].data``), as eagerly;
             # a version counter of its own for a ``.data`` view of a result (``y[0].data``)
-            own_vc = root[0] == "out" and t._vc is not whole_vc[id(t._st)]
+            own_vc = root[0] == "out" and t._vc is not r_leaves[root[1]]._vc
             leaves.append(("view", (root, t._chain, rg, how, t._base is None, own_vc)))
             continue
+        if not t._chain:
+            whole[id(t._st)] = len(leaves)
         v = t._value
         if not isinstance(v, _Tracer):
             v = jnp.asarray(v)
@@ -1829,12 +1833,15 @@ def _plain_new(t, call_leaves, cap, outside, state):
     return True
 
 
-def _view_root(t, call_leaves, whole, outside, state=None):
+def _view_root(t, call_leaves, whole, outside, state=None, ahead=None):
     """What the view result ``t`` views, rebuilt after each call: ("out", position of an
     earlier plain result), ("arg", index), ("detached arg", (index, same version counter)) for
     a view of ``arg.detach()``/``arg.data``, or ("state", the outside tensor); None otherwise."""
     if id(t._st) in whole:
         return ("out", whole[id(t._st)])
+    n, r = (ahead or {}).get(id(t._st), (None, None))
+    if r is not None and (t._base is r or t._base is None):   # a (detached) view of a result further on
+        return ("out", n)
     i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
     if i is not None:
         # a view of a detached alias of the argument (``a.detach()[1]``) is that alias's view,
