@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from .. import _state
+from .._tensor.generator import Generator
 from .._tensor.tensor import Tensor
 from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
                       _user_methods, _value, attributes, is_memoized, python_refs)
@@ -503,6 +504,11 @@ def _guard_value(d, k, v, checks) -> bool:
             # tensor found there now is not the one a call finds
             if (id(d), k) not in checks.by_shape:
                 checks.append((_Layout(d), k, _layout(v), None))
+    elif isinstance(v, Generator):
+        # a generator the trace drew from is program state by identity (its key an input and
+        # output): another one bound in its place between calls (``cur["g"] = g_eval``, both
+        # kept alive) made the program go on drawing from the old one
+        checks.append((_holds(d, k, v), None, True, None))
     else:
         return False
     return True

@@ -717,7 +717,7 @@ class OutRecipe:
 
     def __init__(self, treedef, leaves):
         # leaves: ("new", (rg, how, cls, inference, version, attrs, retained)) | ("const", value) | ("arg", index) | ("same", position)
-        # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
+        # | ("view", (root, chain, rg, how[, no _base, own version counter])) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
         self.places = ()      # the slots of the ("place", k) leaves (``_result_places``)
@@ -730,7 +730,7 @@ class OutRecipe:
         tensors the call bound to Python places that are differentiable outputs too, after the
         results (NOTE [kept graphs])."""
         it = iter(arrays)
-        out, diff = [], []
+        out, diff, later = [], [], []
         # made under inference_mode(): inference tensors, as eager's ops make
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
@@ -779,8 +779,14 @@ class OutRecipe:
                 out.append(placed[v])
             elif kind == "same":
                 out.append(out[v])
+                if out[v] is None:
+                    later.append(len(out) - 1)
             elif kind == "view":
-                out.append(_rebuild_view(v, out, arg_leaves))
+                if v[0][0] == "out" and v[0][1] >= len(out):   # a view of a later result (``y[0], y``)
+                    later.append(len(out))
+                    out.append(None)
+                else:
+                    out.append(_rebuild_view(v, out, arg_leaves))
             elif kind == "state alias":    # ``p.detach()`` of a state tensor (``_out_recipe``)
                 out.append(_state_alias(*v))
             elif kind == "alias":          # a detached alias of an argument
@@ -791,6 +797,9 @@ class OutRecipe:
                 out.append(t)
             else:
                 out.append(v)
+        for n in later:     # the views of later results, then their repeats, in result order
+            kind, v = self.leaves[n]
+            out[n] = _rebuild_view(v, out, arg_leaves) if kind == "view" else out[v]
         diff += kept
         if diff:
             pullback, edges, (s_args, s_out, s_state), through = vjp
@@ -834,22 +843,27 @@ def _state_alias(ref, vc, owner):
 def _rebuild_view(spec, out, arg_leaves):
     """A view result over its root's storage, as eager's view: same storage, version counter
     and ``_base``; its value is computed from the chain when read."""
-    (where, ref), chain, rg, how = spec
+    (where, ref), chain, rg, how = spec[:4]
     if where == "detached arg":
         i, same_version = ref
         base = arg_leaves[i].detach()
         if not same_version:
             base._vc = [0]
-    elif where == "state alias":
+    elif where in ("state alias", "state storage"):
         base = _state_alias(*ref)
+    elif where == "state detached view":     # its base: the detached view, no base of its own
+        base = _rebuild_view((("state storage", ref[:3]), ref[3], False, None, True), out, arg_leaves)
     else:
         base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
     if where in ("arg", "detached arg"):
         chain = base._chain + chain     # traced relative to the argument's value
     t = Tensor._make(base._st.array)
     t._st, t._vc, t._chain = base._st, base._vc, chain
-    t._base = base._base if base._base is not None else base
-    t._gf_ver = base._vc[0]
+    # a detached view (``p[0].detach()``, ``x[1].data``) has no base, as eagerly
+    t._base = None if spec[4:5] == (True,) else base._base if base._base is not None else base
+    if spec[5:] == (True,):
+        t._vc = [0]
+    t._gf_ver = t._vc[0]
     t._vcache, t._vgen = None, -1
     if rg:
         t._rg = True
@@ -1552,6 +1566,13 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     leaves, arrays, diff = [], [], []
     consumed = cap.backward_ran
     seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
+    # a view may come before the result it views (``return y[0], y``): that result's position,
+    # for a view whose ``_base`` is that very result (not one of a ``.grad`` the call made
+    # returned with its ``.data``: NOTE [returned .grad] makes those "grad view"s)
+    ahead = {}
+    for n, t in enumerate(r_leaves):
+        if isinstance(t, Tensor) and type(t) is not DeferredItem and _plain_new(t, call_leaves, cap, outside, state):
+            ahead.setdefault(id(t._st), (n, t))
     for t in r_leaves:
         if type(t) is DeferredItem:     # NOTE [deferred item]: the number is read after each call
             try:
@@ -1617,18 +1638,26 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         if rg and t.grad_fn is not None:
             # NOTE [results after a backward inside] in vjp_node.py
             how = ("dead", after_backward_message(t)) if consumed else "diff"
-        root = _view_root(t, call_leaves, whole, outside, state) if t._chain else None
-        if root is not None and how == "diff":
+        root = _view_root(t, call_leaves, whole, outside, state, ahead) if t._chain else None
+        if root is not None and how is not None:
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
             # grad_fn is made from the base's view chain as eager's is (no region VJP needed).
             # So is a view of a tensor argument that requires grad and got no history inside
             # (``return a[0], a.t()``): torch.compile returns it as a view of the caller's tensor
             # (``_base``, shared storage, the in-place checks of views of leaves), its grad_fn
-            # regenerated from the argument's (a leaf's or a non-leaf's) view chain
+            # regenerated from the argument's (a leaf's or a non-leaf's) view chain. Also after a
+            # backward inside (``opt.step(); return w[0]``): that graph is the view chain alone,
+            # alive eagerly (``out.sum().backward()`` reaches ``w``), never the consumed one
             plain_arg = root[0] == "arg" and call_leaves[root[1]]._rg and call_leaves[root[1]]._gf is None
-            root, how = (root, None) if (root[0] == "state" and root[1]._gf is None) or plain_arg else (None, how)
+            if (root[0] == "state" and root[1]._gf is None) or plain_arg:
+                how = None
+            elif how == "diff":
+                root = None
         if root is not None:
-            leaves.append(("view", (root, t._chain, rg, how)))
+            # no ``_base`` for a detached view (``w[0].detach()``, ``x[1].data``), as eagerly;
+            # a version counter of its own for a ``.data`` view of a result (``y[0].data``)
+            own_vc = root[0] == "out" and t._vc is not r_leaves[root[1]]._vc
+            leaves.append(("view", (root, t._chain, rg, how, t._base is None, own_vc)))
             continue
         if not t._chain:
             whole[id(t._st)] = len(leaves)
@@ -1791,24 +1820,64 @@ def _through_outputs(through, n_results, kept_sts, rebinds, escapes):
     return tuple(out)
 
 
-def _view_root(t, call_leaves, whole, outside, state=None):
+def _plain_new(t, call_leaves, cap, outside, state):
+    """Whether ``_out_recipe`` makes the result ``t`` a "new" result over a storage of its own
+    (no view chain, made by the call, no alias of an argument or of state)."""
+    if t._chain or any(w is t for w in call_leaves):
+        return False
+    if id(t) in outside or (t._st not in cap.created and not isinstance(t._st.array, _Tracer)):
+        return False
+    if not t._rg and (any(isinstance(w, Tensor) and w._st is t._st for w in call_leaves)
+                      or _state_alias_ref(t, t, state) is not None):
+        return False
+    return True
+
+
+def _view_root(t, call_leaves, whole, outside, state=None, ahead=None):
     """What the view result ``t`` views, rebuilt after each call: ("out", position of an
     earlier plain result), ("arg", index), ("detached arg", (index, same version counter)) for
     a view of ``arg.detach()``/``arg.data``, or ("state", the outside tensor); None otherwise."""
     if id(t._st) in whole:
         return ("out", whole[id(t._st)])
+    n, r = (ahead or {}).get(id(t._st), (None, None))
+    if r is not None and (t._base is r or t._base is None):   # a (detached) view of a result further on
+        return ("out", n)
     i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
     if i is not None:
         # a view of a detached alias of the argument (``a.detach()[1]``) is that alias's view,
         # not the argument's: no ``_base`` link, no grad_fn (as eager's)
-        if t._base is None or t._base is call_leaves[i]:
+        if t._base is call_leaves[i]:
             return ("arg", i)
+        # and a detached view of the argument (``a[1].detach()``, ``a[1].data``: no ``_base``)
         return ("detached arg", (i, t._vc is call_leaves[i]._vc))   # ``.data`` has a version counter of its own
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
         return ("state", b)
-    ref = None if b is None or b._chain else _state_alias_ref(b, t, state)
+    if b is None:
+        # NOTE [detached views of state]: ``p[0].detach()`` (``p[0].data``) of a state tensor is
+        # no view eagerly (no ``_base``, as torch's) yet shares the parameter's storage: the
+        # parameter's later updates show through it and writes through it reach the parameter.
+        # Returned as a new result, it was a copy the next call's update did not reach
+        ref = _state_storage_ref(t, state)
+        return None if ref is None else ("state storage", ref)
+    if b._chain and b._base is None:
+        # a view of a detached view of state (``p[0].detach().view(-1)``, ``p[1].data.t()``):
+        # over the state's storage too, its base that detached view rebuilt over it
+        ref = _state_storage_ref(b, state)
+        return None if ref is None else ("state detached view", ref + (b._chain,))
+    ref = None if b._chain else _state_alias_ref(b, t, state)
     return None if ref is None else ("state alias", ref)    # a view of ``p.detach()``
+
+
+def _state_storage_ref(t, state):
+    """(weakref to the state storage ``t`` is over, the state tensor's version counter when
+    ``t`` shares it, else None, the state tensor's weakref) or None when ``t``'s storage is no
+    state storage."""
+    st, r = (state or {}).get(id(t._st), (None, None))
+    if st is None:
+        return None
+    owner = r() if r is not None else None
+    return weakref.ref(st), t._vc if owner is not None and owner._vc is t._vc else None, r
 
 
 def _arg_grads(kinds, leaves, wrappers, vjp):
