@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops import dtypes as _dt
+from .._ops.warn import warn_once
 from .._x64 import with_x64
 from .host import filled, to_device
 
@@ -343,6 +344,10 @@ def to_array(data, dtype=None):
             and not isinstance(data, np.ndarray)):
         # any DLPack producer (torch's tensor(obj) reads it through the protocol, not item by item)
         data = np.from_dlpack(data)
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray):
+        # as torch, once per process (every time under set_warn_always(True))
+        warn_once("Creating a tensor from a list of numpy.ndarrays is extremely slow (as torch warns). "
+                  "Convert the list to a single numpy.ndarray with numpy.array() before making a tensor of it.")
     big = False
     data = plain_sequences(data)
     if isinstance(data, np.ndarray):
