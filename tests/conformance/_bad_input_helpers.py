@@ -38,6 +38,16 @@ def assert_gist(name, fn, gist, torch, tracegrad):
     assert gist.lower() in got.lower(), f"{name}: {got[:300]}"
 
 
+def plain_value(v):
+    """An accepted call's result as plain Python (tensors as lists, names as torch's) for
+    comparing tracegrad's value with torch's."""
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [plain_value(x) for x in v]
+    return str(v).replace("tracegrad", "torch")
+
+
 def table_tests(cases, gists, torch, tracegrad):
     """The two tests of a bad-input table, for a module to bind at its top level
     (``test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)``):

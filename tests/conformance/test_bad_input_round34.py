@@ -23,7 +23,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import outcome, table_tests
+from _bad_input_helpers import outcome, plain_value as _plain, table_tests
 
 torch = pytest.importorskip("torch")
 
@@ -603,14 +603,6 @@ _VALUE = [k for k in CASES if k.endswith("_ok") and k not in ("emb_maxnorm_ok", 
                                                                "opt_zero_grad_int_ok",
                                                                # renorm scale rounds 1 ulp apart
                                                                "F_embedding_maxnorm_noleaf_ok")]
-
-
-def _plain(v):
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return str(v).replace("tracegrad", "torch")
 
 
 @pytest.mark.parametrize("name", _VALUE)

@@ -52,7 +52,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import table_tests
+from _bad_input_helpers import plain_value as _plain, table_tests
 
 torch = pytest.importorskip("torch")
 
@@ -358,14 +358,6 @@ test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tr
 
 # accepted calls with a deterministic value: tracegrad gives torch's value
 _VALUE = [k for k in CASES if k.endswith("_ok")]
-
-
-def _plain(v):
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return str(v).replace("tracegrad", "torch")
 
 
 @pytest.mark.parametrize("name", _VALUE)
