@@ -635,7 +635,6 @@ class Region:
             o = ref()
             if o is not None:
                 o._st, o._vcache = made[n]._st, None
-        del made
         for i, slots in self.arg_binds:      # ``self.X = X``: the caller's tensor
             for slot in slots:
                 slot_put(slot, arg_leaves[i])
@@ -648,7 +647,8 @@ class Region:
             arg_leaves[i]._write(a)                 # an in-place op on the argument
             arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
         out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed,
-                                         [o._grad for o, _ in self.owners_end])
+                                         [o._grad for o, _ in self.owners_end], made)
+        del made
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
             if not s.same:
@@ -721,14 +721,16 @@ class OutRecipe:
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
         self.places = ()      # the slots of the ("place", k) leaves (``_result_places``)
+        self.array_at = {}    # while tracing: "new" leaf position -> its array's position
 
     def build(self, arrays, arg_leaves, vjp):
         return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
-    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=()):
+    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=(), made=()):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
         tensors the call bound to Python places that are differentiable outputs too, after the
-        results (NOTE [kept graphs])."""
+        results (NOTE [kept graphs]); ``made``: this call's tensors bound to places, in
+        ``rebinds`` order (NOTE [views of rebound tensors])."""
         it = iter(arrays)
         out, diff, later = [], [], []
         # made under inference_mode(): inference tensors, as eager's ops make
@@ -782,7 +784,10 @@ class OutRecipe:
                 if out[v] is None:
                     later.append(len(out) - 1)
             elif kind == "view":
-                if v[0][0] == "out" and v[0][1] >= len(out):   # a view of a later result (``y[0], y``)
+                if v[0][0] == "rebind":
+                    v = (("state", made[v[0][1]]),) + v[1:]
+                    out.append(_rebuild_view(v, out, arg_leaves))
+                elif v[0][0] == "out" and v[0][1] >= len(out):   # a view of a later result (``y[0], y``)
                     later.append(len(out))
                     out.append(None)
                 else:
@@ -814,6 +819,33 @@ class OutRecipe:
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return out
+
+
+def _views_of_rebound(recipe, candidates, by_escape, arrays, diff_out, saved, where):
+    """NOTE [views of rebound tensors]: a result that is a view of a tensor the call binds to
+    a Python place shares that tensor's storage eagerly (a write through one shows in the
+    other, its ``_base`` is the bound tensor). The program returns the bound tensor's value
+    (a rebind); the result, computed as a copy, becomes a view rebuilt over each call's new
+    bound tensor, and its array leaves the program's outputs. ``candidates``: (leaf position,
+    storage id, view chain) of "new" results; ``by_escape``: escape storage id -> position in
+    ``rebinds``. Returns ``diff_out`` with the positions after a dropped array moved down."""
+    dropped = []
+    for n, st, chain in candidates:
+        m = by_escape.get(st)
+        if m is None:
+            continue
+        rg, how = recipe.leaves[n][1][:2]
+        if how == "diff" or n in saved:
+            # its gradient would have to flow through the bound tensor's slot of the region's
+            # backward: run such a call eagerly rather than return a copy
+            raise GraphBreak("the function returns a view of a tensor with a graph that it also stores in a "
+                             "container or attribute: the program cannot return that view over the stored "
+                             "tensor", where)
+        dropped.append(recipe.array_at[n])
+        recipe.leaves[n] = ("view", (("rebind", m), chain, rg, how, False, False))
+    for k in sorted(dropped, reverse=True):
+        del arrays[k]
+    return [d - sum(k < d for k in dropped) for d in diff_out]
 
 
 def _state_alias_ref(alias, t, state):
@@ -1088,6 +1120,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
                 info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
                 del ends    # it holds the arguments' stand-ins (the kept-reference check below)
+            # NOTE [views of rebound tensors]: a result that is a view of a tensor the call binds
+            # to a Python place (``cache["y"] = x * 2; return cache["y"][0]``): candidates by the
+            # storage the place's tensor has (ids only: a reference would keep a trace tensor alive)
+            bound_sts = {id(a._st): id(a) for _, _, a in places if not a._chain}
+            rebound_views = [(n, id(t._st), t._chain) for n, (t, (kind, v)) in enumerate(zip(r_leaves, recipe.leaves))
+                             if kind == "new" and t._chain and t._base is not None and v[6] is None
+                             and bound_sts.get(id(t._st)) == id(t._base)]
+            del bound_sts
             # plain new results by storage, for places bound to them (``self.last = loss.detach()``)
             results = {id(t._st): (k, id(t), t._vc) for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
                        if kind == "new" and not t._chain and t._base is None}
@@ -1172,6 +1212,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                      "or attribute (`p.data = backup[name]`): eagerly both share one storage "
                                      "after every call, which the program cannot repeat")
                 info["data_follows"].append((n, weakref.ref(t)))
+            diff_out = _views_of_rebound(recipe, rebound_views, by_escape, res_arrays, diff_out,
+                                         {k for k, _ in info["saved"][1]}, after)
             if not plan.vjp and not cap.backward_ran \
                     and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
@@ -1564,6 +1606,7 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     of an argument or of a state tensor (without a live graph) comes back as that view, sharing
     storage and version counter as eagerly."""
     leaves, arrays, diff = [], [], []
+    at = {}     # the position in ``arrays`` of each "new" leaf's value (``_views_of_rebound``)
     consumed = cap.backward_ran
     seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
     # a view may come before the result it views (``return y[0], y``): that result's position,
@@ -1682,11 +1725,14 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
             retained = g is not None
         leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where),
                                retained)))
+        at[len(leaves) - 1] = len(arrays)
         arrays.append(v)
         if retained:
             gv = g._value
             arrays.append(gv if isinstance(gv, _Tracer) else jnp.asarray(gv))
-    return OutRecipe(r_def, leaves), arrays, diff
+    recipe = OutRecipe(r_def, leaves)
+    recipe.array_at = at
+    return recipe, arrays, diff
 
 
 _IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
