@@ -1697,10 +1697,6 @@ def test_pad_amounts_as_constant_tensors_compiled_values():
             np.testing.assert_array_equal(got, ref)
 
 
-@pytest.mark.xfail(strict=True, reason="torch.compile folds the pad amounts made by torch.tensor "
-                   "from Python ints (one graph, no break); tracegrad traces ``dx // 2`` into the "
-                   "program, so F.pad's int conversion of it is the item() graph break and the "
-                   "function runs eagerly (values agree: the test above)")
 def test_pad_amounts_as_constant_tensors_no_graph_break():
     x1 = tracegrad.ones(1, 2, 3, 3)
     x2 = tracegrad.ones(1, 2, 4, 5)

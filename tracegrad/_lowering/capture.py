@@ -41,6 +41,7 @@ from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
+from .constants import Constants
 from .exc import Unsupported
 from .guards import _Attributes, _Probe
 
@@ -362,6 +363,7 @@ class Capture:
         self.deferred = []                     # the DeferredItems handed out
         self.function_forward = None           # the custom Function whose forward runs in a custom_vjp
         self.function_rule = None              # set by the region: custom_function.rule
+        self.constants = Constants()           # NOTE [constants in a trace]
 
     # ---- reports from the lower layers ----------------------------------------------------
     # NOTE [value checks at run time]: eager ops raise on bad values (a class target or an

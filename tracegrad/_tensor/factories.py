@@ -156,6 +156,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
              "torch.tensor(sourceTensor).", UserWarning)
     arr, d = to_array(data, dtype)
     t = _finish(arr, d, device, requires_grad)
+    if _state.CAPTURE[0] is not None and not isinstance(data, Tensor):
+        _state.CAPTURE[0].constants.made(t, data, dtype)   # NOTE [constants in a trace]
     if type(data) is np.ndarray and _state.CAPTURE[0] is None and not t._chain:
         order = _numpy_order(data)     # torch's copy keeps the array's dim order
         if order is not None:

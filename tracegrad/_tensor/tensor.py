@@ -1003,6 +1003,9 @@ class Tensor(TensorBase):
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         if _CAPTURE[0] is not None and isinstance(v, _JaxTracer):
+            c = _CAPTURE[0].constants.value(self)   # NOTE [constants in a trace] in _lowering/constants.py
+            if c is not None:
+                return np.asarray(c).item()
             d = _CAPTURE[0].deferred_item(self)     # NOTE [deferred item] in _lowering/deferred.py
             if d is not None:
                 return d
@@ -1151,6 +1154,10 @@ def _concrete(t, what):
     if type(t._st.array) is _Abstract:     # NOTE [meta tensors]: no data to read
         check_not_meta(t, what)
     if _CAPTURE[0] is not None:
+        if what in ("tolist()", "bool()") and isinstance(t._value, _JaxTracer):
+            c = _CAPTURE[0].constants.value(t)     # NOTE [constants in a trace]
+            if c is not None:
+                return c
         _CAPTURE[0].python_read(t, what)
     v = t._value
     if isinstance(v, _JaxTracer):

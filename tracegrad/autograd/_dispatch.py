@@ -87,6 +87,8 @@ def apply_op(op: Op, args, static=()):
             t._vcache = out
         if record:
             _record(op, args, static, (t,))
+        if cap is not None and cap.constants.values:     # NOTE [constants in a trace]
+            cap.constants.fold(op, args, static, (t,))
         return t
     outs = tuple(Tensor._make(o) for o in out)
     if INFERENCE_DEPTH[0] and STATE[1] and not op.view:
@@ -100,6 +102,8 @@ def apply_op(op: Op, args, static=()):
             t._vcache = out[i]
     if record:
         _record(op, args, static, outs if op.n_diff is None else outs[:op.n_diff])
+    if cap is not None and cap.constants.values:
+        cap.constants.fold(op, args, static, outs)
     return outs
 
 
