@@ -597,3 +597,40 @@ def test_recompile_limit_and_torch_2_13_compile_arguments():
     assert g.stats["traces"] == 0 and g.recompile_limit == 0
     with pytest.raises(TypeError, match="recompile_limit"):
         tracegrad.compile(lambda x: x, recompile_limit="8")
+
+
+def test_optimized_module_attribute_writes_reach_the_original_as_torch():
+    """torch's OptimizedModule is a view of the original module: ``cm.k = 3``, ``del cm.k`` and
+    ``cm.training = False`` act on the original, which the compiled calls run (here they
+    landed on the wrapper: the compiled forward kept reading the old number); ``len()``
+    forwards too."""
+    torch = pytest.importorskip("torch")
+
+    def run(T, compile_):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.k = 1
+                self.drop = T.nn.Dropout(0.0)
+
+            def forward(self, x):
+                return self.drop(x) * self.k + float(self.training)
+        m = M()
+        cm = compile_(T, m)
+        out = []
+        cm.training = False
+        cm.k = 3
+        out.append([cm(T.ones(3)).tolist(), m.k, m.training, m.drop.training, cm.training])
+        cm.train()
+        cm.eval()
+        cm.k = 5
+        out.append([cm(T.ones(3)).tolist(), m.k, m.training, m.drop.training, cm.training, "k" in vars(cm)])
+        del cm.k
+        out.append([hasattr(m, "k"), hasattr(cm, "k"), list(cm.state_dict())])
+        seq = compile_(T, T.nn.Sequential(T.nn.ReLU(), T.nn.Tanh()))
+        out.append(len(seq))
+        with pytest.raises(TypeError, match="does not support len"):
+            len(cm)
+        return out
+    ref = run(torch, lambda T, m: T.compile(m, backend="eager"))
+    assert run(tracegrad, lambda T, m: T.compile(m)) == ref

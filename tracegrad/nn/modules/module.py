@@ -1462,7 +1462,12 @@ class _BoundCall:
 class OptimizedModule(Module):
     """What ``tracegrad.compile(module)`` returns, as torch's ``OptimizedModule``: calls go
     through the compiled program; the original module is ``_orig_mod`` (so ``state_dict`` keys
-    gain the ``_orig_mod.`` prefix, as in torch) and its attributes are reachable directly."""
+    gain the ``_orig_mod.`` prefix, as in torch) and its attributes are reachable directly.
+    As torch's, it is a view of the original: setting or deleting an attribute (``cm.k = 3``,
+    ``cm.training = False``) does it on the original module, which the compiled calls run,
+    except for the wrapper's own names and names its class defines."""
+
+    _OWN = frozenset({"_orig_mod", "forward", "_compiled_call", "__dict__"})
 
     def __init__(self, mod, compiled_call):
         super().__init__()
@@ -1472,8 +1477,43 @@ class OptimizedModule(Module):
     def forward(self, *args, **kwargs):
         return self.__dict__["_compiled_call"](*args, **kwargs)
 
+    def _wrapped(self):
+        """The original module once the wrapper is built, else None (``Module.__init__``'s own
+        attributes are the wrapper's)."""
+        return self.__dict__["_modules"]["_orig_mod"] if "_compiled_call" in self.__dict__ else None
+
+    @property
+    def training(self):
+        m = self._wrapped()
+        return self.__dict__.get("training", True) if m is None else m.training
+
+    @training.setter
+    def training(self, value):
+        self.__dict__["training"] = value
+        m = self._wrapped()
+        if m is not None:
+            m.training = value
+
     def __getattr__(self, name):
         try:
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+    def __setattr__(self, name, value):
+        m = self._wrapped()
+        if m is None or name in self._OWN or hasattr(type(self), name):
+            return super().__setattr__(name, value)
+        setattr(m, name, value)
+
+    def __delattr__(self, name):
+        m = self._wrapped()
+        if m is None or name in self._OWN or hasattr(type(self), name):
+            return super().__delattr__(name)
+        delattr(m, name)
+
+    def __len__(self):
+        m = self.__dict__["_modules"]["_orig_mod"]
+        if hasattr(type(m), "__len__"):
+            return len(m)
+        raise TypeError(f"{type(m).__name__} does not support len()")
