@@ -33,6 +33,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
+from .._tensor import factories as _factories
 from .._tensor.factories import check_pin_memory, tensor as _tensor
 from .._tensor.layout import SparseOperand, sparse_coo, strided
 from .._tensor.tensor import Size, Tensor, _JaxTracer, _disabled_torch_function_impl
@@ -712,3 +713,6 @@ def sparse_mask(self, mask):
 
 
 prop("layout")(lambda self: strided)
+
+# zeros(..., layout=sparse_coo) and its kin build their result with this constructor (L2 -> L4 slot)
+_factories.SPARSE_COO_TENSOR[0] = sparse_coo_tensor

@@ -28,7 +28,7 @@ from .convert import INT64_MAX, INT64_MIN, bool_size_error, check_fits, check_fl
 from .device import cuda_devices, device as _device
 from .host import filled, put, small, to_device
 from .range_values import arange_values
-from .layout import strided
+from .layout import sparse_coo, strided
 from .storage import Storage, TypedStorage
 from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
@@ -366,15 +366,47 @@ def _size_keyword(fn):
     return with_size
 
 
-def _dense_layout(layout, api):
+_COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+
+
+def _dense_layout(layout, api, ndim=None):
     """NotImplementedError for a layout other than strided: these factories make dense tensors
-    (a sparse COO tensor comes from ``tracegrad.sparse_coo_tensor`` or ``Tensor.to_sparse``)."""
+    (a sparse COO tensor comes from ``tracegrad.sparse_coo_tensor`` or ``Tensor.to_sparse``).
+    Where torch itself refuses the layout, its class instead: RuntimeError for a compressed
+    layout (csr/csc/bsr/bsc) of fewer than 2 dims (``ndim``: the result's rank, or a callable
+    giving it; torch's eye and arange build a 1-d tensor first) and for ``ones``/``full`` with
+    ``sparse_coo`` (torch: "full(...) is not implemented for sparse layout")."""
     if layout is not None and layout is not strided:
         if not isinstance(layout, type(strided)):
             raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; "
                             "pass tracegrad.strided (or leave it out)")
+        if layout.name in _COMPRESSED and ndim is not None:
+            try:
+                n = ndim() if callable(ndim) else ndim
+            except (TypeError, ValueError):   # a bad size: the size's own error comes later
+                n = None
+            if n is not None and n < 2:
+                raise RuntimeError(f"tracegrad.{api}: Only batched sparse compressed (non-block) tensors are "
+                                   f"supported, but got a {n}-d size for layout={layout!r}; a compressed "
+                                   "layout needs at least 2 dims")
+        if layout is sparse_coo and api in ("ones", "full"):
+            raise RuntimeError(f"tracegrad.{api}: full(...) is not implemented for sparse layout; build "
+                               "the dense tensor and call .to_sparse()")
         raise NotImplementedError(f"tracegrad.{api}: layout={layout!r} is not supported here; build a sparse COO "
                                   "tensor with tracegrad.sparse_coo_tensor or Tensor.to_sparse()")
+
+
+# the sparse COO constructor lives in the API layer above this one (_api/sparse_coo.py); it fills
+# this slot on import, so that zeros/empty/zeros_like can give torch's sparse result here
+SPARSE_COO_TENSOR = [None]
+
+
+def _sparse_zeros(shape, dtype, device, requires_grad):
+    """The all-zero sparse COO tensor (no stored entries) that torch's ``zeros``/``empty``/
+    ``zeros_like`` give for ``layout=torch.sparse_coo``."""
+    d = _fdt(dtype)
+    return SPARSE_COO_TENSOR[0](zeros(len(shape), 0, dtype=_dt.int64), zeros(0, dtype=d), tuple(shape),
+                                device=device, requires_grad=requires_grad)
 
 
 def _fdt(dtype):
@@ -387,7 +419,9 @@ def _fdt(dtype):
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.zeros(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "zeros")
+    if layout is sparse_coo and out is None:   # torch: a sparse COO tensor with no stored entries
+        return _sparse_zeros(size_tuple(size), dtype, device, requires_grad)
+    _dense_layout(layout, "zeros", lambda: len(size_tuple(size)))
     d = _fdt(dtype)
     shape = size_tuple(size)
     return _fresh(shape, d, device, requires_grad, lambda: filled(shape, 0, d.np))
@@ -399,7 +433,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.ones(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "ones")
+    _dense_layout(layout, "ones", lambda: len(size_tuple(size)))
     d = _fdt(dtype)
     shape = size_tuple(size)
     return _fresh(shape, d, device, requires_grad, lambda: filled(shape, 1, d.np))
@@ -414,7 +448,9 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     uninitialised arrays), or NaN / the integer max under deterministic algorithms with
     ``utils.deterministic.fill_uninitialized_memory`` (as torch then)."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "empty")
+    if layout is sparse_coo and out is None and memory_format is None:   # as zeros: torch's empty sparse tensor
+        return _sparse_zeros(size_tuple(size), dtype, device, requires_grad)
+    _dense_layout(layout, "empty", lambda: len(size_tuple(size)))
     _mf.check_format(memory_format, "empty")
     if memory_format is _mf.preserve_format:
         raise RuntimeError("empty(): unsupported memory format Preserve; pass torch.contiguous_format, "
@@ -449,7 +485,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
     not fit an integer ``dtype``."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "full")
+    _dense_layout(layout, "full", lambda: len(size))
     if not isinstance(size, (tuple, list)):   # no *size form (Size is a tuple)
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}; "
                         "pass the size as a tuple: full((n,), value)")
@@ -503,7 +539,7 @@ def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, layout=None
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
     negative ``n`` or ``m``; NotImplementedError for a sparse layout."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "eye")
+    _dense_layout(layout, "eye", 1)
     if m is _NO_M:
         m = None
     elif m is None:   # torch's overloads take eye(n) or eye(n, m) with an int m
@@ -532,7 +568,7 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
     inconsistent with the step's sign (``arange(0, 5, -1)``); ValueError for an int64 step that
     truncates to 0; NotImplementedError for ``dtype=bool`` or a sparse layout."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "arange")
+    _dense_layout(layout, "arange", 1)
     if start is None or end is None:   # torch's overloads take numbers (arange(end) leaves the end out)
         raise TypeError(f"arange() received an invalid combination of arguments: got "
                         f"{'start' if start is None else 'end'}=None; pass arange(end) or arange(start, end, step)")
@@ -605,7 +641,7 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
-    _dense_layout(layout, "range")
+    _dense_layout(layout, "range", 1)
     warn("torch.range is deprecated and will be removed in a future release because its "
          "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
          "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
@@ -691,7 +727,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     default dtype. An integer dtype truncates the endpoints and then each point (as torch).
     RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "linspace")
+    _dense_layout(layout, "linspace", 1)
     points, d = _spaced(start, end, steps, dtype, "linspace")
     exact = torch_linspace(*_endpoints(start, end, "linspace"), len(points), d.np)   # torch's last-place rounding
     return _finish(to_device(points.astype(d.np) if exact is None else exact), d, device, requires_grad)
@@ -705,7 +741,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     and cast to the dtype (an integer dtype truncates the exponents' endpoints and the powers,
     as torch). RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "logspace")
+    _dense_layout(layout, "logspace", 1)
     exponents, d = _spaced(start, end, steps, dtype, "logspace")
     with np.errstate(all="ignore"):
         points = np.power(np.asarray(base, dtype=exponents.dtype), exponents)
@@ -724,7 +760,12 @@ def _like(fn):
         check_pin_memory(pin_memory, device)
         _check_like(input, fn.__name__ + "_like")
         # a sparse input would give torch a sparse result: not a silently dense one here
-        _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
+        lay = input.layout if layout is None else layout
+        if fn is zeros and lay is sparse_coo and memory_format is None and not args:
+            # torch's zeros_like for a sparse COO layout (asked for, or the input's): no stored entries
+            return _sparse_zeros(input.shape, dtype if dtype is not None else input.dtype,
+                                 _like_device(input, device), requires_grad)
+        _dense_layout(lay, fn.__name__ + "_like", input.dim())
         d = dtype if dtype is not None else input.dtype
         size = (*args, *input.shape) if args else (tuple(input.shape),)   # () for a 0-d input: one argument
         out = fn(*size, dtype=d, device=_like_device(input, device), requires_grad=requires_grad)
@@ -767,7 +808,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "rand")
+    _dense_layout(layout, "rand", lambda: len(size_tuple(size)))
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
     shape = size_tuple(size)
@@ -782,7 +823,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "randn")
+    _dense_layout(layout, "randn", lambda: len(size_tuple(size)))
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
     shape = size_tuple(size)
@@ -821,7 +862,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64;
     TypeError for a bool bound."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "randint")
+    _dense_layout(layout, "randint", lambda: len(size_tuple(high if size is None else size)))
     # torch's two overloads name the first argument 'high' in randint(high, size) and 'low' in
     # randint(low, high, size); its parser's TypeError names the one the call resolved to
     bounds = ((1, "low", low), (2, "high", high))
@@ -877,7 +918,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     one-element integer tensor. RuntimeError for a negative ``n``; TypeError for a bool or float
     ``n``; ValueError for an ``n`` beyond int64; NotImplementedError for ``dtype=bool``."""
     check_pin_memory(pin_memory, device)
-    _dense_layout(layout, "randperm")
+    _dense_layout(layout, "randperm", 1)
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     # torch's parser takes ``n`` as an int: a one-element integer tensor is read as its value (it
     # was used as a shape: a 0-d one failed inside the draw, a 1-element one came back unpermuted),
