@@ -106,6 +106,22 @@ def _norm(norm, api):
     return norm or "backward"
 
 
+def _c2r_out(api, jname, g):
+    """``g`` (an out=-taking transform) refusing a complex ``out=`` when it is a complex-to-real one:
+    torch's C2R transforms write real results only (the generic out= rule would cast them into
+    it silently)."""
+    if _KIND[jname] != "C2R":
+        return g
+
+    @functools.wraps(g)
+    def h(*args, out=None, **kwargs):
+        if isinstance(out, Tensor) and out.dtype.is_complex:
+            raise RuntimeError(f"{api} expects a floating point output tensor, but got {out.dtype}; pass a real "
+                               "out= (or none)")
+        return g(*args, **kwargs) if out is None else g(*args, out=out, **kwargs)
+    return h
+
+
 def _one_dim(api, jname):
     @accepts_out(api)
     def f(input, n=None, dim=-1, norm=None, *, out=None):
@@ -129,7 +145,7 @@ def _one_dim(api, jname):
                  "``n`` zero-pads or trims the input along ``dim`` first. Autograd: JAX's VJP. Raises "
                  "RuntimeError for a bad ``norm``/``n`` (or a complex input where a real one is needed), "
                  "IndexError for a bad ``dim``.")
-    return f
+    return _c2r_out(api, jname, f)
 
 
 fft = _one_dim("fft", "fft")
@@ -191,7 +207,7 @@ def _n_dim(api, jname, default_dim=None):
                  f"{'inverse ' if jname.startswith('i') else ''}discrete Fourier transform over the dims ``dim`` "
                  "(all dims when None, or the last ``len(s)`` when only ``s`` is given); ``s`` gives the signal "
                  "size per dim (-1: unchanged). Same dtypes, autograd and errors as the 1-d transform.")
-    return f
+    return _c2r_out(api, jname, f)
 
 
 fft2 = _n_dim("fft2", "fftn", (-2, -1))

@@ -261,6 +261,9 @@ def _qr(A, *, mode):
 def qr(A, mode="reduced", *, out=None):
     """Mirrors ``torch.linalg.qr``: ``(Q, R)`` with ``mode`` 'reduced' or 'complete'; 'r'
     returns only ``R`` (reduced), with an empty ``Q``, as torch."""
+    if not isinstance(mode, str):   # torch's parser: mode is a str, before the input is looked at
+        raise TypeError(f"linalg_qr(): argument 'mode' must be str, not {type(mode).__name__}; pass 'reduced', "
+                        "'complete' or 'r'")
     _check(A, "qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
@@ -481,7 +484,13 @@ def matrix_power(A, n, *, out=None):
 def multi_dot(tensors, *, out=None):
     """Mirrors ``torch.linalg.multi_dot``: the chained product, left to right (1-d first/last
     arguments are treated as row/column vectors). RuntimeError for fewer than two tensors, a
-    tensor of the wrong rank, mixed dtypes or neighbours whose sizes do not chain, as torch."""
+    tensor of the wrong rank, mixed dtypes or neighbours whose sizes do not chain, as torch.
+    TypeError when ``tensors`` is not a sequence of tensors (a lone Tensor would iterate its rows)."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)) \
+            or not all(isinstance(t, Tensor) for t in tensors):
+        what = type(tensors).__name__ if not isinstance(tensors, (list, tuple)) else \
+            f"{type(tensors).__name__} of {type(next(t for t in tensors if not isinstance(t, Tensor))).__name__}"
+        raise TypeError(f"linalg_multi_dot(): argument 'tensors' (position 1) must be tuple of Tensors, not {what}")
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     for i, t in enumerate(tensors):
@@ -519,6 +528,8 @@ def vecdot(x, y, *, dim=-1, out=None):
     RuntimeError for differing dtypes or a non-floating input, as torch."""
     check_same_dtype("linalg.vecdot", x, y)
     _check(x, "vecdot", square=False, min_dim=0)
+    if isinstance(y, Tensor) and x.dim() == 1 and y.dim() == 1:
+        dim = 0   # torch takes two vectors' dot product without looking at dim (any int runs)
     return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)
 
 
