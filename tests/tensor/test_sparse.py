@@ -278,11 +278,14 @@ def test_lbfgs_densifies_sparse_grads_like_torch():
 
 def test_dense_factories_refuse_a_sparse_layout_instead_of_a_dense_result():
     s = tracegrad.sparse_coo_tensor(IDX, VAL, (2, 3))
-    assert torch.zeros_like(torch.sparse_coo_tensor(IDX, VAL, (2, 3))).is_sparse   # torch: a sparse result
-    for fn in (lambda: tracegrad.zeros_like(s), lambda: tracegrad.zeros(2, layout=tracegrad.sparse_coo),
-               lambda: tracegrad.ones_like(s)):
-        with pytest.raises(NotImplementedError, match="sparse_coo_tensor or Tensor.to_sparse"):
-            fn()
+    ts = torch.sparse_coo_tensor(IDX, VAL, (2, 3))
+    # zeros/zeros_like give torch's sparse result: no stored entries (round 36), never a dense one
+    for z, tz in ((tracegrad.zeros_like(s), torch.zeros_like(ts)),
+                  (tracegrad.zeros(2, layout=tracegrad.sparse_coo), torch.zeros(2, layout=torch.sparse_coo))):
+        assert tz.is_sparse and z.is_sparse
+        assert (tuple(z.shape), z._nnz()) == (tuple(tz.shape), tz._nnz())
+    with pytest.raises(NotImplementedError, match="sparse_coo_tensor or Tensor.to_sparse"):
+        tracegrad.ones_like(s)
     assert tracegrad.zeros(2, layout=tracegrad.strided).layout is tracegrad.strided
 
 
