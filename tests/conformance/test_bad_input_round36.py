@@ -1,4 +1,4 @@
-"""Bad-input parity, round 36: a probe of ~2,000 wrong (and some right) calls in areas earlier
+"""Bad-input parity, round 36: a probe of ~1,700 wrong (and some right) calls in areas earlier
 rounds covered lightly -- torch.linalg (non-square, 1-d, integer and bool inputs, bad mode/UPLO/
 driver/ord names, shape and dtype mismatches, out=), torch.fft and the windows/stft (n, s, dim, out=
 dtypes), torch.distributions constructors and methods under the default validate_args, nn.utils
@@ -7,8 +7,8 @@ parameters_to_vector), torch.optim constructors and lr_scheduler arguments, nn.f
 (interpolate, grid_sample, affine_grid, embedding(_bag), ctc_loss, pad modes, the losses, sdpa, conv
 and pooling arguments, RNN/Transformer constructors), factories and Tensor methods with dtype/device/
 layout/memory_format keywords, the random factories and in-place samplers, autograd.grad/backward/
-functional/forward_ad and torch.func arguments, out= of ~37 ops, DataLoader/Sampler/Dataset arguments, state_dict
-loading and Module.register_*/add_module/get_*/containers -- left these differences from torch 2.13,
+functional/forward_ad and torch.func arguments, out= of ~37 ops, DataLoader/Sampler/Dataset
+arguments, state_dict loading and Module.register_*/add_module/get_*/containers -- left these differences from torch 2.13,
 fixed here:
 
 - refused where torch accepts: ``zeros``/``empty``/``zeros_like`` with ``layout=torch.sparse_coo``
