@@ -8,8 +8,8 @@ parameters_to_vector), torch.optim constructors and lr_scheduler arguments, nn.f
 and pooling arguments, RNN/Transformer constructors), factories and Tensor methods with dtype/device/
 layout/memory_format keywords, the random factories and in-place samplers, autograd.grad/backward/
 functional/forward_ad and torch.func arguments, out= of ~37 ops, DataLoader/Sampler/Dataset
-arguments, state_dict loading and Module.register_*/add_module/get_*/containers -- left these differences from torch 2.13,
-fixed here:
+arguments, state_dict loading and Module.register_*/add_module/get_*/containers -- left these
+differences from torch 2.13, fixed here:
 
 - refused where torch accepts: ``zeros``/``empty``/``zeros_like`` with ``layout=torch.sparse_coo``
   (NotImplementedError; torch gives a sparse COO tensor with no stored entries, now built);
