@@ -575,7 +575,7 @@ def test_half_precision_attention_block_with_rms_norm_forward(dt):
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_half_precision_step_with_rms_norm_and_softmax_trained(dt):
     """A 16-bit layer trained through RMSNorm and a scaled log_softmax: loss and weights
-    bit-for-bit eager's."""
+    eager's (to one unit in the last place: ``_dynamo_port.HALF_ULP``)."""
     def build(T, wrap):
         net = _linear(T, 8, 8).to(getattr(T, dt))
         opt = T.optim.SGD(net.parameters(), lr=0.05)

@@ -78,8 +78,10 @@ def test_deep_svdd_soft_boundary_step_compiled():
     # four calls over the two training batches with the radius updated after each: the losses,
     # distances, weights, BatchNorm statistics, Adam state and the radius equal eager
     # tracegrad's and torch's (atol 1e-4: conv2's gradient entries of ~0.1 are sums of terms
-    # of ~30 through the affine-free BatchNorm, so float32 sums in another order differ by ~6e-5)
-    run = check_compiled(_svdd_program, calls=4, between=_update_radius, torch_too=True, rtol=1e-4, atol=1e-4)
+    # of ~30 through the affine-free BatchNorm, so float32 sums in another order differ by ~6e-5;
+    # rtol 3e-4: conv1's gradient entries of ~4 differ from torch's by up to 1.7e-4 relative on an
+    # AVX-512 CPU with native 16-bit arithmetic, where XLA's convolution sums in another order)
+    run = check_compiled(_svdd_program, calls=4, between=_update_radius, torch_too=True, rtol=3e-4, atol=1e-4)
     stats = run.state["step"].stats
     assert stats["graph_breaks"] == [], stats
     assert stats["traces"] == 1, stats     # a new R.data is the same tensor: no retrace

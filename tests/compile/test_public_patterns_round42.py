@@ -679,13 +679,29 @@ def test_mixup_with_torch_beta_sample_and_randperm():
     assert st["graph_breaks"] == [] and st["traces"] == 1, st
 
 
-def test_mixup_with_validated_torch_beta_breaks_naming_validation():
-    # validate_args is on by default: the concentration check reads values in Python
+def test_mixup_with_validated_torch_beta_of_constants_compiles():
+    # validate_args is on by default: the concentration check reads values in Python, here
+    # those of ``tensor(0.4)``, which the trace knows (NOTE [constants in a trace]): one program
     run = check_compiled(_mixup_program("torch"), calls=3)
     st = run.step.stats
-    assert st["eager_calls"] == 3, st
-    (why, _), = st["graph_breaks"]
-    assert "checks its values in Python (validate_args" in why, st
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def test_validated_beta_of_traced_values_breaks_naming_validation():
+    # the same check on concentrations computed from the batch reads traced values
+    def make(mod):
+        def step(x):
+            c = x.abs().mean() + 0.5
+            return mod.distributions.Beta(c, c).mean * x
+        return step
+    x = tracegrad.rand(4)
+    f = tracegrad.compile(make(tracegrad))
+    with pytest.warns(UserWarning):
+        for _ in range(3):
+            np.testing.assert_allclose(f(x).numpy(), make(tracegrad)(x).numpy(), rtol=1e-6)
+    (why, _), = f.stats["graph_breaks"]
+    assert "checks its values in Python (validate_args" in why, f.stats
+    assert f.stats["eager_calls"] == 3, f.stats
 
 
 def test_mixup_with_numpy_beta_runs_eagerly():
