@@ -555,3 +555,408 @@ def test_exception_from_a_tensor_check_on_the_nth_call():
                 res.append("RuntimeError")
         return res
     _both(run)
+
+
+# ---- round 31, second batch
+
+def test_model_and_optimizer_passed_as_arguments_alternated():
+    """``step(model, opt, x, y)`` with two model/optimizer pairs alternated, and a Python float
+    attribute of the model (not read by its forward) changed between calls: each call trains the
+    pair it was given with that pair's number."""
+    def make(mod, wrap):
+        pairs = []
+        for s in (0, 1):
+            m = np_init(_model(mod), mod, seed=s)
+            m.tau = 1.0
+            pairs.append((m, mod.optim.Adam(m.parameters(), lr=0.05)))
+
+        def step(model, opt, x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x) / model.tau, y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = wrap(step)
+
+        def change(i):
+            pairs[i % 2][0].tau += 0.5
+        return (lambda x, y, _n=[0]: (f(*pairs[_n[0] % 2], x, y), _n.__setitem__(0, _n[0] + 1))[0]), \
+            {"m0": pairs[0][0], "m1": pairs[1][0], "o0": pairs[0][1], "o1": pairs[1][1], "change": change}, _batch(mod)
+    check_compiled(make, calls=6, between=lambda st, i: st["change"](i), torch_too=True)
+
+
+def test_versions_of_parameters_grads_and_optimizer_state():
+    """``_version`` of every parameter, ``.grad`` and Adam state tensor after each call (the
+    caller may check them: a compiled step bumps them as eager's ops do)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        f = wrap(lambda x, y: _train(mod, model, opt, x, y).detach())
+        res = []
+        for i in range(4):
+            f(*_batch(mod)(i))
+            res.append([[p._version for p in model.parameters()], [p.grad._version for p in model.parameters()],
+                        [[v._version for v in s.values()] for s in opt.state.values()]])
+        return res
+    comp = run(tracegrad, tracegrad.compile)
+    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
+
+
+def test_flag_raises_after_the_update_on_the_nth_call():
+    """A config flag set between calls makes the step raise after ``opt.step()`` (call 2): the
+    update made before the raise stays as eagerly, and later calls (flag cleared) continue from
+    it."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        cfg = {"fail": False}
+
+        def step(x, y):
+            loss = _train(mod, model, opt, x, y)
+            if cfg["fail"]:
+                raise KeyError("fail")
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            cfg["fail"] = i == 2
+            try:
+                out = snapshot(f(*_batch(mod)(i)))
+            except KeyError as e:
+                out = str(e)
+            res.append([out, snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_results_that_are_arguments_parameters_or_repeated():
+    """``return x, x, y, y, w, model, 3`` (an argument, a result twice, a Parameter, the module):
+    the identities eagerly: ``out[0] is x``, ``out[2] is out[3]``, ``out[4] is w``."""
+    def run(mod, wrap):
+        model = _model(mod)
+        w = model[0].weight
+
+        def step(x):
+            y = model(x)
+            return x, x, y, y, w, model, 3
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            x = data(mod, i, 5, 4)
+            o = f(x)
+            res.append([o[0] is x, o[1] is x, o[2] is o[3], o[4] is w, o[5] is model, o[6], snapshot(o[2])])
+        return res
+    _both(run)
+
+
+def test_argument_stored_on_self_and_requires_grad_set_inside():
+    """A forward storing its input on ``self`` (``self.last = x``) and calling
+    ``x.requires_grad_()`` on it: the caller's tensor is the one stored and now requires grad,
+    as eagerly; a backward through the output fills its ``.grad``."""
+    def run(mod, wrap):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = mod.nn.Linear(4, 2)
+
+            def forward(self, x):
+                self.last = x
+                x.requires_grad_()
+                return self.lin(x).sum()
+        net = np_init(Net(), mod)
+        f = wrap(net)
+        res = []
+        for i in range(3):
+            x = data(mod, i, 3, 4)
+            out = f(x)
+            out.backward()
+            res.append([net.last is x, x.requires_grad, snapshot(x), snapshot(out), snapshot(net)])
+        return res
+    _both(run)
+
+
+def test_requires_grad_of_a_data_argument_flips_between_calls():
+    """The same shapes passed with and without ``requires_grad``: the result's flag, and
+    ``x.grad`` after the caller's backward, follow each call."""
+    def run(mod, wrap):
+        w = mod.nn.Parameter(mod.tensor([1.0, -1.0, 2.0]))
+        f = wrap(lambda x: (x * w).exp().sum())
+        res = []
+        for i in range(5):
+            x = mod.full((3,), 0.1 * i, requires_grad=i % 2 == 0)
+            out = f(x)
+            out.backward()
+            res.append([snapshot(out), snapshot(x), snapshot(w)])
+        return res
+    _both(run)
+
+
+def test_inplace_on_a_leaf_argument_that_requires_grad_raises():
+    """``x.mul_(2)`` on a leaf argument that requires grad raises eager's RuntimeError on every
+    call; under ``no_grad`` inside it writes the caller's tensor."""
+    def run(mod, wrap):
+        f = wrap(lambda x: x.mul_(2))
+
+        def g_(x):
+            with mod.no_grad():
+                x.mul_(2)
+            return (x * 3).sum()
+        g = wrap(g_)
+        res = []
+        for i in range(3):
+            x = mod.ones(3, requires_grad=True)
+            try:
+                f(x)
+                res.append("ok")
+            except RuntimeError:
+                res.append("RuntimeError")
+            out = g(x)
+            out.backward()
+            res.append([snapshot(x), snapshot(out), x._version])
+        return res
+    _both(run)
+
+
+def test_inplace_on_a_non_leaf_argument_view_then_backward():
+    """``a = p * 1`` made by the caller (requires grad), the step writes ``a[0].mul_(3)`` and
+    returns ``a.sum()``: the caller's backward reaches ``p`` through the in-place op, and
+    ``a``'s grad_fn is the in-place one as eagerly."""
+    def run(mod, wrap):
+        p = mod.nn.Parameter(mod.tensor([[1.0, 2.0], [3.0, 4.0]]))
+
+        def step(a):
+            a[0].mul_(3)
+            return (a * a).sum()
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            a = p * (i + 1)
+            out = f(a)
+            out.backward()
+            res.append([snapshot(out), snapshot(p), snapshot(a), a._version, type(a.grad_fn).__name__])
+        return res
+    comp = run(tracegrad, tracegrad.compile)
+    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
+
+
+def test_write_into_an_expanded_argument_raises():
+    """An in-place write into an expanded argument (``x.expand(3, 2)``) raises eager's
+    RuntimeError; a contiguous argument of the same shape is written."""
+    def run(mod, wrap):
+        f = wrap(lambda x: x.add_(1))
+        res = []
+        for i in range(4):
+            base = mod.full((1, 2), float(i))
+            x = base.expand(3, 2) if i % 2 else base.repeat(3, 1)
+            try:
+                res.append(f(x).numpy().copy())
+            except RuntimeError:
+                res.append("RuntimeError")
+            res.append(base.numpy().copy())
+        return res
+    _both(run)
+
+
+def test_out_argument_and_non_contiguous_argument_written():
+    """``torch.add(a, b, out=o)`` into an argument, and an in-place write into a transposed
+    argument (``x.t()``) on some calls and a contiguous one on others."""
+    def run(mod, wrap):
+        def step(a, b, o, x):
+            mod.add(a, b, out=o)
+            x.mul_(2).add_(o[0, :1])
+            return o, x
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            base = mod.arange(6.0).reshape(2, 3) + i
+            x = base.t() if i % 2 else base.t().contiguous()
+            o = mod.zeros(2, 2)
+            r = f(mod.ones(2, 2) * i, mod.ones(2, 2), o, x)
+            res.append([r[0] is o, r[1] is x, o.numpy().copy(), x.numpy().copy(), base.numpy().copy(),
+                        x._version, base._version])
+        return res
+    _both(run)
+
+
+def test_default_dtype_changed_between_calls():
+    """``set_default_dtype(float64)`` between calls: factories inside the step make float64 as
+    eagerly (and back to float32)."""
+    def run(mod, wrap):
+        f = wrap(lambda x: (mod.ones(2) * 0.1 + x.sum(), mod.tensor(1.5).dtype, mod.zeros(1).dtype))
+        res = []
+        prev = mod.get_default_dtype()
+        try:
+            for i in range(4):
+                mod.set_default_dtype(mod.float64 if i % 2 else mod.float32)
+                r = f(mod.ones(2, dtype=mod.float32))
+                res.append([snapshot(r[0]), str(r[1]).split(".")[-1], str(r[2]).split(".")[-1]])
+        finally:
+            mod.set_default_dtype(prev)
+        return res
+    _both(run)
+
+
+def test_generator_reseeded_inside_the_step_and_global_rng_state_set():
+    """``g.manual_seed(k)`` inside the step (``k`` an argument) and ``set_rng_state`` of the
+    global generator to a state the caller passes: each call's draws are eager's."""
+    def run(mod, wrap):
+        g = mod.Generator()
+        mod.manual_seed(0)
+        saved = mod.get_rng_state()
+
+        def step(x, k, state):
+            g.manual_seed(k)
+            a = mod.randn(3, generator=g)
+            mod.set_rng_state(state)
+            return x + a + mod.rand(3)
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(f(mod.zeros(3), i % 2, saved).numpy().copy())
+            res.append(mod.rand(2).numpy().copy())
+        return res
+    _both(run, torch_too=False)
+
+
+def test_saved_tensors_hooks_around_the_compiled_call():
+    """``saved_tensors_hooks`` active around some calls (packing counts into a list): the hooks
+    run on those calls only, as eagerly, and gradients are unchanged."""
+    def run(mod, wrap):
+        w = mod.nn.Parameter(mod.tensor([0.5, -1.0, 2.0]))
+        f = wrap(lambda x: (x * w).sin().sum())
+        log = []
+
+        def pack(t):
+            log.append(tuple(t.shape))
+            return t
+        res = []
+        for i in range(4):
+            x = mod.full((3,), 0.2 * (i + 1))
+            if i % 2:
+                with mod.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                    out = f(x)
+            else:
+                out = f(x)
+            out.backward()
+            res.append([snapshot(out), snapshot(w), len(log)])
+        return res
+    _both(run)
+
+
+def test_unbound_method_compiled_reads_class_attribute_submodule_and_tensor_attribute():
+    """``compile(Net.score)`` called as ``cs(net, x)`` (the module an argument whose forward never
+    runs): a class attribute, a swapped submodule and a rebound plain tensor attribute changed
+    between calls are each call's (before the fix a module argument's attributes were baked)."""
+    def run(mod, wrap):
+        class Net(mod.nn.Module):
+            scale = 1.0
+
+            def __init__(self):
+                super().__init__()
+                self.lin = mod.nn.Linear(3, 2)
+                self.shift = mod.zeros(2)
+
+            def score(self, x):
+                return (self.lin(x) * self.scale + self.shift).sum()
+        net = np_init(Net(), mod)
+        cs = wrap(Net.score)
+        res = []
+        for i in range(5):
+            out = cs(net, mod.full((2, 3), 0.5))
+            out.backward()
+            res.append([snapshot(out), snapshot(net)])
+            Net.scale = 1.0 + i
+            if i == 2:
+                net.lin = np_init(mod.nn.Linear(3, 2), mod, seed=3)
+            net.shift = mod.full((2,), float(i))
+        return res
+    _both(run)
+
+
+def test_tensors_bound_in_the_call_keep_class_attributes_and_inference():
+    """Tensors a call binds to a dict: an ``nn.Parameter(...)`` made inside stays a Parameter, a
+    Python attribute set on one (``h.tag``) stays, one made under ``inference_mode`` (inside,
+    or around some calls) is an inference tensor, so using it in a later graph raises eager's
+    RuntimeError (before the fix every compiled call bound plain, non-inference tensors)."""
+    def run(mod, wrap):
+        w = mod.nn.Parameter(mod.ones(3))
+        st = {}
+
+        def step(x):
+            st["p"] = mod.nn.Parameter(x * 2)
+            h = x + 1
+            h.tag = ("made", 1)
+            st["h"] = h
+            with mod.inference_mode():
+                st["inf"] = x * 3
+            st["y"] = x * 4
+            return (w * x).sum()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            x = mod.full((3,), float(i))
+            if i % 2:
+                with mod.inference_mode():
+                    r = f(x)
+            else:
+                r = f(x)
+            try:
+                (w * st["inf"]).sum().backward()
+                res.append(["ok", snapshot(w)])
+            except RuntimeError:
+                res.append("RuntimeError")
+            res.append([snapshot(r), type(st["p"]).__name__, snapshot(st["p"]), getattr(st["h"], "tag", None),
+                        [st[k].is_inference() for k in ("p", "h", "inf", "y")], snapshot(st["y"])])
+        return res
+    _both(run)
+
+
+def test_module_attributes_bound_in_forward_keep_inference_and_attributes():
+    """A forward binding ``self.act = y.detach()``, ``self.p = Parameter(...)``, a tensor made
+    under ``inference_mode`` and a detached alias carrying an attribute, called under
+    ``inference_mode`` on odd calls: each bound tensor's class, inference-ness and attributes
+    as eagerly (and as torch: a detached alias of an inference tensor is one)."""
+    def run(mod, wrap):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = mod.nn.Linear(3, 3)
+
+            def forward(self, x):
+                y = self.lin(x)
+                self.act = y.detach()
+                self.p = mod.nn.Parameter(y.detach() * 2)
+                with mod.inference_mode():
+                    self.inf = x * 3
+                self.h = (y * 5).detach()
+                self.h.tag2 = 7
+                self.d = {"y": y.detach() + 1}
+                return y
+        net = np_init(Net(), mod)
+        f = wrap(net)
+        res = []
+        for i in range(5):
+            x = mod.full((2, 3), float(i))
+            if i % 2:
+                with mod.inference_mode():
+                    y = f(x)
+            else:
+                y = f(x)
+            res.append([[type(t).__name__, t.is_inference(), snapshot(t), getattr(t, "tag2", None)]
+                        for t in (y, net.act, net.p, net.inf, net.h, net.d["y"])])
+        return res
+    _both(run)
+
+
+def test_detach_of_an_inference_tensor_is_one():
+    """Eager (found by the test above): ``detach()`` of an inference tensor, inside the mode or
+    after it, is an inference tensor as torch's (a view's rule); of a normal tensor it is not."""
+    def run(mod, wrap):
+        a = mod.ones(2, requires_grad=True)
+        with mod.inference_mode():
+            y = a * 2
+            inside = [y.detach().is_inference(), a.detach().is_inference()]
+            z = mod.ones(2)
+        return [inside, z.detach().is_inference(), z.detach()[0].is_inference(), a.detach().is_inference()]
+    torch = pytest.importorskip("torch")
+    assert run(tracegrad, None) == run(torch, None)
