@@ -1,7 +1,19 @@
 """Round 31: state changed between compiled calls through unusual paths, grad modes around the
 call, structured results, arguments that alias, dtype changes, methods and exceptions, each
 program run eagerly and through ``tracegrad.compile`` from identical state and compared after
-every call (and with torch where no random numbers are drawn)."""
+every call (and with torch where no random numbers are drawn).
+
+Differences found and fixed:
+- a module passed as an argument (``@compile def score(self, x)`` in the class body,
+  ``compile(Net.score)(net, x)``) whose forward the call never runs: its Python attributes were
+  not guarded, so ``self.s += 1`` between calls was baked in (``_lowering/pystate.python_refs``);
+- a tensor the call binds to a dict/list/cell/attribute came back on compiled calls as a plain,
+  non-inference tensor without the attributes the function set: an ``nn.Parameter(...)`` made
+  inside became a Tensor, ``h.tag`` vanished, one made under ``inference_mode`` (inside or
+  around the call) was not an inference tensor, so a later graph using it ran where eager
+  raises (``_lowering/carry.Rebind``, NOTE [what a rebound tensor keeps]);
+- eager: ``detach()`` of an inference tensor was not one (torch: a view's rule).
+The rest pin down behaviours that already held."""
 import collections
 import dataclasses
 
