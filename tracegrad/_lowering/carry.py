@@ -42,7 +42,8 @@ class Rebind:
     ``carried`` set, program input ``carried`` is the tensor the first place holds, when it has
     ``read_rg`` (the ``requires_grad`` of the tensor the trace read there)."""
 
-    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph", "diff", "version")
+    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph", "diff", "version",
+                 "cls", "inference", "attrs")
 
     def __init__(self, index, slots, carried, requires_grad, kept_graph):
         # ``diff``: a differentiable output of the region's VJP (NOTE [kept graphs] in region.py)
@@ -50,6 +51,11 @@ class Rebind:
         self.index, self.slots, self.carried, self.read_rg = index, slots, carried, None
         self.requires_grad, self.kept_graph = requires_grad, kept_graph
         self.version = 0   # the bound tensor's version counter at the end of the trace
+        # NOTE [what a rebound tensor keeps]: what eager's bound tensor is besides its value, for
+        # every call's new one (each was lost, round-31's adversarial tests): its class (an
+        # ``nn.Parameter(...)`` made inside), whether it was made under ``inference_mode()``
+        # and the Python attributes the function set on it (``h.tag = "made"``)
+        self.cls, self.inference, self.attrs = None, False, None
 
 
 class InSequence:
@@ -257,6 +263,7 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
         if r is None:
             r = out[i] = Rebind(i, [], None, after._rg, after._gf is not None)
             r.version = after._vc[0]
+            _keep_kind(r, after, slot)
         r.slots.append(slot)
         _carry(r, before, inputs, escapes[i].array)
     # one place feeds one input: a second rebind claiming it reads by identity as before
@@ -270,6 +277,25 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
     for sh in shared.values():
         sh.slots = tuple(sh.slots)
     return list(out.values()), list(shared.values())
+
+
+_IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
+
+
+def _keep_kind(r, t, slot):
+    """NOTE [what a rebound tensor keeps]: ``t``'s class, inference-ness and Python attributes
+    on the ``Rebind`` ``r``; an attribute that is not an immutable scalar (or a tuple of them)
+    is a graph break, as on a result."""
+    if type(t).__module__ == "tracegrad.nn.parameter":
+        r.cls = type(t)
+    r.inference = "_inference" in t.__dict__
+    attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
+    for k, v in attrs.items():
+        if not (isinstance(v, _IMMUTABLE) or (type(v) is tuple and all(isinstance(e, _IMMUTABLE) for e in v))):
+            raise GraphBreak(f"the function sets the attribute '{k}' of a tensor it binds to {describe(slot)} "
+                             f"to a {type(v).__name__}: a compiled call can repeat only numbers, strings and "
+                             "tuples of them")
+    r.attrs = attrs or None
 
 
 def _carry(r, before, inputs, e):

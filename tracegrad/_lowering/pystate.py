@@ -88,6 +88,12 @@ def python_refs(fn, args=()):
     for i, a in enumerate(args):
         if _plain_object(a):
             add((f"argument {i}", None, {f"argument {i}": a}), _object_names(type(a), own | {"__call__"}))
+        elif getattr(type(a), "_tracegrad_state_is_captured", False) and not isinstance(a, Tensor):
+            # a module (or optimizer) passed as an argument, as ``self`` of a method compiled in
+            # its class body (``@compile def score(self, x)``): read like a bound method's
+            # ``self``, its Python attributes guarded (``self.s += 1`` between calls was baked
+            # in when the call never ran its ``forward``: round-31's adversarial tests)
+            add((f"argument {i}", None, {f"argument {i}": a}), _object_names(type(a), own))
         elif _stateful_kind(a) is not None:
             # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
             add((f"argument {i}", None, {f"argument {i}": a}), own)

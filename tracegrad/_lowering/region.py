@@ -617,9 +617,16 @@ class Region:
         # read before the rebinds below put this call's new tensors there
         placed = [slot_get(slot) for slot in self.out_recipe.places]
         kept, made = [], []
+        # made under inference_mode() (around the call or inside it): inference tensors, as
+        # eager's ops make (NOTE [what a rebound tensor keeps] in carry.py)
+        inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for r in self.rebinds:                # a new tensor per call, as eager binds
-            t = Tensor._make(escapes[r.index])
+            t = (r.cls or Tensor)._make(escapes[r.index])
             t._vc[0] = r.version                # as eager's in-place ops inside left it
+            if r.attrs:
+                t.__dict__.update(r.attrs)
+            if inference or r.inference:
+                t._inference = True
             if r.requires_grad:
                 t._rg = True
                 if r.diff and vjp is not None:
