@@ -2802,3 +2802,698 @@ def _former_go(torch, log, attention_type):
 @pytest.mark.parametrize("attention_type", ["default", "alt", "wide", "gpt2", "narrow", "relative"])
 def test_former_program(attention_type):
     run_both(_former_program(attention_type), rtol=1e-4, atol=1e-5)
+
+
+# ---- Harry24k/bayesian-neural-network-pytorch ---------------------------------------------------
+def _bnn_modules(torch):
+    # ``torchbnn/modules/linear.py``, ``conv.py``, ``batchnorm.py``, ``loss.py``,
+    # ``torchbnn/functional.py`` and ``torchbnn/utils/freeze_model.py`` at 3555c30 (MIT), their
+    # imports bound to the given module (``BF.bayesian_kl_loss`` is the function defined here)
+    import math
+    import warnings
+    Module, Parameter = torch.nn.Module, torch.nn.Parameter
+    init = torch.nn.init
+    F = torch.nn.functional
+    nn = torch.nn
+    _single, _pair, _triple = (torch.nn.modules.utils._single, torch.nn.modules.utils._pair,
+                               torch.nn.modules.utils._triple)
+    _Reduction = torch.nn._reduction
+
+    class BayesLinear(Module):
+        r"""
+        Applies Bayesian Linear
+
+        Arguments:
+            prior_mu (Float): mean of prior normal distribution.
+            prior_sigma (Float): sigma of prior normal distribution.
+
+        .. note:: other arguments are following linear of pytorch 1.2.0.
+        https://github.com/pytorch/pytorch/blob/master/torch/nn/modules/linear.py
+
+        """
+        __constants__ = ['prior_mu', 'prior_sigma', 'bias', 'in_features', 'out_features']
+
+        def __init__(self, prior_mu, prior_sigma, in_features, out_features, bias=True):
+            super(BayesLinear, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+
+            self.prior_mu = prior_mu
+            self.prior_sigma = prior_sigma
+            self.prior_log_sigma = math.log(prior_sigma)
+
+            self.weight_mu = Parameter(torch.Tensor(out_features, in_features))
+            self.weight_log_sigma = Parameter(torch.Tensor(out_features, in_features))
+            self.register_buffer('weight_eps', None)
+
+            if bias is None or bias is False :
+                self.bias = False
+            else :
+                self.bias = True
+
+            if self.bias:
+                self.bias_mu = Parameter(torch.Tensor(out_features))
+                self.bias_log_sigma = Parameter(torch.Tensor(out_features))
+                self.register_buffer('bias_eps', None)
+            else:
+                self.register_parameter('bias_mu', None)
+                self.register_parameter('bias_log_sigma', None)
+                self.register_buffer('bias_eps', None)
+
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            # Initialization method of Adv-BNN
+            stdv = 1. / math.sqrt(self.weight_mu.size(1))
+            self.weight_mu.data.uniform_(-stdv, stdv)
+            self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+            if self.bias :
+                self.bias_mu.data.uniform_(-stdv, stdv)
+                self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+            # Initialization method of the original torch nn.linear.
+    #         init.kaiming_uniform_(self.weight_mu, a=math.sqrt(5))
+    #         self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+
+    #         if self.bias :
+    #             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight_mu)
+    #             bound = 1 / math.sqrt(fan_in)
+    #             init.uniform_(self.bias_mu, -bound, bound)
+
+    #             self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+        def freeze(self) :
+            self.weight_eps = torch.randn_like(self.weight_log_sigma)
+            if self.bias :
+                self.bias_eps = torch.randn_like(self.bias_log_sigma)
+
+        def unfreeze(self) :
+            self.weight_eps = None
+            if self.bias :
+                self.bias_eps = None
+
+        def forward(self, input):
+            r"""
+            Overriden.
+            """
+            if self.weight_eps is None :
+                weight = self.weight_mu + torch.exp(self.weight_log_sigma) * torch.randn_like(self.weight_log_sigma)
+            else :
+                weight = self.weight_mu + torch.exp(self.weight_log_sigma) * self.weight_eps
+
+            if self.bias:
+                if self.bias_eps is None :
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * torch.randn_like(self.bias_log_sigma)
+                else :
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * self.bias_eps
+            else :
+                bias = None
+
+            return F.linear(input, weight, bias)
+
+        def extra_repr(self):
+            r"""
+            Overriden.
+            """
+            return 'prior_mu={}, prior_sigma={}, in_features={}, out_features={}, bias={}'.format(self.prior_mu, self.prior_sigma, self.in_features, self.out_features, self.bias is not None)
+
+    class _BayesConvNd(Module):
+        r"""
+        Applies Bayesian Convolution
+
+        Arguments:
+            prior_mu (Float): mean of prior normal distribution.
+            prior_sigma (Float): sigma of prior normal distribution.
+
+        .. note:: other arguments are following conv of pytorch 1.2.0.
+        https://github.com/pytorch/pytorch/blob/master/torch/nn/modules/conv.py
+        """
+        __constants__ = ['prior_mu', 'prior_sigma', 'stride', 'padding', 'dilation',
+                         'groups', 'bias', 'padding_mode', 'output_padding', 'in_channels',
+                         'out_channels', 'kernel_size']
+
+        def __init__(self, prior_mu, prior_sigma, in_channels, out_channels, kernel_size, stride,
+                     padding, dilation, transposed, output_padding,
+                     groups, bias, padding_mode):
+            super(_BayesConvNd, self).__init__()
+            if in_channels % groups != 0:
+                raise ValueError('in_channels must be divisible by groups')
+            if out_channels % groups != 0:
+                raise ValueError('out_channels must be divisible by groups')
+            self.in_channels = in_channels
+            self.out_channels = out_channels
+            self.kernel_size = kernel_size
+            self.stride = stride
+            self.padding = padding
+            self.dilation = dilation
+            self.transposed = transposed
+            self.output_padding = output_padding
+            self.groups = groups
+            self.padding_mode = padding_mode
+
+            self.prior_mu = prior_mu
+            self.prior_sigma = prior_sigma
+            self.prior_log_sigma = math.log(prior_sigma)
+
+            if transposed:
+                self.weight_mu = Parameter(torch.Tensor(
+                    in_channels, out_channels // groups, *kernel_size))
+                self.weight_log_sigma = Parameter(torch.Tensor(
+                    in_channels, out_channels // groups, *kernel_size))
+                self.register_buffer('weight_eps', None)
+            else:
+                self.weight_mu = Parameter(torch.Tensor(
+                    out_channels, in_channels // groups, *kernel_size))
+                self.weight_log_sigma = Parameter(torch.Tensor(
+                    out_channels, in_channels // groups, *kernel_size))
+                self.register_buffer('weight_eps', None)
+
+            if bias is None or bias is False :
+                self.bias = False
+            else :
+                self.bias = True
+
+            if self.bias:
+                self.bias_mu = Parameter(torch.Tensor(out_channels))
+                self.bias_log_sigma = Parameter(torch.Tensor(out_channels))
+                self.register_buffer('bias_eps', None)
+            else:
+                self.register_parameter('bias_mu', None)
+                self.register_parameter('bias_log_sigma', None)
+                self.register_buffer('bias_eps', None)
+
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            # Initialization method of Adv-BNN.
+            n = self.in_channels
+            n *= self.kernel_size[0] ** 2
+            stdv = 1.0 / math.sqrt(n)
+            self.weight_mu.data.uniform_(-stdv, stdv)
+            self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+
+            if self.bias :
+                self.bias_mu.data.uniform_(-stdv, stdv)
+                self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+            # Initialization method of the original torch nn.conv.
+    #         init.kaiming_uniform_(self.weight_mu, a=math.sqrt(5))
+    #         self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+
+    #         if self.bias :
+    #             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight_mu)
+    #             bound = 1 / math.sqrt(fan_in)
+    #             init.uniform_(self.bias_mu, -bound, bound)
+
+    #             self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+        def freeze(self) :
+            self.weight_eps = torch.randn_like(self.weight_log_sigma)
+            if self.bias :
+                self.bias_eps = torch.randn_like(self.bias_log_sigma)
+
+        def unfreeze(self) :
+            self.weight_eps = None
+            if self.bias :
+                self.bias_eps = None
+
+        def extra_repr(self):
+            s = ('{prior_mu}, {prior_sigma}'
+                 ', {in_channels}, {out_channels}, kernel_size={kernel_size}'
+                 ', stride={stride}')
+            if self.padding != (0,) * len(self.padding):
+                s += ', padding={padding}'
+            if self.dilation != (1,) * len(self.dilation):
+                s += ', dilation={dilation}'
+            if self.output_padding != (0,) * len(self.output_padding):
+                s += ', output_padding={output_padding}'
+            if self.groups != 1:
+                s += ', groups={groups}'
+            if self.bias is False:
+                s += ', bias=False'
+            return s.format(**self.__dict__)
+
+        def __setstate__(self, state):
+            super(_BayesConvNd, self).__setstate__(state)
+            if not hasattr(self, 'padding_mode'):
+                self.padding_mode = 'zeros'
+
+    class BayesConv2d(_BayesConvNd):
+        r"""
+        Applies Bayesian Convolution for 2D inputs
+
+        Arguments:
+            prior_mu (Float): mean of prior normal distribution.
+            prior_sigma (Float): sigma of prior normal distribution.
+
+        .. note:: other arguments are following conv of pytorch 1.2.0.
+        https://github.com/pytorch/pytorch/blob/master/torch/nn/modules/conv.py
+
+        """
+        def __init__(self, prior_mu, prior_sigma, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode='zeros'):
+            kernel_size = _pair(kernel_size)
+            stride = _pair(stride)
+            padding = _pair(padding)
+            dilation = _pair(dilation)
+            super(BayesConv2d, self).__init__(
+                prior_mu, prior_sigma, in_channels, out_channels, kernel_size, stride,
+                padding, dilation, False, _pair(0), groups, bias, padding_mode)
+
+        def conv2d_forward(self, input, weight):
+
+            if self.bias:
+                if self.bias_eps is None :
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * torch.randn_like(self.bias_log_sigma)
+                else :
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * self.bias_eps
+            else :
+                bias = None
+
+            if self.padding_mode == 'circular':
+                expanded_padding = ((self.padding[1] + 1) // 2, self.padding[1] // 2,
+                                    (self.padding[0] + 1) // 2, self.padding[0] // 2)
+                return F.conv2d(F.pad(input, expanded_padding, mode='circular'),
+                                weight, bias, self.stride,
+                                _pair(0), self.dilation, self.groups)
+            return F.conv2d(input, weight, bias, self.stride,
+                            self.padding, self.dilation, self.groups)
+
+        def forward(self, input):
+            r"""
+            Overriden.
+            """
+            if self.weight_eps is None :
+                weight = self.weight_mu + torch.exp(self.weight_log_sigma) * torch.randn_like(self.weight_log_sigma)
+            else :
+                weight = self.weight_mu + torch.exp(self.weight_log_sigma) * self.weight_eps
+
+            return self.conv2d_forward(input, weight)
+
+    class _BayesBatchNorm(Module):
+        r"""
+        Applies Bayesian Batch Normalization over a 2D or 3D input
+
+        Arguments:
+            prior_mu (Float): mean of prior normal distribution.
+            prior_sigma (Float): sigma of prior normal distribution.
+
+        .. note:: other arguments are following batchnorm of pytorch 1.2.0.
+        https://github.com/pytorch/pytorch/blob/master/torch/nn/modules/batchnorm.py
+
+        """
+
+        _version = 2
+        __constants__ = ['prior_mu', 'prior_sigma', 'track_running_stats',
+                         'momentum', 'eps', 'weight', 'bias',
+                         'running_mean', 'running_var', 'num_batches_tracked',
+                         'num_features', 'affine']
+
+        def __init__(self, prior_mu, prior_sigma, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
+            super(_BayesBatchNorm, self).__init__()
+            self.num_features = num_features
+            self.eps = eps
+            self.momentum = momentum
+            self.affine = affine
+            self.track_running_stats = track_running_stats
+            if self.affine:
+                self.prior_mu = prior_mu
+                self.prior_sigma = prior_sigma
+                self.prior_log_sigma = math.log(prior_sigma)
+
+                self.weight_mu = Parameter(torch.Tensor(num_features))
+                self.weight_log_sigma = Parameter(torch.Tensor(num_features))
+                self.register_buffer('weight_eps', None)
+
+                self.bias_mu = Parameter(torch.Tensor(num_features))
+                self.bias_log_sigma = Parameter(torch.Tensor(num_features))
+                self.register_buffer('bias_eps', None)
+            else:
+                self.register_parameter('weight_mu', None)
+                self.register_parameter('weight_log_sigma', None)
+                self.register_buffer('weight_eps', None)
+                self.register_parameter('bias_mu', None)
+                self.register_parameter('bias_log_sigma', None)
+                self.register_buffer('bias_eps', None)
+            if self.track_running_stats:
+                self.register_buffer('running_mean', torch.zeros(num_features))
+                self.register_buffer('running_var', torch.ones(num_features))
+                self.register_buffer('num_batches_tracked', torch.tensor(0, dtype=torch.long))
+            else:
+                self.register_parameter('running_mean', None)
+                self.register_parameter('running_var', None)
+                self.register_parameter('num_batches_tracked', None)
+            self.reset_parameters()
+
+        def reset_running_stats(self):
+            if self.track_running_stats:
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+        def reset_parameters(self):
+            self.reset_running_stats()
+            if self.affine:
+                # Initialization method of Adv-BNN.
+                self.weight_mu.data.uniform_()
+                self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+                self.bias_mu.data.zero_()
+                self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+                # Initilization method of the original torch nn.batchnorm.
+    #             init.ones_(self.weight_mu)
+    #             self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+    #             init.zeros_(self.bias_mu)
+    #             self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+        def freeze(self) :
+            if self.affine :
+                self.weight_eps = torch.randn_like(self.weight_log_sigma)
+                self.bias_eps = torch.randn_like(self.bias_log_sigma)
+
+        def unfreeze(self) :
+            if self.affine :
+                self.weight_eps = None
+                self.bias_eps = None
+
+        def _check_input_dim(self, input):
+            raise NotImplementedError
+
+        def forward(self, input):
+            self._check_input_dim(input)
+
+            if self.momentum is None:
+                exponential_average_factor = 0.0
+            else:
+                exponential_average_factor = self.momentum
+
+            if self.training and self.track_running_stats:
+                if self.num_batches_tracked is not None:
+                    self.num_batches_tracked += 1
+                    if self.momentum is None:
+                        exponential_average_factor = 1.0 / float(self.num_batches_tracked)
+                    else:
+                        exponential_average_factor = self.momentum
+
+            if self.affine :
+                if self.weight_eps is None :
+                    weight = self.weight_mu + torch.exp(self.weight_log_sigma) * torch.randn_like(self.weight_log_sigma)
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * torch.randn_like(self.bias_log_sigma)
+                else :
+                    weight = self.weight_mu + torch.exp(self.weight_log_sigma) * self.weight_eps
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * self.bias_eps
+            else :
+                weight = None
+                bias = None
+
+            return F.batch_norm(
+                input, self.running_mean, self.running_var, weight, bias,
+                self.training or not self.track_running_stats,
+                exponential_average_factor, self.eps)
+
+        def extra_repr(self):
+            return '{prior_mu}, {prior_sigma}, {num_features}, ' \
+                    'eps={eps}, momentum={momentum}, affine={affine}, ' \
+                    'track_running_stats={track_running_stats}'.format(**self.__dict__)
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                  missing_keys, unexpected_keys, error_msgs):
+            version = local_metadata.get('version', None)
+
+            if (version is None or version < 2) and self.track_running_stats:
+                num_batches_tracked_key = prefix + 'num_batches_tracked'
+                if num_batches_tracked_key not in state_dict:
+                    state_dict[num_batches_tracked_key] = torch.tensor(0, dtype=torch.long)
+
+            super(_BayesBatchNorm, self)._load_from_state_dict(
+                state_dict, prefix, local_metadata, strict,
+                missing_keys, unexpected_keys, error_msgs)
+
+    class BayesBatchNorm2d(_BayesBatchNorm):
+        r"""
+        Applies Bayesian Batch Normalization over a 2D input
+
+        Arguments:
+            prior_mu (Float): mean of prior normal distribution.
+            prior_sigma (Float): sigma of prior normal distribution.
+
+        .. note:: other arguments are following batchnorm of pytorch 1.2.0.
+        https://github.com/pytorch/pytorch/blob/master/torch/nn/modules/batchnorm.py
+
+        """
+
+        def _check_input_dim(self, input):
+            if input.dim() != 4:
+                raise ValueError('expected 4D input (got {}D input)'
+                                 .format(input.dim()))
+
+    def _kl_loss(mu_0, log_sigma_0, mu_1, log_sigma_1) :
+        """
+        An method for calculating KL divergence between two Normal distribtuion.
+
+        Arguments:
+            mu_0 (Float) : mean of normal distribution.
+            log_sigma_0 (Float): log(standard deviation of normal distribution).
+            mu_1 (Float): mean of normal distribution.
+            log_sigma_1 (Float): log(standard deviation of normal distribution).
+
+        """
+        kl = log_sigma_1 - log_sigma_0 + \
+        (torch.exp(log_sigma_0)**2 + (mu_0-mu_1)**2)/(2*math.exp(log_sigma_1)**2) - 0.5
+        return kl.sum()
+
+    def bayesian_kl_loss(model, reduction='mean', last_layer_only=False) :
+        """
+        An method for calculating KL divergence of whole layers in the model.
+
+
+        Arguments:
+            model (nn.Module): a model to be calculated for KL-divergence.
+            reduction (string, optional): Specifies the reduction to apply to the output:
+                ``'mean'``: the sum of the output will be divided by the number of
+                elements of the output.
+                ``'sum'``: the output will be summed.
+            last_layer_only (Bool): True for return only the last layer's KL divergence.
+
+        """
+        device = torch.device("cuda" if next(model.parameters()).is_cuda else "cpu")
+        kl = torch.Tensor([0]).to(device)
+        kl_sum = torch.Tensor([0]).to(device)
+        n = torch.Tensor([0]).to(device)
+
+        for m in model.modules() :
+            if isinstance(m, (BayesLinear, BayesConv2d)):
+                kl = _kl_loss(m.weight_mu, m.weight_log_sigma, m.prior_mu, m.prior_log_sigma)
+                kl_sum += kl
+                n += len(m.weight_mu.view(-1))
+
+                if m.bias :
+                    kl = _kl_loss(m.bias_mu, m.bias_log_sigma, m.prior_mu, m.prior_log_sigma)
+                    kl_sum += kl
+                    n += len(m.bias_mu.view(-1))
+
+            if isinstance(m, BayesBatchNorm2d):
+                if m.affine :
+                    kl = _kl_loss(m.weight_mu, m.weight_log_sigma, m.prior_mu, m.prior_log_sigma)
+                    kl_sum += kl
+                    n += len(m.weight_mu.view(-1))
+
+                    kl = _kl_loss(m.bias_mu, m.bias_log_sigma, m.prior_mu, m.prior_log_sigma)
+                    kl_sum += kl
+                    n += len(m.bias_mu.view(-1))
+
+        if last_layer_only or n == 0 :
+            return kl
+
+        if reduction == 'mean' :
+            return kl_sum/n
+        elif reduction == 'sum' :
+            return kl_sum
+        else :
+            raise ValueError(reduction + " is not valid")
+
+    class _Loss(Module):
+        def __init__(self, reduction='mean'):
+            super(_Loss, self).__init__()
+            self.reduction = reduction
+
+    class BKLLoss(_Loss):
+        """
+        Loss for calculating KL divergence of baysian neural network model.
+
+        Arguments:
+            reduction (string, optional): Specifies the reduction to apply to the output:
+                ``'mean'``: the sum of the output will be divided by the number of
+                elements of the output.
+                ``'sum'``: the output will be summed.
+            last_layer_only (Bool): True for return only the last layer's KL divergence.
+        """
+        __constants__ = ['reduction']
+
+        def __init__(self, reduction='mean', last_layer_only=False):
+            super(BKLLoss, self).__init__(reduction)
+            self.last_layer_only = last_layer_only
+
+        def forward(self, model):
+            """
+            Arguments:
+                model (nn.Module): a model to be calculated for KL-divergence.
+            """
+            return bayesian_kl_loss(model, reduction=self.reduction, last_layer_only=self.last_layer_only)
+
+    bayes_layer = (BayesLinear, BayesConv2d, BayesBatchNorm2d)
+
+    def freeze(module):
+        """
+        Methods for freezing bayesian-model.
+
+        Arguments:
+            model (nn.Module): a model to be freezed.
+
+        """
+
+        if isinstance(module, bayes_layer) :
+            module.freeze()
+        for submodule in module.children() :
+            freeze(submodule)
+
+
+    def unfreeze(module):
+        """
+        Methods for unfreezing bayesian-model.
+
+        Arguments:
+            model (nn.Module): a model to be unfreezed.
+
+        """
+        if isinstance(module, bayes_layer) :
+            module.unfreeze()
+        for submodule in module.children() :
+            unfreeze(submodule)
+
+    return types.SimpleNamespace(**{k: v for k, v in locals().items() if not k.startswith("__")})
+
+
+def _iris_like():
+    # a stand-in for sklearn's iris data: 3 classes of 10 four-feature rows around three centres
+    rs = np.random.RandomState(23)
+    centres = np.array([[5.0, 3.4, 1.5, 0.2], [5.9, 2.8, 4.3, 1.3], [6.6, 3.0, 5.6, 2.0]])
+    X = np.concatenate([c + 0.3 * rs.randn(10, 4) for c in centres])
+    Y = np.repeat(np.arange(3), 10)
+    return X, Y
+
+
+def _bnn_program(torch, log):
+    torch = SeededTorch(torch, 24)
+    bnn = _bnn_modules(torch)
+    nn = torch.nn
+    optim = torch.optim
+    # the "Bayesian Neural Network Classification" demo (``demos/*.ipynb`` at 5f501ef): 8 hidden
+    # units instead of 100, 20 steps instead of 3000, the plots left out
+    X, Y = _iris_like()
+    x, y = torch.from_numpy(X).float(), torch.from_numpy(Y).long()
+    log("shapes", [x.shape, y.shape])
+    model = nn.Sequential(
+        bnn.BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=4, out_features=8),
+        nn.ReLU(),
+        bnn.BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=8, out_features=3),
+    )
+    print(model)
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            if i % 2 == 0:   # the means from numpy; the log-sigmas keep their log(0.1) fill
+                p.copy_(torch.tensor(np_randn(tuple(p.shape), 60 + i, 0.3)))
+    ce_loss = nn.CrossEntropyLoss()
+    kl_loss = bnn.BKLLoss(reduction='mean', last_layer_only=False)
+    kl_weight = 0.01
+
+    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    kl_weight = 0.1
+    for step in range(20):
+        pre = model(x)
+        ce = ce_loss(pre, y)
+        kl = kl_loss(model)
+        cost = ce + kl_weight*kl
+
+        optimizer.zero_grad()
+        cost.backward()
+        optimizer.step()
+        log("cost", [ce, kl, cost])
+
+    _, predicted = torch.max(pre.data, 1)
+    total = y.size(0)
+    correct = (predicted == y).sum()
+    print('- Accuracy: %f %%' % (100 * float(correct) / total))
+    print('- CE : %2.2f, KL : %2.2f' % (ce.item(), kl.item()))
+    for n, p in model.named_parameters():
+        log(n, p)
+        log(n + ".grad", p.grad)
+    log("kl last layer", bnn.bayesian_kl_loss(model, last_layer_only=True))
+    log("kl sum", bnn.BKLLoss(reduction='sum')(model))
+    try:
+        bnn.BKLLoss(reduction='none')(model)
+    except ValueError as e:
+        log("reduction none", ["ValueError", str(e)])
+
+    # the "Freeze Bayesian Neural Network" demo: two calls differ, frozen calls repeat
+    model = nn.Sequential(
+        bnn.BayesLinear(prior_mu=0, prior_sigma=0.05, in_features=2, out_features=2),
+        nn.ReLU(),
+        bnn.BayesLinear(prior_mu=0, prior_sigma=0.05, in_features=2, out_features=1),
+    )
+    init_params(torch, model, 25)
+    outs = [model(torch.ones(1, 2)), model(torch.ones(1, 2))]
+    bnn.freeze(model)
+    outs += [model(torch.ones(1, 2)), model(torch.ones(1, 2))]
+    log("eps buffers", [n for n, _ in model.named_buffers()])
+    bnn.freeze(model)
+    outs += [model(torch.ones(1, 2)), model(torch.ones(1, 2))]
+    bnn.unfreeze(model)
+    outs += [model(torch.ones(1, 2)), model(torch.ones(1, 2))]
+    log("freeze", outs)
+    log("buffers after unfreeze", [n for n, _ in model.named_buffers()])
+
+    # a small Bayesian CNN of the three layer kinds (``BayesConv2d`` with circular padding,
+    # ``BayesBatchNorm2d``), trained with the summed KL, then frozen in eval mode
+    class BayesCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = bnn.BayesConv2d(0, 0.1, 1, 3, 3, padding=1, padding_mode='circular')
+            self.bn = bnn.BayesBatchNorm2d(0, 0.1, 3)
+            self.conv2 = bnn.BayesConv2d(0, 0.1, 3, 4, 3, stride=2, bias=False)
+            self.fc = bnn.BayesLinear(0, 0.1, 4 * 2 * 2, 3)
+
+        def forward(self, x):
+            x = torch.relu(self.bn(self.conv1(x)))
+            x = torch.relu(self.conv2(x))
+            return self.fc(x.view(x.size(0), -1))
+
+    cnn = BayesCNN()
+    print(cnn)
+    init_params(torch, cnn, 26, scale=0.2)
+    opt = optim.SGD(cnn.parameters(), lr=0.05, momentum=0.9)
+    imgs = torch.tensor(np_randn((6, 1, 6, 6), 27))
+    labels = torch.tensor([0, 1, 2, 0, 1, 2])
+    kl_sum = bnn.BKLLoss(reduction='sum')
+    for step in range(3):
+        out = cnn(imgs)
+        cost = ce_loss(out, labels) + 1e-3 * kl_sum(cnn)
+        opt.zero_grad()
+        cost.backward()
+        opt.step()
+        log("cnn cost", cost)
+    for n, p in cnn.named_parameters():
+        log(n, p)
+        log(n + ".grad", p.grad)
+    log("bn running", [cnn.bn.running_mean, cnn.bn.running_var, cnn.bn.num_batches_tracked])
+    cnn.eval()
+    bnn.freeze(cnn)
+    with torch.no_grad():
+        log("frozen eval", [cnn(imgs), cnn(imgs)])
+    try:
+        cnn.bn(imgs[0])
+    except ValueError as e:
+        log("3D input", str(e))
+
+
+def test_bnn_program():
+    run_both(_bnn_program, rtol=1e-4, atol=1e-5)
