@@ -1111,17 +1111,20 @@ def test_complex_program():
 # ---- timbmg/Sentence-VAE ------------------------------------------------------------------------
 class _SeededSizes(SeededTorch):
     """``SeededTorch`` whose ``rand``/``randn`` also take one list or ``torch.Size`` (Sentence-VAE's
-    ``torch.randn([batch_size, latent_size])`` and ``torch.rand(input_sequence.size())``)."""
+    ``torch.randn([batch_size, latent_size])`` and ``torch.rand(input_sequence.size())``) and
+    float32 ``dtype=``/``device=`` keywords (real-nvp's ``sample``)."""
 
-    def rand(self, *size):
+    def _size(self, size, kw):
+        assert kw.get("dtype", self._mod.float32) == self._mod.float32, kw
         if len(size) == 1 and isinstance(size[0], (list, tuple)):
             size = tuple(size[0])
-        return super().rand(*size)
+        return size
 
-    def randn(self, *size):
-        if len(size) == 1 and isinstance(size[0], (list, tuple)):
-            size = tuple(size[0])
-        return super().randn(*size)
+    def rand(self, *size, **kw):
+        return super().rand(*self._size(size, kw))
+
+    def randn(self, *size, **kw):
+        return super().randn(*self._size(size, kw))
 
 
 def _svae_modules(torch):
@@ -3497,3 +3500,738 @@ def _bnn_program(torch, log):
 
 def test_bnn_program():
     run_both(_bnn_program, rtol=1e-4, atol=1e-5)
+
+
+# ---- chrischute/real-nvp ------------------------------------------------------------------------
+def _rnvp_modules(torch):
+    # ``util/array_util.py``, ``norm_util.py``, ``optim_util.py``, ``shell_util.py``,
+    # ``models/resnet/*.py`` and ``models/real_nvp/*.py`` at df51ad5 (MIT), their imports bound to
+    # the given module (``import torch.nn.utils as utils``)
+    import functools
+    from enum import IntEnum
+    nn = torch.nn
+    F = torch.nn.functional
+    utils = torch.nn.utils
+
+    def squeeze_2x2(x, reverse=False, alt_order=False):
+        """For each spatial position, a sub-volume of shape `1x1x(N^2 * C)`,
+        reshape into a sub-volume of shape `NxNxC`, where `N = block_size`.
+
+        Adapted from:
+            https://github.com/tensorflow/models/blob/master/research/real_nvp/real_nvp_utils.py
+
+        See Also:
+            - TensorFlow nn.depth_to_space: https://www.tensorflow.org/api_docs/python/tf/nn/depth_to_space
+            - Figure 3 of RealNVP paper: https://arxiv.org/abs/1605.08803
+
+        Args:
+            x (torch.Tensor): Input tensor of shape (B, C, H, W).
+            reverse (bool): Whether to do a reverse squeeze (unsqueeze).
+            alt_order (bool): Whether to use alternate ordering.
+        """
+        block_size = 2
+        if alt_order:
+            n, c, h, w = x.size()
+
+            if reverse:
+                if c % 4 != 0:
+                    raise ValueError('Number of channels must be divisible by 4, got {}.'.format(c))
+                c //= 4
+            else:
+                if h % 2 != 0:
+                    raise ValueError('Height must be divisible by 2, got {}.'.format(h))
+                if w % 2 != 0:
+                    raise ValueError('Width must be divisible by 4, got {}.'.format(w))
+            # Defines permutation of input channels (shape is (4, 1, 2, 2)).
+            squeeze_matrix = torch.tensor([[[[1., 0.], [0., 0.]]],
+                                           [[[0., 0.], [0., 1.]]],
+                                           [[[0., 1.], [0., 0.]]],
+                                           [[[0., 0.], [1., 0.]]]],
+                                          dtype=x.dtype,
+                                          device=x.device)
+            perm_weight = torch.zeros((4 * c, c, 2, 2), dtype=x.dtype, device=x.device)
+            for c_idx in range(c):
+                slice_0 = slice(c_idx * 4, (c_idx + 1) * 4)
+                slice_1 = slice(c_idx, c_idx + 1)
+                perm_weight[slice_0, slice_1, :, :] = squeeze_matrix
+            shuffle_channels = torch.tensor([c_idx * 4 for c_idx in range(c)]
+                                            + [c_idx * 4 + 1 for c_idx in range(c)]
+                                            + [c_idx * 4 + 2 for c_idx in range(c)]
+                                            + [c_idx * 4 + 3 for c_idx in range(c)])
+            perm_weight = perm_weight[shuffle_channels, :, :, :]
+
+            if reverse:
+                x = F.conv_transpose2d(x, perm_weight, stride=2)
+            else:
+                x = F.conv2d(x, perm_weight, stride=2)
+        else:
+            b, c, h, w = x.size()
+            x = x.permute(0, 2, 3, 1)
+
+            if reverse:
+                if c % 4 != 0:
+                    raise ValueError('Number of channels {} is not divisible by 4'.format(c))
+                x = x.view(b, h, w, c // 4, 2, 2)
+                x = x.permute(0, 1, 4, 2, 5, 3)
+                x = x.contiguous().view(b, 2 * h, 2 * w, c // 4)
+            else:
+                if h % 2 != 0 or w % 2 != 0:
+                    raise ValueError('Expected even spatial dims HxW, got {}x{}'.format(h, w))
+                x = x.view(b, h // 2, 2, w // 2, 2, c)
+                x = x.permute(0, 1, 3, 5, 2, 4)
+                x = x.contiguous().view(b, h // 2, w // 2, c * 4)
+
+            x = x.permute(0, 3, 1, 2)
+
+        return x
+
+
+    def checkerboard_mask(height, width, reverse=False, dtype=torch.float32,
+                          device=None, requires_grad=False):
+        """Get a checkerboard mask, such that no two entries adjacent entries
+        have the same value. In non-reversed mask, top-left entry is 0.
+
+        Args:
+            height (int): Number of rows in the mask.
+            width (int): Number of columns in the mask.
+            reverse (bool): If True, reverse the mask (i.e., make top-left entry 1).
+                Useful for alternating masks in RealNVP.
+            dtype (torch.dtype): Data type of the tensor.
+            device (torch.device): Device on which to construct the tensor.
+            requires_grad (bool): Whether the tensor requires gradient.
+
+
+        Returns:
+            mask (torch.tensor): Checkerboard mask of shape (1, 1, height, width).
+        """
+        checkerboard = [[((i % 2) + j) % 2 for j in range(width)] for i in range(height)]
+        mask = torch.tensor(checkerboard, dtype=dtype, device=device, requires_grad=requires_grad)
+
+        if reverse:
+            mask = 1 - mask
+
+        # Reshape to (1, 1, height, width) for broadcasting with tensors of shape (B, C, H, W)
+        mask = mask.view(1, 1, height, width)
+
+        return mask
+
+    def get_norm_layer(norm_type='instance'):
+        if norm_type == 'batch':
+            return functools.partial(nn.BatchNorm2d, affine=True)
+        elif norm_type == 'instance':
+            return functools.partial(nn.InstanceNorm2d, affine=False)
+        else:
+            raise NotImplementedError('Invalid normalization type: {}'.format(norm_type))
+
+
+    def get_param_groups(net, weight_decay, norm_suffix='weight_g', verbose=False):
+        """Get two parameter groups from `net`: One named "normalized" which will
+        override the optimizer with `weight_decay`, and one named "unnormalized"
+        which will inherit all hyperparameters from the optimizer.
+
+        Args:
+            net (torch.nn.Module): Network to get parameters from
+            weight_decay (float): Weight decay to apply to normalized weights.
+            norm_suffix (str): Suffix to select weights that should be normalized.
+                For WeightNorm, using 'weight_g' normalizes the scale variables.
+            verbose (bool): Print out number of normalized and unnormalized parameters.
+        """
+        norm_params = []
+        unnorm_params = []
+        for n, p in net.named_parameters():
+            if n.endswith(norm_suffix):
+                norm_params.append(p)
+            else:
+                unnorm_params.append(p)
+
+        param_groups = [{'name': 'normalized', 'params': norm_params, 'weight_decay': weight_decay},
+                        {'name': 'unnormalized', 'params': unnorm_params}]
+
+        if verbose:
+            print('{} normalized parameters'.format(len(norm_params)))
+            print('{} unnormalized parameters'.format(len(unnorm_params)))
+
+        return param_groups
+
+
+    class WNConv2d(nn.Module):
+        """Weight-normalized 2d convolution.
+
+        Args:
+            in_channels (int): Number of channels in the input.
+            out_channels (int): Number of channels in the output.
+            kernel_size (int): Side length of each convolutional kernel.
+            padding (int): Padding to add on edges of input.
+            bias (bool): Use bias in the convolution operation.
+        """
+        def __init__(self, in_channels, out_channels, kernel_size, padding, bias=True):
+            super(WNConv2d, self).__init__()
+            self.conv = nn.utils.weight_norm(
+                nn.Conv2d(in_channels, out_channels, kernel_size, padding=padding, bias=bias))
+
+        def forward(self, x):
+            x = self.conv(x)
+
+            return x
+
+
+    class BatchNormStats2d(nn.Module):
+        """Compute BatchNorm2d normalization statistics: `mean` and `var`.
+        Useful for keeping track of sum of log-determinant of Jacobians in flow models.
+        Args:
+            num_features (int): Number of features in the input (i.e., `C` in `(N, C, H, W)`).
+            eps (float): Added to the denominator for numerical stability.
+            decay (float): The value used for the running_mean and running_var computation.
+                Different from conventional momentum, see `nn.BatchNorm2d` for more.
+        """
+        def __init__(self, num_features, eps=1e-5, decay=0.1):
+            super(BatchNormStats2d, self).__init__()
+            self.eps = eps
+
+            self.register_buffer('running_mean', torch.zeros(num_features))
+            self.register_buffer('running_var', torch.ones(num_features))
+            self.decay = decay
+
+        def forward(self, x, training):
+            # Get mean and variance per channel
+            if training:
+                channels = x.transpose(0, 1).contiguous().view(x.size(1), -1)
+                used_mean, used_var = channels.mean(-1), channels.var(-1)
+                curr_mean, curr_var = used_mean, used_var
+
+                # Update variables
+                self.running_mean = self.running_mean - self.decay * (self.running_mean - curr_mean)
+                self.running_var = self.running_var - self.decay * (self.running_var - curr_var)
+            else:
+                used_mean = self.running_mean
+                used_var = self.running_var
+
+            used_var += self.eps
+
+            # Reshape to (N, C, H, W)
+            used_mean = used_mean.view(1, x.size(1), 1, 1).expand_as(x)
+            used_var = used_var.view(1, x.size(1), 1, 1).expand_as(x)
+
+            return used_mean, used_var
+
+    def bits_per_dim(x, nll):
+        """Get the bits per dimension implied by using model with `loss`
+        for compressing `x`, assuming each entry can take on `k` discrete values.
+
+        Args:
+            x (torch.Tensor): Input to the model. Just used for dimensions.
+            nll (torch.Tensor): Scalar negative log-likelihood loss tensor.
+
+        Returns:
+            bpd (torch.Tensor): Bits per dimension implied if compressing `x`.
+        """
+        dim = np.prod(x.size()[1:])
+        bpd = nll / (np.log(2) * dim)
+
+        return bpd
+
+
+    def clip_grad_norm(optimizer, max_norm, norm_type=2):
+        """Clip the norm of the gradients for all parameters under `optimizer`.
+
+        Args:
+            optimizer (torch.optim.Optimizer):
+            max_norm (float): The maximum allowable norm of gradients.
+            norm_type (int): The type of norm to use in computing gradient norms.
+        """
+        for group in optimizer.param_groups:
+            utils.clip_grad_norm_(group['params'], max_norm, norm_type)
+
+    class AverageMeter(object):
+        """Computes and stores the average and current value.
+
+        Adapted from: https://github.com/pytorch/examples/blob/master/imagenet/train.py
+        """
+        def __init__(self):
+            self.val = 0.
+            self.avg = 0.
+            self.sum = 0.
+            self.count = 0.
+
+        def reset(self):
+            self.val = 0.
+            self.avg = 0.
+            self.sum = 0.
+            self.count = 0.
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+    class ResidualBlock(nn.Module):
+        """ResNet basic block with weight norm."""
+        def __init__(self, in_channels, out_channels):
+            super(ResidualBlock, self).__init__()
+
+            self.in_norm = nn.BatchNorm2d(in_channels)
+            self.in_conv = WNConv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
+
+            self.out_norm = nn.BatchNorm2d(out_channels)
+            self.out_conv = WNConv2d(out_channels, out_channels, kernel_size=3, padding=1, bias=True)
+
+        def forward(self, x):
+            skip = x
+
+            x = self.in_norm(x)
+            x = F.relu(x)
+            x = self.in_conv(x)
+
+            x = self.out_norm(x)
+            x = F.relu(x)
+            x = self.out_conv(x)
+
+            x = x + skip
+
+            return x
+
+    class ResNet(nn.Module):
+        """ResNet for scale and translate factors in Real NVP.
+
+        Args:
+            in_channels (int): Number of channels in the input.
+            mid_channels (int): Number of channels in the intermediate layers.
+            out_channels (int): Number of channels in the output.
+            num_blocks (int): Number of residual blocks in the network.
+            kernel_size (int): Side length of each filter in convolutional layers.
+            padding (int): Padding for convolutional layers.
+            double_after_norm (bool): Double input after input BatchNorm.
+        """
+        def __init__(self, in_channels, mid_channels, out_channels,
+                     num_blocks, kernel_size, padding, double_after_norm):
+            super(ResNet, self).__init__()
+            self.in_norm = nn.BatchNorm2d(in_channels)
+            self.double_after_norm = double_after_norm
+            self.in_conv = WNConv2d(2 * in_channels, mid_channels, kernel_size, padding, bias=True)
+            self.in_skip = WNConv2d(mid_channels, mid_channels, kernel_size=1, padding=0, bias=True)
+
+            self.blocks = nn.ModuleList([ResidualBlock(mid_channels, mid_channels)
+                                         for _ in range(num_blocks)])
+            self.skips = nn.ModuleList([WNConv2d(mid_channels, mid_channels, kernel_size=1, padding=0, bias=True)
+                                        for _ in range(num_blocks)])
+
+            self.out_norm = nn.BatchNorm2d(mid_channels)
+            self.out_conv = WNConv2d(mid_channels, out_channels, kernel_size=1, padding=0, bias=True)
+
+        def forward(self, x):
+            x = self.in_norm(x)
+            if self.double_after_norm:
+                x *= 2.
+            x = torch.cat((x, -x), dim=1)
+            x = F.relu(x)
+            x = self.in_conv(x)
+            x_skip = self.in_skip(x)
+
+            for block, skip in zip(self.blocks, self.skips):
+                x = block(x)
+                x_skip += skip(x)
+
+            x = self.out_norm(x_skip)
+            x = F.relu(x)
+            x = self.out_conv(x)
+
+            return x
+
+    class MaskType(IntEnum):
+        CHECKERBOARD = 0
+        CHANNEL_WISE = 1
+
+
+    class CouplingLayer(nn.Module):
+        """Coupling layer in RealNVP.
+
+        Args:
+            in_channels (int): Number of channels in the input.
+            mid_channels (int): Number of channels in the `s` and `t` network.
+            num_blocks (int): Number of residual blocks in the `s` and `t` network.
+            mask_type (MaskType): One of `MaskType.CHECKERBOARD` or `MaskType.CHANNEL_WISE`.
+            reverse_mask (bool): Whether to reverse the mask. Useful for alternating masks.
+        """
+        def __init__(self, in_channels, mid_channels, num_blocks, mask_type, reverse_mask):
+            super(CouplingLayer, self).__init__()
+
+            # Save mask info
+            self.mask_type = mask_type
+            self.reverse_mask = reverse_mask
+
+            # Build scale and translate network
+            if self.mask_type == MaskType.CHANNEL_WISE:
+                in_channels //= 2
+            self.st_net = ResNet(in_channels, mid_channels, 2 * in_channels,
+                                 num_blocks=num_blocks, kernel_size=3, padding=1,
+                                 double_after_norm=(self.mask_type == MaskType.CHECKERBOARD))
+
+            # Learnable scale for s
+            self.rescale = nn.utils.weight_norm(Rescale(in_channels))
+
+        def forward(self, x, sldj=None, reverse=True):
+            if self.mask_type == MaskType.CHECKERBOARD:
+                # Checkerboard mask
+                b = checkerboard_mask(x.size(2), x.size(3), self.reverse_mask, device=x.device)
+                x_b = x * b
+                st = self.st_net(x_b)
+                s, t = st.chunk(2, dim=1)
+                s = self.rescale(torch.tanh(s))
+                s = s * (1 - b)
+                t = t * (1 - b)
+
+                # Scale and translate
+                if reverse:
+                    inv_exp_s = s.mul(-1).exp()
+                    if torch.isnan(inv_exp_s).any():
+                        raise RuntimeError('Scale factor has NaN entries')
+                    x = x * inv_exp_s - t
+                else:
+                    exp_s = s.exp()
+                    if torch.isnan(exp_s).any():
+                        raise RuntimeError('Scale factor has NaN entries')
+                    x = (x + t) * exp_s
+
+                    # Add log-determinant of the Jacobian
+                    sldj += s.view(s.size(0), -1).sum(-1)
+            else:
+                # Channel-wise mask
+                if self.reverse_mask:
+                    x_id, x_change = x.chunk(2, dim=1)
+                else:
+                    x_change, x_id = x.chunk(2, dim=1)
+
+                st = self.st_net(x_id)
+                s, t = st.chunk(2, dim=1)
+                s = self.rescale(torch.tanh(s))
+
+                # Scale and translate
+                if reverse:
+                    inv_exp_s = s.mul(-1).exp()
+                    if torch.isnan(inv_exp_s).any():
+                        raise RuntimeError('Scale factor has NaN entries')
+                    x_change = x_change * inv_exp_s - t
+                else:
+                    exp_s = s.exp()
+                    if torch.isnan(exp_s).any():
+                        raise RuntimeError('Scale factor has NaN entries')
+                    x_change = (x_change + t) * exp_s
+
+                    # Add log-determinant of the Jacobian
+                    sldj += s.view(s.size(0), -1).sum(-1)
+
+                if self.reverse_mask:
+                    x = torch.cat((x_id, x_change), dim=1)
+                else:
+                    x = torch.cat((x_change, x_id), dim=1)
+
+            return x, sldj
+
+
+    class Rescale(nn.Module):
+        """Per-channel rescaling. Need a proper `nn.Module` so we can wrap it
+        with `torch.nn.utils.weight_norm`.
+
+        Args:
+            num_channels (int): Number of channels in the input.
+        """
+        def __init__(self, num_channels):
+            super(Rescale, self).__init__()
+            self.weight = nn.Parameter(torch.ones(num_channels, 1, 1))
+
+        def forward(self, x):
+            x = self.weight * x
+            return x
+
+    class RealNVP(nn.Module):
+        """RealNVP Model
+
+        Based on the paper:
+        "Density estimation using Real NVP"
+        by Laurent Dinh, Jascha Sohl-Dickstein, and Samy Bengio
+        (https://arxiv.org/abs/1605.08803).
+
+        Args:
+            num_scales (int): Number of scales in the RealNVP model.
+            in_channels (int): Number of channels in the input.
+            mid_channels (int): Number of channels in the intermediate layers.
+            num_blocks (int): Number of residual blocks in the s and t network of
+            `Coupling` layers.
+        """
+        def __init__(self, num_scales=2, in_channels=3, mid_channels=64, num_blocks=8):
+            super(RealNVP, self).__init__()
+            # Register data_constraint to pre-process images, not learnable
+            self.register_buffer('data_constraint', torch.tensor([0.9], dtype=torch.float32))
+
+            self.flows = _RealNVP(0, num_scales, in_channels, mid_channels, num_blocks)
+
+        def forward(self, x, reverse=False):
+            sldj = None
+            if not reverse:
+                # Expect inputs in [0, 1]
+                if x.min() < 0 or x.max() > 1:
+                    raise ValueError('Expected x in [0, 1], got x with min/max {}/{}'
+                                     .format(x.min(), x.max()))
+
+                # De-quantize and convert to logits
+                x, sldj = self._pre_process(x)
+
+            x, sldj = self.flows(x, sldj, reverse)
+
+            return x, sldj
+
+        def _pre_process(self, x):
+            """Dequantize the input image `x` and convert to logits.
+
+            Args:
+                x (torch.Tensor): Input image.
+
+            Returns:
+                y (torch.Tensor): Dequantized logits of `x`.
+
+            See Also:
+                - Dequantization: https://arxiv.org/abs/1511.01844, Section 3.1
+                - Modeling logits: https://arxiv.org/abs/1605.08803, Section 4.1
+            """
+            y = (x * 255. + torch.rand_like(x)) / 256.
+            y = (2 * y - 1) * self.data_constraint
+            y = (y + 1) / 2
+            y = y.log() - (1. - y).log()
+
+            # Save log-determinant of Jacobian of initial transform
+            ldj = F.softplus(y) + F.softplus(-y) \
+                - F.softplus((1. - self.data_constraint).log() - self.data_constraint.log())
+            sldj = ldj.view(ldj.size(0), -1).sum(-1)
+
+            return y, sldj
+
+
+    class _RealNVP(nn.Module):
+        """Recursive builder for a `RealNVP` model.
+
+        Each `_RealNVPBuilder` corresponds to a single scale in `RealNVP`,
+        and the constructor is recursively called to build a full `RealNVP` model.
+
+        Args:
+            scale_idx (int): Index of current scale.
+            num_scales (int): Number of scales in the RealNVP model.
+            in_channels (int): Number of channels in the input.
+            mid_channels (int): Number of channels in the intermediate layers.
+            num_blocks (int): Number of residual blocks in the s and t network of
+                `Coupling` layers.
+        """
+        def __init__(self, scale_idx, num_scales, in_channels, mid_channels, num_blocks):
+            super(_RealNVP, self).__init__()
+
+            self.is_last_block = scale_idx == num_scales - 1
+
+            self.in_couplings = nn.ModuleList([
+                CouplingLayer(in_channels, mid_channels, num_blocks, MaskType.CHECKERBOARD, reverse_mask=False),
+                CouplingLayer(in_channels, mid_channels, num_blocks, MaskType.CHECKERBOARD, reverse_mask=True),
+                CouplingLayer(in_channels, mid_channels, num_blocks, MaskType.CHECKERBOARD, reverse_mask=False)
+            ])
+
+            if self.is_last_block:
+                self.in_couplings.append(
+                    CouplingLayer(in_channels, mid_channels, num_blocks, MaskType.CHECKERBOARD, reverse_mask=True))
+            else:
+                self.out_couplings = nn.ModuleList([
+                    CouplingLayer(4 * in_channels, 2 * mid_channels, num_blocks, MaskType.CHANNEL_WISE, reverse_mask=False),
+                    CouplingLayer(4 * in_channels, 2 * mid_channels, num_blocks, MaskType.CHANNEL_WISE, reverse_mask=True),
+                    CouplingLayer(4 * in_channels, 2 * mid_channels, num_blocks, MaskType.CHANNEL_WISE, reverse_mask=False)
+                ])
+                self.next_block = _RealNVP(scale_idx + 1, num_scales, 2 * in_channels, 2 * mid_channels, num_blocks)
+
+        def forward(self, x, sldj, reverse=False):
+            if reverse:
+                if not self.is_last_block:
+                    # Re-squeeze -> split -> next block
+                    x = squeeze_2x2(x, reverse=False, alt_order=True)
+                    x, x_split = x.chunk(2, dim=1)
+                    x, sldj = self.next_block(x, sldj, reverse)
+                    x = torch.cat((x, x_split), dim=1)
+                    x = squeeze_2x2(x, reverse=True, alt_order=True)
+
+                    # Squeeze -> 3x coupling (channel-wise)
+                    x = squeeze_2x2(x, reverse=False)
+                    for coupling in reversed(self.out_couplings):
+                        x, sldj = coupling(x, sldj, reverse)
+                    x = squeeze_2x2(x, reverse=True)
+
+                for coupling in reversed(self.in_couplings):
+                    x, sldj = coupling(x, sldj, reverse)
+            else:
+                for coupling in self.in_couplings:
+                    x, sldj = coupling(x, sldj, reverse)
+
+                if not self.is_last_block:
+                    # Squeeze -> 3x coupling (channel-wise)
+                    x = squeeze_2x2(x, reverse=False)
+                    for coupling in self.out_couplings:
+                        x, sldj = coupling(x, sldj, reverse)
+                    x = squeeze_2x2(x, reverse=True)
+
+                    # Re-squeeze -> split -> next block
+                    x = squeeze_2x2(x, reverse=False, alt_order=True)
+                    x, x_split = x.chunk(2, dim=1)
+                    x, sldj = self.next_block(x, sldj, reverse)
+                    x = torch.cat((x, x_split), dim=1)
+                    x = squeeze_2x2(x, reverse=True, alt_order=True)
+
+            return x, sldj
+
+    class RealNVPLoss(nn.Module):
+        """Get the NLL loss for a RealNVP model.
+
+        Args:
+            k (int or float): Number of discrete values in each input dimension.
+                E.g., `k` is 256 for natural images.
+
+        See Also:
+            Equation (3) in the RealNVP paper: https://arxiv.org/abs/1605.08803
+        """
+        def __init__(self, k=256):
+            super(RealNVPLoss, self).__init__()
+            self.k = k
+
+        def forward(self, z, sldj):
+            prior_ll = -0.5 * (z ** 2 + np.log(2 * np.pi))
+            prior_ll = prior_ll.view(z.size(0), -1).sum(-1) \
+                - np.log(self.k) * np.prod(z.size()[1:])
+            ll = prior_ll + sldj
+            nll = -ll.mean()
+
+            return nll
+
+    return types.SimpleNamespace(**{k: v for k, v in locals().items() if not k.startswith("__")})
+
+
+def _rnvp_images(n, seed):
+    # quantised images in [0, 1] (CIFAR-10's ``ToTensor`` of uint8 pixels), 3 x 8 x 8
+    rs = np.random.RandomState(seed)
+    return (rs.randint(0, 256, (n, 3, 8, 8)) / 255.).astype(np.float32)
+
+
+def _rnvp_program(torch, log):
+    torch = _SeededSizes(torch, 41)
+    R = _rnvp_modules(torch)
+    optim = torch.optim
+    import argparse
+    args = argparse.Namespace(batch_size=4, lr=1e-3, max_grad_norm=1., num_epochs=2, num_samples=2,
+                              weight_decay=5e-5)
+
+    # ``train.py``'s ``main``/``train``/``sample``/``test`` at df51ad5 (MIT): CIFAR-10 (3 x 32 x 32)
+    # is 8 random 3 x 8 x 8 images for training and 4 for testing, unshuffled, without the random
+    # flip; 4/1 instead of 64/8 channels/blocks and one scale instead of two (see the end);
+    # tqdm, DataParallel and the image grid left out; ``best_loss`` a local instead of a global
+    device = 'cpu'
+    start_epoch = 0
+    trainloader = [(torch.tensor(_rnvp_images(4, s)), None) for s in (1, 2)]
+    testloader = [(torch.tensor(_rnvp_images(4, 3)), None)]
+    best_loss = 0
+
+    print('Building model..')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        net = R.RealNVP(num_scales=1, in_channels=3, mid_channels=4, num_blocks=1)
+    # ``torch.nn.utils.weight_norm`` is deprecated in favour of the parametrization
+    log("weight_norm warnings", sorted({(w.category.__name__, "weight_norm" in str(w.message))
+                                        for w in caught}))
+    net = net.to(device)
+    init_params(torch, net, 42, scale=0.2)
+
+    loss_fn = R.RealNVPLoss()
+    param_groups = R.get_param_groups(net, args.weight_decay, norm_suffix='weight_g', verbose=True)
+    # Adam's ``eps`` is 1e-4 instead of 1e-8: the biases of convolutions that feed a batch norm,
+    # and ``Rescale``'s weight norm over single entries (``g * v / |v|``), have gradients that
+    # are float32 noise (1e-9), which the default eps turns into steps of ``lr``, different on
+    # each side; with 1e-4 they stay noise-sized
+    optimizer = optim.Adam(param_groups, lr=args.lr, eps=1e-4)
+
+    def train(epoch, net, trainloader, device, optimizer, loss_fn, max_grad_norm):
+        print('\nEpoch: %d' % epoch)
+        net.train()
+        loss_meter = R.AverageMeter()
+        for x, _ in trainloader:
+            x = x.to(device)
+            optimizer.zero_grad()
+            z, sldj = net(x, reverse=False)
+            loss = loss_fn(z, sldj)
+            loss_meter.update(loss.item(), x.size(0))
+            loss.backward()
+            R.clip_grad_norm(optimizer, max_grad_norm)
+            optimizer.step()
+            log("train", [loss_meter.avg, R.bits_per_dim(x, loss_meter.avg), z, sldj])
+
+    def sample(net, batch_size, device):
+        z = torch.randn((batch_size, 3, 8, 8), dtype=torch.float32, device=device)
+        x, _ = net(z, reverse=True)
+        x = torch.sigmoid(x)
+
+        return x
+
+    def test(epoch, net, testloader, device, loss_fn, num_samples):
+        nonlocal best_loss
+        net.eval()
+        loss_meter = R.AverageMeter()
+        with torch.no_grad():
+            for x, _ in testloader:
+                x = x.to(device)
+                z, sldj = net(x, reverse=False)
+                loss = loss_fn(z, sldj)
+                loss_meter.update(loss.item(), x.size(0))
+                log("test", [loss_meter.avg, R.bits_per_dim(x, loss_meter.avg)])
+
+        # Save checkpoint
+        if loss_meter.avg < best_loss:
+            print('Saving...')
+            best_loss = loss_meter.avg
+
+        # Save samples and data
+        images = sample(net, num_samples, device)
+        log("samples", images)
+
+    for epoch in range(start_epoch, start_epoch + args.num_epochs):
+        train(epoch, net, trainloader, device, optimizer, loss_fn, args.max_grad_norm)
+        test(epoch, net, testloader, device, loss_fn, args.num_samples)
+    for n, p in net.named_parameters():
+        log(n, p)
+        log(n + ".grad", p.grad)
+    for n, b in net.named_buffers():
+        log(n, b)
+    log("groups", [(g['name'], len(g['params']), g['weight_decay']) for g in optimizer.param_groups])
+
+    # the flow inverts: reverse(forward(x)) gives back the logits of x
+    with torch.no_grad():
+        x = testloader[0][0]
+        z, _ = net(x)
+        y, _ = net(z, reverse=True)
+        log("inverse", y)
+    # the squeezes invert, and the pixel range is checked
+    t = torch.tensor(np_randn((2, 4, 4, 4), 43))
+    for alt in (False, True):
+        s = R.squeeze_2x2(t, alt_order=alt)
+        log("squeeze", [s, R.squeeze_2x2(s, reverse=True, alt_order=alt)])
+    log("mask", R.checkerboard_mask(3, 4, reverse=True))
+    # with two scales, ``squeeze_2x2``'s ``permute`` gives a channels-last batch; convolution,
+    # batch norm, ``cat``, ``tanh`` and the rescale keep that layout, so the channel-wise
+    # coupling's ``s.view(s.size(0), -1)`` of a ``chunk`` of it fails on torch 2.x's CPU (the
+    # repository ran on older CUDA builds): the same RuntimeError on both sides
+    net2 = init_params(torch, R.RealNVP(num_scales=2, in_channels=3, mid_channels=4, num_blocks=1), 44)
+    try:
+        net2(x)
+    except RuntimeError as e:
+        log("two scales", ["RuntimeError", "view size is not compatible" in str(e)])
+    try:
+        net(x - 1)
+    except ValueError as e:
+        log("range", str(e).split(',')[0])
+    print(R.get_norm_layer('instance')(3), R.get_norm_layer('batch')(3))
+    stats = R.BatchNormStats2d(3)
+    m, v = stats(t[:, :3], training=True)
+    log("bn stats", [m, v, stats.running_mean, stats.running_var])
+
+
+def test_real_nvp_program():
+    run_both(_rnvp_program, rtol=1e-4, atol=1e-5)
