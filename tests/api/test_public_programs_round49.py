@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from parity import SeededTorch, get_torch, init_params, np_randn, printer, run_both, seeded
+from parity import SeededTorch, get_torch, grad_fn_name, init_params, np_randn, printer, run_both, seeded
 
 import tracegrad
 
@@ -4143,11 +4143,11 @@ def _rnvp_program(torch, log):
 
     loss_fn = R.RealNVPLoss()
     param_groups = R.get_param_groups(net, args.weight_decay, norm_suffix='weight_g', verbose=True)
-    # Adam's ``eps`` is 1e-4 instead of 1e-8: the biases of convolutions that feed a batch norm,
+    # Adam's ``eps`` is 1e-3 instead of 1e-8: the biases of convolutions that feed a batch norm,
     # and ``Rescale``'s weight norm over single entries (``g * v / |v|``), have gradients that
-    # are float32 noise (1e-9), which the default eps turns into steps of ``lr``, different on
-    # each side; with 1e-4 they stay noise-sized
-    optimizer = optim.Adam(param_groups, lr=args.lr, eps=1e-4)
+    # are float32 noise (1e-9 to 1e-6), which the default eps turns into steps of ``lr``,
+    # different on each side; with 1e-3 they stay noise-sized
+    optimizer = optim.Adam(param_groups, lr=args.lr, eps=1e-3)
 
     def train(epoch, net, trainloader, device, optimizer, loss_fn, max_grad_norm):
         print('\nEpoch: %d' % epoch)
@@ -4201,6 +4201,9 @@ def _rnvp_program(torch, log):
     for n, b in net.named_buffers():
         log(n, b)
     log("groups", [(g['name'], len(g['params']), g['weight_decay']) for g in optimizer.param_groups])
+    # the hook's recomputed weights: torch's fused ``_weight_norm`` node for dim 0
+    conv = net.flows.in_couplings[0].st_net.in_conv.conv
+    log("weight grad_fn", [grad_fn_name(conv.weight), grad_fn_name(net.flows.in_couplings[0].rescale.weight)])
 
     # the flow inverts: reverse(forward(x)) gives back the logits of x
     with torch.no_grad():
@@ -4235,3 +4238,378 @@ def _rnvp_program(torch, log):
 
 def test_real_nvp_program():
     run_both(_rnvp_program, rtol=1e-4, atol=1e-5)
+
+
+def _weight_norm_program(torch, log):
+    # real-nvp's weight norms, node by node: before, tracegrad's weight was the composite
+    # ``v * (g / ||v||)`` (MulBackward0) where torch's ``_weight_norm`` runs its fused node
+    # (WeightNormInterfaceBackward0) for dim 0 or the last dim, and torch._weight_norm /
+    # torch._weight_norm_interface did not exist
+    nn = torch.nn
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for dim in (0, 1, 3, -1, None):
+            for make in (nn.utils.weight_norm, nn.utils.parametrizations.weight_norm):
+                m = init_params(torch, nn.Conv2d(2, 3, 2), 50)
+                m = make(m, dim=dim)
+                out = m(torch.tensor(np_randn((1, 2, 3, 3), 51)))
+                out.pow(2).sum().backward()
+                kind = "hook" if make is nn.utils.weight_norm else "parametrization"
+                log(f"{kind} dim={dim}", [grad_fn_name(m.weight), m.weight, out]
+                    + [p.grad for p in m.parameters()])
+    v = torch.tensor(np_randn((3, 4), 52), dtype=torch.float64, requires_grad=True)
+    g = torch.tensor(np_randn((3, 1), 53), dtype=torch.float64, requires_grad=True)
+    w, norms = torch._weight_norm_interface(v, g, 0)
+    log("interface", [w, norms, grad_fn_name(w), norms.requires_grad, grad_fn_name(norms)])
+    gw = torch.tensor(np_randn((3, 4), 54), dtype=torch.float64)
+    gv, gg = torch.autograd.grad(w, (v, g), gw)
+    log("first order", [gv, gg])
+    for dt in ("float16", "bfloat16"):
+        vh, gh = v.detach().to(getattr(torch, dt)), g.detach().to(getattr(torch, dt))
+        wh = torch._weight_norm(vh.requires_grad_(), gh.requires_grad_(), 0)
+        log(dt, [grad_fn_name(wh), wh.dtype, torch._weight_norm_interface(vh, gh, 0)[1].dtype])
+    log("last dim", grad_fn_name(torch._weight_norm(v, torch.ones(1, 4, dtype=torch.float64), 1)))
+    log("whole", grad_fn_name(torch._weight_norm(v, torch.tensor(2., dtype=torch.float64), -1)))
+    try:
+        torch._weight_norm_interface(v.view(3, 2, 2), g.view(3, 1, 1), 1)
+    except RuntimeError:
+        log("middle dim", "RuntimeError")
+
+
+def test_weight_norm_fused_node():
+    run_both(_weight_norm_program)
+
+
+def test_weight_norm_fused_double_backward():
+    # NOTE [fused weight norm]: tracegrad's second derivative through the fused node is the
+    # composite's; torch 2.13's own (``_weight_norm_differentiable_backward``) is not: its
+    # double backward is checked against the composite here, on tracegrad only
+    T = tracegrad
+    v = T.tensor(np_randn((3, 4), 55), dtype=T.float64, requires_grad=True)
+    g = T.tensor(np_randn((3, 1), 56), dtype=T.float64, requires_grad=True)
+    gw = T.tensor(np_randn((3, 4), 57), dtype=T.float64)
+
+    def hv(f):
+        gv, gg = T.autograd.grad(f(v, g), (v, g), gw, create_graph=True)
+        return T.autograd.grad((gv ** 2).sum() + (gg ** 3).sum(), (v, g))
+
+    fused = hv(lambda a, b: T._weight_norm(a, b, 0))
+    composite = hv(lambda a, b: a * (b / T.norm_except_dim(a, 2, 0)))
+    for x, y in zip(fused, composite):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-10, atol=1e-12)
+    assert T.autograd.gradgradcheck(lambda a, b: T._weight_norm(a, b, 0), (v, g))
+
+
+# ---- the training steps under tracegrad.compile -------------------------------------------------
+def _same_runs(a, b, rtol, atol):
+    assert len(a[0]) == len(b[0])
+    for i, (xa, xb) in enumerate(zip(a[0], b[0])):
+        for u, v in zip(xa, xb):
+            np.testing.assert_allclose(u, v, rtol=rtol, atol=atol, err_msg=f"step {i}")
+    for d in (1, 2):
+        assert sorted(a[d]) == sorted(b[d])
+        for n in a[d]:
+            np.testing.assert_allclose(a[d][n], b[d][n], rtol=rtol, atol=atol, err_msg=n)
+
+
+def _np(*ts):
+    return tuple(np.array(t.detach().numpy(), copy=True) for t in ts)
+
+
+def _state_of(model):
+    params = {n: _np(p)[0] for n, p in model.named_parameters()}
+    params.update({"buffer " + n: _np(b)[0] for n, b in model.named_buffers() if b is not None})
+    grads = {n: _np(p.grad)[0] for n, p in model.named_parameters() if p.grad is not None}
+    return params, grads
+
+
+def _three(runner):
+    torch = get_torch()
+    return runner(torch, False), runner(tracegrad, False), runner(tracegrad, True)
+
+
+def _complex_step_runs(T, compiled):
+    C = _complex_modules(T)
+    F = T.nn.functional
+    model = init_params(T, _complex_net(T, C)(), 7)
+    optimizer = T.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step(data, target):
+        # the README's ``train`` loop body
+        data = data.type(T.complex64)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        return loss, output
+
+    if compiled:
+        step = T.compile(step)
+    out = [_np(*step(d, t)) for d, t in _complex_batches(T, 4)]
+    return (out,) + _state_of(model) + (step,)
+
+
+def test_complex_train_step_compiled():
+    ref, eager, comp = _three(_complex_step_runs)
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _svae_step_runs(T, compiled):
+    T = _SeededSizes(T, 6)
+    S = _svae_modules(T)
+    model = S.SentenceVAE(vocab_size=12, embedding_size=5, rnn_type='gru', hidden_size=6,
+                          word_dropout=0.3, embedding_dropout=0.0, latent_size=3, sos_idx=2,
+                          eos_idx=3, pad_idx=0, unk_idx=1, max_sequence_length=7)
+    init_params(T, model, 21)
+    optimizer = T.optim.Adam(model.parameters(), lr=0.01)
+    NLL = T.nn.NLLLoss(ignore_index=0, reduction='sum')
+
+    def step(inp, target, length, kl_weight):
+        # ``train.py``'s loop body: forward through the packed GRUs, the annealed ELBO, Adam
+        batch_size = inp.size(0)
+        logp, mean, logv, z = model(inp, length)
+        target = target[:, :T.max(length).item()].contiguous().view(-1)
+        NLL_loss = NLL(logp.view(-1, logp.size(2)), target)
+        KL_loss = -0.5 * T.sum(1 + logv - mean.pow(2) - logv.exp())
+        loss = (NLL_loss + kl_weight * KL_loss) / batch_size
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss, logp
+
+    if compiled:
+        step = T.compile(step)
+    data = _TinyPTB(12, 1)
+    out = []
+    for i in range(3):
+        items = [data[4 * i + j] for j in range(4)]
+        inp = T.tensor(np.stack([it['input'] for it in items]))
+        tgt = T.tensor(np.stack([it['target'] for it in items]))
+        length = T.tensor([it['length'] for it in items])
+        out.append(_np(*step(inp, tgt, length, 0.5)))
+    return (out,) + _state_of(model) + (step,)
+
+
+def test_sentence_vae_train_step_compiled():
+    ref, eager, comp = _three(_svae_step_runs)
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    # ``pack_padded_sequence`` takes the sorted lengths as a Python list (``.data.tolist()``): the
+    # step runs eagerly (torch.compile splits the graph there too), with eager's values
+    assert [b[0].startswith("tolist()") for b in st["graph_breaks"]] == [True], st
+    assert st["traces"] == 0, st
+
+
+def _former_step_runs(T, compiled, attention_type="relative"):
+    Fm = _former_modules(T)
+    F = T.nn.functional
+    model = init_params(T, Fm.GTransformer(emb=8, heads=2, depth=2, seq_length=6, num_tokens=128,
+                                           attention_type=attention_type), 31)
+    opt = T.optim.Adam(lr=3e-3, params=model.parameters())
+    sch = T.optim.lr_scheduler.LambdaLR(opt, lambda i: min(i / 2, 1.0))
+
+    def step(source, target):
+        # ``generate.py``'s loop body: nll of the log-probabilities, clipping, Adam, warmup
+        opt.zero_grad()
+        output = model(source)
+        loss = F.nll_loss(output.transpose(2, 1), target, reduction='mean')
+        loss.backward()
+        norm = T.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sch.step()
+        return loss, norm, output
+
+    if compiled:
+        step = T.compile(step)
+    train, _, _ = _former_data(T)
+    out = []
+    for i in range(4):
+        starts = [3 * i, 3 * i + 7, 3 * i + 20]
+        source = T.cat([train[s:s + 6][None, :] for s in starts], dim=0).to(T.long)
+        target = T.cat([train[s + 1:s + 7][None, :] for s in starts], dim=0).to(T.long)
+        out.append(_np(*step(source, target)))
+    out.append((np.array(sch.get_last_lr()),))
+    params, grads = _state_of(model)
+    # GPT-2's key bias: see ``_former_go``
+    return (out, {n: p for n, p in params.items() if not n.endswith("c_attn.bias")}, grads, step)
+
+
+@pytest.mark.parametrize("attention_type", ["relative", "gpt2", "alt"])
+def test_former_train_step_compiled(attention_type):
+    torch = get_torch()
+    ref, eager, comp = (_former_step_runs(torch, False, attention_type),
+                        _former_step_runs(tracegrad, False, attention_type),
+                        _former_step_runs(tracegrad, True, attention_type))
+    for r in (ref, eager, comp):
+        r[2].pop([n for n in r[2] if n.endswith("c_attn.bias")][0], None) if attention_type == "gpt2" else None
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _bnn_step_runs(T, compiled, frozen):
+    T = SeededTorch(T, 24)
+    bnn = _bnn_modules(T)
+    nn = T.nn
+    model = nn.Sequential(
+        bnn.BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=4, out_features=8),
+        nn.ReLU(),
+        bnn.BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=8, out_features=3),
+    )
+    init_params(T, model, 28)
+    if frozen:
+        bnn.freeze(model)
+    ce_loss = nn.CrossEntropyLoss()
+    kl_loss = bnn.BKLLoss(reduction='mean', last_layer_only=False)
+    optimizer = T.optim.Adam(model.parameters(), lr=0.01)
+    X, Y = _iris_like()
+    x, y = T.from_numpy(X).float(), T.from_numpy(Y).long()
+
+    def step(x, y):
+        # the classification demo's loop body
+        pre = model(x)
+        ce = ce_loss(pre, y)
+        kl = kl_loss(model)
+        cost = ce + 0.1*kl
+        optimizer.zero_grad()
+        cost.backward()
+        optimizer.step()
+        return ce, kl, pre
+
+    if compiled:
+        step = T.compile(step)
+    out = [_np(*step(x, y)) for _ in range(4)]
+    return (out,) + _state_of(model) + (step,)
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_bnn_train_step_compiled(frozen):
+    torch = get_torch()
+    ref, eager, comp = (_bnn_step_runs(torch, False, frozen), _bnn_step_runs(tracegrad, False, frozen),
+                        _bnn_step_runs(tracegrad, True, frozen))
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    # ``bayesian_kl_loss``'s ``if last_layer_only or n == 0`` reads its tensor count ``n`` in
+    # Python: the step runs eagerly, with eager's values (the numpy draws behind ``randn_like``
+    # would have broken it too: they change Python state)
+    assert [b[0].startswith("bool()") for b in st["graph_breaks"]] == [True], st
+
+
+def _bnn_own_rng_runs(compiled):
+    # the demo's step without the KL term (its ``n == 0`` is a graph break), the noise drawn by
+    # tracegrad's own ``randn_like``: a compiled step draws what eager draws, step after step
+    T = tracegrad
+    T.manual_seed(3)
+    bnn = _bnn_modules(T)
+    nn = T.nn
+    model = init_params(T, nn.Sequential(bnn.BayesLinear(0, 0.1, 4, 8), nn.ReLU(),
+                                         bnn.BayesLinear(0, 0.1, 8, 3)), 28)
+    optimizer = T.optim.Adam(model.parameters(), lr=0.01)
+    X, Y = _iris_like()
+    x, y = T.from_numpy(X).float(), T.from_numpy(Y).long()
+
+    def step(x, y):
+        pre = model(x)
+        cost = nn.functional.cross_entropy(pre, y)
+        optimizer.zero_grad()
+        cost.backward()
+        optimizer.step()
+        return cost, pre
+
+    if compiled:
+        step = T.compile(step)
+    out = [_np(*step(x, y)) for _ in range(4)]
+    return (out,) + _state_of(model) + (step, T.rand(3).numpy())
+
+
+def test_bnn_own_rng_train_step_compiled():
+    eager, comp = _bnn_own_rng_runs(False), _bnn_own_rng_runs(True)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    np.testing.assert_array_equal(eager[4], comp[4])   # the generator left in the same state
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _rnvp_step_runs(T, compiled):
+    T = _SeededSizes(T, 41)
+    R = _rnvp_modules(T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = R.RealNVP(num_scales=1, in_channels=3, mid_channels=4, num_blocks=1)
+    init_params(T, net, 42, scale=0.2)
+    loss_fn = R.RealNVPLoss()
+    optimizer = T.optim.Adam(R.get_param_groups(net, 5e-5, norm_suffix='weight_g'), lr=1e-3, eps=1e-3)
+
+    def step(x):
+        # ``train.py``'s ``train`` loop body
+        optimizer.zero_grad()
+        z, sldj = net(x, reverse=False)
+        loss = loss_fn(z, sldj)
+        loss.backward()
+        R.clip_grad_norm(optimizer, 1.)
+        optimizer.step()
+        return loss, z, sldj
+
+    if compiled:
+        step = T.compile(step)
+    out = [_np(*step(T.tensor(_rnvp_images(4, s)))) for s in range(4)]
+    return (out,) + _state_of(net) + (step,)
+
+
+def test_real_nvp_train_step_compiled():
+    ref, eager, comp = _three(_rnvp_step_runs)
+    _same_runs(ref, eager, 1e-4, 1e-4)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    # ``RealNVP.forward`` checks ``x.min() < 0 or x.max() > 1`` (and each coupling
+    # ``torch.isnan(...).any()``) in Python: the step runs eagerly, with eager's values
+    assert [b[0].startswith("bool()") for b in st["graph_breaks"]] == [True], st
+
+
+def _rnvp_st_net_runs(T, compiled):
+    # a coupling's scale-and-translate ResNet alone (weight-normalised convolutions, batch norms,
+    # ``x *= 2.`` on a batch norm's output, ``x_skip += skip(x)``), trained on a masked batch
+    R = _rnvp_modules(T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = R.ResNet(3, 4, 6, num_blocks=2, kernel_size=3, padding=1, double_after_norm=True)
+        rescale = T.nn.utils.weight_norm(R.Rescale(3))
+    init_params(T, net, 45, scale=0.3)
+    params = list(net.parameters()) + list(rescale.parameters())
+    optimizer = T.optim.Adam(params, lr=1e-3, eps=1e-3)
+    b = R.checkerboard_mask(8, 8, False)
+
+    def step(x):
+        st = net(x * b)
+        s, t = st.chunk(2, dim=1)
+        s = rescale(T.tanh(s)) * (1 - b)
+        t = t * (1 - b)
+        y = (x + t) * s.exp()
+        loss = (y ** 2).mean() - s.view(s.size(0), -1).sum(-1).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        R.clip_grad_norm(optimizer, 1.)
+        optimizer.step()
+        return loss, y
+
+    if compiled:
+        step = T.compile(step)
+    out = [_np(*step(T.tensor(_rnvp_images(4, s)))) for s in range(4)]
+    state = _state_of(net)
+    return (out, dict(state[0], **{"rescale " + n: _np(p)[0] for n, p in rescale.named_parameters()}),
+            state[1], step)
+
+
+def test_real_nvp_st_net_train_step_compiled():
+    ref, eager, comp = _three(_rnvp_st_net_runs)
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
