@@ -591,8 +591,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 def _weight_norm_interface(v, g, dim=0):
     """Mirrors ``torch._weight_norm_interface``, the fused weight norm: ``(w, norms)`` with
     ``w = v * g / ||v||`` (grad_fn ``WeightNormInterfaceBackward0``) and ``norms`` the 2-norms of
-    ``v`` over every dim but ``dim``, in g's shape, without history (float32 for bfloat16
-    input). ``dim`` must be 0 or ``v.dim() - 1`` (RuntimeError otherwise, as torch's kernel);
+    ``v`` over every dim but ``dim``, in g's shape, without history (float32 for float16 and
+    bfloat16 input). ``dim`` must be 0 or ``v.dim() - 1`` (RuntimeError otherwise, as torch's kernel);
     ``v`` and ``g`` floating tensors of one dtype (RuntimeError otherwise)."""
     if not isinstance(v, Tensor) or not isinstance(g, Tensor):
         raise TypeError("_weight_norm_interface(): arguments 'v' and 'g' must be Tensors")
@@ -610,16 +610,15 @@ def _weight_norm_interface(v, g, dim=0):
 def _weight_norm(v, g, dim=0):
     """Mirrors ``torch._weight_norm`` (what ``nn.utils.weight_norm`` and the weight_norm
     parametrization compute): ``v * g / ||v||`` with the 2-norm over every dim but ``dim``
-    (``dim=-1``: the whole of ``v``). As torch, for ``dim`` 0 or the last dim and no float16
-    operand it is the fused op (grad_fn ``WeightNormInterfaceBackward0``: NOTE [fused weight
+    (``dim=-1``: the whole of ``v``). As torch 2.13, for ``dim`` 0 or the last dim (float16
+    included) it is the fused op (grad_fn ``WeightNormInterfaceBackward0``: NOTE [fused weight
     norm]), otherwise ``v * (g / norm_except_dim(v, 2, dim))`` (grad_fn ``MulBackward0``).
     RuntimeError when ``v`` and ``g`` are on different devices."""
     if v.device != g.device:
         raise RuntimeError(f"weight_norm: expected v_in and g_in to be on the same device, but v_in is on "
                            f"{v.device} and g_in is on {g.device}")
     dim = operator.index(dim)
-    half = _dt.float16
-    if v.dtype is not half and g.dtype is not half and dim in (0, v.dim() - 1) and v.dtype == g.dtype:
+    if dim in (0, v.dim() - 1) and v.dtype == g.dtype:
         return _weight_norm_interface(v, g, dim)[0]
     import tracegrad
     return v * (g / tracegrad.norm_except_dim(v, 2, dim))

@@ -281,7 +281,7 @@ defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "runnin
 def _weight_norm_interface(v, g, *, dim):
     """torch's fused weight norm (its kernel for ``dim`` 0 or the last dim): ``(v * g / ||v||,
     ||v||)``, the 2-norm over every dim but ``dim`` kept in g's shape and computed in float32
-    for bfloat16 input (torch's accumulate type: the norms come back float32, the weight in v's
+    for float16/bfloat16 input (torch's accumulate type: the norms come back float32, the weight in v's
     dtype)."""
     acc = _upcast(v)
     axes = tuple(d for d in range(v.ndim) if d != dim)
