@@ -1,4 +1,66 @@
-"""A forty-ninth round of public PyTorch programs (see round 48's header for the scheme).
+"""A forty-ninth round of public PyTorch programs run with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), from repositories no
+earlier round used, then their training steps under ``tracegrad.compile`` against tracegrad eager
+and torch:
+
+- wavefrontshaping/complexPyTorch (MIT), ``complexPyTorch/complexFunctions.py`` and
+  ``complexLayers.py`` at 636e1cc: complex64 networks built from real layers
+  (``apply_complex``'s ``(fr(x.real) - fi(x.imag)).type(torch.complex64) + 1j * ...``), the
+  README's ``ComplexNet`` (complex conv, ``complex_max_pool2d`` by ``abs``/``atan2``/``gather`` of
+  flattened indices, the whitening ``ComplexBatchNorm2d`` with its complex64 ``running_mean``
+  buffer reassigned under ``no_grad``, ``x.abs()`` then ``log_softmax``) trained by momentum SGD;
+  ``ComplexBatchNorm1d``, the naive batch norms, ``ComplexConvTranspose2d``, the complex pools,
+  upsampling by parts and by amplitude/phase, ``complex_normalize``/``matmul``/``stack``, the
+  complex GRU cell, ``ComplexGRU``/``ComplexLSTM`` (``torch.complex``), ``ComplexBNGRUCell``
+  (returns None at that commit) and ``ComplexPReLU`` (a staticmethod taking ``self``: TypeError).
+
+- timbmg/Sentence-VAE (no license file in the stored snapshot; embedded for testing only; Bowman
+  et al. 2016), ``model.py``/``utils.py``/``train.py``/``inference.py`` at 4e2c700: ``sort`` by
+  length, ``pack_padded_sequence`` of ``sorted_lengths.data.tolist()`` into a GRU/RNN (and a
+  bidirectional two-layer RNN), the reparameterised latent, word dropout by a boolean-mask
+  assignment of ``<unk>``, ``pad_packed_sequence`` and the inverse sort, ``NLLLoss(ignore_index=,
+  reduction='sum')`` with the logistic KL annealing, ``defaultdict(torch.Tensor)`` trackers grown
+  by ``torch.cat`` onto an empty 1-D tensor, ``torch.save``/``load_state_dict``, greedy
+  ``inference`` (``arange(out=self.tensor())``, ``topk``, ``masked_select``, index assignment of
+  rows); its ``unsqueeze`` of an already 3-D hidden state for a bidirectional model is a logged
+  RuntimeError.
+
+- pbloem/former (MIT), ``former/modules.py``, ``former/transformers.py``, ``former/util/util.py``
+  and ``experiments/generate.py``'s ``go`` at ad9cc70: ``GTransformer`` with each attention kind
+  (default, ``einsum`` 'alt', wide, GPT-2's split/permute, narrow, relative with ``slice_diag``),
+  ``mask_`` by ``triu_indices`` index assignment of ``-inf``, ``LambdaLR`` warmup,
+  ``clip_grad_norm_``, greedy ``sample_sequence`` printing ``chr`` of 0-d tensors,
+  ``compute_compression`` (``type(output) != torch.Tensor``, advanced indexing of log-probs), the
+  ``Categorical`` of ``util.sample``; ``CTransformer`` pooling, cross ``Attention`` with
+  ``kqnorm``, GPT's ``Conv1D`` by ``addmm``.
+
+- Harry24k/bayesian-neural-network-pytorch (MIT), ``torchbnn`` at 3555c30: ``BayesLinear``/
+  ``BayesConv2d`` (circular padding)/``BayesBatchNorm2d`` drawing ``randn_like`` noise, buffers
+  registered as None then set (``freeze``/``unfreeze``), ``bayesian_kl_loss`` accumulating into
+  ``torch.Tensor([0])`` in place, ``BKLLoss`` (its ValueError), the classification and freeze
+  demos (``demos/*.ipynb`` at 5f501ef).
+
+- chrischute/real-nvp (MIT), ``models/``, ``util/`` and ``train.py`` at df51ad5: ``RealNVP`` with
+  checkerboard couplings (``nn.utils.weight_norm`` on every convolution and on ``Rescale``;
+  ``x *= 2.`` on a batch norm's output; ``sldj +=``), the logit pre-processing with
+  ``rand_like`` dequantisation, ``RealNVPLoss``, parameter groups with weight decay on
+  ``weight_g``, ``clip_grad_norm_`` per group, sampling in reverse, ``squeeze_2x2`` by permutes and
+  by a ``conv_transpose2d`` of a permutation kernel. With two scales the channel-wise coupling's
+  ``s.view`` of a channels-last ``chunk`` is torch 2.x's RuntimeError (logged on both sides).
+
+Changes, the same on both sides: tiny sizes (complex: 12 x 12 images, 3/4 channels; VAE: 12 words,
+hidden 6, latent 3; former: embedding 8, 2 heads, depth 2, context 6; torchbnn: 8 hidden units;
+real-nvp: 3 x 8 x 8 images, 4 channels, one block, one scale), a few steps, synthetic data,
+weights overwritten from numpy, random draws from seeded numpy streams (``SeededTorch`` and its
+subclasses here), loaders unshuffled, progress bars, tensorboard and plots left out. Each
+section notes its own.
+
+Found: ``nn.utils.weight_norm`` and the weight_norm parametrization gave a weight with grad_fn
+``MulBackward0`` where torch's ``_weight_norm`` runs its fused ``WeightNormInterfaceBackward0``
+node (dim 0 or last); ``torch._weight_norm``/``_weight_norm_interface`` were missing (fixed:
+``_ops/nn_ops.py``, ``_api/nn_functions.py``). Gradients through no-op parameters (a key bias
+before softmax, conv biases before batch norm, a weight norm over single entries) are float32
+noise that Adam turns into lr-sized steps: those entries are left out or Adam's eps is raised.
 """
 import types
 import warnings
