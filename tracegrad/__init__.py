@@ -233,7 +233,8 @@ from ._api.nn_functions import (
     conv_transpose1d as conv_transpose1d, conv_transpose2d as conv_transpose2d,
     convolution as convolution, dropout as dropout, embedding as embedding, group_norm as group_norm,
     layer_norm as layer_norm, max_pool1d as max_pool1d, max_pool2d as max_pool2d,
-    native_batch_norm as native_batch_norm, selu as selu
+    native_batch_norm as native_batch_norm, selu as selu, _weight_norm as _weight_norm,
+    _weight_norm_interface as _weight_norm_interface
 )
 from . import autograd as autograd  # noqa: E402
 from . import serialization as serialization  # noqa: E402

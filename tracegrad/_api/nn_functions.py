@@ -7,6 +7,7 @@ are in this module's ``_nn`` namespace. Each one normalises its arguments and ca
 from __future__ import annotations
 
 import math
+import operator
 import types
 
 import numpy as np
@@ -37,7 +38,7 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "batch_norm", "native_batch_norm", "layer_norm", "group_norm", "embedding", "dropout",
-           "constant_pad_nd", "celu", "selu", "hardtanh", "one_hot"]
+           "constant_pad_nd", "celu", "selu", "hardtanh", "one_hot", "_weight_norm", "_weight_norm_interface"]
 
 
 # NOTE [eager value checks]
@@ -585,6 +586,42 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         _update_running_stats(running_mean, running_var, mean, var, momentum, verify_batch_size(input))
     with no_grad():
         return out, mean.detach(), (var.detach() + eps).rsqrt()
+
+
+def _weight_norm_interface(v, g, dim=0):
+    """Mirrors ``torch._weight_norm_interface``, the fused weight norm: ``(w, norms)`` with
+    ``w = v * g / ||v||`` (grad_fn ``WeightNormInterfaceBackward0``) and ``norms`` the 2-norms of
+    ``v`` over every dim but ``dim``, in g's shape, without history (float32 for float16 and
+    bfloat16 input). ``dim`` must be 0 or ``v.dim() - 1`` (RuntimeError otherwise, as torch's kernel);
+    ``v`` and ``g`` floating tensors of one dtype (RuntimeError otherwise)."""
+    if not isinstance(v, Tensor) or not isinstance(g, Tensor):
+        raise TypeError("_weight_norm_interface(): arguments 'v' and 'g' must be Tensors")
+    dim = operator.index(dim)
+    if dim not in (0, v.dim() - 1):
+        raise RuntimeError(f"_weight_norm_interface: the fused weight norm takes dim 0 or the last dim "
+                           f"({v.dim() - 1}), got {dim}; use torch._weight_norm for other dims")
+    if not v.dtype.is_floating_point or v.dtype != g.dtype:
+        raise RuntimeError(f"_weight_norm_interface: expected v and g floating and of one dtype, got {v.dtype} "
+                           f"and {g.dtype}")
+    w, norms = apply_op(OPS["_weight_norm_interface"], (v.contiguous(), g.contiguous()), (("dim", dim),))
+    return w, norms.detach()
+
+
+def _weight_norm(v, g, dim=0):
+    """Mirrors ``torch._weight_norm`` (what ``nn.utils.weight_norm`` and the weight_norm
+    parametrization compute): ``v * g / ||v||`` with the 2-norm over every dim but ``dim``
+    (``dim=-1``: the whole of ``v``). As torch 2.13, for ``dim`` 0 or the last dim (float16
+    included) it is the fused op (grad_fn ``WeightNormInterfaceBackward0``: NOTE [fused weight
+    norm]), otherwise ``v * (g / norm_except_dim(v, 2, dim))`` (grad_fn ``MulBackward0``).
+    RuntimeError when ``v`` and ``g`` are on different devices."""
+    if v.device != g.device:
+        raise RuntimeError(f"weight_norm: expected v_in and g_in to be on the same device, but v_in is on "
+                           f"{v.device} and g_in is on {g.device}")
+    dim = operator.index(dim)
+    if dim in (0, v.dim() - 1) and v.dtype == g.dtype:
+        return _weight_norm_interface(v, g, dim)[0]
+    import tracegrad
+    return v * (g / tracegrad.norm_except_dim(v, 2, dim))
 
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):

@@ -278,6 +278,26 @@ defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "runnin
       n_out=3, n_diff=1, no_edge=("running_mean", "running_var"), shape_edges={"input": "undefined"})
 
 
+def _weight_norm_interface(v, g, *, dim):
+    """torch's fused weight norm (its kernel for ``dim`` 0 or the last dim): ``(v * g / ||v||,
+    ||v||)``, the 2-norm over every dim but ``dim`` kept in g's shape and computed in float32
+    for float16/bfloat16 input (torch's accumulate type: the norms come back float32, the weight in v's
+    dtype)."""
+    acc = _upcast(v)
+    axes = tuple(d for d in range(v.ndim) if d != dim)
+    norm = jnp.sqrt(jnp.sum(jnp.square(acc), axis=axes, keepdims=True))
+    w = acc * (_upcast(g) / norm)
+    return w.astype(v.dtype), norm.reshape(g.shape)
+
+
+# NOTE [fused weight norm]: the gradient is JAX's of the formula above, first and second order.
+# torch 2.13's own double backward of this node (``_weight_norm_differentiable_backward``) does
+# not match its composite ``v * (g / norm_except_dim(v))`` (gradgradcheck fails on CPU, float64):
+# tracegrad keeps the true second derivative, so only the node's name is torch's
+defop("_weight_norm_interface", _weight_norm_interface, args=("v", "g"), grad_fn="WeightNormInterfaceBackward0",
+      saves=("v", "g"), n_out=2, n_diff=1)
+
+
 def _layer_norm(x, w, b, *, n, eps):
     dt, x = x.dtype, _upcast(x)
     axes = tuple(range(x.ndim - n, x.ndim))

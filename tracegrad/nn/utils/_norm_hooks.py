@@ -62,7 +62,8 @@ class _WeightNormHook:
 
     def compute_weight(self, module):
         g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
-        return v * (g / _norm_except_dim(v, self.dim))
+        # torch's ``_weight_norm``: the fused node (WeightNormInterfaceBackward0) for dim 0 or last
+        return tracegrad._weight_norm(v, g, self.dim)
 
     def __call__(self, module, inputs):
         setattr(module, self.name, self.compute_weight(module))

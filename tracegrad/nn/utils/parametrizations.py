@@ -23,7 +23,8 @@ class _WeightNorm(Module):
         self.dim = -1 if dim is None else dim
 
     def forward(self, weight_g, weight_v):
-        return weight_v * (weight_g / _norm_except_dim(weight_v, self.dim))
+        # torch's ``_weight_norm``: the fused node (WeightNormInterfaceBackward0) for dim 0 or last
+        return tracegrad._weight_norm(weight_v, weight_g, self.dim)
 
     def right_inverse(self, weight):
         return _norm_except_dim(weight, self.dim), weight
