@@ -279,7 +279,18 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
     return list(out.values()), list(shared.values())
 
 
-_IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
+IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
+
+
+def plain_attributes(t):
+    """``t``'s Python attributes (not the inference mark) and the first one that is not an
+    immutable scalar or a tuple of them, as ``(attrs, (name, value) or None)``: only such
+    attributes can be set again on every call's new tensor."""
+    attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
+    for k, v in attrs.items():
+        if not (isinstance(v, IMMUTABLE) or (type(v) is tuple and all(isinstance(e, IMMUTABLE) for e in v))):
+            return attrs, (k, v)
+    return attrs, None
 
 
 def _keep_kind(r, t, slot):
@@ -289,12 +300,12 @@ def _keep_kind(r, t, slot):
     if type(t).__module__ == "tracegrad.nn.parameter":
         r.cls = type(t)
     r.inference = "_inference" in t.__dict__
-    attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
-    for k, v in attrs.items():
-        if not (isinstance(v, _IMMUTABLE) or (type(v) is tuple and all(isinstance(e, _IMMUTABLE) for e in v))):
-            raise GraphBreak(f"the function sets the attribute '{k}' of a tensor it binds to {describe(slot)} "
-                             f"to a {type(v).__name__}: a compiled call can repeat only numbers, strings and "
-                             "tuples of them")
+    attrs, bad = plain_attributes(t)
+    if bad is not None:
+        k, v = bad
+        raise GraphBreak(f"the function sets the attribute '{k}' of a tensor it binds to {describe(slot)} "
+                         f"to a {type(v).__name__}: a compiled call can repeat only numbers, strings and "
+                         "tuples of them")
     r.attrs = attrs or None
 
 

@@ -50,7 +50,8 @@ from . import hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
-from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
+from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
+from .carry import plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
@@ -1742,9 +1743,6 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     return recipe, arrays, diff
 
 
-_IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
-
-
 def _tensor_attr_guards(tensors):
     """Guards on the Python attributes of the outside tensors the trace used (parameters,
     buffers, state): a number kept on a parameter (``p.lr_scale``) that the function reads is
@@ -1767,7 +1765,7 @@ def _same_attrs(now, attrs) -> bool:
         return False
     for k, v in attrs.items():
         w = now.get(k, _same_attrs)
-        if w is not v and not (type(w) is type(v) and isinstance(v, _IMMUTABLE) and w == v):
+        if w is not v and not (type(w) is type(v) and isinstance(v, IMMUTABLE) and w == v):
             return False
     return True
 
@@ -1776,11 +1774,10 @@ def _result_attrs(t, where=None):
     """The Python attributes the function set on the result ``t`` (a name, a flag), for every
     call's result to carry; None when there are none. A value that is not an immutable
     scalar or a tuple of them (a tensor, a dict the caller might change) is a graph break."""
-    attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
-    for k, v in attrs.items():
-        if not (isinstance(v, _IMMUTABLE) or (type(v) is tuple and all(isinstance(e, _IMMUTABLE) for e in v))):
-            raise GraphBreak(f"the function sets the attribute '{k}' of a result to a {type(v).__name__}: "
-                             "a program's result can carry only numbers, strings and tuples of them", where)
+    attrs, bad = plain_attributes(t)
+    if bad is not None:
+        raise GraphBreak(f"the function sets the attribute '{bad[0]}' of a result to a {type(bad[1]).__name__}: "
+                         "a program's result can carry only numbers, strings and tuples of them", where)
     return attrs or None
 
 
