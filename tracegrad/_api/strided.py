@@ -412,6 +412,9 @@ def _copy_function(name, make_view, copy_of=COPY_OF):
         else:   # no single view step (the input itself, or a storage-wide as_strided): a clone
             res = make_view(input, *args, **kwargs)
             res = tuple(r.clone() for r in res) if isinstance(res, tuple) else res.clone()
+        if out is not None and isinstance(res, tuple) and isinstance(out, (tuple, list)) and len(out) != len(res):
+            # a list-returning copy (split_copy, unbind_copy): torch checks the out= list's length at run time
+            raise RuntimeError(f"{name}() expected an out= argument of size {len(res)}, got size {len(out)}")
         return res if out is None else write_out(name, res, out, exact_dtype=True)   # torch: out's own dtype
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"Mirrors ``torch.{name}``: ``{name[:-5]}``'s values in a new tensor (no view of input); "
