@@ -24,9 +24,12 @@ these tests (``TestFixesTI34``): ``select`` of a 0-d tensor is torch's IndexErro
 out of range"), ``flatten(start, end)`` of a 0-d tensor range-checks the dims, and ``split_copy``/
 ``unbind_copy`` with an out= list of the wrong length raise torch's RuntimeError (was TypeError).
 
+x.real/x.imag of a complex tensor are ``view_as_real(x).select(-1, i)`` as torch's (grad_fn
+SelectBackward0 over ViewAsRealBackward0; was one RealBackward0/ImagBackward0 node).
+
 Strict expected failures (``_gap``): test_crow_col_indices (no sparse CSR tensors); in
-``TestKnownGapsTI34``, x.real/x.imag's autograd graph (torch: SelectBackward0 over
-ViewAsRealBackward0), the sign of the zero imaginary part of real's gradient, and
+``TestKnownGapsTI34``, the autograd graph of a conj view's imag (torch: SelectBackward0 over
+NegViewBackward0 over ViewAsRealBackward0), the sign of the zero imaginary part of real's gradient, and
 view_as_complex of float16 (no complex32).
 
 ``TI34_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that
@@ -1277,6 +1280,24 @@ class TestFixesTI34(TestCase):
             x.flatten(1, 0)
         self.assertEqual(x.flatten(-1, 0).shape, (1,))
 
+    def test_real_imag_graph_goes_through_view_as_real(self, device):
+        # torch 2.13's real/imag of a complex tensor are view_as_real(x).select(-1, i)
+        x = torch.ones(2, 3, dtype=torch.complex64, device=device, requires_grad=True)
+        for i, v in enumerate((x.real, x.T.imag)):
+            self.assertEqual(type(v.grad_fn).__name__, "SelectBackward0")
+            self.assertEqual(v.grad_fn._saved_dim, 2)
+            self.assertEqual(v.grad_fn._saved_index, i)
+            self.assertEqual(type(v.grad_fn.next_functions[0][0]).__name__, "ViewAsRealBackward0")
+            self.assertIs(v._base, x)
+        self.assertEqual(x.T.imag.stride(), (2, 6))
+        z = torch.tensor([1 + 2j, 3 + 4j], device=device)
+        z.real.mul_(2)
+        z.imag[1] = 9
+        self.assertEqual(z, torch.tensor([2 + 2j, 6 + 9j]))
+        y = torch.randn(3, dtype=torch.complex128, requires_grad=True)
+        (y.real * 2 + y.imag * 3).sum().backward()
+        self.assertEqual(y.grad, torch.full((3,), 2 + 3j, dtype=torch.complex128))
+
     def test_list_copy_out_length(self, device):
         a = torch.arange(4.0, device=device)
         with self.assertRaisesRegex(RuntimeError, "expected an out= argument of size 2, got size 1"):
@@ -1292,12 +1313,12 @@ class TestKnownGapsTI34(TestCase):
     """torch 2.13 behaviours near test_view_ops.py that tracegrad does not follow yet (strict
     expected failures; the oracle run checks that torch does pass them)."""
 
-    @_gap   # tracegrad records one RealBackward0/ImagBackward0 node; torch goes through view_as_real
-    def test_real_imag_graph_goes_through_view_as_real(self, device):
+    @_gap   # tracegrad: ImagBackward0 over ConjBackward0 (torch: Select, NegView, ViewAsReal, 2x Conj)
+    def test_conj_view_imag_graph(self, device):
         x = torch.ones(2, dtype=torch.complex64, device=device, requires_grad=True)
-        for v in (x.real, x.imag):
-            self.assertEqual(type(v.grad_fn).__name__, "SelectBackward0")
-            self.assertEqual(type(v.grad_fn.next_functions[0][0]).__name__, "ViewAsRealBackward0")
+        v = x.conj().imag
+        self.assertEqual(type(v.grad_fn).__name__, "SelectBackward0")
+        self.assertEqual(type(v.grad_fn.next_functions[0][0]).__name__, "NegViewBackward0")
 
     @_gap   # tracegrad's backward of real gives 1-0j (a negative zero imaginary part)
     def test_real_backward_imag_zero_sign(self, device):
