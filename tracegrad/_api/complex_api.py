@@ -31,21 +31,33 @@ def _name(d):
 
 def real(self):
     """Mirrors ``torch.Tensor.real``: for a complex tensor a float view of its real parts
-    (``z.real.mul_(2)`` changes ``z``; autograd ``RealBackward0``); for a real tensor the tensor
+    (``z.real.mul_(2)`` changes ``z``; autograd ``SelectBackward0`` over ``ViewAsRealBackward0``,
+    ``RealBackward0`` for a conj view); for a real tensor the tensor
     itself."""
     if self.dtype.is_complex:
-        return apply_op(OPS["real_view"], (self,))
+        return _part(self, 0, "real_view")
     return self
+
+
+def _part(self, index, op):
+    """The real (``index`` 0) or imaginary (1) part of a complex tensor as a view. As torch 2.13,
+    without the conjugate bit it is ``view_as_real(self).select(-1, index)`` (grad_fn
+    ``SelectBackward0`` over ``ViewAsRealBackward0``); a conj view takes the one-step part view
+    ``op``, which carries the negative bit of ``z.conj().imag`` (NOTE [conj views])."""
+    if is_conj(self):
+        return apply_op(OPS[op], (self,))
+    pairs = apply_op(OPS["view_as_real"], (self,))
+    return apply_op(OPS["select"], (pairs,), (("dim", pairs.ndim - 1), ("index", index)))
 
 
 def imag(self):
     """Mirrors ``torch.Tensor.imag``: a float view of a complex tensor's imaginary parts (writes
-    through it change the tensor; autograd ``ImagBackward0``). RuntimeError for a real tensor,
+    through it change the tensor; autograd as ``real``'s, ``ImagBackward0`` for a conj view). RuntimeError for a real tensor,
     as torch."""
     if not self.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes. "
                            "Use a complex tensor (e.g. x.to(tracegrad.complex64)).")
-    return apply_op(OPS["imag_view"], (self,))
+    return _part(self, 1, "imag_view")
 
 
 def _set_real(self, value):

@@ -195,9 +195,9 @@ def flatten(self, start_dim=0, end_dim=-1):
         n = self.ndim
     except AttributeError:   # NOTE [unbound self]
         raise not_self("flatten", self) from None
+    s, e = _wrap_dim(start_dim, n), _wrap_dim(end_dim, n)   # a 0-d tensor takes dims 0 and -1 only
     if n == 0:
         return reshape(self, (1,))
-    s, e = _wrap_dim(start_dim, n), _wrap_dim(end_dim, n)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -504,6 +504,8 @@ def select(self, dim, index):
     """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
     if type(index) is not int:
         index = require_int("select", "index", index, 2)
+    if self.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     index = int(index)

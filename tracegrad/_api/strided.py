@@ -19,7 +19,8 @@ from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.convert import bool_size_error
 from .._tensor.factories import empty
 from .._tensor.numpy_bridge import HostSharedStorage
-from .._tensor.memory_format import channels_last, contiguous_format, memory_format as _memory_format
+from .._tensor.memory_format import (channels_last, check_format, contiguous_format, format_order,
+                                      memory_format as _memory_format, preserve_format, suggest_memory_format)
 from .._tensor.out import write_out
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
@@ -334,12 +335,19 @@ def resize_(self, *sizes, memory_format=None):
         raise TypeError('resize_() missing 1 required positional arguments: "size"; pass the new sizes, or () '
                         'for a 0-d tensor')
     shape = _resize_sizes(sizes)
+    check_format(memory_format, "resize_")
     # torch checks this first (even a resize to the same shape is refused), in its autograd
     # kernel, which inference_mode() skips: there any tensor resizes
     if self.requires_grad and not _state.in_inference_mode():
         raise RuntimeError("cannot resize variables that require grad; resize a detached copy instead "
                            "(x.detach().clone().resize_(...))")
-    if shape == tuple(self.shape):
+    if memory_format is preserve_format:
+        raise RuntimeError("Unsupported memory formatPreserve: resize_ takes contiguous_format, channels_last or "
+                           "channels_last_3d")
+    # a memory_format restrides self to that format even when the shape is unchanged (torch's
+    # empty_tensor_restride after the resize)
+    strides = None if memory_format is None else _format_strides(shape, memory_format)
+    if shape == tuple(self.shape) and (strides is None or strides == strides_of(self)):
         return self
     if builtins.any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
@@ -358,15 +366,30 @@ def resize_(self, *sizes, memory_format=None):
                                "memory (from_numpy / numpy()); resize a clone() instead")
         grown = empty(offset + n - root.numel(), dtype=self.dtype)
         root = apply_op(OPS["cat"], (root.reshape(-1), grown), (("dim", 0), ("dtype", self._value.dtype)))
-    return _retarget(self, as_strided(root, shape, _contiguous_strides(shape), offset))
+    return _retarget(self, as_strided(root, shape, strides or _contiguous_strides(shape), offset))
+
+
+def _format_strides(shape, fmt):
+    """The dense strides of ``shape`` laid out in memory format ``fmt`` (a size-0 or size-1 dim
+    counts as 1, as torch's ``get_channels_last_strides``); torch's rank error for a channels-last
+    format at the wrong rank."""
+    strides, step = [0] * len(shape), 1
+    for d in reversed(format_order(fmt, len(shape))):
+        strides[d] = step
+        step *= builtins.max(shape[d], 1)
+    return tuple(strides)
 
 
 @method(function=True)
 def resize_as_(self, other, memory_format=None):
-    """Mirrors ``torch.Tensor.resize_as_``: ``resize_(other.shape)``. TypeError when ``other``
-    is not a tensor."""
+    """Mirrors ``torch.Tensor.resize_as_``: ``resize_(other.shape, memory_format=...)``, where
+    ``preserve_format`` takes the format ``other`` suggests (channels_last for a channels-last
+    template). TypeError when ``other`` is not a tensor."""
     check_tensors("resize_as_", self, other, names=("input", "the_template"))
-    return resize_(self, tuple(other.shape))
+    check_format(memory_format, "resize_as_")
+    if memory_format is preserve_format:
+        memory_format = suggest_memory_format(other)
+    return resize_(self, tuple(other.shape), memory_format=memory_format)
 
 
 # ---- the *_copy functions ------------------------------------------------------------------------
@@ -389,6 +412,9 @@ def _copy_function(name, make_view, copy_of=COPY_OF):
         else:   # no single view step (the input itself, or a storage-wide as_strided): a clone
             res = make_view(input, *args, **kwargs)
             res = tuple(r.clone() for r in res) if isinstance(res, tuple) else res.clone()
+        if out is not None and isinstance(res, tuple) and isinstance(out, (tuple, list)) and len(out) != len(res):
+            # a list-returning copy (split_copy, unbind_copy): torch checks the out= list's length at run time
+            raise RuntimeError(f"{name}() expected an out= argument of size {len(res)}, got size {len(out)}")
         return res if out is None else write_out(name, res, out, exact_dtype=True)   # torch: out's own dtype
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"Mirrors ``torch.{name}``: ``{name[:-5]}``'s values in a new tensor (no view of input); "
