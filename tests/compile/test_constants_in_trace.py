@@ -155,3 +155,45 @@ def test_a_constant_made_under_a_grad_step_keeps_gradients_exact():
         np.testing.assert_allclose(b.item(), a.item(), rtol=1e-6)
         np.testing.assert_allclose(lin.weight.grad.numpy(), ref.weight.grad.numpy(), rtol=1e-5)
     assert cf.stats["graph_breaks"] == [], cf.stats
+
+
+def test_constants_from_container_lengths_and_items_follow_their_changes():
+    """``tensor(len(self.items))`` and ``tensor([self.cfg["k"]])`` read by ``int()``: an append to
+    the list or a new dict value between calls gives a new program, never the old number."""
+    class M(tracegrad.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.items, self.cfg = [1, 2], {"k": 2}
+
+        def forward(self, x):
+            n = tracegrad.tensor(len(self.items))
+            k = tracegrad.tensor([self.cfg["k"]])
+            return x[: int(n)] * int(k)
+    items = [1, 2]
+
+    def g(x):
+        return x[: int(tracegrad.tensor(len(items)))]
+
+    def run(m, f):
+        out = []
+        for i in range(5):
+            if i == 2:
+                m.items.append(3)
+                items.append(3)
+            if i == 3:
+                m.cfg["k"] = 5
+            out.append([m(tracegrad.arange(6.0)).tolist(), f(tracegrad.arange(6.0)).tolist()])
+        return out
+    eager = run(M(), g)
+    del items[2:]
+    m = M()
+    cm, cg = tracegrad.compile(m), tracegrad.compile(g)
+    assert run_compiled(lambda: run(cm, cg)) == eager
+    for st in (cm.__dict__["_compiled_call"].stats, cg.stats):
+        assert st["graph_breaks"] == [] and st["traces"] >= 2, st
+
+
+def run_compiled(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
