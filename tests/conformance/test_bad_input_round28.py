@@ -194,7 +194,10 @@ def _value(r):
 @pytest.mark.parametrize("name", [n for n in CASES if n.endswith("_ok")])
 def test_values_as_torch(name):
     want, got = _value(CASES[name](torch)), _value(CASES[name](tracegrad))
-    assert got == want, f"{name}: torch {want}, tracegrad {got}"
+    # to float32 rounding: batch_norm's 1/sqrt(1 + eps) is 1 ulp apart from torch's on CPUs
+    # with AVX512-FP16, where XLA's reciprocal square root rounds otherwise (seen 2026-12-04)
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
+                               rtol=2e-7, atol=0, err_msg=f"{name}: torch {want}, tracegrad {got}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64"])

@@ -620,7 +620,7 @@ def _weight_norm(v, g, dim=0):
     dim = operator.index(dim)
     if dim in (0, v.dim() - 1) and v.dtype == g.dtype:
         return _weight_norm_interface(v, g, dim)[0]
-    import tracegrad
+    import tracegrad    # norm_except_dim lives in nn/_toplevel.py, a layer above this one
     return v * (g / tracegrad.norm_except_dim(v, 2, dim))
 
 
