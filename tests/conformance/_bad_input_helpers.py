@@ -68,6 +68,17 @@ def table_tests(cases, gists, torch, tracegrad):
     return test_same_class_as_torch, test_message_gist
 
 
+def value_test(cases, names, torch, tracegrad):
+    """The accepted-value test of a bad-input table, for a module to bind at its top level:
+    each case in ``names`` (accepted calls with a deterministic value) gives torch's value."""
+    import pytest
+
+    @pytest.mark.parametrize("name", list(names))
+    def test_accepted_value_matches_torch(name):
+        assert plain_value(cases[name](tracegrad)) == plain_value(cases[name](torch))
+    return test_accepted_value_matches_torch
+
+
 def doubled_function(T, vmap_rule=False):
     """A functorch-style ``T.autograd.Function`` (forward without ctx, ``setup_context``) that
     doubles its input; ``generate_vmap_rule`` is ``vmap_rule``."""

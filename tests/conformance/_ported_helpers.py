@@ -18,3 +18,25 @@ def rn(T, *shape, seed=0, dtype="float32", grad=False):
     """A fixed numpy normal draw as a tensor (both libraries see the same values)."""
     a = np.random.RandomState(seed).standard_normal(shape).astype(dtype)
     return T.tensor(a, requires_grad=grad)
+
+
+def oracle_test(flag, path):
+    """The ``test_oracle_torch_passes`` of a port that reads its library from the environment
+    variable ``flag`` (``TI34_ORACLE``): the file at ``path``, run again in a subprocess on
+    torch 2.13 itself (``flag=1``), must pass, so every expectation in it is torch's. Skipped
+    inside that oracle run."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    @pytest.mark.skipif(bool(os.environ.get(flag)), reason="already the oracle run")
+    def test_oracle_torch_passes():
+        pytest.importorskip("torch")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(path))))
+        env[flag] = "1"
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", path],
+                           env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    return test_oracle_torch_passes

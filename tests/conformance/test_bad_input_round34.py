@@ -23,7 +23,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import outcome, plain_value as _plain, table_tests
+from _bad_input_helpers import outcome, table_tests, value_test
 
 torch = pytest.importorskip("torch")
 
@@ -605,9 +605,7 @@ _VALUE = [k for k in CASES if k.endswith("_ok") and k not in ("emb_maxnorm_ok", 
                                                                "F_embedding_maxnorm_noleaf_ok")]
 
 
-@pytest.mark.parametrize("name", _VALUE)
-def test_accepted_value_matches_torch(name):
-    assert _plain(CASES[name](tracegrad)) == _plain(CASES[name](torch))
+test_accepted_value_matches_torch = value_test(CASES, _VALUE, torch, tracegrad)
 
 
 def test_default_collate_unknown_element_type():

@@ -42,7 +42,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import outcome, plain_value as _plain, table_tests
+from _bad_input_helpers import outcome, table_tests, value_test
 
 torch = pytest.importorskip("torch")
 
@@ -1392,9 +1392,7 @@ test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tr
 _VALUE = [k for k in CASES if k.endswith("_ok")]
 
 
-@pytest.mark.parametrize("name", _VALUE)
-def test_accepted_value_matches_torch(name):
-    assert _plain(CASES[name](tracegrad)) == _plain(CASES[name](torch))
+test_accepted_value_matches_torch = value_test(CASES, _VALUE, torch, tracegrad)
 
 
 @pytest.mark.parametrize("name", list(_CLASS_ONLY))

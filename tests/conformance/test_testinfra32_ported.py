@@ -40,12 +40,11 @@ import importlib
 import math
 import os
 import random
-import subprocess
-import sys
 import unittest
 
 import numpy as np
-import pytest
+
+from _ported_helpers import oracle_test
 
 torch = importlib.import_module("torch" if os.environ.get("TI32_ORACLE") else "tracegrad")
 _cu = importlib.import_module(torch.__name__ + ".testing._internal.common_utils")
@@ -546,12 +545,4 @@ _cdt.instantiate_device_type_tests(TestNNInitDeviceTypeTI32, globals(), only_for
 _cdt.instantiate_device_type_tests(TestFixesTI32, globals(), only_for="cpu")
 
 
-@pytest.mark.skipif(bool(os.environ.get("TI32_ORACLE")), reason="already the oracle run")
-def test_oracle_torch_passes():
-    """The classes above, run on torch 2.13 itself (TI32_ORACLE=1), all pass: every expectation
-    is torch's."""
-    pytest.importorskip("torch")
-    env = dict(os.environ, TI32_ORACLE="1", PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", __file__],
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+test_oracle_torch_passes = oracle_test("TI32_ORACLE", __file__)

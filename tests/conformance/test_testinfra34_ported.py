@@ -38,15 +38,14 @@ in a subprocess), so every expectation is torch's.
 import importlib
 import os
 import random
-import subprocess
-import sys
 import unittest
 import warnings
 from functools import partial
 from itertools import combinations, permutations, product
 
 import numpy as np
-import pytest
+
+from _ported_helpers import oracle_test
 
 _ORACLE = bool(os.environ.get("TI34_ORACLE"))
 torch = importlib.import_module("torch" if _ORACLE else "tracegrad")
@@ -1338,12 +1337,4 @@ _cdt.instantiate_device_type_tests(TestFixesTI34, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestOldViewOpsTI34, globals(), only_for="cpu")
 
 
-@pytest.mark.skipif(_ORACLE, reason="already the oracle run")
-def test_oracle_torch_passes():
-    """The classes above, run on torch 2.13 itself (TI34_ORACLE=1), all pass: every expectation
-    is torch's."""
-    pytest.importorskip("torch")
-    env = dict(os.environ, TI34_ORACLE="1", PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", __file__],
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+test_oracle_torch_passes = oracle_test("TI34_ORACLE", __file__)
