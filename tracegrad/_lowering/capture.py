@@ -37,7 +37,7 @@ from .._api import threads as _threads
 from .._ops import warn as _warn
 from .._tensor import runtime as _runtime
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
-from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
+from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
                       effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
@@ -632,8 +632,12 @@ class Capture:
     def see_rg_read(self, t):
         """Python reads ``t.requires_grad`` while tracing: a tensor from outside keeps its flag
         guarded (``guards.flag_guards``), whether or not the program reads its values (a step
-        counting ``p.requires_grad`` parameters after the caller froze one)."""
-        if id(t) not in self.rg_reads and not self.made_here(t):
+        counting ``p.requires_grad`` parameters after the caller froze one). A tensor an op of
+        this trace made is not from outside even when its storage is (``w.t()`` of a parameter,
+        whose flag a non-reentrant checkpoint's pack hook reads): its flag follows the guarded
+        inputs of that op, and the guard on it, gone after the call, would never hold again."""
+        if id(t) not in self.rg_reads and not self.made_here(t) \
+                and not self.first_node <= getattr(t._gf, "_seq", -1) < _ACCUMULATE_SEQ:
             self.rg_reads[id(t)] = t
 
     # A flag flipped and set back within the call (a GAN step freezing the discriminator for the
