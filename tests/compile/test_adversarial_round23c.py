@@ -13,9 +13,11 @@ object, whose cells the program refreshed, so a lambda the caller kept from an e
 showed the latest call's values (and a backward through its result raised); now such a call
 runs eagerly (NOTE [returned closures] in ``_lowering/region.py``).
 
-Found and left (strict xfail): the same for a returned object that is no pytree container (a
-``SimpleNamespace``, a dataclass, a dict subclass): kept across calls, it shows the latest
-call's values; a graph break would stop ``fullgraph=True`` on the ModelOutput pattern."""
+Found here, fixed later (NOTE [returned objects] in ``_lowering/result_objects.py``): the same
+for a returned object that is no pytree container (a ``SimpleNamespace``, a dataclass, a dict
+subclass dataclass such as ``ModelOutput``): kept across calls, it showed the latest call's
+values. One the call made is now rebuilt per call around that call's tensors; one held by an
+outside place is returned as itself, as eagerly."""
 import functools
 import types
 
@@ -60,14 +62,6 @@ def test_functions_returned_over_tensors_the_call_made_and_kept_across_calls(how
     assert st["graph_breaks"] and "returns a function" in st["graph_breaks"][0][0], st
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a returned object that is no pytree container (a SimpleNamespace, a plain dataclass, a dict "
-    "subclass such as an HF ModelOutput) is a constant of the program: every cached call hands back the traced call's "
-    "object, whose tensors the program refreshes, so one the caller kept from an earlier call shows "
-    "the latest call's values (eager: a new object per call). A graph break like the returned "
-    "closures' makes fullgraph=True raise on the ModelOutput pattern torch.compile supports "
-    "(test_dynamo_ported_round13c.py::test_mo_create_and_assign); rebuilding the object per call "
-    "needs telling an object made by the call from one from outside, which the capture does not"))
 def test_an_object_returned_over_tensors_the_call_made_and_kept_across_calls():
     """The step returns a ``SimpleNamespace(loss=..., h=h)``; the caller keeps every call's
     object and reads all their ``h`` after each call."""

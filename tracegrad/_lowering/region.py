@@ -58,6 +58,7 @@ from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_gua
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
                       scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
+from . import result_objects
 from . import custom_function as _custom_function
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, after_backward_message, dead_node
 
@@ -213,11 +214,15 @@ def fill_arg_boxes(result, call):
     return result
 
 
-def _keep_outside(result, outside, kept, boxes):
+def _keep_outside(result, outside, kept, boxes, made=frozenset()):
     """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
-    ``_Kept`` leaves and the argument copies in ``boxes`` (``_argument_boxes``) as ``ArgBox``
-    leaves; ``kept`` gets the guards of those it holds (their places), ``kept[ArgBox]`` whether
+    ``_Kept`` leaves, the argument copies in ``boxes`` (``_argument_boxes``) as ``ArgBox``
+    leaves and the objects the call made (``made``: NOTE [returned objects]) as ``Rebuilt``
+    nodes; ``kept`` gets the guards of those it holds (their places), ``kept[ArgBox]`` whether
     an ``ArgBox`` was made."""
+    node = result_objects.as_node(result, made, lambda v: _keep_outside(v, outside, kept, boxes, made))
+    if node is not None:
+        return node
     t = type(result)
     if (t in (list, dict) or t is SparseCooTensor) and id(result) in boxes:
         kept[ArgBox] = True
@@ -227,9 +232,9 @@ def _keep_outside(result, outside, kept, boxes):
         kept[id(result)] = check
         return _Kept(obj)
     if t is dict:
-        return {k: _keep_outside(v, outside, kept, boxes) for k, v in result.items()}
+        return {k: _keep_outside(v, outside, kept, boxes, made) for k, v in result.items()}
     if t in (list, tuple):
-        return t(_keep_outside(v, outside, kept, boxes) for v in result)
+        return t(_keep_outside(v, outside, kept, boxes, made) for v in result)
     return result
 
 
@@ -289,6 +294,9 @@ def _ordered(x, args=False):
         return tuple(_ordered(v, args) for v in x)
     if isinstance(x, tuple) and hasattr(t, "_fields"):     # a namedtuple
         return t(*(_ordered(v, args) for v in x))
+    if t is result_objects.Rebuilt:
+        return result_objects.Rebuilt(x.cls, {k: _ordered(v) for k, v in x.items.items()},
+                                      {k: _ordered(v) for k, v in x.attrs.items()})
     if args and t is SparseCooTensor and not x.requires_grad:
         return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
     return x
@@ -300,6 +308,8 @@ def _plain(x):
         return x.obj
     if t is _SparseArg:
         return make_sparse(x.indices, x.values, *x.like)
+    if t is result_objects.Rebuilt:
+        return result_objects.build(x, _plain)
     if t is _InOrder:
         items = ((k, _plain(v)) for k, v in x.items())
         if x.like is None:
@@ -1096,7 +1106,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise Retrace()
             kept, boxes = {}, {}
             _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
-            result = _keep_outside(result, outside_containers(refs), kept, boxes)
+            result = _keep_outside(result, outside_containers(refs), kept, boxes,
+                                   result_objects.made_objects(result))
             info["arg_boxes"] = kept.pop(ArgBox, False)
             # + the Python values library code read for the traced function (``compiler._guard_read``)
             info["kept"] = tuple(kept.values()) + tuple(cap.read_guards)
