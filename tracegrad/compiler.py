@@ -56,7 +56,7 @@ from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _flatten,
-                               aliased_args, classify_args, unread_identity,
+                               aliased_args, classify_args, first_of, unread_identity,
                                fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
@@ -351,6 +351,9 @@ def _signature(args, kwargs):
 def _key(leaves, treedef, kinds):
     parts = []
     for a, k in zip(leaves, kinds):
+        if k == "same":               # NOTE [one tensor passed twice]
+            parts.append((k, first_of(leaves, len(parts))))
+            continue
         if k == "const":
             try:
                 hash(a)

@@ -924,17 +924,37 @@ def _rebuild_view(spec, out, arg_leaves):
 
 def classify_args(leaves):
     """Per flattened argument leaf: "data" (a tensor fed to the program; a leaf that requires
-    grad gets its ``.grad`` from the program), "state" (a Parameter or Buffer, or a leaf that
-    already has a ``.grad``: outside state, used as itself and keyed by identity) or "const"
-    (a Python value baked into the program and part of the cache key)."""
-    kinds = []
+    grad gets its ``.grad`` from the program), "same" (NOTE [one tensor passed twice]), "state"
+    (a Parameter or Buffer, or a leaf that already has a ``.grad``: outside state, used as
+    itself and keyed by identity) or "const" (a Python value baked into the program and part
+    of the cache key)."""
+    kinds, data = [], None
     for a in leaves:
         if isinstance(a, Tensor):
-            kinds.append("state" if type(a) is not Tensor or (a._grad is not None and a._gf is None)
-                         else "data")
+            if type(a) is not Tensor or (a._grad is not None and a._gf is None):
+                kinds.append("state")
+            elif data is not None and id(a) in data:
+                kinds.append("same")
+            else:
+                kinds.append("data")
+                data = data or set()
+                data.add(id(a))
         else:
             kinds.append("const")
     return tuple(kinds)
+
+
+# NOTE [one tensor passed twice]: ``model(ids, labels=ids)`` (a causal LM's own targets) passes
+# one tensor as two arguments. Each data argument gets a stand-in of its own in the trace, so
+# ``a is b``, and a write through one seen in the other, would differ from eager: such calls
+# ran eagerly. A repeat of a data argument is now "same": keyed by the position it repeats
+# (``first_of``), never fed to the program, and given that position's stand-in in the trace,
+# so the program sees one tensor, as eager does; its gradient, writes and .grad go to that
+# one tensor once. A call passing two different tensors there has another key.
+def first_of(leaves, i):
+    """The position of the first argument that is ``leaves[i]`` (a "same" argument)."""
+    a = leaves[i]
+    return next(j for j in range(i) if leaves[j] is a)
 
 
 # ``aliased_args``' answer when distinct tensor arguments share memory (``buf[:-1]`` and
@@ -1023,6 +1043,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                         # backward or writing it in place raises as eagerly (keyed: compiler._key)
                         w._inference = True
                     call_leaves[i] = w
+                elif k == "same":
+                    call_leaves[i] = call_leaves[first_of(leaves, i)]
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
             cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
             a2, kw2 = _unflatten(treedef, call_leaves)
