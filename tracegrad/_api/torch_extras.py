@@ -37,7 +37,8 @@ def set_warn_always(b: bool) -> None:
     given every time (a flag programs and tests read back with ``is_warn_always_enabled``).
     RuntimeError, as torch, for anything but a bool."""
     if not isinstance(b, bool):
-        raise RuntimeError(f"set_warn_always: setWarnOnlyOnce expects a bool, but got {_type_name(b)}")
+        raise RuntimeError(f"set_warn_always: setWarnOnlyOnce expects a bool, but got {_type_name(b)}; "
+                           "pass True or False")
     _WARN_ALWAYS[0] = bool(b)
 
 
@@ -54,7 +55,8 @@ def set_flush_denormal(mode: bool) -> bool:
     answer on a CPU without the mode) and changes nothing. RuntimeError, as torch, for anything
     but a bool."""
     if not isinstance(mode, bool):
-        raise RuntimeError(f"flush_denormal expects a bool, but got {_type_name(mode)}")
+        raise RuntimeError(f"set_flush_denormal: flush_denormal expects a bool, but got {_type_name(mode)}; "
+                           "pass True or False")
     return not mode
 
 

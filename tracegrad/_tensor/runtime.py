@@ -33,7 +33,8 @@ def set_float32_matmul_precision(precision: str) -> None:
     An unknown name warns and changes nothing, as torch; RuntimeError for a value that is not
     a str (torch's C++ check)."""
     if not isinstance(precision, str):
-        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}; "
+                           "pass 'highest', 'high' or 'medium'")
     if precision not in _PRECISION:
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                       f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)

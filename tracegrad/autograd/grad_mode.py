@@ -180,7 +180,7 @@ class _FlagContext(_DecoratorContextManager):
     def __init__(self, mode: bool):
         if not isinstance(mode, bool):
             raise TypeError(f"{self.C_NAME}(): argument 'enabled' (position 1) must be bool, not "
-                            f"{type(mode).__name__}")
+                            f"{type(mode).__name__}; pass True or False")
         self.prev, self.mode = self.FLAG[0], bool(mode)
         self.FLAG[0] = self.mode
 

@@ -45,7 +45,7 @@ def _sparse_softmax(api, input, dim, dtype, log):
     if not isinstance(input, SparseCooTensor):
         raise NotImplementedError(f"torch.sparse.{api}: Could not run 'aten::_sparse_{api}' with arguments from "
                                   f"the 'CPU' backend (a dense tensor); use torch.{api} for a dense tensor")
-    import tracegrad
+    import tracegrad   # (function-local: the package imports this module while it loads)
     s = input.coalesce()
     if dtype is not None:
         s = make_sparse(s._sp_indices, s._sp_values.to(dtype), s._sp_size, True)
