@@ -1,4 +1,4 @@
-"""Bad-input parity, round 37: a probe of ~1,750 wrong (and some right) calls in areas earlier
+"""Bad-input parity, round 37: a probe of ~1,860 wrong (and some right) calls in areas earlier
 rounds covered least -- nn.init (every initializer on 0-d/1-d/3-d/int/list tensors, bad modes,
 gains, sparsity, groups), diag_embed/diagonal/view_as_real/view_as_complex/complex/polar, the losses
 no round had tabled (soft_margin, multilabel_soft_margin, huber, poisson/gaussian nll, triplet,
