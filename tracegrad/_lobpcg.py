@@ -145,8 +145,8 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
         raise AssertionError(f"lobpcg: A must be square, got shape {tuple(A.shape)}")
     if B is not None and tuple(B.shape) != tuple(A.shape):
         raise AssertionError(f"lobpcg: A and B must have same shape, got {tuple(A.shape)} vs {tuple(B.shape)}")
-    if method not in (None, "ortho", "basic"):
-        raise ValueError(f"lobpcg: method must be 'ortho' or 'basic', got {method!r}")
+    # method is not checked: torch runs its basic update for any value but "ortho", and the
+    # iteration here is one for both
     dtype = A.dtype if A.is_floating_point() else _dt.float32
     if tol is None:
         tol = {"float32": 1.2e-07, "float64": 2.23e-16}.get(dtype.name, 1.2e-07) ** 0.5

@@ -400,11 +400,16 @@ def rot90(input, k=1, dims=(0, 1)):
 @function()
 def cartesian_prod(*tensors):
     """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself).
-    RuntimeError for an input that is not 1-D."""
+    RuntimeError for an input that is not 1-D, or (torch builds it with meshgrid) inputs of
+    different dtypes."""
     check_tensor_seq("cartesian_prod", tensors)
     for t in tensors:
         if t.ndim != 1:
             raise RuntimeError(f"cartesian_prod(): Expect a 1D vector, but got shape {list(t.shape)}")
+    for t in tensors[1:]:
+        if t.dtype != tensors[0].dtype:
+            raise RuntimeError(f"meshgrid expects all tensors to have the same dtype (cartesian_prod got "
+                               f"{tensors[0].dtype} and {t.dtype}); convert them to one dtype first")
     if len(tensors) == 1:
         return tensors[0]
     sizes = tuple(t.numel() for t in tensors)

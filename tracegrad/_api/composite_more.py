@@ -44,6 +44,15 @@ def baddbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     input, batch1, batch2, beta, alpha = beta_first("baddbmm", input, batch1, batch2, rest, beta, alpha,
                                                     ("batch1", "batch2"))
     input, batch1, batch2 = _autocast.cast("lower", "baddbmm", input, batch1, batch2)
+    # torch sizes the result from batch1.size(0), batch1.size(1), batch2.size(2) before its rank
+    # checks: a batch of too few dims is an IndexError there
+    for t, d in ((batch1, 0), (batch1, 1), (batch2, 2)):
+        if isinstance(t, Tensor) and d >= t.ndim:
+            if t.ndim == 0:
+                raise IndexError(f"baddbmm: Dimension specified as {d} but tensor has no dimensions; "
+                                 "pass 3-D batches")
+            raise IndexError(f"baddbmm: Dimension out of range (expected to be in range of [{-t.ndim}, "
+                             f"{t.ndim - 1}], but got {d}); pass 3-D batches")
     if batch1.ndim == 3 and batch2.ndim == 3 and batch1.shape[0] == batch2.shape[0] and \
             batch1.shape[2] == batch2.shape[1]:
         out = _fused_node("baddbmm", input, batch1, batch2, beta, alpha,

@@ -10,7 +10,8 @@ from .._ops import dtypes as _dt
 from .._ops.warn import warn as _warn
 from .._tensor.convert import check_legacy_device, legacy_array_of
 from .._tensor.device import cuda_devices
-from .._tensor.factories import check_pin_memory, empty, full, ones, tensor, zeros
+from .._tensor.factories import _dense_layout, check_pin_memory, empty, full, ones, tensor, zeros
+from .._tensor.layout import sparse_coo
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.storage_types import tensor_on_storage
 from .._tensor.tensor import Tensor
@@ -141,7 +142,11 @@ def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=
     ``size=``) with ``self``'s dtype and device unless given."""
     check_pin_memory(pin_memory, device)
     d, dev = _like(self, dtype, device)
-    return zeros(_new_size(size, kwargs, "new_zeros"), dtype=d, device=dev, requires_grad=requires_grad)
+    size = _new_size(size, kwargs, "new_zeros")
+    if layout is sparse_coo:   # as torch: a sparse COO tensor with no stored entries
+        return zeros(size, dtype=d, device=dev, requires_grad=requires_grad, layout=layout)
+    _dense_layout(layout, "new_zeros", len(size))
+    return zeros(size, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
@@ -150,7 +155,9 @@ def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=N
     """Mirrors ``torch.Tensor.new_ones``."""
     check_pin_memory(pin_memory, device)
     d, dev = _like(self, dtype, device)
-    return ones(_new_size(size, kwargs, "new_ones"), dtype=d, device=dev, requires_grad=requires_grad)
+    size = _new_size(size, kwargs, "new_ones")
+    _dense_layout(layout, "new_ones", len(size))   # (sparse COO: NotImplementedError, as torch's fill_)
+    return ones(size, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
@@ -159,7 +166,11 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=
     """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
     check_pin_memory(pin_memory, device)
     d, dev = _like(self, dtype, device)
-    return empty(_new_size(size, kwargs, "new_empty"), dtype=d, device=dev, requires_grad=requires_grad)
+    size = _new_size(size, kwargs, "new_empty")
+    if layout is sparse_coo:   # as torch: a sparse COO tensor with no stored entries
+        return zeros(size, dtype=d, device=dev, requires_grad=requires_grad, layout=layout)
+    _dense_layout(layout, "new_empty", len(size))
+    return empty(size, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
@@ -170,15 +181,17 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     check_pin_memory(pin_memory, device)
     if not isinstance(size, (tuple, list)) and not (isinstance(size, Tensor) and size.dim() == 1):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {size.__class__.__name__}")
+    _dense_layout(layout, "new_full", len(size))   # (sparse COO: NotImplementedError, as torch's fill_)
     d, dev = _like(self, dtype, device)
     return full(size, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
-def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None):
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
     device (unless given); a Tensor ``data`` is detached first, with torch's warning. TypeError
-    for ``data=None`` (torch reads it as a number of self's dtype)."""
+    for ``data=None`` (torch reads it as a number of self's dtype) and, as torch's parser, for a
+    ``layout`` keyword (new_tensor has none)."""
     if data is None:
         raise TypeError("new_tensor(): must be real number, not NoneType; pass a number, a sequence or a Tensor")
     if isinstance(data, Tensor):

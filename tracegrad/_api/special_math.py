@@ -203,8 +203,10 @@ def _igamma(name):
     op = OPS[name]
 
     def f(input, other):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        # torch's parser: no Number overload on either side (igamma(2, x) is refused as igamma(x, 2))
+        for pos, (arg, v) in enumerate((("input", input), ("other", other)), 1):
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
         require_floating(name, input, other)
         return apply_op(op, (input, other), (("dtype", result_dtype(input, other).np),))
     f.__name__ = name

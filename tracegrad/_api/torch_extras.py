@@ -34,7 +34,11 @@ _WARN_ALWAYS = _warn.WARN_ALWAYS   # shared with _ops/warn.py's warn_once
 
 def set_warn_always(b: bool) -> None:
     """Mirrors ``torch.set_warn_always``: when True, warnings torch gives once per process are
-    given every time (a flag programs and tests read back with ``is_warn_always_enabled``)."""
+    given every time (a flag programs and tests read back with ``is_warn_always_enabled``).
+    RuntimeError, as torch, for anything but a bool."""
+    if not isinstance(b, bool):
+        raise RuntimeError(f"set_warn_always: setWarnOnlyOnce expects a bool, but got {_type_name(b)}; "
+                           "pass True or False")
     _WARN_ALWAYS[0] = bool(b)
 
 
@@ -48,8 +52,18 @@ def set_flush_denormal(mode: bool) -> bool:
     """Mirrors ``torch.set_flush_denormal``: returns whether the CPU is in the asked mode. XLA
     keeps denormal float32/float64 values (torch's default), and cannot be told to flush them:
     ``set_flush_denormal(False)`` is True, ``set_flush_denormal(True)`` is False (torch's
-    answer on a CPU without the mode) and changes nothing."""
+    answer on a CPU without the mode) and changes nothing. RuntimeError, as torch, for anything
+    but a bool."""
+    if not isinstance(mode, bool):
+        raise RuntimeError(f"set_flush_denormal: flush_denormal expects a bool, but got {_type_name(mode)}; "
+                           "pass True or False")
     return not mode
+
+
+def _type_name(v):
+    """torch's name of a Python value's type in its C++ checks (``numpy.bool``, ``int``)."""
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 def _nnpack_available() -> bool:

@@ -30,7 +30,11 @@ def set_float32_matmul_precision(precision: str) -> None:
     """Mirrors ``torch.set_float32_matmul_precision``: 'highest' keeps float32 matmuls exact,
     'high' allows TF32 (or bf16x3), 'medium' bfloat16. Sets JAX's ``default_matmul_precision``
     to the matching value (it only changes GPU/TPU results; CPU matmuls stay float32).
-    An unknown name warns and changes nothing, as torch."""
+    An unknown name warns and changes nothing, as torch; RuntimeError for a value that is not
+    a str (torch's C++ check)."""
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}; "
+                           "pass 'highest', 'high' or 'medium'")
     if precision not in _PRECISION:
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                       f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)

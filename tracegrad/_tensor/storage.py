@@ -105,14 +105,23 @@ class Storage:
 
     def __setitem__(self, idx, value):
         """Mirrors ``torch.UntypedStorage.__setitem__``: sets byte ``idx`` (or a slice of them)
-        to ``value`` (modulo 256)."""
+        to ``value`` (modulo 256). RuntimeError, as torch, for a value that is not an int and for
+        an index out of range."""
+        if not isinstance(value, (int, np.integer)):
+            raise RuntimeError(f"UntypedStorage.__setitem__: can only set storage content with a int types, but got "
+                               f"{type(value).__name__} instead")
         raw = host_bytes(self)
+        if not isinstance(idx, slice) and isinstance(idx, (int, np.integer)) and not -raw.size <= idx < raw.size:
+            raise RuntimeError(f"UntypedStorage.__setitem__: out of bounds (index {idx} for a storage of "
+                               f"{raw.size} bytes)")
         raw[idx if isinstance(idx, slice) else _check_index(idx, raw.size)] = int(value) & 0xFF
         put_bytes(self, raw)
 
     def fill_(self, value):
         """Mirrors ``torch.UntypedStorage.fill_``: every byte becomes ``value`` (modulo 256).
-        Returns the storage."""
+        Returns the storage. RuntimeError, as torch, for a value that is not an int."""
+        if not isinstance(value, (int, np.integer)):
+            raise RuntimeError(f"UntypedStorage.fill_: fill_ expects int, but got {type(value).__name__}")
         raw = host_bytes(self)
         raw[:] = int(value) & 0xFF
         put_bytes(self, raw)
@@ -172,6 +181,14 @@ def _storage_from_numpy(array):
         return Storage(to_device(np.array(array)))
 
 
+def _check_element(value, dtype):
+    """TypeError, as torch's typed storages, for a value that is not a number (or a tensor)."""
+    if not isinstance(value, (int, float, complex, np.generic)) and not hasattr(value, "item"):
+        from .._ops.dtypes import SCALAR_NAMES
+        raise TypeError(f"TypedStorage: can't assign a {type(value).__name__} to a torch.{SCALAR_NAMES[dtype.name]}Tensor;"
+                        " pass a number")
+
+
 def _check_index(idx, size):
     if not isinstance(idx, (int, np.integer)):
         raise TypeError(f"storage indices must be integers or slices, not {type(idx).__name__}")
@@ -229,6 +246,9 @@ class TypedStorage:
     def __init__(self, *args, dtype=None, device=None, wrap_storage=None, _internal=False):
         from .._ops.dtypes import get_default_dtype, to_dtype
         _warn_typed()
+        if dtype is not None and not isinstance(dtype, type(get_default_dtype())):   # torch: a dtype only
+            raise RuntimeError(f"TypedStorage(): expected torch.dtype, but got {type(dtype)}; pass e.g. "
+                               "dtype=torch.float32")
         dtype = get_default_dtype() if dtype is None else to_dtype(dtype)
         if wrap_storage is not None:
             if args or not isinstance(wrap_storage, Storage):
@@ -309,11 +329,13 @@ class TypedStorage:
         return _python_values(elems[_check_index(idx, elems.size)])
 
     def __setitem__(self, idx, value):
+        _check_element(value, self.dtype)
         elems = self._elements()
         elems[idx if isinstance(idx, slice) else _check_index(idx, elems.size)] = value
         self._put(elems)
 
     def fill_(self, value):
+        _check_element(value, self.dtype)
         elems = self._elements()
         elems[:] = value
         self._put(elems)
@@ -409,6 +431,9 @@ def new_storage(data, dtype, device=None) -> Storage:
     from .device import device as _device
     if isinstance(data, (bool, str, bytes)) or not isinstance(data, (int, np.integer)) and not hasattr(data, "__len__"):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if isinstance(data, (int, np.integer)) and data < 0:   # torch's allocator refuses the size
+        raise RuntimeError(f"storage: alloc_cpu() seems to have been called with negative number: {int(data)} "
+                           "elements; pass a size >= 0")
     npd = dtype.np
     where = _device("cpu" if device is None else device)
     if where.type == "meta":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import jax
 
+import numpy as np
+
 from .._ops import dtypes as _dt
 from .._x64 import x64_scope
 from .._ops.registry import OPS
@@ -38,7 +40,21 @@ class UntypedStorage(metaclass=_UntypedStorageType):
         if len(args) > 1:
             raise TypeError(f"UntypedStorage(): expected no arguments, (int size) or (Sequence data), got "
                             f"{len(args)} positional arguments")
-        return new_storage(args[0] if args else 0, _dt.uint8, device)
+        data = args[0] if args else 0
+        # torch's UntypedStorage constructor: RuntimeError for data that is neither a size nor a
+        # sequence of ints (bytes are one); the typed storages' parser gives TypeError instead
+        if isinstance(data, bytes):
+            data = list(data)
+        elif isinstance(data, str) or not isinstance(data, (int, np.integer)) and not hasattr(data, "__len__"):
+            raise RuntimeError(f"torch.UntypedStorage(): Expected a sequence type, but got {type(data).__name__}; "
+                               "pass a size in bytes or a sequence of ints")
+        elif not isinstance(data, (int, np.integer)):
+            bad = next((v for v in data if not isinstance(v, (int, np.integer))), None)
+            if bad is not None:
+                raise RuntimeError(f"torch.UntypedStorage(): tried to construct a storage from a sequence "
+                                   f"({type(data).__name__}), but one of the items was of type {type(bad).__name__} "
+                                   "instead of int")
+        return new_storage(data, _dt.uint8, device)
 
 
 class _LegacyStorageType(type):

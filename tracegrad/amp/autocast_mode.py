@@ -58,6 +58,9 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     Raises RuntimeError for an unknown device type."""
     if enabled is None and isinstance(device_type, bool):
         device_type, enabled = "cuda", device_type
+    elif not isinstance(enabled, bool):   # torch's parser: a bool only
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position 2) must be bool, not "
+                        f"{type(enabled).__name__}; pass True or False")
     device_type = _device_type(device_type, "set_autocast_enabled")
     _autocast.set_dtype(device_type, get_autocast_dtype(device_type) if enabled else None)
 
@@ -167,14 +170,24 @@ def _cast_floating(value, dtype):
     return value
 
 
-def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
+def _check_device_type(device_type):
+    if not isinstance(device_type, str):   # torch's check, before the decorator is built
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`; pass "
+                         "device_type='cpu' or 'cuda'")
+
+
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
     """Mirrors ``torch.amp.custom_fwd`` for a custom Function's ``forward``: with ``cast_inputs``
-    and autocast active, floating inputs are cast to it and the body runs with autocast off."""
+    and autocast active, floating inputs are cast to it and the body runs with autocast off.
+    ``device_type`` is required (TypeError without it, ValueError for a non-str); an unknown
+    device type is a RuntimeError when the forward runs, as torch."""
+    _check_device_type(device_type)
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 
     @functools.wraps(fwd)
     def decorate_fwd(*args, **kwargs):
+        get_autocast_dtype(device_type)   # (RuntimeError for an unknown device type)
         if cast_inputs is None or not is_autocast_enabled(device_type):
             return fwd(*args, **kwargs)
         with autocast(device_type, enabled=False):
@@ -182,9 +195,16 @@ def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
     return decorate_fwd
 
 
-def custom_bwd(bwd=None, *, device_type="cuda"):
-    """Mirrors ``torch.amp.custom_bwd``: accepted; the backward runs under the autocast state
-    active when the engine calls it."""
+def custom_bwd(bwd=None, *, device_type):
+    """Mirrors ``torch.amp.custom_bwd``: the backward runs under the autocast state active when
+    the engine calls it. ``device_type`` is required (TypeError without it, ValueError for a
+    non-str); an unknown device type is a RuntimeError when the backward runs, as torch."""
+    _check_device_type(device_type)
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
-    return bwd
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        get_autocast_dtype(device_type)   # (RuntimeError for an unknown device type)
+        return bwd(*args, **kwargs)
+    return decorate_bwd

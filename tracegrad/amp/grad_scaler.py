@@ -138,11 +138,15 @@ class GradScaler:
                 if isinstance(new_scale, float):
                     self._scale.fill_(new_scale)
                 else:
-                    if not (isinstance(new_scale, tracegrad.Tensor) and new_scale.numel() == 1
-                            and new_scale.dtype is tracegrad.float32 and not new_scale.requires_grad):
-                        raise AssertionError("new_scale should be a float or a 1-element torch.FloatTensor "
-                                             "with requires_grad=False.")
-                    self._scale.copy_(new_scale.reshape(()))
+                    # torch asserts the device, size and requires_grad (its copy_ converts the
+                    # dtype); it reads new_scale.device first, so a non-tensor is an AttributeError
+                    reason = "new_scale should be a float or a 1-element torch.FloatTensor with requires_grad=False."
+                    if not isinstance(new_scale, tracegrad.Tensor):
+                        raise AttributeError(f"GradScaler.update: '{type(new_scale).__name__}' object has no "
+                                             f"attribute 'device'; {reason}")
+                    if new_scale.numel() != 1 or new_scale.requires_grad:
+                        raise AssertionError(reason)
+                    self._scale.copy_(new_scale)   # (as torch: a 1-element 1-d scale does not fit the 0-d one)
             else:
                 found = [s["found_inf"] for s in self._per_optimizer_states.values() if s["found_inf"] is not None]
                 if not found:

@@ -175,8 +175,12 @@ class _FlagContext(_DecoratorContextManager):
     """A process-wide autograd switch set at construction (as a call) and restored on exit,
     like ``set_grad_enabled``; ``FLAG`` is the subclass's one-element list."""
     FLAG: list
+    C_NAME: str      # the torch._C setter, whose parser takes a bool only
 
     def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            raise TypeError(f"{self.C_NAME}(): argument 'enabled' (position 1) must be bool, not "
+                            f"{type(mode).__name__}; pass True or False")
         self.prev, self.mode = self.FLAG[0], bool(mode)
         self.FLAG[0] = self.mode
 
@@ -200,6 +204,7 @@ class set_multithreading_enabled(_FlagContext):
     device's work runs in order there, as torch's CPU queue does); the flag is kept for programs
     that read it (``is_multithreading_enabled``)."""
     FLAG = _MULTITHREADING
+    C_NAME = "set_multithreading_enabled"
 
 
 class _force_original_view_tracking(_FlagContext):
@@ -209,6 +214,7 @@ class _force_original_view_tracking(_FlagContext):
     made while it is on regenerates its grad_fn after an in-place write as the view op's node
     (``ViewBackward0``), not ``AsStridedBackward0``, as torch."""
     FLAG = _VIEW_REPLAY
+    C_NAME = "set_view_replay_enabled"
 
 
 def is_multithreading_enabled() -> bool:

@@ -30,6 +30,9 @@ def disable_saved_tensors_hooks(error_message):
         RuntimeError(error_message): on entry, when ``saved_tensors_hooks`` are already active
         (as torch: the hooks in force could not be honoured inside the block).
     """
+    if not isinstance(error_message, str):   # torch's binding takes a str only (on entry)
+        raise TypeError(f"_saved_tensors_hooks_disable(): incompatible function arguments: error_message must be "
+                        f"a str, not {type(error_message).__name__}")
     prev = _DISABLED[0]
     _DISABLED[0] = error_message
     try:
@@ -78,6 +81,10 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                 fn(grad)
         return _MultiHandle(tuple(t.register_hook(first) for t in tensors if t.requires_grad))
 
+    for t in tensors:   # torch asserts each tensor has a grad_fn or a grad accumulator
+        if isinstance(t, Tensor) and not t.requires_grad:
+            raise AssertionError("register_multi_grad_hook: Expected gradient function to be set (a tensor that "
+                                 "does not require grad has no gradient to wait for)")
     nodes = [get_gradient_edge(t).node for t in tensors]
     pending = {}             # graph task id -> [gradients so far, how many still to come]
 

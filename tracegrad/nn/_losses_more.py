@@ -231,6 +231,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
+    check_tensors("poisson_nll_loss", input, target, names=("input", "target"))   # the parser: TypeError for a list
     eps = require_float("poisson_nll_loss", "eps", eps, 5)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:

@@ -84,6 +84,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                              f"{tracegrad.Size(input.shape)}")
     momentum = require_float("instance_norm", "momentum", momentum, 7)   # the parser's, as torch.instance_norm
     eps = require_float("instance_norm", "eps", eps, 8)
+    # aten's instance_norm checks the running statistics before its batch norm: both are needed
+    # without input statistics, and (the batch norm's check) one alone is refused
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("instance_norm: running_mean and running_var must either both be None or neither be None")
     b, c = input.shape[:2]
     x = input.reshape(1, b * c, *input.shape[2:])
     rm = None if running_mean is None else running_mean.repeat(b)

@@ -1286,7 +1286,12 @@ class Module:
 
     def register_state_dict_post_hook(self, hook):
         """Mirrors ``torch.nn.Module.register_state_dict_post_hook``: ``hook(module, state_dict,
-        prefix, local_metadata)`` runs after the module (and its children) saved; edits in place."""
+        prefix, local_metadata)`` runs after the module (and its children) saved; edits in place.
+        AttributeError for a hook that is not callable (torch marks the hook with an attribute
+        first, which a number or string cannot take)."""
+        if not callable(hook):
+            raise AttributeError(f"register_state_dict_post_hook: '{type(hook).__name__}' object has no attribute "
+                                 "'_from_public_api'; pass a callable hook(module, state_dict, prefix, local_metadata)")
         return _add(self._hook_dict("_state_dict_hooks"), _Hook(hook))
 
     def _register_state_dict_hook(self, hook):
