@@ -1139,3 +1139,248 @@ def _nri_program(decoder_kind, hard, use_prior):
                                                      ("rnn", False, False)])
 def test_nri_program(decoder_kind, hard, prior):
     run_both(_nri_program(decoder_kind, hard, prior), rtol=1e-4, atol=1e-5)
+
+
+# ---- kaushalshetty/Structured-Self-Attention ----------------------------------------------------
+def _ssa_modules(torch):
+    # ``attention/model.py`` and ``attention/train.py`` at 5592dec (MIT), docstrings shortened;
+    # ``import keras`` left out (unused there)
+    Variable = torch.autograd.Variable
+    F = torch.nn.functional
+
+    class StructuredSelfAttention(torch.nn.Module):
+        """
+        The class is an implementation of the paper A Structured Self-Attentive Sentence Embedding including regularization
+        and without pruning. Slight modifications have been done for speedup
+        """
+
+        def __init__(self,batch_size,lstm_hid_dim,d_a,r,max_len,emb_dim=100,vocab_size=None,use_pretrained_embeddings = False,embeddings=None,type=0,n_classes = 1):
+            super(StructuredSelfAttention,self).__init__()
+
+            self.embeddings,emb_dim = self._load_embeddings(use_pretrained_embeddings,embeddings,vocab_size,emb_dim)
+            self.lstm = torch.nn.LSTM(emb_dim,lstm_hid_dim,1,batch_first=True)
+            self.linear_first = torch.nn.Linear(lstm_hid_dim,d_a)
+            self.linear_first.bias.data.fill_(0)
+            self.linear_second = torch.nn.Linear(d_a,r)
+            self.linear_second.bias.data.fill_(0)
+            self.n_classes = n_classes
+            self.linear_final = torch.nn.Linear(lstm_hid_dim,self.n_classes)
+            self.batch_size = batch_size
+            self.max_len = max_len
+            self.lstm_hid_dim = lstm_hid_dim
+            self.hidden_state = self.init_hidden()
+            self.r = r
+            self.type = type
+
+        def _load_embeddings(self,use_pretrained_embeddings,embeddings,vocab_size,emb_dim):
+            """Load the embeddings based on flag"""
+
+            if use_pretrained_embeddings is True and embeddings is None:
+                raise Exception("Send a pretrained word embedding as an argument")
+
+            if not use_pretrained_embeddings and vocab_size is None:
+                raise Exception("Vocab size cannot be empty")
+
+            if not use_pretrained_embeddings:
+                word_embeddings = torch.nn.Embedding(vocab_size,emb_dim,padding_idx=0)
+
+            elif use_pretrained_embeddings:
+                word_embeddings = torch.nn.Embedding(embeddings.size(0), embeddings.size(1))
+                word_embeddings.weight = torch.nn.Parameter(embeddings)
+                emb_dim = embeddings.size(1)
+
+            return word_embeddings,emb_dim
+
+        def softmax(self,input, axis=1):
+            input_size = input.size()
+            trans_input = input.transpose(axis, len(input_size)-1)
+            trans_size = trans_input.size()
+            input_2d = trans_input.contiguous().view(-1, trans_size[-1])
+            soft_max_2d = F.softmax(input_2d)
+            soft_max_nd = soft_max_2d.view(*trans_size)
+            return soft_max_nd.transpose(axis, len(input_size)-1)
+
+        def init_hidden(self):
+            return (Variable(torch.zeros(1,self.batch_size,self.lstm_hid_dim)),Variable(torch.zeros(1,self.batch_size,self.lstm_hid_dim)))
+
+        def forward(self,x):
+            embeddings = self.embeddings(x)
+            outputs, self.hidden_state = self.lstm(embeddings.view(self.batch_size,self.max_len,-1),self.hidden_state)
+            x = F.tanh(self.linear_first(outputs))
+            x = self.linear_second(x)
+            x = self.softmax(x,1)
+            attention = x.transpose(1,2)
+            sentence_embeddings = attention@outputs
+            avg_sentence_embeddings = torch.sum(sentence_embeddings,1)/self.r
+
+            if not bool(self.type):
+                output = F.sigmoid(self.linear_final(avg_sentence_embeddings))
+
+                return output,attention
+            else:
+                return F.log_softmax(self.linear_final(avg_sentence_embeddings)),attention
+
+        #Regularization
+        def l2_matrix_norm(self,m):
+            return torch.sum(torch.sum(torch.sum(m**2,1),1)**0.5).type(torch.DoubleTensor)
+
+    def train(attention_model,train_loader,criterion,optimizer,epochs = 5,use_regularization = False,C=0,clip=False):
+        losses = []
+        accuracy = []
+        for i in range(epochs):
+            print("Running EPOCH",i+1)
+            total_loss = 0
+            n_batches = 0
+            correct = 0
+
+            for batch_idx,train in enumerate(train_loader):
+
+                attention_model.hidden_state = attention_model.init_hidden()
+                x,y = Variable(train[0]),Variable(train[1])
+                y_pred,att = attention_model(x)
+
+                #penalization AAT - I
+                if use_regularization:
+                    attT = att.transpose(1,2)
+                    identity = torch.eye(att.size(1))
+                    identity = Variable(identity.unsqueeze(0).expand(train_loader.batch_size,att.size(1),att.size(1)))
+                    penal = attention_model.l2_matrix_norm(att@attT - identity)
+
+
+                if not bool(attention_model.type) :
+                    #binary classification
+                    #Adding a very small value to prevent BCELoss from outputting NaN's
+                    correct+=torch.eq(torch.round(y_pred.type(torch.DoubleTensor).squeeze(1)),y).data.sum()
+                    if use_regularization:
+                        try:
+                            loss = criterion(y_pred.type(torch.DoubleTensor).squeeze(1)+1e-8,y) + C * penal/train_loader.batch_size
+
+                        except RuntimeError:
+                            raise Exception("BCELoss gets nan values on regularization. Either remove regularization or add very small values")
+                    else:
+                        loss = criterion(y_pred.type(torch.DoubleTensor).squeeze(1),y)
+
+
+                else:
+
+                    correct+=torch.eq(torch.max(y_pred,1)[1],y.type(torch.LongTensor)).data.sum()
+                    if use_regularization:
+                        loss = criterion(y_pred,y) + (C * penal/train_loader.batch_size).type(torch.FloatTensor)
+                    else:
+                        loss = criterion(y_pred,y)
+
+
+                total_loss+=loss.data
+                optimizer.zero_grad()
+                loss.backward()
+
+                #gradient clipping
+                if clip:
+                    torch.nn.utils.clip_grad_norm(attention_model.parameters(),0.5)
+                optimizer.step()
+                n_batches+=1
+
+            print("avg_loss is",total_loss/n_batches)
+            print("Accuracy of the model",correct/(n_batches*train_loader.batch_size))
+            losses.append(total_loss/n_batches)
+            accuracy.append(correct/(n_batches*train_loader.batch_size))
+        return losses,accuracy
+
+    def evaluate(attention_model,x_test,y_test):
+        attention_model.batch_size = x_test.shape[0]
+        attention_model.hidden_state = attention_model.init_hidden()
+        x_test_var = Variable(torch.from_numpy(x_test).type(torch.LongTensor))
+        y_test_pred,_ = attention_model(x_test_var)
+        if bool(attention_model.type):
+            y_preds = torch.max(y_test_pred,1)[1]
+            y_test_var = Variable(torch.from_numpy(y_test).type(torch.LongTensor))
+
+        else:
+            y_preds = torch.round(y_test_pred.type(torch.DoubleTensor).squeeze(1))
+            y_test_var = Variable(torch.from_numpy(y_test).type(torch.DoubleTensor))
+
+        return torch.eq(y_preds,y_test_var).data.sum()/x_test_var.size(0)
+
+    def get_activation_wts(attention_model,x):
+        attention_model.batch_size = x.size(0)
+        attention_model.hidden_state = attention_model.init_hidden()
+        _,wts = attention_model(x)
+        return wts
+
+    return StructuredSelfAttention, train, evaluate, get_activation_wts
+
+
+def _padded_reviews(n, maxlen, vocab, n_classes, seed):
+    # a stand-in for the IMDB/Reuters sets after ``pad_sequences``: left-padded with 0
+    rs = np.random.RandomState(seed)
+    x = np.zeros((n, maxlen), dtype=np.int64)
+    for i in range(n):
+        k = rs.randint(2, maxlen + 1)
+        x[i, maxlen - k:] = rs.randint(1, vocab, k)
+    y = rs.randint(0, n_classes, n)
+    return x, y
+
+
+def _ssa_program(kind):
+    def program(torch, log):
+        StructuredSelfAttention, train, evaluate, get_activation_wts = _ssa_modules(torch)
+        data_utils = torch.utils.data
+        MAXLENGTH, vocab = 7, 12
+        n_classes = 2 if kind == "binary" else 3
+        x_train, y_train = _padded_reviews(8, MAXLENGTH, vocab, n_classes, 61)
+        x_test, y_test = _padded_reviews(5, MAXLENGTH, vocab, n_classes, 62)
+        # ``utils/data_loader.py``'s loaders: labels float64 for BCELoss, int64 for NLLLoss
+        if kind == "binary":
+            train_data = data_utils.TensorDataset(torch.from_numpy(x_train).type(torch.LongTensor),
+                                                  torch.from_numpy(y_train).type(torch.DoubleTensor))
+        else:
+            train_data = data_utils.TensorDataset(torch.from_numpy(x_train).type(torch.LongTensor),
+                                                  torch.from_numpy(y_train).type(torch.LongTensor))
+        train_loader = data_utils.DataLoader(train_data, batch_size=4, drop_last=True)
+        attention_model = StructuredSelfAttention(
+            batch_size=train_loader.batch_size, lstm_hid_dim=5, d_a=4, r=3, vocab_size=vocab,
+            max_len=MAXLENGTH, emb_dim=6, type=0 if kind == "binary" else 1,
+            n_classes=1 if kind == "binary" else n_classes)
+        init_params(torch, attention_model, 63, scale=0.5)
+        print(attention_model)
+        # ``classification.py``'s ``binary_classfication``/``multiclass_classification`` with
+        # regularization and clipping, 3 epochs, RMSprop at lr 0.01 (the default)
+        loss = torch.nn.BCELoss() if kind == "binary" else torch.nn.NLLLoss()
+        optimizer = torch.optim.RMSprop(attention_model.parameters())
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            losses, accuracy = train(attention_model, train_loader, loss, optimizer, 3, True, 1.0, True)
+        log("warnings", _warned(w))
+        log("losses", losses)
+        log("accuracy", accuracy)
+        log("hidden", attention_model.hidden_state)
+        for n, p in attention_model.named_parameters():
+            if n == "linear_second.bias":
+                continue   # constant over the time steps the softmax normalises: a no-op
+            log(n, p)
+            log(n + ".grad", p.grad)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            acc = evaluate(attention_model, x_test, y_test)
+            log("evaluate", acc)
+            wts = get_activation_wts(attention_model, torch.from_numpy(x_test[:3]).type(torch.LongTensor))
+        print(wts.size())
+        log("wts", wts)
+        log("wts sum", torch.sum(wts, 1).data.numpy().tolist())
+        try:
+            StructuredSelfAttention(2, 3, 2, 2, 4)
+        except Exception as e:
+            log("no vocab", str(e))
+        pre = StructuredSelfAttention(2, 3, 2, 2, 4, use_pretrained_embeddings=True,
+                                      embeddings=torch.ones(5, 3))
+        log("pretrained", [pre.embeddings.weight, pre.lstm.input_size])
+
+    return program
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_structured_self_attention_program(kind):
+    # RMSprop's first steps are lr * 10 * sign(grad) whatever the gradient's size: the attention
+    # MLP's gradients (1e-4 and below, float32 noise 1e-9 on both sides against float64) make
+    # steps that differ by up to 1e-4 after six updates
+    run_both(_ssa_program(kind), rtol=1e-3, atol=2e-4)
