@@ -69,6 +69,11 @@ class _SeededDraws(SeededTorch):
             size = tuple(size[0])
         return super().rand(*size)
 
+    def randn(self, *size):
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        return super().randn(*size)
+
     def normal(self, mean, std):
         return mean + std * self._make(self._rs.standard_normal(tuple(mean.shape)))
 
@@ -1384,3 +1389,1109 @@ def test_structured_self_attention_program(kind):
     # MLP's gradients (1e-4 and below, float32 noise 1e-9 on both sides against float64) make
     # steps that differ by up to 1e-4 after six updates
     run_both(_ssa_program(kind), rtol=1e-3, atol=2e-4)
+
+
+# ---- wohlert/semi-supervised-pytorch -----------------------------------------------------------
+def _ssl_modules(torch):
+    # ``semi-supervised/`` at 7cde495 (MIT): ``utils.py``, ``inference/distributions.py``,
+    # ``layers/stochastic.py``, ``layers/flow.py``, ``inference/variational.py``,
+    # ``models/vae.py`` and ``models/dgm.py`` in import order, their import lines as the names below
+    import math
+    from itertools import repeat
+    nn = torch.nn
+    F = nn.functional
+    init = nn.init
+    Variable = torch.autograd.Variable
+
+    # ---- semi-supervised/utils.py
+
+
+    def enumerate_discrete(x, y_dim):
+        """
+        Generates a `torch.Tensor` of size batch_size x n_labels of
+        the given label.
+
+        Example: generate_label(2, 1, 3) #=> torch.Tensor([[0, 1, 0],
+                                                           [0, 1, 0]])
+        :param x: tensor with batch size to mimic
+        :param y_dim: number of total labels
+        :return variable
+        """
+        def batch(batch_size, label):
+            labels = (torch.ones(batch_size, 1) * label).type(torch.LongTensor)
+            y = torch.zeros((batch_size, y_dim))
+            y.scatter_(1, labels, 1)
+            return y.type(torch.LongTensor)
+
+        batch_size = x.size(0)
+        generated = torch.cat([batch(batch_size, i) for i in range(y_dim)])
+
+        if x.is_cuda:
+            generated = generated.cuda()
+
+        return Variable(generated.float())
+
+
+    def onehot(k):
+        """
+        Converts a number to its one-hot or 1-of-k representation
+        vector.
+        :param k: (int) length of vector
+        :return: onehot function
+        """
+        def encode(label):
+            y = torch.zeros(k)
+            if label < k:
+                y[label] = 1
+            return y
+        return encode
+
+
+    def log_sum_exp(tensor, dim=-1, sum_op=torch.sum):
+        """
+        Uses the LogSumExp (LSE) as an approximation for the sum in a log-domain.
+        :param tensor: Tensor to compute LSE over
+        :param dim: dimension to perform operation over
+        :param sum_op: reductive operation to be applied, e.g. torch.sum or torch.mean
+        :return: LSE
+        """
+        max, _ = torch.max(tensor, dim=dim, keepdim=True)
+        return torch.log(sum_op(torch.exp(tensor - max), dim=dim, keepdim=True) + 1e-8) + max
+
+    # ---- semi-supervised/inference/distributions.py
+
+
+    def log_standard_gaussian(x):
+        """
+        Evaluates the log pdf of a standard normal distribution at x.
+
+        :param x: point to evaluate
+        :return: log N(x|0,I)
+        """
+        return torch.sum(-0.5 * math.log(2 * math.pi) - x ** 2 / 2, dim=-1)
+
+
+    def log_gaussian(x, mu, log_var):
+        """
+        Returns the log pdf of a normal distribution parametrised
+        by mu and log_var evaluated at x.
+
+        :param x: point to evaluate
+        :param mu: mean of distribution
+        :param log_var: log variance of distribution
+        :return: log N(x|µ,σ)
+        """
+        log_pdf = - 0.5 * math.log(2 * math.pi) - log_var / 2 - (x - mu)**2 / (2 * torch.exp(log_var))
+        return torch.sum(log_pdf, dim=-1)
+
+
+    def log_standard_categorical(p):
+        """
+        Calculates the cross entropy between a (one-hot) categorical vector
+        and a standard (uniform) categorical distribution.
+
+        :param p: one-hot categorical distribution
+        :return: H(p, u)
+        """
+        # Uniform prior over y
+        prior = F.softmax(torch.ones_like(p), dim=1)
+        prior.requires_grad = False
+
+        cross_entropy = -torch.sum(p * torch.log(prior + 1e-8), dim=1)
+
+        return cross_entropy
+
+    # ---- semi-supervised/layers/stochastic.py
+
+
+    class Stochastic(nn.Module):
+        """
+        Base stochastic layer that uses the
+        reparametrization trick [Kingma 2013]
+        to draw a sample from a distribution
+        parametrised by mu and log_var.
+        """
+        def reparametrize(self, mu, log_var):
+            epsilon = Variable(torch.randn(mu.size()), requires_grad=False)
+
+            if mu.is_cuda:
+                epsilon = epsilon.cuda()
+
+            # log_std = 0.5 * log_var
+            # std = exp(log_std)
+            std = log_var.mul(0.5).exp_()
+
+            # z = std * epsilon + mu
+            z = mu.addcmul(std, epsilon)
+
+            return z
+
+    class GaussianSample(Stochastic):
+        """
+        Layer that represents a sample from a
+        Gaussian distribution.
+        """
+        def __init__(self, in_features, out_features):
+            super(GaussianSample, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+
+            self.mu = nn.Linear(in_features, out_features)
+            self.log_var = nn.Linear(in_features, out_features)
+
+        def forward(self, x):
+            mu = self.mu(x)
+            log_var = F.softplus(self.log_var(x))
+
+            return self.reparametrize(mu, log_var), mu, log_var
+
+
+    class GaussianMerge(GaussianSample):
+        """
+        Precision weighted merging of two Gaussian
+        distributions.
+        Merges information from z into the given
+        mean and log variance and produces
+        a sample from this new distribution.
+        """
+        def __init__(self, in_features, out_features):
+            super(GaussianMerge, self).__init__(in_features, out_features)
+
+        def forward(self, z, mu1, log_var1):
+            # Calculate precision of each distribution
+            # (inverse variance)
+            mu2 = self.mu(z)
+            log_var2 = F.softplus(self.log_var(z))
+            precision1, precision2 = (1/torch.exp(log_var1), 1/torch.exp(log_var2))
+
+            # Merge distributions into a single new
+            # distribution
+            mu = ((mu1 * precision1) + (mu2 * precision2)) / (precision1 + precision2)
+
+            var = 1 / (precision1 + precision2)
+            log_var = torch.log(var + 1e-8)
+
+            return self.reparametrize(mu, log_var), mu, log_var
+
+
+    class GumbelSoftmax(Stochastic):
+        """
+        Layer that represents a sample from a categorical
+        distribution. Enables sampling and stochastic
+        backpropagation using the Gumbel-Softmax trick.
+        """
+        def __init__(self, in_features, out_features, n_distributions):
+            super(GumbelSoftmax, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.n_distributions = n_distributions
+
+            self.logits = nn.Linear(in_features, n_distributions*out_features)
+
+        def forward(self, x, tau=1.0):
+            logits = self.logits(x).view(-1, self.n_distributions)
+
+            # variational distribution over categories
+            softmax = F.softmax(logits, dim=-1) #q_y
+            sample = self.reparametrize(logits, tau).view(-1, self.n_distributions, self.out_features)
+            sample = torch.mean(sample, dim=1)
+
+            return sample, softmax
+
+        def reparametrize(self, logits, tau=1.0):
+            epsilon = Variable(torch.rand(logits.size()), requires_grad=False)
+
+            if logits.is_cuda:
+                epsilon = epsilon.cuda()
+
+            # Gumbel distributed noise
+            gumbel = -torch.log(-torch.log(epsilon+1e-8)+1e-8)
+            # Softmax as a continuous approximation of argmax
+            y = F.softmax((logits + gumbel)/tau, dim=1)
+            return y
+
+    # ---- semi-supervised/layers/flow.py
+
+
+    class PlanarNormalizingFlow(nn.Module):
+        """
+        Planar normalizing flow [Rezende & Mohamed 2015].
+        Provides a tighter bound on the ELBO by giving more expressive
+        power to the approximate distribution, such as by introducing
+        covariance between terms.
+        """
+        def __init__(self, in_features):
+            super(PlanarNormalizingFlow, self).__init__()
+            self.u = nn.Parameter(torch.randn(in_features))
+            self.w = nn.Parameter(torch.randn(in_features))
+            self.b = nn.Parameter(torch.ones(1))
+
+        def forward(self, z):
+            # Create uhat such that it is parallel to w
+            uw = torch.dot(self.u, self.w)
+            muw = -1 + F.softplus(uw)
+            uhat = self.u + (muw - uw) * torch.transpose(self.w, 0, -1) / torch.sum(self.w ** 2)
+
+            # Equation 21 - Transform z
+            zwb = torch.mv(z, self.w) + self.b
+
+            f_z = z + (uhat.view(1, -1) * F.tanh(zwb).view(-1, 1))
+
+            # Compute the Jacobian using the fact that
+            # tanh(x) dx = 1 - tanh(x)**2
+            psi = (1 - F.tanh(zwb)**2).view(-1, 1) * self.w.view(1, -1)
+            psi_u = torch.mv(psi, uhat)
+
+            # Return the transformed output along
+            # with log determninant of J
+            logdet_jacobian = torch.log(torch.abs(1 + psi_u) + 1e-8)
+
+            return f_z, logdet_jacobian
+
+
+    class NormalizingFlows(nn.Module):
+        """
+        Presents a sequence of normalizing flows as a torch.nn.Module.
+        """
+        def __init__(self, in_features, flow_type=PlanarNormalizingFlow, n_flows=1):
+            super(NormalizingFlows, self).__init__()
+            self.flows = nn.ModuleList([flow_type(in_features) for _ in range(n_flows)])
+
+        def forward(self, z):
+            log_det_jacobian = []
+
+            for flow in self.flows:
+                z, j = flow(z)
+                log_det_jacobian.append(j)
+
+            return z, sum(log_det_jacobian)
+
+    # ---- semi-supervised/inference/variational.py
+
+
+
+    class ImportanceWeightedSampler(object):
+        """
+        Importance weighted sampler [Burda 2015] to
+        be used in conjunction with SVI.
+        """
+        def __init__(self, mc=1, iw=1):
+            """
+            Initialise a new sampler.
+            :param mc: number of Monte Carlo samples
+            :param iw: number of Importance Weighted samples
+            """
+            self.mc = mc
+            self.iw = iw
+
+        def resample(self, x):
+            return x.repeat(self.mc * self.iw, 1)
+
+        def __call__(self, elbo):
+            elbo = elbo.view(self.mc, self.iw, -1)
+            elbo = torch.mean(log_sum_exp(elbo, dim=1, sum_op=torch.mean), dim=0)
+            return elbo.view(-1)
+
+
+    class DeterministicWarmup(object):
+        """
+        Linear deterministic warm-up as described in
+        [Sønderby 2016].
+        """
+        def __init__(self, n=100, t_max=1):
+            self.t = 0
+            self.t_max = t_max
+            self.inc = 1/n
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            t = self.t + self.inc
+
+            self.t = self.t_max if t > self.t_max else t
+            return self.t
+
+
+    class SVI(nn.Module):
+        """
+        Stochastic variational inference (SVI).
+        """
+        base_sampler = ImportanceWeightedSampler(mc=1, iw=1)
+        def __init__(self, model, likelihood=F.binary_cross_entropy, beta=repeat(1), sampler=base_sampler):
+            """
+            Initialises a new SVI optimizer for semi-
+            supervised learning.
+            :param model: semi-supervised model to evaluate
+            :param likelihood: p(x|y,z) for example BCE or MSE
+            :param sampler: sampler for x and y, e.g. for Monte Carlo
+            :param beta: warm-up/scaling of KL-term
+            """
+            super(SVI, self).__init__()
+            self.model = model
+            self.likelihood = likelihood
+            self.sampler = sampler
+            self.beta = beta
+
+        def forward(self, x, y=None):
+            is_labelled = False if y is None else True
+
+            # Prepare for sampling
+            xs, ys = (x, y)
+
+            # Enumerate choices of label
+            if not is_labelled:
+                ys = enumerate_discrete(xs, self.model.y_dim)
+                xs = xs.repeat(self.model.y_dim, 1)
+
+            # Increase sampling dimension
+            xs = self.sampler.resample(xs)
+            ys = self.sampler.resample(ys)
+
+            reconstruction = self.model(xs, ys)
+
+            # p(x|y,z)
+            likelihood = -self.likelihood(reconstruction, xs)
+
+            # p(y)
+            prior = -log_standard_categorical(ys)
+
+            # Equivalent to -L(x, y)
+            elbo = likelihood + prior - next(self.beta) * self.model.kl_divergence
+            L = self.sampler(elbo)
+
+            if is_labelled:
+                return torch.mean(L)
+
+            logits = self.model.classify(x)
+
+            L = L.view_as(logits.t()).t()
+
+            # Calculate entropy H(q(y|x)) and sum over all labels
+            H = -torch.sum(torch.mul(logits, torch.log(logits + 1e-8)), dim=-1)
+            L = torch.sum(torch.mul(logits, L), dim=-1)
+
+            # Equivalent to -U(x)
+            U = L + H
+            return torch.mean(U)
+
+    # ---- semi-supervised/models/vae.py
+
+
+
+    class Perceptron(nn.Module):
+        def __init__(self, dims, activation_fn=F.relu, output_activation=None):
+            super(Perceptron, self).__init__()
+            self.dims = dims
+            self.activation_fn = activation_fn
+            self.output_activation = output_activation
+
+            self.layers = nn.ModuleList(list(map(lambda d: nn.Linear(*d), list(zip(dims, dims[1:])))))
+
+        def forward(self, x):
+            for i, layer in enumerate(self.layers):
+                x = layer(x)
+                if i == len(self.layers)-1 and self.output_activation is not None:
+                    x = self.output_activation(x)
+                else:
+                    x = self.activation_fn(x)
+
+            return x
+
+
+
+    class Encoder(nn.Module):
+        def __init__(self, dims, sample_layer=GaussianSample):
+            """
+            Inference network
+
+            Attempts to infer the probability distribution
+            p(z|x) from the data by fitting a variational
+            distribution q_φ(z|x). Returns the two parameters
+            of the distribution (µ, log σ²).
+
+            :param dims: dimensions of the networks
+               given by the number of neurons on the form
+               [input_dim, [hidden_dims], latent_dim].
+            """
+            super(Encoder, self).__init__()
+
+            [x_dim, h_dim, z_dim] = dims
+            neurons = [x_dim, *h_dim]
+            linear_layers = [nn.Linear(neurons[i-1], neurons[i]) for i in range(1, len(neurons))]
+
+            self.hidden = nn.ModuleList(linear_layers)
+            self.sample = sample_layer(h_dim[-1], z_dim)
+
+        def forward(self, x):
+            for layer in self.hidden:
+                x = F.relu(layer(x))
+            return self.sample(x)
+
+
+    class Decoder(nn.Module):
+        def __init__(self, dims):
+            """
+            Generative network
+
+            Generates samples from the original distribution
+            p(x) by transforming a latent representation, e.g.
+            by finding p_θ(x|z).
+
+            :param dims: dimensions of the networks
+                given by the number of neurons on the form
+                [latent_dim, [hidden_dims], input_dim].
+            """
+            super(Decoder, self).__init__()
+
+            [z_dim, h_dim, x_dim] = dims
+
+            neurons = [z_dim, *h_dim]
+            linear_layers = [nn.Linear(neurons[i-1], neurons[i]) for i in range(1, len(neurons))]
+            self.hidden = nn.ModuleList(linear_layers)
+
+            self.reconstruction = nn.Linear(h_dim[-1], x_dim)
+
+            self.output_activation = nn.Sigmoid()
+
+        def forward(self, x):
+            for layer in self.hidden:
+                x = F.relu(layer(x))
+            return self.output_activation(self.reconstruction(x))
+
+
+    class VariationalAutoencoder(nn.Module):
+        def __init__(self, dims):
+            """
+            Variational Autoencoder [Kingma 2013] model
+            consisting of an encoder/decoder pair for which
+            a variational distribution is fitted to the
+            encoder. Also known as the M1 model in [Kingma 2014].
+
+            :param dims: x, z and hidden dimensions of the networks
+            """
+            super(VariationalAutoencoder, self).__init__()
+
+            [x_dim, z_dim, h_dim] = dims
+            self.z_dim = z_dim
+            self.flow = None
+
+            self.encoder = Encoder([x_dim, h_dim, z_dim])
+            self.decoder = Decoder([z_dim, list(reversed(h_dim)), x_dim])
+            self.kl_divergence = 0
+
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    init.xavier_normal(m.weight.data)
+                    if m.bias is not None:
+                        m.bias.data.zero_()
+
+        def _kld(self, z, q_param, p_param=None):
+            """
+            Computes the KL-divergence of
+            some element z.
+
+            KL(q||p) = -∫ q(z) log [ p(z) / q(z) ]
+                     = -E[log p(z) - log q(z)]
+
+            :param z: sample from q-distribuion
+            :param q_param: (mu, log_var) of the q-distribution
+            :param p_param: (mu, log_var) of the p-distribution
+            :return: KL(q||p)
+            """
+            (mu, log_var) = q_param
+
+            if self.flow is not None:
+                f_z, log_det_z = self.flow(z)
+                qz = log_gaussian(z, mu, log_var) - sum(log_det_z)
+                z = f_z
+            else:
+                qz = log_gaussian(z, mu, log_var)
+
+            if p_param is None:
+                pz = log_standard_gaussian(z)
+            else:
+                (mu, log_var) = p_param
+                pz = log_gaussian(z, mu, log_var)
+
+            kl = qz - pz
+
+            return kl
+
+        def add_flow(self, flow):
+            self.flow = flow
+
+        def forward(self, x, y=None):
+            """
+            Runs a data point through the model in order
+            to provide its reconstruction and q distribution
+            parameters.
+
+            :param x: input data
+            :return: reconstructed input
+            """
+            z, z_mu, z_log_var = self.encoder(x)
+
+            self.kl_divergence = self._kld(z, (z_mu, z_log_var))
+
+            x_mu = self.decoder(z)
+
+            return x_mu
+
+        def sample(self, z):
+            """
+            Given z ~ N(0, I) generates a sample from
+            the learned distribution based on p_θ(x|z).
+            :param z: (torch.autograd.Variable) Random normal variable
+            :return: (torch.autograd.Variable) generated sample
+            """
+            return self.decoder(z)
+
+
+    class GumbelAutoencoder(nn.Module):
+        def __init__(self, dims, n_samples=100):
+            super(GumbelAutoencoder, self).__init__()
+
+            [x_dim, z_dim, h_dim] = dims
+            self.z_dim = z_dim
+            self.n_samples = n_samples
+
+            self.encoder = Perceptron([x_dim, *h_dim])
+            self.sampler = GumbelSoftmax(h_dim[-1], z_dim, n_samples)
+            self.decoder = Perceptron([z_dim, *reversed(h_dim), x_dim], output_activation=F.sigmoid)
+
+            self.kl_divergence = 0
+
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    init.xavier_normal(m.weight.data)
+                    if m.bias is not None:
+                        m.bias.data.zero_()
+
+        def _kld(self, qz):
+            k = Variable(torch.FloatTensor([self.z_dim]), requires_grad=False)
+            kl = qz * (torch.log(qz + 1e-8) - torch.log(1.0/k))
+            kl = kl.view(-1, self.n_samples, self.z_dim)
+            return torch.sum(torch.sum(kl, dim=1), dim=1)
+
+        def forward(self, x, y=None, tau=1):
+            x = self.encoder(x)
+
+            sample, qz = self.sampler(x, tau)
+            self.kl_divergence = self._kld(qz)
+
+            x_mu = self.decoder(sample)
+
+            return x_mu
+
+        def sample(self, z):
+            return self.decoder(z)
+
+
+    class LadderEncoder(nn.Module):
+        def __init__(self, dims):
+            """
+            The ladder encoder differs from the standard encoder
+            by using batch-normalization and LReLU activation.
+            Additionally, it also returns the transformation x.
+
+            :param dims: dimensions [input_dim, [hidden_dims], [latent_dims]].
+            """
+            super(LadderEncoder, self).__init__()
+            [x_dim, h_dim, self.z_dim] = dims
+            self.in_features = x_dim
+            self.out_features = h_dim
+
+            self.linear = nn.Linear(x_dim, h_dim)
+            self.batchnorm = nn.BatchNorm1d(h_dim)
+            self.sample = GaussianSample(h_dim, self.z_dim)
+
+        def forward(self, x):
+            x = self.linear(x)
+            x = F.leaky_relu(self.batchnorm(x), 0.1)
+            return x, self.sample(x)
+
+
+    class LadderDecoder(nn.Module):
+        def __init__(self, dims):
+            """
+            The ladder dencoder differs from the standard encoder
+            by using batch-normalization and LReLU activation.
+            Additionally, it also returns the transformation x.
+
+            :param dims: dimensions of the networks
+                given by the number of neurons on the form
+                [latent_dim, [hidden_dims], input_dim].
+            """
+            super(LadderDecoder, self).__init__()
+
+            [self.z_dim, h_dim, x_dim] = dims
+
+            self.linear1 = nn.Linear(x_dim, h_dim)
+            self.batchnorm1 = nn.BatchNorm1d(h_dim)
+            self.merge = GaussianMerge(h_dim, self.z_dim)
+
+            self.linear2 = nn.Linear(x_dim, h_dim)
+            self.batchnorm2 = nn.BatchNorm1d(h_dim)
+            self.sample = GaussianSample(h_dim, self.z_dim)
+
+        def forward(self, x, l_mu=None, l_log_var=None):
+            if l_mu is not None:
+                # Sample from this encoder layer and merge
+                z = self.linear1(x)
+                z = F.leaky_relu(self.batchnorm1(z), 0.1)
+                q_z, q_mu, q_log_var = self.merge(z, l_mu, l_log_var)
+
+            # Sample from the decoder and send forward
+            z = self.linear2(x)
+            z = F.leaky_relu(self.batchnorm2(z), 0.1)
+            z, p_mu, p_log_var = self.sample(z)
+
+            if l_mu is None:
+                return z
+
+            return z, (q_z, (q_mu, q_log_var), (p_mu, p_log_var))
+
+
+    class LadderVariationalAutoencoder(VariationalAutoencoder):
+        def __init__(self, dims):
+            """
+            Ladder Variational Autoencoder as described by
+            [Sønderby 2016]. Adds several stochastic
+            layers to improve the log-likelihood estimate.
+
+            :param dims: x, z and hidden dimensions of the networks
+            """
+            [x_dim, z_dim, h_dim] = dims
+            super(LadderVariationalAutoencoder, self).__init__([x_dim, z_dim[0], h_dim])
+
+            neurons = [x_dim, *h_dim]
+            encoder_layers = [LadderEncoder([neurons[i - 1], neurons[i], z_dim[i - 1]]) for i in range(1, len(neurons))]
+            decoder_layers = [LadderDecoder([z_dim[i - 1], h_dim[i - 1], z_dim[i]]) for i in range(1, len(h_dim))][::-1]
+
+            self.encoder = nn.ModuleList(encoder_layers)
+            self.decoder = nn.ModuleList(decoder_layers)
+            self.reconstruction = Decoder([z_dim[0], h_dim, x_dim])
+
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    init.xavier_normal(m.weight.data)
+                    if m.bias is not None:
+                        m.bias.data.zero_()
+
+        def forward(self, x):
+            # Gather latent representation
+            # from encoders along with final z.
+            latents = []
+            for encoder in self.encoder:
+                x, (z, mu, log_var) = encoder(x)
+                latents.append((mu, log_var))
+
+            latents = list(reversed(latents))
+
+            self.kl_divergence = 0
+            for i, decoder in enumerate([-1, *self.decoder]):
+                # If at top, encoder == decoder,
+                # use prior for KL.
+                l_mu, l_log_var = latents[i]
+                if i == 0:
+                    self.kl_divergence += self._kld(z, (l_mu, l_log_var))
+
+                # Perform downword merge of information.
+                else:
+                    z, kl = decoder(z, l_mu, l_log_var)
+                    self.kl_divergence += self._kld(*kl)
+
+            x_mu = self.reconstruction(z)
+            return x_mu
+
+        def sample(self, z):
+            for decoder in self.decoder:
+                z = decoder(z)
+            return self.reconstruction(z)
+
+    # ---- semi-supervised/models/dgm.py
+
+
+
+    class Classifier(nn.Module):
+        def __init__(self, dims):
+            """
+            Single hidden layer classifier
+            with softmax output.
+            """
+            super(Classifier, self).__init__()
+            [x_dim, h_dim, y_dim] = dims
+            self.dense = nn.Linear(x_dim, h_dim)
+            self.logits = nn.Linear(h_dim, y_dim)
+
+        def forward(self, x):
+            x = F.relu(self.dense(x))
+            x = F.softmax(self.logits(x), dim=-1)
+            return x
+
+
+    class DeepGenerativeModel(VariationalAutoencoder):
+        def __init__(self, dims):
+            """
+            M2 code replication from the paper
+            'Semi-Supervised Learning with Deep Generative Models'
+            (Kingma 2014) in PyTorch.
+
+            The "Generative semi-supervised model" is a probabilistic
+            model that incorporates label information in both
+            inference and generation.
+
+            Initialise a new generative model
+            :param dims: dimensions of x, y, z and hidden layers.
+            """
+            [x_dim, self.y_dim, z_dim, h_dim] = dims
+            super(DeepGenerativeModel, self).__init__([x_dim, z_dim, h_dim])
+
+            self.encoder = Encoder([x_dim + self.y_dim, h_dim, z_dim])
+            self.decoder = Decoder([z_dim + self.y_dim, list(reversed(h_dim)), x_dim])
+            self.classifier = Classifier([x_dim, h_dim[0], self.y_dim])
+
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    init.xavier_normal(m.weight.data)
+                    if m.bias is not None:
+                        m.bias.data.zero_()
+
+        def forward(self, x, y):
+            # Add label and data and generate latent variable
+            z, z_mu, z_log_var = self.encoder(torch.cat([x, y], dim=1))
+
+            self.kl_divergence = self._kld(z, (z_mu, z_log_var))
+
+            # Reconstruct data point from latent data and label
+            x_mu = self.decoder(torch.cat([z, y], dim=1))
+
+            return x_mu
+
+        def classify(self, x):
+            logits = self.classifier(x)
+            return logits
+
+        def sample(self, z, y):
+            """
+            Samples from the Decoder to generate an x.
+            :param z: latent normal variable
+            :param y: label (one-hot encoded)
+            :return: x
+            """
+            y = y.float()
+            x = self.decoder(torch.cat([z, y], dim=1))
+            return x
+
+
+    class StackedDeepGenerativeModel(DeepGenerativeModel):
+        def __init__(self, dims, features):
+            """
+            M1+M2 model as described in [Kingma 2014].
+
+            Initialise a new stacked generative model
+            :param dims: dimensions of x, y, z and hidden layers
+            :param features: a pretrained M1 model of class `VariationalAutoencoder`
+                trained on the same dataset.
+            """
+            [x_dim, y_dim, z_dim, h_dim] = dims
+            super(StackedDeepGenerativeModel, self).__init__([features.z_dim, y_dim, z_dim, h_dim])
+
+            # Be sure to reconstruct with the same dimensions
+            in_features = self.decoder.reconstruction.in_features
+            self.decoder.reconstruction = nn.Linear(in_features, x_dim)
+
+            # Make vae feature model untrainable by freezing parameters
+            self.features = features
+            self.features.train(False)
+
+            for param in self.features.parameters():
+                param.requires_grad = False
+
+        def forward(self, x, y):
+            # Sample a new latent x from the M1 model
+            x_sample, _, _ = self.features.encoder(x)
+
+            # Use the sample as new input to M2
+            return super(StackedDeepGenerativeModel, self).forward(x_sample, y)
+
+        def classify(self, x):
+            _, x, _ = self.features.encoder(x)
+            logits = self.classifier(x)
+            return logits
+
+    class AuxiliaryDeepGenerativeModel(DeepGenerativeModel):
+        def __init__(self, dims):
+            """
+            Auxiliary Deep Generative Models [Maaløe 2016]
+            code replication. The ADGM introduces an additional
+            latent variable 'a', which enables the model to fit
+            more complex variational distributions.
+
+            :param dims: dimensions of x, y, z, a and hidden layers.
+            """
+            [x_dim, y_dim, z_dim, a_dim, h_dim] = dims
+            super(AuxiliaryDeepGenerativeModel, self).__init__([x_dim, y_dim, z_dim, h_dim])
+
+            self.aux_encoder = Encoder([x_dim, h_dim, a_dim])
+            self.aux_decoder = Encoder([x_dim + z_dim + y_dim, list(reversed(h_dim)), a_dim])
+
+            self.classifier = Classifier([x_dim + a_dim, h_dim[0], y_dim])
+
+            self.encoder = Encoder([a_dim + y_dim + x_dim, h_dim, z_dim])
+            self.decoder = Decoder([y_dim + z_dim, list(reversed(h_dim)), x_dim])
+
+        def classify(self, x):
+            # Auxiliary inference q(a|x)
+            a, a_mu, a_log_var = self.aux_encoder(x)
+
+            # Classification q(y|a,x)
+            logits = self.classifier(torch.cat([x, a], dim=1))
+            return logits
+
+        def forward(self, x, y):
+            """
+            Forward through the model
+            :param x: features
+            :param y: labels
+            :return: reconstruction
+            """
+            # Auxiliary inference q(a|x)
+            q_a, q_a_mu, q_a_log_var = self.aux_encoder(x)
+
+            # Latent inference q(z|a,y,x)
+            z, z_mu, z_log_var = self.encoder(torch.cat([x, y, q_a], dim=1))
+
+            # Generative p(x|z,y)
+            x_mu = self.decoder(torch.cat([z, y], dim=1))
+
+            # Generative p(a|z,y,x)
+            p_a, p_a_mu, p_a_log_var = self.aux_decoder(torch.cat([x, y, z], dim=1))
+
+            a_kl = self._kld(q_a, (q_a_mu, q_a_log_var), (p_a_mu, p_a_log_var))
+            z_kl = self._kld(z, (z_mu, z_log_var))
+
+            self.kl_divergence = a_kl + z_kl
+
+            return x_mu
+
+
+    class LadderDeepGenerativeModel(DeepGenerativeModel):
+        def __init__(self, dims):
+            """
+            Ladder version of the Deep Generative Model.
+            Uses a hierarchical representation that is
+            trained end-to-end to give very nice disentangled
+            representations.
+
+            :param dims: dimensions of x, y, z layers and h layers
+                note that len(z) == len(h).
+            """
+            [x_dim, y_dim, z_dim, h_dim] = dims
+            super(LadderDeepGenerativeModel, self).__init__([x_dim, y_dim, z_dim[0], h_dim])
+
+            neurons = [x_dim, *h_dim]
+            encoder_layers = [LadderEncoder([neurons[i - 1], neurons[i], z_dim[i - 1]]) for i in range(1, len(neurons))]
+
+            e = encoder_layers[-1]
+            encoder_layers[-1] = LadderEncoder([e.in_features + y_dim, e.out_features, e.z_dim])
+
+            decoder_layers = [LadderDecoder([z_dim[i - 1], h_dim[i - 1], z_dim[i]]) for i in range(1, len(h_dim))][::-1]
+
+            self.classifier = Classifier([x_dim, h_dim[0], y_dim])
+
+            self.encoder = nn.ModuleList(encoder_layers)
+            self.decoder = nn.ModuleList(decoder_layers)
+            self.reconstruction = Decoder([z_dim[0]+y_dim, h_dim, x_dim])
+
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    init.xavier_normal(m.weight.data)
+                    if m.bias is not None:
+                        m.bias.data.zero_()
+
+        def forward(self, x, y):
+            # Gather latent representation
+            # from encoders along with final z.
+            latents = []
+            for i, encoder in enumerate(self.encoder):
+                if i == len(self.encoder)-1:
+                    x, (z, mu, log_var) = encoder(torch.cat([x, y], dim=1))
+                else:
+                    x, (z, mu, log_var) = encoder(x)
+                latents.append((mu, log_var))
+
+            latents = list(reversed(latents))
+
+            self.kl_divergence = 0
+            for i, decoder in enumerate([-1, *self.decoder]):
+                # If at top, encoder == decoder,
+                # use prior for KL.
+                l_mu, l_log_var = latents[i]
+                if i == 0:
+                    self.kl_divergence += self._kld(z, (l_mu, l_log_var))
+
+                # Perform downword merge of information.
+                else:
+                    z, kl = decoder(z, l_mu, l_log_var)
+                    self.kl_divergence += self._kld(*kl)
+
+            x_mu = self.reconstruction(torch.cat([z, y], dim=1))
+            return x_mu
+
+        def sample(self, z, y):
+            for i, decoder in enumerate(self.decoder):
+                z = decoder(z)
+            return self.reconstruction(torch.cat([z, y], dim=1))
+
+    return types_ns(locals())
+
+
+_BEFORE_BN = ("linear.bias", "linear1.bias", "linear2.bias")
+
+
+def _ssl_program(which):
+    def program(torch, log):
+        torch = _SeededDraws(torch, 71)
+        S = _ssl_modules(torch)
+        from itertools import cycle
+        Variable = torch.autograd.Variable
+
+        def binary_cross_entropy(r, x):
+            "Drop in replacement until PyTorch adds `reduce` keyword."
+            return -torch.sum(x * torch.log(r + 1e-8) + (1 - x) * torch.log(1 - r + 1e-8), dim=-1)
+
+        # ``examples/mnist_sslvae.py``'s loop: 12 binary features instead of 784, 3 labels,
+        # batches of 4 (labelled) and 4 (unlabelled), 2 epochs of 2 batches, lr 3e-3, the log file
+        # and ``torch.save`` left out, ``.data[0]`` as ``.item()`` (a 0-d tensor's IndexError now)
+        n_labels = 3
+        rs = np.random.RandomState(72)
+        protos = rs.uniform(0, 1, (n_labels, 12))
+        lab = np.arange(16) % n_labels
+        xs = (rs.uniform(0, 1, (16, 12)) < protos[lab]).astype(np.float32)
+        onehot = S.onehot(n_labels)
+        ys = torch.stack([onehot(int(k)) for k in lab])
+        log("onehot", [ys[:4], onehot(5)])
+        labelled = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.from_numpy(xs[:8]), ys[:8]), batch_size=4)
+        unlabelled = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.from_numpy(xs[8:]), ys[8:]), batch_size=4)
+        alpha = 0.1 * len(unlabelled) / len(labelled)
+
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            if which == "dgm":
+                model = S.DeepGenerativeModel([12, n_labels, 3, [8]])
+            elif which == "adgm":
+                model = S.AuxiliaryDeepGenerativeModel([12, n_labels, 3, 2, [8]])
+            else:
+                model = S.LadderDeepGenerativeModel([12, n_labels, [4, 3, 2], [8, 6, 5]])
+        log("init warnings", _warned(w))
+        init_params(torch, model, 73, scale=0.4)
+        print(model)
+
+        beta = S.DeterministicWarmup(n=4 * len(unlabelled) * 2)
+        sampler = S.ImportanceWeightedSampler(mc=1, iw=1)
+
+        elbo = S.SVI(model, likelihood=binary_cross_entropy, beta=beta, sampler=sampler)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.999))
+        log("svi params", len(list(elbo.parameters())))
+
+        for epoch in range(2):
+            model.train()
+            total_loss, labelled_loss, unlabelled_loss, accuracy = (0, 0, 0, 0)
+            for (x, y), (u, _) in zip(cycle(labelled), unlabelled):
+                x, y, u = Variable(x), Variable(y), Variable(u)
+
+                L = -elbo(x, y)
+                U = -elbo(u)
+
+                # Add auxiliary classification loss q(y|x)
+                logits = model.classify(x)
+                classication_loss = torch.sum(y * torch.log(logits + 1e-8), dim=1).mean()
+
+                J_alpha = L - alpha * classication_loss + U
+
+                J_alpha.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+
+                total_loss += J_alpha.item()
+                labelled_loss += L.item()
+                unlabelled_loss += U.item()
+
+                _, pred_idx = torch.max(logits, 1)
+                _, lab_idx = torch.max(y, 1)
+                accuracy += torch.mean((pred_idx.data == lab_idx.data).float())
+                log("step", [L, U, classication_loss, logits, model.kl_divergence])
+
+            m = len(unlabelled)
+            model.eval()
+            print("Epoch: {}".format(epoch))
+            print("[Train]\t\t J_a: {:.2f}, L: {:.2f}, U: {:.2f}, accuracy: {:.2f}".format(
+                total_loss / m, labelled_loss / m, unlabelled_loss / m, accuracy / m))
+            log("beta", beta.t)
+
+        for n, p in model.named_parameters():
+            if n.endswith(_BEFORE_BN):
+                continue   # the ladder layers' biases before batch norm: no-ops, steps of noise
+            log(n, p)
+        with torch.no_grad():
+            z = torch.tensor(np_randn((2, 3 if which != "ladder" else 2), 74))
+            y = S.enumerate_discrete(z, n_labels)[:2]
+            log("enumerate", S.enumerate_discrete(z, n_labels))
+            log("sample", model.sample(z, y))
+            log("log_sum_exp", S.log_sum_exp(torch.tensor(np_randn((2, 3), 75)), dim=1, sum_op=torch.mean))
+
+    return program
+
+
+@pytest.mark.parametrize("which", ["dgm", "adgm", "ladder"])
+def test_semi_supervised_program(which):
+    run_both(_ssl_program(which), rtol=1e-4, atol=1e-5)
+
+
+def _ssl_flow_program(torch, log):
+    # the M1 ``VariationalAutoencoder`` with ``add_flow(NormalizingFlows(z_dim, n_flows=2))`` and
+    # the ``GumbelAutoencoder`` (``GumbelSoftmax``'s noise by ``torch.rand``), the notebooks' loop
+    # (``-binary_cross_entropy + beta * kl``, Adam), 12 features, 3 steps
+    torch = _SeededDraws(torch, 76)
+    S = _ssl_modules(torch)
+    rs = np.random.RandomState(77)
+    x = torch.from_numpy((rs.uniform(0, 1, (6, 12)) < 0.4).astype(np.float32))
+
+    def binary_cross_entropy(r, x):
+        return -torch.sum(x * torch.log(r + 1e-8) + (1 - x) * torch.log(1 - r + 1e-8), dim=-1)
+
+    for kind in ("flow", "gumbel", "ladder"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if kind == "flow":
+                model = S.VariationalAutoencoder([12, 3, [8]])
+                model.add_flow(S.NormalizingFlows(3, n_flows=2))
+            elif kind == "gumbel":
+                model = S.GumbelAutoencoder([12, 3, [8]], n_samples=2)
+            else:
+                model = S.LadderVariationalAutoencoder([12, [3, 2], [8, 6]])
+        init_params(torch, model, 78, scale=0.4)
+        print(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        for step in range(3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reconstruction = model(x)
+            likelihood = -binary_cross_entropy(reconstruction, x)
+            elbo = likelihood - 0.5 * model.kl_divergence
+            L = -torch.mean(elbo)
+            L.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            log(kind + " step", [L, reconstruction, model.kl_divergence])
+        for n, p in model.named_parameters():
+            if not n.endswith(_BEFORE_BN):
+                log(n, p)
+
+
+def test_semi_supervised_flow_program():
+    run_both(_ssl_flow_program, rtol=1e-4, atol=1e-5)
