@@ -2495,3 +2495,351 @@ def _ssl_flow_program(torch, log):
 
 def test_semi_supervised_flow_program():
     run_both(_ssl_flow_program, rtol=1e-4, atol=1e-5)
+
+
+# ---- the training steps under tracegrad.compile -------------------------------------------------
+def _same_runs(a, b, rtol, atol):
+    assert len(a[0]) == len(b[0])
+    for i, (xa, xb) in enumerate(zip(a[0], b[0])):
+        for u, v in zip(xa, xb):
+            np.testing.assert_allclose(u, v, rtol=rtol, atol=atol, err_msg=f"step {i}")
+    for d in (1, 2):
+        assert sorted(a[d]) == sorted(b[d])
+        for n in a[d]:
+            np.testing.assert_allclose(a[d][n], b[d][n], rtol=rtol, atol=atol, err_msg=n)
+
+
+def _np(*ts):
+    return tuple(np.array(t.detach().numpy(), copy=True) for t in ts)
+
+
+def _state_of(model, skip=()):
+    params = {n: _np(p)[0] for n, p in model.named_parameters() if not n.endswith(skip)}
+    params.update({"buffer " + n: _np(b)[0] for n, b in model.named_buffers() if b is not None})
+    grads = {n: _np(p.grad)[0] for n, p in model.named_parameters()
+             if p.grad is not None and not n.endswith(skip)}
+    return params, grads
+
+
+def _three(runner, *args):
+    torch = get_torch()
+    return runner(torch, False, *args), runner(tracegrad, False, *args), runner(tracegrad, True, *args)
+
+
+def _duq_step_runs(T, compiled, l_gradient_penalty=0.5, learnable=True):
+    T = _SeededDraws(T, 31)
+    F = T.nn.functional
+    model = _duq_modules(T)(10, 8, learnable, 0.1, 0.999)
+    init_params(T, model, 34, scale=0.3)
+    with T.no_grad():
+        model.W.mul_(0.3)
+        if learnable:
+            model.sigma.fill_(0.1)
+    optimizer = T.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    scheduler = T.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1, 2], gamma=0.2)
+
+    def calc_gradient_penalty(x, y_pred_sum):
+        gradients = T.autograd.grad(outputs=y_pred_sum, inputs=x,
+                                    grad_outputs=T.ones_like(y_pred_sum),
+                                    create_graph=True, retain_graph=True)[0]
+        gradients = gradients.flatten(start_dim=1)
+        grad_norm = gradients.norm(2, dim=1)
+        return ((grad_norm - 1) ** 2).mean()
+
+    def step(x, y):
+        # ``train_duq_fm.py``'s ``step`` (its ``loss.item()`` returned as the tensor), then the
+        # epoch's scheduler step
+        model.train()
+        optimizer.zero_grad()
+        y = F.one_hot(y, num_classes=10).float()
+        x.requires_grad_(True)
+        y_pred = model(x)
+        loss = F.binary_cross_entropy(y_pred, y)
+        loss += l_gradient_penalty * calc_gradient_penalty(x, y_pred.sum(1))
+        x.requires_grad_(False)
+        loss.backward()
+        optimizer.step()
+        with T.no_grad():
+            model.eval()
+            model.update_embeddings(x, y)
+        scheduler.step()
+        return loss, y_pred
+
+    if compiled:
+        step = T.compile(step)
+    X, Y = _fashion_like(12, 32)
+    out = [_np(*step(T.from_numpy(X[4 * i:4 * i + 4]), T.from_numpy(Y[4 * i:4 * i + 4]))) for i in range(3)]
+    out.append((np.array(scheduler.get_last_lr()),))
+    return (out,) + _state_of(model) + (step,)
+
+
+@pytest.mark.parametrize("l_gradient_penalty,learnable", [(0.5, True), (0.0, False)])
+def test_duq_train_step_compiled(l_gradient_penalty, learnable):
+    ref, eager, comp = _three(_duq_step_runs, l_gradient_penalty, learnable)
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _condrop_step_runs(compiled):
+    # tracegrad's own ``rand_like`` (the numpy draws of ``SeededTorch`` change Python state): a
+    # compiled step draws what eager draws
+    T = tracegrad
+    T.manual_seed(5)
+    ConcreteDropout, concrete_regulariser = _condrop_modules(T)
+    nn = T.nn
+
+    @concrete_regulariser
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(16, 8), nn.Linear(8, 3)
+            self.cd1 = ConcreteDropout(weight_regulariser=1e-6, dropout_regulariser=1e-3)
+            self.cd2 = ConcreteDropout(weight_regulariser=1e-6, dropout_regulariser=1e-3)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            x = self.cd1(x.view(-1, 16), nn.Sequential(self.fc1, self.relu))
+            return self.cd2(x, self.fc2)
+
+    model = init_params(T, MLP(), 43, scale=0.4)
+    optimiser = T.optim.Adam(model.parameters(), lr=0.01)
+
+    def step(data, labels):
+        # ``mnist_example.py``'s ``train`` loop body
+        optimiser.zero_grad()
+        outputs = model(data)
+        loss = nn.functional.cross_entropy(outputs, labels) + model.regularisation()
+        loss.backward()
+        optimiser.step()
+        return loss, outputs, model.cd1.p
+
+    if compiled:
+        step = T.compile(step)
+    rs = np.random.RandomState(44)
+    out = [_np(*step(T.tensor(rs.randn(4, 16).astype(np.float32)), T.tensor(rs.randint(0, 3, 4))))
+           for _ in range(4)]
+    return (out,) + _state_of(model) + (step, T.rand(3).numpy())
+
+
+def test_concrete_dropout_train_step_compiled():
+    eager, comp = _condrop_step_runs(False), _condrop_step_runs(True)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    np.testing.assert_array_equal(eager[4], comp[4])   # the generator left in the same state
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _nri_step_runs(T, compiled, decoder_kind, hard):
+    T = _SeededDraws(T, 51) if T is not tracegrad or not compiled else T
+    N = _nri_modules(T)
+    a = NRI_ARGS
+    off_diag = np.ones([a["num_atoms"]] * 2) - np.eye(a["num_atoms"])
+    rel_rec = T.FloatTensor(np.array(N.encode_onehot(np.where(off_diag)[1]), dtype=np.float32))
+    rel_send = T.FloatTensor(np.array(N.encode_onehot(np.where(off_diag)[0]), dtype=np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        encoder = N.MLPEncoder(a["timesteps"] * a["dims"], 8, 2, 0.0, True)
+        if decoder_kind == "mlp":
+            decoder = N.MLPDecoder(n_in_node=4, edge_types=2, msg_hid=8, msg_out=8, n_hid=8)
+        else:
+            decoder = N.RNNDecoder(n_in_node=4, edge_types=2, n_hid=8)
+    init_params(T, encoder, 53, scale=0.4)
+    init_params(T, decoder, 54, scale=0.4)
+    optimizer = T.optim.Adam(list(encoder.parameters()) + list(decoder.parameters()), lr=0.005, eps=1e-4)
+    feat, _ = _springs_like(6, a, 52)
+
+    def step(data, noise):
+        # ``train.py``'s loop body, the Gumbel noise given (``sample_gumbel``'s formula)
+        optimizer.zero_grad()
+        logits = encoder(data, rel_rec, rel_send)
+        y = logits + (-T.log(1e-10 - T.log(noise + 1e-10)))
+        y_soft = N.my_softmax(y / 0.5, axis=-1)
+        if hard:
+            _, k = y_soft.data.max(-1)
+            y_hard = T.zeros(*logits.size()).scatter_(-1, k.view(logits.size()[:-1] + (1,)), 1.0)
+            edges = (y_hard - y_soft.data) + y_soft
+        else:
+            edges = y_soft
+        prob = N.my_softmax(logits, -1)
+        if decoder_kind == "rnn":
+            output = decoder(data, edges, rel_rec, rel_send, 100, burn_in=True, burn_in_steps=4)
+        else:
+            output = decoder(data, edges, rel_rec, rel_send, 2)
+        target = data[:, :, 1:, :]
+        loss = N.nll_gaussian(output, target, 0.01) + N.kl_categorical_uniform(prob, 3)
+        loss.backward()
+        optimizer.step()
+        return loss, output, edges
+
+    if compiled:
+        step = T.compile(step)
+    out = []
+    for i in range(3):
+        noise = T.tensor(np.random.RandomState(55 + i).uniform(0, 1, (2, 6, 2)).astype(np.float32))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append(_np(*step(T.tensor(feat[2 * i:2 * i + 2]), noise)))
+    p1, g1 = _state_of(encoder, ("fc2.bias",))
+    p2, g2 = _state_of(decoder)
+    p1.update({"dec " + k: v for k, v in p2.items()})
+    g1.update({"dec " + k: v for k, v in g2.items()})
+    return out, p1, g1, step
+
+
+@pytest.mark.parametrize("decoder_kind,hard", [("mlp", True), ("rnn", False)])
+def test_nri_train_step_compiled(decoder_kind, hard):
+    ref, eager, comp = _three(_nri_step_runs, decoder_kind, hard)
+    _same_runs(ref, eager, 1e-4, 1e-5)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _ssa_step_runs(T, compiled, kind):
+    StructuredSelfAttention, _, _, _ = _ssa_modules(T)
+    binary = kind == "binary"
+    model = StructuredSelfAttention(batch_size=4, lstm_hid_dim=5, d_a=4, r=3, vocab_size=12,
+                                    max_len=7, emb_dim=6, type=0 if binary else 1,
+                                    n_classes=1 if binary else 3)
+    init_params(T, model, 63, scale=0.5)
+    criterion = T.nn.BCELoss() if binary else T.nn.NLLLoss()
+    optimizer = T.optim.RMSprop(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        # ``attention/train.py``'s loop body with regularization and clipping (C = 1)
+        model.hidden_state = model.init_hidden()
+        y_pred, att = model(x)
+        attT = att.transpose(1, 2)
+        identity = T.eye(att.size(1))
+        identity = identity.unsqueeze(0).expand(4, att.size(1), att.size(1))
+        penal = model.l2_matrix_norm(att @ attT - identity)
+        if binary:
+            correct = T.eq(T.round(y_pred.type(T.DoubleTensor).squeeze(1)), y).data.sum()
+            loss = criterion(y_pred.type(T.DoubleTensor).squeeze(1) + 1e-8, y) + 1.0 * penal / 4
+        else:
+            correct = T.eq(T.max(y_pred, 1)[1], y.type(T.LongTensor)).data.sum()
+            loss = criterion(y_pred, y) + (1.0 * penal / 4).type(T.FloatTensor)
+        optimizer.zero_grad()
+        loss.backward()
+        norm = T.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        optimizer.step()
+        return loss, correct, norm, att
+
+    if compiled:
+        step = T.compile(step)
+    x, y = _padded_reviews(12, 7, 12, 2 if binary else 3, 61)
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(3):
+            yy = T.tensor(y[4 * i:4 * i + 4]).type(T.DoubleTensor if binary else T.LongTensor)
+            out.append(_np(*step(T.tensor(x[4 * i:4 * i + 4]), yy)))
+    out.append(_np(*model.hidden_state))
+    return (out,) + _state_of(model, ("linear_second.bias",)) + (step,)
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_structured_self_attention_train_step_compiled(kind):
+    ref, eager, comp = _three(_ssa_step_runs, kind)
+    _same_runs(ref, eager, 1e-3, 2e-4)   # RMSprop's sign-like first steps: see the program test
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def _ssl_step_runs(compiled, which):
+    # tracegrad's own ``randn`` behind ``reparametrize``; the warm-up's ``next(self.beta)``
+    # advances a Python iterator inside the step
+    T = tracegrad
+    T.manual_seed(7)
+    S = _ssl_modules(T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = (S.DeepGenerativeModel([12, 3, 3, [8]]) if which == "dgm"
+                 else S.LadderDeepGenerativeModel([12, 3, [4, 3], [8, 6]]))
+    init_params(T, model, 73, scale=0.4)
+
+    def binary_cross_entropy(r, x):
+        return -T.sum(x * T.log(r + 1e-8) + (1 - x) * T.log(1 - r + 1e-8), dim=-1)
+
+    beta = S.DeterministicWarmup(n=8)
+    elbo = S.SVI(model, likelihood=binary_cross_entropy, beta=beta,
+                 sampler=S.ImportanceWeightedSampler(mc=1, iw=1))
+    optimizer = T.optim.Adam(model.parameters(), lr=3e-3)
+
+    def step(x, y, u):
+        L = -elbo(x, y)
+        U = -elbo(u)
+        logits = model.classify(x)
+        classication_loss = T.sum(y * T.log(logits + 1e-8), dim=1).mean()
+        J_alpha = L - 0.1 * classication_loss + U
+        J_alpha.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return J_alpha, L, U, logits
+
+    if compiled:
+        step = T.compile(step)
+    rs = np.random.RandomState(72)
+    out = []
+    for i in range(3):
+        x = T.tensor((rs.uniform(0, 1, (4, 12)) < 0.4).astype(np.float32))
+        y = T.nn.functional.one_hot(T.tensor(rs.randint(0, 3, 4)), 3).float()
+        u = T.tensor((rs.uniform(0, 1, (4, 12)) < 0.4).astype(np.float32))
+        out.append(_np(*step(x, y, u)))
+    out.append((np.array(beta.t),))
+    return (out,) + _state_of(model, _BEFORE_BN) + (step, T.rand(3).numpy())
+
+
+@pytest.mark.parametrize("which", ["dgm", "ladder"])
+def test_semi_supervised_train_step_compiled(which):
+    eager, comp = _ssl_step_runs(False, which), _ssl_step_runs(True, which)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    np.testing.assert_array_equal(eager[4], comp[4])
+    st = comp[3].stats
+    # ``SVI.forward``'s ``next(self.beta)`` moves a Python iterator on every call (a trace would
+    # bake in one position; torch.compile guards on the warm-up's float and recompiles each
+    # step): the step runs eagerly with eager's values and draws, and says why
+    assert [b[0].startswith("the function reads the iterator 'SVI.beta'") for b in st["graph_breaks"]] == [True], st
+    assert st["traces"] == 0, st
+
+
+def _ssl_fixed_beta_runs(compiled):
+    # the same step with the warm-up finished (``beta=repeat(1)``, SVI's default): one program,
+    # its ``randn`` draws those of eager
+    T = tracegrad
+    T.manual_seed(8)
+    S = _ssl_modules(T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = S.DeepGenerativeModel([12, 3, 3, [8]])
+    init_params(T, model, 73, scale=0.4)
+    elbo = S.SVI(model)
+    optimizer = T.optim.Adam(model.parameters(), lr=3e-3)
+
+    def step(x, y, u):
+        J_alpha = -elbo(x, y) - elbo(u)
+        J_alpha.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return J_alpha, model.kl_divergence
+
+    if compiled:
+        step = T.compile(step)
+    rs = np.random.RandomState(79)
+    out = []
+    for i in range(3):
+        x = T.tensor((rs.uniform(0, 1, (4, 12)) < 0.4).astype(np.float32))
+        y = T.nn.functional.one_hot(T.tensor(rs.randint(0, 3, 4)), 3).float()
+        out.append(_np(*step(x, y, x.flip(0))))
+    return (out,) + _state_of(model) + (step, T.rand(3).numpy())
+
+
+def test_semi_supervised_fixed_beta_step_compiled():
+    eager, comp = _ssl_fixed_beta_runs(False), _ssl_fixed_beta_runs(True)
+    _same_runs(eager, comp, 1e-5, 1e-6)
+    np.testing.assert_array_equal(eager[4], comp[4])
+    st = comp[3].stats
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
