@@ -92,6 +92,9 @@ def mv(self, vec):
         raise IndexError("mv(): Dimension specified as 0 but tensor has no dimensions; pass a 2-D matrix")
     if self.ndim != 2 or vec.ndim != 1:
         raise RuntimeError("vector + matrix @ vector expected, got " + f"{self.ndim}, {vec.ndim}")
+    if self.shape[1] != vec.shape[0]:   # torch's own check, before matmul's mat1/mat2 wording
+        raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
+                           f"vec ({vec.shape[0]}) (mv: the matrix's columns must match the vector's length)")
     return matmul(self, vec)
 
 

@@ -33,6 +33,7 @@ import datetime
 import dis
 import functools
 import io
+import itertools
 import os
 import random
 import sys
@@ -402,8 +403,16 @@ def _module_attributes(m, add) -> None:
             internal = frozenset()
         _MODULE_BASE_ATTRS[base] = internal
     for k, a in list(vars(m).items()):
-        if k in internal or isinstance(a, Tensor) or not (
-                isinstance(a, _HOLDERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
+        if k in internal or isinstance(a, Tensor):
+            continue
+        if _stateful_kind(a) is not None:
+            # an iterator a forward calls ``next`` on (``self.beta = iter(schedule)``): not a
+            # plain object, and a trace would bake in the one position it read there, silently
+            # (NOTE [iterators and files]); the reference makes ``stateful_reads`` see it
+            label = f"{cls.__name__}.{k}"
+            add((label, None, {label: a}), ())
+            continue
+        if not (isinstance(a, _HOLDERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
             continue
         label = f"{cls.__name__}.{k}"
         add((label, None, {label: a}), _object_names(type(a), set()) if _plain_object(a) else ())
@@ -720,6 +729,10 @@ def _items(v, depth=_NESTED):
 
 
 def _attr_signature(v):
+    if _tensors(v) is not None:
+        # an LSTM's ``(h, c)`` rebound on an object (``state.hidden = (h, c)``) is carried state
+        # as a global's is (``_leaf``), not a new tuple's identity: it was a graph break
+        return _tensors(v)
     if isinstance(v, _HOLDERS):
         return (id(v),) + _items(v)
     if _option_dicts(v) is not None:
@@ -886,8 +899,19 @@ def _stateful_kind(v):
     if isinstance(v, io.IOBase):
         return None if v in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) else "file"
     if hasattr(type(v), "__next__") and not isinstance(v, (type, Tensor)):
+        if type(v) is itertools.repeat and _endless(v):
+            return None      # ``repeat(x)`` gives the same object on every ``next``: no position
         return "iterator"
     return None
+
+
+def _endless(r) -> bool:
+    """Whether an ``itertools.repeat`` was made without ``times`` (its length hint raises)."""
+    try:
+        r.__length_hint__()
+    except TypeError:
+        return True
+    return False
 
 
 def stateful_reads(refs, names) -> str | None:
