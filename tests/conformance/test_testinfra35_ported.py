@@ -19,7 +19,18 @@ Adapted: shapes made smaller (the original's random sizes 5..10 are 2..4 here, `
 (no TorchScript).
 
 Fixes in tracegrad: ``torch.ops.aten.unfold_backward`` (it was missing) with torch's argument checks
-(test_unfold_backward_errors).
+(test_unfold_backward_errors). Found by probing next to these tests (``TestFixesTI35``):
+unfold_backward's values (unfold's gradient) and its own gradient; ``flip`` keeps a non-overlapping
+and dense input's strides (a transposed, permuted or channels-last input; it gave a row-major result)
+and gives a non-dense one dense strides in its stride order, as torch's ``empty_like``; ``rot90`` is
+one op as in torch 2.13 (grad_fn ``Rot90Backward0`` with ``_saved_k``/``_saved_dims`` as written, not a
+view, torch's strides for each k; it was flip + transpose, a view with TransposeBackward0/
+FlipBackward0/CloneBackward0); ``moveaxis``'s argument TypeError names ``moveaxis()`` (it said movedim).
+
+Left as they are (message wording only): tracegrad's TypeErrors for flip/rot90 arguments give another
+argument position than torch's for the method form. A pointwise op on a plain permuted view (``clamp``
+of ``x.t()``) gives a row-major result where torch keeps the view's order (documented in
+tracegrad/_tensor/memory_format.py). No strict expected failures in this file.
 
 ``TI35_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in
 a subprocess), so every expectation is torch's.

@@ -392,7 +392,7 @@ def rot90(input, k=1, dims=(0, 1)):
     k = raw_k % 4
     out = apply_op(OPS["rot90"], (input,), (("k", k), ("dims", (d0, d1))))
     # the node shows k and dims as the caller wrote them (negatives as unsigned 64-bit values)
-    show_saved(out, (("k", int(raw_k)), ("dims", tuple(int(d) % 2 ** 64 for d in dims))))
+    show_saved(out, (("k", raw_k), ("dims", tuple(int(d) % 2 ** 64 for d in dims))))
     if k == 0:   # torch: a contiguous clone
         return out
     # torch's layout: a flip (empty_like: the input's dense order), transposed in place for an

@@ -170,7 +170,6 @@ def unfold(self, dimension, size, step):
     return apply_op(OPS["unfold"], (self,), (("dimension", d), ("size", int(size)), ("step", int(step))))
 
 
-
 def unfold_backward(grad_in, input_sizes, dim, size, step):
     """Mirrors ``torch.ops.aten.unfold_backward(grad_in, input_sizes, dim, size, step)`` (an
     operator torch has only under ``ops.aten``): the gradient of ``Tensor.unfold(dim, size, step)``
