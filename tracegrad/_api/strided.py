@@ -17,7 +17,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.convert import bool_size_error
-from .._tensor.factories import empty
+from .._tensor.factories import arange, empty, zeros
 from .._tensor.numpy_bridge import HostSharedStorage
 from .._tensor.memory_format import (channels_last, check_format, contiguous_format, format_order,
                                       memory_format as _memory_format, preserve_format, suggest_memory_format)
@@ -177,9 +177,8 @@ def unfold_backward(grad_in, input_sizes, dim, size, step):
     (overlapping windows sum). Differentiable (an index_add of ``grad_in``). ValueError for
     ``step <= 0``, RuntimeError for a negative ``size`` (torch's order: step, then size), IndexError
     for ``dim`` out of range."""
-    from .indexing import index_add
-    from .shape import movedim
-    from .._tensor.factories import arange, zeros
+    from .indexing import index_add   # local: only this ATen-only op needs an edge to indexing/shape
+    from .shape import movedim        # local: as above
     if step <= 0:   # torch checks the step first, with a ValueError
         raise ValueError(f"step is {step} but must be > 0")
     if size < 0:
