@@ -439,6 +439,9 @@ class _Aten:
         fn = getattr(tracegrad, name, None) or getattr(tracegrad.nn.functional, name, None)
         if fn is None and name in self._ONLY_HERE:
             fn = getattr(tracegrad.nn.grad, name)
+        if fn is None and name == "unfold_backward":
+            # ATen's unfold gradient, also only under ops.aten
+            from ._api.strided import unfold_backward as fn
         if fn is None and not name.startswith("_"):
             # ATen operators torch has only as Tensor methods (view, expand, ...): the method,
             # called with self first as the aten schema takes it

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops.warn import warn_once as _warn_once
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_op, show_saved
 from ..autograd.function import _no_derivative as no_derivative
 from .._ops import dtypes as _dt, limited
 from .._ops.errors import not_a_tensor
@@ -22,6 +22,7 @@ from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
 from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
 from .._tensor.layout import strided
+from .._tensor import memory_format as _mf
 from .._tensor.tensor import Tensor, _wrap_dim, see_reads
 from .._x64 import with_x64
 from ._registry import function, method
@@ -387,14 +388,19 @@ def rot90(input, k=1, dims=(0, 1)):
     d0, d1 = (_wrap_dim(d, input.ndim) for d in dims)
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
-    k %= 4
-    if k == 1:
-        return input.flip(d1).transpose(d0, d1)
-    if k == 2:
-        return input.flip(d0, d1)
-    if k == 3:
-        return input.flip(d0).transpose(d0, d1)
-    return input.clone()
+    raw_k = int(k)    # a 0-d integer tensor k is its int
+    k = raw_k % 4
+    out = apply_op(OPS["rot90"], (input,), (("k", k), ("dims", (d0, d1))))
+    # the node shows k and dims as the caller wrote them (negatives as unsigned 64-bit values)
+    show_saved(out, (("k", raw_k), ("dims", tuple(int(d) % 2 ** 64 for d in dims))))
+    if k == 0:   # torch: a contiguous clone
+        return out
+    # torch's layout: a flip (empty_like: the input's dense order), transposed in place for an
+    # odd k (the order with d0 and d1 trading places)
+    order = _mf.preserve_order(input)
+    if k % 2:
+        order = tuple(d1 if d == d0 else d0 if d == d1 else d for d in order)
+    return _mf.lay_out(out, order)
 
 
 @function()

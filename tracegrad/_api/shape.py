@@ -22,6 +22,7 @@ from .argcheck import check_kinds, require_int
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor import factories as _factories
+from .._tensor import memory_format as _mf
 from .._tensor.out import accepts_out
 
 
@@ -331,13 +332,28 @@ def permute(self, *dims, **kwargs):
     return apply_op(OPS["permute"], (self,), (("dims", d),))
 
 
-@method("movedim", "moveaxis", function=True)
+@method("movedim", function=True)
 def movedim(self, source, destination):
+    """Mirrors ``torch.movedim(input, source, destination)``: a permuted view with the dims in
+    ``source`` (an int or a sequence) at the positions in ``destination``, the others in their
+    order. TypeError for an int with a sequence; RuntimeError for lengths that differ or a
+    repeated dim; IndexError for a dim out of range."""
+    return _movedim(self, source, destination, "movedim")
+
+
+@method("moveaxis", function=True)
+def moveaxis(self, source, destination):
+    """Mirrors ``torch.moveaxis``, NumPy's name for ``movedim`` (the same checks; its argument
+    TypeError names moveaxis, the later errors movedim as torch's do)."""
+    return _movedim(self, source, destination, "moveaxis")
+
+
+def _movedim(self, source, destination, api):
     n = self.ndim
     # torch's int parser takes anything with __index__ (a numpy integer, a 0-d integer tensor)
     source, destination = (operator.index(v) if _index_like(v) else v for v in (source, destination))
     if isinstance(source, int) != isinstance(destination, int):   # torch's overloads: two ints or two sequences
-        raise TypeError(f"movedim() received an invalid combination of arguments - got ({type(source).__name__}, "
+        raise TypeError(f"{api}() received an invalid combination of arguments - got ({type(source).__name__}, "
                         f"{type(destination).__name__}); pass two ints or two sequences of ints")
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -654,7 +670,10 @@ def flip(self, *dims, **kw):
     if self.ndim > 64:   # torch's flip marks its dims in a 64-bit set, whatever dims are named
         raise RuntimeError(f"only tensors with up to 64 dims are supported (flip of a {self.ndim}-d input); "
                            "reshape it to 64 dims or fewer first")
-    return apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))
+    out = apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))
+    # torch's flip writes into empty_like(self): preserve_format, self's own strides when it is
+    # non-overlapping and dense (a transposed or channels-last input keeps its layout)
+    return _mf.lay_out(out, _mf.preserve_order(self))
 
 
 @method("__reversed__")

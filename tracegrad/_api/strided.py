@@ -17,7 +17,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.convert import bool_size_error
-from .._tensor.factories import empty
+from .._tensor.factories import arange, empty, zeros
 from .._tensor.numpy_bridge import HostSharedStorage
 from .._tensor.memory_format import (channels_last, check_format, contiguous_format, format_order,
                                       memory_format as _memory_format, preserve_format, suggest_memory_format)
@@ -168,6 +168,30 @@ def unfold(self, dimension, size, step):
     if step <= 0:
         raise RuntimeError(f"unfold: step is {step} but must be > 0")
     return apply_op(OPS["unfold"], (self,), (("dimension", d), ("size", int(size)), ("step", int(step))))
+
+
+def unfold_backward(grad_in, input_sizes, dim, size, step):
+    """Mirrors ``torch.ops.aten.unfold_backward(grad_in, input_sizes, dim, size, step)`` (an
+    operator torch has only under ``ops.aten``): the gradient of ``Tensor.unfold(dim, size, step)``
+    for an input of ``input_sizes``, each window's gradient added back at the elements it covers
+    (overlapping windows sum). Differentiable (an index_add of ``grad_in``). ValueError for
+    ``step <= 0``, RuntimeError for a negative ``size`` (torch's order: step, then size), IndexError
+    for ``dim`` out of range."""
+    from .indexing import index_add   # local: only this ATen-only op needs an edge to indexing/shape
+    from .shape import movedim        # local: as above
+    if step <= 0:   # torch checks the step first, with a ValueError
+        raise ValueError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    sizes = tuple(int(s) for s in input_sizes)
+    d = _wrap_dim(dim, len(sizes))
+    if not sizes:   # a 0-d input unfolds to (size,) with size 0 or 1
+        return grad_in.sum().reshape(())
+    n = grad_in.shape[d]
+    # the windows' elements, window after window, laid out along dim: (..., n * size, ...)
+    g = movedim(grad_in, -1, d + 1).reshape(sizes[:d] + (n * size,) + sizes[d + 1:])
+    idx = (arange(n, device=grad_in.device).reshape(n, 1) * step + arange(size, device=grad_in.device)).reshape(-1)
+    return index_add(zeros(sizes, dtype=grad_in.dtype, device=grad_in.device), d, idx, g)
 
 
 # set_'s source left out (an explicit None is torch's TypeError)

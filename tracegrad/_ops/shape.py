@@ -292,6 +292,8 @@ defop("cat", _cat, args=tuple(f"t{i}" for i in range(256)), grad_fn="CatBackward
 defop("stack", lambda *xs, dim, dtype: jnp.stack([x.astype(dtype) for x in xs], axis=dim),
       args=tuple(f"t{i}" for i in range(256)), grad_fn="StackBackward0")
 defop("flip", lambda x, dims: jnp.flip(x, dims), grad_fn="FlipBackward0")
+# torch 2.13's rot90 is one op of its own (Rot90Backward0, k and dims saved), no view
+defop("rot90", lambda x, k, dims: jnp.rot90(x, k, axes=dims), grad_fn="Rot90Backward0")
 defop("roll", lambda x, shifts, dims: jnp.roll(x, shifts, dims), grad_fn="RollBackward0")
 defop("roll_flat", lambda x, shifts: jnp.roll(x, shifts), grad_fn="RollBackward0")
 defop("repeat", lambda x, repeats: jnp.tile(x, repeats), grad_fn="RepeatBackward0")

@@ -21,6 +21,9 @@ Which layout a new tensor gets mirrors torch 2.13:
   first input deciding, broadcast dims ignored.
 - convolution: channels_last when the input or the weight suggests it; batch norm and pooling
   follow their input's ``suggest_memory_format``.
+- flip and rot90 (``_api/shape.py``, ``_api/composite.py``): the input's ``preserve_format``
+  order, plain views included (their kernels write into ``empty_like``; rot90 transposes it for
+  an odd ``k``; ``k == 0`` is a contiguous clone).
 Differs from torch: an op's output follows its inputs' layout only when one of them is such a
 laid-out tensor (or a view of one), or, for batch norm and pixel (un)shuffle
 (``suggest_view_layout``), a plain strided view that suggests a channels-last format; a

@@ -49,6 +49,7 @@ SAVED_NAMES = {
     "RenormBackward0": ("dim", "maxnorm", "p", "self"),
     "RepeatBackward0": ("repeats", "self_sym_sizes"),
     "RollBackward0": ("dims", "shifts"),
+    "Rot90Backward0": ("dims", "k"),
     "RsqrtBackward0": ("result",),
     "SelectBackward0": ("dim", "index", "self_sym_sizes"),
     "SigmoidBackward0": ("result",),
