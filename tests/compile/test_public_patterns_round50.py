@@ -115,7 +115,9 @@ def _gradient_penalty_runs(T, compiled):
 
 
 def test_gradient_penalty_and_reassigned_buffers_compiled():
-    _check(_gradient_penalty_runs)
+    # the double backward fused into one program rounds its float32 sums in another order than
+    # eager's op-by-op run: 2.5e-6 relative on the penalty when run among the other compile tests
+    _check(_gradient_penalty_runs, comp_tol=1e-5)
 
 
 def _attribute_tensors_runs(compiled):
