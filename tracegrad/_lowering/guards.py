@@ -102,7 +102,7 @@ def _guard_globals(refs, checks, seen):
     for name, g in refs:
         v = g.get(name)
         if not _guard_value(g, name, v, checks):
-            _guard_container(v, checks, seen)
+            _guard_container(v, checks, seen, place=(g, name))
 
 
 class _Checks(list):
@@ -130,7 +130,7 @@ def _guard_object(o, names, checks, seen):
     for k, v in d.items():
         if k == "training" or (k not in names and not every):
             continue
-        if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names)):
+        if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names, place=(d, k))):
             _guard_held(v, names | _class_names(type(v)), checks, seen, (d, k))
     _guard_class_attributes(o, d, names, checks, every)
 
@@ -191,7 +191,7 @@ def _guard_module_attributes(m, names, checks, seen):
         seen.add(("attr", id(m), k))
         v = d[k]
         if not _guard_value(d, k, v, checks):
-            _guard_container(v, checks, seen, names=names)
+            _guard_container(v, checks, seen, names=names, place=(d, k))
     _guard_class_attributes(m, d, names, checks)
     # The submodules' own attributes too: ``net.drop.p``, ``seq[1].p`` or ``blocks[0].scale``
     # read by the step from a module it does not call (a called one is guarded by its class's
@@ -225,13 +225,19 @@ def _guard_class_attributes(o, d, names, checks, every=False):
                 checks.append((d, k, _MISSING, None))
 
 
-def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
+def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None) -> bool:
     """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
     dicts and lists inside it, ``depth`` levels down (and the attributes ``names`` of the plain
     objects there); True when ``c`` is one of them. Other holders: NOTE [other holders]."""
     held = _entries(c)
     if held is None:
         return False
+    if place is not None:
+        # that ``place`` (``(mapping, key)``) still holds this very container: a new list or
+        # dict bound there between calls (``self.idx = [1, 2]``, ``cfg["sizes"] = [3]``) is
+        # not the one whose entries are guarded below, and was read at its traced value
+        # (round-32's adversarial tests)
+        checks.append((*place, c, _IDENTITY))
     if id(c) in seen:
         return True
     if len(c) > _GUARD_DICT_MAX and held[1] is not None and not isinstance(c, weakref.WeakKeyDictionary):
@@ -252,7 +258,7 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
         return True
     for k, v in list(items):
         if not _guard_value(view, k, v, checks) and depth > 1 \
-                and not _guard_container(v, checks, seen, depth - 1, names) and names is not None:
+                and not _guard_container(v, checks, seen, depth - 1, names, (view, k)) and names is not None:
             _guard_held(v, _object_names(type(v), names), checks, seen, (view, k))
     return True
 
@@ -393,9 +399,18 @@ class _ListMap:
 
 def _scalar_tuple(t, depth=2):
     """A tuple (a namedtuple too) of numbers, strings, bools and the other values compared by
-    value or identity (``_ATOMS``: enum members...), nested up to ``depth``."""
-    return all(type(e) in _SCALARS or isinstance(e, _ATOMS) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1))
-               for e in t)
+    value or identity (``_atom``: enum members, slices...), nested up to ``depth``."""
+    return all(_atom(e) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1)) for e in t)
+
+
+def _atom(v) -> bool:
+    """A value compared by value or identity: a number, string or bool, one of ``_ATOMS`` (an
+    enum member, a NumPy scalar, a function or class), and the index values a trace bakes in as
+    they are: ``Ellipsis``, a ``range``, a ``slice`` of numbers (``y[self.window]`` with
+    ``self.window = slice(1, 4)`` rebound between calls was frozen: round-32's adversarial tests)."""
+    return (type(v) in _SCALARS or isinstance(v, _ATOMS) or v is Ellipsis or type(v) is range
+            or (type(v) is slice and all(type(e) in _SCALARS or isinstance(e, np.integer)
+                                         for e in (v.start, v.stop, v.step))))
 
 
 class _Probe:
@@ -475,7 +490,7 @@ def _guard_value(d, k, v, checks) -> bool:
     member, a NumPy scalar, bytes), a function or class (by identity: rebinding it calls
     another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
-    if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
+    if _atom(v) or (isinstance(v, tuple) and _scalar_tuple(v)):
         checks.append((d, k, v, _SIGNED_ZERO if type(v) is float and not v else None))
         if isinstance(v, functools.partial):     # its keywords are a dict changed in place
             checks.append((_Len(v.keywords), None, len(v.keywords), None))
@@ -717,7 +732,7 @@ def _guard_ref(ref, used, checks, seen):
     v = _value(cell, g, name)
     holder = None if cell is None and len(g) == 1 else _CellMap(cell) if cell is not None else g
     if holder is None or not _guard_value(holder, name, v, checks) or isinstance(v, type):
-        if _guard_container(v, checks, seen, names=used):
+        if _guard_container(v, checks, seen, names=used, place=None if holder is None else (holder, name)):
             pass
         elif isinstance(v, types.ModuleType):
             _guard_namespace(vars(v), used, checks, seen)
@@ -750,7 +765,7 @@ def _guard_namespace(ns, names, checks, seen):
     for k in names:
         if k in ns and not k.startswith("__"):
             v = ns[k]
-            if not _guard_value(ns, k, v, checks) and not _guard_container(v, checks, seen) \
+            if not _guard_value(ns, k, v, checks) and not _guard_container(v, checks, seen, place=(ns, k)) \
                     and isinstance(v, types.ModuleType) and _followed_module(v):
                 # ``torch.backends.cudnn.enabled``, ``config.train.SCALE``: a flag read through a
                 # submodule was baked in unguarded (round-15's adversarial tests)
