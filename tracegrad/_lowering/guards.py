@@ -5,6 +5,7 @@ read. ``pystate`` finds the references these are read through and the side effec
 """
 from __future__ import annotations
 
+import array
 import collections
 import collections.abc
 import enum
@@ -114,6 +115,7 @@ class _Checks(list):
     places = None             # input index -> [(slot, tensor)] where such a storage was found
     by_shape = frozenset()    # (id(dict), name) of module attributes guarded by shape elsewhere
     unread = ()               # NOTE [tensors compared by identity]: (view, key) places of unread tensors
+    rebound = frozenset()     # (id(container), key) of the places the program binds anew each call
 
 
 def _guard_object(o, names, checks, seen):
@@ -229,14 +231,28 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
     """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
     dicts and lists inside it, ``depth`` levels down (and the attributes ``names`` of the plain
     objects there); True when ``c`` is one of them. Other holders: NOTE [other holders]."""
+    if type(c) is tuple or (isinstance(c, tuple) and hasattr(c, "_fields")):
+        # a tuple (a namedtuple) holding lists or dicts (``STATE = ([], {"k": 1.0})``): those
+        # are read through it like a container's entries (``STATE[1]["k"]`` changed between
+        # calls was read at its traced value: round-32's adversarial tests). Only when it holds
+        # some: one of tensors (an LSTM's ``(h, c)``, rebound by every call) is not guarded by
+        # identity at its place, its tensors are followed as they are elsewhere.
+        inner = [(i, e) for i, e in enumerate(c) if type(e) in (list, dict)]
+        if not inner or depth <= 1:
+            return False
+        if place is not None and _guarded_place(place, checks):
+            checks.append((*place, c, _IDENTITY))
+        for i, e in inner:
+            _guard_container(e, checks, seen, depth - 1, names, (_ListMap(c), i))
+        return True
     held = _entries(c)
     if held is None:
         return False
-    if place is not None:
+    if place is not None and _guarded_place(place, checks):
         # that ``place`` (``(mapping, key)``) still holds this very container: a new list or
-        # dict bound there between calls (``self.idx = [1, 2]``, ``cfg["sizes"] = [3]``) is
-        # not the one whose entries are guarded below, and was read at its traced value
-        # (round-32's adversarial tests)
+        # dict bound there between calls (``self.idx = [1, 2]``, ``cfg["sizes"] = [3]``, a
+        # list of tensors) is not the one whose entries are guarded below, and was read at its
+        # traced value (round-32's adversarial tests)
         checks.append((*place, c, _IDENTITY))
     if id(c) in seen:
         return True
@@ -277,6 +293,14 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
 # in the code (a name computed at run time) every attribute, its class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
 # a program input's flip: NOTE [requires_grad flips between calls]) and the ``training`` flag of a
 # module the trace reads but did not call (``net[1].training``; called ones are the region's).
+def _guarded_place(place, checks) -> bool:
+    """Whether a container found at ``place`` is guarded by identity there: not at a place the
+    program itself binds anew on every call (``self.hidden = [h, c]``: the carry follows it,
+    NOTE [carried state])."""
+    slot = _slot(*place)
+    return slot is None or (id(slot[0]), slot[1]) not in checks.rebound
+
+
 def _entries(c):
     """``(items, view)`` of a container the trace reads values from (``view.get(key)``: one
     value now); ``(None, None)`` for a set; None for anything else."""
@@ -498,6 +522,11 @@ def _guard_value(d, k, v, checks) -> bool:
                 _guard_value(v.keywords, name, a, checks)
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
+    elif isinstance(v, (array.array, bytearray)):
+        # by its bytes too (``hist[0]`` of an ``array.array`` bumped between calls was read at
+        # its traced value: round-32's adversarial tests)
+        checks.append((d, k, v, _IDENTITY))
+        checks.append((_Probe(lambda b=v: bytes(b)), None, bytes(v), None))
     elif isinstance(v, Tensor):
         if id(v._st) in checks.pinned:
             # an outside tensor the program reads: one bound here in its place between calls
@@ -602,17 +631,20 @@ def _tensor_counts(storages, bases):
     return counts
 
 
-def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None, by_shape=frozenset()):
+def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None, by_shape=frozenset(),
+                 rebound=frozenset()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
     it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
     whose tensors' places are guarded by identity; ``followable``: id -> input index of those a
     place may follow instead, NOTE [tensors read by place]; ``by_shape``: ``(id(dict), name)``
     of the module attributes the region guards by the shape the call finds, NOTE [module tensor
-    attributes]). Returns the checks, the ``(input index, slot)`` places to follow and the
+    attributes]; ``rebound``: ``(id(container), key)`` of the places the program binds anew on
+    every call, whose containers are not guarded by identity). Returns the checks, the ``(input index, slot)`` places to follow and the
     places of the tensors no program reads (NOTE [tensors compared by identity])."""
-    checks, seen, classes = _Checks(), set(), set()
+    checks, seen, classes = _Checks(), set(), {}
     checks.called, checks.pinned, checks.by_shape = {id(m) for m in modules}, pinned, by_shape
+    checks.rebound = rebound
     checks.followable, checks.places, checks.unread = followable or {}, {}, []
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):
@@ -627,13 +659,16 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
         code_names |= _class_names(type(m))
     _guard_tensor_methods(code_names, checks)
     for m in modules:
-        _guard_object(m, _class_names(type(m)), checks, seen)
+        if type(m) not in classes:          # the helpers a user module's methods call
+            classes[type(m)] = loaded = set()
+            for ref, used in zip(*python_refs(None, _user_methods(type(m)), loaded)):
+                _guard_ref(ref, used, checks, seen)
+        # the names its class's methods load, and those of the helpers they call, which may
+        # read the module's attributes through a parameter (``scale(self, x)``: NOTE
+        # [attributes read by helpers] in pystate.py)
+        _guard_object(m, _class_names(type(m)) | classes[type(m)], checks, seen)
         _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
         _guard_globals(_class_globals(type(m)), checks, seen)
-        if type(m) not in classes:          # the helpers a user module's methods call
-            classes.add(type(m))
-            for ref, used in zip(*python_refs(None, _user_methods(type(m)))):
-                _guard_ref(ref, used, checks, seen)
     for ref, used in zip(refs, names or [frozenset()] * len(refs)):
         _guard_ref(ref, used, checks, seen)
     follows = _followed(checks)
