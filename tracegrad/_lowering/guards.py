@@ -661,6 +661,12 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     for m in modules:
         if type(m) not in classes:          # the helpers a user module's methods call
             classes[type(m)] = loaded = set()
+            # the ``forward`` its class resolves to, by identity: a library class's method
+            # patched between calls (``nn.Linear.forward = lora_forward``) ran the traced one
+            # (round-32's adversarial tests; a user class's own attributes are guarded below)
+            fwd = getattr(type(m), "forward", None)
+            if fwd is not None:
+                checks.append((_Attributes(type(m)), "forward", fwd, _IDENTITY))
             for ref, used in zip(*python_refs(None, _user_methods(type(m)), loaded)):
                 _guard_ref(ref, used, checks, seen)
         # the names its class's methods load, and those of the helpers they call, which may
