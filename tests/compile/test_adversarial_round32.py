@@ -743,3 +743,94 @@ def test_library_function_patched_between_calls(what):
             setattr(owner, name, orig)
         return out
     _both(run, torch_too=False)
+
+
+_HELD_VALUES = {
+    "frozenset": ([frozenset({0}), frozenset({1, 2}), frozenset({3})],
+                  lambda o, x: x[[i for i in range(4) if i in o.k]]),
+    "tuple_in_tuple_holding_a_list": ([((0, [1]),), ((0, [2]),), ((0, [3]),)], lambda o, x: x[o.k[0][1]]),
+    "object_in_a_tuple": ([(types.SimpleNamespace(v=1.0),), (types.SimpleNamespace(v=2.0),),
+                           (types.SimpleNamespace(v=3.0),)], lambda o, x: x * o.k[0].v),
+    "memoryview": ([memoryview(b"\x01"), memoryview(b"\x02"), memoryview(b"\x03")], lambda o, x: x * o.k[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(_HELD_VALUES))
+def test_values_held_on_an_object_rebound_between_calls(name):
+    """An object's attribute rebound between calls to a frozenset, a tuple holding a tuple
+    holding a list, a tuple holding an object, a memoryview: each call reads the new one."""
+    values, body = _HELD_VALUES[name]
+
+    def run(mod, wrap):
+        o = types.SimpleNamespace(k=values[0])
+        f = wrap(lambda x: body(o, x))
+        out = []
+        for v in values:
+            o.k = v
+            out.append(_values(f(mod.arange(4.0) * mod.ones(4, requires_grad=True))))
+        return out
+    _both(run)
+
+
+def _np_view_write(mod, x):
+    d = mod.tensor([1.0, 2.0])
+    d.numpy()[0] = 5.0
+    return x * d[0].item()
+
+
+def _from_numpy_write(mod, x):
+    n = np.array([1.0, 2.0], dtype=np.float32)
+    d = mod.from_numpy(n)
+    n[0] = 7.0
+    return x * d[0].item()
+
+
+def _detach_alias_write(mod, x):
+    d = mod.tensor([1.0, 2.0])
+    d.detach().mul_(3)
+    return x * d.sum().item()
+
+
+def _transposed_view_write(mod, x):
+    d = mod.tensor([[1, 2], [3, 4]])
+    d.t()[0, 1] = 9
+    return x * d.sum().item()
+
+
+def _expanded_view_after_write(mod, x):
+    d = mod.tensor([1, 2, 3])
+    u = d.unsqueeze(0).expand(2, 3)
+    d[1:].zero_()
+    return x * u.sum().item()
+
+
+def _dtype_view_write(mod, x):
+    d = mod.tensor([1.0, 2.0])
+    d.view(mod.int32)[0] = 0
+    return x * d.sum().item()
+
+
+def _resize_then_write(mod, x):
+    d = mod.tensor([4])
+    d.resize_(2)
+    d[1] = 5
+    return x * d[1].item()
+
+
+def _index_from_sorted_constant(mod, x):
+    s, i = mod.tensor([3.0, 1.0, 2.0]).sort()
+    keep = mod.nonzero(mod.tensor([1.0, 2.0, 3.0]) > 1.5).flatten()
+    return x[i.tolist()] * s[0].item() + x[keep.tolist()].sum() * mod.unique(mod.tensor([3.0, 1.0, 3.0])).shape[0]
+
+
+@pytest.mark.parametrize("body", [_np_view_write, _from_numpy_write, _detach_alias_write, _transposed_view_write,
+                                  _expanded_view_after_write, _dtype_view_write, _resize_then_write,
+                                  _index_from_sorted_constant], ids=lambda f: f.__name__.strip("_"))
+def test_kept_values_follow_writes_through_aliases(body):
+    """A kept constant written through an alias (its ``numpy()`` array, a NumPy array it was
+    made from, a ``detach()``, a transposed or dtype view, after ``resize_``), or sorted,
+    filtered and deduplicated, then read in Python: every call as eager and torch."""
+    def run(mod, wrap):
+        f = wrap(lambda x: body(mod, x))
+        return [_values(f(mod.arange(3.0) + i)) for i in range(4)]
+    _both(run)

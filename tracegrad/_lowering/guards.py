@@ -237,13 +237,16 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
         # calls was read at its traced value: round-32's adversarial tests). Only when it holds
         # some: one of tensors (an LSTM's ``(h, c)``, rebound by every call) is not guarded by
         # identity at its place, its tensors are followed as they are elsewhere.
-        inner = [(i, e) for i, e in enumerate(c) if type(e) in (list, dict)]
+        inner = [(i, e) for i, e in enumerate(c) if type(e) in (list, dict) or (
+            isinstance(e, tuple) and not _scalar_tuple(e)) or (names is not None and _plain_object(e))]
         if not inner or depth <= 1:
             return False
         if place is not None and _guarded_place(place, checks):
             checks.append((*place, c, _IDENTITY))
+        view = _ListMap(c)
         for i, e in inner:
-            _guard_container(e, checks, seen, depth - 1, names, (_ListMap(c), i))
+            if not _guard_container(e, checks, seen, depth - 1, names, (view, i)) and names is not None:
+                _guard_held(e, _object_names(type(e), names), checks, seen, (view, i))
         return True
     held = _entries(c)
     if held is None:
@@ -431,10 +434,12 @@ def _atom(v) -> bool:
     """A value compared by value or identity: a number, string or bool, one of ``_ATOMS`` (an
     enum member, a NumPy scalar, a function or class), and the index values a trace bakes in as
     they are: ``Ellipsis``, a ``range``, a ``slice`` of numbers (``y[self.window]`` with
-    ``self.window = slice(1, 4)`` rebound between calls was frozen: round-32's adversarial tests)."""
+    ``self.window = slice(1, 4)`` rebound between calls was frozen: round-32's adversarial tests),
+    a frozenset of those."""
     return (type(v) in _SCALARS or isinstance(v, _ATOMS) or v is Ellipsis or type(v) is range
             or (type(v) is slice and all(type(e) in _SCALARS or isinstance(e, np.integer)
-                                         for e in (v.start, v.stop, v.step))))
+                                         for e in (v.start, v.stop, v.step)))
+            or (type(v) is frozenset and all(type(e) in _SCALARS or isinstance(e, _ATOMS) for e in v)))
 
 
 class _Probe:
@@ -522,11 +527,11 @@ def _guard_value(d, k, v, checks) -> bool:
                 _guard_value(v.keywords, name, a, checks)
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
-    elif isinstance(v, (array.array, bytearray)):
+    elif isinstance(v, (array.array, bytearray, memoryview)):
         # by its bytes too (``hist[0]`` of an ``array.array`` bumped between calls was read at
         # its traced value: round-32's adversarial tests)
         checks.append((d, k, v, _IDENTITY))
-        checks.append((_Probe(lambda b=v: bytes(b)), None, bytes(v), None))
+        checks.append((_Probe(lambda b=v: _bytes(b)), None, _bytes(v), None))
     elif isinstance(v, Tensor):
         if id(v._st) in checks.pinned:
             # an outside tensor the program reads: one bound here in its place between calls
@@ -559,6 +564,14 @@ def _guard_value(d, k, v, checks) -> bool:
 
 
 _ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
+
+
+def _bytes(b):
+    """A byte buffer's contents now (None for a memoryview whose buffer was released)."""
+    try:
+        return bytes(b)
+    except ValueError:
+        return None
 
 
 def _slot(d, k):
