@@ -653,8 +653,9 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     place may follow instead, NOTE [tensors read by place]; ``by_shape``: ``(id(dict), name)``
     of the module attributes the region guards by the shape the call finds, NOTE [module tensor
     attributes]; ``rebound``: ``(id(container), key)`` of the places the program binds anew on
-    every call, whose containers are not guarded by identity). Returns the checks, the ``(input index, slot)`` places to follow and the
-    places of the tensors no program reads (NOTE [tensors compared by identity])."""
+    every call, whose containers are not guarded by identity). Returns the checks, the
+    ``(input index, slot)`` places to follow and the places of the tensors no program reads
+    (NOTE [tensors compared by identity])."""
     checks, seen, classes = _Checks(), set(), {}
     checks.called, checks.pinned, checks.by_shape = {id(m) for m in modules}, pinned, by_shape
     checks.rebound = rebound
