@@ -841,3 +841,26 @@ def test_kept_values_follow_writes_through_aliases(body):
         f = wrap(lambda x: body(mod, x))
         return [_values(f(mod.arange(3.0) + i)) for i in range(4)]
     _both(run)
+
+
+def test_an_attribute_no_code_names_changed_between_calls_keeps_the_program():
+    """The helper's names guard what it may read, not everything: a counter on the same object
+    that no code names (``cfg.seen += 1`` outside), and the new list the program binds to a
+    module attribute on every call (carried), trace nothing new."""
+    cfg = types.SimpleNamespace(k=2.0, seen=0)
+    box = tracegrad.nn.Module()
+    box.hist = [tracegrad.zeros(3)]
+
+    def fn(x):
+        y = _scale_by(cfg, x) + box.hist[0]
+        box.hist = [y.detach()]
+        return y
+    f = tracegrad.compile(fn)
+    eager_box = [tracegrad.zeros(3)]
+    for i in range(5):
+        x = tracegrad.arange(3.0) + i
+        want = x * 2.0 + eager_box[0]
+        eager_box = [want]
+        np.testing.assert_allclose(_values(f(x)), _values(want), rtol=1e-6)
+        cfg.seen += 1
+    assert f.stats["traces"] == 1 and f.stats["graph_breaks"] == [], f.stats
