@@ -187,6 +187,13 @@ def _scale_by_inner(holder, t):
     return t * holder.inner.k + len(holder.items)
 
 
+_HELPER_NAMES = pytest.mark.xfail(strict=True, reason=(
+    "NOTE [attributes read by helpers] (pystate.py): attributes a helper function reads through a "
+    "parameter are not guarded; giving every reference every helper's names made a trainer's "
+    "counter bumped between calls retrace each call (test_state_changes.py), so it was taken out"))
+
+
+@_HELPER_NAMES
 def test_helper_reads_attributes_of_an_object_handed_to_it():
     """``helper(cfg, x)`` reads ``cfg.k``; ``cfg`` sits in the compiled function's closure. The
     helper's reads are through a parameter, named by no code that reads ``cfg`` directly: a
@@ -247,6 +254,7 @@ def _read_k(o, t):
     return t * o.k
 
 
+@_HELPER_NAMES
 @pytest.mark.parametrize("where", ["slots", "list_of_objects", "dict_of_objects", "argument"])
 def test_helper_reads_objects_in_containers_and_arguments(where):
     """The helper reads ``.k`` of a ``__slots__`` object, an object in a list or dict, or an
@@ -762,7 +770,8 @@ _HELD_VALUES = {
 }
 
 
-@pytest.mark.parametrize("name", list(_HELD_VALUES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_HELPER_NAMES) if n in (
+    "frozenset", "tuple_in_tuple_holding_a_list", "object_in_a_tuple", "memoryview") else n for n in _HELD_VALUES])
 def test_values_held_on_an_object_rebound_between_calls(name):
     """An object's attribute rebound between calls to a frozenset, a tuple holding a tuple
     holding a list, a tuple holding an object, a memoryview: each call reads the new one."""
