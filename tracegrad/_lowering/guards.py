@@ -5,6 +5,7 @@ read. ``pystate`` finds the references these are read through and the side effec
 """
 from __future__ import annotations
 
+import array
 import collections
 import collections.abc
 import enum
@@ -102,7 +103,7 @@ def _guard_globals(refs, checks, seen):
     for name, g in refs:
         v = g.get(name)
         if not _guard_value(g, name, v, checks):
-            _guard_container(v, checks, seen)
+            _guard_container(v, checks, seen, place=(g, name))
 
 
 class _Checks(list):
@@ -114,6 +115,7 @@ class _Checks(list):
     places = None             # input index -> [(slot, tensor)] where such a storage was found
     by_shape = frozenset()    # (id(dict), name) of module attributes guarded by shape elsewhere
     unread = ()               # NOTE [tensors compared by identity]: (view, key) places of unread tensors
+    rebound = frozenset()     # (id(container), key) of the places the program binds anew each call
 
 
 def _guard_object(o, names, checks, seen):
@@ -130,7 +132,7 @@ def _guard_object(o, names, checks, seen):
     for k, v in d.items():
         if k == "training" or (k not in names and not every):
             continue
-        if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names)):
+        if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names, place=(d, k))):
             _guard_held(v, names | _class_names(type(v)), checks, seen, (d, k))
     _guard_class_attributes(o, d, names, checks, every)
 
@@ -191,7 +193,7 @@ def _guard_module_attributes(m, names, checks, seen):
         seen.add(("attr", id(m), k))
         v = d[k]
         if not _guard_value(d, k, v, checks):
-            _guard_container(v, checks, seen, names=names)
+            _guard_container(v, checks, seen, names=names, place=(d, k))
     _guard_class_attributes(m, d, names, checks)
     # The submodules' own attributes too: ``net.drop.p``, ``seq[1].p`` or ``blocks[0].scale``
     # read by the step from a module it does not call (a called one is guarded by its class's
@@ -225,13 +227,36 @@ def _guard_class_attributes(o, d, names, checks, every=False):
                 checks.append((d, k, _MISSING, None))
 
 
-def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
+def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None) -> bool:
     """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
     dicts and lists inside it, ``depth`` levels down (and the attributes ``names`` of the plain
     objects there); True when ``c`` is one of them. Other holders: NOTE [other holders]."""
+    if type(c) is tuple or (isinstance(c, tuple) and hasattr(c, "_fields")):
+        # a tuple (a namedtuple) holding lists or dicts (``STATE = ([], {"k": 1.0})``): those
+        # are read through it like a container's entries (``STATE[1]["k"]`` changed between
+        # calls was read at its traced value: round-32's adversarial tests). Only when it holds
+        # some: one of tensors (an LSTM's ``(h, c)``, rebound by every call) is not guarded by
+        # identity at its place, its tensors are followed as they are elsewhere.
+        inner = [(i, e) for i, e in enumerate(c) if type(e) in (list, dict) or (
+            isinstance(e, tuple) and not _scalar_tuple(e)) or (names is not None and _plain_object(e))]
+        if not inner or depth <= 1:
+            return False
+        if place is not None and _guarded_place(place, checks):
+            checks.append((*place, c, _IDENTITY))
+        view = _ListMap(c)
+        for i, e in inner:
+            if not _guard_container(e, checks, seen, depth - 1, names, (view, i)) and names is not None:
+                _guard_held(e, _object_names(type(e), names), checks, seen, (view, i))
+        return True
     held = _entries(c)
     if held is None:
         return False
+    if place is not None and _guarded_place(place, checks):
+        # that ``place`` (``(mapping, key)``) still holds this very container: a new list or
+        # dict bound there between calls (``self.idx = [1, 2]``, ``cfg["sizes"] = [3]``, a
+        # list of tensors) is not the one whose entries are guarded below, and was read at its
+        # traced value (round-32's adversarial tests)
+        checks.append((*place, c, _IDENTITY))
     if id(c) in seen:
         return True
     if len(c) > _GUARD_DICT_MAX and held[1] is not None and not isinstance(c, weakref.WeakKeyDictionary):
@@ -252,7 +277,7 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
         return True
     for k, v in list(items):
         if not _guard_value(view, k, v, checks) and depth > 1 \
-                and not _guard_container(v, checks, seen, depth - 1, names) and names is not None:
+                and not _guard_container(v, checks, seen, depth - 1, names, (view, k)) and names is not None:
             _guard_held(v, _object_names(type(v), names), checks, seen, (view, k))
     return True
 
@@ -271,6 +296,14 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
 # in the code (a name computed at run time) every attribute, its class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
 # a program input's flip: NOTE [requires_grad flips between calls]) and the ``training`` flag of a
 # module the trace reads but did not call (``net[1].training``; called ones are the region's).
+def _guarded_place(place, checks) -> bool:
+    """Whether a container found at ``place`` is guarded by identity there: not at a place the
+    program itself binds anew on every call (``self.hidden = [h, c]``: the carry follows it,
+    NOTE [carried state])."""
+    slot = _slot(*place)
+    return slot is None or (id(slot[0]), slot[1]) not in checks.rebound
+
+
 def _entries(c):
     """``(items, view)`` of a container the trace reads values from (``view.get(key)``: one
     value now); ``(None, None)`` for a set; None for anything else."""
@@ -393,9 +426,20 @@ class _ListMap:
 
 def _scalar_tuple(t, depth=2):
     """A tuple (a namedtuple too) of numbers, strings, bools and the other values compared by
-    value or identity (``_ATOMS``: enum members...), nested up to ``depth``."""
-    return all(type(e) in _SCALARS or isinstance(e, _ATOMS) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1))
-               for e in t)
+    value or identity (``_atom``: enum members, slices...), nested up to ``depth``."""
+    return all(_atom(e) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1)) for e in t)
+
+
+def _atom(v) -> bool:
+    """A value compared by value or identity: a number, string or bool, one of ``_ATOMS`` (an
+    enum member, a NumPy scalar, a function or class), and the index values a trace bakes in as
+    they are: ``Ellipsis``, a ``range``, a ``slice`` of numbers (``y[self.window]`` with
+    ``self.window = slice(1, 4)`` rebound between calls was frozen: round-32's adversarial tests),
+    a frozenset of those."""
+    return (type(v) in _SCALARS or isinstance(v, _ATOMS) or v is Ellipsis or type(v) is range
+            or (type(v) is slice and all(type(e) in _SCALARS or isinstance(e, np.integer)
+                                         for e in (v.start, v.stop, v.step)))
+            or (type(v) is frozenset and all(type(e) in _SCALARS or isinstance(e, _ATOMS) for e in v)))
 
 
 class _Probe:
@@ -475,7 +519,7 @@ def _guard_value(d, k, v, checks) -> bool:
     member, a NumPy scalar, bytes), a function or class (by identity: rebinding it calls
     another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
-    if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
+    if _atom(v) or (isinstance(v, tuple) and _scalar_tuple(v)):
         checks.append((d, k, v, _SIGNED_ZERO if type(v) is float and not v else None))
         if isinstance(v, functools.partial):     # its keywords are a dict changed in place
             checks.append((_Len(v.keywords), None, len(v.keywords), None))
@@ -483,6 +527,11 @@ def _guard_value(d, k, v, checks) -> bool:
                 _guard_value(v.keywords, name, a, checks)
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
+    elif isinstance(v, (array.array, bytearray, memoryview)):
+        # by its bytes too (``hist[0]`` of an ``array.array`` bumped between calls was read at
+        # its traced value: round-32's adversarial tests)
+        checks.append((d, k, v, _IDENTITY))
+        checks.append((_Probe(lambda b=v: _bytes(b)), None, _bytes(v), None))
     elif isinstance(v, Tensor):
         if id(v._st) in checks.pinned:
             # an outside tensor the program reads: one bound here in its place between calls
@@ -515,6 +564,14 @@ def _guard_value(d, k, v, checks) -> bool:
 
 
 _ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
+
+
+def _bytes(b):
+    """A byte buffer's contents now (None for a memoryview whose buffer was released)."""
+    try:
+        return bytes(b)
+    except ValueError:
+        return None
 
 
 def _slot(d, k):
@@ -587,17 +644,21 @@ def _tensor_counts(storages, bases):
     return counts
 
 
-def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None, by_shape=frozenset()):
+def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None, by_shape=frozenset(),
+                 rebound=frozenset()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
     it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
     whose tensors' places are guarded by identity; ``followable``: id -> input index of those a
     place may follow instead, NOTE [tensors read by place]; ``by_shape``: ``(id(dict), name)``
     of the module attributes the region guards by the shape the call finds, NOTE [module tensor
-    attributes]). Returns the checks, the ``(input index, slot)`` places to follow and the
-    places of the tensors no program reads (NOTE [tensors compared by identity])."""
-    checks, seen, classes = _Checks(), set(), set()
+    attributes]; ``rebound``: ``(id(container), key)`` of the places the program binds anew on
+    every call, whose containers are not guarded by identity). Returns the checks, the
+    ``(input index, slot)`` places to follow and the places of the tensors no program reads
+    (NOTE [tensors compared by identity])."""
+    checks, seen, classes = _Checks(), set(), {}
     checks.called, checks.pinned, checks.by_shape = {id(m) for m in modules}, pinned, by_shape
+    checks.rebound = rebound
     checks.followable, checks.places, checks.unread = followable or {}, {}, []
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):
@@ -612,13 +673,22 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
         code_names |= _class_names(type(m))
     _guard_tensor_methods(code_names, checks)
     for m in modules:
-        _guard_object(m, _class_names(type(m)), checks, seen)
+        if type(m) not in classes:          # the helpers a user module's methods call
+            classes[type(m)] = loaded = set()
+            # the ``forward`` its class resolves to, by identity: a library class's method
+            # patched between calls (``nn.Linear.forward = lora_forward``) ran the traced one
+            # (round-32's adversarial tests; a user class's own attributes are guarded below)
+            fwd = getattr(type(m), "forward", None)
+            if fwd is not None:
+                checks.append((_Attributes(type(m)), "forward", fwd, _IDENTITY))
+            for ref, used in zip(*python_refs(None, _user_methods(type(m)), loaded)):
+                _guard_ref(ref, used, checks, seen)
+        # the names its class's methods load, and those of the helpers they call, which may
+        # read the module's attributes through a parameter (``scale(self, x)``: NOTE
+        # [attributes read by helpers] in pystate.py)
+        _guard_object(m, _class_names(type(m)) | classes[type(m)], checks, seen)
         _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
         _guard_globals(_class_globals(type(m)), checks, seen)
-        if type(m) not in classes:          # the helpers a user module's methods call
-            classes.add(type(m))
-            for ref, used in zip(*python_refs(None, _user_methods(type(m)))):
-                _guard_ref(ref, used, checks, seen)
     for ref, used in zip(refs, names or [frozenset()] * len(refs)):
         _guard_ref(ref, used, checks, seen)
     follows = _followed(checks)
@@ -717,7 +787,7 @@ def _guard_ref(ref, used, checks, seen):
     v = _value(cell, g, name)
     holder = None if cell is None and len(g) == 1 else _CellMap(cell) if cell is not None else g
     if holder is None or not _guard_value(holder, name, v, checks) or isinstance(v, type):
-        if _guard_container(v, checks, seen, names=used):
+        if _guard_container(v, checks, seen, names=used, place=None if holder is None else (holder, name)):
             pass
         elif isinstance(v, types.ModuleType):
             _guard_namespace(vars(v), used, checks, seen)
@@ -750,7 +820,7 @@ def _guard_namespace(ns, names, checks, seen):
     for k in names:
         if k in ns and not k.startswith("__"):
             v = ns[k]
-            if not _guard_value(ns, k, v, checks) and not _guard_container(v, checks, seen) \
+            if not _guard_value(ns, k, v, checks) and not _guard_container(v, checks, seen, place=(ns, k)) \
                     and isinstance(v, types.ModuleType) and _followed_module(v):
                 # ``torch.backends.cudnn.enabled``, ``config.train.SCALE``: a flag read through a
                 # submodule was baked in unguarded (round-15's adversarial tests)

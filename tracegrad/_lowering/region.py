@@ -51,7 +51,7 @@ from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
-from .carry import plan_rebinds, put as slot_put, rebound_places
+from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
@@ -1415,7 +1415,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     followable = {id(st): j for j, st in enumerate(storages)
                   if j not in carried and not info["state_written"][j]}
     checks, places, unread = value_guards(fn, refs, region.modules, ref_names, pinned, followable,
-                                          {(id(d), name) for d, name, _, _ in region.attr_guards})
+                                          {(id(d), name) for d, name, _, _ in region.attr_guards},
+                                          _rebound_places((*rebinds, *region.shared)))
     # a place the call binds an argument to (``self.last = x``) holds the caller's tensor by design
     bound = {id(leaves[i]) for i, _ in region.arg_binds}
     region.unread = tuple(p for p in unread if p[1] is KEYS or id(p[0].get(p[1], None)) not in bound)
@@ -1598,6 +1599,19 @@ def _cell_full(cell) -> bool:
     except ValueError:          # an empty cell (a name assigned later in the enclosing function)
         return False
     return True
+
+
+def _rebound_places(rebinds):
+    """``(id(container), key)`` of the outermost places the program binds on every call (a
+    ``Rebind``'s or ``Shared``'s slots; a tuple or list of tensors there, ``self.hidden = (h,
+    c)``, is a new one after every call): not guarded by identity (``guards._guard_container``)."""
+    out = set()
+    for r in rebinds:
+        for c, k in r.slots:
+            while isinstance(c, InSequence):
+                c, k = c.place
+            out.add((id(c), k))
+    return frozenset(out)
 
 
 def _result_places(region, places, rebound_before):
