@@ -15,7 +15,6 @@ expectation is torch's."""
 import importlib
 import os
 import random
-import unittest
 from itertools import product
 
 import numpy as np
@@ -829,20 +828,13 @@ class TestFixesTI31(TestCase):
         self.assertNotEqual(type(torch.cdist(big, x2).grad_fn).__name__, "CdistBackward0")
 
 
-def _gap(fn):
-    """A strict expected failure on tracegrad (an unexpected pass fails); the oracle run passes."""
-    return fn if torch.__name__ == "torch" else unittest.expectedFailure(fn)
-
-
 class TestKnownGapsTI31(TestCase):
-    """Differences found and left (strict xfails on tracegrad; the oracle run passes them)."""
+    """Differences found and left here, fixed later (each passes on tracegrad and the oracle)."""
 
-    @_gap
     def test_rot90_node(self, device):
-        # torch records one Rot90Backward0 node whose result is a transposed view of a flipped copy
-        # (strides (1, 3) for a (2, 3) input turned once); tracegrad composes flip + transpose,
-        # which keeps those strides but names the node TransposeBackward0. One op would give a
-        # contiguous result instead (the view chain decides strides): left until ops can return views.
+        # torch records one Rot90Backward0 node whose result has strides (1, 3) for a (2, 3)
+        # input turned once; tracegrad composed flip + transpose (TransposeBackward0) until
+        # testinfra35 made rot90 one op with torch's strides
         x = torch.zeros(2, 3, device=device, requires_grad=True)
         y = torch.rot90(x)
         self.assertEqual(y.stride(), (1, 3))
