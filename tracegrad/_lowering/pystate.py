@@ -125,9 +125,11 @@ def python_refs(fn, args=(), loaded_out=None):
     # whose names belong to no reference of their own. Giving every reference the names of
     # every helper the scan reached (round 32's first fix) also gave a trainer object the
     # names its ``__init__`` and logging methods load: a counter bumped between calls
-    # (``self.global_step += 1``) that the step never reads made a new trace per call. Left
-    # (strict xfails in test_adversarial_round32.py) until the names a helper reads through
-    # each parameter are followed to the objects passed there.
+    # (``self.global_step += 1``) that the step never reads made a new trace per call. So only
+    # a called module gets the names of the helpers its own class's methods reach
+    # (``loaded_out``, guards.py); other objects handed to helpers are left (strict xfails in
+    # test_adversarial_round32.py) until the names a helper reads through each parameter are
+    # followed to the objects passed there.
     if loaded_out is not None:
         loaded_out |= loaded
     for (name, cell, g), _ in list(found.values()):
