@@ -42,6 +42,18 @@ def labels(mod, i, n, classes, seed=200):
     return mod.tensor(np.random.RandomState(seed + i).randint(0, classes, size=n))
 
 
+def small_mlp(mod):
+    """The adversarial rounds' model: Linear(4, 6), ReLU, Linear(6, 3), numpy-initialised."""
+    nn = mod.nn
+    return np_init(nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), mod)
+
+
+def small_batches(mod):
+    """``i -> (x, y)``: call ``i``'s batch of 5 inputs of 4 features and 3-class labels for
+    ``small_mlp``."""
+    return lambda i: (data(mod, i, 5, 4), labels(mod, i, 5, 3))
+
+
 def _is_tensor(x):
     return hasattr(x, "detach") and hasattr(x, "requires_grad") and hasattr(x, "is_leaf")
 

@@ -8,17 +8,14 @@ the global RNG and an ``arange`` made inside the step. 150 new seeds (2000..2149
 compiled/eager disagreement beyond rounding; these pin the behaviours down."""
 import pytest
 
-from ._harness import check_compiled, data, labels, np_init
+from ._harness import check_compiled, np_init
+from ._harness import small_batches as _batch
 
 
 def _model(mod, drop=False):
     nn = mod.nn
     layers = [nn.Linear(4, 6), nn.ReLU()] + ([nn.Dropout(0.3)] if drop else []) + [nn.Linear(6, 3)]
     return np_init(nn.Sequential(*layers), mod)
-
-
-def _batch(mod):
-    return lambda i: (data(mod, i, 5, 4), labels(mod, i, 5, 3))
 
 
 def test_accumulate_decided_outside_the_step():

@@ -36,15 +36,7 @@ import pytest
 import tracegrad
 
 from ._harness import assert_same, check_compiled, data, labels, np_init
-
-
-def _model(mod):
-    nn = mod.nn
-    return np_init(nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), mod)
-
-
-def _batch(mod):
-    return lambda i: (data(mod, i, 5, 4), labels(mod, i, 5, 3))
+from ._harness import small_mlp as _model, small_batches as _batch
 
 
 def _step(mod, model, opt):
