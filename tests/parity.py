@@ -398,6 +398,24 @@ def init_params(torch, module, seed, scale=0.3):
     return module
 
 
+def same_step_runs(a, b, rtol, atol):
+    """Two runs of a program's training steps, ``(per-step arrays, params dict, grads dict)``
+    (the public-program rounds' compiled halves), equal within ``rtol``/``atol``."""
+    assert len(a[0]) == len(b[0])
+    for i, (xa, xb) in enumerate(zip(a[0], b[0])):
+        for u, v in zip(xa, xb):
+            np.testing.assert_allclose(u, v, rtol=rtol, atol=atol, err_msg=f"step {i}")
+    for d in (1, 2):
+        assert sorted(a[d]) == sorted(b[d])
+        for n in a[d]:
+            np.testing.assert_allclose(a[d][n], b[d][n], rtol=rtol, atol=atol, err_msg=n)
+
+
+def step_arrays(*ts):
+    """Detached NumPy copies of tensors (torch's or tracegrad's)."""
+    return tuple(np.array(t.detach().numpy(), copy=True) for t in ts)
+
+
 def grad_fn_name(t):
     """type(t.grad_fn).__name__, or None."""
     return None if t.grad_fn is None else type(t.grad_fn).__name__

@@ -87,7 +87,7 @@ import warnings
 import numpy as np
 import pytest
 
-from parity import SeededTorch, get_torch, init_params, np_randn, run_both
+from parity import same_step_runs as _same_runs, step_arrays as _np, SeededTorch, get_torch, init_params, np_randn, run_both
 
 import tracegrad
 
@@ -2795,21 +2795,6 @@ def test_integer_discrete_flow_program(idf_git):
 
 
 # ---- the training steps under tracegrad.compile -------------------------------------------------
-def _same_runs(a, b, rtol, atol):
-    assert len(a[0]) == len(b[0])
-    for i, (xa, xb) in enumerate(zip(a[0], b[0])):
-        for u, v in zip(xa, xb):
-            np.testing.assert_allclose(u, v, rtol=rtol, atol=atol, err_msg=f"step {i}")
-    for d in (1, 2):
-        assert sorted(a[d]) == sorted(b[d])
-        for n in a[d]:
-            np.testing.assert_allclose(a[d][n], b[d][n], rtol=rtol, atol=atol, err_msg=n)
-
-
-def _np(*ts):
-    return tuple(np.array(t.detach().numpy(), copy=True) for t in ts)
-
-
 def _state_of(model, skip=()):
     params = {n: _np(p)[0] for n, p in model.named_parameters() if not n.endswith(skip)}
     params.update({"buffer " + n: _np(b)[0] for n, b in model.named_buffers() if b is not None})
