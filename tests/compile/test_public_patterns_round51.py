@@ -3,9 +3,11 @@
 tracegrad eagerly and ``tracegrad.compile``:
 
 - shchur/ifl-tpp (MIT): a ``dict`` subclass with attribute access (``Batch``) passed to the
-  compiled step, a new one each call: compared by identity, so every call traces again (strict
-  xfail); ``torch.distributions`` with argument validation is a graph break, without it one
-  program (a mixture of normals under ``AffineTransform``/``ExpTransform``).
+  compiled step, a new one each call: keyed by identity (an opaque object), every call traced again
+  until ``cache_size_limit`` (fixed: ``_lowering/region.py`` flattens such a subclass like a dict
+  and rebuilds it with its class; one changed or returned by the function is a graph break, as a
+  dict); ``torch.distributions`` with argument validation is a graph break, without it one program
+  (a mixture of normals under ``AffineTransform``/``ExpTransform``).
 - 1Konny/FactorVAE (no license file): two optimizers in one step, the second one's
   ``zero_grad()`` dropping gradients the first backward left on its parameters: the third call
   traces again (strict xfail; values agree).
@@ -84,12 +86,62 @@ def test_dict_subclass_argument_values():
     _check(_dict_subclass_runs)
 
 
-@pytest.mark.xfail(strict=True, reason="a dict subclass argument (ifl-tpp's Batch) is an opaque object in the "
-                   "compiled function's key, compared by identity: a new one each call traces again, until "
-                   "cache_size_limit; torch guards on its contents")
 def test_dict_subclass_argument_traced_once():
+    # was keyed by identity (an opaque object): a new batch each call traced again, until
+    # cache_size_limit made the function eager (fixed: ``_lowering/region.py``)
     st = _check(_dict_subclass_runs)
     assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+class _Attrs(dict):
+    """A dict subclass with an instance attribute besides its items: stays an opaque argument."""
+
+    def __init__(self, x, tag):
+        super().__init__(x=x)
+        self.tag = tag
+
+
+def _escapes_runs(T, compiled, kind):
+    lin = _init(T, T.nn.Linear(3, 2), 11)
+
+    def changes(batch):       # an item set on the caller's batch: eager's, every call
+        batch.y = batch.x * 2
+        return lin(batch.y).sum()
+
+    def returns(batch):       # the caller's own object comes back
+        return batch, lin(batch.x).sum()
+
+    def tagged(batch):
+        return lin(batch["x"]).sum() * batch.tag
+
+    fn = {"changes": changes, "returns": returns, "tagged": tagged}[kind]
+    if compiled:
+        fn = T.compile(fn)
+    rs = np.random.RandomState(12)
+    out = []
+    for i in range(3):
+        x = T.tensor(rs.randn(4, 3).astype(np.float32))
+        b = _Attrs(x, float(i + 1)) if kind == "tagged" else _Batch(x, None)
+        r = fn(b)
+        if kind == "returns":
+            assert r[0] is b and type(r[0]) is _Batch
+            r = r[1]
+        if kind == "changes":
+            assert sorted(b) == ["x", "y"]
+            out += _arr(b.y)
+        out += _arr(r)
+    return out, fn
+
+
+@pytest.mark.parametrize("kind,breaks", [("changes", "the function changes a list or dict"),
+                                         ("returns", "the compiled function keeps a reference"),
+                                         ("tagged", None)])
+def test_dict_subclass_argument_changed_or_returned(kind, breaks):
+    st = _check(lambda T, c: _escapes_runs(T, c, kind))
+    if breaks is None:
+        assert st["graph_breaks"] == [], st
+    else:
+        assert [b[0][:len(breaks)] for b in st["graph_breaks"]] == [breaks], st
 
 
 def _two_optimizers_runs(T, compiled):
@@ -125,8 +177,9 @@ def test_two_optimizers_values():
 
 
 @pytest.mark.xfail(strict=True, reason="the gradient storage the first backward accumulated into is replaced "
-                   "when the second optimizer's zero_grad drops it: the orphan guard marks the program dead "
-                   "after its first run and the third call traces again")
+                   "when the second optimizer's zero_grad drops it: the orphan guard marks the first program "
+                   "dead after its first run and the third call traces again (once: later calls reuse the "
+                   "second program)")
 def test_two_optimizers_traced_once():
     st = _check(_two_optimizers_runs)
     assert st["graph_breaks"] == [] and st["traces"] == 1, st
