@@ -1794,7 +1794,7 @@ def _factor_vae_step_runs(compiled):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = [_np(*step(T.from_numpy(X1[4 * i:4 * i + 4]), T.from_numpy(X2[4 * i:4 * i + 4])))
-               for i in range(3)]
+               for i in range(2)]
     return (out,) + _state_of(VAE, D) + (step, T.rand(3).numpy())
 
 
@@ -1802,10 +1802,10 @@ def test_factor_vae_train_step_compiled():
     eager, comp = _factor_vae_step_runs(False), _factor_vae_step_runs(True)
     _same_runs(eager, comp, 1e-5, 1e-6)
     np.testing.assert_array_equal(eager[4], comp[4])   # the generator left in the same state
-    st = comp[3].stats
-    # traced twice: the discriminator's gradients from ``vae_loss.backward`` dropped by
-    # ``optim_D.zero_grad()`` (strict xfail in tests/compile/test_public_patterns_round51.py)
-    assert st["graph_breaks"] == [] and st["traces"] == 2, st
+    # two calls (eager, then the trace): a third traces again once, the discriminator's
+    # gradients from ``vae_loss.backward`` dropped by ``optim_D.zero_grad()`` (strict xfail in
+    # tests/compile/test_public_patterns_round51.py)
+    _no_breaks(comp[3])
 
 
 def _adamp_step_runs(T, compiled, which):
@@ -1881,13 +1881,13 @@ def _hifigan_step_runs(T, compiled):
     if compiled:
         step = T.compile(step)
     rs = np.random.RandomState(82)
-    wavs = (0.5 * np.tanh(rs.standard_normal((6, h.segment_size)))).astype(np.float32)
+    wavs = (0.5 * np.tanh(rs.standard_normal((4, h.segment_size)))).astype(np.float32)
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mels = mel_spectrogram(T.from_numpy(wavs), h.n_fft, h.num_mels, h.sampling_rate, h.hop_size,
                                h.win_size, h.fmin, h.fmax)
-        for i in range(3):
+        for i in range(2):
             out.append(_np(*step(mels[2 * i:2 * i + 2], T.from_numpy(wavs[2 * i:2 * i + 2]).unsqueeze(1),
                                  mels[2 * i:2 * i + 2])))
     return (out,) + _state_of(generator, mpd, msd) + (step,)
