@@ -279,6 +279,22 @@ jax.tree_util.register_pytree_node(_SparseArg, lambda s: ((s.indices, s.values),
                                    lambda like, children: _SparseArg(children[0], children[1], like))
 
 
+_DICT_SUBCLASS = "dict subclass"     # ``_InOrder.like``'s factory slot for one (``_plain``)
+
+
+def _plain_dict_subclass(x) -> bool:
+    """Whether argument ``x`` is an instance of a user's ``dict`` subclass that is its items
+    alone (no instance attributes, no ``__slots__`` values, ``dict.__new__``): ifl-tpp's
+    ``Batch``, a dict with attribute access. Such an argument is flattened like a dict and
+    rebuilt around the stand-ins (``_plain``) with the class kept; an opaque object instead was
+    keyed by identity, so a new batch each call traced a program per call until
+    ``cache_size_limit`` made the function eager."""
+    t = type(x)
+    return (isinstance(x, dict) and t.__module__ != "builtins" and t.__new__ is dict.__new__
+            and not isinstance(x, (collections.OrderedDict, collections.defaultdict, collections.Counter))
+            and type(getattr(x, "__dict__", None)) is dict and not x.__dict__)
+
+
 def _ordered(x, args=False):
     # NOTE [result containers keep their order]: JAX sorts the keys of a dict and a
     # defaultdict, and flattens an OrderedDict's or a namedtuple's children without coming
@@ -297,6 +313,8 @@ def _ordered(x, args=False):
     if t is result_objects.Rebuilt:
         return result_objects.Rebuilt(x.cls, {k: _ordered(v) for k, v in x.items.items()},
                                       {k: _ordered(v) for k, v in x.attrs.items()})
+    if args and t is not dict and _plain_dict_subclass(x):
+        return _InOrder(((k, _ordered(v, args)) for k, v in x.items()), (t, _DICT_SUBCLASS))
     if args and t is SparseCooTensor and not x.requires_grad:
         return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
     return x
@@ -315,6 +333,10 @@ def _plain(x):
         if x.like is None:
             return dict(items)
         cls, factory = x.like
+        if factory is _DICT_SUBCLASS:     # without the class's __init__ (eager ran it, with the caller's values)
+            obj = dict.__new__(cls)
+            dict.update(obj, items)
+            return obj
         return cls(factory, items) if cls is collections.defaultdict else cls(items)
     if t is list:
         return [_plain(v) for v in x]
