@@ -50,23 +50,64 @@ def _from_children(aux, values):
 jax.tree_util.register_pytree_node(Rebuilt, _children, _from_children)
 
 
+def _slot_names(cls) -> tuple:
+    """The attribute names ``cls``'s ``__slots__`` (and its bases') declare, private names
+    mangled as Python stores them."""
+    names = []
+    for c in cls.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        for n in ((slots,) if isinstance(slots, str) else slots):
+            if n in ("__dict__", "__weakref__"):
+                continue
+            if n.startswith("__") and not n.endswith("__"):
+                n = f"_{c.__name__.lstrip('_')}{n}"
+            names.append(n)
+    return tuple(names)
+
+
+def _attrs(x) -> dict:
+    """``x``'s instance attributes: its ``__dict__`` then the slots that are set."""
+    out = dict(getattr(x, "__dict__", None) or {})
+    for n in _slot_names(type(x)):
+        try:
+            out[n] = object.__getattribute__(x, n)
+        except AttributeError:     # a slot never set stays unset
+            pass
+    return out
+
+
 def _candidate(x) -> bool:
+    """A returned object that may be rebuilt per call: a ``SimpleNamespace``, a dataclass (one
+    with ``slots=True`` too), or an instance of a plain Python class (its ``__new__`` is
+    ``object``'s; no Module, no Tensor, no library class). Round 33: a ``slots=True`` dataclass
+    or a plain ``class Out`` the call made stayed the program's one object, so a result kept
+    from an earlier call showed the latest call's tensors."""
     t = type(x)
     if t is types.SimpleNamespace:
         return True
-    return dataclasses.is_dataclass(x) and not isinstance(x, type) and isinstance(getattr(x, "__dict__", None), dict)
+    if isinstance(x, type) or not (isinstance(getattr(x, "__dict__", None), dict) or _slot_names(t)):
+        return False
+    if dataclasses.is_dataclass(x):
+        return True
+    from ..nn.modules.module import Module
+    mod = getattr(t, "__module__", "") or ""
+    return (t.__new__ is object.__new__ and not isinstance(x, (Tensor, Module, BaseException))
+            and mod != "builtins" and not mod.startswith(("tracegrad.", "jax", "numpy")))
 
 
 def _plain_value(v, depth=3) -> bool:
-    """A value an object the call made may hold and still be rebuilt: tensors, immutable
-    scalars, and tuples/lists/dicts of those (a few levels down)."""
-    if isinstance(v, Tensor) or type(v) in IMMUTABLE or v is None:
-        return True
+    """A value an object the call made may hold and still be rebuilt: anything but a tuple,
+    list or dict nested deeper than a few levels. Tensors become results; lists and dicts are
+    walked (``made_objects``); any other object (a module, a function, an object held outside)
+    comes back as itself, a constant, as eagerly the same object is referenced (round 33: an
+    ``Out(loss, model)`` holding the module stayed the program's one object, so an ``Out``
+    kept from an earlier call showed the latest call's loss). A function closing over the
+    call's tensors is refused later (NOTE [returned closures] in ``region.py``)."""
     if depth and type(v) in (tuple, list):
         return all(_plain_value(e, depth - 1) for e in v)
     if depth and type(v) is dict:
         return all(_plain_value(e, depth - 1) for e in v.values())
-    return False
+    return type(v) not in (tuple, list, dict)
 
 
 def made_objects(result) -> set:
@@ -82,16 +123,18 @@ def made_objects(result) -> set:
             for e in (v.values() if t is dict else v):
                 walk(e, depth - 1)
         elif _candidate(v) and id(v) not in containers:
-            containers.update((id(v), id(vars(v))))
+            containers.add(id(v))
+            if isinstance(getattr(v, "__dict__", None), dict):
+                containers.add(id(vars(v)))
             candidates.append(v)
-            for e in list(vars(v).values()) + (list(v.values()) if isinstance(v, dict) else []):
+            for e in list(_attrs(v).values()) + (list(v.values()) if isinstance(v, dict) else []):
                 walk(e, depth - 1)
     walk(result, 8)
     if not candidates:
         return set()
     made = set()
     for c in candidates:
-        values = list(vars(c).values()) + (list(c.values()) if isinstance(c, dict) else [])
+        values = list(_attrs(c).values()) + (list(c.values()) if isinstance(c, dict) else [])
         if not all(_plain_value(v) or id(v) in containers for v in values):
             continue
         held = [r for r in gc.get_referrers(c)
@@ -107,7 +150,7 @@ def as_node(x, made, convert):
     if not made or id(x) not in made:
         return None
     items = {k: convert(v) for k, v in x.items()} if isinstance(x, dict) else {}
-    return Rebuilt(type(x), items, {k: convert(v) for k, v in vars(x).items()})
+    return Rebuilt(type(x), items, {k: convert(v) for k, v in _attrs(x).items()})
 
 
 def build(r, convert):
@@ -119,5 +162,10 @@ def build(r, convert):
         base = next(b for b in r.cls.__mro__ if b.__module__ in ("builtins", "collections"))
         for k, v in r.items.items():
             base.__setitem__(obj, k, convert(v))
-    vars(obj).update({k: convert(v) for k, v in r.attrs.items()})
+    slots = _slot_names(r.cls)
+    for k, v in r.attrs.items():
+        if k in slots:                      # a frozen or slotted class's own __setattr__ bypassed
+            object.__setattr__(obj, k, convert(v))
+        else:
+            vars(obj)[k] = convert(v)
     return obj

@@ -1,0 +1,628 @@
+"""Round 33 (scratch)."""
+import collections
+import dataclasses
+import types
+
+import numpy as np
+import pytest
+
+import tracegrad
+
+from ._harness import assert_same, check_compiled, data, labels, np_init, snapshot
+from ._harness import small_mlp as _model, small_batches as _batch
+
+
+def _both(run, torch_too=True, **kw):
+    comp = run(tracegrad, lambda f: tracegrad.compile(f, **kw))
+    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
+    if torch_too:
+        torch = pytest.importorskip("torch")
+        assert_same(run(torch, lambda f: f), comp, "torch", rtol=1e-4, atol=1e-5)
+    return comp
+
+
+def _traces(f):
+    return f.stats["traces"] if hasattr(f, "stats") else None
+
+
+@dataclasses.dataclass(slots=True)
+class SlotOut:
+    loss: object
+    logits: object
+
+
+class PlainOut:
+    def __init__(self, loss, logits):
+        self.loss, self.logits = loss, logits
+
+
+@pytest.mark.parametrize("kind", ["slots_dataclass", "plain_class", "namespace_with_outside_list"])
+def test_returned_objects_kept_from_earlier_calls(kind):
+    def run(mod, wrap):
+        model = _model(mod)
+        hist = [1.0]
+
+        def step(x):
+            logits = model(x)
+            loss = logits.pow(2).mean()
+            if kind == "slots_dataclass":
+                return SlotOut(loss, logits)
+            if kind == "plain_class":
+                return PlainOut(loss, logits)
+            return types.SimpleNamespace(loss=loss, logits=logits, hist=hist)
+        f = wrap(step)
+        outs = [f(data(mod, i, 5, 4)) for i in range(4)]
+        res = [[snapshot(o.loss), snapshot(o.logits)] for o in outs]
+        res.append(len({id(o) for o in outs}))
+        if kind == "namespace_with_outside_list":
+            res.append([o.hist is hist for o in outs])
+        return res
+    _both(run)
+
+
+def test_object_made_by_the_call_stored_on_self_and_returned():
+    def run(mod, wrap):
+        model = _model(mod)
+        box = types.SimpleNamespace(last=None)
+
+        def step(x):
+            logits = model(x)
+            ns = types.SimpleNamespace(loss=logits.sum(), logits=logits)
+            box.last = ns
+            return ns
+        f = wrap(step)
+        outs = [f(data(mod, i, 5, 4)) for i in range(4)]
+        return [[snapshot(o.loss), o is box.last] for o in outs] + [len({id(o) for o in outs})]
+    _both(run)
+
+
+def test_returned_lambda_and_generator_closing_over_call_tensors():
+    def run(mod, wrap):
+        w = mod.tensor([1.0, 2.0, 3.0])
+
+        def step(x):
+            y = x * w
+            return (lambda: y * 2), (y * i for i in range(3))
+        f = wrap(step)
+        res = []
+        keep = []
+        for i in range(3):
+            fn, gen = f(data(mod, i, 3))
+            keep.append(fn)
+            res.append([snapshot(fn()), [snapshot(g) for g in gen]])
+        res.append([snapshot(k()) for k in keep])
+        return res
+    _both(run)
+
+
+# ---- one tensor passed twice, variations
+
+@pytest.mark.parametrize("second", ["view", "detach", "same", "param"])
+def test_one_tensor_and_its_alias_as_two_arguments(second):
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 3), mod)
+
+        def fn(a, b):
+            b.mul_(2) if second != "param" else None
+            return (lin(a) * b).sum(), a.sum()
+        f = wrap(fn)
+        res = []
+        for i in range(4):
+            x = data(mod, i, 3, 3)
+            if second == "view":
+                b = x[:]
+            elif second == "detach":
+                b = x.detach()
+            elif second == "same":
+                b = x
+            else:
+                b = lin.weight
+            with mod.no_grad() if second == "param" else _null():
+                out = f(x, b)
+            res.append([snapshot(out[0]), snapshot(out[1]), snapshot(x), x._version if hasattr(x, "_version") else None,
+                        snapshot(lin)])
+        return res
+    _both(run)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_one_leaf_passed_twice_alternating_with_two_tensors():
+    def run(mod, wrap):
+        w = mod.nn.Parameter(mod.tensor([1.0, -1.0, 0.5]))
+
+        def fn(a, b):
+            return ((a * w).tanh() * b).sum()
+        f = wrap(fn)
+        res = []
+        for i in range(6):
+            x = mod.tensor([0.1 * i, 0.2, -0.3], requires_grad=True)
+            z = mod.tensor([0.5, 0.1 * i, 0.3], requires_grad=True)
+            out = f(x, x) if i % 2 == 0 else f(x, z)
+            out.backward()
+            res.append([snapshot(out), snapshot(x), snapshot(z), snapshot(w)])
+        return res
+    comp = _both(run)
+
+
+# ---- gradient accumulation, schedulers inside
+
+def test_gradient_accumulation_compiled_forward_backward_eager_step():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        batch = _batch(mod)
+
+        def fb(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y) / 2
+            loss.backward()
+            return loss.detach()
+        f = wrap(fb)
+        res = []
+        for i in range(6):
+            loss = f(*batch(i))
+            if i % 2 == 1:
+                opt.step()
+                opt.zero_grad(set_to_none=(i % 4 == 1))
+            res.append([snapshot(loss), snapshot(model), snapshot(opt)])
+        return res, _traces(f)
+    comp = _both(lambda m, w: run(m, w)[0])
+
+
+def test_scheduler_stepped_inside_every_other_call():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        batch = _batch(mod)
+        n = [0]
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            n[0] += 1
+            return loss.detach(), sched.get_last_lr()[0]
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            out = f(*batch(i))
+            res.append([snapshot(out), snapshot(model), snapshot(opt), snapshot(sched), n[0]])
+        return res
+    _both(run)
+
+
+def test_reduce_lr_on_plateau_inside_the_step():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+        sched = mod.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+        batch = _batch(mod)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step(loss)
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            out = f(*batch(i % 2))
+            res.append([snapshot(out), snapshot(model), opt.param_groups[0]["lr"], sched.num_bad_epochs])
+        return res
+    _both(run)
+
+
+def test_optimizer_state_dict_round_trip_into_a_new_optimizer_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        holder = {"opt": mod.optim.Adam(model.parameters(), lr=0.05)}
+        batch = _batch(mod)
+
+        def step(x, y):
+            opt = holder["opt"]
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            out = f(*batch(i))
+            res.append([snapshot(out), snapshot(model), snapshot(holder["opt"])])
+            if i == 2:
+                sd = holder["opt"].state_dict()
+                new = mod.optim.Adam(model.parameters(), lr=0.01)
+                new.load_state_dict(sd)
+                holder["opt"] = new
+        return res
+    _both(run)
+
+
+# ---- weight tying
+
+def test_weight_tying_then_untied_between_calls():
+    def run(mod, wrap):
+        nn = mod.nn
+        emb = np_init(nn.Embedding(5, 4), mod)
+        head = nn.Linear(4, 5, bias=False)
+        head.weight = emb.weight
+        model = nn.ModuleDict({"emb": emb, "head": head})
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(ids):
+            opt.zero_grad()
+            logits = model["head"](model["emb"](ids).tanh())
+            loss = nn.functional.cross_entropy(logits, ids)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            ids = mod.tensor([(i + j) % 5 for j in range(4)])
+            res.append([snapshot(f(ids)), snapshot(model), snapshot(opt), head.weight is emb.weight])
+            if i == 2:
+                with mod.no_grad():
+                    head.weight = nn.Parameter(emb.weight.detach().clone())
+                opt.add_param_group({"params": [head.weight], "lr": 0.2})
+        return res
+    _both(run)
+
+
+# ---- parametrize, autocast, func transforms
+
+def test_parametrization_registered_and_removed_between_calls():
+    def run(mod, wrap):
+        P = mod.nn.utils.parametrize
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        batch = _batch(mod)
+
+        class Sym(mod.nn.Module):
+            def forward(self, w):
+                return w.tanh()
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append([snapshot(f(*batch(i))), snapshot(model)])
+            if i == 1:
+                P.register_parametrization(model[2], "weight", Sym())   # the original stays in opt
+            if i == 3:
+                P.remove_parametrizations(model[2], "weight", leave_parametrized=True)
+        return res
+    _both(run)
+
+
+def test_autocast_cpu_inside_the_call_with_flag_changed():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        batch = _batch(mod)
+        cfg = {"amp": True}
+
+        def step(x, y):
+            opt.zero_grad()
+            with mod.autocast("cpu", dtype=mod.bfloat16, enabled=cfg["amp"]):
+                logits = model(x)
+            loss = mod.nn.functional.cross_entropy(logits.float(), y)
+            loss.backward()
+            opt.step()
+            return loss.detach(), logits.dtype
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append([snapshot(f(*batch(i))), snapshot(model)])
+            cfg["amp"] = i % 2 == 1
+        return res
+    _both(run, torch_too=False)
+
+
+def test_func_grad_and_vmap_inside_the_call():
+    def run(mod, wrap):
+        w = mod.tensor([1.0, -2.0, 0.5])
+        scale = [1.0]
+
+        def loss(p, x):
+            return ((x * p).sin() * scale[0]).sum()
+
+        def step(xs):
+            g = mod.func.grad(loss)(w, xs[0])
+            per = mod.func.vmap(lambda x: loss(w, x))(xs)
+            return g, per
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            scale[0] += 0.5
+            w.add_(0.1)
+        return res
+    _both(run)
+
+
+def test_tensor_hooks_on_call_made_tensors_stash_and_count():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        batch = _batch(mod)
+        store, count = {}, [0]
+
+        def hook(g):
+            count[0] += 1
+            store["g"] = g
+            return g * 2
+
+        def step(x, y):
+            opt.zero_grad()
+            h = model[0](x)
+            h.register_hook(hook)
+            h.retain_grad()
+            out = model[2](model[1](h))
+            loss = mod.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            return loss.detach(), h
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            loss, h = f(*batch(i))
+            res.append([snapshot(loss), snapshot(h), snapshot(store["g"]), count[0], snapshot(model)])
+        return res
+    _both(run)
+
+
+def test_checkpoint_in_the_step_with_requires_grad_flipped_between_calls():
+    def run(mod, wrap):
+        cp = mod.utils.checkpoint.checkpoint
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        batch = _batch(mod)
+
+        def step(x, y):
+            opt.zero_grad()
+            h = cp(lambda t: model[1](model[0](t)), x, use_reentrant=False)
+            loss = mod.nn.functional.cross_entropy(model[2](h), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append([snapshot(f(*batch(i))), snapshot(model)])
+            model[0].weight.requires_grad_(i % 2 == 1)
+        return res
+    _both(run)
+
+
+class Holder:
+    def __init__(self, loss, model):
+        self.loss, self.model = loss, model
+
+
+def test_returned_plain_object_holding_a_module():
+    def run(mod, wrap):
+        model = _model(mod)
+
+        def step(x):
+            return Holder(model(x).sum(), model)
+        f = wrap(step)
+        outs = [f(data(mod, i, 5, 4)) for i in range(3)]
+        return [[snapshot(o.loss), o.model is model] for o in outs] + [len({id(o) for o in outs})]
+    _both(run)
+
+
+class WithClassDefault(object):
+    pass
+
+
+def test_attribute_deleted_or_shadowing_a_class_attribute_between_calls():
+    def run(mod, wrap):
+        class Net(mod.nn.Module):
+            k = 2.0
+
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(mod.nn.Linear(4, 3), mod)
+
+            def forward(self, x):
+                y = self.lin(x) * self.k
+                if hasattr(self, "extra"):
+                    y = y + self.extra
+                return y * getattr(self, "scale", 1.0)
+        net = Net()
+        f = wrap(net)
+        res = []
+        for i in range(7):
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            if i == 0:
+                net.k = 3.0
+            elif i == 1:
+                net.extra = mod.ones(3)
+            elif i == 2:
+                net.scale = 0.5
+            elif i == 3:
+                del net.k
+            elif i == 4:
+                del net.extra
+                Net.k = 5.0
+            elif i == 5:
+                del net.scale
+        return res
+    _both(run)
+
+
+def test_python_counters_on_self_and_optimizer_bumped_inside():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model.calls = 0
+        model.total = 0.0
+        model.seen = []
+        model.by = {"n": 0}
+        batch = _batch(mod)
+
+        def step(x, y):
+            model.calls += 1
+            model.total += 0.5
+            model.seen.append(model.calls)
+            model.by["n"] += 2
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x) * (1 + 0.1 * model.calls), y)
+            loss.backward()
+            opt.step()
+            return loss.detach(), model.calls
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            out = f(*batch(i))
+            res.append([snapshot(out), model.calls, model.total, list(model.seen), dict(model.by), snapshot(model)])
+        return res
+    _both(run)
+
+
+@pytest.mark.parametrize("view", ["view", "select", "t", "unsqueeze", "expand", "diagonal"])
+def test_returned_views_of_an_argument_alias_it(view):
+    def run(mod, wrap):
+        def fn(x):
+            if view == "view":
+                return x.view(-1)
+            if view == "select":
+                return x[1]
+            if view == "t":
+                return x.t()
+            if view == "unsqueeze":
+                return x.unsqueeze(0)
+            if view == "expand":
+                return x[:1].expand(3, 3)
+            return x.diagonal()
+        f = wrap(fn)
+        res = []
+        for i in range(3):
+            x = data(mod, i, 3, 3)
+            out = f(x)
+            v0 = x._version
+            x.add_(1)
+            a = snapshot(out)
+            if view != "expand":
+                out.mul_(2)
+            res.append([a, snapshot(x), snapshot(out), out._base is x, x._version - v0, out.is_contiguous()])
+        return res
+    _both(run)
+
+
+def test_view_of_a_parameter_returned_then_written():
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 2), mod)
+
+        def fn(x):
+            return lin(x).sum(), lin.weight.view(-1), lin.bias[0]
+        f = wrap(fn)
+        res = []
+        for i in range(3):
+            loss, wv, b0 = f(data(mod, i, 2, 3))
+            with mod.no_grad():
+                wv.mul_(0.5)
+                b0.add_(1.0)
+            res.append([snapshot(loss), snapshot(lin), wv._base is lin.weight, snapshot(wv)])
+        return res
+    _both(run)
+
+
+def test_grad_edited_by_the_caller_between_accumulating_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        batch = _batch(mod)
+
+        def fb(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            return loss.detach()
+        f = wrap(fb)
+        res = []
+        for i in range(6):
+            res.append([snapshot(f(*batch(i))), snapshot(model)])
+            if i == 1:
+                model[0].weight.grad.mul_(0.5)
+            elif i == 2:
+                model[2].bias.grad = None
+            elif i == 3:
+                model[0].bias.grad = mod.ones(6)
+            elif i == 4:
+                with mod.no_grad():
+                    model[2].weight.grad.zero_()
+        return res
+    _both(run)
+
+
+def test_no_grad_decorator_inside_and_outside_compile():
+    def run(mod, wrap):
+        w = mod.nn.Parameter(mod.tensor([1.0, 2.0, -1.0]))
+
+        def fn(x):
+            return (x * w).sum()
+        inner = wrap(mod.no_grad()(fn))
+        outer = mod.no_grad()(wrap(fn))
+        plain = wrap(fn)
+        res = []
+        for i in range(3):
+            x = data(mod, i, 3)
+            a, b, c = inner(x), outer(x), plain(x)
+            c.backward()
+            res.append([snapshot(a), snapshot(b), snapshot(c), snapshot(w)])
+        return res
+    _both(run)
+
+
+def test_stats_after_a_graph_break_count_no_retrace_per_call():
+    model = _model(tracegrad)
+    opt = tracegrad.optim.SGD(model.parameters(), lr=0.1)
+    batch = _batch(tracegrad)
+    log = []
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = tracegrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if loss.item() > 100:      # data-dependent Python control flow
+            log.append("big")
+        return loss.detach()
+    f = tracegrad.compile(step)
+    with pytest.warns(UserWarning):
+        for i in range(6):
+            f(*batch(i))
+    st = f.stats
+    assert st["calls"] == 6
+    assert st["traces"] <= 1
+    assert st["eager_calls"] + st["traces"] <= 6
+
+
+def test_returned_namespace_holding_a_closure_over_the_call():
+    def run(mod, wrap):
+        w = mod.tensor([1.0, 2.0, 3.0])
+
+        def step(x):
+            y = x * w
+            return types.SimpleNamespace(y=y, fn=lambda: y * 2, n=3)
+        f = wrap(step)
+        outs = [f(data(mod, i, 3)) for i in range(4)]
+        return [[snapshot(o.y), snapshot(o.fn()), o.n] for o in outs]
+    _both(run)
