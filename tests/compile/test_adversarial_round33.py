@@ -13,12 +13,19 @@ from ._harness import small_mlp as _model, small_batches as _batch
 
 
 def _both(run, torch_too=True, **kw):
-    comp = run(tracegrad, lambda f: tracegrad.compile(f, **kw))
+    """``run(mod, wrap)`` eagerly and compiled with tracegrad (and eagerly with torch): equal.
+    Returns the stats of each function the compiled run wrapped."""
+    made = []
+
+    def wrap(f):
+        made.append(tracegrad.compile(f, **kw))
+        return made[-1]
+    comp = run(tracegrad, wrap)
     assert_same(run(tracegrad, lambda f: f), comp, "compiled")
     if torch_too:
         torch = pytest.importorskip("torch")
         assert_same(run(torch, lambda f: f), comp, "torch", rtol=1e-4, atol=1e-5)
-    return comp
+    return [getattr(f, "stats", None) or f._compiled_call.stats for f in made]
 
 
 def _traces(f):
@@ -626,3 +633,200 @@ def test_returned_namespace_holding_a_closure_over_the_call():
         outs = [f(data(mod, i, 3)) for i in range(4)]
         return [[snapshot(o.y), snapshot(o.fn()), o.n] for o in outs]
     _both(run)
+
+
+class Counted:
+    made = 0
+
+    def __init__(self, loss):
+        Counted.made += 1
+        self.loss = loss
+        self.n = Counted.made
+
+
+def test_objects_made_by_the_call_kept_in_outside_containers():
+    def run(mod, wrap):
+        model = _model(mod)
+        hist, stats = [], {}
+        Counted.made = 0
+
+        def step(x):
+            loss = model(x).pow(2).mean()
+            ns = types.SimpleNamespace(loss=loss.detach())
+            hist.append(ns)
+            hist.append((loss.detach() * 2, len(hist)))
+            stats["last"] = loss.detach()
+            stats.setdefault("all", []).append(loss.detach() + 1)
+            return Counted(loss)
+        f = wrap(step)
+        outs, lasts = [], []
+        for i in range(4):
+            outs.append(f(data(mod, i, 5, 4)))
+            lasts.append(stats["last"])
+        return [[snapshot(o.loss), o.n] for o in outs] + [Counted.made, len({id(o) for o in outs}),
+                                                          snapshot(lasts), snapshot(stats["all"]),
+                                                          [snapshot(h.loss) if isinstance(h, types.SimpleNamespace)
+                                                           else snapshot(list(h)) for h in hist],
+                                                          len({id(h) for h in hist})]
+    _both(run)
+
+
+def test_checkpoint_with_dropout_inside_the_compiled_step():
+    def make(mod, wrap):
+        nn = mod.nn
+        model = np_init(nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.3), nn.Tanh(), nn.Linear(6, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cp = mod.utils.checkpoint.checkpoint
+
+        def step(x, y):
+            opt.zero_grad()
+            h = cp(lambda t: model[2](model[1](model[0](t))), x, use_reentrant=False)
+            loss = nn.functional.cross_entropy(model[3](h), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return wrap(step), {"model": model, "opt": opt}, _batch(mod)
+    check_compiled(make, calls=4)
+
+
+def test_compiled_method_on_a_deepcopy_of_the_module():
+    import copy
+
+    def run(mod, wrap):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = mod.nn.Linear(4, 2)
+                self.k = 1.0
+
+            def score(self, x):
+                return self.lin(x).sum() * self.k
+        Net.score = wrap(Net.score)
+        a = np_init(Net(), mod)
+        res = []
+        for i in range(6):
+            if i == 2:
+                b = copy.deepcopy(a)
+                with mod.no_grad():
+                    b.lin.weight.mul_(2)
+                b.k = 3.0
+            net = a if i < 2 or i % 2 == 0 else b
+            out = net.score(data(mod, i, 3, 4))
+            out.backward()
+            res.append([snapshot(out), snapshot(a), snapshot(b) if i >= 2 else None])
+        return res
+    _both(run)
+
+
+def test_load_state_dict_assign_rebinds_parameters_the_optimizer_no_longer_holds():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        batch = _batch(mod)
+        step = wrap(lambda x, y: _train(mod, model, opt, x, y))
+        res = []
+        for i in range(5):
+            res.append([snapshot(step(*batch(i))), snapshot(model), snapshot(opt)])
+            if i == 1:
+                sd = {k: v.detach().clone() * 0.5 for k, v in model.state_dict().items()}
+                model.load_state_dict(sd, assign=True)
+        return res
+    _both(run)
+
+
+def _train(mod, model, opt, x, y):
+    opt.zero_grad()
+    loss = mod.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+@pytest.mark.parametrize("how", ["vector_to_parameters", "data_clone", "set_"])
+def test_parameter_storage_replaced_between_calls(how):
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        batch = _batch(mod)
+        step = wrap(lambda x, y: _train(mod, model, opt, x, y))
+        res = []
+        for i in range(5):
+            res.append([snapshot(step(*batch(i))), snapshot(model), snapshot(opt)])
+            if i == 1:
+                if how == "vector_to_parameters":
+                    vec = mod.nn.utils.parameters_to_vector(model.parameters()).detach() * 0.5
+                    mod.nn.utils.vector_to_parameters(vec, model.parameters())
+                elif how == "data_clone":
+                    for p in model.parameters():
+                        p.data = p.data.clone() * 0.5
+                else:
+                    with mod.no_grad():
+                        for p in model.parameters():
+                            p.set_(p.detach().clone() * 0.5)
+        return res
+    _both(run)
+
+
+Pair = collections.namedtuple("Pair", "out n")
+
+
+def _shared_results(mod, x):
+    """Programs returning one list, dict or made object at two places (or holding itself)."""
+    return {
+        "list_twice": lambda: (lambda ys: (ys, ys))([x * 2]),
+        "dict_twice": lambda: (lambda d: {"a": d, "b": [d]})({"k": x + 1}),
+        "object_twice": lambda: (lambda o: (o, o))(types.SimpleNamespace(y=x * 2)),
+        "object_inside_another": lambda: (lambda a: (a, types.SimpleNamespace(inner=a, z=x + 1)))(
+            types.SimpleNamespace(y=x * 3)),
+        "object_and_its_list": lambda: (lambda o: (o, o.ys))(types.SimpleNamespace(ys=[x * 2, x.sum()])),
+        "object_holding_itself": lambda: _holding_itself(x),
+        "list_holding_itself": lambda: _list_holding_itself(x),
+        "namespace_in_namedtuple": lambda: Pair(types.SimpleNamespace(y=x * 2), 1),
+        "dataclass_in_namedtuple_in_list": lambda: [Pair(SlotOut(x.sum(), x * 2), 2)],
+    }
+
+
+def _holding_itself(x):
+    o = types.SimpleNamespace(y=x * 2)
+    o.me = o
+    return o
+
+
+def _list_holding_itself(x):
+    ys = [x * 2]
+    ys.append(ys)
+    return ys
+
+
+def _identities(r, seen=None):
+    """The result as values plus, for each list/dict/object, the index of its first
+    appearance (so ``a is b`` shows as equal numbers)."""
+    seen = {} if seen is None else seen
+    if hasattr(r, "detach"):
+        return snapshot(r)
+    if isinstance(r, (list, dict)) or hasattr(r, "__dict__") or hasattr(r, "__slots__"):
+        if not isinstance(r, tuple):
+            if id(r) in seen:
+                return ("same", seen[id(r)])
+            seen[id(r)] = len(seen)
+    if isinstance(r, dict):
+        return {k: _identities(v, seen) for k, v in r.items()}
+    if isinstance(r, (list, tuple)):
+        return [type(r).__name__] + [_identities(v, seen) for v in r]
+    if hasattr(r, "__dict__") or hasattr(r, "__slots__"):
+        return [type(r).__name__, {k: _identities(getattr(r, k), seen)
+                                   for k in (vars(r) if hasattr(r, "__dict__") else r.__slots__)}]
+    return r
+
+
+@pytest.mark.parametrize("kind", list(_shared_results(tracegrad, None)))
+def test_one_object_returned_at_two_places_stays_one(kind):
+    """NOTE [one object returned twice]: a list, dict or made object returned at two places is
+    one object after every call, as eagerly (a JAX pytree has no identity: they came back as
+    copies); results kept from earlier calls keep their own values."""
+    def run(mod, wrap):
+        f = wrap(lambda x: _shared_results(mod, x)[kind]())
+        outs = [f(mod.tensor([1.0, -2.0]) * i) for i in range(4)]
+        return [_identities(o) for o in outs]
+    st = _both(run)
+    assert st[0]["traces"] == 1 and st[0]["eager_calls"] == 1, st

@@ -138,7 +138,8 @@ def made_objects(result) -> set:
         if not all(_plain_value(v) or id(v) in containers for v in values):
             continue
         held = [r for r in gc.get_referrers(c)
-                if not isinstance(r, types.FrameType) and id(r) not in containers and r is not candidates]
+                if not isinstance(r, types.FrameType) and id(r) not in containers
+                and r is not candidates and r is not values]     # ``values``: an object holding itself
         if not held:
             made.add(id(c))
     return made
@@ -153,9 +154,13 @@ def as_node(x, made, convert):
     return Rebuilt(type(x), items, {k: convert(v) for k, v in _attrs(x).items()})
 
 
-def build(r, convert):
-    """A new object of ``r``'s class holding ``r``'s values passed through ``convert``."""
+def build(r, convert, register=None):
+    """A new object of ``r``'s class holding ``r``'s values passed through ``convert``;
+    ``register(obj)`` first, when given (an object holding itself: NOTE [one object returned
+    twice] in ``region.py``)."""
     obj = r.cls.__new__(r.cls)
+    if register is not None:
+        register(obj)
     if r.items:
         # the builtin base's own __setitem__ (an OrderedDict's keeps its order; a user class's
         # may refuse, as ModelOutput's update() does)
