@@ -830,3 +830,29 @@ def test_one_object_returned_at_two_places_stays_one(kind):
         return [_identities(o) for o in outs]
     st = _both(run)
     assert st[0]["traces"] == 1 and st[0]["eager_calls"] == 1, st
+
+
+@pytest.mark.parametrize("shape", ["namespace", "namedtuple", "namedtuple_and_list", "dataclass_twice"])
+def test_argument_list_returned_inside_made_objects_and_namedtuples(shape):
+    """A list argument returned inside an object the call made or a namedtuple is the caller's
+    own list after every call, as eagerly (the program's placeholder for it leaked out)."""
+    def run(mod, wrap):
+        def fn(xs):
+            s = xs[0].sum()
+            if shape == "namespace":
+                return types.SimpleNamespace(xs=xs, s=s)
+            if shape == "namedtuple":
+                return Pair(xs, s)
+            if shape == "namedtuple_and_list":
+                return Pair(xs, 1), xs, {"k": [xs]}
+            o = SlotOut(s, xs)
+            return o, [o]
+        f = wrap(fn)
+        res = []
+        for i in range(4):
+            xs = [mod.tensor([1.0, 2.0]) * i]
+            r = f(xs)
+            res.append(_identities((xs, r)))
+        return res
+    st = _both(run)
+    assert st[0]["traces"] == 1, st

@@ -198,19 +198,38 @@ def _argument_boxes(given, rebuilt, path, out):
         _argument_boxes(given[k], rebuilt[k], (*path, k), out)
 
 
-def fill_arg_boxes(result, call):
+def fill_arg_boxes(result, call, memo=None):
     """``result`` with each ``ArgBox`` replaced by the object at its path in ``call`` (this
-    call's ``(args, kwargs)``)."""
+    call's ``(args, kwargs)``), inside namedtuples and the objects the call made (NOTE
+    [returned objects]: built for this call, so filled in place) too; a container at two places
+    stays one (NOTE [one object returned twice])."""
     t = type(result)
     if t is ArgBox:
         obj = call
         for k in result.path:
             obj = obj[k]
         return obj
+    if t not in (dict, list, tuple) and not _is_namedtuple(result) and not result_objects._candidate(result):
+        return result
+    memo = {} if memo is None else memo
+    if id(result) in memo:
+        return memo[id(result)]
     if t is dict:
-        return {k: fill_arg_boxes(v, call) for k, v in result.items()}
-    if t in (list, tuple):
-        return t(fill_arg_boxes(v, call) for v in result)
+        out = memo[id(result)] = {}
+        out.update((k, fill_arg_boxes(v, call, memo)) for k, v in result.items())
+        return out
+    if t is list:
+        out = memo[id(result)] = []
+        out.extend(fill_arg_boxes(v, call, memo) for v in result)
+        return out
+    if t is tuple:
+        out = memo[id(result)] = tuple(fill_arg_boxes(v, call, memo) for v in result)
+        return out
+    if _is_namedtuple(result):
+        out = memo[id(result)] = t(*(fill_arg_boxes(v, call, memo) for v in result))
+        return out
+    memo[id(result)] = result
+    result_objects.refill(result, lambda v: fill_arg_boxes(v, call, memo))
     return result
 
 

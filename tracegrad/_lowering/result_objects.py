@@ -174,3 +174,22 @@ def build(r, convert, register=None):
         else:
             vars(obj)[k] = convert(v)
     return obj
+
+
+def refill(obj, convert):
+    """Replace in place each value of ``obj`` (a made object built for this call) that
+    ``convert`` changes (an argument's list put back: ``region.fill_arg_boxes``)."""
+    slots = _slot_names(type(obj))
+    for k, v in _attrs(obj).items():
+        new = convert(v)
+        if new is not v:
+            if k in slots:
+                object.__setattr__(obj, k, new)
+            else:
+                vars(obj)[k] = new
+    if isinstance(obj, dict):
+        base = next(b for b in type(obj).__mro__ if b.__module__ in ("builtins", "collections"))
+        for k, v in list(obj.items()):
+            new = convert(v)
+            if new is not v:
+                base.__setitem__(obj, k, new)
