@@ -856,3 +856,47 @@ def test_argument_list_returned_inside_made_objects_and_namedtuples(shape):
         return res
     st = _both(run)
     assert st[0]["traces"] == 1, st
+
+
+@pytest.fixture
+def no_validation():
+    """Distributions without value validation (a Python check of values) in torch and tracegrad."""
+    mods = [tracegrad] + [m for m in [pytest.importorskip("torch")]]
+    old = [m.distributions.Distribution._validate_args for m in mods]
+    for m in mods:
+        m.distributions.Distribution.set_default_validate_args(False)
+    yield
+    for m, v in zip(mods, old):
+        m.distributions.Distribution.set_default_validate_args(v)
+
+
+@pytest.mark.parametrize("dist", ["categorical", "normal", "independent"])
+def test_distribution_made_by_the_call_kept_from_earlier_calls(dist, no_validation):
+    """A policy returning ``Categorical(logits=model(x))`` (or a Normal, an Independent of
+    one): each call's distribution is its own, as eagerly; one kept from an earlier call
+    still gives that call's log-probabilities and gradients (it was the program's one object,
+    its tensors refreshed: kept ones showed the latest call's)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        D = mod.distributions
+
+        def policy(x):
+            h = model(x)
+            if dist == "categorical":
+                return D.Categorical(logits=h)
+            if dist == "normal":
+                return D.Normal(h, h.exp())
+            return D.Independent(D.Normal(h, mod.ones(3)), 1)
+        f = wrap(policy)
+        outs = [f(data(mod, i, 5, 4)) for i in range(4)]
+        res = []
+        for o in outs:
+            a = mod.tensor([0, 1, 2, 0, 1]) if dist == "categorical" else mod.zeros(5, 3)
+            lp = o.log_prob(a).sum()
+            model.zero_grad()
+            lp.backward()
+            res.append([snapshot(o.mean.detach()), snapshot(lp.detach()), snapshot(model),
+                        snapshot(o.entropy().detach())])
+        return res
+    st = _both(run)
+    assert st[0]["traces"] == 1, st

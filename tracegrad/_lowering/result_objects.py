@@ -90,6 +90,9 @@ def _candidate(x) -> bool:
     if dataclasses.is_dataclass(x):
         return True
     from ..nn.modules.module import Module
+    from ..distributions.distribution import Distribution
+    if isinstance(x, Distribution):    # Categorical(logits=model(x)): plain attributes (lazy ones cached there)
+        return t.__new__ is object.__new__
     mod = getattr(t, "__module__", "") or ""
     return (t.__new__ is object.__new__ and not isinstance(x, (Tensor, Module, BaseException))
             and mod != "builtins" and not mod.startswith(("tracegrad.", "jax", "numpy")))
