@@ -900,3 +900,20 @@ def test_distribution_made_by_the_call_kept_from_earlier_calls(dist, no_validati
         return res
     st = _both(run)
     assert st[0]["traces"] == 1, st
+
+
+def test_held_object_returned_beside_an_argument_list_keeps_its_containers():
+    """An outside config object returned with an argument list: the config and the lists and
+    dicts it holds stay the very objects (putting the caller's list back must not copy them)."""
+    def run(mod, wrap):
+        cfg = types.SimpleNamespace(items=[1, 2], d={"a": [3]}, pair=Pair([4], 5))
+        items, d, pair = cfg.items, cfg.d, cfg.pair
+        f = wrap(lambda xs: (xs, cfg, xs[0] * 2))
+        res = []
+        for i in range(3):
+            xs = [mod.ones(1) * i]
+            r = f(xs)
+            res.append([r[0] is xs, r[1] is cfg, cfg.items is items, cfg.d is d, cfg.d["a"] is d["a"],
+                        cfg.pair is pair, snapshot(r[2])])
+        return res
+    _both(run)

@@ -214,19 +214,23 @@ def fill_arg_boxes(result, call, memo=None):
     memo = {} if memo is None else memo
     if id(result) in memo:
         return memo[id(result)]
+    # a container with no ``ArgBox`` inside stays the very object (one an outside object holds)
     if t is dict:
         out = memo[id(result)] = {}
         out.update((k, fill_arg_boxes(v, call, memo)) for k, v in result.items())
+        if all(out[k] is v for k, v in result.items()):
+            out = memo[id(result)] = result
         return out
     if t is list:
         out = memo[id(result)] = []
         out.extend(fill_arg_boxes(v, call, memo) for v in result)
+        if all(a is b for a, b in zip(out, result)):
+            out = memo[id(result)] = result
         return out
-    if t is tuple:
-        out = memo[id(result)] = tuple(fill_arg_boxes(v, call, memo) for v in result)
-        return out
-    if _is_namedtuple(result):
-        out = memo[id(result)] = t(*(fill_arg_boxes(v, call, memo) for v in result))
+    if t is tuple or _is_namedtuple(result):
+        vals = [fill_arg_boxes(v, call, memo) for v in result]
+        out = result if all(a is b for a, b in zip(vals, result)) else (tuple(vals) if t is tuple else t(*vals))
+        memo[id(result)] = out
         return out
     memo[id(result)] = result
     result_objects.refill(result, lambda v: fill_arg_boxes(v, call, memo))
