@@ -917,3 +917,40 @@ def test_held_object_returned_beside_an_argument_list_keeps_its_containers():
                         cfg.pair is pair, snapshot(r[2])])
         return res
     _both(run)
+
+
+def test_stats_and_counters_when_one_signature_breaks_and_another_compiles():
+    """Two batch sizes alternated: the one whose step reads ``.item()`` (batch of 3) runs
+    eagerly, the other compiles once; the stats record one break and one program, and neither
+    grows with more calls; results equal eager's on every call."""
+    from tracegrad.compiler import COUNTERS
+
+    def make(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        # (a list the batch-of-3 path appends to would be guarded by its contents in the
+        # other program too: the known open "log list retrace", not tested here)
+        log = {"big": 0}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            if x.shape[0] == 3 and loss.item() > 100:
+                log["big"] += 1
+            return loss.detach()
+
+        def batch(i):
+            n = 3 if i % 2 else 5
+            return data(mod, i, n, 4), labels(mod, i, n, 3)
+        return wrap(step), {"model": model, "opt": opt, "log": log}, batch
+    before = sum(COUNTERS["graph_break"].values()), COUNTERS["stats"]["unique_graphs"]
+    comp = check_compiled(make, calls=8)
+    st = comp.step.stats
+    assert st["calls"] == 8 and st["traces"] == 1, st
+    assert len(st["graph_breaks"]) == 1 and "item()" in st["graph_breaks"][0][0], st
+    assert st["eager_calls"] == 1 + 4, st     # the first call, then every batch of 3
+    assert sum(COUNTERS["graph_break"].values()) == before[0] + 1
+    assert COUNTERS["stats"]["unique_graphs"] == before[1] + 1
+    assert comp.step.stats in [v for v in tracegrad.compiler.stats().values()]
