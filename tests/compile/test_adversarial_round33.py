@@ -1,6 +1,10 @@
 """Round 33 (scratch)."""
 import collections
 import dataclasses
+import decimal
+import enum
+import fractions
+import functools
 import types
 
 import numpy as np
@@ -954,3 +958,131 @@ def test_stats_and_counters_when_one_signature_breaks_and_another_compiles():
     assert sum(COUNTERS["graph_break"].values()) == before[0] + 1
     assert COUNTERS["stats"]["unique_graphs"] == before[1] + 1
     assert comp.step.stats in [v for v in tracegrad.compiler.stats().values()]
+
+
+@pytest.mark.parametrize("cls", ["plain", "slots", "namespace"])
+def test_differentiable_results_in_objects_kept_then_backpropagated_late(cls):
+    """A forward returning its loss in an object: three calls' objects kept, then each loss
+    backpropagated, oldest last: every call's graph is its own (the parameters' ``.grad``
+    sums the three calls' gradients, as eagerly)."""
+    def run(mod, wrap):
+        model = _model(mod)
+
+        def fwd(x):
+            h = model(x)
+            loss = h.pow(2).mean()
+            if cls == "plain":
+                return PlainOut(loss, h)
+            if cls == "slots":
+                return SlotOut(loss, h)
+            return types.SimpleNamespace(loss=loss, logits=h)
+        f = wrap(fwd)
+        outs = [f(data(mod, i, 5, 4)) for i in range(3)]
+        res = []
+        for o in reversed(outs):
+            res.append([snapshot(o.loss), o.logits.requires_grad])
+            o.loss.backward()
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_library_module_options_changed_between_calls():
+    """Options of library modules set between calls (BatchNorm ``momentum`` None/number and
+    ``track_running_stats``, Dropout ``p``, LeakyReLU ``negative_slope``, Embedding
+    ``max_norm``, which renormalises the weight in place): each call uses the current ones."""
+    def make(mod, wrap):
+        nn = mod.nn
+        emb = nn.Embedding(6, 4, max_norm=None)
+        model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.LeakyReLU(0.1), nn.Dropout(0.0),
+                              nn.Linear(6, 3))
+        np_init(emb, mod, seed=3)
+        np_init(model, mod)
+        opt = mod.optim.SGD(list(model.parameters()) + list(emb.parameters()), lr=0.1)
+
+        def step(ids, y):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(emb(ids)), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        def change(i):
+            bn = model[1]
+            if i == 0:
+                bn.momentum = None
+            elif i == 1:
+                model[2].negative_slope = 0.3
+                emb.max_norm = 1.0
+            elif i == 2:
+                bn.momentum = 0.5
+                model[3].p = 0.5
+            elif i == 3:
+                model[3].p = 0.0
+                bn.track_running_stats = False
+            elif i == 4:
+                bn.track_running_stats = True
+                emb.max_norm = None
+
+        def batch(i):
+            return mod.tensor([(i + j) % 6 for j in range(5)]), labels(mod, i, 5, 3)
+        return wrap(step), {"model": model, "emb": emb, "opt": opt, "change": change}, batch
+    check_compiled(make, calls=6, between=lambda st, i: st["change"](i))
+
+
+class Mode(enum.Enum):
+    A = 1
+    B = 2
+
+
+_ATTRIBUTE_CHANGES = {
+    "fraction": lambda n: setattr(n, "frac", fractions.Fraction(3, 2)),
+    "decimal": lambda n: setattr(n, "dec", decimal.Decimal("2.5")),
+    "numpy_scalar": lambda n: setattr(n, "npf", np.float32(3.0)),
+    "enum": lambda n: setattr(n, "mode", Mode.B),
+    "string": lambda n: setattr(n, "act_name", "tanh"),
+    "partial": lambda n: setattr(n, "slope", functools.partial(_leaky, slope=0.5)),
+    "partial_keywords": lambda n: n.slope.keywords.__setitem__("slope", 0.9),
+    "deque": lambda n: n.window.append(5.0),
+    "set": lambda n: n.skip.add(3),
+    "shape_tuple": lambda n: setattr(n, "shape", (2, 2)),
+    "numpy_array": lambda n: n.npa.__setitem__(0, 3.0),
+    "tuple": lambda n: setattr(n, "tup", (0, 7.0)),
+    "lambda": lambda n: setattr(n, "slope", lambda t: t * 3),
+    "through_dict": lambda n: n.__dict__.__setitem__("frac", fractions.Fraction(5, 2)),
+}
+
+
+def _leaky(t, slope):
+    return t.clamp(min=0) + slope * t.clamp(max=0)
+
+
+@pytest.mark.parametrize("change", list(_ATTRIBUTE_CHANGES))
+def test_module_attribute_of_an_unusual_type_changed_between_calls(change):
+    """A forward reading Python values of many types from ``self`` (a ``Fraction``, a
+    ``Decimal``, a NumPy scalar, an enum member, a string, a partial and its keywords, a deque,
+    a set, tuples, a NumPy array, a lambda), one changed between calls: the next call uses the
+    new value (a ``Decimal`` or ``Fraction`` rebound was frozen: they were not guarded)."""
+    def run(mod, wrap):
+        class Net(mod.nn.Module):
+            def forward(self, x):
+                y = x * float(self.frac) * float(self.dec) * float(self.npf)
+                y = y + 1 if self.mode is Mode.A else y - 1
+                y = y.relu() if self.act_name == "relu" else y.tanh()
+                y = self.slope(y) + sum(self.window)
+                y = (y * (2 if 3 in self.skip else 1)).reshape(self.shape)
+                return y * float(self.npa[0]) + self.tup[1]
+        n = Net()
+        n.frac, n.dec, n.npf = fractions.Fraction(1, 2), decimal.Decimal("1.5"), np.float32(2.0)
+        n.mode, n.act_name = Mode.A, "relu"
+        n.slope = functools.partial(_leaky, slope=0.1)
+        n.window, n.skip = collections.deque([1.0, 2.0], maxlen=3), {1}
+        n.shape, n.npa, n.tup = (4,), np.array([1.0]), (0, 1.0)
+        f = wrap(n)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(mod.tensor([-1.0, 0.5, 1.0, 2.0]))))
+            if i == 1:
+                _ATTRIBUTE_CHANGES[change](n)
+        return res
+    _both(run)

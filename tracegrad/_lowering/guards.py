@@ -12,6 +12,7 @@ import enum
 import functools
 import gc
 import math
+import numbers
 import operator
 import os
 import types
@@ -563,7 +564,9 @@ def _guard_value(d, k, v, checks) -> bool:
     return True
 
 
-_ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
+# ``numbers.Number``: the other immutable numbers (``fractions.Fraction``, ``decimal.Decimal``),
+# compared by value; a ``Decimal`` scale rebound between calls was frozen (round 33)
+_ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes, numbers.Number)
 
 
 def _bytes(b):
