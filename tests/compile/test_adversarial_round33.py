@@ -1,6 +1,7 @@
 """Round 33 (scratch)."""
 import collections
 import dataclasses
+import datetime
 import decimal
 import enum
 import fractions
@@ -1084,5 +1085,56 @@ def test_module_attribute_of_an_unusual_type_changed_between_calls(change):
             res.append(snapshot(f(mod.tensor([-1.0, 0.5, 1.0, 2.0]))))
             if i == 1:
                 _ATTRIBUTE_CHANGES[change](n)
+        return res
+    _both(run)
+
+
+@dataclasses.dataclass
+class Cfg:
+    v: float
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenCfg:
+    v: float
+
+
+class SlotCfg:
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+@pytest.mark.parametrize("holder", ["bare_module", "sequential", "user_module"])
+@pytest.mark.parametrize("value", ["dataclass_rebound", "frozen_rebound", "slots_edited", "timedelta_rebound"])
+def test_object_kept_on_a_module_the_step_does_not_call(holder, value):
+    """A config object kept on a module (``holder.cfg = Cfg(1.5)``) that the step reads
+    (``x * holder.cfg.v``) without calling the module, rebound or edited between calls: the
+    next call reads the new value (it was frozen: only modules the trace called had such
+    attributes guarded; a ``timedelta`` was no guarded value)."""
+    def run(mod, wrap):
+        class Holder(mod.nn.Module):
+            pass
+        h = {"bare_module": mod.nn.Module, "sequential": mod.nn.Sequential, "user_module": Holder}[holder]()
+        h.cfg = {"dataclass_rebound": Cfg(1.5), "frozen_rebound": FrozenCfg(1.5), "slots_edited": SlotCfg(1.5),
+                 "timedelta_rebound": datetime.timedelta(seconds=1.5)}[value]
+
+        def step(x):
+            c = h.cfg
+            return x * (c.total_seconds() if value == "timedelta_rebound" else c.v)
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(mod.ones(2))))
+            if i == 1:
+                if value == "dataclass_rebound":
+                    h.cfg = Cfg(3.0)
+                elif value == "frozen_rebound":
+                    h.cfg = FrozenCfg(3.0)
+                elif value == "slots_edited":
+                    h.cfg.v = 3.0
+                else:
+                    h.cfg = datetime.timedelta(seconds=3)
         return res
     _both(run)
