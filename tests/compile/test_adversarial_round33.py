@@ -1,4 +1,26 @@
-"""Round 33 (scratch)."""
+"""Round 33: returned objects (NOTE [returned objects]) and one object at two places, one
+tensor passed twice with its aliases, gradient accumulation, schedulers and optimizer state
+swapped, weight tying, parametrize, autocast, ``torch.func`` inside, hooks on tensors the call
+made, non-reentrant checkpoint, library module options and Python values of unusual types
+changed between calls, stats after graph breaks. Each program runs eagerly and through
+``tracegrad.compile`` from identical state and is compared after every call (and with torch).
+
+Differences found and fixed:
+- a ``slots=True`` dataclass, an instance of a plain user class, an object holding a module,
+  a made object inside a namedtuple, and a distribution (``Categorical(logits=model(x))``) the
+  call made stayed the program's one object: one kept from an earlier call showed the latest
+  call's values (``_lowering/result_objects.py``);
+- a list, dict or made object returned at two places (``return ys, ys``, ``(a, NS(inner=a))``,
+  one holding itself) came back as copies (``_lowering/region.py``, NOTE [one object returned
+  twice]);
+- an argument list returned inside a made object or a namedtuple came back as the program's
+  placeholder (``ArgBox``), and putting one back copied an outside object's lists
+  (``region.fill_arg_boxes``);
+- a ``Decimal`` or ``timedelta`` read from a module or object was not guarded; a plain object
+  kept on a module the step reads but does not call (``holder.cfg.v``) was not guarded (its
+  rebinding or edit was frozen) (``_lowering/guards.py``).
+Not fixed (known open, not retested): a list the eager-only signature appends to retraces the
+other signature's program ("log list retrace"). The rest pin down behaviours that already held."""
 import collections
 import dataclasses
 import datetime

@@ -1,5 +1,6 @@
 """NOTE [returned objects]: plain objects a compiled function returns (a ``SimpleNamespace``, a
-dataclass, a dict-subclass dataclass such as Hugging Face's ``ModelOutput``) are no pytree
+dataclass (``slots=True`` too), a dict-subclass dataclass such as Hugging Face's ``ModelOutput``,
+an instance of a plain user class, a distribution: ``_candidate``) are no pytree
 containers, so the trace kept the traced call's object as a constant of the program: every
 cached call handed back that one object, its tensors refreshed in place, so an object the
 caller kept from an earlier call showed the latest call's values (eager: a new object per
@@ -11,9 +12,9 @@ its class around them (``build``), without calling its ``__init__`` (a dataclass
 "Made by the call" is what no outside place can hold: after the trace, the object's only
 referrers (``gc.get_referrers``) are frames and the result's own containers. One held
 anywhere else (an attribute, a closure cell, a global, a list from before the call) stays
-the constant it was, as eagerly that same object is returned. So does one with a value that
-is not a tensor, an immutable scalar, or a tuple/list/dict of those (a list from outside
-inside it would come back as a copy), or without a ``__dict__``."""
+the constant it was, as eagerly that same object is returned. So does one holding containers
+nested too deep. Other values it holds (a module, an object from outside) come back as
+themselves."""
 from __future__ import annotations
 
 import dataclasses
