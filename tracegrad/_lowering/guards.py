@@ -8,10 +8,12 @@ from __future__ import annotations
 import array
 import collections
 import collections.abc
+import datetime
 import enum
 import functools
 import gc
 import math
+import numbers
 import operator
 import os
 import types
@@ -192,8 +194,12 @@ def _guard_module_attributes(m, names, checks, seen):
             continue
         seen.add(("attr", id(m), k))
         v = d[k]
-        if not _guard_value(d, k, v, checks):
-            _guard_container(v, checks, seen, names=names, place=(d, k))
+        if not _guard_value(d, k, v, checks) and not _guard_container(v, checks, seen, names=names, place=(d, k)) \
+                and _plain_object(v):
+            # a plain object kept on the module (``model.cfg = Config(scale=1.5)``, read by the
+            # step as ``model.cfg.scale``): that very object and the attributes the code names.
+            # ``model.cfg = Config(scale=3.0)`` between calls was frozen (round 33)
+            _guard_held(v, frozenset(names) | _class_names(type(v)), checks, seen, (d, k))
     _guard_class_attributes(m, d, names, checks)
     # The submodules' own attributes too: ``net.drop.p``, ``seq[1].p`` or ``blocks[0].scale``
     # read by the step from a module it does not call (a called one is guarded by its class's
@@ -563,7 +569,11 @@ def _guard_value(d, k, v, checks) -> bool:
     return True
 
 
-_ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
+# ``numbers.Number``: the other immutable numbers (``fractions.Fraction``, ``decimal.Decimal``),
+# compared by value, and the immutable ``datetime`` values: a ``Decimal`` scale or a
+# ``timedelta`` rebound between calls was frozen (round 33)
+_ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes, numbers.Number, datetime.date, datetime.time,
+                       datetime.timedelta)
 
 
 def _bytes(b):

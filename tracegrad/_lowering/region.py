@@ -115,7 +115,7 @@ def _flatten(tree, args=False):
 
 
 def _unflatten(treedef, leaves):
-    return _plain(jax.tree_util.tree_unflatten(treedef, leaves))
+    return _plain(jax.tree_util.tree_unflatten(treedef, leaves), {})
 
 
 def _put_environ_back(env):
@@ -198,29 +198,134 @@ def _argument_boxes(given, rebuilt, path, out):
         _argument_boxes(given[k], rebuilt[k], (*path, k), out)
 
 
-def fill_arg_boxes(result, call):
+def fill_arg_boxes(result, call, memo=None):
     """``result`` with each ``ArgBox`` replaced by the object at its path in ``call`` (this
-    call's ``(args, kwargs)``)."""
+    call's ``(args, kwargs)``), inside namedtuples and the objects the call made (NOTE
+    [returned objects]: built for this call, so filled in place) too; a container at two places
+    stays one (NOTE [one object returned twice])."""
     t = type(result)
     if t is ArgBox:
         obj = call
         for k in result.path:
             obj = obj[k]
         return obj
+    if t not in (dict, list, tuple) and not _is_namedtuple(result) and not result_objects._candidate(result):
+        return result
+    memo = {} if memo is None else memo
+    if id(result) in memo:
+        return memo[id(result)]
+    # a container with no ``ArgBox`` inside stays the very object (one an outside object holds)
     if t is dict:
-        return {k: fill_arg_boxes(v, call) for k, v in result.items()}
-    if t in (list, tuple):
-        return t(fill_arg_boxes(v, call) for v in result)
+        out = memo[id(result)] = {}
+        out.update((k, fill_arg_boxes(v, call, memo)) for k, v in result.items())
+        if all(out[k] is v for k, v in result.items()):
+            out = memo[id(result)] = result
+        return out
+    if t is list:
+        out = memo[id(result)] = []
+        out.extend(fill_arg_boxes(v, call, memo) for v in result)
+        if all(a is b for a, b in zip(out, result)):
+            out = memo[id(result)] = result
+        return out
+    if t is tuple or _is_namedtuple(result):
+        vals = [fill_arg_boxes(v, call, memo) for v in result]
+        out = result if all(a is b for a, b in zip(vals, result)) else (tuple(vals) if t is tuple else t(*vals))
+        memo[id(result)] = out
+        return out
+    memo[id(result)] = result
+    result_objects.refill(result, lambda v: fill_arg_boxes(v, call, memo))
     return result
 
 
-def _keep_outside(result, outside, kept, boxes, made=frozenset()):
+# NOTE [one object returned twice]: a JAX pytree has no identity, so a list, dict or object the
+# call made and returned at two places (``return ys, ys``; ``return a, NS(inner=a)``;
+# ``return out, out.ys``) came back from the program as two copies (eagerly one object: an
+# append through one shows in the other). The first place is now a ``_Shared`` node, the later
+# ones ``_Again`` leaves with its tag; ``_plain`` hands back the first one's object there.
+class _Shared:
+    """The first of the places a returned list, dict or made object occupies (``tag``)."""
+
+    __slots__ = ("tag", "child")
+
+    def __init__(self, tag, child):
+        self.tag, self.child = tag, child
+
+
+jax.tree_util.register_pytree_node(_Shared, lambda s: ((s.child,), s.tag), lambda tag, ch: _Shared(tag, ch[0]))
+
+
+class _Again:
+    """A later place of a returned object (a constant result leaf): ``_Shared`` ``tag``'s object."""
+
+    __slots__ = ("tag",)
+
+    def __init__(self, tag):
+        self.tag = tag
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _repeated(result, made) -> set:
+    """Ids of the lists, dicts and made objects (``made``) found at more than one place of
+    ``result`` (NOTE [one object returned twice])."""
+    seen, again = set(), set()
+
+    def walk(v, depth):
+        t = type(v)
+        shared = t in (list, dict) or id(v) in made
+        if shared:
+            if id(v) in seen:
+                again.add(id(v))
+                return
+            seen.add(id(v))
+        if depth == 0:
+            return
+        if t is dict:
+            vals = v.values()
+        elif t in (list, tuple) or _is_namedtuple(v):
+            vals = v
+        elif id(v) in made:
+            vals = (list(v.values()) if isinstance(v, dict) else []) + list(result_objects._attrs(v).values())
+        else:
+            return
+        for e in vals:
+            walk(e, depth - 1)
+    walk(result, 12)
+    return again
+
+
+def _keep_outside(result, outside, kept, boxes, made=frozenset(), shared=None):
     """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
     ``_Kept`` leaves, the argument copies in ``boxes`` (``_argument_boxes``) as ``ArgBox``
     leaves and the objects the call made (``made``: NOTE [returned objects]) as ``Rebuilt``
     nodes; ``kept`` gets the guards of those it holds (their places), ``kept[ArgBox]`` whether
-    an ``ArgBox`` was made."""
-    node = result_objects.as_node(result, made, lambda v: _keep_outside(v, outside, kept, boxes, made))
+    an ``ArgBox`` was made. A list, dict or made object at two places is a ``_Shared`` node
+    then ``_Again`` leaves (NOTE [one object returned twice])."""
+    if shared is None:
+        shared = {"ids": _repeated(result, made) if made or not _flat_result(result) else set(), "tags": {}}
+    i = id(result)
+    if i in shared["ids"]:
+        if i in shared["tags"]:
+            return _Again(shared["tags"][i])
+        tag = shared["tags"][i] = len(shared["tags"])
+        return _Shared(tag, _keep_one(result, outside, kept, boxes, made, shared))
+    return _keep_one(result, outside, kept, boxes, made, shared)
+
+
+def _flat_result(result) -> bool:
+    """Whether ``result`` holds no list or dict inside a container (nothing to repeat)."""
+    t = type(result)
+    if t in (tuple, list) or _is_namedtuple(result):
+        return all(type(v) not in (list, dict, tuple) and not _is_namedtuple(v) for v in result)
+    return t is not dict
+
+
+def _keep_one(result, outside, kept, boxes, made, shared):
+    def again(v):
+        return _keep_outside(v, outside, kept, boxes, made, shared)
+    node = result_objects.as_node(result, made, again)
     if node is not None:
         return node
     t = type(result)
@@ -232,9 +337,11 @@ def _keep_outside(result, outside, kept, boxes, made=frozenset()):
         kept[id(result)] = check
         return _Kept(obj)
     if t is dict:
-        return {k: _keep_outside(v, outside, kept, boxes, made) for k, v in result.items()}
+        return {k: again(v) for k, v in result.items()}
     if t in (list, tuple):
-        return t(_keep_outside(v, outside, kept, boxes, made) for v in result)
+        return t(again(v) for v in result)
+    if _is_namedtuple(result):     # a made object inside a namedtuple is rebuilt too
+        return t(*(again(v) for v in result))
     return result
 
 
@@ -315,21 +422,37 @@ def _ordered(x, args=False):
                                       {k: _ordered(v) for k, v in x.attrs.items()})
     if args and t is not dict and _plain_dict_subclass(x):
         return _InOrder(((k, _ordered(v, args)) for k, v in x.items()), (t, _DICT_SUBCLASS))
+    if t is _Shared:
+        return _Shared(x.tag, _ordered(x.child))
     if args and t is SparseCooTensor and not x.requires_grad:
         return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
     return x
 
 
-def _plain(x):
+def _plain(x, memo=None):
     t = type(x)
     if t is _Kept:
         return x.obj
     if t is _SparseArg:
         return make_sparse(x.indices, x.values, *x.like)
+    if t is _Shared or t is _Again:     # NOTE [one object returned twice]
+        memo = {} if memo is None else memo
+        if t is _Again:
+            return memo[x.tag]
+        child = x.child
+        if type(child) is list:          # registered before its items: one holding itself
+            out = memo[x.tag] = []
+            out.extend(_plain(v, memo) for v in child)
+            return out
+        if type(child) is result_objects.Rebuilt:
+            return result_objects.build(child, lambda v: _plain(v, memo),
+                                        register=lambda obj: memo.__setitem__(x.tag, obj))
+        out = memo[x.tag] = _plain(child, memo)
+        return out
     if t is result_objects.Rebuilt:
-        return result_objects.build(x, _plain)
+        return result_objects.build(x, lambda v: _plain(v, memo))
     if t is _InOrder:
-        items = ((k, _plain(v)) for k, v in x.items())
+        items = ((k, _plain(v, memo)) for k, v in x.items())
         if x.like is None:
             return dict(items)
         cls, factory = x.like
@@ -339,11 +462,11 @@ def _plain(x):
             return obj
         return cls(factory, items) if cls is collections.defaultdict else cls(items)
     if t is list:
-        return [_plain(v) for v in x]
+        return [_plain(v, memo) for v in x]
     if t is tuple:
-        return tuple(_plain(v) for v in x)
+        return tuple(_plain(v, memo) for v in x)
     if isinstance(x, tuple) and hasattr(t, "_fields"):
-        return t(*(_plain(v) for v in x))
+        return t(*(_plain(v, memo) for v in x))
     return x
 
 

@@ -1,5 +1,6 @@
 """NOTE [returned objects]: plain objects a compiled function returns (a ``SimpleNamespace``, a
-dataclass, a dict-subclass dataclass such as Hugging Face's ``ModelOutput``) are no pytree
+dataclass (``slots=True`` too), a dict-subclass dataclass such as Hugging Face's ``ModelOutput``,
+an instance of a plain user class, a distribution: ``_candidate``) are no pytree
 containers, so the trace kept the traced call's object as a constant of the program: every
 cached call handed back that one object, its tensors refreshed in place, so an object the
 caller kept from an earlier call showed the latest call's values (eager: a new object per
@@ -11,9 +12,9 @@ its class around them (``build``), without calling its ``__init__`` (a dataclass
 "Made by the call" is what no outside place can hold: after the trace, the object's only
 referrers (``gc.get_referrers``) are frames and the result's own containers. One held
 anywhere else (an attribute, a closure cell, a global, a list from before the call) stays
-the constant it was, as eagerly that same object is returned. So does one with a value that
-is not a tensor, an immutable scalar, or a tuple/list/dict of those (a list from outside
-inside it would come back as a copy), or without a ``__dict__``."""
+the constant it was, as eagerly that same object is returned. So does one holding containers
+nested too deep. Other values it holds (a module, an object from outside) come back as
+themselves."""
 from __future__ import annotations
 
 import dataclasses
@@ -50,23 +51,67 @@ def _from_children(aux, values):
 jax.tree_util.register_pytree_node(Rebuilt, _children, _from_children)
 
 
+def _slot_names(cls) -> tuple:
+    """The attribute names ``cls``'s ``__slots__`` (and its bases') declare, private names
+    mangled as Python stores them."""
+    names = []
+    for c in cls.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        for n in ((slots,) if isinstance(slots, str) else slots):
+            if n in ("__dict__", "__weakref__"):
+                continue
+            if n.startswith("__") and not n.endswith("__"):
+                n = f"_{c.__name__.lstrip('_')}{n}"
+            names.append(n)
+    return tuple(names)
+
+
+def _attrs(x) -> dict:
+    """``x``'s instance attributes: its ``__dict__`` then the slots that are set."""
+    out = dict(getattr(x, "__dict__", None) or {})
+    for n in _slot_names(type(x)):
+        try:
+            out[n] = object.__getattribute__(x, n)
+        except AttributeError:     # a slot never set stays unset
+            pass
+    return out
+
+
 def _candidate(x) -> bool:
+    """A returned object that may be rebuilt per call: a ``SimpleNamespace``, a dataclass (one
+    with ``slots=True`` too), or an instance of a plain Python class (its ``__new__`` is
+    ``object``'s; no Module, no Tensor, no library class). Round 33: a ``slots=True`` dataclass
+    or a plain ``class Out`` the call made stayed the program's one object, so a result kept
+    from an earlier call showed the latest call's tensors."""
     t = type(x)
     if t is types.SimpleNamespace:
         return True
-    return dataclasses.is_dataclass(x) and not isinstance(x, type) and isinstance(getattr(x, "__dict__", None), dict)
+    if isinstance(x, type) or not (isinstance(getattr(x, "__dict__", None), dict) or _slot_names(t)):
+        return False
+    if dataclasses.is_dataclass(x):
+        return True
+    from ..nn.modules.module import Module
+    from ..distributions.distribution import Distribution
+    if isinstance(x, Distribution):    # Categorical(logits=model(x)): plain attributes (lazy ones cached there)
+        return t.__new__ is object.__new__
+    mod = getattr(t, "__module__", "") or ""
+    return (t.__new__ is object.__new__ and not isinstance(x, (Tensor, Module, BaseException))
+            and mod != "builtins" and not mod.startswith(("tracegrad.", "jax", "numpy")))
 
 
 def _plain_value(v, depth=3) -> bool:
-    """A value an object the call made may hold and still be rebuilt: tensors, immutable
-    scalars, and tuples/lists/dicts of those (a few levels down)."""
-    if isinstance(v, Tensor) or type(v) in IMMUTABLE or v is None:
-        return True
+    """A value an object the call made may hold and still be rebuilt: anything but a tuple,
+    list or dict nested deeper than a few levels. Tensors become results; lists and dicts are
+    walked (``made_objects``); any other object (a module, a function, an object held outside)
+    comes back as itself, a constant, as eagerly the same object is referenced (round 33: an
+    ``Out(loss, model)`` holding the module stayed the program's one object, so an ``Out``
+    kept from an earlier call showed the latest call's loss). A function closing over the
+    call's tensors is refused later (NOTE [returned closures] in ``region.py``)."""
     if depth and type(v) in (tuple, list):
         return all(_plain_value(e, depth - 1) for e in v)
     if depth and type(v) is dict:
         return all(_plain_value(e, depth - 1) for e in v.values())
-    return False
+    return type(v) not in (tuple, list, dict)
 
 
 def made_objects(result) -> set:
@@ -82,20 +127,23 @@ def made_objects(result) -> set:
             for e in (v.values() if t is dict else v):
                 walk(e, depth - 1)
         elif _candidate(v) and id(v) not in containers:
-            containers.update((id(v), id(vars(v))))
+            containers.add(id(v))
+            if isinstance(getattr(v, "__dict__", None), dict):
+                containers.add(id(vars(v)))
             candidates.append(v)
-            for e in list(vars(v).values()) + (list(v.values()) if isinstance(v, dict) else []):
+            for e in list(_attrs(v).values()) + (list(v.values()) if isinstance(v, dict) else []):
                 walk(e, depth - 1)
     walk(result, 8)
     if not candidates:
         return set()
     made = set()
     for c in candidates:
-        values = list(vars(c).values()) + (list(c.values()) if isinstance(c, dict) else [])
+        values = list(_attrs(c).values()) + (list(c.values()) if isinstance(c, dict) else [])
         if not all(_plain_value(v) or id(v) in containers for v in values):
             continue
         held = [r for r in gc.get_referrers(c)
-                if not isinstance(r, types.FrameType) and id(r) not in containers and r is not candidates]
+                if not isinstance(r, types.FrameType) and id(r) not in containers
+                and r is not candidates and r is not values]     # ``values``: an object holding itself
         if not held:
             made.add(id(c))
     return made
@@ -107,17 +155,45 @@ def as_node(x, made, convert):
     if not made or id(x) not in made:
         return None
     items = {k: convert(v) for k, v in x.items()} if isinstance(x, dict) else {}
-    return Rebuilt(type(x), items, {k: convert(v) for k, v in vars(x).items()})
+    return Rebuilt(type(x), items, {k: convert(v) for k, v in _attrs(x).items()})
 
 
-def build(r, convert):
-    """A new object of ``r``'s class holding ``r``'s values passed through ``convert``."""
+def build(r, convert, register=None):
+    """A new object of ``r``'s class holding ``r``'s values passed through ``convert``;
+    ``register(obj)`` first, when given (an object holding itself: NOTE [one object returned
+    twice] in ``region.py``)."""
     obj = r.cls.__new__(r.cls)
+    if register is not None:
+        register(obj)
     if r.items:
         # the builtin base's own __setitem__ (an OrderedDict's keeps its order; a user class's
         # may refuse, as ModelOutput's update() does)
         base = next(b for b in r.cls.__mro__ if b.__module__ in ("builtins", "collections"))
         for k, v in r.items.items():
             base.__setitem__(obj, k, convert(v))
-    vars(obj).update({k: convert(v) for k, v in r.attrs.items()})
+    slots = _slot_names(r.cls)
+    for k, v in r.attrs.items():
+        if k in slots:                      # a frozen or slotted class's own __setattr__ bypassed
+            object.__setattr__(obj, k, convert(v))
+        else:
+            vars(obj)[k] = convert(v)
     return obj
+
+
+def refill(obj, convert):
+    """Replace in place each value of ``obj`` (a made object built for this call) that
+    ``convert`` changes (an argument's list put back: ``region.fill_arg_boxes``)."""
+    slots = _slot_names(type(obj))
+    for k, v in _attrs(obj).items():
+        new = convert(v)
+        if new is not v:
+            if k in slots:
+                object.__setattr__(obj, k, new)
+            else:
+                vars(obj)[k] = new
+    if isinstance(obj, dict):
+        base = next(b for b in type(obj).__mro__ if b.__module__ in ("builtins", "collections"))
+        for k, v in list(obj.items()):
+            new = convert(v)
+            if new is not v:
+                base.__setitem__(obj, k, new)
