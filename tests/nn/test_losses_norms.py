@@ -284,3 +284,36 @@ def test_instancenorm_get_no_batch_dim():
     torch = get_torch()
     for name in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
         assert getattr(tracegrad.nn, name)(4)._get_no_batch_dim() == getattr(torch.nn, name)(4)._get_no_batch_dim()
+
+
+@pytest.mark.parametrize("call", ["module1d", "module2d", "functional", "native", "update_stats", "instance_norm"])
+def test_running_stats_version_counters_match_torch(call):
+    """torch's batch-norm kernels update running_mean/var in place without bumping their
+    version counters (instance_norm copies them back: one bump); num_batches_tracked += 1 bumps."""
+    torch = pytest.importorskip("torch")
+
+    def run(T):
+        """(versions before, versions after, values after) of the statistics."""
+        x = T.tensor(np.random.RandomState(0).randn(4, 3, 5).astype(np.float32))
+        if call.startswith("module"):
+            bn = T.nn.BatchNorm1d(3) if call == "module1d" else T.nn.BatchNorm2d(3)
+            stats = list(bn.buffers())
+            before = [b._version for b in stats]
+            for _ in range(2):
+                bn(x if call == "module1d" else x.reshape(4, 3, 5, 1))
+        else:
+            stats = [T.zeros(3), T.ones(3)]
+            before = [b._version for b in stats]
+            if call == "functional":
+                T.nn.functional.batch_norm(x, *stats, training=True)
+            elif call == "native":
+                T.native_batch_norm(x, None, None, *stats, True, 0.1, 1e-5)
+            elif call == "update_stats":
+                T.batch_norm_update_stats(x, *stats, 0.1)
+            else:
+                T.nn.functional.instance_norm(x, *stats, use_input_stats=True)
+        return before, [b._version for b in stats], [np.asarray(b.tolist(), dtype=np.float64) for b in stats]
+    ours, theirs = run(tracegrad), run(torch)
+    assert ours[:2] == theirs[:2]
+    for a, b in zip(ours[2], theirs[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

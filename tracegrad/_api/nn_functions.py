@@ -652,12 +652,18 @@ def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
     (none for an empty batch, ``n == 0``, as torch's)."""
     if not n:
         return
+    stats = [t for t in (running_mean, running_var) if t is not None]
+    versions = [t._vc[0] for t in stats]
     with no_grad():
         if running_mean is not None:
             running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
         if running_var is not None:
             unbiased = var.detach() * (n / (n - 1))
             running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    # torch's kernel writes the statistics without bumping their version counters (a BatchNorm
+    # forward leaves ``running_mean._version`` as it was; a compiled step records the same)
+    for t, v in zip(stats, versions):
+        t._vc[0] = v
 
 
 def _update_after_stop(input, running_mean, running_var, momentum):
