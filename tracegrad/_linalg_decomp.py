@@ -462,7 +462,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     ``left=False``) reading only ``A``'s upper or lower triangle (unit diagonal when
     ``unitriangular``); batch dims broadcast; the gradient of ``A`` is on that triangle, as
     torch. RuntimeError for mismatched sizes or dtypes, or a non-floating input."""
-    _check(A, "solve_triangular")
+    _check(A, "solve_triangular", floating=False)
     if B.dim() < 2:
         raise RuntimeError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got "
                            f"{B.dim()}; pass B as a (batch of) matrices")
@@ -471,6 +471,9 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
                            f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
     # the batch dims broadcast (torch's RuntimeError; JAX's ValueError would leak)
     broadcast_shape([A.shape[:-2], B.shape[:-2]], "linalg.solve_triangular")
+    if not (A.is_floating_point() or A.is_complex()):   # torch's kernel has no integer version, checked last
+        raise NotImplementedError(f'linalg.solve_triangular: "triangular_solve_cpu" not implemented for '
+                                  f"'{_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'")
     if A.dtype is not B.dtype:    # torch computes in A's dtype
         B = B.to(A.dtype)
     return _solve_triangular(A, B, upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))
@@ -560,13 +563,21 @@ def eig(A, *, out=None):
     eigenvectors' phases, as torch's. JAX's ``eig`` (LAPACK's geev on CPU; tested on CPU only).
     RuntimeError for non-square or non-floating input."""
     _check(A, "eig")
+    _finite_input("eig", A)
     return EigResult(*_eig(A))
+
+
+def _finite_input(api, A):
+    """torch's eig refuses a NaN or inf entry (RuntimeError), eagerly (a traced ``A`` has no value)."""
+    if not isinstance(A._value, _JaxTracer) and A.numel() and not bool(np.isfinite(np.asarray(A.detach()._value)).all()):
+        raise RuntimeError(f"torch.linalg.{api}: input tensor should not contain infs or NaNs.")
 
 
 @accepts_out()
 def eigvals(A, *, out=None):
     """Mirrors ``torch.linalg.eigvals``: the complex eigenvalues of ``eig``."""
     _check(A, "eigvals")
+    _finite_input("eigvals", A)
     return _eigvals(A)
 
 

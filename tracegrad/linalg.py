@@ -58,10 +58,11 @@ SVDResult = _structseq("linalg_svd", ["U", "S", "Vh"])
 EighResult = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
 
 
-def _finite_or_raise(out, api, why, A=None, info_of=None, detail=None):
+def _finite_or_raise(out, api, why, A=None, info_of=None, detail=None, pivots_only=False):
     """``out``, or LinAlgError when it holds a non-finite value (eagerly). With ``A``, ``info_of``
     (the op giving LAPACK's ``info`` codes) and ``detail`` (a code -> message function), the
-    message names the first failing batch element and code, as torch's does."""
+    message names the first failing batch element and code, as torch's does. ``pivots_only``:
+    only a nonzero ``info`` is an error (torch's LU solvers give NaN for a NaN/inf input)."""
     if isinstance(out._value, jax.core.Tracer):
         # checked when a compiled program runs (NOTE [value checks at run time])
         _state.check_values(out._value, lambda v: ~jnp.isfinite(v))
@@ -72,8 +73,18 @@ def _finite_or_raise(out, api, why, A=None, info_of=None, detail=None):
             if has_error(info):      # (a NaN input has no zero pivot: the plain message then)
                 where, k = first_error(info)
                 raise LinAlgError(f"linalg.{api}: {where}{detail(k)}")
+            if pivots_only:
+                return out
         raise LinAlgError(f"linalg.{api}: {why}")
     return out
+
+
+def _svd_converges(A, api="svd"):
+    """torch's LAPACK SVD (gesdd) refuses a matrix holding a NaN: LinAlgError, eagerly (a traced
+    ``A`` has no value to read; its SVD then holds NaN, as JAX returns)."""
+    if not isinstance(A._value, jax.core.Tracer) and A.numel() and bool(np.isnan(np.asarray(A.detach()._value)).any()):
+        raise LinAlgError(f"linalg.svd: The algorithm failed to converge because the input matrix contained "
+                          f"non-finite values (linalg.{api}).")
 
 
 def _op(name):
@@ -195,7 +206,8 @@ def inv(A, *, out=None):
     _check(A, "inv")
     return _finite_or_raise(_inv(A), "inv", "The input matrix is singular, so it cannot be inverted.", A,
                             _singular_info, lambda k: f"The diagonal element {k} is zero, the inversion could not "
-                                                      f"be completed because the input matrix is singular.")
+                                                      f"be completed because the input matrix is singular.",
+                            pivots_only=True)
 
 
 @_op("LinalgDet")
@@ -236,7 +248,7 @@ def solve(A, B, *, left=True, out=None):
         return solve(A.mT, B.mT).mT
     return _finite_or_raise(_solve_ex(A, B, vector=vector), "solve",
                             "The solver failed because the input matrix is singular.", A, _singular_info,
-                            lambda k: "The solver failed because the input matrix is singular.")
+                            lambda k: "The solver failed because the input matrix is singular.", pivots_only=True)
 
 
 @accepts_out(exact_dtype=True)
@@ -334,6 +346,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svd``: ``(U, S, Vh)``, singular values in descending order."""
     _check(A, "svd", square=False)
     _no_driver("svd", driver)
+    _svd_converges(A)
     return SVDResult(*_svd(A, full_matrices=bool(full_matrices)))
 
 
@@ -347,6 +360,7 @@ def svdvals(A, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svdvals``: the singular values, descending."""
     _check(A, "svdvals", square=False)
     _no_driver("svdvals", driver)
+    _svd_converges(A, "svdvals")
     return _svdvals(A)
 
 
@@ -416,6 +430,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     if hermitian and A.shape[-1] != A.shape[-2]:   # torch runs eigh: its square check, not a broadcast error
         raise RuntimeError(f"linalg.eigh: A must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices (linalg.pinv with hermitian=True)")
+    if not hermitian:
+        _svd_converges(A, "pinv")
     if atol is None and rtol is None:
         return _pinv(A, hermitian=bool(hermitian))
     real = A.real.dtype if A.is_complex() else A.dtype

@@ -309,7 +309,7 @@ def affine_grid(theta, size, align_corners=None):
     grad_fn ``AffineGridGeneratorBackward0``. ValueError for a theta of the wrong shape,
     RuntimeError when theta's batch differs from ``size[0]``, NotImplementedError for sizes that
     are not 4-D or 5-D. Warns (UserWarning) for a unit-size spatial dim with ``align_corners=True``."""
-    size = tuple(int(v) for v in size)
+    given, size = size, tuple(int(v) for v in size)
     if align_corners is None:
         warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
                       "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
@@ -333,6 +333,13 @@ def affine_grid(theta, size, align_corners=None):
         warnings.warn("affine_grid: with align_corners=True a spatial size of 1 gives the grid point -1 "
                       "(the behaviour changed in torch 1.3.0); unit-size grids are not an intended use of "
                       "affine_grid. See the documentation of affine_grid for details.")
+    # torch's parser of affine_grid_generator reads size last: a tuple of ints (a tensor, a float,
+    # or a bool in front is its TypeError)
+    bad = [v for i, v in enumerate(given) if (isinstance(v, bool) and i == 0) or isinstance(v, float)
+           or not hasattr(v, "__index__")] if not hasattr(given, "dim") else [given]
+    if bad:
+        raise TypeError(f"affine_grid_generator(): argument 'size' (position 2) must be tuple of ints, not "
+                        f"{type(given).__name__ if hasattr(given, 'dim') else type(bad[0]).__name__}")
     return apply_op(OPS["affine_grid_generator"], (theta,), (("size", size), ("align_corners", bool(align_corners))))
 
 

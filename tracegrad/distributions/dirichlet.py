@@ -28,7 +28,7 @@ class Dirichlet(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
-        if not isinstance(concentration, tracegrad.Tensor) or concentration.dim() < 1:
+        if concentration.dim() < 1:   # (a non-tensor has no .dim(): AttributeError, as torch)
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
         shape = tuple(concentration.shape)

@@ -15,7 +15,7 @@ from . import constraints
 from .independent import _sum_rightmost
 from .transform_base import Transform, _SameType
 from .transforms_structured import CatTransform, CumulativeDistributionTransform, StackTransform
-from .utils import tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import broadcast_all, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "PositiveDefiniteTransform",
@@ -32,7 +32,7 @@ class ComposeTransform(Transform):
         if cache_size:
             parts = [part.with_cache(cache_size) for part in parts]
         super().__init__(cache_size=cache_size)
-        self.parts = list(parts)
+        self.parts = parts   # kept as given, as torch (a non-list fails where it is first iterated)
 
     def __eq__(self, other):
         return isinstance(other, ComposeTransform) and self.parts == other.parts
@@ -150,7 +150,7 @@ class PowerTransform(Transform):
 
     def __init__(self, exponent, cache_size=0):
         super().__init__(cache_size=cache_size)
-        (self.exponent,) = _as_tensors(exponent)
+        (self.exponent,) = broadcast_all(exponent)   # (ValueError for a str, as torch)
 
     def with_cache(self, cache_size=1):
         return self if self._cache_size == cache_size else PowerTransform(self.exponent, cache_size=cache_size)
@@ -189,7 +189,7 @@ class SigmoidTransform(_SameType, Transform):
     sign = +1
 
     def _call(self, x):
-        return _clipped(x.sigmoid())
+        return _clipped(x.sigmoid(), x.dtype)   # the limits of x's dtype: TypeError for an int x, as torch
 
     def _inverse(self, y):
         y = _clipped(y)
@@ -200,8 +200,8 @@ class SigmoidTransform(_SameType, Transform):
         return -softplus(-x) - softplus(x)
 
 
-def _clipped(p):
-    info = tracegrad.finfo(p.dtype)
+def _clipped(p, dtype=None):
+    info = tracegrad.finfo(p.dtype if dtype is None else dtype)
     return p.clamp(min=info.tiny, max=1.0 - info.eps)
 
 

@@ -168,3 +168,12 @@ def check_mode_pad(input, pad, mode):
         for i in range(k):
             if max(pad[2 * i], pad[2 * i + 1]) > input.shape[input.ndim - 1 - i]:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
+    outs = [input.shape[input.ndim - 1 - i] + pad[2 * i] + pad[2 * i + 1] for i in range(k)]
+    if mode == "circular" and min(outs) < 0:
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    if mode != "circular" and (min(outs) < 0 or max(outs) < 1):
+        # torch's reflection/replication shape check: some padded dim must keep a size of at least 1,
+        # and none may go negative (the output's allocation refuses that)
+        sizes = ", ".join(f"{'DHW'[3 - k + j]}: {input.shape[input.ndim - k + j]}" for j in range(k))
+        raise RuntimeError(f"{mode} pad: input ({sizes}) is too small. Calculated output sizes "
+                           f"{outs[::-1]} (last {k} dims)")

@@ -379,9 +379,28 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     _vision.check_mode_pad(input, pad, mode)
+    if mode == "reflect":   # (torch checks the pads against the uncropped input, before any crop)
+        for i in range(len(pad) // 2):
+            n = input.shape[input.ndim - 1 - i]
+            if pad[2 * i] >= n or pad[2 * i + 1] >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({pad[2 * i]}, {pad[2 * i + 1]}) at dimension "
+                                   f"{input.ndim - 1 - i} of input {list(input.shape)}")
+    # circular: an empty output is never refused for overlapping copies (nothing is copied)
+    no_overlap_check = any(input.shape[input.ndim - 1 - i] + pad[2 * i] + pad[2 * i + 1] == 0
+                           for i in range(len(pad) // 2))
     if mode in ("reflect", "replicate") and min(pad) < 0:
         dims = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
-        if all(input.shape[d] + min(lo, 0) + min(hi, 0) >= 1 for d, lo, hi in dims):
+        kept = [input.shape[d] + min(lo, 0) + min(hi, 0) for d, lo, hi in dims]
+        if mode == "reflect" and (min(kept) < 1 or any(m <= max(lo, hi) for m, (d, lo, hi) in zip(kept, dims))):
+            # a crop that empties a dim, or a reflection that reaches past the crop: torch's index
+            # map reflects about the ends of the uncropped input
+            for d, lo, hi in dims:
+                n = input.shape[d]
+                idx = [abs(j - lo) if j - lo < n else 2 * (n - 1) - (j - lo) for j in range(n + lo + hi)]
+                input = input.index_select(d, tracegrad.tensor(idx, dtype=tracegrad.int64))
+            return input
+        if all(m >= 1 for m in kept):
             # torch's index map reads the input as cropped by the negative pads: crop, then pad
             for d, lo, hi in dims:
                 input = input.narrow(d, max(-lo, 0), input.shape[d] + min(lo, 0) + min(hi, 0))
@@ -394,13 +413,6 @@ def pad(input, pad, mode="constant", value=None):
                 input = input.index_select(d, tracegrad.tensor(idx, dtype=tracegrad.int64))
             return input
     if mode in ("reflect", "replicate") and 1 <= len(pad) // 2 <= 3 and len(pad) % 2 == 0:
-        if mode == "reflect":
-            for i in range(len(pad) // 2):
-                n = input.shape[input.ndim - 1 - i]
-                if pad[2 * i] >= n or pad[2 * i + 1] >= n:
-                    raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
-                                       f"dimension, but got: padding ({pad[2 * i]}, {pad[2 * i + 1]}) at dimension "
-                                       f"{input.ndim - 1 - i} of input {list(input.shape)}")
         return _F._mode_pad(input, pad, mode)
     out = input
     for i in range(len(pad) // 2):
@@ -414,6 +426,15 @@ def pad(input, pad, mode="constant", value=None):
         elif mode == "circular":
             # as torch, a negative pad crops first and the wrap reads the cropped part
             start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+            if m <= 0:   # nothing left to wrap: torch fills from uninitialized memory; zeros here
+                out = out.narrow(d, 0, 0)
+                out = tracegrad.cat([out, out.new_zeros(out.shape[:d] + (n + lo + hi,) + out.shape[d + 1:])], d)
+                continue
+            if max(lo, hi) > m and not no_overlap_check:
+                # torch wraps by copying the output into itself; regions that partly overlap are refused
+                raise RuntimeError("pad: circular padding of ({}, {}) at dimension {} wraps a cropped size of {}: "
+                                   "unsupported operation: some elements of the input tensor and the written-to "
+                                   "tensor refer to a single memory location".format(lo, hi, d, m))
             idx = [start + (j - max(lo, 0)) % m for j in range(n + lo + hi)]
         else:
             raise NotImplementedError(f"padding mode {mode!r} is not supported")

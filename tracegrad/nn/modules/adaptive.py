@@ -101,12 +101,32 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             parts.append(cluster_logprob + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
         return tracegrad.cat(parts, 1)
 
+    def _head_2d(self, input, api):
+        """The head's output for a batch ``(N, in_features)``: torch's log_prob/predict take no
+        unbatched input (the head runs first, then dim 1 is out of range: IndexError)."""
+        head_output = self.head(input)
+        if input.dim() < 2:
+            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1) "
+                             f"(AdaptiveLogSoftmaxWithLoss.{api} takes a batch (N, in_features))")
+        return head_output
+
     def log_prob(self, input):
-        """All ``n_classes`` log-probabilities: ``(N, n_classes)`` (or ``(n_classes,)``)."""
-        x = input if input.dim() == 2 else input.unsqueeze(0)
-        out = self._full_log_prob(x, self.head(x))
-        return out if input.dim() == 2 else out.squeeze(0)
+        """All ``n_classes`` log-probabilities: ``(N, n_classes)``. IndexError for a 1-D input,
+        RuntimeError for more than 2 dims (torch's shapes do not fit)."""
+        head_output = self._head_2d(input, "log_prob")
+        if input.dim() > 2:
+            raise RuntimeError(f"AdaptiveLogSoftmaxWithLoss.log_prob: expected a 2-D input (N, in_features), got "
+                               f"{list(input.shape)}: the class log-probabilities cannot be expanded to its shape")
+        return self._full_log_prob(input, head_output)
 
     def predict(self, input):
-        """The most likely class per row (int64): ``log_prob(input).argmax(-1)``."""
+        """The most likely class per row (int64): ``log_prob(input).argmax(-1)``. As torch, a
+        batch whose head picks only shortlist classes is answered from the head alone (so an
+        input of more than 2 dims gives the head's argmax over dim 1 then; RuntimeError when a
+        cluster must be read)."""
+        head_output = self._head_2d(input, "predict")
+        if input.dim() > 2:
+            output = head_output.argmax(1)
+            if not bool((output >= self.shortlist_size).any()):
+                return output
         return self.log_prob(input).argmax(-1)

@@ -128,6 +128,10 @@ class _ConvTransposeNd(_ConvNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if isinstance(padding, str):
+            # torch's transposed convolutions take no padding strings: _single/_pair/_triple split
+            # one into its characters, which only the forward's parser refuses (TypeError)
+            padding = tuple(padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
                          groups, bias, padding_mode, device, dtype)
 
