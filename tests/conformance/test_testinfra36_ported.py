@@ -7,7 +7,8 @@ helpers). Every test function is here under its original name with its original 
 
 Adapted: sizes made smaller (outer/addr on 8/24 elements instead of 50, det on 2x2 / 9x9 / 3x6x6 /
 2x2x5x5 instead of up to 129x129, cholesky without the 100x100 case, the norms' S=10 cut to 4 and no
-1e6-element vector, fewer dims in test_norm_vector and fewer input shapes in test_vector_norm,
+1e6-element vector, fewer dims in test_norm_vector, fewer input shapes and only float32/complex64 in
+test_vector_norm,
 test_norm_bfloat16_and_half on 300 elements instead of 2049, cond on 6x6 instead of 32x32, lstsq on
 m in {1, 2} and batches (), (2,)), the dtype lists of test_outer / test_outer_type_promotion /
 test_addr_type_promotion cut to a representative set (the original crosses every dtype with every
@@ -701,10 +702,12 @@ class TestLinalgTI36(TestCase):
             result = torch.linalg.norm(input, ord, keepdim=keepdim)
             self.assertEqual(result_ref, result, msg=f'S={S}, ord={ord}, keepdim={keepdim}, dtype={dtype}')
 
-    @dtypes(torch.float, torch.double, torch.cfloat, torch.cdouble, torch.bfloat16, torch.float16)
+    # the original's dtypes are float, double, cfloat, cdouble, bfloat16 and float16: cut for time
+    # (each ord/dim/keepdim/dtype compiles anew; bfloat16 alone ran for minutes)
+    @dtypes(torch.float, torch.cfloat)
     def test_vector_norm(self, device, dtype):
         ord_vector = [0, 0.9, 1, 2, 3, inf, -0.5, -1, -2, -3, -inf]
-        input_sizes = [(4,), (2, 3), (0,), (0, 3), (3, 0, 2)]
+        input_sizes = [(4,), (2, 3), (0,), (3, 0, 2)]
 
         def vector_norm_reference(input, ord, dim=None, keepdim=False, dtype=None):
             flat = input.flatten(0, -1) if dim is None else input
