@@ -499,13 +499,31 @@ def lstsq(A, B, rcond=None, *, driver=None):
     otherwise empty tensors. A 1-d ``B`` is a single right-hand side only when ``A`` is 2-d.
     RuntimeError for mismatched rows or dtypes, or an unknown driver (matched case-insensitively,
     as torch); TypeError for a driver that is not a str."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.lstsq(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
+    # torch's own checks, in its order and words (test_linalg.py matches them)
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if isinstance(B, Tensor) and B.dim() < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if isinstance(B, Tensor) and B.dim() == A.dim() - 1 and A.shape[-2] != B.shape[-1]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-1) ({A.shape[-2]} vs "
+                           f"{B.shape[-1]})")
+    if isinstance(B, Tensor) and B.dim() == A.dim() and A.shape[-2] != B.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2) ({A.shape[-2]} vs "
+                           f"{B.shape[-2]})")
+    if isinstance(B, Tensor) and A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)} and other's dtype "
+                           f"{_dt.SCALAR_NAMES.get(B.dtype.name, B.dtype.name)}")
     _check(A, "lstsq", square=False)
     if driver is not None and not isinstance(driver, str):   # torch's argument parser: TypeError
         raise TypeError(f"linalg_lstsq(): argument 'driver' must be str, not {type(driver).__name__}")
     # torch lower-cases the name before it checks it ('GELSD' is 'gelsd')
     driver = "gelsy" if driver is None else driver.lower()
     if driver not in _DRIVERS:
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of {_DRIVERS}, got {driver!r}")
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of ({', '.join(_DRIVERS)}), "
+                           f"got {driver!r}")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {A.dtype} and other's dtype {B.dtype}")
@@ -522,6 +540,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A.shape[-2:]
     eps = np.finfo(np.dtype(A._value.real.dtype)).eps
     cut = float(rcond) if rcond is not None else float(eps * max(m, n))
+    # LAPACK's own substitutions, which torch's CPU drivers inherit: gelsd takes an rcond outside
+    # (0, 1) as the machine epsilon, gelss a negative one
+    if rcond is not None and ((driver == "gelsd" and not 0 < cut < 1) or (driver == "gelss" and cut < 0)):
+        cut = float(eps)
     X, S = _lstsq(A, Bm, rcond=cut)
     S = S.detach()
     empty = _zeros((0,), dtype=S.dtype)

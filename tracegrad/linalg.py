@@ -178,9 +178,14 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
         dim = (dim,)
     if dim is not None and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
-    if isinstance(ord, str) and (len(dim) != 2 if dim is not None else A.dim() != 2):
-        raise RuntimeError(f"linalg.matrix_norm: the {ord!r} norm needs 2 dims (a matrix); got "
-                           f"{A.dim() if dim is None else len(dim)}")
+    if isinstance(ord, str):   # a matrix norm; torch's checks in its order and words
+        if A.dim() < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        if dim is None and A.dim() != 2:
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.dim()}D.")
+        if dim is not None and len(dim) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     if ord is None:
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
     if dim is None:
@@ -644,4 +649,12 @@ _guard_all(globals(), prefix="linalg.", modules=("tracegrad.linalg", "tracegrad.
 # torch.linalg's are C++ functions behind the argument parser
 for _name in ("cond", "eig", "lstsq", "lu", "matrix_rank", "norm", "solve"):
     globals()[_name] = _guard("linalg." + _name, globals()[_name])
+del _name
+
+# torch.linalg's functions are C++-bound, so their parser takes NumPy's names too:
+# ``linalg.norm(A, ord=1, axis=(-2, -1))``, ``vector_norm(x, axis=0, keepdims=True)``
+from ._api.numpy_names import numpy_names as _numpy_names  # noqa: E402
+
+for _name in ("norm", "vector_norm", "matrix_norm", "cross", "vecdot"):
+    globals()[_name] = _numpy_names(globals()[_name], "linalg_" + _name)
 del _name

@@ -354,8 +354,9 @@ def tensordot(a, b, dims=2, out=None):
     fa = [d for d in range(a.dim()) if d not in da]
     fb = [d for d in range(b.dim()) if d not in db]
     k = math.prod(a.shape[d] for d in da)
-    am = a.permute(fa + da).reshape(-1, k)
-    bm = b.permute(db + fb).reshape(k, -1)
+    # the free sizes spelled out: a -1 is ambiguous when k is 0 (inner of two empty vectors)
+    am = a.permute(fa + da).reshape(math.prod(a.shape[d] for d in fa), k)
+    bm = b.permute(db + fb).reshape(k, math.prod(b.shape[d] for d in fb))
     return (am @ bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
 
 
@@ -370,6 +371,9 @@ def inner(input, other):
     check_tensors("inner", input, other, names=("input", "other"))
     if input.dim() == 0 or other.dim() == 0:
         return input * other
+    if input.shape[-1] != other.shape[-1]:   # torch checks this itself (tensordot would broadcast a size 1)
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
     return tensordot(input, other, ([-1], [-1]))
 
 

@@ -215,7 +215,15 @@ def addr(input, vec1, vec2, *rest, beta=1, alpha=1):
             if isinstance(v, float):
                 raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number; "
                                    f"pass an int (got {v})")
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool) and dt is not _bool:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
     input, vec1, vec2 = (x if x.dtype is dt else x.to(dt) for x in (input, vec1, vec2))
+    if dt is _bool:
+        # torch's bool addr is logical: (beta and input) or (alpha and outer), still bool
+        prod = outer(vec1, vec2)
+        prod = prod if alpha else prod & False
+        return prod.logical_or(input) if beta else prod
     if vec1.ndim == 1 and vec2.ndim == 1:
         out = _fused_node("addr", input, vec1, vec2, beta, alpha, (vec1.shape[0], vec2.shape[0]))
         if out is not None:

@@ -2,6 +2,9 @@
 ``DotBackward0`` for 1-D, ``BmmBackward0``...); the method layer picks the op by rank."""
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -85,7 +88,25 @@ defop("addmm", _addmm, args=("self", "mat1", "mat2", "beta", "alpha"), grad_fn="
 # the other's gradient is wanted) and alpha/beta as constants
 defop("addmv", _addmm, args=("self", "mat", "vec", "beta", "alpha"), grad_fn="AddmvBackward0",
       saves=("mat", "vec"), save_if={"mat": "vec", "vec": "mat"})
-defop("addr", _scaled_sum(_outer_acc), args=("self", "vec1", "vec2", "beta", "alpha"), grad_fn="AddrBackward0",
+def _addr(inp, v1, v2, beta, alpha, dtype):
+    """torch's CPU addr kernel is elementwise, ``beta * self + (alpha * vec1) * vec2`` in the
+    tensors' own dtype: each step rounds in half/bfloat16 (no float32 accumulation as addmm's;
+    rounding once at the end differed from torch by an ulp in 1% of float16 entries)."""
+    if jnp.dtype(dtype) not in (jnp.bfloat16, jnp.float16):
+        return _scaled_sum(_outer_acc)(inp, v1, v2, beta, alpha, dtype)
+    # XLA's CPU backend runs a chain of 16-bit ops in float32 without the rounding in between
+    # (excess precision): the chain is written in float32 with each step rounded explicitly
+    fi = jnp.finfo(dtype)
+    r = functools.partial(jax.lax.reduce_precision, exponent_bits=fi.nexp, mantissa_bits=fi.nmant)
+    f32 = jnp.float32
+    inp, v1, v2 = (jnp.asarray(t, dtype).astype(f32) for t in (inp, v1, v2))
+    beta32, alpha32 = r(jnp.asarray(beta, f32)), r(jnp.asarray(alpha, f32))
+    prod = r(r(alpha32 * v1)[:, None] * v2[None, :])
+    out = r(prod + jnp.where(jnp.asarray(beta) == 0, jnp.zeros_like(inp), r(beta32 * inp)))
+    return out.astype(dtype)
+
+
+defop("addr", _addr, args=("self", "vec1", "vec2", "beta", "alpha"), grad_fn="AddrBackward0",
       saves=("vec1", "vec2"), save_if={"vec1": "vec2", "vec2": "vec1"})
 defop("baddbmm", _addmm, args=("self", "batch1", "batch2", "beta", "alpha"), grad_fn="BaddbmmBackward0",
       saves=("batch1", "batch2"), save_if={"batch1": "batch2", "batch2": "batch1"})

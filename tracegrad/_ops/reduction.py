@@ -184,10 +184,17 @@ def _norm(x, ord, dim, keepdim):
         return jnp.max(a, axis=dim, keepdims=keepdim)
     if ord == float("-inf"):
         return jnp.min(a, axis=dim, keepdims=keepdim)
-    if ord == 0:
-        return jnp.sum((a != 0).astype(x.dtype), axis=dim, keepdims=keepdim)
+    if ord == 0:   # the count comes out real, as |x| (a complex input's count is not complex)
+        return jnp.sum((a != 0).astype(a.dtype), axis=dim, keepdims=keepdim)
     if ord == 1:
         return jnp.sum(a, axis=dim, keepdims=keepdim)
+    if ord < 0:
+        # a zero entry's negative power is inf (the norm is then 0); entries all inf sum to 0 (the
+        # norm is then inf), as torch's sum(|x|**p)**(1/p). A zero entry takes the inf constant,
+        # so no inf * 0 gradient reaches it
+        zero = a == 0
+        s = jnp.sum(jnp.where(zero, jnp.inf, jnp.where(zero, 1, a) ** ord), axis=dim, keepdims=keepdim)
+        return s ** (1.0 / ord)
     # zero entries and a zero total are routed away from the power's infinite derivative
     # (torch's gradient is 0 there; JAX's would be inf * 0 = nan)
     zero = a == 0

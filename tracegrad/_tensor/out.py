@@ -57,9 +57,23 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
     fields = getattr(result, "_fields", None) or (None,) * len(result)   # values/indices name the culprit
-    written = tuple(_write_one(name, r, o, bool(exact_dtype), cast_error, any_dtype, f)
+    # the reductions' (exact_dtype="tuples") message names the field; torch's linalg kernels
+    # (exact_dtype=True) word it as for one out tensor
+    written = tuple(_write_one(name, r, o, bool(exact_dtype), cast_error, any_dtype,
+                               f if exact_dtype == "tuples" else None)
                     for r, o, f in zip(result, out, fields))
     return type(result)(*written) if hasattr(result, "_fields") else written
+
+
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
+                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+
+
+def _cpp_type_name(dtype):
+    """The C++ element type torch's messages name a dtype by (``float32`` -> ``float``)."""
+    return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)
 
 
 def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None):
@@ -73,9 +87,10 @@ def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None
         raise RuntimeError(f"{name}: expected scalar type {scalar_name(result.dtype.np)} but got "
                            f"{scalar_name(out.dtype.np)} for {field}; pass an out tensor of the result's dtype")
     if exact_dtype and result.dtype != out.dtype:
-        raise RuntimeError(f"{name}: Expected out tensor to have scalar type {scalar_name(result.dtype.np)} "
-                           f"but got scalar type {scalar_name(out.dtype.np)}; pass an out tensor of the "
-                           "result's dtype")
+        # torch's linalg kernels word this check with the C++ element types (test_linalg.py matches
+        # "but got int instead")
+        raise RuntimeError(f"Expected out tensor to have dtype {_cpp_type_name(result.dtype)}, but got "
+                           f"{_cpp_type_name(out.dtype)} instead")
     if not any_dtype and not _dt.can_cast(result.dtype, out.dtype):
         what = "input types" if cast_error is TypeError else f"result type {scalar_name(result.dtype.np)}"
         raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
@@ -151,8 +166,21 @@ def _clamp_by_numbers(label, args, kwargs, out):
     return None
 
 
+def _cond_result(label, args, kwargs, out):
+    """linalg.cond checks that its real result can be cast to ``out``'s dtype before computing,
+    with its own wording."""
+    A = args[0] if args else kwargs.get("A")
+    if not isinstance(A, Tensor) or not isinstance(out, Tensor):
+        return None
+    rdt = A.real.dtype if A.dtype.is_complex else A.dtype
+    if not _dt.can_cast(rdt, out.dtype):
+        return (f"linalg.cond: Expected result to be safely castable from {scalar_name(rdt.np)} dtype, but got "
+                f"result with dtype {scalar_name(out.dtype.np)}")
+    return None
+
+
 # out= dtypes (and forms) some torch kernels refuse before computing, with their own messages
-_OUT_REFUSALS = {"clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
+_OUT_REFUSALS = {"cond": _cond_result, "clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
                  "clamp_max": _clamp_by_numbers, "quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
                  "bucketize": _index_result, "nonzero": _no_tuple,

@@ -1081,6 +1081,96 @@ def random_square_matrix_of_rank(l, rank, dtype=tracegrad.double, device="cpu"):
     return (u * s.to(dtype).unsqueeze(-2)) @ vh
 
 
+def _real_of(dtype):
+    """The real dtype a (possibly complex) ``dtype`` carries its singular values in."""
+    return {tracegrad.cfloat: tracegrad.float, tracegrad.cdouble: tracegrad.double}.get(dtype, dtype)
+
+
+def random_well_conditioned_matrix(*shape, dtype, device, mean=1.0, sigma=0.001):
+    """A random ``shape`` matrix (or batch) whose singular values are drawn from N(mean, sigma^2),
+    sorted largest first: the smaller ``sigma``, the better conditioned."""
+    x = tracegrad.rand(shape, dtype=dtype, device=device)
+    m, n = x.size(-2), x.size(-1)
+    u, _, vh = tracegrad.linalg.svd(x, full_matrices=False)
+    s = tracegrad.randn(*(tuple(shape[:-2]) + (min(m, n),)), dtype=_real_of(dtype), device=device)
+    s = (s * sigma + mean).sort(-1, descending=True).values.to(dtype)
+    return (u * s.unsqueeze(-2)) @ vh
+
+
+def make_symmetric_matrices(*shape, device, dtype):
+    """A ``make_tensor`` matrix (or batch) symmetrized: ``(t + t.mT) / 2``."""
+    if shape[-1] != shape[-2]:
+        raise AssertionError(f"expected square matrix, got shape[-1]={shape[-1]} != shape[-2]={shape[-2]}")
+    t = make_tensor(shape, device=device, dtype=dtype)
+    return (t + t.mT).div_(2)
+
+
+def make_symmetric_pd_matrices(*shape, device, dtype):
+    """A ``make_tensor`` matrix ``t`` turned symmetric positive definite: ``t @ t.mT + 1e-5 I``."""
+    if shape[-1] != shape[-2]:
+        raise AssertionError(f"expected square matrix, got shape[-1]={shape[-1]} != shape[-2]={shape[-2]}")
+    t = make_tensor(shape, device=device, dtype=dtype)
+    return t @ t.mT + tracegrad.eye(shape[-1], device=device, dtype=dtype) * 1e-5
+
+
+def random_hermitian_matrix(l, *batches, dtype=tracegrad.double, device="cpu"):
+    """A random Hermitian ``(*batches, l, l)`` matrix: ``(a + a^H) / 2``."""
+    a = tracegrad.randn(*(batches + (l, l)), dtype=dtype, device=device)
+    return (a + a.mH).div_(2)
+
+
+def random_hermitian_psd_matrix(matrix_size, *batch_dims, dtype=tracegrad.double, device="cpu"):
+    """A random Hermitian positive semi-definite ``(*batch_dims, n, n)`` matrix ``a @ a^H``."""
+    a = tracegrad.randn(*(batch_dims + (matrix_size, matrix_size)), dtype=dtype, device=device)
+    return a @ a.mH
+
+
+def random_hermitian_pd_matrix(matrix_size, *batch_dims, dtype, device):
+    """A random Hermitian positive definite ``(*batch_dims, n, n)`` matrix ``a @ a^H + I``."""
+    a = tracegrad.randn(*(batch_dims + (matrix_size, matrix_size)), dtype=dtype, device=device)
+    return a @ a.mH + tracegrad.eye(matrix_size, dtype=dtype, device=device)
+
+
+def make_fullrank_matrices_with_distinct_singular_values(*shape, device, dtype, requires_grad=False):
+    """A ``make_tensor`` matrix (or batch) given the singular values ``1 + 1/s`` for
+    ``s = 2, -3, 4, -5, ...``: all distinct, in [2/3, 3/2], so well conditioned."""
+    with tracegrad.no_grad():
+        t = make_tensor(shape, device=device, dtype=dtype)
+        u, _, vh = tracegrad.linalg.svd(t, full_matrices=False)
+        k = min(shape[-1], shape[-2])
+        s = tracegrad.arange(2, k + 2, dtype=_real_of(dtype), device=device)
+        s[1::2] *= -1.0
+        s = s.reciprocal().add(1.0)
+        x = (u * s.to(u.dtype)) @ vh
+    x.requires_grad_(requires_grad)
+    return x
+
+
+def random_matrix(rows, columns, *batch_dims, dtype=tracegrad.double, device="cpu", silent=False, singular=False):
+    """A random ``(*batch_dims, rows, columns)`` matrix with singular values evenly spaced in
+    (0, 1]; ``singular=True`` zeroes the last one (and the first too when there are more than two),
+    so LU has to pivot."""
+    a = tracegrad.randn(batch_dims + (rows, columns), dtype=dtype, device=device)
+    if a.numel() == 0:
+        return a
+    u, _, vh = tracegrad.linalg.svd(a, full_matrices=False)
+    k = min(rows, columns)
+    s = tracegrad.linspace(1 / (k + 1), 1, k, dtype=dtype, device=device)
+    if singular:
+        s[k - 1] = 0
+        if k > 2:
+            s[0] = 0
+    return (u * s.unsqueeze(-2)) @ vh
+
+
+def random_lowrank_matrix(rank, rows, columns, *batch_dims, **kwargs):
+    """A random ``(*batch_dims, rows, columns)`` matrix of the given rank (a product of two
+    ``random_matrix`` factors through ``rank``)."""
+    b = random_matrix(rows, rank, *batch_dims, **kwargs)
+    c = random_matrix(rank, columns, *batch_dims, **kwargs)
+    return b.matmul(c)
+
+
 def do_test_empty_full(self, dtypes, layout, device):
     """torch's shared check of the empty/full factories (test_tensor_creation_ops.py's
     test_empty_full): for each dtype, ``empty``/``full`` and the ``new_*``/``*_like`` forms give
