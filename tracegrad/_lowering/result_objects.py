@@ -90,12 +90,15 @@ def _candidate(x) -> bool:
         return False
     if dataclasses.is_dataclass(x):
         return True
-    from ..nn.modules.module import Module
-    from ..distributions.distribution import Distribution
-    if isinstance(x, Distribution):    # Categorical(logits=model(x)): plain attributes (lazy ones cached there)
-        return t.__new__ is object.__new__
     mod = getattr(t, "__module__", "") or ""
-    return (t.__new__ is object.__new__ and not isinstance(x, (Tensor, Module, BaseException))
+    if mod.startswith("tracegrad.distributions."):
+        # Categorical(logits=model(x)): plain attributes (lazy ones cached there); by module name,
+        # as this layer does not import the library's (DESIGN 2, tests/test_layering.py)
+        return t.__new__ is object.__new__
+    # ``_tracegrad_state_is_captured``: a Module, Optimizer or autograd Function (their state is
+    # the region's, never rebuilt)
+    return (t.__new__ is object.__new__ and not isinstance(x, (Tensor, BaseException))
+            and not getattr(t, "_tracegrad_state_is_captured", False)
             and mod != "builtins" and not mod.startswith(("tracegrad.", "jax", "numpy")))
 
 
