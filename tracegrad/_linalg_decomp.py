@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _state
 from ._api.shape import cat
 from ._ops import dtypes as _dt
 from .return_types import _structseq
@@ -590,8 +591,13 @@ def eig(A, *, out=None):
 
 
 def _finite_input(api, A):
-    """torch's eig refuses a NaN or inf entry (RuntimeError), eagerly (a traced ``A`` has no value)."""
-    if not isinstance(A._value, _JaxTracer) and A.numel() and not bool(np.isfinite(np.asarray(A.detach()._value)).all()):
+    """torch's eig refuses a NaN or inf entry (RuntimeError). A traced ``A`` has no value to read:
+    checked when the compiled program runs (NOTE [value checks at run time]: a non-finite entry
+    reruns the call eagerly, which raises)."""
+    if isinstance(A._value, _JaxTracer):
+        _state.check_values(A._value, lambda v: ~jnp.isfinite(v))
+        return
+    if A.numel() and not bool(np.isfinite(np.asarray(A.detach()._value)).all()):
         raise RuntimeError(f"torch.linalg.{api}: input tensor should not contain infs or NaNs.")
 
 

@@ -80,9 +80,13 @@ def _finite_or_raise(out, api, why, A=None, info_of=None, detail=None, pivots_on
 
 
 def _svd_converges(A, api="svd"):
-    """torch's LAPACK SVD (gesdd) refuses a matrix holding a NaN: LinAlgError, eagerly (a traced
-    ``A`` has no value to read; its SVD then holds NaN, as JAX returns)."""
-    if not isinstance(A._value, jax.core.Tracer) and A.numel() and bool(np.isnan(np.asarray(A.detach()._value)).any()):
+    """torch's LAPACK SVD (gesdd) refuses a matrix holding a NaN: LinAlgError. A traced ``A`` has
+    no value to read: checked when the compiled program runs (NOTE [value checks at run time]:
+    a NaN reruns the call eagerly, which raises)."""
+    if isinstance(A._value, jax.core.Tracer):
+        _state.check_values(A._value, jnp.isnan)
+        return
+    if A.numel() and bool(np.isnan(np.asarray(A.detach()._value)).any()):
         raise LinAlgError(f"linalg.svd: The algorithm failed to converge because the input matrix contained "
                           f"non-finite values (linalg.{api}).")
 

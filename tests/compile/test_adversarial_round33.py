@@ -1160,3 +1160,34 @@ def test_object_kept_on_a_module_the_step_does_not_call(holder, value):
                     h.cfg = datetime.timedelta(seconds=3)
         return res
     _both(run)
+
+
+@pytest.mark.parametrize("fn", ["svd", "svdvals", "matrix_rank", "eigvals"])
+def test_svd_of_a_nan_matrix_raises_in_a_compiled_call_as_eagerly(fn):
+    """torch's SVD refuses a matrix holding a NaN (LinAlgError); a traced matrix has no value to
+    read, so the program checks it (NOTE [value checks at run time]) and the call reruns eagerly,
+    raising there; the next finite call runs the same program."""
+    T = tracegrad
+
+    def f(a):
+        if fn == "svd":
+            return T.linalg.svd(a, full_matrices=False).S * 2
+        if fn == "svdvals":
+            return T.linalg.svdvals(a) * 2
+        if fn == "eigvals":      # torch's eig refuses a NaN entry too (RuntimeError)
+            return T.linalg.eigvals(a).abs().sort().values
+        return T.linalg.matrix_rank(a) + 1
+    g = T.compile(f)
+    rs = np.random.RandomState(0)
+    for i in range(5):
+        a = T.tensor(rs.randn(3, 3).astype(np.float32))
+        if i == 3:
+            a[1, 2] = float("nan")
+            err = (RuntimeError, "infs or NaNs") if fn == "eigvals" else (T.linalg.LinAlgError, "non-finite")
+            with pytest.raises(err[0], match=err[1]):
+                f(a)
+            with pytest.raises(err[0], match=err[1]):
+                g(a)
+            continue
+        np.testing.assert_allclose(g(a).numpy(), f(a).numpy(), rtol=1e-5, atol=1e-6)
+    assert g.stats["traces"] == 1, g.stats
