@@ -53,14 +53,16 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
                          f"may occur as a result of rounding error. The out tensor will be resized to a tensor of "
                          f"shape ({result.numel()},).")
                 out.resize_(0)
-        return _write_one(name, result, out, exact_dtype is True, cast_error, any_dtype)
+        return _write_one(name, result, out, exact_dtype in (True, "linalg"), cast_error, any_dtype,
+                          linalg=exact_dtype == "linalg")
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
     fields = getattr(result, "_fields", None) or (None,) * len(result)   # values/indices name the culprit
-    # the reductions' (exact_dtype="tuples") message names the field; torch's linalg kernels
-    # (exact_dtype=True) word it as for one out tensor
+    # the reductions' message names the field; torch's linalg kernels (exact_dtype="linalg", set
+    # by ``accepts_out`` for tracegrad's linalg modules) word it as for one out tensor
+    linalg = exact_dtype == "linalg"
     written = tuple(_write_one(name, r, o, bool(exact_dtype), cast_error, any_dtype,
-                               f if exact_dtype == "tuples" else None)
+                               None if linalg else f, linalg=linalg)
                     for r, o, f in zip(result, out, fields))
     return type(result)(*written) if hasattr(result, "_fields") else written
 
@@ -76,7 +78,7 @@ def _cpp_type_name(dtype):
     return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)
 
 
-def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None):
+def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None, linalg=False):
     if "_fw" in result.__dict__ or "_fw" in out.__dict__:   # a forward-AD tangent (autograd/forward_ad)
         raise RuntimeError(f"Trying to use forward AD with {name}_out that does not support it because it is "
                            "an out= function; call it without out= inside the dual level")
@@ -87,10 +89,12 @@ def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None
         raise RuntimeError(f"{name}: expected scalar type {scalar_name(result.dtype.np)} but got "
                            f"{scalar_name(out.dtype.np)} for {field}; pass an out tensor of the result's dtype")
     if exact_dtype and result.dtype != out.dtype:
-        # torch's linalg kernels word this check with the C++ element types (test_linalg.py matches
-        # "but got int instead")
-        raise RuntimeError(f"Expected out tensor to have dtype {_cpp_type_name(result.dtype)}, but got "
-                           f"{_cpp_type_name(out.dtype)} instead")
+        if linalg:     # torch's linalg kernels name the C++ element types ("but got int instead")
+            raise RuntimeError(f"Expected out tensor to have dtype {_cpp_type_name(result.dtype)}, but got "
+                               f"{_cpp_type_name(out.dtype)} instead")
+        raise RuntimeError(f"{name}: Expected out tensor to have scalar type {scalar_name(result.dtype.np)} "
+                           f"but got scalar type {scalar_name(out.dtype.np)}; pass an out tensor of the "
+                           "result's dtype")
     if not any_dtype and not _dt.can_cast(result.dtype, out.dtype):
         what = "input types" if cast_error is TypeError else f"result type {scalar_name(result.dtype.np)}"
         raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
@@ -203,6 +207,9 @@ _ITER_EXACT = frozenset(("index_select", "masked_select", "outer", "ger", "round
                          "heaviside", "isneginf", "isposinf", "float_power", "abs", "absolute"))
 
 
+_LINALG_MODULES = ("tracegrad.linalg", "tracegrad._linalg")
+
+
 def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
     """Decorator for a function with torch's ``out=`` keyword: the function computes its result
     as usual and this writes it into ``out`` (``write_out(..., **how)``) when one is given.
@@ -213,6 +220,8 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
     shape differs from its shape (``add(x, y, out=x)`` with ``x`` of shape [3], ``y`` [2, 3])."""
     def wrap(fn):
         label = name or fn.__name__
+        if how.get("exact_dtype") is True and fn.__module__.startswith(_LINALG_MODULES):
+            how["exact_dtype"] = "linalg"      # their own wording of the dtype check (``write_out``)
         # torch's Python-level functions (tensordot, norm, nn.functional's) fail on a non-Tensor
         # with their own AttributeError: only the C++-parsed ones get the parser's TypeError
         python_level = label in PYTHON_LEVEL or fn.__module__.startswith("tracegrad.nn")
@@ -251,9 +260,9 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
             try:
                 result = fn(*args, **kwargs)
             except (NotImplementedError, RuntimeError) as e:
-                if python_level or not (iter_alias or how.get("exact_dtype") is True):
+                if python_level or not (iter_alias or how.get("exact_dtype") in (True, "linalg")):
                     raise
-                _out_checks_first(label, args, out, how.get("exact_dtype") is True, e)
+                _out_checks_first(label, args, out, how.get("exact_dtype") in (True, "linalg"), e)
                 raise
             if iter_alias and isinstance(out, Tensor) and isinstance(result, Tensor) \
                     and tuple(result.shape) != tuple(out.shape) \
