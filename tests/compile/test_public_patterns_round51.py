@@ -20,6 +20,8 @@ import pytest
 
 import tracegrad
 
+from .test_public_patterns_round50 import _arr, _close   # round 50's snapshot and comparison
+
 torch = pytest.importorskip("torch")
 
 
@@ -33,16 +35,6 @@ def _init(T, module, seed, scale=0.4):
                 v = rs.standard_normal(tuple(b.shape)).astype(np.float32)
                 b.copy_(T.tensor(v / np.linalg.norm(v)))
     return module
-
-
-def _arr(*ts):
-    return [np.array(t.detach().numpy(), copy=True) for t in ts]
-
-
-def _close(a, b, tol):
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
 
 
 def _check(runner, ref_tol=1e-5, comp_tol=1e-6):
