@@ -180,16 +180,14 @@ def slots(optimizers):
             if lifted(g, k)]
 
 
-def _array(v):
-    """A number as a program input: a NumPy float64 scalar (jit transfers it in its C++ path,
-    ~2 us; building a device array from a Python float costs ~40 us, on every call for a
-    scheduler that changes lr each step)."""
-    return np.float64(v)
-
-
 def read(slot_list):
-    """The current values of ``slot_list`` as flat program inputs."""
-    return [_array(x) for o, i, k in slot_list for x in lifted(o.param_groups[i], k)]
+    """The current values of ``slot_list`` as the program's flat inputs: one float64 NumPy
+    vector holding them all (``[]`` when there are none). One vector, not a scalar each: jit
+    transfers every argument on its own (~2-3 us for a NumPy scalar in its C++ path; a device
+    array built from a Python float costs ~40 us), so an AdamW step's three numbers cost ~10 us
+    as scalars and ~4 us as one vector (measured 2026-12-04, JAX 0.10.2, one CPU core)."""
+    nums = [x for o, i, k in slot_list for x in lifted(o.param_groups[i], k)]
+    return [np.array(nums, np.float64)] if nums else []
 
 
 class Hyper(Tensor):
@@ -223,8 +221,9 @@ def make(array, known, slot=None):
 
 
 def bind(slot_list, arrays):
-    """``{optimizer: {group index: {key: traced value}}}`` for ``swapped``."""
-    out, it = {}, iter(arrays)
+    """``{optimizer: {group index: {key: traced value}}}`` for ``swapped``; ``arrays``: what
+    ``read`` gave, traced (one vector of every number)."""
+    out, it = {}, iter(arrays[0] if arrays else ())
     for o, i, k in slot_list:
         nums = lifted(o.param_groups[i], k)
         vals = tuple(make(next(it), n, (o, i, k, j)) for j, n in enumerate(nums))
