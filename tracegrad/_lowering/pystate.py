@@ -111,27 +111,32 @@ def python_refs(fn, args=(), loaded_out=None):
     kwdefaults = getattr(f0, "__kwdefaults__", None)
     if kwdefaults:           # a dict the function's keyword-only defaults are read from
         add(("keyword defaults", None, {"keyword defaults": kwdefaults}), own)
-    loaded = set()
+    loaded, through = set(), set()
     _scan(getattr(fn, "__func__", fn), 0, add, queue, top=True)
     seen = set()
     while queue and len(seen) < _SCAN_MAX:
         f, depth = queue.pop(0)
         if id(f) not in seen:
             seen.add(id(f))
-            _scan(f, depth, add, queue, loaded=loaded)
+            _scan(f, depth, add, queue, loaded=loaded, through=through)
     _nested_objects(found, add)
     # NOTE [attributes read by helpers]: an object handed to a helper function (``helper(cfg,
     # x)`` reading ``cfg.k``) has its attributes read by the helper's code through a parameter,
     # whose names belong to no reference of their own. Giving every reference the names of
     # every helper the scan reached (round 32's first fix) also gave a trainer object the
     # names its ``__init__`` and logging methods load: a counter bumped between calls
-    # (``self.global_step += 1``) that the step never reads made a new trace per call. So only
-    # a called module gets the names of the helpers its own class's methods reach
-    # (``loaded_out``, guards.py); other objects handed to helpers are left (strict xfails in
-    # test_adversarial_round32.py) until the names a helper reads through each parameter are
-    # followed to the objects passed there.
+    # (``self.global_step += 1``) that the step never reads made a new trace per call. So a
+    # called module gets the names of the helpers its own class's methods reach
+    # (``loaded_out``, guards.py), and every reference gets only the attribute names a helper
+    # reads *through one of its parameters* (``cfg.k``, ``holder.inner.k``: ``through``), not
+    # a method's reads through its own ``self`` (the object it is bound to has its class's
+    # names already): which object a call site hands to which parameter is not followed, so
+    # such a name is guarded on every reference that has it.
     if loaded_out is not None:
         loaded_out |= loaded
+    if through:
+        for entry in found.values():
+            entry[1].update(through)
     for (name, cell, g), _ in list(found.values()):
         for klass in _classes_of(_value(cell, g, name)):
             add((klass.__qualname__, None, {klass.__qualname__: klass}), ())
@@ -195,7 +200,7 @@ _SCAN_DEPTH = 3
 _SCAN_MAX = 64
 
 
-def _scan(f, depth, add, queue, top=False, loaded=None):
+def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
     """Add the references of one callable's code and queue the callables it names (and the
     names a helper's code loads into ``loaded``: NOTE [attributes read by helpers])."""
     # a decorated helper (``functools.wraps``: ``contextmanager``, a compiled function) runs
@@ -282,6 +287,8 @@ def _scan(f, depth, add, queue, top=False, loaded=None):
     names = _code_names(code, set())
     if loaded is not None and not top:
         loaded |= names
+    if through is not None and not top:
+        through |= parameter_reads(f)
     g = f.__globals__
     follow = depth < _SCAN_DEPTH
     if f.__dict__ or f.__name__ in names or f.__name__ in code.co_freevars:
@@ -1096,6 +1103,43 @@ def _absent_globals(code, g):
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             out |= _absent_globals(c, g)
+    return out
+
+
+_PARAM_READS: dict = {}     # code -> the attribute names it reads through its parameters
+_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+
+
+def parameter_reads(f) -> frozenset:
+    """The attribute names ``f``'s code reads through its parameters (``cfg.k``,
+    ``holder.inner.k``: ``inner`` and ``k``), its nested functions' and comprehensions' reads
+    of them included; a method's first parameter (``self``, ``cls``) is left out. NOTE
+    [attributes read by helpers]."""
+    code = f.__code__
+    out = _PARAM_READS.get(code)
+    if out is None:
+        n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+        params = set(code.co_varnames[:n])
+        qual = f.__qualname__.split(".")
+        if len(qual) > 1 and qual[-2] != "<locals>" and code.co_argcount:    # a method
+            params.discard(code.co_varnames[0])
+        out = _PARAM_READS[code] = frozenset(_reads_through(code, params, set()))
+    return out
+
+
+def _reads_through(code, params, out):
+    ins = list(dis.get_instructions(code))
+    for i, ins_i in enumerate(ins):
+        if ins_i.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE") and ins_i.argval in params:
+            j = i + 1
+            while j < len(ins) and ins[j].opname in _ATTR_OPS:
+                out.add(ins[j].argval)
+                j += 1
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            # a nested function or comprehension sees the parameters as free variables (or as
+            # its own ``.0`` argument: an iterable, whose items' reads are not followed)
+            _reads_through(c, params & set(c.co_freevars), out)
     return out
 
 
