@@ -28,6 +28,7 @@ out, from the code of the modules and helper functions it calls (NOTE [Python va
 from __future__ import annotations
 
 import array
+import builtins
 import collections
 import datetime
 import dis
@@ -58,6 +59,7 @@ _HOLDERS = _CONTAINERS + (tuple,)
 _BUFFERS = (np.ndarray, array.array, bytearray)
 _BUFFER_COPY_MAX = 64 << 20     # bytes; a larger buffer a trace wrote is still a break, not undone
 _BUF = object()                 # marks a buffer's copy in ``_copy``'s result
+_BUILTINS = vars(builtins)
 
 
 def python_refs(fn, args=(), loaded_out=None):
@@ -804,6 +806,11 @@ def _copy(v, depth=_NESTED):
         size = v.nbytes if isinstance(v, np.ndarray) else len(v) * getattr(v, "itemsize", 1)
         return None if size > _BUFFER_COPY_MAX else (_BUF, v.copy() if isinstance(v, np.ndarray) else v[:])
     if not isinstance(v, _HOLDERS) or (type(v) is tuple and len(v) > _NESTED_MAX):
+        return None
+    if v is _BUILTINS:
+        # Python's own builtins namespace (an object holding ``globals()``'s ``__builtins__``,
+        # e.g. ``SimpleNamespace(**namespace)`` of an exec'd program) is not user state, and
+        # ``_put_back``'s clear-then-update of it emptied the builtins of the whole process
         return None
     shallow = dict(v) if isinstance(v, dict) else set(v) if isinstance(v, set) else list(v)
     inner = () if depth <= 1 or isinstance(v, set) or len(v) > _NESTED_MAX else tuple(
