@@ -13,7 +13,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import assert_same, data, labels, snapshot
+from ._harness import assert_same, data, labels, np_init, snapshot
 from ._harness import small_mlp as _model
 
 
@@ -812,3 +812,270 @@ def test_tensor_stored_on_a_module_by_the_step_and_read_next_call():
         f = wrap(step)
         return [[snapshot(f(data(mod, i, 5, 4))), snapshot(model.prev)] for i in range(4)]
     _both(run)
+
+
+# Smaller programs ``prog(mod, wrap) -> run()`` returning a list of tensors / arrays / numbers,
+# compared the same way (tracegrad eager vs compiled, and torch when the program's numbers do not
+# come from a random stream).
+
+def _arrays(vals):
+    return [snapshot(v) if hasattr(v, "detach") else np.asarray(v) for v in vals]
+
+
+def _prog_generator_ops(mod, w):
+    g = mod.Generator().manual_seed(1)
+
+    def step(x):
+        a = mod.randperm(5, generator=g).float()
+        b = mod.multinomial(mod.tensor([0.1, 0.5, 0.4]), 2, generator=g).float()
+        c = mod.bernoulli(mod.full((3,), 0.5), generator=g)
+        d = mod.empty(3).normal_(generator=g)
+        e = mod.empty(3).uniform_(generator=g)
+        x.exponential_(generator=g)
+        return a.sum() + b.sum() + c + d + e + x
+    f = w(step)
+    return lambda: [f(mod.ones(3)) for _ in range(4)] + [g.get_state()]
+
+
+def _prog_generator_keyword_alternating(mod, w):
+    g1, g2 = mod.Generator().manual_seed(1), mod.Generator().manual_seed(2)
+    f = w(lambda x, g=None: x + mod.randn(3, generator=g))
+    mod.manual_seed(0)
+    return lambda: [f(mod.ones(3), g=(g1, g2, None)[i % 3]) for i in range(6)] + [
+        g1.get_state(), g2.get_state(), mod.get_rng_state()]
+
+
+def _prog_generator_state_replayed(mod, w):
+    g = mod.Generator().manual_seed(1)
+    f = w(lambda x: x + mod.rand(3, generator=g))
+
+    def run():
+        out = []
+        for i in range(4):
+            s = g.get_state()
+            out.append(f(mod.zeros(3)))
+            if i % 2 == 0:
+                g.set_state(s)
+        return out
+    return run
+
+
+def _prog_double_backward_through_the_result(mod, w):
+    wt = mod.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step(x):
+        x = x.clone().requires_grad_()
+        (gx,) = mod.autograd.grad((x * wt).pow(3).sum(), x, create_graph=True)
+        return gx
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(4):
+            gx = f(mod.tensor([0.5, -1.0, 2.0]) * (i + 1))
+            gx.sum().backward()
+            out += [gx, wt.grad.clone()]
+        return out
+    return run
+
+
+def _prog_retain_grad_and_backward_twice(mod, w):
+    wt = mod.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step(x):
+        h = x * wt
+        h.retain_grad()
+        return h, (h * h).sum()
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(4):
+            h, loss = f(mod.ones(3) * i)
+            loss.backward(retain_graph=True)
+            loss.backward()
+            out += [h.grad, wt.grad.clone()]
+        return out
+    return run
+
+
+def _prog_hook_on_the_result_every_other_call(mod, w):
+    wt = mod.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    f = w(lambda x: (x * wt).tanh())
+
+    def run():
+        out = []
+        for i in range(4):
+            y = f(mod.ones(3) * i)
+            if i % 2:
+                y.register_hook(lambda g: g * 10)
+            y.sum().backward()
+            out.append(wt.grad.clone())
+        return out
+    return run
+
+
+def _prog_tensor_subclass_argument(mod, w):
+    class MyT(mod.Tensor):
+        pass
+    f = w(lambda x: (x * 2, type(x * 2) is MyT))
+
+    def run():
+        out = []
+        for i in range(4):
+            x = mod.ones(3).as_subclass(MyT) if i % 2 else mod.ones(3)
+            y, t = f(x)
+            out += [y.as_subclass(mod.Tensor), t, type(y) is MyT]
+        return out
+    return run
+
+
+def _prog_shape_error_after_a_write(mod, w):
+    buf, wt = mod.zeros(3), mod.ones(3, 2)
+
+    def step(x):
+        buf.add_(x.sum())
+        return x @ wt
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(4):
+            try:
+                out.append(f(mod.ones(2, 3 if i != 2 else 4)))
+            except RuntimeError:
+                out.append(-1.0)
+            out.append(buf.clone())
+        return out
+    return run
+
+
+def _prog_optimizer_step_then_raise(mod, w):
+    p = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+    opt = mod.optim.SGD([p], lr=0.1, momentum=0.9)
+
+    def step(x, fail):
+        opt.zero_grad()
+        (p * x).sum().backward()
+        opt.step()
+        if fail:
+            raise KeyError("x")
+        return p * 1
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(6):
+            try:
+                out.append(f(mod.ones(2) * i, i in (2, 4)))
+            except KeyError:
+                out.append(-1.0)
+            out.append(p.detach().clone())
+        return out
+    return run
+
+
+def _prog_tensor_lr_filled_and_betas_rebound(mod, w):
+    p = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+    opt = mod.optim.Adam([p], lr=mod.tensor(0.1))
+
+    def step(x):
+        opt.zero_grad()
+        (p * x).sum().backward()
+        opt.step()
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(5):
+            f(mod.ones(2) * (i + 1))
+            out.append(p.detach().clone())
+            if i == 1:
+                opt.param_groups[0]["lr"].fill_(0.5)
+            if i == 3:
+                opt.param_groups[0]["betas"] = (0.5, 0.9)
+        return out
+    return run
+
+
+def _prog_raise_around_a_nested_compiled_call(mod, w):
+    p = mod.tensor([1.0, 2.0])
+    inner = w(lambda x: x / x.sum())
+
+    def outer(x):
+        p.mul_(2)
+        y = inner(x)
+        if x.shape[0] == 3:
+            raise ValueError("three")
+        return y
+    f = w(outer)
+
+    def run():
+        out = []
+        for i in range(5):
+            try:
+                out.append(f(mod.ones(2 if i != 3 else 3)))
+            except ValueError:
+                out.append(-1.0)
+            out.append(p.clone())
+        return out
+    return run
+
+
+def _prog_as_strided_of_an_argument(mod, w):
+    def step(x):
+        x.as_strided_((2,), (2,))
+        return x + 1
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(3):
+            x = mod.arange(4.0) + i
+            out += [f(x), x.clone(), list(x.stride())]
+        return out
+    return run
+
+
+def _prog_param_group_params_rebound(mod, w):
+    lin = np_init(mod.nn.Linear(2, 1), mod)
+    opt = mod.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        lin(x).sum().backward()
+        opt.step()
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(5):
+            f(mod.ones(3, 2) * i)
+            out += [lin.weight.detach().clone(), lin.bias.detach().clone()]
+            if i == 2:
+                opt.param_groups[0]["params"] = [lin.weight]
+        return out
+    return run
+
+
+_PROGS = {
+    "generator_ops": (_prog_generator_ops, False),
+    "generator_keyword_alternating": (_prog_generator_keyword_alternating, False),
+    "generator_state_replayed": (_prog_generator_state_replayed, False),
+    "double_backward_through_the_result": (_prog_double_backward_through_the_result, True),
+    "retain_grad_and_backward_twice": (_prog_retain_grad_and_backward_twice, True),
+    "hook_on_the_result_every_other_call": (_prog_hook_on_the_result_every_other_call, True),
+    "tensor_subclass_argument": (_prog_tensor_subclass_argument, True),
+    "shape_error_after_a_write": (_prog_shape_error_after_a_write, True),
+    "optimizer_step_then_raise": (_prog_optimizer_step_then_raise, True),
+    "tensor_lr_filled_and_betas_rebound": (_prog_tensor_lr_filled_and_betas_rebound, True),
+    "raise_around_a_nested_compiled_call": (_prog_raise_around_a_nested_compiled_call, True),
+    "as_strided_of_an_argument": (_prog_as_strided_of_an_argument, True),
+    "param_group_params_rebound": (_prog_param_group_params_rebound, True),
+}
+
+
+@pytest.mark.parametrize("name", list(_PROGS))
+def test_small_programs(name):
+    prog, torch_too = _PROGS[name]
+    _both(lambda mod, wrap: _arrays(prog(mod, wrap)()), torch_too=torch_too)
