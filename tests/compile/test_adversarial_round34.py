@@ -1075,6 +1075,132 @@ _PROGS = {
 }
 
 
+def _prog_returned_identities_of_args_params_grads_and_state(mod, w):
+    p = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+    opt = mod.optim.SGD([p], lr=0.1, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad(set_to_none=False)
+        (p * x).sum().backward()
+        opt.step()
+        return x, p, p.grad, opt.state[p]["momentum_buffer"], x.detach(), p.detach()
+    f = w(step)
+
+    def run():
+        out, kept = [], []
+        for i in range(4):
+            x = mod.ones(2) * (i + 1)
+            r = f(x)
+            kept.append(r)
+            out += [r[0] is x, r[1] is p, r[2] is p.grad, r[3] is opt.state[p]["momentum_buffer"]]
+            x.add_(100)
+        for r in kept:
+            out += [t.detach().clone() for t in r]
+        return out
+    return run
+
+
+def _prog_module_list_appended_applied_and_deleted(mod, w):
+    ml = mod.nn.ModuleList([np_init(mod.nn.Linear(2, 2), mod)])
+    f = w(lambda x: sum(m(x).sum() for m in ml))
+
+    def run():
+        out = []
+        for i in range(5):
+            out.append(f(mod.ones(3, 2) * i))
+            if i == 1:
+                ml.append(np_init(mod.nn.Linear(2, 2), mod, seed=1))
+            if i == 2:
+                ml.apply(lambda m: mod.nn.init.constant_(m.weight, 0.5) if hasattr(m, "weight") else None)
+            if i == 3:
+                del ml[0]
+        return out
+    return run
+
+
+def _prog_clip_grad_norm_with_a_changing_max(mod, w):
+    lin = np_init(mod.nn.Linear(2, 2), mod)
+    cfg = {"max": 1.0}
+    opt = mod.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        (lin(x) ** 2).sum().backward()
+        n = mod.nn.utils.clip_grad_norm_(lin.parameters(), cfg["max"])
+        opt.step()
+        return n
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(5):
+            out += [f(mod.ones(3, 2) * (i + 1)), lin.weight.detach().clone()]
+            cfg["max"] = 0.1 * (i + 1)
+        return out
+    return run
+
+
+def _prog_non_contiguous_argument_written(mod, w):
+    def step(x):
+        x.mul_(2)
+        x[0, 1] = 5
+        return x.sum(0)
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(4):
+            base = mod.arange(6.0).reshape(2, 3) + i
+            x = base.t() if i % 2 else base[:, 1:]
+            out += [f(x), base.clone(), x.clone()]
+        return out
+    return run
+
+
+def _prog_one_result_returned_twice_and_its_view(mod, w):
+    f = w(lambda x: (lambda y: (y, y, y[0]))(x * 2))
+
+    def run():
+        out = []
+        for i in range(4):
+            a, b, c = f(mod.ones(2) * i)
+            out.append(a is b)
+            a.add_(1)
+            out += [b.clone(), c.clone()]
+        return out
+    return run
+
+
+def _prog_batchnorm_buffers_rebound_and_reset(mod, w):
+    bn = mod.nn.BatchNorm1d(2)
+    f = w(lambda x: bn(x))
+
+    def run():
+        out = []
+        for i in range(5):
+            out += [f(mod.arange(6.0).reshape(3, 2) * (i + 1)), bn.running_mean.clone(),
+                    bn.num_batches_tracked.clone()]
+            if i == 1:
+                bn.running_mean = mod.ones(2) * 3
+            if i == 2:
+                bn.momentum = None
+            if i == 3:
+                bn.reset_running_stats()
+        return out
+    return run
+
+
+_PROGS.update({
+    "returned_identities_of_args_params_grads_and_state":
+        (_prog_returned_identities_of_args_params_grads_and_state, True),
+    "module_list_appended_applied_and_deleted": (_prog_module_list_appended_applied_and_deleted, True),
+    "clip_grad_norm_with_a_changing_max": (_prog_clip_grad_norm_with_a_changing_max, True),
+    "non_contiguous_argument_written": (_prog_non_contiguous_argument_written, True),
+    "one_result_returned_twice_and_its_view": (_prog_one_result_returned_twice_and_its_view, True),
+    "batchnorm_buffers_rebound_and_reset": (_prog_batchnorm_buffers_rebound_and_reset, True),
+})
+
+
 @pytest.mark.parametrize("name", list(_PROGS))
 def test_small_programs(name):
     prog, torch_too = _PROGS[name]
