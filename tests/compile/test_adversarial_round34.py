@@ -8,6 +8,8 @@ Each program is written for this file (no outside source); it runs eagerly and t
 ``tracegrad.compile`` from identical state, and with torch, and everything observable is
 compared after several calls (harness: tests/compile/_harness.py, ``_both`` as in round 33).
 """
+import types
+
 import numpy as np
 import pytest
 
@@ -819,7 +821,8 @@ def test_tensor_stored_on_a_module_by_the_step_and_read_next_call():
 # come from a random stream).
 
 def _arrays(vals):
-    return [snapshot(v) if hasattr(v, "detach") else np.asarray(v) for v in vals]
+    return [snapshot(v) if hasattr(v, "detach") else v if isinstance(v, (str, bool, int)) else np.asarray(v)
+            for v in vals]
 
 
 def _prog_generator_ops(mod, w):
@@ -1198,6 +1201,164 @@ _PROGS.update({
     "non_contiguous_argument_written": (_prog_non_contiguous_argument_written, True),
     "one_result_returned_twice_and_its_view": (_prog_one_result_returned_twice_and_its_view, True),
     "batchnorm_buffers_rebound_and_reset": (_prog_batchnorm_buffers_rebound_and_reset, True),
+})
+
+
+def _prog_argument_containers_edited_inside(mod, w):
+    def step(d, lst, ns):
+        d["y"] = d["x"] * 2
+        d.pop("z", None)
+        lst.append(d["x"] + 1)
+        ns.attr = d["x"].sum()
+        return d["y"]
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(4):
+            d, lst, ns = {"x": mod.ones(2) * i, "z": 1}, [mod.zeros(1)], types.SimpleNamespace()
+            r = f(d, lst, ns)
+            out += [r, d["y"], "z" in d, len(lst), lst[-1], ns.attr, r is d["y"]]
+        return out
+    return run
+
+
+def _prog_grad_scaled_inside_and_cleared_outside(mod, w):
+    p = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+
+    def step(x):
+        if p.grad is not None:
+            p.grad.mul_(0.5)
+        (p * x).sum().backward()
+        return p.grad.clone()
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(5):
+            out += [f(mod.ones(2) * (i + 1)), p.grad.clone()]
+            if i == 2:
+                p.grad = None
+        return out
+    return run
+
+
+def _prog_varargs_and_kwargs_of_changing_length(mod, w):
+    f = w(lambda *xs, **kw: sum(xs) * kw.get("s", 1))
+    return lambda: [f(*[mod.ones(2) * j for j in range(i + 1)], **({"s": mod.tensor(3.0)} if i % 2 else {}))
+                    for i in range(5)]
+
+
+def _prog_no_grad_decorated_step_writing_a_parameter(mod, w):
+    p = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+
+    @mod.no_grad()
+    def step(x):
+        p.add_(x)
+        return p * 2
+    f = w(step)
+
+    def run():
+        out = []
+        for _ in range(4):
+            r = f(mod.ones(2))
+            out += [r, r.requires_grad, p.detach().clone()]
+        return out
+    return run
+
+
+def _prog_functional_call_with_changing_dicts(mod, w):
+    m = np_init(mod.nn.Linear(2, 2), mod)
+    f = w(lambda params, x: mod.func.functional_call(m, params, (x,)))
+
+    def run():
+        out = []
+        for i in range(4):
+            params = {"weight": mod.ones(2, 2) * i, "bias": mod.zeros(2) + i}
+            if i == 3:
+                params = {"weight": mod.ones(2, 2)}
+            out.append(f(params, mod.ones(1, 2)))
+        return out
+    return run
+
+
+def _version_error(e):
+    return "modified by an inplace operation" in str(e)
+
+
+def _prog_backward_after_writing_what_backward_needs(mod, w):
+    wt = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+    g = w(lambda x: (x * wt).sum())
+
+    def step(x):
+        y = x * wt
+        return y, y.sin()
+    f = w(step)
+
+    def run():
+        out = []
+        for i in range(4):
+            y, z = f(mod.ones(2) * i)          # the result sin saved, written
+            y.add_(1)
+            try:
+                z.sum().backward()
+                out.append(wt.grad.clone())
+            except RuntimeError as e:
+                out.append(_version_error(e))
+            x = mod.ones(2) * i                # the argument mul saved, written
+            loss = g(x)
+            x.add_(1)
+            try:
+                loss.backward()
+                out.append(wt.grad.clone())
+            except RuntimeError as e:
+                out.append(_version_error(e))
+            x = mod.ones(2, requires_grad=True)   # the parameter mul saved, written
+            loss = g(x)
+            with mod.no_grad():
+                wt.add_(1)
+            try:
+                loss.backward()
+                out.append(x.grad.clone())
+            except RuntimeError as e:
+                out.append(_version_error(e))
+        return out
+    return run
+
+
+def _prog_inference_mode_and_saved_tensor_hooks_around_calls(mod, w):
+    wt = mod.tensor([1.0, 2.0], requires_grad=True)
+    f = w(lambda x: (x * wt).exp().sum())
+
+    def run():
+        out, packed = [], []
+        for i in range(4):
+            if i == 1:
+                with mod.inference_mode():
+                    y = f(mod.ones(2))
+                out += [y, y.requires_grad, y.is_inference()]
+                continue
+            if i == 3:
+                with mod.autograd.graph.saved_tensors_hooks(lambda t: (packed.append(1), t * 2)[1],
+                                                            lambda t: t):
+                    loss = f(mod.ones(2))
+            else:
+                loss = f(mod.ones(2))
+            loss.backward()
+            out += [loss, wt.grad.clone(), len(packed)]
+        return out
+    return run
+
+
+_PROGS.update({
+    "argument_containers_edited_inside": (_prog_argument_containers_edited_inside, True),
+    "grad_scaled_inside_and_cleared_outside": (_prog_grad_scaled_inside_and_cleared_outside, True),
+    "varargs_and_kwargs_of_changing_length": (_prog_varargs_and_kwargs_of_changing_length, True),
+    "no_grad_decorated_step_writing_a_parameter": (_prog_no_grad_decorated_step_writing_a_parameter, True),
+    "functional_call_with_changing_dicts": (_prog_functional_call_with_changing_dicts, True),
+    "backward_after_writing_what_backward_needs": (_prog_backward_after_writing_what_backward_needs, True),
+    "inference_mode_and_saved_tensor_hooks_around_calls":
+        (_prog_inference_mode_and_saved_tensor_hooks_around_calls, True),
 })
 
 
