@@ -7,6 +7,18 @@ calls, explicit ``Generator`` objects, exceptions on a later call, nested compil
 Each program is written for this file (no outside source); it runs eagerly and through
 ``tracegrad.compile`` from identical state, and with torch, and everything observable is
 compared after several calls (harness: tests/compile/_harness.py, ``_both`` as in round 33).
+
+Fixed (``_lowering/region.py``, NOTE [the .grad a call starts with]): a ``.grad`` a call
+started with, written by the call's backward (accumulation) and then rebound by the function
+(``g = p.grad; p.grad = None; return g``, ``p.grad = p.grad / 2``), came back as the trace's
+stale tensor object, and the accumulation went into that object instead of the ``.grad`` each
+call started with (a reference the caller held kept old values).
+Found and left alone (not silent: same values, clear errors or eager fallback): a new
+``nn.Parameter`` argument on every call retraces every call (Parameters are keyed by identity,
+``classify_args``) until the cache limit; under ``set_detect_anomaly`` the NaN error names
+``CompiledFunctionBackward`` (as torch.compile's does); a generator / iterator argument,
+``requires_grad_`` / ``t_`` / ``resize_`` / ``unsqueeze_`` on an argument, a mutable default
+appended to and ``GradScaler`` (``item()``) run eagerly with a graph-break warning.
 """
 import types
 
@@ -1366,3 +1378,46 @@ _PROGS.update({
 def test_small_programs(name):
     prog, torch_too = _PROGS[name]
     _both(lambda mod, wrap: _arrays(prog(mod, wrap)()), torch_too=torch_too)
+
+
+@pytest.mark.parametrize("variant", ["return_then_unbind", "hold_then_rebind_zeros", "rebind_scaled",
+                                     "caller_rebinds_each_call"])
+def test_the_grad_a_call_starts_with_when_the_function_rebinds_it(variant):
+    """NOTE [the .grad a call starts with]: the program returned the trace's ``.grad`` object and
+    wrote the backward's accumulation into it, not into the ``.grad`` each call started with."""
+    def run(mod, wrap):
+        p = mod.nn.Parameter(mod.ones(2))
+        p.grad = mod.zeros(2)
+
+        def step(x):
+            if variant == "return_then_unbind":
+                (p * x).sum().backward()
+                g = p.grad
+                p.grad = None
+                return g
+            if variant == "hold_then_rebind_zeros":
+                g = p.grad
+                (p * x).sum().backward()
+                p.grad = mod.zeros(2)
+                return g
+            if variant == "rebind_scaled":
+                (p * x).sum().backward()
+                p.grad = p.grad / 2
+                return p.grad.sum()
+            (p * x).sum().backward()
+            g = p.grad
+            p.grad = g * 0 + 1
+            return g
+        f = wrap(step)
+        res, outs, held = [], [], []
+        for i in range(5):
+            if variant == "return_then_unbind":
+                p.grad = mod.ones(2) * 10
+            held.append(p.grad)
+            outs.append(f(mod.ones(2) * (i + 1)))
+            res.append(None if p.grad is None else snapshot(p.grad))
+            res.append(outs[-1] is held[-1])
+        res += [snapshot(o) for o in outs] + [snapshot(h) for h in held]
+        res.append(len({id(o) for o in outs}))
+        return res
+    _both(run)
