@@ -480,6 +480,8 @@ class Region:
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.layout_args = ()   # (index, strides) of view arguments whose layout the trace read
         self.bumps = self.arg_bumps = ()   # NOTE [versions of written state]
+        self.grad_state = {}       # NOTE [the .grad a call starts with]: storage index -> owner index
+        self.entry_writes = ()     # and the owners whose starting .grad the call wrote, then rebound
         self.tensor_attr_guards = ()       # (weakref to an outside tensor, its Python attributes)
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
@@ -698,6 +700,10 @@ class Region:
         """The program's flat inputs: storages, .grad arrays, PRNG keys (donated), then the
         optimizer hyper-parameters and the data arguments."""
         flat = [st.array for st in self.storages]
+        for i, k in self.grad_state.items():   # NOTE [the .grad a call starts with]
+            g = self.owner_list[k]._grad
+            if g is not None:
+                flat[i] = g._st.array
         flat += [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
         flat += [g._current_key() for g in self.generators]
         flat += hyper.read(self.hyper_slots)
@@ -734,6 +740,9 @@ class Region:
 
     def write_back(self, outs, arg_leaves):
         res, state, grads_end, keys, escapes, pullback = outs[:6]
+        # NOTE [the .grad a call starts with]: read before the owners' .grad are set below
+        entry = [o._grad for o in self.owner_list] \
+            if self.grad_state or self.entry_writes or self.out_recipe.entry_grads else ()
         vjp = None
         if pullback is not None:
             # reversed: the engine then accumulates the last-used parameters first, as eager does
@@ -741,8 +750,11 @@ class Region:
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
             vjp = (pullback, edges, self.saved, self.through)
-        for st, a in zip(self.storages, state):
+        for i, (st, a) in enumerate(zip(self.storages, state)):
             if a is not None:
+                k = self.grad_state.get(i)
+                if k is not None and entry[k] is not None:
+                    st = entry[k]._st          # this call's .grad, not the trace's object
                 st.array = a
                 st.gen += 1
         for vc, n in self.bumps:              # NOTE [versions of written state]
@@ -809,8 +821,13 @@ class Region:
         for i, a, n in zip(self.arg_writes, rest[len(self.arg_grads):], self.arg_bumps):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
             arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
+        for k, a in zip(self.entry_writes, rest[len(self.arg_grads) + len(self.arg_writes):]):
+            g = entry[k]                            # NOTE [the .grad a call starts with]
+            if g is not None:
+                g._st.array = a
+                g._st.gen += 1
         out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept, placed,
-                                         [o._grad for o, _ in self.owners_end], made)
+                                         [o._grad for o, _ in self.owners_end], made, entry)
         del made
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
@@ -884,12 +901,13 @@ class OutRecipe:
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
         self.places = ()      # the slots of the ("place", k) leaves (``_result_places``)
+        self.entry_grads = False   # ("entry grad", owner index) leaves: NOTE [the .grad a call starts with]
         self.array_at = {}    # while tracing: "new" leaf position -> its array's position
 
     def build(self, arrays, arg_leaves, vjp):
         return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
-    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=(), made=()):
+    def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=(), made=(), entry=()):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
         tensors the call bound to Python places that are differentiable outputs too, after the
         results (NOTE [kept graphs]); ``made``: this call's tensors bound to places, in
@@ -924,6 +942,8 @@ class OutRecipe:
             elif kind == "arg grad":
                 next(it)
                 out.append(arg_leaves[v]._grad)
+            elif kind == "entry grad":    # NOTE [the .grad a call starts with]
+                out.append(entry[v])
             elif kind == "grad view":     # ``p.grad.view(-1)``, ``p.grad[0]`` of such a .grad
                 next(it)
                 (src, k), chain = v
@@ -1159,6 +1179,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     views_shared = shared_with_state is SHARED_VIEWS
     owners = list(plan.owners.values())
     owner_grads = {id(o._grad._st): o for o in owners if o._grad is not None}
+    # NOTE [the .grad a call starts with]: the input storages that are an owner's .grad now
+    entry_at = {id(o._grad._st): k for k, o in enumerate(owners) if o._grad is not None}
+    grad_state = {i: entry_at[id(st)] for i, st in enumerate(storages) if id(st) in entry_at}
     owner_ids = {id(o) for o in owners}
     hyper_slots = hyper.slots(plan.optimizers)
     diff_storages = [i for i, (st, r) in enumerate(live) if plan.vjp and r() is not None and r()._rg]
@@ -1366,6 +1389,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             _returned_grads(recipe, r_leaves, owners_end, grad_kinds,
                             [(i, call_leaves[i]._grad) for i, _ in arg_grads])
+            _entry_grads(recipe, saved[1])
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
             # an argument gets one bump from ``_write`` in ``write_back``, the rest from here
@@ -1429,8 +1453,18 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # adds what the trace added, so a graph built before the call that saved such a
             # tensor raises at backward as eagerly, instead of using the new values silently.
             info["bumps"] = tuple((vc, vc[0] - v0) for vc, v0 in cap.versions.values() if vc[0] != v0)
+            # NOTE [the .grad a call starts with]: one the call wrote (a backward accumulating into
+            # it) and then unbound (``p.grad = p.grad / 2``) keeps that value eagerly
+            g_in = iter(grads)
+            entry_in = [None if g0 is None else next(g_in) for g0 in saved[1]]
+            state_ids = {id(st) for st in storages}
+            entry_writes = [(k, g0._st.array) for k, (g0, a0, (_, t)) in enumerate(zip(saved[1], entry_in, owners_end))
+                            if g0 is not None and t is not g0 and g0._st.array is not a0
+                            and id(g0._st) not in state_ids]
+            info["entry_writes"] = tuple(k for k, _ in entry_writes)
             return (res_arrays, state_end, grads_end, keys_end,
-                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
+                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes]
+                    + [a for _, a in entry_writes], failed)
         except BaseException:
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
             cap.restore_flags()
@@ -1586,6 +1620,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.value_guards = tuple(region.value_guards) + tuple(flag_guards(info["rg_reads"], region.rg_readers))
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
+    region.grad_state = grad_state
+    region.entry_writes = info["entry_writes"]
     region.arg_writes = tuple(info["arg_writes"])
     region.bumps, region.arg_bumps = info["bumps"], info["arg_bumps"]
     region.seeds = info["seeds"]
@@ -2165,6 +2201,24 @@ def _returned_grads(recipe, r_leaves, owners_end, grad_kinds, arg_grads):
             leaves[n] = ("grad alias", (made[id(g)], t._vc is g._vc))
         elif t._chain and (b := t._base) is not None and id(b) in made and b._st is t._st:
             leaves[n] = ("grad view", (made[id(b)], t._chain))
+    recipe.leaves = leaves
+
+
+# NOTE [the .grad a call starts with]: a ``.grad`` the call found (``p.grad`` set before it) and
+# wrote (a backward accumulating into it) is an input storage of the program; the function may
+# then rebind ``p.grad`` (``g = p.grad; p.grad = None; return g``, ``p.grad = p.grad / 2``). The
+# program wrote its end value into the trace's tensor and returned that tensor as a constant:
+# a later call, which starts with another ``.grad`` object (the one the previous call or the
+# caller bound), got the trace's stale object back and the ``.grad`` it started with, which
+# eager accumulates into and the caller may hold, kept its old values. Both follow the owner's
+# ``.grad`` at the start of each run instead (``Region.grad_state``, "entry grad" leaves).
+def _entry_grads(recipe, entry):
+    at = {id(g): k for k, g in enumerate(entry) if g is not None}
+    leaves = list(recipe.leaves)
+    for n, (kind, v) in enumerate(leaves):
+        if kind == "const" and isinstance(v, Tensor) and id(v) in at:
+            leaves[n] = ("entry grad", at[id(v)])
+            recipe.entry_grads = True
     recipe.leaves = leaves
 
 
