@@ -750,13 +750,17 @@ class Region:
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
             vjp = (pullback, edges, self.saved, self.through)
-        for i, (st, a) in enumerate(zip(self.storages, state)):
+        storages = self.storages
+        if self.grad_state:                   # this call's .grads, not the trace's objects
+            storages = list(storages)
+            for i, k in self.grad_state.items():
+                if entry[k] is not None:
+                    storages[i] = entry[k]._st
+        for st, a in zip(storages, state):
             if a is not None:
-                k = self.grad_state.get(i)
-                if k is not None and entry[k] is not None:
-                    st = entry[k]._st          # this call's .grad, not the trace's object
                 st.array = a
                 st.gen += 1
+        storages = None      # (no reference of this frame may count in ``_write_data``)
         for vc, n in self.bumps:              # NOTE [versions of written state]
             vc[0] += n
         for g, k in zip(self.generators, keys):
