@@ -40,7 +40,7 @@ from ._tensor.tensor import Tensor, _wrap_dim
 from .autograd import grad_mode as _grad_mode
 from .autograd.function import Function as _Function, _backward_cls
 from .func import jax_function
-from ._tensor.out import accepts_out
+from ._tensor.out import _cpp_type_name, accepts_out
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve",
            "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "cross", "matrix_power",
@@ -521,15 +521,17 @@ def multi_dot(tensors, *, out=None):
     for i, t in enumerate(tensors):
         inner = 0 < i < len(tensors) - 1
         if t.dim() != 2 if inner else t.dim() not in (1, 2):
-            which = "first" if i == 0 else "last" if not inner else f"{i}th"
-            raise RuntimeError(f"multi_dot(): the {which} tensor must be {'2D' if inner else '1D or 2D'} but got "
-                               f"{t.dim()}D")
+            if inner:   # torch names an inner tensor by its index ("tensor 1 must be 2D")
+                raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+            raise RuntimeError(f"multi_dot(): the {'first' if i == 0 else 'last'} tensor must be 1D or 2D but "
+                               f"got {t.dim()}D")
     # torch checks the chain up front, naming multi_dot and the pair (not matmul's "mat1 and mat2" text)
     for i in range(1, len(tensors)):
         a, b = tensors[i - 1], tensors[i]
         if b.dtype is not tensors[0].dtype:
+            # torch names the dtypes by their C++ element types ("tensor 0 is float and tensor 1 double")
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
-                               f"{tensors[0].dtype} and tensor {i} {b.dtype}")
+                               f"{_cpp_type_name(tensors[0].dtype)} and tensor {i} {_cpp_type_name(b.dtype)}")
         if a.shape[-1] != b.shape[0]:
             raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {list(a.shape)} and "
                                f"{list(b.shape)} cannot be multiplied")

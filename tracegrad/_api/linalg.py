@@ -104,6 +104,10 @@ def dot(self, other):
     check_tensors("dot", self, other, names=("input", "tensor"))
     if self.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors")
+    # torch checks the dtypes before the lengths (matmul's order is the other), after autocast's cast
+    self, other = _autocast.cast("lower", "matmul", self, other)
+    if self.dtype is not other.dtype:
+        _mm_dtype(self, other, "dot")
     return matmul(self, other)
 
 

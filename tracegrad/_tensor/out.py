@@ -183,8 +183,37 @@ def _cond_result(label, args, kwargs, out):
     return None
 
 
+def _castable_from(prefix, result_dtype):
+    """The refusal of torch's linalg kernels that check ``out``'s dtype up front with their own
+    words ("tensorinv: Expected result to be safely castable from Float dtype, but got result with
+    dtype Int"); ``result_dtype(A)`` is the dtype they compute in, from the first argument."""
+    def refusal(label, args, kwargs, out):
+        A = args[0] if args else kwargs.get("A")
+        if not isinstance(A, Tensor) or not isinstance(out, Tensor):
+            return None
+        rdt = result_dtype(A)
+        if not _dt.can_cast(rdt, out.dtype):
+            return (f"{prefix}: Expected result to be safely castable from {scalar_name(rdt.np)} dtype, but got "
+                    f"result with dtype {scalar_name(out.dtype.np)}")
+        return None
+    return refusal
+
+
+def _multi_dot_result(label, args, kwargs, out):
+    """linalg.multi_dot wants ``out`` of its inputs' dtype, in its own words, before computing."""
+    tensors = args[0] if args else kwargs.get("tensors")
+    if (isinstance(out, Tensor) and isinstance(tensors, (list, tuple)) and tensors
+            and isinstance(tensors[0], Tensor) and out.dtype is not tensors[0].dtype):
+        return (f"multi_dot(): expected out tensor to have dtype {_cpp_type_name(tensors[0].dtype)} but got "
+                f"{_cpp_type_name(out.dtype)}")
+    return None
+
+
 # out= dtypes (and forms) some torch kernels refuse before computing, with their own messages
-_OUT_REFUSALS = {"cond": _cond_result, "clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
+_OUT_REFUSALS = {"cond": _cond_result, "multi_dot": _multi_dot_result,
+                 "tensorinv": _castable_from("tensorinv", lambda A: A.dtype),
+                 "tensorsolve": _castable_from("tensorsolve", lambda A: A.dtype),
+                 "matrix_rank": _castable_from("torch.linalg.matrix_rank", lambda A: _dt.int64), "clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
                  "clamp_max": _clamp_by_numbers, "quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
                  "bucketize": _index_result, "nonzero": _no_tuple,
