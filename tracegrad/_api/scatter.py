@@ -41,7 +41,9 @@ def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeErro
     counting from the end allowed, as index_fill). A self without elements is torch's own case:
     when ``dim`` has size 0 no index can be written (RuntimeError, whatever its values), else
     nothing is written and no index is looked at."""
-    if not isinstance(index, Tensor) or index.dtype is not _dt.int64:
+    if not isinstance(index, Tensor):   # torch's argument parser: TypeError
+        raise TypeError(f"{api}(): argument 'index' must be Tensor, not {type(index).__name__}; pass an int64 tensor")
+    if index.dtype is not _dt.int64:
         got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise dtype_error(f"{api}(): Expected a long tensor for index, but got {got}")
     d = _wrap_dim(dim, self.ndim)
