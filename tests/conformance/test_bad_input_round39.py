@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 C = {}
 F = lambda T: T.nn.functional
-R = lambda T, *s: T.arange(int(np.prod(s)), dtype=T.float32).reshape(*s) / 7.
+R = lambda T, *s: T.arange(int(np.prod(s)), dtype=T.float32).reshape(*s) / 8.
 
 # ---- F.interpolate: modes x input ranks x size/scale forms
 _MODES = ["nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact"]
@@ -783,6 +783,171 @@ C["ag_backward_int_grad"] = lambda T: (T.ones(2, requires_grad=True).sum()).back
 C["ag_numpy_requires_grad"] = lambda T: T.ones(2, requires_grad=True).numpy()
 C["ag_item_ok"] = lambda T: T.ones(1, requires_grad=True).sum().item()
 
+# ---- second batch: nn.Upsample, Fold/Unfold modules, pools and pads given odd shapes
+for n, kw in {"size_ok": {"size": 6}, "scale_ok": {"scale_factor": 2}, "both": {"size": 6, "scale_factor": 2},
+              "neither": {}, "bad_mode": {"size": 6, "mode": "cubic"}, "align_nearest": {"size": 6, "align_corners": True},
+              "linear_ok": {"size": 6, "mode": "linear"}, "bilinear_3d": {"size": 6, "mode": "bilinear"},
+              "size_tuple2": {"size": (6, 6)}, "scale_tuple_ok": {"scale_factor": (2.,)}, "scale_zero": {"scale_factor": 0.}}.items():
+    C[f"Upsample_{n}"] = lambda T, kw=kw: T.nn.Upsample(**kw)(R(T, 1, 1, 4))
+    C[f"UpsamplingNearest2d_{n}"] = lambda T, kw=kw: T.nn.UpsamplingNearest2d(**{k: v for k, v in kw.items() if k in ("size", "scale_factor")})(R(T, 1, 1, 3, 3))
+for cls, shp in (("AdaptiveAvgPool1d", (1, 2, 5)), ("AdaptiveAvgPool2d", (1, 2, 5, 5)), ("AdaptiveMaxPool1d", (1, 2, 5)),
+                 ("AdaptiveMaxPool2d", (1, 2, 5, 5)), ("AdaptiveAvgPool3d", (1, 1, 3, 3, 3))):
+    for n, o in {"ok": 3, "zero": 0, "neg": -1, "big_ok": 7, "none_ok": None, "float": 2.5, "tuple_short": (2,), "tuple_long": (2, 2, 2, 2)}.items():
+        if n == "none_ok" and cls.endswith("1d"):
+            continue
+        C[f"{cls}_{n}"] = lambda T, cls=cls, shp=shp, o=o: getattr(T.nn, cls)(o)(R(T, *shp))
+    C[f"{cls}_empty_ch"] = lambda T, cls=cls, shp=shp: getattr(T.nn, cls)(2)(T.ones((1, 0) + shp[2:]))
+    C[f"{cls}_unbatched_ok"] = lambda T, cls=cls, shp=shp: getattr(T.nn, cls)(2)(R(T, *shp[1:]))
+for cls, shp in (("MaxPool1d", (1, 2, 6)), ("MaxPool2d", (1, 2, 6, 6)), ("AvgPool1d", (1, 2, 6)), ("AvgPool2d", (1, 2, 6, 6)),
+                 ("LPPool1d", (1, 2, 6)), ("LPPool2d", (1, 2, 6, 6))):
+    lp = (2,) if cls.startswith("LP") else ()
+    for n, kw in {"ok": {"kernel_size": 2}, "k_big": {"kernel_size": 7}, "stride0": {"kernel_size": 2, "stride": 0},
+                  "stride_neg": {"kernel_size": 2, "stride": -1}, "k_tuple3": {"kernel_size": (2, 2, 2)}, "ceil_ok": {"kernel_size": 4, "stride": 3, "ceil_mode": True},
+                  "k_float": {"kernel_size": 2.5}, "k_str": {"kernel_size": "2"}}.items():
+        C[f"{cls}_{n}"] = lambda T, cls=cls, shp=shp, kw=kw, lp=lp: getattr(T.nn, cls)(*lp, **kw)(R(T, *shp))
+    C[f"{cls}_int_input"] = lambda T, cls=cls, shp=shp, lp=lp: getattr(T.nn, cls)(*lp, 2)(T.ones(shp, dtype=T.int64))
+    C[f"{cls}_0d"] = lambda T, cls=cls, lp=lp: getattr(T.nn, cls)(*lp, 2)(T.tensor(1.))
+C["LPPool1d_p_neg_ok"] = lambda T: T.nn.LPPool1d(-1, 2)(R(T, 1, 1, 4) + 1)
+C["LPPool1d_p_zero_ok"] = lambda T: T.nn.LPPool1d(0, 2)(R(T, 1, 1, 4) + 1)
+for cls, nd in (("ReflectionPad1d", 1), ("ReflectionPad2d", 2), ("ReplicationPad1d", 1), ("ReplicationPad2d", 2),
+                ("ZeroPad1d", 1), ("ZeroPad2d", 2), ("ConstantPad1d", 1), ("ConstantPad2d", 2), ("CircularPad1d", 1), ("CircularPad2d", 2)):
+    extra = (1.5,) if cls.startswith("Constant") else ()
+    for n, p in {"ok": 1, "big": 4, "neg_ok": -1, "tuple_ok": (1, 0) * nd, "tuple_short": (1,), "float": 1.5, "zero_ok": 0}.items():
+        C[f"{cls}_{n}"] = lambda T, cls=cls, nd=nd, p=p, extra=extra: getattr(T.nn, cls)(p, *extra)(R(T, *((1, 1) + (3,) * nd)))
+    C[f"{cls}_unbatched_ok"] = lambda T, cls=cls, nd=nd, extra=extra: getattr(T.nn, cls)(1, *extra)(R(T, *((1,) + (3,) * nd)))
+    C[f"{cls}_too_few_dims"] = lambda T, cls=cls, nd=nd, extra=extra: getattr(T.nn, cls)(1, *extra)(R(T, *((3,) * nd)))
+    C[f"{cls}_int_ok"] = lambda T, cls=cls, nd=nd, extra=extra: getattr(T.nn, cls)(1, *extra)(T.ones((1, 1) + (3,) * nd, dtype=T.int64))
+
+# ---- embedding / one_hot / F.embedding
+_EMB_IDX = {"ok": lambda T: T.tensor([[0, 2], [4, 1]]), "oob": lambda T: T.tensor([5]), "neg": lambda T: T.tensor([-1]),
+            "float": lambda T: T.tensor([0.]), "int32_ok": lambda T: T.tensor([1], dtype=T.int32), "bool": lambda T: T.tensor([True]),
+            "0d_ok": lambda T: T.tensor(3), "empty_ok": lambda T: T.ones(0, dtype=T.int64), "list": lambda T: [0, 1], "uint8": lambda T: T.tensor([1], dtype=T.uint8)}
+for n, ix in _EMB_IDX.items():
+    C[f"F_embedding_{n}"] = lambda T, ix=ix: F(T).embedding(ix(T), R(T, 5, 3))
+    C[f"F_embedding_pad_{n}"] = lambda T, ix=ix: F(T).embedding(ix(T), R(T, 5, 3), padding_idx=1)
+    C[f"one_hot_{n}"] = lambda T, ix=ix: F(T).one_hot(ix(T), 5)
+C["F_embedding_w1d"] = lambda T: F(T).embedding(T.tensor([0]), T.ones(5))
+C["F_embedding_w3d_ok"] = lambda T: F(T).embedding(T.tensor([0]), R(T, 5, 2, 2))
+C["F_embedding_pad_oob"] = lambda T: F(T).embedding(T.tensor([0]), R(T, 5, 3), padding_idx=5)
+C["F_embedding_pad_neg_ok"] = lambda T: F(T).embedding(T.tensor([4]), R(T, 5, 3), padding_idx=-1)
+C["F_embedding_max_norm_ok"] = lambda T: F(T).embedding(T.tensor([4]), R(T, 5, 3), max_norm=1.)
+C["one_hot_num_neg_ok"] = lambda T: F(T).one_hot(T.tensor([1, 2]), -1)
+C["one_hot_num_small"] = lambda T: F(T).one_hot(T.tensor([1, 2]), 2)
+C["one_hot_num_zero"] = lambda T: F(T).one_hot(T.tensor([1, 2]), 0)
+C["one_hot_empty_auto"] = lambda T: F(T).one_hot(T.ones(0, dtype=T.int64))
+C["one_hot_empty_num_ok"] = lambda T: F(T).one_hot(T.ones(0, dtype=T.int64), 3)
+C["one_hot_num_float"] = lambda T: F(T).one_hot(T.tensor([1]), 2.5)
+for n, kw in {"neg_num": (-1, 3), "zero_num_ok": (0, 3), "float_dim": (3, 2.5), "pad_oob": (3, 2, 3), "pad_neg_oob": (3, 2, -4),
+              "pad_neg_ok": (3, 2, -3)}.items():
+    C[f"Embedding_{n}"] = lambda T, kw=kw: T.nn.Embedding(*kw[:2], padding_idx=kw[2] if len(kw) > 2 else None).weight.shape
+C["Embedding_from_pretrained_3d"] = lambda T: T.nn.Embedding.from_pretrained(T.ones(2, 2, 2))
+C["Embedding_from_pretrained_ok"] = lambda T: T.nn.Embedding.from_pretrained(R(T, 3, 2))(T.tensor([2]))
+C["Embedding_fwd_float"] = lambda T: T.nn.Embedding(3, 2)(T.tensor([0.]))
+
+# ---- losses with odd shapes and dtypes
+_LOSS2 = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss", "binary_cross_entropy",
+          "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "hinge_embedding_loss"]
+for fn in _LOSS2:
+    sig = (lambda T: T.sigmoid(R(T, 2, 3))) if fn == "binary_cross_entropy" else (lambda T: R(T, 2, 3))
+    for n, tg in {"ok": lambda T: T.sigmoid(R(T, 2, 3) - 1), "bcast": lambda T: T.ones(3), "bad_shape": lambda T: T.ones(2, 4),
+                  "int": lambda T: T.ones(2, 3, dtype=T.int64), "f64": lambda T: T.ones(2, 3, dtype=T.float64),
+                  "0d": lambda T: T.tensor(.5), "bool": lambda T: T.ones(2, 3, dtype=T.bool)}.items():
+        C[f"loss_{fn}_{n}"] = lambda T, fn=fn, sig=sig, tg=tg: getattr(F(T), fn)(sig(T), tg(T))
+    C[f"loss_{fn}_bad_reduction"] = lambda T, fn=fn, sig=sig: getattr(F(T), fn)(sig(T), T.ones(2, 3) * .5, reduction="avg")
+    C[f"loss_{fn}_empty_mean_ok"] = lambda T, fn=fn: getattr(F(T), fn)(T.ones(0), T.ones(0) * .5)
+    C[f"loss_{fn}_empty_sum_ok"] = lambda T, fn=fn: getattr(F(T), fn)(T.ones(0), T.ones(0) * .5, reduction="sum")
+    C[f"loss_{fn}_target_list"] = lambda T, fn=fn, sig=sig: getattr(F(T), fn)(sig(T), [[.5] * 3] * 2)
+C["loss_smooth_l1_beta_neg"] = lambda T: F(T).smooth_l1_loss(R(T, 3), T.zeros(3), beta=-1.)
+C["loss_smooth_l1_beta_zero_ok"] = lambda T: F(T).smooth_l1_loss(R(T, 3), T.zeros(3), beta=0.)
+C["loss_huber_delta_neg"] = lambda T: F(T).huber_loss(R(T, 3), T.zeros(3), delta=-1.)
+C["loss_huber_delta_zero"] = lambda T: F(T).huber_loss(R(T, 3), T.zeros(3), delta=0.)
+C["loss_bce_out_of_range"] = lambda T: F(T).binary_cross_entropy(T.tensor([1.5]), T.tensor([1.]))
+C["loss_bce_weight_bad"] = lambda T: F(T).binary_cross_entropy(T.tensor([.5, .5]), T.tensor([1., 0.]), weight=T.ones(3))
+C["loss_bcel_pos_weight_ok"] = lambda T: F(T).binary_cross_entropy_with_logits(R(T, 2, 3), T.ones(2, 3), pos_weight=T.tensor([1., 2., 3.]))
+C["loss_bcel_pos_weight_bad"] = lambda T: F(T).binary_cross_entropy_with_logits(R(T, 2, 3), T.ones(2, 3), pos_weight=T.ones(4))
+C["loss_kl_log_target_ok"] = lambda T: F(T).kl_div(R(T, 2, 3), R(T, 2, 3), reduction="batchmean", log_target=True)
+C["loss_cosine_emb_ok"] = lambda T: F(T).cosine_embedding_loss(R(T, 2, 3), R(T, 2, 3) + 1, T.tensor([1, -1]))
+C["loss_cosine_emb_target_2d"] = lambda T: F(T).cosine_embedding_loss(R(T, 2, 3), R(T, 2, 3), T.ones(2, 1))
+C["loss_cosine_emb_3d"] = lambda T: F(T).cosine_embedding_loss(T.ones(2, 3, 1), T.ones(2, 3, 1), T.ones(2))
+C["loss_margin_rank_ok"] = lambda T: F(T).margin_ranking_loss(R(T, 3), R(T, 3).flip(0), T.tensor([1., -1., 1.]))
+C["loss_margin_rank_shape"] = lambda T: F(T).margin_ranking_loss(R(T, 3), R(T, 2), T.tensor([1., -1., 1.]))
+C["loss_triplet_ok"] = lambda T: F(T).triplet_margin_loss(R(T, 2, 3), R(T, 2, 3) + 1, R(T, 2, 3) - 1)
+C["loss_triplet_shape"] = lambda T: F(T).triplet_margin_loss(R(T, 2, 3), R(T, 2, 4), R(T, 2, 3))
+C["loss_triplet_3d"] = lambda T: F(T).triplet_margin_loss(T.ones(1, 2, 3), T.ones(1, 2, 3), T.ones(1, 2, 3))
+C["loss_gaussian_nll_ok"] = lambda T: F(T).gaussian_nll_loss(R(T, 2, 3), T.zeros(2, 3), T.ones(2, 3))
+C["loss_gaussian_nll_neg_var"] = lambda T: F(T).gaussian_nll_loss(R(T, 2, 3), T.zeros(2, 3), -T.ones(2, 3))
+C["loss_gaussian_nll_var_bcast_ok"] = lambda T: F(T).gaussian_nll_loss(R(T, 2, 3), T.zeros(2, 3), T.ones(2, 1))
+C["loss_gaussian_nll_var_bad"] = lambda T: F(T).gaussian_nll_loss(R(T, 2, 3), T.zeros(2, 3), T.ones(2, 2))
+C["loss_nll_target_oob"] = lambda T: F(T).nll_loss(R(T, 2, 3), T.tensor([0, 3]))
+C["loss_nll_ignore_ok"] = lambda T: F(T).nll_loss(R(T, 2, 3), T.tensor([0, 7]), ignore_index=7)
+C["loss_nll_all_ignored_ok"] = lambda T: F(T).nll_loss(R(T, 2, 3), T.tensor([7, 7]), ignore_index=7)
+C["loss_ce_prob_target_ok"] = lambda T: F(T).cross_entropy(R(T, 2, 3), T.softmax(R(T, 2, 3), 1))
+C["loss_ce_label_smoothing_big"] = lambda T: F(T).cross_entropy(R(T, 2, 3), T.tensor([0, 1]), label_smoothing=1.5)
+C["loss_ce_label_smoothing_ok"] = lambda T: F(T).cross_entropy(R(T, 2, 3), T.tensor([0, 1]), label_smoothing=0.2)
+C["loss_ce_target_float_shape"] = lambda T: F(T).cross_entropy(R(T, 2, 3), T.ones(2, 4))
+C["loss_ce_target_int32"] = lambda T: F(T).cross_entropy(R(T, 2, 3), T.tensor([0, 1], dtype=T.int32))
+
+# ---- more tensor methods with wrong argument types
+for meth, args in {"index_add": lambda T: (0, T.tensor([0]), [1., 1., 1., 1.]), "index_copy": lambda T: (0, T.tensor([0]), 1.),
+                   "scatter": lambda T: (0, T.tensor([[0]]), "a"), "scatter_add": lambda T: (0, T.tensor([[0]]), [[1.]]),
+                   "gather": lambda T: ("x", T.tensor([[0]])), "masked_fill": lambda T: ([True], 1.),
+                   "masked_scatter": lambda T: (T.ones(3, 4, dtype=T.bool), [1.] * 12), "take": lambda T: ([0],),
+                   "take_along_dim": lambda T: ([[0]], 1), "put_": lambda T: (T.tensor([0]), 1.),
+                   "index_put_": lambda T: ([T.tensor([0])], T.tensor(1.)), "index_put": lambda T: (T.tensor([0]), T.tensor(1.)),
+                   "scatter_reduce": lambda T: (0, T.tensor([[0]]), T.ones(1, 1), 3), "diagonal_scatter": lambda T: (T.ones(2), 0),
+                   "select_scatter": lambda T: (T.ones(3), 0, 5), "slice_scatter": lambda T: (T.ones(1, 4), 0, 0, 1, 0),
+                   "index_fill": lambda T: (0, T.tensor([0]), "a"), "narrow": lambda T: (0, 2, 2), "narrow_neg": lambda T: (0, -1, 1),
+                   "narrow_len_neg": lambda T: (0, 0, -1), "narrow_tensor_start_ok": lambda T: (0, T.tensor(1), 1),
+                   "repeat": lambda T: (2,), "repeat_neg": lambda T: (2, -1), "repeat_ok": lambda T: (2, 1, 1),
+                   "tile_neg": lambda T: (-1,), "tile_ok": lambda T: (2,), "roll": lambda T: ((1, 2), (0,)), "roll_ok": lambda T: (1,),
+                   "flip": lambda T: (0, 0), "flip_oob": lambda T: (2,), "rot90": lambda T: (1, (0, 0)), "rot90_ok": lambda T: (3,),
+                   "chunk0": lambda T: (0,), "split_neg": lambda T: (-1,), "split_sizes_bad": lambda T: ([1, 1],),
+                   "split_sizes_ok": lambda T: ([1, 2],), "tensor_split_zero": lambda T: (0,), "unbind_oob": lambda T: (2,),
+                   "diagonal_same": lambda T: (0, 0, 0), "diag_embed_ok": lambda T: (), "triu_float": lambda T: (1.5,),
+                   "clamp_none": lambda T: (None, None), "clamp_tensor_ok": lambda T: (T.zeros(4), T.ones(4)),
+                   "clamp_min_gt_max_ok": lambda T: (2., 1.), "lerp_int": lambda T: (T.ones(3, 4, dtype=T.int64), 0.5),
+                   "where_noncond": lambda T: (T.ones(3, 4), T.zeros(3, 4)), "fill_1d": lambda T: (T.tensor([1., 2.]),),
+                   "fill_0d_ok": lambda T: (T.tensor(2.),), "new_full_neg": lambda T: ((-1,), 1.), "new_zeros_ok": lambda T: ((2,),)}.items():
+    real = meth.split("_neg")[0].split("_ok")[0].split("_len")[0].split("_tensor")[0].split("_oob")[0].split("_sizes")[0]
+    real = {"chunk0": "chunk", "tensor_split_zero": "tensor_split", "diagonal_same": "diagonal", "triu_float": "triu",
+            "clamp_none": "clamp", "clamp_min_gt_max": "clamp", "lerp_int": "lerp", "where_noncond": "where", "fill_1d": "fill_",
+            "fill_0d": "fill_", "split": "split", "rot90": "rot90", "clamp": "clamp", "diag_embed": "diag_embed",
+            "new_full": "new_full", "new_zeros": "new_zeros", "repeat": "repeat", "tile": "tile", "roll": "roll", "flip": "flip",
+            "unbind": "unbind", "narrow": "narrow"}.get(real, real)
+    C[f"meth_{meth}"] = lambda T, real=real, args=args: getattr(_X(T), real)(*args(T))
+
+# ---- autograd.functional and more misuse
+C["agf_jacobian_ok"] = lambda T: T.autograd.functional.jacobian(lambda x: x * x, R(T, 3))
+C["agf_jacobian_non_tensor_out"] = lambda T: T.autograd.functional.jacobian(lambda x: 3, R(T, 3))
+C["agf_jacobian_non_tensor_in"] = lambda T: T.autograd.functional.jacobian(lambda x: x, 3.)
+C["agf_jacobian_strict"] = lambda T: T.autograd.functional.jacobian(lambda x: T.ones(2), R(T, 3), strict=True)
+C["agf_jacobian_indep_ok"] = lambda T: T.autograd.functional.jacobian(lambda x: T.ones(2), R(T, 3))
+C["agf_hessian_ok"] = lambda T: T.autograd.functional.hessian(lambda x: (x ** 3).sum(), R(T, 2))
+C["agf_hessian_nonscalar"] = lambda T: T.autograd.functional.hessian(lambda x: x ** 3, R(T, 2))
+C["agf_vjp_v_shape"] = lambda T: T.autograd.functional.vjp(lambda x: x * 2, R(T, 3), T.ones(2))
+C["agf_vjp_no_v_nonscalar"] = lambda T: T.autograd.functional.vjp(lambda x: x * 2, R(T, 3))
+C["agf_vjp_ok"] = lambda T: T.autograd.functional.vjp(lambda x: x * 2, R(T, 3), T.ones(3))
+C["agf_jvp_v_shape"] = lambda T: T.autograd.functional.jvp(lambda x: x * 2, R(T, 3), T.ones(2))
+C["agf_jvp_ok"] = lambda T: T.autograd.functional.jvp(lambda x: x * 2, R(T, 3), T.ones(3))
+C["agf_hvp_ok"] = lambda T: T.autograd.functional.hvp(lambda x: (x ** 3).sum(), R(T, 2), T.ones(2))
+C["agf_vhp_nonscalar"] = lambda T: T.autograd.functional.vhp(lambda x: x ** 3, R(T, 2), T.ones(2))
+C["ag_grad_empty_inputs"] = lambda T: T.autograd.grad(T.ones(2, requires_grad=True).sum(), [])
+C["ag_grad_create_graph_ok"] = lambda T: (lambda x: T.autograd.grad((x ** 3).sum(), x, create_graph=True)[0].requires_grad)(T.ones(2, requires_grad=True))
+C["ag_backward_detached"] = lambda T: (T.ones(2, requires_grad=True) * 2).detach().sum().backward()
+C["ag_grad_non_tensor_output"] = lambda T: T.autograd.grad(3., T.ones(2, requires_grad=True))
+C["ag_grad_non_tensor_input"] = lambda T: T.autograd.grad(T.ones(2, requires_grad=True).sum(), 3.)
+C["ag_grad_is_grads_batched_shape"] = lambda T: (lambda x: T.autograd.grad(x * 2, x, T.ones(3), is_grads_batched=True))(T.ones(2, requires_grad=True))
+C["ag_grad_is_grads_batched_ok"] = lambda T: (lambda x: T.autograd.grad(x * 2, x, T.eye(2), is_grads_batched=True)[0])(T.ones(2, requires_grad=True))
+C["ag_backward_tensor_list"] = lambda T: T.autograd.backward([T.ones(2, requires_grad=True).sum()], [T.tensor(1.), T.tensor(1.)])
+C["ag_inplace_on_view_of_leaf_nograd_ok"] = lambda T: (lambda x: (x.detach()[0].mul_(2), x)[1])(T.ones(2, requires_grad=True))
+C["ag_set_requires_grad_on_view"] = lambda T: (lambda x: x.view(4).requires_grad_())(T.ones(2, 2))
+C["ag_int_tensor_backward"] = lambda T: T.ones(2, dtype=T.int64).sum().backward()
+C["ag_float_to_int_requires_grad"] = lambda T: T.ones(2, requires_grad=True).long().requires_grad
+C["ag_int_op_on_grad_ok"] = lambda T: (T.ones(2, requires_grad=True) > 0).requires_grad
+C["ag_argmax_backward"] = lambda T: T.ones(2, requires_grad=True).argmax().backward()
+C["ag_round_grad_ok"] = lambda T: (lambda x: (x.round().sum().backward(), x.grad)[1])(T.tensor([1.3, 2.7], requires_grad=True))
+C["ag_sign_grad_ok"] = lambda T: (lambda x: (x.sign().sum().backward(), x.grad)[1])(T.tensor([1.3, -2.7], requires_grad=True))
+
 # calls built as accepted by the loops above that torch refuses (a mode for another rank, an integer
 # input, a kernel bigger than the padded input, a mask torch's masked_scatter takes only as bool...):
 # compared by class like the others
@@ -814,6 +979,8 @@ _TORCH_REFUSES = (
     "masked_scatter_bigger_ok", "arange_neg_end_ok", "special_round_int_ok", "special_round_bool_ok",
     "Bilinear_zero_in_ok",
 )
+_TORCH_REFUSES += ("UpsamplingNearest2d_scale_tuple_ok", "AdaptiveAvgPool2d_none_ok", "AdaptiveMaxPool2d_none_ok",
+                   "AdaptiveAvgPool3d_none_ok", "LPPool1d_p_zero_ok", "one_hot_int32_ok", "F_embedding_w3d_ok")
 for _n in _TORCH_REFUSES:
     C[_n[:-3] + "_refused"] = C.pop(_n)
 
@@ -830,6 +997,9 @@ GIST = {
     "special_round_int_refused": "round_vml_cpu",
     "special_softmax_int_d1": "Dimension out of range",
     "RNN_hidden_bool": "must be tuple of ints",
+    "meth_scatter_reduce": "must be str",
+    "meth_slice_scatter": "slice step must be positive",
+    "LPPool2d_k_tuple3": "unpack",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 

@@ -205,6 +205,9 @@ def _scatter_reduce_args(self, dim, index, src, reduce, api):
     if not isinstance(src, Tensor):   # no Scalar overload in torch
         raise strict_error(api, "src", "Tensor", src, 3)
     _index_arg(index, api, self, dim)   # the dim's range first, as torch
+    if not isinstance(reduce, str):   # torch's argument parser
+        raise TypeError(f"{api}(): argument 'reduce' must be str, not {type(reduce).__name__}; pass one of "
+                        f"'sum', 'prod', 'mean', 'amax', 'amin'")
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor) or src.dtype is not self.dtype:
