@@ -948,6 +948,129 @@ C["ag_argmax_backward"] = lambda T: T.ones(2, requires_grad=True).argmax().backw
 C["ag_round_grad_ok"] = lambda T: (lambda x: (x.round().sum().backward(), x.grad)[1])(T.tensor([1.3, 2.7], requires_grad=True))
 C["ag_sign_grad_ok"] = lambda T: (lambda x: (x.sign().sum().backward(), x.grad)[1])(T.tensor([1.3, -2.7], requires_grad=True))
 
+# ---- third batch: functional convolutions, norms and attention with odd shapes
+for fn, nd in (("conv1d", 1), ("conv2d", 2), ("conv_transpose1d", 1), ("conv_transpose2d", 2)):
+    sp = (5,) * nd
+    wt = "transpose" in fn
+    for n, (xs, ws, kw) in {"ok": ((1, 4) + sp, (4, 2) + (3,) * nd, {"groups": 2}), "groups_bad": ((1, 4) + sp, (4, 2) + (3,) * nd, {"groups": 3}),
+                            "groups0": ((1, 4) + sp, (4, 2) + (3,) * nd, {"groups": 0}), "w_rank": ((1, 4) + sp, (4, 4), {}),
+                            "in_ch_bad": ((1, 3) + sp, (4, 2) + (3,) * nd, {"groups": 2}), "stride0": ((1, 4) + sp, (4, 4) + (3,) * nd, {"stride": 0}),
+                            "pad_neg": ((1, 4) + sp, (4, 4) + (3,) * nd, {"padding": -1}), "dil0": ((1, 4) + sp, (4, 4) + (3,) * nd, {"dilation": 0}),
+                            "k_big": ((1, 4) + sp, (4, 4) + (7,) * nd, {}), "unbatched_ok": ((4,) + sp, (4, 4) + (3,) * nd, {}),
+                            "bias_bad": ((1, 4) + sp, (4, 4) + (3,) * nd, {"bias": "b"}), "empty_batch_ok": ((0, 4) + sp, (4, 4) + (3,) * nd, {}),
+                            "int": ("int", (4, 4) + (3,) * nd, {}), "pad_same": ((1, 4) + sp, (4, 4) + (3,) * nd, {"padding": "same"}),
+                            "pad_valid": ((1, 4) + sp, (4, 4) + (3,) * nd, {"padding": "valid"}), "pad_str_bad": ((1, 4) + sp, (4, 4) + (3,) * nd, {"padding": "full"}),
+                            "stride_tuple_long": ((1, 4) + sp, (4, 4) + (3,) * nd, {"stride": (1,) * (nd + 1)})}.items():
+        def _conv(T, fn=fn, xs=xs, ws=ws, kw=kw, nd=nd):
+            x = T.ones((1, 4) + (5,) * nd, dtype=T.int64) if xs == "int" else R(T, *xs)
+            kw = dict(kw)
+            if kw.get("bias") == "b":
+                kw["bias"] = T.ones(3)
+            return getattr(F(T), fn)(x, R(T, *ws), **kw)
+        C[f"F_{fn}_{n}"] = _conv
+for n, (shape, nshape) in {"ok": ((2, 3), (3,)), "bad": ((2, 3), (2,)), "two_ok": ((2, 3, 4), (3, 4)), "empty_ok": ((0, 3), (3,)),
+                           "too_long": ((3,), (2, 3)), "int_shape": ((2, 3), 3), "zero_norm": ((2, 0), (0,))}.items():
+    C[f"F_layer_norm_{n}"] = lambda T, shape=shape, nshape=nshape: F(T).layer_norm(R(T, *shape), nshape)
+    C[f"F_layer_norm_w_{n}"] = lambda T, shape=shape, nshape=nshape: F(T).layer_norm(R(T, *shape), nshape, weight=T.ones(3))
+    C[f"F_rms_norm_{n}"] = lambda T, shape=shape, nshape=nshape: F(T).rms_norm(R(T, *shape), nshape)
+for g in (1, 2, 3, 0, -1, 4, 5):
+    C[f"F_group_norm_g{g}"] = lambda T, g=g: F(T).group_norm(R(T, 2, 4, 3), g)
+    C[f"F_group_norm_w_g{g}"] = lambda T, g=g: F(T).group_norm(R(T, 2, 4, 3), g, weight=T.ones(4), bias=T.zeros(4))
+C["F_group_norm_w_bad"] = lambda T: F(T).group_norm(R(T, 2, 4, 3), 2, weight=T.ones(3))
+C["F_group_norm_1d"] = lambda T: F(T).group_norm(R(T, 4), 2)
+for n, kw in {"ok": {}, "rm_bad": {"rm": 3}, "train_ok": {"training": True}, "w_bad": {"w": 3}, "mom_none_ok": {"momentum": None},
+              "train_one_val": {"training": True, "x": (1, 2)}, "eval_one_val_ok": {"x": (1, 2)}, "no_stats_eval": {"nostats": True},
+              "no_stats_train_ok": {"nostats": True, "training": True}, "x1d": {"x": (2,)}}.items():
+    def _bn(T, kw=kw):
+        x = R(T, *kw.get("x", (3, 2)))
+        rm = None if kw.get("nostats") else T.zeros(kw.get("rm", 2))
+        rv = None if kw.get("nostats") else T.ones(kw.get("rm", 2))
+        return F(T).batch_norm(x, rm, rv, weight=T.ones(kw.get("w", 2)), training=kw.get("training", False),
+                               momentum=kw.get("momentum", 0.1))
+    C[f"F_batch_norm_{n}"] = _bn
+for n, kw in {"ok": {}, "rm_ok": {"use_input_stats": True, "rm": True}, "eval_no_stats": {"use_input_stats": False},
+              "x2d": {"x": (2, 3)}, "w_bad": {"w": 3}}.items():
+    def _in(T, kw=kw):
+        rm = T.zeros(2) if kw.get("rm") or kw.get("use_input_stats") is False else None
+        return F(T).instance_norm(R(T, *kw.get("x", (2, 2, 3))) if "x" not in kw else R(T, *kw["x"]), rm, None if rm is None else T.ones(2),
+                                  weight=T.ones(kw.get("w", 2)), use_input_stats=kw.get("use_input_stats", True))
+    C[f"F_instance_norm_{n}"] = _in
+for n, (q, k, v, kw) in {"ok": ((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 6), {}), "qk_dim": ((1, 2, 3, 4), (1, 2, 5, 3), (1, 2, 5, 6), {}),
+                         "kv_len": ((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 4, 6), {}), "bcast_ok": ((1, 2, 3, 4), (1, 1, 5, 4), (1, 1, 5, 6), {}),
+                         "1d": ((4,), (4,), (4,), {}), "2d_ok": ((3, 4), (5, 4), (5, 6), {}), "causal_ok": ((1, 1, 3, 4), (1, 1, 3, 4), (1, 1, 3, 4), {"is_causal": True}),
+                         "causal_mask": ((1, 1, 3, 4), (1, 1, 3, 4), (1, 1, 3, 4), {"is_causal": True, "mask": "bool"}),
+                         "mask_bool_ok": ((1, 1, 3, 4), (1, 1, 5, 4), (1, 1, 5, 4), {"mask": "bool"}),
+                         "mask_float_ok": ((1, 1, 3, 4), (1, 1, 5, 4), (1, 1, 5, 4), {"mask": "float"}),
+                         "mask_int": ((1, 1, 3, 4), (1, 1, 5, 4), (1, 1, 5, 4), {"mask": "int"}),
+                         "mask_shape": ((1, 1, 3, 4), (1, 1, 5, 4), (1, 1, 5, 4), {"mask": "shape"}),
+                         "scale_ok": ((1, 1, 3, 4), (1, 1, 5, 4), (1, 1, 5, 4), {"scale": 0.1}),
+                         "gqa_ok": ((1, 4, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), {"enable_gqa": True}),
+                         "gqa_bad": ((1, 3, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), {"enable_gqa": True}),
+                         "gqa_off": ((1, 4, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), {}),
+                         "dtype_mix": ((1, 1, 3, 4), (1, 1, 5, 4), "f64", {}), "empty_q_ok": ((1, 1, 0, 4), (1, 1, 5, 4), (1, 1, 5, 4), {})}.items():
+    def _sdpa(T, q=q, k=k, v=v, kw=kw):
+        kw = dict(kw)
+        m = kw.pop("mask", None)
+        vv = R(T, 1, 1, 5, 4).double() if v == "f64" else R(T, *v)
+        mask = {None: None, "bool": T.tril(T.ones(q[-2] if len(q) > 1 else 1, k[-2] if len(k) > 1 else 1, dtype=T.bool)),
+                "float": T.zeros(q[-2], k[-2]) - R(T, q[-2], k[-2]), "int": T.ones(q[-2], k[-2], dtype=T.int64),
+                "shape": T.ones(2, 2, dtype=T.bool)}[m]
+        return F(T).scaled_dot_product_attention(R(T, *q), R(T, *k), vv, attn_mask=mask, **kw)
+    C[f"F_sdpa_{n}"] = _sdpa
+for n, a in {"ok": (R, 1), "p_neg": (R, 1, -1.), "p_zero_ok": (R, 1, 0.), "dim_oob": (R, 3), "eps_neg_ok": ("eps", -1.),
+             "int": ("int", 1), "zero_rows_ok": ("zeros", 1)}.items():
+    def _norm(T, a=a):
+        x = {"eps": R(T, 2, 3), "int": T.ones(2, 3, dtype=T.int64), "zeros": T.zeros(2, 3)}.get(a[0], None)
+        if x is None:
+            x = R(T, 2, 3)
+        if a[0] == "eps":
+            return F(T).normalize(x, eps=a[1])
+        return F(T).normalize(x, *((a[2], a[1]) if len(a) > 2 else (2., a[1])))
+    C[f"F_normalize_{n}"] = _norm
+for n, (a, b, kw) in {"ok": ((2, 3), (2, 3), {}), "bcast_ok": ((2, 3), (1, 3), {}), "bad": ((2, 3), (2, 4), {}), "dim_oob": ((2, 3), (2, 3), {"dim": 2}),
+                      "1d_ok": ((3,), (3,), {"dim": 0}), "eps_neg_ok": ((2, 3), (2, 3), {"eps": -1.}), "zero_ok": ("z", (2, 3), {})}.items():
+    C[f"F_cosine_similarity_{n}"] = lambda T, a=a, b=b, kw=kw: F(T).cosine_similarity(T.zeros(2, 3) if a == "z" else R(T, *a), R(T, *b) + 1, **kw)
+    C[f"F_pairwise_distance_{n}"] = lambda T, a=a, b=b, kw=kw: F(T).pairwise_distance(T.zeros(2, 3) if a == "z" else R(T, *a), R(T, *b), **{k: v for k, v in kw.items() if k != "dim"})
+for fn in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"):
+    for p in (-0.5, 0., 1., 1.5):
+        C[f"F_{fn}_p{p}"] = lambda T, fn=fn, p=p: getattr(F(T), fn)(R(T, 2, 3, 4), p, training=True).shape
+        C[f"F_{fn}_p{p}_eval"] = lambda T, fn=fn, p=p: getattr(F(T), fn)(R(T, 2, 3, 4), p, training=False)
+    C[f"F_{fn}_one_ok"] = lambda T, fn=fn: getattr(F(T), fn)(R(T, 2, 3, 4), 1., training=True)
+    C[f"F_{fn}_0d"] = lambda T, fn=fn: getattr(F(T), fn)(T.tensor(1.), 0.5, training=True).shape
+for n, (shp, d) in {"ok": ((2, 4), -1), "odd": ((2, 3), -1), "dim0_ok": ((4, 3), 0), "0d": ((), 0), "oob": ((2, 4), 2)}.items():
+    C[f"F_glu_{n}"] = lambda T, shp=shp, d=d: F(T).glu(R(T, *shp) if shp else T.tensor(1.), d)
+for n, kw in {"ok": {"size": 2}, "size0": {"size": 0}, "big_ok": {"size": 9}, "2d": {"x": (2, 3)}, "5d_ok": {"x": (1, 2, 2, 2, 2)},
+              "neg": {"size": -1}}.items():
+    C[f"F_lrn_{n}"] = lambda T, kw=kw: F(T).local_response_norm(R(T, *kw.get("x", (1, 4, 3))), kw.get("size", 2))
+for fn in ("softmax", "log_softmax", "softmin"):
+    for n, (shp, d) in {"ok": ((2, 3), 1), "oob": ((2, 3), 2), "neg_ok": ((2, 3), -2), "0d_ok": ((), 0), "0d_oob": ((), 1),
+                        "empty_ok": ((0, 3), 1), "str_dim": ((2, 3), "a"), "float_dim": ((2, 3), 1.)}.items():
+        C[f"F_{fn}_{n}"] = lambda T, fn=fn, shp=shp, d=d: getattr(F(T), fn)(R(T, *shp) if shp else T.tensor(1.), d)
+    C[f"F_{fn}_int_ok_dtype"] = lambda T, fn=fn: getattr(F(T), fn)(T.tensor([1, 2]), 0, dtype=T.float32)
+    C[f"F_{fn}_int"] = lambda T, fn=fn: getattr(F(T), fn)(T.tensor([1, 2]), 0)
+    C[f"F_{fn}_int_badim"] = lambda T, fn=fn: getattr(F(T), fn)(T.tensor([1, 2]), 3)
+C["F_gumbel_softmax_tau0_shape_ok"] = lambda T: F(T).gumbel_softmax(R(T, 2, 3), tau=1., hard=True).shape
+C["F_threshold_ok"] = lambda T: F(T).threshold(R(T, 3) - .1, 0.1, -1.)
+C["F_threshold_int_ok"] = lambda T: F(T).threshold(T.tensor([1, 5]), 2, 0)
+C["F_hardtanh_min_gt_max"] = lambda T: F(T).hardtanh(R(T, 3), 1., -1.)
+C["F_hardtanh_int"] = lambda T: F(T).hardtanh(T.tensor([1, 5]))
+C["F_elu_int"] = lambda T: F(T).elu(T.tensor([1, -5]))
+C["F_relu_int_ok"] = lambda T: F(T).relu(T.tensor([1, -5]))
+C["F_relu_bool"] = lambda T: F(T).relu(T.tensor([True]))
+C["F_leaky_relu_int"] = lambda T: F(T).leaky_relu(T.tensor([1, -5]))
+C["F_gelu_bad_approx"] = lambda T: F(T).gelu(R(T, 3), approximate="fast")
+C["F_gelu_tanh_ok"] = lambda T: F(T).gelu(R(T, 3), approximate="tanh")
+C["F_gelu_int"] = lambda T: F(T).gelu(T.tensor([1, 2]))
+C["F_silu_int"] = lambda T: F(T).silu(T.tensor([1, 2]))
+C["F_prelu_w_bad"] = lambda T: F(T).prelu(R(T, 2, 3), T.ones(2))
+C["F_prelu_w_ok"] = lambda T: F(T).prelu(R(T, 2, 3) - .2, T.tensor([.1, .2, .3]))
+C["F_prelu_0d_ok"] = lambda T: F(T).prelu(T.tensor(-1.), T.tensor([.25]))
+C["F_rrelu_bad_bounds"] = lambda T: F(T).rrelu(R(T, 3), lower=.5, upper=.1, training=True)
+C["F_softplus_beta0_ok"] = lambda T: F(T).softplus(R(T, 3), beta=0.)
+C["F_celu_alpha0"] = lambda T: F(T).celu(R(T, 3), alpha=0.)
+C["F_hardshrink_neg_ok"] = lambda T: F(T).hardshrink(R(T, 3), -1.)
+C["F_softshrink_neg"] = lambda T: F(T).softshrink(R(T, 3), -1.)
+
 # calls built as accepted by the loops above that torch refuses (a mode for another rank, an integer
 # input, a kernel bigger than the padded input, a mask torch's masked_scatter takes only as bool...):
 # compared by class like the others
@@ -980,7 +1103,8 @@ _TORCH_REFUSES = (
     "Bilinear_zero_in_ok",
 )
 _TORCH_REFUSES += ("UpsamplingNearest2d_scale_tuple_ok", "AdaptiveAvgPool2d_none_ok", "AdaptiveMaxPool2d_none_ok",
-                   "AdaptiveAvgPool3d_none_ok", "LPPool1d_p_zero_ok", "one_hot_int32_ok", "F_embedding_w3d_ok")
+                   "AdaptiveAvgPool3d_none_ok", "LPPool1d_p_zero_ok", "one_hot_int32_ok", "F_embedding_w3d_ok",
+                   "F_layer_norm_w_two_ok", "F_batch_norm_mom_none_ok", "F_cosine_similarity_eps_neg_ok")
 for _n in _TORCH_REFUSES:
     C[_n[:-3] + "_refused"] = C.pop(_n)
 
@@ -1000,6 +1124,7 @@ GIST = {
     "meth_scatter_reduce": "must be str",
     "meth_slice_scatter": "slice step must be positive",
     "LPPool2d_k_tuple3": "unpack",
+    "F_rms_norm_too_long": "must have at least 2 dimensions",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 
