@@ -17,8 +17,9 @@ from ._api.composite import xlog_op
 from ._api.out_functions import add_out
 from ._api.functions import (
     digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p, log_softmax, logit, logsumexp,
-    mvlgamma, polygamma, round, sigmoid, sinc, softmax, xlogy
+    mvlgamma, polygamma, sigmoid, sinc, softmax, xlogy
 )
+from ._api.functions import round as _round
 from ._ops.dtypes import get_default_dtype
 from ._tensor.tensor import Tensor
 
@@ -62,6 +63,17 @@ def _float(x, api):
     if not isinstance(x, Tensor):
         raise TypeError(f"special_{api}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
     return x if x.is_floating_point() else x.to(get_default_dtype())
+
+
+def round(input, *, decimals=0, out=None):
+    """Mirrors ``torch.special.round``: ``tracegrad.round`` for floating (and complex) tensors.
+    NotImplementedError for integer and bool tensors: torch.special.round goes to the rounding
+    kernel, built for floating types only (where ``tracegrad.round``, as ``torch.round``, returns
+    an integer tensor unchanged)."""
+    if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f"special.round: \"round_vml_cpu\" not implemented for '{input.dtype}'; convert "
+                                  "the input with .float() first")
+    return _round(input, decimals=decimals, out=out)
 
 
 def ndtr(input):

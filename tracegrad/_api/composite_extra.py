@@ -132,6 +132,8 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     ``[start:end:step]`` along ``dim``. Gradients to both. RuntimeError for a ``src`` of
     another shape."""
     d = _wrap_dim(dim, input.dim())
+    if step is not None and step <= 0:   # torch's slice kernel (Python's slice would say ValueError)
+        raise RuntimeError(f"slice_scatter: slice step must be positive, got {step}")
     key = (slice(None),) * d + (slice(start, end, step),)
     return _scatter_into("slice_scatter", input, src, lambda t: t[key])
 

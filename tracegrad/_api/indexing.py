@@ -691,8 +691,8 @@ def _index_arg(index, name, self=None, dim=None):
     """An index tensor of int32 or int64 (torch's RuntimeError for any other, or a non-tensor).
     With ``self``, ``dim`` is checked against its rank first: torch wraps the dim of gather and
     the scatters before it looks at the index's dtype or rank (IndexError)."""
-    if not isinstance(index, Tensor):
-        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if not isinstance(index, Tensor):   # torch's argument parser: TypeError
+        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}; pass an int64 tensor")
     if isinstance(self, Tensor):
         _wrap_dim(dim, self.ndim)
     words = "Expected dtype int32 or int64 for index" if name == "index_select" else None

@@ -405,15 +405,17 @@ def logsumexp(self, dim, keepdim=False):
 @method(function=True)
 def softmax(self, dim, dtype=None):
     """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
+    d = _dim1(dim, self.ndim)   # torch parses and wraps the dim before its kernel's dtype check
     _check_floating(self, dtype, "softmax")
-    return apply_op(OPS["softmax"], (_to_dtype(self, dtype, "softmax"),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
+    return apply_op(OPS["softmax"], (_to_dtype(self, dtype, "softmax"),), (("dim", d), ("dtype", None)))
 
 
 @method(function=True)
 def log_softmax(self, dim, dtype=None):
     """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
+    d = _dim1(dim, self.ndim)   # torch parses and wraps the dim before its kernel's dtype check
     _check_floating(self, dtype, "log_softmax")
-    return apply_op(OPS["log_softmax"], (_to_dtype(self, dtype, "log_softmax"),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
+    return apply_op(OPS["log_softmax"], (_to_dtype(self, dtype, "log_softmax"),), (("dim", d), ("dtype", None)))
 
 
 # ``linalg.matrix_norm``, for ``norm(p="nuc")``: the linalg layer, above this one, stores it

@@ -41,7 +41,9 @@ def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeErro
     counting from the end allowed, as index_fill). A self without elements is torch's own case:
     when ``dim`` has size 0 no index can be written (RuntimeError, whatever its values), else
     nothing is written and no index is looked at."""
-    if not isinstance(index, Tensor) or index.dtype is not _dt.int64:
+    if not isinstance(index, Tensor):   # torch's argument parser: TypeError
+        raise TypeError(f"{api}(): argument 'index' must be Tensor, not {type(index).__name__}; pass an int64 tensor")
+    if index.dtype is not _dt.int64:
         got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise dtype_error(f"{api}(): Expected a long tensor for index, but got {got}")
     d = _wrap_dim(dim, self.ndim)
@@ -203,6 +205,9 @@ def _scatter_reduce_args(self, dim, index, src, reduce, api):
     if not isinstance(src, Tensor):   # no Scalar overload in torch
         raise strict_error(api, "src", "Tensor", src, 3)
     _index_arg(index, api, self, dim)   # the dim's range first, as torch
+    if not isinstance(reduce, str):   # torch's argument parser
+        raise TypeError(f"{api}(): argument 'reduce' must be str, not {type(reduce).__name__}; pass one of "
+                        f"'sum', 'prod', 'mean', 'amax', 'amin'")
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor) or src.dtype is not self.dtype:

@@ -749,19 +749,22 @@ def _check_matrix(self, api, diagonal):
         require_int(api, "diagonal", diagonal, 1)   # a bool tensor: torch's RuntimeError (a symbolic int)
     if _ndim(self, api) < 2 and hasattr(diagonal, "__index__"):
         raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions, got a {self.ndim}-D tensor")
+    if isinstance(diagonal, Tensor) and diagonal.dtype._cat == 1 and diagonal.numel() == 1:
+        return operator.index(diagonal)   # torch's parser takes a one-element integer tensor as the int
+    return diagonal
 
 
 @method(function=True)
 def tril(self, diagonal=0):
     """Mirrors ``torch.tril``. RuntimeError for an input of fewer than 2 dims."""
-    _check_matrix(self, "tril", diagonal)
+    diagonal = _check_matrix(self, "tril", diagonal)
     return apply_op(OPS["tril"], (self,), (("diagonal", diagonal),))
 
 
 @method(function=True)
 def triu(self, diagonal=0):
     """Mirrors ``torch.triu``. RuntimeError for an input of fewer than 2 dims."""
-    _check_matrix(self, "triu", diagonal)
+    diagonal = _check_matrix(self, "triu", diagonal)
     return apply_op(OPS["triu"], (self,), (("diagonal", diagonal),))
 
 

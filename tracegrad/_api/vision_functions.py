@@ -43,23 +43,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("either size or scale_factor should be defined")
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
-    if mode not in _MODES or nd not in (1, 2, 3):
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
-                                  f"the modes: {' | '.join(_MODES)} (got {mode})")
-    if mode in ("nearest", "area", "nearest-exact"):
-        if align_corners is not None:
-            raise ValueError("align_corners option can only be set with the interpolating modes: "
-                             "linear | bilinear | bicubic | trilinear")
-    elif _LINEAR_MODES[mode] != nd:
-        need = _LINEAR_MODES[mode] + 2
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
-    elif align_corners is not None and type(align_corners) is not bool:   # torch's kernel parses a bool
-        raise TypeError(f"upsample_{mode}{nd}d(): argument 'align_corners' must be bool, not "
-                        f"{type(align_corners).__name__}; pass True, False or None")
-    if antialias and mode not in ("bilinear", "bicubic"):
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
-                         "as input")
-    _check_interpolate_dtype(input.dtype, mode)
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
     spatial = tuple(input.shape[2:])
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
@@ -68,14 +54,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size; pass "
                              "scale_factor instead, or leave recompute_scale_factor unset")
         out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
-        if len(out) != nd:   # torch checks the length of a size sequence before its element types
+        if isinstance(size, (list, tuple)) and len(out) != nd:   # torch checks a size sequence's length before its element types
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
                              f"spatial dimensions of {list(spatial)} and output size of {size}. Please provide "
                              f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
                              f"format.")
         # (a floating Tensor is no integer to torch's size check; a Tensor of several elements is no int to torch's parser either: TypeError, not int()'s ValueError;
         # nor a bool as the first size: its parser tells an int list by that element, argcheck._is_ints)
-        if isinstance(out[0], bool) or not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
+        if (out and isinstance(out[0], bool)) or not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)
                                           and not (isinstance(o, Tensor) and (o.numel() != 1 or o.is_floating_point()))) for o in out):
             # torch's message (tests match "expected size to be one of int or")
             raise TypeError(f"interpolate: expected size to be one of int or Tuple[int] or Tuple[int, int] or "
@@ -83,7 +69,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out, scales = tuple(int(o) for o in out), (None,) * nd
     elif scale_factor is not None:
         scales = tuple(scale_factor) if isinstance(scale_factor, (list, tuple)) else (scale_factor,) * nd
-        if len(scales) != nd:
+        if isinstance(scale_factor, (list, tuple)) and len(scales) != nd:
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
                              f"with spatial dimensions of {list(spatial)} and scale_factor of shape {scale_factor}.")
         if not all(isinstance(s, (int, float)) or type(s).__module__ == "numpy" for s in scales):   # not a Tensor
@@ -101,10 +87,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             scales = (None,) * nd
     else:
         raise ValueError("either size or scale_factor should be defined")
+    # torch's Python parses size/scale_factor (their length against the input's spatial dims, their
+    # types) before its rank/mode dispatch: those are ValueError/TypeError even for a wrong rank
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
+                         "as input")
+    if mode not in _MODES or nd not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: {' | '.join(_MODES)} (got {mode})")
+    if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != nd:
+        need = _LINEAR_MODES[mode] + 2
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
+    if mode in _LINEAR_MODES and align_corners is not None and type(align_corners) is not bool:
+        # torch's kernel parses a bool
+        raise TypeError(f"upsample_{mode}{nd}d(): argument 'align_corners' must be bool, not "
+                        f"{type(align_corners).__name__}; pass True, False or None")
+    _check_interpolate_dtype(input.dtype, mode)
     if any(not -2 ** 63 <= o < 2 ** 63 for o in out):   # torch's parser unpacks the sizes as int64
         raise TypeError(f"interpolate: the output size {list(out)} does not fit in int64 (overflow when unpacking "
                         f"long long); pass a smaller size or scale_factor")
-    if min(out) <= 0:
+    if min(out) < (0 if mode == "area" else 1):   # area is torch's adaptive_avg_pool: an output size of 0 is fine
         raise RuntimeError(f"interpolate: input and output sizes should be greater than 0, but got input "
                            f"{list(spatial)} and output {list(out)}")
     if mode != "area" and 0 in input.shape[1:]:   # torch's upsample kernels: a non-batch dim of 0
@@ -163,11 +165,19 @@ def pixel_unshuffle(input, downscale_factor):
     return suggest_view_layout(apply_op(OPS["pixel_unshuffle"], (input,), (("r", r),)), input)
 
 
+def _fold_tup(v, name):
+    """A fold/unfold size argument as a pair: an int, or a sequence of exactly 2 (torch's im2col/col2im
+    take no 1-element sequence, unlike the pools: RuntimeError)."""
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        raise RuntimeError(f"fold/unfold: it is expected {name} equals to 2, but got size 1; pass an int or 2 ints")
+    return _tup(v, 2, name)
+
+
 def _fold_args(kernel_size, dilation, padding, stride):
     """The static arguments of fold/unfold; RuntimeError, as torch, for a kernel, dilation or
     stride below 1 or a negative padding."""
-    static = (("kernel", _tup(kernel_size, 2, "kernel_size")), ("dilation", _tup(dilation, 2, "dilation")),
-              ("padding", _tup(padding, 2, "padding")), ("stride", _tup(stride, 2, "stride")))
+    static = (("kernel", _fold_tup(kernel_size, "kernel_size")), ("dilation", _fold_tup(dilation, "dilation")),
+              ("padding", _fold_tup(padding, "padding")), ("stride", _fold_tup(stride, "stride")))
     for (key, (h, w)), name, least in zip(static, ("kernel size", "dilation", "padding", "stride"), (1, 1, 0, 1)):
         if min(h, w) < least:
             rule = "be non-negative" if least == 0 else "be greater than zero"
@@ -219,7 +229,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     ``(N, C, *output_size)``, overlapping values summed. grad_fn ``Col2ImBackward0``.
     RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count."""
     static = _fold_args(kernel_size, dilation, padding, stride)
-    osz = _tup(output_size, 2, "output_size")
+    osz = _fold_tup(output_size, "output_size")
     if input.ndim not in (2, 3) or _empty_past_batch(input, 3):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
                            f"non-zero dimensions for input, but got: {list(input.shape)}")
@@ -410,13 +420,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError("embedding_bag: max mode does not support scaling the gradient by the frequency; "
                          "use mode='sum' or 'mean', or scale_grad_by_freq=False")
     if per_sample_weights is not None:
+        # torch compares the shapes first: a wrong shape is ValueError in every mode
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
+                             f"then it must have the same shape as the input ({list(input.shape)})")
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                       f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
                                       f"on GitHub.")
-        if tuple(per_sample_weights.shape) != tuple(input.shape):
-            raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
-                             f"then it must have the same shape as the input ({list(input.shape)})")
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "

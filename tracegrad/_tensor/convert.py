@@ -142,6 +142,9 @@ def infer_dtype(data, dtype=None):
             kinds.add(_dt.from_numpy_dtype(x.dtype))
         elif isinstance(x, (str, bytes)):
             raise TypeError(f"tensor(): new(): invalid data type '{type(x).__name__}'")
+        elif given:   # torch reads it as the given dtype's kind of number: its conversion's TypeError
+            raise TypeError(f"tensor(): {type(x).__name__} is not a number: must be a real number or an integer "
+                            f"for dtype={dtype}")
         else:
             raise RuntimeError(f"tensor(): Could not infer dtype of {type(x).__name__}")
     walk(data)

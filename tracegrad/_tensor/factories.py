@@ -742,6 +742,8 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     as torch). RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
     check_pin_memory(pin_memory, device)
     _dense_layout(layout, "logspace", 1)
+    if not isinstance(base, (numbers.Real, Tensor)):   # torch's parser takes a real number as the base
+        raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
     exponents, d = _spaced(start, end, steps, dtype, "logspace")
     with np.errstate(all="ignore"):
         points = np.power(np.asarray(base, dtype=exponents.dtype), exponents)

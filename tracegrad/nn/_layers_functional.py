@@ -26,6 +26,10 @@ def _tuple(v, n):
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
     F = tracegrad.nn.functional
     pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[n]
+    if n > 1 and isinstance(kernel_size, (str, list, tuple)) and len(kernel_size) != n:
+        # torch's lp_pool2d/3d unpack a non-int kernel_size into n names first: ValueError
+        raise ValueError(f"lp_pool{n}d: kernel_size must be an int or {n} ints, got {kernel_size!r} "
+                         f"(not enough / too many values to unpack)")
     k = _tuple(kernel_size, n)
     if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
         # torch's norm_type=+-inf is the max (min) of |x| over the window, a max pool; the

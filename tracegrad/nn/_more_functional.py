@@ -257,7 +257,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = require_float("rms_norm", "eps", eps, 4)
     shape = tuple(normalized_shape)
     k = len(shape)
-    if k == 0 or tuple(input.shape[input.dim() - k:]) != shape or input.dim() < k:
+    if input.dim() < k:   # torch's rms_norm checks the rank first, in Python: ValueError
+        raise ValueError(f"rms_norm: Input tensor must have at least {k} dimensions, but got {input.dim()}")
+    if k == 0 or tuple(input.shape[input.dim() - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
                            f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
     if weight is not None and tuple(weight.shape) != shape:

@@ -99,6 +99,11 @@ class RNNBase(Module):
         _check_int(hidden_size, "hidden_size")
         if hidden_size <= 0:
             raise ValueError("hidden_size must be greater than zero")
+        if type(hidden_size) is bool and _GATES[mode] == 1 and hidden_size:
+            # torch sizes a plain RNN's weights by hidden_size itself (the gated kinds by a multiple of it,
+            # an int): a bool as a size is its factory's TypeError
+            raise TypeError("empty(): argument 'size' must be tuple of ints, but found element of type bool at pos 0; "
+                            "pass hidden_size as an int")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if proj_size < 0:
