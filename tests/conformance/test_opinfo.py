@@ -43,6 +43,10 @@ _F32, _F64 = dict(rtol=1e-4, atol=1e-5), dict(rtol=1e-7, atol=1e-7)
 TOL = {torch.float32: _F32, torch.complex64: _F32, torch.float64: _F64, torch.complex128: _F64,
        torch.float16: dict(rtol=1e-3, atol=1e-3), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
 GRAD_TOL = {**TOL, torch.float32: dict(rtol=1e-3, atol=1e-4), torch.float64: dict(rtol=1e-6, atol=1e-6)}
+# Ops whose float32 forward differs from ATen's by more than a few ulps through the algorithm
+# alone: matrix_exp (JAX's Pade scaling-and-squaring against ATen's Taylor-based one) differed by
+# 3.7e-5 (1.2e-3 relative) in one entry of a (5, 5, 5) sample on an AMD EPYC machine
+OP_TOL = {"matrix_exp": {**TOL, torch.float32: dict(rtol=2e-3, atol=1e-4), torch.complex64: dict(rtol=2e-3, atol=1e-4)}}
 # Ops whose result values are unspecified (uninitialised memory): shapes and dtypes only.
 UNINITIALISED = ("empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted")
 INT_DTYPES = (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8)
@@ -153,7 +157,7 @@ def _forward(op, fn, dtype, n):
             assert_tie_indices(proc(out)[1], proc(ref), s, TIE_INDEXED[op.name], keepdim=op.name == "topk",
                                where=f"{where}[1]")
         else:
-            assert_same(proc(out), proc(ref), TOL, values=values, where=where)
+            assert_same(proc(out), proc(ref), OP_TOL.get(op.name, TOL), values=values, where=where)
         checked += 1
     return checked
 
