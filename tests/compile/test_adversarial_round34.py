@@ -1380,8 +1380,8 @@ def test_small_programs(name):
     _both(lambda mod, wrap: _arrays(prog(mod, wrap)()), torch_too=torch_too)
 
 
-@pytest.mark.parametrize("variant", ["return_then_unbind", "hold_then_rebind_zeros", "rebind_scaled",
-                                     "caller_rebinds_each_call"])
+@pytest.mark.parametrize("variant", ["return_then_unbind", "return_a_view_then_unbind", "hold_then_rebind_zeros",
+                                     "rebind_scaled", "caller_rebinds_each_call"])
 def test_the_grad_a_call_starts_with_when_the_function_rebinds_it(variant):
     """NOTE [the .grad a call starts with]: the program returned the trace's ``.grad`` object and
     wrote the backward's accumulation into it, not into the ``.grad`` each call started with."""
@@ -1395,6 +1395,11 @@ def test_the_grad_a_call_starts_with_when_the_function_rebinds_it(variant):
                 g = p.grad
                 p.grad = None
                 return g
+            if variant == "return_a_view_then_unbind":     # a view of it: rebuilt on that call's .grad
+                (p * x).sum().backward()
+                g = p.grad
+                p.grad = None
+                return g[1:]
             if variant == "hold_then_rebind_zeros":
                 g = p.grad
                 (p * x).sum().backward()
@@ -1411,12 +1416,13 @@ def test_the_grad_a_call_starts_with_when_the_function_rebinds_it(variant):
         f = wrap(step)
         res, outs, held = [], [], []
         for i in range(5):
-            if variant == "return_then_unbind":
+            if variant in ("return_then_unbind", "return_a_view_then_unbind"):
                 p.grad = mod.ones(2) * 10
             held.append(p.grad)
             outs.append(f(mod.ones(2) * (i + 1)))
             res.append(None if p.grad is None else snapshot(p.grad))
             res.append(outs[-1] is held[-1])
+            res.append(outs[-1]._base is held[-1])
         res += [snapshot(o) for o in outs] + [snapshot(h) for h in held]
         res.append(len({id(o) for o in outs}))
         return res

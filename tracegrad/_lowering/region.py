@@ -974,6 +974,8 @@ class OutRecipe:
                 if v[0][0] == "rebind":
                     v = (("state", made[v[0][1]]),) + v[1:]
                     out.append(_rebuild_view(v, out, arg_leaves))
+                elif v[0][0] == "entry grad":    # NOTE [the .grad a call starts with]
+                    out.append(_rebuild_view((("state", entry[v[0][1]]),) + v[1:], out, arg_leaves))
                 elif v[0][0] == "out" and v[0][1] >= len(out):   # a view of a later result (``y[0], y``)
                     later.append(len(out))
                     out.append(None)
@@ -2222,6 +2224,9 @@ def _entry_grads(recipe, entry):
     for n, (kind, v) in enumerate(leaves):
         if kind == "const" and isinstance(v, Tensor) and id(v) in at:
             leaves[n] = ("entry grad", at[id(v)])
+            recipe.entry_grads = True
+        elif kind == "view" and v[0][0] == "state" and id(v[0][1]) in at:   # ``g[0]`` of it
+            leaves[n] = ("view", (("entry grad", at[id(v[0][1])]),) + tuple(v[1:]))
             recipe.entry_grads = True
     recipe.leaves = leaves
 
