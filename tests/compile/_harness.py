@@ -161,6 +161,23 @@ def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, torch_too=
     return comp
 
 
+def run_three_ways(run, torch_too=True, torch_rtol=1e-4, **compile_kw):
+    """``run(mod, wrap)`` eagerly and compiled with tracegrad (and eagerly with torch when
+    ``torch_too``): every value it returns equal. Returns the compiled functions the compiled
+    run wrapped, in order."""
+    made = []
+
+    def wrap(f):
+        made.append(tracegrad.compile(f, **compile_kw))
+        return made[-1]
+    comp = run(tracegrad, wrap)
+    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
+    if torch_too:
+        torch = pytest.importorskip("torch")
+        assert_same(run(torch, lambda f: f), comp, "torch", rtol=torch_rtol, atol=1e-5)
+    return made
+
+
 def _compare_torch(make, comp, calls, between, rtol=1e-4, atol=1e-5):
     """torch eager against a compiled tracegrad run: everything but the generator state (the
     two libraries' generators differ)."""

@@ -35,24 +35,13 @@ import pytest
 
 import tracegrad
 
-from ._harness import assert_same, check_compiled, data, labels, np_init, snapshot
+from ._harness import assert_same, check_compiled, data, labels, np_init, run_three_ways, snapshot
 from ._harness import small_mlp as _model, small_batches as _batch
 
 
 def _both(run, torch_too=True, **kw):
-    """``run(mod, wrap)`` eagerly and compiled with tracegrad (and eagerly with torch): equal.
-    Returns the stats of each function the compiled run wrapped."""
-    made = []
-
-    def wrap(f):
-        made.append(tracegrad.compile(f, **kw))
-        return made[-1]
-    comp = run(tracegrad, wrap)
-    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
-    if torch_too:
-        torch = pytest.importorskip("torch")
-        assert_same(run(torch, lambda f: f), comp, "torch", rtol=1e-4, atol=1e-5)
-    return [getattr(f, "stats", None) or f._compiled_call.stats for f in made]
+    """``run_three_ways``, returning the stats of each function the compiled run wrapped."""
+    return [getattr(f, "stats", None) or f._compiled_call.stats for f in run_three_ways(run, torch_too, **kw)]
 
 
 def _traces(f):

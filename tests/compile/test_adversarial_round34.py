@@ -27,22 +27,11 @@ import pytest
 
 import tracegrad
 
-from ._harness import assert_same, data, labels, np_init, snapshot
+from ._harness import data, labels, np_init, run_three_ways, snapshot
 from ._harness import small_mlp as _model
 
 
-def _both(run, torch_too=True, torch_rtol=1e-4, **kw):
-    made = []
-
-    def wrap(f):
-        made.append(tracegrad.compile(f, **kw))
-        return made[-1]
-    comp = run(tracegrad, wrap)
-    assert_same(run(tracegrad, lambda f: f), comp, "compiled")
-    if torch_too:
-        torch = pytest.importorskip("torch")
-        assert_same(run(torch, lambda f: f), comp, "torch", rtol=torch_rtol, atol=1e-5)
-    return made
+_both = run_three_ways
 
 
 def _traces(f):
