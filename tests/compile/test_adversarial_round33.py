@@ -35,7 +35,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import assert_same, check_compiled, data, labels, np_init, run_three_ways, snapshot
+from ._harness import check_compiled, data, labels, np_init, run_three_ways, snapshot
 from ._harness import small_mlp as _model, small_batches as _batch
 
 
