@@ -560,13 +560,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                            (root_nodes, execute, bool(retain_graph))))
     _RUNNING.callbacks.append([])
     node = None
+    evaluating = _state.EVALUATING_NODE.v     # this thread's slot (read once: a per-thread lookup)
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node, None) or []
             if type(node) is AccumulateGrad and grads and "_gdt" in node.variable.__dict__:
                 grads = _to_grad_dtype(grads, node.variable.__dict__["_gdt"])
-            if getattr(node, "_through", None):   # a compiled region's node (its check_through)
+            if node._through:   # a compiled region's node (its check_through)
                 node.check_through(grads, captures)
             # torch captures the raw gradient of a node it will also execute, and the hooked
             # one of a node it only captures from (engine.cpp: evaluate_function)
@@ -617,19 +618,19 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
             # or hands it None under set_materialize_grads(False)); an op's node would only pass
             # undefined gradients on, so it is skipped
             if ((len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads)
-                    or getattr(node, "_forward_cls", None) is not None):
+                    or node._forward_cls is not None):
                 cap = _state.CAPTURE[0]
                 if cap is not None:   # a checkpoint's recompute waits for these
                     cap.current_grads = grads
                 prof = _state.PROFILER[0]
-                outer, _state.EVALUATING_NODE[0] = _state.EVALUATING_NODE[0], node
+                outer, evaluating[0] = evaluating[0], node
                 try:
                     if prof is None:
                         outs = node.apply(grads, create_graph)
                     else:             # timed as torch's autograd::engine::evaluate_function range
                         outs = prof.evaluate_function(node, grads, create_graph)
                 finally:
-                    _state.EVALUATING_NODE[0] = outer
+                    evaluating[0] = outer
                 if cap is not None:   # not kept past the node: the trace would see them escape
                     cap.current_grads = ()
                 if ANOMALY[0] and ANOMALY[1]:
