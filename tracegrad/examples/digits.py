@@ -108,7 +108,9 @@ def train(epochs=15, lr=0.01, batch_size=64, seed=0, save=DEFAULT_SAVE, progress
             running_loss += loss.item() * labels.numel()
             correct += (logits.argmax(dim=1) == labels).sum().item()
             seen += labels.numel()
-            bar.set_postfix(loss=f"{running_loss / seen:.4f}", acc=f"{correct / seen:.3f}")
+            # refresh=False: the bar redraws at its own pace, with its step count (a forced redraw
+            # here, before the loop's iterator advanced the count it shows, printed 0/22 each time)
+            bar.set_postfix(loss=f"{running_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False)
         if progress:
             tqdm.write(f"epoch {epoch + 1}/{epochs}: train loss {running_loss / seen:.4f}, "
                        f"train acc {correct / seen:.3f}, test acc {evaluate(model, test_loader):.4f}")
