@@ -247,3 +247,25 @@ def _ndarray_operands(torch, log):
 
 def test_ndarray_operands_as_torch():
     run_both(_ndarray_operands)
+
+
+def test_overlapping_storages_match_numpy_may_share_memory():
+    # ``overlapping`` answers from byte bounds kept per storage; it must say what numpy says for
+    # views of one buffer (overlapping, adjacent, empty, strided) and separate arrays
+    from tracegrad._tensor.numpy_bridge import overlapping
+    base = np.arange(24, dtype=np.float32)
+    arrays = [base[:6], base[4:10], base[6:], base[3:3], base[::2], base[1::2], base[18:],
+              base.reshape(4, 6)[:, 1], np.ones(3, np.float32), np.zeros((2, 2), np.float64)]
+    tensors = [tracegrad.from_numpy(a) for a in arrays]
+    shared = [t for t in tensors if type(t._st).__name__ == "HostSharedStorage"]
+    assert len(shared) == len(arrays)
+    for t in shared:
+        got = {id(o) for o in overlapping(t._st)}
+        want = {id(o._st) for o in shared if o._st is not t._st
+                and np.may_share_memory(o._st._np[0], t._st._np[0])}
+        assert got == want
+    # a freed tensor leaves the registry: the others no longer see it
+    last = shared[-1]._st
+    held = id(last)
+    del tensors, shared, last
+    assert all(id(o) != held for t in [tracegrad.from_numpy(base)] for o in overlapping(t._st))

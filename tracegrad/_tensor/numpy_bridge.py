@@ -41,7 +41,13 @@ _READ = object()                 # slot marker: copy the numpy array on each rea
 _ALIGN = 64                      # XLA:CPU aliases host memory aligned to this only
 _SNAPSHOT_BYTES = 256 << 10      # larger unaliasable user arrays are copied once (see NOTE)
 _TICK = itertools.count(1 << 40)
-_LIVE = weakref.WeakSet()         # every HostSharedStorage (``overlapping``)
+# every live HostSharedStorage: id -> (weakref, low, high), its array's byte bounds
+# (``overlapping``; bounds computed once, as the array never changes)
+_LIVE: dict = {}
+try:
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:          # numpy < 2
+    _byte_bounds = np.byte_bounds
 
 
 class HostSharedStorage(Storage):
@@ -84,7 +90,7 @@ def demote(st, value):
     dtype, as torch cannot resize a numpy-owned buffer either) and holds ``value``."""
     st.__class__ = Storage
     st._np = None
-    _LIVE.discard(st)
+    _LIVE.pop(id(st), None)
     st.array = value
 
 
@@ -114,7 +120,12 @@ def _make_shared(st, host, alias, first):
     snapshot = alias is None and host.nbytes > _SNAPSHOT_BYTES
     st._np = (host, alias, snapshot)
     _SLOT.__set__(st, first if snapshot else alias if alias is not None else _READ)
-    _LIVE.add(st)
+    key = id(st)
+
+    def gone(ref):
+        if _LIVE.get(key, (None,))[0] is ref:
+            del _LIVE[key]
+    _LIVE[key] = (weakref.ref(st, gone), *_byte_bounds(host))
     return st
 
 
@@ -123,10 +134,20 @@ def overlapping(st):
     array, or on overlapping views of it): torch's tensors over them see each other's writes,
     which tracegrad's storages do only when read eagerly. Empty for a storage that shares no
     numpy array."""
-    if type(st) is not HostSharedStorage:
+    if type(st) is not HostSharedStorage or len(_LIVE) < 2:
         return []
-    host = st._np[0]
-    return [o for o in list(_LIVE) if o is not st and np.may_share_memory(o._np[0], host)]
+    entry = _LIVE.get(id(st))
+    lo, hi = entry[1:] if entry is not None and entry[0]() is st else _byte_bounds(st._np[0])
+    # what ``np.may_share_memory`` answers (overlapping byte bounds; an empty array shares
+    # nothing), at a comparison per storage instead of a numpy call: a compiled call checks its
+    # arguments against every live one
+    out = []
+    for ref, low, high in list(_LIVE.values()):
+        if low < hi and lo < high and low < high and lo < hi:
+            o = ref()
+            if o is not None and o is not st:
+                out.append(o)
+    return out
 
 
 def storage_for_numpy(host):
