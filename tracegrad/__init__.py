@@ -455,6 +455,12 @@ from ._api.argcheck import guard_all as _guard_all  # noqa: E402
 _guard_all(globals())
 del _guard_all
 
+# a library function rebound between compiled calls (``F.linear = ...``) traces again: NOTE
+# [library functions patched between calls] in _state.py
+from ._state import watch_modules as _watch_modules  # noqa: E402
+_watch_modules(__name__)
+del _watch_modules
+
 
 def __getattr__(name):
     # torch.Storage follows the default dtype (set_default_dtype / set_default_tensor_type):

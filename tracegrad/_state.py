@@ -31,7 +31,9 @@ reset may call it) and ``cache_sizes()`` reports how full each is.
 """
 from __future__ import annotations
 
+import sys
 import threading
+import types
 import weakref
 
 CAPTURE: list = [None]
@@ -163,6 +165,44 @@ def note_rg_flip(t) -> None:
 def bump_structure() -> None:
     """Something a compiled program baked in (hooks, module layout, modes) changed."""
     STRUCTURE[0] += 1
+
+
+# NOTE [library functions patched between calls]
+# A compiled program runs the library functions its trace called: ``F.linear`` patched between
+# calls (``mock.patch.object(F, "linear", ...)``, a LoRA wrapper) would keep running the old one.
+# Guarding every library name a trace goes through would cost every call, so tracegrad's own
+# modules report such a write instead: their class becomes ``_WatchedModule``, whose
+# ``__setattr__`` bumps ``STRUCTURE`` when a function or class is rebound (reads are untouched:
+# attribute lookup on a module subclass stays the module's own). Flags (``cudnn.benchmark``) and
+# submodules bound by imports bump nothing. A module imported after ``watch_modules`` ran is
+# watched from the next trace on (the compiler calls it before tracing).
+class _WatchedModule(types.ModuleType):
+    def __setattr__(self, name, value):
+        old = self.__dict__.get(name, _NOTHING)
+        super().__setattr__(name, value)
+        if old is not value and (_is_code(old) or _is_code(value)):
+            STRUCTURE[0] += 1
+
+    def __delattr__(self, name):
+        old = self.__dict__.get(name, _NOTHING)
+        super().__delattr__(name)
+        if _is_code(old):
+            STRUCTURE[0] += 1
+
+
+_NOTHING = object()
+
+
+def _is_code(v) -> bool:
+    return callable(v) and not isinstance(v, types.ModuleType)
+
+
+def watch_modules(prefix: str) -> None:
+    """Watch every loaded module named ``prefix`` or under it (NOTE [library functions patched
+    between calls])."""
+    for name, m in list(sys.modules.items()):
+        if type(m) is types.ModuleType and (name == prefix or name.startswith(prefix + ".")):
+            m.__class__ = _WatchedModule
 
 
 def note_hook(kind: str, fn) -> None:

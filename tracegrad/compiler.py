@@ -230,6 +230,7 @@ class CompiledFunction:
 
     def _trace(self, key, args, kwargs, leaves, treedef, kinds):
         COUNTERS["frames"]["total"] += 1
+        _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
         plan = self._plans.get(key) or Plan()
         plan.defer_items = not self.fullgraph      # NOTE [deferred item]: torch raises there
         for _ in range(6):

@@ -9,6 +9,7 @@ import array
 import collections
 import collections.abc
 import datetime
+import dis
 import enum
 import functools
 import gc
@@ -677,11 +678,15 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
             if getattr(f, k) is not None:
                 checks.append((_Attributes(f), k, getattr(f, k), _IDENTITY))
     code_names = _code_names(f.__code__, set()) if isinstance(f, types.FunctionType) else set()
+    operators = operator_methods(f.__code__, set()) if isinstance(f, types.FunctionType) else set()
     for used in names or ():
         code_names |= used
     for m in modules:
         code_names |= _class_names(type(m))
-    _guard_tensor_methods(code_names, checks)
+        fwd = getattr(getattr(type(m), "forward", None), "__code__", None)
+        if fwd is not None and _user_class(type(m)):
+            operator_methods(fwd, operators)
+    _guard_tensor_methods(code_names, checks, operators)
     for m in modules:
         if type(m) not in classes:          # the helpers a user module's methods call
             classes[type(m)] = loaded = set()
@@ -779,14 +784,49 @@ def _state_holds(o, entries) -> bool:
 _TENSOR_NS = vars(Tensor)      # a live view of the class dict
 
 
-def _guard_tensor_methods(used, checks):
+def _guard_tensor_methods(used, checks, operators=frozenset()):
     """A method set on ``tracegrad.Tensor`` between calls (``Tensor.twice = ...``, a patched
-    ``Tensor.relu``) that the traced code names: its entry in Tensor's class dict, by identity
-    (one check per such name; a metaclass seeing every class write would slow ``isinstance``
-    of every op's arguments)."""
+    ``Tensor.relu``) that the traced code names, or the special method of an operator it uses
+    (``operators``: ``Tensor.__mul__`` for ``a * b``): its entry in Tensor's class dict, by
+    identity (one check per such name; a metaclass seeing every class write would slow
+    ``isinstance`` of every op's arguments)."""
     for k in used:
         if not k.startswith("__") and hasattr(Tensor, k):
             checks.append((_TENSOR_NS, k, _TENSOR_NS.get(k, _MISSING), None))
+    for k in operators:
+        if hasattr(Tensor, k):
+            checks.append((_TENSOR_NS, k, _TENSOR_NS.get(k, _MISSING), None))
+
+
+_BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow",
+           "@": "matmul", "&": "and", "|": "or", "^": "xor", "<<": "lshift", ">>": "rshift"}
+_COMPARE = {"<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__", "==": "__eq__", "!=": "__ne__"}
+_UNARY = {"UNARY_NEGATIVE": "__neg__", "UNARY_POSITIVE": "__pos__", "UNARY_INVERT": "__invert__",
+          "BINARY_SUBSCR": "__getitem__", "STORE_SUBSCR": "__setitem__"}
+
+
+def operator_methods(code, out):
+    """The special methods the operators in ``code`` (and the functions nested in it) call on
+    a tensor operand: ``a * b`` -> ``__mul__``/``__rmul__``, ``a += b`` -> ``__iadd__`` too."""
+    for ins in dis.get_instructions(code):
+        if ins.opname == "BINARY_OP":
+            op = ins.argrepr
+            augmented = op.endswith("=")       # ``a += b``: BINARY_OP's argrepr is "+="
+            name = _BINARY.get(op[:-1] if augmented else op)
+            if name is not None:
+                out.update((f"__{name}__", f"__r{name}__"))
+                if augmented:
+                    out.add(f"__i{name}__")
+        elif ins.opname == "COMPARE_OP":
+            name = _COMPARE.get(ins.argrepr)
+            if name is not None:
+                out.add(name)
+        elif ins.opname in _UNARY:
+            out.add(_UNARY[ins.opname])
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            operator_methods(c, out)
+    return out
 
 
 def _guard_ref(ref, used, checks, seen):
