@@ -11,6 +11,8 @@ arguments (``_dynamo_port.check``/``compare``): outputs, dtypes, shapes, require
 marked, the arguments' grads must agree, and side effects must happen on every call.
 Adapted: torch's tests count frames/ops; here only what a user observes is compared."""
 import collections
+import dataclasses
+import enum
 import functools
 import itertools
 import math
@@ -696,3 +698,143 @@ def test_unused_input_grad_stays_none():
             return a * 2, b * 3
         return fn
     check(build, _ab_rg, backward=True)
+
+
+# ---- more Python over tensors (round 17, second group) ----------------------------------
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+@dataclasses.dataclass
+class Out:
+    x: object
+    y: object
+
+# MiscTests.test_enum_as_dict_key / enum arguments compared by identity
+def p_enum(T):
+    def fn(a, b, c=Color.RED):
+        return a * c.value if c is Color.RED else b, c.name
+    return fn
+
+# MiscTests.test_dataclass_fields / dataclasses.replace inside
+def p_dataclass(T):
+    def fn(a, b):
+        o = Out(a, b)
+        o.y = o.y * 2
+        return Out(o.x + o.y, dataclasses.replace(o, x=a * 0).x)
+    return fn
+
+# MiscTests.test_namedtuple_user_methods / _replace, _asdict, _fields
+def p_namedtuple_methods(T):
+    P = collections.namedtuple("P", "u v")
+    def fn(a, b):
+        p = P(a, b)
+        q = p._replace(v=a + b)
+        return q._asdict(), p.u + q.v, P._fields, tuple(q)[1]
+    return fn
+
+# MiscTests.test_tensor_data_dependent_branch: bool()/float() of a tensor steering Python
+def p_tensor_bool_py(T):
+    def fn(a, b):
+        s = a.sum()
+        if s > 0:
+            return a + 1, bool(s > 0), float(s) > 0, int(a.shape[0] > 2)
+        return a - 1, bool(s > 0), float(s) > 0, 0
+    return fn
+
+# MiscTests.test_dict_id_keys-like: id() of tensors as dict keys
+def p_dict_iter_tensor_keys(T):
+    def fn(a, b):
+        d = {id(a): a, id(b): b}
+        return [v * 2 for v in d.values()], len(d)
+    return fn
+
+# MiscTests.test_set_of_tensors: a set holding tensors (hashed by identity)
+def p_set_of_tensors(T):
+    def fn(a, b):
+        s = {a, b, a}
+        return len(s), sum(t.sum() for t in sorted(s, key=lambda t: id(t) == id(b)))
+    return fn
+
+# FunctionTests torch functions called with keyword-only spellings (input=, dims=, shifts=, diagonal=)
+def p_torch_functions_kw(T):
+    def fn(a, b):
+        return (T.matmul(input=a, other=b.t()), T.cumsum(a, dim=1, dtype=T.float64), a.softmax(-1),
+                T.nn.functional.normalize(a, p=1, dim=0), a.flip(dims=(0,)), a.roll(shifts=1, dims=1),
+                T.einsum("ij,kj->ik", a, b), a.expand(2, 3, 4).sum(0), a.repeat(2, 1), T.tril(a, diagonal=1))
+    return fn
+
+# FunctionTests.test_shape / torch.Size compared with tuples, passed back to reshape/view
+def p_list_of_shapes(T):
+    def fn(a, b):
+        shapes = [t.shape for t in (a, b, a.t())]
+        return [list(s) for s in shapes], shapes[2] == (4, 3), a.reshape(shapes[2]), a.view(*shapes[0])
+    return fn
+
+# MiscTests index_put forms: list indices, boolean masks, an in-place op on advanced indexing
+def p_setitem_list_index(T):
+    def fn(a, b):
+        x = a.clone()
+        x[[0, 2], 1] = b[0, :2]
+        x[x > 1] = 0.0
+        x[:, [True, False, True, False]] *= 3
+        return x
+    return fn
+
+# FunctionTests integer tensor arithmetic (floordiv, mod, shifts, bitwise, div rounding_mode)
+def p_int_tensor_ops(T):
+    def fn(a, b):
+        i = (a * 10).to(T.int32)
+        return i // 3, i % 4, i >> 1, i & 5, i.float() / 2, (i == 0).any(), T.div(i, 3, rounding_mode="floor")
+    return fn
+
+# FunctionTests 0-d tensors mixed with Python numbers and .item()
+def p_scalar_tensor(T):
+    def fn(a, b):
+        s = T.tensor(2.0)
+        n = T.tensor(3)
+        return a * s + n, a ** n, s.item() + n.item(), (a.max() - a.min()).item() > 0
+    return fn
+
+# FunctionTests.test_sorted / min/max with key= over tensors
+def p_sorted_tensors(T):
+    def fn(a, b):
+        rows = list(a.unbind(0))
+        rows = sorted(rows, key=lambda r: r.sum().item())
+        return T.stack(rows), min(rows, key=lambda r: r[0].item()), max(a.tolist()[0])
+    return fn
+
+# FunctionTests.test_kwonly / positional-only parameters / functools.partial
+def p_kwargs_only(T):
+    def g(x, /, y, *, z=3, **kw):
+        return x * z + y + len(kw)
+    def fn(a, b):
+        return g(a, y=b), g(a, b, z=0.5, w=1), functools.partial(g, z=2)(a, b)
+    return fn
+
+# MiscTests getattr on the torch module and Tensor class by computed names
+def p_getattr_dynamic(T):
+    def fn(a, b):
+        outs = {name: getattr(T, name)(a) for name in ("sin", "cos", "exp")}
+        m = getattr(a, "mul")(b)
+        return outs, m, getattr(T.Tensor, "add")(a, b)
+    return fn
+
+# MiscTests type()/isinstance over mixed Python values and torch.dtype/Size
+def p_type_checks(T):
+    def fn(a, b):
+        r = []
+        for v in (a, 1, 2.0, [a], (b,), {"k": a}, None, "s"):
+            r.append(type(v).__name__ if not isinstance(v, T.Tensor) else "T")
+        return r, type(a) is T.Tensor, isinstance(a.shape, tuple), isinstance(a.dtype, T.dtype)
+    return fn
+
+MORE = [p_enum, p_dataclass, p_namedtuple_methods, p_tensor_bool_py, p_dict_iter_tensor_keys, p_set_of_tensors,
+        p_torch_functions_kw, p_list_of_shapes, p_setitem_list_index, p_int_tensor_ops, p_scalar_tensor,
+        p_sorted_tensors, p_kwargs_only, p_getattr_dynamic, p_type_checks]
+
+
+@pytest.mark.parametrize("build", MORE, ids=[b.__name__[2:] for b in MORE])
+def test_more_python_case(build):
+    check(build, _ab)
