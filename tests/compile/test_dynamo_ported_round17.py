@@ -838,3 +838,143 @@ MORE = [p_enum, p_dataclass, p_namedtuple_methods, p_tensor_bool_py, p_dict_iter
 @pytest.mark.parametrize("build", MORE, ids=[b.__name__[2:] for b in MORE])
 def test_more_python_case(build):
     check(build, _ab)
+
+
+# ---- nn.Module attribute reads and mutation (round 17, third group) -------------------
+
+# NNModuleTests.test_requires_grad_toggle-like: a parameter's requires_grad flipped between calls
+def m_requires_grad_toggle(T, wrap):
+    lin = seeded_linear(T, 3, 2)
+    f = wrap(lambda x: lin(x).sum())
+    def run(i):
+        lin.weight.requires_grad_(i % 2 == 0)
+        lin.zero_grad()
+        l = f(randn32(T, i, 2, 3))
+        if l.requires_grad:
+            l.backward()
+        return l, lin.weight.grad, lin.bias.grad
+    return run
+
+# NNModuleTests.test_named_parameters / test_sequential_iter / test_children inside the function
+def m_named_params_in_forward(T, wrap):
+    seq = T.nn.Sequential(seeded_linear(T, 3, 3, 1), T.nn.Tanh(), seeded_linear(T, 3, 2, 2))
+    def fn(x):
+        reg = sum((p ** 2).sum() for n, p in seq.named_parameters() if "weight" in n)
+        outs = []
+        for k, layer in enumerate(seq):
+            x = layer(x)
+            if isinstance(layer, T.nn.Linear):
+                outs.append((k, x.shape[-1], layer.out_features))
+        return x, reg, outs, len(list(seq.children())), [n for n, _ in seq.named_modules()]
+    f = wrap(fn)
+    return lambda i: f(randn32(T, i, 2, 3))
+
+# NNModuleTests.test_module_tensor_attr: a plain tensor attribute rebound, then written in place
+def m_tensor_attr_replaced(T, wrap):
+    class M(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.ones(3)
+        def forward(self, x):
+            return x * self.w
+    m = M()
+    f = wrap(m)
+    def run(i):
+        if i == 2:
+            m.w = T.full((3,), 3.0)
+        if i == 3:
+            m.w.mul_(2)
+        return f(randn32(T, i, 3))
+    return run
+
+# NNModuleTests.test_module_setattr_submodule: a submodule replaced between calls
+def m_submodule_swapped(T, wrap):
+    class M(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = T.nn.ReLU()
+            self.lin = seeded_linear(T, 3, 3)
+        def forward(self, x):
+            return self.act(self.lin(x))
+    m = M()
+    f = wrap(m)
+    def run(i):
+        if i == 2:
+            m.act = T.nn.Sigmoid()
+        if i == 3:
+            m.act = T.nn.Identity()
+        return f(randn32(T, i, 2, 3))
+    return run
+
+# NNModuleTests.test_forward_hook_changes_output: a forward hook runs (and counts) on every call
+def m_forward_hook(T, wrap):
+    lin = seeded_linear(T, 3, 2)
+    calls = []
+    def hook(mod, inp, out):
+        calls.append(1)
+        return out * 2
+    lin.register_forward_hook(hook)
+    f = wrap(lambda x: lin(x) + 1)
+    return lambda i: (f(randn32(T, i, 2, 3)), len(calls))
+
+# NNModuleTests.test_state_dict_in_forward: state_dict() read inside, the weight changed outside
+def m_state_dict_inside(T, wrap):
+    lin = seeded_linear(T, 3, 2)
+    def fn(x):
+        sd = lin.state_dict()
+        return x @ sd["weight"].t() + sd["bias"], sorted(sd.keys())
+    f = wrap(fn)
+    def run(i):
+        if i == 2:
+            with T.no_grad():
+                lin.weight.add_(1)
+        return f(randn32(T, i, 2, 3))
+    return run
+
+# NNModuleTests.test_eval_dropout_batchnorm: eval dropout, batchnorm switched to train between calls
+def m_module_dropout_eval(T, wrap):
+    net = T.nn.Sequential(seeded_linear(T, 3, 3), T.nn.Dropout(0.5), T.nn.BatchNorm1d(3))
+    net.eval()
+    f = wrap(net)
+    def run(i):
+        if i == 2:
+            net[2].train()
+        return f(randn32(T, i, 4, 3)), net[2].running_mean, net[2].num_batches_tracked
+    return run
+
+# NNModuleTests.test_parameterlist_zip: a ParameterList zipped with a list argument
+def m_param_list_zip(T, wrap):
+    ws = T.nn.ParameterList([T.nn.Parameter(T.ones(3) * k) for k in range(3)])
+    def fn(xs):
+        return [x * w for x, w in zip(xs, ws)], sum(w.sum() for w in ws), len(ws)
+    f = wrap(fn)
+    return lambda i: f([randn32(T, i + k, 3) for k in range(3)])
+
+# MiscTests.test_detach_data: detach()/.data inside, flags of the results
+def m_detach_and_data(T, wrap):
+    lin = seeded_linear(T, 3, 2)
+    def fn(x):
+        y = lin(x)
+        z = y.detach() * 2
+        w = lin.weight.data.clone()
+        return y + z, w, z.requires_grad, y.is_leaf
+    f = wrap(fn)
+    return lambda i: f(randn32(T, i, 2, 3))
+
+# NNModuleTests.test_modules_iter / indexing a Sequential and reading layer attributes
+def m_apply_and_modules(T, wrap):
+    net = T.nn.Sequential(seeded_linear(T, 3, 3), T.nn.ReLU(), seeded_linear(T, 3, 1, 3))
+    def fn(x):
+        n_lin = sum(isinstance(m, T.nn.Linear) for m in net.modules())
+        return net(x) * n_lin, net[0].weight.shape, net[-1].in_features, hasattr(net[0], "bias")
+    f = wrap(fn)
+    return lambda i: f(randn32(T, i, 2, 3))
+
+MODULE_CASES = [m_requires_grad_toggle, m_named_params_in_forward, m_tensor_attr_replaced, m_submodule_swapped,
+                m_forward_hook, m_state_dict_inside, m_module_dropout_eval, m_param_list_zip, m_detach_and_data,
+                m_apply_and_modules]
+
+
+@pytest.mark.parametrize("build", MODULE_CASES, ids=[b.__name__[2:] for b in MODULE_CASES])
+def test_module_case(build):
+    compare(build)
