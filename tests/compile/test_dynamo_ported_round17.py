@@ -9,7 +9,16 @@ Each case is written here in its own code (nothing copied), names the torch test
 and runs under torch eager, tracegrad eager and ``tracegrad.compile`` on four calls with fresh
 arguments (``_dynamo_port.check``/``compare``): outputs, dtypes, shapes, requires_grad and, where
 marked, the arguments' grads must agree, and side effects must happen on every call.
-Adapted: torch's tests count frames/ops; here only what a user observes is compared."""
+Adapted: torch's tests count frames/ops; here only what a user observes is compared; dtypes
+returned as Python values are compared by name (torch.float32 vs tracegrad.float32).
+
+tracegrad fix made: a compiled region's results share one CompiledFunctionBackward node whose
+VJP gave every differentiable input a gradient, so ``out_a, out_b = f(a, b)`` followed by
+``out_a.sum().backward()`` left ``b.grad`` zeros where eager leaves it None (a parameter of a
+module only another result used likewise). The region now records, per result, the inputs its
+traced graph reaches and the node gives the others no gradient (NOTE [inputs a result reaches],
+_lowering/region.py; test_unused_input_grad_stays_none, test_unused_parameter_grad_stays_none).
+Found and left alone: nothing else differed in these cases."""
 import collections
 import dataclasses
 import enum
@@ -686,18 +695,30 @@ def test_argument_mutated_and_returned():
 
 
 # FunctionTests.test_unpack* / test_chunks1 with a backward from the first result only: an
-# argument the first result does not use gets no gradient (``.grad is None``), as eagerly.
-@pytest.mark.xfail(strict=True, reason=(
-    "a compiled region is one CompiledFunctionBackward node (NOTE [results computed from "
-    "results]); its VJP gives every differentiable input a gradient, zeros for one that only "
-    "other results used, where eager leaves .grad None (torch.compile's AOTAutograd does the same); "
-    "knowing per backward which inputs the live results reach needs a per-edge dependency map"))
+# argument (or parameter) the first result does not use gets no gradient (``.grad`` None), as
+# eagerly; the compiled region's one backward node used to give it zeros (fixed: NOTE [inputs a
+# result reaches] in _lowering/region.py)
 def test_unused_input_grad_stays_none():
     def build(T):
         def fn(a, b):
-            return a * 2, b * 3
+            return a * 2, b * 3, (a * b).sum()
         return fn
     check(build, _ab_rg, backward=True)
+
+
+def test_unused_parameter_grad_stays_none():
+    def build(T, wrap):
+        l1, l2 = seeded_linear(T, 3, 2, 1), seeded_linear(T, 3, 2, 2)
+        f = wrap(lambda x: (l1(x), l2(x), l1(x) + l2(x)))
+
+        def run(i):
+            for p in (*l1.parameters(), *l2.parameters()):
+                p.grad = None
+            outs = f(randn32(T, i, 2, 3))
+            outs[i % 3].sum().backward()     # the first two calls reach one module, the third both
+            return [p.grad for p in (*l1.parameters(), *l2.parameters())]
+        return run
+    compare(build, calls=4)
 
 
 # ---- more Python over tensors (round 17, second group) ----------------------------------

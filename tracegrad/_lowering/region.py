@@ -487,6 +487,7 @@ class Region:
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
         self.precheck = None   # or the checks alone, run before the program (``Program.split_checks``)
         self.unreached = frozenset()   # positions of the VJP's inputs no result's graph reaches
+        self.reach = ()                # NOTE [inputs a result reaches]: ``_result_reach``
         self.through = ()              # NOTE [results computed from results]: ``_through``
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
@@ -749,7 +750,7 @@ class Region:
             ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
-            vjp = (pullback, edges, self.saved, self.through)
+            vjp = (pullback, edges, self.saved, self.through, self.reach)
         storages = self.storages
         if self.grad_state:                   # this call's .grads, not the trace's objects
             storages = list(storages)
@@ -996,7 +997,7 @@ class OutRecipe:
             out[n] = _rebuild_view(v, out, arg_leaves) if kind == "view" else out[v]
         diff += kept
         if diff:
-            pullback, edges, (s_args, s_out, s_state), through = vjp
+            pullback, edges, (s_args, s_out, s_state), through, reach = vjp
             # NOTE [saved versions of a compiled region]: versions as the call left them, less
             # the writes the function made after saving (``late``: such a backward raises)
             saved = [(arg_leaves[i], o) for i, o in s_args] + [(out[k], o) for k, o in s_out] \
@@ -1004,7 +1005,7 @@ class OutRecipe:
             node = CompiledFunctionBackward(edges, _bwd_program, pullback,
                                             [(t._value.shape, t._value.dtype) for t in diff],
                                             [(t._vc, t._vc[0] - late, t.dtype, tuple(t.shape), o)
-                                             for t, (o, late) in saved if t is not None], through)
+                                             for t, (o, late) in saved if t is not None], through, reach)
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return out
@@ -1334,6 +1335,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 del seen_after
                 ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
                 info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
+                info["reach"] = _result_reach(r_leaves, recipe, ends)
                 del ends    # it holds the arguments' stand-ins (the kept-reference check below)
             # NOTE [views of rebound tensors]: a result that is a view of a tensor the call binds
             # to a Python place (``cache["y"] = x * 2; return cache["y"][0]``): candidates by the
@@ -1577,6 +1579,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.unreached = info.get("unreached", frozenset())
     region.saved = info.get("saved", ((), (), ()))
     region.through = info.get("through", ())
+    region.reach = info.get("reach", ())
     # the Python values the hooks that ran read are guarded as the function's own
     # (NOTE [hooks in a trace])
     refs += tuple(r for h in info["hooks"] for r in h.refs)
@@ -2054,6 +2057,19 @@ def _saved_in_graph(roots) -> dict:
                     ids[id(t._vc)] = (ks | {k}, max(late, t._vc[0] - s.version), t)
             stack.extend(e[0] for e in n.next_functions if e is not None)
     return ids
+
+
+def _result_reach(r_leaves, recipe, ends):
+    """NOTE [inputs a result reaches]: per differentiable result of the region (the first
+    outputs of its backward node, in order), the positions in ``ends`` (the VJP's inputs) whose
+    leaf its traced graph reaches. The region's VJP gives every input a gradient, zeros for one
+    that only other results use; with this the node gives such an edge no gradient when the
+    backward comes only from results that do not reach it (``out_a, out_b = f(a, b);
+    out_a.sum().backward()`` leaves ``b.grad`` None, as eagerly). The node's later outputs (tensors
+    bound to Python places) count as reaching every input."""
+    pos = {id(t): k for k, t in enumerate(ends)}
+    diff = [t for t, (kind, v) in zip(r_leaves, recipe.leaves) if kind == "new" and v[1] == "diff"]
+    return tuple(frozenset(pos[i] for i in _leaves_reached([t]) if i in pos) for t in diff)
 
 
 def _through(results):

@@ -19,9 +19,9 @@ class CompiledFunctionBackward(Node):
     """One node for a compiled region: ``next_functions`` are the edges of the region's
     differentiable inputs (parameters' AccumulateGrad, the arguments' grad_fns)."""
 
-    __slots__ = ("_bwd", "_pullback", "_avals", "released", "_versions", "_through")
+    __slots__ = ("_bwd", "_pullback", "_avals", "released", "_versions", "_through", "_reach")
 
-    def __init__(self, edges, bwd, pullback, avals, versions=(), through=()):
+    def __init__(self, edges, bwd, pullback, avals, versions=(), through=(), reach=()):
         super().__init__(edges)
         self._bwd, self._pullback, self._avals = bwd, pullback, avals
         self.released = False
@@ -32,6 +32,9 @@ class CompiledFunctionBackward(Node):
         # ((k, outputs whose traced graph went through output k), ...): NOTE [results computed
         # from results] in region.py
         self._through = through
+        # per result, the edges (by input position) its traced graph reaches: NOTE [inputs a
+        # result reaches] in region.py
+        self._reach = reach
 
     def check_through(self, grads, captures):
         """Called by the engine before this node's hooks: raises where a gradient from one
@@ -71,6 +74,13 @@ class CompiledFunctionBackward(Node):
         finally:
             x64_exit(prev)
         out = [Tensor._make(g) for g in reversed([*d_state, *d_data])]   # the edges' order
+        if self._reach:
+            # an input no result with a gradient reaches gets none (eager's .grad stays None),
+            # not the VJP's zeros; the node's outputs past ``_reach`` reach every input
+            live = [j for j, g in enumerate(grads) if g is not None]
+            n = len(out)
+            out = [None if all(j < len(self._reach) and n - 1 - m not in self._reach[j] for j in live) else t
+                   for m, t in enumerate(out)]
         if create_graph:
             # as torch's compiled backward: the gradients exist and require grad, and a
             # backward through them (double backward) raises; the node keeps this node's edges
@@ -79,7 +89,8 @@ class CompiledFunctionBackward(Node):
             # add gradients of different shapes into one slot before reaching the raise)
             node = dead_node(MSG_DOUBLE, self.next_functions)
             for k, t in enumerate(out):
-                t._rg, t._gf, t._out_nr = True, node, k
+                if t is not None:
+                    t._rg, t._gf, t._out_nr = True, node, k
         return out
 
     def release(self):
