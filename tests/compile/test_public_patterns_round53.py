@@ -1,0 +1,148 @@
+"""Compile patterns of the fifty-third round of public programs
+(tests/api/test_public_programs_round53.py; sources in tests/public_programs_round53_src.py): each
+program's training step run by torch eagerly, tracegrad eagerly and ``tracegrad.compile`` over
+three calls on the same initial state:
+
+- g1910/HyperNetworks (``train.py``'s loop body at 0087b80): the primary network whose layers'
+  conv kernels are made by one shared hypernetwork from ``nn.ParameterList`` embeddings and tiled
+  by ``torch.cat`` (three of its 18 blocks, see ``_small_primary``; the api file runs all 18); ``F.conv2d`` with those kernels, batch norm, ``out += residual``; Adam with
+  weight decay and ``MultiStepLR.step()`` inside the compiled step (the learning rate changes
+  between calls).
+- LearnedVector/A-Hackers-AI-Voice-Assistant (``SpeechModule.training_step`` at 9864ac8): the
+  Conv1d/LSTM speech model with ``_init_hidden`` zeros moved ``.to(self.device)``, ``log_softmax``
+  and ``CTCLoss(zero_infinity=True)`` with float padded targets and Python-list lengths,
+  ``clip_grad_norm_`` and AdamW; the ``'lr'`` read from ``param_groups`` into the returned log.
+
+Found: see the api file; no differences between compiled and eager tracegrad.
+"""
+import types
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_round53_src import HYPERNET, SPEECH, program
+
+from .test_public_patterns_round50 import _arr, _close   # round 50's snapshot and comparison
+
+torch = pytest.importorskip("torch")
+
+
+def _init(T, module, seed, scale=0.3):
+    rs = np.random.RandomState(seed)
+    with T.no_grad():
+        for _, p in module.named_parameters():
+            p.copy_(T.tensor(rs.uniform(-scale, scale, tuple(p.shape)).astype(np.float32)))
+    return module
+
+
+def _state(net):
+    return _arr(*[t for _, t in sorted(net.state_dict().items())])
+
+
+def _runs(runner, ref_tol, later_tol, comp_tol=1e-5):
+    """torch, tracegrad eager and tracegrad compiled: the first call's values within ``ref_tol``
+    of torch's and ``comp_tol`` of eager tracegrad's; later calls and the final state within
+    ``later_tol`` (Adam's first steps turn float32 rounding in a near-zero gradient into a
+    difference of about ``lr``); returns the compile stats."""
+    ref, eager, comp = runner(torch, False), runner(tracegrad, False), runner(tracegrad, True)
+    _close(ref[0][0], eager[0][0], ref_tol)
+    _close(ref[0][1], eager[0][1], later_tol)
+    _close(eager[0][0], comp[0][0], comp_tol)
+    _close(eager[0][1], comp[0][1], max(comp_tol, later_tol))
+    return comp[1].stats
+
+
+def _small_primary(T, p):
+    """The repo's PrimaryNetwork with its forward loop over three of its 18 blocks (a plain
+    16-channel block, the 16->32 downsampling block with its 2x1 kernel tiling and a 32-channel
+    block with a 2x2 tiling) and a head for 32 channels: the whole 18-block network compiles in
+    40-120 s on this machine's shared cores (it passes: tried), too slow for the suite."""
+    class SmallPrimary(p.PrimaryNetwork):
+        def __init__(self):
+            super().__init__()
+            self.final = T.nn.Linear(32, 10)
+
+        def forward(self, x):
+            x = T.nn.functional.relu(self.bn1(self.conv1(x)))
+            for i in (0, 6, 7):
+                w1 = self.zs[2*i](self.hope)
+                w2 = self.zs[2*i+1](self.hope)
+                x = self.res_net[i](x, w1, w2)
+            x = self.global_avg(x)
+            return self.final(x.view(-1, 32))
+    return SmallPrimary()
+
+
+def _hyper_runs(T, compiled):
+    p = program(T, HYPERNET)
+    net = _init(T, _small_primary(T, p), 3, scale=0.2)
+    optimizer = T.optim.Adam(net.parameters(), lr=0.002, weight_decay=0.0005)
+    lr_scheduler = T.optim.lr_scheduler.MultiStepLR(optimizer=optimizer, milestones=[1, 2], gamma=0.5)
+    criterion = T.nn.CrossEntropyLoss()
+
+    def step(inputs, labels):
+        inputs, labels = T.autograd.Variable(inputs), T.autograd.Variable(labels)
+        optimizer.zero_grad()
+        outputs = net(inputs)
+        loss = criterion(outputs, labels)
+        loss.backward()
+        optimizer.step()
+        lr_scheduler.step()
+        return loss, outputs
+
+    if compiled:
+        step = T.compile(step)
+    first, later = [], []
+    for i in range(3):
+        rs = np.random.RandomState(20 + i)
+        x = T.tensor(rs.uniform(-1, 1, (2, 3, 16, 16)).astype(np.float32))
+        y = T.tensor(rs.randint(0, 10, (2,)))
+        (first if i == 0 else later).extend(_arr(*step(x, y)))
+    later.append(np.array([g["lr"] for g in optimizer.param_groups]))
+    return (first, later + _state(net)), step
+
+
+def test_hypernetwork_step_compiled():
+    st = _runs(_hyper_runs, 1e-4, 3e-3, comp_tol=2e-5)
+    assert st["graph_breaks"] == [], st
+
+
+class _TextProcess:
+    def int_to_text_sequence(self, labels):
+        return "".join("' abcdefghijklmnopqrstuvwxyz_"[i] for i in labels)
+
+
+def _speech_runs(T, compiled):
+    p = program(T, SPEECH, textprocess=_TextProcess())
+    h_params = dict(p.SpeechRecognition.hyper_parameters)
+    h_params.update({"n_feats": 12, "hidden_size": 16, "dropout": 0.0})
+    model = _init(T, p.SpeechRecognition(**h_params), 5)
+    module = p.SpeechModule(model, types.SimpleNamespace(learning_rate=1e-3))
+    (optimizer,), _ = module.configure_optimizers()
+
+    def step(batch, batch_idx):
+        res = module.training_step(batch, batch_idx)
+        optimizer.zero_grad()
+        res["loss"].backward()
+        norm = T.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return res["loss"], norm, T.tensor(res["log"]["lr"])
+
+    if compiled:
+        step = T.compile(step)
+    first, later = [], []
+    for i in range(3):
+        rs = np.random.RandomState(40 + i)
+        items = []
+        for frames, n_label in ((14, 4), (10, 2)):
+            spec = T.tensor(np.log(rs.uniform(1e-3, 2, (1, 12, frames))).astype(np.float32))
+            label = [int(v) for v in rs.randint(0, 28, n_label)]
+            items.append((spec, label, spec.shape[-1] // 2, len(label)))
+        (first if i == 0 else later).extend(_arr(*step(p.collate_fn_padd(items), i)))
+    return (first, later + _state(model)), step
+
+
+def test_speech_ctc_step_compiled():
+    st = _runs(_speech_runs, 2e-5, 2e-4)
+    assert st["graph_breaks"] == [], st
