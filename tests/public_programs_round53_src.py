@@ -359,3 +359,231 @@ def DecodeGreedy(output, blank_label=28, collapse_repeated=True):
             decode.append(index.item())
     return textprocess.int_to_text_sequence(decode)
 '''
+
+# Deceptrax123/Differential-Equations-Using-Neural-Networks (MIT): 2ndorder_ode/model.py
+# (a3b120a) and 2ndorder_ode/train.py (8c7b49d) without its __main__ block (the test sets
+# ``model``, ``optimizer``, ``objective`` and ``epochs`` as the block does; ``print`` is a
+# collector given as a global; ``hessian`` is imported there and never used).
+ODE2 = '''
+class Order2ODE(Module):
+    def __init__(self):
+        super(Order2ODE, self).__init__()
+
+        self.linear1 = Linear(1, 20)
+        self.linear2 = Linear(20, 1)
+
+    def forward(self, x):
+        x = self.linear1(x).sigmoid()
+        x = self.linear2(x)
+
+        return x
+
+
+def y_trial(t):
+    A0 = 0
+    A1 = 1
+    return A0+A1*t+(t**2)*model(t)
+
+
+def analytic_derivative(t, y):
+    A1 = 1
+    return (-1/5*torch.exp(-t/5)*torch.cos(t))-(1/5*(A1+2*t*network_derivative(t) +
+                                                (t**2)*network_derivative(t)))-y
+
+
+def network_derivative(t):
+    t.requires_grad = True
+    z = model(t).sum()
+
+    grad_f = grad(z, t)[0]
+
+    return grad_f
+
+
+def network_derivative_order_2(t):
+    t.requires_grad = True
+    z = model(t).sum()
+
+    for j in range(2):
+        grad_f = grad(z, t, create_graph=True)[0]
+        z = grad_f.sum()
+
+    return grad_f
+
+
+def train():
+    t = torch.tensor(np.linspace(0, 2, 100)
+                     [:, None], dtype=torch.float32)
+    t = t.view(t.size(0), 1)
+
+    model.train(True)
+    for epoch in range(epochs):
+        network_der = 2*model(t)+4*t*network_derivative(t) + \\
+            (t**2)*network_derivative_order_2(t)
+        analytic_der = analytic_derivative(t, y_trial(t))
+
+        optimizer.zero_grad()
+        loss = objective(network_der, analytic_der)
+
+        loss.backward()
+        optimizer.step()
+
+        print("Epoch: ", epoch)
+        print("Loss: ", loss)
+
+        if epoch == 0:
+            sl = loss.item()
+
+        if loss.item() < sl:
+            sl = loss.item()
+            torch.save(model.state_dict(), "2ndorder_ode/weights.pth")
+'''
+
+# Deceptrax123/Differential-Equations-Using-Neural-Networks (MIT): PDEs/model.py and
+# PDEs/train.py (105b9a0) without the __main__ block and ``torch.manual_seed(32)`` (the weights
+# are overwritten), ``print`` a collector as above; ``matplotlib`` is imported there, unused.
+PDE = '''
+class PDEModel(Module):
+    def __init__(self):
+        super(PDEModel, self).__init__()
+
+        self.lin1 = Linear(in_features=2, out_features=10)
+        self.lin2 = Linear(in_features=10, out_features=1)
+
+    def forward(self, x, y):
+
+        xy = torch.cat((x, y), dim=1)
+        xy = self.lin1(xy).sigmoid()
+        xy = self.lin2(xy)
+
+        return xy
+
+
+def dirchilet_boundary_func_derivative_x(x, y):
+    x.requires_grad = True
+    A = (((1-x)*y**3)+(x*(1+y**3)*torch.exp(torch.tensor(-1)))+((1-y)*x*(torch.exp(-x)-torch.exp(torch.tensor(-1))))
+         + (y*((torch.exp(torch.tensor(-x))*(x+1))-(1-x-(2*x*torch.exp(torch.tensor(-1))))))).sum()
+
+    for j in range(2):
+        grad_f = grad(A, x, create_graph=True)[0]
+        A = grad_f.sum()
+
+    return grad_f
+
+
+def dirchilet_boundary_func_derivative_y(x, y):
+    y.requires_grad = True
+    A = (((1-x)*y**3)+(x*(1+y**3)*torch.exp(torch.tensor(-1)))+((1-y)*x*(torch.exp(-x)-torch.exp(torch.tensor(-1))))
+         + (y*((torch.exp(torch.tensor(-x))*(x+1))-(1-x-(2*x*torch.exp(torch.tensor(-1))))))).sum()
+
+    for j in range(2):
+        grad_f = grad(A, y, create_graph=True)[0]
+        A = grad_f.sum()
+
+    return grad_f
+
+
+def network_derivative_y(x, y):
+    y.requires_grad = True
+    z = model(x, y).sum()
+
+    grad_f = grad(z, y)[0]
+
+    return grad_f
+
+
+def network_derivative_y_order_2(x, y):
+    y.requires_grad = True
+    z = model(x, y).sum()
+
+    for j in range(2):
+        grad_f = grad(z, y, create_graph=True)[0]
+        z = grad_f.sum()
+
+    return grad_f
+
+
+def network_derivative_x(x, y):
+    x.requires_grad = True
+    z = model(x, y).sum()
+
+    grad_f = grad(z, x)[0]
+
+    return grad_f
+
+
+def network_derivative_x_order_2(x, y):
+    x.requires_grad = True
+    z = model(x, y).sum()
+
+    for j in range(2):
+        grad_f = grad(z, x, create_graph=True)[0]
+        z = grad_f.sum()
+
+    return grad_f
+
+
+def f(x, y):
+    # d^2w/dx^2+d^2w/dy^2=f(x,y)
+
+    return torch.exp(-x)*((x-2)+(y**3)+(6*y))
+
+
+def train():
+    x = torch.tensor(np.linspace(0, 1, 100)[:, None], dtype=torch.float32)
+    x = x.view(x.size(0), 1)
+
+    y = torch.tensor(np.linspace(0, 1, 100)[:, None], dtype=torch.float32)
+    y = y.view(y.size(0), 1)
+
+    model.train(True)
+
+    sl = 0
+    for epoch in range(epochs):
+        # Get all gradients
+        network_deri_x = network_derivative_x(x, y)
+        network_deri_x_order_2 = network_derivative_x_order_2(x, y)
+        network_deri_y = network_derivative_y(x, y)
+        network_deri_y_order_2 = network_derivative_y_order_2(x, y)
+        dirchilet_x = dirchilet_boundary_func_derivative_x(x, y)
+        dirchilet_y = dirchilet_boundary_func_derivative_y(x, y)
+
+        laplacian_x = dirchilet_x-(y*(1-y))*(-2*model(x, y)+(2*(1-2*x)*network_deri_x) +
+                                             (x*(1-x)*network_deri_x_order_2))
+
+        laplacian_y = dirchilet_y-(x*(1-x))*(-2*model(x, y)+(2*(1-2*y)*network_deri_y) +
+                                             (y*(1-y)*network_deri_y_order_2))
+
+        # d^2w/dx^2+d^2w/dy^2
+        laplacian = laplacian_x+laplacian_y
+
+        # f(x,y)
+        f_x_y = f(x, y)
+
+        # Perform backpropagation
+        optimizer.zero_grad()
+        loss = objective(laplacian, f_x_y)
+
+        loss.backward()
+        optimizer.step()
+
+        print("Epoch: ", epoch)
+        print("Loss: ", loss.item())
+
+        torch.save(model.state_dict(), "PDEs/weights.pth")
+'''
+
+
+def de_program(T, src, make_model, epochs=3):
+    """Run a Deceptrax123 program as its ``__main__`` block does: the model, Adam(lr=1e-3),
+    MSELoss and the epoch count as globals, ``print`` collecting what is printed."""
+    printed = []
+    p = program(T, src, Module=T.nn.Module, Linear=T.nn.Linear, grad=T.autograd.grad,
+                print=lambda *a: printed.append(a))
+    p.__dict__  # the namespace is a copy: the functions read the exec globals below
+    g = p.train.__globals__
+    g["model"] = make_model(p)
+    g["optimizer"] = T.optim.Adam(params=g["model"].parameters(), lr=0.001, betas=(0.9, 0.999))
+    g["objective"] = T.nn.MSELoss()
+    g["epochs"] = epochs
+    return p, g, printed

@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_round53_src import HYPERNET, HYPERNET_TRAIN, SPEECH, program
+from public_programs_round53_src import HYPERNET, HYPERNET_TRAIN, ODE2, PDE, SPEECH, de_program, program
 
 torch = pytest.importorskip("torch")
 
@@ -231,3 +231,46 @@ def test_speech_validation_plateau_and_greedy_decode():
 
 def F_log_softmax(T, x):
     return T.nn.functional.log_softmax(x, dim=2)
+
+
+# ---------------------------------------------------------------- Deceptrax123 (neural ODE/PDE solvers)
+
+def _de_run(T, src, cls, sub, tmp_path, monkeypatch, epochs=3):
+    (tmp_path / sub).mkdir(exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    p, g, printed = de_program(T, src, lambda p: _init(T, getattr(p, cls)(), 7, scale=0.5), epochs)
+    g["train"]()
+    losses = [a[1] for a in printed if a[0] == "Loss: "]
+    assert [a[1] for a in printed if a[0] == "Epoch: "] == list(range(epochs))
+    saved = T.load(f"{sub}/weights.pth")
+    return g, losses, saved
+
+
+def test_second_order_ode_trial_solution_training(tmp_path, monkeypatch):
+    # the ODE's residual uses the network's first derivative taken without create_graph (a
+    # constant in the loss) and its second derivative through two create_graph grads
+    def run(T):
+        g, losses, saved = _de_run(T, ODE2, "Order2ODE", "2ndorder_ode", tmp_path, monkeypatch)
+        t = T.tensor(np.linspace(0, 2, 7)[:, None], dtype=T.float32)
+        d1 = g["network_derivative"](t.clone())
+        d2 = g["network_derivative_order_2"](t.clone())
+        return (_arr(losses[0], d1, d2), _arr(*losses[1:]) + _state(g["model"])
+                + _arr(*[v for _, v in sorted(saved.items())]))
+    _compare(run, tol=1e-5, later_tol=1e-4)
+
+
+def test_dirichlet_pde_training(tmp_path, monkeypatch):
+    # torch.tensor(-x) of a grad-requiring tensor (a detached copy, with torch's warning),
+    # torch.exp of an int64 0-d tensor, second derivatives of a closed-form boundary function
+    def run(T):
+        with pytest.warns(UserWarning, match="copy construct"):
+            g, losses, saved = _de_run(T, PDE, "PDEModel", "PDEs", tmp_path, monkeypatch)
+        x = T.tensor(np.linspace(0, 1, 5)[:, None], dtype=T.float32)
+        y = T.tensor(np.linspace(0.2, 0.7, 5)[:, None], dtype=T.float32)
+        parts = [g["dirchilet_boundary_func_derivative_x"](x.clone(), y.clone()),
+                 g["dirchilet_boundary_func_derivative_y"](x.clone(), y.clone()),
+                 g["network_derivative_x_order_2"](x.clone(), y.clone()),
+                 g["network_derivative_y"](x.clone(), y.clone())]
+        return (_arr(*parts) + [np.array(losses[0])],
+                [np.array(losses[1:])] + _state(g["model"]) + _arr(*[v for _, v in sorted(saved.items())]))
+    _compare(run, tol=1e-5, later_tol=1e-4)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_round53_src import HYPERNET, SPEECH, program
+from public_programs_round53_src import HYPERNET, ODE2, SPEECH, de_program, program
 
 from .test_public_patterns_round50 import _arr, _close   # round 50's snapshot and comparison
 
@@ -146,3 +146,77 @@ def _speech_runs(T, compiled):
 def test_speech_ctc_step_compiled():
     st = _runs(_speech_runs, 2e-5, 2e-4)
     assert st["graph_breaks"] == [], st
+
+
+def _ode2_runs(T, compiled, pre=False):
+    g = de_program(T, ODE2, lambda p: _init(T, p.Order2ODE(), 7, scale=0.5))[1]
+    model, optimizer, objective = g["model"], g["optimizer"], g["objective"]
+
+    def step(t):
+        # train()'s loop body: first derivative without create_graph, second through two
+        # create_graph grads, both setting ``t.requires_grad = True`` on the step's input
+        network_der = 2*model(t)+4*t*g["network_derivative"](t) + \
+            (t**2)*g["network_derivative_order_2"](t)
+        analytic_der = g["analytic_derivative"](t, g["y_trial"](t))
+        optimizer.zero_grad()
+        loss = objective(network_der, analytic_der)
+        loss.backward()
+        optimizer.step()
+        return loss, network_der
+
+    if compiled:
+        step = T.compile(step)
+    first, later = [], []
+    for i in range(3):
+        t = T.tensor(np.linspace(0, 2, 20 + 0 * i)[:, None] + 0.01 * i, dtype=T.float32)
+        t = t.view(t.size(0), 1)
+        if pre:
+            t.requires_grad = True          # the leaf made outside, as train() would hoist it
+        out = step(t)
+        assert t.requires_grad
+        (first if i == 0 else later).extend(_arr(*out) + _arr(t.grad))
+    return (first, later + _state(model)), step
+
+
+def test_second_order_ode_step_compiled():
+    # as written, the step sets ``requires_grad`` on its argument: a graph break by design
+    # (the program would set it on a stand-in), every call eager and right
+    st = _runs(_ode2_runs, 1e-5, 1e-4)
+    assert len(st["graph_breaks"]) == 1 and "sets requires_grad" in st["graph_breaks"][0][0], st
+
+
+def test_second_order_ode_step_compiled_leaf_view_argument():
+    # ``t.requires_grad = True`` before the call on ``t = t.view(n, 1)``: a view of a tensor
+    # needing no grad is a leaf, whose ``.grad`` the step's backward fills. The trace took it
+    # for an argument with a graph from outside (a graph break at ``loss.backward()``); fixed in
+    # _lowering/capture.py (see_grad_owner) and _lowering/region.py (_arg_grads)
+    st = _runs(lambda T, c: _ode2_runs(T, c, pre=True), 1e-5, 1e-4)
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
+
+
+def test_leaf_view_argument_grad_compiled():
+    # the same in small: grad(create_graph=True) and backward() reaching a leaf-view argument
+    def run(T, compiled):
+        lin = T.nn.Linear(1, 1)
+        with T.no_grad():
+            lin.weight.fill_(0.5)
+            lin.bias.fill_(0.1)
+
+        def step(t):
+            z = lin(t).sum()
+            g = T.autograd.grad(z * z, t, create_graph=True)[0]
+            loss = (g ** 2).mean() + z
+            loss.backward()
+            return loss
+
+        f = T.compile(step) if compiled else step
+        first, later = [], []
+        for i in range(3):
+            t = T.tensor(np.linspace(0, 1, 5)[:, None] + i, dtype=T.float32).view(5, 1)
+            t.requires_grad = True
+            out = f(t)
+            assert t.is_leaf and t._base is not None
+            (first if i == 0 else later).extend(_arr(out, t.grad))
+        return (first, later + _arr(lin.weight.grad, lin.bias.grad)), f
+    st = _runs(run, 1e-6, 1e-6)
+    assert st["graph_breaks"] == [] and st["traces"] == 1, st
