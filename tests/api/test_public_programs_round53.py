@@ -23,13 +23,26 @@ after a few optimizer steps:
   ``gradient_clip_val``), ``ReduceLROnPlateau`` on the mean of stacked validation losses, greedy
   CTC decoding by iterating an argmax tensor.
 
+- Deceptrax123/Differential-Equations-Using-Neural-Networks (MIT), ``2ndorder_ode/model.py`` at
+  a3b120a, ``2ndorder_ode/train.py`` at 8c7b49d, ``PDEs/model.py`` and ``PDEs/train.py`` at
+  105b9a0: neural solvers of a second-order ODE (trial solution ``A0 + A1*t + t**2 * model(t)``)
+  and of a Dirichlet Poisson problem, whose residuals use the network's derivatives in its input:
+  ``t.requires_grad = True`` set again on a leaf every call, ``autograd.grad`` without and with
+  ``create_graph`` (second derivatives by two grads of ``.sum()``), ``torch.tensor(-x)`` of a
+  grad-requiring tensor (a detached copy with torch's UserWarning, asserted on both sides),
+  ``torch.exp(torch.tensor(-1))`` of an int64 0-d tensor, Adam, ``torch.save`` of the state dict
+  when ``loss.item()`` improves. The programs' ``print`` is a collector given as a global (the
+  losses are read from it) and their ``__main__`` blocks are done by ``de_program``.
+
 Changes, the same on both sides: ``.cuda()`` dropped, Lightning's base class replaced by
 ``nn.Module``; tiny sizes (hypernetwork batch 2 of 3x32x32 at the repo's own widths; speech 2
 utterances of 12 mel features x 14/10 frames, hidden size 16, dropout 0 so the two random streams
 do not matter), parameters overwritten from seeded NumPy streams, synthetic data, lists for the
 ``DataLoader``s.
 
-Found: no value differences in these programs (see the compile file for what compile found).
+Found: no value differences between torch and eager tracegrad in these programs. Under
+``tracegrad.compile`` the ODE step found a spurious graph break for a leaf-view argument, fixed
+(see tests/compile/test_public_patterns_round53.py).
 """
 import io
 import types

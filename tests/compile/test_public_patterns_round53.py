@@ -13,7 +13,22 @@ three calls on the same initial state:
   and ``CTCLoss(zero_infinity=True)`` with float padded targets and Python-list lengths,
   ``clip_grad_norm_`` and AdamW; the ``'lr'`` read from ``param_groups`` into the returned log.
 
-Found: see the api file; no differences between compiled and eager tracegrad.
+- Deceptrax123/Differential-Equations-Using-Neural-Networks (MIT, ``2ndorder_ode/train.py`` at
+  8c7b49d): the loop body of ``train()`` (network derivatives by ``autograd.grad``, the second
+  with ``create_graph``, MSE of the residuals, Adam) with ``t = t.view(t.size(0), 1)`` built
+  before the call.
+
+Found and fixed: a view of a tensor that needs no grad (``t = t.view(n, 1)``) made
+``requires_grad`` before the call is a leaf (``t.is_leaf`` is True in both libraries) and a
+backward inside the step fills its ``.grad``. The trace took any argument with a ``_base`` for one
+whose graph was built outside the call, and ``loss.backward()`` became a graph break (every call
+eager). ``see_grad_owner`` in _lowering/capture.py and ``_arg_grads`` in _lowering/region.py now
+ask whether the view's base needs grad (test_second_order_ode_step_compiled_leaf_view_argument,
+test_leaf_view_argument_grad_compiled). Left alone: the repo's own step sets ``t.requires_grad =
+True`` on its argument inside the call, a graph break by design (the program would set it on a
+stand-in); those calls run eagerly with the right values (test_second_order_ode_step_compiled).
+The whole 18-block hypernetwork step compiles and matches too (tried), but takes 40-120 s here,
+so the test compiles three of its blocks.
 """
 import types
 
