@@ -807,7 +807,9 @@ class Capture:
         raised at the backward's line before the function reads ``.grad``s it would not fill
         (``_arg_grads`` in region.py would find it only after the function returned)."""
         arg = self.stand_ins.get(id(t._st)) if accumulate and self.stand_ins else None
-        if arg is not None and (arg._gf is not None or arg._base is not None):
+        # a view of a tensor that needs no grad (``t = t.view(n, 1)`` before the call, then
+        # ``t.requires_grad = True`` inside it) is a leaf, as eager's: its .grad is filled
+        if arg is not None and (arg._gf is not None or (arg._base is not None and arg._base._rg)):
             raise GraphBreak("backward() inside the compiled function reaches a tensor argument whose graph "
                              "was built outside it")
         if id(t) not in self.grad_owners:

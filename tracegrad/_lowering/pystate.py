@@ -749,7 +749,12 @@ def _items(v, depth=_NESTED):
     (label, signature) pairs: a counter kept in a dict or list (``stats["n"] += 1``,
     ``stats["train"]["n"] += 1``) changes them; a tensor stored there does not."""
     if isinstance(v, dict):
-        return (("len", len(v)),) + tuple((f"[{_key(k)}]", _leaf(a, depth)) for k, a in v.items())
+        # a module's globals held as a value (the ``SimpleNamespace`` of an exec'd program's
+        # globals a step reads) get ``__warningregistry__`` from Python's warnings machinery
+        # when a warning is issued from that code, even one filtered out: its bookkeeping, not
+        # user state, and a graph break on every call that warned
+        kv = [(k, a) for k, a in v.items() if not (type(k) is str and k == "__warningregistry__")]
+        return (("len", len(kv)),) + tuple((f"[{_key(k)}]", _leaf(a, depth)) for k, a in kv)
     if isinstance(v, (list, collections.deque, tuple)):
         return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a, depth)) for i, a in enumerate(v))
     return (("len", len(v)),)

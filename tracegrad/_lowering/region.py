@@ -2187,7 +2187,8 @@ def _arg_grads(kinds, leaves, wrappers, vjp):
     out = []
     for i, (k, w) in enumerate(zip(kinds, wrappers)):
         if k == "data" and w._grad is not None:
-            if leaves[i]._gf is not None or leaves[i]._base is not None:
+            # a view of a tensor needing no grad is a leaf (see ``see_grad_owner`` in capture.py)
+            if leaves[i]._gf is not None or (leaves[i]._base is not None and leaves[i]._base._rg):
                 raise GraphBreak(f"backward() inside the compiled function reaches argument {i}, "
                                  "whose graph was built outside it")
             out.append((i, w._grad._value))
