@@ -20,12 +20,15 @@ Fixed in tracegrad (each case is in the table below):
   size check comes first (RuntimeError / TypeError, ``split_-1_2``, ``split_1.5_2``).
 - a 0-d tensor indexed with a float-bounded slice or a step of 0 or below: IndexError where torch
   unpacks the slice first (TypeError / ValueError, ``getitem_0d_slice_*``).
+- ``fft.fft2``/``ifft2``/``rfft2``/... of a 1-d input with a str ``s``: IndexError for the default
+  dims where torch's parser says TypeError for ``s`` first (``fft_fft2_n_str``).
 
 Found and left alone (not tabled): torch raises for ``Beta`` with empty parameters (a reshape of 0
 elements) and for ``StudentT(tensor([1, 2])).mean`` (an int64 overflow), quirks of its own;
 torch's ``pack_padded_sequence`` accepts a length larger than the time dimension (reading past the
 input), tracegrad refuses it (RuntimeError); torch's float16 ``linalg.matrix_exp`` gives NaN for a
-3x3 matrix whose exponential fits float16, tracegrad its value. torch's LinAlgError is another
+3x3 matrix whose exponential fits float16, tracegrad its value; torch's ``linalg.eigvals`` of an
+all-NaN matrix crashed the process (MKL), so NaN inputs are not tabled. torch's LinAlgError is another
 class object than tracegrad's, so the singular cases are compared by ``test_linalg_error``.
 
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the
@@ -604,6 +607,41 @@ C["getitem_adv_split_ok"] = lambda T: R(T, 2, 3, 4)[T.tensor([0, 1]), :, T.tenso
 C["getitem_empty_dim_ok"] = lambda T: T.ones(0, 3)[:, 1].shape
 C["getitem_empty_dim_int"] = lambda T: T.ones(0, 3)[0]
 
+# ---- a second pass: complex and batched-empty linalg inputs, fft of complex/odd sizes, more edge values
+CX = lambda T: T.tensor([[2. + 1j, 0.], [0., 3. - 1j]])
+for fname in ("inv", "det", "slogdet", "svdvals", "eigvals", "matrix_norm", "norm", "pinv", "matrix_exp", "qr", "solve_self",
+              "cholesky", "eigh", "eigvalsh", "lu_factor", "matrix_rank", "cond", "diagonal", "tensorinv"):
+    C[f"linalg_{fname}_complex"] = lambda T, fn=_FNS[fname]: fn(T, CX(T))
+    C[f"linalg_{fname}_batch_empty_mats"] = lambda T, fn=_FNS[fname]: fn(T, T.ones(2, 0, 0))
+    C[f"linalg_{fname}_3d_nonsq"] = lambda T, fn=_FNS[fname]: fn(T, T.ones(2, 2, 3))
+    C[f"linalg_{fname}_int32"] = lambda T, fn=_FNS[fname]: fn(T, T.eye(2, dtype=T.int32))
+for f in _FFT1 + ("fft2", "fftn", "rfftn", "irfftn"):
+    C[f"fft_{f}_complex"] = lambda T, f=f: getattr(T.fft, f)(T.tensor([[1. + 1j, 2.], [0., 1j]]))
+    C[f"fft_{f}_odd_ok"] = lambda T, f=f: getattr(T.fft, f)(R(T, 5))
+    C[f"fft_{f}_f64_ok"] = lambda T, f=f: getattr(T.fft, f)(R(T, 4).double())
+    C[f"fft_{f}_half"] = lambda T, f=f: getattr(T.fft, f)(R(T, 4).half())
+    C[f"fft_{f}_noncontig_ok"] = lambda T, f=f: getattr(T.fft, f)(R(T, 4, 4).t()[1])
+    C[f"fft_{f}_n_str"] = lambda T, f=f: getattr(T.fft, f)(R(T, 4), "4")
+    C[f"fft_{f}_out_wrong"] = lambda T, f=f: getattr(T.fft, f)(R(T, 4), out=T.ones(4))
+for fn in ("stack", "cat"):
+    C[f"{fn}_out_ok"] = lambda T, fn=fn: (lambda o: (getattr(T, fn)([R(T, 2), R(T, 2)], out=o), o)[1])(T.empty(0))
+    C[f"{fn}_out_int"] = lambda T, fn=fn: getattr(T, fn)([R(T, 2), R(T, 2)], out=T.empty(0, dtype=T.int64))
+    C[f"{fn}_out_is_input"] = lambda T, fn=fn: (lambda x: getattr(T, fn)([x, x], out=x))(R(T, 4))
+    C[f"{fn}_noncontig_ok"] = lambda T, fn=fn: getattr(T, fn)([R(T, 3, 2).t(), R(T, 2, 3)])
+    C[f"{fn}_requires_grad_ok"] = lambda T, fn=fn: getattr(T, fn)([R(T, 2).requires_grad_(), R(T, 2)]).requires_grad
+    C[f"{fn}_generator"] = lambda T, fn=fn: getattr(T, fn)(x for x in [R(T, 2), R(T, 2)])
+    C[f"{fn}_dim_kw_str"] = lambda T, fn=fn: getattr(T, fn)([R(T, 2), R(T, 2)], dim="0")
+C["einsum_repeat_out"] = lambda T: T.einsum("ij->ii", R(T, 2, 2))
+C["einsum_upper_lower_ok"] = lambda T: T.einsum("iI->Ii", R(T, 2, 3))
+C["einsum_two_ellipsis"] = lambda T: T.einsum("...i...->i", R(T, 2, 3))
+C["einsum_ellipsis_bcast_ok"] = lambda T: T.einsum("...i,...i->...", R(T, 2, 3), R(T, 1, 3))
+C["einsum_ellipsis_bad_bcast"] = lambda T: T.einsum("...i,...i->...", R(T, 2, 3), R(T, 4, 3))
+C["einsum_many_ops_ok"] = lambda T: T.einsum("i,i,i,i->", *[R(T, 3)] * 4)
+C["einsum_dim_mismatch"] = lambda T: T.einsum("ii->i", R(T, 2, 3))
+C["einsum_bool_ok"] = lambda T: T.einsum("i,i->i", T.tensor([True, False]), T.tensor([True, True]))
+C["einsum_f64_f32_ok"] = lambda T: T.einsum("i,i->", R(T, 3).double(), R(T, 3))
+C["einsum_complex_ok"] = lambda T: T.einsum("i,i->", T.tensor([1j, 2.]), T.tensor([1., 1j]))
+
 # ---- found and left alone (see the module docstring), not tabled
 for _n in ("dist_Beta_0_empty", "dist_Beta_0_empty_mean", "dist_StudentT_0_int_t_mean",
            "pack_[4, 2, 1]_True", "pack_[4, 2, 1]_True_bf", "pack_[4, 2, 1]_False", "pack_[4, 2, 1]_False_bf",
@@ -611,7 +649,8 @@ for _n in ("dist_Beta_0_empty", "dist_Beta_0_empty_mean", "dist_StudentT_0_int_t
     del C[_n]
 # built as accepted calls by the loops, but torch refuses them (both raise the same class)
 for _n in ("cross_bcast_ok", "linalg_lstsq_batch_ok", "linalg_tensorinv_batch_ok", "linalg_solve_vec_f64_ok",
-           "linalg_solve_ex_f64_ok", "linalg_lstsq_f64_ok", "v2p_int_ok"):
+           "linalg_solve_ex_f64_ok", "linalg_lstsq_f64_ok", "v2p_int_ok", "fft_fft2_odd_ok", "fft_fft2_f64_ok",
+           "fft_fft2_noncontig_ok", "einsum_f64_f32_ok"):
     C[_n[:-3] + "_refused"] = C.pop(_n)
 # torch's LinAlgError is another class object than tracegrad's: compared by test_linalg_error below
 _LINALG_ERR = {n: C.pop(n) for n in ("solve_singular", "inv_singular", "cholesky_notpd")}
@@ -629,6 +668,7 @@ GIST = {
     "getitem_0d_slice_step0": "slice step cannot be zero",
     "getitem_0d_slice_neg_step": "step must be greater than zero",
     "getitem_0d_slice_float": "slice indices must be integers",
+    "fft_fft2_n_str": "must be tuple of ints",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 
