@@ -70,7 +70,7 @@ def _check_precision(A, api):
                            f"(got {torch_name}); convert with .float()")
 
 
-def _check(A, api, square=True, min_dim=2, floating=True):
+def _check(A, api, square=True, min_dim=2, floating=True, precision=True):
     """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
     floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError);
     float16/bfloat16 where torch's CPU kernels have none (NotImplementedError or RuntimeError)."""
@@ -85,7 +85,8 @@ def _check(A, api, square=True, min_dim=2, floating=True):
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    _check_precision(A, api)
+    if precision:
+        _check_precision(A, api)
 
 
 def _check_rhs(api, A, B, left=True):
@@ -288,7 +289,10 @@ def inv_ex(A, *, check_errors=False, out=None):
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """Mirrors ``torch.linalg.solve_ex``: ``(result, info)`` of ``linalg.solve`` with the
     ``info`` code of ``inv_ex``. LinAlgError with ``check_errors=True`` for a singular ``A``."""
-    _check(A, "solve_ex")
+    # torch compares B's dtype and shape with A's before its LU kernel refuses float16/bfloat16
+    _check(A, "solve_ex", precision=False)
+    _check_rhs("solve_ex", A, B, left)
+    _check_precision(A, "solve_ex")
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
         raise LinAlgError(f"linalg.solve_ex: {first_error(info)[0]}The solver failed because the input matrix "

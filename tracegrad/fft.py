@@ -161,6 +161,10 @@ def _shape_and_dims(x, s, dim, api="fftn"):
     tuples; the last ``len(s)`` dims when only ``s`` is given, every dim when neither is."""
     nd = x.dim()
     axes = None
+    # torch's parser checks s's type before any dim is wrapped (a str s with a 1-d input's default dims)
+    if s is not None and not isinstance(s, int) and not all(isinstance(v, int) and not isinstance(v, bool) for v in s):
+        raise TypeError(f"fft_{api}(): argument 's' must be tuple of ints, not {type(s).__name__} holding "
+                        f"{', '.join(sorted({type(v).__name__ for v in s}))}")
     if dim is not None:
         first = dim if isinstance(dim, int) else next(iter(dim), None)
         if nd == 0 and first is not None:   # torch wraps each dim before the duplicates check; 0-d has none
@@ -171,9 +175,6 @@ def _shape_and_dims(x, s, dim, api="fftn"):
     if s is None:
         axes = tuple(range(nd)) if axes is None else axes
         return tuple(_points(x.shape[a]) for a in axes), axes
-    if not isinstance(s, int) and not all(isinstance(v, int) and not isinstance(v, bool) for v in s):
-        raise TypeError(f"fft_{api}(): argument 's' must be tuple of ints, not {type(s).__name__} holding "
-                        f"{', '.join(sorted({type(v).__name__ for v in s}))}")
     s = (s,) if isinstance(s, int) else tuple(s)
     if axes is not None and len(s) != len(axes):
         raise RuntimeError(f"When given, dim and shape arguments must have the same length; got {len(axes)} dims "

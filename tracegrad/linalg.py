@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _state
-from ._linalg_decomp import LinAlgError, _check, _check_rhs, _cholesky_ex, _hermitian_from, _solve_ex
+from ._linalg_decomp import LinAlgError, _check, _check_precision, _check_rhs, _cholesky_ex, _hermitian_from, _solve_ex
 from ._linalg_decomp import _cholesky_info, _singular_info, first_error, has_error
 from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations and solves)
     cholesky_ex as cholesky_ex, eig as eig, eigvals as eigvals, householder_product as householder_product,
@@ -109,6 +109,10 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     Raises RuntimeError for a non-floating input."""
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    # torch's argument parser checks ord's type before the op looks at the dtype
+    if not isinstance(ord, (int, float, complex, Tensor)) and type(ord).__module__ != "numpy":   # a str, None, a list
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}; for the "
+                        "Frobenius/nuclear norms use linalg.matrix_norm")
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_dt.SCALAR_NAMES.get(x.dtype.name, x.dtype.name)}")
@@ -166,6 +170,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "fro":
         return _vector_norm(A, ord=2.0, dim=dim, keepdim=bool(keepdim))
+    # the negative orders end in a minimum (of the singular values, of the row or column sums),
+    # which has no value over no elements: torch's amin raises IndexError (NumPy's min raised
+    # its own ValueError here)
+    empty = {-2: dim if min(A.shape[d] for d in dim) == 0 else (), float("-inf"): (dim[0],), -1: (dim[1],)}
+    for d in empty.get(ord, ()):
+        if A.shape[d] == 0:
+            raise IndexError(f"linalg.matrix_norm: the {ord:g} norm takes a minimum over dimension {d}, which is "
+                             "expected to have non-zero size; use a positive order or a non-empty input")
     return _matrix_norm(A, ord=ord, dim=dim, keepdim=bool(keepdim))
 
 
@@ -251,8 +263,10 @@ def slogdet(A, *, out=None):
 def solve(A, B, *, left=True, out=None):
     """Mirrors ``torch.linalg.solve``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
     ``left=False``); ``B`` may be a batch of vectors. Raises LinAlgError for a singular ``A``."""
-    _check(A, "solve")
+    # torch compares B's dtype and shape with A's before its LU kernel refuses float16/bfloat16
+    _check(A, "solve", precision=False)
     vector = _check_rhs("solve", A, B, left)
+    _check_precision(A, "solve")
     if not left:
         return solve(A.mT, B.mT).mT
     return _finite_or_raise(_solve_ex(A, B, vector=vector), "solve",

@@ -411,6 +411,13 @@ def getitem(self, key):
     py_bool = any(type(k) is bool for k in (key if isinstance(key, tuple) else (key,)))
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
+        # torch unpacks a slice before it looks at the rank: a float bound is TypeError, a step
+        # of 0 or below ValueError, even on a 0-d tensor
+        for k in (key if isinstance(key, tuple) else (key,)):
+            if isinstance(k, slice):
+                step = [_idx(v) for v in (k.start, k.stop, k.step)][2]
+                if step is not None and step <= 0:
+                    raise ValueError("slice step cannot be zero" if step == 0 else "step must be greater than zero")
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     raws = [] if _records(self) else None
     markers, arrays = _parse_key(self, key, raws)

@@ -547,15 +547,19 @@ def split(tensor, split_size_or_sections, dim=0):
     RuntimeError for a 0-d tensor, a negative size, a zero ``split_size`` of a non-empty dim, or
     sizes that do not sum to the dim's size."""
     _check_splittable(tensor, "split")
-    d = _wrap_dim(dim, tensor.ndim)
-    n = tensor.shape[d]
+    # torch's parser checks the sizes' types (and split's kernel a negative split_size) before
+    # the dim is wrapped: those errors win over a dim out of range
     if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() == 1:
         split_size_or_sections = int(split_size_or_sections)   # torch's Tensor.split reads it with int()
     if isinstance(split_size_or_sections, int):
         if type(split_size_or_sections) is bool:    # an int to Python, not to torch's parser
             raise TypeError(f"split(): argument 'split_size' must be int or tuple of ints, not bool")
         s = split_size_or_sections
-        if s < 0 or (s == 0 and n):
+        if s < 0:
+            raise RuntimeError(f"split(): split_size must be non-negative, got split_size={s}")
+        d = _wrap_dim(dim, tensor.ndim)
+        n = tensor.shape[d]
+        if s == 0 and n:
             raise RuntimeError(f"split(): split_size must be positive (it may be 0 only for a dimension of size 0), "
                                f"got split_size={s} for dimension {d} of size {n}")
         sizes = tuple(builtins.min(s, n - i) for i in range(0, n, s)) if n else (0,)
@@ -567,6 +571,8 @@ def split(tensor, split_size_or_sections, dim=0):
         raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not "
                         f"{type(split_size_or_sections).__name__}; pass a Python int or a list of ints")
     sizes = _index_all(tuple(split_size_or_sections), "split_with_sizes", "split_sizes")   # a float, a str: TypeError
+    d = _wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
     if builtins.any(x < 0 for x in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
                            f"split_sizes={list(sizes)}")
