@@ -852,3 +852,19 @@ def test_grad_set_on_a_frozen_param_before_step():
             res.append(snapshot(model))
         return res
     _both(run)
+
+
+def test_deepcopy_of_model_and_optimizer_together_after_tracing():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        step = wrap(_sgd_step(mod, model, opt))
+        res = [snapshot(step(data(mod, i, 5, 4), labels(mod, i, 5, 3))) for i in range(2)]
+        m2, o2 = copy.deepcopy((model, opt))     # the copied optimizer refers to the copied params
+        step2 = wrap(_sgd_step(mod, m2, o2))
+        for i in range(2, 4):
+            res.append(snapshot(step(data(mod, i, 5, 4), labels(mod, i, 5, 3))))
+            res.append(snapshot(step2(data(mod, i + 7, 5, 4), labels(mod, i + 7, 5, 3))))
+            res.append([snapshot(model), snapshot(m2), snapshot(opt), snapshot(o2)])
+        return res
+    _both(run)
