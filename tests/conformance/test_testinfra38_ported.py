@@ -25,7 +25,10 @@ columns); ``linalg.pinv`` takes torch's ``rcond`` overload (positional or keywor
 ("... tensor of complex type is not supported", it dropped the imaginary part), words a non-matrix or
 non-floating input as torch ("linalg.pinv(Float{[3]}): expected a tensor with 2 or more dimensions of
 float, double, cfloat or cdouble types") and refuses an ``out`` of a lower category with "Expected
-result to be safely castable from Float dtype, but got result with dtype Int".
+result to be safely castable from Float dtype, but got result with dtype Int"; linalg.solve,
+solve_triangular and lu_solve name the matrix sizes in a shape mismatch as torch ("(3x3 and 2x1)",
+they named the whole shapes as tuples), and lu_solve refuses a 1-D ``B`` with torch's "The input
+tensor B must have at least 2 dimensions." (it reported a shape mismatch).
 
 ``TI38_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that
 in a subprocess), so every expectation is torch's.
@@ -548,6 +551,58 @@ class TestLinalgTI38(TestCase):
         for n, batch, rhs in itertools.product(ns, batches, nrhs):
             run_test(n, batch, rhs)
 
+    @skipCUDAIfNoMagma
+    @skipCPUIfNoLapack
+    @dtypes(*floating_and_complex_types())
+    def test_solve_errors_and_warnings(self, device, dtype):
+        with self.assertRaisesRegex(RuntimeError, "must be batches of square matrices"):
+            a = torch.randn(2, 3, 4, 3, dtype=dtype, device=device)
+            b = torch.randn(2, 3, 4, 1, dtype=dtype, device=device)
+            torch.linalg.solve(a, b)
+
+        # torch 2.13 words it "Incompatible shapes of A and B for the equation AX = B (3x3 and 2x1)"
+        with self.assertRaisesRegex(RuntimeError, r"Incompatible shapes of A and B for the equation AX = B \(3x3 and 2x1\)"):
+            a = torch.randn(2, 3, 3, 3, dtype=dtype, device=device)
+            b = torch.randn(2, 3, 2, 1, dtype=dtype, device=device)
+            torch.linalg.solve(a, b)
+
+        def run_test_singular_input(batch_dim, n):
+            a = torch.eye(3, 3, dtype=dtype, device=device).reshape((1, 3, 3)).repeat(batch_dim, 1, 1)
+            a[n, -1, -1] = 0
+            b = torch.randn(batch_dim, 3, 1, dtype=dtype, device=device)
+            # torch 2.13's words (the old "The diagonal element 3 is zero" is gone from linalg.solve)
+            with self.assertRaisesRegex(RuntimeError, rf'\(Batch element {n}\): The solver failed because the input '
+                                                      'matrix is singular'):
+                torch.linalg.solve(a, b)
+
+        for params in [(1, 0), (2, 0), (2, 1), (4, 0), (4, 2), (10, 2)]:
+            run_test_singular_input(*params)
+
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            A = torch.eye(2, dtype=dtype, device=device).reshape((1, 2, 2)).repeat(2, 1, 1)
+            b = torch.randn(2, 2, 2, dtype=dtype, device=device)
+            out = torch.zeros(1, dtype=dtype, device=device)
+            torch.linalg.solve(A, b, out=out)
+            self.assertEqual(len(w), 1)
+            self.assertTrue("An output with one or more elements was resized" in str(w[-1].message))
+
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            A = torch.eye(2, dtype=dtype, device=device)
+            b = torch.randn(2, dtype=dtype, device=device)
+            out = torch.zeros(1, dtype=dtype, device=device)
+            torch.linalg.solve(A, b, out=out)
+            self.assertEqual(len(w), 1)
+            self.assertTrue("An output with one or more elements was resized" in str(w[-1].message))
+
+        a = torch.eye(2, dtype=dtype, device=device)
+        b = torch.randn(2, 1, dtype=dtype, device=device)
+        out = torch.empty(0, dtype=torch.int, device=device)
+        # torch 2.13 wants the out dtype exactly (the old "but got result with dtype Int" text is gone)
+        with self.assertRaisesRegex(RuntimeError, "Expected out tensor to have dtype .*, but got int instead"):
+            torch.linalg.solve(a, b, out=out)
+
     # ~~~ qr ~~~
     @precisionOverride({torch.float32: 5e-6, torch.complex64: 5e-6})
     @skipCUDAIfNoMagma
@@ -754,6 +809,23 @@ class TestFixesTI38(TestCase):
         out = torch.empty(0, dtype=torch.double, device=device)
         self.assertIs(torch.linalg.pinv(a, out=out), out)
         self.assertEqual(out, torch.linalg.pinv(a).double())
+
+    def test_solvers_name_matrix_sizes(self, device):
+        A, A3 = torch.eye(3, device=device), torch.eye(3, device=device).expand(2, 3, 3)
+        LU, piv = torch.linalg.lu_factor(A)
+        for fn, args in ((torch.linalg.solve, (A, torch.ones(2, 1, device=device))),
+                         (torch.linalg.solve, (A3, torch.ones(2, 2, 1, device=device))),
+                         (torch.linalg.solve, (A, torch.ones(2, device=device))),
+                         (partial(torch.linalg.solve_triangular, upper=True), (A, torch.ones(2, 1, device=device))),
+                         (torch.linalg.lu_solve, (LU, piv, torch.ones(2, 1, device=device)))):
+            with self.assertRaisesRegex(RuntimeError, r"Incompatible shapes of A and B for the equation AX = B "
+                                                      r"\(3x3 and 2x1\)$"):
+                fn(*args)
+        with self.assertRaisesRegex(RuntimeError, r"XA = B \(3x3 and 2x2\)$"):
+            torch.linalg.solve(A, torch.ones(2, 2, device=device), left=False)
+        with self.assertRaisesRegex(RuntimeError, r"^linalg.lu_solve: The input tensor B must have at least 2 "
+                                                  r"dimensions.$"):
+            torch.linalg.lu_solve(LU, piv, torch.ones(3, device=device))
 
 
 _cdt.instantiate_device_type_tests(TestLinalgTI38, globals(), only_for="cpu")
