@@ -643,6 +643,8 @@ def householder_product(A, tau, *, out=None):
     both. RuntimeError for shapes that break those bounds or differing dtypes; NotImplementedError
     (no such kernel in torch) for integer or bool ones."""
     integral = isinstance(A, Tensor) and A.dtype._cat < 2
+    if isinstance(A, Tensor) and A.dim() < 2:   # torch's own words for this op
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
     _check(A.float() if integral else A, "householder_product", square=False)
     m, n = A.shape[-2:]
     if n > m:
@@ -651,12 +653,16 @@ def householder_product(A, tau, *, out=None):
     if tau.dim() < 1 or tau.shape[-1] > n:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
                            f"tau.shape[-1] (got {n} and tau of shape {tuple(tau.shape)})")
-    if tau.dim() != A.dim() - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+    if tau.dim() != A.dim() - 1:
+        raise RuntimeError(f"torch.linalg.householder_product: Expected tau to have one dimension less than input, "
+                           f"but got tau.ndim equal to {tau.dim()} and input.ndim is equal to {A.dim()}")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"torch.linalg.householder_product: Expected batch dimensions of tau to be equal to "
                            f"input.shape[:-2], got tau of shape {tuple(tau.shape)} for input {tuple(A.shape)}")
     if A.dtype is not tau.dtype:
-        raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
-                           f"{A.dtype}")
+        # torch names the scalar types ("Int", "Float"), not the dtype objects
+        raise RuntimeError(f"torch.linalg.householder_product: tau dtype {_dt.SCALAR_NAMES[tau.dtype.name]} does "
+                           f"not match input dtype {_dt.SCALAR_NAMES[A.dtype.name]}")
     if integral:   # torch checks the shapes and dtypes above, then finds no kernel
         name = _dt.SCALAR_NAMES[A.dtype.name]
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{name}'; linalg.householder_product "

@@ -515,8 +515,8 @@ def cross(input, other, *, dim=-1, out=None):
     broadcast). Raises RuntimeError when that dim is not of size 3, the ranks differ or the
     other dims do not broadcast; IndexError for a dim out of range."""
     if input.ndim != other.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions; got {input.ndim} and "
-                           f"{other.ndim}")
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. (got {input.ndim} and "
+                           f"{other.ndim})")
     check_same_dtype("linalg.cross", input, other)
     if input.dtype is _dt.bool_:
         raise NotImplementedError("linalg.cross: \"cross\" not implemented for 'Bool'; convert the inputs with .long()")
