@@ -29,7 +29,12 @@ float, double, cfloat or cdouble types") and refuses an ``out`` of a lower categ
 result to be safely castable from Float dtype, but got result with dtype Int"; linalg.solve,
 solve_triangular and lu_solve name the matrix sizes in a shape mismatch as torch ("(3x3 and 2x1)",
 they named the whole shapes as tuples), and lu_solve refuses a 1-D ``B`` with torch's "The input
-tensor B must have at least 2 dimensions." (it reported a shape mismatch).
+tensor B must have at least 2 dimensions." (it reported a shape mismatch);
+``torch.cross`` without ``dim`` picks the first size-3 dim of ``input`` alone, as torch (it used the
+broadcast shape, so ``cross(rand(1, 3), rand(3, 3))`` crossed along dim 0 and failed) and leaves the
+rank and size checks to linalg.cross's words; ``linalg.householder_product`` words a 1-D input, a tau of
+the wrong rank, mixed dtypes ("tau dtype Int does not match input dtype Float") and an ``out`` of a
+lower category as torch.
 
 ``TI38_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that
 in a subprocess), so every expectation is torch's.
@@ -1116,6 +1121,42 @@ class TestFixesTI38(TestCase):
         with self.assertRaisesRegex(RuntimeError, r"^linalg.lu_solve: The input tensor B must have at least 2 "
                                                   r"dimensions.$"):
             torch.linalg.lu_solve(LU, piv, torch.ones(3, device=device))
+
+    def test_cross_default_dim_from_input(self, device):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a, b = torch.rand(1, 3, device=device), torch.rand(3, 3, device=device)
+            # the first size-3 dim of input (1), not of the broadcast shape (0)
+            self.assertEqual(torch.cross(a, b), torch.linalg.cross(a, b, dim=1))
+            with self.assertRaisesRegex(RuntimeError, "^no dimension of size 3 in input"):
+                torch.cross(torch.rand(1, device=device), torch.rand(3, device=device))
+            with self.assertRaisesRegex(RuntimeError, r"^linalg.cross: inputs must have the same number of "
+                                                      r"dimensions."):
+                torch.cross(torch.rand(2, 3, device=device), torch.rand(2, 3, 2, device=device))
+            with self.assertRaisesRegex(RuntimeError, r"^linalg.cross: inputs dimension 1 must have length 3. "
+                                                      r"Got 3 and 5$"):
+                torch.cross(torch.rand(5, 3, device=device), torch.rand(3, 5, device=device))
+
+    def test_householder_product_messages(self, device):
+        hp = torch.linalg.householder_product
+        with self.assertRaisesRegex(RuntimeError, r"^torch.linalg.householder_product: input must have at least 2 "
+                                                  r"dimensions.$"):
+            hp(torch.rand(4, device=device), torch.rand(2, device=device))
+        with self.assertRaisesRegex(RuntimeError, r"^torch.linalg.householder_product: Expected tau to have one "
+                                                  r"dimension less than input, but got tau.ndim equal to 1 and "
+                                                  r"input.ndim is equal to 3"):
+            hp(torch.rand(2, 3, 3, device=device), torch.rand(3, device=device))
+        with self.assertRaisesRegex(RuntimeError, r"^torch.linalg.householder_product: tau dtype Double does not "
+                                                  r"match input dtype Float"):
+            hp(torch.rand(3, 3, device=device), torch.rand(3, dtype=torch.double, device=device))
+        with self.assertRaisesRegex(RuntimeError, r"^torch.linalg.householder_product: Expected result to be safely "
+                                                  r"castable from Float dtype, but got result with dtype Long$"):
+            hp(torch.rand(3, 3, device=device), torch.rand(3, device=device),
+               out=torch.empty(0, dtype=torch.long, device=device))
+        out = torch.empty(0, dtype=torch.double, device=device)
+        A, tau = torch.rand(3, 3, device=device), torch.rand(3, device=device)
+        self.assertIs(hp(A, tau, out=out), out)
+        self.assertEqual(out, hp(A, tau).double())
 
 
 _cdt.instantiate_device_type_tests(TestLinalgTI38, globals(), only_for="cpu")
