@@ -89,6 +89,13 @@ def _check(A, api, square=True, min_dim=2, floating=True, precision=True):
         _check_precision(A, api)
 
 
+def _sizes(A, B, vector=False):
+    """The matrix sizes torch's solvers name in a shape mismatch: "3x3 and 2x1" (a vector ``B``
+    of ``n`` entries is an ``n x 1`` matrix; batch dims are not named)."""
+    b = f"{B.shape[-1]}x1" if vector else f"{B.shape[-2]}x{B.shape[-1]}"
+    return f"{A.shape[-2]}x{A.shape[-1]} and {b}"
+
+
 def _check_rhs(api, A, B, left=True):
     """torch's checks of a solve's right-hand side ``B`` against ``A`` (RuntimeError: another
     dtype, too few dims, sizes or batch dims that do not fit); whether ``B`` is a (batch of)
@@ -107,7 +114,7 @@ def _check_rhs(api, A, B, left=True):
     rows = B.shape[-1] if vector else B.shape[-2] if left else B.shape[-1]
     if rows != A.shape[-1]:
         raise RuntimeError(f"linalg.{api}: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
+                           f"{'AX = B' if left else 'XA = B'} ({_sizes(A, B, vector)})")
     broadcast_shape([A.shape[:-2], B.shape[:-1] if vector else B.shape[:-2]], f"linalg.{api}")
     return vector
 
@@ -438,9 +445,11 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     RuntimeError for a non-square ``LU`` or mismatched sizes."""
     _check(LU, "lu_solve")
     n = LU.shape[-1]
-    if B.dim() < 2 or (B.shape[-2] if left else B.shape[-1]) != n:
+    if B.dim() < 2:   # torch's words (a vector B is not taken here)
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    if (B.shape[-2] if left else B.shape[-1]) != n:
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({tuple(LU.shape)} and {tuple(B.shape)})")
+                           f"{'AX = B' if left else 'XA = B'} ({_sizes(LU, B)})")
     if pivots.dtype.name != "int32":
         raise RuntimeError(f"linalg.lu_solve: pivots should be a Tensor of scalar type int32, got {pivots.dtype}")
     if tuple(pivots.shape) != tuple(LU.shape[:-1]):
@@ -473,7 +482,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
                            f"{B.dim()}; pass B as a (batch of) matrices")
     if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
+                           f"{'AX = B' if left else 'XA = B'} ({_sizes(A, B)})")
     # the batch dims broadcast (torch's RuntimeError; JAX's ValueError would leak)
     broadcast_shape([A.shape[:-2], B.shape[:-2]], "linalg.solve_triangular")
     if not (A.is_floating_point() or A.is_complex()):   # torch's kernel has no integer version, checked last
@@ -638,6 +647,8 @@ def householder_product(A, tau, *, out=None):
     both. RuntimeError for shapes that break those bounds or differing dtypes; NotImplementedError
     (no such kernel in torch) for integer or bool ones."""
     integral = isinstance(A, Tensor) and A.dtype._cat < 2
+    if isinstance(A, Tensor) and A.dim() < 2:   # torch's own words for this op
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
     _check(A.float() if integral else A, "householder_product", square=False)
     m, n = A.shape[-2:]
     if n > m:
@@ -646,12 +657,16 @@ def householder_product(A, tau, *, out=None):
     if tau.dim() < 1 or tau.shape[-1] > n:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
                            f"tau.shape[-1] (got {n} and tau of shape {tuple(tau.shape)})")
-    if tau.dim() != A.dim() - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+    if tau.dim() != A.dim() - 1:
+        raise RuntimeError(f"torch.linalg.householder_product: Expected tau to have one dimension less than input, "
+                           f"but got tau.ndim equal to {tau.dim()} and input.ndim is equal to {A.dim()}")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"torch.linalg.householder_product: Expected batch dimensions of tau to be equal to "
                            f"input.shape[:-2], got tau of shape {tuple(tau.shape)} for input {tuple(A.shape)}")
     if A.dtype is not tau.dtype:
-        raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
-                           f"{A.dtype}")
+        # torch names the scalar types ("Int", "Float"), not the dtype objects
+        raise RuntimeError(f"torch.linalg.householder_product: tau dtype {_dt.SCALAR_NAMES[tau.dtype.name]} does "
+                           f"not match input dtype {_dt.SCALAR_NAMES[A.dtype.name]}")
     if integral:   # torch checks the shapes and dtypes above, then finds no kernel
         name = _dt.SCALAR_NAMES[A.dtype.name]
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{name}'; linalg.householder_product "

@@ -96,14 +96,14 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 @accepts_out(exact_dtype=True)
 def cross(input, other, dim=None, *, out=None):
     """Mirrors ``torch.cross``: the cross product of 3-vectors along ``dim``; with ``dim=None``
-    (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast
-    shape. RuntimeError when there is none or ``dim`` is not of size 3."""
+    (deprecated in torch, which warns the same) the first dim of size 3 of ``input`` (torch looks
+    at ``input`` alone, then leaves the rest to linalg.cross: its rank and size checks and words).
+    RuntimeError when there is none or ``dim`` is not of size 3."""
     check_tensors("cross", input, other, names=("input", "other"))
     if dim is None:
         warn_once("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
                   "dim explicitly or use tracegrad.linalg.cross", UserWarning)
-        shape = broadcast_shape([input.shape, other.shape], "cross")
-        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input; pass tensors with a dim of size 3")
     return linalg.cross(input, other, dim=dim)

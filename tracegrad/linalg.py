@@ -80,15 +80,20 @@ def _finite_or_raise(out, api, why, A=None, info_of=None, detail=None, pivots_on
 
 
 def _svd_converges(A, api="svd"):
-    """torch's LAPACK SVD (gesdd) refuses a matrix holding a NaN: LinAlgError. A traced ``A`` has
-    no value to read: checked when the compiled program runs (NOTE [value checks at run time]:
-    a NaN reruns the call eagerly, which raises)."""
+    """torch's LAPACK SVD (gesdd) refuses a matrix holding a NaN: LinAlgError, naming the first
+    such batch element as torch does ("(Batch element i): "). A traced ``A`` has no value to read:
+    checked when the compiled program runs (NOTE [value checks at run time]: a NaN reruns the call
+    eagerly, which raises)."""
     if isinstance(A._value, jax.core.Tracer):
         _state.check_values(A._value, jnp.isnan)
         return
-    if A.numel() and bool(np.isnan(np.asarray(A.detach()._value)).any()):
-        raise LinAlgError(f"linalg.svd: The algorithm failed to converge because the input matrix contained "
-                          f"non-finite values (linalg.{api}).")
+    if not A.numel():
+        return
+    bad = np.isnan(np.asarray(A.detach()._value)).reshape(-1, A.shape[-2] * A.shape[-1]).any(axis=1)
+    if bad.any():
+        where = f"(Batch element {int(np.flatnonzero(bad)[0])}): " if A.dim() > 2 else ""
+        raise LinAlgError(f"linalg.svd: {where}The algorithm failed to converge because the input matrix "
+                          f"contained non-finite values (linalg.{api}).")
 
 
 def _op(name):
@@ -308,7 +313,12 @@ def qr(A, mode="reduced", *, out=None):
         if _grad_mode.is_grad_enabled() and A.requires_grad:
             R = _QrOnlyR.apply(A, R.detach())
         return QRResult(eye(0, dtype=A.dtype).reshape(0), R)
-    return QRResult(*_qr(A, mode=mode))
+    Q, R = _qr(A, mode=mode)
+    if mode == "complete" and A.shape[-2] > A.shape[-1] and _grad_mode.is_grad_enabled() and A.requires_grad:
+        # torch has no derivative for a complete QR of a tall matrix (the extra columns of Q are not
+        # unique); its backward raises, where JAX's would give a gradient of one arbitrary choice
+        Q, R = _QrCompleteTall.apply(A, Q.detach(), R.detach())
+    return QRResult(Q, R)
 
 
 class _QrOnlyR(_Function):
@@ -326,6 +336,23 @@ class _QrOnlyR(_Function):
 
 
 _backward_cls(_QrOnlyR).__name__ = "LinalgQrBackward0"   # torch's node name
+
+
+class _QrCompleteTall(_Function):
+    """``(Q, R)`` of ``qr(A, mode='complete')`` for a tall ``A`` (more rows than columns) as torch's:
+    both require grad with ``A``, and their backward raises torch's RuntimeError."""
+
+    @staticmethod
+    def forward(ctx, A, Q, R):
+        return Q.clone(), R.clone()
+
+    @staticmethod
+    def backward(ctx, grad_Q, grad_R):
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols. "
+                           "Use mode='reduced' (linalg.qr) to differentiate through it.")
+
+
+_backward_cls(_QrCompleteTall).__name__ = "LinalgQrBackward0"
 
 
 @_op("LinalgSvd")
@@ -444,11 +471,26 @@ def _pinv_tol(A, atol, rtol, *, hermitian):
 
 
 @accepts_out()
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Mirrors ``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse, treating singular values
     (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero; ``atol``
     and ``rtol`` are numbers or tensors broadcasting over the batch. Defaults as torch: ``rtol``
-    is ``eps * max(m, n)`` where ``atol`` is not positive, else 0."""
+    is ``eps * max(m, n)`` where ``atol`` is not positive, else 0. ``rcond`` (positional or
+    keyword, NumPy's name) is torch's other overload: ``rtol=rcond`` with ``atol=0``, and it
+    cannot be mixed with ``atol``/``rtol`` (TypeError, as torch's parser)."""
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg_pinv() received an invalid combination of arguments: pass either rcond or "
+                            "atol/rtol, not both")
+        _complex_tol("rcond", rcond)
+        atol, rtol = 0.0, rcond
+    _complex_tol("atol", atol)
+    _complex_tol("rtol", rtol)
+    if isinstance(A, Tensor) and (A.dim() < 2 or A.dtype.name not in ("float32", "float64", "complex64",
+                                                                       "complex128")):
+        # torch's own words for pinv: the input's type and shape, then what it takes
+        raise RuntimeError(f"linalg.pinv({_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}{{{list(A.shape)}}}): "
+                           "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types")
     _check(A, "pinv", square=False)
     if hermitian and A.shape[-1] != A.shape[-2]:   # torch runs eigh: its square check, not a broadcast error
         raise RuntimeError(f"linalg.eigh: A must be batches of square matrices, but they are {A.shape[-2]} by "
@@ -463,6 +505,13 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         eps = float(np.finfo(np.dtype(real.name)).eps) * max(A.shape[-2:])
         rtol = _scalar_tensor(eps, real).where(atol <= 0, 0.0)
     return _pinv_tol(A, atol, _scalar_tensor(rtol, real), hermitian=bool(hermitian))
+
+
+def _complex_tol(name, v):
+    """torch refuses a complex tolerance tensor (it would silently drop the imaginary part)."""
+    if isinstance(v, Tensor) and v.is_complex():
+        raise RuntimeError(f"torch.linalg.pinv: {name} tensor of complex type is not supported. Got "
+                           f"{_dt.SCALAR_NAMES.get(v.dtype.name, v.dtype.name)}")
 
 
 def _scalar_tensor(v, dtype):
@@ -480,8 +529,8 @@ def cross(input, other, *, dim=-1, out=None):
     broadcast). Raises RuntimeError when that dim is not of size 3, the ranks differ or the
     other dims do not broadcast; IndexError for a dim out of range."""
     if input.ndim != other.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions; got {input.ndim} and "
-                           f"{other.ndim}")
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. (got {input.ndim} and "
+                           f"{other.ndim})")
     check_same_dtype("linalg.cross", input, other)
     if input.dtype is _dt.bool_:
         raise NotImplementedError("linalg.cross: \"cross\" not implemented for 'Bool'; convert the inputs with .long()")

@@ -213,6 +213,8 @@ def _multi_dot_result(label, args, kwargs, out):
 _OUT_REFUSALS = {"cond": _cond_result, "multi_dot": _multi_dot_result,
                  "tensorinv": _castable_from("tensorinv", lambda A: A.dtype),
                  "tensorsolve": _castable_from("tensorsolve", lambda A: A.dtype),
+                 "pinv": _castable_from("linalg.pinv", lambda A: A.dtype),
+                 "householder_product": _castable_from("torch.linalg.householder_product", lambda A: A.dtype),
                  "matrix_rank": _castable_from("torch.linalg.matrix_rank", lambda A: _dt.int64), "clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
                  "clamp_max": _clamp_by_numbers, "quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
