@@ -45,33 +45,9 @@ import tracegrad
 from public_programs_round53_src import HYPERNET, ODE2, PDE, SPEECH, de_program, program
 
 from .test_public_patterns_round50 import _arr, _close   # round 50's snapshot and comparison
+from .test_public_patterns_round52 import _init, _runs, _state   # round 52's set-up and three-way run
 
 torch = pytest.importorskip("torch")
-
-
-def _init(T, module, seed, scale=0.3):
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for _, p in module.named_parameters():
-            p.copy_(T.tensor(rs.uniform(-scale, scale, tuple(p.shape)).astype(np.float32)))
-    return module
-
-
-def _state(net):
-    return _arr(*[t for _, t in sorted(net.state_dict().items())])
-
-
-def _runs(runner, ref_tol, later_tol, comp_tol=1e-5):
-    """torch, tracegrad eager and tracegrad compiled: the first call's values within ``ref_tol``
-    of torch's and ``comp_tol`` of eager tracegrad's; later calls and the final state within
-    ``later_tol`` (Adam's first steps turn float32 rounding in a near-zero gradient into a
-    difference of about ``lr``); returns the compile stats."""
-    ref, eager, comp = runner(torch, False), runner(tracegrad, False), runner(tracegrad, True)
-    _close(ref[0][0], eager[0][0], ref_tol)
-    _close(ref[0][1], eager[0][1], later_tol)
-    _close(eager[0][0], comp[0][0], comp_tol)
-    _close(eager[0][1], comp[0][1], max(comp_tol, later_tol))
-    return comp[1].stats
 
 
 def _small_primary(T, p):
