@@ -44,7 +44,7 @@ import pytest
 import tracegrad
 from public_programs_round53_src import HYPERNET, ODE2, PDE, SPEECH, de_program, program
 
-from .test_public_patterns_round50 import _arr, _close   # round 50's snapshot and comparison
+from .test_public_patterns_round50 import _arr   # round 50's snapshot
 from .test_public_patterns_round52 import _init, _runs, _state   # round 52's set-up and three-way run
 
 torch = pytest.importorskip("torch")
