@@ -434,7 +434,7 @@ def _unary(name):
 @functools.lru_cache(maxsize=None)
 def _kind(dt):
     """"float" (numpy's floating types and bfloat16), "complex" or None for a numpy dtype; cached
-    per dtype: ``np.issubdtype`` costs ~1 us, a seventh of a small op's host time."""
+    per dtype: ``np.issubdtype`` costs ~0.4 us a call, one to three per op (a tanh takes ~6 us)."""
     if np.issubdtype(dt, np.complexfloating):
         return "complex"
     return "float" if np.issubdtype(dt, np.floating) or dt == _dt.bfloat16.np else None
