@@ -40,7 +40,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import plain_value, table_tests
+from _bad_input_helpers import table_tests, value_test
 
 torch = pytest.importorskip("torch")
 
@@ -674,22 +674,7 @@ test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tr
 
 _VALUE = [k for k in CASES if k.endswith("_ok")]
 
-
-def _same(got, want):
-    """Equal plain values, numbers to float32 rounding (NaN matching NaN)."""
-    if got == want:
-        return True
-    try:
-        g, w = np.asarray(got, dtype=complex), np.asarray(want, dtype=complex)
-    except (TypeError, ValueError):
-        return False
-    return g.shape == w.shape and np.allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
-
-
-@pytest.mark.parametrize("name", _VALUE)
-def test_accepted_value_matches_torch(name):
-    got, want = plain_value(CASES[name](tracegrad)), plain_value(CASES[name](torch))
-    assert _same(got, want), f"{name}: {str(got)[:300]} != {str(want)[:300]}"
+test_accepted_value_matches_torch = value_test(CASES, _VALUE, torch, tracegrad, close=True)
 
 
 @pytest.mark.parametrize("name", list(_LINALG_ERR))
