@@ -345,3 +345,112 @@ def test_compiled_module_counter_and_its_abandoned_trace():
     for i in range(3):
         m2(tracegrad.ones(2, 3) * i)
     assert net2.calls == 3
+
+
+class ScheduledTrainer(Trainer):
+    """A LambdaLR whose lambda reads the trainer's count: its deferred step must see the count
+    the eager step had when it called ``sched.step()``."""
+
+    def __init__(self, mod, order):
+        super().__init__(mod)
+        self.order = order
+        self.sched = mod.optim.lr_scheduler.LambdaLR(self.opt, lambda _: 1.0 / (1 + self.global_step))
+
+    def step(self, x, y):
+        self.opt.zero_grad()
+        loss = self.F.cross_entropy(self.model(x), y)
+        loss.backward()
+        self.opt.step()
+        if self.order == "before":
+            self.global_step += 1
+        self.sched.step()
+        if self.order == "after":
+            self.global_step += 1
+        if self.order == "both":
+            self.global_step += 1
+            self.sched.step()
+            self.global_step += 1
+        return loss
+
+
+@pytest.mark.parametrize("order", ["before", "after", "both"])
+def test_counter_read_by_a_deferred_scheduler_step(order):
+    def make(mod, wrap):
+        t = ScheduledTrainer(mod, order)
+        return wrap(t.step), {"model": t.model, "opt": t.opt, "sched": t.sched, "trainer": t}, small_batches(mod)
+    run = check_compiled(make, calls=4, torch_too=True)
+    _same_counters(run)
+    st = run.step.stats
+    if order == "both":      # bumped on both sides of the deferred step: the call runs eagerly
+        assert st["traces"] == 0 and "both before and after" in st["graph_breaks"][0][0]
+    else:
+        assert st["traces"] == 1 and not st["graph_breaks"], st
+
+
+class ValueKey:
+    """Equal (and hashing equal) whatever its count: two of them are one argument key."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __eq__(self, other):
+        return isinstance(other, ValueKey)
+
+    def __hash__(self):
+        return 1
+
+
+def test_counter_on_an_argument_compared_by_value_is_bumped_on_the_object_passed():
+    w = tracegrad.ones(3, requires_grad=True)
+
+    def f(k, x):
+        k.n += 1
+        return (w * x).sum()
+    g = tracegrad.compile(f)
+    a, b = ValueKey(), ValueKey()
+    for i in range(3):
+        g(a, tracegrad.ones(3))
+        g(b, tracegrad.ones(3))
+    assert (a.n, b.n) == (3, 3)
+
+
+def test_counter_bumped_in_a_checkpointed_block_counts_the_recomputation():
+    """Eagerly a non-reentrant checkpoint runs its function again in backward: two bumps a step."""
+    def make(mod, wrap):
+        t = Trainer(mod)
+        ckpt = __import__(mod.__name__ + ".utils.checkpoint", fromlist=["checkpoint"]).checkpoint
+
+        def block(h):
+            t.global_step += 1
+            return t.model(h)
+
+        def step(x, y):
+            t.opt.zero_grad()
+            loss = t.F.cross_entropy(ckpt(block, x, use_reentrant=False), y)
+            loss.backward()
+            t.opt.step()
+            return loss
+        return wrap(step), {"model": t.model, "opt": t.opt, "trainer": t}, small_batches(mod)
+    run = check_compiled(make, calls=3, torch_too=True)
+    _same_counters(run)
+
+
+class LrReadingTrainer(ScheduledTrainer):
+    """Reads the scheduler's last lr before its deferred step: a value the program bakes."""
+
+    def step(self, x, y):
+        lr = self.sched.get_last_lr()[0]
+        return ScheduledTrainer.step(self, x, y) * lr
+
+
+@pytest.mark.parametrize("cls", [ScheduledTrainer, LrReadingTrainer])
+def test_scheduler_held_by_the_trainer_and_stepped_in_the_step(cls):
+    """``self.sched.step()`` in a trainer's step is deferred; the scheduler's own counters
+    moving every call are not values the program read (one program), unless the step reads
+    what they give (``get_last_lr()``): then a new trace per lr, equal to eager."""
+    def make(mod, wrap):
+        t = cls(mod, "none")
+        return wrap(t.step), {"model": t.model, "opt": t.opt, "sched": t.sched, "trainer": t}, small_batches(mod)
+    run = check_compiled(make, calls=4, torch_too=True)
+    assert not run.step.stats["graph_breaks"]
+    assert run.step.stats["traces"] == (1 if cls is ScheduledTrainer else 3), run.step.stats

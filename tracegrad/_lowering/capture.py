@@ -358,7 +358,10 @@ class Capture:
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
-        self.counter_stores = {}     # NOTE [Python counters] (pystate.py): id(dict), name -> (dict, name, value before)
+        # NOTE [Python counters] (pystate.py): the module counters bumped ((id(dict), name) ->
+        # (dict, name, value before)), the plain objects' candidates (``int_attributes``), and
+        # the counters' values when each scheduler step was deferred
+        self.counter_stores, self.counter_candidates, self.deferral_counts = {}, (), []
         self.value_checks = []                 # NOTE [value checks at run time]
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
         self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
@@ -704,6 +707,12 @@ class Capture:
             d[name] = v0
         self.counter_stores = {}
         return tuple(out)
+
+    def note_deferral(self):
+        """A scheduler step is deferred now: the counters' values (before it, in eager order)."""
+        counts = {(id(d), k): d.get(k) for _, d, k, _ in self.counter_candidates}
+        counts.update({key: d.get(name) for key, (d, name, _) in self.counter_stores.items()})
+        self.deferral_counts.append(counts)
 
     def restore_counters(self):
         for d, name, v0 in self.counter_stores.values():

@@ -804,8 +804,11 @@ def int_attributes(refs):
         v = _value(cell, g, name)
         cls = type(v)
         d = getattr(v, "__dict__", None) if _plain_object(v) else None
+        # an argument is keyed by equality (``compiler._key``): one whose class compares by value
+        # may be another object than the one a program's runs would bump
         if type(d) is dict and cls.__setattr__ is object.__setattr__ \
-                and cls.__getattribute__ is object.__getattribute__:
+                and cls.__getattribute__ is object.__getattribute__ \
+                and not (name.startswith("argument ") and cls.__hash__ not in (None, object.__hash__)):
             out += [(v, d, k, a) for k, a in list(d.items()) if type(a) is int]
     return out
 

@@ -496,7 +496,9 @@ class Region:
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
         self.deferred = ()         # NOTE [deferred scheduler step]: schedulers stepped after each run
-        self.counters = ()         # NOTE [Python counters] (pystate.py): (attributes, name, difference)
+        # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
+        # deferred scheduler steps)
+        self.counters = ()
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
@@ -531,7 +533,7 @@ class Region:
             return False
         if _state.RG_EPOCH[0] != self.rg_epoch and not self._rg_flips_hold():
             return False
-        for d, k, _ in self.counters:      # still an int to add to (NOTE [Python counters])
+        for d, k, _, _ in self.counters:      # still an int to add to (NOTE [Python counters])
             if type(d.get(k)) is not int:
                 return False
         if self.py_scalars and scalar_signature(self.py_refs) != self.py_scalars:
@@ -734,10 +736,14 @@ class Region:
             raise ValueCheckFailed(self)
         try:
             out = self.write_back(outs, arg_leaves)
+            for d, k, n, early in self.counters:    # NOTE [Python counters] in pystate.py
+                if early:
+                    d[k] = d.get(k) + n
             if self.deferred:
                 run_deferred(self.deferred)
-            for d, k, n in self.counters:     # NOTE [Python counters] in pystate.py
-                d[k] = d.get(k) + n
+            for d, k, n, early in self.counters:
+                if not early:
+                    d[k] = d.get(k) + n
             return out
         except Exception as e:
             # some state may be written already: the first run's caller must not answer this by
@@ -1205,6 +1211,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
+        cap.counter_candidates = counters0
         cap.function_rule = _custom_function.rule
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
@@ -1291,6 +1298,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 if found:
                     info["counters"] += found
                     moved = changed(refs, effects0)
+            info["counters"] = _counters_in_order(info["counters"], cap.deferral_counts, after)
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
                                  "append, an attribute...): the program would not repeat that on later calls", where=after)
@@ -1647,7 +1655,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.rg_readers = {id(t): (r, t._rg) for _, r in region.readers if r is not None and (t := r()) is not None}
     region.value_guards = tuple(region.value_guards) + tuple(flag_guards(info["rg_reads"], region.rg_readers))
     region.counters = info.get("counters", ())
-    for d, k, _ in region.counters:
+    for d, k, _, _ in region.counters:
         # a counter whose value a guard bakes after all (an object's class methods naming it:
         # NOTE [Python counters] in pystate.py): each run's increment would fail that guard
         if any(c[0] is d and c[1] == k for c in region.value_guards):
@@ -1670,6 +1678,22 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
     return region, region.run(leaves)
+
+
+def _counters_in_order(counters, deferrals, where):
+    """``counters`` (``(attributes, name, difference)``, put back) each with whether it is bumped
+    before the deferred scheduler steps (``deferrals``: the counters' values at each) or after
+    them, as eagerly: a ``LambdaLR`` whose lambda reads ``trainer.global_step`` sees the count
+    the eager step had when it called ``sched.step()``."""
+    out = []
+    for d, k, n in counters:
+        a = d.get(k)
+        seen = {m.get((id(d), k), a) for m in deferrals}
+        if len(seen) > 1 or not seen <= {a, a + n}:
+            raise GraphBreak(f"the function bumps the counter '{k}' both before and after lr_scheduler.step(), "
+                             "which a compiled call runs after its program", where=where)
+        out.append((d, k, n, seen == {a + n}))
+    return tuple(out)
 
 
 def _moved_off_inputs(data_sets, storages):
