@@ -454,3 +454,93 @@ def test_scheduler_held_by_the_trainer_and_stepped_in_the_step(cls):
     run = check_compiled(make, calls=4, torch_too=True)
     assert not run.step.stats["graph_breaks"]
     assert run.step.stats["traces"] == (1 if cls is ScheduledTrainer else 3), run.step.stats
+
+
+STEPS = 0
+READ_STEPS = 0
+
+
+def _scaled_by_steps(loss):
+    return loss * (1 + READ_STEPS % 2)
+
+
+def _closure_program(kind):
+    """The step bumps a closure cell (``nonlocal``) or a global, and maybe reads it too."""
+    def make(mod, wrap):
+        global STEPS, READ_STEPS
+        STEPS = READ_STEPS = 0
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = mod.nn.functional
+        count = read_count = float_count = 0
+
+        def finish(loss):
+            loss.backward()
+            opt.step()
+            return loss
+
+        def step(x, y):
+            # each counter in a variable of its own: the code is looked at as a whole
+            nonlocal count, read_count, float_count
+            global STEPS, READ_STEPS
+            opt.zero_grad()
+            loss = f.cross_entropy(model(x), y)
+            if kind == "nonlocal":
+                count += 1
+            elif kind == "nonlocal read":
+                read_count += 2
+                loss = loss * (1 + read_count % 3)
+            elif kind == "global":
+                STEPS += 1
+                STEPS -= 3
+            elif kind == "global read by a helper":
+                READ_STEPS += 1
+                loss = _scaled_by_steps(loss)
+            elif kind == "nonlocal float":
+                float_count += 0.5
+            return finish(loss)
+        counts = {"count": lambda: count, "read": lambda: read_count, "float": lambda: float_count,
+                  "steps": lambda: STEPS, "read_steps": lambda: READ_STEPS}
+        return wrap(step), {"model": model, "opt": opt}, small_batches(mod), counts
+    return make
+
+
+@pytest.mark.parametrize("kind, one_program", [
+    ("nonlocal", True), ("global", True), ("nonlocal read", False), ("global read by a helper", False),
+    ("nonlocal float", False)])
+def test_closure_and_global_counters(kind, one_program):
+    make = _closure_program(kind)
+    seen = {}
+
+    def run(wrap):
+        step, state, batch, counts = make(tracegrad, wrap)
+        out = [float(step(*batch(i))) for i in range(4)]
+        seen[wrap is not None] = step
+        return out, [p.detach().numpy().copy() for p in state["model"].parameters()], \
+            {k: c() for k, c in counts.items()}
+    eager = run(lambda f: f)
+    comp = run(tracegrad.compile)
+    assert comp[2] == eager[2]
+    assert comp[0] == pytest.approx(eager[0], rel=1e-6)
+    for a, b in zip(eager[1], comp[1]):
+        assert abs(a - b).max() < 1e-6
+    st = seen[True].stats
+    assert (st["traces"] == 1 and not st["graph_breaks"]) == one_program, st
+
+
+def test_global_counter_set_between_calls_continues_from_the_new_value():
+    def step(x):
+        global STEPS
+        STEPS += 2
+        return x * 2
+    global STEPS
+    STEPS = 0
+    f = tracegrad.compile(step)
+    for i in range(3):
+        f(tracegrad.ones(2))
+    STEPS = 100
+    f(tracegrad.ones(2))
+    assert STEPS == 102 and f.stats["traces"] == 1
+    STEPS = 1.5             # a float: the guard sees it, and eager adds 2 to it too
+    f(tracegrad.ones(2))
+    assert STEPS == 3.5

@@ -63,8 +63,9 @@ _BUILTINS = vars(builtins)
 
 
 def python_refs(fn, args=(), loaded_out=None, counters_out=None):
-    """See ``_python_refs``; ``counters_out``, a pair of sets, gets the attribute names the code
-    scanned uses only as counters and those it stores plainly (NOTE [Python counters])."""
+    """See ``_python_refs``; ``counters_out``, four sets, gets the attribute names the code
+    scanned uses only as counters, those it stores plainly, the closure cells' and globals'
+    names it bumps, and those it uses otherwise (NOTE [Python counters])."""
     if counters_out is None:
         return _python_refs(fn, args, loaded_out)
     _SEEN.append(counters_out)
@@ -833,6 +834,48 @@ def counter_changes(before, refs, names, counters):
     return tuple(out)
 
 
+class CellSlot:
+    """A closure cell read and written like a one-entry dict (a counter's place)."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, name, default=None):
+        try:
+            return self.cell.cell_contents
+        except ValueError:
+            return default
+
+    def __setitem__(self, name, value):
+        self.cell.cell_contents = value
+
+
+def scalar_counters(refs, counters):
+    """``(place, name, value)`` of the int closure cells and globals among ``refs`` that the code
+    scanned only bumps (``counters``: ``python_refs``' four sets; NOTE [Python counters])."""
+    out = []
+    for name, cell, g in refs:
+        if name in counters[2] and name not in counters[3]:
+            place = CellSlot(cell) if cell is not None else g
+            if type(place.get(name)) is int:
+                out.append((place, name, place.get(name)))
+    return out
+
+
+def scalar_changes(before):
+    """``(place, name, difference)`` of the counters among ``before`` (``scalar_counters``' answer)
+    that changed to another int, each put back."""
+    out = []
+    for place, name, a in before:
+        now = place.get(name)
+        if type(now) is int and now != a:
+            out.append((place, name, now - a))
+            place[name] = a
+    return tuple(out)
+
+
 def scalar_signature(refs):
     """The numbers/strings/bools among ``refs``, also inside short lists/tuples (a new value
     means a new program)."""
@@ -1218,14 +1261,18 @@ def _reads_through(code, params, out):
 # (``counter_changes``: its name bumped in the code scanned, stored plainly nowhere there but
 # in an ``__init__``, and read by none of the code reading that object), and on a module
 # (``Module.__setattr__`` in a trace asks ``Capture.counter_store``, which checks that the
-# calling instruction is such a bump's STORE_ATTR). A name also read (a condition, a log line,
-# ``getattr(self, "n")``), stored plainly, bumped by a float or an expression, or a class with
-# its own ``__setattr__``/``__getattribute__``, keeps the earlier answer: a guarded value, and
-# a change that runs the call eagerly; a counter some guard reads after all (the methods of
-# a class the trace never calls naming it) does too (``trace_region``). Closure cells and
-# globals (``nonlocal``/``global`` counters) still run the call eagerly. Each run checks the
-# attribute is still an int (one deleted or set to a float between calls traces again).
+# calling instruction is such a bump's STORE_ATTR), and in a closure cell or a global
+# (``nonlocal n; n += 1``, ``global step; step += 1``: ``scalar_counters``, whose name the code
+# scanned uses in no other way; the cell or global is then left out of the values guarded).
+# A name also read (a condition, a log line, ``getattr(self, "n")``), stored plainly, bumped by
+# a float or an expression, or a class with its own ``__setattr__``/``__getattribute__``,
+# keeps the earlier answer: a guarded value, and a change that runs the call eagerly; a counter
+# some guard reads after all (the methods of a class the trace never calls naming it) does too
+# (``trace_region``). Each run checks the place still holds an int (one deleted or set to a
+# float between calls traces again); a bump before an lr scheduler's deferred ``step()`` is
+# made before it on each run, one after it after (``region._counters_in_order``).
 _COUNTER_OPS = frozenset({"+=", "-="})
+_DEREF_USES = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLASSDEREF"})
 _COUNTER_USES: dict = {}    # code -> _CounterUses
 
 
@@ -1233,7 +1280,7 @@ class _CounterUses:
     """How one code object (not the code nested in it) uses attribute names without reading
     their values (NOTE [Python counters])."""
 
-    __slots__ = ("counters", "unread", "stored", "stores")
+    __slots__ = ("counters", "unread", "stored", "stores", "scalar_counters", "scalar_other")
 
     def __init__(self, code):
         ins = list(dis.get_instructions(code))
@@ -1258,6 +1305,22 @@ class _CounterUses:
         self.stored = frozenset() if code.co_name == "__init__" else frozenset(
             n for n, at in uses.items() if any(j in plain for j in at))
         self.stores = frozenset(stores)      # the offsets of the counters' STORE_ATTRs
+        # closure cells and globals: ``nonlocal n; n += k`` / ``global n; n += k`` (a global's
+        # name used any other way here, as a global or an attribute, is another use)
+        bumped, other = set(), set()
+        skip = set()
+        for i, x in enumerate(ins[:-3]):
+            c, op, st = ins[i + 1:i + 4]
+            if ((x.opname, st.opname) in (("LOAD_DEREF", "STORE_DEREF"), ("LOAD_GLOBAL", "STORE_GLOBAL"))
+                    and x.argval == st.argval and not x.argrepr.startswith("NULL") and c.opname == "LOAD_CONST"
+                    and type(c.argval) is int and op.opname == "BINARY_OP" and op.argrepr in _COUNTER_OPS):
+                bumped.add(x.argval)
+                skip.update((i, i + 3))
+        for i, x in enumerate(ins):
+            if i not in skip and (x.opcode in dis.hasname or x.opname in _DEREF_USES):
+                other.add(x.argval)
+        self.scalar_counters = frozenset(bumped - strings)
+        self.scalar_other = frozenset(other | (bumped & strings))
 
 
 def counter_uses(code) -> _CounterUses:
@@ -1280,9 +1343,11 @@ def _code_names(code, out):
         out.update(n for n in code.co_names if n not in uses.unread)
     else:
         out.update(code.co_names)
-    for counters, stored in _SEEN:
+    for counters, stored, scalar_counters, scalar_other in _SEEN:
         counters |= uses.counters
         stored |= uses.stored
+        scalar_counters |= uses.scalar_counters
+        scalar_other |= uses.scalar_other
     if "hasattr" in code.co_names or "getattr" in code.co_names:
         # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``: the literal names are read too
         out.update(c for c in code.co_consts if type(c) is str and c.isidentifier())

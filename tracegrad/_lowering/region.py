@@ -55,8 +55,9 @@ from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
-from .pystate import (changed, clock_reads, counter_changes, effects_signature, int_attributes, numpy_sharing,
-                      python_refs, restore, scalar_signature, snapshot, stateful_reads)
+from .pystate import (CellSlot, changed, clock_reads, counter_changes, effects_signature, int_attributes,
+                      numpy_sharing, python_refs, restore, scalar_changes, scalar_counters, scalar_signature,
+                      snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from . import custom_function as _custom_function
@@ -1211,7 +1212,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
-        cap.counter_candidates = counters0
+        cap.counter_candidates = list(counters0) + [(None, place, k, a) for place, k, a in scalars0]
         cap.function_rule = _custom_function.rule
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
@@ -1295,6 +1296,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 hooks = list(cap.hooks.values())
                 found = counter_changes(counters0, refs + tuple(r for h in hooks for r in h.refs),
                                         ref_names + tuple(n for h in hooks for n in h.names), counter_names)
+                if found:
+                    info["counters"] += found
+                    moved = changed(refs, effects0)
+            if moved is not None and scalars0:
+                found = scalar_changes(scalars0)
                 if found:
                     info["counters"] += found
                     moved = changed(refs, effects0)
@@ -1546,7 +1552,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.snapshot(plan.optimizers)
     # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
-    counter_names = (set(), set())     # NOTE [Python counters] in pystate.py
+    counter_names = (set(), set(), set(), set())     # NOTE [Python counters] in pystate.py
     refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor],
                                   counters_out=counter_names)
     stateful = stateful_reads(refs, ref_names)
@@ -1559,6 +1565,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                          "would be read once while tracing (read it outside and pass it as an argument)")
     effects0 = effects_signature(refs)
     counters0 = int_attributes(refs) if counter_names[0] else ()
+    scalars0 = scalar_counters(refs, counter_names) if counter_names[2] else ()
     py_snap = snapshot(refs)
     prev = x64_enter()
     try:
@@ -1611,6 +1618,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     # (NOTE [hooks in a trace])
     refs += tuple(r for h in info["hooks"] for r in h.refs)
     ref_names += tuple(n for h in info["hooks"] for n in h.names)
+    region.counters = info.get("counters", ())
+    # a closure cell or global counter is no value read (NOTE [Python counters] in pystate.py)
+    counted = {(id(d.cell) if type(d) is CellSlot else id(d), k) for d, k, _, _ in region.counters}
+    if counted:
+        kept = [(r, n) for r, n in zip(refs, ref_names)
+                if (id(r[1]) if r[1] is not None else id(r[2]), r[0]) not in counted]
+        refs, ref_names = tuple(r for r, _ in kept), tuple(n for _, n in kept)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     region.tensor_attr_guards = _tensor_attr_guards([r() for _, r in live] + list(plan.owners.values()) + [
         t for m in region.modules for d in (m.__dict__.get("_parameters"), m.__dict__.get("_buffers")) if d
@@ -1654,11 +1668,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.rg_epoch = info["rg_epoch"]
     region.rg_readers = {id(t): (r, t._rg) for _, r in region.readers if r is not None and (t := r()) is not None}
     region.value_guards = tuple(region.value_guards) + tuple(flag_guards(info["rg_reads"], region.rg_readers))
-    region.counters = info.get("counters", ())
     for d, k, _, _ in region.counters:
         # a counter whose value a guard bakes after all (an object's class methods naming it:
         # NOTE [Python counters] in pystate.py): each run's increment would fail that guard
-        if any(c[0] is d and c[1] == k for c in region.value_guards):
+        cell = d.cell if type(d) is CellSlot else None
+        if any(c[1] == k and (c[0] is d or (cell is not None and getattr(c[0], "cell", None) is cell))
+               for c in region.value_guards):
             raise GraphBreak(f"the function changes the Python value '{k}' (a counter it also reads): "
                              "the program would not repeat that on later calls", where=def_site(fn))
     region.hyper_signs = info["hyper_signs"]
