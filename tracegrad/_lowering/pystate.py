@@ -508,11 +508,37 @@ def _custom_function(v) -> bool:
 
 
 def _user_methods(cls):
-    """The user-written functions of ``cls``: methods, static/class methods, property getters."""
-    return [f for klass in cls.__mro__ if klass is not object
-            for f in (a.fget if isinstance(a, property) else getattr(a, "__func__", a)
-                      for a in klass.__dict__.values())
+    """The user-written functions of ``cls``: methods, static/class methods, property getters,
+    and the user functions decorators wrap (``_wrapped_chain``)."""
+    return [f for _, f in _named_user_methods(cls)]
+
+
+def _named_user_methods(cls):
+    """``(attribute name, function)`` of ``_user_methods``: by the name the class binds it to
+    (``step = torch.no_grad()(update)`` is called as ``step``)."""
+    return [(k, f) for klass in cls.__mro__ if klass is not object
+            for k, a in klass.__dict__.items()
+            for f in _wrapped_chain(a.fget if isinstance(a, property) else getattr(a, "__func__", a))
             if isinstance(f, types.FunctionType) and _user_code(f.__code__)]
+
+
+def _wrapped_chain(f):
+    """``f`` and the functions it wraps (``functools.wraps``' ``__wrapped__``, a decorator stack).
+    NOTE: a custom optimizer's ``@torch.no_grad() def step(self)`` is a wrapper whose code is
+    tracegrad's (a user decorator's is a generic ``wrapper(*a, **k)``), so the attributes the
+    user's ``step`` reads (``self.boost``) were not among the names guarded, and
+    ``opt.boost = 3.0`` between calls ran the traced 1.0 (round-36's adversarial tests). Not
+    into a memoized one (``lru_cache``: it runs only on a miss, and its cache size is guarded)."""
+    out = [f]
+    for _ in range(8):        # (bounded: a wrapper naming itself, a long decorator stack)
+        if not isinstance(f, types.FunctionType) or is_memoized(f):
+            break
+        w = getattr(f, "__wrapped__", None)
+        w = getattr(w, "__func__", w)
+        if w is None or any(w is g for g in out):
+            break
+        out.append(f := w)
+    return out
 
 
 def _object_names(cls, used):
@@ -520,7 +546,9 @@ def _object_names(cls, used):
     and what the user methods it names load (``holder.factor()`` reads ``self.scale``), and
     so on through the methods those name -- not the names of methods never called (a
     trainer's ``__init__`` naming its ``global_step``)."""
-    methods = {m.__name__: m for m in _user_methods(cls)}
+    methods = {}          # name -> its functions (a decorated method's wrapper and the user's own)
+    for k, m in _named_user_methods(cls):
+        methods.setdefault(k, []).append(m)
     # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict)
     names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__") if n in methods]
     done = set()
@@ -529,7 +557,7 @@ def _object_names(cls, used):
         if n in done:
             continue
         done.add(n)
-        new = _code_names(methods[n].__code__, set()) - names
+        new = set().union(*(_code_names(m.__code__, set()) for m in methods[n])) - names
         names |= new
         todo += [m for m in new if m in methods]
     return names
