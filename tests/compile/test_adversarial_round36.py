@@ -1447,3 +1447,121 @@ def test_lambda_lr_reading_a_mutable_config_stepped_between_calls():
             res.append(opt.param_groups[0]["lr"])
         return res
     _both(run)
+
+
+# ---- batch 5: Python values reached in ways the code's names do not show
+
+def test_tensor_python_attribute_read_by_the_step_changed_between_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        for p in model.parameters():
+            p.lr_scale = 1.0
+
+        def step(x, y):
+            model.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            with mod.no_grad():
+                for p in model.parameters():
+                    p.sub_(0.1 * p.lr_scale * p.grad)
+            return model[0].weight.clone()
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(*_xy(mod, i))))
+            if i == 1:
+                model[0].weight.lr_scale = 0.0
+            if i == 2:
+                model[2].bias.lr_scale = 10.0
+        return res
+    _both(run)
+
+
+def test_attrgetter_itemgetter_and_chainmap_reads():
+    import collections
+    import operator
+
+    def run(mod, wrap):
+        class Cfg:
+            pass
+        cfg = Cfg()
+        cfg.k = 2.0
+        get_k = operator.attrgetter("k")
+        table = {"b": 1.0}
+        get_b = operator.itemgetter("b")
+        chain = collections.ChainMap({"c": 3.0}, {"d": 4.0})
+
+        cfg.inner = Cfg()
+        cfg.inner.m = 1.0
+
+        def step(x):
+            m = operator.attrgetter("inner.m")(cfg)
+            return x * get_k(cfg) * m + get_b(table) + chain["c"] * chain["d"]
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                cfg.k = -1.0
+            if i == 2:
+                table["b"] = 9.0
+            if i == 3:
+                chain.maps[1]["d"] = 0.5
+            if i == 4:
+                chain["c"] = 0.25
+                cfg.inner.m = -3.0
+        return res
+    _both(run)
+
+
+def test_enum_and_dataclass_config_switched_between_calls():
+    import dataclasses
+    import enum
+
+    def run(mod, wrap):
+        class Act(enum.Enum):
+            TANH = "tanh"
+            RELU = "relu"
+
+        @dataclasses.dataclass
+        class Cfg:
+            act: Act = Act.TANH
+            scale: float = 1.0
+        cfg = Cfg()
+
+        def step(x):
+            d = dataclasses.asdict(cfg)
+            y = x.tanh() if cfg.act is Act.TANH else x.relu()
+            return y * d["scale"]
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                cfg.act = Act.RELU
+            if i == 2:
+                cfg.scale = 3.0
+        return res
+    _both(run)
+
+
+def test_dataclass_replace_on_a_frozen_config_global():
+    import dataclasses
+
+    def run(mod, wrap):
+        @dataclasses.dataclass(frozen=True)
+        class Cfg:
+            scale: float = 1.0
+        holder = [Cfg()]
+
+        def step(x):
+            c = holder[0]
+            return x * dataclasses.astuple(c)[0]
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                holder[0] = dataclasses.replace(holder[0], scale=5.0)
+        return res
+    _both(run)

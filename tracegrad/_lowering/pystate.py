@@ -35,6 +35,7 @@ import dis
 import functools
 import io
 import itertools
+import operator
 import os
 import random
 import sys
@@ -287,6 +288,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
         return
     code = f.__code__
     names = _code_names(code, set())
+    names |= _getter_names(f, names)
     if loaded is not None and not top:
         loaded |= names
     if through is not None and not top:
@@ -1183,10 +1185,33 @@ def _reads_through(code, params, out):
     return out
 
 
+def _getter_names(f, names):
+    """The attribute names the ``operator.attrgetter`` objects ``f`` holds in its closure or
+    names among its globals read. NOTE: ``get_k = operator.attrgetter("k")`` then
+    ``x * get_k(cfg)``: ``k`` is a string the getter holds, no name the code loads, so
+    ``cfg.k`` was not guarded and a change between calls ran the traced value (round-36's
+    adversarial tests)."""
+    values = []
+    for cell in f.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:          # not yet assigned
+            pass
+    g = f.__globals__
+    values += [g[n] for n in names if n in g]
+    out = set()
+    for v in values:
+        if type(v) is operator.attrgetter:
+            for a in v.__reduce__()[1]:
+                out.update(a.split("."))
+    return out
+
+
 def _code_names(code, out):
     out.update(code.co_names)
-    if "hasattr" in code.co_names or "getattr" in code.co_names:
-        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``: the literal names are read too
+    if "hasattr" in code.co_names or "getattr" in code.co_names or "attrgetter" in code.co_names:
+        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``: the
+        # literal names are read too
         out.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
