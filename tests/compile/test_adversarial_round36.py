@@ -1565,3 +1565,310 @@ def test_dataclass_replace_on_a_frozen_config_global():
                 holder[0] = dataclasses.replace(holder[0], scale=5.0)
         return res
     _both(run)
+
+
+# ---- batch 6: attributes read by dunder methods Python calls implicitly
+
+@pytest.mark.parametrize("how", ["rmul", "float", "len", "getitem", "bool", "call", "contains", "iter", "format"])
+def test_dunder_methods_of_a_held_object_reading_changed_attributes(how):
+    def run(mod, wrap):
+        class Knob:
+            def __init__(self):
+                self.k = 2.0
+                self.on = True
+
+            def __rmul__(self, other):
+                return other * self.k
+
+            def __float__(self):
+                return self.k
+
+            def __len__(self):
+                return int(self.k)
+
+            def __getitem__(self, i):
+                return self.k + i
+
+            def __bool__(self):
+                return self.on
+
+            def __call__(self, x):
+                return x - self.k
+
+            def __contains__(self, v):
+                return self.on
+
+            def __iter__(self):
+                return iter([self.k, self.k])
+
+            def __format__(self, spec):
+                return f"{self.k:{spec}}"
+        knob = Knob()
+
+        def step(x):
+            if how == "rmul":
+                return x * knob
+            if how == "float":
+                return x * float(knob)
+            if how == "len":
+                return x + len(knob)
+            if how == "getitem":
+                return x + knob[1]
+            if how == "bool":
+                return x + 1 if knob else x - 1
+            if how == "call":
+                return knob(x)
+            if how == "contains":
+                return x + (5 in knob)
+            if how == "iter":
+                a, b = knob
+                return x * a + b
+            return x * float(f"{knob:.1f}")
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                knob.k = 5.0
+            if i == 2:
+                knob.on = False
+        return res
+    _both(run)
+
+
+class _Knob:
+    def __init__(self, k=2.0):
+        self.k = k
+
+    def __rmul__(self, other):
+        return other * self.k
+
+    def __float__(self):
+        return float(self.k)
+
+
+_KNOBS = {"a": _Knob()}
+
+
+@pytest.mark.parametrize("where", ["dict_closure", "list_global", "module_attr", "argument", "nested_object",
+                                   "default_argument", "partial_argument"])
+def test_object_with_implicit_methods_reached_through_holders(where):
+    def run(mod, wrap):
+        nn = mod.nn
+        knob = _Knob()
+        _KNOBS["a"] = knob
+        box = {"knob": knob}
+        lst = [knob]
+
+        class Holder:
+            def __init__(self):
+                self.inner = knob
+        holder = Holder()
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.knob = knob
+
+            def forward(self, x):
+                return x * self.knob
+        m = M()
+
+        def step(x, kn=None, dflt=knob):
+            if where == "dict_closure":
+                return x * box["knob"]
+            if where == "list_global":
+                return x * float(_KNOBS["a"]) + x * lst[0]
+            if where == "module_attr":
+                return m(x)
+            if where == "argument":
+                return x * kn
+            if where == "nested_object":
+                return x * holder.inner
+            if where == "default_argument":
+                return x * dflt
+            return x * kn
+        if where == "partial_argument":
+            f = wrap(functools.partial(step, kn=knob))
+        else:
+            f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 3), knob) if where == "argument" else f(data(mod, i, 3))))
+            if i == 1:
+                knob.k = 5.0
+        return res
+    _both(run)
+
+
+# ---- batch 8: side effects that must happen on every call
+
+def test_warnings_and_logging_inside_the_step_every_call():
+    import logging
+    import warnings
+
+    def run(mod, wrap):
+        log = logging.getLogger(f"round36.{id(wrap)}")
+        log.propagate = False
+        records = []
+
+        class H(logging.Handler):
+            def emit(self, r):
+                records.append(r.getMessage())
+        h = H()
+        log.addHandler(h)
+        log.setLevel(logging.INFO)
+
+        def step(x):
+            warnings.warn("round36 step warning")
+            log.info("step called")
+            return x * 2
+        f = wrap(step)
+        res = []
+        try:
+            for i in range(4):
+                with warnings.catch_warnings(record=True) as w:
+                    warnings.simplefilter("always")
+                    res.append(snapshot(f(data(mod, i, 3))))
+                res.append([str(m.message) for m in w if str(m.message) == "round36 step warning"])
+                res.append(len(records))
+        finally:
+            log.removeHandler(h)
+        return res
+    _both(run)
+
+
+def test_print_inside_the_step_every_call(capsys):
+    def run(mod, wrap):
+        def step(x):
+            print("calling step")
+            return x + 1
+        f = wrap(step)
+        out = [snapshot(f(data(mod, i, 3))) for i in range(4)]
+        return out + [capsys.readouterr().out.count("calling step")]
+    _both(run)
+
+
+def test_heapq_set_deque_bytearray_and_array_mutated_inside():
+    import array
+    import collections
+    import heapq
+
+    def run(mod, wrap):
+        heap, seen, dq = [], set(), collections.deque(maxlen=2)
+        buf, arr = bytearray(), array.array("d")
+        n = [0]
+
+        def step(x):
+            n[0] += 0      # no counter: only the containers below change
+            heapq.heappush(heap, len(heap))
+            seen.add(len(seen))
+            dq.append(len(heap))
+            buf.extend(b"a")
+            arr.append(1.5)
+            return x * 2
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 3))))
+            res.append([list(heap), sorted(seen), list(dq), bytes(buf), list(arr)])
+        return res
+    _both(run)
+
+
+def test_numpy_generator_and_random_instance_drawn_inside():
+    import random
+
+    def run(mod, wrap):
+        rng = np.random.default_rng(0)
+        r = random.Random(1)
+
+        def step(x):
+            return x + float(rng.normal()) + r.random()
+        f = wrap(step)
+        return [snapshot(f(mod.zeros(2))) for _ in range(4)]
+    _both(run)
+
+
+def test_environ_and_module_setattr_inside():
+    import os
+    import types
+
+    def run(mod, wrap):
+        ns = types.ModuleType("round36_ns")
+        ns.count = 0
+        key = f"ROUND36_{id(wrap)}"
+        os.environ.pop(key, None)
+
+        def step(x):
+            os.environ[key] = os.environ.get(key, "") + "a"
+            setattr(ns, "count", ns.count + 1)
+            return x * 2
+        f = wrap(step)
+        res = []
+        try:
+            for i in range(4):
+                res.append(snapshot(f(data(mod, i, 3))))
+                res.append([os.environ[key], ns.count])
+        finally:
+            os.environ.pop(key, None)
+        return res
+    _both(run)
+
+
+# ---- batch 9: classes and methods swapped between calls
+
+@pytest.mark.parametrize("change", ["instance_class", "class_method", "instance_method", "module_class_method",
+                                    "module_instance_class", "base_class_attr"])
+def test_classes_and_methods_swapped_between_calls(change):
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class Base:
+            K = 1.0
+
+        class A(Base):
+            def scale(self, x):
+                return x * 2 * self.K
+
+        class B(Base):
+            def scale(self, x):
+                return x * 3 * self.K
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 3), mod)
+
+            def act(self, x):
+                return x.tanh()
+
+            def forward(self, x):
+                return self.act(self.lin(x))
+
+        class Net2(Net):
+            def act(self, x):
+                return x.relu()
+        obj, net = A(), Net()
+
+        def step(x):
+            return obj.scale(x) + net(x)
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            if i == 1:
+                if change == "instance_class":
+                    obj.__class__ = B
+                elif change == "class_method":
+                    A.scale = lambda self, x: x * -1
+                elif change == "instance_method":
+                    obj.scale = lambda x: x * 7
+                elif change == "module_class_method":
+                    Net.act = lambda self, x: x.sigmoid()
+                elif change == "module_instance_class":
+                    net.__class__ = Net2
+                else:
+                    Base.K = 4.0
+        return res
+    _both(run)

@@ -543,6 +543,20 @@ def _wrapped_chain(f):
     return out
 
 
+# NOTE [implicit methods]: ``x * knob`` runs ``Knob.__rmul__``, ``float(knob)`` its
+# ``__float__``, ``if knob:`` its ``__bool__``, ``knob[1]``/``len(knob)``/``a, b = knob``/
+# ``knob(x)``/``f"{knob:.1f}"`` theirs: the code names none of them, so the attributes they read
+# (``self.k``) were not guarded and a change between calls ran the traced value (round-36's
+# adversarial tests). Not ``__init__``/``__repr__``/``__str__``: they run at construction or
+# for printing, and guarding what they read (a trainer's step counter) would trace again.
+_IMPLICIT = tuple(f"__{n}__" for n in (
+    "call bool len length_hint float int index complex round trunc floor ceil abs neg pos invert "
+    "getitem contains iter next reversed enter exit format eq ne lt le gt ge hash "
+    "add radd iadd sub rsub isub mul rmul imul matmul rmatmul imatmul truediv rtruediv itruediv "
+    "floordiv rfloordiv ifloordiv mod rmod imod pow rpow ipow and rand iand or ror ior xor rxor ixor "
+    "lshift rlshift ilshift rshift rrshift irshift divmod rdivmod").split())
+
+
 def _object_names(cls, used):
     """The attribute names code naming ``used`` may read on an instance of ``cls``: ``used``
     and what the user methods it names load (``holder.factor()`` reads ``self.scale``), and
@@ -551,8 +565,9 @@ def _object_names(cls, used):
     methods = {}          # name -> its functions (a decorated method's wrapper and the user's own)
     for k, m in _named_user_methods(cls):
         methods.setdefault(k, []).append(m)
-    # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict)
-    names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__") if n in methods]
+    # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict);
+    # the protocol methods Python calls without the code naming them (NOTE [implicit methods])
+    names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__", *_IMPLICIT) if n in methods]
     done = set()
     while todo:
         n = todo.pop()
