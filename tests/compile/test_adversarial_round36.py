@@ -1,4 +1,46 @@
-"""Round 36: PLACEHOLDER docstring."""
+"""Round 36: Python-side state around a compiled step. Counters and lists mutated inside
+(``self.calls += 1``, ``history.append(loss.item())``, ``global``/``nonlocal`` counters, class
+attribute counters, ``heapq``/``set``/``deque``/``bytearray``/``array`` writes, ``os.environ``,
+warnings, logging, ``print``); branches on ``.item()``/``bool(tensor)``; ``self.training`` read by
+``forward`` and toggled every call; dropout with ``manual_seed`` between calls; ``Generator``
+objects passed in and restored; random fills and ``nn.init`` inside; buffers rebound
+(``self.avg = self.avg * 0.9 + ...``) and ``persistent=False`` buffers registered between calls;
+``forward_pre_hook(with_kwargs=True)`` added/removed, tensor hooks and ``retain_grad`` inside, global
+module hooks; optimizers (``maximize``/``foreach``/``nesterov``/``amsgrad``/``centered``, scheduler lr,
+mixed ``zero_grad(set_to_none)``, ``load_state_dict`` rewind, ``add_param_group``, tensor lr,
+``betas``/``weight_decay``/``eps`` edits, ``state.clear()``, step hooks, custom optimizers);
+nested ``no_grad``/``enable_grad``/``inference_mode``; tensors from lists and NumPy inside;
+closures, ``functools.partial``, lambdas, bound methods of two instances; configuration read
+through ``operator.attrgetter``, ChainMap, enums, dataclasses, context variables, weak refs;
+attributes read by decorated methods and by dunder methods Python calls implicitly; classes
+and methods swapped between calls. Each program is written for this file (no outside source)
+and runs eagerly, through ``tracegrad.compile`` from identical state and (where the generator
+is not involved) with torch, comparing everything observable after every call (harness:
+tests/compile/_harness.py ``run_three_ways``).
+
+Fixes (each was a silently frozen value, now a retrace):
+- ``_lowering/pystate.py`` ``_user_methods``/``_object_names``: a method behind a library
+  wrapper (``@torch.no_grad() def step(self)`` of a custom optimizer, ``functools.wraps``) hid
+  the attributes the user's code reads (``self.boost``): the ``__wrapped__`` chain is followed,
+  methods keyed by the name the class binds
+  (test_custom_optimizer_reading_its_own_attribute_and_a_new_group_key,
+  test_decorated_methods_reading_attributes_changed_between_calls).
+- ``_lowering/pystate.py`` ``_getter_names``/``_code_names``: ``operator.attrgetter("k")``
+  (held or made inside) read ``cfg.k`` unguarded (test_attrgetter_itemgetter_and_chainmap_reads).
+- ``_lowering/pystate.py`` NOTE [implicit methods]: attributes read by ``__rmul__``,
+  ``__float__``, ``__bool__``, ``__len__``, ``__getitem__``, ``__call__``, ``__iter__``,
+  ``__format__``, ``__contains__``... of a plain object
+  (test_dunder_methods_of_a_held_object_reading_changed_attributes).
+- ``_lowering/guards.py`` ``_guard_object``: a plain object's class by identity
+  (``obj.__class__ = B`` between calls; test_classes_and_methods_swapped_between_calls).
+
+Found and left alone (not silent: same values, an eager fallback with a clear graph-break
+warning): Python counters/appends inside, ``.item()``/``bool()``/``tolist()`` branches, hooks
+registered or removed inside, ``get_rng_state``/``fork_rng`` inside, host RNGs (``random``,
+``np.random``) drawn inside, an iterator advanced inside, ``requires_grad_`` on outside tensors
+inside, ``warnings.warn`` under an ``always`` filter; a ``weakref.proxy`` read is treated as an
+iterator (a conservative graph break).
+"""
 import functools
 
 import numpy as np
@@ -344,6 +386,10 @@ def test_tensor_hook_and_retain_grad_inside_the_step():
     ("SGD", dict(momentum=0.9, maximize=True, nesterov=True)),
     ("AdamW", dict(amsgrad=True, maximize=True)),
     ("RMSprop", dict(momentum=0.5, centered=True, maximize=True, foreach=True)),
+    ("Adam", dict(fused=True, maximize=True)),
+    ("AdamW", dict(fused=True, weight_decay=0.1)),
+    ("SGD", dict(momentum=0.9, fused=True)),
+    ("Adagrad", dict(maximize=True, foreach=True, lr_decay=0.1)),
 ])
 def test_optimizer_flags_maximize_foreach(opt_name, kw):
     def run(mod, wrap):
@@ -1870,5 +1916,224 @@ def test_classes_and_methods_swapped_between_calls(change):
                     net.__class__ = Net2
                 else:
                     Base.K = 4.0
+        return res
+    _both(run)
+
+
+# ---- batch 10: counters kept on classes, cells and sort keys
+
+def test_class_attribute_counter_and_nonlocal_counter_inside():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class M(nn.Module):
+            calls = 0
+
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 2), mod)
+
+            def forward(self, x):
+                type(self).calls += 1
+                return self.lin(x) * type(self).calls
+        m = M()
+        count = 0
+
+        def step(x):
+            nonlocal count
+            count += 1
+            return m(x).sum() + count
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append([M.calls, count])
+        return res
+    _both(run)
+
+
+def test_sorted_max_and_sum_over_objects_with_comparison_methods():
+    import operator
+
+    def run(mod, wrap):
+        class Item:
+            def __init__(self, k):
+                self.k = k
+
+            def __lt__(self, other):
+                return self.k < other.k
+
+            def __radd__(self, other):
+                return other + self.k
+        items = [Item(1.0), Item(2.0), Item(3.0)]
+
+        def step(x):
+            lo = sorted(items)[0]
+            hi = max(items, key=operator.attrgetter("k"))
+            return x * lo.k + hi.k + sum(items)
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                items[0].k = 10.0
+            if i == 2:
+                items[2].k = -5.0
+        return res
+    _both(run)
+
+
+# ---- batch 11: the in-place random fills and init functions inside the step
+
+@pytest.mark.parametrize("op", ["uniform_", "normal_", "random_", "exponential_", "geometric_", "cauchy_",
+                                "log_normal_", "poisson", "rand_like", "randint_like", "normal_tensors",
+                                "randint", "init_normal", "init_kaiming", "init_orthogonal"])
+def test_random_fills_inside_the_step_with_and_without_generator(op):
+    def run(mod, wrap):
+        mod.manual_seed(0)
+        lin = np_init(mod.nn.Linear(3, 3), mod)
+        g = mod.Generator().manual_seed(4)
+
+        def step(x, gen):
+            kw = {} if gen is None else {"generator": gen}
+            t = mod.empty(3, 3)
+            if op == "uniform_":
+                t.uniform_(-1, 1, **kw)
+            elif op == "normal_":
+                t.normal_(2, 3, **kw)
+            elif op == "random_":
+                t.random_(0, 7, **kw)
+            elif op == "exponential_":
+                t.exponential_(2.0, **kw)
+            elif op == "geometric_":
+                t.geometric_(0.3, **kw)
+            elif op == "cauchy_":
+                t.cauchy_(**kw)
+            elif op == "log_normal_":
+                t.log_normal_(**kw)
+            elif op == "poisson":
+                t = mod.poisson(x.abs() * 3, **kw)
+            elif op == "rand_like":
+                t = mod.rand_like(x)
+            elif op == "randint_like":
+                t = mod.randint_like(x, 5)
+            elif op == "normal_tensors":
+                t = mod.normal(x, x.abs() + 0.5, **kw)
+            elif op == "randint":
+                t = mod.randint(0, 10, (3, 3), **kw).float()
+            else:
+                init = {"init_normal": mod.nn.init.normal_, "init_kaiming": mod.nn.init.kaiming_uniform_,
+                        "init_orthogonal": mod.nn.init.orthogonal_}[op]
+                with mod.no_grad():
+                    init(lin.weight, **kw)
+                t = lin.weight.clone()
+            return lin(x) + t
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 3, 3), g if i % 2 else None)))
+            res.append([snapshot(g), snapshot(lin)])
+        return res
+    _eager_compiled(run)
+
+
+# ---- batch 12: values reached through context variables, thread-locals and weak references
+
+_SCALE_VAR = __import__("contextvars").ContextVar("round36_scale", default=1.0)
+
+
+@pytest.mark.parametrize("via", ["contextvar", "threading_local", "weakref", "weakproxy", "memoryview", "mappingproxy"])
+def test_values_read_through_indirect_holders(via):
+    import threading
+    import types
+    import weakref
+
+    def run(mod, wrap):
+        class Cfg:
+            pass
+        cfg = Cfg()
+        cfg.k = 2.0
+        loc = threading.local()
+        loc.k = 2.0
+        ref, proxy = weakref.ref(cfg), weakref.proxy(cfg)
+        raw = np.array([2.0], dtype=np.float64)
+        mv = memoryview(raw)
+        table = {"k": 2.0}
+        mp = types.MappingProxyType(table)
+        token = _SCALE_VAR.set(2.0)
+
+        def step(x):
+            if via == "contextvar":
+                return x * _SCALE_VAR.get()
+            if via == "threading_local":
+                return x * loc.k
+            if via == "weakref":
+                return x * ref().k
+            if via == "weakproxy":
+                return x * proxy.k
+            if via == "memoryview":
+                return x * mv[0]
+            return x * mp["k"]
+        f = wrap(step)
+        res = []
+        try:
+            for i in range(4):
+                res.append(snapshot(f(data(mod, i, 3))))
+                if i == 1:
+                    _SCALE_VAR.set(5.0)
+                    loc.k = 5.0
+                    cfg.k = 5.0
+                    raw[0] = 5.0
+                    table["k"] = 5.0
+        finally:
+            _SCALE_VAR.reset(token)
+        return res
+    _both(run)
+
+
+# ---- batch 13: attributes computed by descriptors
+
+@pytest.mark.parametrize("kind", ["descriptor", "cached_property", "property_of_property"])
+def test_attributes_computed_by_descriptors_changed_between_calls(kind):
+    def run(mod, wrap):
+        class Doubled:
+            def __get__(self, obj, typ=None):
+                return obj._k * 2
+
+        class Cfg:
+            k = Doubled()
+
+            def __init__(self):
+                self._k = 1.0
+                self._inner = 3.0
+
+            @functools.cached_property
+            def cached(self):
+                return self._k + 10
+
+            @property
+            def base(self):
+                return self._inner
+
+            @property
+            def derived(self):
+                return self.base * 2
+        cfg = Cfg()
+
+        def step(x):
+            if kind == "descriptor":
+                return x * cfg.k
+            if kind == "cached_property":
+                return x * cfg.cached
+            return x * cfg.derived
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                cfg._k = 4.0
+                cfg._inner = -1.0
+            if i == 2:
+                cfg.__dict__.pop("cached", None)
         return res
     _both(run)
