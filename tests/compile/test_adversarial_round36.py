@@ -25,8 +25,9 @@ Fixes (each was a silently frozen value, now a retrace):
   methods keyed by the name the class binds
   (test_custom_optimizer_reading_its_own_attribute_and_a_new_group_key,
   test_decorated_methods_reading_attributes_changed_between_calls).
-- ``_lowering/pystate.py`` ``_getter_names``/``_code_names``: ``operator.attrgetter("k")``
-  (held or made inside) read ``cfg.k`` unguarded (test_attrgetter_itemgetter_and_chainmap_reads).
+- ``_lowering/pystate.py`` ``_getter_names``/``_code_names``: ``operator.attrgetter("k")`` and
+  ``operator.methodcaller("scale")`` (held or made inside) read ``cfg.k`` unguarded
+  (test_attrgetter_itemgetter_and_chainmap_reads, test_methodcaller_held_and_made_inside).
 - ``_lowering/pystate.py`` NOTE [implicit methods]: attributes read by ``__rmul__``,
   ``__float__``, ``__bool__``, ``__len__``, ``__getitem__``, ``__call__``, ``__iter__``,
   ``__format__``, ``__contains__``... of a plain object
@@ -2135,5 +2136,70 @@ def test_attributes_computed_by_descriptors_changed_between_calls(kind):
                 cfg._inner = -1.0
             if i == 2:
                 cfg.__dict__.pop("cached", None)
+        return res
+    _both(run)
+
+
+def test_methodcaller_held_and_made_inside():
+    import operator
+
+    def run(mod, wrap):
+        class Obj:
+            def __init__(self):
+                self.k = 2.0
+
+            def scale(self, x, extra=0.0):
+                return x * self.k + extra
+
+            def shift(self, x):
+                return x + self.k
+        obj = Obj()
+        call_scale = operator.methodcaller("scale", mod.ones(1), extra=1.0)
+
+        def step(x):
+            return call_scale(obj) * x + operator.methodcaller("shift", x)(obj)
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                obj.k = -3.0
+        return res
+    _both(run)
+
+
+@pytest.mark.parametrize("deco", ["no_grad", "user_wraps"])
+def test_submodule_forward_behind_a_decorator_reading_attributes(deco):
+    def run(mod, wrap):
+        nn = mod.nn
+        d = mod.no_grad() if deco == "no_grad" else _user_decorator
+
+        class Inner(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.k = 1.0
+                self.cfg = {"shift": 0.0}
+
+            @d
+            def forward(self, x):
+                return x * self.k + self.cfg["shift"]
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 3), mod)
+                self.inner = Inner()
+
+            def forward(self, x):
+                return self.inner(self.lin(x))
+        net = Outer()
+        f = wrap(lambda x: net(x).sum())
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            if i == 1:
+                net.inner.k = 3.0
+            if i == 2:
+                net.inner.cfg["shift"] = 2.0
         return res
     _both(run)

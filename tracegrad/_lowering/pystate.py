@@ -1201,8 +1201,8 @@ def _reads_through(code, params, out):
 
 
 def _getter_names(f, names):
-    """The attribute names the ``operator.attrgetter`` objects ``f`` holds in its closure or
-    names among its globals read. NOTE: ``get_k = operator.attrgetter("k")`` then
+    """The attribute (method) names the ``operator.attrgetter`` (``methodcaller``) objects ``f``
+    holds in its closure or names among its globals read. NOTE: ``get_k = operator.attrgetter("k")`` then
     ``x * get_k(cfg)``: ``k`` is a string the getter holds, no name the code loads, so
     ``cfg.k`` was not guarded and a change between calls ran the traced value (round-36's
     adversarial tests)."""
@@ -1219,14 +1219,24 @@ def _getter_names(f, names):
         if type(v) is operator.attrgetter:
             for a in v.__reduce__()[1]:
                 out.update(a.split("."))
+        elif type(v) is operator.methodcaller:
+            # ``operator.methodcaller("scale", ...)``: the method's name (whose code
+            # ``_object_names`` then follows), first of its reduce arguments or of its partial's
+            fn, args = v.__reduce__()[:2]
+            name = fn.args[0] if isinstance(fn, functools.partial) else args[0]
+            if type(name) is str:
+                out.add(name)
     return out
+
+
+_DYNAMIC_NAMES = frozenset({"hasattr", "getattr", "attrgetter", "methodcaller"})
 
 
 def _code_names(code, out):
     out.update(code.co_names)
-    if "hasattr" in code.co_names or "getattr" in code.co_names or "attrgetter" in code.co_names:
-        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``: the
-        # literal names are read too
+    if not _DYNAMIC_NAMES.isdisjoint(code.co_names):
+        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``,
+        # ``methodcaller("scale")(obj)``: the literal names are read too
         out.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
