@@ -2203,3 +2203,245 @@ def test_submodule_forward_behind_a_decorator_reading_attributes(deco):
                 net.inner.cfg["shift"] = 2.0
         return res
     _both(run)
+
+
+# ---- batch 16: functions held in containers and defaults, reading changed values
+
+class _Cfg16:
+    k = 1.0
+
+
+_ACTS16 = {"f": lambda x: x * _Cfg16.k}
+_PIPE16 = [lambda x: x + _Cfg16.k, lambda x: x * 2]
+
+
+@pytest.mark.parametrize("where", ["global_dict", "global_list", "closure_dict", "default_arg", "tuple_in_dict",
+                                   "object_list_attr"])
+def test_functions_held_in_containers_reading_changed_values(where):
+    def run(mod, wrap):
+        _Cfg16.k = 1.0
+        box = {"k": 1.0}
+        local_acts = {"g": lambda x: x - box["k"]}
+        nested = {"ops": (lambda x: x * box["k"],)}
+
+        class Holder:
+            def __init__(self):
+                self.fns = [lambda x: x * box["k"] + 1]
+        holder = Holder()
+
+        def step(x, act=lambda v: v * box["k"]):
+            if where == "global_dict":
+                return _ACTS16["f"](x)
+            if where == "global_list":
+                for fn in _PIPE16:
+                    x = fn(x)
+                return x
+            if where == "closure_dict":
+                return local_acts["g"](x)
+            if where == "default_arg":
+                return act(x)
+            if where == "tuple_in_dict":
+                return nested["ops"][0](x)
+            return holder.fns[0](x)
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                _Cfg16.k = 5.0
+                box["k"] = 5.0
+        return res
+    _both(run)
+
+
+@pytest.mark.parametrize("deco", ["no_grad", "inference_mode", "enable_grad", "user_wraps", "autocast"])
+def test_compiled_step_itself_decorated_reading_changed_values(deco):
+    def run(mod, wrap):
+        class Knob:
+            def __init__(self):
+                self.k = 1.0
+
+            def __rmul__(self, o):
+                return o * self.k
+        knob, box = Knob(), {"s": 1.0}
+        lin = np_init(mod.nn.Linear(3, 3), mod)
+        d = {"no_grad": mod.no_grad(), "inference_mode": mod.inference_mode(), "enable_grad": mod.enable_grad(),
+             "user_wraps": _user_decorator, "autocast": mod.autocast("cpu", enabled=False)}[deco]
+
+        @d
+        def step(x):
+            return lin(x) * knob + box["s"]
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            out = f(data(mod, i, 2, 3))
+            res.append(snapshot(out.clone() if deco == "inference_mode" else out))
+            if i == 1:
+                knob.k = 3.0
+                box["s"] = -1.0
+        return res
+    _both(run)
+
+
+# ---- batch 18: hooks whose Python inputs change between calls
+
+_HOOK_SCALE = 1.0
+
+
+@pytest.mark.parametrize("hook", ["forward", "forward_pre", "tensor", "backward", "post_accumulate", "knob_rmul"])
+def test_hooks_reading_values_changed_between_calls(hook):
+    def run(mod, wrap):
+        global _HOOK_SCALE
+        _HOOK_SCALE = 1.0
+        F = mod.nn.functional
+        model = _model(mod)
+        cfg = [1.0]
+
+        class Knob:
+            def __init__(self):
+                self.k = 1.0
+
+            def __rmul__(self, o):
+                return o * self.k
+        knob = Knob()
+        if hook == "forward":
+            model[0].register_forward_hook(lambda m, a, o: o * cfg[0])
+        elif hook == "forward_pre":
+            model[2].register_forward_pre_hook(lambda m, a: (a[0] * _HOOK_SCALE,))
+        elif hook == "tensor":
+            model[0].weight.register_hook(lambda g: g * cfg[0])
+        elif hook == "backward":
+            model[2].register_full_backward_hook(lambda m, gi, go: (gi[0] * _HOOK_SCALE,))
+        elif hook == "post_accumulate":
+            model[0].bias.register_post_accumulate_grad_hook(lambda p: (p.grad.mul_(cfg[0]), None)[1])
+        else:
+            model[0].register_forward_hook(lambda m, a, o: o * knob)
+
+        def step(x, y):
+            model.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+            if i == 1:
+                cfg[0] = 3.0
+                _HOOK_SCALE = -2.0
+                knob.k = 4.0
+        return res
+    _both(run)
+
+
+# ---- batch 19: common config containers
+
+class _AttrDict(dict):
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
+class _EasyDict(dict):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+    def __setattr__(self, k, v):
+        super().__setattr__(k, v)
+        super().__setitem__(k, v)
+
+
+@pytest.mark.parametrize("kind", ["attrdict", "easydict", "argparse", "namedtuple_replaced", "ordered_dict",
+                                  "defaultdict", "counter", "nested_attrdict"])
+def test_config_containers_changed_between_calls(kind):
+    import argparse
+    import collections
+
+    def run(mod, wrap):
+        NT = collections.namedtuple("NT", "k")
+        cfg = {"attrdict": lambda: _AttrDict(k=1.0), "easydict": lambda: _EasyDict(k=1.0),
+               "argparse": lambda: argparse.Namespace(k=1.0), "namedtuple_replaced": lambda: [NT(1.0)],
+               "ordered_dict": lambda: collections.OrderedDict(k=1.0),
+               "defaultdict": lambda: collections.defaultdict(float, k=1.0),
+               "counter": lambda: collections.Counter(k=1),
+               "nested_attrdict": lambda: _AttrDict(opt=_AttrDict(k=1.0))}[kind]()
+
+        def read():
+            if kind in ("attrdict", "easydict", "argparse"):
+                return cfg.k
+            if kind == "namedtuple_replaced":
+                return cfg[0].k
+            if kind == "nested_attrdict":
+                return cfg.opt.k
+            return cfg["k"]
+
+        def step(x):
+            return x * read()
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 3))))
+            if i == 1:
+                if kind == "namedtuple_replaced":
+                    cfg[0] = cfg[0]._replace(k=4.0)
+                elif kind == "nested_attrdict":
+                    cfg.opt.k = 4.0
+                elif kind == "argparse":
+                    cfg.k = 4.0
+                elif kind == "easydict":
+                    cfg.k = 4.0
+                elif kind == "counter":
+                    cfg["k"] += 3
+                else:
+                    cfg["k"] = 4.0
+        return res
+    _both(run)
+
+
+def test_no_retrace_when_nothing_read_changes():
+    """The new guards (decorated methods, implicit methods, getters, a plain object's class)
+    keep one program while the values they read stay the same, even with an unread counter
+    bumped between calls."""
+    import operator
+
+    def run(mod, wrap):
+        F = mod.nn.functional
+
+        class Knob:
+            def __init__(self):
+                self.k = 0.5
+                self.calls = 0          # bumped outside, read by no code the step runs
+
+            def __rmul__(self, o):
+                return o * self.k
+
+        class Opt(mod.optim.Optimizer):
+            def __init__(self, params):
+                super().__init__(params, dict(lr=0.1))
+                self.boost = 1.0
+
+            @mod.no_grad()
+            def step(self):
+                for g in self.param_groups:
+                    for p in g["params"]:
+                        p.sub_(p.grad * g["lr"] * self.boost)
+        model, knob = _model(mod), Knob()
+        opt = Opt(model.parameters())
+        get_k = operator.attrgetter("k")
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x) * knob, y) * get_k(knob)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            res.append(snapshot(f(*_xy(mod, i))))
+            knob.calls += 1
+        return res + [snapshot(model)]
+    made = _both(run)
+    assert made[0].stats["traces"] == 1, made[0].stats
