@@ -2445,3 +2445,53 @@ def test_no_retrace_when_nothing_read_changes():
         return res + [snapshot(model)]
     made = _both(run)
     assert made[0].stats["traces"] == 1, made[0].stats
+
+
+@pytest.mark.parametrize("change", ["rebind", "in_place", "shape"])
+def test_tensor_attribute_read_only_through_implicit_and_decorated_methods(change):
+    def run(mod, wrap):
+        F = mod.nn.functional
+
+        class Knob:
+            def __init__(self):
+                self.t = mod.tensor([1.0, 2.0, 3.0])
+
+            def __rmul__(self, o):
+                return o * self.t
+
+        class Opt(mod.optim.Optimizer):
+            def __init__(self, params):
+                super().__init__(params, dict(lr=0.1))
+                self.scale = mod.tensor(1.0)
+
+            @mod.no_grad()
+            def step(self):
+                for g in self.param_groups:
+                    for p in g["params"]:
+                        p.sub_(p.grad * g["lr"] * self.scale)
+        model, knob = _model(mod), Knob()
+        opt = Opt(model.parameters())
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x) * knob, y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+            if i == 1:
+                if change == "rebind":
+                    knob.t = mod.tensor([3.0, -1.0, 0.5])
+                    opt.scale = mod.tensor(4.0)
+                elif change == "in_place":
+                    knob.t.mul_(2)
+                    opt.scale.fill_(0.25)
+                else:
+                    knob.t = mod.tensor([2.0])
+                    opt.scale = mod.tensor([2.0])
+        return res
+    _both(run)
