@@ -39,7 +39,8 @@ from .._tensor import runtime as _runtime
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
-                      effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
+                      counter_uses, effects_signature, opened_by_user, python_refs, restore, snapshot,
+                      stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
 from .constants import Constants
 from .exc import Unsupported
@@ -357,6 +358,10 @@ class Capture:
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
+        # NOTE [Python counters] (pystate.py): the module counters bumped ((id(dict), name) ->
+        # (dict, name, value before)), the plain objects' candidates (``int_attributes``), and
+        # the counters' values when each scheduler step was deferred
+        self.counter_stores, self.counter_candidates, self.deferral_counts = {}, (), []
         self.value_checks = []                 # NOTE [value checks at run time]
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
         self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
@@ -679,6 +684,39 @@ class Capture:
         if t._st not in self.created or self._argument(t) is not None:
             raise GraphBreak("a tensor's _version read in Python: writes between calls would not "
                              "change the value the program holds")
+
+    def counter_store(self, d, name, value) -> bool:
+        """A module attribute being set to ``value`` is a counter's increment (NOTE [Python
+        counters] in pystate.py): both ints, set by the ``STORE_ATTR`` of an ``obj.name += k``
+        in the code calling ``__setattr__``. Recorded with the value before the trace."""
+        if type(value) is not int or type(d.get(name)) is not int:
+            return False
+        f = sys._getframe(2)       # the code whose STORE_ATTR called Module.__setattr__
+        if f.f_lasti not in counter_uses(f.f_code).stores:
+            return False
+        self.counter_stores.setdefault((id(d), name), (d, name, d[name]))
+        return True
+
+    def counters_changed(self):
+        """``(dict, name, difference)`` of the module counters the trace bumped, each put back."""
+        out = []
+        for d, name, v0 in self.counter_stores.values():
+            now = d.get(name)
+            if now != v0:
+                out.append((d, name, now - v0))
+            d[name] = v0
+        self.counter_stores = {}
+        return tuple(out)
+
+    def note_deferral(self):
+        """A scheduler step is deferred now: the counters' values (before it, in eager order)."""
+        counts = {(id(d), k): d.get(k) for _, d, k, _ in self.counter_candidates}
+        counts.update({key: d.get(name) for key, (d, name, _) in self.counter_stores.items()})
+        self.deferral_counts.append(counts)
+
+    def restore_counters(self):
+        for d, name, v0 in self.counter_stores.values():
+            d[name] = v0
 
     def python_effect(self, what):
         raise GraphBreak(f"{what} is a Python side effect: the program would not repeat it on "

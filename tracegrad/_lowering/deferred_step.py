@@ -59,6 +59,7 @@ def defer(cap, sched) -> bool:
             return False
         cap.sealed.append((sched, cls))
     cap.deferred_steps.append(sched)
+    cap.note_deferral()
     cap.deferred_groups.update(map(id, groups))
     cap.deferred_optimizers.add(id(opt))
     return True

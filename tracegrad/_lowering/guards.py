@@ -140,8 +140,40 @@ def _guard_object(o, names, checks, seen):
         if k == "training" or (k not in names and not every):
             continue
         if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names, place=(d, k))):
-            _guard_held(v, names | _class_names(type(v)), checks, seen, (d, k))
+            _guard_held(v, _scheduler_names(type(v), names) if _is_scheduler(v) else names | _class_names(type(v)),
+                        checks, seen, (d, k))
     _guard_class_attributes(o, d, names, checks, every)
+
+
+def _is_scheduler(v) -> bool:
+    return any(c.__name__ == "LRScheduler" and c.__module__.startswith("tracegrad.") for c in type(v).__mro__)
+
+
+def _scheduler_names(cls, used):
+    """The names an lr scheduler held by an object the trace reads (``self.sched`` of a trainer)
+    may have read: ``used`` and what the scheduler's methods ``used`` names load (``get_last_lr``
+    reads ``_last_lr``), following the methods those name -- but not ``step``'s: inside a trace
+    it is deferred (NOTE [deferred scheduler step]) and reads the attributes after each run, so
+    its counters (``last_epoch``, ``_step_count``) moving every call are no values the program
+    baked. ``_class_names`` (every method's names) guarded them: a new trace every call of a
+    trainer's step that ends with ``self.sched.step()``. A step that could not be deferred ran
+    in the trace and its changes are a side effect (``pystate.changed``)."""
+    methods = {}
+    for klass in reversed(cls.__mro__):
+        for k, f in klass.__dict__.items():
+            f = f.fget if isinstance(f, property) else getattr(f, "__func__", f)
+            if isinstance(f, types.FunctionType):
+                methods[k] = f
+    names, todo = set(used), [n for n in used if n in methods and n != "step"]
+    done = set()
+    while todo:
+        n = todo.pop()
+        if n not in done:
+            done.add(n)
+            new = _code_names(methods[n].__code__, set()) - names
+            names |= new
+            todo += [m for m in new if m in methods and m != "step"]
+    return names
 
 
 _DYNAMIC_READS = frozenset({"getattr", "vars", "__dict__"})

@@ -63,7 +63,19 @@ _BUF = object()                 # marks a buffer's copy in ``_copy``'s result
 _BUILTINS = vars(builtins)
 
 
-def python_refs(fn, args=(), loaded_out=None):
+def python_refs(fn, args=(), loaded_out=None, counters_out=None):
+    """See ``_python_refs``; ``counters_out``, a pair of sets, gets the attribute names the code
+    scanned uses only as counters and those it stores plainly (NOTE [Python counters])."""
+    if counters_out is None:
+        return _python_refs(fn, args, loaded_out)
+    _SEEN.append(counters_out)
+    try:
+        return _python_refs(fn, args, loaded_out)
+    finally:
+        _SEEN.remove(counters_out)
+
+
+def _python_refs(fn, args=(), loaded_out=None):
     """``(refs, names)``: ``refs`` are ``(name, cell, globals)`` for the closure cells and
     globals ``fn``'s code reads, and those of the user functions it can reach (NOTE [helper
     functions]), plus the object ``fn`` is bound to and the non-tensor objects among ``args``
@@ -828,6 +840,44 @@ def _value(cell, g, name):
     return g.get(name)
 
 
+def int_attributes(refs):
+    """``(object, __dict__, name, value)`` of every int attribute of the plain objects among
+    ``refs`` that keep their attributes in a ``__dict__`` and whose class keeps Python's own
+    attribute access: the counters a trace may bump (NOTE [Python counters])."""
+    out = []
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        cls = type(v)
+        d = getattr(v, "__dict__", None) if _plain_object(v) else None
+        # an argument is keyed by equality (``compiler._key``): one whose class compares by value
+        # may be another object than the one a program's runs would bump
+        if type(d) is dict and cls.__setattr__ is object.__setattr__ \
+                and cls.__getattribute__ is object.__getattribute__ \
+                and not (name.startswith("argument ") and cls.__hash__ not in (None, object.__hash__)):
+            out += [(v, d, k, a) for k, a in list(d.items()) if type(a) is int]
+    return out
+
+
+def counter_changes(before, refs, names, counters):
+    """NOTE [Python counters]: the ``(attributes, name, difference)`` of the attributes among
+    ``before`` (``int_attributes``' answer before the trace) that the trace changed to another
+    int, whose name the code scanned uses as a counter and never stores plainly (``counters``:
+    ``python_refs``' pair of sets), and not among the names the code reading the object's
+    references loads (``refs``/``names`` as ``python_refs`` gives them: any other use); each
+    is put back to its value before the trace."""
+    read = {}
+    for (name, cell, g), used in zip(refs, names):
+        read.setdefault(id(_value(cell, g, name)), set()).update(used)
+    out = []
+    for v, d, k, a in before:
+        now = d.get(k, _MISSING)
+        if type(now) is int and now != a and k in counters[0] and k not in counters[1] \
+                and k not in read.get(id(v), ()):
+            out.append((d, k, now - a))
+            d[k] = a
+    return tuple(out)
+
+
 def scalar_signature(refs):
     """The numbers/strings/bools among ``refs``, also inside short lists/tuples (a new value
     means a new program)."""
@@ -1232,8 +1282,84 @@ def _getter_names(f, names):
 _DYNAMIC_NAMES = frozenset({"hasattr", "getattr", "attrgetter", "methodcaller"})
 
 
+# NOTE [Python counters]: ``self.global_step += 1`` in a compiled step (a trainer's method, a
+# helper bumping a plain object's attribute, a module's forward counting its calls) reads the
+# attribute only to add an int literal to it and store the sum back. The value never reaches
+# the program nor the Python deciding what the trace does, so it is no value the trace read:
+# ``_code_names`` leaves out a name a code object only bumps that way or stores (``self.n =
+# 0`` in ``__init__`` reads nothing), and no guard bakes it. Nor is the change a side effect
+# the program would skip: the trace's increments are measured and put back, and each run of
+# the program (the first included) adds that difference again -- eagerly the call runs the
+# same increments, as what decides how many (loops, branches) is guarded like any other value
+# the trace read. Found two ways: on a plain object among the function's references
+# (``counter_changes``: its name bumped in the code scanned, stored plainly nowhere there but
+# in an ``__init__``, and read by none of the code reading that object), and on a module
+# (``Module.__setattr__`` in a trace asks ``Capture.counter_store``, which checks that the
+# calling instruction is such a bump's STORE_ATTR). A name also read (a condition, a log line,
+# ``getattr(self, "n")``), stored plainly, bumped by a float or an expression, or a class with
+# its own ``__setattr__``/``__getattribute__``, keeps the earlier answer: a guarded value, and
+# a change that runs the call eagerly; a counter some guard reads after all (the methods of
+# a class the trace never calls naming it) does too (``trace_region``). Closure cells and
+# globals (``nonlocal``/``global`` counters) still run the call eagerly. Each run checks the
+# attribute is still an int (one deleted or set to a float between calls traces again).
+_COUNTER_OPS = frozenset({"+=", "-="})
+_COUNTER_USES: dict = {}    # code -> _CounterUses
+
+
+class _CounterUses:
+    """How one code object (not the code nested in it) uses attribute names without reading
+    their values (NOTE [Python counters])."""
+
+    __slots__ = ("counters", "unread", "stored", "stores")
+
+    def __init__(self, code):
+        ins = list(dis.get_instructions(code))
+        matched, uses, stores = set(), {}, set()
+        for i, x in enumerate(ins):
+            if x.opcode in dis.hasname:
+                uses.setdefault(x.argval, []).append(i)
+            if x.opname == "COPY" and x.arg == 1 and i + 5 < len(ins):
+                a, c, op, sw, st = ins[i + 1:i + 6]
+                if (a.opname == "LOAD_ATTR" and c.opname == "LOAD_CONST" and type(c.argval) is int
+                        and op.opname == "BINARY_OP" and op.argrepr in _COUNTER_OPS and sw.opname == "SWAP"
+                        and sw.arg == 2 and st.opname == "STORE_ATTR" and st.argval == a.argval):
+                    matched.update((i + 1, i + 5))
+                    stores.add(st.offset)
+        strings = {c for c in code.co_consts if type(c) is str}
+        plain = {i for i, x in enumerate(ins) if x.opname == "STORE_ATTR" and i not in matched}
+        names = [(n, at) for n, at in uses.items() if n not in strings]
+        # used only as ``obj.name += k``; only so or stored (``obj.name = v``: nothing read)
+        self.counters = frozenset(n for n, at in names if all(j in matched for j in at))
+        self.unread = frozenset(n for n, at in names if all(j in matched or j in plain for j in at))
+        # stored plainly, where that may run in a step (an ``__init__`` runs when the object is made)
+        self.stored = frozenset() if code.co_name == "__init__" else frozenset(
+            n for n, at in uses.items() if any(j in plain for j in at))
+        self.stores = frozenset(stores)      # the offsets of the counters' STORE_ATTRs
+
+
+def counter_uses(code) -> _CounterUses:
+    """``code``'s ``_CounterUses`` (CPython 3.11's ``COPY 1; LOAD_ATTR name; LOAD_CONST k;
+    BINARY_OP +=/-=; SWAP 2; STORE_ATTR name`` with ``k`` an int literal; another bytecode
+    matches nothing, so nothing is left out there)."""
+    out = _COUNTER_USES.get(code)
+    if out is None:
+        out = _COUNTER_USES[code] = _CounterUses(code)
+    return out
+
+
+_SEEN: list = []     # the ``(counters, stored)`` sets ``python_refs(counters_out=...)`` collects
+
+
 def _code_names(code, out):
-    out.update(code.co_names)
+    uses = counter_uses(code)
+    if uses.unread:
+        # names this code only stores or bumps are no values it reads (NOTE [Python counters])
+        out.update(n for n in code.co_names if n not in uses.unread)
+    else:
+        out.update(code.co_names)
+    for counters, stored in _SEEN:
+        counters |= uses.counters
+        stored |= uses.stored
     if not _DYNAMIC_NAMES.isdisjoint(code.co_names):
         # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``,
         # ``methodcaller("scale")(obj)``: the literal names are read too

@@ -55,8 +55,8 @@ from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
-from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
-                      scalar_signature, snapshot, stateful_reads)
+from .pystate import (changed, clock_reads, counter_changes, effects_signature, int_attributes, numpy_sharing,
+                      python_refs, restore, scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from . import custom_function as _custom_function
@@ -496,6 +496,9 @@ class Region:
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
         self.deferred = ()         # NOTE [deferred scheduler step]: schedulers stepped after each run
+        # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
+        # deferred scheduler steps)
+        self.counters = ()
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
@@ -530,6 +533,9 @@ class Region:
             return False
         if _state.RG_EPOCH[0] != self.rg_epoch and not self._rg_flips_hold():
             return False
+        for d, k, _, _ in self.counters:      # still an int to add to (NOTE [Python counters])
+            if type(d.get(k)) is not int:
+                return False
         if self.py_scalars and scalar_signature(self.py_refs) != self.py_scalars:
             return False
         if self.value_guards and not guards_hold(self.value_guards):
@@ -730,8 +736,14 @@ class Region:
             raise ValueCheckFailed(self)
         try:
             out = self.write_back(outs, arg_leaves)
+            for d, k, n, early in self.counters:    # NOTE [Python counters] in pystate.py
+                if early:
+                    d[k] = d.get(k) + n
             if self.deferred:
                 run_deferred(self.deferred)
+            for d, k, n, early in self.counters:
+                if not early:
+                    d[k] = d.get(k) + n
             return out
         except Exception as e:
             # some state may be written already: the first run's caller must not answer this by
@@ -1199,6 +1211,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
+        cap.counter_candidates = counters0
         cap.function_rule = _custom_function.rule
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
@@ -1276,6 +1289,16 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 # break with a value eager would not have; the break stands
                 raise GraphBreak(*cap.broken)
             moved = changed(refs, effects0)
+            # NOTE [Python counters] in pystate.py: each put back, for every run to add again
+            info["counters"] = cap.counters_changed()
+            if moved is not None and counters0:
+                hooks = list(cap.hooks.values())
+                found = counter_changes(counters0, refs + tuple(r for h in hooks for r in h.refs),
+                                        ref_names + tuple(n for h in hooks for n in h.names), counter_names)
+                if found:
+                    info["counters"] += found
+                    moved = changed(refs, effects0)
+            info["counters"] = _counters_in_order(info["counters"], cap.deferral_counts, after)
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
                                  "append, an attribute...): the program would not repeat that on later calls", where=after)
@@ -1474,6 +1497,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes]
                     + [a for _, a in entry_writes], failed)
         except BaseException:
+            cap.restore_counters()
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
             cap.restore_flags()
             cap.restore_attrs()
@@ -1522,7 +1546,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.snapshot(plan.optimizers)
     # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
-    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor])
+    counter_names = (set(), set())     # NOTE [Python counters] in pystate.py
+    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor],
+                                  counters_out=counter_names)
     stateful = stateful_reads(refs, ref_names)
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
@@ -1532,6 +1558,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         raise GraphBreak(f"the function reads {clock}, which gives a new value on every eager call but "
                          "would be read once while tracing (read it outside and pass it as an argument)")
     effects0 = effects_signature(refs)
+    counters0 = int_attributes(refs) if counter_names[0] else ()
     py_snap = snapshot(refs)
     prev = x64_enter()
     try:
@@ -1627,6 +1654,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.rg_epoch = info["rg_epoch"]
     region.rg_readers = {id(t): (r, t._rg) for _, r in region.readers if r is not None and (t := r()) is not None}
     region.value_guards = tuple(region.value_guards) + tuple(flag_guards(info["rg_reads"], region.rg_readers))
+    region.counters = info.get("counters", ())
+    for d, k, _, _ in region.counters:
+        # a counter whose value a guard bakes after all (an object's class methods naming it:
+        # NOTE [Python counters] in pystate.py): each run's increment would fail that guard
+        if any(c[0] is d and c[1] == k for c in region.value_guards):
+            raise GraphBreak(f"the function changes the Python value '{k}' (a counter it also reads): "
+                             "the program would not repeat that on later calls", where=def_site(fn))
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.grad_state = grad_state
@@ -1644,6 +1678,22 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
     return region, region.run(leaves)
+
+
+def _counters_in_order(counters, deferrals, where):
+    """``counters`` (``(attributes, name, difference)``, put back) each with whether it is bumped
+    before the deferred scheduler steps (``deferrals``: the counters' values at each) or after
+    them, as eagerly: a ``LambdaLR`` whose lambda reads ``trainer.global_step`` sees the count
+    the eager step had when it called ``sched.step()``."""
+    out = []
+    for d, k, n in counters:
+        a = d.get(k)
+        seen = {m.get((id(d), k), a) for m in deferrals}
+        if len(seen) > 1 or not seen <= {a, a + n}:
+            raise GraphBreak(f"the function bumps the counter '{k}' both before and after lr_scheduler.step(), "
+                             "which a compiled call runs after its program", where=where)
+        out.append((d, k, n, seen == {a + n}))
+    return tuple(out)
 
 
 def _moved_off_inputs(data_sets, storages):

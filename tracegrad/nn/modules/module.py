@@ -644,10 +644,12 @@ class Module:
             if name == "training":
                 if "training" in d:
                     cap.see_module(self)   # its flag before the compiled function changed it
-            elif not tensors and not _same_value(d, name, value) and id(self) not in cap.made_modules:
-                # ``self.calls += 1`` in a forward: eager does it every call, a program never
-                # (a module made inside the call, ``nn.CrossEntropyLoss()(pred, y)``, is new
-                # on every call: setting its attributes is no side effect)
+            elif not tensors and not _same_value(d, name, value) and id(self) not in cap.made_modules \
+                    and not cap.counter_store(d, name, value):
+                # ``self.mode = "x"`` in a forward: eager does it every call, a program never (a
+                # module made inside the call, ``nn.CrossEntropyLoss()(pred, y)``, is new on every
+                # call: setting its attributes is no side effect; ``self.calls += 1`` is a counter
+                # each run repeats: NOTE [Python counters] in _lowering/pystate.py)
                 cap.python_effect(f"setting attribute '{name}' of {type(self).__name__}")
         if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
                 or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
