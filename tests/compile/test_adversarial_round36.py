@@ -36,7 +36,7 @@ Fixes (each was a silently frozen value, now a retrace):
   (``obj.__class__ = B`` between calls; test_classes_and_methods_swapped_between_calls).
 
 Found and left alone (not silent: same values, an eager fallback with a clear graph-break
-warning): Python counters/appends inside, ``.item()``/``bool()``/``tolist()`` branches, hooks
+warning): Python counters the step also reads, appends inside, ``.item()``/``bool()``/``tolist()`` branches, hooks
 registered or removed inside, ``get_rng_state``/``fork_rng`` inside, host RNGs (``random``,
 ``np.random``) drawn inside, an iterator advanced inside, ``requires_grad_`` on outside tensors
 inside, ``warnings.warn`` under an ``always`` filter; a ``weakref.proxy`` read is treated as an
