@@ -132,6 +132,10 @@ def _guard_object(o, names, checks, seen):
     every = plain and not names.isdisjoint(_DYNAMIC_READS)
     if plain or (not names.isdisjoint(_PROBES) and _user_class(type(o))):
         checks.append((_Len(d), None, len(d), None))
+    if plain:
+        # its class, by identity: ``obj.__class__ = Other`` between calls (other methods, other
+        # class attributes) ran the traced class's code (round-36's adversarial tests)
+        checks.append((_Attributes(o), "__class__", type(o), _IDENTITY))
     for k, v in d.items():
         if k == "training" or (k not in names and not every):
             continue

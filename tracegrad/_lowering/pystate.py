@@ -35,6 +35,7 @@ import dis
 import functools
 import io
 import itertools
+import operator
 import os
 import random
 import sys
@@ -300,6 +301,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
         return
     code = f.__code__
     names = _code_names(code, set())
+    names |= _getter_names(f, names)
     if loaded is not None and not top:
         loaded |= names
     if through is not None and not top:
@@ -521,11 +523,51 @@ def _custom_function(v) -> bool:
 
 
 def _user_methods(cls):
-    """The user-written functions of ``cls``: methods, static/class methods, property getters."""
-    return [f for klass in cls.__mro__ if klass is not object
-            for f in (a.fget if isinstance(a, property) else getattr(a, "__func__", a)
-                      for a in klass.__dict__.values())
+    """The user-written functions of ``cls``: methods, static/class methods, property getters,
+    and the user functions decorators wrap (``_wrapped_chain``)."""
+    return [f for _, f in _named_user_methods(cls)]
+
+
+def _named_user_methods(cls):
+    """``(attribute name, function)`` of ``_user_methods``: by the name the class binds it to
+    (``step = torch.no_grad()(update)`` is called as ``step``)."""
+    return [(k, f) for klass in cls.__mro__ if klass is not object
+            for k, a in klass.__dict__.items()
+            for f in _wrapped_chain(a.fget if isinstance(a, property) else getattr(a, "__func__", a))
             if isinstance(f, types.FunctionType) and _user_code(f.__code__)]
+
+
+def _wrapped_chain(f):
+    """``f`` and the functions it wraps (``functools.wraps``' ``__wrapped__``, a decorator stack).
+    NOTE: a custom optimizer's ``@torch.no_grad() def step(self)`` is a wrapper whose code is
+    tracegrad's (a user decorator's is a generic ``wrapper(*a, **k)``), so the attributes the
+    user's ``step`` reads (``self.boost``) were not among the names guarded, and
+    ``opt.boost = 3.0`` between calls ran the traced 1.0 (round-36's adversarial tests). Not
+    into a memoized one (``lru_cache``: it runs only on a miss, and its cache size is guarded)."""
+    out = [f]
+    for _ in range(8):        # (bounded: a wrapper naming itself, a long decorator stack)
+        if not isinstance(f, types.FunctionType) or is_memoized(f):
+            break
+        w = getattr(f, "__wrapped__", None)
+        w = getattr(w, "__func__", w)
+        if w is None or any(w is g for g in out):
+            break
+        out.append(f := w)
+    return out
+
+
+# NOTE [implicit methods]: ``x * knob`` runs ``Knob.__rmul__``, ``float(knob)`` its
+# ``__float__``, ``if knob:`` its ``__bool__``, ``knob[1]``/``len(knob)``/``a, b = knob``/
+# ``knob(x)``/``f"{knob:.1f}"`` theirs: the code names none of them, so the attributes they read
+# (``self.k``) were not guarded and a change between calls ran the traced value (round-36's
+# adversarial tests). Not ``__init__``/``__repr__``/``__str__``: they run at construction or
+# for printing, and guarding what they read (a trainer's step counter) would trace again.
+_IMPLICIT = tuple(f"__{n}__" for n in (
+    "call bool len length_hint float int index complex round trunc floor ceil abs neg pos invert "
+    "getitem contains iter next reversed enter exit format eq ne lt le gt ge hash "
+    "add radd iadd sub rsub isub mul rmul imul matmul rmatmul imatmul truediv rtruediv itruediv "
+    "floordiv rfloordiv ifloordiv mod rmod imod pow rpow ipow and rand iand or ror ior xor rxor ixor "
+    "lshift rlshift ilshift rshift rrshift irshift divmod rdivmod").split())
 
 
 def _object_names(cls, used):
@@ -533,16 +575,19 @@ def _object_names(cls, used):
     and what the user methods it names load (``holder.factor()`` reads ``self.scale``), and
     so on through the methods those name -- not the names of methods never called (a
     trainer's ``__init__`` naming its ``global_step``)."""
-    methods = {m.__name__: m for m in _user_methods(cls)}
-    # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict)
-    names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__") if n in methods]
+    methods = {}          # name -> its functions (a decorated method's wrapper and the user's own)
+    for k, m in _named_user_methods(cls):
+        methods.setdefault(k, []).append(m)
+    # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict);
+    # the protocol methods Python calls without the code naming them (NOTE [implicit methods])
+    names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__", *_IMPLICIT) if n in methods]
     done = set()
     while todo:
         n = todo.pop()
         if n in done:
             continue
         done.add(n)
-        new = _code_names(methods[n].__code__, set()) - names
+        new = set().union(*(_code_names(m.__code__, set()) for m in methods[n])) - names
         names |= new
         todo += [m for m in new if m in methods]
     return names
@@ -1248,6 +1293,38 @@ def _reads_through(code, params, out):
     return out
 
 
+def _getter_names(f, names):
+    """The attribute (method) names the ``operator.attrgetter`` (``methodcaller``) objects ``f``
+    holds in its closure or names among its globals read. NOTE: ``get_k = operator.attrgetter("k")`` then
+    ``x * get_k(cfg)``: ``k`` is a string the getter holds, no name the code loads, so
+    ``cfg.k`` was not guarded and a change between calls ran the traced value (round-36's
+    adversarial tests)."""
+    values = []
+    for cell in f.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:          # not yet assigned
+            pass
+    g = f.__globals__
+    values += [g[n] for n in names if n in g]
+    out = set()
+    for v in values:
+        if type(v) is operator.attrgetter:
+            for a in v.__reduce__()[1]:
+                out.update(a.split("."))
+        elif type(v) is operator.methodcaller:
+            # ``operator.methodcaller("scale", ...)``: the method's name (whose code
+            # ``_object_names`` then follows), first of its reduce arguments or of its partial's
+            fn, args = v.__reduce__()[:2]
+            name = fn.args[0] if isinstance(fn, functools.partial) else args[0]
+            if type(name) is str:
+                out.add(name)
+    return out
+
+
+_DYNAMIC_NAMES = frozenset({"hasattr", "getattr", "attrgetter", "methodcaller"})
+
+
 # NOTE [Python counters]: ``self.global_step += 1`` in a compiled step (a trainer's method, a
 # helper bumping a plain object's attribute, a module's forward counting its calls) reads the
 # attribute only to add an int literal to it and store the sum back. The value never reaches
@@ -1348,8 +1425,9 @@ def _code_names(code, out):
         stored |= uses.stored
         scalar_counters |= uses.scalar_counters
         scalar_other |= uses.scalar_other
-    if "hasattr" in code.co_names or "getattr" in code.co_names:
-        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``: the literal names are read too
+    if not _DYNAMIC_NAMES.isdisjoint(code.co_names):
+        # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``,
+        # ``methodcaller("scale")(obj)``: the literal names are read too
         out.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
