@@ -3,8 +3,9 @@ pytorch/pytorch repository: test/dynamo/test_functions.py (FunctionTests: builti
 ``isinstance``/``getattr``/``hasattr``/``enumerate``/``zip``/``map``/``sorted``/``min``/``max``,
 generators and comprehensions, shape/dtype queries used in Python, in-place ops and views) and
 test/dynamo/test_misc.py (MiscTests: ``*args``/``**kwargs``, nested return structures, containers
-mutated inside). Each case is written here in its own code (nothing copied) and names the torch
-test it follows (``cf.`` where the torch test checks the same construct in a larger program).
+mutated inside). Each case is written here in its own code (nothing copied) and cites the torch
+test class whose construct it checks (``cf.``); the citations were not checked name by name
+against the torch files.
 Cases run under torch eager, tracegrad eager and ``tracegrad.compile`` on four calls with fresh
 arguments (``_dynamo_port.check``/``compare``): outputs, dtypes, shapes, requires_grad and,
 where marked, the arguments' grads must agree, and side effects must happen on every call.
