@@ -544,3 +544,25 @@ def test_global_counter_set_between_calls_continues_from_the_new_value():
     STEPS = 1.5             # a float: the guard sees it, and eager adds 2 to it too
     f(tracegrad.ones(2))
     assert STEPS == 3.5
+
+
+def test_module_counter_bumped_by_a_forward_hook():
+    def make(mod, wrap):
+        m = small_mlp(mod)
+        m.hook_calls = 0
+
+        def hook(module, inp, out):
+            module.hook_calls += 1
+        m[0].register_forward_hook(lambda mm, i, o: hook(m, i, o))
+        opt = mod.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), {"model": m, "opt": opt, "calls": lambda: m.hook_calls}, small_batches(mod)
+    run = check_compiled(make, calls=4, torch_too=True)
+    assert run.state["calls"]() == run.eager.state["calls"]() == 4
+    assert run.step.stats["traces"] == 1 and not run.step.stats["graph_breaks"], run.step.stats
