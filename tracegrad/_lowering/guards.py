@@ -26,7 +26,7 @@ from .. import _state
 from .._tensor.generator import Generator
 from .._tensor.tensor import Tensor
 from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
-                      _user_methods, _value, attributes, is_memoized, python_refs)
+                      _user_methods, _value, CellSlot, attributes, is_memoized, python_refs)
 
 _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags' flips go to _state.RG_FLIPS
 
@@ -542,19 +542,7 @@ class _Attributes:
         return getattr(self.o, k, default)
 
 
-class _CellMap:
-    """A closure cell read like a one-entry dict (for ``guards_hold``)."""
-
-    __slots__ = ("cell",)
-
-    def __init__(self, cell):
-        self.cell = cell
-
-    def get(self, name, default):
-        try:
-            return self.cell.cell_contents
-        except ValueError:
-            return default
+_CellMap = CellSlot      # a closure cell read like a one-entry dict (for ``guards_hold``)
 
 
 def _guard_value(d, k, v, checks) -> bool:

@@ -1672,7 +1672,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         # a counter whose value a guard bakes after all (an object's class methods naming it:
         # NOTE [Python counters] in pystate.py): each run's increment would fail that guard
         cell = d.cell if type(d) is CellSlot else None
-        if any(c[1] == k and (c[0] is d or (cell is not None and getattr(c[0], "cell", None) is cell))
+        if any(c[1] == k and (c[0] is d or (cell is not None and type(c[0]) is CellSlot and c[0].cell is cell))
                for c in region.value_guards):
             raise GraphBreak(f"the function changes the Python value '{k}' (a counter it also reads): "
                              "the program would not repeat that on later calls", where=def_site(fn))
