@@ -1,7 +1,7 @@
 """The Python values a trace read, guarded on every call (NOTE [Python values read]): a number,
 flag, string, function or NumPy array the program baked in, found from the code of the function
-and of the modules it called; ``guards_hold`` says whether they are all still what the trace
-read. ``pystate`` finds the references these are read through and the side effects on them.
+and of the modules it called; ``guard_code.checker`` writes the check that they are all still
+what the trace read. ``pystate`` finds the references these are read through and the side effects on them.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import dis
 import enum
 import functools
 import gc
-import math
 import numbers
 import operator
 import os
@@ -424,7 +423,7 @@ class _FlagOf:
 
 
 def flag_guards(read, readers) -> list:
-    """Checks (for ``guards_hold``) of the ``requires_grad`` flags the traced Python read
+    """Checks (for ``guard_code``) of the ``requires_grad`` flags the traced Python read
     (``read``: the tensors from outside, ``Capture.rg_reads``), except those of the tensors the
     program reads (``readers``: ids; NOTE [requires_grad flips between calls] follows them)."""
     return [(_FlagOf(t), None, t._rg, None) for t in read if id(t) not in readers]
@@ -444,7 +443,7 @@ class _RequiresGrad:
 
 
 class _Len:
-    """A container's length read like a dict entry (for ``guards_hold``)."""
+    """A container's length read like a dict entry (for ``guard_code``)."""
 
     __slots__ = ("c",)
 
@@ -456,7 +455,7 @@ class _Len:
 
 
 class _ListMap:
-    """A list read like a dict of its indices (for ``guards_hold``)."""
+    """A list read like a dict of its indices (for ``guard_code``)."""
 
     __slots__ = ("lst",)
 
@@ -531,7 +530,7 @@ def _same_entries(c, mapping):
 
 
 class _Attributes:
-    """An object's attributes read like a dict (for ``guards_hold``)."""
+    """An object's attributes read like a dict (for ``guard_code``)."""
 
     __slots__ = ("o",)
 
@@ -542,7 +541,7 @@ class _Attributes:
         return getattr(self.o, k, default)
 
 
-_CellMap = CellSlot      # a closure cell read like a one-entry dict (for ``guards_hold``)
+_CellMap = CellSlot      # a closure cell read like a one-entry dict (for ``guard_code``)
 
 
 def _guard_value(d, k, v, checks) -> bool:
@@ -763,7 +762,7 @@ def unread_identity(places, leaves, kinds):
 
 
 def optimizer_state_guards(optimizers, pinned):
-    """Checks (for ``guards_hold``) that each tensor in an optimizer's per-parameter state over
+    """Checks (for ``guard_code``) that each tensor in an optimizer's per-parameter state over
     a storage the program reads (``pinned``: ids) is still the one the trace read, reached
     through ``opt.state[p]`` on every call. The caller may bind a new tensor there between
     calls (``opt.state[p]["step"] = torch.tensor(10.)``, a new ``exp_avg`` or state dict)
@@ -910,7 +909,7 @@ def outside_containers(refs) -> dict:
     """``id -> (container, check)`` for the lists and dicts the function can reach that existed
     before the call (in its closure cells and globals, on the plain objects among them, in
     the containers there, ``_GUARD_DEPTH`` levels down). One the function returns is returned
-    as itself, as eagerly, not as a copy; ``check`` (for ``guards_hold``) says its place still
+    as itself, as eagerly, not as a copy; ``check`` (for ``guard_code``) says its place still
     holds that very object."""
     out = {}
 
@@ -932,21 +931,6 @@ def outside_containers(refs) -> dict:
             for k, a in list(d.items()):
                 walk(a, (d, k), _GUARD_DEPTH - 1)
     return out
-
-
-def guards_hold(checks) -> bool:
-    """Whether every value of ``value_guards`` is still what the trace read."""
-    for d, k, v, h in checks:
-        cur = d.get(k, _MISSING)
-        if h is None:
-            if cur is not v and (type(cur) is not type(v) or cur != v):
-                return False
-        elif h is _SIGNED_ZERO:      # -0.0 == 0.0, but 1 / k differs
-            if type(cur) is not float or cur or math.copysign(1.0, cur) != math.copysign(1.0, v):
-                return False
-        elif cur is not v or (h is not _IDENTITY and hash(cur.tobytes()) != h):
-            return False
-    return True
 
 
 _IDENTITY = "identity"     # a check's marker: the place holds this very object

@@ -46,14 +46,14 @@ from .._tensor.tensor import Tensor, chain_is_contiguous, strides_of
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
-from . import hyper
+from . import guard_code, hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
 from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import (KEYS, _Probe, flag_guards, guards_hold, optimizer_state_guards, outside_containers, unread_identity,
+from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
 from .pystate import (CellSlot, changed, clock_reads, counter_changes, effects_signature, int_attributes,
                       numpy_sharing, python_refs, restore, scalar_changes, scalar_counters, scalar_signature,
@@ -492,6 +492,7 @@ class Region:
         self.through = ()              # NOTE [results computed from results]: ``_through``
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
+        self._checker = None     # ``check``: NOTE [generated guards] (guard_code.py)
         self.py_refs, self.py_scalars, self.value_guards, self.unread = (), (), (), ()
         self.state_guards = ()     # optimizer state tensors, by place (guards.optimizer_state_guards)
         self.attr_guards = ()      # NOTE [module tensor attributes]
@@ -530,32 +531,24 @@ class Region:
 
     # ---- guards -------------------------------------------------------------------------
     def check(self) -> bool:
-        if _state.STRUCTURE[0] != self.structure:
-            return False
-        if _state.RG_EPOCH[0] != self.rg_epoch and not self._rg_flips_hold():
-            return False
-        for d, k, _, _ in self.counters:      # still an int to add to (NOTE [Python counters])
-            if type(d.get(k)) is not int:
-                return False
-        if self.py_scalars and scalar_signature(self.py_refs) != self.py_scalars:
-            return False
-        if self.value_guards and not guards_hold(self.value_guards):
-            return False
-        for m, t in zip(self.modules, self.training):
-            if m.training is not t:
-                return False
-        for ref, attrs in self.tensor_attr_guards:     # NOTE [tensor attributes] in capture.py
+        """Whether the state still has the shape the program was traced for: the guards of
+        NOTE [generated guards] (``guard_code.checker``), written for this region on its first
+        check (its guards are fixed once the trace is finished)."""
+        checker = self._checker
+        if checker is None:
+            checker = self._checker = guard_code.checker(self)
+        return checker(self)
+
+    def _tensor_attrs_hold(self) -> bool:
+        """NOTE [tensor attributes] in capture.py: the outside tensors' Python attributes."""
+        for ref, attrs in self.tensor_attr_guards:
             t = ref()
             if t is not None and not _same_attrs(t.__dict__, attrs):
                 return False
-        for d, name, shape, dtype in self.attr_guards:
-            v = d.get(name)
-            if not isinstance(v, Tensor) or v.dtype is not dtype or tuple(v.shape) != shape:
-                return False
-        for o, was_none in zip(self.owner_list, self.grad_none):
-            g = o._grad
-            if (g is None) != was_none or (g is not None and g._chain):
-                return False
+        return True
+
+    def _carried_hold(self) -> bool:
+        """Each carried place (NOTE [carried state]) holds a tensor the program can read."""
         for r in self.carried:
             t = slot_get(r.slots[0])
             # the trace read a tensor with this requires_grad (a zero state the caller binds
@@ -564,6 +557,11 @@ class Region:
                 return False
             if t._st is not self.storages[r.carried] and not self._follow(r, t):
                 return False
+        return True
+
+    def _place_groups_hold(self) -> bool:
+        """NOTE [tensors read by place] in guards.py: each group's places hold plain tensors on
+        one storage, which the program reads (followed when it moved)."""
         for j, slots, chains in self.place_groups:
             st = None
             for slot, chain in zip(slots, chains):
@@ -573,26 +571,7 @@ class Region:
                 st = t._st
             if st is not self.storages[j] and not self._follow_storage(j, st):
                 return False
-        storages = self.storages
-        for j, r in self.readers:
-            t = r() if r is not None else None
-            if t is not None:
-                # NOTE [tensors moved off their storage]; a tensor on it: no orphan
-                if t._st is not storages[j] and not self._follow_reader(j, t):
-                    return False
-                continue
-            st = storages[j]
-            # held only by regions (and this variable and the call's argument): the user's
-            # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict).
-            # For good: no tensor can refer to that storage again (``dead``: drop the region)
-            if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
-                self.dead = True
-                return False
-        st = None
-        # after the orphan guard, which marks a region whose state was replaced for good dead
-        if self.state_guards and not guards_hold(self.state_guards):
-            return False
-        return hyper.holds(self.hyper) and hyper.signs_hold(self.hyper_signs)
+        return True
 
     def _rg_flips_hold(self) -> bool:
         """NOTE [requires_grad flips between calls] (``_state``): every tensor whose flag flipped
