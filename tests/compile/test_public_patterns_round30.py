@@ -24,7 +24,7 @@ import tracegrad
 
 from tests.api.test_public_programs_round30 import _era4_create_model
 
-from ._harness import break_lines, check_compiled
+from ._harness import check_compiled
 
 
 def _era4_batch(mod, i):
@@ -98,9 +98,9 @@ def test_era4_train_step_compiled():
 
 
 def test_era4_train_step_with_cpu_scaler_compiled():
-    # train_standard.py's GradScaler(device="cpu") is enabled: its step reads found_inf back
+    # train_standard.py's GradScaler(device="cpu") is enabled: its skip decision (found_inf)
+    # stays in the program (NOTE [skipped steps in a trace]): one program after the first call
     run = check_compiled(_era4_program("cpu"), calls=3, between=_era4_schedule, torch_too=True,
                          rtol=1e-4, atol=1e-5)
     stats = run.step.stats
-    assert set(break_lines(stats)) == {"scaler.step(optimizer)"}, stats
-    assert stats["calls"] == 3 and stats["eager_calls"] == 3, stats
+    assert (stats["traces"], stats["eager_calls"], stats["graph_breaks"]) == (1, 1, []), stats

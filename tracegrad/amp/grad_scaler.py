@@ -15,6 +15,10 @@ from enum import Enum
 import tracegrad
 
 from .. import compiler
+from .._lowering import masked_step
+from .._lowering.capture import GraphBreak
+from .._lowering.region import CallOnlyBreak
+from ..optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
 from .._tensor.device import cuda_devices
 
 __all__ = ["GradScaler", "OptState"]
@@ -121,7 +125,9 @@ class GradScaler:
         if st["found_inf"] is None:
             raise AssertionError("No inf checks were recorded for this optimizer.")
         retval = None
-        if not st["found_inf"].item():
+        if compiler._tracing() and _maskable(optimizer):
+            retval = _masked_step(optimizer, st["found_inf"], args, kwargs)
+        elif not st["found_inf"].item():
             retval = optimizer.step(*args, **kwargs)
         st["stage"] = OptState.STEPPED
         return retval
@@ -151,18 +157,27 @@ class GradScaler:
                 found = [s["found_inf"] for s in self._per_optimizer_states.values() if s["found_inf"] is not None]
                 if not found:
                     raise AssertionError("No inf checks were recorded prior to update.")
-                overflow = bool(sum(f.item() for f in found))
-                if overflow:
-                    self._scale.mul_(self._backoff_factor)
-                    self._growth_tracker.zero_()
-                else:
-                    grown = self._growth_tracker + 1
-                    if grown.item() == self._growth_interval:
-                        self._scale.mul_(self._growth_factor)
-                        self._growth_tracker.zero_()
-                    else:
-                        self._growth_tracker.copy_(grown)
-        self._per_optimizer_states = {}
+                self._update_scale(sum(found[1:], found[0]))
+        # emptied, not rebound: a compiled step that updates leaves the scaler's Python state as
+        # it found it (a new dict would be a Python side effect, run eagerly)
+        self._per_optimizer_states.clear()
+
+    def _update_scale(self, found_inf):
+        """torch's ``_amp_update_scale_`` as tensor ops (no value read on the host, so a compiled
+        step keeps it in its program): after an inf/NaN (``found_inf`` nonzero) the scale backs off
+        and the growth tracker restarts; after ``growth_interval`` clean steps in a row the scale
+        grows, unless that would make it inf, and the tracker restarts. The products are taken in
+        float64 and rounded to the scale's float32, as torch's kernel."""
+        scale, tracker = self._scale, self._growth_tracker
+        overflow = found_inf != 0
+        successful = tracker + 1
+        grow = overflow.logical_not() & (successful == self._growth_interval)
+        wide = scale.double()
+        backed_off = (wide * self._backoff_factor).float()
+        grown = (wide * self._growth_factor).float()
+        scale.copy_(tracegrad.where(overflow, backed_off,
+                                    tracegrad.where(grow & grown.isfinite(), grown, scale)))
+        tracker.copy_(tracegrad.where(overflow | grow, tracegrad.zeros_like(tracker), successful))
 
     def _check_scale(self, fn):
         if self._scale is None:
@@ -238,3 +253,50 @@ class GradScaler:
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
             self._growth_tracker.fill_(state_dict["_growth_tracker"])
+
+
+def _maskable(optimizer) -> bool:
+    """Whether ``GradScaler.step`` in a trace can run ``optimizer``'s step and keep the old values
+    after an inf/NaN (NOTE [skipped steps in a trace], ``_lowering/masked_step.py``): no step
+    hooks, whose Python would run on every call. An optimizer whose lr scheduler has not seen
+    it step yet (eager's skipped step leaves it unmarked) runs this call eagerly."""
+    if _global_optimizer_pre_hooks or _global_optimizer_post_hooks \
+            or getattr(optimizer, "_optimizer_step_pre_hooks", None) or getattr(optimizer, "_optimizer_step_post_hooks", None):
+        return False
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched") and not getattr(optimizer, "_opt_called", False):
+        raise CallOnlyBreak("GradScaler.step: the optimizer has not stepped yet, and its lr scheduler notes "
+                            "the first step (which an inf/NaN gradient skips): this call runs eagerly")
+    return True
+
+
+def _state_layout(optimizer):
+    """Per parameter in ``optimizer.state``: its entries' names, tensor identities and Python values."""
+    return {id(p): tuple((k, id(v) if isinstance(v, tracegrad.Tensor) else ("value", v)) for k, v in d.items())
+            if isinstance(d, dict) else ("value", d) for p, d in optimizer.state.items()}
+
+
+def _masked_step(optimizer, found_inf, args, kwargs):
+    """``optimizer.step(*args, **kwargs)`` inside a trace, its writes undone where ``found_inf``
+    is nonzero (NOTE [skipped steps in a trace])."""
+    tensors = []
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            tensors.append(p)
+            if p.grad is not None:
+                tensors.append(p.grad)
+    tensors += [v for d in optimizer.state.values() if isinstance(d, dict) for v in d.values()
+                if isinstance(v, tracegrad.Tensor)]
+    layout = _state_layout(optimizer)
+    retval = masked_step.run_unless(found_inf._value != 0, tensors, lambda: optimizer.step(*args, **kwargs))
+    after = _state_layout(optimizer)
+    if after != layout:
+        if any(layout.get(k) != v for k, v in after.items() if k in layout and layout[k]):
+            raise GraphBreak("GradScaler.step: the optimizer step rebinds tensors or Python values in its state, "
+                             "which a skipped step (inf/NaN gradients) would leave as they were")
+        # its first step creates the state: eager's skipped step creates none
+        raise CallOnlyBreak("GradScaler.step: the optimizer's first step creates its state, which a skipped "
+                            "step (inf/NaN gradients) would not: this call runs eagerly")
+    if retval is not None:
+        raise GraphBreak("GradScaler.step: the optimizer step returned a value, which a skipped step "
+                         "(inf/NaN gradients) would not")
+    return retval
