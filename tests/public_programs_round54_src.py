@@ -490,3 +490,234 @@ def train_iteration(model, optimizer, x):
     optimizer.step()
     return loss, logprob, z
 '''
+
+# Lightning-Universe/lightning-bolts (Apache-2.0) src/pl_bolts/losses/rl.py at 2b0b649 and
+# src/pl_bolts/models/rl/common/networks.py at 268d493 (MLP, DuelingMLP, NoisyLinear,
+# ActorCriticMLP; docstrings and the ``@under_review()`` decorators omitted)
+BOLTS_RL = '''
+from typing import List, Tuple
+
+def dqn_loss(batch: Tuple[Tensor, Tensor], net: nn.Module, target_net: nn.Module, gamma: float = 0.99) -> Tensor:
+    states, actions, rewards, dones, next_states = batch
+
+    actions = actions.long().squeeze(-1)
+
+    state_action_values = net(states).gather(1, actions.unsqueeze(-1)).squeeze(-1)
+
+    with torch.no_grad():
+        next_state_values = target_net(next_states).max(1)[0]
+        next_state_values[dones] = 0.0
+        next_state_values = next_state_values.detach()
+
+    expected_state_action_values = next_state_values * gamma + rewards
+
+    return nn.MSELoss()(state_action_values, expected_state_action_values)
+
+
+def double_dqn_loss(
+    batch: Tuple[Tensor, Tensor],
+    net: nn.Module,
+    target_net: nn.Module,
+    gamma: float = 0.99,
+) -> Tensor:
+    states, actions, rewards, dones, next_states = batch  # batch of experiences, batch_size = 16
+
+    actions = actions.long().squeeze(-1)
+
+    state_action_values = net(states).gather(1, actions.unsqueeze(-1)).squeeze(-1)
+
+    # dont want to mess with gradients when using the target network
+    with torch.no_grad():
+        next_outputs = net(next_states)  # [16, 2], [batch, action_space]
+
+        next_state_acts = next_outputs.max(1)[1].unsqueeze(-1)  # take action at the index with the highest value
+        next_tgt_out = target_net(next_states)
+
+        # Take the value of the action chosen by the train network
+        next_state_values = next_tgt_out.gather(1, next_state_acts).squeeze(-1)
+        next_state_values[dones] = 0.0  # any steps flagged as done get a 0 value
+        next_state_values = next_state_values.detach()  # remove values from the graph, no grads needed
+
+    # calc expected discounted return of next_state_values
+    expected_state_action_values = next_state_values * gamma + rewards
+
+    # Standard MSE loss between the state action values of the current state and the
+    # expected state action values of the next state
+    return nn.MSELoss()(state_action_values, expected_state_action_values)
+
+
+def per_dqn_loss(
+    batch: Tuple[Tensor, Tensor],
+    batch_weights: List,
+    net: nn.Module,
+    target_net: nn.Module,
+    gamma: float = 0.99,
+) -> Tuple[Tensor, np.ndarray]:
+    states, actions, rewards, dones, next_states = batch
+
+    actions = actions.long()
+
+    batch_weights = torch.tensor(batch_weights)
+
+    actions_v = actions.unsqueeze(-1)
+    outputs = net(states)
+    state_action_vals = outputs.gather(1, actions_v)
+    state_action_vals = state_action_vals.squeeze(-1)
+
+    with torch.no_grad():
+        next_s_vals = target_net(next_states).max(1)[0]
+        next_s_vals[dones] = 0.0
+        exp_sa_vals = next_s_vals.detach() * gamma + rewards
+    loss = (state_action_vals - exp_sa_vals) ** 2
+    losses_v = batch_weights * loss
+    return losses_v.mean(), (losses_v + 1e-5).data.cpu().numpy()
+
+
+class MLP(nn.Module):
+    """Simple MLP network."""
+
+    def __init__(self, input_shape: Tuple[int], n_actions: int, hidden_size: int = 128) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(input_shape[0], hidden_size),
+            nn.ReLU(),
+            nn.Linear(hidden_size, n_actions),
+        )
+
+    def forward(self, input_x):
+        return self.net(input_x.float())
+
+
+class ActorCriticMLP(nn.Module):
+    """MLP network with heads for actor and critic."""
+
+    def __init__(self, input_shape: Tuple[int], n_actions: int, hidden_size: int = 128) -> None:
+        super().__init__()
+
+        self.fc1 = nn.Linear(input_shape[0], hidden_size)
+        self.actor_head = nn.Linear(hidden_size, n_actions)
+        self.critic_head = nn.Linear(hidden_size, 1)
+
+    def forward(self, x) -> Tuple[Tensor, Tensor]:
+        x = F.relu(self.fc1(x.float()))
+        a = F.log_softmax(self.actor_head(x), dim=-1)
+        c = self.critic_head(x)
+        return a, c
+
+
+class DuelingMLP(nn.Module):
+    """MLP network with duel heads for val and advantage."""
+
+    def __init__(self, input_shape: Tuple[int], n_actions: int, hidden_size: int = 128) -> None:
+        super().__init__()
+
+        self.net = nn.Sequential(
+            nn.Linear(input_shape[0], hidden_size),
+            nn.ReLU(),
+            nn.Linear(hidden_size, hidden_size),
+        )
+
+        self.head_adv = nn.Sequential(
+            nn.Linear(hidden_size, hidden_size),
+            nn.ReLU(),
+            nn.Linear(hidden_size, n_actions),
+        )
+        self.head_val = nn.Sequential(nn.Linear(hidden_size, 256), nn.ReLU(), nn.Linear(256, 1))
+
+    def forward(self, input_x):
+        adv, val = self.adv_val(input_x)
+        q_val = val + (adv - adv.mean(dim=1, keepdim=True))
+        return q_val
+
+    def adv_val(self, input_x) -> Tuple[Tensor, Tensor]:
+        float_x = input_x.float()
+        base_out = self.net(float_x)
+        return self.fc_adv(base_out), self.fc_val(base_out)
+
+
+class NoisyLinear(nn.Linear):
+    """Noisy Layer using Independent Gaussian Noise."""
+
+    def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.017, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+
+        weights = torch.full((out_features, in_features), sigma_init)
+        self.sigma_weight = nn.Parameter(weights)
+        epsilon_weight = torch.zeros(out_features, in_features)
+        self.register_buffer("epsilon_weight", epsilon_weight)
+
+        if bias:
+            bias = torch.full((out_features,), sigma_init)
+            self.sigma_bias = nn.Parameter(bias)
+            epsilon_bias = torch.zeros(out_features)
+            self.register_buffer("epsilon_bias", epsilon_bias)
+
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        std = math.sqrt(3 / self.in_features)
+        self.weight.data.uniform_(-std, std)
+        self.bias.data.uniform_(-std, std)
+
+    def forward(self, input_x: Tensor) -> Tensor:
+        self.epsilon_weight.normal_()
+        bias = self.bias
+        if bias is not None:
+            self.epsilon_bias.normal_()
+            bias = bias + self.sigma_bias * self.epsilon_bias.data
+
+        noisy_weights = self.sigma_weight * self.epsilon_weight.data + self.weight
+
+        return F.linear(input_x, noisy_weights, bias)
+
+
+# src/pl_bolts/models/rl/dqn_model.py's training_step (loss, then the target network synced by
+# load_state_dict every sync_rate steps); Lightning's automatic optimisation after it
+# (zero_grad, backward, step) is written out, and global_step is an argument
+def training_step(net, target_net, optimizer, batch, global_step, sync_rate=2, gamma=0.99):
+    loss = dqn_loss(batch, net, target_net, gamma)
+    if global_step % sync_rate == 0:
+        target_net.load_state_dict(net.state_dict())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss
+'''
+
+# A GIN layer and graph classifier in plain torch, written here after the pattern of
+# zengkaipeng/UAlign GINConv.py at 9d47ad0 (CC-BY-4.0; the pattern re-written, not copied):
+# messages gathered by index_select over the edge sources, added to edge features, summed
+# into their targets by scatter_add_ with a repeated index into zeros(...).to(message), a
+# learnable (1 + eps) self weight from torch.Tensor([0]); graphs pooled by index_add_ over a
+# batch vector, as PyG's global_add_pool does.
+GIN = '''
+class EdgeGIN(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.LayerNorm(2 * dim), nn.ReLU(),
+                                 nn.Linear(2 * dim, dim))
+        self.eps = nn.Parameter(torch.Tensor([0]))
+
+    def forward(self, h, edge_h, edge_index, n_nodes):
+        src = torch.index_select(h, 0, edge_index[1])
+        msg = torch.relu(src + edge_h)
+        agg = torch.zeros(n_nodes, msg.shape[-1]).to(msg)
+        agg.scatter_add_(0, edge_index[0].unsqueeze(-1).repeat(1, msg.shape[-1]), msg)
+        return self.mlp((1 + self.eps) * h + agg)
+
+
+class GraphNet(nn.Module):
+    def __init__(self, in_dim, edge_dim, dim, n_layers, n_classes):
+        super().__init__()
+        self.node_in = nn.Linear(in_dim, dim)
+        self.edge_in = nn.Linear(edge_dim, dim)
+        self.layers = nn.ModuleList([EdgeGIN(dim) for _ in range(n_layers)])
+        self.out = nn.Linear(dim, n_classes)
+
+    def forward(self, x, edge_attr, edge_index, batch, n_graphs):
+        h, e = self.node_in(x), self.edge_in(edge_attr)
+        for layer in self.layers:
+            h = h + F.dropout(F.relu(layer(h, e, edge_index, x.shape[0])), 0.0, self.training)
+        pooled = torch.zeros(n_graphs, h.shape[1], dtype=h.dtype).index_add_(0, batch, h)
+        return self.out(pooled / torch.bincount(batch, minlength=n_graphs).unsqueeze(1))
+'''
