@@ -721,3 +721,124 @@ class GraphNet(nn.Module):
         pooled = torch.zeros(n_graphs, h.shape[1], dtype=h.dtype).index_add_(0, batch, h)
         return self.out(pooled / torch.bincount(batch, minlength=n_graphs).unsqueeze(1))
 '''
+
+# omihub777/ViT-CIFAR (MIT) vit.py at 03b33ef (ViTSmall; the torchsummary demo omitted), layers.py
+# at 3ef5f64 (TransformerEncoder, MultiHeadSelfAttention) and criterions.py at 85eac76
+# (LabelSmoothingCrossEntropyLoss); main.py's Net.training_step at 03b33ef without Lightning's
+# self.log (the loss and accuracy are returned)
+VIT = '''
+class TransformerEncoder(nn.Module):
+    def __init__(self, feats:int, head:int=8):
+        super(TransformerEncoder, self).__init__()
+        self.la1 = nn.LayerNorm(feats)
+        self.msa = MultiHeadSelfAttention(feats, head=head)
+        self.la2 = nn.LayerNorm(feats)
+        self.mlp = nn.Sequential(
+            nn.Linear(feats, feats),
+            nn.GELU(),
+            nn.Dropout(0.1),
+            nn.Linear(feats, feats),
+            nn.GELU(),
+            nn.Dropout(0.1),
+        )
+
+    def forward(self, x):
+        out = self.msa(self.la1(x)) + x
+        out = self.mlp(self.la2(out)) + out
+        return out
+
+
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, feats:int, head:int=8):
+        super(MultiHeadSelfAttention, self).__init__()
+        self.head = head
+        self.feats = feats
+
+        self.q = nn.Linear(feats, feats)
+        self.k = nn.Linear(feats, feats)
+        self.v = nn.Linear(feats, feats)
+
+        self.o = nn.Linear(feats, feats)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x):
+        b, n, f = x.size()
+        q = self.q(x).view(b, n, self.head, self.feats//self.head).transpose(1,2)
+        k = self.k(x).view(b, n, self.head, self.feats//self.head).transpose(1,2)
+        v = self.v(x).view(b, n, self.head, self.feats//self.head).transpose(1,2)
+
+        score = F.softmax(torch.einsum("bhif, bhjf->bhij", q, k), dim=-1) #(b,h,n,n)
+        attn = torch.einsum("bhij, bhjf->bihf", score, v) #(b,n,h,f//h)
+        o = self.dropout(self.o(attn.flatten(2)))
+        return o
+
+
+class ViTSmall(nn.Module):
+    def __init__(self, in_c:int=3, num_classes:int=10, img_size:int=32, patch:int=8):
+        super(ViTSmall, self).__init__()
+        hidden=384
+
+        self.patch = patch # number of patches in one row(or col)
+        self.patch_size = img_size//self.patch
+        f = (img_size//self.patch)**2*3 # 48 # patch vec length
+
+        self.emb = nn.Linear(f, hidden) # (b, n, f)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, hidden))
+        self.pos_emb = nn.Parameter(torch.randn(1, (self.patch**2)+1, hidden))
+        self.enc = nn.Sequential(
+            TransformerEncoder(hidden),
+            TransformerEncoder(hidden),
+            TransformerEncoder(hidden),
+            TransformerEncoder(hidden),
+            TransformerEncoder(hidden),
+            TransformerEncoder(hidden),
+            TransformerEncoder(hidden)
+        )
+        self.fc = nn.Sequential(
+            nn.LayerNorm(hidden),
+            nn.Linear(hidden, num_classes) # for cls_token
+        )
+
+
+    def forward(self, x):
+        out = self._to_words(x)
+        out = torch.cat([self.cls_token.repeat(out.size(0),1,1), self.emb(out)],dim=1)
+        out = out + self.pos_emb
+        out = self.enc(out)
+        out = out[:,0]
+        out = self.fc(out)
+        return out
+
+    def _to_words(self, x):
+        """
+        (b, c, h, w) -> (b, n, f)
+        """
+        out = x.unfold(2, self.patch_size, self.patch_size).unfold(3, self.patch_size, self.patch_size).permute(0,2,3,4,5,1).contiguous()
+        out = out.view(x.size(0), self.patch**2 ,-1)
+        return out
+
+
+class LabelSmoothingCrossEntropyLoss(nn.Module):
+    def __init__(self, classes, smoothing=0.0, dim=-1):
+        super(LabelSmoothingCrossEntropyLoss, self).__init__()
+        self.confidence = 1.0 - smoothing
+        self.smoothing = smoothing
+        self.cls = classes
+        self.dim = dim
+
+    def forward(self, pred, target):
+        pred = pred.log_softmax(dim=self.dim)
+        with torch.no_grad():
+            true_dist = torch.zeros_like(pred)
+            true_dist.fill_(self.smoothing / (self.cls - 1))
+            true_dist.scatter_(1, target.data.unsqueeze(1), self.confidence)
+        return torch.mean(torch.sum(-true_dist * pred, dim=self.dim))
+
+
+def training_step(model, criterion, batch):
+    img, label = batch
+    out = model(img)
+    loss = criterion(out, label)
+    acc = torch.eq(out.argmax(-1), label).float().mean()
+    return loss, acc
+'''

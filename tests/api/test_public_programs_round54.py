@@ -29,13 +29,20 @@ compares forward values, losses, gradients and the parameters after a few optimi
   buffer, ``F.linear`` of the noisy weights), the actor-critic MLP with a ``Categorical`` policy
   loss, and ``DuelingMLP``, whose ``adv_val`` calls heads the class never made (AttributeError
   on both sides).
+- omihub777/ViT-CIFAR (MIT), ``vit.py`` at 03b33ef, ``layers.py`` at 3ef5f64, ``criterions.py`` at
+  85eac76 and ``main.py``'s ``training_step``: a small ViT (patches by two ``unfold`` calls, a
+  6-d ``permute(...).contiguous().view``, a class token ``repeat``-ed over the batch, learned
+  position embeddings, pre-norm encoders whose attention is two ``einsum``s with spaced
+  subscripts ``"bhif, bhjf->bhij"``, ``flatten(2)``, GELU MLPs), the label-smoothing loss
+  (``fill_`` then ``scatter_`` of ``target.data`` under ``no_grad``), ``torch.eq(out.argmax(-1),
+  label).float().mean()``, Adam with weight decay and ``CosineAnnealingLR``.
 - a GIN graph classifier written for this round after zengkaipeng/UAlign's ``GINConv.py``
   (CC-BY-4.0, the pattern re-written): ``index_select`` of edge sources, ``scatter_add_`` with a
   repeated index into ``zeros(...).to(msg)``, a ``(1 + eps)`` Parameter from
   ``torch.Tensor([0])``, LayerNorm, graph pooling by ``index_add_`` over a batch vector divided
   by ``bincount``.
 Changes, the same on both sides: tiny sizes, parameters overwritten from seeded NumPy streams,
-synthetic data; the flows' ``sample()`` (the prior's random stream) is not run.
+synthetic data, the ViT's hard-coded width 384 set to 32, two of its seven encoders kept and its dropouts set to 0; the flows' ``sample()`` (the prior's random stream) is not run.
 Found: no differences in values, gradients or parameters; the library change of this round is
 in the compiled counterparts (tests/compile/test_public_patterns_round54.py).
 """
@@ -43,7 +50,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_round54_src import BOLTS_RL, GIN, NF_FLOWS, NF_UTILS, program
+from public_programs_round54_src import BOLTS_RL, GIN, NF_FLOWS, NF_UTILS, VIT, program
 
 torch = pytest.importorskip("torch")
 
@@ -308,3 +315,34 @@ def test_gin_graph_classifier_training():
                 out += _grads(model)
         return out + _state(model)
     _compare(run)
+
+
+def _vit_run(T):
+    P = program(T, VIT.replace("hidden=384", "hidden=32"))
+    model = P.ViTSmall(3, 10, 16, 4)
+    model.enc = model.enc[:2]      # two of its seven encoders (a Sequential slice)
+    _init(T, model, 1, 0.2)
+    for m in model.modules():
+        if isinstance(m, T.nn.Dropout):
+            m.p = 0.0
+    criterion = P.LabelSmoothingCrossEntropyLoss(10, smoothing=0.1)
+    optimizer = T.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), weight_decay=1e-1)
+    scheduler = T.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=5, eta_min=1e-5)
+    out = []
+    for step in range(3):
+        rs = np.random.RandomState(step)
+        batch = (T.tensor(rs.randn(3, 3, 16, 16).astype(np.float32)), T.tensor(rs.randint(0, 10, 3)))
+        loss, acc = P.training_step(model, criterion, batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        out += _arr(loss, acc)
+        if step == 0:
+            out += _grads(model)
+    out.append(np.array(optimizer.param_groups[0]["lr"], np.float64))
+    return out + _state(model) + _arr(P.LabelSmoothingCrossEntropyLoss(10)(T.eye(3, 10) * 4, T.tensor([0, 4, 2])))
+
+
+def test_vit_small_training():
+    _compare(_vit_run, tol=2e-5)

@@ -17,6 +17,9 @@ three calls on the same initial state:
   recompile limit the warning named it by its place among the flattened leaves ("position 8")
   rather than as the caller passed it (fixed: ``compiler._changing_numbers`` names it
   ``args[4]``).
+- omihub777/ViT-CIFAR (MIT): the ViT's step (unfold patches, einsum attention, the
+  label-smoothing loss's ``scatter_`` under ``no_grad``, the accuracy by ``torch.eq``, Adam with
+  weight decay) with ``CosineAnnealingLR`` stepped between compiled calls: one program.
 - the GIN graph classifier (pattern of zengkaipeng/UAlign): the step pools graphs by
   ``index_add_`` and divides by ``bincount`` of the batch vector, whose output size depends on
   the values: a graph break, which was reported as "numpy() reads a tensor's value" (the op
@@ -29,7 +32,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_round54_src import BOLTS_RL, GIN, NF_FLOWS, NF_UTILS, program
+from public_programs_round54_src import BOLTS_RL, GIN, NF_FLOWS, NF_UTILS, VIT, program
 
 torch = pytest.importorskip("torch")
 
@@ -232,3 +235,37 @@ def test_unique_in_compiled_function_names_itself():
         for _ in range(2):
             assert f(tracegrad.tensor([3, 1, 3])).item() == 4
     assert [b[0].split(" ")[0] for b in f.stats["graph_breaks"]] == ["unique()"], f.stats
+
+
+def _vit_runs(T, compiled):
+    P = program(T, VIT.replace("hidden=384", "hidden=32"))
+    model = P.ViTSmall(3, 10, 16, 4)
+    model.enc = model.enc[:2]      # two of its seven encoders (a Sequential slice)
+    _init(T, model, 1, 0.2)
+    for m in model.modules():
+        if isinstance(m, T.nn.Dropout):
+            m.p = 0.0
+    criterion = P.LabelSmoothingCrossEntropyLoss(10, smoothing=0.1)
+    optimizer = T.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-1)
+    scheduler = T.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=5, eta_min=1e-5)
+
+    def step(img, label):
+        loss, acc = P.training_step(model, criterion, (img, label))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss, acc
+
+    if compiled:
+        step = T.compile(step)
+    out = []
+    for i in range(3):
+        rs = np.random.RandomState(i)
+        out += _arr(*step(T.tensor(rs.randn(3, 3, 16, 16).astype(np.float32)), T.tensor(rs.randint(0, 10, 3))))
+        scheduler.step()
+    return out + _arr(*model.parameters()), step
+
+
+def test_vit_step_compiled():
+    st = _check(_vit_runs)
+    assert st["traces"] == 1 and not st["graph_breaks"], st
