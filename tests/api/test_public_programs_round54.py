@@ -42,7 +42,8 @@ compares forward values, losses, gradients and the parameters after a few optimi
   ``torch.Tensor([0])``, LayerNorm, graph pooling by ``index_add_`` over a batch vector divided
   by ``bincount``.
 Changes, the same on both sides: tiny sizes, parameters overwritten from seeded NumPy streams,
-synthetic data, the ViT's hard-coded width 384 set to 32, two of its seven encoders kept and its dropouts set to 0; the flows' ``sample()`` (the prior's random stream) is not run.
+synthetic data, the ViT's hard-coded width 384 set to 32, two of its seven encoders kept and its
+dropouts set to 0; the flows' ``sample()`` (the prior's random stream) is not run.
 Found: no differences in values, gradients or parameters; the library change of this round is
 in the compiled counterparts (tests/compile/test_public_patterns_round54.py).
 """
@@ -261,7 +262,8 @@ def test_bolts_noisy_linear_against_torch_math():
     y = layer(tracegrad.tensor(x))
     (y * tracegrad.arange(8.).view(4, 2)).sum().backward()
     eps_w, eps_b = _arr(layer.epsilon_weight, layer.epsilon_bias)
-    assert sorted(layer.state_dict()) == ["bias", "epsilon_bias", "epsilon_weight", "sigma_bias", "sigma_weight", "weight"]
+    assert sorted(layer.state_dict()) == ["bias", "epsilon_bias", "epsilon_weight", "sigma_bias", "sigma_weight",
+                                          "weight"]
 
     ref = {n: torch.tensor(v, requires_grad=True) for n, v in
            zip(("weight", "bias", "sigma_weight", "sigma_bias"),
