@@ -493,7 +493,7 @@ def train_iteration(model, optimizer, x):
 
 # Lightning-Universe/lightning-bolts (Apache-2.0) src/pl_bolts/losses/rl.py at 2b0b649 and
 # src/pl_bolts/models/rl/common/networks.py at 268d493 (MLP, DuelingMLP, NoisyLinear,
-# ActorCriticMLP; docstrings and the ``@under_review()`` decorators omitted)
+# ActorCriticMLP, ContinuousMLP; docstrings and the ``@under_review()`` decorators omitted)
 BOLTS_RL = '''
 from typing import List, Tuple
 
@@ -669,6 +669,78 @@ class NoisyLinear(nn.Linear):
         noisy_weights = self.sigma_weight * self.epsilon_weight.data + self.weight
 
         return F.linear(input_x, noisy_weights, bias)
+
+
+# src/pl_bolts/models/rl/common/distributions.py at 39cec6b (docstrings omitted)
+class TanhMultivariateNormal(torch.distributions.MultivariateNormal):
+
+    def __init__(self, action_bias, action_scale, **kwargs):
+        super().__init__(**kwargs)
+
+        self.action_bias = action_bias
+        self.action_scale = action_scale
+
+    def rsample_with_z(self, sample_shape=torch.Size()):
+        z = super().rsample()
+        return self.action_scale * torch.tanh(z) + self.action_bias, z
+
+    def log_prob_with_z(self, value, z):
+        value = (value - self.action_bias) / self.action_scale
+        z_logprob = super().log_prob(z)
+        correction = torch.log(self.action_scale * (1 - value**2) + 1e-7).sum(1)
+        return z_logprob - correction
+
+    def rsample_and_log_prob(self, sample_shape=torch.Size()):
+        z = super().rsample()
+        z_logprob = super().log_prob(z)
+        value = torch.tanh(z)
+        correction = torch.log(self.action_scale * (1 - value**2) + 1e-7).sum(1)
+        return self.action_scale * value + self.action_bias, z_logprob - correction
+
+    def rsample(self, sample_shape=torch.Size()):
+        fz, z = self.rsample_with_z(sample_shape)
+        return fz
+
+    def log_prob(self, value):
+        value = (value - self.action_bias) / self.action_scale
+        z = torch.log(1 + value) / 2 - torch.log(1 - value) / 2
+        return self.log_prob_with_z(value, z)
+
+
+class ContinuousMLP(nn.Module):
+    """MLP network that outputs continuous value via Gaussian distribution."""
+
+    def __init__(
+        self,
+        input_shape: Tuple[int],
+        n_actions: int,
+        hidden_size: int = 128,
+        action_bias: int = 0,
+        action_scale: int = 1,
+    ) -> None:
+        super().__init__()
+        self.action_bias = action_bias
+        self.action_scale = action_scale
+
+        self.shared_net = nn.Sequential(
+            nn.Linear(input_shape[0], hidden_size), nn.ReLU(), nn.Linear(hidden_size, hidden_size), nn.ReLU()
+        )
+        self.mean_layer = nn.Linear(hidden_size, n_actions)
+        self.logstd_layer = nn.Linear(hidden_size, n_actions)
+
+    def forward(self, x: FloatTensor) -> TanhMultivariateNormal:
+        x = self.shared_net(x.float())
+        batch_mean = self.mean_layer(x)
+        logstd = torch.clamp(self.logstd_layer(x), -20, 2)
+        batch_scale_tril = torch.diag_embed(torch.exp(logstd))
+        return TanhMultivariateNormal(
+            action_bias=self.action_bias, action_scale=self.action_scale, loc=batch_mean, scale_tril=batch_scale_tril
+        )
+
+    def get_action(self, x: FloatTensor) -> Tensor:
+        x = self.shared_net(x.float())
+        batch_mean = self.mean_layer(x)
+        return self.action_scale * torch.tanh(batch_mean) + self.action_bias
 
 
 # src/pl_bolts/models/rl/dqn_model.py's training_step (loss, then the target network synced by

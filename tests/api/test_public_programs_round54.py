@@ -27,7 +27,9 @@ compares forward values, losses, gradients and the parameters after a few optimi
   synced by ``load_state_dict(net.state_dict())`` every ``sync_rate`` steps, Adam; the
   ``NoisyLinear`` layer (``normal_()`` into registered buffers every forward, ``.data`` of a
   buffer, ``F.linear`` of the noisy weights), the actor-critic MLP with a ``Categorical`` policy
-  loss, and ``DuelingMLP``, whose ``adv_val`` calls heads the class never made (AttributeError
+  loss, ``ContinuousMLP``'s ``TanhMultivariateNormal`` (a ``MultivariateNormal`` subclass
+  built by keyword through ``super().__init__(**kwargs)`` with a ``diag_embed`` scale, its
+  ``log_prob`` by ``atanh`` written with logs and the tanh correction), and ``DuelingMLP``, whose ``adv_val`` calls heads the class never made (AttributeError
   on both sides).
 - omihub777/ViT-CIFAR (MIT), ``vit.py`` at 03b33ef, ``layers.py`` at 3ef5f64, ``criterions.py`` at
   85eac76 and ``main.py``'s ``training_step``: a small ViT (patches by two ``unfold`` calls, a
@@ -348,3 +350,21 @@ def _vit_run(T):
 
 def test_vit_small_training():
     _compare(_vit_run, tol=2e-5)
+
+
+@pytest.mark.parametrize("scale,bias", [(1, 0), (2.0, 0.5)])
+def test_bolts_continuous_policy_log_probs(scale, bias):
+    def run(T):
+        P = program(T, BOLTS_RL)
+        m = _init(T, P.ContinuousMLP((4,), 2, 8, action_bias=bias, action_scale=scale), 2, 0.4)
+        x = T.tensor(np.random.RandomState(1).randn(5, 4).astype(np.float32))
+        pi = m(x)
+        actions = T.tensor(np.random.RandomState(2).uniform(-0.9, 0.9, (5, 2)).astype(np.float32)) * scale + bias
+        z = T.tensor(np.random.RandomState(3).randn(5, 2).astype(np.float32))
+        lp, lpz, greedy = pi.log_prob(actions), pi.log_prob_with_z(T.tanh(z) * scale + bias, z), m.get_action(x)
+        (lp.sum() + lpz.sum() + greedy.sum()).backward()
+        T.manual_seed(0)
+        sample, sample_lp = pi.rsample_and_log_prob()
+        shapes = [np.array(tuple(sample.shape) + tuple(sample_lp.shape) + tuple(pi.rsample().shape))]
+        return _arr(lp, lpz, greedy, pi.mean, pi.stddev, pi.entropy()) + _grads(m) + shapes
+    _compare(run)

@@ -17,6 +17,9 @@ three calls on the same initial state:
   recompile limit the warning named it by its place among the flattened leaves ("position 8")
   rather than as the caller passed it (fixed: ``compiler._changing_numbers`` names it
   ``args[4]``).
+  The continuous policy's ``TanhMultivariateNormal`` (a ``MultivariateNormal`` subclass): its
+  argument checks are a graph break named after the subclass; with validation off by
+  ``Distribution.set_default_validate_args(False)`` the actor step is one program.
 - omihub777/ViT-CIFAR (MIT): the ViT's step (unfold patches, einsum attention, the
   label-smoothing loss's ``scatter_`` under ``no_grad``, the accuracy by ``torch.eq``, Adam with
   weight decay) with ``CosineAnnealingLR`` stepped between compiled calls: one program.
@@ -269,3 +272,43 @@ def _vit_runs(T, compiled):
 def test_vit_step_compiled():
     st = _check(_vit_runs)
     assert st["traces"] == 1 and not st["graph_breaks"], st
+
+
+def _policy_runs(T, compiled):
+    P = program(T, BOLTS_RL)
+    m = _init(T, P.ContinuousMLP((4,), 2, 8, action_bias=0.5, action_scale=2.0), 2, 0.4)
+    optimizer = T.optim.Adam(m.parameters(), lr=1e-2)
+
+    def step(x, actions):
+        pi = m(x)
+        loss = -(pi.log_prob(actions) * 0.1).mean() + m.get_action(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if compiled:
+        step = T.compile(step)
+    out = []
+    for i in range(3):
+        rs = np.random.RandomState(i)
+        actions = (rs.uniform(-0.9, 0.9, (5, 2)) * 2 + 0.5).astype(np.float32)
+        out += _arr(step(T.tensor(rs.randn(5, 4).astype(np.float32)), T.tensor(actions)))
+    return out + _arr(*m.parameters()), step
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_bolts_continuous_policy_step_compiled(validate):
+    libs = (torch.distributions.Distribution, tracegrad.distributions.Distribution)
+    for d in libs:
+        d.set_default_validate_args(validate)
+    try:
+        st = _check(_policy_runs)
+    finally:
+        for d in libs:
+            d.set_default_validate_args(True)
+    if validate:
+        assert st["traces"] == 0 and st["eager_calls"] == 3, st
+        assert [b[0].split(" ")[0] for b in st["graph_breaks"]] == ["TanhMultivariateNormal(validate_args=True)"], st
+    else:
+        assert st["traces"] == 1 and not st["graph_breaks"], st
