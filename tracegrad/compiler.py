@@ -44,6 +44,7 @@ import os
 import warnings
 import weakref
 
+import jax
 import numpy as np
 
 from . import _autocast, _state
@@ -56,7 +57,7 @@ from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _flatten,
-                               aliased_args, classify_args, first_of, unread_identity,
+                               _ordered, aliased_args, classify_args, first_of, unread_identity,
                                fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
@@ -211,7 +212,7 @@ class CompiledFunction:
         if self._programs >= limit:
             # not remembered per key: arguments that differ on every call would fill the cache
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
-                               + _changing_numbers(key, self._cache), None, args, kwargs)
+                               + _changing_numbers(key, self._cache, args, kwargs), None, args, kwargs)
         if any(isinstance(a, Tensor) and is_meta(a) for a in leaves):
             return self._break(key, "a meta tensor argument has no data for a compiled program to run on (ops on "
                                "meta tensors only infer shapes, eagerly)", None, args, kwargs)
@@ -383,10 +384,12 @@ def _key(leaves, treedef, kinds):
             tuple(_Same(f) for pair in _state.SAVED_HOOKS for f in pair) if _state.SAVED_HOOKS else ())
 
 
-def _changing_numbers(key, cache) -> str:
+def _changing_numbers(key, cache, args, kwargs) -> str:
     """A hint for the cache-limit warning: the Python number arguments whose value differs
     between this call and the cached programs of the same structure (each value is baked into
-    its own program; torch.compile would make them dynamic)."""
+    its own program; torch.compile would make them dynamic), named as the caller wrote them
+    (``args[4]``, ``kwargs['lr']``, ``args[3][1]``), not by their place among the flattened
+    leaves (a ``global_step`` after a batch tuple of five tensors was "position 8")."""
     parts = key[1]
     seen = set()
     for other in cache:
@@ -397,10 +400,38 @@ def _changing_numbers(key, cache) -> str:
                 seen.add(i)
     if not seen:
         return ""
-    where = ", ".join(str(i) for i in sorted(seen))
-    return (f"; the Python number argument(s) at position {where} change between calls and each value "
+    where = ", ".join(_leaf_names(args, kwargs, sorted(seen)))
+    return (f"; the Python number argument(s) {where} change between calls and each value "
             "is traced into its own program: pass such a value as a tensor (tracegrad.tensor(v)) to "
             "trace it once")
+
+
+def _leaf_names(args, kwargs, positions):
+    """Names (``args[1]``, ``kwargs['lr']``, ``args[0].x``) of the leaves at these positions of
+    ``_flatten((args, kwargs), True)``, walked along the same flattening; ``leaf <i>`` where a
+    node's children are not reachable by a key."""
+    tree = _ordered((args, kwargs), True)
+    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: isinstance(x, Tensor))[0]]
+    names = []
+    for i in positions:
+        if i >= len(paths):
+            names.append(f"leaf {i}")
+            continue
+        node, name = tree, ""
+        for k in paths[i]:
+            if isinstance(node, dict):          # _InOrder: children in insertion order
+                key = list(node)[k.key]
+                node, name = node[key], f"{name}[{key!r}]"
+            elif isinstance(k, jax.tree_util.SequenceKey):
+                node, name = node[k.idx], f"{name}[{k.idx}]"
+            elif isinstance(k, jax.tree_util.GetAttrKey):
+                node, name = getattr(node, k.name), f"{name}.{k.name}"
+            else:
+                name = None
+                break
+        names.append(f"leaf {i}" if name is None else ("args" + name[3:] if name.startswith("[0]")
+                                                       else "kwargs" + name[3:]))
+    return names
 
 
 class _Same:

@@ -401,7 +401,7 @@ def test_default_dtype_change_between_calls_traces_again():
 
 def test_cache_limit_warning_names_the_changing_number_argument():
     f = tracegrad.compile(lambda x, beta: x * beta)
-    with pytest.warns(UserWarning, match=r"number argument\(s\) at position 1 change"):
+    with pytest.warns(UserWarning, match=r"number argument\(s\) args\[1\] change"):
         for i in range(tracegrad.compiler.cache_size_limit + 3):
             assert f(tracegrad.ones(2), 0.5 * i).tolist() == [0.5 * i] * 2
     g = tracegrad.compile(lambda x, beta: x * beta)

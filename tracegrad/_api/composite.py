@@ -23,7 +23,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
 from .._tensor.layout import strided
 from .._tensor import memory_format as _mf
-from .._tensor.tensor import Tensor, _wrap_dim, see_reads
+from .._tensor.tensor import Tensor, _concrete, _wrap_dim, see_reads
 from .._x64 import with_x64
 from ._registry import function, method
 from .argcheck import check_kinds
@@ -468,7 +468,11 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pi
     return _indices(np.triu_indices, row, col, offset, dtype, device, layout, requires_grad)
 
 
-def _host(t):
+def _host(t, what):
+    # the value read first under the op's own name (``what``), so that a graph break in
+    # tracegrad.compile or a func transform's error names ``bincount()``/``unique()`` (whose
+    # output shapes depend on the values), not the ``numpy()`` used here
+    _concrete(t, what)
     return np.asarray(t.detach().numpy()) if t.numel() else np.zeros(tuple(t.shape), np.dtype(t._value.dtype))
 
 
@@ -495,7 +499,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         raise NotImplementedError(f'"unique" not implemented for \'{_SCALAR_NAME[input.dtype.name]}\'')
     limited.check_dtype("unique()", input.dtype, unsigned_ok=True)
     flat = dim is None and input.dim() > 64   # numpy holds 64 dims at most: the flat values
-    a = _host(input.reshape(-1) if flat else input)
+    a = _host(input.reshape(-1) if flat else input, "unique()")
     if dim is not None:
         _no_dim_of_0d(input, dim)
         dim = _wrap_dim(dim, input.dim())
@@ -528,7 +532,7 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
-    a = _host(input)
+    a = _host(input, "bincount()")
     if a.size and a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is None:
@@ -537,7 +541,7 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError(f"bincount: weights should be 1-d and have the same length as input (got {list(weights.shape)} "
                            f"for an input of {a.size})")
     dt = weights.dtype if weights.dtype is _dt.float32 else _dt.float64
-    return _tensor(np.bincount(a, weights=_host(weights).astype(np.float64), minlength=minlength), dtype=dt)
+    return _tensor(np.bincount(a, weights=_host(weights, "bincount()").astype(np.float64), minlength=minlength), dtype=dt)
 
 
 @functools.partial(jax.jit, static_argnames="side")
