@@ -18,7 +18,6 @@ from .. import compiler
 from .._lowering import masked_step
 from .._lowering.capture import GraphBreak
 from .._lowering.region import CallOnlyBreak
-from ..optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
 from .._tensor.device import cuda_devices
 
 __all__ = ["GradScaler", "OptState"]
@@ -260,7 +259,8 @@ def _maskable(optimizer) -> bool:
     after an inf/NaN (NOTE [skipped steps in a trace], ``_lowering/masked_step.py``): no step
     hooks, whose Python would run on every call. An optimizer whose lr scheduler has not seen
     it step yet (eager's skipped step leaves it unmarked) runs this call eagerly."""
-    if _global_optimizer_pre_hooks or _global_optimizer_post_hooks \
+    hooks = tracegrad.optim.optimizer     # (reached at run time: optim imports amp)
+    if hooks._global_optimizer_pre_hooks or hooks._global_optimizer_post_hooks \
             or getattr(optimizer, "_optimizer_step_pre_hooks", None) or getattr(optimizer, "_optimizer_step_post_hooks", None):
         return False
     if hasattr(optimizer.step, "_wrapped_by_lr_sched") and not getattr(optimizer, "_opt_called", False):
