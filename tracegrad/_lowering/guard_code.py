@@ -13,7 +13,7 @@ from .._tensor.tensor import Tensor
 from . import hyper
 from .carry import get as slot_get
 from .guards import _IDENTITY, _SIGNED_ZERO
-from .pystate import _MISSING, scalar_signature
+from .pystate import _MISSING, _SCALARS, SHORT_SEQUENCE, scalar_signature
 
 # NOTE [generated guards]
 # The guards of a region are fixed once its trace is finished (the tensors, dicts, modules
@@ -71,6 +71,32 @@ def _values(src: _Source, checks):
             src.add(f"if c is not {val} or hash(c.tobytes()) != {src.const(h)}:", "    return False")
 
 
+def _scalars(src: _Source, refs, signature):
+    """``scalar_signature(refs) == signature`` (pystate.py), ref by ref: each variable the trace
+    read as a number, string or short list of them still holds an equal one, and no other now
+    holds one."""
+    names = [name for name, _, _ in refs]
+    if len(set(names)) != len(names):      # entries matched by name below
+        src.fail_unless(f"{src.const(scalar_signature)}({src.const(refs)}) == {src.const(signature)}")
+        return
+    recorded = dict(signature)
+    scalars, seqs = src.const(_SCALARS), src.const((list, tuple))
+    short = (f"type(v) in {seqs} and len(v) <= {SHORT_SEQUENCE} and all(type(e) in {scalars} for e in v)")
+    for name, cell, g in refs:
+        if cell is not None:
+            src.add("try:", f"    v = {src.const(cell)}.cell_contents", "except ValueError:", "    v = None")
+        else:
+            src.add(f"v = {src.const(g.get)}({src.const(name)})")
+        if name not in recorded:
+            src.add(f"if type(v) in {scalars} or ({short}):", "    return False")
+            continue
+        was = src.const(recorded[name])      # (entries compare as tuple items: identity or ==)
+        if type(recorded[name]) is tuple:
+            src.fail_unless(f"{short} and tuple(v) == {was}")
+        else:
+            src.fail_unless(f"type(v) in {scalars} and (v is {was} or v == {was})")
+
+
 def checker(region):
     """``check(region)``: whether the state still has the shape ``region``'s program was traced
     for (``Region.check``'s guards, in its order)."""
@@ -80,7 +106,7 @@ def checker(region):
     for d, k, _, _ in region.counters:      # still an int to add to (NOTE [Python counters])
         src.fail_unless(f"type({src.const(d.get)}({src.const(k)})) is int")
     if region.py_scalars:
-        src.fail_unless(f"{src.const(scalar_signature)}({src.const(region.py_refs)}) == {src.const(region.py_scalars)}")
+        _scalars(src, region.py_refs, region.py_scalars)
     _values(src, region.value_guards)
     for m, t in zip(region.modules, region.training):
         src.fail_unless(f"{src.const(m)}.training is {src.const(t)}")

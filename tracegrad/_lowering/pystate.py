@@ -51,6 +51,7 @@ from ..autograd.function import Function
 from .._tensor.tensor import Tensor, is_tensor_container
 
 _SCALARS = (int, float, bool, str, complex, type(None))
+SHORT_SEQUENCE = 8     # ``scalar_signature``: a list/tuple of numbers this long or shorter is keyed by value
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, functools.partial)
 _CONTAINERS = (list, dict, set, collections.deque)
 # looked into as containers are, though not changed themselves: a tuple (a NamedTuple) holding a
@@ -929,7 +930,7 @@ def scalar_signature(refs):
         v = _value(cell, g, name)
         if type(v) in _SCALARS:
             out.append((name, v))
-        elif type(v) in (list, tuple) and len(v) <= 8 and all(type(e) in _SCALARS for e in v):
+        elif type(v) in (list, tuple) and len(v) <= SHORT_SEQUENCE and all(type(e) in _SCALARS for e in v):
             out.append((name, tuple(v)))
     return tuple(out)
 
