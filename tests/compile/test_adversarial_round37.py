@@ -1,0 +1,540 @@
+"""Round 37: training-loop idioms around a compiled step.
+
+Gradient accumulation (``loss / k`` every call, ``opt.step()`` every k-th call decided by a Python
+int the step reads), a ``no_grad`` EMA of the weights with the decay a Python attribute changed
+between calls; ``clip_grad_norm_``/``clip_grad_value_`` (``foreach``, ``error_if_nonfinite``, the
+norm read back in Python); ``parameters_to_vector``/``vector_to_parameters`` inside a step;
+``requires_grad_(False)`` toggled on a sub-module between calls, ``.grad = None`` for some
+parameters, a param group's list reordered; in-place ops on parameters (and views of them) under
+``no_grad`` (weight normalisation by hand, ``p.data.clamp_()``), ``.data`` assignment, ``detach_()``,
+``set_()``; ``autograd.grad(create_graph=True)`` gradient penalties, double backward with
+``retain_graph``, ``backward(inputs=[...])``; tensors stored on ``self`` and read by the next call;
+dicts/namedtuples/nested tuples of tensors and Python numbers returned; dtype changes
+(``model.double()`` between calls, autocast, integer targets changing dtype) and shape changes on
+the 2nd/3rd call. Each program is written for this file and runs eagerly, through
+``tracegrad.compile`` from identical state and with torch, comparing everything observable after
+every call (harness: tests/compile/_harness.py ``run_three_ways``); where nothing the step reads
+changes, the number of programs built is asserted too.
+"""
+import collections
+
+import numpy as np
+import pytest
+
+import tracegrad
+from . import _harness as _h
+from ._harness import data, labels, np_init, snapshot
+from ._harness import small_mlp as _model
+
+_both = lambda run, **kw: _h.run_three_ways(run, **kw)
+
+
+def _xy(mod, i):
+    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
+
+
+def _traces(f):
+    return f.stats["traces"]
+
+
+# ---- gradient accumulation, EMA
+
+def test_gradient_accumulation_step_every_k_calls_read_from_python_int():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+        cfg = {"k": 2, "i": 0}
+
+        def step(x, y):
+            loss = F.cross_entropy(model(x), y) / cfg["k"]
+            loss.backward()
+            cfg["i"] += 1
+            if cfg["i"] % cfg["k"] == 0:
+                opt.step()
+                opt.zero_grad()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(7):
+            if i == 4:
+                cfg["k"] = 3
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_gradient_accumulation_flag_passed_as_argument_no_retrace_per_phase():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+        def step(x, y, do_step):
+            loss = F.cross_entropy(model(x), y) / 3
+            loss.backward()
+            if do_step:
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            return loss.detach()
+        f = wrap(step)
+        res = []
+        for i in range(9):
+            res.append(snapshot(f(*_xy(mod, i), (i + 1) % 3 == 0)))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    made = _both(run)
+    # the first call runs eagerly (no .grad yet); then one program each for: accumulating onto
+    # existing grads, accumulating after set_to_none, Adam's first step (state created), a later
+    # step. Calls 6-8 repeat the phases and reuse them.
+    assert _traces(made[0]) == 4, made[0].stats
+
+
+def test_no_grad_ema_of_weights_decay_changed_between_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        ema = _model(mod)
+        for p in ema.parameters():
+            p.requires_grad_(False)
+        opt = mod.optim.SGD(model.parameters(), lr=0.3)
+
+        class Cfg:
+            decay = 0.9
+        cfg = Cfg()
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            with mod.no_grad():
+                d = cfg.decay
+                for ep, p in zip(ema.parameters(), model.parameters()):
+                    ep.mul_(d).add_(p, alpha=1 - d)
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            if i == 3:
+                cfg.decay = 0.5
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(ema)])
+        return res
+    _both(run)
+
+
+def test_ema_decay_warmup_from_step_count_on_self():
+    def run(mod, wrap):
+        nn, F = mod.nn, mod.nn.functional
+
+        class Trainer:
+            def __init__(self):
+                self.model = _model(mod)
+                self.ema = [p.detach().clone() for p in self.model.parameters()]
+                self.opt = mod.optim.SGD(self.model.parameters(), lr=0.3)
+                self.n = 0
+
+            def step(self, x, y):
+                self.opt.zero_grad()
+                loss = F.cross_entropy(self.model(x), y)
+                loss.backward()
+                self.opt.step()
+                self.n += 1
+                d = min(0.99, (1 + self.n) / (10 + self.n))
+                with mod.no_grad():
+                    for e, p in zip(self.ema, self.model.parameters()):
+                        e.lerp_(p, 1 - d)
+                return loss
+        t = Trainer()
+        f = wrap(t.step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(t.model), snapshot(t.ema), t.n])
+        return res
+    _both(run)
+
+
+# ---- gradient clipping
+
+@pytest.mark.parametrize("foreach", [None, True, False])
+def test_clip_grad_norm_returned_norm_read_in_python(foreach):
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        log = []
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y) * 5
+            loss.backward()
+            norm = mod.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=foreach)
+            if norm > 3.0:
+                log.append("big")
+            opt.step()
+            return norm, loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            x, y = _xy(mod, i)
+            res.append(snapshot(f(x * (4.0 if i % 2 else 0.2), y)))
+            res.append([snapshot(model), list(log)])
+        return res
+    _both(run)
+
+
+def test_clip_grad_norm_max_norm_and_norm_type_changed_between_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"max": 0.5, "type": 2.0}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            n = mod.nn.utils.clip_grad_norm_(model.parameters(), cfg["max"], norm_type=cfg["type"])
+            opt.step()
+            return n
+        f = wrap(step)
+        res = []
+        for i, c in enumerate([{}, {"max": 0.1}, {"type": float("inf")}, {"type": 1.0}, {}]):
+            cfg.update(c)
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_clip_grad_norm_error_if_nonfinite_raises_like_eager():
+    def run(mod, wrap):
+        model = _model(mod)
+
+        def step(x, scale):
+            for p in model.parameters():
+                p.grad = None
+            (model(x).sum() * scale).backward()
+            return mod.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+        f = wrap(step)
+        res = []
+        for i, s in enumerate([1.0, 2.0, float("inf"), 1.0]):
+            try:
+                res.append(snapshot(f(data(mod, i, 2, 4), mod.tensor(s))))
+            except RuntimeError as e:
+                res.append(["RuntimeError", "non-finite" in str(e)])
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_clip_grad_value_clip_changed_and_some_grads_none():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"v": 0.05}
+
+        def step(x, y):
+            loss = F.cross_entropy(model(x), y) * 3
+            loss.backward()
+            mod.nn.utils.clip_grad_value_(model.parameters(), cfg["v"])
+            opt.step()
+            model[0].bias.grad = None          # only this one; the others accumulate
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 2:
+                cfg["v"] = 0.2
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+# ---- parameters_to_vector / vector_to_parameters
+
+def test_parameters_to_vector_sgd_by_hand_and_vector_to_parameters():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        U = mod.nn.utils
+        model = _model(mod)
+        lr = {"v": 0.1}
+
+        def step(x, y):
+            for p in model.parameters():
+                p.grad = None
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            with mod.no_grad():
+                v = U.parameters_to_vector(model.parameters())
+                g = U.parameters_to_vector([p.grad for p in model.parameters()])
+                U.vector_to_parameters(v - lr["v"] * g, model.parameters())
+            return v.norm(), loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                lr["v"] = 0.5
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_parameters_to_vector_with_grad_flows_back():
+    def run(mod, wrap):
+        model = _model(mod)
+
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            v = mod.nn.utils.parameters_to_vector(model.parameters())
+            loss = model(x).pow(2).mean() + 1e-2 * v.pow(2).sum()
+            loss.backward()
+            return loss, v
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            res.append(snapshot(f(data(mod, i, 3, 4))))
+            res.append(snapshot(model))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- freezing, grads set to None, param groups
+
+def test_requires_grad_toggled_on_submodule_between_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2, momentum=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            model[0].requires_grad_(i not in (1, 2))
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_requires_grad_toggled_on_submodule_inside_step_by_phase():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        phase = {"frozen": True}
+
+        def step(x, y):
+            model[0].requires_grad_(not phase["frozen"])
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 2:
+                phase["frozen"] = False
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_param_group_params_reordered_between_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 2:
+                opt.param_groups[0]["params"].reverse()
+            if i == 3:
+                ps = opt.param_groups[0]["params"]
+                ps[0], ps[1] = ps[1], ps[0]
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_param_group_split_and_lr_per_group_changed():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD([{"params": model[0].parameters()},
+                             {"params": model[2].parameters(), "lr": 0.01}], lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                opt.param_groups[1]["lr"] = 0.5
+                opt.param_groups[0]["params"].pop()    # bias of the first layer no longer stepped
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+# ---- in-place on parameters under no_grad, .data, detach_, set_
+
+def test_weight_normalisation_by_hand_on_views_under_no_grad():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            with mod.no_grad():
+                w = model[0].weight
+                for r in range(w.shape[0]):
+                    row = w[r]
+                    row.div_(row.norm().clamp(min=1.0))
+                model[2].weight[:, :2].mul_(0.5)
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_data_clamp_and_data_assignment_inside_step():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+        cfg = {"c": 0.3}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            for p in model[0].parameters():
+                p.data.clamp_(-cfg["c"], cfg["c"])
+            model[2].bias.data = model[2].bias.data * 0.5
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                cfg["c"] = 0.1
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_data_assignment_with_new_shape_between_calls():
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(4, 2), mod)
+
+        def step(x):
+            lin.weight.grad = None
+            lin.bias.grad = None
+            out = lin(x).pow(2).sum()
+            out.backward()
+            return out
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                lin.weight.data = data(mod, 50, 3, 4)
+                lin.bias.data = data(mod, 51, 3)
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            res.append(snapshot(lin))
+        return res
+    _both(run)
+
+
+def test_detach_in_place_on_a_stored_intermediate():
+    def run(mod, wrap):
+        model = _model(mod)
+        keep = {}
+
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            h = model[0](x)
+            keep["h"] = h
+            h2 = h * 2
+            h.detach_()
+            out = (model[2](h2.relu()) + h.sum()).sum()
+            out.backward()
+            return out, keep["h"]
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_set_on_a_buffer_between_and_inside_calls():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 3), mod)
+                self.register_buffer("b", mod.zeros(3))
+
+            def forward(self, x):
+                return self.lin(x) + self.b
+        m = M()
+
+        def step(x):
+            out = m(x).sum()
+            with mod.no_grad():
+                m.b.set_(m.b + 1)
+            return out
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                m.b.set_(mod.ones(3) * 5)
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append(snapshot(m))
+        return res
+    _both(run)
