@@ -538,3 +538,302 @@ def test_set_on_a_buffer_between_and_inside_calls():
             res.append(snapshot(m))
         return res
     _both(run)
+
+
+# ---- higher-order gradients, retain_graph, backward(inputs=)
+
+def test_gradient_penalty_with_create_graph_inside_step():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"lam": 0.5}
+
+        def step(x, y):
+            opt.zero_grad()
+            x = x.clone().requires_grad_(True)
+            out = model(x)
+            loss = F.cross_entropy(out, y)
+            (gx,) = mod.autograd.grad(out.logsumexp(1).sum(), x, create_graph=True)
+            pen = (gx.norm(dim=1) - 1).pow(2).mean()
+            total = loss + cfg["lam"] * pen
+            total.backward()
+            opt.step()
+            return {"loss": loss.detach(), "pen": pen.item(), "x_grad": x.grad}
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                cfg["lam"] = 2.0
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_param_gradient_penalty_double_backward_through_weights():
+    def run(mod, wrap):
+        model = _model(mod)
+
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            loss = model(x).tanh().pow(2).sum()
+            grads = mod.autograd.grad(loss, list(model.parameters()), create_graph=True)
+            gp = sum(g.pow(2).sum() for g in grads)
+            (loss + 0.1 * gp).backward()
+            return loss, gp
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            res.append(snapshot(f(data(mod, i, 3, 4))))
+            res.append(snapshot(model))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_retain_graph_two_backwards_and_backward_inputs_subset():
+    def run(mod, wrap):
+        model = _model(mod)
+        which = {"first": True}
+
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            out = model(x)
+            a = out[:, 0].sum()
+            b = out.pow(2).sum()
+            a.backward(retain_graph=True)
+            layer = model[0] if which["first"] else model[2]
+            b.backward(inputs=[layer.weight])
+            return a, b
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 3:
+                which["first"] = False
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_backward_inputs_on_an_input_tensor_and_accumulating_leaf():
+    def run(mod, wrap):
+        model = _model(mod)
+        w = mod.ones(3, requires_grad=True)
+
+        def step(x):
+            x = x.requires_grad_(True)
+            loss = (model(x) * w).sum()
+            loss.backward(inputs=[x, w])
+            return x.grad, loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            res.append([snapshot(model), snapshot(w)])
+        return res
+    _both(run)
+
+
+# ---- state kept on self, structured returns
+
+def test_tensor_stored_on_self_read_by_next_call():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 3), mod)
+                self.last = None
+
+            def forward(self, x):
+                out = self.lin(x)
+                if self.last is not None:
+                    out = out + 0.5 * self.last
+                self.last = out.detach()
+                return out
+        m = M()
+        opt = mod.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 3:
+                m.last = None                # reset from outside
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append([snapshot(m), snapshot(m.last)])
+        return res
+    _both(run)
+
+
+def test_running_stat_on_self_rebound_and_mutated_alternately():
+    def run(mod, wrap):
+        model = _model(mod)
+
+        class Box:
+            pass
+        box = Box()
+        box.avg = mod.zeros(3)
+
+        def step(x, rebind):
+            out = model(x).mean(0)
+            if rebind:
+                box.avg = 0.9 * box.avg + 0.1 * out.detach()
+            else:
+                box.avg.mul_(0.5).add_(out.detach())
+            return out.sum()
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            res.append(snapshot(f(data(mod, i, 2, 4), i % 2 == 0)))
+            res.append(snapshot(box.avg))
+        return res
+    _both(run)
+
+
+Out = collections.namedtuple("Out", "loss logits stats")
+
+
+def test_namedtuple_dict_nested_tuple_with_python_numbers_returned():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"tag": 1}
+
+        def step(x, y):
+            opt.zero_grad()
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            opt.step()
+            acc = (logits.argmax(1) == y).float().mean()
+            return Out(loss, logits, {"acc": acc, "n": x.shape[0], "tag": cfg["tag"],
+                                       "pair": (loss.detach() * 2, 3.5, [acc, None])})
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                cfg["tag"] = 7
+            o = f(*_xy(mod, i))
+            res.append([type(o).__name__, snapshot(o.loss), snapshot(o.logits), snapshot(o.stats)])
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+# ---- dtype and shape changes
+
+def test_model_double_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            x = data(mod, i, 2, 4)
+            if i >= 2:
+                if i == 2:
+                    model.double()
+                x = x.double()
+            res.append(snapshot(f(x)))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_model_half_then_float_between_calls_forward_only():
+    def run(mod, wrap):
+        model = _model(mod)
+        f = wrap(lambda x: model(x).sum(1))
+        res = []
+        for i, dt in enumerate(["float32", "float16", "float16", "float32"]):
+            getattr(model, "half" if dt == "float16" else "float")()
+            res.append(snapshot(f(data(mod, i, 2, 4).to(getattr(mod, dt)))))
+        return res
+    _both(run, torch_rtol=5e-3)
+
+
+def test_autocast_region_inside_step_toggled_by_flag():
+    def run(mod, wrap):
+        model = _model(mod)
+        cfg = {"on": False}
+
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            with mod.autocast("cpu", dtype=mod.bfloat16, enabled=cfg["on"]):
+                out = model(x)
+            loss = out.float().pow(2).mean()
+            loss.backward()
+            return out.dtype == mod.bfloat16, loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            if i == 2:
+                cfg["on"] = True
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            res.append(snapshot(model))
+        return res
+    _both(run, torch_rtol=2e-2)
+
+
+def test_integer_targets_change_dtype_between_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y.long())
+            loss.backward()
+            opt.step()
+            return loss, y.dtype
+        f = wrap(step)
+        res = []
+        for i, dt in enumerate(["int64", "int32", "int32", "uint8", "int64"]):
+            x, y = _xy(mod, i)
+            o = f(x, y.to(getattr(mod, dt)))
+            res.append([snapshot(o[0]), str(o[1]).split(".")[-1]])
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_shape_change_on_second_and_third_call():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y, reduction="sum") / x.shape[0]
+            loss.backward()
+            opt.step()
+            return loss, x.shape[0]
+        f = wrap(step)
+        res = []
+        for i, n in enumerate([5, 3, 7, 5, 3]):
+            res.append(snapshot(f(data(mod, i, n, 4), labels(mod, i, n, 3))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
