@@ -837,3 +837,200 @@ def test_shape_change_on_second_and_third_call():
             res.append([snapshot(model), snapshot(opt)])
         return res
     _both(run)
+
+
+# ---- a place reset to None between calls (NOTE [places that held no tensor] in region.py)
+
+class _Recurrent:
+    """A module keeping ``self.last`` (None: no previous call) read by the next call."""
+
+    @staticmethod
+    def make(mod):
+        nn = mod.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 3), mod)
+                self.last = None
+
+            def forward(self, x):
+                out = self.lin(x)
+                if self.last is not None:
+                    out = out + 0.5 * self.last
+                self.last = out.detach()
+                return out
+        return M()
+
+
+def test_module_attribute_reset_to_none_reuses_both_programs():
+    def run(mod, wrap):
+        m = _Recurrent.make(mod)
+        f = wrap(lambda x: m(x).sum())
+        res = []
+        for i, reset in enumerate([0, 0, 1, 0, 0, 1, 0, 0]):
+            if reset:
+                m.last = None
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append(snapshot(m.last))
+        return res
+    made = _both(run)
+    # one program for "a previous output", one for "none": the None program binding a tensor
+    # leaves the other valid
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_attribute_set_by_the_step_over_none_reset_between_calls():
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 3), mod)
+        lin.h = None
+
+        def step(x):
+            out = lin(x) if lin.h is None else lin(x) + lin.h
+            lin.h = out.detach()
+            return out.sum()
+        f = wrap(step)
+        res = []
+        for i, reset in enumerate([0, 0, 1, 0, 0, 1, 0]):
+            if reset:
+                lin.h = None
+            res.append(snapshot(f(data(mod, i, 1, 3))))
+        return res
+    _both(run)
+
+
+def test_hidden_tuple_on_module_reset_to_none_between_sequences():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class Cell(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cell = np_init(nn.LSTMCell(3, 2), mod)
+                self.hidden = None
+
+            def forward(self, x):
+                h, c = self.cell(x, self.hidden)
+                self.hidden = (h.detach(), c.detach())
+                return h
+        m = Cell()
+        opt = mod.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(7):
+            if i % 3 == 0:
+                m.hidden = None
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append([snapshot(m), snapshot(m.hidden)])
+        return res
+    _both(run)
+
+
+# ---- more optimizer-side idioms
+
+def test_adam_with_grads_set_to_none_for_the_first_layer_on_some_calls():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05, weight_decay=0.01)
+
+        def step(x, y, skip_first):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if skip_first:
+                for p in model[0].parameters():
+                    p.grad = None
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i, s in enumerate([True, True, False, True, False, False]):
+            res.append(snapshot(f(*_xy(mod, i), s)))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_get_total_norm_then_clip_grads_with_norm_and_foreach_ema():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        U = mod.nn.utils
+        model = _model(mod)
+        ema = [p.detach().clone() for p in model.parameters()]
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+        cfg = {"max": 0.5, "w": 0.1}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y) * 4
+            loss.backward()
+            grads = [p.grad for p in model.parameters()]
+            total = U.get_total_norm(grads)
+            U.clip_grads_with_norm_(model.parameters(), cfg["max"], total)
+            opt.step()
+            with mod.no_grad():
+                mod._foreach_lerp_(ema, list(model.parameters()), cfg["w"])
+            return total
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 3:
+                cfg.update(max=2.0, w=0.5)
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(ema)])
+        return res
+    _both(run)
+
+
+def test_parameter_set_to_new_storage_between_calls():
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 2), mod)
+        opt = mod.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 2:
+                with mod.no_grad():
+                    lin.weight.set_(data(mod, 60, 2, 3))
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append([snapshot(lin), snapshot(opt)])
+        return res
+    _both(run)
+
+
+def test_lr_scheduler_and_python_floats_in_returned_dict():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.4)
+        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return {"loss": loss.item(), "lr": sched.get_last_lr()[0], "t": (loss.detach(), opt.param_groups[0]["lr"])}
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append(snapshot(f(*_xy(mod, i))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)

@@ -1641,8 +1641,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     followers = {id(ref()) for _, ref in region.data_follows}
     # a tensor that follows a rebind's storage is checked by its reader (``_follow_reader``)
     data_sets = [(t, st) for t, st in info.pop("data_sets") if id(t) not in followers]
+    held_before = info.pop("held_before", ())
+    if held_before:     # what such a place held before the call is its guard, not the tensor bound now
+        now = {(id(slot[0]), slot[1]) for slot, _ in held_before}
+        checks = tuple(c for c in checks if (id(getattr(c[0], "d", c[0])), c[1]) not in now)
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages) + tuple(
-        (_Probe(functools.partial(slot_get, slot)), None, b, None) for slot, b in info.pop("held_before", ()))
+        (_Probe(functools.partial(slot_get, slot)), None, b, None) for slot, b in held_before)
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
