@@ -930,7 +930,8 @@ def test_hidden_tuple_on_module_reset_to_none_between_sequences():
             res.append(snapshot(f(data(mod, i, 2, 3))))
             res.append([snapshot(m), snapshot(m.hidden)])
         return res
-    _both(run)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
 
 
 # ---- more optimizer-side idioms
@@ -1032,5 +1033,36 @@ def test_lr_scheduler_and_python_floats_in_returned_dict():
         for i in range(5):
             res.append(snapshot(f(*_xy(mod, i))))
             res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+@pytest.mark.parametrize("reset", ["float", "delattr"])
+def test_running_average_attribute_reset_to_a_number_or_deleted(reset):
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 2), mod)
+                self.avg = 0.0
+
+            def forward(self, x):
+                out = self.lin(x).mean(0)
+                prev = getattr(self, "avg", 0.0)
+                self.avg = 0.9 * prev + 0.1 * out.detach()
+                return out
+        m = M()
+        f = wrap(lambda x: m(x).sum())
+        res = []
+        for i in range(7):
+            if i in (2, 5):
+                if reset == "float":
+                    m.avg = float(i)
+                else:
+                    del m.avg
+            res.append(snapshot(f(data(mod, i, 2, 3))))
+            res.append(snapshot(m.avg))
         return res
     _both(run)
