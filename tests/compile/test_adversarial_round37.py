@@ -1066,3 +1066,105 @@ def test_running_average_attribute_reset_to_a_number_or_deleted(reset):
             res.append(snapshot(m.avg))
         return res
     _both(run)
+
+
+def test_grads_averaged_in_place_before_every_kth_step():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.3, nesterov=True, momentum=0.5)
+        k = 3
+        n = [0]
+
+        def step(x, y):
+            F.cross_entropy(model(x), y).backward()
+            n[0] += 1
+            if n[0] % k == 0:
+                with mod.no_grad():
+                    for p in model.parameters():
+                        p.grad.div_(k)
+                opt.step()
+                opt.zero_grad()
+            return n[0]
+        f = wrap(step)
+        res = []
+        for i in range(7):
+            res.append(f(*_xy(mod, i)))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    _both(run)
+
+
+@pytest.mark.parametrize("foreach", [True, False])
+def test_clip_grad_norm_with_a_frozen_layer_whose_grads_are_none(foreach):
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        model[0].requires_grad_(False)
+        opt = mod.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.2)
+
+        def step(x, y):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).mul(6).backward()
+            norm = mod.nn.utils.clip_grad_norm_(model.parameters(), 0.3, foreach=foreach)
+            opt.step()
+            return float(norm)
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 3:
+                model[0].requires_grad_(True)      # unfrozen; the optimizer still skips it
+            res.append(f(*_xy(mod, i)))
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+def test_grad_tensors_returned_and_kept_by_the_caller_across_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, none):
+            opt.zero_grad(set_to_none=none)
+            model(x).pow(2).mean().backward()
+            opt.step()
+            return {"w": model[0].weight.grad, "b": model[2].bias.grad}
+        f = wrap(step)
+        kept, res = [], []
+        for i in range(5):
+            kept.append(f(data(mod, i, 2, 4), i % 2 == 0))
+            res.append(snapshot(kept))          # every dict kept so far, as the caller sees it now
+        return res
+    _both(run)
+
+
+def test_train_and_eval_steps_interleaved_with_requires_grad_flipped_between():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+        def train(x, y):
+            model.train()
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def evaluate(x, y):
+            model.eval()
+            out = model(x)
+            return F.cross_entropy(out, y), out.requires_grad
+        tf, ef = wrap(train), wrap(evaluate)
+        res = []
+        for i in range(6):
+            model.requires_grad_(True)       # (inside the step: an eager fallback, round 36)
+            res.append(snapshot(tf(*_xy(mod, i))))
+            model.requires_grad_(False)
+            res.append(snapshot(ef(*_xy(mod, i + 10))))
+            res.append([snapshot(model), snapshot(opt)])
+        return res
+    made = _both(run)
+    assert [_traces(f) for f in made] in ([1, 1], [2, 1], [1, 2], [2, 2]), [f.stats for f in made]
