@@ -15,6 +15,29 @@ the 2nd/3rd call. Each program is written for this file and runs eagerly, throug
 ``tracegrad.compile`` from identical state and with torch, comparing everything observable after
 every call (harness: tests/compile/_harness.py ``run_three_ways``); where nothing the step reads
 changes, the number of programs built is asserted too.
+
+Fixes:
+- ``_lowering/region.py`` NOTE [places that held no tensor]: a module attribute the call binds a
+  tensor to (``self.last = out.detach()``) that held None when the trace ran (``self.last = None``
+  reset between calls, read by ``if self.last is not None``) was guarded by the tensor bound
+  after the trace: that program then ran for the calls that find a previous tensor there (it
+  ignored it: silently wrong values), and a ``requires_grad`` guard on that tensor made it fail
+  for the next reset (a retrace per reset). The place's value before the call is its guard now
+  (test_tensor_stored_on_self_read_by_next_call,
+  test_module_attribute_reset_to_none_reuses_both_programs,
+  test_attribute_set_by_the_step_over_none_reset_between_calls,
+  test_running_average_attribute_reset_to_a_number_or_deleted).
+- ``nn/modules/module.py`` ``Module.__setattr__``: such a None -> tensor rebind inside a trace
+  no longer bumps the structure counter (it threw away the program for "a previous tensor" on
+  every reset: 2 programs, not one per reset).
+- ``_lowering/carry.py`` ``put``/``InSequence``: a module's ``self.hidden = (h, c)`` reset to None
+  between sequences crashed the program's write-back (``TypeError: 'NoneType' object is not
+  iterable``) on the second reset; the container the trace bound is rebuilt
+  (test_hidden_tuple_on_module_reset_to_none_between_sequences).
+
+Found and left alone (not silent: eager fallback with a clear graph-break warning):
+``requires_grad_()`` on a sub-module inside the step (round 36's finding; toggled between calls it
+compiles: test_requires_grad_toggled_on_submodule_between_calls).
 """
 import collections
 
