@@ -1191,3 +1191,34 @@ def test_train_and_eval_steps_interleaved_with_requires_grad_flipped_between():
         return res
     made = _both(run)
     assert [_traces(f) for f in made] in ([1, 1], [2, 1], [1, 2], [2, 2]), [f.stats for f in made]
+
+
+@pytest.mark.parametrize("where", ["dict", "nonlocal", "object"])
+def test_carried_state_reset_to_none_in_other_places(where):
+    """The same reset through a dict entry, a closure variable and a plain object's attribute
+    (a program or an eager fallback, never the wrong program)."""
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 3), mod)
+        carry, box = {"h": None}, type("Box", (), {})()
+        box.h = None
+        h = None
+
+        def step(x):
+            nonlocal h
+            prev = carry["h"] if where == "dict" else h if where == "nonlocal" else box.h
+            out = lin(x) if prev is None else lin(x) + 0.5 * prev
+            if where == "dict":
+                carry["h"] = out.detach()
+            elif where == "nonlocal":
+                h = out.detach()
+            else:
+                box.h = out.detach()
+            return out.sum()
+        f = wrap(step)
+        res = []
+        for i, reset in enumerate([0, 0, 1, 0, 0, 1, 0]):
+            if reset:
+                carry["h"], h, box.h = None, None, None
+            res.append(snapshot(f(data(mod, i, 1, 3))))
+        return res
+    _both(run)
