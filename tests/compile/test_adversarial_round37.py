@@ -1222,3 +1222,109 @@ def test_carried_state_reset_to_none_in_other_places(where):
             res.append(snapshot(f(data(mod, i, 1, 3))))
         return res
     _both(run)
+
+
+def test_stored_output_of_another_batch_size_skipped_by_shape_check():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = np_init(nn.Linear(3, 3), mod)
+                self.last = None
+
+            def forward(self, x):
+                out = self.lin(x)
+                if self.last is not None and self.last.shape == out.shape:
+                    out = out + self.last
+                self.last = out.detach()
+                return out
+        m = M()
+        f = wrap(lambda x: m(x).sum())
+        return [snapshot(f(data(mod, i, n, 3))) for i, n in enumerate([2, 2, 3, 3, 2, 2, 3, 3])]
+    made = _both(run)
+    # (previous batch, this batch) in {2,3}^2 after the eager first call: four programs, reused
+    assert _traces(made[0]) == 4, made[0].stats
+
+
+def test_hessian_vector_product_and_grad_outputs_with_retain_graph():
+    def run(mod, wrap):
+        model = _model(mod)
+        v = [mod.ones_like(p) * 0.1 for p in model.parameters()]
+
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            out = model(x).tanh()
+            (g2,) = mod.autograd.grad(out, [model[2].weight], grad_outputs=mod.ones_like(out), retain_graph=True)
+            gs = mod.autograd.grad(out.sum(), list(model.parameters()), create_graph=True)
+            dot = sum((g * w).sum() for g, w in zip(gs, v))
+            hv = mod.autograd.grad(dot, list(model.parameters()), retain_graph=True)
+            dot.backward()
+            return g2, hv
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            res.append(snapshot(f(data(mod, i, 2, 4))))
+            res.append(snapshot(model))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_default_dtype_and_parameter_dtype_changed_between_calls():
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 2), mod)
+
+        def step(x):
+            lin.weight.grad = lin.bias.grad = None
+            b = mod.zeros(2) + 0.5
+            out = (lin(x.to(lin.weight.dtype)) + b).sum()
+            out.backward()
+            return out, str(b.dtype).split(".")[-1]
+        f = wrap(step)
+        res = []
+        try:
+            for i in range(5):
+                if i == 2:
+                    mod.set_default_dtype(mod.float64)
+                if i == 3:
+                    lin.weight.data = lin.weight.data.double()
+                    lin.bias.data = lin.bias.data.double()
+                res.append(snapshot(f(data(mod, i, 2, 3))))
+                res.append(snapshot(lin))
+        finally:
+            mod.set_default_dtype(mod.float32)
+        return res
+    _both(run)
+
+
+def test_ema_of_batchnorm_parameters_and_buffers_decay_changed():
+    def run(mod, wrap):
+        nn = mod.nn
+        net = np_init(nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)), mod)
+        ema = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+        ema.load_state_dict(net.state_dict())
+        opt = mod.optim.SGD(net.parameters(), lr=0.1)
+        d = {"d": 0.8}
+
+        def step(x):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            opt.step()
+            with mod.no_grad():
+                for eb, b in zip(ema.buffers(), net.buffers()):
+                    eb.copy_(b)
+                for ep, p in zip(ema.parameters(), net.parameters()):
+                    ep.mul_(d["d"]).add_(p, alpha=1 - d["d"])
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 3:
+                d["d"] = 0.1
+            f(data(mod, i, 4, 4))
+            res.append([snapshot(net), snapshot(ema)])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
