@@ -60,12 +60,15 @@ class Rebind:
 
 class InSequence:
     """The container of a slot ``(InSequence(place), j)``: item ``j`` of the tuple, list or dict
-    that slot ``place`` holds."""
+    that slot ``place`` holds; ``like``: ``(class, keys or length)`` of the one the trace bound
+    there, for a call that finds no container at the place (``self.hidden = None`` between
+    sequences: NOTE [places that held no tensor] in region.py)."""
 
-    __slots__ = ("place",)
+    __slots__ = ("place", "like")
 
-    def __init__(self, place):
+    def __init__(self, place, like=None):
         self.place = place
+        self.like = None if like is None else (type(like), tuple(like) if type(like) is dict else len(like))
 
 
 def get(slot):
@@ -89,9 +92,13 @@ def put(slot, value):
     c, k = slot
     if isinstance(c, InSequence):
         seq = get(c.place)
-        items = dict(seq) if type(seq) is dict else list(seq)
+        if isinstance(seq, (tuple, list, dict)) or c.like is None:
+            cls, items = type(seq), dict(seq) if type(seq) is dict else list(seq)
+        else:      # a new container of the traced kind, its tensor items put one by one
+            cls, size = c.like
+            items = dict.fromkeys(size) if cls is dict else [None] * size
         items[k] = value
-        put(c.place, type(seq)._make(items) if hasattr(type(seq), "_fields") else type(seq)(items))
+        put(c.place, cls._make(items) if hasattr(cls, "_fields") else cls(items))
     elif isinstance(c, types.CellType):
         c.cell_contents = value
     elif isinstance(c, dict):
@@ -151,11 +158,11 @@ def rebound_places(snap, attr_stores):
             if type(a) is dict:
                 olds = b if type(b) is dict else {}
                 for k, x in a.items():
-                    found((InSequence(slot), k), olds.get(k), x)
+                    found((InSequence(slot, a), k), olds.get(k), x)
                 return
             olds = b if isinstance(b, (tuple, list)) else ()
             for j, x in enumerate(a):
-                found((InSequence(slot), j), olds[j] if j < len(olds) else None, x)
+                found((InSequence(slot, a), j), olds[j] if j < len(olds) else None, x)
 
     def compare(container, before_items):
         if isinstance(container, dict):

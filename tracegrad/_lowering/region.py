@@ -1331,6 +1331,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # is the place's tensor at the call (``_result_places``)
             info["rebound_before"] = {id(b): slot for slot, b, _ in places if isinstance(b, Tensor)}
             places, info["arg_binds"] = argument_places(places, call_leaves, storages)
+            # NOTE [places that held no tensor]: a place the call binds a tensor to that held
+            # None (or a number) before it (``self.last = None`` reset between calls, read by
+            # ``if self.last is not None``): the guards below see only the tensor bound now, so
+            # this program, traced for "no previous tensor", ran for the calls that find one
+            # (round-37's adversarial tests). Each such place must hold that value again.
+            info["held_before"] = [(slot, b) for slot, b, _ in places if isinstance(b, IMMUTABLE)]
             for i, slots in info["arg_binds"]:
                 for slot in slots:          # the caller's tensor, as eagerly: the stand-in dies
                     slot_put(slot, leaves[i])
@@ -1635,7 +1641,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     followers = {id(ref()) for _, ref in region.data_follows}
     # a tensor that follows a rebind's storage is checked by its reader (``_follow_reader``)
     data_sets = [(t, st) for t, st in info.pop("data_sets") if id(t) not in followers]
-    region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
+    held_before = info.pop("held_before", ())
+    if held_before:     # what such a place held before the call is its guard, not the tensor bound now
+        now = {(id(slot[0]), slot[1]) for slot, _ in held_before}
+        checks = tuple(c for c in checks if (id(getattr(c[0], "d", c[0])), c[1]) not in now)
+    region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages) + tuple(
+        (_Probe(functools.partial(slot_get, slot)), None, b, None) for slot, b in held_before)
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}

@@ -662,7 +662,10 @@ class Module:
             # its batch statistics as attributes (``self.running_mean = m``) then does not send
             # every compiled step of another model back to tracing (e-hulten/real-nvp-2d).
             old = d.get(name)
-            rebind = type(value) is Tensor and type(old) is Tensor
+            # (inside a trace, ``self.last = out.detach()`` over None is such a rebind too: a
+            # program traced for the None reads it as a value, NOTE [places that held no
+            # tensor] in _lowering/region.py)
+            rebind = type(value) is Tensor and (type(old) is Tensor or (cap is not None and old is None))
             if not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)):
                 _state.bump_structure()
 
