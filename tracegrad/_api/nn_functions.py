@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from .. import _autocast, _state
-from .argcheck import _is_int, floating_input, require_float
+from .argcheck import _is_index, _is_int, floating_input, require_float
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
@@ -402,13 +402,15 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
         raise TypeError(f"{api}(): argument 'output_size' must be an int or a tuple of ints, not "
                         f"{type(output_size).__name__}")
+    sp = tuple(input.shape[-nd:])
+    seq = isinstance(output_size, (list, tuple))
+    if nd > 1:
+        if (seq or isinstance(output_size, str)) and input.ndim <= len(output_size):
+            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+        check_output_size_items(output_size, api)
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
                                   f"input with .float()")
-    sp = tuple(input.shape[-nd:])
-    seq = isinstance(output_size, (list, tuple))
-    if seq and nd > 1 and input.ndim <= len(output_size):
-        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
     if seq and len(output_size) != nd:
         if nd == 1:
             raise RuntimeError(f"{api}() argument 'output_size' should contain one int (got {len(output_size)})")
@@ -422,6 +424,21 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     # such a size (AdaptiveMaxPool1d(2**62)) reached the window-bounds loop and never returned
     check_storage_size(tuple(input.shape[:-nd]) + out, input.dtype.itemsize, sizes_given=False)
     return out
+
+
+def check_output_size_items(output_size, api):
+    """torch's parser's TypeError for a 2-D/3-D adaptive pool's ``output_size`` (after its Python
+    wrapper has put each ``None`` to the input's size): a bool, or a str or a sequence holding
+    anything but ints and ``None`` (a float, a str; a bool first, as the parser tells an int list
+    by its first element). Unchecked, ``int()`` took ``True``, ``'3'`` and ``2.0`` as sizes and
+    the pool ran where torch refuses the call."""
+    if type(output_size) is bool:
+        raise TypeError(f"{api}(): argument 'output_size' (position 2) must be tuple of ints, not bool")
+    if isinstance(output_size, (list, tuple, str)):
+        for i, v in enumerate(output_size):
+            if v is not None and (type(v) is bool and i == 0 or not _is_index(v)):
+                raise TypeError(f"{api}(): argument 'output_size' (position 2) must be tuple of ints, but found "
+                                f"element of type {type(v).__name__} at pos {i}")
 
 
 def check_adaptive_nonempty(input, first, api):

@@ -11,8 +11,9 @@ import numpy as np
 import tracegrad
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
+from tracegrad._ops.random import scalar_name as _scalar_name
 from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool, check_adaptive_nonempty, \
-    max_unpool as _max_unpool_op
+    check_output_size_items, max_unpool as _max_unpool_op
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
            "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
@@ -128,16 +129,17 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
                         f"{type(output_size).__name__}")
     if isinstance(output_size, (list, tuple, str)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
+    check_output_size_items(output_size, "adaptive_max_pool3d")
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
     # torch's kernel refuses an empty non-batch dim (an empty channel dim gave an empty result)
     check_adaptive_nonempty(input, 1, "adaptive_max_pool3d")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for '{input.dtype}'; convert the "
-                                  "input with .float()")
     out = _tuple(output_size, 3)
-    if len(out) != 3:
+    if len(out) != 3:   # before the dtype, as torch's kernel
         raise RuntimeError(f"adaptive_max_pool3d(): internal error: output_size.size() must be 3, got {len(out)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for "
+                                  f"'{_scalar_name(input.dtype.np)}'; convert the input with .float()")
     sizes = []
     for d, o in enumerate(out):
         size = input.shape[input.dim() - 3 + d]
