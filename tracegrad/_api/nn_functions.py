@@ -395,22 +395,21 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
-    ``nd`` entries and none negative (RuntimeError); an integer or bool input is
-    NotImplementedError (torch has no integer adaptive pooling kernels). An output size that is
+    ``nd`` entries and none negative (RuntimeError). (An integer or bool input is the caller's
+    ``check_adaptive_kernel_dtype``, after its rank checks, as torch's.) An output size that is
     neither an int nor a sequence (None, a float) is TypeError before anything else, as torch's
     wrapper (``len(output_size)``) and parser."""
     if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
         raise TypeError(f"{api}(): argument 'output_size' must be an int or a tuple of ints, not "
                         f"{type(output_size).__name__}")
-    sp = tuple(input.shape[-nd:])
+    # (an input of fewer than ``nd`` dims with an int size: all of it, so that a size of 1 is the
+    # mean torch takes, whose dim error is torch's IndexError)
+    sp = (1,) * max(0, nd - input.ndim) + tuple(input.shape[-nd:] if input.ndim else ())
     seq = isinstance(output_size, (list, tuple))
     if nd > 1:
         if (seq or isinstance(output_size, str)) and input.ndim <= len(output_size):
             raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
         check_output_size_items(output_size, api)
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
-                                  f"input with .float()")
     if seq and len(output_size) != nd:
         if nd == 1:
             raise RuntimeError(f"{api}() argument 'output_size' should contain one int (got {len(output_size)})")
@@ -439,6 +438,16 @@ def check_output_size_items(output_size, api):
             if v is not None and (type(v) is bool and i == 0 or not _is_index(v)):
                 raise TypeError(f"{api}(): argument 'output_size' (position 2) must be tuple of ints, but found "
                                 f"element of type {type(v).__name__} at pos {i}")
+
+
+def check_adaptive_kernel_dtype(input, kernel):
+    """NotImplementedError for an integer or bool input to an adaptive average pool (torch has no
+    such kernels), made after the rank and size checks, as torch's kernel: an integer input of the
+    wrong rank is the rank's RuntimeError (it was this error). An empty input is taken (torch's
+    kernel returns before its dtype dispatch), as is an empty output (the caller's)."""
+    if input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
+                                  f"input with .float()")
 
 
 def check_adaptive_nonempty(input, first, api):
@@ -487,6 +496,7 @@ def adaptive_avg_pool2d(input, output_size):
     check_adaptive_nonempty(input, input.ndim - 2, "adaptive_avg_pool2d")
     if 0 in out:
         return empty_adaptive_pool(input, out, "avg")
+    check_adaptive_kernel_dtype(input, "adaptive_avg_pool2d")
     return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 

@@ -18,7 +18,7 @@ from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .argcheck import require_float
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import check_adaptive_kernel_dtype, check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -304,10 +304,11 @@ def adaptive_avg_pool3d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool3d``; ``None`` keeps a size; (1, 1, 1) is a mean
     (``MeanBackward1``), as torch. grad_fn ``AdaptiveAvgPool3DBackward0``."""
     out = _out_size(input, output_size, 3, "adaptive_avg_pool3d")
-    _check_pool3d(input, "adaptive_avg_pool3d")
-    if out == (1, 1, 1):
+    if out == (1, 1, 1):   # before the rank check, as torch (as adaptive_avg_pool2d's (1, 1))
         return input.mean((-1, -2, -3), keepdim=True)
+    _check_pool3d(input, "adaptive_avg_pool3d")
     check_adaptive_nonempty(input, 1, "adaptive_avg_pool3d")   # torch's kernel's check (as the 2-D pools)
+    check_adaptive_kernel_dtype(input, "adaptive_avg_pool3d_cpu")   # (an empty output too, unlike 2-D)
     if 0 in out:
         return empty_adaptive_pool(input, out, "avg")
     return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))

@@ -135,11 +135,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     # torch's kernel refuses an empty non-batch dim (an empty channel dim gave an empty result)
     check_adaptive_nonempty(input, 1, "adaptive_max_pool3d")
     out = _tuple(output_size, 3)
-    if len(out) != 3:   # before the dtype, as torch's kernel
+    if len(out) != 3:
         raise RuntimeError(f"adaptive_max_pool3d(): internal error: output_size.size() must be 3, got {len(out)}")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for "
-                                  f"'{_scalar_name(input.dtype.np)}'; convert the input with .float()")
     sizes = []
     for d, o in enumerate(out):
         size = input.shape[input.dim() - 3 + d]
@@ -149,6 +146,9 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
                                f"{list(input.shape[:-3]) + [int(v) for v in out]}; adaptive_max_pool3d's output_size "
                                "must be >= 0")
         sizes.append(o)
+    if not input.dtype.is_floating_point:   # after the size checks, as torch's kernel
+        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for "
+                                  f"'{_scalar_name(input.dtype.np)}'; convert the input with .float()")
     return _adaptive_max_pool(input, sizes, return_indices)
 
 

@@ -1366,6 +1366,28 @@ def _pad_kernel(input, pad=(), mode="constant", value=None):
     return None
 
 
+def _conv_kernel(kernel, nd, transposed=False):
+    """``kernel`` for a ``conv{nd}d`` (or transposed) call that passes torch's checks made before
+    its kernel's dtype check, None otherwise: an input of ``nd + 1`` or ``nd + 2`` dims, a bias of
+    the input's dtype (not checked by the transposed convs) and of the output's channel count, and
+    the weight's input channel count.
+    Unchecked, a bool input to ``Conv2d`` (float bias) or with too few channels raised the
+    kernel's NotImplementedError where torch raises its RuntimeError."""
+    def name(input, weight=None, bias=None, *rest, **kw):
+        if getattr(input, "ndim", None) not in (nd + 1, nd + 2) or getattr(weight, "ndim", None) != nd + 2:
+            return None
+        if not transposed and bias is not None and getattr(bias, "dtype", None) is not input.dtype:
+            return None
+        # ``groups`` is the fourth argument after ``bias`` in both signatures
+        groups = kw.get("groups", rest[3] if len(rest) > 3 else 1)
+        want = weight.shape[0] if transposed else weight.shape[1] * groups
+        outs = weight.shape[1] * groups if transposed else weight.shape[0]
+        if bias is not None and tuple(getattr(bias, "shape", ())) != (outs,):
+            return None
+        return kernel if input.shape[input.ndim - nd - 1] == want else None
+    return name
+
+
 def _by_rank(two, three):
     return lambda input, *a, **k: two if getattr(input, "ndim", 0) <= 4 else three
 
@@ -1385,7 +1407,8 @@ _FLOATING_ONLY = {
 }
 # ... those whose kernel has integer versions but no bool one
 _NO_BOOL = {
-    "conv1d": "slow_conv2d_cpu", "conv2d": "slow_conv2d_cpu", "conv3d": "slow_conv3d_cpu",
+    "conv1d": _conv_kernel("slow_conv2d_cpu", 1), "conv2d": _conv_kernel("slow_conv2d_cpu", 2),
+    "conv3d": _conv_kernel("slow_conv3d_cpu", 3),
     "threshold": "threshold_cpu", "threshold_": "threshold_cpu", "bilinear": "bmm", "pad": _pad_kernel,
 }
 # ... and those whose one integer kernel is int64's
@@ -1396,9 +1419,9 @@ def _at_rank(kernel, *ranks):
 
 
 _INT64_ONLY = {
-    "conv_transpose1d": _at_rank("slow_conv_transpose2d_out_cpu", 2, 3),
-    "conv_transpose2d": _at_rank("slow_conv_transpose2d_out_cpu", 3, 4),
-    "conv_transpose3d": _at_rank("slow_conv_transpose3d_out_cpu", 4, 5),
+    "conv_transpose1d": _conv_kernel("slow_conv_transpose2d_out_cpu", 1, transposed=True),
+    "conv_transpose2d": _conv_kernel("slow_conv_transpose2d_out_cpu", 2, transposed=True),
+    "conv_transpose3d": _conv_kernel("slow_conv_transpose3d_out_cpu", 3, transposed=True),
     "avg_pool1d": _at_rank("avg_pool2d", 2, 3), "avg_pool2d": _at_rank("avg_pool2d", 3, 4),
     "avg_pool3d": _at_rank("avg_pool3d_out_frame", 4, 5),
     "local_response_norm": lambda input, *a, **k: "avg_pool2d" if getattr(input, "ndim", 0) == 3
