@@ -1,4 +1,4 @@
-"""Bad-input parity, round 41: a probe of ~1,600 wrong (and some right) calls in the areas the
+"""Bad-input parity, round 41: a probe of ~2,500 wrong (and some right) calls in the areas the
 brief named -- the nn.Module API (register_buffer/register_parameter/add_module/register_module
 with bad names and values, load_state_dict strict/shape/assign mismatches, get_submodule/
 get_parameter/get_buffer/set_submodule paths, apply/train/state_dict arguments, the containers),
@@ -27,6 +27,13 @@ Fixed in tracegrad (each case is in the table below):
   pass starts);
 - ``compile(mode=[...])`` / ``mode={...}``: RuntimeError where torch's dict look-up raises
   TypeError (unhashable).
+- ``threshold``/``threshold_``/``Threshold`` of a complex input compared it by its real part
+  (torch: NotImplementedError, no complex kernel); so did the fractional max pools (a max over
+  complex values), and they refused an unbatched input with no channels, which torch takes;
+- ``CrossMapLRN2d`` of an integer input gave a float result and of a bool input the average
+  pool's NotImplementedError (torch: RuntimeError, its in-place steps cannot hold the result);
+  of a complex input NotImplementedError (torch computes it; now summed part by part, value and
+  gradient as torch's); with no channels, a reshape RuntimeError (torch: IndexError).
 
 Found and left alone (not tabled): ``compile(fn, backend=3)`` is refused at once by tracegrad
 (InvalidBackend) where torch fails only at the first call (BackendCompilerFailed, both
@@ -99,6 +106,30 @@ C["conv_transpose2d_bool_bias_size"] = lambda T: F(T).conv_transpose2d(X(T, 1, 2
                                                                        X(T, 3))
 C["conv_transpose2d_int32_kernel"] = lambda T: F(T).conv_transpose2d(X(T, 1, 2, 2, 2, dtype=T.int32), X(T, 2, 2, 1, 1))
 C["conv_transpose1d_uint8_channels"] = lambda T: F(T).conv_transpose1d(X(T, 1, 1, 2, dtype=T.uint8), X(T, 2, 2, 1))
+
+# ---- threshold, fractional max pools, CrossMapLRN2d: torch's kernels' dtype and size checks -----
+C["threshold_complex"] = lambda T: F(T).threshold(X(T, 2, dtype=T.complex64), 0.5, 0.)
+C["threshold_module_complex"] = lambda T: T.nn.Threshold(0.5, 0.)(X(T, 1, 2, dtype=T.complex64))
+C["threshold_inplace_complex"] = lambda T: F(T).threshold_(X(T, 2, dtype=T.complex64), 0.5, 0.)
+C["threshold_int_ok"] = lambda T: F(T).threshold(T.arange(4), 1, 9)
+C["fractional_max_pool2d_complex"] = lambda T: T.nn.FractionalMaxPool2d(1, output_size=1)(X(T, 1, 2, 2, dtype=T.complex64))
+C["fractional_max_pool3d_complex"] = lambda T: F(T).fractional_max_pool3d(X(T, 1, 2, 2, 2, dtype=T.complex64), 1,
+                                                                           output_size=1)
+C["fractional_max_pool2d_unbatched_no_channels_ok"] = lambda T: tuple(F(T).fractional_max_pool2d(
+    X(T, 0, 2, 2), 1, output_size=1).shape)
+C["fractional_max_pool3d_unbatched_no_channels_ok"] = lambda T: tuple(F(T).fractional_max_pool3d(
+    X(T, 0, 2, 2, 2), 1, output_size=1).shape)
+C["fractional_max_pool2d_batched_no_channels"] = lambda T: F(T).fractional_max_pool2d(X(T, 1, 0, 2, 2), 1, output_size=1)
+_LRN_IN = lambda T, c, dt: (T.arange(c * 4.).reshape(1, c, 2, 2) / 7 + 0.3).to(dt)
+C["cross_map_lrn_int64"] = lambda T: T.nn.CrossMapLRN2d(3)(_LRN_IN(T, 2, T.int64))
+C["cross_map_lrn_uint8"] = lambda T: T.nn.CrossMapLRN2d(3)(_LRN_IN(T, 2, T.uint8))
+C["cross_map_lrn_bool"] = lambda T: T.nn.CrossMapLRN2d(3)(_LRN_IN(T, 2, T.bool))
+C["cross_map_lrn_bool_no_channels"] = lambda T: T.nn.CrossMapLRN2d(3)(_LRN_IN(T, 0, T.bool))
+C["cross_map_lrn_no_channels"] = lambda T: T.nn.CrossMapLRN2d(3)(_LRN_IN(T, 0, T.float32))
+C["cross_map_lrn_int_no_channels"] = lambda T: T.nn.CrossMapLRN2d(3)(_LRN_IN(T, 0, T.int32))
+C["cross_map_lrn_complex_ok"] = lambda T: T.nn.CrossMapLRN2d(3, 0.5)(_LRN_IN(T, 3, T.complex64) * (1 + 0.5j))
+C["cross_map_lrn_complex_grad_ok"] = lambda T: (lambda x: T.autograd.grad(T.nn.CrossMapLRN2d(2, 0.5)(x).abs().sum(), x)[0])(
+    (_LRN_IN(T, 3, T.complex64) * (1 + 0.5j)).requires_grad_())
 
 # ---- utils.data / compile ---------------------------------------------------------------------
 C["dataloader_prefetch0_workers"] = lambda T: list(T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=0))
@@ -176,6 +207,11 @@ GIST = {
     "conv2d_bool_both_kernel": "not implemented for 'Bool'",
     "dataloader_prefetch0_workers": "prefetch_factor must be greater than 0",
     "compile_mode_list": "unhashable type: 'list'",
+    "threshold_complex": "not implemented for 'ComplexFloat'",
+    "fractional_max_pool2d_complex": "not implemented for 'ComplexFloat'",
+    "cross_map_lrn_int64": "can't be cast to the desired output type Long",
+    "cross_map_lrn_bool": "can't be cast to the desired output type Bool",
+    "cross_map_lrn_no_channels": "index 0 out of range",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 

@@ -177,7 +177,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def _window_sum(x, before, after):
-    """Sum of ``x`` over channels ``c - before .. c + after`` (zero beyond the ends)."""
+    """Sum of ``x`` over channels ``c - before .. c + after`` (zero beyond the ends); a complex
+    ``x`` part by part (the average pool it runs on has no complex kernel, torch's loop sums them)."""
+    if x.dtype.is_complex:
+        return tracegrad.complex(_window_sum(x.real, before, after), _window_sum(x.imag, before, after))
     return _channel_window_mean(x, before, after, before + after + 1) * (before + after + 1)
 
 
@@ -223,6 +226,19 @@ def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1.0):
     torch's backward fails (RuntimeError from ``narrow``)."""
     if input.dim() != 4:
         raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    # torch's steps, in its order: ``pow(input, 2, out=)`` into a buffer of the input's dtype (a
+    # bool input's square is Long), its channel 0 selected, the buffer scaled in place by a float
+    # (an integer one cannot hold it); unchecked, a bool or integer input reached the average
+    # pool's kernel check or was computed, and an empty channel dim was a reshape error
+    if input.dtype is tracegrad.bool:
+        raise RuntimeError("CrossMapLRN2d: result type Long can't be cast to the desired output type Bool; convert "
+                           "the input with .float()")
+    if input.shape[1] == 0:
+        raise IndexError(f"select(): index 0 out of range for tensor of size {list(input.shape)} at dimension 1 "
+                         "(CrossMapLRN2d needs at least one channel)")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"CrossMapLRN2d: result type Float can't be cast to the desired output type "
+                           f"{_scalar_name(input.dtype.np)}; convert the input with .float()")
     return CrossMapLRN2d.apply(input, size, alpha, beta, k)
 
 
@@ -304,7 +320,8 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
             raise RuntimeError(f"{name}(): pool {dims[d]} {k[d]} too large relative to input {dims[d]} "
                                f"{spatial[d]}")
     batched = input.dim() == n + 2
-    empty = [d for d in range(1 if batched else 0, input.dim()) if input.shape[d] == 0]
+    # torch checks dims 1.. whether batched or not (an unbatched input's empty channel dim is taken)
+    empty = [d for d in range(1, input.dim()) if input.shape[d] == 0]
     if empty:
         raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got"
                            f"{list(input.shape)} with dimension {empty[0]} being empty.")
@@ -320,6 +337,9 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     samples = samples[:nb]
     if tuple(samples.shape) != (nb, c, n):
         raise RuntimeError(f"{name}(): expected _random_samples of shape {[nb, c, n]}, got {list(samples.shape)}")
+    if input.dtype.is_complex:   # torch's kernel has no complex version (max compared them unchecked)
+        raise NotImplementedError(f"\"{name}_out_frame\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                                  "convert the input with .real or .abs()")
     # torch's sample order: (w, h) for 2-D, (t, h, w) for 3-D
     order = [1, 0] if n == 2 else [0, 1, 2]
     starts = [_fractional_starts(samples[..., order[d]], spatial[d], out[d], k[d]) for d in range(n)]

@@ -1327,21 +1327,22 @@ for _name, _kernel in _FLOATING_KERNELS.items():
 del _name, _kernel
 
 
-def _refuse_no_kernel(input, kernel, ints=True, halves=False):
+def _refuse_no_kernel(input, kernel, ints=True, halves=False, complexes=False):
     """torch's NotImplementedError for a CPU kernel ``kernel`` that has no bool version and, with
     ``ints`` True, no integer one (``"int64"``: int64 is its only integer one); with ``halves``,
-    no float16/bfloat16 one either; where the layer below would compute one."""
+    no float16/bfloat16 one either; with ``complexes``, no complex one; where the layer below
+    would compute one."""
     dt = getattr(input, "dtype", None)
     if not isinstance(dt, tracegrad.dtype):
         return
     if (not (dt.is_floating_point or dt.is_complex) and
             (dt is tracegrad.bool or ints is True or (ints == "int64" and dt is not tracegrad.int64))) or \
-            (halves and dt in (tracegrad.float16, tracegrad.bfloat16)):
+            (halves and dt in (tracegrad.float16, tracegrad.bfloat16)) or (complexes and dt.is_complex):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert the "
-                                  f"input with .float()")
+                                  f"input with {'.real or .abs()' if dt.is_complex else '.float()'}")
 
 
-def _no_kernel_for(fn, kernel, ints=True, halves=False):
+def _no_kernel_for(fn, kernel, ints=True, halves=False, complexes=False):
     """``fn`` checking its input's dtype first (``_refuse_no_kernel``); ``kernel`` is torch's
     kernel name or a function of ``fn``'s arguments giving it (None: the call is not refused)."""
     first = next(iter(inspect.signature(fn).parameters))     # (the input passed by keyword too)
@@ -1355,7 +1356,7 @@ def _no_kernel_for(fn, kernel, ints=True, halves=False):
         else:
             name = kernel
         if name is not None:
-            _refuse_no_kernel(input, name, ints, halves)
+            _refuse_no_kernel(input, name, ints, halves, complexes)
         return fn(*args, **kwargs)
     return checked
 
@@ -1435,7 +1436,9 @@ globals()["pdist"] = _no_kernel_for(pdist, lambda input, *a, **k: "pdist" if get
                                                                                    lambda: False)() else None,
                                     halves=True)
 for _name, _kernel in _NO_BOOL.items():
-    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints=False)
+    # (threshold's kernel has no complex version either: unchecked, a complex input was compared
+    # by its real part where torch raises)
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints=False, complexes=_name.startswith("threshold"))
 for _name, _kernel in _INT64_ONLY.items():
     globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints="int64")
 del _name, _kernel
