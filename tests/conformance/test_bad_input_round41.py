@@ -30,6 +30,15 @@ Fixed in tracegrad (each case is in the table below):
 - ``threshold``/``threshold_``/``Threshold`` of a complex input compared it by its real part
   (torch: NotImplementedError, no complex kernel); so did the fractional max pools (a max over
   complex values), and they refused an unbatched input with no channels, which torch takes;
+- ``dropout1d``/``dropout2d``/``dropout3d``/``alpha_dropout``/``feature_alpha_dropout`` of a complex
+  input while training, ``rrelu_`` and ``prelu`` of complex inputs, and ``pdist`` of a complex
+  input returned values (torch: NotImplementedError, or pdist's RuntimeError "only supports
+  floating-point dtypes", which an integer input now gets too, before p's check);
+- ``scaled_dot_product_attention`` of bool query/key/value: the matmul's NotImplementedError (torch:
+  RuntimeError "expected scalar type Float but found Bool");
+- ``cross_entropy`` with a non-floating target shaped like the input: nll_loss's error, or for an
+  integer input log_softmax's NotImplementedError (torch: RuntimeError "Expected floating point
+  type for target with class probabilities", checked first);
 - ``CrossMapLRN2d`` of an integer input gave a float result and of a bool input the average
   pool's NotImplementedError (torch: RuntimeError, its in-place steps cannot hold the result);
   of a complex input NotImplementedError (torch computes it; now summed part by part, value and
@@ -131,6 +140,28 @@ C["cross_map_lrn_complex_ok"] = lambda T: T.nn.CrossMapLRN2d(3, 0.5)(_LRN_IN(T, 
 C["cross_map_lrn_complex_grad_ok"] = lambda T: (lambda x: T.autograd.grad(T.nn.CrossMapLRN2d(2, 0.5)(x).abs().sum(), x)[0])(
     (_LRN_IN(T, 3, T.complex64) * (1 + 0.5j)).requires_grad_())
 
+# ---- functionals with no complex/bool kernel; cross_entropy's probability target dtype ----------
+_CPLX = lambda T, *s: X(T, *s, dtype=T.complex64)
+C["dropout1d_complex"] = lambda T: F(T).dropout1d(_CPLX(T, 2, 2, 2), 0.5)
+C["dropout3d_complex"] = lambda T: T.nn.Dropout3d(0.5)(_CPLX(T, 2, 2, 2, 2))
+C["alpha_dropout_complex"] = lambda T: F(T).alpha_dropout(_CPLX(T, 2, 2), 0.5, True)
+C["feature_alpha_dropout_complex"] = lambda T: F(T).feature_alpha_dropout(_CPLX(T, 2, 2, 2), 0.5, True)
+C["dropout2d_complex_p1_ok"] = lambda T: F(T).dropout2d(_CPLX(T, 1, 2, 2, 2), 1.)
+C["dropout2d_complex_eval_ok"] = lambda T: F(T).dropout2d(_CPLX(T, 1, 2, 2, 2), 0.5, training=False)
+C["rrelu_inplace_complex"] = lambda T: F(T).rrelu_(_CPLX(T, 2))
+C["rrelu_module_complex"] = lambda T: T.nn.RReLU()(_CPLX(T, 2))
+C["prelu_complex"] = lambda T: F(T).prelu(_CPLX(T, 2, 2), _CPLX(T, 1))
+C["pdist_complex"] = lambda T: F(T).pdist(_CPLX(T, 2, 2))
+C["pdist_int_negative_p"] = lambda T: F(T).pdist(X(T, 2, 2, dtype=T.int64), -1)
+C["pdist_complex_1d"] = lambda T: F(T).pdist(_CPLX(T, 2))
+C["sdpa_bool"] = lambda T: F(T).scaled_dot_product_attention(*[X(T, 2, 2, 2, dtype=T.bool)] * 3)
+C["sdpa_bool_causal"] = lambda T: F(T).scaled_dot_product_attention(*[X(T, 2, 2, 2, dtype=T.bool)] * 3, is_causal=True)
+C["sdpa_int"] = lambda T: F(T).scaled_dot_product_attention(*[X(T, 2, 2, 2, dtype=T.int64)] * 3)
+C["cross_entropy_int_input_int_probs"] = lambda T: F(T).cross_entropy(X(T, 2, 2, dtype=T.int64), X(T, 2, 2, dtype=T.int64))
+C["cross_entropy_bool_probs"] = lambda T: F(T).cross_entropy(X(T, 2, 2), X(T, 2, 2, dtype=T.bool))
+C["cross_entropy_complex_probs"] = lambda T: F(T).cross_entropy(X(T, 2, 2), _CPLX(T, 2, 2))
+C["cross_entropy_f64_probs_ok"] = lambda T: F(T).cross_entropy(T.eye(2), T.eye(2, dtype=T.float64) * 0.5)
+
 # ---- utils.data / compile ---------------------------------------------------------------------
 C["dataloader_prefetch0_workers"] = lambda T: list(T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=0))
 C["dataloader_prefetch_neg_workers"] = lambda T: T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=-1)
@@ -212,6 +243,11 @@ GIST = {
     "cross_map_lrn_int64": "can't be cast to the desired output type Long",
     "cross_map_lrn_bool": "can't be cast to the desired output type Bool",
     "cross_map_lrn_no_channels": "index 0 out of range",
+    "dropout1d_complex": "not implemented for 'ComplexFloat'",
+    "rrelu_inplace_complex": "not implemented for 'ComplexFloat'",
+    "pdist_complex": "pdist only supports floating-point dtypes",
+    "sdpa_bool": "expected scalar type Float but found Bool",
+    "cross_entropy_bool_probs": "Expected floating point type for target with class probabilities",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 

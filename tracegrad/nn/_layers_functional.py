@@ -264,12 +264,13 @@ def pdist(input, p=2):
     tracegrad._api.promotion.check_tensors("pdist", input)
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        # torch's check, before p's (a complex input was computed; an integer one was
+        # linalg.vector_norm's error)
+        raise RuntimeError(f"pdist only supports floating-point dtypes (got {input.dtype}); convert the input with "
+                           ".float()")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    if not input.is_floating_point():    # the caller's wrapper raises torch's error for these
-        n = input.shape[0]
-        i, j = np.triu_indices(n, 1)
-        return tracegrad.linalg.vector_norm(input[tracegrad.tensor(i)] - input[tracegrad.tensor(j)], ord=p, dim=1)
     # one PdistBackward0 node, as torch (its inf-norm gradient differs from vector_norm's at ties)
     return apply_op(OPS["pdist"], (input,), (("p", float(p)),))
 

@@ -724,6 +724,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     label_smoothing = require_float("cross_entropy_loss", "label_smoothing", label_smoothing, 6)
     if label_smoothing > 1.0:   # as torch, only the upper bound: a negative value means no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if tuple(target.shape) == tuple(input.shape) and not target.dtype.is_floating_point:
+        # torch reads a target shaped like input as probabilities and checks its dtype before
+        # the log_softmax (an integer input's NotImplementedError came first)
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_SCALAR_NAME[target.dtype.name]}; pass class indices without the class dim or "
+                           f"floating probabilities shaped like input")
     cdim = 1 if input.ndim >= 2 else 0
     n_classes = input.shape[cdim]
     logp = input.log_softmax(cdim)
@@ -996,6 +1002,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to have the same dtype, but "
                            f"got query.dtype: {query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} "
                            f"instead; convert them with .to(query.dtype)")
+    if not (query.dtype.is_floating_point or query.dtype.is_complex) and query.numel() and key.numel():
+        # torch's math kernel's scale of the query (RuntimeError); a bool one reached the matmul's
+        # NotImplementedError
+        raise RuntimeError(f"scaled_dot_product_attention: expected scalar type Float but found "
+                           f"{_SCALAR_NAME[query.dtype.name]}; pass floating query, key and value")
     if attn_mask is not None and attn_mask.dtype not in (tracegrad.bool, tracegrad.float32, query.dtype):
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
@@ -1429,8 +1440,10 @@ _INT64_ONLY = {
     else "avg_pool3d_out_frame" if getattr(input, "ndim", 0) > 3 else None,
 }
 for _name, _kernel in _FLOATING_ONLY.items():
+    # (prelu's kernel has no complex version: unchecked, a complex input and weight were computed)
     globals()[_name] = _no_kernel_for(globals()[_name], _kernel,
-                                      halves=_name in ("multi_margin_loss", "multilabel_margin_loss"))
+                                      halves=_name in ("multi_margin_loss", "multilabel_margin_loss"),
+                                      complexes=_name == "prelu")
 # (pdist's integer and bool inputs are its own RuntimeError)
 globals()["pdist"] = _no_kernel_for(pdist, lambda input, *a, **k: "pdist" if getattr(input, "is_floating_point",
                                                                                    lambda: False)() else None,
