@@ -39,12 +39,15 @@ Fixed in tracegrad (each case is in the table below):
 - ``cross_entropy`` with a non-floating target shaped like the input: nll_loss's error, or for an
   integer input log_softmax's NotImplementedError (torch: RuntimeError "Expected floating point
   type for target with class probabilities", checked first);
+- ``LSTM`` on a PackedSequence of another dtype than its weights: RNNBase's ValueError (torch's
+  LSTM skips those Python checks for packed input: its matmul's RuntimeError);
 - ``CrossMapLRN2d`` of an integer input gave a float result and of a bool input the average
   pool's NotImplementedError (torch: RuntimeError, its in-place steps cannot hold the result);
   of a complex input NotImplementedError (torch computes it; now summed part by part, value and
   gradient as torch's); with no channels, a reshape RuntimeError (torch: IndexError).
 
-Found and left alone (not tabled): ``compile(fn, backend=3)`` is refused at once by tracegrad
+Found and left alone (not tabled): ``LSTMCell(x, [[0., 0., 0.]])`` (a list for the state) is
+torch's AttributeError (``'list' object has no attribute 'dim'``), tracegrad's RuntimeError; ``compile(fn, backend=3)`` is refused at once by tracegrad
 (InvalidBackend) where torch fails only at the first call (BackendCompilerFailed, both
 RuntimeErrors); ``default_collate`` of objects/None repeats torch's text, whose "numpy arrays"
 the foreign-words check would flag.
@@ -162,6 +165,17 @@ C["cross_entropy_bool_probs"] = lambda T: F(T).cross_entropy(X(T, 2, 2), X(T, 2,
 C["cross_entropy_complex_probs"] = lambda T: F(T).cross_entropy(X(T, 2, 2), _CPLX(T, 2, 2))
 C["cross_entropy_f64_probs_ok"] = lambda T: F(T).cross_entropy(T.eye(2), T.eye(2, dtype=T.float64) * 0.5)
 
+# ---- RNNs: torch's LSTM runs no Python checks on a packed input ----------------------------------
+_PACK = lambda T, dt, n=2: T.nn.utils.rnn.pack_padded_sequence(X(T, 4, 2, n, dtype=dt), [4, 2])
+C["lstm_packed_int"] = lambda T: T.nn.LSTM(2, 3)(_PACK(T, T.int64))
+C["lstm_packed_f64"] = lambda T: T.nn.LSTM(2, 3)(_PACK(T, T.float64))
+C["lstm_packed_f64_wrong_size"] = lambda T: T.nn.LSTM(2, 3)(_PACK(T, T.float64, 5))
+C["lstm_proj_packed_half"] = lambda T: T.nn.LSTM(2, 3, proj_size=1)(_PACK(T, T.float16))
+C["gru_packed_int"] = lambda T: T.nn.GRU(2, 3)(_PACK(T, T.int64))
+C["rnn_unpacked_int"] = lambda T: T.nn.RNN(2, 3)(X(T, 4, 1, 2, dtype=T.int64))
+C["lstm_unpacked_f64"] = lambda T: T.nn.LSTM(2, 3)(X(T, 4, 1, 2, dtype=T.float64))
+C["lstm_packed_ok"] = lambda T: tuple(T.nn.LSTM(2, 3)(_PACK(T, T.float32))[0].data.shape)
+
 # ---- utils.data / compile ---------------------------------------------------------------------
 C["dataloader_prefetch0_workers"] = lambda T: list(T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=0))
 C["dataloader_prefetch_neg_workers"] = lambda T: T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=-1)
@@ -248,6 +262,7 @@ GIST = {
     "pdist_complex": "pdist only supports floating-point dtypes",
     "sdpa_bool": "expected scalar type Float but found Bool",
     "cross_entropy_bool_probs": "Expected floating point type for target with class probabilities",
+    "lstm_packed_int": "mat1 and mat2 must have the same dtype",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 
