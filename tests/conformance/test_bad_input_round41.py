@@ -41,6 +41,13 @@ Fixed in tracegrad (each case is in the table below):
   type for target with class probabilities", checked first);
 - ``LSTM`` on a PackedSequence of another dtype than its weights: RNNBase's ValueError (torch's
   LSTM skips those Python checks for packed input: its matmul's RuntimeError);
+- ``MultiheadAttention`` (``need_weights=True``, its default) with a float16/bfloat16/float64
+  ``attn_mask`` or ``key_padding_mask`` beside a float32 query promoted the scores (torch's
+  baddbmm: RuntimeError "Input dtypes must be the same");
+- ``EmbeddingBag``/``embedding_bag`` checked the ids' and the offsets' dtypes one by one (int16
+  ids with int64 offsets refused, bool ids with bool offsets taken); torch promotes them to one
+  dtype, which must be Long or Int; a 2-D complex input: NotImplementedError (its offsets'
+  ``arange``), as for bool;
 - ``CrossMapLRN2d`` of an integer input gave a float result and of a bool input the average
   pool's NotImplementedError (torch: RuntimeError, its in-place steps cannot hold the result);
   of a complex input NotImplementedError (torch computes it; now summed part by part, value and
@@ -176,6 +183,28 @@ C["rnn_unpacked_int"] = lambda T: T.nn.RNN(2, 3)(X(T, 4, 1, 2, dtype=T.int64))
 C["lstm_unpacked_f64"] = lambda T: T.nn.LSTM(2, 3)(X(T, 4, 1, 2, dtype=T.float64))
 C["lstm_packed_ok"] = lambda T: tuple(T.nn.LSTM(2, 3)(_PACK(T, T.float32))[0].data.shape)
 
+# ---- MultiheadAttention masks of another float dtype; EmbeddingBag's ids/offsets promotion --------
+_Q = lambda T: X(T, 3, 2, 4)
+_MHA = lambda T, **k: (lambda m: m(_Q(T), _Q(T), _Q(T), **k))(T.nn.MultiheadAttention(4, 2))
+C["mha_attn_mask_half"] = lambda T: _MHA(T, attn_mask=T.zeros(3, 3, dtype=T.float16))
+C["mha_attn_mask_f64"] = lambda T: _MHA(T, attn_mask=T.zeros(3, 3, dtype=T.float64))
+C["mha_key_padding_mask_bf16"] = lambda T: _MHA(T, key_padding_mask=T.zeros(2, 3, dtype=T.bfloat16))
+C["mha_attn_mask_half_no_weights"] = lambda T: _MHA(T, attn_mask=T.zeros(3, 3, dtype=T.float16), need_weights=False)
+C["mha_half_mask_f32_padding_ok"] = lambda T: _MHA(T, attn_mask=T.zeros(3, 3, dtype=T.float16),
+                                                   key_padding_mask=T.zeros(2, 3))[1]
+C["mha_bool_mask_half_padding_ok"] = lambda T: _MHA(T, attn_mask=T.zeros(3, 3, dtype=T.bool),
+                                                    key_padding_mask=T.zeros(2, 3, dtype=T.float16))[1]
+_BAG = lambda T: (lambda m: (m.weight.data.copy_(T.arange(8.).reshape(4, 2)), m)[1])(T.nn.EmbeddingBag(4, 2, mode="sum"))
+_IDS = lambda T, dt: T.tensor([1, 0, 3]).to(dt)
+C["embedding_bag_int16_ids_long_offsets_ok"] = lambda T: _BAG(T)(_IDS(T, T.int16), T.tensor([0, 1]))
+C["embedding_bag_uint8_ids_int_offsets_ok"] = lambda T: _BAG(T)(_IDS(T, T.uint8), T.tensor([0, 1], dtype=T.int32))
+C["embedding_bag_long_ids_uint8_offsets_ok"] = lambda T: _BAG(T)(_IDS(T, T.int64), T.tensor([0, 1], dtype=T.uint8))
+C["embedding_bag_uint8_ids_int16_offsets"] = lambda T: _BAG(T)(_IDS(T, T.uint8), T.tensor([0, 1], dtype=T.int16))
+C["embedding_bag_bool_ids_bool_offsets"] = lambda T: _BAG(T)(_IDS(T, T.bool), T.tensor([0, 1], dtype=T.bool))
+C["embedding_bag_long_ids_float_offsets"] = lambda T: _BAG(T)(_IDS(T, T.int64), T.tensor([0., 1.]))
+C["embedding_bag_int16_2d"] = lambda T: _BAG(T)(T.tensor([[1, 0]], dtype=T.int16))
+C["embedding_bag_complex_2d"] = lambda T: _BAG(T)(T.tensor([[1, 0]], dtype=T.complex64))
+
 # ---- utils.data / compile ---------------------------------------------------------------------
 C["dataloader_prefetch0_workers"] = lambda T: list(T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=0))
 C["dataloader_prefetch_neg_workers"] = lambda T: T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=-1)
@@ -263,6 +292,8 @@ GIST = {
     "sdpa_bool": "expected scalar type Float but found Bool",
     "cross_entropy_bool_probs": "Expected floating point type for target with class probabilities",
     "lstm_packed_int": "mat1 and mat2 must have the same dtype",
+    "mha_attn_mask_half": "Input dtypes must be the same",
+    "embedding_bag_complex_2d": "\"arange_cpu\" not implemented for 'ComplexFloat'",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
 

@@ -1239,6 +1239,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         q_scaled = q * math.sqrt(1.0 / float(E))
         w = q_scaled.bmm(k.transpose(-2, -1))
         if attn_mask is not None:
+            if attn_mask.dtype != w.dtype:
+                # torch's baddbmm(attn_mask, q, k^T) wants one dtype; unchecked, a float16/float64
+                # mask (after adding a key_padding_mask) was promoted with the scores
+                raise RuntimeError(f"multi_head_attention_forward: Input dtypes must be the same, got: attn_mask "
+                                   f"{attn_mask.dtype}, query {w.dtype}; pass masks of the query's dtype or bool")
             w = attn_mask + w
         w = w.softmax(-1)
         if dropout_p > 0.0:
