@@ -48,12 +48,19 @@ Fixed in tracegrad (each case is in the table below):
   ids with int64 offsets refused, bool ids with bool offsets taken); torch promotes them to one
   dtype, which must be Long or Int; a 2-D complex input: NotImplementedError (its offsets'
   ``arange``), as for bool;
+- ``group_norm``/``GroupNorm`` of a complex input beside a float weight, and ``group_norm``/
+  ``layer_norm`` of a complex, integer or bool input with no weight but a bias of another dtype:
+  the kernel's NotImplementedError where torch first compares the first parameter given (the
+  weight, else the bias) with the input (RuntimeError "mixed dtype");
 - ``CrossMapLRN2d`` of an integer input gave a float result and of a bool input the average
   pool's NotImplementedError (torch: RuntimeError, its in-place steps cannot hold the result);
   of a complex input NotImplementedError (torch computes it; now summed part by part, value and
   gradient as torch's); with no channels, a reshape RuntimeError (torch: IndexError).
 
-Found and left alone (not tabled): ``LSTMCell(x, [[0., 0., 0.]])`` (a list for the state) is
+Found and left alone (not tabled): ``instance_norm(x, running_mean, running_var)`` with a
+``running_mean`` of another dtype than the input (float64, float16, int64, bool) is taken by
+torch (it even writes the update back, cast), while its ``running_var`` and ``F.batch_norm``'s
+statistics must match; tracegrad refuses it (RuntimeError "mixed dtype"), as for batch_norm; ``LSTMCell(x, [[0., 0., 0.]])`` (a list for the state) is
 torch's AttributeError (``'list' object has no attribute 'dim'``), tracegrad's RuntimeError; ``compile(fn, backend=3)`` is refused at once by tracegrad
 (InvalidBackend) where torch fails only at the first call (BackendCompilerFailed, both
 RuntimeErrors); ``default_collate`` of objects/None repeats torch's text, whose "numpy arrays"
@@ -205,6 +212,21 @@ C["embedding_bag_long_ids_float_offsets"] = lambda T: _BAG(T)(_IDS(T, T.int64), 
 C["embedding_bag_int16_2d"] = lambda T: _BAG(T)(T.tensor([[1, 0]], dtype=T.int16))
 C["embedding_bag_complex_2d"] = lambda T: _BAG(T)(T.tensor([[1, 0]], dtype=T.complex64))
 
+# ---- group_norm / layer_norm: the first parameter's dtype against the input's, before the kernel --
+_NX = lambda T, dt: X(T, 2, 4, dtype=dt)
+_NP = lambda T, dt: None if dt is None else X(T, 4, dtype=dt)
+for _fn, _call in (("group_norm", lambda T, x, w, b: F(T).group_norm(x, 2, w, b)),
+                   ("layer_norm", lambda T, x, w, b: F(T).layer_norm(x, (4,), w, b))):
+    for _case, (_x, _w, _b) in {"complex_float_weight": ("complex64", "float32", None),
+                                "complex_float_bias": ("complex64", None, "float32"),
+                                "complex_complex_weight_float_bias": ("complex64", "complex64", "float32"),
+                                "int_float_bias": ("int64", None, "float32"),
+                                "bool_complex_bias": ("bool", None, "complex64"),
+                                "int_alone": ("int64", None, None)}.items():
+        C[f"{_fn}_{_case}"] = lambda T, _call=_call, _x=_x, _w=_w, _b=_b: _call(
+            T, _NX(T, getattr(T, _x)), _NP(T, _w and getattr(T, _w)), _NP(T, _b and getattr(T, _b)))
+C["group_norm_module_complex"] = lambda T: T.nn.GroupNorm(2, 4)(_NX(T, T.complex64))
+
 # ---- utils.data / compile ---------------------------------------------------------------------
 C["dataloader_prefetch0_workers"] = lambda T: list(T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=0))
 C["dataloader_prefetch_neg_workers"] = lambda T: T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=-1)
@@ -293,6 +315,8 @@ GIST = {
     "cross_entropy_bool_probs": "Expected floating point type for target with class probabilities",
     "lstm_packed_int": "mat1 and mat2 must have the same dtype",
     "mha_attn_mask_half": "Input dtypes must be the same",
+    "group_norm_complex_float_weight": "mixed dtype (CPU): all inputs must share same datatype",
+    "layer_norm_int_float_bias": "mixed dtype (CPU): all inputs must share same datatype",
     "embedding_bag_complex_2d": "\"arange_cpu\" not implemented for 'ComplexFloat'",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)

@@ -99,8 +99,11 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
     (RuntimeError, no promotion). For integer input, a float weight beside it is a mixed-dtype
     RuntimeError, otherwise the kernel is NotImplementedError for that dtype (complex input too:
     torch has no complex normalisation kernel)."""
-    # (torch's layer_norm compares its parameters' dtypes before it dispatches on the input's)
-    mixed = api == "layer_norm" and any(p is not None and p.dtype is not input.dtype for p in (weight,) + params)
+    # (torch's layer_norm and group_norm compare their first parameter given -- the weight, else
+    # the bias -- with the input before they dispatch on the input's dtype: a complex or integer
+    # input beside a float one is their mixed-dtype RuntimeError)
+    first = next((p for p in (weight,) + params if p is not None), None)
+    mixed = api in ("layer_norm", "group_norm") and first is not None and first.dtype is not input.dtype
     if input.dtype.is_complex and not mixed:
         raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   "normalise .real and .imag apart (view_as_real)")
@@ -112,10 +115,11 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
                                    f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
                                    "convert the parameters or the input to one dtype")
         return
-    if weight is not None and weight.dtype is not input.dtype and api != "batch_norm":
+    if mixed or (weight is not None and weight.dtype is not input.dtype and api != "batch_norm"):
         # (torch's batch_norm dispatches on the input's dtype before it compares the weight's)
         raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
-                           f"{input.dtype}, weight {weight.dtype}); convert the input with .float()")
+                           f"{input.dtype}, parameter {(first if mixed else weight).dtype}); convert the input "
+                           "with .float()")
     raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                               f"convert the input with .float()")
 
