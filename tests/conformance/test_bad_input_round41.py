@@ -52,6 +52,8 @@ Fixed in tracegrad (each case is in the table below):
   ``layer_norm`` of a complex, integer or bool input with no weight but a bias of another dtype:
   the kernel's NotImplementedError where torch first compares the first parameter given (the
   weight, else the bias) with the input (RuntimeError "mixed dtype");
+- ``Module.xpu()``/``mtia()``/``ipu()`` did not exist (AttributeError); torch raises for a module
+  with tensors (AssertionError / RuntimeError: no such device) and returns one without;
 - ``CrossMapLRN2d`` of an integer input gave a float result and of a bool input the average
   pool's NotImplementedError (torch: RuntimeError, its in-place steps cannot hold the result);
   of a complex input NotImplementedError (torch computes it; now summed part by part, value and
@@ -227,6 +229,13 @@ for _fn, _call in (("group_norm", lambda T, x, w, b: F(T).group_norm(x, 2, w, b)
             T, _NX(T, getattr(T, _x)), _NP(T, _w and getattr(T, _w)), _NP(T, _b and getattr(T, _b)))
 C["group_norm_module_complex"] = lambda T: T.nn.GroupNorm(2, 4)(_NX(T, T.complex64))
 
+# ---- Module.xpu/mtia/ipu: torch's errors for a device it was built without -------------------------
+C["module_xpu"] = lambda T: T.nn.Linear(2, 3).xpu()
+C["module_mtia"] = lambda T: T.nn.Linear(2, 3).mtia()
+C["module_ipu"] = lambda T: T.nn.Linear(2, 3).ipu()
+C["module_ipu_no_params_ok"] = lambda T: type(T.nn.ReLU().ipu()).__name__
+C["module_xpu_no_params_ok"] = lambda T: type(T.nn.Sequential(T.nn.ReLU()).xpu()).__name__
+
 # ---- utils.data / compile ---------------------------------------------------------------------
 C["dataloader_prefetch0_workers"] = lambda T: list(T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=0))
 C["dataloader_prefetch_neg_workers"] = lambda T: T.utils.data.DataLoader(range(3), num_workers=1, prefetch_factor=-1)
@@ -317,6 +326,8 @@ GIST = {
     "mha_attn_mask_half": "Input dtypes must be the same",
     "group_norm_complex_float_weight": "mixed dtype (CPU): all inputs must share same datatype",
     "layer_norm_int_float_bias": "mixed dtype (CPU): all inputs must share same datatype",
+    "module_ipu": "not linked with support for ipu devices",
+    "module_xpu": "not compiled with XPU enabled",
     "embedding_bag_complex_2d": "\"arange_cpu\" not implemented for 'ComplexFloat'",
 }
 test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tracegrad)
