@@ -26,7 +26,7 @@ Fixed in tracegrad (each case is in the table below):
 - ``DataLoader(num_workers > 0, prefetch_factor=0)`` ran its pass (torch: AssertionError when the
   pass starts);
 - ``compile(mode=[...])`` / ``mode={...}``: RuntimeError where torch's dict look-up raises
-  TypeError (unhashable).
+  TypeError (unhashable);
 - ``threshold``/``threshold_``/``Threshold`` of a complex input compared it by its real part
   (torch: NotImplementedError, no complex kernel); so did the fractional max pools (a max over
   complex values), and they refused an unbatched input with no channels, which torch takes;
@@ -59,14 +59,17 @@ Fixed in tracegrad (each case is in the table below):
   of a complex input NotImplementedError (torch computes it; now summed part by part, value and
   gradient as torch's); with no channels, a reshape RuntimeError (torch: IndexError).
 
-Found and left alone (not tabled): ``instance_norm(x, running_mean, running_var)`` with a
-``running_mean`` of another dtype than the input (float64, float16, int64, bool) is taken by
-torch (it even writes the update back, cast), while its ``running_var`` and ``F.batch_norm``'s
-statistics must match; tracegrad refuses it (RuntimeError "mixed dtype"), as for batch_norm; ``LSTMCell(x, [[0., 0., 0.]])`` (a list for the state) is
-torch's AttributeError (``'list' object has no attribute 'dim'``), tracegrad's RuntimeError; ``compile(fn, backend=3)`` is refused at once by tracegrad
-(InvalidBackend) where torch fails only at the first call (BackendCompilerFailed, both
-RuntimeErrors); ``default_collate`` of objects/None repeats torch's text, whose "numpy arrays"
-the foreign-words check would flag.
+Found and left alone (not tabled):
+- ``instance_norm(x, running_mean, running_var)`` with a ``running_mean`` of another dtype than
+  the input (float64, float16, int64, bool) is taken by torch (it even writes the update back,
+  cast), while its ``running_var`` and ``F.batch_norm``'s statistics must match; tracegrad
+  refuses it (RuntimeError "mixed dtype"), as for batch_norm;
+- ``LSTMCell(x, [[0., 0., 0.]])`` (a list for the state) is torch's AttributeError (``'list'
+  object has no attribute 'dim'``), tracegrad's RuntimeError;
+- ``compile(fn, backend=3)`` is refused at once by tracegrad (InvalidBackend) where torch fails
+  only at the first call (BackendCompilerFailed; both RuntimeErrors);
+- ``default_collate`` of objects/None repeats torch's text, whose "numpy arrays" the
+  foreign-words check would flag.
 
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the
 layers below tracegrad; ``_ok`` calls are ones torch accepts and they give torch's value.
