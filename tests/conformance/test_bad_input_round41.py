@@ -68,6 +68,8 @@ Found and left alone (not tabled):
   object has no attribute 'dim'``), tracegrad's RuntimeError;
 - ``compile(fn, backend=3)`` is refused at once by tracegrad (InvalidBackend) where torch fails
   only at the first call (BackendCompilerFailed; both RuntimeErrors);
+- ``optim.Adafactor`` stepping an empty parameter: torch's ZeroDivisionError (its own division
+  by the element count), tracegrad steps it (nothing to change);
 - ``default_collate`` of objects/None repeats torch's text, whose "numpy arrays" the
   foreign-words check would flag.
 
