@@ -535,6 +535,11 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     inductor = backend is None or backend == "inductor"
     if options and inductor:   # torch reads a falsy options as none given
         _check_options(options)
+    if mode and inductor and type(mode).__hash__ is None:
+        # torch looks an unhashable mode (a list, a dict) up in a dict first: TypeError, not the
+        # RuntimeError for an unknown name
+        raise TypeError(f"tracegrad.compile: mode must be a str (one of {', '.join(m for m in _MODES if m)}), "
+                        f"got unhashable type: '{type(mode).__name__}'")
     if mode and mode not in _MODES and inductor:   # torch reads a falsy mode ("") as none given
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
     if recompile_limit is not None and not isinstance(recompile_limit, (int, float)):

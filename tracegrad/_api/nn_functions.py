@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from .. import _autocast, _state
-from .argcheck import _is_int, floating_input, require_float
+from .argcheck import _is_index, _is_int, floating_input, require_float
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
@@ -99,8 +99,11 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
     (RuntimeError, no promotion). For integer input, a float weight beside it is a mixed-dtype
     RuntimeError, otherwise the kernel is NotImplementedError for that dtype (complex input too:
     torch has no complex normalisation kernel)."""
-    # (torch's layer_norm compares its parameters' dtypes before it dispatches on the input's)
-    mixed = api == "layer_norm" and any(p is not None and p.dtype is not input.dtype for p in (weight,) + params)
+    # (torch's layer_norm and group_norm compare their first parameter given -- the weight, else
+    # the bias -- with the input before they dispatch on the input's dtype: a complex or integer
+    # input beside a float one is their mixed-dtype RuntimeError)
+    first = next((p for p in (weight,) + params if p is not None), None)
+    mixed = api in ("layer_norm", "group_norm") and first is not None and first.dtype is not input.dtype
     if input.dtype.is_complex and not mixed:
         raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   "normalise .real and .imag apart (view_as_real)")
@@ -112,10 +115,11 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
                                    f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
                                    "convert the parameters or the input to one dtype")
         return
-    if weight is not None and weight.dtype is not input.dtype and api != "batch_norm":
+    if mixed or (weight is not None and weight.dtype is not input.dtype and api != "batch_norm"):
         # (torch's batch_norm dispatches on the input's dtype before it compares the weight's)
         raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
-                           f"{input.dtype}, weight {weight.dtype}); convert the input with .float()")
+                           f"{input.dtype}, parameter {(first if mixed else weight).dtype}); convert the input "
+                           "with .float()")
     raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                               f"convert the input with .float()")
 
@@ -395,20 +399,21 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
-    ``nd`` entries and none negative (RuntimeError); an integer or bool input is
-    NotImplementedError (torch has no integer adaptive pooling kernels). An output size that is
+    ``nd`` entries and none negative (RuntimeError). (An integer or bool input is the caller's
+    ``check_adaptive_kernel_dtype``, after its rank checks, as torch's.) An output size that is
     neither an int nor a sequence (None, a float) is TypeError before anything else, as torch's
     wrapper (``len(output_size)``) and parser."""
     if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
         raise TypeError(f"{api}(): argument 'output_size' must be an int or a tuple of ints, not "
                         f"{type(output_size).__name__}")
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
-                                  f"input with .float()")
-    sp = tuple(input.shape[-nd:])
+    # (an input of fewer than ``nd`` dims with an int size: all of it, so that a size of 1 is the
+    # mean torch takes, whose dim error is torch's IndexError)
+    sp = (1,) * max(0, nd - input.ndim) + tuple(input.shape[-nd:] if input.ndim else ())
     seq = isinstance(output_size, (list, tuple))
-    if seq and nd > 1 and input.ndim <= len(output_size):
-        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+    if nd > 1:
+        if (seq or isinstance(output_size, str)) and input.ndim <= len(output_size):
+            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+        check_output_size_items(output_size, api)
     if seq and len(output_size) != nd:
         if nd == 1:
             raise RuntimeError(f"{api}() argument 'output_size' should contain one int (got {len(output_size)})")
@@ -422,6 +427,31 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     # such a size (AdaptiveMaxPool1d(2**62)) reached the window-bounds loop and never returned
     check_storage_size(tuple(input.shape[:-nd]) + out, input.dtype.itemsize, sizes_given=False)
     return out
+
+
+def check_output_size_items(output_size, api):
+    """torch's parser's TypeError for a 2-D/3-D adaptive pool's ``output_size`` (after its Python
+    wrapper has put each ``None`` to the input's size): a bool, or a str or a sequence holding
+    anything but ints and ``None`` (a float, a str; a bool first, as the parser tells an int list
+    by its first element). Unchecked, ``int()`` took ``True``, ``'3'`` and ``2.0`` as sizes and
+    the pool ran where torch refuses the call."""
+    if type(output_size) is bool:
+        raise TypeError(f"{api}(): argument 'output_size' (position 2) must be tuple of ints, not bool")
+    if isinstance(output_size, (list, tuple, str)):
+        for i, v in enumerate(output_size):
+            if v is not None and (type(v) is bool and i == 0 or not _is_index(v)):
+                raise TypeError(f"{api}(): argument 'output_size' (position 2) must be tuple of ints, but found "
+                                f"element of type {type(v).__name__} at pos {i}")
+
+
+def check_adaptive_kernel_dtype(input, kernel):
+    """NotImplementedError for an integer or bool input to an adaptive average pool (torch has no
+    such kernels), made after the rank and size checks, as torch's kernel: an integer input of the
+    wrong rank is the rank's RuntimeError (it was this error). An empty input is taken (torch's
+    kernel returns before its dtype dispatch), as is an empty output (the caller's)."""
+    if input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
+                                  f"input with .float()")
 
 
 def check_adaptive_nonempty(input, first, api):
@@ -470,6 +500,7 @@ def adaptive_avg_pool2d(input, output_size):
     check_adaptive_nonempty(input, input.ndim - 2, "adaptive_avg_pool2d")
     if 0 in out:
         return empty_adaptive_pool(input, out, "avg")
+    check_adaptive_kernel_dtype(input, "adaptive_avg_pool2d")
     return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 

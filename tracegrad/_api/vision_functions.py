@@ -17,8 +17,9 @@ from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .argcheck import require_float
+from .promotion import _SCALAR_NAME
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import check_adaptive_kernel_dtype, check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -304,10 +305,11 @@ def adaptive_avg_pool3d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool3d``; ``None`` keeps a size; (1, 1, 1) is a mean
     (``MeanBackward1``), as torch. grad_fn ``AdaptiveAvgPool3DBackward0``."""
     out = _out_size(input, output_size, 3, "adaptive_avg_pool3d")
-    _check_pool3d(input, "adaptive_avg_pool3d")
-    if out == (1, 1, 1):
+    if out == (1, 1, 1):   # before the rank check, as torch (as adaptive_avg_pool2d's (1, 1))
         return input.mean((-1, -2, -3), keepdim=True)
+    _check_pool3d(input, "adaptive_avg_pool3d")
     check_adaptive_nonempty(input, 1, "adaptive_avg_pool3d")   # torch's kernel's check (as the 2-D pools)
+    check_adaptive_kernel_dtype(input, "adaptive_avg_pool3d_cpu")   # (an empty output too, unlike 2-D)
     if 0 in out:
         return empty_adaptive_pool(input, out, "avg")
     return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))
@@ -428,13 +430,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                       f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
                                       f"on GitHub.")
+    ids_dtype = input.dtype   # the ids' and offsets' common dtype, which torch's kernel checks
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              "fixed length sequences.")
-        if input.dtype is _dt.bool_:   # torch builds the bags' offsets with arange in input's dtype
-            raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool' (embedding_bag of a 2-D bool input); "
-                                      "pass integer ids (.long())")
+        if input.dtype is _dt.bool_ or input.dtype.is_complex:   # torch builds the offsets with arange in input's dtype
+            raise NotImplementedError(f"\"arange_cpu\" not implemented for '{_SCALAR_NAME[input.dtype.name]}' "
+                                      "(embedding_bag of a 2-D input builds its offsets in the input's dtype); pass "
+                                      "integer ids (.long())")
         b, length = input.shape
         offsets = arange(0, b * length, max(length, 1)) if b else zeros(0, dtype=_dt.int64)
         input = input.reshape(-1)
@@ -445,16 +449,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        ids_dtype = _dt.promote_types(input.dtype, offsets.dtype)
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
     # the ids' dtype, after the ranks (torch's Python checks those before its C++ op looks at the
-    # dtype): int64/int32 -- a 1-D bool too, as torch -- where uint8/int16 ids ran here
-    for name, t in (("input", input), ("offsets", offsets)):
-        if t is not None and t.dtype not in (_dt.int64, _dt.int32, _dt.bool_):
-            raise RuntimeError(f"embedding_bag: '{name}' must hold integer ids (Long or Int), got {t.dtype} "
-                               f"(call .long())")
+    # dtype): torch promotes input and offsets to one dtype (a 2-D input's offsets are in its
+    # dtype), which must be int64/int32: int16 ids with int64 offsets are taken, bool ids with
+    # bool offsets are not (each was checked on its own, which refused the one and took the other)
+    if ids_dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"embedding_bag: input and offsets must hold integer ids (Long or Int) after type "
+                           f"promotion, got {ids_dtype} (call .long())")
     if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
                            f"#1 'per_sample_weights'; but type {weight.dtype} does not equal "

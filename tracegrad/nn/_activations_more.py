@@ -17,7 +17,7 @@ from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
 from tracegrad.autograd.function import _no_derivative
 from tracegrad._api.inplace import overlap_allowed
-from tracegrad._api.promotion import check_real_scalars, check_scalar_tensor, check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_scalar_tensor, check_tensors
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
            "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
@@ -148,6 +148,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     ``lower > upper`` (as torch's kernel)."""
     if lower > upper:
         raise RuntimeError("rrelu: Lower bound should be less than or equal to the upper bound; pass lower <= upper")
+    if getattr(input, "is_complex", lambda: False)():
+        # torch's kernels have no complex version; unchecked, the in-place form wrote a result
+        kernel = "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[input.dtype.name]}'; rrelu takes "
+                                  "a real input")
     if inplace:
         return _write(input, lambda x: _rrelu(x, lower, upper, training))
     return _rrelu(input, lower, upper, training)

@@ -11,8 +11,9 @@ import numpy as np
 import tracegrad
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
+from tracegrad._ops.random import scalar_name as _scalar_name
 from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool, check_adaptive_nonempty, \
-    max_unpool as _max_unpool_op
+    check_output_size_items, max_unpool as _max_unpool_op
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
            "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
@@ -128,13 +129,11 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
                         f"{type(output_size).__name__}")
     if isinstance(output_size, (list, tuple, str)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
+    check_output_size_items(output_size, "adaptive_max_pool3d")
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
     # torch's kernel refuses an empty non-batch dim (an empty channel dim gave an empty result)
     check_adaptive_nonempty(input, 1, "adaptive_max_pool3d")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for '{input.dtype}'; convert the "
-                                  "input with .float()")
     out = _tuple(output_size, 3)
     if len(out) != 3:
         raise RuntimeError(f"adaptive_max_pool3d(): internal error: output_size.size() must be 3, got {len(out)}")
@@ -147,6 +146,9 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
                                f"{list(input.shape[:-3]) + [int(v) for v in out]}; adaptive_max_pool3d's output_size "
                                "must be >= 0")
         sizes.append(o)
+    if not input.dtype.is_floating_point:   # after the size checks, as torch's kernel
+        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for "
+                                  f"'{_scalar_name(input.dtype.np)}'; convert the input with .float()")
     return _adaptive_max_pool(input, sizes, return_indices)
 
 
@@ -175,7 +177,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def _window_sum(x, before, after):
-    """Sum of ``x`` over channels ``c - before .. c + after`` (zero beyond the ends)."""
+    """Sum of ``x`` over channels ``c - before .. c + after`` (zero beyond the ends); a complex
+    ``x`` part by part (the average pool it runs on has no complex kernel, torch's loop sums them)."""
+    if x.dtype.is_complex:
+        return tracegrad.complex(_window_sum(x.real, before, after), _window_sum(x.imag, before, after))
     return _channel_window_mean(x, before, after, before + after + 1) * (before + after + 1)
 
 
@@ -221,6 +226,19 @@ def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1.0):
     torch's backward fails (RuntimeError from ``narrow``)."""
     if input.dim() != 4:
         raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    # torch's steps, in its order: ``pow(input, 2, out=)`` into a buffer of the input's dtype (a
+    # bool input's square is Long), its channel 0 selected, the buffer scaled in place by a float
+    # (an integer one cannot hold it); unchecked, a bool or integer input reached the average
+    # pool's kernel check or was computed, and an empty channel dim was a reshape error
+    if input.dtype is tracegrad.bool:
+        raise RuntimeError("CrossMapLRN2d: result type Long can't be cast to the desired output type Bool; convert "
+                           "the input with .float()")
+    if input.shape[1] == 0:
+        raise IndexError(f"select(): index 0 out of range for tensor of size {list(input.shape)} at dimension 1 "
+                         "(CrossMapLRN2d needs at least one channel)")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"CrossMapLRN2d: result type Float can't be cast to the desired output type "
+                           f"{_scalar_name(input.dtype.np)}; convert the input with .float()")
     return CrossMapLRN2d.apply(input, size, alpha, beta, k)
 
 
@@ -246,12 +264,13 @@ def pdist(input, p=2):
     tracegrad._api.promotion.check_tensors("pdist", input)
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        # torch's check, before p's (a complex input was computed; an integer one was
+        # linalg.vector_norm's error)
+        raise RuntimeError(f"pdist only supports floating-point dtypes (got {input.dtype}); convert the input with "
+                           ".float()")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    if not input.is_floating_point():    # the caller's wrapper raises torch's error for these
-        n = input.shape[0]
-        i, j = np.triu_indices(n, 1)
-        return tracegrad.linalg.vector_norm(input[tracegrad.tensor(i)] - input[tracegrad.tensor(j)], ord=p, dim=1)
     # one PdistBackward0 node, as torch (its inf-norm gradient differs from vector_norm's at ties)
     return apply_op(OPS["pdist"], (input,), (("p", float(p)),))
 
@@ -302,7 +321,8 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
             raise RuntimeError(f"{name}(): pool {dims[d]} {k[d]} too large relative to input {dims[d]} "
                                f"{spatial[d]}")
     batched = input.dim() == n + 2
-    empty = [d for d in range(1 if batched else 0, input.dim()) if input.shape[d] == 0]
+    # torch checks dims 1.. whether batched or not (an unbatched input's empty channel dim is taken)
+    empty = [d for d in range(1, input.dim()) if input.shape[d] == 0]
     if empty:
         raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got"
                            f"{list(input.shape)} with dimension {empty[0]} being empty.")
@@ -318,6 +338,9 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     samples = samples[:nb]
     if tuple(samples.shape) != (nb, c, n):
         raise RuntimeError(f"{name}(): expected _random_samples of shape {[nb, c, n]}, got {list(samples.shape)}")
+    if input.dtype.is_complex:   # torch's kernel has no complex version (max compared them unchecked)
+        raise NotImplementedError(f"\"{name}_out_frame\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                                  "convert the input with .real or .abs()")
     # torch's sample order: (w, h) for 2-D, (t, h, w) for 3-D
     order = [1, 0] if n == 2 else [0, 1, 2]
     starts = [_fractional_starts(samples[..., order[d]], spatial[d], out[d], k[d]) for d in range(n)]

@@ -54,6 +54,10 @@ def _dropout_core(input, p, training, inplace, *, feature, alpha):
     if not (input.is_floating_point() or input.is_complex()):   # torch's mask scales in place by 1/(1-p)
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{_SCALAR_NAMES.get(input.dtype, str(input.dtype))}; dropout takes a floating input")
+    if input.is_complex():   # torch's mask is drawn with bernoulli_ in the input's dtype (no complex kernel)
+        raise NotImplementedError(f"\"bernoulli_scalar_cpu_\" not implemented for "
+                                  f"'{_SCALAR_NAME[input.dtype.name]}'; feature and alpha dropout "
+                                  "take a real input (drop .real and .imag with one mask yourself)")
     keep = (tracegrad.rand(shape, device=input.device) >= p).to(input.dtype)
     if alpha:
         a = 1.0 / ((_SELU_ALPHA ** 2 * p + 1) * (1 - p)) ** 0.5

@@ -724,6 +724,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     label_smoothing = require_float("cross_entropy_loss", "label_smoothing", label_smoothing, 6)
     if label_smoothing > 1.0:   # as torch, only the upper bound: a negative value means no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if tuple(target.shape) == tuple(input.shape) and not target.dtype.is_floating_point:
+        # torch reads a target shaped like input as probabilities and checks its dtype before
+        # the log_softmax (an integer input's NotImplementedError came first)
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_SCALAR_NAME[target.dtype.name]}; pass class indices without the class dim or "
+                           f"floating probabilities shaped like input")
     cdim = 1 if input.ndim >= 2 else 0
     n_classes = input.shape[cdim]
     logp = input.log_softmax(cdim)
@@ -996,6 +1002,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to have the same dtype, but "
                            f"got query.dtype: {query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} "
                            f"instead; convert them with .to(query.dtype)")
+    if not (query.dtype.is_floating_point or query.dtype.is_complex) and query.numel() and key.numel():
+        # torch's math kernel's scale of the query (RuntimeError); a bool one reached the matmul's
+        # NotImplementedError
+        raise RuntimeError(f"scaled_dot_product_attention: expected scalar type Float but found "
+                           f"{_SCALAR_NAME[query.dtype.name]}; pass floating query, key and value")
     if attn_mask is not None and attn_mask.dtype not in (tracegrad.bool, tracegrad.float32, query.dtype):
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
@@ -1228,6 +1239,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         q_scaled = q * math.sqrt(1.0 / float(E))
         w = q_scaled.bmm(k.transpose(-2, -1))
         if attn_mask is not None:
+            if attn_mask.dtype != w.dtype:
+                # torch's baddbmm(attn_mask, q, k^T) wants one dtype; unchecked, a float16/float64
+                # mask (after adding a key_padding_mask) was promoted with the scores
+                raise RuntimeError(f"multi_head_attention_forward: Input dtypes must be the same, got: attn_mask "
+                                   f"{attn_mask.dtype}, query {w.dtype}; pass masks of the query's dtype or bool")
             w = attn_mask + w
         w = w.softmax(-1)
         if dropout_p > 0.0:
@@ -1327,21 +1343,22 @@ for _name, _kernel in _FLOATING_KERNELS.items():
 del _name, _kernel
 
 
-def _refuse_no_kernel(input, kernel, ints=True, halves=False):
+def _refuse_no_kernel(input, kernel, ints=True, halves=False, complexes=False):
     """torch's NotImplementedError for a CPU kernel ``kernel`` that has no bool version and, with
     ``ints`` True, no integer one (``"int64"``: int64 is its only integer one); with ``halves``,
-    no float16/bfloat16 one either; where the layer below would compute one."""
+    no float16/bfloat16 one either; with ``complexes``, no complex one; where the layer below
+    would compute one."""
     dt = getattr(input, "dtype", None)
     if not isinstance(dt, tracegrad.dtype):
         return
     if (not (dt.is_floating_point or dt.is_complex) and
             (dt is tracegrad.bool or ints is True or (ints == "int64" and dt is not tracegrad.int64))) or \
-            (halves and dt in (tracegrad.float16, tracegrad.bfloat16)):
+            (halves and dt in (tracegrad.float16, tracegrad.bfloat16)) or (complexes and dt.is_complex):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert the "
-                                  f"input with .float()")
+                                  f"input with {'.real or .abs()' if dt.is_complex else '.float()'}")
 
 
-def _no_kernel_for(fn, kernel, ints=True, halves=False):
+def _no_kernel_for(fn, kernel, ints=True, halves=False, complexes=False):
     """``fn`` checking its input's dtype first (``_refuse_no_kernel``); ``kernel`` is torch's
     kernel name or a function of ``fn``'s arguments giving it (None: the call is not refused)."""
     first = next(iter(inspect.signature(fn).parameters))     # (the input passed by keyword too)
@@ -1355,7 +1372,7 @@ def _no_kernel_for(fn, kernel, ints=True, halves=False):
         else:
             name = kernel
         if name is not None:
-            _refuse_no_kernel(input, name, ints, halves)
+            _refuse_no_kernel(input, name, ints, halves, complexes)
         return fn(*args, **kwargs)
     return checked
 
@@ -1364,6 +1381,28 @@ def _pad_kernel(input, pad=(), mode="constant", value=None):
     if mode in ("reflect", "replicate") and isinstance(pad, (list, tuple)) and 2 <= len(pad) <= 6:
         return f"{'reflection' if mode == 'reflect' else 'replication'}_pad{len(pad) // 2}d"
     return None
+
+
+def _conv_kernel(kernel, nd, transposed=False):
+    """``kernel`` for a ``conv{nd}d`` (or transposed) call that passes torch's checks made before
+    its kernel's dtype check, None otherwise: an input of ``nd + 1`` or ``nd + 2`` dims, a bias of
+    the input's dtype (not checked by the transposed convs) and of the output's channel count, and
+    the weight's input channel count.
+    Unchecked, a bool input to ``Conv2d`` (float bias) or with too few channels raised the
+    kernel's NotImplementedError where torch raises its RuntimeError."""
+    def name(input, weight=None, bias=None, *rest, **kw):
+        if getattr(input, "ndim", None) not in (nd + 1, nd + 2) or getattr(weight, "ndim", None) != nd + 2:
+            return None
+        if not transposed and bias is not None and getattr(bias, "dtype", None) is not input.dtype:
+            return None
+        # ``groups`` is the fourth argument after ``bias`` in both signatures
+        groups = kw.get("groups", rest[3] if len(rest) > 3 else 1)
+        want = weight.shape[0] if transposed else weight.shape[1] * groups
+        outs = weight.shape[1] * groups if transposed else weight.shape[0]
+        if bias is not None and tuple(getattr(bias, "shape", ())) != (outs,):
+            return None
+        return kernel if input.shape[input.ndim - nd - 1] == want else None
+    return name
 
 
 def _by_rank(two, three):
@@ -1385,7 +1424,8 @@ _FLOATING_ONLY = {
 }
 # ... those whose kernel has integer versions but no bool one
 _NO_BOOL = {
-    "conv1d": "slow_conv2d_cpu", "conv2d": "slow_conv2d_cpu", "conv3d": "slow_conv3d_cpu",
+    "conv1d": _conv_kernel("slow_conv2d_cpu", 1), "conv2d": _conv_kernel("slow_conv2d_cpu", 2),
+    "conv3d": _conv_kernel("slow_conv3d_cpu", 3),
     "threshold": "threshold_cpu", "threshold_": "threshold_cpu", "bilinear": "bmm", "pad": _pad_kernel,
 }
 # ... and those whose one integer kernel is int64's
@@ -1396,23 +1436,27 @@ def _at_rank(kernel, *ranks):
 
 
 _INT64_ONLY = {
-    "conv_transpose1d": _at_rank("slow_conv_transpose2d_out_cpu", 2, 3),
-    "conv_transpose2d": _at_rank("slow_conv_transpose2d_out_cpu", 3, 4),
-    "conv_transpose3d": _at_rank("slow_conv_transpose3d_out_cpu", 4, 5),
+    "conv_transpose1d": _conv_kernel("slow_conv_transpose2d_out_cpu", 1, transposed=True),
+    "conv_transpose2d": _conv_kernel("slow_conv_transpose2d_out_cpu", 2, transposed=True),
+    "conv_transpose3d": _conv_kernel("slow_conv_transpose3d_out_cpu", 3, transposed=True),
     "avg_pool1d": _at_rank("avg_pool2d", 2, 3), "avg_pool2d": _at_rank("avg_pool2d", 3, 4),
     "avg_pool3d": _at_rank("avg_pool3d_out_frame", 4, 5),
     "local_response_norm": lambda input, *a, **k: "avg_pool2d" if getattr(input, "ndim", 0) == 3
     else "avg_pool3d_out_frame" if getattr(input, "ndim", 0) > 3 else None,
 }
 for _name, _kernel in _FLOATING_ONLY.items():
+    # (prelu's kernel has no complex version: unchecked, a complex input and weight were computed)
     globals()[_name] = _no_kernel_for(globals()[_name], _kernel,
-                                      halves=_name in ("multi_margin_loss", "multilabel_margin_loss"))
+                                      halves=_name in ("multi_margin_loss", "multilabel_margin_loss"),
+                                      complexes=_name == "prelu")
 # (pdist's integer and bool inputs are its own RuntimeError)
 globals()["pdist"] = _no_kernel_for(pdist, lambda input, *a, **k: "pdist" if getattr(input, "is_floating_point",
                                                                                    lambda: False)() else None,
                                     halves=True)
 for _name, _kernel in _NO_BOOL.items():
-    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints=False)
+    # (threshold's kernel has no complex version either: unchecked, a complex input was compared
+    # by its real part where torch raises)
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints=False, complexes=_name.startswith("threshold"))
 for _name, _kernel in _INT64_ONLY.items():
     globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints="int64")
 del _name, _kernel

@@ -448,6 +448,11 @@ def _register_marked_buffer(module, name, value):
     reg(name, value)
 
 
+
+def _no_device(cls, message):
+    """Raise ``cls(message)`` for a device tracegrad does not have (``Module.xpu``/``mtia``/``ipu``)."""
+    raise cls(f"{message} (tracegrad has no such device: keep modules on 'cpu')")
+
 class Module:
     """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
     ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
@@ -990,6 +995,20 @@ class Module:
 
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
+
+    def xpu(self, device=None):
+        """Mirrors ``torch.nn.Module.xpu``: tracegrad has no XPU device, so a module with parameters
+        or buffers raises torch's AssertionError (as a torch built without XPU); one without is
+        returned as is. (Missing before: AttributeError.)"""
+        return self._apply(lambda t: _no_device(AssertionError, "Torch not compiled with XPU enabled"))
+
+    def mtia(self, device=None):
+        """Mirrors ``torch.nn.Module.mtia`` (see ``xpu``): AssertionError, no MTIA device."""
+        return self._apply(lambda t: _no_device(AssertionError, "Torch not compiled with MTIA enabled"))
+
+    def ipu(self, device=None):
+        """Mirrors ``torch.nn.Module.ipu`` (see ``xpu``): RuntimeError, as torch, no IPU device."""
+        return self._apply(lambda t: _no_device(RuntimeError, "PyTorch is not linked with support for ipu devices"))
 
     def type(self, dst_type):
         """Mirrors ``torch.nn.Module.type``: every parameter and buffer (integer ones too) cast to

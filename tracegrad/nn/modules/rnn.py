@@ -17,6 +17,7 @@ import warnings
 
 import tracegrad
 from tracegrad._api import rnn_functions as _R
+from tracegrad._api.promotion import _SCALAR_NAME
 
 from .. import functional as F
 from .. import init
@@ -215,6 +216,13 @@ class RNNBase(Module):
             _check_batch_sizes(batch_sizes, data)
             bs = [int(v) for v in batch_sizes.tolist()]
             mini_batch, is_batched = bs[0], True
+            w = self._flat_weights[0]
+            if lstm and data.dtype != w.dtype:
+                # torch's LSTM runs none of RNNBase's checks on a packed input: its kernel's matmul
+                # refuses the dtype (RuntimeError, where check_input says ValueError)
+                raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_SCALAR_NAME[data.dtype.name]} "
+                                   f"and {_SCALAR_NAME[w.dtype.name]} (LSTM: convert the packed data with "
+                                   f".to({w.dtype}))")
             self.check_input(data, batch_sizes)
         else:
             if input.dim() not in (2, 3):

@@ -72,12 +72,17 @@ class _SingleProcessDataLoaderIter:
     the next batch), ``len(iterator)`` is the number of batches, and once ``len(loader)`` was
     read for an IterableDataset each batch past that count warns.
     Raises: AssertionError for ``timeout != 0`` without workers (as torch's single-process
-    iterator)."""
+    iterator), and for ``prefetch_factor=0`` with workers (as torch's multi-process one)."""
 
     def __init__(self, loader):
         if loader.num_workers == 0 and loader.timeout != 0:
             raise AssertionError("DataLoader with num_workers=0 requires timeout == 0 "
                                  "(single-process loading)")
+        if loader.num_workers > 0 and loader.prefetch_factor == 0:
+            # torch's multi-process iterator asserts it when a pass starts (the constructor takes
+            # 0 and refuses a negative one); unchecked, the emulated workers ran the pass
+            raise AssertionError("DataLoader: prefetch_factor must be greater than 0 for multi-process loading "
+                                 "(num_workers > 0); leave it None (2 batches per worker) or pass >= 1")
         self._loader = loader
         self._dataset = loader.dataset
         self._iterable = loader._iterable
