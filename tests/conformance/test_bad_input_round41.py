@@ -76,6 +76,7 @@ Found and left alone (not tabled):
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the
 layers below tracegrad; ``_ok`` calls are ones torch accepts and they give torch's value.
 """
+import numpy as np
 import pytest
 
 import tracegrad
@@ -339,3 +340,24 @@ test_same_class_as_torch, test_message_gist = table_tests(CASES, GIST, torch, tr
 
 test_accepted_value_matches_torch = value_test(CASES, [k for k in CASES if k.endswith("_ok")], torch, tracegrad,
                                                close=True)
+
+
+def test_mha_float_mask_under_autocast_is_cast_as_torch():
+    """The mask dtype check of MultiheadAttention's weights path (above) must not refuse a float
+    mask under autocast: torch's baddbmm there casts it to the lower precision too."""
+    torch = pytest.importorskip("torch")
+    out = {}
+    for mod in (torch, tracegrad):
+        m = mod.nn.MultiheadAttention(8, 2, batch_first=True)
+        with mod.no_grad():
+            for p in m.parameters():
+                p.copy_(mod.linspace(-0.5, 0.5, p.numel()).reshape(p.shape))
+        x = mod.linspace(-1, 1, 80).reshape(2, 5, 8)
+        mask = mod.nn.Transformer.generate_square_subsequent_mask(5)
+        with mod.autocast("cpu", dtype=mod.bfloat16):
+            y, w = m(x, x, x, attn_mask=mask)
+        out[mod.__name__] = (str(y.dtype).split(".")[-1], str(w.dtype).split(".")[-1],
+                             y.detach().float().numpy(), w.detach().float().numpy())
+    assert out["tracegrad"][:2] == out["torch"][:2] == ("bfloat16", "bfloat16")
+    np.testing.assert_allclose(out["tracegrad"][2], out["torch"][2], atol=0.05)
+    np.testing.assert_allclose(out["tracegrad"][3], out["torch"][3], atol=0.02)

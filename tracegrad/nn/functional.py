@@ -1239,6 +1239,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         q_scaled = q * math.sqrt(1.0 / float(E))
         w = q_scaled.bmm(k.transpose(-2, -1))
         if attn_mask is not None:
+            # torch's baddbmm here is on autocast's lower-precision list: a float mask is cast too
+            attn_mask = _autocast.cast("lower", "baddbmm", attn_mask)
             if attn_mask.dtype != w.dtype:
                 # torch's baddbmm(attn_mask, q, k^T) wants one dtype; unchecked, a float16/float64
                 # mask (after adding a key_padding_mask) was promoted with the scores
