@@ -872,3 +872,456 @@ def test_nn_moduledict_contains():    # test_modules.py::NNModuleTests::test_nn_
             return f_foo(x), f_bar(x)
         return run
     compare(build)
+
+
+# ---- order of parameters/buffers/modules read inside a compiled function -----------------------
+
+@pytest.mark.parametrize("what", ["param", "buffer", "module"])
+def test_param_buffer_module_order(what):
+    # test_modules.py::NNModuleTests::test_param_order / test_buffer_order / test_module_order:
+    # a compiled function weights each parameter (buffer, submodule) by its position in
+    # parameters()/named_parameters() (buffers()..., modules()/children()...); re-inserting the
+    # first entry at the end of the module's registry between calls changes that order
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                if what == "param":
+                    self.p1 = T.nn.Parameter(T.ones(1))
+                    self.p2 = T.nn.Parameter(T.ones(2) * 2)
+                elif what == "buffer":
+                    self.register_buffer("b1", T.ones(1))
+                    self.register_buffer("b2", T.ones(2) * 2)
+                else:
+                    self.lin1 = T.nn.Linear(3, 3)
+                    self.lin2 = T.nn.Linear(5, 5)
+        mod = M()
+        weight_of = {mod: 10}
+        if what == "module":
+            weight_of.update({mod.lin1: 20, mod.lin2: 30})
+        coeffs = [2, 3, 4]
+
+        def fn(x):
+            if what == "param":
+                entries = [list(mod.parameters()), [p for _, p in mod.named_parameters()]]
+            elif what == "buffer":
+                entries = [list(mod.buffers()), [b for _, b in mod.named_buffers()]]
+            else:
+                entries = [list(mod.modules()), [m for _, m in mod.named_modules()],
+                           list(mod.children()), [m for _, m in mod.named_children()]]
+            for seq in entries:
+                for k, e in enumerate(seq):
+                    v = weight_of[e] if what == "module" else e.sum()
+                    x = x + v * coeffs[k]
+            return x
+        f = wrap(fn)
+        registry = {"param": "_parameters", "buffer": "_buffers", "module": "_modules"}[what]
+        first = {"param": "p1", "buffer": "b1", "module": "lin1"}[what]
+
+        def run(i):
+            if i == 2:
+                reg = getattr(mod, registry)
+                reg[first] = reg.pop(first)
+            return f(T.ones(1))
+        return run
+    compare(build)
+
+
+def test_to():                        # test_modules.py::NNModuleTests::test_to
+    # the module moved to float64 between calls: the compiled module follows (new dtype out)
+    def build(T, wrap):
+        m = np_init(T.nn.Sequential(_lin(T), T.nn.ReLU(), _lin(T)), T, seed=19)
+        f = wrap(m)
+
+        def run(i):
+            if i == 2:
+                m.to(dtype=T.float64)
+            dt = T.float64 if i >= 2 else T.float32
+            x = rand(T, i, W, W).to(dt).requires_grad_()
+            out = f(x)
+            out.sum().backward()
+            seen = [out, x.grad, {n: p.grad for n, p in m.named_parameters()}]
+            m.zero_grad()
+            return seen
+        return run
+    compare(build)
+
+
+def test_attr():                      # test_modules.py::NNModuleTests::test_attr
+    # the compiled module shares the module's parameters and buffers (same objects), and a
+    # compiled function returns the dtype of the first of parameters() + buffers()
+    import itertools
+
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _lin(T)
+                self.register_buffer("buf0", _tensor_attr(T, 1, W, W))
+
+            def forward(self, x):
+                return self.lin(T.sin(x)) + self.buf0
+        m = np_init(M(), T, seed=19)
+        opt = wrap(m)
+        same_params = [a is b for a, b in zip(m.parameters(), opt.parameters())]
+        same_bufs = [a is b for a, b in zip(m.buffers(), opt.buffers())]
+        first_dtype = wrap(lambda mod: next(itertools.chain(mod.parameters(), mod.buffers())).dtype)
+
+        def run(i):
+            return (opt(rand(T, i, W, W)), str(first_dtype(m)).split(".")[-1],
+                    same_params, same_bufs)
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("inner_compiled", [False, True], ids=["plain", "with_opt_mod"])
+def test_composition(inner_compiled):
+    # test_modules.py::NNModuleTests::test_composition / test_composition_with_opt_mod: a
+    # compiled outer module whose submodule is a plain (or an already compiled) module
+    def build(T, wrap):
+        class Inner(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = T.nn.ReLU()
+
+            def forward(self, x):
+                return self.act(T.sin(x))
+
+        class Outer(T.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.mod = inner
+
+            def forward(self, x):
+                return self.mod(T.cos(x)) * 2
+        inner = Inner()
+        f = wrap(Outer(wrap(inner) if inner_compiled else inner))
+
+        def run(i):
+            x = rand(T, i, 4, rg=True)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    compare(build)
+
+
+def test_module_patch():              # test_modules.py::NNModuleTests::test_module_patch
+    # a module whose forward is replaced on the instance by another class's forward
+    import types
+
+    def build(T, wrap):
+        class Empty(T.nn.Module):
+            pass
+
+        class Other(T.nn.Module):
+            def forward(self, x):
+                return x - 1
+
+        m = Empty()
+        m.forward = types.MethodType(Other.forward, m)
+        f = wrap(lambda x: m(x))
+
+        def run(i):
+            return f(rand(T, i, 4))
+        return run
+    compare(build)
+
+
+# ---- module hooks --------------------------------------------------------------------------------
+
+def _affine(T):
+    class Affine(T.nn.Module):
+        def forward(self, x):
+            return 2 * x + 1
+    return Affine()
+
+
+@pytest.mark.parametrize("where", ["outer", "inner"])
+def test_hooks_outer_inner(where):
+    # test_modules.py::NNModuleTests::test_hooks_outer ("outer": the hooked module compiled) and
+    # test_hooks_inner ("inner": a compiled function calls the hooked module): a forward hook
+    # that changes the output is honoured, then replaced in _forward_hooks, then removed
+    def build(T, wrap):
+        m = _affine(T)
+        handle = m.register_forward_hook(lambda mod, inp, out: 2 * out + 1)
+        f = wrap(m) if where == "outer" else wrap(lambda t: m(t * 2 + 1))
+
+        def run(i):
+            if i == 2:
+                m._forward_hooks[handle.id] = lambda mod, inp, out: 2 * out + 2
+            if i == 3:
+                handle.remove()
+            x = rand(T, i, 2, rg=True)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    compare(build, calls=5)
+
+
+def _toy(T, width=6):
+    nn = T.nn
+    return np_init(nn.Sequential(nn.Linear(W, width), nn.ReLU(), nn.Linear(width, 3), nn.ReLU()),
+                   T, seed=19)
+
+
+@pytest.mark.parametrize("explicit_call", [False, True], ids=["allowed_modules", "dunder_call"])
+def test_hooks_allowed_modules(explicit_call):
+    # test_modules.py::NNModuleTests::test_hooks_allowed_modules and test_dunder_call_explicitly
+    # (the child called as ``layer.__call__(x)``): a forward hook on every module records
+    # (name, input shapes) on every call of the compiled model, then backward runs
+    import functools
+
+    def build(T, wrap):
+        if explicit_call:
+            class Model(T.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = _lin(T)
+
+                def forward(self, x):
+                    return self.lin.__call__(x)
+            model = np_init(Model(), T, seed=19)
+        else:
+            model = _toy(T)
+        seen = []
+
+        def record(name, mod, inp, out):
+            seen.append((name, [tuple(t.shape) for t in inp], tuple(out.shape)))
+        for name, sub in model.named_modules():
+            sub.register_forward_hook(functools.partial(record, name))
+        f = wrap(model)
+
+        def run(i):
+            seen.clear()
+            x = rand(T, i, 5, W)
+            out = f(x)
+            out.sum().backward()
+            grads = {n: p.grad for n, p in model.named_parameters()}
+            model.zero_grad()
+            return out, list(seen), grads
+        return run
+    compare(build)
+
+
+def test_hooks_allowed_modules_compiles_self_contained():
+    # test_modules.py::NNModuleTests::test_hooks_allowed_modules_compiles_self_contained: a hook
+    # rewriting every module's output, a model that runs its Sequential twice, then backward;
+    # then an input of another rank
+    def build(T, wrap):
+        class Model(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = _toy(T)
+
+            def forward(self, x):
+                return self.net(x) * self.net(x)
+        model = Model()
+        for _, sub in model.named_modules():
+            sub.register_forward_hook(lambda mod, inp, out: 2 * out + 1)
+        f = wrap(model)
+
+        def run(i):
+            x = rand(T, i, *((5, W) if i < 2 else (2, 3, W)))
+            out = f(x)
+            out.sum().backward()
+            grads = {n: p.grad for n, p in model.named_parameters()}
+            model.zero_grad()
+            return out, grads
+        return run
+    compare(build)
+
+
+def test_backward_hooks():            # test_modules.py::NNModuleTests::test_backward_hooks
+    # full backward hooks and backward pre-hooks on every module (custom mm layers in a
+    # Sequential) record the grad shapes they see; the same names, order and shapes each call
+    import functools
+
+    def build(T, wrap):
+        class MatLayer(T.nn.Module):
+            def __init__(self, a, b):
+                super().__init__()
+                self.weight = T.nn.Parameter(T.zeros(a, b))
+
+            def forward(self, x):
+                return T.mm(x, self.weight)
+
+        class Model(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = T.nn.Sequential(MatLayer(W, W), MatLayer(W, 6), MatLayer(6, 3))
+
+            def forward(self, x):
+                return self.net(x)
+        model = np_init(Model(), T, seed=19)
+        log = []
+
+        def bwd(name, mod, gin, gout):
+            log.append(("post", name, [None if g is None else tuple(g.shape) for g in gin],
+                        [tuple(g.shape) for g in gout]))
+
+        def pre(name, mod, gout):
+            log.append(("pre", name, [tuple(g.shape) for g in gout]))
+        for name, sub in model.named_modules():
+            sub.register_full_backward_hook(functools.partial(bwd, name))
+            sub.register_full_backward_pre_hook(functools.partial(pre, name))
+        f = wrap(model)
+
+        def run(i):
+            log.clear()
+            x = rand(T, i, 5, W, rg=True)
+            out = f(x)
+            out.sum().backward()
+            grads = {n: p.grad for n, p in model.named_parameters()}
+            model.zero_grad()
+            return out, x.grad, grads, list(log)
+        return run
+    compare(build)
+
+
+def test_udo_instance_method_as_hook():
+    # test_modules.py::NNModuleTests::test_udo_instance_method_as_hook: a plain object's bound
+    # method registered as a prepended forward pre-hook with kwargs; the object (callable) is
+    # what gets compiled
+    def build(T, wrap):
+        class Square(T.nn.Module):
+            def forward(self, x):
+                return x * x
+
+        class Holder:
+            def __init__(self, module):
+                self.module = module
+                self.handle = module.register_forward_pre_hook(
+                    self.shift, prepend=True, with_kwargs=True)
+
+            def shift(self, module, args, kwargs):
+                return (args[0] + 1,), kwargs
+
+            def __call__(self, x):
+                return self.module(x)
+        f = wrap(Holder(Square()))
+
+        def run(i):
+            return f(rand(T, i, 3, 4))
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("how", ["name", "keys", "values"])
+def test_module_dict_iter(how):
+    # test_modules.py::NNModuleTests::test_module_dict_iter_name / _keys / _values: a
+    # ModuleDict of activations (one with a parameter, PReLU) walked three ways
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.acts = T.nn.ModuleDict([["lrelu", T.nn.LeakyReLU()], ["prelu", T.nn.PReLU()]])
+
+            def forward(self, x):
+                if how == "values":
+                    for act in self.acts.values():
+                        x = act(x)
+                    return x
+                names = self.acts if how == "name" else self.acts.keys()
+                for name in names:
+                    x = self.acts[name](x)
+                return x
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            x = rand(T, i, 3, 3, rg=True)
+            out = f(x)
+            out.sum().backward()
+            g = m.acts["prelu"].weight.grad
+            m.zero_grad()
+            return out, x.grad, g
+        return run
+    compare(build)
+
+
+def test_module_setattr():            # test_modules.py::NNModuleTests::test_module_setattr
+    # a compiled function sets a Python attribute on a submodule before calling the model
+    def build(T, wrap):
+        model = np_init(T.nn.Sequential(T.nn.Linear(3, 3)), T, seed=19)
+        model[0].flag = False
+
+        def fn(x):
+            model[0].flag = True
+            return model(x)
+        f = wrap(fn)
+
+        def run(i):
+            model[0].flag = False
+            out = f(rand(T, i, 1, 3))
+            return out, model[0].flag
+        return run
+    compare(build)
+
+
+def test_assign_does_not_exist():     # test_modules.py::NNModuleTests::test_assign_does_not_exist
+    # forward stores a new tensor attribute and returns it: the attribute is the returned tensor
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def forward(self, x):
+                self.encoding = x + 1
+                return self.encoding
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            out = f(rand(T, i, 4))
+            return out, m.encoding is out, m.encoding
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("edit", ["del", "clear", "move_to_end", "pop"])
+def test_hook_table_edited_directly_between_calls(edit):
+    # test_modules.py::NNModuleTests::test_hooks_inner's direct write to ``_forward_hooks``,
+    # widened to the other ways code edits a hook table without a handle (as prune and
+    # weight_norm delete their pre-hooks): the compiled module runs the hooks the table holds
+    def build(T, wrap):
+        m = _affine(T)
+        h1 = m.register_forward_hook(lambda mod, inp, out: out * 3)
+        h2 = m.register_forward_hook(lambda mod, inp, out: out + 1)
+        f = wrap(m)
+
+        def run(i):
+            if i == 2:
+                table = m._forward_hooks
+                if edit == "del":
+                    del table[h1.id]
+                elif edit == "clear":
+                    table.clear()
+                elif edit == "pop":
+                    table.pop(h2.id)
+                else:
+                    table.move_to_end(h1.id)
+            x = rand(T, i, 2, rg=True)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    compare(build)
+
+
+def test_hook_tables_pickle_as_plain_ordered_dicts():
+    # the change-reporting hook tables pickle as the OrderedDicts torch keeps (a checkpoint of a
+    # whole module names no tracegrad-only class) and come back reporting changes
+    import pickle
+    import tracegrad as tg
+    m = tg.nn.Linear(2, 2)
+    m.register_forward_hook(lambda mod, inp, out: out * 2)
+    state = m.__getstate__()
+    assert type(state["_forward_hooks"]) is collections.OrderedDict
+    back = pickle.loads(pickle.dumps(tg.nn.Linear(2, 2)))
+    f = tg.compile(back)
+    x = tg.ones(1, 2)
+    first = [f(x) for _ in range(3)]
+    h = back.register_forward_hook(lambda mod, inp, out: out * 0)
+    back._forward_hooks[h.id] = lambda mod, inp, out: out * 5
+    assert type(back._forward_hooks).__name__ == "_HookDict"
+    np_out = f(x).detach().numpy()
+    assert (abs(np_out - first[0].detach().numpy() * 5) < 1e-5).all()
