@@ -1325,3 +1325,81 @@ def test_hook_tables_pickle_as_plain_ordered_dicts():
     assert type(back._forward_hooks).__name__ == "_HookDict"
     np_out = f(x).detach().numpy()
     assert (abs(np_out - first[0].detach().numpy() * 5) < 1e-5).all()
+
+
+# ---- test_hooks.py: tensor hooks registered inside the compiled function -----------------------
+
+def _times4(grad):
+    return grad * 4
+
+
+def _halve(grad):
+    return grad / 2
+
+
+def _times3(grad):
+    return grad * 3
+
+
+_HANDLE = [None]        # a module-level slot a compiled function stores a handle in
+
+
+@pytest.mark.parametrize("case", [
+    "in_graph_lambda",            # test_hooks.py::HooksTests::test_tensor_register_hook_in_graph_lambda
+    "local_inner",                # ...::test_tensor_only_register_hook_in_graph_local_inner
+    "global_hook",                # ...::test_tensor_register_global_hook
+    "handles_in_list",            # ...::test_tensor_register_multiple_hooks_handles_in_list
+    "global_handle",              # ...::test_tensor_register_global_hooks_handles_in_list
+    "used_before_and_after",      # ...::test_hook_on_intermediate_used_before_and_after
+    "returns_none",               # ...::test_hook_on_intermediate_returns_none
+])
+def test_tensor_hooks_registered_inside(case):
+    # each call: the compiled function registers hooks on its input (or an intermediate), the
+    # caller runs backward with a fixed gradient; the grads, and after removing any returned
+    # handles a second backward's accumulated grads, agree with torch's
+    def build(T, wrap):
+        def fn(x, y):
+            if case == "in_graph_lambda":
+                x.register_hook(lambda g: g * 2)
+                return x, y * y
+            if case == "local_inner":
+                def double(g):
+                    return g * 2
+                z = x * x
+                x.register_hook(double)
+                z.register_hook(double)
+                return x, z
+            if case == "global_hook":
+                x.register_hook(_times4)
+                return x, x * x
+            if case == "handles_in_list":
+                hs = [x.register_hook(h) for h in (_times4, _halve, _times3)]
+                return x, x * y, hs
+            if case == "global_handle":
+                _HANDLE[0] = x.register_hook(_times4)
+                return x, x * y
+            t = x * 2
+            if case == "used_before_and_after":
+                before = t + 1
+                t.register_hook(lambda g: g * 2)
+                return (before + t * 3).sum(), y
+            t.register_hook(lambda g: None)
+            return t.sum(), y
+        f = wrap(fn)
+
+        def run(i):
+            x = rand(T, i, 3, rg=True)
+            out = f(x, rand(T, i, 3, seed=5))
+            seed = T.tensor([1.0, 2.0, 3.0])
+            head = out[0]
+            head.backward(seed if head.dim() else None, retain_graph=True)
+            first = x.grad.clone()
+            handles = out[2] if case == "handles_in_list" else \
+                [_HANDLE[0]] if case == "global_handle" else []
+            for h in handles:
+                h.remove()
+            if handles:
+                head.backward(seed)
+            return out[1], first, x.grad
+        return run
+    compare(build)
