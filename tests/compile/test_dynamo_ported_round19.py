@@ -1403,3 +1403,121 @@ def test_tensor_hooks_registered_inside(case):
             return out[1], first, x.grad
         return run
     compare(build)
+
+
+# ---- test_optimizers.py ---------------------------------------------------------------------------
+
+_OPTIMIZERS = ["SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "NAdam", "RMSprop", "Rprop",
+               "ASGD"]
+
+
+@pytest.mark.parametrize("name", _OPTIMIZERS)
+def test_optimizer_step(name):
+    # test_optimizers.py::OptimizerTests::test_<name> (test_sgd with lr=0.01, the others with
+    # their defaults): the optimizer's step alone compiled, called under no_grad after an eager
+    # backward; parameters and the optimizer's per-parameter state agree after every step
+    def build(T, wrap):
+        model = np_init(T.nn.Sequential(T.nn.Linear(W, W), T.nn.Linear(W, W)), T, seed=19)
+        kw = {"lr": 0.01} if name == "SGD" else {}
+        opt = getattr(T.optim, name)(model.parameters(), **kw)
+        step = wrap(lambda: opt.step())
+
+        def run(i):
+            opt.zero_grad()
+            model(rand(T, i, 3, W)).pow(2).sum().backward()
+            with T.no_grad():
+                step()
+            state = {k: dict(v) for k, v in opt.state_dict()["state"].items()}
+            return [p.detach() for p in model.parameters()], state
+        return run
+    compare(build, calls=3)
+
+
+def test_optimizing_over_tensor_with_requires_grad():
+    # test_optimizers.py::End2EndTests::test_optimizing_over_tensor_with_requires_grad: Adam
+    # optimizes a plain tensor that is a keyword argument of a parameterless module; the whole
+    # training iteration (zero_grad, forward, cross entropy, backward, step) is compiled
+    def build(T, wrap):
+        class Net(T.nn.Module):
+            def forward(self, x, y):
+                return T.flatten(T.bmm(x, y), 1)
+
+        def train_iter(batch, model, opt):
+            opt.zero_grad()
+            out = model(**batch)
+            loss = T.nn.CrossEntropyLoss()(out, T.tensor([0, 7]))
+            loss.backward()
+            opt.step()
+            return loss
+        net = Net()
+        x1 = rand(T, 0, 2, 1, 4)
+        x2 = rand(T, 1, 2, 4, 8, rg=True)
+        opt = T.optim.Adam([x2], lr=0.1)
+        f = wrap(train_iter)
+
+        def run(i):
+            loss = f({"x": x1, "y": x2}, net, opt)
+            return loss, x2.detach(), x2.grad
+        return run
+    compare(build)
+
+
+def test_optimizer_made_inside_compiled_function():
+    # test_optimizers.py::End2EndTests::test_state_dict: a compiled function builds an Adagrad
+    # over two parameters and a partial closure computing the loss; the caller steps with it
+    import functools
+
+    def build(T, wrap):
+        def setup(weight, bias, inp):
+            def loss_of(optimizer, weight, bias):
+                optimizer.zero_grad()
+                loss = (weight.mv(inp) + bias).pow(2).sum()
+                loss.backward()
+                return loss
+            optimizer = T.optim.Adagrad([weight, bias])
+            return optimizer, functools.partial(loss_of, optimizer, weight, bias)
+        f = wrap(setup)
+
+        def run(i):
+            w = T.nn.Parameter(rand(T, i, 5, 3))
+            b = T.nn.Parameter(rand(T, i, 5, seed=3))
+            opt, closure = f(w, b, rand(T, i, 3, seed=4, rg=True))
+            loss = opt.step(closure)
+            return loss, w.detach(), b.detach(), w.grad
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_init_group(dtype):
+    # test_optimizers.py::End2EndTests::test_init_group: a custom optimizer whose step branches
+    # on a Python bool its _init_group computes from the parameters (is_complex)
+    def build(T, wrap):
+        class Bump(T.optim.Optimizer):
+            def __init__(self, params):
+                super().__init__(params, {})
+
+            def _init_group(self, params, group):
+                any_complex = False
+                for p in group["params"]:
+                    params.append(p)
+                    any_complex |= p.is_complex()
+                return any_complex
+
+            def step(self):
+                for group in self.param_groups:
+                    params = []
+                    if self._init_group(params, group):
+                        params[0] -= 1
+                    else:
+                        params[0] += 1
+        base = rand(T, 0, 3, 3).to(getattr(T, dtype))
+        p = T.nn.Parameter(base.clone(), requires_grad=False)
+        opt = Bump([p])
+        step = wrap(opt.step)
+
+        def run(i):
+            step()
+            return T.view_as_real(p.detach()) if dtype != "float32" else p.detach()
+        return run
+    compare(build)
