@@ -31,7 +31,13 @@ test_hook_table_edited_directly_between_calls); they pickle as plain OrderedDict
 Found and left alone: the gradient an autograd.Function's backward gets from
 ``out.sum().backward()`` is an expanded tensor with strides (0, 0) in torch and a contiguous
 one in tracegrad (eager and compiled alike), so ``g.stride()`` read in a backward differs;
-test_stride_in_bwd's own contiguous gradient is used here."""
+test_stride_in_bwd's own contiguous gradient is used here. Calls that run eagerly (a graph
+break, correct but not compiled; torch's dynamo compiles them): a module with
+``register_full_backward_hook`` ("a hook is registered inside the compiled function": the
+backward-hook wrapping registers tensor hooks in every forward, test_backward_hooks), tensor
+hooks registered inside the function (the test_hooks.py cases), hooks or forwards that append
+or count (test_self_mutating1, test_hooks_allowed_modules), a set_materialize_grads(False) or
+mark_dirty Function, and an optimizer built inside the compiled function."""
 import collections
 
 import pytest
