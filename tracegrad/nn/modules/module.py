@@ -333,6 +333,67 @@ class _Registry(dict):
 _ABSENT = object()
 
 
+class _HookDict(OrderedDict):
+    """A module's hook table (``_forward_hooks``, ``_backward_pre_hooks``, their flag dicts...):
+    the ``OrderedDict`` torch keeps them in, which tells compiled programs when code outside a
+    compiled call writes it directly rather than through ``register_*``/``handle.remove()``
+    (``m._forward_hooks[h.id] = new_hook`` as torch's dynamo test_hooks_inner does, prune's and
+    weight_norm's ``del m._forward_pre_hooks[k]``): a program traced the old hook's math in, so
+    it must trace again (it went on running the replaced hook, silently). As ``_Registry``."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _changed():
+        if _state.CAPTURE[0] is None:
+            _state.bump_structure()
+
+    def __setitem__(self, k, v):
+        if self.get(k, _ABSENT) is not v:
+            self._changed()
+        OrderedDict.__setitem__(self, k, v)
+
+    def __delitem__(self, k):
+        self._changed()
+        OrderedDict.__delitem__(self, k)
+
+    def pop(self, *args):
+        self._changed()
+        return OrderedDict.pop(self, *args)
+
+    def popitem(self, last=True):
+        self._changed()
+        return OrderedDict.popitem(self, last)
+
+    def clear(self):
+        self._changed()
+        OrderedDict.clear(self)
+
+    def update(self, *args, **kwargs):
+        self._changed()
+        OrderedDict.update(self, *args, **kwargs)
+
+    def setdefault(self, k, default=None):
+        if k not in self:
+            self._changed()
+        return OrderedDict.setdefault(self, k, default)
+
+    def move_to_end(self, k, last=True):
+        self._changed()
+        OrderedDict.move_to_end(self, k, last)
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+
+# a module's hook tables (``_HookDict``s; plain OrderedDicts in a pickle, as torch's)
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+                "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
+                "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+                "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+
 def _method_shadowed(module, name, cap):
     """An instance attribute set or deleted outside a compiled call over one of the class's
     methods (``net.forward = f``, ``del net.forward``): compiled programs that called the
@@ -485,18 +546,18 @@ class Module:
         d["_parameters"] = _Registry()
         d["_buffers"] = _Registry()
         d["_non_persistent_buffers_set"] = set()
-        d["_backward_pre_hooks"] = OrderedDict()
-        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = _HookDict()
+        d["_backward_hooks"] = _HookDict()
         d["_is_full_backward_hook"] = None
-        d["_forward_hooks"] = OrderedDict()
-        d["_forward_hooks_with_kwargs"] = OrderedDict()
-        d["_forward_hooks_always_called"] = OrderedDict()
-        d["_forward_pre_hooks"] = OrderedDict()
-        d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
-        d["_state_dict_hooks"] = OrderedDict()
-        d["_state_dict_pre_hooks"] = OrderedDict()
-        d["_load_state_dict_pre_hooks"] = OrderedDict()
-        d["_load_state_dict_post_hooks"] = OrderedDict()
+        d["_forward_hooks"] = _HookDict()
+        d["_forward_hooks_with_kwargs"] = _HookDict()
+        d["_forward_hooks_always_called"] = _HookDict()
+        d["_forward_pre_hooks"] = _HookDict()
+        d["_forward_pre_hooks_with_kwargs"] = _HookDict()
+        d["_state_dict_hooks"] = _HookDict()
+        d["_state_dict_pre_hooks"] = _HookDict()
+        d["_load_state_dict_pre_hooks"] = _HookDict()
+        d["_load_state_dict_post_hooks"] = _HookDict()
         d["_modules"] = _Registry()
         if self.call_super_init:
             super().__init__(*args, **kwargs)
@@ -753,6 +814,9 @@ class Module:
         for name in ("_parameters", "_buffers", "_modules"):
             if type(state.get(name)) is _Registry:
                 state[name] = dict(state[name])
+        for name in _HOOK_TABLES:
+            if type(state.get(name)) is _HookDict:
+                state[name] = OrderedDict(state[name])
         return state
 
     def __setstate__(self, state):
@@ -760,12 +824,11 @@ class Module:
         existed (an older save) gets that table empty, so hooks and state_dict loading work."""
         self.__dict__.update(state)
         d = self.__dict__
-        for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
-                     "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
-                     "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+        for name in _HOOK_TABLES:
             if name not in d:
-                d[name] = OrderedDict()
+                d[name] = _HookDict()
+            elif type(d[name]) is OrderedDict:
+                d[name] = _HookDict(d[name])
         d.setdefault("_non_persistent_buffers_set", set())
         for name in ("_parameters", "_buffers", "_modules"):
             if name in d and type(d[name]) is not _Registry:
@@ -1343,7 +1406,7 @@ class Module:
     def _hook_dict(self, name):
         d = self.__dict__.get(name)
         if d is None:   # a module pickled before the dict existed
-            d = self.__dict__[name] = OrderedDict()
+            d = self.__dict__[name] = _HookDict()
         return d
 
     def _backward_hook_lists(self):
