@@ -468,11 +468,12 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pi
     return _indices(np.triu_indices, row, col, offset, dtype, device, layout, requires_grad)
 
 
-def _host(t, what):
+def _host(t, what=None):
     # the value read first under the op's own name (``what``), so that a graph break in
     # tracegrad.compile or a func transform's error names ``bincount()``/``unique()`` (whose
     # output shapes depend on the values), not the ``numpy()`` used here
-    _concrete(t, what)
+    if what is not None:
+        _concrete(t, what)
     return np.asarray(t.detach().numpy()) if t.numel() else np.zeros(tuple(t.shape), np.dtype(t._value.dtype))
 
 
