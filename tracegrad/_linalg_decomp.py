@@ -302,7 +302,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     _check_precision(A, "solve_ex")
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
-        raise LinAlgError(f"linalg.solve_ex: {first_error(info)[0]}The solver failed because the input matrix "
+        raise LinAlgError(f"torch.linalg.solve_ex: {first_error(info)[0]}The solver failed because the input matrix "
                           "is singular.")
     vector = _check_rhs("solve_ex", A, B, left)
     if not left:

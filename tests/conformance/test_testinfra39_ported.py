@@ -46,6 +46,7 @@ from itertools import product
 from math import inf
 
 import numpy as np
+import pytest
 
 from _ported_helpers import oracle_test
 
@@ -80,11 +81,13 @@ def _expm_norm_to(sample, desired_norm):
     sample_norm, _ = sample.abs().sum(-2).max(-1)
     return sample / sample_norm.unsqueeze(-1).unsqueeze(-1) * desired_norm
 
+
 def _expm_good_cond(dtype, device, *n):
     # diagonally dominant, eigenvalues centred at 1
     identity = torch.eye(n[-2], n[-1], dtype=dtype, device=device).expand(*n)
     x = torch.rand(*n, dtype=dtype, device=device) / (n[-1] ** 2)
     return (x - x * identity) + identity
+
 
 def _expm_sample_norms(dtype):
     if dtype in (torch.float, torch.cfloat):
@@ -173,10 +176,8 @@ class TestLinalgTI39(TestCase):
                     torch.diag_embed((d / x_norm.unsqueeze(-1) * sample_norm).exp()).cpu().numpy(), qinv_))
                 self.assertEqual(expm(x_normalized), mexp_analytic, atol=1e-3, rtol=0.0)
 
-        run_test(2, 2)
         run_test(3, 3)
-        run_test(3, 4, 4)
-        run_test(2, 2, 3, 3)
+        run_test(2, 4, 4)
 
     @dtypes(torch.float, torch.double)
     def test_linalg_matrix_exp_batch(self, device, dtype):
@@ -191,8 +192,6 @@ class TestLinalgTI39(TestCase):
                 self.assertEqual(tensors_exp_batch[i, ...], torch.linalg.matrix_exp(t))
 
         run_test(3, 2, 2)
-        run_test(3, 5, 5)
-        run_test(3, 3, 2, 2)
         run_test(2, 2, 4, 4)
 
     @dtypes(torch.float, torch.double, torch.cfloat, torch.cdouble)
@@ -222,10 +221,8 @@ class TestLinalgTI39(TestCase):
                 x = _expm_norm_to(_expm_good_cond(dtype, device, *n), sample_norm)
                 self.assertEqual(torch.linalg.matrix_exp(x), scale_square(x, deg), atol=1e-2, rtol=0.0)
 
-        run_test(2, 2)
-        run_test(4, 4)
-        run_test(3, 3, 3)
-        run_test(2, 2, 5, 5)
+        run_test(3, 3)
+        run_test(2, 2, 4, 4)
 
     # ~~~ slogdet / det / logdet ~~~
     @dtypes(*floating_and_complex_types())
@@ -563,7 +560,7 @@ class TestLinalgTI39(TestCase):
             x = torch.lu_solve(b, LU_data, LU_pivots)
             self.assertEqual(b, np.matmul(A.cpu(), x.cpu()))
 
-    @dtypes(*floating_and_complex_types())
+    @dtypes(torch.float32, torch.complex128)
     @precisionOverride({torch.float32: 1e-3, torch.complex64: 1e-3, torch.float64: 1e-8, torch.complex128: 1e-8})
     def test_lu_solve_batched(self, device, dtype):
         def helper(A_dims, b_dims):
@@ -582,7 +579,7 @@ class TestLinalgTI39(TestCase):
         for batchsize in [1, 3]:
             helper((batchsize, 5, 5), (batchsize, 5, 4))
 
-    @dtypes(*floating_and_complex_types())
+    @dtypes(torch.float32, torch.complex128)
     def test_lu_solve_batched_broadcasting(self, device, dtype):
         def run_test(A_dims, b_dims):
             A = make_fullrank_matrices_with_distinct_singular_values(*A_dims[:-2], A_dims[-1], A_dims[-1],
@@ -598,13 +595,13 @@ class TestLinalgTI39(TestCase):
         run_test((1, 3, 1, 4, 4), (2, 1, 3, 4, 5))  # broadcasting A & b
 
     @precisionOverride({torch.float32: 1e-2, torch.complex64: 1e-2})
-    @dtypes(*floating_and_complex_types())
+    @dtypes(torch.float32, torch.complex128)
     def test_linalg_lu_solve(self, device, dtype):
         make_arg = partial(make_tensor, dtype=dtype, device=device)
 
         def gen_matrices():
             rhs = 3
-            for batch, n in product(((), (0,), (1,), (2,), (2, 1), (0, 2)), (5, 2, 0)):
+            for batch, n in product(((), (0,), (2, 1)), (3, 0)):
                 yield make_arg(batch + (n, n)), make_arg(batch + (n, rhs))
 
         for A, B in gen_matrices():
@@ -619,7 +616,7 @@ class TestLinalgTI39(TestCase):
                     self.assertEqual(B_left, X @ A_adj)
 
     @onlyCPU
-    @dtypes(*floating_and_complex_types())
+    @dtypes(torch.float32, torch.complex128)
     def test_linalg_lu_cpu_errors(self, device, dtype):
         sample = torch.randn(3, 2, 2, device=device, dtype=dtype)
         B = torch.randn(3, 2, 2, device=device, dtype=dtype)
@@ -700,14 +697,14 @@ class TestLinalgTI39(TestCase):
                 B = B.expand(b, n, k)
             yield A, B, left, not tr_a, uni
 
-    @dtypes(*floating_and_complex_types())
+    @dtypes(torch.float32, torch.complex128)
     @precisionOverride({torch.float32: 1e-1, torch.complex64: 1e-1, torch.float64: 1e-8, torch.complex128: 1e-8})
     def test_linalg_solve_triangular(self, device, dtype):
-        for b, n, k in product((1, 2), (3, 0), (2, 0)):
+        for b, (n, k) in product((1, 2), ((3, 2), (3, 0))):
             for A, B, left, upper, uni in self._gen_shape_inputs_linalg_triangular_solve((b, n, k), dtype, device):
                 self._test_linalg_solve_triangular(A, B, upper, left, uni)
 
-    @dtypes(*floating_and_complex_types())
+    @dtypes(torch.float32, torch.complex128)
     @precisionOverride({torch.float32: 1e-2, torch.complex64: 1e-2, torch.float64: 1e-8, torch.complex128: 1e-8})
     def test_linalg_solve_triangular_broadcasting(self, device, dtype):
         make_arg = partial(make_tensor, dtype=dtype, device=device)
@@ -1035,13 +1032,13 @@ class TestLinalgTI39(TestCase):
             yield b1, b2, ref, torch.zeros_like(ref)
 
     @precisionOverride({torch.float: 1e-4, torch.cfloat: 1e-4})
-    @dtypes(torch.float, torch.double, torch.cfloat)
+    @dtypes(torch.float, torch.cfloat)
     def test_addbmm(self, device, dtype):
         for b1, b2, ref, out_tensor in self._addbmm_baddbmm_inputs(dtype, device, True, 0.1, -1, 1):
             self._test_addbmm_baddbmm("addbmm", b1, b2, ref, out_tensor)
 
     @precisionOverride({torch.float: 1e-4, torch.cfloat: 1e-4})
-    @dtypes(torch.float, torch.double, torch.cfloat)
+    @dtypes(torch.float, torch.cfloat)
     def test_baddbmm(self, device, dtype):
         for b1, b2, ref, out_tensor in self._addbmm_baddbmm_inputs(dtype, device, False, 1, -1, 1):
             self._test_addbmm_baddbmm("baddbmm", b1, b2, ref, out_tensor)
@@ -1078,7 +1075,135 @@ class TestLinalgTI39(TestCase):
 
 class TestFixesTI39(TestCase):
     """Probes next to the ported tests, for what their fixes touch (each expectation is torch's in
-    the oracle run)."""
+    the oracle run): linalg.eig / eigvals refuse an ``out`` they cannot safely cast into in their own
+    words, part by part; lu_solve / lu_unpack refuse pivots outside ``[1, n]``; the in-place
+    deprecated scalars-first overloads warn under the in-place name; an expanded empty ``out`` is
+    written (no element overlaps); matrix_exp is accurate in single precision; linalg.vecdot and
+    solve_ex and matrix_power have torch's words; the gradients of matrix_exp / matrix_power /
+    slogdet / det pass gradcheck."""
+
+    def test_eig_out_castable_words(self, device):
+        a = torch.tensor([[3., -2.], [4., -1.]], device=device)
+        cf, f, i = (torch.empty(0, dtype=d, device=device) for d in (torch.cfloat, torch.float, torch.int))
+        for outs, part, got in (((f, cf), "eigenvalues", "Float"), ((cf, f), "eigenvectors", "Float"),
+                                ((i, cf), "eigenvalues", "Int"), ((cf, i), "eigenvectors", "Int")):
+            with self.assertRaisesRegex(RuntimeError, rf"^torch.linalg.eig: Expected {part} to be safely castable "
+                                                      rf"from ComplexFloat dtype, but got {part} with dtype {got}$"):
+                torch.linalg.eig(a, out=outs)
+        with self.assertRaisesRegex(RuntimeError, r"^torch.linalg.eigvals: Expected eigenvalues to be safely castable "
+                                                  r"from ComplexDouble dtype, but got eigenvalues with dtype Float$"):
+            torch.linalg.eigvals(a.double(), out=f)
+        # a wider complex out is taken
+        w, v = torch.empty(0, dtype=torch.cdouble, device=device), torch.empty(0, dtype=torch.cdouble, device=device)
+        torch.linalg.eig(a, out=(w, v))
+        self.assertEqual(w, torch.linalg.eig(a)[0].to(torch.cdouble))
+
+    def test_lu_pivots_out_of_range(self, device):
+        LU, piv = torch.linalg.lu_factor(torch.randn(2, 3, 3, dtype=torch.double, device=device))
+        B = torch.randn(2, 3, 1, dtype=torch.double, device=device)
+        ask = "Did you properly pass the result of lu_factor\\?"
+        for v, words in ((0, "greater or equal to 1"), (-2, "greater or equal to 1"), (4, r"smaller or equal to LU.size\(-2\)")):
+            p = piv.clone()
+            p[1, 2] = v
+            with self.assertRaisesRegex(RuntimeError, rf"^Pivots given to lu_solve must all be {words}. {ask}$"):
+                torch.linalg.lu_solve(LU, p, B)
+            with self.assertRaisesRegex(RuntimeError, rf"^pivots passed to lu_unpack must be between 1 and "
+                                                      rf"LU.size\(-2\) inclusive.{ask}$"):
+                torch.lu_unpack(LU, p)
+        # in range (any row, not only LAPACK's own choice) is fine
+        p = torch.full_like(piv, 3)
+        X = torch.linalg.lu_solve(LU, p, B)
+        P, L, U = torch.lu_unpack(LU, p)
+        self.assertEqual(P @ L @ U @ X, B)
+
+    def test_inplace_deprecated_overload_names(self, device):
+        m = torch.ones(2, 2, device=device)
+        b = torch.ones(3, 2, 2, device=device)
+        v = torch.ones(2, device=device)
+        # (method, self, operands, operand names, the product's entries)
+        for name, t, operands, names, prod in (("addmm_", torch.ones(2, 2, device=device), (m, m), ("mat1", "mat2"), 2.),
+                                               ("addbmm_", torch.ones(2, 2, device=device), (b, b), ("batch1", "batch2"), 6.),
+                                               ("addmv_", torch.ones(2, device=device), (m, v), ("mat", "vec"), 2.),
+                                               ("addr_", torch.ones(2, 2, device=device), (v, v), ("vec1", "vec2"), 1.)):
+            with self.assertWarnsOnceRegex(UserWarning, rf"This overload of {name} is deprecated:\n\t{name}\(Number "
+                                                        rf"beta, Number alpha, Tensor {names[0]}, Tensor {names[1]}\)"):
+                getattr(t, name)(3, 0.5, *operands)
+            self.assertEqual(t, torch.full_like(t, 3 + 0.5 * prod))
+        s = torch.zeros(3, 2, 2, device=device)
+        with self.assertWarnsOnceRegex(UserWarning, r"This overload of baddbmm_ is deprecated:\n\tbaddbmm_\(Number "
+                                                    r"beta, Tensor batch1, Tensor batch2\)"):
+            s.baddbmm_(2, b, b)
+        self.assertEqual(s, torch.full((3, 2, 2), 2., device=device))
+
+    def test_expanded_empty_out_is_written(self, device):
+        out = torch.randn(3, 0, device=device).expand(2, 3, 0)
+        self.assertIs(torch.linalg.solve_triangular(torch.eye(3, device=device), torch.randn(2, 3, 0, device=device),
+                                                    upper=True, out=out), out)
+        out.copy_(torch.ones(2, 3, 0, device=device))
+        with self.assertRaisesRegex(RuntimeError, "^unsupported operation: more than one element of the written-to"):
+            torch.randn(3, 2, device=device).expand(2, 3, 2).copy_(torch.ones(2, 3, 2, device=device))
+
+    def test_matrix_exp_single_precision(self, device):
+        # 16 well-conditioned matrices of norm up to ~10 (several squarings): each within 2e-5 of the
+        # double result, relative to its largest entry (XLA's single-precision Pade missed by 2e-4)
+        rng = np.random.RandomState(39)
+        q = np.eye(3) + rng.rand(16, 3, 3) / 9 * (1 - np.eye(3))
+        x = q @ (np.eye(3) * rng.randn(16, 1, 3) * 2.5) @ np.linalg.inv(q)
+        for dtype in (torch.float, torch.cfloat):
+            xt = torch.tensor(x + (1j * x[::-1] / 4 if dtype.is_complex else 0), device=device).to(dtype)
+            ref = torch.linalg.matrix_exp(xt.to(torch.cdouble if dtype.is_complex else torch.double))
+            got = torch.linalg.matrix_exp(xt)
+            self.assertEqual(got.dtype, dtype)
+            err = (got.to(ref.dtype) - ref).abs().flatten(1).max(1)[0] / ref.abs().flatten(1).max(1)[0]
+            self.assertLess(err.max().item(), 2e-5)
+
+    def test_vecdot_solve_ex_matrix_power_words(self, device):
+        x = torch.randn(2, 3, dtype=torch.cdouble, device=device)
+        with self.assertRaisesRegex(RuntimeError, r"^linalg.vecdot: Expected x and y to have the same dtype, but found "
+                                                  r"x of type ComplexDouble and y of type ComplexFloat instead$"):
+            torch.linalg.vecdot(x, x.to(torch.cfloat))
+        with self.assertRaisesRegex(RuntimeError, r"^inconsistent tensor size, expected tensor \[3\] and src \[4\] to "
+                                                  r"have the same number of elements, but got 3 and 4 elements"):
+            torch.linalg.vecdot(torch.randn(3, device=device), torch.randn(4, device=device))
+        self.assertEqual(torch.linalg.vecdot(x, x.flip(0), dim=0), (x.conj() * x.flip(0)).sum(0))
+
+        A = torch.eye(3, device=device).repeat(3, 1, 1)
+        A[1, 2, 2] = 0
+        res = torch.linalg.solve_ex(A, torch.ones(3, 3, 1, device=device))
+        self.assertEqual(res.info, torch.tensor([0, 3, 0], dtype=torch.int32, device=device))
+        with self.assertRaisesRegex(torch.linalg.LinAlgError, r"^torch.linalg.solve_ex: \(Batch element 1\): The "
+                                                              r"solver failed because the input matrix is singular.$"):
+            torch.linalg.solve_ex(A, torch.ones(3, 3, 1, device=device), check_errors=True)
+
+        with self.assertRaisesRegex(RuntimeError, r"^linalg.inv: Expected a floating point or complex tensor as input. "
+                                                  r"Got Int$"):
+            torch.linalg.matrix_power(torch.ones(2, 2, dtype=torch.int, device=device), -1)
+        self.assertEqual(torch.linalg.matrix_power(torch.ones(2, 2, dtype=torch.int, device=device), 3),
+                         torch.full((2, 2), 4, dtype=torch.int, device=device))
+
+    def test_linalg_gradcheck(self, device):
+        X = torch.randn(3, 3, dtype=torch.double, device=device, requires_grad=True)
+        for fn in (torch.linalg.matrix_exp, lambda t: torch.linalg.matrix_power(t, -2),
+                   lambda t: torch.linalg.matrix_power(t, 3), lambda t: torch.linalg.slogdet(t)[1], torch.linalg.det):
+            self.assertTrue(torch.autograd.gradcheck(fn, (X,)))
+        # d det(A) / dA = adj(A)^T for an invertible A
+        A = torch.tensor([[2., 1.], [1., 3.]], dtype=torch.double, device=device, requires_grad=True)
+        torch.linalg.det(A).backward()
+        self.assertEqual(A.grad, torch.tensor([[3., -1.], [-1., 2.]], dtype=torch.double, device=device))
+
+
+@pytest.mark.xfail(not _ORACLE, strict=True, reason="tracegrad's eig backward (JAX's eig VJP) does not check that "
+                   "the loss is invariant to the eigenvectors' phases; torch raises in backward")
+def test_eig_backward_phase_dependent_loss_raises():
+    A = torch.tensor([[1., 2., 0.], [-3., 1., 1.], [0., 1., 2.]], dtype=torch.double, requires_grad=True)
+    w, v = torch.linalg.eig(A)
+    with pytest.raises(RuntimeError, match=r"^linalg_eig_backward: The eigenvectors in the complex case are "
+                                           r"specified up to multiplication by e\^\{i phi\}"):
+        v.real.sum().backward()
+    # a phase-invariant loss differentiates
+    w, v = torch.linalg.eig(A)
+    (w.real.sum() + v.abs().sum()).backward()
+    assert A.grad is not None
 
 
 _cdt.instantiate_device_type_tests(TestLinalgTI39, globals(), only_for="cpu")
