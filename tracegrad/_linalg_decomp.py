@@ -779,6 +779,12 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 @_op("LinalgMatrixExp")
 def _matrix_exp(A):
+    if A.dtype in (jnp.float16, jnp.bfloat16, jnp.float32, jnp.complex64):
+        # XLA's expm has no half types, and in single precision its Pade steps lose up to 2e-4
+        # relative (torch's Taylor scheme stays near 1e-5): computed in double inside the one
+        # node (torch's LinalgMatrixExpBackward0), then cast back
+        wide = jnp.complex128 if jnp.iscomplexobj(A) else jnp.float64
+        return jax.scipy.linalg.expm(A.astype(wide)).astype(A.dtype)
     return jax.scipy.linalg.expm(A)
 
 
@@ -787,11 +793,6 @@ def matrix_exp(A):
     (batch of) square matrices, through scaling and squaring (Pade); differentiable.
     RuntimeError for non-square or non-floating input."""
     _check(A, "matrix_exp")
-    if A.dtype.name in ("float16", "bfloat16", "float32", "complex64"):
-        # XLA's expm has no half types, and in single precision its Pade steps lose up to 1e-3
-        # relative (torch's Taylor scheme stays near 1e-5): computed in double, then cast back
-        wide = _dt.complex128 if A.dtype.is_complex else _dt.float64
-        return _matrix_exp(A.to(wide)).to(A.dtype)
     return _matrix_exp(A)
 
 
