@@ -48,9 +48,10 @@ greater or equal to 1. ..."; tracegrad solved with the wrong rows silently); the
 scalars-first overloads (``x.addbmm_(1, b1, b2)``, addmm_, addmv_, addr_, baddbmm_) warn under the
 in-place name ("This overload of addbmm_ is deprecated"; it said "addbmm"); an expanded ``out`` of no
 elements is written (it was refused as overlapping, where torch calls an empty tensor contiguous);
-linalg.matrix_exp of float32 / complex64 is computed in double and cast back (XLA's single-precision
-Pade missed the double result by up to 2e-4 relative on well-conditioned 3x3 inputs of norm ~10, torch
-by ~1e-5); linalg.vecdot words mixed dtypes and two vectors of unequal length as torch; solve_ex's
+linalg.matrix_exp of float32 / complex64 is computed in double and cast back inside its one op node
+(XLA's single-precision Pade missed the double result by up to 2e-4 relative on well-conditioned 3x3
+inputs of norm ~10, torch by ~1e-5; half inputs now get torch's single LinalgMatrixExpBackward0 node
+too, not two casts around it); linalg.vecdot words mixed dtypes and two vectors of unequal length as torch; solve_ex's
 LinAlgError starts "torch.linalg.solve_ex:" as torch's; matrix_power of an integer matrix with n < 0 is
 refused by inv in its words ("linalg.inv: Expected a floating point or complex tensor as input. Got
 Int").
@@ -1234,6 +1235,23 @@ def test_eig_backward_phase_dependent_loss_raises():
     w, v = torch.linalg.eig(A)
     (w.real.sum() + v.abs().sum()).backward()
     assert A.grad is not None
+
+
+@pytest.mark.skipif(_ORACLE, reason="tracegrad.compile's programs (the oracle run is torch itself)")
+def test_compiled_matrix_exp_and_lu_solve_pivots():
+    """Compiled equals eager for the single-precision matrix_exp, and a compiled lu_solve refuses
+    out-of-range pivots with eager's words (the check runs with the program)."""
+    x = torch.randn(2, 3, 3) * 3
+    f = torch.compile(lambda t: torch.linalg.matrix_exp(t))
+    assert torch.equal(f(x), torch.linalg.matrix_exp(x))
+    LU, piv = torch.linalg.lu_factor(torch.randn(3, 3))
+    B = torch.randn(3, 2)
+    g = torch.compile(lambda LU, p, B: torch.linalg.lu_solve(LU, p, B))
+    assert torch.equal(g(LU, piv, B), torch.linalg.lu_solve(LU, piv, B))
+    bad = piv.clone()
+    bad[1] = 4
+    with pytest.raises(RuntimeError, match=r"^Pivots given to lu_solve must all be smaller or equal to LU.size\(-2\)"):
+        g(LU, bad, B)
 
 
 _cdt.instantiate_device_type_tests(TestLinalgTI39, globals(), only_for="cpu")
