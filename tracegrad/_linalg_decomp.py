@@ -302,7 +302,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     _check_precision(A, "solve_ex")
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
-        raise LinAlgError(f"linalg.solve_ex: {first_error(info)[0]}The solver failed because the input matrix "
+        raise LinAlgError(f"torch.linalg.solve_ex: {first_error(info)[0]}The solver failed because the input matrix "
                           "is singular.")
     vector = _check_rhs("solve_ex", A, B, left)
     if not left:
@@ -384,6 +384,9 @@ def lu_unpack_arrays(LU, pivots, unpack_data=True, unpack_pivots=True):
         if pivots.dtype.name != "int32":
             raise RuntimeError(f"lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype, "
                                f"got {pivots.dtype}; pass the pivots lu_factor returned")
+        # torch's words, its missing space included
+        bad = "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive." + _ASK_LU
+        _check_pivots(pivots, m, bad, bad)
         P = _perm_matrix(pivots, m=m, dtype=LU._value.dtype.name)
     else:
         P = _zeros((0,), dtype=LU.dtype)
@@ -392,6 +395,25 @@ def lu_unpack_arrays(LU, pivots, unpack_data=True, unpack_pivots=True):
     else:
         L, U = _zeros((0,), dtype=LU.dtype), _zeros((0,), dtype=LU.dtype)
     return P, L, U
+
+
+_ASK_LU = "Did you properly pass the result of lu_factor?"
+
+
+def _check_pivots(pivots, m, below, above):
+    """torch's lu_unpack / lu_solve refuse pivots outside ``[1, m]`` (LAPACK's 1-based rows; an
+    out-of-range one would index past the matrix) with ``below`` / ``above``, their words. A
+    traced ``pivots`` is checked when the compiled program runs (NOTE [value checks at run time])."""
+    if isinstance(pivots._value, _JaxTracer):
+        _state.check_values(pivots._value, lambda v: (v < 1) | (v > m))
+        return
+    if not pivots.numel():
+        return
+    p = np.asarray(pivots.detach()._value)
+    if (p < 1).any():
+        raise RuntimeError(below)
+    if (p > m).any():
+        raise RuntimeError(above)
 
 
 @accepts_out(exact_dtype=True)
@@ -460,6 +482,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
                            f"{_dt.SCALAR_NAMES[LU.dtype.name]} and B of type {_dt.SCALAR_NAMES[B.dtype.name]} instead; "
                            "convert B with .to(LU.dtype)")
     broadcast_shape([LU.shape[:-2], B.shape[:-2]], "linalg.lu_solve")
+    _check_pivots(pivots, n, "Pivots given to lu_solve must all be greater or equal to 1. " + _ASK_LU,
+                  "Pivots given to lu_solve must all be smaller or equal to LU.size(-2). " + _ASK_LU)
     return _lu_solve(LU, pivots, B, left=bool(left), adjoint=bool(adjoint))
 
 
@@ -755,6 +779,12 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 @_op("LinalgMatrixExp")
 def _matrix_exp(A):
+    if A.dtype in (jnp.float16, jnp.bfloat16, jnp.float32, jnp.complex64):
+        # XLA's expm has no half types, and in single precision its Pade steps lose up to 2e-4
+        # relative (torch's Taylor scheme stays near 1e-5): computed in double inside the one
+        # node (torch's LinalgMatrixExpBackward0), then cast back
+        wide = jnp.complex128 if jnp.iscomplexobj(A) else jnp.float64
+        return jax.scipy.linalg.expm(A.astype(wide)).astype(A.dtype)
     return jax.scipy.linalg.expm(A)
 
 
@@ -763,8 +793,6 @@ def matrix_exp(A):
     (batch of) square matrices, through scaling and squaring (Pade); differentiable.
     RuntimeError for non-square or non-floating input."""
     _check(A, "matrix_exp")
-    if A.dtype.name in ("float16", "bfloat16"):   # torch has these; XLA's expm has not: float32 inside
-        return _matrix_exp(A.float()).to(A.dtype)
     return _matrix_exp(A)
 
 

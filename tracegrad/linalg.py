@@ -557,7 +557,9 @@ def matrix_power(A, n, *, out=None):
     if exact and A.dtype.name == "bool":
         raise NotImplementedError("linalg.matrix_power: \"addmm_impl_cpu_\" not implemented for 'Bool'; "
                                   "convert the input with .long() or .float()")
-    _check(A, "matrix_power", floating=not exact)
+    # a non-floating A with n < 0 is refused by inv, in its words ("linalg.inv: Expected a floating
+    # point or complex tensor as input. Got Int"), as torch
+    _check(A, "matrix_power", floating=False)
     if n == 0:
         return A.clone().copy_(eye(A.shape[-1], dtype=A.dtype).expand(A.shape))
     if n < 0:
@@ -616,10 +618,17 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def vecdot(x, y, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)`` (inputs broadcast).
     RuntimeError for differing dtypes or a non-floating input, as torch."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{_dt.SCALAR_NAMES[x.dtype.name]} and y of type {_dt.SCALAR_NAMES[y.dtype.name]} instead")
     check_same_dtype("linalg.vecdot", x, y)
     _check(x, "vecdot", square=False, min_dim=0)
     if isinstance(y, Tensor) and x.dim() == 1 and y.dim() == 1:
         dim = 0   # torch takes two vectors' dot product without looking at dim (any int runs)
+        if x.shape[0] != y.shape[0]:   # ... in its dot kernel's words
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to "
+                               f"have the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements "
+                               "respectively")
     return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)
 
 

@@ -26,7 +26,7 @@ from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
-from .promotion import _CPP_NAME, ADDCDIV_INT, DEFAULT_ONE, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import _CPP_NAME, ADDCDIV_INT, DEFAULT_ONE, alpha_arg, beta_first, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 from .._ops.errors import broadcast_shapes as _broadcast_shapes
 
@@ -972,6 +972,11 @@ def check_inplace_result(api, self, other):
                            f"form for a new tensor)")
 
 
+# the ops with torch's deprecated (Number beta, [Number alpha,] ...) overloads: their operand names
+_BETA_FIRST_OPERANDS = {"addmm": ("mat1", "mat2"), "addmv": ("mat", "vec"), "addr": ("vec1", "vec2"),
+                        "addbmm": ("batch1", "batch2"), "baddbmm": ("batch1", "batch2")}
+
+
 def inplace_via_copy(name):
     promoting = name in _PROMOTING
 
@@ -988,6 +993,13 @@ def inplace_via_copy(name):
             raise NotImplementedError(f"{name}_: clamp is not supported for complex types; pass a real bound")
         if promoting and len(args) == 1:
             check_inplace_result(name + "_", self, args[0])
+        if name in _BETA_FIRST_OPERANDS and len(args) > 2:
+            # the deprecated scalars-first overload (x.addbmm_(1, b1, b2)): bound here, so torch's
+            # warning names the in-place method ("This overload of addbmm_ is deprecated")
+            kw = dict(kwargs)
+            _, a, b, beta, alpha = beta_first(name + "_", self, args[0], args[1], args[2:], kw.pop("beta", 1),
+                                              kw.pop("alpha", 1), _BETA_FIRST_OPERANDS[name])
+            args, kwargs = (a, b), dict(kw, beta=beta, alpha=alpha)
         if name in ("cumsum", "cumprod") and self.dtype is _dt.bool_ and kwargs.get("dtype") in (None, _dt.bool_):
             # torch scans in self's dtype here (out of place, bool counts in int64): no bool kernel
             raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'; {name}_ cannot write "

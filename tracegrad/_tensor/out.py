@@ -183,20 +183,27 @@ def _cond_result(label, args, kwargs, out):
     return None
 
 
-def _castable_from(prefix, result_dtype):
+def _castable_from(prefix, result_dtype, names=("result",)):
     """The refusal of torch's linalg kernels that check ``out``'s dtype up front with their own
     words ("tensorinv: Expected result to be safely castable from Float dtype, but got result with
-    dtype Int"); ``result_dtype(A)`` is the dtype they compute in, from the first argument."""
+    dtype Int"); ``result_dtype(A)`` is the dtype they compute in, from the first argument. A tuple
+    ``out`` is checked part by part, each under its name in ``names`` ("eigenvalues", ...)."""
     def refusal(label, args, kwargs, out):
         A = args[0] if args else kwargs.get("A")
-        if not isinstance(A, Tensor) or not isinstance(out, Tensor):
+        if not isinstance(A, Tensor):
             return None
         rdt = result_dtype(A)
-        if not _dt.can_cast(rdt, out.dtype):
-            return (f"{prefix}: Expected result to be safely castable from {scalar_name(rdt.np)} dtype, but got "
-                    f"result with dtype {scalar_name(out.dtype.np)}")
+        for name, part in zip(names, out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(part, Tensor) and not _dt.can_cast(rdt, part.dtype):
+                return (f"{prefix}: Expected {name} to be safely castable from {scalar_name(rdt.np)} dtype, but got "
+                        f"{name} with dtype {scalar_name(part.dtype.np)}")
         return None
     return refusal
+
+
+def _eig_dtype(A):
+    """The complex dtype linalg.eig / eigvals compute in."""
+    return A.dtype if A.dtype.is_complex else _dt.to_complex(A.dtype)
 
 
 def _multi_dot_result(label, args, kwargs, out):
@@ -215,7 +222,9 @@ _OUT_REFUSALS = {"cond": _cond_result, "multi_dot": _multi_dot_result,
                  "tensorsolve": _castable_from("tensorsolve", lambda A: A.dtype),
                  "pinv": _castable_from("linalg.pinv", lambda A: A.dtype),
                  "householder_product": _castable_from("torch.linalg.householder_product", lambda A: A.dtype),
-                 "matrix_rank": _castable_from("torch.linalg.matrix_rank", lambda A: _dt.int64), "clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
+                 "matrix_rank": _castable_from("torch.linalg.matrix_rank", lambda A: _dt.int64),
+                 "eig": _castable_from("torch.linalg.eig", _eig_dtype, ("eigenvalues", "eigenvectors")),
+                 "eigvals": _castable_from("torch.linalg.eigvals", _eig_dtype, ("eigenvalues",)), "clamp": _clamp_by_numbers, "clip": _clamp_by_numbers, "clamp_min": _clamp_by_numbers,
                  "clamp_max": _clamp_by_numbers, "quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
                  "bucketize": _index_result, "nonzero": _no_tuple,

@@ -367,7 +367,10 @@ def check_no_internal_overlap(t) -> None:
 def has_internal_overlap(t) -> bool:
     """torch's ``has_internal_overlap`` "yes" case: a dim of more than one element with stride 0
     (several elements of t are one storage element). Other overlaps torch calls "too hard" to
-    prove and lets through; so do we."""
+    prove and lets through; so do we. A tensor of no elements never overlaps (torch calls it
+    contiguous first), so an expanded empty ``out`` is written."""
+    if 0 in t._value.shape:
+        return False
     return any(n > 1 and s == 0 for n, s in zip(t._value.shape, strides_of(t)))
 
 
