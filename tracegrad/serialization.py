@@ -362,7 +362,11 @@ _ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set"
                 # torch's weights-only unpickler takes torch.Size, dtypes and devices as values
                 # (pickled as tracegrad.Size and tracegrad.device; files saved before name their modules)
                 "tracegrad.Size", "tracegrad.device", "tracegrad._ops.dtypes._by_name",
-                "tracegrad._tensor.tensor.Size", "tracegrad._tensor.device.device")
+                "tracegrad._tensor.tensor.Size", "tracegrad._tensor.device.device",
+                # a module's hook tables: OrderedDicts that report direct edits to compiled programs
+                # (nn/modules/module.py), pickled as themselves so a pickled hook handle still
+                # refers to its module's table; an allowlisted module class loads with them
+                "tracegrad.nn.modules.module._HookDict")
 
 
 def _allowed(qualified):

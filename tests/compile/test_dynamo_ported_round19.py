@@ -1327,15 +1327,21 @@ def test_hook_table_edited_directly_between_calls(edit):
     compare(build)
 
 
-def test_hook_tables_pickle_as_plain_ordered_dicts():
-    # the change-reporting hook tables pickle as the OrderedDicts torch keeps (a checkpoint of a
-    # whole module names no tracegrad-only class) and come back reporting changes
+def _doubled(mod, inp, out):
+    return out * 2
+
+
+def test_hook_tables_pickle_with_their_handles():
+    # the change-reporting hook tables pickle as themselves, so a handle pickled with the module
+    # (a lazy module's initialize hook) still removes from the loaded module's table, and they
+    # come back reporting changes
     import pickle
     import tracegrad as tg
     m = tg.nn.Linear(2, 2)
-    m.register_forward_hook(lambda mod, inp, out: out * 2)
-    state = m.__getstate__()
-    assert type(state["_forward_hooks"]) is collections.OrderedDict
+    m.handle = m.register_forward_hook(_doubled)
+    m2 = pickle.loads(pickle.dumps(m))
+    m2.handle.remove()
+    assert len(m2._forward_hooks) == 0 and type(m2._forward_hooks).__name__ == "_HookDict"
     back = pickle.loads(pickle.dumps(tg.nn.Linear(2, 2)))
     f = tg.compile(back)
     x = tg.ones(1, 2)

@@ -387,7 +387,7 @@ class _HookDict(OrderedDict):
         return self
 
 
-# a module's hook tables (``_HookDict``s; plain OrderedDicts in a pickle, as torch's)
+# a module's hook tables (``_HookDict``s; an older pickle's plain OrderedDicts are converted on loading)
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
                 "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
                 "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
@@ -814,9 +814,9 @@ class Module:
         for name in ("_parameters", "_buffers", "_modules"):
             if type(state.get(name)) is _Registry:
                 state[name] = dict(state[name])
-        for name in _HOOK_TABLES:
-            if type(state.get(name)) is _HookDict:
-                state[name] = OrderedDict(state[name])
+        # the hook tables stay the ``_HookDict``s they are: a handle pickled with the module (a
+        # lazy module's ``_initialize_hook``) must still refer to the module's own table after
+        # loading (a copy here made ``handle.remove()`` miss it)
         return state
 
     def __setstate__(self, state):
