@@ -385,25 +385,37 @@ def _key(leaves, treedef, kinds):
 
 
 def _changing_numbers(key, cache, args, kwargs) -> str:
-    """A hint for the cache-limit warning: the Python number arguments whose value differs
-    between this call and the cached programs of the same structure (each value is baked into
-    its own program; torch.compile would make them dynamic), named as the caller wrote them
-    (``args[4]``, ``kwargs['lr']``, ``args[3][1]``), not by their place among the flattened
-    leaves (a ``global_step`` after a batch tuple of five tensors was "position 8")."""
+    """A hint for the cache-limit warning: the arguments that differ between this call and the
+    cached programs of the same structure, named as the caller wrote them (``args[4]``,
+    ``kwargs['lr']``, ``args[3][1]``), not by their place among the flattened leaves (a
+    ``global_step`` after a batch tuple of five tensors was "position 8"). Python numbers: each
+    value is baked into its own program. Tensor shapes: an XLA program has static shapes, so
+    each shape is its own program (torch.compile would make the changing sizes dynamic)."""
     parts = key[1]
-    seen = set()
+    numbers, shapes = set(), set()
     for other in cache:
         if other[0] != key[0] or len(other[1]) != len(parts):
             continue
         for i, (a, b) in enumerate(zip(parts, other[1])):
-            if a != b and type(a) is tuple and len(a) == 2 and a[0] in (int, float):
-                seen.add(i)
-    if not seen:
-        return ""
-    where = ", ".join(_leaf_names(args, kwargs, sorted(seen)))
-    return (f"; the Python number argument(s) {where} change between calls and each value "
-            "is traced into its own program: pass such a value as a tensor (tracegrad.tensor(v)) to "
-            "trace it once")
+            if a == b or type(a) is not tuple or type(b) is not tuple:
+                continue
+            if len(a) == 2 and a[0] in (int, float):
+                numbers.add(i)
+            elif len(a) == 5 == len(b) and a[0] == b[0] and type(a[1]) is tuple and a[1] != b[1] \
+                    and a[2:] == b[2:]:
+                shapes.add(i)
+    hint = ""
+    if numbers:
+        where = ", ".join(_leaf_names(args, kwargs, sorted(numbers)))
+        hint += (f"; the Python number argument(s) {where} change between calls and each value "
+                 "is traced into its own program: pass such a value as a tensor (tracegrad.tensor(v)) to "
+                 "trace it once")
+    if shapes:
+        where = ", ".join(_leaf_names(args, kwargs, sorted(shapes)))
+        hint += (f"; the tensor argument(s) {where} change shape between calls and XLA programs have "
+                 "static shapes, so each shape is traced into its own program: pad or bucket them to a "
+                 "few shapes, or raise tracegrad.compiler.cache_size_limit")
+    return hint
 
 
 def _leaf_names(args, kwargs, positions):

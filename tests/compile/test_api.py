@@ -1,6 +1,7 @@
 """``tracegrad.compile``'s API around the program: an exception inside a compiled call leaves
 every storage as eager leaves it (nothing half-written, no tracer), ``disable=True`` runs eagerly, ``tracegrad.compiler.reset()``, bad
 arguments raise what torch raises, Python values the function reads are not frozen."""
+import warnings
 import numpy as np
 import pytest
 
@@ -634,3 +635,21 @@ def test_optimized_module_attribute_writes_reach_the_original_as_torch():
         return out
     ref = run(torch, lambda T, m: T.compile(m, backend="eager"))
     assert run(tracegrad, lambda T, m: T.compile(m)) == ref
+
+
+def test_changing_shapes_named_at_the_limit_and_cached_shapes_stay_compiled():
+    # a batch whose length changes on every call: one program per shape (XLA's are static),
+    # so the cache-limit warning names the argument and says what to do; the shapes already
+    # traced keep running their programs, a new one runs eagerly with eager's values
+    w = tracegrad.ones(3, requires_grad=True)
+    f = tracegrad.compile(lambda x, *, y: ((x * w).sum() + y.sum()), recompile_limit=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [f(tracegrad.full((n, 3), float(n)), y=tracegrad.ones(2)).item() for n in (1, 2, 3, 4, 2, 3)]
+    assert got == [3.0 * n * n + 2.0 for n in (1, 2, 3, 4, 2, 3)]
+    (reason, _), = f.stats["graph_breaks"]
+    assert "the tensor argument(s) args[0] change shape between calls" in reason, reason
+    assert "kwargs" not in reason and "Python number" not in reason, reason
+    assert any("pad or bucket" in str(x.message) for x in caught)
+    # calls 1 (eager: the first call), 4 (past the limit); 2, 3 traced; 5 and 6 reuse them
+    assert f.stats["traces"] == 2 and f.stats["eager_calls"] == 2, f.stats
