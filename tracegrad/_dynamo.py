@@ -17,6 +17,7 @@ from . import compiler as _compiler
 from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset, set_stance
 from ._lowering import exc as _exc
 from ._tensor.tensor import Tensor
+from . import _state
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
            "disallow_in_graph", "nonstrict_trace", "skip_frame", "optimize_assert", "run", "set_stance",
@@ -47,7 +48,9 @@ def __getattr__(name):
 class _Config(types.ModuleType):
     """``torch._dynamo.config`` (a module, so ``import torch._dynamo.config`` works): ``cache_size_limit`` (alias ``recompile_limit``) is
     ``tracegrad.compiler.cache_size_limit`` (programs traced per compiled function before its
-    calls run eagerly). The other flags programs commonly set are accepted and kept; they do
+    calls run eagerly), ``accumulated_cache_size_limit`` (alias ``accumulated_recompile_limit``)
+    ``tracegrad.compiler.accumulated_cache_size_limit`` (all its programs, those of dynamic
+    sizes included: NOTE [dynamic sizes] in ``compiler.py``). The other flags programs commonly set are accepted and kept; they do
     not change what tracegrad does (a call that cannot be one program already runs eagerly,
     which is what ``suppress_errors`` asks for; a ``backward()`` inside a compiled function is
     already part of its program, which is what ``compiled_autograd`` asks for). Setting an
@@ -55,7 +58,7 @@ class _Config(types.ModuleType):
 
     _FLAGS = dict(suppress_errors=False, verbose=False, capture_scalar_outputs=False,
                   capture_dynamic_output_shape_ops=False, automatic_dynamic_shapes=True,
-                  assume_static_by_default=True, optimize_ddp=True, accumulated_cache_size_limit=256,
+                  assume_static_by_default=True, optimize_ddp=True,
                   inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False,
                   compiled_autograd=False, specialize_int=False, specialize_float=False,
                   rewrite_assert_with_torch_assert=True, raise_on_ctx_manager_usage=True,
@@ -69,6 +72,8 @@ class _Config(types.ModuleType):
     def __getattr__(self, name):
         if name in ("cache_size_limit", "recompile_limit"):
             return _compiler.cache_size_limit
+        if name in ("accumulated_cache_size_limit", "accumulated_recompile_limit"):
+            return _compiler.accumulated_cache_size_limit
         try:
             return self._values[name]
         except KeyError:
@@ -91,6 +96,8 @@ class _Config(types.ModuleType):
             object.__setattr__(self, name, value)
         elif name in ("cache_size_limit", "recompile_limit"):
             _compiler.cache_size_limit = int(value)
+        elif name in ("accumulated_cache_size_limit", "accumulated_recompile_limit"):
+            _compiler.accumulated_cache_size_limit = int(value)
         elif name in self._values:
             self._values[name] = value
         else:
@@ -236,17 +243,56 @@ def run(fn=None):
     return fn
 
 
-def mark_dynamic(t, index, *, min=None, max=None):   # noqa: A002 -- torch's argument names
-    """Mirrors ``torch._dynamo.mark_dynamic``: accepted; each new input shape is traced once
-    and cached (XLA programs have static shapes), so there is nothing to mark."""
+def _mark(t, index, attr, api):
+    """Add ``index`` (an int, or a list/tuple of them) to the set ``t.<attr>``, as torch's
+    markers do (AssertionError for another index type)."""
+    if isinstance(index, (list, tuple)):
+        for i in index:
+            _mark(t, i, attr, api)
+        return
+    if not isinstance(index, int):
+        raise AssertionError(f"torch._dynamo.{api}: expected index to be int, list, or tuple, got {type(index)}")
+    if _state.CAPTURE[0] is not None:
+        return       # inside a trace: a program's shapes are static; marks matter on arguments
+    marked = getattr(t, attr, None)
+    if marked is None:
+        marked = set()
+        setattr(t, attr, marked)
+    marked.add(index)
+
+
+def mark_dynamic(t, index, *, min=None, max=None, hint_override=None, specialize_on=None):  # noqa: A002 -- torch's names
+    """Mirrors ``torch._dynamo.mark_dynamic``: the sizes ``t`` has along dims ``index`` (an int,
+    or a list/tuple of them) may change from call to call. XLA programs have static shapes, so
+    each new size is still traced once and cached; what the mark changes is that those programs
+    do not count toward ``cache_size_limit`` (only toward ``accumulated_cache_size_limit``): a
+    batch or sequence length that varies keeps its calls compiled (NOTE [dynamic sizes] in
+    ``compiler.py``). ``min``/``max``/``hint_override``/``specialize_on`` are accepted. Kept in
+    ``t._dynamo_dynamic_indices`` as torch keeps it. Raises AssertionError for an index that is
+    not an int, list or tuple."""
+    _mark(t, index, "_dynamo_dynamic_indices", "mark_dynamic")
 
 
 def maybe_mark_dynamic(t, index):
-    """Mirrors ``torch._dynamo.maybe_mark_dynamic``: accepted, as ``mark_dynamic``."""
+    """Mirrors ``torch._dynamo.maybe_mark_dynamic``: as ``mark_dynamic`` (kept in
+    ``t._dynamo_weak_dynamic_indices``)."""
+    _mark(t, index, "_dynamo_weak_dynamic_indices", "maybe_mark_dynamic")
 
 
 def mark_static(t, index=None):
-    """Mirrors ``torch._dynamo.mark_static``: accepted; shapes are always static here."""
+    """Mirrors ``torch._dynamo.mark_static``: these dims of ``t`` (all when ``index`` is None)
+    count toward ``cache_size_limit`` when they change, even under ``compile(dynamic=True)``
+    (``mark_dynamic`` wins over it, as in torch). An ``nn.Module`` class (torch's static class) is
+    marked ``_dynamo_marked_static`` and returned, as torch does. Raises TypeError for anything
+    else."""
+    from .nn.modules.module import Module
+    if isinstance(t, type) and issubclass(t, Module):
+        t._dynamo_marked_static = True
+        return t
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_static expects a tensor/nn.Module class but received {type(t)}")
+    _mark(t, list(range(t.dim())) if index is None else index, "_dynamo_static_indices", "mark_static")
+    return None
 
 
 def mark_static_address(t, guard=False):

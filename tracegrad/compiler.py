@@ -66,11 +66,22 @@ from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
 __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "is_dynamo_compiling", "is_exporting",
-           "disable", "allow_in_graph", "cache_size_limit", "CompiledFunction", "set_stance",
+           "disable", "allow_in_graph", "cache_size_limit", "accumulated_cache_size_limit", "CompiledFunction", "set_stance",
            "cudagraph_mark_step_begin", "list_backends",
            "nested_compile_region", "assume_constant_result"]
 
 cache_size_limit = 8
+# NOTE [dynamic sizes]: torch.compile makes a size that changes between calls symbolic (with
+# ``dynamic=True``, for the dims ``mark_dynamic`` names, or automatically after a second size),
+# so a varying batch or sequence length never reaches its recompile limit. An XLA program has
+# static shapes: each size is traced into a program of its own. Where the user asked for
+# dynamic sizes (``compile(dynamic=True)``; ``mark_dynamic``/``maybe_mark_dynamic`` on an
+# argument, dims ``mark_static`` names excepted), a program for a call that differs from a
+# cached one only in those sizes is not a recompile: it counts toward
+# ``accumulated_cache_size_limit`` (torch's bound on all of a function's programs), not toward
+# ``cache_size_limit``. Without the ask a size change is one, as under torch's
+# ``dynamic=False``, and the limit's warning names the arguments (``_changing_numbers``).
+accumulated_cache_size_limit = 256
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 # ``torch._dynamo.utils.counters``, which programs read to count graph breaks and compiled
@@ -121,6 +132,7 @@ class CompiledFunction:
         self._cache = {}
         self._plans = {}
         self._programs = 0          # traced programs of this function (torch: per code object)
+        self._sized = 0             # ... of them, those for new dynamic sizes (NOTE [dynamic sizes])
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
         self._always_eager = False
@@ -209,17 +221,51 @@ class CompiledFunction:
                                    + (f", filename: '{code.co_filename}', line number: {code.co_firstlineno}"
                                       if code is not None else ""))
         limit = cache_size_limit if self.recompile_limit is None else self.recompile_limit
-        if self._programs >= limit:
-            # not remembered per key: arguments that differ on every call would fill the cache
+        sized = entries is None and self._programs and self._new_sizes_only(key, leaves)
+        # not remembered per key: arguments that differ on every call would fill the cache
+        if self._programs - self._sized >= limit and not sized:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache, args, kwargs), None, args, kwargs)
+        if self._programs >= accumulated_cache_size_limit:
+            return self._break(None, f"{self._programs} programs traced (accumulated_cache_size_limit)",
+                               None, args, kwargs)
         if any(isinstance(a, Tensor) and is_meta(a) for a in leaves):
             return self._break(key, "a meta tensor argument has no data for a compiled program to run on (ops on "
                                "meta tensors only infer shapes, eagerly)", None, args, kwargs)
         prof = _state.PROFILER[0]
         if prof is not None:       # the traced run is one event too (its ops are traced, not timed)
-            return prof.compiled_call(self._label, self._trace, key, args, kwargs, leaves, treedef, kinds)
-        return self._trace(key, args, kwargs, leaves, treedef, kinds)
+            return prof.compiled_call(self._label, self._trace, key, args, kwargs, leaves, treedef, kinds, sized)
+        return self._trace(key, args, kwargs, leaves, treedef, kinds, sized)
+
+    def _new_sizes_only(self, key, leaves) -> bool:
+        """Whether a cached program's key differs from ``key`` only in sizes the user made
+        dynamic (NOTE [dynamic sizes]): those of every dim under ``dynamic=True``, else those
+        ``mark_dynamic``/``maybe_mark_dynamic`` named on this call's argument, less the dims
+        ``mark_static`` named."""
+        parts = key[1]
+        for other, entries in self._cache.items():
+            if entries is _EAGER or other[0] != key[0] or other[2:] != key[2:] or len(other[1]) != len(parts):
+                continue
+            for a, b, leaf in zip(parts, other[1], leaves):
+                if a != b and not self._dynamic_sizes_apart(a, b, leaf):
+                    break
+            else:
+                return True
+        return False
+
+    def _dynamic_sizes_apart(self, a, b, leaf) -> bool:
+        # a tensor argument's key part: (kind, shape, dtype, requires_grad, identity or flags)
+        if not (type(a) is tuple and type(b) is tuple and len(a) == 5 == len(b) and type(a[1]) is tuple
+                and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0] and a[2:] == b[2:]):
+            return False
+        d = getattr(leaf, "__dict__", {})
+        dynamic = d.get("_dynamo_dynamic_indices", set()) | d.get("_dynamo_weak_dynamic_indices", set())
+        static = d.get("_dynamo_static_indices", set()) - dynamic
+        rank = len(a[1])
+        dims = {i % rank for i in dynamic if -rank <= i < rank}
+        if self.dynamic is True:
+            dims = set(range(rank)) - {i % rank for i in static if -rank <= i < rank}
+        return all(x == y or i in dims for i, (x, y) in enumerate(zip(a[1], b[1])))
 
     def _eager(self, args, kwargs):
         self.stats["eager_calls"] += 1
@@ -229,7 +275,7 @@ class CompiledFunction:
         finally:
             _IN_COMPILED[0] -= 1
 
-    def _trace(self, key, args, kwargs, leaves, treedef, kinds):
+    def _trace(self, key, args, kwargs, leaves, treedef, kinds, sized=False):
         COUNTERS["frames"]["total"] += 1
         _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
         plan = self._plans.get(key) or Plan()
@@ -261,6 +307,7 @@ class CompiledFunction:
         self._plans[key] = plan
         self._cache.setdefault(key, []).insert(0, region)
         self._programs += 1
+        self._sized += bool(sized)
         if result is ValueCheckFailed:
             return self._check_failed(args, kwargs)
         return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
@@ -329,7 +376,7 @@ class CompiledFunction:
         self._plans.clear()
         self._break_sites.clear()
         self._always_eager = False
-        self._programs = 0
+        self._programs = self._sized = 0
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 
 
@@ -414,7 +461,9 @@ def _changing_numbers(key, cache, args, kwargs) -> str:
         where = ", ".join(_leaf_names(args, kwargs, sorted(shapes)))
         hint += (f"; the tensor argument(s) {where} change shape between calls and XLA programs have "
                  "static shapes, so each shape is traced into its own program: pad or bucket them to a "
-                 "few shapes, or raise tracegrad.compiler.cache_size_limit")
+                 "few shapes, or mark the changing dims dynamic (torch._dynamo.mark_dynamic(x, dim), or "
+                 "compile(dynamic=True)) so that each size is traced once without counting toward "
+                 "cache_size_limit")
     return hint
 
 

@@ -331,7 +331,8 @@ def test_dynamo_config_and_marks():
             x = tracegrad.ones(n)
             dyn.mark_dynamic(x, 0)
             assert f(x).tolist() == [2.0] * n
-        assert f.stats["traces"] == 2 and f.stats["graph_breaks"]   # the third shape runs eagerly
+        # sizes marked dynamic are no recompiles (NOTE [dynamic sizes]): each is traced, none eager
+        assert f.stats["traces"] == 4 and not f.stats["graph_breaks"], f.stats
     finally:
         dyn.config.cache_size_limit = old
     dyn.config.suppress_errors = True
@@ -650,6 +651,92 @@ def test_changing_shapes_named_at_the_limit_and_cached_shapes_stay_compiled():
     (reason, _), = f.stats["graph_breaks"]
     assert "the tensor argument(s) args[0] change shape between calls" in reason, reason
     assert "kwargs" not in reason and "Python number" not in reason, reason
-    assert any("pad or bucket" in str(x.message) for x in caught)
+    assert any("pad or bucket" in str(x.message) and "mark_dynamic" in str(x.message) for x in caught)
     # calls 1 (eager: the first call), 4 (past the limit); 2, 3 traced; 5 and 6 reuse them
     assert f.stats["traces"] == 2 and f.stats["eager_calls"] == 2, f.stats
+
+
+def _varying_lengths(f, lengths, mark=None):
+    got = []
+    for n in lengths:
+        x = tracegrad.full((n, 3), float(n))
+        if mark is not None:
+            mark(x)
+        got.append(f(x).item())
+    return got
+
+
+@pytest.mark.parametrize("how", ["dynamic=True", "mark_dynamic", "maybe_mark_dynamic", "mark_dynamic list"])
+def test_sizes_marked_dynamic_do_not_count_toward_the_limit(how):
+    # NOTE [dynamic sizes]: every new length is still its own program, but none of them is a
+    # recompile: no call past the second runs eagerly, and values stay eager's
+    import tracegrad._dynamo as dyn
+    w = tracegrad.ones(3, requires_grad=True)
+    f = tracegrad.compile(lambda x: (x * w).sum(), recompile_limit=2, dynamic=how == "dynamic=True")
+    mark = {"dynamic=True": None, "mark_dynamic": lambda x: dyn.mark_dynamic(x, 0),
+            "maybe_mark_dynamic": lambda x: dyn.maybe_mark_dynamic(x, -2),
+            "mark_dynamic list": lambda x: dyn.mark_dynamic(x, [0, 1])}[how]
+    lengths = [1, 2, 3, 4, 5, 6, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _varying_lengths(f, lengths, mark)
+    assert got == [3.0 * n * n for n in lengths]
+    assert f.stats["traces"] == 5 and f.stats["eager_calls"] == 1 and not f.stats["graph_breaks"], f.stats
+
+
+def test_dynamic_sizes_stop_at_the_accumulated_limit_and_other_changes_still_count():
+    import tracegrad._dynamo as dyn
+    old = dyn.config.accumulated_cache_size_limit
+    assert old == tracegrad.compiler.accumulated_cache_size_limit == dyn.config.accumulated_recompile_limit == 256
+    try:
+        dyn.config.accumulated_recompile_limit = 3
+        assert tracegrad.compiler.accumulated_cache_size_limit == 3
+        f = tracegrad.compile(lambda x: x.sum() * 2, dynamic=True, recompile_limit=8)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            got = _varying_lengths(f, [1, 2, 3, 4, 5])
+        assert got == [6.0 * n * n for n in (1, 2, 3, 4, 5)]
+        assert f.stats["traces"] == 3 and f.stats["eager_calls"] == 2, f.stats
+        assert "accumulated_cache_size_limit" in f.stats["graph_breaks"][0][0]
+    finally:
+        dyn.config.accumulated_cache_size_limit = old
+    # a dtype change is no dynamic size: it counts toward cache_size_limit even with dynamic=True
+    g = tracegrad.compile(lambda x: x.sum(), dynamic=True, recompile_limit=1)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for dt in (tracegrad.float32, tracegrad.float32, tracegrad.float64, tracegrad.int32):
+            assert g(tracegrad.ones(2, dtype=dt)).item() == 2
+    assert g.stats["traces"] == 1 and g.stats["eager_calls"] == 3, g.stats
+
+
+def test_mark_static_dims_count_under_dynamic_true():
+    import tracegrad._dynamo as dyn
+    f = tracegrad.compile(lambda x: x.sum(), dynamic=True, recompile_limit=1)
+
+    def static(x):
+        dyn.mark_static(x, 0)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got = _varying_lengths(f, [1, 2, 3, 4], static)
+    assert got == [3.0 * n * n for n in (1, 2, 3, 4)]
+    assert f.stats["traces"] == 1 and f.stats["eager_calls"] == 3, f.stats
+
+
+def test_dim_markers_check_their_arguments_as_torch():
+    torch = pytest.importorskip("torch")
+    import tracegrad._dynamo as dyn
+    for lib, d in ((torch, torch._dynamo), (tracegrad, dyn)):
+        t = lib.ones(2, 3)
+        d.mark_dynamic(t, 0)
+        d.mark_dynamic(t, (1,))
+        d.maybe_mark_dynamic(t, [0])
+        assert t._dynamo_dynamic_indices == {0, 1} and t._dynamo_weak_dynamic_indices == {0}
+        assert d.mark_static(t) is None and t._dynamo_static_indices == {0, 1}
+        with pytest.raises(AssertionError):
+            d.mark_dynamic(t, "0")
+        with pytest.raises(TypeError, match=None if lib is torch else "mark_static expects a tensor/nn.Module"):
+            d.mark_static(3)      # torch's TypeError is issubclass()'s
+
+        class M(lib.nn.Module):
+            pass
+        assert d.mark_static(M) is M and M._dynamo_marked_static is True
