@@ -792,3 +792,98 @@ def test_numpy_int_constant_and_subdtype():
         return x + (a % b) + np.issubdtype(type(a), np.integer)
 
     check(lambda T: fn, lambda T, i: (_x(T, i, 4), 4096 + i, np.int64(8)), backward=True)
+
+
+# ---- test_misc.py: global state the compiled function reads and sets ---------------------------
+
+def test_grad_state_mutated():
+    # test_misc.py::MiscTests::test_grad_state_mutated: a helper sees grad mode on, the
+    # function turns it off, the caller sees it off after every call
+    def build(T, wrap):
+        seen = []
+
+        def fn(x):
+            seen.append(T.is_grad_enabled())
+            T.set_grad_enabled(False)
+            return x + 1
+        f = wrap(fn)
+
+        def run(i):
+            T.set_grad_enabled(True)
+            try:
+                out = f(_x(T, i, 3))
+                after = T.is_grad_enabled()
+            finally:
+                T.set_grad_enabled(True)
+            return out, after, list(seen)
+        return run
+    compare(build)
+
+
+def test_deterministic_algorithms_mutated():
+    # test_misc.py::MiscTests::test_deterministic_algorithms_mutated: the flags read inside,
+    # then turned off inside; the caller sees them off
+    def build(T, wrap):
+        seen = []
+
+        def fn(x):
+            seen.append((T.are_deterministic_algorithms_enabled(),
+                         T.is_deterministic_algorithms_warn_only_enabled()))
+            T.use_deterministic_algorithms(False, warn_only=False)
+            return x + 1
+        f = wrap(fn)
+
+        def run(i):
+            prior = (T.are_deterministic_algorithms_enabled(),
+                     T.is_deterministic_algorithms_warn_only_enabled())
+            T.use_deterministic_algorithms(True, warn_only=True)
+            try:
+                out = f(_x(T, i, 3))
+                after = (T.are_deterministic_algorithms_enabled(),
+                         T.is_deterministic_algorithms_warn_only_enabled())
+            finally:
+                T.use_deterministic_algorithms(prior[0], warn_only=prior[1])
+            return out, after, list(seen)
+        return run
+    compare(build)
+
+
+def test_recompile_on_global_state_change():
+    # test_misc.py::MiscTests::test_recompile_on_global_state_change: grad mode and the
+    # deterministic flag flipped between calls; each call runs under the state it finds (the
+    # result's requires_grad shows grad mode) and leaves it as it was
+    states = [(True, False), (False, True), (True, True), (False, False)]
+
+    def build(T, wrap):
+        f = wrap(lambda x: (x * 2 + 1, T.is_grad_enabled(), T.are_deterministic_algorithms_enabled()))
+
+        def run(i):
+            out = []
+            for grad, det in states[i:] + states[:i]:
+                T.set_grad_enabled(grad)
+                T.use_deterministic_algorithms(det)
+                try:
+                    out.append((f(_x(T, i, 3)), T.is_grad_enabled(),
+                                T.are_deterministic_algorithms_enabled()))
+                finally:
+                    T.set_grad_enabled(True)
+                    T.use_deterministic_algorithms(False)
+            return out
+        return run
+    compare(build)
+
+
+def test_torch_guards_stack_frame_register_inlining():
+    # test_misc.py::MiscTests::test_torch_guards_stack_frame_register_inlining (its values; the
+    # frame bookkeeping is dynamo's): a helper returning two results, inlined
+    def helper(T, x, y, z):
+        r = T.cat((x, x)) + y
+        r2 = T.cat((y, y)) + z
+        return r, r2
+
+    def build(T):
+        def fn(x, y, z):
+            r, r2 = helper(T, x, y, z)
+            return T.mul(r, r), T.mul(r2, r2)
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2), _x(T, i + 1, 4), _x(T, i + 2, 8)), backward=True)
