@@ -335,10 +335,14 @@ def test_func_default_tensor_args(method):
     compare(lambda T, wrap: _calls_with_defaults(T, wrap, method, ["__kwdefaults__"]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "guards.py _guard_container: a tuple holding only tensors is not guarded at its place, so "
-    "``f.__defaults__ = (new,)`` (or a global ``G = (new,)``) replacing a tensor the program "
-    "mutates in place and returns keeps the program reading the old tensor (no retrace)"))
+_TUPLE_OF_TENSORS = (
+    "guards.py _guard_container: a tuple holding only tensors is neither guarded at its place "
+    "nor followed (_slot has no place for a tuple entry), so a tuple of tensors rebound between "
+    "calls (``f.__defaults__ = (new,)``, a global ``G = (new,)``) while the old tensor is still "
+    "alive (the orphan-storage guard does not fire) keeps the program reading the old tensor")
+
+
+@pytest.mark.xfail(strict=True, reason=_TUPLE_OF_TENSORS)
 @pytest.mark.parametrize("method", [False, True], ids=["func", "meth"])
 def test_func_default_tensor_args_defaults_replaced(method):
     # test_functions.py::DefaultsTests::test_func_default_tensor_args / test_meth_default_tensor_args:
@@ -887,3 +891,33 @@ def test_torch_guards_stack_frame_register_inlining():
             return T.mul(r, r), T.mul(r2, r2)
         return fn
     check(build, lambda T, i: (_x(T, i, 2), _x(T, i + 1, 4), _x(T, i + 2, 8)), backward=True)
+
+
+_STATS = (None,)        # a global tuple of tensors, rebound by the test below
+
+
+@pytest.mark.xfail(strict=True, reason=_TUPLE_OF_TENSORS)
+def test_global_tuple_of_tensors_rebound_old_kept():
+    # the read-only form of test_func_default_tensor_args' ``__defaults__`` replacement: a
+    # global ``(mean, std)`` tuple rebound between calls while the old one is kept in a history
+    # list (so its storage stays alive)
+    def build(T, wrap):
+        history = []
+
+        def normalize(x):
+            return (x - _STATS[0]) / _STATS[1]
+        f = wrap(normalize)
+
+        def run(i):
+            global _STATS
+            history.append(_STATS)
+            _STATS = (T.ones(3) * i, T.ones(3) * (i + 1))
+            x = _x(T, i, 3)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    try:
+        compare(build)
+    finally:
+        globals()["_STATS"] = (None,)
