@@ -29,10 +29,11 @@ a function returning a closure over a tensor it made (test_complex_closure), ``b
 frozenset holding a tensor argument (hash of an argument), and a function that leaves grad mode
 or the deterministic flags changed (test_grad_state_mutated,
 test_deterministic_algorithms_mutated).
-Found and left (strict xfails, fixes in the compile hot path): a tuple holding only tensors is
-neither guarded at its place nor followed, so ``f.__defaults__ = (new,)`` or a global
-``G = (new,)`` rebound between calls while the old tensor is still alive keeps the program
-reading the old tensor (guards.py ``_guard_container``); a new ``functools.partial`` argument
+Fixed on merge: a tuple holding only tensors was neither guarded at its place nor followed, so
+``f.__defaults__ = (new,)`` or a global ``G = (new,)`` rebound between calls while the old
+tensor was still alive kept the program reading the old tensor (guards.py ``_guard_container``
+now checks that the place still holds each tensor the program reads, ``_tuple_holds``).
+Found and left (strict xfails): a new ``functools.partial`` argument
 per call is a new trace per call (compiler.py ``_key`` keys it by identity; torch traces once).
 A new plain object argument per call (``fn(MyConfig(), x)``) also traces again per call (strict
 xfail too)."""
@@ -353,14 +354,6 @@ def test_func_default_tensor_args(method):
     compare(lambda T, wrap: _calls_with_defaults(T, wrap, method, ["__kwdefaults__"]))
 
 
-_TUPLE_OF_TENSORS = (
-    "guards.py _guard_container: a tuple holding only tensors is neither guarded at its place "
-    "nor followed (_slot has no place for a tuple entry), so a tuple of tensors rebound between "
-    "calls (``f.__defaults__ = (new,)``, a global ``G = (new,)``) while the old tensor is still "
-    "alive (the orphan-storage guard does not fire) keeps the program reading the old tensor")
-
-
-@pytest.mark.xfail(strict=True, reason=_TUPLE_OF_TENSORS)
 @pytest.mark.parametrize("method", [False, True], ids=["func", "meth"])
 def test_func_default_tensor_args_defaults_replaced(method):
     # test_functions.py::DefaultsTests::test_func_default_tensor_args / test_meth_default_tensor_args:
@@ -914,7 +907,6 @@ def test_torch_guards_stack_frame_register_inlining():
 _STATS = (None,)        # a global tuple of tensors, rebound by the test below
 
 
-@pytest.mark.xfail(strict=True, reason=_TUPLE_OF_TENSORS)
 def test_global_tuple_of_tensors_rebound_old_kept():
     # the read-only form of test_func_default_tensor_args' ``__defaults__`` replacement: a
     # global ``(mean, std)`` tuple rebound between calls while the old one is kept in a history

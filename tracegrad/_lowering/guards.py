@@ -281,6 +281,15 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
         # identity at its place, its tensors are followed as they are elsewhere.
         inner = [(i, e) for i, e in enumerate(c) if type(e) in (list, dict) or (
             isinstance(e, tuple) and not _scalar_tuple(e)) or (names is not None and _plain_object(e))]
+        if place is not None and _guarded_place(place, checks):
+            # a tensor in it that the program reads: a new tuple bound at this place between
+            # calls (``G = (w2,)``, a function's ``__defaults__``) holds another input while
+            # the old one may live on elsewhere (no orphaned storage to see); the place must
+            # still hold that tensor at that index (a tuple rebuilt of the same tensors does)
+            for i, e in enumerate(c):
+                if isinstance(e, Tensor) and id(e._st) in checks.pinned:
+                    checks.append((_Probe(functools.partial(_tuple_holds, place[0], place[1], i, weakref.ref(e))),
+                                   None, True, None))
         if not inner or depth <= 1:
             return False
         if place is not None and _guarded_place(place, checks):
@@ -501,6 +510,11 @@ class _Probe:
 def _holds(d, k, t):
     ref = weakref.ref(t)        # a guard keeps no tensor alive
     return _Probe(lambda: d.get(k, _MISSING) is ref())
+
+
+def _tuple_holds(d, k, i, ref):
+    c = d.get(k, _MISSING)
+    return isinstance(c, tuple) and len(c) > i and c[i] is ref()
 
 
 def _unchanged(c):
