@@ -33,10 +33,11 @@ Fixed on merge: a tuple holding only tensors was neither guarded at its place no
 ``f.__defaults__ = (new,)`` or a global ``G = (new,)`` rebound between calls while the old
 tensor was still alive kept the program reading the old tensor (guards.py ``_guard_container``
 now checks that the place still holds each tensor the program reads, ``_tuple_holds``).
-Found and left (strict xfails): a new ``functools.partial`` argument
-per call is a new trace per call (compiler.py ``_key`` keys it by identity; torch traces once).
-A new plain object argument per call (``fn(MyConfig(), x)``) also traces again per call (strict
-xfail too)."""
+A new ``functools.partial`` argument per call was a new trace per call (``_key`` keyed it by
+identity; torch traces once): it is now a pytree node of the call's arguments (region.py
+``_PartialArg``: its tensors are data arguments, its function in the treedef).
+Found and left (strict xfail): a new plain object argument per call (``fn(MyConfig(), x)``)
+traces again per call."""
 import dataclasses
 import functools
 import operator
@@ -618,11 +619,6 @@ def test_manual_seed():
         same(eager(tracegrad.ones(3) * i), compiled(tracegrad.ones(3) * i), f"call{i}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "compiler.py _signature/_key: a functools.partial argument is one constant leaf keyed by "
-    "identity, so a new partial per call (partial(loss, target=y) each step) is a new trace "
-    "per call and, past cache_size_limit, eager calls; torch.compile traces once (the "
-    "partial's tensor keywords are graph inputs)"))
 def test_partials_as_input_fresh_per_call_not_retraced():
     # test_functions.py::FunctionTests::test_partials_as_input_UDF, as a training loop would
     # call it: a new partial over a new target tensor every step, one program for all

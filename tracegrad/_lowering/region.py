@@ -387,6 +387,24 @@ jax.tree_util.register_pytree_node(_SparseArg, lambda s: ((s.indices, s.values),
                                    lambda like, children: _SparseArg(children[0], children[1], like))
 
 
+class _PartialArg:
+    """A ``functools.partial`` among a call's arguments inside ``_flatten(..., args=True)``: a
+    pytree node whose children are its bound arguments and keywords (tensors become data
+    arguments, numbers are keyed by value) and whose function is in the treedef (by identity),
+    rebuilt around the stand-ins for the trace (``_plain``). Keyed as one object by identity, a
+    partial made anew for every call (``step(partial(loss, target=y), x)``) traced a program
+    per call until ``cache_size_limit`` made the function eager (torch's dynamo ports)."""
+
+    __slots__ = ("func", "args", "keywords")
+
+    def __init__(self, func, args, keywords):
+        self.func, self.args, self.keywords = func, args, keywords
+
+
+jax.tree_util.register_pytree_node(_PartialArg, lambda p: ((p.args, p.keywords), p.func),
+                                   lambda func, children: _PartialArg(func, children[0], children[1]))
+
+
 _DICT_SUBCLASS = "dict subclass"     # ``_InOrder.like``'s factory slot for one (``_plain``)
 
 
@@ -427,6 +445,9 @@ def _ordered(x, args=False):
         return _Shared(x.tag, _ordered(x.child))
     if args and t is SparseCooTensor and not x.requires_grad:
         return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
+    if args and t is functools.partial and not x.__dict__:
+        return _PartialArg(x.func, tuple(_ordered(v, args) for v in x.args),
+                           _ordered(dict(x.keywords), args))
     return x
 
 
@@ -436,6 +457,8 @@ def _plain(x, memo=None):
         return x.obj
     if t is _SparseArg:
         return make_sparse(x.indices, x.values, *x.like)
+    if t is _PartialArg:
+        return functools.partial(x.func, *_plain(x.args, memo), **_plain(x.keywords, memo))
     if t is _Shared or t is _Again:     # NOTE [one object returned twice]
         memo = {} if memo is None else memo
         if t is _Again:
