@@ -56,7 +56,7 @@ from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_o
 from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
-from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _flatten,
+from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _PartialArg, _flatten,
                                _ordered, aliased_args, classify_args, first_of, unread_identity,
                                fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
@@ -483,6 +483,8 @@ def _leaf_names(args, kwargs, positions):
             if isinstance(node, dict):          # _InOrder: children in insertion order
                 key = list(node)[k.key]
                 node, name = node[key], f"{name}[{key!r}]"
+            elif type(node) is _PartialArg:      # a partial's bound arguments, then keywords
+                node, name = (node.args, node.keywords)[k.key], f"{name}{('.args', '.keywords')[k.key]}"
             elif isinstance(k, jax.tree_util.SequenceKey):
                 node, name = node[k.idx], f"{name}[{k.idx}]"
             elif isinstance(k, jax.tree_util.GetAttrKey):

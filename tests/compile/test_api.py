@@ -740,3 +740,26 @@ def test_dim_markers_check_their_arguments_as_torch():
         class M(lib.nn.Module):
             pass
         assert d.mark_static(M) is M and M._dynamo_marked_static is True
+
+
+def test_partial_arguments_are_flattened_not_keyed_by_identity():
+    # a new functools.partial per call over new tensors: one program, eager's values and
+    # gradients; a number bound in it is keyed by value and named at the limit
+    import functools
+
+    def loss(x, target, scale=1.0):
+        return ((x - target) ** 2).sum() * scale
+    f = tracegrad.compile(lambda fn, x: fn(x), recompile_limit=2)
+    for i in range(4):
+        x = tracegrad.zeros(2, requires_grad=True)
+        out = f(functools.partial(loss, target=tracegrad.ones(2) * i), x)
+        out.backward()
+        assert out.item() == 2.0 * i * i and x.grad.tolist() == [-2.0 * i] * 2
+    assert f.stats["traces"] == 1 and f.stats["eager_calls"] == 1, f.stats
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got = [f(functools.partial(loss, tracegrad.ones(2), scale=float(i)), tracegrad.zeros(2)).item()
+               for i in range(4)]
+    assert got == [2.0 * i for i in range(4)]
+    reason = f.stats["graph_breaks"][-1][0]
+    assert "argument(s) args[0].keywords['scale'] change" in reason, reason
