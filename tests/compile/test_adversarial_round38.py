@@ -93,7 +93,34 @@ def test_sequential_lr_milestone_crossed_in_step():
         s = mod.optim.lr_scheduler
         return s.SequentialLR(o, [s.LinearLR(o, start_factor=0.5, total_iters=2),
                                   s.ExponentialLR(o, gamma=0.7)], milestones=[2])
-    _both(_sched_run(make, calls=5))
+    made = _both(_sched_run(make, calls=5))
+    # deferred after the program like any scheduler step (it ran eagerly on every call before)
+    assert _traces(made[0]) == 1 and made[0].stats["eager_calls"] == 1, made[0].stats
+
+
+def test_chained_scheduler_stepped_in_step():
+    def make(mod, o):
+        s = mod.optim.lr_scheduler
+        return s.ChainedScheduler([s.ConstantLR(o, factor=0.5, total_iters=2), s.ExponentialLR(o, gamma=0.8)])
+    made = _both(_sched_run(make, calls=4))
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_sub_scheduler_read_after_sequential_step_is_not_stale():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        s = mod.optim.lr_scheduler
+        first = s.LinearLR(opt, start_factor=0.5, total_iters=3)
+        seq = s.SequentialLR(opt, [first, s.StepLR(opt, step_size=1, gamma=0.5)], milestones=[2])
+
+        def step(x, y):
+            loss = _train(mod, model, opt, x, y)
+            seq.step()
+            return loss, first.last_epoch, list(first.get_last_lr())
+        f = wrap(step)
+        return [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
+    _both(run)
 
 
 @pytest.mark.parametrize("item", [False, True])

@@ -17,9 +17,10 @@ function sees the difference, which is checked, not assumed:
   scheduler moved it) raises a graph break too.
 
 A graph break runs the call eagerly, as before. Deferred: ``LRScheduler.step()`` (every
-built-in per-epoch and cyclic schedule, and user subclasses that keep it) and
-``CosineAnnealingWarmRestarts.step()``. Not deferred: ``step(epoch)``, ``ReduceLROnPlateau``
-(its step takes a metric) and ``SequentialLR``/``ChainedScheduler`` (they step others).
+built-in per-epoch and cyclic schedule, and user subclasses that keep it),
+``CosineAnnealingWarmRestarts.step()`` and ``SequentialLR``/``ChainedScheduler.step()`` (the
+schedulers they step are sealed with them). Not deferred: ``step(epoch)`` and
+``ReduceLROnPlateau`` (its step takes a metric).
 """
 from __future__ import annotations
 
@@ -52,17 +53,27 @@ def defer(cap, sched) -> bool:
     groups = getattr(opt, "param_groups", None)
     if not isinstance(groups, list):
         return False
+    if not _seal(cap, sched):
+        return False
+    cap.deferred_steps.append(sched)
+    cap.note_deferral()
+    cap.deferred_groups.update(map(id, groups))
+    cap.deferred_optimizers.add(id(opt))
+    return True
+
+
+def _seal(cap, sched) -> bool:
+    """Seal ``sched`` and, for ``SequentialLR``/``ChainedScheduler``, the schedulers it steps
+    (their ``get_last_lr()`` read after the composite's deferred step would be stale too)."""
+    cls = object.__getattribute__(sched, "__class__")
     if cls not in _SEALED.values():
         try:
             object.__setattr__(sched, "__class__", _sealed_class(cls))
         except TypeError:       # a layout __class__ assignment refuses (a user class with slots)
             return False
         cap.sealed.append((sched, cls))
-    cap.deferred_steps.append(sched)
-    cap.note_deferral()
-    cap.deferred_groups.update(map(id, groups))
-    cap.deferred_optimizers.add(id(opt))
-    return True
+    subs = object.__getattribute__(sched, "__dict__").get("_schedulers", ())
+    return all(_seal(cap, s) for s in subs)
 
 
 def unseal(cap):

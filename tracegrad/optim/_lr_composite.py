@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from .. import compiler
+
 from ._lr_base import LRScheduler, _param_groups_val_list, _update_param_group_val
 from ._lr_plateau import ReduceLROnPlateau
 
@@ -58,7 +60,10 @@ class SequentialLR(LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self):
-        """Advance one epoch, stepping the scheduler in charge (restarting it at a milestone)."""
+        """Advance one epoch, stepping the scheduler in charge (restarting it at a milestone).
+        Inside a compiled function it runs after the program (NOTE [deferred scheduler step])."""
+        if compiler._tracing() and compiler._defer_scheduler_step(self):
+            return
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -107,6 +112,10 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
     def step(self):
+        """Step every scheduler; inside a compiled function after the program (NOTE [deferred
+        scheduler step])."""
+        if compiler._tracing() and compiler._defer_scheduler_step(self):
+            return
         for s in self._schedulers:
             s.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
