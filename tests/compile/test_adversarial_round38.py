@@ -757,3 +757,29 @@ def test_scalar_loss_zero_dim_target_and_empty_mask_branch():
         return res
     made = _both(run)
     assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_chained_inside_sequential_and_opt_step_after_it():
+    def run(mod, wrap, late_opt_step):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+        s = mod.optim.lr_scheduler
+        chain = s.ChainedScheduler([s.ConstantLR(opt, factor=0.5, total_iters=1), s.ExponentialLR(opt, gamma=0.9)])
+        seq = s.SequentialLR(opt, [chain, s.StepLR(opt, step_size=1, gamma=0.5)], milestones=[2])
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            if not late_opt_step:
+                opt.step()
+            seq.step()
+            if late_opt_step:    # the lr the scheduler just set: must not be the program's old one
+                opt.step()
+            return loss
+        f = wrap(step)
+        return [[snapshot(f(*_xy(mod, i))), snapshot(model), list(seq.get_last_lr())] for i in range(4)]
+    for late in (False, True):
+        made = _both(lambda mod, wrap: run(mod, wrap, late))
+        if not late:
+            assert _traces(made[0]) == 1, made[0].stats
