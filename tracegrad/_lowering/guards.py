@@ -281,7 +281,8 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
         # identity at its place, its tensors are followed as they are elsewhere.
         inner = [(i, e) for i, e in enumerate(c) if type(e) in (list, dict) or (
             isinstance(e, tuple) and not _scalar_tuple(e)) or (names is not None and _plain_object(e))]
-        if place is not None and _guarded_place(place, checks):
+        guarded = place is not None and _guarded_place(place, checks)
+        if guarded:
             # a tensor in it that the program reads: a new tuple bound at this place between
             # calls (``G = (w2,)``, a function's ``__defaults__``) holds another input while
             # the old one may live on elsewhere (no orphaned storage to see); the place must
@@ -292,7 +293,7 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
                                    None, True, None))
         if not inner or depth <= 1:
             return False
-        if place is not None and _guarded_place(place, checks):
+        if guarded:
             checks.append((*place, c, _IDENTITY))
         view = _ListMap(c)
         for i, e in inner:
