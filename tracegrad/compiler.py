@@ -56,9 +56,11 @@ from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_o
 from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
-from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Plan, Retrace, ValueCheckFailed, _PartialArg, _flatten,
-                               _ordered, aliased_args, classify_args, first_of, unread_identity,
-                               fill_arg_boxes, trace_region)
+from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, Plan, Retrace,
+                               ValueCheckFailed, _PartialArg, _flatten, aliased_args, classify_args,
+                               container_instance, first_of, ordered_args, unread_identity, fill_arg_boxes,
+                               trace_region)
+from ._lowering.result_objects import Rebuilt
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
 from ._api.sparse_coo import SparseCooTensor
@@ -133,6 +135,8 @@ class CompiledFunction:
         self._plans = {}
         self._programs = 0          # traced programs of this function (torch: per code object)
         self._sized = 0             # ... of them, those for new dynamic sizes (NOTE [dynamic sizes])
+        self._containers = frozenset()   # NOTE [data container arguments] (_lowering/region.py)
+        self._containers_refused = False
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
         self._always_eager = False
@@ -173,8 +177,14 @@ class CompiledFunction:
                                f"use one of {', '.join(_STANCES)}")
         if self._always_eager:
             return self._eager(args, kwargs)
-        leaves, treedef, kinds, key = _signature(args, kwargs)
+        leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
         entries = self._cache.get(key)
+        if entries is None and self._programs and not self._containers_refused:
+            renewed = _renewed_containers(key, self._cache) - self._containers
+            if renewed:      # NOTE [data container arguments]: a new batch object, say
+                self._adopt_containers(renewed)
+                leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
+                entries = self._cache.get(key)
         if entries is _EAGER:
             return self._eager(args, kwargs)
         aliased = aliased_args(leaves, kinds)
@@ -225,7 +235,8 @@ class CompiledFunction:
         # not remembered per key: arguments that differ on every call would fill the cache
         if self._programs - self._sized >= limit and not sized:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
-                               + _changing_numbers(key, self._cache, args, kwargs), None, args, kwargs)
+                               + _changing_numbers(key, self._cache, args, kwargs, self._containers),
+                               None, args, kwargs)
         if self._programs >= accumulated_cache_size_limit:
             return self._break(None, f"{self._programs} programs traced (accumulated_cache_size_limit)",
                                None, args, kwargs)
@@ -236,6 +247,14 @@ class CompiledFunction:
         if prof is not None:       # the traced run is one event too (its ops are traced, not timed)
             return prof.compiled_call(self._label, self._trace, key, args, kwargs, leaves, treedef, kinds, sized)
         return self._trace(key, args, kwargs, leaves, treedef, kinds, sized)
+
+    def _adopt_containers(self, classes):
+        """Flatten the instances of ``classes`` from now on (NOTE [data container arguments]);
+        the programs keyed by one of their instances are dropped (no later key can match them)."""
+        self._containers |= classes
+        for k in [k for k in self._cache if any(type(_part_object(p)) in classes for p in k[1])]:
+            del self._cache[k]
+            self._plans.pop(k, None)
 
     def _new_sizes_only(self, key, leaves) -> bool:
         """Whether a cached program's key differs from ``key`` only in sizes the user made
@@ -279,6 +298,7 @@ class CompiledFunction:
         COUNTERS["frames"]["total"] += 1
         _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
         plan = self._plans.get(key) or Plan()
+        plan.containers = self._containers
         plan.defer_items = not self.fullgraph      # NOTE [deferred item]: torch raises there
         for _ in range(6):
             try:
@@ -295,6 +315,8 @@ class CompiledFunction:
             except CallOnlyBreak as e:      # this call only (``SHARED_VIEWS``, an argument that is state)
                 if self.fullgraph:
                     raise
+                if isinstance(e, ContainerChanged):     # NOTE [data container arguments]
+                    self._containers, self._containers_refused = frozenset(), True
                 return self._break(None, e.reason, e.where, args, kwargs)
             except GraphBreak as e:
                 if self.fullgraph:
@@ -363,7 +385,7 @@ class CompiledFunction:
         """XLA's memory analysis (``temp_size_in_bytes``, ``argument_size_in_bytes``...) of the
         program these arguments run (after the call that traced it), or None when they run
         eagerly. Useful to check that checkpointing saves memory inside a compiled step."""
-        leaves, _, _, key = _signature(args, kwargs)
+        leaves, _, _, key = _signature(args, kwargs, self._containers)
         entries = self._cache.get(key)
         if not entries or entries is _EAGER:
             return None
@@ -377,6 +399,7 @@ class CompiledFunction:
         self._break_sites.clear()
         self._always_eager = False
         self._programs = self._sized = 0
+        self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 
 
@@ -387,12 +410,13 @@ def _misuse(error):
     return error
 
 
-def _signature(args, kwargs):
-    """(leaves, treedef, kinds, cache key) of one call's arguments."""
+def _signature(args, kwargs, containers=frozenset()):
+    """(leaves, treedef, kinds, cache key) of one call's arguments; ``containers``: the classes
+    whose instances are flattened (NOTE [data container arguments] in _lowering/region.py)."""
     if not kwargs and all(isinstance(a, Tensor) and type(a) is not SparseCooTensor for a in args):
         leaves, treedef = args, len(args)          # the common case, without tree_flatten
     else:
-        leaves, treedef = _flatten((args, kwargs), True)   # a sparse argument: its indices, values
+        leaves, treedef = _flatten((args, kwargs), containers)   # a sparse argument: its indices, values
     kinds = classify_args(leaves)
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
 
@@ -431,7 +455,33 @@ def _key(leaves, treedef, kinds):
             tuple(_Same(f) for pair in _state.SAVED_HOOKS for f in pair) if _state.SAVED_HOOKS else ())
 
 
-def _changing_numbers(key, cache, args, kwargs) -> str:
+def _part_object(part):
+    """The object a const argument's key part holds (``(type, value)`` or ``_Same``), or None."""
+    if type(part) is _Same:
+        return part.obj
+    if type(part) is tuple and len(part) == 2 and type(part[1]) is part[0]:
+        return part[1]
+    return None
+
+
+def _renewed_containers(key, cache) -> frozenset:
+    """The classes of which this call (``key``) passes another instance, at the same place of
+    the same argument structure, than the call of a cached program did (NOTE [data container
+    arguments] in _lowering/region.py). Objects are compared by identity only: a dataclass's
+    ``__eq__`` would compare the tensors it holds."""
+    found = set()
+    parts = key[1]
+    for other in cache:
+        if other[0] != key[0] or len(other[1]) != len(parts):
+            continue
+        for a, b in zip(parts, other[1]):
+            x, y = _part_object(a), _part_object(b)
+            if x is not None and x is not y and type(x) is type(y) and container_instance(x):
+                found.add(type(x))
+    return frozenset(found)
+
+
+def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
     """A hint for the cache-limit warning: the arguments that differ between this call and the
     cached programs of the same structure, named as the caller wrote them (``args[4]``,
     ``kwargs['lr']``, ``args[3][1]``), not by their place among the flattened leaves (a
@@ -453,12 +503,12 @@ def _changing_numbers(key, cache, args, kwargs) -> str:
                 shapes.add(i)
     hint = ""
     if numbers:
-        where = ", ".join(_leaf_names(args, kwargs, sorted(numbers)))
+        where = ", ".join(_leaf_names(args, kwargs, sorted(numbers), containers))
         hint += (f"; the Python number argument(s) {where} change between calls and each value "
                  "is traced into its own program: pass such a value as a tensor (tracegrad.tensor(v)) to "
                  "trace it once")
     if shapes:
-        where = ", ".join(_leaf_names(args, kwargs, sorted(shapes)))
+        where = ", ".join(_leaf_names(args, kwargs, sorted(shapes), containers))
         hint += (f"; the tensor argument(s) {where} change shape between calls and XLA programs have "
                  "static shapes, so each shape is traced into its own program: pad or bucket them to a "
                  "few shapes, or mark the changing dims dynamic (torch._dynamo.mark_dynamic(x, dim), or "
@@ -467,11 +517,11 @@ def _changing_numbers(key, cache, args, kwargs) -> str:
     return hint
 
 
-def _leaf_names(args, kwargs, positions):
+def _leaf_names(args, kwargs, positions, containers=frozenset()):
     """Names (``args[1]``, ``kwargs['lr']``, ``args[0].x``) of the leaves at these positions of
     ``_flatten((args, kwargs), True)``, walked along the same flattening; ``leaf <i>`` where a
     node's children are not reachable by a key."""
-    tree = _ordered((args, kwargs), True)
+    tree = ordered_args((args, kwargs), containers)
     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: isinstance(x, Tensor))[0]]
     names = []
     for i in positions:
@@ -483,6 +533,9 @@ def _leaf_names(args, kwargs, positions):
             if isinstance(node, dict):          # _InOrder: children in insertion order
                 key = list(node)[k.key]
                 node, name = node[key], f"{name}[{key!r}]"
+            elif type(node) is Rebuilt:          # a data container's attributes
+                key = list(node.attrs)[k.key]
+                node, name = node.attrs[key], f"{name}.{key}"
             elif type(node) is _PartialArg:      # a partial's bound arguments, then keywords
                 node, name = (node.args, node.keywords)[k.key], f"{name}{('.args', '.keywords')[k.key]}"
             elif isinstance(k, jax.tree_util.SequenceKey):

@@ -80,6 +80,7 @@ class Plan:
         self.optimizers = []
         self.vjp = False          # outputs stay differentiable: trace under jax.vjp
         self.defer_items = False  # NOTE [deferred item] (not under fullgraph=True)
+        self.containers = frozenset()   # NOTE [data container arguments]: the compiled function's
 
     def absorb(self, cap: Capture) -> bool:
         grown = False
@@ -111,8 +112,73 @@ def _flatten(tree, args=False):
     """Leaves and treedef of arguments or results; plain dicts keep their insertion order (a
     JAX pytree sorts dict keys: a returned ``{"loss": .., "acc": ..}`` came back reordered, and
     a dict argument was iterated in another order inside the trace than eagerly). ``args``: the
-    call's arguments, where a sparse COO tensor is its indices and values (``_SparseArg``)."""
-    return jax.tree_util.tree_flatten(_ordered(tree, args), is_leaf=lambda x: isinstance(x, Tensor))
+    call's arguments (True, or the compiled function's data-container classes, a frozenset:
+    NOTE [data container arguments]), where a sparse COO tensor is its indices and values
+    (``_SparseArg``)."""
+    return jax.tree_util.tree_flatten(ordered_args(tree, args) if type(args) is frozenset else _ordered(tree, args),
+                                      is_leaf=lambda x: isinstance(x, Tensor))
+
+
+# NOTE [data container arguments]: an argument that is an instance of a plain class (a
+# dataclass, a ``class Batch`` holding tensors, a SimpleNamespace) is one opaque leaf, keyed by
+# identity: a new batch object per call (a collate function's output) traced a program per call
+# until ``cache_size_limit`` made the function eager, where torch.compile guards the object's
+# type and the attributes it reads and traces its tensors as inputs. Keyed by value instead,
+# a long-lived object the step changes (``state.step += 1`` on a train-state object) would be
+# a rebuilt copy (the change lost: a graph break) and its numbers new keys. So the choice is
+# made per class, by what the calls do: once a call passes a different instance of a class at
+# a place where a cached program had one (``compiler._renewed_containers``), that class is a
+# data container of the compiled function and its instances are pytree nodes of the arguments
+# (``Rebuilt``: their attributes are children, tensors data arguments, numbers keyed by value),
+# rebuilt around the stand-ins for the trace without calling ``__init__`` (``_plain``). A call
+# that changes one (an attribute set) breaks to eager as for a list or dict argument
+# (``_arguments_changed``); one that returns it gets the caller's object (``ArgBox``). An
+# object met twice in one call's arguments (``f(b, b)``, ``a.x = a``), or nested deeper than
+# ``_OBJECT_DEPTH``, leaves the whole call keyed by identity (its ``is`` would differ).
+_OBJECT_DEPTH = 8
+
+
+class _Twice(Exception):
+    """A data-container object met twice while flattening one call's arguments."""
+
+
+class _Walk:
+    """One flattening of a call's arguments with data-container ``classes``: the ids of the
+    objects already flattened (``_Twice`` on a second meeting)."""
+
+    __slots__ = ("classes", "seen", "depth")
+
+    def __init__(self, classes):
+        self.classes, self.seen, self.depth = classes, set(), 0
+
+
+def ordered_args(tree, containers: frozenset):
+    """``_ordered(tree, True)`` with the instances of the ``containers`` classes as ``Rebuilt``
+    nodes (NOTE [data container arguments]), unless one is met twice or nested too deep."""
+    if containers:
+        try:
+            return _ordered(tree, _Walk(containers))
+        except _Twice:
+            pass
+    return _ordered(tree, True)
+
+
+def _container_arg(x, walk):
+    if id(x) in walk.seen or walk.depth >= _OBJECT_DEPTH:
+        raise _Twice
+    walk.seen.add(id(x))
+    walk.depth += 1
+    try:
+        return result_objects.Rebuilt(type(x), {}, {k: _ordered(v, walk) for k, v in result_objects._attrs(x).items()})
+    finally:
+        walk.depth -= 1
+
+
+def container_instance(x) -> bool:
+    """Whether argument ``x`` may be a data container (NOTE [data container arguments]): an
+    instance of a plain Python class that ``result_objects`` can rebuild, not a list, dict or
+    tuple (those are containers already)."""
+    return not isinstance(x, (list, dict, tuple, set)) and result_objects._candidate(x)
 
 
 def _unflatten(treedef, leaves):
@@ -183,6 +249,15 @@ class ArgBox:
         self.path = path
 
 
+class _Attr:
+    """An attribute name in an ``ArgBox`` path (a data container argument's attribute)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
 def _argument_boxes(given, rebuilt, path, out):
     """``out[id(c)] = path`` for each list/dict ``c`` of ``rebuilt`` (the copies of the
     arguments the trace passed), and each sparse tensor rebuilt around stand-ins, with the place
@@ -190,6 +265,13 @@ def _argument_boxes(given, rebuilt, path, out):
     t = type(rebuilt)
     if t is SparseCooTensor and type(given) is t and rebuilt is not given:
         out[id(rebuilt)] = path      # rebuilt around stand-ins (``_SparseArg``): returned, the caller's
+        return
+    if t is type(given) and rebuilt is not given and container_instance(rebuilt):
+        out[id(rebuilt)] = path      # a data container rebuilt for the trace: returned, the caller's
+        was = result_objects._attrs(given)
+        for k, v in result_objects._attrs(rebuilt).items():
+            if k in was:
+                _argument_boxes(was[k], v, (*path, _Attr(k)), out)
         return
     if t is not type(given) or t not in (list, dict, tuple) or len(given) != len(rebuilt):
         return
@@ -208,7 +290,7 @@ def fill_arg_boxes(result, call, memo=None):
     if t is ArgBox:
         obj = call
         for k in result.path:
-            obj = obj[k]
+            obj = getattr(obj, k.name) if type(k) is _Attr else obj[k]
         return obj
     if t not in (dict, list, tuple) and not _is_namedtuple(result) and not result_objects._candidate(result):
         return result
@@ -326,13 +408,13 @@ def _flat_result(result) -> bool:
 def _keep_one(result, outside, kept, boxes, made, shared):
     def again(v):
         return _keep_outside(v, outside, kept, boxes, made, shared)
+    if id(result) in boxes:      # a list, dict, sparse tensor or data container argument's copy
+        kept[ArgBox] = True
+        return ArgBox(boxes[id(result)])
     node = result_objects.as_node(result, made, again)
     if node is not None:
         return node
     t = type(result)
-    if (t in (list, dict) or t is SparseCooTensor) and id(result) in boxes:
-        kept[ArgBox] = True
-        return ArgBox(boxes[id(result)])
     if t in (list, dict) and id(result) in outside:
         obj, check = outside[id(result)]
         kept[id(result)] = check
@@ -346,10 +428,11 @@ def _keep_one(result, outside, kept, boxes, made, shared):
     return result
 
 
-def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
-    """Whether the call changed the list/dict arguments it was given (their rebuilt copies):
-    other leaves, or another structure. Holds no leaf afterwards (escape analysis counts them)."""
-    now, now_def = _flatten((args, kwargs), True)
+def _arguments_changed(args, kwargs, treedef, leaves, containers=frozenset()) -> bool:
+    """Whether the call changed the list/dict/data-container arguments it was given (their
+    rebuilt copies): other leaves, or another structure. Holds no leaf afterwards (escape
+    analysis counts them)."""
+    now, now_def = _flatten((args, kwargs), containers)
     return now_def != treedef or any(x is not y for x, y in zip(now, leaves))
 
 
@@ -445,6 +528,8 @@ def _ordered(x, args=False):
         return _Shared(x.tag, _ordered(x.child))
     if args and t is SparseCooTensor and not x.requires_grad:
         return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
+    if type(args) is _Walk and t in args.classes:
+        return _container_arg(x, args)
     if args and t is functools.partial and not x.__dict__:
         return _PartialArg(x.func, tuple(_ordered(v, args) for v in x.args),
                            _ordered(dict(x.keywords), args))
@@ -867,6 +952,12 @@ class CallOnlyBreak(GraphBreak):
     same signature traces again when called with other arguments."""
 
 
+class ContainerChanged(CallOnlyBreak):
+    """A call changed an argument while data-container classes were flattened (NOTE [data
+    container arguments]): maybe a long-lived object the function updates (``state.step += 1``),
+    which a program keyed by its identity repeats. The compiled function stops flattening."""
+
+
 # NOTE [tensors compared by identity] in guards.py
 ARG_IS_STATE = ("tensor argument {} is a tensor the function also reaches from outside (a closure, "
                 "global or attribute) without reading it as data: Python comparing them by identity "
@@ -1183,7 +1274,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     """Trace ``fn(*args, **kwargs)`` once under ``plan`` and execute it. Raises ``Retrace``
     (plan grown), ``GraphBreak``, or the function's own exception; in every case the outside
     state is as it was before the call."""
-    leaves, treedef = _flatten((args, kwargs), True)
+    leaves, treedef = _flatten((args, kwargs), plan.containers)
     kinds = classify_args(leaves)
     # a storage no tensor holds any more, only programs (a mask a program replaced on its
     # module, NOTE [module tensor attributes]), cannot be read by the function: not an input of
@@ -1268,9 +1359,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise GraphBreak("an in-place op changes the shape or strides of a tensor argument (t_, "
                                  "resize_, unsqueeze_, as_strided_...): the program can write the caller's "
                                  "values, not its layout", where=after)
-            if _arguments_changed(a2, kw2, treedef, call_leaves):
-                # the function got rebuilt copies of its list/dict arguments; eagerly it changes
-                # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
+            if _arguments_changed(a2, kw2, treedef, call_leaves, plan.containers):
+                # the function got rebuilt copies of its list/dict/data-container arguments;
+                # eagerly it changes the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
+                if plan.containers:
+                    raise ContainerChanged("the function changes a list, dict or object it was passed (an "
+                                           "append, an item or attribute set): this call ran eagerly, and "
+                                           "objects passed are keyed by identity from now on", where=after)
                 raise GraphBreak("the function changes a list or dict it was passed (an append, an item "
                                  "set): the program would not repeat that on later calls", where=after)
             flipped = cap.flag_left_changed()
