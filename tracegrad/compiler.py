@@ -266,7 +266,7 @@ class CompiledFunction:
             if entries is _EAGER or other[0] != key[0] or other[2:] != key[2:] or len(other[1]) != len(parts):
                 continue
             for a, b, leaf in zip(parts, other[1], leaves):
-                if a != b and not self._dynamic_sizes_apart(a, b, leaf):
+                if not _same_part(a, b) and not self._dynamic_sizes_apart(a, b, leaf):
                     break
             else:
                 return True
@@ -455,6 +455,15 @@ def _key(leaves, treedef, kinds):
             tuple(_Same(f) for pair in _state.SAVED_HOOKS for f in pair) if _state.SAVED_HOOKS else ())
 
 
+def _same_part(a, b) -> bool:
+    """Whether two cache-key parts are equal; False where comparing them raises (a frozen
+    dataclass argument's ``__eq__`` compares the tensors it holds: ``bool`` of a tensor)."""
+    try:
+        return bool(a == b)
+    except Exception:    # noqa: BLE001 -- a user class's __eq__
+        return False
+
+
 def _part_object(part):
     """The object a const argument's key part holds (``(type, value)`` or ``_Same``), or None."""
     if type(part) is _Same:
@@ -494,7 +503,7 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
         if other[0] != key[0] or len(other[1]) != len(parts):
             continue
         for i, (a, b) in enumerate(zip(parts, other[1])):
-            if a == b or type(a) is not tuple or type(b) is not tuple:
+            if _same_part(a, b) or type(a) is not tuple or type(b) is not tuple:
                 continue
             if len(a) == 2 and a[0] in (int, float):
                 numbers.add(i)
