@@ -51,9 +51,21 @@ def _from_children(aux, values):
 jax.tree_util.register_pytree_node(Rebuilt, _children, _from_children)
 
 
+_SLOTS: dict = {}      # class -> _slot_names (read on every call of a data container argument)
+
+
 def _slot_names(cls) -> tuple:
     """The attribute names ``cls``'s ``__slots__`` (and its bases') declare, private names
     mangled as Python stores them."""
+    names = _SLOTS.get(cls)
+    if names is None:
+        if len(_SLOTS) > 4096:
+            _SLOTS.clear()
+        names = _SLOTS[cls] = _declared_slots(cls)
+    return names
+
+
+def _declared_slots(cls) -> tuple:
     names = []
     for c in cls.__mro__:
         slots = c.__dict__.get("__slots__", ())
