@@ -630,6 +630,46 @@ def test_counters_in_buffers_and_slot_objects_count_every_call(holder):
     assert f.stats["graph_breaks"]
 
 
+def test_class_attribute_counter_counts_every_call_in_one_program():
+    """A count kept on a class (``Stats.steps += 1``, a global step on a config class) is a
+    counter like an object's attribute (NOTE [Python counters]): put back after the trace and
+    bumped by every run of the one program (it made every call eager); a class attribute the
+    step also reads (a branch on it) still runs eagerly, equal."""
+    class Stats:
+        steps = 0
+        scale = 2
+
+    class Parity:
+        n = 0
+
+    def run(wrap):
+        Stats.steps = Parity.n = 0
+        g = wrap(_bump_steps(Stats))
+        h = wrap(_bump_and_read(Parity))
+        outs = [(g(tracegrad.full((2,), float(i))).tolist(), h(tracegrad.ones(2)).tolist(), Stats.steps,
+                 Parity.n) for i in range(5)]
+        return outs, g, h
+    eager, _, _ = run(lambda f: f)
+    comp, g, h = run(tracegrad.compile)
+    assert comp == eager and eager[-1][2:] == (5, 5)
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"], g.stats
+    assert h.stats["graph_breaks"]
+
+
+def _bump_steps(cls):
+    def step(x):
+        cls.steps += 1
+        return x * cls.scale
+    return step
+
+
+def _bump_and_read(cls):
+    def step(x):
+        cls.n += 1
+        return x * (2.0 if cls.n % 2 else 1.0)
+    return step
+
+
 def test_list_argument_appended_inside_grows_every_call():
     """A list passed as an argument reaches the function as a rebuilt copy inside the trace:
     an append to it is a graph break, so the caller's list grows on every call, as eagerly."""

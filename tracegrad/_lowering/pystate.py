@@ -494,6 +494,9 @@ class _ClassDict:
         if vars(self.cls).get(k, _MISSING) is not v:
             setattr(self.cls, k, v)
 
+    def get(self, k, default=None):
+        return vars(self.cls).get(k, default)
+
     def __delitem__(self, k):
         delattr(self.cls, k)
 
@@ -857,6 +860,11 @@ def int_attributes(refs):
                 and cls.__getattribute__ is object.__getattribute__ \
                 and not (name.startswith("argument ") and cls.__hash__ not in (None, object.__hash__)):
             out += [(v, d, k, a) for k, a in list(d.items()) if type(a) is int]
+        elif cls is type and _user_class(v):
+            # a class attribute bumped through the class (``Stats.steps += 1``): its plain
+            # metaclass sets it as a dict would
+            d = _ClassDict(v)
+            out += [(v, d, k, a) for k, a in _class_attributes(v) if type(a) is int]
     return out
 
 
