@@ -1,0 +1,835 @@
+"""Round-21 ports of PyTorch's torch.compile tests as compiled-vs-eager checks, from the
+pytorch/pytorch repository's test/dynamo/test_functions.py (FunctionTests): the Python a torch
+user writes around tensors in a training program -- itertools (product, chain.from_iterable,
+combinations, islice), equality and identity of user objects and classes, ``hasattr`` and
+``callable`` on classes and instances, bound tensor methods called through ``*args``/
+``**kwargs``, keyword calls of a helper, Python numbers' methods, ``torch.cat`` given its list
+through ``**kwargs``, a compiled method trimming and appending to a list attribute, ``del``,
+``nonlocal`` closures, generators unpacked into a list, dicts built in every way (``dict()``
+and ``OrderedDict`` from pairs and iterators, ``fromkeys``, ``update``, ``setdefault``,
+``defaultdict`` with each kind of factory, keyword construction, a dict subclass, keys/values
+views, a ``MutableMapping`` copied and unpacked as ``**kwargs``, a Parameter and a
+``torch.Size`` as keys), sets read and changed by the compiled function, tuple/list
+unpacking with ``*rest``, ``reversed``/``sorted`` with key functions, ``zip_longest``,
+``namedtuple`` with defaults, ``sum``/``functools.reduce`` with a start value, f-strings over
+shapes, a global module and a module built inside (Softmax), ``avg_pool2d``.
+
+Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
+with fresh inputs (``_dynamo_port.check``/``compare``): outputs (and, where the inputs require
+grad, their grads after ``out.sum().backward()``) must agree on every call; Python state the
+program changes (lists, sets, dicts passed in or closed over) is compared after each call.
+Each test names the torch test it ports (``test_functions.py::FunctionTests::<name>``); the
+programs are written here in their own code, at tiny shapes, and keep the construct the torch
+test checks. Adapted: torch's tests count frames and ops; here only what a user observes is
+compared."""
+import collections
+import functools
+import itertools
+import operator
+from collections.abc import MutableMapping
+
+import pytest
+
+import tracegrad
+from ._dynamo_port import check, compare, rand, same
+
+torch = pytest.importorskip("torch")
+
+
+def _x(T, i, *shape, rg=True, seed=0):
+    return rand(T, i, *(shape or (2, 3)), rg=rg, seed=seed)
+
+
+def _two(T, i):
+    return _x(T, i), _x(T, i, seed=50)
+
+
+def _four(T, i):
+    return tuple(_x(T, i, seed=s) for s in (0, 50, 100, 150))
+
+
+# ---- itertools ------------------------------------------------------------------------------
+
+def test_itertools_product():
+    # test_functions.py::FunctionTests::test_itertools_product
+    def fn(a, b):
+        v = a
+        for t, k in itertools.product([a, b], [1, 2]):
+            v = v + t * k
+        return v
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_itertools_chain_from_iterable():
+    # test_functions.py::FunctionTests::test_itertools_chain_from_iterable
+    def fn(a, b):
+        v = a
+        for t in itertools.chain.from_iterable([[a, b], [1, 2]]):
+            v = v + t
+        return v
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_itertools_combinations():
+    # test_functions.py::FunctionTests::test_itertools_combinations (each shape scaled by the
+    # argument so that the program reads it)
+    def build(T):
+        def fn(a):
+            return [T.ones(size) * a.sum() for size in itertools.combinations((1, 2, 3), 2)]
+        return fn
+
+    check(build, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_islice_chain():
+    # test_functions.py::FunctionTests::test_islice_chain
+    def fn(a, b):
+        first = [a + 1, a + 2]
+        second = [b + 3, a + 4]
+        u, v = list(itertools.islice(itertools.chain(first, second), 1, 3))
+        w = next(itertools.islice(first, 1, None))
+        return u - v / w
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_zip_longest():
+    # test_functions.py::FunctionTests::test_zip_longest: the Python list comes back with the
+    # tensor
+    def build(T):
+        def fn(x):
+            pairs = list(itertools.zip_longest([1, 2, 3], ["a", "b"], [True, False, True, False],
+                                               fillvalue=None))
+            return T.sin(x + 1), pairs
+        return fn
+
+    check(build, lambda T, i: (_x(T, i),), backward=True)
+
+
+# ---- objects, classes, callables --------------------------------------------------------------
+
+class _MyCls:
+    a = 1
+
+
+def test_obj_eq():
+    # test_functions.py::FunctionTests::test_obj_eq (and test_obj_is): instances compared with
+    # None and with each other; the last branch returns a tensor
+    def fn(a, b):
+        v = a + b
+        if _MyCls() == None:            # noqa: E711 -- the comparison ported
+            return -1
+        if _MyCls() != None:            # noqa: E711
+            v = v.sin()
+        if _MyCls() == _MyCls() or _MyCls() is _MyCls():
+            return -2
+        if _MyCls() != _MyCls() and _MyCls() is not _MyCls():
+            return v + 1
+        return -3
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_cls_is():
+    # test_functions.py::FunctionTests::test_cls_is (and test_cls_eq)
+    def fn(a, b):
+        v = a + b
+        if _MyCls is None:
+            return -1
+        if _MyCls is not None:
+            v = v.sin()
+        if _MyCls is not _MyCls or _MyCls != _MyCls:
+            return -2
+        if _MyCls is _MyCls and _MyCls == _MyCls:
+            return v + 1
+        return -3
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_cls_hasattr():
+    # test_functions.py::FunctionTests::test_cls_hasattr
+    def fn(x):
+        if hasattr(_MyCls, "a"):
+            x = x + 1
+        if hasattr(_MyCls, "b"):
+            x = x + 2
+        return x
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_class_dict():
+    # test_functions.py::FunctionTests::test_class_dict: a class's __dict__ read through
+    # type(instance)
+    class A:
+        x = 4
+
+        def __init__(self):
+            self.a = 6
+    inst = A()
+
+    def fn(t):
+        if "x" in type(inst).__dict__ and "a" not in type(inst).__dict__:
+            return t + 1
+        return t + 2
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+class _CallableClass:
+    def __call__(self):
+        pass
+
+
+class _NotCallableClass:
+    pass
+
+
+def test_callable_class():
+    # test_functions.py::FunctionTests::test_callable_class (and test_callable_list): callable()
+    # of instances, numbers, a tensor and containers passed in
+    def build(T, wrap):
+        f1 = wrap(lambda x, arg: x if callable(arg) else x + 1)
+        f2 = wrap(lambda x, arg: x * 2 if callable(arg) else x + 1)
+
+        def run(i):
+            x = _x(T, i, 4, rg=False)
+            return [f(x, arg) for f in (f1, f2)
+                    for arg in (_NotCallableClass(), _CallableClass(), 1, 1.1, True, x,
+                                [1, 2, 3], (1, 2, 3))]
+        return run
+    compare(build)
+
+
+def test_indirect3():
+    # test_functions.py::FunctionTests::test_indirect3 (and test_indirect2): a bound tensor
+    # method called through *args and **kwargs
+    def fn(a, b):
+        t = a.sub
+        args = (b,)
+        kwargs = {}
+        return t(*args, **kwargs) + t(*args, alpha=2)
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def _constant3(a, b):
+    return a - b + (1.0 + 2)
+
+
+def test_methodcall2():
+    # test_functions.py::FunctionTests::test_methodcall2 (and test_methodcall3): a helper
+    # called with keywords swapped and with a number for one of them
+    def fn(a, b):
+        return _constant3(a=b, b=a) + 1, _constant3(a, b=1.0) + b
+
+    check(lambda T: fn, _two, backward=True)
+
+
+@pytest.mark.parametrize("method,num_type", [("as_integer_ratio", int), ("bit_length", int),
+                                             ("conjugate", int), ("as_integer_ratio", float),
+                                             ("conjugate", float), ("hex", float),
+                                             ("is_integer", float)])
+def test_number_method(method, num_type):
+    # test_functions.py::FunctionTests::test_number_method (and test_is_integer): a Python
+    # number's method decides the branch; the number changes between calls
+    def fn(t, m):
+        return 2 * t if getattr(m, method)() else t
+
+    def build(T, wrap):
+        f = wrap(fn)
+
+        def run(i):
+            t = _x(T, i, 2, rg=False)
+            return [f(t, num_type(v)) for v in (0, 1, 2.5, i)]
+        return run
+    compare(build)
+
+
+# ---- lists, tuples, unpacking -----------------------------------------------------------------
+
+def test_listarg5():
+    # test_functions.py::FunctionTests::test_listarg5 (and test_listarg3): torch.cat's tensors
+    # given through *args and **kwargs
+    def build(T):
+        def fn(a, b):
+            args = [(a, b)]
+            kwargs = {"dim": 0}
+            k2 = {"tensors": (b, a), "dim": 1}
+            return T.cat(*args, **kwargs), T.cat(**k2)
+        return fn
+
+    check(build, _two, backward=True)
+
+
+def test_list_slice():
+    # test_functions.py::FunctionTests::test_list_slice: a compiled method keeps the last
+    # three entries of a list attribute and appends its argument
+    def build(T, wrap):
+        class Mock:
+            def __init__(self):
+                self.ets = []
+
+            def run(self, x):
+                self.ets = self.ets[-3:]
+                self.ets.append(x)
+                return T.sin(x)
+            run = wrap(run)
+        mock = Mock()
+
+        def run(i):
+            x = _x(T, i, 4, rg=False)
+            return mock.run(x), len(mock.ets), mock.ets
+        return run
+    compare(build, calls=6)
+
+
+def test_range2():
+    # test_functions.py::FunctionTests::test_range2: a loop over range(size + 2)
+    def fn(x, y):
+        r = x + y
+        for _ in range(x.size(0) + 2):
+            r = r / y
+        return r
+
+    check(lambda T: fn, lambda T, i: (_x(T, i), _x(T, i, seed=50) + 3), backward=True)
+
+
+def test_transpose_for_scores():
+    # test_functions.py::FunctionTests::test_transpose_for_scores: a view shape built from
+    # x.size()[:-1] + a tuple
+    def fn(x):
+        new_shape = x.size()[:-1] + (2, 3)
+        return x.view(*new_shape).permute(0, 2, 1)
+
+    check(lambda T: fn, lambda T, i: (_x(T, i, 4, 6),), backward=True)
+
+
+def test_del():
+    # test_functions.py::FunctionTests::test_del
+    def fn(a, b):
+        c = a + 1
+        d = c + 2
+        del c, a
+        return b + d
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_funcdef_closure():
+    # test_functions.py::FunctionTests::test_funcdef_closure: an inner function rebinding two
+    # nonlocal tensors, called twice
+    def fn(x, y):
+        x = x + y + 1.0
+
+        def inner(z):
+            nonlocal x, y
+            y = x + z + 20.0
+            x = y + z + 10.0
+
+        inner(2.0)
+        inner(3.0)
+        return x, y
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_build_list_unpack():
+    # test_functions.py::FunctionTests::test_build_list_unpack: two generators unpacked into
+    # torch.cat's list
+    def build(T):
+        def fn(a, b):
+            it1 = (t + 1 for t in (a, b))
+            it2 = (t - 1 for t in (a, b))
+            return T.cat([*it1, *it2], dim=-1)
+        return fn
+
+    check(build, _two, backward=True)
+
+
+def test_list_convert():
+    # test_functions.py::FunctionTests::test_list_convert
+    def fn(a, b):
+        items = [a + 2, b]
+        items = tuple(items)
+        tmp = b + 3
+        items = list(items)
+        v1, v2 = items
+        return v1 - v2 + tmp
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_unpack_ex3():
+    # test_functions.py::FunctionTests::test_unpack_ex3 (and test_unpack_ex2)
+    def fn(x):
+        out = (x, x + 1, x + 2, x + 3)
+        a, *bc, d = out
+        *ab, c, e = out
+        return a - d / bc[0], c - e / ab[1]
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_const_tuple_add2():
+    # test_functions.py::FunctionTests::test_const_tuple_add2 (and test_const_tuple_add1)
+    def fn(x):
+        out = (x, x + 1, x + 2, x + 3)
+        out = (None,) + out + (None,)
+        out2 = () + out + ()
+        return out[2] + out2[3], out[0], out2[-1]
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_list_reversed():
+    # test_functions.py::FunctionTests::test_list_reversed
+    def fn(a, b):
+        tmp = [a + 1, a + 2, a * 3]
+        return a + b + next(iter(reversed(tmp)))
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_list_sorted2():
+    # test_functions.py::FunctionTests::test_list_sorted2 (and test_dict_sorted): sorted
+    # tuples, with a key function and reversed, returned with the tensor
+    def fn(x):
+        y = [("john", "A", 8), ("jane", "B", 5), ("dave", "B", 10)]
+        d = {1: "D", 10: "B", 3: "E"}
+        return (x + 1, sorted(y), sorted(y, key=lambda s: s[2]),
+                sorted(y, key=lambda s: s[2], reverse=True), sorted(d, reverse=True))
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_list_compare_polyfill():
+    # test_functions.py::FunctionTests::test_list_compare_polyfill: tuple comparisons decide
+    # in-place adds to the argument
+    def fn(x):
+        for a, b, c in [[(1, 2, 3), (1, 2, 3), 7.77], [(1, 4, 3), (1, 2, 3), 3.33],
+                        [(1, 2), (1, 2, 3), 5.55], [(1, 2, 3), (1, 2), 11.11],
+                        [(1, -1, 3), (1, 2, 3), 13.33]]:
+            if a != b:
+                x += 1 * c
+            if a == b:
+                x += 2 * c
+            if a < b:
+                x += 4 * c
+            if a > b:
+                x += 8 * c
+            if a <= b:
+                x += 16 * c
+            if a >= b:
+                x += 32 * c
+        return x
+
+    def build(T, wrap):
+        f = wrap(fn)
+
+        def run(i):
+            x = _x(T, i, rg=False)
+            out = f(x)
+            return out, x, out is x
+        return run
+    compare(build)
+
+
+# ---- dicts ------------------------------------------------------------------------------------
+
+def test_dict_setdefault():
+    # test_functions.py::FunctionTests::test_dict_setdefault1, 2 and 3 and
+    # test_defaultdict_setdefault1, 2 and 3
+    def fn(x):
+        out = []
+        for d in ({"a": 1, "b": 2}, collections.defaultdict.fromkeys("a", "b")):
+            d["a"], d["b"] = 1, 2
+            d.setdefault("a", 10)
+            out.append(x + 1 if d["a"] == 1 else x - 1)
+            d.setdefault("c", 10)
+            out.append(x + 1 if d["c"] == 10 else x - 1)
+            d.setdefault("e")
+            out.append(x + 1 if d["e"] is None else x - 1)
+        return out
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_dict_keys():
+    # test_functions.py::FunctionTests::test_dict_keys (and test_dict_values): views see
+    # entries added after they were taken
+    def fn(x):
+        d = {3: x}
+        keys, values = d.keys(), d.values()
+        d[4] = x + 1
+        d2 = {3: 2, 4: "aa"}
+        return 3 in keys, 4 in keys, 5 in keys, d2.keys() == keys, len(values), list(values)
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=False)
+
+
+def test_dict_kwargs():
+    # test_functions.py::FunctionTests::test_dict_kwargs, test_ordered_dict_kwargs and
+    # test_custom_dict_kwargs: dicts built from keywords returned; the dict types too
+    class CustomDict(collections.OrderedDict):
+        pass
+
+    def build(T):
+        def fn(x):
+            z = dict(text_embed=x + 1, other=x + 2)
+            o = collections.OrderedDict(sample=T.ones(3) * x.sum())
+            c = CustomDict(sample=x * 2)
+            return [z, o, c], [type(v).__name__ for v in (z, o, c)]
+        return fn
+
+    def make(T, i):
+        return (_x(T, i, 3, rg=False),)
+    check(build, make)
+
+
+def test_call_dict5():
+    # test_functions.py::FunctionTests::test_call_dict5 (and test_call_dict1, 3, 4): dict and
+    # OrderedDict from a list of pairs and from an iterator (the OrderedDict gets what the dict
+    # left of the iterator)
+    def fn(x):
+        pairs = [("a", x), ("b", x + 1), ("c", x + 2)]
+        d1, d2 = dict(pairs), collections.OrderedDict(pairs)
+        d1["a"], d2["c"] = x + 10, x + 20
+        it = iter(pairs)
+        d3 = dict(it)
+        d4 = collections.OrderedDict(it)
+        return d1["a"] + d2["c"] + 1, d3, d4, len(d4)
+
+    check(lambda T: fn, lambda T, i: (_x(T, i, rg=False),))
+
+
+def test_dict_fromkeys():
+    # test_functions.py::FunctionTests::test_dict_fromkeys
+    def fn(x, y):
+        keys = ["a", "b"]
+        d = dict.fromkeys(keys)
+        d1 = dict.fromkeys(d, x + 1)
+        d2 = collections.defaultdict.fromkeys(iter(d1), x - 2)
+        d3 = collections.OrderedDict.fromkeys(tuple(keys), y)
+        return d1["a"] * d2["b"] + d2["a"] + d1["b"] + d3["a"] + d3["b"] + 1
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_dict_update():
+    # test_functions.py::FunctionTests::test_dict_update (and test_dict_copy): update from a
+    # dict, from mixed pairs and from zip, on dict and OrderedDict; copies changed apart
+    def fn(x, y, z):
+        d = {"a": x, "b": y}
+        d.update({"a": y - 1})
+        d.update([("b", z + 1), ["c", z]])
+        d.update(zip("ab", [z + 3, y + 2]))
+        od = collections.OrderedDict(a=x * 3, b=y + 2)
+        od.update({"a": y + 5})
+        od.update([["b", z + 6], ("c", z - 7)])
+        od.update(zip("ab", [z - 3, x + 2]))
+        d2 = d.copy()
+        d2["a"] = x - 5
+        return d["a"] * od["a"] + od["c"] + d["b"] + od["b"] * d["c"] + d2["a"]
+
+    check(lambda T: fn, lambda T, i: _four(T, i)[:3], backward=True)
+
+
+def test_dict_id_guard():
+    # test_functions.py::FunctionTests::test_dict_id_guard: one OrderedDict under two names,
+    # iterated; its value changed between calls
+    def build(T, wrap):
+        d1 = collections.OrderedDict({"a": 2})
+        d2 = d1
+
+        def fn(x):
+            for k in d1:
+                x = x * d1[k] * d2[k]
+            return x
+        f = wrap(fn)
+
+        def run(i):
+            d1["a"] = 2 + (i // 2)
+            return f(_x(T, i, 4, rg=False))
+        return run
+    compare(build)
+
+
+class _TensorDict(MutableMapping):
+    """test_functions.py's TensorDict idea: a MutableMapping over a plain dict."""
+
+    def __init__(self):
+        self._dict = {}
+
+    def __getitem__(self, key):
+        return self._dict[key]
+
+    def __setitem__(self, key, value):
+        self._dict[key] = value
+
+    def __delitem__(self, key):
+        del self._dict[key]
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def __len__(self):
+        return len(self._dict)
+
+
+def test_dict_mutable_map():
+    # test_functions.py::FunctionTests::test_dict_mutable_map and test_unpack_mutable_map: a
+    # MutableMapping closed over, copied with dict() and unpacked as keyword arguments; its
+    # entry replaced between calls
+    def build(T, wrap):
+        td = _TensorDict()
+
+        def gn(x, a=1):
+            return x * a
+
+        f = wrap(lambda x: (x * dict(td)["a"], gn(x, **td)))
+
+        def run(i):
+            td["a"] = T.ones(4) * (2 + i)
+            return f(_x(T, i, 4, rg=False))
+        return run
+    compare(build)
+
+
+def _default_dict_program(T, factory):
+    """test_functions.py's _test_default_dict_helper: a defaultdict (``factory``) closed over,
+    written with a string and a Parameter key, a missing key read. Returns the function and
+    a reader of the dict's entries (read after the call, outside the program)."""
+    dd = collections.defaultdict(factory)
+    param = T.nn.Parameter(T.ones([2, 2]))
+
+    def fn(x):
+        dd["a"] = x + 1
+        dd[param] = 123
+        dd["c"] = x * 2
+        return dd["b"], dd["a"]
+    return fn, lambda: (dd["a"], dd["c"], dd[param], dd["b"], len(dd))
+
+
+def _factory_closure():
+    return dict()       # noqa: C408 -- the factory ported
+
+
+@pytest.mark.parametrize("factory", [dict, list, tuple, set, lambda: dict(), _factory_closure],
+                         ids=["dict", "list", "tuple", "set", "lambda", "closure"])
+def test_default_dict(factory):
+    # test_functions.py::FunctionTests::test_default_dict_dict, _list, _tuple, _set, _lambda and
+    # _closure
+    def build(T, wrap):
+        fn, contents = _default_dict_program(T, factory)
+        f = wrap(fn)
+        return lambda i: (f(_x(T, i, rg=False)), contents())
+    compare(build)
+
+
+def test_default_dict_constr():
+    # test_functions.py::FunctionTests::test_default_dict_constr: a defaultdict made inside,
+    # updated from a dict, from pairs and from zip
+    def build(T, wrap):
+        param = T.nn.Parameter(T.ones([2, 2]))
+
+        def fn(x):
+            dd = collections.defaultdict(lambda: dict())   # noqa: C408
+            dd["a"] = x + 1
+            dd[param] = 123
+            dd["c"] = x * 2
+            dd.update({"b": x * 3})
+            dd.update([["d", x - 2], ("e", x + 2)])
+            dd.update(zip("ab", [x + 3, x + 4]))
+            return dd["b"], [dd[k] for k in "abcde"], dd[param], dd["zz"]
+        f = wrap(fn)
+        return lambda i: f(_x(T, i, rg=False))
+    compare(build)
+
+
+def test_dict_param_keys():
+    # test_functions.py::FunctionTests::test_dict_param_keys: a Parameter as a dict key (and,
+    # here, as a factor: its value changed in place between calls, its grad compared)
+    def build(T, wrap):
+        a_param = T.nn.Parameter(T.ones([2, 3]))
+
+        def fn(a):
+            tmp = {"a": a, a_param: 3}
+            return tmp["a"] * a_param + tmp[a_param]
+        f = wrap(fn)
+
+        def run(i):
+            with T.no_grad():
+                a_param.mul_(1.5)
+            a = _x(T, i)
+            out = f(a)
+            out.sum().backward()
+            grad, a_param.grad = a_param.grad, None
+            return out, a.grad, grad
+        return run
+    compare(build)
+
+
+def test_torch_size_as_dict_key():
+    # test_functions.py::FunctionTests::test_torch_size_as_dict_key: a cache dict argument keyed
+    # by shape, filled on the first call of each shape
+    def build(T, wrap):
+        f = wrap(_cached)
+        cache = {}
+
+        def run(i):
+            x = _x(T, i, 2, 3 if i % 2 else 4, rg=False)
+            return f(x, cache), sorted(tuple(k) for k in cache)
+        return run
+    compare(build)
+
+
+def _cached(x, cache):
+    if x.shape not in cache:
+        cache[x.shape] = x
+    return x + cache[x.shape]
+
+
+def test_dict_hasattr():
+    # test_functions.py::FunctionTests::test_dict_hasattr: hasattr tells a tensor from a dict
+    def fn(x):
+        if hasattr(x, "to"):
+            return x.to("cpu") * 2
+        if hasattr(x, "items"):
+            return x["a"].cos()
+        return x
+
+    def build(T, wrap):
+        f = wrap(fn)
+        return lambda i: [f({"a": _x(T, i, 3, rg=False)}), f(_x(T, i, 4, rg=False))]
+    compare(build)
+
+
+def test_return_dict2():
+    # test_functions.py::FunctionTests::test_return_dict2 (and test_return_dict): a dict whose
+    # list value is appended to, the same tensor under several keys
+    def fn(x, y):
+        tmp = {"x": x}
+        tmp["z"] = [x + y, y]
+        tmp["y"] = y
+        tmp["z"].append(False)
+        tmp["again"] = x
+        return tmp
+
+    check(lambda T: fn, lambda T, i: (_x(T, i, rg=False), _x(T, i, seed=50, rg=False)))
+
+
+# ---- sets -------------------------------------------------------------------------------------
+
+def test_constant_set():
+    # test_functions.py::FunctionTests::test_constant_set (and test_set_add): a closed-over set
+    # read by len() and ``in``, changed from outside between calls; another grown by the
+    # program itself by a value it reads (so a replay that skipped the add would differ)
+    def build(T, wrap):
+        s = {1, 2}
+        grow = set()
+        f = wrap(lambda x: T.cos(x) * len(s) + (5 if 3 in s else 0))
+        g = wrap(lambda x: (grow.add(len(grow)), T.cos(x) * len(grow))[1])
+
+        def run(i):
+            if i % 2:
+                s.add(3)
+            else:
+                s.discard(3)
+            x = _x(T, i, 4, rg=False)
+            return f(x), g(x), sorted(s), sorted(grow)
+        return run
+    compare(build, calls=6)
+
+
+def test_set_intersection():
+    # test_functions.py::FunctionTests::test_set_intersection (and test_set_union,
+    # test_set_difference, test_set_keys_view)
+    def fn(a, b):
+        s1 = {"apple", "banana", "cherry"}
+        s2 = {"google", "microsoft", "apple"}
+        out = []
+        for s in (s1.intersection(s2), s1.union(s2), s1.difference(s2)):
+            out.append(a + b if "apple" in s else a - b)
+            out.append(a * b if "banana" in s else a / b)
+        return out
+
+    check(lambda T: fn, lambda T, i: (_x(T, i), _x(T, i, seed=50) + 3), backward=True)
+
+
+# ---- reductions, namedtuples, strings, modules -----------------------------------------------
+
+def test_sum_with_start_kwarg():
+    # test_functions.py::FunctionTests::test_sum_with_start_kwarg (and _start_arg)
+    def fn(a, b, c, d):
+        return sum([b, c, d], start=a), sum([b, c], d)
+
+    check(lambda T: fn, _four, backward=True)
+
+
+def test_reduce_with_initial():
+    # test_functions.py::FunctionTests::test_reduce_with_initial
+    def fn(a, b, c, d):
+        return functools.reduce(operator.add, [b, c, d], a), functools.reduce(operator.mul,
+                                                                              [b, c], d)
+
+    check(lambda T: fn, _four, backward=True)
+
+
+def test_namedtuple_defaults():
+    # test_functions.py::FunctionTests::test_namedtuple_defaults and test_namedtuple_hasattr:
+    # a namedtuple class made inside with defaults; returned
+    def fn(a, b):
+        mytuple = collections.namedtuple("mytuple", ["x", "y", "xy"], defaults=(None, 1, None))
+        tmp = mytuple(a, xy=b)
+        is_nt = isinstance(tmp, tuple) and hasattr(tmp, "_asdict") and hasattr(tmp, "_fields")
+        out = mytuple(tmp.x, tmp[1], tmp.xy + b)
+        return (out.x + out.xy * out.y if is_nt else a - b), tuple(out), type(out).__name__
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_fstrings2():
+    # test_functions.py::FunctionTests::test_fstrings2, 4, 5 and 6: f-strings over shapes
+    # decide branches
+    def fn(x):
+        tmp = f"{x.shape[0]} bar"
+        y = x + 1 if tmp.startswith("2") else x - 1
+        if "2" in (tmp + "haha"):
+            y = y * 2
+        if "5" in f"{x.shape[0] + x.shape[1]}":
+            y = y + 3
+        return y, tmp
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_globalmodule():
+    # test_functions.py::FunctionTests::test_globalmodule and test_inline_softmax: a module made
+    # outside, called; a Softmax module made and called inside
+    def build(T):
+        lin = T.nn.Linear(3, 3)
+        with T.no_grad():
+            lin.weight.copy_(_x(T, 0, 3, 3, rg=False, seed=9))
+            lin.bias.copy_(_x(T, 0, 3, rg=False, seed=10))
+
+        def fn(x, y):
+            return lin(x), T.nn.Softmax(dim=-1)(x + y * 2)
+        return fn
+
+    check(build, _two, backward=True)
+
+
+def test_fn_with_self_set():
+    # test_functions.py::FunctionTests::test_fn_with_self_set: avg_pool2d with padding over a
+    # broadcast product
+    def build(T):
+        def fn(a, b):
+            return T.nn.functional.avg_pool2d(T.unsqueeze(a, 0) * T.unsqueeze(b, 1),
+                                              kernel_size=2, padding=1)
+        return fn
+
+    check(build, lambda T, i: (_x(T, i, 3, 4), _x(T, i, 3, 4, seed=50)), backward=True)
