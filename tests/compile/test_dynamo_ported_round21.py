@@ -833,3 +833,156 @@ def test_fn_with_self_set():
         return fn
 
     check(build, lambda T, i: (_x(T, i, 3, 4), _x(T, i, 3, 4, seed=50)), backward=True)
+
+
+# ---- more lists, filters, no_grad helpers, distributions --------------------------------------
+
+def test_filter():
+    # test_functions.py::FunctionTests::test_filter: filter() on requires_grad over a list of
+    # bfloat16 tensors (one a leaf requiring grad)
+    def fn(inputs):
+        out = inputs[0]
+        for inp in filter(lambda t: t.requires_grad, inputs):
+            out = out * inp
+        return out
+
+    def build(T, wrap):
+        f = wrap(fn)
+
+        def run(i):
+            a = T.arange(2, dtype=T.bfloat16) + i
+            b = (T.arange(2, dtype=T.bfloat16) + 2 * i).requires_grad_(True)
+            out = f([a, b])
+            out.sum().backward()
+            return out, b.grad
+        return run
+    compare(build)
+
+
+def test_filter_fallback():
+    # test_functions.py::FunctionTests::test_filter_fallback: filter() on a tensor's value (the
+    # value decides which tensors multiply; it changes between calls)
+    def fn(inputs):
+        out = inputs[0]
+        for inp in filter(lambda t: t[0] == 1, inputs):
+            out = out * inp
+        return out
+
+    def build(T, wrap):
+        f = wrap(fn)
+
+        def run(i):
+            a = T.ones(2) + (i % 2)
+            b = T.arange(2, dtype=T.float32) + (i // 2)
+            return f([a, b])
+        return run
+    compare(build)
+
+
+def test_list_add_then_mutate():
+    # test_functions.py::FunctionTests::test_list_add_then_mutate (and test_list_expand_lhs,
+    # test_in_not_in): list concatenation, append, ``in`` over numbers, sum() of a list mixing
+    # numbers and tensors
+    def fn(x):
+        items = [1, x]
+        y = x / 4.0
+        items = items + [x / 2.0, 4]
+        items.append(y)
+        mine, other = [1, 2, 3, 4, 5, x], [1, 2, 3, 4, 5]
+        assert 3 in mine and 6 not in other
+        return sum(items), sum(4 * [x]), sum(mine)
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_list_slice_assignment():
+    # test_functions.py::FunctionTests::test_list_slice_assignment (the list's sum scales the
+    # result here, so that the assignment shows)
+    def fn(x):
+        m = [1, 2, 3, 4]
+        m[1:] = [6] * (len(m) - 1)
+        return x * sum(m) + 1, m
+
+    check(lambda T: fn, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_context_wrapping_nested_functions_no_closure():
+    # test_functions.py::FunctionTests::test_context_wrapping_nested_functions_no_closure: a
+    # helper decorated with no_grad() made inside the compiled function; its result does not
+    # require grad, the grad mode is back on after
+    def build(T):
+        def fn(x):
+            @T.no_grad()
+            def augment(t):
+                return (t + 1) * 2
+
+            y = augment(x)
+            return x * 3, y, T.is_grad_enabled()
+        return fn
+
+    check(build, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_torch_distributions_functions():
+    # test_functions.py::FunctionTests::test_torch_distributions_functions: Independent(Normal)
+    # log_prob of its own location (and of a shifted value, with gradients)
+    def build(T):
+        def fn(loc, v):
+            normal = T.distributions.Normal(loc, T.tensor(1.0))
+            independent = T.distributions.Independent(normal, 1)
+            return independent.log_prob(loc), independent.log_prob(v)
+        return fn
+
+    check(build, lambda T, i: (_x(T, i), _x(T, i, seed=50)), backward=True)
+
+
+def _udf_module(mod, x, y):
+    return mod(x, y)
+
+
+def test_partials_udf_kwarg_module():
+    # test_functions.py::FunctionTests::test_partials_udf_kwarg_module and
+    # test_partials_udf_kwarg_method: a partial over a user function with a module (or its
+    # bound forward) as keyword, built inside and called with keywords
+    def build(T):
+        class SmallNN(T.nn.Module):
+            def forward(self, x, y):
+                return T.nn.ReLU()(T.cat((x, y), dim=1))
+        net = SmallNN()
+
+        def fn(x, y):
+            p1 = functools.partial(_udf_module, mod=net)
+            p2 = functools.partial(_udf_module, mod=net.forward)
+            return p1(x=x, y=y) * p2(x=y, y=x)
+        return fn
+
+    check(build, _two, backward=True)
+
+
+def test_partials_torch_op_kwarg():
+    # test_functions.py::FunctionTests::test_partials_torch_op_kwarg and
+    # test_partials_torch_op_arg: partials over torch.mul with a tensor bound by keyword and by
+    # position
+    def build(T):
+        def fn(x):
+            by_kw = functools.partial(T.mul, other=T.ones(2, 3) * 2)
+            by_pos = functools.partial(T.mul, T.ones(2, 3) * 3)
+            return by_kw(x) + by_pos(x)
+        return fn
+
+    check(build, lambda T, i: (_x(T, i),), backward=True)
+
+
+def test_pow_int():
+    # test_functions.py::FunctionTests::test_pow_int: torch.pow with a Python int exponent
+    # that changes between calls
+    def build(T, wrap):
+        f = wrap(lambda a, b: T.pow(a, b))
+
+        def run(i):
+            a = _x(T, i, 2, 2)
+            out = f(a, 2 + i % 2)
+            out.sum().backward()
+            return out, a.grad
+        return run
+    compare(build)
