@@ -923,17 +923,22 @@ def test_context_wrapping_nested_functions_no_closure():
     check(build, lambda T, i: (_x(T, i),), backward=True)
 
 
-def test_torch_distributions_functions():
+@pytest.mark.parametrize("validate", [None, False], ids=["validate_default", "no_validate"])
+def test_torch_distributions_functions(validate):
     # test_functions.py::FunctionTests::test_torch_distributions_functions: Independent(Normal)
-    # log_prob of its own location (and of a shifted value, with gradients)
+    # log_prob of its own location (and of a shifted value, with gradients). With the default
+    # validate_args the arguments' values are checked in Python (the call runs eagerly); with
+    # validate_args=False it is one program
     def build(T):
         def fn(loc, v):
-            normal = T.distributions.Normal(loc, T.tensor(1.0))
-            independent = T.distributions.Independent(normal, 1)
+            normal = T.distributions.Normal(loc, T.tensor(1.0), validate_args=validate)
+            independent = T.distributions.Independent(normal, 1, validate_args=validate)
             return independent.log_prob(loc), independent.log_prob(v)
         return fn
 
-    check(build, lambda T, i: (_x(T, i), _x(T, i, seed=50)), backward=True)
+    f = check(build, lambda T, i: (_x(T, i), _x(T, i, seed=50)), backward=True)
+    if validate is False:
+        assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 1, f.stats
 
 
 def _udf_module(mod, x, y):
@@ -984,5 +989,79 @@ def test_pow_int():
             out = f(a, 2 + i % 2)
             out.sum().backward()
             return out, a.grad
+        return run
+    compare(build)
+
+
+# ---- tensor identity after in-place ops, factories through partials ---------------------------
+
+def test_is_mutated_tensor_tensor_across_graph_break():
+    # test_functions.py::FunctionTests::test_is_mutated_tensor_tensor_across_graph_break (no
+    # graph break here): ``is`` between an argument and what its in-place add returned, before
+    # and after more in-place adds; the argument is changed for the caller
+    def fn(x):
+        y = x.add_(1)
+        cond = x is y
+        x.add_(1)
+        x.mul_(2)
+        return x is y, cond, y
+
+    def build(T, wrap):
+        f = wrap(fn)
+
+        def run(i):
+            z = _x(T, i, 4, rg=False)
+            return f(z), z
+        return run
+    compare(build)
+
+
+def test_is_contiguous_memory_format():
+    # test_functions.py::FunctionTests::test_is_contiguous_memory_format: a contiguous
+    # argument and a transposed (non-contiguous) one take different branches
+    def fn(t):
+        if t.is_contiguous(memory_format=torch_contiguous(t)):
+            return t + 1
+        return t - 1
+
+    def build(T, wrap):
+        f = wrap(fn)
+        return lambda i: [f(_x(T, i, 2, 3, rg=False)), f(_x(T, i, 3, 2, rg=False).t())]
+    compare(build)
+
+
+def torch_contiguous(t):
+    """``contiguous_format`` of the module ``t`` belongs to (torch or tracegrad)."""
+    return (torch if isinstance(t, torch.Tensor) else tracegrad).contiguous_format
+
+
+def test_rand_tensor_partial():
+    # test_functions.py::FunctionTests::test_rand_tensor_partial: partials over a factory with
+    # dtype/requires_grad keywords and a namedtuple shape (``ones`` for ``rand`` so that values
+    # compare); the results are float16 leaves that require grad
+    def build(T):
+        Shape = collections.namedtuple("Shape", ["batch", "heads", "seq", "dim"])
+
+        def fn(x):
+            make = functools.partial(T.ones, dtype=T.float16, requires_grad=True)
+            make_q = functools.partial(make, Shape(2, 1, 3, 2))
+            make_kv = functools.partial(make, Shape(2, 1, 3, 2))
+            t1, t2 = make_q(), make_kv()
+            return t1, t1 + t2 * x.to(T.float16), t2.is_leaf
+        return fn
+
+    check(build, lambda T, i: (_x(T, i, 2, rg=False),))
+
+
+def test_frozenset_reconstruction():
+    # test_functions.py::FunctionTests::test_frozenset_reconstruction: a closed-over dict keyed
+    # by a frozenset made inside the function; the entry replaced between calls
+    def build(T, wrap):
+        d = {}
+        f = wrap(lambda x: d[frozenset()] * x)
+
+        def run(i):
+            d[frozenset()] = _x(T, i, 4, rg=False, seed=30)
+            return f(_x(T, i, 4, rg=False))
         return run
     compare(build)
