@@ -1157,10 +1157,35 @@ def test_list_append_return_none():
 
 def test_tensor_ctor_list_of_tensor():
     # test_misc.py::MiscTests::test_tensor_ctor_list_of_tensor: torch.tensor of a list holding
-    # a 0-dim integer tensor argument (its value changes between calls)
+    # a 0-dim integer tensor argument (its value changes between calls), and of a nested list
+    # mixing numbers, an intermediate and a bfloat16 tensor. Fixed here: a traced tensor in the
+    # list was read through numpy (TracerArrayConversionError: every call ran eagerly)
+    def build(T, wrap):
+        f = wrap(lambda x, y: (T.tensor([x], dtype=T.int64),
+                               T.tensor([[y.detach().to(T.bfloat16), 1], [2, x * 2]])))
+
+        def run(i):
+            a, b = f(T.tensor(20 + i), _x(T, i, 1, rg=True).reshape(()))
+            return a, b, b.requires_grad
+        return run
+    compiled = compare_programs(build, traces=1)
+    assert compiled is not None
+
+
+def test_tensor_ctor_float_tensor_as_int():
+    # torch reads a tensor nested in tensor()'s list through __index__ for an integer or bool
+    # dtype: a floating or complex one is its TypeError (tracegrad truncated it), in eager and
+    # in a compiled function alike
     def build(T, wrap):
         f = wrap(lambda x: T.tensor([x], dtype=T.int64))
-        return lambda i: f(T.tensor(20 + i))
+
+        def run(i):
+            with pytest.raises(TypeError, match="only integer tensors of a single element"):
+                f(T.tensor(2.5 + i))
+            with pytest.raises(TypeError, match="only integer tensors of a single element"):
+                T.tensor([[T.tensor(1 + 2j)]], dtype=T.bool)
+            return T.tensor([T.tensor(True), T.tensor(3)], dtype=T.uint8)
+        return run
     compare(build)
 
 
