@@ -12,7 +12,16 @@ views, a ``MutableMapping`` copied and unpacked as ``**kwargs``, a Parameter and
 ``torch.Size`` as keys), sets read and changed by the compiled function, tuple/list
 unpacking with ``*rest``, ``reversed``/``sorted`` with key functions, ``zip_longest``,
 ``namedtuple`` with defaults, ``sum``/``functools.reduce`` with a start value, f-strings over
-shapes, a global module and a module built inside (Softmax), ``avg_pool2d``.
+shapes, a global module and a module built inside (Softmax), ``avg_pool2d``, ``filter``,
+partials over modules and torch ops, distributions, ``is`` after in-place ops; from
+test/dynamo/test_misc.py (MiscTests): lists and dicts popped around ``.item()``, a module's
+forward setting attributes, ``torch.tensor`` of traced tensors, a NaN argument, ``.item()``
+results fed back, foreach ops with tensor scalars, CrossEntropyLoss constructors, a small GPT
+(named_modules x named_parameters, then SGD steps), ``backward`` inside the compiled function,
+``torch.cond`` after a nonlocal write; and from test/dynamo/test_autograd_function.py
+(AutogradFunctionTests): requires_grad of grad_output in backward, set_materialize_grads,
+dataclass and list arguments of ``apply``, a backward returning None, forward returning a
+list, and the Functions of test_smoke_from_test_autograd in one training function.
 
 Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
 with fresh inputs (``_dynamo_port.check``/``compare``): outputs (and, where the inputs require
@@ -21,7 +30,23 @@ program changes (lists, sets, dicts passed in or closed over) is compared after 
 Each test names the torch test it ports (``test_functions.py::FunctionTests::<name>``); the
 programs are written here in their own code, at tiny shapes, and keep the construct the torch
 test checks. Adapted: torch's tests count frames and ops; here only what a user observes is
-compared."""
+compared.
+
+Calls that run eagerly (correct, not compiled; torch's dynamo compiles them): a method that
+trims and appends to a list attribute (test_list_slice, test_module_complex_iter's names), a
+cache dict argument filled by the function, ``.item()``/``bool()`` of a tensor value
+(test_filter_fallback, test_side_effects_codegen_update_mutated, test_foreach_tensor_scalar's
+``pow``, ``torch.cond`` with a tensor predicate), distributions with the default
+``validate_args``, a requires_grad factory result returned (test_rand_tensor_partial).
+Fixed here: ``torch.tensor([x])`` of a traced tensor (an argument or an intermediate) was read
+through numpy while tracing (TracerArrayConversionError: every call of such a function ran
+eagerly, even with fullgraph=True); it now stacks the traced values (_tensor/convert.py
+``_stack_traced``). And ``tensor([tensor(2.5)], dtype=int64)`` truncated where torch raises
+TypeError (``__index__`` of a float tensor; convert.py ``_one_element``).
+Found and left (strict xfail): a fresh NaN float argument per call traces a new program per call
+(its key compares by value and NaN != NaN); a custom Function whose backward returns None for an
+input that requires grad gives that input zeros through a compiled region (torch: ``.grad``
+stays None)."""
 import collections
 import dataclasses
 import functools
@@ -1171,6 +1196,25 @@ def test_tensor_ctor_list_of_tensor():
         return run
     compiled = compare_programs(build, traces=1)
     assert compiled is not None
+
+
+def test_tensor_ctor_of_traced_values_in_a_training_step():
+    # test_misc.py::MiscTests::test_tensor_ctor_list_of_tensor, inside a training step: tensor()
+    # of reductions taken in the step copies their values (no graph back to x or w), so the
+    # gradients see it as a constant
+    def build(T, wrap):
+        def fn(x, w):
+            scale = T.tensor([x.sum(), w.mean() * 2, 1.0])
+            loss = (x * w).sum() * scale.sum()
+            loss.backward()
+            return loss.detach(), scale
+        f = wrap(fn)
+
+        def run(i):
+            x, w = _x(T, i, 3), _x(T, i, 3, seed=4)
+            return f(x, w), x.grad, w.grad
+        return run
+    compare_programs(build, traces=1)
 
 
 def test_tensor_ctor_float_tensor_as_int():
