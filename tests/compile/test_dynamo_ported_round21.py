@@ -21,7 +21,9 @@ results fed back, foreach ops with tensor scalars, CrossEntropyLoss constructors
 ``torch.cond`` after a nonlocal write; and from test/dynamo/test_autograd_function.py
 (AutogradFunctionTests): requires_grad of grad_output in backward, set_materialize_grads,
 dataclass and list arguments of ``apply``, a backward returning None, forward returning a
-list, and the Functions of test_smoke_from_test_autograd in one training function.
+list, and the Functions of test_smoke_from_test_autograd in one training function; from
+test/dynamo/test_modules.py: attribute precedence over methods, an int attribute bumped between
+calls, conv subclasses calling ``super().forward``.
 
 Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
 with fresh inputs (``_dynamo_port.check``/``compare``): outputs (and, where the inputs require
@@ -1695,3 +1697,109 @@ def test_smoke_from_test_autograd():
     def make_args(T, i):
         return _x(T, i, 2, 2, 2) + 2, _x(T, i, 2, 2, seed=4) + 3, _x(T, i, 2, 2, seed=5) + 3
     compare(lambda T, wrap: _fn_and_grads(T, wrap, make_fn, make_args))
+
+
+# ---- test_modules.py --------------------------------------------------------------------------
+
+def test_attr_precedence():
+    # test_modules.py::OptimizedModuleTest::test_attr_precedence: numbers set on the instance
+    # shadow the class's methods of the same names, while a submodule (kept in _modules, not
+    # the instance dict) does not: ``self.linear`` is the class's method, the Linear's
+    # parameters get no grad
+    def build(T, wrap):
+        class Mod(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = 3
+
+            def forward(self, x, c=4):
+                return x * c
+
+            def linear(self, x):
+                return x
+
+            def b(self, x):
+                raise RuntimeError("Should not be called")
+
+        class MyMod(Mod):
+            def __init__(self):
+                super().__init__()
+                self.linear = T.nn.Linear(3, 3)
+                self.a = 2
+                self.b = 2
+                self.scale = 1
+
+            def scale(self, x):
+                raise RuntimeError("Should not be called")
+
+            def forward(self, x, c=None):
+                return self.linear(x) * self.a * self.b * self.scale
+
+        mod = MyMod()
+        rs = np.random.RandomState(1)
+        with T.no_grad():
+            for p in mod.parameters():
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.3))
+        f = wrap(mod)
+
+        def run(i):
+            x = _x(T, i, 2, 3)
+            out = f(x)
+            out.square().mean().backward()
+            return out, x.grad, mod._modules["linear"].weight.grad, len(list(mod.parameters()))
+        return run
+    compare(build)
+
+
+def test_nn_module_unspec_int_attr():
+    # test_modules.py::NNModuleTests::test_nn_module_unspec_int_attr: an int attribute the
+    # forward reads, bumped between calls (each value must be seen, never a frozen one)
+    def build(T, wrap):
+        class ModuleWithIntAttr(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = T.nn.Linear(4, 4)
+                self.step = 10
+
+            def forward(self, x):
+                return self.layer(x) * self.step
+
+        mod = ModuleWithIntAttr()
+        rs = np.random.RandomState(2)
+        with T.no_grad():
+            for p in mod.parameters():
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.3))
+        f = wrap(mod)
+
+        def run(i):
+            mod.step += 1
+            x = _x(T, i, 3, 4)
+            out = f(x)
+            out.sum().backward()
+            grad, mod.layer.weight.grad = mod.layer.weight.grad, None
+            return out, x.grad, grad
+        return run
+    compare(build, calls=5)
+
+
+@pytest.mark.parametrize("transpose", [False, True], ids=["conv", "conv_transpose"])
+def test_conv_call_super_forward_directly(transpose):
+    # test_modules.py::NNModuleTests::test_conv_call_super_forward_directly and
+    # test_conv_transpose_call_super_forward_directly: a Conv1d / ConvTranspose1d subclass
+    # whose forward calls super().forward on an unbatched / batched input
+    def build(T):
+        base = T.nn.ConvTranspose1d if transpose else T.nn.Conv1d
+
+        class ConvCallSuper(base):
+            def forward(self, x):
+                return super().forward(x)
+
+        m = ConvCallSuper(4, 4, 3 if transpose else 4)
+        rs = np.random.RandomState(5)
+        with T.no_grad():
+            for p in m.parameters():
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.3))
+        return m
+
+    shape = (4, 4, 4) if transpose else (4, 4)
+    check(build, lambda T, i: (_x(T, i, *shape),), backward=True)
