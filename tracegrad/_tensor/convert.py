@@ -89,7 +89,12 @@ def _one_element(t, target):
     """A tensor nested in a list is one number to torch, read as the result's dtype ``target``:
     an integer or bool result reads it through ``__index__`` (TypeError unless it has one
     element), a floating or complex one through ``item()`` (ValueError). The tensor's own dtype
-    does not choose the error."""
+    does not choose the error, except that ``__index__`` refuses a floating or complex one
+    (``tensor([tensor(2.5)], dtype=int64)`` is torch's TypeError, not a truncation)."""
+    if target._cat <= 1 and t.dtype._cat >= 2:
+        raise TypeError("only integer tensors of a single element can be converted to an index (a "
+                        f"{t.dtype.name} tensor nested in a list is read as an integer for dtype="
+                        f"{target.name}; convert it with .to() first, or leave dtype out)")
     if int(np.prod(t._value.shape)) != 1:
         if target._cat <= 1:
             raise TypeError("only integer tensors of a single element can be converted to an index (a tensor "
@@ -239,6 +244,25 @@ def _number_of(t):
     return a.astype(np.float32) if a.dtype == _dt.bfloat16.np else a
 
 
+def _traced_leaf(data) -> bool:
+    """Whether nested lists/tuples ``data`` hold a tensor whose value is a JAX tracer."""
+    if isinstance(data, TensorBase):
+        return isinstance(data._value, jax.core.Tracer)
+    return isinstance(data, (list, tuple)) and any(map(_traced_leaf, data))
+
+
+def _stack_traced(data, d):
+    """``to_numpy`` for data holding traced tensors: a JAX array of dtype ``d`` (each nested
+    tensor one number, as ``_number_of``)."""
+    if isinstance(data, TensorBase):
+        return jnp.asarray(data._value).reshape(()).astype(d.np)
+    if isinstance(data, (list, tuple)):
+        if not data:
+            return jnp.zeros((0,), d.np)
+        return jnp.stack([_stack_traced(e, d) for e in data])
+    return jnp.asarray(data, d.np)
+
+
 def to_numpy(data):
     """Nested lists/tuples of numbers and tensors (or one tensor, or array-like) -> numpy array."""
     if isinstance(data, TensorBase):
@@ -378,6 +402,11 @@ def to_array(data, dtype=None):
         except ValueError as e:
             raise _ragged(data, e) from None
         return to_device(arr.astype(d.np)), d
+    if _traced_leaf(data):
+        # a tensor nested in the list holds a traced value (``tensor([x])`` inside a compiled
+        # function): numpy cannot read it, so the data is stacked as JAX arrays, of the dtype
+        # chosen above (its value is unknown here, so no ``check_fits``)
+        return _stack_traced(data, d), d
     try:
         arr = to_numpy(data)
     except ValueError as e:
