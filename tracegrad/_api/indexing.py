@@ -10,7 +10,7 @@ import numpy as np
 from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op, show_saved
 from .._ops import dtypes as _dt, limited
-from .._ops.errors import broadcast_shape
+from .._ops.errors import broadcast_shape, not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.convert import check_float_fits
 from .._tensor.factories import tensor, zeros
@@ -846,8 +846,10 @@ def index_add(self, dim, index, source, *, alpha=1):
 @method(function=True)
 def masked_fill(self, mask, value):
     """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
-    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
+    if not isinstance(mask, Tensor):   # torch's argument parser: TypeError, as masked_fill_
+        raise not_a_tensor("masked_fill", mask, "mask")
+    if mask.dtype is not _dt.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + _CPP_NAME[mask.dtype.name])
     _check_scalar_value(value, "masked_fill", "Tensor mask, Tensor value", self.dtype)
     if (value.is_complex() if isinstance(value, Tensor) else isinstance(value, complex)) and not self.is_complex():
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
