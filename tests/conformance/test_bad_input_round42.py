@@ -32,6 +32,10 @@ Fixed in tracegrad (each case is in the table below):
 - ``load(file_object, mmap=True)`` of bytes that are no zip checkpoint: the "f must be a file
   path" ValueError where torch looks at the format first (RuntimeError "mmap can only be used
   with files saved with ...");
+- ``empty_strided``/``empty_permuted`` ignored ``layout``: a str or a sparse layout gave a
+  strided tensor (torch: TypeError from its parser; NotImplementedError, no sparse kernel; for
+  ``empty_permuted`` with a compressed layout RuntimeError "Sparse CSR tensors do not have
+  strides");
 - ``masked_fill(True, v)`` (a non-tensor mask): RuntimeError naming a "dtype bool" (torch's
   parser: TypeError);
 - ``interpolate`` of a uint8 image in the bilinear/bicubic modes rounded once, halves to even
@@ -99,6 +103,13 @@ C["full_inf_int32"] = lambda T: T.full((2,), INF, dtype=T.int32)
 C["zeros_like_cl_5d"] = lambda T: T.zeros_like(T.ones(1, 2, 2, 2, 2), memory_format=T.channels_last)
 C["empty_like_cl_3d"] = lambda T: T.empty_like(T.ones(2, 2, 2), memory_format=T.channels_last)
 C["zeros_like_req_grad_int"] = lambda T: T.zeros_like(T.ones(2, dtype=T.int64), requires_grad=True)
+C["empty_strided_layout_str"] = lambda T: T.empty_strided((2,), (1,), layout="strided")
+C["empty_strided_sparse_coo"] = lambda T: T.empty_strided((2,), (1,), layout=T.sparse_coo)
+C["empty_strided_sparse_csr"] = lambda T: T.empty_strided((2, 2), (2, 1), layout=T.sparse_csr)
+C["empty_strided_strided_ok"] = lambda T: T.empty_strided((2, 2), (1, 2), layout=T.strided).stride()
+C["empty_permuted_layout_str"] = lambda T: T.empty_permuted((2,), (0,), layout="strided")
+C["empty_permuted_sparse_coo"] = lambda T: T.empty_permuted((2,), (0,), layout=T.sparse_coo)
+C["empty_permuted_sparse_csr"] = lambda T: T.empty_permuted((2, 2), (0, 1), layout=T.sparse_csr)
 C["tensor_list_of_ragged_tensors"] = lambda T: T.tensor([T.ones(2), T.ones(3)])
 C["tensor_int_past_uint64"] = lambda T: T.tensor([1.5, 2 ** 64])
 
@@ -255,6 +266,8 @@ GIST = {
     "index_add_dim_past_source": "Indexing dim 1 is out of bounds of the source tensor with dim 1",
     "index_add_0d_self_1d_source": "source tensor shape must match self tensor shape",
     "masked_fill_bool_mask_arg": "masked_fill()",
+    "empty_strided_layout_str": "argument 'layout' must be torch.layout, not str",
+    "empty_permuted_sparse_csr": "Sparse CSR tensors do not have strides",
     "load_mmap_bytesio_garbage": "mmap can only be used with files saved with",
     "load_mmap_bytesio_checkpoint": "f must be a file path in order to use the mmap argument",
 }
