@@ -126,6 +126,7 @@ C["index_add_fewer_indices"] = lambda T: x(T).index_add_(0, T.tensor([0]), T.one
 C["index_add_1d_more_indices"] = lambda T: T.zeros(3).index_add_(0, T.tensor([0, 1]), T.ones(1))
 C["index_add_dim1_source_one_col"] = lambda T: x(T).index_add_(1, T.tensor([0, 1]), T.ones(2, 1))
 C["index_add_dim_past_source"] = lambda T: x(T).index_add_(1, T.tensor([0]), T.ones(3))
+C["index_add_source_fewer_dims"] = lambda T: T.zeros(3, 2).index_add(0, T.tensor([0, 1]), T.ones(2))
 C["index_add_0d_self_1d_source"] = lambda T: T.zeros(()).index_add_(0, T.tensor([0]), T.ones(1))
 C["index_add_1d_self_0d_source"] = lambda T: T.zeros(3).index_add_(0, T.tensor([0]), T.tensor(1.))
 C["index_add_0d_both_ok"] = lambda T: T.zeros(()).index_add_(0, T.tensor([0]), T.tensor(2.))

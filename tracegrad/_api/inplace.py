@@ -74,8 +74,8 @@ def index_add_args(self, dim, index, source, alpha, api):
         raise RuntimeError(f"{api}(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
                            f"({source.shape[d]}), for dim: {d}; give source one row per index")
     # torch drops dim from both shapes only when neither is 0-d; else the whole shapes must match
-    if (source.ndim != self.ndim if not (self.ndim and source.ndim) else
-            any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape)) if k != d)):
+    if (tuple(source.shape) != tuple(self.shape) if not (self.ndim and source.ndim) else
+            source.ndim != self.ndim or any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape)) if k != d)):
         raise RuntimeError(f"{api}(): source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
     if self.ndim <= 1:
