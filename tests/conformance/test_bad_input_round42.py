@@ -294,3 +294,16 @@ def test_uint8_interpolate_rounds_halves_up_per_pass(mode, kw):
     half = np.array([[[[2, 3], [2, 3]]]], dtype=np.uint8)   # one output pixel, the mean 2.5
     want = F(torch).interpolate(torch.tensor(half), size=(1, 1), mode="bilinear").tolist()
     assert F(tracegrad).interpolate(tracegrad.tensor(half), size=(1, 1), mode="bilinear").tolist() == want == [[[[3]]]]
+
+
+def test_uint8_interpolate_compiled_equals_eager_and_torch():
+    """The per-pass rounding lives in the op itself: tracegrad.compile's program gives the eager
+    (and torch's) uint8 result."""
+    data = np.random.default_rng(1).integers(0, 256, (1, 1, 5, 6)).astype(np.uint8)
+
+    def resize(t):
+        return F(tracegrad).interpolate(t, size=(3, 4), mode="bilinear")
+    eager = resize(tracegrad.tensor(data)).tolist()
+    compiled = tracegrad.compile(resize)(tracegrad.tensor(data)).tolist()
+    want = F(torch).interpolate(torch.tensor(data), size=(3, 4), mode="bilinear").tolist()
+    assert compiled == eager == want
