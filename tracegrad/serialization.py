@@ -829,8 +829,6 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. tracegrad.load reads a path or a "
                              f"seekable file object: wrap the data in io.BytesIO(data)")
     if hasattr(f, "read"):
-        if mmap:
-            raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
         try:   # torch reads only a seekable file object (its f.seek(f.tell()) check)
             f.seek(f.tell())
         except (io.UnsupportedOperation, AttributeError) as e:
@@ -847,6 +845,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         # or pickle's TypeError
         cls = EOFError if not data else AssertionError if weights_only else TypeError
         raise cls(f"tracegrad.load: {name!r} was opened in text mode (expected bytes, got str); open it with 'rb'")
+    if mmap and hasattr(f, "read") and (data[:4] == b"PK\x03\x04" or _header(bytes(data)) is not None):
+        # torch looks at the format first: a file object holding a zip checkpoint is this
+        # ValueError, anything else the "mmap can only be used with" RuntimeError below
+        raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
     if data[:4] == b"PK\x03\x04" or _torch_format.is_legacy(data):   # written by torch.save
         if mmap and data[:4] != b"PK\x03\x04":
             raise RuntimeError(f"tracegrad.load: mmap can only be used with files saved with "

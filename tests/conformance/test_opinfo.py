@@ -52,15 +52,11 @@ UNINITIALISED = ("empty", "empty_like", "new_empty", "empty_strided", "new_empty
 INT_DTYPES = (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8)
 
 # (OpInfo id, check) -> what differs from torch. Applied as strict xfails: a fix makes them XPASS.
-_UINT8_RESAMPLE = ("uint8: tracegrad interpolates in float32 and rounds once; torch's fixed-point uint8 kernel "
-                   "differs by 1 on ~15% of pixels")
 # differences that fail the forward check and, through it, the backward one
 _BOTH = {
 }
 XFAIL: dict[tuple[str, str], str] = {
     **{(op, check): why for op, why in _BOTH.items() for check in ("forward", "backward")},
-    ("nn.functional.interpolate.bilinear", "forward"): _UINT8_RESAMPLE,
-    ("nn.functional.upsample_bilinear", "forward"): _UINT8_RESAMPLE,
     ("nn.functional.interpolate.bicubic", "forward"): ("uint8: torch's bicubic uint8 kernel (separable, "
                                                        "clamped fixed-point passes) differs by up to 30"),
     ("linalg.pinv.hermitian", "backward"): ("torch differentiates pinv(hermitian=True) with its general pinv "

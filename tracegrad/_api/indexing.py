@@ -10,7 +10,7 @@ import numpy as np
 from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op, show_saved
 from .._ops import dtypes as _dt, limited
-from .._ops.errors import broadcast_shape
+from .._ops.errors import broadcast_shape, not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.convert import check_float_fits
 from .._tensor.factories import tensor, zeros
@@ -134,8 +134,7 @@ def _parse_key(self, key, raws=None):
             if not isinstance(k, Tensor):
                 k = _as_index_tensor(k)
             if k.dtype is _dt.bool_:
-                if tuple(k.shape) != shp[dim:dim + k.ndim]:
-                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {dim} does not match the shape of the indexed tensor {list(shp)} at index {dim}")
+                _check_mask_shape(k, shp, dim)
                 for j, nz in enumerate(nonzero(k, as_tuple=True)):
                     markers.append(("t",))
                     arrays.append(nz)
@@ -470,6 +469,15 @@ def _split_basic(markers):
     return basic, rest
 
 
+def _check_mask_shape(mask, shp, dim):
+    """IndexError unless a bool/byte ``mask`` placed at ``dim`` matches ``shp`` there; torch's
+    message names the first mismatching dimension."""
+    for j, n in enumerate(mask.shape):
+        if dim + j >= len(shp) or shp[dim + j] != n:
+            raise IndexError(f"The shape of the mask {list(mask.shape)} at index {dim + j} does not match the shape "
+                             f"of the indexed tensor {list(shp)} at index {dim + j}")
+
+
 @method("__setitem__")
 def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
@@ -478,7 +486,11 @@ def setitem(self, key, value):
     for a complex number into a real tensor."""
     if isinstance(key, Tensor) and key.dtype is _dt.uint8 and key.ndim and (
             not isinstance(value, Tensor) or value.numel() == 1):
-        # torch writes one value through one mask with masked_fill_, which takes bool masks only
+        # torch writes one value through one mask with masked_fill_, which takes bool masks only;
+        # its index parser checks the mask's rank and shape against self's first
+        if key.ndim > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        _check_mask_shape(key, tuple(self.shape), 0)
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char; "
                            "index with mask.bool()")
     # a Python True/False in the key is basic indexing in torch (an unsqueeze view, then copy_, which
@@ -834,8 +846,10 @@ def index_add(self, dim, index, source, *, alpha=1):
 @method(function=True)
 def masked_fill(self, mask, value):
     """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
-    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
+    if not isinstance(mask, Tensor):   # torch's argument parser: TypeError, as masked_fill_
+        raise not_a_tensor("masked_fill", mask, "mask")
+    if mask.dtype is not _dt.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + _CPP_NAME[mask.dtype.name])
     _check_scalar_value(value, "masked_fill", "Tensor mask, Tensor value", self.dtype)
     if (value.is_complex() if isinstance(value, Tensor) else isinstance(value, complex)) and not self.is_complex():
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "

@@ -66,9 +66,17 @@ def index_add_args(self, dim, index, source, alpha, api):
     if source.dtype is not self.dtype:
         raise RuntimeError(f"{api}(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar "
                            f"type; convert source with .to(self.dtype)")
-    if self.ndim and (source.ndim != self.ndim or any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape))
-                                                      if k != d)):
-        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+    # torch counts the indices against source's rows along dim before comparing the other sizes
+    # (the add would otherwise broadcast a one-row source over every index, or drop rows)
+    if source.ndim and d >= source.ndim:
+        raise RuntimeError(f"{api}(): Indexing dim {d} is out of bounds of the source tensor with dim {source.ndim}")
+    if source.ndim and index.numel() != source.shape[d]:
+        raise RuntimeError(f"{api}(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
+                           f"({source.shape[d]}), for dim: {d}; give source one row per index")
+    # torch drops dim from both shapes only when neither is 0-d; else the whole shapes must match
+    if (tuple(source.shape) != tuple(self.shape) if not (self.ndim and source.ndim) else
+            source.ndim != self.ndim or any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape)) if k != d)):
+        raise RuntimeError(f"{api}(): source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
     if self.ndim <= 1:
         check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError)

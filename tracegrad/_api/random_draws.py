@@ -138,8 +138,10 @@ method("multinomial")(method_form(_factories.multinomial))
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Mirrors ``torch.empty_strided``: a tensor of ``size`` laid over a fresh (zero-filled, as
     ``tracegrad.empty``) storage with ``stride`` (``stride()`` reports it). RuntimeError when
-    ``stride`` and ``size`` differ in length or a stride is negative."""
+    ``stride`` and ``size`` differ in length or a stride is negative; TypeError for a
+    ``layout`` that is not one, NotImplementedError for a sparse one (torch has no sparse kernel)."""
     _factories.check_pin_memory(pin_memory, device)
+    _factories._dense_layout(layout, "empty_strided")
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
@@ -164,6 +166,10 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     first): ``empty_permuted((2, 3), (1, 0))`` has strides ``(1, 2)``. RuntimeError when
     ``physical_layout`` is not a permutation of the dims."""
     _factories.check_pin_memory(pin_memory, device)
+    if getattr(layout, "name", None) in _factories._COMPRESSED:   # torch strides its result: RuntimeError
+        raise RuntimeError(f"empty_permuted(): Sparse CSR tensors do not have strides (layout={layout!r}); "
+                           "make a strided tensor and convert it")
+    _factories._dense_layout(layout, "empty_permuted")
     size, perm = tuple(size), tuple(physical_layout)
     if sorted(perm) != list(range(len(size))):
         raise RuntimeError(f"empty_permuted: physical_layout {list(perm)} must be a permutation of the "

@@ -116,13 +116,20 @@ def _upsample(x, *, mode, output_size, scales, align_corners):
     """Resize the trailing ``len(output_size)`` dims; ``scales`` are the user's scale factors
     (or None), which torch uses for the source index instead of ``in/out``."""
     if not (jnp.issubdtype(x.dtype, jnp.inexact) or mode in ("nearest", "nearest-exact")):
-        # fractional weights in an integer dtype would truncate to 0: interpolate in float32 and
-        # round to the nearest integer (torch's uint8 kernels use fixed-point weights: results can
-        # differ by one)
-        y = _upsample(x.astype(jnp.float32), mode=mode, output_size=output_size, scales=scales,
-                      align_corners=align_corners)
+        # fractional weights in an integer dtype would truncate to 0: interpolate in float32 as
+        # torch's uint8 kernels do, one pass per dim from the last, each rounded (halves up, its
+        # fixed point adds half a unit before the shift) and clamped back to the integer range
+        # before the next; off the halves its fixed-point weights can still differ by one
         info = jnp.iinfo(x.dtype)
-        return jnp.clip(jnp.round(y), info.min, info.max).astype(x.dtype)
+        nd = len(output_size)
+        out = x.astype(jnp.float32)
+        for k in reversed(range(nd)):
+            ax = x.ndim - nd + k
+            m = _resample_matrix(mode, x.shape[ax], output_size[k], align_corners, scales[k])
+            out = jnp.moveaxis(jnp.tensordot(out, jnp.asarray(m, jnp.float32), axes=((ax,), (1,)), precision=_HI),
+                               -1, ax)
+            out = jnp.clip(jnp.floor(out + 0.5), info.min, info.max)
+        return out.astype(x.dtype)
     if x.dtype in (jnp.bfloat16, jnp.float16):
         # torch's CPU kernels accumulate 16-bit inputs in float32 and round once; resizing one axis
         # at a time in the 16-bit dtype rounds after every axis (forward, and in the backward the

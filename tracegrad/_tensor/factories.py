@@ -610,16 +610,21 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
         # an int in [2**63, 2**64) is a uint64 Scalar to torch: its checked integer conversion refuses it
         raise RuntimeError(f"arange(): value cannot be converted to type {d.name} without overflow "
                            f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
-    if not all(np.isfinite(float(v)) for v in vals):   # float(): numpy refuses an int past int64
+    # torch checks only the bounds for finiteness: an infinite step is a range of at most one
+    # element's width (empty for floats) and a NaN step fails its nonzero test
+    if not all(np.isfinite(float(v)) for v in vals[:2]):   # float(): numpy refuses an int past int64
         raise RuntimeError(f"arange(): unsupported range: {vals[0]} -> {vals[1]} (step {vals[2]})")
-    if vals[2] == 0:
-        raise RuntimeError("arange(): step must be nonzero")
+    if not (vals[2] > 0 or vals[2] < 0):
+        raise RuntimeError(f"arange(): step must be nonzero (got step={vals[2]})")
     # int64 truncates the three numbers before anything else; the other dtypes check and count
     # with them as given (in double) and truncate only start and step to make the values
     if (vals[2] > 0 and vals[1] < vals[0]) or (vals[2] < 0 and vals[1] > vals[0]):
         raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign (start={vals[0]}, "
                            f"end={vals[1]}, step={vals[2]})")
-    ints = [int(v) for v in vals]
+    if not d.is_floating_point and not np.isfinite(float(vals[2])):   # torch's checked cast to int64
+        raise RuntimeError(f"arange(): value cannot be converted to type int64_t without overflow "
+                           f"(step={vals[2]}); pass a finite step")
+    ints = [int(v) for v in vals] if not d.is_floating_point else None
     lo, hi, st = ints if d is _dt.int64 else vals
     if st == 0:   # torch's class for an int64 step that truncates to 0
         raise ValueError(f"arange(): step must be nonzero (step={vals[2]} truncates to 0 for int64)")
@@ -648,8 +653,8 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
     d = _fdt(dtype)
     # torch takes 0-d tensors for the bounds and step as Scalars
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
-    if step == 0:
-        raise RuntimeError("range(): step must be nonzero")
+    if not (step > 0 or step < 0):   # a NaN step fails torch's nonzero test too
+        raise RuntimeError(f"range(): step must be nonzero (got step={step})")
     # torch's range kernel checks the bounds before sizing: a non-finite bound, or an end on the
     # wrong side of start for the step's sign, is its RuntimeError (not an empty tensor)
     if not (np.isfinite(float(start)) and np.isfinite(float(end))):
@@ -661,7 +666,11 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
     # quotient can truncate one element shorter than the double one), double otherwise
     acc = np.float32 if d.is_floating_point and d.itemsize == 2 else np.float64
     start, end, step = acc(start), acc(end), acc(step)
-    n = int((end - start) / step + acc(1))
+    count = (end - start) / step + acc(1)
+    if not count < 2.0 ** 63:   # torch's int64 size overflows: its RuntimeError, not a huge allocation
+        raise RuntimeError(f"range(): {start} -> {end} with step {step} has too many elements ({count}) "
+                           f"to be a tensor size; pass a larger step")
+    n = int(count)
     arr = np.arange(max(n, 0), dtype=acc) * step + start
     return _finish(to_device(arr.astype(d.np)), d, device, requires_grad)
 

@@ -755,7 +755,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         # the batch element count; no classes (issue 73165 in torch) is a 0 / 0 mean: NaN, as torch
         return _nn.div_scalar(-prod.sum(), input.numel() // n_classes if n_classes else 0)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing <= 0:
+    if not label_smoothing > 0:   # torch's test: a NaN label_smoothing smooths nothing, as a negative one
         return nll
     ignore = target == ignore_index
     if weight is not None:
