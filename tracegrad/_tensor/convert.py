@@ -402,15 +402,18 @@ def to_array(data, dtype=None):
         except ValueError as e:
             raise _ragged(data, e) from None
         return to_device(arr.astype(d.np)), d
-    if _traced_leaf(data):
-        # a tensor nested in the list holds a traced value (``tensor([x])`` inside a compiled
-        # function): numpy cannot read it, so the data is stacked as JAX arrays, of the dtype
-        # chosen above (its value is unknown here, so no ``check_fits``)
-        return _stack_traced(data, d), d
     try:
         arr = to_numpy(data)
     except ValueError as e:
         raise _ragged(data, e) from None
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        if not _traced_leaf(data):
+            raise
+        # a tensor nested in the list holds a traced value (``tensor([x])`` inside a compiled
+        # function): numpy cannot read it, so the data is stacked as JAX arrays, of the dtype
+        # chosen above (its value is unknown here, so no ``check_fits``). Asked only once numpy
+        # failed: walking every list an eager tensor() reads cost as much as reading it.
+        return _stack_traced(data, d), d
     if arr.dtype == object:
         raise TypeError("tensor(): nested sequences must be rectangular and hold numbers")
     if dtype is not None and not isinstance(data, np.ndarray):
