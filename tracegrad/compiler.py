@@ -428,10 +428,14 @@ def _key(leaves, treedef, kinds):
             parts.append((k, first_of(leaves, len(parts))))
             continue
         if k == "const":
+            if isinstance(a, float) and not (a and a == a):
+                # -0.0 == 0.0, but 1 / k differs: a zero float is keyed by its sign too; NaN != NaN,
+                # so a new NaN object per call was a new key (a program per call)
+                parts.append((type(a), "nan") if a != a else (type(a), a, math.copysign(1.0, a)))
+                continue
             try:
                 hash(a)
-                # -0.0 == 0.0, but 1 / k differs: a zero float is keyed by its sign too
-                parts.append((type(a), a) if type(a) is not float or a else (float, a, math.copysign(1.0, a)))
+                parts.append((type(a), a))
             except TypeError:
                 parts.append(_unhashable_key(a))
         elif type(a).__dict__.get("is_sparse") is True:   # the class's flag: no __torch_function__ call

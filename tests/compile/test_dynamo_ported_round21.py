@@ -45,8 +45,9 @@ through numpy while tracing (TracerArrayConversionError: every call of such a fu
 eagerly, even with fullgraph=True); it now stacks the traced values (_tensor/convert.py
 ``_stack_traced``). And ``tensor([tensor(2.5)], dtype=int64)`` truncated where torch raises
 TypeError (``__index__`` of a float tensor; convert.py ``_one_element``).
-Found and left (strict xfail): a fresh NaN float argument per call traces a new program per call
-(its key compares by value and NaN != NaN); a custom Function whose backward returns None for an
+Fixed after the round (compiler._key, guards._guard_value): a fresh NaN float argument per call
+traced a new program per call (its key compared by value and NaN != NaN). Found and left (strict
+xfail): a custom Function whose backward returns None for an
 input that requires grad gives that input zeros through a compiled region (torch: ``.grad``
 stays None)."""
 import collections
@@ -1246,13 +1247,26 @@ def test_nan():
     compare(_nan_program)
 
 
-@pytest.mark.xfail(strict=True, reason="a NaN float argument is keyed by value (compiler._key: "
-                   "(float, nan)) and NaN != NaN, so a new NaN object per call traces a new "
-                   "program per call (torch traces once); the same for a NaN read from an "
-                   "attribute and rebound between calls (guards._guard_value compares by ==)")
 def test_nan_traced_once():
-    # test_misc.py::MiscTests::test_nan: the frame count part (one program for every call)
+    # test_misc.py::MiscTests::test_nan: the frame count part (one program for every call; a NaN
+    # argument is keyed as "a NaN", not by value: NaN != NaN made a program per call)
     compare_programs(_nan_program, traces=1)
+
+
+def test_nan_attribute_rebound_between_calls_traced_once():
+    # the same for a NaN read from an attribute (guards._guard_value: any NaN of its type)
+    class Box:
+        pass
+
+    def build(T, wrap):
+        box = Box()
+        f = wrap(lambda x: x * 2 + box.v)
+
+        def call(i):
+            box.v = float("nan") if i < 3 else 1.5
+            return f(_x(T, i, 4, rg=False))
+        return call
+    compare_programs(build, calls=5, traces=2)
 
 
 @pytest.mark.parametrize("shape", ["same", "new"])

@@ -12,7 +12,7 @@ from .. import _state
 from .._tensor.tensor import Tensor
 from . import hyper
 from .carry import get as slot_get
-from .guards import _IDENTITY, _SIGNED_ZERO
+from .guards import _IDENTITY, _NAN, _SIGNED_ZERO
 from .pystate import _MISSING, _SCALARS, SHORT_SEQUENCE, scalar_signature
 
 # NOTE [generated guards]
@@ -65,6 +65,8 @@ def _values(src: _Source, checks):
         elif h is _SIGNED_ZERO:      # -0.0 == 0.0, but 1 / k differs
             src.add(f"if type(c) is not float or c or _copysign(1.0, c) != _copysign(1.0, {val}):",
                     "    return False")
+        elif h is _NAN:
+            src.add(f"if type(c) is not type({val}) or c == c:", "    return False")
         elif h is _IDENTITY:
             src.add(f"if c is not {val}:", "    return False")
         else:                        # a NumPy array: this very one, with the bytes it had

@@ -565,7 +565,8 @@ def _guard_value(d, k, v, checks) -> bool:
     another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
     if _atom(v) or (isinstance(v, tuple) and _scalar_tuple(v)):
-        checks.append((d, k, v, _SIGNED_ZERO if type(v) is float and not v else None))
+        checks.append((d, k, v, _SIGNED_ZERO if type(v) is float and not v else
+                       _NAN if isinstance(v, float) and v != v else None))
         if isinstance(v, functools.partial):     # its keywords are a dict changed in place
             checks.append((_Len(v.keywords), None, len(v.keywords), None))
             for name, a in v.keywords.items():
@@ -950,3 +951,4 @@ def outside_containers(refs) -> dict:
 
 _IDENTITY = "identity"     # a check's marker: the place holds this very object
 _SIGNED_ZERO = "signed zero"     # a check's marker: a zero float, compared with its sign
+_NAN = "nan"                     # a check's marker: a NaN (NaN != NaN): any NaN of its type

@@ -317,8 +317,10 @@ def as_arg(v):
     """``v`` as a jitted-call argument: Python numbers become cached weak 0-d arrays."""
     if type(v) not in _PY_NUMBERS:
         return v
-    # -0.0 == 0.0 (one dict key), but 1 / -0.0 is -inf: a zero float is keyed by its sign too
-    key = (type(v), v) if v or type(v) is not float else (float, v, math.copysign(1.0, v))
+    # -0.0 == 0.0 (one dict key), but 1 / -0.0 is -inf: a zero float is keyed by its sign too;
+    # NaN != NaN (a new NaN object per call missed the cache and filled it)
+    key = (type(v), v) if type(v) is not float or (v and v == v) else \
+        (float, "nan") if v != v else (float, v, math.copysign(1.0, v))
     a = _SCALARS.get(key)
     if a is None:
         if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh
