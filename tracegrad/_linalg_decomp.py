@@ -251,6 +251,22 @@ def cholesky_solve_op(B, L, upper):
     return _cholesky_solve(B, L, upper=bool(upper))
 
 
+@_op("CholeskyFactorInfo")
+def _zero_diagonal_info(L):
+    return _first_bad(jnp.diagonal(L, axis1=-2, axis2=-1) == 0)
+
+
+def check_cholesky_factor_diagonal(L, api):
+    """LAPACK's potri (torch's CPU cholesky_inverse) refuses a factor with a zero on its diagonal:
+    LinAlgError naming the first such element (1-based) and, for a batch, its batch element. No
+    check inside a compiled program (no value there)."""
+    info = _zero_diagonal_info(L.detach()).detach()
+    if has_error(info):
+        where, k = first_error(info)
+        raise LinAlgError(f"{api}: {where}The diagonal element {k} is zero, the inversion could not be completed "
+                          "because the input matrix is singular.")
+
+
 def cholesky_inverse_op(L, upper):
     return _cholesky_inverse(L, upper=bool(upper))
 
@@ -753,28 +769,56 @@ def _ormqr(A, tau, C, *, left, transpose):
     return Q @ C if left else C @ Q
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out(name="ormqr", exact_dtype=True)
+def _ormqr_checked(input, tau, other, left, transpose):
+    return _ormqr(input, tau, other, left=bool(left), transpose=bool(transpose))
+
+
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """Mirrors ``torch.ormqr(input, tau, other, left=True, transpose=False)``: ``other``
     multiplied by the ``m x m`` matrix ``Q`` of ``geqrf``'s ``(input, tau)`` (``Q^H`` with
     ``transpose``; on the left or the right). Differentiable. RuntimeError for sizes or dtypes
-    that do not fit."""
-    _check(input, "ormqr", square=False)
-    if not isinstance(other, Tensor) or other.dim() < 2:
+    that do not fit (torch's checks in torch's order and words: ``tau`` must have exactly
+    ``min(other.shape[-2 or -1], input.shape[-1])`` entries, the batch dims must be equal, not
+    broadcast; ``out`` must have ``input``'s dtype); NotImplementedError for integer tensors."""
+    for name, t in (("input", input), ("tau", tau), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"ormqr(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if input.dim() < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if other.dim() < 2:
         raise RuntimeError("torch.ormqr: other must have at least 2 dimensions.")
-    m = input.shape[-2]
-    if (other.shape[-2] if left else other.shape[-1]) != m:
-        side = "other.shape[-2]" if left else "other.shape[-1]"
-        raise RuntimeError(f"torch.ormqr: {side} must be equal to input.shape[-2]; got {tuple(other.shape)} and "
-                           f"{tuple(input.shape)}")
-    if tau.shape[-1] > min(m, input.shape[-1]):
-        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be less than or equal to min(input.shape[-2], "
-                           f"input.shape[-1]); got {tau.shape[-1]}")
-    for name, t in (("other", other), ("tau", tau)):
+    side = -2 if left else -1
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2]")
+    if tau.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        # torch 2.x: exactly min(...) reflectors (a shorter tau is refused, not padded)
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           "input.shape[-1])")
+    if tau.dim() != input.dim() - 1:
+        raise RuntimeError(f"torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim "
+                           f"equal to {tau.dim()} and input.ndim is equal to {input.dim()}")
+    if other.dim() != input.dim():
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}")
+    for name, t, batch in (("tau", tau, tau.shape[:-1]), ("other", other, other.shape[:-2])):
+        if tuple(batch) != tuple(input.shape[:-2]):     # equal, torch does not broadcast them
+            raise RuntimeError(f"torch.ormqr: Expected batch dimensions of {name} to be equal to input.shape[:-2], "
+                               f"but got {list(batch)}")
+
+    def scalar(dtype):
+        return _dt.SCALAR_NAMES.get(dtype.name, dtype.name)
+    # torch's words, including its missing space after "dtype"
+    for name, t in (("tau", tau), ("other", other)) + ((("result", out),) if isinstance(out, Tensor) else ()):
         if t.dtype is not input.dtype:
-            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has dtype "
-                               f"{input.dtype} and {name} has dtype {t.dtype}")
-    return _ormqr(input, tau, other, left=bool(left), transpose=bool(transpose))
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has "
+                               f"dtype{scalar(input.dtype)} and {name} has dtype {scalar(t.dtype)}")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{scalar(input.dtype)}'; ormqr takes "
+                                  "floating point or complex tensors")
+    return _ormqr_checked(input, tau, other, left, transpose, out=out)
 
 
 @_op("LinalgMatrixExp")

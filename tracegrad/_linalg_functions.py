@@ -178,12 +178,16 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 def cholesky_inverse(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_inverse(L, upper=False)``: the inverse of ``A = L @ L.mH``
     (``L.mH @ L`` with ``upper=True``) from its Cholesky factor. RuntimeError for fewer than 2
-    dims or a non-square input."""
+    dims or a non-square input (torch's words); LinAlgError, as LAPACK's potri in torch, for a
+    factor with a zero on its diagonal (eagerly; a compiled program gets inf/NaN)."""
     check_tensors("cholesky_inverse", input, names=("input",))
-    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
-        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but got shape "
-                           f"{tuple(input.shape)}")
+    if input.dim() < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2]} by {input.shape[-1]} matrices")
     _floating_kernel("cholesky_inverse", input, "cholesky_inverse_out_cpu")
+    _linalg_decomp.check_cholesky_factor_diagonal(input, "cholesky_inverse")
     return _linalg_decomp.cholesky_inverse_op(input, upper)
 
 
