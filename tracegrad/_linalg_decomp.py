@@ -258,8 +258,14 @@ def _zero_diagonal_info(L):
 
 def check_cholesky_factor_diagonal(L, api):
     """LAPACK's potri (torch's CPU cholesky_inverse) refuses a factor with a zero on its diagonal:
-    LinAlgError naming the first such element (1-based) and, for a batch, its batch element. No
-    check inside a compiled program (no value there)."""
+    LinAlgError naming the first such element (1-based) and, for a batch, its batch element. A
+    traced ``L`` is checked when the compiled program runs (NOTE [value checks at run time]: a zero
+    reruns the call eagerly, which raises)."""
+    if isinstance(L._value, _JaxTracer):
+        _state.check_values(L._value, lambda v: jnp.diagonal(v, axis1=-2, axis2=-1) == 0)   # in the trace's x64
+        return
+    if not L.numel():
+        return
     info = _zero_diagonal_info(L.detach()).detach()
     if has_error(info):
         where, k = first_error(info)

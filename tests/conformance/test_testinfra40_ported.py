@@ -49,7 +49,8 @@ refuses an ``out`` it cannot cast into with "Expected result to be safely castab
 got result with dtype Int", and raises torch.linalg.LinAlgError for a factor with a zero on its
 diagonal (LAPACK's potri: "cholesky_inverse: (Batch element 1): The diagonal element 3 is zero, ...";
 tracegrad returned inf/NaN); ``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses
-it).
+it). ``test_compiled_einsum_ormqr_cholesky_inverse`` checks the compiled forms (cholesky_inverse's
+zero-diagonal check runs with the program).
 
 Found and left alone: tracegrad's linalg results are row-major where torch's LAPACK-backed kernels
 return column-major matrices (geqrf's ``a``, lu_factor's, qr's, cholesky's): ``a.mT.is_contiguous()`` is
@@ -952,6 +953,30 @@ class TestFixesTI40(TestCase):
 def test_geqrf_returns_column_major():
     a, _ = torch.geqrf(torch.randn(4, 3))
     assert a.mT.is_contiguous() and not a.is_contiguous()
+
+
+@pytest.mark.skipif(_ORACLE, reason="tracegrad.compile's programs (the oracle run is torch itself)")
+def test_compiled_einsum_ormqr_cholesky_inverse():
+    """Compiled equals eager for einsum (an ellipsis broadcast), ormqr and cholesky_inverse; a
+    compiled einsum refuses what eager refuses, in eager's words, and a compiled cholesky_inverse of
+    a factor with a zero on its diagonal raises eager's LinAlgError (checked when the program runs)."""
+    a, b = torch.randn(1, 2, 3), torch.randn(4, 3, 5)
+    f = torch.compile(lambda x, y: torch.einsum("...ij,...jk->...ik", x, y))
+    assert torch.allclose(f(a, b), torch.einsum("...ij,...jk->...ik", a, b))
+    with pytest.raises(RuntimeError, match="found '.' for operand 0 that is not part of any ellipsis"):
+        torch.compile(lambda x: torch.einsum(". ..", x))(torch.randn(2))
+    A, C = torch.randn(4, 3), torch.randn(4, 2)
+    refl, tau = torch.geqrf(A)
+    g = torch.compile(lambda r, t, c: torch.ormqr(r, t, c, transpose=True))
+    assert torch.allclose(g(refl, tau, C), torch.ormqr(refl, tau, C, transpose=True))
+    h = torch.compile(lambda t: torch.cholesky_inverse(t))
+    L = torch.linalg.cholesky(torch.eye(3) * 4 + 1)
+    assert torch.allclose(h(L), torch.cholesky_inverse(L))
+    bad = torch.eye(3).expand(2, 3, 3).clone()
+    bad[1, 2, 2] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^cholesky_inverse: \(Batch element 1\): The diagonal "
+                                                       "element 3 is zero"):
+        h(bad)
 
 
 _cdt.instantiate_device_type_tests(TestLinalgTI40, globals(), only_for="cpu")
