@@ -10,7 +10,8 @@ original checks.
 Adapted: sizes made smaller (test_einsum_random draws 6 equations instead of 500; matmul's brute
 force generates shapes with matrix_size 3, batch_size 2 and operands of at most 3 dims instead of 4/3/4,
 1d_Nd on int64 and complex64, 2d_Nd / 3d_Nd on float only; test_permute_matmul on 6x6 matrices instead of
-24x24 (its sum scaled to match); ormqr / geqrf sizes (5, 2, 0) cut to (3, 2, 0); ldl_factor's batch (4,)
+24x24 (its sum scaled to match); ormqr / geqrf sizes (5, 2, 0) cut to (3, 2, 0) and their batches to
+((), (0,), (2, 1)); ldl_factor's batch (4,)
 to (3,); ldl_solve on 4x4 with batches ((), (2, 2)) and 1 or 3 right-hand sides instead of 5x5,
 ((), (4,), (2, 2)) and (1, 7); triangular_solve_batched on a batch of 2 4x4 matrices with 3 right-hand
 sides instead of 3 5x5 and 10; cholesky_inverse on n in (0, 3) with batches ((), (0,), (2,)) instead of
@@ -49,7 +50,10 @@ refuses an ``out`` it cannot cast into with "Expected result to be safely castab
 got result with dtype Int", and raises torch.linalg.LinAlgError for a factor with a zero on its
 diagonal (LAPACK's potri: "cholesky_inverse: (Batch element 1): The diagonal element 3 is zero, ...";
 tracegrad returned inf/NaN); ``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses
-it). ``test_compiled_einsum_ormqr_cholesky_inverse`` checks the compiled forms (cholesky_inverse's
+it); ``torch.backends.opt_einsum`` is there (is_available, get_opt_einsum, enabled / strategy,
+set_flags / flags with torch's checks; it stores the flags and changes no result, JAX always plans
+einsum's path with opt_einsum), so ``_check_einsum`` runs its opt_einsum loop here too.
+``test_compiled_einsum_ormqr_cholesky_inverse`` checks the compiled forms (cholesky_inverse's
 zero-diagonal check runs with the program).
 
 Found and left alone: tracegrad's linalg results are row-major where torch's LAPACK-backed kernels
@@ -496,7 +500,7 @@ class TestLinalgTI40(TestCase):
             zero_tau = torch.zeros_like(tau)
             self.assertEqual(C_right, torch.ormqr(reflectors, zero_tau, C_right, left=True, transpose=False))
 
-        batches = [(), (0,), (2,), (2, 1)]
+        batches = [(), (0,), (2, 1)]
         ns = [3, 2, 0]
         for batch, (m, n), fortran_contiguous in product(batches, product(ns, ns), [True, False]):
             run_test(batch, m, n, fortran_contiguous)
@@ -536,7 +540,7 @@ class TestLinalgTI40(TestCase):
             self.assertEqual(expected[0].swapaxes(-2, -1), actual[0])
             self.assertEqual(expected[1], actual[1])
 
-        batches = [(), (0,), (2,), (2, 1)]
+        batches = [(), (0,), (2, 1)]
         ns = [3, 2, 0]
         for batch, (m, n) in product(batches, product(ns, ns)):
             run_test((*batch, m, n))
@@ -853,7 +857,8 @@ class TestFixesTI40(TestCase):
     """Probes next to the ported tests, for what their fixes touch (each expectation is torch's in
     the oracle run): einsum's period, arrow and ellipsis-broadcast checks in torch's order and words;
     ormqr's checks (tau of exactly min(...) entries, equal batch dims, the out dtype) in torch's
-    order and words; cholesky_inverse's words and its zero-diagonal LinAlgError; _C._infer_size."""
+    order and words; cholesky_inverse's words and its zero-diagonal LinAlgError; _C._infer_size;
+    backends.opt_einsum's flags."""
 
     def test_einsum_parser_words(self, device):
         x, y = torch.randn(2, device=device), torch.randn(2, 3, device=device)
@@ -936,6 +941,29 @@ class TestFixesTI40(TestCase):
         out = torch.empty(0, dtype=torch.double, device=device)
         torch.cholesky_inverse(2 * torch.eye(2, device=device), out=out)
         self.assertEqual(out, torch.eye(2, dtype=torch.double, device=device) / 4)
+
+    def test_opt_einsum_flags(self, device):
+        o = torch.backends.opt_einsum
+        self.assertTrue(o.is_available())
+        self.assertEqual(o.get_opt_einsum().__name__, "opt_einsum")
+        self.assertEqual((o.enabled, o.strategy), (True, "auto"))
+        with o.flags(enabled=True, strategy="optimal"):
+            self.assertEqual((o.enabled, o.strategy), (True, "optimal"))
+        self.assertEqual((o.enabled, o.strategy), (True, "auto"))
+        with self.assertRaisesRegex(ValueError, r"^`strategy` must be one of the following: \[auto, greedy, "
+                                                r"optimal\] but is bogus$"):
+            with o.flags(strategy="bogus"):
+                pass
+        self.assertEqual(o.set_flags(False), (True, "auto"))
+        try:
+            with self.assertRaisesRegex(ValueError, "^opt_einsum is not enabled, so setting a `strategy` to greedy "
+                                                    "will not be meaningful"):
+                o.set_flags(None, "greedy")
+            x, y = torch.randn(3, 4, device=device), torch.randn(4, 5, device=device)
+            self.assertEqual(torch.einsum("ij,jk", x, y), x @ y)   # left to right: the same product
+        finally:
+            o.set_flags(True, "auto")
+        self.assertEqual((o.enabled, o.strategy), (True, "auto"))
 
     def test_infer_size(self, device):
         self.assertEqual(torch._C._infer_size(torch.Size([2, 1]), torch.Size([3])), torch.Size([2, 3]))
