@@ -708,7 +708,7 @@ def householder_product(A, tau, *, out=None):
                            f"but got tau.ndim equal to {tau.dim()} and input.ndim is equal to {A.dim()}")
     if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"torch.linalg.householder_product: Expected batch dimensions of tau to be equal to "
-                           f"input.shape[:-2], got tau of shape {tuple(tau.shape)} for input {tuple(A.shape)}")
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
     if A.dtype is not tau.dtype:
         # torch names the scalar types ("Int", "Float"), not the dtype objects
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {_dt.SCALAR_NAMES[tau.dtype.name]} does "
@@ -757,9 +757,11 @@ def geqrf(input, *, out=None):
     and the Householder vectors below it, ``tau`` ``(*, min(m, n))``; ``householder_product(a,
     tau)`` rebuilds ``Q``. Differs from torch: differentiable (torch's backward raises
     NotImplementedError). RuntimeError for fewer than 2 dims; NotImplementedError for integers."""
+    if isinstance(input, Tensor) and input.dim() < 2:   # torch's own words for this op
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
-        raise NotImplementedError(f"torch.geqrf: \"geqrf_cpu\" not implemented for '{input.dtype}'; convert the "
-                                  "input with .double() or .float()")
+        raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dt.SCALAR_NAMES.get(input.dtype.name)}'; "
+                                  "geqrf takes floating point or complex tensors (.double() or .float())")
     _check(input, "geqrf", square=False)
     return GeqrfResult(*_geqrf(input))
 

@@ -284,12 +284,13 @@ geqrf = _linalg_decomp.geqrf
 ormqr = _linalg_decomp.ormqr
 
 
-def orgqr(input, tau):
-    """Mirrors ``torch.orgqr``: ``tracegrad.linalg.householder_product(input, tau)``. TypeError for
-    a non-Tensor ``tau`` (torch's parser; also for the method, which has no argument guard)."""
+def orgqr(input, tau, *, out=None):
+    """Mirrors ``torch.orgqr(input, tau, *, out=None)``: ``tracegrad.linalg.householder_product(input,
+    tau, out=out)``. TypeError for a non-Tensor ``tau`` (torch's parser; also for the method, which
+    has no argument guard)."""
     if not isinstance(tau, Tensor):
         raise TypeError(f"orgqr(): argument 'input2' (position 2) must be Tensor, not {type(tau).__name__}")
-    return linalg.householder_product(input, tau)
+    return linalg.householder_product(input, tau, out=out)
 
 
 def _cross_method(self, other, dim=None):

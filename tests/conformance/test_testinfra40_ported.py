@@ -49,7 +49,11 @@ gets "Expected input and result to have the same dtype ...", integer inputs NotI
 refuses an ``out`` it cannot cast into with "Expected result to be safely castable from Float dtype, but
 got result with dtype Int", and raises torch.linalg.LinAlgError for a factor with a zero on its
 diagonal (LAPACK's potri: "cholesky_inverse: (Batch element 1): The diagonal element 3 is zero, ...";
-tracegrad returned inf/NaN); ``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses
+tracegrad returned inf/NaN); torch.orgqr takes ``out=`` (TypeError before); torch.geqrf words a 1-D input, an integer one
+("geqrf_cpu" not implemented for 'Int'; it named 'tracegrad.int32') and an ``out`` it cannot cast
+into ("torch.geqrf: Expected a to be safely castable from Float dtype, but got a with dtype Int") as
+torch; householder_product / orgqr name tau's batch dims as torch ("..., but got [3]");
+``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses
 it); ``torch.backends.opt_einsum`` is there (is_available, get_opt_einsum, enabled / strategy,
 set_flags / flags with torch's checks; it stores the flags and changes no result, JAX always plans
 einsum's path with opt_einsum), so ``_check_einsum`` runs its opt_einsum loop here too.
@@ -857,7 +861,7 @@ class TestFixesTI40(TestCase):
     """Probes next to the ported tests, for what their fixes touch (each expectation is torch's in
     the oracle run): einsum's period, arrow and ellipsis-broadcast checks in torch's order and words;
     ormqr's checks (tau of exactly min(...) entries, equal batch dims, the out dtype) in torch's
-    order and words; cholesky_inverse's words and its zero-diagonal LinAlgError; _C._infer_size;
+    order and words; geqrf's and orgqr's words, orgqr's out=; cholesky_inverse's words and its zero-diagonal LinAlgError; _C._infer_size;
     backends.opt_einsum's flags."""
 
     def test_einsum_parser_words(self, device):
@@ -920,6 +924,31 @@ class TestFixesTI40(TestCase):
         out = torch.empty(0, device=device)
         self.assertIs(torch.ormqr(a, tau, C, out=out), out)
         self.assertEqual(out, torch.linalg.qr(A, mode="complete")[0] @ C)
+
+    def test_geqrf_orgqr_words(self, device):
+        r = partial(torch.randn, device=device)
+        with self.assertRaisesRegex(RuntimeError, r"^torch.geqrf: input must have at least 2 dimensions.$"):
+            torch.geqrf(r(3))
+        with self.assertRaisesRegex(NotImplementedError, "^\"geqrf_cpu\" not implemented for 'Int'"):
+            torch.geqrf(r(3, 3).int())
+        with self.assertRaisesRegex(RuntimeError, "^torch.geqrf: Expected a to be safely castable from Float dtype, "
+                                                  "but got a with dtype Int$"):
+            torch.geqrf(r(3, 3), out=(torch.empty(0, dtype=torch.int, device=device), torch.empty(0, device=device)))
+        with self.assertRaisesRegex(RuntimeError, "^torch.geqrf: Expected tau to be safely castable from Float "
+                                                  "dtype, but got tau with dtype Int$"):
+            torch.geqrf(r(3, 3), out=(torch.empty(0, device=device), torch.empty(0, dtype=torch.int, device=device)))
+        with self.assertRaisesRegex(RuntimeError, r"Expected batch dimensions of tau to be equal to "
+                                                  r"input.shape\[:-2\], but got \[3\]$"):
+            torch.orgqr(r(2, 3, 2), r(3, 2))
+        # orgqr takes out= (it refused the keyword)
+        A = r(4, 3)
+        a, tau = torch.geqrf(A)
+        out = torch.empty(0, device=device)
+        self.assertIs(torch.orgqr(a, tau, out=out), out)
+        self.assertEqual(out, torch.linalg.householder_product(a, tau))
+        with self.assertRaisesRegex(RuntimeError, "^torch.linalg.householder_product: Expected result to be safely "
+                                                  "castable from Float dtype, but got result with dtype Int$"):
+            torch.orgqr(a, tau, out=torch.empty(0, dtype=torch.int, device=device))
 
     def test_cholesky_inverse_words(self, device):
         with self.assertRaisesRegex(RuntimeError, "^cholesky_inverse: The input tensor A must have at least 2 "
