@@ -2,9 +2,9 @@
 after testinfra36-39's: torch.einsum (the rockt cases, sublist format, random equations against NumPy,
 corner cases, error messages), tensordot, matmul on small shapes by brute force and with broadcast
 batches, ormqr / geqrf, linalg.ldl_factor(_ex) / ldl_solve, the old torch.triangular_solve (batches,
-broadcasting against SciPy, out= rules), cholesky_inverse, renorm, nuclear_norm's out= and the
-LAPACK functions on empty inputs. Ported in our own code and run on tracegrad through its own
-``tracegrad.testing._internal`` harness. Every test function is here under its original name with its
+broadcasting against SciPy, out= rules), cholesky_inverse, renorm, nuclear_norm's out=, the LAPACK
+functions on empty inputs, pca_lowrank and linalg.solve with broadcast batches. Ported in our own
+code and run on tracegrad through its own ``tracegrad.testing._internal`` harness. Every test function is here under its original name with its
 original checks.
 
 Adapted: sizes made smaller (test_einsum_random draws 6 equations instead of 500; matmul's brute
@@ -16,7 +16,8 @@ to (3,); ldl_solve on 4x4 with batches ((), (2, 2)) and 1 or 3 right-hand sides 
 ((), (4,), (2, 2)) and (1, 7); triangular_solve_batched on a batch of 2 4x4 matrices with 3 right-hand
 sides instead of 3 5x5 and 10; cholesky_inverse on n in (0, 3) with batches ((), (0,), (2,)) instead of
 (0, 3, 5) x ((), (0,), (3,), (2, 2)); nuclear_norm_out's 25-sized inputs to 4x4 and 3x4x5; solve's
-broadcasting (5, 5) / (2, 0, 5, 3) to (3, 3) / (2, 0, 3, 2)); dtype lists cut to float32 and complex128
+broadcasting (5, 5) / (2, 0, 5, 3) to (3, 3) / (2, 0, 3, 2); pca_lowrank on rank-2 9x4 / 4x9 matrices with
+batches ((), (2, 3)) instead of up to 1000x1000 and four batch shapes, its dense inputs only); dtype lists cut to float32 and complex128
 where the file runs every floating and complex type (ormqr, geqrf, ldl, triangular_solve,
 cholesky_inverse, solve broadcasting); ``make_tensor`` takes dtype/device as keywords; ``random`` is a
 seeded ``random.Random(40)``; warning checks set ``simplefilter("always")`` and triangular_solve's counts
@@ -28,8 +29,8 @@ geqrf's reflectors by making the column-major one itself (see below). torch 2.13
 file's are gone (marked): ormqr's "tau.shape[-1] must be equal to min(other.shape[-2], input.shape[-1])".
 Left out: the CUDA-only tests and branches (device mismatches, test_large_bmm*_backward,
 test_linalg_solve_triangular_large, test_preferred_linalg_library), @slowTest
-test_triangular_solve_batched_many_batches, test_lobpcg_* and test_pca_lowrank (sparse inputs,
-torch.jit, torch._linalg_utils internals; outside this brief), test_bfloat16_accumulation_with_ref_path
+test_triangular_solve_batched_many_batches, test_lobpcg_* (torch._linalg_utils
+internals, sparse inputs; outside this brief), test_pca_lowrank's sparse inputs and torch.jit.script run, test_bfloat16_accumulation_with_ref_path
 (mkldnn flags, 300x300 bfloat16). The tests of the brief's other families are in testinfra38
 (linalg.qr / torch.qr, cross, householder_product, lu / lu_factor(_ex) / lu_unpack, solve) and
 testinfra39 (addmv / addmm / addbmm / baddbmm, lu_solve, solve_triangular).
@@ -93,6 +94,7 @@ Binomial = importlib.import_module(torch.__name__ + ".distributions").Binomial
 TestCase = _cu.TestCase
 random_hermitian_pd_matrix = _cu.random_hermitian_pd_matrix
 make_fullrank_matrices_with_distinct_singular_values = _cu.make_fullrank_matrices_with_distinct_singular_values
+random_lowrank_matrix = _cu.random_lowrank_matrix
 dtypes = _cdt.dtypes
 precisionOverride = _cdt.precisionOverride
 make_tensor = torch.testing.make_tensor
@@ -794,6 +796,40 @@ class TestLinalgTI40(TestCase):
         a[1, 1] = 0
         with self.assertRaisesRegex(torch.linalg.LinAlgError, r"cholesky_inverse: The diagonal element 2 is zero"):
             torch.cholesky_inverse(a)
+
+    # ~~~ pca_lowrank ~~~
+    def test_pca_lowrank(self, device):
+        dtype = torch.double
+
+        def run_subtest(guess_rank, actual_rank, matrix_size, batches, pca):
+            rows, columns = matrix_size
+            a = random_lowrank_matrix(actual_rank, rows, columns, *batches, device=device, dtype=dtype)
+            u, s, v = pca(a, q=guess_rank)
+
+            self.assertEqual(s.shape[-1], guess_rank)
+            self.assertEqual(u.shape[-2], rows)
+            self.assertEqual(u.shape[-1], guess_rank)
+            self.assertEqual(v.shape[-1], guess_rank)
+            self.assertEqual(v.shape[-2], columns)
+
+            # u diag(s) v^T reconstructs the centred matrix
+            A1 = u.matmul(s.diag_embed()).matmul(v.mT)
+            ones_m1 = torch.ones(batches + (rows, 1), dtype=a.dtype, device=device)
+            c = (a.sum(axis=-2) / rows).reshape(batches + (1, columns))
+            A2 = a - ones_m1.matmul(c)
+            self.assertEqual(A1, A2)
+
+            detect_rank = (s.abs() > 1e-5).sum(axis=-1)
+            self.assertEqual(actual_rank * torch.ones(batches, device=device, dtype=torch.int64), detect_rank)
+            S = torch.linalg.svdvals(A2)
+            self.assertEqual(s[..., :actual_rank], S[..., :actual_rank])
+
+        for actual_rank, size, all_batches in [(2, (9, 4), [(), (2, 3)])]:
+            for batches in all_batches:
+                for guess_rank in [actual_rank, actual_rank + 2, actual_rank + 6]:
+                    if guess_rank <= min(*size):
+                        run_subtest(guess_rank, actual_rank, size, batches, torch.pca_lowrank)
+                        run_subtest(guess_rank, actual_rank, size[::-1], batches, torch.pca_lowrank)
 
     # ~~~ renorm / nuclear_norm / LAPACK on empty inputs ~~~
     def test_renorm(self, device):
