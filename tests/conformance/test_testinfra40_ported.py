@@ -30,8 +30,8 @@ file's are gone (marked): ormqr's "tau.shape[-1] must be equal to min(other.shap
 Left out: the CUDA-only tests and branches (device mismatches, test_large_bmm*_backward,
 test_linalg_solve_triangular_large, test_preferred_linalg_library), @slowTest
 test_triangular_solve_batched_many_batches, test_lobpcg_* (torch._linalg_utils
-internals, sparse inputs; outside this brief), test_pca_lowrank's sparse inputs and torch.jit.script run, test_bfloat16_accumulation_with_ref_path
-(mkldnn flags, 300x300 bfloat16). The tests of the brief's other families are in testinfra38
+internals, sparse inputs; outside this brief), test_pca_lowrank's sparse inputs and its torch.jit.script
+run. test_bfloat16_accumulation_with_ref_path is ported as is (300-element bfloat16 sums). The tests of the brief's other families are in testinfra38
 (linalg.qr / torch.qr, cross, householder_product, lu / lu_factor(_ex) / lu_unpack, solve) and
 testinfra39 (addmv / addmm / addbmm / baddbmm, lu_solve, solve_triangular).
 
@@ -478,6 +478,38 @@ class TestLinalgTI40(TestCase):
         b = torch.ones([3, 2, 5, 6, 6], device=device)
         c = a.permute(0, 1, 3, 2).matmul(b)
         self.assertEqual([c.min(), c.max(), c.sum()], [6, 6, 3 * 2 * 5 * 6 * 6 * 6])
+
+    def test_bfloat16_accumulation_with_ref_path(self, device):
+        # bfloat16 products summed in float (pytorch#95125, #83863): 300 ones sum to 300, where
+        # a bfloat16 accumulator stops at 256
+        def check_correctness(fn, *args):
+            expected = fn(*args).bfloat16()
+            with torch.backends.mkldnn.flags(enabled=False):
+                c = fn(*(arg.bfloat16() for arg in args))
+            assert torch.all(c == expected), f"Incorrect result with\nexpected: {expected}\ngot: {c}\n"
+
+        for transa in [True, False]:
+            for transb in [True, False]:
+                a = torch.ones(300, 300, device=device)
+                b = torch.ones(300, 300, device=device)
+                if transa:
+                    a = a.transpose(0, 1).contiguous().transpose(0, 1)
+                if transb:
+                    b = b.transpose(0, 1).contiguous().transpose(0, 1)
+                check_correctness(torch.matmul, a, b)
+        a = torch.ones(1, 1, 300, device=device)
+        b = torch.ones(1, 300, 1, device=device)
+        check_correctness(torch.bmm, a, b)
+        check_correctness(torch.baddbmm, torch.ones(1, 1, 1, device=device), a, b)
+        for trans in [True, False]:
+            c = torch.ones(300, device=device) * -300
+            a = torch.ones(300, 300, device=device)
+            if trans:
+                a = a.transpose(0, 1).contiguous().transpose(0, 1)
+            b = torch.ones(300, device=device)
+            check_correctness(torch.mv, a, b)
+            check_correctness(torch.addmv, c, a, b)
+        check_correctness(torch.dot, torch.ones(300, device=device), torch.ones(300, device=device))
 
     # ~~~ geqrf / ormqr ~~~
     @dtypes(torch.float32, torch.complex128)
