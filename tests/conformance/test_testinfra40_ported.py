@@ -3,9 +3,10 @@ after testinfra36-39's: torch.einsum (the rockt cases, sublist format, random eq
 corner cases, error messages), tensordot, matmul on small shapes by brute force and with broadcast
 batches, ormqr / geqrf, linalg.ldl_factor(_ex) / ldl_solve, the old torch.triangular_solve (batches,
 broadcasting against SciPy, out= rules), cholesky_inverse, renorm, nuclear_norm's out=, the LAPACK
-functions on empty inputs, pca_lowrank and linalg.solve with broadcast batches. Ported in our own
-code and run on tracegrad through its own ``tracegrad.testing._internal`` harness. Every test function is here under its original name with its
-original checks.
+functions on empty inputs, pca_lowrank, linalg.solve with broadcast batches, bfloat16 accumulation in
+matmul/bmm/mv/dot and matrix_exp's no-warning case. Ported in our own code and run on tracegrad
+through its own ``tracegrad.testing._internal`` harness. Every test function is here under its
+original name with its original checks.
 
 Adapted: sizes made smaller (test_einsum_random draws 6 equations instead of 500; matmul's brute
 force generates shapes with matrix_size 3, batch_size 2 and operands of at most 3 dims instead of 4/3/4,
@@ -862,6 +863,19 @@ class TestLinalgTI40(TestCase):
                     if guess_rank <= min(*size):
                         run_subtest(guess_rank, actual_rank, size, batches, torch.pca_lowrank)
                         run_subtest(guess_rank, actual_rank, size[::-1], batches, torch.pca_lowrank)
+
+    # ~~~ matrix_exp (the one test of its family testinfra39 did not reach) ~~~
+    @dtypes(torch.complex64)
+    def test_linalg_matrix_exp_no_warnings(self, device, dtype):
+        # pytorch#80948: matrix_exp of a complex tensor's real view warned
+        with _cu.freeze_rng_state():
+            torch.manual_seed(42)
+            tens = 0.5 * torch.randn(10, 3, 3, dtype=dtype, device=device)
+            tens = 0.5 * (tens.transpose(-1, -2) + tens)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                tens.imag = torch.matrix_exp(tens.imag)
+                self.assertFalse(len(w))
 
     # ~~~ renorm / nuclear_norm / LAPACK on empty inputs ~~~
     def test_renorm(self, device):
