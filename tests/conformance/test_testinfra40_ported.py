@@ -1,76 +1,75 @@
-"""testinfra40: PyTorch's test/test_linalg.py (``TestLinalg``, pytorch/pytorch commit fcca03a1), the part
-after testinfra36-39's: torch.einsum (the rockt cases, sublist format, random equations against NumPy,
-corner cases, error messages), tensordot, matmul on small shapes by brute force and with broadcast
-batches, ormqr / geqrf, linalg.ldl_factor(_ex) / ldl_solve, the old torch.triangular_solve (batches,
-broadcasting against SciPy, out= rules), cholesky_inverse, renorm, nuclear_norm's out=, the LAPACK
-functions on empty inputs, pca_lowrank, linalg.solve with broadcast batches, bfloat16 accumulation in
-matmul/bmm/mv/dot and matrix_exp's no-warning case. Ported in our own code and run on tracegrad
-through its own ``tracegrad.testing._internal`` harness. Every test function is here under its
-original name with its original checks.
+"""testinfra40: PyTorch's test/test_linalg.py (``TestLinalg``, pytorch/pytorch commit fcca03a1), the part after
+testinfra36-39's: torch.einsum (the rockt cases, sublist format, random equations against NumPy, corner
+cases, error messages), tensordot, matmul on small shapes by brute force and with broadcast batches, ormqr /
+geqrf, linalg.ldl_factor(_ex) / ldl_solve, the old torch.triangular_solve (batches, broadcasting against
+SciPy, out= rules), cholesky_inverse, renorm, nuclear_norm's out=, the LAPACK functions on empty inputs,
+pca_lowrank, linalg.solve with broadcast batches, bfloat16 accumulation in matmul/bmm/mv/dot and
+matrix_exp's no-warning case. Ported in our own code and run on tracegrad through its own
+``tracegrad.testing._internal`` harness. Every test function is here under its original name with its
+original checks.
 
-Adapted: sizes made smaller (test_einsum_random draws 6 equations instead of 500; matmul's brute
-force generates shapes with matrix_size 3, batch_size 2 and operands of at most 3 dims instead of 4/3/4,
-1d_Nd on int64 and complex64, 2d_Nd / 3d_Nd on float only; test_permute_matmul on 6x6 matrices instead of
-24x24 (its sum scaled to match); ormqr / geqrf sizes (5, 2, 0) cut to (3, 2, 0) and their batches to
-((), (0,), (2, 1)); ldl_factor's batch (4,)
-to (3,); ldl_solve on 4x4 with batches ((), (2, 2)) and 1 or 3 right-hand sides instead of 5x5,
-((), (4,), (2, 2)) and (1, 7); triangular_solve_batched on a batch of 2 4x4 matrices with 3 right-hand
-sides instead of 3 5x5 and 10; cholesky_inverse on n in (0, 3) with batches ((), (0,), (2,)) instead of
-(0, 3, 5) x ((), (0,), (3,), (2, 2)); nuclear_norm_out's 25-sized inputs to 4x4 and 3x4x5; solve's
-broadcasting (5, 5) / (2, 0, 5, 3) to (3, 3) / (2, 0, 3, 2); pca_lowrank on rank-2 9x4 / 4x9 matrices with
-batches ((), (2, 3)) instead of up to 1000x1000 and four batch shapes, its dense inputs only); dtype lists cut to float32 and complex128
-where the file runs every floating and complex type (ormqr, geqrf, ldl, triangular_solve,
-cholesky_inverse, solve broadcasting); ``make_tensor`` takes dtype/device as keywords; ``random`` is a
-seeded ``random.Random(40)``; warning checks set ``simplefilter("always")`` and triangular_solve's counts
-the resize warnings among those recorded (its once-only deprecation warning is triggered before, as the
-file does); the opt_einsum re-checks of ``_check_einsum`` run only where ``torch.backends.opt_einsum``
-is available (torch's TEST_OPT_EINSUM); test_broadcast_batched_matmul draws its smaller batch inline
-(the file's ``_select_broadcastable_dims``, the part it uses). test_ormqr feeds ormqr both layouts of
-geqrf's reflectors by making the column-major one itself (see below). torch 2.13's words where the
-file's are gone (marked): ormqr's "tau.shape[-1] must be equal to min(other.shape[-2], input.shape[-1])".
-Left out: the CUDA-only tests and branches (device mismatches, test_large_bmm*_backward,
+Adapted: sizes made smaller (test_einsum_random draws 6 equations instead of 500; matmul's brute force
+generates shapes with matrix_size 3, batch_size 2 and operands of at most 3 dims instead of 4/3/4, 1d_Nd on
+int64 and complex64, 2d_Nd / 3d_Nd on float only; test_permute_matmul on 6x6 matrices instead of 24x24 (its
+sum scaled to match); ormqr / geqrf sizes (5, 2, 0) cut to (3, 2, 0) and their batches to ((), (0,), (2,
+1)); ldl_factor's batch (4,) to (3,); ldl_solve on 4x4 with batches ((), (2, 2)) and 1 or 3 right-hand sides
+instead of 5x5, ((), (4,), (2, 2)) and (1, 7); triangular_solve_batched on a batch of 2 4x4 matrices with 3
+right-hand sides instead of 3 5x5 and 10; cholesky_inverse on n in (0, 3) with batches ((), (0,), (2,))
+instead of (0, 3, 5) x ((), (0,), (3,), (2, 2)); nuclear_norm_out's 25-sized inputs to 4x4 and 3x4x5;
+solve's broadcasting (5, 5) / (2, 0, 5, 3) to (3, 3) / (2, 0, 3, 2); pca_lowrank on rank-2 9x4 / 4x9
+matrices with batches ((), (2, 3)) instead of up to 1000x1000 and four batch shapes, its dense inputs only);
+dtype lists cut to float32 and complex128 where the file runs every floating and complex type (ormqr, geqrf,
+ldl, triangular_solve, cholesky_inverse, solve broadcasting); ``make_tensor`` takes dtype/device as
+keywords; ``random`` is a seeded ``random.Random(40)``; warning checks set ``simplefilter("always")`` and
+triangular_solve's counts the resize warnings among those recorded (its once-only deprecation warning is
+triggered before, as the file does); the opt_einsum re-checks of ``_check_einsum`` run only where
+``torch.backends.opt_einsum`` is available (torch's TEST_OPT_EINSUM); test_broadcast_batched_matmul draws
+its smaller batch inline (the file's ``_select_broadcastable_dims``, the part it uses). test_ormqr feeds
+ormqr both layouts of geqrf's reflectors by making the column-major one itself (see below). torch 2.13's
+words where the file's are gone (marked): ormqr's "tau.shape[-1] must be equal to min(other.shape[-2],
+input.shape[-1])". Left out: the CUDA-only tests and branches (device mismatches, test_large_bmm*_backward,
 test_linalg_solve_triangular_large, test_preferred_linalg_library), @slowTest
-test_triangular_solve_batched_many_batches, test_lobpcg_* (torch._linalg_utils
-internals, sparse inputs; outside this brief), test_pca_lowrank's sparse inputs and its torch.jit.script
-run. test_bfloat16_accumulation_with_ref_path is ported as is (300-element bfloat16 sums). The tests of the brief's other families are in testinfra38
-(linalg.qr / torch.qr, cross, householder_product, lu / lu_factor(_ex) / lu_unpack, solve) and
-testinfra39 (addmv / addmm / addbmm / baddbmm, lu_solve, solve_triangular).
+test_triangular_solve_batched_many_batches, test_lobpcg_* (torch._linalg_utils internals, sparse inputs;
+outside this brief), test_pca_lowrank's sparse inputs and its torch.jit.script run.
+test_bfloat16_accumulation_with_ref_path is ported as is (300-element bfloat16 sums). The tests of the
+brief's other families are in testinfra38 (linalg.qr / torch.qr, cross, householder_product, lu /
+lu_factor(_ex) / lu_unpack, solve) and testinfra39 (addmv / addmm / addbmm / baddbmm, lu_solve,
+solve_triangular).
 
-Fixes in tracegrad (``TestFixesTI40`` probes each): einsum's parser takes a period only inside an
-adjacent ``...`` (``'. ..'`` was read as an ellipsis once the spaces were dropped), words a stray
-period for an operand / the output as torch, takes ``-`` and ``>`` only as the arrow, checks the output
-subscripts before the sizes (torch's order), and words an ellipsis that does not broadcast as torch
-("dimension 1 covered by ellipsis in operand 1has size 3 which does not broadcast with previously seen
-ellipsis with size 2 ..."; the op failed with a generic message), recording only sizes other than 1 as
-torch; ormqr makes torch's checks in torch's order and words: ``tau`` must hold exactly
-``min(other.shape[-2 or -1], input.shape[-1])`` reflectors (a shorter one was padded with identity
-reflectors), batch dims must be equal (they were broadcast), tau/other of another rank are refused, the
-dtypes are named "Float" with torch's missing space ("input has dtypeFloat"), an ``out`` of another dtype
-gets "Expected input and result to have the same dtype ...", integer inputs NotImplementedError
-("ormqr_cpu" not implemented for 'Int'); cholesky_inverse words a 1-D and a non-square input as torch,
-refuses an ``out`` it cannot cast into with "Expected result to be safely castable from Float dtype, but
-got result with dtype Int", and raises torch.linalg.LinAlgError for a factor with a zero on its
-diagonal (LAPACK's potri: "cholesky_inverse: (Batch element 1): The diagonal element 3 is zero, ...";
-tracegrad returned inf/NaN); torch.orgqr takes ``out=`` (TypeError before); torch.geqrf words a 1-D input, an integer one
-("geqrf_cpu" not implemented for 'Int'; it named 'tracegrad.int32') and an ``out`` it cannot cast
-into ("torch.geqrf: Expected a to be safely castable from Float dtype, but got a with dtype Int") as
-torch; householder_product / orgqr name tau's batch dims as torch ("..., but got [3]");
-``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses
-it); ``torch.backends.opt_einsum`` is there (is_available, get_opt_einsum, enabled / strategy,
-set_flags / flags with torch's checks; it stores the flags and changes no result, JAX always plans
-einsum's path with opt_einsum), so ``_check_einsum`` runs its opt_einsum loop here too.
-``test_compiled_einsum_ormqr_cholesky_inverse`` checks the compiled forms (cholesky_inverse's
-zero-diagonal check runs with the program).
+Fixes in tracegrad (``TestFixesTI40`` probes each): einsum's parser takes a period only inside an adjacent
+``...`` (``'. ..'`` was read as an ellipsis once the spaces were dropped), words a stray period for an
+operand / the output as torch, takes ``-`` and ``>`` only as the arrow, checks the output subscripts before
+the sizes (torch's order), and words an ellipsis that does not broadcast as torch ("dimension 1 covered by
+ellipsis in operand 1has size 3 which does not broadcast with previously seen ellipsis with size 2 ..."; the
+op failed with a generic message), recording only sizes other than 1 as torch; ormqr makes torch's checks in
+torch's order and words: ``tau`` must hold exactly ``min(other.shape[-2 or -1], input.shape[-1])``
+reflectors (a shorter one was padded with identity reflectors), batch dims must be equal (they were
+broadcast), tau/other of another rank are refused, the dtypes are named "Float" with torch's missing space
+("input has dtypeFloat"), an ``out`` of another dtype gets "Expected input and result to have the same dtype
+...", integer inputs NotImplementedError ("ormqr_cpu" not implemented for 'Int'); cholesky_inverse words a
+1-D and a non-square input as torch, refuses an ``out`` it cannot cast into with "Expected result to be
+safely castable from Float dtype, but got result with dtype Int", and raises torch.linalg.LinAlgError for a
+factor with a zero on its diagonal (LAPACK's potri: "cholesky_inverse: (Batch element 1): The diagonal
+element 3 is zero, ..."; tracegrad returned inf/NaN); torch.orgqr takes ``out=`` (TypeError before);
+torch.geqrf words a 1-D input, an integer one ("geqrf_cpu" not implemented for 'Int'; it named
+'tracegrad.int32') and an ``out`` it cannot cast into ("torch.geqrf: Expected a to be safely castable from
+Float dtype, but got a with dtype Int") as torch; householder_product / orgqr name tau's batch dims as torch
+("..., but got [3]"); ``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses it);
+``torch.backends.opt_einsum`` is there (is_available, get_opt_einsum, enabled / strategy, set_flags / flags
+with torch's checks; it stores the flags and changes no result, JAX always plans einsum's path with
+opt_einsum), so ``_check_einsum`` runs its opt_einsum loop here too.
+``test_compiled_einsum_ormqr_cholesky_inverse`` checks the compiled forms (cholesky_inverse's zero-diagonal
+check runs with the program).
 
-Found and left alone: tracegrad's linalg results are row-major where torch's LAPACK-backed kernels
-return column-major matrices (geqrf's ``a``, lu_factor's, qr's, cholesky's): ``a.mT.is_contiguous()`` is
-False here; ``test_geqrf_returns_column_major`` is a strict expected failure. torch's einsum with three or
-more operands goes through opt_einsum's own parser first, so a few malformed equations get its
-ValueError ("Invalid Ellipses.", "Size of label 'a' for operand 2 (2) does not match previous terms
-(3).") where tracegrad gives torch's own RuntimeError words (not asserted either way).
+Found and left alone: tracegrad's linalg results are row-major where torch's LAPACK-backed kernels return
+column-major matrices (geqrf's ``a``, lu_factor's, qr's, cholesky's): ``a.mT.is_contiguous()`` is False
+here; ``test_geqrf_returns_column_major`` is a strict expected failure. torch's einsum with three or more
+operands goes through opt_einsum's own parser first, so a few malformed equations get its ValueError
+("Invalid Ellipses.", "Size of label 'a' for operand 2 (2) does not match previous terms (3).") where
+tracegrad gives torch's own RuntimeError words (not asserted either way).
 
-``TI40_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in
-a subprocess), so every expectation is torch's.
+``TI40_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in a
+subprocess), so every expectation is torch's.
 """
 import importlib
 import itertools
@@ -943,8 +942,8 @@ class TestFixesTI40(TestCase):
     """Probes next to the ported tests, for what their fixes touch (each expectation is torch's in
     the oracle run): einsum's period, arrow and ellipsis-broadcast checks in torch's order and words;
     ormqr's checks (tau of exactly min(...) entries, equal batch dims, the out dtype) in torch's
-    order and words; geqrf's and orgqr's words, orgqr's out=; cholesky_inverse's words and its zero-diagonal LinAlgError; _C._infer_size;
-    backends.opt_einsum's flags."""
+    order and words; geqrf's and orgqr's words, orgqr's out=; cholesky_inverse's words and its
+    zero-diagonal LinAlgError; _C._infer_size; backends.opt_einsum's flags."""
 
     def test_einsum_parser_words(self, device):
         x, y = torch.randn(2, device=device), torch.randn(2, 3, device=device)
