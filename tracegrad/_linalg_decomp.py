@@ -20,7 +20,7 @@ from . import _state
 from ._api.shape import cat
 from ._ops import dtypes as _dt
 from .return_types import _structseq
-from ._ops.errors import broadcast_shape
+from ._ops.errors import _broadcast_message, broadcast_shape
 from ._tensor.factories import zeros as _zeros
 from ._tensor.tensor import Tensor, _JaxTracer
 from .func import jax_function
@@ -70,20 +70,21 @@ def _check_precision(A, api):
                            f"(got {torch_name}); convert with .float()")
 
 
-def _check(A, api, square=True, min_dim=2, floating=True, precision=True):
+def _check(A, api, square=True, min_dim=2, floating=True, precision=True, prefix="linalg."):
     """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
     floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError);
-    float16/bfloat16 where torch's CPU kernels have none (NotImplementedError or RuntimeError)."""
+    float16/bfloat16 where torch's CPU kernels have none (NotImplementedError or RuntimeError).
+    ``prefix``: how torch qualifies ``api`` in these words ("torch.linalg." for ldl_factor_ex)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.dim() < min_dim:
-        raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
+        raise RuntimeError(f"{prefix}{api}: The input tensor A must have at least {min_dim} dimensions.")
     if floating and not (A.is_floating_point() or A.is_complex()):
         # torch's scalar-type name ('Long', not 'Int64')
-        raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
+        raise RuntimeError(f"{prefix}{api}: Expected a floating point or complex tensor as input. "
                            f"Got {_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}")
     if square and A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
+        raise RuntimeError(f"{prefix}{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     if precision:
         _check_precision(A, api)
@@ -98,24 +99,31 @@ def _sizes(A, B, vector=False):
 
 def _check_rhs(api, A, B, left=True):
     """torch's checks of a solve's right-hand side ``B`` against ``A`` (RuntimeError: another
-    dtype, too few dims, sizes or batch dims that do not fit); whether ``B`` is a (batch of)
-    vector(s), which torch allows only with ``left=True``."""
+    dtype, too few dims, sizes or batch dims that do not fit), in torch's order and words
+    (solve_ex's are solve's, "linalg.solve: ..."); whether ``B`` is a (batch of) vector(s), which
+    torch allows only with ``left=True`` (a vector is an ``n x 1`` matrix in the size check, which
+    comes first: with ``left=False`` only ``n == 1`` reaches the vector refusal, as in torch)."""
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
+    label = "solve" if api == "solve_ex" else api
     if B.dtype is not A.dtype:
-        raise RuntimeError(f"linalg.{api}: Expected A and B to have the same dtype, but found A of type {A.dtype} "
-                           f"and B of type {B.dtype} instead")
+        raise RuntimeError(f"linalg.{label}: Expected A and B to have the same dtype, but found A of type "
+                           f"{_dt.SCALAR_NAMES.get(A.dtype.name)} and B of type {_dt.SCALAR_NAMES.get(B.dtype.name)} "
+                           "instead")
     vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-    if vector and not left:
-        raise RuntimeError(f"linalg.{api}: Vector broadcasting of the left hand side is not supported for "
-                           "left=False; pass B as a (batch of) matrices")
     if not vector and B.dim() < 2:
-        raise RuntimeError(f"linalg.{api}: The input tensor B must have at least 2 dimensions.")
-    rows = B.shape[-1] if vector else B.shape[-2] if left else B.shape[-1]
-    if rows != A.shape[-1]:
-        raise RuntimeError(f"linalg.{api}: Incompatible shapes of A and B for the equation "
+        raise RuntimeError(f"linalg.{label}: The input tensor B must have at least 2 dimensions.")
+    matrix = tuple(B.shape) + (1,) if vector else tuple(B.shape)
+    if (matrix[-2] if left else matrix[-1]) != A.shape[-1]:
+        raise RuntimeError(f"linalg.{label}: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({_sizes(A, B, vector)})")
-    broadcast_shape([A.shape[:-2], B.shape[:-1] if vector else B.shape[:-2]], f"linalg.{api}")
+    if vector and not left:
+        raise RuntimeError(f"linalg.{label}: Vector broadcasting of the left hand side is not supported for "
+                           f"left=False. In this case linalg.{label} is equivalent to B / A.squeeze(-1)")
+    # torch broadcasts B's batch dims with A's (its words name B's size first), no api prefix
+    msg = _broadcast_message([tuple(B.shape[:-1] if vector else B.shape[:-2]), tuple(A.shape[:-2])])
+    if msg is not None:
+        raise RuntimeError(msg)
     return vector
 
 

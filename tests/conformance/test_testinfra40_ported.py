@@ -54,10 +54,18 @@ element 3 is zero, ..."; tracegrad returned inf/NaN); torch.orgqr takes ``out=``
 torch.geqrf words a 1-D input, an integer one ("geqrf_cpu" not implemented for 'Int'; it named
 'tracegrad.int32') and an ``out`` it cannot cast into ("torch.geqrf: Expected a to be safely castable from
 Float dtype, but got a with dtype Int") as torch; householder_product / orgqr name tau's batch dims as torch
-("..., but got [3]"); ``torch._C._infer_size`` is there (triangular_solve's SciPy reference uses it);
-``torch.backends.opt_einsum`` is there (is_available, get_opt_einsum, enabled / strategy, set_flags / flags
-with torch's checks; it stores the flags and changes no result, JAX always plans einsum's path with
-opt_einsum), so ``_check_einsum`` runs its opt_einsum loop here too.
+("..., but got [3]"); the solvers word their input checks as torch, in its order (linalg.solve and solve_ex:
+"found A of type Float and B of type Double", not "tracegrad.float32"; the size check before the left=False
+vector refusal, whose words are torch's; solve_ex's words are solve's; a batch mismatch in broadcasting's
+words, B's size first. cholesky_solve and triangular_solve: torch's "b should have at least 2 dimensions" /
+"torch.triangular_solve: Expected A to have at least 2 dimensions", "Expected b and A to have the same
+dtype, but found b of type Float ...", "A must be batches of square matrices", "Incompatible matrix sizes
+for triangular_solve: each A matrix is 3 by 3 ..." (it gave solve_triangular's words); triangular_solve
+warns its deprecation after the checks, as torch. ldl_factor_ex's words start "torch.linalg.ldl_factor_ex:",
+ldl_solve's dtype and pivots-shape words are torch's; ``torch._C._infer_size`` is there (triangular_solve's
+SciPy reference uses it); ``torch.backends.opt_einsum`` is there (is_available, get_opt_einsum, enabled /
+strategy, set_flags / flags with torch's checks; it stores the flags and changes no result, JAX always plans
+einsum's path with opt_einsum), so ``_check_einsum`` runs its opt_einsum loop here too.
 ``test_compiled_einsum_ormqr_cholesky_inverse`` checks the compiled forms (cholesky_inverse's zero-diagonal
 check runs with the program).
 
@@ -943,7 +951,8 @@ class TestFixesTI40(TestCase):
     the oracle run): einsum's period, arrow and ellipsis-broadcast checks in torch's order and words;
     ormqr's checks (tau of exactly min(...) entries, equal batch dims, the out dtype) in torch's
     order and words; geqrf's and orgqr's words, orgqr's out=; cholesky_inverse's words and its
-    zero-diagonal LinAlgError; _C._infer_size; backends.opt_einsum's flags."""
+    zero-diagonal LinAlgError; the solvers' words (linalg.solve / solve_ex, cholesky_solve,
+    triangular_solve, ldl_factor_ex / ldl_solve); _C._infer_size; backends.opt_einsum's flags."""
 
     def test_einsum_parser_words(self, device):
         x, y = torch.randn(2, device=device), torch.randn(2, 3, device=device)
@@ -1030,6 +1039,52 @@ class TestFixesTI40(TestCase):
         with self.assertRaisesRegex(RuntimeError, "^torch.linalg.householder_product: Expected result to be safely "
                                                   "castable from Float dtype, but got result with dtype Int$"):
             torch.orgqr(a, tau, out=torch.empty(0, dtype=torch.int, device=device))
+
+    def test_solver_words(self, device):
+        r = partial(torch.randn, device=device)
+        for call, msg in (
+                # linalg.solve / solve_ex: scalar type names, the size check before the vector refusal,
+                # solve_ex's words are solve's, the batch mismatch in broadcasting's words
+                (lambda: torch.linalg.solve(r(3, 3), r(3, 2).double()),
+                 r"^linalg.solve: Expected A and B to have the same dtype, but found A of type Float and B of type "
+                 r"Double instead$"),
+                (lambda: torch.linalg.solve_ex(r(3, 3), r(3, 2).double()), r"^linalg.solve: Expected A and B"),
+                (lambda: torch.linalg.solve(r(3, 3), r(3), left=False),
+                 r"^linalg.solve: Incompatible shapes of A and B for the equation XA = B \(3x3 and 3x1\)$"),
+                (lambda: torch.linalg.solve(r(1, 1), r(1), left=False),
+                 r"^linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. In this "
+                 r"case linalg.solve is equivalent to B / A.squeeze\(-1\)$"),
+                (lambda: torch.linalg.solve_ex(r(2, 3, 3), r(3, 3, 2)),
+                 r"^The size of tensor a \(3\) must match the size of tensor b \(2\) at non-singleton dimension 0$"),
+                # cholesky_solve / triangular_solve: torch's linearSolveCheckInputs words and order
+                (lambda: torch.cholesky_solve(r(3), r(3)), r"^b should have at least 2 dimensions, but has 1 dimensions "
+                                                           r"instead$"),
+                (lambda: torch.cholesky_solve(r(3, 2), r(3)), r"^u should have at least 2 dimensions"),
+                (lambda: torch.triangular_solve(r(3, 2), r(3)),
+                 r"^torch.triangular_solve: Expected A to have at least 2 dimensions, but it has 1 dimensions "
+                 r"instead$"),
+                (lambda: torch.triangular_solve(r(3, 2), r(3, 3).double()),
+                 r"^Expected b and A to have the same dtype, but found b of type Float and A of type Double instead.$"),
+                (lambda: torch.cholesky_solve(r(3, 2), r(2, 3)),
+                 r"^A must be batches of square matrices, but they are 2 by 3 matrices$"),
+                (lambda: torch.triangular_solve(r(2, 2), r(3, 3)),
+                 r"^Incompatible matrix sizes for triangular_solve: each A matrix is 3 by 3 but each b matrix is 2 by "
+                 r"2$"),
+                (lambda: torch.cholesky_solve(r(2, 2, 2), r(3, 2, 2)),
+                 r"^The size of tensor a \(2\) must match the size of tensor b \(3\) at non-singleton dimension 0$"),
+                # ldl_factor_ex / ldl_solve
+                (lambda: torch.linalg.ldl_factor(r(2, 3)),
+                 r"^torch.linalg.ldl_factor_ex: A must be batches of square matrices, but they are 2 by 3 matrices$"),
+                (lambda: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(2 * torch.eye(3, device=device)),
+                                                r(3, 2).double()),
+                 r"^Expected b and A to have the same dtype, but found b of type Double and A of type Float instead.$"),
+                (lambda: torch.linalg.ldl_solve(torch.eye(3, device=device), torch.ones(2, dtype=torch.int,
+                                                                                       device=device), r(3, 2)),
+                 r"but got pivots with shape \[2\] instead$")):
+            with self.assertRaisesRegex(RuntimeError, msg):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    call()
 
     def test_cholesky_inverse_words(self, device):
         with self.assertRaisesRegex(RuntimeError, "^cholesky_inverse: The input tensor A must have at least 2 "
