@@ -1057,8 +1057,8 @@ class TestFixesTI40(TestCase):
                 (lambda: torch.linalg.solve_ex(r(2, 3, 3), r(3, 3, 2)),
                  r"^The size of tensor a \(3\) must match the size of tensor b \(2\) at non-singleton dimension 0$"),
                 # cholesky_solve / triangular_solve: torch's linearSolveCheckInputs words and order
-                (lambda: torch.cholesky_solve(r(3), r(3)), r"^b should have at least 2 dimensions, but has 1 dimensions "
-                                                           r"instead$"),
+                (lambda: torch.cholesky_solve(r(3), r(3)),
+                 r"^b should have at least 2 dimensions, but has 1 dimensions instead$"),
                 (lambda: torch.cholesky_solve(r(3, 2), r(3)), r"^u should have at least 2 dimensions"),
                 (lambda: torch.triangular_solve(r(3, 2), r(3)),
                  r"^torch.triangular_solve: Expected A to have at least 2 dimensions, but it has 1 dimensions "
