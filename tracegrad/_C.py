@@ -105,6 +105,20 @@ def _is_grad_enabled() -> bool:
 has_lapack = True
 
 
+def _infer_size(a, b):
+    """Mirrors ``torch._C._infer_size(a, b)``: the broadcast of two ``torch.Size``s, as a Size.
+    RuntimeError, torch's words, for a plain list/tuple argument or sizes that do not broadcast."""
+    from ._ops.errors import _broadcast_message, broadcast_shapes
+    from ._tensor.tensor import Size
+    for i, s in enumerate((a, b), 1):
+        if not isinstance(s, Size):
+            raise RuntimeError(f"expected a torch.Size as argument {i}")
+    msg = _broadcast_message([tuple(a), tuple(b)])
+    if msg is not None:
+        raise RuntimeError(msg)
+    return Size(broadcast_shapes(tuple(a), tuple(b)))
+
+
 # torch's public spelling of the same binding (a custom Function's backward may read the grad
 # mode through it, as TestAutograd.test_grad_mode_restored_reentrant does)
 is_grad_enabled = _is_grad_enabled

@@ -20,7 +20,7 @@ from . import _state
 from ._api.shape import cat
 from ._ops import dtypes as _dt
 from .return_types import _structseq
-from ._ops.errors import broadcast_shape
+from ._ops.errors import _broadcast_message, broadcast_shape
 from ._tensor.factories import zeros as _zeros
 from ._tensor.tensor import Tensor, _JaxTracer
 from .func import jax_function
@@ -70,20 +70,21 @@ def _check_precision(A, api):
                            f"(got {torch_name}); convert with .float()")
 
 
-def _check(A, api, square=True, min_dim=2, floating=True, precision=True):
+def _check(A, api, square=True, min_dim=2, floating=True, precision=True, prefix="linalg."):
     """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
     floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError);
-    float16/bfloat16 where torch's CPU kernels have none (NotImplementedError or RuntimeError)."""
+    float16/bfloat16 where torch's CPU kernels have none (NotImplementedError or RuntimeError).
+    ``prefix``: how torch qualifies ``api`` in these words ("torch.linalg." for ldl_factor_ex)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.dim() < min_dim:
-        raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
+        raise RuntimeError(f"{prefix}{api}: The input tensor A must have at least {min_dim} dimensions.")
     if floating and not (A.is_floating_point() or A.is_complex()):
         # torch's scalar-type name ('Long', not 'Int64')
-        raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
+        raise RuntimeError(f"{prefix}{api}: Expected a floating point or complex tensor as input. "
                            f"Got {_dt.SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}")
     if square and A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
+        raise RuntimeError(f"{prefix}{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     if precision:
         _check_precision(A, api)
@@ -98,24 +99,31 @@ def _sizes(A, B, vector=False):
 
 def _check_rhs(api, A, B, left=True):
     """torch's checks of a solve's right-hand side ``B`` against ``A`` (RuntimeError: another
-    dtype, too few dims, sizes or batch dims that do not fit); whether ``B`` is a (batch of)
-    vector(s), which torch allows only with ``left=True``."""
+    dtype, too few dims, sizes or batch dims that do not fit), in torch's order and words
+    (solve_ex's are solve's, "linalg.solve: ..."); whether ``B`` is a (batch of) vector(s), which
+    torch allows only with ``left=True`` (a vector is an ``n x 1`` matrix in the size check, which
+    comes first: with ``left=False`` only ``n == 1`` reaches the vector refusal, as in torch)."""
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
+    label = "solve" if api == "solve_ex" else api
     if B.dtype is not A.dtype:
-        raise RuntimeError(f"linalg.{api}: Expected A and B to have the same dtype, but found A of type {A.dtype} "
-                           f"and B of type {B.dtype} instead")
+        raise RuntimeError(f"linalg.{label}: Expected A and B to have the same dtype, but found A of type "
+                           f"{_dt.SCALAR_NAMES.get(A.dtype.name)} and B of type {_dt.SCALAR_NAMES.get(B.dtype.name)} "
+                           "instead")
     vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-    if vector and not left:
-        raise RuntimeError(f"linalg.{api}: Vector broadcasting of the left hand side is not supported for "
-                           "left=False; pass B as a (batch of) matrices")
     if not vector and B.dim() < 2:
-        raise RuntimeError(f"linalg.{api}: The input tensor B must have at least 2 dimensions.")
-    rows = B.shape[-1] if vector else B.shape[-2] if left else B.shape[-1]
-    if rows != A.shape[-1]:
-        raise RuntimeError(f"linalg.{api}: Incompatible shapes of A and B for the equation "
+        raise RuntimeError(f"linalg.{label}: The input tensor B must have at least 2 dimensions.")
+    matrix = tuple(B.shape) + (1,) if vector else tuple(B.shape)
+    if (matrix[-2] if left else matrix[-1]) != A.shape[-1]:
+        raise RuntimeError(f"linalg.{label}: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({_sizes(A, B, vector)})")
-    broadcast_shape([A.shape[:-2], B.shape[:-1] if vector else B.shape[:-2]], f"linalg.{api}")
+    if vector and not left:
+        raise RuntimeError(f"linalg.{label}: Vector broadcasting of the left hand side is not supported for "
+                           f"left=False. In this case linalg.{label} is equivalent to B / A.squeeze(-1)")
+    # torch broadcasts B's batch dims with A's (its words name B's size first), no api prefix
+    msg = _broadcast_message([tuple(B.shape[:-1] if vector else B.shape[:-2]), tuple(A.shape[:-2])])
+    if msg is not None:
+        raise RuntimeError(msg)
     return vector
 
 
@@ -249,6 +257,28 @@ def _cholesky_inverse(L, *, upper):
 
 def cholesky_solve_op(B, L, upper):
     return _cholesky_solve(B, L, upper=bool(upper))
+
+
+@_op("CholeskyFactorInfo")
+def _zero_diagonal_info(L):
+    return _first_bad(jnp.diagonal(L, axis1=-2, axis2=-1) == 0)
+
+
+def check_cholesky_factor_diagonal(L, api):
+    """LAPACK's potri (torch's CPU cholesky_inverse) refuses a factor with a zero on its diagonal:
+    LinAlgError naming the first such element (1-based) and, for a batch, its batch element. A
+    traced ``L`` is checked when the compiled program runs (NOTE [value checks at run time]: a zero
+    reruns the call eagerly, which raises)."""
+    if isinstance(L._value, _JaxTracer):
+        _state.check_values(L._value, lambda v: jnp.diagonal(v, axis1=-2, axis2=-1) == 0)   # in the trace's x64
+        return
+    if not L.numel():
+        return
+    info = _zero_diagonal_info(L.detach()).detach()
+    if has_error(info):
+        where, k = first_error(info)
+        raise LinAlgError(f"{api}: {where}The diagonal element {k} is zero, the inversion could not be completed "
+                          "because the input matrix is singular.")
 
 
 def cholesky_inverse_op(L, upper):
@@ -686,7 +716,7 @@ def householder_product(A, tau, *, out=None):
                            f"but got tau.ndim equal to {tau.dim()} and input.ndim is equal to {A.dim()}")
     if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"torch.linalg.householder_product: Expected batch dimensions of tau to be equal to "
-                           f"input.shape[:-2], got tau of shape {tuple(tau.shape)} for input {tuple(A.shape)}")
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
     if A.dtype is not tau.dtype:
         # torch names the scalar types ("Int", "Float"), not the dtype objects
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {_dt.SCALAR_NAMES[tau.dtype.name]} does "
@@ -735,9 +765,11 @@ def geqrf(input, *, out=None):
     and the Householder vectors below it, ``tau`` ``(*, min(m, n))``; ``householder_product(a,
     tau)`` rebuilds ``Q``. Differs from torch: differentiable (torch's backward raises
     NotImplementedError). RuntimeError for fewer than 2 dims; NotImplementedError for integers."""
+    if isinstance(input, Tensor) and input.dim() < 2:   # torch's own words for this op
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
-        raise NotImplementedError(f"torch.geqrf: \"geqrf_cpu\" not implemented for '{input.dtype}'; convert the "
-                                  "input with .double() or .float()")
+        raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dt.SCALAR_NAMES.get(input.dtype.name)}'; "
+                                  "geqrf takes floating point or complex tensors (.double() or .float())")
     _check(input, "geqrf", square=False)
     return GeqrfResult(*_geqrf(input))
 
@@ -753,28 +785,56 @@ def _ormqr(A, tau, C, *, left, transpose):
     return Q @ C if left else C @ Q
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out(name="ormqr", exact_dtype=True)
+def _ormqr_checked(input, tau, other, left, transpose):
+    return _ormqr(input, tau, other, left=bool(left), transpose=bool(transpose))
+
+
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """Mirrors ``torch.ormqr(input, tau, other, left=True, transpose=False)``: ``other``
     multiplied by the ``m x m`` matrix ``Q`` of ``geqrf``'s ``(input, tau)`` (``Q^H`` with
     ``transpose``; on the left or the right). Differentiable. RuntimeError for sizes or dtypes
-    that do not fit."""
-    _check(input, "ormqr", square=False)
-    if not isinstance(other, Tensor) or other.dim() < 2:
+    that do not fit (torch's checks in torch's order and words: ``tau`` must have exactly
+    ``min(other.shape[-2 or -1], input.shape[-1])`` entries, the batch dims must be equal, not
+    broadcast; ``out`` must have ``input``'s dtype); NotImplementedError for integer tensors."""
+    for name, t in (("input", input), ("tau", tau), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"ormqr(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if input.dim() < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if other.dim() < 2:
         raise RuntimeError("torch.ormqr: other must have at least 2 dimensions.")
-    m = input.shape[-2]
-    if (other.shape[-2] if left else other.shape[-1]) != m:
-        side = "other.shape[-2]" if left else "other.shape[-1]"
-        raise RuntimeError(f"torch.ormqr: {side} must be equal to input.shape[-2]; got {tuple(other.shape)} and "
-                           f"{tuple(input.shape)}")
-    if tau.shape[-1] > min(m, input.shape[-1]):
-        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be less than or equal to min(input.shape[-2], "
-                           f"input.shape[-1]); got {tau.shape[-1]}")
-    for name, t in (("other", other), ("tau", tau)):
+    side = -2 if left else -1
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2]")
+    if tau.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        # torch 2.x: exactly min(...) reflectors (a shorter tau is refused, not padded)
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           "input.shape[-1])")
+    if tau.dim() != input.dim() - 1:
+        raise RuntimeError(f"torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim "
+                           f"equal to {tau.dim()} and input.ndim is equal to {input.dim()}")
+    if other.dim() != input.dim():
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}")
+    for name, t, batch in (("tau", tau, tau.shape[:-1]), ("other", other, other.shape[:-2])):
+        if tuple(batch) != tuple(input.shape[:-2]):     # equal, torch does not broadcast them
+            raise RuntimeError(f"torch.ormqr: Expected batch dimensions of {name} to be equal to input.shape[:-2], "
+                               f"but got {list(batch)}")
+
+    def scalar(dtype):
+        return _dt.SCALAR_NAMES.get(dtype.name, dtype.name)
+    # torch's words, including its missing space after "dtype"
+    for name, t in (("tau", tau), ("other", other)) + ((("result", out),) if isinstance(out, Tensor) else ()):
         if t.dtype is not input.dtype:
-            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has dtype "
-                               f"{input.dtype} and {name} has dtype {t.dtype}")
-    return _ormqr(input, tau, other, left=bool(left), transpose=bool(transpose))
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has "
+                               f"dtype{scalar(input.dtype)} and {name} has dtype {scalar(t.dtype)}")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{scalar(input.dtype)}'; ormqr takes "
+                                  "floating point or complex tensors")
+    return _ormqr_checked(input, tau, other, left, transpose, out=out)
 
 
 @_op("LinalgMatrixExp")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from . import _linalg_decomp, linalg
 from ._api.argcheck import check_kinds
 from ._api.promotion import check_tensors
-from ._ops.errors import broadcast_shape
+from ._ops.errors import _broadcast_message
 from ._ops import dtypes as _dt
 from .return_types import _structseq
 from ._ops.warn import warn_once
@@ -145,17 +145,34 @@ def _floating_kernel(api, t, kernel):
                                   f"; {api} needs a floating point or complex input")
 
 
-def _check_pair(api, a, b, a_name, b_name):
-    for name, t in ((a_name, a), (b_name, b)):
+def _check_pair(api, b, A, dims_message, kernel=True):
+    """torch's checks of the right-hand side ``b`` and the matrix ``A`` of cholesky_solve /
+    triangular_solve (its linearSolveCheckInputs), in its order and words: each at least 2-D
+    (``dims_message(name, ndim)``, the op's own words), one dtype, ``A`` square, ``A``'s size
+    matching ``b``'s rows, batch dims that broadcast; then (``kernel``) NotImplementedError for an
+    integer dtype (no CPU kernel)."""
+    for name, t in (("b", b), ("A", A)):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+            raise TypeError(f"{api}(): argument '{'input' if name == 'b' else 'A'}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    for name, t in (("b", b), ("A", A)):
         if t.dim() < 2:
-            raise RuntimeError(f"{api}: {name} should have at least 2 dimensions, but has {t.dim()} dimensions "
-                               "instead; pass a (batch of) matrices")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"{api}: Expected b and A to have the same dtype, but found b of type {a.dtype} and A "
-                           f"of type {b.dtype} instead.")
-    _floating_kernel(api, a, f"{api}_cpu")
+            raise RuntimeError(dims_message(name, t.dim()))
+    if b.dtype is not A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_dt.SCALAR_NAMES.get(b.dtype.name)} and A of type {_dt.SCALAR_NAMES.get(A.dtype.name)} "
+                           "instead.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           "matrices")
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for {api}: each A matrix is {A.shape[-1]} by {A.shape[-1]} "
+                           f"but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    msg = _broadcast_message([tuple(b.shape[:-2]), tuple(A.shape[:-2])])
+    if msg is not None:
+        raise RuntimeError(msg)
+    if kernel:
+        _floating_kernel(api, b, f"{api}_cpu")
 
 
 @accepts_out()
@@ -164,13 +181,10 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     ``A = L @ L.mH`` (``L.mH @ L`` with ``upper=True``), reading only ``L``'s triangle; batch dims
     broadcast. Gradients for ``B`` and the whole of ``L`` (as torch's). RuntimeError for
     mismatched sizes, dtypes or fewer than 2 dims."""
-    _check_pair("cholesky_solve", input, input2, "input", "input2")
-    if input.shape[-2] != input2.shape[-1] or input2.shape[-1] != input2.shape[-2]:
-        raise RuntimeError(f"cholesky_solve: Incompatible matrix sizes for cholesky_solve: each A matrix is "
-                           f"{input2.shape[-2]} by {input2.shape[-1]} but each b matrix is {input.shape[-2]} by "
-                           f"{input.shape[-1]}")
-    # the batch dims broadcast (torch's RuntimeError; JAX's ValueError would leak)
-    broadcast_shape([input.shape[:-2], input2.shape[:-2]], "cholesky_solve")
+    # torch names the factor "u" in its rank check
+    _check_pair("cholesky_solve", input, input2,
+                lambda name, d: f"{'u' if name == 'A' else name} should have at least 2 dimensions, but has {d} "
+                                "dimensions instead")
     return _linalg_decomp.cholesky_solve_op(input, input2, upper)
 
 
@@ -178,12 +192,16 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 def cholesky_inverse(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_inverse(L, upper=False)``: the inverse of ``A = L @ L.mH``
     (``L.mH @ L`` with ``upper=True``) from its Cholesky factor. RuntimeError for fewer than 2
-    dims or a non-square input."""
+    dims or a non-square input (torch's words); LinAlgError, as LAPACK's potri in torch, for a
+    factor with a zero on its diagonal (eagerly; a compiled program gets inf/NaN)."""
     check_tensors("cholesky_inverse", input, names=("input",))
-    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
-        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but got shape "
-                           f"{tuple(input.shape)}")
+    if input.dim() < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2]} by {input.shape[-1]} matrices")
     _floating_kernel("cholesky_inverse", input, "cholesky_inverse_out_cpu")
+    _linalg_decomp.check_cholesky_factor_diagonal(input, "cholesky_inverse")
     return _linalg_decomp.cholesky_inverse_op(input, upper)
 
 
@@ -230,8 +248,12 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     """Mirrors ``torch.triangular_solve`` (deprecated in torch, which warns the same):
     ``(solution, cloned_coefficient)`` with ``op(A) @ solution = b``, ``op`` the transpose when
     ``transpose``; ``A``'s upper (default) or lower triangle is read."""
+    # torch warns (once) after its shape and dtype checks, before looking for a kernel
+    _check_pair("triangular_solve", b, A,
+                lambda name, d: f"torch.triangular_solve: Expected {name} to have at least 2 dimensions, but it has "
+                                f"{d} dimensions instead", kernel=False)
     _deprecated("triangular_solve", "solve_triangular")
-    _check_pair("triangular_solve", b, A, "b", "A")
+    _floating_kernel("triangular_solve", b, "triangular_solve_cpu")
     if transpose:
         X = linalg.solve_triangular(A.mT, b, upper=not upper, unitriangular=unitriangular)
     else:
@@ -280,12 +302,13 @@ geqrf = _linalg_decomp.geqrf
 ormqr = _linalg_decomp.ormqr
 
 
-def orgqr(input, tau):
-    """Mirrors ``torch.orgqr``: ``tracegrad.linalg.householder_product(input, tau)``. TypeError for
-    a non-Tensor ``tau`` (torch's parser; also for the method, which has no argument guard)."""
+def orgqr(input, tau, *, out=None):
+    """Mirrors ``torch.orgqr(input, tau, *, out=None)``: ``tracegrad.linalg.householder_product(input,
+    tau, out=out)``. TypeError for a non-Tensor ``tau`` (torch's parser; also for the method, which
+    has no argument guard)."""
     if not isinstance(tau, Tensor):
         raise TypeError(f"orgqr(): argument 'input2' (position 2) must be Tensor, not {type(tau).__name__}")
-    return linalg.householder_product(input, tau)
+    return linalg.householder_product(input, tau, out=out)
 
 
 def _cross_method(self, other, dim=None):

@@ -231,7 +231,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     ``D[k-1, k-1]`` is exactly zero (the factorization is complete but singular), else 0. No
     gradient (see the module). RuntimeError for a non-square, non-floating or under-2-d input;
     LinAlgError with ``check_errors=True`` when ``info`` is nonzero."""
-    _check(A, "ldl_factor_ex")
+    _check(A, "ldl_factor_ex", prefix="torch.linalg.")
     LD, piv, info = (t.detach() for t in _FACTOR[bool(hermitian)](A.detach()))
     if check_errors and has_error(info):
         raise LinAlgError(f"torch.linalg.ldl_factor_ex: D[{int(info.max()) - 1}, {int(info.max()) - 1}] is exactly "
@@ -265,10 +265,13 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
                            "pivots from ldl_factor")
     if tuple(pivots.shape) != tuple(LD.shape[:-1]):
         raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape to be the same, but got "
-                           f"pivots with shape {tuple(pivots.shape)} instead")
+                           f"pivots with shape {list(pivots.shape)} instead")
     if isinstance(B, Tensor) and B.dim() >= 2 and B.shape[-2] != LD.shape[-1]:
         raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {LD.shape[-1]} by "
                            f"{LD.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    if isinstance(B, Tensor) and B.dtype is not LD.dtype:   # torch's words for this op
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_SCALAR_NAME.get(B.dtype.name)} and A of type {_SCALAR_NAME.get(LD.dtype.name)} instead.")
     _check_rhs("ldl_solve", LD, B)
     if B.dim() < 2:   # torch reads B.size(-2) first: IndexError
         raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got -2); "

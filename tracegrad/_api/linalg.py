@@ -178,10 +178,13 @@ def einsum(equation, *operands):
         raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
                          "operand and its subscripts list")
     for i, c in enumerate(equation):
-        if not (c.isascii() and c.isalpha()) and c not in ".,-> ":
+        # '-' and '>' only as the arrow
+        arrow_part = (c == "-" and equation[i + 1:i + 2] == ">") or (c == ">" and equation[i - 1:i] == "-" and i > 0)
+        if not (c.isascii() and c.isalpha()) and c not in "., " and not arrow_part:
             raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
                                "must be in [a-zA-Z]")
-    equation = equation.replace(" ", "")
+    _check_einsum_periods(equation, output=False)
+    raw, equation = equation, equation.replace(" ", "")
     mixed = [t for t in operands[1:] if isinstance(t, Tensor) and isinstance(operands[0], Tensor)
              and t.dtype is not operands[0].dtype]
     if mixed and _contracts(equation):   # torch contracts in one dtype (bmm) and does not promote
@@ -199,13 +202,40 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], Tensor) and operands[0].dtype.name == "bool" \
             and _sums(equation):   # torch sums a bool operand with sum(): an int64 count
         operands = (operands[0].long(),)
-    _check_einsum(equation, operands)
+    _check_einsum(equation, operands, raw)
     return apply_op(OPS["einsum"], operands, (("equation", equation),))
 
 
-def _check_einsum(equation, operands):
-    """torch's checks of ``equation`` against the operands' count and shapes, in its order; the op
-    failed on these with no torch message."""
+def _check_einsum_periods(equation, output):
+    """torch's parser takes a period only as part of three adjacent ones (``...``), at most one
+    ellipsis per operand (``output=False``: the left side) and in the output (``output=True``,
+    which torch parses after checking the operands); checked on the equation with its spaces
+    (``'. ..'`` would otherwise read as an ellipsis)."""
+    lhs, arrow, out = equation.partition("->")
+    for part, is_out in (((out, True),) if arrow else ()) if output else ((lhs, False),):
+        op, found, i = 0, False, 0
+        while i < len(part):
+            if part[i] == ",":
+                op, found = op + 1, False
+            elif part[i] == ".":
+                who = "output" if is_out else f"operand {op}"
+                if found:
+                    raise RuntimeError(f"einsum(): found '.' for {who} " + ("but an ellipsis (...) was already found"
+                                       if is_out else "for which an ellipsis was already found"))
+                if part[i:i + 3] != "...":
+                    raise RuntimeError(f"einsum(): found '.' for {who} that is not part of any ellipsis"
+                                       + (" (...)" if is_out else ""))
+                found = True
+                i += 3
+                continue
+            i += 1
+
+
+def _check_einsum(equation, operands, raw=None):
+    """torch's checks of ``equation`` against the operands' count and shapes, in its order (each
+    operand's subscript count, then the output, then the sizes operand by operand); the op failed
+    on these with no torch message. ``raw``: the equation with its spaces, whose output periods
+    are checked after the operands, as torch's parser does."""
     for i, t in enumerate(operands):   # torch's parser comes first (the op failed with no torch message)
         if not isinstance(t, Tensor):
             raise TypeError(f"einsum(): expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
@@ -214,7 +244,7 @@ def _check_einsum(equation, operands):
     if len(specs) != len(operands):
         raise RuntimeError(f"einsum(): {'fewer' if len(specs) > len(operands) else 'more'} operands were provided "
                            f"than specified in the equation {equation!r}")
-    sizes = {}
+    ell_dims = 0   # the most dims an ellipsis covers
     for i, (spec, t) in enumerate(zip(specs, operands)):
         head, ell, tail = spec.partition("...")
         n = len(head) + len(tail)
@@ -223,25 +253,55 @@ def _check_einsum(equation, operands):
                                + (f"is more than the number of dimensions ({t.ndim}) for operand {i}" if ell else
                                   f"does not match the number of dimensions ({t.ndim}) for operand {i} and no "
                                   f"ellipsis was given"))
-        seen = {}
-        for c, size in zip(head + tail, t.shape[:len(head)] + t.shape[t.ndim - len(tail):]):
-            if c in seen and seen[c] != size:
-                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't match, "
-                                   f"{size} != {seen[c]}")
-            seen[c] = size
-            prev = sizes.get(c, 1)
-            if size != prev and size != 1 and prev != 1:
-                raise RuntimeError(f"einsum(): subscript {c} has size {size} for operand {i} which does not "
-                                   f"broadcast with previously seen size {prev}")
-            sizes[c] = max(size, prev) if 0 not in (size, prev) else 0
+        if ell:
+            ell_dims = max(ell_dims, t.ndim - n)
+    if raw is not None:
+        _check_einsum_periods(raw, output=True)
     if arrow:
         letters = out.replace("...", "")
         for c in letters:
             if letters.count(c) > 1:
                 raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
-            if c not in sizes:
+            if c not in lhs:
                 raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any "
                                    "input operand")
+    # sizes, as torch walks them: dims of size 1 broadcast and are not recorded; ``dim`` counts
+    # the operand's dims less the repeated subscripts (torch has taken their diagonals), and an
+    # ellipsis' dims are right-aligned to the widest ellipsis
+    sizes, ell_sizes = {}, [1] * ell_dims
+    for i, (spec, t) in enumerate(zip(specs, operands)):
+        head, ell, tail = spec.partition("...")
+        items = list(head) + (["..."] if ell else []) + list(tail)
+        pos = dim = 0
+        seen = {}
+        for c in items:
+            if c == "...":
+                covered = t.ndim - (len(items) - 1)
+                for j in range(ell_dims - covered, ell_dims):
+                    size = t.shape[pos]
+                    if size != 1:
+                        if ell_sizes[j] not in (1, size):
+                            # torch's words, its missing space included
+                            raise RuntimeError(f"einsum(): dimension {dim} covered by ellipsis in operand {i}has size "
+                                               f"{size} which does not broadcast with previously seen ellipsis with "
+                                               f"size {ell_sizes[j]} for the respective dimension")
+                        ell_sizes[j] = size
+                    pos, dim = pos + 1, dim + 1
+                continue
+            size = t.shape[pos]
+            if c in seen:
+                if size != seen[c]:
+                    raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't "
+                                       f"match, {size} != {seen[c]}")
+            else:
+                seen[c] = size
+                if size != 1:
+                    if sizes.get(c, 1) not in (1, size):
+                        raise RuntimeError(f"einsum(): subscript {c} has size {size} for operand {i} which does not "
+                                           f"broadcast with previously seen size {sizes[c]}")
+                    sizes[c] = size
+                dim += 1
+            pos += 1
 
 
 def _sums(equation):
