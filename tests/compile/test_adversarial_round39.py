@@ -1,0 +1,511 @@
+"""Round 39: attention, optimizer options, dtypes, distributions, sparse losses, weight averaging
+and torch.func transforms inside a compiled step.
+
+Each program runs eagerly, through ``tracegrad.compile`` and with torch from identical state,
+comparing everything observable after every call (harness: tests/compile/_harness.py
+``run_three_ways``); where nothing the step reads changes, the number of programs is asserted.
+"""
+import numpy as np
+import pytest
+
+import tracegrad
+from . import _harness as _h
+from ._harness import data, labels, snapshot
+from ._harness import small_mlp as _model
+
+_both = lambda run, **kw: _h.run_three_ways(run, **kw)
+
+
+def _traces(f):
+    return f.stats["traces"]
+
+
+def _xy(mod, i):
+    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
+
+
+def _loop(f, batch, calls, *observed):
+    """Call ``f(*batch(i))`` ``calls`` times; snapshot the output and ``observed`` after each."""
+    return [[snapshot(f(*batch(i))), [snapshot(o) for o in observed]] for i in range(calls)]
+
+
+# ---- attention
+
+@pytest.mark.parametrize("kind", ["causal", "bool_mask", "float_mask"])
+def test_sdpa_masks_grad(kind):
+    def run(mod, wrap):
+        F = mod.nn.functional
+        w = data(mod, 0, 4, 4).requires_grad_(True)
+        mask = {"causal": None,
+                "bool_mask": mod.tensor(np.tril(np.ones((3, 3), bool))),
+                "float_mask": data(mod, 9, 3, 3)}[kind]
+
+        def step(x):
+            w.grad = None
+            q = x @ w
+            out = F.scaled_dot_product_attention(q, x, x, attn_mask=mask, is_causal=kind == "causal")
+            out.pow(2).sum().backward()
+            return out
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 2, 3, 4),), 3, w)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_sdpa_dropout_eval_deterministic_and_train_shape():
+    def run(mod, wrap):
+        F = mod.nn.functional
+        cfg = {"train": False}
+
+        def step(x):
+            return F.scaled_dot_product_attention(x, x, x, dropout_p=0.5 if cfg["train"] else 0.0)
+        f = wrap(step)
+        res = [snapshot(f(data(mod, i, 2, 3, 4))) for i in range(2)]
+        cfg["train"] = True
+        mod.manual_seed(1)
+        out = f(data(mod, 0, 2, 3, 4))
+        res.append([list(out.shape), bool(mod.isfinite(out).all())])
+        return res
+    _both(run)
+
+
+def test_causal_mask_from_triu_inside_step():
+    def run(mod, wrap):
+        lin = _h.np_init(mod.nn.Linear(4, 4), mod)
+
+        def step(x):
+            lin.zero_grad()
+            L = x.shape[1]
+            m = mod.triu(mod.ones(L, L, dtype=mod.bool), diagonal=1)
+            s = (lin(x) @ x.transpose(1, 2)).masked_fill(m, float("-inf")).softmax(-1)
+            out = s @ x
+            out.sum().backward()
+            return out
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 2, 3 + (i % 2), 4),), 4, lin)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+@pytest.mark.parametrize("batch_first,need_weights,average", [(True, True, True), (False, True, False),
+                                                              (True, False, True)])
+def test_multihead_attention_key_padding_mask(batch_first, need_weights, average):
+    def run(mod, wrap):
+        mha = _h.np_init(mod.nn.MultiheadAttention(4, 2, batch_first=batch_first), mod)
+        opt = mod.optim.SGD(mha.parameters(), lr=0.1)
+        kpm = mod.tensor([[False, False, True], [False, False, False]])
+
+        def step(x):
+            opt.zero_grad()
+            out, w = mha(x, x, x, key_padding_mask=kpm, need_weights=need_weights,
+                         average_attn_weights=average)
+            out.pow(2).mean().backward()
+            opt.step()
+            return out, w
+        f = wrap(step)
+        shape = (2, 3, 4) if batch_first else (3, 2, 4)
+        return _loop(f, lambda i: (data(mod, i, *shape),), 3, mha)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_layer_train_eval(norm_first):
+    def run(mod, wrap):
+        layer = _h.np_init(mod.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0,
+                                                          batch_first=True, norm_first=norm_first), mod)
+        # SGD, not Adam: the key projection's bias has a gradient of exactly zero in exact
+        # arithmetic (softmax ignores a per-row shift), so Adam would scale round-off to lr steps
+        opt = mod.optim.SGD(layer.parameters(), lr=0.1)
+        mask = mod.nn.Transformer.generate_square_subsequent_mask(3)
+
+        def step(x):
+            opt.zero_grad()
+            out = layer(x, src_mask=mask)
+            out.pow(2).mean().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 2, 3, 4),), 3, layer)
+        layer.eval()
+        with mod.no_grad():
+            res.append(snapshot(layer(data(mod, 7, 2, 3, 4), src_mask=mask)))
+        return res
+    made = _both(run, torch_rtol=3e-4)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- optimizer options
+
+_OPTS = {
+    "sgd_maximize_foreach": lambda o, ps: o.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, maximize=True, foreach=True),
+    "adam_maximize_noforeach": lambda o, ps: o.Adam(ps, lr=0.01, maximize=True, foreach=False, amsgrad=True),
+    "adagrad_lr_decay": lambda o, ps: o.Adagrad(ps, lr=0.1, lr_decay=0.1, weight_decay=0.01),
+    "rmsprop_centered_momentum": lambda o, ps: o.RMSprop(ps, lr=0.01, centered=True, momentum=0.9),
+    "nadam_momentum_decay": lambda o, ps: o.NAdam(ps, lr=0.01, momentum_decay=0.01, decoupled_weight_decay=True,
+                                                  weight_decay=0.1),
+    "radam_decoupled": lambda o, ps: o.RAdam(ps, lr=0.01, decoupled_weight_decay=True, weight_decay=0.1),
+    "adamax": lambda o, ps: o.Adamax(ps, lr=0.02, weight_decay=0.01, maximize=True),
+    "asgd": lambda o, ps: o.ASGD(ps, lr=0.05, t0=1.0, lambd=0.01),
+    "rprop_etas": lambda o, ps: o.Rprop(ps, lr=0.01, etas=(0.3, 1.5), step_sizes=(1e-4, 0.1)),
+    "adamw_foreach": lambda o, ps: o.AdamW(ps, lr=0.01, foreach=True, weight_decay=0.05),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPTS))
+def test_optimizer_options_and_state_dict_continue(name):
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = _OPTS[name](mod.optim, model.parameters())
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 4, model, opt)
+        # the state after compiled steps, loaded into a fresh optimizer that continues eagerly
+        sd = opt.state_dict()
+        opt2 = _OPTS[name](mod.optim, model.parameters())
+        opt2.load_state_dict(sd)
+        for i in range(4, 6):
+            opt2.zero_grad()
+            mod.nn.functional.cross_entropy(model(_xy(mod, i)[0]), _xy(mod, i)[1]).backward()
+            opt2.step()
+        res.append([snapshot(model), snapshot(opt2)])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_per_group_lr_and_weight_decay():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD([{"params": model[0].parameters(), "weight_decay": 0.1, "lr": 0.2},
+                             {"params": model[2].parameters()}], lr=0.05, momentum=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        opt.param_groups[1]["weight_decay"] = 0.3
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        return res
+    _both(run)
+
+
+# ---- dtypes
+
+def test_float64_model_and_int_bool_outputs():
+    def run(mod, wrap):
+        model = _model(mod).double()
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            loss = mod.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            pred = out.argmax(1)
+            return loss, pred, pred == y, (pred == y).sum()
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 5, 4).double(), labels(mod, i, 5, 3)), 3, model)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_low_precision_params(dt):
+    def run(mod, wrap):
+        lin = _h.np_init(mod.nn.Linear(4, 3), mod).to(getattr(mod, dt))
+        opt = mod.optim.SGD(lin.parameters(), lr=0.125)
+
+        def step(x):
+            opt.zero_grad()
+            out = lin(x)
+            out.float().pow(2).mean().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        # bfloat16 has no numpy dtype: observe float32 copies of the values and gradients
+        return [[snapshot(f(data(mod, i, 2, 4).to(getattr(mod, dt))).float()),
+                 [snapshot(p.detach().float()) for p in lin.parameters()],
+                 [snapshot(p.grad.float()) for p in lin.parameters()]] for i in range(3)]
+    made = _both(run, torch_rtol=2e-2)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_default_dtype_changed_between_calls():
+    def run(mod, wrap):
+        def step(x):
+            return x + mod.ones(2), mod.tensor([1.5, 2.5]), mod.zeros(2).dtype == mod.float64
+        f = wrap(step)
+        res = []
+        try:
+            for i, dt in enumerate([mod.float32, mod.float64, mod.float64, mod.float32]):
+                mod.set_default_dtype(dt)
+                res.append(snapshot(f(mod.ones(2, dtype=mod.float32))))
+        finally:
+            mod.set_default_dtype(mod.float32)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_fft_complex_intermediate_in_loss():
+    def run(mod, wrap):
+        lin = _h.np_init(mod.nn.Linear(8, 8), mod)
+
+        def step(x):
+            lin.zero_grad()
+            spec = mod.fft.rfft(lin(x), dim=-1)
+            loss = (spec.abs() ** 2).mean() + spec.angle().sum() * 0.01 + mod.view_as_real(spec).sum() * 0.1
+            loss.backward()
+            return loss, spec
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 2, 8),), 3, lin)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- distributions
+
+def test_vae_normal_rsample_kl():
+    def run(mod, wrap):
+        D = mod.distributions
+        enc = _h.np_init(mod.nn.Linear(4, 4), mod)
+        opt = mod.optim.Adam(enc.parameters(), lr=0.01)
+
+        def step(x, eps):
+            opt.zero_grad()
+            h = enc(x)
+            mu, logs = h[:, :2], h[:, 2:]
+            q = D.Normal(mu, logs.exp(), validate_args=False)
+            z = mu + logs.exp() * eps          # rsample with externally given noise
+            kl = D.kl_divergence(q, D.Normal(mod.zeros_like(mu), mod.ones_like(mu), validate_args=False)).sum()
+            loss = kl - q.log_prob(z).sum() + q.entropy().sum() + z.pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 3, 4), data(mod, i, 3, 2, seed=50)), 3, enc, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_normal_rsample_uses_global_rng_each_call():
+    def run(mod, wrap):
+        mu = mod.zeros(3, requires_grad=True)
+
+        def step():
+            mu.grad = None
+            z = mod.distributions.Normal(mu, 1.0).rsample()
+            z.sum().backward()
+            return z
+        f = wrap(step)
+        mod.manual_seed(0)
+        outs = [f() for _ in range(3)]
+        return [bool((outs[0] != outs[1]).all()), snapshot(mu)]
+    _both(run, torch_too=False)
+
+
+def test_policy_gradient_categorical():
+    def run(mod, wrap):
+        D = mod.distributions
+        pol = _model(mod)
+        opt = mod.optim.SGD(pol.parameters(), lr=0.1)
+
+        def step(x, a, r):
+            opt.zero_grad()
+            dist = D.Categorical(logits=pol(x), validate_args=False)
+            loss = -(dist.log_prob(a) * r).mean() - 0.01 * dist.entropy().mean()
+            loss.backward()
+            opt.step()
+            return loss, dist.probs
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 5, 4), labels(mod, i, 5, 3), data(mod, i, 5, seed=70)), 3,
+                     pol)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- losses and sparse ops
+
+def test_ctc_loss_grad():
+    def run(mod, wrap):
+        lin = _h.np_init(mod.nn.Linear(4, 5), mod)
+
+        def step(x, tgt):
+            lin.zero_grad()
+            lp = lin(x).log_softmax(-1)           # (T=6, N=2, C=5)
+            loss = mod.nn.functional.ctc_loss(lp, tgt, mod.tensor([6, 5]), mod.tensor([3, 2]))
+            loss.backward()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 6, 2, 4), mod.tensor([[1, 2, 2], [3, 4, 0]])), 3, lin)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_offsets(mode):
+    def run(mod, wrap):
+        bag = _h.np_init(mod.nn.EmbeddingBag(6, 3, mode=mode), mod)
+        opt = mod.optim.SGD(bag.parameters(), lr=0.1)
+
+        def step(idx, off, psw):
+            opt.zero_grad()
+            out = bag(idx, off, per_sample_weights=psw if mode == "sum" else None)
+            out.pow(2).sum().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        return _loop(f, lambda i: (labels(mod, i, 7, 6), mod.tensor([0, 2, 2, 5]), data(mod, i, 7)), 3, bag)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_gather_sparse_grad():
+    def run(mod, wrap):
+        w = data(mod, 0, 3, 4).requires_grad_(True)
+
+        def step(idx):
+            w.grad = None
+            out = mod.gather(w, 1, idx, sparse_grad=False) * 2
+            out.sum().backward()
+            return out
+        f = wrap(step)
+        return _loop(f, lambda i: (labels(mod, i, 6, 4).reshape(3, 2),), 3, w)
+    _both(run)
+
+
+def test_nll_loss_all_ignored_and_prob_targets():
+    def run(mod, wrap):
+        model = _model(mod)
+        F = mod.nn.functional
+
+        def step(x, y, p):
+            model.zero_grad()
+            out = model(x)
+            a = F.nll_loss(out.log_softmax(1), mod.full_like(y, -100))
+            b = F.cross_entropy(out, p.softmax(1), label_smoothing=0.2)
+            c = F.cross_entropy(out, y, label_smoothing=0.1, ignore_index=1)
+            (b + c + mod.nan_to_num(a)).backward()
+            return a, b, c
+        f = wrap(step)
+        return _loop(f, lambda i: (*_xy(mod, i), data(mod, i, 5, 3, seed=30)), 3, model)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_huber_poisson_margin_losses():
+    def run(mod, wrap):
+        model = _model(mod)
+        F = mod.nn.functional
+
+        def step(x, y, t):
+            model.zero_grad()
+            out = model(x)
+            loss = (F.huber_loss(out, t, delta=0.5) + F.poisson_nll_loss(out, t.abs(), log_input=True)
+                    + F.multi_margin_loss(out, y, margin=0.7) + F.margin_ranking_loss(out[:, 0], out[:, 1], t[:, 0].sign())
+                    + F.soft_margin_loss(out, t.sign()) + F.multilabel_soft_margin_loss(out, (t > 0).float()))
+            loss.backward()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: (*_xy(mod, i), data(mod, i, 5, 3, seed=40)), 3, model)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- weight averaging
+
+def test_averaged_model_updated_each_call():
+    def run(mod, wrap):
+        model = _model(mod)
+        swa = mod.optim.swa_utils.AveragedModel(model)
+        ema = mod.optim.swa_utils.AveragedModel(
+            model, multi_avg_fn=mod.optim.swa_utils.get_ema_multi_avg_fn(0.9))
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            swa.update_parameters(model)
+            ema.update_parameters(model)
+            return loss, swa(x)
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, model, swa, ema)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_foreach_lerp_ema():
+    def run(mod, wrap):
+        model = _model(mod)
+        shadow = [p.detach().clone() for p in model.parameters()]
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            with mod.no_grad():
+                mod._foreach_mul_(shadow, 0.99)
+                mod._foreach_lerp_(shadow, list(model.parameters()), 0.1)
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 3, model, shadow)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_custom_parametrization_trained():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class Sym(nn.Module):
+            def forward(self, X):
+                return X.triu() + X.triu(1).transpose(0, 1)
+        lin = _h.np_init(nn.Linear(3, 3), mod)
+        nn.utils.parametrize.register_parametrization(lin, "weight", Sym())
+        opt = mod.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            out = lin(x)
+            out.pow(2).sum().backward()
+            opt.step()
+            return out, lin.weight
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 2, 3),), 3, lin)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- torch.func
+
+def test_jacrev_hessian_vjp_inside_step():
+    def run(mod, wrap):
+        def fn(w):
+            return (w.sin() * w).sum()
+
+        def step(w, x):
+            j = mod.func.jacrev(lambda v: v.tanh() * x)(w)
+            h = mod.func.hessian(fn)(w)
+            out, vjp_fn = mod.func.vjp(lambda v: v * x + v.pow(2), w)
+            return j, h, out, vjp_fn(mod.ones_like(out))[0]
+        f = wrap(step)
+        return [snapshot(f(data(mod, i, 3), data(mod, i, 3, seed=5))) for i in range(3)]
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
