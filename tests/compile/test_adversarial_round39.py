@@ -995,3 +995,31 @@ def test_default_dtype_changed_between_calls_grad():
         return res
     made = _both(run)
     assert _traces(made[0]) == 2, made[0].stats
+
+
+@pytest.mark.parametrize("how", ["scheduler", "state_reset", "state_clear", "groups"])
+def test_optimizer_state_or_scheduler_replaced_between_calls(how):
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        box = {"s": mod.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)}
+
+        def step(x, y):
+            loss = _train(mod, model, opt, x, y)
+            if how == "scheduler":
+                box["s"].step()
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        if how == "scheduler":
+            opt.param_groups[0]["lr"] = 0.2
+            box["s"] = mod.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+        elif how == "state_reset":
+            opt.state = type(opt.state)(dict)
+        elif how == "state_clear":
+            opt.state.clear()
+        else:
+            opt.param_groups = [dict(opt.param_groups[0], lr=0.3)]
+        res += _loop(f, lambda i: _xy(mod, i + 2), 3, model, opt)
+        return res
+    _both(run)
