@@ -8,7 +8,7 @@ batch_first, add_bias_kv, eval), ``nn.TransformerEncoderLayer``/``TransformerEnc
 Adamax/ASGD/Rprop/AdamW options (maximize, foreach, lr_decay, centered+momentum, momentum_decay,
 decoupled_weight_decay, etas), per-group hyperparameters changed between calls, ``add_param_group``,
 ``state_dict()`` loaded into a fresh optimizer that continues, an optimizer object rebound between
-calls; float64 models, bfloat16/float16 params, ``set_default_dtype`` inside and between calls,
+calls; float64 models (and ``model.double()`` between calls), bfloat16/float16 params, ``set_default_dtype`` inside and between calls,
 int/bool outputs, ``torch.fft`` in the loss; Normal/Categorical log_prob/entropy/kl_divergence
 (VAE, policy gradient); ctc_loss, EmbeddingBag (sum/mean/max, per_sample_weights, padding_idx,
 max_norm), ``gather(sparse_grad=True)``, sparse embeddings, nll_loss with every target ignored,
@@ -40,7 +40,8 @@ Found and left (a compile hot-path change, described in the round's report):
 
 Not bugs (equal to eager, with a clear graph-break reason): distributions with validate_args
 (torch's default) in the step, a ``torch.func`` transform over parameters closed over,
-data-dependent shapes (bincount/unique/nonzero). Adam on a TransformerEncoderLayer is not
+data-dependent shapes (bincount/unique/nonzero), ``swa_utils.update_bn`` in the step (it sets
+each BatchNorm's momentum). Adam on a TransformerEncoderLayer is not
 compared: the key projection's bias has a gradient of zero in exact arithmetic, which Adam's
 normalisation turns round-off into lr-sized, order-dependent steps.
 """
@@ -1023,3 +1024,69 @@ def test_optimizer_state_or_scheduler_replaced_between_calls(how):
         res += _loop(f, lambda i: _xy(mod, i + 2), 3, model, opt)
         return res
     _both(run)
+
+
+def test_model_cast_to_double_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(lambda x, y: _train(mod, model, opt, x, y))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        model.double()
+        res += _loop(f, lambda i: (_xy(mod, i + 2)[0].double(), _xy(mod, i + 2)[1]), 2, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_param_data_rebound_under_adam():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.01)
+        f = wrap(lambda x, y: _train(mod, model, opt, x, y))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        model[0].weight.data = model[0].weight.data * 0.5
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        return res
+    _both(run)
+
+
+def test_two_optimizers_rmsprop_flags_changed():
+    def run(mod, wrap):
+        model = _model(mod)
+        o1 = mod.optim.SGD(model[0].parameters(), lr=0.1)
+        o2 = mod.optim.RMSprop(model[2].parameters(), lr=0.01, centered=True, momentum=0.5)
+
+        def step(x, y):
+            o1.zero_grad()
+            o2.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            o1.step()
+            o2.step()
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, o1, o2)
+        o2.param_groups[0].update(centered=False, alpha=0.5)
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, o1, o2)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_swa_update_bn_in_step_runs_eagerly_with_reason():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)), mod)
+        swa = mod.optim.swa_utils.AveragedModel(model)
+        loader = [data(mod, k, 5, 4) for k in range(2)]
+
+        def step(x):
+            swa.update_parameters(model)
+            mod.optim.swa_utils.update_bn(loader, swa)
+            return swa(x)
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 5, 4),), 3, swa)
+    made = _both(run)
+    # update_bn sets each BatchNorm's momentum: a Python side effect, so the call runs eagerly
+    assert "momentum" in made[0].stats["graph_breaks"][0][0], made[0].stats
