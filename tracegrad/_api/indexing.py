@@ -22,6 +22,7 @@ from .inplace import _check_expand, check_index_dtype, check_index_range, check_
     write_one_value_expanded
 from .promotion import _CPP_NAME, _check_scalar_value, check_real_scalars
 from .shape import expand, flatten
+from .sparse_embedding import sparse_gather
 from .._ops.errors import broadcast_shapes as _broadcast_shapes
 
 
@@ -722,7 +723,8 @@ def _index_arg(index, name, self=None, dim=None):
 
 @method(function=True)
 def gather(self, dim, index, *, sparse_grad=False):
-    """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index."""
+    """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index.
+    ``sparse_grad=True``: the gradient for ``self`` is a sparse COO tensor, as torch."""
     _index_arg(index, "gather", self, dim)
     if index.numel() == 0:
         # torch checks neither the index's dtype nor its shape against self when it has no elements:
@@ -736,6 +738,10 @@ def gather(self, dim, index, *, sparse_grad=False):
             raise RuntimeError(f"gather(): Size does not match at dimension {i} expected index {list(index.shape)} to "
                                f"be no larger than self {list(self.shape)} apart from dimension {d}")
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "gather")
+    if sparse_grad and self.ndim and index.ndim and self.requires_grad and _state.grad_enabled():
+        # sparse_grad was ignored: the gradient came back dense where torch's is sparse COO
+        # (a 0-d input or index keeps the dense gradient here: torch's is a sparse tensor of no sparse dims)
+        return sparse_gather(self, d, index)
     return apply_op(OPS["gather"], (self, index), (("dim", d),))
 
 

@@ -46,11 +46,16 @@ from .shape import _wrap_dim, cat
 
 def host_values(t) -> np.ndarray:
     """``t``'s values on the host: sparse structure (nnz, positions) is decided there."""
+    check_eager(t)
+    return np.asarray(t.detach().numpy())
+
+
+def check_eager(t, instead="nn.Embedding(sparse=False)"):
+    """RuntimeError when ``t`` is traced: sparse COO tensors are made and used eagerly only."""
     if isinstance(t._value, _JaxTracer):
         raise RuntimeError("tracegrad: sparse COO tensors work in eager mode only; their structure depends on "
                            "index values, which a compiled or traced function does not have. Move the sparse "
-                           "step out of tracegrad.compile (or use nn.Embedding(sparse=False)).")
-    return np.asarray(t.detach().numpy())
+                           f"step out of tracegrad.compile (or use {instead}).")
 
 
 def make_sparse(indices, values, size, coalesced=False):
