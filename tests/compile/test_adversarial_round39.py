@@ -30,13 +30,10 @@ Fixes:
   said "tracing raised TypeError: lax.lt requires arguments to have the same dtypes"; it now says
   sparse COO tensors are eager-only and what to use instead
   (test_sparse_embedding_compiled_runs_eagerly_with_clear_reason).
-
-Found and left (a compile hot-path change, described in the round's report):
-- an optimizer rebound between calls (``box["opt"] = SGD(...)``, a global, an attribute, a
-  nonlocal) is silently not followed: the program keeps stepping the old optimizer's state and the
-  new one's stays empty (test_optimizer_rebound_between_calls, strict xfail). Two lines in
-  ``_lowering/guards.py`` ``_guard_held`` (an identity check at ``place`` in its optimizer branch,
-  as plain objects get) fix it.
+- ``_lowering/guards.py`` ``_guard_held`` (fixed on merge): an optimizer rebound between calls
+  (``box["opt"] = SGD(...)``, a global, an attribute, a nonlocal) was silently not followed: the
+  program kept stepping the old optimizer's state and the new one's stayed empty. Its place is now
+  guarded by identity, as a plain object's (test_optimizer_rebound_between_calls).
 
 Not bugs (equal to eager, with a clear graph-break reason): distributions with validate_args
 (torch's default) in the step, a ``torch.func`` transform over parameters closed over,
@@ -625,10 +622,6 @@ def test_param_group_added_between_calls():
 
 
 @pytest.mark.parametrize("place", ["dict", "global", "attribute", "closure"])
-@_h.silent("an optimizer object rebound between calls (box['opt'] = SGD(...), a global, an "
-           "attribute, a nonlocal) is not guarded by identity: the program keeps stepping the old "
-           "optimizer's state and the new one's state stays empty (_lowering/guards.py "
-           "_guard_held's optimizer branch adds no identity check at its place)")
 def test_optimizer_rebound_between_calls(place):
     holder = type("Holder", (), {})()
 

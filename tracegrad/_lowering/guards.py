@@ -202,7 +202,12 @@ def _guard_held(v, names, checks, seen, place=None):
         # an optimizer: ``opt.defaults["lr"]`` (or a subclass's own attribute) read by the step
         # was baked in unguarded (round-15's adversarial tests). Its param_groups and state are
         # followed by the region itself (``hyper``: guarding their numbers here would retrace
-        # on every scheduler step), so only the other attributes the code names.
+        # on every scheduler step), so only the other attributes the code names. The place
+        # must still hold this very optimizer: the program updates its state, and a new one
+        # bound there between calls (``box["opt"] = SGD(...)``) was left untouched while the
+        # old one's momentum moved on (round 39's adversarial tests)
+        if place is not None:
+            checks.append((*place, v, _IDENTITY))
         _guard_module_attributes(v, [k for k in names if k not in _OPTIMIZER_FOLLOWED], checks, seen)
 
 
