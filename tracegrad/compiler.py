@@ -60,7 +60,7 @@ from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, Contai
                                ValueCheckFailed, _PartialArg, _flatten, aliased_args, classify_args,
                                container_instance, first_of, ordered_args, unread_identity, fill_arg_boxes,
                                trace_region)
-from ._lowering.result_objects import Rebuilt
+from ._lowering import result_objects
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
 from ._api.sparse_coo import SparseCooTensor
@@ -489,9 +489,31 @@ def _renewed_containers(key, cache) -> frozenset:
             continue
         for a, b in zip(parts, other[1]):
             x, y = _part_object(a), _part_object(b)
-            if x is not None and x is not y and type(x) is type(y) and container_instance(x):
-                found.add(type(x))
+            if x is not None and container_instance(x):
+                _renewed_pair(x, y, found, 4)
     return frozenset(found)
+
+
+def _renewed_pair(x, y, found, depth):
+    """Add to ``found`` the class of ``x`` when ``y`` is another instance of it, and so on for
+    the objects their attributes (and the lists, tuples and dicts there) hold at the same places,
+    ``depth`` levels down: a batch holding an ``Inner`` object made anew too is adopted in one
+    call, not one level per call."""
+    if x is y or type(x) is not type(y) or depth <= 0:
+        return
+    if type(x) in (list, tuple):
+        for a, b in zip(x, y):
+            _renewed_pair(a, b, found, depth - 1)
+    elif type(x) is dict:
+        for k, a in x.items():
+            if k in y:
+                _renewed_pair(a, y[k], found, depth - 1)
+    elif container_instance(x):
+        found.add(type(x))
+        was = result_objects._attrs(y)
+        for k, a in result_objects._attrs(x).items():
+            if k in was:
+                _renewed_pair(a, was[k], found, depth - 1)
 
 
 def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
@@ -546,7 +568,7 @@ def _leaf_names(args, kwargs, positions, containers=frozenset()):
             if isinstance(node, dict):          # _InOrder: children in insertion order
                 key = list(node)[k.key]
                 node, name = node[key], f"{name}[{key!r}]"
-            elif type(node) is Rebuilt:          # a data container's attributes
+            elif type(node) is result_objects.Rebuilt:          # a data container's attributes
                 key = list(node.attrs)[k.key]
                 node, name = node.attrs[key], f"{name}.{key}"
             elif type(node) is _PartialArg:      # a partial's bound arguments, then keywords
