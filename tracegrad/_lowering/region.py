@@ -80,7 +80,8 @@ class Plan:
         self.optimizers = []
         self.vjp = False          # outputs stay differentiable: trace under jax.vjp
         self.defer_items = False  # NOTE [deferred item] (not under fullgraph=True)
-        self.containers = frozenset()   # NOTE [data container arguments]: the compiled function's
+        self.containers = frozenset()   # the compiled function's data-container classes (NOTE
+        # [data container arguments])
 
     def absorb(self, cap: Capture) -> bool:
         grown = False
@@ -131,8 +132,10 @@ def _flatten(tree, args=False):
 # data container of the compiled function and its instances are pytree nodes of the arguments
 # (``Rebuilt``: their attributes are children, tensors data arguments, numbers keyed by value),
 # rebuilt around the stand-ins for the trace without calling ``__init__`` (``_plain``). A call
-# that changes one (an attribute set) breaks to eager as for a list or dict argument
-# (``_arguments_changed``); one that returns it gets the caller's object (``ArgBox``). An
+# that changes one (an attribute set, found by ``_arguments_changed``) runs eagerly
+# (``ContainerChanged``), and the function keys objects by identity again from then on (a
+# holder the step updates keeps its own program); one that returns it gets the caller's object
+# (``ArgBox``). An
 # object met twice in one call's arguments (``f(b, b)``, ``a.x = a``), or nested deeper than
 # ``_OBJECT_DEPTH``, leaves the whole call keyed by identity (its ``is`` would differ).
 _OBJECT_DEPTH = 8
