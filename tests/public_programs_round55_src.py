@@ -8,7 +8,7 @@ import itertools
 import math
 import random
 import types
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import numpy as np
 
@@ -18,7 +18,7 @@ def program(T, src, **extra):
     g = {"torch": T, "nn": T.nn, "F": T.nn.functional, "init": T.nn.init, "Tensor": T.Tensor,
          "lr_scheduler": T.optim.lr_scheduler, "Variable": T.autograd.Variable, "np": np,
          "math": math, "functools": functools, "itertools": itertools, "random": random,
-         "Optional": Optional, "Tuple": Tuple, **extra}
+         "Optional": Optional, "Tuple": Tuple, "Union": Union, **extra}
     exec(compile(src, "<public program>", "exec"), g)
     return types.SimpleNamespace(**g)
 
@@ -1125,4 +1125,114 @@ class Conformer(nn.Module):
         outputs = self.fc(encoder_outputs)
         outputs = nn.functional.log_softmax(outputs, dim=-1)
         return outputs, encoder_output_lengths
+'''
+
+# atong01/conditional-flow-matching (MIT), torchcfm/conditional_flow_matching.py at 1440a98
+# (pad_t_like_x and the matchers that need no optimal-transport solver; docstrings omitted) and
+# torchcfm/models/models.py at 2c1bbcd
+TORCHCFM = '''
+def pad_t_like_x(t, x):
+    if isinstance(t, (float, int)):
+        return t
+    return t.reshape(-1, *([1] * (x.dim() - 1)))
+
+
+class ConditionalFlowMatcher:
+    def __init__(self, sigma: Union[float, int] = 0.0):
+        self.sigma = sigma
+
+    def compute_mu_t(self, x0, x1, t):
+        t = pad_t_like_x(t, x0)
+        return t * x1 + (1 - t) * x0
+
+    def compute_sigma_t(self, t):
+        del t
+        return self.sigma
+
+    def sample_xt(self, x0, x1, t, epsilon):
+        mu_t = self.compute_mu_t(x0, x1, t)
+        sigma_t = self.compute_sigma_t(t)
+        sigma_t = pad_t_like_x(sigma_t, x0)
+        return mu_t + sigma_t * epsilon
+
+    def compute_conditional_flow(self, x0, x1, t, xt):
+        del t, xt
+        return x1 - x0
+
+    def sample_noise_like(self, x):
+        return torch.randn_like(x)
+
+    def sample_location_and_conditional_flow(self, x0, x1, t=None, return_noise=False):
+        if t is None:
+            t = torch.rand(x0.shape[0]).type_as(x0)
+        assert len(t) == x0.shape[0], "t has to have batch size dimension"
+
+        eps = self.sample_noise_like(x0)
+        xt = self.sample_xt(x0, x1, t, eps)
+        ut = self.compute_conditional_flow(x0, x1, t, xt)
+        if return_noise:
+            return t, xt, ut, eps
+        else:
+            return t, xt, ut
+
+    def compute_lambda(self, t):
+        sigma_t = self.compute_sigma_t(t)
+        return 2 * sigma_t / (self.sigma**2 + 1e-8)
+
+
+class TargetConditionalFlowMatcher(ConditionalFlowMatcher):
+    def compute_mu_t(self, x0, x1, t):
+        del x0
+        t = pad_t_like_x(t, x1)
+        return t * x1
+
+    def compute_sigma_t(self, t):
+        return 1 - (1 - self.sigma) * t
+
+    def compute_conditional_flow(self, x0, x1, t, xt):
+        del x0
+        t = pad_t_like_x(t, x1)
+        return (x1 - (1 - self.sigma) * xt) / (1 - (1 - self.sigma) * t)
+
+
+class VariancePreservingConditionalFlowMatcher(ConditionalFlowMatcher):
+    def compute_mu_t(self, x0, x1, t):
+        t = pad_t_like_x(t, x0)
+        return torch.cos(math.pi / 2 * t) * x0 + torch.sin(math.pi / 2 * t) * x1
+
+    def compute_conditional_flow(self, x0, x1, t, xt):
+        del xt
+        t = pad_t_like_x(t, x0)
+        return math.pi / 2 * (torch.cos(math.pi / 2 * t) * x1 - torch.sin(math.pi / 2 * t) * x0)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, dim, out_dim=None, w=64, time_varying=False):
+        super().__init__()
+        self.time_varying = time_varying
+        if out_dim is None:
+            out_dim = dim
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(dim + (1 if time_varying else 0), w),
+            torch.nn.SELU(),
+            torch.nn.Linear(w, w),
+            torch.nn.SELU(),
+            torch.nn.Linear(w, w),
+            torch.nn.SELU(),
+            torch.nn.Linear(w, out_dim),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class GradModel(torch.nn.Module):
+    def __init__(self, action):
+        super().__init__()
+        self.action = action
+
+    def forward(self, x):
+        x = x.requires_grad_(True)
+        grad = torch.autograd.grad(torch.sum(self.action(x)), x, create_graph=True)[0]
+        return grad[:, :-1]
 '''

@@ -36,8 +36,17 @@ after a few optimizer steps:
   uninitialised ``torch.Tensor(h, d)`` + ``xavier_uniform_``, ``_relative_shift`` by
   ``new_zeros`` + ``cat`` + ``view`` + slice + ``view_as``, ``masked_fill_`` of the scores with
   a boolean mask), ``log_softmax`` and ``CTCLoss`` on the time-major output.
+- atong01/conditional-flow-matching (MIT), ``torchcfm/conditional_flow_matching.py`` at 1440a98
+  and ``torchcfm/models/models.py`` at 2c1bbcd, with the README's training loop: the
+  independent, target (Lipman et al.) and variance-preserving (trigonometric) conditional flow
+  matchers (``pad_t_like_x``'s ``reshape(-1, *([1] * (x.dim() - 1)))`` or a Python float passed
+  through, ``t[:, None]`` concatenated to ``xt``, ``return_noise``, ``compute_lambda``, the
+  repo's batch-size ``assert``), the SELU MLP, and ``GradModel``'s action matching
+  (``x.requires_grad_(True)`` on the batch, ``autograd.grad(..., create_graph=True)`` sliced,
+  the loss backpropagated through that gradient).
 Changes, the same on both sides: tiny sizes, parameters overwritten from seeded NumPy streams,
-synthetic data, dropouts 0. CycleGAN runs in float64 (``set_default_dtype``): on a 16x16 image the
+synthetic data, dropouts 0, the flow matchers' ``t`` given and their noise set through their own
+``sample_noise_like`` hook (the repo draws both from torch's stream). CycleGAN runs in float64 (``set_default_dtype``): on a 16x16 image the
 instance norms of 4x4 maps are ill-conditioned, and torch's and tracegrad's float32 results are
 each ~2e-5 from the float64 one; Adam's first, sign-like step turns that into ~1e-3 apart. A
 float32 step is compared on its own with a looser tolerance. The Conformer is trained by SGD:
@@ -54,7 +63,8 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_round55_src import CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, program
+from public_programs_round55_src import (CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, TORCHCFM,
+                                        program)
 
 torch = pytest.importorskip("torch")
 
@@ -358,3 +368,80 @@ def test_rel_positional_encoding_cache():
         assert tuple(pe.pe.shape) == (1, 11, 6)
         return _arr(a, b, c)
     _compare(run, tol=1e-6)
+
+
+# ---------------------------------------------------------------- conditional flow matching
+
+
+def _cfm_batch(T, seed, n=8):
+    rs = np.random.RandomState(seed)
+    x0 = T.tensor(rs.randn(n, 2).astype(np.float32))
+    x1 = T.tensor((rs.randn(n, 2) * 0.3 + [[2, 1]]).astype(np.float32))
+    t = T.tensor(rs.rand(n).astype(np.float32))
+    eps = T.tensor(rs.randn(n, 2).astype(np.float32))
+    return x0, x1, t, eps
+
+
+@pytest.mark.parametrize("matcher,sigma", [("ConditionalFlowMatcher", 0.0), ("ConditionalFlowMatcher", 0.1),
+                                           ("TargetConditionalFlowMatcher", 0.05),
+                                           ("VariancePreservingConditionalFlowMatcher", 0.1)])
+def test_flow_matching_training(matcher, sigma):
+    # the README's loop: vt = model(cat([xt, t[:, None]], -1)), loss = mean((vt - ut) ** 2), Adam;
+    # t given (the repo draws it by torch.rand when None) and the noise by the matcher's own
+    # ``sample_noise_like`` hook set on the instance (it draws torch.randn_like)
+    def run(T):
+        P = program(T, TORCHCFM)
+        model = _init(T, P.MLP(dim=2, w=16, time_varying=True), 3, 0.4)
+        FM = getattr(P, matcher)(sigma=sigma)
+        optimizer = T.optim.Adam(model.parameters(), lr=1e-2)
+        out = []
+        for k in range(3):
+            x0, x1, t, eps = _cfm_batch(T, k)
+            FM.sample_noise_like = lambda x, eps=eps: eps
+            optimizer.zero_grad()
+            t, xt, ut, noise = FM.sample_location_and_conditional_flow(x0, x1, t=t, return_noise=True)
+            vt = model(T.cat([xt, t[:, None]], dim=-1))
+            loss = T.mean((vt - ut) ** 2)
+            loss.backward()
+            optimizer.step()
+            out += _arr(xt, ut, noise, vt, loss) + ([_arr(FM.compute_lambda(t))[0]] if k == 0 else [])
+        return out + _grads(model) + _state(model)
+    _compare(run, tol=2e-5)
+
+
+def test_flow_matching_scalar_time_and_batch_check():
+    # pad_t_like_x passes a Python float through; a t of the wrong length trips the repo's assert
+    def run(T):
+        P = program(T, TORCHCFM)
+        FM = P.ConditionalFlowMatcher(0.0)
+        x0, x1, t, _ = _cfm_batch(T, 4, n=3)
+        x0 = x0.reshape(3, 1, 2)
+        return _arr(FM.sample_xt(x0, x1.reshape(3, 1, 2), 0.25, T.zeros(3, 1, 2)),
+                    FM.compute_mu_t(x0, x1.reshape(3, 1, 2), t), P.pad_t_like_x(t, x0))
+    _compare(run)
+    msgs = _error(lambda T: program(T, TORCHCFM).ConditionalFlowMatcher().sample_location_and_conditional_flow(
+        T.zeros(3, 2), T.ones(3, 2), t=T.zeros(2)))
+    assert msgs == ["t has to have batch size dimension"] * 2
+
+
+def test_grad_model_action_matching():
+    # GradModel: requires_grad_ on the input batch, autograd.grad(create_graph=True) of the summed
+    # action, a slice of it as the output; its loss differentiates through that gradient (SELU's
+    # second derivative) into the action's parameters
+    def run(T):
+        P = program(T, TORCHCFM)
+        action = _init(T, P.MLP(dim=3, out_dim=1, w=8), 6, 0.5)
+        model = P.GradModel(action)
+        optimizer = T.optim.SGD(model.parameters(), lr=0.05)
+        out = []
+        for k in range(3):
+            x0, x1, t, _ = _cfm_batch(T, 10 + k, n=5)
+            xt = T.cat([(1 - t[:, None]) * x0 + t[:, None] * x1, t[:, None]], dim=-1)
+            optimizer.zero_grad()
+            vt = model(xt)
+            loss = T.mean((vt - (x1 - x0)) ** 2)
+            loss.backward()
+            optimizer.step()
+            out += _arr(vt, loss, xt.grad if xt.grad is not None else np.zeros(1))
+        return out + _grads(action) + _state(action)
+    _compare(run, tol=2e-5)

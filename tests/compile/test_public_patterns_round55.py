@@ -19,6 +19,9 @@ three calls (four with an image pool) on the same initial state:
   and their own SGD step) is one program.
 - sooftware/conformer (Apache-2.0): the CTC step (``input_lengths >> 2`` and ``-= 1`` on the
   lengths inside the program, ``CTCLoss`` reading them, SGD with momentum) is one program.
+- atong01/conditional-flow-matching (MIT): the README's step (``sample_location_and_conditional_flow``,
+  the SELU MLP on ``cat([xt, t[:, None]])``, Adam) is one program, also when ``t`` and the noise
+  are drawn inside it by ``torch.rand``/``torch.randn_like`` (the calls draw what eager draws).
 """
 import random
 import types
@@ -28,7 +31,8 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_round55_src import CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, program
+from public_programs_round55_src import (CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, TORCHCFM,
+                                        program)
 
 torch = pytest.importorskip("torch")
 
@@ -57,9 +61,10 @@ def _close(a, b, tol):
         np.testing.assert_allclose(y, x, rtol=tol, atol=tol, err_msg=f"output {i}")
 
 
-def _check(runner, ref_tol=2e-5, comp_tol=1e-5):
-    ref, eager, comp = runner(torch, False), runner(tracegrad, False), runner(tracegrad, True)
-    _close(ref[0], eager[0], ref_tol)
+def _check(runner, ref_tol=2e-5, comp_tol=1e-5, torch_ref=True):
+    eager, comp = runner(tracegrad, False), runner(tracegrad, True)
+    if torch_ref:
+        _close(runner(torch, False)[0], eager[0], ref_tol)
     _close(eager[0], comp[0], comp_tol)
     return comp[1].stats
 
@@ -240,4 +245,46 @@ def _conformer_runs(T, compiled):
 
 def test_conformer_ctc_step_compiled():
     st = _check(_conformer_runs)
+    assert st["traces"] == 1 and st["eager_calls"] == 1 and not st["graph_breaks"], st
+
+
+def _cfm_runs(T, compiled, sigma=0.0, draw_t=False):
+    P = program(T, TORCHCFM)
+    model = _init(T, P.MLP(dim=2, w=16, time_varying=True), 3, 0.4)
+    FM = P.ConditionalFlowMatcher(sigma=sigma)
+    optimizer = T.optim.Adam(model.parameters(), lr=1e-2)
+
+    def step(x0, x1, t):
+        optimizer.zero_grad()
+        t, xt, ut = FM.sample_location_and_conditional_flow(x0, x1, t=t)
+        vt = model(T.cat([xt, t[:, None]], dim=-1))
+        loss = T.mean((vt - ut) ** 2)
+        loss.backward()
+        optimizer.step()
+        return loss, t, xt, vt
+
+    if compiled:
+        step = T.compile(step)
+    T.manual_seed(0)
+    out = []
+    for k in range(3):
+        rs = np.random.RandomState(k)
+        x0 = T.tensor(rs.randn(8, 2).astype(np.float32))
+        x1 = T.tensor((rs.randn(8, 2) * 0.3 + [[2, 1]]).astype(np.float32))
+        t = None if draw_t else T.tensor(rs.rand(8).astype(np.float32))
+        out += _arr(*step(x0, x1, t))
+    return out + _state(model), step
+
+
+def test_flow_matching_step_compiled():
+    # sigma 0: the noise torch.randn_like draws is multiplied by 0, so torch agrees too
+    st = _check(_cfm_runs)
+    assert st["traces"] == 1 and st["eager_calls"] == 1 and not st["graph_breaks"], st
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.2])
+def test_flow_matching_step_compiled_with_random_draws(sigma):
+    # t by torch.rand and the noise by torch.randn_like inside the program: the compiled calls
+    # draw what eager draws under the same seed (torch's own stream differs: not compared)
+    st = _check(lambda T, c: _cfm_runs(T, c, sigma, draw_t=True), torch_ref=False)
     assert st["traces"] == 1 and st["eager_calls"] == 1 and not st["graph_breaks"], st
