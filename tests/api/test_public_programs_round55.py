@@ -170,6 +170,27 @@ def test_cyclegan_resnet_training(norm, capsys):
     assert capsys.readouterr().out == "initialize network with normal\n" * 8
 
 
+@pytest.mark.parametrize("norm", ["instance", "batch"])
+def test_cyclegan_generators_in_eval_mode(norm, capsys):
+    # after two training steps the norms' running statistics (instance norm's too: the repo's
+    # track_running_stats=True) normalize an eval-mode translation A -> B -> A
+    def run(T):
+        with _float64(T):
+            P = program(T, CYCLEGAN)
+            nets = _cyclegan_nets(T, P, norm)
+            m = P.CycleGANModel(_cyclegan_opt(), *nets)
+            for i in range(2):
+                m.set_input(_images(T, i))
+                m.optimize_parameters()
+            for n in nets[:2]:
+                n.eval()
+            with T.no_grad():
+                fake = m.netG_A(_images(T, 9)["A"])
+                return _arr(fake, m.netG_B(fake)) + [s for n in nets[:2] for s in _state(n)]
+    _compare(run, tol=1e-8)
+    capsys.readouterr()
+
+
 def test_cyclegan_unet_with_image_pool_and_bce():
     # the U-Net generator (5 downsamplings of a 32x32 image), a 2-image history pool whose Python
     # random draws return stored images from the second step on, the vanilla GAN's BCELoss on a
