@@ -12,7 +12,10 @@ three calls (four with an image pool) on the same initial state:
   moved it and did not put it back, so the eager rerun of that call drew other images than eager
   (fixed: ``_lowering/pystate._python_refs`` scans the methods of the nested objects it finds,
   NOTE [nested objects' methods]; ``test_nested_object_method_draws_from_a_random_object`` is
-  the same pattern at its smallest).
+  the same pattern at its smallest). A generator kept in a dict or list the step reads
+  (``cfg["rng"].random()``) had the same fault: the trace's draw was reported as a change but the
+  generator was not put back (fixed: ``_lowering/pystate._generators`` looks into small
+  containers).
 - KaiyangZhou/pytorch-center-loss (MIT): ``main.py``'s ``train`` reads ``loss.item()`` for its
   meters, a graph break; the step it runs per batch (the two losses, ``loss_cent *= weight``,
   backward, the model's SGD step, the centers' gradient rescaled by ``param.grad.data *= ...``
@@ -159,6 +162,26 @@ def test_nested_object_method_draws_from_a_random_object():
     g["rng"].seed(0)
     assert got == [step(holder, tracegrad.ones(2)).tolist() for _ in range(4)]
     assert f.stats["traces"] == 0 and "'rng'" in f.stats["graph_breaks"][0][0], f.stats
+
+
+@pytest.mark.parametrize("holder", ["dict", "list", "attribute list"])
+def test_random_object_in_a_container_is_put_back(holder):
+    # the same graph break with the generator kept in a dict or list the step reads
+    # (``cfg["rng"]``, ``rngs[0]``, ``self.rngs[0]``): the eager rerun draws what eager draws
+    rng = random.Random(0)
+    box = {"dict": {"rng": rng}, "list": [rng], "attribute list": types.SimpleNamespace(rngs=[rng])}[holder]
+    pick = {"dict": lambda: box["rng"], "list": lambda: box[0], "attribute list": lambda: box.rngs[0]}[holder]
+
+    def step(x):
+        return x * pick().random()
+
+    f = tracegrad.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [f(tracegrad.ones(2)).tolist() for _ in range(4)]
+    rng.seed(0)
+    assert got == [step(tracegrad.ones(2)).tolist() for _ in range(4)]
+    assert f.stats["traces"] == 0 and len(f.stats["graph_breaks"]) == 1, f.stats
 
 
 def _center_runs(T, compiled, through_train=False):

@@ -1179,15 +1179,29 @@ def _set_rng(v, st):
         v.set_state(st)
 
 
+def _held_generators(v):
+    """The random generators in a small list, tuple or dict ``v`` (``cfg["rng"]``)."""
+    if isinstance(v, (list, tuple, dict)) and len(v) <= _NESTED_MAX:
+        yield from (a for a in (v.values() if isinstance(v, dict) else v) if _rng_state(a) is not None)
+
+
 def _generators(refs):
-    """The Python/NumPy random generators among ``refs`` and among the attributes of the plain
-    objects there (``self.rng = random.Random(0)``)."""
+    """The Python/NumPy random generators among ``refs``, in the small containers there, and
+    among the attributes of the plain objects there (``self.rng = random.Random(0)``). A
+    generator in a container (``cfg["rng"].random()``) moved by a trace was reported as a
+    change but not put back, so the eager rerun drew the numbers after the trace's (round 55)."""
     for n, c, g in refs:
         v = _value(c, g, n)
         if _rng_state(v) is not None:
             yield v
         elif _plain_object(v):
-            yield from (a for _, a in list(attributes(v).items()) if _rng_state(a) is not None)
+            for _, a in list(attributes(v).items()):
+                if _rng_state(a) is not None:
+                    yield a
+                else:
+                    yield from _held_generators(a)
+        else:
+            yield from _held_generators(v)
 
 
 def _global_rngs():
