@@ -138,9 +138,9 @@ def _python_refs(fn, args=(), loaded_out=None):
             _scan(f, depth, add, queue, loaded=loaded, through=through)
     # NOTE [nested objects' methods]: a nested object's methods run when the function's code
     # calls them through an attribute (``self.fake_B_pool.query(x)``, CycleGAN's image pool):
-    # their globals and cells are state like a helper's. Not scanned, a ``random.Random``
-    # global drawn from there was neither a side effect nor put back after an abandoned trace,
-    # so the eager rerun drew other numbers than eager (round 55's public programs)
+    # their globals and cells are state like a helper's. They were not scanned: a
+    # ``random.Random`` global drawn from there was not put back after an abandoned trace, so
+    # the eager rerun drew other numbers than eager (round 55's public programs)
     queue = [(x, 1) for x in _nested_objects(found, add)]
     while queue and len(seen) < _SCAN_MAX:
         f, depth = queue.pop(0)
