@@ -136,7 +136,17 @@ def _python_refs(fn, args=(), loaded_out=None):
         if id(f) not in seen:
             seen.add(id(f))
             _scan(f, depth, add, queue, loaded=loaded, through=through)
-    _nested_objects(found, add)
+    # NOTE [nested objects' methods]: a nested object's methods run when the function's code
+    # calls them through an attribute (``self.fake_B_pool.query(x)``, CycleGAN's image pool):
+    # their globals and cells are state like a helper's. They were not scanned: a
+    # ``random.Random`` global drawn from there was not put back after an abandoned trace, so
+    # the eager rerun drew other numbers than eager (round 55's public programs)
+    queue = [(x, 1) for x in _nested_objects(found, add)]
+    while queue and len(seen) < _SCAN_MAX:
+        f, depth = queue.pop(0)
+        if id(f) not in seen:
+            seen.add(id(f))
+            _scan(f, depth, add, queue, loaded=loaded, through=through)
     # NOTE [attributes read by helpers]: an object handed to a helper function (``helper(cfg,
     # x)`` reading ``cfg.k``) has its attributes read by the helper's code through a parameter,
     # whose names belong to no reference of their own. Giving every reference the names of
@@ -174,7 +184,9 @@ _NESTED_OBJECTS_MAX = 64
 
 
 def _nested_objects(found, add):
-    queue = []
+    """Add the plain objects held by the references' plain objects (NOTE [nested objects]);
+    returns those added."""
+    queue, nested = [], []
     for (name, cell, g), _ in list(found.values()):
         v = _value(cell, g, name)
         if _plain_object(v) and not isinstance(v, type):
@@ -200,7 +212,9 @@ def _nested_objects(found, add):
                     if ("object", id(x)) not in found:
                         add((lab, None, {lab: x}), _object_names(type(x), {"__call__", "forward"}))
                         added += 1
+                        nested.append(x)
                         queue.append((lab, x, depth + 1))
+    return nested
 
 
 # NOTE [helper functions]: a compiled function reaches Python values through the functions it
@@ -1165,15 +1179,29 @@ def _set_rng(v, st):
         v.set_state(st)
 
 
+def _held_generators(v):
+    """The random generators in a small list, tuple or dict ``v`` (``cfg["rng"]``)."""
+    if isinstance(v, (list, tuple, dict)) and len(v) <= _NESTED_MAX:
+        yield from (a for a in (v.values() if isinstance(v, dict) else v) if _rng_state(a) is not None)
+
+
 def _generators(refs):
-    """The Python/NumPy random generators among ``refs`` and among the attributes of the plain
-    objects there (``self.rng = random.Random(0)``)."""
+    """The Python/NumPy random generators among ``refs``, in the small containers there, and
+    among the attributes of the plain objects there (``self.rng = random.Random(0)``). A
+    generator in a container (``cfg["rng"].random()``) moved by a trace was reported as a
+    change but not put back, so the eager rerun drew the numbers after the trace's (round 55)."""
     for n, c, g in refs:
         v = _value(c, g, n)
         if _rng_state(v) is not None:
             yield v
         elif _plain_object(v):
-            yield from (a for _, a in list(attributes(v).items()) if _rng_state(a) is not None)
+            for _, a in list(attributes(v).items()):
+                if _rng_state(a) is not None:
+                    yield a
+                else:
+                    yield from _held_generators(a)
+        else:
+            yield from _held_generators(v)
 
 
 def _global_rngs():
