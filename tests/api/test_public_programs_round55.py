@@ -55,6 +55,7 @@ turns from rounding noise into lr-sized steps.
 Found: no differences in values, gradients or parameters.
 Compile counterparts: tests/compile/test_public_patterns_round55.py.
 """
+import functools
 import random
 import types
 import warnings
@@ -63,52 +64,17 @@ import numpy as np
 import pytest
 
 import tracegrad
+from public_programs_helpers import (arrays as _arr, compare, grads as _grads, init_uniform as _init, same_error,
+                                     state as _state)
 from public_programs_round55_src import (CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, TORCHCFM,
                                         program)
 
 torch = pytest.importorskip("torch")
 
+_compare = functools.partial(compare, torch, tracegrad)
+_error = functools.partial(same_error, torch, tracegrad)
+
 CYCLEGAN = CYCLEGAN_NETWORKS + CYCLEGAN_MODEL
-
-
-def _init(T, module, seed, scale=0.3):
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for _, p in module.named_parameters():
-            p.copy_(T.tensor(rs.uniform(-scale, scale, tuple(p.shape)).astype(np.float32)))
-    return module
-
-
-def _arr(*ts):
-    return [np.array(t.detach().numpy() if hasattr(t, "detach") else t, copy=True) for t in ts]
-
-
-def _grads(net):
-    return [np.array(p.grad is None) if p.grad is None else _arr(p.grad)[0]
-            for _, p in sorted(net.named_parameters())]
-
-
-def _state(net):
-    return _arr(*[t for _, t in sorted(net.state_dict().items())])
-
-
-def _compare(run, tol=1e-5):
-    ref, got = run(torch), run(tracegrad)
-    assert len(ref) == len(got)
-    for i, (a, b) in enumerate(zip(ref, got)):
-        assert a.dtype == b.dtype and a.shape == b.shape, f"output {i}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
-        np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=f"output {i}")
-
-
-def _error(run):
-    """Runs ``run`` on both libraries; both must raise the same class; returns both messages."""
-    errs = []
-    for T in (torch, tracegrad):
-        with pytest.raises(Exception) as e:
-            run(T)
-        errs.append(e.value)
-    assert type(errs[1]) is type(errs[0]), (errs[0], errs[1])
-    return [str(e) for e in errs]
 
 
 class _float64:

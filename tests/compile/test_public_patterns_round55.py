@@ -34,34 +34,13 @@ import numpy as np
 import pytest
 
 import tracegrad
+from public_programs_helpers import arrays as _arr, close as _close, init_uniform as _init, state as _state
 from public_programs_round55_src import (CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, TORCHCFM,
                                         program)
 
 torch = pytest.importorskip("torch")
 
 CYCLEGAN = CYCLEGAN_NETWORKS + CYCLEGAN_MODEL
-
-
-def _init(T, module, seed, scale=0.3):
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for _, p in module.named_parameters():
-            p.copy_(T.tensor(rs.uniform(-scale, scale, tuple(p.shape)).astype(np.float32)))
-    return module
-
-
-def _arr(*ts):
-    return [np.array(t.detach().numpy(), copy=True) for t in ts]
-
-
-def _state(net):
-    return _arr(*[t for _, t in sorted(net.state_dict().items())])
-
-
-def _close(a, b, tol):
-    assert len(a) == len(b)
-    for i, (x, y) in enumerate(zip(a, b)):
-        np.testing.assert_allclose(y, x, rtol=tol, atol=tol, err_msg=f"output {i}")
 
 
 def _check(runner, ref_tol=2e-5, comp_tol=1e-5, torch_ref=True):
