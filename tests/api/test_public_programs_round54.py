@@ -50,6 +50,7 @@ Found: no differences in values, gradients or parameters; the library change of 
 in the compiled counterparts (tests/compile/test_public_patterns_round54.py).
 """
 import functools
+
 import numpy as np
 import pytest
 
