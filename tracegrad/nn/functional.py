@@ -1012,10 +1012,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
                            f"{query.dtype} instead.")
     # torch's fused CPU kernel (4-D inputs of one head size, no dropout, a mask without grad)
-    # combines is_causal with attn_mask; its math path, taken otherwise, refuses the pair
+    # combines is_causal with attn_mask; its math path, taken otherwise, refuses the pair. The fused
+    # kernel is taken only while ``sdpa_kernel`` allows FLASH_ATTENTION: under
+    # ``sdpa_kernel(SDPBackend.MATH)`` torch refuses the pair for 4-D inputs too
     if is_causal and attn_mask is not None and not (
             query.dim() == key.dim() == value.dim() == 4 and query.shape[-1] == key.shape[-1] == value.shape[-1]
-            and not dropout_p and not attn_mask.requires_grad):
+            and not dropout_p and not attn_mask.requires_grad and _sdpa_fused_allowed()):
         raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True; "
                            "pass one of them (a causal mask as attn_mask, or is_causal=True alone)")
     if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
@@ -1051,6 +1053,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if value.shape[-1] != query.shape[-1]:       # torch's math path: a contiguous result
         return attn.matmul(value)
     return _in_layout_of(attn.matmul(value), query)
+
+
+def _sdpa_fused_allowed():
+    """Whether the innermost ``nn.attention.sdpa_kernel`` block (or none) lets
+    scaled_dot_product_attention take torch's fused CPU kernel (FLASH_ATTENTION)."""
+    from tracegrad.nn.attention import SDPBackend, current_backends   # imported here: nn.attention.bias imports this module
+    return SDPBackend.FLASH_ATTENTION in current_backends()
 
 
 def _in_layout_of(out, query):
