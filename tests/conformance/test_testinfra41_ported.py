@@ -1060,11 +1060,207 @@ class TestMultiheadAttentionNNTI41(NNTestCase):
             mha(query, key, key)
 
 
+class TestFixesTI41(NNTestCase):
+    """Probes of the divergences this port found (fixed in tracegrad; each runs on torch too)."""
+
+    def test_sdpa_kernel_math_refuses_causal_with_mask(self, device):
+        # torch's fused CPU kernel takes is_causal with an attn_mask for 4-D inputs; restricted to
+        # the math backend it refuses the pair (tracegrad ignored the restriction)
+        q = torch.randn(2, 2, 4, 6, device=device)
+        k = torch.randn(2, 2, 3, 6, device=device)
+        mask = torch.ones(4, 3, dtype=torch.bool, device=device).tril()
+        both = F.scaled_dot_product_attention(q, k, k, mask, 0.0, True)
+        self.assertEqual(both, F.scaled_dot_product_attention(q, k, k, None, 0.0, True))
+        for backends in ([SDPBackend.MATH], SDPBackend.MATH):
+            with sdpa_kernel(backends=backends):
+                with self.assertRaisesRegex(RuntimeError, "Explicit attn_mask should not be set when is_causal=True"):
+                    F.scaled_dot_product_attention(q, k, k, mask, 0.0, True)
+                self.assertEqual(F.scaled_dot_product_attention(q, k, k, None, 0.0, True), both)
+        with sdpa_kernel(backends=[SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]):
+            self.assertEqual(F.scaled_dot_product_attention(q, k, k, mask, 0.0, True), both)
+
+    def test_sdpa_shape_errors(self, device):
+        def sdpa(qs, ks, vs=None):
+            return F.scaled_dot_product_attention(torch.randn(qs, device=device), torch.randn(ks, device=device),
+                                                  torch.randn(vs or ks, device=device))
+        # batch / head dims that do not broadcast: torch's broadcasting words
+        with self.assertRaisesRegex(RuntimeError, r"The size of tensor a \(2\) must match the size of tensor b "
+                                                  r"\(3\) at non-singleton dimension 0"):
+            sdpa((2, 2, 3, 4), (3, 2, 5, 4))
+        with self.assertRaisesRegex(RuntimeError, r"The size of tensor a \(4\) must match the size of tensor b "
+                                                  r"\(2\) at non-singleton dimension 1"):
+            sdpa((2, 4, 3, 4), (2, 2, 5, 4))    # grouped heads without enable_gqa
+        self.assertEqual(sdpa((2, 2, 3, 4), (1, 2, 5, 4)).shape, (2, 2, 3, 4))   # broadcast batch
+        self.assertEqual(sdpa((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 7)).shape, (2, 2, 3, 7))
+        # query and key of different head sizes (torch: its bmm's words)
+        self.assertRaises(RuntimeError, lambda: sdpa((2, 2, 3, 4), (2, 2, 5, 3)))
+
+    def test_sdpa_half_precision_with_float_mask(self, device):
+        # a float32 mask with a bfloat16 query is taken (torch's kernels accumulate in float32);
+        # tracegrad's bfloat16 matmul refused the float32 mask
+        q, k, v = (torch.randn(2, 2, 4, 8, device=device).bfloat16() for _ in range(3))
+        mask = torch.randn(4, 4, device=device)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        self.assertEqual(out.dtype, torch.bfloat16)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
+        self.assertEqual(out.float(), ref, atol=1e-2, rtol=0)
+
+    def test_mha_key_padding_mask_and_static_kv_words(self, device):
+        mha = nn.MultiheadAttention(8, 2).to(device)
+        q, k = torch.randn(3, 2, 8, device=device), torch.randn(4, 2, 8, device=device)
+        with self.assertRaisesRegex(AssertionError, r"^Expected key_padded_mask.shape\[0\] to be 2, but got 3$"):
+            mha(q, k, k, key_padding_mask=torch.zeros(3, 4, dtype=torch.bool, device=device))
+        with self.assertRaisesRegex(AssertionError, r"^Expected key_padded_mask.shape\[1\] to be 4, but got 5$"):
+            mha(q, k, k, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool, device=device))
+
+        def static(sk=None, sv=None):
+            return F.multi_head_attention_forward(
+                q, k, k, 8, 2, mha.in_proj_weight, mha.in_proj_bias, None, None, False, 0.0, mha.out_proj.weight,
+                mha.out_proj.bias, static_k=sk, static_v=sv)
+        with self.assertRaisesRegex(AssertionError, r"^expecting static_k.size\(0\) of 4, but got 3$"):
+            static(sk=torch.zeros(3, 4, 4, device=device))
+        with self.assertRaisesRegex(AssertionError, r"^expecting static_k.size\(2\) of 4, but got 3$"):
+            static(sk=torch.zeros(4, 4, 3, device=device))
+        with self.assertRaisesRegex(AssertionError, r"^expecting static_v.size\(0\) of 4, but got 2$"):
+            static(sv=torch.zeros(2, 4, 4, device=device))
+        out, w = static(sk=torch.randn(4, 6, 4, device=device), sv=torch.randn(4, 6, 4, device=device))
+        self.assertEqual((out.shape, w.shape), ((3, 2, 8), (2, 3, 6)))
+
+
+class TestTransformerSemanticsTI41(NNTestCase):
+    """The brief's semantics the file checks only in passing, each against a formula built from
+    the library's own primitives (so the oracle run checks the formula on torch)."""
+
+    def _cos(self, m):
+        return _cos_fill(m)
+
+    @parametrize("norm_first", [False, True])
+    @parametrize("activation", ["relu", "gelu", "callable"])
+    def test_encoder_layer_formula(self, device, norm_first, activation):
+        act = {"relu": "relu", "gelu": "gelu", "callable": torch.tanh}[activation]
+        fn = {"relu": F.relu, "gelu": F.gelu, "callable": torch.tanh}[activation]
+        layer = _cos_fill(nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=act, norm_first=norm_first,
+                                                     batch_first=True).to(device))
+        x = torch.randn(2, 3, 4, device=device)
+        kpm = torch.tensor([[False, False, True], [False, False, False]], device=device)
+
+        def sa(t):
+            return layer.self_attn(t, t, t, key_padding_mask=kpm, need_weights=False)[0]
+
+        def ff(t):
+            return layer.linear2(fn(layer.linear1(t)))
+        if norm_first:
+            h = x + sa(layer.norm1(x))
+            ref = h + ff(layer.norm2(h))
+        else:
+            h = layer.norm1(x + sa(x))
+            ref = layer.norm2(h + ff(h))
+        out = layer(x, src_key_padding_mask=kpm)
+        self.assertEqual(out, ref)
+        layer.eval()
+        with torch.no_grad():
+            # the eval / no-grad path gives the training path's values (no dropout here); the padded
+            # token's output is not guaranteed there (the nested fast path drops it)
+            self.assertEqual(layer(x, src_key_padding_mask=kpm)[~kpm], ref[~kpm], atol=1e-5, rtol=1e-5)
+
+    @parametrize("norm_first", [False, True])
+    def test_decoder_layer_formula(self, device, norm_first):
+        layer = _cos_fill(nn.TransformerDecoderLayer(4, 2, 8, dropout=0.0, norm_first=norm_first).to(device))
+        tgt, mem = torch.randn(3, 2, 4, device=device), torch.randn(5, 2, 4, device=device)
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(3, device=device)
+        mkpm = torch.tensor([[False] * 5, [False, False, False, True, True]], device=device)
+
+        def sa(t):
+            return layer.self_attn(t, t, t, attn_mask=tgt_mask, need_weights=False)[0]
+
+        def ca(t):
+            return layer.multihead_attn(t, mem, mem, key_padding_mask=mkpm, need_weights=False)[0]
+
+        def ff(t):
+            return layer.linear2(F.relu(layer.linear1(t)))
+        if norm_first:
+            h = tgt + sa(layer.norm1(tgt))
+            h = h + ca(layer.norm2(h))
+            ref = h + ff(layer.norm3(h))
+        else:
+            h = layer.norm1(tgt + sa(tgt))
+            h = layer.norm2(h + ca(h))
+            ref = layer.norm3(h + ff(h))
+        self.assertEqual(layer(tgt, mem, tgt_mask=tgt_mask, memory_key_padding_mask=mkpm), ref)
+        self.assertEqual(layer(tgt, mem, tgt_mask=tgt_mask, memory_key_padding_mask=mkpm, tgt_is_causal=True), ref)
+
+    def test_generate_square_subsequent_mask(self, device):
+        m = nn.Transformer.generate_square_subsequent_mask(4, device=device)
+        self.assertEqual(m.dtype, torch.get_default_dtype())
+        self.assertEqual(m, torch.zeros(4, 4, device=device).masked_fill(
+            torch.ones(4, 4, dtype=torch.bool, device=device).triu(1), float("-inf")))
+        self.assertEqual(nn.Transformer.generate_square_subsequent_mask(3, dtype=torch.float64).dtype, torch.float64)
+        self.assertEqual(nn.Transformer.generate_square_subsequent_mask(0).shape, (0, 0))
+
+    def test_transformer_model(self, device):
+        model = _cos_fill(nn.Transformer(4, 2, 1, 1, 8, dropout=0.0, batch_first=True).to(device))
+        src, tgt = torch.randn(2, 5, 4, device=device), torch.randn(2, 3, 4, device=device)
+        tgt_mask = model.generate_square_subsequent_mask(3, device=device)
+        out = model(src, tgt, tgt_mask=tgt_mask)
+        memory = model.encoder(src)
+        self.assertEqual(out, model.decoder(tgt, memory, tgt_mask=tgt_mask))
+        with self.assertRaisesRegex(RuntimeError, "the batch number of src and tgt must be equal"):
+            model(src, tgt[:1])
+        with self.assertRaisesRegex(RuntimeError, "the feature number of src and tgt must be equal to d_model"):
+            model(src[..., :3], tgt)
+
+    @parametrize("need_weights", [True, False])
+    @parametrize("average_attn_weights", [True, False])
+    def test_mha_weights(self, device, need_weights, average_attn_weights):
+        mha = nn.MultiheadAttention(8, 2, dropout=0.5).to(device).eval()   # no dropout in eval
+        q, k = torch.randn(3, 2, 8, device=device), torch.randn(5, 2, 8, device=device)
+        am = torch.zeros(3, 5, dtype=torch.bool, device=device)
+        am[1, :] = True     # query 1 sees no key
+        out, w = mha(q, k, k, attn_mask=am, need_weights=need_weights, average_attn_weights=average_attn_weights)
+        self.assertEqual(out.shape, (3, 2, 8))
+        # the math of one head by hand: in-projection, scaled scores, softmax, out-projection
+        wq, wk, wv = mha.in_proj_weight.chunk(3)
+        bq, bk, bv = mha.in_proj_bias.chunk(3)
+
+        def heads(t, L):
+            return t.reshape(L, 2 * 2, 4).transpose(0, 1)
+        qh, kh, vh = heads(F.linear(q, wq, bq), 3), heads(F.linear(k, wk, bk), 5), heads(F.linear(k, wv, bv), 5)
+        scores = (qh @ kh.transpose(1, 2) / 2.0).masked_fill(am, float("-inf"))
+        # the fully masked query: torch 2.13 gives it NaN weights (and a NaN output) when it returns
+        # the weights, zero weights (the output is the out-projection's bias) when it does not
+        p = scores.softmax(-1) if need_weights else scores.softmax(-1).nan_to_num(0.0)
+        ref = F.linear((p @ vh).transpose(0, 1).reshape(3, 2, 8), mha.out_proj.weight, mha.out_proj.bias)
+        self.assertEqual(out, ref)
+        self.assertEqual(out[1].isnan().all().item(), need_weights)
+        if not need_weights:
+            self.assertEqual(out[1], mha.out_proj.bias.expand(2, 8))
+            self.assertIsNone(w)
+            return
+        p = p.view(2, 2, 3, 5)
+        self.assertEqual(w, p.mean(1) if average_attn_weights else p)
+
+    def test_sdpa_gqa_and_scale(self, device):
+        q, k, v = (torch.randn(2, 4, 3, 4, device=device), torch.randn(2, 2, 5, 4, device=device),
+                   torch.randn(2, 2, 5, 6, device=device))
+        out = F.scaled_dot_product_attention(q, k, v, enable_gqa=True, scale=0.3)
+        ref = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), scale=0.3)
+        self.assertEqual(out, ref)
+        self.assertEqual(ref, (q @ k.repeat_interleave(2, 1).transpose(-2, -1) * 0.3).softmax(-1)
+                         @ v.repeat_interleave(2, 1))
+        with self.assertRaisesRegex(RuntimeError, "Number of heads in key and value must divide the number of heads"):
+            F.scaled_dot_product_attention(torch.randn(2, 3, 3, 4), k, v, enable_gqa=True)
+        # dropout_p ignored by nothing: p=1 drops every weight
+        self.assertEqual(F.scaled_dot_product_attention(q, k, v, dropout_p=1.0, enable_gqa=True),
+                         torch.zeros(2, 4, 3, 6))
+
+
 _cdt.instantiate_device_type_tests(TestTransformersTI41, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestSDPAFailureModesTI41, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestSDPATI41, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestAttnBiasTI41, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestMultiheadAttentionNNTI41, globals(), only_for="cpu")
+_cdt.instantiate_device_type_tests(TestFixesTI41, globals(), only_for="cpu")
+_cdt.instantiate_device_type_tests(TestTransformerSemanticsTI41, globals(), only_for="cpu")
 
 
 test_oracle_torch_passes = oracle_test("TI41_ORACLE", __file__)
