@@ -41,6 +41,37 @@ it mocks a layer, not a kernel), torch._fused_sdp_choice (test_fused_sdp_choice_
 result), test_causal_variants_compile (dynamo's frame counter; ``test_compiled_attention`` checks
 tracegrad.compile's form), test_decoder_only_layer (fairseq), TestSDPAPrivateUse1Only.
 
+Adapted for torch 2.13's fully masked rows: its math backend (and the MHA slow path) gives a query
+whose keys are all masked zero weights, where the file's reference softmax gave NaN (the file's random
+masks pass under its seed only), so test_scaled_dot_product_attention's reference takes NaN weights to
+0, and test_multiheadattention_fastpath_attn_mask leaves key 0 unmasked in its bool masks (torch's fast
+path gives NaN for such a row, its slow path 0). ``TestTransformerSemanticsTI41`` adds what the brief
+asks and the file checks only in passing, each against a formula from the library's primitives:
+TransformerEncoderLayer with norm_first, a string / callable activation and a padding mask, eval / no-grad
+against training; TransformerDecoderLayer with norm_first, tgt_mask / tgt_is_causal and a memory padding
+mask; generate_square_subsequent_mask; nn.Transformer against its encoder and decoder and its two
+argument checks; MultiheadAttention's need_weights / average_attn_weights, dropout off in eval, and a
+fully masked query (NaN weights and output with need_weights, zeros without); sdpa's enable_gqa, scale=
+and dropout_p=1.
+
+Fixes in tracegrad (``TestFixesTI41`` probes each): F.scaled_dot_product_attention honours
+``sdpa_kernel``: with FLASH_ATTENTION not allowed (``sdpa_kernel(SDPBackend.MATH)``) it refuses
+is_causal with an attn_mask for 4-D inputs, as torch's math path (it took torch's fused-kernel
+behaviour regardless); it checks query/key head sizes, key/value sequence lengths and the broadcast of
+batch / head dims itself, naming the op ("... The size of tensor a (2) must match the size of tensor b
+(3) at non-singleton dimension 0", torch's words; the matmuls failed with a generic message); half /
+bfloat16 attention is computed in float32 and rounded once, as torch's CPU kernels, so a float32 mask
+with a bfloat16 query works (it raised "expected m1 and m2 to have the same dtype").
+F.multi_head_attention_forward words a key_padding_mask of the wrong shape as torch 2.13 ("Expected
+key_padded_mask.shape[0] to be 2, but got 3", batch first) and checks static_k / static_v
+("expecting static_k.size(0) of 4, but got 3", size(2) against the head size; unchecked before). The
+harness has ``common_methods_invocations.wrapper_set_seed``.
+
+Found and left alone: with a key_padding_mask of the wrong shape in eval / no-grad, torch's native fast
+path raises RuntimeError ("For mask_type == 1 mask shape should be (B, L)") where tracegrad, without that
+kernel, raises the slow path's AssertionError; torch's fused CPU kernel runs key and value of different
+sequence lengths (reading past value's end) where tracegrad refuses them (torch's math path fails too).
+
 ``TI41_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in a
 subprocess), so every expectation is torch's.
 """
@@ -565,7 +596,8 @@ class TestTransformersTI41(NNTestCase):
                                         [[2.42500749, 0.03328855, -0.60476388, -0.0595334],
                                          [2.4237977, 0.03290575, -0.60561789, -0.05940082]],
                                         [[2.41383916, 0.02686345, -0.61256377, -0.06380707],
-                                         [2.42000277, 0.03800944, -0.60824798, -0.04754947]]], device=device, dtype=dtype))
+                                         [2.42000277, 0.03800944, -0.60824798, -0.04754947]]],
+                                       device=device, dtype=dtype))
             torch.testing.assert_close(model(encoder_input), ref, rtol=rtol, atol=atol)
 
         with set_default_dtype(torch.double):
