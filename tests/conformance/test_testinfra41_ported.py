@@ -1287,6 +1287,37 @@ class TestTransformerSemanticsTI41(NNTestCase):
                          torch.zeros(2, 4, 3, 6))
 
 
+@pytest.mark.skipif(_ORACLE, reason="tracegrad.compile's programs (the oracle run is torch itself)")
+def test_compiled_attention():
+    """Compiled equals eager for sdpa with a causal bias (test_causal_variants_compile's program,
+    values and grads), a bfloat16 query with a float32 mask, and a TransformerEncoderLayer with
+    norm_first; a compiled sdpa refuses is_causal with a mask under sdpa_kernel(MATH) as eager."""
+    q = torch.rand(1, 2, 3, 4, requires_grad=True)
+    k = torch.rand(1, 2, 5, 4, requires_grad=True)
+    bias = causal_lower_right(3, 5)
+    f = torch.compile(lambda a, b: scaled_dot_product_attention(a, b, b, attn_mask=bias))
+    out = f(q, k)
+    out.sum().backward()
+    gq, gk = q.grad.clone(), k.grad.clone()
+    q.grad = k.grad = None
+    ref = scaled_dot_product_attention(q, k, k, attn_mask=bias._materialize())
+    ref.sum().backward()
+    assert torch.allclose(out, ref, atol=1e-6) and torch.allclose(gq, q.grad, atol=1e-6)
+    assert torch.allclose(gk, k.grad, atol=1e-6)
+    qb, mask = torch.randn(1, 2, 3, 4).bfloat16(), torch.randn(3, 3)
+    g = torch.compile(lambda a, m: scaled_dot_product_attention(a, a, a, attn_mask=m))
+    assert torch.equal(g(qb, mask), scaled_dot_product_attention(qb, qb, qb, attn_mask=mask))
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, norm_first=True, batch_first=True)
+    x = torch.randn(2, 3, 4)
+    assert torch.allclose(torch.compile(layer)(x), layer(x), atol=1e-6)
+    h = torch.compile(lambda a, m: scaled_dot_product_attention(a, a, a, attn_mask=m, is_causal=True))
+    a, m = torch.randn(1, 2, 3, 4), torch.ones(3, 3, dtype=torch.bool)
+    assert torch.allclose(h(a, m), scaled_dot_product_attention(a, a, a, is_causal=True), atol=1e-6)
+    with sdpa_kernel(SDPBackend.MATH):   # the same program, now under the math backend
+        with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when is_causal=True"):
+            h(a, m)
+
+
 _cdt.instantiate_device_type_tests(TestTransformersTI41, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestSDPAFailureModesTI41, globals(), only_for="cpu")
 _cdt.instantiate_device_type_tests(TestSDPATI41, globals(), only_for="cpu")
