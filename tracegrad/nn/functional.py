@@ -980,12 +980,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
     A boolean mask marks positions that take part; a float mask is added; ``is_causal`` masks
     keys after each query (top-left aligned) on top of ``attn_mask`` (RuntimeError for the pair where
-    torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad). ``enable_gqa``: q
+    torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad, or
+    ``nn.attention.sdpa_kernel`` not allowing FLASH_ATTENTION). Half / bfloat16 inputs are computed in
+    float32 and the result rounded once, as torch's CPU kernels. ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
-    Raises RuntimeError when head counts do not divide (``enable_gqa``), shapes differ or an
-    input has fewer than 2 dims, q/k/v of different dtypes, or for an ``attn_mask`` neither
+    Raises RuntimeError when head counts do not divide (``enable_gqa``), query/key head sizes or
+    key/value lengths differ, batch dims do not broadcast, an input has fewer than 2 dims, q/k/v of different dtypes, or for an ``attn_mask`` neither
     bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
     shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
