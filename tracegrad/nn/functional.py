@@ -980,12 +980,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
     A boolean mask marks positions that take part; a float mask is added; ``is_causal`` masks
     keys after each query (top-left aligned) on top of ``attn_mask`` (RuntimeError for the pair where
-    torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad). ``enable_gqa``: q
+    torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad, or
+    ``nn.attention.sdpa_kernel`` not allowing FLASH_ATTENTION). Half / bfloat16 inputs are computed in
+    float32 and the result rounded once, as torch's CPU kernels. ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
-    Raises RuntimeError when head counts do not divide (``enable_gqa``), shapes differ or an
-    input has fewer than 2 dims, q/k/v of different dtypes, or for an ``attn_mask`` neither
+    Raises RuntimeError when head counts do not divide (``enable_gqa``), query/key head sizes or
+    key/value lengths differ, batch dims do not broadcast, an input has fewer than 2 dims, q/k/v of different dtypes, or for an ``attn_mask`` neither
     bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
     shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
@@ -1012,10 +1014,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
                            f"{query.dtype} instead.")
     # torch's fused CPU kernel (4-D inputs of one head size, no dropout, a mask without grad)
-    # combines is_causal with attn_mask; its math path, taken otherwise, refuses the pair
+    # combines is_causal with attn_mask; its math path, taken otherwise, refuses the pair. The fused
+    # kernel is taken only while ``sdpa_kernel`` allows FLASH_ATTENTION: under
+    # ``sdpa_kernel(SDPBackend.MATH)`` torch refuses the pair for 4-D inputs too
     if is_causal and attn_mask is not None and not (
             query.dim() == key.dim() == value.dim() == 4 and query.shape[-1] == key.shape[-1] == value.shape[-1]
-            and not dropout_p and not attn_mask.requires_grad):
+            and not dropout_p and not attn_mask.requires_grad and _sdpa_fused_allowed()):
         raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True; "
                            "pass one of them (a causal mask as attn_mask, or is_causal=True alone)")
     if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
@@ -1024,6 +1028,32 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query "
                                f"(got {hq} query, {hk} key and {hv} value heads)")
         key, value = key.repeat_interleave(hq // hk, -3), value.repeat_interleave(hq // hv, -3)
+    # the shapes the products need, checked here so the error names this op (the matmuls below
+    # failed with a generic message); batch dims broadcast, in torch's words when they do not
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: Expected query and key to have the same head size "
+                           f"(last dim), but got query.size(-1): {query.shape[-1]} and key.size(-1): "
+                           f"{key.shape[-1]} instead.")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: Expected key and value to have the same sequence length "
+                           f"(dim -2), but got key.size(-2): {key.shape[-2]} and value.size(-2): "
+                           f"{value.shape[-2]} instead.")
+    for other in (key, value):
+        n = max(query.dim(), other.dim())
+        qb = (1,) * (n - query.dim()) + tuple(query.shape[:-2])
+        ob = (1,) * (n - other.dim()) + tuple(other.shape[:-2])
+        for d, (a, b) in enumerate(zip(qb, ob)):
+            if a != b and 1 not in (a, b):
+                raise RuntimeError(f"scaled_dot_product_attention: The size of tensor a ({a}) must match the size of "
+                                   f"tensor b ({b}) at non-singleton dimension {d} (the batch and head dims of "
+                                   f"query, key and value must broadcast)")
+    layout_of, out_dtype = query, query.dtype
+    if out_dtype in (tracegrad.float16, tracegrad.bfloat16):
+        # torch's CPU kernels (the fused one and the math one) compute half/bfloat16 attention in
+        # float32 and round the result once; a float32 mask is taken as it is
+        query, key, value = query.float(), key.float(), value.float()
+        if attn_mask is not None and attn_mask.dtype is not tracegrad.bool:
+            attn_mask = attn_mask.float()
     L, S = query.shape[-2], key.shape[-2]
     scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     attn = query.matmul(key.transpose(-2, -1)) * scale_factor
@@ -1047,10 +1077,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if dropout_p > 1.0:   # torch's kernel checks it (RuntimeError), not F.dropout's ValueError
             raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
                                f"but got {dropout_p}")
-        return dropout(attn, dropout_p, True).matmul(value)
+        return dropout(attn, dropout_p, True).matmul(value).to(out_dtype)
     if value.shape[-1] != query.shape[-1]:       # torch's math path: a contiguous result
-        return attn.matmul(value)
-    return _in_layout_of(attn.matmul(value), query)
+        return attn.matmul(value).to(out_dtype)
+    return _in_layout_of(attn.matmul(value).to(out_dtype), layout_of)
+
+
+def _sdpa_fused_allowed():
+    """Whether the innermost ``nn.attention.sdpa_kernel`` block (or none) lets
+    scaled_dot_product_attention take torch's fused CPU kernel (FLASH_ATTENTION)."""
+    # imported here: nn.attention.bias imports this module
+    from tracegrad.nn.attention import SDPBackend, current_backends
+    return SDPBackend.FLASH_ATTENTION in current_backends()
 
 
 def _in_layout_of(out, query):
@@ -1214,6 +1252,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
     q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    # static k/v replace the projected ones: torch checks their batch*heads and head sizes
+    # (AssertionError; unchecked, a wrong static_k failed later in a matmul or a reshape)
+    for name, static in (("static_k", static_k), ("static_v", static_v)):
+        if static is not None:
+            for d, want in ((0, bsz * num_heads), (2, head_dim)):
+                if static.size(d) != want:
+                    raise AssertionError(f"expecting {name}.size({d}) of {want}, but got {static.size(d)}")
     k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
     v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
     if add_zero_attn:
@@ -1226,9 +1271,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             key_padding_mask = pad(key_padding_mask, (0, 1))
     src_len = k.size(1)
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)} (it is (batch, source length))")
+        # torch 2.13's words, the batch size checked before the source length
+        for d, want in ((0, bsz), (1, src_len)):
+            if key_padding_mask.shape[d] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{d}] to be {want}, but got "
+                                     f"{key_padding_mask.shape[d]}")
         key_padding_mask = (key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
                             .reshape(bsz * num_heads, 1, src_len))
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask

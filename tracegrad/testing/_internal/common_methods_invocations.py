@@ -1,5 +1,6 @@
 """The small part of torch's ``common_methods_invocations`` that test files import outside the
-OpInfo database: the ``tril_indices``/``triu_indices`` checks test_tensor_creation_ops.py runs.
+OpInfo database: the ``tril_indices``/``triu_indices`` checks test_tensor_creation_ops.py runs and
+``wrapper_set_seed``.
 Our own code: each result is checked against the mask of ``ones(row, col).tril/triu(offset)``."""
 from __future__ import annotations
 
@@ -50,3 +51,14 @@ def mask_not_all_zeros(shape):
         mask = tracegrad.randn(shape) > 0
         if bool(mask.any()):
             return mask
+
+
+def wrapper_set_seed(op, *args, **kwargs):
+    """Mirrors ``common_methods_invocations.wrapper_set_seed``: ``op(*args, **kwargs)`` run with
+    the default generator seeded to 42 and its state restored afterwards, so a random op
+    (dropout, sdpa's ``dropout_p``) draws the same values on every call (gradcheck's repeated
+    evaluations see one function)."""
+    from tracegrad.testing._internal.common_utils import freeze_rng_state
+    with freeze_rng_state():
+        tracegrad.manual_seed(42)
+        return op(*args, **kwargs)
