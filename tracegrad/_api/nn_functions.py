@@ -254,29 +254,60 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return out.squeeze(0) if unbatched else out
 
 
+def _check_conv_rank(nd, name, input, weight, stride, padding, dilation, output_padding=0):
+    """torch's ``conv{nd}d``/``conv_transpose{nd}d`` with a weight of another rank than ``nd + 2``:
+    they batch an unbatched input by ``nd`` and take stride/padding/dilation/output_padding as
+    ``nd``-lists (an int repeated; conv{nd}d's own output_padding is ``nd`` zeros) before
+    ``convolution`` compares each list's length and then the input's rank with the weight's -- a
+    RuntimeError in every case. ``convolution`` reads the rank from the weight, so without this
+    ``conv2d`` of a 5-d weight ran as a silent 3-d convolution."""
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor) or weight.ndim < 3 or weight.ndim == nd + 2:
+        return
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(input.shape)}")
+    k = weight.ndim - 2
+    if not isinstance(padding, str):   # (a padding string goes to the rank check alone, as torch)
+        for pname, v in (("stride", stride), ("padding", padding), ("dilation", dilation),
+                         ("output_padding", output_padding)):
+            vals = list(v) if isinstance(v, (list, tuple)) else [v] * nd
+            if len(vals) not in (1, k):
+                raise RuntimeError(f"expected {pname} to be a single integer value or a list of {k} values to match "
+                                   f"the convolution dimensions, but got {pname}={vals}")
+    shape = ([1] if input.ndim == nd + 1 else []) + list(input.shape)
+    raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
+                       f"{list(weight.shape)}, but got {len(shape)}-dimensional input of size {shape} instead; {name} "
+                       f"takes a {nd + 2}-d weight")
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Mirrors ``torch.conv1d``: input ``(N, C_in, L)``, weight ``(C_out, C_in/groups, k)``."""
+    _check_conv_rank(1, "conv1d", input, weight, stride, padding, dilation)
     return convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Mirrors ``torch.conv2d``: input ``(N, C_in, H, W)``, weight ``(C_out, C_in/groups, kH, kW)``;
     padding ints or 'same'/'valid'. grad_fn ``ConvolutionBackward0``."""
+    _check_conv_rank(2, "conv2d", input, weight, stride, padding, dilation)
     return convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Mirrors ``torch.conv3d``."""
+    _check_conv_rank(3, "conv3d", input, weight, stride, padding, dilation)
     return convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Mirrors ``torch.conv_transpose1d``: weight ``(C_in, C_out/groups, k)``."""
+    _check_conv_rank(1, "conv_transpose1d", input, weight, stride, padding, dilation, output_padding)
     return convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Mirrors ``torch.conv_transpose2d``: weight ``(C_in, C_out/groups, kH, kW)``."""
+    _check_conv_rank(2, "conv_transpose2d", input, weight, stride, padding, dilation, output_padding)
     return convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 

@@ -60,7 +60,13 @@ class FunctionCtx:
         """Declare inputs modified in place by forward (they must be returned as outputs).
         RuntimeError at apply for a leaf that requires grad, a view of one, one of the views
         split/unbind/chunk returned, a view when the Function returns several tensors, or a view
-        that is not an input; UserWarning for another tensor that is not an input."""
+        that is not an input; UserWarning for another tensor that is not an input. RuntimeError,
+        as torch, for an argument that is not a Tensor (None included)."""
+        for i, a in enumerate(args):
+            # (unchecked, a non-tensor was reported at apply as a dirty tensor "not returned")
+            if not isinstance(a, Tensor):
+                raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type "
+                                   f"{type(a).__name__}; pass the input tensors forward modified in place")
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):

@@ -65,6 +65,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Mirrors ``torch.nn.functional.conv_transpose3d``: weight ``(C_in, C_out/groups, kD, kH, kW)``.
     grad_fn ``ConvolutionBackward0``."""
+    _F._check_conv_rank(3, "conv_transpose3d", input, weight, stride, padding, dilation, output_padding)
     return _F.convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 
