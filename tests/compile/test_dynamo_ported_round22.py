@@ -11,7 +11,10 @@ backward (a context manager, a dict attribute, a counter), ``apply`` with keywor
 (old style, ``setup_context``, all keywords, no grad, a wrapped forward), ``setup_context``
 with defaults and ``*args``, and ``TypeError`` of a wrong ``apply`` caught by the program; and
 from test/dynamo/test_hooks.py (HooksTests): tensor hooks defined as local functions (registered,
-removed through their handle, replaced) and a hook on an intermediate that ``torch.cond`` reads.
+removed through their handle, replaced) and a hook on an intermediate that ``torch.cond`` reads;
+and from test/dynamo/test_modules.py (NNModuleTests): each kind of module hook added after the
+first compiled calls and removed through its handle, forward bumping an int attribute, forward
+hooks on every module appending to a list, a compiled module compiled again.
 
 Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
 with fresh inputs (``_dynamo_port.compare``/``check``): outputs, the grads of the inputs after
@@ -20,7 +23,18 @@ names the torch test it ports (``test_autograd_function.py::AutogradFunctionTest
 the programs are written here in their own code, at tiny shapes, and keep the construct the
 torch test checks. Adapted: torch's tests count frames and print graphs; here only what a user
 observes is compared; a ``torch.randn`` saved in forward (test_tuple_arg) is ``torch.ones``, so
-that torch and tracegrad save the same values."""
+that torch and tracegrad save the same values.
+
+Calls that run eagerly (correct, not compiled; torch's dynamo compiles them): a Function's
+forward appending to a closed-over list (test_inplace_op_with_side_effect_wrong_grad), a tensor
+hook registered inside the compiled function (the test_hooks.py ports), a module backward hook
+(test_hooks_recompile's last three), forward bumping ``self.a`` (test_unspecialized_nn_module),
+module hooks appending to a list (test_hooks_allowed_modules_compiles).
+Fixed here (autograd/function.py ``_keywords_to_positions``): ``Function.apply``'s keyword
+arguments are bound as torch's C++ apply binds them. A new-style Function's keyword-only argument
+was silently dropped (``apply(x, scale=4)`` computed with the default; torch raises TypeError), and
+a tensor given by keyword to an old-style Function was no input of its node (no grad reached it;
+a backward returning one raised "incorrect number of gradients")."""
 import contextlib
 import dataclasses
 import functools
@@ -928,5 +942,130 @@ def test_apply_keywords_bound_as_torch():
                 out.sum().backward()
                 seen.append((out, x.grad, y.grad))
             return seen
+        return run
+    compare(build)
+
+
+# ---- test_modules.py: module hooks and attributes around a compiled call ------------------------
+
+def _hook_funcs():
+    """test_hooks_recompile's hooks, by registration method."""
+    def backward_hook(module, grad_input, grad_output):
+        return (grad_input[0] * 3,) + (None,) * (len(grad_input) - 1)
+
+    return {
+        "register_forward_pre_hook": lambda module, inputs: (2 * inputs[0] + 1,),
+        "register_forward_hook": lambda module, inputs, output: 2 * output + 1,
+        "register_backward_hook": backward_hook,
+        "register_full_backward_hook": backward_hook,
+        "register_full_backward_pre_hook": lambda module, grad_outputs: (grad_outputs[0] * 5,),
+    }
+
+
+@pytest.mark.parametrize("hook_type", list(_hook_funcs()))
+def test_hooks_recompile(hook_type):
+    # test_modules.py::NNModuleTests::test_hooks_recompile: a hook added to the module after the
+    # first compiled calls, then removed through its handle; the compiled function runs the
+    # module and its backward, returning the input's grad
+    def build(T, wrap):
+        class TestModule(T.nn.Module):
+            def forward(self, x):
+                return 2 * x + 1
+
+        m = TestModule()
+
+        @wrap
+        def output_and_grad(m, x):
+            out = m(x)
+            out.sum().backward()
+            return out, x.grad
+
+        handle = []
+
+        def run(i):
+            if i == 2:
+                handle.append(getattr(m, hook_type)(_hook_funcs()[hook_type]))
+            if i == 5:
+                handle.pop().remove()
+            return output_and_grad(m, _x(T, i, 4))
+        return run
+    compare(build, calls=7)
+
+
+def test_unspecialized_nn_module():
+    # test_modules.py::NNModuleTests::test_unspecialized_nn_module (without its graph break):
+    # forward bumps an int attribute read by the output
+    def build(T, wrap):
+        class Mock(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = 5
+                self.relu = T.nn.ReLU()
+
+            def forward(self, x):
+                z = self.relu(x)
+                self.a += 1
+                return z * self.a
+
+        mod = Mock()
+        f = wrap(mod)
+
+        def run(i):
+            x = _x(T, i, 4)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad, mod.a
+        return run
+    compare(build, calls=5)
+
+
+def _toy_model(T):
+    net = T.nn.Sequential(T.nn.Linear(3, 4), T.nn.ReLU(), T.nn.Linear(4, 2), T.nn.ReLU())
+    with T.no_grad():
+        for k, p in enumerate(net.parameters()):
+            p.copy_(_x(T, k, *p.shape, rg=False, seed=60) * 0.5)
+    return net
+
+
+def test_hooks_allowed_modules_compiles():
+    # test_modules.py::NNModuleTests::test_hooks_allowed_modules_compiles: a forward hook on every
+    # module (the container and its layers) appends its inputs to a list; a training step's
+    # backward after it
+    def build(T, wrap):
+        class ToyModel(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = _toy_model(T)
+
+            def forward(self, x):
+                return self.net(x)
+
+        model = ToyModel()
+        activations = []
+        for _, module in model.named_modules():
+            module.register_forward_hook(lambda mod, inp, out: activations.append(inp))
+        f = wrap(model)
+
+        def run(i):
+            activations.clear()
+            f(_x(T, i, 2, 3, rg=False)).sum().backward()
+            return list(activations), [p.grad for p in model.parameters()]
+        return run
+    compare(build)
+
+
+def test_recursion():
+    # test_modules.py::NNModuleTests::test_recursion: a module compiled, and the compiled module
+    # compiled again five times
+    def build(T, wrap):
+        mod = _toy_model(T)
+        f = wrap(mod)
+        for _ in range(5):
+            f = wrap(f)
+
+        def run(i):
+            out = f(_x(T, i, 2, 3, rg=False))
+            out.sum().backward()
+            return out, [p.grad for p in mod.parameters()]
         return run
     compare(build)
