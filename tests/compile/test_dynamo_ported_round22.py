@@ -14,7 +14,12 @@ from test/dynamo/test_hooks.py (HooksTests): tensor hooks defined as local funct
 removed through their handle, replaced) and a hook on an intermediate that ``torch.cond`` reads;
 and from test/dynamo/test_modules.py (NNModuleTests): each kind of module hook added after the
 first compiled calls and removed through its handle, forward bumping an int attribute, forward
-hooks on every module appending to a list, a compiled module compiled again.
+hooks on every module appending to a list, a compiled module compiled again; and from
+test/dynamo/test_repros.py (ReproTests): a forward looping over ``self.modules()``, a user
+iterator class, ``torch.tensor(data=...)``, the same tensor as two arguments, a plain tensor
+attribute, list subclasses of processors (merged, extended, appended to through their own
+methods, returned), requires_grad guards across ``no_grad`` calls, an exception object returned,
+a RuntimeError caught by a context manager.
 
 Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
 with fresh inputs (``_dynamo_port.compare``/``check``): outputs, the grads of the inputs after
@@ -29,7 +34,9 @@ Calls that run eagerly (correct, not compiled; torch's dynamo compiles them): a 
 forward appending to a closed-over list (test_inplace_op_with_side_effect_wrong_grad), a tensor
 hook registered inside the compiled function (the test_hooks.py ports), a module backward hook
 (test_hooks_recompile's last three), forward bumping ``self.a`` (test_unspecialized_nn_module),
-module hooks appending to a list (test_hooks_allowed_modules_compiles).
+module hooks appending to a list (test_hooks_allowed_modules_compiles), a list argument extended
+(test_merge_criteria_processor_list's merging call, test_restricted_list_subclass3), a context
+manager appending to a closed-over list (test_exception_in_dynamo_handling).
 Fixed here (autograd/function.py ``_keywords_to_positions``): ``Function.apply``'s keyword
 arguments are bound as torch's C++ apply binds them. A new-style Function's keyword-only argument
 was silently dropped (``apply(x, scale=4)`` computed with the default; torch raises TypeError), and
@@ -41,7 +48,7 @@ import functools
 
 import pytest
 
-from ._dynamo_port import check, compare, fn_and_grads, rand
+from ._dynamo_port import check, compare, fn_and_grads, rand, seeded_linear
 
 torch = pytest.importorskip("torch")
 
@@ -1067,5 +1074,306 @@ def test_recursion():
             out = f(_x(T, i, 2, 3, rg=False))
             out.sum().backward()
             return out, [p.grad for p in mod.parameters()]
+        return run
+    compare(build)
+
+
+# ---- test_repros.py ----------------------------------------------------------------------------
+
+def test_repro_modules():
+    # test_repros.py::ReproTests::test_modules: forward loops over self.modules() (two: itself
+    # and fc), adding fc's output into a zeros tensor in place each time
+    def build(T, wrap):
+        class Foo(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = T.nn.Linear(4, 3)
+
+            def forward(self, inp):
+                res = T.zeros(3, 3)
+                for _ in self.modules():
+                    res += self.fc(inp)
+                return res
+
+        mod = Foo()
+        with T.no_grad():
+            for k, p in enumerate(mod.parameters()):
+                p.copy_(_x(T, k, *p.shape, rg=False, seed=70))
+        f = wrap(mod)
+
+        def run(i):
+            x = _x(T, i, 3, 4)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad, [p.grad for p in mod.parameters()]
+        return run
+    compare(build)
+
+
+class _MyIter:
+    """test_user_defined_iter's iterator: yields 1, 2, 3 from ``__next__``."""
+
+    def __init__(self):
+        self.i = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i < 3:
+            self.i += 1
+            return self.i
+        raise StopIteration
+
+
+def test_user_defined_iter():
+    # test_repros.py::ReproTests::test_user_defined_iter: a user iterator object built inside,
+    # its values added to the argument in place
+    def fn(x):
+        for k in _MyIter():
+            x += k
+        return x
+
+    def build(T, wrap):
+        f = wrap(fn)
+
+        def run(i):
+            x = _x(T, i, rg=False)
+            out = f(x)
+            return out, x, out is x
+        return run
+    compare(build)
+
+
+def test_tensor_data_kwarg():
+    # test_repros.py::ReproTests::test_tensor_data_kwarg: torch.tensor given its data by keyword
+    # (scaled by an argument here, so the program has an input)
+    check(lambda T: lambda x: T.tensor(data=[[1.0, -1.0]]) * x.sum(), _one, backward=True)
+
+
+def test_avoid_dupe_specialization():
+    # test_repros.py::ReproTests::test_avoid_dupe_specialization: the same tensor as both
+    # arguments, then two tensors, with and without requires_grad
+    def build(T, wrap):
+        f = wrap(lambda x, y: (x + y) * 1)
+
+        def run(i):
+            rg = i % 2 == 0
+            x, y = _x(T, i, 4, rg=rg), _x(T, i, 4, rg=rg, seed=3)
+            a, b = f(x, x), f(x, y)
+            if rg:
+                (a.sum() + b.sum() * 3).backward()
+            return a, b, x.grad, y.grad
+        return run
+    compare(build)
+
+
+def test_swin_base_tensor_attr():
+    # test_repros.py::ReproTests::test_swin_base_tensor_attr: a plain tensor attribute (no
+    # parameter, no buffer) concatenated with itself in forward
+    def build(T, wrap):
+        class Foo(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.t = _x(T, 0, 3, rg=False, seed=80)
+
+            def forward(self, x):
+                return x + T.cat((self.t, self.t))
+
+        mod = Foo()
+        f = wrap(mod)
+
+        def run(i):
+            x = _x(T, i, 6)
+            out = f(x)
+            (out * out).sum().backward()
+            return out, x.grad
+        return run
+    compare(build)
+
+
+class _CustomList1(list):
+    """test_repros.py's CustomList1: a list of processors called in turn; ``clear`` does
+    nothing."""
+
+    def __call__(self, x):
+        for processor in self:
+            x = processor(x)
+        return x
+
+    def clear(self):
+        pass
+
+
+class _CustomList2(list):
+    """test_repros.py's CustomList2: a list of processors called in turn, with two methods of its
+    own."""
+
+    def __call__(self, x):
+        for processor in self:
+            x = processor(x)
+        return x
+
+    def length_times_10(self):
+        return len(self) * 10
+
+    def append_twice(self, x):
+        self.extend([x, x])
+
+
+def _merge_processors(default_list, custom_list):
+    # the merge of test_repros.py's _merge_criteria_processor_list, in this file's words
+    if not custom_list:
+        return default_list
+    if any(type(c) is type(d) for d in default_list for c in custom_list):
+        raise ValueError("a processor of that type is already in the list")
+    default_list.extend(custom_list)
+    return default_list
+
+
+@pytest.mark.parametrize("list_cls", [_CustomList1, _CustomList2])
+def test_merge_criteria_processor_list(list_cls):
+    # test_repros.py::ReproTests::test_merge_criteria_processor_list1 and ..._list2: a list
+    # subclass of activation modules, extended by the compiled function, called on the input
+    def build(T, wrap):
+        f = wrap(lambda x, left, right: _merge_processors(left, right)(x))
+        l1 = list_cls([T.nn.ReLU(), T.nn.Sigmoid()])
+
+        def run(i):
+            x = _x(T, i, 5)
+            right = list_cls([T.nn.SiLU()] if i == 2 else [])
+            out = f(x, l1, right)
+            out.sum().backward()
+            return out, x.grad, [type(m).__name__ for m in l1]
+        return run
+    compare(build, calls=3)
+
+
+def test_restricted_list_subclass1():
+    # test_repros.py::ReproTests::test_restricted_list_subclass1: a list subclass built, extended,
+    # appended to, popped, and its own method's result summed in
+    def fn(a, b):
+        lst = _CustomList2()
+        lst.extend([True])
+        lst.append(a)
+        lst.extend([b])
+        lst.pop(0)
+        lst.append(lst.length_times_10())
+        return sum(lst)
+
+    check(lambda T: fn, _two, backward=True)
+
+
+def test_restricted_list_subclass2():
+    # test_repros.py::ReproTests::test_restricted_list_subclass2: a list subclass returned
+    def build(T, wrap):
+        def fn(a, b):
+            l1 = _CustomList2([a + 1])
+            l1.extend(_CustomList2([b + 2]))
+            return l1
+
+        f = wrap(fn)
+
+        def run(i):
+            z = f(*_two(T, i))
+            return type(z).__name__, z.length_times_10(), list(z)
+        return run
+    compare(build)
+
+
+def test_restricted_list_subclass3():
+    # test_repros.py::ReproTests::test_restricted_list_subclass3: the same list subclass passed
+    # twice, extended by itself and appended to through its own method
+    def build(T, wrap):
+        def fn(a, b):
+            a.extend(b)
+            a.append_twice(b[2] + 1)
+            a.append(b[3] + 2)
+            return b
+
+        f = wrap(fn)
+
+        def run(i):
+            x, y = _two(T, i)
+            lst = _CustomList2([x, y])
+            out = f(lst, lst)
+            return (out is lst, len(lst), lst[0] is x, lst[2] is x, lst[3] is y,
+                    lst[5] is lst[4], list(lst))
+        return run
+    compare(build)
+
+
+def test_requires_grad_guards_with_grad_mode1():
+    # test_repros.py::ReproTests::test_requires_grad_guards_with_grad_mode1: a program branching
+    # on requires_grad, first called under no_grad, then on a detached input
+    def build(T, wrap):
+        f = wrap(lambda x: x + 1 if x.requires_grad else x + 2)
+
+        def run(i):
+            x = _x(T, i, 2)
+            with T.no_grad():
+                first = f(x)
+            return first, f(x.detach()), f(x)
+        return run
+    compare(build)
+
+
+def test_requires_grad_guards_with_grad_mode2():
+    # test_repros.py::ReproTests::test_requires_grad_guards_with_grad_mode2: a Linear compiled
+    # under no_grad (an inference program), then called to train
+    def build(T, wrap):
+        m = seeded_linear(T, 2, 2)
+        f = wrap(m)
+
+        def run(i):
+            x = _x(T, i, 2)
+            with T.no_grad():
+                inference = f(x)
+            out = f(x)
+            out.sum().backward()
+            return inference, out, x.grad, [p.grad for p in m.parameters()]
+        return run
+    compare(build)
+
+
+def test_stop_iteration_reconstruct():
+    # test_repros.py::ReproTests::test_stop_iteration_reconstruct: an exception object returned
+    def build(T, wrap):
+        f = wrap(lambda x: (x.sin(), StopIteration(1, 2, 3)))
+
+        def run(i):
+            out, exc = f(_x(T, i))
+            return out, type(exc).__name__, exc.args
+        return run
+    compare(build)
+
+
+def test_exception_in_dynamo_handling():
+    # test_repros.py::ReproTests::test_exception_in_dynamo_handling: a RuntimeError raised in a
+    # helper is caught by a context manager around the call
+    def build(T, wrap):
+        hits = []
+
+        @contextlib.contextmanager
+        def ctx():
+            try:
+                yield
+            except RuntimeError:
+                hits.append(1)
+
+        def h(x):
+            if x.dim() == 2:
+                raise RuntimeError("boof")
+
+        def fn(x):
+            y = x * 2
+            with ctx():
+                h(y)
+            return y + 1
+
+        f = wrap(fn)
+
+        def run(i):
+            return f(_x(T, i)), len(hits)
         return run
     compare(build)
