@@ -48,7 +48,8 @@ import functools
 
 import pytest
 
-from ._dynamo_port import check, compare, fn_and_grads, rand, seeded_linear
+import tracegrad
+from ._dynamo_port import check, compare, fn_and_grads, rand, same, seeded_linear
 
 torch = pytest.importorskip("torch")
 
@@ -1377,3 +1378,56 @@ def test_exception_in_dynamo_handling():
             return f(_x(T, i)), len(hits)
         return run
     compare(build)
+
+
+def _kw_vmap_functions(T):
+    """New-style Functions with a keyword-only ``scale``: one with its own vmap staticmethod
+    (test_autograd_function.py's test_vmap_custom_rule_with_keyword_only_arg), one with
+    generate_vmap_rule."""
+    class KeywordOnly(T.autograd.Function):
+        @staticmethod
+        def forward(x, *, scale=2):
+            return x * (scale + 1)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def vmap(info, in_dims, x, *, scale=2):
+            return x * scale, in_dims[0]
+
+    class Generated(KeywordOnly):
+        generate_vmap_rule = True
+        vmap = T.autograd.Function.vmap
+    return KeywordOnly, Generated
+
+
+def test_apply_keywords_under_transforms_as_torch():
+    # Fixed here with test_apply_keywords_bound_as_torch (eager: tracegrad.func transforms run
+    # eagerly): under vmap a Function's own vmap staticmethod gets forward's keyword-only
+    # argument by keyword (it was dropped: scale=4 gave x * 2), a generated vmap rule calls
+    # forward with its default; under grad TypeError, as torch; a keyword-only argument given
+    # to a generated rule is a TypeError (torch drops it silently)
+    def seen(T):
+        KeywordOnly, Generated = _kw_vmap_functions(T)
+        calls = [lambda x: T.vmap(lambda y: KeywordOnly.apply(y))(x),
+                 lambda x: T.vmap(lambda y: KeywordOnly.apply(y, scale=4))(x),
+                 lambda x: T.vmap(lambda y: Generated.apply(y))(x),
+                 lambda x: T.func.grad(lambda y: KeywordOnly.apply(y, scale=4).sum())(x),
+                 lambda x: T.vmap(lambda y: Generated.apply(y, scale=4))(x)]
+        out = []
+        for f in calls[:4] if T is torch else calls:
+            try:
+                out.append(f(_x(T, 0, rg=False)))
+            except TypeError as e:
+                out.append(("TypeError", "unexpected keyword argument 'scale'" in str(e)))
+        return out
+
+    want, got = seen(torch), seen(tracegrad)
+    same(want, got[:4], "transforms")
+    assert got[4] == ("TypeError", True), got[4]

@@ -325,19 +325,25 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 f"In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), "
                 f"it must override the setup_context staticmethod; {cls.__name__} defines forward(ctx, ...) instead. "
                 "Move the ctx work of forward into setup_context(ctx, inputs, output).")
+        # inside a tracegrad.func level: that level's rule is the Function's backward/jvp
+        rule = _state.FUNC_FUNCTION[0] if new_style else None
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
+            given = set(kwargs)
             args, kwargs = _bind_defaults(cls.forward, args, kwargs)
+            if in_vmap and cls.generate_vmap_rule:
+                # torch's generated vmap rule calls forward without its keyword-only arguments:
+                # their defaults hold; one given is refused below (torch would drop it silently)
+                kwargs = {k: v for k, v in kwargs.items() if k in given}
+            # at a vmap level that is the innermost transform: the Function's own vmap
+            # staticmethod, as torch.func (without one, generate_vmap_rule traces forward); it
+            # gets forward's keyword-only arguments by keyword, as torch's
+            if rule is not None and in_vmap and not cls.generate_vmap_rule and cls.vmap is not Function.vmap \
+                    and (not _state.FUNC_LEVELS or rule.vmap_innermost()):
+                return rule.vmap_apply(cls, args, kwargs)
         # as torch's (C++) apply: keywords become positional arguments (a tensor given by keyword
         # is an input of the graph); one forward cannot take positionally is a TypeError
         args, kwargs = _keywords_to_positions(cls, args, kwargs, 0 if new_style else 1)
         if new_style:
-            # inside a tracegrad.func level: that level's rule is the Function's backward/jvp
-            rule = _state.FUNC_FUNCTION[0]
-            # at a vmap level that is the innermost transform: the Function's own vmap
-            # staticmethod, as torch.func (without one, generate_vmap_rule traces forward)
-            if rule is not None and in_vmap and not cls.generate_vmap_rule and cls.vmap is not Function.vmap \
-                    and (not _state.FUNC_LEVELS or rule.vmap_innermost()):
-                return rule.vmap_apply(cls, args)
             if rule is not None and _state.FUNC_LEVELS and rule.handles(cls, args):
                 return rule.apply(cls, args)
         ctx = _backward_cls(cls)()
