@@ -41,7 +41,14 @@ Fixed here (autograd/function.py ``_keywords_to_positions``): ``Function.apply``
 arguments are bound as torch's C++ apply binds them. A new-style Function's keyword-only argument
 was silently dropped (``apply(x, scale=4)`` computed with the default; torch raises TypeError), and
 a tensor given by keyword to an old-style Function was no input of its node (no grad reached it;
-a backward returning one raised "incorrect number of gradients")."""
+a backward returning one raised "incorrect number of gradients"). Under vmap a Function's own vmap
+staticmethod now gets forward's keyword-only arguments by keyword, as torch's (they were dropped
+too); func/_custom_function.py ``vmap_apply``.
+
+Found and left: a tensor read from a closure cell or a global (not an argument) that requires
+grad, or any closure tensor read by a custom Function's ``apply``, is rebound each call in
+test_tuple_arg's pattern: every call traces a new program (torch's dynamo reads it as a graph
+input) until the recompile limit, after which the calls run eagerly; values stay right."""
 import contextlib
 import dataclasses
 import functools
