@@ -136,6 +136,21 @@ def train_step(opt, loss_of):
     return step
 
 
+def fn_and_grads(T, wrap, make_fn, make_args):
+    """A ``compare`` run over ``wrap(make_fn(T))`` on ``make_args(T, i)``: the outputs, then
+    every tensor argument's grad after ``out.sum().backward()`` of the first output (the
+    round-21/22 autograd.Function ports)."""
+    f = wrap(make_fn(T))
+
+    def run(i):
+        args = make_args(T, i)
+        out = f(*args)
+        first = out[0] if isinstance(out, (tuple, list)) else out
+        first.sum().backward()
+        return out, [a.grad for a in args if _is_t(a)]
+    return run
+
+
 def rand(T, i, *shape, rg=False, seed=0):
     t = T.tensor(np.random.RandomState(seed + i).randn(*shape).astype("float32"))
     return t.requires_grad_() if rg else t

@@ -61,7 +61,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from ._dynamo_port import check, compare, compare_programs, rand, same
+from ._dynamo_port import check, compare, compare_programs, fn_and_grads, rand, same
 
 torch = pytest.importorskip("torch")
 
@@ -1463,25 +1463,6 @@ def test_cond_side_effects():
 
 # ---- test_autograd_function.py ----------------------------------------------------------------
 
-def _fn_and_grads(T, wrap, make_fn, make_args):
-    """A run over ``wrap(make_fn(T))`` on ``make_args(T, i)``: the outputs, then every leaf
-    argument's grad after ``out.sum().backward()`` of the first output."""
-    f = wrap(make_fn(T))
-
-    def run(i):
-        args = make_args(T, i)
-        out = f(*args)
-        first = out[0] if isinstance(out, (tuple, list)) else out
-        first.sum().backward()
-        leaves = [a for a in args if _is_tensor(a)]
-        return out, [a.grad for a in leaves]
-    return run
-
-
-def _is_tensor(a):
-    return hasattr(a, "grad_fn") and hasattr(a, "requires_grad")
-
-
 def test_requires_grad_in_bwd():
     # test_autograd_function.py::AutogradFunctionTests::test_requires_grad_in_bwd: backward
     # sees a grad_output that does not require grad (the other branch would give a wrong grad)
@@ -1500,7 +1481,7 @@ def test_requires_grad_in_bwd():
                 return grad_output * T.cos(x + 1)
         return Foo.apply
 
-    compare(lambda T, wrap: _fn_and_grads(T, wrap, make_fn, lambda T, i: (_x(T, i, 2),)))
+    compare(lambda T, wrap: fn_and_grads(T, wrap, make_fn, lambda T, i: (_x(T, i, 2),)))
 
 
 def test_set_materialize_grads_no_graph_break():
@@ -1517,8 +1498,8 @@ def test_set_materialize_grads_no_graph_break():
                 return grad_out * 3
         return MulY.apply
 
-    compare(lambda T, wrap: _fn_and_grads(T, wrap, make_fn,
-                                          lambda T, i: (_x(T, i, 1).reshape(()),)))
+    compare(lambda T, wrap: fn_and_grads(T, wrap, make_fn,
+                                         lambda T, i: (_x(T, i, 1).reshape(()),)))
 
 
 def test_multiple_different_non_tensor_inputs():
@@ -1616,7 +1597,7 @@ def test_forward_returns_constant():
                 return g1 * 2
         return Foo.apply
 
-    compare(lambda T, wrap: _fn_and_grads(T, wrap, make_fn, lambda T, i: (_x(T, i, 2),)))
+    compare(lambda T, wrap: fn_and_grads(T, wrap, make_fn, lambda T, i: (_x(T, i, 2),)))
 
 
 def test_smoke_from_test_autograd():
@@ -1710,7 +1691,7 @@ def test_smoke_from_test_autograd():
 
     def make_args(T, i):
         return _x(T, i, 2, 2, 2) + 2, _x(T, i, 2, 2, seed=4) + 3, _x(T, i, 2, 2, seed=5) + 3
-    compare(lambda T, wrap: _fn_and_grads(T, wrap, make_fn, make_args))
+    compare(lambda T, wrap: fn_and_grads(T, wrap, make_fn, make_args))
 
 
 # ---- test_modules.py --------------------------------------------------------------------------

@@ -331,15 +331,25 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 f"In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), "
                 f"it must override the setup_context staticmethod; {cls.__name__} defines forward(ctx, ...) instead. "
                 "Move the ctx work of forward into setup_context(ctx, inputs, output).")
+        # inside a tracegrad.func level: that level's rule is the Function's backward/jvp
+        rule = _state.FUNC_FUNCTION[0] if new_style else None
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
-            args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}
-            # inside a tracegrad.func level: that level's rule is the Function's backward/jvp
-            rule = _state.FUNC_FUNCTION[0]
+            given = set(kwargs)
+            args, kwargs = _bind_defaults(cls.forward, args, kwargs)
+            if in_vmap and cls.generate_vmap_rule:
+                # torch's generated vmap rule calls forward without its keyword-only arguments:
+                # their defaults hold; one given is refused below (torch would drop it silently)
+                kwargs = {k: v for k, v in kwargs.items() if k in given}
             # at a vmap level that is the innermost transform: the Function's own vmap
-            # staticmethod, as torch.func (without one, generate_vmap_rule traces forward)
+            # staticmethod, as torch.func (without one, generate_vmap_rule traces forward); it
+            # gets forward's keyword-only arguments by keyword, as torch's
             if rule is not None and in_vmap and not cls.generate_vmap_rule and cls.vmap is not Function.vmap \
                     and (not _state.FUNC_LEVELS or rule.vmap_innermost()):
-                return rule.vmap_apply(cls, args)
+                return rule.vmap_apply(cls, args, kwargs)
+        # as torch's (C++) apply: keywords become positional arguments (a tensor given by keyword
+        # is an input of the graph); one forward cannot take positionally is a TypeError
+        args, kwargs = _keywords_to_positions(cls, args, kwargs, 0 if new_style else 1)
+        if new_style:
             if rule is not None and _state.FUNC_LEVELS and rule.handles(cls, args):
                 return rule.apply(cls, args)
         ctx = _backward_cls(cls)()
@@ -565,14 +575,45 @@ _SIGNATURES: dict = _state.register_cache("autograd.function._SIGNATURES", {})
 
 
 def _bind_defaults(forward, args, kwargs):
-    """``forward``'s arguments as one positional tuple with its defaults filled in (torch's
-    ``bind_default_args``); TypeError for arguments forward does not take, as a call would."""
+    """``forward``'s arguments with its defaults filled in, as torch's ``bind_default_args``: the
+    positional tuple and the keyword-only (or ``**kwargs``) ones; TypeError for arguments forward
+    does not take, as a call would."""
     sig = _SIGNATURES.get(forward)
     if sig is None:
         sig = _SIGNATURES[forward] = inspect.signature(forward)
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
-    return bound.args
+    return bound.args, bound.kwargs
+
+
+def _keywords_to_positions(cls, args, kwargs, skip):
+    """``args`` with ``kwargs`` put at the positions of ``cls.forward``'s parameters of those names,
+    as torch's C++ ``Function.apply``: the names are read from ``forward.__code__`` (not its
+    ``__signature__``) after its first ``skip`` parameters (ctx); a keyword that names no
+    positional parameter, one also given positionally, or a parameter left out before a later
+    keyword's raises TypeError (no default fills the gap). A forward without ``__code__`` (a
+    ``functools.partial``) is given the keywords as they are."""
+    code = getattr(cls.forward, "__code__", None)
+    if not kwargs or code is None:
+        return args, kwargs
+    names = code.co_varnames[skip:code.co_argcount]
+    who = f"{cls.__name__}.apply: forward()"
+    placed = {}
+    for k, v in kwargs.items():
+        if k not in names:
+            raise TypeError(f"{who} got an unexpected keyword argument '{k}' (apply passes a keyword "
+                            "only to one of forward's positional parameters)")
+        i = names.index(k)
+        if i < len(args):
+            raise TypeError(f"{who} got multiple values for argument '{k}'")
+        placed[i] = v
+    out = list(args)
+    for i in range(len(args), max(placed) + 1):
+        if i not in placed:
+            raise TypeError(f"{who} missing required argument: '{names[i]}' (position {i}): give every "
+                            "argument before the last keyword one")
+        out.append(placed[i])
+    return tuple(out), {}
 
 
 class InplaceFunction(Function):

@@ -325,16 +325,18 @@ def vmap_innermost() -> bool:
     return isinstance(jcore.trace_ctx.trace, batching.BatchTrace)
 
 
-def vmap_apply(cls, args):
-    """``cls.apply(*args)`` at a vmap level for a Function with its own ``vmap`` staticmethod
-    (``args`` bound to forward's signature)."""
+def vmap_apply(cls, args, kwargs=None):
+    """``cls.apply(*args, **kwargs)`` at a vmap level for a Function with its own ``vmap``
+    staticmethod (``args`` bound to forward's signature; ``kwargs`` its keyword-only arguments,
+    which the vmap staticmethod gets by keyword, as torch's)."""
+    kwargs = kwargs or {}
     from jax._src import core as jcore
     from jax._src.interpreters import batching
     trace = jcore.trace_ctx.trace
     level = _state.VMAP_SAME.pop()
     try:
         if not isinstance(trace, batching.BatchTrace):
-            return cls.apply(*args)
+            return cls.apply(*args, **kwargs)
         size = [None]
 
         def unwrap(a):
@@ -349,10 +351,10 @@ def vmap_apply(cls, args):
         # runs at the enclosing levels: the jax trace outside this BatchTrace is the current one
         with jcore.set_current_trace(trace.parent_trace):
             if size[0] is None:
-                return cls.apply(*args)
+                return cls.apply(*args, **kwargs)
             vals, in_dims = _split_pairs(tuple(args), pairs)
             info = VmapInfo(size[0], _randomness() if level is None else "same")
-            result = cls.vmap(info, in_dims, *vals)
+            result = cls.vmap(info, in_dims, *vals, **kwargs)
     finally:
         _state.VMAP_SAME.append(level)
     base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with pytree structure "
