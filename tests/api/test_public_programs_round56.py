@@ -1,0 +1,456 @@
+"""A fifty-sixth round of public PyTorch programs, run unchanged with torch and with tracegrad
+(``import tracegrad as torch``) from repositories no earlier round used; the program sources are
+in tests/public_programs_round56_src.py, executed with ``torch`` bound to either module. Each test
+compares forward values, losses, gradients and the whole ``state_dict`` after a few optimizer
+steps:
+
+- yaodongyu/TRADES (MIT), ``trades.py`` at 9d308f1, ``models/small_cnn.py`` at 9ee26f4 and
+  ``train_trades_mnist.py``'s ``train``/``eval_test``/``adjust_learning_rate`` at d9fd5ee:
+  adversarial training. The L-inf attack (``model.eval()`` around it, ``x_adv.requires_grad_()``
+  on a detached tensor, ``torch.enable_grad()``, ``nn.KLDivLoss(size_average=False)`` between
+  ``log_softmax`` and ``softmax``, ``torch.autograd.grad(loss, [x_adv])``, ``torch.sign``, the
+  projection by ``torch.min(torch.max(...))`` and ``clamp``) and the L2 attack (a
+  ``Variable(delta.data, requires_grad=True)`` trained by its own SGD, its gradient
+  renormalised in place by ``delta.grad.div_(norms.view(-1, 1, 1, 1))``, zero-norm rows
+  replaced through ``delta.grad[mask] = torch.randn_like(delta.grad[mask])``, the projection by
+  ``delta.data.add_``/``clamp_(0, 1).sub_``/``renorm_(p=2, dim=0, maxnorm=eps)``); the SmallCNN
+  built from an ``OrderedDict`` ``Sequential`` sharing one ``ReLU(True)`` module, the loop's
+  printed progress line and ``eval_test``'s ``size_average=False`` cross entropy,
+  ``output.max(1, keepdim=True)[1]``, ``pred.eq(target.view_as(pred)).sum().item()``.
+- kekmodel/FixMatch-pytorch (MIT), ``models/wideresnet.py`` at 326bea3, ``models/ema.py`` at
+  33d58c7 and ``train.py`` at f549460: the WideResNet (``BatchNorm2d(momentum=0.001)``,
+  in-place ``LeakyReLU(0.1)``, the shortcut chosen by ``(not equal) and nn.Conv2d(...) or None``,
+  a float block count through ``int(nb_layers)``, ``torch.add`` residuals,
+  ``adaptive_avg_pool2d``), ``interleave``/``de_interleave`` (``reshape`` to ``[-1, size] +
+  s[1:]`` and ``transpose(0, 1)``), the FixMatch step (labeled, weak and strong batches in one
+  forward, ``chunk(2)``, pseudo-labels from ``torch.softmax(logits.detach() / T)``,
+  ``torch.max(..., dim=-1)``, the confidence mask ``max_probs.ge(threshold).float()``, a masked
+  ``reduction='none'`` cross entropy), SGD (Nesterov) over two parameter groups split by name
+  (weight decay 0 for ``bias``/``bn``), the cosine ``LambdaLR`` with warmup, and ``ModelEMA``
+  (``deepcopy`` of the model, ``requires_grad_(False)``, ``copy_`` into ``state_dict()`` values
+  under ``no_grad``, the buffers copied).
+- rosinality/style-based-gan-pytorch (MIT), ``model.py`` at d4c0438 and ``train.py`` at 44cc368:
+  StyleGAN's equalized learning rate (``del module._parameters[name]``, ``weight_orig``
+  registered, a forward pre-hook ``setattr``-ing the scaled weight as a plain attribute),
+  ``PixelNorm``, ``AdaptiveInstanceNorm`` (its bias set by ``bias.data[:c] = 1``), noise
+  injection, a constant input ``repeat``-ed per batch, fused up/down-sampling (a ``F.pad``-ed
+  kernel averaged over four shifted slices, ``conv_transpose2d``/``conv2d`` with stride 2), the
+  blur as an autograd ``Function`` whose backward is another ``Function`` (so the gradient
+  penalties' double backward runs the second one), the minibatch-stddev channel
+  (``var(0, unbiased=False)``, ``expand``, ``cat``), the progressive-growing blend of
+  ``F.interpolate``/``avg_pool2d`` skips with ``alpha``, style mixing by ``random.sample``;
+  ``train.py``'s WGAN-GP and R1 discriminator steps (``x_hat.requires_grad = True``,
+  ``grad(..., create_graph=True)``, ``norm(2, dim=1)``), the generator step with
+  ``requires_grad`` toggling, Adam with an added parameter group carrying a ``'mult'`` key read
+  back by ``group.get('mult', 1)``, and ``accumulate``'s deprecated ``add_(1 - decay, tensor)``.
+Changes, the same on both sides: tiny sizes (StyleGAN's three resolutions up to 16x16 with 8/4
+channels, see the source file), parameters overwritten from seeded NumPy streams, synthetic data,
+dropout 0, and ``torch.randn``/``rand``/``randn_like`` drawn from a NumPy stream through
+``public_programs_helpers.numpy_draws`` (the programs draw their noise from torch's stream).
+Found: no differences in values, gradients or parameters.
+Compile counterparts: tests/compile/test_public_patterns_round56.py.
+"""
+import contextlib
+import functools
+import io
+import random
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_helpers import (arrays as _arr, compare, default_dtype, grads as _grads, init_uniform as _init,
+                                     numpy_draws, same_error, state as _state)
+from public_programs_round56_src import FIXMATCH, STYLEGAN, TRADES, program
+
+torch = pytest.importorskip("torch")
+
+_compare = functools.partial(compare, torch, tracegrad)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # size_average and add_(Number, Tensor) deprecations
+        yield
+
+
+# ---------------------------------------------------------------- TRADES
+
+def _trades_model(T, P, zero_fc3=False):
+    model = _init(T, P.SmallCNN(drop=0.0), 1, 0.1)
+    if zero_fc3:        # the repo's own init of the last layer
+        T.nn.init.constant_(model.classifier.fc3.weight, 0)
+        T.nn.init.constant_(model.classifier.fc3.bias, 0)
+    return model
+
+
+def _mnist(T, rs, n=4):
+    return T.tensor(rs.rand(n, 1, 28, 28), dtype=T.get_default_dtype()), T.tensor(rs.randint(0, 10, n))
+
+
+@pytest.mark.parametrize("distance", ["l_inf", "l_2", "none"])
+def test_trades_loss_steps(distance):
+    # the L-inf attack steps by the sign of the KL's input gradient, which starts at ~1e-7 (the
+    # KL is at its minimum, 0.001 * randn away): entries of ~1e-12 are float32 rounding and
+    # their signs differ between libraries, so that attack runs in float64
+    dtype = "float64" if distance == "l_inf" else "float32"
+
+    def run(T):
+        with default_dtype(T, getattr(T, dtype)):
+            return _trades_run(T, distance)
+    _compare(run, tol=2e-5)
+
+
+def _trades_run(T, distance):
+    P = program(numpy_draws(T, 0), TRADES)
+    model = _trades_model(T, P)
+    opt = T.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    rs, out = np.random.RandomState(3), []
+    for _ in range(2):
+        x, y = _mnist(T, rs)
+        opt.zero_grad()
+        loss = P.trades_loss(model, x, y, opt, step_size=0.01, epsilon=0.3, perturb_steps=3,
+                             beta=1.0, distance=distance)
+        loss.backward()
+        out += _arr(loss, x) + _grads(model)
+        opt.step()
+        assert model.training
+    return out + _state(model)
+
+
+def test_trades_l2_attack_with_zero_gradients():
+    # the repo's SmallCNN zeroes fc3, so the KL's gradient w.r.t. the input is zero: the norms
+    # are 0, ``div_`` makes NaNs and the boolean-mask write replaces those rows by randn_like
+    def run(T):
+        P = program(numpy_draws(T, 0), TRADES)
+        model = _trades_model(T, P, zero_fc3=True)
+        opt = T.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        x, y = _mnist(T, np.random.RandomState(4))
+        loss = P.trades_loss(model, x, y, opt, step_size=0.01, epsilon=0.3, perturb_steps=2,
+                             distance="l_2")
+        loss.backward()
+        return _arr(loss) + _grads(model)
+    _compare(run, tol=2e-5)
+
+
+def test_trades_train_loop_and_eval_prints():
+    class Loader(list):
+        dataset = range(8)
+
+    def run(T):
+        args = types.SimpleNamespace(step_size=0.01, epsilon=0.3, num_steps=2, beta=1.0, log_interval=1, lr=0.01)
+        P = program(numpy_draws(T, 0), TRADES, args=args)
+        model = _trades_model(T, P)
+        opt = T.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+        rs = np.random.RandomState(5)
+        loader = Loader([_mnist(T, rs), _mnist(T, rs)])
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            P.adjust_learning_rate(opt, 80)
+            P.train(args, model, "cpu", loader, opt, 1)
+            test_loss, acc = P.eval_test(model, "cpu", loader)
+        return [np.array(opt.param_groups[0]["lr"]), np.array(test_loss), np.array(acc)] + _state(model), buf.getvalue()
+    (ref, ref_out), (got, got_out) = run(torch), run(tracegrad)
+    assert got_out == ref_out and "Train Epoch: 1 [4/8 (50%)]" in got_out, got_out
+    for a, b in zip(ref, got):
+        np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-5)
+
+
+def test_kldivloss_size_average_false_warns_like_torch():
+    for T in (torch, tracegrad):
+        with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+            assert T.nn.KLDivLoss(size_average=False).reduction == "sum"
+
+
+# ---------------------------------------------------------------- FixMatch
+
+def _fixmatch_setup(T, threshold=0.48):
+    P = program(T, FIXMATCH)
+    args = types.SimpleNamespace(device="cpu", mu=2, T=1.0, threshold=threshold, lambda_u=1.0, wdecay=5e-4,
+                                 lr=0.03, nesterov=True, ema_decay=0.9)
+    model = _init(T, P.WideResNet(num_classes=3, depth=10, widen_factor=1), 1, 0.3)
+    no_decay = ['bias', 'bn']
+    grouped_parameters = [
+        {'params': [p for n, p in model.named_parameters() if not any(
+            nd in n for nd in no_decay)], 'weight_decay': args.wdecay},
+        {'params': [p for n, p in model.named_parameters() if any(
+            nd in n for nd in no_decay)], 'weight_decay': 0.0}
+    ]
+    optimizer = T.optim.SGD(grouped_parameters, lr=args.lr, momentum=0.9, nesterov=args.nesterov)
+    scheduler = P.get_cosine_schedule_with_warmup(optimizer, 1, 6)
+    ema_model = P.ModelEMA(args, model, args.ema_decay)
+    model.zero_grad()
+    model.train()
+    return P, args, model, optimizer, scheduler, ema_model
+
+
+def _fixmatch_step(T, P, args, model, optimizer, scheduler, ema_model, inputs_x, targets_x, inputs_u_w, inputs_u_s):
+    """The per-batch lines of train.py's ``train()`` at f549460 (meters, amp and the progress
+    bar left out)."""
+    F = T.nn.functional
+    batch_size = inputs_x.shape[0]
+    inputs = P.interleave(
+        T.cat((inputs_x, inputs_u_w, inputs_u_s)), 2*args.mu+1).to(args.device)
+    targets_x = targets_x.to(args.device)
+    logits = model(inputs)
+    logits = P.de_interleave(logits, 2*args.mu+1)
+    logits_x = logits[:batch_size]
+    logits_u_w, logits_u_s = logits[batch_size:].chunk(2)
+    del logits
+
+    Lx = F.cross_entropy(logits_x, targets_x, reduction='mean')
+
+    pseudo_label = T.softmax(logits_u_w.detach()/args.T, dim=-1)
+    max_probs, targets_u = T.max(pseudo_label, dim=-1)
+    mask = max_probs.ge(args.threshold).float()
+
+    Lu = (F.cross_entropy(logits_u_s, targets_u,
+                          reduction='none') * mask).mean()
+
+    loss = Lx + args.lambda_u * Lu
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    ema_model.update(model)
+    model.zero_grad()
+    return loss, Lx, Lu, mask, targets_u
+
+
+def _fixmatch_batch(T, rs, mu=2):
+    return (T.tensor(rs.rand(2, 3, 8, 8).astype(np.float32)), T.tensor(rs.randint(0, 3, 2)),
+            T.tensor(rs.rand(2 * mu, 3, 8, 8).astype(np.float32)), T.tensor(rs.rand(2 * mu, 3, 8, 8).astype(np.float32)))
+
+
+def test_fixmatch_steps_with_ema():
+    def run(T):
+        P, args, model, optimizer, scheduler, ema_model = _fixmatch_setup(T)
+        rs, out = np.random.RandomState(0), []
+        for _ in range(3):
+            out += _arr(*_fixmatch_step(T, P, args, model, optimizer, scheduler, ema_model, *_fixmatch_batch(T, rs)))
+            out.append(np.array(scheduler.get_last_lr()))
+        assert not any(p.requires_grad for p in ema_model.ema.parameters()) and not ema_model.ema.training
+        return out + _state(model) + _state(ema_model.ema)
+    _compare(run, tol=2e-5)
+
+
+def test_fixmatch_mask_is_mixed():
+    # the threshold picked for the step test splits the unlabeled batch (both branches used)
+    T = tracegrad
+    P, args, model, optimizer, scheduler, ema_model = _fixmatch_setup(T)
+    masks = [_fixmatch_step(T, P, args, model, optimizer, scheduler, ema_model,
+                            *_fixmatch_batch(T, np.random.RandomState(0)))[3].tolist()]
+    assert 0 < sum(masks[0]) < len(masks[0]), masks
+
+
+def test_interleave_round_trip():
+    def run(T):
+        P = program(T, FIXMATCH)
+        x = T.arange(30.).reshape(10, 3)
+        y = P.interleave(x, 5)
+        return _arr(y, P.de_interleave(y, 5), P.interleave(T.arange(24).reshape(6, 2, 2), 3))
+    _compare(run)
+
+
+def test_wideresnet_structure():
+    def run(T):
+        P = program(T, FIXMATCH)
+        m = P.WideResNet(num_classes=3, depth=10, widen_factor=1)
+        blocks = [b for b in m.modules() if type(b).__name__ == "BasicBlock"]
+        return [np.array([k for k in m.state_dict()]),
+                np.array([b.convShortcut is None for b in blocks]),
+                np.array([b.bn1.momentum for b in blocks])]
+    ref, got = run(torch), run(tracegrad)
+    for a, b in zip(ref, got):
+        np.testing.assert_array_equal(b, a)
+
+
+# ---------------------------------------------------------------- StyleGAN
+
+_CODE = 512
+
+
+def _gan(T, seed=0):
+    TT = numpy_draws(T, seed)
+    P = program(TT, STYLEGAN)
+    generator, discriminator = P.StyledGenerator(_CODE, n_mlp=2), P.Discriminator()
+    g_running = P.StyledGenerator(_CODE, n_mlp=2)
+    g_running.train(False)
+    _init(T, generator, 5, 1.7)
+    _init(T, discriminator, 6, 1.7)
+    return TT, P, generator, discriminator, g_running
+
+
+def test_equal_lr_hook():
+    def run(T):
+        TT, P, generator, discriminator, _ = _gan(T)
+        conv = discriminator.from_rgb[0].conv
+        names = sorted(n for n, _ in conv.named_parameters())
+        out = discriminator.from_rgb[0](TT.randn(2, 3, 4, 4))
+        assert names == ["bias", "weight_orig"] and "weight" not in conv._parameters
+        assert not isinstance(conv.weight, T.nn.Parameter) and conv.weight.grad_fn is not None
+        out.sum().backward()
+        return _arr(out, conv.weight, conv.weight_orig.grad)
+    _compare(run, tol=1e-5)
+
+
+def test_blur_function_double_backward():
+    # the blur's backward is BlurFunctionBackward.apply, whose backward is the blur again:
+    # a gradient of a gradient goes through both Functions
+    def run(T):
+        TT, P, *_ = _gan(T)
+        b = P.Blur(2)
+        x = TT.randn(1, 2, 5, 5).requires_grad_()
+        w = TT.randn(1, 2, 5, 5)
+        g, = T.autograd.grad((b(x) ** 2).sum(), x, create_graph=True)
+        gg, = T.autograd.grad((g * w).sum(), x)
+        return _arr(g, gg)
+    _compare(run, tol=1e-5)
+
+
+def test_blur_gradient_of_a_linear_function_has_no_graph():
+    # the blur is linear: its input gradient doesn't depend on the input, so a second
+    # autograd.grad finds nothing that requires grad; the same RuntimeError on both sides
+    def run(T):
+        TT, P, *_ = _gan(T)
+        x = TT.randn(1, 2, 5, 5).requires_grad_()
+        g, = T.autograd.grad((P.Blur(2)(x) * TT.randn(1, 2, 5, 5)).sum(), x, create_graph=True)
+        T.autograd.grad((g ** 2).sum(), x)
+    msgs = same_error(torch, tracegrad, run)
+    assert "does not require grad" in msgs[1], msgs
+
+
+def _gan_train(T, loss_kind, iters=2, mixing=False):
+    """train.py's loop body at 44cc368 (progressive-growing schedule, checkpoints, samples and
+    the progress bar left out; the fixed ``step``/``alpha`` of a mid-phase iteration)."""
+    TT, P, generator, discriminator, g_running = _gan(T)
+    F = T.nn.functional
+    grad = T.autograd.grad
+    code_size, n_critic, step, alpha, lr = _CODE, 1, 2, 0.5, 0.002
+    g_optimizer = T.optim.Adam(generator.generator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    g_optimizer.add_param_group({'params': generator.style.parameters(), 'lr': 1e-3 * 0.01, 'mult': 0.01})
+    d_optimizer = T.optim.Adam(discriminator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    P.accumulate(g_running, generator, 0)
+    P.adjust_lr(g_optimizer, lr)
+    P.adjust_lr(d_optimizer, lr)
+    P.requires_grad(generator, False)
+    P.requires_grad(discriminator, True)
+    rs, out = np.random.RandomState(1), []
+    random.seed(3)
+    for i in range(iters):
+        discriminator.zero_grad()
+        real_image = T.tensor(rs.rand(2, 3, 16, 16).astype(np.float32) * 2 - 1)
+        b_size = real_image.size(0)
+
+        if loss_kind == 'wgan-gp':
+            real_predict = discriminator(real_image, step=step, alpha=alpha)
+            real_predict = real_predict.mean() - 0.001 * (real_predict ** 2).mean()
+            (-real_predict).backward()
+
+        elif loss_kind == 'r1':
+            real_image.requires_grad = True
+            real_predict = discriminator(real_image, step=step, alpha=alpha)
+            real_predict = F.softplus(-real_predict).mean()
+            real_predict.backward(retain_graph=True)
+
+            grad_real = grad(
+                outputs=real_predict.sum(), inputs=real_image, create_graph=True
+            )[0]
+            grad_penalty = (
+                grad_real.view(grad_real.size(0), -1).norm(2, dim=1) ** 2
+            ).mean()
+            grad_penalty = 10 / 2 * grad_penalty
+            grad_penalty.backward()
+            out += _arr(grad_penalty)
+
+        if mixing and random.random() < 0.9:
+            gen_in11, gen_in12, gen_in21, gen_in22 = TT.randn(
+                4, b_size, code_size
+            ).chunk(4, 0)
+            gen_in1 = [gen_in11.squeeze(0), gen_in12.squeeze(0)]
+            gen_in2 = [gen_in21.squeeze(0), gen_in22.squeeze(0)]
+
+        else:
+            gen_in1, gen_in2 = TT.randn(2, b_size, code_size).chunk(
+                2, 0
+            )
+            gen_in1 = gen_in1.squeeze(0)
+            gen_in2 = gen_in2.squeeze(0)
+
+        fake_image = generator(gen_in1, step=step, alpha=alpha)
+        fake_predict = discriminator(fake_image, step=step, alpha=alpha)
+
+        if loss_kind == 'wgan-gp':
+            fake_predict = fake_predict.mean()
+            fake_predict.backward()
+
+            eps = TT.rand(b_size, 1, 1, 1)
+            x_hat = eps * real_image.data + (1 - eps) * fake_image.data
+            x_hat.requires_grad = True
+            hat_predict = discriminator(x_hat, step=step, alpha=alpha)
+            grad_x_hat = grad(
+                outputs=hat_predict.sum(), inputs=x_hat, create_graph=True
+            )[0]
+            grad_penalty = (
+                (grad_x_hat.view(grad_x_hat.size(0), -1).norm(2, dim=1) - 1) ** 2
+            ).mean()
+            grad_penalty = 10 * grad_penalty
+            grad_penalty.backward()
+            out += _arr(grad_penalty, real_predict - fake_predict)
+
+        elif loss_kind == 'r1':
+            fake_predict = F.softplus(fake_predict).mean()
+            fake_predict.backward()
+            out += _arr(real_predict + fake_predict)
+
+        out += _grads(discriminator)
+        d_optimizer.step()
+
+        if (i + 1) % n_critic == 0:
+            generator.zero_grad()
+
+            P.requires_grad(generator, True)
+            P.requires_grad(discriminator, False)
+
+            fake_image = generator(gen_in2, step=step, alpha=alpha)
+
+            predict = discriminator(fake_image, step=step, alpha=alpha)
+
+            if loss_kind == 'wgan-gp':
+                loss = -predict.mean()
+
+            elif loss_kind == 'r1':
+                loss = F.softplus(-predict).mean()
+
+            loss.backward()
+            out += _arr(loss, fake_image) + _grads(generator)
+            g_optimizer.step()
+            P.accumulate(g_running, generator)
+
+            P.requires_grad(generator, False)
+            P.requires_grad(discriminator, True)
+    return out + _state(generator) + _state(discriminator) + _state(g_running)
+
+
+@pytest.mark.parametrize("loss_kind", ["wgan-gp", "r1"])
+def test_stylegan_steps(loss_kind):
+    _compare(lambda T: _gan_train(T, loss_kind), tol=1e-4)
+
+
+def test_stylegan_style_mixing_step():
+    # two codes per sample: ``random.sample`` picks the crossover layer (Python's stream, seeded)
+    _compare(lambda T: _gan_train(T, "wgan-gp", iters=1, mixing=True), tol=1e-4)
+
+
+def test_stylegan_generator_draws_its_noise_and_mean_style():
+    def run(T):
+        TT, P, generator, *_ = _gan(T)
+        z = TT.randn(3, _CODE)
+        with T.no_grad():
+            mean_style = generator.mean_style(TT.randn(8, _CODE))
+            img = generator(z, step=1, alpha=-1, mean_style=mean_style, style_weight=0.7)
+            mixed = generator([z, TT.randn(3, _CODE)], step=2, alpha=0.3, mixing_range=(0, 1))
+        return _arr(mean_style, img, mixed)
+    _compare(run, tol=1e-4)
