@@ -923,3 +923,143 @@ def adjust_lr(optimizer, lr):
         mult = group.get('mult', 1)
         group['lr'] = lr * mult
 '''
+
+# kekmodel/FixMatch-pytorch train.py at f549460: the body of train()'s batch loop as a function of
+# the batches (the loader iterators, meters, amp branch and progress bar left out; args.use_ema
+# taken as True).
+FIXMATCH_STEP = '''
+def train_step(args, model, optimizer, scheduler, ema_model, inputs_x, targets_x, inputs_u_w, inputs_u_s):
+    batch_size = inputs_x.shape[0]
+    inputs = interleave(
+        torch.cat((inputs_x, inputs_u_w, inputs_u_s)), 2*args.mu+1).to(args.device)
+    targets_x = targets_x.to(args.device)
+    logits = model(inputs)
+    logits = de_interleave(logits, 2*args.mu+1)
+    logits_x = logits[:batch_size]
+    logits_u_w, logits_u_s = logits[batch_size:].chunk(2)
+    del logits
+
+    Lx = F.cross_entropy(logits_x, targets_x, reduction='mean')
+
+    pseudo_label = torch.softmax(logits_u_w.detach()/args.T, dim=-1)
+    max_probs, targets_u = torch.max(pseudo_label, dim=-1)
+    mask = max_probs.ge(args.threshold).float()
+
+    Lu = (F.cross_entropy(logits_u_s, targets_u,
+                          reduction='none') * mask).mean()
+
+    loss = Lx + args.lambda_u * Lu
+
+    loss.backward()
+
+    optimizer.step()
+    scheduler.step()
+    ema_model.update(model)
+    model.zero_grad()
+    return loss, Lx, Lu, mask, targets_u
+'''
+
+# rosinality/style-based-gan-pytorch train.py at 44cc368: the body of train()'s loop as a function
+# of the iteration and the real batch (the progressive-growing schedule, loader, checkpoints,
+# samples, ``.item()`` logs and progress bar left out; ``.cuda()``/``device='cuda'`` dropped;
+# ``generator.module`` is ``generator``; ``args.mixing``/``args.loss``/``code_size``/``n_critic``
+# are arguments). It returns the losses the repo logs, as tensors.
+STYLEGAN_STEP = '''
+def train_step(args, i, real_image, generator, discriminator, g_running, g_optimizer, d_optimizer,
+               step, alpha, code_size, n_critic):
+    discriminator.zero_grad()
+    gen_loss_val = grad_loss_val = None
+
+    b_size = real_image.size(0)
+
+    if args.loss == 'wgan-gp':
+        real_predict = discriminator(real_image, step=step, alpha=alpha)
+        real_predict = real_predict.mean() - 0.001 * (real_predict ** 2).mean()
+        (-real_predict).backward()
+
+    elif args.loss == 'r1':
+        real_image.requires_grad = True
+        real_predict = discriminator(real_image, step=step, alpha=alpha)
+        real_predict = F.softplus(-real_predict).mean()
+        real_predict.backward(retain_graph=True)
+
+        grad_real = grad(
+            outputs=real_predict.sum(), inputs=real_image, create_graph=True
+        )[0]
+        grad_penalty = (
+            grad_real.view(grad_real.size(0), -1).norm(2, dim=1) ** 2
+        ).mean()
+        grad_penalty = 10 / 2 * grad_penalty
+        grad_penalty.backward()
+        grad_loss_val = grad_penalty
+
+    if args.mixing and random.random() < 0.9:
+        gen_in11, gen_in12, gen_in21, gen_in22 = torch.randn(
+            4, b_size, code_size
+        ).chunk(4, 0)
+        gen_in1 = [gen_in11.squeeze(0), gen_in12.squeeze(0)]
+        gen_in2 = [gen_in21.squeeze(0), gen_in22.squeeze(0)]
+
+    else:
+        gen_in1, gen_in2 = torch.randn(2, b_size, code_size).chunk(
+            2, 0
+        )
+        gen_in1 = gen_in1.squeeze(0)
+        gen_in2 = gen_in2.squeeze(0)
+
+    fake_image = generator(gen_in1, step=step, alpha=alpha)
+    fake_predict = discriminator(fake_image, step=step, alpha=alpha)
+
+    if args.loss == 'wgan-gp':
+        fake_predict = fake_predict.mean()
+        fake_predict.backward()
+
+        eps = torch.rand(b_size, 1, 1, 1)
+        x_hat = eps * real_image.data + (1 - eps) * fake_image.data
+        x_hat.requires_grad = True
+        hat_predict = discriminator(x_hat, step=step, alpha=alpha)
+        grad_x_hat = grad(
+            outputs=hat_predict.sum(), inputs=x_hat, create_graph=True
+        )[0]
+        grad_penalty = (
+            (grad_x_hat.view(grad_x_hat.size(0), -1).norm(2, dim=1) - 1) ** 2
+        ).mean()
+        grad_penalty = 10 * grad_penalty
+        grad_penalty.backward()
+        grad_loss_val = grad_penalty
+        disc_loss_val = (real_predict - fake_predict)
+
+    elif args.loss == 'r1':
+        fake_predict = F.softplus(fake_predict).mean()
+        fake_predict.backward()
+        disc_loss_val = (real_predict + fake_predict)
+
+    d_optimizer.step()
+
+    if (i + 1) % n_critic == 0:
+        generator.zero_grad()
+
+        requires_grad(generator, True)
+        requires_grad(discriminator, False)
+
+        fake_image = generator(gen_in2, step=step, alpha=alpha)
+
+        predict = discriminator(fake_image, step=step, alpha=alpha)
+
+        if args.loss == 'wgan-gp':
+            loss = -predict.mean()
+
+        elif args.loss == 'r1':
+            loss = F.softplus(-predict).mean()
+
+        gen_loss_val = loss
+
+        loss.backward()
+        g_optimizer.step()
+        accumulate(g_running, generator)
+
+        requires_grad(generator, False)
+        requires_grad(discriminator, True)
+
+    return disc_loss_val, grad_loss_val, gen_loss_val, fake_image
+'''

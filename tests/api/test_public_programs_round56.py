@@ -63,7 +63,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import (arrays as _arr, compare, default_dtype, grads as _grads, init_uniform as _init,
                                      numpy_draws, same_error, state as _state)
-from public_programs_round56_src import FIXMATCH, STYLEGAN, TRADES, program
+from public_programs_round56_src import FIXMATCH, FIXMATCH_STEP, STYLEGAN, STYLEGAN_STEP, TRADES, program
 
 torch = pytest.importorskip("torch")
 
@@ -168,7 +168,9 @@ def test_kldivloss_size_average_false_warns_like_torch():
 # ---------------------------------------------------------------- FixMatch
 
 def _fixmatch_setup(T, threshold=0.48):
-    P = program(T, FIXMATCH)
+    """The model, optimizer (train.py's two parameter groups), scheduler and EMA of train.py's
+    main() at f549460, at tiny sizes (WRN-10-1, three classes)."""
+    P = program(T, FIXMATCH + FIXMATCH_STEP)
     args = types.SimpleNamespace(device="cpu", mu=2, T=1.0, threshold=threshold, lambda_u=1.0, wdecay=5e-4,
                                  lr=0.03, nesterov=True, ema_decay=0.9)
     model = _init(T, P.WideResNet(num_classes=3, depth=10, widen_factor=1), 1, 0.3)
@@ -184,39 +186,7 @@ def _fixmatch_setup(T, threshold=0.48):
     ema_model = P.ModelEMA(args, model, args.ema_decay)
     model.zero_grad()
     model.train()
-    return P, args, model, optimizer, scheduler, ema_model
-
-
-def _fixmatch_step(T, P, args, model, optimizer, scheduler, ema_model, inputs_x, targets_x, inputs_u_w, inputs_u_s):
-    """The per-batch lines of train.py's ``train()`` at f549460 (meters, amp and the progress
-    bar left out)."""
-    F = T.nn.functional
-    batch_size = inputs_x.shape[0]
-    inputs = P.interleave(
-        T.cat((inputs_x, inputs_u_w, inputs_u_s)), 2*args.mu+1).to(args.device)
-    targets_x = targets_x.to(args.device)
-    logits = model(inputs)
-    logits = P.de_interleave(logits, 2*args.mu+1)
-    logits_x = logits[:batch_size]
-    logits_u_w, logits_u_s = logits[batch_size:].chunk(2)
-    del logits
-
-    Lx = F.cross_entropy(logits_x, targets_x, reduction='mean')
-
-    pseudo_label = T.softmax(logits_u_w.detach()/args.T, dim=-1)
-    max_probs, targets_u = T.max(pseudo_label, dim=-1)
-    mask = max_probs.ge(args.threshold).float()
-
-    Lu = (F.cross_entropy(logits_u_s, targets_u,
-                          reduction='none') * mask).mean()
-
-    loss = Lx + args.lambda_u * Lu
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
-    ema_model.update(model)
-    model.zero_grad()
-    return loss, Lx, Lu, mask, targets_u
+    return P, (args, model, optimizer, scheduler, ema_model)
 
 
 def _fixmatch_batch(T, rs, mu=2):
@@ -226,10 +196,11 @@ def _fixmatch_batch(T, rs, mu=2):
 
 def test_fixmatch_steps_with_ema():
     def run(T):
-        P, args, model, optimizer, scheduler, ema_model = _fixmatch_setup(T)
+        P, run_state = _fixmatch_setup(T)
+        args, model, optimizer, scheduler, ema_model = run_state
         rs, out = np.random.RandomState(0), []
         for _ in range(3):
-            out += _arr(*_fixmatch_step(T, P, args, model, optimizer, scheduler, ema_model, *_fixmatch_batch(T, rs)))
+            out += _arr(*P.train_step(*run_state, *_fixmatch_batch(T, rs)))
             out.append(np.array(scheduler.get_last_lr()))
         assert not any(p.requires_grad for p in ema_model.ema.parameters()) and not ema_model.ema.training
         return out + _state(model) + _state(ema_model.ema)
@@ -239,10 +210,10 @@ def test_fixmatch_steps_with_ema():
 def test_fixmatch_mask_is_mixed():
     # the threshold picked for the step test splits the unlabeled batch (both branches used)
     T = tracegrad
-    P, args, model, optimizer, scheduler, ema_model = _fixmatch_setup(T)
-    masks = [_fixmatch_step(T, P, args, model, optimizer, scheduler, ema_model,
-                            *_fixmatch_batch(T, np.random.RandomState(0)))[3].tolist()]
-    assert 0 < sum(masks[0]) < len(masks[0]), masks
+    P, run_state = _fixmatch_setup(T)
+    rs = np.random.RandomState(0)
+    masks = [P.train_step(*run_state, *_fixmatch_batch(T, rs))[3].tolist() for _ in range(2)]
+    assert all(0 < sum(m) < len(m) for m in masks), masks
 
 
 def test_interleave_round_trip():
@@ -274,13 +245,29 @@ _CODE = 512
 
 def _gan(T, seed=0):
     TT = numpy_draws(T, seed)
-    P = program(TT, STYLEGAN)
+    P = program(TT, STYLEGAN + STYLEGAN_STEP)
     generator, discriminator = P.StyledGenerator(_CODE, n_mlp=2), P.Discriminator()
     g_running = P.StyledGenerator(_CODE, n_mlp=2)
     g_running.train(False)
     _init(T, generator, 5, 1.7)
     _init(T, discriminator, 6, 1.7)
     return TT, P, generator, discriminator, g_running
+
+
+def gan_setup(T, seed=0):
+    """train.py's setup at 44cc368 (optimizers, the style MLP's group with ``'mult'``,
+    ``accumulate(g_running, generator, 0)``, ``adjust_lr``, the ``requires_grad`` flags) at tiny
+    sizes; returns the program and ``train_step``'s model/optimizer arguments."""
+    TT, P, generator, discriminator, g_running = _gan(T, seed)
+    g_optimizer = T.optim.Adam(generator.generator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    g_optimizer.add_param_group({'params': generator.style.parameters(), 'lr': 1e-3 * 0.01, 'mult': 0.01})
+    d_optimizer = T.optim.Adam(discriminator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    P.accumulate(g_running, generator, 0)
+    P.adjust_lr(g_optimizer, 0.002)
+    P.adjust_lr(d_optimizer, 0.002)
+    P.requires_grad(generator, False)
+    P.requires_grad(discriminator, True)
+    return P, (generator, discriminator, g_running, g_optimizer, d_optimizer)
 
 
 def test_equal_lr_hook():
@@ -323,115 +310,17 @@ def test_blur_gradient_of_a_linear_function_has_no_graph():
 
 
 def _gan_train(T, loss_kind, iters=2, mixing=False):
-    """train.py's loop body at 44cc368 (progressive-growing schedule, checkpoints, samples and
-    the progress bar left out; the fixed ``step``/``alpha`` of a mid-phase iteration)."""
-    TT, P, generator, discriminator, g_running = _gan(T)
-    F = T.nn.functional
-    grad = T.autograd.grad
-    code_size, n_critic, step, alpha, lr = _CODE, 1, 2, 0.5, 0.002
-    g_optimizer = T.optim.Adam(generator.generator.parameters(), lr=1e-3, betas=(0.0, 0.99))
-    g_optimizer.add_param_group({'params': generator.style.parameters(), 'lr': 1e-3 * 0.01, 'mult': 0.01})
-    d_optimizer = T.optim.Adam(discriminator.parameters(), lr=1e-3, betas=(0.0, 0.99))
-    P.accumulate(g_running, generator, 0)
-    P.adjust_lr(g_optimizer, lr)
-    P.adjust_lr(d_optimizer, lr)
-    P.requires_grad(generator, False)
-    P.requires_grad(discriminator, True)
+    P, nets = gan_setup(T)
+    args = types.SimpleNamespace(loss=loss_kind, mixing=mixing)
     rs, out = np.random.RandomState(1), []
     random.seed(3)
     for i in range(iters):
-        discriminator.zero_grad()
         real_image = T.tensor(rs.rand(2, 3, 16, 16).astype(np.float32) * 2 - 1)
-        b_size = real_image.size(0)
-
-        if loss_kind == 'wgan-gp':
-            real_predict = discriminator(real_image, step=step, alpha=alpha)
-            real_predict = real_predict.mean() - 0.001 * (real_predict ** 2).mean()
-            (-real_predict).backward()
-
-        elif loss_kind == 'r1':
-            real_image.requires_grad = True
-            real_predict = discriminator(real_image, step=step, alpha=alpha)
-            real_predict = F.softplus(-real_predict).mean()
-            real_predict.backward(retain_graph=True)
-
-            grad_real = grad(
-                outputs=real_predict.sum(), inputs=real_image, create_graph=True
-            )[0]
-            grad_penalty = (
-                grad_real.view(grad_real.size(0), -1).norm(2, dim=1) ** 2
-            ).mean()
-            grad_penalty = 10 / 2 * grad_penalty
-            grad_penalty.backward()
-            out += _arr(grad_penalty)
-
-        if mixing and random.random() < 0.9:
-            gen_in11, gen_in12, gen_in21, gen_in22 = TT.randn(
-                4, b_size, code_size
-            ).chunk(4, 0)
-            gen_in1 = [gen_in11.squeeze(0), gen_in12.squeeze(0)]
-            gen_in2 = [gen_in21.squeeze(0), gen_in22.squeeze(0)]
-
-        else:
-            gen_in1, gen_in2 = TT.randn(2, b_size, code_size).chunk(
-                2, 0
-            )
-            gen_in1 = gen_in1.squeeze(0)
-            gen_in2 = gen_in2.squeeze(0)
-
-        fake_image = generator(gen_in1, step=step, alpha=alpha)
-        fake_predict = discriminator(fake_image, step=step, alpha=alpha)
-
-        if loss_kind == 'wgan-gp':
-            fake_predict = fake_predict.mean()
-            fake_predict.backward()
-
-            eps = TT.rand(b_size, 1, 1, 1)
-            x_hat = eps * real_image.data + (1 - eps) * fake_image.data
-            x_hat.requires_grad = True
-            hat_predict = discriminator(x_hat, step=step, alpha=alpha)
-            grad_x_hat = grad(
-                outputs=hat_predict.sum(), inputs=x_hat, create_graph=True
-            )[0]
-            grad_penalty = (
-                (grad_x_hat.view(grad_x_hat.size(0), -1).norm(2, dim=1) - 1) ** 2
-            ).mean()
-            grad_penalty = 10 * grad_penalty
-            grad_penalty.backward()
-            out += _arr(grad_penalty, real_predict - fake_predict)
-
-        elif loss_kind == 'r1':
-            fake_predict = F.softplus(fake_predict).mean()
-            fake_predict.backward()
-            out += _arr(real_predict + fake_predict)
-
-        out += _grads(discriminator)
-        d_optimizer.step()
-
-        if (i + 1) % n_critic == 0:
-            generator.zero_grad()
-
-            P.requires_grad(generator, True)
-            P.requires_grad(discriminator, False)
-
-            fake_image = generator(gen_in2, step=step, alpha=alpha)
-
-            predict = discriminator(fake_image, step=step, alpha=alpha)
-
-            if loss_kind == 'wgan-gp':
-                loss = -predict.mean()
-
-            elif loss_kind == 'r1':
-                loss = F.softplus(-predict).mean()
-
-            loss.backward()
-            out += _arr(loss, fake_image) + _grads(generator)
-            g_optimizer.step()
-            P.accumulate(g_running, generator)
-
-            P.requires_grad(generator, False)
-            P.requires_grad(discriminator, True)
-    return out + _state(generator) + _state(discriminator) + _state(g_running)
+        out += _arr(*P.train_step(args, i, real_image, *nets, step=2, alpha=0.5, code_size=_CODE, n_critic=1))
+        out += _grads(nets[0]) + _grads(nets[1])
+    assert nets[1].linear.linear.weight_orig.requires_grad and not nets[0].style[1].linear.weight_orig.requires_grad
+    assert [g["lr"] for g in nets[3].param_groups] == [0.002, 0.002 * 0.01]
+    return out + [s for n in nets[:3] for s in _state(n)]
 
 
 @pytest.mark.parametrize("loss_kind", ["wgan-gp", "r1"])
