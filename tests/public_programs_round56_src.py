@@ -7,7 +7,10 @@ import copy
 import collections
 import math
 
+import types
+
 import public_programs_round55_src as _r55
+from public_programs_helpers import init_uniform
 
 
 def program(T, src, **extra):
@@ -374,7 +377,9 @@ def de_interleave(x, size):
 # rosinality/style-based-gan-pytorch (MIT): model.py at d4c0438 and train.py's requires_grad,
 # accumulate and adjust_lr at 44cc368. Changes: the Generator's and Discriminator's
 # ``progression``/``to_rgb``/``from_rgb`` lists keep three resolutions (4, 8, 16) with 8/4
-# channels in place of 512..16, so ``step`` goes up to 2 (marked ``# CHANGED``);
+# channels in place of 512..16, so ``step`` goes up to 2, and the fused up/down-sampling blocks
+# moved to the 8x8 level (the repo has them from 128x128 on) so that ``step=1`` runs both kinds
+# (marked ``# CHANGED``);
 # init_linear/init_conv (unused, deprecated init names) omitted.
 STYLEGAN = '''
 class EqualLR:
@@ -734,8 +739,8 @@ class Generator(nn.Module):
         self.progression = nn.ModuleList(
             [
                 StyledConvBlock(8, 8, 3, 1, initial=True),  # 4  # CHANGED
-                StyledConvBlock(8, 8, 3, 1, upsample=True),  # 8  # CHANGED
-                StyledConvBlock(8, 4, 3, 1, upsample=True, fused=fused),  # 16  # CHANGED
+                StyledConvBlock(8, 8, 3, 1, upsample=True, fused=fused),  # 8  # CHANGED
+                StyledConvBlock(8, 4, 3, 1, upsample=True),  # 16  # CHANGED
             ]
         )
 
@@ -856,8 +861,8 @@ class Discriminator(nn.Module):
 
         self.progression = nn.ModuleList(
             [
-                ConvBlock(4, 8, 3, 1, downsample=True, fused=fused),  # 16  # CHANGED
-                ConvBlock(8, 8, 3, 1, downsample=True),  # 8  # CHANGED
+                ConvBlock(4, 8, 3, 1, downsample=True),  # 16  # CHANGED
+                ConvBlock(8, 8, 3, 1, downsample=True, fused=fused),  # 8  # CHANGED
                 ConvBlock(9, 8, 3, 1, 4, 0),  # CHANGED
             ]
         )
@@ -1063,3 +1068,49 @@ def train_step(args, i, real_image, generator, discriminator, g_running, g_optim
 
     return disc_loss_val, grad_loss_val, gen_loss_val, fake_image
 '''
+
+
+def fixmatch_setup(T, threshold=0.48):
+    """The model, optimizer (train.py's two parameter groups by name), cosine schedule and EMA of
+    FixMatch's train.py main() at f549460, at tiny sizes (WRN-10-1, three classes, ``mu=2``);
+    returns the program and ``train_step``'s leading arguments."""
+    P = program(T, FIXMATCH + FIXMATCH_STEP)
+    args = types.SimpleNamespace(device="cpu", mu=2, T=1.0, threshold=threshold, lambda_u=1.0, wdecay=5e-4,
+                                 lr=0.03, nesterov=True, ema_decay=0.9)
+    model = init_uniform(T, P.WideResNet(num_classes=3, depth=10, widen_factor=1), 1, 0.3)
+    no_decay = ['bias', 'bn']
+    grouped_parameters = [
+        {'params': [p for n, p in model.named_parameters() if not any(
+            nd in n for nd in no_decay)], 'weight_decay': args.wdecay},
+        {'params': [p for n, p in model.named_parameters() if any(
+            nd in n for nd in no_decay)], 'weight_decay': 0.0}
+    ]
+    optimizer = T.optim.SGD(grouped_parameters, lr=args.lr, momentum=0.9, nesterov=args.nesterov)
+    scheduler = P.get_cosine_schedule_with_warmup(optimizer, 1, 6)
+    ema_model = P.ModelEMA(args, model, args.ema_decay)
+    model.zero_grad()
+    model.train()
+    return P, (args, model, optimizer, scheduler, ema_model)
+
+
+def stylegan_setup(T, bound=None, code_size=512):
+    """StyleGAN's train.py setup at 44cc368 (the two Adams, the style MLP's group with
+    ``'mult'``, ``accumulate(g_running, generator, 0)``, ``adjust_lr``, the ``requires_grad``
+    flags) with a two-layer style MLP and parameters from seeded NumPy streams. The program sees
+    ``bound`` as ``torch`` (``T`` itself, or a ``numpy_draws`` stand-in); returns the program and
+    ``train_step``'s model/optimizer arguments."""
+    P = program(T if bound is None else bound, STYLEGAN + STYLEGAN_STEP)
+    generator, discriminator = P.StyledGenerator(code_size, n_mlp=2), P.Discriminator()
+    g_running = P.StyledGenerator(code_size, n_mlp=2)
+    g_running.train(False)
+    init_uniform(T, generator, 5, 1.7)
+    init_uniform(T, discriminator, 6, 1.7)
+    g_optimizer = T.optim.Adam(generator.generator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    g_optimizer.add_param_group({'params': generator.style.parameters(), 'lr': 1e-3 * 0.01, 'mult': 0.01})
+    d_optimizer = T.optim.Adam(discriminator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    P.accumulate(g_running, generator, 0)
+    P.adjust_lr(g_optimizer, 0.002)
+    P.adjust_lr(d_optimizer, 0.002)
+    P.requires_grad(generator, False)
+    P.requires_grad(discriminator, True)
+    return P, (generator, discriminator, g_running, g_optimizer, d_optimizer)

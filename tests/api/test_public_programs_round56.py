@@ -63,7 +63,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import (arrays as _arr, compare, default_dtype, grads as _grads, init_uniform as _init,
                                      numpy_draws, same_error, state as _state)
-from public_programs_round56_src import FIXMATCH, FIXMATCH_STEP, STYLEGAN, STYLEGAN_STEP, TRADES, program
+from public_programs_round56_src import FIXMATCH, TRADES, fixmatch_setup, program, stylegan_setup
 
 torch = pytest.importorskip("torch")
 
@@ -167,28 +167,6 @@ def test_kldivloss_size_average_false_warns_like_torch():
 
 # ---------------------------------------------------------------- FixMatch
 
-def _fixmatch_setup(T, threshold=0.48):
-    """The model, optimizer (train.py's two parameter groups), scheduler and EMA of train.py's
-    main() at f549460, at tiny sizes (WRN-10-1, three classes)."""
-    P = program(T, FIXMATCH + FIXMATCH_STEP)
-    args = types.SimpleNamespace(device="cpu", mu=2, T=1.0, threshold=threshold, lambda_u=1.0, wdecay=5e-4,
-                                 lr=0.03, nesterov=True, ema_decay=0.9)
-    model = _init(T, P.WideResNet(num_classes=3, depth=10, widen_factor=1), 1, 0.3)
-    no_decay = ['bias', 'bn']
-    grouped_parameters = [
-        {'params': [p for n, p in model.named_parameters() if not any(
-            nd in n for nd in no_decay)], 'weight_decay': args.wdecay},
-        {'params': [p for n, p in model.named_parameters() if any(
-            nd in n for nd in no_decay)], 'weight_decay': 0.0}
-    ]
-    optimizer = T.optim.SGD(grouped_parameters, lr=args.lr, momentum=0.9, nesterov=args.nesterov)
-    scheduler = P.get_cosine_schedule_with_warmup(optimizer, 1, 6)
-    ema_model = P.ModelEMA(args, model, args.ema_decay)
-    model.zero_grad()
-    model.train()
-    return P, (args, model, optimizer, scheduler, ema_model)
-
-
 def _fixmatch_batch(T, rs, mu=2):
     return (T.tensor(rs.rand(2, 3, 8, 8).astype(np.float32)), T.tensor(rs.randint(0, 3, 2)),
             T.tensor(rs.rand(2 * mu, 3, 8, 8).astype(np.float32)), T.tensor(rs.rand(2 * mu, 3, 8, 8).astype(np.float32)))
@@ -196,7 +174,7 @@ def _fixmatch_batch(T, rs, mu=2):
 
 def test_fixmatch_steps_with_ema():
     def run(T):
-        P, run_state = _fixmatch_setup(T)
+        P, run_state = fixmatch_setup(T)
         args, model, optimizer, scheduler, ema_model = run_state
         rs, out = np.random.RandomState(0), []
         for _ in range(3):
@@ -210,7 +188,7 @@ def test_fixmatch_steps_with_ema():
 def test_fixmatch_mask_is_mixed():
     # the threshold picked for the step test splits the unlabeled batch (both branches used)
     T = tracegrad
-    P, run_state = _fixmatch_setup(T)
+    P, run_state = fixmatch_setup(T)
     rs = np.random.RandomState(0)
     masks = [P.train_step(*run_state, *_fixmatch_batch(T, rs))[3].tolist() for _ in range(2)]
     assert all(0 < sum(m) < len(m) for m in masks), masks
@@ -244,35 +222,13 @@ _CODE = 512
 
 
 def _gan(T, seed=0):
-    TT = numpy_draws(T, seed)
-    P = program(TT, STYLEGAN + STYLEGAN_STEP)
-    generator, discriminator = P.StyledGenerator(_CODE, n_mlp=2), P.Discriminator()
-    g_running = P.StyledGenerator(_CODE, n_mlp=2)
-    g_running.train(False)
-    _init(T, generator, 5, 1.7)
-    _init(T, discriminator, 6, 1.7)
-    return TT, P, generator, discriminator, g_running
-
-
-def gan_setup(T, seed=0):
-    """train.py's setup at 44cc368 (optimizers, the style MLP's group with ``'mult'``,
-    ``accumulate(g_running, generator, 0)``, ``adjust_lr``, the ``requires_grad`` flags) at tiny
-    sizes; returns the program and ``train_step``'s model/optimizer arguments."""
-    TT, P, generator, discriminator, g_running = _gan(T, seed)
-    g_optimizer = T.optim.Adam(generator.generator.parameters(), lr=1e-3, betas=(0.0, 0.99))
-    g_optimizer.add_param_group({'params': generator.style.parameters(), 'lr': 1e-3 * 0.01, 'mult': 0.01})
-    d_optimizer = T.optim.Adam(discriminator.parameters(), lr=1e-3, betas=(0.0, 0.99))
-    P.accumulate(g_running, generator, 0)
-    P.adjust_lr(g_optimizer, 0.002)
-    P.adjust_lr(d_optimizer, 0.002)
-    P.requires_grad(generator, False)
-    P.requires_grad(discriminator, True)
-    return P, (generator, discriminator, g_running, g_optimizer, d_optimizer)
+    return stylegan_setup(T, numpy_draws(T, seed))
 
 
 def test_equal_lr_hook():
     def run(T):
-        TT, P, generator, discriminator, _ = _gan(T)
+        P, (generator, discriminator, _, _, _) = _gan(T)
+        TT = P.torch
         conv = discriminator.from_rgb[0].conv
         names = sorted(n for n, _ in conv.named_parameters())
         out = discriminator.from_rgb[0](TT.randn(2, 3, 4, 4))
@@ -287,7 +243,8 @@ def test_blur_function_double_backward():
     # the blur's backward is BlurFunctionBackward.apply, whose backward is the blur again:
     # a gradient of a gradient goes through both Functions
     def run(T):
-        TT, P, *_ = _gan(T)
+        P, _ = _gan(T)
+        TT = P.torch
         b = P.Blur(2)
         x = TT.randn(1, 2, 5, 5).requires_grad_()
         w = TT.randn(1, 2, 5, 5)
@@ -301,7 +258,8 @@ def test_blur_gradient_of_a_linear_function_has_no_graph():
     # the blur is linear: its input gradient doesn't depend on the input, so a second
     # autograd.grad finds nothing that requires grad; the same RuntimeError on both sides
     def run(T):
-        TT, P, *_ = _gan(T)
+        P, _ = _gan(T)
+        TT = P.torch
         x = TT.randn(1, 2, 5, 5).requires_grad_()
         g, = T.autograd.grad((P.Blur(2)(x) * TT.randn(1, 2, 5, 5)).sum(), x, create_graph=True)
         T.autograd.grad((g ** 2).sum(), x)
@@ -310,7 +268,7 @@ def test_blur_gradient_of_a_linear_function_has_no_graph():
 
 
 def _gan_train(T, loss_kind, iters=2, mixing=False):
-    P, nets = gan_setup(T)
+    P, nets = stylegan_setup(T, numpy_draws(T, 0))
     args = types.SimpleNamespace(loss=loss_kind, mixing=mixing)
     rs, out = np.random.RandomState(1), []
     random.seed(3)
@@ -335,7 +293,8 @@ def test_stylegan_style_mixing_step():
 
 def test_stylegan_generator_draws_its_noise_and_mean_style():
     def run(T):
-        TT, P, generator, *_ = _gan(T)
+        P, (generator, *_) = _gan(T)
+        TT = P.torch
         z = TT.randn(3, _CODE)
         with T.no_grad():
             mean_style = generator.mean_style(TT.randn(8, _CODE))
