@@ -213,6 +213,102 @@ def adjust_learning_rate(optimizer, epoch):
         param_group['lr'] = lr
 '''
 
+# yaodongyu/TRADES pgd_attack_mnist.py at 0b76578: the white-box and black-box PGD evaluations
+# (argparse, data loader and main() omitted; the defaults read a global ``args``).
+TRADES_PGD = '''
+def _pgd_whitebox(model,
+                  X,
+                  y,
+                  epsilon=args.epsilon,
+                  num_steps=args.num_steps,
+                  step_size=args.step_size):
+    out = model(X)
+    err = (out.data.max(1)[1] != y.data).float().sum()
+    X_pgd = Variable(X.data, requires_grad=True)
+    for _ in range(num_steps):
+        opt = optim.SGD([X_pgd], lr=1e-3)
+        opt.zero_grad()
+
+        with torch.enable_grad():
+            loss = nn.CrossEntropyLoss()(model(X_pgd), y)
+        loss.backward()
+        eta = step_size * X_pgd.grad.data.sign()
+        X_pgd = Variable(X_pgd.data + eta, requires_grad=True)
+        eta = torch.clamp(X_pgd.data - X.data, -epsilon, epsilon)
+        X_pgd = Variable(X.data + eta, requires_grad=True)
+        X_pgd = Variable(torch.clamp(X_pgd, 0, 1.0), requires_grad=True)
+    err_pgd = (model(X_pgd).data.max(1)[1] != y.data).float().sum()
+    print('err pgd (white-box): ', err_pgd)
+    return err, err_pgd
+
+
+def _pgd_blackbox(model_target,
+                  model_source,
+                  X,
+                  y,
+                  epsilon=args.epsilon,
+                  num_steps=args.num_steps,
+                  step_size=args.step_size):
+    out = model_target(X)
+    err = (out.data.max(1)[1] != y.data).float().sum()
+    X_pgd = Variable(X.data, requires_grad=True)
+    for _ in range(num_steps):
+        opt = optim.SGD([X_pgd], lr=1e-3)
+        opt.zero_grad()
+
+        with torch.enable_grad():
+            loss = nn.CrossEntropyLoss()(model_source(X_pgd), y)
+        loss.backward()
+        eta = step_size * X_pgd.grad.data.sign()
+        X_pgd = Variable(X_pgd.data + eta, requires_grad=True)
+        eta = torch.clamp(X_pgd.data - X.data, -epsilon, epsilon)
+        X_pgd = Variable(X.data + eta, requires_grad=True)
+        X_pgd = Variable(torch.clamp(X_pgd, 0, 1.0), requires_grad=True)
+
+    err_pgd = (model_target(X_pgd).data.max(1)[1] != y.data).float().sum()
+    print('err pgd black-box: ', err_pgd)
+    return err, err_pgd
+
+
+def eval_adv_test_whitebox(model, device, test_loader):
+    """
+    evaluate model by white-box attack
+    """
+    model.eval()
+    robust_err_total = 0
+    natural_err_total = 0
+
+    for data, target in test_loader:
+        data, target = data.to(device), target.to(device)
+        # pgd attack
+        X, y = Variable(data, requires_grad=True), Variable(target)
+        err_natural, err_robust = _pgd_whitebox(model, X, y)
+        robust_err_total += err_robust
+        natural_err_total += err_natural
+    print('natural_err_total: ', natural_err_total)
+    print('robust_err_total: ', robust_err_total)
+
+
+def eval_adv_test_blackbox(model_target, model_source, device, test_loader):
+    """
+    evaluate model by black-box attack
+    """
+    model_target.eval()
+    model_source.eval()
+    robust_err_total = 0
+    natural_err_total = 0
+
+    for data, target in test_loader:
+        data, target = data.to(device), target.to(device)
+        # pgd attack
+        X, y = Variable(data, requires_grad=True), Variable(target)
+        err_natural, err_robust = _pgd_blackbox(model_target, model_source, X, y)
+        robust_err_total += err_robust
+        natural_err_total += err_natural
+    print('natural_err_total: ', natural_err_total)
+    print('robust_err_total: ', robust_err_total)
+'''
+
 # kekmodel/FixMatch-pytorch (MIT): models/wideresnet.py at 326bea3 (build_wideresnet omitted),
 # models/ema.py at 33d58c7, and train.py's get_cosine_schedule_with_warmup, interleave and
 # de_interleave at f549460 (the per-batch lines of its train() are in the tests).
@@ -927,6 +1023,46 @@ def adjust_lr(optimizer, lr):
     for group in optimizer.param_groups:
         mult = group.get('mult', 1)
         group['lr'] = lr * mult
+'''
+
+# kekmodel/FixMatch-pytorch utils/misc.py at 083b791: accuracy and AverageMeter
+# (get_mean_and_std omitted).
+FIXMATCH_MISC = '''
+def accuracy(output, target, topk=(1,)):
+    """Computes the precision@k for the specified values of k"""
+    maxk = max(topk)
+    batch_size = target.size(0)
+
+    _, pred = output.topk(maxk, 1, True, True)
+    pred = pred.t()
+    correct = pred.eq(target.view(1, -1).expand_as(pred))
+
+    res = []
+    for k in topk:
+        correct_k = correct[:k].view(-1).float().sum(0)
+        res.append(correct_k.mul_(100.0 / batch_size))
+    return res
+
+
+class AverageMeter(object):
+    """Computes and stores the average and current value
+       Imported from https://github.com/pytorch/examples/blob/master/imagenet/main.py#L247-L262
+    """
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
 '''
 
 # kekmodel/FixMatch-pytorch train.py at f549460: the body of train()'s batch loop as a function of
