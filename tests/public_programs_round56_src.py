@@ -3,10 +3,10 @@ tests/compile/test_public_patterns_round56.py), executed with ``torch`` bound to
 tracegrad by ``program(T, SRC)``. Kept as in their repositories apart from the ``import`` lines
 (the names are given as globals), the ``.cuda()``/``.to(device)`` calls dropped and the changes
 noted in place; see the test files for the repositories, paths, commits and licenses (all MIT)."""
-import copy
 import collections
+import copy
+import functools
 import math
-
 import types
 
 import public_programs_round55_src as _r55
@@ -16,10 +16,12 @@ from public_programs_helpers import init_uniform
 def program(T, src, **extra):
     """Execute a program source with round 55's globals (``torch``, ``nn``, ``F``, ``init``,
     ``Variable``, ...) plus the names these programs import (``optim``, ``Function``,
-    ``LambdaLR``, ``deepcopy``, ``OrderedDict``, ``sqrt``, ``grad``)."""
+    ``LambdaLR``, ``grad``, ``autograd``, ``DataLoader``, ``default_collate``, ``deepcopy``,
+    ``OrderedDict``, ``reduce``, ``sqrt``)."""
     names = {"optim": T.optim, "Function": T.autograd.Function, "LambdaLR": T.optim.lr_scheduler.LambdaLR,
-             "grad": T.autograd.grad, "deepcopy": copy.deepcopy, "OrderedDict": collections.OrderedDict,
-             "sqrt": math.sqrt}
+             "grad": T.autograd.grad, "autograd": T.autograd, "DataLoader": T.utils.data.DataLoader,
+             "default_collate": T.utils.data.dataloader.default_collate, "deepcopy": copy.deepcopy,
+             "OrderedDict": collections.OrderedDict, "reduce": functools.reduce, "sqrt": math.sqrt}
     return _r55.program(T, src, **{**names, **extra})
 
 
@@ -1250,3 +1252,180 @@ def stylegan_setup(T, bound=None, code_size=512):
     P.requires_grad(generator, False)
     P.requires_grad(discriminator, True)
     return P, (generator, discriminator, g_running, g_optimizer, d_optimizer)
+
+
+# kuc2477/pytorch-ewc (MIT): model.py at 4afaa66 (the MLP with estimate_fisher, consolidate and
+# ewc_loss), utils.py's get_data_loader and validate at 151d75c, and train.py's per-batch lines
+# at 151d75c as ``train_step`` returning the losses and precision the loop logs (the tqdm
+# description's ``float()`` of them, visdom plots and the position bookkeeping left out; the
+# ``.cuda()`` branches kept, ``cuda=False``).
+EWC = '''
+class MLP(nn.Module):
+    def __init__(self, input_size, output_size,
+                 hidden_size=400,
+                 hidden_layer_num=2,
+                 hidden_dropout_prob=.5,
+                 input_dropout_prob=.2,
+                 lamda=40):
+        # Configurations.
+        super().__init__()
+        self.input_size = input_size
+        self.input_dropout_prob = input_dropout_prob
+        self.hidden_size = hidden_size
+        self.hidden_layer_num = hidden_layer_num
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.output_size = output_size
+        self.lamda = lamda
+
+        # Layers.
+        self.layers = nn.ModuleList([
+            # input
+            nn.Linear(self.input_size, self.hidden_size), nn.ReLU(),
+            nn.Dropout(self.input_dropout_prob),
+            # hidden
+            *((nn.Linear(self.hidden_size, self.hidden_size), nn.ReLU(),
+               nn.Dropout(self.hidden_dropout_prob)) * self.hidden_layer_num),
+            # output
+            nn.Linear(self.hidden_size, self.output_size)
+        ])
+
+    @property
+    def name(self):
+        return (
+            'MLP'
+            '-lambda{lamda}'
+            '-in{input_size}-out{output_size}'
+            '-h{hidden_size}x{hidden_layer_num}'
+            '-dropout_in{input_dropout_prob}_hidden{hidden_dropout_prob}'
+        ).format(
+            lamda=self.lamda,
+            input_size=self.input_size,
+            output_size=self.output_size,
+            hidden_size=self.hidden_size,
+            hidden_layer_num=self.hidden_layer_num,
+            input_dropout_prob=self.input_dropout_prob,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+        )
+
+    def forward(self, x):
+        return reduce(lambda x, l: l(x), self.layers, x)
+
+    def estimate_fisher(self, dataset, sample_size, batch_size=32):
+        # sample loglikelihoods from the dataset.
+        data_loader = get_data_loader(dataset, batch_size)
+        loglikelihoods = []
+        for x, y in data_loader:
+            x = x.view(batch_size, -1)
+            x = Variable(x).cuda() if self._is_on_cuda() else Variable(x)
+            y = Variable(y).cuda() if self._is_on_cuda() else Variable(y)
+            loglikelihoods.append(
+                F.log_softmax(self(x), dim=1)[range(batch_size), y.data]
+            )
+            if len(loglikelihoods) >= sample_size // batch_size:
+                break
+        # estimate the fisher information of the parameters.
+        loglikelihoods = torch.cat(loglikelihoods).unbind()
+        loglikelihood_grads = zip(*[autograd.grad(
+            l, self.parameters(),
+            retain_graph=(i < len(loglikelihoods))
+        ) for i, l in enumerate(loglikelihoods, 1)])
+        loglikelihood_grads = [torch.stack(gs) for gs in loglikelihood_grads]
+        fisher_diagonals = [(g ** 2).mean(0) for g in loglikelihood_grads]
+        param_names = [
+            n.replace('.', '__') for n, p in self.named_parameters()
+        ]
+        return {n: f.detach() for n, f in zip(param_names, fisher_diagonals)}
+
+    def consolidate(self, fisher):
+        for n, p in self.named_parameters():
+            n = n.replace('.', '__')
+            self.register_buffer('{}_mean'.format(n), p.data.clone())
+            self.register_buffer('{}_fisher'
+                                 .format(n), fisher[n].data.clone())
+
+    def ewc_loss(self, cuda=False):
+        try:
+            losses = []
+            for n, p in self.named_parameters():
+                # retrieve the consolidated mean and fisher information.
+                n = n.replace('.', '__')
+                mean = getattr(self, '{}_mean'.format(n))
+                fisher = getattr(self, '{}_fisher'.format(n))
+                # wrap mean and fisher in variables.
+                mean = Variable(mean)
+                fisher = Variable(fisher)
+                # calculate a ewc loss. (assumes the parameter's prior as
+                # gaussian distribution with the estimated mean and the
+                # estimated cramer-rao lower bound variance, which is
+                # equivalent to the inverse of fisher information)
+                losses.append((fisher * (p-mean)**2).sum())
+            return (self.lamda/2)*sum(losses)
+        except AttributeError:
+            # ewc loss is 0 if there's no consolidated parameters.
+            return (
+                Variable(torch.zeros(1)).cuda() if cuda else
+                Variable(torch.zeros(1))
+            )
+
+    def _is_on_cuda(self):
+        return next(self.parameters()).is_cuda
+
+
+def get_data_loader(dataset, batch_size, cuda=False, collate_fn=None):
+
+    return DataLoader(
+        dataset, batch_size=batch_size,
+        shuffle=True, collate_fn=(collate_fn or default_collate),
+        **({'num_workers': 2, 'pin_memory': True} if cuda else {})
+    )
+
+
+def validate(model, dataset, test_size=256, batch_size=32,
+             cuda=False, verbose=True):
+    mode = model.training
+    model.train(mode=False)
+    data_loader = get_data_loader(dataset, batch_size, cuda=cuda)
+    total_tested = 0
+    total_correct = 0
+    for x, y in data_loader:
+        # break on test size.
+        if total_tested >= test_size:
+            break
+        # test the model.
+        x = x.view(batch_size, -1)
+        x = Variable(x).cuda() if cuda else Variable(x)
+        y = Variable(y).cuda() if cuda else Variable(y)
+        scores = model(x)
+        _, predicted = scores.max(1)
+        # update statistics.
+        total_correct += int((predicted == y).sum())
+        total_tested += len(x)
+    model.train(mode=mode)
+    precision = total_correct / total_tested
+    if verbose:
+        print('=> precision: {:.3f}'.format(precision))
+    return precision
+
+
+def train_step(model, optimizer, criteriton, x, y, cuda=False):
+    data_size = len(x)
+
+    # prepare the data.
+    x = x.view(data_size, -1)
+    x = Variable(x).cuda() if cuda else Variable(x)
+    y = Variable(y).cuda() if cuda else Variable(y)
+
+    # run the model and backpropagate the errors.
+    optimizer.zero_grad()
+    scores = model(x)
+    ce_loss = criteriton(scores, y)
+    ewc_loss = model.ewc_loss(cuda=cuda)
+    loss = ce_loss + ewc_loss
+    loss.backward()
+    optimizer.step()
+
+    # calculate the training precision.
+    _, predicted = scores.max(1)
+    precision = (predicted == y).sum().float() / len(x)
+    return loss, ce_loss, ewc_loss, precision
+'''

@@ -63,7 +63,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import (arrays as _arr, compare, default_dtype, grads as _grads, init_uniform as _init,
                                      numpy_draws, same_error, state as _state)
-from public_programs_round56_src import (FIXMATCH, FIXMATCH_MISC, TRADES, TRADES_PGD, fixmatch_setup, program,
+from public_programs_round56_src import (EWC, FIXMATCH, FIXMATCH_MISC, TRADES, TRADES_PGD, fixmatch_setup, program,
                                         stylegan_setup)
 
 torch = pytest.importorskip("torch")
@@ -351,3 +351,65 @@ def test_stylegan_generator_draws_its_noise_and_mean_style():
             mixed = generator([z, TT.randn(3, _CODE)], step=2, alpha=0.3, mixing_range=(0, 1))
         return _arr(mean_style, img, mixed)
     _compare(run, tol=1e-4)
+
+
+# ---------------------------------------------------------------- EWC
+
+def _ewc_model(T, P):
+    return _init(T, P.MLP(12, 4, hidden_size=8, hidden_layer_num=2, hidden_dropout_prob=0, input_dropout_prob=0), 0, 0.4)
+
+
+def _ewc_tasks(T, n_tasks=2, n=8):
+    rs = np.random.RandomState(0)
+    return [[(T.tensor(rs.rand(3, 4).astype(np.float32)), int(rs.randint(0, 4))) for _ in range(n)]
+            for _ in range(n_tasks)]
+
+
+def test_ewc_mlp_shares_its_repeated_hidden_layer():
+    # ``(Linear, ReLU, Dropout) * hidden_layer_num`` repeats the same module objects in the
+    # ModuleList: one hidden Linear applied twice, its parameters listed once
+    def run(T):
+        P = program(T, EWC)
+        model = _ewc_model(T, P)
+        x = T.tensor(np.random.RandomState(1).rand(2, 12).astype(np.float32))
+        model(x).sum().backward()
+        assert model.name == "MLP-lambda40-in12-out4-h8x2-dropout_in0_hidden0"
+        # state_dict names the shared Linear at both places; named_parameters once
+        assert sorted(model.state_dict()) == ["layers.0.bias", "layers.0.weight", "layers.3.bias", "layers.3.weight",
+                                              "layers.6.bias", "layers.6.weight", "layers.9.bias", "layers.9.weight"]
+        assert [n for n, _ in model.named_parameters()] == ["layers.0.weight", "layers.0.bias", "layers.3.weight",
+                                                           "layers.3.bias", "layers.9.weight", "layers.9.bias"]
+        assert len(model.layers) == 10 and model.layers[3] is model.layers[6]
+        return _grads(model)
+    _compare(run)
+
+
+def test_ewc_continual_training():
+    # two tasks: train.py's batches (the ewc loss a ``Variable(torch.zeros(1))`` until the first
+    # consolidation, through the AttributeError of a missing buffer), validate() on a shuffled
+    # loader, then estimate_fisher (``log_softmax(...)[range(batch_size), y.data]``, ``unbind``,
+    # one ``autograd.grad`` per sample over ``self.parameters()`` with ``retain_graph`` but for
+    # the last, ``zip(*...)`` + ``stack``) and consolidate (``__``-named buffers). The loaders
+    # shuffle with each library's own stream: every sample is used, so only the order differs.
+    def run(T):
+        P = program(T, EWC)
+        model = _ewc_model(T, P)
+        criteriton = T.nn.CrossEntropyLoss()
+        optimizer = T.optim.SGD(model.parameters(), lr=0.1, weight_decay=1e-5)
+        model.train()
+        out = []
+        buf = io.StringIO()
+        for task, dataset in enumerate(_ewc_tasks(T), 1):
+            for i in range(0, len(dataset), 4):
+                x = T.stack([d[0] for d in dataset[i:i + 4]])
+                y = T.tensor([d[1] for d in dataset[i:i + 4]])
+                loss, ce_loss, ewc_loss, precision = P.train_step(model, optimizer, criteriton, x, y)
+                out += _arr(loss, ce_loss, ewc_loss, precision) + [np.array([float(precision), float(ewc_loss), float(loss)])]
+            with contextlib.redirect_stdout(buf):
+                out.append(np.array(P.validate(model, dataset, test_size=8, batch_size=4)))
+            fisher = model.estimate_fisher(dataset, 8, batch_size=4)
+            out += _arr(*[fisher[k] for k in sorted(fisher)])
+            model.consolidate(fisher)
+        assert buf.getvalue().count("=> precision: ") == 2
+        return out + _state(model)
+    _compare(run, tol=2e-5)
