@@ -43,6 +43,16 @@ steps:
   ``grad(..., create_graph=True)``, ``norm(2, dim=1)``), the generator step with
   ``requires_grad`` toggling, Adam with an added parameter group carrying a ``'mult'`` key read
   back by ``group.get('mult', 1)``, and ``accumulate``'s deprecated ``add_(1 - decay, tensor)``.
+- kuc2477/pytorch-ewc (MIT), ``model.py`` at 4afaa66, ``utils.py``'s ``get_data_loader``/
+  ``validate`` and ``train.py``'s batch at 151d75c: elastic weight consolidation. The MLP's
+  ``ModuleList`` repeats one ``(Linear, ReLU, Dropout)`` tuple (a shared hidden layer; its
+  ``state_dict`` names it twice, ``named_parameters`` once) run by ``functools.reduce``;
+  ``estimate_fisher`` (``log_softmax(...)[range(batch_size), y.data]``, ``cat(...).unbind()``,
+  one ``autograd.grad`` per sample over the ``self.parameters()`` generator with
+  ``retain_graph`` for all but the last, ``zip(*...)`` and ``stack``), ``consolidate``
+  registering ``{name}__mean``/``__fisher`` buffers, ``ewc_loss`` by ``getattr`` with the
+  AttributeError fallback ``Variable(torch.zeros(1))``, ``validate`` over a shuffled
+  ``DataLoader`` with ``default_collate``, ``float()`` of the logged tensors.
 Changes, the same on both sides: tiny sizes (StyleGAN's three resolutions up to 16x16 with 8/4
 channels, see the source file), parameters overwritten from seeded NumPy streams, synthetic data,
 dropout 0, and ``torch.randn``/``rand``/``randn_like`` drawn from a NumPy stream through
@@ -325,6 +335,8 @@ def _gan_train(T, loss_kind, iters=2, mixing=False):
         real_image = T.tensor(rs.rand(2, 3, 16, 16).astype(np.float32) * 2 - 1)
         out += _arr(*P.train_step(args, i, real_image, *nets, step=2, alpha=0.5, code_size=_CODE, n_critic=1))
         out += _grads(nets[0]) + _grads(nets[1])
+        if loss_kind == "r1":   # set by real_predict.backward(retain_graph=True) on the batch itself
+            out += _arr(real_image.grad)
     assert nets[1].linear.linear.weight_orig.requires_grad and not nets[0].style[1].linear.weight_orig.requires_grad
     assert [g["lr"] for g in nets[3].param_groups] == [0.002, 0.002 * 0.01]
     return out + [s for n in nets[:3] for s in _state(n)]

@@ -23,6 +23,12 @@ three calls on the same initial state:
   not compared with torch). With the R1 penalty the step sets ``real_image.requires_grad = True``
   on the batch it was passed: a graph break (``_lowering/region.py`` refuses flags set on a
   tensor argument: the program would set them on a stand-in), every call eager.
+- kuc2477/pytorch-ewc (MIT): train.py's batch (``ewc_loss`` reading the consolidated
+  ``{name}_mean``/``{name}_fisher`` buffers by ``getattr``, or catching the AttributeError before
+  the first consolidation and returning ``Variable(torch.zeros(1))``; SGD with weight decay)
+  compiled across two consolidations (eager ``estimate_fisher`` + ``consolidate`` between the
+  tasks): each consolidation registers new buffer tensors, and the step traces again for each
+  (three programs), equal to eager and torch.
 Graph breaks are asserted as found.
 """
 import random
@@ -35,7 +41,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import (arrays as _arr, close as _close, default_dtype, init_uniform as _init,
                                      numpy_draws, state as _state)
-from public_programs_round56_src import TRADES, fixmatch_setup, program, stylegan_setup
+from public_programs_round56_src import EWC, TRADES, fixmatch_setup, program, stylegan_setup
 
 torch = pytest.importorskip("torch")
 
@@ -154,3 +160,29 @@ def test_stylegan_r1_step_sets_requires_grad_on_its_argument():
     st = _check(lambda T, c: _stylegan_runs(T, c, "r1"), torch_ref=False, comp_tol=1e-6)
     assert st["traces"] == 0 and st["eager_calls"] == 3, st
     assert ["sets requires_grad" in b[0] for b in st["graph_breaks"]] == [True], st
+
+
+def _ewc_runs(T, compiled):
+    P = program(T, EWC)
+    model = _init(T, P.MLP(12, 4, hidden_size=8, hidden_layer_num=2, hidden_dropout_prob=0, input_dropout_prob=0), 0, 0.4)
+    criteriton = T.nn.CrossEntropyLoss()
+    optimizer = T.optim.SGD(model.parameters(), lr=0.1, weight_decay=1e-5)
+
+    def step(x, y):
+        return P.train_step(model, optimizer, criteriton, x, y)
+
+    if compiled:
+        step = T.compile(step)
+    T.manual_seed(0)
+    rs, out = np.random.RandomState(0), []
+    for _ in range(3):
+        dataset = [(T.tensor(rs.rand(3, 4).astype(np.float32)), int(rs.randint(0, 4))) for _ in range(8)]
+        for i in range(0, 8, 4):
+            out += _arr(*step(T.stack([d[0] for d in dataset[i:i + 4]]), T.tensor([d[1] for d in dataset[i:i + 4]])))
+        model.consolidate(model.estimate_fisher(dataset, 8, batch_size=4))
+    return out + _state(model), step
+
+
+def test_ewc_step_compiled_across_consolidations():
+    st = _check(_ewc_runs)
+    assert st["traces"] == 3 and st["eager_calls"] == 1 and not st["graph_breaks"], st
