@@ -218,6 +218,22 @@ def test_fixmatch_steps_with_ema():
     _compare(run, tol=2e-5)
 
 
+def test_fixmatch_ema_of_a_model_wrapped_after_it():
+    # train.py builds ModelEMA before wrapping the model for distributed training: update()
+    # then reads the wrapped model's ``module.``-prefixed state_dict keys (needs_module); here
+    # the wrapper is nn.DataParallel on CPU (no device ids: it calls the module)
+    def run(T):
+        P, (args, model, optimizer, scheduler, ema_model) = fixmatch_setup(T)
+        wrapped = T.nn.DataParallel(model)
+        rs = np.random.RandomState(0)
+        out = []
+        for _ in range(2):
+            out += _arr(*P.train_step(args, wrapped, optimizer, scheduler, ema_model, *_fixmatch_batch(T, rs)))
+        assert not ema_model.ema_has_module and next(iter(wrapped.state_dict())).startswith("module.")
+        return out + _state(ema_model.ema)
+    _compare(run, tol=2e-5)
+
+
 def test_fixmatch_mask_is_mixed():
     # the threshold picked for the step test splits the unlabeled batch (both branches used)
     T = tracegrad

@@ -23,6 +23,8 @@ three calls on the same initial state:
   not compared with torch). With the R1 penalty the step sets ``real_image.requires_grad = True``
   on the batch it was passed: a graph break (``_lowering/region.py`` refuses flags set on a
   tensor argument: the program would set them on a stand-in), every call eager.
+  ``accumulate`` (the running generator's EMA through ``.data.mul_(decay).add_(1 - decay,
+  tensor)``, the deprecated overload) compiled on its own: one program, equal to torch.
 - kuc2477/pytorch-ewc (MIT): train.py's batch (``ewc_loss`` reading the consolidated
   ``{name}_mean``/``{name}_fisher`` buffers by ``getattr``, or catching the AttributeError before
   the first consolidation and returning ``Variable(torch.zeros(1))``; SGD with weight decay)
@@ -41,7 +43,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import (arrays as _arr, close as _close, default_dtype, init_uniform as _init,
                                      numpy_draws, state as _state)
-from public_programs_round56_src import EWC, TRADES, fixmatch_setup, program, stylegan_setup
+from public_programs_round56_src import EWC, STYLEGAN, TRADES, fixmatch_setup, program, stylegan_setup
 
 torch = pytest.importorskip("torch")
 
@@ -186,3 +188,26 @@ def _ewc_runs(T, compiled):
 def test_ewc_step_compiled_across_consolidations():
     st = _check(_ewc_runs)
     assert st["traces"] == 3 and st["eager_calls"] == 1 and not st["graph_breaks"], st
+
+
+def _accumulate_runs(T, compiled):
+    # train.py's ``accumulate(g_running, generator.module)``: ``par1[k].data.mul_(decay).add_(1 -
+    # decay, par2[k].data)`` (the deprecated ``add_(Number, Tensor)`` overload) in a program,
+    # with the source's parameters changed between the calls
+    P = program(T, STYLEGAN)
+    running, model = P.EqualLinear(6, 4), P.EqualLinear(6, 4)
+    _init(T, running, 1)
+    _init(T, model, 2)
+    step = T.compile(P.accumulate) if compiled else P.accumulate
+    out = []
+    for k in range(3):
+        with T.no_grad():
+            model.linear.weight_orig.mul_(-1.5)
+        step(running, model, 0.9 if k else 0)
+        out += _state(running)
+    return out, step
+
+
+def test_accumulate_deprecated_add_overload_compiled():
+    st = _check(_accumulate_runs)
+    assert st["traces"] == 1 and not st["graph_breaks"], st
