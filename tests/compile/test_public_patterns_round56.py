@@ -8,7 +8,12 @@ three calls on the same initial state:
   ``torch.enable_grad()``, ``model.eval()``/``model.train()`` switched inside the step, the
   noise drawn by ``torch.randn`` in the program) is one program, in float64 as in the eager tests
   (the attack steps by the sign of ~1e-7 gradients). The L2 attack's ``if (grad_norms ==
-  0).any():`` reads a value: a graph break, every call eager. With the noise drawn from a NumPy
+  0).any():`` reads a value: a graph break, every call eager. ``pgd_attack_mnist.py``'s
+  ``_pgd_whitebox`` (a new ``optim.SGD([X_pgd])`` per attack step over a tensor made in the
+  call) never compiled: each trace lifted the new optimizer as outside state and traced again,
+  six times, then gave up with "outside state kept changing while tracing" (fixed:
+  ``_lowering/region.Plan.absorb`` does not lift an optimizer whose parameters the trace made;
+  it is the call's own). It is now one program, equal to torch. With the noise drawn from a NumPy
   stream (the stand-in the eager tests use to match torch) the trace sees the stream's state
   change: a graph break too, every call eager, equal to torch.
 - kekmodel/FixMatch-pytorch (MIT): train.py's batch (interleaved forward, the confidence mask,
@@ -23,6 +28,10 @@ three calls on the same initial state:
   not compared with torch). With the R1 penalty the step sets ``real_image.requires_grad = True``
   on the batch it was passed: a graph break (``_lowering/region.py`` refuses flags set on a
   tensor argument: the program would set them on a stand-in), every call eager.
+  ``adjust_lr``'s ``group.get('mult', 1)`` read for a group without that key, in a function
+  that does not step the optimizer, traced again on every call: ``hyper.note_read`` recorded
+  the absent key's value as None while its guard reads it as absent (fixed: guarded as
+  absent).
   ``accumulate`` (the running generator's EMA through ``.data.mul_(decay).add_(1 - decay,
   tensor)``, the deprecated overload) compiled on its own: one program, equal to torch.
 - kuc2477/pytorch-ewc (MIT): train.py's batch (``ewc_loss`` reading the consolidated
@@ -43,7 +52,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import (arrays as _arr, close as _close, default_dtype, init_uniform as _init,
                                      numpy_draws, state as _state)
-from public_programs_round56_src import EWC, STYLEGAN, TRADES, fixmatch_setup, program, stylegan_setup
+from public_programs_round56_src import EWC, STYLEGAN, TRADES, TRADES_PGD, fixmatch_setup, program, stylegan_setup
 
 torch = pytest.importorskip("torch")
 
@@ -211,3 +220,50 @@ def _accumulate_runs(T, compiled):
 def test_accumulate_deprecated_add_overload_compiled():
     st = _check(_accumulate_runs)
     assert st["traces"] == 1 and not st["graph_breaks"], st
+
+
+def _pgd_runs(T, compiled):
+    # pgd_attack_mnist.py's _pgd_whitebox: a new ``optim.SGD([X_pgd])`` over a tensor made in
+    # the call at every attack step (its log line's print bound to a no-op: a print is a graph
+    # break). Such an optimizer was lifted as outside state on every trace, a new object each
+    # time, so the function never compiled ("outside state kept changing while tracing"; fixed:
+    # ``_lowering/region.Plan.absorb`` leaves an optimizer over tensors the trace made alone).
+    args = types.SimpleNamespace(epsilon=0.3, num_steps=3, step_size=0.05)
+    P = program(T, TRADES + TRADES_PGD, args=args, print=lambda *a, **k: None)
+    model = _init(T, P.SmallCNN(drop=0.0), 1, 0.1)
+    model.eval()
+    step = T.compile(P._pgd_whitebox) if compiled else P._pgd_whitebox
+    rs, out = np.random.RandomState(6), []
+    for _ in range(3):
+        X = T.tensor(rs.rand(3, 1, 28, 28).astype(np.float32)).requires_grad_()
+        out += _arr(*step(model, X, T.tensor(rs.randint(0, 10, 3))))
+    return out + _state(model), step
+
+
+def test_pgd_attack_with_an_optimizer_per_step_compiled():
+    st = _check(_pgd_runs)
+    assert st["traces"] == 1 and st["eager_calls"] == 1 and not st["graph_breaks"], st
+
+
+def test_param_group_get_of_a_missing_key():
+    # StyleGAN's ``mult = group.get('mult', 1)`` read in a compiled function for groups of an
+    # optimizer it does not step: the group without 'mult' was guarded as holding None while
+    # the guard reads it as absent, so every call traced again (fixed: ``hyper.note_read``
+    # guards the key as absent). A 'mult' added later is a new program with its value.
+    def run(T, compiled):
+        w = T.nn.Parameter(T.ones(2))
+        opt = T.optim.Adam([w], lr=1e-3)
+        opt.add_param_group({'params': [T.nn.Parameter(T.ones(1))], 'lr': 1e-5, 'mult': 0.01})
+
+        def scaled(optimizer, x):
+            return [x * group['lr'] * group.get('mult', 1) for group in optimizer.param_groups]
+
+        f = T.compile(scaled) if compiled else scaled
+        out = []
+        for k in range(6):
+            if k == 4:
+                opt.param_groups[0]['mult'] = 3.0
+            out += _arr(*f(opt, T.ones(2)))
+        return out, f
+    st = _check(run)
+    assert st["traces"] == 2 and st["eager_calls"] == 1 and not st["graph_breaks"], st
