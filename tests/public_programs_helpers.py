@@ -1,6 +1,8 @@
 """Helpers the public-program tests share (tests/api/test_public_programs_round5*.py and
 tests/compile/test_public_patterns_round5*.py): the same parameters for torch and tracegrad from
 one numpy stream, values as numpy arrays, and value/error comparisons across the libraries."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,44 @@ def same_error(torch, tracegrad, run):
         errs.append(e.value)
     assert type(errs[1]) is type(errs[0]), (errs[0], errs[1])
     return [str(e) for e in errs]
+
+
+class numpy_draws:
+    """A stand-in for the ``torch`` module ``T`` whose ``randn``/``rand``/``randn_like``/
+    ``rand_like`` draw values (of the default dtype) from a seeded NumPy stream, every other
+    name being ``T``'s: a program run with ``torch`` bound to it draws the same numbers with
+    torch and tracegrad."""
+
+    def __init__(self, T, seed):
+        self._T, self._rs = T, np.random.RandomState(seed)
+
+    def __getattr__(self, name):
+        return getattr(self._T, name)
+
+    def _draw(self, fn, size, kw):
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        kw.pop("device", None)
+        kw.setdefault("dtype", self._T.get_default_dtype())
+        return self._T.tensor(fn(*size), **kw)
+
+    def randn(self, *size, **kw):
+        return self._draw(self._rs.randn, size, kw)
+
+    def rand(self, *size, **kw):
+        return self._draw(self._rs.rand, size, kw)
+
+    def randn_like(self, t, **kw):
+        return self._draw(self._rs.randn, t.shape, {"dtype": t.dtype, **kw})
+
+    def rand_like(self, t, **kw):
+        return self._draw(self._rs.rand, t.shape, {"dtype": t.dtype, **kw})
+
+
+@contextlib.contextmanager
+def default_dtype(T, dtype):
+    """``T.set_default_dtype(dtype)`` for the ``with`` block, float32 again after it."""
+    T.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        T.set_default_dtype(T.float32)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _state
 from .._tensor.tensor import Tensor, _disabled_torch_function_impl
+from .pystate import _MISSING
 
 LIFTED = ("lr", "momentum", "betas")
 _PY_CONST = (int, float, bool, str, complex, type(None), bytes)
@@ -157,8 +158,11 @@ def note_read(group, key):
     # the group of an optimizer whose step the trace does not run (a compiled report reading
     # ``opt.state_dict()`` or ``group["lr"]`` while eager steps and a scheduler change it):
     # nothing else guards it, and the number read is baked in (round-15's adversarial tests)
-    v = dict.get(group, key)
-    if isinstance(v, _PY_CONST) or (isinstance(v, tuple) and all(isinstance(a, _PY_CONST) for a in v)):
+    v = dict.get(group, key, _MISSING)
+    if v is _MISSING or isinstance(v, _PY_CONST) or (isinstance(v, tuple) and all(isinstance(a, _PY_CONST) for a in v)):
+        # a key the group lacks (``group.get('mult', 1)``, StyleGAN's adjust_lr) is guarded as
+        # absent: the guard reads ``_MISSING`` for it, and recording None there failed on every
+        # call, so each call traced again until the cache limit
         cap.read_guards.append((_GroupView(group), key, v, None))
 
 

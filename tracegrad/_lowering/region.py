@@ -103,10 +103,20 @@ class Plan:
                 self.generators.append(g)
                 grown = True
         for o in cap.optimizers:
-            if o not in self.optimizers:
+            # an optimizer over tensors the trace made (``optim.SGD([delta])`` built inside the
+            # function, a PGD attack's per step) is the call's own, made again on every call: no
+            # outside state to lift. Lifting it grew the plan on every trace (a new object each
+            # time), so such a function never compiled ("outside state kept changing").
+            if o not in self.optimizers and not _made_in_trace(cap, o):
                 self.optimizers.append(o)
                 grown = True
         return grown
+
+
+def _made_in_trace(cap: Capture, opt) -> bool:
+    """Whether every parameter of optimizer ``opt`` is a tensor made during this trace."""
+    params = [p for g in opt.param_groups for p in g["params"]]
+    return bool(params) and all(cap.made_here(p) for p in params)
 
 
 def _flatten(tree, args=False):
