@@ -1,0 +1,466 @@
+"""Round 40: training state changed between compiled calls, LR schedulers, gradient
+accumulation and clipping, explicit generators, stateful norms and mixed precision.
+
+(Docstring of fixes filled in below.)
+"""
+import math
+
+import numpy as np
+import pytest
+
+from . import _harness as _h
+from ._harness import data, labels, snapshot
+from ._harness import small_mlp as _model
+
+_both = lambda run, **kw: _h.run_three_ways(run, **kw)
+
+
+def _traces(f):
+    print("STATS", f.stats)
+    return f.stats["traces"]
+
+
+def _xy(mod, i):
+    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
+
+
+def _loop(f, batch, calls, *observed):
+    """Call ``f(*batch(i))`` ``calls`` times; snapshot the output and ``observed`` after each."""
+    return [[snapshot(f(*batch(i))), [snapshot(o) for o in observed]] for i in range(calls)]
+
+
+def _sgd_step(mod, model, opt):
+    """The usual classification step over ``model`` with ``opt``."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = mod.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+# ---- training state changed between calls
+
+def test_train_eval_toggled_between_calls_batchnorm():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(6):
+            model.train(i % 3 != 1)
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_freeze_then_unfreeze_layer_with_momentum():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(6):
+            frozen = i in (2, 3)
+            for p in model[0].parameters():
+                p.requires_grad_(not frozen)
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+        return res
+    made = _both(run)
+    # a program for: both trainable (grads present on entry), the first frozen call (layer 0's
+    # grads still present), frozen with them None, unfrozen with them None; then no more
+    assert _traces(made[0]) <= 4, made[0].stats
+
+
+def test_add_param_group_mid_training_new_head():
+    def run(mod, wrap):
+        model = _model(mod)
+        head = _h.np_init(mod.nn.Linear(3, 2), mod, seed=3)
+        opt = mod.optim.Adam(model.parameters(), lr=0.01)
+        cfg = {"head": False}
+
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            if cfg["head"]:
+                out = head(out)
+            loss = mod.nn.functional.cross_entropy(out, y % out.shape[1])
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        opt.add_param_group({"params": head.parameters(), "lr": 0.05})
+        cfg["head"] = True
+        res += _loop(f, lambda i: _xy(mod, i + 2), 3, model, head, opt)
+        return res
+    made = _both(run)
+    # the first call runs eagerly; then one program per Adam state layout (the new group's
+    # state is created by its first step)
+    assert _traces(made[0]) == 3, made[0].stats
+
+
+def test_lr_set_by_hand_each_call_no_retrace():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(5):
+            for g in opt.param_groups:
+                g["lr"] = 0.1 * 0.5 ** i
+            g["momentum"] = 0.5 if i < 3 else 0.8
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_load_state_dict_between_calls_resets_model_and_optimizer():
+    def run(mod, wrap):
+        import copy
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        msd, osd = copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        model.load_state_dict(msd)
+        opt.load_state_dict(osd)
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_apply_reinit_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+
+        def init(m):
+            if isinstance(m, mod.nn.Linear):
+                mod.nn.init.constant_(m.weight, 0.05)
+                mod.nn.init.zeros_(m.bias)
+        model.apply(init)
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_param_data_rebound_and_copy_outside_step():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 1, model, opt)
+        model[0].weight.data = data(mod, 40, 6, 4) * 0.3
+        res += _loop(f, lambda i: _xy(mod, i + 1), 1, model, opt)
+        with mod.no_grad():
+            model[2].weight.copy_(data(mod, 41, 3, 6) * 0.2)
+            model[2].bias.mul_(0.0)
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_buffer_registered_and_submodule_replaced_after_first_call():
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 6)
+                self.fc = nn.Linear(6, 3)
+
+            def forward(self, x):
+                h = self.body(x).relu()
+                shift = getattr(self, "shift", None)
+                if shift is not None:
+                    h = h + shift
+                return self.fc(h)
+        model = _h.np_init(Net(), mod)
+
+        def step(x, y):
+            model.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            with mod.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 1, model)
+        model.register_buffer("shift", mod.full((6,), 0.25))
+        res += _loop(f, lambda i: _xy(mod, i + 1), 2, model)
+        model.fc = _h.np_init(nn.Linear(6, 3), mod, seed=5)
+        res += _loop(f, lambda i: _xy(mod, i + 3), 2, model)
+        model.shift.fill_(-0.5)
+        res += _loop(f, lambda i: _xy(mod, i + 5), 1, model)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+# ---- LR schedulers inside and outside the step
+
+_SCHEDS = {
+    "step_inside": lambda S, o: S.StepLR(o, step_size=2, gamma=0.5),
+    "multistep_inside": lambda S, o: S.MultiStepLR(o, milestones=[1, 3], gamma=0.3),
+    "onecycle_inside": lambda S, o: S.OneCycleLR(o, max_lr=0.3, total_steps=8, pct_start=0.3,
+                                                 three_phase=True),
+    "cosine_restarts_inside": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2, eta_min=0.01),
+    "sequential_inside": lambda S, o: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.1, total_iters=2), S.ExponentialLR(o, gamma=0.8)], milestones=[2]),
+    "chained_inside": lambda S, o: S.ChainedScheduler(
+        [S.ConstantLR(o, factor=0.5, total_iters=3), S.ExponentialLR(o, gamma=0.9)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCHEDS))
+def test_scheduler_stepped_inside_step_lr_read_in_step(name):
+    used = []
+
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = _SCHEDS[name](mod.optim.lr_scheduler, opt)
+
+        def step(x, y):
+            lr = sched.get_last_lr()[0]        # this step's lr, read before the scheduler steps
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            (loss * (1 + lr)).backward()
+            opt.step()
+            sched.step()
+            return loss * lr
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            used.append(sched.get_last_lr()[0])
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt, sched)
+        return res
+    made = _both(run)
+    # the Python float the step reads is a constant of its program: one program per lr value
+    # (torch.compile guards such a float the same way), none more for the scheduler's own
+    # step (the optimizer's lr is a program input); the first call runs eagerly
+    assert made[0].stats["traces"] == len(set(used[1:6])), (made[0].stats, used[:6])
+    assert not made[0].stats["graph_breaks"], made[0].stats
+
+
+def test_scheduler_stepped_inside_step_no_retrace_when_lr_not_read():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = _SCHEDS["onecycle_inside"](mod.optim.lr_scheduler, opt)
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt)(x, y)
+            sched.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 6, model, opt, sched)
+    made = _both(run)
+    assert _traces(made[0]) == 1 and not made[0].stats["graph_breaks"], made[0].stats
+
+
+def test_get_last_lr_after_scheduler_step_runs_eagerly_with_reason():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt)(x, y)
+            sched.step()
+            return loss * sched.get_last_lr()[0]
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 3, model, opt, sched)
+    made = _both(run)
+    assert "get_last_lr" in made[0].stats["graph_breaks"][0][0], made[0].stats
+
+
+def test_cosine_restarts_fractional_epoch_and_multistep_outside():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        S = mod.optim.lr_scheduler
+        cos = S.CosineAnnealingWarmRestarts(opt, T_0=3, eta_min=0.001)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(6):
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+            cos.step(i * 0.75)
+            res.append(snapshot(cos))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_lambda_lr_closure_over_python_counter():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        box = {"boost": 1.0}
+        sched = mod.optim.lr_scheduler.LambdaLR(opt, lambda e: box["boost"] / (1 + e))
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt)(x, y)
+            sched.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            if i == 2:
+                box["boost"] = 3.0
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt, sched)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_reduce_on_plateau_fed_loss_item_inside_step():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+        sched = mod.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=0.5)
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt)(x, y)
+            sched.step(loss.item())
+            return loss, opt.param_groups[0]["lr"], sched.num_bad_epochs
+        f = wrap(step)
+        # the same batch: the loss falls slowly, so the plateau logic fires
+        return _loop(f, lambda i: _xy(mod, 0), 5, model, opt)
+    _both(run)
+
+
+def test_get_last_lr_in_step_multistep_adam_read_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        sched = mod.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 3], gamma=0.1)
+        log = []
+
+        def step(x, y):
+            lr = sched.get_last_lr()[0]
+            loss = _sgd_step(mod, model, opt)(x, y)
+            sched.step()
+            return loss, lr
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt, sched)
+            res.append([sched.get_last_lr(), sched.last_epoch, opt.param_groups[0]["lr"]])
+        return res
+    made = _both(run)
+    # one program per lr the step reads (0.05, 0.005, 0.0005 after the eager first call)
+    assert _traces(made[0]) == 3 and not made[0].stats["graph_breaks"], made[0].stats
+
+
+# ---- gradient accumulation, zero_grad variants, clipping
+
+@pytest.mark.parametrize("driver", ["counter", "modulo"])
+def test_grad_accumulation_zero_grad_every_k(driver):
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        k = 3
+        ctr = {"n": 0}
+
+        def step(x, y, i):
+            loss = mod.nn.functional.cross_entropy(model(x), y) / k
+            loss.backward()
+            # the Python counter is advanced outside the step (a change inside one is a graph break)
+            ready = (ctr["n"] if driver == "counter" else i + 1) % k == 0
+            if ready:
+                opt.step()
+                opt.zero_grad(set_to_none=False)
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(7):
+            ctr["n"] += 1
+            res += _loop(f, lambda j: _xy(mod, i) + (i,), 1, model, opt)
+            # gradients read between calls
+            res.append([snapshot(p.grad.clone()) for p in model.parameters()])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 4, made[0].stats
+
+
+def test_grads_read_and_scaled_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res += _loop(f, lambda j: _xy(mod, i), 1, model)
+            g = model[0].weight.grad.clone()
+            model[0].weight.grad.mul_(0.5)           # in place between calls, seen by the next
+            res.append(snapshot(g))
+            if i == 2:
+                opt.step()
+                opt.zero_grad(set_to_none=False)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf"), 1.0])
+def test_clip_grad_norm_types_and_value(norm_type):
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+        U = mod.nn.utils
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x) * 4, y)
+            loss.backward()
+            total = U.clip_grad_norm_(model.parameters(), max_norm=0.3, norm_type=norm_type)
+            U.clip_grad_value_(model[2].parameters(), clip_value=0.05)
+            opt.step()
+            return loss, total
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 3, model)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_clip_grad_norm_error_if_nonfinite_on_nan_loss():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y, poison):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y) * poison
+            loss.backward()
+            mod.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i, poison in enumerate([1.0, 1.0, float("nan"), 1.0]):
+            try:
+                res.append(snapshot(f(*_xy(mod, i), mod.tensor(poison))))
+            except RuntimeError as e:
+                res.append(["RuntimeError", "non-finite" in str(e)])
+            res.append(snapshot(model))
+        return res
+    _both(run)
