@@ -578,3 +578,225 @@ def test_randperm_shuffle_in_step(fork):
         assert "generator's state" in made[0].stats["graph_breaks"][0][0], made[0].stats
     else:
         assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- norms with state
+
+@pytest.mark.parametrize("kw", [{"momentum": None}, {"track_running_stats": False}, {"affine": False}])
+def test_batchnorm_variants_train_then_eval(kw):
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, **kw), nn.Linear(6, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 4, model)
+        bn = model[1]
+        res.append([None if bn.num_batches_tracked is None else int(bn.num_batches_tracked)])
+        model.eval()
+        res += _loop(f, lambda i: _xy(mod, i + 4), 2, model)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_num_batches_tracked_reset_between_calls_cumulative_average():
+    def run(mod, wrap):
+        bn = mod.nn.BatchNorm1d(3, momentum=None)
+
+        def step(x):
+            return bn(x)
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 4, 3),), 3, bn)
+        bn.reset_running_stats()
+        res += _loop(f, lambda i: (data(mod, i + 3, 4, 3),), 2, bn)
+        bn.num_batches_tracked.fill_(10)
+        res += _loop(f, lambda i: (data(mod, i + 5, 4, 3),), 2, bn)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+@pytest.mark.parametrize("which", ["instance_running", "groupnorm", "layernorm_no_affine"])
+def test_instance_norm_running_stats(which):
+    def run(mod, wrap):
+        nn = mod.nn
+        norm = {"instance_running": lambda: nn.InstanceNorm1d(3, affine=True, track_running_stats=True),
+                "groupnorm": lambda: nn.GroupNorm(1, 3),
+                "layernorm_no_affine": lambda: nn.LayerNorm(5, elementwise_affine=False)}[which]()
+        conv = _h.np_init(nn.Conv1d(2, 3, 2), mod)
+        _h.np_init(norm, mod, seed=4)
+        opt = mod.optim.SGD(list(conv.parameters()) + list(norm.parameters()), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            out = norm(conv(x))
+            out.pow(3).mean().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 2, 2, 6),), 3, conv, norm)
+        norm.eval()
+        res += _loop(f, lambda i: (data(mod, i + 3, 2, 2, 6),), 2, conv, norm)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+@pytest.mark.parametrize("api", ["spectral_norm", "param_spectral_norm"])
+def test_spectral_norm_power_iteration_per_call(api):
+    def run(mod, wrap):
+        nn = mod.nn
+        lin = _h.np_init(nn.Linear(4, 3), mod)
+        if api == "spectral_norm":
+            lin = nn.utils.spectral_norm(lin, n_power_iterations=2)
+        else:
+            lin = nn.utils.parametrizations.spectral_norm(lin, n_power_iterations=2)
+        # both draw u (and v) from the global stream: make them the same numbers in each library
+        with mod.no_grad():
+            for name, b in lin.named_buffers():
+                b.copy_(data(mod, 30, *b.shape))
+                b.div_(b.norm())
+        opt = mod.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            out = lin(x)
+            out.pow(2).sum().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 2, 4),), 3, lin)
+        lin.eval()      # no power iteration in eval
+        res += _loop(f, lambda i: (data(mod, i + 3, 2, 4),), 2, lin)
+        return res
+    made = _both(run, torch_rtol=5e-4)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+@pytest.mark.parametrize("api", ["weight_norm", "param_weight_norm"])
+def test_weight_norm_training_and_removal(api):
+    def run(mod, wrap):
+        nn = mod.nn
+        lin = _h.np_init(nn.Linear(4, 3), mod)
+        lin = (nn.utils.weight_norm if api == "weight_norm" else nn.utils.parametrizations.weight_norm)(lin)
+        opt = mod.optim.Adam(lin.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            out = lin(x)
+            out.pow(2).sum().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 2, 4),), 3, lin, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- mixed precision
+
+def _f32(t):
+    return snapshot(t.detach().float())
+
+
+def test_autocast_bfloat16_inside_step():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            with mod.autocast("cpu", dtype=mod.bfloat16):
+                out = model(x)
+                loss = mod.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            return out.dtype == mod.bfloat16, loss.dtype == mod.float32, out.float(), loss
+        f = wrap(step)
+        return [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
+    made = _both(run, torch_rtol=2e-2)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_autocast_toggled_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        cfg = {"amp": True}
+
+        def step(x):
+            with mod.autocast("cpu", dtype=mod.bfloat16, enabled=cfg["amp"]):
+                out = model(x)
+            return out.float(), out.dtype == mod.bfloat16
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            cfg["amp"] = i % 2 == 0
+            res.append(snapshot(f(data(mod, i, 5, 4))))
+        return res
+    made = _both(run, torch_rtol=2e-2)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_float16_model_with_float32_master_copy_and_manual_loss_scale():
+    def run(mod, wrap):
+        master = _model(mod)
+        half = _model(mod).to(mod.float16)
+        opt = mod.optim.SGD(master.parameters(), lr=0.1)
+        scale = {"s": 2.0 ** 14}
+        log = []
+
+        def step(x, y, poison):
+            half.zero_grad()
+            out = half(x.to(mod.float16)).float()
+            loss = mod.nn.functional.cross_entropy(out, y) * poison
+            (loss * scale["s"]).to(mod.float16).backward()
+            grads = [p.grad.float() / scale["s"] for p in half.parameters()]
+            finite = all(bool(mod.isfinite(g).all()) for g in grads)
+            if finite:
+                for p, g in zip(master.parameters(), grads):
+                    p.grad = g
+                opt.step()
+                with mod.no_grad():
+                    for h, p in zip(half.parameters(), master.parameters()):
+                        h.copy_(p)
+            return loss, finite
+        f = wrap(step)
+        res = []
+        for i, poison in enumerate([1.0, 1.0e9, 1.0, float("inf"), 1.0]):
+            out = f(*_xy(mod, i), mod.tensor(poison))
+            if not out[1]:
+                scale["s"] /= 2          # skip the step and back off, as GradScaler does
+            res.append([snapshot(out), snapshot(master), [_f32(p) for p in half.parameters()], scale["s"]])
+        return res
+    made = _both(run, torch_rtol=2e-3)
+    # bool() of a tensor decides the step: eager calls, with that reason
+    assert "bool()" in made[0].stats["graph_breaks"][0][0], made[0].stats
+
+
+def test_loss_scale_skip_decided_in_tensors_compiles_once():
+    def run(mod, wrap):
+        master = _model(mod)
+        half = _model(mod).to(mod.float16)
+        scale = mod.tensor(2.0 ** 14)
+
+        def step(x, y, poison):
+            half.zero_grad()
+            loss = mod.nn.functional.cross_entropy(half(x.to(mod.float16)).float(), y) * poison
+            (loss * scale).to(mod.float16).backward()
+            grads = [p.grad.float() / scale for p in half.parameters()]
+            found_inf = mod.stack([(~mod.isfinite(g)).any() for g in grads]).any()
+            with mod.no_grad():
+                for p, h, g in zip(master.parameters(), half.parameters(), grads):
+                    p.sub_(mod.where(found_inf, mod.zeros_like(g), 0.1 * g))
+                    h.copy_(p)
+                scale.mul_(mod.where(found_inf, 0.5, 1.0))
+            return loss, found_inf
+        f = wrap(step)
+        res = []
+        for i, poison in enumerate([1.0, 1.0e9, 1.0, float("inf"), 1.0]):
+            res.append([snapshot(f(*_xy(mod, i), mod.tensor(poison))), snapshot(master), snapshot(scale),
+                        [_f32(p) for p in half.parameters()]])
+        return res
+    made = _both(run, torch_rtol=2e-3)
+    assert _traces(made[0]) == 1 and not made[0].stats["graph_breaks"], made[0].stats
