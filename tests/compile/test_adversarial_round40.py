@@ -800,3 +800,237 @@ def test_loss_scale_skip_decided_in_tensors_compiles_once():
         return res
     made = _both(run, torch_rtol=2e-3)
     assert _traces(made[0]) == 1 and not made[0].stats["graph_breaks"], made[0].stats
+
+
+# ---- more state changed between calls
+
+def test_param_data_rebound_to_new_shape_between_calls():
+    def run(mod, wrap):
+        w = data(mod, 0, 4, 3).requires_grad_(True)
+        opt = mod.optim.SGD([w], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            out = x @ w
+            out.pow(2).sum().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        res = _loop(f, lambda i: (data(mod, i, 2, 4),), 2, w)
+        w.data = data(mod, 9, 4, 5)
+        res += _loop(f, lambda i: (data(mod, i, 2, 4),), 2, w)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_batchnorm_momentum_attribute_changed_between_calls():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i, m in enumerate([0.1, 0.5, None, None, 0.5, 0.1]):
+            model[1].momentum = m
+            res += _loop(f, lambda j: _xy(mod, i), 1, model)
+        return res
+    made = _both(run)
+    # one program per momentum the forward reads (0.5, None, 0.1 after the eager first call)
+    assert _traces(made[0]) == 3, made[0].stats
+
+
+def test_cyclic_lr_momentum_through_zero_and_tensor_lr():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = mod.optim.lr_scheduler.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=2,
+                                                base_momentum=0.0, max_momentum=0.9)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(7):
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+            sched.step()
+        return res
+    made = _both(run)
+    # momentum 0 takes the update's other branch: a program for it, one for the rest
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_tensor_lr_filled_between_calls(opt_name):
+    def run(mod, wrap):
+        model = _model(mod)
+        lr = mod.tensor(0.05)
+        opt = getattr(mod.optim, opt_name)(model.parameters(), lr=lr)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(4):
+            lr.fill_(0.05 / (i + 1))
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_frozen_layer_keeps_moving_on_momentum_with_zero_grads():
+    # zero_grad(set_to_none=False): a frozen layer's grads stay zero tensors, so SGD's momentum
+    # keeps moving it (torch's behaviour, not skipped as a None grad would be)
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            for p in model[0].parameters():
+                p.requires_grad_(i not in (2, 3))
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_optimizer_state_zeroed_then_cleared_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        for st in opt.state.values():
+            st["momentum_buffer"].zero_()
+        res += _loop(f, lambda i: _xy(mod, i + 2), 1, model, opt)
+        opt.state.clear()
+        res += _loop(f, lambda i: _xy(mod, i + 3), 3, model, opt)
+        return res
+    made = _both(run)
+    # with the state cleared, and with it remade (new per-parameter dicts); then no more
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_load_state_dict_assign_and_vector_to_parameters_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        U = mod.nn.utils
+        vec = U.parameters_to_vector(model.parameters()) * 0.9
+        U.vector_to_parameters(vec, model.parameters())     # parameters' .data views of vec
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        res.append(snapshot(vec))
+        # new Parameter objects: the optimizer goes on stepping the old ones, the model not
+        sd = {k: v.detach().clone() * 0.5 for k, v in model.state_dict().items()}
+        model.load_state_dict(sd, assign=True)
+        res += _loop(f, lambda i: _xy(mod, i + 4), 2, model, opt)
+        return res
+    _both(run)
+
+
+def test_requires_grad_off_everywhere_raises_as_eager_then_recovers():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model)
+        model.requires_grad_(False)
+        try:
+            f(*_xy(mod, 3))
+            res.append("no error")
+        except RuntimeError as e:
+            res.append(["RuntimeError", "does not require grad" in str(e)])
+        model.requires_grad_(True)
+        res += _loop(f, lambda i: _xy(mod, i + 4), 2, model)
+        return res
+    _both(run)
+
+
+def test_submodule_replaced_by_other_type_and_hook_added():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = _loop(f, lambda i: _xy(mod, i), 2, model)
+        model[1] = nn.Tanh()
+        h = model[0].register_forward_hook(lambda m, i, o: o * 2)
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model)
+        h.remove()
+        model[1] = nn.Sequential(nn.ReLU(), nn.Identity())
+        res += _loop(f, lambda i: _xy(mod, i + 4), 2, model)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 3, made[0].stats
+
+
+# ---- more randomness
+
+def test_generator_reseeded_and_state_copied_between_calls():
+    def run(mod, wrap):
+        g = mod.Generator().manual_seed(0)
+        g2 = mod.Generator().manual_seed(9)
+
+        def step(x):
+            return x + mod.randint(0, 100, (4,), generator=g), mod.normal(mod.zeros(3), mod.ones(3), generator=g)
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            if i < 4:
+                g.manual_seed(i % 2)
+            else:
+                g.set_state(g2.get_state())
+            res.append([snapshot(f(mod.zeros(4))), snapshot(g)])
+        return res
+    made = _both(run, torch_too=False)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_compiled_call_inside_fork_rng_leaves_global_stream():
+    def run(mod, wrap):
+        mod.manual_seed(0)
+
+        def step(x):
+            return mod.nn.functional.dropout(x, 0.5), mod.randn(3)
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            with mod.random.fork_rng():
+                a = f(mod.ones(4))
+            b = f(mod.ones(4))
+            res.append([snapshot(a), snapshot(b), snapshot(mod.get_rng_state())])
+        return res
+    made = _both(run, torch_too=False)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+@pytest.mark.parametrize("how", ["normal_generator", "uniform_global", "init_normal", "bernoulli"])
+def test_inplace_draw_into_view_of_outside_tensor(how):
+    # an in-place draw into a view the step makes of an outside tensor reads the view's
+    # requires_grad; that read was guarded as an outside tensor's flag and the view, gone
+    # after the call, failed the guard on every later call (a new program per call)
+    def run(mod, wrap):
+        g = mod.Generator().manual_seed(5)
+        w = mod.zeros(3, 4)
+
+        def step(x):
+            mod.nn.init.uniform_(w, -0.1, 0.1, generator=g)
+            if how == "normal_generator":
+                w[0].normal_(generator=g)
+            elif how == "uniform_global":
+                w[1:].uniform_(-1, 1)
+            elif how == "init_normal":
+                mod.nn.init.normal_(w[:, 0], std=2.0, generator=g)
+            else:
+                w[2].bernoulli_(0.5, generator=g)
+            return x @ w.t()
+        f = wrap(step)
+        mod.manual_seed(0)
+        return [[snapshot(f(data(mod, i, 2, 4))), snapshot(w), snapshot(g)] for i in range(4)]
+    made = _both(run, torch_too=False)
+    assert _traces(made[0]) == 1, made[0].stats
