@@ -1009,11 +1009,11 @@ def test_compiled_call_inside_fork_rng_leaves_global_stream():
     assert _traces(made[0]) == 1, made[0].stats
 
 
-@pytest.mark.parametrize("how", ["normal_generator", "uniform_global", "init_normal", "bernoulli"])
+@pytest.mark.parametrize("how", ["normal_generator", "uniform_global", "init_normal", "bernoulli", "detached"])
 def test_inplace_draw_into_view_of_outside_tensor(how):
-    # an in-place draw into a view the step makes of an outside tensor reads the view's
-    # requires_grad; that read was guarded as an outside tensor's flag and the view, gone
-    # after the call, failed the guard on every later call (a new program per call)
+    # an in-place draw into a view (or detach() alias) the step makes of an outside tensor
+    # reads the view's requires_grad; that read was guarded as an outside tensor's flag and
+    # the view, gone after the call, failed the guard on every later call (a program per call)
     def run(mod, wrap):
         g = mod.Generator().manual_seed(5)
         w = mod.zeros(3, 4)
@@ -1026,6 +1026,8 @@ def test_inplace_draw_into_view_of_outside_tensor(how):
                 w[1:].uniform_(-1, 1)
             elif how == "init_normal":
                 mod.nn.init.normal_(w[:, 0], std=2.0, generator=g)
+            elif how == "detached":     # the alias's flag read as Python: the same guard
+                w.detach().exponential_(generator=g)
             else:
                 w[2].bernoulli_(0.5, generator=g)
             return x @ w.t()
@@ -1033,4 +1035,80 @@ def test_inplace_draw_into_view_of_outside_tensor(how):
         mod.manual_seed(0)
         return [[snapshot(f(data(mod, i, 2, 4))), snapshot(w), snapshot(g)] for i in range(4)]
     made = _both(run, torch_too=False)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_flag_of_view_of_outside_tensor_follows_its_base():
+    # the other side of the fix above: the view's flag is not guarded itself, its base's is
+    def run(mod, wrap):
+        w = mod.zeros(3, 4)
+
+        def step(x):
+            v = w[0]
+            d = w.detach()
+            return x * (2.0 if v.requires_grad else 3.0) + (1.0 if d.requires_grad else 0.0), v.requires_grad
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            w.requires_grad_(i in (2, 3, 5))
+            res.append(snapshot(f(mod.ones(4))))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+# ---- a module's tensor rebound between calls
+
+class _Scaled:
+    """A module class over ``mod.nn`` whose forward reads a buffer and a plain tensor attribute."""
+
+    @staticmethod
+    def make(mod):
+        nn = mod.nn
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 6)
+                self.register_buffer("scale", mod.ones(6))
+                self.shift = mod.zeros(6)
+
+            def forward(self, x):
+                return self.lin(x) * self.scale + self.shift
+        return _h.np_init(Scaled(), mod)
+
+
+def _rebinding_run(what):
+    def run(mod, wrap):
+        model = _Scaled.make(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            out = model(x)
+            out.pow(2).mean().backward()
+            opt.step()
+            return out
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            setattr(model, what, mod.full((6,), 0.5 + 0.1 * i))    # a new tensor each call, same shape
+            res += _loop(f, lambda j: (data(mod, i, 2, 4),), 1, model)
+        return res
+    return run
+
+
+@pytest.mark.parametrize("what", ["scale", "shift"])
+def test_module_tensor_rebound_between_calls_values(what):
+    _both(_rebinding_run(what))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a buffer or plain tensor attribute rebound between calls to a new tensor of the same shape makes "
+    "a new program on every call (torch.compile: one frame): Module.__setattr__ bumps _state.STRUCTURE "
+    "when a live program holds the old storage, though carry.attribute_places could follow a plain "
+    "attribute by place"))
+@pytest.mark.parametrize("what", ["scale", "shift"])
+def test_module_tensor_rebound_between_calls_no_retrace(what):
+    made = _h.run_three_ways(_rebinding_run(what), torch_too=False)
     assert _traces(made[0]) == 1, made[0].stats
