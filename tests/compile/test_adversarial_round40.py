@@ -1,11 +1,51 @@
-"""Round 40: training state changed between compiled calls, LR schedulers, gradient
-accumulation and clipping, explicit generators, stateful norms and mixed precision.
+"""Round 40: training state changed between compiled calls, LR schedulers inside and outside
+the step, gradient accumulation and clipping, explicit generators, stateful norms and mixed
+precision.
 
-(Docstring of fixes filled in below.)
+train()/eval() toggled, a layer frozen (``requires_grad_(False)``) and unfrozen with momentum
+(zero grads kept by ``zero_grad(set_to_none=False)`` still move it), ``add_param_group`` with a
+new head, ``param_group['lr']``/``momentum`` set by hand, a tensor lr filled in place,
+``load_state_dict`` of model and optimizer (also ``assign=True``), ``apply(init_fn)``,
+``p.data = ...`` (also of a new shape), ``vector_to_parameters``, ``no_grad`` copies, optimizer
+state zeroed and cleared, a buffer registered, a submodule replaced by another type, a hook
+added, BatchNorm ``momentum`` changed (to None), ``requires_grad`` off everywhere (the same
+RuntimeError); StepLR/MultiStepLR/OneCycleLR/CosineAnnealingWarmRestarts/SequentialLR/
+ChainedScheduler stepped inside the step with ``get_last_lr()`` read there, CyclicLR taking
+momentum through zero, LambdaLR closing over a Python value, ReduceLROnPlateau fed
+``loss.item()``; accumulation every k-th call (by an argument, by a Python counter past
+``cache_size_limit``), grads read and scaled between calls, clip_grad_norm_ (2, inf,
+``error_if_nonfinite``), clip_grad_value_; ``manual_seed`` between calls, Generators (made in the
+step, passed, reseeded, ``set_state``), ``fork_rng`` around a call and in the step, randperm
+shuffles, in-place draws; BatchNorm (momentum=None, no running stats, no affine,
+``reset_running_stats``, ``num_batches_tracked`` set), InstanceNorm with running stats,
+spectral_norm and weight_norm (both APIs); autocast bfloat16 (toggled, nested), a float16 copy
+with a float32 master and a hand loss scale decided in Python and in tensors. Each program runs
+eagerly, through ``tracegrad.compile`` and with torch (where the random streams allow) from
+identical state, comparing everything observable after every call (harness:
+tests/compile/_harness.py ``run_three_ways``); the number of programs is asserted.
+
+Fixes:
+- ``_lowering/capture.py`` ``Capture.see_rg_read`` (with ``autograd/_dispatch.py``
+  ``_make_view`` and ``Tensor.detach`` telling the capture of the aliases they make): a view or
+  ``detach()`` alias the step made of an outside tensor that needs no grad counted as a tensor
+  from outside when Python read its ``requires_grad``, and the guard kept on that flag failed
+  once the alias was gone, so every call traced a new program. Any in-place draw into a slice
+  (``w[0].normal_(generator=g)``, ``nn.init.normal_(w[:, 0])``, ``w[1:].uniform_()``) reads that
+  flag (test_inplace_draw_into_view_of_outside_tensor, and
+  test_flag_of_view_of_outside_tensor_follows_its_base for the other side).
+
+Found and left (xfail strict: test_module_tensor_rebound_between_calls_no_retrace): a buffer or
+plain tensor attribute of a module rebound between calls to a new tensor of the same shape
+(``model.scale = torch.full(...)``) makes a new program on every call, where torch.compile
+compiles one frame: ``Module.__setattr__`` bumps ``_state.STRUCTURE`` when a live program holds
+the old storage. Values are right.
+
+Not bugs (equal to eager, documented): a Python float the step reads (``get_last_lr()``, a
+BatchNorm momentum) or a Python int argument is a constant of its program (one program per
+value, as torch.compile guards them); ``get_last_lr()`` read after ``sched.step()`` in the step,
+``loss.item()``, ``bool()`` of a tensor, ``fork_rng`` in the step and a Python counter changed
+in the step run eagerly with a clear graph-break reason.
 """
-import math
-
-import numpy as np
 import pytest
 
 from . import _harness as _h
@@ -16,7 +56,6 @@ _both = lambda run, **kw: _h.run_three_ways(run, **kw)
 
 
 def _traces(f):
-    print("STATS", f.stats)
     return f.stats["traces"]
 
 
@@ -340,7 +379,9 @@ def test_reduce_on_plateau_fed_loss_item_inside_step():
         f = wrap(step)
         # the same batch: the loss falls slowly, so the plateau logic fires
         return _loop(f, lambda i: _xy(mod, 0), 5, model, opt)
-    _both(run)
+    made = _both(run)
+    # item() takes the loss out of the program: eager calls, with that reason
+    assert "item()" in made[0].stats["graph_breaks"][0][0], made[0].stats
 
 
 def test_get_last_lr_in_step_multistep_adam_read_between_calls():
@@ -348,7 +389,6 @@ def test_get_last_lr_in_step_multistep_adam_read_between_calls():
         model = _model(mod)
         opt = mod.optim.Adam(model.parameters(), lr=0.05)
         sched = mod.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 3], gamma=0.1)
-        log = []
 
         def step(x, y):
             lr = sched.get_last_lr()[0]
@@ -427,7 +467,7 @@ def test_grads_read_and_scaled_between_calls():
     assert _traces(made[0]) <= 2, made[0].stats
 
 
-@pytest.mark.parametrize("norm_type", [2.0, float("inf"), 1.0])
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
 def test_clip_grad_norm_types_and_value(norm_type):
     def run(mod, wrap):
         model = _model(mod)
@@ -469,7 +509,9 @@ def test_clip_grad_norm_error_if_nonfinite_on_nan_loss():
                 res.append(["RuntimeError", "non-finite" in str(e)])
             res.append(snapshot(model))
         return res
-    _both(run)
+    made = _both(run)
+    # the finiteness check decides in Python whether to raise: eager calls, with that reason
+    assert "bool()" in made[0].stats["graph_breaks"][0][0], made[0].stats
 
 
 # ---- randomness (tracegrad's streams differ from torch's: compiled against eager only)
@@ -501,7 +543,7 @@ def test_generator_objects_passed_inside_step():
             noise = mod.randn(6, 3, generator=g)
             keep = mod.bernoulli(mod.full((6, 3), 0.7), generator=g)
             pick = mod.multinomial(mod.tensor([0.1, 0.2, 0.3, 0.4]), 3, replacement=True, generator=g)
-            h = (x[perm] @ w.t() + 0) if False else (x[perm] * (w + noise) * keep)
+            h = x[perm] * (w + noise) * keep
             h.sum().backward()
             return h, perm, pick
         f = wrap(step)
@@ -616,7 +658,7 @@ def test_num_batches_tracked_reset_between_calls_cumulative_average():
     assert _traces(made[0]) == 1, made[0].stats
 
 
-@pytest.mark.parametrize("which", ["instance_running", "groupnorm", "layernorm_no_affine"])
+@pytest.mark.parametrize("which", ["instance_running", "groupnorm"])
 def test_instance_norm_running_stats(which):
     def run(mod, wrap):
         nn = mod.nn
@@ -744,7 +786,6 @@ def test_float16_model_with_float32_master_copy_and_manual_loss_scale():
         half = _model(mod).to(mod.float16)
         opt = mod.optim.SGD(master.parameters(), lr=0.1)
         scale = {"s": 2.0 ** 14}
-        log = []
 
         def step(x, y, poison):
             half.zero_grad()
@@ -1055,6 +1096,50 @@ def test_flag_of_view_of_outside_tensor_follows_its_base():
         return res
     made = _both(run)
     assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_generator_made_in_step_and_default_generator_passed():
+    def run(mod, wrap):
+        def step(x):
+            g = mod.Generator().manual_seed(42)       # new each call: the same draws each call
+            return (x + mod.randn(3, generator=g), mod.randperm(4, generator=g),
+                    mod.rand(2, generator=mod.default_generator))
+        f = wrap(step)
+        mod.manual_seed(0)
+        res = []
+        for i in range(4):
+            if i == 2:
+                mod.default_generator.manual_seed(3)
+            res.append([snapshot(f(mod.zeros(3))), snapshot(mod.get_rng_state())])
+        return res
+    made = _both(run, torch_too=False)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+@pytest.mark.parametrize("kind", ["sequential_warmup", "chained_rmsprop_hand_lr"])
+def test_composite_schedulers_stepped_outside(kind):
+    def run(mod, wrap):
+        model = _model(mod)
+        S = mod.optim.lr_scheduler
+        if kind == "sequential_warmup":
+            opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            sched = S.SequentialLR(opt, [S.LinearLR(opt, start_factor=0.25, total_iters=2),
+                                         S.CosineAnnealingLR(opt, T_max=4)], milestones=[2])
+        else:
+            opt = mod.optim.RMSprop(model.parameters(), lr=0.01, momentum=0.5)
+            sched = S.ChainedScheduler([S.MultiplicativeLR(opt, lambda e: 0.9),
+                                        S.PolynomialLR(opt, total_iters=4, power=2.0)])
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(6):
+            res += _loop(f, lambda j: _xy(mod, i), 1, model, opt)
+            sched.step()
+            if i == 3:
+                opt.param_groups[0]["lr"] *= 10
+            res.append(sched.get_last_lr())
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 # ---- a module's tensor rebound between calls
