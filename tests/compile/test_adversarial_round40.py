@@ -96,6 +96,24 @@ def test_train_eval_toggled_between_calls_batchnorm():
     assert _traces(made[0]) == 2, made[0].stats
 
 
+def test_train_eval_toggled_between_calls_dropout_stream():
+    # dropout draws from the global stream only in training calls (compiled against eager:
+    # the streams differ from torch's)
+    def run(mod, wrap):
+        nn = mod.nn
+        mod.manual_seed(0)
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.4), nn.Linear(6, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(6):
+            model.train(i % 2 == 0)
+            res += _loop(f, lambda j: _xy(mod, i), 1, model)
+            res.append(snapshot(mod.get_rng_state()))
+        return res
+    made = _both(run, torch_too=False)
+    assert _traces(made[0]) == 2, made[0].stats
+
 def test_freeze_then_unfreeze_layer_with_momentum():
     def run(mod, wrap):
         model = _model(mod)
