@@ -348,6 +348,7 @@ class Capture:
         self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
         self.rg_flips = {}                     # id(outside tensor) -> (it, requires_grad before, user line)
         self.rg_reads = {}                     # id(outside tensor) -> it: ``requires_grad`` read as Python
+        self.aliases_made = {}                 # id(view/alias made by this trace) -> weakref to it
         self.tensor_attrs = {}                 # id(outside tensor) -> (it, its __dict__ before, user line)
         self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
@@ -642,8 +643,26 @@ class Capture:
         whose flag a non-reentrant checkpoint's pack hook reads): its flag follows the guarded
         inputs of that op, and the guard on it, gone after the call, would never hold again."""
         if id(t) not in self.rg_reads and not self.made_here(t) \
-                and not self.first_node <= getattr(t._gf, "_seq", -1) < _ACCUMULATE_SEQ:
+                and not self.first_node <= getattr(t._gf, "_seq", -1) < _ACCUMULATE_SEQ \
+                and not self.alias_made_here(t):
             self.rg_reads[id(t)] = t
+
+    # A view or a detached alias this trace made of a tensor from outside that needs no grad
+    # (``w[0].normal_()``, ``nn.init.normal_(w[0])`` inside the step: the in-place draw reads
+    # ``self.requires_grad``; ``w.detach().requires_grad``) has no node to date it
+    # (``first_node`` above), and its storage is from outside (``made_here``): it counted as a
+    # tensor from outside, and the guard on its flag, gone with the alias after the call,
+    # failed on every later call: a new trace per call (round 40). Its flag follows the guarded
+    # state of the tensor it was made from, as an op's output's does.
+    def see_alias_made(self, t):
+        """A view or ``detach()`` alias ``t`` is being made while tracing (``_dispatch._make_view``,
+        ``Tensor.detach``)."""
+        self.aliases_made[id(t)] = weakref.ref(t)
+
+    def alias_made_here(self, t) -> bool:
+        """Whether ``t`` is a view or alias made during this trace (``see_alias_made``)."""
+        r = self.aliases_made.get(id(t))
+        return r is not None and r() is t
 
     # A flag flipped and set back within the call (a GAN step freezing the discriminator for the
     # generator's update) is the same on every call: the program stays valid. A flag the call

@@ -860,6 +860,8 @@ class Tensor(TensorBase):
         except AttributeError:   # NOTE [unbound self]
             raise _not_self("detach", self) from None
         t._vcache, t._vgen = self._vcache, self._vgen
+        if _CAPTURE[0] is not None:     # an alias made while tracing is not from outside (capture.py)
+            _CAPTURE[0].see_alias_made(t)
         if "_inference" in self.__dict__:   # torch: a detached alias is an inference tensor iff
             t._inference = True             # its source is (a view's rule), in or out of the mode
         return t

@@ -145,6 +145,8 @@ def _make_view(t, src, op, static, idx):
     t._vgen = t._st.gen    # the forward's output is the view's value until the storage changes
     t._base = src._base if src._base is not None else src
     t._gf_ver = src._vc[0]
+    if _CAPTURE[0] is not None:     # a view made while tracing is not from outside (capture.py)
+        _CAPTURE[0].see_alias_made(t)
     if _VIEW_REPLAY[0]:   # torch decides at the view's creation whether it will be replayed
         t._replay = True
     if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
