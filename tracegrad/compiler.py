@@ -235,8 +235,8 @@ class CompiledFunction:
         # not remembered per key: arguments that differ on every call would fill the cache
         if self._programs - self._sized >= limit and not sized:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
-                               + _changing_numbers(key, self._cache, args, kwargs, self._containers),
-                               None, args, kwargs)
+                               + _changing_numbers(key, self._cache, args, kwargs, self._containers)
+                               + _changing_values(entries), None, args, kwargs)
         if self._programs >= accumulated_cache_size_limit:
             return self._break(None, f"{self._programs} programs traced (accumulated_cache_size_limit)",
                                None, args, kwargs)
@@ -550,6 +550,24 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
                  "compile(dynamic=True)) so that each size is traced once without counting toward "
                  "cache_size_limit")
     return hint
+
+
+def _changing_values(entries) -> str:
+    """A hint for the cache-limit warning: the Python values the function reads (a global, a
+    dict entry, an attribute) that hold other values than this argument signature's programs
+    were traced with (``guards.changed_values``)."""
+    if not entries or entries is _EAGER:
+        return ""
+    names = []
+    for r in entries:
+        for n in _guards.changed_values(r):
+            if n not in names:
+                names.append(n)
+    if not names:
+        return ""
+    return (f"; Python values the function reads changed between calls ({', '.join(names[:4])}), and each "
+            "value is a constant of its program: keep a value that changes on every call out of the "
+            "compiled function, or hold it in a tensor (read as data, it is traced once)")
 
 
 def _leaf_names(args, kwargs, positions, containers=frozenset()):

@@ -144,6 +144,59 @@ def test_cache_size_limit_falls_back_to_eager(monkeypatch):
     assert any("cache_size_limit" in str(m.message) for m in w)
 
 
+COUNTER = {"n": 0}
+STEP_NO = 0
+
+
+class _Knobs:
+    scale = 1.0
+
+
+@pytest.mark.parametrize("where", ["dict entry", "global", "attribute", "closure"])
+def test_cache_size_limit_warning_names_the_python_value_that_changed(monkeypatch, where):
+    """A Python number the function reads, changed between calls, is a constant of each program:
+    past ``cache_size_limit`` the call runs eagerly, and the warning says which value did it."""
+    global STEP_NO
+    monkeypatch.setattr(tracegrad.compiler, "cache_size_limit", 2)
+    knobs = _Knobs()
+    k = 0
+
+    def read():
+        if where == "dict entry":
+            return COUNTER["n"] % 5
+        if where == "global":
+            return STEP_NO
+        if where == "attribute":
+            return knobs.scale
+        return k
+
+    def bump():
+        global STEP_NO
+        nonlocal k
+        if where == "dict entry":
+            COUNTER["n"] += 1
+        elif where == "global":
+            STEP_NO += 1
+        elif where == "attribute":
+            knobs.scale += 1.0
+        else:
+            k += 1
+
+    f = tracegrad.compile(lambda x: x * read())
+    x = tracegrad.ones(2)
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            assert f(x).tolist() == [float(read())] * 2      # equal to eager on every call
+            bump()
+    text = " ".join(str(m.message) for m in w)
+    want = {"dict entry": "the entry 'n' of a dict", "global": "the global 'STEP_NO'",
+            "attribute": "the attribute 'scale' of a _Knobs", "closure": "the closure variable 'k'"}[where]
+    assert "cache_size_limit" in text, text
+    assert text.split("changed between calls (")[1].split("),")[0] == want, text
+
+
 @pytest.mark.parametrize("what", ["tensor", "text"])
 def test_print_inside_step_prints_every_call(capsys, what):
     # a print in a traced call would happen once, while tracing: a graph break, and no partial line

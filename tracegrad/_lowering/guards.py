@@ -957,3 +957,52 @@ def outside_containers(refs) -> dict:
 _IDENTITY = "identity"     # a check's marker: the place holds this very object
 _SIGNED_ZERO = "signed zero"     # a check's marker: a zero float, compared with its sign
 _NAN = "nan"                     # a check's marker: a NaN (NaN != NaN): any NaN of its type
+
+
+def changed_values(region) -> list:
+    """Names (``the global 'step'``, ``the entry 'n' of a dict``, ``the attribute 'scale' of a
+    Cfg``) of the Python numbers, strings and bools ``region``'s program was traced with that
+    hold another value now: what made a call miss it, for the ``cache_size_limit`` warning (a
+    counter the step reads, advanced between calls, traces a program per value)."""
+    out = []
+    recorded = dict(region.py_scalars)
+    for name, cell, g in region.py_refs:
+        if name in recorded:
+            now = CellSlot(cell).get(name, _MISSING) if cell is not None else g.get(name, _MISSING)
+            if _differs(now, recorded[name]):
+                out.append(f"the {'closure variable' if cell is not None else 'global'} '{name}'")
+    for d, k, v, how in region.value_guards:
+        if how not in (None, _IDENTITY) or not (type(v) in _SCALARS or type(v) is tuple):
+            continue
+        try:
+            now = d.get(k, _MISSING)
+        except Exception:     # noqa: BLE001 -- a property that raises now
+            continue
+        if _differs(now, v):
+            out.append(_place_name(d, k))
+    return out
+
+
+def _differs(now, was) -> bool:
+    try:
+        return now is not was and (type(now) is not type(was) or bool(now != was))
+    except Exception:    # noqa: BLE001 -- a value whose comparison raises
+        return True
+
+
+def _place_name(d, k) -> str:
+    if isinstance(d, _Attributes):
+        return f"the attribute '{k}' of a {type(d.o).__name__}"
+    if isinstance(d, CellSlot):
+        return f"the closure variable '{k}'"
+    if type(d) is dict and "__builtins__" in d:
+        return f"the global '{k}'"
+    if type(d) is dict:
+        # an object's attributes are guarded in its ``__dict__``: name the object's class (a
+        # search of the referrers, made once for the warning)
+        owner = next((o for o in gc.get_referrers(d) if getattr(o, "__dict__", None) is d), None)
+        if owner is not None:
+            return f"the attribute '{k}' of a {type(owner).__name__}"
+    if isinstance(d, (dict, _ListMap)):
+        return f"the entry {k!r} of a {'dict' if isinstance(d, dict) else 'list'}"
+    return f"a Python value ({k!r})" if isinstance(k, str) else "a Python value"
