@@ -48,6 +48,21 @@ def small_mlp(mod):
     return np_init(nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), mod)
 
 
+def small_xy(mod, i):
+    """Batch ``i`` for ``small_mlp``: inputs (5, 4) and class targets in [0, 3)."""
+    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
+
+
+def traces(f):
+    """How many programs compiled function ``f`` traced."""
+    return f.stats["traces"]
+
+
+def call_loop(f, batch, calls, *observed):
+    """Call ``f(*batch(i))`` ``calls`` times; snapshot the output and ``observed`` after each."""
+    return [[snapshot(f(*batch(i))), [snapshot(o) for o in observed]] for i in range(calls)]
+
+
 def small_batches(mod):
     """``i -> (x, y)``: call ``i``'s batch of 5 inputs of 4 features and 3-class labels for
     ``small_mlp``."""

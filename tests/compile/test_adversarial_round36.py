@@ -49,8 +49,9 @@ import pytest
 
 import tracegrad
 from . import _harness as _h
-from ._harness import data, labels, np_init, run_three_ways, snapshot
+from ._harness import data, np_init, snapshot
 from ._harness import small_mlp as _model
+from ._harness import small_xy as _xy
 
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
 
@@ -59,10 +60,6 @@ def _eager_compiled(run, **kw):
     """compiled == eager only (programs whose random numbers come from the generator, which
     differs between torch and tracegrad)."""
     return _h.run_three_ways(run, torch_too=False, **kw)
-
-
-def _xy(mod, i):
-    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
 
 
 # ---- Python-side state mutated in the step

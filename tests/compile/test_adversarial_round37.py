@@ -48,16 +48,9 @@ import tracegrad
 from . import _harness as _h
 from ._harness import data, labels, np_init, snapshot
 from ._harness import small_mlp as _model
+from ._harness import traces as _traces, small_xy as _xy
 
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
-
-
-def _xy(mod, i):
-    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
-
-
-def _traces(f):
-    return f.stats["traces"]
 
 
 # ---- gradient accumulation, EMA

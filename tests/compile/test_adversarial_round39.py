@@ -48,21 +48,9 @@ import pytest
 from . import _harness as _h
 from ._harness import data, labels, snapshot
 from ._harness import small_mlp as _model
+from ._harness import traces as _traces, small_xy as _xy, call_loop as _loop
 
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
-
-
-def _traces(f):
-    return f.stats["traces"]
-
-
-def _xy(mod, i):
-    return data(mod, i, 5, 4), labels(mod, i, 5, 3)
-
-
-def _loop(f, batch, calls, *observed):
-    """Call ``f(*batch(i))`` ``calls`` times; snapshot the output and ``observed`` after each."""
-    return [[snapshot(f(*batch(i))), [snapshot(o) for o in observed]] for i in range(calls)]
 
 
 # ---- attention
