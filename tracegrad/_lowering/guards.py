@@ -969,6 +969,8 @@ def changed_values(region) -> list:
     for name, cell, g in region.py_refs:
         if name in recorded:
             now = CellSlot(cell).get(name, _MISSING) if cell is not None else g.get(name, _MISSING)
+            if type(now) is list:       # recorded as a tuple (``scalar_signature``)
+                now = tuple(now)
             if _differs(now, recorded[name]):
                 out.append(f"the {'closure variable' if cell is not None else 'global'} '{name}'")
     for d, k, v, how in region.value_guards:
