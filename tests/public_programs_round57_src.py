@@ -6,6 +6,7 @@ see the test files for the repositories, paths, commits and licenses (Apache-2.0
 import contextlib
 import io
 import logging
+import os
 import types
 
 import numpy as np
@@ -782,6 +783,202 @@ def train_batch(sdf_data, indices, lat_vecs, decoder, optimizer_all, loss_l1, ep
     optimizer_all.step()
 '''
 
+# facebookresearch/DeepSDF (MIT) at 48c19b8: deep_sdf/workspace.py's subdirectory names (lines
+# 8-11), ``load_model_parameters`` (37-51) and ``get_*_dir`` (159-186), then train_deep_sdf.py's
+# checkpoint and log functions (91-228); ``ws`` is given as a global (this source's namespace)
+DEEPSDF_CHECKPOINTS = '''
+model_params_subdir = "ModelParameters"
+optimizer_params_subdir = "OptimizerParameters"
+latent_codes_subdir = "LatentCodes"
+logs_filename = "Logs.pth"
+
+
+def load_model_parameters(experiment_directory, checkpoint, decoder):
+
+    filename = os.path.join(
+        experiment_directory, model_params_subdir, checkpoint + ".pth"
+    )
+
+    if not os.path.isfile(filename):
+        raise Exception('model state dict "{}" does not exist'.format(filename))
+
+    data = torch.load(filename)
+
+    decoder.load_state_dict(data["model_state_dict"])
+
+    return data["epoch"]
+
+
+def get_model_params_dir(experiment_dir, create_if_nonexistent=False):
+
+    dir = os.path.join(experiment_dir, model_params_subdir)
+
+    if create_if_nonexistent and not os.path.isdir(dir):
+        os.makedirs(dir)
+
+    return dir
+
+
+def get_optimizer_params_dir(experiment_dir, create_if_nonexistent=False):
+
+    dir = os.path.join(experiment_dir, optimizer_params_subdir)
+
+    if create_if_nonexistent and not os.path.isdir(dir):
+        os.makedirs(dir)
+
+    return dir
+
+
+def get_latent_codes_dir(experiment_dir, create_if_nonexistent=False):
+
+    dir = os.path.join(experiment_dir, latent_codes_subdir)
+
+    if create_if_nonexistent and not os.path.isdir(dir):
+        os.makedirs(dir)
+
+    return dir
+
+
+def save_model(experiment_directory, filename, decoder, epoch):
+
+    model_params_dir = ws.get_model_params_dir(experiment_directory, True)
+
+    torch.save(
+        {"epoch": epoch, "model_state_dict": decoder.state_dict()},
+        os.path.join(model_params_dir, filename),
+    )
+
+
+def save_optimizer(experiment_directory, filename, optimizer, epoch):
+
+    optimizer_params_dir = ws.get_optimizer_params_dir(experiment_directory, True)
+
+    torch.save(
+        {"epoch": epoch, "optimizer_state_dict": optimizer.state_dict()},
+        os.path.join(optimizer_params_dir, filename),
+    )
+
+
+def load_optimizer(experiment_directory, filename, optimizer):
+
+    full_filename = os.path.join(
+        ws.get_optimizer_params_dir(experiment_directory), filename
+    )
+
+    if not os.path.isfile(full_filename):
+        raise Exception(
+            'optimizer state dict "{}" does not exist'.format(full_filename)
+        )
+
+    data = torch.load(full_filename)
+
+    optimizer.load_state_dict(data["optimizer_state_dict"])
+
+    return data["epoch"]
+
+
+def save_latent_vectors(experiment_directory, filename, latent_vec, epoch):
+
+    latent_codes_dir = ws.get_latent_codes_dir(experiment_directory, True)
+
+    all_latents = latent_vec.state_dict()
+
+    torch.save(
+        {"epoch": epoch, "latent_codes": all_latents},
+        os.path.join(latent_codes_dir, filename),
+    )
+
+
+# TODO: duplicated in workspace
+def load_latent_vectors(experiment_directory, filename, lat_vecs):
+
+    full_filename = os.path.join(
+        ws.get_latent_codes_dir(experiment_directory), filename
+    )
+
+    if not os.path.isfile(full_filename):
+        raise Exception('latent state file "{}" does not exist'.format(full_filename))
+
+    data = torch.load(full_filename)
+
+    if isinstance(data["latent_codes"], torch.Tensor):
+
+        # for backwards compatibility
+        if not lat_vecs.num_embeddings == data["latent_codes"].size()[0]:
+            raise Exception(
+                "num latent codes mismatched: {} vs {}".format(
+                    lat_vecs.num_embeddings, data["latent_codes"].size()[0]
+                )
+            )
+
+        if not lat_vecs.embedding_dim == data["latent_codes"].size()[2]:
+            raise Exception("latent code dimensionality mismatch")
+
+        for i, lat_vec in enumerate(data["latent_codes"]):
+            lat_vecs.weight.data[i, :] = lat_vec
+
+    else:
+        lat_vecs.load_state_dict(data["latent_codes"])
+
+    return data["epoch"]
+
+
+def save_logs(
+    experiment_directory,
+    loss_log,
+    lr_log,
+    timing_log,
+    lat_mag_log,
+    param_mag_log,
+    epoch,
+):
+
+    torch.save(
+        {
+            "epoch": epoch,
+            "loss": loss_log,
+            "learning_rate": lr_log,
+            "timing": timing_log,
+            "latent_magnitude": lat_mag_log,
+            "param_magnitude": param_mag_log,
+        },
+        os.path.join(experiment_directory, ws.logs_filename),
+    )
+
+
+def load_logs(experiment_directory):
+
+    full_filename = os.path.join(experiment_directory, ws.logs_filename)
+
+    if not os.path.isfile(full_filename):
+        raise Exception('log file "{}" does not exist'.format(full_filename))
+
+    data = torch.load(full_filename)
+
+    return (
+        data["loss"],
+        data["learning_rate"],
+        data["timing"],
+        data["latent_magnitude"],
+        data["param_magnitude"],
+        data["epoch"],
+    )
+
+
+def clip_logs(loss_log, lr_log, timing_log, lat_mag_log, param_mag_log, epoch):
+
+    iters_per_epoch = len(loss_log) // len(lr_log)
+
+    loss_log = loss_log[: (iters_per_epoch * epoch)]
+    lr_log = lr_log[:epoch]
+    timing_log = timing_log[:epoch]
+    lat_mag_log = lat_mag_log[:epoch]
+    for n in param_mag_log:
+        param_mag_log[n] = param_mag_log[n][:epoch]
+
+    return (loss_log, lr_log, timing_log, lat_mag_log, param_mag_log)
+'''
+
 # kimhc6028/relational-networks (BSD-3-Clause) at 9c340d5: model.py, and main.py's
 # ``tensor_data``/``cvt_data_axis`` (lines 72-86; ``bs``, ``input_img``, ``input_qst`` and
 # ``label`` are main.py's globals, given by the test)
@@ -1105,7 +1302,8 @@ def deepsdf_setup(T, specs, num_scenes=5):
     ``nn.DataParallel``, the ``Embedding(max_norm=CodeBound)`` codes (their ``normal_`` init
     replaced by NumPy draws, std 0.8, so some codes start above the bound), the two-group Adam,
     the sum L1 loss. Returns the program and ``train_batch``'s model arguments."""
-    P = program(T, DEEPSDF_DECODER + DEEPSDF_TRAIN)
+    P = program(T, DEEPSDF_DECODER + DEEPSDF_TRAIN + DEEPSDF_CHECKPOINTS, os=os)
+    P.save_model.__globals__["ws"] = P     # ``import deep_sdf.workspace as ws``
     latent_size = specs["CodeLength"]
     lr_schedules = P.get_learning_rate_schedules(specs)
     decoder = init_uniform(T, P.Decoder(latent_size, **specs["NetworkSpecs"]), 1, 0.3)

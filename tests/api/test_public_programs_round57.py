@@ -189,6 +189,62 @@ def test_deepsdf_autodecoder_epochs(weight_norm, batch_split):
     _compare_named(lambda T: _deepsdf_run(T, weight_norm, batch_split), tol=2e-5)
 
 
+def _deepsdf_epochs(T, P, lr_schedules, decoder, lat_vecs, optimizer_all, loss_l1, specs, epochs, rs, logs):
+    loss_log, lr_log, lat_mag_log, param_mag_log = logs
+    for epoch in epochs:
+        decoder.train()
+        P.adjust_learning_rate(lr_schedules, optimizer_all, epoch)
+        for _ in range(2):
+            sdf_data = T.tensor(rs.uniform(-0.15, 0.15, (2, specs["SamplesPerScene"], 4)).astype(np.float32))
+            P.train_batch(sdf_data, T.tensor(rs.choice(5, 2, replace=False)), lat_vecs, decoder, optimizer_all,
+                          loss_l1, epoch, 1, specs["SamplesPerScene"], -0.1, 0.1, True, True, 0.1, 0.05, loss_log)
+        lr_log.append([schedule.get_learning_rate(epoch) for schedule in lr_schedules])
+        lat_mag_log.append(P.get_mean_latent_vector_magnitude(lat_vecs))
+        P.append_parameter_magnitudes(param_mag_log, decoder)
+
+
+def _deepsdf_resumed(T, exp, writer=None):
+    # main_function: two epochs, then save_latest(2) and save_logs (one more epoch logged after
+    # the checkpoint, as an interrupted run leaves them); a new run with ``--continue latest``
+    # loads the codes, the model, the optimizer and the logs, clips the logs to the model's
+    # epoch and trains epoch 3. ``writer`` (default ``T``) runs the first part and writes the
+    # files.
+    W = writer or T
+    specs = deepsdf_specs(True)
+    P, sch, decoder, lat_vecs, opt, l1 = setup = deepsdf_setup(W, specs)
+    rs, logs = np.random.RandomState(8), ([], [], [], {})
+    _deepsdf_epochs(W, *setup, specs, [1, 2], rs, logs)
+    P.save_model(exp, "latest.pth", decoder, 2)
+    P.save_optimizer(exp, "latest.pth", opt, 2)
+    P.save_latent_vectors(exp, "latest.pth", lat_vecs, 2)
+    _deepsdf_epochs(W, *setup, specs, [3], rs, logs)
+    P.save_logs(exp, logs[0], logs[1], [0.5, 0.5, 0.5], logs[2], logs[3], 3)
+
+    P, sch, decoder, lat_vecs, opt, l1 = setup = deepsdf_setup(T, specs)
+    lat_epoch = P.load_latent_vectors(exp, "latest.pth", lat_vecs)
+    model_epoch = P.load_model_parameters(exp, "latest", decoder)
+    optimizer_epoch = P.load_optimizer(exp, "latest.pth", opt)
+    loss_log, lr_log, timing_log, lat_mag_log, param_mag_log, log_epoch = P.load_logs(exp)
+    assert log_epoch == 3 and model_epoch == optimizer_epoch == lat_epoch == 2
+    loss_log, lr_log, timing_log, lat_mag_log, param_mag_log = P.clip_logs(
+        loss_log, lr_log, timing_log, lat_mag_log, param_mag_log, model_epoch)
+    assert len(loss_log) == 4 and len(lat_mag_log) == 2
+    logs = (loss_log, lr_log, lat_mag_log, param_mag_log)
+    _deepsdf_epochs(T, *setup, specs, [3], np.random.RandomState(9), logs)
+    return [np.array(loss_log), np.array(lr_log), np.array(timing_log)] + _arr(*lat_mag_log) + [
+        np.array(v) for _, v in sorted(param_mag_log.items())] + _state(decoder) + _state(lat_vecs)
+
+
+def test_deepsdf_checkpoint_resume(tmp_path):
+    _compare(lambda T: _deepsdf_resumed(T, str(tmp_path / T.__name__)), tol=2e-5)
+
+
+def test_deepsdf_resume_from_a_torch_checkpoint(tmp_path):
+    # the files torch.save wrote (state dicts, the optimizer's two groups and per-parameter Adam
+    # state, a log dict holding tensors) read by tracegrad.load
+    _compare(lambda T: _deepsdf_resumed(T, str(tmp_path / T.__name__), writer=torch), tol=2e-5)
+
+
 def test_deepsdf_codes_renormalised_by_lookup():
     # ``Embedding(max_norm=1)``: a lookup rescales the looked-up rows over the bound in place
     # (under no_grad), the others stay; the decoder's weight_norm names and its warning
