@@ -3,6 +3,7 @@ tests/compile/test_public_patterns_round57.py), executed with ``torch`` bound to
 tracegrad by ``program(T, SRC)``. Kept as in their repositories apart from the ``import`` lines
 (the names are given as globals), the ``.cuda()`` calls dropped and the changes noted in place;
 see the test files for the repositories, paths, commits and licenses (Apache-2.0, MIT, BSD-3)."""
+import collections
 import contextlib
 import io
 import logging
@@ -505,6 +506,130 @@ class BERTTrainer:
         self.bert.to(self.device)
         print("EP:%d Model Saved on:" % epoch, output_path)
         return output_path
+'''
+
+# codertimo/BERT-pytorch (Apache-2.0) at d10dc4f: bert_pytorch/dataset/dataset.py (``Dataset``,
+# ``tqdm`` and ``random`` given as globals)
+BERT_DATASET = '''
+class BERTDataset(Dataset):
+    def __init__(self, corpus_path, vocab, seq_len, encoding="utf-8", corpus_lines=None, on_memory=True):
+        self.vocab = vocab
+        self.seq_len = seq_len
+
+        self.on_memory = on_memory
+        self.corpus_lines = corpus_lines
+        self.corpus_path = corpus_path
+        self.encoding = encoding
+
+        with open(corpus_path, "r", encoding=encoding) as f:
+            if self.corpus_lines is None and not on_memory:
+                for _ in tqdm.tqdm(f, desc="Loading Dataset", total=corpus_lines):
+                    self.corpus_lines += 1
+
+            if on_memory:
+                self.lines = [line[:-1].split("\t")
+                              for line in tqdm.tqdm(f, desc="Loading Dataset", total=corpus_lines)]
+                self.corpus_lines = len(self.lines)
+
+        if not on_memory:
+            self.file = open(corpus_path, "r", encoding=encoding)
+            self.random_file = open(corpus_path, "r", encoding=encoding)
+
+            for _ in range(random.randint(self.corpus_lines if self.corpus_lines < 1000 else 1000)):
+                self.random_file.__next__()
+
+    def __len__(self):
+        return self.corpus_lines
+
+    def __getitem__(self, item):
+        t1, t2, is_next_label = self.random_sent(item)
+        t1_random, t1_label = self.random_word(t1)
+        t2_random, t2_label = self.random_word(t2)
+
+        # [CLS] tag = SOS tag, [SEP] tag = EOS tag
+        t1 = [self.vocab.sos_index] + t1_random + [self.vocab.eos_index]
+        t2 = t2_random + [self.vocab.eos_index]
+
+        t1_label = [self.vocab.pad_index] + t1_label + [self.vocab.pad_index]
+        t2_label = t2_label + [self.vocab.pad_index]
+
+        segment_label = ([1 for _ in range(len(t1))] + [2 for _ in range(len(t2))])[:self.seq_len]
+        bert_input = (t1 + t2)[:self.seq_len]
+        bert_label = (t1_label + t2_label)[:self.seq_len]
+
+        padding = [self.vocab.pad_index for _ in range(self.seq_len - len(bert_input))]
+        bert_input.extend(padding), bert_label.extend(padding), segment_label.extend(padding)
+
+        output = {"bert_input": bert_input,
+                  "bert_label": bert_label,
+                  "segment_label": segment_label,
+                  "is_next": is_next_label}
+
+        return {key: torch.tensor(value) for key, value in output.items()}
+
+    def random_word(self, sentence):
+        tokens = sentence.split()
+        output_label = []
+
+        for i, token in enumerate(tokens):
+            prob = random.random()
+            if prob < 0.15:
+                prob /= 0.15
+
+                # 80% randomly change token to mask token
+                if prob < 0.8:
+                    tokens[i] = self.vocab.mask_index
+
+                # 10% randomly change token to random token
+                elif prob < 0.9:
+                    tokens[i] = random.randrange(len(self.vocab))
+
+                # 10% randomly change token to current token
+                else:
+                    tokens[i] = self.vocab.stoi.get(token, self.vocab.unk_index)
+
+                output_label.append(self.vocab.stoi.get(token, self.vocab.unk_index))
+
+            else:
+                tokens[i] = self.vocab.stoi.get(token, self.vocab.unk_index)
+                output_label.append(0)
+
+        return tokens, output_label
+
+    def random_sent(self, index):
+        t1, t2 = self.get_corpus_line(index)
+
+        # output_text, label(isNotNext:0, isNext:1)
+        if random.random() > 0.5:
+            return t1, t2, 1
+        else:
+            return t1, self.get_random_line(), 0
+
+    def get_corpus_line(self, item):
+        if self.on_memory:
+            return self.lines[item][0], self.lines[item][1]
+        else:
+            line = self.file.__next__()
+            if line is None:
+                self.file.close()
+                self.file = open(self.corpus_path, "r", encoding=self.encoding)
+                line = self.file.__next__()
+
+            t1, t2 = line[:-1].split("\t")
+            return t1, t2
+
+    def get_random_line(self):
+        if self.on_memory:
+            return self.lines[random.randrange(len(self.lines))][1]
+
+        line = self.file.__next__()
+        if line is None:
+            self.file.close()
+            self.file = open(self.corpus_path, "r", encoding=self.encoding)
+            for _ in range(random.randint(self.corpus_lines if self.corpus_lines < 1000 else 1000)):
+                self.random_file.__next__()
+            line = self.random_file.__next__()
+        return line[:-1].split("\t")[1]
 '''
 
 # facebookresearch/DeepSDF (MIT) at 48c19b8: networks/deep_sdf_decoder.py
@@ -1265,12 +1390,29 @@ def bert_batches(T, rs, n_batches, batch_size=2, seq_len=7, vocab_size=12):
     return out
 
 
+class TinyVocab:
+    """What BERTDataset reads of vocab.py's ``WordVocab`` (its special indices, ``stoi``,
+    ``len``), built as it builds one: the five specials, then the words by frequency, ties
+    alphabetical. (vocab.py itself is plain Python, pickled by ``save_vocab``.)"""
+    pad_index, unk_index, eos_index, sos_index, mask_index = range(5)
+
+    def __init__(self, lines):
+        counter = collections.Counter(w for line in lines for w in line.replace("\t", " ").split())
+        words = sorted(sorted(counter.items()), key=lambda t: t[1], reverse=True)
+        self.itos = ["<pad>", "<unk>", "<eos>", "<sos>", "<mask>"] + [w for w, _ in words]
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+
+    def __len__(self):
+        return len(self.itos)
+
+
 def bert_setup(T, vocab_size=12, hidden=8, n_layers=2, heads=2, loaders=(), warmup_steps=3):
     """``__main__.py``'s BERT + BERTTrainer at tiny sizes (no CUDA, a small warm-up), parameters
     from a seeded NumPy stream, the language model in ``eval()`` mode: the attention and
     embedding dropouts have ``p=0.1`` fixed in the source, and dropout draws differ between the
     libraries (``iteration`` itself never calls ``train()``/``eval()``)."""
-    P = program(T, BERT + BERT_TRAINER, tqdm=types.SimpleNamespace(tqdm=Progress))
+    P = program(T, BERT + BERT_TRAINER + BERT_DATASET, tqdm=types.SimpleNamespace(tqdm=Progress),
+                Dataset=T.utils.data.Dataset)
     bert = P.BERT(vocab_size, hidden=hidden, n_layers=n_layers, attn_heads=heads)
     loaders = list(loaders) + [None] * (2 - len(loaders))
     with contextlib.redirect_stdout(io.StringIO()):

@@ -50,15 +50,17 @@ Compile counterparts: tests/compile/test_public_patterns_round57.py.
 import contextlib
 import functools
 import io
+import random
 import re
+import types
 import warnings
 
 import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, compare, grads as _grads, state as _state
-from public_programs_round57_src import (BERT, DEEPSDF_DECODER, bert_batches, bert_setup, deepsdf_setup,
+from public_programs_helpers import arrays as _arr, compare, grads as _grads, same_error, state as _state
+from public_programs_round57_src import (BERT, BERT_DATASET, DEEPSDF_DECODER, Progress, TinyVocab, bert_batches, bert_setup, deepsdf_setup,
                                         deepsdf_specs, program, relational_setup, sort_of_clevr)
 
 torch = pytest.importorskip("torch")
@@ -128,6 +130,38 @@ def test_bert_pretraining_epochs():
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-5, err_msg=f"output {i}")
 
 
+_CORPUS = ["the cat sat on the mat\tit was a warm day", "a dog ran in the park\tthe sun was out",
+           "we read a book at night\tthe book was long", "birds sing in the morning\tthe cat sat still",
+           "rain fell on the roof\twe stayed in the warm house"]
+
+
+def _bert_main_run(T, corpus_path):
+    # __main__.py's flow: BERTDataset over a tab-separated corpus (on_memory; its random masking
+    # and next-sentence pairs drawn from Python's ``random``, seeded alike), DataLoader batches
+    # of the dataset's dicts of ``torch.tensor(list)``, the trainer's train and test epochs
+    random.seed(0)
+    vocab = TinyVocab(_CORPUS)
+    D = program(T, BERT_DATASET, tqdm=types.SimpleNamespace(tqdm=Progress), Dataset=T.utils.data.Dataset)
+    train_dataset = D.BERTDataset(corpus_path, vocab, seq_len=12, on_memory=True)
+    loader = T.utils.data.DataLoader(train_dataset, batch_size=2, num_workers=0)
+    samples = [train_dataset[i] for i in range(len(train_dataset))]
+    P, trainer = bert_setup(T, vocab_size=len(vocab), loaders=(loader, loader))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        trainer.train(0)
+        trainer.test(0)
+    return buf.getvalue(), [a for smp in samples for a in _arr(*smp.values())] + _state(trainer.model)
+
+
+def test_bert_main_with_the_dataset(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(line + "\n" for line in _CORPUS))
+    (ref_log, ref), (got_log, got) = _bert_main_run(torch, str(corpus)), _bert_main_run(tracegrad, str(corpus))
+    assert "EP0_test" in got_log, got_log
+    _same_logs(ref_log, got_log, 2e-5)
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
 def test_bert_all_ignored_labels_nan_loss_zero_grads():
     # a batch whose ``is_next`` labels are all 0 (ignore_index) gives NLLLoss's 0/0 NaN, but
     # the gradient through it is zero: the Adam step stays finite
@@ -146,6 +180,16 @@ def test_bert_all_ignored_labels_nan_loss_zero_grads():
         return out + _state(trainer.model)
     _compare(run, tol=2e-5)
     assert np.isnan(run(tracegrad)[0])
+
+
+def test_bert_trainer_save_pickles_the_whole_model(tmp_path):
+    # ``torch.save(self.bert.cpu(), output_path)``: the whole module pickled, whose class (defined
+    # by the program's source, not importable) cannot be: the same PicklingError
+    def run(T):
+        P, trainer = bert_setup(T)
+        trainer.save(0, str(tmp_path / f"{T.__name__}.model"))
+    msgs = same_error(torch, tracegrad, run)
+    assert "BERT" in msgs[1], msgs
 
 
 def test_bert_positional_buffer_and_mask():
