@@ -14,7 +14,11 @@ compares losses, printed logs, gradients and the whole ``state_dict`` after a fe
   labels are all 0 gives a NaN loss and zero gradients, as in torch), Adam with weight decay
   whose ``lr`` the ``ScheduledOptim`` wrapper sets to NumPy float64s (``np.power``/``np.min``
   warm-up), the trainer's ``DataLoader`` of dict batches, its progress lines of ``.item()``
-  floats and its test pass.
+  floats and its test pass; ``__main__.py``'s flow over ``BERTDataset`` (a tab-separated corpus
+  file, the 15% random masking and next-sentence pairs from Python's ``random``, per-sample
+  dicts of ``torch.tensor(list)`` collated by the ``DataLoader``); ``trainer.save``'s
+  ``torch.save`` of the whole module (a class defined by the program's source: the same
+  PicklingError).
 - facebookresearch/DeepSDF (MIT), ``networks/deep_sdf_decoder.py`` and ``train_deep_sdf.py`` at
   48c19b8: the auto-decoder. Latent codes in ``nn.Embedding(max_norm=CodeBound)`` (rows over
   the bound renormalised in place by every lookup), layers made by ``setattr(self, "lin" +
@@ -26,7 +30,11 @@ compares losses, printed logs, gradients and the whole ``state_dict`` after a fe
   gradients accumulated, the sum ``L1Loss`` plus the code-norm regulariser scaled by ``min(1,
   epoch / 100)``, ``clip_grad_norm_`` on the decoder only), two-group Adam whose learning rates
   the Step/Warmup schedules set per epoch, the parameter-magnitude log (the ``module.`` prefix
-  stripped) and ``empirical_stat`` (``torch.cat`` onto ``torch.zeros(0)``, ``torch.var``).
+  stripped) and ``empirical_stat`` (``torch.cat`` onto ``torch.zeros(0)``, ``torch.var``); the
+  checkpoints (``save_model``/``save_optimizer``/``save_latent_vectors``/``save_logs`` by
+  ``torch.save`` of dicts holding state dicts, tensors and lists, then a run continued from them:
+  ``load_state_dict`` of the DataParallel decoder, the codes and the two-group Adam,
+  ``load_logs``/``clip_logs``), also from files torch wrote.
 - kimhc6028/relational-networks (BSD-3-Clause), ``model.py`` and ``main.py``'s
   ``tensor_data``/``cvt_data_axis`` at 9c340d5: the relation network on sort-of-CLEVR. Four
   stride-2 conv + ReLU + batch norm layers to a 5x5 grid, the coordinate tensor made by
@@ -60,8 +68,9 @@ import pytest
 
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, same_error, state as _state
-from public_programs_round57_src import (BERT, BERT_DATASET, DEEPSDF_DECODER, Progress, TinyVocab, bert_batches, bert_setup, deepsdf_setup,
-                                        deepsdf_specs, program, relational_setup, sort_of_clevr)
+from public_programs_round57_src import (BERT, BERT_DATASET, DEEPSDF_DECODER, Progress, TinyVocab, bert_batches,
+                                        bert_setup, deepsdf_setup, deepsdf_specs, program, relational_setup,
+                                        sort_of_clevr)
 
 torch = pytest.importorskip("torch")
 
