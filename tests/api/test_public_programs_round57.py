@@ -49,7 +49,10 @@ Changes, the same on both sides: tiny sizes (BERT hidden 8, two layers; DeepSDF 
 synthetic data, BERT's language model in ``eval()`` (its dropouts are fixed at p=0.1 in the
 source) and the relation network's ``F.dropout(x)`` given p=0 (see the source file).
 The ternary relation type (bs*25**3 rows through four 256-wide layers) is left out for time.
-Found: no differences in values, gradients, parameters or logs. Growing a tensor by ``resize_``
+Found: no differences in values, gradients, parameters or logs. ``nn.DataParallel(model,
+device_ids=cuda_devices)`` on a machine without a GPU kept the ids passed and set
+``output_device``/``dim``, where torch keeps ``device_ids == []`` and sets neither (fixed in
+``nn/parallel/data_parallel.py``; tests/nn/test_module_api.py). Growing a tensor by ``resize_``
 through ``.data`` (main.py with a batch larger than its preallocated tensors) is a documented
 difference (``_api/strided.resize_``: a grown storage is new, the original keeps the old one);
 main.py's batches have the preallocated size, so ``resize_`` is a no-op there.
