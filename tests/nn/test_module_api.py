@@ -345,3 +345,20 @@ def test_replicate_for_data_parallel():
         sum(q.sum() * (i + 1) for i, q in enumerate(r)).backward()
         log.append([p.grad.tolist() for p in pl])
     both(program)
+
+
+def test_data_parallel_without_a_gpu():
+    # torch's DataParallel on a machine without an accelerator keeps the module and no device
+    # ids (even ones passed: BERT-pytorch's ``DataParallel(model, device_ids=cuda_devices)``) and
+    # returns from ``__init__`` before setting ``output_device``/``dim``
+    if tracegrad.cuda.is_available() or get_torch().cuda.is_available():
+        pytest.skip("the CPU behaviour: torch and tracegrad both without a GPU")
+
+    def program(mod, log):
+        nn = mod.nn
+        lin = nn.Linear(2, 3)
+        for kw in ({}, {"device_ids": [0]}, {"device_ids": [0, 1], "output_device": 1, "dim": 1}):
+            dp = nn.DataParallel(lin, **kw)
+            log.append((dp.device_ids, hasattr(dp, "output_device"), hasattr(dp, "dim"), dp.module is lin,
+                        list(dp.state_dict()), tuple(dp(mod.ones(4, 2)).shape)))
+    both(program)
