@@ -23,7 +23,8 @@ What cannot be kept exactly stays a graph break, with the reason (``compiler.sta
 side effects or reads values (``print``, ``.item()``, a ``global``/``nonlocal`` write: it would
 run once, when the backward program is traced), a forward that reads a tensor requiring grad
 which is not an argument (JAX's custom_vjp cannot close over a value it differentiates), an
-input returned as-is with ``setup_context``, and a Function whose backward was differentiated
+input returned as-is with ``setup_context``, a backward writing in place while ctx keeps an
+argument or output (the write would reach only the residual's copy), and a Function whose backward was differentiated
 again (``create_graph=True``) on an earlier call -- a compiled region's backward cannot be,
 (``autograd.function.DOUBLE_DIFFERENTIATED``; the compile's first, eager call usually shows it).
 A backward that still reaches Python output at run time raises (never prints once silently).
@@ -90,6 +91,26 @@ def backward_effect(cls):
             if what is not None and not (ins.opname == "STORE_DEREF" and ins.argval in own):
                 return f"its backward assigns {what} ('{ins.argval}')"
     return None
+
+
+def inplace_in_backward(cls):
+    """The first in-place Tensor method (``mul_``, ``copy_``, ...) ``cls``'s backward code names,
+    or None."""
+    code = getattr(_user_backward(cls), "__code__", None)
+    for c in (_codes(code) if code is not None else ()):
+        for name in c.co_names:
+            if name.endswith("_") and not name.startswith("_") and callable(getattr(Tensor, name, None)):
+                return name
+    return None
+
+
+def _keeps_call_tensor(c, inner, outs):
+    """Whether ctx ``c`` keeps (saved or as an attribute) one of the call's argument stand-ins
+    ``inner`` or its outputs ``outs``: Tensors the caller also holds."""
+    attrs = {k: v for k, v in vars(c).items() if not k.startswith("_") and k not in _OWN}
+    kept = {id(t) for t in jax.tree_util.tree_leaves((tuple(c.to_save), attrs), is_leaf=_is_leaf)
+            if isinstance(t, Tensor)}
+    return any(isinstance(t, Tensor) and id(t) in kept for t in (*inner, *outs))
 
 
 def rule(cap, cls):
@@ -225,6 +246,18 @@ def run(cls, ctx, args, kwargs, forward):
         out = call(tuple(p.value for p in ps))
         c = last["c"]
         res, layout = _residuals(c)
+        # backward gets the residuals as new arrays: an in-place write there to a Tensor the caller
+        # holds too (an argument or output kept on ctx; torch's
+        # test_autograd_function_ctx_stash_no_vc_check mutates ``ctx.b`` and reads it back) would
+        # not reach the caller's Tensor. The code scan is conservative (an in-place op on a local
+        # clone also counts): such a call runs eagerly, correct
+        outs = last["out"] if isinstance(last["out"], tuple) else (last["out"],)
+        name = inplace_in_backward(cls)
+        if name is not None and _keeps_call_tensor(c, last["inner"], outs):
+            raise GraphBreak(f"the custom autograd.Function {cls.__name__} keeps an argument or output on ctx "
+                             f"and its backward writes in place ('{name}'), inside a compiled function whose "
+                             "results are differentiated outside it: the write would not reach the caller's "
+                             "tensor")
         meta["layout"] = layout
         meta["materialize"] = (getattr(c, "materialize_grads", True), c._materialize_non_diff_grads)
         return out, res
