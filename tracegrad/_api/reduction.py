@@ -588,9 +588,10 @@ def sort(self, *args, stable=None, **kwargs):
 
 
 @method(function=True)
-def argsort(self, dim=-1, descending=False, stable=False):
+def argsort(self, dim=-1, descending=False, *, stable=False):
     """Mirrors ``torch.argsort``: ``sort``'s indices (stable always). RuntimeError for complex;
-    TypeError for a ``stable`` that is not a bool (torch's keyword-only bool)."""
+    TypeError for a ``stable`` that is not a bool or is given by position (torch's keyword-only
+    bool)."""
     if type(stable) is not bool:
         raise TypeError(f"argsort(): argument 'stable' must be bool, not {type(stable).__name__}; pass True or False")
     check_sortable(self, "sort")
