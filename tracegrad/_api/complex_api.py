@@ -196,7 +196,12 @@ def view_as_complex(input):
     """Mirrors ``torch.view_as_complex``: a float32/float64 tensor whose last dim has size 2
     seen as a complex64/complex128 tensor without that dim; a view, writes go back to
     ``input``. Autograd ``ViewAsComplexBackward0``. RuntimeError for other dtypes or a last
-    dim of another size, as torch."""
+    dim of another size, as torch; NotImplementedError for float16 (torch's complex32 view)."""
+    if input.dtype is _dt.float16:
+        # torch views half pairs as complex32, a dtype tracegrad has no arrays of (its tensors
+        # of complex32 are NotImplementedError too): say so rather than torch's dtype refusal
+        raise NotImplementedError("view_as_complex of a float16 tensor would be a complex32 tensor, which "
+                                  "tracegrad cannot make; convert with .float() first (complex64)")
     if input.dtype not in (_dt.float32, _dt.float64):
         raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
                            f"of scalar type: {_name(input.dtype)}. Convert with .float() first.")

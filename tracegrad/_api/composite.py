@@ -22,6 +22,7 @@ from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
 from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
 from .._tensor.layout import strided
+from .._tensor.meta import abstract
 from .._tensor import memory_format as _mf
 from .._tensor.tensor import Tensor, _concrete, _wrap_dim, see_reads
 from .._x64 import with_x64
@@ -595,7 +596,8 @@ def _check_searchsorted(seq, values, scalar, right, side, sorter):
         if sorter.dtype is not int64:
             raise RuntimeError(f"{api}: sorter must be a tensor of long dtype but got dtype "
                                f"{_SCALAR_NAME[sorter.dtype.name]}")
-        if sorter.numel() and (int(sorter.min()) < 0 or int(sorter.max()) >= seq.shape[-1]):
+        # (a meta sorter has no indices to check: torch skips the check, NOTE [meta tensors])
+        if sorter.numel() and not sorter.is_meta and (int(sorter.min()) < 0 or int(sorter.max()) >= seq.shape[-1]):
             raise RuntimeError(f"{api}: sorter index out of range")
 
 
@@ -624,6 +626,15 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                            "performance due to extra data copy when converting non-contiguous tensor to "
                            f"contiguous, please use contiguous {what} tensor if possible. This message will "
                            "only appear once per program.")
+    if sorted_sequence.is_meta and (scalar or values.is_meta):
+        # meta operands (NOTE [meta tensors]): no values to search, the result's shape and dtype only
+        out = Tensor._make(abstract(tuple(values.shape), np.int32 if out_int32 else np.int64))
+        return out.reshape(()) if scalar else out
+    if sorted_sequence.is_meta or (not scalar and values.is_meta) or (sorter is not None and sorter.is_meta):
+        # Differs from torch: its CPU kernel searches a meta operand's (absent) data beside CPU
+        # tensors and returns a CPU tensor of whatever it read
+        raise RuntimeError("torch.searchsorted(): a meta tensor has no values to search beside tensors on another "
+                           "device; put sorted_sequence, input and sorter all on 'meta' (or none)")
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
     see_reads(sorted_sequence, values)    # computed on the values, not through an op

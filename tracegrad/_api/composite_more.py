@@ -332,10 +332,15 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """Mirrors ``torch.unique_consecutive``: drops consecutive repeats (of elements of the
     flattened input, or of slices along ``dim``), with the inverse indices and run lengths
     (int64) when asked. Output size depends on the values: read on the host (a graph break
-    when compiled). IndexError for a bad ``dim``; TypeError for a flag that is not a bool."""
+    when compiled). IndexError for a bad ``dim``; TypeError for a flag that is not a bool;
+    NotImplementedError for a complex input (as torch)."""
     check_tensors("unique_consecutive", input, names=("input",))
     check_kinds("unique_consecutive", ("return_inverse", "return_counts"), return_inverse=return_inverse,
                 return_counts=return_counts, **({} if dim is None else {"dim": dim}))
+    # torch's kernel is unique's: no complex dtype (values have no order to run-length by there)
+    if input.dtype.is_complex:
+        raise NotImplementedError(f'"unique" not implemented for \'{_SCALAR_NAME[input.dtype.name]}\'; '
+                                  "unique_consecutive takes real or bool tensors")
     a = _host(input)
     if dim is None:
         flat = a.reshape(-1)

@@ -138,7 +138,7 @@ def div(self, other, *, rounding_mode=_NO_MODE):
     if rounding_mode is not None and dt is _dt.bool_:
         raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'; convert the tensors with .int()")
     if rounding_mode is not None and dt._cat <= 1:
-        _check_int_divisor(other)
+        _check_int_divisor(other, self)
     st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_op(op, (self, other), st)
 
@@ -193,7 +193,7 @@ def remainder(self, other):
         self = _new_tensor(self)   # torch's remainder(Scalar self, Tensor other)
     _refuse_complex("remainder", self, other)
     if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
-        _check_int_divisor(other)
+        _check_int_divisor(other, self)
     return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
 
 
@@ -203,7 +203,7 @@ def fmod(self, other):
     (number other) / ``FmodBackward1`` (tensor)."""
     _refuse_complex("fmod", self, other)
     if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
-        _check_int_divisor(other)
+        _check_int_divisor(other, self)
     return _binary("fmod_tensor" if isinstance(other, Tensor) else "fmod", self, other)
 
 
@@ -499,6 +499,18 @@ def _check_bound_fits(bound, dt, api):
     check_float_fits(bound, dt, api)
 
 
+def _real_bound(bound):
+    """A number bound of a floating clamp, as torch reads it: converted to a double, so a complex
+    number with no imaginary part is its real part and any other one torch's RuntimeError (not the
+    complex-clamp NotImplementedError that an integer input's promotion to complex gives)."""
+    if isinstance(bound, (complex, np.complexfloating)):
+        if bound.imag != 0:
+            raise RuntimeError(f"clamp: value cannot be converted to type double without overflow (the bound "
+                               f"{bound} is complex); pass a real number")
+        return bound.real
+    return bound
+
+
 @method("clamp", "clip", function=True)
 def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
@@ -511,6 +523,8 @@ def clamp(self, min=None, max=None):
     _check_operand(min, "clamp", "min")
     _check_operand(max, "clamp", "max", 3)
     check_bound_kinds("clamp", min, max)
+    if isinstance(self, Tensor) and self.dtype.is_floating_point:
+        min, max = (_real_bound(b) for b in (min, max))
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
     if dt is _dt.bool_:

@@ -227,11 +227,14 @@ def _concrete(v):
     return np.asarray(v)
 
 
-def _check_int_divisor(other):
+def _check_int_divisor(other, dividend=None):
     """torch raises for an integer division or remainder by zero (XLA gives garbage); one
     host read of the divisor, only for integer dtypes. Inside a compiled trace the divisor has
     no value yet: the program checks it when it runs (NOTE [value checks at run time]), and a
-    zero makes that call run eagerly, raising here."""
+    zero makes that call run eagerly, raising here. An empty ``dividend`` divides nothing: torch
+    raises only for a zero that meets an element, so no check."""
+    if isinstance(dividend, Tensor) and dividend.numel() == 0:
+        return
     v = _concrete(other)
     if v is None:
         _state.check_values(other._value, lambda d: d == 0)
@@ -252,7 +255,7 @@ def div_(self, other, *, rounding_mode=_NO_MODE):
         dt = _float_dtype(dt)
     if rounding_mode is not None and dt._cat == 1:
         # as out of place: torch raises for an integer division by zero (the kernel gave garbage)
-        _check_int_divisor(other)
+        _check_int_divisor(other, self)
     st = (("dtype", dt.np),) if op is OPS["div"] else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_inplace(op, self, (other,), st)
 
@@ -834,6 +837,11 @@ def _bernoulli(k, shape, dtype, p=0.5):
         kernel = "bernoulli_tensor_cpu_self_" if hasattr(p, "shape") else "bernoulli_scalar_cpu_"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[np.dtype(dtype).name]}'; "
                                   "bernoulli_ fills real tensors only")
+    if hasattr(p, "shape"):   # torch's kernel reads tensor probabilities as floating values only
+        pname = getattr(p.dtype, "name", None) or np.dtype(p.dtype).name
+        if not (pname.startswith("float") or pname == "bfloat16"):
+            raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{_SCALAR_NAME[pname]}'; "
+                                      "pass the probabilities as a floating tensor (.float())")
     ps = tuple(getattr(p, "shape", ()))
     if ps != tuple(shape) and ps:   # p expands to self's shape (as torch), never the other way
         lead = len(shape) - len(ps)

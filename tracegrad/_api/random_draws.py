@@ -49,6 +49,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     ``dtype``/``device``/``layout``/``requires_grad``/``pin_memory`` with a Tensor mean or std
     (torch's tensor overloads take ``generator`` and ``out`` only)."""
     tensors = isinstance(mean, Tensor) or isinstance(std, Tensor)
+    if tensors and size is not None:   # only the overload of two floats takes a size
+        raise TypeError("normal() received an invalid combination of arguments: size is taken only with a float "
+                        "mean and a float std (a Tensor mean or std gives the draw its own shape); drop size")
     if tensors:
         for name, v in (("dtype", dtype), ("device", device), ("layout", layout), ("requires_grad", requires_grad),
                         ("pin_memory", pin_memory)):

@@ -551,20 +551,20 @@ def count_nonzero(self, dim=None):
     return apply_op(OPS["count_nonzero"], (self,), (("dim", _dims(dim, self.ndim)),))
 
 
-def _sort_args(args, kwargs):
+def _sort_args(args, kwargs, api="sort"):
     if len(args) > 2:
-        raise TypeError(f"sort() takes from 1 to 3 positional arguments but {len(args) + 1} were given")
+        raise TypeError(f"{api}() takes from 1 to 3 positional arguments but {len(args) + 1} were given")
     names = ("dim", "descending")
     for name in kwargs:
         if name not in names:
-            raise TypeError(f"sort() got an unexpected keyword argument '{name}'")
+            raise TypeError(f"{api}() got an unexpected keyword argument '{name}'")
     for name in names[:len(args)]:
         if name in kwargs:
-            raise TypeError(f"sort() got multiple values for argument '{name}'")
+            raise TypeError(f"{api}() got multiple values for argument '{name}'")
     vals = dict(zip(names, args), **kwargs)
     descending = vals.get("descending", False)
     if type(descending) is not bool and type(descending).__name__ != "bool_":   # torch's parser: a bool only
-        raise TypeError(f"sort(): argument 'descending' must be bool, not {type(descending).__name__}; "
+        raise TypeError(f"{api}(): argument 'descending' must be bool, not {type(descending).__name__}; "
                         "pass True or False")
     return vals.get("dim", -1), descending
 
@@ -587,12 +587,24 @@ def sort(self, *args, stable=None, **kwargs):
     return return_types.sort(v, i)
 
 
+_NO_STABLE = object()   # argsort's stable not given: its first overload (positional dim, descending)
+
+
 @method(function=True)
-def argsort(self, dim=-1, descending=False, stable=False):
-    """Mirrors ``torch.argsort``: ``sort``'s indices (stable always). RuntimeError for complex;
-    TypeError for a ``stable`` that is not a bool (torch's keyword-only bool)."""
-    if type(stable) is not bool:
-        raise TypeError(f"argsort(): argument 'stable' must be bool, not {type(stable).__name__}; pass True or False")
+def argsort(self, *args, stable=_NO_STABLE, **kwargs):
+    """Mirrors ``torch.argsort(input, dim=-1, descending=False)`` and ``torch.argsort(input, *,
+    stable, dim=-1, descending=False)``: ``sort``'s indices (stable always). RuntimeError for
+    complex; TypeError for a ``stable`` that is not a bool, or given with a positional dim or
+    descending (torch's second overload takes them by keyword only; a fourth positional
+    argument is no ``stable``)."""
+    if stable is not _NO_STABLE:
+        if type(stable) is not bool:
+            raise TypeError(f"argsort(): argument 'stable' must be bool, not {type(stable).__name__}; pass True or "
+                            "False")
+        if args:
+            raise TypeError(f"argsort() received an invalid combination of arguments: with stable=, pass dim and "
+                            f"descending by keyword (got {len(args)} positional)")
+    dim, descending = _sort_args(args, kwargs, "argsort")
     check_sortable(self, "sort")
     return apply_op(OPS["argsort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
 

@@ -183,7 +183,7 @@ def check_multinomial(probs, num_samples, replacement, api="multinomial"):
     the number of categories without replacement), finite non-negative probabilities with a
     positive sum per row (values only when concrete)."""
     d = np.dtype(probs.dtype)
-    if d.kind not in "fc" and d.name != "bfloat16":
+    if d.kind != "f" and d.name != "bfloat16":   # (torch has no complex kernel either)
         raise RuntimeError(f"{api}: multinomial only supports floating-point dtypes for input, got: {scalar_name(d)}")
     if probs.ndim not in (1, 2):
         raise RuntimeError(f"{api}: prob_dist must be 1 or 2 dim, got {probs.ndim} dims")
@@ -376,7 +376,20 @@ def poisson(k, rate):
     v = _concrete(rate, lambda r: r < 0)
     if v is not None and v.size and not bool(np.all(v >= 0)):
         raise RuntimeError("poisson(): invalid Poisson rate, expected rate to be non-negative")
-    return param_draw(k, lambda g, r: g.poisson(np.maximum(r.astype(np.float64), 0)), (rate,), rate.shape, rate.dtype)
+    return param_draw(k, _poisson_counts, (rate,), rate.shape, rate.dtype)
+
+
+# the largest rate numpy's Poisson sampler takes (a larger one is its ValueError)
+_POISSON_RATE_MAX = np.iinfo(np.int64).max - 10 * np.sqrt(np.iinfo(np.int64).max)
+
+
+def _poisson_counts(g, rate):
+    """Poisson counts of ``rate`` (float64) from numpy generator ``g``. A rate past the int64
+    range (inf included) is torch's accepted call whose int64 count wraps to -2**63: that value,
+    where numpy would raise."""
+    rate = np.maximum(rate.astype(np.float64), 0)
+    huge = rate > _POISSON_RATE_MAX
+    return np.where(huge, -2.0 ** 63, g.poisson(np.where(huge, 0, rate)))
 
 
 def binomial(k, count, prob):

@@ -927,7 +927,8 @@ def _randint_bounds(low, high, d):
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64); ``n`` an int or a
     one-element integer tensor. RuntimeError for a negative ``n``; TypeError for a bool or float
-    ``n``; ValueError for an ``n`` beyond int64; NotImplementedError for ``dtype=bool``."""
+    ``n``; ValueError for an ``n`` beyond int64; NotImplementedError for ``dtype=bool`` or a
+    complex dtype."""
     check_pin_memory(pin_memory, device)
     _dense_layout(layout, "randperm", 1)
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
@@ -941,6 +942,9 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
         raise ValueError(f"randperm(): Overflow when unpacking long long (n={n} is outside int64)")
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
+    if d.is_complex:   # torch has no complex randperm kernel
+        raise NotImplementedError(f"\"randperm\" not implemented for '{_dt.SCALAR_NAMES[d.name]}'; pass an integer "
+                                  "or real floating dtype")
     if d is _dt.float16 and n > 2049:   # torch's bound: float16 holds every integer up to 2048 exactly
         raise RuntimeError(f"randperm(): n cannot be greater than 2049 for Half type (got n={n}); pass a wider dtype "
                            f"such as float32 or int64")
@@ -1068,6 +1072,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0;
     TypeError for a bool ``num_samples``."""
     _int_not_bool("multinomial", "num_samples", num_samples)
+    if type(replacement) is not bool:   # torch's parser takes a bool only (not 1, not a string)
+        raise TypeError(f"multinomial(): argument 'replacement' must be bool, not {type(replacement).__name__}; "
+                        "pass True or False")
     _rnd.check_same_randomness(input._value)
     meta = meta_draw((input,), tuple(input.shape[:-1]) + (num_samples,), np.int64)
     if meta is not None:

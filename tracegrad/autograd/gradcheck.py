@@ -271,9 +271,14 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     Each reverse-mode row is computed twice: rows differing by more than ``nondet_tol`` raise
     "Backward is not reentrant". A function with no differentiable output passes when finite
     differences see no change ("Numerical gradient for function expected to be zero"
-    otherwise). AssertionError when both ``check_forward_ad`` and ``check_backward_ad`` are False."""
+    otherwise). AssertionError when both ``check_forward_ad`` and ``check_backward_ad`` are False;
+    RuntimeError for a negative (or NaN) ``atol``/``rtol`` (torch's allclose refuses them), even
+    with ``raise_exception=False``."""
     if not (check_forward_ad or check_backward_ad):   # torch's class for this misuse
         raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if not tol >= 0:   # (numpy's allclose would take it, and every comparison would fail)
+            raise RuntimeError(f"gradcheck: {name} must be greater than or equal to zero, but got {tol}")
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff_idx:
@@ -288,7 +293,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                "should call .contiguous on the input before passing it to gradcheck.")
     for i in diff_idx:
         if inputs[i].dtype.name not in ("float64", "complex128"):
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
     with grad_mode.enable_grad():
         if not any(o.requires_grad for o in _outputs(func, inputs)):

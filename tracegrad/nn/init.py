@@ -179,7 +179,8 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 def orthogonal_(tensor, gain=1, generator=None):
     """Mirrors ``torch.nn.init.orthogonal_``: a (semi-)orthogonal matrix from the QR of a
-    normal draw (tracegrad's RNG), reshaped to the tensor. ValueError below 2 dims."""
+    normal draw (tracegrad's RNG), reshaped to the tensor. ValueError below 2 dims;
+    NotImplementedError for an integer, float16 or bfloat16 tensor (as torch)."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -187,6 +188,10 @@ def orthogonal_(tensor, gain=1, generator=None):
     if not tensor.is_floating_point():   # torch draws the normal matrix in the tensor's dtype
         raise NotImplementedError(f"orthogonal_: \"normal_kernel_cpu\" not implemented for {tensor.dtype}; "
                                   "initialize a floating point tensor")
+    if tensor.dtype in (tracegrad.float16, tracegrad.bfloat16):   # torch's QR (geqrf) has no half kernels
+        name = "Half" if tensor.dtype is tracegrad.float16 else "BFloat16"
+        raise NotImplementedError(f"orthogonal_: \"geqrf_cpu\" not implemented for '{name}'; initialize a float32 "
+                                  "tensor and convert it")
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     flat = np.asarray(tracegrad.randn(rows, cols, generator=generator, dtype=tracegrad.float64).numpy())

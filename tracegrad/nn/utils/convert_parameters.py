@@ -8,7 +8,13 @@ from tracegrad import Tensor, _state
 def parameters_to_vector(parameters):
     """Mirrors ``torch.nn.utils.parameters_to_vector``: one 1-D tensor of all parameters (differentiable)."""
     # a Tensor is iterated (its rows), as torch
-    return tracegrad.cat([p.view(-1) for p in parameters])
+    flat = []
+    for p in parameters:
+        if not isinstance(p, Tensor):   # torch reads param.device first: AttributeError for anything else
+            raise AttributeError(f"parameters_to_vector: expected an iterable of Tensors, got a "
+                                 f"{type(p).__name__} (it has no tensor .device)")
+        flat.append(p.view(-1))
+    return tracegrad.cat(flat)
 
 
 def vector_to_parameters(vec, parameters):
