@@ -46,7 +46,13 @@ len() warns with torch's words for multi-process loading ("... For multiprocessi
 could be caused by not properly configuring the IterableDataset replica at each worker ..."); the
 emulated workers run with their own global RNG streams (torch.manual_seed(base_seed + id), Python's
 ``random``) so torch.initial_seed() in a worker is its seed, worker_init_fn's seeding stays in that
-worker and the main process's generator is as it was.
+worker and the main process's generator is as it was; WorkerInfo is a frozen dataclass as torch 2.13's
+(``dataclasses.FrozenInstanceError`` "cannot assign to field 'id'", an AttributeError; it raised
+RuntimeError) with torch's ``rng`` / ``worker_method`` fields; ``multinomial`` with replacement and
+more than one draw (WeightedRandomSampler's default) words bad probabilities as torch's kernel for
+that case ("invalid multinomial distribution (encountering probability entry < 0)" / "... = infinity
+or NaN"), where it used the one-draw kernel's "probability tensor contains either `inf`, `nan` or
+element < 0".
 
 ``TI42_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in
 a subprocess), so every expectation is torch's.
@@ -1425,6 +1431,23 @@ class TestFixesTI42(TestCase):
             # persistent workers keep their seeds and go on drawing; fresh ones get new seeds
             self.assertEqual([b[1] for b in first] == [b[1] for b in second], persistent)
             self.assertNotEqual([b[4] for b in first], [b[4] for b in second])
+
+    def test_weighted_sampler_bad_weights_message(self):
+        # WeightedRandomSampler draws num_samples > 1 with replacement: torch's kernel for that
+        # checks entry by entry, in its own words
+        cases = (([1.0, -2.0], "encountering probability entry < 0"),
+                 ([1.0, float("nan")], "encountering probability entry < 0"),
+                 ([1.0, float("inf")], r"encountering probability entry = infinity or NaN"),
+                 ([0.0, 0.0], r"sum of probabilities <= 0"))
+        for weights, msg in cases:
+            with self.assertRaisesRegex(RuntimeError, "invalid multinomial distribution \\(" + msg):
+                list(torch.utils.data.WeightedRandomSampler(weights, 3))
+            with self.assertRaisesRegex(RuntimeError, "invalid multinomial distribution \\(" + msg):
+                torch.multinomial(torch.tensor([[1.0, 1.0], weights]), 2, True)
+        # one draw, or draws without replacement: the other kernel's words
+        for n, replacement in ((1, True), (2, False)):
+            with self.assertRaisesRegex(RuntimeError, "probability tensor contains either `inf`, `nan` or element < 0"):
+                torch.multinomial(torch.tensor([1.0, -2.0]), n, replacement)
 
     def test_worker_info_is_frozen(self):
         info = next(iter(DataLoader(_InfoDataset(), batch_size=None, num_workers=1)))
