@@ -17,7 +17,8 @@ and while it runs those streams replace the main process's, which are put back a
 main process's generators alone).
 
 Differs from torch: the workers share this process, so state a dataset keeps outside itself (a
-module global, a file) is seen by every worker.
+module global, a file) is seen by every worker, and each worker's copy of the dataset is shallow
+(``copy.copy``): a container it holds (a cache dict) is the main process's own.
 """
 from __future__ import annotations
 
