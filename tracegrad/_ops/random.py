@@ -200,6 +200,18 @@ def check_multinomial(probs, num_samples, replacement, api="multinomial"):
     if v is None or not v.size:
         return
     v = v.astype(np.float64)
+    if replacement and num_samples > 1:
+        # torch's CPU kernel for several draws with replacement checks row by row, each entry in
+        # turn (negative or nan, then infinite) before the row's sum, in its own words (what
+        # WeightedRandomSampler's default replacement=True shows for bad weights)
+        for row in v.reshape(-1, v.shape[-1]):
+            bad = np.flatnonzero(~(row >= 0) | ~np.isfinite(row))
+            if bad.size:
+                what = "< 0" if not row[bad[0]] >= 0 else "= infinity or NaN"
+                raise RuntimeError(f"{api}: invalid multinomial distribution (encountering probability entry {what})")
+            if not row.sum() > 0:
+                raise RuntimeError(f"{api}: invalid multinomial distribution (sum of probabilities <= 0)")
+        return
     if not bool(np.all(np.isfinite(v) & (v >= 0))):
         raise RuntimeError(f"{api}: probability tensor contains either `inf`, `nan` or element < 0")
     if not bool(np.all(v.sum(-1) > 0)):

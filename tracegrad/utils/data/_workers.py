@@ -9,37 +9,45 @@ batch from each still-active worker in turn (so an IterableDataset that does not
 ``get_worker_info()`` is seen once per worker, as in torch). This module reproduces that order
 and those calls in the main process: the results are torch's, without the processes.
 
-Differs from torch: the workers share this process, so the dataset is not copied (a dataset
-that mutates itself while loading sees its own changes across workers) and the worker seeds
-are reported but not applied to the global generators (no process of its own to seed).
+Each emulated worker also has its own global random streams, as a worker process has: on its
+first call it is seeded as torch seeds a worker (``random.seed(seed)``, ``torch.manual_seed(seed)``
+and NumPy's global generator from ``SeedSequence([id, base_seed])``, torch's ``_generate_state``),
+and while it runs those streams replace the main process's, which are put back after (so
+``torch.initial_seed()`` in a worker is its seed and a ``worker_init_fn`` that reseeds leaves the
+main process's generators alone).
+
+Differs from torch: the workers share this process, so state a dataset keeps outside itself (a
+module global, a file) is seen by every worker, and each worker's copy of the dataset is shallow
+(``copy.copy``): a container it holds (a cache dict) is the main process's own.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import random
 import warnings
+
+import numpy as np
 
 __all__ = ["WorkerInfo", "get_worker_info", "check_worker_number_rationality"]
 
 
+@dataclasses.dataclass(frozen=True)
 class WorkerInfo:
-    """Mirrors ``torch.utils.data.WorkerInfo``: ``id``, ``num_workers``, ``seed``, ``dataset``;
-    read-only once made (RuntimeError on assignment, as torch)."""
+    """Mirrors ``torch.utils.data.WorkerInfo``: ``id``, ``num_workers``, ``seed``, ``dataset`` (and
+    torch's ``rng=None`` / ``worker_method='multiprocessing'``); a frozen dataclass, as torch 2.13's,
+    so assigning raises ``dataclasses.FrozenInstanceError`` (an AttributeError)."""
 
-    __initialized = False
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+    rng: object = None
+    worker_method: str = "multiprocessing"
 
-    def __init__(self, **kwargs):
-        for k, v in kwargs.items():
-            setattr(self, k, v)
-        self.__keys = tuple(kwargs)
-        self.__initialized = True
-
-    def __setattr__(self, key, val):
-        if self.__initialized:
-            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
-        super().__setattr__(key, val)
-
-    def __repr__(self):
-        return f"{self.__class__.__name__}({', '.join(f'{k}={getattr(self, k)}' for k in self.__keys)})"
+    def __post_init__(self):
+        # the worker's own global random streams, made on its first call (_enter); not a field
+        object.__setattr__(self, "_rng_streams", None)
 
 
 _CURRENT = [None]   # the WorkerInfo of the worker whose code is running, None in the main process
@@ -53,12 +61,43 @@ def get_worker_info():
 
 
 def as_worker(info, fn, *args):
-    """``fn(*args)`` run as the worker ``info`` (``get_worker_info()`` returns it meanwhile)."""
+    """``fn(*args)`` run as the worker ``info``: ``get_worker_info()`` returns it and the global
+    random streams are the worker's meanwhile (None: the main process, nothing swapped)."""
     prev, _CURRENT[0] = _CURRENT[0], info
+    main = None if info is None else _enter(info)
     try:
         return fn(*args)
     finally:
+        if main is not None:
+            object.__setattr__(info, "_rng_streams", _capture())
+            _restore(main)
         _CURRENT[0] = prev
+
+
+def _capture():
+    import tracegrad
+    return tracegrad.get_rng_state(), random.getstate(), np.random.get_state()
+
+
+def _restore(streams):
+    import tracegrad
+    tracegrad.set_rng_state(streams[0])
+    random.setstate(streams[1])
+    np.random.set_state(streams[2])
+
+
+def _enter(info):
+    """Swap the worker ``info``'s global random streams in (seeding them on its first call, as
+    torch's worker loop does before ``worker_init_fn``); returns the main process's streams."""
+    import tracegrad
+    main = _capture()
+    if info._rng_streams is None:
+        random.seed(info.seed)
+        tracegrad.manual_seed(info.seed)
+        np.random.seed(np.random.SeedSequence([info.id, info.seed - info.id]).generate_state(4))
+    else:
+        _restore(info._rng_streams)
+    return main
 
 
 def check_worker_number_rationality(num_workers) -> None:

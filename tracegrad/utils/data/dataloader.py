@@ -140,7 +140,12 @@ class _SingleProcessDataLoaderIter:
                 and self._num_yielded > self._IterableDataset_len_called:
             warnings.warn(f"Length of IterableDataset {self._dataset} was reported to be "
                           f"{self._IterableDataset_len_called}(when accessing len(dataloader)), "
-                          f"but {self._num_yielded} samples have been fetched. ", stacklevel=2)
+                          f"but {self._num_yielded} samples have been fetched. " + (
+                              # torch's hint when workers load: each gets a replica of the dataset
+                              "For multiprocessing data-loading, this could be caused by not properly configuring "
+                              "the IterableDataset replica at each worker. Please see "
+                              "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for "
+                              "examples." if self._loader.num_workers > 0 else ""), stacklevel=2)
         return data
 
     def _next_data(self):
