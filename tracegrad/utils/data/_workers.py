@@ -29,6 +29,8 @@ import warnings
 
 import numpy as np
 
+from ..._tensor import generator as _generator
+
 __all__ = ["WorkerInfo", "get_worker_info", "check_worker_number_rationality"]
 
 
@@ -75,13 +77,15 @@ def as_worker(info, fn, *args):
 
 
 def _capture():
-    import tracegrad
-    return tracegrad.get_rng_state(), random.getstate(), np.random.get_state()
+    # the default generator's seed and key themselves (a key array never changes): what
+    # ``get_rng_state`` would copy through a tensor, at ~0.15 ms a batch more
+    g = _generator.default_generator
+    return (g._seed, g._key), random.getstate(), np.random.get_state()
 
 
 def _restore(streams):
-    import tracegrad
-    tracegrad.set_rng_state(streams[0])
+    g = _generator.default_generator
+    g._seed, g._key = streams[0]
     random.setstate(streams[1])
     np.random.set_state(streams[2])
 
