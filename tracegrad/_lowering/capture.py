@@ -36,6 +36,7 @@ from .. import _state
 from .._api import threads as _threads
 from .._ops import warn as _warn
 from .._tensor import runtime as _runtime
+from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
@@ -402,7 +403,7 @@ class Capture:
             st = getattr(a, "_st", None)
             if st is not None and id(st) not in self.lifted and st not in self.created \
                     and st.array is not None and not isinstance(st.array, _Tracer):
-                self.found.setdefault(id(st), (a, st.array, st))
+                self.found.setdefault(id(st), (a, owned_array(st), st))
 
     # NOTE [gradients in a differentiated trace]: when JAX differentiates the trace (a compiled
     # forward whose outputs are differentiated outside, ``vjp``), it follows every array, but
@@ -450,7 +451,11 @@ class Capture:
             self.outside_writes += 1
             self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
         if self._external(t):
-            self.found.setdefault(id(t._st), (t, t._st.array, t._st))
+            # the value to put back (``restore_found``) as a copy where the storage shares a
+            # numpy array's memory (``t.numpy()`` taken before the call, ``.grad`` included):
+            # its array is the alias the write below overwrites in place (NOTE [numpy bridge]),
+            # and putting the alias back restored nothing
+            self.found.setdefault(id(t._st), (t, owned_array(t._st), t._st))
 
     # NOTE [checkpoint side effects]: eagerly, backward re-runs a checkpointed block, so its
     # writes to outside state (a BatchNorm's running stats, num_batches_tracked) happen again
