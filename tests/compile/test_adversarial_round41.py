@@ -632,3 +632,232 @@ def test_checkpointed_block_with_hooks():
             model.zero_grad()
         return res
     _both(run)
+
+
+# ---- more: numpy-shared state, errors, identity of what comes back, more checkpointing
+
+def test_grads_read_through_numpy_between_calls_and_clipped_before_zeroing():
+    # the caller logs ``p.grad.numpy()`` between calls (the grads then share numpy memory);
+    # the step reads the previous grads' norm before ``zero_grad(set_to_none=False)``
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        logged = []
+
+        def step(x, y):
+            prev = mod.stack([p.grad.norm() for p in model.parameters()]) if model[0].weight.grad is not None \
+                else mod.zeros(4)
+            opt.zero_grad(set_to_none=False)
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss, prev
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res += _loop(f, lambda j: _xy(mod, i), 1, model)
+            logged.append(float(model[0].weight.grad.numpy().sum()))
+        res.append(snapshot(logged))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_numpy_shared_buffer_argument_written_in_place_inside():
+    def run(mod, wrap):
+        buf = mod.full((3,), 5.0)
+        host = buf.numpy()
+
+        def f(x, buf):
+            old = buf.clone()
+            buf.mul_(0.5)
+            buf.add_(x)
+            return old
+        f = wrap(f)
+        res = []
+        for i in range(4):
+            host[0] = -float(i)          # written through numpy between calls
+            old = f(data(mod, i, 3), buf)
+            res.append([snapshot(old), snapshot(buf), host.tolist()])
+        return res
+    _both(run)
+
+
+def test_wrong_call_signature_raises_like_eager():
+    torch = pytest.importorskip("torch")
+
+    def check(mod, wrap):
+        def f(x, *, k):
+            return x * k
+        g = wrap(f)
+        errs = []
+        for call in (lambda: g(mod.ones(2)), lambda: g(mod.ones(2), 2.0), lambda: g(mod.ones(2), k=1.0, j=2)):
+            with pytest.raises(TypeError) as e:
+                call()
+            errs.append(type(e.value).__name__)
+        return errs + [snapshot(g(mod.ones(2), k=3.0))]
+    _h.assert_same(check(torch, lambda f: f), check(tracegrad, tracegrad.compile))
+
+
+def test_backward_of_result_made_under_no_grad_raises_like_eager():
+    torch = pytest.importorskip("torch")
+
+    def check(mod, wrap):
+        w = mod.ones(2, requires_grad=True)
+        g = wrap(lambda x: (x * w).sum())
+        msgs = []
+        for _ in range(3):
+            with mod.no_grad():
+                out = g(mod.ones(2))
+            with pytest.raises(RuntimeError) as e:
+                out.backward()
+            msgs.append(str(e.value).split(" and ")[0])
+        return msgs
+    assert check(tracegrad, tracegrad.compile) == check(torch, lambda f: f)
+
+
+def test_parameter_itself_and_its_detach_returned():
+    def run(mod, wrap):
+        lin = _h.np_init(mod.nn.Linear(2, 2), mod)
+
+        def f(x):
+            return lin.weight, lin.bias.detach(), {"w": lin.weight, "out": lin(x).sum()}
+        f = wrap(f)
+        res = []
+        for i in range(3):
+            w, bd, d = f(data(mod, i, 3, 2))
+            res.append([w is lin.weight, d["w"] is lin.weight, bd._base is None])
+            d["out"].backward()
+            bd.add_(1.0)                    # shares the bias's memory: the bias moves
+            with mod.no_grad():
+                lin.weight -= 0.1 * lin.weight.grad
+            res.append(snapshot(lin))
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_compiled_function_recursing_into_itself():
+    def run(mod, wrap):
+        w = mod.tensor([0.9, 1.1], requires_grad=True)
+        box = {}
+
+        def f(x, n):
+            if n == 0:
+                return x
+            return box["f"](x * w, n - 1) + 1.0
+        box["f"] = wrap(f)
+        res = []
+        for i in range(4):
+            out = box["f"](data(mod, i, 2), 2).sum()
+            out.backward()
+            res.append([snapshot(out), snapshot(w)])
+        return res
+    _both(run)
+
+
+def test_checkpoint_dropout_without_preserved_rng_state():
+    # preserve_rng_state=False: the recomputation draws a new mask, so gradients follow the
+    # second mask; compiled must draw the same two masks as eager
+    def run(mod, wrap):
+        nn = mod.nn
+        mod.manual_seed(1)
+        block = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Linear(6, 2)), mod)
+
+        def step(x):
+            out = mod.utils.checkpoint.checkpoint(block, x, use_reentrant=False, preserve_rng_state=False).sum()
+            out.backward()
+            return out
+        f = wrap(step)
+        res = []
+        for i in range(3):
+            res.append([snapshot(f(data(mod, i, 3, 4))), snapshot(block), snapshot(mod.get_rng_state())])
+            block.zero_grad()
+        return res
+    _both(run, torch_too=False)
+
+
+def test_checkpoint_sequential_reentrant_with_batchnorm():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 5), nn.BatchNorm1d(5), nn.Tanh(), nn.Linear(5, 2)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            x = x.requires_grad_()
+            loss = mod.utils.checkpoint.checkpoint_sequential(model, 2, x, use_reentrant=True).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: (data(mod, i, 6, 4),), 3, model)
+    _both(run)
+
+
+def test_compiled_forward_with_checkpoint_differentiated_outside():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 5), nn.GELU(), nn.Linear(5, 2)), mod)
+        fwd = wrap(lambda x: mod.utils.checkpoint.checkpoint(model, x, use_reentrant=False))
+        res = []
+        for i in range(3):
+            out = fwd(data(mod, i, 3, 4))
+            out.pow(2).sum().backward()
+            res.append([snapshot(out), snapshot(model)])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_compiled_module_wrapper_load_state_dict_and_optimizer_over_wrapper():
+    def run(mod, wrap):
+        model = _model(mod)
+        cm = mod.compile(model) if mod is tracegrad else model
+        prefix = "_orig_mod." if mod is tracegrad else ""
+        opt = mod.optim.Adam(cm.parameters(), lr=0.05)
+        f = _sgd_step(mod, cm, opt)
+        res = _loop(f, lambda i: _xy(mod, i), 2, model, opt)
+        sd = {k[len(prefix):]: v.clone() for k, v in cm.state_dict().items()}
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        cm.load_state_dict({prefix + k: v for k, v in sd.items()})
+        res += _loop(f, lambda i: _xy(mod, i + 2), 2, model, opt)
+        return res
+    _both(run)
+
+
+def test_autocast_around_training_step_toggled():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd_step(mod, model, opt))
+        res = []
+        for i in range(4):
+            with mod.autocast("cpu", dtype=mod.bfloat16, enabled=i % 2 == 1):
+                res += _loop(f, lambda j: _xy(mod, i), 1, model)
+        return res
+    made = _both(run, torch_rtol=2e-2)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_parameter_and_buffer_updated_by_augmented_assignment_between_calls_no_retrace():
+    # ``lin.weight -= lr * g`` is ``lin.weight = lin.weight.__isub__(...)``: the same Parameter
+    # assigned back through Module.__setattr__ (and ``m.scale *= 0.5`` the same buffer); the
+    # layout did not change, and every call traced a new program
+    def run(mod, wrap):
+        lin = _h.np_init(mod.nn.Linear(3, 2), mod)
+        lin.register_buffer("scale", mod.ones(2))
+        f = wrap(lambda x: (lin(x) * lin.scale).pow(2).sum())
+        res = []
+        for i in range(5):
+            out = f(data(mod, i, 4, 3))
+            out.backward()
+            with mod.no_grad():
+                lin.weight -= 0.1 * lin.weight.grad
+                lin.bias -= 0.1 * lin.bias.grad
+                lin.scale *= 0.9
+            lin.zero_grad()
+            res.append([snapshot(out), snapshot(lin)])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
