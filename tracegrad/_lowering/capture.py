@@ -335,6 +335,7 @@ class Capture:
         self.numpy_copies = weakref.WeakKeyDictionary()     # ``numpy_copy``
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
+        self.found_restored = False            # restore_found ran
         self.found_generators = {}             # generator -> (key, seed)
         self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
         self.optimizers = []                   # in first-seen order
@@ -879,7 +880,13 @@ class Capture:
 
     def restore_found(self):
         """Put back what this trace changed in state it had not lifted (the trace is then
-        redone with that state lifted, or the call runs eagerly)."""
+        redone with that state lifted, or the call runs eagerly). Once: an abandoned trace
+        calls it before putting Python state back (region.py), so that the bytes of a numpy
+        array the function wrote itself (``w = p.detach().numpy()``, ``w *= 0.9`` inside) are
+        put back from their copy there after the tensor's value from first sight, not before."""
+        if self.found_restored:
+            return
+        self.found_restored = True
         # the storage found, not the tensor's: ``t.data = ...`` may have moved ``t`` off it since
         for _, array, st in self.found.values():
             st.array = array
