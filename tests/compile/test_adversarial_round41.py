@@ -422,7 +422,9 @@ def test_requires_grad_on_argument_inside():
             y = f(x)
             res.append([snapshot(y), snapshot(x)])
         return res
-    _both(run)
+    made = _both(run)
+    # eagerly, with the reason named (a program would set the flag on a stand-in)
+    assert _traces(made[0]) == 0 and "requires_grad" in made[0].stats["graph_breaks"][0][0], made[0].stats
 
 
 def test_grad_of_argument_read_and_zeroed_inside():
