@@ -960,3 +960,39 @@ def test_compiled_module_called_with_keyword_arguments():
             res.append([snapshot(out), snapshot(net)])
         return res
     _both(run)
+
+
+def test_inplace_on_arguments_that_need_grad_errors_and_view_grad_like_eager():
+    # out= into an argument with a grad-requiring input, add_ on a leaf argument that requires
+    # grad (the errors eager raises), and mul_ on a view of a non-leaf argument (its graph)
+    torch = pytest.importorskip("torch")
+
+    def check(mod, wrap):
+        w = mod.ones(2, requires_grad=True)
+
+        def out_into(a, buf):
+            mod.mul(a, w, out=buf)
+            return buf
+
+        def add_leaf(x):
+            x.add_(1.0)
+            return x
+
+        def view_of_nonleaf(x):
+            x[0:1].mul_(2.0)
+            return (x * w).sum()
+        res = []
+        for fn, args in ((out_into, lambda i: (data(mod, i, 2), mod.zeros(2))),
+                         (add_leaf, lambda i: (data(mod, i, 2).requires_grad_(),)),
+                         (view_of_nonleaf, lambda i: (data(mod, i, 2).requires_grad_().clone(),))):
+            g = wrap(fn)
+            for i in range(3):
+                try:
+                    r = g(*args(i))
+                except RuntimeError as e:
+                    res.append(str(e)[:60])
+                    continue
+                r.backward()
+                res.append(snapshot(w))
+        return res
+    _h.assert_same(check(torch, lambda f: f), check(tracegrad, tracegrad.compile))
