@@ -18,7 +18,7 @@ runs eagerly, compiled and with torch (``_harness.run_three_ways``) over >= 3 ca
 everything observable; the number of programs is asserted where none more is needed.
 
 Fixes:
-- ``_lowering/capture.py`` ``Capture.see_write``/``see_tensors`` (and ``restore_found``, called
+- ``_lowering/capture.py`` ``Capture.see_write`` (and ``restore_found``, called
   once, before the Python state in region.py's abandoned-trace path): outside state a trace
   wrote before it was lifted is put back from the value it had at first sight; for a storage
   sharing a numpy array's memory (``p.grad.numpy()`` read by the caller between calls) that

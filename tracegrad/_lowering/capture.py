@@ -404,7 +404,7 @@ class Capture:
             st = getattr(a, "_st", None)
             if st is not None and id(st) not in self.lifted and st not in self.created \
                     and st.array is not None and not isinstance(st.array, _Tracer):
-                self.found.setdefault(id(st), (a, owned_array(st), st))
+                self.found.setdefault(id(st), (a, st.array, st))
 
     # NOTE [gradients in a differentiated trace]: when JAX differentiates the trace (a compiled
     # forward whose outputs are differentiated outside, ``vjp``), it follows every array, but
@@ -455,8 +455,12 @@ class Capture:
             # the value to put back (``restore_found``) as a copy where the storage shares a
             # numpy array's memory (``t.numpy()`` taken before the call, ``.grad`` included):
             # its array is the alias the write below overwrites in place (NOTE [numpy bridge]),
-            # and putting the alias back restored nothing
-            self.found.setdefault(id(t._st), (t, owned_array(t._st), t._st))
+            # and putting the alias back restored nothing. (A read only, ``see_tensors``, keeps
+            # the alias: a large shared dataset is not copied per trace.)
+            st = t._st
+            seen = self.found.get(id(st))
+            if seen is None or seen[1] is st.array:
+                self.found[id(st)] = (seen[0] if seen else t, owned_array(st), st)
 
     # NOTE [checkpoint side effects]: eagerly, backward re-runs a checkpointed block, so its
     # writes to outside state (a BatchNorm's running stats, num_batches_tracked) happen again
