@@ -36,6 +36,7 @@ from .. import _state
 from .._api import threads as _threads
 from .._ops import warn as _warn
 from .._tensor import runtime as _runtime
+from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
@@ -334,6 +335,7 @@ class Capture:
         self.numpy_copies = weakref.WeakKeyDictionary()     # ``numpy_copy``
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
+        self.found_restored = False            # restore_found ran
         self.found_generators = {}             # generator -> (key, seed)
         self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
         self.optimizers = []                   # in first-seen order
@@ -450,7 +452,15 @@ class Capture:
             self.outside_writes += 1
             self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
         if self._external(t):
-            self.found.setdefault(id(t._st), (t, t._st.array, t._st))
+            # the value to put back (``restore_found``) as a copy where the storage shares a
+            # numpy array's memory (``t.numpy()`` taken before the call, ``.grad`` included):
+            # its array is the alias the write below overwrites in place (NOTE [numpy bridge]),
+            # and putting the alias back restored nothing. (A read only, ``see_tensors``, keeps
+            # the alias: a large shared dataset is not copied per trace.)
+            st = t._st
+            seen = self.found.get(id(st))
+            if seen is None or seen[1] is st.array:
+                self.found[id(st)] = (seen[0] if seen else t, owned_array(st), st)
 
     # NOTE [checkpoint side effects]: eagerly, backward re-runs a checkpointed block, so its
     # writes to outside state (a BatchNorm's running stats, num_batches_tracked) happen again
@@ -874,7 +884,13 @@ class Capture:
 
     def restore_found(self):
         """Put back what this trace changed in state it had not lifted (the trace is then
-        redone with that state lifted, or the call runs eagerly)."""
+        redone with that state lifted, or the call runs eagerly). Once: an abandoned trace
+        calls it before putting Python state back (region.py), so that the bytes of a numpy
+        array the function wrote itself (``w = p.detach().numpy()``, ``w *= 0.9`` inside) are
+        put back from their copy there after the tensor's value from first sight, not before."""
+        if self.found_restored:
+            return
+        self.found_restored = True
         # the storage found, not the tensor's: ``t.data = ...`` may have moved ``t`` off it since
         for _, array, st in self.found.values():
             st.array = array

@@ -1623,6 +1623,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
             cap.restore_flags()
             cap.restore_attrs()
+            cap.restore_found()       # before the Python state: a numpy array's bytes win
             restore(py_snap)
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again

@@ -256,14 +256,21 @@ def _same_value(d, name, value):
                             and old == value)
 
 
-def _layout_changed(module, name, store):
-    """A parameter, buffer or submodule ``name`` is registered in ``store``. Outside a compiled
-    call, compiled programs re-check the module layout (``self.buffers()`` now yields one more);
-    inside one, a new name on a module from before the call is a Python side effect the program
-    would not repeat (eager registers one more on every call): the call runs eagerly."""
+_NOT_GIVEN = object()
+
+
+def _layout_changed(module, name, store, value=_NOT_GIVEN):
+    """A parameter, buffer or submodule ``name`` is registered in ``store`` (as ``value``, when
+    given). Outside a compiled call, compiled programs re-check the module layout
+    (``self.buffers()`` now yields one more); inside one, a new name on a module from before the
+    call is a Python side effect the program would not repeat (eager registers one more on every
+    call): the call runs eagerly."""
     cap = _state.CAPTURE[0]
     if cap is None:
-        _state.bump_structure()
+        # the object already there registered again (``model.w -= lr * g`` under no_grad
+        # assigns the same Parameter back) leaves the layout as it was: no retrace
+        if value is _NOT_GIVEN or store.get(name, _NOT_GIVEN) is not value:
+            _state.bump_structure()
     elif name not in store and id(module) not in cap.made_modules:
         cap.python_effect(f"registering '{name}' on a {type(module).__name__} made before the call")
 
@@ -608,7 +615,7 @@ class Module:
             raise KeyError('parameter name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
-        _layout_changed(self, name, self._parameters)
+        _layout_changed(self, name, self._parameters, param)
         if param is None:
             self._parameters[name] = None
             return
@@ -732,7 +739,12 @@ class Module:
             # program traced for the None reads it as a value, NOTE [places that held no
             # tensor] in _lowering/region.py)
             rebind = type(value) is Tensor and (type(old) is Tensor or (cap is not None and old is None))
-            if not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)):
+            # the object already registered under ``name`` put back (``model.w -= lr * g``
+            # under no_grad is ``model.w = model.w.__isub__(...)``, the same Parameter): the
+            # layout is unchanged, and bumping made every later compiled call trace again
+            same = value is not None and any(value is s.get(name) for s in (
+                d.get("_parameters") or {}, d.get("_buffers") or {}, d.get("_modules") or {}))
+            if not same and not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)):
                 _state.bump_structure()
 
         def remove_from(*stores):
