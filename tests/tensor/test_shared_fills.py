@@ -95,26 +95,3 @@ def test_fill_inside_compiled_step_matches_eager():
         x = torch.full((2, 3), float(i))
         assert compiled(x).tolist() == step(x).tolist()
     assert torch.zeros(2, 3).tolist() == [[0.0] * 3] * 2
-
-
-def test_tiny_tensor_data_is_a_tensor_of_its_own():
-    a, b = torch.tensor(3.0), torch.tensor(3.0)
-    c = torch.tensor([1, 2, 3])
-    a.add_(1)
-    c[1] = 9
-    assert (a.item(), b.item()) == (4.0, 3.0)
-    assert torch.tensor([1, 2, 3]).tolist() == [1, 2, 3] and c.tolist() == [1, 9, 3]
-    assert np.signbit(torch.tensor(-0.0).numpy()) and not np.signbit(torch.tensor(0.0).numpy())
-    assert torch.tensor(1, dtype=torch.float64).dtype == torch.float64
-
-
-def test_generators_seeded_alike_draw_alike_compiled_and_eager():
-    g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
-
-    def draw(g):
-        return torch.rand(3, generator=g) + torch.randn(3, generator=g)
-
-    compiled = torch.compile(draw)
-    for _ in range(3):
-        assert compiled(g1).tolist() == draw(g2).tolist()
-    assert torch.rand(2, generator=g1).tolist() == torch.rand(2, generator=g2).tolist()

@@ -31,8 +31,6 @@ _SEEN_MAX = 1 << 16        # a bound on the counts kept (programs with ever-new 
 def to_device(arr: np.ndarray) -> jax.Array:
     """``arr`` (a numpy array that nothing else will write: callers pass their own copy) as a
     ``jax.Array`` on JAX's default device, with its dtype. Call inside the x64 scope."""
-    if arr.nbytes <= _SHARED_DATA_BYTES and _trace_state_clean():
-        return _shared(arr)
     key = (arr.shape, arr.dtype)
     n = _SEEN.get(key, 0)
     if n >= _PUT_FIRST:
@@ -63,22 +61,17 @@ def filled(shape: tuple, value, dtype) -> jax.Array:
     if small(shape, dtype):
         with np.errstate(all="ignore"):
             v = np.asarray(value).astype(dtype)
-        host = np.full(shape, v, dtype)
-        if host.nbytes <= _SHARED_FILL_BYTES and len(shape) <= 2 and _trace_state_clean():
-            return _shared(host)
-        return jax.device_put(host)
+        if len(shape) <= 2 and v.itemsize * int(np.prod(shape, dtype=np.int64)) <= _SHARED_FILL_BYTES \
+                and _trace_state_clean():
+            key = (shape, v.dtype, v.tobytes(), jax.config.jax_default_device)
+            a = _FILLS.get(key)
+            if a is None:
+                if len(_FILLS) >= _FILLS_MAX:
+                    _FILLS.clear()
+                a = _FILLS[key] = jax.device_put(np.full(shape, v, dtype))
+            return a
+        return jax.device_put(np.full(shape, v, dtype))
     return jnp.full(shape, value, dtype)
-
-
-def _shared(arr: np.ndarray) -> jax.Array:
-    """The one shared device array holding ``arr``'s bytes (NOTE [shared constant fills])."""
-    key = (arr.shape, arr.dtype, arr.tobytes(), jax.config.jax_default_device)
-    a = _FILLS.get(key)
-    if a is None:
-        if len(_FILLS) >= _FILLS_MAX:
-            _FILLS.clear()
-        a = _FILLS[key] = jax.device_put(arr)
-    return a
 
 
 # NOTE [shared constant fills]
@@ -86,13 +79,12 @@ def _shared(arr: np.ndarray) -> jax.Array:
 # write to a tensor gives its storage a new array. ``loss.backward()`` seeds the backward with
 # ``ones_like(loss)`` and every small ``zeros``/``ones``/``full`` put ~17 us of host bytes on
 # the device (~30 us per ``torch.ones(())``, a tenth of a small eager step); a cached one costs
-# a dict lookup. So do tiny ``torch.tensor(0.5)``/``tensor([1, 2])`` data (``to_device``). A shared array is never donated to a program: the cache holds a reference,
+# a dict lookup. A shared array is never donated to a program: the cache holds a reference,
 # so the programs' exclusive-holder check (``_lowering/program.py``) leaves it alone. Only
 # small fills (a few KiB, rank <= 2: seeds, hidden-state zeros, masks) are kept, at most
 # ``_FILLS_MAX`` of them, so the cache holds little memory. Only outside every JAX trace (a
 # compiled region's, a user's ``jax.jit`` around tracegrad ops, ``vmap``): there ``device_put``
 # gives a tracer, which must not outlive its trace.
 _SHARED_FILL_BYTES = 4096
-_SHARED_DATA_BYTES = 64
 _FILLS_MAX = 256
 _FILLS: dict = _state.register_cache("_tensor.host._fills", {})
