@@ -4,7 +4,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src.core import trace_state_clean as _trace_state_clean
 
 from .. import _state
 
@@ -61,8 +60,7 @@ def filled(shape: tuple, value, dtype) -> jax.Array:
     if small(shape, dtype):
         with np.errstate(all="ignore"):
             v = np.asarray(value).astype(dtype)
-        if len(shape) <= 2 and v.itemsize * int(np.prod(shape, dtype=np.int64)) <= _SHARED_FILL_BYTES \
-                and _trace_state_clean():
+        if len(shape) <= 2 and v.itemsize * int(np.prod(shape, dtype=np.int64)) <= _SHARED_FILL_BYTES:
             key = (shape, v.dtype, v.tobytes(), jax.config.jax_default_device)
             a = _FILLS.get(key)
             if a is None:
@@ -82,9 +80,7 @@ def filled(shape: tuple, value, dtype) -> jax.Array:
 # a dict lookup. A shared array is never donated to a program: the cache holds a reference,
 # so the programs' exclusive-holder check (``_lowering/program.py``) leaves it alone. Only
 # small fills (a few KiB, rank <= 2: seeds, hidden-state zeros, masks) are kept, at most
-# ``_FILLS_MAX`` of them, so the cache holds little memory. Only outside every JAX trace (a
-# compiled region's, a user's ``jax.jit`` around tracegrad ops, ``vmap``): there ``device_put``
-# gives a tracer, which must not outlive its trace.
+# ``_FILLS_MAX`` of them, so the cache holds little memory.
 _SHARED_FILL_BYTES = 4096
 _FILLS_MAX = 256
 _FILLS: dict = _state.register_cache("_tensor.host._fills", {})
