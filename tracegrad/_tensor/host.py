@@ -59,28 +59,5 @@ def filled(shape: tuple, value, dtype) -> jax.Array:
     255, 1e40 into float32 is inf), without a warning. Call inside the x64 scope."""
     if small(shape, dtype):
         with np.errstate(all="ignore"):
-            v = np.asarray(value).astype(dtype)
-        if len(shape) <= 2 and v.itemsize * int(np.prod(shape, dtype=np.int64)) <= _SHARED_FILL_BYTES:
-            key = (shape, v.dtype, v.tobytes(), jax.config.jax_default_device)
-            a = _FILLS.get(key)
-            if a is None:
-                if len(_FILLS) >= _FILLS_MAX:
-                    _FILLS.clear()
-                a = _FILLS[key] = jax.device_put(np.full(shape, v, dtype))
-            return a
-        return jax.device_put(np.full(shape, v, dtype))
+            return jax.device_put(np.full(shape, np.asarray(value).astype(dtype), dtype))
     return jnp.full(shape, value, dtype)
-
-
-# NOTE [shared constant fills]
-# A ``jax.Array`` never changes, so tensors filled with one constant may share one array: a
-# write to a tensor gives its storage a new array. ``loss.backward()`` seeds the backward with
-# ``ones_like(loss)`` and every small ``zeros``/``ones``/``full`` put ~17 us of host bytes on
-# the device (~30 us per ``torch.ones(())``, a tenth of a small eager step); a cached one costs
-# a dict lookup. A shared array is never donated to a program: the cache holds a reference,
-# so the programs' exclusive-holder check (``_lowering/program.py``) leaves it alone. Only
-# small fills (a few KiB, rank <= 2: seeds, hidden-state zeros, masks) are kept, at most
-# ``_FILLS_MAX`` of them, so the cache holds little memory.
-_SHARED_FILL_BYTES = 4096
-_FILLS_MAX = 256
-_FILLS: dict = _state.register_cache("_tensor.host._fills", {})
