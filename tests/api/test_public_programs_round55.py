@@ -64,6 +64,7 @@ import numpy as np
 import pytest
 
 import tracegrad
+from parity import _same_printed
 from public_programs_helpers import (arrays as _arr, compare, grads as _grads, init_uniform as _init, same_error,
                                      state as _state)
 from public_programs_round55_src import (CENTER_LOSS, CONFORMER, CYCLEGAN_MODEL, CYCLEGAN_NETWORKS, TORCHCFM,
@@ -252,7 +253,8 @@ def _center_run(T, plot):
 def test_center_loss_training(plot, capsys):
     _compare(lambda T: _center_run(T, plot), tol=2e-5)
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 4 and out[:2] == out[2:], out      # the log lines, alike on both sides
+    # the log lines, alike on both sides up to the last printed digit (CPUs' kernels round apart)
+    assert len(out) == 4 and all(_same_printed(a, b) for a, b in zip(out[:2], out[2:])), out
     assert out[0].startswith("Batch 1/2\t Loss ")
 
 
