@@ -39,9 +39,9 @@ from .._tensor import runtime as _runtime
 from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
-from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
-                      counter_uses, effects_signature, opened_by_user, python_refs, restore, snapshot,
-                      stateful_reads)
+from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, append_changes, changed,
+                      clock_reads, counter_uses, effects_signature, grown_lists, opened_by_user, python_refs,
+                      restore, snapshot, stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
 from .constants import Constants
 from .exc import Unsupported
@@ -298,12 +298,16 @@ class TracedHook:
     """A hook that ran in this trace: the Python references its code reads, what they held
     when it first ran (``before``: to see a change; ``snap``: to put it back)."""
 
-    __slots__ = ("kind", "fn", "refs", "names", "before", "snap")
+    __slots__ = ("kind", "fn", "refs", "names", "before", "snap", "lists", "other")
 
     def __init__(self, kind, fn):
         self.kind, self.fn = kind, fn
         # a callable object (``self.features = out`` in its ``__call__``) is state of its own
-        self.refs, self.names = python_refs(fn, (fn,) if _plain_object(fn) else ())
+        uses = (set(), set(), set(), set(), set(), set())
+        self.refs, self.names = python_refs(fn, (fn,) if _plain_object(fn) else (), counters_out=uses)
+        # NOTE [Python appends] in pystate.py: the lists it only grows (``acts.append(out)``),
+        # and the names its code uses otherwise (a list the function grows that it reads)
+        self.lists, self.other = grown_lists(self.refs, uses), frozenset(uses[5])
         reads = stateful_reads(self.refs, self.names) or clock_reads(self.refs, self.names)
         if reads is not None:
             raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' reads {reads}, which gives a new value on "
@@ -521,6 +525,10 @@ class Capture:
         """NOTE [deferred item]: a stand-in for ``t.item()`` called from user code on a tensor
         traced at this trace's level, or None (the value is read as before)."""
         v = t._value
+        while type(v).__name__ in ("JVPTracer", "LinearizeTracer"):
+            # a differentiable result's value inside the region's ``jax.vjp``: the number is
+            # its primal, computed by the same program
+            v = v.primal
         if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer" \
                 or sys._getframe(2).f_globals.get("__name__", "").startswith("tracegrad"):
             return None
@@ -541,15 +549,24 @@ class Capture:
         self.hooks[id(fn)] = TracedHook(kind, fn)
 
     def hooks_changed(self):
-        """Raise the graph break for a hook that changed Python state while traced."""
-        for h in self.hooks.values():
+        """Raise the graph break for a hook that changed Python state while traced; the
+        ``(place, name, items)`` of the lists the hooks only grew (NOTE [Python appends]),
+        each cut back, the hook that first ran last first (what it added is at the lists' end)."""
+        grown = []
+        for h in reversed(list(self.hooks.values())):
             moved = changed(h.refs, h.before)
+            if moved is not None and h.lists:
+                found = append_changes(h.lists)
+                if found:
+                    grown += found
+                    moved = changed(h.refs, h.before)
             if moved is not None:
                 moved = moved.replace("argument 0", "self", 1) if moved.startswith("argument 0") else moved
                 # the hook reads ``moved``; the hook or the code it ran around changed it
                 raise GraphBreak(f"the call changes the Python value '{moved}' that the {h.kind} hook "
                                  f"'{_hook_name(h.fn)}' reads (a counter, an append, a stored tensor...): "
                                  "the program would do that only while tracing, not on every call")
+        return grown
 
     def restore_hooks(self):
         """Put back what the hooks changed (an abandoned trace: the eager rerun runs them again)."""

@@ -107,6 +107,8 @@ def checker(region):
     src.add(f"if {src.const(_state.RG_EPOCH)}[0] != self.rg_epoch and not self._rg_flips_hold():", "    return False")
     for d, k, _, _ in region.counters:      # still an int to add to (NOTE [Python counters])
         src.fail_unless(f"type({src.const(d.get)}({src.const(k)})) is int")
+    for d, k, _ in region.appends:           # still a list to grow (NOTE [Python appends])
+        src.fail_unless(f"type({src.const(d.get)}({src.const(k)})) is list")
     if region.py_scalars:
         _scalars(src, region.py_refs, region.py_scalars)
     _values(src, region.value_guards)

@@ -118,6 +118,7 @@ class _Checks(list):
     by_shape = frozenset()    # (id(dict), name) of module attributes guarded by shape elsewhere
     unread = ()               # NOTE [tensors compared by identity]: (view, key) places of unread tensors
     rebound = frozenset()     # (id(container), key) of the places the program binds anew each call
+    grown = frozenset()       # ids of the lists each run appends to (NOTE [Python appends] in pystate.py)
 
 
 def _guard_object(o, names, checks, seen):
@@ -278,6 +279,10 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None, place=None
     """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
     dicts and lists inside it, ``depth`` levels down (and the attributes ``names`` of the plain
     objects there); True when ``c`` is one of them. Other holders: NOTE [other holders]."""
+    if id(c) in checks.grown:
+        # what the function does with it needs none of its items, and whatever list the place
+        # holds at a call is the one grown (``Region._append``; the checker: still a list)
+        return True
     if type(c) is tuple or (isinstance(c, tuple) and hasattr(c, "_fields")):
         # a tuple (a namedtuple) holding lists or dicts (``STATE = ([], {"k": 1.0})``): those
         # are read through it like a container's entries (``STATE[1]["k"]`` changed between
@@ -700,7 +705,7 @@ def _tensor_counts(storages, bases):
 
 
 def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None, by_shape=frozenset(),
-                 rebound=frozenset()):
+                 rebound=frozenset(), grown=frozenset()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
     it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
@@ -708,12 +713,13 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=Non
     place may follow instead, NOTE [tensors read by place]; ``by_shape``: ``(id(dict), name)``
     of the module attributes the region guards by the shape the call finds, NOTE [module tensor
     attributes]; ``rebound``: ``(id(container), key)`` of the places the program binds anew on
-    every call, whose containers are not guarded by identity). Returns the checks, the
+    every call, whose containers are not guarded by identity; ``grown``: ids of the lists the
+    program's runs append to, not guarded at all). Returns the checks, the
     ``(input index, slot)`` places to follow and the places of the tensors no program reads
     (NOTE [tensors compared by identity])."""
     checks, seen, classes = _Checks(), set(), {}
     checks.called, checks.pinned, checks.by_shape = {id(m) for m in modules}, pinned, by_shape
-    checks.rebound = rebound
+    checks.rebound, checks.grown = rebound, grown
     checks.followable, checks.places, checks.unread = followable or {}, {}, []
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):

@@ -65,9 +65,11 @@ _BUILTINS = vars(builtins)
 
 
 def python_refs(fn, args=(), loaded_out=None, counters_out=None):
-    """See ``_python_refs``; ``counters_out``, four sets, gets the attribute names the code
+    """See ``_python_refs``; ``counters_out``, six sets, gets the attribute names the code
     scanned uses only as counters, those it stores plainly, the closure cells' and globals'
-    names it bumps, and those it uses otherwise (NOTE [Python counters])."""
+    names it bumps, and those it uses otherwise (NOTE [Python counters]); then the names
+    (cells, globals, attributes) it grows a list through and those it uses otherwise (NOTE
+    [Python appends])."""
     if counters_out is None:
         return _python_refs(fn, args, loaded_out)
     _SEEN.append(counters_out)
@@ -472,7 +474,19 @@ def _module_attributes(m, add) -> None:
         if not (isinstance(a, _HOLDERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
             continue
         label = f"{cls.__name__}.{k}"
-        add((label, None, {label: a}), _object_names(type(a), set()) if _plain_object(a) else ())
+        add((label, None, _AttributePlace(label, a, vars(m), k)), _object_names(type(a), set()) if _plain_object(a) else ())
+
+
+class _AttributePlace(dict):
+    """The one-entry namespace ``{label: value}`` of a module attribute's reference
+    (``_module_attributes``), knowing the module's ``__dict__`` and the attribute's name: the
+    place a list only appended to grows on each run (NOTE [Python appends])."""
+
+    __slots__ = ("attrs", "key")
+
+    def __init__(self, label, value, attrs, key):
+        super().__init__({label: value})
+        self.attrs, self.key = attrs, key
 
 
 # NOTE [getters and classes]: reading ``r.scale`` may run a property getter (or ``__getattr__``)
@@ -944,6 +958,69 @@ def scalar_changes(before):
     return tuple(out)
 
 
+def grown_lists(refs, counters):
+    """NOTE [Python appends]: ``(place, name, list, copy)`` of the lists among ``refs`` (closure
+    cells and globals) and among the attributes of the objects there (a trainer's
+    ``self.losses``, a module's ``self.acts``) whose name the code scanned uses only to call
+    ``append``/``extend`` on, and the lists in dicts it names only so (``history["loss"]``;
+    ``counters``: ``python_refs``' six sets)."""
+    names = counters[4] - counters[5]
+    out, seen = [], set()
+    for name, cell, g in refs if names else ():
+        v = _value(cell, g, name)
+        if type(g) is _AttributePlace:
+            place, name = g.attrs, g.key
+        else:
+            place = CellSlot(cell) if cell is not None else g
+        if name in names:
+            _grown_list(place, name, v, out, seen)
+        d = getattr(v, "__dict__", None)
+        if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
+            for k, a in list(d.items()):
+                if k in names:
+                    _grown_list(d, k, a, out, seen)
+    return out
+
+
+def _grown_list(place, name, v, out, seen):
+    """``grown_lists``' entry for a list at ``place[name]``, or for each list in a dict there
+    (``history["loss"].append(v)``)."""
+    if type(v) is dict:
+        for k, a in list(v.items()):
+            if type(a) is list:
+                _grown_list(v, k, a, out, seen)
+    elif type(v) is list and id(v) not in seen:
+        seen.add(id(v))
+        out.append((place, name, v, list(v)))
+
+
+def slot_key(place, name):
+    """``place_key`` of a counter's or a grown list's ``(place, name)``."""
+    return (id(place.cell) if type(place) is CellSlot else id(place)), name
+
+
+def place_key(ref):
+    """The ``(id, name)`` of the place a reference (``name, cell, globals``) reads: the closure
+    cell, the globals dict or, for a module attribute's reference, the module's ``__dict__``;
+    ``slot_key`` of a counter's or a grown list's place is the same key."""
+    name, cell, g = ref
+    if cell is not None:
+        return id(cell), name
+    return (id(g.attrs), g.key) if type(g) is _AttributePlace else (id(g), name)
+
+
+def append_changes(before):
+    """``(place, name, items)`` of the lists among ``before`` (``grown_lists``' answer) that a
+    trace only grew, each cut back to what it held before."""
+    out = []
+    for place, name, lst, was in before:
+        n = len(was)
+        if place.get(name) is lst and len(lst) > n and all(a is b for a, b in zip(was, lst)):
+            out.append((place, name, lst[n:]))
+            del lst[n:]
+    return out
+
+
 def scalar_signature(refs):
     """The numbers/strings/bools among ``refs``, also inside short lists/tuples (a new value
     means a new program)."""
@@ -1385,7 +1462,25 @@ _DYNAMIC_NAMES = frozenset({"hasattr", "getattr", "attrgetter", "methodcaller"})
 # (``trace_region``). Each run checks the place still holds an int (one deleted or set to a
 # float between calls traces again); a bump before an lr scheduler's deferred ``step()`` is
 # made before it on each run, one after it after (``region._counters_in_order``).
+# NOTE [Python appends]: ``history.append(loss.item())``, ``self.losses.append(loss.detach())``
+# or a module's ``self.acts.append(h)`` in a compiled step grows a list the program cannot
+# grow: the whole call used to run eagerly on every call. When the code scanned names that
+# list (a closure cell, a global, an attribute of an object it reads, a module attribute) only
+# to call ``append``/``extend`` on it (``_CounterUses.appended``; any other use of the name,
+# ``len(hist)``, ``hist[-1]``, a plain store outside ``__init__``, keeps the old answer) and
+# the trace only added items at its end (``append_changes``: the items before are the same
+# objects), the added items are cut off again and become extra results of the program: every
+# run (the traced one included) extends the list the place holds at that call with that run's
+# items (``Region._append``): tensors the program computed, ``item()`` numbers read after the
+# run (NOTE [deferred item]), rebuilt containers and constants, as returned results are. The
+# list's items are no values the trace read: the place is left out of the guards but for
+# "still holds a list" (``guard_code.checker``), so a list rebound between calls (an epoch's
+# ``self.losses = []``) is grown the same way. Nothing else in the call can see the list
+# before the run's end, the scan having found no other use. A deque, or a list subclass, keeps
+# the old answer.
 _COUNTER_OPS = frozenset({"+=", "-="})
+_APPEND_LOADS = frozenset({"LOAD_DEREF", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CLASSDEREF"})
+_APPEND_METHODS = frozenset({"append", "extend"})
 _DEREF_USES = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLASSDEREF"})
 _COUNTER_USES: dict = {}    # code -> _CounterUses
 
@@ -1394,7 +1489,8 @@ class _CounterUses:
     """How one code object (not the code nested in it) uses attribute names without reading
     their values (NOTE [Python counters])."""
 
-    __slots__ = ("counters", "unread", "stored", "stores", "scalar_counters", "scalar_other")
+    __slots__ = ("counters", "unread", "stored", "stores", "scalar_counters", "scalar_other", "appended",
+                 "append_other")
 
     def __init__(self, code):
         ins = list(dis.get_instructions(code))
@@ -1411,6 +1507,24 @@ class _CounterUses:
                     stores.add(st.offset)
         strings = {c for c in code.co_consts if type(c) is str}
         plain = {i for i, x in enumerate(ins) if x.opname == "STORE_ATTR" and i not in matched}
+        appended = set()
+        # ``hist.append(v)`` / ``self.losses.extend(vs)``: the list named only to grow it
+        # (NOTE [Python appends]); the method's own name is a use of neither
+        grown = set()
+        for i, x in enumerate(ins):
+            if x.opname not in _APPEND_LOADS or x.argrepr.startswith("NULL"):
+                continue
+            # ``name.append``, or ``name["k"].append`` (a dict of lists: its lists' places)
+            k = 3 if [y.opname for y in ins[i + 1:i + 3]] == ["LOAD_CONST", "BINARY_SUBSCR"] else 1
+            if i + k < len(ins) and ins[i + k].opname in ("LOAD_METHOD", "LOAD_ATTR") \
+                    and ins[i + k].argval in _APPEND_METHODS:
+                grown.update(range(i, i + k + 1))
+                appended.add(x.argval)
+        self.appended = frozenset(appended - strings)
+        init = code.co_name == "__init__"
+        self.append_other = frozenset(
+            x.argval for i, x in enumerate(ins) if i not in grown and (x.opcode in dis.hasname or x.opname in _DEREF_USES)
+            and not (init and i in plain)) | (self.appended & strings)
         names = [(n, at) for n, at in uses.items() if n not in strings]
         # used only as ``obj.name += k``; only so or stored (``obj.name = v``: nothing read)
         self.counters = frozenset(n for n, at in names if all(j in matched for j in at))
@@ -1457,11 +1571,13 @@ def _code_names(code, out):
         out.update(n for n in code.co_names if n not in uses.unread)
     else:
         out.update(code.co_names)
-    for counters, stored, scalar_counters, scalar_other in _SEEN:
+    for counters, stored, scalar_counters, scalar_other, appended, append_other in _SEEN:
         counters |= uses.counters
         stored |= uses.stored
         scalar_counters |= uses.scalar_counters
         scalar_other |= uses.scalar_other
+        appended |= uses.appended
+        append_other |= uses.append_other
     if not _DYNAMIC_NAMES.isdisjoint(code.co_names):
         # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``,
         # ``methodcaller("scale")(obj)``: the literal names are read too

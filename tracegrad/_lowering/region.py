@@ -55,9 +55,9 @@ from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
-from .pystate import (CellSlot, changed, clock_reads, counter_changes, effects_signature, int_attributes,
-                      numpy_sharing, python_refs, restore, scalar_changes, scalar_counters, scalar_signature,
-                      snapshot, stateful_reads)
+from .pystate import (CellSlot, append_changes, changed, clock_reads, counter_changes, effects_signature,
+                      grown_lists, int_attributes, numpy_sharing, place_key, python_refs, restore, scalar_changes,
+                      scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from . import custom_function as _custom_function
@@ -622,6 +622,7 @@ class Region:
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
+        self.appends = ()          # NOTE [Python appends] (pystate.py): (place, name, count)
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
@@ -837,6 +838,8 @@ class Region:
             raise ValueCheckFailed(self)
         try:
             out = self.write_back(outs, arg_leaves)
+            if self.appends:
+                out = self._append(out)
             for d, k, n, early in self.counters:    # NOTE [Python counters] in pystate.py
                 if early:
                     d[k] = d.get(k) + n
@@ -851,6 +854,16 @@ class Region:
             # running the call again eagerly (its updates would happen twice)
             e._tracegrad_no_rerun = True
             raise
+
+    def _append(self, out):
+        """The function's result, after growing the lists it appended to (NOTE [Python appends]
+        in pystate.py) by this run's items, the results after it."""
+        out, items = out
+        k = 0
+        for d, name, n in self.appends:
+            d.get(name).extend(items[k:k + n])
+            k += n
+        return out
 
     def write_back(self, outs, arg_leaves):
         res, state, grads_end, keys, escapes, pullback = outs[:6]
@@ -1399,6 +1412,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
                 raise GraphBreak(*cap.broken)
+            # first the hooks: a list a hook grows holds, when it first ran, what the function
+            # appended before it (NOTE [Python appends] in pystate.py: cut from the end back)
+            grown = cap.hooks_changed()
             moved = changed(refs, effects0)
             # NOTE [Python counters] in pystate.py: each put back, for every run to add again
             info["counters"] = cap.counters_changed()
@@ -1414,6 +1430,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 if found:
                     info["counters"] += found
                     moved = changed(refs, effects0)
+            # NOTE [Python appends] in pystate.py: the items each run appends are results
+            if moved is not None and lists0:
+                found = append_changes(lists0)
+                if found:
+                    grown += found
+                    moved = changed(refs, effects0)
+                found = None     # (it holds the items: the kept-reference check of NOTE [deferred item])
             info["counters"] = _counters_in_order(info["counters"], cap.deferral_counts, after)
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
@@ -1436,12 +1459,21 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise GraphBreak(f"the function uses '{shared}', a numpy view of a tensor it updates: "
                                  "the program would not see its reads and writes through it (use the "
                                  "view before or after the call)", where=after)
-            cap.hooks_changed()
             info["hooks"] = list(cap.hooks.values())
+            grown.reverse()      # cut from the end back: each run grows them in the order made
+            info["appends"] = tuple((place, name, len(items)) for place, name, items in grown)
+            appended = tuple(x for _, _, items in grown for x in items)
+            del grown
+            if any(name in h.other for _, name, _ in info["appends"] for h in info["hooks"]):
+                raise GraphBreak("a hook that ran reads a list the call appends to: it would see the list "
+                                 "as it was while tracing", where=after)
             if plan.absorb(cap):
                 raise Retrace()
             kept, boxes = {}, {}
             _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
+            if info["appends"]:
+                result = (result, appended)
+            appended = None
             result = _keep_outside(result, outside_containers(refs), kept, boxes,
                                    result_objects.made_objects(result))
             info["arg_boxes"] = kept.pop(ArgBox, False)
@@ -1669,7 +1701,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.snapshot(plan.optimizers)
     # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
-    counter_names = (set(), set(), set(), set())     # NOTE [Python counters] in pystate.py
+    # NOTE [Python counters] and [Python appends] in pystate.py
+    counter_names = (set(), set(), set(), set(), set(), set())
     refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor],
                                   counters_out=counter_names)
     stateful = stateful_reads(refs, ref_names)
@@ -1683,6 +1716,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     effects0 = effects_signature(refs)
     counters0 = int_attributes(refs) if counter_names[0] else ()
     scalars0 = scalar_counters(refs, counter_names) if counter_names[2] else ()
+    lists0 = grown_lists(refs, counter_names) if counter_names[4] else ()
     py_snap = snapshot(refs)
     prev = x64_enter()
     try:
@@ -1736,11 +1770,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     refs += tuple(r for h in info["hooks"] for r in h.refs)
     ref_names += tuple(n for h in info["hooks"] for n in h.names)
     region.counters = info.get("counters", ())
-    # a closure cell or global counter is no value read (NOTE [Python counters] in pystate.py)
-    counted = {(id(d.cell) if type(d) is CellSlot else id(d), k) for d, k, _, _ in region.counters}
+    region.appends = info.get("appends", ())
+    # a closure cell or global counter, or a list only grown, is no value read (NOTE [Python
+    # counters] and [Python appends] in pystate.py)
+    counted = {slot_key(d, k) for d, k, *_ in region.counters + region.appends}
     if counted:
-        kept = [(r, n) for r, n in zip(refs, ref_names)
-                if (id(r[1]) if r[1] is not None else id(r[2]), r[0]) not in counted]
+        kept = [(r, n) for r, n in zip(refs, ref_names) if place_key(r) not in counted]
         refs, ref_names = tuple(r for r, _ in kept), tuple(n for _, n in kept)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     region.tensor_attr_guards = _tensor_attr_guards([r() for _, r in live] + list(plan.owners.values()) + [
@@ -1762,7 +1797,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                   if j not in carried and not info["state_written"][j]}
     checks, places, unread = value_guards(fn, refs, region.modules, ref_names, pinned, followable,
                                           {(id(d), name) for d, name, _, _ in region.attr_guards},
-                                          _rebound_places((*rebinds, *region.shared)))
+                                          _rebound_places((*rebinds, *region.shared)),
+                                          {id(d.get(k)) for d, k, _ in region.appends})
     # a place the call binds an argument to (``self.last = x``) holds the caller's tensor by design
     bound = {id(leaves[i]) for i, _ in region.arg_binds}
     region.unread = tuple(p for p in unread if p[1] is KEYS or id(p[0].get(p[1], None)) not in bound)
