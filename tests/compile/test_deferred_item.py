@@ -11,7 +11,7 @@ import pytest
 import tracegrad
 from tracegrad.compiler import GraphBreak
 
-from ._harness import check_compiled, data, labels, np_init
+from ._harness import assert_same, check_compiled, data, labels, np_init, run_program
 
 
 def _training_step(result):
@@ -42,6 +42,35 @@ def test_returned_item_stays_in_the_program(result):
     comp = check_compiled(_training_step(result), calls=3, torch_too=True)
     st = comp.step.stats
     assert st["traces"] == 1 and st["eager_calls"] == 1 and st["graph_breaks"] == []
+
+
+def test_item_of_a_result_that_requires_grad():
+    # no backward in the step: the loss is a differentiable result of the region (its program
+    # runs under jax.vjp) and its number is still only returned; backward after the call works
+    def make(mod, wrap):
+        model = np_init(mod.nn.Sequential(mod.nn.Linear(4, 8), mod.nn.Tanh(), mod.nn.Linear(8, 3)), mod)
+
+        def step(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            return loss, loss.item()
+
+        def call(x, y):
+            f = wrapped(x, y)
+            f[0].backward()
+            return f
+        wrapped = wrap(step)
+        return call, {"model": model}, lambda i: (data(mod, i, 6, 4), labels(mod, i, 6, 3))
+    made = []
+
+    def wrap(f):
+        made.append(tracegrad.compile(f))
+        return made[-1]
+    eager = run_program(make, tracegrad, lambda f: f, 3)
+    comp = run_program(make, tracegrad, wrap, 3)
+    for e, c in zip(eager.snaps, comp.snaps):
+        assert_same(e, c)
+    assert type(comp.snaps[-1]["out"][1]) is float
+    assert made[0].stats["traces"] == 1 and not made[0].stats["graph_breaks"]
 
 
 def test_returned_numbers_have_eager_types_and_values_each_call():
@@ -184,7 +213,17 @@ def _kept_programs():
 _KEPT = None
 
 
-@pytest.mark.parametrize("where", ["list", "object", "dict", "module", "closure", "global"])
+def test_number_appended_to_a_list_and_returned_stays_in_the_program():
+    # NOTE [Python appends] (pystate.py): the list only grown gets each run's number
+    f, read = _kept_programs()["list"]
+    g = tracegrad.compile(f)
+    for i in range(3):
+        got = g(tracegrad.full((2,), float(i)))
+        assert got == 4.0 * i and read() == 4.0 * i and type(read()) is float
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("where", ["object", "dict", "module", "closure", "global"])
 def test_number_kept_outside_the_result_is_a_graph_break(where):
     f, read = _kept_programs()[where]
     g = tracegrad.compile(f)
