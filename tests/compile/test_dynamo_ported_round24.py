@@ -21,7 +21,30 @@ torch's tests count compiled-autograd captures, compare graphs and logs, or draw
 programs traced where the original's point is "no recompile"), and inputs are seeded numpy
 draws so torch and tracegrad see the same numbers. Tests of compiled autograd's own machinery
 (bytecode hooks, fake-tensor modes, C++ autograd nodes, CUDA graphs, verbose logs) have no
-counterpart here.
+counterpart here. test_compiled_autograd.py also runs test_autograd.py's TestAutograd under
+compiled autograd (TestAutogradWithCompiledAutograd); its hook tests are ported here as compiled
+functions (post-accumulate-grad hooks stepping an optimizer, hook order on a leaf and on its
+AccumulateGrad node, Node pre/post-hooks added and removed, retain_grad and tensor hooks across
+in-place ops and views), including those torch lists as failing under compiled autograd.
+
+Calls that run eagerly (a graph break, correct but not compiled; torch's compiled autograd
+compiles most of them): a hook registered inside the compiled function (tensor hooks, Node
+pre/post-hooks), ``print`` in a custom Function, ``torch._dynamo.disable``/``graph_break``, and
+a ``backward`` through a graph built before the call (test_keep_graph_simple,
+test_torch_compile_only_backward_call, test_no_output_nodes_different_leaves_will_recompile).
+
+Fixed here (autograd/_graph_impl.py ``AccumulateGrad.apply``/``_stolen``, engine.py): torch's
+AccumulateGrad makes a fresh gradient that nothing else holds the new ``.grad`` itself (it
+"steals" it), so an AccumulateGrad post-hook's ``grad_outputs[0]`` shares storage with ``.grad``:
+test_post_accumulate_grad_hook_ordering's post-accumulate-grad hook adds 0.5 in place and the
+post-hook reads it back (3.0 for the original's input). tracegrad gave ``.grad`` a storage of its
+own, so the post-hook saw the gradient before the add (-2.0 where torch gives 3.0, eager and compiled).
+Now, when such a post-hook exists and only the engine holds the gradient (the engine drops its
+stray references to it), the post-hook gets ``.grad`` (detached) as ``grad_outputs[0]``.
+Found and left (strict xfails): a new module object per call traces a new program per call
+(test_cache_hit; torch traces once); torch does not steal the expanded gradient SumBackward0
+gives (stride 0), tracegrad's gradients have no strides, so there the post-hook shares storage
+with ``.grad`` where torch's does not.
 """
 import functools
 
@@ -1019,3 +1042,779 @@ def test_invoke_in_pt2_compiled_autograd_graph_breaks(capsys):
         return run
     compare(build)
     assert capsys.readouterr().out.count("Boo!") == 3 * 4
+
+
+# ---- test_autograd.py's hook tests, run by test_compiled_autograd.py under compiled autograd -----
+# (TestAutogradWithCompiledAutograd: each TestAutograd test with its backward compiled). Here the
+# hooks are registered outside a compiled step that runs forward and backward, so that every
+# compiled call must run them; those registered inside run eagerly (a graph break).
+
+def _leaf(T, i, *shape, seed=0):
+    return rand(T, i, *(shape or (3,)), rg=True, seed=seed)
+
+
+def test_post_accumulate_grad_hook_e2e():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_post_accumulate_grad_hook_e2e
+    # (test_autograd.py::TestAutograd): an Adam per parameter stepped by its post-accumulate-grad
+    # hook, trained by a compiled ``loss.backward()`` beside a copy trained by a plain Adam;
+    # after the handles are removed the hooked model stops changing
+    def build(T, wrap):
+        model = np_init(T.nn.Linear(3, 2), T, seed=5)
+        copy = np_init(T.nn.Linear(3, 2), T, seed=5)
+        optims = {p: T.optim.Adam([p]) for p in model.parameters()}
+
+        def optim_step_hook(param):
+            optims[param].step()
+            optims[param].zero_grad()
+        handles = [p.register_post_accumulate_grad_hook(optim_step_hook) for p in model.parameters()]
+        optim_copy = T.optim.Adam(copy.parameters())
+        step = wrap(lambda x: model(x).sum().backward())
+
+        def run(i):
+            if i == 3:
+                for h in handles:
+                    h.remove()
+            x = _x(T, i, 2, 3)
+            step(x)
+            copy(x).sum().backward()
+            optim_copy.step()
+            optim_copy.zero_grad()
+            return [p.clone() for p in model.parameters()], [p.clone() for p in copy.parameters()], \
+                _grads(model)
+        return run
+    compare(build, calls=6)
+
+
+def test_post_accumulate_grad_hook_ordering():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_post_accumulate_grad_hook_ordering
+    # (listed there as failing under compiled autograd): a tensor pre-hook, an AccumulateGrad
+    # pre-hook, a post-accumulate-grad hook and an AccumulateGrad post-hook replacing ``.grad``,
+    # all on one leaf, run in that order on every compiled backward
+    def build(T, wrap):
+        tensor = _leaf(T, 0, 3)
+        log = []
+
+        def pre_hook(grad):
+            log.append("tensor")
+            return grad.sub(2.0)
+
+        def acc_pre(grad_out):
+            log.append("acc_pre")
+            return (grad_out[0].div(5.0),)
+
+        def post_acc(t):
+            log.append("post_acc")
+            t.grad.add_(0.5)
+
+        def acc_post(grad_in, grad_out):
+            log.append("acc_post")
+            tensor.grad = grad_out[0].mul(10)
+
+        acc_grad = tensor.view_as(tensor).grad_fn.next_functions[0][0]
+        tensor.register_hook(pre_hook)
+        acc_grad.register_prehook(acc_pre)
+        tensor.register_post_accumulate_grad_hook(post_acc)
+        acc_grad.register_hook(acc_post)
+
+        def step(x):
+            (tensor * x).sum().backward()
+        f = wrap(step)
+
+        def run(i):
+            tensor.grad = None
+            f(_x(T, i, 3))
+            return tensor.grad, list(log), acc_grad is not None
+        return run
+    compare(build)
+
+
+def test_post_accumulate_grad_hook_multiple_hooks():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_post_accumulate_grad_hook_multiple_hooks
+    # (test_autograd.py): two post-accumulate-grad hooks changing the leaf in place, in order
+    def build(T, wrap):
+        tensor = _leaf(T, 0, 3)
+        tensor.register_post_accumulate_grad_hook(lambda t: t.sub_(t.grad))
+        tensor.register_post_accumulate_grad_hook(lambda t: t.mul_(0.5))
+        f = wrap(lambda x: (tensor * x).sum().backward())
+
+        def run(i):
+            tensor.grad = None
+            f(_x(T, i, 3))
+            return tensor.detach().clone(), tensor.grad
+        return run
+    compare(build)
+
+
+def test_post_accumulate_grad_hook_multiple_tensors():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_post_accumulate_grad_hook_multiple_tensors (test_autograd.py): one hook on two leaves,
+    # each backward (one compiled step per leaf) moves its own leaf only
+    def build(T, wrap):
+        t1, t2 = _leaf(T, 0, 3, seed=1), _leaf(T, 0, 5, seed=2)
+
+        def hook(t):
+            t.sub_(t.grad)
+        t1.register_post_accumulate_grad_hook(hook)
+        t2.register_post_accumulate_grad_hook(hook)
+        f1 = wrap(lambda: t1.sum().backward())
+        f2 = wrap(lambda: (t2 * 2).sum().backward())
+
+        def run(i):
+            f1()
+            after1 = (t1.detach().clone(), t2.detach().clone())
+            f2()
+            return after1, t1.detach().clone(), t2.detach().clone(), t1.grad, t2.grad
+        return run
+    compare(build)
+
+
+def test_post_accumulate_grad_hook_returns_not_None():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_post_accumulate_grad_hook_returns_not_None (test_autograd.py): a post-accumulate-grad
+    # hook that returns something raises RuntimeError("... hooks should return None.") on every
+    # compiled call, and the compiled function keeps working after the hook is removed
+    for T, wrap in ((torch, lambda f: f), (tracegrad, tracegrad.compile)):
+        tensor = T.ones(2, 3, requires_grad=True)
+        handle = tensor.register_post_accumulate_grad_hook(lambda t: t.grad)
+        f = wrap(lambda x: (tensor * x).sum().backward())
+        for i in range(3):
+            with pytest.raises(RuntimeError, match="hooks should return None."):
+                f(_x(T, i, 2, 3))
+        handle.remove()
+        tensor.grad = None
+        for i in range(3):
+            f(_x(T, i, 2, 3))
+        same(_x(torch, 0, 2, 3) + _x(torch, 1, 2, 3) + _x(torch, 2, 2, 3), tensor.grad, "grad")
+
+
+def test_prehook_ordering():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_prehook_ordering (listed
+    # there as failing under compiled autograd): tensor hooks run before the Node pre-hooks of
+    # the same node, for ``backward``, ``autograd.grad`` and ``backward(inputs=...)``; the graph
+    # and its hooks are made inside the compiled function
+    def build(T, wrap):
+        def fn(x):
+            log = []
+
+            def hook1(g):
+                log.append(1)
+                return g * 3
+
+            def hook2(gs):
+                log.append(2)
+                return tuple(g * 2 for g in gs)
+            a = x.detach().requires_grad_()
+            b = a.clone()
+            b.grad_fn.register_prehook(hook2)
+            b.register_hook(hook1)
+            b.grad_fn.register_prehook(hook2)
+            acc = b.grad_fn.next_functions[0][0]
+            a.register_hook(hook1)
+            acc.register_prehook(hook2)
+            a.register_hook(hook1)
+            b.sum().backward(retain_graph=True)
+            logs = [list(log)]
+            del log[:]
+            (ga,) = T.autograd.grad(b.sum(), inputs=(a,), retain_graph=True)
+            logs.append(list(log))
+            del log[:]
+            b.sum().backward(inputs=(b,))
+            logs.append(list(log))
+            return logs, a.grad, ga, b.grad
+        f = wrap(fn)
+        return lambda i: f(_x(T, i, 1, seed=3).squeeze(0))
+    compare(build)
+
+
+def test_prehook_ordering_hooks_outside():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_prehook_ordering, the leaf
+    # part with its hooks registered outside: two tensor hooks and an AccumulateGrad pre-hook
+    # between them keep their order (tensor hooks first) on every compiled backward
+    def build(T, wrap):
+        log = []
+        a = _leaf(T, 0, 1, seed=3)
+
+        def hook1(g):
+            log.append(1)
+            return g * 3
+
+        def hook2(gs):
+            log.append(2)
+            return tuple(g * 2 for g in gs)
+        acc = a.clone().grad_fn.next_functions[0][0]
+        a.register_hook(hook1)
+        acc.register_prehook(hook2)
+        a.register_hook(hook1)
+        f = wrap(lambda x: (a.clone() * x).sum().backward())
+
+        def run(i):
+            a.grad = None
+            f(_x(T, i, 1))
+            return list(log), a.grad
+        return run
+    compare(build)
+
+
+def test_retains_grad_can_always_observe_tensor_prehook():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_retains_grad_can_always_observe_tensor_prehook: ``retain_grad`` sees the grad after
+    # every tensor hook, whether registered before or after it
+    def build(T, wrap):
+        def fn(x):
+            b = x.clone()
+            b.register_hook(lambda g: g * 2)
+            b.retain_grad()
+            b.register_hook(lambda g: g * 2)
+            b.clone().sum().backward()
+            c = x.clone()
+            c.retain_grad()
+            c.register_hook(lambda g: g * 2)
+            c.clone().sum().backward()
+            return b.grad, c.grad
+        f = wrap(fn)
+
+        def run(i):
+            x = _leaf(T, i, 2)
+            return f(x), x.grad
+        return run
+    compare(build)
+
+
+def test_accumulate_grad_posthooks_can_observe_tensor_prehook():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_accumulate_grad_posthooks_can_observe_tensor_prehook: the AccumulateGrad pre- and
+    # post-hooks (registered outside) see the grad the leaf's tensor hook doubled
+    def build(T, wrap):
+        a = _leaf(T, 0, 1)
+        seen = []
+        acc = a.clone().grad_fn.next_functions[0][0]
+        acc.register_hook(lambda grad_in, grad_out: seen.append(("post", len(grad_in), grad_out[0].clone())))
+        acc.register_prehook(lambda grad_out: seen.append(("pre", len(grad_out), grad_out[0].clone())))
+        a.register_hook(lambda g: g * 2)
+        f = wrap(lambda x: (a.clone() * x).sum().backward())
+
+        def run(i):
+            a.grad = None
+            f(_x(T, i, 1))
+            return a.grad, list(seen)
+        return run
+    compare(build)
+
+
+def test_accumulate_grad_posthooks_should_not_execute():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_accumulate_grad_posthooks_should_not_execute: ``backward(inputs=[b])`` runs neither the
+    # tensor hook of another leaf nor the post-hook of its AccumulateGrad (both raise)
+    def build(T, wrap):
+        def boom(*args):
+            raise RuntimeError("must not run")
+        a = _leaf(T, 0, 1, seed=1)
+        b = _leaf(T, 0, 1, seed=2)
+        a.register_hook(boom)
+        acc = a.clone().grad_fn.next_functions[0][0]
+        acc.register_hook(boom)
+
+        def step(x):
+            out = a * x + b + a.clone()
+            out.sum().backward(inputs=[b])
+        f = wrap(step)
+
+        def run(i):
+            f(_x(T, i, 1))
+            return a.grad is None, b.grad
+        return run
+    compare(build)
+
+
+def test_hook_edge_case_when_called_with_grad():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_hook_edge_case_when_called_with_grad (listed there as failing under compiled autograd):
+    # ``autograd.grad`` runs the tensor hooks of its inputs but not the Node hooks of the nodes it
+    # stops at; ``backward`` and ``backward(inputs=...)`` run them all
+    def build(T, wrap):
+        def fn(x):
+            counts = {"tensor": 0, "pre": 0, "post": 0}
+
+            def bump(k):
+                def hook(*args):
+                    counts[k] += 1
+                return hook
+            a = x.detach().requires_grad_()
+            b = a * 2
+            c = (b * 2).sum()
+            a.register_hook(bump("tensor"))
+            b.register_hook(bump("tensor"))
+            acc = b.grad_fn.next_functions[0][0]
+            acc.register_hook(bump("post"))
+            acc.register_prehook(bump("pre"))
+            b.grad_fn.register_hook(bump("post"))
+            b.grad_fn.register_prehook(bump("pre"))
+            seen = []
+            for call in (lambda: T.autograd.grad(c, inputs=(b,), retain_graph=True),
+                         lambda: T.autograd.grad(c, inputs=(a, b), retain_graph=True),
+                         lambda: c.backward(retain_graph=True),
+                         lambda: c.backward(inputs=(a, b), retain_graph=True)):
+                call()
+                seen.append(dict(counts))
+                counts.update(tensor=0, pre=0, post=0)
+            return seen, a.grad
+        f = wrap(fn)
+        return lambda i: f(_x(T, i, 2))
+    compare(build)
+
+
+def test_grad_nonleaf_register_hook():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_grad_nonleaf_register_hook
+    # (listed there as failing under compiled autograd): a hook on the first of ``unbind``'s
+    # outputs; backward of each output in turn fills the base leaf's grad one entry at a time
+    def build(T, wrap):
+        def fn(x):
+            results = []
+            parts = x.unbind()
+            parts[0].register_hook(lambda g: results.append(None if g is None else g.clone()))
+            grads = []
+            for p in parts:
+                p.backward(retain_graph=True)
+                grads.append(x.grad.clone())
+            return results, grads, [p.grad is None for p in parts]
+        f = wrap(fn)
+
+        def run(i):
+            x = _leaf(T, i, 4)
+            return f(x), x.grad
+        return run
+    compare(build)
+
+
+def test_hooks():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_hooks (test_autograd.py):
+    # hooks on a leaf (registered outside) and on an intermediate, added and removed between
+    # retain_graph backwards; counting hooks, then doubling ones
+    def build(T, wrap):
+        def fn(x, y):
+            counter = [0]
+
+            def bump(inc):
+                def hook(grad):
+                    counter[0] += inc
+                return hook
+            z = x ** 2 + x * 2 + x * y + y
+            hx = x.register_hook(bump(0))
+            test = z.register_hook(bump(1))
+            go = T.ones_like(z)
+            z.backward(go, retain_graph=True)
+            counts = [counter[0]]
+            test2 = z.register_hook(bump(2))
+            z.backward(go, retain_graph=True)
+            counts.append(counter[0])
+            test2.remove()
+            z.backward(go, retain_graph=True)
+            counts.append(counter[0])
+            test.remove()
+            z.register_hook(lambda g: g.mul(2))
+            with T.no_grad():
+                y.grad.zero_()
+            z.backward(go, retain_graph=True)
+            g1 = y.grad.clone()
+            hy = y.register_hook(lambda g: g.mul(2))
+            with T.no_grad():
+                y.grad.zero_()
+            z.backward(go)
+            hx.remove()
+            hy.remove()
+            return counts, g1, y.grad, x.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 2, 2, seed=1), _leaf(T, i, 2, 2, seed=2))
+    compare(build)
+
+
+def _mul2(T, custom):
+    if not custom:
+        return lambda x: x * 2
+
+    class Mul2(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+    return Mul2.apply
+
+
+@pytest.mark.parametrize("custom", [False, True], ids=["op", "function"])
+def test_grad_fn_prehooks(custom):
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_grad_fn_prehooks
+    # (test_autograd.py): three doubling pre-hooks among ones returning None or their argument,
+    # and two post-hooks seeing the final grad_outputs and grad_inputs; then a pre-hook returning
+    # None only counts
+    def build(T, wrap):
+        mul2 = _mul2(T, custom)
+
+        def fn(a, a2):
+            log = []
+
+            def post(grad_input, grad_output):
+                log.append(("post", grad_output[0].clone(), grad_input[0].clone()))
+                return grad_input
+
+            def pre(grad_output):
+                log.append("pre")
+                return (grad_output[0] * 2,)
+            b = mul2(a)
+            b.grad_fn.register_hook(post)
+            b.grad_fn.register_hook(post)
+            b.grad_fn.register_prehook(pre)
+            b.grad_fn.register_prehook(lambda g: None)
+            b.grad_fn.register_prehook(pre)
+            b.grad_fn.register_prehook(pre)
+            b.grad_fn.register_prehook(lambda g: g)
+            b.grad_fn.register_prehook(lambda g: None)
+            b.sum().backward()
+            b2 = mul2(a2)
+            b2.grad_fn.register_prehook(lambda g: log.append("pre2"))
+            b2.sum().backward()
+            return log, a.grad, a2.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 1), _leaf(T, i, 3, 3, seed=4))
+    compare(build)
+
+
+def test_grad_fn_prehooks_multiple_outputs():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_grad_fn_prehooks_multiple_outputs (test_autograd.py): a pre-hook on var_mean's node
+    # doubles both grads; one on a custom Function with a non-tensor middle output sees None there
+    def build(T, wrap):
+        class DoubleMul2(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, a, y):
+                ctx.a = a
+                return a * x * 2, a, a * y * 2
+
+            @staticmethod
+            def backward(ctx, g1, _a, g2):
+                return ctx.a * g1 * 2, None, ctx.a * g2 * 2
+
+        def fn(a, p, q, k):
+            seen = []
+
+            def prehook(grad_output):
+                gvar, gmean = grad_output
+                seen.append("var_mean")
+                return (gvar * 2, gmean * 2)
+            var, mean = T.var_mean(a, dim=0)
+            mean.grad_fn.register_prehook(prehook)
+            (var + mean).sum().backward()
+
+            def prehook2(grad_output):
+                g1, ga, g2 = grad_output
+                seen.append(ga is None)
+                return (g1 * 2, None, g2 * 2)
+            c, _, d = DoubleMul2.apply(p, k, q)
+            c.grad_fn.register_prehook(prehook2)
+            (c + d).sum().backward()
+            return seen, a.grad, p.grad, q.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 3, 3), _leaf(T, i, 3, 3, seed=1), _leaf(T, i, 3, 3, seed=2), 3 + i)
+    compare(build)
+
+
+@pytest.mark.parametrize("custom", [False, True], ids=["op", "function"])
+def test_grad_fn_prehooks_remove_hooks(custom):
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_grad_fn_prehooks_remove_hooks
+    # (test_autograd.py): a pre-hook removed before backward does not run; one removed by an
+    # earlier pre-hook during backward does not run either (removing twice is fine)
+    def build(T, wrap):
+        mul2 = _mul2(T, custom)
+
+        def fn(a, a2):
+            counter = [0]
+
+            def count(g):
+                counter[0] += 1
+            b = mul2(a)
+            handle = b.grad_fn.register_prehook(count)
+            b.grad_fn.register_prehook(count)
+            handle.remove()
+            b.sum().backward()
+            first = counter[0]
+            counter[0] = 0
+            b2 = mul2(a2)
+            handles = {}
+
+            def remover(g):
+                handles[2].remove()
+                handles[3].remove()
+            b2.grad_fn.register_prehook(remover)
+            handles[2] = b2.grad_fn.register_prehook(count)
+            handles[3] = b2.grad_fn.register_prehook(count)
+            handles[3].remove()
+            b2.sum().backward()
+            return first, counter[0], a.grad, a2.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 3, 3), _leaf(T, i, 3, 3, seed=4))
+    compare(build)
+
+
+def test_hook_none():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_hook_none
+    # (test_autograd.py): a Function whose backward returns None for its second input (which
+    # does not require grad; ``needs_input_grad`` says so in forward); hooks on both outputs run
+    # only with a gradient
+    def build(T, wrap):
+        class NoneGradientFunction(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.flags = tuple(ctx.needs_input_grad)
+                return x, y
+
+            @staticmethod
+            def backward(ctx, gx, gy):
+                return gx, None
+
+        def fn(x, y):
+            seen = []
+            rx, ry = NoneGradientFunction.apply(x, y)
+            rx.register_hook(lambda g: seen.append(("rx", g is None)))
+            ry.register_hook(lambda g: seen.append(("ry", g is None)))
+            sum(rx, ry).sum().backward()
+            return seen, rx.grad_fn.flags if rx.grad_fn is not None else None
+        f = wrap(fn)
+
+        def run(i):
+            x = _leaf(T, i, 2, 2)
+            return f(x, _x(T, i, 2, 2, seed=3)), x.grad
+        return run
+    compare(build)
+
+
+def test_retain_grad():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_retain_grad (listed there
+    # as failing under compiled autograd): ``retain_grad`` twice on an intermediate accumulates
+    # over retain_graph backwards; on a leaf it is a no-op
+    def build(T, wrap):
+        def fn(inp):
+            h1 = inp * 3
+            out = (h1 * h1).sum()
+            h1.retain_grad()
+            h1.retain_grad()
+            out.backward(retain_graph=True)
+            g1 = h1.grad.clone()
+            out.backward(retain_graph=True)
+            g2 = h1.grad.clone()
+            with T.no_grad():
+                inp.grad.zero_()
+            inp.retain_grad()
+            inp.retain_grad()
+            out.backward()
+            return g1, g2, inp.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 1, 3))
+    compare(build)
+
+
+def test_retain_grad_inplace():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_retain_grad_inplace (listed
+    # there as failing): ``retain_grad`` before one or two in-place ops, and before an in-place op
+    # through a view then on the base, reports the grad of the latest version; an in-place add of
+    # a tensor requiring grad into a view of a plain tensor works
+    def build(T, wrap):
+        def fn(a0, w):
+            a = a0.clone()
+            a.retain_grad()
+            a.mul_(2)
+            a.sum().backward()
+            b = a0.clone()
+            b.retain_grad()
+            b.mul_(2)
+            b.mul_(2)
+            b.sum().backward()
+            x = a0.clone()
+            x.retain_grad()
+            x_view = x[:]
+            x_view *= 2
+            x *= 2
+            x.sum().backward()
+            z = T.zeros(4)
+            z.view(2, 2).add_(w)
+            return a.grad, b.grad, x.grad, z, z.requires_grad, a0.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 1), _leaf(T, i, 2, 2, seed=5))
+    compare(build)
+
+
+def test_retain_grad_inplace_over_view():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_retain_grad_inplace_over_view
+    # (listed there as failing): two views of one base retain their grads; one is written in
+    # place; both grads are the grad of the latest version
+    def build(T, wrap):
+        def fn(leaf):
+            base = leaf.clone()
+            view = base[:]
+            view2 = base[:]
+            view.retain_grad()
+            view2.retain_grad()
+            view.mul_(2)
+            (view + view2).sum().backward()
+            return view.grad, view2.grad, leaf.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 2))
+    compare(build)
+
+
+def test_retains_grad_inplace_multiple_outputs():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_retains_grad_inplace_multiple_outputs (listed there as failing): both outputs of a
+    # two-output node (a custom Function, var_mean) retain their grads, one is then written in
+    # place; the retained grads equal ``autograd.grad`` of the same program
+    def build(T, wrap):
+        class DoubleMul(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2 + g2 * 3
+
+        def fn(b):
+            res = []
+            for op in (DoubleMul.apply, functools.partial(T.var_mean, dim=0)):
+                var, mean = op(b)
+                var.retain_grad()
+                mean.retain_grad()
+                var.mul_(2)
+                (var + mean).sum().backward()
+                var2, mean2 = op(b.detach().requires_grad_())
+                var2.mul_(2)
+                res += [var.grad, mean.grad, T.autograd.grad((var2 + mean2).sum(), inputs=(var2, mean2))]
+            return res, b.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 3, 3))
+    compare(build)
+
+
+def test_tensor_hooks_inplace():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_tensor_hooks_inplace
+    # (test_autograd.py): a hook registered before an in-place op sees the grad of the old
+    # version, one registered after sees the new version's; one or two in-place ops
+    def build(T, wrap):
+        def fn(a, a2):
+            seen = []
+
+            def hook(name):
+                def h(grad):
+                    seen.append((name, grad.clone()))
+                    return grad * 2
+                return h
+            b = a.clone()
+            b.register_hook(hook("before"))
+            b.mul_(2)
+            b.register_hook(hook("after"))
+            b.sum().backward()
+            c = a2.clone()
+            c.register_hook(hook("twice"))
+            c.mul_(2)
+            c.mul_(2)
+            c.sum().backward()
+            return seen, a.grad, a2.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 1), _leaf(T, i, 1, seed=3))
+    compare(build)
+
+
+def test_tensor_hooks_inplace_multiple_outputs():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
+    # test_tensor_hooks_inplace_multiple_outputs (test_autograd.py): hooks on both outputs of a
+    # two-output node (a custom Function, var_mean), one output then written in place and hooked
+    # again: each hook runs once, with its version's grad
+    def build(T, wrap):
+        class DoubleMul(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2 + g2 * 3
+
+        def fn(b):
+            seen = []
+            for op in (DoubleMul.apply, functools.partial(T.var_mean, dim=0)):
+                out1, out2 = op(b)
+                h1 = out1.register_hook(lambda g: seen.append(("out1 old", g.clone())))
+                h2 = out2.register_hook(lambda g: seen.append(("out2", g.clone())))
+                out1.mul_(2)
+                h3 = out1.register_hook(lambda g: seen.append(("out1 new", g.clone())))
+                (out1 + out2 * 3).sum().backward()
+                for h in (h1, h2, h3):
+                    h.remove()
+            return seen, b.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 3, 3))
+    compare(build)
+
+
+def test_tensor_hooks_inplace_over_view():
+    # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_tensor_hooks_inplace_over_view
+    # (test_autograd.py): hooks on two views registered before an in-place op through one of them
+    # never run; a hook registered on the other view after its grad_fn was refreshed does
+    def build(T, wrap):
+        def fn(leaf):
+            seen = []
+            base = leaf.clone()
+            view = base[:]
+            view2 = base[:]
+            view.register_hook(lambda g: seen.append("view, stale"))
+            view2.register_hook(lambda g: seen.append("view2, stale"))
+            view.mul_(2)
+            view2.grad_fn
+            view2.register_hook(lambda g: seen.append(("view2", g.clone())))
+            (view + view2).sum().backward()
+            return seen, leaf.grad
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 1))
+    compare(build)
+
+
+# ---- found and left (strict xfails) -------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="a new nn.Module object per call is keyed by identity: every call "
+                   "traces a new program (torch's dynamo traces once and guards on the module's structure); "
+                   "values stay right, and past the recompile limit the calls run eagerly")
+def test_cache_hit_one_program():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_cache_hit: its point, one compile for
+    # a model rebuilt (same structure) on every call
+    def build(T, wrap):
+        f = wrap(lambda model, x: model(x).sum().backward())
+
+        def run(i):
+            model = _mlp(T, 4, 4, 4, seed=i)
+            return f(model, _x(T, i)), _grads(model)
+        return run
+    compare_programs(build, traces=1)
+
+
+@pytest.mark.xfail(strict=True, reason="NOTE [stolen gradient]: torch's SumBackward0 hands AccumulateGrad an "
+                   "expanded (stride 0) gradient, which it copies into .grad; tracegrad's gradients carry no "
+                   "strides, so .grad takes it over and the AccumulateGrad post-hook's grad_outputs[0] shares "
+                   "storage with .grad (an in-place change to .grad shows there; torch's stays apart)")
+def test_accumulate_grad_post_hook_grad_of_plain_sum():
+    # test_autograd.py::TestAutograd::test_post_accumulate_grad_hook_ordering's hooks without the
+    # tensor pre-hook, over ``tensor.sum()``: torch's grad_outputs[0] is the expanded gradient
+    def build(T, wrap):
+        tensor = _leaf(T, 0, 3)
+        acc = tensor.view_as(tensor).grad_fn.next_functions[0][0]
+        def post_acc(t):
+            t.grad.add_(0.5)
+        tensor.register_post_accumulate_grad_hook(post_acc)
+        acc.register_hook(lambda grad_in, grad_out: setattr(tensor, "grad", grad_out[0].mul(10)))
+
+        def step():
+            tensor.grad = None
+            tensor.sum().backward()
+            return tensor.grad
+        f = wrap(step)
+        return lambda i: (f(), acc is not None)
+    compare(build)
