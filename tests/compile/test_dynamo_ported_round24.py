@@ -113,61 +113,50 @@ def test_basic():
     compare_programs(_mlp_step(make), traces=1)
 
 
-def test_cache_hit():
-    # test_compiled_autograd.py::TestCompiledAutograd::test_cache_hit: a new model (same
-    # structure) on every call, passed to the compiled step: one program serves them all
+def _model_step(model, x):
+    loss = model(x).sum()
+    loss.backward()
+    return loss
+
+
+def _new_model_per_call(*sizes, hook=None):
+    """``compare`` build: a new seeded MLP of ``sizes`` per call (its first weight hooked by
+    ``hook`` if given) passed to one compiled ``_model_step``."""
     def build(T, wrap):
-        def step(model, x):
-            loss = model(x).sum()
-            loss.backward()
-            return loss
-        f = wrap(step)
+        f = wrap(_model_step)
 
         def run(i):
-            model = _mlp(T, 4, 4, 4, seed=i)
+            model = _mlp(T, *sizes, seed=i)
+            if hook is not None:
+                model[0].weight.register_hook(hook)
             return f(model, _x(T, i)), _grads(model)
         return run
-    compare_programs(build)
+    return build
+
+
+def test_cache_hit():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_cache_hit: a new model (same
+    # structure) on every call, passed to the compiled step (one program per model here: see
+    # test_cache_hit_one_program)
+    compare_programs(_new_model_per_call(4, 4, 4))
 
 
 def test_tensor_grad_hook1():
     # test_compiled_autograd.py::TestCompiledAutograd::test_tensor_grad_hook1: a hook doubling the
     # first weight's grad, registered outside the compiled step (on a new model per call)
-    def build(T, wrap):
-        def step(model, x):
-            loss = model(x).sum()
-            loss.backward()
-            return loss
-        f = wrap(step)
-
-        def run(i):
-            model = _mlp(T, 4, 4, seed=i)
-            model[0].weight.register_hook(_hook1)
-            return f(model, _x(T, i)), _grads(model)
-        return run
-    compare(build)
+    compare(_new_model_per_call(4, 4, hook=_hook1))
 
 
-def test_tensor_grad_hook2():
-    # test_compiled_autograd.py::TestCompiledAutograd::test_tensor_grad_hook2: a pre-hook on the
-    # loss's grad_fn (added inside the compiled step) adds one to the incoming grad
+@pytest.mark.parametrize("register, hook", [("register_prehook", _hook2), ("register_hook", _hook3)],
+                         ids=["test_tensor_grad_hook2", "test_tensor_grad_hook3"])
+def test_tensor_grad_hook2_3(register, hook):
+    # test_compiled_autograd.py::TestCompiledAutograd::test_tensor_grad_hook2 (a pre-hook on the
+    # loss's grad_fn adds one to the incoming grad) and test_tensor_grad_hook3 (a post-hook
+    # replaces its grad_input with sin(grad_input) + grad_output), added inside the compiled step
     def make(T, model):
         def step(x):
             loss = model(x).sum()
-            loss.grad_fn.register_prehook(_hook2)
-            loss.backward()
-            return loss
-        return step
-    compare(_mlp_step(make))
-
-
-def test_tensor_grad_hook3():
-    # test_compiled_autograd.py::TestCompiledAutograd::test_tensor_grad_hook3: a post-hook on the
-    # loss's grad_fn replaces its grad_input with sin(grad_input) + grad_output
-    def make(T, model):
-        def step(x):
-            loss = model(x).sum()
-            loss.grad_fn.register_hook(_hook3)
+            getattr(loss.grad_fn, register)(hook)
             loss.backward()
             return loss
         return step
@@ -1053,6 +1042,19 @@ def _leaf(T, i, *shape, seed=0):
     return rand(T, i, *(shape or (3,)), rg=True, seed=seed)
 
 
+def _compare_on_leaf(build, *shape):
+    """``compare`` over the compiled ``build(T)`` called on a fresh leaf of ``shape`` per call:
+    its result and the leaf's grad after it."""
+    def with_leaf(T, wrap):
+        f = wrap(build(T))
+
+        def run(i):
+            x = _leaf(T, i, *shape)
+            return f(x), x.grad
+        return run
+    compare(with_leaf)
+
+
 def test_post_accumulate_grad_hook_e2e():
     # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_post_accumulate_grad_hook_e2e
     # (test_autograd.py::TestAutograd): an Adam per parameter stepped by its post-accumulate-grad
@@ -1259,7 +1261,7 @@ def test_retains_grad_can_always_observe_tensor_prehook():
     # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
     # test_retains_grad_can_always_observe_tensor_prehook: ``retain_grad`` sees the grad after
     # every tensor hook, whether registered before or after it
-    def build(T, wrap):
+    def build(T):
         def fn(x):
             b = x.clone()
             b.register_hook(lambda g: g * 2)
@@ -1271,13 +1273,8 @@ def test_retains_grad_can_always_observe_tensor_prehook():
             c.register_hook(lambda g: g * 2)
             c.clone().sum().backward()
             return b.grad, c.grad
-        f = wrap(fn)
-
-        def run(i):
-            x = _leaf(T, i, 2)
-            return f(x), x.grad
-        return run
-    compare(build)
+        return fn
+    _compare_on_leaf(build, 2)
 
 
 def test_accumulate_grad_posthooks_can_observe_tensor_prehook():
@@ -1367,7 +1364,7 @@ def test_grad_nonleaf_register_hook():
     # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::test_grad_nonleaf_register_hook
     # (listed there as failing under compiled autograd): a hook on the first of ``unbind``'s
     # outputs; backward of each output in turn fills the base leaf's grad one entry at a time
-    def build(T, wrap):
+    def build(T):
         def fn(x):
             results = []
             parts = x.unbind()
@@ -1377,13 +1374,8 @@ def test_grad_nonleaf_register_hook():
                 p.backward(retain_graph=True)
                 grads.append(x.grad.clone())
             return results, grads, [p.grad is None for p in parts]
-        f = wrap(fn)
-
-        def run(i):
-            x = _leaf(T, i, 4)
-            return f(x), x.grad
-        return run
-    compare(build)
+        return fn
+    _compare_on_leaf(build, 4)
 
 
 def test_hooks():
@@ -1663,24 +1655,28 @@ def test_retain_grad_inplace_over_view():
     compare(build)
 
 
+def _two_output_ops(T):
+    """Two nodes with two outputs each: a custom Function (``2x, 3x``) and ``var_mean(dim=0)``."""
+    class DoubleMul(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+    return DoubleMul.apply, functools.partial(T.var_mean, dim=0)
+
+
 def test_retains_grad_inplace_multiple_outputs():
     # test_compiled_autograd.py::TestAutogradWithCompiledAutograd::
     # test_retains_grad_inplace_multiple_outputs (listed there as failing): both outputs of a
     # two-output node (a custom Function, var_mean) retain their grads, one is then written in
     # place; the retained grads equal ``autograd.grad`` of the same program
     def build(T, wrap):
-        class DoubleMul(T.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 2, x * 3
-
-            @staticmethod
-            def backward(ctx, g1, g2):
-                return g1 * 2 + g2 * 3
-
         def fn(b):
             res = []
-            for op in (DoubleMul.apply, functools.partial(T.var_mean, dim=0)):
+            for op in _two_output_ops(T):
                 var, mean = op(b)
                 var.retain_grad()
                 mean.retain_grad()
@@ -1730,18 +1726,9 @@ def test_tensor_hooks_inplace_multiple_outputs():
     # two-output node (a custom Function, var_mean), one output then written in place and hooked
     # again: each hook runs once, with its version's grad
     def build(T, wrap):
-        class DoubleMul(T.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 2, x * 3
-
-            @staticmethod
-            def backward(ctx, g1, g2):
-                return g1 * 2 + g2 * 3
-
         def fn(b):
             seen = []
-            for op in (DoubleMul.apply, functools.partial(T.var_mean, dim=0)):
+            for op in _two_output_ops(T):
                 out1, out2 = op(b)
                 h1 = out1.register_hook(lambda g: seen.append(("out1 old", g.clone())))
                 h2 = out2.register_hook(lambda g: seen.append(("out2", g.clone())))
@@ -1786,14 +1773,7 @@ def test_tensor_hooks_inplace_over_view():
 def test_cache_hit_one_program():
     # test_compiled_autograd.py::TestCompiledAutograd::test_cache_hit: its point, one compile for
     # a model rebuilt (same structure) on every call
-    def build(T, wrap):
-        f = wrap(lambda model, x: model(x).sum().backward())
-
-        def run(i):
-            model = _mlp(T, 4, 4, 4, seed=i)
-            return f(model, _x(T, i)), _grads(model)
-        return run
-    compare_programs(build, traces=1)
+    compare_programs(_new_model_per_call(4, 4, 4), traces=1)
 
 
 @pytest.mark.xfail(strict=True, reason="NOTE [stolen gradient]: torch's SumBackward0 hands AccumulateGrad an "
