@@ -13,6 +13,7 @@ FIXES
 subprocess), so every expectation is torch's.
 """
 import importlib
+import io
 import itertools
 import os
 import pickle
@@ -203,7 +204,8 @@ class TestNumPyInteropTI43(TestCase):
 
     @skipMeta
     def test_from_list_of_ndarray_warning(self, device):
-        with self.assertWarnsOnceRegex(UserWarning, r"Creating a tensor from a list of numpy.ndarrays is extremely slow"):
+        msg = r"Creating a tensor from a list of numpy.ndarrays is extremely slow"
+        with self.assertWarnsOnceRegex(UserWarning, msg):
             torch.tensor([np.array([0]), np.array([1])], device=device)
 
     def test_ctor_with_invalid_numpy_array_sequence(self, device):
@@ -338,8 +340,9 @@ class TestNumPyInteropTI43(TestCase):
             for t, a in product((tensor.flatten()[0], tensor.flatten()[0].item()),
                                 (np_array.flatten()[0], np_array.flatten()[0].item())):
                 self.assertEqual(t, a)
-                if dtype == torch.complex64 and torch.is_tensor(t) and type(a) == np.complex64:
-                    # torch drops the imaginary part of a numpy complex64 scalar operand (pytorch#43579)
+                if dtype == torch.complex64 and torch.is_tensor(t) and type(a) == np.complex64 and _ORACLE:
+                    # torch drops the imaginary part of a numpy complex64 scalar operand (pytorch#43579,
+                    # a TODO in the file); tracegrad keeps it (module docstring), so there t == a holds
                     self.assertFalse(t == a)
                 else:
                     self.assertTrue(t == a)
@@ -384,6 +387,11 @@ class TestNumPyInteropTI43(TestCase):
 
 
 _cdt.instantiate_device_type_tests(TestNumPyInteropTI43, globals(), only_for="cpu")
+if not _ORACLE:
+    # left alone (module docstring): tracegrad's bfloat16 numpy() gives an ml_dtypes array where torch
+    # raises TypeError ("Got unsupported ScalarType BFloat16")
+    TestNumPyInteropTI43CPU.test_numpy_scalar_cmp_cpu_bfloat16 = unittest.expectedFailure(
+        TestNumPyInteropTI43CPU.test_numpy_scalar_cmp_cpu_bfloat16)
 
 
 # ==== test/nn/test_lazy_modules.py ===================================================================
@@ -1032,6 +1040,113 @@ class TestSWAUtilsTI43(TestCase):
 
 
 _cu.instantiate_parametrized_tests(TestSWAUtilsTI43)
+
+
+# ==== what the ports found (each probe holds under torch 2.13 too) ===================================
+class TestFixesTI43(TestCase):
+    def test_sparse_conj(self):
+        # test_to_numpy_force_argument conjugates a sparse tensor: torch's sparse layout has no conj
+        # bit, conj() gives the conjugated values (ConjPhysicalBackward0 through them)
+        v = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        s = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), v, (3,))
+        for c in (s.conj(), torch.conj(s), s.conj_physical(), torch.conj_physical(s)):
+            self.assertTrue(c.is_sparse)
+            self.assertFalse(c.is_conj())
+            self.assertIs(c.resolve_conj(), c)
+            self.assertEqual(type(c.grad_fn).__name__, "ConjPhysicalBackward0")
+            self.assertEqual(c.to_dense(), torch.tensor([1 - 2j, 0, 3 + 1j]))
+        s.conj().to_dense().real.sum().backward()
+        self.assertEqual(v.grad, torch.ones(2, dtype=torch.complex64))
+        real = torch.tensor([1.0, 0.0]).to_sparse()
+        self.assertIs(real.conj(), real)
+        for force in (False, True):
+            with self.assertRaisesRegex(TypeError, r"Use Tensor\.to_dense\(\) first"):
+                s.detach().conj().numpy(force=force)
+
+    def test_sparse_refusal_names_the_function(self):
+        # a function without a sparse kernel names itself (an argument-checking wrapper's local names
+        # leaked into the message: 'aten::checked', 'aten::neginf', 'aten::eps')
+        s = torch.tensor([1.0, 0.0, 2.0]).to_sparse()
+        for name in ("angle", "lgamma", "logit", "sinc"):
+            with self.assertRaisesRegex(NotImplementedError, f"Could not run 'aten::{name}' with arguments from the "
+                                                             f"'SparseCPU' backend"):
+                getattr(torch, name)(s)
+
+    def test_save_lazy_placeholders(self):
+        # torch.save of a lazy module's state_dict (or the module) pickles the placeholders by class
+        # (tracegrad read their shape and raised); a weights-only load refuses the class unless
+        # allowlisted, weights_only=False gives fresh placeholders that materialize at the forward
+        buf = io.BytesIO()
+        torch.save(nn.LazyLinear(3).state_dict(), buf)
+        buf.seek(0)
+        with self.assertRaises(pickle.UnpicklingError):
+            torch.load(buf)
+        buf.seek(0)
+        sd = torch.load(buf, weights_only=False)
+        self.assertEqual(list(sd), ["weight", "bias"])
+        for v in sd.values():
+            self.assertIsInstance(v, UninitializedParameter)
+        with torch.serialization.safe_globals([UninitializedParameter]):
+            buf.seek(0)
+            self.assertIsInstance(torch.load(buf)["weight"], UninitializedParameter)
+        m = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d())
+        buf = io.BytesIO()
+        torch.save(m, buf)
+        buf.seek(0)
+        m2 = torch.load(buf, weights_only=False)
+        self.assertIsInstance(m2[0].weight, UninitializedParameter)
+        self.assertIsInstance(m2[1].running_mean, UninitializedBuffer)
+        self.assertEqual(m2(torch.ones(4, 2)).shape, (4, 3))
+        self.assertIsInstance(m2[0], nn.Linear)
+        self.assertEqual(m2[0].weight.shape, (3, 2))
+
+    def test_averaged_model_buffer_mismatch(self):
+        # AveragedModel keeps its buffers in sync with the model it is given: a model with other
+        # buffers is refused (zip(..., strict=True) in torch); tracegrad stopped at the shorter list
+        averaged = AveragedModel(nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3)))
+        with self.assertRaisesRegex(ValueError, "zip\\(\\) argument 2 is shorter than argument 1"):
+            averaged.update_parameters(nn.Sequential(nn.Linear(2, 3), nn.Identity()))
+
+    def test_averaged_model_integer_buffers(self):
+        # use_buffers=True averages num_batches_tracked too: the default rule is get_swa_avg_fn per
+        # tensor (torch's CPU path), truncated into the int64 buffer; the foreach swa rule refuses ints
+        bn = nn.BatchNorm1d(2)
+        averaged = AveragedModel(bn, use_buffers=True)
+        for _ in range(1):
+            bn(torch.randn(4, 2))
+        averaged.update_parameters(bn)                          # copies: 1
+        for _ in range(3):
+            bn(torch.randn(4, 2))
+        averaged.update_parameters(bn)                          # 1 + (4 - 1) / 2 = 2.5 -> 2
+        self.assertEqual(averaged.module.num_batches_tracked, torch.tensor(2))
+        self.assertEqual(averaged.module.num_batches_tracked.dtype, torch.int64)
+        multi = AveragedModel(bn, multi_avg_fn=get_swa_multi_avg_fn(), use_buffers=True)
+        multi.update_parameters(bn)
+        with self.assertRaisesRegex(RuntimeError, "Integer division with addcdiv is no longer supported"):
+            multi.update_parameters(bn)
+        a, b = [torch.tensor([1, 3])], [torch.tensor([2, 6])]
+        with self.assertRaisesRegex(RuntimeError, "argument alpha must not be a floating point number"):
+            get_swa_multi_avg_fn()(a, b, 1)
+
+    def test_compiled_averaged_model(self):
+        # the default rule inside a compiled step equals eager (the first-update select included)
+        def run(compiled):
+            torch.manual_seed(0)
+            model = nn.Linear(3, 2)
+            averaged = AveragedModel(model)
+            # (torch's own compiler takes seconds here: the oracle run checks its eager-backend form)
+            step = averaged.update_parameters if not compiled else \
+                torch.compile(averaged.update_parameters, **({"backend": "eager"} if _ORACLE else {}))
+            for k in range(3):
+                with torch.no_grad():
+                    model.weight.add_(float(k + 1))
+                step(model)
+            return averaged.module.weight.detach().clone(), int(averaged.n_averaged)
+
+        (w_eager, n_eager), (w_comp, n_comp) = run(False), run(True)
+        self.assertEqual(n_eager, 3)
+        self.assertEqual(n_comp, 3)
+        self.assertEqual(w_comp, w_eager)
 
 
 test_oracle_torch_passes = oracle_test("TI43_ORACLE", __file__)
