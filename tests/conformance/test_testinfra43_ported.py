@@ -1,13 +1,51 @@
 """testinfra43: PyTorch's test/test_numpy_interop.py (``TestNumPyInterop``, CPU), test/nn/test_lazy_modules.py
 (``TestLazyModules``) and test/optim/test_swa_utils.py (``TestSWAUtils``), ported in our own code and run on
 tracegrad through its own ``tracegrad.testing._internal`` harness. Every test function is here under its
-original name with its original checks. tests/conformance/test_misc_files_ported.py,
-test_nn_files_ported.py, test_lazy_modules_ported_round20.py and test_optim_misc_ported.py hold earlier,
-pytest-style ports of parts of the same files.
+original name with its original checks (the one-line lazy conv / norm tests are generated from one table,
+each under the file's name). tests/conformance/test_misc_files_ported.py, test_nn_files_ported.py,
+test_lazy_modules_ported_round20.py and test_optim_misc_ported.py hold earlier, pytest-style ports of
+parts of the same files.
 
-ADAPTED
+Adapted: sizes made smaller (the lazy convolutions run 3 -> 4 channels on batches of 2 and spatial sizes
+of 3..7 instead of 16 -> 32 channels on 192 samples of up to 50, output_size following; the lazy norms run
+4 x 3 x (5 | 5x4 | 3x4x2) inputs instead of 16 x 3 x (6 | 6x7 | 6x7x8); test_numpy_index_multi uses dims 2
+and 8 instead of 2..32; the update_bn tests use 20 samples instead of 100, batches of 5 as the file).
+``make_tensor`` takes dtype/device as keywords. NumPy 2: test_numpy_array_interface builds its unsigned
+reference with ``np.array([1, -2, 3, -4]).astype(dtype)`` (NumPy 2 refuses ``np.array(-2, dtype=uint8)``),
+test_parse_numpy_int_overflow passes ``np.uint64(2 ** 64 - 1)`` (NumPy 2 refuses ``np.uint64(-1)``) and
+expects torch 2.13's ValueError ("Overflow when unpacking long long"; the file's RuntimeError is older).
+torch 2.13's load_state_dict into a lazy module (the file is newer: it expects the class and in_features /
+in_channels / num_features to change at load): in 2.13 the loaded tensors materialize the placeholders,
+the module keeps its Lazy class until its first forward, and in_channels / num_features stay 0 even
+after it (in_features is inferred at that forward); the *_state tests check that (no uninitialized
+parameters, the shapes, the Lazy class, and for Linear / conv the class change at the first forward),
+not the sizes. test_from_numpy_no_leak_on_invalid_dtype and test_lazy_module_jit_* run as they are
+(tracegrad.jit.script refuses an uninitialized module with torch's words).
+Left out: test_materialize_device and the CUDA branches of the SWA tests (no accelerator; skipped as in
+the file).
 
-FIXES
+Differs from torch (not a failure here): a NumPy complex64 scalar operand keeps its imaginary part in
+tracegrad; torch drops it (pytorch#43579, a TODO in test_numpy_scalar_cmp: ``t == np.complex64(1+3j)`` is
+False there, ``t + np.complex64(1+3j)`` adds 1), so that check asserts torch's value only under the
+oracle. Left alone (an expected failure on tracegrad): ``Tensor.numpy()`` of bfloat16 gives an ml_dtypes
+array where torch raises TypeError ("Got unsupported ScalarType BFloat16"); tracegrad's own code and tests
+read bfloat16 arrays that way (test_misc_files_ported.py and test_bad_input_round37.py keep the same
+strict xfail).
+
+Fixes in tracegrad (``TestFixesTI43`` probes each): a sparse COO tensor has ``conj()`` /
+``conj_physical()`` and ``torch.conj`` / ``torch.conj_physical`` take one (torch conjugates the values:
+sparse layouts have no conj bit, ``ConjPhysicalBackward0``); test_to_numpy_force_argument needs it. The
+NotImplementedError for a function without a sparse kernel names the function ("Could not run
+'aten::logit' ..."): it named an argument checker's locals ('aten::checked', 'aten::eps') or, once the
+__torch_function__ protocol was in use, the trampoline ('aten::torch_function_dispatch'). ``save`` of a
+lazy module or its state_dict pickles the placeholders by class, as torch (it read their shape and
+raised): a weights-only load refuses UninitializedParameter unless allowlisted, weights_only=False gives
+fresh placeholders. AveragedModel: keeping the buffers in sync refuses a model with other buffers
+(torch's ``zip(..., strict=True)`` ValueError; tracegrad stopped at the shorter list); the default rule is
+torch's CPU one, get_swa_avg_fn per tensor (it was the foreach rule, which averaged an int64
+num_batches_tracked under use_buffers=True only because tracegrad's foreach form took integers);
+get_swa_multi_avg_fn refuses integer tensors as torch's foreach kernels (addcdiv_'s
+"Integer division with addcdiv is no longer supported", add_'s float-alpha error).
 
 ``TI43_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in a
 subprocess), so every expectation is torch's.
@@ -643,12 +681,7 @@ class TestLazyModulesTI43(TestCase):
     def _check_lazy_norm(self, cls, lazy_cls, input_shape):
         for affine, track_running_stats in product((False, True), (False, True)):
             lazy_module = lazy_cls(affine=affine, track_running_stats=track_running_stats)
-            if affine:
-                self.assertIsInstance(lazy_module.weight, UninitializedParameter)
-                self.assertIsInstance(lazy_module.bias, UninitializedParameter)
-            if track_running_stats:
-                self.assertIsInstance(lazy_module.running_mean, UninitializedBuffer)
-                self.assertIsInstance(lazy_module.running_var, UninitializedBuffer)
+            self._check_norm_placeholders(lazy_module, affine, track_running_stats, self.assertIsInstance)
             input = torch.ones(*input_shape)
             lazy_output = lazy_module(input)
             self.assertIsInstance(lazy_module, cls)
@@ -665,22 +698,21 @@ class TestLazyModulesTI43(TestCase):
         for affine, track_running_stats in product((False, True), (False, True)):
             module = pickle.loads(pickle.dumps(lazy_cls(affine=affine, track_running_stats=track_running_stats)))
             self.assertIsInstance(module, lazy_cls)
-            if affine:
-                self.assertIsInstance(module.weight, UninitializedParameter)
-                self.assertIsInstance(module.bias, UninitializedParameter)
-            if track_running_stats:
-                self.assertIsInstance(module.running_mean, UninitializedBuffer)
-                self.assertIsInstance(module.running_var, UninitializedBuffer)
+            self._check_norm_placeholders(module, affine, track_running_stats, self.assertIsInstance)
             module(torch.ones(*input_shape))                   # fully materialized
             module = pickle.loads(pickle.dumps(module))
             self.assertNotIsInstance(module, lazy_cls)
             self.assertIsInstance(module, cls)
-            if affine:
-                self.assertNotIsInstance(module.weight, UninitializedParameter)
-                self.assertNotIsInstance(module.bias, UninitializedParameter)
-            if track_running_stats:
-                self.assertNotIsInstance(module.running_mean, UninitializedBuffer)
-                self.assertNotIsInstance(module.running_var, UninitializedBuffer)
+            self._check_norm_placeholders(module, affine, track_running_stats, self.assertNotIsInstance)
+
+    def _check_norm_placeholders(self, module, affine, track_running_stats, check):
+        """``check(tensor, placeholder class)`` for the norm's affine parameters and running stats."""
+        if affine:
+            check(module.weight, UninitializedParameter)
+            check(module.bias, UninitializedParameter)
+        if track_running_stats:
+            check(module.running_mean, UninitializedBuffer)
+            check(module.running_var, UninitializedBuffer)
 
     def _check_lazy_batchnorm_state(self, cls, lazy_cls):
         module, lazy_module = cls(10), lazy_cls(affine=True, track_running_stats=True)
@@ -1005,29 +1037,27 @@ class TestSWAUtilsTI43(TestCase):
         return (data.DataLoader(data.TensorDataset(x), batch_size=5, shuffle=True),
                 data.DataLoader(data.TensorDataset(x, y), batch_size=5, shuffle=True))
 
+    def _check_update_bn(self, make, x):
+        # the shared body of test_update_bn_dnn / _cnn: on the CPU (and again on CUDA when present)
+        dl_x, dl_xy = self._loaders(x)
+        net = make()
+        net.train()
+        self._test_update_bn(net, dl_x, dl_xy, False)
+        if torch.cuda.is_available():
+            net = make()
+            net.train()
+            self._test_update_bn(net.cuda(), dl_x, dl_xy, True)
+        self.assertTrue(net.training)
+
     def test_update_bn_dnn(self):
         objects, input_features = 20, 5
-        dl_x, dl_xy = self._loaders(torch.rand(objects, input_features))
-        dnn = self.SWATestDNN(input_features=input_features)
-        dnn.train()
-        self._test_update_bn(dnn, dl_x, dl_xy, False)
-        if torch.cuda.is_available():
-            dnn = self.SWATestDNN(input_features=input_features)
-            dnn.train()
-            self._test_update_bn(dnn.cuda(), dl_x, dl_xy, True)
-        self.assertTrue(dnn.training)
+        self._check_update_bn(lambda: self.SWATestDNN(input_features=input_features),
+                              torch.rand(objects, input_features))
 
     def test_update_bn_cnn(self):
         objects, input_channels, height, width = 20, 3, 5, 5
-        dl_x, dl_xy = self._loaders(torch.rand(objects, input_channels, height, width))
-        cnn = self.SWATestCNN(input_channels=input_channels)
-        cnn.train()
-        self._test_update_bn(cnn, dl_x, dl_xy, False)
-        if torch.cuda.is_available():
-            cnn = self.SWATestCNN(input_channels=input_channels)
-            cnn.train()
-            self._test_update_bn(cnn.cuda(), dl_x, dl_xy, True)
-        self.assertTrue(cnn.training)
+        self._check_update_bn(lambda: self.SWATestCNN(input_channels=input_channels),
+                              torch.rand(objects, input_channels, height, width))
 
     def test_bn_update_eval_momentum(self):
         x = torch.rand(20, 3, 5, 5)

@@ -128,7 +128,7 @@ class AveragedModel(nn.Module):
             return
         # the default rule is torch's on the CPU (its foreach kernels are for accelerators only):
         # get_swa_avg_fn per tensor, so an integer buffer (use_buffers=True) is averaged and
-        # truncated, and float results round as torch's
+        # truncated, where the foreach rule refuses it
         fn = self.avg_fn if self.avg_fn is not None else get_swa_avg_fn()
         for a, c in zip(avg, cur):
             a.copy_(fn(a, c, self.n_averaged))
