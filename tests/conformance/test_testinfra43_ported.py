@@ -1158,6 +1158,14 @@ class TestFixesTI43(TestCase):
         with self.assertRaisesRegex(RuntimeError, "argument alpha must not be a floating point number"):
             get_swa_multi_avg_fn()(a, b, 1)
 
+    def test_lazy_conv_transpose_output_size_words(self):
+        # test_lazy_conv_transpose*_kwargs pass output_size at materialization; one out of range is
+        # refused with torch's words, the spatial sizes as a torch.Size (tracegrad printed a list)
+        m = nn.LazyConvTranspose1d(3, 2)
+        with self.assertRaisesRegex(ValueError, r"requested an output size of \(20,\), but valid sizes range from "
+                                                r"\[5\] to \[5\] \(for an input of torch\.Size\(\[4\]\)\)"):
+            m(torch.ones(1, 2, 4), output_size=(20,))
+
     def test_compiled_averaged_model(self):
         # the default rule inside a compiled step equals eager (the first-update select included)
         def run(compiled):
