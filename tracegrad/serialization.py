@@ -101,6 +101,15 @@ def _parameter_class():
         return None
 
 
+def _is_lazy(obj):
+    """A lazy module's placeholder (``UninitializedParameter`` / ``UninitializedBuffer``)."""
+    try:
+        from .nn.parameter import is_lazy   # local, as _parameter_class
+    except ImportError:
+        return False
+    return is_lazy(obj)
+
+
 # --- encode: object -> (JSON-able node, arrays) ------------------------------------------
 
 def _user_subclass(cls):
@@ -119,6 +128,10 @@ def _class_named(qualified):
 
 
 def _encode(obj, arrays, path):
+    if isinstance(obj, Tensor) and _is_lazy(obj):
+        # a lazy module's placeholder has no shape or data: torch pickles it by its class (a fresh
+        # placeholder on load, refused by a weights-only load unless allowlisted); so here
+        return _encode_pickled(obj, arrays, path)
     if isinstance(obj, Tensor) and _user_subclass(type(obj)):
         # a tensor of a user's subclass keeps its class, as torch pickles it (its
         # _rebuild_from_type_v2): the class by name, refused by a weights-only load unless
@@ -268,7 +281,7 @@ class _TensorPickler(pickle.Pickler):
         self.arrays, self.path, self.tensors = arrays, path, arrays.pickled
 
     def persistent_id(self, obj):
-        if not isinstance(obj, Tensor):
+        if not isinstance(obj, Tensor) or _is_lazy(obj):   # a placeholder pickles by its class
             return None
         node = self.tensors.get(id(obj))
         if node is None:

@@ -19,6 +19,7 @@ from ..autograd._dispatch import apply_inplace, apply_op, check_inplace
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.shape import chain_is_conj, chain_is_neg
+from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor, check_no_internal_overlap, storage_offset_of, strides_of
 from ._registry import function, method, prop
 
@@ -89,19 +90,26 @@ def imag_fn(input):
 def conj(input):
     """Mirrors ``torch.conj``: a view of a complex tensor with conjugated values and the
     conjugate bit flipped (NOTE [conj views]; autograd ``ConjBackward0``); a real tensor is
-    returned itself."""
+    returned itself. A sparse COO input gets its own ``conj`` (conjugated values, no bit)."""
     if not input.dtype.is_complex:
         return input
-    return apply_op(OPS["conj"], (input,))
+    try:
+        return apply_op(OPS["conj"], (input,))
+    except SparseOperand as e:   # torch.conj(sparse): NOTE in _tensor/layout.py
+        return e.tensor.conj()
 
 
 @method("conj_physical", function=True)
 def conj_physical(input):
     """Mirrors ``torch.conj_physical``: the conjugate computed into a new tensor (autograd
-    ``ConjPhysicalBackward0``); a real tensor is returned itself."""
+    ``ConjPhysicalBackward0``); a real tensor is returned itself, a sparse COO one gets its own
+    ``conj_physical``."""
     if not input.dtype.is_complex:
         return input
-    return apply_op(OPS["conj_physical"], (input,))
+    try:
+        return apply_op(OPS["conj_physical"], (input,))
+    except SparseOperand as e:
+        return e.tensor.conj_physical()
 
 
 @method("conj_physical_")

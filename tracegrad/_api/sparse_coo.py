@@ -368,6 +368,17 @@ class SparseCooTensor(Tensor):
 
     __neg__ = neg
 
+    def conj(self):
+        """Mirrors ``torch.Tensor.conj`` / ``conj_physical`` of a sparse COO tensor. Sparse layouts
+        have no conjugate bit in torch, so a complex tensor's values are conjugated into a new
+        sparse tensor (``is_conj()`` False; autograd ``ConjPhysicalBackward0`` through the values,
+        as torch); a real tensor is returned itself."""
+        if not self.dtype.is_complex:
+            return self
+        return make_sparse(self._sp_indices, self._sp_values.conj_physical(), self._sp_size, self._sp_coalesced)
+
+    conj_physical = conj
+
     # ----- reductions and products -------------------------------------------------------------
     def mm(self, mat2):
         """Mirrors ``torch.mm(sparse, dense)``: a dense ``(n, p)`` result, grad_fn ``MmBackward0``

@@ -45,12 +45,22 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _GENERIC = {"f", "fn", "wrapper", "with_out", "inner", "op", "accepts_numpy_names", "method"}
+# the __torch_function__ machinery: once the protocol is in use a public function runs a trampoline
+# into it (NOTE [trampolines] in overridable.py); its frames name no API, the implementation's do
+_DISPATCH_FILES = tuple(os.path.join(os.path.dirname(os.path.abspath(__file__)), f)
+                        for f in ("overridable.py", "torch_function.py", "<__torch_function__ dispatch>"))
+# the argument-checking wrappers (_api/argcheck.py guard, _no_kernel_for...): named by their
+# ``api`` only; their other locals (a loop's parameter ``name``) are no op names
+_CHECKERS = {"checked"}
 
 
 def _frame_name(frame):
     """A frame's function name; a generated wrapper is named by the op name it closes over."""
     name = frame.f_code.co_name
-    if name in _GENERIC or name.startswith("<"):
+    if name in _CHECKERS:
+        name = frame.f_locals.get("api")
+        name = name if isinstance(name, str) else None
+    elif name in _GENERIC or name.startswith("<"):
         name = next((v for k in ("name", "opname", "api") if isinstance(v := frame.f_locals.get(k), str)), None)
     return name.strip("_") if name else None
 
@@ -60,7 +70,7 @@ def _public_caller() -> str:
     a name (not a generated wrapper)."""
     frames, frame = [], sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_filename.startswith(_PACKAGE):
+        if frame.f_code.co_filename.startswith(_PACKAGE) and frame.f_code.co_filename not in _DISPATCH_FILES:
             frames.append(frame)
         frame = frame.f_back
     return next((n for n in map(_frame_name, reversed(frames)) if n), "unknown")

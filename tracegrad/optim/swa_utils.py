@@ -33,7 +33,9 @@ def get_ema_multi_avg_fn(decay=0.999):
 
 def get_swa_multi_avg_fn():
     """Mirrors ``torch.optim.swa_utils.get_swa_multi_avg_fn``: the running equal-weight mean of
-    lists of tensors, ``avg += (current - avg) / (n + 1)``."""
+    lists of tensors, ``avg += (current - avg) / (n + 1)``. Integer tensors are refused as torch's
+    foreach kernels refuse them: RuntimeError from ``addcdiv_`` (integer division) for a tensor
+    ``num_averaged``, from ``add_`` (a float alpha) for an int one."""
     @tracegrad.no_grad()
     def swa_update(averaged_param_list, current_param_list, num_averaged):
         for a, c in zip(averaged_param_list, current_param_list):
@@ -41,8 +43,10 @@ def get_swa_multi_avg_fn():
                 w = 1 / (num_averaged + 1)
                 w = w.to(a.dtype) if isinstance(w, Tensor) else w
                 a.lerp_(c, w)
+            elif isinstance(num_averaged, Tensor):
+                a.addcdiv_(c - a, num_averaged + 1)
             else:
-                a.copy_(a + (c - a) / (num_averaged + 1))
+                a.add_(c - a, alpha=1.0 / (num_averaged + 1))
     return swa_update
 
 
@@ -111,8 +115,9 @@ class AveragedModel(nn.Module):
             else:
                 self._fold(avg, cur)
             if not self.use_buffers:
-                # buffers are not averaged: keep them in sync with the source model
-                for b_swa, b_model in zip(self.module.buffers(), model.buffers()):
+                # buffers are not averaged: keep them in sync with the source model; a model with
+                # other buffers is refused (ValueError from zip), as torch
+                for b_swa, b_model in zip(self.module.buffers(), model.buffers(), strict=True):
                     b_swa.detach().copy_(b_model.detach())
             self.n_averaged.add_(1)
 
@@ -120,11 +125,13 @@ class AveragedModel(nn.Module):
         """Averages ``cur`` into ``avg`` in place with the chosen rule."""
         if self.multi_avg_fn is not None:
             self.multi_avg_fn(avg, cur, self.n_averaged)
-        elif self.avg_fn is not None:
-            for a, c in zip(avg, cur):
-                a.copy_(self.avg_fn(a, c, self.n_averaged))
-        else:
-            get_swa_multi_avg_fn()(avg, cur, self.n_averaged)
+            return
+        # the default rule is torch's on the CPU (its foreach kernels are for accelerators only):
+        # get_swa_avg_fn per tensor, so an integer buffer (use_buffers=True) is averaged and
+        # truncated, where the foreach rule refuses it
+        fn = self.avg_fn if self.avg_fn is not None else get_swa_avg_fn()
+        for a, c in zip(avg, cur):
+            a.copy_(fn(a, c, self.n_averaged))
 
 
 @tracegrad.no_grad()

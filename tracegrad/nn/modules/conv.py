@@ -152,7 +152,7 @@ class _ConvTransposeNd(_ConvNd):
         maxs = [m + max(self.stride[d], self.dilation[d]) - 1 for d, m in enumerate(mins)]
         if any(not lo <= size <= hi for size, lo, hi in zip(output_size, mins, maxs)):
             raise ValueError(f"requested an output size of {tuple(output_size)}, but valid sizes range from {mins} to "
-                             f"{maxs} (for an input of {list(input.shape[-n:])})")
+                             f"{maxs} (for an input of {input.shape[-n:]})")   # torch's "torch.Size([4])"
         return tuple(size - lo for size, lo in zip(output_size, mins))
 
     def forward(self, input, output_size=None):
