@@ -3829,10 +3829,11 @@ def vaegan_main_globals(T, images):
             "VaeGan": program(T, VAEGAN_NETWORK).VaeGan, "__name__": "__main__"}
 
 
-def vaegan_setup(T, seed=1):
-    """network.py's VaeGan (its ``torch.randn`` draws from a NumPy stream, parameters overwritten
-    from another) and main.py's three RMSprop optimizers, one per sub-network."""
-    P = program(numpy_draws(T, seed), VAEGAN_NETWORK)
+def vaegan_setup(T, seed=1, draws=None):
+    """network.py's VaeGan (its ``torch.randn`` draws from a NumPy stream, or from ``draws(T)``;
+    parameters overwritten from another stream) and main.py's three RMSprop optimizers, one per
+    sub-network."""
+    P = program(numpy_draws(T, seed) if draws is None else draws(T), VAEGAN_NETWORK)
     net = init_uniform(T, P.VaeGan(), 0, 0.02)
     opts = [T.optim.RMSprop(params=m.parameters(), lr=0.0001) for m in (net.encoder, net.decoder, net.discriminator)]
     return P, net, opts
@@ -3904,3 +3905,12 @@ def drawn_torch(T, seed):
         with T.no_grad():
             return t.copy_(T.tensor(rs.normal(mean, std, tuple(t.shape)).astype(np.float32)))
     return Proxy(T, nn=Proxy(T.nn, init=Proxy(T.nn.init, normal_=normal_)))
+
+
+def fixed_draws(T):
+    """``T`` whose ``randn(*size)`` is a fixed smooth pattern (no random or Python state): the
+    VAE-GAN's internal draws equal across torch, tracegrad and a compiled step."""
+    def randn(*size, **kwargs):
+        n = int(np.prod(size))
+        return T.sin(T.arange(n, dtype=T.get_default_dtype()) * 0.7).reshape(size)
+    return Proxy(T, randn=randn)

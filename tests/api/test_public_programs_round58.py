@@ -3,19 +3,6 @@
 in tests/public_programs_round58_src.py, executed with ``torch`` bound to either module. Each test
 compares losses, printed logs, gradients and parameters after optimizer steps:
 
-- lucabergamini/VAEGAN-PYTORCH (MIT), ``network.py`` and ``main.py`` at 29102a9: the VAE-GAN on
-  64x64 images. Encoder/decoder/discriminator blocks of 5x5 stride-2 convolutions and
-  transposed convolutions (``output_padding=1``) with ``BatchNorm2d(momentum=0.9)`` and
-  ``F.relu(ten, True)``, the discriminator's intermediate layer taken by ``lay(ten, True)`` and
-  ``layer_ten[:-len(ten_from_normal)]``, ``nn.init.xavier_normal``/``nn.init.constant`` (the
-  deprecated names), ``Variable(torch.randn(...), requires_grad=True)`` reparameterisation,
-  ``F.sigmoid`` scores, ``VaeGan.loss``'s KL/feature-MSE/five ``nn.BCELoss()(x, Variable(
-  torch.ones_like(x.data)))`` terms; main.py's three RMSprop optimizers with ExponentialLR (its
-  ``get_lr()`` printed outside a step), run as written: ``bce.data[0]`` on a 0-dim loss raises
-  the same IndexError. With ``.item()`` in its place the loop's ``optimizer_encoder.step()``
-  before ``loss_decoder.backward(retain_graph=True)`` raises the same RuntimeError (a weight
-  saved by the graph was modified in place: the repository's best-known issue). The losses
-  back-propagated to each sub-network by ``backward(inputs=...)`` before the steps train equal.
 - facebookresearch/dlrm (MIT) at 090956e, ``tricks/qr_embedding_bag.py``,
   ``tricks/md_embedding_bag.py`` and ``dlrm_s_pytorch.py``'s ``DLRM_Net`` (the QR and MD
   branches round 11 left out): ``QREmbeddingBag`` (quotient ``(input / n).long()`` and
@@ -37,11 +24,12 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   of the trajectory by a ``torch.from_numpy`` index tensor and the printed test losses; the
   fixed-grid solvers (euler, midpoint, rk4, the implicit and Adams ones) through a training step.
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams (ode_demo's
-``nn.init.normal_`` draws from one), synthetic data, tiny sizes where the sources allow (the
-VAE-GAN's layers are fixed by its source: 64x64 images, batch 2, compared in float64 where
-float32 rounding over its 30M parameters through RMSprop's normalisation would swamp the
-comparison).
-Found: no differences in values, gradients, parameters, printed logs or error classes.
+``nn.init.normal_`` draws from one), synthetic data, tiny sizes.
+Found: no differences in values, gradients, parameters, printed logs or error classes (dopri5 in
+float32 took 2480 function evaluations where torch took 2486 over ode_demo's 25-unit horizon:
+accepted steps differ by the float32 rounding of the error norm; in float64 both take 2450 and
+agree to 1e-14).
+The VAE-GAN program of this round is in tests/api/test_public_programs_round58_vaegan.py.
 Compile counterparts: tests/compile/test_public_patterns_round58.py.
 """
 import contextlib
@@ -56,9 +44,8 @@ import pytest
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, \
     same_error, state as _state
-from public_programs_round58_src import (DLRM_TRICKS, ODE_DEMO, VAEGAN_MAIN, dlrm_batches, dlrm_setup, drawn_torch,
-                                        program, run_script, torchdiffeq_for, vaegan_losses, vaegan_main_globals,
-                                        vaegan_setup)
+from public_programs_round58_src import (DLRM_TRICKS, ODE_DEMO, dlrm_batches, dlrm_setup, drawn_torch, program,
+                                        run_script, torchdiffeq_for)
 
 torch = pytest.importorskip("torch")
 
@@ -68,7 +55,7 @@ _compare = functools.partial(compare, torch, tracegrad)
 @pytest.fixture(autouse=True)
 def _quiet():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # the deprecated init names, get_lr() outside a step
+        warnings.simplefilter("ignore")     # the solvers' and embedding bags' warnings
         yield
 
 
@@ -83,79 +70,6 @@ def _same_logs(ref, got, tol):
     assert ta == tb, (ref, got)
     np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
 
-
-_IMAGES = np.random.RandomState(0).uniform(-1, 1, (2, 3, 64, 64)).astype(np.float32)
-
-
-# ---------------------------------------------------------------- VAEGAN-PYTORCH
-
-def test_vaegan_main_as_written_fails_alike_at_data_index():
-    # main.py's ``bce_dis_original_value.data[0]`` indexes a 0-dim loss: IndexError in torch
-    # since 0.5, after its ``print("LR:{}".format(lr_encoder.get_lr()))`` line
-    logs = {}
-
-    def run(T):
-        T.manual_seed(0)
-        buf = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(buf):
-                program(T, VAEGAN_MAIN, **vaegan_main_globals(T, [T.tensor(x) for x in _IMAGES]))
-        finally:
-            logs[T.__name__] = buf.getvalue()
-    msgs = same_error(torch, tracegrad, run)
-    assert "invalid index of a 0-dim tensor" in msgs[1], msgs
-    assert logs["tracegrad"] == logs["torch"] and logs["torch"].startswith("LR:["), logs
-
-
-def _close_to_scale(ref, got, rel):
-    """Each array equal within ``rel`` times the reference's largest magnitude: float32 sums over
-    the 30M-parameter network's 5x5 convolutions cancel (the float64 run of this step agrees to
-    1e-14; float64 here would take minutes)."""
-    assert len(ref) == len(got)
-    for i, (a, b) in enumerate(zip(ref, got)):
-        assert a.shape == b.shape and a.dtype == b.dtype, i
-        np.testing.assert_allclose(b, a, rtol=0, atol=rel * max(np.abs(a).max(), 1e-30), err_msg=f"output {i}")
-
-
-def _vaegan_run(T):
-    # main.py's batch with each loss back-propagated into its own sub-network
-    # (``backward(inputs=...)``) before the three RMSprop steps, main.py's train_dis/train_dec
-    # balance from ``.item()`` losses; then the next batch as main.py orders it (with ``.item()``
-    # for ``.data[0]``): the encoder's step writes the weights that ``loss_decoder``'s graph
-    # saved, and ``loss_decoder.backward(retain_graph=True)`` finds their version changed
-    P, net, opts = vaegan_setup(T)
-    values, losses = vaegan_losses(T, P, net, T.tensor(_IMAGES))
-    bce_o, bce_s = values[5].item(), values[7].item()
-    train_dis = not (bce_o < 0.33 or bce_s < 0.33)
-    train_dec = not (bce_o > 0.33 or bce_s > 0.33)
-    train_dis, train_dec = (True, True) if not (train_dis or train_dec) else (train_dis, train_dec)
-    net.zero_grad()
-    for loss, sub, last in zip(losses, (net.encoder, net.decoder, net.discriminator), (False, False, True)):
-        loss.backward(retain_graph=not last, inputs=list(sub.parameters()))
-    out = _arr(*values, *losses) + [np.array([train_dis, train_dec])] + _grads(net)
-    for opt, on in zip(opts, (True, train_dec, train_dis)):
-        if on:
-            opt.step()
-    out += [_arr(s["square_avg"])[0] for opt in opts for s in opt.state.values()]
-    values, (loss_encoder, loss_decoder, _) = vaegan_losses(T, P, net, T.tensor(_IMAGES))
-    out += _arr(*values)
-    net.zero_grad()
-    loss_encoder.backward(retain_graph=True)
-    opts[0].step()
-    net.zero_grad()
-    try:
-        loss_decoder.backward(retain_graph=True)
-    except RuntimeError as e:
-        return out, e
-    return out, None
-
-
-def test_vaegan_three_optimizers_then_main_order_fails_alike():
-    (ref, ref_err), (got, got_err) = _vaegan_run(torch), _vaegan_run(tracegrad)
-    _close_to_scale(ref[:8 + 3 + 1], got[:8 + 3 + 1], 5e-5)       # the losses and the balance flags
-    _close_to_scale(ref[12:], got[12:], 5e-3)                      # grads, square_avg, next losses
-    assert type(got_err) is type(ref_err) is RuntimeError, (ref_err, got_err)
-    assert all("modified by an inplace operation" in str(e) and "[1024, 128]" in str(e) for e in (ref_err, got_err))
 
 
 # ---------------------------------------------------------------- dlrm QR / MD embeddings
