@@ -22,7 +22,12 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   backward integrates the augmented adjoint system with ``torch.autograd.grad`` of the
   dynamics inside ``enable_grad``, the parameters flattened), RMSprop, ``get_batch``'s indexing
   of the trajectory by a ``torch.from_numpy`` index tensor and the printed test losses; the
-  fixed-grid solvers (euler, midpoint, rk4, the implicit and Adams ones) through a training step.
+  fixed-grid solvers (euler, midpoint, rk4, the implicit and Adams ones) through a training step;
+  gradients through more solvers (Fehlberg, Tsitouras, dopri5 with ``jump_t``, implicit Euler,
+  Radau IIA 5, TR-BDF2, explicit Adams, Heun3, rk4 with ``perturb``, euler with cubic
+  interpolation), each also under ``odeint_adjoint``, and ``odeint_event``'s bisection for the
+  event time. (adaptive_heun and dopri8 agree as well but are left out for time: their many
+  small steps take tracegrad's eager dispatch 7-9 s where torch takes 0.9 s.)
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams (ode_demo's
 ``nn.init.normal_`` draws from one), synthetic data, tiny sizes.
 Found: no differences in values, gradients, parameters, printed logs or error classes (dopri5 in
@@ -160,3 +165,47 @@ def test_odeint_training_step(method):
         opt.step()
         return out + _state(net)
     _compare(run, tol=2e-5)
+
+
+def _ode_solve(T, method, options, adjoint=False, event=False):
+    # gradients through each solver (its own graph, or odeint_adjoint's augmented system) to
+    # the dynamics' parameters and the initial state; ``odeint_event`` finds when y[0, 0]
+    # crosses 0.9 by bisection and differentiates through the event time
+    tde = torchdiffeq_for(T)
+    net = init_uniform(T, T.nn.Sequential(T.nn.Linear(2, 8), T.nn.Tanh(), T.nn.Linear(8, 2)), 3, 0.5)
+
+    class Dynamics(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, t, y):
+            return self.net(y ** 3) - 0.1 * y * t
+    func = Dynamics()
+    y0 = T.tensor([[1., 0.], [0.5, 0.5]], requires_grad=True)
+    t = T.linspace(0., 0.5, 3)
+    options = {k: T.tensor(v) if isinstance(v, list) else v for k, v in options.items()}
+    if event:
+        event_t, sol = tde.odeint_event(func, y0, t[0], event_fn=lambda t, y: y[0, 0] - 0.9, method=method,
+                                        options=options)
+        loss = sol[-1].sum() + event_t
+    else:
+        sol = (tde.odeint_adjoint if adjoint else tde.odeint)(func, y0, t, method=method, options=options)
+        loss = sol.abs().sum()
+    loss.backward()
+    return _arr(sol, loss, y0.grad) + _grads(func)
+
+
+@pytest.mark.parametrize("adjoint", [False, True])
+@pytest.mark.parametrize("method,options", [
+    ("fehlberg2", {}), ("tsit5", {}), ("dopri5", {"jump_t": [0.3]}),
+    ("implicit_euler", {"step_size": 0.125}), ("radauIIA5", {"step_size": 0.125}), ("trbdf2", {"step_size": 0.125}),
+    ("explicit_adams", {"step_size": 0.125}), ("heun3", {"step_size": 0.125}),
+    ("rk4", {"step_size": 0.2, "perturb": True}), ("euler", {"step_size": 0.2, "interp": "cubic"})])
+def test_torchdiffeq_solvers(method, options, adjoint):
+    _compare(lambda T: _ode_solve(T, method, options, adjoint), tol=2e-5)
+
+
+@pytest.mark.parametrize("method,options", [("dopri5", {}), ("rk4", {"step_size": 0.05})])
+def test_torchdiffeq_event(method, options):
+    _compare(lambda T: _ode_solve(T, method, options, event=True), tol=2e-5)
