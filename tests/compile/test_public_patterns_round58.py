@@ -95,6 +95,15 @@ def _ode_batches(T):
              T.tensor(rs.uniform(-1, 1, (3, 3, 2)).astype(np.float32))) for _ in range(3)]
 
 
+def _ode_steps(T, compiled, step, func, with_grid):
+    """``step`` (compiled or not) over the three batches; the losses and the final parameters."""
+    step = T.compile(step) if compiled else step
+    out = []
+    for y0, target in _ode_batches(T):
+        out += _arr(step(y0, T.linspace(0., 0.5, 3), target) if with_grid else step(y0, target))
+    return out + _state(func), step
+
+
 def _odeint_runs(T, compiled, method, adjoint):
     tde = torchdiffeq_for(T)
     func, opt = _ode_model(T)
@@ -108,13 +117,7 @@ def _odeint_runs(T, compiled, method, adjoint):
         loss.backward()
         opt.step()
         return loss
-
-    if compiled:
-        step = T.compile(step)
-    out = []
-    for y0, target in _ode_batches(T):
-        out += _arr(step(y0, T.linspace(0., 0.5, 3), target))
-    return out + _state(func), step
+    return _ode_steps(T, compiled, step, func, True)
 
 
 @pytest.mark.parametrize("method,adjoint", [("rk4", False), ("dopri5", False), ("rk4", True)])
@@ -138,18 +141,11 @@ def _rk4_grid_runs(T, compiled):
             t0, t1 = grid[i], grid[i + 1]
             y = y + impl.rk_common.rk4_alt_step_func(wrapped, t0, t1 - t0, t1, y)
             ys.append(y)
-        loss = T.mean(T.abs(T.stack(ys[::2]) - target))
         opt.zero_grad()
-        loss.backward()
+        T.mean(T.abs(T.stack(ys[::2]) - target)).backward()
         opt.step()
-        return loss
-
-    if compiled:
-        step = T.compile(step)
-    out = []
-    for y0, target in _ode_batches(T):
-        out += _arr(step(y0, target))
-    return out + _state(func), step
+        return ys[-1]
+    return _ode_steps(T, compiled, step, func, False)
 
 
 def test_rk4_step_over_a_fixed_grid_compiled():
