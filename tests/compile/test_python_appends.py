@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import tracegrad
-from _harness import check_compiled, small_mlp, small_xy, traces
+from ._harness import check_compiled, small_mlp, small_xy, traces
 
 
 def _sgd_step(mod, model, opt, x, y):
