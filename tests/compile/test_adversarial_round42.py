@@ -1,13 +1,54 @@
-"""Round 42: training-loop idioms from research code, written for this file.
+"""Round 42: training steps from research code (GANs, contrastive, distillation, adversarial
+training, regularisers drawn at random), Python generators and global modes inside the step,
+hooks that come and go between calls, checkpoint-and-resume through ``save``/``load``.
 
-TODO docstring
+pix2pix's ``set_requires_grad(D, flag)`` inside one step that updates both nets; WGAN critic
+iterations with ``p.data.clamp_`` and a clip value that changes; an EMA copied with
+``p.data.copy_`` and a warm-up decay from a buffer counter; CLIP's learnable ``logit_scale``
+clamped in place; ``renorm_`` on embedding rows; gradient centralisation on ``p.grad``; SGLD
+noise from a ``Generator``; ``autograd.backward([la, lb], [wa, wb])``; ``kl_div(log_target=True)``
+distillation with a temperature argument; ``gumbel_softmax(hard=flag)``; drop-path masks from
+``new_empty().bernoulli_()``; class weights from ``Counter(y.tolist())``; ``one_hot`` without
+``num_classes``; ``torch.save``/``load`` to ``BytesIO`` (rollback, and resume into fresh objects
+with a new compiled step); mixup with a NumPy ``RandomState`` and a ``random.Random`` held by the
+trainer; ``manual_seed(seed)`` inside with a new seed per call past the cache limit;
+``set_grad_enabled(False)`` called as a function and left off after the step; hooks that remove
+themselves, handles used as ``with`` blocks, a hook for one call in three, a handle a deep-copied
+module keeps; PGD on a perturbation made inside; accumulation with a short last batch; integer
+then float batches; ``zero_grad(set_to_none=flag)``; validation (``eval()``/``no_grad``) inside the
+step. Each program runs eagerly, through ``tracegrad.compile`` and (where no random numbers are
+drawn) with torch from identical state, comparing everything observable after every call
+(harness: tests/compile/_harness.py ``run_three_ways``); the number of programs is asserted.
+
+Fix (``_state.py`` NOTE [hook sets come back], ``_tensor/hooks.py``, ``nn/modules/module.py``
+``_add``): every hook added or removed moved one global structure counter, so a hook that came
+and went (``with model.register_forward_hook(f):`` around some calls, a hook for one call in
+three) sent every compiled function back to tracing on each add and on each removal, never
+reusing the program for the set of hooks it had before, and after ``cache_size_limit`` such
+changes the step ran eagerly for good. The structure is now a token for (layout epoch, set of
+live hook ids): a removal that restores an earlier set restores its token
+(test_hook_handles_used_as_context_managers_around_calls,
+test_hook_registered_for_every_third_call_reuses_the_plain_program,
+test_hook_toggled_between_two_functions_and_none); a handle copied with its module (same id)
+still bumps (test_hook_handle_kept_by_a_deep_copied_module_removed_from_the_copy).
+
+Found and left (xfail strict: test_backward_into_grads_of_the_eager_first_call_before_zero_grad_
+one_program): a step that backpropagates into the ``.grad`` tensors the eager first call made and
+then ``zero_grad()``s them (PGD's inner loop) builds a second program on call 2 (its first reads
+storages nobody holds after the call: the orphan guard). Values are right.
+
+Not bugs (equal to eager, documented): a module hook that appends to a list or stores into a
+dict, or calls ``.item()``, runs the step eagerly with the reason (and the step stays eager for
+that signature after the hook is removed); ``Counter(y.tolist())`` runs eagerly with the reason;
+a Python float argument (a clip value, a temperature) and a seed are constants of their program
+(one program per value, eager with the reason past ``cache_size_limit``); SGD momentum's first
+``opt.step()`` and later ones are two programs (the buffer exists only after the first).
 """
 import io
 import math
-from collections import Counter, OrderedDict, namedtuple
+from collections import Counter
 
 import numpy as np
-import pytest
 
 import tracegrad
 from . import _harness as _h
@@ -473,7 +514,9 @@ def test_manual_seed_from_an_argument_past_the_cache_limit():
         seeds = [5, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 5]
         return [[snapshot(f(*_xy(mod, 0), s)), snapshot(model)] for s in seeds]
     made = _both(run, torch_too=False)
-    assert _traces(made[0]) <= tracegrad._dynamo.config.cache_size_limit if hasattr(tracegrad, "_dynamo") else True
+    # seeds 5..12 fill the 8 programs; 13 and 14 run eagerly with the reason; 5 finds its program
+    assert _traces(made[0]) == 8 and made[0].stats["eager_calls"] == 3, made[0].stats
+    assert "cache_size_limit" in _breaks(made[0])[0] and "args[2]" in _breaks(made[0])[0], made[0].stats
 
 
 # ---- global grad mode switched by a function call inside the step and left switched
@@ -513,7 +556,7 @@ def test_forward_hook_that_removes_itself_after_three_records():
         seen = []
 
         def hook(m, args, out):
-            seen.append(round(out.detach().abs().sum().item(), 4))
+            seen.append(out.detach().abs().sum())
             if len(seen) == 3:
                 handle.remove()
         handle = model[0].register_forward_hook(hook)
@@ -525,8 +568,10 @@ def test_forward_hook_that_removes_itself_after_three_records():
             opt.step()
             return loss
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), list(seen), snapshot(model)] for i in range(6)]
-    _both(run)
+        return [[snapshot(f(*_xy(mod, i))), snapshot(list(seen)), snapshot(model)] for i in range(6)]
+    made = _both(run)
+    # the hook's list grows on every call: eager, with the reason
+    assert "'seen'" in _breaks(made[0])[0], made[0].stats
 
 
 def test_grad_hook_on_a_parameter_removing_itself_mid_run():
@@ -706,3 +751,103 @@ def test_validation_inside_the_step_with_train_flag_argument():
         return _loop(f, lambda i: _xy(mod, i) + _xy(mod, i + 50), 4, model, opt)
     made = _both(run, torch_too=False)
     assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_hook_registered_for_every_third_call_reuses_the_plain_program():
+    # a hook for one call in three (register, call, remove: feature noise, a probe): the calls
+    # without it run the one program traced without it (NOTE [hook sets come back] in _state.py)
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd(mod, model, opt))
+
+        def damp(m, args, out):
+            return out * 0.5 + 0.1
+        res = []
+        for i in range(10):
+            if i % 3 == 2:
+                h = model[1].register_forward_hook(damp)
+                out = f(*_xy(mod, i))
+                h.remove()
+            else:
+                out = f(*_xy(mod, i))
+            res.append([snapshot(out), snapshot(model)])
+        return res
+    made = _both(run)
+    # the plain program (call 1) and one per registration (calls 2, 5, 8)
+    assert _traces(made[0]) == 4 and not made[0].stats["graph_breaks"], made[0].stats
+
+
+def test_hook_handle_kept_by_a_deep_copied_module_removed_from_the_copy():
+    # the copy's handle has the original's id: removing it from the copy leaves the original's
+    # hook in place, and the program traced before that hook existed must not run again
+    import copy
+
+    def run(mod, wrap):
+        nn = mod.nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, x):
+                return self.fc(x)
+        model = _h.np_init(Net(), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd(mod, model, opt))
+        res = []
+        for i in range(6):
+            if i == 2:
+                model.h = model.fc.register_forward_hook(lambda m, a, o: o * 3)
+            if i == 4:
+                twin = copy.deepcopy(model)
+                twin.h.remove()
+                res.append([snapshot(twin(data(mod, i, 2, 4)))])
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model)])
+        return res
+    _both(run)
+
+
+def test_hook_toggled_between_two_functions_and_none():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_sgd(mod, model, opt))
+
+        def double(m, a, o):
+            return o * 2
+
+        def neg(m, a, o):
+            return -o
+        res = []
+        for i, hook in enumerate([None, double, None, neg, None, double, neg]):
+            h = model[2].register_forward_hook(hook) if hook is not None else None
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model)])
+            if h is not None:
+                h.remove()
+        return res
+    made = _both(run)
+    # no hook: call 2's program, reused at call 4; a program per registration (1, 3, 5, 6)
+    assert _traces(made[0]) == 5, made[0].stats
+
+
+@_h.silent("a step that backpropagates into the .grad tensors the eager first call made, then "
+           "zero_grad()s them (PGD's inner loop, accumulation before zero_grad), traces twice: "
+           "the first program reads those eager-made .grad storages, which no one holds after the "
+           "call, so its orphan guard (guard_code.checker) marks it dead; values stay right")
+def test_backward_into_grads_of_the_eager_first_call_before_zero_grad_one_program():
+    model = _model(tracegrad)
+    opt = tracegrad.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        tracegrad.nn.functional.cross_entropy(model(x), y).backward()    # a probe pass
+        opt.zero_grad()
+        loss = tracegrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    f = tracegrad.compile(step)
+    for i in range(4):
+        f(*_xy(tracegrad, i))
+    assert _traces(f) == 1, f.stats
