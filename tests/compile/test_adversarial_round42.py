@@ -72,6 +72,17 @@ def _breaks(f):
     return [reason for reason, _ in f.stats["graph_breaks"]]
 
 
+def _sgd(mod, model, opt):
+    """The usual classification step over ``model`` with ``opt``."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = mod.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 # ---- GAN idioms: freezing the other network inside the step, WGAN weight clipping
 
 def _gan(mod):
@@ -358,13 +369,7 @@ def test_drop_path_mask_from_new_empty_bernoulli_in_place():
         model = _h.np_init(nn.Sequential(Block(0.3), Block(0.5), nn.Linear(4, 3)), mod)
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_sgd(mod, model, opt))
         res = []
         for i in range(5):
             if i == 3:
@@ -420,13 +425,7 @@ def test_save_and_resume_from_bytes_between_calls():
         opt = mod.optim.Adam(model.parameters(), lr=0.05)
         sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_sgd(mod, model, opt))
         res, buf = [], None
         for i in range(6):
             if i == 2:
@@ -570,13 +569,7 @@ def test_forward_hook_that_removes_itself_after_three_records():
                 handle.remove()
         handle = model[0].register_forward_hook(hook)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_sgd(mod, model, opt))
         return [[snapshot(f(*_xy(mod, i))), snapshot(list(seen)), snapshot(model)] for i in range(6)]
     made = _both(run)
     # the hook's list grows on every call: eager, with the reason
@@ -597,13 +590,7 @@ def test_grad_hook_on_a_parameter_removing_itself_mid_run():
             return g * 10
         handle = w.register_hook(hook)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_sgd(mod, model, opt))
         return [[snapshot(f(*_xy(mod, i))), list(fired), snapshot(model)] for i in range(5)]
     _both(run)
 
@@ -633,16 +620,6 @@ def test_hook_handles_used_as_context_managers_around_calls():
     # calls 1 and 3 register new hooks (new handles: a program each); call 4 has the hooks of
     # call 2 again and runs its program (NOTE [hook sets come back] in _state.py)
     assert _traces(made[0]) == 3, made[0].stats
-
-
-def _sgd(mod, model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = mod.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
 
 
 # ---- adversarial training: PGD on a perturbation made inside the step
