@@ -195,3 +195,38 @@ def test_clear_caches_empties_the_real_caches_and_everything_rebuilds():
     few programs, in a long test worker the thousands it has compiled."""
     _memo_caches_emptied_and_training_goes_on()
     _op_jit_caches_registered_cleared_and_rebuilt()
+
+
+def test_structure_token_comes_back_with_the_hook_set_and_never_after_a_bump():
+    # NOTE [hook sets come back]: removing the hooks added since restores the token; a layout
+    # change (bump) or a copied handle's removal gives a token never seen before
+    import copy
+    lin = tracegrad.nn.Linear(2, 2)
+    t0 = _state.STRUCTURE[0]
+    h1 = lin.register_forward_hook(lambda m, a, o: o)
+    t1 = _state.STRUCTURE[0]
+    h2 = lin.register_forward_pre_hook(lambda m, a: None, prepend=True)
+    assert len({t0, t1, _state.STRUCTURE[0]}) == 3
+    h2.remove()
+    assert _state.STRUCTURE[0] == t1
+    h1.remove()
+    assert _state.STRUCTURE[0] == t0
+    h1.remove()                                   # twice: harmless, nothing changes
+    assert _state.STRUCTURE[0] == t0
+    h = lin.register_forward_hook(lambda m, a, o: o)
+    seen = {t0, t1, _state.STRUCTURE[0]}
+    lin.extra = tracegrad.nn.Linear(1, 1)         # a layout change while the hook is on
+    h.remove()
+    assert _state.STRUCTURE[0] not in seen
+    seen.add(_state.STRUCTURE[0])
+    lin._forward_hooks[10 ** 9] = lambda m, a, o: o   # a hook dict written by hand bumps
+    assert _state.STRUCTURE[0] not in seen
+    seen.add(_state.STRUCTURE[0])
+    del lin._forward_hooks[10 ** 9]
+    assert _state.STRUCTURE[0] not in seen
+    seen.add(_state.STRUCTURE[0])
+    h = lin.register_forward_hook(lambda m, a, o: o)
+    seen.add(_state.STRUCTURE[0])
+    twin = copy.deepcopy(h)                        # same id, its own dict
+    twin.remove()
+    assert _state.STRUCTURE[0] not in seen and h.id in lin._forward_hooks

@@ -5,10 +5,11 @@ None. Lower layers cannot import ``_lowering``, so they report what a trace must
 the few functions here; each is called only when ``CAPTURE[0] is not None``, so eager code pays
 one list read at each site.
 
-``STRUCTURE[0]`` counts changes a compiled program cannot see in tensor values: hooks added
-or removed, modules' parameters/buffers/submodules rebound. A compiled call compares it with
-the count at its trace and re-traces when it moved (one int compare per call instead of
-walking every module). ``train()``/``eval()`` flips back and forth in every training loop, so
+``STRUCTURE[0]`` names the state of what a compiled program cannot see in tensor values: hooks
+added or removed, modules' parameters/buffers/submodules rebound. A compiled call compares it
+with the token at its trace and re-traces when it differs (one int compare per call instead of
+walking every module); a set of hooks that comes back brings its token back (NOTE [hook sets
+come back]). ``train()``/``eval()`` flips back and forth in every training loop, so
 modules' ``training`` flags are guarded one by one instead; so are ``requires_grad`` flips
 (NOTE [requires_grad flips between calls]: ``RG_EPOCH``/``RG_FLIPS``).
 
@@ -162,9 +163,64 @@ def note_rg_flip(t) -> None:
             del RG_FLIPS[k]
 
 
+# NOTE [hook sets come back]
+# ``STRUCTURE[0]`` is a token, not a count: the same token means the same structure. A hook
+# registered for a few calls and removed again (a ``with handle:`` block, an activation logger
+# every n steps, a hook removing itself) leaves the hooks exactly as they were, so the programs
+# traced for that set of hooks are valid again; a plain count sent every compiled function back
+# to tracing on each add and each removal (then to eager at its cache limit). The token names
+# (layout epoch, set of live hook ids): ``bump_structure`` (layouts, rebound methods, library
+# functions patched, hook dicts written by hand) starts a new epoch and forgets every set; a
+# handle made by ``RemovableHandle.__init__`` adds its id to the live set and its ``remove()``
+# takes it out, and a set seen before in this epoch gets its old token back. Handle ids come
+# from one counter and are never reused, so one id is one registration (its function, its dict,
+# its place in it). A removal by a handle that was not counted in (unpickled, deep-copied: its
+# id may be a live original's) bumps instead. Sets of more than ``_HOOK_SET_LIMIT`` live hooks
+# (those whose dict is gone dropped first) are not remembered (each change is a new token, as a
+# count), so a registration costs at most one frozenset of that size.
+_LIVE_HOOKS: dict = {}       # hook id -> weak reference to the dict it was registered in
+_TOKENS: dict = {}           # frozenset of live hook ids (this epoch) -> its token
+_LAST_TOKEN: list = [0]
+_HOOK_SET_LIMIT = 256
+
+
+def _new_structure() -> None:
+    if len(_LIVE_HOOKS) > _HOOK_SET_LIMIT:     # hooks whose dict is gone can never run again
+        for k in [k for k, r in _LIVE_HOOKS.items() if r() is None]:
+            del _LIVE_HOOKS[k]
+    key = frozenset(_LIVE_HOOKS) if len(_LIVE_HOOKS) <= _HOOK_SET_LIMIT else None
+    token = _TOKENS.get(key) if key is not None else None
+    if token is None:
+        _LAST_TOKEN[0] += 1
+        token = _LAST_TOKEN[0]
+        if key is not None:
+            if len(_TOKENS) >= 1024:      # an unusual program: forget the old sets (a retrace)
+                _TOKENS.clear()
+            _TOKENS[key] = token
+    STRUCTURE[0] = token
+
+
 def bump_structure() -> None:
-    """Something a compiled program baked in (hooks, module layout, modes) changed."""
-    STRUCTURE[0] += 1
+    """Something a compiled program baked in (module layout, methods, modes) changed: no
+    earlier program is valid (NOTE [hook sets come back])."""
+    _TOKENS.clear()
+    _new_structure()
+
+
+def hook_added(hook_id: int, hooks_dict) -> None:
+    """A hook a compiled program may bake in was registered in ``hooks_dict`` (an OrderedDict)
+    under the new ``hook_id``."""
+    _LIVE_HOOKS[hook_id] = weakref.ref(hooks_dict)
+    _new_structure()
+
+
+def hook_removed(hook_id: int) -> None:
+    """The hook registered under ``hook_id`` was removed: the structure before it was added
+    comes back when nothing else changed (NOTE [hook sets come back])."""
+    if _LIVE_HOOKS.pop(hook_id, None) is not None:
+        _new_structure()
+    else:
+        bump_structure()
 
 
 # NOTE [library functions patched between calls]
@@ -181,13 +237,13 @@ class _WatchedModule(types.ModuleType):
         old = self.__dict__.get(name, _NOTHING)
         super().__setattr__(name, value)
         if old is not value and (_is_code(old) or _is_code(value)):
-            STRUCTURE[0] += 1
+            bump_structure()
 
     def __delattr__(self, name):
         old = self.__dict__.get(name, _NOTHING)
         super().__delattr__(name)
         if _is_code(old):
-            STRUCTURE[0] += 1
+            bump_structure()
 
 
 _NOTHING = object()

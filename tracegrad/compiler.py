@@ -10,8 +10,8 @@ the program alone: no Python per op.
 Guards (checked on every call, a few microseconds): argument structure, shapes, dtypes and
 Python values, whether a tensor argument is a leaf and a view; grad mode, autocast, anomaly mode, the default dtype and the active
 ``saved_tensors_hooks``;
-``_state.STRUCTURE`` (hooks added/removed, modules' parameters
-rebound, ``requires_grad_`` flips); the ``training`` flag of every module the trace called;
+``_state.STRUCTURE`` (the set of hooks, modules' parameters rebound, ``requires_grad_``
+flips; a set of hooks that comes back brings its programs back: NOTE [hook sets come back]); the ``training`` flag of every module the trace called;
 which ``.grad``s are None; that every
 lifted storage is still used by someone (``p.data = ...``, an optimizer's
 ``load_state_dict``); optimizer options other than ``lr`` (``lr`` itself is a traced input, so

@@ -119,6 +119,11 @@ def checker(region):
     for d, name, shape, dtype in region.attr_guards:
         src.add(f"v = {src.const(d.get)}({src.const(name)})")
         src.fail_unless(f"isinstance(v, _Tensor) and v.dtype is {src.const(dtype)} and tuple(v.shape) == {src.const(shape)}")
+    if region.grad_view:
+        # traced while a .grad was a view of another tensor (read through its view chain): the
+        # program never runs again (the guard below wants plain .grads: a later plain .grad
+        # passed it, and the program read it through the old chain: a JAX shape error)
+        src.add("return False")
     for o, was_none in zip(region.owner_list, region.grad_none):
         src.add(f"g = {src.const(o)}._grad")
         src.fail_unless("g is None" if was_none else "g is not None and not g._chain")
@@ -128,6 +133,11 @@ def checker(region):
         src.fail_unless("self._place_groups_hold()")
     storages, held = src.const(region.storages), src.const(_state.HELD_STORAGES)
     for j, r in region.readers:
+        if j in region.grad_state:
+            # NOTE [the .grad a call starts with]: the program reads and writes the owner's .grad
+            # of the moment (guarded above), never this storage: the .grad the eager first call
+            # made, zero_grad()ed by the traced call, is no orphan that kills the program
+            continue
         if r is not None:
             src.add(f"t = {src.const(r)}()", "if t is not None:")
             # NOTE [tensors moved off their storage]; a tensor on it: no orphan

@@ -649,6 +649,8 @@ class Region:
         weakref.finalize(self, _release, held)     # the list as it is then (``_hold``)
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
+        # a .grad that is a view (``p.grad = big[1]``) when the trace ran: guard_code.checker
+        self.grad_view = any(o._grad is not None and o._grad._chain for o in self.owner_list)
         self.hyper = hyper       # before the trace: it may create optimizer state
 
     # ---- guards -------------------------------------------------------------------------

@@ -9,6 +9,7 @@ manager exits.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 from .. import _state
@@ -25,8 +26,9 @@ class RemovableHandle:
         # node made outside any trace, ``autograd/_tensor_hooks.register_hook``): adding or
         # removing it leaves the cached programs valid
         self._structure = _structure
+        self._counted = _structure       # its id is in ``_state``'s live hook set
         if _structure:
-            _state.bump_structure()   # compiled programs re-check which hooks exist
+            _state.hook_added(self.id, hooks_dict)   # compiled programs re-check which hooks exist
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].on_hook("registration", None)
         extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
@@ -34,6 +36,7 @@ class RemovableHandle:
 
     def remove(self) -> None:
         """Unregister the hook; removing twice is harmless."""
+        removed = False
         for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
             d = ref()
             if d is not None and self.id in d:
@@ -42,9 +45,18 @@ class RemovableHandle:
                     # program would keep running the hook, eager would not; raised before the
                     # removal, so an abandoned trace leaves the hook in place for the eager rerun
                     _state.CAPTURE[0].on_hook("removal", None)
-                del d[self.id]
-                if getattr(self, "_structure", True):
-                    _state.bump_structure()
+                if isinstance(d, OrderedDict):   # not a module's ``_HookDict.__delitem__``: see below
+                    OrderedDict.__delitem__(d, self.id)
+                else:
+                    del d[self.id]
+                removed = True
+        if removed and getattr(self, "_structure", True):
+            if getattr(self, "_counted", False):
+                _state.hook_removed(self.id)
+            else:
+                # an unpickled or copied handle: its id may be the live original's, whose hook
+                # stays (NOTE [hook sets come back] in _state.py)
+                _state.bump_structure()
 
     def __getstate__(self):
         # pickled with its dicts (a lazy module keeps handles to its own hooks): the weak
@@ -52,8 +64,8 @@ class RemovableHandle:
         return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
 
     def __setstate__(self, state) -> None:
-        from collections import OrderedDict
         hooks, self.id = state[0], state[1]
+        self._counted = False        # a copy: removing it never takes the original's id out
         self.hooks_dict_ref = weakref.ref(OrderedDict() if hooks is None else hooks)   # None: a dead reference
         RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
         self.extra_dict_ref = tuple(weakref.ref(d) for d in (state[2] if len(state) > 2 else ()) if d is not None)

@@ -92,12 +92,15 @@ def _add(d, record, prepend=False, flags=()):
     """Register ``record`` in ``d``; ``flags``: ``(side dict, on)`` pairs, the hook's id entered
     in each side dict where ``on`` (and removed from all of them with the hook)."""
     h = RemovableHandle(d, extra_dict=[side for side, _ in flags])
-    d[h.id] = record
+    # OrderedDict's own methods: the handle told compiled programs of this hook already
+    # (NOTE [hook sets come back] in _state.py); ``_HookDict``'s writes would bump the structure
+    # and the programs for the set of hooks before it could never run again
+    OrderedDict.__setitem__(d, h.id, record)
     for side, on in flags:
         if on:
-            side[h.id] = True
+            OrderedDict.__setitem__(side, h.id, True)
     if prepend:
-        d.move_to_end(h.id, last=False)
+        OrderedDict.move_to_end(d, h.id, last=False)
     return h
 
 
