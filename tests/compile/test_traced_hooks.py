@@ -42,7 +42,9 @@ def _program(kind, scale=None):
         elif kind == "step_pre_hook":
             opt_hook = lambda opt, args, kwargs: None    # noqa: E731 -- a hook with nothing to do
         elif kind == "counting":
-            model[0].register_forward_hook(lambda m, inp, out: log.append(1))
+            model[0].register_forward_hook(lambda m, inp, out: log.append(len(log)))
+        elif kind == "appending":     # only grows the list (NOTE [Python appends] in pystate.py)
+            model[0].register_forward_hook(lambda m, inp, out: log.append(out.sum().item()))
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         if kind == "step_pre_hook":
             opt.register_step_pre_hook(opt_hook)
@@ -71,9 +73,17 @@ def test_a_value_a_hook_reads_changed_between_calls_is_seen(kind):
 
 
 def test_a_hook_with_a_python_side_effect_runs_eagerly_every_call():
+    # the hook reads the list it grows (``len(log)``): a side effect the program cannot repeat
     make = _program("counting")
     check_compiled(make, calls=3, torch_too=True)     # compares the log after every call
     assert make.stats["traces"] == 0 and "'log'" in make.stats["graph_breaks"][0][0], make.stats
+
+
+def test_a_hook_that_only_appends_is_part_of_the_program():
+    make = _program("appending")
+    run = check_compiled(make, calls=3, torch_too=True)
+    assert make.stats["traces"] == 1 and not make.stats["graph_breaks"], make.stats
+    assert len(run.state["log"]) == 3
 
 
 def test_a_callable_object_hook_that_stores_its_output_runs_eagerly_every_call():
