@@ -651,7 +651,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"{_SCALAR_NAME[self.dtype.name]} did not match {_SCALAR_NAME[other.dtype.name]}: "
                            "isclose/allclose compare tensors of one dtype; convert one with .to()")
     for name, v in (("rtol", rtol), ("atol", atol)):
-        if v < 0:
+        if not v >= 0:   # NaN too, as torch
             raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but got {v}")
     dt = result_dtype(self, other)
     return apply_op(OPS["isclose"], (self, other), (("rtol", rtol), ("atol", atol), ("equal_nan", equal_nan), ("dtype", dt.np)))

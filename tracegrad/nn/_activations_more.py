@@ -6,6 +6,7 @@ they trace into one program under ``tracegrad.compile``; ``rrelu``'s training sl
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, not torch's draws)."""
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 
@@ -145,7 +146,10 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.rrelu``: randomized leaky ReLU. Training: each negative
     element is scaled by its own slope drawn uniformly from ``[lower, upper]`` (tracegrad's
     generator); eval: the fixed slope ``(lower + upper) / 2``. Raises RuntimeError when
-    ``lower > upper`` (as torch's kernel)."""
+    ``lower > upper`` or a bound is not finite (NaN, inf), as torch's kernel."""
+    for name, v in (("lower", lower), ("upper", upper)):
+        if not math.isfinite(v):
+            raise RuntimeError(f"rrelu: {name} bound must be finite, got {v}; pass finite slopes")
     if lower > upper:
         raise RuntimeError("rrelu: Lower bound should be less than or equal to the upper bound; pass lower <= upper")
     if getattr(input, "is_complex", lambda: False)():

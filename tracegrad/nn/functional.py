@@ -852,7 +852,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     beta = require_float("smooth_l1_loss", "beta", beta, 4)
-    if beta < 0:
+    if not beta >= 0:   # NaN too, as torch
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0.0:   # torch computes l1_loss then (grad_fn AbsBackward0/MeanBackward0/SumBackward0)
         return l1_loss(input, target, reduction=reduction)
