@@ -18,7 +18,8 @@ from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
 from tracegrad.autograd.function import _no_derivative
 from tracegrad._api.inplace import overlap_allowed
-from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_scalar_tensor, check_tensors
+from tracegrad._api.promotion import (_SCALAR_NAME, check_float_fits, check_number_fits, check_real_scalars,
+                                      check_scalar_tensor, check_tensors)
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
            "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
@@ -80,13 +81,26 @@ def _check_numbers(api, input, **args):
             raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
     if isinstance(input, tracegrad.Tensor):
         check_real_scalars(api, input.dtype, **args)
+        for v in args.values():   # c10's overflow check of the number converted to input's dtype, as torch
+            check_number_fits(v, input.dtype, api)
+            check_float_fits(v, input.dtype, api)
+
+
+def _past_int64(input, v):
+    """An int past int64 (up to 2**64, which torch's parser takes) as the float torch reads it
+    for a floating input (unchanged, it failed in the op's kernel)."""
+    if type(v) is int and v >= 2 ** 63 and isinstance(input, tracegrad.Tensor) and input.dtype._cat != 1:
+        return float(v)
+    return v
 
 
 def threshold(input, threshold, value, inplace=False):
     """Mirrors ``torch.nn.functional.threshold``: ``value`` where ``input <= threshold``, else
     ``input`` (so NaNs pass through); same shape and dtype. Gradient 1 where kept, 0 elsewhere.
-    TypeError for a ``threshold`` or ``value`` that is not a number (or a 0-dim tensor)."""
+    TypeError for a ``threshold`` or ``value`` that is not a number (or a 0-dim tensor);
+    RuntimeError for a number the input's dtype cannot hold (NaN into an integer tensor)."""
     _check_numbers("threshold", input, threshold=threshold, value=value)
+    threshold, value = _past_int64(input, threshold), _past_int64(input, value)
     if inplace:
         return _threshold_write(input, threshold, value)
     return _threshold(input, threshold, value)
@@ -96,6 +110,7 @@ def threshold_(input, threshold, value):
     """Mirrors ``torch.nn.functional.threshold_`` (in place); as torch, it may write an
     ``expand``ed tensor (every alias of an element gets the same value)."""
     _check_numbers("threshold_", input, threshold=threshold, value=value)
+    threshold, value = _past_int64(input, threshold), _past_int64(input, value)
     return _threshold_write(input, threshold, value)
 
 

@@ -374,6 +374,8 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and (not isinstance(value, (numbers.Number, tracegrad.Tensor)) or isinstance(value, complex)):
         raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
                         "pass a number")
+    if type(value) is int:   # torch's pad takes ``value`` as a float: 2**70 pads a float tensor, -1 no uint8 one
+        value = float(value)
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
