@@ -131,10 +131,14 @@ def hardshrink(input, lambd=0.5):
 
 def softshrink(input, lambd=0.5):
     """Mirrors ``torch.nn.functional.softshrink``: ``x - lambd`` above ``lambd``, ``x + lambd``
-    below ``-lambd``, 0 between. Raises RuntimeError for a negative ``lambd`` (as torch)."""
-    if lambd < 0:
-        raise RuntimeError("softshrink: lambda must be in range [0, 3.40282e+38] for input dtype "
-                           f"{str(input.dtype).split('.')[-1].capitalize()}, but found {lambd}; pass a lambd >= 0")
+    below ``-lambd``, 0 between. Raises RuntimeError for a ``lambd`` outside [0, the largest
+    value of input's floating dtype] (negative, NaN, inf; 70000 for float16), as torch."""
+    is_float = isinstance(input, tracegrad.Tensor) and input.is_floating_point()
+    top = tracegrad.finfo(input.dtype).max if is_float else 3.4028234663852886e38
+    if not 0 <= lambd <= top:
+        name = _SCALAR_NAME.get(input.dtype.name, "Float") if is_float else "Float"
+        raise RuntimeError(f"softshrink: lambda must be in range [0, {top:g}] for input dtype {name}, but found "
+                           f"{lambd}; pass a finite lambd >= 0")
     if isinstance(input, tracegrad.Tensor) and _numbers(lambd):   # torch's SoftshrinkBackward0 node
         return apply_op(OPS["softshrink"], (input,), (("lambd", lambd),))
     zero = tracegrad.zeros_like(input)
