@@ -5,7 +5,8 @@ numbers as the parameters of random draws, factories, nn.functional activations,
 distances and losses, optimizers and nn.init, the fill value of ``pad``/``constant_pad_nd``/
 ``threshold`` against the input's dtype, torch.nn.grad, torch.masked, forward-mode AD,
 quasirandom.SobolEngine, torch.special on complex/integer input, prune (random_structured,
-ln_structured, custom_from_mask, global_unstructured), Muon and Adafactor. The calls are written
+ln_structured, custom_from_mask, global_unstructured), Muon and Adafactor, ~50 optimizer and
+lr_scheduler hyper-parameters given NaN/inf, and scatter/addcmul numbers of every dtype. The calls are written
 here for this table (no other repository's tests copied); torch 2.13 is the oracle.
 
 Fixed in tracegrad (each case is in the table below):
@@ -18,6 +19,11 @@ Fixed in tracegrad (each case is in the table below):
 - ``rrelu`` with a NaN or infinite bound ran (torch: RuntimeError "bound must be finite");
 - NaN passed the range checks of ``pdist``/``cdist``'s p, ``renorm``'s p and maxnorm,
   ``smooth_l1_loss``'s beta and ``isclose``/``allclose``'s tolerances (torch: RuntimeError);
+- ``softshrink`` took a NaN, infinite or dtype-overflowing ``lambd`` (torch: RuntimeError, range
+  [0, the dtype's largest value]); ``nn.Hardtanh(nan, 1.)`` raised where torch constructs it;
+- ``scatter``/``scatter_`` with a number and ``addcmul``/``addcmul_``'s ``value`` skipped torch's
+  checked conversion (NaN/inf/300 into an integer tensor, 1e39 into float32 or, through float32,
+  float16: RuntimeError; past 64 bits: OverflowError);
 - ``F.pad``/``constant_pad_nd`` and ``F.threshold`` took a value the input's dtype cannot hold
   (NaN/inf/300 into an integer tensor, 1e39 into float32: a silent cast; torch: RuntimeError
   "value cannot be converted ... without overflow"); an int past int64 into a float tensor failed
@@ -35,6 +41,9 @@ Found and left alone (not tabled):
 - ``leaky_relu``/``softplus``/``celu``/``gaussian_nll_loss``/``linspace``/``histogram`` with a
   number past float32's range on a float32 input (torch: RuntimeError from its checked
   conversion, tracegrad computes with inf);
+- ``scatter`` of a bool tensor with the int 2**63 (torch runs; tracegrad's RuntimeError from the
+  kernel's int64 conversion) and ``addcmul`` of bool tensors with an int past 64 bits (torch's
+  OverflowError, tracegrad the bool NotImplementedError);
 - ``nn.init.trunc_normal_(a=1e300)``: torch's OverflowError from ``math.erf``'s caller,
   tracegrad's RuntimeError naming ``a <= b``.
 
@@ -149,6 +158,34 @@ C["threshold__int64_value_inf"] = lambda T: F(T).threshold_(o(T, 2, dtype=T.int6
 C["Threshold_int32_nan_forward"] = lambda T: T.nn.Threshold(0, NAN)(o(T, 2, dtype=T.int32))
 C["threshold_int64_ok"] = lambda T: F(T).threshold(t(T, [-1, 3]), 0, 9)
 
+# ---- fixed: softshrink's lambd range, Hardtanh's NaN bound, scatter/addcmul numbers -------------
+for _v, _tag in ((NAN, "nan"), (INF, "inf"), (1e39, "1e39")):
+    C[f"softshrink_lambd_{_tag}"] = (lambda v: lambda T: F(T).softshrink(o(T, 2), v))(_v)
+C["softshrink_float16_lambd_70000"] = lambda T: F(T).softshrink(o(T, 2, dtype=T.float16), 70000.)
+C["softshrink_float64_lambd_1e39_ok"] = lambda T: F(T).softshrink(o(T, 2, dtype=T.float64), 1e39)
+C["softshrink_bfloat16_lambd_70000_ok"] = lambda T: F(T).softshrink(o(T, 2, dtype=T.bfloat16), 70000.)
+C["Softshrink_lambd_nan_forward"] = lambda T: T.nn.Softshrink(NAN)(o(T, 2))
+C["softshrink_lambd_neg"] = lambda T: F(T).softshrink(o(T, 2), -1.)
+C["Hardtanh_min_nan_ok"] = lambda T: T.nn.Hardtanh(NAN, 1.).max_val
+C["Hardtanh_max_below_min"] = lambda T: T.nn.Hardtanh(1., 0.)
+C["scatter_int64_value_nan"] = lambda T: o(T, 2, dtype=T.int64).scatter(0, t(T, [0]), NAN)
+C["scatter_int8_value_300"] = lambda T: o(T, 2, dtype=T.int8).scatter(0, t(T, [0]), 300)
+C["scatter__uint8_value_inf"] = lambda T: o(T, 2, dtype=T.uint8).scatter_(0, t(T, [0]), INF)
+C["scatter_value_kw_int64_ninf"] = lambda T: T.scatter(o(T, 2, dtype=T.int64), 0, t(T, [0]), value=-INF)
+C["scatter_float16_value_2pow70"] = lambda T: o(T, 2, dtype=T.float16).scatter(0, t(T, [0]), 2 ** 70)
+C["scatter_int8_value_5_ok"] = lambda T: o(T, 2, dtype=T.int8).scatter(0, t(T, [0]), 5)
+C["addcmul_int64_value_nan"] = lambda T: T.addcmul(o(T, 2, dtype=T.int64), o(T, 2, dtype=T.int64),
+                                                   o(T, 2, dtype=T.int64), value=NAN)
+C["addcmul__int8_value_300"] = lambda T: o(T, 2, dtype=T.int8).addcmul_(o(T, 2, dtype=T.int8), o(T, 2, dtype=T.int8),
+                                                                     value=300)
+C["addcmul_float32_value_1e39"] = lambda T: T.addcmul(o(T, 2), o(T, 2), o(T, 2), value=1e39)
+C["addcmul__float16_value_1e39"] = lambda T: o(T, 2, dtype=T.float16).addcmul_(o(T, 2, dtype=T.float16),
+                                                                            o(T, 2, dtype=T.float16), value=1e39)
+C["addcmul_float16_value_small_ok"] = lambda T: T.addcmul(o(T, 2, dtype=T.float16), o(T, 2, dtype=T.float16),
+                                                        o(T, 2, dtype=T.float16), value=1e-3)
+C["addcmul_int64_value_3_ok"] = lambda T: T.addcmul(o(T, 2, dtype=T.int64), o(T, 2, dtype=T.int64),
+                                                    o(T, 2, dtype=T.int64), value=3)
+
 # ---- calls that already matched torch (kept as guards) -----------------------------------------
 C["nn_grad_conv2d_input_bad_size"] = lambda T: T.nn.grad.conv2d_input((1, 1, 3), o(T, 1, 1, 3, 3), o(T, 1, 1, 1, 1))
 C["nn_grad_conv2d_input_ok"] = lambda T: T.nn.grad.conv2d_input((1, 1, 3, 3), o(T, 1, 1, 2, 2), o(T, 1, 1, 2, 2))
@@ -216,6 +253,10 @@ GIST = {
     "threshold_uint8_value_300": "without overflow",
     "constant_pad_nd_bfloat16_1e39": "without overflow",
     "threshold_float32_2pow70": "int too big to convert",
+    "softshrink_lambd_nan": "lambda must be in range [0, 3.40282e+38]",
+    "softshrink_float16_lambd_70000": "lambda must be in range [0, 65504]",
+    "scatter_int64_value_nan": "without overflow",
+    "addcmul__int8_value_300": "without overflow",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(C, GIST, torch, tracegrad)
