@@ -232,9 +232,9 @@ def renorm(input, p, dim, maxnorm):
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(f"renorm: Expected a floating point or complex tensor as input. Got {input.dtype}")
-    if p <= 0:
+    if not p > 0:   # NaN too, as torch
         raise RuntimeError(f"renorm: non-positive-norm not supported (got p={p})")
-    if maxnorm < 0:
+    if not maxnorm >= 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     d = _wrap_dim(dim, input.dim())
     # one op: torch's single RenormBackward0 node

@@ -303,10 +303,10 @@ def mode(input, dim=-1, keepdim=False):
     torch's answer depends on where its unstable sort leaves them (``mode([nan, 1., 2.])`` is
     NaN there, 1 here)."""
     check_sortable(input, "mode", NotImplementedError)
+    d = _wrap_dim(dim, input.dim())   # a 0-d input's dim is checked too (range [-1, 0]), as torch
     if input.dim() == 0:
         idx = _zeros((), dtype=_dt.int64)
         return return_types.mode(apply_op(OPS["mode_pick"], (input, idx), (("dim", 0), ("keepdim", True))), idx)
-    d = _wrap_dim(dim, input.dim())
     n = input.shape[d]
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size; pass a dim with elements")

@@ -75,14 +75,15 @@ def aminmax(input, *, dim=None, keepdim=False):
     ``aminmax`` (amin's own checks would name amin)."""
     if dim is None and input.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")
-    if dim is not None and input.ndim and input.shape[_wrap(dim, input.ndim)] == 0:
-        raise IndexError(f"aminmax: Expected reduction dim {_wrap(dim, input.ndim)} to have non-zero size.")
+    d = None if dim is None else _wrap(dim, input.ndim)   # a 0-d input's dim too (range [-1, 0]), as torch
+    if d is not None and input.ndim and input.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     check_sortable(input, "aminmax", NotImplementedError)
     if dim is not None and input.ndim > 64:   # torch's kernel along a dim builds the reductions' 64-bit dim mask
         raise RuntimeError(f"only tensors with up to 64 dims are supported (aminmax of a {input.ndim}-d input); "
                            "reshape it to 64 dims or fewer first")
     # one op, so that both results share torch's single AminmaxBackward0 node
-    dims = tuple(range(input.ndim)) if dim is None else ((_wrap(dim, input.ndim),) if input.ndim else ())
+    dims = tuple(range(input.ndim)) if dim is None else ((d,) if input.ndim else ())
     return return_types.aminmax(*apply_op(OPS["aminmax"], (input,), (("dim", dims), ("keepdim", keepdim))))
 
 

@@ -22,7 +22,7 @@ from .._tensor.tensor import Tensor
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _check_int_divisor, _concrete, _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
+from .promotion import (ADDCDIV_INT, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_scalar_factor, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -626,6 +626,7 @@ def addcmul(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'; convert the tensors with "
                                   ".int() or .float() first")
     check_real_scalars("addcmul", dt, value=value)
+    check_scalar_factor(value, dt, "addcmul")
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
@@ -651,7 +652,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"{_SCALAR_NAME[self.dtype.name]} did not match {_SCALAR_NAME[other.dtype.name]}: "
                            "isclose/allclose compare tensors of one dtype; convert one with .to()")
     for name, v in (("rtol", rtol), ("atol", atol)):
-        if v < 0:
+        if not v >= 0:   # NaN too, as torch
             raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but got {v}")
     dt = result_dtype(self, other)
     return apply_op(OPS["isclose"], (self, other), (("rtol", rtol), ("atol", atol), ("equal_nan", equal_nan), ("dtype", dt.np)))

@@ -120,7 +120,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x1.dtype.name in ("float16", "bfloat16"):   # torch's CPU kernel: float32/float64 only
         raise NotImplementedError(f"\"cdist\" not implemented for '{_SCALAR_NAME[x1.dtype.name]}'; compute the "
                                   f"distances in float32 (.float())")
-    if p < 0:
+    if not p >= 0:   # NaN too, as torch
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
         compute_mode == "use_mm_for_euclid_dist_if_necessary" and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))

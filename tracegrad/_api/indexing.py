@@ -20,7 +20,7 @@ from .promotion import _SCALAR_NAME
 from .argcheck import strict_error
 from .inplace import _check_expand, check_index_dtype, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_, is_expanded, \
     write_one_value_expanded
-from .promotion import _CPP_NAME, _check_scalar_value, check_real_scalars
+from .promotion import _CPP_NAME, _check_scalar_value, check_number_fits, check_real_scalars
 from .shape import expand, flatten
 from .sparse_embedding import sparse_gather
 from .._ops.errors import broadcast_shapes as _broadcast_shapes
@@ -794,6 +794,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     _check_src_dtype(self, src, "scatter")
     if isinstance(src, Tensor):
         return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
+    check_number_fits(src, self.dtype, "scatter")   # NaN/inf into an integer tensor, as torch
     check_float_fits(src, self.dtype, "scatter")
     check_real_scalars("scatter", self.dtype, value=src)
     return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))

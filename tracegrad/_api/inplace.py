@@ -26,7 +26,7 @@ from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
-from .promotion import _CPP_NAME, ADDCDIV_INT, DEFAULT_ONE, alpha_arg, beta_first, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import _CPP_NAME, ADDCDIV_INT, DEFAULT_ONE, alpha_arg, beta_first, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor, check_number_fits, check_scalar_factor
 from .shape import squeeze, t, transpose, unsqueeze
 from .._ops.errors import broadcast_shapes as _broadcast_shapes
 
@@ -598,6 +598,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     index, src = check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
+    check_number_fits(src, self.dtype, "scatter_")   # NaN/inf into an integer tensor, as torch
     check_float_fits(src, self.dtype, "scatter_")
     check_real_scalars("scatter_", self.dtype, value=src)
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
@@ -650,6 +651,7 @@ def addcmul_(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'; addcmul_ has no bool kernel: "
                                   "compute in .int() or .float() out of place")
     check_real_scalars("addcmul_", self.dtype, value=value)
+    check_scalar_factor(value, self.dtype, "addcmul_")
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 

@@ -33,6 +33,8 @@ from .._tensor.memory_format import (_conv_order, batch_norm_format, channels_la
 from .._tensor.out import accepts_out
 from .inplace import _restride_
 from .strided import as_strided
+from .promotion import check_number_fits
+from .._tensor.convert import check_float_fits
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -924,6 +926,12 @@ def constant_pad_nd(input, pad, value=0):
             raise TypeError(f"constant_pad_nd(): argument 'pad' (position 2) must be tuple of ints, but found "
                             f"element of type {type(x).__name__} at pos {i}")
     pad = tuple(int(x) for x in pad)
+    # the fill value is converted to input's dtype with c10's overflow check (NaN/inf/300 into an
+    # integer tensor, 1e39 into float32: RuntimeError; an int past 64 bits: OverflowError), as torch
+    check_number_fits(value, input.dtype, "constant_pad_nd")
+    check_float_fits(value, input.dtype, "constant_pad_nd")
+    if type(value) is int and value >= 2 ** 63 and input.dtype._cat != 1:   # past int64: a float, as torch reads it
+        value = float(value)
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the number of dims "
                            f"({input.ndim}), got {len(pad)}")

@@ -145,6 +145,14 @@ def check_number_fits(value, dtype, api):
         raise OverflowError(f"{api}: int too big to convert ({value} needs more than 64 bits)")
 
 
+def check_scalar_factor(value, dtype, api):
+    """RuntimeError, as torch, when the number ``value`` (addcmul's ``value``) cannot be converted
+    to the computation's ``dtype``: NaN/inf/300 into int8, 1e39 into float32 -- float16 and
+    bfloat16 compute in float32 there, so their limit is float32's; OverflowError past 64 bits."""
+    check_number_fits(value, dtype, api)
+    check_float_fits(value, _dt.float32 if dtype.is_floating_point and dtype.itemsize == 2 else dtype, api)
+
+
 def _check_broadcast(*xs):
     """RuntimeError with torch's message when tensor shapes do not broadcast."""
     shapes = [x._value.shape for x in xs if isinstance(x, Tensor)]

@@ -171,13 +171,20 @@ def logcumsumexp(input, dim):
     shape and dtype. Autograd: ``LogcumsumexpBackward0``. NotImplementedError for integer
     inputs, IndexError for a bad ``dim``, as torch."""
     require_floating("logcumsumexp_out", input)
-    return apply_op(OPS["logcumsumexp"], (input,), (("dim", _wrap_dim(dim, input.ndim) if input.ndim else 0),))
+    d = _wrap_dim(dim, input.ndim)   # checked for a 0-d input too (its range is [-1, 0]), as torch
+    return apply_op(OPS["logcumsumexp"], (input,), (("dim", d if input.ndim else 0),))
 
 
 def _cum_extreme(kind):
     op = OPS[kind]
 
     def f(input, dim):
+        if input.numel() == 0:   # torch's kernel returns at once for an empty input: any dim, any dtype
+            try:
+                d = _wrap_dim(dim, input.ndim)
+            except IndexError:
+                d = 0
+            return getattr(return_types, kind)(*apply_op(op, (input,), (("dim", d),)))
         check_sortable(input, kind, NotImplementedError)
         d = _wrap_dim(dim, input.ndim)
         if input.ndim == 0:

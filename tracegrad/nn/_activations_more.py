@@ -6,6 +6,7 @@ they trace into one program under ``tracegrad.compile``; ``rrelu``'s training sl
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, not torch's draws)."""
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 
@@ -17,7 +18,8 @@ from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
 from tracegrad.autograd.function import _no_derivative
 from tracegrad._api.inplace import overlap_allowed
-from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_scalar_tensor, check_tensors
+from tracegrad._api.promotion import (_SCALAR_NAME, check_float_fits, check_number_fits, check_real_scalars,
+                                      check_scalar_tensor, check_tensors)
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
            "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
@@ -79,13 +81,26 @@ def _check_numbers(api, input, **args):
             raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
     if isinstance(input, tracegrad.Tensor):
         check_real_scalars(api, input.dtype, **args)
+        for v in args.values():   # c10's overflow check of the number converted to input's dtype, as torch
+            check_number_fits(v, input.dtype, api)
+            check_float_fits(v, input.dtype, api)
+
+
+def _past_int64(input, v):
+    """An int past int64 (up to 2**64, which torch's parser takes) as the float torch reads it
+    for a floating input (unchanged, it failed in the op's kernel)."""
+    if type(v) is int and v >= 2 ** 63 and isinstance(input, tracegrad.Tensor) and input.dtype._cat != 1:
+        return float(v)
+    return v
 
 
 def threshold(input, threshold, value, inplace=False):
     """Mirrors ``torch.nn.functional.threshold``: ``value`` where ``input <= threshold``, else
     ``input`` (so NaNs pass through); same shape and dtype. Gradient 1 where kept, 0 elsewhere.
-    TypeError for a ``threshold`` or ``value`` that is not a number (or a 0-dim tensor)."""
+    TypeError for a ``threshold`` or ``value`` that is not a number (or a 0-dim tensor);
+    RuntimeError for a number the input's dtype cannot hold (NaN into an integer tensor)."""
     _check_numbers("threshold", input, threshold=threshold, value=value)
+    threshold, value = _past_int64(input, threshold), _past_int64(input, value)
     if inplace:
         return _threshold_write(input, threshold, value)
     return _threshold(input, threshold, value)
@@ -95,6 +110,7 @@ def threshold_(input, threshold, value):
     """Mirrors ``torch.nn.functional.threshold_`` (in place); as torch, it may write an
     ``expand``ed tensor (every alias of an element gets the same value)."""
     _check_numbers("threshold_", input, threshold=threshold, value=value)
+    threshold, value = _past_int64(input, threshold), _past_int64(input, value)
     return _threshold_write(input, threshold, value)
 
 
@@ -113,12 +129,21 @@ def hardshrink(input, lambd=0.5):
     return tracegrad.where(drop, tracegrad.zeros_like(input), input)
 
 
+# the largest value of each floating dtype (finfo(...).max, looked up per call cost ~2 us)
+_FLOAT_MAX = {"float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308, "float16": 65504.0,
+              "bfloat16": 3.3895313892515355e38}
+
+
 def softshrink(input, lambd=0.5):
     """Mirrors ``torch.nn.functional.softshrink``: ``x - lambd`` above ``lambd``, ``x + lambd``
-    below ``-lambd``, 0 between. Raises RuntimeError for a negative ``lambd`` (as torch)."""
-    if lambd < 0:
-        raise RuntimeError("softshrink: lambda must be in range [0, 3.40282e+38] for input dtype "
-                           f"{str(input.dtype).split('.')[-1].capitalize()}, but found {lambd}; pass a lambd >= 0")
+    below ``-lambd``, 0 between. Raises RuntimeError for a ``lambd`` outside [0, the largest
+    value of input's floating dtype] (negative, NaN, inf; 70000 for float16), as torch."""
+    is_float = isinstance(input, tracegrad.Tensor) and input.is_floating_point()
+    top = _FLOAT_MAX.get(input.dtype.name, _FLOAT_MAX["float32"]) if is_float else _FLOAT_MAX["float32"]
+    if not 0 <= lambd <= top:
+        name = _SCALAR_NAME.get(input.dtype.name, "Float") if is_float else "Float"
+        raise RuntimeError(f"softshrink: lambda must be in range [0, {top:g}] for input dtype {name}, but found "
+                           f"{lambd}; pass a finite lambd >= 0")
     if isinstance(input, tracegrad.Tensor) and _numbers(lambd):   # torch's SoftshrinkBackward0 node
         return apply_op(OPS["softshrink"], (input,), (("lambd", lambd),))
     zero = tracegrad.zeros_like(input)
@@ -145,7 +170,10 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.rrelu``: randomized leaky ReLU. Training: each negative
     element is scaled by its own slope drawn uniformly from ``[lower, upper]`` (tracegrad's
     generator); eval: the fixed slope ``(lower + upper) / 2``. Raises RuntimeError when
-    ``lower > upper`` (as torch's kernel)."""
+    ``lower > upper`` or a bound is not finite (NaN, inf), as torch's kernel."""
+    for name, v in (("lower", lower), ("upper", upper)):
+        if not math.isfinite(v):
+            raise RuntimeError(f"rrelu: {name} bound must be finite, got {v}; pass finite slopes")
     if lower > upper:
         raise RuntimeError("rrelu: Lower bound should be less than or equal to the upper bound; pass lower <= upper")
     if getattr(input, "is_complex", lambda: False)():

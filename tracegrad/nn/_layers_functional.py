@@ -269,7 +269,7 @@ def pdist(input, p=2):
         # linalg.vector_norm's error)
         raise RuntimeError(f"pdist only supports floating-point dtypes (got {input.dtype}); convert the input with "
                            ".float()")
-    if p < 0:
+    if not p >= 0:   # NaN too, as torch
         raise RuntimeError("pdist only supports non-negative p values")
     # one PdistBackward0 node, as torch (its inf-norm gradient differs from vector_norm's at ties)
     return apply_op(OPS["pdist"], (input,), (("p", float(p)),))

@@ -28,6 +28,8 @@ _SELU_ALPHA = 1.7580993408473766   # -scale * alpha of SELU: the value a dropped
 def _check_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p != p:   # NaN passes torch's Python range check and meets its kernel's (RuntimeError), in eval too
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}; pass a p in [0, 1]")
 
 
 _SCALAR_NAMES = {tracegrad.int64: "Long", tracegrad.int32: "Int", tracegrad.int16: "Short", tracegrad.int8: "Char",

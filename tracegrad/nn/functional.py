@@ -374,6 +374,8 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and (not isinstance(value, (numbers.Number, tracegrad.Tensor)) or isinstance(value, complex)):
         raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
                         "pass a number")
+    if type(value) is int:   # torch's pad takes ``value`` as a float: 2**70 pads a float tensor, -1 no uint8 one
+        value = float(value)
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
@@ -852,7 +854,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     beta = require_float("smooth_l1_loss", "beta", beta, 4)
-    if beta < 0:
+    if not beta >= 0:   # NaN too, as torch
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0.0:   # torch computes l1_loss then (grad_fn AbsBackward0/MeanBackward0/SumBackward0)
         return l1_loss(input, target, reduction=reduction)

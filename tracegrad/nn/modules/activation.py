@@ -126,7 +126,7 @@ class Hardtanh(Module):
             warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
                           stacklevel=2)
             max_val = max_value
-        if not max_val > min_val:
+        if max_val <= min_val:   # (a NaN bound passes, as torch's own test)
             raise AssertionError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
