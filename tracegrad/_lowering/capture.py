@@ -21,6 +21,7 @@ import contextlib
 import io
 import logging
 import os
+import itertools
 import sys
 import threading
 import time
@@ -369,6 +370,7 @@ class Capture:
         # (dict, name, value before)), the plain objects' candidates (``int_attributes``), and
         # the counters' values when each scheduler step was deferred
         self.counter_stores, self.counter_candidates, self.deferral_counts = {}, (), []
+        self.list_candidates = ()              # NOTE [Python appends]: the function's, ``grown_lists``'
         self.value_checks = []                 # NOTE [value checks at run time]
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
         self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
@@ -472,13 +474,26 @@ class Capture:
     # backward JAX's VJP of the program, which recomputes values but repeats no write: the
     # second update would be lost. Such a call runs eagerly (a graph break); a block that
     # writes nothing outside (the usual transformer block) stays in the program.
-    def checkpoint_ran(self, writes_before):
+    def checkpoint_ran(self, writes_before, lists_before):
         """A checkpointed block just ran in this trace, ``writes_before`` being
-        ``outside_writes`` at its start."""
+        ``outside_writes`` and ``lists_before`` ``list_lengths()`` at its start."""
         if self.vjp and self.outside_writes != writes_before:
             raise GraphBreak("a checkpointed block writes state made outside it (BatchNorm running stats, "
                              "an in-place update) in a compiled forward differentiated outside: backward "
                              "repeats those writes when it recomputes the block, a program's VJP would not")
+        # an append there (NOTE [Python appends] in pystate.py) is such a write too; a hook that
+        # first ran in the block compares with what its list held then
+        if self.vjp and any(len(lst) != lists_before.get(id(lst), len(was)) for _, _, lst, was in self._lists()):
+            raise GraphBreak("a checkpointed block appends to a list in a compiled forward differentiated "
+                             "outside: backward appends again when it recomputes the block, a program's "
+                             "VJP would not")
+
+    def list_lengths(self):
+        """``id(list) -> len`` of the lists the function and the hooks that ran only grow."""
+        return {id(lst): len(lst) for _, _, lst, _ in self._lists()}
+
+    def _lists(self):
+        return itertools.chain(self.list_candidates, *(h.lists for h in self.hooks.values()))
 
     # NOTE [generators made in a trace]: a ``Generator()`` the function makes (and seeds) on
     # every call (``g = Generator().manual_seed(seed)``, draws with ``generator=g``) is the

@@ -649,8 +649,10 @@ class Region:
         weakref.finalize(self, _release, held)     # the list as it is then (``_hold``)
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
-        # a .grad that is a view (``p.grad = big[1]``) when the trace ran: guard_code.checker
-        self.grad_view = any(o._grad is not None and o._grad._chain for o in self.owner_list)
+        # a .grad that is a view of another tensor (``p.grad = big[1]``) when the trace ran:
+        # guard_code.checker (not a .grad whose chain is only its own layout: channels_last)
+        self.grad_view = any(o._grad is not None and o._grad._chain and o._grad._base is not None
+                             for o in self.owner_list)
         self.hyper = hyper       # before the trace: it may create optimizer state
 
     # ---- guards -------------------------------------------------------------------------
@@ -1334,6 +1336,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
         cap.counter_candidates = list(counters0) + [(None, place, k, a) for place, k, a in scalars0]
+        cap.list_candidates = lists0
         cap.function_rule = _custom_function.rule
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap

@@ -570,6 +570,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
     cap = _state.CAPTURE[0]
     writes = cap.outside_writes if cap is not None else 0
+    lists = cap.list_lengths() if cap is not None else None
     if use_reentrant and not (cap is not None and cap.vjp and tracegrad.is_grad_enabled()
                               and any(isinstance(a, tracegrad.Tensor) and a.requires_grad
                                       for a in args)):
@@ -584,7 +585,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
         out = _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check,
                                             debug, early_stop, args, kwargs)
     if cap is not None:    # NOTE [checkpoint side effects] in _lowering/capture.py
-        cap.checkpoint_ran(writes)
+        cap.checkpoint_ran(writes, lists)
     return out
 
 
