@@ -308,14 +308,9 @@ _OP_JIT_CACHES = _state.register_cache("_ops.registry._OP_JIT_CACHES", _OpJitCac
 # NOTE [scalar arguments]
 # A Python number passed to a jitted function is converted to a device array on every call
 # (3-4 us here, a third of a small op). Passing a cached weakly-typed 0-d array instead gives
-# the same trace (weak types promote like Python numbers) without the conversion. Making that
-# array costs more than the conversion (``jnp.asarray`` under ``ensure_compile_time_eval``:
-# 15-30 us), so a float is cached from its second use on: the step sizes and times of an
-# adaptive ODE solver (a new float on nearly every op) go to the jit as themselves, the
-# constants of a training step (0.5, an lr, 1e-8) are cached arrays after their first call.
+# the same trace (weak types promote like Python numbers) without the conversion.
 _PY_NUMBERS = (float, int, bool)
 _SCALARS: dict = _state.register_cache("_ops.registry._SCALARS", {})
-_FLOATS_ONCE: set = set()      # the keys of floats used once, not cached yet
 
 
 def as_arg(v):
@@ -328,11 +323,6 @@ def as_arg(v):
         (float, "nan") if v != v else (float, v, math.copysign(1.0, v))
     a = _SCALARS.get(key)
     if a is None:
-        if type(v) is float and key not in _FLOATS_ONCE:
-            if len(_FLOATS_ONCE) > 4096:
-                _FLOATS_ONCE.clear()
-            _FLOATS_ONCE.add(key)
-            return v
         if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh
             _SCALARS.clear()
         with jax.ensure_compile_time_eval():     # concrete inside a trace too: the cache outlives it
