@@ -447,15 +447,7 @@ class AccumulateGrad(Node):
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_grad_owner(var, accumulate=True)
         with _ACCUMULATE_LOCK:
-            fresh = var._grad is None
             self._accumulate(var, g, create_graph)
-        if fresh and self._post_hooks and _stolen(g, var, create_graph):
-            # NOTE [stolen gradient]: torch's AccumulateGrad makes ``.grad`` a detached alias of
-            # the gradient it was given when nothing else holds it (and its strides fit), so this
-            # node's post-hooks see ``.grad``'s storage as ``grad_outputs[0]`` (a post-accumulate-
-            # grad hook's in-place change shows there). The engine builds the post-hooks'
-            # ``grad_outputs`` from this list after the call. Checked only when post-hooks exist.
-            grads[0] = var._grad.detach()
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
                 _state.note_hook("post accumulate grad", h)
@@ -490,21 +482,6 @@ class AccumulateGrad(Node):
                         old._write(old._value + g._value)
         except SparseOperand as e:   # a sparse COO gradient (nn.Embedding(sparse=True)) or .grad
             var._grad = type(e.tensor)._accumulate_grad(var._grad, g)
-
-
-def _stolen(g, var, create_graph) -> bool:
-    """Whether torch's AccumulateGrad would have taken ``g`` itself as ``var``'s new ``.grad``
-    (NOTE [stolen gradient]): not under create_graph, a dense gradient of a leaf with no view
-    layout of its own, and held by no one but the engine -- its buffer list and ``apply``'s
-    ``grads`` (the same list), ``apply``'s local and ``getrefcount``'s argument; a gradient a
-    hook kept, or one the caller passed in (``leaf.backward(g)``), is copied as torch copies it."""
-    return (not create_graph and not var._chain and not g.is_sparse
-            and sys.getrefcount(g) <= _ENGINE_REFS)
-
-
-# references to the gradient ``_stolen`` sees when only the engine holds it: the buffer list,
-# ``apply``'s ``g`` and ``_stolen``'s ``g`` and getrefcount's argument
-_ENGINE_REFS = 4
 
 
 def accumulate_node(t):

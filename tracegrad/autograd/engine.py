@@ -586,7 +586,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                         t = ref() if ref is not None else None
                         if t is not None:
                             t._grad = (_detached(g) if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
-                g = None    # NOTE [stolen gradient]: the engine's only reference is ``grads``
                 _hooks_on_missing(node, grads)
             # 3. captures for autograd.grad / backward(inputs=...)
             if captures:
@@ -598,7 +597,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                         elif (not isinstance(node, AccumulateGrad) and not isinstance(inputs[i], GradientEdge)
                               and not inputs[i]._retains_grad):
                             _accumulate_nonleaf(inputs[i], src[slot], create_graph)
-                raw = src = None
             if execute is not None and node not in execute:
                 continue
             # 4. node pre-hooks
@@ -608,7 +606,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     r = h(tuple(grads))
                     if r is not None:
                         grads = _checked_node_result(h, r, grads)
-                r = None    # NOTE [stolen gradient]
             if logging_on:   # torch logs from a pre-hook it registers last, so after the user's
                 _log_node(node, grads)
             # 5. the node
@@ -666,7 +663,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 deps[nxt] = d
                 if d == 0 and (visit is None or nxt in visit):
                     heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
-            outs = g = None     # NOTE [stolen gradient] (_graph_impl.py): buffers hold them now
         node = None
         callbacks = _RUNNING.callbacks[-1]
         k = 0
