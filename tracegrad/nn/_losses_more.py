@@ -12,7 +12,7 @@ import tracegrad
 from tracegrad import _state
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import require_float
-from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_tensors
 
 from . import _reduction
 from ._vision_functional import pairwise_distance
@@ -267,6 +267,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
+    check_past_f32("gaussian_nll_loss", var.dtype, eps)   # torch's checked conversion of eps (1e39)
     var = var.clone()
     with tracegrad.no_grad():
         var.clamp_(min=eps)
