@@ -228,4 +228,6 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
     if getattr(input, "dtype", None) is tracegrad.uint8 and min(min_val, max_val) < 0:
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (min_val={min_val}, "
                            f"max_val={max_val}); pass limits of 0 or more, or a signed input")
+    if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
+        check_past_f32("hardtanh_", input.dtype, min_val, max_val, own_range=True)
     return _write(input, lambda x: _F.hardtanh(x, min_val, max_val))
