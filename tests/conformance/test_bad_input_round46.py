@@ -20,8 +20,9 @@ without overflow"); tracegrad computed with inf (or NaN) for
 - ``add``/``sub``/``rsub``/``add_``/``index_add``'s ``alpha``, ``lerp``/``lerp_``'s weight,
   ``addcdiv``/``addcdiv_``'s value, ``addmm``/``addmv``/``addr``/``baddbmm``/``addbmm``'s
   alpha and beta (float32, bfloat16 and complex64 results);
-- ``clamp_``/``clip_`` with a keyword bound (``clamp_(min=1e39)`` wrote inf; the out-of-place
-  ``clamp`` already refused it);
+- ``clamp_``/``clip_`` skipped the bound's checked conversion (``clamp_(min=1e39)`` wrote inf,
+  ``int8.clamp_(max=300)`` and ``float16.clamp_(max=1e5)`` ran; the out-of-place ``clamp``
+  already refused them); the shared check now returns after two comparisons for a small bound;
 - ``linspace``/``logspace`` endpoints for a float32 (float16: 1e5) result, ``histogram``'s
   ``range`` and ``histc``'s ``min``/``max`` (histc said "range is not finite").
 Which range applies follows torch's kernels: float16/bfloat16 inputs of the activations read
@@ -133,6 +134,12 @@ for _n in ("leaky_relu", "celu", "softplus_beta", "hardtanh_max", "add_alpha", "
 for _n in ("leaky_relu", "elu", "softplus_threshold", "add_alpha", "clamp__min"):
     C[f"{_n}_float32_inf_ok"] = (lambda f: lambda T: f(T, x(T), INF))(ONE_NUMBER[_n])
     C[f"{_n}_float32_3e38_ok"] = (lambda f: lambda T: f(T, x(T), 3e38))(ONE_NUMBER[_n])
+C["clamp__int8_max_300"] = lambda T: o(T, 2, dtype=T.int8).clamp_(max=300)
+C["clamp__int8_min_-300"] = lambda T: o(T, 2, dtype=T.int8).clamp_(min=-300)
+C["clamp__float16_max_1e5"] = lambda T: o(T, 2, dtype=T.float16).clamp_(max=1e5)
+C["clamp__uint8_min_-1_ok"] = lambda T: o(T, 2, dtype=T.uint8).clamp_(min=-1)   # c10 lets it wrap
+C["clamp__int8_max_127_ok"] = lambda T: o(T, 2, dtype=T.int8).clamp_(max=127)
+C["clamp_float16_max_60000_ok"] = lambda T: o(T, 2, dtype=T.float16).clamp(max=60000.0)
 C["multi_margin_margin_float32_1e39"] = lambda T: F(T).multi_margin_loss(o(T, 2, 3), t(T, [0, 1]), margin=BIG)
 C["margin_ranking_margin_1e39_ok"] = lambda T: F(T).margin_ranking_loss(o(T, 2), o(T, 2), o(T, 2), margin=BIG)
 C["GaussianNLLLoss_eps_1e39"] = lambda T: T.nn.GaussianNLLLoss(eps=BIG)(o(T, 2), o(T, 2), o(T, 2))

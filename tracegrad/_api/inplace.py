@@ -286,7 +286,12 @@ def check_bool_clamp(api, min, max):
 
 def _check_bound_fits(bound, dt, api):
     """A number bound must fit the result dtype (clamp, clamp_min, clamp_max and clamp_ alike:
-    torch converts it to the input's scalar type first and refuses ``clamp_max(int8_tensor, 300)``)."""
+    torch converts it to the input's scalar type first and refuses ``clamp_max(int8_tensor, 300)``).
+    A float within float16's range or an int within int8's fits every dtype it can meet here: two
+    comparisons, and the full check only for the rest."""
+    kind = type(bound)
+    if bound is None or (kind is float and -65504.0 <= bound <= 65504.0) or (kind is int and -128 <= bound <= 127):
+        return
     if dt._cat == 1 and isinstance(bound, int):
         check_fits(np.asarray(bound), dt, api)
     check_float_fits(bound, dt, api)
