@@ -25,6 +25,8 @@ without overflow"); tracegrad computed with inf (or NaN) for
   already refused them); the shared check now returns after two comparisons for a small bound;
 - ``linspace``/``logspace`` endpoints for a float32 (float16: 1e5) result, ``histogram``'s
   ``range`` and ``histc``'s ``min``/``max`` (histc said "range is not finite").
+Also fixed: ``celu_``/``elu_``/``leaky_relu_`` of a non-tensor named tracegrad's helper
+(``_write_sloped()``) in the TypeError; now the function, as torch.
 Which range applies follows torch's kernels: float16/bfloat16 inputs of the activations read
 their numbers as float32 (``leaky_relu(half, 1e5)`` runs), while ``hardtanh``, ``hardshrink``,
 ``add``'s alpha and ``logit``'s eps are converted to float16 itself (1e5 refused); ``threshold``
@@ -140,6 +142,9 @@ C["clamp__float16_max_1e5"] = lambda T: o(T, 2, dtype=T.float16).clamp_(max=1e5)
 C["clamp__uint8_min_-1_ok"] = lambda T: o(T, 2, dtype=T.uint8).clamp_(min=-1)   # c10 lets it wrap
 C["clamp__int8_max_127_ok"] = lambda T: o(T, 2, dtype=T.int8).clamp_(max=127)
 C["clamp_float16_max_60000_ok"] = lambda T: o(T, 2, dtype=T.float16).clamp(max=60000.0)
+for _n in ("celu_", "elu_", "leaky_relu_"):   # the in-place forms' TypeError named a helper of tracegrad's
+    C[f"{_n}_list_input"] = (lambda n: lambda T: getattr(F(T), n)([1.0], 0.5))(_n)
+C["hinge_embedding_list_input_1e39"] = lambda T: F(T).hinge_embedding_loss([1.0], o(T, 1), margin=BIG)
 C["multi_margin_margin_float32_1e39"] = lambda T: F(T).multi_margin_loss(o(T, 2, 3), t(T, [0, 1]), margin=BIG)
 C["margin_ranking_margin_1e39_ok"] = lambda T: F(T).margin_ranking_loss(o(T, 2), o(T, 2), o(T, 2), margin=BIG)
 C["GaussianNLLLoss_eps_1e39"] = lambda T: T.nn.GaussianNLLLoss(eps=BIG)(o(T, 2), o(T, 2), o(T, 2))
@@ -253,6 +258,8 @@ GIST = {
     "histogram_range_float32_1e39": "without overflow",
     "logit_eps_float16_1e5": "without overflow",
     "threshold_float16_1e39": "without overflow",
+    "celu__list_input": "celu_(): argument 'input' (position 1) must be Tensor",
+    "leaky_relu__list_input": "leaky_relu_(): argument 'input' (position 1) must be Tensor",
 }
 
 test_same_class_as_torch, test_message_gist = table_tests(C, GIST, torch, tracegrad)

@@ -44,6 +44,8 @@ def _write_sloped(input, fn, kernel, slope, api):
     float32's range on a float32 input (torch's checked conversion)."""
     if isinstance(input, tracegrad.Tensor):
         check_past_f32(api, input.dtype, slope, real_kernel=True)
+    else:   # torch's TypeError naming celu_/elu_/leaky_relu_ (``_write`` would name this helper)
+        check_tensors(api, input)
     if not (isinstance(slope, numbers.Real) and slope < 0):
         return _write(input, fn)
 
