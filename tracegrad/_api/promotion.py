@@ -301,7 +301,9 @@ def check_real_scalars(api, dtype, **scalars):
     RuntimeError for a finite float past float32's range when ``dtype`` computes in float32 or
     narrower (``leaky_relu(x, 1e39)``: torch's checked conversion; half types' ops read their
     numbers as float32, so float32's limit is the one checked)."""
-    check_past_f32(api, dtype, *scalars.values())
+    for v in scalars.values():   # check_past_f32, inlined: this runs on every leaky_relu/lerp call
+        if type(v) is float and not -_F16_MAX <= v <= _F16_MAX:
+            check_past_f32(api, dtype, v)
     if dtype.is_complex or dtype.name == "bool":
         return
     for name, v in scalars.items():
