@@ -24,6 +24,7 @@ from .composite import _host, _no_dim_of_0d
 from .composite_names import _add_scaled, _fused_node
 from .elementwise import where
 from .linalg import bmm
+from .._tensor.convert import check_float_fits
 from .promotion import beta_first, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
 from .reduction import check_sortable, return_types
 from .shape import cat, stack
@@ -270,6 +271,8 @@ def histc(input, bins=100, min=0, max=0):
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}; pass a positive bin count")
     if min > max:
         raise RuntimeError(f"torch.histc: max must be larger than min, got min={min} and max={max}; swap them")
+    for v in (min, max):   # torch converts the limits to the input's dtype, checked (1e39 into float32)
+        check_float_fits(v, input.dtype, "torch.histc")
     if not input.is_floating_point():
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(input)}'; convert the input "
                                   "with .float() first")

@@ -15,13 +15,13 @@ from .._ops.elementwise import FLOAT_UNARY
 from .._ops.errors import int_past_64_bits, not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
-from .._tensor.convert import check_fits, check_float_fits
+from .._tensor.convert import check_float_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
-from .inplace import _check_int_divisor, _concrete, _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
+from .inplace import _check_bound_fits, _check_int_divisor, _concrete, _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_scalar_factor, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
@@ -489,14 +489,6 @@ def round_(self, *, decimals=0):
     if decimals:
         return _round_decimals_in_place(self, decimals=decimals)   # no in-place op of its own
     return _round_in_place(self)
-
-
-def _check_bound_fits(bound, dt, api):
-    """A number bound must fit the result dtype (clamp, clamp_min, clamp_max alike: torch converts
-    it to the input's scalar type first and refuses ``clamp_max(int8_tensor, 300)``)."""
-    if dt._cat == 1 and isinstance(bound, int):
-        check_fits(np.asarray(bound), dt, api)
-    check_float_fits(bound, dt, api)
 
 
 def _real_bound(bound):

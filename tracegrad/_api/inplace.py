@@ -284,6 +284,19 @@ def check_bool_clamp(api, min, max):
                               "bool tensor bound (or convert the input with .int())")
 
 
+def _check_bound_fits(bound, dt, api):
+    """A number bound must fit the result dtype (clamp, clamp_min, clamp_max and clamp_ alike:
+    torch converts it to the input's scalar type first and refuses ``clamp_max(int8_tensor, 300)``).
+    A float within float16's range or an int within int8's fits every dtype it can meet here: two
+    comparisons, and the full check only for the rest."""
+    kind = type(bound)
+    if bound is None or (kind is float and -65504.0 <= bound <= 65504.0) or (kind is int and -128 <= bound <= 127):
+        return
+    if dt._cat == 1 and isinstance(bound, int):
+        check_fits(np.asarray(bound), dt, api)
+    check_float_fits(bound, dt, api)
+
+
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
@@ -301,6 +314,8 @@ def clamp_(self, min=None, max=None):
     if not _dt.can_cast(dt, self.dtype):
         raise RuntimeError(f"clamp_: result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
                            f"{_SCALAR_NAME[self.dtype.name]}; use clamp (out of place) or bounds of self's dtype")
+    for bound in (min, max):   # clamp_(min=1e39) of float32 wrote inf (torch: RuntimeError)
+        _check_bound_fits(bound, self.dtype, "clamp_")
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_inplace(op, self, (min, max), (("dtype", self._value.dtype),))
 

@@ -256,7 +256,8 @@ def alpha_first(api, other, rest, alpha):
 def check_alpha(api, self, other, alpha):
     """torch's alpha rules for add/sub/rsub and their in-place forms: a Number (an explicit None
     is the parser's TypeError); a bool alpha only for bool results; no float alpha for integral
-    ones; no complex alpha for real ones (the imaginary part would be dropped)."""
+    ones; no complex alpha for real ones (the imaginary part would be dropped); no float alpha
+    past float32's range for a float32 (or narrower) result."""
     if type(alpha) is int:   # the default (1) and ints: nothing to check
         return
     if isinstance(alpha, Tensor):
@@ -267,7 +268,8 @@ def check_alpha(api, self, other, alpha):
         return
     if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
         raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")
-    cat = result_dtype(self, other)._cat
+    result = result_dtype(self, other)
+    cat = result._cat
     if isinstance(alpha, (bool, np.bool_)):
         if cat != 0:
             raise RuntimeError(f"{api}: Boolean alpha only supported for Boolean results; pass alpha=1")
@@ -278,9 +280,14 @@ def check_alpha(api, self, other, alpha):
     if cat <= 2 and isinstance(alpha, (complex, np.complexfloating)):
         raise RuntimeError(f"{api}: For non-complex input tensors, argument alpha must not be a complex number "
                            f"(got {alpha}); pass a real alpha, or complex tensors")
+    check_past_f32(api, result, alpha, own_range=True)   # 1e39 for a float32 result: torch's checked conversion
 
 
 # c10's names of the C++ types a Scalar argument is converted to, for its overflow message
+_F16_MAX = float(np.finfo(np.float16).max)
+# the dtype whose range a number given to an op on a half-precision input must fit: torch's
+# kernels read it as float32 (the op's math type) before any rounding to the input's dtype
+_F32_OF = {"float16": _dt.float32, "bfloat16": _dt.float32}
 _CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
              "int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t",
              "bool": "bool"}
@@ -290,7 +297,13 @@ def check_real_scalars(api, dtype, **scalars):
     """RuntimeError, as torch's checked Scalar conversion, for a complex number with a nonzero
     imaginary part passed as ``value=``/``alpha=``/``beta=``/``weight=`` of an op whose
     result ``dtype`` is not complex (the imaginary part would be dropped silently). A bool result
-    takes any number (c10's conversion to bool is ``v != 0`` and never overflows)."""
+    takes any number (c10's conversion to bool is ``v != 0`` and never overflows). Also
+    RuntimeError for a finite float past float32's range when ``dtype`` computes in float32 or
+    narrower (``leaky_relu(x, 1e39)``: torch's checked conversion; half types' ops read their
+    numbers as float32, so float32's limit is the one checked)."""
+    for v in scalars.values():   # check_past_f32, inlined: this runs on every leaky_relu/lerp call
+        if type(v) is float and not -_F16_MAX <= v <= _F16_MAX:
+            check_past_f32(api, dtype, v)
     if dtype.is_complex or dtype.name == "bool":
         return
     for name, v in scalars.items():
@@ -298,6 +311,21 @@ def check_real_scalars(api, dtype, **scalars):
             raise RuntimeError(f"{api}: value cannot be converted to type {_CPP_TYPE.get(dtype.name, dtype.name)} "
                                f"without overflow ({name}={v} has an imaginary part and the result is "
                                f"{dtype.name}); pass a real {name}, or complex tensors")
+
+
+def check_past_f32(api, dtype, *values, real_kernel=False, own_range=False):
+    """RuntimeError, as torch's checked conversion, when a float among ``values`` is finite but
+    past float32's range and the op computes in float32 or narrower (``dtype``, the input's:
+    ``softplus(x, beta=1e39)``); unchecked, the op ran with inf. NaN, inf, tensors and numbers
+    for a float64 input pass. ``own_range``: the number must fit ``dtype`` itself (torch's
+    ``hardtanh``/``add`` convert it to float16, not float32: 1e5 is refused). ``real_kernel``:
+    torch's kernel has no complex version and refuses a complex input first (its
+    NotImplementedError), so a complex ``dtype`` is not checked here. Two comparisons per number
+    when it lies within float16's range (every common slope, bound and alpha)."""
+    for v in values:
+        if type(v) is float and not -_F16_MAX <= v <= _F16_MAX:
+            if not (real_kernel and dtype.is_complex):
+                check_float_fits(v, dtype if own_range else _F32_OF.get(dtype.name, dtype), api)
 
 
 def check_scalar_tensor(api, name, v):

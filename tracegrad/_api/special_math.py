@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .complex_api import check_complex_parts
 from .inplace import _inplace_binary
-from .promotion import check_tensors, refuse_complex, require_floating, result_dtype
+from .promotion import check_past_f32, check_tensors, refuse_complex, require_floating, result_dtype
 from .reduction import check_sortable, return_types
 
 
@@ -72,6 +72,9 @@ def logit(input, eps=None):
     gradient is ``1 / (x (1 - x))``, inf at 0 and 1, NaN outside [0, 1]). Autograd:
     ``LogitBackward0``. Integers give the default float dtype; NotImplementedError for a complex tensor, as torch."""
     refuse_complex("logit", "logit_cpu", input)
+    # torch converts eps to the computation's type, checked (1e39 for a float32 result)
+    check_past_f32("logit", input.dtype if input.is_floating_point() else _dt.get_default_dtype(), eps,
+                   own_range=True)
     statics = () if eps is None or eps < 0 else (("eps", float(eps)),)   # torch: a negative eps clamps nothing
     if not input.is_floating_point():
         statics += (("dtype", _dt.get_default_dtype().np),)

@@ -9,6 +9,7 @@ import numpy as np
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
+from .._tensor.convert import check_float_fits
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
@@ -181,7 +182,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     outside are ignored. ``weight`` (``input``'s shape) weighs each value; ``density=True``
     divides by the total and the bin widths. Both outputs have ``input``'s floating dtype; no
     gradient (torch has none). Counted on the host. NotImplementedError for integer input,
-    RuntimeError for ``bins <= 0``, a reversed range or a ``weight`` of another shape."""
+    RuntimeError for ``bins <= 0``, a reversed range or a ``weight`` of another shape, and (before
+    the dtype's error, as torch) for a range limit past the input's dtype (1e39 into float32)."""
+    if isinstance(range, (tuple, list)):   # torch's checked conversion of the limits
+        for v in range:
+            check_float_fits(v, input.dtype, "torch.histogram()")
     if not input.is_floating_point():
         name = _SCALAR_NAME.get(input.dtype.name, input.dtype.name)
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{name}'; convert the input with .float() first")

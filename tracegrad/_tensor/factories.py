@@ -719,6 +719,8 @@ def _spaced(start, end, steps, dtype, api):
         d = _dt.to_complex(_dt.get_default_dtype())
     else:
         d = _dt.get_default_dtype()
+    for v in (start, end):   # torch converts each endpoint to the dtype, checked (1e39 into float32)
+        check_float_fits(v, d, f"torch.{api}()")
     work = np.complex128 if d.is_complex else np.float64
     lo, hi = (np.asarray(v).astype(d.np).astype(work) for v in (start, end))
     i = np.arange(steps, dtype=np.float64)

@@ -18,8 +18,8 @@ from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
 from tracegrad.autograd.function import _no_derivative
 from tracegrad._api.inplace import overlap_allowed
-from tracegrad._api.promotion import (_SCALAR_NAME, check_float_fits, check_number_fits, check_real_scalars,
-                                      check_scalar_tensor, check_tensors)
+from tracegrad._api.promotion import (_SCALAR_NAME, check_number_fits, check_past_f32,
+                                      check_real_scalars, check_scalar_tensor, check_tensors)
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
            "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
@@ -37,10 +37,15 @@ def _write(input, fn):
     return input.copy_(fn(input.clone() if input.requires_grad else input))
 
 
-def _write_sloped(input, fn, kernel, slope):
-    """``_write`` for elu_/celu_/leaky_relu_: torch's in-place backward recovers the input's sign
+def _write_sloped(input, fn, kernel, slope, api):
+    """``_write`` for elu_/celu_/leaky_relu_ (``api``): torch's in-place backward recovers the input's sign
     from the result, which a negative ``slope`` makes ambiguous, so there the written tensor's
-    backward raises torch's RuntimeError (the forward runs)."""
+    backward raises torch's RuntimeError (the forward runs). RuntimeError for a slope past
+    float32's range on a float32 input (torch's checked conversion)."""
+    if isinstance(input, tracegrad.Tensor):
+        check_past_f32(api, input.dtype, slope, real_kernel=True)
+    else:   # torch's TypeError naming celu_/elu_/leaky_relu_ (``_write`` would name this helper)
+        check_tensors(api, input)
     if not (isinstance(slope, numbers.Real) and slope < 0):
         return _write(input, fn)
 
@@ -80,10 +85,9 @@ def _check_numbers(api, input, **args):
         elif not isinstance(v, (numbers.Number, np.bool_)):
             raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
     if isinstance(input, tracegrad.Tensor):
-        check_real_scalars(api, input.dtype, **args)
+        check_real_scalars(api, input.dtype, **args)   # (floats: float32's range, float16 input too)
         for v in args.values():   # c10's overflow check of the number converted to input's dtype, as torch
             check_number_fits(v, input.dtype, api)
-            check_float_fits(v, input.dtype, api)
 
 
 def _past_int64(input, v):
@@ -123,6 +127,8 @@ def _threshold_write(input, threshold, value):
 def hardshrink(input, lambd=0.5):
     """Mirrors ``torch.nn.functional.hardshrink``: ``x`` where ``|x| > lambd``, else 0."""
     # torch zeroes the closed band [-lambd, lambd] and keeps everything else, NaN included
+    if isinstance(input, tracegrad.Tensor):   # 1e39 on float32: torch's checked conversion
+        check_past_f32("hardshrink", input.dtype, lambd, real_kernel=True, own_range=True)
     if isinstance(input, tracegrad.Tensor) and _numbers(lambd):   # torch's HardshrinkBackward0 node
         return apply_op(OPS["hardshrink"], (input,), (("lambd", lambd),))
     drop = (input >= -lambd).logical_and(input <= lambd)
@@ -176,6 +182,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
             raise RuntimeError(f"rrelu: {name} bound must be finite, got {v}; pass finite slopes")
     if lower > upper:
         raise RuntimeError("rrelu: Lower bound should be less than or equal to the upper bound; pass lower <= upper")
+    if isinstance(input, tracegrad.Tensor):   # 1e39 on float32: torch's checked conversion
+        check_past_f32("rrelu", input.dtype, lower, upper, real_kernel=True)
     if getattr(input, "is_complex", lambda: False)():
         # torch's kernels have no complex version; unchecked, the in-place form wrote a result
         kernel = "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu"
@@ -198,17 +206,18 @@ def selu_(input):
 
 def celu_(input, alpha=1.0):
     """Mirrors ``torch.nn.functional.celu_`` (in place)."""
-    return _write_sloped(input, lambda x: _F.celu(x, alpha), "elu", alpha)
+    return _write_sloped(input, lambda x: _F.celu(x, alpha), "elu", alpha, "celu_")
 
 
 def elu_(input, alpha=1.0):
     """Mirrors ``torch.nn.functional.elu_`` (in place)."""
-    return _write_sloped(input, lambda x: _F._nn.elu(x, alpha), "elu", alpha)
+    return _write_sloped(input, lambda x: _F._nn.elu(x, alpha), "elu", alpha, "elu_")
 
 
 def leaky_relu_(input, negative_slope=0.01):
     """Mirrors ``torch.nn.functional.leaky_relu_`` (in place)."""
-    return _write_sloped(input, lambda x: _F._nn.leaky_relu(x, negative_slope), "leakyReLu", negative_slope)
+    return _write_sloped(input, lambda x: _F._nn.leaky_relu(x, negative_slope), "leakyReLu", negative_slope,
+                         "leaky_relu_")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -221,4 +230,6 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
     if getattr(input, "dtype", None) is tracegrad.uint8 and min(min_val, max_val) < 0:
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (min_val={min_val}, "
                            f"max_val={max_val}); pass limits of 0 or more, or a signed input")
+    if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
+        check_past_f32("hardtanh_", input.dtype, min_val, max_val, own_range=True)
     return _write(input, lambda x: _F.hardtanh(x, min_val, max_val))

@@ -12,7 +12,7 @@ import tracegrad
 from tracegrad import _state
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import require_float
-from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_tensors
 
 from . import _reduction
 from ._vision_functional import pairwise_distance
@@ -64,6 +64,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     target is neither contributes both terms)."""
     reduction = _legacy(size_average, reduce, reduction)
     margin = require_float("hinge_embedding_loss", "margin", margin, 3)
+    if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of margin (1e39)
+        check_past_f32("hinge_embedding_loss", input.dtype, margin)
     margin_clamp = (margin - input).clamp_min(0)
     if not (input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is tracegrad.bool):
         # torch keeps an integer input's dtype (the margin part truncated): 'mean' then refuses it
@@ -182,6 +184,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("weight must be one-dimensional")
     margin = require_float("multi_margin_loss", "margin", margin, 4, kind="Number")   # the parser's, first
     _check_class_input("multi_margin_loss", input, target)
+    check_past_f32("multi_margin_loss", input.dtype, margin)   # torch's checked conversion (1e39)
     x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
     n, c = x.shape
     t = target.reshape(-1).long()
@@ -267,6 +270,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
+    check_past_f32("gaussian_nll_loss", var.dtype, eps)   # torch's checked conversion of eps (1e39)
     var = var.clone()
     with tracegrad.no_grad():
         var.clamp_(min=eps)

@@ -22,7 +22,7 @@ from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_int, require_float, require_int
-from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_same_dtype, check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
 from . import _activations_more as _act
@@ -486,6 +486,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     ``min_val > max_val``; RuntimeError for bool input, or uint8 input with a negative limit."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
+        check_past_f32("hardtanh", input.dtype, min_val, max_val, real_kernel=True, own_range=True)
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
@@ -501,7 +503,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``. RuntimeError for
     a complex slope (torch's checked Scalar conversion)."""
-    if isinstance(input, tracegrad.Tensor):
+    if isinstance(input, tracegrad.Tensor) and not input.dtype.is_complex:   # (complex: the kernel refuses it)
         check_real_scalars("leaky_relu", input.dtype, negative_slope=negative_slope)
     if inplace:
         return _act.leaky_relu_(input, negative_slope)
@@ -532,7 +534,7 @@ def mish(input, inplace=False):
 def elu(input, alpha=1.0, inplace=False):
     """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``. RuntimeError for a complex
     alpha (torch's checked Scalar conversion)."""
-    if isinstance(input, tracegrad.Tensor):
+    if isinstance(input, tracegrad.Tensor) and not input.dtype.is_complex:   # (complex: the kernel refuses it)
         check_real_scalars("elu", input.dtype, alpha=alpha)
     if inplace:
         return _act.elu_(input, alpha)
@@ -545,16 +547,22 @@ def selu(input, inplace=False):
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """Mirrors ``torch.nn.functional.celu``: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """Mirrors ``torch.nn.functional.celu``: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+    RuntimeError for an ``alpha`` past float32's range on a float32 input (torch's checked conversion)."""
+    if isinstance(input, tracegrad.Tensor):
+        check_past_f32("celu", input.dtype, alpha, real_kernel=True)
     return _act.celu_(input, alpha) if inplace else _F.celu(input, alpha)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """Mirrors ``torch.nn.functional.softplus``: grad_fn ``SoftplusBackward0``. TypeError when
-    ``beta`` or ``threshold`` is not a number."""
+    ``beta`` or ``threshold`` is not a number; RuntimeError for one past float32's range on a
+    float32 (or narrower) input."""
     for name, v in (("beta", beta), ("threshold", threshold)):
         if not isinstance(v, (numbers.Number, tracegrad.Tensor)):   # torch's Number parser (a str is refused)
             raise TypeError(f"softplus(): argument '{name}' must be Number, not {type(v).__name__}")
+    if isinstance(input, tracegrad.Tensor):   # 1e39 on a float32 input: torch's checked conversion
+        check_past_f32("softplus", input.dtype, beta, threshold, real_kernel=True)
     return _nn.softplus(input, beta, threshold)
 
 
