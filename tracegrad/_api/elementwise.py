@@ -11,7 +11,7 @@ import numpy as np
 from ..autograd._dispatch import apply_inplace, apply_op
 from ..autograd.function import _no_derivative
 from .._ops import dtypes as _dt
-from .._ops.elementwise import FLOAT_UNARY
+from .._ops.elementwise import FLOAT_UNARY, unary_kernel
 from .._ops.errors import int_past_64_bits, not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
@@ -312,7 +312,7 @@ def minimum(self, other):
 def _check_real(api, *tensors):
     """RuntimeError, as torch, for ops that order values (maximum, minimum) on complex tensors."""
     if builtins.any(t.dtype.is_complex for t in tensors):
-        raise RuntimeError(f"{api}() not implemented for complex tensors; compare .abs() or .real instead")
+        raise RuntimeError(f"{api} not implemented for complex tensors; compare .abs() or .real instead")
 
 
 @method("fmax", function=True)
@@ -397,6 +397,9 @@ def _unary(name):
         except AttributeError:
             raise not_a_tensor(name, self) from None
         if name in _REAL_ONLY and _kind(dt) == "complex":
+            if name == "frac":   # torch's kernel has no complex version (floor/ceil/trunc: its own words)
+                raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                          "take frac of .real and .imag apart")
             if name == "sign":   # torch's own words point at sgn (test_sign_complex_assert_raises)
                 raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
                                           "Please use torch.sgn instead.")
@@ -406,7 +409,7 @@ def _unary(name):
         if name == "relu" and dt.kind == "c":   # torch's relu is a clamp
             raise NotImplementedError("relu: clamp is not supported for complex types; take .real or .abs() first")
         if (name in _ROUNDING and dt == np.bool_) or (name == "frac" and self.dtype._cat < 2):
-            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+            raise NotImplementedError(f"\"{unary_kernel(name)}\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
                                       "convert the tensor with .float()")
         if name == "bitwise_not" and self.dtype._cat > 1:
             raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
@@ -470,7 +473,7 @@ def round(self, *, decimals=0):
     except AttributeError:   # NOTE [unbound self]
         raise not_self("round", self) from None
     if dt is _dt.bool_:
-        raise NotImplementedError("\"round_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
+        raise NotImplementedError("\"round_vml_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
     if type(decimals) is not int and (isinstance(decimals, (bool, float, str)) or not hasattr(decimals, "__index__")
                                       # a Tensor has __index__, but the parser takes only a 0-d integer one
                                       or isinstance(decimals, Tensor) and (decimals.ndim or decimals.dtype._cat != 1)):

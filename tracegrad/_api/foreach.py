@@ -23,7 +23,7 @@ import numbers
 
 from .._tensor.tensor import Tensor
 from .._ops.dtypes import can_cast
-from .promotion import _SCALAR_NAME
+from .promotion import _SCALAR_NAME, result_dtype
 
 FOREACH: dict = {}
 
@@ -114,6 +114,23 @@ def _unary(op, inplace):
 
 
 _CLAMP_FOR = {"maximum": "clamp_min", "minimum": "clamp_max"}
+# the CPU kernel torch's tensor-operand maximum/minimum and clamps run (named in its complex refusal)
+_ORDER_KERNEL = {"maximum": "maximum_cpu", "clamp_min": "maximum_cpu", "minimum": "minimum_cpu",
+                 "clamp_max": "minimum_cpu"}
+
+
+def _check_order_operands(name, op, inplace, t, o):
+    """torch's foreach maximum/minimum/clamp_min/clamp_max with a Tensor operand order values:
+    a complex pair is refused as the CPU kernel has none (NotImplementedError naming it), after
+    the in-place cast check (a real ``t`` cannot take a complex result: RuntimeError)."""
+    if not (t.dtype.is_complex or o.dtype.is_complex):
+        return
+    dtype = result_dtype(t, o)
+    if inplace and not can_cast(dtype, t.dtype):
+        raise RuntimeError(f"{name}(): result type {_SCALAR_NAME[dtype.name]} can't be cast to the desired "
+                           f"output type {_SCALAR_NAME[t.dtype.name]}")
+    raise NotImplementedError(f"{name}(): \"{_ORDER_KERNEL[op]}\" not implemented for "
+                              f"'{_SCALAR_NAME[dtype.name]}'; compare .real or .abs() instead")
 
 
 def _call(t, method, other):
@@ -144,6 +161,10 @@ def _binary(op, inplace, alpha_ok=False, tensor_ok=False):
             return tuple(t.__rpow__(self) for t in _tensor_list(name, other, "exponent"))
         tensors = _tensor_list(name, self)
         others = _per_tensor(name, tensors, other, tensor_ok=tensor_ok)
+        if op in _ORDER_KERNEL:
+            for t, o in zip(tensors, others):
+                if not _is_number(o):
+                    _check_order_operands(name, op, inplace, t, o)
         if alpha is None:
             out = [_call(t, number_method if _is_number(o) else method, o) for t, o in zip(tensors, others)]
         elif alpha_ok and not _is_number(others[0]):

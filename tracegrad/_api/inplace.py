@@ -11,7 +11,7 @@ from ..autograd._graph_impl import node_class
 from ..autograd.grad_mode import no_grad
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
-from .._ops.elementwise import FLOAT_UNARY
+from .._ops.elementwise import FLOAT_UNARY, unary_kernel
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn
@@ -186,6 +186,11 @@ def _inplace_binary(opname):
         _check_operand(other, opname + "_")
         if opname == "sub" and (self.dtype is _dt.bool_ or isinstance(other, (bool, np.bool_)) or
                                 (isinstance(other, Tensor) and other.dtype is _dt.bool_)):
+            if self.dtype is _dt.bool_ and (isinstance(other, (bool, np.bool_)) or
+                                            (isinstance(other, Tensor) and other.dtype is _dt.bool_)):
+                # torch counts a bool number as a bool tensor here (its out-of-place words)
+                raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported (sub_). "
+                                   "Use the `^` or `logical_xor_()` operator instead.")
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported (sub_). If you "
                                "are trying to invert a mask, use the `~` or `logical_not_()` operator instead.")
         try:
@@ -580,7 +585,7 @@ def _inplace_unary(name):
             if (dt is _dt.bool_ and name != "relu") or (name == "frac" and dt._cat < 2):
                 if name == "sign":   # a bool's sign is itself (as torch)
                     return self
-                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
+                raise NotImplementedError(f"\"{unary_kernel(name)}\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
                                           f"the tensor with .float() first")
             if name == "abs" and dt._cat == 3:   # |z| is real: it cannot be written back into z (torch refuses)
                 raise RuntimeError("In-place abs is not supported for complex tensors; use tracegrad.abs(z) "

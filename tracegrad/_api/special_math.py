@@ -24,6 +24,10 @@ from .promotion import check_past_f32, check_tensors, refuse_complex, require_fl
 from .reduction import check_sortable, return_types
 
 
+# torch's CPU kernels of these ops have no complex version: its refusal names the kernel
+_COMPLEX_KERNEL = {"lgamma": "lgamma_vml_cpu", "digamma": "digamma", "erfc": "erfc_vml_cpu", "i0": "i0_vml_cpu"}
+
+
 def _float_unary(name, half_kernel=None):
     """The function form of the floating unary op ``name`` (integers compute in the default
     float dtype); ``half_kernel``: torch's CPU kernel has no float16/bfloat16 version
@@ -39,7 +43,9 @@ def _float_unary(name, half_kernel=None):
         if input.is_floating_point():
             return apply_op(op, (input,))
         if input.is_complex():
-            raise NotImplementedError(f"tracegrad.{name}: complex inputs are not supported; pass a real tensor")
+            kernel = _COMPLEX_KERNEL.get(name, f"{name}_cpu")
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt.SCALAR_NAMES[input.dtype.name]}'; "
+                                      f"tracegrad.{name} takes a real tensor")
         return apply_op(op, (input,), (("dtype", _dt.get_default_dtype().np),))
     f.__name__ = name
     return f

@@ -148,6 +148,12 @@ FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
                "erfinv", "reciprocal", "silu", "mish"}
 
 
+def unary_kernel(name):
+    """The name of torch's CPU kernel for the unary op ``name``, as its dtype refusals print it
+    (``"floor_vml_cpu" not implemented for 'Bool'``): the rounding ops run vectorized (vml) kernels."""
+    return f"{name}_vml_cpu" if name in ("floor", "ceil", "round", "trunc") else f"{name}_cpu"
+
+
 
 def _result_jvp(fn, rule):
     """``fn`` whose derivative under JAX transforms (torch.func, jacobian, compile) is the
