@@ -965,7 +965,7 @@ def grown_lists(refs, counters):
     ``append``/``extend`` on, and the lists in dicts it names only so (``history["loss"]``;
     ``counters``: ``python_refs``' six sets)."""
     names = counters[4] - counters[5]
-    out, seen = [], set()
+    out, seen, read = [], set(), set()
     for name, cell, g in refs if names else ():
         v = _value(cell, g, name)
         if type(g) is _AttributePlace:
@@ -974,12 +974,29 @@ def grown_lists(refs, counters):
             place = CellSlot(cell) if cell is not None else g
         if name in names:
             _grown_list(place, name, v, out, seen)
+        else:
+            _read_under(v, read)
         d = getattr(v, "__dict__", None)
         if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
             for k, a in list(d.items()):
                 if k in names:
                     _grown_list(d, k, a, out, seen)
-    return out
+                else:
+                    _read_under(a, read)
+    # a list also held under a name the code reads (``seen = hist; len(seen)``, ``t.log`` the
+    # same list as ``t.losses``) is a value read: its length was baked in (round 43)
+    return [e for e in out if id(e[2]) not in read]
+
+
+def _read_under(v, read, depth=2):
+    """Add to ``read`` the ids of the lists a name the code reads holds: ``v`` itself and the
+    lists in the containers in it, ``depth`` levels down (``logs = {"a": hist}``)."""
+    if type(v) is list:
+        read.add(id(v))
+    if depth and type(v) in (list, tuple, dict) and len(v) <= _NESTED_MAX:
+        for a in (v.values() if type(v) is dict else v):
+            if type(a) in (list, tuple, dict):
+                _read_under(a, read, depth - 1)
 
 
 def _grown_list(place, name, v, out, seen):

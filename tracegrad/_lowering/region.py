@@ -1463,6 +1463,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "view before or after the call)", where=after)
             info["hooks"] = list(cap.hooks.values())
             grown.reverse()      # cut from the end back: each run grows them in the order made
+            # a list the code only appends to that this trace left alone (the append under a
+            # branch not taken) is no value read either: a program that guarded its items ran
+            # only until a call taking the branch grew it (round 43)
+            ids = {id(place.get(name)) for place, name, _ in grown}
+            grown += [(place, name, []) for place, name, lst, was in lists0
+                      if id(lst) not in ids and place.get(name) is lst and len(lst) == len(was)]
             info["appends"] = tuple((place, name, len(items)) for place, name, items in grown)
             appended = tuple(x for _, _, items in grown for x in items)
             del grown
