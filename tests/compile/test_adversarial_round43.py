@@ -463,3 +463,140 @@ def test_module_attribute_alias_read_in_forward():
             return loss
         return wrap(step), {"model": model, "losses": losses}, _batches(mod)
     check_compiled(make, calls=4, torch_too=True)
+
+
+def test_bound_append_method_kept_outside_the_step():
+    # ``record = hist.append`` made outside: the step never names the list
+    def make(mod, wrap):
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        hist = []
+        record = hist.append
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt, x, y)
+            record(loss.item())
+            record(loss.detach())
+            return loss
+        return wrap(step), {"model": model, "hist": hist}, _batches(mod)
+    run = check_compiled(make, calls=3, torch_too=True)
+    assert len(run.state["hist"]) == 6
+    assert any("'record.__self__'" in w for w in run.warnings)     # eager, with the reason
+
+
+def test_extend_with_a_list_the_caller_fills_between_calls():
+    def make(mod, wrap):
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        hist, pending = [], [0.5] * 12
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt, x, y)
+            hist.extend(pending)
+            return loss
+
+        def change(i):
+            pending[3] = float(i)
+            pending.append(-1.0)
+        return wrap(step), {"model": model, "hist": hist, "change": change}, _batches(mod)
+    run = check_compiled(make, calls=4, between=lambda s, i: s["change"](i))
+    assert len(run.state["hist"]) == 12 + 13 + 14 + 15
+
+
+def test_appended_record_holds_outside_objects_the_caller_changes():
+    def make(mod, wrap):
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"tag": "a", "scale": 1.0}
+        hist = []
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt, x, y)
+            hist.append({"loss": loss.item(), "tag": cfg["tag"], "cfg": cfg, "x": x})
+            return loss
+
+        def change(i):
+            cfg["tag"] = "b" if i % 2 else "c"
+        return wrap(step), {"model": model, "hist": hist, "change": change}, _batches(mod)
+    run = check_compiled(make, calls=4, between=lambda s, i: s["change"](i))
+    h = run.state["hist"]
+    assert h[0]["cfg"] is h[3]["cfg"] and [r["tag"] for r in h] == ["a", "c", "b", "c"]
+
+
+def test_appended_argument_is_the_callers_object():
+    model = small_mlp(tracegrad)
+    seen = []
+
+    @tracegrad.compile
+    def step(x, meta):
+        seen.append(x)
+        seen.append(meta)
+        return model(x).sum()
+    metas = [{"tag": "a"} for i in range(3)]     # equal, three objects
+    xs = [small_xy(tracegrad, i)[0] for i in range(3)]
+    for x, m in zip(xs, metas):
+        step(x, m)
+    assert all(seen[2 * i] is xs[i] and seen[2 * i + 1] is metas[i] for i in range(3))
+    assert traces(step) == 1
+
+
+def test_appends_from_two_programs_for_two_shapes():
+    def make(mod, wrap):
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        hist = []
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt, x, y)
+            hist.append((x.shape[0], loss.item()))
+            return loss
+
+        def batch(i):
+            x, y = small_xy(mod, i)
+            return (x, y) if i % 2 == 0 else (x[:3], y[:3])
+        return wrap(step), {"model": model, "hist": hist}, batch
+    run = check_compiled(make, calls=4, torch_too=True)
+    assert [n for n, _ in run.state["hist"]] == [5, 3, 5, 3] and traces(run.step) == 2
+
+
+def test_append_inside_a_nested_compiled_helper():
+    def make(mod, wrap):
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        hist = []
+
+        @wrap
+        def forward(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            hist.append(loss.detach())
+            return loss
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = forward(x, y)
+            loss.backward()
+            opt.step()
+            hist.append(loss.item())
+            return loss
+        return wrap(step), {"model": model, "hist": hist}, _batches(mod)
+    run = check_compiled(make, calls=3, torch_too=True)
+    assert len(run.state["hist"]) == 6
+
+
+def test_append_in_try_except_that_catches():
+    def make(mod, wrap):
+        model = small_mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        hist = []
+
+        def step(x, y):
+            loss = _sgd_step(mod, model, opt, x, y)
+            try:
+                hist.append(loss.item())
+                hist.append({}["missing"])
+            except KeyError:
+                hist.append("no key")
+            return loss
+        return wrap(step), {"model": model, "hist": hist}, _batches(mod)
+    run = check_compiled(make, calls=3, torch_too=True)
+    assert run.state["hist"][1::2] == ["no key"] * 3

@@ -167,8 +167,16 @@ def _python_refs(fn, args=(), loaded_out=None):
         for entry in found.values():
             entry[1].update(through)
     for (name, cell, g), _ in list(found.values()):
-        for klass in _classes_of(_value(cell, g, name)):
+        v = _value(cell, g, name)
+        for klass in _classes_of(v):
             add((klass.__qualname__, None, {klass.__qualname__: klass}), ())
+        if type(v) is types.BuiltinMethodType and isinstance(v.__self__, _GROWN_BY_METHODS):
+            # ``record = hist.append`` made outside: calling it changes ``hist``, which the code
+            # never names. The container is state like a global (a change while tracing is a
+            # side effect, put back after an abandoned trace): the trace's tensors stayed in
+            # the list (round 43)
+            label = f"{name}.__self__"
+            add((label, None, {label: v.__self__}), ())
     refs = tuple(r for r, _ in found.values())
     return refs, tuple(frozenset(n) for _, n in found.values())
 
@@ -182,6 +190,7 @@ def _python_refs(fn, args=(), loaded_out=None):
 # abandoned trace puts its attributes back. Without it a traced tensor stayed bound there (a
 # leaked tracer on the next call, or on the eager rerun after a graph break).
 _NESTED_DEPTH = 2
+_GROWN_BY_METHODS = (list, dict, set, bytearray, collections.deque)
 _NESTED_OBJECTS_MAX = 64
 
 

@@ -821,7 +821,10 @@ class Region:
         flat += [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
         return flat
 
-    def run(self, arg_leaves, donate=True):
+    def run(self, arg_leaves, donate=True, call=None):
+        """One run of the program on this call's argument leaves; ``call`` (the call's
+        ``(args, kwargs)``) puts the caller's own argument containers into the lists it grows
+        (``fill_arg_boxes``)."""
         prev = x64_enter()
         try:
             flat = self.read_inputs(arg_leaves)
@@ -841,7 +844,7 @@ class Region:
         try:
             out = self.write_back(outs, arg_leaves)
             if self.appends:
-                out = self._append(out)
+                out = self._append(out, call)
             for d, k, n, early in self.counters:    # NOTE [Python counters] in pystate.py
                 if early:
                     d[k] = d.get(k) + n
@@ -857,10 +860,14 @@ class Region:
             e._tracegrad_no_rerun = True
             raise
 
-    def _append(self, out):
+    def _append(self, out, call):
         """The function's result, after growing the lists it appended to (NOTE [Python appends]
         in pystate.py) by this run's items, the results after it."""
         out, items = out
+        if self.arg_boxes and call is not None:
+            # an argument list/dict appended (``seen.append(meta)``) is the caller's object, as
+            # the function's result is, not the trace's copy's box (round 43)
+            items = fill_arg_boxes(items, call)
         k = 0
         for d, name, n in self.appends:
             d.get(name).extend(items[k:k + n])
@@ -1858,7 +1865,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                             if k is _NEW and not none)
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
-    return region, region.run(leaves)
+    return region, region.run(leaves, True, (args, kwargs))
 
 
 def _counters_in_order(counters, deferrals, where):
