@@ -61,6 +61,19 @@ def _sgd_step(mod, model, opt, x, y):
     return loss
 
 
+def _mlp_sgd(mod, lr=0.1):
+    """The rounds' model and a plain SGD over it."""
+    model = small_mlp(mod)
+    return model, mod.optim.SGD(model.parameters(), lr=lr)
+
+
+def _one_program(make, calls=3):
+    """``make`` compiled equals eager and torch, from one program and without a warning."""
+    run = check_compiled(make, calls=calls, torch_too=True)
+    assert traces(run.step) == 1 and not run.warnings, run.warnings
+    return run
+
+
 def _eager(run, reason):
     """The compiled run ran every call eagerly, saying why (``reason`` in its warning)."""
     assert traces(run.step) == 0 and run.warnings and all(reason in w for w in run.warnings), run.warnings
@@ -75,8 +88,7 @@ def _batches(mod):
 def test_list_aliased_under_a_second_name_read_for_its_length():
     # ``hist`` is only appended to, but ``seen`` is the same list and its length is read
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = [0.0] * 20
         seen = hist
 
@@ -91,8 +103,7 @@ def test_list_aliased_under_a_second_name_read_for_its_length():
 
 def test_attribute_alias_of_the_grown_list_read_for_its_length():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
 
         class Trainer:
             pass
@@ -111,8 +122,7 @@ def test_attribute_alias_of_the_grown_list_read_for_its_length():
 
 def test_list_read_through_a_property():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
 
         class Trainer:
             def __init__(self):
@@ -134,8 +144,7 @@ def test_list_read_through_a_property():
 
 def test_list_read_in_a_helper_after_the_append():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = [2.0] * 20
 
         def last():
@@ -152,8 +161,7 @@ def test_list_read_in_a_helper_after_the_append():
 
 def test_appended_then_popped():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         def step(x, y):
@@ -170,8 +178,7 @@ def test_appended_then_popped():
 
 def test_appended_in_a_branch_on_a_python_flag_changed_between_calls():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist, cfg = [], {"log": True}
 
         def step(x, y):
@@ -203,8 +210,7 @@ def test_appended_in_a_branch_on_a_tensor_value():
 
 def test_deque_with_maxlen_and_list_subclass():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         window = collections.deque(maxlen=2)
 
         class Log(list):
@@ -229,8 +235,7 @@ def test_deque_with_maxlen_and_list_subclass():
 
 def test_same_tensor_appended_twice_is_one_object():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         def step(x, y):
@@ -240,16 +245,14 @@ def test_same_tensor_appended_twice_is_one_object():
             hist.append(d)
             return loss
         return wrap(step), {"model": model, "hist": hist}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     h = run.state["hist"]
     assert h[0] is h[1] and h[4] is h[5] and h[1] is not h[2]
 
 
 def test_appended_parameter_and_outside_objects_are_the_objects_themselves():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         cfg = {"lr": 0.1}
         hist = []
 
@@ -270,23 +273,20 @@ def test_appended_parameter_and_outside_objects_are_the_objects_themselves():
 def test_appended_detach_of_a_parameter_sees_later_updates():
     # ``w.detach()`` shares the parameter's storage: later opt.step()s show through the list
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         snaps = []
 
         def step(x, y):
             snaps.append(model[2].bias.detach())
             return _sgd_step(mod, model, opt, x, y)
         return wrap(step), {"model": model, "snaps": snaps}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
 
 
 def test_appended_grad_object_zeroed_in_place_later():
     # zero_grad(set_to_none=False) zeroes the very .grad objects the list holds
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         grads = []
 
         def step(x, y):
@@ -297,8 +297,7 @@ def test_appended_grad_object_zeroed_in_place_later():
             opt.step()
             return loss
         return wrap(step), {"model": model, "grads": grads}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     g = run.state["grads"]
     assert g[0] is g[1] is run.state["model"][0].bias.grad
 
@@ -314,8 +313,7 @@ def test_appended_optimizer_state_tensor_updated_later():
             moments.append(opt.state[model[2].bias]["exp_avg"])
             return loss
         return wrap(step), {"model": model, "opt": opt, "moments": moments}, _batches(mod)
-    run = check_compiled(make, calls=4, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=4)
 
 
 def test_appended_view_then_written_in_place_in_the_step():
@@ -329,16 +327,14 @@ def test_appended_view_then_written_in_place_in_the_step():
             h.mul_(2)
             return h.sum()
         return wrap(step), {"acts": acts}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
 
 
 def test_appended_activation_backward_outside_after_the_weights_changed():
     # eager: the activation of call 0 saved a weight that call 1's opt.step() changed in place,
     # so a backward through it outside raises the version-counter RuntimeError
     def run(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         acts = []
 
         def step(x, y):
@@ -360,8 +356,7 @@ def test_appended_activation_backward_outside_after_the_weights_changed():
 
 def test_extend_with_a_generator_and_with_a_tensor():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         norms, rows = [], []
 
         def step(x, y):
@@ -370,8 +365,7 @@ def test_extend_with_a_generator_and_with_a_tensor():
             rows.extend(model(x).detach())
             return loss
         return wrap(step), {"model": model, "norms": norms, "rows": rows}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert len(run.state["norms"]) == 12 and len(run.state["rows"]) == 15
 
 
@@ -417,8 +411,7 @@ def test_append_in_custom_function_forward_and_backward():
             def backward(ctx, g):
                 log.append(("bwd", g.detach().sum()))
                 return g * 2
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
 
         def step(x, y):
             opt.zero_grad()
@@ -427,8 +420,7 @@ def test_append_in_custom_function_forward_and_backward():
             opt.step()
             return loss
         return wrap(step), {"model": model, "log": log}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert [k for k, _ in run.state["log"][:2]] == ["fwd", "bwd"]
 
 
@@ -436,8 +428,7 @@ def test_append_in_a_checkpointed_block_runs_twice():
     def make(mod, wrap):
         from importlib import import_module
         ckpt = import_module(mod.__name__ + ".utils.checkpoint").checkpoint
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         seen = []
 
         def block(h):
@@ -452,16 +443,14 @@ def test_append_in_a_checkpointed_block_runs_twice():
             opt.step()
             return loss
         return wrap(step), {"model": model, "seen": seen}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert len(run.state["seen"]) == 6
 
 
 def test_list_rebound_to_a_deque_between_calls():
     # the place first holds a list (grown by the program), then a deque (not a list any more)
     def run(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
 
         class T:
             losses = None
@@ -490,8 +479,7 @@ def test_list_rebound_to_a_deque_between_calls():
 def test_hook_reading_an_alias_of_the_grown_list():
     # the forward hook reads ``log`` (the function's ``hist`` under another name)
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = [1.0] * 20
         log = hist
         model[0].register_forward_hook(lambda m, i, o: o * len(log))
@@ -533,8 +521,7 @@ def test_module_attribute_alias_read_in_forward():
 def test_bound_append_method_kept_outside_the_step():
     # ``record = hist.append`` made outside: the step never names the list
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
         record = hist.append
 
@@ -551,8 +538,7 @@ def test_bound_append_method_kept_outside_the_step():
 
 def test_extend_with_a_list_the_caller_fills_between_calls():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist, pending = [], [0.5] * 12
 
         def step(x, y):
@@ -571,8 +557,7 @@ def test_extend_with_a_list_the_caller_fills_between_calls():
 
 def test_appended_record_holds_outside_objects_the_caller_changes():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         cfg = {"tag": "a", "scale": 1.0}
         hist = []
 
@@ -609,8 +594,7 @@ def test_appended_argument_is_the_callers_object():
 
 def test_appends_from_two_programs_for_two_shapes():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         def step(x, y):
@@ -628,8 +612,7 @@ def test_appends_from_two_programs_for_two_shapes():
 
 def test_append_inside_a_nested_compiled_helper():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         @wrap
@@ -646,15 +629,13 @@ def test_append_inside_a_nested_compiled_helper():
             hist.append(loss.item())
             return loss
         return wrap(step), {"model": model, "hist": hist}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert len(run.state["hist"]) == 6
 
 
 def test_append_in_try_except_that_catches():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         def step(x, y):
@@ -666,8 +647,7 @@ def test_append_in_try_except_that_catches():
                 hist.append("no key")
             return loss
         return wrap(step), {"model": model, "hist": hist}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert run.state["hist"][1::2] == ["no key"] * 3
 
 
@@ -720,15 +700,13 @@ def test_gan_two_optimizers_retain_graph_and_histories():
         from ._harness import data
         return wrap(step), {"G": G, "D": D, "og": og, "od": od, "hist": hist}, \
             lambda i: (data(mod, i, 4, 3), data(mod, i, 4, 4, seed=300))
-    run = check_compiled(make, calls=4, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=4)
     assert len(run.state["hist"]["g"]) == 4
 
 
 def test_grad_scaler_with_an_inf_step_and_scale_history():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         scaler = mod.amp.GradScaler("cpu", init_scale=8.0, growth_interval=2)
         scales = []
 
@@ -772,14 +750,12 @@ def test_parametrized_weight_in_the_step_with_an_appended_norm():
             norms.append(lin.weight.detach().norm())
             return loss
         return wrap(step), {"lin": lin, "norms": norms}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
 
 
 def test_functional_call_with_swapped_parameters_inside_the_step():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         fc = import_module(mod.__name__ + ".func").functional_call
 
         def step(x, y):
@@ -796,8 +772,7 @@ def test_functional_call_with_swapped_parameters_inside_the_step():
 
 def test_vmap_per_sample_losses_inside_the_step():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         F = import_module(mod.__name__ + ".func")
         per = []
 
@@ -831,8 +806,7 @@ def test_state_dict_snapshot_and_load_inside_the_step():
             snaps.append(model.state_dict()["0.bias"].clone())
             return loss
         return wrap(step), {"model": model, "snaps": snaps}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
 
 
 def test_optimizer_state_dict_round_trip_inside_the_step():
@@ -847,15 +821,13 @@ def test_optimizer_state_dict_round_trip_inside_the_step():
             opt.load_state_dict(sd)
             return loss
         return wrap(step), {"model": model, "opt": opt}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
 
 
 def test_checkpointed_block_with_a_hook_appending_activations():
     def make(mod, wrap):
         ckpt = import_module(mod.__name__ + ".utils.checkpoint").checkpoint
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         acts = []
         model[0].register_forward_hook(lambda m, i, o: acts.append(o.detach().sum()))
 
@@ -867,8 +839,7 @@ def test_checkpointed_block_with_a_hook_appending_activations():
             opt.step()
             return loss
         return wrap(step), {"model": model, "acts": acts}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert len(run.state["acts"]) == 6
 
 
@@ -877,8 +848,7 @@ LOGS = ([], [])
 
 def test_lists_in_a_global_tuple_and_the_last_of_a_list_of_lists():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         for lst in LOGS:
             lst.clear()
         epochs = [[], []]
@@ -898,8 +868,7 @@ def test_lists_in_a_global_tuple_and_the_last_of_a_list_of_lists():
 def test_value_check_failing_after_the_append_appends_once():
     # clip_grad_norm_(error_if_nonfinite=True) raises on the poisoned call, after the append
     def run(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         def step(x, y):
@@ -926,8 +895,7 @@ def test_value_check_failing_after_the_append_appends_once():
 
 def test_plus_equals_and_extend_with_map_zip_and_items():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         a, b, c = [], [], []
 
         def step(x, y):
@@ -937,8 +905,7 @@ def test_plus_equals_and_extend_with_map_zip_and_items():
             c.extend({"n": x.shape[0], "loss": loss.item()}.items())
             return loss
         return wrap(step), {"model": model, "a": a, "b": b, "c": c}, _batches(mod)
-    run = check_compiled(make, calls=3, torch_too=True)
-    assert traces(run.step) == 1 and not run.warnings
+    run = _one_program(make, calls=3)
     assert len(run.state["a"]) == 12 and run.state["c"][0] == ("n", 5)
 
 
@@ -960,8 +927,7 @@ def test_same_detached_tensor_in_two_lists_and_the_result():
 
 def test_two_compiled_steps_growing_one_list_in_turn():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
 
         def train(x, y):
@@ -996,8 +962,7 @@ def test_helper_rebinding_the_global_list_under_a_flag():
     def make(mod, wrap):
         global RESET_LOG
         RESET_LOG = []
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
 
         def step(x, y, reset):
             _maybe_reset(reset)
@@ -1017,8 +982,7 @@ def test_helper_rebinding_the_global_list_under_a_flag():
 
 def test_one_list_grown_through_two_places_in_order():
     def make(mod, wrap):
-        model = small_mlp(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        model, opt = _mlp_sgd(mod)
         hist = []
         history = {"loss": hist}
 
