@@ -202,9 +202,9 @@ class CompiledFunction:
                     prof = _state.PROFILER[0]
                     try:
                         if prof is not None:   # one profiler event per run of the compiled program
-                            out = prof.compiled_call(self._label, r.run, leaves)
+                            out = prof.compiled_call(self._label, r.run, leaves, True, (args, kwargs))
                         else:
-                            out = r.run(leaves)
+                            out = r.run(leaves, True, (args, kwargs))
                     except ValueCheckFailed:
                         return self._check_failed(args, kwargs)
                     return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out

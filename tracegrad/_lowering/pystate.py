@@ -167,8 +167,16 @@ def _python_refs(fn, args=(), loaded_out=None):
         for entry in found.values():
             entry[1].update(through)
     for (name, cell, g), _ in list(found.values()):
-        for klass in _classes_of(_value(cell, g, name)):
+        v = _value(cell, g, name)
+        for klass in _classes_of(v):
             add((klass.__qualname__, None, {klass.__qualname__: klass}), ())
+        if type(v) is types.BuiltinMethodType and isinstance(v.__self__, _GROWN_BY_METHODS):
+            # ``record = hist.append`` made outside: calling it changes ``hist``, which the code
+            # never names. The container is state like a global (a change while tracing is a
+            # side effect, put back after an abandoned trace): the trace's tensors stayed in
+            # the list (round 43)
+            label = f"{name}.__self__"
+            add((label, None, {label: v.__self__}), ())
     refs = tuple(r for r, _ in found.values())
     return refs, tuple(frozenset(n) for _, n in found.values())
 
@@ -182,6 +190,7 @@ def _python_refs(fn, args=(), loaded_out=None):
 # abandoned trace puts its attributes back. Without it a traced tensor stayed bound there (a
 # leaked tracer on the next call, or on the eager rerun after a graph break).
 _NESTED_DEPTH = 2
+_GROWN_BY_METHODS = (list, dict, set, bytearray, collections.deque)
 _NESTED_OBJECTS_MAX = 64
 
 
@@ -965,7 +974,7 @@ def grown_lists(refs, counters):
     ``append``/``extend`` on, and the lists in dicts it names only so (``history["loss"]``;
     ``counters``: ``python_refs``' six sets)."""
     names = counters[4] - counters[5]
-    out, seen = [], set()
+    out, seen, read = [], set(), set()
     for name, cell, g in refs if names else ():
         v = _value(cell, g, name)
         if type(g) is _AttributePlace:
@@ -974,12 +983,29 @@ def grown_lists(refs, counters):
             place = CellSlot(cell) if cell is not None else g
         if name in names:
             _grown_list(place, name, v, out, seen)
+        else:
+            _read_under(v, read)
         d = getattr(v, "__dict__", None)
         if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
             for k, a in list(d.items()):
                 if k in names:
                     _grown_list(d, k, a, out, seen)
-    return out
+                else:
+                    _read_under(a, read)
+    # a list also held under a name the code reads (``seen = hist; len(seen)``, ``t.log`` the
+    # same list as ``t.losses``) is a value read: its length was baked in (round 43)
+    return [e for e in out if id(e[2]) not in read]
+
+
+def _read_under(v, read, depth=2):
+    """Add to ``read`` the ids of the lists a name the code reads holds: ``v`` itself and the
+    lists in the containers in it, ``depth`` levels down (``logs = {"a": hist}``)."""
+    if type(v) is list:
+        read.add(id(v))
+    if depth and type(v) in (list, tuple, dict) and len(v) <= _NESTED_MAX:
+        for a in (v.values() if type(v) is dict else v):
+            if type(a) in (list, tuple, dict):
+                _read_under(a, read, depth - 1)
 
 
 def _grown_list(place, name, v, out, seen):

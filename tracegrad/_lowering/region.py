@@ -823,7 +823,10 @@ class Region:
         flat += [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
         return flat
 
-    def run(self, arg_leaves, donate=True):
+    def run(self, arg_leaves, donate=True, call=None):
+        """One run of the program on this call's argument leaves; ``call`` (the call's
+        ``(args, kwargs)``) puts the caller's own argument containers into the lists it grows
+        (``fill_arg_boxes``)."""
         prev = x64_enter()
         try:
             flat = self.read_inputs(arg_leaves)
@@ -843,7 +846,7 @@ class Region:
         try:
             out = self.write_back(outs, arg_leaves)
             if self.appends:
-                out = self._append(out)
+                out = self._append(out, call)
             for d, k, n, early in self.counters:    # NOTE [Python counters] in pystate.py
                 if early:
                     d[k] = d.get(k) + n
@@ -859,10 +862,14 @@ class Region:
             e._tracegrad_no_rerun = True
             raise
 
-    def _append(self, out):
+    def _append(self, out, call):
         """The function's result, after growing the lists it appended to (NOTE [Python appends]
         in pystate.py) by this run's items, the results after it."""
         out, items = out
+        if self.arg_boxes and call is not None:
+            # an argument list/dict appended (``seen.append(meta)``) is the caller's object, as
+            # the function's result is, not the trace's copy's box (round 43)
+            items = fill_arg_boxes(items, call)
         k = 0
         for d, name, n in self.appends:
             d.get(name).extend(items[k:k + n])
@@ -1466,6 +1473,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "view before or after the call)", where=after)
             info["hooks"] = list(cap.hooks.values())
             grown.reverse()      # cut from the end back: each run grows them in the order made
+            # a list the code only appends to that this trace left alone (the append under a
+            # branch not taken) is no value read either: a program that guarded its items ran
+            # only until a call taking the branch grew it (round 43)
+            ids = {id(place.get(name)) for place, name, _ in grown}
+            grown += [(place, name, []) for place, name, lst, was in lists0
+                      if id(lst) not in ids and place.get(name) is lst and len(lst) == len(was)]
             info["appends"] = tuple((place, name, len(items)) for place, name, items in grown)
             appended = tuple(x for _, _, items in grown for x in items)
             del grown
@@ -1855,7 +1868,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                             if k is _NEW and not none)
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
-    return region, region.run(leaves)
+    return region, region.run(leaves, True, (args, kwargs))
 
 
 def _counters_in_order(counters, deferrals, where):
