@@ -52,6 +52,31 @@ STRUCTURE: list = [0]
 # was traced with (``Region._rg_flips_hold``), else it traces again, as a bump would.
 RG_EPOCH: list = [0]
 RG_FLIPS: dict = {}
+
+# NOTE [objects no trace has seen]
+# Building a model registers parameters, submodules and hooks by the dozen; each registration
+# bumped ``STRUCTURE``, so building any module (an evaluation copy, a metric, the next
+# experiment's model) sent every compiled function back to tracing. A program can only have
+# baked in objects that existed while it was traced, so ``TRACE_EPOCH[0]`` moves on when a
+# trace starts and when it ends: a module's registries and hook tables stamped at its
+# ``__init__`` with the epoch (their ``born``) still equal to ``TRACE_EPOCH[0]`` belong to a
+# module no trace has run beside, and changing them leaves every compiled program valid.
+# A registry made anywhere else (a copy, a renumbered ``Sequential``) has ``born`` None: never
+# fresh, as before.
+TRACE_EPOCH: list = [0]
+
+
+def trace_boundary() -> None:
+    """A trace starts or ends: every object made before it may be in a program from now on."""
+    TRACE_EPOCH[0] += 1
+
+
+def fresh(table) -> bool:
+    """Whether ``table`` (a module's registry or hook table) was stamped at its module's
+    ``__init__`` and no trace has started since (NOTE [objects no trace has seen])."""
+    return getattr(table, "born", None) == TRACE_EPOCH[0]
+
+
 # NOTE [interposer]
 # ``INTERPOSE[0]`` is the one slot dispatch (``apply_op``/``apply_inplace``) reads per op: None,
 # or an object whose ``apply_op``/``apply_inplace`` take the op instead. Two things interpose:

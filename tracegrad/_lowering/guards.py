@@ -192,6 +192,11 @@ def _guard_held(v, names, checks, seen, place=None):
             checks.append((_Probe(lambda f=v: f.cache_info().currsize), None, v.cache_info().currsize, None))
         _guard_object(v, names, checks, seen)
     elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)):
+        if place is not None and _guarded_place(place, checks):
+            # that very module: another one bound there between calls (``model = other``,
+            # ``box["m"] = b``) ran the traced one's parameters and code; and a module built
+            # since no trace bumps the structure any more (NOTE [objects no trace has seen])
+            checks.append((*place, v, _IDENTITY))
         _guard_module_attributes(v, names, checks, seen)
         if ("modes", id(v)) in seen:
             return
@@ -920,11 +925,16 @@ def _guard_namespace(ns, names, checks, seen):
     for k in names:
         if k in ns and not k.startswith("__"):
             v = ns[k]
-            if not _guard_value(ns, k, v, checks) and not _guard_container(v, checks, seen, place=(ns, k)) \
-                    and isinstance(v, types.ModuleType) and _followed_module(v):
-                # ``torch.backends.cudnn.enabled``, ``config.train.SCALE``: a flag read through a
-                # submodule was baked in unguarded (round-15's adversarial tests)
-                _guard_namespace(vars(v), names, checks, seen)
+            if _guard_value(ns, k, v, checks) or _guard_container(v, checks, seen, place=(ns, k)):
+                continue
+            if isinstance(v, types.ModuleType):
+                if _followed_module(v):
+                    # ``torch.backends.cudnn.enabled``, ``config.train.SCALE``: a flag read through
+                    # a submodule was baked in unguarded (round-15's adversarial tests)
+                    _guard_namespace(vars(v), names, checks, seen)
+            elif not isinstance(v, type):
+                # an object held there (``Trainer.model``, ``config.net``): as in a variable
+                _guard_held(v, _object_names(type(v), names), checks, seen, (ns, k))
     if ns is vars(os) and not names.isdisjoint(("environ", "getenv")):
         # ``os.environ[...]``, ``os.getenv(...)``: the environment as a whole (one comparison)
         env = getattr(os.environ, "_data", None)

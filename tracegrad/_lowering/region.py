@@ -1347,6 +1347,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         cap.function_rule = _custom_function.rule
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
+        _state.trace_boundary()     # NOTE [objects no trace has seen]
         env = dict(os.environ)
         modes = None
         try:
@@ -1682,6 +1683,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             raise
         finally:
             _state.CAPTURE[0] = prev_cap
+            _state.trace_boundary()
             _swap_out(storages, owners, plan.generators, saved)
             for vc, v0 in cap.versions.values():   # NOTE [versions of written state]
                 vc[0] = v0

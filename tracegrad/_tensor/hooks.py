@@ -26,8 +26,10 @@ class RemovableHandle:
         # node made outside any trace, ``autograd/_tensor_hooks.register_hook``): adding or
         # removing it leaves the cached programs valid
         self._structure = _structure
-        self._counted = _structure       # its id is in ``_state``'s live hook set
-        if _structure:
+        # a hook in the table of a module no trace has seen yet is in no program: its id stays
+        # out of the live hook set (NOTE [objects no trace has seen] in _state.py)
+        self._counted = _structure and not _state.fresh(hooks_dict)   # its id is in ``_state``'s live hook set
+        if self._counted:
             _state.hook_added(self.id, hooks_dict)   # compiled programs re-check which hooks exist
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].on_hook("registration", None)
@@ -53,7 +55,8 @@ class RemovableHandle:
         if removed and getattr(self, "_structure", True):
             if getattr(self, "_counted", False):
                 _state.hook_removed(self.id)
-            else:
+            elif not _state.fresh(self.hooks_dict_ref()):
+                # registered while its module was fresh (a trace may have seen the hook since), or
                 # an unpickled or copied handle: its id may be the live original's, whose hook
                 # stays (NOTE [hook sets come back] in _state.py)
                 _state.bump_structure()

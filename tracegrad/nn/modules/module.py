@@ -270,6 +270,8 @@ def _layout_changed(module, name, store, value=_NOT_GIVEN):
     call): the call runs eagerly."""
     cap = _state.CAPTURE[0]
     if cap is None:
+        if _state.fresh(module.__dict__.get("_parameters")):
+            return        # NOTE [objects no trace has seen] in _state.py
         # the object already there registered again (``model.w -= lr * g`` under no_grad
         # assigns the same Parameter back) leaves the layout as it was: no retrace
         if value is _NOT_GIVEN or store.get(name, _NOT_GIVEN) is not value:
@@ -285,7 +287,8 @@ def _layout_removed(module, name):
     name from a module made before the call is a side effect a program would not repeat."""
     cap = _state.CAPTURE[0]
     if cap is None:
-        _state.bump_structure()
+        if not _state.fresh(module.__dict__.get("_parameters")):
+            _state.bump_structure()
     elif id(module) not in cap.made_modules:
         cap.python_effect(f"deleting '{name}' from a {type(module).__name__} made before the call")
 
@@ -296,22 +299,27 @@ class _Registry(dict):
     (``m._parameters["weight"] = p``, ``del m._buffers["b"]``, as reparametrizing code does
     without ``setattr``): they read the entries the trace found, so they trace again (a program
     would go on reading a replaced parameter still alive elsewhere). Inside a compiled call,
-    ``Module.__setattr__`` decides what a write means; reads stay plain dict reads."""
+    ``Module.__setattr__`` decides what a write means; reads stay plain dict reads. ``born``:
+    the trace epoch of its module's ``__init__`` (NOTE [objects no trace has seen] in _state.py),
+    None for a registry made elsewhere."""
 
-    __slots__ = ()
+    __slots__ = ("born",)
+
+    def __init__(self, *args, **kwargs):
+        dict.__init__(self, *args, **kwargs)
+        self.born = None
 
     def __setitem__(self, k, v):
-        if _state.CAPTURE[0] is None and self.get(k, _ABSENT) is not v:
+        if _state.CAPTURE[0] is None and self.get(k, _ABSENT) is not v and not _state.fresh(self):
             _state.bump_structure()
         dict.__setitem__(self, k, v)
 
     def __delitem__(self, k):
-        if _state.CAPTURE[0] is None:
-            _state.bump_structure()
+        self._changed()
         dict.__delitem__(self, k)
 
     def _changed(self):
-        if _state.CAPTURE[0] is None:
+        if _state.CAPTURE[0] is None and not _state.fresh(self):
             _state.bump_structure()
 
     def pop(self, *args):
@@ -349,13 +357,17 @@ class _HookDict(OrderedDict):
     compiled call writes it directly rather than through ``register_*``/``handle.remove()``
     (``m._forward_hooks[h.id] = new_hook`` as torch's dynamo test_hooks_inner does, prune's and
     weight_norm's ``del m._forward_pre_hooks[k]``): a program traced the old hook's math in, so
-    it must trace again (it went on running the replaced hook, silently). As ``_Registry``."""
+    it must trace again (it went on running the replaced hook, silently). As ``_Registry``,
+    ``born`` included."""
 
-    __slots__ = ()
+    __slots__ = ("born",)
 
-    @staticmethod
-    def _changed():
-        if _state.CAPTURE[0] is None:
+    def __init__(self, *args, **kwargs):
+        OrderedDict.__init__(self, *args, **kwargs)
+        self.born = None
+
+    def _changed(self):
+        if _state.CAPTURE[0] is None and not _state.fresh(self):
             _state.bump_structure()
 
     def __setitem__(self, k, v):
@@ -402,13 +414,15 @@ _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forwar
                 "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
                 "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
                 "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+_STAMPED = ("_parameters", "_buffers", "_modules") + _HOOK_TABLES
 
 
 def _method_shadowed(module, name, cap):
     """An instance attribute set or deleted outside a compiled call over one of the class's
     methods (``net.forward = f``, ``del net.forward``): compiled programs that called the
     method trace again (``module.forward`` is not a value the trace guards)."""
-    if cap is None and callable(getattr(type(module), name, None)):
+    if cap is None and callable(getattr(type(module), name, None)) \
+            and not _state.fresh(module.__dict__.get("_parameters")):
         _state.bump_structure()
 
 
@@ -552,6 +566,9 @@ class Module:
         d = self.__dict__
         if _state.CAPTURE[0] is not None:     # made while tracing: registering on it is no side effect
             _state.CAPTURE[0].made_modules.add(id(self))
+        # NOTE [objects no trace has seen] in _state.py; a module initialised again (its
+        # ``__init__`` called to reset it) may be in a program: never fresh
+        born = None if "_parameters" in d else _state.TRACE_EPOCH[0]
         d["training"] = True
         d["_parameters"] = _Registry()
         d["_buffers"] = _Registry()
@@ -569,6 +586,9 @@ class Module:
         d["_load_state_dict_pre_hooks"] = _HookDict()
         d["_load_state_dict_post_hooks"] = _HookDict()
         d["_modules"] = _Registry()
+        if born is not None:
+            for name in _STAMPED:
+                d[name].born = born
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -747,7 +767,8 @@ class Module:
             # layout is unchanged, and bumping made every later compiled call trace again
             same = value is not None and any(value is s.get(name) for s in (
                 d.get("_parameters") or {}, d.get("_buffers") or {}, d.get("_modules") or {}))
-            if not same and not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)):
+            if not same and not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)) \
+                    and not _state.fresh(d.get("_parameters")):
                 _state.bump_structure()
 
         def remove_from(*stores):
