@@ -140,7 +140,10 @@ def _guard_object(o, names, checks, seen):
         if k == "training" or (k not in names and not every):
             continue
         if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names, place=(d, k))):
-            _guard_held(v, _scheduler_names(type(v), names) if _is_scheduler(v) else names | _class_names(type(v)),
+            # the names code naming ``names`` may read on it (not every method's: a schedule
+            # wrapper's counter, loaded only by the method the step never calls, moved between
+            # calls and sent each call back to tracing)
+            _guard_held(v, _scheduler_names(type(v), names) if _is_scheduler(v) else _object_names(type(v), names),
                         checks, seen, (d, k))
     _guard_class_attributes(o, d, names, checks, every)
 
