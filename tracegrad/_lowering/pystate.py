@@ -104,8 +104,10 @@ def _python_refs(fn, args=(), loaded_out=None):
         # like a bound method's ``self`` (``scaler.k = -1.0`` between calls was baked in,
         # round-17's adversarial tests)
         bound, own = fn, {"__call__"}      # (``_object_names`` follows it to what it loads)
+    reach = {}          # NOTE [methods reached by name]
     if bound is not None and not isinstance(bound, types.ModuleType):
         add(("self", None, {"self": bound}), _object_names(type(bound), own))
+        _reached(reach, bound, own)
         queue.append((bound, 1))
     for i, a in enumerate(args):
         if _plain_object(a):
@@ -119,6 +121,7 @@ def _python_refs(fn, args=(), loaded_out=None):
         elif _stateful_kind(a) is not None:
             # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
             add((f"argument {i}", None, {f"argument {i}": a}), own)
+        _reached(reach, a, own | {"__call__"})
         queue.append((a, 1))
     # default values (``def step(x, acc=[])``, keyword-only ones too): the same object every
     # call, read and changed like a global
@@ -131,24 +134,18 @@ def _python_refs(fn, args=(), loaded_out=None):
     if kwdefaults:           # a dict the function's keyword-only defaults are read from
         add(("keyword defaults", None, {"keyword defaults": kwdefaults}), own)
     loaded, through = set(), set()
-    _scan(getattr(fn, "__func__", fn), 0, add, queue, top=True)
-    seen = set()
-    while queue and len(seen) < _SCAN_MAX:
-        f, depth = queue.pop(0)
-        if id(f) not in seen:
-            seen.add(id(f))
-            _scan(f, depth, add, queue, loaded=loaded, through=through)
+    _scan(getattr(fn, "__func__", fn), 0, add, queue, top=True, reach=reach)
+    scanned = {}
+    _scan_queue(queue, scanned, reach, add, loaded, through)
     # NOTE [nested objects' methods]: a nested object's methods run when the function's code
     # calls them through an attribute (``self.fake_B_pool.query(x)``, CycleGAN's image pool):
     # their globals and cells are state like a helper's. They were not scanned: a
     # ``random.Random`` global drawn from there was not put back after an abandoned trace, so
     # the eager rerun drew other numbers than eager (round 55's public programs)
     queue = [(x, 1) for x in _nested_objects(found, add)]
-    while queue and len(seen) < _SCAN_MAX:
-        f, depth = queue.pop(0)
-        if id(f) not in seen:
-            seen.add(id(f))
-            _scan(f, depth, add, queue, loaded=loaded, through=through)
+    for x, _ in queue:
+        reach[id(x)] = None        # called through an attribute by code not followed by name
+    _scan_queue(queue, scanned, reach, add, loaded, through)
     # NOTE [attributes read by helpers]: an object handed to a helper function (``helper(cfg,
     # x)`` reading ``cfg.k``) has its attributes read by the helper's code through a parameter,
     # whose names belong to no reference of their own. Giving every reference the names of
@@ -179,6 +176,49 @@ def _python_refs(fn, args=(), loaded_out=None):
             add((label, None, {label: v.__self__}), ())
     refs = tuple(r for r, _ in found.values())
     return refs, tuple(frozenset(n) for _, n in found.values())
+
+
+# NOTE [methods reached by name]: a plain object the code reaches (a trainer bound as the
+# compiled method's ``self``, a global or closure variable, an argument) has its methods
+# scanned for the state they read and change -- only those the code reaching it can call:
+# the methods its names name (``self.opt``, ``trainer.update()``) and, through theirs, the
+# methods those call (``_object_names``), as its attributes are guarded. Scanning every method
+# of its class also scanned a ``summary()`` reading ``self.losses``, which made the step's
+# ``self.losses.append(loss.item())`` a list read as well: every call ran eagerly. ``reach``
+# maps an object's id to the names the code reaching it loads, or to None (every method) where
+# it is reached by code whose names are not followed (a partial's argument, a nested object,
+# ``getattr`` with a computed name); an object scanned for fewer names than it is reached by
+# later is scanned again.
+def _reached(reach, v, names):
+    """Record that code loading ``names`` reaches ``v`` (NOTE [methods reached by name])."""
+    if reach is None or not _plain_object(v) or isinstance(v, type):
+        return
+    k = id(v)
+    if k not in reach:
+        reach[k] = set(names)
+    elif reach[k] is not None:
+        reach[k] |= names
+
+
+def _scan_queue(queue, scanned, reach, add, loaded, through):
+    """Scan the callables queued (and those their scans queue), each once for what reaches it."""
+    while queue and len(scanned) < _SCAN_MAX:
+        f, depth = queue.pop(0)
+        k, now = id(f), reach.get(id(f))
+        done = scanned.get(k, _MISSING)
+        if done is _MISSING or (done is not None and (now is None or not now <= done)):
+            scanned[k] = None if now is None else frozenset(now)
+            _scan(f, depth, add, queue, loaded=loaded, through=through, reach=reach)
+
+
+def _methods_reached(f, reach):
+    """The user methods of plain object ``f`` its reaching code may call (NOTE [methods reached
+    by name])."""
+    names = reach.get(id(f)) if reach is not None else None
+    if names is None or not _REACH_ALL.isdisjoint(names):
+        return _user_methods(type(f))
+    called = _object_names(type(f), names)
+    return [m for k, m in _named_user_methods(type(f)) if k in called]
 
 
 # NOTE [nested objects]: a plain object among the references may hold others -- a hand-written
@@ -242,7 +282,7 @@ _SCAN_DEPTH = 3
 _SCAN_MAX = 64
 
 
-def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
+def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None):
     """Add the references of one callable's code and queue the callables it names (and the
     names a helper's code loads into ``loaded``: NOTE [attributes read by helpers])."""
     # a decorated helper (``functools.wraps``: ``contextmanager``, a compiled function) runs
@@ -267,7 +307,17 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
                     label = f"partial argument {k} of {getattr(f.func, '__qualname__', '?')}"
                     add((label, None, {label: a}), ())
         queue.append((f.func, depth))
-        for a in tuple(f.args) + tuple(f.keywords.values()):
+        code = getattr(getattr(f.func, "__func__", f.func), "__code__", None)
+        loads = (_code_names(code, set()) if code is not None else set()) | {"__call__"}
+        for k, a in enumerate(tuple(f.args) + tuple(f.keywords.values())):
+            if _plain_object(a) and not isinstance(a, type):
+                # an object bound as an argument (``partial(run, trainer)``) is read and changed
+                # by the function like a bound method's ``self``: its attributes are state
+                # (an abandoned trace left the items it appended to ``trainer.losses``)
+                label = f"partial argument {k} of {getattr(f.func, '__qualname__', '?')}"
+                add((label, None, {label: a}), _object_names(type(a), loads))
+                if reach is not None:
+                    reach[id(a)] = None      # its methods are called through a parameter
             queue.append((a, depth))
         return
     if isinstance(f, types.MethodType):
@@ -277,8 +327,9 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
         f = f.__func__
     elif _plain_object(f):
         # its methods and property getters (NOTE [getters and classes]): ``r.scale`` runs
-        # code whose closure cells and globals are read and changed like the function's own
-        for m in _user_methods(type(f)):
+        # code whose closure cells and globals are read and changed like the function's own;
+        # those the code reaching it can call (NOTE [methods reached by name])
+        for m in _methods_reached(f, reach):
             queue.append((m, depth))
         # the modules it holds (a compiled module's call, a trainer's ``self.model``): their
         # Python state below (NOTE [module attributes])
@@ -357,6 +408,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
                 ns = vars(v)
                 queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
             else:
+                _reached(reach, v, names)
                 queue.append((v, depth + 1))
     for n in sorted(_absent_globals(code, g)):
         # not defined when traced (``if "SCALE" in globals()``, ``except NameError``): one
@@ -374,6 +426,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None):
             ns = vars(v)
             queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
         elif _callable_value(v):
+            _reached(reach, v, names)
             queue.append((v, depth + 1))
 
 
@@ -1463,6 +1516,7 @@ def _getter_names(f, names):
 
 
 _DYNAMIC_NAMES = frozenset({"hasattr", "getattr", "attrgetter", "methodcaller"})
+_REACH_ALL = _DYNAMIC_NAMES | {"vars", "__dict__"}     # code that may call a method by a computed name
 
 
 # NOTE [Python counters]: ``self.global_step += 1`` in a compiled step (a trainer's method, a
