@@ -93,3 +93,30 @@ def test_a_trainer_handed_to_a_partial():
 def _compiled(comp):
     """The compiled function inside the ``step`` wrapper ``_make`` returns."""
     return next(c.cell_contents for c in comp.step.__closure__ if hasattr(c.cell_contents, "stats"))
+
+
+class Store:
+    """Written through ``store[k] = v``: Python calls ``__setitem__`` without the code naming it."""
+
+    def __init__(self):
+        self.writes = 0
+
+    def __setitem__(self, k, v):
+        COUNT[0] += 1
+        self.writes += 1
+
+
+def test_a_method_python_calls_implicitly_keeps_its_side_effects():
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(4, 2), mod)
+        store = Store()
+        COUNT[0] = 0
+
+        def step(x):
+            out = model(x).sum()
+            store["last"] = 1.0
+            return out
+        return wrap(step), {"model": model, "count": COUNT, "writes": lambda: store.writes}, \
+            lambda i: (data(mod, i, 3, 4),)
+    comp = check_compiled(make, calls=4)
+    assert COUNT[0] == 4 and comp.state["writes"]() == 4

@@ -217,7 +217,7 @@ def _methods_reached(f, reach):
     names = reach.get(id(f)) if reach is not None else None
     if names is None or not _REACH_ALL.isdisjoint(names):
         return _user_methods(type(f))
-    called = _object_names(type(f), names)
+    called = _object_names(type(f), names).union(_ALWAYS_REACHED)
     return [m for k, m in _named_user_methods(type(f)) if k in called]
 
 
@@ -658,10 +658,14 @@ def _wrapped_chain(f):
 # for printing, and guarding what they read (a trainer's step counter) would trace again.
 _IMPLICIT = tuple(f"__{n}__" for n in (
     "call bool len length_hint float int index complex round trunc floor ceil abs neg pos invert "
-    "getitem contains iter next reversed enter exit format eq ne lt le gt ge hash "
+    "getitem setitem delitem missing setattr delattr contains iter next reversed enter exit format eq ne lt le "
+    "gt ge hash "
     "add radd iadd sub rsub isub mul rmul imul matmul rmatmul imatmul truediv rtruediv itruediv "
     "floordiv rfloordiv ifloordiv mod rmod imod pow rpow ipow and rand iand or ror ior xor rxor ixor "
     "lshift rlshift ilshift rshift rrshift irshift divmod rdivmod").split())
+
+
+_ALWAYS_REACHED = ("__getattr__", "__getattribute__", *_IMPLICIT)    # methods Python calls unnamed
 
 
 def _object_names(cls, used):
@@ -674,7 +678,7 @@ def _object_names(cls, used):
         methods.setdefault(k, []).append(m)
     # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict);
     # the protocol methods Python calls without the code naming them (NOTE [implicit methods])
-    names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__", *_IMPLICIT) if n in methods]
+    names, todo = set(used), [n for n in (*used, *_ALWAYS_REACHED) if n in methods]
     done = set()
     while todo:
         n = todo.pop()
