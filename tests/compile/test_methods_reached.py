@@ -7,6 +7,8 @@ a partial) is still scanned: its side effects happen on every call, as eagerly.
 """
 import functools
 
+import pytest
+
 from ._harness import check_compiled, data, np_init, traces
 
 COUNT = [0]
@@ -120,3 +122,47 @@ def test_a_method_python_calls_implicitly_keeps_its_side_effects():
             lambda i: (data(mod, i, 3, 4),)
     comp = check_compiled(make, calls=4)
     assert COUNT[0] == 4 and comp.state["writes"]() == 4
+
+
+def bump():
+    COUNT[0] += 1
+
+
+HOOKS = [bump]
+REGISTRY = {"bump": bump}
+
+
+class WithCallbacks:
+    def __init__(self, mod):
+        self.model = np_init(mod.nn.Linear(4, 2), mod)
+        self.callbacks = [self.on_step]      # a bound method no name in the step's code reaches
+        self.seen = 0
+
+    def on_step(self):
+        COUNT[0] += 1
+        self.seen += 1
+
+    def step(self, x):
+        out = self.model(x).sum()
+        for cb in self.callbacks:
+            cb()
+        return out
+
+
+@pytest.mark.parametrize("where", ["bound_method_callbacks", "global_list_and_dict"])
+def test_functions_held_in_containers_keep_their_side_effects(where):
+    def make(mod, wrap):
+        COUNT[0] = 0
+        if where == "bound_method_callbacks":
+            t = WithCallbacks(mod)
+            return wrap(t.step), {"model": t.model, "count": COUNT}, lambda i: (data(mod, i, 3, 4),)
+        model = np_init(mod.nn.Linear(4, 2), mod)
+
+        def step(x):
+            out = model(x).sum()
+            for h in HOOKS:
+                h()
+            REGISTRY["bump"]()
+            return out
+        return wrap(step), {"model": model, "count": COUNT}, lambda i: (data(mod, i, 3, 4),)
+    check_compiled(make, calls=4)

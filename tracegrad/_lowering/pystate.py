@@ -410,6 +410,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None
             else:
                 _reached(reach, v, names)
                 queue.append((v, depth + 1))
+                queue += [(h, depth + 1) for h in _held_functions((v,)) if h is not v]
     for n in sorted(_absent_globals(code, g)):
         # not defined when traced (``if "SCALE" in globals()``, ``except NameError``): one
         # defined later must be read, not the branch the trace took
@@ -428,6 +429,10 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None
         elif _callable_value(v):
             _reached(reach, v, names)
             queue.append((v, depth + 1))
+        elif type(v) in (list, tuple, dict):
+            # NOTE [functions held as attributes], in a global: ``for h in HOOKS: h()`` runs
+            # them (a global counter they bump was bumped by the trace alone, then never again)
+            queue += [(h, depth + 1) for h in _held_functions((v,))]
 
 
 # NOTE [functions held as attributes]: a function kept on an object or a module
@@ -441,7 +446,9 @@ def _held_functions(values):
     for a in values:
         inner = a.values() if type(a) is dict else a if isinstance(a, (list, tuple)) else (a,)
         if len(inner) <= _NESTED_MAX:
-            found += [h for h in inner if isinstance(h, (types.FunctionType, functools.partial))]
+            # (a bound method too: ``self.callbacks = [self.on_step]`` calls a method no name in
+            # the code reaches: NOTE [methods reached by name])
+            found += [h for h in inner if isinstance(h, (types.FunctionType, functools.partial, types.MethodType))]
     return found
 
 
