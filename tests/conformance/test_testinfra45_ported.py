@@ -288,4 +288,130 @@ class TestFixesTI45(TestCase):
                          torch.tensor([[0.0, 1.0, 0.0], [1.5, 0.0, 0.5]]))
 
 
+
+# ---- test/nn/test_pooling.py: TestAvgPool (every test) and TestPoolingNN's adaptive / unpool tests ----
+F = torch.nn.functional
+nn = torch.nn
+
+
+def _rand(*shape):
+    """The file's torch.rand / randn / randint, from NumPy so both libraries see the same numbers."""
+    return torch.tensor(np.random.RandomState(next(_SEEDS)).random_sample(shape))
+
+
+class TestAvgPoolTI45(TestCase):
+    def _sum_pool2d(self, x, kernel_size):
+        return torch.sum(F.unfold(x, kernel_size=kernel_size, stride=kernel_size), dim=1)
+
+    def _sum_pool3d(self, x, kernel_size):
+        # sum over depth blocks of kernel_size[0], then 2-d sum pooling of each block
+        h = kernel_size[0]
+        blocks = [self._sum_pool2d(t.sum(0).unsqueeze(0).unsqueeze(0), kernel_size[1:])
+                  for t in x.split(h) if t.size(0) == h]
+        joined = torch.cat(blocks)
+        return joined.view(1, joined.numel())
+
+    def _avg_pool2d(self, x, kernel_size):
+        return self._sum_pool2d(x, kernel_size) / (kernel_size[0] * kernel_size[1])
+
+    def _avg_pool3d(self, x, kernel_size):
+        return self._sum_pool3d(x, kernel_size) / (kernel_size[0] * kernel_size[1] * kernel_size[2])
+
+    def test_doubletensor_avg_pool2d(self):
+        n, m = 3, 4
+        input = _rand(1, 1, n, m)
+        for i, j in itertools.product(range(1, n + 1), range(1, m + 1)):
+            actual = F.avg_pool2d(input[0], (i, j))
+            self.assertEqual(actual.view(1, actual.numel()), self._avg_pool2d(input, (i, j)), rtol=0, atol=1e-5)
+
+    def test_doubletensor_avg_pool2d_with_divisor(self):
+        n, m = 3, 3
+        input = _rand(1, 1, n, m)
+        for i, j in itertools.product(range(1, n + 1), range(1, m + 1)):
+            for divisor in (1, 7, i * j):
+                actual = F.avg_pool2d(input[0], (i, j), divisor_override=divisor)
+                expected = self._sum_pool2d(input, (i, j)) / divisor
+                self.assertEqual(actual.view(1, actual.numel()), expected, rtol=0, atol=1e-5)
+
+    def test_doubletensor_avg_pool3d(self):
+        h, w, d = 3, 2, 3
+        input = _rand(h, w, d)
+        for i, j, k in itertools.product(range(1, h + 1), range(1, w + 1), range(1, d + 1)):
+            actual = F.avg_pool3d(input.unsqueeze(0), (i, j, k))
+            self.assertEqual(actual.view(1, actual.numel()), self._avg_pool3d(input, (i, j, k)), rtol=0, atol=1e-5)
+
+    def test_doubletensor_avg_pool3d_with_divisor(self):
+        h, w, d = 2, 3, 2
+        input = _rand(h, w, d)
+        for i, j, k in itertools.product(range(1, h + 1), range(1, w + 1), range(1, d + 1)):
+            for divisor in (1, 7, i * j):
+                actual = F.avg_pool3d(input.unsqueeze(0), (i, j, k), divisor_override=divisor)
+                expected = self._sum_pool3d(input, (i, j, k)) / divisor
+                self.assertEqual(actual.view(1, actual.numel()), expected, rtol=0, atol=1e-5)
+
+    # gh-36977: a ceil_mode window that starts in the padding must not divide by zero
+    def test_avg_pool1d_ceil_mode(self):
+        y = F.avg_pool1d(10 * _rand(1, 16, 4), ceil_mode=True, count_include_pad=True, kernel_size=1, stride=2)
+        self.assertTrue(not torch.isnan(y).any())
+
+    def test_avg_pool2d_ceil_mode(self):
+        y = F.avg_pool2d(10 * _rand(1, 16, 4, 4), ceil_mode=True, count_include_pad=True, kernel_size=(1, 2),
+                         padding=(0, 1), stride=2)
+        self.assertTrue(not torch.isnan(y).any())
+
+    def test_avg_pool3d_ceil_mode(self):
+        y = F.avg_pool3d(10 * _rand(1, 16, 4, 4, 4), ceil_mode=True, count_include_pad=True,
+                         kernel_size=(1, 2, 3), stride=2)
+        self.assertTrue(not torch.isnan(y).any())
+
+
+class TestPoolingNNTI45(TestCase):
+    def test_adaptive_pooling_size_none(self):
+        for numel, pool_type in itertools.product((2, 3), ("Max", "Avg")):
+            module = getattr(nn, f"Adaptive{pool_type}Pool{numel}d")((2,) * (numel - 1) + (None,))
+            output = module(torch.randn((4,) * (numel + 1)))
+            self.assertEqual(output.size(), (4,) + (2,) * (numel - 1) + (4,))
+
+    def _check_avg_nhwc(self, non_contiguous):
+        # channels_last in, channels_last out; the same values and gradients as a contiguous input
+        input = (_rand(4, 8, 8, 8) * 9).floor().float() + 1
+        input = input.contiguous(memory_format=torch.channels_last)
+        grad = (_rand(4, 8, 7, 7) * 9).floor().float() + 1
+        if non_contiguous:
+            input, grad = input[:, ::2, :, :], grad[:, ::2, :, :]
+        input.requires_grad_()
+        ref_input = input.detach().clone().contiguous().requires_grad_(True)
+        out = nn.AdaptiveAvgPool2d((7, 7))(input)
+        out.backward(grad)
+        ref_out = nn.AdaptiveAvgPool2d((7, 7))(ref_input)
+        ref_out.backward(grad.detach().clone().contiguous())
+        self.assertTrue(out.is_contiguous(memory_format=torch.channels_last))
+        self.assertTrue(ref_out.is_contiguous())
+        self.assertEqual(out, ref_out)
+        self.assertEqual(input.grad, ref_input.grad)
+
+    def test_adaptive_pooling_avg_nhwc(self):
+        self._check_avg_nhwc(False)
+
+    def test_adaptive_pooling_avg_nhwc_non_contiguous(self):
+        self._check_avg_nhwc(True)
+
+    def test_MaxUnpool2d_output_size(self):
+        m, mu = nn.MaxPool2d(3, stride=2, return_indices=True), nn.MaxUnpool2d(3, stride=2)
+        big_t = _rand(1, 1, 6, 6).float()
+        big_t[0][0][4][4] = 100
+        output_big, indices_big = m(big_t)
+        self.assertRaises(RuntimeError, lambda: mu(output_big, indices_big))
+        small_t = _rand(1, 1, 5, 5).float()
+        for i, j in itertools.product(range(0, 4, 2), range(0, 4, 2)):
+            small_t[:, :, i, j] = 100
+        output_small, indices_small = m(small_t)
+        for h, w in itertools.product(range(3, 10), range(3, 10)):
+            if 4 <= h <= 6 and 4 <= w <= 6:
+                size = (1, 1, h, w) if h == 6 else (h, w)
+                mu(output_small, indices_small, output_size=size)
+            else:
+                self.assertRaises(ValueError, lambda: mu(output_small, indices_small, (h, w)))
+
+
 test_oracle_torch_passes = oracle_test("TI45_ORACLE", __file__)
