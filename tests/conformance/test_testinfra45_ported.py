@@ -292,6 +292,9 @@ class TestFixesTI45(TestCase):
 # ---- test/nn/test_pooling.py: TestAvgPool (every test) and TestPoolingNN's adaptive / unpool tests ----
 F = torch.nn.functional
 nn = torch.nn
+gradcheck = torch.autograd.gradcheck
+make_tensor = torch.testing.make_tensor
+_test_module_empty_input = importlib.import_module(torch.__name__ + ".testing._internal.common_nn")._test_module_empty_input
 
 
 def _rand(*shape):
@@ -412,6 +415,142 @@ class TestPoolingNNTI45(TestCase):
                 mu(output_small, indices_small, output_size=size)
             else:
                 self.assertRaises(ValueError, lambda: mu(output_small, indices_small, (h, w)))
+
+
+    def test_max_unpool(self):
+        with _cu.set_default_dtype(torch.double):
+            output, indices = F.max_pool1d(torch.randn([1, 1, 4]), 2, stride=2, return_indices=True)
+            self.assertEqual(F.max_unpool1d(output, indices, 2), F.max_unpool1d(output, indices, 2, stride=2))
+            # output_size as a torch.Size or a tuple
+            input = torch.randn([1, 1, 5], requires_grad=True)
+            output, indices = F.max_pool1d(input, 2, stride=2, return_indices=True)
+            self.assertEqual(F.max_unpool1d(output, indices, 2, stride=2, output_size=input.shape),
+                             F.max_unpool1d(output, indices, 2, stride=2, output_size=input.size()))
+            gradcheck(F.max_unpool1d, (output, indices, 2), check_forward_ad=True)
+            output, indices = F.max_pool2d(torch.randn([1, 1, 4, 4], requires_grad=True), 2, stride=2,
+                                           return_indices=True)
+            self.assertEqual(F.max_unpool2d(output, indices, 2), F.max_unpool2d(output, indices, 2, stride=2))
+            gradcheck(F.max_unpool2d, (output, indices, 2), check_forward_ad=True)
+            output, indices = F.max_pool3d(torch.randn([2, 2, 4, 4, 4], requires_grad=True), 2, stride=2,
+                                           return_indices=True)
+            self.assertEqual(F.max_unpool3d(output, indices, 2), F.max_unpool3d(output, indices, 2, stride=2))
+            gradcheck(F.max_unpool3d, (output, indices, 2), check_forward_ad=True)
+
+    def test_max_unpool3d_input_check(self):
+        x = torch.ones(1, 3, 1, 1, 1)
+        with self.assertRaises(RuntimeError):
+            F.max_unpool3d(x, torch.zeros(x.shape, dtype=int), [1, 1])
+
+
+class TestPoolingNNDeviceTypeTI45(TestCase):
+    @dtypes(torch.float, torch.double)
+    def test_adaptive_pooling_zero_batch(self, device, dtype):
+        for shape, mod in (((0, 10), nn.AdaptiveAvgPool1d(5)), ((0, 10, 10), nn.AdaptiveAvgPool2d((5, 5))),
+                           ((0, 10, 10, 10), nn.AdaptiveAvgPool3d((5, 5, 5)))):
+            _test_module_empty_input(self, mod, torch.ones(*shape, dtype=dtype, device=device), check_size=False)
+
+    @dtypes(torch.float32, torch.float64)
+    def test_adaptive_pooling_empty_output_size(self, device, dtype):
+        # pytorch#78868: a zero output size is refused at backward
+        error_msg = "Expected grad_output to have non-zero size for non-batch dimensions"
+        make_arg = functools.partial(make_tensor, device=device, dtype=dtype, requires_grad=True)
+        input = make_arg((1, 8, 5, 4))
+        for fn in (F.adaptive_avg_pool2d, F.adaptive_avg_pool3d, F.adaptive_max_pool2d, F.adaptive_max_pool3d):
+            with self.assertRaisesRegex(RuntimeError, error_msg):
+                fn(input, 0).sum().backward()
+        input2 = make_arg((1, 8))
+        for fn in (F.adaptive_avg_pool1d, F.adaptive_max_pool1d):
+            with self.assertRaisesRegex(RuntimeError, error_msg):
+                fn(input2, 0).sum().backward()
+
+    def test_FractionalMaxPool2d_zero_batch(self, device):
+        mod = nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.5))
+        _test_module_empty_input(self, mod, torch.ones(0, 4, 10, 8, device=device), check_size=False)
+        with self.assertRaisesRegex(RuntimeError, "Expected input"):
+            mod(torch.randn(1, 0, 10, 8, device=device))
+
+    def test_FractionalMaxPool3d_zero_batch(self, device):
+        mod = nn.FractionalMaxPool3d(3, output_ratio=(0.5, 0.5, 0.5))
+        _test_module_empty_input(self, mod, torch.ones(0, 4, 10, 8, 8, device=device), check_size=False)
+        with self.assertRaisesRegex(RuntimeError, "Expected input"):
+            mod(torch.randn(1, 0, 10, 8, 8, device=device))
+
+    def test_FractionalMaxPool2d_zero_out_size(self, device):
+        out = nn.FractionalMaxPool2d([2, 2], output_size=[0, 1])(torch.rand([4, 5, 8, 8], device=device))
+        self.assertEqual(out, torch.empty((4, 5, 0, 1), device=device))
+
+    def test_FractionalMaxPool3d_zero_out_size(self, device):
+        out = nn.FractionalMaxPool3d([3, 2, 2], output_size=[0, 1, 1])(torch.rand([4, 5, 8, 8], device=device))
+        self.assertEqual(out, torch.empty((4, 0, 1, 1), device=device))
+
+    def test_FractionalMaxPool2d_zero_samples(self, device):
+        mod = nn.FractionalMaxPool2d([2, 2], output_size=[1, 1], _random_samples=torch.rand([0, 4, 2], device=device))
+        self.assertEqual(mod(torch.randn([0, 4, 8, 8], device=device)), torch.empty((0, 4, 1, 1), device=device))
+        with self.assertRaisesRegex(RuntimeError, "Expect _random_samples"):
+            mod(torch.randn([1, 4, 8, 8], device=device))
+
+    def test_FractionalMaxPool3d_zero_samples(self, device):
+        mod = nn.FractionalMaxPool3d([3, 2, 2], output_size=[1, 1, 1],
+                                     _random_samples=torch.rand([0, 4, 3], device=device))
+        self.assertEqual(mod(torch.randn([0, 4, 10, 8, 8], device=device)), torch.empty((0, 4, 1, 1, 1), device=device))
+        with self.assertRaisesRegex(RuntimeError, "Expect _random_samples"):
+            mod(torch.randn([1, 4, 10, 8, 8], device=device))
+
+    def test_MaxPool_zero_batch_dim(self, device):
+        _test_module_empty_input(self, nn.MaxPool1d(3, stride=2), torch.randn(0, 4, 10, device=device), check_size=False)
+        mod = nn.MaxPool2d(3, stride=2)
+        _test_module_empty_input(self, mod, torch.randn(0, 4, 10, 8, device=device), check_size=False)
+        with self.assertRaisesRegex(RuntimeError, "Expected"):
+            mod(torch.randn(1, 0, 10, 8, device=device))
+        mod = nn.MaxPool3d(3, stride=2)
+        _test_module_empty_input(self, mod, torch.ones(0, 4, 10, 8, 7, device=device), check_size=False)
+        with self.assertRaisesRegex(RuntimeError, "Expected"):
+            mod(torch.ones(1, 0, 10, 8, 7, device=device))
+
+    def test_MaxUnpool_zero_batch_dim(self, device):
+        for d, shape in ((1, (0, 4, 6)), (2, (0, 4, 6, 6)), (3, (0, 4, 6, 6, 6))):
+            pool = getattr(nn, f"MaxPool{d}d")(2, stride=2, return_indices=True)
+            unpool = getattr(nn, f"MaxUnpool{d}d")(2, stride=2)
+            inp = torch.randn(*shape, requires_grad=True, device=device)
+            output, indices = pool(inp)
+            output.requires_grad_(True)
+            unpool_out = unpool(output, indices)
+            unpool_out.sum().backward()
+            self.assertEqual(inp.grad, torch.zeros_like(inp))
+            self.assertEqual(unpool_out, torch.zeros_like(unpool_out))
+
+    @_cu.parametrize("module_name,module_size,output_size,test_index,should_error", [
+        ("MaxUnpool2d", (2, 2), (1, 3, 4, 5), -1, True),
+        ("MaxUnpool2d", (2, 2), (1, 3, 4, 5), 2 * 2 * 4 * 5, True),
+        ("MaxUnpool2d", (2, 2), (1, 3, 4, 5), (2 * 2 * 4 * 5) - 1, False),
+        ("MaxUnpool2d", (2, 3), (2, 1, 4, 2), 2 * 3 * 4 * 2, True),
+        ("MaxUnpool2d", (2, 3), (2, 1, 4, 2), (2 * 3 * 4 * 2) - 1, False),
+        ("MaxUnpool3d", (2, 2, 2), (1, 3, 4, 5), -1, True),
+        ("MaxUnpool3d", (2, 2, 2), (1, 3, 4, 5), 2 * 2 * 2 * 3 * 4 * 5, True),
+        ("MaxUnpool3d", (2, 2, 2), (1, 3, 4, 5), (2 * 2 * 2 * 3 * 4 * 5) - 1, False),
+        ("MaxUnpool3d", (2, 2, 2), (2, 3, 4, 1), 2 * 2 * 2 * 3 * 4 * 1, True),
+        ("MaxUnpool3d", (2, 2, 2), (2, 3, 4, 1), (2 * 2 * 2 * 3 * 4 * 1) - 1, False),
+    ])
+    def test_MaxUnpool_index_errors(self, device, module_name, module_size, output_size, test_index, should_error):
+        unpool = getattr(nn, module_name)(module_size)
+        output = torch.rand(output_size, dtype=torch.float32, device=device)
+        indices = torch.zeros(output_size, dtype=torch.int64, device=device)
+        indices.flatten()[0] = test_index
+        if should_error:
+            with self.assertRaisesRegex(RuntimeError, r"Found an invalid max index:"):
+                unpool(output, indices)
+        else:
+            unpool(output, indices)
+
+    def test_AdaptiveMaxPool_zero_batch_dim(self, device):
+        for d, shape in ((1, (4, 10)), (2, (4, 10, 8)), (3, (4, 10, 8, 7))):
+            mod = getattr(nn, f"AdaptiveMaxPool{d}d")(3)
+            _test_module_empty_input(self, mod, torch.randn(0, *shape, device=device), check_size=False)
+            with self.assertRaisesRegex(RuntimeError, "Expected"):
+                mod(torch.randn(1, 0, *shape[1:], device=device))
+
+
+_cdt.instantiate_device_type_tests(TestPoolingNNDeviceTypeTI45, globals(), only_for="cpu")
 
 
 test_oracle_torch_passes = oracle_test("TI45_ORACLE", __file__)
