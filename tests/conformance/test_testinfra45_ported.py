@@ -550,6 +550,53 @@ class TestPoolingNNDeviceTypeTI45(TestCase):
                 mod(torch.randn(1, 0, *shape[1:], device=device))
 
 
+    def test_adaptive_avg_pool3d_output_size_one(self, device):
+        x = torch.randn((2, 3, 4, 4, 4), dtype=torch.float, device=device, requires_grad=True)
+        out = nn.AdaptiveAvgPool3d(1)(x)
+        ref_out = x.contiguous().mean((-1, -2, -3)).view(out.shape)
+        out.sum().backward()
+        self.assertEqual(out, ref_out)
+        self.assertTrue(out.is_contiguous())
+        c = out.size(1)
+        self.assertEqual(out.stride(), [c, 1, 1, 1, 1])
+
+    @dtypes(torch.half, torch.bfloat16, torch.float, torch.double)
+    def test_max_pool3d_ndhwc(self, device, dtype):
+        # channels_last_3d in (batched or not), channels_last_3d out and indices; the same values,
+        # indices and gradients as a contiguous input
+        def helper(n, c, h, w, d, kernel_size, stride=None):
+            batch = n or 1
+            input = torch.randn(batch, c, d, h, w, dtype=dtype, device=device)
+            input = input.contiguous(memory_format=torch.channels_last_3d).requires_grad_()
+            if not n:
+                input = input.squeeze(0).detach().clone().requires_grad_()
+            kernel_size = [kernel_size] * 3 if isinstance(kernel_size, int) else kernel_size
+            stride = kernel_size if stride is None else [stride] * 3 if isinstance(stride, int) else stride
+            grad = torch.randn(batch, c, (d - kernel_size[0]) // stride[0] + 1, (h - kernel_size[1]) // stride[1] + 1,
+                               (w - kernel_size[2]) // stride[2] + 1, dtype=dtype, device=device)
+            grad = grad.contiguous(memory_format=torch.channels_last_3d)
+            if not n:
+                grad = grad.squeeze(0)
+            ref_input = input.detach().clone().contiguous().requires_grad_(True)
+            out, ind = nn.MaxPool3d(kernel_size, stride, return_indices=True)(input)
+            out.backward(grad)
+            ref_out, ref_ind = nn.MaxPool3d(kernel_size, stride, return_indices=True)(ref_input)
+            ref_out.backward(grad.detach().clone().contiguous())
+            for t in (out, ind):
+                t = t.unsqueeze(0) if t.dim() == 4 else t
+                self.assertTrue(t.is_contiguous(memory_format=torch.channels_last_3d))
+            self.assertTrue(ref_out.is_contiguous())
+            self.assertTrue(ref_ind.is_contiguous())
+            self.assertEqual(out, ref_out)
+            self.assertEqual(ind, ref_ind)
+            self.assertEqual(input.grad, ref_input.grad)
+
+        helper(2, 4, 5, 5, 5, 3)
+        helper(0, 4, 5, 5, 5, 3)
+        helper(2, 3, 6, 5, 4, 2, stride=1)
+        helper(1, 5, 5, 5, 5, [1, 2, 3], stride=[1, 2, 1])
+
+
 _cdt.instantiate_device_type_tests(TestPoolingNNDeviceTypeTI45, globals(), only_for="cpu")
 
 
