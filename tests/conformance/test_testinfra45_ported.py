@@ -4,6 +4,17 @@ test_sparse_add, test_sparse_mul, test_sparse_div, test_sparse_sub (each through
 ``_test_sparse_op`` over every dtype pair, in place or not, coalesced or not) and
 test_sparse_div_promotion, under their original names. tests/conformance/test_type_promotion_ported.py
 holds the dense tests of the same file (it left these out when tracegrad had no sparse tensors).
+Then test/nn/test_pooling.py, the tests no earlier port covered (grep tests/ for the names): all of
+``TestAvgPool`` (the *_with_divisor and 2-d / 3-d ceil-mode tests are new; the rest run again beside
+them), ``TestPoolingNN``'s test_adaptive_pooling_avg_nhwc(_non_contiguous), test_max_unpool,
+test_max_unpool3d_input_check, test_MaxUnpool2d_output_size, test_adaptive_pooling_size_none, and
+``TestPoolingNNDeviceType``'s zero-batch / zero-size tests (adaptive, fractional, max, unpool),
+test_adaptive_pooling_empty_output_size, test_MaxUnpool_index_errors (the CPU branch, its ten cases),
+test_adaptive_avg_pool3d_output_size_one, test_max_pool3d_ndhwc and test_avg_pool2d_reduced_floating.
+Pooling adapted: inputs a few elements a side instead of tens (50 x 32 -> 10 x 8, 16 channels -> 4,
+the 3-d loops over 3 x 2 x 3 windows instead of 5 x 6 x 7; the big nhwc helper calls are left out),
+random inputs drawn from NumPy where the test compares two computations on the same numbers.
+tracegrad passed every pooling test as ported: no fix was needed there.
 
 Adapted: operands are 3 x 3 instead of 5 x 5 x 5, drawn from NumPy (the file's randn / randint ranges,
 zeros mixed in with a bool mask as the file does), so both libraries see the same numbers; the dtypes
@@ -595,6 +606,30 @@ class TestPoolingNNDeviceTypeTI45(TestCase):
         helper(0, 4, 5, 5, 5, 3)
         helper(2, 3, 6, 5, 4, 2, stride=1)
         helper(1, 5, 5, 5, 5, [1, 2, 3], stride=[1, 2, 1])
+
+
+    @dtypes(torch.half, torch.bfloat16)
+    def test_avg_pool2d_reduced_floating(self, device, dtype):
+        # half / bfloat16 avg_pool2d keeps the dtype and memory format and matches float32 rounded
+        def helper(n, c, h, w, kernel_size, stride, memory_format):
+            input = torch.randn(n, c, h, w, dtype=torch.float32, device=device).to(dtype=dtype)
+            input = input.to(memory_format=memory_format).requires_grad_()
+            pool = nn.AvgPool2d(kernel_size, stride)
+            input2 = input.detach().clone().float().requires_grad_(True)
+            out = pool(input)
+            out.sum().backward()
+            out2 = pool(input2)
+            out2.sum().backward()
+            self.assertTrue(out.is_contiguous(memory_format=memory_format))
+            self.assertEqual(out.dtype, dtype)
+            self.assertEqual(input.grad.dtype, dtype)
+            self.assertEqual(out, out2.to(dtype=dtype))
+            self.assertEqual(input.grad, input2.grad.to(dtype=dtype))
+
+        helper(2, 5, 8, 8, 7, 1, torch.contiguous_format)
+        helper(2, 9, 8, 8, 7, 1, torch.channels_last)
+        helper(1, 3, 12, 10, 8, 2, torch.contiguous_format)
+        helper(1, 3, 12, 10, 8, 2, torch.channels_last)
 
 
 _cdt.instantiate_device_type_tests(TestPoolingNNDeviceTypeTI45, globals(), only_for="cpu")
