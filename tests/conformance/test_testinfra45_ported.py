@@ -43,6 +43,22 @@ Differs from torch (documented in tracegrad/_api/sparse_coo.py, not exercised he
 kernels refuse sparse + sparse of float16 or bool and sparse * sparse of bool for some coalesced
 states; tracegrad computes them.
 
+Then test/test_autocast.py: ``TestAutocastCPU`` (every test but test_autocast_rnn, which needs torch's
+mkldnn bfloat16 LSTM) and ``TestTorchAutocast.test_autocast_fast_dtype``. Adapted: torch's
+``AutocastCPUTestLists`` (torch.testing._internal.autocast_test_lists) is replaced by our own lists of
+the same ops (``_autocast_lists``: small NumPy-drawn tensors; the promoting ops pair float32 with
+bfloat16 and expect float32, as torch 2.13's lists do); the private ops (conv_tbc, _addmm_activation,
+_native_multi_head_attention, nll_loss2d, reflection_pad1d of ``torch._C._nn``) are left out and the
+``torch._C._nn`` functions are called through ``torch.nn.functional``; ``torch.cpu.amp.autocast()`` and
+``is_autocast_cpu_enabled`` (deprecated in 2.13) are spelled ``torch.autocast("cpu")`` /
+``is_autocast_enabled("cpu")``; the file's torch_bf16 / nn_bf16 lists are 2.13's torch_16 / nn_16.
+Fixes in tracegrad (``TestFixesAutocastTI45``): ``prelu`` is on the lower-precision list (it stayed
+float32 under autocast); cosine_embedding / hinge_embedding / margin_ranking / poisson_nll / soft_margin /
+triplet_margin / multi_margin / multilabel_margin losses are on the float32 lists (CPU and CUDA: they
+computed in bfloat16), and a bfloat16 multi_margin / multilabel_margin input under autocast is cast
+before the kernel dtype check (it was refused: "multi_margin_loss_cpu_kernel" not implemented for
+'BFloat16').
+
 ``TI45_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in a
 subprocess), so every expectation is torch's.
 """
@@ -633,6 +649,168 @@ class TestPoolingNNDeviceTypeTI45(TestCase):
 
 
 _cdt.instantiate_device_type_tests(TestPoolingNNDeviceTypeTI45, globals(), only_for="cpu")
+
+
+
+# ---- test/test_autocast.py: TestAutocastCPU and TestTorchAutocast ----
+def _autocast_lists():
+    """Our own op lists in the shape of torch's ``AutocastCPUTestLists`` (op, args[, kwargs | out
+    dtype]), on small NumPy-drawn tensors: the lower-precision ops get float32 inputs, the float32
+    ops bfloat16 inputs, the promoting ops one float32 and one bfloat16 input (torch 2.13 lists; the file predates them)."""
+    rng = np.random.RandomState(3)
+
+    def t(*shape, dtype=torch.float32):
+        return torch.tensor(rng.standard_normal(shape).astype(np.float32)).to(dtype)
+
+    b16 = torch.bfloat16
+    m, v = t(4, 4), t(4)
+    p0, p1 = t(4), t(4, dtype=b16)
+    label = torch.tensor([1.0, -1.0, 1.0, -1.0]).to(b16)
+    return dict(
+        torch_expect_builtin_promote=[(op, (p0, p1), torch.bool) for op in ("eq", "ge", "gt", "le", "lt", "ne")]
+        + [(op, (p0, p1), torch.float32) for op in ("add", "div", "mul")],
+        methods_expect_builtin_promote=[(f"__{op}__", (p0, p1), torch.bool) for op in ("eq", "ge", "gt", "le", "lt", "ne")]
+        + [(f"__{op}__", (p0, p1), torch.float32) for op in ("add", "truediv", "mul")],
+        torch_bf16=[("conv1d", (t(2, 3, 5), t(4, 3, 2))), ("conv2d", (t(2, 3, 5, 5), t(4, 3, 2, 2))),
+                    ("conv3d", (t(1, 2, 4, 4, 4), t(3, 2, 2, 2, 2))), ("bmm", (t(2, 3, 4), t(2, 4, 3))),
+                    ("mm", (m, m)), ("matmul", (m, m)), ("baddbmm", (t(2, 3, 3), t(2, 3, 4), t(2, 4, 3))),
+                    ("addmm", (m, m, m)), ("addbmm", (m, t(2, 4, 3), t(2, 3, 4))),
+                    ("conv_transpose1d", (t(2, 3, 5), t(3, 4, 2))), ("conv_transpose2d", (t(2, 3, 4, 4), t(3, 2, 2, 2))),
+                    ("conv_transpose3d", (t(1, 2, 3, 3, 3), t(2, 2, 2, 2, 2))), ("prelu", (t(2, 3, 4), t(3)))],
+        nn_bf16=[("linear", (t(3, 4), t(2, 4), t(2)))],
+        torch_fp32=[("poisson_nll_loss", (t(4, dtype=b16), t(4, dtype=b16).abs(), True, False, 1e-8, 1)),
+                    ("cosine_embedding_loss", (t(4, 3, dtype=b16), t(4, 3, dtype=b16), label)),
+                    ("hinge_embedding_loss", (t(4, dtype=b16), label)),
+                    ("margin_ranking_loss", (t(4, dtype=b16), t(4, dtype=b16), label)),
+                    ("triplet_margin_loss", (t(4, 3, dtype=b16), t(4, 3, dtype=b16), t(4, 3, dtype=b16))),
+                    ("binary_cross_entropy_with_logits", (t(4, dtype=b16), t(4, dtype=b16).sigmoid()))],
+        nn_fp32=[("avg_pool3d", (t(1, 2, 4, 4, 4, dtype=b16), 2)),
+                 ("binary_cross_entropy", (t(4, dtype=b16).sigmoid(), t(4, dtype=b16).sigmoid())),
+                 ("nll_loss", (t(4, 3, dtype=b16).log_softmax(1), torch.tensor([0, 2, 1, 1]))),
+                 ("l1_loss", (t(4, dtype=b16), t(4, dtype=b16))), ("smooth_l1_loss", (t(4, dtype=b16), t(4, dtype=b16))),
+                 ("mse_loss", (t(4, dtype=b16), t(4, dtype=b16))), ("huber_loss", (t(4, dtype=b16), t(4, dtype=b16))),
+                 ("soft_margin_loss", (t(4, dtype=b16), label)),
+                 ("multi_margin_loss", (t(4, 3, dtype=b16), torch.tensor([0, 2, 1, 1]))),
+                 ("multilabel_margin_loss", (t(2, 3, dtype=b16), torch.tensor([[0, 1, -1], [2, -1, 0]])))],
+        torch_need_autocast_promote=[("cat", ((t(2, 3), t(2, 3, dtype=b16)),)),
+                                     ("stack", ((t(2, 3), t(2, 3, dtype=b16)),))],
+    )
+
+
+class TestAutocastCPUTI45(TestCase):
+    def setUp(self):
+        super().setUp()
+        self.autocast_lists = _autocast_lists()
+
+    def _run_autocast_outofplace(self, op, args, run_as_type, out_type=None, module=torch, add_kwargs=None):
+        def cast(val, to_type):   # floating tensors to ``to_type``, through tuples and lists
+            if isinstance(val, torch.Tensor):
+                return val.to(to_type) if val.is_floating_point() else val
+            if isinstance(val, (tuple, list)):
+                return type(val)(cast(v, to_type) for v in val)
+            return val
+
+        def compare(first, second):
+            if isinstance(first, torch.Tensor):
+                return torch.equal(first, second)
+            if isinstance(first, (tuple, list)):
+                return all(compare(f, s) for f, s in zip(first, second))
+            return first == second
+
+        add_kwargs = add_kwargs or {}
+        out_type = out_type if out_type is not None else run_as_type
+        self.assertFalse(torch.is_autocast_enabled("cpu"))
+        with torch.autocast("cpu"):
+            self.assertTrue(torch.is_autocast_enabled("cpu"))
+            output = output_method = None
+            if module is not None and hasattr(module, op):
+                output = getattr(module, op)(*args, **add_kwargs)
+                if isinstance(output, torch.Tensor):
+                    self.assertEqual(output.dtype, out_type, msg=f"autocast for {op}")
+            if hasattr(torch.Tensor, op):
+                output_method = getattr(args[0], op)(*args[1:], **add_kwargs)
+                if isinstance(output_method, torch.Tensor):
+                    self.assertEqual(output_method.dtype, out_type, msg=f"autocast for Tensor.{op}")
+            self.assertTrue(output is not None or output_method is not None, f"{op} not found")
+            if output is not None and output_method is not None:
+                self.assertTrue(type(output) is type(output_method))
+                self.assertTrue(compare(output, output_method), f"torch.{op} != Tensor.{op}")
+            # the same op on inputs cast by hand with autocast off: bitwise equal
+            got = output if output is not None else output_method
+            with torch.autocast("cpu", enabled=False):
+                self.assertFalse(torch.is_autocast_enabled("cpu"))
+                if module is not None and hasattr(module, op):
+                    control = getattr(module, op)(*cast(args, run_as_type), **add_kwargs)
+                else:
+                    control = getattr(args[0].to(run_as_type), op)(*cast(args[1:], run_as_type), **add_kwargs)
+                self.assertTrue(type(got) is type(control))
+                self.assertTrue(compare(got, control), f"{op} result did not match control")
+            self.assertTrue(torch.is_autocast_enabled("cpu"))
+        self.assertFalse(torch.is_autocast_enabled("cpu"))
+
+    @staticmethod
+    def args_maybe_kwargs(op_with_args):
+        return (*op_with_args, {}) if len(op_with_args) == 2 else op_with_args
+
+    def test_autocast_torch_expect_builtin_promote(self):
+        for op, args, out_type in self.autocast_lists["torch_expect_builtin_promote"]:
+            self._run_autocast_outofplace(op, args, torch.float32, out_type=out_type)
+
+    def test_autocast_methods_expect_builtin_promote(self):
+        for op, args, out_type in self.autocast_lists["methods_expect_builtin_promote"]:
+            self._run_autocast_outofplace(op, args, torch.float32, module=None, out_type=out_type)
+
+    def test_autocast_torch_bf16(self):
+        for op_with_args in self.autocast_lists["torch_bf16"]:
+            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
+            self._run_autocast_outofplace(op, args, torch.bfloat16, add_kwargs=kwargs)
+
+    def test_autocast_nn_bf16(self):
+        for op_with_args in self.autocast_lists["nn_bf16"]:
+            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
+            self._run_autocast_outofplace(op, args, torch.bfloat16, module=F, add_kwargs=kwargs)
+
+    def test_autocast_torch_fp32(self):
+        for op_with_args in self.autocast_lists["torch_fp32"]:
+            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
+            self._run_autocast_outofplace(op, args, torch.float32, add_kwargs=kwargs)
+
+    def test_autocast_nn_fp32(self):
+        for op_with_args in self.autocast_lists["nn_fp32"]:
+            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
+            self._run_autocast_outofplace(op, args, torch.float32, module=F, add_kwargs=kwargs)
+
+    def test_autocast_torch_need_autocast_promote(self):
+        for op, args in self.autocast_lists["torch_need_autocast_promote"]:
+            self._run_autocast_outofplace(op, args, torch.float32)
+
+
+class TestTorchAutocastTI45(TestCase):
+    def test_autocast_fast_dtype(self):
+        self.assertEqual(torch.get_autocast_dtype("cuda"), torch.half)
+        self.assertEqual(torch.get_autocast_dtype("cpu"), torch.bfloat16)
+
+
+
+class TestFixesAutocastTI45(TestCase):
+    def test_prelu_lower_and_losses_fp32(self):
+        x = torch.tensor([[-1.0, 2.0, -3.0]], requires_grad=True)
+        w = torch.tensor([0.25], requires_grad=True)
+        with torch.autocast("cpu"):
+            y = F.prelu(x, w)
+        self.assertEqual(y.dtype, torch.bfloat16)
+        y.float().sum().backward()
+        self.assertEqual((x.grad.dtype, w.grad.dtype), (torch.float32, torch.float32))
+        self.assertEqual(w.grad, torch.tensor([-4.0]))
+        a = torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5]]).bfloat16()
+        with torch.autocast("cpu"):
+            for loss in (F.multi_margin_loss(a, torch.tensor([0, 2])),
+                         F.multilabel_margin_loss(a, torch.tensor([[0, -1, 1], [2, -1, 0]])),
+                         F.soft_margin_loss(a, a.sign()), F.hinge_embedding_loss(a, a.sign()),
+                         F.poisson_nll_loss(a, a.abs()), F.margin_ranking_loss(a[0], a[1], a[0].sign()),
+                         F.cosine_embedding_loss(a, a.flip(0), torch.tensor([1.0, -1.0])),
+                         F.triplet_margin_loss(a, a.flip(0), a.flip(1))):
+                self.assertEqual(loss.dtype, torch.float32)
 
 
 test_oracle_torch_passes = oracle_test("TI45_ORACLE", __file__)

@@ -1431,7 +1431,9 @@ def _no_kernel_for(fn, kernel, ints=True, halves=False, complexes=False):
         else:
             name = kernel
         if name is not None:
-            _refuse_no_kernel(input, name, ints, halves, complexes)
+            # under autocast, an op of torch's float32 list meets its kernel in float32 (a
+            # bfloat16 multi_margin_loss input is cast, not refused)
+            _refuse_no_kernel(_autocast.cast("fp32", fn.__name__, input), name, ints, halves, complexes)
         return fn(*args, **kwargs)
     return checked
 
