@@ -65,18 +65,13 @@ subprocess), so every expectation is torch's.
 import functools
 import importlib
 import itertools
-import os
 import warnings
 
 import numpy as np
 
-from _ported_helpers import oracle_test
+from _ported_helpers import oracle_test, ported_library
 
-_ORACLE = bool(os.environ.get("TI45_ORACLE"))
-torch = importlib.import_module("torch" if _ORACLE else "tracegrad")
-_cu = importlib.import_module(torch.__name__ + ".testing._internal.common_utils")
-_cdt = importlib.import_module(torch.__name__ + ".testing._internal.common_device_type")
-_cdtype = importlib.import_module(torch.__name__ + ".testing._internal.common_dtype")
+_ORACLE, torch, _cu, _cdt, _cdtype = ported_library("TI45_ORACLE")
 TestCase = _cu.TestCase
 dtypes = _cdt.dtypes
 get_all_math_dtypes = _cdtype.get_all_math_dtypes
@@ -760,25 +755,22 @@ class TestAutocastCPUTI45(TestCase):
         for op, args, out_type in self.autocast_lists["methods_expect_builtin_promote"]:
             self._run_autocast_outofplace(op, args, torch.float32, module=None, out_type=out_type)
 
-    def test_autocast_torch_bf16(self):
-        for op_with_args in self.autocast_lists["torch_bf16"]:
+    def _run_list(self, name, run_as_type, module=torch):
+        for op_with_args in self.autocast_lists[name]:
             op, args, kwargs = self.args_maybe_kwargs(op_with_args)
-            self._run_autocast_outofplace(op, args, torch.bfloat16, add_kwargs=kwargs)
+            self._run_autocast_outofplace(op, args, run_as_type, module=module, add_kwargs=kwargs)
+
+    def test_autocast_torch_bf16(self):
+        self._run_list("torch_bf16", torch.bfloat16)
 
     def test_autocast_nn_bf16(self):
-        for op_with_args in self.autocast_lists["nn_bf16"]:
-            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
-            self._run_autocast_outofplace(op, args, torch.bfloat16, module=F, add_kwargs=kwargs)
+        self._run_list("nn_bf16", torch.bfloat16, module=F)
 
     def test_autocast_torch_fp32(self):
-        for op_with_args in self.autocast_lists["torch_fp32"]:
-            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
-            self._run_autocast_outofplace(op, args, torch.float32, add_kwargs=kwargs)
+        self._run_list("torch_fp32", torch.float32)
 
     def test_autocast_nn_fp32(self):
-        for op_with_args in self.autocast_lists["nn_fp32"]:
-            op, args, kwargs = self.args_maybe_kwargs(op_with_args)
-            self._run_autocast_outofplace(op, args, torch.float32, module=F, add_kwargs=kwargs)
+        self._run_list("nn_fp32", torch.float32, module=F)
 
     def test_autocast_torch_need_autocast_promote(self):
         for op, args in self.autocast_lists["torch_need_autocast_promote"]:
