@@ -10,7 +10,10 @@ them), ``TestPoolingNN``'s test_adaptive_pooling_avg_nhwc(_non_contiguous), test
 test_max_unpool3d_input_check, test_MaxUnpool2d_output_size, test_adaptive_pooling_size_none, and
 ``TestPoolingNNDeviceType``'s zero-batch / zero-size tests (adaptive, fractional, max, unpool),
 test_adaptive_pooling_empty_output_size, test_MaxUnpool_index_errors (the CPU branch, its ten cases),
-test_adaptive_avg_pool3d_output_size_one, test_max_pool3d_ndhwc and test_avg_pool2d_reduced_floating.
+test_adaptive_avg_pool3d_output_size_one, test_max_pool3d_ndhwc, test_avg_pool2d_reduced_floating,
+test_MaxPool3d_indices and test_AdaptiveMaxPool{1,2,3}d_indices (the file's _test_maxpool_indices),
+test_fractional_max_pool3d (a 5^3 input, gradcheck without gradgradcheck) and
+test_fractional_max_pool_nan_inf.
 Pooling adapted: inputs a few elements a side instead of tens (50 x 32 -> 10 x 8, 16 channels -> 4,
 the 3-d loops over 3 x 2 x 3 windows instead of 5 x 6 x 7; the big nhwc helper calls are left out),
 random inputs drawn from NumPy where the test compares two computations on the same numbers.
@@ -65,6 +68,7 @@ subprocess), so every expectation is torch's.
 import functools
 import importlib
 import itertools
+import math
 import warnings
 
 import numpy as np
@@ -73,6 +77,7 @@ from _ported_helpers import oracle_test, ported_library
 
 _ORACLE, torch, _cu, _cdt, _cdtype = ported_library("TI45_ORACLE")
 TestCase = _cu.TestCase
+inf, nan = float("inf"), float("nan")
 dtypes = _cdt.dtypes
 get_all_math_dtypes = _cdtype.get_all_math_dtypes
 if _ORACLE:   # torch warns that an uncoalesced sparse_coo_tensor skips its invariant checks
@@ -641,6 +646,99 @@ class TestPoolingNNDeviceTypeTI45(TestCase):
         helper(2, 9, 8, 8, 7, 1, torch.channels_last)
         helper(1, 3, 12, 10, 8, 2, torch.contiguous_format)
         helper(1, 3, 12, 10, 8, 2, torch.channels_last)
+
+
+    def _test_maxpool_indices(self, num_dim, adaptive=False, device="cpu", dtype=torch.float):
+        # a 2 x 2 x 4^d arange input pooled by 2: the indices and values of the odd positions,
+        # gradient 1 there; an index changed in place makes backward fail
+        def expected_indices(dim, dtype):
+            if dim == 1:
+                return torch.tensor([1, 3], dtype=dtype).repeat(2, 2, 1)
+            return torch.tensor([[5, 7], [13, 15]], dtype=dtype).repeat(2, 2, 1, 1)
+
+        def expected_grad(dim, dtype):
+            if dim == 1:
+                return torch.tensor([0, 1, 0, 1], dtype=dtype).repeat(2, 2, 1)
+            grad = expected_grad(dim - 1, dtype=dtype)
+            zero = torch.zeros(grad.size(), dtype=dtype)
+            return torch.stack((zero, grad, zero, grad), 2)
+
+        def expected_output(dim, dtype):
+            if dim == 1:
+                return torch.arange(2, 17, 2, dtype=dtype).view(2, 2, 2)
+            col = torch.arange(6, 63, 8, dtype=dtype)
+            return torch.stack([col, col + 2], 1).view(2, 2, 2, 2)
+
+        module = getattr(nn, f"{'Adaptive' if adaptive else ''}MaxPool{num_dim}d")(2, return_indices=True)
+        module = module.to(device, dtype=dtype)
+        input = torch.arange(1, 4 ** (num_dim + 1) + 1).view(2, 2, *(4,) * num_dim).to(device, dtype=dtype)
+        input_var = input.detach().clone().requires_grad_()
+        output, indices = module(input_var)
+        if num_dim != 3:
+            self.assertEqual(indices.dim(), input.dim())
+            self.assertEqual(indices.data.squeeze(), expected_indices(num_dim, indices.dtype))
+            self.assertEqual(output.data.squeeze(), expected_output(num_dim, output.dtype))
+        self.assertTrue(output.requires_grad)
+        self.assertFalse(indices.requires_grad)
+        grad_output = torch.ones(output.size(), device=device, dtype=dtype)
+        output.backward(grad_output, retain_graph=True)
+        self.assertEqual(input_var.grad.data, expected_grad(num_dim, input_var.grad.dtype).view_as(input))
+        indices.add_(1)
+        self.assertRaises(RuntimeError, lambda: output.backward(grad_output))
+        # -inf is a maximum at index 0
+        for d, t in ((1, torch.tensor([[[-inf]]])), (2, torch.tensor([[[-inf]]])), (3, torch.tensor([[[[-inf]]]]))):
+            output, indices = getattr(nn, f"MaxPool{d}d")(kernel_size=1, return_indices=True)(t)
+            self.assertEqual(output.flatten()[0], -inf)
+            self.assertEqual(indices.flatten()[0], 0)
+
+    @dtypes(torch.float)
+    def test_MaxPool3d_indices(self, device, dtype):
+        self._test_maxpool_indices(3, device=device, dtype=dtype)
+
+    @dtypes(torch.float)
+    def test_AdaptiveMaxPool1d_indices(self, device, dtype):
+        self._test_maxpool_indices(1, adaptive=True, device=device, dtype=dtype)
+
+    @dtypes(torch.float)
+    def test_AdaptiveMaxPool2d_indices(self, device, dtype):
+        self._test_maxpool_indices(2, adaptive=True, device=device, dtype=dtype)
+
+    @dtypes(torch.float)
+    def test_AdaptiveMaxPool3d_indices(self, device, dtype):
+        self._test_maxpool_indices(3, adaptive=True, device=device, dtype=dtype)
+
+    def test_fractional_max_pool3d(self, device):
+        with _cu.set_default_dtype(torch.double):
+            x = torch.randn(1, 1, 5, 5, 5, requires_grad=True, device=device)
+            samples = x.new(1, 1, 3).uniform_()
+
+            def func(x):
+                return F.fractional_max_pool3d(x, (2, 2, 2), output_size=(3, 3, 3), _random_samples=samples)
+
+            self.assertEqual(func(x).shape, (1, 1, 3, 3, 3))
+            gradcheck(func, [x])
+            x = torch.randn(1, 5, 5, 5, requires_grad=True, device=device)
+            self.assertEqual(func(x).shape, (1, 3, 3, 3))
+            gradcheck(func, [x])
+            for kernel_size in ((), (1,), (1, 1)):
+                with self.assertRaisesRegex(RuntimeError, "kernel_size must either"):
+                    F.fractional_max_pool3d(x, kernel_size=kernel_size, output_size=(3, 3, 3), _random_samples=samples)
+            large = "too large relative to input "
+            for output_size, msg in (((9, 3, 3), large + "time"), ((3, 9, 3), large + "height"),
+                                     ((3, 3, 9), large + "width"), ((3, 3), "output_size must either"),
+                                     ((3,), "output_size must either"), ((), "output_size must either")):
+                with self.assertRaisesRegex(RuntimeError, msg):
+                    F.fractional_max_pool3d(x, (2, 2, 2), output_size=output_size, _random_samples=samples)
+
+    @dtypes(torch.float)
+    def test_fractional_max_pool_nan_inf(self, device, dtype):
+        for num_dim in (2, 3):
+            fn = getattr(nn, f"FractionalMaxPool{num_dim}d")(kernel_size=2, output_size=1)
+            for value, check in ((nan, math.isnan), (-inf, math.isinf)):
+                x = torch.full([1, 1] + num_dim * [3], value, device=device, dtype=dtype, requires_grad=True)
+                res = fn(x)
+                res.backward(torch.randn_like(res))
+                self.assertTrue(check(res.item()))
 
 
 _cdt.instantiate_device_type_tests(TestPoolingNNDeviceTypeTI45, globals(), only_for="cpu")
