@@ -2,7 +2,7 @@
 
 ``tracegrad.autocast`` pushes a (device type -> dtype) setting; functions on torch's autocast
 op lists call :func:`cast` on their tensor inputs first, as torch's Autocast dispatch key does:
-* ``"lower"`` (matmul, linear, conv, scaled_dot_product_attention...): floating inputs other than
+* ``"lower"`` (matmul, linear, conv, prelu, scaled_dot_product_attention...): floating inputs other than
   float64 go to the autocast dtype;
 * ``"fp32"`` (losses; on CUDA also softmax/log_softmax/layer_norm/group_norm): they go to float32.
 Only tensors on the autocast's device type are cast. The state is thread-local, like torch's.
@@ -15,11 +15,14 @@ _local = threading.local()
 
 # torch's op lists that tracegrad's functions consult (the rest of torch's lists are ops
 # tracegrad does not have, or already compute in float32)
+# losses on both of torch's float32 lists (CPU and CUDA)
+_MORE_LOSSES = ("cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
+                "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss")
 FP32_OPS = {
     "cpu": {"mse_loss", "nll_loss", "cross_entropy", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-            "binary_cross_entropy", "binary_cross_entropy_with_logits", "avg_pool3d"},
+            "binary_cross_entropy", "binary_cross_entropy_with_logits", "avg_pool3d", *_MORE_LOSSES},
     "cuda": {"mse_loss", "nll_loss", "cross_entropy", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-             "binary_cross_entropy_with_logits", "softmax", "log_softmax", "layer_norm", "group_norm"},
+             "binary_cross_entropy_with_logits", "softmax", "log_softmax", "layer_norm", "group_norm", *_MORE_LOSSES},
 }
 
 

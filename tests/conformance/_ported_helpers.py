@@ -20,6 +20,20 @@ def rn(T, *shape, seed=0, dtype="float32", grad=False):
     return T.tensor(a, requires_grad=grad)
 
 
+def ported_library(flag):
+    """The library a harness port runs on: torch 2.13 when the environment variable ``flag`` is set
+    (the oracle run), else tracegrad. Returns (oracle?, the library, its testing._internal
+    common_utils, common_device_type and common_dtype modules)."""
+    import importlib
+    import os
+
+    oracle = bool(os.environ.get(flag))
+    lib = importlib.import_module("torch" if oracle else "tracegrad")
+    internal = lib.__name__ + ".testing._internal."
+    return (oracle, lib, *(importlib.import_module(internal + m)
+                           for m in ("common_utils", "common_device_type", "common_dtype")))
+
+
 def oracle_test(flag, path):
     """The ``test_oracle_torch_passes`` of a port that reads its library from the environment
     variable ``flag`` (``TI34_ORACLE``): the file at ``path``, run again in a subprocess on

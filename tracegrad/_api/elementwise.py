@@ -22,7 +22,7 @@ from .._tensor.tensor import Tensor
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _check_bound_fits, _check_int_divisor, _concrete, _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_scalar_factor, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
+from .promotion import (ADDCDIV_INT, check_sub_bool, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_scalar_factor, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -62,18 +62,6 @@ def add(self, other, *rest, alpha=DEFAULT_ONE):
         return e.tensor._sparse_operand(e, "add", self, other, alpha=1 if alpha is None else alpha)
 
 
-def check_sub_bool(a, b):
-    """torch refuses a subtraction with any bool operand (a bool tensor or a Python bool)."""
-    def is_bool(v):
-        return isinstance(v, (bool, np.bool_)) or (isinstance(v, Tensor) and v.dtype is _dt.bool_)
-    if is_bool(a) and is_bool(b):
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
-    if is_bool(a) or is_bool(b):
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
-                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
-
-
 @method("sub", "subtract", function=True)
 def sub(self, other, *rest, alpha=DEFAULT_ONE):
     """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
@@ -104,7 +92,10 @@ def mul(self, other):
     if other is None:
         raise TypeError("mul(): argument 'other' (position 2) must be Tensor, not NoneType")
     self, other = _wrap_numbers("mul", self, other)
-    return _binary("mul", self, other)
+    try:
+        return _binary("mul", self, other)
+    except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
+        return e.tensor._sparse_operand(e, "mul", self, other)
 
 
 # a rounding_mode given (even None) selects torch's other overload of div, named DivBackward2
@@ -127,8 +118,11 @@ def div(self, other, *, rounding_mode=_NO_MODE):
     if isinstance(other, Tensor):
         self, other = _wrap_numbers("div", self, other)    # torch.div(1, t)
     _check_operand(other, "div")
-    if isinstance(other, Tensor) and self._value.shape != other._value.shape:
-        _check_broadcast(self, other)
+    try:
+        if isinstance(other, Tensor) and self._value.shape != other._value.shape:
+            _check_broadcast(self, other)
+    except SparseOperand as e:   # a sparse divisor: torch's RuntimeError (NOTE in _tensor/layout.py)
+        return e.tensor._sparse_operand(e, "div", self, other)
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)

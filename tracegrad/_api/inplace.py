@@ -255,7 +255,10 @@ def div_(self, other, *, rounding_mode=_NO_MODE):
     if rounding_mode not in (None, "trunc", "floor"):
         check_rounding_mode(rounding_mode)
     _check_operand(other, "div_", pos=1)   # a list is the parser's TypeError, not data
-    dt = result_dtype(self, other)
+    try:
+        dt = result_dtype(self, other)
+    except SparseOperand as e:   # a sparse divisor: torch's RuntimeError (NOTE in _tensor/layout.py)
+        return e.tensor._sparse_operand(e, "div_", self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
     if rounding_mode is not None and dt._cat == 1:

@@ -444,3 +444,15 @@ def check_rounding_mode(rounding_mode):
         raise TypeError(f"div(): argument 'rounding_mode' must be str or None, not {type(rounding_mode).__name__}")
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def check_sub_bool(a, b):
+    """torch refuses a subtraction with any bool operand (a bool tensor or a Python bool)."""
+    def is_bool(v):
+        return isinstance(v, (bool, np.bool_)) or (isinstance(v, Tensor) and v.dtype is _dt.bool_)
+    if is_bool(a) and is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if is_bool(a) or is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")

@@ -26,6 +26,10 @@ concatenates instead when a values tensor is non-contiguous, e.g. an expanded gr
 may differ there; the tensors are equal) and records ``CoalesceBackward0`` (torch
 ``AddBackward0``); index bounds are always checked (torch: only with ``check_invariants=True``);
 no pickling/``tracegrad.save``; no sparse parameters (``nn.Parameter`` of one raises).
+Sparse + sparse of float16 or bool and sparse * sparse of bool compute here; torch 2.13's CPU
+kernels refuse them (NotImplementedError '"cadd_sparse" / "mul_out_sparse" not implemented for
+'Half'/'Bool'', depending on the inputs' coalesced state); sparse * sparse is always coalesced
+here (torch leaves the product of uncoalesced inputs uncoalesced; the tensors are equal).
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ from .._tensor.tensor import Size, Tensor, _JaxTracer, _disabled_torch_function_
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
 from ..autograd._dispatch import apply_op
 from ._registry import function, method, prop
-from .promotion import _SCALAR_NAME
+from .promotion import _SCALAR_NAME, check_sub_bool
 from .shape import _wrap_dim, cat
 
 
@@ -250,7 +254,8 @@ class SparseCooTensor(Tensor):
         if other.sparse_dim() != self.sparse_dim():
             raise RuntimeError("add: expected 'self' and 'other' to have the same number of sparse dims")
         dt = _dt.promote_types(self.dtype, other.dtype)
-        theirs = other._sp_values if alpha == 1 else other._sp_values * alpha
+        # scale after the cast: a uint8 other of a sub is negated in the result dtype (int8 - uint8)
+        theirs = other._sp_values.to(dt) if alpha == 1 else other._sp_values.to(dt) * alpha
         idx, slots = _merge_walk(self, other)
         values = apply_op(OPS["sparse_coo_coalesce"], (cat([self._sp_values.to(dt), theirs.to(dt)], 0),
                                                       _tensor(slots, dtype=_dt.int64)), (("n", idx.shape[1]),))
@@ -258,17 +263,20 @@ class SparseCooTensor(Tensor):
                            self._sp_coalesced and other._sp_coalesced)
 
     def sub(self, other, *, alpha=1):
+        check_sub_bool(self, other)
         return self.add(other, alpha=-alpha)
 
     def add_(self, other, *, alpha=1):
-        """In-place ``add``: self takes the combined entries (torch's in-place sparse add)."""
+        """In-place ``add``: self takes the combined entries (torch's in-place sparse add),
+        computed in the promoted dtype and cast back to self's; RuntimeError when that cast
+        crosses a category (float into an integer self)."""
         out = self.add(other, alpha=alpha)
-        if out.dtype is not self.dtype:
-            raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {self.dtype}")
-        self._sp_indices, self._sp_values, self._sp_coalesced = out._sp_indices, out._sp_values, out._sp_coalesced
+        self._sp_indices, self._sp_values, self._sp_coalesced = \
+            out._sp_indices, _cast_back(out._sp_values, self.dtype, "add"), out._sp_coalesced
         return self
 
     def sub_(self, other, *, alpha=1):
+        check_sub_bool(self, other)
         return self.add_(other, alpha=-alpha)
 
     def __add__(self, other):
@@ -277,7 +285,7 @@ class SparseCooTensor(Tensor):
     def __radd__(self, other):
         # dense + sparse: a dense result, as torch (reached first: the subclass's reflected op)
         if isinstance(other, Tensor) and not isinstance(other, SparseCooTensor):
-            return other.add(self.to_dense())
+            return self._sparse_operand(None, "add", other, self)
         return self.add(other)
 
     def __sub__(self, other):
@@ -285,31 +293,47 @@ class SparseCooTensor(Tensor):
 
     def __rsub__(self, other):
         if isinstance(other, Tensor) and not isinstance(other, SparseCooTensor):
-            return other.sub(self.to_dense())
+            return self._sparse_operand(None, "sub", other, self)
         raise RuntimeError("sub(scalar, sparse) is not supported")
 
     def _scale(self, other, api):
         if isinstance(other, Tensor) and (other.is_sparse or other.ndim != 0):
-            raise NotImplementedError(f"tracegrad: {api} of a sparse COO tensor by a tensor is not supported "
-                                      "(only a Python number or a 0-d tensor); convert with .to_dense() first")
+            raise RuntimeError("Sparse division requires a scalar or zero-dim dense tensor divisor (got shape "
+                               f"{list(other.shape)} for divisor)")
         return other
 
     def mul(self, other):
-        """Mirrors ``torch.mul`` of a sparse tensor by a Python number or 0-d tensor (sparse
-        result, same indices). NotImplementedError for other tensors."""
-        return make_sparse(self._sp_indices, self._sp_values * self._scale(other, "mul"), self._sp_size,
-                           self._sp_coalesced)
+        """Mirrors ``torch.mul`` with a sparse ``self``: by a Python number or 0-d tensor (same
+        indices, values scaled); by a sparse tensor of the same size (both coalesced, the product
+        at the positions they share); by a dense tensor broadcastable to self's size (same indices, values times the
+        dense entries at them). Sparse result in the promoted dtype."""
+        if isinstance(other, SparseCooTensor):
+            return _mul_sparse(self, other)
+        if isinstance(other, Tensor) and other.ndim != 0:
+            return _mul_dense(self, other)
+        return make_sparse(self._sp_indices, self._sp_values * other, self._sp_size, self._sp_coalesced)
 
     def mul_(self, other):
-        """In-place ``mul`` by a Python number or 0-d tensor. As torch, self takes a new values
+        """In-place ``mul``. By a Python number or 0-d tensor, as torch, self takes a new values
         tensor (one taken earlier with ``_values()`` keeps the old numbers; poincare-embeddings'
         RiemannianSGD scales a sparse gradient built on a values tensor it still holds) and is
-        marked uncoalesced; a result dtype other than self's is a RuntimeError."""
-        values = self._sp_values * self._scale(other, "mul_")
+        marked uncoalesced; by a dense tensor it keeps its indices and coalesced flag; a result
+        dtype other than self's is a RuntimeError. By a sparse tensor, self takes the product,
+        cast back to its dtype (RuntimeError across a category)."""
+        if isinstance(other, SparseCooTensor):
+            out = _mul_sparse(self, other)
+            self._sp_indices, self._sp_values, self._sp_coalesced = \
+                out._sp_indices, _cast_back(out._sp_values, self.dtype, "mul"), out._sp_coalesced
+            return self
+        coalesced = False
+        if isinstance(other, Tensor) and other.ndim != 0:
+            values, coalesced = _mul_dense(self, other)._sp_values, self._sp_coalesced
+        else:
+            values = self._sp_values * other
         if values.dtype is not self.dtype:
-            raise RuntimeError(f"mul_: dtype of values ({values.dtype}) must match dtype of sparse tensor "
-                               f"({self.dtype})")
-        self._sp_values, self._sp_coalesced = values, False
+            raise RuntimeError(f"dtype of values ({_SCALAR_NAME[values.dtype.name]}) must match dtype of sparse "
+                               f"tensor ({_SCALAR_NAME[self.dtype.name]})")
+        self._sp_values, self._sp_coalesced = values, coalesced
         return self
 
     def div(self, other):
@@ -401,8 +425,20 @@ class SparseCooTensor(Tensor):
         re-raises."""
         if a is self and api in _SPARSE_METHODS:
             return getattr(self, api)(b, **kwargs)
-        if b is self and api in ("add", "sub", "add_", "sub_"):
-            return getattr(a, api)(self.to_dense(), **kwargs)
+        if b is self and api in ("div", "div_"):
+            self._scale(self, api)   # torch's RuntimeError: a sparse divisor
+        if b is self and api in ("add", "sub", "add_", "sub_", "mul", "mul_") and not a.is_sparse:
+            # dense with sparse: the values are cast to the result dtype first, so duplicate
+            # entries add up there (two True entries of a bool tensor count 2 in a uint8 sum)
+            dt = _dt.promote_types(a.dtype, self.dtype)
+            if api.endswith("_") and not _dt.can_cast(dt, a.dtype):
+                raise RuntimeError(f"Can't convert result type {_SCALAR_NAME[dt.name]} to output "
+                                   f"{_SCALAR_NAME[a.dtype.name]} in add operation")
+            if api.startswith("mul"):   # dense * sparse is sparse (dense.mul_(sparse) stays dense)
+                out = _mul_dense(self, a)
+                return a.copy_(out.to_dense()) if api == "mul_" else out
+            dense = make_sparse(self._sp_indices, self._sp_values.to(dt), self._sp_size, self._sp_coalesced)
+            return getattr(a, api)(dense.to_dense(), **kwargs)
         if b is self and api == "matmul" and not a.is_sparse:   # dense @ sparse: a dense product
             return a.matmul(self.to_dense())
         raise exc
@@ -441,7 +477,42 @@ class SparseCooTensor(Tensor):
     __str__ = __repr__
 
 
-_SPARSE_METHODS = ("add", "sub", "add_", "sub_", "mm", "matmul", "mul", "sum")
+_SPARSE_METHODS = ("add", "sub", "add_", "sub_", "mm", "matmul", "mul", "mul_", "div", "div_", "sum")
+
+
+def _cast_back(values, dtype, api):
+    """An in-place sparse op's result ``values`` cast to self's ``dtype``: torch allows a cast
+    within a category (int16 into uint8) and refuses one across (float into an integer)."""
+    if values.dtype is dtype:
+        return values
+    if not _dt.can_cast(values.dtype, dtype):
+        raise RuntimeError(f"Can't convert result type {_SCALAR_NAME[values.dtype.name]} to output "
+                           f"{_SCALAR_NAME[dtype.name]} in {api} operation")
+    return values.to(dtype)
+
+
+def _mul_sparse(a, b):
+    """``a * b`` of two sparse COO tensors of one size: both coalesced (in the promoted dtype),
+    the products at the positions both hold; a coalesced result."""
+    if a._sp_size != b._sp_size:
+        raise RuntimeError(f"mul(sparse, sparse): expected sizes to match, but {list(a._sp_size)} != "
+                           f"{list(b._sp_size)}")
+    dt = _dt.promote_types(a.dtype, b.dtype)
+    a = make_sparse(a._sp_indices, a._sp_values.to(dt), a._sp_size, a._sp_coalesced).coalesce()
+    b = make_sparse(b._sp_indices, b._sp_values.to(dt), b._sp_size, b._sp_coalesced).coalesce()
+    (ia, la), (_, lb) = _linear(a), _linear(b)
+    common, pa, pb = np.intersect1d(la, lb, assume_unique=True, return_indices=True)
+    pos = _tensor(pa, dtype=_dt.int64)
+    values = a._sp_values.index_select(0, pos) * b._sp_values.index_select(0, _tensor(pb, dtype=_dt.int64))
+    return make_sparse(_tensor(ia[:, pa], dtype=_dt.int64), values, a._sp_size, True)
+
+
+def _mul_dense(s, d):
+    """``s * d`` of a sparse COO ``s`` and a dense ``d`` broadcastable to its size: ``s``'s
+    indices, its values (in the promoted dtype) times ``d``'s entries at them."""
+    dt = _dt.promote_types(s.dtype, d.dtype)
+    at = d.expand(*s._sp_size)[tuple(s._sp_indices[k] for k in range(s.sparse_dim()))]
+    return make_sparse(s._sp_indices, s._sp_values.to(dt) * at.to(dt), s._sp_size, s._sp_coalesced)
 
 
 def sparse_mm(s, mat2, opname):

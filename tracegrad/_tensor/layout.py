@@ -85,5 +85,5 @@ class SparseOperand(NotImplementedError):
         name = _public_caller()
         super().__init__(
             f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend: tracegrad "
-            f"implements a subset of sparse COO operations (to_dense, coalesce, add, mul by a scalar, "
+            f"implements a subset of sparse COO operations (to_dense, coalesce, add, mul, "
             f"mm, sum, ...) and '{name}' is not one of them. Convert with .to_dense() first.")

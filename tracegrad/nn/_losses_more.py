@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import tracegrad
+from tracegrad import _autocast
 from tracegrad import _state
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import require_float
@@ -49,6 +50,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     """Mirrors ``torch.nn.functional.margin_ranking_loss``: ``max(0, -target * (input1 - input2) +
     margin)``, broadcast, then reduced. Raises RuntimeError when the three tensors differ in
     number of dims; ValueError for an unknown reduction."""
+    input1, input2, target = _autocast.cast("fp32", "margin_ranking_loss", input1, input2, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -62,6 +64,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """Mirrors ``torch.nn.functional.hinge_embedding_loss``: ``input`` where ``target == 1`` plus
     ``max(0, margin - input)`` where ``target == -1`` (torch's exact split: an element whose
     target is neither contributes both terms)."""
+    input, target = _autocast.cast("fp32", "hinge_embedding_loss", input, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
     margin = require_float("hinge_embedding_loss", "margin", margin, 3)
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of margin (1e39)
@@ -79,6 +82,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     """Mirrors ``torch.nn.functional.cosine_embedding_loss``: ``1 - cos(x1, x2)`` for
     ``target == 1``, ``max(0, cos - margin)`` for ``target == -1``; inputs ``(N, D)`` or ``(D)``,
     target ``(N)`` or ``()``. Raises RuntimeError for mismatched dims (as torch)."""
+    input1, input2, target = _autocast.cast("fp32", "cosine_embedding_loss", input1, input2, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
     td = target.dim()
     if td not in (0, 1):
@@ -107,6 +111,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     Raises: ValueError for an unknown ``reduction``; RuntimeError when ``target`` requires grad
     (torch has no gradient for it), when broadcasting would grow ``input``, or for an integer
     ``input`` (the loss is floating)."""
+    input, target = _autocast.cast("fp32", "soft_margin_loss", input, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -176,6 +181,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     max(0, margin - x[y] + x[i])^p / C`` (times ``weight[y]``); input ``(N, C)`` or ``(C)``,
     int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D,
     RuntimeError for a weight of another length than C."""
+    input, target, weight = _autocast.cast("fp32", "multi_margin_loss", input, target, weight)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
     _reduction.get_enum(reduction)   # a bad name is torch's first error, before any on the inputs
     if p != 1 and p != 2:
@@ -211,6 +217,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     sample, padded with -1 (the first -1 ends the list); each sample's loss is
     ``sum over targets j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C``. Input and
     target ``(N, C)`` or ``(C)``."""
+    input, target = _autocast.cast("fp32", "multilabel_margin_loss", input, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
     _reduction.get_enum(reduction)
     _check_class_input("multilabel_margin_loss", input, target)
@@ -231,6 +238,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """Mirrors ``torch.nn.functional.poisson_nll_loss``: ``exp(input) - target * input`` with
     ``log_input``, else ``input - target * log(input + eps)``; ``full`` adds the Stirling term
     ``target * log(target) - target + 0.5 * log(2 * pi * target)`` where ``target > 1``."""
+    input, target = _autocast.cast("fp32", "poisson_nll_loss", input, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")

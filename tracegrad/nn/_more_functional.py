@@ -9,6 +9,7 @@ import operator
 import warnings
 
 import tracegrad
+from tracegrad import _autocast
 
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import require_float
@@ -175,6 +176,7 @@ def prelu(input, weight):
     ``(1,)`` or ``(C,)`` with C = ``input.shape[1]`` (a 0-D/1-D input has one channel, as torch).
     Gradients flow to input and weight (``PreluKernelBackward0``). Raises: RuntimeError when
     weight has another count."""
+    input, weight = _autocast.cast("lower", "prelu", input, weight)   # torch's autocast op list
     tracegrad._api.promotion.check_tensors("prelu", input, weight, names=("input", "weight"))
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
@@ -308,6 +310,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     ``min(d(a, n), d(p, n))``. Inputs ``(N, D)`` or ``(D,)``, all the same rank.
     Returns a scalar for 'mean'/'sum', ``(N,)`` for 'none'.
     Raises: ValueError for ``margin <= 0`` or an unknown reduction; RuntimeError for ranks that differ."""
+    anchor, positive, negative = _autocast.cast("fp32", "triplet_margin_loss", anchor, positive, negative)   # torch's autocast op list
     reduction = _reduction.resolve(size_average, reduce, reduction)   # legacy arguments win
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -1421,6 +1421,7 @@ def _no_kernel_for(fn, kernel, ints=True, halves=False, complexes=False):
     """``fn`` checking its input's dtype first (``_refuse_no_kernel``); ``kernel`` is torch's
     kernel name or a function of ``fn``'s arguments giving it (None: the call is not refused)."""
     first = next(iter(inspect.signature(fn).parameters))     # (the input passed by keyword too)
+    fp32 = any(fn.__name__ in ops for ops in _autocast.FP32_OPS.values())
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -1431,6 +1432,8 @@ def _no_kernel_for(fn, kernel, ints=True, halves=False, complexes=False):
         else:
             name = kernel
         if name is not None:
+            if fp32:   # under autocast, an op of torch's float32 list meets its kernel in float32
+                input = _autocast.cast("fp32", fn.__name__, input)   # (bfloat16 multi_margin_loss: cast)
             _refuse_no_kernel(input, name, ints, halves, complexes)
         return fn(*args, **kwargs)
     return checked
