@@ -24,6 +24,17 @@ def _loop(f, batch, calls, change, *observed):
     return out
 
 
+def _step(model, opt, crit):
+    """The usual step: ``crit(model(x), y)``, backward, ``opt.step()``."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def _crit_program(attr, values, **crit_kw):
     """An Adam step over ``CrossEntropyLoss(**crit_kw)`` whose ``attr`` takes ``values[i]``
     after call ``i``."""
@@ -31,13 +42,7 @@ def _crit_program(attr, values, **crit_kw):
         model = _model(mod)
         opt = mod.optim.Adam(model.parameters(), lr=0.05)
         crit = mod.nn.CrossEntropyLoss(**crit_kw)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = crit(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = _step(model, opt, crit)
         f = wrap(step)
         return _loop(f, lambda i: _xy(mod, i), len(values) + 1,
                      lambda i: setattr(crit, attr, values[i]) if i < len(values) else None, model, opt)
@@ -64,13 +69,7 @@ def test_cross_entropy_weight_buffer_filled_in_place_between_calls_one_program()
         model = _model(mod)
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         crit = mod.nn.CrossEntropyLoss(weight=mod.ones(3))
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = crit(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = _step(model, opt, crit)
 
         def change(i):
             with mod.no_grad():
