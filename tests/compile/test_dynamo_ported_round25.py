@@ -21,6 +21,17 @@ here in their own code, at tiny shapes, and keep the construct the torch test ch
 torch's tests count frames, read graph placeholders' metadata or export graphs; here only what
 a user observes is compared, plus the number of programs traced where the original's point is
 "no recompile" (checked loosely: at most what torch builds).
+
+Fixed here (nn/modules/module.py ``OptimizedModule``, ``Module.__getstate__``): ``dir()`` of a
+compiled module listed only the wrapper's names (torch's adds the original module's: test_dir);
+``torch.save`` of a compiled module failed to pickle its compiled call (torch pickles the
+original module and how it was compiled, and compiles again on load:
+test_save_and_load_all_backends); a module compiled in place by ``Module.compile()`` pickled
+and deep-copied its compiled call, where torch drops it (the copy runs eagerly).
+Calls that run eagerly (correct, not compiled; torch compiles them): the module's buffer also
+passed as an argument (test_mark_static_previously_seen_tensor), a ``torch._dynamo.disable``d
+callee (test_module_forward_has_graph_break). An int argument alternating between values traces
+one program per value (torch makes it dynamic): test_guard_on_torch_nn_modules allows that.
 """
 import copy
 import io
