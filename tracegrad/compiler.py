@@ -738,7 +738,9 @@ def copy_compiled(cf, memo, **extra):
     reaches the compiled call in the module's ``__dict__``; copying its caches failed (programs
     and class dicts cannot be copied), and in torch the copy gets a compiled call of its own
     that runs the copy. So: a fresh compiled callable (same options, empty caches) over the
-    deep-copied callable; a plain function deep-copies to itself, and then so does this."""
+    deep-copied callable; a plain function deep-copies to itself, and then so does this.
+    (A module's own copy no longer reaches here: ``Module.__getstate__`` drops its compiled
+    call, as torch 2.13's drops ``_compiled_call_impl``, so the copy runs eagerly, as torch's.)"""
     fn = copy.deepcopy(cf._fn, memo)
     if fn is cf._fn:
         return cf

@@ -847,6 +847,9 @@ class Module:
         whole-module checkpoint names no tracegrad-only class); ``__setstate__`` makes them
         registries again."""
         state = dict(self.__dict__)
+        # as torch drops ``_compiled_call_impl``: ``Module.compile()``'s compiled call (programs,
+        # caches) is no state; the loaded module runs eagerly until compiled again
+        state.pop("_compiled_call", None)
         for name in ("_parameters", "_buffers", "_modules"):
             if type(state.get(name)) is _Registry:
                 state[name] = dict(state[name])
@@ -1549,7 +1552,7 @@ class Module:
         # tracegrad.compile(module) lands here: compile sits below nn and cannot import it
         # torch compiles the module's own ``__call__`` when its class overrides it
         return OptimizedModule(self, compiled_cls(_BoundCall(self, type(self).__call__ is not Module.__call__),
-                                                  **options))
+                                                  **options), (compiled_cls, options))
 
     # ---- repr ---------------------------------------------------------------------------
     def _get_name(self):
@@ -1587,6 +1590,11 @@ class _BoundCall:
         return self.module._call_impl(*args, **kwargs)
 
 
+def _rebuild_optimized(mod, how):
+    """Unpickles an ``OptimizedModule``: ``mod`` compiled again as it was (``how``)."""
+    return mod._tracegrad_compiled_wrapper(*how)
+
+
 class OptimizedModule(Module):
     """What ``tracegrad.compile(module)`` returns, as torch's ``OptimizedModule``: calls go
     through the compiled program; the original module is ``_orig_mod`` (so ``state_dict`` keys
@@ -1597,10 +1605,21 @@ class OptimizedModule(Module):
 
     _OWN = frozenset({"_orig_mod", "forward", "_compiled_call", "__dict__"})
 
-    def __init__(self, mod, compiled_call):
+    def __init__(self, mod, compiled_call, how=None):
         super().__init__()
         self._orig_mod = mod
         self.__dict__["_compiled_call"] = compiled_call
+        self.__dict__["_how"] = how
+
+    def __reduce__(self):
+        # torch pickles (the original module, how it was compiled) and compiles again on load:
+        # the compiled call (programs, caches) is no state. ``how`` is (compiled class, options)
+        # as ``tracegrad.compile`` gave them; a user backend must itself pickle.
+        how = self.__dict__.get("_how")
+        if how is None:
+            raise TypeError("cannot pickle an OptimizedModule built without its compile options: "
+                            "pickle its _orig_mod and compile it again after loading")
+        return (_rebuild_optimized, (self._orig_mod, how))
 
     def forward(self, *args, **kwargs):
         return self.__dict__["_compiled_call"](*args, **kwargs)
@@ -1639,6 +1658,14 @@ class OptimizedModule(Module):
         if m is None or name in self._OWN or hasattr(type(self), name):
             return super().__delattr__(name)
         delattr(m, name)
+
+    def __dir__(self):
+        # as torch's: the original module's names too, since ``__getattr__`` reaches them
+        # (``dir(compiled)`` listed only the wrapper's own, so tab completion and attribute
+        # discovery missed ``linear``, ``buf0`` ...)
+        m = self._wrapped()
+        own = super().__dir__()
+        return own if m is None else sorted(set(own) | set(dir(m)))
 
     def __len__(self):
         m = self.__dict__["_modules"]["_orig_mod"]
