@@ -232,10 +232,7 @@ _FP32 = [    # AutocastCPUTestLists.torch_fp32 and nn_fp32: run in float32
 ]
 del n
 _NN_CAST = "its autocast cast belongs in tracegrad/nn (another helper's area): not on tracegrad's autocast list yet"
-_AUTOCAST_XFAIL = {"prelu": _NN_CAST, "poisson_nll_loss": _NN_CAST, "cosine_embedding_loss": _NN_CAST,
-                   "hinge_embedding_loss": _NN_CAST, "triplet_margin_loss": _NN_CAST, "pad": _NN_CAST,
-                   "margin_ranking_loss": _NN_CAST,
-                   "multilabel_margin_loss": _NN_CAST, "soft_margin_loss": _NN_CAST, "multi_margin_loss": _NN_CAST}
+_AUTOCAST_XFAIL = {"pad": _NN_CAST}
 
 
 def _call(T, where, op, args, kwargs):

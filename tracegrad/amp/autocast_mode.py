@@ -19,7 +19,9 @@ _KNOWN = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "h
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Mirrors ``torch.amp.is_autocast_available``: 'cpu', and 'cuda' where JAX has a GPU."""
+    """Mirrors ``torch.amp.is_autocast_available``: 'cpu', and 'cuda' where JAX has a GPU.
+    TypeError for a device_type that is not a str; RuntimeError for an unknown one."""
+    _device_type(device_type, "is_autocast_available")
     return device_type == "cpu" or (device_type == "cuda" and bool(cuda_devices()))
 
 
@@ -127,7 +129,11 @@ class autocast:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = _device_type(device_type, "autocast")
-        self.fast_dtype = _dt.to_dtype(dtype) if dtype is not None else get_autocast_dtype(device_type)
+        if dtype is not None and not isinstance(dtype, _dt.dtype):
+            # (torch raises this on entering; a string such as "bfloat16" is no dtype there)
+            raise TypeError(f"autocast: argument 'dtype' must be a tracegrad.dtype (tracegrad.bfloat16, "
+                            f"tracegrad.float16), not {type(dtype).__name__}")
+        self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(device_type)
         self._cache_enabled = True if cache_enabled is None else cache_enabled
         if enabled and device_type == "cpu" and self.fast_dtype not in (_dt.bfloat16, _dt.float16):
             warnings.warn(f"In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
@@ -144,6 +150,11 @@ class autocast:
         self._prev = []
 
     def __enter__(self):
+        if type(self._cache_enabled) is not bool:
+            raise TypeError(f"autocast: cache_enabled must be a bool (got {type(self._cache_enabled).__name__})")
+        if self.device == "meta":
+            raise RuntimeError("autocast: the 'meta' device type has no autocast (unsupported scalarType); "
+                               "use device_type='cpu' or 'cuda'")
         self._prev.append(_autocast.set_dtype(self.device, self.fast_dtype if self._enabled else None))
         return self
 
@@ -152,7 +163,11 @@ class autocast:
         return False
 
     def __call__(self, func):
-        """Use as a decorator: each call runs inside a fresh context with these settings."""
+        """Use as a decorator: each call runs inside a fresh context with these settings.
+        TypeError when ``func`` is not callable."""
+        if not callable(func):
+            raise TypeError(f"autocast()(func) requires a callable, but got {type(func).__name__}; to use it "
+                            "as a context manager write `with tracegrad.autocast(device_type=...):`")
         @functools.wraps(func)
         def wrapped(*args, **kwargs):
             with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):

@@ -96,16 +96,22 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = self._scale.double().reciprocal().float()
         found = tracegrad.zeros((), dtype=tracegrad.float32)
+        seen = False
         with tracegrad.no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
-                    if p.grad is None:
+                    g = p.grad
+                    if g is None:
                         continue
-                    if p.grad.dtype is tracegrad.float16:
+                    if g.dtype is tracegrad.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    found = tracegrad.maximum(found, (~p.grad.isfinite()).any().float())
-                    p.grad.mul_(inv_scale.to(p.grad.dtype))
-        st["found_inf"] = found
+                    seen = True
+                    # a sparse gradient (an Embedding's with sparse=True): its values, as torch's
+                    values = g.coalesce()._values() if g.is_sparse else g
+                    found = tracegrad.maximum(found, (~values.isfinite()).any().float())
+                    g.mul_(inv_scale.to(g.dtype))
+        # as torch: no gradient at all records no inf check (step() then asserts)
+        st["found_inf"] = found if seen else None
         st["stage"] = OptState.UNSCALED
 
     def step(self, optimizer, *args, **kwargs):

@@ -164,6 +164,10 @@ def _make_view(t, src, op, static, idx):
         t._ngview = "inference mode" if STATE[1] and INFERENCE_DEPTH[0] else "no_grad mode"
     elif "_ngview" in src.__dict__:   # torch: a view of such a view keeps its creation meta
         t._ngview = src._ngview
+    elif "_cmeta" in src.__dict__ or "_cmeta_of" in src.__dict__:
+        # a view made with grad mode on of a view made without it (of a base requiring grad):
+        # torch propagates the creation meta, so writing it in place is refused too
+        t._cmeta_of = src.__dict__.get("_cmeta") or src._cmeta_of
 
 
 # NOTE [inference views]
@@ -642,16 +646,12 @@ def check_inplace(t):
             # a view (with history) of a view made in no_grad/inference mode, given
             # requires_grad_() in between: torch's handle_view_on_rebase refuses it by the
             # creation meta the view inherited (TestAutograd.test_autograd_inplace_view_of_view)
-            block = "inference_mode" if where == "inference mode" else "no_grad"
-            raise RuntimeError(
-                f"Output {t._out_nr} of {type(t._gf).__name__.split('Backward')[0]} is a view of a view which was "
-                f"created in {where} and is being modified inplace "
-                f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'}. This use is "
-                "ambiguous and forbidden: make both the view and the in-place write either inside the "
-                f"{block} block (if the write should not be tracked) or both outside it (if it should).")
+            _refuse_view_of_view(t, where)
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the view first.")
+    if STATE[0] and t._gf is not None and "_cmeta_of" in t.__dict__:
+        _refuse_view_of_view(t, t._cmeta_of)
     if STATE[0] and t._base is not None and "_cmeta" in t.__dict__:
         where = t._cmeta
         raise RuntimeError(
@@ -663,6 +663,18 @@ def check_inplace(t):
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "
             "to get a normal tensor before doing the inplace update.")
+
+
+def _refuse_view_of_view(t, where):
+    """torch's handle_view_on_rebase for a view (with a grad_fn) of a view made in no_grad or
+    inference mode (``where``), written in place."""
+    block = "inference_mode" if where == "inference mode" else "no_grad"
+    raise RuntimeError(
+        f"Output {t._out_nr} of {type(t._gf).__name__.split('Backward')[0]} is a view of a view which was "
+        f"created in {where} and is being modified inplace "
+        f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'}. This use is "
+        "ambiguous and forbidden: make both the view and the in-place write either inside the "
+        f"{block} block (if the write should not be tracked) or both outside it (if it should).")
 
 
 def check_multi_output_view(t):
