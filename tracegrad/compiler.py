@@ -976,11 +976,12 @@ def allow_in_graph(fn):
     return fn
 
 
-def disable(fn=None, recursive=True):
+def disable(fn=None, recursive=True, *, reason=None):
     """Mirrors ``torch.compiler.disable``: ``fn`` always runs eagerly (inside a compiled
-    function too, where calling it is a graph break: its Python runs on every call)."""
+    function too, where calling it is a graph break: its Python runs on every call).
+    ``reason`` (torch's keyword) is named in that graph break."""
     if fn is None:
-        return lambda f: disable(f, recursive)
+        return lambda f: disable(f, recursive, reason=reason)
     if not callable(fn):
         raise AssertionError("tracegrad.compiler.disable: fn must be callable")
     if isinstance(fn, type) or hasattr(fn, "_parameters"):
@@ -988,13 +989,14 @@ def disable(fn=None, recursive=True):
         # still holds): its forward (a class's __call__ otherwise) is what runs eagerly
         name = "forward" if hasattr(fn, "forward") else "__call__"
         if name == "forward" or any("__call__" in vars(c) for c in type.mro(fn)[:-1]):
-            setattr(fn, name, disable(getattr(fn, name), recursive))
+            setattr(fn, name, disable(getattr(fn, name), recursive, reason=reason))
         return fn
 
     @functools.wraps(fn)
     def eager_only(*args, **kwargs):
         if _state.CAPTURE[0] is not None:
-            raise GraphBreak(f"{getattr(fn, '__qualname__', fn)} is marked tracegrad.compiler.disable")
+            raise GraphBreak(f"{getattr(fn, '__qualname__', fn)} is marked tracegrad.compiler.disable"
+                             + (f" ({reason})" if reason is not None else ""))
         return fn(*args, **kwargs)
     return eager_only
 

@@ -13,12 +13,13 @@ Fixed after the probe (the lead, same session): a view of a view made under no_g
 place with grad mode on, is refused as torch refuses it (the creation mode is inherited by views of
 the view); ``autocast`` refuses a dtype that is no dtype, a non-bool ``cache_enabled`` and the
 'meta' device on entry, and decorating a non-callable; ``amp.is_autocast_available`` checks its
-device type; ``GradScaler.step`` with no gradient recorded asserts, and a sparse gradient is
-unscaled through its values. The mismatches left are strict xfails below:
+device type; ``compiler.disable`` takes torch's ``reason``; ``GradScaler.step`` with no gradient
+recorded asserts, and a sparse gradient is unscaled through its values. The mismatches left are
+strict xfails below:
 - ``graph.save_on_cpu(device_type=3)``: torch TypeError, tracegrad accepts;
 - ``compile(f, backend=3)``: refused at once (kept; an earlier round chose it), not tabled;
-- ``compiler.disable(f, reason=...)`` (torch 2.13 keyword) refused; ``_dynamo.run(3)`` accepted
-  (torch AssertionError); ``_dynamo.explain(3)()`` TypeError (torch AssertionError);
+- ``_dynamo.run(3)`` accepted (torch AssertionError); ``_dynamo.explain(3)()`` TypeError (torch
+  AssertionError);
   ``compiler.substitute_in_graph`` missing; ``_dynamo.config.patch(cache_size_limit="x")`` refused
   (torch accepts); ``compiler.assume_constant_result(3)`` TypeError (torch AttributeError).
 
@@ -405,7 +406,6 @@ C["dynamo_graph_break_args"] = lambda T: T._dynamo.graph_break(3)
 LEFT = {
     "save_on_cpu_bad": "save_on_cpu(device_type=3): torch TypeError, tracegrad accepts",
     "cc_backend_int": "compile(backend=3): tracegrad refuses at once (kept by an earlier round), torch accepts",
-    "compiler_disable_kw": "compiler.disable(f, reason=...): torch accepts the keyword, tracegrad TypeError",
     "dyn_explain_notcallable": "_dynamo.explain(3)(): torch AssertionError, tracegrad TypeError",
     "dyn_run_notcallable": "_dynamo.run(3): torch AssertionError, tracegrad accepts",
     "compiler_assume_constant_result_bad": "assume_constant_result(3): torch AttributeError, tracegrad TypeError",
