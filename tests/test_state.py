@@ -203,6 +203,11 @@ def test_structure_token_comes_back_with_the_hook_set_and_never_after_a_bump():
     import copy
     lin = tracegrad.nn.Linear(2, 2)
     t0 = _state.STRUCTURE[0]
+    lin.register_forward_hook(lambda m, a, o: o).remove()   # no trace has seen it: no new token
+    lin.extra = tracegrad.nn.Linear(1, 1)
+    del lin.extra
+    assert _state.STRUCTURE[0] == t0
+    _state.trace_boundary()         # as a trace does: from now on a program may have baked it in
     h1 = lin.register_forward_hook(lambda m, a, o: o)
     t1 = _state.STRUCTURE[0]
     h2 = lin.register_forward_pre_hook(lambda m, a: None, prepend=True)

@@ -204,7 +204,7 @@ def note_rg_flip(t) -> None:
 # (those whose dict is gone dropped first) are not remembered (each change is a new token, as a
 # count), so a registration costs at most one frozenset of that size.
 _LIVE_HOOKS: dict = {}       # hook id -> weak reference to the dict it was registered in
-_TOKENS: dict = {}           # frozenset of live hook ids (this epoch) -> its token
+_TOKENS: dict = {frozenset(): 0}   # frozenset of live hook ids (this epoch) -> its token (no hooks: the first)
 _LAST_TOKEN: list = [0]
 _HOOK_SET_LIMIT = 256
 

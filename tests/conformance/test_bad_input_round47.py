@@ -26,6 +26,8 @@ strict xfails below:
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the
 layers below tracegrad.
 """
+import logging
+
 import pytest
 
 import tracegrad
@@ -40,9 +42,32 @@ C = {}
 
 
 def enter(cm):
-    """Enter and leave a context manager (so an accepted one leaves no global state behind)."""
-    with cm:
-        pass
+    """Enter and leave a context manager (so an accepted one leaves no global state behind). The
+    autocast state is put back too: torch's autocast refusing ``cache_enabled="no"`` on entry has
+    already turned CPU autocast on (every later autocast test in the process then differed)."""
+    T = tracegrad if type(cm).__module__.startswith("tracegrad") else torch
+    was = (T.is_autocast_enabled("cpu"), T.get_autocast_dtype("cpu"))
+    level = _torch_nesting() if T is torch else 0
+    cache = torch.is_autocast_cache_enabled() if T is torch else None
+    try:
+        with cm:
+            pass
+    finally:
+        T.set_autocast_enabled("cpu", was[0])
+        T.set_autocast_dtype("cpu", was[1])
+        if T is torch:
+            # (and its nesting count, left one up: the autocast cache was never cleared again,
+            # so later torch autocast steps reused stale low-precision weight casts)
+            while _torch_nesting() > level:
+                torch.autocast_decrement_nesting()
+            torch.set_autocast_cache_enabled(cache)
+            torch.clear_autocast_cache()
+
+
+def _torch_nesting():
+    """torch's autocast nesting count (it has no getter: one up and back down)."""
+    torch.autocast_increment_nesting()
+    return torch.autocast_decrement_nesting()
 
 # ---- autograd.Function, hooks, backward, in-place on leaves and views ----
 def fn_cls(T, nret=1, kind="ok"):
@@ -170,7 +195,21 @@ C["ck_context_fn_reentrant"] = lambda T: ck(T).checkpoint(f, a(T), use_reentrant
 C["ck_context_fn_bad"] = lambda T: ck(T).checkpoint(f, a(T), use_reentrant=False, context_fn=3)
 C["ck_determinism_bad"] = lambda T: ck(T).checkpoint(f, a(T), use_reentrant=False, determinism_check="foo")
 C["ck_determinism_none_ok"] = lambda T: ck(T).checkpoint(f, a(T), use_reentrant=False, determinism_check="none")
-C["ck_debug_str"] = lambda T: ck(T).checkpoint(f, a(T), use_reentrant=False, debug="x")
+def ck_debug_str(T):
+    # torch's debug mode sets its "LoggingTensor" logger to INFO without propagation and does not
+    # put it back when the checkpoint raises: later torch checkpoints in the process then logged
+    # through pytest's handler (test_checkpoint_ported's failure in a full run)
+    lg = logging.getLogger("LoggingTensor")
+    was = (lg.level, lg.propagate, list(lg.handlers))
+    try:
+        return ck(T).checkpoint(f, a(T), use_reentrant=False, debug="x")
+    finally:
+        lg.setLevel(was[0])
+        lg.propagate = was[1]
+        lg.handlers[:] = was[2]
+
+
+C["ck_debug_str"] = ck_debug_str
 C["ck_reentrant_debug"] = lambda T: ck(T).checkpoint(f, a(T), use_reentrant=True, debug=True)
 C["ck_returns_int"] = lambda T: ck(T).checkpoint(lambda x: 3, a(T), use_reentrant=False)
 C["ck_returns_int_r"] = lambda T: ck(T).checkpoint(lambda x: 3, a(T), use_reentrant=True)
@@ -295,7 +334,17 @@ C["amp_custom_bwd_bad_devtype"] = lambda T: T.amp.custom_bwd(lambda x: x, device
 C["amp_is_autocast_available_bad"] = lambda T: T.amp.is_autocast_available(3)
 C["amp_is_autocast_available_foo"] = lambda T: T.amp.is_autocast_available("foo")
 C["get_autocast_dtype_bad"] = lambda T: T.get_autocast_dtype("foo")
-C["set_autocast_dtype_bad"] = lambda T: T.set_autocast_dtype("cpu", T.int32)
+def set_autocast_dtype_bad(T):
+    # torch accepts it: put the process-wide dtype back, or every later autocast test in this
+    # process runs in int32 (test_amp's failures in a full run)
+    was = T.get_autocast_dtype("cpu")
+    try:
+        T.set_autocast_dtype("cpu", T.int32)
+    finally:
+        T.set_autocast_dtype("cpu", was)
+
+
+C["set_autocast_dtype_bad"] = set_autocast_dtype_bad
 C["set_autocast_enabled_bad"] = lambda T: T.set_autocast_enabled("foo", True)
 C["is_autocast_enabled_bad"] = lambda T: T.is_autocast_enabled("foo")
 # GradScaler
