@@ -444,8 +444,17 @@ C["compiler_is_compiling_arg"] = lambda T: T.compiler.is_compiling(3)
 C["compiler_assume_constant_result_bad"] = lambda T: T.compiler.assume_constant_result(3)
 C["compiler_list_backends_bad"] = lambda T: T.compiler.list_backends(exclude_tags=3)
 C["compiler_substitute_in_graph_bad"] = lambda T: T.compiler.substitute_in_graph(3)
-C["compiler_set_stance_kw_bad"] = lambda T: T.compiler.set_stance("default", skip_guard_eval_unsafe="x")
-C["compiler_set_stance_fallback_bad"] = lambda T: T.compiler.set_stance("fail_on_recompile", force_backend="eager")
+def stance(T, *args, **kwargs):
+    """``set_stance`` with bad arguments, the default stance put back after: torch stores
+    ``skip_guard_eval_unsafe="x"`` and every later torch.compile call in the process raised."""
+    try:
+        return T.compiler.set_stance(*args, **kwargs)
+    finally:
+        T.compiler.set_stance("default")
+
+
+C["compiler_set_stance_kw_bad"] = lambda T: stance(T, "default", skip_guard_eval_unsafe="x")
+C["compiler_set_stance_fallback_bad"] = lambda T: stance(T, "fail_on_recompile", force_backend="eager")
 C["compiler_cudagraph_mark_step_arg"] = lambda T: T.compiler.cudagraph_mark_step_begin(3)
 C["dynamo_config_patch_bad"] = lambda T: enter(T._dynamo.config.patch(no_such=1))
 C["dynamo_config_patch_type"] = lambda T: enter(T._dynamo.config.patch(cache_size_limit="x"))
