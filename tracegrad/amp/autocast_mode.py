@@ -129,10 +129,6 @@ class autocast:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = _device_type(device_type, "autocast")
-        if dtype is not None and not isinstance(dtype, _dt.dtype):
-            # (torch raises this on entering; a string such as "bfloat16" is no dtype there)
-            raise TypeError(f"autocast: argument 'dtype' must be a tracegrad.dtype (tracegrad.bfloat16, "
-                            f"tracegrad.float16), not {type(dtype).__name__}")
         self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(device_type)
         self._cache_enabled = True if cache_enabled is None else cache_enabled
         if enabled and device_type == "cpu" and self.fast_dtype not in (_dt.bfloat16, _dt.float16):
@@ -150,6 +146,10 @@ class autocast:
         self._prev = []
 
     def __enter__(self):
+        if not isinstance(self.fast_dtype, _dt.dtype):
+            # (as torch, on entering: a string such as "bfloat16" is no dtype)
+            raise TypeError(f"autocast: argument 'dtype' must be a tracegrad.dtype (tracegrad.bfloat16, "
+                            f"tracegrad.float16), not {type(self.fast_dtype).__name__}")
         if type(self._cache_enabled) is not bool:
             raise TypeError(f"autocast: cache_enabled must be a bool (got {type(self._cache_enabled).__name__})")
         if self.device == "meta":
