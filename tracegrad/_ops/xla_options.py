@@ -59,34 +59,53 @@ def eager_compiler_options() -> dict:
 # reductions compile fine with them: the unrolling showed on the small 3-D and 4-D ones).
 _REDUCING = ("reduce_", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
 
+# NOTE [transposes run with the fusion emitters]
+# The LLVM IR emitters move a large transposed array element by element: measured 2026-12-06
+# (JAX 0.10.2, XLA:CPU, float32, median of 300 calls) a 256x256 transpose runs in 50 us
+# against the fusion emitters' 16, 784x128 in 70 against 21, a (8, 128, 256) swap of the last
+# two axes (attention's ``k.transpose(-2, -1)``) in 244 against 51, 2048x2048 in 24 ms against
+# 1.4; up to 2**13 elements (a 64x64 or 32x256 transpose) both take the same 4-5 us. Every
+# Linear layer's ``weight.t()``, its gradient's transpose back and the backward of ``addmm``
+# hold one. A transpose moves values without rounding them, and the two emitters round the
+# element-wise ops alike (above), so which emitters a program gets changes no bit of a result;
+# it costs the fusion emitters' longer compile once per program (47 ms against 33 for the
+# 256x256 transpose, 43 against 35 for addmm's backward). Every transpose, whatever its size:
+# an op's programs share the emitters its first signature chose (``FirstCallsOnHost._pick``),
+# and a size rule would leave a layer's 256x256 weights with the choice its 10x256 ones made.
 
-def _reduces(jaxpr) -> bool:
+
+def _wants_defaults(jaxpr) -> bool:
+    """Whether an eager program of ``jaxpr`` compiles with XLA's defaults: it reduces an array
+    of rank 3 or more (NOTE [reductions compile with the fusion emitters]) or transposes one
+    (NOTE [transposes run with the fusion emitters])."""
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name     # reduce_precision only rounds, element by element
+        if name == "transpose":
+            return True
         rank = max((getattr(v.aval, "ndim", 0) for v in eqn.invars), default=0)
         if name.startswith(_REDUCING) and name != "reduce_precision" and rank >= 3:
             return True
         for v in eqn.params.values():
             inner = getattr(v, "jaxpr", None)
-            if inner is not None and _reduces(getattr(inner, "jaxpr", inner)):
+            if inner is not None and _wants_defaults(getattr(inner, "jaxpr", inner)):
                 return True
     return False
 
 
 def compiler_options_for(jaxpr) -> dict:
     """The ``compiler_options`` for an eager program of ``jaxpr`` built outside ``eager_jit``
-    (the fused in-place updates: NOTE [eager compile options]): XLA's defaults ({}) when it
-    reduces an array of rank 3 or more (NOTE [reductions compile with the fusion emitters])."""
-    return {} if _reduces(jaxpr) else eager_compiler_options()
+    (the fused in-place updates: NOTE [eager compile options]): XLA's defaults ({}) where
+    ``_wants_defaults``."""
+    return {} if _wants_defaults(jaxpr) else eager_compiler_options()
 
 
 def eager_jit(fn):
     """``jax.jit(fn)`` with the eager programs' compile options (XLA's defaults for an op that
-    reduces: NOTE [reductions compile with the fusion emitters]), its first calls per signature
+    reduces or transposes: ``_wants_defaults``), its first calls per signature
     on the host where the program only moves data (NOTE [host first calls]). Call it with
     positional arguments."""
     options = eager_compiler_options()
-    retarget = (lambda jaxpr: jax.jit(fn) if _reduces(jaxpr) else None) if options else None
+    retarget = (lambda jaxpr: jax.jit(fn) if _wants_defaults(jaxpr) else None) if options else None
     return FirstCallsOnHost(jax.jit(fn, compiler_options=options), retarget)
 
 
