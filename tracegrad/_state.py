@@ -203,17 +203,46 @@ def note_rg_flip(t) -> None:
 # id may be a live original's) bumps instead. Sets of more than ``_HOOK_SET_LIMIT`` live hooks
 # (those whose dict is gone dropped first) are not remembered (each change is a new token, as a
 # count), so a registration costs at most one frozenset of that size.
+#
+# NOTE [layouts come back]
+# The same holds for a module's entries rebound and rebound back between calls: a task's head
+# swapped in (``model.head = heads[task]``), a layer replaced by ``nn.Identity()`` for a few
+# calls and put back. An entry of a module's ``_parameters``/``_buffers``/``_modules`` set or
+# deleted (``layout_entry_set``) is remembered with what it held when the epoch began; the
+# token's name holds, besides the live hooks, the entries that hold something else now (by
+# identity: the table keeps the objects, so no id is reused while it names them). Putting the
+# first object back gives the token of the layout it came from, whose programs read that
+# object's parameters again. Past ``_HOOK_SET_LIMIT`` entries an epoch starts over.
 _LIVE_HOOKS: dict = {}       # hook id -> weak reference to the dict it was registered in
-_TOKENS: dict = {frozenset(): 0}   # frozenset of live hook ids (this epoch) -> its token (no hooks: the first)
+_REBOUND: dict = {}          # (id(store), key) -> [store, key, held at the epoch's start, held now]
+_TOKENS: dict = {(frozenset(), frozenset()): 0}   # (live hook ids, entries rebound) this epoch -> its token
 _LAST_TOKEN: list = [0]
 _HOOK_SET_LIMIT = 256
+ABSENT = object()            # ``layout_entry_set``'s value for a key the store does not hold
+
+
+def layout_entry_set(store, key, old, new) -> None:
+    """Entry ``key`` of a module's store (``_parameters``, ``_buffers``, ``_modules``) goes from
+    ``old`` to ``new`` (``ABSENT``: not there) outside a compiled call: programs traced for the
+    layout it makes trace again, those of a layout it brings back run again (NOTE [layouts come
+    back])."""
+    k = (id(store), key)
+    entry = _REBOUND.get(k)
+    if entry is None:
+        if len(_REBOUND) >= _HOOK_SET_LIMIT:
+            bump_structure()
+        _REBOUND[k] = [store, key, old, new]
+    else:
+        entry[3] = new
+    _new_structure()
 
 
 def _new_structure() -> None:
     if len(_LIVE_HOOKS) > _HOOK_SET_LIMIT:     # hooks whose dict is gone can never run again
         for k in [k for k, r in _LIVE_HOOKS.items() if r() is None]:
             del _LIVE_HOOKS[k]
-    key = frozenset(_LIVE_HOOKS) if len(_LIVE_HOOKS) <= _HOOK_SET_LIMIT else None
+    key = (frozenset(_LIVE_HOOKS), frozenset((k, id(e[3])) for k, e in _REBOUND.items() if e[3] is not e[2])) \
+        if len(_LIVE_HOOKS) <= _HOOK_SET_LIMIT else None
     token = _TOKENS.get(key) if key is not None else None
     if token is None:
         _LAST_TOKEN[0] += 1
@@ -229,6 +258,7 @@ def bump_structure() -> None:
     """Something a compiled program baked in (module layout, methods, modes) changed: no
     earlier program is valid (NOTE [hook sets come back])."""
     _TOKENS.clear()
+    _REBOUND.clear()
     _new_structure()
 
 

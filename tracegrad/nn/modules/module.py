@@ -273,11 +273,23 @@ def _layout_changed(module, name, store, value=_NOT_GIVEN):
         if _state.fresh(module.__dict__.get("_parameters")):
             return        # NOTE [objects no trace has seen] in _state.py
         # the object already there registered again (``model.w -= lr * g`` under no_grad
-        # assigns the same Parameter back) leaves the layout as it was: no retrace
-        if value is _NOT_GIVEN or store.get(name, _NOT_GIVEN) is not value:
+        # assigns the same Parameter back) leaves the layout as it was: no retrace; another
+        # one: the store's own write tells (NOTE [layouts come back] in _state.py)
+        if value is _NOT_GIVEN or type(store) is not _Registry and store.get(name, _NOT_GIVEN) is not value:
             _state.bump_structure()
     elif name not in store and id(module) not in cap.made_modules:
         cap.python_effect(f"registering '{name}' on a {type(module).__name__} made before the call")
+
+
+def _stays_in_its_store(d, name, value) -> bool:
+    """``module.name = value`` writes only entries of the module's stores (a parameter, buffer
+    or submodule set, replaced or set to None; no plain attribute of that name is replaced):
+    those stores' writes tell compiled programs (NOTE [layouts come back] in _state.py)."""
+    if name in d or any(type(d.get(k)) is not _Registry for k in ("_parameters", "_buffers", "_modules")):
+        return False
+    if isinstance(value, (Parameter, Module)) or value is None:
+        return True
+    return name in d["_buffers"]      # a plain tensor over a buffer (else: a plain attribute)
 
 
 def _layout_removed(module, name):
@@ -287,7 +299,10 @@ def _layout_removed(module, name):
     name from a module made before the call is a side effect a program would not repeat."""
     cap = _state.CAPTURE[0]
     if cap is None:
-        if not _state.fresh(module.__dict__.get("_parameters")):
+        d = module.__dict__
+        # a store of ours tells when the name leaves it (NOTE [layouts come back] in _state.py)
+        if not _state.fresh(d.get("_parameters")) and not any(
+                type(d.get(k)) is _Registry and name in d[k] for k in ("_parameters", "_buffers", "_modules")):
             _state.bump_structure()
     elif id(module) not in cap.made_modules:
         cap.python_effect(f"deleting '{name}' from a {type(module).__name__} made before the call")
@@ -310,12 +325,15 @@ class _Registry(dict):
         self.born = None
 
     def __setitem__(self, k, v):
-        if _state.CAPTURE[0] is None and self.get(k, _ABSENT) is not v and not _state.fresh(self):
-            _state.bump_structure()
+        if _state.CAPTURE[0] is None:
+            old = self.get(k, _ABSENT)
+            if old is not v and not _state.fresh(self):
+                _state.layout_entry_set(self, k, old, v)     # NOTE [layouts come back] in _state.py
         dict.__setitem__(self, k, v)
 
     def __delitem__(self, k):
-        self._changed()
+        if _state.CAPTURE[0] is None and k in self and not _state.fresh(self):
+            _state.layout_entry_set(self, k, self[k], _ABSENT)
         dict.__delitem__(self, k)
 
     def _changed(self):
@@ -348,7 +366,7 @@ class _Registry(dict):
         return self
 
 
-_ABSENT = object()
+_ABSENT = _state.ABSENT
 
 
 class _HookDict(OrderedDict):
@@ -768,6 +786,7 @@ class Module:
             same = value is not None and any(value is s.get(name) for s in (
                 d.get("_parameters") or {}, d.get("_buffers") or {}, d.get("_modules") or {}))
             if not same and not (rebind and (cap is not None or id(old._st) not in _state.HELD_STORAGES)) \
+                    and not (cap is None and _stays_in_its_store(d, name, value)) \
                     and not _state.fresh(d.get("_parameters")):
                 _state.bump_structure()
 
