@@ -568,6 +568,13 @@ def _placer(map_location):
         try:
             return t.to(target)
         except Exception as e:
+            if target is not saved_device:
+                # the target is map_location's (a string or a dict's value): it is what is wrong,
+                # not the device the tensor was saved on (torch: "don't know how to restore
+                # data location ... (tagged with foo)")
+                raise RuntimeError(f"tracegrad.load: cannot place a tensor saved on {saved_device!r} on "
+                                   f"map_location {target!r} ({e}); pass a device available here such as "
+                                   "'cpu', a dict of saved -> new device, or a callable") from None
             raise RuntimeError(f"tracegrad.load: tensor was saved on {saved_device!r}, which is not "
                                f"available here ({e}); pass map_location='cpu'") from None
     return place
