@@ -49,7 +49,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import assert_same_class, outcome, table_tests, value_test
+from _bad_input_helpers import left_tests, outcome, table_tests, value_test
 
 torch = pytest.importorskip("torch")
 import torch.nn.utils.prune  # noqa: E402,F401
@@ -315,7 +315,7 @@ LEFT = {
                                 "ValueError",
     "swap_tensors_not_tensor": "swap_tensors(t, 3): tracegrad TypeError naming the argument, torch AttributeError",
 }
-MATCHED = {k: v for k, v in C.items() if k not in LEFT}
+MATCHED, test_left_mismatch = left_tests(C, LEFT, torch, tracegrad)
 test_same_class_as_torch, test_message_gist = table_tests(MATCHED, {
     "worker_getitem_raises": "Caught KeyError in DataLoader worker process 0",
     "worker_init_raises": "Caught ValueError in DataLoader worker process 0",
@@ -335,12 +335,6 @@ test_accepted_value_matches_torch = value_test(C, [
     "collate_int_float_ok", "collate_tensor_dtypes_ok", "random_split_fractions_rounding_ok",
     "weight_norm_bias_ok", "p_weight_norm_bias_ok", "is_parametrized_int_ok", "type_before_parametrizations_int_ok",
     "load_map_location_dict_ok", "global_module_registration_swaps_ok"], torch, tracegrad, close=True)
-
-
-@pytest.mark.parametrize("name", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=r))
-                                  for k, r in LEFT.items()])
-def test_left_mismatch(name):
-    assert_same_class(name, C[name], torch, tracegrad)
 
 
 def test_worker_error_keeps_the_worker_traceback():
