@@ -180,6 +180,23 @@ class _Raises:
         return i
 
 
+class _TwoArgError(Exception):
+    """An exception class that cannot be built from one message (torch: RuntimeError instead)."""
+
+    def __init__(self, a, b):
+        super().__init__(a, b)
+
+
+class _RaisesTwoArg(_Raises):
+    def __getitem__(self, i):
+        raise _TwoArgError(i, "bad")
+
+
+def _stream_then_raise(self):
+    yield 1
+    raise ValueError("stream broke")
+
+
 def _init_raises(worker_id):
     raise ValueError("worker init failed")
 
@@ -197,6 +214,9 @@ def drain(loader):
 C["worker_getitem_raises"] = lambda T: drain(D(T).DataLoader(_Raises(), num_workers=1))
 C["worker_init_raises"] = lambda T: drain(D(T).DataLoader(range(4), num_workers=1, worker_init_fn=_init_raises))
 C["worker_collate_raises"] = lambda T: drain(D(T).DataLoader(range(4), num_workers=1, collate_fn=lambda b: 1 / 0))
+C["worker_two_arg_exception"] = lambda T: drain(D(T).DataLoader(_RaisesTwoArg(), num_workers=1))
+C["worker_iterable_raises"] = lambda T: drain(D(T).DataLoader(
+    type("Stream", (D(T).IterableDataset,), {"__iter__": _stream_then_raise})(), num_workers=1))
 C["single_process_getitem_raises"] = lambda T: drain(D(T).DataLoader(_Raises()))
 C["dl_prefetch_without_workers"] = lambda T: D(T).DataLoader([1, 2], prefetch_factor=2)
 C["dl_persistent_without_workers"] = lambda T: D(T).DataLoader([1, 2], persistent_workers=True)
@@ -320,6 +340,8 @@ test_same_class_as_torch, test_message_gist = table_tests(MATCHED, {
     "worker_getitem_raises": "Caught KeyError in DataLoader worker process 0",
     "worker_init_raises": "Caught ValueError in DataLoader worker process 0",
     "worker_collate_raises": "Caught ZeroDivisionError in DataLoader worker process 0",
+    "worker_two_arg_exception": "Caught _TwoArgError in DataLoader worker process 0",
+    "worker_iterable_raises": "Caught ValueError in DataLoader worker process 0",
     "asgd_int_param": "can't be cast to the desired output type",
     "asgd_bool_param": "can't be cast to the desired output type",
     "weight_norm_none_bias": "must be Tensor, not NoneType",
@@ -344,7 +366,13 @@ def test_worker_error_keeps_the_worker_traceback():
     assert "Original Traceback (most recent call last)" in msg and "no sample 2" in msg
     assert msg.startswith("Caught KeyError") and "\\n" not in msg
     # in the main process (no workers) the dataset's own error comes through unchanged, as torch's
-    assert outcome(C["single_process_getitem_raises"], tracegrad) == outcome(C["single_process_getitem_raises"], torch)
+    assert outcome(C["worker_two_arg_exception"] = lambda T: drain(D(T).DataLoader(_RaisesTwoArg(), num_workers=1))
+C["worker_iterable_raises"] = lambda T: drain(D(T).DataLoader(
+    type("Stream", (D(T).IterableDataset,), {"__iter__": _stream_then_raise})(), num_workers=1))
+C["single_process_getitem_raises"], tracegrad) == outcome(C["worker_two_arg_exception"] = lambda T: drain(D(T).DataLoader(_RaisesTwoArg(), num_workers=1))
+C["worker_iterable_raises"] = lambda T: drain(D(T).DataLoader(
+    type("Stream", (D(T).IterableDataset,), {"__iter__": _stream_then_raise})(), num_workers=1))
+C["single_process_getitem_raises"], torch)
 
 
 @pytest.mark.parametrize("name", ["load_map_location_unknown_device", "load_map_location_bad_index",
