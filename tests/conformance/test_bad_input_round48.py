@@ -32,6 +32,8 @@ copied; torch 2.13 the oracle) found these differences, fixed in tracegrad:
 - ``load(path, mmap=True)`` of a file saved with ``_use_new_zipfile_serialization=False`` loaded
   (torch refuses to memory-map its legacy format: RuntimeError); tracegrad writes one format, now
   marked when the legacy one was asked for (``serialization.py``);
+- ``default_collate`` of sparse tensors named the sparse kernel (NotImplementedError); torch's
+  collate refuses them first (RuntimeError, ``utils/data/_utils/collate.py``);
 - ``rnn.pack_sequence`` of a 0-d tensor: "tuple index out of range" (now names pack_sequence);
 - ``parametrize.is_parametrized(3)`` / ``type_before_parametrizations(3)`` raised AttributeError
   (torch: False / ``int``).
@@ -239,6 +241,7 @@ C["collate_tensor_and_int"] = lambda T: D(T).default_collate([T.ones(1), 1])
 C["collate_dicts_other_keys"] = lambda T: D(T).default_collate([{"a": 1}, {"b": 2}])
 C["collate_ragged_lists"] = lambda T: D(T).default_collate([[1, 2], [1]])
 C["collate_tensor_shapes"] = lambda T: D(T).default_collate([T.ones(1), T.ones(2)])
+C["collate_sparse_tensors"] = lambda T: D(T).default_collate([T.ones(2).to_sparse(), T.ones(2).to_sparse()])
 C["collate_int_float_ok"] = lambda T: D(T).default_collate([1, 2.5])
 C["collate_tensor_dtypes_ok"] = lambda T: D(T).default_collate([T.ones(1, dtype=T.int64), T.ones(1)])
 C["random_split_fractions_over_one"] = lambda T: D(T).random_split(range(4), [0.5, 0.6])
@@ -371,6 +374,7 @@ test_same_class_as_torch, test_message_gist = table_tests(MATCHED, {
     "spectral_norm_none_bias": "cannot be applied as parameter `bias` is None",
     "pack_sequence_0d": "no dimensions",
     "load_mmap_legacy_file": "mmap can only be used with files saved with",
+    "collate_sparse_tensors": "sparse tensors are not currently supported by the default collate_fn",
     "sequential_other_optimizer": "expects all schedulers to belong to the same optimizer",
     "onecycle_adagrad": "must support momentum or beta1",
     "sgd_groups_overlap": "more than one parameter group",
