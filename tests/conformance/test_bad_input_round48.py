@@ -32,6 +32,10 @@ copied; torch 2.13 the oracle) found these differences, fixed in tracegrad:
 - ``load(path, mmap=True)`` of a file saved with ``_use_new_zipfile_serialization=False`` loaded
   (torch refuses to memory-map its legacy format: RuntimeError); tracegrad writes one format, now
   marked when the legacy one was asked for (``serialization.py``);
+- ``Adadelta``/``Adamax``/``ASGD``/``NAdam``/``RAdam``/``Rprop``: a state_dict whose groups lack the
+  options torch added later (``maximize``, ``foreach``, ``differentiable``, ``capturable``,
+  ``decoupled_weight_decay``: an older checkpoint) loaded, then ``step`` raised KeyError; torch's
+  ``__setstate__`` fills them in (``_setstate_group_defaults``, as the other optimizers had);
 - ``default_collate`` of sparse tensors named the sparse kernel (NotImplementedError); torch's
   collate refuses them first (RuntimeError, ``utils/data/_utils/collate.py``);
 - ``rnn.pack_sequence`` of a 0-d tensor: "tuple index out of range" (now names pack_sequence);
@@ -120,6 +124,31 @@ C["sgd_load_state_dict_state_int"] = lambda T: sgd(T).load_state_dict(
     {"state": 3, "param_groups": sgd(T).state_dict()["param_groups"]})
 C["sgd_load_named_into_unnamed_ok"] = lambda T: sgd(T).load_state_dict(
     T.optim.SGD([("a", T.nn.Parameter(T.ones(2)))], lr=0.1).state_dict())
+
+
+def old_checkpoint(name):
+    """Load a state_dict whose param group lacks the options torch added later (``maximize``,
+    ``foreach``, ``differentiable``, ``capturable``, ``decoupled_weight_decay``: a checkpoint of
+    an older torch) into ``name`` and step; returns the parameter and the group's keys."""
+    def call(T):
+        def make():
+            p = T.nn.Parameter(T.tensor([1., 2.]))
+            p.grad = T.tensor([.5, -1.])
+            return getattr(T.optim, name)([p])
+        first = make()
+        first.step()
+        sd = first.state_dict()
+        for key in ("maximize", "foreach", "differentiable", "capturable", "decoupled_weight_decay"):
+            sd["param_groups"][0].pop(key, None)
+        second = make()
+        second.load_state_dict(sd)
+        second.step()
+        return [second.param_groups[0]["params"][0].detach(), sorted(second.param_groups[0])]
+    return call
+
+
+for _name in ("Adadelta", "Adamax", "ASGD", "NAdam", "RAdam", "Rprop"):
+    C[f"{_name.lower()}_older_checkpoint_ok"] = old_checkpoint(_name)
 C["sparse_adam_sparse_param"] = lambda T: T.optim.SparseAdam([T.nn.Parameter(T.ones(2).to_sparse())])
 C["step_pre_hook_int"] = lambda T: (lambda o: (o.register_step_pre_hook(3), o.step()))(
     T.optim.SGD([(lambda p: (setattr(p, "grad", T.ones(2)), p)[1])(T.nn.Parameter(T.ones(2)))], lr=0.1))
@@ -379,7 +408,7 @@ test_same_class_as_torch, test_message_gist = table_tests(MATCHED, {
     "onecycle_adagrad": "must support momentum or beta1",
     "sgd_groups_overlap": "more than one parameter group",
 }, torch, tracegrad)
-test_accepted_value_matches_torch = value_test(C, [
+test_accepted_value_matches_torch = value_test(C, [k for k in C if k.endswith("older_checkpoint_ok")] + [
     "asgd_half_param_ok", "adafactor_0d_param_ok", "multistep_duplicate_milestones_ok", "cyclic_triangular2_ok",
     "onecycle_three_phase_ok", "sequential_milestone_zero_ok", "swalr_anneal_epochs_zero_ok",
     "collate_int_float_ok", "collate_tensor_dtypes_ok", "random_split_fractions_rounding_ok",

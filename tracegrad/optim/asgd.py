@@ -23,6 +23,9 @@ class ASGD(Optimizer):
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     _tensor_state_keys = ("step", "eta", "mu")
+    # options torch added after the class shipped: a state_dict saved before them (its groups
+    # lack the keys) still loads and steps, as torch's __setstate__ fills them in
+    _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
