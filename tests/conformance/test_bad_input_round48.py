@@ -38,6 +38,9 @@ copied; torch 2.13 the oracle) found these differences, fixed in tracegrad:
   ``__setstate__`` fills them in (``_setstate_group_defaults``, as the other optimizers had);
 - ``default_collate`` of sparse tensors named the sparse kernel (NotImplementedError); torch's
   collate refuses them first (RuntimeError, ``utils/data/_utils/collate.py``);
+- ``clip_grads_with_norm_`` with a ``total_norm`` that is not 0-d (``tensor([5.])``, two norms)
+  scaled the gradients by broadcasting; torch's default (foreach) path refuses it (RuntimeError),
+  only ``foreach=False`` broadcasts (``nn/utils/clip_grad.py``);
 - ``rnn.pack_sequence`` of a 0-d tensor: "tuple index out of range" (now names pack_sequence);
 - ``parametrize.is_parametrized(3)`` / ``type_before_parametrizations(3)`` raised AttributeError
   (torch: False / ``int``).
@@ -300,6 +303,23 @@ C["pad_sequence_0d"] = lambda T: U(T).rnn.pad_sequence([T.tensor(1.), T.tensor(2
 C["pack_lengths_2d"] = lambda T: U(T).rnn.pack_padded_sequence(T.ones(3, 2, 1), T.tensor([[3, 1]]))
 C["clip_grads_with_norm_str"] = lambda T: (lambda p: (setattr(p, "grad", T.ones(2)),
                                                       U(T).clip_grads_with_norm_([p], 1., "a")))(T.nn.Parameter(T.ones(2)))
+
+
+def clip_with_norm(total_norm, **kw):
+    """The gradient after ``clip_grads_with_norm_(max_norm=1)`` with ``total_norm(T)``."""
+    def call(T):
+        p = T.nn.Parameter(T.ones(2))
+        p.grad = T.tensor([3., 4.])
+        U(T).clip_grads_with_norm_([p], 1., total_norm(T), **kw)
+        return p.grad
+    return call
+
+
+C["clip_grads_with_norm_1d_norm"] = clip_with_norm(lambda T: T.tensor([5.]))
+C["clip_grads_with_norm_two_norms"] = clip_with_norm(lambda T: T.tensor([5., 5.]), foreach=True)
+C["clip_grads_with_norm_2d_norm_no_foreach"] = clip_with_norm(lambda T: T.tensor([[5.]]), foreach=False)
+C["clip_grads_with_norm_1d_norm_no_foreach_ok"] = clip_with_norm(lambda T: T.tensor([5.]), foreach=False)
+C["clip_grads_with_norm_0d_norm_ok"] = clip_with_norm(lambda T: T.tensor(5.))
 C["get_total_norm_nonfinite"] = lambda T: U(T).get_total_norm([T.tensor([NAN])], error_if_nonfinite=True)
 C["prune_remove_unpruned"] = lambda T: U(T).prune.remove(T.nn.Linear(2, 2), "weight")
 C["prune_custom_mask_shape"] = lambda T: U(T).prune.custom_from_mask(T.nn.Linear(2, 2), "weight", T.ones(3))
@@ -404,6 +424,7 @@ test_same_class_as_torch, test_message_gist = table_tests(MATCHED, {
     "pack_sequence_0d": "no dimensions",
     "load_mmap_legacy_file": "mmap can only be used with files saved with",
     "collate_sparse_tensors": "sparse tensors are not currently supported by the default collate_fn",
+    "clip_grads_with_norm_1d_norm": "scalar tensor expected to be 0 dim",
     "sequential_other_optimizer": "expects all schedulers to belong to the same optimizer",
     "onecycle_adagrad": "must support momentum or beta1",
     "sgd_groups_overlap": "more than one parameter group",
@@ -413,7 +434,8 @@ test_accepted_value_matches_torch = value_test(C, [k for k in C if k.endswith("o
     "onecycle_three_phase_ok", "sequential_milestone_zero_ok", "swalr_anneal_epochs_zero_ok",
     "collate_int_float_ok", "collate_tensor_dtypes_ok", "random_split_fractions_rounding_ok",
     "weight_norm_bias_ok", "p_weight_norm_bias_ok", "is_parametrized_int_ok", "type_before_parametrizations_int_ok",
-    "load_map_location_dict_ok", "load_mmap_zip_file_ok", "global_module_registration_swaps_ok"], torch, tracegrad, close=True)
+    "load_map_location_dict_ok", "load_mmap_zip_file_ok", "global_module_registration_swaps_ok",
+    "clip_grads_with_norm_1d_norm_no_foreach_ok", "clip_grads_with_norm_0d_norm_ok"], torch, tracegrad, close=True)
 
 
 def test_worker_error_keeps_the_worker_traceback():
