@@ -7,8 +7,8 @@ exceptions raised in workers, default_collate of mixed types, random_split, samp
 nn.utils (weight_norm/spectral_norm and their parametrizations on a bias or a None slot,
 register_parametrization, rnn packing of 0-d tensors, clip_grad helpers), save/load with bad
 map_location, and the nn.Module API (global module hooks, registration hooks, extra state,
-containers). A probe of ~940 calls (written here for this table, no other repository's tests
-copied; torch 2.13 the oracle) found these differences, fixed in tracegrad:
+containers, older checkpoints). A probe of ~1,250 calls (written here for this table, no other
+repository's tests copied; torch 2.13 the oracle) found these differences, fixed in tracegrad:
 
 - an exception raised in a DataLoader worker (``num_workers > 0``: the dataset's ``__getitem__``,
   ``worker_init_fn``, ``collate_fn``) reached the caller bare (``KeyError: 2``); torch re-raises it
