@@ -313,7 +313,7 @@ class _Arrays(dict):
         self.storage_dtypes = {}   # (storage address, device) -> the dtype its tensors are saved as
 
 
-def _to_bytes(obj):
+def _to_bytes(obj, legacy=False):
     arrays = _Arrays()
     try:
         tree = _encode(obj, arrays, "obj")
@@ -322,6 +322,10 @@ def _to_bytes(obj):
                          f"{sys.getrecursionlimit() // 2} levels of dicts/lists/tuples); flatten it "
                          f"first") from None
     meta = {"tracegrad": json.dumps({"format": _FORMAT, "tree": tree}, separators=(",", ":"))}
+    if legacy:
+        # save(_use_new_zipfile_serialization=False): the same format, marked, because torch's
+        # legacy files cannot be memory-mapped and load(mmap=True) refuses them
+        meta["tracegrad_legacy"] = "1"
     return safetensors.numpy.save(arrays, metadata=meta)
 
 
@@ -568,6 +572,13 @@ def _placer(map_location):
         try:
             return t.to(target)
         except Exception as e:
+            if target is not saved_device:
+                # the target is map_location's (a string or a dict's value): it is what is wrong,
+                # not the device the tensor was saved on (torch: "don't know how to restore
+                # data location ... (tagged with foo)")
+                raise RuntimeError(f"tracegrad.load: cannot place a tensor saved on {saved_device!r} on "
+                                   f"map_location {target!r} ({e}); pass a device available here such as "
+                                   "'cpu', a dict of saved -> new device, or a callable") from None
             raise RuntimeError(f"tracegrad.load: tensor was saved on {saved_device!r}, which is not "
                                f"available here ({e}); pass map_location='cpu'") from None
     return place
@@ -678,7 +689,9 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
              ``f``: a path (str or ``os.PathLike``)
              or a binary file object opened for writing. ``pickle_module`` and
              ``pickle_protocol`` are checked as torch's pickler reads them (AttributeError for
-             ``pickle_module=None``) and otherwise ignored.
+             ``pickle_module=None``) and otherwise ignored; ``_use_new_zipfile_serialization=False``
+             writes the same format, marked so that ``load(mmap=True)`` refuses it as torch
+             refuses its legacy files.
     Atomic:  for a path, the bytes go to a temporary file in the same directory, are
              ``fsync``'ed, and ``os.replace`` moves it over ``f``: a crash mid-save leaves the
              old file intact. A file object is written in place (no such guarantee).
@@ -693,7 +706,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
     tensor([1., 1.])
     """
     _check_pickle_args(pickle_module, pickle_protocol)
-    data = _to_bytes(obj)
+    data = _to_bytes(obj, legacy=not _use_new_zipfile_serialization)
     if hasattr(f, "write"):
         f.write(data)
         if hasattr(f, "flush"):
@@ -875,6 +888,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         raise RuntimeError(f"tracegrad.load: mmap can only be used with files saved with "
                            f"`torch.save({name}, _use_new_zipfile_serialization=True)` or tracegrad.save, please "
                            f"save your checkpoint with one of them in order to use mmap.")
+    if mmap and header is not None and (header.get("__metadata__") or {}).get("tracegrad_legacy"):
+        raise RuntimeError(f"tracegrad.load: mmap can only be used with files saved with "
+                           f"`save({name}, _use_new_zipfile_serialization=True)`; this one was saved with "
+                           f"_use_new_zipfile_serialization=False: save it again without it to use mmap.")
     if header is None:
         if _whole_pickle(data, plain=weights_only):
             # torch's legacy reader unpickles a magic number first and finds another object

@@ -632,6 +632,11 @@ def asgd(params, grads, axs, mus, etas, state_steps, foreach=None, maximize=Fals
     0-d tensors, updated)."""
     _check_steps("asgd", state_steps)
     for i, param in enumerate(params):
+        if not (param.is_floating_point() or param.is_complex()):
+            # asgd_step casts its float factors to the parameter's dtype (ASGD._init_state
+            # refuses such a parameter for the class; torch's in-place float update refuses it)
+            raise RuntimeError(f"asgd: result type Float can't be cast to the desired output type {param.dtype} "
+                               "of a parameter; optimize floating-point (or complex) tensors")
         p, g, ax = _real(param, grads[i], axs[i])
         asgd_step(p, g, ax, etas[i], mus[i], state_steps[i], lr=lr, lambd=lambd, alpha=alpha, t0=t0,
                   weight_decay=weight_decay, maximize=maximize)

@@ -21,6 +21,9 @@ class Adadelta(Optimizer):
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     _tensor_state_keys = ("step",)
+    # options torch added after the class shipped: a state_dict saved before them (its groups
+    # lack the keys) still loads and steps, as torch's __setstate__ fills them in
+    _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):

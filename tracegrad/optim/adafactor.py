@@ -32,6 +32,7 @@ class Adafactor(Optimizer):
         ValueError: lr < 0 (or a Tensor lr of more than one element), beta2_decay > 0,
             eps1 < 0, eps2 < 0, d < 1, weight_decay < 0 (torch's messages).
         RuntimeError: at ``step()``, a complex parameter or a sparse gradient.
+        ZeroDivisionError: at ``step()``, a parameter with no elements (as torch).
     """
 
     _tensor_state_keys = ("step",)
@@ -58,6 +59,12 @@ class Adafactor(Optimizer):
         return super()._state_of(p, group)
 
     def _init_state(self, p, group):
+        if p.numel() == 0:
+            # torch's step divides the parameter's norm by sqrt(numel()) as Python floats; the
+            # rule here would compute 0/0 silently. Checked once, on the first step (no state
+            # is stored, so each later step refuses too)
+            raise ZeroDivisionError("Adafactor.step: a parameter with no elements has no RMS (its norm is "
+                                    "divided by sqrt(numel()) = 0); leave empty tensors out of the optimizer")
         state = {"step": tensor(0.0, dtype=float32)}
         if p.grad.dim() > 1:
             shape = list(p.grad.shape)

@@ -16,12 +16,16 @@ class ASGD(Optimizer):
     maximize (False); foreach, differentiable, capturable: stored.
     State per parameter: ``step``, ``eta`` (starts at lr), ``mu`` (starts at 1), all float32
     0-d tensors, and ``ax`` (the averaged parameter).
-    Raises: ValueError for lr < 0 or weight_decay < 0.
+    Raises: ValueError for lr < 0 or weight_decay < 0; RuntimeError on ``step`` for an integer
+    or bool parameter (as torch's in-place float update).
     """
 
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     _tensor_state_keys = ("step", "eta", "mu")
+    # options torch added after the class shipped: a state_dict saved before them (its groups
+    # lack the keys) still loads and steps, as torch's __setstate__ fills them in
+    _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
@@ -32,6 +36,15 @@ class ASGD(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, p, group):
+        if not (p.is_floating_point() or p.is_complex()):
+            # the rule casts its float factors to the parameter's dtype (to keep float16 params
+            # float16), which would truncate them to 0 for an integer one; torch's in-place
+            # ``param.mul_(1 - lambd * eta)`` refuses the float result instead. Checked here,
+            # on the first step, so the step itself pays nothing (no state is stored, so each
+            # later step refuses too, as torch's)
+            raise RuntimeError(f"ASGD.step: result type Float can't be cast to the desired output type "
+                               f"{p.dtype} of a parameter; ASGD scales parameters by float factors, "
+                               "so optimize floating-point (or complex) tensors")
         lr = group["lr"]
         eta = lr.detach().clone().to(float32).reshape(()) if hasattr(lr, "shape") else tensor(lr, dtype=float32)
         return {"step": tensor(0.0, dtype=float32), "eta": eta, "mu": ones((), dtype=float32),

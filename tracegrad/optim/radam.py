@@ -22,6 +22,10 @@ class RAdam(Optimizer):
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     _tensor_state_keys = ("step",)
+    # options torch added after the class shipped: a state_dict saved before them (its groups
+    # lack the keys) still loads and steps, as torch's __setstate__ fills them in
+    _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False,
+                                    capturable=False)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,

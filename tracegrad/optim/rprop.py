@@ -22,6 +22,9 @@ class Rprop(Optimizer):
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     _tensor_state_keys = ("step",)
+    # options torch added after the class shipped: a state_dict saved before them (its groups
+    # lack the keys) still loads and steps, as torch's __setstate__ fills them in
+    _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):

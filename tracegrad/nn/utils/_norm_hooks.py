@@ -19,9 +19,15 @@ def _normalize(x, eps):
 
 
 def _norm_except_dim(v, dim):
+    """weight norm's ``g``: the 2-norm of ``v`` over every dim but ``dim`` (size 1 there), the
+    whole tensor's for ``dim == -1``. A 1-D ``v`` with ``dim=0`` has no other dim: its norm is
+    ``|v|``, as torch's ``norm_except_dim`` (``sum(dim=[])`` would sum over every dim instead,
+    giving a ``g`` of shape (1,) that the weight norm then refused: weight_norm of a bias)."""
     if dim == -1:
         return v.norm(2)
     dims = [d for d in range(v.dim()) if d != dim]
+    if not dims:
+        return v.abs()
     return (v * v).sum(dim=dims, keepdim=True).sqrt()
 
 
@@ -74,7 +80,7 @@ def weight_norm(module, name="weight", dim=0):
     ``name_g`` (norm over every dim but ``dim``; the whole tensor when ``dim=None``) and
     ``name_v``, recomputing ``module.<name>`` before each forward. Raises RuntimeError when
     ``name`` already has a weight_norm hook, ValueError for a lazy module not run yet, IndexError
-    for a ``dim`` the weight does not have."""
+    for a ``dim`` the weight does not have, TypeError when ``module.<name>`` is None."""
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                   "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
     _check_initialized(module, "WeightNorm")
@@ -83,6 +89,11 @@ def weight_norm(module, name="weight", dim=0):
     if dim is None:
         dim = -1
     weight = getattr(module, name)
+    if not isinstance(weight, tracegrad.Tensor):
+        # a slot registered as None (Linear(bias=False).bias): torch's norm_except_dim parser
+        raise TypeError(f"weight_norm: norm_except_dim(): argument 'v' (position 1) must be Tensor, not "
+                        f"{type(weight).__name__} ({type(module).__name__}.{name}); apply weight_norm to a "
+                        "tensor the module has")
     dim = check_weight_norm_dim(weight, dim)
     if dim < -1:
         dim += weight.dim()
@@ -198,7 +209,8 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     ``manual_seed`` reproduces them; torch's own draw differs) feed one power iteration per
     forward in training mode; ``module.<name>`` is ``name_orig / sigma``. ``dim`` defaults to 1
     for ConvTranspose modules, else 0. Raises RuntimeError when ``name`` already has the hook,
-    ValueError when ``n_power_iterations <= 0`` or for a lazy module not run yet."""
+    ValueError when ``n_power_iterations <= 0``, when the parameter is None, or for a lazy module not
+    run yet."""
     _check_initialized(module, "SpectralNorm")
     for _ in _hooks(module, _SpectralNormHook, name):
         raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
@@ -208,6 +220,9 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     if dim is None:
         dim = 1 if type(module).__name__.startswith("ConvTranspose") else 0
     weight = module._parameters[name]
+    if weight is None:
+        raise ValueError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None; apply spectral_norm "
+                         f"to a parameter {type(module).__name__} has")
     fn = _SpectralNormHook(name, n_power_iterations, dim, eps)
     with tracegrad.no_grad():
         w = _to_matrix(weight, dim)

@@ -87,7 +87,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     beforehand (e.g. by ``get_total_norm``). Returns None. ``max_norm`` is read with ``float``
     first (ValueError/TypeError for one that is not a number). TypeError, as torch's
     ``clamp(max_norm / (total_norm + 1e-6), max=1.0)``, for a ``total_norm`` that is not a Tensor
-    (a Python number included) when some parameter has a gradient."""
+    (a Python number included) when some parameter has a gradient; RuntimeError, as torch's
+    foreach path, for a ``total_norm`` that is not 0-d unless ``foreach=False``."""
     max_norm = float(max_norm)
     grads = _grads(parameters)
     if not grads:
@@ -96,6 +97,12 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         # torch clamps max_norm / (total_norm + 1e-6): of a number that is no Tensor (its TypeError)
         raise TypeError(f"clip_grads_with_norm_: total_norm must be a Tensor (as get_total_norm returns), "
                         f"not {type(total_norm).__name__}; torch.clamp() takes no {type(total_norm).__name__}")
+    if total_norm.dim() != 0 and foreach is not False:
+        # torch's foreach path (its default) multiplies by the coefficient as a scalar tensor; only
+        # foreach=False broadcasts one of another shape (a per-element scale, silently)
+        raise RuntimeError(f"clip_grads_with_norm_: scalar tensor expected to be 0 dim but it has "
+                           f"{total_norm.dim()} dimensions and {total_norm.numel()} elements; pass the 0-d "
+                           "norm get_total_norm returns")
     _scale(grads, max_norm, total_norm)
 
 

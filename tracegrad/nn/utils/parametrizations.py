@@ -5,16 +5,9 @@ import tracegrad
 
 from ..modules.module import Module
 from . import parametrize
-from ._norm_hooks import check_weight_norm_dim
+from ._norm_hooks import _norm_except_dim, check_weight_norm_dim
 
 __all__ = ["weight_norm", "spectral_norm", "orthogonal"]
-
-
-def _norm_except_dim(v, dim):
-    if dim == -1:
-        return v.norm(2)
-    dims = [d for d in range(v.dim()) if d != dim]
-    return (v * v).sum(dim=dims, keepdim=True).sqrt()
 
 
 class _WeightNorm(Module):

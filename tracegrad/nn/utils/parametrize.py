@@ -192,7 +192,8 @@ def type_before_parametrizations(module):
 def is_parametrized(module, tensor_name=None):
     """Mirrors ``torch.nn.utils.parametrize.is_parametrized``: whether ``module`` has any
     parametrization (or one on ``tensor_name``)."""
-    parametrizations = module.__dict__.get("_modules", {}).get("parametrizations")
+    # getattr: torch answers False for what is no module (type_before_parametrizations(3) is int)
+    parametrizations = getattr(module, "__dict__", {}).get("_modules", {}).get("parametrizations")
     if parametrizations is None or not isinstance(parametrizations, ModuleDict):
         return False
     if tensor_name is None:
@@ -270,6 +271,11 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
         raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a parametrized "
                          f"element with name '{tensor_name}'")
     original = getattr(module, tensor_name)
+    if original is None:
+        # a slot registered as None (Linear(bias=False).bias): torch fails reading its shape
+        # (AttributeError); say what is missing instead of "'NoneType' has no attribute"
+        raise AttributeError(f"register_parametrization: {type(module).__name__}.{tensor_name} is None, so there "
+                             "is no tensor to parametrize; register a parameter or buffer there first")
     plist = ParametrizationList([parametrization], original, unsafe=unsafe)
     delattr(module, tensor_name)
     if not is_parametrized(module):

@@ -319,6 +319,11 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
 def pack_sequence(sequences, enforce_sorted=True):
     """Mirrors ``torch.nn.utils.rnn.pack_sequence``: a list of ``(L_i, *)`` tensors -> PackedSequence
     (``enforce_sorted`` as :func:`pack_padded_sequence`)."""
+    for i, s in enumerate(sequences):
+        if isinstance(s, tracegrad.Tensor) and s.dim() == 0:
+            # its length is its dim 0 (torch: "Dimension specified as 0 but tensor has no dimensions")
+            raise IndexError(f"pack_sequence: sequence {i} is a 0-d tensor (it has no dimensions, so no length "
+                             "at dim 0); pass tensors (L_i, *), e.g. s.reshape(1) for one step")
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 

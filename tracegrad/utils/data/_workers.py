@@ -16,6 +16,10 @@ and while it runs those streams replace the main process's, which are put back a
 ``torch.initial_seed()`` in a worker is its seed and a ``worker_init_fn`` that reseeds leaves the
 main process's generators alone).
 
+An exception raised in a worker (its ``worker_init_fn``, ``__getitem__``, ``collate_fn`` or the
+iteration) reaches the caller as torch re-raises it from a worker process: the same class, with
+the message "Caught <class> in DataLoader worker process <id>." and the worker's traceback.
+
 Differs from torch: the workers share this process, so state a dataset keeps outside itself (a
 module global, a file) is seen by every worker, and each worker's copy of the dataset is shallow
 (``copy.copy``): a container it holds (a cache dict) is the main process's own.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import traceback
 import warnings
 
 import numpy as np
@@ -69,11 +74,41 @@ def as_worker(info, fn, *args):
     main = None if info is None else _enter(info)
     try:
         return fn(*args)
+    except StopIteration:
+        raise                       # an IterableDataset's end, not an error
+    except Exception as e:
+        if info is None:
+            raise
+        raise _worker_error(info, e) from None
     finally:
         if main is not None:
             object.__setattr__(info, "_rng_streams", _capture())
             _restore(main)
         _CURRENT[0] = prev
+
+
+class _KeyErrorText(str):
+    """A KeyError's message shown as written: KeyError's str() is the repr of its argument,
+    which would print the traceback below as one quoted line of ``\\n``s."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _worker_error(info, e):
+    """What a worker's exception ``e`` becomes in the main process: torch re-raises it there as
+    a new exception of the same class whose message says which worker caught it and carries the
+    worker's traceback (RuntimeError where the class cannot be built from one message), so the
+    error names the DataLoader and its worker rather than only, say, ``KeyError: 2``."""
+    where = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    msg = (f"Caught {type(e).__name__} in DataLoader worker process {info.id}.\n"
+           f"Original {where}")
+    if isinstance(e, KeyError):
+        msg = _KeyErrorText(msg)
+    try:
+        return type(e)(msg)
+    except Exception:   # noqa: BLE001 -- a class whose constructor wants other arguments
+        return RuntimeError(msg)
 
 
 def _capture():

@@ -111,6 +111,11 @@ def collate(batch, *, collate_fn_map=None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
+    """Mirrors torch's ``collate_tensor_fn``: the batch's tensors stacked on a new dim 0.
+    RuntimeError, as torch, for sparse tensors (stack would name the sparse kernel instead)."""
+    if batch[0].layout != tracegrad.strided:
+        raise RuntimeError("default_collate: batches of sparse tensors are not currently supported by the default "
+                           "collate_fn; please provide a custom collate_fn to handle them appropriately")
     return tracegrad.stack(batch, 0)
 
 
