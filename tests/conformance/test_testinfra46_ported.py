@@ -34,7 +34,9 @@ test/nn/test_embedding.py (tests/conformance/test_nn_files_ported_layers.py runs
 the whole product of modes, sparse, include_last_offset, all-padding draws and every padding index, float32
 and float64. Adapted: 4 bags of at most 4 ids over 8 words (1-D); 2 x 4 ids over 6 words (2-D); ids and
 weights drawn from NumPy; two padding indices per combination instead of every id drawn (1-D: the largest
-id and None; 2-D: the repeated row's id and the last id of the first row), for time.
+id and None; 2-D: the repeated row's id and the last id of the first row), for time. Then
+test_EmbeddingBag_per_sample_weights_and_new_offsets (with the file's ``_embedding_bag_reference_impl``),
+on four of its sixteen (index, offsets, weight) dtype triples, one per weight dtype.
 
 Fixes in tracegrad (``TestFixesTI46``): autocast caches its cast of a weight as torch does (a float32 leaf
 that requires grad and is no view, cast to the autocast dtype, reused until the outermost autocast exits;
@@ -629,6 +631,65 @@ class TestEmbeddingNNDeviceTypeTI46(TestCase):
                 bag_check.sum().backward()
                 bag.sum().backward()
                 self.assertEqual(weights.grad, weights_check.grad, msg=msg)
+
+    def _embedding_bag_reference_impl(self, input, weight, offsets=None, mode="sum", per_sample_weights=None,
+                                      include_last_offset=False):
+        # the file's reference: each bag reduced on its own, an empty bag zeros
+        if per_sample_weights is None:
+            per_sample_weights = torch.ones(input.size()).to(dtype=weight.dtype, device=weight.device)
+        embeddings = weight.index_select(0, input.to(torch.long)) * per_sample_weights.unsqueeze(1)
+        starts = offsets.tolist()
+        ends = starts[1:] if include_last_offset else starts[1:] + [len(input)]
+        if include_last_offset:
+            starts = starts[:-1]
+        bags = []
+        for start, end in zip(starts, ends):
+            length = end - start
+            if length == 0:
+                bags.append(torch.tensor([0] * weight.size(1)).to(dtype=embeddings.dtype, device=embeddings.device))
+            elif mode == "sum":
+                bags.append(embeddings.narrow(0, start, length).sum(0))
+            elif mode == "mean":
+                bags.append(embeddings.narrow(0, start, length).sum(0).div(length))
+            else:
+                bags.append(embeddings.narrow(0, start, length).max(0)[0])
+        return torch.stack(bags)
+
+    # (the file runs every (int | long) x (int | long) x (float, double, half, bfloat16); four of them here)
+    @dtypes((torch.long, torch.long, torch.float), (torch.int, torch.long, torch.double),
+            (torch.long, torch.int, torch.half), (torch.int, torch.int, torch.bfloat16))
+    def test_EmbeddingBag_per_sample_weights_and_new_offsets(self, device, dtypes):
+        prec = _cu.dtype2prec_DONTUSE[dtypes[2]]
+        torch.manual_seed(11)
+
+        def test_per_sample_weights_new_offsets(mode, trainable_scale, include_last_offset, has_weight=True):
+            es = nn.EmbeddingBag(5, 2, mode=mode, include_last_offset=include_last_offset).to(
+                dtype=dtypes[2], device=device)
+            es.weight.data.copy_(torch.arange(1, 11, device=device).view_as(es.weight).to(dtypes[2]))
+            input = torch.tensor([3, 1, 1, 1, 4, 0], device=device, dtype=dtypes[0])
+            offsets = torch.tensor([0, 0, 3, 3, 6], device=device, dtype=dtypes[1])
+            if include_last_offset:
+                offsets = torch.cat((offsets, torch.tensor([input.size(0)], device=device, dtype=dtypes[1])), 0)
+            if has_weight:
+                per_sample_weights = torch.randn_like(input, device=device, dtype=dtypes[2]).requires_grad_(trainable_scale)
+                ref_per_sample_weights = per_sample_weights.detach().requires_grad_(trainable_scale)
+            else:
+                per_sample_weights = ref_per_sample_weights = None
+            reference_weights = es.weight.detach().requires_grad_()
+            expected = self._embedding_bag_reference_impl(input, reference_weights, offsets, mode,
+                                                          ref_per_sample_weights, include_last_offset)
+            result = es(input, offsets, per_sample_weights)
+            self.assertEqual(result, expected, atol=prec, rtol=0)
+            grad = torch.randn_like(expected)
+            result.backward(grad)
+            expected.backward(grad)
+            self.assertEqual(es.weight.grad, reference_weights.grad, atol=prec, rtol=0)
+            if has_weight and trainable_scale:
+                self.assertEqual(per_sample_weights.grad, ref_per_sample_weights.grad, atol=prec, rtol=0)
+
+        for (mode, has_weight), trainable, include_last_offset in itertools.product(
+                (("sum", True), ("max", False), ("mean", False)), (True, False), (True, False)):
+            test_per_sample_weights_new_offsets(mode, trainable, include_last_offset, has_weight)
 
 
 _cdt.instantiate_device_type_tests(TestEmbeddingNNDeviceTypeTI46, globals(), only_for="cpu")
