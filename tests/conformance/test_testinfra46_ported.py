@@ -402,30 +402,23 @@ class TestNNInitTI46(TestCase):
             init.normal_(input_tensor, mean=mean, std=std)
             self.assertTrue(self._is_normal(input_tensor, mean, std))
 
-    def test_xavier_uniform(self):
+    def _xavier(self, fn, check):
         for use_gain in [True, False]:
             for dims in [2, 4]:
                 input_tensor = self._create_random_nd_tensor(dims, size_min=10, size_max=20)
                 gain = self._random_float(0.1, 2) if use_gain else 1
                 if use_gain:
-                    init.xavier_uniform_(input_tensor, gain=gain)
+                    fn(input_tensor, gain=gain)
                 else:
-                    init.xavier_uniform_(input_tensor)
+                    fn(input_tensor)
                 fan_in, fan_out = self._fans(input_tensor)
-                bounds = gain * math.sqrt(2.0 / (fan_in + fan_out)) * math.sqrt(3)
-                self.assertTrue(self._is_uniform(input_tensor, -bounds, bounds))
+                self.assertTrue(check(input_tensor, gain * math.sqrt(2.0 / (fan_in + fan_out))))
+
+    def test_xavier_uniform(self):
+        self._xavier(init.xavier_uniform_, lambda t, std: self._is_uniform(t, -std * math.sqrt(3), std * math.sqrt(3)))
 
     def test_xavier_normal(self):
-        for use_gain in [True, False]:
-            for dims in [2, 4]:
-                input_tensor = self._create_random_nd_tensor(dims, size_min=10, size_max=20)
-                gain = self._random_float(0.1, 2) if use_gain else 1
-                if use_gain:
-                    init.xavier_normal_(input_tensor, gain=gain)
-                else:
-                    init.xavier_normal_(input_tensor)
-                fan_in, fan_out = self._fans(input_tensor)
-                self.assertTrue(self._is_normal(input_tensor, 0, gain * math.sqrt(2.0 / (fan_in + fan_out))))
+        self._xavier(init.xavier_normal_, lambda t, std: self._is_normal(t, 0, std))
 
     def _kaiming(self, fn, check):
         for use_a in [True, False]:
