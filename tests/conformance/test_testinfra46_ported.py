@@ -47,7 +47,9 @@ again. ``autocast(cache_enabled=False)`` turns the cache off inside its block an
 ``is_autocast_cache_enabled`` says so (tracegrad ignored the flag); ``autocast`` contexts count their
 nesting (``autocast_increment_nesting`` returned 1 inside one context: torch 2), and checkpoint's
 recomputation and a replayed graph segment enter the forward's autocast as one more level, so casts they
-cache end with them.
+cache end with them. ``torch.library.register_autocast`` / ``CustomOpDef.register_autocast`` exist
+(torch's custom operators under autocast: inputs cast, the body run with autocast off; tracegrad had
+neither).
 
 ``TI46_ORACLE=1`` runs the same classes on torch 2.13 itself (``test_oracle_torch_passes`` does that in a
 subprocess), so every expectation is torch's.
@@ -71,6 +73,33 @@ parametrize = _cu.parametrize
 nn = torch.nn
 F = torch.nn.functional
 init = torch.nn.init
+
+
+def _global_state():
+    """What a test here could leave changed for the tests after it in the worker: autocast per
+    device, its cache flag and nesting depth, the cache-clearing function, the default dtype."""
+    depth = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    return (tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")),
+            torch.is_autocast_cache_enabled(), depth, torch.clear_autocast_cache, torch.get_default_dtype())
+
+
+@pytest.fixture(autouse=True)
+def _restores_global_state():
+    # earlier ports leaked autocast state into later tests of the same worker: each test here
+    # must leave it as it found it (put back, then reported)
+    before = _global_state()
+    yield
+    after = _global_state()
+    if after != before:
+        (cpu, cuda), cache, _, clear, default = before
+        for d, (on, dt) in (("cpu", cpu), ("cuda", cuda)):
+            torch.set_autocast_enabled(d, on)
+            torch.set_autocast_dtype(d, dt)
+        torch.set_autocast_cache_enabled(cache)
+        torch.clear_autocast_cache = clear
+        torch.set_default_dtype(default)
+        pytest.fail(f"the test changed global state: {before} -> {after}")
 
 
 def _np_tensor(*shape, seed=0, dtype=None):
@@ -269,6 +298,47 @@ class TestFixesTI46(TestCase):
         with torch.autocast("cpu"):
             fresh = F.linear(x.bfloat16(), lin.weight.bfloat16(), lin.bias.bfloat16())
             self.assertEqual(lin(x), fresh)
+
+    def test_custom_op_register_autocast(self):
+        # torch.library.register_autocast (torch's documented example, on the CPU): inside
+        # autocast the op's floating inputs (float64 excepted) are cast, its body runs with
+        # autocast off; the first registration for a device stays
+        name = f"ti46::my_mm_{next(_OP_IDS)}"
+        seen = []
+
+        @torch.library.custom_op(name, mutates_args=())
+        def my_mm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            seen.append((torch.is_autocast_enabled("cpu"), x.dtype, y.dtype, torch.mm(x, y).dtype))
+            return torch.mm(x, y)
+
+        def setup_context(ctx, inputs, output):
+            ctx.x, ctx.y = inputs
+
+        my_mm.register_autograd(lambda ctx, g: (g @ ctx.y.t(), ctx.x.t() @ g), setup_context=setup_context)
+        x = _np_tensor(2, 3).requires_grad_()
+        y = _np_tensor(3, 2, seed=1)
+        with torch.autocast("cpu"):
+            self.assertEqual(my_mm(x, y).dtype, torch.bfloat16)     # the body's mm is autocast
+        self.assertEqual(seen.pop(), (True, torch.float32, torch.float32, torch.bfloat16))
+        torch.library.register_autocast(name, "cpu", torch.float16)
+        torch.library.register_autocast(name, "cpu", torch.bfloat16)   # ignored: the first stays
+        with torch.autocast("cpu"):
+            out = my_mm(x, y)
+            self.assertEqual(my_mm(x.double(), y.double()).dtype, torch.float64)
+            self.assertTrue(torch.is_autocast_enabled("cpu"))
+        out.float().sum().backward()    # (outside autocast: the backward's products stay float16)
+        self.assertEqual(seen[0], (False, torch.float16, torch.float16, torch.float16))
+        self.assertEqual(out.dtype, torch.float16)
+        self.assertEqual(x.grad.dtype, torch.float32)
+        self.assertEqual(x.grad, (torch.ones(2, 2, dtype=torch.float16) @ y.half().t()).float(), atol=1e-3, rtol=0)
+        self.assertEqual(my_mm(x, y).dtype, torch.float32)          # outside autocast: as written
+        with self.assertRaisesRegex(ValueError, "Expected `device_type` of type `str`"):
+            my_mm.register_autocast(torch.device("cpu"), torch.float16)
+        with self.assertRaisesRegex(RuntimeError, "device type at start of device string: xyz"):
+            torch.library.register_autocast(name, "xyz", torch.float16)
+
+
+_OP_IDS = itertools.count()
 
 
 # ---- test/nn/test_dropout.py ---------------------------------------------------------------------
