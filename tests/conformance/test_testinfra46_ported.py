@@ -19,8 +19,10 @@ test/nn/test_dropout.py (tests/conformance/test_nn_files_ported.py and test_lrsc
 hold its pytest-style ports): ``TestDropoutNNDeviceType.test_Dropout`` as written (the mean and
 eval checks of ``_test_dropout`` in float32 and bfloat16, ``_test_dropout_discontiguous`` in contiguous and
 channels_last layouts, ``_test_dropout_stride_mean_preserve`` over every permutation and shift, with p in
-1e-10 and 0.5 instead of four values) and ``TestDropoutNN.test_native_dropout_corner_case`` on the CPU (the
-file skips it without CUDA; its loop over devices has the CPU in it).
+1e-10 and 0.5 instead of four values), test_Dropout1d, test_Dropout2d and test_Dropout3d as written (the
+channels_last runs, the rank warnings and errors, the no-batch and whole-channel checks; 1000 channels of
+2 x 2 x 3 instead of random sizes; a fixed seed per test), and ``TestDropoutNN.test_native_dropout_corner_case`` on the
+CPU (the file skips it without CUDA; its loop over devices has the CPU in it).
 
 test/nn/test_init.py (earlier ports check scales and errors, not distributions): ``TestNNInit``'s
 Kolmogorov-Smirnov tests through scipy, as written: test_uniform, test_normal, test_xavier_uniform,
@@ -401,12 +403,81 @@ class TestDropoutNNDeviceTypeTI46(TestCase):
                         self.assertNotEqual(permuted_inp, out)
 
     def test_Dropout(self, device):
+        torch.manual_seed(0)
         input = torch.empty(1000)
         self._test_dropout(nn.Dropout, device, input)
         self._test_dropout_discontiguous(nn.Dropout, device)
         self._test_dropout_discontiguous(nn.Dropout, device, memory_format=torch.channels_last)
         self._test_dropout_stride_mean_preserve(nn.Dropout, device)
         self._test_dropout(nn.Dropout, device, input.bfloat16())
+
+    def _test_dropoutNd_no_batch(self, dropout, input):
+        input_clone = input.clone()
+        with _cu.freeze_rng_state():
+            res_no_batch = dropout(input)
+        with _cu.freeze_rng_state():
+            res_batched = dropout(input_clone.unsqueeze(0)).squeeze(0)
+        self.assertEqual(res_no_batch, res_batched)
+
+    def _test_dropoutNd_channel_zero(self, dropout, input):
+        # each channel of an all-positive input is zeroed whole or kept whole
+        B, C = input.shape[:2]
+        channel_numel = torch.tensor(input.shape[2:]).prod()
+        result = dropout(input)
+        for b, c in itertools.product(range(B), range(C)):
+            self.assertTrue(result[b, c].count_nonzero() in (0, channel_numel))
+
+    def test_Dropout1d(self, device):
+        torch.manual_seed(1)
+        with _cu.set_default_dtype(torch.double):
+            rng = random.Random(1)
+            N, C, L = rng.randint(10, 15), rng.randint(10, 15), rng.randint(10, 15)
+            self._test_dropout(nn.Dropout1d, device, torch.empty(N, C, L))
+            with self.assertRaisesRegex(RuntimeError, "Expected 2D or 3D input, but received a 4D input"):
+                nn.Dropout1d(p=0.5)(torch.rand(1, 2, 2, 2, device=device))
+            with self.assertRaisesRegex(RuntimeError, "Expected 2D or 3D input, but received a 1D input"):
+                nn.Dropout1d(p=0.5)(torch.rand(2, device=device))
+            input = torch.rand(50, 2, device=device)
+            self._test_dropoutNd_no_batch(nn.Dropout1d(p=0.5), input)
+            self._test_dropoutNd_no_batch(nn.Dropout1d(p=0.5, inplace=True), input)
+            input = torch.ones(10, 4, 2, device=device)
+            self._test_dropoutNd_channel_zero(nn.Dropout1d(p=0.5), input)
+            self._test_dropoutNd_channel_zero(nn.Dropout1d(p=0.5, inplace=True), input)
+
+    def test_Dropout2d(self, device):
+        # (1000 channels of b x w x h, each random in 1..5, in the file; of 2 x 2 x 3 here)
+        torch.manual_seed(2)
+        input = torch.empty(1000, 2, 2, 3)
+        self._test_dropout(nn.Dropout2d, device, input)
+        self._test_dropout(nn.Dropout2d, device, input, memory_format=torch.channels_last)
+        self._test_dropout_discontiguous(nn.Dropout2d, device)
+        self._test_dropout_discontiguous(nn.Dropout2d, device, memory_format=torch.channels_last)
+        with self.assertWarnsRegex(UserWarning, "Received a 5-D input to dropout2d"):
+            nn.Dropout2d(p=0.5)(torch.rand(1, 2, 2, 2, 2, device=device))
+        with self.assertWarnsRegex(UserWarning, "Received a 2-D input to dropout2d"):
+            nn.Dropout2d(p=0.5)(torch.rand(1, 2, device=device))
+        with self.assertWarnsRegex(UserWarning, "assuming that channel-wise 1D dropout behavior is desired"):
+            nn.Dropout2d(p=0.5)(torch.rand(1, 2, 2, device=device))
+        input = torch.ones(10, 4, 2, 2, device=device)
+        self._test_dropoutNd_channel_zero(nn.Dropout2d(p=0.5), input)
+        self._test_dropoutNd_channel_zero(nn.Dropout2d(p=0.5, inplace=True), input)
+
+    def test_Dropout3d(self, device):
+        torch.manual_seed(3)
+        input = torch.empty(1000, 2, 1, 2, 3)
+        self._test_dropout(nn.Dropout3d, device, input)
+        self._test_dropout_discontiguous(nn.Dropout3d, device)
+        self._test_dropout_discontiguous(nn.Dropout3d, device, memory_format=torch.channels_last)
+        with self.assertWarnsRegex(UserWarning, "Received a 6-D input to dropout3d"):
+            nn.Dropout3d(p=0.5)(torch.rand(1, 2, 2, 2, 2, 2, device=device))
+        with self.assertWarnsRegex(UserWarning, "Received a 3-D input to dropout3d"):
+            nn.Dropout3d(p=0.5)(torch.rand(1, 2, 2, device=device))
+        input = torch.rand(50, 2, 2, 2, device=device)
+        self._test_dropoutNd_no_batch(nn.Dropout3d(p=0.5), input)
+        self._test_dropoutNd_no_batch(nn.Dropout3d(p=0.5, inplace=True), input)
+        input = torch.ones(10, 4, 2, 2, 2, device=device)
+        self._test_dropoutNd_channel_zero(nn.Dropout3d(p=0.5), input)
+        self._test_dropoutNd_channel_zero(nn.Dropout3d(p=0.5, inplace=True), input)
 
     def test_native_dropout_corner_case(self, device):
         for train in [True, False]:
