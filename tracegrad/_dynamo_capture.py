@@ -160,18 +160,15 @@ class modes:
         self.seg = seg
 
     def __enter__(self):
-        self.prev = modes_now()
-        self._set(self.seg.grad_enabled, self.seg.autocast)
+        self.prev = tracegrad.is_grad_enabled()
+        tracegrad.set_grad_enabled(self.seg.grad_enabled)
+        # an autocast context as the recorded one was (its cached casts end with it)
+        self._autocast = _autocast.entered(dict(self.seg.autocast))
+        self._autocast.__enter__()
 
     def __exit__(self, *exc):
-        self._set(*self.prev)
-
-    @staticmethod
-    def _set(grad_enabled, autocast):
-        tracegrad.set_grad_enabled(grad_enabled)
-        state = _autocast._state()
-        state.clear()
-        state.update(autocast)
+        self._autocast.__exit__(*exc)
+        tracegrad.set_grad_enabled(self.prev)
 
 
 class _Ref:

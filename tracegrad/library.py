@@ -8,7 +8,8 @@ a gradient (an ``autograd.Function`` underneath: the node is torch's
 ``GeneratedBackwardFor_<ns>_<name>_defaultBackward``), and without one a backward through it
 raises torch's RuntimeError. ``register_fake`` is kept (``opcheck`` compares shapes/dtypes with
 it; tracegrad needs no fake kernel to trace: the real body runs under the trace).
-``register_kernel("cpu"/"cuda", fn)`` replaces the body on that device. The older
+``register_kernel("cpu"/"cuda", fn)`` replaces the body on that device; ``register_autocast(device,
+dtype)`` casts its floating inputs inside autocast and runs it with autocast off. The older
 ``Library(ns, "DEF"/"IMPL"/"FRAGMENT")`` with ``define(schema)`` / ``impl(name, fn, key)`` maps
 onto the same operators. ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
 """
@@ -21,10 +22,12 @@ import types
 import jax
 
 import tracegrad
-from tracegrad import Tensor, _state
+from tracegrad import Tensor, _autocast, _state
+from tracegrad.amp.autocast_mode import get_autocast_dtype
 from tracegrad.autograd.function import Function
 
-__all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel", "opcheck",
+__all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel", "register_autocast",
+           "opcheck",
            "Library", "define", "impl", "ops"]
 
 _OPS: dict = {}       # "ns::name" -> CustomOpDef
@@ -87,6 +90,7 @@ class CustomOpDef:
         self._fake = None
         self._backward = self._setup_context = None
         self._function = None
+        self._autocast = {}         # device type -> dtype its floating inputs take under autocast
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -132,6 +136,17 @@ class CustomOpDef:
                 self._kernels[d] = f
             return f
         return put if fn is None else put(fn)
+
+    def register_autocast(self, device_type, cast_inputs):
+        """Mirrors ``CustomOpDef.register_autocast``: inside an autocast region of ``device_type``
+        the operator's floating tensors on that device (float64 excepted) are cast to
+        ``cast_inputs`` (differentiably) and its body runs with autocast off there. The first
+        registration for a device type stays, as torch. Raises ValueError for a device type that
+        is not a str or has no autocast ('meta'), RuntimeError for an unknown one."""
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        _check_autocast_device(device_type)
+        self._autocast.setdefault(device_type, cast_inputs)
 
     # ---- calling --------------------------------------------------------------------------
     def _kernel(self, args):
@@ -206,6 +221,24 @@ class CustomOpDef:
                 raise TypeError(f"{self._qualname}: {e}") from None
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if self._autocast and _autocast.active():
+            on = [d for d in self._autocast if _autocast.dtype_for(d) is not None]
+            if on:
+                return self._under_autocast(args, on)
+        return self._dispatch(args)
+
+    def _under_autocast(self, args, devices):
+        """The call inside autocast on ``devices`` (registered with ``register_autocast``):
+        inputs cast, the body run with autocast off on those devices."""
+        for d in devices:
+            dtype = self._autocast[d]
+            args = _map_tensors(args, lambda t: t.to(dtype) if (t.is_floating_point() and t.device.type == d
+                                                                 and t.dtype is not tracegrad.float64) else t)
+        rest = {k: v for k, v in _autocast._state().items() if k not in devices}
+        with _autocast.entered(rest):
+            return self._dispatch(args)
+
+    def _dispatch(self, args):
         if _state.FUNC_LEVELS:
             out = self._in_transform(args)
         elif tracegrad.is_grad_enabled() and any(t.requires_grad for t in _tensors(list(args))):
@@ -260,6 +293,22 @@ register_abstract = register_fake
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
     """Mirrors ``torch.library.register_autograd(op_or_name, backward, setup_context=...)``."""
     _op(op).register_autograd(backward, setup_context=setup_context)
+
+
+def _check_autocast_device(device_type):
+    get_autocast_dtype(device_type)   # (RuntimeError for an unknown device type)
+    if device_type == "meta":
+        raise ValueError(f"Device type '{device_type}' does not support autocast.")
+
+
+def register_autocast(op, device_type, cast_inputs, /, *, lib=None):
+    """Mirrors ``torch.library.register_autocast(op_or_name, device_type, cast_inputs)``: see
+    ``CustomOpDef.register_autocast``. A ``device_type`` that is not a str is a TypeError here,
+    as torch's (its check runs before the operator's)."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"register_autocast(): argument 'device_type' (position 2) must be str, not "
+                        f"{type(device_type).__name__}; pass 'cpu' or 'cuda'")
+    _op(op).register_autocast(device_type, cast_inputs)
 
 
 def register_kernel(op, device_types, fn=None, /, *, lib=None):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import warnings
 
+import tracegrad
+
 from .. import _autocast
 from .._tensor.device import cuda_devices
 from .._ops import dtypes as _dt
@@ -79,37 +81,33 @@ def set_autocast_dtype(device_type, dtype) -> None:
         _autocast.set_dtype(device_type, dtype)
 
 
-_cache = [True]
-
-
 def is_autocast_cache_enabled() -> bool:
-    """Mirrors ``torch.is_autocast_cache_enabled`` (tracegrad caches no casts: the flag is kept
-    for programs that save and restore it)."""
-    return _cache[0]
+    """Mirrors ``torch.is_autocast_cache_enabled``: whether autocast reuses its cast of a weight
+    (NOTE [autocast cast cache] in ``tracegrad/_autocast.py``). Each ``autocast`` context sets it
+    from its ``cache_enabled`` and restores it on exit."""
+    return _autocast._CACHE_ENABLED[0]
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
     """Mirrors ``torch.set_autocast_cache_enabled``: see ``is_autocast_cache_enabled``."""
-    _cache[0] = bool(enabled)
+    _autocast._CACHE_ENABLED[0] = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
-    """Mirrors ``torch.clear_autocast_cache``: there is no cast cache to clear."""
-
-
-_nesting = [0]
+    """Mirrors ``torch.clear_autocast_cache``: drops the casts autocast has cached (the outermost
+    ``autocast`` calls it on exit)."""
+    _autocast.clear_cache()
 
 
 def autocast_increment_nesting() -> int:
-    """Mirrors ``torch.autocast_increment_nesting``: the autocast nesting depth after the call."""
-    _nesting[0] += 1
-    return _nesting[0]
+    """Mirrors ``torch.autocast_increment_nesting``: this thread's autocast nesting depth after
+    the call (every ``autocast`` context, enabled or not, counts while it is open)."""
+    return _autocast.add_nesting(1)
 
 
 def autocast_decrement_nesting() -> int:
-    """Mirrors ``torch.autocast_decrement_nesting``: the autocast nesting depth after the call."""
-    _nesting[0] = max(_nesting[0] - 1, 0)
-    return _nesting[0]
+    """Mirrors ``torch.autocast_decrement_nesting``: the depth after the call (never below 0)."""
+    return _autocast.add_nesting(-1)
 
 
 class autocast:
@@ -117,7 +115,9 @@ class autocast:
     context manager or decorator. Nested contexts restore the outer setting on exit.
 
     Args: device_type 'cpu' or 'cuda'; dtype (default bfloat16 on CPU, float16 on CUDA; CPU
-    accepts bfloat16/float16); enabled; cache_enabled (accepted: casts are not cached).
+    accepts bfloat16/float16); enabled; cache_enabled (default: the current
+    ``is_autocast_cache_enabled()``; when on, a float32 weight's cast is made once and reused until
+    the outermost context exits, NOTE [autocast cast cache]).
     Raises: ValueError when ``device_type`` is not a str, RuntimeError for an unknown device type.
     Like torch it warns and disables itself for an unsupported dtype, or 'cuda' without a GPU.
     Differs from torch: the op lists cover the ops tracegrad has (matmul/mm/bmm/addmm, linear,
@@ -130,7 +130,8 @@ class autocast:
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = _device_type(device_type, "autocast")
         self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(device_type)
-        self._cache_enabled = True if cache_enabled is None else cache_enabled
+        # (None: the flag in force now, as torch -- a context inside cache_enabled=False keeps it off)
+        self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if enabled and device_type == "cpu" and self.fast_dtype not in (_dt.bfloat16, _dt.float16):
             warnings.warn(f"In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
                           f"CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.")
@@ -155,11 +156,19 @@ class autocast:
         if self.device == "meta":
             raise RuntimeError("autocast: the 'meta' device type has no autocast (unsupported scalarType); "
                                "use device_type='cpu' or 'cuda'")
-        self._prev.append(_autocast.set_dtype(self.device, self.fast_dtype if self._enabled else None))
+        self._prev.append((_autocast.set_dtype(self.device, self.fast_dtype if self._enabled else None),
+                           _autocast._CACHE_ENABLED[0]))
+        autocast_increment_nesting()
+        _autocast._CACHE_ENABLED[0] = self._cache_enabled
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
-        _autocast.set_dtype(self.device, self._prev.pop())
+        if autocast_decrement_nesting() == 0:
+            # through the package attribute, as torch: a program that replaces
+            # torch.clear_autocast_cache keeps the casts past the context (test_cast_cache_is_global)
+            tracegrad.clear_autocast_cache()
+        dtype, _autocast._CACHE_ENABLED[0] = self._prev.pop()
+        _autocast.set_dtype(self.device, dtype)
         return False
 
     def __call__(self, func):

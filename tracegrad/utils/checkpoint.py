@@ -211,20 +211,12 @@ def _forked_rng(key, enabled):
         _set_rng_key(outer)
 
 
-@contextlib.contextmanager
 def _autocast_as(settings):
     """Run the block under the autocast ``settings`` (a snapshot of ``_autocast._state()``
     taken at checkpoint entry), as torch's checkpoint re-enters the forward's autocast for
-    the recomputation: a backward outside autocast must recompute in the forward's dtypes."""
-    state = _autocast._state()
-    outer = dict(state)
-    state.clear()
-    state.update(settings)
-    try:
-        yield
-    finally:
-        state.clear()
-        state.update(outer)
+    the recomputation: a backward outside autocast must recompute in the forward's dtypes.
+    It counts as an autocast context: the casts it caches end with it."""
+    return _autocast.entered(settings)
 
 
 # ------------------------------------------------------------------------ use_reentrant=True
