@@ -145,6 +145,22 @@ def test_sasrec_trains_as_main_py():
     _compare(lambda T: ref if T is torch else got, tol=2e-5)
 
 
+def test_sasrec_eval_ignores_its_dropouts():
+    # main.py's default dropout_rate=0.5 (embedding, attention and feed-forward dropouts): in
+    # eval mode, as ``evaluate`` runs it, predict is deterministic and equal
+    def run(T):
+        import types
+        g = program(T, SASREC_MODEL)
+        model = init_uniform(T, g.SASRec(5, 12, types.SimpleNamespace(**{**_SAS_ARGS, "dropout_rate": 0.5,
+                                                                          "num_heads": 1})), 4)
+        model.eval()
+        seq = np.array([[0, 0, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6]])
+        with T.no_grad():
+            logits = model.predict(None, seq, np.array([[1, 2, 3, 7], [8, 9, 10, 11]]))
+        return _arr(logits, model.log2feats(seq))
+    _compare(run, tol=2e-5)
+
+
 def test_sasrec_padding_row_gets_no_gradient():
     # ``padding_idx=0``: item 0 (the left padding) is looked up but its row's gradient is zero
     def run(T):
@@ -161,15 +177,19 @@ def test_sasrec_padding_row_gets_no_gradient():
 
 # ---------------------------------------------------------------- GE2E speaker verification
 
-def _ge2e(T, tmp):
+def _ge2e(T, tmp, restore=False):
     g = program(T, GE2E, **ge2e_globals(T, tmp, 0))
     nets = _after_init(T, g.SpeechEmbedder, 1, 0.5)
     losses = _after_init(T, g.GE2ELoss)      # its own w=10, b=-5
     random.seed(0)
     buf = io.StringIO()
+    path = str(tmp / "ckpt" / "final_epoch_2_batch_id_1.model")
     with contextlib.redirect_stdout(buf):
-        g.train(None)
-        path = str(tmp / "ckpt" / "final_epoch_2_batch_id_1.model")
+        if restore:     # hp.train.restore: a second run starts from the first one's model
+            g.train(None)
+            (tmp / "train.log").unlink()
+            g.hp.train.restore = True
+        g.train(path)
         g.test(path)
     log = buf.getvalue().replace(str(tmp), "<tmp>") + (tmp / "train.log").read_text()
     (tmp / "train.log").unlink()
@@ -179,8 +199,9 @@ def _ge2e(T, tmp):
         _arr(*[p for l in losses for p in l.parameters()]) + [np.array(len(nets))]
 
 
-def test_ge2e_train_and_test_as_written(tmp_path):
-    (ref_log, ref), (got_log, got) = _ge2e(torch, tmp_path / "t"), _ge2e(tracegrad, tmp_path / "g")
+@pytest.mark.parametrize("restore", [False, True])
+def test_ge2e_train_and_test_as_written(tmp_path, restore):
+    (ref_log, ref), (got_log, got) = _ge2e(torch, tmp_path / "t", restore), _ge2e(tracegrad, tmp_path / "g", restore)
     assert "Done, trained model saved at <tmp>/ckpt/final_epoch_2_batch_id_1.model" in got_log, got_log
     assert got_log.count("EER : ") == 2 and "EER across 2 epochs" in got_log, got_log
     _same_logs(ref_log, got_log, 1e-4)
