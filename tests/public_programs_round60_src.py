@@ -5,7 +5,6 @@ tracegrad by ``program(T, SRC)``. Kept as in their repositories apart from the `
 repositories, paths, commits and licenses (Apache-2.0, BSD-3-Clause, MIT)."""
 import argparse
 import copy
-import random
 import time
 import types
 from collections import defaultdict

@@ -46,7 +46,6 @@ import functools
 import io
 import pathlib
 import random
-import re
 import sys
 import warnings
 
@@ -54,7 +53,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, same_error, \
+from public_programs_helpers import same_logs, arrays as _arr, compare, grads as _grads, init_uniform, same_error, \
     state as _state
 from public_programs_round60_src import (GE2E, GIN_MAIN, GIN_MODELS, GIN_UTIL, MADGRAD, SASREC_MAIN, SASREC_MODEL,
                                         ge2e_globals, program, sasrec_batches, write_gin_dataset)
@@ -71,16 +70,7 @@ def _quiet():
         yield
 
 
-def _numbers(text):
-    """The floats in a log, and the log with each replaced by ``#``."""
-    pat = r"-?\d+\.\d+(?:e-?\d+)?"
-    return [float(x) for x in re.findall(pat, text)], re.sub(pat, "#", text)
-
-
-def _same_logs(ref, got, tol):
-    (a, ta), (b, tb) = _numbers(ref), _numbers(got)
-    assert ta == tb, (ref, got)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+_same_logs = same_logs
 
 
 def _after_init(T, cls, seed=None, scale=0.3):
