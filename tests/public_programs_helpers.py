@@ -2,6 +2,7 @@
 tests/compile/test_public_patterns_round5*.py): the same parameters for torch and tracegrad from
 one numpy stream, values as numpy arrays, and value/error comparisons across the libraries."""
 import contextlib
+import re
 
 import numpy as np
 import pytest
@@ -99,3 +100,26 @@ def default_dtype(T, dtype):
         yield
     finally:
         T.set_default_dtype(T.float32)
+
+
+def compiled_parity(torch, tracegrad, runner, ref_tol=2e-5, comp_tol=1e-5):
+    """``runner(T, compiled) -> (arrays, fn)`` run by torch eagerly, tracegrad eagerly and
+    tracegrad compiled: tracegrad's eager arrays equal torch's within ``ref_tol``, the compiled
+    ones tracegrad's eager within ``comp_tol``; returns the compiled function's ``stats``."""
+    eager, comp = runner(tracegrad, False), runner(tracegrad, True)
+    close(runner(torch, False)[0], eager[0], ref_tol)
+    close(eager[0], comp[0], comp_tol)
+    return comp[1].stats
+
+
+def _log_numbers(text):
+    """The floats in a log, and the log with each replaced by ``#``."""
+    pat = r"-?\d+\.\d+(?:e-?\d+)?"
+    return [float(x) for x in re.findall(pat, text)], re.sub(pat, "#", text)
+
+
+def same_logs(ref, got, tol):
+    """Two printed logs equal but for their floats, which are equal within ``tol``."""
+    (a, ta), (b, tb) = _log_numbers(ref), _log_numbers(got)
+    assert ta == tb, (ref, got)
+    np.testing.assert_allclose(b, a, rtol=tol, atol=tol)

@@ -31,7 +31,9 @@ Python attribute set on a tensor from outside (``p.steps += 1``), a layout chang
 outside (``buf.t_()``, ``unsqueeze_``, ``resize_``, ``a.data = b.data``) -- is a graph
 break: with ``fullgraph=True`` it raises ``GraphBreak`` naming the file and line; otherwise
 that call signature runs eagerly (one warning, counted in ``stats()``). Results never differ
-from eager silently.
+from eager silently. A function that raises while traced but not eagerly (an op that works
+eagerly only, such as building a sparse COO tensor) is a graph break too: with
+``fullgraph=True`` its error is raised, with a note, and nothing of the call has run.
 """
 from __future__ import annotations
 
@@ -314,13 +316,13 @@ class CompiledFunction:
                 break
             except CallOnlyBreak as e:      # this call only (``SHARED_VIEWS``, an argument that is state)
                 if self.fullgraph:
-                    raise
+                    raise _own_notes(e)
                 if isinstance(e, ContainerChanged):     # NOTE [data container arguments]
                     self._containers, self._containers_refused = frozenset(), True
                 return self._break(None, e.reason, e.where, args, kwargs)
             except GraphBreak as e:
                 if self.fullgraph:
-                    raise
+                    raise _own_notes(e)
                 return self._break(key, e.reason, e.where, args, kwargs)
             except Exception as e:     # noqa: BLE001 -- the function raised while tracing
                 return self._raised_while_tracing(key, e, args, kwargs)
@@ -352,7 +354,15 @@ class CompiledFunction:
         error came from tracing alone: that signature runs eagerly from now on, with the reason
         in ``stats()``."""
         if getattr(error, "_tracegrad_no_rerun", False) or _library_bug(error):
-            raise error
+            raise _own_notes(error)
+        if self.fullgraph:
+            # fullgraph=True asks for one program or an error, never an eager run (torch raises
+            # at a graph break too): the error itself, state as before the call (the trace put
+            # it back); an error of the user's own code is the one eager would raise
+            error.add_note(f"tracegrad.compile(fullgraph=True): raised while tracing "
+                           f"{getattr(self._fn, '__qualname__', self._fn)}; without fullgraph=True "
+                           "the call runs eagerly instead (a graph break)")
+            raise _own_notes(error)
         result = self._eager(args, kwargs)
         self.stats["eager_calls"] -= 1      # counted below as a break
         return self._break(key, f"tracing raised {type(error).__name__}: {error}", None, args, kwargs,
@@ -401,6 +411,19 @@ class CompiledFunction:
         self._programs = self._sized = 0
         self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
+
+
+def _own_notes(error):
+    """``error`` less the note JAX's traceback filtering adds to an exception leaving a trace
+    (it names JAX and its environment variable; a user of tracegrad sees tracegrad's text only)."""
+    notes = getattr(error, "__notes__", None)
+    if notes:
+        kept = [n for n in notes if "JAX_TRACEBACK_FILTERING" not in n]
+        if kept:
+            error.__notes__ = kept
+        else:
+            del error.__notes__
+    return error
 
 
 def _misuse(error):
@@ -664,8 +687,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         model: a callable over Tensors (a training step with ``backward()`` and
             ``optimizer.step()`` inside, or a forward), or an ``nn.Module`` (returns a module
             whose calls are compiled; its ``state_dict`` keys gain ``_orig_mod.`` as in torch).
-        fullgraph: raise ``GraphBreak`` (a RuntimeError naming file and line) instead of
-            running a non-capturable call eagerly.
+        fullgraph: raise ``GraphBreak`` (a RuntimeError naming file and line), or the error
+            tracing raised, instead of running a non-capturable call eagerly.
         dynamic, mode, options: accepted for compatibility; every new input shape is traced
             once and cached. backend: torch's names are accepted ("inductor", "eager",
             "aot_eager", ...); all compile with XLA. A callable: called as

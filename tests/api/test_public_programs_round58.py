@@ -40,14 +40,13 @@ Compile counterparts: tests/compile/test_public_patterns_round58.py.
 import contextlib
 import functools
 import io
-import re
 import warnings
 
 import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, \
+from public_programs_helpers import same_logs, arrays as _arr, compare, grads as _grads, init_uniform, \
     same_error, state as _state
 from public_programs_round58_src import (DLRM_TRICKS, ODE_DEMO, dlrm_batches, dlrm_setup, drawn_torch, program,
                                         run_script, torchdiffeq_for)
@@ -64,16 +63,7 @@ def _quiet():
         yield
 
 
-def _numbers(text):
-    """The floats in a log, and the log with each replaced by ``#``."""
-    pat = r"-?\d+\.\d+(?:e-?\d+)?"
-    return [float(x) for x in re.findall(pat, text)], re.sub(pat, "#", text)
-
-
-def _same_logs(ref, got, tol):
-    (a, ta), (b, tb) = _numbers(ref), _numbers(got)
-    assert ta == tb, (ref, got)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+_same_logs = same_logs
 
 
 

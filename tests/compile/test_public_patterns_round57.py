@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, close as _close, state as _state
+from public_programs_helpers import compiled_parity, arrays as _arr, state as _state
 from public_programs_round57_src import (bert_batches, bert_setup, deepsdf_setup, deepsdf_specs, relational_setup,
                                         sort_of_clevr)
 
@@ -43,10 +43,7 @@ def _quiet():
 
 
 def _check(runner, ref_tol=2e-5, comp_tol=1e-5):
-    eager, comp = runner(tracegrad, False), runner(tracegrad, True)
-    _close(runner(torch, False)[0], eager[0], ref_tol)
-    _close(eager[0], comp[0], comp_tol)
-    return comp[1].stats
+    return compiled_parity(torch, tracegrad, runner, ref_tol, comp_tol)
 
 
 def _bert_runs(T, compiled):

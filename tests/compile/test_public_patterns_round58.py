@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, close as _close, init_uniform, state as _state
+from public_programs_helpers import compiled_parity, arrays as _arr, init_uniform, state as _state
 from public_programs_round58_src import dlrm_batches, dlrm_setup, torchdiffeq_for
 
 torch = pytest.importorskip("torch")
@@ -34,10 +34,7 @@ def _quiet():
 
 
 def _check(runner, ref_tol=2e-5, comp_tol=1e-5):
-    eager, comp = runner(tracegrad, False), runner(tracegrad, True)
-    _close(runner(torch, False)[0], eager[0], ref_tol)
-    _close(eager[0], comp[0], comp_tol)
-    return comp[1].stats
+    return compiled_parity(torch, tracegrad, runner, ref_tol, comp_tol)
 
 
 def _breaks(st):
