@@ -1,0 +1,602 @@
+"""Round 45: the optimizers no earlier round compiled (Adafactor, Muon, SparseAdam, ASGD,
+RAdam, NAdam, Rprop, Adamax, Adadelta) with their ``param_groups`` flags flipped between
+calls, optimizer state_dict hooks around a compiled step, schedulers built between calls, and
+the loss and embedding attributes round 44 left (``KLDivLoss.log_target``, ``NLLLoss`` and
+``CTCLoss`` with ignored or empty targets, ``Embedding.max_norm`` changed), a step that zeroes
+its gradients at the end.
+
+Each program runs eagerly, through ``tracegrad.compile`` and with torch from identical state
+(``_harness.run_three_ways``), comparing the step's results, the model and the optimizer after
+every call; the number of programs is asserted (a Python value the step reads is a constant of
+its program: one program per value, reused when the value comes back, as torch.compile guards
+it; numeric optimizer hyper-parameters are inputs of one program).
+"""
+import pytest
+
+import tracegrad
+
+from . import _harness as _h
+from ._harness import small_mlp as _model, small_xy as _xy, snapshot, traces as _traces
+
+_both = lambda run, **kw: _h.run_three_ways(run, **kw)
+
+
+def _loop(f, batch, calls, change, *observed):
+    """Call ``f(*batch(i))`` ``calls`` times, ``change(i)`` after call ``i``; snapshot each."""
+    out = []
+    for i in range(calls):
+        out.append([snapshot(f(*batch(i))), [snapshot(o) for o in observed]])
+        change(i)
+    return out
+
+
+def _step(model, opt, zero_at_end=False):
+    """``cross_entropy(model(x), y)``, backward, ``opt.step()``; the grads zeroed first, or at
+    the end with ``zero_at_end``."""
+    F = tracegrad.nn.functional if isinstance(opt, tracegrad.optim.Optimizer) else _torch().nn.functional
+
+    def step(x, y):
+        if not zero_at_end:
+            opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if zero_at_end:
+            opt.zero_grad()
+        return loss
+    return step
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _set_group(opt, values):
+    """``change(i)``: after call ``i`` write ``values[i]`` (a dict) into every param group."""
+    def change(i):
+        if i < len(values):
+            for g in opt.param_groups:
+                g.update(values[i])
+    return change
+
+
+# ---- optimizers no earlier round compiled, their flags flipped between calls
+
+_FLIPS = {
+    "Adafactor": (dict(lr=0.05), [dict(weight_decay=0.1), dict(maximize=True), dict(foreach=True, lr=0.02),
+                                  dict(weight_decay=0.0, maximize=False), {}]),
+    "NAdam": (dict(lr=0.05), [dict(weight_decay=0.1), dict(decoupled_weight_decay=True),
+                              dict(maximize=True, momentum_decay=0.002), dict(weight_decay=0.0, maximize=False), {}]),
+    "RAdam": (dict(lr=0.05), [dict(weight_decay=0.1), dict(decoupled_weight_decay=True), dict(maximize=True),
+                              dict(weight_decay=0.0, maximize=False), {}]),
+    "Adamax": (dict(lr=0.05), [dict(weight_decay=0.1), dict(maximize=True), dict(foreach=True, eps=1e-3),
+                               dict(weight_decay=0.0, maximize=False), {}]),
+    "Adadelta": (dict(lr=0.5), [dict(weight_decay=0.1), dict(maximize=True), dict(rho=0.5, foreach=True),
+                                dict(weight_decay=0.0, maximize=False), {}]),
+    "ASGD": (dict(lr=0.05, t0=2, lambd=0.01), [dict(weight_decay=0.1), dict(maximize=True), dict(alpha=0.5),
+                                               dict(weight_decay=0.0, maximize=False), {}]),
+    "Rprop": (dict(lr=0.05), [dict(etas=(0.4, 1.5)), dict(maximize=True), dict(step_sizes=(1e-3, 0.1)),
+                              dict(maximize=False), {}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FLIPS))
+def test_optimizer_flags_flipped_in_param_groups_between_calls(name):
+    """Between calls the caller writes ``weight_decay``, ``maximize``, ``foreach`` and the
+    optimizer's own knobs into ``param_groups``; every call must use the values set before it
+    (torch reads the group on every ``step()``), the same values coming back reuse a program."""
+    kw, flips = _FLIPS[name]
+
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = getattr(mod.optim, name)(model.parameters(), **kw)
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), len(flips) + 1, _set_group(opt, flips), model, opt)
+    made = _both(run)
+    # one program per set of Python flags (maximize, foreach, decoupled); numbers are inputs
+    assert _traces(made[0]) <= 4, made[0].stats
+
+
+def test_adafactor_step_compiled_one_program():
+    """Adafactor factors the second moment of the 2-D weights (``row_var``/``col_var``) and
+    keeps a full ``variance`` for the biases; its ``step`` is a float tensor whose value sets
+    ``beta2_t`` and the relative step size each call: one program for all calls."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adafactor(model.parameters(), lr=0.05)
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_adafactor_lr_and_beta2_decay_set_by_hand_each_call():
+    """``lr`` written into the group after every call (a hand schedule: an input of one
+    program) and ``beta2_decay`` toggled between two values (a constant of its program, as
+    ``weight_decay``: two programs, reused)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adafactor(model.parameters(), lr=0.05)
+
+        def change(i):
+            opt.param_groups[0]["lr"] = 0.05 / (i + 2)
+            opt.param_groups[0]["beta2_decay"] = -0.8 + 0.1 * (i % 2)
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def _both_bfloat16(run):
+    """``run_three_ways`` for a program computing in bfloat16: XLA fuses the compiled
+    program's bfloat16 Newton-Schulz steps and rounds their intermediates otherwise than one op
+    at a time, so compiled, eager and torch agree to bfloat16 precision of the update."""
+    made = []
+
+    def wrap(f):
+        made.append(tracegrad.compile(f))
+        return made[-1]
+    comp = run(tracegrad, wrap)
+    _h.assert_same(run(tracegrad, lambda f: f), comp, "compiled", rtol=2e-3, atol=2e-4)
+    _h.assert_same(run(_torch(), lambda f: f), comp, "torch", rtol=2e-3, atol=2e-4)
+    return made
+
+
+def _muon_pair(mod, model, **muon_kw):
+    """Muon on the 2-D weights, AdamW on the biases (the way Muon is used)."""
+    ws = [p for p in model.parameters() if p.dim() == 2]
+    bs = [p for p in model.parameters() if p.dim() != 2]
+    return mod.optim.Muon(ws, lr=0.02, **muon_kw), mod.optim.AdamW(bs, lr=0.01)
+
+
+def test_muon_on_weights_and_adamw_on_biases_in_one_step():
+    """Two optimizers stepped in one compiled step; Muon orthogonalises its momentum by
+    Newton-Schulz in bfloat16 (torch agrees to bfloat16 precision)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        muon, adamw = _muon_pair(mod, model)
+
+        def step(x, y):
+            muon.zero_grad()
+            adamw.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            muon.step()
+            adamw.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, muon, adamw)
+    made = _both_bfloat16(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_muon_nesterov_adjust_lr_fn_and_weight_decay_flipped_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        muon, adamw = _muon_pair(mod, model, weight_decay=0.0)
+        flips = [dict(nesterov=False), dict(adjust_lr_fn="match_rms_adamw"), dict(weight_decay=0.1, ns_steps=3),
+                 dict(nesterov=True, adjust_lr_fn=None, weight_decay=0.0, ns_steps=5)]
+        change = _set_group(muon, flips)
+
+        def step(x, y):
+            muon.zero_grad()
+            adamw.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            muon.step()
+            adamw.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model, muon)
+    made = _both_bfloat16(run)
+    assert _traces(made[0]) <= 4, made[0].stats
+
+
+def test_sparse_adam_on_sparse_embedding_equals_eager():
+    """``Embedding(sparse=True)`` with SparseAdam: only the rows a batch looks up move. The
+    rows are found on the host, so the step runs eagerly (with a reason) or compiled, but
+    equal."""
+    def run(mod, wrap):
+        emb = mod.nn.Embedding(6, 3, sparse=True)
+        _h.np_init(emb, mod)
+        head = _h.np_init(mod.nn.Linear(3, 2), mod, seed=1)
+        sparse = mod.optim.SparseAdam(list(emb.parameters()), lr=0.05)
+        dense = mod.optim.Adam(head.parameters(), lr=0.05)
+        idx = [[0, 1, 1], [2, 3, 0], [5, 5, 4], [0, 2, 4]]
+
+        def step(ix):
+            sparse.zero_grad()
+            dense.zero_grad()
+            loss = head(emb(ix)).pow(2).mean()
+            loss.backward()
+            sparse.step()
+            dense.step()
+            return loss
+        f = wrap(step)
+        # the weight's values (its sparse .grad has no dense snapshot), the head and both states
+        return _loop(f, lambda i: (mod.tensor(idx[i]),), 4, lambda i: None, emb.weight.detach(), head,
+                     sparse, dense)
+    made = _both(run)
+    assert _traces(made[0]) == 0, made[0].stats
+    assert "sparse COO tensors work in eager mode only" in made[0].stats["graph_breaks"][0][0]
+
+
+def test_asgd_averaging_starts_at_t0_inside_the_compiled_calls():
+    """ASGD's ``mu`` is 1 until ``step > t0``, then ``1 / (step - t0)``; ``ax`` starts
+    averaging there. The step count crosses ``t0=2`` during the compiled calls: the state
+    tensors (``eta``, ``mu``, ``ax``, ``step``) must follow eager, with one program."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.ASGD(model.parameters(), lr=0.05, t0=2, lambd=0.05)
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_radam_rectification_switches_on_during_the_compiled_calls():
+    """RAdam's update is un-rectified while ``rho_t <= 5`` (the first steps with beta2 =
+    0.9) and rectified after: the switch happens on a later call and must not be frozen."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.RAdam(model.parameters(), lr=0.05, betas=(0.9, 0.9))
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 8, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_adam_amsgrad_switched_on_after_state_exists_raises_as_eager():
+    """``amsgrad=True`` written into a group whose state was made without it: torch's Adam
+    looks up ``max_exp_avg_sq`` and raises KeyError after the backward (the grads are the new
+    ones, the parameters unchanged); the compiled step must raise it and leave the same state,
+    then run on once ``amsgrad`` is off again."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        f = wrap(_step(model, opt))
+        out = _loop(f, lambda i: _xy(mod, i), 2, lambda i: None, model, opt)
+        opt.param_groups[0]["amsgrad"] = True
+        with pytest.raises(KeyError, match="max_exp_avg_sq"):
+            f(*_xy(mod, 2))
+        out.append(snapshot(model))
+        opt.param_groups[0]["amsgrad"] = False
+        return out + _loop(f, lambda i: _xy(mod, i + 3), 2, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- optimizer state_dict hooks around a compiled step
+
+def test_optimizer_state_dict_hooks_and_load_between_calls():
+    """``register_state_dict_pre_hook`` / ``register_state_dict_post_hook`` record and edit
+    what ``state_dict()`` returns (a marker key), ``register_load_state_dict_pre_hook`` halves
+    the saved lr and ``register_load_state_dict_post_hook`` counts: between calls the caller
+    saves and reloads the optimizer, so the next call runs with the lr and moments loaded."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        log = []
+
+        def pre(o):
+            log.append("pre")
+
+        def post(o, sd):
+            log.append("post")
+            sd["marker"] = len(log)
+            return sd
+
+        def load_pre(o, sd):
+            log.append(("load_pre", sd.pop("marker")))
+            for g in sd["param_groups"]:
+                g["lr"] = g["lr"] * 0.5
+            return sd
+
+        def load_post(o):
+            log.append(("load_post", o.param_groups[0]["lr"]))
+        opt.register_state_dict_pre_hook(pre)
+        opt.register_state_dict_post_hook(post)
+        opt.register_load_state_dict_pre_hook(load_pre)
+        opt.register_load_state_dict_post_hook(load_post)
+
+        def change(i):
+            opt.load_state_dict(opt.state_dict())
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 4, change, model, log)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_state_dict_hook_called_inside_the_step_logs_every_call():
+    """The step itself snapshots ``opt.state_dict()`` after ``step()`` (a checkpoint every
+    call); the post hook appends the step count it sees: once per call, compiled too."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        seen = []
+        opt.register_state_dict_post_hook(lambda o, sd: seen.append(len(sd["state"])))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sd = opt.state_dict()
+            return loss, sd["param_groups"][0]["lr"]
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt, seen)
+    _both(run)
+
+
+# ---- schedulers built between calls
+
+def test_step_lr_built_after_the_first_calls_and_stepped_outside():
+    """The scheduler is made after call 1 (it writes ``initial_lr`` into the group) and
+    stepped after every later call: the lr each call uses comes from the group, one program."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2, momentum=0.5)
+        box = {}
+
+        def change(i):
+            if i == 1:
+                box["s"] = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+            elif "s" in box:
+                box["s"].step()
+        f = wrap(_step(model, opt))
+        out = _loop(f, lambda i: _xy(mod, i), 5, change, model, opt)
+        return out + [box["s"].get_last_lr(), box["s"].state_dict()]
+    made = _both(run)
+    # the scheduler adds ``initial_lr`` to the group (its options are guarded by value): one
+    # more program, then the lr it steps is an input
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_linear_warmup_built_between_calls_rescales_lr_at_construction():
+    """``LinearLR(start_factor=0.25)`` made after call 0 multiplies the lr at once (the next
+    call uses 0.25 lr), then a ``SequentialLR`` is built over it after call 2."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.08)
+        box = {}
+        S = mod.optim.lr_scheduler
+
+        def change(i):
+            if i == 0:
+                box["s"] = S.LinearLR(opt, start_factor=0.25, total_iters=3)
+            else:
+                box["s"].step()
+        f = wrap(_step(model, opt))
+        out = _loop(f, lambda i: _xy(mod, i), 5, change, model, opt)
+        return out + [box["s"].get_last_lr()]
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_scheduler_attached_to_the_trainer_between_calls_stepped_inside():
+    """A trainer object steps ``self.sched`` inside the step when it is not None; the caller
+    attaches an ExponentialLR after call 1: from then on the step steps it (a Python
+    attribute the step reads: a new program, equal values)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+
+        class Trainer:
+            sched = None
+
+            def step(self, x, y):
+                opt.zero_grad()
+                loss = mod.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                if self.sched is not None:
+                    self.sched.step()
+                return loss
+        t = Trainer()
+
+        def change(i):
+            if i == 1:
+                t.sched = mod.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7)
+        f = wrap(t.step)
+        out = _loop(f, lambda i: _xy(mod, i), 5, change, model, opt)
+        return out + [t.sched.state_dict()]
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_scheduler_state_loaded_between_calls_rewinds_lr():
+    """A MultiStepLR stepped inside the step; after call 3 the caller loads the state it saved
+    after call 0 (``last_epoch`` rewound) and resets the group's lr by hand."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+        sched = mod.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 2], gamma=0.5)
+        saved = {}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+
+        def change(i):
+            if i == 0:
+                saved.update(sched.state_dict(), lr=opt.param_groups[0]["lr"])
+            if i == 3:
+                lr = saved.pop("lr")
+                sched.load_state_dict(saved)
+                opt.param_groups[0]["lr"] = lr
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt, sched)
+    _both(run)
+
+
+def test_swalr_and_averaged_model_updated_inside_the_step():
+    """SWA: after call 1 the step also updates an ``AveragedModel`` and steps ``SWALR``
+    (annealing to swa_lr over 2 epochs), chosen by a Python flag argument."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+        swa_model = mod.optim.swa_utils.AveragedModel(model)
+        swa_sched = mod.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=2)
+
+        def step(x, y, swa):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            if swa:
+                swa_model.update_parameters(model)
+                swa_sched.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i) + (i >= 1,), 5, lambda i: None, model, opt, swa_model)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- loss and embedding attributes changed between calls
+
+def test_kl_div_loss_log_target_flipped_between_calls():
+    """``KLDivLoss(reduction="batchmean")`` whose ``log_target`` the caller flips: the target
+    is the teacher's log-probabilities or probabilities to match."""
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        crit = mod.nn.KLDivLoss(reduction="batchmean")
+
+        def step(x, y):
+            opt.zero_grad()
+            logt = F.log_softmax(F.one_hot(y, 3).float() * 2.0, dim=1)
+            tgt = logt if crit.log_target else logt.exp()
+            loss = crit(F.log_softmax(model(x), dim=1), tgt)
+            loss.backward()
+            opt.step()
+            return loss
+        flips = [True, False, True, False]
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 5,
+                     lambda i: setattr(crit, "log_target", flips[i]) if i < 4 else None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_nll_loss_with_every_target_ignored_on_one_call_is_nan_as_eager():
+    """``NLLLoss(ignore_index=1, weight=w)``; call 2's targets are all 1: the mean over no
+    weight is 0/0 = nan in torch, its grads are nan... zero, and SGD writes them in."""
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        crit = mod.nn.NLLLoss(ignore_index=1, weight=mod.tensor([1.0, 2.0, 0.5]))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = crit(F.log_softmax(model(x), 1), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def batch(i):
+            x, y = _xy(mod, i)
+            return x, (mod.ones_like(y) if i == 2 else y)
+        f = wrap(step)
+        return _loop(f, batch, 4, lambda i: None, model)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_ctc_loss_with_lengths_changing_per_call_and_zero_infinity():
+    """``CTCLoss(blank=0, zero_infinity=True)`` over a small model's log-probabilities, with
+    target and input lengths that change every call (one target longer than its input is
+    infeasible: inf, zeroed). Same shapes each call."""
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _h.np_init(mod.nn.Linear(4, 3), mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        crit = mod.nn.CTCLoss(blank=0, zero_infinity=True)
+        targets = [[[1, 2, 1], [2, 2, 0]], [[2, 1, 1], [1, 0, 0]], [[1, 1, 1], [2, 1, 2]]]
+        tlens = [[3, 2], [2, 1], [3, 3]]
+        ilens = [[6, 5], [6, 3], [4, 6]]
+
+        def step(x, tgt, il, tl):
+            opt.zero_grad()
+            logp = F.log_softmax(model(x), dim=2)
+            loss = crit(logp, tgt, il, tl)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def batch(i):
+            return (_h.data(mod, i, 6, 2, 4), mod.tensor(targets[i]), mod.tensor(ilens[i]), mod.tensor(tlens[i]))
+        f = wrap(step)
+        return _loop(f, batch, 3, lambda i: None, model, opt)
+    _both(run)
+
+
+def test_embedding_max_norm_changed_between_calls():
+    """``Embedding(max_norm=...)`` renormalises the looked-up rows of its weight in place in
+    forward; the caller changes ``max_norm`` (and ``norm_type``) between calls and once sets
+    it to None."""
+    def run(mod, wrap):
+        emb = _h.np_init(mod.nn.Embedding(6, 3, max_norm=1.0), mod, scale=1.5)
+        opt = mod.optim.SGD(emb.parameters(), lr=0.1)
+        idx = [[0, 1, 2], [3, 4, 1], [5, 0, 2], [1, 3, 5], [2, 2, 4]]
+        vals = [(0.5, 2.0), (None, 2.0), (0.8, 1.0), (0.5, 2.0)]
+
+        def step(ix):
+            opt.zero_grad()
+            loss = emb(ix).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        def change(i):
+            if i < len(vals):
+                emb.max_norm, emb.norm_type = vals[i]
+        f = wrap(step)
+        return _loop(f, lambda i: (mod.tensor(idx[i]),), 5, change, emb)
+    made = _both(run)
+    assert _traces(made[0]) == 3, made[0].stats
+
+
+# ---- where the step zeroes its gradients
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_at_the_end_of_the_step(set_to_none):
+    """``opt.zero_grad()`` after ``opt.step()``: between calls the caller sees no grads (None)
+    or zero tensors, and the next call's backward starts from them."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=set_to_none)
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt,
+                     [p.grad for p in model.parameters()])
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_zero_grad_at_the_end_with_a_grad_read_by_the_caller_in_between():
+    """The grads are zeroed at the end; the caller adds a penalty gradient into them between
+    calls (``p.grad = ...`` on None, ``p.grad.add_`` later): the next call accumulates onto it."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        f = wrap(_step(model, opt, zero_at_end=True))
+
+        def change(i):
+            for p in model.parameters():
+                p.grad = 0.01 * (i + 1) * p.detach().sign()
+        return _loop(f, lambda i: _xy(mod, i), 4, change, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
