@@ -600,3 +600,260 @@ def test_zero_grad_at_the_end_with_a_grad_read_by_the_caller_in_between():
         return _loop(f, lambda i: _xy(mod, i), 4, change, model, opt)
     made = _both(run)
     assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- more state_dict hooks, now inside the step
+
+def test_load_state_dict_hooks_inside_the_step_append_every_call():
+    """Every call, after ``step()``, the step reloads the state it just saved (a round trip,
+    as a checkpointing trainer does), through a load pre-hook that appends the number of
+    states and a post-hook that appends the lr: both lists grow once per call, compiled too
+    (they grew only while tracing)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        pre_seen, post_seen = [], []
+        opt.register_load_state_dict_pre_hook(lambda o, sd: pre_seen.append(len(sd["state"])))
+        opt.register_load_state_dict_post_hook(lambda o: post_seen.append(o.param_groups[0]["lr"]))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.load_state_dict(opt.state_dict())
+            return loss
+
+        def change(i):
+            opt.param_groups[0]["lr"] = 0.05 / (i + 2)
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, change, model, opt, pre_seen, post_seen)
+    _both(run)
+
+
+def test_state_dict_pre_hook_counting_in_a_closure_runs_eagerly_with_a_reason():
+    """A state_dict pre-hook that counts (``nonlocal n; n += 1``) inside the step: the
+    program cannot repeat the count, so the call runs eagerly and says why; equal values."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        n = 0
+
+        def count(o):
+            nonlocal n
+            n += 1
+
+        opt.register_state_dict_pre_hook(count)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss, len(opt.state_dict()["param_groups"])
+        f = wrap(step)
+        out = _loop(f, lambda i: _xy(mod, i), 3, lambda i: None, model)
+        return out + [n]
+    made = _both(run)
+    assert _traces(made[0]) == 0, made[0].stats
+    assert "count" in made[0].stats["graph_breaks"][0][0], made[0].stats
+
+
+# ---- more optimizer states made or changed between calls
+
+def test_adafactor_param_group_added_between_calls_with_a_3d_weight():
+    """An Adafactor over a Linear; after call 1 a group with a 3-D tensor (factored over its
+    last two dims) joins, and a later call's loss uses it: its state is made in a compiled
+    call."""
+    def run(mod, wrap):
+        model = _model(mod)
+        extra = _h.np_init(mod.nn.Linear(1, 1), mod)      # any module: its weight is replaced
+        extra.w = mod.nn.Parameter(mod.ones(2, 3, 3) * 0.3)
+        opt = mod.optim.Adafactor(model.parameters(), lr=0.05)
+        box = {"on": False}
+
+        def step(x, y, on):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            if on:
+                loss = loss + (extra.w @ extra.w).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        def change(i):
+            if i == 1:
+                opt.add_param_group({"params": [extra.w], "lr": 0.02})
+                box["on"] = True
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i) + (box["on"],), 5, change, model, opt, extra.w)
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_lr_type_changes_float_int_zero_and_back():
+    """``lr`` set to the int 0 (no update), then to an int 1 scaled by a float ``momentum``,
+    then a float again: numbers of either type are one program's input."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+        lrs = [0, 1, 0.05, 0]
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 5, _set_group(opt, [dict(lr=v) for v in lrs]), model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_asgd_t0_and_lambd_changed_between_calls():
+    """ASGD's ``t0`` (when averaging starts) and ``lambd`` set by hand between calls."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.ASGD(model.parameters(), lr=0.05, t0=10)
+        flips = [dict(t0=1), dict(lambd=0.1), {}, dict(t0=10)]
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 5, _set_group(opt, flips), model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_reduce_on_plateau_built_between_calls_fed_the_returned_loss():
+    """``ReduceLROnPlateau`` made after call 1 and stepped outside with the loss tensor the
+    compiled step returned (patience 0: the lr halves whenever the loss does not improve)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.1)
+        box = {}
+        f = wrap(_step(model, opt))
+        out = []
+        for i in range(6):
+            loss = f(*_xy(mod, i % 2))
+            if i == 1:
+                box["s"] = mod.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0)
+            elif i > 1:
+                box["s"].step(loss)
+            out.append([snapshot(loss), snapshot(opt)])
+        return out + [box["s"].get_last_lr()]
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_optimizer_step_post_hook_keeping_an_ema_of_the_weights():
+    """``opt.register_step_post_hook`` updates an EMA copy of the weights with
+    ``_foreach_lerp_`` after every step (inside the compiled step); the caller removes it
+    after call 2 (the EMA stops moving)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+        ema = [p.detach().clone() for p in model.parameters()]
+
+        def hook(o, args, kwargs):
+            with mod.no_grad():
+                mod._foreach_lerp_(ema, [p.detach() for p in model.parameters()], 0.25)
+        h = opt.register_step_post_hook(hook)
+        f = wrap(_step(model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: h.remove() if i == 2 else None, model, ema)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- losses: run-time value errors and infeasible targets
+
+def test_nll_target_out_of_range_on_one_call_raises_as_eager_then_recovers():
+    """Call 2's targets hold a class index 3 of 3 classes: torch raises IndexError ("Target 3
+    is out of bounds."); the compiled program must raise it when it runs (the value is not
+    known while tracing), leave the parameters unchanged, and run on for later batches."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_step(model, opt))
+        out = _loop(f, lambda i: _xy(mod, i), 2, lambda i: None, model)
+        x, y = _xy(mod, 2)
+        y[1] = 3
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(x, y)
+        out.append(snapshot([p.detach() for p in model.parameters()]))
+        return out + _loop(f, lambda i: _xy(mod, i + 3), 2, lambda i: None, model)
+    made = _both(run)
+    # the failing call reran eagerly up to the error, after its zero_grad(): the grads are
+    # None for the next call, a second program (one per None-ness of the grads)
+    assert _traces(made[0]) == 2, made[0].stats
+    assert "value check failed at run time" in made[0].stats["graph_breaks"][0][0]
+
+
+def test_embedding_index_out_of_range_in_a_compiled_step_raises_as_eager():
+    """An index 6 into ``Embedding(6, 3)`` on one call: IndexError as eager, then recovery."""
+    def run(mod, wrap):
+        emb = _h.np_init(mod.nn.Embedding(6, 3), mod)
+        opt = mod.optim.Adam(emb.parameters(), lr=0.1)
+
+        def step(ix):
+            opt.zero_grad()
+            loss = emb(ix).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        out = _loop(f, lambda i: (mod.tensor([i, 5, 0]),), 2, lambda i: None, emb, opt)
+        with pytest.raises(IndexError, match="index out of range"):
+            f(mod.tensor([1, 6, 0]))
+        out.append(snapshot(emb.weight.detach()))
+        return out + _loop(f, lambda i: (mod.tensor([2, i, 3]),), 2, lambda i: None, emb, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats      # as above: the grads None after the error
+
+
+def test_ctc_loss_infeasible_target_without_zero_infinity_and_reduction_flipped():
+    """``CTCLoss(zero_infinity=False)``: call 1's first target is longer than its input (loss
+    inf): torch's gradient is NaN in that sample's frames before its input length and zero
+    after (tracegrad's was zero: a silently finite step); ``reduction`` flipped between "mean"
+    and "sum" between calls. The step returns the grads instead of stepping."""
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _h.np_init(mod.nn.Linear(4, 3), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.05)
+        crit = mod.nn.CTCLoss(blank=0, reduction="mean")
+
+        def step(x, tgt, il, tl):
+            opt.zero_grad()
+            loss = crit(F.log_softmax(model(x), dim=2), tgt, il, tl)
+            loss.backward()
+            return loss, [p.grad.clone() for p in model.parameters()]
+
+        targets = [[[1, 2], [2, 1]], [[1, 2], [1, 1]], [[2, 2], [1, 0]]]
+        ilens = [[5, 4], [1, 5], [5, 5]]
+        tlens = [[2, 2], [2, 2], [2, 1]]
+        f = wrap(step)
+        reds = ["sum", "mean", "sum"]
+        return _loop(f, lambda i: (_h.data(mod, i, 5, 2, 4), mod.tensor(targets[i]), mod.tensor(ilens[i]),
+                                   mod.tensor(tlens[i])), 3,
+                     lambda i: setattr(crit, "reduction", reds[i]), model)
+    _both(run)
+
+
+def test_kl_div_reduction_and_log_target_flipped_with_per_element_losses():
+    """``reduction="none"`` returns the per-element terms; the caller alternates ``none`` and
+    ``batchmean`` and ``log_target`` between calls (four programs, each reused)."""
+    def run(mod, wrap):
+        F = mod.nn.functional
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        crit = mod.nn.KLDivLoss(reduction="none")
+
+        def step(x, y):
+            opt.zero_grad()
+            logt = F.log_softmax(F.one_hot(y, 3).float(), dim=1)
+            out = crit(F.log_softmax(model(x), dim=1), logt if crit.log_target else logt.exp())
+            loss = out.sum() / x.shape[0] if crit.reduction == "none" else out
+            loss.backward()
+            opt.step()
+            return out
+        combos = [("batchmean", False), ("none", True), ("batchmean", True), ("none", False),
+                  ("batchmean", False), ("none", True)]
+
+        def change(i):
+            if i < len(combos):
+                crit.reduction, crit.log_target = combos[i]
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 7, change, model)
+    made = _both(run)
+    assert _traces(made[0]) == 4, made[0].stats
