@@ -816,6 +816,13 @@ def _guard_read(obj, name):
         cap.guard_attribute(obj, name)
 
 
+def _note_hook(kind, hook):
+    """Library code (an optimizer's ``state_dict``/``load_state_dict``) is about to run the user
+    ``hook``: in a trace it is reported (traced with its Python effects repeated on every call,
+    or a graph break), never run only while tracing."""
+    _state.note_hook(kind, hook)
+
+
 def _guard_len(container):
     """Library code hands the traced function something whose size is ``len(container)`` (an
     optimizer's ``state_dict()``): guard that length; a new length traces again."""

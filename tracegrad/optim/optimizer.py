@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 from .. import (Tensor, compiler, enable_grad, float32, float64, get_default_dtype, is_grad_enabled,
                 set_grad_enabled, stack, tensor, view_as_complex, view_as_real)
-from .. import _state, profiler
+from .. import profiler
 import tracegrad
 from .. import nn
 from ..utils.hooks import RemovableHandle
@@ -454,8 +454,8 @@ class Optimizer:
         order; the state tensors are the optimizer's own (not copies), as torch."""
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
             # in a compiled call: traced with its Python effects found, or a graph break (a hook
-            # run only while tracing would append to its list once, not on every call)
-            _state.note_hook("state_dict", pre_hook)
+            # run only while tracing appended to its list once, not on every call: round 45)
+            compiler._note_hook("state_dict", pre_hook)
             pre_hook(self)
         if compiler._tracing():
             # the number of parameters with state (and of groups) read by a compiled step: the
@@ -479,7 +479,7 @@ class Optimizer:
                         for k, v in self.state.items()}
         state_dict = {"state": packed_state, "param_groups": param_groups}
         for post_hook in self._optimizer_state_dict_post_hooks.values():
-            _state.note_hook("state_dict", post_hook)
+            compiler._note_hook("state_dict", post_hook)
             result = post_hook(self, state_dict)
             if result is not None:
                 state_dict = result
@@ -521,7 +521,7 @@ class Optimizer:
         """
         state_dict = state_dict.copy()
         for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
-            _state.note_hook("load_state_dict", pre_hook)     # as state_dict's hooks
+            compiler._note_hook("load_state_dict", pre_hook)      # as state_dict's hooks
             result = pre_hook(self, state_dict)
             if result is not None:
                 state_dict = result
@@ -564,7 +564,7 @@ class Optimizer:
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
         for post_hook in self._optimizer_load_state_dict_post_hooks.values():
-            _state.note_hook("load_state_dict", post_hook)
+            compiler._note_hook("load_state_dict", post_hook)
             post_hook(self)
 
     # ----- grads and step --------------------------------------------------------------
