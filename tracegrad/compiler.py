@@ -816,6 +816,14 @@ def _guard_read(obj, name):
         cap.guard_attribute(obj, name)
 
 
+def _note_optimizer_made(opt):
+    """``Optimizer.__init__`` ran: in a trace, ``opt`` is the call's own (NOTE [optimizers made
+    in a trace] in ``_lowering/capture.py``)."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        cap.see_optimizer_made(opt)
+
+
 def _note_hook(kind, hook):
     """Library code (an optimizer's ``state_dict``/``load_state_dict``) is about to run the user
     ``hook``: in a trace it is reported (traced with its Python effects repeated on every call,

@@ -93,8 +93,9 @@ def test_optimizer_flags_flipped_in_param_groups_between_calls(name):
         f = wrap(_step(model, opt))
         return _loop(f, lambda i: _xy(mod, i), len(flips) + 1, _set_group(opt, flips), model, opt)
     made = _both(run)
-    # one program per set of Python flags (maximize, foreach, decoupled); numbers are inputs
-    assert _traces(made[0]) <= 4, made[0].stats
+    # call 0 runs eagerly; calls 1-4 each bring a new set of options (the flags and the
+    # options that are no lr/momentum/betas are constants of their program); call 5 reuses 4
+    assert _traces(made[0]) == 4, made[0].stats
 
 
 def test_adafactor_step_compiled_one_program():
@@ -189,7 +190,7 @@ def test_muon_nesterov_adjust_lr_fn_and_weight_decay_flipped_between_calls():
         f = wrap(step)
         return _loop(f, lambda i: _xy(mod, i), 5, change, model, muon)
     made = _both_bfloat16(run)
-    assert _traces(made[0]) <= 4, made[0].stats
+    assert _traces(made[0]) == 4, made[0].stats
 
 
 def test_sparse_adam_on_sparse_embedding_equals_eager():
@@ -243,7 +244,7 @@ def test_radam_rectification_switches_on_during_the_compiled_calls():
         f = wrap(_step(model, opt))
         return _loop(f, lambda i: _xy(mod, i), 8, lambda i: None, model, opt)
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 def test_adam_amsgrad_switched_on_after_state_exists_raises_as_eager():
@@ -263,7 +264,7 @@ def test_adam_amsgrad_switched_on_after_state_exists_raises_as_eager():
         opt.param_groups[0]["amsgrad"] = False
         return out + _loop(f, lambda i: _xy(mod, i + 3), 2, lambda i: None, model, opt)
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 # ---- optimizer state_dict hooks around a compiled step
@@ -401,7 +402,7 @@ def test_scheduler_attached_to_the_trainer_between_calls_stepped_inside():
         out = _loop(f, lambda i: _xy(mod, i), 5, change, model, opt)
         return out + [t.sched.state_dict()]
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 2, made[0].stats
 
 
 def test_scheduler_state_loaded_between_calls_rewinds_lr():
@@ -454,7 +455,7 @@ def test_swalr_and_averaged_model_updated_inside_the_step():
         f = wrap(step)
         return _loop(f, lambda i: _xy(mod, i) + (i >= 1,), 5, lambda i: None, model, opt, swa_model)
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 # ---- loss and embedding attributes changed between calls
@@ -599,7 +600,7 @@ def test_zero_grad_at_the_end_with_a_grad_read_by_the_caller_in_between():
                 p.grad = 0.01 * (i + 1) * p.detach().sign()
         return _loop(f, lambda i: _xy(mod, i), 4, change, model, opt)
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 # ---- more state_dict hooks, now inside the step
@@ -628,7 +629,10 @@ def test_load_state_dict_hooks_inside_the_step_append_every_call():
             opt.param_groups[0]["lr"] = 0.05 / (i + 2)
         f = wrap(step)
         return _loop(f, lambda i: _xy(mod, i), 4, change, model, opt, pre_seen, post_seen)
-    _both(run)
+    made = _both(run)
+    # the post-hook reads the lr as a Python number (a constant of the program, guarded):
+    # a new lr before every call is a new program each
+    assert _traces(made[0]) == 3, made[0].stats
 
 
 def test_state_dict_pre_hook_counting_in_a_closure_runs_eagerly_with_a_reason():
@@ -688,7 +692,8 @@ def test_adafactor_param_group_added_between_calls_with_a_3d_weight():
         f = wrap(step)
         return _loop(f, lambda i: _xy(mod, i) + (box["on"],), 5, change, model, opt, extra.w)
     made = _both(run)
-    assert _traces(made[0]) <= 3, made[0].stats
+    # call 1; call 2 makes the new group's state inside the program; then one more
+    assert _traces(made[0]) == 3, made[0].stats
 
 
 def test_lr_type_changes_float_int_zero_and_back():
@@ -701,7 +706,7 @@ def test_lr_type_changes_float_int_zero_and_back():
         f = wrap(_step(model, opt))
         return _loop(f, lambda i: _xy(mod, i), 5, _set_group(opt, [dict(lr=v) for v in lrs]), model, opt)
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 def test_asgd_t0_and_lambd_changed_between_calls():
@@ -713,7 +718,7 @@ def test_asgd_t0_and_lambd_changed_between_calls():
         f = wrap(_step(model, opt))
         return _loop(f, lambda i: _xy(mod, i), 5, _set_group(opt, flips), model, opt)
     made = _both(run)
-    assert _traces(made[0]) <= 3, made[0].stats
+    assert _traces(made[0]) == 3, made[0].stats
 
 
 def test_reduce_on_plateau_built_between_calls_fed_the_returned_loss():
@@ -734,7 +739,7 @@ def test_reduce_on_plateau_built_between_calls_fed_the_returned_loss():
             out.append([snapshot(loss), snapshot(opt)])
         return out + [box["s"].get_last_lr()]
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 1, made[0].stats
 
 
 def test_optimizer_step_post_hook_keeping_an_ema_of_the_weights():
@@ -753,7 +758,7 @@ def test_optimizer_step_post_hook_keeping_an_ema_of_the_weights():
         f = wrap(_step(model, opt))
         return _loop(f, lambda i: _xy(mod, i), 5, lambda i: h.remove() if i == 2 else None, model, ema)
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    assert _traces(made[0]) == 2, made[0].stats
 
 
 # ---- losses: run-time value errors and infeasible targets
@@ -827,7 +832,8 @@ def test_ctc_loss_infeasible_target_without_zero_infinity_and_reduction_flipped(
         return _loop(f, lambda i: (_h.data(mod, i, 5, 2, 4), mod.tensor(targets[i]), mod.tensor(ilens[i]),
                                    mod.tensor(tlens[i])), 3,
                      lambda i: setattr(crit, "reduction", reds[i]), model)
-    _both(run)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
 
 
 def test_kl_div_reduction_and_log_target_flipped_with_per_element_losses():
@@ -855,5 +861,130 @@ def test_kl_div_reduction_and_log_target_flipped_with_per_element_losses():
                 crit.reduction, crit.log_target = combos[i]
         f = wrap(step)
         return _loop(f, lambda i: _xy(mod, i), 7, change, model)
+    made = _both(run)
+    assert _traces(made[0]) == 4, made[0].stats
+
+
+# ---- optimizers and schedulers made or stepped at odd places
+
+def test_optimizer_constructed_inside_the_step_every_call():
+    """A fresh Adam made inside the step on every call (a common slip): its state starts empty
+    each call, so every call is Adam's first step; the compiled step must not carry the
+    previous call's moments, and builds one program."""
+    def run(mod, wrap):
+        model = _model(mod)
+
+        def step(x, y):
+            opt = mod.optim.Adam(model.parameters(), lr=0.05)
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss, opt.state_dict()["state"][0]["step"]
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model)
+    made = _both(run)
+    # the optimizer is the call's own (NOTE [optimizers made in a trace]): one program; it ran
+    # eagerly every call ("outside state kept changing while tracing") before round 45
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_optimizer_made_inside_and_kept_by_the_caller_runs_eagerly_with_a_reason():
+    """The step builds an SGD with momentum and stores it in a dict the caller holds (the
+    last one wins): its momentum buffers would hold values of the trace, so the call runs
+    eagerly and says why; equal values, the kept optimizer's state included."""
+    def run(mod, wrap):
+        model = _model(mod)
+        kept = {}
+
+        def step(x, y):
+            opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            kept["opt"] = opt
+            return loss
+        f = wrap(step)
+        out = _loop(f, lambda i: _xy(mod, i), 3, lambda i: None, model)
+        return out + [snapshot(kept["opt"])]
+    made = _both(run)
+    assert _traces(made[0]) == 0, made[0].stats
+    assert "optimizer made inside the compiled function outlives the call" in made[0].stats["graph_breaks"][0][0]
+
+
+def test_two_adafactor_steps_in_one_call_with_lr_read_between():
+    """Two inner steps per call (a look-ahead pair): Adafactor's ``step`` state moves twice a
+    call and its relative step size follows it."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adafactor(model.parameters(), lr=0.03, weight_decay=0.01)
+
+        def step(x, y):
+            losses = []
+            for _ in range(2):
+                opt.zero_grad()
+                loss = mod.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                losses.append(loss)
+            return losses
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_scheduler_stepped_before_the_optimizer_warns_as_eager():
+    """The step calls ``sched.step()`` before ``opt.step()``: torch warns that the order is
+    wrong (the first lr is skipped); the compiled run must warn the same times and use the
+    same lrs."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            sched.step()
+            opt.step()
+            return loss
+        f = wrap(step)
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt, sched)
+        # the text after the first sentence is tracegrad's own words
+        order = [str(m.message)[:60] for m in w if str(m.message).startswith("Detected call of `lr_scheduler")]
+        return out + [order]
+    made = _both(run)
+    # the scheduler's step is deferred past the program (NOTE [deferred scheduler step]): an
+    # opt.step() after it would use the old lr, so the step runs eagerly and says why
+    assert _traces(made[0]) == 0, made[0].stats
+    assert "optimizer.step() after lr_scheduler.step()" in made[0].stats["graph_breaks"][0][0]
+
+
+def test_embedding_padding_idx_scale_grad_by_freq_and_max_norm_flipped():
+    """``Embedding(padding_idx=0, max_norm=1.0)`` trained by SGD with momentum; between calls
+    the caller flips ``scale_grad_by_freq`` and ``max_norm``; indices repeat within a batch
+    (a row renormed once, its gradient scaled by its count)."""
+    def run(mod, wrap):
+        emb = _h.np_init(mod.nn.Embedding(5, 3, padding_idx=0, max_norm=1.0), mod, scale=1.2)
+        opt = mod.optim.SGD(emb.parameters(), lr=0.1, momentum=0.9)
+        idx = [[0, 1, 1, 3], [2, 2, 2, 0], [4, 1, 0, 4], [3, 3, 1, 2], [1, 0, 0, 4]]
+        flips = [("scale_grad_by_freq", True), ("max_norm", None), ("scale_grad_by_freq", False),
+                 ("max_norm", 1.0)]
+
+        def step(ix):
+            opt.zero_grad()
+            loss = (emb(ix) * mod.arange(1.0, 4.0)).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: (mod.tensor(idx[i]),), 5,
+                     lambda i: setattr(emb, *flips[i]) if i < len(flips) else None, emb, opt)
     made = _both(run)
     assert _traces(made[0]) == 4, made[0].stats

@@ -343,6 +343,7 @@ class Optimizer:
                             "Tensors or dicts, but got " + _typename(params))
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list = []
+        compiler._note_optimizer_made(self)     # built inside a compiled call: the call's own
 
         param_groups = list(params)
         if len(param_groups) == 0:
