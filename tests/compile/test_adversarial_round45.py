@@ -988,3 +988,58 @@ def test_embedding_padding_idx_scale_grad_by_freq_and_max_norm_flipped():
                      lambda i: setattr(emb, *flips[i]) if i < len(flips) else None, emb, opt)
     made = _both(run)
     assert _traces(made[0]) == 4, made[0].stats
+
+
+def test_scheduler_built_inside_the_step_runs_eagerly_with_a_reason():
+    """A LambdaLR made inside the step on every call: its constructor steps it once (before
+    ``opt.step()``), which a compiled call would defer past its program; the call runs eagerly
+    and says why, with equal lrs and parameters."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2)
+
+        def step(x, y):
+            sched = mod.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 3, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 0, made[0].stats
+    assert "after lr_scheduler.step()" in made[0].stats["graph_breaks"][0][0]
+
+
+def test_batchnorm_momentum_none_and_track_running_stats_flipped_together():
+    """BatchNorm1d's ``momentum`` None (cumulative average by ``num_batches_tracked``) and a
+    float, and ``track_running_stats`` off and on, flipped between calls in train mode; the
+    step also returns the running mean it leaves."""
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, momentum=None), nn.ReLU(),
+                                         nn.Linear(6, 3)), mod)
+        bn = model[1]
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        flips = [dict(momentum=0.3), dict(track_running_stats=False), dict(momentum=None),
+                 dict(track_running_stats=True), dict(momentum=0.3)]
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss, bn.running_mean.clone(), bn.num_batches_tracked.clone()
+
+        def change(i):
+            if i < len(flips):
+                for k, v in flips[i].items():
+                    setattr(bn, k, v)
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model)
+    made = _both(run)
+    # calls 1-4: (0.3, on), (0.3, off), (None, off), (None, on) (call 0 ran eagerly); call 5
+    # is (0.3, on) again and reuses call 1's program
+    assert _traces(made[0]) == 4, made[0].stats
