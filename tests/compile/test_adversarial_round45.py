@@ -11,39 +11,36 @@ every call; the number of programs is asserted (a Python value the step reads is
 its program: one program per value, reused when the value comes back, as torch.compile guards
 it; numeric optimizer hyper-parameters are inputs of one program).
 """
+import warnings
+
 import pytest
 
 import tracegrad
 
 from . import _harness as _h
-from ._harness import small_mlp as _model, small_xy as _xy, snapshot, traces as _traces
+from ._harness import change_loop as _loop, small_mlp as _model, small_xy as _xy, snapshot, traces as _traces
 
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
 
 
-def _loop(f, batch, calls, change, *observed):
-    """Call ``f(*batch(i))`` ``calls`` times, ``change(i)`` after call ``i``; snapshot each."""
-    out = []
-    for i in range(calls):
-        out.append([snapshot(f(*batch(i))), [snapshot(o) for o in observed]])
-        change(i)
-    return out
-
-
-def _step(model, opt, zero_at_end=False):
-    """``cross_entropy(model(x), y)``, backward, ``opt.step()``; the grads zeroed first, or at
-    the end with ``zero_at_end``."""
-    F = tracegrad.nn.functional if isinstance(opt, tracegrad.optim.Optimizer) else _torch().nn.functional
+def _step(model, opts, zero_at_end=False, after=None, loss_fn=None):
+    """``loss_fn(model(x), y)`` (cross-entropy by default), backward, ``step()`` of each of
+    ``opts`` (one optimizer or a tuple); the grads zeroed first, or at the end with
+    ``zero_at_end``. With ``after``, also returns ``after()``, called after the steps."""
+    opts = opts if isinstance(opts, tuple) else (opts,)
+    F = tracegrad.nn.functional if isinstance(model, tracegrad.nn.Module) else _torch().nn.functional
+    loss_fn = loss_fn or F.cross_entropy
 
     def step(x, y):
-        if not zero_at_end:
-            opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        for o in opts if not zero_at_end else ():
+            o.zero_grad()
+        loss = loss_fn(model(x), y)
         loss.backward()
-        opt.step()
-        if zero_at_end:
-            opt.zero_grad()
-        return loss
+        for o in opts:
+            o.step()
+        for o in opts if zero_at_end else ():
+            o.zero_grad()
+        return loss if after is None else (loss, after())
     return step
 
 
@@ -157,15 +154,7 @@ def test_muon_on_weights_and_adamw_on_biases_in_one_step():
         model = _model(mod)
         muon, adamw = _muon_pair(mod, model)
 
-        def step(x, y):
-            muon.zero_grad()
-            adamw.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            muon.step()
-            adamw.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(model, (muon, adamw)))
         return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, muon, adamw)
     made = _both_bfloat16(run)
     assert _traces(made[0]) == 1, made[0].stats
@@ -178,16 +167,7 @@ def test_muon_nesterov_adjust_lr_fn_and_weight_decay_flipped_between_calls():
         flips = [dict(nesterov=False), dict(adjust_lr_fn="match_rms_adamw"), dict(weight_decay=0.1, ns_steps=3),
                  dict(nesterov=True, adjust_lr_fn=None, weight_decay=0.0, ns_steps=5)]
         change = _set_group(muon, flips)
-
-        def step(x, y):
-            muon.zero_grad()
-            adamw.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            muon.step()
-            adamw.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(model, (muon, adamw)))
         return _loop(f, lambda i: _xy(mod, i), 5, change, model, muon)
     made = _both_bfloat16(run)
     assert _traces(made[0]) == 4, made[0].stats
@@ -316,15 +296,7 @@ def test_state_dict_hook_called_inside_the_step_logs_every_call():
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         seen = []
         opt.register_state_dict_post_hook(lambda o, sd: seen.append(len(sd["state"])))
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            sd = opt.state_dict()
-            return loss, sd["param_groups"][0]["lr"]
-        f = wrap(step)
+        f = wrap(_step(model, opt, after=lambda: opt.state_dict()["param_groups"][0]["lr"]))
         return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt, seen)
     _both(run)
 
@@ -414,14 +386,6 @@ def test_scheduler_state_loaded_between_calls_rewinds_lr():
         sched = mod.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 2], gamma=0.5)
         saved = {}
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            sched.step()
-            return loss
-
         def change(i):
             if i == 0:
                 saved.update(sched.state_dict(), lr=opt.param_groups[0]["lr"])
@@ -429,7 +393,7 @@ def test_scheduler_state_loaded_between_calls_rewinds_lr():
                 lr = saved.pop("lr")
                 sched.load_state_dict(saved)
                 opt.param_groups[0]["lr"] = lr
-        f = wrap(step)
+        f = wrap(_step(model, opt, after=sched.step))
         return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt, sched)
     _both(run)
 
@@ -460,31 +424,6 @@ def test_swalr_and_averaged_model_updated_inside_the_step():
 
 # ---- loss and embedding attributes changed between calls
 
-def test_kl_div_loss_log_target_flipped_between_calls():
-    """``KLDivLoss(reduction="batchmean")`` whose ``log_target`` the caller flips: the target
-    is the teacher's log-probabilities or probabilities to match."""
-    def run(mod, wrap):
-        F = mod.nn.functional
-        model = _model(mod)
-        opt = mod.optim.Adam(model.parameters(), lr=0.05)
-        crit = mod.nn.KLDivLoss(reduction="batchmean")
-
-        def step(x, y):
-            opt.zero_grad()
-            logt = F.log_softmax(F.one_hot(y, 3).float() * 2.0, dim=1)
-            tgt = logt if crit.log_target else logt.exp()
-            loss = crit(F.log_softmax(model(x), dim=1), tgt)
-            loss.backward()
-            opt.step()
-            return loss
-        flips = [True, False, True, False]
-        f = wrap(step)
-        return _loop(f, lambda i: _xy(mod, i), 5,
-                     lambda i: setattr(crit, "log_target", flips[i]) if i < 4 else None, model, opt)
-    made = _both(run)
-    assert _traces(made[0]) == 2, made[0].stats
-
-
 def test_nll_loss_with_every_target_ignored_on_one_call_is_nan_as_eager():
     """``NLLLoss(ignore_index=1, weight=w)``; call 2's targets are all 1: the mean over no
     weight is 0/0 = nan in torch, its grads are nan... zero, and SGD writes them in."""
@@ -494,17 +433,10 @@ def test_nll_loss_with_every_target_ignored_on_one_call_is_nan_as_eager():
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
         crit = mod.nn.NLLLoss(ignore_index=1, weight=mod.tensor([1.0, 2.0, 0.5]))
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = crit(F.log_softmax(model(x), 1), y)
-            loss.backward()
-            opt.step()
-            return loss
-
         def batch(i):
             x, y = _xy(mod, i)
             return x, (mod.ones_like(y) if i == 2 else y)
-        f = wrap(step)
+        f = wrap(_step(model, opt, loss_fn=lambda out, y: crit(F.log_softmax(out, 1), y)))
         return _loop(f, batch, 4, lambda i: None, model)
     made = _both(run)
     assert _traces(made[0]) == 1, made[0].stats
@@ -617,17 +549,9 @@ def test_load_state_dict_hooks_inside_the_step_append_every_call():
         opt.register_load_state_dict_pre_hook(lambda o, sd: pre_seen.append(len(sd["state"])))
         opt.register_load_state_dict_post_hook(lambda o: post_seen.append(o.param_groups[0]["lr"]))
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            opt.load_state_dict(opt.state_dict())
-            return loss
-
         def change(i):
             opt.param_groups[0]["lr"] = 0.05 / (i + 2)
-        f = wrap(step)
+        f = wrap(_step(model, opt, after=lambda: opt.load_state_dict(opt.state_dict())))
         return _loop(f, lambda i: _xy(mod, i), 4, change, model, opt, pre_seen, post_seen)
     made = _both(run)
     # the post-hook reads the lr as a Python number (a constant of the program, guarded):
@@ -648,14 +572,7 @@ def test_state_dict_pre_hook_counting_in_a_closure_runs_eagerly_with_a_reason():
             n += 1
 
         opt.register_state_dict_pre_hook(count)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss, len(opt.state_dict()["param_groups"])
-        f = wrap(step)
+        f = wrap(_step(model, opt, after=lambda: len(opt.state_dict()["param_groups"])))
         out = _loop(f, lambda i: _xy(mod, i), 3, lambda i: None, model)
         return out + [n]
     made = _both(run)
@@ -952,7 +869,6 @@ def test_scheduler_stepped_before_the_optimizer_warns_as_eager():
             opt.step()
             return loss
         f = wrap(step)
-        import warnings
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             out = _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt, sched)
@@ -1026,18 +942,11 @@ def test_batchnorm_momentum_none_and_track_running_stats_flipped_together():
         flips = [dict(momentum=0.3), dict(track_running_stats=False), dict(momentum=None),
                  dict(track_running_stats=True), dict(momentum=0.3)]
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss, bn.running_mean.clone(), bn.num_batches_tracked.clone()
-
         def change(i):
             if i < len(flips):
                 for k, v in flips[i].items():
                     setattr(bn, k, v)
-        f = wrap(step)
+        f = wrap(_step(model, opt, after=lambda: (bn.running_mean.clone(), bn.num_batches_tracked.clone())))
         return _loop(f, lambda i: _xy(mod, i), 6, change, model)
     made = _both(run)
     # calls 1-4: (0.3, on), (0.3, off), (None, off), (None, on) (call 0 ran eagerly); call 5
