@@ -1,15 +1,43 @@
 """Round 45: the optimizers no earlier round compiled (Adafactor, Muon, SparseAdam, ASGD,
 RAdam, NAdam, Rprop, Adamax, Adadelta) with their ``param_groups`` flags flipped between
-calls, optimizer state_dict hooks around a compiled step, schedulers built between calls, and
-the loss and embedding attributes round 44 left (``KLDivLoss.log_target``, ``NLLLoss`` and
-``CTCLoss`` with ignored or empty targets, ``Embedding.max_norm`` changed), a step that zeroes
+calls, optimizer state_dict hooks around and inside a compiled step, optimizers and
+schedulers built between calls and inside the step, and the loss and embedding attributes
+round 44 left (``KLDivLoss.log_target``/``reduction``, ``NLLLoss`` and ``CTCLoss`` with
+ignored, out-of-range or infeasible targets, ``Embedding.max_norm``/``scale_grad_by_freq``),
+BatchNorm ``momentum=None`` and ``track_running_stats`` flipped together, a step that zeroes
 its gradients at the end.
 
 Each program runs eagerly, through ``tracegrad.compile`` and with torch from identical state
 (``_harness.run_three_ways``), comparing the step's results, the model and the optimizer after
 every call; the number of programs is asserted (a Python value the step reads is a constant of
 its program: one program per value, reused when the value comes back, as torch.compile guards
-it; numeric optimizer hyper-parameters are inputs of one program).
+it; numeric ``lr``/``momentum``/``betas`` are inputs of one program).
+
+Fixes:
+- ``optim/optimizer.py`` (``state_dict``/``load_state_dict``, through ``compiler._note_hook``):
+  the optimizer's state_dict and load_state_dict hooks were not reported to the capture, so a
+  hook that appends ran only while tracing (the list grew on the traced call, never again) and
+  one that counts was baked in (test_state_dict_hook_called_inside_the_step_logs_every_call,
+  test_load_state_dict_hooks_inside_the_step_append_every_call,
+  test_state_dict_pre_hook_counting_in_a_closure_runs_eagerly_with_a_reason).
+- ``_lowering/capture.py`` NOTE [optimizers made in a trace], ``_lowering/region.py``
+  ``_made_in_trace``, ``Optimizer.__init__``: an optimizer built inside the step over the
+  model's parameters was lifted as outside state, a new one each retrace, so every call ran
+  eagerly ("outside state kept changing while tracing"); now one program, and one kept past
+  the call is a graph break with its reason
+  (test_optimizer_constructed_inside_the_step_every_call,
+  test_optimizer_made_inside_and_kept_by_the_caller_runs_eagerly_with_a_reason).
+- ``_ops/nn_ops.py`` ``_ctc_loss``: an infeasible sample (loss inf, ``zero_infinity=False``)
+  had zero gradients where torch's are NaN in its frames before its input length
+  (test_ctc_loss_infeasible_target_without_zero_infinity_and_reduction_flipped).
+
+Not bugs (equal to eager, documented by the asserted counts and reasons): ``beta2_decay``,
+``weight_decay``, ``eps`` and the Python flags are constants of their program (one per value);
+a scheduler built between calls adds ``initial_lr`` to the group (one more program); SparseAdam,
+a scheduler stepped before ``opt.step()`` or built inside the step run eagerly with a reason; a
+call whose value check fails reruns eagerly up to the error, after its ``zero_grad()``, so the
+next call meets None grads (a second program); Muon's bfloat16 Newton-Schulz rounds otherwise
+when XLA fuses it (compiled, eager and torch agree to bfloat16 precision).
 """
 import warnings
 
