@@ -804,7 +804,7 @@ def _defer_scheduler_step(sched) -> bool:
     """``LRScheduler.step()`` called while a compiled function is traced: recorded, to run after
     the program on every call (NOTE [deferred scheduler step]); False: run it now."""
     cap = _state.CAPTURE[0]
-    return cap is not None and _deferred_step.defer(cap, sched)
+    return cap is not None and not cap.scheduler_made_here(sched) and _deferred_step.defer(cap, sched)
 
 
 def _guard_read(obj, name):
@@ -822,6 +822,14 @@ def _note_optimizer_made(opt):
     cap = _state.CAPTURE[0]
     if cap is not None:
         cap.see_optimizer_made(opt)
+
+
+def _note_scheduler_made(sched):
+    """An lr scheduler is being built: in a trace, its steps are never deferred
+    (``Capture.see_scheduler_made``)."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        cap.see_scheduler_made(sched)
 
 
 def _note_hook(kind, hook):

@@ -27,14 +27,21 @@ Fixes:
   the call is a graph break with its reason
   (test_optimizer_constructed_inside_the_step_every_call,
   test_optimizer_made_inside_and_kept_by_the_caller_runs_eagerly_with_a_reason).
+- ``optim/_lr_base.py`` ``LRScheduler.__new__``, ``compiler._defer_scheduler_step``,
+  ``_lowering/capture.py`` ``see_scheduler_made``: a scheduler built inside the step had the
+  step its constructor runs deferred past the program (NOTE [deferred scheduler step]), so
+  every later call stepped the trace's scheduler object again: ``StepLR(opt, 1, 0.5)`` built
+  after ``opt.step()`` halved the lr on every call where eager keeps it (a silently different
+  lr). Its steps now run in the trace, where setting the group's lr is a graph break
+  (test_scheduler_built_inside_the_step_runs_eagerly_with_a_reason).
 - ``_ops/nn_ops.py`` ``_ctc_loss``: an infeasible sample (loss inf, ``zero_infinity=False``)
   had zero gradients where torch's are NaN in its frames before its input length
   (test_ctc_loss_infeasible_target_without_zero_infinity_and_reduction_flipped).
 
 Not bugs (equal to eager, documented by the asserted counts and reasons): ``beta2_decay``,
 ``weight_decay``, ``eps`` and the Python flags are constants of their program (one per value);
-a scheduler built between calls adds ``initial_lr`` to the group (one more program); SparseAdam,
-a scheduler stepped before ``opt.step()`` or built inside the step run eagerly with a reason; a
+a scheduler built between calls adds ``initial_lr`` to the group (one more program); SparseAdam
+and a scheduler stepped before ``opt.step()`` run eagerly with a reason; a
 call whose value check fails reruns eagerly up to the error, after its ``zero_grad()``, so the
 next call meets None grads (a second program); Muon's bfloat16 Newton-Schulz rounds otherwise
 when XLA fuses it (compiled, eager and torch agree to bfloat16 precision).
@@ -934,27 +941,35 @@ def test_embedding_padding_idx_scale_grad_by_freq_and_max_norm_flipped():
     assert _traces(made[0]) == 4, made[0].stats
 
 
-def test_scheduler_built_inside_the_step_runs_eagerly_with_a_reason():
-    """A LambdaLR made inside the step on every call: its constructor steps it once (before
-    ``opt.step()``), which a compiled call would defer past its program; the call runs eagerly
-    and says why, with equal lrs and parameters."""
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_scheduler_built_inside_the_step_runs_eagerly_with_a_reason(where):
+    """A scheduler made inside the step on every call, before ``opt.step()`` (a LambdaLR,
+    stepped after it) or after it (a StepLR never stepped again): its constructor steps it
+    once, setting the group's lr. Eager builds a fresh one each call (the StepLR keeps the lr);
+    the compiled step deferred the trace's scheduler's step past the program and stepped that
+    same object again on every call (the StepLR halved the lr each call: round 45). The call
+    now runs eagerly and says why."""
     def run(mod, wrap):
         model = _model(mod)
         opt = mod.optim.SGD(model.parameters(), lr=0.2)
+        S = mod.optim.lr_scheduler
 
         def step(x, y):
-            sched = mod.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)
+            sched = S.LambdaLR(opt, lambda e: 0.5 ** e) if where == "before" else None
             opt.zero_grad()
             loss = mod.nn.functional.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
-            sched.step()
+            if sched is not None:
+                sched.step()
+            else:
+                S.StepLR(opt, step_size=1, gamma=0.5)
             return loss
         f = wrap(step)
-        return _loop(f, lambda i: _xy(mod, i), 3, lambda i: None, model, opt)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt)
     made = _both(run)
     assert _traces(made[0]) == 0, made[0].stats
-    assert "after lr_scheduler.step()" in made[0].stats["graph_breaks"][0][0]
+    assert "setting the optimizer's param_groups option 'lr'" in made[0].stats["graph_breaks"][0][0]
 
 
 def test_batchnorm_momentum_none_and_track_running_stats_flipped_together():

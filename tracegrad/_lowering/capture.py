@@ -345,6 +345,7 @@ class Capture:
         self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
         self.optimizers = []                   # in first-seen order
         self.made_optimizers = []              # weakrefs: NOTE [optimizers made in a trace]
+        self.made_schedulers = []              # weakrefs: lr schedulers made in this trace
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
@@ -517,6 +518,16 @@ class Capture:
 
     def optimizer_made_here(self, opt) -> bool:
         return any(r() is opt for r in self.made_optimizers)
+
+    # An lr scheduler built in the trace (its constructor steps it once) is not the one a later
+    # call would build: its step is not deferred past the program (NOTE [deferred scheduler
+    # step]), which would step the trace's scheduler again on every call (``StepLR(opt, 1)``
+    # made after ``opt.step()`` halved the lr each call, where eager keeps it: round 45).
+    def see_scheduler_made(self, sched):
+        self.made_schedulers.append(weakref.ref(sched))
+
+    def scheduler_made_here(self, sched) -> bool:
+        return any(r() is sched for r in self.made_schedulers)
 
     def made_optimizers_left(self):
         """An optimizer made in this trace that is still alive after the function returned
