@@ -841,6 +841,35 @@ def test_optimizer_constructed_inside_the_step_every_call():
     assert _traces(made[0]) == 1, made[0].stats
 
 
+def test_optimizer_made_inside_from_a_config_the_caller_changes():
+    """An SGD made inside the step from ``cfg.lr``/``cfg.momentum`` and stepped twice (the
+    momentum buffer made by the first step is used by the second, within the call); the
+    caller changes the config between calls: each call uses the values set before it (the
+    config is read by the step's Python: one program per value pair, none reused here)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        cfg = type("Cfg", (), {})()
+        cfg.lr, cfg.momentum = 0.2, 0.0
+        vals = [(0.1, 0.0), (0.05, 0.9), (0.1, 0.9), (0.3, 0.0)]
+
+        def step(x, y):
+            opt = mod.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.step()
+            return loss
+
+        def change(i):
+            if i < len(vals):
+                cfg.lr, cfg.momentum = vals[i]
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model)
+    made = _both(run)
+    assert _traces(made[0]) == 4, made[0].stats
+
+
 def test_optimizer_made_inside_and_kept_by_the_caller_runs_eagerly_with_a_reason():
     """The step builds an SGD with momentum and stores it in a dict the caller holds (the
     last one wins): its momentum buffers would hold values of the trace, so the call runs
