@@ -827,7 +827,7 @@ def _defer_scheduler_step(sched) -> bool:
     """``LRScheduler.step()`` called while a compiled function is traced: recorded, to run after
     the program on every call (NOTE [deferred scheduler step]); False: run it now."""
     cap = _state.CAPTURE[0]
-    return cap is not None and _deferred_step.defer(cap, sched)
+    return cap is not None and not cap.scheduler_made_here(sched) and _deferred_step.defer(cap, sched)
 
 
 def _guard_read(obj, name):
@@ -837,6 +837,29 @@ def _guard_read(obj, name):
     cap = _state.CAPTURE[0]
     if cap is not None:
         cap.guard_attribute(obj, name)
+
+
+def _note_optimizer_made(opt):
+    """``Optimizer.__init__`` ran: in a trace, ``opt`` is the call's own (NOTE [optimizers made
+    in a trace] in ``_lowering/capture.py``)."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        cap.see_optimizer_made(opt)
+
+
+def _note_scheduler_made(sched):
+    """An lr scheduler is being built: in a trace, its steps are never deferred
+    (``Capture.see_scheduler_made``)."""
+    cap = _state.CAPTURE[0]
+    if cap is not None:
+        cap.see_scheduler_made(sched)
+
+
+def _note_hook(kind, hook):
+    """Library code (an optimizer's ``state_dict``/``load_state_dict``) is about to run the user
+    ``hook``: in a trace it is reported (traced with its Python effects repeated on every call,
+    or a graph break), never run only while tracing."""
+    _state.note_hook(kind, hook)
 
 
 def _guard_len(container):

@@ -63,6 +63,16 @@ def call_loop(f, batch, calls, *observed):
     return [[snapshot(f(*batch(i))), [snapshot(o) for o in observed]] for i in range(calls)]
 
 
+def change_loop(f, batch, calls, change, *observed):
+    """``call_loop`` with ``change(i)`` run after call ``i`` (the caller editing the program's
+    state between calls)."""
+    out = []
+    for i in range(calls):
+        out.append([snapshot(f(*batch(i))), [snapshot(o) for o in observed]])
+        change(i)
+    return out
+
+
 def small_batches(mod):
     """``i -> (x, y)``: call ``i``'s batch of 5 inputs of 4 features and 3-class labels for
     ``small_mlp``."""

@@ -10,18 +10,9 @@ asserted (a Python value the step reads is a constant of its program: one progra
 reused when the value comes back, as torch.compile guards it).
 """
 from . import _harness as _h
-from ._harness import small_mlp as _model, small_xy as _xy, snapshot, traces as _traces
+from ._harness import change_loop as _loop, small_mlp as _model, small_xy as _xy, traces as _traces
 
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
-
-
-def _loop(f, batch, calls, change, *observed):
-    """Call ``f(*batch(i))`` ``calls`` times, ``change(i)`` after call ``i``; snapshot each."""
-    out = []
-    for i in range(calls):
-        out.append([snapshot(f(*batch(i))), [snapshot(o) for o in observed]])
-        change(i)
-    return out
 
 
 def _step(model, opt, crit):

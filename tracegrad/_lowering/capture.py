@@ -344,6 +344,8 @@ class Capture:
         self.found_generators = {}             # generator -> (key, seed)
         self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
         self.optimizers = []                   # in first-seen order
+        self.made_optimizers = []              # weakrefs: NOTE [optimizers made in a trace]
+        self.made_schedulers = []              # weakrefs: lr schedulers made in this trace
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
@@ -503,6 +505,41 @@ class Capture:
     # graph break (``made_generators_left``).
     def see_generator_made(self, gen):
         self.made_generators.append(weakref.ref(gen))
+
+    # NOTE [optimizers made in a trace]: an optimizer the function builds on every call
+    # (``opt = Adam(model.parameters())`` inside the step, a slip or a PGD attack's ``SGD([delta])``)
+    # is the call's own, as a generator made inside is: its state starts empty each call and is
+    # made by the program. Lifted as outside state, each retrace met a new one and the call ran
+    # eagerly ("outside state kept changing"). Its parameters are still outside state (their
+    # grads and values are lifted through them). One that outlives the call would hold the
+    # trace's values in its state: a graph break (``made_optimizers_left``).
+    def see_optimizer_made(self, opt):
+        self.made_optimizers.append(weakref.ref(opt))
+
+    def optimizer_made_here(self, opt) -> bool:
+        return any(r() is opt for r in self.made_optimizers)
+
+    # An lr scheduler built in the trace (its constructor steps it once) is not the one a later
+    # call would build: its step is not deferred past the program (NOTE [deferred scheduler
+    # step]), which would step the trace's scheduler again on every call (``StepLR(opt, 1)``
+    # made after ``opt.step()`` halved the lr each call, where eager keeps it: round 45).
+    def see_scheduler_made(self, sched):
+        self.made_schedulers.append(weakref.ref(sched))
+
+    def scheduler_made_here(self, sched) -> bool:
+        return any(r() is sched for r in self.made_schedulers)
+
+    def made_optimizers_left(self):
+        """An optimizer made in this trace that is still alive after the function returned
+        (this capture's own references to it dropped first: it has nothing to put back)."""
+        for r in self.made_optimizers:
+            o = r()
+            if o is not None and o in self.optimizers:
+                self.optimizers.remove(o)
+                self.opt_state.pop(id(o), None)
+                self.opt_attrs.pop(id(o), None)
+            del o
+        return any(r() is not None for r in self.made_optimizers)
 
     def made_generators_left(self):
         """A generator made in this trace that is still alive after the function returned."""

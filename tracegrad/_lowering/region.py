@@ -114,7 +114,10 @@ class Plan:
 
 
 def _made_in_trace(cap: Capture, opt) -> bool:
-    """Whether every parameter of optimizer ``opt`` is a tensor made during this trace."""
+    """Whether optimizer ``opt`` was built during this trace (NOTE [optimizers made in a trace]
+    in capture.py), or every parameter of it is a tensor made during this trace."""
+    if cap.optimizer_made_here(opt):
+        return True
     params = [p for g in opt.param_groups for p in g["params"]]
     return bool(params) and all(cap.made_here(p) for p in params)
 
@@ -1417,6 +1420,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if moved is not None:     # NOTE [tensor attributes] in capture.py
                 raise GraphBreak(f"the function sets the Python attribute '{moved[0]}' of a tensor made outside "
                                  "it: the program would not repeat that on later calls", where=moved[1])
+            if cap.made_optimizers_left():     # NOTE [optimizers made in a trace] (capture.py)
+                raise GraphBreak("an optimizer made inside the compiled function outlives the call (returned or "
+                                 "stored): its state would hold values of the trace; make it outside and "
+                                 "pass it in", where=after)
             if cap.made_generators_left():     # NOTE [generators made in a trace] (capture.py)
                 raise GraphBreak("a Generator made inside the compiled function outlives the call (returned or "
                                  "stored): its state would hold a value of the trace; make it outside and "

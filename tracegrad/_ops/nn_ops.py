@@ -579,6 +579,18 @@ def _logsumexp3(a, b, c):
     return jnp.where(s > 0, jnp.log(jnp.where(s > 0, s, 1)) + m, -jnp.inf)
 
 
+@jax.custom_jvp
+def _nan_grad_where(x, bad):
+    """``x`` itself; its derivative NaN where ``bad`` (a bool mask of ``x``'s shape), as is."""
+    return x
+
+
+@_nan_grad_where.defjvp
+def _nan_grad_where_jvp(primals, tangents):
+    x, bad = primals
+    return x, tangents[0] * jnp.where(bad, jnp.nan, 1).astype(tangents[0].dtype)
+
+
 def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinity):
     """Per-sample CTC negative log-likelihood ``(N,)``: ``lp`` ``(T, N, C)`` log-probabilities,
     ``targets`` ``(N, S)`` padded labels, lengths ``(N,)``. The forward (alpha) recursion over the
@@ -617,12 +629,17 @@ def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinit
     # an empty input (input_length 0) aligns only with an empty target: the recursion above
     # starts from frame 0 regardless, so set torch's values (0, else inf; zero gradient) here
     nll = jnp.where(input_lengths == 0, jnp.where(target_lengths == 0, 0.0, jnp.inf).astype(nll.dtype), nll)
-    live = (jnp.arange(t_max)[:, None] < input_lengths[None]).astype(lp.dtype)[..., None]
-    e = jnp.exp(lp) * live
+    live = (jnp.arange(t_max)[:, None] < input_lengths[None])[..., None]
+    # a select, not a product with the mask: frames past a sample's input length get a zero
+    # gradient even when the sample's incoming gradient is NaN (below)
+    e = jnp.where(live, jnp.exp(lp), 0)
     nll = nll + jnp.sum(e - lax.stop_gradient(e), axis=(0, 2))
     if zero_infinity:
-        nll = jnp.where(jnp.isinf(nll), jnp.zeros_like(nll), nll)
-    return nll
+        return jnp.where(jnp.isinf(nll), jnp.zeros_like(nll), nll)
+    # an infeasible sample (loss inf): torch's kernel computes its posterior as
+    # exp(-inf + inf) and so gives NaN gradients in the sample's frames before its input length
+    # (zero after); the recursion here would give zeros, a silently finite step
+    return _nan_grad_where(nll, jnp.isinf(lax.stop_gradient(nll)) & (input_lengths > 0))
 
 
 # targets and lengths are integer tensors with no derivative: torch's node has one edge (log_probs)

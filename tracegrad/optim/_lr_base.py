@@ -97,6 +97,13 @@ class LRScheduler:
     _get_lr_called_within_step = False
     _is_initial = False
 
+    def __new__(cls, *args, **kwargs):
+        # every scheduler, the composite ones whose __init__ is their own included: one built
+        # inside a compiled call is that call's own (compiler._note_scheduler_made)
+        self = super().__new__(cls)
+        compiler._note_scheduler_made(self)
+        return self
+
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")

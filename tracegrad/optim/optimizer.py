@@ -343,6 +343,7 @@ class Optimizer:
                             "Tensors or dicts, but got " + _typename(params))
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list = []
+        compiler._note_optimizer_made(self)     # built inside a compiled call: the call's own
 
         param_groups = list(params)
         if len(param_groups) == 0:
@@ -453,6 +454,9 @@ class Optimizer:
         "param_groups": [{..., "params": [indices]}]}``. Parameters are numbered in group
         order; the state tensors are the optimizer's own (not copies), as torch."""
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            # in a compiled call: traced with its Python effects found, or a graph break (a hook
+            # run only while tracing appended to its list once, not on every call: round 45)
+            compiler._note_hook("state_dict", pre_hook)
             pre_hook(self)
         if compiler._tracing():
             # the number of parameters with state (and of groups) read by a compiled step: the
@@ -476,6 +480,7 @@ class Optimizer:
                         for k, v in self.state.items()}
         state_dict = {"state": packed_state, "param_groups": param_groups}
         for post_hook in self._optimizer_state_dict_post_hooks.values():
+            compiler._note_hook("state_dict", post_hook)
             result = post_hook(self, state_dict)
             if result is not None:
                 state_dict = result
@@ -517,6 +522,7 @@ class Optimizer:
         """
         state_dict = state_dict.copy()
         for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            compiler._note_hook("load_state_dict", pre_hook)      # as state_dict's hooks
             result = pre_hook(self, state_dict)
             if result is not None:
                 state_dict = result
@@ -559,6 +565,7 @@ class Optimizer:
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
         for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            compiler._note_hook("load_state_dict", post_hook)
             post_hook(self)
 
     # ----- grads and step --------------------------------------------------------------
