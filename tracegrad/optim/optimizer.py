@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 from .. import (Tensor, compiler, enable_grad, float32, float64, get_default_dtype, is_grad_enabled,
                 set_grad_enabled, stack, tensor, view_as_complex, view_as_real)
-from .. import _state, profiler
+from .. import profiler
 import tracegrad
 from .. import nn
 from ..utils.hooks import RemovableHandle
@@ -329,8 +329,8 @@ class Optimizer:
         return self.param_groups
 
     def __init__(self, params, defaults: dict) -> None:
-        if _state.CAPTURE[0] is not None:     # made while tracing: NOTE [stateful objects returned]
-            _state.CAPTURE[0].made_optimizers.add(id(self))
+        if compiler._tracing():     # made while tracing: NOTE [stateful objects returned]
+            compiler._optimizer_made(self)
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
