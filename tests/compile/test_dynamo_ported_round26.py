@@ -431,35 +431,27 @@ def test_get_value_on_static_address():
 
 # ---- test/dynamo/test_optimizers.py ---------------------------------------------------------------
 
-def test_state_dict():
-    # test_optimizers.py::End2EndTests::test_state_dict: a compiled function makes an Adagrad over
-    # its Parameter arguments and returns it with a partial of the loss closure; stepping that
-    # optimizer with the closure outside trains the parameters as eagerly. The optimizer is a new
-    # one per call: the calls run eagerly (a graph break; replaying the traced call handed back
-    # the traced optimizer every time, so the ones kept from earlier calls shared its state)
+def test_state_dict_optimizers_kept_across_calls():
+    # test_optimizers.py::End2EndTests::test_state_dict, extended (round 19 ports the original,
+    # new parameters per call): the compiled function makes an Adagrad over the same two
+    # parameters on every call; the caller keeps each one and steps them in turn, so each must
+    # have a state of its own. These calls run eagerly (a graph break; replaying the traced
+    # call handed back the traced optimizer every time, so the kept ones were one object)
     def build(T, wrap):
         rs = np.random.RandomState(0)
         weight = T.nn.Parameter(T.tensor(rs.randn(5, 3).astype("float32")))
         bias = T.nn.Parameter(T.tensor(rs.randn(5).astype("float32")))
-        inp = T.tensor(rs.randn(3).astype("float32"), requires_grad=True)
-
-        def make(weight, bias, inp):
-            def fn_base(optimizer, weight, bias):
-                optimizer.zero_grad()
-                loss = (weight.mv(inp) + bias).pow(2).sum()
-                loss.backward()
-                return loss
-
-            optimizer = T.optim.Adagrad([weight, bias])
-            return optimizer, functools.partial(fn_base, optimizer, weight, bias)
-        make = wrap(make)
-        hist = []
-        for _ in range(3):       # a new optimizer from the compiled function on every call
-            optimizer, fn = make(weight, bias, inp)
-            hist.append((optimizer.step(fn), weight.detach().clone(), bias.detach().clone(),
-                         _state(optimizer), inp.grad))
+        make = wrap(lambda params: T.optim.Adagrad(params, lr=0.1))
+        opts = [make([weight, bias]) for _ in range(3)]
+        hist = [len({id(o) for o in opts})]
+        for k in range(6):
+            opt = opts[k % 3]
+            opt.zero_grad()
+            (weight.pow(2).sum() + bias.exp().sum()).backward()
+            opt.step()
+            hist.append((weight.detach().clone(), bias.detach().clone(), _state(opt)))
         return hist
-    _agree(_three(build, traces=None, breaks=[_returns_made("Adagrad")]), "state_dict")
+    _agree(_three(build, traces=None, breaks=[_returns_made("Adagrad")]), "kept optimizers")
 
 
 def _returns_made(name):
