@@ -455,25 +455,32 @@ def test_state_dict_optimizers_kept_across_calls():
 
 
 def _returns_made(name):
-    return (f"the function returns the {name} it made: a compiled call would hand back the traced "
-            "one instead of a new one per call (make it outside the compiled function)")
+    return (f"the function hands out the {name} it made (returned or appended to an outside list): "
+            "a compiled call would hand back the traced one instead of a new one per call (make it "
+            "outside the compiled function)")
 
 
-def test_state_dict_module_made_and_returned():
+@pytest.mark.parametrize("append", [False, True], ids=["returned", "appended"])
+def test_state_dict_module_made_and_returned(append):
     # found porting test_optimizers.py::End2EndTests::test_state_dict (the same defect with a
     # module): a BatchNorm1d (no affine parameters) made per call, run once and returned; each
     # call's module keeps its own running statistics, as eagerly (the traced one came back from
-    # every later call, its statistics those of the latest call)
+    # every later call, its statistics those of the latest call); or appended to a list
     def build(T, wrap):
+        mods, ys = [], []
+
         def make(x):
             bn = T.nn.BatchNorm1d(3, affine=False)
+            if append:
+                mods.append(bn)
+                return bn(x)
             return bn, bn(x)
         make = wrap(make)
-        mods, ys = [], []
         for i in range(4):
-            bn, y = make(T.tensor(np.random.RandomState(i).randn(4, 3).astype("float32")))
-            mods.append(bn)
-            ys.append(y)
+            out = make(T.tensor(np.random.RandomState(i).randn(4, 3).astype("float32")))
+            if not append:
+                mods.append(out[0])
+            ys.append(out if append else out[1])
         return [len({id(m) for m in mods}), ys] + [(m.running_mean, m.running_var) for m in mods]
     _agree(_three(build, traces=None, breaks=[_returns_made("BatchNorm1d")]), "bn")
 
@@ -598,3 +605,147 @@ def test_no_recompile_on_same_hook():
             return y, x.grad, [l.weight.grad for l, _ in layers]
         return [run(i) for i in range(4)]
     _agree(_three(build, traces=3), "pre-hooks")
+
+
+# ---- test/dynamo/test_activation_checkpointing.py: checkpoint inside a compiled function --------
+
+def _ckpt(build, calls=3, traces=1, breaks=()):
+    """``build(T, wrap)`` -> ``(fn, params)``: ``fn(x, y)`` compiled (``wrap``) and run on fresh
+    numpy-seeded 4x4 leaves; after ``fn(...).sum().backward()`` the output, the leaves' grads
+    and ``params``' grads (accumulating over the calls) must agree."""
+    def run(T, wrap):
+        fn, params = build(T, wrap)
+        hist = []
+        for i in range(calls):
+            rs = np.random.RandomState(i)
+            x, y = (T.tensor(rs.randn(4, 4).astype("float32"), requires_grad=True) for _ in range(2))
+            out = fn(x, y)
+            out.sum().backward()
+            hist.append((out, x.grad, y.grad, [p.grad for p in params]))
+        return hist
+    _agree(_three(run, traces=traces, breaks=breaks), "checkpoint")
+
+
+def _sig_mm(T):
+    return lambda x, y: T.sigmoid(T.matmul(x, y))
+
+
+@pytest.mark.parametrize("kw", [dict(use_reentrant=False), dict(use_reentrant=True, preserve_rng_state=False)],
+                         ids=["test_tags_function_with_kwargs", "test_checkpoint_shows_tags_in_tlparse"])
+def test_checkpoint_sin_then_sigmoid_matmul(kw):
+    # test_activation_checkpointing.py::ActivationCheckpointingViaTagsTests::
+    # test_tags_function_with_kwargs (non-reentrant) and test_checkpoint_shows_tags_in_tlparse
+    # (reentrant, preserve_rng_state=False): sigmoid(sin(x) @ y) recomputed in the backward
+    def build(T, wrap):
+        gn = _sig_mm(T)
+        return wrap(lambda x, y: T.utils.checkpoint.checkpoint(gn, T.sin(x), y, **kw)), []
+    _ckpt(build)
+
+
+def _my_mm(T):
+    class MyMM(T.autograd.Function):
+        @staticmethod
+        def forward(x, w):
+            return x @ w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad @ w.t(), x.t() @ grad
+    return MyMM
+
+
+@pytest.mark.parametrize("selective", [False, True], ids=["test_ac_tags_through_custom_autograd_function",
+                                                          "test_sac_tags_through_custom_autograd_function"])
+def test_checkpoint_of_custom_function(selective):
+    # test_activation_checkpointing.py::ActivationCheckpointingViaTagsTests::
+    # test_ac_tags_through_custom_autograd_function (and test_sac_...: with a selective-checkpoint
+    # context whose policy prefers recomputing every op): a checkpointed custom Function (forward,
+    # setup_context, backward) inside the compiled function
+    def build(T, wrap):
+        mm = _my_mm(T)
+        cp = T.utils.checkpoint
+        kw = dict(use_reentrant=False)
+        if selective:
+            kw["context_fn"] = functools.partial(cp.create_selective_checkpoint_contexts,
+                                                 lambda ctx, op, *a, **k: cp.CheckpointPolicy.PREFER_RECOMPUTE)
+        return wrap(lambda x, w: cp.checkpoint(lambda a, b: mm.apply(a, b), x, w, **kw)), []
+    _ckpt(build)
+
+
+def test_tags_sequential_layers():
+    # test_activation_checkpointing.py::ActivationCheckpointingViaTagsTests::
+    # test_tags_sequential_layers: two checkpoints in a row of cos, three matmuls of x by itself,
+    # cos (default use_reentrant)
+    def build(T, wrap):
+        def gn(x):
+            x = x.cos()
+            for _ in range(3):
+                x = T.mm(x, x) * 0.5
+            return x.cos()
+
+        def fn(x, y):
+            x = T.utils.checkpoint.checkpoint(gn, x + y, use_reentrant=False)
+            return T.utils.checkpoint.checkpoint(gn, x, use_reentrant=False)
+        return wrap(fn), []
+    _ckpt(build)
+
+
+@pytest.mark.parametrize("act", ["sigmoid", "gelu"], ids=["test_tags_module", "test_tags_decomps"])
+def test_checkpointed_module(act):
+    # test_activation_checkpointing.py::ActivationCheckpointingViaTagsTests::test_tags_module
+    # (sigmoid) and test_tags_decomps (gelu): a Linear module checkpointed (reentrant) on sin(x)
+    # inside the compiled function; its parameters' grads accumulate over the calls
+    def build(T, wrap):
+        class MockModule(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = T.nn.Linear(4, 4)
+
+            def forward(self, x):
+                return getattr(T.nn.functional, act)(self.linear(x))
+        mod = np_init(MockModule(), T)
+        return wrap(lambda x, y: T.utils.checkpoint.checkpoint(mod, T.sin(x) * y, use_reentrant=True)), \
+            list(mod.parameters())
+    _ckpt(build)
+
+
+def test_tags_rand():
+    # test_activation_checkpointing.py::ActivationCheckpointingViaTagsTests::test_tags_rand: two
+    # matmuls by y in a reentrant checkpoint between two sins
+    def build(T, wrap):
+        def fn(x, y):
+            x = T.utils.checkpoint.checkpoint(lambda a, b: T.mm(T.mm(a, b), b), T.sin(x), y, use_reentrant=True)
+            return T.sin(x)
+        return wrap(fn), []
+    _ckpt(build)
+
+
+def test_tags_must_save_tensor_that_has_backward_hook():
+    # test_activation_checkpointing.py::ActivationCheckpointingViaTagsTests::
+    # test_tags_must_save_tensor_that_has_backward_hook: a submodule checkpointed (non-reentrant)
+    # inside a compiled module, then LayerNorm; a forward hook on the submodule registers a
+    # tensor hook on its output (doubling the grad here, so the hook is seen in the grads)
+    def build(T, wrap):
+        class MySubmod(T.nn.Module):
+            def forward(self, x):
+                y = T.matmul(x, x)
+                return y * y
+
+        class MyMod(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.submod = MySubmod()
+                self.norm = T.nn.LayerNorm(4)
+
+            def forward(self, x, y):
+                out = T.utils.checkpoint.checkpoint(self.submod, x * 0.5 + y, use_reentrant=False)
+                return self.norm(out)
+        mod = np_init(MyMod(), T)
+        mod.submod.register_forward_hook(lambda m, args, out: out.register_hook(lambda g: g * 2) and None)
+        return wrap(mod), list(mod.parameters())
+    _ckpt(build, traces=0, breaks=[HOOK_INSIDE])
