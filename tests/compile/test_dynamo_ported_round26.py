@@ -44,8 +44,9 @@ Left as graph breaks (correct eagerly): ReduceLROnPlateau's step inside the comp
 (its counters), LBFGS's step (data-dependent, its break says to compile the closure), tensor
 hooks registered inside the compiled function (as earlier rounds).
 Found and left (strict xfail, an eager difference): LBFGS with strong_wolfe and a closure that
-does not zero the grads searches longer than torch (its zoom phase keeps shrinking a bracket
-torch's float32 step tensor has already closed), so parameters and state differ.
+does not zero the grads searches longer than torch: the first five trial steps agree to 1e-6,
+then torch's zoom phase stops while tracegrad's evaluates seven more near t = 0.004254 (not
+found: where the two stopping tests part), so parameters and state differ.
 """
 import functools
 import gc
