@@ -51,7 +51,10 @@ class _Source:
         self.add("return True")
         code = compile("\n".join(self.lines), "<tracegrad guards>", "exec")
         exec(code, self.env)       # noqa: S102 -- our own source, from the region's guards
-        return self.env["check"]
+        # popped: left in its own globals, the function made a reference cycle through the
+        # constants it names (parameters, optimizer state), so they outlived the compiled
+        # function until the cycle collector ran (test_static_address_finalizer, round 26)
+        return self.env.pop("check")
 
 
 def _values(src: _Source, checks):

@@ -18,6 +18,7 @@ themselves."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import types
 
@@ -212,3 +213,57 @@ def refill(obj, convert):
             new = convert(v)
             if new is not v:
                 base.__setitem__(obj, k, new)
+
+
+# NOTE [stateful objects returned]: a module or optimizer is never rebuilt per call (its state is
+# the region's: ``_candidate``), so one the call made and returned (``return model, opt``, an
+# ``Adagrad`` handed back beside a ``partial`` of the loss, a ``BatchNorm1d`` run once) stayed
+# the program's one object: every later compiled call returned the traced call's object, its
+# state tensors refreshed in place, so objects the caller kept from earlier calls changed with
+# the latest call (eager: a new object per call, each with state of its own). The trace notes
+# the ids of the modules and optimizers constructed while it runs (``Capture.made_modules``,
+# ``made_optimizers``); one the result reaches makes the call run eagerly. One made and used
+# only inside the call (an optimizer over the call's own tensors, ``nn.Softmax(1)(x)``) is
+# not returned and stays compiled.
+
+
+def returned_made(result, made: set, depth: int = 6):
+    """The first module or optimizer whose id is in ``made`` that ``result`` reaches through
+    tuples, lists, dicts, sets, ``functools.partial`` objects, closures and plain objects'
+    attributes (NOTE [stateful objects returned]); None when it reaches none."""
+    if not made:
+        return None
+    seen = set()
+
+    def walk(v, depth):
+        if id(v) in seen or depth < 0 or isinstance(v, (Tensor, type, *IMMUTABLE)):
+            return None
+        seen.add(id(v))
+        if id(v) in made and getattr(type(v), "_tracegrad_state_is_captured", False):
+            return v
+        if isinstance(v, dict):
+            parts = list(v.values())
+        elif isinstance(v, (tuple, list, set, frozenset)):
+            parts = list(v)
+        elif isinstance(v, functools.partial):
+            parts = [v.func, *v.args, *v.keywords.values()]
+        elif isinstance(v, types.FunctionType):
+            parts = [c.cell_contents for c in v.__closure__ or () if _filled(c)]
+        elif getattr(type(v), "_tracegrad_state_is_captured", False):
+            return None      # a module or optimizer from outside: what it holds is outside state
+        else:
+            parts = list(_attrs(v).values()) if isinstance(getattr(v, "__dict__", None), dict) else []
+        for p in parts:
+            found = walk(p, depth - 1)
+            if found is not None:
+                return found
+        return None
+    return walk(result, depth)
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:       # a cell not yet assigned
+        return False
+    return True

@@ -46,7 +46,10 @@ class ASGD(Optimizer):
                                f"{p.dtype} of a parameter; ASGD scales parameters by float factors, "
                                "so optimize floating-point (or complex) tensors")
         lr = group["lr"]
-        eta = lr.detach().clone().to(float32).reshape(()) if hasattr(lr, "shape") else tensor(lr, dtype=float32)
+        # clone() last: ``eta`` owns its storage (``reshape(())`` of a 0-d tensor is a view, and
+        # a compiled step cannot bind a view into optimizer state: a graph break)
+        eta = (lr.detach().reshape(()).to(float32).clone() if hasattr(lr, "shape")
+               else tensor(lr, dtype=float32))
         return {"step": tensor(0.0, dtype=float32), "eta": eta, "mu": ones((), dtype=float32),
                 "ax": zeros_like(p)}
 

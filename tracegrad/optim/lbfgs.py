@@ -245,8 +245,9 @@ class LBFGS(Optimizer):
                 if line_search != "strong_wolfe":   # checked where torch's loop first uses it
                     raise RuntimeError(f"only 'strong_wolfe' is supported (LBFGS got line_search_fn={line_search!r})")
                 x0 = [p.clone() for p in self._params]
+                # the search may spend only what is left of ``max_eval`` (torch 2.13 caps it so)
                 loss, flat_grad, t, ls_evals = _strong_wolfe(lambda s: self._evaluate_at(closure, x0, s, d),
-                                                             t, d, loss, flat_grad, gtd)
+                                                             t, d, loss, flat_grad, gtd, max_ls=max_eval - evals)
                 self._move(t, d)
                 converged = flat_grad.abs().max() <= tol_grad
             else:

@@ -37,9 +37,14 @@ class Rprop(Optimizer):
 
     def _init_state(self, p, group):
         lr = group["lr"]
-        lr = float(lr) if not hasattr(lr, "shape") else lr.item()
-        return {"step": tensor(0.0, dtype=float32), "prev": zeros_like(p),
-                "step_size": full_like_reals(p, lr)}
+        if hasattr(lr, "shape") and not p.is_complex():
+            # a tensor lr (the user's, or the input a compiled step lifts a numeric lr into,
+            # when the state is created inside a trace, e.g. after ``state.clear()``): filled
+            # by a tensor op; ``.item()`` there would end the trace (a graph break)
+            step_size = zeros_like(p) + lr.detach().reshape(()).to(p.dtype)
+        else:
+            step_size = full_like_reals(p, float(lr) if not hasattr(lr, "shape") else lr.item())
+        return {"step": tensor(0.0, dtype=float32), "prev": zeros_like(p), "step_size": step_size}
 
     def _update(self, p, grad, state, group):
         etaminus, etaplus = group["etas"]
