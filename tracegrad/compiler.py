@@ -870,14 +870,6 @@ def _guard_len(container):
         cap.read_guards.append((_guards._Len(container), None, len(container), None))
 
 
-def _optimizer_made(opt):
-    """An optimizer is being constructed while a trace runs: noted, so a call returning it runs
-    eagerly (NOTE [stateful objects returned] in ``_lowering/result_objects.py``)."""
-    cap = _state.CAPTURE[0]
-    if cap is not None:
-        cap.made_optimizers.add(id(opt))
-
-
 def fused_optimizer_group(opt, group, items) -> bool:
     """How an eager ``Optimizer.step`` updates one parameter group when it can: the group's
     update rule as cached XLA programs (``_lowering/fused_optim.py``). Returns False, having

@@ -490,7 +490,12 @@ def test_state_dict_optimizers_kept_across_calls():
             opt.step()
             hist.append((weight.detach().clone(), bias.detach().clone(), _state(opt)))
         return hist
-    _agree(_three(build, traces=None, breaks=[_returns_made("Adagrad")]), "kept optimizers")
+    _agree(_three(build, traces=None, breaks=[_OPTIMIZER_OUTLIVES]), "kept optimizers")
+
+
+# an optimizer made inside that outlives the call: NOTE [optimizers made in a trace] (capture.py)
+_OPTIMIZER_OUTLIVES = ("an optimizer made inside the compiled function outlives the call (returned or stored): "
+                       "its state would hold values of the trace; make it outside and pass it in")
 
 
 def _returns_made(name):

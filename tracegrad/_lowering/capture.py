@@ -368,7 +368,6 @@ class Capture:
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
-        self.made_optimizers = set()           # ... and of the optimizers (NOTE [stateful objects returned])
         # NOTE [Python counters] (pystate.py): the module counters bumped ((id(dict), name) ->
         # (dict, name, value before)), the plain objects' candidates (``int_attributes``), and
         # the counters' values when each scheduler step was deferred

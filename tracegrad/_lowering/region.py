@@ -1494,7 +1494,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise GraphBreak("a hook that ran reads a list the call appends to: it would see the list "
                                  "as it was while tracing", where=after)
             # (an item appended to an outside list is a result too: NOTE [Python appends])
-            made = result_objects.returned_made((result, appended), cap.made_modules | cap.made_optimizers)
+            made = result_objects.returned_made((result, appended), cap.made_modules)
             if made is not None:       # NOTE [stateful objects returned] in result_objects.py
                 raise GraphBreak(f"the function hands out the {type(made).__name__} it made (returned or "
                                  "appended to an outside list): a compiled call would hand back the traced "

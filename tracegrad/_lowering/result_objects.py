@@ -215,16 +215,16 @@ def refill(obj, convert):
                 base.__setitem__(obj, k, new)
 
 
-# NOTE [stateful objects returned]: a module or optimizer is never rebuilt per call (its state is
-# the region's: ``_candidate``), so one the call made and returned (``return model, opt``, an
-# ``Adagrad`` handed back beside a ``partial`` of the loss, a ``BatchNorm1d`` run once) stayed
-# the program's one object: every later compiled call returned the traced call's object, its
-# state tensors refreshed in place, so objects the caller kept from earlier calls changed with
-# the latest call (eager: a new object per call, each with state of its own). The trace notes
-# the ids of the modules and optimizers constructed while it runs (``Capture.made_modules``,
-# ``made_optimizers``); one the result reaches makes the call run eagerly. One made and used
-# only inside the call (an optimizer over the call's own tensors, ``nn.Softmax(1)(x)``) is
-# not returned and stays compiled.
+# NOTE [stateful objects returned]: a module is never rebuilt per call (its state is the
+# region's: ``_candidate``), so one the call made and returned (``return model``, a
+# ``BatchNorm1d`` run once and handed back) stayed the program's one object: every later
+# compiled call returned the traced call's object, its state tensors refreshed in place, so
+# objects the caller kept from earlier calls changed with the latest call (eager: a new object
+# per call, each with state of its own). The trace notes the ids of the modules constructed
+# while it runs (``Capture.made_modules``); one the result reaches makes the call run eagerly.
+# One made and used only inside the call (``nn.Softmax(1)(x)``) is not returned and stays
+# compiled. An optimizer made in the trace that outlives the call, returned or stored, is a
+# graph break before this check (NOTE [optimizers made in a trace] in capture.py).
 
 
 def returned_made(result, made: set, depth: int = 6):

@@ -329,8 +329,6 @@ class Optimizer:
         return self.param_groups
 
     def __init__(self, params, defaults: dict) -> None:
-        if compiler._tracing():     # made while tracing: NOTE [stateful objects returned]
-            compiler._optimizer_made(self)
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
