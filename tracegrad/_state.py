@@ -209,31 +209,68 @@ def note_rg_flip(t) -> None:
 # swapped in (``model.head = heads[task]``), a layer replaced by ``nn.Identity()`` for a few
 # calls and put back. An entry of a module's ``_parameters``/``_buffers``/``_modules`` set or
 # deleted (``layout_entry_set``) is remembered with what it held when the epoch began; the
-# token's name holds, besides the live hooks, the entries that hold something else now (by
-# identity: the table keeps the objects, so no id is reused while it names them). Putting the
-# first object back gives the token of the layout it came from, whose programs read that
-# object's parameters again. Past ``_HOOK_SET_LIMIT`` entries an epoch starts over.
+# token's name holds, besides the live hooks, the entries that hold something else now, by the
+# ids of the store and of the object there. Putting the first object back gives the token of
+# the layout it came from, whose programs read that object's parameters again. The table keeps
+# no object alive (a replaced layer's parameters are freed as eagerly): the first object is held
+# weakly (once gone it cannot come back), and when a store or an object some token's name counts
+# is gone, the names counting its id are forgotten before the id can be reused. Past
+# ``_HOOK_SET_LIMIT`` entries an epoch starts over.
 _LIVE_HOOKS: dict = {}       # hook id -> weak reference to the dict it was registered in
-_REBOUND: dict = {}          # (id(store), key) -> [store, key, held at the epoch's start, held now]
+_REBOUND: dict = {}          # (id(store), key) -> [ref to what it held at the epoch's start, id of what it holds now]
+_NAMED: dict = {}            # id(store or object a token's name counts) -> a ref to it (its death forgets those names)
 _TOKENS: dict = {(frozenset(), frozenset()): 0}   # (live hook ids, entries rebound) this epoch -> its token
 _LAST_TOKEN: list = [0]
 _HOOK_SET_LIMIT = 256
 ABSENT = object()            # ``layout_entry_set``'s value for a key the store does not hold
 
 
+def _ref(obj, callback=None):
+    """A weak reference to ``obj``, or for an object none can refer to weakly (None, ``ABSENT``,
+    an int a user put in a store) a strong one that answers the same way."""
+    try:
+        return weakref.ref(obj, callback)
+    except TypeError:
+        return lambda: obj
+
+
+def _name(obj) -> int:
+    """``id(obj)``, for a token's name: forgotten with the names counting it when ``obj`` is gone."""
+    i = id(obj)
+    if i not in _NAMED:
+        _NAMED[i] = _ref(obj, lambda _, i=i: _forget(i))
+    return i
+
+
+def _forget(i) -> None:
+    """The store or object named ``i`` is gone: no token name may count its id any more."""
+    _NAMED.pop(i, None)
+    for k in [k for k in _REBOUND if k[0] == i]:
+        del _REBOUND[k]
+    for key in [key for key in _TOKENS if any(n[0][0] == i or n[1] == i for n in key[1])]:
+        del _TOKENS[key]
+
+
+def _changed(entry) -> bool:
+    """Whether a ``_REBOUND`` entry holds another object than at the epoch's start (or that one
+    is gone: weakly held, dead)."""
+    first = entry[0]()
+    return id(first) != entry[1] or (first is None and type(entry[0]) is weakref.ref)
+
+
 def layout_entry_set(store, key, old, new) -> None:
-    """Entry ``key`` of a module's store (``_parameters``, ``_buffers``, ``_modules``) goes from
-    ``old`` to ``new`` (``ABSENT``: not there) outside a compiled call: programs traced for the
-    layout it makes trace again, those of a layout it brings back run again (NOTE [layouts come
-    back])."""
-    k = (id(store), key)
+    """Entry ``key`` of a module's store (``_parameters``, ``_buffers``, ``_modules``; one weak
+    references can reach) goes from ``old`` to ``new`` (``ABSENT``: not there) outside a
+    compiled call: programs traced for the layout it makes trace again, those of a layout it
+    brings back run again (NOTE [layouts come back])."""
+    k = (_name(store), key)
     entry = _REBOUND.get(k)
     if entry is None:
         if len(_REBOUND) >= _HOOK_SET_LIMIT:
             bump_structure()
-        _REBOUND[k] = [store, key, old, new]
-    else:
-        entry[3] = new
+            k = (_name(store), key)
+        entry = _REBOUND[k] = [_ref(old), None]
+    entry[1] = _name(new)
     _new_structure()
 
 
@@ -241,7 +278,7 @@ def _new_structure() -> None:
     if len(_LIVE_HOOKS) > _HOOK_SET_LIMIT:     # hooks whose dict is gone can never run again
         for k in [k for k, r in _LIVE_HOOKS.items() if r() is None]:
             del _LIVE_HOOKS[k]
-    key = (frozenset(_LIVE_HOOKS), frozenset((k, id(e[3])) for k, e in _REBOUND.items() if e[3] is not e[2])) \
+    key = (frozenset(_LIVE_HOOKS), frozenset((k, e[1]) for k, e in _REBOUND.items() if _changed(e))) \
         if len(_LIVE_HOOKS) <= _HOOK_SET_LIMIT else None
     token = _TOKENS.get(key) if key is not None else None
     if token is None:
@@ -259,6 +296,7 @@ def bump_structure() -> None:
     earlier program is valid (NOTE [hook sets come back])."""
     _TOKENS.clear()
     _REBOUND.clear()
+    _NAMED.clear()
     _new_structure()
 
 

@@ -185,3 +185,72 @@ def test_many_layouts_start_over():
                 e.sub = nn.Identity() if (i + k) % 2 else None
         return _train(mod, wrap, model, params, between)
     run_three_ways(run, torch_too=False)
+
+
+def test_a_new_head_per_call_each_read_afresh():
+    """A new head per call, the previous one dropped (its id free for the next): every call
+    reads the head bound now, never a program traced for a head that is gone."""
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _model(mod, [np_init(nn.Linear(6, 3), mod, seed=1)])
+
+        def between(i):
+            model.head = np_init(nn.Linear(6, 3), mod, seed=10 + i)
+        return _train(mod, wrap, model, list(model.body.parameters()), between)
+    run_three_ways(run)
+
+
+def test_the_replaced_module_is_freed():
+    """A layer replaced between compiled calls is freed once nothing else holds it (the layout
+    table refers to the objects it swaps weakly, by id), and a call after that reads the layer
+    bound now."""
+    import gc
+    import weakref
+
+    import tracegrad
+    first = [tracegrad.nn.Linear(6, 3)]
+    model = _model(tracegrad, first)
+    x = data(tracegrad, 0, 5, 4)
+    step = tracegrad.compile(lambda x: model(x).sum())
+    for _ in range(2):
+        step(x)
+    gone = weakref.ref(model.head)
+    model.head = tracegrad.nn.Linear(6, 3)
+    first.clear()             # (the model's class keeps the list it was built from)
+    del step                  # the programs that called the old layer
+    gc.collect()
+    assert gone() is None
+    again = tracegrad.compile(lambda x: model(x).sum())
+    for _ in range(3):
+        assert tracegrad.allclose(again(x), model(x).sum())
+
+
+def test_a_gone_objects_id_names_no_layout():
+    """When an object a layout's token counts is gone, no token name counts its id (the next
+    object may get it): binding that next object is a layout of its own."""
+    import gc
+
+    import tracegrad
+    from tracegrad import _state
+    from tracegrad.nn.modules.module import _Registry
+    store = _Registry()
+    a, b = tracegrad.nn.Linear(2, 2), tracegrad.nn.Linear(2, 2)
+    store["h"] = a
+    with_a = _state.STRUCTURE[0]
+    store["h"] = b
+    ia = id(a)
+    del a
+    gc.collect()
+    assert not any(n[1] == ia for key in _state._TOKENS if key for n in key[1])
+    store["h"] = tracegrad.nn.Linear(2, 2)
+    assert _state.STRUCTURE[0] != with_a
+    # the first object gone while the entry holds None: still not the layout it began with
+    c = tracegrad.nn.Linear(2, 2)
+    store = _Registry({"h": c})
+    before = _state.STRUCTURE[0]
+    store["h"] = None
+    del c
+    gc.collect()
+    store["z"] = b                 # the token recomputed: "h" still counts as changed
+    del store["z"]
+    assert _state.STRUCTURE[0] != before

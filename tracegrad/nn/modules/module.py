@@ -318,7 +318,7 @@ class _Registry(dict):
     the trace epoch of its module's ``__init__`` (NOTE [objects no trace has seen] in _state.py),
     None for a registry made elsewhere."""
 
-    __slots__ = ("born",)
+    __slots__ = ("born", "__weakref__")     # (NOTE [layouts come back] refers to it weakly)
 
     def __init__(self, *args, **kwargs):
         dict.__init__(self, *args, **kwargs)
