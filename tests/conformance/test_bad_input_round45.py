@@ -35,7 +35,7 @@ Found and left alone (not tabled):
 - ``forward_ad.make_dual(t, 3)``: torch's AttributeError (``'int' object has no attribute
   'is_floating_point'``), tracegrad's TypeError naming make_dual -- the clearer error kept;
 - ``scaled_dot_product_attention(dropout_p=-1.)`` runs without dropout in torch; tracegrad's
-  RuntimeError (an earlier round chose it);
+  RuntimeError (an earlier round chose it; round 49 follows torch: refused on the fused 4-D path only);
 - ``threshold`` of a bool tensor with an int past 64 bits (torch: OverflowError, tracegrad the
   bool NotImplementedError) and of a float16 tensor with a threshold of 2**63 (torch runs);
 - ``leaky_relu``/``softplus``/``celu``/``gaussian_nll_loss``/``linspace``/``histogram`` with a

@@ -275,22 +275,28 @@ def to_numpy(data):
     return np.asarray(data)
 
 
+def _is_seq(x):   # a numpy array with dims is a sequence to torch too; a 0-d one a number
+    return isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0)
+
+
+def _first_shape(x):
+    """The shape torch reads off nested data: the lengths of the first elements, down to the
+    first number or the first empty sequence."""
+    out = []
+    while _is_seq(x):
+        out.append(len(x))
+        if not len(x):
+            break
+        x = x[0]
+    return out
+
+
 def ragged_error(data):
     """torch's error for a ragged nested list, at the first place it differs from the shape of
     the first elements: TypeError where a number stands for a sequence or a sequence for a
     number, ValueError where a sequence has another length. None when rectangular."""
-    def is_seq(x):   # a numpy array with dims is a sequence to torch too; a 0-d one a number
-        return isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0)
-
-    def shape_of(x):
-        out = []
-        while is_seq(x):
-            out.append(len(x))
-            if not len(x):
-                break
-            x = x[0]
-        return out
-    want = shape_of(data)
+    is_seq = _is_seq
+    want = _first_shape(data)
 
     def walk(x, dim):
         seq = is_seq(x)
@@ -311,6 +317,19 @@ def ragged_error(data):
 
 def _ragged(data, e):
     return ragged_error(data) or ValueError(f"tensor(): nested sequences must be rectangular ({e})")
+
+
+def _empty_of_ragged(data, d, dtype):
+    """torch's tensor of ragged data whose first elements end in an empty list (``[[], [1]]``):
+    the shape read off the first elements holds a 0, so torch stores no element and never reads
+    the rest. Its dtype inference, done before, still sees every number, and reads an empty list
+    as the default dtype (``[[], [1]]`` is float32). ``(array, dtype)``, or None otherwise."""
+    shape = _first_shape(data)
+    if 0 not in shape:
+        return None
+    if dtype is None and not (d.is_floating_point or d.is_complex):
+        d = _dt.get_default_dtype()
+    return to_device(np.zeros(shape, d.np)), d
 
 
 def bool_size_error(api, pos):
@@ -392,6 +411,9 @@ def to_array(data, dtype=None):
             raise TypeError(f"tensor(): must be real number, not complex (data holds complex numbers, dtype={d}); "
                             "pass a complex dtype or real data")
     if big:
+        empty = _empty_of_ragged(data, d, dtype)   # (torch never reads the big int then)
+        if empty is not None:
+            return empty
         if d is _dt.uint64:   # torch reads ints up to 2**64 - 1 into uint64 (OverflowError past it, as numpy)
             return to_device(np.array(data, dtype=np.uint64)), d
         if d._cat <= 1 and d is not _dt.bool_:   # torch reads Python ints as int64 before converting to an integer dtype
@@ -400,12 +422,18 @@ def to_array(data, dtype=None):
         try:
             arr = np.array(data, dtype=np.complex128 if d.is_complex else np.float64)
         except ValueError as e:
-            raise _ragged(data, e) from None
+            empty = _empty_of_ragged(data, d, dtype)
+            if empty is None:
+                raise _ragged(data, e) from None
+            return empty
         return to_device(arr.astype(d.np)), d
     try:
         arr = to_numpy(data)
     except ValueError as e:
-        raise _ragged(data, e) from None
+        empty = _empty_of_ragged(data, d, dtype)
+        if empty is None:
+            raise _ragged(data, e) from None
+        return empty
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         if not _traced_leaf(data):
             raise

@@ -193,7 +193,7 @@ def _can_share(arr, dtype, device) -> bool:
 
 
 @with_x64
-def from_numpy(ndarray):
+def from_numpy(ndarray, /):
     """Mirrors ``torch.from_numpy``: a tensor of ``ndarray``'s shape and dtype that shares its
     memory: writes through either are seen by the other (NOTE [numpy bridge]). Differs from
     torch only for a large array (over 256 KiB) at an address XLA cannot use in place (not 64-byte
@@ -677,6 +677,11 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
 
 def _check_steps(steps, api):
     if isinstance(steps, Tensor):
+        # torch's parser takes a 0-d integer tensor as the int ``steps``; a one-element tensor of
+        # more dims is no int to it (TypeError), though ``.item()`` would read it
+        if steps.ndim:
+            raise TypeError(f"{api}(): argument 'steps' must be int, not a {steps.ndim}-d Tensor; pass an int "
+                            "or a 0-d integer tensor")
         steps = steps.item()
     if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
         raise TypeError(f"{api}(): argument 'steps' must be int, not {type(steps).__name__}")

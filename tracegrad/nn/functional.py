@@ -1001,6 +1001,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
     shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
+    if type(is_causal) is not bool:   # torch's parser takes only a bool (not 1, None or a tensor)
+        raise TypeError(f"scaled_dot_product_attention(): argument 'is_causal' must be bool, not "
+                        f"{type(is_causal).__name__}")
     dispatch = getattr(attn_mask, "_sdpa_dispatch", None)   # nn.attention.bias.CausalBias
     if dispatch is not None:
         return dispatch(query, key, value, dropout_p, is_causal, scale, enable_gqa)
@@ -1080,9 +1083,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn = attn.masked_fill(~row_ok, 0.0).softmax(-1).masked_fill(~row_ok, 0.0)
     else:
         attn = attn.softmax(-1)
-    if dropout_p < 0.0:   # torch refuses it too (RuntimeError); unchecked, it ran without dropout
+    if not dropout_p > 0.0 and dropout_p != 0.0 and _sdpa_fused_path(query, key, value, attn_mask):
+        # a negative or NaN dropout_p: torch's math path takes it as no dropout (only ``p > 0``
+        # drops), but its fused CPU kernel, chosen for 4-D inputs of one head size, refuses any
+        # dropout_p other than 0 (RuntimeError)
         raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
-                           f"but got {dropout_p}")
+                           f"but got {dropout_p}; pass dropout_p=0.0 for no dropout")
     if dropout_p > 0.0:
         if dropout_p > 1.0:   # torch's kernel checks it (RuntimeError), not F.dropout's ValueError
             raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
@@ -1091,6 +1097,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if value.shape[-1] != query.shape[-1]:       # torch's math path: a contiguous result
         return attn.matmul(value).to(out_dtype)
     return _in_layout_of(attn.matmul(value).to(out_dtype), layout_of)
+
+
+def _sdpa_fused_path(query, key, value, attn_mask):
+    """Whether torch would run scaled_dot_product_attention through its fused CPU kernel when
+    dropout is not positive: 4-D inputs of one head size, a mask without grad, and
+    ``sdpa_kernel`` allowing FLASH_ATTENTION."""
+    return (query.dim() == key.dim() == value.dim() == 4 and query.shape[-1] == key.shape[-1] == value.shape[-1]
+            and not (attn_mask is not None and attn_mask.requires_grad) and _sdpa_fused_allowed())
 
 
 def _sdpa_fused_allowed():
