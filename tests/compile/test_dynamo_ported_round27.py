@@ -21,9 +21,27 @@ recompile on the caller's grad mode. Where torch's dynamo raises InternalTorchDy
 (``__enter__`` after a graph break, ``__enter__``/``__exit__`` under ``disable``, a new manager
 returned), the compiled function must still give eager's result, which is what a user of
 tracegrad.compile gets. torch.rand inside the originals is replaced by arguments.
+
+Found and fixed here:
+- ``torch.autograd._profiler_enabled()`` read inside a compiled function was frozen: traced
+  under a profiler, later calls outside took the profiler branch (torch: each call its own
+  answer). Now the read guards the program on whether a profiler was recording when the trace
+  began (_state.note_profiler_read, _lowering/capture.py ``guard_profiler``): one program per
+  answer, and nothing is checked for functions that never ask.
+- A ``contextlib.contextmanager`` object passed as an argument and entered or exited inside was
+  traced: the trace advanced its generator, so the eager rerun of the abandoned trace raised
+  "generator didn't yield", or a tensor of the trace leaked into the caller's list. Now such an
+  object is a graph break before tracing, as generators and iterators are
+  (_lowering/pystate.py ``_stateful_kind``).
+- A manager made and entered inside, whose ``__exit__`` came after a graph break, was left
+  suspended by the abandoned trace; the garbage collector ran its ``finally`` after the trace's
+  Python state was put back, so its log append happened once more than eagerly. Now the frames
+  of an abandoned trace have their own suspended generators closed while the trace is still
+  undone (_lowering/pystate.py ``close_abandoned_generators``, called from region.py).
 """
 import contextlib
 import io
+import traceback
 import sys
 
 import pytest
@@ -954,3 +972,224 @@ def test_contextmanager_finally():
             return list(state)
         return run
     compare(build)
+
+
+@pytest.mark.parametrize("exc", ["ZeroDivisionError", "RuntimeErrorSubclass", "StopIteration",
+                                 "StopIterationSubclass"])
+def test_contextmanager_traceback(exc):
+    # CPythonContextManagerTestCase.test_contextmanager_traceback / 2 / 3: an error raised in a
+    # with over a generator manager and caught around it: the traceback has one frame, the
+    # function's own, at the raising line (StopIteration is not swallowed)
+    class RuntimeErrorSubclass(RuntimeError):
+        pass
+
+    class StopIterationSubclass(StopIteration):
+        pass
+
+    kinds = {"ZeroDivisionError": ZeroDivisionError, "RuntimeErrorSubclass": RuntimeErrorSubclass,
+             "StopIteration": StopIteration, "StopIterationSubclass": StopIterationSubclass}
+
+    @contextlib.contextmanager
+    def f():
+        yield
+
+    def build(T):
+        def fn(t):
+            y = t.sum()
+            try:
+                with f():
+                    raise kinds[exc]("spam")
+            except kinds[exc] as e:
+                frames = traceback.extract_tb(e.__traceback__)
+                return y, len(frames), frames[0].name, frames[0].line, e.args
+            return y, None
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2, 3),))
+
+
+def test_contextmanager_no_reraise_and_traps():
+    # CPythonContextManagerTestCase.test_contextmanager_no_reraise / _trap_yield_after_throw /
+    # _trap_no_yield / _trap_second_yield: __exit__ with an error returns False; a generator
+    # that yields again after the throw, never yields, or yields twice raises RuntimeError
+    @contextlib.contextmanager
+    def whee():
+        yield
+
+    @contextlib.contextmanager
+    def yield_after_throw():
+        try:
+            yield
+        except Exception:
+            yield
+
+    @contextlib.contextmanager
+    def no_yield():
+        if False:
+            yield
+
+    @contextlib.contextmanager
+    def second_yield():
+        yield
+        yield
+
+    def build(T):
+        def fn(t):
+            seen = []
+            ctx = whee()
+            ctx.__enter__()
+            seen.append(ctx.__exit__(TypeError, TypeError("foo"), None))
+            for make, exit_args in ((yield_after_throw, (TypeError, TypeError("foo"), None)),
+                                    (no_yield, None), (second_yield, (None, None, None))):
+                ctx = make()
+                try:
+                    ctx.__enter__()
+                    ctx.__exit__(*exit_args)
+                    seen.append("no error")
+                except RuntimeError as e:
+                    seen.append(str(e))
+            return t.sum(), seen
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2, 3),))
+
+
+def test_contextmanager_except():
+    # CPythonContextManagerTestCase.test_contextmanager_except: the manager catches the body's
+    # ZeroDivisionError (so the with swallows it) and records its argument
+    def build(T, wrap):
+        state = []
+
+        @contextlib.contextmanager
+        def woohoo():
+            state.append(1)
+            try:
+                yield 42
+            except ZeroDivisionError as e:
+                state.append(e.args[0])
+
+        def fn(t):
+            with woohoo() as x:
+                state.append(x)
+                raise ZeroDivisionError(999)
+            return t * 2
+        fn = wrap(fn)
+
+        def run(i):
+            return fn(_x(T, i, 2)), list(state)
+        return run
+    compare(build)
+
+
+def test_contextmanager_wrap_and_unchain():
+    # CPythonContextManagerTestCase.test_contextmanager_do_not_unchain_non_stopiteration_exceptions
+    # / test_contextmanager_wrap_runtimeerror: a manager re-raising the body's error as a
+    # RuntimeError from it; a StopIteration from the body comes out as itself
+    @contextlib.contextmanager
+    def chained():
+        try:
+            yield
+        except Exception as exc:
+            raise RuntimeError(f"caught {type(exc).__name__}") from exc
+
+    def build(T):
+        def fn(t):
+            seen = []
+            for err in (ZeroDivisionError, StopIteration):
+                try:
+                    with chained():
+                        raise err("x")
+                except Exception as ex:
+                    seen.append((type(ex).__name__, ex.args[0], type(ex.__cause__).__name__))
+            return t.cos(), seen
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2, rg=True),), backward=True)
+
+
+def test_keywords_and_recursive():
+    # CPythonContextManagerTestCase.test_keywords / test_recursive: a manager taking keywords
+    # named like _GeneratorContextManager's own attributes; a manager used as a decorator of a
+    # recursive function, counting its entries and depth in nonlocals
+    def build(T, wrap):
+        count = {"depth": 0, "ncols": 0}
+
+        @contextlib.contextmanager
+        def woohoo_kw(self, func, args, kwds):
+            yield (self, func, args, kwds)
+
+        @contextlib.contextmanager
+        def woohoo():
+            count["ncols"] += 1
+            before = count["depth"]
+            count["depth"] += 1
+            yield
+            count["depth"] -= 1
+            assert count["depth"] == before
+
+        @woohoo()
+        def recursive():
+            if count["depth"] < 4:
+                recursive()
+
+        def fn(t):
+            with woohoo_kw(self=11, func=22, args=33, kwds=44) as target:
+                recursive()
+                return t * target[3]
+        fn = wrap(fn)
+
+        def run(i):
+            return fn(_x(T, i, 2)), dict(count)
+        return run
+    compare(build)
+
+
+def test_autograd_profiler_enabled():
+    # CtxManagerTests.test_autograd_profiler_enabled: a branch on
+    # torch.autograd._profiler_enabled(), called outside and inside a profiler
+    def build(T):
+        def fn(x):
+            if T.autograd._profiler_enabled():
+                return x + 1
+            return x - 1
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            x = _x(T, i, 2, 2, rg=True)
+            out = fn(x)
+            with T.autograd.profiler.profile():
+                inside = fn(x)
+            seen.append((out, inside))
+        same(seen[0], seen[1], f"call{i}")
+    # one program per answer. Regression: the answer the trace read was frozen into the one
+    # program (x + 1 outside the profiler after a trace under it)
+    assert fns[1][1].stats["traces"] == 2, fns[1][1].stats
+
+
+def test_is_autocast_cpu_enabled():
+    # CtxManagerTests.test_is_autocast_cpu_enabled: a branch on is_autocast_cpu_enabled()
+    # inside an autocast region, fullgraph
+    def build(T):
+        def fn(a, b):
+            with T.autocast(device_type="cpu", dtype=T.bfloat16):
+                c = T.mm(a, b)
+                if T.is_autocast_cpu_enabled():
+                    c = c + 1
+            return c
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4, 4), _x(T, i, 4, 4, seed=3)), fullgraph=True)
+
+
+def test_autocast_cpu_graph_break():
+    # CtxManagerTests.test_autocast_cpu_graph_break: breaks before and inside the autocast
+    # region of a module's forward; the result is bfloat16 as eagerly
+    def build(T):
+        class MyModule(T.nn.Module):
+            def forward(self, a, b, d):
+                T._dynamo.graph_break()
+                with T.autocast(device_type="cpu", dtype=T.bfloat16):
+                    e16 = T.mm(a, b)
+                    T._dynamo.graph_break()
+                    return T.mm(d, e16)
+        return MyModule()
+    check(build, lambda T, i: tuple(_x(T, i, 4, 4, seed=s) for s in (0, 3, 5)))
