@@ -40,6 +40,7 @@ Found and fixed here:
   undone (_lowering/pystate.py ``close_abandoned_generators``, called from region.py).
 """
 import contextlib
+import copy
 import io
 import traceback
 import sys
@@ -107,87 +108,52 @@ def _under_modes(build, make_args, modes=(False, True, False, True), traces=None
     return fns[1][1]
 
 
+def _compare_state(make, *shape):
+    """``compare`` over ``make(T)`` -> ``(fn, state)``: each call's observables are
+    ``fn(x)`` on a fresh ``x`` of ``shape`` and a copy of the Python ``state`` (a log list, a
+    dict of counters) the function and its managers change."""
+    def build(T, wrap):
+        fn, state = make(T)
+        fn = wrap(fn)
+
+        def run(i):
+            return fn(_x(T, i, *shape)), copy.copy(state)
+        return run
+    compare(build)
+
+
 # ---- CtxManagerTests: user managers that set the grad mode -------------------------------------
 
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("brk", [False, True])
 @pytest.mark.parametrize("kind", sorted(CTX))
-def test_generic_context_manager(kind):
-    # CtxManagerTests.test_generic_context_manager: a manager turning grad on; the body reads
-    # is_grad_enabled. Called under no_grad then enable_grad: one program per outer mode
+def test_generic_context_manager(kind, brk, nested):
+    # CtxManagerTests.test_generic_context_manager / _with_graph_break and
+    # test_nested_generic_context_manager / _with_graph_break: a manager turning grad on, the
+    # body reading is_grad_enabled; with ``nested`` grad off inside it. With ``brk`` a graph
+    # break in the innermost one: the mode still holds after the break and is undone after.
+    # Called under no_grad then enable_grad: one program per outer mode
     def build(T):
         Ctx = CTX[kind](T)
 
         def fn(x):
+            inner = None
             with Ctx(True):
                 x = x + 1
                 if T.is_grad_enabled():
                     x = x * 2
-                x = T.relu(x)
-            return x - 1
-        return fn
-    _under_modes(build, lambda T, i: (_x(T, i, rg=True),), traces=2)
-
-
-@pytest.mark.parametrize("kind", sorted(CTX))
-def test_nested_generic_context_manager(kind):
-    # CtxManagerTests.test_nested_generic_context_manager: grad off nested inside grad on
-    def build(T):
-        Ctx = CTX[kind](T)
-
-        def fn(x):
-            with Ctx(True):
-                x = x + 1
-                if T.is_grad_enabled():
-                    x = x * 2
-                with Ctx(False):
-                    if T.is_grad_enabled():
+                with Ctx(False) if nested else contextlib.nullcontext():
+                    if nested and T.is_grad_enabled():
                         x = x - 3
-                    x = x * 1.5
-                    inner = x.requires_grad
+                    if brk:
+                        T._dynamo.graph_break()
+                    if nested:
+                        x = x * 1.5
+                        inner = x.requires_grad
                 x = T.relu(x)
             return x - 1, inner
         return fn
-    _under_modes(build, lambda T, i: (_x(T, i, rg=True),), traces=2)
-
-
-@pytest.mark.parametrize("kind", sorted(CTX))
-def test_generic_context_manager_with_graph_break(kind):
-    # CtxManagerTests.test_generic_context_manager_with_graph_break: a graph break inside the
-    # manager's body; the mode it set still holds after the break and is undone after
-    def build(T):
-        Ctx = CTX[kind](T)
-
-        def fn(x):
-            with Ctx(True):
-                x = x + 1
-                if T.is_grad_enabled():
-                    x = x * 2
-                T._dynamo.graph_break()
-                x = T.relu(x)
-            return x - 1
-        return fn
-    _under_modes(build, lambda T, i: (_x(T, i, rg=True),))
-
-
-@pytest.mark.parametrize("kind", sorted(CTX))
-def test_nested_generic_context_manager_with_graph_break(kind):
-    # CtxManagerTests.test_nested_generic_context_manager_with_graph_break
-    def build(T):
-        Ctx = CTX[kind](T)
-
-        def fn(x):
-            with Ctx(True):
-                x = x + 1
-                if T.is_grad_enabled():
-                    x = x * 2
-                with Ctx(False):
-                    if T.is_grad_enabled():
-                        x = x - 3
-                    T._dynamo.graph_break()
-                    x = x * 1.5
-                x = T.relu(x)
-            return x - 1
-        return fn
-    _under_modes(build, lambda T, i: (_x(T, i, rg=True),))
+    _under_modes(build, lambda T, i: (_x(T, i, rg=True),), traces=None if brk else 2)
 
 
 @pytest.mark.parametrize("graph_break", [False, True])
@@ -591,41 +557,29 @@ def _whoo(T, log=None, brk="try"):
     return whoo
 
 
+def _around_whoo(whoo):
+    """The originals' ``f``: in-place adds before, inside and after a ``with whoo(x)``."""
+    def f(x):
+        y = x.sin()
+        with whoo(x) as z:
+            y += z.neg()
+        y += x.cos()
+        return y
+    return f
+
 def test_graph_break_inside_ctx():
     # ContextlibContextManagerTests.test_graph_break_inside_ctx: in-place adds around a manager
     # that breaks before its yield
-    def build(T):
-        whoo = _whoo(T)
-
-        def f(x):
-            y = x.sin()
-            with whoo(x) as z:
-                y += z.neg()
-            y += x.cos()
-            return y
-        return f
-    check(build, lambda T, i: (_x(T, i, 2, rg=True),), backward=True)
+    check(lambda T: _around_whoo(_whoo(T)), lambda T, i: (_x(T, i, 2, rg=True),), backward=True)
 
 
 def test_graph_break_inside_ctx_with_side_effects():
     # ContextlibContextManagerTests.test_graph_break_inside_ctx_with_side_effects: the manager
     # appends to a list before its yield and in its finally, on every call
-    def build(T, wrap):
+    def make(T):
         log = []
-        whoo = _whoo(T, log)
-
-        def f(x):
-            y = x.sin()
-            with whoo(x) as z:
-                y += z.neg()
-            y += x.cos()
-            return y
-        f = wrap(f)
-
-        def run(i):
-            return f(_x(T, i, 2)), list(log)
-        return run
-    compare(build)
+        return _around_whoo(_whoo(T, log)), log
+    _compare_state(make, 2)
 
 
 def test_graph_break_inside_ctx_1():
@@ -644,35 +598,10 @@ def test_graph_break_inside_ctx_1():
     check(build, lambda T, i: (_x(T, i, 2, rg=True),), backward=True)
 
 
-def test_graph_break_inside_ctx_2():
-    # ContextlibContextManagerTests.test_graph_break_inside_ctx_2: the manager yields cos(x)
-    # after a break; the body calls a helper (acos needs |x| < 1: inputs are scaled)
-    def build(T):
-        @contextlib.contextmanager
-        def whoo(x):
-            try:
-                T._dynamo.graph_break()
-                yield x.cos()
-            finally:
-                pass
-
-        def g(x):
-            return x.neg() + x.acos()
-
-        def f(x):
-            y = x.sin()
-            with whoo(x) as z:
-                y += g(z)
-            y += y.tan()
-            return y
-        return f
-    check(build, lambda T, i: (_x(T, i, 2, rg=True),), backward=True)
-
-
 def test_graph_break_in_finally():
     # ContextlibContextManagerTests.test_graph_break_in_finally: __enter__/__exit__ called by
     # hand; the finally (with a break) appends to a list on every call
-    def build(T, wrap):
+    def make(T):
         log = []
         whoo = _whoo(T, log, brk="finally")
 
@@ -681,12 +610,8 @@ def test_graph_break_in_finally():
             y = ctx.__enter__()
             ctx.__exit__(None, None, None)
             return y
-        fn = wrap(fn)
-
-        def run(i):
-            return fn(_x(T, i, 1)), list(log)
-        return run
-    compare(build)
+        return fn, log
+    _compare_state(make, 1)
 
 
 @pytest.mark.parametrize("where", ["before", "inside", "after", "before_and_after",
@@ -699,7 +624,7 @@ def test_graph_break_around___enter__(where):
     # __enter__/__exit__ called by hand with a break or a dynamo-disabled call around them.
     # torch's dynamo raises InternalTorchDynamoError for before/disable_enter/disable_exit;
     # tracegrad.compile gives eager's result
-    def build(T, wrap):
+    def make(T):
         log = []
         dis, brk = T._dynamo.disable, T._dynamo.graph_break
 
@@ -730,12 +655,8 @@ def test_graph_break_around___enter__(where):
                 else:
                     ctx.__exit__(None, None, None)
             return y * x
-        fn = wrap(fn)
-
-        def run(i):
-            return fn(_x(T, i, 2)), list(log)
-        return run
-    compare(build)
+        return fn, log
+    _compare_state(make, 2)
 
 
 def test_contextmanager_as_argument():
@@ -851,22 +772,28 @@ def test_disable_ctx_manager(name):
     check(build, lambda T, i: (_x(T, i, 2, rg=True),), backward=True)
 
 
-def test_disable_trace_contextmanager():
-    # ContextlibContextManagerTests.test_disable_trace_contextmanager: a generator manager in
-    # the middle of in-place math (traced through here; torch's config switch has no
-    # counterpart)
+@pytest.mark.parametrize("brk", [True, False])
+def test_graph_break_inside_ctx_2(brk):
+    # ContextlibContextManagerTests.test_graph_break_inside_ctx_2 / test_disable_trace_contextmanager:
+    # a manager yielding cos(x) (after a break, with ``brk``) in the middle of in-place math; the
+    # body calls a helper (acos of the cosine). torch's config switch has no counterpart
     def build(T):
         @contextlib.contextmanager
         def whoo(x):
             try:
+                if brk:
+                    T._dynamo.graph_break()
                 yield x.cos()
             finally:
                 pass
 
+        def g(x):
+            return x.neg() + x.acos()
+
         def f(x):
             y = x.sin()
             with whoo(x) as z:
-                y += z.neg() + z.acos()
+                y += g(z)
             y += y.tan()
             return y
         return f
@@ -919,7 +846,7 @@ def test_contextlib_nullcontext():
 def test_contextmanager_plain():
     # CPythonContextManagerTestCase.test_contextmanager_plain: a manager appending to a state
     # list before and after its yield; the body appends the yielded value and adds it to a sum
-    def build(T, wrap):
+    def make(T):
         state = []
 
         @contextlib.contextmanager
@@ -935,12 +862,8 @@ def test_contextmanager_plain():
                 state.append(x)
                 y += x
             return y
-        fn = wrap(fn)
-
-        def run(i):
-            return fn(_x(T, i, 2, 3)), list(state)
-        return run
-    compare(build)
+        return fn, state
+    _compare_state(make, 2, 3)
 
 
 def test_contextmanager_finally():
@@ -1055,7 +978,7 @@ def test_contextmanager_no_reraise_and_traps():
 def test_contextmanager_except():
     # CPythonContextManagerTestCase.test_contextmanager_except: the manager catches the body's
     # ZeroDivisionError (so the with swallows it) and records its argument
-    def build(T, wrap):
+    def make(T):
         state = []
 
         @contextlib.contextmanager
@@ -1071,12 +994,8 @@ def test_contextmanager_except():
                 state.append(x)
                 raise ZeroDivisionError(999)
             return t * 2
-        fn = wrap(fn)
-
-        def run(i):
-            return fn(_x(T, i, 2)), list(state)
-        return run
-    compare(build)
+        return fn, state
+    _compare_state(make, 2)
 
 
 def test_contextmanager_wrap_and_unchain():
@@ -1108,7 +1027,7 @@ def test_keywords_and_recursive():
     # CPythonContextManagerTestCase.test_keywords / test_recursive: a manager taking keywords
     # named like _GeneratorContextManager's own attributes; a manager used as a decorator of a
     # recursive function, counting its entries and depth in nonlocals
-    def build(T, wrap):
+    def make(T):
         count = {"depth": 0, "ncols": 0}
 
         @contextlib.contextmanager
@@ -1133,12 +1052,8 @@ def test_keywords_and_recursive():
             with woohoo_kw(self=11, func=22, args=33, kwds=44) as target:
                 recursive()
                 return t * target[3]
-        fn = wrap(fn)
-
-        def run(i):
-            return fn(_x(T, i, 2)), dict(count)
-        return run
-    compare(build)
+        return fn, count
+    _compare_state(make, 2)
 
 
 def test_autograd_profiler_enabled():
