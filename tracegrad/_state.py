@@ -178,6 +178,15 @@ def note_setting_read() -> None:
         cap.guard_settings()
 
 
+def note_profiler_read() -> None:
+    """Python asks whether a profiler is recording (``torch.autograd._profiler_enabled()``):
+    inside a capture, the program then holds only while that answer is what it was when the
+    trace began (a branch on it is not frozen; NOTE [profiler read while tracing])."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        cap.guard_profiler()
+
+
 def note_rg_flip(t) -> None:
     """``t``'s ``requires_grad`` changed while a compiled program reads its storage: NOTE
     [requires_grad flips between calls]."""

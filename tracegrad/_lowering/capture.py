@@ -60,6 +60,12 @@ def settings_now() -> tuple:
     return (tuple(_state.PRINT_OPTS.items()), _runtime._matmul_precision[0],
             tuple(_runtime._deterministic), _threads._num_threads["intra"], _threads._num_threads["interop"],
             _warn.WARN_ALWAYS[0], _state.settings_values())
+
+
+def _profiler_on() -> bool:
+    return _state.PROFILER[0] is not None
+
+
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the standard library's logging package: a graph break raised from a logging call names the
 # user's line that made the call, not logging's own frames
@@ -334,6 +340,10 @@ class Capture:
         self.deferred_steps, self.deferred_groups, self.deferred_optimizers, self.sealed = [], set(), set(), []
         self.read_guards = []                  # (mapping, key, value, None) checks library code asked for
         self.settings_guarded = False          # settings_now() is among read_guards
+        # NOTE [profiler read while tracing]: whether a profiler was recording when the trace
+        # began; guarded (``guard_profiler``) once the traced Python asks. The value at the
+        # start, not at the read: a profiler the function itself opens is opened on every call
+        self.profiler_at_start, self.profiler_guarded = _state.PROFILER[0] is not None, False
         # storages made during this trace, in the order made: a WeakSet iterates in address
         # order, and which escape paired with which storage then changed from run to run
         self.created = weakref.WeakKeyDictionary()
@@ -565,6 +575,13 @@ class Capture:
         if not self.settings_guarded:
             self.settings_guarded = True
             self.read_guards.append((_Probe(settings_now), None, settings_now(), None))
+
+    def guard_profiler(self):
+        """Python asked whether a profiler is recording (``_state.note_profiler_read``): the
+        program holds while that is as when the trace began (once per trace)."""
+        if not self.profiler_guarded:
+            self.profiler_guarded = True
+            self.read_guards.append((_Probe(_profiler_on), None, self.profiler_at_start, None))
 
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a

@@ -1258,9 +1258,14 @@ def restore(snap):
 # skipped, a line written twice). A function that can reach one (a global, a closure cell, an
 # argument, or an attribute its code names on an object it reads) is a graph break before it
 # is traced; sys.stdout and sys.stderr are left to the print check, which sees each write.
+# A ``contextlib.contextmanager`` object holds its generator as ``gen``: its ``__enter__`` or
+# ``__exit__`` inside (a manager passed in, entered or exited there) advances that generator.
 def _stateful_kind(v):
     if isinstance(v, (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType)):
         return "generator"
+    d = getattr(v, "__dict__", None)
+    if type(d) is dict and isinstance(d.get("gen"), types.GeneratorType) and hasattr(type(v), "__exit__"):
+        return "generator context manager"
     if isinstance(v, io.IOBase):
         return None if v in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) else "file"
     if hasattr(type(v), "__next__") and not isinstance(v, (type, Tensor)):
@@ -1269,6 +1274,30 @@ def _stateful_kind(v):
         return "iterator"
     return None
 
+
+
+def close_abandoned_generators(tb):
+    """Close the suspended generators (and ``contextlib.contextmanager`` objects entered and
+    never exited) that the frames of an abandoned trace (a graph break: the eager rerun runs
+    the call again) hold as their own locals, while the trace's capture is still on and before
+    its Python state is put back. Left open, one was closed later by the garbage collector and
+    its ``finally`` (a log append) ran after the put-back: once more than eagerly. Arguments,
+    globals and closure cells from outside are not touched (NOTE [iterators and files] breaks
+    before tracing on those); what the closing raises (a graph break in the ``finally``) goes
+    with the trace."""
+    while tb is not None:
+        frame, tb = tb.tb_frame, tb.tb_next
+        code = frame.f_code
+        n_args = code.co_argcount + code.co_kwonlyargcount
+        own = (set(code.co_varnames) | set(code.co_cellvars)) - set(code.co_varnames[:n_args])
+        for name, v in list(frame.f_locals.items()):
+            kind = _stateful_kind(v) if name in own else None
+            gen = v if kind == "generator" else getattr(v, "gen", None) if kind == "generator context manager" else None
+            if isinstance(gen, types.GeneratorType) and gen.gi_frame is not None and not gen.gi_running:
+                try:
+                    gen.close()
+                except Exception:     # noqa: BLE001 -- dropped with the abandoned trace
+                    pass
 
 def _endless(r) -> bool:
     """Whether an ``itertools.repeat`` was made without ``times`` (its length hint raises)."""

@@ -55,9 +55,9 @@ from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
-from .pystate import (CellSlot, append_changes, changed, clock_reads, counter_changes, effects_signature,
-                      grown_lists, int_attributes, numpy_sharing, place_key, python_refs, restore, scalar_changes,
-                      scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
+from .pystate import (CellSlot, append_changes, changed, clock_reads, close_abandoned_generators, counter_changes,
+                      effects_signature, grown_lists, int_attributes, numpy_sharing, place_key, python_refs, restore,
+                      scalar_changes, scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from . import custom_function as _custom_function
@@ -1683,7 +1683,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             return (res_arrays, state_end, grads_end, keys_end,
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes]
                     + [a for _, a in entry_writes], failed)
-        except BaseException:
+        except BaseException as error:
+            if isinstance(error, Exception):     # a graph break or an error: eager runs the call again
+                close_abandoned_generators(error.__traceback__.tb_next)  # its frames below this one
             cap.restore_counters()
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
             cap.restore_flags()

@@ -36,7 +36,9 @@ def kineto_available() -> bool:
 
 def _profiler_enabled() -> bool:
     """Mirrors ``torch.autograd._profiler_enabled()``: whether a profiler (``torch.profiler.profile``
-    or ``torch.autograd.profiler.profile``) is recording now."""
+    or ``torch.autograd.profiler.profile``) is recording now. Inside ``tracegrad.compile`` the
+    program is guarded on it, so a branch on it is taken again when it changes."""
+    _state.note_profiler_read()
     return _state.PROFILER[0] is not None
 
 
