@@ -4,6 +4,7 @@ tracegrad by ``program(T, SRC)``. Kept as in their repositories apart from the `
 (the names are given as globals) and the changes noted in place; see the test files for the
 repositories, paths, commits and licenses (MIT)."""
 import re
+import string
 import unicodedata
 
 import public_programs_round60_src as _r60
@@ -13,9 +14,9 @@ def program(T, src, **extra):
     """Execute a program source with round 60's globals (``torch``, ``nn``, ``F``, ``optim``,
     ``Variable``, ``np``, ``math``, ``random``, ``time``, ...) plus the names the seq2seq notebook
     imports (``functional``, ``re``, ``unicodedata``, ``pack_padded_sequence``,
-    ``pad_packed_sequence``)."""
+    ``pad_packed_sequence``) and char-rnn's ``string``."""
     rnn = T.nn.utils.rnn
-    names = {"functional": T.nn.functional, "re": re, "unicodedata": unicodedata,
+    names = {"functional": T.nn.functional, "re": re, "unicodedata": unicodedata, "string": string,
              "pack_padded_sequence": rnn.pack_padded_sequence, "pad_packed_sequence": rnn.pad_packed_sequence}
     return _r60.program(T, src, **{**names, **extra})
 
@@ -581,4 +582,103 @@ def evaluate(input_seq, max_length=MAX_LENGTH):
     decoder.train(True)
     
     return decoded_words, decoder_attentions[:di+1, :len(encoder_outputs)]
+'''
+
+
+# spro/practical-pytorch (MIT) char-rnn-generation: helpers.py at 16cc269 (``read_file`` and its
+# ``unidecode`` import left out: the test gives ``file``/``file_len``), model.py at fc6fe17,
+# train.py at f5916ff (``random_training_set`` and ``train``; ``args``, ``file``, ``file_len``,
+# ``decoder``, ``decoder_optimizer`` and ``criterion`` are globals the test sets as its top
+# level does), generate.py at fc6fe17 (``generate``; the ``__main__`` block left out)
+CHAR_RNN = '''
+# Reading and un-unicode-encoding data
+
+all_characters = string.printable
+n_characters = len(all_characters)
+
+# Turning a string into a tensor
+
+def char_tensor(string):
+    tensor = torch.zeros(len(string)).long()
+    for c in range(len(string)):
+        tensor[c] = all_characters.index(string[c])
+    return Variable(tensor)
+
+# Readable time elapsed
+
+def time_since(since):
+    s = time.time() - since
+    m = math.floor(s / 60)
+    s -= m * 60
+    return '%dm %ds' % (m, s)
+
+
+class RNN(nn.Module):
+    def __init__(self, input_size, hidden_size, output_size, n_layers=1):
+        super(RNN, self).__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.output_size = output_size
+        self.n_layers = n_layers
+
+        self.encoder = nn.Embedding(input_size, hidden_size)
+        self.gru = nn.GRU(hidden_size, hidden_size, n_layers)
+        self.decoder = nn.Linear(hidden_size, output_size)
+
+    def forward(self, input, hidden):
+        input = self.encoder(input.view(1, -1))
+        output, hidden = self.gru(input.view(1, 1, -1), hidden)
+        output = self.decoder(output.view(1, -1))
+        return output, hidden
+
+    def init_hidden(self):
+        return Variable(torch.zeros(self.n_layers, 1, self.hidden_size))
+
+
+def random_training_set(chunk_len):
+    start_index = random.randint(0, file_len - chunk_len)
+    end_index = start_index + chunk_len + 1
+    chunk = file[start_index:end_index]
+    inp = char_tensor(chunk[:-1])
+    target = char_tensor(chunk[1:])
+    return inp, target
+
+def train(inp, target):
+    hidden = decoder.init_hidden()
+    decoder.zero_grad()
+    loss = 0
+
+    for c in range(args.chunk_len):
+        output, hidden = decoder(inp[c], hidden)
+        loss += criterion(output, target[c])
+
+    loss.backward()
+    decoder_optimizer.step()
+
+    return loss.data[0] / args.chunk_len
+
+def generate(decoder, prime_str='A', predict_len=100, temperature=0.8):
+    hidden = decoder.init_hidden()
+    prime_input = char_tensor(prime_str)
+    predicted = prime_str
+
+    # Use priming string to "build up" hidden state
+    for p in range(len(prime_str) - 1):
+        _, hidden = decoder(prime_input[p], hidden)
+        
+    inp = prime_input[-1]
+    
+    for p in range(predict_len):
+        output, hidden = decoder(inp, hidden)
+        
+        # Sample from the network as a multinomial distribution
+        output_dist = output.data.view(-1).div(temperature).exp()
+        top_i = torch.multinomial(output_dist, 1)[0]
+        
+        # Add predicted character to string and use as next input
+        predicted_char = all_characters[top_i]
+        predicted += predicted_char
+        inp = char_tensor(predicted_char)
+
+    return predicted
 '''

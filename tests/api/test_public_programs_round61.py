@@ -22,6 +22,16 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   and ``loss.data[0]`` indexes a 0-d tensor (IndexError); the test cells are run unchanged for
   those errors, then with the two torch-0.3 idioms rewritten (``x.dot(y)`` as
   ``x.view(-1).dot(y.view(-1))``, ``.data[0]`` as ``.item()``) for the values.
+- spro/practical-pytorch (MIT) ``char-rnn-generation`` (helpers.py at 16cc269, model.py and
+  generate.py at fc6fe17, train.py at f5916ff): ``char_tensor`` writing ``tensor[c] = int`` into
+  ``torch.zeros(n).long()``, an ``nn.Embedding`` + 2-layer ``nn.GRU`` stepped one character at a
+  time (``input.view(1, -1)`` of a 0-d index), ``loss += criterion(output, target[c])`` over the
+  chunk, ``decoder.zero_grad()``, Adam; ``generate`` priming the hidden state, sampling by
+  ``torch.multinomial`` of ``output.data.view(-1).div(temperature).exp()`` and indexing a str
+  by the 0-d result. As written ``train`` fails alike (a 0-d target for a (1, C) input:
+  ValueError "Expected input batch_size (1) to match target batch_size (0)"; torch 0.3 indexed
+  a 1-element vector), so it is also run with ``target[c]`` as ``target[c].view(1)`` and
+  ``.data[0]`` as ``.item()``; ``multinomial`` draws from one seeded NumPy stream.
 Changes, the same on both sides: ``USE_CUDA = False``, parameters overwritten from seeded NumPy
 streams, a synthetic pair file, tiny sizes, dropout 0 (random streams differ).
 """
@@ -29,15 +39,16 @@ import contextlib
 import functools
 import io
 import random
+import types
 import warnings
 
 import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, same_error, \
-    same_logs, state as _state
-from public_programs_round61_src import S2S_DATA, S2S_MASKED_CE, S2S_MODELS, S2S_TEST, S2S_TRAIN, program
+from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
+    same_error, same_logs, state as _state
+from public_programs_round61_src import CHAR_RNN, S2S_DATA, S2S_MASKED_CE, S2S_MODELS, S2S_TEST, S2S_TRAIN, program
 
 torch = pytest.importorskip("torch")
 
@@ -196,3 +207,44 @@ def test_s2s_evaluate_fails_alike(tmp_path, monkeypatch):
     same_error(torch, tracegrad, lambda T: run(T, "je suis grand ."))
     msgs = same_error(torch, tracegrad, lambda T: run(T, "je"))
     assert all(m.startswith("tensor(") for m in msgs), msgs
+
+
+# ---------------------------------------------------------------- char-rnn generation
+
+_TEXT = "What is the matter? Where is the tall ship! " * 3
+
+
+class _NumpyMultinomial(numpy_draws):
+    """``torch`` for ``generate``: ``multinomial(weights, 1)`` draws from a seeded NumPy stream."""
+
+    def multinomial(self, weights, n):
+        p = np.asarray(weights.numpy(), np.float64)
+        return self._T.tensor([self._rs.choice(p.size, n, p=p / p.sum())[0]])
+
+
+def _char_rnn(T, src, chunk_len=12, steps=3):
+    g = program(T, src)
+    names = g.train.__globals__      # train.py's top level
+    names.update(file=_TEXT, file_len=len(_TEXT), args=types.SimpleNamespace(chunk_len=chunk_len),
+                 criterion=T.nn.CrossEntropyLoss())
+    decoder = names["decoder"] = init_uniform(T, g.RNN(g.n_characters, 8, g.n_characters, 2), 3, 0.4)
+    names["decoder_optimizer"] = T.optim.Adam(decoder.parameters(), lr=0.01)
+    random.seed(1)
+    losses = [g.train(*g.random_training_set(chunk_len)) for _ in range(steps)]
+    assert all(isinstance(x, float) for x in losses)
+    names["torch"] = _NumpyMultinomial(T, 5)
+    text = g.generate(decoder, "Wh", 20)
+    return text, [np.array(losses)] + _grads(decoder) + _state(decoder)
+
+
+def test_char_rnn_train_as_written_fails_alike():
+    msgs = same_error(torch, tracegrad, lambda T: _char_rnn(T, CHAR_RNN))
+    assert all("Expected input batch_size (1) to match target batch_size (0)" in m for m in msgs), msgs
+
+
+def test_char_rnn_trains_and_generates():
+    src = CHAR_RNN.replace("criterion(output, target[c])", "criterion(output, target[c].view(1))") \
+        .replace(".data[0]", ".item()")
+    (ref_text, ref), (got_text, got) = _char_rnn(torch, src), _char_rnn(tracegrad, src)
+    assert got_text == ref_text and got_text.startswith("Wh") and len(got_text) == 22, (ref_text, got_text)
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
