@@ -255,7 +255,7 @@ def is_contiguous(self, *, memory_format=contiguous_format) -> bool:
         # a view argument's stand-in answers with the argument's layout (a guard of the program)
         real = _state.CAPTURE[0].argument_layout(self)
         if real is None:
-            _state.CAPTURE[0].see_strides(self, "is_contiguous()")
+            self = _state.CAPTURE[0].see_strides(self, "is_contiguous()")
         else:
             self = real
     _mf.check_format(memory_format, "is_contiguous")
@@ -273,7 +273,7 @@ def stride(self, dim=None):
     if _state.CAPTURE[0] is not None:
         real = _state.CAPTURE[0].argument_layout(self)   # as in is_contiguous
         if real is None:
-            _state.CAPTURE[0].see_strides(self, "stride()")
+            self = _state.CAPTURE[0].see_strides(self, "stride()")
         else:
             self = real
     out = strides_of(self)

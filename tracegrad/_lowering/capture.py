@@ -322,6 +322,25 @@ class TracedHook:
         self.before, self.snap = effects_signature(self.refs), snapshot(self.refs)
 
 
+class _ViewOfArgument:
+    """The layout of view ``t`` of a view argument's stand-in as the same view of the caller's
+    argument ``real`` has it: ``t``'s view steps (over the stand-in, whose storage is the
+    argument's shape) follow the argument's own steps over its storage. Only what the layout
+    functions read (``chain_is_contiguous``, ``strides_of``, ``is_contiguous_as``)."""
+    __slots__ = ("_chain", "_st", "_value")
+
+    def __init__(self, real, t):
+        self._chain, self._st, self._value = real._chain + t._chain, real._st, t._value
+
+    @property
+    def shape(self):
+        return tuple(self._value.shape)
+
+    @property
+    def ndim(self):
+        return len(self._value.shape)
+
+
 class Capture:
     """Bookkeeping for one trace. ``lifted``: ids of storages whose arrays are tracers now;
     ``generators``: generators whose keys are traced; ``hyper_inputs``: optimizer ->
@@ -662,34 +681,36 @@ class Capture:
 
     def see_strides(self, t, what):
         """``stride()``/``is_contiguous()`` of a view of a view argument's stand-in (LSTNet's
-        ``x[:, -hw:, :].permute(0, 2, 1).contiguous()`` on a batch sliced off a bigger tensor).
-        An argument whose strides are row-major ones (a slice along dim 0) has the stand-in's
-        strides, so every view of the stand-in has the strides the same view of the argument
-        has (only the storage offset differs): answered from the stand-in, with the argument's
-        strides kept as a guard of the program (``Region.args_contiguous``). Any other view
-        argument: ``see_layout``'s graph break."""
+        ``x[:, -hw:, :].permute(0, 2, 1).contiguous()`` on a batch sliced off a bigger tensor;
+        a seq2seq step's ``target_batches.transpose(0, 1).contiguous()`` on a batch passed
+        transposed): returns what to answer from. An argument whose strides are row-major ones
+        (a slice along dim 0) has the stand-in's strides, so every view of the stand-in has the
+        strides the same view of the argument has (only the storage offset differs): ``t``
+        itself. Any other view argument: ``t``'s view steps replayed after the argument's own
+        on the argument's storage (``_ViewOfArgument``), as eager lays out the same view of the
+        caller's tensor. Either way the argument's strides are a guard of the program
+        (``Region.args_contiguous``): a view's strides follow from its input's."""
         real = self._argument(t)
-        if real is not None and real._chain and strides_of(real) == rowmajor_strides(real.shape):
-            self.layout_args[id(real)] = (real, strides_of(real))
-            return
-        self.see_layout(t, what)
+        if real is None or not real._chain:
+            return t
+        self.layout_args[id(real)] = (real, strides_of(real))
+        if strides_of(real) == rowmajor_strides(real.shape):
+            return t
+        return _ViewOfArgument(real, t)
 
     def see_layout_choice(self, t, what):
         """``reshape()``/``view()`` of (a view of) an argument: eager gives a view or a copy (or
         raises, for ``view``) by the argument's layout. A contiguous argument decides as its
         stand-in does (the program then checks it is contiguous on every call); a
         non-contiguous view argument itself decides by its own strides (returned: the caller
-        decides with it, ``argument_layout``); a view of one is a graph break."""
+        decides with it, ``argument_layout``), and a view of one by the same view of the
+        argument (``see_strides``); its strides are then the program's guard."""
         real = self._argument(t)
         if real is None or not real._chain:
             return None
         if not chain_is_contiguous(real):
             layout = self.argument_layout(t)
-            if layout is not None:
-                return layout
-            raise GraphBreak(f"{what} of a view of a tensor argument that is a non-contiguous view: eager "
-                             "gives a copy or a view (or an error) by its layout, which the program's "
-                             "contiguous stand-in does not have")
+            return layout if layout is not None else self.see_strides(t, what)
         self.contiguous_args.add(id(real))
         return None
 
