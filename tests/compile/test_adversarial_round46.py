@@ -616,3 +616,213 @@ def test_averaged_model_updated_in_the_step(kind):
     made = _both(run)
     # n_averaged goes 0 -> 1 in call 0 (eager); the first update copies, later ones average
     assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- more layouts: parametrized values assigned, state dicts of parametrized modules
+
+class _Sym:
+    """A parametrization ``(w + w.T) / 2`` with ``right_inverse`` the identity (assigning a
+    symmetric value to the weight stores it as the original)."""
+
+    @staticmethod
+    def make(mod):
+        class Sym(mod.nn.Module):
+            def forward(self, w):
+                return (w + w.t()) / 2
+
+            def right_inverse(self, w):
+                return w
+        return Sym()
+
+
+def _square_model(mod):
+    nn = mod.nn
+    return np_init(nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 3)), mod)
+
+
+def test_parametrized_weight_assigned_between_calls_through_right_inverse():
+    """``model[0].weight = sym`` after call 1 goes through ``right_inverse`` into the original
+    Parameter: torch ``set_``s it onto ``sym``'s storage (the same Parameter object, the
+    optimizer keeps training it, and its in-place steps show through ``sym``)."""
+    def run(mod, wrap):
+        P = mod.nn.utils.parametrize
+        model = _square_model(mod)
+        P.register_parametrization(model[0], "weight", _Sym.make(mod))
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_ce_step(mod, model, opt))
+        sym = mod.eye(4) * 0.3
+
+        def change(i):
+            if i == 1:
+                model[0].weight = sym
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model, opt, sym)
+    made = _both(run)
+    # call 1; call 2 reads the original from its new storage (``set_`` between calls); reused
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_parametrize_cached_context_around_the_compiled_step_and_inside():
+    """``with parametrize.cached():`` around a compiled call (the parametrized weight computed
+    once per block) and inside the step: the gradient reaches the original either way."""
+    def run(mod, wrap):
+        P = mod.nn.utils.parametrize
+        model = _square_model(mod)
+        P.register_parametrization(model[0], "weight", _Sym.make(mod))
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        inner = _ce_step(mod, model, opt)
+
+        def step(x, y, inside):
+            if inside:
+                with P.cached():
+                    return inner(x, y)
+            return inner(x, y)
+        f = wrap(step)
+        out = []
+        for i in range(5):
+            if i % 2:
+                with P.cached():
+                    out.append(_h.snapshot(f(*_xy(mod, i), False)))
+            else:
+                out.append(_h.snapshot(f(*_xy(mod, i), True)))
+            out.append(_h.snapshot(model))
+        return out
+    made = _both(run)
+    # call 0 eager; call 1 (in a block around the call) and call 2 (the block inside) are one
+    # program each, reused by calls 3 and 4: nothing ran eagerly
+    st = made[0].stats
+    assert (st["traces"], st["eager_calls"], st["graph_breaks"]) == (2, 1, []), st
+
+
+def test_parametrized_weight_read_in_a_cached_block_before_the_compiled_call():
+    """In each ``cached()`` block the caller reads the parametrized weight first (logging its
+    norm: cached eagerly, a graph from outside the call), then calls the step: eagerly the
+    step backpropagates through that cached tensor; the compiled step computes its own (NOTE
+    [parametrize cache in a trace]) with the same values and gradients."""
+    def run(mod, wrap):
+        P = mod.nn.utils.parametrize
+        model = _square_model(mod)
+        P.register_parametrization(model[0], "weight", _Sym.make(mod))
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_ce_step(mod, model, opt))
+        out = []
+        for i in range(4):
+            with P.cached():
+                norm = model[0].weight.norm().item()
+                out.append([norm, _h.snapshot(f(*_xy(mod, i))), _h.snapshot(model)])
+        return out
+    made = _both(run)
+    st = made[0].stats
+    assert (st["traces"], st["eager_calls"], st["graph_breaks"]) == (1, 1, []), st
+
+
+def test_state_dict_of_a_parametrized_module_loaded_between_calls():
+    """A parametrized model's ``state_dict`` (keys ``parametrizations.weight.original``) saved
+    before call 0 and loaded after call 2: the originals take the saved values in place."""
+    def run(mod, wrap):
+        P = mod.nn.utils.parametrize
+        model = _square_model(mod)
+        P.register_parametrization(model[0], "weight", _Sym.make(mod))
+        saved = {k: v.clone() for k, v in model.state_dict().items()}
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+        f = wrap(_ce_step(mod, model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: i == 2 and model.load_state_dict(saved), model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_old_weight_norm_removed_between_calls_weight_is_a_new_parameter():
+    """Old-API ``weight_norm`` from the start, ``remove_weight_norm`` after call 1: ``weight``
+    is a new Parameter the optimizer does not hold (it gets grads, never steps), ``weight_g``/
+    ``weight_v`` keep their last grads and step on with momentum."""
+    def run(mod, wrap):
+        U = mod.nn.utils
+        model = _model(mod)
+        U.weight_norm(model[0])
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_ce_step(mod, model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: i == 1 and U.remove_weight_norm(model[0]), model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_load_state_dict_strict_false_with_a_missing_head_returns_the_keys():
+    """``load_state_dict(partial, strict=False)`` between calls (only the first layer): the
+    result's ``missing_keys`` logged, the first layer reset, the head training on."""
+    def run(mod, wrap):
+        model = _model(mod)
+        partial = {k: v.clone() for k, v in model.state_dict().items() if k.startswith("0.")}
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_ce_step(mod, model, opt))
+        log = []
+        res = _loop(f, lambda i: _xy(mod, i), 4,
+                    lambda i: log.append(list(model.load_state_dict(partial, strict=False).missing_keys)), model, opt)
+        return [res, log]
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- clipping with frozen layers, autocast toggled by a flag
+
+def test_clip_grad_norm_skips_parameters_without_grads():
+    """The first layer frozen from the start (its ``.grad`` None): ``clip_grad_norm_`` over all
+    parameters ignores it, as torch does; the norm returned."""
+    def run(mod, wrap):
+        model = _model(mod)
+        model[0].requires_grad_(False)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+        clip = lambda: mod.nn.utils.clip_grad_norm_(model.parameters(), 0.1, foreach=True)
+        f = wrap(_ce_step(mod, model, opt, clip))
+        return _loop(f, lambda i: _xy(mod, i), 4, _h.no_change, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_autocast_enabled_by_a_python_flag_argument():
+    """``autocast("cpu", dtype=bfloat16, enabled=amp)`` with ``amp`` an argument alternating:
+    two programs, each reused; the output dtype follows the flag."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y, amp):
+            opt.zero_grad()
+            with mod.autocast("cpu", dtype=mod.bfloat16, enabled=amp):
+                logits = model(x)
+            loss = _F(mod).cross_entropy(logits.float(), y)
+            loss.backward()
+            opt.step()
+            return loss, str(logits.dtype).split(".")[-1], logits.float()
+        return _loop(wrap(step), lambda i: _xy(mod, i) + (i % 2 == 1,), 6, _h.no_change, model, opt)
+    made = _both(run, torch_rtol=2e-2)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_model_to_bfloat16_and_back_with_float32_master_copy():
+    """A float32 master copy: after call 1 the model goes to bfloat16 (``model.to``), the step
+    copies the master into it, backprops in bfloat16, steps the master with the float32
+    gradient; after call 3 it goes back to float32."""
+    def run(mod, wrap):
+        model = _model(mod)
+        master = [p.detach().clone().requires_grad_(True) for p in model.parameters()]
+        opt = mod.optim.SGD(master, lr=0.1)
+
+        def step(x, y):
+            with mod.no_grad():
+                for p, m in zip(model.parameters(), master):
+                    p.copy_(m)
+            model.zero_grad()
+            loss = _F(mod).cross_entropy(model(x.to(model[0].weight.dtype)).float(), y)
+            loss.backward()
+            for p, m in zip(model.parameters(), master):
+                m.grad = p.grad.float()
+            opt.step()
+            return loss
+
+        def change(i):
+            if i == 1:
+                model.to(mod.bfloat16)
+            if i == 3:
+                model.to(mod.float32)
+        return _loop(wrap(step), lambda i: _xy(mod, i), 6, change, model, opt)
+    made = _both(run, torch_too=False)     # (torch's bfloat16 parameters have no NumPy view)
+    assert _traces(made[0]) <= 3, made[0].stats
