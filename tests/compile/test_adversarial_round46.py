@@ -22,6 +22,25 @@ Each program runs eagerly, through ``tracegrad.compile`` and with torch from ide
 (``_harness.run_three_ways``), comparing the step's results, the model and the optimizers after
 every call; the number of programs is asserted (the first call runs eagerly; a layout seen
 before runs its program again; a Python value the step reads is a constant of its program).
+
+Fixes (``nn/utils/parametrize.py``):
+- NOTE [parametrize cache in a trace]: ``with parametrize.cached():`` around a compiled call
+  cached the parametrized weight the trace computed, a tracer outliving its program (JAX's
+  UnexpectedTracerError out of the call); a weight cached eagerly before the call was a graph
+  from outside the program (a graph break). A trace now caches in its own dict
+  (test_parametrize_cached_context_around_the_compiled_step_and_inside,
+  test_parametrized_weight_read_in_a_cached_block_before_the_compiled_call).
+- ``ParametrizationList.right_inverse`` copied the value into the original where torch
+  ``set_``s the original onto the value's storage: after ``model.weight = sym`` the optimizer's
+  in-place steps show through ``sym`` in torch, not in tracegrad (eager and compiled alike;
+  test_parametrized_weight_assigned_between_calls_through_right_inverse). Tuple results get
+  torch's per-tensor dtype check too.
+
+Not bugs (equal to eager, documented by the asserted counts): the ``.grad`` None-ness a call
+starts with is part of what its program was traced for, so a parameter left out of a call
+(``blocks[:k]``, Parameters rebound by ``load_state_dict(assign=True)``, a weight replaced by
+``weight_norm``) makes one more program until the pattern repeats; ``vector_to_parameters`` in
+the step traces twice (the first program met the parameters as views of eager call 0's vector).
 """
 import pytest
 
