@@ -7,9 +7,10 @@ tensor(s) stored at ``module.parametrizations.<name>.original`` (or ``original0`
 ``Parametrized<Class>`` holding the properties, as torch does.
 """
 import contextlib
+import weakref
 from collections.abc import Sequence
 
-from tracegrad import Tensor
+from tracegrad import Tensor, _state
 from ..modules.container import ModuleDict, ModuleList
 from ..modules.module import Module
 from ..parameter import Parameter
@@ -19,6 +20,13 @@ __all__ = ["register_parametrization", "remove_parametrizations", "is_parametriz
 
 _cache_enabled = 0
 _cache = {}
+# NOTE [parametrize cache in a trace]: a ``cached()`` block around a compiled call (or a call
+# that traces) met the parametrized tensor first inside the trace; kept in ``_cache`` it was a
+# traced value outliving its program (JAX's "unexpected tracer" on the next read), and an eager
+# value cached before the call was a graph from outside the program. While a region is traced
+# the cache is its own, dropped with it: the same reuse inside the call as eagerly (one
+# parametrized tensor per block of the step), nothing traced left behind.
+_trace_caches = weakref.WeakKeyDictionary()
 
 
 @contextlib.contextmanager
@@ -125,13 +133,17 @@ class ParametrizationList(ModuleList):
                 if value.dtype != self.original.dtype:
                     raise ValueError(f"The tensor returned by `right_inverse` has dtype {value.dtype} while "
                                      f"`original` has dtype {self.original.dtype}")
-                self.original.copy_(value)
+                self.original.set_(value)      # shares value's storage, as torch's set_
             else:
                 if len(value) != self.ntensors:
                     raise ValueError(f"'right_inverse' must return a sequence of tensors of length "
                                      f"{self.ntensors}. Got a sequence of length {len(value)}")
                 for i, t in enumerate(value):
-                    getattr(self, f"original{i}").copy_(t)
+                    original = getattr(self, f"original{i}")
+                    if t.dtype != original.dtype:
+                        raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype {t.dtype} while "
+                                         f"`original{i}` has dtype {original.dtype}")
+                    original.set_(t)
 
     def forward(self):
         if self.is_tensor:
@@ -147,10 +159,12 @@ def _make_property(name):
     def get_parametrized(self):
         parametrization = self.parametrizations[name]
         if _cache_enabled:
+            cap = _state.CAPTURE[0]
+            cache = _cache if cap is None else _trace_caches.setdefault(cap, {})
             key = (id(self), name)
-            if key not in _cache:
-                _cache[key] = parametrization()
-            return _cache[key]
+            if key not in cache:
+                cache[key] = parametrization()
+            return cache[key]
         return parametrization()
 
     def set_original(self, value):
