@@ -228,6 +228,7 @@ def note_rg_flip(t) -> None:
 _LIVE_HOOKS: dict = {}       # hook id -> weak reference to the dict it was registered in
 _REBOUND: dict = {}          # (id(store), key) -> [ref to what it held at the epoch's start, id of what it holds now]
 _NAMED: dict = {}            # id(store or object a token's name counts) -> a ref to it (its death forgets those names)
+_GONE: list = []             # ids of named objects gone since ``_forget_gone`` last ran
 _TOKENS: dict = {(frozenset(), frozenset()): 0}   # (live hook ids, entries rebound) this epoch -> its token
 _LAST_TOKEN: list = [0]
 _HOOK_SET_LIMIT = 256
@@ -247,17 +248,21 @@ def _name(obj) -> int:
     """``id(obj)``, for a token's name: forgotten with the names counting it when ``obj`` is gone."""
     i = id(obj)
     if i not in _NAMED:
-        _NAMED[i] = _ref(obj, lambda _, i=i: _forget(i))
+        # the callback only notes the death (it may come from a garbage collection in the middle
+        # of a loop over these tables); ``_forget_gone`` forgets before ids are read again
+        _NAMED[i] = _ref(obj, lambda _, i=i: _GONE.append(i))
     return i
 
 
-def _forget(i) -> None:
-    """The store or object named ``i`` is gone: no token name may count its id any more."""
-    _NAMED.pop(i, None)
-    for k in [k for k in _REBOUND if k[0] == i]:
-        del _REBOUND[k]
-    for key in [key for key in _TOKENS if any(n[0][0] == i or n[1] == i for n in key[1])]:
-        del _TOKENS[key]
+def _forget_gone() -> None:
+    """The stores and objects named since gone: no token name may count their ids any more."""
+    while _GONE:
+        i = _GONE.pop()
+        _NAMED.pop(i, None)
+        for k in [k for k in _REBOUND if k[0] == i]:
+            del _REBOUND[k]
+        for key in [key for key in _TOKENS if any(n[0][0] == i or n[1] == i for n in key[1])]:
+            del _TOKENS[key]
 
 
 def _changed(entry) -> bool:
@@ -272,6 +277,7 @@ def layout_entry_set(store, key, old, new) -> None:
     references can reach) goes from ``old`` to ``new`` (``ABSENT``: not there) outside a
     compiled call: programs traced for the layout it makes trace again, those of a layout it
     brings back run again (NOTE [layouts come back])."""
+    _forget_gone()
     k = (_name(store), key)
     entry = _REBOUND.get(k)
     if entry is None:
@@ -284,6 +290,7 @@ def layout_entry_set(store, key, old, new) -> None:
 
 
 def _new_structure() -> None:
+    _forget_gone()
     if len(_LIVE_HOOKS) > _HOOK_SET_LIMIT:     # hooks whose dict is gone can never run again
         for k in [k for k, r in _LIVE_HOOKS.items() if r() is None]:
             del _LIVE_HOOKS[k]
@@ -306,6 +313,7 @@ def bump_structure() -> None:
     _TOKENS.clear()
     _REBOUND.clear()
     _NAMED.clear()
+    _GONE.clear()
     _new_structure()
 
 
