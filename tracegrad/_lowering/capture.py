@@ -162,10 +162,12 @@ class StreamGuard:
 
 
 @contextlib.contextmanager
-def guard_output():
+def guard_output(warned):
     """While tracing: ``print`` to stdout/stderr and a logging record that a user's logger
     would emit are graph breaks (their text would come out once, not on every call). Loggers
-    of tracegrad, JAX and absl are left alone (their records are about tracing itself)."""
+    of tracegrad, JAX and absl are left alone (their records are about tracing itself).
+    A warning the function gives is kept in ``warned`` (not shown) for every run of the
+    program to give again: NOTE [warnings in a trace]."""
     out, err, log = sys.stdout, sys.stderr, logging.Logger._log
     thread = threading.get_ident()
 
@@ -177,15 +179,12 @@ def guard_output():
     show = warnings._showwarnmsg
 
     def _show(msg):
-        # under an "always" filter (pytest.warns, simplefilter("always")) eager warns on every
-        # call; under the others it warns once per place, which the trace does as well. A
-        # once-per-process warning (torch's TORCH_WARN_ONCE: ``x.T`` on 3 dims, ``meshgrid``
+        # a once-per-process warning (torch's TORCH_WARN_ONCE: ``x.T`` on 3 dims, ``meshgrid``
         # without ``indexing``) comes once whatever the filter, in eager and in the trace alike
         once = _warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]
-        if threading.get_ident() == thread and _action(msg) == "always" and not once \
-                and f"{os.sep}jax" not in msg.filename:
-            raise GraphBreak(f"a {msg.category.__name__} (warnings.warn) is issued on every eager call "
-                             "under an 'always' filter, but only once while tracing")
+        if threading.get_ident() == thread and not once and f"{os.sep}jax" not in msg.filename:
+            warned.append(TracedWarning(msg, sys._getframe(1)))
+            return None
         return show(msg)
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
@@ -262,14 +261,37 @@ def _clock_guard(name, real, thread):
     return read
 
 
-def _action(msg) -> str:
-    """The action ``warnings.filters`` takes for the warning ``msg`` (Python's first-match rule)."""
-    text, module = str(msg.message), os.path.splitext(os.path.basename(msg.filename))[0]
-    for action, text_re, category, module_re, lineno in warnings.filters:
-        if (text_re is None or text_re.match(text)) and issubclass(msg.category, category) \
-                and (module_re is None or module_re.match(module)) and lineno in (0, msg.lineno):
-            return action
-    return warnings.defaultaction
+# NOTE [warnings in a trace]
+# Eager gives a function's warnings on every call, through the filters as they stand then
+# ("always" shows each, "default" once per place, "ignore" none). A trace runs the function
+# once, so a warning shown while tracing would come once. Instead the trace keeps each warning
+# the filters let through, with the place and the warning registry ``warnings.warn`` used, and
+# every run of the program (the first included) gives them again with ``warnings.warn_explicit``
+# after its checks pass: the filters decide again at each call, against the same registry, as
+# eager does. torch.compile gives them once. A warning the filters ignored while tracing is not
+# kept (the C ``warnings.warn`` never reaches Python for it): a filter turned from "ignore" to
+# showing between calls shows nothing until the function is traced again.
+class TracedWarning:
+    """One warning a trace kept (NOTE [warnings in a trace]): ``give()`` issues it again."""
+    __slots__ = ("message", "category", "filename", "lineno", "module", "registry", "globals")
+
+    def __init__(self, msg, frame):
+        self.message, self.category = msg.message, msg.category
+        self.filename, self.lineno = msg.filename, msg.lineno
+        self.module = self.registry = self.globals = None
+        while frame is not None:       # the frame ``warnings.warn`` named (its stacklevel)
+            if frame.f_code.co_filename == msg.filename and frame.f_lineno == msg.lineno:
+                g = frame.f_globals
+                self.module, self.globals = g.get("__name__"), g
+                self.registry = g.setdefault("__warningregistry__", {})
+                break
+            frame = frame.f_back
+        if self.registry is None:
+            self.registry = {}
+
+    def give(self):
+        warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, self.module,
+                               self.registry, self.globals)
 
 
 @jax.custom_jvp

@@ -625,6 +625,7 @@ class Region:
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
+        self.warnings = ()         # NOTE [warnings in a trace] (capture.py): given on every run
         self.appends = ()          # NOTE [Python appends] (pystate.py): (place, name, count)
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
@@ -846,6 +847,8 @@ class Region:
         # jax.Array costs ~20 us more
         if self.checked and np.asarray(outs[6]):
             raise ValueCheckFailed(self)
+        for w in self.warnings:      # NOTE [warnings in a trace] (capture.py)
+            w.give()
         try:
             out = self.write_back(outs, arg_leaves)
             if self.appends:
@@ -1342,6 +1345,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     info = {}
 
     def body(state, grads, keys, hypers, data):
+        info["warnings"] = []      # NOTE [warnings in a trace] (capture.py): this trace's own
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
@@ -1375,7 +1379,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
             try:
-                with guard_output():
+                with guard_output(info["warnings"]):
                     result = fn(*a2, **kw2)
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]
@@ -1806,6 +1810,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     refs += tuple(r for h in info["hooks"] for r in h.refs)
     ref_names += tuple(n for h in info["hooks"] for n in h.names)
     region.counters = info.get("counters", ())
+    region.warnings = tuple(info.get("warnings", ()))
     region.appends = info.get("appends", ())
     # a closure cell or global counter, or a list only grown, is no value read (NOTE [Python
     # counters] and [Python appends] in pystate.py)
