@@ -8,6 +8,7 @@ import pytest
 from hypothesis import settings
 
 import tracegrad
+from tracegrad._api.compilation_cache import write_entries_atomically
 
 try:
     import torch as _torch
@@ -16,41 +17,9 @@ except ImportError:  # torch is an optional oracle
     _torch = None
 
 
-def _atomic_compilation_cache_writes():
-    """JAX writes a persistent-cache entry in place (``LRUCache.put``: ``write_bytes``), and
-    reads without a lock: a second pytest worker compiling the same program can load it half
-    written and crash deserializing it (seen once: a segfault in
-    ``compilation_cache.get_executable_and_time``). In the test processes each entry is written
-    to a temporary file and renamed into place. Test infrastructure only: tracegrad leaves
-    JAX's cache code alone for its users."""
-    try:
-        from jax._src import lru_cache
-    except ImportError:
-        return
-    put = lru_cache.LRUCache.put
-
-    def atomic_put(self, key, value):
-        if getattr(self, "eviction_enabled", True) or not key:
-            return put(self, key, value)
-        path = self.path / f"{key}{lru_cache._CACHE_SUFFIX}"
-        if path.exists():
-            return
-        tmp = self.path / f".{key}.{os.getpid()}.tmp"
-        # os-level writes: ``open`` from this (non-library) file while a compiled step is
-        # traced would be the user's file I/O to tracegrad's guard (a graph break whenever a
-        # program compiled during a trace is not cached yet, i.e. only with a cold cache)
-        fd = os.open(os.fspath(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(value)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(os.fspath(tmp), os.fspath(path))
-    lru_cache.LRUCache.put = atomic_put
-
-
-_atomic_compilation_cache_writes()
+# pytest-xdist workers share one cache folder, whichever it is: NOTE [cache entries written
+# whole] (tracegrad/_api/compilation_cache.py); a no-op where tracegrad's import did it already
+write_entries_atomically()
 
 
 # Property tests draw the same examples on every run (CI must not meet a new example by

@@ -40,6 +40,9 @@ def _set_jax_runtime_defaults() -> None:
     if cache and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        # a folder every process of the user shares: NOTE [cache entries written whole]
+        from ._api.compilation_cache import write_entries_atomically
+        write_entries_atomically()
 
 
 _set_jax_runtime_defaults()
