@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
-import warnings
 
 from . import compiler as _compiler
 from . import _dynamo_capture as _capture
 from ._tensor.tensor import Tensor
 from .nn.modules.module import Module
+from ._lowering.capture import say
 from ._lowering.exc import BackendCompilerFailed, InvalidBackend
 
 __all__ = ["BackendCompilerFailed", "CompiledWithBackend", "register_backend", "lookup_backend", "list_backends",
@@ -108,8 +108,8 @@ class CompiledWithBackend:
         reason = ("tracegrad code inside it computes without tensor ops a graph can record "
                   f"({type(error).__name__}: {error})")
         self.stats["graph_breaks"].append((reason, None))
-        warnings.warn(f"tracegrad.compile: {where} runs eagerly, without the backend: {reason}. "
-                      "See tracegrad.compiler.stats().", UserWarning, stacklevel=4)
+        say(f"tracegrad.compile: {where} runs eagerly, without the backend: {reason}. "
+            "See tracegrad.compiler.stats().", stacklevel=4)
         self.stats["eager_calls"] += 1
         return self._fn(*args, **kwargs)
 
@@ -160,9 +160,8 @@ class CompiledWithBackend:
         self.stats["eager_graphs"] += 1
         if not self._warned:
             self._warned = True
-            warnings.warn(f"tracegrad.compile: a graph of {getattr(self._fn, '__qualname__', self._fn)} runs "
-                          f"eagerly, without the backend: {reason}. See tracegrad.compiler.stats().",
-                          UserWarning, stacklevel=5)
+            say(f"tracegrad.compile: a graph of {getattr(self._fn, '__qualname__', self._fn)} runs "
+                f"eagerly, without the backend: {reason}. See tracegrad.compiler.stats().", stacklevel=5)
         with _capture.modes(seg):
             return _capture.run_calls(seg, outputs, seg.inputs)
 

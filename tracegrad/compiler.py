@@ -43,7 +43,6 @@ import functools
 import itertools
 import math
 import os
-import warnings
 import weakref
 
 import jax
@@ -56,7 +55,7 @@ from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_o
 # NOTE [_guard_len's import]: a merge lost this import; the NameError it raised while tracing
 # counted as the user's function raising, so every step reading opt.state_dict() ran eagerly
 from ._lowering import guards as _guards
-from ._lowering.capture import GraphBreak
+from ._lowering.capture import GraphBreak, say
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, Plan, Retrace,
                                ValueCheckFailed, _PartialArg, _flatten, aliased_args, classify_args,
@@ -383,9 +382,9 @@ class CompiledFunction:
                 self._always_eager = True
         if not self._warned:
             self._warned = True
-            warnings.warn(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
-                          f"eagerly: {reason}" + (f" (at {where})" if where else "")
-                          + ". See tracegrad.compiler.stats().", UserWarning, stacklevel=4)
+            say(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
+                f"eagerly: {reason}" + (f" (at {where})" if where else "")
+                + ". See tracegrad.compiler.stats().", stacklevel=4)
         if ran is not _EAGER:
             self.stats["eager_calls"] += 1
             return ran

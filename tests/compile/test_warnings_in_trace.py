@@ -195,3 +195,22 @@ def test_once_per_process_warning_stays_once():
     given = _given(cf, (a, b))
     assert all("meshgrid" not in m for c in given for m, *_ in c), given
     np.testing.assert_array_equal(cf(a, b).numpy(), fn(a, b).numpy())
+
+
+def test_what_compile_says_about_itself_is_not_kept():
+    # a fallback warning of tracegrad.compile (said once per function) that happens inside a
+    # trace is shown then and never given again by the program's runs; a user's warning is kept
+    from tracegrad._lowering.capture import guard_output, say
+    kept = []
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        with guard_output(kept):
+            say("tracegrad.compile: running f eagerly: a reason.", stacklevel=1)
+            warnings.warn("the user's", UserWarning)
+    assert [str(w.message) for w in log] == ["tracegrad.compile: running f eagerly: a reason."]
+    assert log[0].filename == __file__
+    assert [str(w.message) for w in kept] == ["the user's"]
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        kept[0].give()
+    assert [(str(w.message), w.category, w.filename) for w in log] == [("the user's", UserWarning, __file__)]

@@ -180,8 +180,9 @@ def guard_output(warned):
 
     def _show(msg):
         # a once-per-process warning (torch's TORCH_WARN_ONCE: ``x.T`` on 3 dims, ``meshgrid``
-        # without ``indexing``) comes once whatever the filter, in eager and in the trace alike
-        once = _warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]
+        # without ``indexing``) comes once whatever the filter, in eager and in the trace alike;
+        # so does what tracegrad.compile says about itself (``say``)
+        once = (_warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]) or SAYING[0]
         if threading.get_ident() == thread and not once and f"{os.sep}jax" not in msg.filename:
             warned.append(TracedWarning(msg, sys._getframe(1)))
             return None
@@ -271,6 +272,20 @@ def _clock_guard(name, real, thread):
 # eager does. torch.compile gives them once. A warning the filters ignored while tracing is not
 # kept (the C ``warnings.warn`` never reaches Python for it): a filter turned from "ignore" to
 # showing between calls shows nothing until the function is traced again.
+SAYING = [0]    # > 0 while tracegrad.compile says something about itself: ``say``
+
+
+def say(message: str, stacklevel: int) -> None:
+    """A UserWarning of tracegrad.compile about itself (a function falling back to eager, said
+    once per function): shown, and never kept by a trace it happens in (it is no warning of the
+    user's code: NOTE [warnings in a trace])."""
+    SAYING[0] += 1
+    try:
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+    finally:
+        SAYING[0] -= 1
+
+
 class TracedWarning:
     """One warning a trace kept (NOTE [warnings in a trace]): ``give()`` issues it again."""
     __slots__ = ("message", "category", "filename", "lineno", "module", "registry", "globals")
