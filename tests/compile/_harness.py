@@ -10,6 +10,7 @@ A program is ``make(mod, wrap) -> (step, state, batch)``: ``mod`` is ``tracegrad
 called (identity or ``tracegrad.compile``), ``state`` is a dict of everything to observe
 (modules, optimizers, tensors, Python lists), ``batch(i)`` gives call ``i``'s arguments.
 """
+import collections
 import linecache
 import warnings
 from types import SimpleNamespace
@@ -154,11 +155,13 @@ def run_program(make, mod, wrap, calls, between=None):
     each call, the wrapped step, the state and the warnings raised."""
     mod.manual_seed(0)
     step, state, batch = make(mod, wrap)
-    snaps, grads = [], []
+    snaps, grads, per_call = [], [], []
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for i in range(calls):
+            n = len(w)
             out = step(*batch(i))
+            per_call.append([(str(x.message), x.category) for x in w[n:]])
             # whether each parameter's .grad is the same tensor object as after the last call
             # (accumulated in place) or a new one (zero_grad() then backward()), as eagerly
             now = _grads(state)
@@ -168,7 +171,22 @@ def run_program(make, mod, wrap, calls, between=None):
                           "grad_is_previous": same})
             if between is not None:
                 between(state, i)
-    return SimpleNamespace(snaps=snaps, step=step, state=state, warnings=[str(x.message) for x in w])
+    return SimpleNamespace(snaps=snaps, step=step, state=state, warnings=[str(x.message) for x in w],
+                           per_call=per_call)
+
+
+def assert_same_warnings(eager, comp):
+    """The user's warnings of each call (message and category) are eager's: NOTE [warnings in
+    a trace]. Left out: what tracegrad.compile says about itself, and a warning given once per
+    process (torch's TORCH_WARN_ONCE), which the eager run, going first, took."""
+    def user(run):
+        return [[w for w in call if not w[0].startswith("tracegrad.compile:")] for call in run.per_call]
+    e, c = user(eager), user(comp)
+    seen = [w for call in c for w in call]
+    counts = collections.Counter(w for call in e for w in call)
+    once = {w for w, n in counts.items() if n == 1 and w not in seen}
+    e = [[w for w in call if w not in once] for call in e]
+    assert e == c, f"warnings per call differ: eager {e}, compiled {c}"
 
 
 def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, torch_too=False, **compile_kw):
@@ -180,6 +198,7 @@ def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, torch_too=
     comp = run_program(make, tracegrad, lambda f: tracegrad.compile(f, **compile_kw), calls, between)
     for e, c in zip(eager.snaps, comp.snaps):
         assert_same(e, c, f"call{e['call']}", rtol, atol)
+    assert_same_warnings(eager, comp)
     comp.eager = eager
     if torch_too:   # a looser tolerance asked for the compiled run holds against torch too
         _compare_torch(make, comp, calls, between, max(rtol, 1e-4), max(atol, 1e-5))
