@@ -444,6 +444,13 @@ def _keep_one(result, outside, kept, boxes, made, shared):
     return result
 
 
+def _attribute_ids(t) -> dict:
+    """A stand-in's Python attributes by identity of their values: an attribute set, deleted or
+    rebound by the function (the caller's own attributes are already there: NOTE [argument
+    attributes], compiler.py)."""
+    return {k: id(v) for k, v in t.__dict__.items()}
+
+
 def _arguments_changed(args, kwargs, treedef, leaves, containers=frozenset()) -> bool:
     """Whether the call changed the list/dict/data-container arguments it was given (their
     rebuilt copies): other leaves, or another structure. Holds no leaf afterwards (escape
@@ -1366,10 +1373,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
-                    if "_inference" in leaves[i].__dict__:
-                        # an inference tensor's stand-in is one as well, so that saving it for
-                        # backward or writing it in place raises as eagerly (keyed: compiler._key)
-                        w._inference = True
+                    if leaves[i].__dict__:
+                        # the argument's Python attributes, read as eagerly (NOTE [argument
+                        # attributes], compiler.py; keyed there); an inference tensor's stand-in
+                        # is one as well, so that saving it for backward or writing it in place
+                        # raises as eagerly
+                        w.__dict__.update(leaves[i].__dict__)
                     call_leaves[i] = w
                 elif k == "same":
                     call_leaves[i] = call_leaves[first_of(leaves, i)]
@@ -1377,7 +1386,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
             a2, kw2 = _unflatten(treedef, call_leaves)
             modes = _global_modes()
-            wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
+            wrappers = {i: (call_leaves[i]._rg, _attribute_ids(call_leaves[i])) for i in data_in}
             try:
                 with guard_output(info["warnings"]):
                     result = fn(*a2, **kw2)
@@ -1396,7 +1405,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
                                  "algorithms, thread counts, warn_always, a torch.backends flag): the program "
                                  "would not change it on later calls", where=after)
-            if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
+            if any((call_leaves[i]._rg, _attribute_ids(call_leaves[i])) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
                                  "the program would do that to a stand-in, not to the caller's tensor", where=after)
             if any(call_leaves[i]._chain for i in data_in):
