@@ -610,3 +610,344 @@ def test_check_predicate(message):
 
 
 _GLOBAL_INT = 1
+
+
+def test_tensor_attribute_read_changes_between_calls():
+    # after MiscTests.test_tensor_hasattr: an attribute of the input read into the math
+    # (``x * x.scale``) takes each call's value; a tensor without it raises AttributeError as
+    # eagerly. One program per value (numbers key the program as Python scalar arguments do)
+    def build(T):
+        def fn(x):
+            return x * x.scale
+        return fn
+    scales = [2.0, 3.0, 2.0, 0.5, 3.0]
+
+    def args(T, i):
+        x = _x(T, i, rg=True)
+        x.scale = scales[i]
+        return (x,)
+    f = check(build, args, calls=len(scales), backward=True)
+    assert f.stats["graph_breaks"] == [], f.stats
+    assert f.stats["traces"] <= 3, f.stats
+    with pytest.raises(AttributeError):
+        f(tracegrad.ones(2, 3))
+
+
+def test_input_attribute_deleted_and_rebound():
+    # after MiscTests.test_input_tensor_custom_attr_mutation: the function rebinds one attribute
+    # of its input and deletes another; each call's caller tensor ends with eager's attributes
+    def build(T):
+        def f(x, k):
+            x.tag = x.tag + k
+            del x.drop
+            return x * 2
+        return f
+    fns = [build(torch), tracegrad.compile(build(tracegrad), fullgraph=True)]
+    for i in range(CALLS):
+        seen = []
+        for T, f in zip((torch, tracegrad), fns):
+            x = _x(T, i)
+            x.tag, x.drop = "t", 1
+            out = f(x, str(i % 2))
+            seen.append((out, x.tag, hasattr(x, "drop")))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_assert():
+    # MiscTests.test_assert: a failing ``assert`` on shapes raises AssertionError; a passing one
+    # leaves the result
+    def fn1(x):
+        assert x.shape != x.shape
+    with pytest.raises(AssertionError):
+        tracegrad.compile(fn1)(tracegrad.ones(3))
+
+    def build(T):
+        def fn2(x):
+            assert x.shape == x.shape
+            return x.abs()
+        return fn2
+    check(build, lambda T, i: (_x(T, i, rg=True),), backward=True)
+
+
+def test_config_obj():
+    # MiscTests.test_config_obj: a config object's ``count`` (loop trip count) and ``val`` read
+    # inside; both changed between calls, each new value is used
+    class Cfg:
+        def __init__(self):
+            self.val = 0.5
+            self.count = 3
+
+    def build(T, wrap):
+        fn = wrap(lambda x, cfg: _add_loop(x, cfg))
+        cfg1, cfg2 = Cfg(), Cfg()
+        cfg1.val = 1.0
+
+        def run(i):
+            v = T.zeros(1)
+            v = fn(v, cfg1)
+            v = fn(v, cfg2)
+            cfg2.count = 1 + i % 2
+            v = fn(v, cfg2)
+            cfg2.val = 2.0 + i
+            return fn(v, cfg2)
+        return run
+    compare(build)
+
+
+def _add_loop(x, cfg):
+    for _ in range(cfg.count):
+        x = x + cfg.val
+    return x
+
+
+def test_config_getattr_default():
+    # MiscTests.test_config_getattr_default: ``getattr(cfg, "just_add_7", False)`` with the
+    # attribute added, set False and deleted between calls
+    class Cfg:
+        def __init__(self):
+            self.val = 0.5
+            self.count = 4
+
+    def fn(x, cfg):
+        if getattr(cfg, "just_add_7", False):
+            return x + 7
+        return _add_loop(x, cfg)
+
+    def build(T, wrap):
+        f = wrap(fn)
+        cfg = Cfg()
+
+        def run(i):
+            outs = [f(T.zeros(1), cfg), f(T.zeros(1), cfg)]
+            cfg.just_add_7 = True
+            outs += [f(T.zeros(1), cfg), f(T.zeros(1), cfg)]
+            cfg.just_add_7 = False
+            outs.append(f(T.zeros(1), cfg))
+            del cfg.just_add_7
+            return outs
+        return run
+    compare(build)
+
+
+def test_size_input():
+    # MiscTests.test_size_input: a size passed as ``torch.Size``, tuple and list, unpacked
+    def build(T):
+        def fn(x, s):
+            a, b = s
+            return x + (a - b)
+        return fn
+
+    def args(T, i):
+        v = _x(T, i, 2, 3)
+        return v, (v.size(), (2, 3), [2, 5], (4, 3))[i]
+    check(build, args)
+
+
+def test_cell_output1():
+    # MiscTests.test_cell_output1: the result goes out through a ``nonlocal`` cell, not the return
+    def build(T, wrap):
+        out = None
+
+        def fn(a, b):
+            nonlocal out
+            out = a + b * 10
+        f = wrap(fn)
+
+        def run(i):
+            r = f(_x(T, i), _x(T, i, seed=1))
+            return r, out
+        return run
+    compare(build)
+
+
+def test_cell_output2():
+    # MiscTests.test_cell_output2: as test_cell_output1, with a call that needs a concrete value
+    # (torch: ``unsupported``, a graph break) before the cell is written
+    def build(T, wrap):
+        out = None
+
+        def fn(a, b):
+            nonlocal out
+            c = a.sum().item()
+            out = a + b * 10 + c
+        f = wrap(fn)
+
+        def run(i):
+            r = f(_x(T, i), _x(T, i, seed=1))
+            return r, out
+        return run
+    compare(build)
+
+
+def test_return_nested_function():
+    # MiscTests.test_return_nested_function: the compiled function returns an inner function
+    # (defaults, closures over its tensors, a nonlocal it writes), itself then compiled
+    def build(T, wrap):
+        out = None
+
+        def fn(a, b):
+            c = a + b
+            d = a + 1.0
+
+            def fn2(f=7, g=9.0):
+                nonlocal out
+                out = a + b * 10
+                return c * f - d * g
+            return fn2
+        outer = wrap(fn)
+
+        def run(i):
+            inner = wrap(outer(_x(T, i), _x(T, i, seed=1)))
+            return inner(1.5 + i), inner(), out
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("how", ["index", "items", "values", "keys", "union"])
+def test_tensor_dict(how):
+    # MiscTests.test_tensor_dict1 (``inputs["a"] - inputs["b"] * 1.5``), test_tensor_dict2
+    # (summing over ``items()``/``values()``/``keys()``) and test_tensor_dict3 (the union of two
+    # dicts' keys, ``in`` tests); the dicts' keys change between calls
+    def build(T):
+        def fn(inputs, other):
+            if how == "index":
+                return inputs["a"] - inputs["b"] * 1.5
+            total = T.zeros(3)
+            if how == "items":
+                for _, v in inputs.items():
+                    total += v
+            elif how == "values":
+                for v in inputs.values():
+                    total += v
+            elif how == "keys":
+                for k in inputs.keys():
+                    total += inputs[k]
+            else:
+                for k in sorted(inputs.keys() | other.keys()):
+                    if k in inputs:
+                        total += inputs[k]
+                    if k in other:
+                        total = total * other[k]
+            return total
+        return fn
+
+    def args(T, i):
+        keys = ("a", "b") if i % 2 == 0 else ("a", "b", "c")
+        d = {k: _x(T, i, 3, seed=j) for j, k in enumerate(keys)}
+        return d, {"b": _x(T, i, 3, seed=5), "z" if i % 2 else "c": _x(T, i, 3, seed=6)}
+    check(build, args)
+
+
+def test_dictcomp():
+    # MiscTests.test_dictcomp: a dict comprehension over the input dict's items, returned
+    check(lambda T: (lambda inputs: {k: v + 1 for k, v in inputs.items()}),
+          lambda T, i: ({"a": _x(T, i, rg=True), "b": _x(T, i, seed=1, rg=True)},))
+
+
+@pytest.mark.parametrize("test", ["is_floating_point2", "is_tensor"])
+def test_is_floating_point2_is_tensor(test):
+    # MiscTests.test_is_floating_point2 (``b.is_floating_point()``) and test_is_tensor
+    # (``torch.is_tensor(b)``) pick whether ``b`` is added; ``b`` float, int64 or a number
+    def build(T):
+        def fn(a, b):
+            x = a + 1.0
+            if (b.is_floating_point() if test == "is_floating_point2" else T.is_tensor(b)):
+                x = x + b
+            return x + 2.0
+        return fn
+
+    def args(T, i):
+        b = (_x(T, i), T.arange(6).reshape(2, 3), _x(T, i, seed=2), T.arange(6).reshape(2, 3))[i]
+        return _x(T, i), (3 if test == "is_tensor" and i == 3 else b)
+    check(build, args)
+
+
+def test_is_tensor2():
+    # MiscTests.test_is_tensor2: a dict argument (not a tensor) gives a fresh ones tensor, a
+    # tensor argument ``x + 1``
+    def build(T):
+        def fn(x):
+            if T.is_tensor(x):
+                return x + 1
+            return T.ones([2, 3])
+        return fn
+    check(build, lambda T, i: (_x(T, i) if i % 2 else {"input": _x(T, i)},))
+
+
+def test_numel():
+    # MiscTests.test_numel: ``a.numel()``, ``torch.numel(a)`` and ``a.nelement()`` as numbers
+    check(lambda T: (lambda a: (a + a.numel() + T.numel(a), a + a.nelement())),
+          lambda T, i: (_x(T, i, 2, 2 + i),))
+
+
+def test_pair():
+    # MiscTests.test_pair: ``nn.modules.utils._pair`` of a size and ``_ntuple(3)(3)`` shape
+    # factories
+    def build(T):
+        def fn(a):
+            u = T.nn.modules.utils
+            return T.zeros(u._pair(a.size())) + a + T.ones(u._ntuple(3)(3)).sum()
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2, 3, rg=True),), backward=True)
+
+
+def test_tensor_item_capture():
+    # MiscTests.test_tensor_item_capture / test_tensor_item_no_capture: ``(a + b).sum().item()``
+    # returned as a Python float
+    def build(T):
+        return lambda a, b: (a + b).sum().item()
+    fns = [build(torch), tracegrad.compile(build(tracegrad))]
+    for i in range(CALLS):
+        outs = [f(*_xy(T, i)) for T, f in zip((torch, tracegrad), fns)]
+        assert type(outs[1]) is float
+        assert outs[1] == pytest.approx(outs[0], rel=1e-5)
+
+
+def test_namedtuple1_namedtuple2():
+    # MiscTests.test_namedtuple1 (a namedtuple built inside, read by field and index, returned)
+    # and test_namedtuple2 (unpacked, ``hasattr``, ``_fields``)
+    import collections
+    MyTuple = collections.namedtuple("MyTuple", ["a", "b", "ab"])
+
+    def build(T):
+        def fn(a, b, packed):
+            tmp = MyTuple(a, b, a + b)
+            p, q, r = packed
+            if hasattr(packed, "b"):
+                q = packed.b + 1
+            return MyTuple(tmp.a, tmp[1], tmp.ab + b), p + q + packed[2] + len(packed._fields)
+        return fn
+
+    def args(T, i):
+        a, b = _xy(T, i)
+        return a, b, MyTuple(a * 2, b, a - b)
+    check(build, args)
+
+
+def test_namedtuple3():
+    # MiscTests.test_namedtuple3: ``isinstance(packed, MyTuple)`` for a namedtuple and a plain
+    # tuple argument
+    import collections
+    MyTuple = collections.namedtuple("MyTuple", ["a", "b", "ab"])
+
+    def build(T):
+        def fn(x, packed):
+            return x + 1 if isinstance(packed, MyTuple) else x - 1
+        return fn
+    check(build, lambda T, i: (_x(T, i), MyTuple(1, 2, 3) if i % 2 else (1, 2, 3)))
+
+
+def test_namedtuple_with_custom_getitem():
+    # MiscTests.test_namedtuple_with_custom_getitem: a typing.NamedTuple whose ``__getitem__``
+    # is overridden; only a field is read
+    import typing
+
+    class MyTuple(typing.NamedTuple):
+        a: object
+        b: object
+
+        def __getitem__(self, index):
+            return MyTuple(self.a[index], self.b[index])
+
+    check(lambda T: (lambda t: t.a + 1), lambda T, i: (MyTuple(_x(T, i), _x(T, i, seed=1)),),
+          fullgraph=True)
