@@ -951,3 +951,352 @@ def test_namedtuple_with_custom_getitem():
 
     check(lambda T: (lambda t: t.a + 1), lambda T, i: (MyTuple(_x(T, i), _x(T, i, seed=1)),),
           fullgraph=True)
+
+
+@pytest.mark.parametrize("made", ["argument", "inside"])
+def test_namedtuple_dynamic_attributes(made):
+    # MiscTests.test_namedtuple_source_dynamic_attributes / _sourceless_dynamic_attributes: an
+    # attribute (a tensor) set on an instance of a NamedTuple subclass -- passed in or made
+    # inside -- which is returned
+    import typing
+
+    class MyNamedTuple(typing.NamedTuple):
+        a: object
+        b: object
+
+    class Sub(MyNamedTuple):
+        pass
+
+    def build(T):
+        def f(x, tup):
+            if tup is None:
+                tup = Sub(a=x * 2, b=x.sum())
+            tup.c = x + 3.0
+            return tup, tup.c
+        return f
+
+    def args(T, i):
+        x = _x(T, i, 2)
+        return x, (Sub(a=_x(T, i, 1), b=_x(T, i, 1, seed=1)) if made == "argument" else None)
+    check(build, args)
+
+
+def test_namedtuple___eq__():
+    # MiscTests.test_namedtuple___eq__: a NamedTuple of ints equals the plain tuple
+    import typing
+
+    class MyNamedTuple(typing.NamedTuple):
+        a: int
+        b: int
+
+    check(lambda T: (lambda x: (x.sin(), MyNamedTuple(a=1, b=2) == (1, 2))),
+          lambda T, i: (_x(T, i),), fullgraph=True)
+
+
+@pytest.mark.parametrize("which", ["max", "qr"])
+def test_structseq(which):
+    # MiscTests.test_structseq1 (``torch.return_types.max((x, y))`` built and returned) and
+    # test_structseq2 (``tuple(torch.return_types.qr(...))``)
+    def build(T):
+        def fn(x, y):
+            if which == "max":
+                r = T.return_types.max((x, y))
+                return r, r.values, r.indices
+            return tuple(T.return_types.qr((2 * x, y - 1)))
+        return fn
+    f = check(build, lambda T, i: (_x(T, i, 3, 2), _x(T, i, 2, 4, seed=1)), fullgraph=True)
+    r = f(tracegrad.ones(3, 2), tracegrad.zeros(2, 4))
+    if which == "max":
+        assert type(r[0]) is tracegrad.return_types.max
+
+
+def test_structseq_repr():
+    # MiscTests.test_structseq_repr: ``repr`` of a ``max(dim=0)`` result taken inside (torch: a
+    # graph break); the values are returned and the text stays eager's
+    seen = {}
+
+    def build(T, wrap):
+        def fn(x):
+            result = T.max(x, dim=0)
+            seen[T.__name__] = repr(result)
+            return result.values
+        f = wrap(fn)
+
+        def run(i):
+            x = T.tensor([[1.0, 5.0], [3.0, 2.0 + i]])
+            out = f(x)
+            return out, seen[T.__name__].replace("torch.return_types", "RT").replace(
+                "tracegrad.return_types", "RT")
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("test", ["range_input", "range_with_shape", "range___iter__"])
+def test_range(test):
+    # MiscTests.test_range_input (a ``range`` argument iterated), test_range_with_shape
+    # (``range(1, a.shape[0])`` bumping the input in place) and test_range___iter__
+    # (``next(range(3).__iter__())``)
+    def build(T):
+        def fn(a, rng):
+            if test == "range_input":
+                x = a
+                for i in rng:
+                    x = x + i
+                return x
+            if test == "range_with_shape":
+                for _ in range(1, a.shape[0]):
+                    a += 1
+                return a
+            return a + next(range(3).__iter__())
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2 + i % 3, 2), range(i + 1)))
+
+
+def test_range_iter_side_effects():
+    # MiscTests.test_range_iter_side_effects: the function takes ``next`` of an iterator it is
+    # passed; the caller's iterator advances on every call
+    def build(T, wrap):
+        run_ = wrap(lambda x, it: x + next(it))
+        it = iter(range(1, 20))
+
+        def run(i):
+            return run_(_x(T, i, 1), it), next(it)
+        return run
+    compare(build)
+
+
+def test_build_tuple_unpack():
+    # MiscTests.test_build_tuple_unpack: ``(*tmp1, *tmp2)`` and ``fn1(a, *args)`` calls
+    def fn1(a, b, c):
+        return a - b / c
+
+    def build(T):
+        def fn(a, b, c):
+            args = (*(a,), *(b, c))
+
+            def fn3(a, *rest):
+                return fn1(a, *rest)
+            return fn1(*args), fn3(a, b, c)
+        return fn
+    check(build, lambda T, i: (*_xy(T, i), _x(T, i, 3, 4, seed=8).abs() + 1))
+
+
+def test_list_tuple_mul():
+    # MiscTests.test_list_mul / test_list_slice_mul / test_tuple_mul: a Python int argument
+    # repeating lists and tuples; nothing tensor-valued, the result follows the int
+    def build(T):
+        def fn(count, x):
+            a = [1, 2, 3]
+            return count * [None] * count, count * a[1:] * count, count * (2, 3) * count, x + count
+        return fn
+    check(build, lambda T, i: (1 + i % 3, _x(T, i)))
+
+
+def test_tuple_list_iadd_with_shape():
+    # MiscTests.test_tuple_mul_with_shape, test_tuple_iadd_with_shape and
+    # test_list_iadd_with_shape: tuples and lists of sizes and tensors grown with ``+=``
+    def build(T):
+        def fn(a):
+            n = a.shape[0]
+            y = 2 * (n, 3) * 2
+            t = (a + n, a - n)
+            t += (a - n, a + n)
+            t += (2, 3)
+            lst = [a + n, a - n]
+            lst += [a - n, a + n]
+            lst += (a * n, a / n)
+            return a + y[4], t, lst
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2 + i % 2, 2, rg=True),), backward=True)
+
+
+def test_list_iadd_side_effect():
+    # MiscTests.test_list_iadd_side_effect: ``a += [b]`` on a list argument, then a graph break;
+    # the caller's list grows on every call
+    def build(T, wrap):
+        def fn(a, b):
+            a += [b]
+            b.sum().item()
+            return a
+        f = wrap(fn)
+
+        def run(i):
+            a = [1, 2, 3]
+            out = f(a, _x(T, i))
+            return out, a, out is a
+        return run
+    compare(build)
+
+
+def test_class_binop():
+    # MiscTests.test_class_binop: ``+`` on two user objects whose ``__add__`` adds their
+    # tensors; ``-`` (no ``__sub__``) raises TypeError compiled as eagerly
+    class Foo:
+        def __init__(self, x):
+            self.x = x
+
+        def __add__(self, other):
+            return Foo(self.x + other.x)
+
+    def build(T):
+        return lambda a, b: (a + b).x
+    check(build, lambda T, i: (Foo(_x(T, i)), Foo(_x(T, i, seed=1))))
+    with pytest.raises(TypeError):
+        tracegrad.compile(lambda a, b: a - b)(Foo(tracegrad.ones(2)), Foo(tracegrad.ones(2)))
+
+
+def test_user_getattr():
+    # MiscTests.test_user_getattr1 (a dict subclass whose ``__getattr__`` reads its items; the
+    # item changed between calls) and test_user_getattr2 (class attribute, instance attribute
+    # and ``__getattr__`` fallback)
+    class MyConfig(dict):
+        def __getattr__(self, name):
+            return self[name]
+
+    class MyConfig2:
+        defined_on_class = 1
+
+        def __init__(self):
+            self.defined_on_object = 2
+
+        def __getattr__(self, name):
+            return 3
+
+    def build(T, wrap):
+        f = wrap(lambda cfg, cfg2, x: x + x + cfg.offset + cfg2.defined_on_class
+                 - cfg2.defined_on_object + cfg2.not_defined)
+        cfg, cfg2 = MyConfig(offset=5), MyConfig2()
+
+        def run(i):
+            cfg["offset"] = 5 + i % 2
+            return f(cfg, cfg2, _x(T, i))
+        return run
+    compare(build)
+
+
+def test_getset_descriptor():
+    # MiscTests.test_getset_descriptor: ``Tensor.shape``'s descriptor passed in and called with
+    # ``__get__`` on the input
+    def build(T):
+        def fn(g, x):
+            T.sin(x)
+            return tuple(g.__get__(x))
+        return fn
+    check(build, lambda T, i: (T.Tensor.shape, _x(T, i, 2, 2 + i % 2)))
+
+
+def test_set_descriptor():
+    # MiscTests.test_set_descriptor: a data descriptor whose ``__set__`` adds twice the value to
+    # the instance's own entry; the write happens on every call
+    class Field:
+        def __set__(self, obj, value):
+            obj.__dict__["field"] += value * 2
+
+    class Foo:
+        field = Field()
+
+        def __init__(self):
+            self.__dict__["field"] = 0
+
+    def build(T, wrap):
+        def fn(x, foo):
+            foo.field = 10
+            return x + foo.field
+        f = wrap(fn)
+        foo = Foo()
+        return lambda i: (f(_x(T, i), foo), foo.__dict__["field"])
+    compare(build)
+
+
+@pytest.mark.parametrize("test", ["dict_with_descriptor", "dict_with_slots_and_dict",
+                                  "dict_descriptor_interaction", "dict_with_slots"])
+def test_object_dict_writes(test):
+    # MiscTests.test_dict_with_descriptor, test_dict_with_slots_and_dict,
+    # test_dict_descriptor_interaction and test_dict_with_slots: an argument object's
+    # ``__dict__`` written directly (beside a descriptor, beside ``__slots__``), or a slot read;
+    # the object ends as eagerly after every call
+    class MyDescriptor:
+        def __get__(self, obj, objtype=None):
+            return self if obj is None else obj.__dict__.get("_value", 0)
+
+        def __set__(self, obj, value):
+            obj.__dict__["_value"] = value
+
+    class WithDescriptor:
+        prop = MyDescriptor()
+
+        def __init__(self):
+            self.prop = 42
+
+    class SlottedWithDict:
+        __slots__ = ("x", "__dict__")
+
+        def __init__(self, x):
+            self.x = x
+
+    class Slotted:
+        __slots__ = ("x",)
+
+        def __init__(self, x):
+            self.x = x
+
+    class TextDescriptor:
+        def __get__(self, obj, objtype=None):
+            return self if obj is None else obj.__dict__.get("_internal", "default")
+
+        def __set__(self, obj, value):
+            obj.__dict__["_internal"] = f"desc_{value}"
+
+    class WithText:
+        desc = TextDescriptor()
+
+    def build(T, wrap):
+        def fn(x, obj, i):
+            if test == "dict_with_descriptor":
+                obj.__dict__["extra"] = 99 + i
+                return x + obj.prop + obj.__dict__["extra"]
+            if test == "dict_with_slots_and_dict":
+                obj.__dict__["custom"] = 100 + i
+                return x + obj.x + obj.__dict__["custom"]
+            if test == "dict_with_slots":
+                return x * obj.x * 2
+            obj.desc = "hello"
+            before = obj.desc
+            obj.__dict__["_internal"] = "direct"
+            return x + len(before), obj.desc
+        f = wrap(fn)
+        obj = {"dict_with_descriptor": WithDescriptor, "dict_with_slots_and_dict": lambda: SlottedWithDict(7),
+               "dict_with_slots": lambda: Slotted(5), "dict_descriptor_interaction": WithText}[test]()
+
+        def run(i):
+            if test == "dict_with_slots":
+                obj.x = 5 + i
+            out = f(_x(T, i), obj, i % 2)
+            return out, dict(getattr(obj, "__dict__", {}))
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("test", ["update", "access_pattern"])
+def test_mutable_mapping_dict(test):
+    # MiscTests.test_mutable_mapping_dict_update / test_mutable_mapping_dict_access_pattern: an
+    # OrderedDict subclass's instance ``__dict__`` written inside (a number, then a list created
+    # once and appended to on every call)
+    import collections
+
+    class Tracked(collections.OrderedDict):
+        pass
+
+    def build(T, wrap):
+        def fn(d, x):
+            if test == "update":
+                d.__dict__["custom_attr"] = 42 + x.shape[0]
+                return x + d.__dict__["custom_attr"]
+            if "tracker" not in d.__dict__:
+                d.__dict__["tracker"] = []
+            d.__dict__["tracker"].append(1)
+            return x * len(d.__dict__["tracker"])
+        f = wrap(fn)
+        d = Tracked()
+        return lambda i: (f(d, _x(T, i)), dict(d.__dict__))
+    compare(build)

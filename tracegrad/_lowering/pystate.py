@@ -1418,7 +1418,13 @@ def effects_signature(refs):
         elif isinstance(v, Tensor) or _tensors(v) is not None:
             out.append((name, _leaf(v)))      # rebinding tensors is carried state
         elif isinstance(v, _HOLDERS) and (type(v) is not tuple or len(v) <= _NESTED_MAX):
-            out.append((name, id(v), _ATTRS, _items(v)))
+            items = _items(v)
+            if getattr(v, "__dict__", None):
+                # a dict or list subclass's own attributes (``d.tracker.append(1)`` on an
+                # OrderedDict subclass) are state as a plain object's are: the program did not
+                # repeat the append (round 28, MiscTests.test_mutable_mapping_dict_access_pattern)
+                items += tuple((k, _attr_signature(a)) for k, a in attributes(v).items())
+            out.append((name, id(v), _ATTRS, items))
         elif isinstance(v, _BUFFERS):
             out.append((name, _buffer_signature(v)))
         elif _plain_object(v):
