@@ -1300,3 +1300,404 @@ def test_mutable_mapping_dict(test):
         d = Tracked()
         return lambda i: (f(d, _x(T, i)), dict(d.__dict__))
     compare(build)
+
+
+@pytest.mark.parametrize("test", ["lazy_dict_initialization", "dict_with_property_setter",
+                                  "dict_multiple_accesses"])
+def test_mutable_mapping_dict_more(test):
+    # MiscTests.test_mutable_mapping_lazy_dict_initialization (a cache dict made once in a dict
+    # subclass's ``__dict__``, an item written every call), test_mutable_mapping_dict_with_
+    # property_setter (a property setter of an OrderedDict subclass writing its ``__dict__``)
+    # and test_mutable_mapping_dict_multiple_accesses (entries written from each other)
+    import collections
+
+    class Lazy(dict):
+        pass
+
+    class PropertyMapping(collections.OrderedDict):
+        def __init__(self):
+            super().__init__()
+            self.__dict__["_value"] = 0
+
+        @property
+        def value(self):
+            return self.__dict__.get("_value", 0)
+
+        @value.setter
+        def value(self, v):
+            self.__dict__["_value"] = v
+
+    class Multi(collections.OrderedDict):
+        pass
+
+    def build(T, wrap):
+        def fn(m, x, i):
+            if test == "lazy_dict_initialization":
+                if not hasattr(m, "_cache"):
+                    m.__dict__["_cache"] = {}
+                m.__dict__["_cache"][f"key{i}"] = "value"
+                return x + len(m.__dict__["_cache"])
+            if test == "dict_with_property_setter":
+                m.value = 100 + i
+                return x * m.value
+            m.__dict__["a"] = 1 + i
+            m.__dict__["b"] = m.__dict__["a"] + 1
+            m.__dict__["c"] = m.__dict__["b"] + 1
+            return x + m.__dict__["a"] + m.__dict__["b"] + m.__dict__["c"]
+        f = wrap(fn)
+        m = {"lazy_dict_initialization": Lazy, "dict_with_property_setter": PropertyMapping,
+             "dict_multiple_accesses": Multi}[test]()
+
+        def run(i):
+            out = f(m, _x(T, i), i)
+            return out, {k: dict(v) if isinstance(v, dict) else v for k, v in m.__dict__.items()}
+        return run
+    compare(build)
+
+
+def test_get_attr_function():
+    # MiscTests.test_get_attr_function: ``Tensor.shape.__get__`` (a bound descriptor getter)
+    # passed in and called on the input
+    check(lambda T: (lambda g, x: (tuple(g(x)), x * 2)),
+          lambda T, i: (T.Tensor.shape.__get__, _x(T, i, 2, 2 + i % 2)))
+
+
+def test_user_getattribute():
+    # MiscTests.test_user_getattribute: a class whose ``__getattribute__`` answers from a dict
+    # of tensors first; its method reads both kinds of attribute; the dict's tensor is replaced
+    # between calls
+    class MyObject:
+        def __init__(self, a):
+            self.custom_dict = {"a": a}
+            self.my_number = 42
+
+        def __getattribute__(self, name):
+            custom_dict = super().__getattribute__("custom_dict")
+            if name in custom_dict:
+                return custom_dict[name]
+            return super().__getattribute__(name)
+
+        def run(self, x):
+            return self.my_number * x + self.a * x
+
+    def build(T, wrap):
+        f = wrap(lambda obj, x: obj.run(x))
+        obj = MyObject(_x(T, 0, 2, 2, seed=4))
+
+        def run(i):
+            if i == 2:
+                obj.custom_dict["a"] = _x(T, i, 2, 2, seed=9)
+            obj.my_number = 42 + (i == 3)
+            return f(obj, _x(T, i, 2, 2))
+        return run
+    compare(build)
+
+
+# ---- MiscTests: .grad of arguments, dict and descriptor arguments ------------------------------
+
+def test_grad_none():
+    # MiscTests.test_grad_none: ``.grad`` of an argument that has none is assigned inside, then
+    # bumped in place; the caller's tensor keeps that grad after every call
+    def build(T):
+        def fn(x, y):
+            x.grad = T.abs(y)
+            x.grad.add_(y)
+            return T.abs(y)
+        return fn
+    fns = [build(torch), tracegrad.compile(build(tracegrad))]
+    for i in range(CALLS):
+        seen = []
+        for T, f in zip((torch, tracegrad), fns):
+            x, y = _x(T, i, 2, 2), _x(T, i, 2, 2, seed=1)
+            out = f(x, y)
+            seen.append((out, x.grad))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_grad_non_none():
+    # MiscTests.test_grad_non_none: an argument's existing ``.grad`` bumped in place inside; the
+    # same grad tensor object holds the new values
+    def build(T):
+        def fn(x, y):
+            x.grad.add_(y)
+            return T.abs(y)
+        return fn
+    fns = [build(torch), tracegrad.compile(build(tracegrad))]
+    for i in range(CALLS):
+        seen = []
+        for T, f in zip((torch, tracegrad), fns):
+            x, y = _x(T, i, 2, 2), _x(T, i, 2, 2, seed=1)
+            g = T.arange(4.0).reshape(2, 2) * i
+            x.grad = g
+            out = f(x, y)
+            seen.append((out, x.grad, x.grad is g, g))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_new_with_int_list():
+    # MiscTests.test_new_with_int_list: ``x.new(*x.size())`` (values unset: only the dtype, shape,
+    # strides and offset are compared) plus a number
+    def fn_of(T):
+        return lambda x: x.new(*x.size()) + 5
+    cf = tracegrad.compile(fn_of(tracegrad))
+    for i in range(CALLS):
+        ref = fn_of(torch)(torch.arange(10).view(2, 5))
+        res = cf(tracegrad.arange(10).view(2, 5))
+        assert (str(res.dtype).split(".")[-1], tuple(res.shape), tuple(res.stride()), res.storage_offset()) == \
+            (str(ref.dtype).split(".")[-1], tuple(ref.shape), tuple(ref.stride()), ref.storage_offset())
+
+
+def test_hasattr_nn_module_guard():
+    # MiscTests.test_hasattr_nn_module_guard: ``hasattr(self, "a")`` on a submodule; the
+    # submodule is deleted between calls and the forward takes the other branch
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = T.nn.Linear(3, 3)
+                with T.no_grad():
+                    self.a.weight.copy_(T.eye(3) * 2)
+                    self.a.bias.fill_(0.5)
+
+            def forward(self, x):
+                return self.a(x) if hasattr(self, "a") else x
+        m = M()
+        f = wrap(m)
+
+        def run(i):
+            if i == 2:
+                del m.a
+            return f(_x(T, i, 2, 3))
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("kind", ["ordered_dict_move_to_end", "custom_dict"])
+def test_dict_argument_kinds(kind):
+    # MiscTests.test_ordered_dict_move_to_end (an OrderedDict reordered by ``move_to_end``) and
+    # test_custom_dict (a ``dict`` subclass): numbers read from the dict argument; torch does
+    # not recompile on the second call; here one program serves both, and a changed value is
+    # read on the next call
+    import collections
+
+    class MyDict(dict):
+        pass
+
+    def build(T, wrap):
+        f = wrap(lambda x, d: x * d["foo"] * d["bar"])
+        if kind == "custom_dict":
+            d = MyDict({"foo": 1, "bar": 2})
+        else:
+            d = collections.OrderedDict({"foo": 1, "bar": 2})
+            d.move_to_end("foo")
+
+        def run(i):
+            if i == 3:
+                d["bar"] = 5
+            return f(_x(T, i, 4), d)
+        return run
+    f = compare(build)
+    assert f is not None
+
+
+def test_iter_type():
+    # MiscTests.test_iter_type: ``isinstance(iter([]), list)`` is False
+    check(lambda T: (lambda y: y + 1 if isinstance(iter([]), list) else y + 2),
+          lambda T, i: (_x(T, i),), fullgraph=True)
+
+
+def test_descriptor():
+    # MiscTests.test_descriptor: a lazy property (a non-data descriptor that caches its value on
+    # the instance with ``setattr`` on first read) read by a method; the compiled call reads it
+    # first, so the write happens in the compiled call
+    class lazy_property:
+        def __init__(self, wrapped):
+            self.wrapped = wrapped
+
+        def __get__(self, instance, obj_type=None):
+            value = self.wrapped(instance)
+            setattr(instance, self.wrapped.__name__, value)
+            return value
+
+    class UserDefined:
+        def __init__(self):
+            self.a = 3
+
+        @lazy_property
+        def length(self):
+            return 3 + self.a
+
+        def run(self, x):
+            return x * self.length
+
+    def build(T, wrap):
+        obj = UserDefined()
+        f = wrap(lambda x: obj.run(x))
+        return lambda i: (f(_x(T, i, 4)), dict(vars(obj)))
+    compare(build)
+
+
+def test_descriptor_side_effect():
+    # MiscTests.test_descriptor_side_effect: a read-only property over an entry of the
+    # instance's ``__dict__`` of an object made inside, returned
+    def fget(obj):
+        return obj.__dict__["field"]
+
+    class MyClass:
+        def __init__(self, n):
+            self.__dict__["field"] = n
+
+        field = property(fget)
+
+    def build(T):
+        def fn(x):
+            obj = MyClass(42 + x.shape[0])
+            return x + obj.field, obj.field, type(obj) is MyClass
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2 + i % 2),), fullgraph=True)
+
+
+@pytest.mark.parametrize("test", ["data_descriptor_priority_over_instance_dict",
+                                  "instance_dict_priority_over_non_data_descriptor"])
+def test_descriptor_priority(test):
+    # MiscTests.test_data_descriptor_priority_over_instance_dict (a property wins over the
+    # instance dict's entry) and test_instance_dict_priority_over_non_data_descriptor (the
+    # instance dict's entry wins over a ``__get__``-only descriptor); the entry changes between
+    # calls
+    class Desc:
+        def __init__(self, val):
+            self.val = val
+
+        def __get__(self, obj, objtype=None):
+            return self.val
+
+    class Foo:
+        @property
+        def x(self):
+            return 10
+
+    class Bar:
+        x = Desc(5)
+
+    def build(T, wrap):
+        obj = Foo() if test.startswith("data") else Bar()
+        f = wrap(lambda t: t + obj.x)
+
+        def run(i):
+            obj.__dict__["x"] = 999 + i
+            return f(_x(T, i, 4))
+        return run
+    compare(build)
+
+
+def test_inspect_signature_parameters():
+    # MiscTests.test_inspect_signature_parameters: ``inspect.signature(gn).parameters`` of a
+    # function argument picks the branch; another function is passed on later calls
+    import inspect
+
+    def gn(a, b):
+        return a + b
+
+    def gn2(a=1, b=2):
+        return a - b
+
+    def build(T):
+        def fn(x, g):
+            if inspect.signature(g).parameters["a"].default is inspect.Parameter.empty:
+                return T.sin(x + 1)
+            return T.cos(x + 1)
+        return fn
+    check(build, lambda T, i: (_x(T, i), (gn, gn2)[i % 2]))
+
+
+def test_sourceless_mapping_proxy():
+    # MiscTests.test_sourceless_mapping_proxy / test_sourceless_inspect_parameter: a class's
+    # mappingproxy taken with ``type.__dict__["__dict__"].__get__``; its length and a default
+    # of an ``inspect.Parameter`` class attribute
+    import inspect
+    get_dict = type.__dict__["__dict__"].__get__
+
+    class MyClass:
+        a = 1
+        param = inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=42)
+
+    check(lambda T: (lambda x: x + len(get_dict(MyClass)) + get_dict(MyClass)["param"].default),
+          lambda T, i: (_x(T, i),), fullgraph=True)
+
+
+def test_tensor_types():
+    # MiscTests.test_tensor_types: a tensor made with each dtype is an instance of the legacy
+    # type of that dtype (FloatTensor, DoubleTensor, ...), and of no other
+    names = [("float32", "FloatTensor"), ("float64", "DoubleTensor"), ("float16", "HalfTensor"),
+             ("bfloat16", "BFloat16Tensor"), ("uint8", "ByteTensor"), ("int8", "CharTensor"),
+             ("int64", "LongTensor"), ("int32", "IntTensor"), ("int16", "ShortTensor"), ("bool", "BoolTensor")]
+
+    def build(T):
+        def fn(x, dtype):
+            e = T.empty(4, dtype=dtype)
+            return x + 1, [isinstance(e, getattr(T, t)) for _, t in names]
+        return fn
+    check(build, lambda T, i: (_x(T, i), getattr(T, names[i * 2 % len(names)][0])), calls=5)
+
+
+def test_replay_side_effects_config():
+    # MiscTests.test_replay_side_effects_config (the default: the append to a list argument is
+    # replayed) and test_replay_side_effects_input_mut (a module's forward adds to its input in
+    # place): both happen on every call
+    def build(T, wrap):
+        class Foo(T.nn.Module):
+            def forward(self, x):
+                x.add_(5)
+                return x.cos()
+        f = wrap(lambda x, lst: (lst.append(x + 1), x * 2)[1])
+        m = wrap(Foo())
+
+        def run(i):
+            lst = []
+            x = _x(T, i, 3)
+            out = f(x, lst)
+            y = _x(T, i, 3, seed=2)
+            return out, lst, m(y), y
+        return run
+    compare(build)
+
+
+def test_function_return_none_creates_constant_variable():
+    # MiscTests.test_function_return_none_creates_constant_variable: a helper returning None
+    # compared with ``is None`` picks the branch
+    def gn(x):
+        return
+
+    check(lambda T: (lambda x: (x + 1) + 2 if gn(x + 1) is None else x + 5), lambda T, i: (_x(T, i),))
+
+
+def test_item():
+    # MiscTests.test_item: a module's forward returns ``torch.max(x).int().item()``
+    def build(T, wrap):
+        class MyMod(T.nn.Module):
+            def forward(self, x):
+                return T.max(x).int().item()
+        m = wrap(MyMod())
+        return lambda i: m(T.tensor([[10.6763 + i, 11.7445, -2.2369 * i]]))
+    compare(build)
+
+
+def test_repr():
+    # MiscTests.test_repr: ``len(repr(config))`` of a user object with ``__repr__``; its text
+    # changes between calls
+    class Config:
+        def __init__(self):
+            self.name = "a"
+
+        def __repr__(self):
+            return f"Config({self.name})"
+
+    def build(T, wrap):
+        cfg = Config()
+        f = wrap(lambda x, config: x * len(repr(config)))
+
+        def run(i):
+            cfg.name = "a" * (i + 1)
+            return f(_x(T, i, 2, 2), cfg)
+        return run
+    compare(build)

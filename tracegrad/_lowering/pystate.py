@@ -673,6 +673,26 @@ _IMPLICIT = tuple(f"__{n}__" for n in (
 
 
 _ALWAYS_REACHED = ("__getattr__", "__getattribute__", *_IMPLICIT)    # methods Python calls unnamed
+# ``repr(config)``/``str(config)`` named by the code make a value of what ``__repr__``/``__str__``
+# read (``x * len(repr(config))``): reached then, so a changed ``config.name`` traces again
+# instead of running the first trace's length (round 28, MiscTests.test_repr). Printing alone
+# (``print(trainer)``) does not name them and stays unguarded, as the note above says.
+# An f-string's field (``f"{config}"``, ``f"{config!r}"``) and ``format(config)`` call them
+# too: code holding one loads the pseudo-name ``_FORMATS`` (``_code_names``).
+_FORMATS = "<formats a value>"
+_REACHED_BY_BUILTIN = {"repr": ("__repr__",), "ascii": ("__repr__",), "str": ("__str__", "__repr__"),
+                       "format": ("__format__", "__str__", "__repr__"),
+                       _FORMATS: ("__format__", "__str__", "__repr__")}
+_FORMAT_OPS = frozenset(dis.opmap[n] for n in ("FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE")
+                        if n in dis.opmap)
+_FORMATTING: dict = {}     # code -> whether it formats a value (an f-string field)
+
+
+def _formats(code) -> bool:
+    hit = _FORMATTING.get(code)
+    if hit is None:
+        hit = _FORMATTING[code] = any(i.opcode in _FORMAT_OPS for i in dis.get_instructions(code))
+    return hit
 
 
 def _object_names(cls, used):
@@ -685,7 +705,8 @@ def _object_names(cls, used):
         methods.setdefault(k, []).append(m)
     # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict);
     # the protocol methods Python calls without the code naming them (NOTE [implicit methods])
-    names, todo = set(used), [n for n in (*used, *_ALWAYS_REACHED) if n in methods]
+    by_builtin = [m for n in used if n in _REACHED_BY_BUILTIN for m in _REACHED_BY_BUILTIN[n]]
+    names, todo = set(used), [n for n in (*used, *_ALWAYS_REACHED, *by_builtin) if n in methods]
     done = set()
     while todo:
         n = todo.pop()
@@ -1704,6 +1725,8 @@ def _code_names(code, out):
         scalar_other |= uses.scalar_other
         appended |= uses.appended
         append_other |= uses.append_other
+    if _formats(code):
+        out.add(_FORMATS)
     if not _DYNAMIC_NAMES.isdisjoint(code.co_names):
         # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``,
         # ``methodcaller("scale")(obj)``: the literal names are read too
