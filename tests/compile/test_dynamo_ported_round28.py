@@ -1701,3 +1701,237 @@ def test_repr():
             return f(_x(T, i, 2, 2), cfg)
         return run
     compare(build)
+
+
+# ---- MiscTests: closures escaping with hooks, properties, containers' own classes --------------
+
+def test_escaping_closure_var_with_backward_hook():
+    # MiscTests.test_escaping_closure_var_with_backward_hook: a hook on the input returns a
+    # tensor the function computed (its closure outlives the call); the input's grad is that
+    # tensor on every call
+    def build(T, wrap):
+        def fn(x):
+            temp = x * x
+            captured_var = temp + 1
+            x.register_hook(lambda _: captured_var)
+            return temp
+        f = wrap(fn)
+
+        def run(i):
+            x = _x(T, i, 4, rg=True)
+            out = f(x)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    compare(build)
+
+
+def test_escaping_closure_var_with_nonlocal_var():
+    # MiscTests.test_escaping_closure_var_with_nonlocal_var / test_returning_nested_func_with_
+    # captured_tensor: an inner function closing over a tensor made inside is stored in a
+    # nonlocal (and returned); called after the compiled call, it gives this call's tensor
+    def build(T, wrap):
+        holder = {}
+        nonlocal_fn = None
+
+        def fn(x):
+            nonlocal nonlocal_fn
+            temp = x * x
+            captured_var = x + 1
+
+            def inner():
+                return captured_var
+            nonlocal_fn = inner
+            return temp, inner
+        f = wrap(fn)
+
+        def run(i):
+            out, returned = f(_x(T, i, 4, rg=True))
+            holder["fn"] = nonlocal_fn
+            return out, holder["fn"](), returned()
+        return run
+    compare(build)
+
+
+def test_property_setter():
+    # MiscTests.test_property_setter / test_property_setter_in_init: a property setter that
+    # stores twice the value (a tensor), and one that clamps in ``__init__``; the getters read
+    # them back, with gradients through the clamp
+    def build(T):
+        class Box:
+            def __init__(self, value):
+                self._value = T.tensor([value], dtype=T.float32)
+
+            @property
+            def value(self):
+                return self._value + 1
+
+            @value.setter
+            def value(self, new_value):
+                self._value = new_value * 2
+
+        class Clamped:
+            def __init__(self, val):
+                self.val = val
+
+            @property
+            def val(self):
+                return self._val
+
+            @val.setter
+            def val(self, v):
+                self._val = T.clamp(v, 0, 1)
+
+        def fn(x, k):
+            b = Box(0.0)
+            b.value = k
+            return Clamped(x).val * 3, b.value
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4, rg=True), 5.0 + i), backward=True)
+
+
+def test_user_defined_data_descriptor():
+    # MiscTests.test_user_defined_data_descriptor: a data descriptor (``__set_name__``,
+    # ``__get__``, ``__set__``) storing under another name; the value is set between calls
+    class ValidatedAttr:
+        def __set_name__(self, owner, name):
+            self.storage_name = "_" + name
+
+        def __get__(self, obj, cls):
+            return self if obj is None else getattr(obj, self.storage_name)
+
+        def __set__(self, obj, value):
+            setattr(obj, self.storage_name, value)
+
+    class Foo:
+        x = ValidatedAttr()
+
+        def __init__(self, x):
+            self.x = x
+
+    def build(T, wrap):
+        foo = Foo(10)
+        f = wrap(lambda t: t + foo.x)
+
+        def run(i):
+            foo.x = 10 + i % 2
+            return f(_x(T, i, 4)), vars(foo)
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("kind", ["tuple", "list", "namedtuple"])
+def test_container_class(kind):
+    # MiscTests.test_tuple_class / test_list_class / test_namedtuple_class: the argument's own
+    # ``__class__`` rebuilds the result from a list
+    import collections
+    Point = collections.namedtuple("Point", ["x", "y"])
+
+    def build(T):
+        def fn(x):
+            updated = [v + 1 for v in x]
+            return x.__class__(*updated) if kind == "namedtuple" else x.__class__(updated)
+        return fn
+
+    def args(T, i):
+        a, b = _x(T, i, 2, 2, rg=True), _x(T, i, 2, 2, seed=1, rg=True)
+        return ({"tuple": tuple, "list": list, "namedtuple": lambda v: Point(*v)}[kind]((a, b)),)
+    f = check(build, args, fullgraph=True)
+    assert type(f(args(tracegrad, 0)[0])) is {"tuple": tuple, "list": list, "namedtuple": Point}[kind]
+
+
+def test_frozenset_of_non_literals():
+    # MiscTests.test_frozenset_of_non_literals: an object reached through a frozenset argument
+    # and passed itself; ``foo0.x += 1`` is seen through the set's copy, on every call
+    class Foo:
+        pass
+
+    def build(T, wrap):
+        foo = Foo()
+        foo.x = 0
+        s = frozenset([foo])
+
+        def run_(x, s, foo0):
+            foo1 = list(s)[0]
+            foo0.x += 1
+            return x + 1, foo1.x
+        f = wrap(run_)
+        return lambda i: (f(_x(T, i, 1), s, foo), foo.x)
+    compare(build)
+
+
+@pytest.mark.parametrize("which", ["eq", "ne"])
+def test_ne_operator_with_custom(which):
+    # MiscTests.test_ne_operator_with_custom_eq (``!=`` falls back to a user ``__eq__``) and
+    # test_ne_operator_with_custom_ne (a user ``__ne__`` that records it ran on the object)
+    class Foo:
+        def __init__(self, x):
+            self.x = x
+            self.ne_called = 0
+
+        def __eq__(self, other):
+            return self.x == other.x
+
+    class FooNe(Foo):
+        def __ne__(self, other):
+            self.ne_called += 1
+            return not self.__eq__(other)
+
+    def build(T, wrap):
+        cls = Foo if which == "eq" else FooNe
+        f1, f2 = cls(0), cls(0)
+        f = wrap(lambda x: (x + 1, f1 != f2))
+
+        def run(i):
+            f2.x = i % 2
+            return f(_x(T, i, 1)), f1.ne_called
+        return run
+    compare(build)
+
+
+def test_dataclass():
+    # MiscTests.test_dataclass: ``dataclasses.replace`` of a frozen dataclass argument, returned
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Foo:
+        x: int
+
+    def build(T):
+        def run(x, foo0):
+            if dataclasses.is_dataclass(foo0):
+                return x + 1, dataclasses.replace(foo0, **{"x": foo0.x + 1})
+            return x + 2, foo0
+        return run
+    check(build, lambda T, i: (_x(T, i, 1), Foo(i) if i % 2 else 3))
+
+
+def test_compare_tensor_with_none():
+    # MiscTests.test_compare_tensor_with_none: ``x == None`` of a tensor is False, made a tensor
+    check(lambda T: (lambda x: (T.tensor(x == None), x + 1)), lambda T, i: (_x(T, i, 1),))  # noqa: E711
+
+
+def test_frozen_dict():
+    # MiscTests.test_frozen_dict: an OrderedDict subclass that copies its items to attributes
+    # and forbids changes, read with ``dict(frozen).items()``
+    import collections
+
+    class FrozenDict(collections.OrderedDict):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            for key, value in self.items():
+                setattr(self, key, value)
+            self.__frozen = True
+
+        def __setattr__(self, name, value):
+            if hasattr(self, "__frozen") and self.__frozen:
+                raise RuntimeError("frozen")
+            super().__setattr__(name, value)
+
+    frozen = FrozenDict({"a": 1, "b": 3})
+
+    def build(T):
+        def fn(x):
+            return T.sin(x) * sum(v for _, v in dict(frozen).items()) + frozen.a
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4, rg=True),), backward=True, fullgraph=True)

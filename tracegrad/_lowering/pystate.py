@@ -634,8 +634,21 @@ def _named_user_methods(cls):
     (``step = torch.no_grad()(update)`` is called as ``step``)."""
     return [(k, f) for klass in cls.__mro__ if klass is not object
             for k, a in klass.__dict__.items()
-            for f in _wrapped_chain(a.fget if isinstance(a, property) else getattr(a, "__func__", a))
+            for f in _wrapped_chain(_getter(a))
             if isinstance(f, types.FunctionType) and _user_code(f.__code__)]
+
+
+def _getter(a):
+    """The function that runs when a class attribute ``a`` is read on an instance: a property's
+    ``fget``, a user descriptor's ``__get__`` (round 28, MiscTests.test_user_defined_data_
+    descriptor: ``getattr(obj, self.storage_name)`` in it reads ``obj._x``, unguarded until its
+    ``getattr`` was seen), else ``a`` itself (a method)."""
+    if isinstance(a, property):
+        return a.fget
+    get = type(a).__dict__.get("__get__")
+    if isinstance(get, types.FunctionType):
+        return get
+    return getattr(a, "__func__", a)
 
 
 def _wrapped_chain(f):
