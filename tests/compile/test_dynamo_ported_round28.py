@@ -743,32 +743,17 @@ def test_size_input():
     check(build, args)
 
 
-def test_cell_output1():
-    # MiscTests.test_cell_output1: the result goes out through a ``nonlocal`` cell, not the return
+@pytest.mark.parametrize("graph_break", [False, True])
+def test_cell_output(graph_break):
+    # MiscTests.test_cell_output1 / test_cell_output2: the result goes out through a
+    # ``nonlocal`` cell, not the return; with ``graph_break`` a call that needs a concrete value
+    # (torch: ``unsupported``, a graph break) comes before the cell is written
     def build(T, wrap):
         out = None
 
         def fn(a, b):
             nonlocal out
-            out = a + b * 10
-        f = wrap(fn)
-
-        def run(i):
-            r = f(_x(T, i), _x(T, i, seed=1))
-            return r, out
-        return run
-    compare(build)
-
-
-def test_cell_output2():
-    # MiscTests.test_cell_output2: as test_cell_output1, with a call that needs a concrete value
-    # (torch: ``unsupported``, a graph break) before the cell is written
-    def build(T, wrap):
-        out = None
-
-        def fn(a, b):
-            nonlocal out
-            c = a.sum().item()
+            c = a.sum().item() if graph_break else 0.0
             out = a + b * 10 + c
         f = wrap(fn)
 
