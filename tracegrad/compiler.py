@@ -646,15 +646,18 @@ class _Same:
 
 
 # NOTE [argument attributes]: a tensor argument's Python attributes (``x.test = None``,
-# ``x.scale = 2.0``, the inference mark) are set on its stand-in (region.py), so the trace reads
-# what eager reads (``hasattr(x, "test")``, ``x * x.scale``); they are part of the key, so a call
-# whose tensor has other attributes, or other values in them, gets its own program. Numbers and
-# strings by value, anything else by identity. Most tensors have none: one truth test per call.
+# ``x.scale = 2.0``) are set on its stand-in (region.py), so the trace reads what eager reads
+# (``hasattr(x, "test")``, ``x * x.scale``); they are part of the key, so a call whose tensor
+# has other attributes, or other values in them, gets its own program. Numbers and strings by
+# value, anything else by identity. Names with a leading underscore are tracegrad's own marks
+# (``_cmeta``, ``_fw``, ``_gdt``, ``mark_dynamic``'s ``_dynamo_*`` sets: those key the program
+# their own way), except the inference mark. Most tensors have none: one truth test per call.
 _ATTRIBUTE_VALUES = (int, float, bool, str, bytes, complex, type(None))
 
 
 def _attributes_key(d):
-    return tuple((k, v) if type(v) in _ATTRIBUTE_VALUES and v == v else (k, _Same(v)) for k, v in d.items())
+    return tuple((k, v) if type(v) in _ATTRIBUTE_VALUES and v == v else (k, _Same(v))
+                 for k, v in d.items() if k[0] != "_" or k == "_inference")
 
 
 def _unhashable_key(a):

@@ -465,6 +465,10 @@ def _argument_attribute_writes(call_leaves, wrappers, where):
         dels = tuple(k for k in before if k not in now)
         if not (sets or dels):
             continue
+        if any(k[0] == "_" for k in (*sets, *dels)):
+            # tracegrad's own marks (NOTE [argument attributes]) are not the caller's to get
+            raise GraphBreak("the function changes an internal mark of a tensor argument: the program "
+                             "would do that to a stand-in, not to the caller's tensor", where=where)
         bad = next((k for k, v in sets.items() if not (isinstance(v, IMMUTABLE) or (
             type(v) is tuple and all(isinstance(e, IMMUTABLE) for e in v)))), None)
         if bad is not None:
@@ -1403,12 +1407,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
-                    if leaves[i].__dict__:
+                    own = leaves[i].__dict__
+                    if own:
                         # the argument's Python attributes, read as eagerly (NOTE [argument
                         # attributes], compiler.py; keyed there); an inference tensor's stand-in
                         # is one as well, so that saving it for backward or writing it in place
-                        # raises as eagerly
-                        w.__dict__.update(leaves[i].__dict__)
+                        # raises as eagerly (keyed there too)
+                        w.__dict__.update((k, v) for k, v in own.items() if k[0] != "_" or k == "_inference")
                     call_leaves[i] = w
                 elif k == "same":
                     call_leaves[i] = call_leaves[first_of(leaves, i)]
