@@ -11,7 +11,33 @@ with fresh inputs (``_dynamo_port.check``/``compare``): outputs, grads and the P
 function changes must agree on every call. The programs are written here in our own code at tiny
 shapes and keep the construct the torch test checks. Adapted: torch's tests count frames and ops
 (``standard_test``); here only what a user observes is compared, plus the number of programs
-traced where the original's point is a recompile.
+traced where the original's point is a recompile. Where torch's fullgraph=True traces a write
+tracegrad cannot repeat (an append to a dict subclass's own attribute), the port compiles without
+fullgraph and checks the eager fallback's result.
+
+Found and fixed here:
+- ``hasattr(x, "test")``/``x.scale`` on a tensor argument read the stand-in, which had none of
+  the caller's attributes: the branch was frozen at the first trace (a tensor with the attribute
+  ran the program traced without it), and a read raised in the trace. A tensor argument's own
+  attributes are now set on its stand-in and key the program (compiler.py NOTE [argument
+  attributes]; region.py).
+- Attributes the function sets on a tensor argument (``x.offloading_activation = flag``) were a
+  graph break (fullgraph raised); numbers and strings are now set again on the caller's tensor
+  after every run (region.py NOTE [attributes set on arguments]).
+- ``y.grad = x`` on a result made inside was lost (the result came back with ``.grad`` None); it
+  now comes back as a retained grad does (region.py, NOTE [retained grads of results]).
+- ``d.tracker.append(1)`` on a dict/list subclass argument's own attribute ran once, in the
+  trace: such an object's attributes were not watched (only its items). Now they are Python state
+  like a plain object's, and the call runs eagerly (pystate.py ``effects_signature``).
+- ``x * len(repr(config))``: what ``__repr__`` read was not guarded, so a changed ``config.name``
+  ran the first trace's length. ``repr``/``str``/``format`` named by the code, or an f-string
+  field in it, now reach ``__repr__``/``__str__``/``__format__`` (pystate.py ``_object_names``).
+- ``foo.x`` through a user data descriptor storing ``foo._x`` was frozen: a descriptor's
+  ``__get__`` is now followed like a property's getter (pystate.py ``_getter``).
+- ``tracegrad.fft(x)`` said "'_WatchedModule' object is not callable" where torch says
+  "'module' object is not callable" (_state.py).
+Left: a helper function that formats the object (``_text_of(config)``) is not followed (strict
+xfail in test_repr).
 """
 import pytest
 
@@ -1667,9 +1693,23 @@ def test_item():
     compare(build)
 
 
-def test_repr():
+def _text_of(config):
+    return f"{config}"
+
+
+@pytest.mark.parametrize("how", ["repr", "str", "fstring", "format", pytest.param("helper", marks=pytest.mark.xfail(
+    strict=True, reason="what __repr__ reads is guarded only when the compiled function's own code calls repr/str/"
+    "format or formats an f-string field; a helper function that formats the object is not followed, so the "
+    "first trace's text length is kept when config.name changes"))])
+def test_repr(how):
     # MiscTests.test_repr: ``len(repr(config))`` of a user object with ``__repr__``; its text
-    # changes between calls
+    # changes between calls. Also through ``str``, an f-string field and ``format``, which
+    # reach ``__repr__`` without naming it
+    body = {"repr": lambda x, config: x * len(repr(config)), "str": lambda x, config: x * len(str(config)),
+            "fstring": lambda x, config: x * len(f"{config!r}"), "format": lambda x, config: x * len(format(config)),
+            # a helper that formats: its names are not the compiled function's (see the xfail)
+            "helper": lambda x, config: x * len(_text_of(config))}[how]
+
     class Config:
         def __init__(self):
             self.name = "a"
@@ -1679,7 +1719,7 @@ def test_repr():
 
     def build(T, wrap):
         cfg = Config()
-        f = wrap(lambda x, config: x * len(repr(config)))
+        f = wrap(body)
 
         def run(i):
             cfg.name = "a" * (i + 1)
@@ -1920,3 +1960,62 @@ def test_frozen_dict():
             return T.sin(x) * sum(v for _, v in dict(frozen).items()) + frozen.a
         return fn
     check(build, lambda T, i: (_x(T, i, 4, rg=True),), backward=True, fullgraph=True)
+
+
+# ---- MiscTests: errors in backward hooks, marked dynamic sizes, graph breaks ------------------
+
+def test_anomaly_aot_autograd():
+    # MiscTests.test_anomaly_aot_autograd: a hook registered inside on a result raises in the
+    # backward; the user's AssertionError reaches the caller of ``backward()`` on every call
+    # (torch's aot_eager backend wraps it at compile time; eager and tracegrad raise it as is)
+    def fail():
+        raise AssertionError("fail")
+
+    def build(T):
+        def f(a):
+            r = a.sum()
+            r.register_hook(lambda g: fail())
+            return r
+        return f
+    fns = [build(torch), tracegrad.compile(build(tracegrad))]
+    for i in range(CALLS):
+        for T, f in zip((torch, tracegrad), fns):
+            a = _x(T, i, 2, 2, rg=True)
+            out = f(a)
+            with pytest.raises(AssertionError, match="fail"):
+                out.backward()
+            assert a.grad is None
+
+
+def test_py_guards_mark_dynamic():
+    # MiscTests.test_py_guards_mark_dynamic: ``a.shape[0] > 2`` picks cos or sin; the argument's
+    # dims are marked dynamic (one, another, all) and its sizes change across the branch
+    def fn_of(T):
+        def my_dyn_fn(a):
+            if a.shape[0] > 2:
+                return a.cos()
+            return a.sin()
+        return my_dyn_fn
+    cf = tracegrad.compile(fn_of(tracegrad))
+    for i, (shape, dims) in enumerate([((3, 3, 3), (0,)), ((3, 3, 3), ()), ((3, 3, 3), (1,)),
+                                       ((2, 3, 3), (0,)), ((4, 2, 5), (0, 1, 2)), ((1, 3, 3), ())]):
+        xs = [_x(T, i, *shape) for T in (torch, tracegrad)]
+        for d in dims:
+            torch._dynamo.mark_dynamic(xs[0], d)
+            tracegrad._dynamo.mark_dynamic(xs[1], d)
+        same(fn_of(torch)(xs[0]), cf(xs[1]), f"call{i} {shape} dynamic {dims}")
+
+
+def test_dynamic_sources_graph_break():
+    # MiscTests.test_dynamic_sources_graph_break: a graph break in the middle, the input's size
+    # changing on every call
+    def foo(x):
+        return x * x
+
+    def build(T):
+        def fn(x):
+            x = x * x
+            x.sum().item()
+            return foo(x)
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2 + i),))
