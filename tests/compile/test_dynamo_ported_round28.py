@@ -2019,3 +2019,255 @@ def test_dynamic_sources_graph_break():
             return foo(x)
         return fn
     check(build, lambda T, i: (_x(T, i, 2 + i),))
+
+
+# ---- MiscTests: closure cells written across calls and frames ----------------------------------
+
+def test_nested_closure_mutation():
+    # MiscTests.test_nested_closure_mutation / test_write_to_closures_in_inlining: a closure
+    # whose two tensor cells it bumps (``nonlocal v1, v2``) is compiled itself and called over
+    # and over; every call sees the previous call's cells
+    def build(T, wrap):
+        def fn1():
+            v1 = T.ones(3)
+
+            def fn2():
+                v2 = T.arange(3.0)
+
+                def fn3():
+                    nonlocal v1, v2
+                    v1 += 1
+                    v2 = v2 + 2
+                    return v1 + v2
+                return fn3
+            rv = fn2()
+            rv()
+            return rv
+        counter = wrap(fn1())
+        return lambda i: [counter(), counter()]
+    compare(build)
+
+
+def test_write_to_closures_in_inlining():
+    # MiscTests.test_write_to_closures_in_inlining: a counter closure passed in and called twice
+    # inside; its cell moves on by two per compiled call
+    def build(T, wrap):
+        def make_counter():
+            x = T.zeros(2)
+
+            def counter():
+                nonlocal x
+                x = x + 1
+                return x
+            return counter
+        counter = make_counter()
+        f = wrap(lambda c: c() + c())
+        return lambda i: (f(counter), counter.__closure__[0].cell_contents)
+    compare(build)
+
+
+def test_closure_out_of_scope_cell_with_mutation():
+    # MiscTests.test_closure_out_of_scope_cell / _with_mutation: an inner function two frames
+    # down bumps a float cell and a tensor cell in place (``cell2 += 10``); three calls of the
+    # compiled function see the cells advance
+    def build(T, wrap):
+        cell1 = 0.5
+        cell2 = T.ones(2, 2)
+
+        def indirect():
+            return direct()
+
+        def direct():
+            def inner():
+                nonlocal cell1, cell2
+                x = cell2 + 1
+                cell1 += 1
+                cell2 += 10
+                return cell1, cell2, x + cell2
+            return inner()
+        f = wrap(indirect)
+        return lambda i: f()
+    compare(build, calls=3)
+
+
+def test_closure_with_mutation_and_graph_break():
+    # MiscTests.test_closure_with_mutation_and_graph_break: a fresh tensor written by an inner
+    # function from a cell bound after a data-dependent ``if``
+    def build(T):
+        def fn(x):
+            z = T.zeros(1)
+
+            def subfunc():
+                z[0] = backup
+
+            if x[0] >= -1e5:
+                pass
+            backup = x[1].item() + 1
+            subfunc()
+            return z
+        return fn
+    check(build, lambda T, i: (_x(T, i, 3),))
+
+
+@pytest.mark.parametrize("test", ["closure_write_across_functions", "writes_to_cells_across_frames1",
+                                  "writes_to_cells_across_frames2", "write_to_cells_with_name_shadowing"])
+def test_cells_written_across_frames(test):
+    # MiscTests.test_closure_write_across_functions (a callee rebinds ``z``, a function made
+    # inside copies it to ``k``), test_writes_to_cells_across_frames1/2 (a counter cell bumped
+    # by a function passed to a method / by a helper then read back by a method) and
+    # test_write_to_cells_with_name_shadowing (a setter for another cell named ``x``): the
+    # cells hold eager's values after every call
+    def build(T, wrap):
+        z, k, x = 1, 2, 0
+        y = x
+
+        def create_fn():
+            def fn(_):
+                nonlocal k, z
+                k = z
+            return fn
+
+        def update_z_and_run_fn(fn, t):
+            nonlocal z
+            z += 3
+            fn(t)
+            return t.cos()
+
+        def inc_x():
+            nonlocal x
+            x += 1
+
+        class MyObj:
+            def inc_x_then_return_x(self, fn):
+                fn()
+                return x
+
+            def get_x(self):
+                return x
+
+        def inc_x_and_get_x(obj):
+            nonlocal x
+            x += 1
+            return obj.get_x()
+
+        def make_x_get_set():
+            x = y
+
+            def set_x(v):
+                nonlocal x
+                x = v
+
+            def get_x():
+                return x
+            return get_x, set_x
+        get_x, set_x = make_x_get_set()
+
+        def root(t, i):
+            if test == "closure_write_across_functions":
+                return update_z_and_run_fn(create_fn(), t)
+            if test == "writes_to_cells_across_frames1":
+                return t + 1, MyObj().inc_x_then_return_x(inc_x)
+            if test == "writes_to_cells_across_frames2":
+                return t + 1, inc_x_and_get_x(MyObj())
+            set_x(42 + i)
+            return t + x
+        f = wrap(root)
+        return lambda i: (f(_x(T, i, 1), i), z, k, x, get_x())
+    compare(build)
+
+
+def test_free_var_and_local_name_collision():
+    # MiscTests.test_free_var_and_local_name_collision / test_cell_captured_by_existing_func_
+    # but_not_root_frame: a local ``x`` beside a helper's free ``x``; an inner function over a
+    # tensor cell returned and called later
+    def build(T, wrap):
+        x = 10
+        c = T.ones(1)
+
+        def make_func():
+            def func():
+                return x
+            return func
+
+        def get_inner():
+            def inner():
+                return c + c
+            return inner(), inner
+
+        def root(t):
+            x = 0
+            res, inner = get_inner()
+            return t + 1, x, make_func()(), res, inner
+        f = wrap(root)
+
+        def run(i):
+            a, b, d, res, inner = f(_x(T, i, 1))
+            return a, b, d, res, inner()
+        return run
+    compare(build)
+
+
+def test_super_calling_with_metaclass():
+    # MiscTests.test_super_calling_with_metaclass / test_user_defined_class_python_type: a
+    # classmethod calling ``super().add`` and reading ``super().coeff`` through a metaclass'
+    # class (with a graph break inside); ``isinstance`` of classes with and without a metaclass
+    class ExampleMeta(type):
+        pass
+
+    class MyClass1(metaclass=ExampleMeta):
+        coeff = 4
+
+        @classmethod
+        def add(cls, x):
+            return x + 1
+
+    class MyClass2(MyClass1):
+        @classmethod
+        def add(cls, x):
+            x.sum().item()
+            return x + super().add(x) + super().coeff
+
+    class Plain:
+        pass
+
+    def build(T):
+        def fn(x, obj, c):
+            kind = 1 if isinstance(c, Plain) else 2 if isinstance(c, MyClass2) else 3
+            return x + obj.add(x) + kind
+        return fn
+    check(build, lambda T, i: (_x(T, i, 3), MyClass2(), (Plain(), MyClass2(), Plain, 1)[i]))
+
+
+def test_dunder_methods():
+    # MiscTests.test_dunder_methods / test_usr_cls_staticmethod / test_usr_cls_classmethod: a
+    # user class's arithmetic dunders over tensors, a staticmethod and a classmethod
+    class Foo:
+        def __init__(self, val):
+            self.val = val
+
+        def __add__(self, other):
+            return Foo(self.val + other.val)
+
+        def __mul__(self, other):
+            return Foo(self.val * other.val)
+
+        def __truediv__(self, other):
+            return Foo(self.val / other.val)
+
+        def __sub__(self, other):
+            return Foo(self.val - other.val)
+
+        @staticmethod
+        def bar(a, b):
+            return a + b
+
+        @classmethod
+        def baz(cls, a, b):
+            return cls.bar(a, b) * 2
+
+    def build(T):
+        def fn(a, b, c):
+            return (Foo(a) + Foo(b) * Foo(c) / Foo(a) - Foo(b)).val, Foo.bar(a, b) - 1, Foo.baz(a, c)
+        return fn
+    check(build, lambda T, i: (_x(T, i, 3, rg=True), _x(T, i, 3, seed=1, rg=True),
+                               _x(T, i, 3, seed=2).abs() + 1), backward=True)
