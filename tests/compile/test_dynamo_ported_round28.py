@@ -34,6 +34,10 @@ Found and fixed here:
   field in it, now reach ``__repr__``/``__str__``/``__format__`` (pystate.py ``_object_names``).
 - ``foo.x`` through a user data descriptor storing ``foo._x`` was frozen: a descriptor's
   ``__get__`` is now followed like a property's getter (pystate.py ``_getter``).
+- A deque or set argument the function changed (``q.pop()``, ``s.add(3)``) was changed by the
+  abandoned trace and again by the eager rerun (the deque popped empty: IndexError), or, for a
+  set keyed by value, the program ran without the add. Such an argument is now Python state the
+  trace puts back, and the call runs eagerly (pystate.py ``_python_refs``).
 - ``tracegrad.fft(x)`` said "'_WatchedModule' object is not callable" where torch says
   "'module' object is not callable" (_state.py).
 Left: a helper function that formats the object (``_text_of(config)``) is not followed (strict
@@ -2271,3 +2275,174 @@ def test_dunder_methods():
         return fn
     check(build, lambda T, i: (_x(T, i, 3, rg=True), _x(T, i, 3, seed=1, rg=True),
                                _x(T, i, 3, seed=2).abs() + 1), backward=True)
+
+
+# ---- MiscTests: deques, generators, modules with replaced forwards -----------------------------
+
+def test_deque_input():
+    # MiscTests.test_deque_input: two tensors popped off a deque argument; the caller's deque
+    # loses them on every call, as eagerly. Also a set argument the function adds to (both
+    # reach the function as themselves, not as rebuilt copies)
+    import collections
+
+    def build(T, wrap):
+        f = wrap(lambda q: q.pop() * q.pop())
+        g = wrap(lambda x, s: (s.add(len(s) + 1), x + len(s))[1])
+
+        def run(i):
+            q = collections.deque(["foo", _x(T, i), _x(T, i, seed=1)])
+            s = set(range(i % 2 + 1))
+            return f(q), list(q), g(_x(T, i), s), sorted(s)
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("test", ["yield_from", "yield_from_in_a_loop", "yield_gen_and_from",
+                                  "yield_from_user_stop_iteration"])
+def test_yield_from(test):
+    # MiscTests.test_yield_from, test_yield_from_in_a_loop, test_yield_gen_and_from and
+    # test_yield_from_user_stop_iteration: generators made inside delegating with ``yield from``
+    # (to a list, another generator in a loop, a user iterator raising StopIteration)
+    class MyIter:
+        def __init__(self, seq):
+            self.seq, self.index = seq, 0
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            self.index += 1
+            if self.index <= len(self.seq):
+                return self.seq[self.index - 1]
+            raise StopIteration(self.index)
+
+    def build(T):
+        def fn(t_list, k):
+            if test == "yield_from":
+                def gen(items):
+                    yield from [t * k for t in items]
+                return [t * k for t in gen(t_list)]
+            if test == "yield_from_in_a_loop":
+                def gen2():
+                    yield 1
+
+                def gen1():
+                    for _ in range(5):
+                        yield from gen2()
+                return t_list[0] + sum(gen1())
+            if test == "yield_gen_and_from":
+                def tensors():
+                    for i in range(3):
+                        yield T.tensor([float(i)])
+                made = [t * k for t in tensors()]
+
+                def again():
+                    yield from made
+                return list(again())
+
+            def gen3(seq):
+                yield from MyIter(seq)
+            return [t + 1 for t in gen3(t_list)]
+        return fn
+    check(build, lambda T, i: ([_x(T, i, 2, seed=j) for j in range(3)], 2 + i))
+
+
+def test_pep0479_convert_stopiteration():
+    # MiscTests.test_pep0479_convert_stopiteration: StopIteration raised inside a generator
+    # becomes RuntimeError for the caller, caught inside the compiled function
+    def gen():
+        yield 1
+        raise StopIteration("inside")
+
+    def build(T):
+        def fn(t):
+            try:
+                g = gen()
+                next(g)
+                next(g)
+            except RuntimeError:
+                return t + 100
+            except StopIteration:
+                return t + 200
+        return fn
+    check(build, lambda T, i: (_x(T, i),), fullgraph=True)
+
+
+def test_derpy_nn_module_usage():
+    # MiscTests.test_derpy_nn_module_usage: bare Modules whose ``forward`` is a plain function
+    # (reading ``mod1``/``mod2`` through a local ``self``), parameters registered by name;
+    # trained by a compiled step whose parameters must follow eager's
+    def build(T, wrap):
+        mod1, mod2 = T.nn.Module(), T.nn.Module()
+
+        def ff1(x):
+            self = mod1
+            return T.sigmoid(self.mod2(x) + self.param1)
+
+        def ff2(x):
+            self = mod2
+            return T.cos(T.sin(x) * self.param2 + 1)
+        mod1.register_module("mod2", mod2)
+        mod1.register_parameter("param1", T.nn.Parameter(T.linspace(-1.0, 1.0, 4)))
+        mod1.forward = ff1
+        mod2.register_parameter("param2", T.nn.Parameter(T.linspace(0.5, 1.5, 4)))
+        mod2.forward = ff2
+        mod1.eval()
+        opt = T.optim.SGD(mod1.parameters(), lr=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = mod1(x).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+        return lambda i: (step(_x(T, i, 4)), mod1.param1.detach().clone(), mod2.param2.detach().clone())
+    compare(build)
+
+
+def test_default_args_device_dtype():
+    # MiscTests.test_default_args_device_dtype / test_torch_dtype_python_type: a class whose
+    # ``__init__`` defaults are a dtype and a device; ``zeros`` made with an argument's dtype
+    def build(T):
+        class Foo:
+            def __init__(self, dtype=T.float16, device=T.device("cpu")):
+                self.value = T.tensor(10, dtype=dtype, device=device)
+
+        def fn(target):
+            dt = target.dtype
+            assert isinstance(dt, T.dtype)
+            return Foo().value + 1, T.zeros(2, dtype=dt) + target
+        return fn
+    check(build, lambda T, i: ((_x(T, i, 2), T.tensor([2, 3]), _x(T, i, 2).half())[i % 3],), fullgraph=True)
+
+
+@pytest.mark.parametrize("test", ["itertools_repeat", "itertools_infinite_repeat_mutation",
+                                  "itertools_accumulate_symint_default_sum"])
+def test_itertools_inplace(test):
+    # MiscTests.test_itertools_repeat, test_itertools_infinite_repeat_mutation (the repeated
+    # object is the argument itself, bumped in place through two names) and
+    # test_itertools_accumulate_symint_default_sum (running products of sizes): the input is
+    # written in place and compared after the call
+    import itertools
+
+    def build(T):
+        def fn(x):
+            if test == "itertools_repeat":
+                for v in itertools.repeat(100.0, 5):
+                    x += v
+                return x
+            if test == "itertools_accumulate_symint_default_sum":
+                for v in itertools.accumulate([x.size(0), x.size(1)]):
+                    x *= v
+                return x
+            idx = 0
+            for v in itertools.repeat(x):
+                x += v
+                v += 1
+                idx += 1
+                if idx > 4:
+                    break
+            return x
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2, 3),))

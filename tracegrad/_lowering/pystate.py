@@ -121,6 +121,12 @@ def _python_refs(fn, args=(), loaded_out=None):
         elif _stateful_kind(a) is not None:
             # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
             add((f"argument {i}", None, {f"argument {i}": a}), own)
+        elif isinstance(a, (set, collections.deque)):
+            # a set or deque argument reaches the trace as itself (a list or dict is a rebuilt
+            # copy): one the function changes (``q.pop()``) is put back after the trace and the
+            # call runs eagerly; it was left changed, so the eager rerun popped again (round 28,
+            # MiscTests.test_deque_input)
+            add((f"argument {i}", None, {f"argument {i}": a}), own)
         _reached(reach, a, own | {"__call__"})
         queue.append((a, 1))
     # default values (``def step(x, acc=[])``, keyword-only ones too): the same object every
