@@ -356,6 +356,11 @@ class _WatchedModule(types.ModuleType):
             bump_structure()
 
 
+# Python's own messages name a module's type by its class name ("'module' object is not
+# callable" for ``torch.fft(x)``): the watched class keeps that name, so a user's mistake reads
+# the same with tracegrad (MiscTests.test_module_not_callable, round 28).
+_WatchedModule.__name__ = _WatchedModule.__qualname__ = "module"
+
 _NOTHING = object()
 
 

@@ -470,9 +470,10 @@ def _key(leaves, treedef, kinds):
             # a data argument's leaf-ness, view-ness and inference-ness: NOTE [argument
             # stand-ins] (capture.py); an inference tensor's stand-in is one too (it must raise
             # where eager's would: saved for backward, written in place)
+            d = a.__dict__
             parts.append((k, v.shape, v.dtype, a._rg,
                           id(a) if k == "state" else (a._grad is None, a._gf is None, not a._chain,
-                                                      "_inference" in a.__dict__)))
+                                                      _attributes_key(d) if d else ())))
     # the default dtype decides what factories inside make (torch.zeros(3), tensor(1.5)); the
     # saved_tensors_hooks active around the call must run on every call (a trace under them
     # reaches the hooks: a graph break unless allow_in_graph)
@@ -641,6 +642,21 @@ class _Same:
 
     def __eq__(self, other):
         return isinstance(other, _Same) and other.obj is self.obj
+
+
+# NOTE [argument attributes]: a tensor argument's Python attributes (``x.test = None``,
+# ``x.scale = 2.0``) are set on its stand-in (region.py), so the trace reads what eager reads
+# (``hasattr(x, "test")``, ``x * x.scale``); they are part of the key, so a call whose tensor
+# has other attributes, or other values in them, gets its own program. Numbers and strings by
+# value, anything else by identity. Names with a leading underscore are tracegrad's own marks
+# (``_cmeta``, ``_fw``, ``_gdt``, ``mark_dynamic``'s ``_dynamo_*`` sets: those key the program
+# their own way), except the inference mark. Most tensors have none: one truth test per call.
+_ATTRIBUTE_VALUES = (int, float, bool, str, bytes, complex, type(None))
+
+
+def _attributes_key(d):
+    return tuple((k, v) if type(v) in _ATTRIBUTE_VALUES and v == v else (k, _Same(v))
+                 for k, v in d.items() if k[0] != "_" or k == "_inference")
 
 
 def _unhashable_key(a):

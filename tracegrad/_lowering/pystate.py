@@ -121,6 +121,12 @@ def _python_refs(fn, args=(), loaded_out=None):
         elif _stateful_kind(a) is not None:
             # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
             add((f"argument {i}", None, {f"argument {i}": a}), own)
+        elif isinstance(a, (set, collections.deque)):
+            # a set or deque argument reaches the trace as itself (a list or dict is a rebuilt
+            # copy): one the function changes (``q.pop()``) is put back after the trace and the
+            # call runs eagerly; it was left changed, so the eager rerun popped again (round 28,
+            # MiscTests.test_deque_input)
+            add((f"argument {i}", None, {f"argument {i}": a}), own)
         _reached(reach, a, own | {"__call__"})
         queue.append((a, 1))
     # default values (``def step(x, acc=[])``, keyword-only ones too): the same object every
@@ -634,8 +640,21 @@ def _named_user_methods(cls):
     (``step = torch.no_grad()(update)`` is called as ``step``)."""
     return [(k, f) for klass in cls.__mro__ if klass is not object
             for k, a in klass.__dict__.items()
-            for f in _wrapped_chain(a.fget if isinstance(a, property) else getattr(a, "__func__", a))
+            for f in _wrapped_chain(_getter(a))
             if isinstance(f, types.FunctionType) and _user_code(f.__code__)]
+
+
+def _getter(a):
+    """The function that runs when a class attribute ``a`` is read on an instance: a property's
+    ``fget``, a user descriptor's ``__get__`` (round 28, MiscTests.test_user_defined_data_
+    descriptor: ``getattr(obj, self.storage_name)`` in it reads ``obj._x``, unguarded until its
+    ``getattr`` was seen), else ``a`` itself (a method)."""
+    if isinstance(a, property):
+        return a.fget
+    get = type(a).__dict__.get("__get__")
+    if isinstance(get, types.FunctionType):
+        return get
+    return getattr(a, "__func__", a)
 
 
 def _wrapped_chain(f):
@@ -673,6 +692,26 @@ _IMPLICIT = tuple(f"__{n}__" for n in (
 
 
 _ALWAYS_REACHED = ("__getattr__", "__getattribute__", *_IMPLICIT)    # methods Python calls unnamed
+# ``repr(config)``/``str(config)`` named by the code make a value of what ``__repr__``/``__str__``
+# read (``x * len(repr(config))``): reached then, so a changed ``config.name`` traces again
+# instead of running the first trace's length (round 28, MiscTests.test_repr). Printing alone
+# (``print(trainer)``) does not name them and stays unguarded, as the note above says.
+# An f-string's field (``f"{config}"``, ``f"{config!r}"``) and ``format(config)`` call them
+# too: code holding one loads the pseudo-name ``_FORMATS`` (``_code_names``).
+_FORMATS = "<formats a value>"
+_REACHED_BY_BUILTIN = {"repr": ("__repr__",), "ascii": ("__repr__",), "str": ("__str__", "__repr__"),
+                       "format": ("__format__", "__str__", "__repr__"),
+                       _FORMATS: ("__format__", "__str__", "__repr__")}
+_FORMAT_OPS = frozenset(dis.opmap[n] for n in ("FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE")
+                        if n in dis.opmap)
+_FORMATTING: dict = {}     # code -> whether it formats a value (an f-string field)
+
+
+def _formats(code) -> bool:
+    hit = _FORMATTING.get(code)
+    if hit is None:
+        hit = _FORMATTING[code] = any(i.opcode in _FORMAT_OPS for i in dis.get_instructions(code))
+    return hit
 
 
 def _object_names(cls, used):
@@ -685,7 +724,8 @@ def _object_names(cls, used):
         methods.setdefault(k, []).append(m)
     # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict);
     # the protocol methods Python calls without the code naming them (NOTE [implicit methods])
-    names, todo = set(used), [n for n in (*used, *_ALWAYS_REACHED) if n in methods]
+    by_builtin = [m for n in used if n in _REACHED_BY_BUILTIN for m in _REACHED_BY_BUILTIN[n]]
+    names, todo = set(used), [n for n in (*used, *_ALWAYS_REACHED, *by_builtin) if n in methods]
     done = set()
     while todo:
         n = todo.pop()
@@ -1418,7 +1458,13 @@ def effects_signature(refs):
         elif isinstance(v, Tensor) or _tensors(v) is not None:
             out.append((name, _leaf(v)))      # rebinding tensors is carried state
         elif isinstance(v, _HOLDERS) and (type(v) is not tuple or len(v) <= _NESTED_MAX):
-            out.append((name, id(v), _ATTRS, _items(v)))
+            items = _items(v)
+            if getattr(v, "__dict__", None):
+                # a dict or list subclass's own attributes (``d.tracker.append(1)`` on an
+                # OrderedDict subclass) are state as a plain object's are: the program did not
+                # repeat the append (round 28, MiscTests.test_mutable_mapping_dict_access_pattern)
+                items += tuple((k, _attr_signature(a)) for k, a in attributes(v).items())
+            out.append((name, id(v), _ATTRS, items))
         elif isinstance(v, _BUFFERS):
             out.append((name, _buffer_signature(v)))
         elif _plain_object(v):
@@ -1698,6 +1744,8 @@ def _code_names(code, out):
         scalar_other |= uses.scalar_other
         appended |= uses.appended
         append_other |= uses.append_other
+    if _formats(code):
+        out.add(_FORMATS)
     if not _DYNAMIC_NAMES.isdisjoint(code.co_names):
         # ``hasattr(net, "foo")``, ``getattr(cfg, "scale", 1.0)``, ``attrgetter("k")(cfg)``,
         # ``methodcaller("scale")(obj)``: the literal names are read too

@@ -444,6 +444,41 @@ def _keep_one(result, outside, kept, boxes, made, shared):
     return result
 
 
+def _attribute_ids(t) -> dict:
+    """A stand-in's Python attributes by identity of their values: an attribute set, deleted or
+    rebound by the function (the caller's own attributes are already there: NOTE [argument
+    attributes], compiler.py)."""
+    return {k: id(v) for k, v in t.__dict__.items()}
+
+
+def _argument_attribute_writes(call_leaves, wrappers, where):
+    """NOTE [attributes set on arguments]: the Python attributes the function set on (or deleted
+    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names)), ...)`` for
+    every run to repeat on the caller's tensors (``x.offloading_activation = flag``; MiscTests.
+    test_input_tensor_custom_attr_mutation, round 28). Like a result's attributes, only numbers,
+    strings and tuples of them can be repeated (a value the trace computed from Python state it
+    changes is already a graph break); anything else is a graph break."""
+    writes = []
+    for i, (_, before) in wrappers.items():
+        now = call_leaves[i].__dict__
+        sets = {k: v for k, v in now.items() if before.get(k) != id(v)}
+        dels = tuple(k for k in before if k not in now)
+        if not (sets or dels):
+            continue
+        if any(k[0] == "_" for k in (*sets, *dels)):
+            # tracegrad's own marks (NOTE [argument attributes]) are not the caller's to get
+            raise GraphBreak("the function changes an internal mark of a tensor argument: the program "
+                             "would do that to a stand-in, not to the caller's tensor", where=where)
+        bad = next((k for k, v in sets.items() if not (isinstance(v, IMMUTABLE) or (
+            type(v) is tuple and all(isinstance(e, IMMUTABLE) for e in v)))), None)
+        if bad is not None:
+            raise GraphBreak(f"the function sets the attribute '{bad}' of a tensor argument to a "
+                             f"{type(sets[bad]).__name__}: a compiled call can repeat only numbers, strings and "
+                             "tuples of them on the caller's tensor", where=where)
+        writes.append((i, sets, dels))
+    return tuple(writes)
+
+
 def _arguments_changed(args, kwargs, treedef, leaves, containers=frozenset()) -> bool:
     """Whether the call changed the list/dict/data-container arguments it was given (their
     rebuilt copies): other leaves, or another structure. Holds no leaf afterwards (escape
@@ -622,6 +657,7 @@ class Region:
         self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
         self.deferred = ()         # NOTE [deferred scheduler step]: schedulers stepped after each run
+        self.arg_attrs = ()        # NOTE [attributes set on arguments]: set again after each run
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
@@ -851,6 +887,11 @@ class Region:
             w.give()
         try:
             out = self.write_back(outs, arg_leaves)
+            for i, sets, dels in self.arg_attrs:     # NOTE [attributes set on arguments]
+                d = arg_leaves[i].__dict__
+                d.update(sets)
+                for k in dels:
+                    d.pop(k, None)
             if self.appends:
                 out = self._append(out, call)
             for d, k, n, early in self.counters:    # NOTE [Python counters] in pystate.py
@@ -1075,7 +1116,7 @@ class OutRecipe:
                 rg, how, cls, made_inference, version, attrs, retained = v
                 t = cls._make(next(it))
                 if retained is not None:      # NOTE [retained grads of results]
-                    t._retains_grad = True
+                    t._retains_grad = retained != "set"
                     if retained:
                         t._grad = Tensor._make(next(it))
                 t._vc[0] = version
@@ -1366,10 +1407,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
-                    if "_inference" in leaves[i].__dict__:
-                        # an inference tensor's stand-in is one as well, so that saving it for
-                        # backward or writing it in place raises as eagerly (keyed: compiler._key)
-                        w._inference = True
+                    own = leaves[i].__dict__
+                    if own:
+                        # the argument's Python attributes, read as eagerly (NOTE [argument
+                        # attributes], compiler.py; keyed there); an inference tensor's stand-in
+                        # is one as well, so that saving it for backward or writing it in place
+                        # raises as eagerly (keyed there too)
+                        w.__dict__.update((k, v) for k, v in own.items() if k[0] != "_" or k == "_inference")
                     call_leaves[i] = w
                 elif k == "same":
                     call_leaves[i] = call_leaves[first_of(leaves, i)]
@@ -1377,7 +1421,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
             a2, kw2 = _unflatten(treedef, call_leaves)
             modes = _global_modes()
-            wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
+            wrappers = {i: (call_leaves[i]._rg, _attribute_ids(call_leaves[i])) for i in data_in}
             try:
                 with guard_output(info["warnings"]):
                     result = fn(*a2, **kw2)
@@ -1396,9 +1440,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
                                  "algorithms, thread counts, warn_always, a torch.backends flag): the program "
                                  "would not change it on later calls", where=after)
-            if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
-                raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
-                                 "the program would do that to a stand-in, not to the caller's tensor", where=after)
+            if any(call_leaves[i]._rg != w[0] for i, w in wrappers.items()):
+                raise GraphBreak("the function sets requires_grad on a tensor argument: the program would do "
+                                 "that to a stand-in, not to the caller's tensor", where=after)
+            info["arg_attrs"] = _argument_attribute_writes(call_leaves, wrappers, after)
             if any(call_leaves[i]._chain for i in data_in):
                 # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
                 # ``as_strided_``): the caller's tensor would keep its shape and strides
@@ -1886,6 +1931,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.layout_args = info["layout_args"]
     region.arg_boxes = info["arg_boxes"]
     region.deferred = info["deferred"]
+    region.arg_attrs = info["arg_attrs"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
@@ -2228,10 +2274,15 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         # and ran a backward through inside (``a.retain_grad(); loss.backward(); return a``)
         # keeps that call's ``.grad`` eagerly, so the program returns the gradient too (and a
         # result whose retained ``.grad`` stayed None comes back retaining, its ``.grad`` None)
+        # A ``.grad`` the function assigned to a result it made (``y = x + 10; y.grad = x``)
+        # comes back the same way, the result not retaining ("set"): it was lost (round 28,
+        # MiscTests.test_newly_constructed_tensor_attr_mutation)
         retained = None
         if how != "diff" and t._retains_grad:
             g = t._grad
             retained = g is not None
+        elif t._grad is not None and not t._retains_grad:
+            g, retained = t._grad, "set"
         leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where),
                                retained)))
         at[len(leaves) - 1] = len(arrays)
