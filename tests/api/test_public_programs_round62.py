@@ -1,0 +1,221 @@
+"""A sixty-second round of public PyTorch programs, run unchanged with torch and with tracegrad
+(``import tracegrad as torch``) from repositories no earlier round used; the program sources are
+in tests/public_programs_round62_src.py, executed with ``torch`` bound to either module. Each test
+compares losses, printed logs, gradients and parameters after optimizer steps:
+
+- FarhanRah/Taxi-Fare-Prediction (no license file), ``TabularModel.py`` at 305c955 and
+  ``main.py`` at 9779165 (a tabular regression with entity embeddings): a pandas-like frame's
+  ``astype('category')`` codes stacked into an int64 tensor, ``nn.ModuleList`` of embeddings
+  looked up per column by ``x_cat[:, i]``, ``BatchNorm1d`` on the continuous columns, an MLP
+  with ``ReLU(inplace=True)``/``BatchNorm1d``/``Dropout``, ``torch.sqrt`` of ``MSELoss`` as
+  RMSE, Adam, f-string logs of ``loss.item()`` and of the test loss formatted by ``:.8f`` (a
+  0-d tensor's ``__format__``), ``torch.save`` of the state dict.
+- timomernick/pytorch-capsule (no license file) at d2e9aa8 (Dynamic Routing Between Capsules):
+  primary capsules as a Python list of conv units registered by ``add_module``, ``stack`` and
+  ``squash``; the routing by ``torch.stack([x] * n, dim=2)``, ``cat([W] * batch)``, 5-D
+  ``matmul``, ``F.softmax`` without ``dim`` of a 4-D tensor (the implicit dim 1) and logits
+  updated by ``mean(dim=0, keepdim=True)``; the margin loss with ``torch.max`` of a tensor and
+  a one-element tensor; the reconstruction loss masks the winning capsule by
+  ``batch_masked[v_max_index[batch_idx]] = ...`` (a 0-d index tensor, CopySlices); ``main.py``'s
+  ``to_one_hot`` writing ``x_one_hot[i, x[i]] = 1.0``, ``print(network)``, Adam re-created per
+  epoch, the test loop's ``Variable(..., volatile=True)``, ``max(1, keepdim=True)[1]``,
+  ``eq``/``sum`` accumulated into a tensor printed by ``{}`` and ``{:.0f}``.
+  As written ``loss.data[0]`` indexes a 0-d tensor (torch 0.3): IndexError in both.
+- wonbeomjang/Knowledge-Distilling-PyTorch (MIT) at 4475879: ``train.py`` run as ``__main__``
+  with its argparse flags, ``Params`` from JSON files, a teacher loaded by ``torch.load`` from a
+  file ``torch.save`` wrote, ``fetch_output`` keeping the teacher's logits as NumPy arrays,
+  ``train_model`` with ``torch.from_numpy(...).type_as(preds)`` and ``loss_kd`` (``F.kl_div``
+  of temperature-scaled ``log_softmax``/``softmax`` with ``reduction='batchmean'`` plus
+  ``cross_entropy``), ``SimpleModel``'s ``AdaptiveAvgPool2d(7)`` of a 2x2 map (windows that
+  overlap), ``StepLR`` stepped with an explicit epoch (the deprecated form), a checkpoint per
+  epoch.
+- leftthomas/SimCLR (no license file), ``model.py`` at 45357c5 and ``main.py`` at 1e4dc8e: the
+  encoder built from a backbone's ``named_children`` with ``conv1`` swapped and ``Linear``/
+  ``MaxPool2d`` dropped, ``F.normalize``; the NT-Xent loss by ``exp(mm(out, out.t().contiguous())
+  / temperature)``, a mask from ``ones_like - eye(...).bool()``, ``masked_select(...).view``;
+  the weighted-kNN test by ``topk``, ``gather`` of expanded labels, ``scatter(dim, index,
+  value=)``, ``argsort(descending=True)`` and ``any``.
+Changes, the same on both sides: parameters overwritten from seeded NumPy streams, synthetic
+data, tiny sizes, dropout 0 (random streams differ), stand-ins for pandas, torchvision, tqdm and
+tensorboard.
+"""
+import contextlib
+import functools
+import io
+import json
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, same_error, \
+    same_logs, state as _state
+from public_programs_round62_src import CAPSNET, CAPSNET_MAIN, KD_LOSS, KD_MODELS, KD_TRAIN, KD_UTILS, \
+    SIMCLR_MAIN, SIMCLR_MODEL, TAXI_MAIN, TAXI_MODEL, program
+
+torch = pytest.importorskip("torch")
+
+_compare = functools.partial(compare, torch, tracegrad)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # implicit softmax dims, volatile, StepLR's epoch
+        yield
+
+
+def no_dropout(T, model):
+    """``model``'s ``nn.Dropout`` modules set to 0 (the libraries' random streams differ)."""
+    for m in model.modules():
+        if isinstance(m, T.nn.Dropout):
+            m.p = 0.0
+    return model
+
+
+def seeded(T, cls, seed, scale=0.3):
+    """``cls`` whose instances get parameters from a seeded NumPy stream and no dropout right
+    after their own ``__init__`` (the programs build their models themselves)."""
+    class Seeded(cls):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            init_uniform(T, no_dropout(T, self), seed, scale)
+    Seeded.__name__ = Seeded.__qualname__ = cls.__name__
+    return Seeded
+
+
+class Clock:
+    """``time`` for the logs: ``time()`` always 0, so "Duration: 0 seconds." on both sides."""
+
+    @staticmethod
+    def time():
+        return 0.0
+
+
+# ---------------------------------------------------------------- taxi fares (entity embeddings)
+
+class Column:
+    """A pandas ``Series`` stand-in: ``values``, ``astype('category')`` and ``cat.codes``/
+    ``cat.categories`` (sorted unique values, int8 codes as pandas gives)."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def astype(self, kind):
+        assert kind == "category"
+        col = Column(self.values)
+        cats, codes = np.unique(self.values, return_inverse=True)
+        col.cat = types.SimpleNamespace(categories=list(cats), codes=Column(codes.astype(np.int8)))
+        return col
+
+
+class Frame(dict):
+    """A ``DataFrame`` stand-in: ``df[name]`` a Column, ``df[[names]]`` a 2-D Column."""
+
+    def __getitem__(self, key):
+        if isinstance(key, list):
+            return Column(np.stack([dict.__getitem__(self, k).values for k in key], 1))
+        return dict.__getitem__(self, key)
+
+
+def taxi_frame(n=24, seed=0):
+    """The columns ``main.py`` has after its feature engineering, ``n`` rows."""
+    rs = np.random.RandomState(seed)
+    hour = rs.randint(0, 24, n)
+    # a spread of degrees: over a city's 0.05 the float32 rounding of 43.7 (4e-6), summed in
+    # another order by each library, moves BatchNorm's normalised inputs by 1e-4
+    lat = 43.7 + rs.uniform(-1.0, 1.0, (2, n))
+    lon = -79.4 + rs.uniform(-1.0, 1.0, (2, n))
+    dist = np.hypot(lat[0] - lat[1], lon[0] - lon[1]) * 111.0
+    cols = dict(hour=hour, am_or_pm=np.where(hour > 12, "pm", "am"),
+                weekday=np.array(["Fri", "Mon", "Sat", "Sun", "Thu", "Tue", "Wed"])[rs.randint(0, 7, n)],
+                pickup_latitude=lat[0], pickup_longitude=lon[0], dropoff_latitude=lat[1],
+                dropoff_longitude=lon[1], passenger_count=rs.randint(1, 5, n).astype(np.int64),
+                dist_km=dist, fare_amount=2.5 + 1.8 * dist + rs.uniform(0, 1, n))
+    return Frame({k: Column(v) for k, v in cols.items()})
+
+
+# 60000 rows and 300 epochs in the script: 24 rows (the last 4 the test split), 30 epochs
+_TAXI_SIZES = [("batch_size = 60000", "batch_size = 24"), ("epochs = 300", "epochs = 30")]
+
+
+def _taxi(T, tmp):
+    src = TAXI_MAIN
+    for a, b in _TAXI_SIZES:
+        assert a in src
+        src = src.replace(a, b)
+    model_cls = program(T, TAXI_MODEL).TabularModel
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        g = program(T, src, df=taxi_frame(), TabularModel=seeded(T, model_cls, 3), time=Clock)
+    saved = T.load(str(tmp / "TaxiFareRegressionModel.pt"))
+    assert len(g.losses) == 30 and all(isinstance(x, T.Tensor) and x.grad_fn is not None for x in g.losses)
+    assert sorted(saved) == sorted(g.model.state_dict())
+    return buf.getvalue(), [np.array([x.item() for x in g.losses])], \
+        _arr(g.y_val, g.loss) + _grads(g.model) + _state(g.model) + _arr(*[t for _, t in sorted(saved.items())])
+
+
+def test_taxi_fare_main(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (ref_log, *ref), (got_log, *got) = _taxi(torch, tmp_path), _taxi(tracegrad, tmp_path)
+    assert "Epoch:  26  Loss:" in got_log and "Root Mean Square Error:" in got_log, got_log
+    same_logs(ref_log, got_log, 2e-5)
+    _compare(lambda T: (ref if T is torch else got)[0], tol=5e-5)
+    # a hidden unit whose ReLU passes every row has a bias that the next BatchNorm takes away:
+    # its gradient is float noise (1e-9, of either sign), which Adam turns into steps of ~lr, so
+    # such biases walk apart by up to 3e-3 in 30 epochs and the other values by 1e-4..1e-3
+    _compare(lambda T: (ref if T is torch else got)[1], tol=5e-3)
+
+
+# ---------------------------------------------------------------- capsule network
+
+# main.py's sizes are MNIST's (28x28, 256 conv channels, 32*6*6 primary capsules): 20x20 images,
+# 4 channels, 32*2*2 capsules, 2 epochs
+_CAPS_SIZES = [("image_width=28", "image_width=20"), ("image_height=28", "image_height=20"),
+               ("conv_outputs = 256", "conv_outputs = 4"), ("32 * 6 * 6", "32 * 2 * 2"),
+               ("num_epochs = 10", "num_epochs = 2")]
+
+
+def capsnet_main(src=CAPSNET_MAIN):
+    """main.py at the tiny sizes."""
+    for a, b in _CAPS_SIZES:
+        assert a in src
+        src = src.replace(a, b)
+    return src
+
+
+def _capsnet(T, src, n_train=8, n_test=4):
+    saved = []
+    vutils = types.SimpleNamespace(save_image=lambda img, path: saved.append(_arr(img)[0]))
+    net = program(T, CAPSNET, vutils=vutils)
+    rs = np.random.RandomState(4)
+    data = lambda n: T.utils.data.TensorDataset(T.tensor(rs.rand(n, 1, 20, 20).astype(np.float32)),
+                                                T.tensor(rs.randint(0, 10, n)))
+    # the settings section of main.py, with batches of 4 from synthetic images
+    settings = dict(learning_rate=0.01, batch_size=4, test_batch_size=4, early_stop_loss=0.0001,
+                    train_loader=T.utils.data.DataLoader(data(n_train), batch_size=4),
+                    test_loader=T.utils.data.DataLoader(data(n_test), batch_size=4))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        g = program(T, src, CapsuleNetwork=seeded(T, net.CapsuleNetwork, 5), **settings)
+    return buf.getvalue(), [np.array(g.last_loss)] + saved + _grads(g.network), _state(g.network)
+
+
+def test_capsnet_main_as_written_fails_alike():
+    msgs = same_error(torch, tracegrad, lambda T: _capsnet(T, capsnet_main()))
+    assert all("invalid index of a 0-dim tensor" in m for m in msgs), msgs
+
+
+def test_capsnet_main():
+    # train's two ``loss.data[0]`` of the 0-d loss as ``loss.item()``; test's
+    # ``network.loss(..., size_average=False).data[0]`` (the first sample's loss) stays: 1-D there
+    src = capsnet_main().replace("loss.data[0]", "loss.item()")
+    (ref_log, *ref), (got_log, *got) = _capsnet(torch, src), _capsnet(tracegrad, src)
+    assert "CapsuleNetwork(" in got_log and "Test set: Average loss:" in got_log, got_log
+    same_logs(ref_log, got_log, 2e-5)
+    _compare(lambda T: (ref if T is torch else got)[0], tol=5e-5)
+    # a few reconstruction weights have gradients near 0 (the gradients agree within 5e-5): Adam
+    # at lr=0.01 turns their float noise into steps differing by up to 4e-4
+    _compare(lambda T: (ref if T is torch else got)[1], tol=1e-3)
