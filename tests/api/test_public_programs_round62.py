@@ -219,3 +219,161 @@ def test_capsnet_main():
     # a few reconstruction weights have gradients near 0 (the gradients agree within 5e-5): Adam
     # at lr=0.01 turns their float noise into steps differing by up to 4e-4
     _compare(lambda T: (ref if T is torch else got)[1], tol=1e-3)
+
+
+# ---------------------------------------------------------------- knowledge distillation
+
+def progress(iterable, desc=None):
+    """A stand-in for ``tqdm``: the iterable itself."""
+    return iterable
+
+
+class Writer:
+    """A stand-in for tensorboard's ``SummaryWriter``: keeps the ``add_scalars`` calls."""
+
+    def __init__(self, log_dir):
+        self.log_dir, self.scalars = log_dir, []
+
+    def add_scalars(self, tag, values, step):
+        self.scalars.append((tag, sorted(values), step, [values[k] for k in sorted(values)]))
+
+
+_KD_PARAMS = {"base": {"model_name": "base", "teacher_name": "teacher", "alpha": 0.9, "lr": 1e-3,
+                       "temperature": 20, "num_epochs": 90, "batch_size": 4},
+              "teacher": {"model_name": "teacher", "lr": 1e-3, "batch_size": 4}}
+_KD_ARGV = ["train.py", "--num_epoch", "2", "--decay_epoch", "1", "--num_classes", "5",
+            "--dataset", "cifar10", "--image_size", "8"]
+
+
+def _kd(T, tmp, monkeypatch):
+    """train.py as ``__main__`` in ``tmp``: the student (params/base.json) learns from a teacher
+    whose checkpoint this function writes first."""
+    for name, p in _KD_PARAMS.items():
+        (tmp / "params").mkdir(exist_ok=True)
+        (tmp / "params" / f"{name}.json").write_text(json.dumps(p))
+    utils = program(T, KD_UTILS)
+    models = program(T, KD_MODELS, tqdm=progress, AverageMeter=utils.AverageMeter, resnet=None,
+                     densenet=None, vgg=None)
+    teacher_dir = tmp / "checkpoints" / "cifar10" / "teacher"
+    teacher_dir.mkdir(parents=True)
+    teacher = seeded(T, models.Model, 7, 0.05)(5, utils.Params(str(tmp / "params" / "teacher.json")))
+    T.save(teacher.state_dict(), str(teacher_dir / "final.pth"))
+
+    rs = np.random.RandomState(8)
+    data = lambda n: T.utils.data.TensorDataset(T.tensor(rs.randn(n, 3, 8, 8).astype(np.float32)),
+                                                T.tensor(rs.randint(0, 5, n)))
+    loaders = data(8), data(4)
+
+    def get_loader(image_size, batch_size, dataset):
+        assert (image_size, batch_size, dataset) == (8, 4, "cifar10")
+        return tuple(T.utils.data.DataLoader(d, batch_size=batch_size) for d in loaders)
+
+    writers = []
+    monkeypatch.setattr("sys.argv", _KD_ARGV)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        g = program(T, KD_TRAIN, __name__="__main__", SummaryWriter=lambda d: writers.append(Writer(d)) or writers[-1],
+                    tqdm=progress, Model=seeded(T, models.Model, 6, 0.05), loss_kd=program(T, KD_LOSS).loss_kd,
+                    get_loader=get_loader, Params=utils.Params)
+    saved = [T.load(str(tmp / "checkpoints" / "cifar10" / "base" / f"{i}.pth")) for i in range(2)]
+    logs = [(tag, keys, step) for tag, keys, step, _ in writers[0].scalars]
+    values = np.array([v for *_, vs in writers[0].scalars for v in vs])
+    assert g.scheduler.last_epoch == 2 and g.student.epoch == 2
+    return buf.getvalue(), logs, [values] + _arr(*g.teacher_train_ans, *g.teacher_val_ans) + \
+        [np.array(g.optimizer.param_groups[0]["lr"])], \
+        _state(g.student) + [a for s in saved for a in _arr(*[t for _, t in sorted(s.items())])]
+
+
+def test_kd_train_main(tmp_path, monkeypatch):
+    (tmp_path / "torch").mkdir(), (tmp_path / "tracegrad").mkdir()
+    monkeypatch.chdir(tmp_path / "torch")
+    ref = _kd(torch, tmp_path / "torch", monkeypatch)
+    monkeypatch.chdir(tmp_path / "tracegrad")
+    got = _kd(tracegrad, tmp_path / "tracegrad", monkeypatch)
+    assert got[0] == ref[0] and "[*] There is no params in" in got[0], (ref[0], got[0])
+    assert got[1] == ref[1] and got[1][0] == ("teacher_teaches_base /Loss", ["train", "val"], 0), got[1]
+    _compare(lambda T: (ref if T is torch else got)[2], tol=5e-5)
+    # parameters whose gradient is 0 but for float noise (conv biases whose ReLU passes every
+    # position, which the next BatchNorm takes away; a classifier row of a unit that is off):
+    # Adam (lr=1e-3) steps the noise, so those entries part by up to ~1.5 lr in the 4 steps
+    _compare(lambda T: (ref if T is torch else got)[3], tol=2e-3)
+
+
+# ---------------------------------------------------------------- SimCLR
+
+def backbone(T):
+    """A stand-in for torchvision's ``resnet50``: the children model.py walks (``conv1``, which
+    it swaps, ``maxpool`` and ``fc``, which it drops), 2048 features after the pooling."""
+    class ResNet(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = T.nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = T.nn.BatchNorm2d(64)
+            self.relu = T.nn.ReLU(inplace=True)
+            self.maxpool = T.nn.MaxPool2d(3, 2, 1)
+            self.layer1 = T.nn.Conv2d(64, 2048, 1, bias=False)
+            self.avgpool = T.nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = T.nn.Linear(2048, 1000)
+    return ResNet
+
+
+class Bar:
+    """A stand-in for ``tqdm``: iterates its iterable and prints each ``set_description``."""
+
+    def __init__(self, iterable, desc=None):
+        self.iterable = iterable
+
+    def __iter__(self):
+        return iter(self.iterable)
+
+    def set_description(self, s):
+        print(s)
+
+
+def simclr_pairs(T, n, seed):
+    """A ``CIFAR10Pair``-like dataset: two views and a label per item, ``targets`` a list."""
+    rs = np.random.RandomState(seed)
+    x1, x2 = (T.tensor(rs.randn(n, 3, 4, 4).astype(np.float32)) for _ in range(2))
+    targets = [int(t) for t in rs.randint(0, 5, n)]
+
+    class Pairs(T.utils.data.Dataset):
+        def __init__(self):
+            self.targets = targets
+
+        def __len__(self):
+            return n
+
+        def __getitem__(self, i):
+            return x1[i], x2[i], targets[i]
+    return Pairs()
+
+
+def _simclr(T, epochs=2):
+    model = program(T, SIMCLR_MODEL, resnet50=backbone(T))
+    net = init_uniform(T, model.Model(8), 9, 0.1)
+    g = program(T, SIMCLR_MAIN, tqdm=Bar, utils=None, Model=None, pd=None, profile=None, clever_format=None,
+                feature_dim=8, temperature=0.5, k=3, batch_size=4, epochs=epochs, c=5)
+    names = g.train.__globals__
+    optimizer = T.optim.Adam(net.parameters(), lr=1e-3, weight_decay=1e-6)
+    loader = T.utils.data.DataLoader(simclr_pairs(T, 8, 10), batch_size=4, shuffle=False, drop_last=True)
+    memory = T.utils.data.DataLoader(simclr_pairs(T, 8, 10), batch_size=4, shuffle=False)
+    tests = T.utils.data.DataLoader(simclr_pairs(T, 6, 11), batch_size=4, shuffle=False)
+    buf, losses = io.StringIO(), []
+    with contextlib.redirect_stdout(buf):
+        for epoch in range(1, epochs + 1):
+            names["epoch"] = epoch
+            losses.append(g.train(net, loader, optimizer))
+            acc = g.test(net, memory, tests)
+    assert all(isinstance(x, float) for x in losses + list(acc))
+    return buf.getvalue(), [np.array(losses + list(acc))] + _grads(net), _state(net)
+
+
+def test_simclr_train_and_knn_test():
+    (ref_log, *ref), (got_log, *got) = _simclr(torch), _simclr(tracegrad)
+    assert "Train Epoch: [2/2] Loss:" in got_log and "Acc@5:100.00%" in got_log, got_log
+    same_logs(ref_log, got_log, 2e-5)
+    _compare(lambda T: (ref if T is torch else got)[0], tol=5e-5)
+    # two channels of the backbone's BatchNorm bias pass ReLU everywhere and their shift is taken
+    # away by the head's BatchNorm1d: gradients of 1e-7 noise (of 0.4 at most), which Adam
+    # (lr=1e-3) steps, so those two entries part by ~2 lr over the 4 steps
+    _compare(lambda T: (ref if T is torch else got)[1], tol=3e-3)
