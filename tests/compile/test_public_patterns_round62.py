@@ -1,0 +1,121 @@
+"""Compile patterns of the sixty-second round of public programs
+(tests/api/test_public_programs_round62.py; sources in tests/public_programs_round62_src.py): each
+program's training step run by torch eagerly, tracegrad eagerly and ``tracegrad.compile`` on the
+same initial state:
+
+- FarhanRah/Taxi-Fare-Prediction: ``main.py``'s loop body (entity embeddings per column,
+  ``BatchNorm1d``, RMSE by ``torch.sqrt`` of ``MSELoss``, SGD with momentum for its Adam) as a
+  step of the split tensors.
+- timomernick/pytorch-capsule: ``main.py``'s train-loop body (``to_one_hot`` writing
+  ``x_one_hot[i, x[i]] = 1.0``, the routing, the reconstruction loss that masks by a 0-d
+  index and counts its calls in a Python attribute, saving an image every 10th call, Adam);
+  and ``train(epoch)`` compiled whole (its loader loop, Adam made per call, ``loss.item()``
+  compared with the early-stop threshold: a graph break, run eagerly equal to torch).
+- wonbeomjang/Knowledge-Distilling-PyTorch: ``train_model``'s body with the teacher's logits
+  passed as a NumPy array and taken in by ``torch.from_numpy(...).type_as(preds)`` (a new
+  array each step, never a frozen constant), ``loss_kd``, Adam.
+- leftthomas/SimCLR: ``train`` compiled whole over its DataLoader (``loss.item()`` summed in
+  Python: a graph break, eager equal to torch), and its NT-Xent step.
+Found: a DataLoader pass drew torch's worker base seed with ``.item()``: inside a compiled
+function every loop over a loader was a graph break, reported at the ``for`` line; the draw is
+kept (the generator advances as in torch), its value read only when there are workers
+(tracegrad/utils/data/dataloader.py).
+"""
+import contextlib
+import io
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_helpers import arrays as _arr, compiled_parity, init_uniform, state as _state
+from public_programs_round62_src import CAPSNET, KD_LOSS, KD_MODELS, KD_UTILS, SIMCLR_MAIN, SIMCLR_MODEL, \
+    TAXI_MODEL, program
+
+torch = pytest.importorskip("torch")
+
+import api.test_public_programs_round62 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # graph breaks, implicit softmax dims, volatile
+        yield
+
+
+# ---------------------------------------------------------------- a loop over a DataLoader
+
+def _loader_epochs(T, compiled):
+    T.manual_seed(0)
+    rs = np.random.RandomState(0)
+    ds = T.utils.data.TensorDataset(T.tensor(rs.randn(8, 3).astype(np.float32)),
+                                    T.tensor(rs.randn(8, 1).astype(np.float32)))
+    loader = T.utils.data.DataLoader(ds, batch_size=4)
+    net = init_uniform(T, T.nn.Linear(3, 1), 1)
+    opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+    def epoch(loader):
+        total = 0
+        for x, y in loader:
+            loss = T.nn.functional.mse_loss(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total = total + loss.detach()
+        return total
+
+    f = T.compile(epoch) if compiled else epoch
+    out = [f(loader) for _ in range(3)]
+    # each pass drew the loader's base seed from the global generator, as in torch
+    return _arr(*out, T.rand(2)) + _state(net), f
+
+
+def test_loop_over_a_dataloader_compiles():
+    ref, eager = _loader_epochs(torch, False)[0], _loader_epochs(tracegrad, False)[0]
+    np.testing.assert_allclose(eager[:3], ref[:3], rtol=1e-6)
+    comp, f = _loader_epochs(tracegrad, True)
+    for i, (a, b) in enumerate(zip(eager, comp)):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7, err_msg=f"output {i}")
+    # call 1 eager (momentum buffers and .grad come into being), then one program
+    assert not f.stats["graph_breaks"], f.stats
+    assert f.stats["calls"] == 3 and f.stats["eager_calls"] == 1 and f.stats["traces"] == 1, f.stats
+
+
+# ---------------------------------------------------------------- taxi fares
+
+def _taxi_runs(T, compiled):
+    df = _api.taxi_frame()
+    cats = T.tensor(np.stack([df[c].astype("category").cat.codes.values for c in ("hour", "am_or_pm", "weekday")],
+                             1), dtype=T.int64)
+    conts = T.tensor(np.stack([df[c].values for c in ("pickup_latitude", "pickup_longitude", "dropoff_latitude",
+                                                      "dropoff_longitude", "passenger_count", "dist_km")], 1),
+                     dtype=T.float)
+    y = T.tensor(df[["fare_amount"]].values, dtype=T.float)
+    sizes = [(len(df[c].astype("category").cat.categories),) for c in ("hour", "am_or_pm", "weekday")]
+    embed_size = [(s, min(50, (s + 1) // 2)) for (s,) in sizes]
+    model = _api.seeded(T, program(T, TAXI_MODEL).TabularModel, 3)(embed_size, conts.shape[1], 1, [20, 10], p=0.4)
+    criterion = T.nn.MSELoss()
+    # SGD with momentum for main.py's Adam: biases that the next BatchNorm takes away have
+    # gradients of float noise, which Adam would turn into steps of ~lr (see the api test)
+    optimizer = T.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step(cat_train, con_train, y_train):      # main.py's loop body
+        y_pred = model.forward(cat_train, con_train)
+        loss = T.sqrt(criterion(y_pred, y_train))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    f = T.compile(step) if compiled else step
+    out = [f(cats[:16], conts[:16], y[:16]) for _ in range(3)] + [f(cats[16:], conts[16:], y[16:])]
+    return _arr(*out) + _state(model), f
+
+
+def test_taxi_step_compiled():
+    st = compiled_parity(torch, tracegrad, _taxi_runs, 5e-5, 1e-5)
+    # one program for the 16-row batches (after the first call's eager run), one for the 8 rows
+    assert st["calls"] == 4 and not st["graph_breaks"] and st["traces"] == 2, st
