@@ -119,3 +119,71 @@ def test_taxi_step_compiled():
     st = compiled_parity(torch, tracegrad, _taxi_runs, 5e-5, 1e-5)
     # one program for the 16-row batches (after the first call's eager run), one for the 8 rows
     assert st["calls"] == 4 and not st["graph_breaks"] and st["traces"] == 2, st
+
+
+# ---------------------------------------------------------------- capsule network
+
+def _caps_setup(T):
+    saved = []
+    net = program(T, CAPSNET, vutils=types.SimpleNamespace(save_image=lambda img, path: saved.append(_arr(img)[0])))
+    network = _api.seeded(T, net.CapsuleNetwork, 5)(image_width=20, image_height=20, image_channels=1,
+                                                    conv_inputs=1, conv_outputs=4, num_primary_units=8,
+                                                    primary_unit_size=32 * 2 * 2, num_output_units=10,
+                                                    output_unit_size=16)
+    return network, saved
+
+
+def _to_one_hot(T):
+    # main.py's helper (its globals: torch)
+    src = _api.capsnet_main()
+    return program(T, src[src.index("# Converts batches"):src.index("# This is the test function")]).to_one_hot
+
+
+def _caps_runs(T, compiled, n_calls=12, margin_only=False):
+    network, saved = _caps_setup(T)
+    to_one_hot = _to_one_hot(T)
+    optimizer = T.optim.SGD(network.parameters(), lr=0.01, momentum=0.9)
+
+    def step(data, target):     # main.py's train-loop body, ``loss.data[0]`` as ``loss.item()``
+        target_one_hot = to_one_hot(target, length=network.digits.num_units)
+        data, target = T.autograd.Variable(data), T.autograd.Variable(target_one_hot)
+        optimizer.zero_grad()
+        output = network(data)
+        loss = network.margin_loss(output, target) if margin_only else network.loss(data, output, target)
+        loss.backward()
+        return loss, output
+
+    def train_step(data, target):
+        loss, output = step(data, target)
+        optimizer.step()
+        return loss, output
+
+    f = T.compile(train_step) if compiled else train_step
+    rs = np.random.RandomState(4)
+    batches = [(T.tensor(rs.rand(4, 1, 20, 20).astype(np.float32)), T.tensor(rs.randint(0, 10, 4)))
+               for _ in range(3)]
+    out = []
+    for i in range(n_calls):
+        out += _arr(*f(*batches[i % 3]))
+    # the reconstruction loss counts its calls and saves every 10th reconstruction (calls 1, 11)
+    calls = 0 if margin_only else n_calls
+    assert network.reconstructed_image_count == calls and len(saved) == (calls + 9) // 10, \
+        (network.reconstructed_image_count, len(saved))
+    return out + saved + _state(network), f
+
+
+def test_capsnet_step_compiled_runs_eagerly_for_its_image_counter():
+    # the reconstruction loss reads and bumps ``self.reconstructed_image_count`` and saves an
+    # image when it is a multiple of 10: a Python counter a program cannot repeat, so every call
+    # runs eagerly (the count and the two saved images as eager)
+    st = compiled_parity(torch, tracegrad, _caps_runs, 5e-5, 1e-5)
+    assert st["calls"] == 12 and st["eager_calls"] == 12 and st["traces"] == 0, st
+    assert ["reconstructed_image_count" in r for r, _ in st["graph_breaks"]] == [True], st
+
+
+def test_capsnet_margin_step_compiled():
+    # the margin loss alone: to_one_hot's ``x_one_hot[i, x[i]] = 1.0`` (0-d index tensors), the
+    # routing's stacks, 5-D matmuls and implicit-dim softmax, ``torch.max`` with a 1-element
+    # tensor; call 1 eager (momentum buffers), then one program for the three batches
+    st = compiled_parity(torch, tracegrad, lambda T, c: _caps_runs(T, c, 6, margin_only=True), 5e-5, 1e-5)
+    assert st["calls"] == 6 and st["eager_calls"] == 1 and st["traces"] == 1 and not st["graph_breaks"], st
