@@ -187,3 +187,69 @@ def test_capsnet_margin_step_compiled():
     # tensor; call 1 eager (momentum buffers), then one program for the three batches
     st = compiled_parity(torch, tracegrad, lambda T, c: _caps_runs(T, c, 6, margin_only=True), 5e-5, 1e-5)
     assert st["calls"] == 6 and st["eager_calls"] == 1 and st["traces"] == 1 and not st["graph_breaks"], st
+
+
+# ---------------------------------------------------------------- knowledge distillation
+
+def _kd_runs(T, compiled):
+    utils = program(T, KD_UTILS)
+    models = program(T, KD_MODELS, tqdm=_api.progress, AverageMeter=utils.AverageMeter, resnet=None,
+                     densenet=None, vgg=None)
+    param = types.SimpleNamespace(model_name="base", alpha=0.9, temperature=20)
+    student = _api.seeded(T, models.Model, 6, 0.05)(5, param)
+    criterion = program(T, KD_LOSS).loss_kd
+    optimizer = T.optim.SGD(student.parameters(), lr=0.01, momentum=0.9)
+    rs = np.random.RandomState(8)
+    images = [T.tensor(rs.randn(4, 3, 8, 8).astype(np.float32)) for _ in range(2)]
+    targets = [T.tensor(rs.randint(0, 5, 4)) for _ in range(2)]
+    teacher_preds = [rs.randn(4, 5).astype(np.float32) * 3 for _ in range(2)]     # fetch_output's arrays
+
+    def step(images, targets, teacher_logits):       # train_model's loop body
+        preds = student.forward(images)
+        loss = criterion(preds, targets, T.from_numpy(teacher_logits).type_as(preds), param)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        preds = preds.argmax(dim=1)
+        return loss, (preds == targets).sum()
+
+    student.train()
+    f = T.compile(step) if compiled else step
+    out = []
+    for i in (0, 1, 0, 1):
+        out += _arr(*f(images[i], targets[i], teacher_preds[i]))
+    return out + _state(student), f
+
+
+def test_kd_step_compiled_takes_each_numpy_teacher_batch():
+    # a NumPy array argument read by ``from_numpy`` is keyed by value: each step's teacher
+    # logits count (a frozen first batch would change the losses). Call 1 eager, calls 2 and 3
+    # one program per array (its values constants), call 4 runs call 2's program again
+    st = compiled_parity(torch, tracegrad, _kd_runs, 5e-5, 1e-5)
+    assert st["calls"] == 4 and st["eager_calls"] == 1 and st["traces"] == 2 and not st["graph_breaks"], st
+
+
+def test_numpy_argument_of_new_values_each_call_names_it_at_the_cache_limit():
+    # the KD loop passes a new teacher array each step: after cache_size_limit programs the
+    # warning names the argument and says to pass a tensor (it named nothing before)
+    w = tracegrad.nn.Parameter(tracegrad.ones(3))
+    opt = tracegrad.optim.SGD([w], lr=0.1)
+
+    def step(preds, teacher):
+        loss = (w * preds * tracegrad.from_numpy(teacher).type_as(preds)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = tracegrad.compile(step)
+    rs = np.random.RandomState(0)
+    x = tracegrad.ones(3)
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        for _ in range(10):
+            f(x, rs.randn(3).astype(np.float32))
+    msgs = [str(m.message) for m in ws if "cache_size_limit" in str(m.message)]
+    assert len(msgs) == 1 and "the NumPy array argument(s) args[1] hold other values between calls" in msgs[0] \
+        and "tracegrad.from_numpy(a)" in msgs[0], msgs
+    assert f.stats["traces"] == 8 and f.stats["eager_calls"] >= 2, f.stats
