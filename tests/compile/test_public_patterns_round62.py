@@ -14,8 +14,9 @@ same initial state:
 - wonbeomjang/Knowledge-Distilling-PyTorch: ``train_model``'s body with the teacher's logits
   passed as a NumPy array and taken in by ``torch.from_numpy(...).type_as(preds)`` (a new
   array each step, never a frozen constant), ``loss_kd``, Adam.
-- leftthomas/SimCLR: ``train`` compiled whole over its DataLoader (``loss.item()`` summed in
-  Python: a graph break, eager equal to torch), and its NT-Xent step.
+- leftthomas/SimCLR: ``train`` compiled whole over its DataLoader, and its NT-Xent step:
+  ``masked_select`` (a result length that depends on values) is a graph break, as in
+  torch.compile's default, so both run eagerly, equal to torch.
 Found: a DataLoader pass drew torch's worker base seed with ``.item()``: inside a compiled
 function every loop over a loader was a graph break, reported at the ``for`` line; the draw is
 kept (the generator advances as in torch), its value read only when there are workers
@@ -189,6 +190,33 @@ def test_capsnet_margin_step_compiled():
     assert st["calls"] == 6 and st["eager_calls"] == 1 and st["traces"] == 1 and not st["graph_breaks"], st
 
 
+def _caps_train_runs(T, compiled):
+    saved = []
+    net = program(T, CAPSNET, vutils=types.SimpleNamespace(save_image=lambda img, path: saved.append(_arr(img)[0])))
+    rs = np.random.RandomState(4)
+    data = lambda n: T.utils.data.TensorDataset(T.tensor(rs.rand(n, 1, 20, 20).astype(np.float32)),
+                                                T.tensor(rs.randint(0, 10, n)))
+    src = _api.capsnet_main().replace("loss.data[0]", "loss.item()").replace("num_epochs = 2", "num_epochs = 0")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        g = program(T, src, CapsuleNetwork=_api.seeded(T, net.CapsuleNetwork, 5), learning_rate=0.01, batch_size=4,
+                    test_batch_size=4, early_stop_loss=0.0001,
+                    train_loader=T.utils.data.DataLoader(data(8), batch_size=4),
+                    test_loader=T.utils.data.DataLoader(data(4), batch_size=4))
+        train = T.compile(g.train) if compiled else g.train
+        last = [train(epoch) for epoch in (1, 2)]
+    assert all(isinstance(x, float) for x in last) and buf.getvalue().count("Train Epoch: 2") == 2
+    return [np.array(last)] + saved + _state(g.network), train
+
+
+def test_capsnet_train_epoch_compiled_runs_eagerly():
+    # main.py's ``train(epoch)``: Adam made per call, the loader loop, ``last_loss < early_stop_loss``
+    # on ``loss.item()`` and the image counter: graph breaks, each call eager and equal (to torch
+    # within the api test's 1e-3: Adam steps the float noise of near-0 reconstruction gradients)
+    st = compiled_parity(torch, tracegrad, _caps_train_runs, 1e-3, 1e-5)
+    assert st["calls"] == 2 and st["eager_calls"] == 2 and st["traces"] == 0 and st["graph_breaks"], st
+
+
 # ---------------------------------------------------------------- knowledge distillation
 
 def _kd_runs(T, compiled):
@@ -253,3 +281,71 @@ def test_numpy_argument_of_new_values_each_call_names_it_at_the_cache_limit():
     assert len(msgs) == 1 and "the NumPy array argument(s) args[1] hold other values between calls" in msgs[0] \
         and "tracegrad.from_numpy(a)" in msgs[0], msgs
     assert f.stats["traces"] == 8 and f.stats["eager_calls"] >= 2, f.stats
+
+
+# ---------------------------------------------------------------- SimCLR
+
+def _simclr_setup(T):
+    net = init_uniform(T, program(T, SIMCLR_MODEL, resnet50=_api.backbone(T)).Model(8), 9, 0.1)
+    g = program(T, SIMCLR_MAIN, tqdm=_api.Bar, feature_dim=8, temperature=0.5, k=3, batch_size=4, epochs=3, c=5,
+                epoch=1)
+    return net, g
+
+
+def _simclr_train_runs(T, compiled):
+    net, g = _simclr_setup(T)
+    optimizer = T.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loader = T.utils.data.DataLoader(_api.simclr_pairs(T, 8, 10), batch_size=4, shuffle=False, drop_last=True)
+    train = T.compile(g.train) if compiled else g.train
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        losses = [train(net, loader, optimizer) for _ in range(3)]
+    assert all(isinstance(x, float) for x in losses) and buf.getvalue().count("Train Epoch: [1/3]") == 6
+    return [np.array(losses)] + _state(net), train
+
+
+def test_simclr_train_compiled_breaks_at_masked_select():
+    # ``sim_matrix.masked_select(mask)``: the result's length depends on the mask's values (that
+    # they come from ``ones_like - eye`` is not tracked), a graph break as in torch.compile's
+    # default (no dynamic output shapes), reported at that line of the program, no longer inside
+    # the DataLoader; each call runs eagerly, equal to torch
+    st = compiled_parity(torch, tracegrad, _simclr_train_runs, 5e-5, 1e-5)
+    assert st["calls"] == 3 and st["eager_calls"] == 3 and st["traces"] == 0, st
+    (reason, where), = st["graph_breaks"]
+    line = SIMCLR_MAIN.split("\n")[int(where.rpartition(":")[2]) - 1]
+    assert reason.startswith("nonzero() reads a tensor's value") and where.startswith("<public program>:") \
+        and "masked_select(mask)" in line, st
+
+
+def _simclr_step_runs(T, compiled):
+    net, g = _simclr_setup(T)
+    optimizer = T.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    temperature, batch_size = 0.5, 4
+
+    def step(pos_1, pos_2):     # train's loop body up to the optimizer step
+        feature_1, out_1 = net(pos_1)
+        feature_2, out_2 = net(pos_2)
+        out = T.cat([out_1, out_2], dim=0)
+        sim_matrix = T.exp(T.mm(out, out.t().contiguous()) / temperature)
+        mask = (T.ones_like(sim_matrix) - T.eye(2 * batch_size, device=sim_matrix.device)).bool()
+        sim_matrix = sim_matrix.masked_select(mask).view(2 * batch_size, -1)
+        pos_sim = T.exp(T.sum(out_1 * out_2, dim=-1) / temperature)
+        pos_sim = T.cat([pos_sim, pos_sim], dim=0)
+        loss = (- T.log(pos_sim / sim_matrix.sum(dim=-1))).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    f = T.compile(step) if compiled else step
+    data = _api.simclr_pairs(T, 8, 10)
+    out = [f(T.stack([data[i][0] for i in range(j, j + 4)]), T.stack([data[i][1] for i in range(j, j + 4)]))
+           for j in (0, 4, 0)]
+    return _arr(*out) + _state(net), f
+
+
+def test_simclr_step_compiled():
+    # the same break in the step (eager, equal); the 0 traces: the signature is not traced again
+    st = compiled_parity(torch, tracegrad, _simclr_step_runs, 5e-5, 1e-5)
+    assert st["calls"] == 3 and st["eager_calls"] == 3 and st["traces"] == 0, st
+    assert [r.startswith("nonzero() reads") for r, _ in st["graph_breaks"]] == [True], st
