@@ -960,3 +960,175 @@ if len(losses) == epochs:
 else:
     print('Model has not been trained. Consider loading a trained model instead.')
 '''
+
+# seanie12/real-nvp (no license file) models.py at acf839e
+RNVP_MODELS = r'''
+class CouplingLayer(nn.Module):
+    def __init__(self, dim, hidden_dim, parity):
+        super(CouplingLayer, self).__init__()
+        self.dim = dim
+        self.parity = parity
+        self.scale = nn.Sequential(nn.Linear(dim//2, hidden_dim),
+                                   nn.LeakyReLU(),
+                                   nn.Linear(hidden_dim, dim//2))
+        self.translate = nn.Sequential(nn.Linear(dim//2, hidden_dim),
+                                   nn.LeakyReLU(),
+                                   nn.Linear(hidden_dim, dim//2))
+
+    def forward(self, x):
+        x0, x1 = x[:, ::2], x[:, 1::2]
+        if self.parity:
+            x0, x1 = x1, x0
+        z0 = x0
+        s = self.scale(x0)
+        t = self.translate(x0)
+        z1 = torch.exp(s) * x1 + t
+        if self.parity:
+            z0, z1 = z1, z0
+        z = torch.cat([z0, z1], dim=1)
+        log_det = torch.sum(s, dim=1)
+
+        return z, log_det
+
+    def backward(self, z):
+        z0, z1 = z[:, ::2], z[:, 1::2]
+        if self.parity:
+            z0, z1 = z1, z0
+        x0 = z0
+        s = self.scale(z0)
+        t = self.translate(z0)
+        x1 = (z1 - t) * torch.exp(-s)
+        if self.parity:
+            x0, x1 = x1, x0
+        x = torch.cat([x0, x1], dim=1)
+        log_det = torch.sum(-s, dim=1)
+
+        return x, log_det
+
+
+class NormalizingFlow(nn.Module):
+    def __init__(self, flows):
+        super(NormalizingFlow, self).__init__()
+        self.flows = nn.ModuleList(flows)
+
+    def forward(self, x):
+        batch_size = x.size(0)
+        log_det = torch.zeros(batch_size).to(x.device)
+        zs = [x]
+        for flow in self.flows:
+            x, ld = flow.forward(x)
+            log_det += ld
+            zs.append(x)
+        return zs, log_det
+
+    def backward(self, z):
+        batch_size = z.size(0)
+        log_det = torch.zeros(batch_size).to(z.device)
+        xs = [z]
+        for flow in self.flows[::-1]:
+            z, ld = flow.backward(z)
+            log_det += ld
+            xs.append(z)
+        return xs, log_det
+
+
+class NormalizingFlowModel(nn.Module):
+    def __init__(self, prior, flows):
+        super(NormalizingFlowModel, self).__init__()
+        self.prior = prior
+        self.flow = NormalizingFlow(flows)
+
+    def forward(self, x):
+        zs, log_det = self.flow.forward(x)
+        prior_log_prob = self.prior.log_prob(zs[-1])
+        
+        return zs, prior_log_prob, log_det
+
+    def backward(self, z):
+        xs, log_det = self.flow.backward(z)
+        return xs, log_det
+
+    def sample(self, num_samples):
+        device = next(self.flow.parameters())
+        z = self.prior.sample((num_samples,)).to(device)
+        xs, _ = self.flow.backward(z)
+        return xs
+'''
+
+# seanie12/real-nvp main.py at acf839e (``plt``, ``DatasetMoons``, ``MultivariateNormal``, the model
+# classes and ``datasets``/``transforms`` are globals)
+RNVP_MAIN = r'''
+def main(args):
+    device = torch.cuda.current_device()
+    if args.cpu:
+        device = "cpu"
+    prior = MultivariateNormal(torch.zeros(2).to(device),
+                               torch.eye(2).to(device))
+    d = DatasetMoons()
+
+    flows = [CouplingLayer(args.input_dim, args.hidden_dim, parity=i % 2)
+             for i in range(args.num_blocks)]
+    model = NormalizingFlowModel(prior, flows)
+    optimizer = optim.Adam(model.parameters(), args.lr)
+    model = model.to(device)
+    model.train()
+    
+    for epoch in range(0, args.epochs+1):
+        x = d.sample(128)
+        x = x.to(device)
+        zs, prior_logprob, log_det = model(x)
+        logprob = prior_logprob + log_det
+        loss = -torch.sum(logprob)
+
+        model.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if epoch % 100 == 0:
+            print(loss.item())
+    model.eval()
+    x = d.sample(128)
+    x = x.to(device)
+    with torch.no_grad():
+        zs, prior_logprob, log_det = model(x)
+    z = zs[-1]
+
+    x = x.detach().cpu().numpy()
+    z = z.detach().cpu().numpy()
+    p = model.prior.sample([128, 2]).squeeze(1).cpu()
+
+    plt.figure(figsize=(10, 5))
+    plt.subplot(121)
+    plt.scatter(p[:, 0], p[:, 1], c='g', s=5)
+    plt.scatter(z[:, 0], z[:, 1], c='r', s=5)
+    plt.scatter(x[:, 0], x[:, 1], c='b', s=5)
+    plt.legend(['prior', 'x->z', 'data'])
+    plt.axis('scaled')
+    plt.title('x -> z')
+
+    with torch.no_grad():
+        zs = model.sample(128*8)
+    z = zs[-1]
+    z = z.detach().cpu().numpy()
+    plt.subplot(122)
+    plt.scatter(x[:, 0], x[:, 1], c='b', s=5, alpha=0.5)
+    plt.scatter(z[:, 0], z[:, 1], c='r', s=5, alpha=0.5)
+    plt.legend(['data', 'z->x'])
+    plt.axis('scaled')
+    plt.title('z -> x')
+    plt.savefig("./figures/fig.png")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--num_blocks", type=int, default=5)
+    parser.add_argument("--input_dim", type=int, default=2)
+    parser.add_argument("--max_grad_norm", type=float, default=5.0)
+    parser.add_argument("--hidden_dim", type=int, default=24)
+    args = parser.parse_args()
+
+    main(args)
+'''

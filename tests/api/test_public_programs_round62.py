@@ -35,6 +35,13 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   / temperature)``, a mask from ``ones_like - eye(...).bool()``, ``masked_select(...).view``;
   the weighted-kNN test by ``topk``, ``gather`` of expanded labels, ``scatter(dim, index,
   value=)``, ``argsort(descending=True)`` and ``any``.
+- seanie12/real-nvp (no license file) at acf839e (RealNVP on two moons): coupling layers on
+  ``x[:, ::2]``/``x[:, 1::2]`` (strided slices) swapped by parity, ``exp(s) * x1 + t`` and the
+  inverse, ``log_det += ld`` into ``torch.zeros(batch_size).to(x.device)``, ``self.flows[::-1]``
+  (a sliced ``ModuleList``), a ``MultivariateNormal`` prior's ``log_prob`` and ``sample``,
+  ``.to(next(self.flow.parameters()))`` (to a tensor: its dtype and device), ``model.eval()``
+  and ``no_grad`` sampling; ``main.py`` run as ``__main__`` with its flags. As written it calls
+  ``torch.cuda.current_device()`` first: AssertionError in both without a GPU.
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams, synthetic
 data, tiny sizes, dropout 0 (random streams differ), stand-ins for pandas, torchvision, tqdm and
 tensorboard.
@@ -53,7 +60,7 @@ import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, same_error, \
     same_logs, state as _state
 from public_programs_round62_src import CAPSNET, CAPSNET_MAIN, KD_LOSS, KD_MODELS, KD_TRAIN, KD_UTILS, \
-    SIMCLR_MAIN, SIMCLR_MODEL, TAXI_MAIN, TAXI_MODEL, program
+    RNVP_MAIN, RNVP_MODELS, SIMCLR_MAIN, SIMCLR_MODEL, TAXI_MAIN, TAXI_MODEL, program
 
 torch = pytest.importorskip("torch")
 
@@ -377,3 +384,75 @@ def test_simclr_train_and_knn_test():
     # away by the head's BatchNorm1d: gradients of 1e-7 noise (of 0.4 at most), which Adam
     # (lr=1e-3) steps, so those two entries part by ~2 lr over the 4 steps
     _compare(lambda T: (ref if T is torch else got)[1], tol=3e-3)
+
+
+# ---------------------------------------------------------------- RealNVP
+
+class Plot:
+    """A stand-in for ``matplotlib.pyplot``: keeps what ``scatter`` is given, as arrays."""
+
+    def __init__(self):
+        self.points = []
+
+    def scatter(self, x, y, **kw):
+        self.points += _arr(x, y)
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def moons(T, seed):
+    """``DatasetMoons`` from a seeded NumPy stream (sklearn's ``make_moons`` shape, noise 0.05)."""
+    rs = np.random.RandomState(seed)
+
+    class DatasetMoons:
+        def sample(self, n):
+            a = rs.uniform(0, np.pi, n)
+            upper = rs.rand(n) < 0.5
+            x = np.where(upper, np.cos(a), 1 - np.cos(a))
+            y = np.where(upper, np.sin(a), 0.5 - np.sin(a))
+            pts = np.stack([x, y], 1) + rs.normal(0, 0.05, (n, 2))
+            return T.from_numpy(pts.astype(np.float32))
+    return DatasetMoons
+
+
+def normal_prior(T, seed):
+    """``MultivariateNormal`` whose ``sample`` draws its standard normals from a NumPy stream."""
+    rs = np.random.RandomState(seed)
+
+    class MultivariateNormal(T.distributions.MultivariateNormal):
+        def sample(self, sample_shape=()):
+            eps = T.tensor(rs.randn(*tuple(sample_shape), *self.event_shape).astype(np.float32))
+            return self.loc + (self.scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+    return MultivariateNormal
+
+
+def _rnvp(T, src, monkeypatch):
+    models = program(T, RNVP_MODELS)
+    plt = Plot()
+    monkeypatch.setattr("sys.argv", ["main.py", "--cpu"])
+    made = []
+
+    def coupling(*a, **k):      # seeded, a stream each
+        made.append(init_uniform(T, models.CouplingLayer(*a, **k), 20 + len(made), 0.3))
+        return made[-1]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        program(T, src, __name__="__main__", plt=plt, DatasetMoons=moons(T, 12), MultivariateNormal=normal_prior(T, 13),
+                CouplingLayer=coupling, NormalizingFlow=models.NormalizingFlow,
+                NormalizingFlowModel=models.NormalizingFlowModel, datasets=None, transforms=None)
+    assert len(made) == 5 and len(plt.points) == 10
+    return buf.getvalue(), plt.points, [a for m in made for a in _state(m)]
+
+
+def test_rnvp_main_as_written_fails_alike(monkeypatch):
+    msgs = same_error(torch, tracegrad, lambda T: _rnvp(T, RNVP_MAIN, monkeypatch))
+    assert all(m.startswith("Torch not compiled with CUDA enabled") for m in msgs), msgs
+
+
+def test_rnvp_main(monkeypatch):
+    src = RNVP_MAIN.replace("device = torch.cuda.current_device()", "device = 'cpu'")
+    (ref_log, *ref), (got_log, *got) = _rnvp(torch, src, monkeypatch), _rnvp(tracegrad, src, monkeypatch)
+    same_logs(ref_log, got_log, 2e-5)
+    _compare(lambda T: (ref if T is torch else got)[0], tol=1e-4)
+    _compare(lambda T: (ref if T is torch else got)[1], tol=1e-4)

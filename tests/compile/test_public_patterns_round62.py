@@ -17,10 +17,21 @@ same initial state:
 - leftthomas/SimCLR: ``train`` compiled whole over its DataLoader, and its NT-Xent step:
   ``masked_select`` (a result length that depends on values) is a graph break, as in
   torch.compile's default, so both run eagerly, equal to torch.
+- seanie12/real-nvp: ``main``'s loop body (strided-slice coupling layers, ``log_det += ld``,
+  the ``MultivariateNormal`` prior's ``log_prob``, Adam) compiled, and ``model.sample`` under
+  ``no_grad`` whose prior draws from a NumPy stream (a Python state change: eager each call,
+  never one frozen draw).
 Found: a DataLoader pass drew torch's worker base seed with ``.item()``: inside a compiled
 function every loop over a loader was a graph break, reported at the ``for`` line; the draw is
 kept (the generator advances as in torch), its value read only when there are workers
-(tracegrad/utils/data/dataloader.py).
+(tracegrad/utils/data/dataloader.py). A plain object a user module holds (RealNVP's prior) had
+its methods' closure cells and globals unseen: a NumPy stream its ``sample`` draws from was
+drawn once more by the trace and the program returned that draw on every later call; they are
+now scanned like a helper's, and classes made by ``exec``'d source (``__module__`` 'builtins',
+no file) count as user classes when their functions are user code
+(tracegrad/_lowering/pystate.py). The cache-limit warning named nothing when a NumPy array
+argument held new values each call; it names it and says to pass a tensor
+(tracegrad/compiler.py).
 """
 import contextlib
 import io
@@ -32,8 +43,8 @@ import pytest
 
 import tracegrad
 from public_programs_helpers import arrays as _arr, compiled_parity, init_uniform, state as _state
-from public_programs_round62_src import CAPSNET, KD_LOSS, KD_MODELS, KD_UTILS, SIMCLR_MAIN, SIMCLR_MODEL, \
-    TAXI_MODEL, program
+from public_programs_round62_src import CAPSNET, KD_LOSS, KD_MODELS, KD_UTILS, RNVP_MODELS, SIMCLR_MAIN, \
+    SIMCLR_MODEL, TAXI_MODEL, program
 
 torch = pytest.importorskip("torch")
 
@@ -349,3 +360,65 @@ def test_simclr_step_compiled():
     st = compiled_parity(torch, tracegrad, _simclr_step_runs, 5e-5, 1e-5)
     assert st["calls"] == 3 and st["eager_calls"] == 3 and st["traces"] == 0, st
     assert [r.startswith("nonzero() reads") for r, _ in st["graph_breaks"]] == [True], st
+
+
+# ---------------------------------------------------------------- RealNVP
+
+def _rnvp_model(T, validate=None):
+    models = program(T, RNVP_MODELS)
+    flows = [init_uniform(T, models.CouplingLayer(2, 24, parity=i % 2), 20 + i, 0.3) for i in range(5)]
+    prior = _api.normal_prior(T, 13)(T.zeros(2), T.eye(2), validate_args=validate)
+    return models.NormalizingFlowModel(prior, flows)
+
+
+def _rnvp_runs(T, compiled, validate=None):
+    model = _rnvp_model(T, validate)
+    optimizer = T.optim.Adam(model.parameters(), 1e-3)
+    model.train()
+    d = _api.moons(T, 12)()
+
+    def step(x):                # main's loop body
+        zs, prior_logprob, log_det = model(x)
+        logprob = prior_logprob + log_det
+        loss = -T.sum(logprob)
+        model.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss, zs[-1]
+
+    f = T.compile(step) if compiled else step
+    out = []
+    for _ in range(4):
+        out += _arr(*f(d.sample(16)))
+    model.eval()
+    sample = T.compile(model.sample) if compiled else model.sample
+    with T.no_grad():
+        draws = [sample(8)[-1] for _ in range(3)]
+    assert not np.allclose(_arr(draws[0])[0], _arr(draws[1])[0])
+    return out + _arr(*draws) + [a for f_ in model.flow.flows for a in _state(f_)], (f, sample)
+
+
+@pytest.mark.parametrize("validate", [None, False])
+def test_rnvp_step_and_sample_compiled(validate):
+    run = lambda T, c: _rnvp_runs(T, c, validate)
+    eager, (comp, (f, sample)) = run(tracegrad, False)[0], run(tracegrad, True)
+    for i, (a, b) in enumerate(zip(run(torch, False)[0], eager)):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4, err_msg=f"torch output {i}")
+    for i, (a, b) in enumerate(zip(eager, comp)):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5, err_msg=f"compiled output {i}")
+    if validate is None:
+        # the prior checks its argument (validate_args on by default, as torch): a value check
+        # in Python, so the step runs eagerly, the message saying how to compile it
+        assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 4 and f.stats["traces"] == 0, f.stats
+        assert ["validate_args" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
+    else:
+        # validate_args=False: call 1 eager (Adam's state), then one program for the batches
+        assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 1 and f.stats["traces"] == 1, f.stats
+        assert not f.stats["graph_breaks"], f.stats
+    # the sampler advances the prior's NumPy stream (a closure of the prior's ``sample``, a
+    # plain object the module holds): each call eager, each draw new. Found: that stream was
+    # not seen as state, the trace drew once more and the program returned that draw on every
+    # later call (tracegrad/_lowering/pystate.py, NOTE [module attributes' methods])
+    assert sample.stats["calls"] == 3 and sample.stats["eager_calls"] == 3 and sample.stats["traces"] == 0, \
+        sample.stats
+    assert ["'rs'" in r for r, _ in sample.stats["graph_breaks"]] == [True], sample.stats
