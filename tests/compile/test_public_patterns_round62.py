@@ -422,3 +422,36 @@ def test_rnvp_step_and_sample_compiled(validate):
     assert sample.stats["calls"] == 3 and sample.stats["eager_calls"] == 3 and sample.stats["traces"] == 0, \
         sample.stats
     assert ["'rs'" in r for r, _ in sample.stats["graph_breaks"]] == [True], sample.stats
+
+
+def _prior(T, seed):
+    rs = np.random.RandomState(seed)
+
+    class Prior(T.distributions.Normal):     # its ``sample`` closes over a NumPy generator
+        def sample(self, n):
+            return T.tensor(rs.randn(n, 2).astype(np.float32))
+    return Prior(T.zeros(2), T.ones(2))
+
+
+class _Flow(tracegrad.nn.Module):
+    """A module given its prior (made elsewhere: no code of the module names its class)."""
+
+    def __init__(self, prior):
+        super().__init__()
+        self.prior = prior
+        self.lin = init_uniform(tracegrad, tracegrad.nn.Linear(2, 2), 1)
+
+    def sample(self, n):
+        return self.lin(self.prior.sample(n))
+
+
+def test_module_holding_a_sampler_object_is_never_frozen():
+    # the RealNVP finding reduced: each compiled call draws anew, as eager (it ran the trace's
+    # extra draw and then that draw on every call)
+    eager, net = _Flow(_prior(tracegrad, 3)), _Flow(_prior(tracegrad, 3))
+    f = tracegrad.compile(net.sample)
+    with tracegrad.no_grad():
+        for _ in range(3):
+            np.testing.assert_array_equal(_arr(f(2))[0], _arr(eager.sample(2))[0])
+    assert f.stats["eager_calls"] == 3 and f.stats["traces"] == 0, f.stats
+    assert ["'rs'" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
