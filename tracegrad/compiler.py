@@ -545,9 +545,11 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
     ``kwargs['lr']``, ``args[3][1]``), not by their place among the flattened leaves (a
     ``global_step`` after a batch tuple of five tensors was "position 8"). Python numbers: each
     value is baked into its own program. Tensor shapes: an XLA program has static shapes, so
-    each shape is its own program (torch.compile would make the changing sizes dynamic)."""
+    each shape is its own program (torch.compile would make the changing sizes dynamic). NumPy
+    arrays: keyed by value (``_unhashable_key``), each array's values are constants of its
+    program (torch.compile would take the array in as a tensor input)."""
     parts = key[1]
-    numbers, shapes = set(), set()
+    numbers, shapes, arrays = set(), set(), set()
     for other in cache:
         if other[0] != key[0] or len(other[1]) != len(parts):
             continue
@@ -556,6 +558,8 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
                 continue
             if len(a) == 2 and a[0] in (int, float):
                 numbers.add(i)
+            elif len(a) == 4 == len(b) and a[0] == "ndarray" == b[0]:
+                arrays.add(i)
             elif len(a) == 5 == len(b) and a[0] == b[0] and type(a[1]) is tuple and a[1] != b[1] \
                     and a[2:] == b[2:]:
                 shapes.add(i)
@@ -565,6 +569,11 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
         hint += (f"; the Python number argument(s) {where} change between calls and each value "
                  "is traced into its own program: pass such a value as a tensor (tracegrad.tensor(v)) to "
                  "trace it once")
+    if arrays:
+        where = ", ".join(_leaf_names(args, kwargs, sorted(arrays), containers))
+        hint += (f"; the NumPy array argument(s) {where} hold other values between calls and an array's "
+                 "values are constants of the program traced with it: pass it as a tensor "
+                 "(tracegrad.from_numpy(a)) to trace it once as an input")
     if shapes:
         where = ", ".join(_leaf_names(args, kwargs, sorted(shapes), containers))
         hint += (f"; the tensor argument(s) {where} change shape between calls and XLA programs have "

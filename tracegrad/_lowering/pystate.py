@@ -379,6 +379,13 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None
             for m in subs:
                 _module_attributes(m, add)
                 queue += [(h, depth + 1) for h in _held_functions(list(vars(m).values()))]
+                # NOTE [module attributes' methods]: a plain object a user module keeps
+                # (``self.prior``, a distribution whose ``sample`` draws from a NumPy generator
+                # it closes over) runs its methods when the module's code calls them: their
+                # cells and globals are state like a helper's. Not scanned, the trace drew once
+                # more and the program returned that draw on every call (round 62)
+                queue += [(a, depth + 1) for _, a in _module_own_attributes(m)
+                          if _plain_object(a) and not isinstance(a, type) and not callable(a)]
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -524,10 +531,13 @@ def _captured_module(v) -> bool:
         and not isinstance(v, type)
 
 
-def _module_attributes(m, add) -> None:
+def _module_own_attributes(m):
+    """``(name, value)`` of the attributes user module ``m`` set itself: not those every
+    module of its base class has (its parameter, buffer, submodule and hook registries), not
+    tensors; none for a module of a library class."""
     cls = type(m)
     if not _user_class(cls):
-        return
+        return []
     base = next((k for k in reversed(cls.__mro__) if k.__dict__.get("_tracegrad_state_is_captured")), None)
     internal = _MODULE_BASE_ATTRS.get(base)
     if internal is None:
@@ -536,9 +546,12 @@ def _module_attributes(m, add) -> None:
         except Exception:      # noqa: BLE001 -- no bare instance: only the registries by name
             internal = frozenset()
         _MODULE_BASE_ATTRS[base] = internal
-    for k, a in list(vars(m).items()):
-        if k in internal or isinstance(a, Tensor):
-            continue
+    return [(k, a) for k, a in list(vars(m).items()) if k not in internal and not isinstance(a, Tensor)]
+
+
+def _module_attributes(m, add) -> None:
+    cls = type(m)
+    for k, a in _module_own_attributes(m):
         if _stateful_kind(a) is not None:
             # an iterator a forward calls ``next`` on (``self.beta = iter(schedule)``): not a
             # plain object, and a trace would bake in the one position it read there, silently
@@ -779,11 +792,16 @@ def _user_module(m) -> bool:
 
 
 def _user_class(v) -> bool:
-    """A class defined in user code (its module's file is), whose attributes are user state."""
+    """A class defined in user code (its module's file is), whose attributes are user state.
+    A class made by code that has no module file (a notebook's ``__main__``, ``exec`` of a
+    source text: ``__module__`` is then ``'builtins'``) is a user class when a function it
+    defines is user code."""
     if not isinstance(v, type) or v is object:
         return False
     f = getattr(sys.modules.get(v.__module__), "__file__", None)
-    return f is not None and _user_file(f)
+    if f is not None:
+        return _user_file(f)
+    return any(isinstance(a, types.FunctionType) and _user_code(a.__code__) for a in vars(v).values())
 
 
 def _user_file(f) -> bool:

@@ -99,8 +99,9 @@ class _SingleProcessDataLoaderIter:
         # torch draws the workers' base seed here, from the loader's generator or the global
         # RNG. No workers here, but the draw is kept so that starting a pass advances that
         # generator as in torch (code seeding once and then iterating sees the same streams).
-        self._base_seed = int(tracegrad.empty((), dtype=tracegrad.int64)
-                              .random_(generator=loader.generator).item())
+        # Its value is read only when there are (emulated) workers to seed: inside
+        # tracegrad.compile reading it would be a graph break in every loop over a loader.
+        base_seed = tracegrad.empty((), dtype=tracegrad.int64).random_(generator=loader.generator)
         # the emulated workers (_workers.py): one WorkerInfo each, and for an IterableDataset one
         # [iterator, ended] stream each (a single stream, as worker None, without workers)
         # each with its own (shallow) copy of the dataset, as torch's workers get theirs: torch's
@@ -109,7 +110,8 @@ class _SingleProcessDataLoaderIter:
         n = loader.num_workers
         self._workers = getattr(loader, "_persistent", None)
         if self._workers is None:
-            self._workers = [WorkerInfo(id=w, num_workers=n, seed=self._base_seed + w,
+            base_seed = int(base_seed.item()) if n else 0
+            self._workers = [WorkerInfo(id=w, num_workers=n, seed=base_seed + w,
                                         dataset=copy.copy(self._dataset)) for w in range(n)] or [None]
             if n and loader.worker_init_fn is not None:
                 for info in self._workers:
