@@ -102,7 +102,9 @@ def linear(input, weight, bias=None):
     # torch's (tests/api/test_public_programs_round32_amp.py), for a cause not yet found.
     fusable = (bias.ndim == 1 or bias.squeeze().ndim == 1) and bias.is_contiguous()
     if fusable and (input.is_contiguous() or bias.dtype == input.dtype):
-        out = tracegrad.addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
+        # (-1 cannot be inferred beside a 0 feature size: Linear(0, n), as in Transformer(dim_feedforward=0))
+        rows = -1 if input.shape[-1] else math.prod(input.shape[:-1])
+        out = tracegrad.addmm(bias, input.reshape(rows, input.shape[-1]), weight.t())
         return out.view(*input.shape[:-1], weight.shape[0])
     return input.matmul(weight.t()).add_(bias)
 
