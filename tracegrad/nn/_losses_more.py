@@ -12,7 +12,7 @@ import tracegrad
 from tracegrad import _autocast
 from tracegrad import _state
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import require_float
+from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
 from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_tensors
 
 from . import _reduction
@@ -141,6 +141,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """Mirrors ``torch.nn.functional.multilabel_soft_margin_loss``: per-class logistic loss,
     optionally weighted, averaged over the class (last) dim, then reduced over the batch."""
     reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
+    if not isinstance(reduction, str):   # torch's TypeError (it appends text to the value after the loss)
+        raise TypeError(f"multilabel_soft_margin_loss(): reduction must be 'none', 'mean' or 'sum', not "
+                        f"{type(reduction).__name__}")
     ls = tracegrad.nn.functional.logsigmoid
     loss = -(target * ls(input) + (1 - target) * ls(-input))
     if weight is not None:
@@ -243,6 +246,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
     check_tensors("poisson_nll_loss", input, target, names=("input", "target"))   # the parser: TypeError for a list
+    for pos, (name, flag) in enumerate((("log_input", log_input), ("full", full)), 3):
+        if not _is_strict_bool(flag):   # the parser takes only a bool (a str or None was read for its truth)
+            raise strict_error("poisson_nll_loss", name, "bool", flag, pos)
     eps = require_float("poisson_nll_loss", "eps", eps, 5)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
