@@ -372,6 +372,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if not isinstance(targets, tracegrad.Tensor):
         raise TypeError(f"ctc_loss(): argument 'targets' must be Tensor, not {type(targets).__name__}")
+    if not _is_strict_bool(zero_infinity):   # torch's parser takes only a bool
+        raise strict_error("ctc_loss", "zero_infinity", "bool", zero_infinity, 7)
     if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
         raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
                         "of ints")
