@@ -6,9 +6,9 @@ out-of-range dims, ``s`` lengths), reductions (dims out of range or repeated, ``
 cat/stack/split/chunk, where/masked_select, searchsorted/bucketize, cdist/pdist/trapezoid/
 block_diag, the losses (cross_entropy/nll targets, weights and label_smoothing, bce ranges, ctc
 lengths and flags, margin losses' reductions and flags), RNN/LSTM/GRU ranks and hx shapes,
-MultiheadAttention masks and Transformer shapes. A probe of ~2,200 calls (written here for this
-table, no other repository's tests copied; torch 2.13 the oracle) found these differences, fixed
-in tracegrad:
+MultiheadAttention masks and Transformer shapes, and ~80 Scalar/int parameters given a tensor. A
+probe of ~2,400 calls (written here for this table, no other repository's tests copied; torch 2.13
+the oracle) found these differences, fixed in tracegrad:
 
 - ``searchsorted``/``bucketize`` converted a number ``input`` to the boundaries' dtype: 0.5 against
   int64 boundaries was searched as 0 (index 0; torch: 1); and refused any bool operand, where torch
@@ -30,7 +30,14 @@ in tracegrad:
   ``swap``, ``ctc_loss`` a non-bool ``zero_infinity`` for their truth (torch: TypeError);
   ``multilabel_soft_margin_loss(reduction=None)`` said only "None is not valid" (ValueError; torch
   TypeError); ``lp_pool1d`` took a tuple kernel_size (torch: TypeError);
-- ``block_diag([t])`` (one list) raised AttributeError; torch TypeError.
+- ``block_diag([t])`` (one list) raised AttributeError; torch TypeError;
+- a one-element tensor with dims given for a Scalar parameter (``elu(alpha=)``, ``leaky_relu``'s
+  slope, ``softshrink``/``hardshrink``'s lambd, ``rrelu``, ``add``'s alpha, ``fill_diagonal_``,
+  ``nan_to_num``, ``logit``'s eps; ``addmm``/``baddbmm``'s beta, ``softplus``, ``histc``, ``cdist``/
+  ``pdist``'s p, ``multi_margin_loss``'s p, ``scaled_dot_product_attention``'s scale) was read as
+  its number; torch's parser takes a 0-d tensor without grad only (TypeError; the shared check in
+  ``_api/argcheck.py``, and kinds for those parameters); ``hardtanh`` refused a 0-d tensor limit
+  torch takes (``nn/functional.py``).
 
 Found and left alone (not tabled): ``linalg``'s error class is tracegrad's own LinAlgError (a
 RuntimeError, torch's ``_LinAlgError`` is not importable by that name); ``matrix_exp`` in float16
@@ -39,7 +46,10 @@ short of the input (torch's modes disagree with each other there); ``norm(dim=0-
 ``broadcast_shapes((2.5,), ...)`` (accidents of torch's Python code); ``trapezoid(dx=0-d tensor)``
 (torch TypeError, its alias ``trapz`` takes it: tracegrad takes both).
 
-Left as a strict xfail: ``x.max(dim=tensor(1))`` -- torch's parser reads a 0-d integer tensor given
+Left as strict xfails (``LEFT``): an int parameter given a one-element tensor with dims
+(``polygamma``'s n, ``mvlgamma``'s p, ``linalg.matrix_power``'s n, ``pixel_shuffle``'s upscale_factor:
+torch's TypeError, tracegrad reads the int; its int check takes such tensors for the symbolic-int
+parameters of other functions); and ``x.max(dim=tensor(1))`` -- torch's parser reads a 0-d integer tensor given
 by keyword as the dim; tracegrad's one signature cannot tell it from the positional ``max(other)``
 overload and returns the elementwise maximum.
 
@@ -50,7 +60,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import outcome, table_tests, value_test
+from _bad_input_helpers import left_tests, outcome, table_tests, value_test
 
 torch = pytest.importorskip("torch")
 
@@ -257,7 +267,41 @@ C["transformer_dim_feedforward_0_ok"] = lambda T: _transformer(T, dim_feedforwar
                                                                                       T.ones(3, 2, 4)).shape
 C["linear_zero_in_features_3d_ok"] = lambda T: T.nn.functional.linear(T.ones(2, 2, 0), T.ones(3, 0), T.arange(3.))
 
+# a one-element tensor with dims where torch's parser wants a Number (Scalar) or a float: its
+# TypeError (a 0-d tensor without grad stands for its number)
+_V = lambda T: T.tensor([-2., -0.5, 0.5, 3.])   # noqa: E731
+_NUMBER_ARGS = {
+    "leaky_relu_negative_slope": lambda T, t: F(T).leaky_relu(_V(T), negative_slope=t(0.1)),
+    "elu_alpha": lambda T, t: F(T).elu(_V(T), alpha=t(2.)),
+    "celu_alpha": lambda T, t: F(T).celu(_V(T), alpha=t(2.)),
+    "hardtanh_min_val": lambda T, t: F(T).hardtanh(_V(T), min_val=t(-1.)),
+    "hardtanh_max_val": lambda T, t: F(T).hardtanh(_V(T), max_val=t(1.5)),
+    "softplus_beta": lambda T, t: F(T).softplus(_V(T), beta=t(2.)),
+    "softplus_threshold": lambda T, t: F(T).softplus(_V(T), threshold=t(1.)),
+    "softshrink_lambd": lambda T, t: F(T).softshrink(_V(T), t(1.)),
+    "hardshrink_lambd": lambda T, t: F(T).hardshrink(_V(T), t(1.)),
+    "rrelu_lower": lambda T, t: F(T).rrelu(_V(T), lower=t(0.1), upper=0.3),
+    "histc_min": lambda T, t: T.histc(_V(T), bins=4, min=t(-2.), max=3),
+    "nan_to_num_nan": lambda T, t: T.nan_to_num(T.tensor([float("nan")]), nan=t(2.)),
+    "cdist_p": lambda T, t: T.cdist(A(T), A(T) + 1, p=t(1.)),
+    "pdist_p": lambda T, t: T.pdist(A(T), p=t(1.)),
+    "logit_eps": lambda T, t: T.logit(T.tensor([0., 0.5, 1.]), eps=t(0.1)),
+    "add_alpha": lambda T, t: T.add(_V(T), _V(T), alpha=t(2.)),
+    "baddbmm_beta": lambda T, t: T.baddbmm(T.ones(1, 2, 2), T.ones(1, 2, 2), T.ones(1, 2, 2), beta=t(2.)),
+    "addmm_beta": lambda T, t: T.addmm(T.ones(2, 2), T.ones(2, 2), T.ones(2, 2), beta=t(2.)),
+    "fill_diagonal_value": lambda T, t: T.zeros(2, 2).fill_diagonal_(t(2.)),
+    "multi_margin_p": lambda T, t: F(T).multi_margin_loss(A(T), T.tensor([0, 1]), p=t(2)),
+    "sdpa_scale": lambda T, t: F(T).scaled_dot_product_attention(T.ones(1, 2, 4), T.ones(1, 2, 4),
+                                                                 T.arange(8.).reshape(1, 2, 4), scale=t(0.5)),
+}
+for _name, _call in _NUMBER_ARGS.items():
+    C[f"{_name}_0d_tensor_ok"] = lambda T, c=_call: c(T, T.tensor)
+    C[f"{_name}_1d_tensor"] = lambda T, c=_call: c(T, lambda v: T.tensor([v]))
+C["hardtanh_min_val_grad_tensor"] = lambda T: F(T).hardtanh(_V(T), min_val=T.tensor(-1., requires_grad=True))
+
 GIST = {
+    "elu_alpha_1d_tensor": "must be Number, not Tensor",
+    "hardtanh_min_val_grad_tensor": "argument 'min_val'",
     "nanmean_dtype_int": "could not infer output dtype",
     "median_dim_tuple": "must be int, not tuple",
     "norm_keepdim_int": "argument 'keepdim'",
@@ -272,8 +316,17 @@ GIST = {
     "cumulative_trapezoid_dx_1d_tensor": "invalid combination of arguments",
 }
 
-test_same_class_as_torch, test_message_gist = table_tests(C, GIST, torch, tracegrad)
-test_accepted_value_matches_torch = value_test(C, [k for k in C if k.endswith("_ok")], torch, tracegrad, close=True)
+C["polygamma_n_1d_tensor"] = lambda T: T.polygamma(T.tensor([1]), T.tensor([1., 2.]))
+C["mvlgamma_p_1d_tensor"] = lambda T: T.mvlgamma(T.tensor([2., 3.]), p=T.tensor([2]))
+C["matrix_power_n_1d_tensor"] = lambda T: T.linalg.matrix_power(T.eye(2), T.tensor([2]))
+C["pixel_shuffle_factor_1d_tensor"] = lambda T: F(T).pixel_shuffle(T.ones(1, 4, 1, 2), T.tensor([2]))
+_INT_LEFT = "a one-element int tensor with dims for a plain int parameter: torch TypeError, tracegrad reads the int"
+LEFT = dict.fromkeys(("polygamma_n_1d_tensor", "mvlgamma_p_1d_tensor", "matrix_power_n_1d_tensor",
+                      "pixel_shuffle_factor_1d_tensor"), _INT_LEFT)
+MATCHED, test_left_mismatch = left_tests(C, LEFT, torch, tracegrad)
+test_same_class_as_torch, test_message_gist = table_tests(MATCHED, GIST, torch, tracegrad)
+test_accepted_value_matches_torch = value_test(MATCHED, [k for k in MATCHED if k.endswith("_ok")], torch, tracegrad,
+                                               close=True)
 
 
 @pytest.mark.parametrize("boundaries", [[0, 1, 2], [0., 1., 2.], [False, True]])

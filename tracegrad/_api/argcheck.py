@@ -94,9 +94,10 @@ def _is_tensor_like(v):
 
 
 def _is_number(v):
-    # torch's Scalar: a Python or numpy number, or a one-element tensor
+    # torch's Scalar: a Python or numpy number, or a 0-d tensor that needs no grad (its parser refuses
+    # a one-element tensor with dims: ``elu(x, alpha=tensor([2.]))`` is its TypeError)
     if isinstance(v, Tensor):
-        return v.numel() == 1
+        return v.ndim == 0 and not v.requires_grad
     return isinstance(v, (int, float, complex)) or type(v).__module__ == "numpy"
 
 
@@ -165,6 +166,12 @@ _API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdi
               # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
               "fill_diagonal_": {"fill_value": "Number"},
+              # Scalar/float parameters: a 0-d tensor at most (a one-element tensor with dims is the TypeError)
+              **dict.fromkeys(("addmm", "addmm_", "addbmm", "addbmm_", "baddbmm", "baddbmm_", "addmv", "addmv_",
+                               "addr", "addr_"), {"beta": "Number"}),
+              "softplus": {"beta": "Number", "threshold": "Number"}, "histc": {"min": "Number", "max": "Number"},
+              **dict.fromkeys(("cdist", "pdist"), {"p": "Number"}), "multi_margin_loss": {"p": "Number"},
+              "scaled_dot_product_attention": {"scale": "Number or None"},
               # a row count and an index value, not a shape
               "nonzero_static": {"size": "int", "fill_value": "int"}, "pinverse": {"rcond": "Number"},
               # a Tensor or a number (checked after a failure, where None or a string is the cause)

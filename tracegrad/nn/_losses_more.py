@@ -191,7 +191,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
-    margin = require_float("multi_margin_loss", "margin", margin, 4, kind="Number")   # the parser's, first
+    p = require_float("multi_margin_loss", "p", p, 3, kind="Number")   # the parser's, first
+    margin = require_float("multi_margin_loss", "margin", margin, 4, kind="Number")
     _check_class_input("multi_margin_loss", input, target)
     check_past_f32("multi_margin_loss", input.dtype, margin)   # torch's checked conversion (1e39)
     x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)

@@ -488,6 +488,13 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     ``min_val > max_val``; RuntimeError for bool input, or uint8 input with a negative limit."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    # torch's Scalar limits: a number, or a 0-d tensor (without grad) that stands for its number
+    min_val = require_float("hardtanh", "min_val", min_val, 2, kind="Number")
+    max_val = require_float("hardtanh", "max_val", max_val, 3, kind="Number")
+    if isinstance(min_val, tracegrad.Tensor):
+        min_val = min_val.item()
+    if isinstance(max_val, tracegrad.Tensor):
+        max_val = max_val.item()
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
         check_past_f32("hardtanh", input.dtype, min_val, max_val, real_kernel=True, own_range=True)
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
