@@ -37,7 +37,10 @@ the oracle) found these differences, fixed in tracegrad:
   ``pdist``'s p, ``multi_margin_loss``'s p, ``scaled_dot_product_attention``'s scale) was read as
   its number; torch's parser takes a 0-d tensor without grad only (TypeError; the shared check in
   ``_api/argcheck.py``, and kinds for those parameters); ``hardtanh`` refused a 0-d tensor limit
-  torch takes (``nn/functional.py``).
+  torch takes (``nn/functional.py``); likewise an int parameter that is not a symbolic int
+  (``polygamma``'s n, ``mvlgamma``'s p, ``linalg.matrix_power``'s n, ``pixel_shuffle``'s
+  upscale_factor) read a one-element tensor with dims as its int (torch: TypeError; a 0-d integer
+  tensor is still taken).
 
 Found and left alone (not tabled): ``linalg``'s error class is tracegrad's own LinAlgError (a
 RuntimeError, torch's ``_LinAlgError`` is not importable by that name); ``matrix_exp`` in float16
@@ -46,10 +49,7 @@ short of the input (torch's modes disagree with each other there); ``norm(dim=0-
 ``broadcast_shapes((2.5,), ...)`` (accidents of torch's Python code); ``trapezoid(dx=0-d tensor)``
 (torch TypeError, its alias ``trapz`` takes it: tracegrad takes both).
 
-Left as strict xfails (``LEFT``): an int parameter given a one-element tensor with dims
-(``polygamma``'s n, ``mvlgamma``'s p, ``linalg.matrix_power``'s n, ``pixel_shuffle``'s upscale_factor:
-torch's TypeError, tracegrad reads the int; its int check takes such tensors for the symbolic-int
-parameters of other functions); and ``x.max(dim=tensor(1))`` -- torch's parser reads a 0-d integer tensor given
+Left as a strict xfail: ``x.max(dim=tensor(1))`` -- torch's parser reads a 0-d integer tensor given
 by keyword as the dim; tracegrad's one signature cannot tell it from the positional ``max(other)``
 overload and returns the elementwise maximum.
 
@@ -60,7 +60,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import left_tests, outcome, table_tests, value_test
+from _bad_input_helpers import outcome, table_tests, value_test
 
 torch = pytest.importorskip("torch")
 
@@ -320,12 +320,8 @@ C["polygamma_n_1d_tensor"] = lambda T: T.polygamma(T.tensor([1]), T.tensor([1., 
 C["mvlgamma_p_1d_tensor"] = lambda T: T.mvlgamma(T.tensor([2., 3.]), p=T.tensor([2]))
 C["matrix_power_n_1d_tensor"] = lambda T: T.linalg.matrix_power(T.eye(2), T.tensor([2]))
 C["pixel_shuffle_factor_1d_tensor"] = lambda T: F(T).pixel_shuffle(T.ones(1, 4, 1, 2), T.tensor([2]))
-_INT_LEFT = "a one-element int tensor with dims for a plain int parameter: torch TypeError, tracegrad reads the int"
-LEFT = dict.fromkeys(("polygamma_n_1d_tensor", "mvlgamma_p_1d_tensor", "matrix_power_n_1d_tensor",
-                      "pixel_shuffle_factor_1d_tensor"), _INT_LEFT)
-MATCHED, test_left_mismatch = left_tests(C, LEFT, torch, tracegrad)
-test_same_class_as_torch, test_message_gist = table_tests(MATCHED, GIST, torch, tracegrad)
-test_accepted_value_matches_torch = value_test(MATCHED, [k for k in MATCHED if k.endswith("_ok")], torch, tracegrad,
+test_same_class_as_torch, test_message_gist = table_tests(C, GIST, torch, tracegrad)
+test_accepted_value_matches_torch = value_test(C, [k for k in C if k.endswith("_ok")], torch, tracegrad,
                                                close=True)
 
 

@@ -49,6 +49,12 @@ def _is_int(v):
     return type(v) is not bool and _is_index(v) and not (isinstance(v, Tensor) and v.dtype._cat == 0)
 
 
+def _is_plain_int(v):
+    # a plain (not symbolic) int parameter takes a 0-d integer tensor (``__index__``), never one with
+    # dims (``polygamma(tensor([1]), x)``, ``pixel_shuffle(x, tensor([2]))``: torch's TypeError)
+    return _is_int(v) and not (isinstance(v, Tensor) and v.ndim != 0)
+
+
 # int parameters torch reads as symbolic ints (by function): its parser takes any one-element
 # integral tensor there, a bool one too, and then refuses the bool value with a RuntimeError
 # (``bool_size_error``), where a plain int parameter (a dim, ``chunks``, ``diag``'s diagonal,
@@ -352,6 +358,8 @@ def _strict_params(api, sig, python_level):
             continue
         at = pos if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) else 1 << 30
         ok = _is_strict_bool if kind == "bool" else _is_strict_opt_bool if kind == "bool or None" else _CHECKS[kind]
+        if kind == "int" and name not in _SYMINT_PARAMS.get(api.rpartition(".")[2].rstrip("_"), ()):
+            ok = _is_plain_int
         out.append((at, name, param.default, _FAST.get(kind, int), ok, kind))
     return tuple(out)
 
