@@ -49,6 +49,12 @@ def _is_int(v):
     return type(v) is not bool and _is_index(v) and not (isinstance(v, Tensor) and v.dtype._cat == 0)
 
 
+def _is_plain_int(v):
+    # a plain (not symbolic) int parameter takes a 0-d integer tensor (``__index__``), never one with
+    # dims (``polygamma(tensor([1]), x)``, ``pixel_shuffle(x, tensor([2]))``: torch's TypeError)
+    return _is_int(v) and not (isinstance(v, Tensor) and v.ndim != 0)
+
+
 # int parameters torch reads as symbolic ints (by function): its parser takes any one-element
 # integral tensor there, a bool one too, and then refuses the bool value with a RuntimeError
 # (``bool_size_error``), where a plain int parameter (a dim, ``chunks``, ``diag``'s diagonal,
@@ -94,9 +100,10 @@ def _is_tensor_like(v):
 
 
 def _is_number(v):
-    # torch's Scalar: a Python or numpy number, or a one-element tensor
+    # torch's Scalar: a Python or numpy number, or a 0-d tensor that needs no grad (its parser refuses
+    # a one-element tensor with dims: ``elu(x, alpha=tensor([2.]))`` is its TypeError)
     if isinstance(v, Tensor):
-        return v.numel() == 1
+        return v.ndim == 0 and not v.requires_grad
     return isinstance(v, (int, float, complex)) or type(v).__module__ == "numpy"
 
 
@@ -165,6 +172,12 @@ _API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdi
               # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
               "fill_diagonal_": {"fill_value": "Number"},
+              # Scalar/float parameters: a 0-d tensor at most (a one-element tensor with dims is the TypeError)
+              **dict.fromkeys(("addmm", "addmm_", "addbmm", "addbmm_", "baddbmm", "baddbmm_", "addmv", "addmv_",
+                               "addr", "addr_"), {"beta": "Number"}),
+              "softplus": {"beta": "Number", "threshold": "Number"}, "histc": {"min": "Number", "max": "Number"},
+              **dict.fromkeys(("cdist", "pdist"), {"p": "Number"}), "multi_margin_loss": {"p": "Number"},
+              "scaled_dot_product_attention": {"scale": "Number or None"},
               # a row count and an index value, not a shape
               "nonzero_static": {"size": "int", "fill_value": "int"}, "pinverse": {"rcond": "Number"},
               # a Tensor or a number (checked after a failure, where None or a string is the cause)
@@ -345,6 +358,8 @@ def _strict_params(api, sig, python_level):
             continue
         at = pos if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) else 1 << 30
         ok = _is_strict_bool if kind == "bool" else _is_strict_opt_bool if kind == "bool or None" else _CHECKS[kind]
+        if kind == "int" and name not in _SYMINT_PARAMS.get(api.rpartition(".")[2].rstrip("_"), ()):
+            ok = _is_plain_int
         out.append((at, name, param.default, _FAST.get(kind, int), ok, kind))
     return tuple(out)
 

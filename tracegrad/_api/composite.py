@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -585,10 +586,10 @@ def _check_searchsorted(seq, values, scalar, right, side, sorter):
         raise RuntimeError(f"{api}: side can only be 'left' or 'right' but got {side}")
     if side == "left" and right:
         raise RuntimeError(f"{api}: side and right can't be set to opposites, got side of left while right was True")
-    for t in (seq, values):
-        if t.dtype is bool_ or t.dtype.is_complex:
-            raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{_SCALAR_NAME[t.dtype.name]}'; "
-                                      "pass real numeric tensors")
+    common = result_dtype(seq, values)   # torch searches in the promoted dtype: only a bool or complex one fails
+    if common is bool_ or common.is_complex:
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{_SCALAR_NAME[common.name]}'; "
+                                  "pass real numeric tensors")
     if sorter is not None:
         if tuple(sorter.shape) != tuple(seq.shape):
             raise RuntimeError(f"{api}: boundary and sorter must have the same size, but got boundary tensor "
@@ -613,7 +614,11 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     another shape, dtype or out of range; NotImplementedError for bool or complex tensors.
     NaN values and boundaries give torch's indices (its binary search, step for step)."""
     scalar = not isinstance(input, Tensor)
-    values = _t(input, sorted_sequence)
+    # a number joins the promotion as a wrapped scalar (0.5 against int64 boundaries is searched as
+    # float32, not truncated to 0), as torch's
+    if scalar and not isinstance(input, numbers.Number):
+        raise TypeError(f"searchsorted(): argument 'input' must be a Tensor or a Number, not {type(input).__name__}")
+    values = _tensor(input, dtype=result_dtype(sorted_sequence, input)) if scalar else input
     _check_searchsorted(sorted_sequence, values, scalar, right, side, sorter)
     if side is not None:
         right = side == "right"
@@ -650,6 +655,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     ``boundaries`` (``searchsorted(boundaries, input, right=right)``). RuntimeError unless
     ``boundaries`` is 1-D; TypeError unless it is a Tensor and ``input`` a Tensor or a number."""
     _check_operand(input, "bucketize", "input", 1)
+    if input is None:    # (None passes _check_operand, an absent bound elsewhere)
+        raise TypeError("bucketize(): argument 'input' (position 1) must be Tensor, not NoneType")
     if not isinstance(boundaries, Tensor):
         raise not_a_tensor("bucketize", boundaries, "boundaries", 2)
     if boundaries.ndim != 1:

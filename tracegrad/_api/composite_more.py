@@ -25,7 +25,7 @@ from .composite_names import _add_scaled, _fused_node
 from .elementwise import where
 from .linalg import bmm
 from .._tensor.convert import check_float_fits
-from .promotion import beta_first, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
+from .promotion import beta_first, check_tensors, _SCALAR_NAME, result_dtype
 from .reduction import check_sortable, return_types
 from .shape import cat, stack
 from .._tensor.out import accepts_out
@@ -139,6 +139,12 @@ def _trapezoid_terms(y, x, dx, dim, api):
                         f" * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = 1, int dim = -1)")
     if isinstance(dx, complex) or (isinstance(dx, Tensor) and dx.is_complex()):
         raise RuntimeError(f"{api}: Currently, we only support dx as a real number.")
+    if isinstance(dx, Tensor):   # torch's Number dx: the value of a 0-d tensor that needs no grad
+        if dx.ndim or dx.requires_grad:
+            raise TypeError(f"{api}() received an invalid combination of arguments - got (Tensor, dx=Tensor); dx "
+                            f"is a number (a 0-d tensor without grad at most), got shape {list(dx.shape)}"
+                            f"{' requiring grad' if dx.requires_grad else ''}")
+        dx = dx.item()
     if getattr(y, "dtype", None) is _dt.bool_ or getattr(x, "dtype", None) is _dt.bool_:
         raise RuntimeError(f"{api}: received a bool input for `x` or `y`, but bool is not supported; convert it "
                            f"with .float()")
@@ -216,7 +222,8 @@ def block_diag(*tensors):
     """Mirrors ``torch.block_diag``: the tensors (0-d as 1x1, 1-d as one row, 2-d) on the
     diagonal of a 2-d tensor of zeros, in their promoted dtype. RuntimeError for an input of
     more than 2 dims, as torch."""
-    check_tensor_seq("block_diag", tensors)
+    # (not check_tensor_seq: torch's block_diag takes the tensors unpacked only, never one list of them)
+    check_tensors("block_diag", *tensors, names=("tensors",) * len(tensors))
     for i, t in enumerate(tensors):
         if t.dim() > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "

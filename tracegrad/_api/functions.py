@@ -14,7 +14,7 @@ from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
-from .argcheck import guard_all
+from .argcheck import guard_all, require_float
 from .numpy_names import add_numpy_names
 from .out_functions import add_out
 from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors, check_same_dtype, function_form_of, result_dtype
@@ -120,6 +120,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x1.dtype.name in ("float16", "bfloat16"):   # torch's CPU kernel: float32/float64 only
         raise NotImplementedError(f"\"cdist\" not implemented for '{_SCALAR_NAME[x1.dtype.name]}'; compute the "
                                   f"distances in float32 (.float())")
+    p = require_float("cdist", "p", p, 3)   # torch's float p: a 0-d tensor at most
     if not p >= 0:   # NaN too, as torch
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (

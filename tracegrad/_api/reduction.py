@@ -172,6 +172,13 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
                            f"{_SCALAR_NAME[self.dtype.name]}")
     if dim is None and self.ndim > 64:   # torch's nanmean names every dim: the 64-bit dim mask
         _too_many_dims(self.ndim)
+    if dtype is not None:    # torch checks the dtype asked for, and refuses complex input, before any cast
+        d = _dt.user_dtype(dtype, "nanmean")
+        if d._cat <= 1:
+            raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be either a floating "
+                               f"point or complex dtype. Got: {_SCALAR_NAME[d.name]}")
+        if self.dtype.is_complex:
+            return nansum(self)
     self = _to_dtype(self, dtype, "nanmean")
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
@@ -227,6 +234,12 @@ def _correction(correction, unbiased, api="std"):
         if unbiased is not None:   # no torch overload takes both
             raise TypeError(f"{api}() received an invalid combination of arguments - got both unbiased and "
                             "correction; pass only correction=<int> (unbiased=True is correction=1)")
+        if isinstance(correction, Tensor):   # torch's parser reads a 0-d tensor as the Number it holds
+            if correction.ndim != 0:
+                raise TypeError(f"{api}(): argument 'correction' must be Number, not a Tensor of shape "
+                                f"{list(correction.shape)}; pass a number or a 0-d tensor")
+            correction = correction.item()
+            correction = int(correction) if isinstance(correction, bool) else correction
         return correction
     return 1 if unbiased in (None, True) else 0
 
@@ -399,6 +412,11 @@ def logsumexp(self, dim, keepdim=False):
     bool inputs give the default float dtype."""
     if self.dtype._cat <= 1:
         self = self.to(_dt.get_default_dtype())
+    if isinstance(dim, (list, tuple)) and not dim and not keepdim and self.ndim and self.numel():
+        # torch's dim=[] reduces every dim and then fails writing its kept-dims sum into a 0-d output
+        raise RuntimeError(f"logsumexp(): dim=[] without keepdim is refused, as torch (output with shape [] "
+                           f"doesn't match the broadcast shape {[1] * self.ndim}); pass the dims to reduce, "
+                           "tuple(range(input.dim())) for all of them, or keepdim=True")
     return apply_op(OPS["logsumexp"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
@@ -432,6 +450,13 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{self.dtype}; convert it with .float()")
+    # torch.norm (Python) hands keepdim and dtype to linalg's parsers: a bool and a dtype only
+    if type(keepdim) is not bool:   # (a numpy bool too, as torch)
+        raise TypeError(f"linalg_vector_norm(): argument 'keepdim' (position 4) must be bool, not "
+                        f"{type(keepdim).__name__}; pass True or False")
+    if dtype is not None and not isinstance(dtype, _dt.dtype):
+        raise TypeError(f"linalg_vector_norm(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}; "
+                        "pass one such as tracegrad.float64")
     if p == "fro" and isinstance(dim, (list, tuple)) and len(dim) > 2:   # torch: matrix_norm's refusal
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     if p == "fro" or p is None:
@@ -698,6 +723,8 @@ def kthvalue(self, k, dim=-1, keepdim=False):
 
 
 def check_median(self, dim, api):
+    if isinstance(dim, (tuple, list)):   # torch's parser: one int dim (before any check of the dims)
+        raise TypeError(f"{api}(): argument 'dim' must be int, not {type(dim).__name__}; pass an integer dim")
     check_sortable(self, "median", NotImplementedError, bool_ok=False)
     if dim is not None:   # torch's median/nanmedian along a dim take more than 64 dims
         _extremum_dims(self, dim, api, limit=False)

@@ -31,6 +31,11 @@ def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
         # torch's lp_pool2d/3d unpack a non-int kernel_size into n names first: ValueError
         raise ValueError(f"lp_pool{n}d: kernel_size must be an int or {n} ints, got {kernel_size!r} "
                          f"(not enough / too many values to unpack)")
+    if n == 1 and isinstance(kernel_size, (list, tuple)) and len(kernel_size) == 1:
+        # torch's lp_pool1d multiplies the pooled tensor by kernel_size itself: an int only (TypeError;
+        # another length fails in the pool first, its RuntimeError)
+        raise TypeError(f"lp_pool1d(): kernel_size must be an int, not {type(kernel_size).__name__}; pass "
+                        f"kernel_size={kernel_size[0]}")
     k = _tuple(kernel_size, n)
     if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
         # torch's norm_type=+-inf is the max (min) of |x| over the window, a max pool; the

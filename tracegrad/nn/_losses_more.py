@@ -12,7 +12,7 @@ import tracegrad
 from tracegrad import _autocast
 from tracegrad import _state
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import require_float
+from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
 from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_tensors
 
 from . import _reduction
@@ -141,6 +141,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """Mirrors ``torch.nn.functional.multilabel_soft_margin_loss``: per-class logistic loss,
     optionally weighted, averaged over the class (last) dim, then reduced over the batch."""
     reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
+    if not isinstance(reduction, str):   # torch's TypeError (it appends text to the value after the loss)
+        raise TypeError(f"multilabel_soft_margin_loss(): reduction must be 'none', 'mean' or 'sum', not "
+                        f"{type(reduction).__name__}")
     ls = tracegrad.nn.functional.logsigmoid
     loss = -(target * ls(input) + (1 - target) * ls(-input))
     if weight is not None:
@@ -188,7 +191,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
-    margin = require_float("multi_margin_loss", "margin", margin, 4, kind="Number")   # the parser's, first
+    p = require_float("multi_margin_loss", "p", p, 3, kind="Number")   # the parser's, first
+    margin = require_float("multi_margin_loss", "margin", margin, 4, kind="Number")
     _check_class_input("multi_margin_loss", input, target)
     check_past_f32("multi_margin_loss", input.dtype, margin)   # torch's checked conversion (1e39)
     x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
@@ -243,6 +247,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
     check_tensors("poisson_nll_loss", input, target, names=("input", "target"))   # the parser: TypeError for a list
+    for pos, (name, flag) in enumerate((("log_input", log_input), ("full", full)), 3):
+        if not _is_strict_bool(flag):   # the parser takes only a bool (a str or None was read for its truth)
+            raise strict_error("poisson_nll_loss", name, "bool", flag, pos)
     eps = require_float("poisson_nll_loss", "eps", eps, 5)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -366,6 +373,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if not isinstance(targets, tracegrad.Tensor):
         raise TypeError(f"ctc_loss(): argument 'targets' must be Tensor, not {type(targets).__name__}")
+    if not _is_strict_bool(zero_infinity):   # torch's parser takes only a bool
+        raise strict_error("ctc_loss", "zero_infinity", "bool", zero_infinity, 7)
     if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
         raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
                         "of ints")

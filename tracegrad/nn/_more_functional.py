@@ -12,7 +12,7 @@ import tracegrad
 from tracegrad import _autocast
 
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import require_float
+from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
 from tracegrad._api.promotion import _SCALAR_NAME
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
@@ -318,6 +318,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         raise ValueError(f"margin must be greater than 0, got {margin}")
     for pos, (name, v) in enumerate((("margin", margin), ("p", p), ("eps", eps)), 4):
         require_float("triplet_margin_loss", name, v, pos)   # torch.triplet_margin_loss's parser
+    if not _is_strict_bool(swap):   # (the parser's: a str or None was read for its truth)
+        raise strict_error("triplet_margin_loss", "swap", "bool", swap, 7)
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "

@@ -102,7 +102,9 @@ def linear(input, weight, bias=None):
     # torch's (tests/api/test_public_programs_round32_amp.py), for a cause not yet found.
     fusable = (bias.ndim == 1 or bias.squeeze().ndim == 1) and bias.is_contiguous()
     if fusable and (input.is_contiguous() or bias.dtype == input.dtype):
-        out = tracegrad.addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
+        # (-1 cannot be inferred beside a 0 feature size: Linear(0, n), as in Transformer(dim_feedforward=0))
+        rows = -1 if input.shape[-1] else math.prod(input.shape[:-1])
+        out = tracegrad.addmm(bias, input.reshape(rows, input.shape[-1]), weight.t())
         return out.view(*input.shape[:-1], weight.shape[0])
     return input.matmul(weight.t()).add_(bias)
 
@@ -486,6 +488,13 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     ``min_val > max_val``; RuntimeError for bool input, or uint8 input with a negative limit."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    # torch's Scalar limits: a number, or a 0-d tensor (without grad) that stands for its number
+    min_val = require_float("hardtanh", "min_val", min_val, 2, kind="Number")
+    max_val = require_float("hardtanh", "max_val", max_val, 3, kind="Number")
+    if isinstance(min_val, tracegrad.Tensor):
+        min_val = min_val.item()
+    if isinstance(max_val, tracegrad.Tensor):
+        max_val = max_val.item()
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
         check_past_f32("hardtanh", input.dtype, min_val, max_val, real_kernel=True, own_range=True)
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
