@@ -625,7 +625,7 @@ class Region:
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
-        self.warnings = ()         # NOTE [warnings in a trace] (capture.py): given on every run
+        self.warnings = ()         # NOTE [warnings in a trace] (warned.py): given on every run
         self.appends = ()          # NOTE [Python appends] (pystate.py): (place, name, count)
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
@@ -837,6 +837,10 @@ class Region:
             # waits for the check (NOTE [value checks at run time])
             if self.precheck is not None and self.precheck.failed(flat):
                 raise ValueCheckFailed(self)
+            # a warning the filters make an error raises mid-function eagerly (rule 3 of NOTE
+            # [warnings in a trace] in warned.py): before the program donates its inputs
+            if self.warnings and any(w.raises() for w in self.warnings):
+                raise ValueCheckFailed(self, WARNING_IS_ERROR)
             # the refcount check only where this program donates at all (NOTE [donation on CPU])
             donate = donate and bool(self.program.donate) and self._grads_unshared()
             outs = self.program(flat, donate)
@@ -847,7 +851,7 @@ class Region:
         # jax.Array costs ~20 us more
         if self.checked and np.asarray(outs[6]):
             raise ValueCheckFailed(self)
-        for w in self.warnings:      # NOTE [warnings in a trace] (capture.py)
+        for w in self.warnings:      # NOTE [warnings in a trace] (warned.py)
             w.give()
         try:
             out = self.write_back(outs, arg_leaves)
@@ -1012,13 +1016,17 @@ class SharedArgsWritten(CallOnlyBreak):
     this call runs eagerly; calls with arguments of their own still use a program."""
 
 
+WARNING_IS_ERROR = ("a warning the function gives is an error under this call's warning filters: this call "
+                    "ran eagerly (the error comes where the function warns, after the state changes before it)")
+
+
 class ValueCheckFailed(Exception):
     """A value check an eager op makes failed in this run of ``region``'s program (NOTE [value
     checks at run time]): nothing was written back; the call must run eagerly."""
 
-    def __init__(self, region):
+    def __init__(self, region, reason=None):
         super().__init__("a value check failed at run time")
-        self.region = region
+        self.region, self.reason = region, reason
 
 
 def _any_failed(checks):
@@ -1345,7 +1353,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     info = {}
 
     def body(state, grads, keys, hypers, data):
-        info["warnings"] = []      # NOTE [warnings in a trace] (capture.py): this trace's own
+        info["warnings"] = []      # NOTE [warnings in a trace] (warned.py): this trace's own
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None

@@ -1,0 +1,132 @@
+"""Warnings a trace keeps and every run of its program gives again (NOTE [warnings in a trace])."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import warnings
+
+from .._ops import warn as _warn
+
+# NOTE [warnings in a trace]
+# Eager gives a function's warnings on every call, through the filters as they stand then
+# ("always" shows each, "default" once per place, "ignore" none). A trace runs the function
+# once, so a warning shown while tracing would come once. Instead the trace keeps each warning
+# the function gives, with the place and the warning registry ``warnings.warn`` used, and every
+# run of the program (the first included) gives them again with ``warnings.warn_explicit`` after
+# its checks pass: the filters decide again at each call, against the same registry, as eager
+# does. torch.compile gives them once. Rules:
+# 1. While tracing, an "always" filter (``_KEEP``) stands in front of the caller's filters, so a
+#    warning the caller's filters ignore now is kept too (a filter turned from "ignore" to
+#    "always" between calls shows it, as eagerly), and the trace adds nothing to the registries
+#    ("default", "once" and "module" would otherwise count the trace's pass as the place's one
+#    showing and swallow the first run's). A place the registry already holds (shown under
+#    "default" since the filters last changed) is not seen by the trace at all: it comes again
+#    only from a later trace.
+# 2. Filters the function puts in front of those (``catch_warnings()`` + ``simplefilter`` inside
+#    it) are the function's own: a warning they ignore is not kept, one they let through is given
+#    with them in front of the caller's filters of that call (``TracedWarning.prefix``).
+# 3. A warning the caller's filters make an error at a call would raise in the middle of the
+#    function eagerly, after some of its state changes and before the rest: that call runs
+#    eagerly (``TracedWarning.raises``, checked before the program runs and donates its inputs).
+# 4. Warnings the trace does not keep go through the caller's filters at once: another thread's,
+#    JAX's own (about tracing), a once-per-process one (torch's TORCH_WARN_ONCE, given once in
+#    eager and traced runs alike) and one the function catches itself (``catch_warnings(
+#    record=True)`` inside it: the list it reads is part of the trace, as eagerly).
+# its empty pattern matches every text and keeps the filter unequal to any a user adds (``simplefilter``
+# removes a filter equal to its own before putting that in front)
+_KEEP = ("always", re.compile(""), Warning, None, 0)
+_DECIDING = threading.local()
+
+
+class TracedWarning:
+    """One warning a trace kept (NOTE [warnings in a trace]): ``give()`` issues it again."""
+    __slots__ = ("message", "category", "filename", "lineno", "module", "registry", "globals", "prefix")
+
+    def __init__(self, msg, frame, prefix=()):
+        self.message, self.category = msg.message, msg.category
+        self.filename, self.lineno = msg.filename, msg.lineno
+        self.prefix = prefix        # the function's own filters in front of the caller's (rule 2)
+        self.module = self.registry = self.globals = None
+        while frame is not None:       # the frame ``warnings.warn`` named (its stacklevel)
+            if frame.f_code.co_filename == msg.filename and frame.f_lineno == msg.lineno:
+                g = frame.f_globals
+                self.module, self.globals = g.get("__name__"), g
+                self.registry = g.setdefault("__warningregistry__", {})
+                break
+            frame = frame.f_back
+        if self.registry is None:
+            self.registry = {}
+
+    def give(self):
+        if not self.prefix:
+            warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, self.module,
+                                   self.registry, self.globals)
+            return
+        with warnings.catch_warnings():       # as the function's own catch_warnings did
+            warnings.filters[:0] = self.prefix
+            warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, self.module,
+                                   self.registry, self.globals)
+
+    def raises(self) -> bool:
+        """Whether the filters of this moment make this warning an error (rule 3)."""
+        text = str(self.message)
+        module = os.path.splitext(os.path.basename(self.filename))[0] if self.module is None else self.module
+        for action, text_re, category, module_re, lineno in (*self.prefix, *warnings.filters):
+            if (text_re is None or text_re.match(text)) and issubclass(self.category, category) \
+                    and (module_re is None or module_re.match(module)) and lineno in (0, self.lineno):
+                return action == "error"
+        return warnings.defaultaction == "error"
+
+
+def _redecide(msg, frame):
+    """Show ``msg`` (which came through ``_KEEP``) as the filters without ``_KEEP`` decide."""
+    saved = warnings.filters
+    w = TracedWarning(msg, frame)
+    _DECIDING.on = True
+    try:
+        warnings.filters = [f for f in saved if f is not _KEEP]
+        w.give()
+    finally:
+        warnings.filters = saved
+        _DECIDING.on = False
+
+
+class Catcher:
+    """Installed by ``capture.guard_output`` while the function is traced: keeps in ``warned``
+    the warnings its runs must give again, and lets the others through (NOTE [warnings in a
+    trace])."""
+
+    def __init__(self, warned):
+        self.warned, self.thread = warned, threading.get_ident()
+        self.show = warnings._showwarnmsg
+        self.handlers = (warnings.showwarning, warnings._showwarnmsg_impl)
+
+    def __enter__(self):
+        warnings.filters.insert(0, _KEEP)     # no registry is reset: the filters the user set stand
+        warnings._showwarnmsg = self._show
+        return self
+
+    def __exit__(self, *exc):
+        warnings._showwarnmsg = self.show
+        flt = warnings.filters
+        for i, f in enumerate(flt):
+            if f is _KEEP:
+                del flt[i]
+                break
+
+    def _show(self, msg):
+        if getattr(_DECIDING, "on", False):
+            return self.show(msg)
+        frame = sys._getframe(1)
+        flt = warnings.filters
+        at = next((i for i, f in enumerate(flt) if f is _KEEP), None)
+        once = _warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]
+        if threading.get_ident() != self.thread or once or f"{os.sep}jax" in msg.filename \
+                or (warnings.showwarning, warnings._showwarnmsg_impl) != self.handlers:
+            if at is None:
+                return self.show(msg)
+            return _redecide(msg, frame)      # rule 4
+        self.warned.append(TracedWarning(msg, frame, tuple(flt[:at]) if at else ()))
+        return None
