@@ -57,6 +57,7 @@ from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_o
 # counted as the user's function raising, so every step reading opt.state_dict() ran eagerly
 from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
+from ._lowering.warned import Relocated, code_of
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, Plan, Retrace,
                                ValueCheckFailed, _PartialArg, _flatten, aliased_args, classify_args,
@@ -292,7 +293,8 @@ class CompiledFunction:
         self.stats["eager_calls"] += 1
         _IN_COMPILED[0] += 1      # ``is_compiling()`` is True there, as in torch's compiled frames
         try:
-            return self._fn(*args, **kwargs)
+            with Relocated(code_of(self._fn)):    # NOTE [warnings in a trace] rule 5
+                return self._fn(*args, **kwargs)
         finally:
             _IN_COMPILED[0] -= 1
 

@@ -600,6 +600,42 @@ def test_warnings_interleaved_with_the_steps_event_log():
     assert comp[-1]["state"]["log"] == ["before", "warned middle", "after"] * CALLS
 
 
+# ---- stacklevel past the compiled function -----------------------------------------------------
+
+def _stacklevel_program(level, nested=False):
+    def build(mod, wrap):
+        step, observed, batch = _sgd_step(mod, lambda f: f, lambda mod, m, x: m(x).pow(2).mean())
+
+        def body(x):
+            warnings.warn(f"level {level}", UserWarning, stacklevel=level)
+            return step(x)
+        if nested:
+            inner = wrap(body)
+
+            def body2(x):
+                return inner(x) + 1
+            compiled = wrap(body2)
+        else:
+            compiled = wrap(body)
+
+        def call(x):              # the line a stacklevel of 2 names
+            return compiled(x)
+
+        def call_call(x):         # the line a stacklevel of 3 names
+            return call(x)
+        return call_call, observed, batch
+    return build
+
+
+@pytest.mark.parametrize("level,nested", [(2, False), (3, False), (2, True)])
+def test_stacklevel_names_the_callers_line(level, nested):
+    # the frames of the compiled call do not count: eager names the caller's line, the compiled
+    # runs (eager first call, the trace's program) name it too, not compiler.py or region.py
+    made, comp = _three(_stacklevel_program(level, nested), ["always"] * CALLS, torch_too=False)
+    assert {(f, n) for c in comp for _, _, f, n in c["warned"]} == {(__file__, n) for _, _, _, n in comp[0]["warned"]}
+    assert comp[0]["warned"][0][2] == __file__ and _traces(made[-1]) == 1
+
+
 @pytest.mark.xfail(strict=True, reason="NOTE [warnings in a trace] rule 1: a place the 'default' filter already "
                    "showed since the filters last changed is never met by the trace (the registry stops it "
                    "before the filters are read), so after the filters change the program does not give it")

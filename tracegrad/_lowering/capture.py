@@ -163,7 +163,7 @@ class StreamGuard:
 
 
 @contextlib.contextmanager
-def guard_output(warned):
+def guard_output(warned, code=None):
     """While tracing: ``print`` to stdout/stderr and a logging record that a user's logger
     would emit are graph breaks (their text would come out once, not on every call). Loggers
     of tracegrad, JAX and absl are left alone (their records are about tracing itself).
@@ -179,7 +179,7 @@ def guard_output(warned):
                          "call, but only once while tracing")
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
-    catcher = Catcher(warned).__enter__()
+    catcher = Catcher(warned, code).__enter__()
     clocks = {n: getattr(time, n) for n in CLOCKS if hasattr(time, n)}
     for n, real in clocks.items():
         setattr(time, n, _clock_guard(n, real, thread))

@@ -48,6 +48,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import guard_code, hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
+from .warned import code_of
 from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
@@ -1387,7 +1388,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
             try:
-                with guard_output(info["warnings"]):
+                with guard_output(info["warnings"], code_of(fn)):
                     result = fn(*a2, **kw2)
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]

@@ -34,6 +34,11 @@ from .._ops import warn as _warn
 #    JAX's own (about tracing), a once-per-process one (torch's TORCH_WARN_ONCE, given once in
 #    eager and traced runs alike) and one the function catches itself (``catch_warnings(
 #    record=True)`` inside it: the list it reads is part of the trace, as eagerly).
+# 5. A warning whose ``stacklevel`` reaches past the compiled function (``stacklevel=2`` in its
+#    body names the line that called it) is given at the frame eager names: the frames of the
+#    compiled call itself (compiler.py; the trace's _lowering and JAX frames above the
+#    function) do not count (``eager_place``), in the traced runs and in the eager ones alike
+#    (``Relocated``, around the compiled function's eager calls).
 # its empty pattern matches every text and keeps the filter unequal to any a user adds (``simplefilter``
 # removes a filter equal to its own before putting that in front)
 _KEEP = ("always", re.compile(""), Warning, None, 0)
@@ -44,13 +49,15 @@ class TracedWarning:
     """One warning a trace kept (NOTE [warnings in a trace]): ``give()`` issues it again."""
     __slots__ = ("message", "category", "filename", "lineno", "module", "registry", "globals", "prefix")
 
-    def __init__(self, msg, frame, prefix=()):
+    def __init__(self, msg, frame, prefix=(), place=None):
         self.message, self.category = msg.message, msg.category
         self.filename, self.lineno = msg.filename, msg.lineno
         self.prefix = prefix        # the function's own filters in front of the caller's (rule 2)
         self.module = self.registry = self.globals = None
+        if place is not None:          # rule 5: the frame eager names instead
+            self.filename, self.lineno, frame = place.f_code.co_filename, place.f_lineno, place
         while frame is not None:       # the frame ``warnings.warn`` named (its stacklevel)
-            if frame.f_code.co_filename == msg.filename and frame.f_lineno == msg.lineno:
+            if frame.f_code.co_filename == self.filename and frame.f_lineno == self.lineno:
                 g = frame.f_globals
                 self.module, self.globals = g.get("__name__"), g
                 self.registry = g.setdefault("__warningregistry__", {})
@@ -80,6 +87,65 @@ class TracedWarning:
         return warnings.defaultaction == "error"
 
 
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_COMPILER, _LOWERING = os.path.join(_PKG, "compiler.py"), os.path.join(_PKG, "_lowering") + os.sep
+_JAX = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}")
+
+
+def eager_place(msg, origin, code):
+    """The frame an eager call would name for ``msg``, given at ``origin`` (the frame that called
+    ``warnings.warn``) inside the compiled function whose code is ``code``, where that differs
+    from the frame ``msg`` names; else None (NOTE [warnings in a trace] rule 5). The compiled
+    call's own frames do not count: compiler.py's anywhere, _lowering's and JAX's above the
+    function (below it they are a checkpoint's or a region's, there eagerly too)."""
+    f, above, target, k, kept = origin, False, None, 0, []
+    while f is not None:
+        name = f.f_code.co_filename
+        if target is None and name == msg.filename and f.f_lineno == msg.lineno:
+            target = f
+        if not (name == _COMPILER or (above and (name.startswith(_LOWERING) or any(j in name for j in _JAX)))):
+            kept.append(f)
+        if target is None:
+            k += 1
+        elif len(kept) > k:
+            break
+        above = above or f.f_code is code
+        f = f.f_back
+    if target is None or len(kept) <= k or kept[k] is target:
+        return None
+    return kept[k]
+
+
+def code_of(fn):
+    """The code object a compiled function runs (a function, a bound method), or None."""
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__code__", None)
+
+
+class Relocated:
+    """Around an eager call of a compiled function: a warning whose stacklevel names a frame of
+    the compiled call is given again at the frame a plain call names (rule 5)."""
+
+    __slots__ = ("code", "show")
+
+    def __init__(self, code):
+        self.code = code
+
+    def __enter__(self):
+        self.show = warnings._showwarnmsg
+        warnings._showwarnmsg = self._show
+
+    def __exit__(self, *exc):
+        warnings._showwarnmsg = self.show
+
+    def _show(self, msg):
+        origin = sys._getframe(1)
+        place = eager_place(msg, origin, self.code) if msg.filename == _COMPILER else None
+        if place is None:
+            return self.show(msg)
+        TracedWarning(msg, origin, place=place).give()
+
+
 def _redecide(msg, frame):
     """Show ``msg`` (which came through ``_KEEP``) as the filters without ``_KEEP`` decide."""
     saved = warnings.filters
@@ -98,8 +164,8 @@ class Catcher:
     the warnings its runs must give again, and lets the others through (NOTE [warnings in a
     trace])."""
 
-    def __init__(self, warned):
-        self.warned, self.thread = warned, threading.get_ident()
+    def __init__(self, warned, code=None):
+        self.warned, self.thread, self.code = warned, threading.get_ident(), code
         self.show = warnings._showwarnmsg
         self.handlers = (warnings.showwarning, warnings._showwarnmsg_impl)
 
@@ -123,10 +189,13 @@ class Catcher:
         flt = warnings.filters
         at = next((i for i, f in enumerate(flt) if f is _KEEP), None)
         once = _warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]
-        if threading.get_ident() != self.thread or once or f"{os.sep}jax" in msg.filename \
+        name = msg.filename
+        place = eager_place(msg, frame, self.code) \
+            if name == _COMPILER or name.startswith(_LOWERING) or any(j in name for j in _JAX) else None
+        if threading.get_ident() != self.thread or once or (place is None and f"{os.sep}jax" in name) \
                 or (warnings.showwarning, warnings._showwarnmsg_impl) != self.handlers:
             if at is None:
                 return self.show(msg)
             return _redecide(msg, frame)      # rule 4
-        self.warned.append(TracedWarning(msg, frame, tuple(flt[:at]) if at else ()))
+        self.warned.append(TracedWarning(msg, frame, tuple(flt[:at]) if at else (), place))
         return None
