@@ -644,3 +644,24 @@ def test_default_place_shown_before_the_trace_then_filters_reset():
         warnings.resetwarnings()
         warnings.simplefilter("default")
     _three(lambda m, w: _sgd_step(m, w, _log_softmax_loss), ["default", None, reset, None], torch_too=False)
+
+
+def test_deprecated_overload_traced_first_warns_once(fresh_warn_once):
+    # torch's TORCH_WARN_ONCE for add(Number alpha, Tensor other): a fullgraph=True step traces
+    # on its first call; the warning comes once in the process, not on every run of the program
+    from tracegrad._ops import warn as _warn
+
+    def build(mod, wrap):
+        w = mod.ones(3, requires_grad=True)
+        opt = mod.optim.SGD([w], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            w.add(2, x).pow(2).sum().backward()
+            opt.step()
+            return w.detach().clone()
+        _warn._WARNED_ONCE.clear()            # each run as in a fresh process
+        return wrap(step), {"w": w}, lambda i: (mod.ones(3) * i,)
+    made, comp = _three(build, ["always"] * CALLS, torch_too=False, fullgraph=True)
+    # two programs: the first call's trace creates w.grad, the second meets it
+    assert [len(c["warned"]) for c in comp] == [1, 0, 0, 0] and _traces(made[0]) == 2
