@@ -361,17 +361,14 @@ def test_byte_mask_index_in_the_loss():
 
 def test_scheduler_step_with_epoch_and_get_lr_in_the_step():
     def build(mod, wrap):
-        model = _lin(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
-        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        step, observed, batch = _sgd_step(mod, lambda f: f, lambda mod, m, x: m(x).pow(2).mean())
+        sched = mod.optim.lr_scheduler.StepLR(observed["opt"], step_size=1, gamma=0.5)
 
-        def step(x, epoch):
-            opt.zero_grad()
-            model(x).pow(2).mean().backward()
-            opt.step()
+        def outer(x, epoch):
+            step(x)
             sched.step(epoch)                   # deprecated: UserWarning
             return sched.get_lr()[0]            # outside the scheduler's step: UserWarning
-        return wrap(step), {"model": model, "opt": opt}, lambda i: (*_x(mod, i), i + 1)
+        return wrap(outer), observed, lambda i: (*batch(i), i + 1)
     made, comp = _three(build, ["always"] * CALLS)
     assert all(len(c["warned"]) == 2 for c in comp)
 
