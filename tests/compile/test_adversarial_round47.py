@@ -662,3 +662,49 @@ def test_deprecated_overload_traced_first_warns_once(fresh_warn_once):
     made, comp = _three(build, ["always"] * CALLS, torch_too=False, fullgraph=True)
     # two programs: the first call's trace creates w.grad, the second meets it
     assert [len(c["warned"]) for c in comp] == [1, 0, 0, 0] and _traces(made[0]) == 2
+
+
+# ---- module entries rebound between calls, with warning hooks ----------------------------------
+
+def test_layer_swapped_for_one_with_a_warning_hook_and_back():
+    # NOTE [layouts come back] (tracegrad/_state.py): each layout's program runs again when the
+    # layout comes back, and only the one with the hooked layer warns
+    def build(mod, wrap):
+        a, b = _lin(mod, 4, 4), np_init(mod.nn.Linear(4, 4), mod, seed=1)
+        b.register_forward_hook(lambda m, i, o: warnings.warn("swapped layer ran", UserWarning))
+        model = mod.nn.Sequential(a, mod.nn.Tanh(), _lin(mod))
+        opt = mod.optim.SGD([*a.parameters(), *b.parameters(), *model[2].parameters()], lr=0.1)
+
+        def step(x):
+            opt.zero_grad(set_to_none=False)
+            model(x).pow(2).mean().backward()
+            opt.step()
+            return model[0].weight.sum()
+
+        def batch(i):
+            model[0] = (a, b)[i % 2]
+            return _x(mod, i)
+        return wrap(step), {"a": a, "b": b, "opt": opt}, batch
+    made, comp = _three(build, ["always"] * 6)
+    assert [len(c["warned"]) for c in comp] == [0, 1] * 3
+    # layout b (its grads None, call 1), layout a, layout b with grads; then each comes back
+    assert _traces(made[0]) == 3
+
+
+def test_warning_hook_removed_and_registered_again_with_a_new_text():
+    def build(mod, wrap):
+        step, observed, batch = _sgd_step(mod, lambda f: f, lambda mod, m, x: m(x).pow(2).mean())
+        model, handles = observed["model"], []
+
+        def batch2(i):
+            if handles:
+                handles.pop().remove()
+            if i % 3 != 2:
+                text = f"hook {i % 2}"
+                handles.append(model.register_forward_hook(lambda m, a, o: warnings.warn(text, UserWarning)))
+            return batch(i)
+        return wrap(step), observed, batch2
+    made, comp = _three(build, ["always"] * 6)
+    assert [[m for m, *_ in c["warned"]] for c in comp] == [["hook 0"], ["hook 1"], [], ["hook 1"], ["hook 0"], []]
+    # each registration is a new hook function (a new program); no hook at all comes back
+    assert _traces(made[0]) == 4
