@@ -633,14 +633,31 @@ def test_stacklevel_names_the_callers_line(level, nested):
     assert comp[0]["warned"][0][2] == __file__ and _traces(made[-1]) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="NOTE [warnings in a trace] rule 1: a place the 'default' filter already "
-                   "showed since the filters last changed is never met by the trace (the registry stops it "
-                   "before the filters are read), so after the filters change the program does not give it")
 def test_default_place_shown_before_the_trace_then_filters_reset():
+    # "default" showed the place on the eager first call: the registry would stop the trace's
+    # pass before the filters (so the program kept nothing); after the filters change, eager
+    # shows it once more, and so must the program
     def reset():
         warnings.resetwarnings()
         warnings.simplefilter("default")
-    _three(lambda m, w: _sgd_step(m, w, _log_softmax_loss), ["default", None, reset, None], torch_too=False)
+    made, comp = _three(lambda m, w: _sgd_step(m, w, _log_softmax_loss), ["default", None, None, reset, None])
+    assert [len(c["warned"]) for c in comp] == [1, 0, 0, 1, 0]
+
+
+def _twice_and_explicit(mod, wrap):
+    def loss(mod, m, x):
+        for _ in range(2):        # one place, twice a call
+            warnings.warn("twice", UserWarning)
+        warnings.warn_explicit("explicit place", UserWarning, "elsewhere.py", 7)    # no registry
+        return m(x).pow(2).mean()
+    return _sgd_step(mod, wrap, loss)
+
+
+def test_default_filter_place_given_twice_and_warn_explicit():
+    made, comp = _three(_twice_and_explicit, ["default", None, "always", "default", None], torch_too=False)
+    assert [[m for m, *_ in c["warned"]] for c in comp] == [
+        ["twice", "explicit place"], ["explicit place"], ["twice", "twice", "explicit place"],
+        ["twice", "explicit place"], ["explicit place"]]
 
 
 def test_deprecated_overload_traced_first_warns_once(fresh_warn_once):

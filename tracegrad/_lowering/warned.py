@@ -22,8 +22,10 @@ from .._ops import warn as _warn
 #    "always" between calls shows it, as eagerly), and the trace adds nothing to the registries
 #    ("default", "once" and "module" would otherwise count the trace's pass as the place's one
 #    showing and swallow the first run's). A place the registry already holds (shown under
-#    "default" since the filters last changed) is not seen by the trace at all: it comes again
-#    only from a later trace.
+#    "default" since the filters last changed) would not reach the filters at all (Python
+#    checks the registry first): the trace starts a new filters version, so every registry
+#    looks stale to it, and afterwards puts back what the registries held, marked current
+#    (``_Registries``), unless the function changed the filters itself.
 # 2. Filters the function puts in front of those (``catch_warnings()`` + ``simplefilter`` inside
 #    it) are the function's own: a warning they ignore is not kept, one they let through is given
 #    with them in front of the caller's filters of that call (``TracedWarning.prefix``).
@@ -39,6 +41,11 @@ from .._ops import warn as _warn
 #    compiled call itself (compiler.py; the trace's _lowering and JAX frames above the
 #    function) do not count (``eager_place``), in the traced runs and in the eager ones alike
 #    (``Relocated``, around the compiled function's eager calls).
+# 6. Not kept: where a warning falls among the function's other Python effects. The runs give
+#    the warnings after the program ran and before its state is written back and the Python
+#    appends and counters are replayed, so a ``showwarning`` that reads that state sees it as
+#    before the call (tests/compile/test_adversarial_round47.py, a strict xfail).
+
 # its empty pattern matches every text and keeps the filter unequal to any a user adds (``simplefilter``
 # removes a filter equal to its own before putting that in front)
 _KEEP = ("always", re.compile(""), Warning, None, 0)
@@ -63,18 +70,20 @@ class TracedWarning:
                 self.registry = g.setdefault("__warningregistry__", {})
                 break
             frame = frame.f_back
-        if self.registry is None:
-            self.registry = {}
+        # not found: ``warn_explicit`` called with a place of its own (and, as here, no registry)
 
     def give(self):
         if not self.prefix:
-            warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, self.module,
-                                   self.registry, self.globals)
-            return
+            return self._give()
         with warnings.catch_warnings():       # as the function's own catch_warnings did
             warnings.filters[:0] = self.prefix
-            warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, self.module,
-                                   self.registry, self.globals)
+            self._give()
+
+    def _give(self):
+        # what is not known is left out, not None: Python's warn_explicit then shows nothing
+        extra = {k: v for k, v in (("module", self.module), ("registry", self.registry),
+                                   ("module_globals", self.globals)) if v is not None}
+        warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, **extra)
 
     def raises(self) -> bool:
         """Whether the filters of this moment make this warning an error (rule 3)."""
@@ -146,6 +155,48 @@ class Relocated:
         TracedWarning(msg, origin, place=place).give()
 
 
+_TRACING = [0]         # Catchers entered and not left
+_IGNORE_ALL = [("ignore", None, Warning, None, 0)]
+
+
+def _filters_version():
+    """The interpreter's warning-filters version (what ``warnings._filters_mutated`` bumps), as
+    a registry ``warn_explicit`` just checked records it."""
+    saved, reg = warnings.filters, {}
+    warnings.filters = _IGNORE_ALL
+    try:
+        warnings.warn_explicit("", Warning, "", 0, registry=reg)
+    finally:
+        warnings.filters = saved
+    return reg.get("version")
+
+
+class _Registries:
+    """NOTE [warnings in a trace] rule 1: while tracing, every warning registry is stale (a new
+    filters version), so a place shown before reaches the filters; afterwards the registries
+    that were current hold what they held again, current."""
+
+    def __init__(self):
+        self.before = _filters_version()
+        self.saved = []
+        regs = [warnings.onceregistry]
+        for m in list(sys.modules.values()):
+            d = getattr(m, "__dict__", None)
+            r = d.get("__warningregistry__") if type(d) is dict else None
+            if type(r) is dict and r:
+                regs.append(r)
+        self.saved = [(r, dict(r)) for r in regs if r.get("version") == self.before]
+        warnings._filters_mutated()
+        self.during = _filters_version()
+
+    def restore(self):
+        if self.before is None or _filters_version() != self.during:
+            return          # the function changed the filters: eager's registries are stale too
+        for r, held in self.saved:
+            r.update(held)
+            r["version"] = self.during
+
+
 def _redecide(msg, frame):
     """Show ``msg`` (which came through ``_KEEP``) as the filters without ``_KEEP`` decide."""
     saved = warnings.filters
@@ -170,12 +221,18 @@ class Catcher:
         self.handlers = (warnings.showwarning, warnings._showwarnmsg_impl)
 
     def __enter__(self):
-        warnings.filters.insert(0, _KEEP)     # no registry is reset: the filters the user set stand
+        # a trace inside a trace (a region the function traces) finds the registries stale already
+        self.registries = _Registries() if not _TRACING[0] else None
+        _TRACING[0] += 1
+        warnings.filters.insert(0, _KEEP)     # not a filters change (that would reset registries)
         warnings._showwarnmsg = self._show
         return self
 
     def __exit__(self, *exc):
         warnings._showwarnmsg = self.show
+        _TRACING[0] -= 1
+        if self.registries is not None:
+            self.registries.restore()
         flt = warnings.filters
         for i, f in enumerate(flt):
             if f is _KEEP:
