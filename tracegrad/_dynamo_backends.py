@@ -20,7 +20,7 @@ from . import compiler as _compiler
 from . import _dynamo_capture as _capture
 from ._tensor.tensor import Tensor
 from .nn.modules.module import Module
-from ._lowering.capture import say
+from ._lowering.warned import say
 from ._lowering.exc import BackendCompilerFailed, InvalidBackend
 
 __all__ = ["BackendCompilerFailed", "CompiledWithBackend", "register_backend", "lookup_backend", "list_backends",

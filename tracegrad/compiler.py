@@ -55,7 +55,8 @@ from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_o
 # NOTE [_guard_len's import]: a merge lost this import; the NameError it raised while tracing
 # counted as the user's function raising, so every step reading opt.state_dict() ran eagerly
 from ._lowering import guards as _guards
-from ._lowering.capture import GraphBreak, say
+from ._lowering.capture import GraphBreak
+from ._lowering.warned import Relocated, code_of, say
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, Plan, Retrace,
                                ValueCheckFailed, _PartialArg, _flatten, aliased_args, classify_args,
@@ -206,8 +207,8 @@ class CompiledFunction:
                             out = prof.compiled_call(self._label, r.run, leaves, True, (args, kwargs))
                         else:
                             out = r.run(leaves, True, (args, kwargs))
-                    except ValueCheckFailed:
-                        return self._check_failed(args, kwargs)
+                    except ValueCheckFailed as e:
+                        return self._check_failed(args, kwargs, e.reason)
                     return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out
             entries[:] = [r for r in entries if not r.dead]
         if _state.SAVED_HOOKS and getattr(_state.SAVED_HOOKS[-1][0], "_tracegrad_counts_saves", False):
@@ -291,7 +292,8 @@ class CompiledFunction:
         self.stats["eager_calls"] += 1
         _IN_COMPILED[0] += 1      # ``is_compiling()`` is True there, as in torch's compiled frames
         try:
-            return self._fn(*args, **kwargs)
+            with Relocated(code_of(self._fn)):    # NOTE [warnings in a trace] rule 5
+                return self._fn(*args, **kwargs)
         finally:
             _IN_COMPILED[0] -= 1
 
@@ -311,7 +313,7 @@ class CompiledFunction:
             except Retrace:
                 continue
             except ValueCheckFailed as e:      # the program is good; this call's values are not
-                region, result = e.region, ValueCheckFailed
+                region, result, reason = e.region, ValueCheckFailed, e.reason
                 break
             except CallOnlyBreak as e:      # this call only (``SHARED_VIEWS``, an argument that is state)
                 if self.fullgraph:
@@ -332,15 +334,17 @@ class CompiledFunction:
         self._programs += 1
         self._sized += bool(sized)
         if result is ValueCheckFailed:
-            return self._check_failed(args, kwargs)
+            return self._check_failed(args, kwargs, reason)
         return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
 
-    def _check_failed(self, args, kwargs):
+    def _check_failed(self, args, kwargs, reason=None):
         """A value check failed in the program (NOTE [value checks at run time] in
-        ``_lowering/capture.py``): nothing was written back; the call runs eagerly, raising the
+        ``_lowering/capture.py``), or ``reason`` (a warning that is an error at this call: NOTE
+        [warnings in a trace]): nothing was written back; the call runs eagerly, raising the
         eager error after eager's own side effects (the program stays cached for later calls)."""
         breaks = self.stats["graph_breaks"]
-        reason = "a value check failed at run time (an index or target out of range...): this call ran eagerly"
+        reason = reason or ("a value check failed at run time (an index or target out of range...): this call "
+                            "ran eagerly")
         if not breaks or breaks[-1] != (reason, None):
             breaks.append((reason, None))
         return self._eager(args, kwargs)

@@ -200,7 +200,8 @@ def test_once_per_process_warning_stays_once():
 def test_what_compile_says_about_itself_is_not_kept():
     # a fallback warning of tracegrad.compile (said once per function) that happens inside a
     # trace is shown then and never given again by the program's runs; a user's warning is kept
-    from tracegrad._lowering.capture import guard_output, say
+    from tracegrad._lowering.capture import guard_output
+    from tracegrad._lowering.warned import say
     kept = []
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")

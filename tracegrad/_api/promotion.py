@@ -209,9 +209,7 @@ def warn_deprecated_overload(message):
     the first use of any of them in a process warns, at the user's line; later uses (of any op)
     are silent unless ``set_warn_always(True)``. A compiled step calling one then does not
     warn on every call either."""
-    if _warn.WARN_ALWAYS[0] or _DEPRECATED_KEY not in _warn._WARNED_ONCE:
-        _warn._WARNED_ONCE.add(_DEPRECATED_KEY)
-        _warn.warn(message, UserWarning)
+    _warn.warn_once(message, UserWarning, key=_DEPRECATED_KEY)
 
 
 class _DefaultOne(int):

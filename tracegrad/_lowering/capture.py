@@ -46,6 +46,7 @@ from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_co
 from .pystate import optimizer_attributes as _own_attributes
 from .constants import Constants
 from .exc import Unsupported
+from .warned import Catcher
 from .guards import _Attributes, _Probe
 
 _Tracer = jax.core.Tracer
@@ -162,7 +163,7 @@ class StreamGuard:
 
 
 @contextlib.contextmanager
-def guard_output(warned):
+def guard_output(warned, code=None):
     """While tracing: ``print`` to stdout/stderr and a logging record that a user's logger
     would emit are graph breaks (their text would come out once, not on every call). Loggers
     of tracegrad, JAX and absl are left alone (their records are about tracing itself).
@@ -176,20 +177,9 @@ def guard_output(warned):
             return log(logger, level, msg, *args, **kwargs)
         raise GraphBreak(f"the logging call {msg!r} on logger '{logger.name}' happens on every eager "
                          "call, but only once while tracing")
-    show = warnings._showwarnmsg
-
-    def _show(msg):
-        # a once-per-process warning (torch's TORCH_WARN_ONCE: ``x.T`` on 3 dims, ``meshgrid``
-        # without ``indexing``) comes once whatever the filter, in eager and in the trace alike;
-        # so does what tracegrad.compile says about itself (``say``)
-        once = (_warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]) or SAYING[0]
-        if threading.get_ident() == thread and not once and f"{os.sep}jax" not in msg.filename:
-            warned.append(TracedWarning(msg, sys._getframe(1)))
-            return None
-        return show(msg)
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
-    warnings._showwarnmsg = _show
+    catcher = Catcher(warned, code).__enter__()
     clocks = {n: getattr(time, n) for n in CLOCKS if hasattr(time, n)}
     for n, real in clocks.items():
         setattr(time, n, _clock_guard(n, real, thread))
@@ -214,7 +204,7 @@ def guard_output(warned):
                 setattr(Tensor, n, real)
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
-        warnings._showwarnmsg = show
+        catcher.__exit__()
         for n, real in clocks.items():
             setattr(time, n, real)
         builtins.open = io.open = real_open
@@ -260,53 +250,6 @@ def _clock_guard(name, real, thread):
                              "while tracing (read it outside and pass it as an argument)")
         return real()
     return read
-
-
-# NOTE [warnings in a trace]
-# Eager gives a function's warnings on every call, through the filters as they stand then
-# ("always" shows each, "default" once per place, "ignore" none). A trace runs the function
-# once, so a warning shown while tracing would come once. Instead the trace keeps each warning
-# the filters let through, with the place and the warning registry ``warnings.warn`` used, and
-# every run of the program (the first included) gives them again with ``warnings.warn_explicit``
-# after its checks pass: the filters decide again at each call, against the same registry, as
-# eager does. torch.compile gives them once. A warning the filters ignored while tracing is not
-# kept (the C ``warnings.warn`` never reaches Python for it): a filter turned from "ignore" to
-# showing between calls shows nothing until the function is traced again.
-SAYING = [0]    # > 0 while tracegrad.compile says something about itself: ``say``
-
-
-def say(message: str, stacklevel: int) -> None:
-    """A UserWarning of tracegrad.compile about itself (a function falling back to eager, said
-    once per function): shown, and never kept by a trace it happens in (it is no warning of the
-    user's code: NOTE [warnings in a trace])."""
-    SAYING[0] += 1
-    try:
-        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
-    finally:
-        SAYING[0] -= 1
-
-
-class TracedWarning:
-    """One warning a trace kept (NOTE [warnings in a trace]): ``give()`` issues it again."""
-    __slots__ = ("message", "category", "filename", "lineno", "module", "registry", "globals")
-
-    def __init__(self, msg, frame):
-        self.message, self.category = msg.message, msg.category
-        self.filename, self.lineno = msg.filename, msg.lineno
-        self.module = self.registry = self.globals = None
-        while frame is not None:       # the frame ``warnings.warn`` named (its stacklevel)
-            if frame.f_code.co_filename == msg.filename and frame.f_lineno == msg.lineno:
-                g = frame.f_globals
-                self.module, self.globals = g.get("__name__"), g
-                self.registry = g.setdefault("__warningregistry__", {})
-                break
-            frame = frame.f_back
-        if self.registry is None:
-            self.registry = {}
-
-    def give(self):
-        warnings.warn_explicit(self.message, self.category, self.filename, self.lineno, self.module,
-                               self.registry, self.globals)
 
 
 @jax.custom_jvp

@@ -48,6 +48,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import guard_code, hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
+from .warned import code_of
 from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
@@ -661,7 +662,7 @@ class Region:
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
-        self.warnings = ()         # NOTE [warnings in a trace] (capture.py): given on every run
+        self.warnings = ()         # NOTE [warnings in a trace] (warned.py): given on every run
         self.appends = ()          # NOTE [Python appends] (pystate.py): (place, name, count)
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
@@ -873,6 +874,10 @@ class Region:
             # waits for the check (NOTE [value checks at run time])
             if self.precheck is not None and self.precheck.failed(flat):
                 raise ValueCheckFailed(self)
+            # a warning the filters make an error raises mid-function eagerly (rule 3 of NOTE
+            # [warnings in a trace] in warned.py): before the program donates its inputs
+            if self.warnings and any(w.raises() for w in self.warnings):
+                raise ValueCheckFailed(self, WARNING_IS_ERROR)
             # the refcount check only where this program donates at all (NOTE [donation on CPU])
             donate = donate and bool(self.program.donate) and self._grads_unshared()
             outs = self.program(flat, donate)
@@ -883,7 +888,7 @@ class Region:
         # jax.Array costs ~20 us more
         if self.checked and np.asarray(outs[6]):
             raise ValueCheckFailed(self)
-        for w in self.warnings:      # NOTE [warnings in a trace] (capture.py)
+        for w in self.warnings:      # NOTE [warnings in a trace] (warned.py)
             w.give()
         try:
             out = self.write_back(outs, arg_leaves)
@@ -1053,13 +1058,17 @@ class SharedArgsWritten(CallOnlyBreak):
     this call runs eagerly; calls with arguments of their own still use a program."""
 
 
+WARNING_IS_ERROR = ("a warning the function gives is an error under this call's warning filters: this call "
+                    "ran eagerly (the error comes where the function warns, after the state changes before it)")
+
+
 class ValueCheckFailed(Exception):
     """A value check an eager op makes failed in this run of ``region``'s program (NOTE [value
     checks at run time]): nothing was written back; the call must run eagerly."""
 
-    def __init__(self, region):
+    def __init__(self, region, reason=None):
         super().__init__("a value check failed at run time")
-        self.region = region
+        self.region, self.reason = region, reason
 
 
 def _any_failed(checks):
@@ -1386,7 +1395,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     info = {}
 
     def body(state, grads, keys, hypers, data):
-        info["warnings"] = []      # NOTE [warnings in a trace] (capture.py): this trace's own
+        info["warnings"] = []      # NOTE [warnings in a trace] (warned.py): this trace's own
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
@@ -1423,7 +1432,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, _attribute_ids(call_leaves[i])) for i in data_in}
             try:
-                with guard_output(info["warnings"]):
+                with guard_output(info["warnings"], code_of(fn)):
                     result = fn(*a2, **kw2)
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]

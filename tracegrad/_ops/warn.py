@@ -12,6 +12,8 @@ import os
 import sys
 import warnings
 
+from .. import _state
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -34,12 +36,17 @@ WARN_ALWAYS = [False]
 ISSUING_ONCE = [0]
 
 
-def warn_once(message, category=UserWarning) -> None:
-    """``warn`` the first time ``message`` is given in this process only, as torch's
-    ``TORCH_WARN_ONCE`` deprecations (``torch.lu``, ``torch.cross`` without ``dim``, ``meshgrid``
-    without ``indexing``, ``TypedStorage``)."""
-    if WARN_ALWAYS[0] or message not in _WARNED_ONCE:
-        _WARNED_ONCE.add(message)
+def warn_once(message, category=UserWarning, key=None) -> None:
+    """``warn`` the first time ``message`` (or another message under the same ``key``) is given
+    in this process only, as torch's ``TORCH_WARN_ONCE`` deprecations (``torch.lu``,
+    ``torch.cross`` without ``dim``, ``meshgrid`` without ``indexing``, ``TypedStorage``, the
+    deprecated overloads of ``add_``/``addcmul``...). Every time under ``set_warn_always(True)``,
+    a setting a compiled trace then holds to (``note_setting_read``: turned on between calls, the
+    next call traces again and warns, as eagerly)."""
+    _state.note_setting_read()
+    key = message if key is None else key
+    if WARN_ALWAYS[0] or key not in _WARNED_ONCE:
+        _WARNED_ONCE.add(key)
         frame, level = sys._getframe(1), 2
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
             frame, level = frame.f_back, level + 1
