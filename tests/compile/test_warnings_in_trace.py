@@ -215,3 +215,83 @@ def test_what_compile_says_about_itself_is_not_kept():
         warnings.simplefilter("always")
         kept[0].give()
     assert [(str(w.message), w.category, w.filename) for w in log] == [("the user's", UserWarning, __file__)]
+
+
+def _warning_backward_program(T):
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            warnings.warn("Scale.backward ran", UserWarning)
+            (x,) = ctx.saved_tensors
+            return g * 3 + x * 0
+
+    def forward(x):
+        return Scale.apply(x).tanh()
+    return forward
+
+
+@pytest.mark.parametrize("regions", [1, 2])
+def test_backward_of_a_compiled_forward_warns_on_every_backward(regions):
+    # NOTE [warnings in a trace] rule 6: the forward is compiled, backward() runs outside it as
+    # the region's own backward program, traced once; its warnings come on every backward, as
+    # eagerly (two compiled functions of one code: each region's first backward traces its own)
+    def run(T, wrap):
+        fns = [wrap(_warning_backward_program(T)) for _ in range(regions)]
+        per_call, grads = [], []
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            for i in range(CALLS):
+                x = T.tensor(np.linspace(-0.5, 0.5, 6, dtype=np.float32) + 0.1 * i, requires_grad=True)
+                n = len(log)
+                sum(f(x).sum() for f in fns).backward()
+                per_call.append([str(w.message) for w in log[n:] if "tracegrad.compile" not in str(w.message)])
+                grads.append(x.grad.numpy().copy())
+        return per_call, grads, fns
+    eager, eager_grads, _ = run(tracegrad, lambda f: f)
+    compiled, grads, fns = run(tracegrad, tracegrad.compile)
+    assert compiled == eager == [["Scale.backward ran"] * regions] * CALLS
+    for a, b in zip(grads, eager_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert all(f.stats["traces"] == 1 and not f.stats["graph_breaks"] for f in fns), [f.stats for f in fns]
+    torch = pytest.importorskip("torch")
+    theirs, their_grads, _ = run(torch, lambda f: f)
+    assert theirs == eager
+    for a, b in zip(their_grads, eager_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_backward_inside_a_compiled_step_warns_on_every_call():
+    # the whole step compiled: the custom Function's backward is traced into the one program,
+    # and its warning comes on every call
+    def run(T, wrap):
+        forward = _warning_backward_program(T)
+        w = T.nn.Parameter(T.tensor(np.linspace(-1, 1, 6, dtype=np.float32)))
+        opt = T.optim.SGD([w], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (forward(w * x) ** 2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+        per_call, losses = [], []
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            for i in range(CALLS):
+                n = len(log)
+                losses.append(float(step(T.full((6,), 0.5 + i))))
+                # (float() of a loss that requires grad warns once per process: not counted)
+                per_call.append([str(m.message) for m in log[n:] if "Scale" in str(m.message)])
+        return per_call, losses, w.detach().numpy().copy(), step
+    eager, eager_losses, eager_w, _ = run(tracegrad, lambda f: f)
+    compiled, losses, w, step = run(tracegrad, tracegrad.compile)
+    assert compiled == eager == [["Scale.backward ran"]] * CALLS
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-6)
+    np.testing.assert_allclose(w, eager_w, rtol=1e-6)
+    assert step.stats["traces"] == 1 and not step.stats["graph_breaks"], step.stats

@@ -49,10 +49,12 @@ from .capture import _AD_TRACERS, GraphBreak, StreamGuard
 _OWN = ("to_save", "saved_for_forward", "dirty_tensors", "non_differentiable", "needs_input_grad")
 
 # names whose use in a backward means Python side effects or a value read on the host: the
-# program's backward is traced once, so they would happen once (or fail on a traced value)
+# program's backward is traced once, so they would happen once (or fail on a traced value).
+# Not ``warn``: a warning the trace gives is given again by every run (NOTE [warnings in a
+# trace] in warned.py, rule 6)
 _EFFECT_NAMES = {"print": "print()", "item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()",
                  "input": "input()", "open": "open()", "append": "a list append", "extend": "a list extend",
-                 "write": "a write to a file or stream", "warn": "warnings.warn", "info": "a logging call",
+                 "write": "a write to a file or stream", "info": "a logging call",
                  "debug": "a logging call", "warning": "a logging call", "log": "a logging call",
                  "__bool__": "a tensor's truth value", "__float__": "float() of a tensor",
                  "__int__": "int() of a tensor"}

@@ -48,7 +48,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import guard_code, hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
-from .warned import code_of
+from .warned import KeptBackward, code_of
 from .deferred import DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
@@ -663,6 +663,7 @@ class Region:
         # deferred scheduler steps)
         self.counters = ()
         self.warnings = ()         # NOTE [warnings in a trace] (warned.py): given on every run
+        self.backward = KeptBackward(_bwd_program)     # and its backward program's (rule 6)
         self.appends = ()          # NOTE [Python appends] (pystate.py): (place, name, count)
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
@@ -939,7 +940,7 @@ class Region:
             ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
-            vjp = (pullback, edges, self.saved, self.through, self.reach)
+            vjp = (pullback, edges, self.saved, self.through, self.reach, self.backward)
         storages = self.storages
         if self.grad_state:                   # this call's .grads, not the trace's objects
             storages = list(storages)
@@ -1196,12 +1197,12 @@ class OutRecipe:
             out[n] = _rebuild_view(v, out, arg_leaves) if kind == "view" else out[v]
         diff += kept
         if diff:
-            pullback, edges, (s_args, s_out, s_state), through, reach = vjp
+            pullback, edges, (s_args, s_out, s_state), through, reach, backward = vjp
             # NOTE [saved versions of a compiled region]: versions as the call left them, less
             # the writes the function made after saving (``late``: such a backward raises)
             saved = [(arg_leaves[i], o) for i, o in s_args] + [(out[k], o) for k, o in s_out] \
                 + [(r(), o) for r, o in s_state]
-            node = CompiledFunctionBackward(edges, _bwd_program, pullback,
+            node = CompiledFunctionBackward(edges, backward, pullback,
                                             [(t._value.shape, t._value.dtype) for t in diff],
                                             [(t._vc, t._vc[0] - late, t.dtype, tuple(t.shape), o)
                                              for t, (o, late) in saved if t is not None], through, reach)

@@ -42,7 +42,11 @@ from .._ops import warn as _warn
 #    compiled call itself (compiler.py; the trace's _lowering and JAX frames above the
 #    function) do not count (``eager_place``), in the traced runs and in the eager ones alike
 #    (``Relocated``, around the compiled function's eager calls).
-# 6. Not kept: where a warning falls among the function's other Python effects. The runs give
+# 6. A region whose results stay differentiable runs its backward as a program of its own
+#    (``CompiledFunctionBackward``), traced at the region's first backward: the warnings that
+#    trace gives (a custom Function's backward, a deprecated ``ctx.saved_variables``) are kept
+#    the same way and given again by every run of it (``KeptBackward``).
+# 7. Not kept: where a warning falls among the function's other Python effects. The runs give
 #    the warnings after the program ran and before its state is written back and the Python
 #    appends and counters are replayed, so a ``showwarning`` that reads that state sees it as
 #    before the call (tests/compile/test_adversarial_round47.py, a strict xfail).
@@ -269,3 +273,27 @@ class Catcher:
             return _redecide(msg, frame)      # rule 4
         self.warned.append(TracedWarning(msg, frame, tuple(flt[:at]) if at else (), place))
         return None
+
+
+class KeptBackward:
+    """A region's backward program (``fn(pullback, cts)``) whose first run, the one that traces
+    it, keeps the warnings the trace gives, and whose every run gives them (NOTE [warnings in a
+    trace] rule 6). One per region: its pullback's structure is the region's own, so that first
+    run always traces."""
+
+    __slots__ = ("program", "kept")
+
+    def __init__(self, program):
+        self.program, self.kept = program, None
+
+    def __call__(self, pullback, cts):
+        if self.kept is None:
+            kept = []
+            with Catcher(kept):
+                out = self.program(pullback, cts)
+            self.kept = tuple(kept)
+        else:
+            out = self.program(pullback, cts)
+        for w in self.kept:
+            w.give()
+        return out
