@@ -219,7 +219,8 @@ def _chain_matmul(x):
     return T.chain_matmul(x[:, :3], x[:, 1:]).sum()
 
 
-@pytest.mark.parametrize("fn", [_cross_nodim, _meshgrid_no_indexing, _T_of_3d, _chain_matmul], ids=lambda f: f.__name__.lstrip("_"))
+@pytest.mark.parametrize("fn", [_cross_nodim, _meshgrid_no_indexing, _T_of_3d, _chain_matmul],
+                         ids=lambda f: f.__name__.lstrip("_"))
 def test_once_per_process_warning_stays_once(fn, fresh_warn_once):
     from tracegrad._ops import warn as _warn
     make = lambda: (_x(3, 4),)

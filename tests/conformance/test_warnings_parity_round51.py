@@ -50,6 +50,16 @@ def _anomaly(T):
         pass
 
 
+def _autocast_cpu_float64(T):
+    with T.autocast("cpu", dtype=T.float64):
+        pass
+
+
+def _autocast_cuda_without_cuda(T):
+    with T.autocast("cuda"):
+        pass
+
+
 def _sched_epoch(T):
     opt = _sgd(T)
     opt.step()
@@ -156,6 +166,24 @@ CASES = {
     "tensor_of_read_only_none": lambda T: T.tensor(_ro()),
     "cross_with_dim_none": lambda T: T.cross(_a(T, 3, 3), _a(T, 3, 3) + 1, dim=1),
     "meshgrid_indexing_none": lambda T: T.meshgrid(_a(T, 2), _a(T, 3), indexing="ij"),
+    "grid_sample_no_align_corners": lambda T: T.nn.functional.grid_sample(_a(T, 1, 1, 2, 2), _a(T, 1, 2, 2, 2) - 0.5),
+    "affine_grid_no_align_corners": lambda T: T.nn.functional.affine_grid(_a(T, 1, 2, 3), [1, 1, 2, 2]),
+    "grid_sample_align_corners_none": lambda T: T.nn.functional.grid_sample(_a(T, 1, 1, 2, 2), _a(T, 1, 2, 2, 2) - 0.5,
+                                                                            align_corners=False),
+    "autocast_cpu_float64": _autocast_cpu_float64,
+    "autocast_cuda_without_cuda": _autocast_cuda_without_cuda,
+    "amp_gradscaler_cuda_without_cuda": lambda T: T.amp.GradScaler("cuda"),
+    "amp_gradscaler_cpu_none": lambda T: T.amp.GradScaler("cpu"),
+    "is_autocast_cpu_enabled": lambda T: T.is_autocast_cpu_enabled(),
+    "trunc_normal_mean_far": lambda T: T.nn.init.trunc_normal_(_a(T, 3), mean=10.0),
+    "nll_elementwise_mean": lambda T: T.nn.functional.nll_loss(T.log_softmax(_a(T, 2, 3), 1), T.tensor([0, 1]),
+                                                               reduction="elementwise_mean"),
+    "Dropout2d_5d": lambda T: T.nn.Dropout2d()(_a(T, 1, 1, 1, 2, 2)),
+    "Variable_volatile": lambda T: T.autograd.Variable(_a(T, 3), volatile=True),
+    "plateau_step_epoch": lambda T: T.optim.lr_scheduler.ReduceLROnPlateau(_sgd(T)).step(1.0, 1),
+    "cosine_get_lr": lambda T: T.optim.lr_scheduler.CosineAnnealingLR(_sgd(T), 3).get_lr(),
+    "encoder_norm_first_nested": lambda T: T.nn.TransformerEncoder(
+        T.nn.TransformerEncoderLayer(4, 2, 8, norm_first=True), 1),
 }
 
 
@@ -210,6 +238,8 @@ ONCE = {
     "requires_grad_item_none": "_a(T, 1).requires_grad_().item()",
     "typed_storage": "_a(T, 3).storage()",
     "conv_same_even_kernel": "T.nn.functional.conv1d(_a(T, 1, 1, 5), _a(T, 1, 1, 2), padding='same')",
+    "stft_no_window": "T.stft(_a(T, 16), 8, return_complex=True)",
+    "istft_no_window": "T.istft(T.stft(_a(T, 16), 8, window=T.ones(8), return_complex=True), 8)",
     "lu": "T.lu(_a(T, 3, 3) + T.eye(3) * 5)",
     "cross_nodim": "T.cross(_a(T, 3, 3), _a(T, 3, 3) + 1)",
     "meshgrid_no_indexing": "T.meshgrid(_a(T, 2), _a(T, 3))",
@@ -222,12 +252,15 @@ ONCE = {
 }
 # (a case, whether set_warn_always is on): from_numpy and as_tensor share one once-flag
 ONCE_PLAN = [("T_0d", False), ("T_3d", False), ("requires_grad_item_none", False), ("requires_grad_to_float", False),
-             ("typed_storage", False), ("conv_same_even_kernel", False), ("lu", False), ("cross_nodim", False), ("meshgrid_no_indexing", False), ("chain_matmul", False),
+             ("typed_storage", False), ("conv_same_even_kernel", False), ("stft_no_window", False),
+             ("istft_no_window", False), ("stft_no_window", True), ("lu", False), ("cross_nodim", False),
+             ("meshgrid_no_indexing", False), ("chain_matmul", False),
              ("set_default_tensor_type", False), ("tensor_of_ndarray_list", False),
              ("from_numpy_read_only", False), ("as_tensor_read_only", False),
              ("as_tensor_read_only_converted", False),
              ("lu", True), ("cross_nodim", True), ("chain_matmul", True), ("meshgrid_no_indexing", True),
-             ("as_tensor_read_only", True), ("T_3d", True), ("requires_grad_to_float", True), ("requires_grad_item_none", True),
+             ("as_tensor_read_only", True), ("T_3d", True), ("requires_grad_to_float", True),
+             ("requires_grad_item_none", True),
              ("typed_storage", True)]
 # not planned: tensor_of_ndarray_list under set_warn_always(True), where torch warns twice per
 # call (its C++ reads the list twice, an accident of its internals); tracegrad once
