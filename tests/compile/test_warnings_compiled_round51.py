@@ -96,6 +96,25 @@ def _two_warnings(x):
     return F.smooth_l1_loss(a[:, :1], a[0]) + a.sum()
 
 
+def _grid_sample_default(x):
+    grid = x[:2, :].reshape(1, 2, 2, 2).tanh()
+    return F.grid_sample(x[:, :3].reshape(1, 1, 3, 3), grid).sum()
+
+
+def _affine_grid_default(x):
+    return F.affine_grid(x[:2, :3].reshape(1, 2, 3), [1, 1, 2, 2]).sum()
+
+
+def _autocast_cpu_float64(x):
+    with T.autocast("cpu", dtype=T.float64):
+        y = x @ x.t()
+    return y.sum()
+
+
+def _trunc_normal_far(x):
+    return x.sum() + T.nn.init.trunc_normal_(T.empty(3), mean=10.0).numel()
+
+
 _MODULE = {}   # modules and parameters a case builds once, as a user's program would
 
 
@@ -122,7 +141,8 @@ def _softmax_module_nodim(x):
 
 FORWARDS = [_softmax_nodim, _log_softmax_nodim, _mse_broadcast, _l1_size_average, _nll_reduce, _kl_div_mean,
             _upsample, _upsample_nearest, _std_one_element, _nonleaf_grad, _init_zero_element,
-            _two_warnings, _dropout2d_eval, _mse_module_broadcast, _softmax_module_nodim]
+            _two_warnings, _dropout2d_eval, _mse_module_broadcast, _softmax_module_nodim, _grid_sample_default,
+            _affine_grid_default, _autocast_cpu_float64, _trunc_normal_far]
 ACTIONS = ["always", "default", "error"]
 
 
@@ -215,11 +235,15 @@ def _meshgrid_no_indexing(x):
     return (a * b).sum()
 
 
+def _stft_no_window(x):
+    return T.stft(x.reshape(-1), 4, return_complex=True).abs().sum()
+
+
 def _chain_matmul(x):
     return T.chain_matmul(x[:, :3], x[:, 1:]).sum()
 
 
-@pytest.mark.parametrize("fn", [_cross_nodim, _meshgrid_no_indexing, _T_of_3d, _chain_matmul],
+@pytest.mark.parametrize("fn", [_cross_nodim, _meshgrid_no_indexing, _T_of_3d, _chain_matmul, _stft_no_window],
                          ids=lambda f: f.__name__.lstrip("_"))
 def test_once_per_process_warning_stays_once(fn, fresh_warn_once):
     from tracegrad._ops import warn as _warn
