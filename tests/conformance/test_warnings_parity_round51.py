@@ -182,6 +182,8 @@ CASES = {
     "Variable_volatile": lambda T: T.autograd.Variable(_a(T, 3), volatile=True),
     "plateau_step_epoch": lambda T: T.optim.lr_scheduler.ReduceLROnPlateau(_sgd(T)).step(1.0, 1),
     "cosine_get_lr": lambda T: T.optim.lr_scheduler.CosineAnnealingLR(_sgd(T), 3).get_lr(),
+    "index_with_uint8": lambda T: T.arange(3)[T.tensor([1, 0, 1], dtype=T.uint8)],
+    "index_with_bool_none": lambda T: T.arange(3)[T.tensor([True, False, True])],
     "encoder_norm_first_nested": lambda T: T.nn.TransformerEncoder(
         T.nn.TransformerEncoderLayer(4, 2, 8, norm_first=True), 1),
 }
@@ -240,6 +242,7 @@ ONCE = {
     "conv_same_even_kernel": "T.nn.functional.conv1d(_a(T, 1, 1, 5), _a(T, 1, 1, 2), padding='same')",
     "stft_no_window": "T.stft(_a(T, 16), 8, return_complex=True)",
     "istft_no_window": "T.istft(T.stft(_a(T, 16), 8, window=T.ones(8), return_complex=True), 8)",
+    "addcmul_deprecated_overload": "T.addcmul(T.ones(2), 0.5, T.ones(2), T.ones(2))",
     "lu": "T.lu(_a(T, 3, 3) + T.eye(3) * 5)",
     "cross_nodim": "T.cross(_a(T, 3, 3), _a(T, 3, 3) + 1)",
     "meshgrid_no_indexing": "T.meshgrid(_a(T, 2), _a(T, 3))",
@@ -253,7 +256,8 @@ ONCE = {
 # (a case, whether set_warn_always is on): from_numpy and as_tensor share one once-flag
 ONCE_PLAN = [("T_0d", False), ("T_3d", False), ("requires_grad_item_none", False), ("requires_grad_to_float", False),
              ("typed_storage", False), ("conv_same_even_kernel", False), ("stft_no_window", False),
-             ("istft_no_window", False), ("stft_no_window", True), ("lu", False), ("cross_nodim", False),
+             ("istft_no_window", False), ("stft_no_window", True), ("addcmul_deprecated_overload", False),
+             ("addcmul_deprecated_overload", True), ("lu", False), ("cross_nodim", False),
              ("meshgrid_no_indexing", False), ("chain_matmul", False),
              ("set_default_tensor_type", False), ("tensor_of_ndarray_list", False),
              ("from_numpy_read_only", False), ("as_tensor_read_only", False),
