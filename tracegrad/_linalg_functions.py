@@ -101,8 +101,9 @@ def cross(input, other, dim=None, *, out=None):
     RuntimeError when there is none or ``dim`` is not of size 3."""
     check_tensors("cross", input, other, names=("input", "other"))
     if dim is None:
-        warn_once("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
-                  "dim explicitly or use tracegrad.linalg.cross", UserWarning)
+        # torch's first sentence, word for word (tests match on it), then our advice
+        warn_once("Using torch.cross without specifying the dim arg is deprecated.\nPass dim explicitly "
+                  "or use tracegrad.linalg.cross; the default dim will become linalg.cross's (-1).", UserWarning)
         dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input; pass tensors with a dim of size 3")

@@ -15,6 +15,7 @@ import numpy as np
 from . import fft as _fft
 from ._api.complex_api import view_as_real
 from ._ops import dtypes as _dt
+from ._ops.warn import warn_once as _warn_once
 from ._tensor.factories import arange as _arange, check_pin_memory, ones as _ones, tensor as _tensor, zeros as _zeros
 from ._tensor.layout import layout as _layout, strided as _strided
 from ._tensor.tensor import Tensor, _JaxTracer
@@ -157,6 +158,12 @@ def _frame_window(api, input, n_fft, hop_length, win_length, window):
     if window is not None and (window.dim() != 1 or window.shape[0] != win):
         raise RuntimeError(f"{where}: expected a 1D window tensor of size equal to win_length={win}, but got "
                            f"window with size {list(window.shape)}")
+    if window is None:       # torch: once per process for each of stft and istft (TORCH_WARN_ONCE)
+        _warn_once("A window was not provided. A rectangular window is used, " + (
+            "which leaks spectrally; pass window=torch.hann_window(n_fft) (or another window), or "
+            "window=torch.ones(n_fft) to keep the rectangular one and silence this warning." if api == "stft" else
+            "the inverse is exact only with the window stft used; pass that window, or window=torch.ones(n_fft)"
+            " to keep the rectangular one and silence this warning."), UserWarning, key=("window", api))
     if window is not None and win < n_fft:      # centre the window in n_fft samples
         left = (n_fft - win) // 2
         window = _F.pad(window, (left, n_fft - win - left))

@@ -157,6 +157,10 @@ def test_legacy_constructors_take_a_size_as_sizes():
         np.testing.assert_array_equal(mod.FloatTensor((4, 3)).numpy(), [4.0, 3.0])
 
 
-def test_chain_matmul_warns():
-    with pytest.warns(UserWarning, match="deprecated"):
+def test_chain_matmul_warns(fresh_warn_once):
+    # once per process, as torch's TORCH_WARN_ONCE
+    with pytest.warns(UserWarning, match="torch.chain_matmul is deprecated"):
+        tracegrad.chain_matmul(tracegrad.ones(2, 2), tracegrad.ones(2, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         tracegrad.chain_matmul(tracegrad.ones(2, 2), tracegrad.ones(2, 2))

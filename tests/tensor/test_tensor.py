@@ -347,11 +347,9 @@ def test_numpy_scalar_on_the_left_gives_a_tensor_on_the_graph(case):
         assert isinstance(out, tracegrad.Tensor)
 
 
-def test_float_of_a_tensor_requiring_grad_warns_only_with_grad_mode_on(monkeypatch):
+def test_float_of_a_tensor_requiring_grad_warns_only_with_grad_mode_on(fresh_warn_once):
     # torch's warning (once per process) is skipped under no_grad: LBFGS's float(loss) inside
     # its no_grad step (pytorch/examples time_sequence_prediction) prints nothing
-    from tracegrad._tensor import tensor as tensor_module
-    monkeypatch.setattr(tensor_module, "_WARNED_SCALAR", [])
     loss = (tracegrad.ones(2, requires_grad=True) * 2).sum()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

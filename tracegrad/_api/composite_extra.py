@@ -253,7 +253,9 @@ def chain_matmul(*matrices, out=None):
     """Mirrors ``torch.chain_matmul`` (deprecated in torch, which warns the same): the product
     of 2-d matrices, left to right. RuntimeError for no matrices or one that is not 2-d."""
     check_tensor_seq("chain_matmul", matrices)
-    warn("tracegrad.chain_matmul is deprecated (as in torch); use tracegrad.linalg.multi_dot", UserWarning)
+    # once per process, as torch's TORCH_WARN_ONCE; its first sentence as torch words it
+    warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
+              "Use tracegrad.linalg.multi_dot, which takes a list of two or more matrices.", UserWarning)
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:

@@ -13,6 +13,7 @@ from ..autograd._dispatch import apply_op, save_indices
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
+from .._ops.warn import warn as _warn
 from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
@@ -133,6 +134,14 @@ def _check_interpolate_dtype(dtype, mode):
 
 
 _UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
+
+
+def _warn_align_corners():
+    """torch's warning for ``affine_grid``/``grid_sample`` without ``align_corners``, at the
+    caller's line (as torch's, also through ``nn.functional``), on every call."""
+    _warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+          "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+          "documentation of grid_sample for details.")
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -323,9 +332,7 @@ def affine_grid(theta, size, align_corners=None):
     are not 4-D or 5-D. Warns (UserWarning) for a unit-size spatial dim with ``align_corners=True``."""
     given, size = size, tuple(int(v) for v in size)
     if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
-                      "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
-                      "documentation of grid_sample for details.")
+        _warn_align_corners()
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     if len(size) not in (4, 5):
@@ -369,9 +376,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
-                      "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
-                      "documentation of grid_sample for details.")
+        _warn_align_corners()
     # torch's checks in its order: batch size, grid's last dim, empty spatial dims, then the rank
     # (4-D, else 5-D) and bicubic's 4-D-only rule; the dtypes last (the kernel's)
     nd = input.ndim - 2

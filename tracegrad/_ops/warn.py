@@ -36,16 +36,18 @@ WARN_ALWAYS = [False]
 ISSUING_ONCE = [0]
 
 
-def warn_once(message, category=UserWarning, key=None) -> None:
+def warn_once(message, category=UserWarning, key=None, follows_warn_always=True) -> None:
     """``warn`` the first time ``message`` (or another message under the same ``key``) is given
     in this process only, as torch's ``TORCH_WARN_ONCE`` deprecations (``torch.lu``,
     ``torch.cross`` without ``dim``, ``meshgrid`` without ``indexing``, ``TypedStorage``, the
     deprecated overloads of ``add_``/``addcmul``...). Every time under ``set_warn_always(True)``,
     a setting a compiled trace then holds to (``note_setting_read``: turned on between calls, the
-    next call traces again and warns, as eagerly)."""
-    _state.note_setting_read()
+    next call traces again and warns, as eagerly). ``follows_warn_always=False``: once even then,
+    as torch's Python once-flags that have a switch of their own (TypedStorage's)."""
+    if follows_warn_always:
+        _state.note_setting_read()
     key = message if key is None else key
-    if WARN_ALWAYS[0] or key not in _WARNED_ONCE:
+    if (follows_warn_always and WARN_ALWAYS[0]) or key not in _WARNED_ONCE:
         _WARNED_ONCE.add(key)
         frame, level = sys._getframe(1), 2
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):

@@ -392,7 +392,7 @@ def to_array(data, dtype=None):
         data = np.from_dlpack(data)
     if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray):
         # as torch, once per process (every time under set_warn_always(True))
-        warn_once("Creating a tensor from a list of numpy.ndarrays is extremely slow (as torch warns). "
+        warn_once("Creating a tensor from a list of numpy.ndarrays is extremely slow. "
                   "Convert the list to a single numpy.ndarray with numpy.array() before making a tensor of it.")
     big = False
     data = plain_sequences(data)

@@ -34,7 +34,7 @@ from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
 from .._ops.errors import int_past_64_bits, not_a_tensor
 from .._ops.spacing import torch_linspace
-from .._ops.warn import warn
+from .._ops.warn import warn, warn_once
 from .. import _state
 from .._state import in_inference_mode
 from .tensor import Tensor, see_reads
@@ -175,7 +175,18 @@ def as_tensor(data, dtype=None, device=None):
         return data.to(dtype=dtype, device=device)
     if type(data) is np.ndarray and _can_share(data, dtype, device):
         return from_numpy(data)
+    if type(data) is np.ndarray and not data.flags.writeable:
+        _warn_read_only()       # torch's as_tensor goes through from_numpy, converting or not
     return tensor(data, dtype=dtype, device=device)
+
+
+def _warn_read_only():
+    """torch's warning for a read-only ndarray given to ``from_numpy``/``as_tensor`` (not to
+    ``tensor``, which copies): once per process, as its TORCH_WARN_ONCE, one for both functions
+    (every time under ``set_warn_always(True)``); its first sentence as torch words it."""
+    warn_once("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
+              "tracegrad copies the array, so writes to the tensor do not reach it (copy the array, or make "
+              "it writable, to silence this warning).", UserWarning, key="numpy-not-writable")
 
 
 def _can_share(arr, dtype, device) -> bool:
@@ -207,9 +218,7 @@ def from_numpy(ndarray, /):
     check_numpy_strides(ndarray)
     _dt.from_numpy_dtype(ndarray.dtype)
     if not ndarray.flags.writeable:
-        warnings.warn("The given NumPy array is not writable, and tracegrad tensors are always writable; "
-                      "tracegrad copies it, so writes to the tensor do not reach the array (copy the array, "
-                      "or make it writable, to silence this warning)", UserWarning, stacklevel=2)
+        _warn_read_only()
     elif _state.CAPTURE[0] is None:
         order = _numpy_order(ndarray, dense_only=True)
         if order is not None:

@@ -422,7 +422,7 @@ def _warn_typed():
     warn_once("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
               "only storage class. This should only matter to you if you are using storages directly.  To "
               "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()",
-              UserWarning)
+              UserWarning, follows_warn_always=False)   # torch: its own switch, not set_warn_always
 
 
 def new_storage(data, dtype, device=None) -> Storage:

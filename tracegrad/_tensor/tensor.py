@@ -33,6 +33,7 @@ from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_app
                           chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
 from .._ops.errors import not_self as _not_self
+from .._ops.warn import warn_once as _warn_once
 from .._ops.registry import OPS as _OPS
 from .._ops.tracers import concrete_primal
 from .._ops.xla_options import eager_jit, nested_options_error
@@ -431,7 +432,6 @@ def _trusted_size(shape) -> Size:
     return tuple.__new__(Size, shape)
 
 
-_WARNED_SCALAR: list = []   # float() of a tensor requiring grad has warned (torch: once)
 
 
 
@@ -1022,12 +1022,11 @@ class Tensor(TensorBase):
     def __float__(self):
         if self._value.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self.requires_grad and _state.GRAD_MODE[0] and not _WARNED_SCALAR:
-            # torch warns once per process, and only with grad mode on (LBFGS's float(loss)
-            # inside its no_grad step stays silent)
-            _WARNED_SCALAR.append(True)
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
+        if self.requires_grad and _state.GRAD_MODE[0]:
+            # torch warns once per process (every time under set_warn_always(True)), and only with
+            # grad mode on (LBFGS's float(loss) inside its no_grad step stays silent)
+            _warn_once("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                       "Consider using tensor.detach() first.", UserWarning, key="scalar-of-requires-grad")
         return float(_real_scalar(self, "double"))
 
     def __int__(self):

@@ -12,6 +12,7 @@ import tracegrad
 from .. import _autocast
 from .._tensor.device import cuda_devices
 from .._ops import dtypes as _dt
+from .._ops.warn import warn as _warn   # at the user's line, as torch's (through the with-statement)
 
 __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
@@ -133,12 +134,12 @@ class autocast:
         # (None: the flag in force now, as torch -- a context inside cache_enabled=False keeps it off)
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if enabled and device_type == "cpu" and self.fast_dtype not in (_dt.bfloat16, _dt.float16):
-            warnings.warn(f"In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
-                          f"CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.")
+            _warn("In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+                  "CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.")
             enabled = False
         elif enabled and device_type == "cuda" and not cuda_devices():
             # torch 2.x's wording (the "User provided device_type of 'cuda'" text is torch 1.x's)
-            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.")
+            _warn("CUDA is not available or torch_xla is imported. Disabling autocast.")
             enabled = False
         elif enabled and device_type not in ("cpu", "cuda"):
             warnings.warn(f"tracegrad autocast supports device types 'cpu' and 'cuda'; '{device_type}' is disabled")

@@ -19,6 +19,7 @@ from .._lowering import masked_step
 from .._lowering.capture import GraphBreak
 from .._lowering.region import CallOnlyBreak
 from .._tensor.device import cuda_devices
+from .._ops.warn import warn as _warn
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -47,7 +48,8 @@ class GradScaler:
                  growth_interval=2000, enabled=True):
         self._device = device
         if enabled and getattr(device, "type", device) == "cuda" and not cuda_devices():
-            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.")
+            # at the user's line, as torch's amp.GradScaler("cuda") names it
+            _warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.")
             enabled = False
         self._enabled = enabled
         if enabled:

@@ -976,9 +976,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean" and not legacy:
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
-                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+        # _warn: torch names the line that called kl_div (also through KLDivLoss), not its own
+        _warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+              "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+              "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -1145,7 +1146,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if mask is None:
         return None
     if check_other and other_type is not None and mask.dtype != other_type:
-        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated; give both masks the "
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Give both masks the "
                       f"same dtype (bool or floating) instead.")
     if mask.dtype is tracegrad.bool:
         return tracegrad.zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))

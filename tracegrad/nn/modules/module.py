@@ -1174,8 +1174,9 @@ class Module:
         """Mirrors ``torch.nn.Module.state_dict``: ordered ``{'fc.weight': tensor}`` of parameters
         and persistent buffers (detached unless ``keep_vars``)."""
         if args:
-            warnings.warn("Module.state_dict: positional arguments are deprecated; pass destination=, prefix= and "
-                          "keep_vars= as keywords", FutureWarning, stacklevel=2)
+            # torch's first sentence (tests match on it), then which keywords to pass
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Module.state_dict takes "
+                          "destination=, prefix= and keep_vars= as keywords.", FutureWarning, stacklevel=2)
             destination = args[0] if len(args) > 0 else destination
             prefix = args[1] if len(args) > 1 else prefix
             keep_vars = args[2] if len(args) > 2 else keep_vars
