@@ -137,28 +137,25 @@ def test_nan_attribute_one_program():
     assert traces(f) == 1
 
 
-def test_nan_then_number_attribute():
+def _scalar_attribute_run(fn, values):
     def run(mod, wrap):
-        f = wrap(lambda x: x + x.s)
+        f = wrap(fn)
         out = []
-        for s in (float("nan"), 1.0, float("nan"), 2.0):
+        for s in values:
             x = mod.zeros(2)
             x.s = s
             out.append(f(x))
         return out
-    run_three_ways(run)
+    return run
+
+
+def test_nan_then_number_attribute():
+    run_three_ways(_scalar_attribute_run(lambda x: x + x.s, (float("nan"), 1.0, float("nan"), 2.0)))
 
 
 def test_string_nan_is_not_float_nan():
-    def run(mod, wrap):
-        f = wrap(lambda x: x + (1.0 if isinstance(x.s, str) else 2.0))
-        out = []
-        for s in ("nan", float("nan"), "nan"):
-            x = mod.zeros(2)
-            x.s = s
-            out.append(f(x))
-        return out
-    run_three_ways(run)
+    run_three_ways(_scalar_attribute_run(lambda x: x + (1.0 if isinstance(x.s, str) else 2.0),
+                                         ("nan", float("nan"), "nan", float("nan"))))
 
 
 def test_tensor_attribute_values_followed():
@@ -493,22 +490,10 @@ def _custom(mod):
     return Warn
 
 
-def test_custom_function_backward_warning_each_backward_outside():
-    def run(mod, wrap):
-        W = _custom(mod)
-        f = wrap(lambda x: W.apply(x).sum())
-        out = []
-        for i in range(CALLS):
-            x = data(mod, i, 3).requires_grad_()
-            loss = f(x)
-            _, w = _warned(loss.backward)
-            out.append([x.grad, w])
-        return out
-    run_three_ways(run)
-
-
-def test_hook_on_result_warns_in_backward():
-    # the hook registered on the compiled call's result, outside; the backward runs the program's
+@pytest.mark.parametrize("hook", [False, True], ids=["function", "function_and_result_hook"])
+def test_backward_warnings_each_backward_outside(hook):
+    # compiled forward, backward after the call (the program's kept backward, KeptBackward);
+    # with ``hook`` a tensor hook registered on the compiled call's result warns as well
     def run(mod, wrap):
         W = _custom(mod)
         f = wrap(lambda x: W.apply(x * 3))
@@ -516,11 +501,13 @@ def test_hook_on_result_warns_in_backward():
         for i in range(CALLS):
             x = data(mod, i, 3).requires_grad_()
             y = f(x)
-            y.register_hook(lambda g: warnings.warn("round48 hook") or g * 2)
+            if hook:
+                y.register_hook(lambda g: warnings.warn("round48 hook") or g * 2)
             _, w = _warned(y.sum().backward)
             out.append([x.grad, w])
         return out
-    run_three_ways(run)
+    made = run_three_ways(run)
+    assert made[0].stats["graph_breaks"] == [] and traces(made[0]) == 1   # (the first call runs eagerly)
 
 
 def test_retain_graph_backward_twice_warns_twice():
