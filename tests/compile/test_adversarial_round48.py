@@ -128,6 +128,35 @@ def test_object_attribute_replaced_between_calls():
     run_three_ways(run)
 
 
+@pytest.mark.parametrize("holder", ["list", "dict"])
+def test_container_attribute_changed_in_place(holder):
+    def run(mod, wrap):
+        f = wrap(lambda x: x * x.cfg[0] if holder == "list" else x * x.cfg["k"])
+        cfg = [1.0] if holder == "list" else {"k": 1.0}
+        x = mod.ones(2)
+        x.cfg = cfg
+        out = []
+        for i in range(CALLS):
+            cfg[0 if holder == "list" else "k"] = float(i) + 0.5
+            out.append(f(x))
+        return out
+    run_three_ways(run)
+
+
+def test_function_appends_to_attribute_list():
+    def run(mod, wrap):
+        def step(x):
+            x.log.append(len(x.log))
+            x.box.v += 1.0
+            return x * len(x.log)
+        f = wrap(step)
+        x = mod.ones(2)
+        x.log, x.box = [], Box(0.0)
+        out = [f(x) for _ in range(CALLS)]
+        return out + [list(x.log), x.box.v]
+    run_three_ways(run)
+
+
 def test_nan_attribute_one_program():
     f = tracegrad.compile(lambda x: x * x.s)
     for _ in range(CALLS):

@@ -1815,9 +1815,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     if held:
         code = getattr(getattr(fn, "__func__", fn), "__code__", None)
         loaded |= set(code.co_names) if code is not None else set()
-        read = [v for k, v in held if k in loaded]
+        read = [v for k, v in held if k in loaded and not isinstance(v, (list, dict))]
         if read:
             refs, ref_names = python_refs(fn, objects + read, counters_out=counter_names)
+        # a list or dict there is read like a global one (``x.cfg["k"]`` changed in place)
+        lists = [(f"attribute {k} of an argument", v) for k, v in held if k in loaded and isinstance(v, (list, dict))]
+        refs += tuple((label, None, {label: v}) for label, v in lists)
+        ref_names += (frozenset(),) * len(lists)
     stateful = stateful_reads(refs, ref_names)
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
