@@ -661,7 +661,8 @@ class _Same:
 # ``x.scale = 2.0``) are set on its stand-in (region.py), so the trace reads what eager reads
 # (``hasattr(x, "test")``, ``x * x.scale``); they are part of the key, so a call whose tensor
 # has other attributes, or other values in them, gets its own program. Numbers and strings by
-# value, anything else by identity. Names with a leading underscore are tracegrad's own marks
+# value (NaN as NaN), anything else by identity, weakly (a key keeps no object alive; what the
+# trace reads from one is guarded: ``_attribute_objects`` in region.py). Names with a leading underscore are tracegrad's own marks
 # (``_cmeta``, ``_fw``, ``_gdt``, ``mark_dynamic``'s ``_dynamo_*`` sets: those key the program
 # their own way), except the inference mark. Most tensors have none: one truth test per call.
 _ATTRIBUTE_VALUES = (int, float, bool, str, bytes, complex, type(None))

@@ -9,12 +9,22 @@
 - DataLoader loops inside a compiled function (the base seed drawn, read only with workers).
 - Warnings from compiled backward programs (NOTE [warnings in a trace] rule 6, KeptBackward).
 
-Fixes (``compiler.py``, NOTE [argument attributes]):
-- An attribute holding an object (not a number or string) keyed the program by a strong
-  reference: every object ever set on an argument stayed alive in the cache keys (a new object
-  each call: eight kept). Keyed by a weak identity now; a dead object's key matches nothing.
-- A NaN attribute was keyed by identity (``nan != nan``): ``x.s = float('nan')`` each call
-  traced a new program every call up to the recompile limit. Keyed as NaN now.
+Fixes:
+- An object set on a tensor argument (``x.box = Box()``) keyed the program by a strong
+  reference: every object ever set stayed alive in the cache keys (a new one each call: eight
+  kept). Keyed by a weak identity now; a dead object's key matches nothing (``compiler.py``).
+- A NaN attribute was keyed by identity (``nan != nan``): ``x.s = float('nan')`` each call traced
+  a new program up to the recompile limit. Keyed as NaN (``compiler.py``).
+- What the trace read from such an object (``x.box.v``, also through a helper) or from a list
+  or dict there (``x.cfg["k"]``) was unguarded: changed between calls it was frozen at the
+  traced value; an append to ``x.log`` was not repeated. Guarded (and its changes seen) as an
+  argument object's where the code names the attribute (``region._attribute_objects``).
+- An object reached two ways (a closure cell of the module's ``__init__`` and ``self.helper``
+  whose ``factor()`` its ``forward`` calls) was guarded only for the first way's names:
+  ``helper.n`` changed between calls was frozen (``guards._guard_object``).
+- Plain objects in a module's list or dict (``self.hs = [Counter(), NumpyScale()]``) were no
+  state: their counters and NumPy draws were frozen into the program (``pystate.py``, NOTE
+  [module attributes' methods]); now the call runs eagerly as for one held directly.
 
 Left (strict xfail): an attribute the function never reads still keys the program (torch
 guards only what the frame reads), so a new object each call retraces until the recompile limit
