@@ -661,15 +661,45 @@ class _Same:
 # ``x.scale = 2.0``) are set on its stand-in (region.py), so the trace reads what eager reads
 # (``hasattr(x, "test")``, ``x * x.scale``); they are part of the key, so a call whose tensor
 # has other attributes, or other values in them, gets its own program. Numbers and strings by
-# value, anything else by identity. Names with a leading underscore are tracegrad's own marks
+# value (NaN as NaN), anything else by identity, weakly (a key keeps no object alive; what the
+# trace reads from one is guarded: ``_attribute_objects`` in region.py). Names with a leading underscore are tracegrad's own marks
 # (``_cmeta``, ``_fw``, ``_gdt``, ``mark_dynamic``'s ``_dynamo_*`` sets: those key the program
 # their own way), except the inference mark. Most tensors have none: one truth test per call.
 _ATTRIBUTE_VALUES = (int, float, bool, str, bytes, complex, type(None))
 
 
+class _WeakSame:
+    """A cache-key part that is one object by identity without keeping it alive (an attribute
+    holding a new object every call kept every one of them alive in the programs' keys, round
+    48). A dead object's key matches nothing, so its id reused by a new object cannot match."""
+
+    __slots__ = ("ref", "oid")
+
+    def __init__(self, obj):
+        self.ref, self.oid = weakref.ref(obj), id(obj)
+
+    def __hash__(self):
+        return self.oid
+
+    def __eq__(self, other):
+        if not isinstance(other, _WeakSame):
+            return False
+        obj = self.ref()
+        return obj is not None and obj is other.ref()
+
+
+def _attribute_part(v):
+    if type(v) in _ATTRIBUTE_VALUES:
+        # NaN by value: a new float('nan') each call is the same attribute (was keyed by identity)
+        return v if v == v else ("nan", type(v))
+    try:
+        return _WeakSame(v)
+    except TypeError:      # not weakly referenceable (a list, a dict): held, as other arguments
+        return _Same(v)
+
+
 def _attributes_key(d):
-    return tuple((k, v) if type(v) in _ATTRIBUTE_VALUES and v == v else (k, _Same(v))
-                 for k, v in d.items() if k[0] != "_" or k == "_inference")
+    return tuple((k, _attribute_part(v)) for k, v in d.items() if k[0] != "_" or k == "_inference")
 
 
 def _unhashable_key(a):

@@ -122,17 +122,27 @@ class _Checks(list):
 
 
 def _guard_object(o, names, checks, seen):
-    if id(o) in seen:
+    # NOTE: an object reached twice (a closure cell of ``__init__`` and ``self.helper`` of the
+    # module whose ``forward`` calls ``helper.factor()``) is guarded for the names of each way:
+    # the first way's names alone (``__init__``'s) left ``helper.n`` unguarded (round 48)
+    if ("all", id(o)) in seen:
         return
+    first = id(o) not in seen
     seen.add(id(o))
+    names = frozenset(k for k in names if (id(o), k) not in seen)
+    if not (first or names):
+        return
+    seen.update((id(o), k) for k in names)
     d = attributes(o)
     # a plain object's attribute count (a user module's when its code calls hasattr/getattr), and
     # with getattr()/vars() in the code every attribute (NOTE [other holders])
     plain = _plain_object(o)
     every = plain and not names.isdisjoint(_DYNAMIC_READS)
-    if plain or (not names.isdisjoint(_PROBES) and _user_class(type(o))):
+    if every:
+        seen.add(("all", id(o)))
+    if first and (plain or (not names.isdisjoint(_PROBES) and _user_class(type(o)))):
         checks.append((_Len(d), None, len(d), None))
-    if plain:
+    if first and plain:
         # its class, by identity: ``obj.__class__ = Other`` between calls (other methods, other
         # class attributes) ran the traced class's code (round-36's adversarial tests)
         checks.append((_Attributes(o), "__class__", type(o), _IDENTITY))

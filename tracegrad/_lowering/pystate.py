@@ -383,9 +383,10 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None
                 # (``self.prior``, a distribution whose ``sample`` draws from a NumPy generator
                 # it closes over) runs its methods when the module's code calls them: their
                 # cells and globals are state like a helper's. Not scanned, the trace drew once
-                # more and the program returned that draw on every call (round 62)
-                queue += [(a, depth + 1) for _, a in _module_own_attributes(m)
-                          if _plain_object(a) and not isinstance(a, type) and not callable(a)]
+                # more and the program returned that draw on every call (round 62). In a small
+                # list, tuple or dict on the module (``self.hs = [Counter(), Noise()]``) too:
+                # those were frozen (round 48)
+                queue += [(o, depth + 1) for _, a in _module_own_attributes(m) for o in _held_objects(a)]
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -463,6 +464,15 @@ def _held_functions(values):
             # the code reaches: NOTE [methods reached by name])
             found += [h for h in inner if isinstance(h, (types.FunctionType, functools.partial, types.MethodType))]
     return found
+
+
+def _held_objects(a):
+    """The plain objects (not classes, not callables) ``a`` is or a small list, tuple or dict
+    ``a`` holds (NOTE [module attributes' methods])."""
+    inner = a.values() if type(a) is dict else a if type(a) in (list, tuple) else (a,)
+    if len(inner) > _NESTED_MAX:
+        return ()
+    return [o for o in inner if _plain_object(o) and not isinstance(o, type) and not callable(o)]
 
 
 class _DefaultsMap(dict):
@@ -563,6 +573,11 @@ def _module_attributes(m, add) -> None:
             continue
         label = f"{cls.__name__}.{k}"
         add((label, None, _AttributePlace(label, a, vars(m), k)), _object_names(type(a), set()) if _plain_object(a) else ())
+        if isinstance(a, _HOLDERS):
+            # the plain objects in it are read and changed by their methods like one held
+            # directly (NOTE [module attributes' methods]): ``self.hs[0].n += 1``
+            for o in _held_objects(a):
+                add((label, None, {label: o}), _object_names(type(o), set()))
 
 
 class _AttributePlace(dict):

@@ -452,6 +452,16 @@ def _attribute_ids(t) -> dict:
     return {k: id(v) for k, v in t.__dict__.items()}
 
 
+def _attribute_objects(leaves):
+    """``(name, object)`` of the objects set on tensor arguments (``x.box = Box()``; not numbers,
+    strings or tensors). NOTE [argument attributes] (compiler.py): such an object keys the
+    program by identity, so what the trace reads from it (``x.box.v``) is guarded as an
+    argument object's (changed between calls it was frozen at the traced value, round 48) --
+    only one the code names: a guard holds it, and one never read must not be kept alive."""
+    return [(k, v) for a in leaves if isinstance(a, Tensor) and getattr(a, "__dict__", None)
+            for k, v in list(vars(a).items()) if k[0] != "_" and not isinstance(v, (IMMUTABLE, Tensor))]
+
+
 def _argument_attribute_writes(call_leaves, wrappers, where):
     """NOTE [attributes set on arguments]: the Python attributes the function set on (or deleted
     from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names)), ...)`` for
@@ -1798,8 +1808,20 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
     # NOTE [Python counters] and [Python appends] in pystate.py
     counter_names = (set(), set(), set(), set(), set(), set())
-    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor],
-                                  counters_out=counter_names)
+    objects = [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor]
+    held = _attribute_objects(leaves)
+    loaded = set() if held else None
+    refs, ref_names = python_refs(fn, objects, loaded, counters_out=counter_names)
+    if held:
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        loaded |= set(code.co_names) if code is not None else set()
+        read = [v for k, v in held if k in loaded and not isinstance(v, (list, dict))]
+        if read:
+            refs, ref_names = python_refs(fn, objects + read, counters_out=counter_names)
+        # a list or dict there is read like a global one (``x.cfg["k"]`` changed in place)
+        lists = [(f"attribute {k} of an argument", v) for k, v in held if k in loaded and isinstance(v, (list, dict))]
+        refs += tuple((label, None, {label: v}) for label, v in lists)
+        ref_names += (frozenset(),) * len(lists)
     stateful = stateful_reads(refs, ref_names)
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
