@@ -105,7 +105,14 @@ class TestNumPyInteropTI43(TestCase):
     def test_numpy_non_writeable(self, device):
         arr = np.zeros(5)
         arr.flags["WRITEABLE"] = False
-        self.assertWarns(UserWarning, lambda: torch.from_numpy(arr))
+        # once per process (torch's TORCH_WARN_ONCE): an earlier test in this worker may have
+        # spent it; set_warn_always gives it every time, as torch's
+        prev = torch.is_warn_always_enabled()
+        torch.set_warn_always(True)
+        try:
+            self.assertWarns(UserWarning, lambda: torch.from_numpy(arr))
+        finally:
+            torch.set_warn_always(prev)
 
     @onlyCPU
     def test_numpy_unresizable(self, device):

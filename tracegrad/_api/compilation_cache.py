@@ -23,7 +23,7 @@ def write_entries_atomically() -> None:
     Idempotent; does nothing where JAX's cache module is not the one this was written for or
     eviction (which JAX locks itself) is on."""
     try:
-        from jax._src import lru_cache
+        from jax._src import lru_cache     # private, and absent from some JAX versions: checked here
     except ImportError:
         return
     put = lru_cache.LRUCache.put
