@@ -45,10 +45,10 @@ NP_TO_TORCH = ("float64", "float32", "float16", "complex64", "complex128", "int6
                "int16", "int8", "uint8", "bool")
 
 
-def test_numpy_non_writeable():
-    # test_numpy_non_writeable: from_numpy of a read-only array warns. torch warns once per
-    # process (TORCH_WARN_ONCE: an earlier test may have used it up), so tracegrad, which warns
-    # each time as Python warnings do, is checked on its own
+def test_numpy_non_writeable(fresh_warn_once):
+    # test_numpy_non_writeable: from_numpy of a read-only array warns. Both torch and tracegrad
+    # warn once per process (TORCH_WARN_ONCE), and an earlier test in this worker may have used it
+    # up: fresh_warn_once starts this test as a fresh process would
     import tracegrad
     arr = np.zeros(5)
     arr.flags["WRITEABLE"] = False
