@@ -600,9 +600,7 @@ class Capture:
         if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer" \
                 or sys._getframe(2).f_globals.get("__name__", "").startswith("tracegrad"):
             return None
-        d = self.defer_items(v)
-        self.deferred.append(d)
-        return d
+        return self.defer_items(v, self.deferred)
 
     def on_hook(self, kind, fn):
         if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:

@@ -9,54 +9,177 @@ the number: the traced scalar becomes an output of the program, and each call re
 Python number read from it (``OutRecipe``'s "item" leaves in region.py), of the type eager's
 ``item()`` gives (float, int, bool, complex).
 
-Anything else Python does with the stand-in (compare, branch on, format, print, do
-arithmetic, convert, hash it) needs the number during the trace: each such use raises the
-graph break the value read raised before, with the user's file and line, and the call runs
-eagerly as it did. A stand-in kept anywhere but in the returned value (a list, an attribute,
-a closure) is found by its reference count after the trace (``check_kept``): a graph break too.
+Arithmetic with Python numbers is deferred too (``return loss.item() / args.chunk_len``,
+``round(acc.item(), 4)``, ``sum(x.item() for x in parts)``): a ``DeferredExpr`` records the
+operation and each call applies it, in Python, to that call's numbers after the program ran,
+so the result is what eager's Python arithmetic gives, bit for bit and of its type. Only
+operations that cannot raise for any value are deferred, since a deferred one would raise after
+the program had updated the state the eager call never reached: ``+ - *``, unary ``- + abs``,
+``/ // %`` by a nonzero number the trace knows, ``round(v, ndigits)``. A deferred divisor
+(``ZeroDivisionError``), ``**`` (``OverflowError``) and ``round(v)`` (inf, NaN) need the value.
+The numbers an operation takes are the trace's, as a number a tensor op takes: guarded.
+
+Anything else Python does with the stand-in (compare, branch on, format, print, convert, hash
+it) needs the number during the trace: each such use raises the graph break the value read
+raised before, with the user's file and line, and the call runs eagerly as it did. A stand-in
+kept anywhere but in the returned value (a list, an attribute, a closure) is found by its
+reference count after the trace (``check_kept``): a graph break too.
 Not deferred: ``item()`` called by tracegrad's own code (its Python reads the number), and
 ``fullgraph=True``, where torch raises for the value read as well.
 """
 from __future__ import annotations
 
+import operator
 import sys
 
 from .capture import GraphBreak
 
 
-class DeferredItem:
-    """The number ``tensor.item()`` will have (``array``: the traced scalar). Every use of it
-    as a number raises ``GraphBreak``."""
+_NEEDED = "item() reads a tensor's value in Python (data-dependent control flow or a value taken out of the program)"
+_NUMBER_TYPES = (bool, int, float, complex)
+# a value of the Python type item() gives for each dtype kind, to learn an operation's result
+# type (and its TypeError) while tracing without the number
+_SPECIMENS = {"b": True, "i": 3, "u": 3, "f": 1.5, "c": 1.5 + 0.5j}
+
+
+class Deferred:
+    """A number the program computes that Python only hands back: ``tensor.item()``'s
+    (``DeferredItem``) or Python arithmetic on such numbers (``DeferredExpr``). ``made`` is the
+    trace's list of all of them (``check_kept``); ``specimen`` a number of the type eager's
+    would have. Every use but the deferrable arithmetic raises ``GraphBreak``."""
+
+    __slots__ = ("made", "specimen")
+
+    def _needed(self, *_a, **_k):
+        raise GraphBreak(_NEEDED)
+
+    def _apply(self, op, operands):
+        """``op(*operands)`` deferred, or the graph break when Python would need the number."""
+        try:
+            specimen = op(*(o.specimen if isinstance(o, Deferred) else o for o in operands))
+        except Exception:     # noqa: BLE001 -- eager raises for the types: it runs eagerly too
+            raise GraphBreak(_NEEDED) from None
+        if type(specimen) not in _NUMBER_TYPES:
+            raise GraphBreak(_NEEDED)
+        return DeferredExpr(self.made, specimen, op, operands)
+
+    def evaluator(self, where):
+        """A function of a call's numbers (a list: the ``DeferredItem``s' at ``where[id(item)]``)
+        giving this number; it holds neither the stand-ins nor their traced arrays."""
+        raise NotImplementedError
+
+    def items(self, out):
+        """Append the ``DeferredItem``s this number reads to ``out`` (once each)."""
+        raise NotImplementedError
+
+
+def _number(v) -> bool:
+    return type(v) in _NUMBER_TYPES or isinstance(v, Deferred)
+
+
+def _constant_divisor(v) -> bool:
+    return type(v) in _NUMBER_TYPES and v != 0
+
+
+def _binary(op, reflected, divides):
+    def method(self, other):
+        if not _number(other) or (divides and not _constant_divisor(self if reflected else other)):
+            raise GraphBreak(_NEEDED)
+        return self._apply(op, (other, self) if reflected else (self, other))
+    return method
+
+
+for _op, _divides in ((operator.add, False), (operator.sub, False), (operator.mul, False),
+                      (operator.truediv, True), (operator.floordiv, True), (operator.mod, True)):
+    _name = _op.__name__.strip("_")
+    setattr(Deferred, f"__{_name}__", _binary(_op, False, _divides))
+    setattr(Deferred, f"__r{_name}__", _binary(_op, True, _divides))
+for _op in (operator.neg, operator.pos, abs):
+    setattr(Deferred, f"__{_op.__name__.strip('_')}__", lambda self, _op=_op: self._apply(_op, (self,)))
+
+
+def _round(self, ndigits=None):
+    if type(ndigits) is not int:       # round(inf) and round(nan) raise: the value decides
+        raise GraphBreak(_NEEDED)
+    return self._apply(round, (self, ndigits))
+
+
+Deferred.__round__ = _round
+
+# every other operator and conversion Python may apply to a number: each needs its value
+for _name in ("bool", "float", "int", "index", "complex", "str", "repr", "format", "hash", "len", "iter",
+              "trunc", "floor", "ceil", "invert", "reduce", "reduce_ex", "copy", "deepcopy", "getstate",
+              "setstate", "contains", "getitem", "call", "array", "eq", "ne", "lt", "le", "gt", "ge",
+              "divmod", "rdivmod", "matmul", "rmatmul",
+              *(f"{p}{op}" for op in ("pow", "lshift", "rshift", "and", "or", "xor") for p in ("", "r", "i"))):
+    setattr(Deferred, f"__{_name}__", Deferred._needed)
+# and the numbers' own attributes (``v.is_integer()``, ``v.real``): the graph break, not an
+# AttributeError naming the stand-in
+for _name in ("real", "imag", "conjugate", "is_integer", "hex", "as_integer_ratio", "bit_length", "bit_count",
+              "numerator", "denominator", "to_bytes"):
+    setattr(Deferred, _name, property(Deferred._needed))
+del _name, _op, _divides
+
+
+class DeferredItem(Deferred):
+    """The number ``tensor.item()`` will have (``array``: the traced scalar)."""
 
     __slots__ = ("array",)
 
-    def __init__(self, array):
-        self.array = array
+    def __init__(self, array, made):
+        self.array, self.made = array, made
+        self.specimen = _SPECIMENS[array.dtype.kind]
+        made.append(self)
 
-    def _needed(self, *_a, **_k):
-        raise GraphBreak("item() reads a tensor's value in Python (data-dependent control flow or a "
-                         "value taken out of the program)")
+    def evaluator(self, where):
+        i = where[id(self)]
+        return lambda values: values[i]
+
+    def items(self, out):
+        if not any(d is self for d in out):
+            out.append(self)
 
 
-# every operator and conversion Python may apply to a number: each needs its value
-for _name in ("bool", "float", "int", "index", "complex", "str", "repr", "format", "hash", "len", "iter",
-              "round", "trunc", "floor", "ceil", "abs", "neg", "pos", "invert", "reduce", "reduce_ex",
-              "copy", "deepcopy", "getstate", "setstate", "contains", "getitem", "call", "array",
-              "eq", "ne", "lt", "le", "gt", "ge", "divmod", "rdivmod", "matmul", "rmatmul",
-              *(f"{p}{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift",
-                                      "rshift", "and", "or", "xor") for p in ("", "r", "i"))):
-    setattr(DeferredItem, f"__{_name}__", DeferredItem._needed)
-del _name
+class DeferredExpr(Deferred):
+    """Python's ``op(*operands)`` on deferred numbers and plain ones, applied after each run."""
+
+    __slots__ = ("op", "operands")
+
+    def __init__(self, made, specimen, op, operands):
+        self.made, self.specimen, self.op, self.operands = made, specimen, op, operands
+        made.append(self)
+
+    def evaluator(self, where):
+        op = self.op
+        parts = [o.evaluator(where) if isinstance(o, Deferred) else (lambda values, o=o: o) for o in self.operands]
+        return lambda values: op(*[p(values) for p in parts])
+
+    def items(self, out):
+        for o in self.operands:
+            if isinstance(o, Deferred):
+                o.items(out)
+
+
+def _operand_references(made) -> dict:
+    """id -> how many operands of the deferred operations in ``made`` are that stand-in (a
+    function of its own, so that no loop variable of it holds one while references are counted)."""
+    within = {}
+    for d in made:
+        for o in getattr(d, "operands", ()):
+            if isinstance(o, Deferred):
+                within[id(o)] = within.get(id(o), 0) + 1
+    return within
 
 
 def check_kept(made, leaves):
     """Raise ``GraphBreak`` when a stand-in in ``made`` (all this trace handed out) is referenced
     from anywhere but the result: each occurrence among the result's flat ``leaves`` accounts
     for two references (the flat list's and the result container's or variable's)."""
+    within = _operand_references(made)
     for d in made:
         n = sum(1 for x in leaves if x is d)
         # references: ``made``, the loop variable, getrefcount's argument
-        if sys.getrefcount(d) > 3 + 2 * n:
+        if sys.getrefcount(d) > 3 + 2 * n + within.get(id(d), 0):
             raise GraphBreak("the number item() returned is kept in Python (a list, an attribute, a "
                              "closure variable), not only returned: the program would not store it on "
                              "later calls")

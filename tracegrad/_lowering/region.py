@@ -49,7 +49,7 @@ from ..autograd._graph_impl import edge as _edge
 from . import guard_code, hyper
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .warned import KeptBackward, code_of
-from .deferred import DeferredItem, check_kept
+from .deferred import Deferred, DeferredItem, check_kept
 from .deferred_step import run_deferred, unseal
 from .carry import IMMUTABLE, argument_places, attribute_places, carry_over, get as slot_get, plain_attributes
 from .carry import InSequence, plan_rebinds, put as slot_put, rebound_places
@@ -1173,6 +1173,9 @@ class OutRecipe:
                 out.append(t)
             elif kind == "item":          # NOTE [deferred item]: eager's item() of the value
                 out.append(np.asarray(next(it)).item())
+            elif kind == "item expr":     # Python's arithmetic on this call's numbers
+                n, evaluate = v
+                out.append(evaluate([np.asarray(next(it)).item() for _ in range(n)]))
             elif kind == "arg":
                 out.append(arg_leaves[v])
             elif kind == "place":         # the tensor a followed place held (``_result_places``)
@@ -2201,16 +2204,18 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     # returned with its ``.data``: NOTE [returned .grad] makes those "grad view"s)
     ahead = {}
     for n, t in enumerate(r_leaves):
-        if isinstance(t, Tensor) and type(t) is not DeferredItem and _plain_new(t, call_leaves, cap, outside, state):
+        if isinstance(t, Tensor) and not isinstance(t, Deferred) and _plain_new(t, call_leaves, cap, outside, state):
             ahead.setdefault(id(t._st), (n, t))
     for t in r_leaves:
-        if type(t) is DeferredItem:     # NOTE [deferred item]: the number is read after each call
+        if isinstance(t, Deferred):     # NOTE [deferred item]: the number is read after each call
+            items = []
+            t.items(items)
             try:
-                arrays.append(jnp.reshape(t.array, ()))
+                arrays += [jnp.reshape(d.array, ()) for d in items]
             except jax.errors.UnexpectedTracerError:     # item() inside a nested transform
                 raise GraphBreak("item() of a tensor inside a checkpointed or transformed block is returned: "
                                  "the program cannot return it from there") from None
-            leaves.append(("item", None))
+            leaves.append(("item", None) if type(t) is DeferredItem else ("item expr", (len(items), t.evaluator({id(d): k for k, d in enumerate(items)}))))
             continue
         if not isinstance(t, Tensor):
             if type(t) is int and any(t == id(w) for w in call_leaves if isinstance(w, Tensor)):
