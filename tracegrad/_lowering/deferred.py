@@ -74,7 +74,8 @@ class Deferred:
 
 
 def _number(v) -> bool:
-    return type(v) in _NUMBER_TYPES or isinstance(v, Deferred)
+    # an int past float's range raises OverflowError when mixed with a float
+    return (type(v) in _NUMBER_TYPES and (type(v) is not int or -2 ** 1023 < v < 2 ** 1023)) or isinstance(v, Deferred)
 
 
 def _constant_divisor(v) -> bool:
