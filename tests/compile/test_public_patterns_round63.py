@@ -1,0 +1,218 @@
+"""Compile patterns of the sixty-third round of public programs
+(tests/api/test_public_programs_round63.py; sources in tests/public_programs_round63_src.py): each
+program's training step run by torch eagerly, tracegrad eagerly and ``tracegrad.compile`` on the
+same initial state:
+
+- MaximeVandegar/Papers-in-100-Lines-of-Code, MAF: the ``__main__`` loop body (the logit
+  transform, MADE/BatchNorm/permutation flows with ``ld_sum += ld`` of an expanded tensor, Adam
+  with ``zero_grad(set_to_none=True)``) with its dequantization noise passed in: one trace after
+  the eager first call (Adam's state); with the noise drawn inside by a NumPy stream, every call
+  eager (a Python state change), never one frozen draw. The calibration pass (``_collecting``
+  set, buffers grown by ``+=``, ``.item()``) compiled: each call eager, equal to eager.
+- aniruddh93/flow_models, MAF: ``train``'s step (``maf.loss`` over a ``Sequential`` of MADE and
+  flip layers, a ``Normal(0, 1)`` base, the f-string log of the loss, Adam). With the default
+  ``validate_args`` the base distribution checks values in Python: eager, the reason named;
+  with it off the f-string log formats the loss (a value read in Python): eager each call, the
+  log printed each call with that call's loss.
+- gabinho991/CS598, seq2seq: the training step (teacher forcing by ``torch.rand(1).item()``):
+  a graph break at the coin's ``.item()``, every call eager and equal; the decoder step alone
+  (attention, ``bmm``, LSTM from ``zeros_like(hidden)``) compiled for greedy decoding: one
+  trace after the eager first call.
+"""
+import contextlib
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_helpers import arrays as _arr, close, init_uniform, state as _state
+from public_programs_round63_src import MAF_AN, S2S_MODEL, program
+
+torch = pytest.importorskip("torch")
+
+import api.test_public_programs_round63 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # graph breaks
+        yield
+
+
+def _parity(runner, ref_tol=2e-5, comp_tol=1e-5, loose=0):
+    """torch eager, tracegrad eager and tracegrad compiled give the same arrays (the last
+    ``loose`` of them within 1e-3); returns the compiled run's functions."""
+    eager, (comp, fns) = runner(tracegrad, False)[0], runner(tracegrad, True)
+    ref, n = runner(torch, False)[0], len(eager) - loose
+    close(ref[:n], eager[:n], ref_tol)
+    close(eager[:n], comp[:n], comp_tol)
+    close(ref[n:], eager[n:], 1e-3)
+    close(eager[n:], comp[n:], 1e-3)
+    return fns
+
+
+# ---------------------------------------------------------------- MAF (Papers in 100 lines)
+
+def _maf_mv_runs(T, compiled, noise_inside=False):
+    Tn, ns, model = _api.maf_mv(T)
+    logit = ns.LogitTransform1d()
+    opt = T.optim.Adam(model.parameters(), lr=1e-4)
+
+    def step(xb, u=None):              # __main__'s loop body
+        if u is None:
+            u = Tn.rand_like(xb)
+        x_deq = (xb * 255.0 + u) / 256.0
+        y, _ = logit(x_deq, reverse=False)
+        z, logdet_flow = model.forward_and_logdet(y)
+        log_pz = ns.std_normal_logprob(z)
+        loss = -(log_pz + logdet_flow).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss, z
+
+    def calibrate(xs):
+        with T.no_grad():
+            model.begin_calibration()
+            for xb in xs:
+                y, _ = logit(xb, reverse=False)
+                _ = model.forward_and_logdet(y)
+            model.end_calibration()
+            model.eval()
+            return model.invert(T.ones(2, 3) * 0.3)
+
+    f = T.compile(step) if compiled else step
+    cal = T.compile(calibrate) if compiled else calibrate
+    rs = np.random.RandomState(5)
+    out = []
+    for _ in range(4):
+        xb = T.tensor(rs.rand(6, 3).astype(np.float32))
+        out += _arr(*(f(xb) if noise_inside else f(xb, T.tensor(rs.rand(6, 3).astype(np.float32)))))
+    model.eval()
+    xs = [T.tensor(rs.rand(6, 3).astype(np.float32) * 0.9 + 0.05) for _ in range(3)]
+    for k in range(2):
+        out += _arr(cal([x + 0.01 * k for x in xs]))
+    return out + _state(model), (f, cal)
+
+
+# the BatchNorm flow takes each batch's mean away: the last MaskedLinear's shift biases get
+# gradients of 1e-8 noise (which XLA's fusion changes too), which Adam turns into lr-sized steps
+# (lr=1e-4, the program's): the parameters agree within 1e-3, the losses and flows tightly
+_MAF_LOOSE = len(_api.maf_mv(tracegrad)[2].state_dict())
+
+
+def test_maf_mv_step_compiled():
+    f, cal = _parity(lambda T, c: _maf_mv_runs(T, c), loose=_MAF_LOOSE)
+    assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 1 and f.stats["traces"] == 1, f.stats
+    assert not f.stats["graph_breaks"], f.stats
+    # the calibration flips a Python flag and reads ``_count`` by ``.item()``: eager each call
+    assert cal.stats["calls"] == 2 and cal.stats["eager_calls"] == 2 and cal.stats["traces"] == 0, cal.stats
+    assert ["'_collecting'" in r for r, _ in cal.stats["graph_breaks"]] == [True], cal.stats
+
+
+def test_maf_mv_step_drawing_noise_inside_compiled():
+    # ``torch.rand_like`` from a NumPy stream: each compiled call draws anew, as eager
+    f, _ = _parity(lambda T, c: _maf_mv_runs(T, c, noise_inside=True), loose=_MAF_LOOSE)
+    assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 4 and f.stats["traces"] == 0, f.stats
+    assert ["'Tn._rs'" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
+
+
+# ---------------------------------------------------------------- MAF (flow_models)
+
+@contextlib.contextmanager
+def _validate(T, on):
+    T.distributions.Distribution.set_default_validate_args(on)
+    try:
+        yield
+    finally:
+        T.distributions.Distribution.set_default_validate_args(True)
+
+
+def _maf_an_runs(T, compiled, validate):
+    ns = program(T, MAF_AN)
+    maf = init_uniform(T, ns.MAF(3, 2, 6, 1), 3, 0.3)
+    optimizer = T.optim.Adam(maf.parameters(), lr=1e-3)
+
+    def step(x, epoch, batch):         # train's loop body
+        optimizer.zero_grad()
+        loss = maf.loss(x)
+        print(f'epoch: {epoch} batch: {batch}, train_loss: {loss}')
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    f = T.compile(step) if compiled else step
+    rs = np.random.RandomState(5)
+    out, buf = [], io.StringIO()
+    with _validate(T, validate), contextlib.redirect_stdout(buf):
+        for batch in range(4):
+            out += _arr(f(T.tensor(rs.rand(6, 2).astype(np.float32)), 0, batch))
+    return out + _state(maf), (f, buf.getvalue())
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_maf_an_step_compiled(validate):
+    logs = [_maf_an_runs(T, c, validate)[1][1] for T, c in ((torch, False), (tracegrad, True))]
+    _api.same_logs(*logs, 2e-5)
+    assert logs[1].count("train_loss: ") == 4 and "batch: 3," in logs[1], logs[1]
+    f, _ = _parity(lambda T, c: _maf_an_runs(T, c, validate))
+    if validate:
+        assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 4 and f.stats["traces"] == 0, f.stats
+        assert ["validate_args" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
+    else:
+        # the f-string log formats the loss (its value in Python, as torch.compile's break at
+        # a print): eager each call, so each call prints its own loss
+        assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 4 and f.stats["traces"] == 0, f.stats
+        assert ["format()" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
+
+
+# ---------------------------------------------------------------- seq2seq with attention
+
+def _s2s_runs(T, compiled):
+    Tn = _api.draws(T, 7)
+    models = program(Tn, S2S_MODEL)
+    model = init_uniform(T, models.Seq2Seq(models.Encoder(9, 5, 6), models.Decoder(7, 5, 6, models.Attention(6))),
+                         3, 0.3)
+    optimizer = T.optim.Adam(model.parameters(), lr=0.001)
+    criterion = T.nn.CrossEntropyLoss(ignore_index=0)
+
+    def step(src, trg):                # train.py's loop body
+        optimizer.zero_grad()
+        output = model(src, trg)
+        output = output.view(-1, 7)
+        trg_flat = trg[1:].reshape(-1)
+        loss = criterion(output, trg_flat)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    f = T.compile(step) if compiled else step
+    def decode(token, hidden, enc):    # one decoder step
+        return model.decoder(token, hidden, enc)
+    dec = T.compile(decode) if compiled else decode
+    rs = np.random.RandomState(0)
+    out = []
+    for _ in range(3):
+        out += _arr(f(T.tensor(rs.randint(0, 9, (5, 4))), T.tensor(rs.randint(0, 7, (4, 4)))))
+    with T.no_grad():                  # greedy decoding, one compiled decoder step per token
+        enc, hidden = model.encoder(T.tensor(rs.randint(0, 9, (5, 4))))
+        token = T.ones(4, dtype=T.long)
+        for _ in range(3):
+            output, hidden = dec(token, hidden, enc)
+            token = output.argmax(1)
+            out += _arr(output, token)
+    return out + _state(model), (f, dec)
+
+
+def test_s2s_step_and_decoder_compiled():
+    f, dec = _parity(_s2s_runs)
+    # the teacher-forcing coin (``torch.rand`` here drawing from a NumPy stream) advances Python
+    # state: eager each call, the stream named
+    assert f.stats["calls"] == 3 and f.stats["eager_calls"] == 3 and f.stats["traces"] == 0, f.stats
+    assert ["'torch._rs'" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
+    # the decoder step: the first call eager (tracegrad's rule), then one program for the rest
+    assert dec.stats["calls"] == 3 and dec.stats["traces"] == 1 and dec.stats["eager_calls"] == 1, dec.stats
+    assert not dec.stats["graph_breaks"], dec.stats
