@@ -38,6 +38,18 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   ``trg[1:].reshape(-1)``; the batches made by ``pad_sequence``. ``Seq2Seq.forward`` unpacks
   ``batch_size, trg_len = trg.shape`` from a ``(len, batch)`` tensor: where the batch size is
   not the target length the loss gets mismatched sizes, the same ValueError in both.
+- MaximeVandegar/Papers-in-100-Lines-of-Code (MIT),
+  ``Optimizing_Millions_of_Hyperparameters_by_Implicit_Differentiation/gradient_based_HO.py`` at
+  44039de (hyperparameters by implicit differentiation): a weight decay per parameter as a
+  ``ParameterDict`` made from a plain dict of ``Parameter(torch.rand(m.shape))``,
+  ``Softplus`` of it times ``weights ** 2`` summed into the float ``0.``; the inner loop on
+  ``torch.randperm(n)[:batch]`` rows; ``compute_pred`` under the ``@torch.no_grad()``
+  decorator, ``((pred == label).sum() / n).item()``; the hypergradient by
+  ``autograd.grad(..., w(), create_graph=True)`` (``w`` the bound ``model.parameters``),
+  Neumann-series inverse-Hessian-vector products by ``autograd.grad(f, w(), grad_outputs=v,
+  retain_graph=True)`` of a tuple of gradients, the mixed second derivative by ``grad_outputs=``
+  against the hyperparameters, ``p.grad = g`` assigned, ``RMSprop``. The MLP is made as
+  ``MLP(input_dim=5, output_dim=3)`` for its ``784``/``10`` (the tiny sizes).
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams, the random
 draws (``randint``, ``rand``, ``randn``, ``rand_like``) taken from a NumPy stream, synthetic
 data, tiny sizes, DataLoaders without shuffling (the libraries' random streams differ).
@@ -45,6 +57,8 @@ data, tiny sizes, DataLoaders without shuffling (the libraries' random streams d
 import contextlib
 import functools
 import io
+import types
+import typing
 import warnings
 
 import numpy as np
@@ -53,7 +67,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
     same_error, same_logs, state as _state
-from public_programs_round63_src import MAF_AN, MAF_MV, S2S_MODEL, S2S_TRAIN, program
+from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, S2S_MODEL, S2S_TRAIN, program
 
 torch = pytest.importorskip("torch")
 
@@ -77,6 +91,9 @@ class draws(numpy_draws):
 
     def randint(self, low, high, size, **kw):
         return self._T.tensor(self._ints.randint(low, high, size), dtype=kw.get("dtype", self._T.int64))
+
+    def randperm(self, n, **kw):
+        return self._T.tensor(self._ints.permutation(n), dtype=kw.get("dtype", self._T.int64))
 
 
 # ---------------------------------------------------------------- MAF (Papers in 100 lines)
@@ -276,3 +293,37 @@ def test_s2s_batch_not_target_length_fails_alike():
     # against 4 target steps of 4 rows
     msgs = same_error(torch, tracegrad, lambda T: _s2s(T, batch=4, trg_len=5, epochs=1))
     assert msgs[0] == msgs[1] == "Expected input batch_size (12) to match target batch_size (16).", msgs
+
+
+# ---------------------------------------------------------------- hyperparameters by implicit differentiation
+
+def hyper_data(T, seed=0, n=8, d=5):
+    """``trainX``/``trainY``/``valX``/``valY``: ``n`` rows of ``d`` features, 3 classes."""
+    rs = np.random.RandomState(seed)
+    return dict(trainX=T.tensor(rs.randn(n, d).astype(np.float32)), trainY=T.tensor(rs.randint(0, 3, n)),
+                valX=T.tensor(rs.randn(n, d).astype(np.float32)), valY=T.tensor(rs.randint(0, 3, n)))
+
+
+def _hyper(T):
+    Tn = draws(T, 3)                    # ``torch.rand`` of the decays, ``torch.randperm`` of the rows
+    made = {"Adam": [], "RMSprop": []}
+
+    def seeded(name):                   # the optimizers' parameters, those of the Adam from a NumPy stream
+        def make(params, **kw):
+            params = list(params)
+            if name == "Adam":
+                init_uniform(T, types.SimpleNamespace(named_parameters=lambda: enumerate(params)), 4, 0.5)
+            made[name] += params
+            return getattr(T.optim, name)(params, **kw)
+        return make
+    Tn.optim = types.SimpleNamespace(Adam=seeded("Adam"), RMSprop=seeded("RMSprop"),
+                                     lr_scheduler=T.optim.lr_scheduler)
+    src = HYPER.replace("MLP(input_dim=784, output_dim=10)", "MLP(input_dim=5, output_dim=3)")
+    ns = program(Tn, src, tqdm=lambda it: it, Tuple=typing.Tuple, **hyper_data(T))
+    acc = ns.gradient_based_ho(nb_epochs=3, N=2, device='cpu', batch_size=4)
+    assert [len(v) for v in made.values()] == [4, 4]
+    return [np.array(acc["training"]), np.array(acc["validation"])] + _arr(*made["Adam"], *made["RMSprop"])
+
+
+def test_hyper_gradient_based_ho():
+    _compare(_hyper, tol=2e-5)

@@ -18,9 +18,15 @@ same initial state:
   a graph break at the coin's ``.item()``, every call eager and equal; the decoder step alone
   (attention, ``bmm``, LSTM from ``zeros_like(hidden)``) compiled for greedy decoding: one
   trace after the eager first call.
+- MaximeVandegar/Papers-in-100-Lines-of-Code, hyperparameters by implicit differentiation: the
+  inner step (``compute_loss`` with the ``Softplus`` weight decay, Adam) and the outer step
+  (``hypergradient``: ``autograd.grad`` with ``create_graph=True``, three Neumann-series
+  ``grad_outputs=`` products, the mixed derivative against the hyperparameters, ``p.grad = g``,
+  RMSprop) compiled: one trace each after the eager first call, equal to eager.
 """
 import contextlib
 import io
+import typing
 import warnings
 
 import numpy as np
@@ -28,7 +34,7 @@ import pytest
 
 import tracegrad
 from public_programs_helpers import arrays as _arr, close, init_uniform, state as _state
-from public_programs_round63_src import MAF_AN, S2S_MODEL, program
+from public_programs_round63_src import HYPER, MAF_AN, S2S_MODEL, program
 
 torch = pytest.importorskip("torch")
 
@@ -216,3 +222,47 @@ def test_s2s_step_and_decoder_compiled():
     # the decoder step: the first call eager (tracegrad's rule), then one program for the rest
     assert dec.stats["calls"] == 3 and dec.stats["traces"] == 1 and dec.stats["eager_calls"] == 1, dec.stats
     assert not dec.stats["graph_breaks"], dec.stats
+
+
+# ---------------------------------------------------------------- hyperparameters by implicit differentiation
+
+def _hyper_runs(T, compiled):
+    ns = program(T, HYPER, tqdm=lambda it: it, Tuple=typing.Tuple)
+    model = init_uniform(T, ns.MLP(5, 3), 4, 0.5)
+    meta_model = init_uniform(T, ns.WeightDecay(model, 'cpu'), 5, 0.5)
+    optimizer = T.optim.Adam(model.parameters(), lr=1e-2)
+    meta_optimizer = T.optim.RMSprop(meta_model.parameters(), lr=.1)
+
+    def inner(x, y):                   # gradient_based_ho's inner loop body
+        training_loss = ns.compute_loss(x, y, model, meta_model)
+        optimizer.zero_grad()
+        training_loss.backward()
+        optimizer.step()
+        return training_loss
+
+    def outer(x, y, vx, vy):           # its outer step
+        training_loss = ns.compute_loss(x, y, model, meta_model)
+        validation_loss = ns.compute_loss(vx, vy, model, meta_model)
+        hyper_grads = ns.hypergradient(validation_loss, training_loss, meta_model.parameters, model.parameters)
+        meta_optimizer.zero_grad()
+        for p, g in zip(meta_model.parameters(), hyper_grads):
+            p.grad = g
+        meta_optimizer.step()
+        return validation_loss, hyper_grads[0]
+
+    fi, fo = (T.compile(inner), T.compile(outer)) if compiled else (inner, outer)
+    rs = np.random.RandomState(0)
+    batch = lambda: (T.tensor(rs.randn(4, 5).astype(np.float32)), T.tensor(rs.randint(0, 3, 4)))
+    out = []
+    for _ in range(3):
+        for _ in range(2):
+            out += _arr(fi(*batch()))
+        out += _arr(*fo(*batch(), *batch()))
+    return out + _state(model) + _state(meta_model), (fi, fo)
+
+
+def test_hyper_inner_and_outer_steps_compiled():
+    fi, fo = _parity(_hyper_runs, ref_tol=5e-5)
+    assert fi.stats["calls"] == 6 and fi.stats["eager_calls"] == 1 and fi.stats["traces"] == 1, fi.stats
+    assert fo.stats["calls"] == 3 and fo.stats["eager_calls"] == 1 and fo.stats["traces"] == 1, fo.stats
+    assert not fi.stats["graph_breaks"] and not fo.stats["graph_breaks"], (fi.stats, fo.stats)
