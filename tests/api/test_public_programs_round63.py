@@ -50,6 +50,16 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   retain_graph=True)`` of a tuple of gradients, the mixed second derivative by ``grad_outputs=``
   against the hyperparameters, ``p.grad = g`` assigned, ``RMSprop``. The MLP is made as
   ``MLP(input_dim=5, output_dim=3)`` for its ``784``/``10`` (the tiny sizes).
+- MaximeVandegar/Papers-in-100-Lines-of-Code (MIT),
+  ``Variational_Inference_with_Normalizing_Flows/Flows.py`` at 4740d2d (planar flows fitted by
+  reverse KL to four energy functions): ``self.w.T`` of a 1-D parameter (torch's once-only
+  deprecation warning), ``torch.norm``, a module attribute that is a lambda over ``self.h``,
+  ``log_jacobians = 0`` grown by ``+=`` of tensors, ``torch.tensor([math.pi * 2],
+  device=z.device)``, the energies as lambdas of ``z[:, 0]``/``z[:, 1]``; ``train`` with
+  ``torch.randn(batch, dim).to(device)`` and ``losses.append(loss.item())``; the plots: a grid
+  by ``np.meshgrid`` made a float32 tensor (``dtype=torch.float``) through the flow,
+  ``.detach().data.cpu().reshape(...)`` handed to ``pcolormesh``, and a float64 grid (no
+  dtype) through the energy, the tensor handed to ``imshow`` (read by ``__array__``).
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams, the random
 draws (``randint``, ``rand``, ``randn``, ``rand_like``) taken from a NumPy stream, synthetic
 data, tiny sizes, DataLoaders without shuffling (the libraries' random streams differ).
@@ -67,7 +77,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
     same_error, same_logs, state as _state
-from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, S2S_MODEL, S2S_TRAIN, program
+from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, PLANAR, S2S_MODEL, S2S_TRAIN, program
 
 torch = pytest.importorskip("torch")
 
@@ -327,3 +337,52 @@ def _hyper(T):
 
 def test_hyper_gradient_based_ho():
     _compare(_hyper, tol=2e-5)
+
+
+# ---------------------------------------------------------------- planar flows
+
+class Axes:
+    """A stand-in for matplotlib's axes (and ``plt``): keeps what ``imshow`` and ``pcolormesh``
+    are given, as NumPy arrays (through ``__array__``, as matplotlib reads them)."""
+
+    def __init__(self):
+        self.got = []
+
+    def imshow(self, data, **kw):
+        self.got.append(np.asarray(data))
+
+    def pcolormesh(self, *data, **kw):
+        self.got += [np.asarray(d) for d in data]
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def _planar(T):
+    Tn = draws(T, 3)                    # the flows' ``torch.rand`` and ``train``'s ``torch.randn``
+    ax, out = Axes(), []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ns = program(Tn, PLANAR, tqdm=lambda it: it, device='cpu', plt=ax)
+        for U in [ns.U1, ns.U2, ns.U3, ns.U4]:     # __main__'s loops at tiny sizes
+            exact_log_density = lambda z: - U(z)
+            ns.plot_exact_density(ax, exact_log_density, title='t', nb_point_per_dimension=6)
+            for flow_length in [2, 3]:
+                flow = ns.NormalizingFlow(flow_length, 2)
+                optimizer = T.optim.Adam(flow.parameters(), lr=1e-2)
+                out.append(np.array(ns.train(flow, optimizer, 3, exact_log_density, 16, 2)))
+                ns.plot_flow_density(flow, ax, title='K', nb_point_per_dimension=5)
+                out += _arr(*flow.parameters())
+    assert len(ax.got) == 4 + 8 * 3 and ax.got[0].dtype == np.float64 and ax.got[1].dtype == np.float32
+    messages = [str(w.message) for w in caught if "x.T" in str(w.message)]
+    return out + ax.got, messages
+
+
+def test_planar_flows_train_and_plot(fresh_warn_once):
+    (ref, ref_warn), (got, got_warn) = _planar(torch), _planar(tracegrad)
+    # once per process in both (torch's may be spent by an earlier test in the worker; its text
+    # ends by naming the C++ file that warned)
+    assert len(got_warn) == 1 and got_warn[0].startswith("The use of `x.T` on tensors of dimension other than 2"), \
+        got_warn
+    assert len(ref_warn) <= 1 and all(m.startswith(got_warn[0]) for m in ref_warn), (ref_warn, got_warn)
+    _compare(lambda T: ref if T is torch else got, tol=5e-5)

@@ -23,6 +23,11 @@ same initial state:
   (``hypergradient``: ``autograd.grad`` with ``create_graph=True``, three Neumann-series
   ``grad_outputs=`` products, the mixed derivative against the hyperparameters, ``p.grad = g``,
   RMSprop) compiled: one trace each after the eager first call, equal to eager.
+- MaximeVandegar/Papers-in-100-Lines-of-Code, planar flows: ``train``'s loop body with its
+  draws passed in (``self.w.T`` of a 1-D parameter, a lambda attribute, ``log_jacobians = 0``
+  grown by tensors, an energy lambda, Adam): one trace after the eager first call; ``train``
+  itself compiled (``losses.append(loss.item())`` and a NumPy-stream ``torch.randn``): eager,
+  equal to eager.
 """
 import contextlib
 import io
@@ -34,7 +39,7 @@ import pytest
 
 import tracegrad
 from public_programs_helpers import arrays as _arr, close, init_uniform, state as _state
-from public_programs_round63_src import HYPER, MAF_AN, S2S_MODEL, program
+from public_programs_round63_src import HYPER, MAF_AN, PLANAR, S2S_MODEL, program
 
 torch = pytest.importorskip("torch")
 
@@ -266,3 +271,43 @@ def test_hyper_inner_and_outer_steps_compiled():
     assert fi.stats["calls"] == 6 and fi.stats["eager_calls"] == 1 and fi.stats["traces"] == 1, fi.stats
     assert fo.stats["calls"] == 3 and fo.stats["eager_calls"] == 1 and fo.stats["traces"] == 1, fo.stats
     assert not fi.stats["graph_breaks"] and not fo.stats["graph_breaks"], (fi.stats, fo.stats)
+
+
+# ---------------------------------------------------------------- planar flows
+
+def _planar_runs(T, compiled):
+    Tn = _api.draws(T, 3)
+    ns = program(Tn, PLANAR, tqdm=lambda it: it, device='cpu', plt=None)
+    flow = ns.NormalizingFlow(3, 2)
+    optimizer = T.optim.Adam(flow.parameters(), lr=1e-2)
+    log_density = lambda z: - ns.U3(z)
+
+    def step(z0):                      # train's loop body, its draw passed in
+        zk, log_jacobian = flow(z0)
+        flow_log_density = ns.gaussian_log_pdf(z0) - log_jacobian
+        exact_log_density = log_density(zk).to('cpu')
+        reverse_kl_divergence = (flow_log_density - exact_log_density).mean()
+        optimizer.zero_grad()
+        loss = reverse_kl_divergence
+        loss.backward()
+        optimizer.step()
+        return loss, zk
+
+    f = T.compile(step) if compiled else step
+    train = T.compile(ns.train) if compiled else ns.train
+    rs = np.random.RandomState(2)
+    out = []
+    for _ in range(4):
+        out += _arr(*f(T.tensor(rs.randn(16, 2).astype(np.float32))))
+    for _ in range(2):
+        out.append(np.array(train(flow, optimizer, 3, log_density, 16, 2)))
+    return out + _state(flow), (f, train)
+
+
+def test_planar_step_and_train_compiled():
+    f, train = _parity(_planar_runs, ref_tol=5e-5)
+    assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 1 and f.stats["traces"] == 1, f.stats
+    assert not f.stats["graph_breaks"], f.stats
+    assert train.stats["calls"] == 2 and train.stats["eager_calls"] == 2 and train.stats["traces"] == 0, train.stats
+    # its ``torch.randn`` (a NumPy stream here) advances Python state: eager, the stream named
+    assert ["'torch._rs'" in r for r, _ in train.stats["graph_breaks"]] == [True], train.stats
