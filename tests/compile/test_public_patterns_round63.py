@@ -8,7 +8,9 @@ same initial state:
   with ``zero_grad(set_to_none=True)``) with its dequantization noise passed in: one trace after
   the eager first call (Adam's state); with the noise drawn inside by a NumPy stream, every call
   eager (a Python state change), never one frozen draw. The calibration pass (``_collecting``
-  set, buffers grown by ``+=``, ``.item()``) compiled: each call eager, equal to eager.
+  set, buffers grown by ``+=``, ``.item()``) compiled: each call eager, equal to eager. The
+  sampler ``invert`` (columns written by ``y[:, j] = ...``) compiled under ``no_grad``: one
+  trace; with grad and a backward, each compiled call raises torch's in-place RuntimeError.
 - aniruddh93/flow_models, MAF: ``train``'s step (``maf.loss`` over a ``Sequential`` of MADE and
   flip layers, a ``Normal(0, 1)`` base, the f-string log of the loss, Adam). With the default
   ``validate_args`` the base distribution checks values in Python: eager, the reason named;
@@ -129,6 +131,37 @@ def test_maf_mv_step_drawing_noise_inside_compiled():
     f, _ = _parity(lambda T, c: _maf_mv_runs(T, c, noise_inside=True), loose=_MAF_LOOSE)
     assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 4 and f.stats["traces"] == 0, f.stats
     assert ["'Tn._rs'" in r for r, _ in f.stats["graph_breaks"]] == [True], f.stats
+
+
+def _maf_mv_invert(T, compiled, grad):
+    Tn, ns, model = _api.maf_mv(T)
+    model.eval()
+
+    def sample(z):
+        y = model.invert(z)
+        if grad:
+            y.sum().backward()
+        return y
+
+    f = T.compile(sample) if compiled else sample
+    rs = np.random.RandomState(0)
+    out = []
+    for _ in range(3):
+        z = T.tensor(rs.randn(4, 3).astype(np.float32), requires_grad=grad)
+        with T.set_grad_enabled(grad):
+            if grad:
+                with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                    f(z)
+            else:
+                out += _arr(f(z))
+    return out, (f,)
+
+
+def test_maf_mv_invert_compiled():
+    (f,) = _parity(lambda T, c: _maf_mv_invert(T, c, False))
+    assert f.stats["calls"] == 3 and f.stats["eager_calls"] == 1 and f.stats["traces"] == 1, f.stats
+    (f,) = _parity(lambda T, c: _maf_mv_invert(T, c, True))
+    assert f.stats["calls"] == 3 and f.stats["traces"] == 0, f.stats
 
 
 # ---------------------------------------------------------------- MAF (flow_models)
