@@ -768,3 +768,82 @@ U3 = lambda z: - torch.log(1e-15 + torch.exp(-(((z[:, 1] - w1(z)) / 0.35) ** 2) 
 U4 = lambda z: - torch.log(1e-15 + torch.exp(-(((z[:, 1] - w1(z)) / 0.4) ** 2) / 2) + torch.exp(
     -(((z[:, 1] - w1(z) + w3(z)) / 0.35) ** 2) / 2))
 '''
+
+# MaximeVandegar/Papers-in-100-Lines-of-Code (MIT)
+# Model_Agnostic_Meta_Learning_for_Fast_Adaptation_of_Deep_Networks/maml.py at 0a3f41e up to its
+# ``__main__`` block (70000 meta-epochs on "cuda" and plots: the tests make its parameters and
+# drive ``maml``, the fine-tuning and the predictions at tiny sizes; ``grad`` is a global)
+MAML = r'''
+def mlp(x, params):
+    h = torch.relu(torch.nn.functional.linear(x, params[0], bias=params[1]))
+    h = torch.relu(torch.nn.functional.linear(h, params[2], bias=params[3]))
+    return torch.nn.functional.linear(h, params[4], bias=params[5])
+
+
+class Task:
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def sample(self, K):
+        x = torch.rand((K, 1)) * 10 - 5  # Sample x in [-5, 5]
+        y = self.a * torch.sin(x + self.b)
+        loss_fct = nn.MSELoss()
+        return x, y, loss_fct
+
+
+@torch.no_grad()
+def sample_task():
+    a = torch.rand(1).item() * 4.9 + .1  # Sample the amplitude in [0.1, 5.0]
+    b = torch.rand(1).item() * np.pi  # Sample the phase in [0, pi]
+    return Task(a, b)
+
+
+def perform_k_training_steps(params, task, batch_size, inner_training_steps, alpha, device='cpu'):
+    for epoch in range(inner_training_steps):
+        x_batch, target, loss_fct = task.sample(batch_size)
+        loss = loss_fct(mlp(x_batch.to(device), params), target.to(device))
+
+        for p in params:  # Zero grad
+            p.grad = None
+        gradients = grad(loss, params)
+        for p, g in zip(params, gradients):  # Grad step
+            p.data -= alpha * g
+    return params
+
+
+def maml(p_model, meta_optimizer, inner_training_steps, nb_epochs, batch_size_K, alpha, nb_tasks=10, device='cpu'):
+    """
+    Algorithm from https://arxiv.org/pdf/1703.03400v3.pdf (MAML for Few-Shot Supervised Learning)
+    """
+    training_loss = []
+    for epoch in tqdm(range(nb_epochs)):  # Line 2 in the pseudocode
+
+        theta_i_prime = []
+        D_i_prime = []
+
+        # Sample batch of tasks
+        tasks = [sample_task() for _ in range(nb_tasks)]  # Line 3 in the pseudocode
+        for task in tasks:
+            theta_i_prime.append(perform_k_training_steps([p.clone() for p in p_model], task, batch_size_K,
+                                                          inner_training_steps, alpha, device=device))
+            # Sample data points Di' for the meta-update (line 8 in the pseudocode)
+            x, y, loss_fct = task.sample(25)
+            D_i_prime.append((x, y, loss_fct))
+
+        # Meta update
+        meta_optimizer.zero_grad()
+        batch_training_loss = []
+        for i in range(nb_tasks):
+            x, y, loss_fct = D_i_prime[i]
+            f_theta_prime = theta_i_prime[i]
+            # Compute \nabla_theta L(f_theta_i_prime) for task ti
+            loss = loss_fct(mlp(x.to(device), f_theta_prime), y.to(device))
+            loss.backward()
+            batch_training_loss.append(loss.item())
+
+        meta_optimizer.step()  # Line 10 in the pseudocode
+        training_loss.append(np.mean(batch_training_loss))
+    return training_loss
+'''

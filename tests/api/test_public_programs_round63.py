@@ -60,6 +60,17 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   by ``np.meshgrid`` made a float32 tensor (``dtype=torch.float``) through the flow,
   ``.detach().data.cpu().reshape(...)`` handed to ``pcolormesh``, and a float64 grid (no
   dtype) through the energy, the tensor handed to ``imshow`` (read by ``__array__``).
+- MaximeVandegar/Papers-in-100-Lines-of-Code (MIT),
+  ``Model_Agnostic_Meta_Learning_for_Fast_Adaptation_of_Deep_Networks/maml.py`` at 0a3f41e
+  (MAML on sine regression): a functional MLP of ``F.linear(x, params[i], bias=params[j])``;
+  tasks drawn under the ``@torch.no_grad()`` decorator by ``torch.rand(1).item()``; the inner
+  loop on clones of the parameters: ``p.grad = None`` on a non-leaf, ``autograd.grad(loss,
+  params)``, ``p.data -= alpha * g`` (an update autograd does not see: the meta-gradient passes
+  the clones as identity, first-order MAML); the meta step sums ``loss.backward()`` over tasks
+  into the leaves, Adam, ``np.mean`` of ``loss.item()``s; then ``mlp(x[..., None], params)`` on
+  ``torch.linspace`` and the fine-tuning of its ``__main__``. The parameters have the shapes
+  and uniform bounds of its ``__main__`` (drawn from a NumPy stream, biases ``zeros``), 8 hidden
+  units for 40.
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams, the random
 draws (``randint``, ``rand``, ``randn``, ``rand_like``) taken from a NumPy stream, synthetic
 data, tiny sizes, DataLoaders without shuffling (the libraries' random streams differ).
@@ -77,7 +88,7 @@ import pytest
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
     same_error, same_logs, state as _state
-from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, PLANAR, S2S_MODEL, S2S_TRAIN, program
+from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, MAML, PLANAR, S2S_MODEL, S2S_TRAIN, program
 
 torch = pytest.importorskip("torch")
 
@@ -386,3 +397,36 @@ def test_planar_flows_train_and_plot(fresh_warn_once):
         got_warn
     assert len(ref_warn) <= 1 and all(m.startswith(got_warn[0]) for m in ref_warn), (ref_warn, got_warn)
     _compare(lambda T: ref if T is torch else got, tol=5e-5)
+
+
+# ---------------------------------------------------------------- MAML
+
+def maml_params(T, rs, hidden=8):
+    """The ``__main__``'s parameters at ``hidden`` units, their uniform draws from ``rs``."""
+    def uniform(*shape, bound):
+        return T.tensor(rs.uniform(-bound, bound, shape).astype(np.float32)).requires_grad_()
+    return [uniform(hidden, 1, bound=np.sqrt(6. / (hidden + 1))), T.zeros(hidden).requires_grad_(),
+            uniform(hidden, hidden, bound=np.sqrt(6. / (2 * hidden))), T.zeros(hidden).requires_grad_(),
+            uniform(1, hidden, bound=np.sqrt(6. / (hidden + 1))), T.zeros(1).requires_grad_()]
+
+
+def _maml(T):
+    Tn = draws(T, 3)                    # the tasks' and the samples' ``torch.rand``
+    ns = program(Tn, MAML, tqdm=lambda it: it, grad=T.autograd.grad)
+    params = maml_params(T, np.random.RandomState(1))
+    meta_optimizer = T.optim.Adam(params, lr=1e-2)
+    training_loss = ns.maml(params, meta_optimizer, 2, 3, 5, 1e-2, device='cpu', nb_tasks=3)
+    x = T.linspace(-5, 5, 7)
+    y = ns.mlp(x[..., None], params)
+    task = ns.sample_task()
+    ground_truth_y = task.a * T.sin(x + task.b)
+    new_params = ns.perform_k_training_steps([p.clone() for p in params], task, 5, 3, 1e-2, device='cpu')
+    y_new = ns.mlp(x[..., None], new_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # .grad of a non-leaf
+        flags = [p.grad is None and not p.is_leaf for p in new_params]
+    return [np.array(training_loss), np.array(flags)] + _arr(*params, y, ground_truth_y, y_new, *new_params)
+
+
+def test_maml():
+    _compare(_maml, tol=2e-5)

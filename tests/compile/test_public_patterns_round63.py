@@ -30,6 +30,10 @@ same initial state:
   grown by tensors, an energy lambda, Adam): one trace after the eager first call; ``train``
   itself compiled (``losses.append(loss.item())`` and a NumPy-stream ``torch.randn``): eager,
   equal to eager.
+- MaximeVandegar/Papers-in-100-Lines-of-Code, MAML: a meta step of its
+  ``perform_k_training_steps`` on clones (``p.grad = None``, ``autograd.grad``, ``p.data -=``)
+  for a task whose ``sample`` gives fixed tensors, the query loss backward into the leaves,
+  Adam: one trace after the eager first call.
 """
 import contextlib
 import io
@@ -41,7 +45,7 @@ import pytest
 
 import tracegrad
 from public_programs_helpers import arrays as _arr, close, init_uniform, state as _state
-from public_programs_round63_src import HYPER, MAF_AN, PLANAR, S2S_MODEL, program
+from public_programs_round63_src import HYPER, MAF_AN, MAML, PLANAR, S2S_MODEL, program
 
 torch = pytest.importorskip("torch")
 
@@ -344,3 +348,43 @@ def test_planar_step_and_train_compiled():
     assert train.stats["calls"] == 2 and train.stats["eager_calls"] == 2 and train.stats["traces"] == 0, train.stats
     # its ``torch.randn`` (a NumPy stream here) advances Python state: eager, the stream named
     assert ["'torch._rs'" in r for r, _ in train.stats["graph_breaks"]] == [True], train.stats
+
+
+# ---------------------------------------------------------------- MAML
+
+class _FixedTask:
+    """A ``Task`` whose ``sample`` gives the tensors it was made with (the step's inputs)."""
+
+    def __init__(self, T, x, y):
+        self.T, self.x, self.y = T, x, y
+
+    def sample(self, K):
+        return self.x, self.y, self.T.nn.MSELoss()
+
+
+def _maml_runs(T, compiled):
+    ns = program(T, MAML, tqdm=lambda it: it, grad=T.autograd.grad)
+    rs = np.random.RandomState(1)
+    params = _api.maml_params(T, rs)
+    meta_optimizer = T.optim.Adam(params, lr=1e-2)
+
+    def meta_step(x, y, xq, yq):      # maml's body for one task
+        theta_prime = ns.perform_k_training_steps([p.clone() for p in params], _FixedTask(T, x, y), 5, 2, 1e-2)
+        meta_optimizer.zero_grad()
+        loss = T.nn.MSELoss()(ns.mlp(xq, theta_prime), yq)
+        loss.backward()
+        meta_optimizer.step()
+        return loss
+
+    f = T.compile(meta_step) if compiled else meta_step
+    out = []
+    for i in range(4):
+        x, xq = (T.tensor(rs.uniform(-5, 5, (n, 1)).astype(np.float32)) for n in (5, 6))
+        out += _arr(f(x, (i + 1) * T.sin(x), xq, (i + 1) * T.sin(xq)))
+    return out + _arr(*params), (f,)
+
+
+def test_maml_meta_step_compiled():
+    (f,) = _parity(_maml_runs)
+    assert f.stats["calls"] == 4 and f.stats["eager_calls"] == 1 and f.stats["traces"] == 1, f.stats
+    assert not f.stats["graph_breaks"], f.stats
