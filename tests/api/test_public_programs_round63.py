@@ -127,6 +127,17 @@ def maf_mv(T, seed=1):
     return Tn, ns, init_uniform(T, ns.MAF(3, 8, num_layers=2, hidden_layers=2), 3, 0.3)
 
 
+def maf_mv_loss(ns, model, logit, xb, u):
+    """The ``__main__``'s loss of a batch ``xb`` dequantized by the noise ``u``; with the flow's
+    output and log-determinant."""
+    x_deq = (xb * 255.0 + u) / 256.0
+    y, _ = logit(x_deq, reverse=False)
+    z, logdet_flow = model.forward_and_logdet(y)
+    log_pz = ns.std_normal_logprob(z)
+    loss = -(log_pz + logdet_flow).mean()
+    return loss, z, logdet_flow
+
+
 def _maf_mv_run(T):
     Tn, ns, model = maf_mv(T)
     logit = ns.LogitTransform1d()
@@ -136,12 +147,7 @@ def _maf_mv_run(T):
     for xb in xs:                      # its __main__'s loop body
         xb = T.tensor(xb)
         u = Tn.rand_like(xb)  # dequantization
-        x_deq = (xb * 255.0 + u) / 256.0
-        y, _ = logit(x_deq, reverse=False)
-        z, logdet_flow = model.forward_and_logdet(y)
-        log_pz = ns.std_normal_logprob(z)
-        loss = -(log_pz + logdet_flow).mean()
-
+        loss, z, logdet_flow = maf_mv_loss(ns, model, logit, xb, u)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         first = first or _grads(model)

@@ -81,11 +81,7 @@ def _maf_mv_runs(T, compiled, noise_inside=False):
     def step(xb, u=None):              # __main__'s loop body
         if u is None:
             u = Tn.rand_like(xb)
-        x_deq = (xb * 255.0 + u) / 256.0
-        y, _ = logit(x_deq, reverse=False)
-        z, logdet_flow = model.forward_and_logdet(y)
-        log_pz = ns.std_normal_logprob(z)
-        loss = -(log_pz + logdet_flow).mean()
+        loss, z, _ = _api.maf_mv_loss(ns, model, logit, xb, u)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
