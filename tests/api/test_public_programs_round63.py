@@ -71,11 +71,21 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   ``torch.linspace`` and the fine-tuning of its ``__main__``. The parameters have the shapes
   and uniform bounds of its ``__main__`` (drawn from a NumPy stream, biases ``zeros``), 8 hidden
   units for 40.
+- MaximeVandegar/Papers-in-100-Lines-of-Code (MIT),
+  ``On_First_Order_Meta_Learning_Algorithms/reptile.py`` at 4e5082f (Reptile on sine tasks):
+  ``perform_k_training_steps`` on ``copy.deepcopy(model)`` with its own SGD and
+  ``torch.randperm(50)[:10]`` batches, returning the parameters; the meta update ``p +=
+  epsilon * (g - p)`` in place on the leaves under ``no_grad``; tasks under the
+  ``@torch.no_grad()`` decorator with ``torch.linspace``. Its last block tests ``__name__ ==
+  'main'``: run as ``__main__`` it does nothing, in both; the tests run it at tiny sizes (8
+  hidden units, 3 iterations). Its plot of ``y_pred_after.numpy()`` (made with grad) raises the
+  same RuntimeError in both; ``.data.numpy()`` does not.
 Changes, the same on both sides: parameters overwritten from seeded NumPy streams, the random
 draws (``randint``, ``rand``, ``randn``, ``rand_like``) taken from a NumPy stream, synthetic
 data, tiny sizes, DataLoaders without shuffling (the libraries' random streams differ).
 """
 import contextlib
+import copy
 import functools
 import io
 import types
@@ -88,7 +98,8 @@ import pytest
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
     same_error, same_logs, state as _state
-from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, MAML, PLANAR, S2S_MODEL, S2S_TRAIN, program
+from public_programs_round63_src import HYPER, MAF_AN, MAF_MV, MAML, PLANAR, REPTILE, S2S_MODEL, S2S_TRAIN, \
+    program
 
 torch = pytest.importorskip("torch")
 
@@ -436,3 +447,44 @@ def _maml(T):
 
 def test_maml():
     _compare(_maml, tol=2e-5)
+
+
+# ---------------------------------------------------------------- Reptile
+
+class Lines:
+    """A stand-in for ``matplotlib.pyplot``: keeps what ``plot`` is given, as NumPy arrays."""
+
+    def __init__(self):
+        self.got = []
+
+    def plot(self, *data, **kw):
+        self.got += [np.asarray(d) for d in data]
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def _reptile(T):
+    Tn, plt = draws(T, 3), Lines()      # the tasks' ``torch.rand``, the batches' ``torch.randperm``
+    ns = program(Tn, REPTILE, __name__="__main__", copy=copy, Callable=typing.Callable, tqdm=lambda it: it,
+                 plt=plt)
+    assert plt.got == [] and not hasattr(ns, "y_pred_after")     # ``__name__ == 'main'``: never runs
+    model = init_uniform(T, ns.MLP(hidden_dim=8), 2, 0.5)     # its ``__main__`` block at tiny sizes
+    ns.reptile(model, 3, ns.sample_task, ns.perform_k_training_steps)
+    with T.no_grad():
+        x = T.linspace(-5, 5, 50).unsqueeze(-1)
+        y_pred_before = model(x)
+        new_task = ns.sample_task()
+        true_x, true_y, _ = new_task
+    ns.perform_k_training_steps(model, new_task, 2)
+    y_pred_after = model(x)
+    plt.plot(x.numpy(), y_pred_before.numpy(), label='Before')
+    plt.plot(x.numpy(), y_pred_after.data.numpy(), label='After')
+    plt.plot(true_x.numpy(), true_y.numpy(), label='True')
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        y_pred_after.numpy()
+    return plt.got + _state(model)
+
+
+def test_reptile():
+    _compare(_reptile, tol=2e-5)
