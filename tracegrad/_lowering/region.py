@@ -1407,6 +1407,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     def body(state, grads, keys, hypers, data):
         info["warnings"] = []      # NOTE [warnings in a trace] (warned.py): this trace's own
+        info["log_levels"] = {}    # NOTE [logger levels read in a trace] (capture.py)
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
@@ -1443,7 +1444,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, _attribute_ids(call_leaves[i])) for i in data_in}
             try:
-                with guard_output(info["warnings"], code_of(fn)):
+                with guard_output(info["warnings"], code_of(fn), info["log_levels"]):
                     result = fn(*a2, **kw2)
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]
@@ -1933,6 +1934,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         checks = tuple(c for c in checks if (id(getattr(c[0], "d", c[0])), c[1]) not in now)
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages) + tuple(
         (_Probe(functools.partial(slot_get, slot)), None, b, None) for slot, b in held_before)
+    region.value_guards += tuple(      # NOTE [logger levels read in a trace] (capture.py)
+        (_Probe(functools.partial(lg.isEnabledFor, level)), f"whether logger '{lg.name}' logs level {level}", on, None)
+        for (lg, level), on in info["log_levels"].items())
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
