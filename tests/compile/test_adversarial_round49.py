@@ -276,6 +276,58 @@ def test_step_gives_again_the_warnings_it_recorded():
     assert _counts(comp) == [1, 0, 1, 1, 1, 1] and traces(made[0]) == 1
 
 
+def _sets_a_filter(mod, wrap):
+    m = _lin(mod)
+
+    def f(x):
+        warnings.warn("before the filter", UserWarning)
+        warnings.filterwarnings("ignore", message="after the filter")     # left in place
+        warnings.warn("after the filter", UserWarning)
+        return m(x).sum()
+    return wrap(f), {"m": m}, lambda i: _x(mod, i)
+
+
+def test_step_leaves_a_filter_the_caller_resets_between_calls():
+    # eagerly each call puts its "ignore" back after the caller's resetwarnings, so the
+    # caller's own warning of that text stays ignored; a program would not put it back
+    def reset():
+        warnings.resetwarnings()
+        warnings.simplefilter("always")
+
+    def build(mod, wrap):
+        step, observed, batch = _sets_a_filter(mod, wrap)
+
+        def call(x):
+            out = step(x)
+            warnings.warn("after the filter", UserWarning)     # the caller's, after the call
+            return out
+        return call, observed, batch
+    made, comp = _three(build, ["always", reset, reset, reset])
+    assert _counts(comp) == [1] * CALLS
+    assert traces(made[0]) == 0 and "warning filters" in made[0].stats["graph_breaks"][0][0]
+
+
+def test_warnings_captured_by_logging():
+    # logging.captureWarnings(True): the shown warnings go to the 'py.warnings' logger
+    def build(mod, wrap):
+        records = []
+        _logger("py.warnings", records, logging.NOTSET)
+        step, observed, batch = _sets_a_filter(mod, wrap)
+        return step, {**observed, "records": records}, batch
+
+    def on():
+        warnings.simplefilter("always")
+        logging.captureWarnings(False)      # the run before left it on, with the handler then
+        logging.captureWarnings(True)
+    try:
+        made, comp = _three(build, [on, None, "default", None, "always"], torch_too=False)
+    finally:
+        logging.captureWarnings(False)
+    # the step's filterwarnings is a filters change each call: under "default" the place is
+    # shown again on every call (the program's runs make the registries stale too)
+    assert [len(c["state"]["records"]) for c in comp] == [1, 2, 3, 4, 5] and traces(made[0]) == 1
+
+
 # ---- a text from a tensor's value; logging -----------------------------------------------------
 
 def _value_text(mod, wrap):

@@ -29,6 +29,7 @@ import gc
 import os
 import sys
 import types
+import warnings
 import weakref
 
 import jax
@@ -1418,6 +1419,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         _state.trace_boundary()     # NOTE [objects no trace has seen]
         env = dict(os.environ)
+        filters = list(warnings.filters)      # NOTE [warnings in a trace] rule 8 (warned.py)
         modes = None
         try:
             call_leaves = list(leaves)
@@ -1456,6 +1458,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if os.environ != env:
                 raise GraphBreak("the function changes os.environ: the program would not change it on "
                                  "later calls", where=after)
+            if warnings.filters != filters:
+                raise GraphBreak("the function changes the warning filters (warnings.simplefilter or "
+                                 "filterwarnings outside a catch_warnings block): the program would not "
+                                 "change them on later calls", where=after)
             if _global_modes() != modes:
                 raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
@@ -1765,6 +1771,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
                 _put_environ_back(env)
+            if warnings.filters != filters:      # so do they
+                warnings.filters[:] = filters
+                warnings._filters_mutated()
             _put_global_modes_back(modes)
             raise
         finally:

@@ -50,7 +50,10 @@ from .._ops import warn as _warn
 #    leaving it are filters changes) makes every registry stale on each eager call, so a place a
 #    "default" filter showed shows again on the next call. Its runs do that too (``FiltersChanged``,
 #    first among the kept warnings); without it a recorded-and-given-again warning came once.
-# 8. Not kept: where a warning falls among the function's other Python effects. The runs give
+# 8. A function that leaves the filters changed (``warnings.simplefilter`` outside a
+#    ``catch_warnings`` block) is a graph break (region.py): eager sets them again on every call
+#    (after the caller's ``resetwarnings``, say), a program would not.
+# 9. Not kept: where a warning falls among the function's other Python effects. The runs give
 #    the warnings after the program ran and before its state is written back and the Python
 #    appends and counters are replayed, so a ``showwarning`` that reads that state sees it as
 #    before the call (tests/compile/test_adversarial_round47.py, a strict xfail).
