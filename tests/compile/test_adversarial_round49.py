@@ -218,15 +218,11 @@ def test_default_filter_with_a_text_changing_per_call():
 
 
 def _checkpointed(reentrant):
-    def build(mod, wrap):
-        def block(h):
-            warnings.warn("in the block", UserWarning)
-            return h.tanh()
-
-        def loss(mod, m, x):
-            return mod.utils.checkpoint.checkpoint(block, m(x), use_reentrant=reentrant).pow(2).mean()
-        return _sgd_step(mod, wrap, loss)
-    return build
+    def block(h):
+        warnings.warn("in the block", UserWarning)
+        return h.tanh()
+    return lambda mod, wrap: _sgd_step(mod, wrap, lambda mod, m, x: mod.utils.checkpoint.checkpoint(
+        block, m(x), use_reentrant=reentrant).pow(2).mean())
 
 
 @pytest.mark.parametrize("reentrant", [False, True])
@@ -238,17 +234,13 @@ def test_checkpointed_block_under_registry_filters(action, reentrant):
 
 
 def _custom_function(mod, wrap):
-    class Twice(mod.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            warnings.warn("custom forward", UserWarning)
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            warnings.warn("custom backward", UserWarning)
-            return g * 2
-    return _sgd_step(mod, wrap, lambda mod, m, x: Twice.apply(m(x)).pow(2).mean())
+    def warned(text, v):         # forward's and backward's warning, one line, two texts
+        warnings.warn(text, UserWarning)
+        return v * 2
+    twice = type("Twice", (mod.autograd.Function,), {
+        "forward": staticmethod(lambda ctx, x: warned("custom forward", x)),
+        "backward": staticmethod(lambda ctx, g: warned("custom backward", g))})
+    return _sgd_step(mod, wrap, lambda mod, m, x: twice.apply(m(x)).pow(2).mean())
 
 
 @pytest.mark.parametrize("action", ["default", "once", "module"])
@@ -453,6 +445,15 @@ def _calls_of(step, n=CALLS):
     return [step(i) for i in range(n)]
 
 
+def _changed_between(f, x, change, n=CALLS):
+    """``f(x)`` ``n`` times, ``change(i)`` after call ``i``: the results."""
+    out = []
+    for i in range(n):
+        out.append(f(x))
+        change(i)
+    return out
+
+
 def test_attribute_holding_a_new_tensor_each_call():
     def run(mod, wrap):
         x = mod.ones(3)
@@ -498,12 +499,7 @@ def test_attribute_list_of_tensors_appended_between_calls():
         x = mod.ones(2)
         x.items = [mod.ones(2)]
         f = wrap(lambda t: sum(t.items) * t)
-
-        def step(i):
-            out = f(x)
-            x.items.append(mod.full((2,), float(i)))
-            return out
-        return _calls_of(step)
+        return _changed_between(f, x, lambda i: x.items.append(mod.full((2,), float(i))))
     run_three_ways(run)
 
 
@@ -513,12 +509,10 @@ def test_attribute_list_entry_replaced_and_changed_in_place():
         x.items = [mod.ones(2), mod.ones(2)]
         f = wrap(lambda t: t.items[0] * t + t.items[1])
 
-        def step(i):
-            out = f(x)
+        def change(i):
             x.items[1] = mod.full((2,), float(i))
             x.items[0].mul_(2)
-            return out
-        return _calls_of(step)
+        return _changed_between(f, x, change)
     run_three_ways(run)
 
 
@@ -539,12 +533,10 @@ def test_attribute_dataclass_fields_changed_between_calls():
         x.cfg = Cfg(1.0, mod.zeros(2))
         f = wrap(lambda t: t * t.cfg.scale + t.cfg.bias)
 
-        def step(i):
-            out = f(x)
+        def change(i):
             x.cfg.scale += 1.0
             x.cfg.bias = x.cfg.bias + 1
-            return out
-        return _calls_of(step)
+        return _changed_between(f, x, change)
     run_three_ways(run)
 
 
@@ -566,12 +558,10 @@ def test_attribute_list_of_dataclasses():
         x.cfgs = [Cfg(1.0)]
         f = wrap(lambda t: t * sum(c.scale for c in t.cfgs))
 
-        def step(i):
-            out = f(x)
+        def change(i):
             x.cfgs[0].scale = 3.0 + i
             x.cfgs.append(Cfg(0.5))
-            return out
-        return _calls_of(step)
+        return _changed_between(f, x, change)
     run_three_ways(run)
 
 
@@ -630,27 +620,20 @@ def test_another_writers_half_written_file_is_no_entry(tmp_path):
     assert cache.get("k") == b"whole" * 100 and other.exists()
 
 
-def test_failed_rename_leaves_no_temporary_file(tmp_path, monkeypatch):
-    cache = _cache(tmp_path)
-
-    def replace(src, dst):
-        raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr(os, "replace", replace)
-    with pytest.raises(PermissionError):
-        cache.put("k", b"x" * 100)
-    monkeypatch.undo()
-    assert sorted(os.listdir(tmp_path)) == [] and cache.get("k") is None
-
-
-def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fails", ["rename", "interrupted write"])
+def test_failed_rename_or_interrupted_write_leaves_nothing(tmp_path, monkeypatch, fails):
+    # a temporary file left by a failed rename stayed in the shared folder
     cache = _cache(tmp_path)
     real = os.write
 
-    def write(fd, data):
+    def interrupted(fd, data):
         real(fd, data[:10])
         raise KeyboardInterrupt
-    monkeypatch.setattr(os, "write", write)
-    with pytest.raises(KeyboardInterrupt):
+
+    def refused(src, dst):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(os, *(("replace", refused) if fails == "rename" else ("write", interrupted)))
+    with pytest.raises(PermissionError if fails == "rename" else KeyboardInterrupt):
         cache.put("k", b"y" * 1000)
     monkeypatch.undo()
     assert sorted(os.listdir(tmp_path)) == [] and cache.get("k") is None
