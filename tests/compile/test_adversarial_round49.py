@@ -23,6 +23,13 @@ Fixes:
 - A program whose traced call ran eagerly (a kept warning an error under that call's filters,
   a value check failing) was cached and run on later calls but not counted in ``stats["traces"]``
   (0 programs, yet no eager calls after it) (compiler.py).
+- A step that changes the warning filters itself (``catch_warnings()`` inside it) makes every
+  registry stale on each eager call: under "default" a warning it records and gives again shows
+  on every call; the program showed it once. Its runs now make the registries stale too
+  (``FiltersChanged``, NOTE [warnings in a trace] rule 7, _lowering/warned.py).
+- A step that leaves a filter in place (``filterwarnings`` outside ``catch_warnings``) sets it
+  again on every eager call (after the caller's ``resetwarnings``); the program did not, so the
+  caller's own warning of that text showed. A graph break now (rule 8, _lowering/region.py).
 - A failed rename of a cache entry's temporary file left the file in the shared folder
   (compilation_cache.py).
 """
