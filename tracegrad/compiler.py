@@ -306,9 +306,6 @@ class CompiledFunction:
         for _ in range(6):
             try:
                 region, result = trace_region(self._fn, args, kwargs, plan, {})
-                self.stats["traces"] += 1          # programs built (discovery retries not counted)
-                COUNTERS["stats"]["unique_graphs"] += 1
-                COUNTERS["frames"]["ok"] += 1
                 break
             except Retrace:
                 continue
@@ -329,6 +326,11 @@ class CompiledFunction:
                 return self._raised_while_tracing(key, e, args, kwargs)
         else:
             return self._break(key, "outside state kept changing while tracing", None, args, kwargs)
+        # programs built (discovery retries not counted), one whose first call runs eagerly
+        # (a value check failed, a kept warning is an error now) included: it is cached
+        self.stats["traces"] += 1
+        COUNTERS["stats"]["unique_graphs"] += 1
+        COUNTERS["frames"]["ok"] += 1
         self._plans[key] = plan
         self._cache.setdefault(key, []).insert(0, region)
         self._programs += 1

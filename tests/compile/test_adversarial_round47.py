@@ -43,7 +43,7 @@ Fixes (``_lowering/warned.py``, the NOTE moved there from capture.py; ``region.p
   came on every run instead of once per process (``_ops/warn.py``, ``_api/promotion.py``).
 
 Left (strict xfail): the runs give the warnings before the Python appends they replay, so a
-``showwarning`` writing to the list the step appends to sees another order (rule 7).
+``showwarning`` writing to the list the step appends to sees another order (rule 9).
 Not compile (left alone): torch warns about a uint8 mask index again in the backward.
 """
 import re

@@ -43,15 +43,21 @@ def write_entries_atomically() -> None:
         # be the user's file I/O to the trace's guard (capture.guard_output)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(value)
-            while view:
-                view = view[os.write(fd, view):]
+            try:
+                view = memoryview(value)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(tmp, final)
         except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
+            # a failed write or rename (a full disk, an interrupt, a folder made read-only)
+            # leaves no temporary file behind to fill the shared folder
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
             raise
-        os.close(fd)
-        os.replace(tmp, final)
         return None
     put_whole._tracegrad_whole = True
     put_whole.__doc__ = put.__doc__

@@ -71,6 +71,16 @@ _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the standard library's logging package: a graph break raised from a logging call names the
 # user's line that made the call, not logging's own frames
 _LOGGING = os.path.dirname(os.path.abspath(logging.__file__)) + os.sep
+_OWN_LOGGERS = ("tracegrad", "jax", "jaxlib", "absl")
+
+# NOTE [logger levels read in a trace]: a logging call a logger's level (or ``logging.disable``)
+# silences never reaches ``Logger._log``, where a record the user's logger emits is a graph
+# break: the trace passes it, and the program stayed silent after the level was lowered
+# (``log.setLevel(WARNING)`` between calls: eager logs from then on, the program never did;
+# round 49). So each (logger, level) whose ``isEnabledFor`` the trace asked is guarded at that
+# answer: a program traced with the logger off runs while it stays off, and a call that finds
+# it on traces again (its record is then the graph break above). One ``isEnabledFor`` (a dict
+# lookup in logging's cache) per guarded pair per call; none for a function that logs nothing.
 
 
 def _is_traced_value(v):
@@ -163,22 +173,32 @@ class StreamGuard:
 
 
 @contextlib.contextmanager
-def guard_output(warned, code=None):
+def guard_output(warned, code=None, levels=None):
     """While tracing: ``print`` to stdout/stderr and a logging record that a user's logger
     would emit are graph breaks (their text would come out once, not on every call). Loggers
     of tracegrad, JAX and absl are left alone (their records are about tracing itself).
     A warning the function gives is kept in ``warned`` (not shown) for every run of the
-    program to give again: NOTE [warnings in a trace]."""
+    program to give again: NOTE [warnings in a trace]. Whether a user's logger is on for a
+    level, read while tracing (a ``logger.debug`` the level silences, ``isEnabledFor``), goes
+    into ``levels`` for the program's guards: NOTE [logger levels read in a trace]."""
     out, err, log = sys.stdout, sys.stderr, logging.Logger._log
+    enabled = logging.Logger.__dict__["isEnabledFor"]
     thread = threading.get_ident()
 
     def _log(logger, level, msg, *args, **kwargs):
-        if threading.get_ident() != thread or logger.name.split(".")[0] in ("tracegrad", "jax", "jaxlib", "absl"):
+        if threading.get_ident() != thread or logger.name.split(".")[0] in _OWN_LOGGERS:
             return log(logger, level, msg, *args, **kwargs)
         raise GraphBreak(f"the logging call {msg!r} on logger '{logger.name}' happens on every eager "
                          "call, but only once while tracing")
+
+    def _enabled(logger, level):
+        on = enabled(logger, level)
+        if levels is not None and threading.get_ident() == thread and logger.name.split(".")[0] not in _OWN_LOGGERS:
+            levels[(logger, level)] = on
+        return on
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
+    logging.Logger.isEnabledFor = _enabled
     catcher = Catcher(warned, code).__enter__()
     clocks = {n: getattr(time, n) for n in CLOCKS if hasattr(time, n)}
     for n, real in clocks.items():
@@ -204,6 +224,7 @@ def guard_output(warned, code=None):
                 setattr(Tensor, n, real)
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
+        logging.Logger.isEnabledFor = enabled
         catcher.__exit__()
         for n, real in clocks.items():
             setattr(time, n, real)

@@ -29,6 +29,7 @@ import gc
 import os
 import sys
 import types
+import warnings
 import weakref
 
 import jax
@@ -1410,6 +1411,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     def body(state, grads, keys, hypers, data):
         info["warnings"] = []      # NOTE [warnings in a trace] (warned.py): this trace's own
+        info["log_levels"] = {}    # NOTE [logger levels read in a trace] (capture.py)
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         cap.defer_items = DeferredItem if plan.defer_items else None
@@ -1420,6 +1422,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         _state.trace_boundary()     # NOTE [objects no trace has seen]
         env = dict(os.environ)
+        filters = list(warnings.filters)      # NOTE [warnings in a trace] rule 8 (warned.py)
         modes = None
         try:
             call_leaves = list(leaves)
@@ -1446,7 +1449,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, _attribute_ids(call_leaves[i])) for i in data_in}
             try:
-                with guard_output(info["warnings"], code_of(fn)):
+                with guard_output(info["warnings"], code_of(fn), info["log_levels"]):
                     result = fn(*a2, **kw2)
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]
@@ -1458,6 +1461,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if os.environ != env:
                 raise GraphBreak("the function changes os.environ: the program would not change it on "
                                  "later calls", where=after)
+            if warnings.filters != filters:
+                raise GraphBreak("the function changes the warning filters (warnings.simplefilter or "
+                                 "filterwarnings outside a catch_warnings block): the program would not "
+                                 "change them on later calls", where=after)
             if _global_modes() != modes:
                 raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
@@ -1767,6 +1774,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
                 _put_environ_back(env)
+            if warnings.filters != filters:      # so do they
+                warnings.filters[:] = filters
+                warnings._filters_mutated()
             _put_global_modes_back(modes)
             raise
         finally:
@@ -1936,6 +1946,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         checks = tuple(c for c in checks if (id(getattr(c[0], "d", c[0])), c[1]) not in now)
     region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages) + tuple(
         (_Probe(functools.partial(slot_get, slot)), None, b, None) for slot, b in held_before)
+    region.value_guards += tuple(      # NOTE [logger levels read in a trace] (capture.py)
+        (_Probe(functools.partial(lg.isEnabledFor, level)), f"whether logger '{lg.name}' logs level {level}", on, None)
+        for (lg, level), on in info["log_levels"].items())
     region.state_guards = optimizer_state_guards(plan.optimizers, pinned)
     at = {id(st): k for k, st in enumerate(escapes) if st is not None}
     region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}

@@ -46,7 +46,14 @@ from .._ops import warn as _warn
 #    (``CompiledFunctionBackward``), traced at the region's first backward: the warnings that
 #    trace gives (a custom Function's backward, a deprecated ``ctx.saved_variables``) are kept
 #    the same way and given again by every run of it (``KeptBackward``).
-# 7. Not kept: where a warning falls among the function's other Python effects. The runs give
+# 7. A function that changes the filters itself (``catch_warnings()`` inside it: entering and
+#    leaving it are filters changes) makes every registry stale on each eager call, so a place a
+#    "default" filter showed shows again on the next call. Its runs do that too (``FiltersChanged``,
+#    first among the kept warnings); without it a recorded-and-given-again warning came once.
+# 8. A function that leaves the filters changed (``warnings.simplefilter`` outside a
+#    ``catch_warnings`` block) is a graph break (region.py): eager sets them again on every call
+#    (after the caller's ``resetwarnings``, say), a program would not.
+# 9. Not kept: where a warning falls among the function's other Python effects. The runs give
 #    the warnings after the program ran and before its state is written back and the Python
 #    appends and counters are replayed, so a ``showwarning`` that reads that state sees it as
 #    before the call (tests/compile/test_adversarial_round47.py, a strict xfail).
@@ -188,6 +195,19 @@ def _filters_version():
     return reg.get("version")
 
 
+class FiltersChanged:
+    """First among a trace's kept warnings when the function changed the warning filters:
+    each run makes the registries stale, as the eager call's filter changes do (rule 7)."""
+
+    __slots__ = ()
+
+    def give(self):
+        warnings._filters_mutated()
+
+    def raises(self) -> bool:
+        return False
+
+
 class _Registries:
     """NOTE [warnings in a trace] rule 1: while tracing, every warning registry is stale (a new
     filters version), so a place shown before reaches the filters; afterwards the registries
@@ -206,12 +226,17 @@ class _Registries:
         warnings._filters_mutated()
         self.during = _filters_version()
 
-    def restore(self):
-        if self.before is None or _filters_version() != self.during:
-            return          # the function changed the filters: eager's registries are stale too
+    def restore(self) -> bool:
+        """Put the registries back; False where the function changed the filters (eager's
+        registries are stale then too: nothing to put back)."""
+        if self.before is None:
+            return True
+        if _filters_version() != self.during:
+            return False
         for r, held in self.saved:
             r.update(held)
             r["version"] = self.during
+        return True
 
 
 def _redecide(msg, frame):
@@ -248,8 +273,8 @@ class Catcher:
     def __exit__(self, *exc):
         warnings._showwarnmsg = self.show
         _TRACING[0] -= 1
-        if self.registries is not None:
-            self.registries.restore()
+        if self.registries is not None and not self.registries.restore():
+            self.warned.insert(0, FiltersChanged())      # rule 7
         flt = warnings.filters
         for i, f in enumerate(flt):
             if f is _KEEP:
