@@ -641,3 +641,42 @@ def test_fullgraph_as_torch(use):
         got, want = g(tracegrad.full((2,), i + 0.25)), tf(torch.full((2,), i + 0.25))
         assert _plain(got) == _plain(want) == _plain(f(tracegrad.full((2,), i + 0.25)))
     assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+def test_break_swallowed_by_the_users_try_except_still_breaks():
+    # a compare needs the value; the user's ``except Exception`` would catch the break and take
+    # the other branch while tracing: the break is recorded and the call runs eagerly anyway
+    def make(mod):
+        def step(x):
+            v = x.sum().item()
+            try:
+                flag = v > 2
+            except Exception:     # noqa: BLE001 -- the user's code
+                flag = "swallowed"
+            return flag, v / 2
+        return step, lambda i: (_x(mod, i),), lambda: None
+    check(make, breaks=_NEEDED, traces=0)
+
+
+def test_number_repeated_in_returned_lists_and_dicts():
+    def make(mod):
+        def step(x):
+            v = x.sum().item()
+            return [v] * 2, {"a": [v, v / 2], "b": (v,) * 3}
+        return step, lambda i: (_x(mod, i),), lambda: None
+    check(make, traces=1)
+
+
+def test_learning_rate_set_from_the_number_breaks_and_is_not_frozen():
+    def make(mod):
+        m, opt = _model(mod)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            opt.param_groups[0]["lr"] = loss.item() / 64
+            return loss.item()
+        return step, lambda i: (_x(mod, i),), lambda: (_params(m), repr(opt.param_groups[0]["lr"]))
+    check(make, breaks="'lr'", traces=0)
