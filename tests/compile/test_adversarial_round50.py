@@ -680,3 +680,31 @@ def test_learning_rate_set_from_the_number_breaks_and_is_not_frozen():
             return loss.item()
         return step, lambda i: (_x(mod, i),), lambda: (_params(m), repr(opt.param_groups[0]["lr"]))
     check(make, breaks="'lr'", traces=0)
+
+
+TENSOR_USES = {
+    # the number answers isinstance(v, float) as eager's (``__class__``): the tensor API must
+    # still need its value, never take the traced specimen
+    "tensor of a list": lambda x, v, n: tracegrad.tensor([v, 1.0]),
+    "clamp": lambda x, v, n: x.clamp(min=v),
+    "fill_": lambda x, v, n: x.clone().fill_(v),
+    "setitem": lambda x, v, n: x.clone().index_fill_(0, tracegrad.tensor([0]), v),
+    "power": lambda x, v, n: x ** v,
+    "where": lambda x, v, n: tracegrad.where(x > 1, x, v),
+    "add alpha": lambda x, v, n: tracegrad.add(x, x, alpha=v),
+    "arange": lambda x, v, n: tracegrad.arange(n),
+    "reshape": lambda x, v, n: x.reshape(n),
+    "topk": lambda x, v, n: x.topk(n)[0],
+}
+
+
+@pytest.mark.parametrize("use", list(TENSOR_USES), ids=list(TENSOR_USES))
+def test_number_given_to_the_tensor_api_breaks_and_equals_eager(use):
+    def step(x):
+        return TENSOR_USES[use](x, x.sum().item() / 8, (x > 0).sum().item())
+    g = tracegrad.compile(step)
+    with pytest.warns(UserWarning, match="eagerly"):
+        for i in range(3):
+            x = tracegrad.tensor([float(i) + 0.5, 2.0])
+            assert _plain(g(x)) == _plain(step(x))
+    assert g.stats["traces"] == 0
