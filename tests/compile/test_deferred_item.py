@@ -360,11 +360,18 @@ def test_number_kept_outside_the_result_is_a_graph_break(where):
     assert g.stats["traces"] == 0
 
 
-def test_fullgraph_still_raises_as_torch():
+def test_fullgraph_returns_the_number_and_raises_where_python_needs_it_as_torch():
+    # torch 2.13: ``fullgraph=True`` compiles a returned item(); branching on it raises
     def f(x):
         return (x * 2).sum().item()
+
+    def branch(x):
+        return x * 2 if (x * 2).sum().item() > 0 else x
+    g = tracegrad.compile(f, fullgraph=True)
+    assert [g(tracegrad.full((2,), float(i))) for i in range(3)] == [0.0, 4.0, 8.0]
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
     with pytest.raises(GraphBreak, match="item"):
-        tracegrad.compile(f, fullgraph=True)(tracegrad.ones(2))
+        tracegrad.compile(branch, fullgraph=True)(tracegrad.ones(2))
 
 
 def test_item_inside_a_checkpointed_block_equals_eager():

@@ -24,13 +24,16 @@ it) needs the number during the trace: each such use raises the graph break the 
 raised before, with the user's file and line, and the call runs eagerly as it did. A stand-in
 kept anywhere but in the returned value (a list, an attribute, a closure) is found by its
 reference count after the trace (``check_kept``): a graph break too.
-Not deferred: ``item()`` called by tracegrad's own code (its Python reads the number), and
-``fullgraph=True``, where torch raises for the value read as well.
+Not deferred: ``item()`` called by tracegrad's own code (its Python reads the number).
+``fullgraph=True`` defers too: torch 2.13 returns the number there (``return loss.item() / 2``
+compiles with fullgraph) and raises only where Python needs the value; so does tracegrad.
 """
 from __future__ import annotations
 
 import operator
 import sys
+
+import jax.numpy as jnp
 
 from .capture import GraphBreak
 
@@ -48,10 +51,17 @@ class Deferred:
     trace's list of all of them (``check_kept``); ``specimen`` a number of the type eager's
     would have. Every use but the deferrable arithmetic raises ``GraphBreak``."""
 
-    __slots__ = ("made", "specimen")
+    __slots__ = ("made", "specimen", "bound")
 
     def _needed(self, *_a, **_k):
         raise GraphBreak(_NEEDED)
+
+    @property
+    def __class__(self):
+        # ``isinstance(v, float)`` (and ``numbers.Number``) answers as for eager's number: it
+        # falls back to ``__class__`` when ``type(v)`` is no subclass. ``type(v)`` itself cannot
+        # be answered (NOTE [deferred item]); tracegrad's own checks use ``type()``.
+        return type(self.specimen)
 
     def _apply(self, op, operands):
         """``op(*operands)`` deferred, or the graph break when Python would need the number."""
@@ -61,7 +71,16 @@ class Deferred:
             raise GraphBreak(_NEEDED) from None
         if type(specimen) not in _NUMBER_TYPES:
             raise GraphBreak(_NEEDED)
-        return DeferredExpr(self.made, specimen, op, operands)
+        bounds = [_bound(o) for o in operands]
+        if type(specimen) in (float, complex):
+            # an int operand is made a float: OverflowError past float's range, which the
+            # specimen cannot show (``n * 2 ** 1000 + 0.5`` with a large n)
+            if any(b is not None and b >= _FLOAT_SAFE for b in bounds):
+                raise GraphBreak(_NEEDED)
+            bound = None
+        else:
+            bound = _INT_BOUND[op](*bounds)
+        return DeferredExpr(self.made, specimen, op, operands, bound)
 
     def evaluator(self, where):
         """A function of a call's numbers (a list: the ``DeferredItem``s' at ``where[id(item)]``)
@@ -71,6 +90,26 @@ class Deferred:
     def items(self, out):
         """Append the ``DeferredItem``s this number reads to ``out`` (once each)."""
         raise NotImplementedError
+
+
+# an int below this converts to float without OverflowError (float's max is just under 2 ** 1024)
+_FLOAT_SAFE = 2 ** 1023
+
+
+def _bound(v):
+    """The largest magnitude an int (or bool) operand may have; None for float and complex."""
+    if isinstance(v, Deferred):
+        return v.bound
+    return abs(v) if type(v) in (bool, int) else None
+
+
+# the bound of an int operation's result from its operands' bounds (a deferred ``//`` and ``%``
+# only divide a deferred number by a known nonzero one; ``round(n, -k)`` goes to the nearest
+# multiple of 10 ** k: at most twice ``|n|``)
+_INT_BOUND = {operator.add: lambda a, b: a + b, operator.sub: lambda a, b: a + b,
+              operator.mul: lambda a, b: a * b, operator.floordiv: lambda a, b: a + 1,
+              operator.mod: lambda a, b: b, operator.neg: lambda a: a, operator.pos: lambda a: a,
+              abs: lambda a: a, round: lambda a, nd: 2 * a}
 
 
 def _number(v) -> bool:
@@ -122,6 +161,11 @@ for _name in ("real", "imag", "conjugate", "is_integer", "hex", "as_integer_rati
 del _name, _op, _divides
 
 
+def _kind(dtype) -> str:
+    # bfloat16 and the float8 types are numpy "V" (void) dtypes; their item() is a float
+    return "f" if dtype.kind == "V" and jnp.issubdtype(dtype, jnp.floating) else dtype.kind
+
+
 class DeferredItem(Deferred):
     """The number ``tensor.item()`` will have (``array``: the traced scalar)."""
 
@@ -129,7 +173,9 @@ class DeferredItem(Deferred):
 
     def __init__(self, array, made):
         self.array, self.made = array, made
-        self.specimen = _SPECIMENS[array.dtype.kind]
+        kind = _kind(array.dtype)
+        self.specimen = _SPECIMENS[kind]
+        self.bound = 1 if kind == "b" else 2 ** (8 * array.dtype.itemsize) if kind in "iu" else None
         made.append(self)
 
     def evaluator(self, where):
@@ -146,8 +192,8 @@ class DeferredExpr(Deferred):
 
     __slots__ = ("op", "operands")
 
-    def __init__(self, made, specimen, op, operands):
-        self.made, self.specimen, self.op, self.operands = made, specimen, op, operands
+    def __init__(self, made, specimen, op, operands, bound):
+        self.made, self.specimen, self.op, self.operands, self.bound = made, specimen, op, operands, bound
         made.append(self)
 
     def evaluator(self, where):

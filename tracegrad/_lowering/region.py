@@ -81,7 +81,7 @@ class Plan:
         self.generators = []
         self.optimizers = []
         self.vjp = False          # outputs stay differentiable: trace under jax.vjp
-        self.defer_items = False  # NOTE [deferred item] (not under fullgraph=True)
+        self.defer_items = False  # NOTE [deferred item] (the compiled function sets it)
         self.containers = frozenset()   # the compiled function's data-container classes (NOTE
         # [data container arguments])
 
@@ -132,7 +132,17 @@ def _flatten(tree, args=False):
     NOTE [data container arguments]), where a sparse COO tensor is its indices and values
     (``_SparseArg``)."""
     return jax.tree_util.tree_flatten(ordered_args(tree, args) if type(args) is frozenset else _ordered(tree, args),
-                                      is_leaf=lambda x: isinstance(x, Tensor))
+                                      is_leaf=_result_leaf if args is False else _tensor_leaf)
+
+
+def _tensor_leaf(x):
+    return isinstance(x, Tensor)
+
+
+def _result_leaf(x):
+    # a returned iterator (a generator function's result, ``zip``/``map``) is one leaf, the
+    # graph break ``_out_recipe`` raises for it; not JAX's deprecation warning (once per trace)
+    return isinstance(x, (Tensor, collections.abc.Iterator))
 
 
 # NOTE [data container arguments]: an argument that is an instance of a plain class (a
