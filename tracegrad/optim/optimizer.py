@@ -265,9 +265,12 @@ def _hooked_step(func):
                     if isinstance(result, tuple) and len(result) == 2:
                         args, kwargs = result
                     else:
+                        # named by the optimizer's class, as torch's wrapped subclass step is (an
+                        # inherited step's own name would be the base class's, Optimizer.step)
                         raise RuntimeError(
-                            f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
-                            f"{result}.")
+                            f"<function {type(self).__name__}.{func.__name__}> (a step pre-hook of "
+                            f"{type(self).__name__}) must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {result}.")
             out = func(*args, **kwargs)
             for post_hook in chain(self._optimizer_step_post_hooks.values(),
                                    _global_optimizer_post_hooks.values()):
