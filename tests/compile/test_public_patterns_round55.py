@@ -17,7 +17,7 @@ three calls (four with an image pool) on the same initial state:
   generator was not put back (fixed: ``_lowering/pystate._generators`` looks into small
   containers).
 - KaiyangZhou/pytorch-center-loss (MIT): ``main.py``'s ``train`` reads ``loss.item()`` for its
-  meters, a graph break; the step it runs per batch (the two losses, ``loss_cent *= weight``,
+  meters (deferred arithmetic on meters made inside the call: one program); the step it runs per batch (the two losses, ``loss_cent *= weight``,
   backward, the model's SGD step, the centers' gradient rescaled by ``param.grad.data *= ...``
   and their own SGD step) is one program.
 - sooftware/conformer (Apache-2.0): the CTC step (``input_lengths >> 2`` and ``-= 1`` on the
@@ -209,12 +209,14 @@ def test_center_loss_step_compiled():
     assert st["traces"] == 1 and st["eager_calls"] == 1 and not st["graph_breaks"], st
 
 
-def test_center_loss_train_breaks_at_item():
+def test_center_loss_train_with_its_meters_compiled():
+    # train()'s AverageMeters take ``loss.item()`` and do ``self.sum += val * n`` and
+    # ``self.avg = self.sum / self.count``: deferred arithmetic (NOTE [deferred item]) on
+    # meters made and dropped inside the call, so one program (it was an item() graph break)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         st = _check(lambda T, c: _center_runs(T, c, through_train=True))
-    assert st["traces"] == 0 and st["eager_calls"] == 3, st
-    assert [b[0].split(" ")[0] for b in st["graph_breaks"]] == ["item()"], st
+    assert st["traces"] == 1 and st["eager_calls"] == 1 and not st["graph_breaks"], st
 
 
 def _conformer_runs(T, compiled):
