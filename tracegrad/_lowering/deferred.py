@@ -113,8 +113,8 @@ _INT_BOUND = {operator.add: lambda a, b: a + b, operator.sub: lambda a, b: a + b
 
 
 def _number(v) -> bool:
-    # an int past float's range raises OverflowError when mixed with a float
-    return (type(v) in _NUMBER_TYPES and (type(v) is not int or -2 ** 1023 < v < 2 ** 1023)) or isinstance(v, Deferred)
+    # (an int past float's range mixed with a float: ``_apply``'s bounds and specimen break)
+    return type(v) in _NUMBER_TYPES or isinstance(v, Deferred)
 
 
 def _constant_divisor(v) -> bool:
