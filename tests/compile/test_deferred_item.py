@@ -3,7 +3,9 @@ function whose number is only returned stays in the program (one trace, no graph
 each call returns that call's Python number, of eager's type. Any other use of the number in
 Python, and a number kept outside the result, is a graph break: the call runs eagerly, as before.
 """
+import dataclasses
 import math
+import types
 
 import numpy as np
 import pytest
@@ -407,3 +409,45 @@ def test_library_item_calls_still_read_the_value():
             opt.step()
         return wrap(step), {"model": model}, lambda i: (data(mod, i, 4, 3),)
     check_compiled(make, calls=3)
+
+
+@dataclasses.dataclass
+class _Stats:
+    loss: float
+    n: int
+
+
+_HELD = {}
+
+
+def _made_results(x):
+    v = (x * 2).sum().item()
+    a = types.SimpleNamespace(v=v)               # the number is the object's last value
+    a.me = a
+    return _Stats(v / 4, 3), a, types.SimpleNamespace(inner=a, w=v * 2)
+
+
+def test_objects_the_call_made_are_rebuilt_around_each_calls_numbers():
+    # NOTE [returned objects]: a dataclass or SimpleNamespace the call made is rebuilt per
+    # call; the numbers it holds are results read after each run, as in a returned tuple
+    g = tracegrad.compile(_made_results)
+    for i in range(3):
+        x = tracegrad.full((2,), float(i))
+        stats, a, b = g(x)
+        want = _made_results(x)
+        assert (stats, a.v, b.w) == (want[0], want[1].v, want[2].w) == (_Stats(i * 1.0, 3), 4.0 * i, 8.0 * i)
+        assert type(a.v) is float and a.me is a and b.inner is a
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+def test_a_made_object_also_kept_outside_is_a_graph_break():
+    def f(x):
+        ns = types.SimpleNamespace(v=(x * 2).sum().item())
+        _HELD["last"] = ns          # the program would not store the later calls' objects
+        return ns
+    g = tracegrad.compile(f)
+    with pytest.warns(UserWarning, match="eagerly"):
+        for i in range(3):
+            assert g(tracegrad.full((2,), float(i))).v == 4.0 * i
+            assert _HELD["last"].v == 4.0 * i
+    assert g.stats["traces"] == 0

@@ -35,6 +35,7 @@ import sys
 
 import jax.numpy as jnp
 
+from . import result_objects
 from .capture import GraphBreak
 
 
@@ -207,22 +208,25 @@ class DeferredExpr(Deferred):
                 o.items(out)
 
 
-def _operand_references(made) -> dict:
-    """id -> how many operands of the deferred operations in ``made`` are that stand-in (a
-    function of its own, so that no loop variable of it holds one while references are counted)."""
+def _references_within(made, originals) -> dict:
+    """id -> how many operands of the deferred operations in ``made``, and values of the
+    returned objects the call made (``originals``), are that stand-in (a function of its own, so
+    that no loop variable of it holds one while references are counted)."""
     within = {}
-    for d in made:
-        for o in getattr(d, "operands", ()):
-            if isinstance(o, Deferred):
-                within[id(o)] = within.get(id(o), 0) + 1
+    for o in [o for d in made for o in getattr(d, "operands", ())] + \
+            [v for obj in originals for v in result_objects.values_of(obj)]:
+        if isinstance(o, Deferred):
+            within[id(o)] = within.get(id(o), 0) + 1
     return within
 
 
-def check_kept(made, leaves):
+def check_kept(made, leaves, originals=()):
     """Raise ``GraphBreak`` when a stand-in in ``made`` (all this trace handed out) is referenced
     from anywhere but the result: each occurrence among the result's flat ``leaves`` accounts
-    for two references (the flat list's and the result container's or variable's)."""
-    within = _operand_references(made)
+    for two references (the flat list's and the result container's or variable's), and each
+    value of a returned object the call made (``originals``: the rebuilt result holds its
+    values too, NOTE [returned objects] in result_objects.py) for one."""
+    within = _references_within(made, originals)
     for d in made:
         n = sum(1 for x in leaves if x is d)
         # references: ``made``, the loop variable, getrefcount's argument

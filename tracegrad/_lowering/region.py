@@ -398,7 +398,7 @@ def _repeated(result, made) -> set:
         elif t in (list, tuple) or _is_namedtuple(v):
             vals = v
         elif id(v) in made:
-            vals = (list(v.values()) if isinstance(v, dict) else []) + list(result_objects._attrs(v).values())
+            vals = result_objects.values_of(v)
         else:
             return
         for e in vals:
@@ -1596,14 +1596,16 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if info["appends"]:
                 result = (result, appended)
             appended = None
-            result = _keep_outside(result, outside_containers(refs), kept, boxes,
-                                   result_objects.made_objects(result))
+            made = result_objects.made_objects(result)
+            result = _keep_outside(result, outside_containers(refs), kept, boxes, made)
             info["arg_boxes"] = kept.pop(ArgBox, False)
             # + the Python values library code read for the traced function (``compiler._guard_read``)
             info["kept"] = tuple(kept.values()) + tuple(cap.read_guards)
             info["rg_reads"] = list(cap.rg_reads.values())
             r_leaves, r_def = _flatten(result)
-            check_kept(cap.deferred, r_leaves)
+            # (the made objects' originals hold the numbers the rebuilt ones will: NOTE [returned objects])
+            check_kept(cap.deferred, r_leaves, made.values())
+            made = None
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}

@@ -130,8 +130,13 @@ def _plain_value(v, depth=3) -> bool:
     return type(v) not in (tuple, list, dict)
 
 
-def made_objects(result) -> set:
-    """Ids of the objects in ``result`` (NOTE [returned objects]) that the call made."""
+def values_of(x) -> list:
+    """What an object holds that a rebuilt copy holds too: its attributes, then its items."""
+    return list(_attrs(x).values()) + (list(x.values()) if isinstance(x, dict) else [])
+
+
+def made_objects(result) -> dict:
+    """The objects in ``result`` (NOTE [returned objects]) that the call made, by id."""
     containers, candidates = set(), []
 
     def walk(v, depth):
@@ -147,21 +152,21 @@ def made_objects(result) -> set:
             if isinstance(getattr(v, "__dict__", None), dict):
                 containers.add(id(vars(v)))
             candidates.append(v)
-            for e in list(_attrs(v).values()) + (list(v.values()) if isinstance(v, dict) else []):
+            for e in values_of(v):
                 walk(e, depth - 1)
     walk(result, 8)
     if not candidates:
-        return set()
-    made = set()
+        return {}
+    made = {}
     for c in candidates:
-        values = list(_attrs(c).values()) + (list(c.values()) if isinstance(c, dict) else [])
+        values = values_of(c)
         if not all(_plain_value(v) or id(v) in containers for v in values):
             continue
         held = [r for r in gc.get_referrers(c)
                 if not isinstance(r, types.FrameType) and id(r) not in containers
                 and r is not candidates and r is not values]     # ``values``: an object holding itself
         if not held:
-            made.add(id(c))
+            made[id(c)] = c
     return made
 
 
