@@ -284,6 +284,37 @@ def test_item_as_a_tensor_index_is_the_item_graph_break():
         test_item_as_a_tensor_index_is_the_item_graph_break.__code__.co_firstlineno + 5)), (reason, where)
 
 
+SIZES = {
+    "repeat": lambda x, n: x.repeat(n),
+    "view": lambda x, n: x.view(-1, n),
+    "reshape": lambda x, n: x.reshape(n, -1),
+    "zeros": lambda x, n: tracegrad.zeros(n),
+    "expand": lambda x, n: x[:1].expand(n),
+}
+
+
+@pytest.mark.parametrize("name", list(SIZES), ids=list(SIZES))
+def test_item_as_a_size_is_the_item_graph_break(name):
+    # a size parser reads the stand-in by ``operator.index`` inside its own ``except``, which
+    # caught the graph break and raised its TypeError ("tracing raised TypeError ... found
+    # element of type DeferredItem"): the break caught on the way is the reason
+    op = SIZES[name]
+
+    def f(x):
+        return op(x, x.sum().item()) * 2
+    g = tracegrad.compile(f)
+    x = tracegrad.ones(3, dtype=tracegrad.int64)
+    with pytest.warns(UserWarning, match="eagerly"):
+        for _ in range(2):
+            np.testing.assert_array_equal(g(x).numpy(), f(x).numpy())
+    (reason, where), = g.stats["graph_breaks"]
+    # named by the user's line that used the number as a size
+    assert reason.startswith("item() reads a tensor's value") and where.endswith(
+        ".py:" + str(op.__code__.co_firstlineno)), (reason, where)
+    with pytest.raises(GraphBreak, match="item"):      # torch: Unsupported (data-dependent size)
+        tracegrad.compile(f, fullgraph=True)(x)
+
+
 def test_print_of_the_number_prints_every_call(capsys):
     def f(x):
         print("loss", (x * 2).sum().item())

@@ -1461,6 +1461,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             try:
                 with guard_output(info["warnings"], code_of(fn), info["log_levels"]):
                     result = fn(*a2, **kw2)
+            except Exception as e:
+                if cap.broken is not None and not isinstance(e, (GraphBreak, Retrace)):
+                    # a graph break caught on the way (a deferred number's ``__index__`` inside
+                    # a size parser's ``except``: ``x.repeat(v.item())``) left a value eager
+                    # would not have: that break is the reason, not what the value led to
+                    raise GraphBreak(*cap.broken) from None
+                raise
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]
             _state.CAPTURE[0] = prev_cap
