@@ -353,10 +353,20 @@ def test_linear_zero_in_features_gradients():
     assert outs[tracegrad] == outs[torch]
 
 
-@pytest.mark.xfail(strict=True, reason="x.max(dim=tensor(1)): torch's parser takes a 0-d integer tensor given by "
-                                       "keyword as the dim; tracegrad's one signature cannot tell it from the "
-                                       "positional max(other) overload and returns the elementwise maximum")
 def test_max_dim_keyword_tensor():
+    # torch's parser takes a 0-d integer tensor given by keyword as the dim; by position it is
+    # the max(other) overload
     got = tracegrad.arange(6.).reshape(2, 3).max(dim=tracegrad.tensor(1))
     want = torch.arange(6.).reshape(2, 3).max(dim=torch.tensor(1))
     assert got.values.tolist() == want.values.tolist()
+    got = tracegrad.min(tracegrad.arange(6.).reshape(2, 3), dim=tracegrad.tensor(0), keepdim=True)
+    want = torch.min(torch.arange(6.).reshape(2, 3), dim=torch.tensor(0), keepdim=True)
+    assert (got.values.tolist(), got.indices.tolist()) == (want.values.tolist(), want.indices.tolist())
+    assert tracegrad.arange(3.).max(tracegrad.tensor(1.5)).tolist() == torch.arange(3.).max(torch.tensor(1.5)).tolist()
+    for bad in ("tensor([1])", "tensor(1.0)", "tensor(True)"):
+        with pytest.raises(TypeError):
+            torch.arange(6.).reshape(2, 3).max(dim=eval("torch." + bad))
+        with pytest.raises(TypeError, match="dim"):
+            tracegrad.arange(6.).reshape(2, 3).max(dim=eval("tracegrad." + bad))
+    with pytest.raises(TypeError, match="multiple values for argument 'dim'"):
+        tracegrad.arange(6.).reshape(2, 3).max(1, dim=1)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -316,8 +317,32 @@ def std_mean(self, dim=None, unbiased=_NOT_GIVEN, keepdim=False, *, correction=N
     return apply_op(OPS["std_mean"], (self,), _var_static("std_mean", self, dim, unbiased, keepdim, correction))
 
 
+def _index_dim(kind, dim):
+    """A tensor given as ``max(dim=...)``: its int, as torch's parser reads a 0-d integer
+    tensor; TypeError as torch's for any other tensor."""
+    if dim.ndim == 0 and not dim.is_floating_point() and not dim.is_complex() and dim.dtype is not _dt.bool_:
+        return int(dim.item())
+    raise TypeError(f"{kind}(): argument 'dim' must be int, not Tensor; pass an int (or a 0-d integer "
+                    "tensor)")
+
+
+_MINMAX_SIGNATURE = inspect.Signature([
+    inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    inspect.Parameter("dim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+    inspect.Parameter("keepdim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False),
+    inspect.Parameter("other", inspect.Parameter.KEYWORD_ONLY, default=None)])
+
+
 def _minmax(kind):
-    def f(self, dim=None, keepdim=False, *, other=None):
+    def f(self, positional=None, keepdim=False, *, dim=None, other=None):
+        # a tensor given by position is torch's max(input, other) overload; given as ``dim=`` it
+        # is the dim (a 0-d integer tensor read by its __index__, as torch's parser does)
+        if dim is None:
+            dim = positional
+        elif positional is not None:
+            raise TypeError(f"{kind}() got multiple values for argument 'dim'")
+        elif isinstance(dim, Tensor):
+            dim = _index_dim(kind, dim)
         if other is not None:   # torch's max(input, other) overload, named by keyword
             if dim is not None or keepdim is not False:
                 raise TypeError(f"{kind}() received an invalid combination of arguments - got other= with dim/"
@@ -339,6 +364,7 @@ def _minmax(kind):
         v, i = apply_op(OPS[f"{kind}_dim"], (self,), (("dim", d), ("keepdim", keepdim)))
         return getattr(return_types, kind)(v, i)
     f.__name__ = kind
+    f.__signature__ = _MINMAX_SIGNATURE
     f.__doc__ = (f"Mirrors ``torch.{kind}``: the {kind}imum of all elements, or with ``dim`` a namedtuple "
                  f"``(values, indices)``, or with a tensor the elementwise {kind}imum.")
     return f
