@@ -30,9 +30,9 @@ the oracle) found every exception class equal to torch's; one message differed, 
 
 Found and left alone (not tabled): ``tracegrad.nn.utils.prune`` is reachable without importing it
 (torch needs ``import torch.nn.utils.prune``); the ``KeyError`` for an optimizer state_dict whose
-group lacks defaults names another missing key than torch (``'dampening'`` for ``'weight_decay'``);
-``random_split(generator=3)`` says "random draw" where torch names ``randperm`` (the generator check
-is shared by every random draw).
+group lacks defaults names another missing key than torch (``'dampening'`` for ``'weight_decay'``).
+(``random_split(generator=3)`` said "random draw" where torch names ``randperm``: each draw now
+names its op, ``test_generator_of_another_kind_names_the_op``.)
 
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the layers
 below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.
@@ -351,3 +351,23 @@ def test_step_pre_hook_message_names_the_optimizer():
     with pytest.raises(RuntimeError, match=r"RMSprop\.step.*must return None or a tuple") as e:
         o.step()
     assert "Optimizer.step" not in str(e.value)
+
+
+GENERATOR_CALLS = {
+    "randperm": lambda T: T.utils.data.random_split(range(10), [5, 5], generator=3),
+    "uniform_": lambda T: T.zeros(3).uniform_(generator=2),
+    "multinomial": lambda T: T.multinomial(T.ones(3), 2, generator=1),
+    "poisson": lambda T: T.poisson(T.ones(3), generator=1),
+    "randn": lambda T: T.randn(3, generator="a"),
+    "bernoulli": lambda T: T.bernoulli(T.full((3,), 0.5), generator=1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(GENERATOR_CALLS))
+def test_generator_of_another_kind_names_the_op(name):
+    """A ``generator=`` that is no Generator: torch's parser TypeError, naming the op that draws."""
+    with pytest.raises(TypeError, match=name) as want:
+        GENERATOR_CALLS[name](torch)
+    with pytest.raises(TypeError, match=rf"^{name}\(\).*generator=") as got:
+        GENERATOR_CALLS[name](tracegrad)
+    assert "random draw" not in str(got.value) and str(want.value).startswith(name)

@@ -823,7 +823,7 @@ def _random_inplace(fn):
             one = fn(_generator.peek_key(generator), (), dtype, *args, **kwargs)
             new = abstract(shape, one.dtype)
         else:
-            new = fn(_generator.key_for(generator), shape, dtype, *args, **kwargs)
+            new = fn(_generator.key_for(generator, api + "()"), shape, dtype, *args, **kwargs)
             if _state.VMAP_SAME and _state.FUNC_READS[0] is not None and \
                     _rnd.drawn_per_example_into_unbatched(self._value, new):
                 _state.FUNC_READS[0].random_writes.add(id(self._st))

@@ -32,7 +32,7 @@ def standard_gamma(concentration, generator=None):
     Raises: TypeError unless ``concentration`` is a floating tensor."""
     if not isinstance(concentration, Tensor) or not concentration.dtype.is_floating_point:
         raise TypeError("standard_gamma(): concentration must be a floating-point Tensor")
-    k = _generator.key_for(generator)
+    k = _generator.key_for(generator, "_standard_gamma()")
     sample = Tensor._make(with_x64(_rnd.standard_gamma)(k, concentration._value))
     return apply_op(OPS["standard_gamma"], (concentration, sample))
 
@@ -78,7 +78,7 @@ def _normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=
     if not (ref.is_floating_point() or ref.is_complex()):
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{_rnd.scalar_name(ref._value.dtype)}'")
     if z is None:
-        z = Tensor._make(with_x64(_rnd.normal)(_generator.key_for(generator), shape, ref._value.dtype, api="normal()"))
+        z = Tensor._make(with_x64(_rnd.normal)(_generator.key_for(generator, "normal()"), shape, ref._value.dtype, api="normal()"))
     sample = (z * std + mean).detach()
     if isinstance(mean, Tensor) and isinstance(std, Tensor):
         return apply_op(OPS["normal_tensor_tensor"], (mean, std, sample))
@@ -100,7 +100,7 @@ def poisson(input, generator=None):
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{_rnd.scalar_name(input._value.dtype)}'; "
                                   "pass floating rates")
     _rnd.check_same_randomness(input._value)
-    sample = Tensor._make(with_x64(_rnd.poisson)(_generator.key_for(generator), input._value))
+    sample = Tensor._make(with_x64(_rnd.poisson)(_generator.key_for(generator, "poisson()"), input._value))
     return apply_op(OPS["poisson"], (input, sample))
 
 
@@ -116,7 +116,7 @@ def binomial(count, prob, generator=None):
                              f"{_rnd.scalar_name(t._value.dtype)}")
     broadcast_shape((count.shape, prob.shape), "binomial")   # (JAX's ValueError otherwise)
     see_reads(count, prob)    # drawn from the values, not through an op
-    return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator), count._value, prob._value))
+    return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator, "binomial()"), count._value, prob._value))
 
 
 @function()

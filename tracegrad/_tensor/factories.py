@@ -840,7 +840,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
     shape = size_tuple(size)
     return _fresh(shape, d, device, requires_grad,
-                  lambda: _rnd.uniform(_generator.key_for(generator), shape, d.np, api="rand()"))
+                  lambda: _rnd.uniform(_generator.key_for(generator, "rand()"), shape, d.np, api="rand()"))
 
 
 @with_x64
@@ -856,10 +856,10 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     shape = size_tuple(size)
     if len(shape) > 64:   # numpy (the draw's host side) holds at most 64 dims, torch more: draw flat
         return _fresh(shape, d, device, requires_grad,
-                      lambda: _rnd.normal(_generator.key_for(generator), (math.prod(shape),), d.np,
+                      lambda: _rnd.normal(_generator.key_for(generator, "randn()"), (math.prod(shape),), d.np,
                                           api="randn()").reshape(shape))
     return _fresh(shape, d, device, requires_grad,
-                  lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, api="randn()"))
+                  lambda: _rnd.normal(_generator.key_for(generator, "randn()"), shape, d.np, api="randn()"))
 
 
 def _int_like(v):
@@ -922,7 +922,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         _randint_bounds(low, high, d)
     shape = size_tuple((size,))
     return _fresh(shape, d, device, requires_grad, lambda: _rnd.randint(
-        _generator.key_for(generator), shape, low, high, jnp.int64, api="randint()").astype(d.np))
+        _generator.key_for(generator, "randint()"), shape, low, high, jnp.int64, api="randint()").astype(d.np))
 
 
 _C_INT_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
@@ -968,7 +968,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
         raise RuntimeError(f"randperm(): value cannot be converted to type {d.name} without overflow (n={n} does not "
                            f"fit the dtype); pass a wider dtype such as int64")
     return _fresh((n,), d, device, requires_grad,
-                  lambda: _rnd.permutation(_generator.key_for(generator), n, d.np, api="randperm()"))
+                  lambda: _rnd.permutation(_generator.key_for(generator, "randperm()"), n, d.np, api="randperm()"))
 
 
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
@@ -1031,7 +1031,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         z = meta_draw((mean, std), shape, ref.dtype.np)
         if z is None:
             _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
-            z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
+            z = Tensor._make(_rnd.normal(_generator.key_for(generator, "normal()"), shape, ref.dtype.np, api="normal()"))
         return z * std + mean
     if size is not None and not isinstance(size, (tuple, list)):   # torch's size is a sequence
         raise TypeError(f"normal(): argument 'size' must be tuple of ints, not {type(size).__name__}; pass size=(n,)")
@@ -1042,7 +1042,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     _rnd.check_std(std, "normal()")
     shape = size_tuple((size,))
     return _fresh(shape, d, device, requires_grad,
-                  lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, mean, std, api="normal()"))
+                  lambda: _rnd.normal(_generator.key_for(generator, "normal()"), shape, d.np, mean, std, api="normal()"))
 
 
 def meta_draw(operands, shape, dtype):
@@ -1076,7 +1076,7 @@ def bernoulli(input, p=_NO_P, *, generator=None, out=None):
     see_reads(input)    # drawn from the values, not through an op
     _rnd.check_probs(input._value if p is None else p, "bernoulli()")
     probs = input._value if p is None else jnp.full(input.shape, p)
-    draw = _rnd.bernoulli(_generator.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
+    draw = _rnd.bernoulli(_generator.key_for(generator, "bernoulli()"), probs, tuple(input.shape), api="bernoulli()")
     return Tensor._make(draw.astype(input._value.dtype))
 
 
@@ -1098,5 +1098,5 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     see_reads(input)    # drawn from the values, not through an op
     _rnd.check_multinomial(input._value, num_samples, replacement, "multinomial()")
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
-    return Tensor._make(_rnd.multinomial(_generator.key_for(generator), p, num_samples, replacement).astype(jnp.int64))
+    return Tensor._make(_rnd.multinomial(_generator.key_for(generator, "multinomial()"), p, num_samples, replacement).astype(jnp.int64))
 

@@ -191,13 +191,15 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
-def key_for(generator):
+def key_for(generator, api="random draw"):
+    """The next key of ``generator`` (None: the default one); TypeError naming ``api`` (the
+    op, e.g. ``"randperm()"``) for a ``generator=`` of another kind, as torch's parser."""
     try:   # free on the success path; a generator= of another kind is torch's parser TypeError
         return (default_generator if generator is None else generator).next_key()
     except AttributeError:
         if generator is None or isinstance(generator, Generator):
             raise
-        raise TypeError(f"random draw received an invalid combination of arguments: got "
+        raise TypeError(f"{api} received an invalid combination of arguments: got "
                         f"generator={type(generator).__name__}; pass a tracegrad.Generator (or None)") from None
 
 
