@@ -475,7 +475,8 @@ def _attribute_objects(leaves):
 
 def _argument_attribute_writes(call_leaves, wrappers, where):
     """NOTE [attributes set on arguments]: the Python attributes the function set on (or deleted
-    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names)), ...)`` for
+    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names), {name: argument
+    position}), ...)`` for
     every run to repeat on the caller's tensors (``x.offloading_activation = flag``; MiscTests.
     test_input_tensor_custom_attr_mutation, round 28). Like a result's attributes, only numbers,
     strings and tuples of them can be repeated (a value the trace computed from Python state it
@@ -491,13 +492,19 @@ def _argument_attribute_writes(call_leaves, wrappers, where):
             # tracegrad's own marks (NOTE [argument attributes]) are not the caller's to get
             raise GraphBreak("the function changes an internal mark of a tensor argument: the program "
                              "would do that to a stand-in, not to the caller's tensor", where=where)
-        bad = next((k for k, v in sets.items() if not (isinstance(v, IMMUTABLE) or (
+        # a tensor argument (``x.y = y``, TestInputAttrTracking.test_tensor_property_assigned_
+        # on_tensor, round 29) is repeated as the caller's own argument: its position, by identity
+        # (a stand-in is never equal-compared: ``==`` on tensors is an op)
+        refs = {k: j for k, v in sets.items() if isinstance(v, Tensor)
+                for j in wrappers if call_leaves[j] is v}
+        bad = next((k for k, v in sets.items() if k not in refs and not (isinstance(v, IMMUTABLE) or (
             type(v) is tuple and all(isinstance(e, IMMUTABLE) for e in v)))), None)
         if bad is not None:
             raise GraphBreak(f"the function sets the attribute '{bad}' of a tensor argument to a "
-                             f"{type(sets[bad]).__name__}: a compiled call can repeat only numbers, strings and "
-                             "tuples of them on the caller's tensor", where=where)
-        writes.append((i, sets, dels))
+                             f"{type(sets[bad]).__name__}: a compiled call can repeat only numbers, strings, "
+                             "tuples of them and the call's own tensor arguments on the caller's tensor",
+                             where=where)
+        writes.append((i, {k: v for k, v in sets.items() if k not in refs}, dels, refs))
     return tuple(writes)
 
 
@@ -914,9 +921,11 @@ class Region:
             w.give()
         try:
             out = self.write_back(outs, arg_leaves)
-            for i, sets, dels in self.arg_attrs:     # NOTE [attributes set on arguments]
+            for i, sets, dels, refs in self.arg_attrs:     # NOTE [attributes set on arguments]
                 d = arg_leaves[i].__dict__
                 d.update(sets)
+                for k, j in refs.items():
+                    d[k] = arg_leaves[j]
                 for k in dels:
                     d.pop(k, None)
             if self.appends:
