@@ -352,3 +352,397 @@ def test_set_data_on_user_defined_class_input_tensor(fullgraph):
             o.x, o.y = _x(T, i, 5, 5), _x(T, i, 5, 5, seed=1)
             seen.append((f(), o.z, o.a))
         same(seen[0], seen[1], f"call{i}")
+
+
+# ---- DictTests (test/dynamo/test_dicts.py): dicts and dict subclasses around tensors -----------
+
+class SimpleDict(dict):
+    pass
+
+
+def _pair(build, calls=CALLS, **kw):
+    """torch eager and compiled tracegrad versions of ``build(T)``: ``[(torch, f), (tracegrad,
+    compiled f)]``."""
+    return [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad), **kw))]
+
+
+def _agree(fns, make_args, i):
+    """Call ``i`` of both functions of ``fns`` on ``make_args(T, i)``; the results agree."""
+    outs = [f(*make_args(T, i)) for T, f in fns]
+    same(outs[0], outs[1], f"call{i}")
+    return outs[1]
+
+
+def test_dict_subclass_instantiation():
+    # DictTests.test_dict_subclass_instantiation (and _local_mutation): a dict subclass made
+    # inside holds a number that scales the input, then is overwritten and read again
+    def build(T):
+        def fn(x):
+            sd = SimpleDict(x=5)
+            z = sd["x"] * x
+            sd["x"] = 10
+            return z * sd["x"], type(sd).__name__
+        return fn
+    f = check(build, lambda T, i: (_x(T, i, 4),), fullgraph=True)
+    assert f.stats["traces"] == 1, f.stats
+
+
+def test_dict_contains_enum():
+    # DictTests.test_dict_contains_enum: a str-Enum member compared with its string on both sides
+    # inside a module's forward, adding ``cos`` twice
+    import enum
+
+    class TensorDim(str, enum.Enum):
+        DDP = "ddp"
+        FSDP = "fsdp"
+
+    def build(T):
+        class Foo(T.nn.Module):
+            def forward(self, x):
+                val = x.sin()
+                if TensorDim.DDP == "ddp":
+                    val += x.cos()
+                if "fsdp" == TensorDim.DDP:
+                    val += 100
+                return val
+        return Foo()
+    check(build, lambda T, i: (_x(T, i, 4, 4),), fullgraph=True)
+
+
+def test_dict_subclass_local_with_non_dict_method():
+    # DictTests.test_dict_subclass_local_with_non_dict_method: a dict subclass's own method is
+    # called on the tensor
+    class MethodDict(dict):
+        def add_1(self, x):
+            return x + 1
+
+    def build(T):
+        def fn(x):
+            sd = MethodDict(x=5)
+            z = sd["x"] * x
+            sd["x"] = 10
+            return sd.add_1(z * sd["x"])
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4),), fullgraph=True)
+
+
+_WHOLE_DICT = ("a small dict of numbers the code reads (a global, a closure cell) is guarded "
+               "whole, by value (guards.py NOTE [Python values read]), not by the keys the "
+               "trace used: an entry it never read, changed, added or removed, traces again")
+
+
+@pytest.mark.parametrize("unread", [False, pytest.param(True, marks=pytest.mark.xfail(
+    strict=True, reason=_WHOLE_DICT))], ids=["values", "no_retrace"])
+def test_dict_contains(unread):
+    # DictTests.test_dict_contains: ``1 in sd`` over a global dict picks the factor; adding the
+    # key changes the branch (a new program), and then changing another key's value does not
+    # change what is traced (no new program)
+    sds = {T: {2: 5, 4: 10} for T in (torch, tracegrad)}
+
+    def build(T):
+        sd = sds[T]
+
+        def fn(x):
+            if 1 in sd:
+                return x * 2
+            return x * 3
+        return fn
+    fns = _pair(build, fullgraph=True)
+    for i in range(3):
+        _agree(fns, lambda T, i: (_x(T, i, 4),), i)
+    for sd in sds.values():
+        sd[1] = 15
+    for i in range(3, 6):
+        _agree(fns, lambda T, i: (_x(T, i, 4),), i)
+    traces = fns[1][1].stats["traces"]
+    for sd in sds.values():
+        sd[2] = 10
+    for i in range(6, 8):
+        _agree(fns, lambda T, i: (_x(T, i, 4),), i)
+    if unread:
+        assert fns[1][1].stats["traces"] == traces, fns[1][1].stats
+
+
+def test_dict_subclass_methods_fallback_readonly():
+    # DictTests.test_dict_subclass_methods_fallback_readonly: values, keys, items, ``in``,
+    # ``get`` with and without a default, ``len`` and an attribute of a global dict subclass;
+    # a key added between calls is seen
+    sds = {}
+    for T in (torch, tracegrad):
+        sd = SimpleDict()
+        sd[2] = 5
+        sd[4] = 10
+        sd.attr = 4
+        sds[T] = sd
+
+    def build(T):
+        sd = sds[T]
+
+        def fn(x):
+            for value in sd.values():
+                x = x * value
+            for key in sd:
+                x = x * key
+            for k, v in sd.items():
+                x = x * k
+                x = x * v
+            x = x * (2 if 1 in sd else 3)
+            x = x * sd.get(2, 0)
+            x = x * sd.get(3, 4)
+            x = len(sd) * x
+            return x * sd.attr
+        return fn
+    fns = _pair(build, fullgraph=True)
+    args = lambda T, i: (_x(T, i, 4) * 1e-4,)   # noqa: E731 (the products grow fast)
+    for i in range(3):
+        _agree(fns, args, i)
+    for T, sd in sds.items():
+        sd[6] = 15
+        sd.attr = 0.5
+    for i in range(3, 6):
+        _agree(fns, args, i)
+
+
+def test_dict_subclass_instantiation_return():
+    # DictTests.test_dict_subclass_instantiation_return (and test_dict_subclass_setitem): a dict
+    # subclass made inside, holding a tensor, is returned: its type and items agree; a
+    # ``__setitem__`` override adds 1 to everything stored
+    class SetItemDict(dict):
+        def __setitem__(self, key, value):
+            super().__setitem__(key, value + 1)
+
+    for cls in (SimpleDict, SetItemDict):
+        def build(T):
+            def fn(x):
+                sd = cls(x=5 * x)
+                sd["y"] = 10
+                return sd
+            return fn
+        fns = _pair(build, fullgraph=True)
+        for i in range(CALLS):
+            outs = [f(_x(T, i, 4)) for T, f in fns]
+            assert type(outs[1]) is cls
+            same(dict(outs[0]), dict(outs[1]), f"{cls.__name__} call{i}")
+
+
+def test_dict_subclass_methods_fallback_mutation():
+    # DictTests.test_dict_subclass_methods_fallback_mutation: a dict subclass argument read by
+    # values/keys/items/get/len and given a new key in between; the caller's dict holds it after
+    def build(T):
+        def fn(sd, x):
+            for value in sd.values():
+                x = x * value
+            sd[6] = 14
+            for key in sd:
+                x = x * key
+            for k, v in sd.items():
+                x = x * k * v
+            x = x * (2 if 1 in sd else 3)
+            x = x * sd.get(2, 0) * sd.get(3, 4)
+            return len(sd) * x
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            sd = SimpleDict()
+            sd[2] = 5 + i
+            sd[4] = 10
+            outs.append((f(sd, _x(T, i, 4) * 1e-5), dict(sd)))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_custom_iter_dict():
+    # DictTests.test_custom_iter_dict: a dict subclass with its own ``__iter__`` given an
+    # attribute and a key by the function; both are left on the caller's dict, and the products
+    # agree on every call
+    class ReversedDict(dict):
+        def __iter__(self):
+            return reversed(list(self.keys()))
+
+    def build(T):
+        def fn(x, d):
+            d.sample = 1
+            d["baz"] = 4
+            return x * d["foo"] * d["bar"] * sum(d[k] for k in d)
+        return fn
+    fns = _pair(build)
+    ds = {T: ReversedDict({"foo": 1, "bar": 2}) for T in (torch, tracegrad)}
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            d = ds[T]
+            d["foo"] = i + 1
+            outs.append((f(_x(T, i, 4), d), dict(d), d.sample, list(d)))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_custom_keys_iter_dict():
+    # DictTests.test_custom_keys_iter_dict: a dict subclass whose ``keys`` gives its own order;
+    # the function reads by key and through ``keys()``; repeated calls build no new program
+    class ReversedDict(dict):
+        def keys(self):
+            return ["bar", "foo"]
+
+    def build(T):
+        def fn(x, d):
+            return x * d["foo"] * d["bar"], list(d.keys())
+        return fn
+    fns = _pair(build)
+    ds = {T: ReversedDict({"foo": 1, "bar": 2}) for T in (torch, tracegrad)}
+    for i in range(CALLS):
+        _agree(fns, lambda T, i: (_x(T, i, 4), ds[T]), i)
+    st = fns[1][1].stats
+    assert st["traces"] == 1 and st["graph_breaks"] == [], st
+
+
+@pytest.mark.parametrize("by_items", [True, False], ids=["items", "keys"])
+def test_dict_guard_on_keys_order(by_items):
+    # DictTests.test_dict_guard_on_keys_order (and _order2): a loop over a dict argument's items
+    # (or keys then lookups); moving a key to the end changes the order of the arithmetic: a new
+    # program, with the eager result
+    def build(T):
+        def fn(x, d):
+            for key in d:
+                value = d[key]
+                x = x * key + value
+            return x
+
+        def fn_items(x, d):
+            for key, value in d.items():
+                x = x * key + value
+            return x
+        return fn_items if by_items else fn
+    fns = _pair(build)
+    ds = {T: {2: 4, 3: 5} for T in (torch, tracegrad)}
+    args = lambda T, i: (_x(T, i, 4), ds[T])   # noqa: E731
+    for i in range(3):
+        _agree(fns, args, i)
+    assert fns[1][1].stats["traces"] == 1, fns[1][1].stats
+    for d in ds.values():
+        d[2] = d.pop(2)
+    for i in range(3, 6):
+        _agree(fns, args, i)
+    assert fns[1][1].stats["traces"] == 2, fns[1][1].stats
+
+
+@pytest.mark.parametrize("sub", [False, True], ids=["OrderedDict", "subclass"])
+def test_ordered_dict_reordered_keys(sub):
+    # DictTests.test_ordered_dict_reordered_keys (and test_ordered_dict_subclass_reordered_keys):
+    # an OrderedDict (or a subclass overriding ``keys``) reordered by ``move_to_end`` before the
+    # call: the first value goes through sin, the other through cos, in the dict's order
+    from collections import OrderedDict
+
+    class ODSubclass(OrderedDict):
+        def keys(self):
+            return super().keys()
+
+    def make():
+        d = (ODSubclass if sub else OrderedDict)()
+        d[2] = 4
+        d[3] = 5
+        d.move_to_end(2)
+        return d
+
+    def build(T):
+        def fn(x, d):
+            y = 0
+            for idx, value in enumerate(d.values()):
+                y += T.sin(x * value) if idx == 0 else T.cos(x * value)
+            return y
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        _agree(fns, lambda T, i: (_x(T, i, 4), make()), i)
+
+
+@pytest.mark.parametrize("unread", [False, pytest.param(True, marks=pytest.mark.xfail(
+    strict=True, reason=_WHOLE_DICT))], ids=["values", "no_retrace"])
+def test_lazy_key_guarding(unread):
+    # DictTests.test_lazy_key_guarding (and _non_const_guarding, with classes as keys): a global
+    # dict's one key is read; removing and adding other keys builds no new program, a new value
+    # under the read key is used
+    from collections import OrderedDict, defaultdict
+    for keys in (("a", "b", "c", "d"), (list, dict, OrderedDict, defaultdict)):
+        ds = {T: {keys[0]: 2, keys[1]: 3, keys[2]: 5} for T in (torch, tracegrad)}
+
+        def build(T):
+            d = ds[T]
+            return lambda x: x * d[keys[0]]
+        fns = _pair(build, fullgraph=True)
+        for i in range(3):
+            _agree(fns, lambda T, i: (_x(T, i, 4),), i)
+        traces = fns[1][1].stats["traces"]
+        for d in ds.values():
+            d.pop(keys[1])
+            d[keys[3]] = 10
+        for i in range(3, 5):
+            _agree(fns, lambda T, i: (_x(T, i, 4),), i)
+        if unread:
+            assert fns[1][1].stats["traces"] == traces, fns[1][1].stats
+        for d in ds.values():
+            d[keys[0]] = 7
+        _agree(fns, lambda T, i: (_x(T, i, 4),), 5)
+
+
+def test_dict_copy_alias():
+    # DictTests.test_dict_copy_alias: a copy of the dict argument gets a key and is returned; the
+    # caller's dict is left empty
+    def build(T):
+        def run(x, d0):
+            d1 = d0.copy()
+            d1[0] = 1
+            return x + 1, d1
+        return run
+    fns = _pair(build, fullgraph=True)
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            d0 = {}
+            outs.append((f(_x(T, i, 1), d0), d0))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_dict_subclass_get_method():
+    # DictTests.test_dict_subclass_get_method: a dot-notation dict (``__getattr__ = dict.get``)
+    # read with ``get`` and a default; a changed value is used on the next call
+    class dotdict(dict):
+        __getattr__ = dict.get
+        __setattr__ = dict.__setitem__
+        __delattr__ = dict.__delitem__
+
+    configs = {T: dotdict({"a": 1, "b": 2}) for T in (torch, tracegrad)}
+
+    def build(T):
+        config = configs[T]
+
+        def fn(x):
+            x2 = x * 2  # noqa: F841
+            return x * config.get("a", 3) + config.b
+        return fn
+    fns = _pair(build, fullgraph=True)
+    for i in range(CALLS):
+        for c in configs.values():
+            c.b = i
+            if i == 2:
+                del c["a"]
+        _agree(fns, lambda T, i: (_x(T, i, 2),), i)
+
+
+def test_dict_order_keys():
+    # DictTests.test_dict_order_keys: a sum over a dict argument's values; the same tensors under
+    # keys given in the other order recompile and still agree
+    def build(T):
+        def fn(d):
+            c = 0
+            for v in d.values():
+                c += v
+            return c
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        _agree(fns, lambda T, i: ({"a": _x(T, i, 4), "b": _x(T, i, 4, seed=1)},), i)
+    assert fns[1][1].stats["traces"] == 1, fns[1][1].stats
+    for i in range(CALLS, 2 * CALLS):
+        _agree(fns, lambda T, i: ({"b": _x(T, i, 4, seed=1), "a": _x(T, i, 4)},), i)
+    assert fns[1][1].stats["traces"] == 2, fns[1][1].stats
