@@ -746,3 +746,364 @@ def test_dict_order_keys():
     for i in range(CALLS, 2 * CALLS):
         _agree(fns, lambda T, i: ({"b": _x(T, i, 4, seed=1), "a": _x(T, i, 4)},), i)
     assert fns[1][1].stats["traces"] == 2, fns[1][1].stats
+
+
+def test_dict_namedtuple():
+    # DictTests.test_dict_namedtuple: a dict argument keyed by the ``namedtuple`` function and a
+    # number; a dict without that key takes the other branch (a new program)
+    from collections import namedtuple
+
+    def build(T):
+        def fn(d):
+            if namedtuple in d:
+                return d[3] * 2
+            return d[3] * 3
+        return fn
+    fns = _pair(build, fullgraph=True)
+    for i in range(2 * CALLS):
+        key = namedtuple if i < CALLS else 2
+        _agree(fns, lambda T, i: ({key: None, 3: _x(T, i, 3)},), i)
+    assert fns[1][1].stats["traces"] == 2, fns[1][1].stats
+
+
+@pytest.mark.parametrize("kind", ["tensors", "modules", pytest.param("tensors_fullgraph", marks=pytest.mark.xfail(
+    strict=True, raises=tracegrad.compiler.GraphBreak, reason=(
+        "d[x] with a tensor argument as the key is a graph break (hash() of a tensor argument: the "
+        "trace runs on a stand-in, not the caller's tensor object); without fullgraph the call runs "
+        "eagerly with the right result")))])
+def test_dict_order_keys_tensors(kind):
+    # DictTests.test_dict_order_keys_tensors (and _modules): a dict keyed by a tensor (a module)
+    # and a number, indexed by the tensor (module) argument; the same dict again builds no new
+    # program, the other key order one new program, and the results agree
+    def build(T):
+        if kind.startswith("tensors"):
+            return lambda d, x: d[x] + 3
+        return lambda d, m: d[m](T.ones(2, 2))
+    fns = _pair(build, fullgraph=(kind == "tensors_fullgraph"))
+    made = {}
+    for T in (torch, tracegrad):
+        if kind.startswith("tensors"):
+            x, y, z = (_x(T, 0, 4, seed=s) for s in range(3))
+        else:
+            from ._dynamo_port import seeded_linear
+            x, y, z = (seeded_linear(T, 2, 2, seed=s) for s in range(3))
+        made[T] = x, {x: y, 3: z}, {3: z, x: y}
+    for i in range(CALLS):
+        _agree(fns, lambda T, i: (made[T][1], made[T][0]), i)
+    programs = kind != "tensors"     # a tensor key runs eagerly (the fullgraph row's xfail)
+    assert fns[1][1].stats["traces"] == programs, fns[1][1].stats
+    for i in range(CALLS):
+        _agree(fns, lambda T, i: (made[T][2], made[T][0]), i)
+    assert fns[1][1].stats["traces"] == 2 * programs, fns[1][1].stats
+
+
+def test_contains_dunder_dict():
+    # DictTests.test_contains_dunder_dict: ``"a" in self.__dict__`` tests, an attribute set in
+    # between and ``__dict__.get`` with a default, on a global object's method; a changed
+    # attribute is read on the next call
+    def build(T):
+        class UserDefined:
+            def __init__(self):
+                self.a = 3
+                self.b = 5
+
+            def run(self, x):
+                if "a" in self.__dict__:
+                    x = x * self.a
+                if "b" in self.__dict__:
+                    x = x * self.b
+                self.c = 7
+                if "c" in self.__dict__:
+                    x = x * self.c
+                return x * self.__dict__.get("a") * self.__dict__.get("z", 2)
+        obj = UserDefined()
+
+        def fn(x, a):
+            obj.a = a
+            return obj.run(x), obj.c
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4), (3, 3, 4, 1)[i]))
+
+
+def test_len_dunder_dict_after_delete():
+    # DictTests.test_len_dunder_dict_after_delete: after ``del self.a`` the object's ``__dict__``
+    # has one entry; the caller's object is left without ``a``
+    def build(T):
+        class UserDefined:
+            def __init__(self):
+                self.a = 3
+                self.b = 5
+
+            def run(self, x):
+                del self.a
+                return x * len(self.__dict__)
+        return UserDefined
+
+    fns = _pair(lambda T: (lambda x, obj: obj.run(x)), fullgraph=False)
+    classes = {T: build(T) for T in (torch, tracegrad)}
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            obj = classes[T]()
+            outs.append((f(T.ones(2), obj), sorted(vars(obj))))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_contains_module_dunder_dict():
+    # DictTests.test_contains_module_dunder_dict: a module's forward tests ``"foo" in
+    # self.__dict__``; deleting ``foo`` between calls takes the other branch
+    def build(T):
+        class MyModule(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.foo = 1
+                self.bar = 2
+                self.baz = 3
+
+            def forward(self, x):
+                if "foo" in self.__dict__:
+                    return x * self.bar
+                return x * self.baz
+        return MyModule()
+    mods = {T: build(T) for T in (torch, tracegrad)}
+    fns = [(torch, mods[torch]), (tracegrad, tracegrad.compile(mods[tracegrad]))]
+    for i in range(2 * CALLS):
+        if i == CALLS:
+            for m in mods.values():
+                del m.foo
+        _agree(fns, lambda T, i: (_x(T, i, 4),), i)
+
+
+@pytest.mark.parametrize("module", [False, True], ids=["object", "module"])
+def test_update_dunder_dict(module):
+    # DictTests.test_update_dunder_dict (and test_update_module_dunder_dict): the method writes
+    # ``self.__dict__["a"]`` and reads it back both ways; only ``a`` is added to the object
+    def build(T):
+        base = T.nn.Module if module else object
+
+        class UserDefined(base):
+            def run(self, x):
+                self.__dict__["a"] = 10
+                return x * self.a + self.__dict__["a"]
+            forward = run
+        return UserDefined
+
+    classes = {T: build(T) for T in (torch, tracegrad)}
+    fns = _pair(lambda T: (lambda x, obj: obj.run(x)))
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            obj = classes[T]()
+            before = set(vars(obj))
+            outs.append((f(_x(T, i, 4), obj), sorted(set(vars(obj)) - before), obj.a))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_dict_reconstruct_keeps_original_order():
+    # DictTests.test_dict_reconstruct_keeps_original_order: an OrderedDict of modules updated from
+    # a dict's items and a ModuleDict updated from the dict, both returned: the same order and
+    # the same module objects; the new Linear computes as torch's with the same weights
+    from collections import OrderedDict
+
+    def build(T):
+        def fn(x):
+            modules = OrderedDict([("act", T.nn.ReLU())])
+            module_dict = T.nn.ModuleDict(modules)
+            lin = T.nn.Linear(5, 6)
+            with T.no_grad():
+                lin.weight.copy_(T.arange(30.0).reshape(6, 5) / 30)
+                lin.bias.zero_()
+            next_modules = {"fc4": lin, "act3": T.nn.Sigmoid()}
+            modules.update(next_modules.items())
+            module_dict.update(next_modules)
+            y = x
+            for m in module_dict.values():
+                y = m(y)
+            return modules, module_dict, y
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 2, 5)) for T, f in fns]
+        modules, module_dict, _ = outs[1]
+        assert list(modules) == ["act", "fc4", "act3"] == list(module_dict)
+        assert all(modules[k] is m for k, m in zip(modules, module_dict.children()))
+        same(outs[0][2], outs[1][2], f"call{i}")
+
+
+def test_dict_update_variants():
+    # DictTests.test_dict_update_no_args, test_dict_update_from_mapping_like,
+    # test_dict_update_from_mapping_proxy: ``update()`` with nothing, from an object with
+    # ``keys``/``__getitem__`` and from a MappingProxyType, on a dict holding tensors
+    import types
+
+    class MappingLike:
+        def __init__(self, x):
+            self.d = {"a": x, "b": x + 1}
+
+        def keys(self):
+            return self.d.keys()
+
+        def __getitem__(self, key):
+            return self.d[key]
+
+    def build(T):
+        def fn(x):
+            d = {"a": x}
+            r0 = d.update()
+            n0 = len(d)
+            d2 = {"a": x - 1}
+            r1 = d2.update(MappingLike(x))
+            d3 = {"a": x - 1}
+            d3.update(types.MappingProxyType({"a": x * 2, "b": x + 1}))
+            return d["a"], r0 is None, n0, d2["a"], d2["b"], r1 is None, d3["a"], d3["b"]
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4),), fullgraph=True)
+
+
+def test_dict_update_rejects_bad_arguments():
+    # DictTests.test_dict_update_rejects_bad_sequence_element_length and
+    # test_dict_update_rejects_too_many_args: the ValueError and TypeError ``dict.update``
+    # raises are caught inside the compiled function as eagerly
+    def build(T):
+        def fn(x):
+            try:
+                {}.update([(1, 2, 3)])
+                bad_len = False
+            except ValueError as exc:
+                bad_len = "length 3; 2 is required" in str(exc)
+            try:
+                {}.update({}, {})
+                too_many = False
+            except TypeError:
+                too_many = True
+            return x + 1, bad_len, too_many
+        return fn
+    check(build, lambda T, i: (_x(T, i, 2),), fullgraph=True)
+
+
+def test_dict_subclass_initialization_in_graph():
+    # DictTests.test_dict_subclass_initialization_in_graph: dict and OrderedDict subclasses with
+    # their own ``__new__``/``__init__`` made inside, given a tensor, tested with ``in``
+    from collections import OrderedDict
+    for super_class in (OrderedDict, dict):
+        class CustomDict(super_class):
+            def __new__(cls, *args, **kwargs):
+                return super().__new__(cls, *args, **kwargs)
+
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+        def build(T):
+            def fn(x):
+                c = CustomDict()
+                c["key"] = x
+                assert "key" in c
+                return c["key"] + 1
+            return fn
+        check(build, lambda T, i: (_x(T, i, 4),), fullgraph=True)
+
+
+def test_dict_subclass_contains():
+    # DictTests.test_dict_subclass_contains: an OrderedDict subclass argument (the HuggingFace
+    # pattern) tested for two keys; which keys it has changes between calls
+    from collections import OrderedDict
+
+    class ClassInstantier(OrderedDict):
+        pass
+
+    def build(T):
+        def f(x, d):
+            if "key1" in d:
+                x = x + 2
+            if "key2" in d:
+                x = x + 4
+            return x + 8
+        return f
+    keys = ["key1", "key2", "key1", "key2", "other"]
+    check(build, lambda T, i: (T.ones(8), ClassInstantier({keys[i]: T.ones(8)})),
+          calls=len(keys), fullgraph=True)
+
+
+def test_dict_tag_guard():
+    # DictTests.test_dict_tag_guard: a dict argument holding numbers and an object whose
+    # attribute is read; a changed number and then a changed attribute are both used
+    class Foo:
+        def __init__(self):
+            self.scalar = 10
+
+    def build(T):
+        return lambda d, x: d["a"] * d["b"] * d["c"].scalar * x
+    fns = _pair(build)
+    ds = {T: {"a": 2, "b": 3, "c": Foo()} for T in (torch, tracegrad)}
+    for i in range(6):
+        for d in ds.values():
+            if i == 2:
+                d["a"] = 4
+            if i == 4:
+                d["c"].scalar = 12
+        _agree(fns, lambda T, i: (ds[T], _x(T, i, 3, 3)), i)
+
+
+def test_empty_dict_recompilation():
+    # DictTests.test_empty_dict_recompilation: an empty dict argument takes ``sin``, a non-empty
+    # one ``cos``
+    def build(T):
+        def fn(d, x):
+            if d:
+                return T.cos(x)
+            return T.sin(x)
+        return fn
+    ds = [{}, {"a": 1}, {}, {"a": 1}, {"b": 2}, {}]
+    check(build, lambda T, i: (ds[i], _x(T, i, 4)), calls=len(ds), fullgraph=True)
+
+
+def test_udf_dict_reconstruction():
+    # DictTests.test_udf_dict_reconstruction: ``dict.__new__(klass)`` of the class argument,
+    # given a tensor and, for the subclass, an attribute; the returned object's class, items and
+    # attribute agree
+    class MyDict(dict):
+        pass
+
+    def build(T):
+        def fn(x, klass):
+            x = x * 2
+            sc_dict = dict.__new__(klass)
+            sc_dict["x"] = x
+            if isinstance(sc_dict, MyDict):
+                sc_dict.attr = 3
+            return sc_dict
+        return fn
+    fns = _pair(build)
+    for i, klass in enumerate([MyDict, MyDict, dict, MyDict, dict]):
+        outs = [f(_x(T, i, 4), klass) for T, f in fns]
+        assert type(outs[1]) is klass
+        same(dict(outs[0]), dict(outs[1]), f"call{i}")
+        assert getattr(outs[0], "attr", None) == getattr(outs[1], "attr", None)
+
+
+def test_weakref_dict():
+    # DictTests.test_weakref_dict: membership of two modules in a global WeakKeyDictionary
+    # picks sin and cos; removing one between calls drops its op
+    import weakref
+    held = {}
+
+    def build(T):
+        states = weakref.WeakKeyDictionary()
+        mod1, mod2 = T.nn.Module(), T.nn.Module()
+        states[mod1] = 2
+        states[mod2] = 3
+        held[T] = states, mod2
+
+        def fn(x):
+            if mod1 in states:
+                x = T.sin(x)
+            if mod2 in states:
+                x = T.cos(x)
+            return x
+        return fn
+    fns = _pair(build)
+    for i in range(2 * CALLS):
+        if i == CALLS:
+            for states, mod2 in held.values():
+                del states[mod2]
+        _agree(fns, lambda T, i: (_x(T, i, 4),), i)

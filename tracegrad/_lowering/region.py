@@ -525,8 +525,41 @@ class _InOrder(dict):
         self.like = like
 
 
-jax.tree_util.register_pytree_node(_InOrder, lambda d: (list(d.values()), (tuple(d), d.like)),
-                                   lambda aux, values: _InOrder(zip(aux[0], values), aux[1]))
+class _KeyById:
+    """A tensor key of a dict among the arguments or results, in ``_InOrder``'s treedef: equal to
+    another only when it holds the same tensor. The treedef is in the compiled function's cache
+    key, and comparing two of them compared their keys with ``==``: a tensor's ``==`` is an op,
+    and ``{x: y, 3: z}`` after ``{3: z, x: y}`` raised "Boolean value of Tensor ... ambiguous"
+    from the cache lookup (DictTests.test_dict_order_keys_tensors, round 29). Holds the tensor,
+    as torch's guard on the key's identity does."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+    def __eq__(self, other):
+        return type(other) is _KeyById and other.t is self.t
+
+    def __hash__(self):
+        return id(self.t)
+
+
+def _in_order_aux(d):
+    keys = tuple(d)
+    if any(isinstance(k, Tensor) for k in keys):
+        keys = tuple(_KeyById(k) if isinstance(k, Tensor) else k for k in keys)
+    return list(d.values()), (keys, d.like)
+
+
+def _in_order_rebuild(aux, values):
+    keys = aux[0]
+    if any(type(k) is _KeyById for k in keys):
+        keys = tuple(k.t if type(k) is _KeyById else k for k in keys)
+    return _InOrder(zip(keys, values), aux[1])
+
+
+jax.tree_util.register_pytree_node(_InOrder, _in_order_aux, _in_order_rebuild)
 
 
 class _SparseArg:
