@@ -473,14 +473,28 @@ def _attribute_objects(leaves):
             for k, v in list(vars(a).items()) if k[0] != "_" and not isinstance(v, (IMMUTABLE, Tensor))]
 
 
-def _argument_attribute_writes(call_leaves, wrappers, where):
+def _tensor_place(v, call_leaves, wrappers, made):
+    """Where the tensor ``v`` set as an argument's attribute comes from on later runs: ``(True,
+    position)`` of the argument it is, else ``(False, index)`` in ``made`` (added once)."""
+    for j in wrappers:
+        if call_leaves[j] is v:
+            return True, j
+    for n, m in enumerate(made):
+        if m is v:
+            return False, n
+    made.append(v)
+    return False, len(made) - 1
+
+
+def _argument_attribute_writes(call_leaves, wrappers, where, made):
     """NOTE [attributes set on arguments]: the Python attributes the function set on (or deleted
-    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names), {name: argument
-    position}), ...)`` for
-    every run to repeat on the caller's tensors (``x.offloading_activation = flag``; MiscTests.
-    test_input_tensor_custom_attr_mutation, round 28). Like a result's attributes, only numbers,
+    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names), {name:
+    _tensor_place}), ...)`` for every run to repeat on the caller's tensors
+    (``x.offloading_activation = flag``; MiscTests.test_input_tensor_custom_attr_mutation,
+    round 28). Like a result's attributes, numbers,
     strings and tuples of them can be repeated (a value the trace computed from Python state it
-    changes is already a graph break); anything else is a graph break."""
+    changes is already a graph break), and tensors (appended to ``made``: the program returns
+    them); anything else is a graph break."""
     writes = []
     for i, (_, before) in wrappers.items():
         now = call_leaves[i].__dict__
@@ -492,18 +506,18 @@ def _argument_attribute_writes(call_leaves, wrappers, where):
             # tracegrad's own marks (NOTE [argument attributes]) are not the caller's to get
             raise GraphBreak("the function changes an internal mark of a tensor argument: the program "
                              "would do that to a stand-in, not to the caller's tensor", where=where)
-        # a tensor argument (``x.y = y``, TestInputAttrTracking.test_tensor_property_assigned_
-        # on_tensor, round 29) is repeated as the caller's own argument: its position, by identity
-        # (a stand-in is never equal-compared: ``==`` on tensors is an op)
-        refs = {k: j for k, v in sets.items() if isinstance(v, Tensor)
-                for j in wrappers if call_leaves[j] is v}
+        # a tensor (round 29, TestInputAttrTracking): a tensor argument (``x.y = y``) is repeated
+        # as the caller's own argument, by its position (found by identity: ``==`` on tensors is
+        # an op); any other tensor (``t.z = y * z``, one made outside) is a result of the
+        # program, ``(False, its index in made)``, set again from each run's results
+        refs = {k: _tensor_place(v, call_leaves, wrappers, made) for k, v in sets.items()
+                if isinstance(v, Tensor)}
         bad = next((k for k, v in sets.items() if k not in refs and not (isinstance(v, IMMUTABLE) or (
             type(v) is tuple and all(isinstance(e, IMMUTABLE) for e in v)))), None)
         if bad is not None:
             raise GraphBreak(f"the function sets the attribute '{bad}' of a tensor argument to a "
                              f"{type(sets[bad]).__name__}: a compiled call can repeat only numbers, strings, "
-                             "tuples of them and the call's own tensor arguments on the caller's tensor",
-                             where=where)
+                             "tuples of them and tensors on the caller's tensor", where=where)
         writes.append((i, {k: v for k, v in sets.items() if k not in refs}, dels, refs))
     return tuple(writes)
 
@@ -720,6 +734,7 @@ class Region:
         self.hyper_signs = ()
         self.deferred = ()         # NOTE [deferred scheduler step]: schedulers stepped after each run
         self.arg_attrs = ()        # NOTE [attributes set on arguments]: set again after each run
+        self.attr_made = False     # ... and the tensors among them are the results' second half
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
@@ -954,11 +969,13 @@ class Region:
             w.give()
         try:
             out = self.write_back(outs, arg_leaves)
+            if self.attr_made:
+                out, made = out
             for i, sets, dels, refs in self.arg_attrs:     # NOTE [attributes set on arguments]
                 d = arg_leaves[i].__dict__
                 d.update(sets)
-                for k, j in refs.items():
-                    d[k] = arg_leaves[j]
+                for k, (arg, j) in refs.items():
+                    d[k] = arg_leaves[j] if arg else made[j]
                 for k in dels:
                     d.pop(k, None)
             if self.appends:
@@ -1525,7 +1542,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if any(call_leaves[i]._rg != w[0] for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad on a tensor argument: the program would do "
                                  "that to a stand-in, not to the caller's tensor", where=after)
-            info["arg_attrs"] = _argument_attribute_writes(call_leaves, wrappers, after)
+            attr_made = []      # the tensors set as attributes of arguments: results too
+            info["arg_attrs"] = _argument_attribute_writes(call_leaves, wrappers, after, attr_made)
             if any(call_leaves[i]._chain for i in data_in):
                 # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
                 # ``as_strided_``): the caller's tensor would keep its shape and strides
@@ -1638,6 +1656,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if info["appends"]:
                 result = (result, appended)
             appended = None
+            info["attr_made"] = bool(attr_made)
+            if attr_made:       # NOTE [attributes set on arguments]: outside the appends' pair
+                result = (result, tuple(attr_made))
+            attr_made = None
             made = result_objects.made_objects(result)
             result = _keep_outside(result, outside_containers(refs), kept, boxes, made)
             info["arg_boxes"] = kept.pop(ArgBox, False)
@@ -2034,6 +2056,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.arg_boxes = info["arg_boxes"]
     region.deferred = info["deferred"]
     region.arg_attrs = info["arg_attrs"]
+    region.attr_made = info["attr_made"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
