@@ -1161,3 +1161,222 @@ def test_automatic_dynamic_shapes_mark_as_oblivious(limit):
         return f
     sizes = [3, 2, 1, 0, 12, 3]
     check(build, lambda T, i: (_x(T, i, sizes[i]),), calls=len(sizes), fullgraph=True)
+
+
+# ---- DictTests, second part: mapping proxies, dict unions, defaultdicts -------------------------
+
+def test_construct_user_dict_and_return():
+    # DictTests.test_construct_user_dict_and_return: a UserDict subclass made inside around a
+    # tensor is returned; its class and item agree
+    from collections import UserDict
+
+    class DummyUserDict(UserDict):
+        pass
+
+    fns = _pair(lambda T: (lambda x: DummyUserDict({"a": x + 1})), fullgraph=True)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 4)) for T, f in fns]
+        assert type(outs[1]) is DummyUserDict
+        same(dict(outs[0]), dict(outs[1]), f"call{i}")
+
+
+def test_mapping_proxy_for_local():
+    # DictTests.test_mapping_proxy_for_local: a MappingProxyType over a local dict holding a
+    # tensor, read by key and by values, is returned
+    import types
+
+    def build(T):
+        def fn(x):
+            d = {"a": 2, "b": 3, "c": 5 * x}
+            mp = types.MappingProxyType(d)
+            y = T.sin(x * mp["a"])
+            for v in mp.values():
+                y += T.cos(x * v)
+            return mp, y
+        return fn
+    fns = _pair(build, fullgraph=True)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 4)) for T, f in fns]
+        assert type(outs[1][0]) is types.MappingProxyType
+        same((dict(outs[0][0]), outs[0][1]), (dict(outs[1][0]), outs[1][1]), f"call{i}")
+
+
+def test_mapping_proxy_for_nonlocal():
+    # DictTests.test_mapping_proxy_for_nonlocal: a proxy over a closure's dict, which the function
+    # also gives a key; the returned proxy shows later changes to the dict
+    import types
+    ds = {T: {"a": 2, "b": 3, "c": 5} for T in (torch, tracegrad)}
+
+    def build(T):
+        d = ds[T]
+
+        def fn(x):
+            mp = types.MappingProxyType(d)
+            y = T.sin(x * mp["a"])
+            for v in mp.values():
+                y += T.cos(x * v)
+            d["d"] = 4
+            return mp, y
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            ds[T]["a"] = 2 + i
+            mp, y = f(_x(T, i, 4))
+            ds[T]["e"] = 5 + i
+            outs.append((dict(mp), y, type(mp).__name__))
+        same(outs[0], outs[1], f"call{i}")
+
+
+@pytest.mark.parametrize("kind", ["MappingProxyType", "ChainMap"])
+def test_mapping_proxy_existing(kind):
+    # DictTests.test_mapping_proxy_existing (and test_dict_construction_from_mapping_proxy): a
+    # proxy passed in over a dict changed between calls (a value changed, a key popped): each
+    # call reads the dict as it is; ``dict(mp)`` copies it. The same with a ChainMap over it
+    import collections
+    import types
+    ds = {T: {"a": 2, "b": 3, "c": 5} for T in (torch, tracegrad)}
+    wrap = types.MappingProxyType if kind == "MappingProxyType" else collections.ChainMap
+    mps = {T: wrap(d) for T, d in ds.items()}
+
+    def build(T):
+        def fn(x, mp):
+            y = T.sin(x * mp["a"])
+            for v in mp.values():
+                y += T.cos(x * v)
+            if isinstance(mp, types.MappingProxyType):
+                y *= 2
+            return y + T.sin(x * dict(mp)["c"])
+        return fn
+    fns = _pair(build, fullgraph=True)
+    for i in range(6):
+        for d in ds.values():
+            if i == 2:
+                d["a"] = 3
+            if i == 4:
+                d.pop("b")
+        _agree(fns, lambda T, i: (_x(T, i, 4), mps[T]), i)
+
+
+def test_mapping_proxy_existing_mutation():
+    # DictTests.test_mapping_proxy_existing_mutation: the function adds a key to a closure's
+    # dict and reads it through an outside proxy over that dict
+    import types
+    ds = {T: {"a": 2, "b": 3, "c": 5} for T in (torch, tracegrad)}
+
+    def build(T):
+        d = ds[T]
+        mp = types.MappingProxyType(d)
+
+        def fn(x, v):
+            d["d"] = v
+            return T.sin(x * mp["d"]), sorted(mp)
+        return fn
+    check(build, lambda T, i: (_x(T, i, 4), 4 + i % 2))
+    assert ds[torch] == ds[tracegrad]
+
+
+def test_move_to_end():
+    # DictTests.test_move_to_end: an OrderedDict made inside with a tensor, its first key moved
+    # to the end, returned: the key order and values agree
+    from collections import OrderedDict
+
+    def build(T):
+        def fn(x):
+            d = OrderedDict({"a": T.cos(x), "b": 3, "c": 5})
+            d.move_to_end("a")
+            return d
+        return fn
+    fns = _pair(build, fullgraph=True)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 4)) for T, f in fns]
+        assert type(outs[1]) is OrderedDict and list(outs[1]) == ["b", "c", "a"]
+        same(dict(outs[0]), dict(outs[1]), f"call{i}")
+
+
+def test_overridden_get_item():
+    # DictTests.test_overridden_get_item: a dict subclass argument whose ``__getitem__`` adds 1
+    # and counts its calls; the function adds a key and reads four; the counts agree
+    class MyDict(dict):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.calls = 0
+
+        def __getitem__(self, key):
+            self.calls += 1
+            return super().__getitem__(key) + 1
+
+    def build(T):
+        def fn(x, d):
+            d["d"] = 4
+            return x * d["a"] + d["b"] + d["c"] + d["d"]
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        outs = []
+        for T, f in fns:
+            d = MyDict({"a": 2 + i, "b": 3, "c": 5})
+            outs.append((f(_x(T, i, 4), d), d.calls, dict(d)))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_builtin_or():
+    # DictTests.test_builtin_or_with_diff_keys, test_builtin_or_with_same_keys and
+    # test_builtin_ior_: ``|``, ``__or__`` and ``|=`` of dicts holding tensors made from the
+    # argument: which value wins for a shared key, the key order, and ``a`` changed by ``|=``
+    def build(T):
+        def f(x):
+            a = {"one": x + 1, "two": x * 2}
+            b = {"one": x - 1, "three": x * 3}
+            c = {"four": x}
+            out = (a | b, b | a, a.__or__(b), b.__or__(a), a | c)
+            a |= b
+            return out, a, b
+        return f
+    check(build, lambda T, i: (_x(T, i, 2),), fullgraph=True)
+
+
+def test_newly_constructed_default_dict():
+    # DictTests.test_newly_constructed_default_dict, _with_dict and test_iter_default_dict:
+    # defaultdicts made inside (from a dict and keywords, a missing key's list appended to,
+    # every value bumped in a loop) are returned with a tensor
+    from collections import defaultdict
+
+    def build(T):
+        def f(x):
+            d = dict([("a", 1), ("b", 2)], c=3)
+            dd = defaultdict(list, d, d=4, e=5)
+            dd["x"].append(42)
+            di = defaultdict(list)
+            di[0] = 42
+            for k in di:
+                di[k] += 1
+            return x + 1, d, dd, di
+        return f
+    fns = _pair(build, fullgraph=True)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 2)) for T, f in fns]
+        assert type(outs[1][2]) is defaultdict and outs[1][2].default_factory is list
+        same([outs[0][0], outs[0][1], dict(outs[0][2]), dict(outs[0][3])],
+             [outs[1][0], outs[1][1], dict(outs[1][2]), dict(outs[1][3])], f"call{i}")
+
+
+def test_mapping_proxy_ban_muation_on_dict_realization():
+    # DictTests.test_mapping_proxy_ban_muation_on_dict_realization: a class made inside read
+    # through ``dict(Foo.__dict__)``, then given a class attribute read back through
+    # ``Foo.__dict__``; the returned class has it
+    def build(T):
+        def fn(x):
+            class Foo:
+                b = 4
+            d = dict(Foo.__dict__)
+            y = T.sin(x) * d["b"]
+            Foo.bar = 3
+            return Foo, y * Foo.__dict__["bar"]
+        return fn
+    fns = _pair(build)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 4)) for T, f in fns]
+        assert outs[1][0].bar == outs[0][0].bar == 3
+        same(outs[0][1], outs[1][1], f"call{i}")
