@@ -49,6 +49,23 @@ def _x(T, i, *shape, rg=False, seed=0):
     return rand(T, i, *(shape or (2, 2)), rg=rg, seed=seed)
 
 
+def _observed(build, run_all, calls=CALLS, **compile_kw):
+    """``run_all(T, f, i)`` -> call ``i``'s observables, for torch eager ``build(torch)`` and a
+    compiled ``build(tracegrad)``; they agree on every call. Returns the compiled function."""
+    cf = tracegrad.compile(build(tracegrad), **compile_kw)
+    ef = build(torch)
+    for i in range(calls):
+        same(run_all(torch, ef, i), run_all(tracegrad, cf, i), f"call{i}")
+    return cf
+
+
+def _hang_y(T):
+    def fn(x, y):
+        x.y = y
+        return x * x.y
+    return fn
+
+
 # ---- TestInputAttrTracking: attributes on tensor arguments -------------------------------------
 
 def test_tensor_property_on_tensor():
@@ -77,27 +94,19 @@ def test_tensor_property_on_tensor_grad():
         x.y = y
         f(x).sum().backward()
         return x.grad, y.grad
-    cf = tracegrad.compile(build(tracegrad), fullgraph=True)
-    for i in range(CALLS):
-        same(run_all(torch, build(torch), i), run_all(tracegrad, cf, i), f"call{i}")
+    _observed(build, run_all, fullgraph=True)
 
 
 def test_tensor_property_assigned_on_tensor():
     # TestInputAttrTracking.test_tensor_property_assigned_on_tensor: the function hangs ``y`` on
     # ``x`` and reads it back; afterwards ``x.y`` is the caller's ``y`` itself
-    def build(T):
-        def fn(x, y):
-            x.y = y
-            return x * x.y
-        return fn
+    build = _hang_y
 
     def run_all(T, f, i):
         x, y = _x(T, i), _x(T, i, seed=3)
         out = f(x, y)
         return out, x.y is y
-    cf = tracegrad.compile(build(tracegrad), fullgraph=True)
-    for i in range(CALLS):
-        same(run_all(torch, build(torch), i), run_all(tracegrad, cf, i), f"call{i}")
+    _observed(build, run_all, fullgraph=True)
 
 
 def test_const_property_on_tensor():
@@ -116,29 +125,19 @@ def test_const_property_on_tensor():
 def test_const_property_assigned_on_tensor():
     # TestInputAttrTracking.test_const_property_assigned_on_tensor: the function sets a number
     # on its argument and reads it back; the number is left on the caller's tensor
-    def build(T):
-        def fn(x, y):
-            x.y = y
-            return x * x.y
-        return fn
+    build = _hang_y
 
     def run_all(T, f, i):
         x = _x(T, i)
         out = f(x, (4, 4, 7, -1)[i])
         return out, x.y
-    cf = tracegrad.compile(build(tracegrad), fullgraph=True)
-    for i in range(CALLS):
-        same(run_all(torch, build(torch), i), run_all(tracegrad, cf, i), f"call{i}")
+    _observed(build, run_all, fullgraph=True)
 
 
 def test_guards_correctly_property_assigned_on_tensor_type_change():
     # TestInputAttrTracking.test_guards_correctly_property_assigned_on_tensor_type_change (and
     # its _inductor twin): the same tensor gets a number, then a tensor, then a number again
-    def build(T):
-        def fn(x, y):
-            x.y = y
-            return x * x.y
-        return fn
+    build = _hang_y
 
     xs = {T: _x(T, 0) for T in (torch, tracegrad)}
     cf = tracegrad.compile(build(tracegrad), fullgraph=True)
@@ -151,14 +150,16 @@ def test_guards_correctly_property_assigned_on_tensor_type_change():
         same(outs[0], outs[1], f"call{i}")
 
 
-def test_complex_attr_access_without_graph_breaks():
-    # TestInputAttrTracking.test_complex_attr_access_without_graph_breaks: attributes set on every
-    # tensor of a list argument, then multiplied back together in a second loop; one program
+def _complex_attrs(printing):
+    """TestInputAttrTracking's complex_attr_access program: attributes set on every tensor of a
+    list argument, then multiplied back together in a second loop (a print between them)."""
     def build(T):
         def fn(x, y, z):
             for t in x:
                 t.y = y
                 t.z = y * z
+            if printing:
+                print("Break!")
             new_y = 1
             new_z = 1
             for t in x:
@@ -166,15 +167,23 @@ def test_complex_attr_access_without_graph_breaks():
                 new_z = t.z * new_z
             return new_y, new_z
         return fn
+    return build
 
+
+def _run_complex_attrs(capsys):
     def run_all(T, f, i):
         xs = [_x(T, i, seed=s) for s in range(3)]
         y = _x(T, i, seed=5)
         out = f(xs, y, 5 + i % 2)
-        return out, [t.z for t in xs], all(t.y is y for t in xs)
-    cf = tracegrad.compile(build(tracegrad), fullgraph=True)
-    for i in range(CALLS):
-        same(run_all(torch, build(torch), i), run_all(tracegrad, cf, i), f"call{i}")
+        seen = out, [t.z for t in xs], all(t.y is y for t in xs)
+        return seen + (capsys.readouterr().out,) if capsys is not None else seen
+    return run_all
+
+
+def test_complex_attr_access_without_graph_breaks():
+    # TestInputAttrTracking.test_complex_attr_access_without_graph_breaks: attributes set on every
+    # tensor of a list argument, then multiplied back together in a second loop; one program
+    cf = _observed(_complex_attrs(False), _run_complex_attrs(None), fullgraph=True)
     # one program for each value of the Python number ``z`` (5 and 6)
     assert cf.stats["traces"] == 2 and cf.stats["graph_breaks"] == [], cf.stats
 
@@ -199,39 +208,19 @@ def test_complex_attr_access_grads():
         sum(t.z.sum() for t in xs).backward()
         return (out, [t.z for t in xs], y.grad, [t.grad for t in xs], out is xs[0].z,
                 xs[0].w is xs[0].z)
-    cf = tracegrad.compile(build(tracegrad), fullgraph=True)
-    for i in range(CALLS):
-        same(run_all(torch, build(torch), i), run_all(tracegrad, cf, i), f"call{i}")
+    _observed(build, run_all, fullgraph=True)
 
 
 def test_complex_attr_access_with_graph_breaks(capsys):
     # TestInputAttrTracking.test_complex_attr_access_with_graph_breaks: as above with a print
     # between the loops; the text is printed on every call and the values agree
-    def build(T):
-        def fn(x, y, z):
-            for t in x:
-                t.y = y
-                t.z = y * z
-            print("Break!")
-            new_y = 1
-            new_z = 1
-            for t in x:
-                new_y = t.y * new_y
-                new_z = t.z * new_z
-            return new_y, new_z
-        return fn
-
-    def run_all(T, f, i):
-        xs = [_x(T, i, seed=s) for s in range(3)]
-        y = _x(T, i, seed=5)
-        out = f(xs, y, 5)
-        printed = capsys.readouterr().out
-        return out, [t.z for t in xs], printed
-    cf = tracegrad.compile(build(tracegrad))
+    run_all = _run_complex_attrs(capsys)
+    cf = tracegrad.compile(_complex_attrs(True)(tracegrad))
+    ef = _complex_attrs(True)(torch)
     for i in range(CALLS):
-        seen = run_all(torch, build(torch), i), run_all(tracegrad, cf, i)
+        seen = run_all(torch, ef, i), run_all(tracegrad, cf, i)
         same(*seen, f"call{i}")
-        assert seen[1][2] == "Break!\n"
+        assert seen[1][-1] == "Break!\n"
 
 
 def test_complex_attr_access_with_inline_reconstruct(capsys):
@@ -846,16 +835,18 @@ def test_dict_order_keys_tensors(kind):
     assert fns[1][1].stats["traces"] == 2 * programs, fns[1][1].stats
 
 
+class _TwoAttrs:
+    def __init__(self):
+        self.a = 3
+        self.b = 5
+
+
 def test_contains_dunder_dict():
     # DictTests.test_contains_dunder_dict: ``"a" in self.__dict__`` tests, an attribute set in
     # between and ``__dict__.get`` with a default, on a global object's method; a changed
     # attribute is read on the next call
     def build(T):
-        class UserDefined:
-            def __init__(self):
-                self.a = 3
-                self.b = 5
-
+        class UserDefined(_TwoAttrs):
             def run(self, x):
                 if "a" in self.__dict__:
                     x = x * self.a
@@ -878,11 +869,7 @@ def test_len_dunder_dict_after_delete():
     # DictTests.test_len_dunder_dict_after_delete: after ``del self.a`` the object's ``__dict__``
     # has one entry; the caller's object is left without ``a``
     def build(T):
-        class UserDefined:
-            def __init__(self):
-                self.a = 3
-                self.b = 5
-
+        class UserDefined(_TwoAttrs):
             def run(self, x):
                 del self.a
                 return x * len(self.__dict__)
