@@ -561,8 +561,10 @@ class _KeyById:
 
 def _in_order_aux(d):
     keys = tuple(d)
-    if any(isinstance(k, Tensor) for k in keys):
-        keys = tuple(_KeyById(k) if isinstance(k, Tensor) else k for k in keys)
+    for k in keys:      # a loop, not any(): this runs for every dict argument of every call
+        if isinstance(k, Tensor):
+            keys = tuple(_KeyById(k) if isinstance(k, Tensor) else k for k in keys)
+            break
     return list(d.values()), (keys, d.like)
 
 
