@@ -1517,3 +1517,147 @@ def test_dunder_dict_getitem_guard_recompiles():
         out = _agree(fns, lambda T, i: (objs[T], T.tensor(float(i))), i)
         assert out.item() == i + (3 if i < CALLS else 5)
     assert fns[1][1].stats["traces"] == 2, fns[1][1].stats
+
+
+def test_dunder_dict_getitem_tensor():
+    # DictTests.test_dunder_dict_getitem_tensor: a property returning a tensor kept in
+    # ``__dict__``; a new tensor stored there between calls is the one read
+    def build(T):
+        return lambda obj: obj.x + 1
+    fns = _pair(build, fullgraph=True)
+    objs = {T: _DictBacked(T.tensor(3.0)) for T in (torch, tracegrad)}
+    for i in range(CALLS):
+        for T, o in objs.items():
+            if i >= 2:
+                o.__dict__["x"] = _x(T, i, 2)
+        _agree(fns, lambda T, i: (objs[T],), i)
+
+
+def test_custom_bool():
+    # DictTests.test_custom_bool: ``bool(d)`` and ``bool(not d)`` of an argument whose
+    # ``__bool__`` returns a flag it holds; the flag of one object changed between calls
+    class CustomBoolDict:
+        def __init__(self, bool_result):
+            self._bool_result = bool_result
+
+        def __bool__(self):
+            return self._bool_result
+
+    def build(T):
+        def fn(t, d, apply_not):
+            if apply_not:
+                return t.sin(), bool(not d)
+            return t.sin(), bool(d)
+        return fn
+    fns = _pair(build, fullgraph=True)
+    shared = CustomBoolDict(True)
+    plan = [(shared, False), (shared, True), (CustomBoolDict(False), False),
+            (CustomBoolDict(False), True), (shared, False)]
+    for i, (d, apply_not) in enumerate(plan):
+        if i == 4:
+            shared._bool_result = False
+        out = _agree(fns, lambda T, i: (_x(T, i, 4), d, apply_not), i)
+        assert out[1] is (bool(d) != apply_not)
+
+
+def test_dict_order_canonical_aot_joint_graph():
+    # DictTests.test_dict_order_canonical_aot_joint_graph, as a training step: a module whose
+    # forward runs one branch per key of a dict argument, in the dict's order, then sums the
+    # results; the same tensors under both key orders give torch's loss and parameter grads
+    # (torch checks its joint graph's node order; tracegrad has no such graph to compare)
+    from ._dynamo_port import seeded_linear
+
+    def build(T):
+        class Model(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.deep = T.nn.Sequential(seeded_linear(T, 8, 16, seed=1), T.nn.ReLU(),
+                                            seeded_linear(T, 16, 16, seed=2))
+                self.shallow = seeded_linear(T, 12, 16, seed=3)
+
+            def forward(self, d):
+                results = {}
+                for key, val in d.items():
+                    results[key] = self.deep(val) if key == "a" else self.shallow(val)
+                return (results["a"] + results["b"]).sum()
+        return Model()
+
+    def run_all(T, model, i):
+        a, b = _x(T, i, 4, 8), _x(T, i, 4, 12, seed=1)
+        d = {"a": a, "b": b} if i % 2 == 0 else {"b": b, "a": a}
+        model.zero_grad()
+        loss = model(d)
+        loss.backward()
+        return loss, [p.grad for p in model.parameters()]
+    models = {T: build(T) for T in (torch, tracegrad)}
+    cm = tracegrad.compile(models[tracegrad])
+    for i in range(2 * CALLS):
+        same(run_all(torch, models[torch], i), run_all(tracegrad, cm, i), f"call{i}")
+
+
+@pytest.mark.parametrize("by_items", [False, True], ids=["by_key", "by_items"])
+def test_dict_order_canonical_graph_correctness(by_items):
+    # DictTests.test_dict_order_canonical_graph_correctness (by key) and
+    # test_dict_order_canonical_graph_aot_eager (in the dict's order, results concatenated):
+    # two Linears over the entries of a dict argument given in either key order; loss and
+    # parameter grads agree with torch for both orders
+    from ._dynamo_port import seeded_linear
+
+    def build(T):
+        class Model(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear_a = seeded_linear(T, 8, 16, seed=4)
+                self.linear_b = seeded_linear(T, 8, 16, seed=5)
+
+            def forward(self, d):
+                if not by_items:
+                    return (self.linear_a(d["a"]) + self.linear_b(d["b"])).sum()
+                results = [(self.linear_a if k == "a" else self.linear_b)(v) for k, v in d.items()]
+                return T.cat(results, dim=-1).square().sum()
+        return Model()
+
+    def run_all(T, model, i):
+        a, b = _x(T, i, 4, 8), _x(T, i, 4, 8, seed=1)
+        model.zero_grad()
+        loss = model({"a": a, "b": b} if i % 2 == 0 else {"b": b, "a": a})
+        loss.backward()
+        return loss, [p.grad for p in model.parameters()]
+    models = {T: build(T) for T in (torch, tracegrad)}
+    cm = tracegrad.compile(models[tracegrad])
+    for i in range(2 * CALLS):
+        same(run_all(torch, models[torch], i), run_all(tracegrad, cm, i), f"call{i}")
+
+
+def test_canonical_graph_overlapping_unsqueeze_with_mutation():
+    # DictTests.test_canonical_graph_overlapping_unsqueeze_with_mutation: two ``unsqueeze`` views
+    # of one tensor both written in place; the returned view and the base see both writes
+    def build(T):
+        def f(x, y):
+            x.add_(1)
+            y.add_(1)
+            return x
+        return f
+
+    def run_all(T, f, i):
+        base = _x(T, i, 10)
+        out = f(base.unsqueeze(0), base.unsqueeze(0))
+        return out, base
+    _observed(build, run_all)
+
+
+def test_canonical_graph_in_place_ops_are_barriers():
+    # DictTests.test_canonical_graph_in_place_ops_are_barriers: products of ``y`` computed before
+    # and after an in-place add to ``x``, summed with ``x``; the caller's ``x`` is written
+    def build(T):
+        def f(x, y):
+            a = y * 2
+            x.add_(1)
+            b = y * 3
+            return a + b + x
+        return f
+
+    def run_all(T, f, i):
+        x, y = _x(T, i, 4), _x(T, i, 4, seed=1)
+        return f(x, y), x
+    _observed(build, run_all, fullgraph=True)
