@@ -295,20 +295,18 @@ def _set_data(x, y):
     return x + 1
 
 
-def _data_caught(x, y):
-    try:
-        x.data = y
-    except RuntimeError:
-        return x + 2
-    return x + 1
+def _data_set_catching(cls):
+    """``x.data = y`` inside ``try``/``except cls`` (``x + 2`` when caught, else ``x + 1``)."""
+    def fn(x, y):
+        try:
+            x.data = y
+        except cls:
+            return x + 2
+        return x + 1
+    return fn
 
 
-def _data_not_caught(x, y):
-    try:
-        x.data = y
-    except TypeError:
-        return x + 2
-    return x + 1
+_data_caught, _data_not_caught = _data_set_catching(RuntimeError), _data_set_catching(TypeError)
 
 
 _GRAD_MSG = "mutating directly with `.data` inside functorch transform is not allowed."
@@ -541,6 +539,16 @@ def test_dict_subclass_methods_fallback_readonly():
         _agree(fns, args, i)
 
 
+def _returns_mapping(build, cls, **compile_kw):
+    """The compiled ``build(tracegrad)`` returns a ``cls`` holding torch's items, in torch's key
+    order, on every call (of fresh inputs)."""
+    fns = _pair(build, **compile_kw)
+    for i in range(CALLS):
+        outs = [f(_x(T, i, 4)) for T, f in fns]
+        assert type(outs[1]) is cls and list(outs[1]) == list(outs[0])
+        same(dict(outs[0]), dict(outs[1]), f"{cls.__name__} call{i}")
+
+
 def test_dict_subclass_instantiation_return():
     # DictTests.test_dict_subclass_instantiation_return (and test_dict_subclass_setitem): a dict
     # subclass made inside, holding a tensor, is returned: its type and items agree; a
@@ -556,11 +564,7 @@ def test_dict_subclass_instantiation_return():
                 sd["y"] = 10
                 return sd
             return fn
-        fns = _pair(build, fullgraph=True)
-        for i in range(CALLS):
-            outs = [f(_x(T, i, 4)) for T, f in fns]
-            assert type(outs[1]) is cls
-            same(dict(outs[0]), dict(outs[1]), f"{cls.__name__} call{i}")
+        _returns_mapping(build, cls, fullgraph=True)
 
 
 def test_dict_subclass_methods_fallback_mutation():
@@ -1185,11 +1189,7 @@ def test_construct_user_dict_and_return():
     class DummyUserDict(UserDict):
         pass
 
-    fns = _pair(lambda T: (lambda x: DummyUserDict({"a": x + 1})), fullgraph=True)
-    for i in range(CALLS):
-        outs = [f(_x(T, i, 4)) for T, f in fns]
-        assert type(outs[1]) is DummyUserDict
-        same(dict(outs[0]), dict(outs[1]), f"call{i}")
+    _returns_mapping(lambda T: (lambda x: DummyUserDict({"a": x + 1})), DummyUserDict, fullgraph=True)
 
 
 def test_mapping_proxy_for_local():
@@ -1300,11 +1300,8 @@ def test_move_to_end():
             d.move_to_end("a")
             return d
         return fn
-    fns = _pair(build, fullgraph=True)
-    for i in range(CALLS):
-        outs = [f(_x(T, i, 4)) for T, f in fns]
-        assert type(outs[1]) is OrderedDict and list(outs[1]) == ["b", "c", "a"]
-        same(dict(outs[0]), dict(outs[1]), f"call{i}")
+    assert list(build(torch)(torch.ones(1))) == ["b", "c", "a"]
+    _returns_mapping(build, OrderedDict, fullgraph=True)
 
 
 def test_overridden_get_item():
