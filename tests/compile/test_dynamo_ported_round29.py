@@ -1557,6 +1557,22 @@ def test_custom_bool():
         assert out[1] is (bool(d) != apply_not)
 
 
+def _train_on_dict_orders(build, b_features):
+    """Training steps of the module ``build(T)`` (torch eager, tracegrad compiled) on a dict
+    ``{"a": (4, 8), "b": (4, b_features)}`` given in either key order by turns: the loss and
+    the parameter grads agree after every step."""
+    def run_all(T, model, i):
+        a, b = _x(T, i, 4, 8), _x(T, i, 4, b_features, seed=1)
+        model.zero_grad()
+        loss = model({"a": a, "b": b} if i % 2 == 0 else {"b": b, "a": a})
+        loss.backward()
+        return loss, [p.grad for p in model.parameters()]
+    models = {T: build(T) for T in (torch, tracegrad)}
+    cm = tracegrad.compile(models[tracegrad])
+    for i in range(2 * CALLS):
+        same(run_all(torch, models[torch], i), run_all(tracegrad, cm, i), f"call{i}")
+
+
 def test_dict_order_canonical_aot_joint_graph():
     # DictTests.test_dict_order_canonical_aot_joint_graph, as a training step: a module whose
     # forward runs one branch per key of a dict argument, in the dict's order, then sums the
@@ -1579,17 +1595,7 @@ def test_dict_order_canonical_aot_joint_graph():
                 return (results["a"] + results["b"]).sum()
         return Model()
 
-    def run_all(T, model, i):
-        a, b = _x(T, i, 4, 8), _x(T, i, 4, 12, seed=1)
-        d = {"a": a, "b": b} if i % 2 == 0 else {"b": b, "a": a}
-        model.zero_grad()
-        loss = model(d)
-        loss.backward()
-        return loss, [p.grad for p in model.parameters()]
-    models = {T: build(T) for T in (torch, tracegrad)}
-    cm = tracegrad.compile(models[tracegrad])
-    for i in range(2 * CALLS):
-        same(run_all(torch, models[torch], i), run_all(tracegrad, cm, i), f"call{i}")
+    _train_on_dict_orders(build, 12)
 
 
 @pytest.mark.parametrize("by_items", [False, True], ids=["by_key", "by_items"])
@@ -1614,16 +1620,7 @@ def test_dict_order_canonical_graph_correctness(by_items):
                 return T.cat(results, dim=-1).square().sum()
         return Model()
 
-    def run_all(T, model, i):
-        a, b = _x(T, i, 4, 8), _x(T, i, 4, 8, seed=1)
-        model.zero_grad()
-        loss = model({"a": a, "b": b} if i % 2 == 0 else {"b": b, "a": a})
-        loss.backward()
-        return loss, [p.grad for p in model.parameters()]
-    models = {T: build(T) for T in (torch, tracegrad)}
-    cm = tracegrad.compile(models[tracegrad])
-    for i in range(2 * CALLS):
-        same(run_all(torch, models[torch], i), run_all(tracegrad, cm, i), f"call{i}")
+    _train_on_dict_orders(build, 8)
 
 
 def test_canonical_graph_overlapping_unsqueeze_with_mutation():
