@@ -1804,6 +1804,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
                 raise Retrace()
             for i, w in wrappers:
+                if w() is not None and id(w()) in cap.data_sets:
+                    # (the record of the move holds the stand-in: named here, not as a kept reference)
+                    raise GraphBreak(f"the function sets .data of its tensor argument {i} (x.data = ...): eagerly "
+                                     "the caller's tensor moves onto the other tensor's memory, which a program "
+                                     "cannot repeat", where=after)
                 if w() is not None:
                     raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
                                      f"{i} after returning (eager would keep the caller's tensor)")
