@@ -121,11 +121,14 @@ def _python_refs(fn, args=(), loaded_out=None):
         elif _stateful_kind(a) is not None:
             # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
             add((f"argument {i}", None, {f"argument {i}": a}), own)
-        elif isinstance(a, (set, collections.deque)):
+        elif isinstance(a, (set, collections.deque, types.MappingProxyType)):
             # a set or deque argument reaches the trace as itself (a list or dict is a rebuilt
             # copy): one the function changes (``q.pop()``) is put back after the trace and the
             # call runs eagerly; it was left changed, so the eager rerun popped again (round 28,
-            # MiscTests.test_deque_input)
+            # MiscTests.test_deque_input). A MappingProxyType argument is one too, keyed by
+            # identity: the entries the trace read through it are guarded by value, or a change
+            # to the dict behind it between calls ran the first trace's numbers
+            # (round 29, DictTests.test_mapping_proxy_existing)
             add((f"argument {i}", None, {f"argument {i}": a}), own)
         _reached(reach, a, own | {"__call__"})
         queue.append((a, 1))

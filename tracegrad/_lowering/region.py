@@ -473,13 +473,28 @@ def _attribute_objects(leaves):
             for k, v in list(vars(a).items()) if k[0] != "_" and not isinstance(v, (IMMUTABLE, Tensor))]
 
 
-def _argument_attribute_writes(call_leaves, wrappers, where):
+def _tensor_place(v, call_leaves, wrappers, made):
+    """Where the tensor ``v`` set as an argument's attribute comes from on later runs: ``(True,
+    position)`` of the argument it is, else ``(False, index)`` in ``made`` (added once)."""
+    for j in wrappers:
+        if call_leaves[j] is v:
+            return True, j
+    for n, m in enumerate(made):
+        if m is v:
+            return False, n
+    made.append(v)
+    return False, len(made) - 1
+
+
+def _argument_attribute_writes(call_leaves, wrappers, where, made):
     """NOTE [attributes set on arguments]: the Python attributes the function set on (or deleted
-    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names)), ...)`` for
-    every run to repeat on the caller's tensors (``x.offloading_activation = flag``; MiscTests.
-    test_input_tensor_custom_attr_mutation, round 28). Like a result's attributes, only numbers,
+    from) its tensor arguments' stand-ins, as ``((i, {name: value}, (deleted names), {name:
+    _tensor_place}), ...)`` for every run to repeat on the caller's tensors
+    (``x.offloading_activation = flag``; MiscTests.test_input_tensor_custom_attr_mutation,
+    round 28). Like a result's attributes, numbers,
     strings and tuples of them can be repeated (a value the trace computed from Python state it
-    changes is already a graph break); anything else is a graph break."""
+    changes is already a graph break), and tensors (appended to ``made``: the program returns
+    them); anything else is a graph break."""
     writes = []
     for i, (_, before) in wrappers.items():
         now = call_leaves[i].__dict__
@@ -491,13 +506,19 @@ def _argument_attribute_writes(call_leaves, wrappers, where):
             # tracegrad's own marks (NOTE [argument attributes]) are not the caller's to get
             raise GraphBreak("the function changes an internal mark of a tensor argument: the program "
                              "would do that to a stand-in, not to the caller's tensor", where=where)
-        bad = next((k for k, v in sets.items() if not (isinstance(v, IMMUTABLE) or (
+        # a tensor (round 29, TestInputAttrTracking): a tensor argument (``x.y = y``) is repeated
+        # as the caller's own argument, by its position (found by identity: ``==`` on tensors is
+        # an op); any other tensor (``t.z = y * z``, one made outside) is a result of the
+        # program, ``(False, its index in made)``, set again from each run's results
+        refs = {k: _tensor_place(v, call_leaves, wrappers, made) for k, v in sets.items()
+                if isinstance(v, Tensor)}
+        bad = next((k for k, v in sets.items() if k not in refs and not (isinstance(v, IMMUTABLE) or (
             type(v) is tuple and all(isinstance(e, IMMUTABLE) for e in v)))), None)
         if bad is not None:
             raise GraphBreak(f"the function sets the attribute '{bad}' of a tensor argument to a "
-                             f"{type(sets[bad]).__name__}: a compiled call can repeat only numbers, strings and "
-                             "tuples of them on the caller's tensor", where=where)
-        writes.append((i, sets, dels))
+                             f"{type(sets[bad]).__name__}: a compiled call can repeat only numbers, strings, "
+                             "tuples of them and tensors on the caller's tensor", where=where)
+        writes.append((i, {k: v for k, v in sets.items() if k not in refs}, dels, refs))
     return tuple(writes)
 
 
@@ -518,8 +539,43 @@ class _InOrder(dict):
         self.like = like
 
 
-jax.tree_util.register_pytree_node(_InOrder, lambda d: (list(d.values()), (tuple(d), d.like)),
-                                   lambda aux, values: _InOrder(zip(aux[0], values), aux[1]))
+class _KeyById:
+    """A tensor key of a dict among the arguments or results, in ``_InOrder``'s treedef: equal to
+    another only when it holds the same tensor. The treedef is in the compiled function's cache
+    key, and comparing two of them compared their keys with ``==``: a tensor's ``==`` is an op,
+    and ``{x: y, 3: z}`` after ``{3: z, x: y}`` raised "Boolean value of Tensor ... ambiguous"
+    from the cache lookup (DictTests.test_dict_order_keys_tensors, round 29). Holds the tensor,
+    as torch's guard on the key's identity does."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+    def __eq__(self, other):
+        return type(other) is _KeyById and other.t is self.t
+
+    def __hash__(self):
+        return id(self.t)
+
+
+def _in_order_aux(d):
+    keys = tuple(d)
+    for k in keys:      # a loop, not any(): this runs for every dict argument of every call
+        if isinstance(k, Tensor):
+            keys = tuple(_KeyById(k) if isinstance(k, Tensor) else k for k in keys)
+            break
+    return list(d.values()), (keys, d.like)
+
+
+def _in_order_rebuild(aux, values):
+    keys = aux[0]
+    if any(type(k) is _KeyById for k in keys):
+        keys = tuple(k.t if type(k) is _KeyById else k for k in keys)
+    return _InOrder(zip(keys, values), aux[1])
+
+
+jax.tree_util.register_pytree_node(_InOrder, _in_order_aux, _in_order_rebuild)
 
 
 class _SparseArg:
@@ -680,6 +736,7 @@ class Region:
         self.hyper_signs = ()
         self.deferred = ()         # NOTE [deferred scheduler step]: schedulers stepped after each run
         self.arg_attrs = ()        # NOTE [attributes set on arguments]: set again after each run
+        self.attr_made = False     # ... and the tensors among them are the results' second half
         # NOTE [Python counters] (pystate.py): (attributes, name, difference, whether before the
         # deferred scheduler steps)
         self.counters = ()
@@ -914,9 +971,13 @@ class Region:
             w.give()
         try:
             out = self.write_back(outs, arg_leaves)
-            for i, sets, dels in self.arg_attrs:     # NOTE [attributes set on arguments]
+            if self.attr_made:
+                out, made = out
+            for i, sets, dels, refs in self.arg_attrs:     # NOTE [attributes set on arguments]
                 d = arg_leaves[i].__dict__
                 d.update(sets)
+                for k, (arg, j) in refs.items():
+                    d[k] = arg_leaves[j] if arg else made[j]
                 for k in dels:
                     d.pop(k, None)
             if self.appends:
@@ -1490,7 +1551,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if any(call_leaves[i]._rg != w[0] for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad on a tensor argument: the program would do "
                                  "that to a stand-in, not to the caller's tensor", where=after)
-            info["arg_attrs"] = _argument_attribute_writes(call_leaves, wrappers, after)
+            attr_made = []      # the tensors set as attributes of arguments: results too
+            info["arg_attrs"] = _argument_attribute_writes(call_leaves, wrappers, after, attr_made)
             if any(call_leaves[i]._chain for i in data_in):
                 # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
                 # ``as_strided_``): the caller's tensor would keep its shape and strides
@@ -1603,6 +1665,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if info["appends"]:
                 result = (result, appended)
             appended = None
+            info["attr_made"] = bool(attr_made)
+            if attr_made:       # NOTE [attributes set on arguments]: outside the appends' pair
+                result = (result, tuple(attr_made))
+            attr_made = None
             made = result_objects.made_objects(result)
             result = _keep_outside(result, outside_containers(refs), kept, boxes, made)
             info["arg_boxes"] = kept.pop(ArgBox, False)
@@ -1745,6 +1811,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
                 raise Retrace()
             for i, w in wrappers:
+                if w() is not None and id(w()) in cap.data_sets:
+                    # (the record of the move holds the stand-in: named here, not as a kept reference)
+                    raise GraphBreak(f"the function sets .data of its tensor argument {i} (x.data = ...): eagerly "
+                                     "the caller's tensor moves onto the other tensor's memory, which a program "
+                                     "cannot repeat", where=after)
                 if w() is not None:
                     raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
                                      f"{i} after returning (eager would keep the caller's tensor)")
@@ -1999,6 +2070,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.arg_boxes = info["arg_boxes"]
     region.deferred = info["deferred"]
     region.arg_attrs = info["arg_attrs"]
+    region.attr_made = info["attr_made"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)

@@ -82,6 +82,19 @@ def traced_at(value, traces) -> bool:
     return isinstance(value, _Tracer) and value._trace in traces
 
 
+def _check_data_set_in_transform(target, value):
+    """``target.data = value`` inside a tracegrad.func transform: torch refuses a write to
+    ``.data`` of a tensor batched by ``vmap`` (either side) or wrapped by an open
+    ``grad``/``vjp``/``jacrev`` level (the function's differentiated input), as the swap
+    would escape the level. RuntimeError with torch's text (TestInputAttrTracking.
+    test_set_data_on_batchedtensor / test_set_data_on_gradtrackingtensor); nothing is
+    changed. Costs two type checks per ``.data`` write outside transforms."""
+    if _state.VMAP_SAME and any(type(t._st.array).__name__ == "BatchTracer" for t in (target, value)):
+        raise RuntimeError("mutating directly with `.data` under vmap transform is not allowed.")
+    if _FUNC_TRACES and traced_at(target._st.array, _FUNC_TRACES):
+        raise RuntimeError("mutating directly with `.data` inside functorch transform is not allowed.")
+
+
 def level_value(t) -> bool:
     """Whether Tensor ``t`` is a value of an open tracegrad.func reverse-mode level (it then
     reports requires_grad without any tracegrad Node behind it)."""
@@ -893,6 +906,7 @@ class Tensor(TensorBase):
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        _check_data_set_in_transform(self, value)
         if self._rg and not (value.dtype.is_floating_point or value.dtype.is_complex):
             # torch keeps requires_grad across .data = ..., so the new dtype must allow it
             # (TestAutograd.test_set_data_self_requires_grad)
