@@ -112,9 +112,13 @@ def linear(input, weight, bias=None):
 def bilinear(input1, input2, weight, bias=None):
     """Mirrors ``torch.nn.functional.bilinear``: ``y_k = x1 @ W_k @ x2 + b_k``; weight
     ``(out, in1, in2)``, inputs ``(*, in1)``, ``(*, in2)``. RuntimeError, as torch's, for inputs
-    of different ranks or batch sizes, or feature sizes (or a bias) that do not match the weight."""
+    of different ranks or batch sizes, feature sizes (or a bias) that do not match the weight, or
+    a feature size of 0; IndexError for 0-d inputs."""
     if input1.dim() != input2.dim():
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    if input1.dim() == 0:   # torch reads the feature size off dim -1 first
+        raise IndexError("bilinear(): Dimension specified as -1 but the inputs have no dimensions; give inputs of "
+                         "shape (*, in1_features) and (*, in2_features)")
     for d in range(input1.dim() - 1):
         if input1.shape[d] != input2.shape[d]:
             raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got {input1.shape[d]} "
@@ -128,6 +132,10 @@ def bilinear(input1, input2, weight, bias=None):
             if x.dim() and x.shape[-1] != weight.shape[i]:
                 raise RuntimeError(f"bilinear(): input{i} size does not match weight size: got {x.shape[-1]} but "
                                    f"expected {weight.shape[i]}")
+        if not (input1.shape[-1] and input2.shape[-1]):
+            # torch flattens the batch with reshape(-1, in_features), ambiguous for 0 features
+            raise RuntimeError(f"bilinear(): in1_features and in2_features must be positive, got {input1.shape[-1]} "
+                               f"and {input2.shape[-1]}")
         if bias is not None and (bias.dim() == 0 or bias.shape[-1] != weight.shape[0]):
             raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                                f"{bias.shape[-1] if bias.dim() else 1} but expected {weight.shape[0]}")
