@@ -5,7 +5,7 @@ fields and the checks of torch's chunked path), the loss classes as modules (leg
 broadcast targets, ``TripletMarginWithDistanceLoss``'s distance function, ``GaussianNLLLoss``'s var
 shapes), the padding modules (padding larger than the input, tuple lengths, ranks, empty inputs),
 activation and dropout modules (integer inputs, out-of-range dims, bad p), ``FractionalMaxPool3d``,
-``Bilinear`` inputs, and ``tracegrad._dynamo.mark_dynamic``/``mark_static`` dims. A probe of ~850
+``Bilinear`` inputs, activation functionals' flags, and ``tracegrad._dynamo.mark_dynamic``/``mark_static`` dims. A probe of ~850
 calls (written here for this table, no other repository's tests copied; torch 2.13 the oracle)
 found these differences, fixed in tracegrad:
 
@@ -26,6 +26,8 @@ found these differences, fixed in tracegrad:
 - ``TripletMarginWithDistanceLoss`` whose ``distance_function`` returns a number raised
   AttributeError ("'float' object has no attribute 'clamp_min'"); torch TypeError
   (``nn/_losses_more.py``);
+- ``F.rrelu``/``rrelu_``/``tracegrad.rrelu`` read a ``training`` that is not a bool (``"yes"``, 1,
+  None) for its truth; torch's parser refuses it (TypeError, ``nn/_activations_more.py``);
 - ``F.bilinear`` of 0-d inputs raised RuntimeError with einsum's subscript text (torch IndexError),
   and of 0 in1/in2 features computed (torch's reshape refuses it: RuntimeError)
   (``nn/functional.py``).
@@ -182,6 +184,10 @@ C["prelu_parameters_mismatch"] = lambda T: T.nn.PReLU(3)(T.ones(2, 4))
 C["mish_int"] = lambda T: T.nn.Mish()(T.tensor([1, 2]))
 C["gelu_approximate_bad"] = lambda T: T.nn.GELU(approximate="x")(X(T))
 C["rrelu_bounds_reversed"] = lambda T: T.nn.RReLU(0.5, 0.1)(X(T))
+C["rrelu_training_str"] = lambda T: T.nn.functional.rrelu(X(T), training="yes")
+C["rrelu_training_int_inplace"] = lambda T: T.nn.functional.rrelu(T.ones(2, 3), training=1, inplace=True)
+C["rrelu_training_none"] = lambda T: T.rrelu(X(T), training=None)
+C["rrelu_eval_ok"] = lambda T: T.nn.functional.rrelu(X(T) - 2, training=False)
 C["threshold_inplace_leaf"] = lambda T: T.nn.ReLU(inplace=True)(T.ones(2, requires_grad=True))
 C["dropout3d_p_negative"] = lambda T: T.nn.Dropout3d(-0.1)
 C["feature_alpha_dropout_p_str"] = lambda T: T.nn.FeatureAlphaDropout("0.5")
@@ -221,6 +227,7 @@ C["mark_dynamic_min_max_ok"] = lambda T: T._dynamo.mark_dynamic(T.ones(2), 0, mi
 C["mark_static_out_of_range"] = lambda T: T._dynamo.mark_static(T.ones(2, 3), 5)
 
 GIST = {
+    "rrelu_training_str": "argument 'training'",
     "options_acc_policy": "invalid acc_policy",
     "options_chunking_method": "invalid chunking_method",
     "options_batch_chunk_size_zero": "batch_chunk_size must be",
