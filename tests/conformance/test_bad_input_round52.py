@@ -5,7 +5,7 @@ fields and the checks of torch's chunked path), the loss classes as modules (leg
 broadcast targets, ``TripletMarginWithDistanceLoss``'s distance function, ``GaussianNLLLoss``'s var
 shapes), the padding modules (padding larger than the input, tuple lengths, ranks, empty inputs),
 activation and dropout modules (integer inputs, out-of-range dims, bad p), ``FractionalMaxPool3d``,
-``Bilinear`` inputs, activation functionals' flags, and ``tracegrad._dynamo.mark_dynamic``/``mark_static`` dims. A probe of ~850
+``Bilinear`` inputs, functionals' bool flags, and ``tracegrad._dynamo.mark_dynamic``/``mark_static`` dims. A probe of ~850
 calls (written here for this table, no other repository's tests copied; torch 2.13 the oracle)
 found these differences, fixed in tracegrad:
 
@@ -28,6 +28,12 @@ found these differences, fixed in tracegrad:
   (``nn/_losses_more.py``);
 - ``F.rrelu``/``rrelu_``/``tracegrad.rrelu`` read a ``training`` that is not a bool (``"yes"``, 1,
   None) for its truth; torch's parser refuses it (TypeError, ``nn/_activations_more.py``);
+- a bool flag given something else than a bool was read for its truth (torch's parser: TypeError):
+  ``F.batch_norm``'s ``training``, ``F.instance_norm``'s ``use_input_stats``, ``F.embedding_bag``'s
+  ``include_last_offset`` (``nn/functional.py``, ``nn/_vision_functional.py``), ``grid_sample``/
+  ``affine_grid``'s ``align_corners`` (``_api/vision_functions.py``), ``scaled_dot_product_attention``'s
+  ``enable_gqa``; and ``binary_cross_entropy_with_logits`` took a number or a list as ``weight``/
+  ``pos_weight`` (torch: TypeError, a Tensor only);
 - ``F.bilinear`` of 0-d inputs raised RuntimeError with einsum's subscript text (torch IndexError),
   and of 0 in1/in2 features computed (torch's reshape refuses it: RuntimeError)
   (``nn/functional.py``).
@@ -192,6 +198,27 @@ C["threshold_inplace_leaf"] = lambda T: T.nn.ReLU(inplace=True)(T.ones(2, requir
 C["dropout3d_p_negative"] = lambda T: T.nn.Dropout3d(-0.1)
 C["feature_alpha_dropout_p_str"] = lambda T: T.nn.FeatureAlphaDropout("0.5")
 C["dropout1d_4d"] = lambda T: T.nn.Dropout1d()(T.ones(1, 1, 1, 1))
+# ---- bool flags and Tensor arguments the parser types strictly
+FN = lambda T: T.nn.functional                                # noqa: E731
+I4 = lambda T: T.arange(16.).reshape(1, 1, 4, 4)              # noqa: E731
+for _v, _tag in [(1, "int"), (None, "none"), ("x", "str")]:
+    C[f"batch_norm_training_{_tag}"] = (lambda v: lambda T: FN(T).batch_norm(X(T), T.zeros(3), T.ones(3), training=v))(_v)
+    C[f"instance_norm_use_input_stats_{_tag}"] = (lambda v: lambda T: FN(T).instance_norm(T.ones(1, 2, 3),
+                                                                                         use_input_stats=v))(_v)
+    C[f"sdpa_enable_gqa_{_tag}"] = (lambda v: lambda T: FN(T).scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), enable_gqa=v))(_v)
+    C[f"embedding_bag_include_last_offset_{_tag}"] = (lambda v: lambda T: FN(T).embedding_bag(
+        T.tensor([0, 1]), T.ones(3, 2), T.tensor([0, 1]), include_last_offset=v))(_v)
+for _v, _tag in [(1, "int"), ("x", "str")]:
+    C[f"grid_sample_align_corners_{_tag}"] = (lambda v: lambda T: FN(T).grid_sample(I4(T), T.zeros(1, 1, 1, 2),
+                                                                                    align_corners=v))(_v)
+    C[f"affine_grid_align_corners_{_tag}"] = (lambda v: lambda T: FN(T).affine_grid(T.eye(2, 3)[None], [1, 1, 2, 2],
+                                                                                    align_corners=v))(_v)
+C["grid_sample_align_corners_none_ok"] = lambda T: FN(T).grid_sample(I4(T), T.full((1, 1, 1, 2), 0.25))
+C["batch_norm_training_true_ok"] = lambda T: FN(T).batch_norm(X(T), T.zeros(3), T.ones(3), training=True)
+C["bce_logits_pos_weight_number"] = lambda T: FN(T).binary_cross_entropy_with_logits(X(T), X(T), pos_weight=2.0)
+C["bce_logits_weight_int"] = lambda T: FN(T).binary_cross_entropy_with_logits(X(T), X(T), weight=1)
+C["bce_logits_pos_weight_list"] = lambda T: FN(T).binary_cross_entropy_with_logits(X(T), X(T), pos_weight=[1.] * 3)
 # ---- FractionalMaxPool3d, fractional pooling with empty windows
 FP3 = lambda T, *a, **k: T.nn.FractionalMaxPool3d(*a, **k)   # noqa: E731
 S2 = lambda T: T.full((1, 1, 2), 0.3)                         # noqa: E731
@@ -228,6 +255,10 @@ C["mark_static_out_of_range"] = lambda T: T._dynamo.mark_static(T.ones(2, 3), 5)
 
 GIST = {
     "rrelu_training_str": "argument 'training'",
+    "batch_norm_training_int": "argument 'training'",
+    "grid_sample_align_corners_int": "argument 'align_corners'",
+    "embedding_bag_include_last_offset_none": "argument 'include_last_offset'",
+    "bce_logits_pos_weight_number": "argument 'pos_weight'",
     "options_acc_policy": "invalid acc_policy",
     "options_chunking_method": "invalid chunking_method",
     "options_batch_chunk_size_zero": "batch_chunk_size must be",

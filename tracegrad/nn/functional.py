@@ -21,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import _is_int, require_float, require_int
+from tracegrad._api.argcheck import _is_int, _is_strict_bool, require_float, require_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
@@ -212,7 +212,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Mirrors ``torch.nn.functional.batch_norm``: input ``(N, C, *)``; in training uses batch
     statistics and updates running stats in place (unbiased var); else uses the running stats.
     grad_fn ``NativeBatchNormBackward0``. ValueError for one value per channel in training, and
-    for an ``eps`` that is not positive in training (negative in eval)."""
+    for an ``eps`` that is not positive in training (negative in eval); TypeError for a
+    ``training`` that is not a bool (torch's parser: not 1 or None)."""
+    if training is not True and training is not False and not _is_strict_bool(training):
+        raise _strict_error("batch_norm", "training", "bool", training, 6)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     _zero_channel_affine(input, weight, bias)
@@ -952,6 +955,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    for pos, name, v in ((3, "weight", weight), (4, "pos_weight", pos_weight)):
+        if v is not None and not isinstance(v, tracegrad.Tensor):   # the parser's (a number is no broadcast weight)
+            raise _strict_error("binary_cross_entropy_with_logits", name, "Tensor", v, pos)
     _refuse_no_kernel(input, "log_sigmoid_cpu")      # torch's kernel reads log_sigmoid(input) first
     if isinstance(target, tracegrad.Tensor) and not (target.dtype.is_floating_point or target.dtype.is_complex):
         # torch's kernel writes into a tensor of the target's dtype (an integer target fails the
@@ -1022,6 +1028,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if type(is_causal) is not bool:   # torch's parser takes only a bool (not 1, None or a tensor)
         raise TypeError(f"scaled_dot_product_attention(): argument 'is_causal' must be bool, not "
                         f"{type(is_causal).__name__}")
+    if type(enable_gqa) is not bool:   # likewise
+        raise _strict_error("scaled_dot_product_attention", "enable_gqa", "bool", enable_gqa)
     dispatch = getattr(attn_mask, "_sdpa_dispatch", None)   # nn.attention.bias.CausalBias
     if dispatch is not None:
         return dispatch(query, key, value, dropout_p, is_causal, scale, enable_gqa)
