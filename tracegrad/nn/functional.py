@@ -21,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import _is_int, _is_strict_bool, require_float, require_int
+from tracegrad._api.argcheck import _is_int, require_bool as _require_bool, require_float, require_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
@@ -214,8 +214,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     grad_fn ``NativeBatchNormBackward0``. ValueError for one value per channel in training, and
     for an ``eps`` that is not positive in training (negative in eval); TypeError for a
     ``training`` that is not a bool (torch's parser: not 1 or None)."""
-    if training is not True and training is not False and not _is_strict_bool(training):
-        raise _strict_error("batch_norm", "training", "bool", training, 6)
+    _require_bool("batch_norm", "training", training, 6)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     _zero_channel_affine(input, weight, bias)
