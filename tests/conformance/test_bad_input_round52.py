@@ -32,7 +32,10 @@ found these differences, fixed in tracegrad:
   ``F.batch_norm``'s ``training``, ``F.instance_norm``'s ``use_input_stats``, ``F.embedding_bag``'s
   ``include_last_offset`` (``nn/functional.py``, ``nn/_vision_functional.py``), ``grid_sample``/
   ``affine_grid``'s ``align_corners`` (``_api/vision_functions.py``), ``scaled_dot_product_attention``'s
-  ``enable_gqa``; and ``binary_cross_entropy_with_logits`` took a number or a list as ``weight``/
+  ``enable_gqa``; ``F.dropout1d/2d/3d``, ``F.alpha_dropout``/``feature_alpha_dropout`` and ``torch.dropout``/
+  ``feature_dropout``'s ``train`` (``nn/_more_functional.py``, ``_api/nn_functions.py``), ``torch.batch_norm``'s
+  ``training`` (also for an empty input), ``torch.layer_norm``/``group_norm``'s cudnn flag and
+  ``torch.embedding``'s ``sparse``/``scale_grad_by_freq`` (one check, ``_api/argcheck.require_bool``); and ``binary_cross_entropy_with_logits`` took a number or a list as ``weight``/
   ``pos_weight`` (torch: TypeError, a Tensor only);
 - ``F.bilinear`` of 0-d inputs raised RuntimeError with einsum's subscript text (torch IndexError),
   and of 0 in1/in2 features computed (torch's reshape refuses it: RuntimeError)
@@ -214,6 +217,20 @@ for _v, _tag in [(1, "int"), ("x", "str")]:
                                                                                     align_corners=v))(_v)
     C[f"affine_grid_align_corners_{_tag}"] = (lambda v: lambda T: FN(T).affine_grid(T.eye(2, 3)[None], [1, 1, 2, 2],
                                                                                     align_corners=v))(_v)
+for _fn in ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]:
+    C[f"{_fn}_training_int"] = (lambda fn: lambda T: getattr(FN(T), fn)(T.ones(1, 2, 2, 2)[0], 0.0, training=1))(_fn)
+C["dropout2d_training_none_inplace"] = lambda T: FN(T).dropout2d(T.ones(1, 2, 2, 2), 0.5, training=None, inplace=True)
+C["alpha_dropout_training_str_inplace"] = lambda T: FN(T).alpha_dropout(T.ones(2), 0.5, training="x", inplace=True)
+C["torch_dropout_train_none"] = lambda T: T.dropout(X(T), 0.0, None)
+C["torch_feature_dropout_train_int"] = lambda T: T.feature_dropout(T.ones(1, 2, 2), 0.0, 1)
+C["torch_batch_norm_training_none"] = lambda T: T.batch_norm(X(T), None, None, T.zeros(3), T.ones(3), None, 0.1, 1e-5,
+                                                             False)
+C["torch_batch_norm_empty_training_int"] = lambda T: T.batch_norm(T.ones(0, 3), None, None, T.zeros(3), T.ones(3), 1,
+                                                                  0.1, 1e-5, False)
+C["torch_layer_norm_cudnn_str"] = lambda T: T.layer_norm(X(T), [3], None, None, 1e-5, "x")
+C["torch_group_norm_cudnn_none"] = lambda T: T.group_norm(T.ones(1, 2, 3), 1, None, None, 1e-5, None)
+C["torch_embedding_sparse_int"] = lambda T: T.embedding(T.ones(3, 2), T.tensor([0]), -1, False, 1)
+C["torch_dropout_train_true_ok"] = lambda T: T.dropout(X(T), 0.0, True)
 C["grid_sample_align_corners_none_ok"] = lambda T: FN(T).grid_sample(I4(T), T.full((1, 1, 1, 2), 0.25))
 C["batch_norm_training_true_ok"] = lambda T: FN(T).batch_norm(X(T), T.zeros(3), T.ones(3), training=True)
 C["bce_logits_pos_weight_number"] = lambda T: FN(T).binary_cross_entropy_with_logits(X(T), X(T), pos_weight=2.0)
@@ -256,6 +273,8 @@ C["mark_static_out_of_range"] = lambda T: T._dynamo.mark_static(T.ones(2, 3), 5)
 GIST = {
     "rrelu_training_str": "argument 'training'",
     "batch_norm_training_int": "argument 'training'",
+    "dropout2d_training_int": "argument 'train'",
+    "torch_layer_norm_cudnn_str": "argument 'cudnn_enable'",
     "grid_sample_align_corners_int": "argument 'align_corners'",
     "embedding_bag_include_last_offset_none": "argument 'include_last_offset'",
     "bce_logits_pos_weight_number": "argument 'pos_weight'",
