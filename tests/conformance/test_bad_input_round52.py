@@ -35,7 +35,8 @@ found these differences, fixed in tracegrad:
   ``enable_gqa``; ``F.dropout1d/2d/3d``, ``F.alpha_dropout``/``feature_alpha_dropout`` and ``torch.dropout``/
   ``feature_dropout``'s ``train`` (``nn/_more_functional.py``, ``_api/nn_functions.py``), ``torch.batch_norm``'s
   ``training`` (also for an empty input), ``torch.layer_norm``/``group_norm``'s cudnn flag and
-  ``torch.embedding``'s ``sparse``/``scale_grad_by_freq`` (one check, ``_api/argcheck.require_bool``); and ``binary_cross_entropy_with_logits`` took a number or a list as ``weight``/
+  ``torch.embedding``'s ``sparse``/``scale_grad_by_freq`` (one check, ``_api/argcheck.require_bool``),
+  ``isclose``/``allclose``'s ``equal_nan`` (``_api/elementwise.py``; ``allclose`` now names itself); and ``binary_cross_entropy_with_logits`` took a number or a list as ``weight``/
   ``pos_weight`` (torch: TypeError, a Tensor only);
 - ``F.bilinear`` of 0-d inputs raised RuntimeError with einsum's subscript text (torch IndexError),
   and of 0 in1/in2 features computed (torch's reshape refuses it: RuntimeError)
@@ -231,6 +232,10 @@ C["torch_layer_norm_cudnn_str"] = lambda T: T.layer_norm(X(T), [3], None, None, 
 C["torch_group_norm_cudnn_none"] = lambda T: T.group_norm(T.ones(1, 2, 3), 1, None, None, 1e-5, None)
 C["torch_embedding_sparse_int"] = lambda T: T.embedding(T.ones(3, 2), T.tensor([0]), -1, False, 1)
 C["torch_dropout_train_true_ok"] = lambda T: T.dropout(X(T), 0.0, True)
+C["isclose_equal_nan_int"] = lambda T: T.isclose(X(T), X(T), equal_nan=1)
+C["allclose_equal_nan_none"] = lambda T: X(T).allclose(X(T), equal_nan=None)
+C["allclose_other_number"] = lambda T: T.allclose(X(T), 3, equal_nan=1)
+C["isclose_equal_nan_ok"] = lambda T: T.isclose(T.tensor([float("nan"), 1.]), T.tensor([float("nan"), 1.]), equal_nan=True)
 C["grid_sample_align_corners_none_ok"] = lambda T: FN(T).grid_sample(I4(T), T.full((1, 1, 1, 2), 0.25))
 C["batch_norm_training_true_ok"] = lambda T: FN(T).batch_norm(X(T), T.zeros(3), T.ones(3), training=True)
 C["bce_logits_pos_weight_number"] = lambda T: FN(T).binary_cross_entropy_with_logits(X(T), X(T), pos_weight=2.0)
@@ -274,6 +279,8 @@ GIST = {
     "rrelu_training_str": "argument 'training'",
     "batch_norm_training_int": "argument 'training'",
     "dropout2d_training_int": "argument 'train'",
+    "allclose_equal_nan_none": "allclose(): argument 'equal_nan'",
+    "allclose_other_number": "allclose(): argument 'other'",
     "torch_layer_norm_cudnn_str": "argument 'cudnn_enable'",
     "grid_sample_align_corners_int": "argument 'align_corners'",
     "embedding_bag_include_last_offset_none": "argument 'include_last_offset'",
