@@ -373,6 +373,13 @@ def strict_error(api, name, kind, value, pos=None):
                      f"pass a value of that kind (see the docs of {api})")
 
 
+def require_bool(api, name, value, pos=None):
+    """Refuse a ``value`` for ``api``'s bool parameter ``name`` that is not a bool (1, None, a str, a
+    tensor), as torch's parser does (TypeError) where a truth test would have read it."""
+    if value is not True and value is not False and not _is_strict_bool(value):
+        raise strict_error(api, name, "bool", value, pos)
+
+
 def require_int(api, name, value, pos=None):
     """``value`` when it is an int for ``api``'s ``name`` (a dim, a count), else torch's TypeError.
     Callers test ``type(value) is int`` first, so the common case costs nothing here."""

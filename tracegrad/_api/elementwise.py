@@ -20,6 +20,7 @@ from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, inplace_operator, method
+from .argcheck import require_bool
 from .indexing import nonzero
 from .inplace import _check_bound_fits, _check_int_divisor, _concrete, _inplace_unary, check_bool_clamp, check_bound_kinds, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, check_sub_bool, DEFAULT_ONE, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_scalar_factor, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
@@ -635,8 +636,10 @@ def addcdiv(self, tensor1, tensor2, *rest, value=DEFAULT_ONE):
 @method("isclose", function=True)
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise, on two tensors.
-    RuntimeError for a negative ``rtol``/``atol`` or different dtypes (torch does not promote)."""
+    RuntimeError for a negative ``rtol``/``atol`` or different dtypes (torch does not promote);
+    TypeError for an ``equal_nan`` that is not a bool (torch's parser)."""
     check_tensors("isclose", self, other)
+    require_bool("isclose", "equal_nan", equal_nan)
     if self.dtype is not other.dtype:
         raise RuntimeError(f"{_SCALAR_NAME[self.dtype.name]} did not match {_SCALAR_NAME[other.dtype.name]}: "
                            "isclose/allclose compare tensors of one dtype; convert one with .to()")
@@ -649,7 +652,9 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 @method("allclose", function=True)
 def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """Mirrors ``torch.allclose``: a Python bool."""
+    """Mirrors ``torch.allclose``: a Python bool (errors as ``isclose``, named ``allclose``)."""
+    check_tensors("allclose", self, other)
+    require_bool("allclose", "equal_nan", equal_nan)
     return bool(isclose(self, other, rtol, atol, equal_nan).all())
 
 

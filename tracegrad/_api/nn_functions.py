@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from .. import _autocast, _state
-from .argcheck import _is_index, _is_int, floating_input, require_float
+from .argcheck import _is_index, _is_int, floating_input, require_bool, require_float
 from .._tensor.factories import check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
@@ -761,8 +761,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     channel in training, and for running stats, weight or bias without one element per channel.
     An empty input is torch's early return (before any check): ``input.clone() * weight[0] + bias[0]``
     (the dtypes promote; running stats untouched). TypeError, the parser's, for a ``momentum`` or
-    ``eps`` that is not a real number (or a 0-dim tensor)."""
+    ``eps`` that is not a real number (or a 0-dim tensor), or flags that are not bools."""
+    require_bool("batch_norm", "training", training, 6)
     momentum = require_float("batch_norm", "momentum", momentum, 7)
+    require_bool("batch_norm", "cudnn_enabled", cudnn_enabled, 9)
     eps = require_float("batch_norm", "eps", eps, 8)
     if input.numel() == 0:   # torch's _batch_norm_impl_index returns before its dtype/size checks
         out = input.clone()
@@ -810,8 +812,9 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
     grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs; TypeError
-    for an ``eps`` that is not a real number."""
+    for an ``eps`` that is not a real number or a ``cudnn_enable`` that is not a bool."""
     eps = require_float("layer_norm", "eps", eps, 5)
+    require_bool("layer_norm", "cudnn_enable", cudnn_enable, 6)
     ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
     if not ns:   # torch checks the shape before the kernel's dtypes
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
@@ -827,8 +830,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``, weight and
     bias ``(C,)`` (RuntimeError otherwise). grad_fn ``NativeGroupNormBackward0``. TypeError for an
-    ``eps`` that is not a real number."""
+    ``eps`` that is not a real number or a ``cudnn_enabled`` that is not a bool."""
     eps = require_float("group_norm", "eps", eps, 5)
+    require_bool("group_norm", "cudnn_enabled", cudnn_enabled, 6)
     _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm", bias)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
@@ -848,7 +852,10 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     ``indices``; the ``padding_idx`` row (``-1``/None: none) gets no gradient;
     ``scale_grad_by_freq`` divides each row's gradient by how often its id occurs in ``indices``.
     grad_fn ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
-    for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks])."""
+    for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks]); TypeError for
+    flags that are not bools."""
+    require_bool("embedding", "scale_grad_by_freq", scale_grad_by_freq, 4)
+    require_bool("embedding", "sparse", sparse, 5)
     if indices.dtype is not _dt.int64 and indices.dtype is not _dt.int32:   # torch's kernel: Long or Int only
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {indices.dtype} instead (call .long())")
@@ -907,8 +914,10 @@ def one_hot(tensor, num_classes=-1):
 def dropout(input, p, train):
     """Mirrors ``torch.dropout``: zeroes elements with probability ``p`` (tracegrad's RNG) and scales
     the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU). TypeError for a ``p``
-    that is not a real number (a tensor with dims, one that requires grad)."""
+    that is not a real number (a tensor with dims, one that requires grad), or a ``train`` that is
+    not a bool."""
     p = require_float("dropout", "p", p, 2)
+    require_bool("dropout", "train", train, 3)
     if not train or p == 0:
         return input
     if p == 1:

@@ -17,7 +17,7 @@ from .._ops.warn import warn as _warn
 from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
-from .argcheck import require_float
+from .argcheck import _is_strict_bool, require_float, strict_error
 from .promotion import _SCALAR_NAME
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import check_adaptive_kernel_dtype, check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -359,6 +359,8 @@ def affine_grid(theta, size, align_corners=None):
     if bad:
         raise TypeError(f"affine_grid_generator(): argument 'size' (position 2) must be tuple of ints, not "
                         f"{type(given).__name__ if hasattr(given, 'dim') else type(bad[0]).__name__}")
+    if align_corners is not None and not _is_strict_bool(align_corners):   # then align_corners: a bool only
+        raise strict_error("affine_grid_generator", "align_corners", "bool", align_corners, 3)
     return apply_op(OPS["affine_grid_generator"], (theta,), (("size", size), ("align_corners", bool(align_corners))))
 
 
@@ -377,6 +379,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                          f"'reflection', but got: '{padding_mode}'")
     if align_corners is None:
         _warn_align_corners()
+    elif not _is_strict_bool(align_corners):   # torch's grid_sampler parser takes a bool only (not 1, "x")
+        raise strict_error("grid_sampler", "align_corners", "bool", align_corners, 5)
     # torch's checks in its order: batch size, grid's last dim, empty spatial dims, then the rank
     # (4-D, else 5-D) and bicubic's 4-D-only rule; the dtypes last (the kernel's)
     nd = input.ndim - 2

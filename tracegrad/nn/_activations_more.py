@@ -176,7 +176,13 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.rrelu``: randomized leaky ReLU. Training: each negative
     element is scaled by its own slope drawn uniformly from ``[lower, upper]`` (tracegrad's
     generator); eval: the fixed slope ``(lower + upper) / 2``. Raises RuntimeError when
-    ``lower > upper`` or a bound is not finite (NaN, inf), as torch's kernel."""
+    ``lower > upper`` or a bound is not finite (NaN, inf), as torch's kernel; TypeError for a
+    ``training`` that is not a bool (torch's parser takes no 0/1, None or numpy bool)."""
+    if training is not True and training is not False:
+        kind = type(training)
+        kind = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+        raise TypeError(f"{'rrelu_' if inplace else 'rrelu'}(): argument 'training' must be bool, not {kind}; "
+                        "pass True or False")
     for name, v in (("lower", lower), ("upper", upper)):
         if not math.isfinite(v):
             raise RuntimeError(f"rrelu: {name} bound must be finite, got {v}; pass finite slopes")

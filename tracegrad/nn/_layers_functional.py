@@ -349,6 +349,12 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     # torch's sample order: (w, h) for 2-D, (t, h, w) for 3-D
     order = [1, 0] if n == 2 else [0, 1, 2]
     starts = [_fractional_starts(samples[..., order[d]], spatial[d], out[d], k[d]) for d in range(n)]
+    if min(k) <= 0:
+        # an empty window (kernel_size 0 or negative, which torch's functional form takes): torch's
+        # kernel never updates its running max, giving -inf at each window's first position
+        values = tracegrad.full((nb, c, *out), -math.inf, dtype=input.dtype, device=input.device)
+        arg = tracegrad.zeros((nb, c, *out), dtype=tracegrad.long, device=input.device)
+        return _fractional_result(values, arg, starts, spatial, out, k, batched, return_indices)
     # gather each dim's windows (out_d * k_d rows) one dim at a time, then max over the k-box
     for d in range(n):
         dim = 2 + d
@@ -363,6 +369,14 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         split += [out[d], k[d]]
     x = x.reshape(split).permute(0, 1, *[2 + 2 * d for d in range(n)], *[3 + 2 * d for d in range(n)])
     values, arg = x.reshape(nb, c, *out, math.prod(k)).max(-1)
+    return _fractional_result(values, arg, starts, spatial, out, k, batched, return_indices)
+
+
+def _fractional_result(values, arg, starts, spatial, out, k, batched, return_indices):
+    """The pooled ``values`` ``(N, C, *out)`` (unbatched again when the input was), and with
+    ``return_indices`` the flat ``prod(spatial)`` index of each max: the window's start in each dim
+    plus ``arg``'s offset (``arg`` indexes the window's k-box, row-major)."""
+    n, (nb, c) = len(out), tuple(values.shape[:2])
     if not batched:
         values = values.squeeze(0)
     if not return_indices:
@@ -370,7 +384,7 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     flat = tracegrad.zeros_like(arg)
     rem = arg
     for d in range(n):
-        inner = math.prod(k[d + 1:])
+        inner = max(math.prod(k[d + 1:]), 1)   # (an empty window's arg is 0: no offset)
         off = rem // inner
         rem = rem - off * inner
         view = [nb, c] + [1] * n

@@ -300,7 +300,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     """Mirrors ``torch.nn.functional.triplet_margin_with_distance_loss``: ``max(0, margin +
     d(a, p) - d(a, n))`` with ``distance_function`` (default ``pairwise_distance``); ``swap``
     uses ``min(d(a, n), d(p, n))``. Raises ValueError for an unknown reduction or ``margin <= 0``;
-    RuntimeError when the three inputs differ in number of dims."""
+    RuntimeError when the three inputs differ in number of dims; TypeError when
+    ``distance_function`` returns something else than a Tensor."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
@@ -312,8 +313,18 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     dist = pairwise_distance if distance_function is None else distance_function
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
-        d_neg = tracegrad.minimum(d_neg, dist(positive, negative))
+        d_neg = tracegrad.minimum(d_neg, _distance_tensor(dist(positive, negative)))
+    _distance_tensor(d_pos), _distance_tensor(d_neg)
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def _distance_tensor(d):
+    # torch's clamp_min/minimum take only a Tensor: a distance_function returning a number, a list
+    # or None is a TypeError there (not an AttributeError of the number)
+    if not isinstance(d, tracegrad.Tensor):
+        raise TypeError("triplet_margin_with_distance_loss: distance_function must return a Tensor of "
+                        f"distances, got {type(d).__name__}")
+    return d
 
 
 def _lengths(x, n, name):

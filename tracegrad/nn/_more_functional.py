@@ -12,7 +12,7 @@ import tracegrad
 from tracegrad import _autocast
 
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
+from tracegrad._api.argcheck import _is_strict_bool, require_bool, require_float, strict_error
 from tracegrad._api.promotion import _SCALAR_NAME
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
@@ -75,13 +75,15 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     """Mirrors ``torch.nn.functional.dropout1d``: zeroes whole channels ``input[n, c]`` of a
     ``(N, C, L)`` or ``(C, L)`` input with probability ``p`` and scales the rest by
     ``1/(1-p)``; the input itself when not training or ``p == 0``.
-    Raises: ValueError for p outside [0, 1]; RuntimeError for an input that is not 2-D or 3-D.
+    Raises: ValueError for p outside [0, 1]; RuntimeError for an input that is not 2-D or 3-D;
+    TypeError for a ``training`` that is not a bool (torch's parser).
     Autograd: ``MulBackward0`` (input times the scaled mask)."""
     _check_p(p)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
                            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
                            "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    require_bool("feature_dropout_" if inplace else "feature_dropout", "train", training, 3)
     return _unbatched(input, input.dim() == 2, p, training, inplace)
 
 
@@ -106,7 +108,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     feature maps of ``(N, C, H, W)``) with probability ``p``, scaling the rest by ``1/(1-p)``.
     As torch, a 3-D input is read as ``(N, C, L)`` (1-D channel-wise dropout) with a
     UserWarning, and other ranks warn (deprecated) and still drop ``input[n, c]``.
-    Raises: ValueError for p outside [0, 1]."""
+    Raises: ValueError for p outside [0, 1]; TypeError for a ``training`` that is not a bool."""
     _check_p(p)
     n = input.dim()
     if n not in (3, 4):
@@ -117,17 +119,19 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "This behavior will change in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                       "switch to using dropout1d instead.", UserWarning, stacklevel=2)
+    require_bool("feature_dropout_" if inplace else "feature_dropout", "train", training, 3)
     return _dropout_core(input, p, training, inplace, feature=True, alpha=False)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Mirrors ``torch.nn.functional.dropout3d``: zeroes whole channels of ``(N, C, D, H, W)``
     or unbatched ``(C, D, H, W)`` input with probability ``p``; other ranks warn (deprecated).
-    Raises: ValueError for p outside [0, 1]."""
+    Raises: ValueError for p outside [0, 1]; TypeError for a ``training`` that is not a bool."""
     _check_p(p)
     n = input.dim()
     if n not in (4, 5):
         _warn_dims("dropout3d", n, (4, 5))
+    require_bool("feature_dropout_" if inplace else "feature_dropout", "train", training, 3)
     return _unbatched(input, n != 5, p, training, inplace)
 
 
@@ -140,6 +144,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     _check_input(input, "alpha_dropout")
     p = require_float("alpha_dropout", "p", p, 2)
+    require_bool("alpha_dropout_" if inplace else "alpha_dropout", "train", training, 3)
     return _dropout_core(input, p, training, inplace, feature=False, alpha=True)
 
 
@@ -149,6 +154,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     TypeError for a non-Tensor input."""
     _check_p(p)
     _check_input(input, "feature_alpha_dropout")
+    require_bool("feature_alpha_dropout_" if inplace else "feature_alpha_dropout", "train", training, 3)
     return _dropout_core(input, p, training, inplace, feature=True, alpha=True)
 
 

@@ -8,7 +8,7 @@ import warnings
 import tracegrad
 from tracegrad._api import nn_functions as _F
 from tracegrad._api import vision_functions as _V
-from tracegrad._api.argcheck import require_float
+from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
            "unfold", "fold", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "conv_transpose3d",
@@ -75,7 +75,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     dims, as torch does it: a batch norm of the input viewed as ``(1, N*C, *spatial)`` (grad_fn
     ``ViewBackward0``). With running statistics and ``use_input_stats`` they are updated in place
     with the batch-mean of the per-instance statistics. ValueError when training sees a single
-    spatial element."""
+    spatial element; TypeError for a ``use_input_stats`` that is not a bool (torch's parser)."""
+    if not _is_strict_bool(use_input_stats):
+        raise strict_error("instance_norm", "use_input_stats", "bool", use_input_stats, 6)
     if use_input_stats:
         n = 1
         for s in input.shape[2:]:
@@ -137,6 +139,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         input, weight = weight, input
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
+    if not _is_strict_bool(include_last_offset):   # torch's parser takes a bool only (1 and None were read)
+        raise strict_error("embedding_bag", "include_last_offset", "bool", include_last_offset, 8)
     return _V.embedding_bag(input, weight, offsets, None, norm_type, scale_grad_by_freq, mode, sparse,
                             per_sample_weights, include_last_offset, padding_idx)
 

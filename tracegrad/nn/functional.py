@@ -21,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._ops.errors import broadcast_shape as _broadcast_shape
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.argcheck import _is_int, require_float, require_int
+from tracegrad._api.argcheck import _is_int, require_bool as _require_bool, require_float, require_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_past_f32, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all, strict_error as _strict_error
 
@@ -112,9 +112,13 @@ def linear(input, weight, bias=None):
 def bilinear(input1, input2, weight, bias=None):
     """Mirrors ``torch.nn.functional.bilinear``: ``y_k = x1 @ W_k @ x2 + b_k``; weight
     ``(out, in1, in2)``, inputs ``(*, in1)``, ``(*, in2)``. RuntimeError, as torch's, for inputs
-    of different ranks or batch sizes, or feature sizes (or a bias) that do not match the weight."""
+    of different ranks or batch sizes, feature sizes (or a bias) that do not match the weight, or
+    a feature size of 0; IndexError for 0-d inputs."""
     if input1.dim() != input2.dim():
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    if input1.dim() == 0:   # torch reads the feature size off dim -1 first
+        raise IndexError("bilinear(): Dimension specified as -1 but the inputs have no dimensions; give inputs of "
+                         "shape (*, in1_features) and (*, in2_features)")
     for d in range(input1.dim() - 1):
         if input1.shape[d] != input2.shape[d]:
             raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got {input1.shape[d]} "
@@ -128,6 +132,10 @@ def bilinear(input1, input2, weight, bias=None):
             if x.dim() and x.shape[-1] != weight.shape[i]:
                 raise RuntimeError(f"bilinear(): input{i} size does not match weight size: got {x.shape[-1]} but "
                                    f"expected {weight.shape[i]}")
+        if not (input1.shape[-1] and input2.shape[-1]):
+            # torch flattens the batch with reshape(-1, in_features), ambiguous for 0 features
+            raise RuntimeError(f"bilinear(): in1_features and in2_features must be positive, got {input1.shape[-1]} "
+                               f"and {input2.shape[-1]}")
         if bias is not None and (bias.dim() == 0 or bias.shape[-1] != weight.shape[0]):
             raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                                f"{bias.shape[-1] if bias.dim() else 1} but expected {weight.shape[0]}")
@@ -204,7 +212,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Mirrors ``torch.nn.functional.batch_norm``: input ``(N, C, *)``; in training uses batch
     statistics and updates running stats in place (unbiased var); else uses the running stats.
     grad_fn ``NativeBatchNormBackward0``. ValueError for one value per channel in training, and
-    for an ``eps`` that is not positive in training (negative in eval)."""
+    for an ``eps`` that is not positive in training (negative in eval); TypeError for a
+    ``training`` that is not a bool (torch's parser: not 1 or None)."""
+    _require_bool("batch_norm", "training", training, 6)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     _zero_channel_affine(input, weight, bias)
@@ -944,6 +954,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    for pos, name, v in ((3, "weight", weight), (4, "pos_weight", pos_weight)):
+        if v is not None and not isinstance(v, tracegrad.Tensor):   # the parser's (a number is no broadcast weight)
+            raise _strict_error("binary_cross_entropy_with_logits", name, "Tensor", v, pos)
     _refuse_no_kernel(input, "log_sigmoid_cpu")      # torch's kernel reads log_sigmoid(input) first
     if isinstance(target, tracegrad.Tensor) and not (target.dtype.is_floating_point or target.dtype.is_complex):
         # torch's kernel writes into a tensor of the target's dtype (an integer target fails the
@@ -1014,6 +1027,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if type(is_causal) is not bool:   # torch's parser takes only a bool (not 1, None or a tensor)
         raise TypeError(f"scaled_dot_product_attention(): argument 'is_causal' must be bool, not "
                         f"{type(is_causal).__name__}")
+    if type(enable_gqa) is not bool:   # likewise
+        raise _strict_error("scaled_dot_product_attention", "enable_gqa", "bool", enable_gqa)
     dispatch = getattr(attn_mask, "_sdpa_dispatch", None)   # nn.attention.bias.CausalBias
     if dispatch is not None:
         return dispatch(query, key, value, dropout_p, is_causal, scale, enable_gqa)

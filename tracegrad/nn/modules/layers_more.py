@@ -177,6 +177,11 @@ class _FractionalMaxPoolNd(Module):
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
         super().__init__()
         n, name = self._n, type(self).__name__
+        ks = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size,)
+        if n == 3 and isinstance(kernel_size, (int, tuple, list)) and not all(k > 0 for k in ks):
+            # torch checks this in the 3-D module only (the 2-D one and the functionals pool empty
+            # windows to -inf)
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
         self.kernel_size = _tuple(kernel_size, n)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
@@ -186,7 +191,10 @@ class _FractionalMaxPoolNd(Module):
             raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
         if output_size is not None and output_ratio is not None:
             raise ValueError("only one of output_size and output_ratio may be specified")
-        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+        if self.output_ratio is not None and len(self.output_ratio) < n:
+            # torch's check indexes ratios 0..n-1: IndexError
+            raise IndexError(f"{name}: output_ratio takes one ratio or a tuple of {n}, got {output_ratio}")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio[:n]):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input):
@@ -203,5 +211,6 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
 
 
 class FractionalMaxPool3d(_FractionalMaxPoolNd):
-    """Mirrors ``torch.nn.FractionalMaxPool3d`` (see ``FractionalMaxPool2d``)."""
+    """Mirrors ``torch.nn.FractionalMaxPool3d`` (see ``FractionalMaxPool2d``); also ValueError for a
+    kernel_size that is not positive (torch's 3-D module only)."""
     _n = 3
