@@ -747,8 +747,11 @@ class Capture:
 
     def see_requires_grad(self, t):
         """``t.requires_grad_()`` is about to change ``t``'s flag while tracing: remembered with
-        its flag before the trace and the user's line (``flag_left_changed``)."""
-        if t._st not in self.created and id(t) not in self.rg_flips:
+        its flag before the trace and the user's line (``flag_left_changed``). A ``detach()``
+        alias this trace made of an outside tensor is not from outside (``alias_made_here``):
+        eager makes a new one on every call (``autograd.functional.vjp`` inside a custom
+        Function's backward: ``x.detach().requires_grad_()`` of its saved inputs)."""
+        if t._st not in self.created and id(t) not in self.rg_flips and not self.alias_made_here(t):
             self.rg_flips[id(t)] = (t, t._rg, user_frame())
 
     def see_rg_read(self, t):
