@@ -11,7 +11,11 @@ same initial state:
 - lucidrains/byol-pytorch: the README's step (``learner(images)``: a forward hook stashing the
   hidden layer in a dict, the target under ``no_grad`` with ``detach_()``; Adam; the EMA update
   ``ma_params.data = ...``; SGD for its Adam) for BYOL and SimSiam: one trace after the eager first call (which
-  also makes the target encoder by ``copy.deepcopy``).
+  also makes the target encoder by ``copy.deepcopy``). With ``reset_moving_average()`` between
+  calls the next call, a trace, makes the target again: until round 64 its program ran for the
+  calls after it too, making the target afresh from the online encoder every call (its key was
+  the module layout the trace left, not the one it started from); now the call after it traces
+  again (NOTE [a layout the trace changed], _lowering/region.py).
 - mcmahon-lab/Physics-Aware-Training: the step through ``make_pat_func``'s custom Function
   (forward on the RK4 "physical system"; backward: ``set_grad_enabled(True)``,
   ``autograd.functional.vjp`` of the RK4 digital model on ``ctx.saved_tensors``,
@@ -74,7 +78,7 @@ def test_skipgram_step_compiled():
 
 # ---------------------------------------------------------------- BYOL / SimSiam
 
-def _byol(T, compiled, use_momentum):
+def _byol(T, compiled, use_momentum, calls=4, reset_at=None):
     _, learner = _api.byol(T, use_momentum)
     # SGD for the README's Adam: Adam turns the float noise of the gradients of the Linear biases
     # in front of each BatchNorm (0 exactly) into lr-sized steps, which XLA's fusion changes too
@@ -90,8 +94,14 @@ def _byol(T, compiled, use_momentum):
         return loss
 
     f = T.compile(step) if compiled else step
-    rs = np.random.RandomState(4)
-    out = [_arr(f(_api._images(T, rs)))[0] for _ in range(4)]
+    rs, out = np.random.RandomState(4), []
+    for i in range(calls):
+        if i == reset_at:
+            # the next call (a trace) makes the target again by ``copy.deepcopy`` behind the
+            # ``singleton``'s ``if instance is not None``; the calls after it read that
+            # target's own (EMA-updated) parameters
+            learner.reset_moving_average()
+        out += _arr(f(_api._images(T, rs)))
     learner.eval()
     return out + _arr(*learner(_api._images(T, rs, 2), return_embedding=True)) + _state(learner), f
 
@@ -163,3 +173,10 @@ def test_vjp_in_custom_backward_compiled():
     stats = _parity(lambda T, c: _vjp_in_backward(T, c, flip=True))
     assert stats["traces"] == 0 and stats["eager_calls"] == 3, stats
     assert "requires_grad_() leaves the flag" in stats["graph_breaks"][0][0], stats
+
+
+def test_byol_reset_moving_average_between_compiled_calls():
+    # the program of the call that made the target ran again for the calls after it until
+    # round 64: the target made afresh from the online encoder each call (1e-3 off by the next)
+    stats = _parity(lambda T, c: _byol(T, c, True, calls=6, reset_at=3), ref_tol=5e-5)
+    assert stats["traces"] == 3 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
