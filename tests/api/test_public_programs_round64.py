@@ -1,6 +1,7 @@
 """A sixty-fourth round of public PyTorch programs, run unchanged with torch and with tracegrad
-(``import tracegrad as torch``) from repositories no earlier round used; the program sources are
-in tests/public_programs_round64_src.py, executed with ``torch`` bound to either module. Each test
+(``import tracegrad as torch``) from repositories no earlier round used (but for BYOL, see
+below); the program sources are in tests/public_programs_round64_src.py, executed with ``torch``
+bound to either module. Each test
 compares losses, printed logs, gradients and parameters after optimizer steps:
 
 - carlosfranzreb/skipgram (MIT), ``skipgram/model.py`` and ``skipgram/train.py`` at 27f54c7
@@ -25,7 +26,10 @@ compares losses, printed logs, gradients and parameters after optimizer steps:
   mock forward of ``torch.randn(2, 3, size, size, device=device)`` in ``__init__``; its
   ``assert`` on a batch of one; the README's loop (Adam, ``update_moving_average``).
   ``torchvision.transforms`` (not installed) is a stand-in of ``nn.Identity`` builders: only the
-  default augmentation uses it, and the tests pass ``augment_fn``/``augment_fn2``.
+  default augmentation uses it, and the tests pass ``augment_fn``/``augment_fn2``. Round 12
+  (tests/api/test_public_programs_round12.py) ran an inline copy of this file eagerly, BYOL with
+  SGD; this round adds its SimSiam mode, the README's Adam loop, the batch-of-one and
+  no-momentum assertions, the float64 paths and its compiled steps (the compile test file).
 - mcmahon-lab/Physics-Aware-Training (no license file), ``ode_utils.py`` and ``pat.py`` at
   6dc5bec (physics-aware training with a hand-written RK4 solver): ``rk_loop``'s four stages,
   ``make_ode_map`` over ``Nt`` steps, ``ode_map_all_points`` writing ``xlist[i] = x`` into
