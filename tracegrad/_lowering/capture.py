@@ -386,6 +386,7 @@ class Capture:
         self.outside_writes = 0                # in-place writes to storages made before the trace
         self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
         self.rg_flips = {}                     # id(outside tensor) -> (it, requires_grad before, user line)
+        self.layout_filled = False             # NOTE [a layout the trace changed] (region.py)
         self.rg_reads = {}                     # id(outside tensor) -> it: ``requires_grad`` read as Python
         self.aliases_made = {}                 # id(view/alias made by this trace) -> weakref to it
         self.tensor_attrs = {}                 # id(outside tensor) -> (it, its __dict__ before, user line)
@@ -747,9 +748,19 @@ class Capture:
 
     def see_requires_grad(self, t):
         """``t.requires_grad_()`` is about to change ``t``'s flag while tracing: remembered with
-        its flag before the trace and the user's line (``flag_left_changed``)."""
-        if t._st not in self.created and id(t) not in self.rg_flips:
+        its flag before the trace and the user's line (``flag_left_changed``). A ``detach()``
+        alias this trace made of an outside tensor is not from outside (``alias_made_here``):
+        eager makes a new one on every call (``autograd.functional.vjp`` inside a custom
+        Function's backward: ``x.detach().requires_grad_()`` of its saved inputs)."""
+        if t._st not in self.created and id(t) not in self.rg_flips and not self.alias_made_here(t):
             self.rg_flips[id(t)] = (t, t._rg, user_frame())
+
+    def see_layout_filled(self, module):
+        """A module from outside gets a submodule or parameter where it held None or nothing
+        (``self.target = copy.deepcopy(self.online)`` behind ``if self.target is None``):
+        NOTE [a layout the trace changed] in region.py."""
+        if id(module) not in self.made_modules:
+            self.layout_filled = True
 
     def see_rg_read(self, t):
         """Python reads ``t.requires_grad`` while tracing: a tensor from outside keeps its flag

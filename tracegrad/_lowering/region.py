@@ -1492,6 +1492,18 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         _state.trace_boundary()     # NOTE [objects no trace has seen]
+        # NOTE [a layout the trace changed]: a trace that gives a module from outside a
+        # submodule or parameter where it held None or nothing (``self.target =
+        # copy.deepcopy(self.online)`` behind ``if self.target is None``, after ``self.target =
+        # None`` between calls: ``Capture.see_layout_filled``) ran the Python branch of the
+        # layout it started from. Keyed on the layout it left, the program ran on later calls
+        # for the new layout, its branch included: it made the target again from the online
+        # module on every call instead of reading the target's own parameters
+        # (lucidrains/byol-pytorch, round 64). Keyed on the layout it started from, the next
+        # call traces again for the new one. A module replaced by another (``self.loss_fn =
+        # nn.MSELoss()`` in every forward) keeps the key it leaves: eager replaces it on every
+        # call as well, and tracing again on every call would only spend the cache.
+        structure0 = _state.STRUCTURE[0]
         env = dict(os.environ)
         filters = list(warnings.filters)      # NOTE [warnings in a trace] rule 8 (warned.py)
         modes = None
@@ -1825,7 +1837,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["data_sets"] = [(t, st) for t, st, _, _ in cap.data_sets.values()]
             info.update(recipe=recipe, owners_end=owners_end, grad_kinds=grad_kinds, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
-                        structure=_state.STRUCTURE[0], rg_epoch=_state.RG_EPOCH[0],
+                        structure=structure0 if cap.layout_filled else _state.STRUCTURE[0],
+                        rg_epoch=_state.RG_EPOCH[0],
                         state_written=[a is not None for a in state_end])
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]

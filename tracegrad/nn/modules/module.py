@@ -755,6 +755,11 @@ class Module:
             if tensors or isinstance(d.get(name), (Tensor, Module)) or is_tensor_container(d.get(name)) \
                     or name in d.get("_parameters", ()) or name in d.get("_buffers", ()) or name in d.get("_modules", ()):
                 cap.see_attribute([d] + [d[k] for k in ("_parameters", "_buffers", "_modules") if k in d])
+            if isinstance(value, (Module, Parameter)):      # NOTE [a layout the trace changed]
+                held = next((s[name] for s in (d.get("_modules") or {}, d.get("_parameters") or {})
+                             if name in s), d.get(name))
+                if held is None:
+                    cap.see_layout_filled(self)
             if name == "training":
                 if "training" in d:
                     cap.see_module(self)   # its flag before the compiled function changed it
