@@ -1051,6 +1051,10 @@ class Region:
                 t = t.detach()
                 if not s.same_version:
                     t._vc = [0]               # ``.data``: its own version counter
+                if s.grad is not None:        # NOTE [a place holding what a result detaches] in carry.py
+                    t._rg = True
+                    if s.grad == "kept":
+                        t._gf = dead_node(MSG_KEPT)
             for slot in s.slots:
                 slot_put(slot, t)
             if s.carried is not None:
@@ -1709,7 +1713,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info["rebinds"], info["shared"] = plan_rebinds(
                 places, escapes, storages, cap.created,
-                {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
+                {id(o) for o, _ in owners_end} | set(cap.grad_owners), results, cap.backward_ran)
             info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
             # NOTE [.data set in a trace]: a tensor moved onto a storage that each call binds to a
             # new tensor elsewhere (``p.data = backup[k]`` with the dict kept, SAM's
