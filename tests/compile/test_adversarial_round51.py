@@ -59,14 +59,15 @@ from ._harness import data as _data, labels as _labels, np_init as _init, snapsh
 _three = _h.run_three_ways
 
 
-def _train(model, opt, loss_of):
-    """A training step: ``opt.zero_grad()``, ``loss_of(*args)``, backward, ``opt.step()``."""
+def _train(model, opt, loss_of, also=None):
+    """A training step: ``opt.zero_grad()``, ``loss_of(*args)``, backward, ``opt.step()``; with
+    ``also``, returns ``(loss, also())``, ``also`` called after the step."""
     def step(*args):
         opt.zero_grad()
         loss = loss_of(*args)
         loss.backward()
         opt.step()
-        return loss
+        return loss if also is None else (loss, also())
     return step
 
 
@@ -179,14 +180,7 @@ def test_batchnorm_cumulative_average_with_num_batches_tracked_reset_eval_and_un
     def run(mod, wrap):
         m = _init(mod.nn.BatchNorm1d(3, momentum=None), mod)
         opt = mod.optim.SGD(m.parameters(), lr=0.1)
-
-        def step(x):
-            opt.zero_grad()
-            loss = m(x).pow(2).sum()
-            loss.backward()
-            opt.step()
-            return loss, m.num_batches_tracked.item()
-        f = wrap(step)
+        f = wrap(_train(m, opt, lambda x: m(x).pow(2).sum(), also=lambda: m.num_batches_tracked.item()))
 
         def before(i):
             if i == 2:
@@ -303,14 +297,8 @@ def test_weight_norm_hook_with_adam_returning_the_weight():
             warnings.simplefilter("ignore", FutureWarning)      # the hook API is deprecated
             mod.nn.utils.weight_norm(m, dim=None)
         opt = mod.optim.Adam(m.parameters(), lr=0.1)
-
-        def step(x):
-            opt.zero_grad()
-            loss = m(x).pow(3).mean()
-            loss.backward()
-            opt.step()
-            return loss, m.weight.detach()
-        return _loop(wrap(step), [(_data(mod, i, 5, 4),) for i in range(4)], m, opt)
+        f = wrap(_train(m, opt, lambda x: m(x).pow(3).mean(), also=lambda: m.weight.detach()))
+        return _loop(f, [(_data(mod, i, 5, 4),) for i in range(4)], m, opt)
     made = _three(run)
     assert _traces(made[0]) == 1, made[0].stats
 
