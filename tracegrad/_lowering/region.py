@@ -689,7 +689,8 @@ class Region:
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
-        self.diff_state, self.diff_args = diff_state, diff_args
+        self.diff_state, self.diff_args = list(diff_state), diff_args
+        self.diff_places = {}     # input index -> place in diff_state (``_follow``)
         self.program = program
         self.arg_kinds = arg_kinds
         self.out_recipe = out_recipe
@@ -819,6 +820,17 @@ class Region:
             return False
         self._hold(j, st)
         return True
+
+    def _follow(self, j, t):
+        """Input ``j`` is the tensor ``t`` a place now holds (NOTE [carried state]). When it is
+        a differentiable input (NOTE [kept graphs]), the next call's graph links to ``t``: the
+        tensor the place holds then, not the one the trace read (``h = h * 0.5 + x`` chains
+        through every call, as eagerly; linked to the trace's tensor, backward skipped all the
+        calls between)."""
+        self._hold(j, t._st)
+        k = self.diff_places.get(j)
+        if k is not None:
+            self.diff_state[k] = weakref.ref(t)
 
     def _hold(self, j, st):
         """Input storage ``j`` is ``st`` from now on (the orphan guard's count moves with it)."""
@@ -1020,7 +1032,7 @@ class Region:
             for slot in r.slots:
                 slot_put(slot, t)
             if r.carried is not None:
-                self._hold(r.carried, t._st)
+                self._follow(r.carried, t)
             made.append(t)
         for n, ref in self.data_follows:      # NOTE [.data set in a trace]: onto the new tensor's storage
             o = ref()
@@ -1058,7 +1070,7 @@ class Region:
             for slot in s.slots:
                 slot_put(slot, t)
             if s.carried is not None:
-                self._hold(s.carried, t._st)
+                self._follow(s.carried, t)
         return _unflatten(self.out_recipe.treedef, out)
 
 
@@ -1885,6 +1897,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         raise GraphBreak("boolean-mask indexing gives a data-dependent shape") from None
     finally:
         x64_exit(prev)
+    # The first run links this call's kept graphs to the differentiable state tensors the
+    # trace read (NOTE [kept graphs]). One the function rebinds its place away from
+    # (``holder["w"] = (holder["w"] * 0.5 + x).requires_grad_()``) was held only by the
+    # snapshot deleted below: its weak reference was dead at the first run's write-back
+    # (AttributeError). Held here until that run is over, as a later call's place holds it.
+    held = [r() for _, r in (live[i] for i in diff_storages)]
     del py_snap     # it holds the closure's containers as they were: old tensors, storages
     rebinds = info["rebinds"]
     rebound = {r.index for r in rebinds}
@@ -1895,6 +1913,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
+    region.diff_places = {j: k for k, j in enumerate(diff_storages)}
     if info["checked"]:
         # NOTE [value checks at run time]: the checks alone run first when they are cheap (the
         # state stays donated); otherwise the program reports them and donates nothing
@@ -1999,7 +2018,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                             if k is _NEW and not none)
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
-    return region, region.run(leaves, True, (args, kwargs))
+    out = region.run(leaves, True, (args, kwargs))
+    del held
+    return region, out
 
 
 def _counters_in_order(counters, deferrals, where):
