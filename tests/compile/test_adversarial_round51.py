@@ -818,7 +818,7 @@ def test_result_detached_from_a_kept_graph_no_backward_still_breaks():
     assert "a tensor sharing a result's storage" in _reasons(made[0])[0], made[0].stats
 
 
-@pytest.mark.parametrize("keep_first", [True, False])
+@pytest.mark.parametrize("keep_first", [True, False, "rebound"])
 def test_state_rebound_to_a_new_tensor_with_its_graph_on_the_traced_call(keep_first):
     """``holder["w"] = (holder["w"] * 0.5 + x).requires_grad_()``: from call 1 on the place holds
     a tensor whose graph runs through every earlier call back to call 0's leaf. The trace's own
@@ -826,7 +826,8 @@ def test_state_rebound_to_a_new_tensor_with_its_graph_on_the_traced_call(keep_fi
     AttributeError ('NoneType' object has no attribute '_base') at the traced call (when the
     caller keeps no reference to it). Later calls linked their graph to the traced call's tensor,
     not to the one the place held: backward after the calls reached call 0's leaf through one
-    call, not all of them (a silently wrong gradient)."""
+    call, not all of them (a silently wrong gradient). ``rebound``: the caller binds a fresh
+    leaf there after call 2, and the graph of calls 3-4 reaches it."""
     def run(mod, wrap):
         holder = {"w": mod.zeros(4)}
 
@@ -836,7 +837,11 @@ def test_state_rebound_to_a_new_tensor_with_its_graph_on_the_traced_call(keep_fi
         f = wrap(step)
         out = [_snap(f(_data(mod, 0, 4)))]
         first = [holder["w"]] if keep_first else []
-        out += [[_snap(f(_data(mod, i, 4))), _snap(holder["w"]), holder["w"].is_leaf] for i in range(1, 5)]
+        for i in range(1, 5):
+            out.append([_snap(f(_data(mod, i, 4))), _snap(holder["w"]), holder["w"].is_leaf])
+            if i == 2 and keep_first == "rebound":
+                holder["w"] = mod.ones(4, requires_grad=True)
+                first.append(holder["w"])
         (holder["w"] * mod.arange(4.0)).sum().backward()
         return out + [_snap(first)]
     made = _three(run)

@@ -790,7 +790,10 @@ class Region:
         """The place of carried input ``r`` holds ``t``, bound there outside the program
         (``carry["h"] = torch.zeros(...)``): read ``t`` from now on, when it can stand for the
         traced tensor."""
-        return not t._chain and t._base is None and self._follow_storage(r.carried, t._st)
+        if t._chain or t._base is not None or not self._follow_storage(r.carried, t._st):
+            return False
+        self._link(r.carried, t)
+        return True
 
     # NOTE [tensors moved off their storage]
     # A program reads state by storage: the storages the trace found (``Plan.storages``). A
@@ -821,13 +824,16 @@ class Region:
         self._hold(j, st)
         return True
 
-    def _follow(self, j, t):
-        """Input ``j`` is the tensor ``t`` a place now holds (NOTE [carried state]). When it is
-        a differentiable input (NOTE [kept graphs]), the next call's graph links to ``t``: the
-        tensor the place holds then, not the one the trace read (``h = h * 0.5 + x`` chains
-        through every call, as eagerly; linked to the trace's tensor, backward skipped all the
-        calls between)."""
+    def _carry_into(self, j, t):
+        """Input ``j`` is the tensor ``t`` a place now holds (NOTE [carried state])."""
         self._hold(j, t._st)
+        self._link(j, t)
+
+    def _link(self, j, t):
+        """When input ``j`` is differentiable (NOTE [kept graphs]), the next call's graph links
+        to ``t``, the tensor its place holds then, not the one the trace read (``h = h * 0.5 +
+        x`` chains through every call, as eagerly; linked to the trace's tensor, backward
+        skipped all the calls between)."""
         k = self.diff_places.get(j)
         if k is not None:
             self.diff_state[k] = weakref.ref(t)
@@ -1032,7 +1038,7 @@ class Region:
             for slot in r.slots:
                 slot_put(slot, t)
             if r.carried is not None:
-                self._follow(r.carried, t)
+                self._carry_into(r.carried, t)
             made.append(t)
         for n, ref in self.data_follows:      # NOTE [.data set in a trace]: onto the new tensor's storage
             o = ref()
@@ -1070,7 +1076,7 @@ class Region:
             for slot in s.slots:
                 slot_put(slot, t)
             if s.carried is not None:
-                self._follow(s.carried, t)
+                self._carry_into(s.carried, t)
         return _unflatten(self.out_recipe.treedef, out)
 
 
