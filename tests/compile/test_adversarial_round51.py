@@ -607,9 +607,9 @@ def test_sdpa_causal_with_a_sequence_length_that_changes_every_call_dynamic():
         f = wrap(_train(m, opt, loss_of))
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return _loop(f, [(_data(mod, i, 2, 1 + i, 4),) for i in range(10)], m, opt)
+            return _loop(f, [(_data(mod, i, 2, 1 + i, 4),) for i in range(6)], m, opt)
     made = _three(run, dynamic=True)
-    assert _traces(made[0]) == 9 and made[0].stats["eager_calls"] == 1, made[0].stats
+    assert _traces(made[0]) == 5 and made[0].stats["eager_calls"] == 1, made[0].stats
 
 
 # ---- shapes that vary
@@ -628,14 +628,14 @@ def test_dataloader_short_last_batch_retraces_once_over_three_epochs():
 
 
 def test_mark_dynamic_batch_dim_sizes_do_not_count_toward_the_limit():
-    """``mark_dynamic(x, 0)`` on each batch: ten batch sizes, every one traced once, none
+    """``mark_dynamic(x, 0)`` on each batch: five batch sizes, every one traced once, none
     refused (the limit lowered to 2 to show it)."""
     def run(mod, wrap):
         m = _h.small_mlp(mod)
         opt = mod.optim.Adam(m.parameters(), lr=0.1)
         f = wrap(_train(m, opt, lambda x, y: mod.nn.functional.cross_entropy(m(x), y)))
         out = []
-        for n in (5, 5, 3, 7, 2, 6, 4, 9, 8, 1, 10):
+        for n in (5, 5, 3, 7, 2, 6):
             x, y = _data(mod, n, n, 4), _labels(mod, n, n, 3)
             if mod is tracegrad:
                 tracegrad._dynamo.mark_dynamic(x, 0)
@@ -650,7 +650,7 @@ def test_mark_dynamic_batch_dim_sizes_do_not_count_toward_the_limit():
             made = _three(run)
     finally:
         tracegrad.compiler.cache_size_limit = old
-    assert _traces(made[0]) == 10 and made[0].stats["eager_calls"] == 1, made[0].stats
+    assert _traces(made[0]) == 5 and made[0].stats["eager_calls"] == 1, made[0].stats
 
 
 def test_empty_batches_between_full_ones():
