@@ -749,8 +749,9 @@ def verify_batch_size(input) -> int:
     (a batch statistic in training would be a constant)."""
     n = math.prod(input.shape[:1] + input.shape[2:])   # not numel // C: C may be 0
     if n == 1:   # (an empty batch passes, as torch's)
+        # the size as torch prints it (``torch.Size([1, 3])``), a Size even inside a trace
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                         f"{list(input.shape)}")
+                         f"{input.shape}")
     return n
 
 

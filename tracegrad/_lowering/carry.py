@@ -199,16 +199,30 @@ def rebound_places(snap, attr_stores):
 class Shared:
     """Places bound, after each call, to result leaf ``result`` itself (``same``) or to a
     detached alias of it (``loss.detach()``; ``same_version``: sharing its version counter, as
-    ``detach()`` does, else its own, as ``.data``)."""
+    ``detach()`` does, else its own, as ``.data``); with ``grad``, to a tensor needing grad
+    whose detached alias the result is (NOTE [a place holding what a result detaches])."""
 
     # ``carried``/``read_rg``: as a ``Rebind``'s -- the program input the place held before the
     # call (``self.h = self.h * 0.5 + x; return self.h``): it follows the place, so the next call
     # reads the result this call bound there
-    __slots__ = ("result", "slots", "same", "same_version", "carried", "read_rg")
+    __slots__ = ("result", "slots", "same", "same_version", "carried", "read_rg", "grad")
 
-    def __init__(self, result, same, same_version):
+    def __init__(self, result, same, same_version, grad=None):
         self.result, self.slots, self.same, self.same_version = result, [], same, same_version
         self.carried = self.read_rg = None
+        self.grad = grad
+
+
+# NOTE [a place holding what a result detaches]: the old weight_norm / spectral_norm hooks
+# bind the computed weight (needing grad, with a graph) to ``module.weight`` on every forward;
+# a step returning ``m.weight.detach()`` then returns an alias of a tensor bound to a place.
+# Eagerly, after the call the place holds a tensor needing grad that shares its storage and
+# version counter with the returned one. That is the reverse of a place bound to a result's
+# ``detach()``: the result needs no grad, the place's tensor does. Each call binds there a new
+# alias of its result that needs grad (``grad == "leaf"``), with a graph that backward cannot
+# go through (``"kept"``: ``dead_node(MSG_KEPT)``, as a ``Rebind`` whose graph a backward in
+# the function consumed). A kept graph that no backward consumed stays a graph break: eagerly
+# it is differentiable after the call, which only NOTE [kept graphs]'s ``Rebind`` provides.
 
 
 def argument_places(places, stand_ins, storages):
@@ -232,14 +246,15 @@ def argument_places(places, stand_ins, storages):
     return other, tuple((i, tuple(slots)) for i, slots in binds.items())
 
 
-def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), results=None):
+def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), results=None, consumed=False):
     """The ``Rebind`` of each escape (a storage made in the trace that outlives it) bound to
     found places as a whole tensor. ``storages``: the program's input storages, for the
     carried input; ``created``: the storages made in the trace; ``grad_owners``: ids of the
     tensors whose ``.grad`` the program writes (those, and tensors with a ``.grad``, stay the
     same tensor every call); ``results``: ``{id(storage): (leaf position, id(tensor), version
     counter)}`` of the plain new results, for places bound to a result or a detached alias of
-    one (``Shared``). Returns ``(rebinds, shared)``. Raises ``GraphBreak`` for a
+    one (``Shared``); ``consumed``: a backward ran in the function (NOTE [a place holding what
+    a result detaches]). Returns ``(rebinds, shared)``. Raises ``GraphBreak`` for a
     place bound to a tensor made in the trace that a compiled call cannot bind again: a view,
     or a tensor sharing its storage with a result."""
     where = {id(e): i for i, e in enumerate(escapes)}
@@ -253,11 +268,12 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
         if i is None and res is not None and not after._chain and after._base is None:
             pos, rid, vc = res
             same = id(after) == rid
-            if same or not after._rg:
-                key = (pos, same, after._vc is vc)
+            grad = None if same or not after._rg else "leaf" if after._gf is None else "kept" if consumed else False
+            if grad is not False:
+                key = (pos, same, after._vc is vc, grad)
                 sh = shared.get(key)
                 if sh is None:
-                    sh = shared[key] = Shared(pos, same, after._vc is vc)
+                    sh = shared[key] = Shared(pos, same, after._vc is vc, grad)
                 sh.slots.append(slot)
                 _carry(sh, before, inputs, after._st.array)
                 continue

@@ -746,7 +746,8 @@ class Region:
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
-        self.diff_state, self.diff_args = diff_state, diff_args
+        self.diff_state, self.diff_args = list(diff_state), diff_args
+        self.diff_places = {}     # input index -> place in diff_state (``_follow``)
         self.program = program
         self.arg_kinds = arg_kinds
         self.out_recipe = out_recipe
@@ -846,7 +847,10 @@ class Region:
         """The place of carried input ``r`` holds ``t``, bound there outside the program
         (``carry["h"] = torch.zeros(...)``): read ``t`` from now on, when it can stand for the
         traced tensor."""
-        return not t._chain and t._base is None and self._follow_storage(r.carried, t._st)
+        if t._chain or t._base is not None or not self._follow_storage(r.carried, t._st):
+            return False
+        self._link(r.carried, t)
+        return True
 
     # NOTE [tensors moved off their storage]
     # A program reads state by storage: the storages the trace found (``Plan.storages``). A
@@ -876,6 +880,20 @@ class Region:
             return False
         self._hold(j, st)
         return True
+
+    def _carry_into(self, j, t):
+        """Input ``j`` is the tensor ``t`` a place now holds (NOTE [carried state])."""
+        self._hold(j, t._st)
+        self._link(j, t)
+
+    def _link(self, j, t):
+        """When input ``j`` is differentiable (NOTE [kept graphs]), the next call's graph links
+        to ``t``, the tensor its place holds then, not the one the trace read (``h = h * 0.5 +
+        x`` chains through every call, as eagerly; linked to the trace's tensor, backward
+        skipped all the calls between)."""
+        k = self.diff_places.get(j)
+        if k is not None:
+            self.diff_state[k] = weakref.ref(t)
 
     def _hold(self, j, st):
         """Input storage ``j`` is ``st`` from now on (the orphan guard's count moves with it)."""
@@ -1081,7 +1099,7 @@ class Region:
             for slot in r.slots:
                 slot_put(slot, t)
             if r.carried is not None:
-                self._hold(r.carried, t._st)
+                self._carry_into(r.carried, t)
             made.append(t)
         for n, ref in self.data_follows:      # NOTE [.data set in a trace]: onto the new tensor's storage
             o = ref()
@@ -1112,10 +1130,14 @@ class Region:
                 t = t.detach()
                 if not s.same_version:
                     t._vc = [0]               # ``.data``: its own version counter
+                if s.grad is not None:        # NOTE [a place holding what a result detaches] in carry.py
+                    t._rg = True
+                    if s.grad == "kept":
+                        t._gf = dead_node(MSG_KEPT)
             for slot in s.slots:
                 slot_put(slot, t)
             if s.carried is not None:
-                self._hold(s.carried, t._st)
+                self._carry_into(s.carried, t)
         return _unflatten(self.out_recipe.treedef, out)
 
 
@@ -1796,7 +1818,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info["rebinds"], info["shared"] = plan_rebinds(
                 places, escapes, storages, cap.created,
-                {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
+                {id(o) for o, _ in owners_end} | set(cap.grad_owners), results, cap.backward_ran)
             info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
             # NOTE [.data set in a trace]: a tensor moved onto a storage that each call binds to a
             # new tensor elsewhere (``p.data = backup[k]`` with the dict kept, SAM's
@@ -1974,6 +1996,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         raise GraphBreak("boolean-mask indexing gives a data-dependent shape") from None
     finally:
         x64_exit(prev)
+    # The first run links this call's kept graphs to the differentiable state tensors the
+    # trace read (NOTE [kept graphs]). One the function rebinds its place away from
+    # (``holder["w"] = (holder["w"] * 0.5 + x).requires_grad_()``) was held only by the
+    # snapshot deleted below: its weak reference was dead at the first run's write-back
+    # (AttributeError). Held here until that run is over, as a later call's place holds it.
+    held = [r() for _, r in (live[i] for i in diff_storages)]
     del py_snap     # it holds the closure's containers as they were: old tensors, storages
     rebinds = info["rebinds"]
     rebound = {r.index for r in rebinds}
@@ -1984,6 +2012,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
+    region.diff_places = {j: k for k, j in enumerate(diff_storages)}
     if info["checked"]:
         # NOTE [value checks at run time]: the checks alone run first when they are cheap (the
         # state stays donated); otherwise the program reports them and donates nothing
@@ -2089,7 +2118,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                             if k is _NEW and not none)
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
-    return region, region.run(leaves, True, (args, kwargs))
+    out = region.run(leaves, True, (args, kwargs))
+    del held
+    return region, out
 
 
 def _counters_in_order(counters, deferrals, where):
