@@ -503,10 +503,11 @@ _STEAL_REFS = 6
 
 
 def _stealable(g, var):
-    """Whether ``g`` may become ``var.grad`` without a copy: a plain, non-view tensor of the
-    leaf's dtype, outside a traced region (a compiled step keeps .grad in its own storage)."""
-    return (type(g) is Tensor and not g._chain and g._base is None and g.dtype == var.dtype
-            and not var._chain and _state.CAPTURE[0] is None)
+    """Whether ``g`` may become ``var.grad`` without a copy: a plain, non-view tensor (the engine
+    already cast it to the leaf's grad dtype), outside a traced region (a compiled step keeps
+    .grad in its own storage)."""
+    return (type(g) is Tensor and not g._chain and g._base is None and not var._chain
+            and _state.CAPTURE[0] is None)
 
 
 def accumulate_node(t):
