@@ -14,7 +14,13 @@ on fresh inputs and returning a log (values, grads, hook calls in order). The sa
 torch 2.13 eagerly (the oracle), on tracegrad eagerly and with the step wrapped in
 ``tracegrad.compile``; the three logs must agree (DESIGN 2.5: compiled equals eager, hook side
 effects on every call, in eager order). Where tracegrad cannot capture a step it runs it eagerly,
-which must give the same log. Errors compare by class and message fragment.
+which must give the same log. Errors compare by class and message fragment. Of the 61 compiled
+programs 38 run as XLA programs and 23 fall back to eager with tracegrad.compile's warning (a hook
+registered inside the step, a Node pre-hook, a saved-tensors hook, bool() of a tensor in a backward).
+
+test_post_accumulate_grad_hook_ordering runs here as written (its earlier "port" in
+test_autograd_ported.py is a different program): it found that tracegrad's AccumulateGrad copied the
+incoming gradient where torch keeps it (``TestFixesTI47``, NOTE [stolen gradient]).
 
 Then the few ``TestAutograd`` tests no port took by name that run on the CPU:
 test_gc_in_destructor, test_naughty_anomaly_access (an expectedFailure in torch: the port checks
@@ -105,6 +111,18 @@ def _x(T, i, *shape, rg=False, seed=0, dtype="float32"):
 
 def _p(T, *shape, seed=100):
     return T.tensor(np.random.RandomState(seed).randn(*shape).astype("float32"), requires_grad=True)
+
+
+def _each(step, args, calls, log=None):
+    """``step(*args(i))`` for each call; with ``log``, paired with what the call appended to it
+    (then cleared, so each entry is one call's)."""
+    out = []
+    for i in range(calls):
+        r = step(*args(i))
+        out.append(r if log is None else [r, list(log)])
+        if log is not None:
+            log.clear()
+    return out
 
 
 # ==== tensor hooks, Node hooks, post-accumulate-grad hooks ======================================
@@ -523,12 +541,7 @@ def test_accumulate_grad_posthooks_can_observe_tensor_prehook():
             (a * x).sum().backward()
             return a.grad
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 2)), list(seen)])
-            seen.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 2),), calls, seen)
     _check(program)
 
 
@@ -768,12 +781,7 @@ def test_mark_non_differentiable_mixed():
             b.sum().backward()
             return [a.requires_grad, b.requires_grad, x.grad]
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 2, 2)), list(seen)])
-            seen.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 2, 2),), calls, seen)
     _check(program)
 
 
@@ -800,12 +808,7 @@ def test_set_materialize_non_diff_grads():
             out.sum().backward()
             return x.grad
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 3)), list(seen)])
-            seen.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 3),), calls, seen)
     _check(program)
 
 
@@ -902,12 +905,7 @@ def test_hook_none():
             (rx + ry).sum().backward()
             return x.grad
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 3), _x(T, i, 3, seed=4)), list(seen)])
-            seen.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 3), _x(T, i, 3, seed=4)), calls, seen)
     _check(program)
 
 
@@ -945,12 +943,8 @@ def test_custom_function_non_tensor_inputs_outputs():
             T.autograd.backward([res[1].sum(), res[4].sum(), res[6].sum()])
             return [res[0], res[1], res[2], res[3], res[4], res[5], t1.grad, t2.grad, t3.grad]
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 4), _x(T, i, 4, seed=2), _x(T, i, 4, seed=3)), list(seen)])
-            seen.clear()
-        return out
+        args = lambda i: (_x(T, i, 4), _x(T, i, 4, seed=2), _x(T, i, 4, seed=3))   # noqa: E731
+        return _each(wrap(step), args, calls, seen)
     _check(program)
 
 
@@ -1412,12 +1406,7 @@ def test_return_leaf():
             (q + p + x).sum().backward()
             return [x.grad, y.grad]
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 2, 2), _x(T, i, 2, 2, seed=1)), list(seen)])
-            seen.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 2, 2), _x(T, i, 2, 2, seed=1)), calls, seen)
     _check(program)
 
 
@@ -1444,12 +1433,7 @@ def test_too_many_grads():
             Extra.apply(x).sum().backward()
             return x.grad
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 3)), list(seen)])
-            seen.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 3),), calls, seen)
     _check(program)
 
 
@@ -1712,12 +1696,7 @@ def test_simple_reentrant():
             Reenter.apply(x, y).sum().backward()
             return x.grad
 
-        step = wrap(step)
-        out = []
-        for i in range(calls):
-            out.append([step(_x(T, i, 2, 2), _x(T, i, 2, 2, seed=1)), list(modes)])
-            modes.clear()
-        return out
+        return _each(wrap(step), lambda i: (_x(T, i, 2, 2), _x(T, i, 2, 2, seed=1)), calls, modes)
     _check(program)
 
 
