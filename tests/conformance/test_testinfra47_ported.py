@@ -14,8 +14,8 @@ on fresh inputs and returning a log (values, grads, hook calls in order). The sa
 torch 2.13 eagerly (the oracle), on tracegrad eagerly and with the step wrapped in
 ``tracegrad.compile``; the three logs must agree (DESIGN 2.5: compiled equals eager, hook side
 effects on every call, in eager order). Where tracegrad cannot capture a step it runs it eagerly,
-which must give the same log. Errors compare by class and message fragment. Of the 61 compiled
-programs 38 run as XLA programs and 23 fall back to eager with tracegrad.compile's warning (a hook
+which must give the same log. Errors compare by class and message fragment. Of the 64 compiled
+programs 40 run as XLA programs and 24 fall back to eager with tracegrad.compile's warning (a hook
 registered inside the step, a Node pre-hook, a saved-tensors hook, bool() of a tensor in a backward).
 
 test_post_accumulate_grad_hook_ordering runs here as written (its earlier "port" in
@@ -1875,3 +1875,71 @@ class TestFixesTI47:
         (x * 2).sum().backward()
         assert first is x.grad
         assert first.tolist() == [4.0, 4.0]
+
+
+# ==== checkpoint with hooks, compiled ============================================================
+def test_checkpointing_without_reentrant_parameter_used_in_an_out():
+    # TestAutograd.test_checkpointing_without_reentrant_parameter_used_in_an_out: a weight used
+    # outside and inside a non-reentrant checkpoint gets its tensor hook called once per backward
+    def program(T, wrap, calls):
+        w = _p(T, 3, 3)
+        count = [0]
+
+        def hook(g):
+            count[0] += 1
+
+        w.register_hook(hook)
+
+        def step(x):
+            w.grad = None
+            h = w * x
+            out = T.utils.checkpoint.checkpoint(lambda t: w * t, h, use_reentrant=False)
+            out.sum().backward()
+            return [w.grad, count[0]]
+
+        return _each(wrap(step), lambda i: (_x(T, i, 3, 3),), calls)
+    _check(program)
+
+
+def test_checkpointing_without_reentrant_correct_grad():
+    # TestAutograd.test_checkpointing_without_reentrant_correct_grad: checkpoint(exp) gives the
+    # plain gradient through backward() and through autograd.grad()
+    def program(T, wrap, calls):
+        def step(x):
+            a = x.detach().requires_grad_()
+            T.exp(a).sum().backward()
+            plain = a.grad.clone()
+            a.grad = None
+            T.utils.checkpoint.checkpoint(T.exp, a, use_reentrant=False).sum().backward()
+            via_backward = a.grad.clone()
+            d = T.utils.checkpoint.checkpoint(T.exp, a, use_reentrant=False).sum()
+            via_grad, = T.autograd.grad(d, (a,))
+            return [plain, via_backward, via_grad]
+
+        return _each(wrap(step), lambda i: (_x(T, i, 2, 2),), calls)
+    _check(program)
+
+
+def test_no_grad_python_function():
+    # TestAutograd.test_no_grad_python_function / test_no_grad_input: a custom Function applied
+    # under no_grad records nothing
+    def program(T, wrap, calls):
+        class MyOp(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x + 1
+
+            @staticmethod
+            def backward(ctx, dy):
+                return dy
+
+        def step(x):
+            x = x.detach().requires_grad_()
+            with T.no_grad():
+                y = MyOp.apply(x)
+            z = MyOp.apply(x)
+            z.sum().backward()
+            return [y, y.grad_fn is None, z, x.grad]
+
+        return _each(wrap(step), lambda i: (_x(T, i, 5),), calls)
+    _check(program)
