@@ -1842,6 +1842,35 @@ class TestFixesTI47:
         assert kept[0].tolist() == [2.0, 2.0, 2.0]
         assert x.grad.tolist() == [4.0, 4.0, 4.0]
 
+    def test_gradient_a_hook_returns_and_keeps_is_copied(self, T):
+        x = T.ones(3, requires_grad=True)
+        kept = []
+
+        def hook(g):
+            kept.append(g * 2)
+            return kept[-1]
+
+        x.register_hook(hook)
+        (x * 2).sum().backward()
+        (x * 2).sum().backward()
+        assert kept[0].tolist() == [4.0, 4.0, 4.0]
+        assert x.grad.tolist() == [8.0, 8.0, 8.0]
+
+    def test_fresh_gradient_a_hook_returns_is_kept(self, T):
+        # the hook's new tensor is what .grad becomes (nothing else holds it)
+        x = T.ones(2, requires_grad=True)
+        seen = []
+        acc = x.view_as(x).grad_fn.next_functions[0][0]
+        x.register_hook(lambda g: g * 2)
+
+        def add_one(p):
+            p.grad.add_(1)
+
+        x.register_post_accumulate_grad_hook(add_one)
+        acc.register_hook(lambda gi, go: seen.append(go[0].tolist()))
+        (x * 3).sum().backward()
+        assert seen == [[7.0, 7.0]]
+
     def test_caller_grad_output_is_copied(self, T):
         x = T.ones(3, requires_grad=True)
         go = T.full((3,), 2.0)

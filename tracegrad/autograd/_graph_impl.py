@@ -493,13 +493,14 @@ class AccumulateGrad(Node):
             var._grad = type(e.tensor)._accumulate_grad(var._grad, g)
 
 
-# NOTE [stolen gradient]: the references the engine itself holds to a gradient when it reaches
-# AccumulateGrad._accumulate (the node's input list, the engine's loop variables and the previous
-# node's output list, apply's and _accumulate's locals, getrefcount's argument). One more means
-# a hook stashed it, the caller passed it as grad_output, or another node's input holds it too:
-# then .grad gets its own storage. tests/conformance/test_testinfra47_ported.py checks both sides
-# against torch (TestFixesTI47).
-_STEAL_REFS = 6
+# NOTE [stolen gradient]: the references a gradient has when it reaches
+# AccumulateGrad._accumulate and nothing outside the engine holds it: the node's input list,
+# apply's and _accumulate's locals, getrefcount's argument (the engine drops its own loop
+# variables before it runs a node). One more means a hook kept it, the caller passed it as
+# grad_output, another node's input holds it too, or autograd.grad / backward(inputs=) captured
+# it: then .grad gets its own storage. tests/conformance/test_testinfra47_ported.py checks both
+# sides against torch (TestFixesTI47).
+_STEAL_REFS = 4
 
 
 def _stealable(g, var):
