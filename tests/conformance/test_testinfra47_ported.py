@@ -1833,6 +1833,22 @@ class TestFixesTI47:
         assert seen == [[3.5, 3.5]]
         assert t.grad.tolist() == [3.5, 3.5]
 
+    def test_two_leaves_given_aliases_of_one_gradient_get_their_own_grads(self, T):
+        # a backward returning two detached aliases of one gradient: each leaf's .grad is its
+        # own (an in-place write to one must not show in the other), as torch's
+        class Both(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a + b
+
+            @staticmethod
+            def backward(ctx, go):
+                return go.detach(), go.detach()
+        a, b = T.ones(3, requires_grad=True), T.ones(3, requires_grad=True)
+        Both.apply(a, b).sum().backward()
+        a.grad.add_(1)
+        assert (a.grad.tolist(), b.grad.tolist()) == ([2.0] * 3, [1.0] * 3)
+
     def test_gradient_a_hook_keeps_is_copied(self, T):
         x = T.ones(3, requires_grad=True)
         kept = []

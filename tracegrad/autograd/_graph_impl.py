@@ -470,7 +470,7 @@ class AccumulateGrad(Node):
                 # (with create_graph, torch's copy into a new tensor: its node is CopyBackwards)
                 if create_graph:
                     new = g.new_empty(g.shape)
-                elif _stealable(g, var) and sys.getrefcount(g) <= _STEAL_REFS:
+                elif _stealable(g, var) and sys.getrefcount(g) <= _STEAL_REFS and sys.getrefcount(g._st) <= 2:
                     new = g.detach()
                 else:
                     new = Tensor._make(g._value)
@@ -498,8 +498,11 @@ class AccumulateGrad(Node):
 # apply's and _accumulate's locals, getrefcount's argument (the engine drops its own loop
 # variables before it runs a node). One more means a hook kept it, the caller passed it as
 # grad_output, another node's input holds it too, or autograd.grad / backward(inputs=) captured
-# it: then .grad gets its own storage. tests/conformance/test_testinfra47_ported.py checks both
-# sides against torch (TestFixesTI47).
+# it: then .grad gets its own storage. So does a gradient whose storage another tensor shares
+# (a backward returning ``grad.detach()`` while the same gradient flows on to another leaf: two
+# stolen aliases of one storage would make an in-place write to one .grad change the other;
+# the storage's references are then more than the gradient's slot and getrefcount's argument).
+# tests/conformance/test_testinfra47_ported.py checks both sides against torch (TestFixesTI47).
 _STEAL_REFS = 4
 
 
