@@ -47,7 +47,7 @@ from .._tensor.tensor import Tensor, chain_is_contiguous, strides_of
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
-from . import guard_code, hyper
+from . import guard_code, hyper, interrupt
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .warned import KeptBackward, code_of
 from .deferred import Deferred, DeferredItem, check_kept
@@ -946,7 +946,15 @@ class Region:
     def run(self, arg_leaves, donate=True, call=None):
         """One run of the program on this call's argument leaves; ``call`` (the call's
         ``(args, kwargs)``) puts the caller's own argument containers into the lists it grows
-        (``fill_arg_boxes``)."""
+        (``fill_arg_boxes``). A Ctrl-C meanwhile raises after the write-back (NOTE [interrupts
+        and donated state] in interrupt.py)."""
+        held = interrupt.hold()
+        try:
+            return self._run(arg_leaves, donate, call)
+        finally:
+            interrupt.release(held)
+
+    def _run(self, arg_leaves, donate, call):
         prev = x64_enter()
         try:
             flat = self.read_inputs(arg_leaves)
