@@ -822,12 +822,17 @@ class Region:
     def _rg_flips_hold(self) -> bool:
         """NOTE [requires_grad flips between calls] (``_state``): every tensor whose flag flipped
         since this region last looked is one its program reads, and has the flag it was traced
-        with now (a GAN's discriminator, frozen for the other step and unfrozen for this one)."""
+        with now (a GAN's discriminator, frozen for the other step and unfrozen for this one).
+        A tensor on none of this program's storages is another program's: freezing a layer of
+        the next model in a notebook does not send every compiled step back to tracing (a
+        ``requires_grad`` this function's Python reads is a flag guard of its own)."""
         since, mine = self.rg_epoch, self.rg_readers
         for ref, epoch in list(_state.RG_FLIPS.values()):
             if epoch > since:
                 t = ref()
                 if t is None:          # gone: nothing reads it (its storage: the orphan guard)
+                    continue
+                if id(t) not in mine and id(t._st) not in self._held:
                     continue
                 entry = mine.get(id(t))
                 if entry is None or entry[0]() is not t or t._rg != entry[1]:
