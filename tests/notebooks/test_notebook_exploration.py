@@ -187,6 +187,16 @@ xs, ys = torch.randn(256, 64), torch.randn(256, 1)
 big_step = torch.compile(make_step(big, big_opt), backend="aot_eager")
 big_step(xs, ys); big_step(xs, ys)
 done = 2
+def check_after_interrupt(model, opt, step):
+    steps = sorted({opt.state[p]["step"].item() for p in model.parameters()})
+    finite = all(bool(t.isfinite().all()) for p in model.parameters() for t in [p, *opt.state[p].values()])
+    twin = copy.deepcopy(model)
+    twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
+    twin_opt.load_state_dict(opt.state_dict())
+    eager_loss = make_step(twin, twin_opt)(xs, ys).item()
+    next_loss = step(xs, ys).item()
+    diff = max((a - b).abs().max().item() for a, b in zip(model.parameters(), twin.parameters()))
+    out(steps=steps, done=done, finite=finite, eager_loss=eager_loss, next_loss=next_loss, diff=diff)
 """),
     # the kernel is interrupted while compiled steps run (SIGINT, as Jupyter's interrupt button)
     ("interrupt", """\
@@ -195,16 +205,46 @@ while True:
     big_step(xs, ys)
     done += 1
 """),
-    ("after_interrupt", """\
-steps = sorted({big_opt.state[p]["step"].item() for p in big.parameters()})
-finite = all(bool(t.isfinite().all()) for p in big.parameters() for t in [p, *big_opt.state[p].values()])
-twin = copy.deepcopy(big)
-twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
-twin_opt.load_state_dict(big_opt.state_dict())
-eager_loss = make_step(twin, twin_opt)(xs, ys).item()
-compiled_loss = big_step(xs, ys).item()
-diff = max((a - b).abs().max().item() for a, b in zip(big.parameters(), twin.parameters()))
-out(steps=steps, done=done, finite=finite, eager_loss=eager_loss, compiled_loss=compiled_loss, diff=diff)
+    ("after_interrupt", "check_after_interrupt(big, big_opt, big_step)"),
+    # the same in an eager loop (its optimizer step is one fused program too)
+    ("eager_interrupt", """\
+eager_step = make_step(big, big_opt)
+done = big_opt.state[big[0].weight]["step"].item()
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+while True:
+    eager_step(xs, ys)
+    done += 1
+"""),
+    ("after_eager_interrupt", "check_after_interrupt(big, big_opt, eager_step)"),
+    # re-running the setup cell rebinds the globals the compiled step reads
+    ("rerun_setup", """\
+def setup(scale):
+    global small, small_opt
+    small = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.0), nn.Linear(4, 1))
+    with torch.no_grad():
+        for i, p in enumerate(small.parameters()):
+            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (i + scale) / 4)
+    small_opt = torch.optim.SGD(small.parameters(), lr=0.1, momentum=0.9)
+@torch.compile(backend="aot_eager")
+def small_step(x, y):
+    small_opt.zero_grad()
+    loss = ((small(x) - y) ** 2).mean()
+    loss.backward()
+    small_opt.step()
+    return loss
+setup(1)
+first = [small_step(xb, yb).item() for i in range(3)]
+setup(1)
+again = [small_step(xb, yb).item() for i in range(3)]
+small_opt.param_groups[0]["lr"] = 0.01
+new_lr = [small_step(xb, yb).item() for i in range(2)]
+small[0].requires_grad_(False)
+w0 = small[0].weight.clone()
+frozen = [small_step(xb, yb).item() for i in range(2)]
+small.eval()
+evaluated = [small_step(xb, yb).item() for i in range(2)]
+out(first=first, again=again, new_lr=new_lr, frozen=frozen, evaluated=evaluated,
+    kept=torch.equal(w0, small[0].weight), no_grad=small[0].weight.grad is None)
 """),
     # -- rich display ------------------------------------------------------------------
     ("disp_grad_fn", "torch.tensor([1.5, 2.0], requires_grad=True) * 2"),
@@ -320,7 +360,7 @@ def _close(a, b, tol=1e-5):
     return a == b
 
 
-def _no_errors(cells, allowed=("interrupt",)):
+def _no_errors(cells, allowed=("interrupt", "eager_interrupt")):
     bad = {n: (c["error"], c.get("evalue")) for n, c in cells.items() if c["error"] and n not in allowed}
     assert not bad, bad
 
@@ -385,16 +425,24 @@ def test_exception_in_compiled_step_shows_the_cell_line(ours, theirs):
     assert ours["raise_in_step"]["result"]["step"] == 8.0     # the step ran before the raise, as eagerly
 
 
-def test_interrupted_training_loop_leaves_consistent_state(ours, theirs):
+@pytest.mark.parametrize("cell", ["interrupt", "eager_interrupt"])
+def test_interrupted_training_loop_leaves_consistent_state(ours, theirs, cell):
     for cells in (ours, theirs):
-        assert cells["interrupt"]["error"] == "KeyboardInterrupt", cells["interrupt"]
-        r = cells["after_interrupt"]["result"]
-        assert r is not None, cells["after_interrupt"]
+        assert cells[cell]["error"] == "KeyboardInterrupt", cells[cell]
+        r = cells["after_" + cell]["result"]
+        assert r is not None, cells["after_" + cell]
         # every parameter took the same number of steps: the last one whole or not at all
         assert len(r["steps"]) == 1 and r["steps"][0] in (r["done"], r["done"] + 1), r
         assert r["finite"] and r["done"] > 2, r
-        assert math.isclose(r["eager_loss"], r["compiled_loss"], rel_tol=1e-5), r
+        # the next call (compiled or eager) works, and equals an eager step on a copy
+        assert math.isclose(r["eager_loss"], r["next_loss"], rel_tol=1e-5), r
         assert r["diff"] < 1e-5, r
+
+
+def test_rerun_setup_cell_rebinds_model_optimizer_lr_and_frozen_layers(ours, theirs):
+    _same_results(ours, theirs, ["rerun_setup"], tol=1e-4)
+    r = ours["rerun_setup"]["result"]
+    assert r["first"] == r["again"] and r["kept"] and r["no_grad"], r
 
 
 def test_displays_match_torch(ours, theirs):
