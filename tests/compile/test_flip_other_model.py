@@ -8,6 +8,8 @@ import pytest
 
 import tracegrad
 
+from .test_interrupt_donated_state import _step     # the same training step
+
 
 def _setup(lib):
     def net():
@@ -18,13 +20,7 @@ def _setup(lib):
         return m, lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
 
     def make_step(m, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = ((m(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-        return lib.compile(step, backend="aot_eager")
+        return lib.compile(_step(m, opt), backend="aot_eager")
     (a, a_opt), (b, b_opt) = net(), net()
     x = lib.tensor(np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3))
     y = lib.tensor(np.array([[1.0], [0.0], [-1.0]], dtype=np.float32))
