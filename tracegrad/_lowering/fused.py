@@ -26,7 +26,7 @@ from .._tensor.meta import is_meta
 from .._tensor.tensor import Tensor
 from .._ops.xla_options import compiler_options_for
 from .._x64 import x64_enter, x64_exit
-from . import hyper
+from . import hyper, interrupt
 from .program import Program
 
 # counters for tests and benchmarks: programs traced (each runs the Python update once) and
@@ -89,18 +89,22 @@ def run_inplace(key, fn, tensors, numbers, donate=()):
     if entry is _NOT_FUSABLE:
         return None
     arrays.extend(np.float64(n) for n in numbers)
-    prev = x64_enter()
+    held = interrupt.hold()     # NOTE [interrupts and donated state] (interrupt.py)
     try:
-        # ``arrays`` is the only reference to the inputs besides their storages: a buffer also
-        # held elsewhere (a clone that kept the array object) is not donated (Program)
-        new, state_end = entry.program(arrays)
+        prev = x64_enter()
+        try:
+            # ``arrays`` is the only reference to the inputs besides their storages: a buffer
+            # also held elsewhere (a clone that kept the array object) is not donated (Program)
+            new, state_end = entry.program(arrays)
+        finally:
+            x64_exit(prev)
+        for i, bump in zip(entry.written, entry.bumps):
+            t = tensors[i]
+            t._write(state_end[i])
+            t._vc[0] += bump
     finally:
-        x64_exit(prev)
+        interrupt.release(held)
     STATS["calls"] += 1
-    for i, bump in zip(entry.written, entry.bumps):
-        t = tensors[i]
-        t._write(state_end[i])
-        t._vc[0] += bump
     made = []
     for value, version in zip(new, entry.new_versions):
         t = Tensor._make(value)

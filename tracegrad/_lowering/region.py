@@ -47,7 +47,7 @@ from .._tensor.tensor import Tensor, chain_is_contiguous, strides_of
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
-from . import guard_code, hyper
+from . import guard_code, hyper, interrupt
 from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
 from .warned import KeptBackward, code_of
 from .deferred import Deferred, DeferredItem, check_kept
@@ -823,12 +823,17 @@ class Region:
     def _rg_flips_hold(self) -> bool:
         """NOTE [requires_grad flips between calls] (``_state``): every tensor whose flag flipped
         since this region last looked is one its program reads, and has the flag it was traced
-        with now (a GAN's discriminator, frozen for the other step and unfrozen for this one)."""
+        with now (a GAN's discriminator, frozen for the other step and unfrozen for this one).
+        A tensor on none of this program's storages is another program's: freezing a layer of
+        the next model in a notebook does not send every compiled step back to tracing (a
+        ``requires_grad`` this function's Python reads is a flag guard of its own)."""
         since, mine = self.rg_epoch, self.rg_readers
         for ref, epoch in list(_state.RG_FLIPS.values()):
             if epoch > since:
                 t = ref()
                 if t is None:          # gone: nothing reads it (its storage: the orphan guard)
+                    continue
+                if id(t) not in mine and id(t._st) not in self._held:
                     continue
                 entry = mine.get(id(t))
                 if entry is None or entry[0]() is not t or t._rg != entry[1]:
@@ -964,7 +969,15 @@ class Region:
     def run(self, arg_leaves, donate=True, call=None):
         """One run of the program on this call's argument leaves; ``call`` (the call's
         ``(args, kwargs)``) puts the caller's own argument containers into the lists it grows
-        (``fill_arg_boxes``)."""
+        (``fill_arg_boxes``). A Ctrl-C meanwhile raises after the write-back (NOTE [interrupts
+        and donated state] in interrupt.py)."""
+        held = interrupt.hold()
+        try:
+            return self._run(arg_leaves, donate, call)
+        finally:
+            interrupt.release(held)
+
+    def _run(self, arg_leaves, donate, call):
         prev = x64_enter()
         try:
             flat = self.read_inputs(arg_leaves)
