@@ -5,6 +5,7 @@ The counterpart is looked up by name at collection time (``getattr`` on tracegra
 to tracegrad later is picked up without touching this file."""
 from __future__ import annotations
 
+import dataclasses
 import dis
 import types
 
@@ -186,6 +187,13 @@ class Carrier:
             if tg is None:
                 raise Unsupported(f"argument {x!r}")
             return tg
+        if dataclasses.is_dataclass(x) and not isinstance(x, type) and type(x).__module__.startswith("torch"):
+            # a torch options object (nn.LinearCrossEntropyOptions): tracegrad's own class of the
+            # same name, with the fields carried over, as a tracegrad user would build it
+            cls = _counterpart(type(x))
+            if cls is None:
+                raise Unsupported(f"argument of type {type(x).__name__}")
+            return cls(**{f.name: self(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init})
         if isinstance(x, (list, tuple)):
             out = [self(v) for v in x]
             return type(x)(out) if type(x) in (list, tuple) else tuple(out)

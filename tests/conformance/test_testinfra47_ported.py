@@ -20,7 +20,8 @@ registered inside the step, a Node pre-hook, a saved-tensors hook, bool() of a t
 
 test_post_accumulate_grad_hook_ordering runs here as written (its earlier "port" in
 test_autograd_ported.py is a different program): it found that tracegrad's AccumulateGrad copied the
-incoming gradient where torch keeps it (``TestFixesTI47``, NOTE [stolen gradient]).
+incoming gradient where torch keeps it (``TestFixesTI47``, NOTE [stolen gradient]): left as strict
+xfails, the steal tried from Python reference counts being unreliable (NOTE [stolen gradient]).
 
 Then the few ``TestAutograd`` tests no port took by name that run on the CPU:
 test_gc_in_destructor, test_naughty_anomaly_access (an expectedFailure in torch: the port checks
@@ -200,6 +201,10 @@ def test_post_accumulate_grad_hook_ordering():
     _check(_ordering_program(read_grad_outputs=False))
 
 
+_NO_STEAL = "NOTE [stolen gradient] (tracegrad/autograd/_graph_impl.py): tracegrad always gives .grad its own storage, so an in-place write to .grad by a post-accumulate-grad hook does not show in the AccumulateGrad post-hooks' grad_outputs as torch's stolen gradient does"
+
+
+@pytest.mark.xfail(strict=True, reason=_NO_STEAL)
 def test_post_accumulate_grad_hook_ordering_grad_outputs_alias_grad():
     # TestAutograd.test_post_accumulate_grad_hook_ordering as written: ((1 - 2) / 5 + 0.5) * 10
     _check(_ordering_program(read_grad_outputs=True))
@@ -1817,9 +1822,12 @@ class TestFixesTI47:
     AccumulateGrad keeps the incoming gradient itself when nothing else holds it, and a copy
     otherwise. tracegrad always made a new storage, so test_post_accumulate_grad_hook_ordering
     as written (the AccumulateGrad post-hook reads grad_outputs[0] after a post-accumulate-grad
-    hook wrote .grad in place) gave -0.47 where torch gives 4.53. These check both sides."""
+    hook wrote .grad in place) gave -0.47 where torch gives 4.53. These check both sides; the
+    alias side is a strict xfail for tracegrad (the steal was dropped: NOTE [stolen gradient])."""
 
-    def test_post_hook_grad_outputs_alias_grad(self, T):
+    def test_post_hook_grad_outputs_alias_grad(self, T, request):
+        if T is tracegrad:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=_NO_STEAL))
         t = T.tensor([1.0, 2.0], requires_grad=True)
         seen = []
         acc = t.view_as(t).grad_fn.next_functions[0][0]
@@ -1872,7 +1880,9 @@ class TestFixesTI47:
         assert kept[0].tolist() == [4.0, 4.0, 4.0]
         assert x.grad.tolist() == [8.0, 8.0, 8.0]
 
-    def test_fresh_gradient_a_hook_returns_is_kept(self, T):
+    def test_fresh_gradient_a_hook_returns_is_kept(self, T, request):
+        if T is tracegrad:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=_NO_STEAL))
         # the hook's new tensor is what .grad becomes (nothing else holds it)
         x = T.ones(2, requires_grad=True)
         seen = []
@@ -1913,7 +1923,7 @@ class TestFixesTI47:
         assert a.grad.tolist() == [2.0, 2.0]
 
     def test_second_backward_accumulates_in_place(self, T):
-        # the stolen .grad is accumulated in place by the next backward (the same tensor)
+        # .grad is accumulated in place by the next backward (the same tensor)
         x = T.ones(2, requires_grad=True)
         (x * 2).sum().backward()
         first = x.grad

@@ -461,19 +461,10 @@ class AccumulateGrad(Node):
     def _accumulate(var, g, create_graph):
         try:
             if var._grad is None:
-                # NOTE [stolen gradient]: torch's AccumulateGrad stores the incoming gradient itself
-                # (an alias: same storage and version counter) when nothing else holds it, so a
-                # post-accumulate-grad hook's in-place write to .grad shows in the AccumulateGrad
-                # post-hooks' grad_outputs; otherwise a fresh storage, so that a later in-place
-                # accumulation never writes into a tensor the caller, a hook or another leaf still
-                # holds (torch clones in that case).
+                # a fresh storage: a later in-place accumulation must not write into a tensor the
+                # caller, a hook or another leaf still holds (NOTE [stolen gradient])
                 # (with create_graph, torch's copy into a new tensor: its node is CopyBackwards)
-                if create_graph:
-                    new = g.new_empty(g.shape)
-                elif _stealable(g, var) and sys.getrefcount(g) <= _STEAL_REFS and sys.getrefcount(g._st) <= 2:
-                    new = g.detach()
-                else:
-                    new = Tensor._make(g._value)
+                new = g.new_empty(g.shape) if create_graph else Tensor._make(g._value)
                 if var._chain:   # a strided leaf: torch's AccumulateGrad gives .grad its strides
                     grad_like_param(new, var)
                 var._grad = new.copy_(g) if create_graph else new
@@ -493,25 +484,15 @@ class AccumulateGrad(Node):
             var._grad = type(e.tensor)._accumulate_grad(var._grad, g)
 
 
-# NOTE [stolen gradient]: the references a gradient has when it reaches
-# AccumulateGrad._accumulate and nothing outside the engine holds it: the node's input list,
-# apply's and _accumulate's locals, getrefcount's argument (the engine drops its own loop
-# variables before it runs a node). One more means a hook kept it, the caller passed it as
-# grad_output, another node's input holds it too, or autograd.grad / backward(inputs=) captured
-# it: then .grad gets its own storage. So does a gradient whose storage another tensor shares
-# (a backward returning ``grad.detach()`` while the same gradient flows on to another leaf: two
-# stolen aliases of one storage would make an in-place write to one .grad change the other;
-# the storage's references are then more than the gradient's slot and getrefcount's argument).
-# tests/conformance/test_testinfra47_ported.py checks both sides against torch (TestFixesTI47).
-_STEAL_REFS = 4
-
-
-def _stealable(g, var):
-    """Whether ``g`` may become ``var.grad`` without a copy: a plain, non-view tensor (the engine
-    already cast it to the leaf's grad dtype), outside a traced region (a compiled step keeps
-    .grad in its own storage)."""
-    return (type(g) is Tensor and not g._chain and g._base is None and not var._chain
-            and _state.CAPTURE[0] is None)
+# NOTE [stolen gradient]: torch's AccumulateGrad stores the incoming gradient itself as .grad
+# (no copy) when its TensorImpl's use count says nothing else holds it, so a
+# post-accumulate-grad hook's in-place write to .grad shows in the AccumulateGrad post-hooks'
+# grad_outputs. tracegrad always gives .grad its own storage. Telling "nothing else holds it" from
+# Python reference counts was tried (2026-12-06) and dropped: the counts depend on what else the
+# process does (the steal stopped happening in a full test run, never alone), and a miscount
+# means two tensors silently sharing memory (two leaves given detached aliases of one gradient
+# shared one .grad). A copy is always a correct value; only that hook-visibility case differs
+# (strict xfails in tests/conformance/test_testinfra47_ported.py).
 
 
 def accumulate_node(t):

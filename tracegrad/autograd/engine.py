@@ -613,9 +613,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
             # through torch._C._current_autograd_node) see None grad_outputs: torch hands the
             # node its inputs without a copy unless post-hooks existed before it ran
             had_post = bool(node._post_hooks)
-            # NOTE [stolen gradient] (_graph_impl.py): the engine keeps no other reference to the
-            # gradients it hands the node, so AccumulateGrad can tell when nothing else holds one
-            g = outs = r = None
             # a node whose gradients are all undefined still runs when it is a custom Function's
             # (torch's engine calls every ready node: a PyNode materializes zeros for its backward,
             # or hands it None under set_materialize_grads(False)); an op's node would only pass
