@@ -405,3 +405,66 @@ def test_function_differentiated_twice_stays_eager_with_reason():
             got.append(_arr(m.weight.grad))
         np.testing.assert_allclose(got[0], got[1], rtol=1e-4, atol=1e-5)    # a whole small program
     assert g.stats["graph_breaks"] and "create_graph" in g.stats["graph_breaks"][0][0], g.stats
+
+
+# ---- a backward returning None for an input that requires grad -----------------------------------
+def _gated(mod, how):
+    """A Function whose backward gives ``w`` (a Parameter) no gradient: eager leaves ``w.grad``
+    None unless another path reaches ``w``; the region's VJP would give zeros (NOTE [None from a
+    lowered backward])."""
+    class Gate(mod.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(w)
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            w, = ctx.saved_tensors
+            return g * w, None
+
+    lin = np_init(mod.nn.Linear(3, 4), mod)
+    w = mod.nn.Parameter(mod.tensor(np.linspace(0.5, 1.5, 4).astype("float32")))
+
+    def f(x):
+        h = lin(x)
+        if how == "direct":
+            return Gate.apply(h, w).tanh()
+        if how == "through_op":          # w * 2 gets no gradient either: w.grad stays None
+            return Gate.apply(h, w * 2).tanh()
+        if how == "other_path":          # w reached along another path: its gradient is that path's
+            return Gate.apply(h, w).tanh() + w * h
+        if how == "two_results":         # the first result does not reach w, the second does
+            return Gate.apply(h, w), h * w
+        raise AssertionError(how)
+    return f, lin, w
+
+
+@pytest.mark.parametrize("how,which", [("direct", 0), ("through_op", 0), ("other_path", 0),
+                                       ("two_results", 0), ("two_results", 1), ("two_results", 2)])
+def test_backward_returning_none_leaves_grad_none_and_optimizer_skips(how, which):
+    runs = []
+    for mod, compiled in ((torch, False), (tracegrad, False), (tracegrad, True)):
+        f, lin, w = _gated(mod, how)
+        g = tracegrad.compile(f) if compiled else f
+        opt = mod.optim.AdamW(list(lin.parameters()) + [w], lr=0.1, weight_decay=0.5)
+        rec = []
+        for i in range(3):
+            opt.zero_grad(set_to_none=True)
+            out = g(data(mod, i, 5, 3))
+            outs = out if isinstance(out, tuple) else (out,)
+            losses = [(o * data(mod, 10 + i, 5, 4)).sum() for o in outs]
+            mod.autograd.backward(losses if which == 2 else [losses[which]])
+            rec.append((None if w.grad is None else _arr(w.grad), _arr(lin.weight.grad)))
+            opt.step()
+        rec.append((_arr(w), _arr(lin.weight)))
+        runs.append(rec)
+        if compiled:
+            assert not g.stats["graph_breaks"] and g.stats["traces"] >= 1, g.stats
+    ref = runs[0]
+    for got in runs[1:]:
+        for (gw, gl), (rw, rl) in zip(got, ref):
+            assert (gw is None) == (rw is None), (how, which, gw, rw)
+            if rw is not None:
+                np.testing.assert_allclose(gw, rw, rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(gl, rl, rtol=RTOL, atol=ATOL)

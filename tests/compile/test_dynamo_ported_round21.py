@@ -1572,12 +1572,6 @@ def test_backward_returns_none_for_tensor_input_values():
     compare(lambda T, wrap: _none_for_y_run(T, wrap, False))
 
 
-@pytest.mark.xfail(strict=True, reason="a custom Function's backward returning None for an input "
-                   "that requires grad gives it zeros through the compiled region's backward "
-                   "(y.grad == zeros, torch leaves it None): the region's reach "
-                   "(region._leaves_reached) follows the traced graph's edges, and the None is "
-                   "only known when the custom_vjp's bwd runs (custom_function.py: returned as a "
-                   "zero cotangent)")
 def test_backward_returns_none_for_tensor_input():
     # test_autograd_function.py::AutogradFunctionTests::test_backward_returns_none_for_tensor_input
     compare(lambda T, wrap: _none_for_y_run(T, wrap, True))

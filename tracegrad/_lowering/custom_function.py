@@ -289,6 +289,8 @@ def run(cls, ctx, args, kwargs, forward):
                 out.append(None)
             else:
                 out.append(g._value.astype(dt))
+        # NOTE [None from a lowered backward]: JAX makes these zeros; the region's node must not
+        meta["none_in"] = frozenset(k for k, g in enumerate(got) if g is None)
         return tuple(out)
 
     fn.defvjp(fwd, bwd, symbolic_zeros=True)
@@ -298,6 +300,7 @@ def run(cls, ctx, args, kwargs, forward):
         live.clear()
     output = _adopt(ctx, last, args, results)
     last.clear()
+    ctx._lowered_meta = meta     # NOTE [None from a lowered backward]: read by ``CutReach.of``
     # the metadata ``Function.apply`` gives its node, for the ctx bwd makes
     nondiff = {id(t) for t in getattr(ctx, "non_differentiable", ())}
     meta["needs"] = ctx.needs_input_grad
@@ -351,3 +354,73 @@ def _adopt(ctx, last, args, results):
             v = tuple(mapping.get(("out", id(x)), remap(x)) for x in v)
         setattr(ctx, k, remap(v))
     return tuple(new) if isinstance(out, tuple) else new[0]
+
+
+# NOTE [None from a lowered backward]
+# A Function's backward may return None for an input that requires grad (torch leaves that
+# input's ``.grad`` None: the engine hands its AccumulateGrad no gradient). In a region
+# differentiated outside (``tracegrad.compile(f)``, ``backward()`` after it), the backward is
+# JAX's VJP of the whole region, and JAX turns the None into a zero cotangent: the region's node
+# would give the leaf zeros, and an optimizer then decays and steps a parameter eager skips.
+# Which inputs get None is known only once bwd is traced (with the region's backward program),
+# so the region keeps a numbered copy of its traced graph (no tensors, no nodes: ints and the
+# Functions' ``meta``) and ``CutReach.resolve`` walks it after that trace with the edges cut
+# whose backward gave None. A leaf still reached along another path keeps its gradient.
+class CutReach:
+    """Per differentiable result of a region, the positions of the VJP's inputs its traced
+    graph reaches, with a lowered Function's input edges cut where its backward returned None
+    (NOTE [None from a lowered backward]). ``resolve()`` gives the tuple of frozensets
+    ``_result_reach`` gives, refined once every such backward was traced."""
+
+    __slots__ = ("_adj", "_ends", "_cuts", "_roots", "_base", "_resolved")
+
+    def __init__(self, adj, ends, cuts, roots, base):
+        self._adj, self._ends, self._cuts, self._roots, self._base = adj, ends, cuts, roots, base
+        self._resolved = None
+
+    @classmethod
+    def of(cls, results, pos, base):
+        """A ``CutReach`` over the traced graphs of ``results`` (``pos``: id of an input's leaf
+        tensor -> its position), or None when no lowered Function is in them (``base`` holds)."""
+        index, adj, ends, cuts, stack = {}, [], {}, {}, []
+
+        def number(n):
+            i = index.get(id(n))
+            if i is None:
+                i = index[id(n)] = len(adj)
+                adj.append(())
+                stack.append((n, i))
+            return i
+        roots = [None if t.grad_fn is None else number(t.grad_fn) for t in results]
+        while stack:
+            n, i = stack.pop()
+            v = getattr(n, "variable", None)
+            if v is not None and id(v) in pos:
+                ends[i] = pos[id(v)]
+            meta = n.__dict__.get("_lowered_meta") if hasattr(n, "__dict__") else None
+            if meta is not None:
+                cuts[i] = meta
+            adj[i] = tuple((number(e[0]), k) for k, e in enumerate(n.next_functions) if e[0] is not None)
+        return cls(adj, ends, cuts, roots, base) if cuts else None
+
+    def resolve(self):
+        if self._resolved is not None:
+            return self._resolved
+        if any("none_in" not in m for m in self._cuts.values()):
+            return self._base         # a backward not traced yet: the graph's own reach
+        out = []
+        for r in self._roots:
+            seen, got, todo = set(), set(), [] if r is None else [r]
+            while todo:
+                i = todo.pop()
+                if i in seen:
+                    continue
+                seen.add(i)
+                if i in self._ends:
+                    got.add(self._ends[i])
+                cut = self._cuts.get(i)
+                todo.extend(j for j, k in self._adj[i] if cut is None or k not in cut["none_in"])
+            out.append(frozenset(got))
+        self._resolved = tuple(out)
+        self._adj = self._ends = self._cuts = None    # resolved for good: the graph copy can go
+        return self._resolved

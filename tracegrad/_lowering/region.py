@@ -2582,7 +2582,9 @@ def _result_reach(r_leaves, recipe, ends):
     bound to Python places) count as reaching every input."""
     pos = {id(t): k for k, t in enumerate(ends)}
     diff = [t for t, (kind, v) in zip(r_leaves, recipe.leaves) if kind == "new" and v[1] == "diff"]
-    return tuple(frozenset(pos[i] for i in _leaves_reached([t]) if i in pos) for t in diff)
+    base = tuple(frozenset(pos[i] for i in _leaves_reached([t]) if i in pos) for t in diff)
+    # NOTE [None from a lowered backward] (custom_function.py): known after the backward's trace
+    return _custom_function.CutReach.of(diff, pos, base) or base
 
 
 def _through(results):

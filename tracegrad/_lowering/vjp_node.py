@@ -74,12 +74,15 @@ class CompiledFunctionBackward(Node):
         finally:
             x64_exit(prev)
         out = [Tensor._make(g) for g in reversed([*d_state, *d_data])]   # the edges' order
-        if self._reach:
+        reach = self._reach
+        if reach.__class__ is not tuple:    # a CutReach: after the trace that ran bwd above
+            reach = reach.resolve()
+        if reach:
             # an input no result with a gradient reaches gets none (eager's .grad stays None),
-            # not the VJP's zeros; the node's outputs past ``_reach`` reach every input
+            # not the VJP's zeros; the node's outputs past ``reach`` reach every input
             live = [j for j, g in enumerate(grads) if g is not None]
             n = len(out)
-            out = [None if all(j < len(self._reach) and n - 1 - m not in self._reach[j] for j in live) else t
+            out = [None if all(j < len(reach) and n - 1 - m not in reach[j] for j in live) else t
                    for m, t in enumerate(out)]
         if create_graph:
             # as torch's compiled backward: the gradients exist and require grad, and a
