@@ -275,9 +275,7 @@ class CompiledFunction:
         return False
 
     def _dynamic_sizes_apart(self, a, b, leaf) -> bool:
-        # a tensor argument's key part: (kind, shape, dtype, requires_grad, identity or flags)
-        if not (type(a) is tuple and type(b) is tuple and len(a) == 5 == len(b) and type(a[1]) is tuple
-                and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0] and a[2:] == b[2:]):
+        if not _sizes_apart(a, b):
             return False
         d = getattr(leaf, "__dict__", {})
         dynamic = d.get("_dynamo_dynamic_indices", set()) | d.get("_dynamo_weak_dynamic_indices", set())
@@ -300,7 +298,7 @@ class CompiledFunction:
     def _trace(self, key, args, kwargs, leaves, treedef, kinds, sized=False):
         COUNTERS["frames"]["total"] += 1
         _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
-        plan = self._plans.get(key) or Plan()
+        plan = self._plans.get(key) or self._plan_of_other_sizes(key) or Plan()
         plan.containers = self._containers
         plan.defer_items = True      # NOTE [deferred item] (fullgraph too: torch 2.13 returns the number)
         for _ in range(6):
@@ -338,6 +336,26 @@ class CompiledFunction:
         if result is ValueCheckFailed:
             return self._check_failed(args, kwargs, reason)
         return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
+
+    # NOTE [plans of other sizes]: a trace starts from what earlier traces of this key found
+    # (the outside state to lift, whether results stay differentiable); a key never traced
+    # started from nothing, so each new batch size traced the function two or three times (the
+    # state found, then ``vjp``) before the trace that builds the program. A key that differs from
+    # a traced one only in its tensors' sizes (the last short batch, another sequence length)
+    # starts from a copy of that one's plan instead. A storage the new trace does not read is an
+    # input it leaves alone (no write, no version bump); a plan missing something still grows.
+    # ``vjp`` changes what the trace does (a backward inside it, checkpoints), so one copied, or
+    # guessed when the first trace of a key grows its plan and returns tensors with history, is
+    # checked at the end of the trace (``Plan.vjp_guess``): a trace that found no differentiable
+    # result drops it and traces again, as the key's own discovery would have gone. A forward
+    # compiled alone now traces twice for its first size and once for each later one (was 3 and
+    # 3), a training step twice and once (was 2 and 2).
+    def _plan_of_other_sizes(self, key):
+        for other in reversed(self._plans):
+            if other[0] == key[0] and other[2:] == key[2:] and len(other[1]) == len(key[1]) and all(
+                    _same_part(a, b) or _sizes_apart(a, b) for a, b in zip(key[1], other[1])):
+                return self._plans[other].copy()
+        return None
 
     def _check_failed(self, args, kwargs, reason=None):
         """A value check failed in the program (NOTE [value checks at run time] in
@@ -495,6 +513,13 @@ def _same_part(a, b) -> bool:
         return bool(a == b)
     except Exception:    # noqa: BLE001 -- a user class's __eq__
         return False
+
+
+def _sizes_apart(a, b) -> bool:
+    """Whether two tensor arguments' key parts -- (kind, shape, dtype, requires_grad, identity or
+    flags) -- differ at most in their shapes' sizes (same rank)."""
+    return (type(a) is tuple and type(b) is tuple and len(a) == 5 == len(b) and type(a[1]) is tuple
+            and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0] and a[2:] == b[2:])
 
 
 def _part_object(part):

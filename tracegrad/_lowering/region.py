@@ -81,9 +81,19 @@ class Plan:
         self.generators = []
         self.optimizers = []
         self.vjp = False          # outputs stay differentiable: trace under jax.vjp
+        self.vjp_guess = False    # ``vjp`` set before a trace found it needed (NOTE [plans of other sizes])
         self.defer_items = False  # NOTE [deferred item] (the compiled function sets it)
         self.containers = frozenset()   # the compiled function's data-container classes (NOTE
         # [data container arguments])
+
+    def copy(self) -> "Plan":
+        """A plan with this one's outside state (and ``vjp``): the start of a trace for a call
+        that differs from this plan's only in its tensors' sizes (NOTE [plans of other sizes])."""
+        p = Plan()
+        p.storages, p.owners = dict(self.storages), dict(self.owners)
+        p.generators, p.optimizers = list(self.generators), list(self.optimizers)
+        p.vjp = p.vjp_guess = self.vjp
+        return p
 
     def absorb(self, cap: Capture) -> bool:
         grown = False
@@ -113,6 +123,12 @@ class Plan:
                 self.optimizers.append(o)
                 grown = True
         return grown
+
+
+def _has_history(result) -> bool:
+    """Whether a tensor among ``result``'s leaves has a grad_fn (its result will likely stay
+    differentiable: a guess, NOTE [plans of other sizes])."""
+    return any(isinstance(t, Tensor) and t._gf is not None for t in _flatten(result)[0])
 
 
 def _made_in_trace(cap: Capture, opt) -> bool:
@@ -1706,6 +1722,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "one instead of a new one per call (make it outside the compiled function)",
                                  where=after)
             if plan.absorb(cap):
+                if not plan.vjp and not cap.backward_ran and _has_history(result):
+                    # the next trace would find differentiable results and trace again for
+                    # them: guessed now, checked below (NOTE [plans of other sizes])
+                    plan.vjp = plan.vjp_guess = True
                 raise Retrace()
             kept, boxes = {}, {}
             _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
@@ -1853,10 +1873,15 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 info["data_follows"].append((n, weakref.ref(t)))
             diff_out = _views_of_rebound(recipe, rebound_views, by_escape, res_arrays, diff_out,
                                          {k for k, _ in info["saved"][1]}, after)
-            if not plan.vjp and not cap.backward_ran \
-                    and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
+            kept_graph = not cap.backward_ran and any(r.requires_grad and r.kept_graph for r in info["rebinds"])
+            if not plan.vjp and kept_graph:
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
                 raise Retrace()
+            if plan.vjp_guess:        # NOTE [plans of other sizes]: a guess this trace did not need
+                plan.vjp_guess = False            # is traced again without it
+                if not (diff_out or kept_graph):
+                    plan.vjp = False
+                    raise Retrace()
             for i, w in wrappers:
                 if w() is not None and id(w()) in cap.data_sets:
                     # (the record of the move holds the stand-in: named here, not as a kept reference)
