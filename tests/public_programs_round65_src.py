@@ -1,0 +1,765 @@
+"""Sources of the round-65 public programs (tests/api/test_public_programs_round65.py and
+tests/compile/test_public_patterns_round65.py), executed with ``torch`` bound to torch or
+tracegrad by ``program(T, SRC)``. Kept as in their repositories apart from the ``import`` lines
+(the names are given as globals) and the changes noted in place; see the test files for the
+repositories, paths, commits and licenses."""
+import types
+
+import public_programs_round64_src as _r64
+
+
+def program(T, src, **extra):
+    """Execute a program source with round 64's globals (``torch``, ``nn``, ``F``, ``optim``,
+    ``np``, ``math``, ``Tensor``, ``Variable``, ``clip_grad_norm_``, ``DataLoader``, ...) plus
+    the names these programs import (``Categorical``; ``dist`` for ``torch.distributions``)."""
+    names = {"Categorical": T.distributions.Categorical, "dist": T.distributions}
+    return _r64.program(T, src, **{**names, **extra})
+
+
+def module(T, src, **extra):
+    """A program source run as a module object (``import model.network as Net``)."""
+    return types.SimpleNamespace(**{k: v for k, v in vars(program(T, src, **extra)).items()
+                                    if not k.startswith("__")})
+
+
+# markkwang/MDN (no license file) src/mdn.py at a83a907, but for its imports
+MDN = r'''
+class MDN(nn.Module):
+
+    def __init__(self, input_dim, output_dim, k):
+        super(MDN, self).__init__()
+        self.input_dim = input_dim
+        self.output_dim = output_dim
+        self.k = k
+
+        self.pi = nn.Sequential(
+            nn.Linear(input_dim, k),
+            nn.Softmax(dim=1)
+        )
+
+        self.sigma = nn.Linear(input_dim, k * output_dim)
+        self.mu = nn.Linear(input_dim, k * output_dim)
+
+    def forward(self, x):
+        pi = self.pi(x)
+        sigma: Tensor = torch.exp(self.sigma(x)).view(-1, self.k, self.output_dim)
+        mu: Tensor = self.mu(x).view(-1, self.k, self.output_dim)
+
+        return pi, sigma, mu
+'''
+
+# markkwang/MDN src/loss.py at a83a907, but for its imports
+MDN_LOSS = r'''
+def mdn_loss(pi, sigma, mu, target) -> Tensor:
+
+    expanded_target: Tensor = target.unsqueeze(1).expand_as(mu) # (batch_size, k, output_dim)
+
+    gaussian_likelihood: Tensor = (1.0 / math.sqrt(2 * math.pi)) * torch.exp(-0.5 * ((expanded_target - mu) / sigma) ** 2) / sigma
+
+    # for each c, calc the likelihood on the entire target
+    component_likelihood: Tensor = torch.prod(gaussian_likelihood, dim=2)  # (batch_size x k)
+
+    likelihood = torch.sum(pi * component_likelihood, dim=1) + 1e-8 # to avoid 0
+    negative_log_likelihood = -torch.log(likelihood)
+
+    return torch.mean(negative_log_likelihood)
+'''
+
+# markkwang/MDN src/utils.py at a83a907, but for its imports
+MDN_UTILS = r'''
+def sample_from_mdn(pi, sigma, mu) -> Tensor:
+    
+    batch_size, num_components, output_dim = sigma.shape
+
+    # Sample component index for each batch item
+    component_indices = Categorical(pi).sample()  # (batch_size,)
+
+    # Gather the selected component's mu and sigma
+    mu_selected = mu[torch.arange(batch_size), component_indices]         # (batch_size, output_dim)
+    sigma_selected = sigma[torch.arange(batch_size), component_indices]   # (batch_size, output_dim)
+
+    # Sample from standard normal
+    eps = torch.randn_like(sigma_selected)  # (batch_size, output_dim)
+    samples = mu_selected + sigma_selected * eps  # (batch_size, output_dim)
+
+    return samples
+'''
+
+# markkwang/MDN src/data.py at a83a907: its split helper and the parabola data (the other
+# generators need sklearn's make_moons/StandardScaler); ``train_test_split`` is a global
+MDN_DATA = r'''
+def to_tensor_split(X, y, test_size=0.2):
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size)
+    return (
+        torch.tensor(X_train, dtype=torch.float32),
+        torch.tensor(X_test, dtype=torch.float32),
+        torch.tensor(y_train, dtype=torch.float32),
+        torch.tensor(y_test, dtype=torch.float32)
+    )
+
+def generate_parabola_data(n=2000, low=-2, high=2):
+    x = np.random.uniform(low, high, size=(n, 1))
+    y = np.array([[xi[0] ** 2 if np.random.rand() < 0.5 else -xi[0] ** 2] for xi in x])
+    return to_tensor_split(x, y)
+'''
+
+# markkwang/MDN src/train_2d.py at a83a907 up to its evaluation (the plotting after it needs
+# matplotlib): the hyper-parameters, the data switch and ``epochs`` are globals the test sets
+# (it has ``epochs = 2000`` and ``generate_moons_like_data()``)
+MDN_TRAIN = r'''
+# Model
+model = nn.Sequential(
+    nn.Linear(input_dim, hidden_dim),
+    nn.ReLU(),
+    MDN(hidden_dim, output_dim, k=2)
+)
+optimizer = optim.Adam(model.parameters(), lr=lr)
+
+# Training loop
+print("Training...")
+for epoch in range(epochs):
+    model.train()
+    model.zero_grad()
+    pi, sigma, mu = model(x_train)
+    loss = mdn_loss(pi, sigma, mu, y_train)
+    loss.backward()
+    optimizer.step()
+
+    if epoch % 500 == 0:
+        print(f"Epoch {epoch} - Loss: {loss.item():.4f}")
+print("Training completed.")
+
+# Evaluation
+model.eval()
+with torch.no_grad():
+    pi_test, sigma_test, mu_test = model(x_test)
+    y_sample = sample_from_mdn(pi_test, sigma_test, mu_test).numpy()
+'''
+
+# betray12138/Basic-RL-Algorithms (no license file) model/network.py at 540c85a, but for its
+# imports (``dist`` is ``torch.distributions``)
+RL_NETWORK = r'''
+class Policy(nn.Module):
+    def __init__(self, obs_dim: int, action_dim: int, max_action: float, layer_size: int, hidden_size: int, is_continuous) -> None:
+        super(Policy, self).__init__()
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        self.layer_size = layer_size
+        self.hidden_size = hidden_size
+        self.max_action = max_action
+        self.is_continuous = is_continuous  
+        self.policy = nn.Sequential(
+            nn.Linear(self.obs_dim, self.hidden_size)
+        )
+        self.net_block = nn.Sequential(
+            nn.ReLU(),
+            nn.Linear(hidden_size, hidden_size)
+        )
+        for _ in range(self.layer_size - 1):
+            self.policy.extend(self.net_block)
+        
+        self.mean = nn.Linear(hidden_size, self.action_dim)
+        if self.is_continuous:
+            self.log_var = nn.Parameter(torch.zeros(1, action_dim), requires_grad=True)
+        
+        
+    def forward(self, state: torch.FloatTensor) -> (torch.Tensor, torch.Tensor):
+        # state is tensor 
+        # the dimension is batch_size * state_dim
+        policy_output = self.policy(state)
+        mean = self.mean(policy_output)
+        if self.is_continuous:
+            action_mean = torch.tanh(mean) * self.max_action
+            prob_dist = dist.Normal(action_mean, self.log_var.expand_as(mean).exp().sqrt())
+            return action_mean, prob_dist
+        else:
+            action_mean = F.softmax(mean, dim = 1)
+            prob_dist = dist.Categorical(action_mean)  
+            return action_mean, prob_dist
+        
+        
+        
+class QValue(nn.Module):
+    def __init__(self, obs_dim: int, action_dim: int, layer_size: int, hidden_size: int):
+        super(QValue, self).__init__()
+        self.input_dim = obs_dim + action_dim
+        self.out_dim = 1
+        self.layer_size = layer_size
+        self.hidden_size = hidden_size
+        self.net_block = nn.Sequential(
+            nn.ReLU(),
+            nn.Linear(hidden_size, hidden_size)
+        )
+        self.qf = nn.Sequential(
+            nn.Linear(self.input_dim, self.hidden_size)
+        )
+        for _ in range(self.layer_size - 1):
+            self.qf.extend(self.net_block)
+        self.qf.append(nn.Linear(hidden_size, 1))
+        
+    def forward(self, state: torch.FloatTensor, action: torch.FloatTensor) -> torch.Tensor:
+        input = torch.cat((state, action), dim=-1)
+        return self.qf(input)
+    
+    
+class VValue(nn.Module):
+    def __init__(self, obs_dim: int, layer_size: int, hidden_size: int):
+        super(VValue, self).__init__()
+        self.input_dim = obs_dim
+        self.out_dim = 1
+        self.layer_size = layer_size
+        self.hidden_size = hidden_size
+        self.net_block = nn.Sequential(
+            nn.ReLU(),
+            nn.Linear(hidden_size, hidden_size)
+        )
+        self.vf = nn.Sequential(
+            nn.Linear(self.input_dim, self.hidden_size)
+        )
+        for _ in range(self.layer_size - 1):
+            self.vf.extend(self.net_block)
+        self.vf.append(nn.Linear(hidden_size, 1))
+        
+    def forward(self, state: torch.FloatTensor) -> torch.Tensor:
+        return self.vf(state)
+'''
+
+# betray12138/Basic-RL-Algorithms replay/replay.py at 12677dd, its ``ReplayBuffer`` (the
+# prioritized ``PER`` after it needs util/segment_tree.py, which these programs do not use)
+RL_REPLAY = r'''
+class ReplayBuffer(object):
+    def __init__(self, state_dim: int, action_dim: int, max_size: int):
+        self.max_size = max_size
+        self.state_dim = state_dim
+        self.action_dim = action_dim
+        self.clear()
+
+    def store(self, s: np.ndarray, a: np.ndarray, r: np.ndarray, s_: np.ndarray, dw: np.ndarray):
+        self.state[self.count] = s.flatten()
+        self.action[self.count] = a.flatten()
+        self.reward[self.count] = r.flatten()
+        self.next_state[self.count] = s_.flatten()
+        self.terminal[self.count] = dw.flatten()
+        self.count = (self.count + 1) % self.max_size  
+        self.size = min(self.size + 1, self.max_size)  
+        
+    def sample_with_index_to_tensor(self, index: np.ndarray, device: str):
+        batch_s = torch.FloatTensor(self.state[index]).to(device)
+        batch_a = torch.FloatTensor(self.action[index]).to(device)
+        batch_r = torch.FloatTensor(self.reward[index]).to(device)
+        batch_s_ = torch.FloatTensor(self.next_state[index]).to(device)
+        batch_dw = torch.FloatTensor(self.terminal[index]).to(device)
+        return batch_s, batch_a, batch_r, batch_s_, batch_dw
+
+    def sample_to_tensor(self, batch_size: int, device: str):
+        index = np.random.choice(self.size, size=batch_size)  # Randomly sampling
+        return self.__sample_with_index_to_tensor(index, device)
+    
+    def sample_all_to_tensor(self, device: str):
+        index = np.array([i for i in range(self.size)])
+        batch_s = torch.FloatTensor(self.state[index]).to(device)
+        batch_a = torch.FloatTensor(self.action[index]).to(device)
+        batch_r = torch.FloatTensor(self.reward[index]).to(device)
+        batch_s_ = torch.FloatTensor(self.next_state[index]).to(device)
+        batch_dw = torch.FloatTensor(self.terminal[index]).to(device)
+
+        return batch_s, batch_a, batch_r, batch_s_, batch_dw
+    
+    def clear(self):
+        self.count = 0
+        self.size = 0
+        self.state = np.zeros((self.max_size, self.state_dim))
+        self.action = np.zeros((self.max_size, self.action_dim))
+        self.reward = np.zeros((self.max_size, 1))
+        self.next_state = np.zeros((self.max_size, self.state_dim))
+        self.terminal = np.zeros((self.max_size, 1))
+'''
+
+# betray12138/Basic-RL-Algorithms algo/a2c_discrete.py at 4844ace, but for its imports (``Net``
+# is the network module above; ``SummaryWriter``, ``RewardScaling``, ``Normalization`` and
+# ``ReplayBuffer`` are globals); its comments in Chinese are kept
+A2C_DISCRETE = r'''
+class A2C_Discrete(object):
+    def __init__(self, device: str, state_dim: int, action_dim: int,
+                 gamma: float, lr_policy: float, lr_critic: float,
+                 layer_size: int, hidden_size: int, max_grad_norm: float, 
+                 max_replay_size: int, rewardScaling: RewardScaling = None, stateNorm: Normalization = None) -> None:
+        super(A2C_Discrete, self).__init__()
+        self.state_dim = state_dim
+        self.action_dim = action_dim
+        self.gamma = gamma
+        self.lr_policy = lr_policy
+        self.lr_critic = lr_critic
+        self.layer_size = layer_size
+        self.hidden_size = hidden_size
+        self.device = device
+        self.max_grad_norm = max_grad_norm
+        self.rewardScaling = rewardScaling
+        self.stateNorm = stateNorm
+        self.replay = ReplayBuffer(state_dim, 1, max_replay_size)   # 离散空间动作被reshape成1
+        
+        self.actor = Net.Policy(obs_dim=state_dim,
+                                action_dim=action_dim,
+                                max_action = None,
+                                layer_size=layer_size,
+                                hidden_size=hidden_size,
+                                is_continuous=False).to(device)
+        
+        self.critic = Net.VValue(obs_dim=state_dim,
+                                 layer_size=layer_size,
+                                 hidden_size=hidden_size).to(device)
+        
+        self.actor_optimizer = optim.Adam(self.actor.parameters(), lr=self.lr_policy)
+        self.critic_optimizer = optim.Adam(self.critic.parameters(), lr=self.lr_critic)
+    
+    def __train(self):
+        self.actor.train()
+        self.critic.train()
+    
+    def __eval(self):
+        self.actor.eval()
+        self.critic.eval()
+        
+    def update(self):
+        state, action, reward, next_state, terminal = self.replay.sample_all_to_tensor(self.device)
+        self.__train()
+        
+        # compute necessary value
+        v_s = self.critic(state)
+        
+        with torch.no_grad():
+            v_s_ = self.critic(next_state)
+            td_target = reward + self.gamma * v_s_ * (1 - terminal)
+        
+        # 更新actor 计算actor损失 
+        # actor_loss = - advantage * \log \pi(a|s)
+        # actor_loss = - (r + \gamma V(s') - V(s)) * \log \pi(a|s)
+        _, actor_dist = self.actor(state)
+        log_prob = actor_dist.log_prob(action)
+        actor_loss = - ((td_target - v_s).detach() * log_prob).mean()    # .detach()用于分离梯度
+        self.actor_optimizer.zero_grad()
+        actor_loss.backward()
+        clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
+        
+        self.actor_optimizer.step()
+        
+        # 更新critic 计算critic损失
+        critic_loss = ((td_target - v_s) ** 2).mean()
+        self.critic_optimizer.zero_grad()
+        critic_loss.backward()
+        clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
+
+        self.critic_optimizer.step()
+        
+    
+    def select_action(self, state: np.ndarray, is_evaluation=False) -> (np.ndarray, torch.FloatTensor):
+        # 返回action 和 log_prob
+        # 此处log_prob需要保持梯度，否则无法回传
+        with torch.no_grad():
+            state = torch.FloatTensor(state).to(self.device).reshape(-1, self.state_dim)
+            mean, action_dist = self.actor(state)
+            action = action_dist.sample()
+            if is_evaluation:
+                return np.array([np.argmax(mean.detach().cpu().numpy())])
+            return action.cpu().numpy()
+    
+    def evaluation(self, env, writter: SummaryWriter, steps=None):
+        self.__eval()
+        episode_reward = 0
+        state = env.reset() # 此时state是numpy
+        if self.stateNorm is not None:
+            state = self.stateNorm.get_and_upate(state)
+        done = False
+        truncated = False
+        while not done and not truncated:
+            action = self.select_action(state, True)
+            next_state, reward, done, truncated = env.step(action)
+            if self.stateNorm is not None:
+                next_state = self.stateNorm.get_and_upate(next_state.flatten())
+            episode_reward += reward
+            state = next_state.flatten()
+        if steps:
+            writter.add_scalar("evaluation/return", episode_reward, steps)
+        return episode_reward
+    
+    def save_model(self, path: str, steps: int):
+        # 此处path传入目录 以 /结尾
+        torch.save(self.actor.state_dict(), path + "actor_" + str(steps) + ".pth")
+        torch.save(self.critic.state_dict(), path + "critic_" + str(steps) + ".pth")
+        
+            
+    def train(self, env, env_test, writter: SummaryWriter, max_train_steps: int, 
+              save_interval: int, log_interval: int, saving_path: str):
+        cur_step = 0
+        train_episodes = 0
+        while cur_step < max_train_steps:
+            train_episodes += 1
+            state = env.reset()
+            if self.stateNorm is not None:
+                state = self.stateNorm.get_and_upate(state)
+            done = False
+            truncated = False
+            episode_reward = 0
+            if self.rewardScaling:
+                self.rewardScaling.reset()
+            while not done and not truncated:
+                cur_step += 1
+                action = self.select_action(state)
+                next_state, reward, done, truncated = env.step(action)
+                if self.stateNorm is not None:
+                    next_state = self.stateNorm.get_and_upate(next_state.flatten())
+                episode_reward += reward
+                if self.rewardScaling:
+                    reward = self.rewardScaling.get_and_update(reward)
+                self.replay.store(s=state,
+                                  a=action,
+                                  r=np.array([reward]),
+                                  s_=next_state,
+                                  dw=np.array([done]))
+                state = next_state.flatten()
+                self.update()
+                self.replay.clear()
+            print("Episode: " + str(train_episodes) + " training return: " + str(episode_reward))
+            writter.add_scalar("training/return", episode_reward, cur_step)
+            
+            if train_episodes % log_interval == 0:
+                self.evaluation(env_test, writter, cur_step)
+            
+            if train_episodes % save_interval == 0:
+                self.save_model(saving_path, cur_step)
+'''
+
+# betray12138/Basic-RL-Algorithms algo/a2c_continuous.py at 4844ace, but for its imports (as above)
+A2C_CONTINUOUS = r'''
+class A2C_Continuous(object):
+    def __init__(self, device: str, state_dim: int, action_dim: int, max_action: float,
+                 gamma: float, lr_policy: float, lr_critic: float,
+                 layer_size: int, hidden_size: int, max_grad_norm: float, 
+                 max_replay_size: int) -> None:
+        super(A2C_Continuous, self).__init__()
+        self.state_dim = state_dim
+        self.action_dim = action_dim
+        self.max_action = max_action
+        self.gamma = gamma
+        self.lr_policy = lr_policy
+        self.lr_critic = lr_critic
+        self.layer_size = layer_size
+        self.hidden_size = hidden_size
+        self.device = device
+        self.max_grad_norm = max_grad_norm
+        self.replay = ReplayBuffer(state_dim, action_dim, max_replay_size)
+        
+        self.actor = Net.Policy(obs_dim=state_dim,
+                                action_dim=action_dim,
+                                max_action = max_action,
+                                layer_size=layer_size,
+                                hidden_size=hidden_size,
+                                is_continuous=True).to(device)
+        
+        self.critic = Net.VValue(obs_dim=state_dim,
+                                 layer_size=layer_size,
+                                 hidden_size=hidden_size).to(device)
+        
+        self.actor_optimizer = optim.Adam(self.actor.parameters(), lr=self.lr_policy)
+        self.critic_optimizer = optim.Adam(self.critic.parameters(), lr=self.lr_critic)
+    
+    def __train(self):
+        self.actor.train()
+        self.critic.train()
+    
+    def __eval(self):
+        self.actor.eval()
+        self.critic.eval()
+        
+    def update(self):
+        state, action, reward, next_state, terminal = self.replay.sample_all_to_tensor(self.device)
+        self.__train()
+        
+        # compute necessary value
+        v_s = self.critic(state)
+        
+        with torch.no_grad():
+            v_s_ = self.critic(next_state)
+            td_target = reward + self.gamma * v_s_ * (1 - terminal)
+        
+        # update the actor
+        # actor_loss = - advantage * \log \pi(a|s)
+        # actor_loss = - (r + \gamma V(s') - V(s)) * \log \pi(a|s)
+        _, actor_dist = self.actor(state)
+        log_prob = actor_dist.log_prob(action)
+        actor_loss = - ((td_target - v_s).detach() * log_prob).mean()    # .detach() used to cancel the gradient
+        self.actor_optimizer.zero_grad()
+        actor_loss.backward()
+        clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
+        
+        self.actor_optimizer.step()
+        
+        # update the critic
+        critic_loss = ((td_target - v_s) ** 2).mean()
+        self.critic_optimizer.zero_grad()
+        critic_loss.backward()
+        clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
+
+        self.critic_optimizer.step()
+        
+    
+    def select_action(self, state: np.ndarray, is_evaluation=False) -> (np.ndarray, torch.FloatTensor):
+        with torch.no_grad():
+            state = torch.FloatTensor(state).to(self.device).reshape(-1, self.state_dim)
+            _, action_dist = self.actor(state)
+            action = action_dist.sample()
+            action = torch.clamp(action, -self.max_action, self.max_action)
+            if is_evaluation:
+                return action_dist.mean.detach().cpu().numpy()
+            return action.cpu().numpy()
+    
+    def evaluation(self, env, writter: SummaryWriter, steps=None):
+        self.__eval()
+        episode_reward = 0
+        state = env.reset()
+        done = False
+        truncated = False
+        while not done and not truncated:
+            action = self.select_action(state, True)
+            next_state, reward, done, truncated = env.step(action)
+            episode_reward += reward
+            state = next_state.flatten()
+        if steps:
+            writter.add_scalar("evaluation/return", episode_reward, steps)
+        return episode_reward
+    
+    def save_model(self, path: str, steps: int):
+        # path denotes the directory location end with /
+        torch.save(self.actor.state_dict(), path + "actor_" + str(steps) + ".pth")
+        torch.save(self.critic.state_dict(), path + "critic_" + str(steps) + ".pth")
+        
+            
+    def train(self, env, env_test, writter: SummaryWriter, max_train_steps: int, 
+              save_interval: int, log_interval: int, saving_path: str):
+        cur_step = 0
+        train_episodes = 0
+        while cur_step < max_train_steps:
+            train_episodes += 1
+            state = env.reset()
+            done = False
+            truncated = False
+            episode_reward = 0
+            while not done and not truncated:
+                cur_step += 1
+                action = self.select_action(state)
+                next_state, reward, done, truncated = env.step(action)
+                episode_reward += reward
+                self.replay.store(s=state,
+                                  a=action,
+                                  r=np.array([reward]),
+                                  s_=next_state,
+                                  dw=np.array([done]))
+                state = next_state.flatten()
+                self.update()
+                self.replay.clear()
+            print("Episode: " + str(train_episodes) + " training return: " + str(episode_reward))
+            writter.add_scalar("training/return", episode_reward, cur_step)
+            
+            if train_episodes % log_interval == 0:
+                self.evaluation(env_test, writter, cur_step)
+            
+            if train_episodes % save_interval == 0:
+                self.save_model(saving_path, cur_step)
+'''
+
+# sair-lab/LGL (BSD-3-Clause, the notice in its scripts) models/sage.py at d5fbf74, but for its
+# imports and the quotes of ``SAGE``'s docstring (this source is a ''' string): GraphSAGE on
+# per-node neighbour lists, and its lifelong variant with a memory
+SAGE_LGL = r'''
+class SAGE(nn.Module):
+    """
+    GraphSAGE: Inductive Representation Learning on Large Graphs, NIPS 2017
+    https://arxiv.org/pdf/1706.02216.pdf
+    """
+    def __init__(self, feat_len, num_class, hidden=[128,128], dropout=[0,0], aggr='gcn', k=1):
+        super().__init__()
+        aggrs = {'pool':PoolAggregator, 'mean':MeanAggregator, 'gcn':GCNAggregator}
+        Aggregator = aggrs[aggr]
+        self.tran1 = Aggregator(feat_len, hidden[0])
+        self.acvt1 = nn.Sequential(nn.BatchNorm1d(1), nn.ReLU())
+        self.tran2 = Aggregator(hidden[0], hidden[1])
+        self.acvt2 = nn.Sequential(nn.BatchNorm1d(1), nn.ReLU())
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(hidden[1], num_class))
+
+    def forward(self, x, neighbor):
+        ## the neighbor should be (N,n,c,f)
+        x, neighbor = self.tran1(x, neighbor)
+        x, neighbor = self.acvt1(x), [self.acvt1(n) for n in neighbor]
+        x, neighbor = self.tran2(x, neighbor)
+        return self.classifier(self.acvt2(x))
+
+
+class GCNAggregator(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.tran = nn.Linear(in_features, out_features, False)
+    
+    def forward(self, x, neighbor):
+        f = torch.cat([n.mean(dim=0, keepdim=True) for n in neighbor])
+        x = self.tran(x+f)
+        neighbor = [self.tran(n) for n in neighbor]
+        return x, neighbor
+
+
+class MeanAggregator(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.tranx = nn.Linear(in_features, out_features, False)
+        self.trann = nn.Linear(in_features, out_features, False)
+
+    def forward(self, x, neighbor):
+        f = torch.cat([n.mean(dim=0, keepdim=True) for n in neighbor])
+        x = self.tranx(x) + self.trann(f)
+        neighbor = [self.tranx(n) for n in neighbor]
+        return x, neighbor
+
+
+class PoolAggregator(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.tran = nn.Linear(in_features, out_features, True)
+
+    def forward(self, x, neighbor):
+        f = [self.tran(torch.cat([x[i:i+1], n])) for i, n in enumerate(neighbor)]
+        x = torch.cat([x.max(dim=0, keepdim=True)[0] for x in f])
+        neighbor = [self.tran(n).max(dim=0, keepdim=True)[0] for n in neighbor]
+        return x, neighbor
+
+
+class LifelongSAGE(SAGE):
+    def __init__(self, args, feat_len, num_class, k=1):
+        super().__init__(feat_len, num_class)
+        self.args = args
+        self.register_buffer('adj', torch.zeros(1, feat_len, feat_len))
+        self.register_buffer('inputs', torch.Tensor(0, 1, feat_len))
+        self.register_buffer('targets', torch.LongTensor(0))
+        self.neighbor = []
+        self.sample_viewed = 0
+        self.memory_order = torch.LongTensor()
+        self.memory_size = self.args.memory_size
+        self.criterion = nn.CrossEntropyLoss()
+        exec('self.optimizer = torch.optim.%s(self.parameters(), lr=%f)'%(args.optm, args.lr))
+
+    def observe(self, inputs, targets, neighbor, reply=True):
+        self.train()
+        for i in range(self.args.iteration):
+            self.optimizer.zero_grad()
+            outputs = self.forward(inputs, neighbor)
+            loss = self.criterion(outputs, targets)
+            loss.backward()
+            self.optimizer.step()
+
+        self.sample(inputs, targets, neighbor)
+        if reply:
+            L = torch.randperm(self.inputs.size(0))
+            minibatches = [L[n:n+self.args.batch_size] for n in range(0, len(L), self.args.batch_size)]
+            for index in minibatches:
+                self.optimizer.zero_grad()
+                inputs, targets, neighbor = self.inputs[index], self.targets[index], [self.neighbor[i] for i in index.tolist()]
+                outputs = self.forward(inputs, neighbor)
+                loss = self.criterion(outputs, targets)
+                loss.backward()
+                self.optimizer.step()
+
+    @torch.no_grad()
+    def uniform_sample(self, inputs, targets, neighbor):
+        self.inputs = torch.cat((self.inputs, inputs), dim=0)
+        self.targets = torch.cat((self.targets, targets), dim=0)
+        self.neighbor += neighbor
+
+        if self.inputs.size(0) > self.args.memory_size:
+            idx = torch.randperm(self.inputs.size(0))[:self.args.memory_size]
+            self.inputs, self.targets = self.inputs[idx], self.targets[idx]
+            self.neighbor = [self.neighbor[i] for i in idx.tolist()]
+
+    @torch.no_grad()
+    def sample(self, inputs, targets, neighbor):
+        self.sample_viewed += inputs.size(0)
+        self.memory_order += inputs.size(0)# increase the order 
+
+        self.targets = torch.cat((self.targets, targets), dim=0)
+        self.inputs = torch.cat((self.inputs,inputs), dim = 0)
+        self.memory_order = torch.cat((self.memory_order, torch.LongTensor(list(range(inputs.size()[0]-1,-1,-1)))), dim = 0)# for debug
+        self.neighbor += neighbor
+
+        node_len = int(self.inputs.size(0))
+        ext_memory = node_len - self.memory_size
+        if ext_memory > 0:
+            mask = torch.zeros(node_len,dtype = bool) # mask inputs order targets and neighbor
+            reserve = self.memory_size # reserved memrory to be stored
+            seg = np.append(np.arange(0,self.sample_viewed,self.sample_viewed/ext_memory),self.sample_viewed)
+            for i in range(len(seg)-2,-1,-1):
+                left = self.memory_order.ge(np.ceil(seg[i]))*self.memory_order.lt(np.floor(seg[i+1]))
+                leftindex = left.nonzero()
+                if leftindex.size()[0] > reserve/(i+1): # the quote is not enough, need to be reduced
+                    leftindex = leftindex[torch.randperm(leftindex.size()[0])[:int(reserve/(i+1))]] # reserve the quote
+                    mask[leftindex] = True
+                else:
+                    mask[leftindex] = True # the quote is enough
+                reserve -= leftindex.size()[0] # deducte the quote
+            self.inputs = self.inputs[mask]
+            self.targets = self.targets[mask]
+            self.memory_order = self.memory_order[mask]
+            self.neighbor = [self.neighbor[i] for i in mask.nonzero()]
+'''
+
+# sair-lab/LGL non_lifelong.py at 0c96b61: ``performance`` and ``train`` (its ``__main__`` block
+# loads Cora through DGL); ``args``, ``tqdm`` and ``copy`` are globals
+LGL_TRAIN = r'''
+def performance(loader, net, device):
+    net.eval()
+    correct, total = 0, 0
+    with torch.no_grad():
+        for batch_idx, (inputs, targets, neighbor) in enumerate(tqdm.tqdm(loader)):
+            if torch.cuda.is_available():
+                inputs, targets = inputs.to(device), targets.to(device)
+                if not args.k:
+                    neighbor = [element.to(device) for element in neighbor]
+                else:
+                    neighbor = [[element.to(device) for element in item]for item in neighbor]
+
+            outputs = net(inputs, neighbor)
+            _, predicted = torch.max(outputs.data, 1)
+            total += targets.size(0)
+            correct += predicted.eq(targets.data).cpu().sum().item()
+        acc = correct/total
+    return acc
+
+def train(loader, net, criterion, optimizer, device):
+    net.train()
+    train_loss, correct, total = 0, 0, 0
+    for batch_idx, (inputs, targets, neighbor) in enumerate(tqdm.tqdm(loader)):
+        inputs, targets = inputs.to(device), targets.to(device)
+        if not args.k:
+            neighbor = [element.to(device) for element in neighbor]
+        else:
+            neighbor = [[element.to(device) for element in item]for item in neighbor]
+
+        optimizer.zero_grad()
+        outputs = net(inputs, neighbor)
+
+        loss = criterion(outputs, targets)
+        loss.backward()
+        optimizer.step()
+
+        train_loss += loss.item()
+        _, predicted = torch.max(outputs.data, 1)
+        total += targets.size(0)
+        correct += predicted.eq(targets.data).cpu().sum().item()
+
+    return (train_loss/(batch_idx+1), correct/total)
+'''
+
+# sair-lab/LGL datasets/continuum.py at 1c35b9c: the ``collate_fn`` of its loaders
+LGL_COLLATE = r'''
+def graph_collate(batch):
+    feature = torch.stack([item[0] for item in batch], dim=0)
+    labels = torch.stack([item[1] for item in batch], dim=0)
+    neighbor = [item[2] for item in batch]
+    return [feature, labels, neighbor]
+'''
