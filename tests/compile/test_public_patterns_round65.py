@@ -1,0 +1,232 @@
+"""Compile patterns of the sixty-fifth round of public programs
+(tests/api/test_public_programs_round65.py; sources in tests/public_programs_round65_src.py): each
+program's training step run by torch eagerly, tracegrad eagerly and ``tracegrad.compile`` on the
+same initial state:
+
+- markkwang/MDN: ``train_2d.py``'s loop body (``model.zero_grad()``, the hand-written mixture
+  likelihood, Adam): one trace after the eager first call.
+- betray12138/Basic-RL-Algorithms: ``A2C_*.update`` itself compiled (it reads the NumPy replay
+  buffer, ``torch.FloatTensor(ndarray)``, builds ``Categorical``/``Normal``, steps two Adams
+  with ``clip_grad_norm_``). With the distributions' ``validate_args`` on (torch's default) it
+  runs eagerly with a warning that says how to compile it; with it off, repeated updates on one
+  batch are one trace. A buffer refilled between calls holds new NumPy values, constants of
+  each program: a trace per call up to ``cache_size_limit``, then eager calls with a warning.
+  Until round 65 that warning blamed "the global '__defaults__'" (two methods' defaults,
+  ``select_action``'s and ``evaluation``'s, compared with each other by their shared name) and
+  never named the arrays; it now names the ReplayBuffer's arrays (NOTE [repeated names in the
+  scalar signature], _lowering/guards.py).
+- sair-lab/LGL: ``non_lifelong.train``'s step over ragged neighbour lists for the GCN and
+  max-pool aggregators: one trace; another batch (other neighbour counts) another trace.
+  ``LifelongSAGE.observe`` (a Python counter on the module, ``nonzero`` masks, ``randperm``)
+  runs eagerly with a warning naming its line, equal to eager.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+import tracegrad._dynamo as tdynamo
+from public_programs_helpers import arrays as _arr, compiled_parity, state as _state
+
+torch = pytest.importorskip("torch")
+
+import api.test_public_programs_round65 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
+from public_programs_round65_src import LGL_COLLATE, SAGE_LGL, program  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # graph breaks
+        yield
+
+
+@pytest.fixture
+def no_validation():
+    """``Distribution.set_default_validate_args(False)`` in both libraries while the test runs."""
+    for T in (torch, tracegrad):
+        T.distributions.Distribution.set_default_validate_args(False)
+    yield
+    for T in (torch, tracegrad):
+        T.distributions.Distribution.set_default_validate_args(True)
+
+
+def _parity(runner, ref_tol=2e-5, comp_tol=1e-5):
+    return compiled_parity(torch, tracegrad, runner, ref_tol, comp_tol)
+
+
+def _caught(fn):
+    """``fn()``'s result and the tracegrad.compile warnings it gave."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [str(m.message) for m in w if "tracegrad.compile" in str(m.message)]
+
+
+# ---------------------------------------------------------------- MDN
+
+def _mdn(T, compiled):
+    x_train, _, y_train, _ = _api.parabola(T)
+    nn, ns = _api.mdn_program(T)
+    model = nn.Sequential(nn.Linear(1, 5), nn.ReLU(), ns.MDN(5, 1, k=2))
+    optimizer = T.optim.Adam(model.parameters(), lr=0.01)
+
+    def step(x, y):                     # train_2d.py's loop body
+        model.train()
+        model.zero_grad()
+        pi, sigma, mu = model(x)
+        loss = ns.mdn_loss(pi, sigma, mu, y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    f = T.compile(step) if compiled else step
+    return _arr(*[f(x_train, y_train) for _ in range(4)]) + _state(model), f
+
+
+def test_mdn_step_compiled():
+    stats = _parity(_mdn)
+    assert stats["traces"] == 1 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
+
+
+# ---------------------------------------------------------------- A2C
+
+def _store(a, rs, i, continuous):
+    act = [rs.uniform(-1, 1)] if continuous else [float(i % 2)]
+    a.replay.store(rs.randn(2), np.array(act), np.array([rs.randn()]), rs.randn(2), np.array([i == 2]))
+
+
+def _a2c(continuous, refill, calls=4):
+    def run(T, compiled):
+        a = _api.agent(T, continuous)
+        f = T.compile(a.update) if compiled else a.update
+        rs, out = np.random.RandomState(5), []
+        _store(a, rs, 0, continuous)
+        for i in range(calls):
+            if refill:                  # train()'s clear() and store() between updates
+                a.replay.clear()
+                _store(a, rs, i, continuous)
+            f()
+            out += _state(a.actor) + _state(a.critic)
+        return out, f
+    return run
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+def test_a2c_update_compiled_on_one_batch(no_validation, continuous):
+    stats = _parity(_a2c(continuous, refill=False))
+    assert stats["traces"] == 1 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+def test_a2c_update_validating_runs_eagerly(continuous):
+    stats, msgs = _caught(lambda: _parity(_a2c(continuous, refill=False, calls=2)))
+    name = "Normal" if continuous else "Categorical"
+    assert stats["traces"] == 0 and stats["eager_calls"] == 2, stats
+    assert len(msgs) == 1 and f"{name}(validate_args=True)" in msgs[0] and "set_default_validate_args(False)" \
+        in msgs[0], msgs
+
+
+def test_a2c_update_refilled_buffer_names_the_arrays(no_validation):
+    old = tdynamo.config.cache_size_limit
+    tdynamo.config.cache_size_limit = 2
+    try:
+        stats, msgs = _caught(lambda: _parity(_a2c(False, refill=True, calls=4)))
+    finally:
+        tdynamo.config.cache_size_limit = old
+    # calls 2-3 traced (new values each), 4 eager past the limit
+    assert stats["traces"] == 2 and stats["eager_calls"] == 2, stats
+    assert len(msgs) == 1 and "cache_size_limit" in msgs[0], msgs
+    assert "the attribute 'state' of a ReplayBuffer (a NumPy array)" in msgs[0], msgs[0]
+    assert "__defaults__" not in msgs[0], msgs[0]
+
+
+def test_changed_values_pairs_repeated_names_by_position():
+    """Two helpers' defaults (both refs named ``__defaults__``) that did not change, and a NumPy
+    global that did: the cache-limit warning names the array, not the defaults."""
+    data = {"a": np.zeros(2)}
+
+    def helper_a(x, scale=2.0):
+        return x * scale
+
+    def helper_b(x, shift=None):
+        return x if shift is None else x + shift
+
+    def step(x):
+        return helper_b(helper_a(x)) + tracegrad.tensor(data["a"], dtype=tracegrad.float32)
+
+    f = tracegrad.compile(step)
+    old = tdynamo.config.cache_size_limit
+    tdynamo.config.cache_size_limit = 2
+    try:
+        def calls():
+            out = []
+            for i in range(5):
+                data["a"] = np.full(2, float(i))
+                out.append(f(tracegrad.ones(2)).tolist())
+            return out
+        out, msgs = _caught(calls)
+    finally:
+        tdynamo.config.cache_size_limit = old
+    assert out == [[2.0 + i] * 2 for i in range(5)]
+    assert len(msgs) == 1 and "the entry 'a' of a dict (a NumPy array)" in msgs[0], msgs
+    assert "__defaults__" not in msgs[0] and "defaults of" not in msgs[0], msgs[0]
+
+
+# ---------------------------------------------------------------- GraphSAGE (LGL)
+
+def _sage(aggr):
+    def run(T, compiled):
+        net = _api.init_uniform(T, program(T, SAGE_LGL).SAGE(3, 3, hidden=[4, 5], aggr=aggr), 1)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        criterion = T.nn.CrossEntropyLoss()
+        collate = program(T, LGL_COLLATE).graph_collate
+
+        def step(inputs, targets, neighbor):        # non_lifelong.train's loop body
+            opt.zero_grad()
+            outputs = net(inputs, neighbor)
+            loss = criterion(outputs, targets)
+            loss.backward()
+            opt.step()
+            return loss, outputs
+
+        f = T.compile(step) if compiled else step
+        items, out = _api.graph_items(T), []
+        for batch in (items[:2], items[:2], items[:2], items[2:4]):
+            out += _arr(*f(*collate(batch)))
+        return out + _state(net), f
+    return run
+
+
+@pytest.mark.parametrize("aggr", ["gcn", "pool"])      # (the API test runs "mean" too)
+def test_sage_step_compiled(aggr):
+    stats = _parity(_sage(aggr))
+    # the second batch's neighbour lists have other lengths: a second program
+    assert stats["traces"] == 2 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
+
+
+def _observe(T, compiled):
+    out, f = [], None
+
+    def run():
+        nonlocal f
+        args = _api.types.SimpleNamespace(memory_size=4, optm="SGD", lr=0.1, iteration=2, batch_size=2)
+        net = program(_api.draws(T, 3), SAGE_LGL).LifelongSAGE(args, 3, 3)
+        _api.init_uniform(T, net, 1, 0.1)
+        f = T.compile(net.observe) if compiled else net.observe
+        items, collate = _api.graph_items(T), program(T, LGL_COLLATE).graph_collate
+        for b in range(0, 7, 2):
+            f(*collate(items[b:b + 2]))
+            out.extend(_arr(net.inputs, net.targets, net.memory_order))
+        return out + _state(net)
+    res, msgs = _caught(run)
+    return (res, msgs), f
+
+
+def test_lifelong_observe_compiled_runs_eagerly():
+    (ref, _), _ = _observe(torch, False)
+    (got, msgs), f = _observe(tracegrad, True)
+    _api._compare(lambda T: ref if T is torch else got, tol=2e-5)
+    assert f.stats["traces"] == 0 and f.stats["eager_calls"] == 4, f.stats
+    assert len(msgs) == 1 and "setting attribute 'sample_viewed' of LifelongSAGE" in msgs[0], msgs
