@@ -20,6 +20,7 @@ same initial state:
   ``LifelongSAGE.observe`` (a Python counter on the module, ``nonzero`` masks, ``randperm``)
   runs eagerly with a warning naming its line, equal to eager.
 """
+import functools
 import warnings
 
 import numpy as np
@@ -35,11 +36,9 @@ import api.test_public_programs_round65 as _api  # noqa: E402  (the stand-ins an
 from public_programs_round65_src import LGL_COLLATE, SAGE_LGL, program  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # graph breaks
-        yield
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")     # graph breaks
+
+_parity = functools.partial(compiled_parity, torch, tracegrad)
 
 
 @pytest.fixture
@@ -50,10 +49,6 @@ def no_validation():
     yield
     for T in (torch, tracegrad):
         T.distributions.Distribution.set_default_validate_args(True)
-
-
-def _parity(runner, ref_tol=2e-5, comp_tol=1e-5):
-    return compiled_parity(torch, tracegrad, runner, ref_tol, comp_tol)
 
 
 def _caught(fn):
