@@ -763,3 +763,177 @@ def graph_collate(batch):
     neighbor = [item[2] for item in batch]
     return [feature, labels, neighbor]
 '''
+
+# todor-markov/deep-rl-algorithms (MIT) deeprl/models.py at ca636c0, but for its imports
+# (``partial``, ``np``, ``th`` for torch, ``distr`` for torch.distributions, ``nn`` and ``gym``
+# are globals)
+PPO_MODELS = r'''
+class BasicActorCritic(nn.Module):
+
+    def __init__(self, ac_space, pi_module, pi_emb_size,
+                 v_module=None, v_emb_size=None):
+        super(BasicActorCritic, self).__init__()
+        self.pi_module = pi_module
+        self.v_module = v_module if v_module is not None else pi_module
+
+        if isinstance(ac_space, gym.spaces.Box):
+            assert len(ac_space.shape) == 1
+            n_acs = ac_space.shape[0]
+            distr_scale = nn.Parameter(0.5 * th.ones(ac_space.shape[0]))
+            self.ac_distr_params = nn.ParameterDict({'scale': distr_scale})
+            self.ac_distr = partial(distr.normal.Normal, scale=distr_scale)
+        elif isinstance(ac_space, gym.spaces.Discrete):
+            n_acs = ac_space.n
+            self.ac_distr = partial(distr.categorical.Categorical, None)
+
+        self.pi_head = nn.Linear(pi_emb_size, n_acs)
+        v_emb_size = v_emb_size or pi_emb_size
+        self.v_head = nn.Linear(v_emb_size, 1)
+
+    def forward(self, obs):
+        obs = obs if type(obs) == th.Tensor else th.tensor(obs).float()
+        pi_emb = self.pi_module(obs)
+        action_distribution = self.ac_distr(self.pi_head(pi_emb))
+        v_emb = self.v_module(obs)
+        vpred = self.v_head(v_emb)
+
+        return action_distribution, vpred
+
+
+def mlp_model(env, layer_sizes=[64, 32]):
+    obs_dim = np.prod(env.observation_space.shape)
+
+    policy_layers = []
+    value_layers = []
+    for i, units in enumerate(layer_sizes):
+        if i == 0:
+            policy_layers.extend([nn.Flatten(), nn.Linear(obs_dim, units), nn.Tanh()])
+            value_layers.extend([nn.Flatten(), nn.Linear(obs_dim, units), nn.Tanh()])
+        else:
+            policy_layers.extend([nn.Linear(layer_sizes[i-1], units), nn.Tanh()])
+            value_layers.extend([nn.Linear(layer_sizes[i-1], units), nn.Tanh()])
+
+    policy_module = nn.Sequential(*policy_layers)
+    value_module = nn.Sequential(*value_layers)
+
+    return BasicActorCritic(env.action_space, pi_module=policy_module, pi_emb_size=layer_sizes[-1],
+                            v_module=value_module, v_emb_size=layer_sizes[-1])
+'''
+
+# todor-markov/deep-rl-algorithms deeprl/rollouts.py at ca636c0, but for its import (``th``)
+PPO_ROLLOUTS = r'''
+class RolloutGenerator(object):
+
+    def __init__(self, model, env, gamma=0.99, lam=0.95):
+        self.model = model
+        self.env = env
+        self.ob = env.reset()
+        self.gamma = gamma
+        self.lam = lam
+
+        ac_d, vpred = self.model.forward(self.ob)
+        ac = ac_d.sample()
+        ac_logp = ac_d.log_prob(ac).unsqueeze(-1)
+        self.reduce_acd_dims = [i for i in range(1, ac_logp.ndim)]
+
+    def generate_rollout(self, rollout_len, normalize_advantage=True):
+        obs = [self.ob]
+        rews = []
+        dones = []
+        acs = []
+        ac_logps = []
+        vpreds = []
+        epinfos = []
+
+        with th.no_grad():
+            for i in range(rollout_len):
+                ac_d, vpred = self.model.forward(self.ob)
+                ac = ac_d.sample()
+
+                # we do the below summation so that we get the total logprob of the action, rather than
+                # an array of the logprobs of subcomponents of the action
+                # E.g. if the action is to apply force to several motors, this will give us the overall log
+                # prob as opposed to an array of the log probs of the forces applied to each motor
+                ac_logp = ac_d.log_prob(ac).unsqueeze(-1).sum(dim=self.reduce_acd_dims)
+
+                self.ob, rew, done, infos = self.env.step(ac.numpy())
+
+                obs.append(self.ob)
+                rews.append(rew)
+                dones.append(done)
+                acs.append(ac)
+                ac_logps.append(ac_logp)
+                vpreds.append(vpred)
+                for info in infos:
+                    maybeepinfo = info.get('episode')
+                    if maybeepinfo:
+                        epinfos.append(maybeepinfo)
+
+            _, last_vpred = self.model.forward(self.ob)
+            vpreds.append(last_vpred)
+
+        obs = th.as_tensor(obs, dtype=th.float)
+        rews = th.as_tensor(rews, dtype=th.float)
+        dones = th.as_tensor(dones, dtype=th.float)
+        acs = th.stack(acs)
+        ac_logps = th.stack(ac_logps)
+        vpreds = th.stack(vpreds)
+        advs = compute_gae(rews, vpreds[:, :, 0], dones, self.gamma, self.lam)
+        vtargs = advs + vpreds[:-1, :, 0]
+
+        obs, rews, dones, acs, ac_logps, vpreds, advs, vtargs = map(
+            _sf01, (obs[:-1], rews, dones, acs, ac_logps, vpreds[:-1], advs, vtargs))
+
+        if normalize_advantage:
+            advs = (advs - advs.mean()) / advs.std()
+
+        return obs, rews, dones, acs, ac_logps, vpreds, advs, vtargs, epinfos
+
+
+def compute_gae(rews, vpreds, dones, gamma, lam):
+    advs = th.zeros(vpreds.shape)
+    for i in reversed(range(rews.shape[0])):
+        advs[i] = ((-vpreds[i] + rews[i] + gamma * (1 - dones[i]) * vpreds[i+1]) +
+                   gamma * lam * (1 - dones[i]) * advs[i+1])
+
+    return advs[:-1]
+
+
+def _sf01(tensor):
+    s = tensor.shape
+    return tensor.transpose(0, 1).reshape(s[0] * s[1], *s[2:])
+'''
+
+# todor-markov/deep-rl-algorithms deeprl/ppo.py at ca636c0, but for its import (``th``)
+PPO_CLIP = r'''
+def train_ppo_clip(model, optimizer, obs, acs, advs, vtargs, old_ac_logps,
+                   clip_eps=0.2, vfcoef=0.5, entcoef=0.01):
+
+    pd, vpreds = model.forward(obs)
+    ac_logps = pd.log_prob(acs).unsqueeze(-1)
+    entropy = pd.entropy().unsqueeze(-1)
+    reduce_acd_dims = [i for i in range(1, ac_logps.ndim)]
+    ac_logps = ac_logps.sum(dim=reduce_acd_dims)
+    entropy = entropy.sum(dim=reduce_acd_dims).mean()
+    approx_kl = (old_ac_logps - ac_logps).mean()
+
+    ac_logp_frac = th.exp(ac_logps - old_ac_logps)
+    clipped_ac_logp_frac = th.clamp(ac_logp_frac, 1 - clip_eps, 1 + clip_eps)
+
+    policy_loss = th.max(ac_logp_frac * -advs, clipped_ac_logp_frac * -advs).mean()
+    value_loss = vfcoef * ((vpreds[:, 0] - vtargs) ** 2).mean()
+    entropy_loss = -entropy * entcoef
+    loss = policy_loss + value_loss + entropy_loss
+
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+    train_info_dict = dict(loss_policy=policy_loss,
+                           loss_value=value_loss,
+                           loss_entropy=entropy_loss,
+                           entropy=entropy,
+                           kl_divergence=approx_kl)
+
+    return train_info_dict
+'''

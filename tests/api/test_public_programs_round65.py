@@ -34,6 +34,16 @@ test compares losses, printed logs, gradients and parameters after optimizer ste
   ``LongTensor()``, ``torch.zeros(n, dtype=bool)``, ``ge(np.ceil(..)) * lt(np.floor(..))``,
   ``nonzero()``, ``mask[leftindex] = True`` with a ``(k, 1)`` index, a Python list indexed by the
   one-element tensors of ``mask.nonzero()``).
+- todor-markov/deep-rl-algorithms (MIT), ``deeprl/models.py``, ``deeprl/rollouts.py`` and
+  ``deeprl/ppo.py`` at ca636c0 (PPO with the clipped objective): ``BasicActorCritic`` with
+  ``partial(distr.normal.Normal, scale=nn.Parameter)`` held in an ``nn.ParameterDict`` or
+  ``partial(distr.categorical.Categorical, None)`` (logits passed second, positionally),
+  ``th.tensor(obs).float()`` of NumPy observations; ``RolloutGenerator``: a vectorised rollout
+  under ``no_grad`` (``log_prob(...).unsqueeze(-1).sum(dim=[...])``), ``th.as_tensor`` of lists
+  of arrays, ``compute_gae``'s backwards loop of row writes into ``th.zeros``, ``_sf01``
+  (``transpose(0, 1).reshape``), advantages normalised by ``mean``/``std``;
+  ``train_ppo_clip``: the ratio ``exp``, ``th.clamp``, ``th.max`` of the negated surrogates,
+  entropy bonus, approximate KL; the minibatch/epoch loop with early stop of ``run.py``.
 Changes, the same on both sides: parameters from seeded NumPy streams (for MDN, whose script
 builds its model, an ``nn`` whose ``Linear`` draws them), the random draws (``sample()``,
 ``randn_like``, ``randperm``) taken from NumPy streams, synthetic data, tiny sizes.
@@ -51,8 +61,8 @@ import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
     same_error, same_logs, state as _state
 from public_programs_round65_src import (A2C_CONTINUOUS, A2C_DISCRETE, LGL_COLLATE, LGL_TRAIN, MDN, MDN_DATA,
-                                         MDN_LOSS, MDN_TRAIN, MDN_UTILS, RL_NETWORK, RL_REPLAY, SAGE_LGL, module,
-                                         program)
+                                         MDN_LOSS, MDN_TRAIN, MDN_UTILS, PPO_CLIP, PPO_MODELS, PPO_ROLLOUTS,
+                                         RL_NETWORK, RL_REPLAY, SAGE_LGL, module, program)
 
 torch = pytest.importorskip("torch")
 
@@ -343,4 +353,96 @@ def test_lifelong_sage_memory(uniform):
     (ref_facts, ref), (got_facts, got) = _lifelong(torch, uniform), _lifelong(tracegrad, uniform)
     assert ref_facts == got_facts, (ref_facts, got_facts)
     assert len(ref_facts[0][-1]) == 4       # the memory holds memory_size nodes
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+# ---------------------------------------------------------------- PPO (todor-markov)
+
+class Box:
+    """A stand-in for ``gym.spaces.Box`` (gym is not installed)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+class Discrete:
+    """A stand-in for ``gym.spaces.Discrete``."""
+
+    def __init__(self, n):
+        self.n = n
+
+
+gym = types.SimpleNamespace(spaces=types.SimpleNamespace(Box=Box, Discrete=Discrete))
+
+
+class VecWalk:
+    """``n`` walkers on a line as a vectorised env (baselines' ``SubprocVecEnv`` interface):
+    observations ``(x, t / 5)``, reward ``-|x|``, episodes of 5 steps (reset in place, with an
+    ``info['episode']``), actions a 1-d move or one of 3 (left, stay, right)."""
+
+    def __init__(self, n, continuous):
+        self.n, self.continuous = n, continuous
+        self.observation_space = Box((2,))
+        self.action_space = Box((1,)) if continuous else Discrete(3)
+
+    def reset(self):
+        self.x, self.t, self.ret = np.linspace(-1, 1, self.n), 0, np.zeros(self.n)
+        return self.obs()
+
+    def obs(self):
+        return np.stack([self.x, np.full(self.n, self.t / 5.0)], 1).astype(np.float32)
+
+    def step(self, ac):
+        ac = np.asarray(ac)
+        self.x = self.x + 0.3 * (ac[:, 0] if self.continuous else ac - 1.0)
+        self.t += 1
+        rew = -np.abs(self.x)
+        self.ret += rew
+        done = np.full(self.n, self.t >= 5)
+        infos = [{"episode": {"r": float(self.ret[i]), "l": self.t}} if done[i] else {} for i in range(self.n)]
+        if self.t >= 5:
+            self.reset()
+        return self.obs(), rew, done, infos
+
+
+def ppo_program(T, seed=0):
+    """models.py, rollouts.py and ppo.py with NumPy-drawn ``sample()`` (``distr``)."""
+    d = numpy_dists(T, seed)
+    distr = types.SimpleNamespace(normal=types.SimpleNamespace(Normal=d.Normal),
+                                  categorical=types.SimpleNamespace(Categorical=d.Categorical))
+    return program(T, PPO_MODELS + PPO_ROLLOUTS + PPO_CLIP, th=T, distr=distr, gym=gym,
+                   partial=functools.partial)
+
+
+def ppo_setup(T, continuous):
+    ns = ppo_program(T)
+    env = VecWalk(3, continuous)
+    model = init_uniform(T, ns.mlp_model(env, [5, 4]), 1, 0.5)
+    return ns, model, ns.RolloutGenerator(model, env, gamma=0.9, lam=0.8), T.optim.Adam(model.parameters(), lr=0.01)
+
+
+def _ppo(T, continuous):
+    ns, model, gen, opt = ppo_setup(T, continuous)
+    out, epinfos, mb = [], [], 6
+    for _ in range(2):                  # run.py's updates: 4 steps of 3 envs, 2 minibatches, 3 epochs
+        obs, rews, dones, acs, old, vpreds, advs, vtargs, infos = gen.generate_rollout(4)
+        epinfos += infos
+        out += _arr(obs, rews, dones, acs, old, vpreds, advs, vtargs)
+        for _ in range(3):
+            for i in range(2):
+                sl = slice(i * mb, (i + 1) * mb)
+                info = ns.train_ppo_clip(model, opt, obs[sl], acs[sl], advs[sl], vtargs[sl], old[sl], entcoef=0.01)
+            if info["kl_divergence"] > 0.075:
+                break
+        out += _arr(*info.values())
+    facts = [sorted(dict(model.named_parameters())), sorted(info), len(epinfos), gen.reduce_acd_dims]
+    return facts, out + _state(model)
+
+
+@pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy.ndarrays")
+@pytest.mark.parametrize("continuous", [False, True], ids=["categorical", "normal"])
+def test_ppo_rollouts_and_clipped_updates(continuous):
+    (ref_facts, ref), (got_facts, got) = _ppo(torch, continuous), _ppo(tracegrad, continuous)
+    assert ref_facts == got_facts, (ref_facts, got_facts)
+    assert ("ac_distr_params.scale" in ref_facts[0]) is continuous
     _compare(lambda T: ref if T is torch else got, tol=2e-5)

@@ -19,6 +19,11 @@ same initial state:
   max-pool aggregators: one trace; another batch (other neighbour counts) another trace.
   ``LifelongSAGE.observe`` (a Python counter on the module, ``nonzero`` masks, ``randperm``)
   runs eagerly with a warning naming its line, equal to eager.
+- todor-markov/deep-rl-algorithms: ``train_ppo_clip`` compiled (model and optimizer passed in,
+  a dict of five tensors returned), run over ``run.py``'s minibatches and epochs of two
+  rollouts made eagerly, for a Categorical (logits) and a Normal policy (its scale a parameter
+  in a ``ParameterDict``): one trace after the eager first call; the early-stop test on the
+  returned KL reads a tensor outside the compiled function.
 """
 import functools
 import warnings
@@ -225,3 +230,29 @@ def test_lifelong_observe_compiled_runs_eagerly():
     _api._compare(lambda T: ref if T is torch else got, tol=2e-5)
     assert f.stats["traces"] == 0 and f.stats["eager_calls"] == 4, f.stats
     assert len(msgs) == 1 and "setting attribute 'sample_viewed' of LifelongSAGE" in msgs[0], msgs
+
+
+# ---------------------------------------------------------------- PPO (todor-markov)
+
+def _ppo(continuous):
+    def run(T, compiled):
+        ns, model, gen, opt = _api.ppo_setup(T, continuous)
+        f = T.compile(ns.train_ppo_clip) if compiled else ns.train_ppo_clip
+        out = []
+        for _ in range(2):
+            obs, _, _, acs, old, _, advs, vtargs, _ = gen.generate_rollout(4)
+            for _ in range(2):
+                for i in range(2):
+                    sl = slice(i * 6, (i + 1) * 6)
+                    info = f(model, opt, obs[sl], acs[sl], advs[sl], vtargs[sl], old[sl], entcoef=0.01)
+                    out += _arr(*info.values())
+                if info["kl_divergence"] > 0.075:
+                    break
+        return out + _state(model), f
+    return run
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["categorical", "normal"])
+def test_ppo_clip_step_compiled(no_validation, continuous):
+    stats = _parity(_ppo(continuous))
+    assert stats["traces"] == 1 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
