@@ -44,6 +44,14 @@ test compares losses, printed logs, gradients and parameters after optimizer ste
   (``transpose(0, 1).reshape``), advantages normalised by ``mean``/``std``;
   ``train_ppo_clip``: the ratio ``exp``, ``th.clamp``, ``th.max`` of the negated surrogates,
   entropy bonus, approximate KL; the minibatch/epoch loop with early stop of ``run.py``.
+- kperkins411/Pytorch_combine_embeddings_and_continuous_variables (no license file),
+  ``multiple_inputs_embeddings_cats_oneatatime.py`` at 1bce1c1 (a categorical column's entity
+  embedding beside continuous inputs), run whole: ``torch.manual_seed``, days mapped through
+  ``list(set(days))``, ``embeddings(day).view((1, -1)).squeeze()`` concatenated with
+  ``torch.tensor(float).unsqueeze(0)`` inputs, ``clamp(min=0)``, ``MSELoss(size_average=False)``
+  (its deprecation warning) of a ``(1,)`` prediction against a 0-d target (the broadcast
+  warning), Adam one row at a time, ``total_loss = torch.Tensor([0])`` summed with
+  ``loss.item()`` and printed as ``str(tensor)``.
 Changes, the same on both sides: parameters from seeded NumPy streams (for MDN, whose script
 builds its model, an ``nn`` whose ``Linear`` draws them), the random draws (``sample()``,
 ``randn_like``, ``randperm``) taken from NumPy streams, synthetic data, tiny sizes.
@@ -53,6 +61,7 @@ import functools
 import io
 import os
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -62,7 +71,7 @@ from public_programs_helpers import arrays as _arr, compare, grads as _grads, in
     same_error, same_logs, state as _state
 from public_programs_round65_src import (A2C_CONTINUOUS, A2C_DISCRETE, LGL_COLLATE, LGL_TRAIN, MDN, MDN_DATA,
                                          MDN_LOSS, MDN_TRAIN, MDN_UTILS, PPO_CLIP, PPO_MODELS, PPO_ROLLOUTS,
-                                         RL_NETWORK, RL_REPLAY, SAGE_LGL, module, program)
+                                         RL_NETWORK, RL_REPLAY, SAGE_LGL, EMBED_ONE_AT_A_TIME, module, program)
 
 torch = pytest.importorskip("torch")
 
@@ -105,19 +114,37 @@ def split(X, y, test_size=0.2):
 
 
 def seeded_nn(T, seed):
-    """``T.nn`` but for a ``Linear`` whose ``reset_parameters`` draws from a seeded NumPy stream."""
+    """``T.nn`` but for a ``Linear`` and an ``Embedding`` whose ``reset_parameters`` draw from a
+    seeded NumPy stream (uniform in [-0.5, 0.5])."""
     rs = np.random.RandomState(seed)
+
+    def fill(m):
+        with T.no_grad():
+            for p in m.parameters(recurse=False):
+                p.copy_(T.tensor(rs.uniform(-0.5, 0.5, tuple(p.shape)).astype(np.float32)))
 
     class Linear(T.nn.Linear):
         def reset_parameters(self):
-            with T.no_grad():
-                for p in (self.weight, self.bias):
-                    if p is not None:
-                        p.copy_(T.tensor(rs.uniform(-0.5, 0.5, tuple(p.shape)).astype(np.float32)))
+            fill(self)
+
+    class Embedding(T.nn.Embedding):
+        def reset_parameters(self):
+            fill(self)
 
     ns = types.SimpleNamespace(**{k: getattr(T.nn, k) for k in dir(T.nn) if not k.startswith("_")})
-    ns.Linear = Linear
+    ns.Linear, ns.Embedding = Linear, Embedding
     return ns
+
+
+class seeded_torch:
+    """``T`` but for its ``nn`` (``seeded_nn``): a script that builds its model from
+    ``torch.nn`` gets the same parameters with torch and tracegrad."""
+
+    def __init__(self, T, seed):
+        self._T, self.nn = T, seeded_nn(T, seed)
+
+    def __getattr__(self, name):
+        return getattr(self._T, name)
 
 
 def mdn_program(T, seed=1):
@@ -445,4 +472,24 @@ def test_ppo_rollouts_and_clipped_updates(continuous):
     (ref_facts, ref), (got_facts, got) = _ppo(torch, continuous), _ppo(tracegrad, continuous)
     assert ref_facts == got_facts, (ref_facts, got_facts)
     assert ("ac_distr_params.scale" in ref_facts[0]) is continuous
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+# ---------------------------------------------------------------- entity embedding (kperkins411)
+
+def _embed_script(T):
+    buf = io.StringIO()
+    with warnings.catch_warnings(record=True) as w, contextlib.redirect_stdout(buf):
+        warnings.simplefilter("always")
+        ns = program(seeded_torch(T, 0), EMBED_ONE_AT_A_TIME)
+    kinds = sorted({(m.category.__name__, str(m.message)[:40]) for m in w})
+    return buf.getvalue(), kinds, _state(ns.model) + _arr(ns.total_loss, ns.y_pred, ns.loss)
+
+
+def test_embedding_one_row_at_a_time_script():
+    (ref_log, ref_warn, ref), (got_log, got_warn, got) = _embed_script(torch), _embed_script(tracegrad)
+    assert ref_log.startswith("Epoch 0, loss =tensor([") and ref_log.count("\n") == 2, ref_log
+    same_logs(ref_log, got_log, 1e-4)
+    assert ref_warn == got_warn == [("UserWarning", "Using a target size (torch.Size([])) tha"),
+                                    ("UserWarning", "size_average and reduce args will be dep")], got_warn
     _compare(lambda T: ref if T is torch else got, tol=2e-5)
