@@ -19,6 +19,9 @@ same initial state:
   max-pool aggregators: one trace; another batch (other neighbour counts) another trace.
   ``LifelongSAGE.observe`` (a Python counter on the module, ``nonzero`` masks, ``randperm``)
   runs eagerly with a warning naming its line, equal to eager.
+- kperkins411/Pytorch_combine_embeddings_and_continuous_variables: the one-row step (embedding
+  lookup, ``MSELoss(size_average=False)`` of a ``(1,)`` prediction against a 0-d target, Adam)
+  compiled, the running ``total_loss += loss.item()`` outside it: one trace.
 - todor-markov/deep-rl-algorithms: ``train_ppo_clip`` compiled (model and optimizer passed in,
   a dict of five tensors returned), run over ``run.py``'s minibatches and epochs of two
   rollouts made eagerly, for a Categorical (logits) and a Normal policy (its scale a parameter
@@ -38,7 +41,7 @@ from public_programs_helpers import arrays as _arr, compiled_parity, state as _s
 torch = pytest.importorskip("torch")
 
 import api.test_public_programs_round65 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
-from public_programs_round65_src import LGL_COLLATE, SAGE_LGL, program  # noqa: E402
+from public_programs_round65_src import EMBED_ONE_AT_A_TIME, LGL_COLLATE, SAGE_LGL, program  # noqa: E402
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")     # graph breaks
@@ -255,4 +258,38 @@ def _ppo(continuous):
 @pytest.mark.parametrize("continuous", [False, True], ids=["categorical", "normal"])
 def test_ppo_clip_step_compiled(no_validation, continuous):
     stats = _parity(_ppo(continuous))
+    assert stats["traces"] == 1 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
+
+
+# ---------------------------------------------------------------- entity embedding (kperkins411)
+
+def _embed(T, compiled):
+    rs = np.random.RandomState(1)
+    # the script's TwoLayerNet: its source up to the data (which the step takes as arguments),
+    # with the seeded modules
+    ns = program(T, EMBED_ONE_AT_A_TIME.split("# dtype = torch.float32")[0], torch=_api.seeded_torch(T, 0))
+    model = ns.TwoLayerNet(600, 8, 1, embedding_num=7, embedding_dim=5)
+    loss_fn = T.nn.MSELoss(reduction="sum")
+    optimizer = T.optim.Adam(model.parameters(), lr=4e-3)
+
+    def step(x_1, x_2, context_idx, y_1):       # the script's inner loop body
+        y_pred = model(x_1, x_2, context_idx)
+        loss = loss_fn(y_pred, y_1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    f = T.compile(step) if compiled else step
+    total_loss, out = T.Tensor([0]), []
+    for j in range(5):
+        loss = f(T.tensor(rs.randn()).unsqueeze(0), T.tensor(rs.randn()).unsqueeze(0),
+                 T.tensor([int(rs.randint(0, 7))], dtype=T.long), T.tensor(rs.randn(), dtype=T.float))
+        total_loss += loss.item()
+        out += _arr(loss)
+    return out + _arr(total_loss) + _state(model), f
+
+
+def test_embedding_row_step_compiled():
+    stats = _parity(_embed)
     assert stats["traces"] == 1 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
