@@ -177,6 +177,34 @@ def test_changed_values_pairs_repeated_names_by_position():
     assert "__defaults__" not in msgs[0] and "defaults of" not in msgs[0], msgs[0]
 
 
+def test_changed_defaults_are_named_by_their_function():
+    """A helper's ``__defaults__`` rebound between calls (each value a constant of its program):
+    past the limit the warning names that helper's defaults, not "the global '__defaults__'"."""
+    def helper(x, scale=1.0):
+        return x * scale
+
+    def other(x, shift=0.0):
+        return x + shift
+
+    f = tracegrad.compile(lambda x: other(helper(x)))
+    old = tdynamo.config.cache_size_limit
+    tdynamo.config.cache_size_limit = 2
+    try:
+        def calls():
+            out = []
+            for i in range(5):
+                helper.__defaults__ = (float(i),)
+                out.append(f(tracegrad.ones(1)).item())
+            return out
+        out, msgs = _caught(calls)
+    finally:
+        tdynamo.config.cache_size_limit = old
+    assert out == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert len(msgs) == 1 and "the defaults of test_changed_defaults_are_named_by_their_function.<locals>.helper" \
+        in msgs[0], msgs
+    assert "other" not in msgs[0] and "the global" not in msgs[0], msgs[0]
+
+
 # ---------------------------------------------------------------- GraphSAGE (LGL)
 
 def _sage(aggr):
