@@ -4,7 +4,8 @@ program's training step run by torch eagerly, tracegrad eagerly and ``tracegrad.
 same initial state:
 
 - markkwang/MDN: ``train_2d.py``'s loop body (``model.zero_grad()``, the hand-written mixture
-  likelihood, Adam): one trace after the eager first call.
+  likelihood, Adam): one trace after the eager first call. ``sample_from_mdn`` compiled on
+  tracegrad's own random stream draws what eager draws from the same seed.
 - betray12138/Basic-RL-Algorithms: ``A2C_*.update`` itself compiled (it reads the NumPy replay
   buffer, ``torch.FloatTensor(ndarray)``, builds ``Categorical``/``Normal``, steps two Adams
   with ``clip_grad_norm_``). With the distributions' ``validate_args`` on (torch's default) it
@@ -36,12 +37,12 @@ import pytest
 
 import tracegrad
 import tracegrad._dynamo as tdynamo
-from public_programs_helpers import arrays as _arr, compiled_parity, state as _state
+from public_programs_helpers import arrays as _arr, close, compiled_parity, state as _state
 
 torch = pytest.importorskip("torch")
 
 import api.test_public_programs_round65 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
-from public_programs_round65_src import EMBED_ONE_AT_A_TIME, LGL_COLLATE, SAGE_LGL, program  # noqa: E402
+from public_programs_round65_src import EMBED_ONE_AT_A_TIME, LGL_COLLATE, MDN_UTILS, SAGE_LGL, program  # noqa: E402
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")     # graph breaks
@@ -91,6 +92,26 @@ def _mdn(T, compiled):
 def test_mdn_step_compiled():
     stats = _parity(_mdn)
     assert stats["traces"] == 1 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
+
+
+def _mdn_samples(compiled):
+    ns = program(tracegrad, MDN_UTILS)
+    rs = np.random.RandomState(0)
+    pi = tracegrad.softmax(tracegrad.tensor(rs.randn(6, 3).astype(np.float32)), 1)
+    sigma = tracegrad.tensor(rs.rand(6, 3, 2).astype(np.float32))
+    mu = tracegrad.tensor(rs.randn(6, 3, 2).astype(np.float32))
+    tracegrad.manual_seed(0)
+    f = tracegrad.compile(ns.sample_from_mdn) if compiled else ns.sample_from_mdn
+    return _arr(*[f(pi, sigma, mu) for _ in range(4)]), f
+
+
+def test_mdn_sampling_compiled_follows_the_eager_stream(no_validation):
+    # tracegrad's own random stream (Categorical(pi).sample(), randn_like): from one seed the
+    # compiled calls draw what the eager ones draw, a new draw on every call
+    (eager, _), (comp, f) = _mdn_samples(False), _mdn_samples(True)
+    close(eager, comp, 1e-5)
+    assert not np.allclose(comp[1], comp[2])
+    assert f.stats["traces"] == 1 and f.stats["eager_calls"] == 1 and not f.stats["graph_breaks"], f.stats
 
 
 # ---------------------------------------------------------------- A2C
