@@ -60,6 +60,27 @@ def no_validation():
         T.distributions.Distribution.set_default_validate_args(True)
 
 
+@pytest.fixture
+def small_cache():
+    """``cache_size_limit`` 2 while the test runs: a few calls reach it."""
+    old = tdynamo.config.cache_size_limit
+    tdynamo.config.cache_size_limit = 2
+    yield
+    tdynamo.config.cache_size_limit = old
+
+
+def _calls_changing(f, change, x, n=5):
+    """``f(x)`` as a list, ``n`` times, ``change(i)`` before call ``i``; and the
+    tracegrad.compile warnings."""
+    def calls():
+        out = []
+        for i in range(n):
+            change(i)
+            out.append(f(x).tolist())
+        return out
+    return _caught(calls)
+
+
 def _caught(fn):
     """``fn()``'s result and the tracegrad.compile warnings it gave."""
     with warnings.catch_warnings(record=True) as w:
@@ -152,13 +173,8 @@ def test_a2c_update_validating_runs_eagerly(continuous):
         in msgs[0], msgs
 
 
-def test_a2c_update_refilled_buffer_names_the_arrays(no_validation):
-    old = tdynamo.config.cache_size_limit
-    tdynamo.config.cache_size_limit = 2
-    try:
-        stats, msgs = _caught(lambda: _parity(_a2c(False, refill=True, calls=4)))
-    finally:
-        tdynamo.config.cache_size_limit = old
+def test_a2c_update_refilled_buffer_names_the_arrays(no_validation, small_cache):
+    stats, msgs = _caught(lambda: _parity(_a2c(False, refill=True, calls=4)))
     # calls 2-3 traced (new values each), 4 eager past the limit
     assert stats["traces"] == 2 and stats["eager_calls"] == 2, stats
     assert len(msgs) == 1 and "cache_size_limit" in msgs[0], msgs
@@ -166,7 +182,7 @@ def test_a2c_update_refilled_buffer_names_the_arrays(no_validation):
     assert "__defaults__" not in msgs[0], msgs[0]
 
 
-def test_changed_values_pairs_repeated_names_by_position():
+def test_changed_values_pairs_repeated_names_by_position(small_cache):
     """Two helpers' defaults (both refs named ``__defaults__``) that did not change, and a NumPy
     global that did: the cache-limit warning names the array, not the defaults."""
     data = {"a": np.zeros(2)}
@@ -180,25 +196,14 @@ def test_changed_values_pairs_repeated_names_by_position():
     def step(x):
         return helper_b(helper_a(x)) + tracegrad.tensor(data["a"], dtype=tracegrad.float32)
 
-    f = tracegrad.compile(step)
-    old = tdynamo.config.cache_size_limit
-    tdynamo.config.cache_size_limit = 2
-    try:
-        def calls():
-            out = []
-            for i in range(5):
-                data["a"] = np.full(2, float(i))
-                out.append(f(tracegrad.ones(2)).tolist())
-            return out
-        out, msgs = _caught(calls)
-    finally:
-        tdynamo.config.cache_size_limit = old
+    out, msgs = _calls_changing(tracegrad.compile(step), lambda i: data.update(a=np.full(2, float(i))),
+                                tracegrad.ones(2))
     assert out == [[2.0 + i] * 2 for i in range(5)]
     assert len(msgs) == 1 and "the entry 'a' of a dict (a NumPy array)" in msgs[0], msgs
     assert "__defaults__" not in msgs[0] and "defaults of" not in msgs[0], msgs[0]
 
 
-def test_changed_defaults_are_named_by_their_function():
+def test_changed_defaults_are_named_by_their_function(small_cache):
     """A helper's ``__defaults__`` rebound between calls (each value a constant of its program):
     past the limit the warning names that helper's defaults, not "the global '__defaults__'"."""
     def helper(x, scale=1.0):
@@ -207,20 +212,9 @@ def test_changed_defaults_are_named_by_their_function():
     def other(x, shift=0.0):
         return x + shift
 
-    f = tracegrad.compile(lambda x: other(helper(x)))
-    old = tdynamo.config.cache_size_limit
-    tdynamo.config.cache_size_limit = 2
-    try:
-        def calls():
-            out = []
-            for i in range(5):
-                helper.__defaults__ = (float(i),)
-                out.append(f(tracegrad.ones(1)).item())
-            return out
-        out, msgs = _caught(calls)
-    finally:
-        tdynamo.config.cache_size_limit = old
-    assert out == [0.0, 1.0, 2.0, 3.0, 4.0]
+    out, msgs = _calls_changing(tracegrad.compile(lambda x: other(helper(x))),
+                                lambda i: setattr(helper, "__defaults__", (float(i),)), tracegrad.ones(1))
+    assert out == [[0.0], [1.0], [2.0], [3.0], [4.0]]
     assert len(msgs) == 1 and "the defaults of test_changed_defaults_are_named_by_their_function.<locals>.helper" \
         in msgs[0], msgs
     assert "other" not in msgs[0] and "the global" not in msgs[0], msgs[0]
