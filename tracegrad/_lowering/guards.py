@@ -990,19 +990,38 @@ _NAN = "nan"                     # a check's marker: a NaN (NaN != NaN): any NaN
 
 def changed_values(region) -> list:
     """Names (``the global 'step'``, ``the entry 'n' of a dict``, ``the attribute 'scale' of a
-    Cfg``) of the Python numbers, strings and bools ``region``'s program was traced with that
-    hold another value now: what made a call miss it, for the ``cache_size_limit`` warning (a
-    counter the step reads, advanced between calls, traces a program per value)."""
+    Cfg``, ``the defaults of Agent.act``) of the Python numbers, strings, bools and NumPy arrays
+    ``region``'s program was traced with that hold another value now: what made a call miss it,
+    for the ``cache_size_limit`` warning (a counter the step reads, advanced between calls,
+    traces a program per value; so does a replay buffer's array refilled between calls).
+
+    NOTE [repeated names in the scalar signature]: ``py_scalars`` (``scalar_signature``) has
+    one entry per ref that held a number when traced, in the refs' order, and names repeat: two
+    helpers' ``__defaults__`` (an agent's ``select_action(..., is_evaluation=False)`` and its
+    ``evaluation(..., steps=None)``). Matched by name through a dict, one helper's defaults were
+    compared with the other's, and the warning blamed "the global '__defaults__'" for a call the
+    replay buffer's arrays missed. The entries are walked beside the refs instead."""
     out = []
-    recorded = dict(region.py_scalars)
+    sig, j = region.py_scalars, 0
     for name, cell, g in region.py_refs:
-        if name in recorded:
-            now = CellSlot(cell).get(name, _MISSING) if cell is not None else g.get(name, _MISSING)
-            if type(now) is list:       # recorded as a tuple (``scalar_signature``)
-                now = tuple(now)
-            if _differs(now, recorded[name]):
-                out.append(f"the {'closure variable' if cell is not None else 'global'} '{name}'")
+        if j >= len(sig) or sig[j][0] != name:
+            continue
+        was, j = sig[j][1], j + 1
+        now = _value(cell, g, name) if cell is not None else g.get(name, _MISSING)
+        if type(now) is list:       # recorded as a tuple (``scalar_signature``)
+            now = tuple(now)
+        if _differs(now, was):
+            out.append(_ref_name(name, cell, g))
     for d, k, v, how in region.value_guards:
+        if type(how) is int:        # a NumPy array, guarded by its bytes (``_guard_value``)
+            try:
+                now = d.get(k, _MISSING)
+                same = now is v and hash(now.tobytes()) == how
+            except Exception:     # noqa: BLE001 -- a property that raises now
+                continue
+            if not same:
+                out.append(f"{_place_name(d, k)} (a NumPy array)")
+            continue
         if how not in (None, _IDENTITY) or not (type(v) in _SCALARS or type(v) is tuple):
             continue
         try:
@@ -1012,6 +1031,16 @@ def changed_values(region) -> list:
         if _differs(now, v):
             out.append(_place_name(d, k))
     return out
+
+
+def _ref_name(name, cell, g) -> str:
+    """How ``changed_values`` names one of ``python_refs``' variables."""
+    if cell is not None:
+        return f"the closure variable '{name}'"
+    fn = getattr(g, "fn", None)
+    if name in ("__defaults__", "__kwdefaults__") and callable(fn):     # pystate._DefaultsMap
+        return f"the defaults of {getattr(fn, '__qualname__', name)}"
+    return f"the global '{name}'"
 
 
 def _differs(now, was) -> bool:
