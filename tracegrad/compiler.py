@@ -86,6 +86,16 @@ cache_size_limit = 8
 # ``cache_size_limit``. Without the ask a size change is one, as under torch's
 # ``dynamic=False``, and the limit's warning names the arguments (``_changing_numbers``).
 accumulated_cache_size_limit = 256
+# NOTE [dead programs]: a program whose outside state is gone for good (its storage held by
+# nothing but programs: ``optimizer.load_state_dict`` put new state tensors in, a model's
+# Parameters were rebound by ``load_state_dict(assign=True)``) can never run again; its region
+# marks itself dead at its guard check (the orphan guard, guard_code.py) and is dropped. torch
+# drops a cache entry whose guarded object died too, and its recompile limit counts the live
+# entries only. Counting the dead ones sent a loop that rolls back to a checkpoint now and then
+# (``opt.load_state_dict(copy.deepcopy(ck))``) into eager for good after ``cache_size_limit``
+# rollbacks, each of which retraces once. They still count toward
+# ``accumulated_cache_size_limit``, the bound on all programs traced, so a step whose state is
+# new on every call still stops tracing there.
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 # ``torch._dynamo.utils.counters``, which programs read to count graph breaks and compiled
@@ -137,6 +147,7 @@ class CompiledFunction:
         self._plans = {}
         self._programs = 0          # traced programs of this function (torch: per code object)
         self._sized = 0             # ... of them, those for new dynamic sizes (NOTE [dynamic sizes])
+        self._dead = 0              # ... of them, those dead for good (NOTE [dead programs])
         self._containers = frozenset()   # NOTE [data container arguments] (_lowering/region.py)
         self._containers_refused = False
         self._warned = False
@@ -210,7 +221,8 @@ class CompiledFunction:
                     except ValueCheckFailed as e:
                         return self._check_failed(args, kwargs, e.reason)
                     return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out
-            entries[:] = [r for r in entries if not r.dead]
+            if any(r.dead for r in entries):
+                self._drop_dead(entries)
         if _state.SAVED_HOOKS and getattr(_state.SAVED_HOOKS[-1][0], "_tracegrad_counts_saves", False):
             # inside a non-reentrant checkpoint: its hooks match the forward's saved tensors
             # with the recomputation's one by one, and a compiled region keeps its residuals
@@ -235,7 +247,7 @@ class CompiledFunction:
         limit = cache_size_limit if self.recompile_limit is None else self.recompile_limit
         sized = entries is None and self._programs and self._new_sizes_only(key, leaves)
         # not remembered per key: arguments that differ on every call would fill the cache
-        if self._programs - self._sized >= limit and not sized:
+        if self._programs - self._sized - self._dead >= limit and not sized:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache, args, kwargs, self._containers)
                                + _changing_values(entries), None, args, kwargs)
@@ -257,6 +269,13 @@ class CompiledFunction:
         for k in [k for k in self._cache if any(type(_part_object(p)) in classes for p in k[1])]:
             del self._cache[k]
             self._plans.pop(k, None)
+
+    def _drop_dead(self, entries):
+        """Forget the programs of ``entries`` whose state is gone for good (NOTE [dead programs])."""
+        for r in entries:
+            if r.dead and not getattr(r, "sized", False):
+                self._dead += 1
+        entries[:] = [r for r in entries if not r.dead]
 
     def _new_sizes_only(self, key, leaves) -> bool:
         """Whether a cached program's key differs from ``key`` only in sizes the user made
@@ -335,6 +354,7 @@ class CompiledFunction:
         self._cache.setdefault(key, []).insert(0, region)
         self._programs += 1
         self._sized += bool(sized)
+        region.sized = bool(sized)
         if result is ValueCheckFailed:
             return self._check_failed(args, kwargs, reason)
         return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
@@ -413,7 +433,7 @@ class CompiledFunction:
         self._plans.clear()
         self._break_sites.clear()
         self._always_eager = False
-        self._programs = self._sized = 0
+        self._programs = self._sized = self._dead = 0
         self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 

@@ -1,0 +1,743 @@
+"""Round 52: the training-loop machinery a user changes between calls of a compiled step
+(forward, backward, ``optimizer.step``), and the same machinery stepped inside it.
+
+LR schedulers stepped between calls (OneCycleLR cycling Adam's ``betas``, CosineAnnealingWarmRestarts
+over two groups with ``T_mult``, ReduceLROnPlateau fed the returned loss tensor with per-group
+``min_lr`` and a cooldown, LambdaLR with one lambda per group, StepLR over a group added after it
+was built, SequentialLR/ChainedScheduler on an lr tensor), a scheduler stepped inside the step
+(ReduceLROnPlateau fed the loss tensor, a LambdaLR reading a dict the caller changes), lr given as
+a tensor, ``betas``/``weight_decay``/``momentum``/``nesterov`` written into ``param_groups`` by hand,
+``add_param_group`` with its own options, ``optimizer.load_state_dict`` of a state saved before the
+first step (the state restarts) and of a later one (rewinds), ``model.load_state_dict(strict=False)``
+of a prefix; ``requires_grad_(False)`` with Adam and ``zero_grad(set_to_none=False)``, ``p.grad = None``
+by hand, accumulation every ``k`` calls on a Python counter with ``clip_grad_norm_(max_norm=tensor)``,
+``clip_grad_value_`` with the value an argument, GradScaler growing every two calls, backing off on
+an inf batch and given a new scale by hand; forward pre-hooks with kwargs, full backward hooks
+registered and removed, a parametrization removed with ``leave_parametrized``, grad modes nested
+inside the step, EMA by ``_foreach_mul_``/``_foreach_add_`` and ``lerp_`` with the decay an argument
+or a tensor, ``AveragedModel`` with ``get_ema_multi_avg_fn`` and ``use_buffers``, and
+``func.functional_call`` with a parameter dict that changes per call.
+
+Each program runs eagerly, through ``tracegrad.compile`` and with torch from identical state
+(``_harness.run_three_ways``), comparing the step's results, the model, the optimizer and the
+scheduler after every call; the number of programs is asserted (numeric ``lr``/``momentum``/
+``betas`` are inputs of one program; a Python value the step reads is a constant of its program).
+"""
+import pytest
+
+import tracegrad
+
+from . import _harness as _h
+from ._harness import change_loop as _loop, small_mlp as _model, small_xy as _xy, snapshot, traces as _traces
+
+_both = lambda run, **kw: _h.run_three_ways(run, **kw)
+
+
+def _step(mod, model, opt):
+    """The usual classification step over ``model`` with ``opt``."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = mod.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def _two_groups(mod, model, cls, **kw):
+    """``cls`` over ``model[0]`` (lr 0.02) and ``model[2]`` (lr 0.05) as two param groups."""
+    return cls([{"params": model[0].parameters(), "lr": 0.02},
+                {"params": model[2].parameters(), "lr": 0.05}], **kw)
+
+
+def _sched_outside(mod, make_opt, make_sched, calls=6, feed=None):
+    """Run ``_step`` ``calls`` times, stepping the scheduler after each call (fed the returned
+    loss with ``feed``); snapshots of the model, optimizer, scheduler and ``get_last_lr()``."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = make_opt(mod, model)
+        sched = make_sched(mod, opt)
+        f = wrap(_step(mod, model, opt))
+        res = []
+        for i in range(calls):
+            loss = f(*_xy(mod, i))
+            sched.step(loss) if feed else sched.step()
+            res.append([snapshot(loss), snapshot(model), snapshot(opt), sched.get_last_lr()])
+        return res
+    return run
+
+
+# ---- schedulers stepped between calls
+
+def test_one_cycle_cycles_adam_betas_between_calls_one_program():
+    """OneCycleLR with ``cycle_momentum`` writes ``betas[0]`` of Adam's group each step (a new
+    tuple); lr and betas are inputs of one program."""
+    run = _sched_outside(tracegrad, lambda mod, m: mod.optim.Adam(m.parameters(), lr=0.01),
+                         lambda mod, o: mod.optim.lr_scheduler.OneCycleLR(
+                             o, max_lr=0.05, total_steps=8, three_phase=True, base_momentum=0.8,
+                             max_momentum=0.95))
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_cosine_warm_restarts_t_mult_over_two_groups_with_weight_decay():
+    run = _sched_outside(tracegrad, lambda mod, m: _two_groups(mod, m, mod.optim.AdamW, weight_decay=0.1),
+                         lambda mod, o: mod.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+                             o, T_0=2, T_mult=2, eta_min=0.001), calls=7)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_reduce_on_plateau_fed_the_returned_loss_tensor_two_groups_min_lr_cooldown():
+    """``sched.step(loss)`` with the compiled step's loss tensor: per-group ``min_lr``, an abs
+    threshold so large every call is a plateau, a cooldown between reductions."""
+    run = _sched_outside(tracegrad, lambda mod, m: _two_groups(mod, m, mod.optim.SGD, momentum=0.9),
+                         lambda mod, o: mod.optim.lr_scheduler.ReduceLROnPlateau(
+                             o, factor=0.5, patience=0, cooldown=1, threshold=10.0, threshold_mode="abs",
+                             min_lr=[0.005, 0.02]), calls=7, feed=True)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_lambda_lr_one_lambda_per_group_stepped_outside():
+    run = _sched_outside(tracegrad, lambda mod, m: _two_groups(mod, m, mod.optim.SGD, momentum=0.5, nesterov=True),
+                         lambda mod, o: mod.optim.lr_scheduler.LambdaLR(
+                             o, [lambda e: 0.8 ** e, lambda e: 1.0 / (1 + e)]))
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_step_lr_built_before_add_param_group_decays_the_new_group_too():
+    """A StepLR built over one group, then ``add_param_group`` (with its own lr and betas) after
+    two calls: torch's StepLR scales every group's current lr, the new one included."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model[0].parameters(), lr=0.02)
+        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(7):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)])
+            sched.step()
+            if i == 1:
+                opt.add_param_group({"params": model[2].parameters(), "lr": 0.05, "betas": (0.5, 0.9)})
+            res.append(sched.get_last_lr())
+        return res
+    made = _both(run)
+    # one program before the new group, one with it (its grads None at entry), one after
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+@pytest.mark.parametrize("kind", ["sequential", "chained"])
+def test_composite_scheduler_on_a_tensor_lr(kind):
+    """Adam's lr a 0-d tensor: a scheduler writes it in place (``fill_``), never rebinding it;
+    one program for all calls."""
+    def make_sched(mod, opt):
+        S = mod.optim.lr_scheduler
+        if kind == "sequential":
+            return S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.5, total_iters=2),
+                                        S.ExponentialLR(opt, gamma=0.7)], milestones=[2])
+        return S.ChainedScheduler([S.ExponentialLR(opt, gamma=0.9), S.MultiplicativeLR(opt, lambda e: 0.95)])
+
+    def run(mod, wrap):
+        model = _model(mod)
+        lr = mod.tensor(0.02)
+        opt = mod.optim.Adam(model.parameters(), lr=lr)
+        sched = make_sched(mod, opt)
+        f = wrap(_step(mod, model, opt))
+        res = []
+        for i in range(6):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model)])
+            sched.step()
+            res.append([float(lr), opt.param_groups[0]["lr"] is lr, [float(v) for v in sched.get_last_lr()]])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- schedulers stepped inside the step
+
+def test_reduce_on_plateau_fed_the_loss_tensor_inside_the_step():
+    """``sched.step(loss)`` inside the step compares the loss's value in Python: equal to eager
+    (the step runs eagerly with its reason or reads the value after the program)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = mod.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=10.0,
+                                                         threshold_mode="abs")
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step(loss)
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model), opt.param_groups[0]["lr"],
+                        sched.num_bad_epochs, sched.best])
+        return res
+    _both(run)
+
+
+def test_lambda_lr_inside_the_step_reading_a_dict_the_caller_changes():
+    """A LambdaLR stepped inside the step whose lambda reads ``cfg["warm"]``; the caller changes
+    it after call 2: the lr the next steps use follows (never frozen)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"warm": 4}
+        sched = mod.optim.lr_scheduler.LambdaLR(opt, lambda e: min(1.0, (e + 1) / cfg["warm"]))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model), opt.param_groups[0]["lr"]])
+            if i == 2:
+                cfg["warm"] = 8
+        return res
+    _both(run)
+
+
+# ---- param_groups edited by hand
+
+def test_adam_betas_and_weight_decay_written_by_hand_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.0)
+        g = opt.param_groups[0]
+        f = wrap(_step(mod, model, opt))
+        edits = [dict(betas=(0.5, 0.9)), dict(weight_decay=0.2), dict(betas=(0.0, 0.5)),
+                 dict(betas=(0.9, 0.999), weight_decay=0.0), {}]
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: g.update(edits[i]) if i < len(edits) else None,
+                     model, opt)
+    made = _both(run)
+    # betas are inputs; weight_decay 0 / 0.2 are two options (0 skips the decay), coming back
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_sgd_momentum_from_zero_and_nesterov_written_by_hand():
+    """``momentum`` 0 -> 0.9 (the momentum buffer is made on the first step with momentum),
+    ``nesterov`` turned on, then ``dampening``: each call uses the values set before it."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        g = opt.param_groups[0]
+        f = wrap(_step(mod, model, opt))
+        edits = [{}, dict(momentum=0.9), dict(nesterov=True), dict(nesterov=False, dampening=0.5), dict(momentum=0.5)]
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: g.update(edits[i]) if i < len(edits) else None,
+                     model, opt)
+    _both(run)
+
+
+def test_add_param_group_with_its_own_betas_and_weight_decay_mid_training():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model[0].parameters(), lr=0.02)
+        f = wrap(_step(mod, model, opt))
+
+        def change(i):
+            if i == 1:
+                opt.add_param_group({"params": model[2].parameters(), "lr": 0.05, "betas": (0.5, 0.8),
+                                     "weight_decay": 0.1, "amsgrad": True})
+            if i == 3:
+                opt.param_groups[1]["lr"] = 0.01
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt)
+    _both(run)
+
+
+# ---- load_state_dict between calls
+
+def test_optimizer_state_from_before_the_first_step_loaded_restarts_adam():
+    """The optimizer's state_dict taken before any step (no state) loaded after call 2: Adam's
+    ``exp_avg``/``step`` start again (a new lazily created state), and the lr saved then comes
+    back."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+        empty = opt.state_dict()
+        f = wrap(_step(mod, model, opt))
+
+        def change(i):
+            if i == 0:
+                opt.param_groups[0]["lr"] = 0.05
+            if i == 2:
+                opt.load_state_dict(empty)
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt)
+    _both(run)
+
+
+def test_optimizer_and_model_rewound_to_a_checkpoint_every_third_call():
+    def run(mod, wrap):
+        import copy
+        model = _model(mod)
+        opt = mod.optim.RMSprop(model.parameters(), lr=0.01, momentum=0.5, centered=True)
+        f = wrap(_step(mod, model, opt))
+        ck = {}
+
+        def change(i):
+            if i == 1:
+                ck["m"], ck["o"] = copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())
+            if i in (3, 5):
+                model.load_state_dict(ck["m"])
+                opt.load_state_dict(ck["o"])
+        return _loop(f, lambda i: _xy(mod, i), 7, change, model, opt)
+    made = _both(run)
+    # the first load puts the checkpoint's state tensors in (load_state_dict keeps tensors of
+    # the right dtype, as torch): the program over the old ones is dead, one more is traced;
+    # the second load gives the same tensors back (training changed them in place, as torch)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_optimizer_state_loaded_from_a_fresh_copy_every_call_never_falls_back_to_eager():
+    """``opt.load_state_dict(copy.deepcopy(ck))`` after every call (a rollback loop): each call
+    meets new state tensors and traces its program once (the program of the old ones can never
+    run again); past the recompile limit it must still compile, not run eagerly for good
+    (NOTE [dead programs] in compiler.py: torch drops a cache entry whose guarded object died)."""
+    def run(mod, wrap):
+        import copy
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+        f = wrap(_step(mod, model, opt))
+        f(*_xy(mod, 0))
+        ck = copy.deepcopy(opt.state_dict())
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: opt.load_state_dict(copy.deepcopy(ck)), model, opt)
+    made = _both(run, recompile_limit=2)
+    assert made[0].stats["eager_calls"] == 1 and not made[0].stats["graph_breaks"], made[0].stats
+    assert _traces(made[0]) == 6, made[0].stats
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "each program's identity guards hold the optimizer and the Parameters it was traced for "
+    "strongly (guard_code._values keeps them as constants), so after load_state_dict(assign=True) "
+    "and a new optimizer no program ever dies (NOTE [dead programs]) and the step runs eagerly "
+    "for good after recompile_limit programs, keeping that many old models alive; torch's ID_MATCH "
+    "guards are weak and drop their cache entry when the object dies"))
+def test_parameters_rebound_by_load_state_dict_assign_past_the_recompile_limit():
+    """``model.load_state_dict(sd, assign=True)`` of a fresh copy, and a new optimizer over the
+    new Parameters, after every call: the old Parameters die with their programs, so the step
+    keeps compiling past ``recompile_limit``."""
+    def run(mod, wrap):
+        import copy
+        model = _model(mod)
+        sd = copy.deepcopy(model.state_dict())
+        box = {"opt": mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)}
+
+        def step(x, y):
+            return _step(mod, model, box["opt"])(x, y)
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model)])
+            model.load_state_dict(copy.deepcopy(sd), assign=True)
+            box["opt"] = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        return res
+    made = _both(run, recompile_limit=2)
+    assert not made[0].stats["graph_breaks"], made[0].stats
+
+
+def test_model_load_state_dict_strict_false_of_the_first_layer_only():
+    def run(mod, wrap):
+        model = _model(mod)
+        other = _h.np_init(_model(mod), mod, seed=5)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_step(mod, model, opt))
+        keys = []
+
+        def change(i):
+            if i == 1:
+                sd = {k: v for k, v in other.state_dict().items() if k.startswith("0.")}
+                r = model.load_state_dict(sd, strict=False)
+                keys.append([sorted(r.missing_keys), sorted(r.unexpected_keys)])
+        res = _loop(f, lambda i: _xy(mod, i), 4, change, model, opt)
+        return res + keys
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+# ---- freezing, grads set to None, accumulation, clipping
+
+def test_layer_frozen_with_adam_and_zero_grad_keeping_zeros():
+    """``requires_grad_(False)`` on the first layer after call 1 with ``zero_grad(set_to_none=False)``:
+    its grads stay zero tensors, so Adam keeps moving it on ``exp_avg``; unfrozen after call 3."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 6,
+                     lambda i: model[0].requires_grad_(not (1 <= i < 3)), model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_grad_set_to_none_by_hand_for_some_parameters_between_calls():
+    """The caller sets ``p.grad = None`` on the first layer's weight after some calls (the step
+    accumulates without zero_grad): Adam skips no parameter but restarts that accumulation."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+
+        def step(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def change(i):
+            if i in (1, 3):
+                model[0].weight.grad = None
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_accumulation_every_k_calls_with_a_tensor_max_norm():
+    """A Python counter decides the step every third call; ``clip_grad_norm_`` takes
+    ``max_norm`` as a 0-d tensor the caller fills between calls."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        max_norm = mod.tensor(0.5)
+        ctr = {"n": 0}
+        norms = []
+
+        def step(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y) / 3
+            loss.backward()
+            ctr["n"] += 1
+            if ctr["n"] % 3 == 0:
+                norms.append(mod.nn.utils.clip_grad_norm_(model.parameters(), max_norm))
+                opt.step()
+                opt.zero_grad()
+            return loss
+        f = wrap(step)
+        res = _loop(f, lambda i: _xy(mod, i), 9, lambda i: max_norm.fill_(0.5 + 0.1 * i), model, opt)
+        return res + [snapshot(norms)]
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_clip_grad_value_with_the_value_an_argument_and_foreach():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y, clip, foreach):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            mod.nn.utils.clip_grad_value_(model.parameters(), clip, foreach=foreach)
+            opt.step()
+            return loss
+        f = wrap(step)
+        clips = [(0.05, False), (0.05, True), (0.2, False), (0.05, False)]
+        return _loop(f, lambda i: _xy(mod, i) + clips[i], 4, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 3, made[0].stats
+
+
+def test_clip_grad_norm_error_if_nonfinite_with_a_foreach_flag_and_inf_input():
+    """An inf input on call 2 makes the total norm non-finite: RuntimeError as eager, the
+    parameters untouched by that call's step; the next calls recover."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            mod.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True, foreach=True)
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(5):
+            x, _ = _xy(mod, i)
+            if i == 2:
+                x[0, 0] = float("inf")
+            try:
+                res.append(snapshot(f(x, None)))
+            except RuntimeError as e:
+                res.append(["raised", "non-finite" in str(e)])
+            res.append(snapshot(model))
+        return res
+    _both(run)
+
+
+# ---- GradScaler
+
+def _scaler(mod, **kw):
+    return mod.amp.GradScaler("cpu", **kw)
+
+
+def test_grad_scaler_grows_every_two_calls_backs_off_on_an_inf_batch_and_set_by_hand():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        scaler = _scaler(mod, init_scale=4.0, growth_factor=2.0, backoff_factor=0.25, growth_interval=2)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            mod.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(8):
+            x, y = _xy(mod, i)
+            if i == 4:
+                x[1, 2] = float("inf")
+            res.append([snapshot(f(x, y)), snapshot(model), snapshot(opt), scaler.get_scale()])
+            if i == 5:
+                scaler.update(64.0)
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_grad_scaler_state_dict_loaded_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+        scaler = _scaler(mod, init_scale=8.0, growth_interval=1)
+        f = wrap(lambda x, y: (opt.zero_grad(), scaler.scale(mod.nn.functional.cross_entropy(model(x), y)).backward(),
+                               scaler.step(opt), scaler.update())[0])
+        saved = {}
+        res = []
+        for i in range(6):
+            f(*_xy(mod, i))
+            res.append([snapshot(model), scaler.get_scale(), scaler.state_dict()["_growth_tracker"]])
+            if i == 1:
+                saved["s"] = scaler.state_dict()
+            if i == 3:
+                scaler.load_state_dict(saved["s"])
+        return res
+    _both(run)
+
+
+# ---- hooks and parametrizations between calls
+
+def _kw_model(mod):
+    nn = mod.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 6)
+            self.b = nn.Linear(6, 3)
+
+        def forward(self, x, scale=1.0):
+            return self.b(self.a(x).relu() * scale)
+    return _h.np_init(Net(), mod)
+
+
+def test_forward_pre_hook_with_kwargs_registered_and_removed_between_calls():
+    def run(mod, wrap):
+        model = _kw_model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        seen = []
+
+        def hook(m, args, kwargs):
+            seen.append(sorted(kwargs))
+            return (args[0] * 2,), {**kwargs, "scale": kwargs.get("scale", 1.0) * 0.5}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x, scale=3.0), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        h = {}
+
+        def change(i):
+            if i == 0:
+                h["h"] = model.register_forward_pre_hook(hook, with_kwargs=True)
+            if i == 2:
+                h["h"].remove()
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model) + [seen]
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_full_backward_hook_scaling_grad_input_registered_and_removed():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        norms = []
+
+        def hook(m, gin, gout):
+            norms.append(float(gout[0].abs().sum()))
+            return (gin[0] * 0.5,)
+        f = wrap(_step(mod, model, opt))
+        h = {}
+
+        def change(i):
+            if i in (0, 3):
+                h["h"] = model[2].register_full_backward_hook(hook)
+            if i in (1, 4):
+                h["h"].remove()
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model) + [norms]
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_parametrization_registered_then_removed_leaving_the_value_with_adam():
+    """A ``2 * W`` parametrization on the first layer after call 0, trained through
+    ``parametrizations.weight.original`` (the Parameter Adam already holds), then removed with
+    ``leave_parametrized=True`` after call 2: the original Parameter, now holding ``2 * W``, is
+    ``weight`` again and Adam's state for it carries on."""
+    def run(mod, wrap):
+        P = mod.nn.utils.parametrize
+        nn = mod.nn
+
+        class Twice(nn.Module):
+            def forward(self, w):
+                return 2 * w
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+        f = wrap(_step(mod, model, opt))
+
+        def change(i):
+            if i == 0:
+                P.register_parametrization(model[0], "weight", Twice())
+            if i == 2:     # ``original`` becomes ``weight``, holding 2 * W: Adam keeps training it
+                P.remove_parametrizations(model[0], "weight", leave_parametrized=True)
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model, opt)
+    _both(run)
+
+
+# ---- grad modes nested inside the step
+
+def test_grad_modes_nested_inside_the_step():
+    """A target from the model under ``no_grad`` with an ``enable_grad`` auxiliary term inside it,
+    an accuracy under ``inference_mode``, and ``set_grad_enabled(flag)`` on an argument."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y, flag):
+            opt.zero_grad()
+            with mod.no_grad():
+                soft = model(x).softmax(-1)
+                with mod.enable_grad():
+                    aux = model(x * 0.5).pow(2).mean()
+            out = model(x)
+            with mod.set_grad_enabled(flag):
+                reg = out.abs().mean()
+            loss = -(soft * out.log_softmax(-1)).sum(-1).mean() + 0.1 * aux + 0.1 * reg
+            loss.backward()
+            opt.step()
+            with mod.inference_mode():
+                acc = (model(x).argmax(-1) == y).float().mean()
+            return loss, acc, reg.requires_grad, soft.requires_grad, aux.requires_grad
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i) + (i % 2 == 0,), 5, lambda i: None, model)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+# ---- EMA, AveragedModel, functional_call
+
+def test_ema_by_foreach_ops_with_the_decay_an_argument_or_a_tensor():
+    def run(mod, wrap):
+        model = _model(mod)
+        ema = [p.detach().clone() for p in model.parameters()]
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        d = mod.tensor(0.5)
+
+        def step(x, y, decay):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            with mod.no_grad():
+                ps = list(model.parameters())
+                if isinstance(decay, float):
+                    mod._foreach_mul_(ema, decay)
+                    mod._foreach_add_(ema, ps, alpha=1 - decay)
+                else:
+                    for e, p in zip(ema, ps):
+                        e.lerp_(p, 1 - decay)
+            return loss
+        f = wrap(step)
+        decays = [0.9, 0.9, 0.99, d, d, 0.9]
+        return _loop(f, lambda i: _xy(mod, i) + (decays[i],), 6, lambda i: d.fill_(0.7), model, ema)
+    made = _both(run)
+    assert _traces(made[0]) == 3, made[0].stats
+
+
+def test_averaged_model_ema_multi_avg_fn_with_buffers_each_call():
+    def run(mod, wrap):
+        nn = mod.nn
+        swa = mod.optim.swa_utils
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3)), mod)
+        avg = swa.AveragedModel(model, multi_avg_fn=swa.get_ema_multi_avg_fn(0.8), use_buffers=True)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            loss = _step(mod, model, opt)(x, y)
+            avg.update_parameters(model)
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: None, model, avg)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_functional_call_with_a_parameter_dict_that_changes_per_call():
+    """The step trains a dict of tensors the caller passes (a new dict each call, sometimes the
+    same tensors, sometimes a fresh copy) through ``func.functional_call``; the module's own
+    parameters are never touched."""
+    def run(mod, wrap):
+        model = _model(mod)
+        fc = mod.func.functional_call
+
+        def step(params, x, y):
+            out = fc(model, params, (x,))
+            loss = mod.nn.functional.cross_entropy(out, y)
+            grads = mod.autograd.grad(loss, list(params.values()))
+            with mod.no_grad():
+                new = {k: v - 0.1 * g for (k, v), g in zip(params.items(), grads)}
+            return loss, new
+        f = wrap(step)
+        params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+        res = []
+        for i in range(5):
+            loss, new = f(params, *_xy(mod, i))
+            res.append([snapshot(loss), snapshot(new), snapshot(model)])
+            params = {k: v.requires_grad_() for k, v in new.items()}
+            if i == 2:     # a subset from the module: the rest come from the module's own
+                params = {k: v for k, v in params.items() if k.startswith("2.")}
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
