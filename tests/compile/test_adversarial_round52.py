@@ -608,7 +608,11 @@ def test_full_backward_hook_scaling_grad_input_registered_and_removed():
                 h["h"].remove()
         return _loop(f, lambda i: _xy(mod, i), 6, change, model) + [norms]
     made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
+    # a full backward hook registers tensor hooks on every forward: the calls with it (1 and 4)
+    # run eagerly; the calls without it run the program traced at call 2 (NOTE [breaks under a
+    # structure] in compiler.py; the hooks on call 1's tensors leave the live set with them,
+    # NOTE [hook sets come back] in _state.py). Before, every call after call 1 ran eagerly.
+    assert made[0].stats["traces"] == 1 and made[0].stats["eager_calls"] == 3, made[0].stats
 
 
 def test_parametrization_registered_then_removed_leaving_the_value_with_adam():
@@ -741,3 +745,398 @@ def test_functional_call_with_a_parameter_dict_that_changes_per_call():
         return res
     made = _both(run)
     assert _traces(made[0]) <= 2, made[0].stats
+
+
+# ---- more of the same machinery stepped inside the step or edited by hand
+
+def test_one_cycle_inside_the_step_cycling_adam_betas_on_a_tensor_lr():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=mod.tensor(0.01))
+        sched = mod.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=8, base_momentum=0.8,
+                                                  max_momentum=0.95)
+
+        def step(x, y):
+            loss = _step(mod, model, opt)(x, y)
+            sched.step()
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: None, model, opt,
+                     lambda: None) + [snapshot(sched.state_dict()["last_epoch"]), list(opt.param_groups[0]["betas"])]
+    _both(run)
+
+
+def test_optimizer_state_of_one_parameter_deleted_and_its_step_set_by_hand():
+    """``del opt.state[w]`` after call 1 (Adam starts that parameter over) and ``step`` of
+    another parameter's state filled by hand after call 3."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.02)
+        f = wrap(_step(mod, model, opt))
+
+        def change(i):
+            if i == 1:
+                del opt.state[model[0].weight]
+            if i == 3:
+                opt.state[model[2].bias]["step"].fill_(100.0)
+        return _loop(f, lambda i: _xy(mod, i), 6, change, model, opt)
+    _both(run)
+
+
+def test_param_removed_from_its_group_by_hand_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_step(mod, model, opt))
+
+        res = []
+        for i in range(5):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model),
+                        [snapshot(opt.state[p].get("momentum_buffer")) for p in model.parameters()]])
+            if i == 1:   # the bias keeps its state (opt.state_dict() raises KeyError then, as torch)
+                opt.param_groups[0]["params"] = [p for p in opt.param_groups[0]["params"] if p is not model[0].bias]
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_tensor_lr_rebound_to_a_new_tensor_and_to_a_float_by_hand():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=mod.tensor(0.01))
+        f = wrap(_step(mod, model, opt))
+        lrs = [mod.tensor(0.05), mod.tensor(0.02), 0.03, mod.tensor(0.01)]
+
+        def change(i):
+            if i < len(lrs):
+                opt.param_groups[0]["lr"] = lrs[i]
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model, opt)
+    _both(run)
+
+
+def test_scheduler_state_saved_and_loaded_between_calls():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        S = mod.optim.lr_scheduler
+        sched = S.CosineAnnealingWarmRestarts(opt, T_0=3)
+        f = wrap(_step(mod, model, opt))
+        saved = {}
+        res = []
+        for i in range(7):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model)])
+            sched.step()
+            if i == 1:
+                saved["s"] = sched.state_dict()
+            if i == 4:
+                sched.load_state_dict(saved["s"])
+                sched.step()   # loading leaves the lr as it is until the next step
+            res.append([sched.get_last_lr(), opt.param_groups[0]["lr"]])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_grad_scaler_steps_every_second_call_on_a_python_counter():
+    """Accumulation with GradScaler: ``scale(loss).backward()`` each call, ``unscale_``,
+    ``step`` and ``update`` every second call (a Python counter); an inf batch in an
+    accumulation window skips that window's step and backs the scale off."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        scaler = _scaler(mod, init_scale=16.0, growth_interval=1)
+        ctr = {"n": 0}
+
+        def step(x, y):
+            loss = mod.nn.functional.cross_entropy(model(x), y) / 2
+            scaler.scale(loss).backward()
+            ctr["n"] += 1
+            if ctr["n"] % 2 == 0:
+                scaler.unscale_(opt)
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(8):
+            x, y = _xy(mod, i)
+            if i == 4:
+                x[0, 0] = float("inf")
+            res.append([snapshot(f(x, y)), snapshot(model), scaler.get_scale()])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_eval_of_one_batchnorm_inside_a_training_model_toggled_between_calls():
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_step(mod, model, opt))
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: model[1].train(i % 2 == 1), model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_grad_mode_decorators_on_helpers_called_in_the_step():
+    """``@no_grad()``, ``@inference_mode()``, ``@enable_grad()`` and ``@set_grad_enabled(False)``
+    on helpers the step calls (the step itself under ``no_grad`` for its metric part)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+
+        @mod.no_grad()
+        def target(x):
+            return model(x).softmax(-1)
+
+        @mod.inference_mode()
+        def acc(x, y):
+            return (model(x).argmax(-1) == y).float().mean()
+
+        @mod.enable_grad()
+        def aux(x):
+            return model(x).pow(2).mean()
+
+        @mod.set_grad_enabled(False)
+        def norm():
+            return sum(p.pow(2).sum() for p in model.parameters())
+
+        def step(x, y):
+            opt.zero_grad()
+            t = target(x)
+            with mod.no_grad():
+                a = aux(x * 0.5)
+            loss = -(t * model(x).log_softmax(-1)).sum(-1).mean() + 0.1 * a
+            loss.backward()
+            opt.step()
+            n = norm()
+            return loss, acc(x, y), n, a.requires_grad, n.requires_grad
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_maml_inner_step_through_functional_call_with_create_graph():
+    """An inner SGD step on a dict of the model's parameters (``create_graph=True``), the outer
+    loss through ``functional_call`` with the adapted dict, the outer optimizer stepping the
+    model; the inner lr is an argument that changes (a constant of its program)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.01)
+        fc = mod.func.functional_call
+        F = mod.nn.functional
+
+        def step(x, y, inner_lr):
+            opt.zero_grad()
+            params = dict(model.named_parameters())
+            inner = F.cross_entropy(fc(model, params, (x[:3],)), y[:3])
+            grads = mod.autograd.grad(inner, list(params.values()), create_graph=True)
+            fast = {k: v - inner_lr * g for (k, v), g in zip(params.items(), grads)}
+            outer = F.cross_entropy(fc(model, fast, (x[3:],)), y[3:])
+            outer.backward()
+            opt.step()
+            return outer, inner.detach()
+        f = wrap(step)
+        lrs = [0.1, 0.1, 0.3, 0.1, 0.3]
+        return _loop(f, lambda i: _xy(mod, i) + (lrs[i],), 5, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 2, made[0].stats
+
+
+def test_functional_call_with_buffers_dict_and_tied_weights_per_call():
+    """``functional_call(model, (params, buffers), x)`` with a BatchNorm's running stats given
+    in a separate dict the caller swaps between two sets per call."""
+    def run(mod, wrap):
+        nn = mod.nn
+        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3)), mod)
+        fc = mod.func.functional_call
+        sets = [{k: v.clone() + j for k, v in model.named_buffers()} for j in range(2)]
+
+        def step(params, buffers, x, y):
+            loss = mod.nn.functional.cross_entropy(fc(model, (params, buffers), (x,)), y)
+            grads = mod.autograd.grad(loss, list(params.values()))
+            return loss, [g.norm() for g in grads]
+        f = wrap(step)
+        params = dict(model.named_parameters())
+        res = []
+        for i in range(5):
+            out = f(params, sets[i % 2], *_xy(mod, i))
+            res.append([snapshot(out), snapshot(sets), snapshot(model)])
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_swa_every_second_call_with_swalr_stepped_outside():
+    def run(mod, wrap):
+        swa = mod.optim.swa_utils
+        model = _model(mod)
+        avg = swa.AveragedModel(model)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        sched = swa.SWALR(opt, swa_lr=0.02, anneal_epochs=3, anneal_strategy="linear")
+
+        def step(x, y, average):
+            loss = _step(mod, model, opt)(x, y)
+            if average:
+                avg.update_parameters(model)
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(6):
+            res.append([snapshot(f(*_xy(mod, i), i % 2 == 1)), snapshot(model), snapshot(avg)])
+            sched.step()
+            res.append(sched.get_last_lr())
+        return res
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_step_skipped_in_python_when_the_clipped_norm_is_too_large():
+    """``if total_norm > 2.0: skip`` on ``clip_grad_norm_``'s result: a Python branch on a tensor
+    value, equal to eager (the step runs eagerly with its reason, or reads the value after
+    the program); a threshold the caller moves changes which calls step."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        cfg = {"thr": 1.0}
+        skipped = []
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x) * 3, y)
+            loss.backward()
+            norm = mod.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
+            if norm > cfg["thr"]:
+                skipped.append(True)
+            else:
+                opt.step()
+            return loss, norm
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: cfg.update(thr=0.3 * (i + 2)), model, opt) + [skipped]
+    _both(run)
+
+
+def test_hand_warmup_of_the_lr_inside_the_step_from_a_python_counter():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.AdamW(model.parameters(), lr=0.0)
+        ctr = {"n": 0}
+
+        def step(x, y):
+            ctr["n"] += 1
+            for g in opt.param_groups:
+                g["lr"] = 0.05 * min(1.0, ctr["n"] / 4)
+            return _step(mod, model, opt)(x, y)
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 7, lambda i: None, model, opt) + [ctr["n"]]
+    _both(run)
+
+
+def test_scheduler_stepped_twice_inside_the_step_on_a_tensor_lr_last_lr_is_the_tensor():
+    def run(mod, wrap):
+        model = _model(mod)
+        lr = mod.tensor(0.04)
+        opt = mod.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        sched = mod.optim.lr_scheduler.ExponentialLR(opt, gamma=0.8)
+
+        def step(x, y):
+            loss = _step(mod, model, opt)(x, y)
+            sched.step()
+            sched.step()
+            return loss
+        f = wrap(step)
+        res = []
+        for i in range(4):
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model), float(lr)])
+            last = sched.get_last_lr()
+            res.append([type(last[0]).__name__, float(last[0]), opt.param_groups[0]["lr"] is lr])
+        return res
+    _both(run)
+
+
+def test_full_backward_pre_hook_and_foreach_lerp_ema_added_between_calls():
+    """A full backward pre-hook halving ``grad_output`` of the head from call 1 on, and an EMA
+    by ``_foreach_lerp_`` with a tensor weight the caller fills, from call 2 on."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        ema = [p.detach().clone() for p in model.parameters()]
+        w = mod.tensor(0.5)
+        cfg = {"ema": False}
+
+        def step(x, y):
+            loss = _step(mod, model, opt)(x, y)
+            if cfg["ema"]:
+                with mod.no_grad():
+                    mod._foreach_lerp_(ema, list(model.parameters()), w)
+            return loss
+        f = wrap(step)
+
+        def change(i):
+            if i == 0:
+                model[2].register_full_backward_pre_hook(lambda m, go: (go[0] * 0.5,))
+            if i == 1:
+                cfg["ema"] = True
+            w.fill_(0.1 * (i + 1))
+        return _loop(f, lambda i: _xy(mod, i), 5, change, model, ema)
+    made = _both(run)
+    assert _traces(made[0]) <= 3, made[0].stats
+
+
+def test_sgd_step_with_a_closure_inside_the_compiled_step():
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            def closure():
+                opt.zero_grad()
+                loss = mod.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                return loss
+            return opt.step(closure)
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt)
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_averaged_model_with_a_custom_avg_fn_reading_num_averaged():
+    def run(mod, wrap):
+        swa = mod.optim.swa_utils
+        model = _model(mod)
+        avg = swa.AveragedModel(model, avg_fn=lambda a, p, n: a + (p - a) / (n + 1) * 0.5)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            loss = _step(mod, model, opt)(x, y)
+            avg.update_parameters(model)
+            return loss
+        f = wrap(step)
+        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: None, model, avg)
+    made = _both(run)
+    assert _traces(made[0]) <= 2, made[0].stats
+
+
+def test_full_backward_hook_for_two_of_every_four_calls_the_program_comes_back():
+    """A full backward hook registered before calls 1, 5, 9 and removed after calls 2, 6, 10:
+    the calls with it run eagerly (its module registers tensor hooks on every forward), the
+    others run one program (NOTE [breaks under a structure] in compiler.py)."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        f = wrap(_step(mod, model, opt))
+        h = {}
+        res = []
+        for i in range(12):
+            if i % 4 == 1:
+                h["h"] = model[2].register_full_backward_hook(lambda m, gi, go: (gi[0] * 2.0,))
+            res.append([snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)])
+            if i % 4 == 2:
+                h.pop("h").remove()
+        return res
+    made = _both(run)
+    assert made[0].stats["traces"] == 1 and made[0].stats["eager_calls"] == 7, made[0].stats
