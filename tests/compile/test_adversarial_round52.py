@@ -1,27 +1,55 @@
 """Round 52: the training-loop machinery a user changes between calls of a compiled step
 (forward, backward, ``optimizer.step``), and the same machinery stepped inside it.
 
-LR schedulers stepped between calls (OneCycleLR cycling Adam's ``betas``, CosineAnnealingWarmRestarts
-over two groups with ``T_mult``, ReduceLROnPlateau fed the returned loss tensor with per-group
-``min_lr`` and a cooldown, LambdaLR with one lambda per group, StepLR over a group added after it
-was built, SequentialLR/ChainedScheduler on an lr tensor), a scheduler stepped inside the step
-(ReduceLROnPlateau fed the loss tensor, a LambdaLR reading a dict the caller changes), lr given as
-a tensor, ``betas``/``weight_decay``/``momentum``/``nesterov`` written into ``param_groups`` by hand,
-``add_param_group`` with its own options, ``optimizer.load_state_dict`` of a state saved before the
-first step (the state restarts) and of a later one (rewinds), ``model.load_state_dict(strict=False)``
-of a prefix; ``requires_grad_(False)`` with Adam and ``zero_grad(set_to_none=False)``, ``p.grad = None``
-by hand, accumulation every ``k`` calls on a Python counter with ``clip_grad_norm_(max_norm=tensor)``,
-``clip_grad_value_`` with the value an argument, GradScaler growing every two calls, backing off on
-an inf batch and given a new scale by hand; forward pre-hooks with kwargs, full backward hooks
-registered and removed, a parametrization removed with ``leave_parametrized``, grad modes nested
-inside the step, EMA by ``_foreach_mul_``/``_foreach_add_`` and ``lerp_`` with the decay an argument
-or a tensor, ``AveragedModel`` with ``get_ema_multi_avg_fn`` and ``use_buffers``, and
-``func.functional_call`` with a parameter dict that changes per call.
+LR schedulers stepped between calls (OneCycleLR cycling Adam's ``betas``, ReduceLROnPlateau fed
+the returned loss tensor with per-group ``min_lr`` and a cooldown, StepLR over a group added after
+it was built, SequentialLR on an lr tensor, a scheduler's state saved and loaded), schedulers
+stepped inside the step (ReduceLROnPlateau fed the loss tensor, LambdaLR reading a dict the caller
+changes, OneCycleLR on a tensor lr, ExponentialLR twice), a hand warm-up of the lr inside the
+step, lr tensors rebound by hand, ``betas``/``weight_decay`` written into ``param_groups``,
+``add_param_group`` with its own options, a parameter taken out of its group, one parameter's
+state deleted and another's ``step`` filled; ``optimizer.load_state_dict`` of a state saved
+before the first step, of a checkpoint every third call and of a fresh copy every call,
+``model.load_state_dict(strict=False)``/``(assign=True)``; a layer frozen with Adam and
+``zero_grad(set_to_none=False)``, ``p.grad = None`` by hand, accumulation on a Python counter with
+``clip_grad_norm_(max_norm=tensor)``, ``error_if_nonfinite`` with ``foreach``, a step skipped in
+Python on the norm; GradScaler growing, backing off on an inf batch, set by hand, and stepping
+every second call; a forward pre-hook with kwargs, full backward (pre-)hooks registered and
+removed, a parametrization removed with ``leave_parametrized``; grad modes nested in the step and
+as decorators of helpers; EMA by ``_foreach_mul_``/``_foreach_add_``/``lerp_``/``_foreach_lerp_``,
+``AveragedModel`` (``get_ema_multi_avg_fn``, ``use_buffers``; every second call with SWALR);
+``func.functional_call`` with a parameter dict and a buffers dict changing per call, and a MAML
+inner step through it with ``create_graph=True``.
 
 Each program runs eagerly, through ``tracegrad.compile`` and with torch from identical state
 (``_harness.run_three_ways``), comparing the step's results, the model, the optimizer and the
-scheduler after every call; the number of programs is asserted (numeric ``lr``/``momentum``/
-``betas`` are inputs of one program; a Python value the step reads is a constant of its program).
+scheduler after every call; the number of programs is asserted.
+
+Fixes (``compiler.py``, ``_state.py``):
+- NOTE [dead programs]: a program whose state tensors are gone (``opt.load_state_dict`` of a
+  deep copy put new ones in) still counted toward ``cache_size_limit``: a loop rolling back to a
+  checkpoint ran eagerly for good after 8 rollbacks
+  (test_optimizer_state_loaded_from_a_fresh_copy_every_call_never_falls_back_to_eager).
+- NOTE [breaks under a structure]: a graph break marked the call's signature eager for good,
+  whatever the hooks: a full backward hook present for one call (its module registers tensor
+  hooks on every forward: a break) sent every later call eagerly, the hook long removed. A break
+  is now remembered with the structure it happened under, and the programs come back with the
+  structure; and the hooks registered on a call's tensors left the live hook set when those
+  tensors died (NOTE [hook sets come back]), so removing the module hook gave the old token back
+  (test_full_backward_hook_scaling_grad_input_registered_and_removed,
+  test_full_backward_hook_for_two_of_every_four_calls_the_program_comes_back).
+
+Found and left (xfail strict: test_parameters_rebound_by_load_state_dict_assign_past_the_recompile_limit):
+the identity guards of a program hold the optimizer and Parameters it was traced for strongly,
+so Parameters rebound by ``load_state_dict(assign=True)`` with a new optimizer every call never
+make a program dead; the step runs eagerly after the recompile limit.
+
+Not bugs (equal to eager, documented by the asserted counts and reasons): ``sched.step(loss)``,
+a Python branch on a norm and ``error_if_nonfinite`` read a value (the step runs eagerly with its
+reason); a step that sets ``param_groups[...]["lr"]`` or bumps a Python counter runs eagerly with
+its reason; a GradScaler stepping on a Python counter before the optimizer has state runs
+eagerly; ``optimizer.load_state_dict`` keeps tensors of the right dtype, as torch, so the
+optimizer state aliases the loaded dict (one more program after the first load).
 """
 import pytest
 
@@ -33,15 +61,7 @@ from ._harness import change_loop as _loop, small_mlp as _model, small_xy as _xy
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
 
 
-def _step(mod, model, opt):
-    """The usual classification step over ``model`` with ``opt``."""
-    def step(x, y):
-        opt.zero_grad()
-        loss = mod.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+_step = _h.train_step
 
 
 def _two_groups(mod, model, cls, **kw):
@@ -80,14 +100,6 @@ def test_one_cycle_cycles_adam_betas_between_calls_one_program():
     assert _traces(made[0]) == 1, made[0].stats
 
 
-def test_cosine_warm_restarts_t_mult_over_two_groups_with_weight_decay():
-    run = _sched_outside(tracegrad, lambda mod, m: _two_groups(mod, m, mod.optim.AdamW, weight_decay=0.1),
-                         lambda mod, o: mod.optim.lr_scheduler.CosineAnnealingWarmRestarts(
-                             o, T_0=2, T_mult=2, eta_min=0.001), calls=7)
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
-
-
 def test_reduce_on_plateau_fed_the_returned_loss_tensor_two_groups_min_lr_cooldown():
     """``sched.step(loss)`` with the compiled step's loss tensor: per-group ``min_lr``, an abs
     threshold so large every call is a plateau, a cooldown between reductions."""
@@ -99,14 +111,6 @@ def test_reduce_on_plateau_fed_the_returned_loss_tensor_two_groups_min_lr_cooldo
     assert _traces(made[0]) == 1, made[0].stats
 
 
-def test_lambda_lr_one_lambda_per_group_stepped_outside():
-    run = _sched_outside(tracegrad, lambda mod, m: _two_groups(mod, m, mod.optim.SGD, momentum=0.5, nesterov=True),
-                         lambda mod, o: mod.optim.lr_scheduler.LambdaLR(
-                             o, [lambda e: 0.8 ** e, lambda e: 1.0 / (1 + e)]))
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
-
-
 def test_step_lr_built_before_add_param_group_decays_the_new_group_too():
     """A StepLR built over one group, then ``add_param_group`` (with its own lr and betas) after
     two calls: torch's StepLR scales every group's current lr, the new one included."""
@@ -114,14 +118,7 @@ def test_step_lr_built_before_add_param_group_decays_the_new_group_too():
         model = _model(mod)
         opt = mod.optim.Adam(model[0].parameters(), lr=0.02)
         sched = mod.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt))
         res = []
         for i in range(7):
             res.append([snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)])
@@ -135,16 +132,13 @@ def test_step_lr_built_before_add_param_group_decays_the_new_group_too():
     assert _traces(made[0]) <= 3, made[0].stats
 
 
-@pytest.mark.parametrize("kind", ["sequential", "chained"])
-def test_composite_scheduler_on_a_tensor_lr(kind):
+def test_sequential_lr_on_a_tensor_lr():
     """Adam's lr a 0-d tensor: a scheduler writes it in place (``fill_``), never rebinding it;
     one program for all calls."""
     def make_sched(mod, opt):
         S = mod.optim.lr_scheduler
-        if kind == "sequential":
-            return S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.5, total_iters=2),
-                                        S.ExponentialLR(opt, gamma=0.7)], milestones=[2])
-        return S.ChainedScheduler([S.ExponentialLR(opt, gamma=0.9), S.MultiplicativeLR(opt, lambda e: 0.95)])
+        return S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.5, total_iters=2),
+                                    S.ExponentialLR(opt, gamma=0.7)], milestones=[2])
 
     def run(mod, wrap):
         model = _model(mod)
@@ -172,15 +166,7 @@ def test_reduce_on_plateau_fed_the_loss_tensor_inside_the_step():
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         sched = mod.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=10.0,
                                                          threshold_mode="abs")
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            sched.step(loss)
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt, after=sched.step))
         res = []
         for i in range(5):
             res.append([snapshot(f(*_xy(mod, i))), snapshot(model), opt.param_groups[0]["lr"],
@@ -197,15 +183,7 @@ def test_lambda_lr_inside_the_step_reading_a_dict_the_caller_changes():
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
         cfg = {"warm": 4}
         sched = mod.optim.lr_scheduler.LambdaLR(opt, lambda e: min(1.0, (e + 1) / cfg["warm"]))
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            sched.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt, after=lambda loss: sched.step()))
         res = []
         for i in range(6):
             res.append([snapshot(f(*_xy(mod, i))), snapshot(model), opt.param_groups[0]["lr"]])
@@ -230,20 +208,6 @@ def test_adam_betas_and_weight_decay_written_by_hand_between_calls():
     made = _both(run)
     # betas are inputs; weight_decay 0 / 0.2 are two options (0 skips the decay), coming back
     assert _traces(made[0]) <= 2, made[0].stats
-
-
-def test_sgd_momentum_from_zero_and_nesterov_written_by_hand():
-    """``momentum`` 0 -> 0.9 (the momentum buffer is made on the first step with momentum),
-    ``nesterov`` turned on, then ``dampening``: each call uses the values set before it."""
-    def run(mod, wrap):
-        model = _model(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
-        g = opt.param_groups[0]
-        f = wrap(_step(mod, model, opt))
-        edits = [{}, dict(momentum=0.9), dict(nesterov=True), dict(nesterov=False, dampening=0.5), dict(momentum=0.5)]
-        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: g.update(edits[i]) if i < len(edits) else None,
-                     model, opt)
-    _both(run)
 
 
 def test_add_param_group_with_its_own_betas_and_weight_decay_mid_training():
@@ -379,14 +343,7 @@ def test_layer_frozen_with_adam_and_zero_grad_keeping_zeros():
     def run(mod, wrap):
         model = _model(mod)
         opt = mod.optim.Adam(model.parameters(), lr=0.02)
-
-        def step(x, y):
-            opt.zero_grad(set_to_none=False)
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt, set_to_none=False))
         return _loop(f, lambda i: _xy(mod, i), 6,
                      lambda i: model[0].requires_grad_(not (1 <= i < 3)), model, opt)
     made = _both(run)
@@ -399,13 +356,7 @@ def test_grad_set_to_none_by_hand_for_some_parameters_between_calls():
     def run(mod, wrap):
         model = _model(mod)
         opt = mod.optim.Adam(model.parameters(), lr=0.02)
-
-        def step(x, y):
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt, zero=False))
 
         def change(i):
             if i in (1, 3):
@@ -439,25 +390,6 @@ def test_accumulation_every_k_calls_with_a_tensor_max_norm():
         return res + [snapshot(norms)]
     made = _both(run)
     assert _traces(made[0]) <= 3, made[0].stats
-
-
-def test_clip_grad_value_with_the_value_an_argument_and_foreach():
-    def run(mod, wrap):
-        model = _model(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(x, y, clip, foreach):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            mod.nn.utils.clip_grad_value_(model.parameters(), clip, foreach=foreach)
-            opt.step()
-            return loss
-        f = wrap(step)
-        clips = [(0.05, False), (0.05, True), (0.2, False), (0.05, False)]
-        return _loop(f, lambda i: _xy(mod, i) + clips[i], 4, lambda i: None, model, opt)
-    made = _both(run)
-    assert _traces(made[0]) == 3, made[0].stats
 
 
 def test_clip_grad_norm_error_if_nonfinite_with_a_foreach_flag_and_inf_input():
@@ -524,26 +456,6 @@ def test_grad_scaler_grows_every_two_calls_backs_off_on_an_inf_batch_and_set_by_
     assert _traces(made[0]) <= 2, made[0].stats
 
 
-def test_grad_scaler_state_dict_loaded_between_calls():
-    def run(mod, wrap):
-        model = _model(mod)
-        opt = mod.optim.Adam(model.parameters(), lr=0.02)
-        scaler = _scaler(mod, init_scale=8.0, growth_interval=1)
-        f = wrap(lambda x, y: (opt.zero_grad(), scaler.scale(mod.nn.functional.cross_entropy(model(x), y)).backward(),
-                               scaler.step(opt), scaler.update())[0])
-        saved = {}
-        res = []
-        for i in range(6):
-            f(*_xy(mod, i))
-            res.append([snapshot(model), scaler.get_scale(), scaler.state_dict()["_growth_tracker"]])
-            if i == 1:
-                saved["s"] = scaler.state_dict()
-            if i == 3:
-                scaler.load_state_dict(saved["s"])
-        return res
-    _both(run)
-
-
 # ---- hooks and parametrizations between calls
 
 def _kw_model(mod):
@@ -569,14 +481,7 @@ def test_forward_pre_hook_with_kwargs_registered_and_removed_between_calls():
         def hook(m, args, kwargs):
             seen.append(sorted(kwargs))
             return (args[0] * 2,), {**kwargs, "scale": kwargs.get("scale", 1.0) * 0.5}
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model(x, scale=3.0), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt, call=lambda x: model(x, scale=3.0)))
         h = {}
 
         def change(i):
@@ -707,12 +612,7 @@ def test_averaged_model_ema_multi_avg_fn_with_buffers_each_call():
         model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3)), mod)
         avg = swa.AveragedModel(model, multi_avg_fn=swa.get_ema_multi_avg_fn(0.8), use_buffers=True)
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(x, y):
-            loss = _step(mod, model, opt)(x, y)
-            avg.update_parameters(model)
-            return loss
-        f = wrap(step)
+        f = wrap(_step(mod, model, opt, after=lambda loss: avg.update_parameters(model)))
         return _loop(f, lambda i: _xy(mod, i), 5, lambda i: None, model, avg)
     made = _both(run)
     assert _traces(made[0]) <= 2, made[0].stats
@@ -755,14 +655,9 @@ def test_one_cycle_inside_the_step_cycling_adam_betas_on_a_tensor_lr():
         opt = mod.optim.Adam(model.parameters(), lr=mod.tensor(0.01))
         sched = mod.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=8, base_momentum=0.8,
                                                   max_momentum=0.95)
-
-        def step(x, y):
-            loss = _step(mod, model, opt)(x, y)
-            sched.step()
-            return loss
-        f = wrap(step)
-        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: None, model, opt,
-                     lambda: None) + [snapshot(sched.state_dict()["last_epoch"]), list(opt.param_groups[0]["betas"])]
+        f = wrap(_step(mod, model, opt, after=lambda loss: sched.step()))
+        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: None, model, opt) + [
+            sched.state_dict()["last_epoch"], list(opt.param_groups[0]["betas"])]
     _both(run)
 
 
@@ -788,7 +683,6 @@ def test_param_removed_from_its_group_by_hand_between_calls():
         model = _model(mod)
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         f = wrap(_step(mod, model, opt))
-
         res = []
         for i in range(5):
             res.append([snapshot(f(*_xy(mod, i))), snapshot(model),
@@ -869,17 +763,6 @@ def test_grad_scaler_steps_every_second_call_on_a_python_counter():
     assert _traces(made[0]) <= 3, made[0].stats
 
 
-def test_eval_of_one_batchnorm_inside_a_training_model_toggled_between_calls():
-    def run(mod, wrap):
-        nn = mod.nn
-        model = _h.np_init(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3)), mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
-        f = wrap(_step(mod, model, opt))
-        return _loop(f, lambda i: _xy(mod, i), 6, lambda i: model[1].train(i % 2 == 1), model, opt)
-    made = _both(run)
-    assert _traces(made[0]) == 2, made[0].stats
-
-
 def test_grad_mode_decorators_on_helpers_called_in_the_step():
     """``@no_grad()``, ``@inference_mode()``, ``@enable_grad()`` and ``@set_grad_enabled(False)``
     on helpers the step calls (the step itself under ``no_grad`` for its metric part)."""
@@ -946,7 +829,7 @@ def test_maml_inner_step_through_functional_call_with_create_graph():
     assert _traces(made[0]) == 2, made[0].stats
 
 
-def test_functional_call_with_buffers_dict_and_tied_weights_per_call():
+def test_functional_call_with_a_buffers_dict_swapped_per_call():
     """``functional_call(model, (params, buffers), x)`` with a BatchNorm's running stats given
     in a separate dict the caller swaps between two sets per call."""
     def run(mod, wrap):
@@ -1084,41 +967,6 @@ def test_full_backward_pre_hook_and_foreach_lerp_ema_added_between_calls():
         return _loop(f, lambda i: _xy(mod, i), 5, change, model, ema)
     made = _both(run)
     assert _traces(made[0]) <= 3, made[0].stats
-
-
-def test_sgd_step_with_a_closure_inside_the_compiled_step():
-    def run(mod, wrap):
-        model = _model(mod)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-        def step(x, y):
-            def closure():
-                opt.zero_grad()
-                loss = mod.nn.functional.cross_entropy(model(x), y)
-                loss.backward()
-                return loss
-            return opt.step(closure)
-        f = wrap(step)
-        return _loop(f, lambda i: _xy(mod, i), 4, lambda i: None, model, opt)
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
-
-
-def test_averaged_model_with_a_custom_avg_fn_reading_num_averaged():
-    def run(mod, wrap):
-        swa = mod.optim.swa_utils
-        model = _model(mod)
-        avg = swa.AveragedModel(model, avg_fn=lambda a, p, n: a + (p - a) / (n + 1) * 0.5)
-        opt = mod.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(x, y):
-            loss = _step(mod, model, opt)(x, y)
-            avg.update_parameters(model)
-            return loss
-        f = wrap(step)
-        return _loop(f, lambda i: _xy(mod, i), 5, lambda i: None, model, avg)
-    made = _both(run)
-    assert _traces(made[0]) <= 2, made[0].stats
 
 
 def test_full_backward_hook_for_two_of_every_four_calls_the_program_comes_back():
