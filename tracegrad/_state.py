@@ -229,6 +229,7 @@ _LIVE_HOOKS: dict = {}       # hook id -> weak reference to the dict it was regi
 _REBOUND: dict = {}          # (id(store), key) -> [ref to what it held at the epoch's start, id of what it holds now]
 _NAMED: dict = {}            # id(store or object a token's name counts) -> a ref to it (its death forgets those names)
 _GONE: list = []             # ids of named objects gone since ``_forget_gone`` last ran
+_DEAD_HOOKS: list = []       # ids of hooks whose dict is gone since ``_new_structure`` last ran
 _TOKENS: dict = {(frozenset(), frozenset()): 0}   # (live hook ids, entries rebound) this epoch -> its token
 _LAST_TOKEN: list = [0]
 _HOOK_SET_LIMIT = 256
@@ -291,6 +292,15 @@ def layout_entry_set(store, key, old, new) -> None:
 
 def _new_structure() -> None:
     _forget_gone()
+    while _DEAD_HOOKS:
+        # a hook whose dict is gone can never run again: the set without it is the set that
+        # comes back. A full backward hook's module registers hooks on its output tensors at
+        # every forward; kept in the set, the hook's removal gave a token never seen before,
+        # so the programs traced without the hook were never used again.
+        i = _DEAD_HOOKS.pop()
+        r = _LIVE_HOOKS.get(i)
+        if r is not None and r() is None:
+            del _LIVE_HOOKS[i]
     if len(_LIVE_HOOKS) > _HOOK_SET_LIMIT:     # hooks whose dict is gone can never run again
         for k in [k for k, r in _LIVE_HOOKS.items() if r() is None]:
             del _LIVE_HOOKS[k]
@@ -320,7 +330,7 @@ def bump_structure() -> None:
 def hook_added(hook_id: int, hooks_dict) -> None:
     """A hook a compiled program may bake in was registered in ``hooks_dict`` (an OrderedDict)
     under the new ``hook_id``."""
-    _LIVE_HOOKS[hook_id] = weakref.ref(hooks_dict)
+    _LIVE_HOOKS[hook_id] = weakref.ref(hooks_dict, lambda _, i=hook_id: _DEAD_HOOKS.append(i))
     _new_structure()
 
 

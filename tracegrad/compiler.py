@@ -86,6 +86,28 @@ cache_size_limit = 8
 # ``cache_size_limit``. Without the ask a size change is one, as under torch's
 # ``dynamic=False``, and the limit's warning names the arguments (``_changing_numbers``).
 accumulated_cache_size_limit = 256
+# NOTE [breaks under a structure]: a graph break is remembered for the signature it broke at
+# (and, at one place for two signatures, for the function) together with the structure of the
+# moment (``_state.STRUCTURE[0]``: the hooks registered, the modules' layout). Much of what
+# breaks a trace is structure: a full backward hook (its module registers tensor hooks on every
+# call), a hook that reads a value. Remembered for the signature alone, a hook present for one
+# call sent every later call eagerly, the hook long removed. Under another structure the call
+# is traced again (the programs the signature had before the break come back first), until
+# ``cache_size_limit`` traces of it broke; under one it broke at, it runs eagerly without a new
+# trace. Cost: one set lookup on a call that runs eagerly for a break, none on a program's run.
+# The structure an eager run of the function leaves is one it broke under too: a function that
+# rebinds a buffer or registers a hook itself changes the structure on every eager call, and
+# must not be traced again for it.
+# NOTE [dead programs]: a program whose outside state is gone for good (its storage held by
+# nothing but programs: ``optimizer.load_state_dict`` put new state tensors in, a model's
+# Parameters were rebound by ``load_state_dict(assign=True)``) can never run again; its region
+# marks itself dead at its guard check (the orphan guard, guard_code.py) and is dropped. torch
+# drops a cache entry whose guarded object died too, and its recompile limit counts the live
+# entries only. Counting the dead ones sent a loop that rolls back to a checkpoint now and then
+# (``opt.load_state_dict(copy.deepcopy(ck))``) into eager for good after ``cache_size_limit``
+# rollbacks, each of which retraces once. They still count toward
+# ``accumulated_cache_size_limit``, the bound on all programs traced, so a step whose state is
+# new on every call still stops tracing there.
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 # ``torch._dynamo.utils.counters``, which programs read to count graph breaks and compiled
@@ -93,6 +115,12 @@ _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 # (one frame: one traced signature). Never cleared by ``reset()``, as torch's.
 COUNTERS = collections.defaultdict(collections.Counter)
 _ORDER = itertools.count()
+
+
+class _Broke(set):
+    """The structures a signature's graph break holds under (NOTE [breaks under a structure]);
+    ``traced``: how many traces broke."""
+    traced = 0
 
 
 class _Programs:
@@ -137,11 +165,14 @@ class CompiledFunction:
         self._plans = {}
         self._programs = 0          # traced programs of this function (torch: per code object)
         self._sized = 0             # ... of them, those for new dynamic sizes (NOTE [dynamic sizes])
+        self._dead = 0              # ... of them, those dead for good (NOTE [dead programs])
         self._containers = frozenset()   # NOTE [data container arguments] (_lowering/region.py)
         self._containers_refused = False
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
         self._always_eager = False
+        self._always_tokens = _Broke()  # the structures under which ``_always_eager`` holds
+        self._broke = {}            # signature -> (structures it broke under, its programs): NOTE [breaks under a structure]
         self.stats = {"calls": 0, "traces": 0, "eager_calls": 0, "graph_breaks": []}
         self._order = next(_ORDER)
         _ALL.add(self)
@@ -177,8 +208,8 @@ class CompiledFunction:
         if stance != "default" and stance not in _STANCES:
             raise RuntimeError(f"tracegrad.compiler.set_stance: invalid stance {stance!r}; "
                                f"use one of {', '.join(_STANCES)}")
-        if self._always_eager:
-            return self._eager(args, kwargs)
+        if self._always_eager and self._still_breaks(self._always_tokens):
+            return self._eager_under(self._always_tokens, args, kwargs)
         leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
         entries = self._cache.get(key)
         if entries is None and self._programs and not self._containers_refused:
@@ -188,7 +219,16 @@ class CompiledFunction:
                 leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
                 entries = self._cache.get(key)
         if entries is _EAGER:
-            return self._eager(args, kwargs)
+            tokens, kept = self._broke.get(key, ((), None))
+            if not tokens:
+                return self._eager(args, kwargs)
+            if self._still_breaks(tokens):
+                return self._eager_under(tokens, args, kwargs)
+            entries = kept      # NOTE [breaks under a structure]: the programs it had, if any
+            if kept is None:
+                del self._cache[key]
+            else:
+                self._cache[key] = kept
         aliased = aliased_args(leaves, kinds)
         shared = aliased is SHARED_VIEWS    # views of one tensor: a program that writes neither
         if aliased is not None and not shared:   # this call only: the next one may pass separate tensors
@@ -210,7 +250,14 @@ class CompiledFunction:
                     except ValueCheckFailed as e:
                         return self._check_failed(args, kwargs, e.reason)
                     return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out
-            entries[:] = [r for r in entries if not r.dead]
+            if any(r.dead for r in entries):
+                self._drop_dead(entries)
+        broke = self._broke.get(key)
+        if broke is not None and self._still_breaks(broke[0]):    # back to a structure it broke under
+            if entries:       # the programs traced since, for when the structure changes again
+                self._broke[key] = (broke[0], entries)
+            self._cache[key] = _EAGER
+            return self._eager_under(broke[0], args, kwargs)
         if _state.SAVED_HOOKS and getattr(_state.SAVED_HOOKS[-1][0], "_tracegrad_counts_saves", False):
             # inside a non-reentrant checkpoint: its hooks match the forward's saved tensors
             # with the recomputation's one by one, and a compiled region keeps its residuals
@@ -235,7 +282,7 @@ class CompiledFunction:
         limit = cache_size_limit if self.recompile_limit is None else self.recompile_limit
         sized = entries is None and self._programs and self._new_sizes_only(key, leaves)
         # not remembered per key: arguments that differ on every call would fill the cache
-        if self._programs - self._sized >= limit and not sized:
+        if self._programs - self._sized - self._dead >= limit and not sized:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache, args, kwargs, self._containers)
                                + _changing_values(entries), None, args, kwargs)
@@ -257,6 +304,20 @@ class CompiledFunction:
         for k in [k for k in self._cache if any(type(_part_object(p)) in classes for p in k[1])]:
             del self._cache[k]
             self._plans.pop(k, None)
+
+    @staticmethod
+    def _still_breaks(tokens) -> bool:
+        """Whether a graph break recorded under the structures ``tokens`` (a ``_Broke``) still
+        holds now (NOTE [breaks under a structure]): the structure is one of them, or the code
+        broke while tracing under so many that it breaks whatever they are."""
+        return _state.STRUCTURE[0] in tokens or tokens.traced >= cache_size_limit
+
+    def _drop_dead(self, entries):
+        """Forget the programs of ``entries`` whose state is gone for good (NOTE [dead programs])."""
+        for r in entries:
+            if r.dead and not getattr(r, "sized", False):
+                self._dead += 1
+        entries[:] = [r for r in entries if not r.dead]
 
     def _new_sizes_only(self, key, leaves) -> bool:
         """Whether a cached program's key differs from ``key`` only in sizes the user made
@@ -333,6 +394,7 @@ class CompiledFunction:
         self._cache.setdefault(key, []).insert(0, region)
         self._programs += 1
         self._sized += bool(sized)
+        region.sized = bool(sized)
         if result is ValueCheckFailed:
             return self._check_failed(args, kwargs, reason)
         return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
@@ -396,7 +458,14 @@ class CompiledFunction:
         if not breaks or breaks[-1] != (reason, where):     # once per run of the same reason
             breaks.append((reason, where))
             COUNTERS["graph_break"][reason] += 1
+        tokens = None
         if key is not None:
+            token = _state.STRUCTURE[0]
+            tokens, kept = self._broke.get(key, (_Broke(), None))
+            entries = self._cache.get(key)
+            tokens.add(token)
+            tokens.traced += 1
+            self._broke[key] = (tokens, entries if isinstance(entries, list) and entries else kept)
             self._cache[key] = _EAGER
             # the same break in the code for a second signature: the code breaks whatever the
             # arguments, so new signatures run eagerly too instead of each paying a trace
@@ -404,6 +473,8 @@ class CompiledFunction:
             sites.add(key)
             if where is not None and len(sites) >= 2:
                 self._always_eager = True
+                self._always_tokens.update(tokens)
+                self._always_tokens.traced = max(self._always_tokens.traced, tokens.traced)
         if not self._warned:
             self._warned = True
             say(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
@@ -412,7 +483,21 @@ class CompiledFunction:
         if ran is not _EAGER:
             self.stats["eager_calls"] += 1
             return ran
-        return self._eager(args, kwargs)
+        if tokens is None:
+            return self._eager(args, kwargs)
+        out = self._eager_under(tokens, args, kwargs)
+        if self._always_eager:
+            self._always_tokens.update(tokens)
+        return out
+
+    def _eager_under(self, tokens, args, kwargs):
+        """The call run eagerly for a graph break recorded under the structures ``tokens``; the
+        structure the eager run leaves (a buffer it rebinds, a hook it registers) is one more of
+        them: its own changes never send the next call back to tracing (NOTE [breaks under a
+        structure])."""
+        out = self._eager(args, kwargs)
+        tokens.add(_state.STRUCTURE[0])
+        return out
 
     def memory_analysis(self, *args, **kwargs):
         """XLA's memory analysis (``temp_size_in_bytes``, ``argument_size_in_bytes``...) of the
@@ -431,7 +516,9 @@ class CompiledFunction:
         self._plans.clear()
         self._break_sites.clear()
         self._always_eager = False
-        self._programs = self._sized = 0
+        self._always_tokens = _Broke()
+        self._broke.clear()
+        self._programs = self._sized = self._dead = 0
         self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 

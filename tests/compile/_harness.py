@@ -74,6 +74,22 @@ def change_loop(f, batch, calls, change, *observed):
     return out
 
 
+def train_step(mod, model, opt, after=None, zero=True, set_to_none=True, call=None):
+    """The usual classification step: ``opt.zero_grad(set_to_none=...)`` (unless ``zero`` is
+    False), cross-entropy of ``model(x)`` (or ``call(x)``) against ``y``, backward,
+    ``opt.step()``, then ``after(loss)`` when given; returns the loss."""
+    def step(x, y):
+        if zero:
+            opt.zero_grad(set_to_none=set_to_none)
+        loss = mod.nn.functional.cross_entropy(model(x) if call is None else call(x), y)
+        loss.backward()
+        opt.step()
+        if after is not None:
+            after(loss)
+        return loss
+    return step
+
+
 def small_batches(mod):
     """``i -> (x, y)``: call ``i``'s batch of 5 inputs of 4 features and 3-class labels for
     ``small_mlp``."""
