@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from . import fft as _fft
-from ._api.argcheck import require_bool, require_float
+from ._api.argcheck import require_bool, require_float, require_int
 from ._api.complex_api import view_as_real
 from ._ops import dtypes as _dt
 from ._ops.warn import warn_once as _warn_once
@@ -203,6 +203,15 @@ def _check_n_fft(api, n_fft):
         raise TypeError(f"{api}(): argument 'n_fft' (position 2) must be int, not {type(n_fft).__name__}")
 
 
+def _check_flags(api, flags, optional=()):
+    """torch's parser TypeError for a flag of ``api`` that is not a bool (1, a str, a tensor, and None
+    unless the name is in ``optional``), which a truth test here would have read; two identity
+    tests per flag when they are bools."""
+    for name, v in flags.items():
+        if v is not True and v is not False and not (v is None and name in optional):
+            require_bool(api, name, v)
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """Mirrors ``torch.stft``: the short-time Fourier transform of ``input`` ``(L,)`` or
@@ -217,10 +226,15 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     in the ``n_fft`` samples. Differentiable.
     RuntimeError: ``return_complex`` not given for a real input, bad sizes, ``align_to_window``
     with ``center=True`` (as torch); NotImplementedError for an unknown ``pad_mode``; TypeError for
-    an ``n_fft`` that is not an int."""
+    an ``n_fft`` that is not an int, or a ``normalized`` that is not a bool (``onesided``,
+    ``return_complex``: a bool or None).
+    Differs from torch: a str ``onesided`` is the TypeError here, where torch's overload
+    resolution reads it as another overload's ``pad_mode`` and fails later (RuntimeError)."""
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false; pass center=False")
     _check_n_fft("stft", n_fft)   # after torch's Python reads ``center``
+    _check_flags("stft", {"normalized": normalized, "onesided": onesided, "return_complex": return_complex},
+                 optional=("onesided", "return_complex"))
     if return_complex is None:
         if not (input.is_complex() or (window is not None and window.is_complex())):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs; pass "
@@ -276,8 +290,13 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     torch's NOLA check). ``input`` complex ``(B?, freq, n_frames)``; ``onesided`` (default: when
     ``freq != n_fft``) inverts with ``irfft``; ``center`` trims ``n_fft // 2`` samples each side;
     ``length`` trims or zero-pads the end. Real output unless ``return_complex``.
-    Differentiable. RuntimeError for a real input or mismatched sizes."""
+    Differentiable. RuntimeError for a real input, mismatched sizes or a ``length`` below 1; TypeError for a ``center``,
+    ``normalized`` or ``return_complex`` that is not a bool (``onesided``: a bool or None)."""
     _check_n_fft("istft", n_fft)
+    _check_flags("istft", {"center": center, "normalized": normalized, "onesided": onesided,
+                           "return_complex": return_complex}, optional=("onesided",))
+    if length is not None and type(length) is not int:
+        length = operator.index(require_int("istft", "length", length))
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
@@ -316,6 +335,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else min(start + length, total)
     env = env[start:end]
+    if length is not None and length <= 0:   # torch's NOLA check fails on the empty envelope
+        raise RuntimeError(f"istft: length must be positive, got length={length}; pass the signal's length "
+                           "(or None for the full overlap-add)")
     if not isinstance(env._value, _JaxTracer) and bool((env.abs() < 1e-11).any()):   # eager only
         raise RuntimeError(f"{_describe('istft', input, n_fft, hop, win_length, window)}: window overlap add min: "
                            f"{float(env.abs().min()):g}; pass a window and hop_length whose squared overlap-add "
