@@ -137,8 +137,9 @@ KINDS = {
                      "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
                      "with_replacement", "assume_unique", "invert", "sparse_grad",
                      "inplace", "align_corners", "ceil_mode", "count_include_pad", "return_indices", "some",
-                     "compute_uv", "pivot", "get_infos", "full_matrices", "upper", "unitriangular",
-                     "transpose", "left", "hermitian"), "bool"),
+                     "compute_uv", "pivot", "full_matrices", "upper", "unitriangular",
+                     "transpose", "left", "hermitian", "density", "check_errors", "adjoint", "unpack_data",
+                     "unpack_pivots"), "bool"),
     "unbiased": "bool or None",
     # torch's generated factories (zeros, full, arange, the *_like and new_* ones, the windows...)
     # take None for these TensorOptions flags (as False); its hand-written parsers take a bool only
