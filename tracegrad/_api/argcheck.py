@@ -174,7 +174,8 @@ _API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdi
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
               "fill_diagonal_": {"fill_value": "Number"},
               # a parser bool here (register_parametrization's unsafe is read for its truth, as torch's Python)
-              "segment_reduce": {"unsafe": "bool"},
+              "segment_reduce": {"unsafe": "bool"}, "vander": {"increasing": "bool"},
+              "set_anomaly_enabled": {"enabled": "bool", "check_nan": "bool"},
               # Scalar/float parameters: a 0-d tensor at most (a one-element tensor with dims is the TypeError)
               **dict.fromkeys(("addmm", "addmm_", "addbmm", "addbmm_", "baddbmm", "baddbmm_", "addmv", "addmv_",
                                "addr", "addr_"), {"beta": "Number"}),
