@@ -81,20 +81,20 @@ def _aten_window(api, window_length, periodic, dtype, requires_grad, shape, layo
     return t
 
 
-_NO_PERIODIC = object()   # an argument left out (torch's overloads tell it from any default value)
+_LEFT_OUT = object()   # an argument left out (torch's overloads tell it from any default value)
 
 
 def _overload_order(api, given):
     """torch's windows take their optional positional parameters as nested overloads (``periodic``,
     then ``alpha``, then ``beta``): one given without the one before it is its TypeError."""
     for i in range(1, len(given)):
-        if given[i][1] is not _NO_PERIODIC and given[i - 1][1] is _NO_PERIODIC:
+        if given[i][1] is not _LEFT_OUT and given[i - 1][1] is _LEFT_OUT:
             wanted = ", ".join(n for n, _ in given[:i + 1])
             raise TypeError(f"{api}() received an invalid combination of arguments: {given[i][0]} needs "
                             f"{given[i - 1][0]} too; call {api}(window_length, {wanted})")
 
 
-def hamming_window(window_length, periodic=_NO_PERIODIC, alpha=_NO_PERIODIC, beta=_NO_PERIODIC, *, dtype=None,
+def hamming_window(window_length, periodic=_LEFT_OUT, alpha=_LEFT_OUT, beta=_LEFT_OUT, *, dtype=None,
                    layout=None, device=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.hamming_window``: ``alpha - beta cos(2 pi k / (N - 1))`` (periodic: of
     ``N + 1`` points, the last dropped; by default periodic, ``alpha=0.54``, ``beta=0.46``). 1-d,
@@ -103,9 +103,9 @@ def hamming_window(window_length, periodic=_NO_PERIODIC, alpha=_NO_PERIODIC, bet
     without ``periodic``, ``beta`` without ``alpha``, or either not a real number (a 0-d tensor
     without grad is read as its number)."""
     _overload_order("hamming_window", (("periodic", periodic), ("alpha", alpha), ("beta", beta)))
-    periodic = True if periodic is _NO_PERIODIC else periodic
-    alpha = 0.54 if alpha is _NO_PERIODIC else float(require_float("hamming_window", "alpha", alpha, 3))
-    beta = 0.46 if beta is _NO_PERIODIC else float(require_float("hamming_window", "beta", beta, 4))
+    periodic = True if periodic is _LEFT_OUT else periodic
+    alpha = 0.54 if alpha is _LEFT_OUT else float(require_float("hamming_window", "alpha", alpha, 3))
+    beta = 0.46 if beta is _LEFT_OUT else float(require_float("hamming_window", "beta", beta, 4))
     return _aten_window("hamming_window", window_length, periodic, dtype, requires_grad,
                         lambda n: alpha - beta * np.cos(np.arange(n) * (2 * math.pi / (n - 1))),
                         layout=layout, device=device, pin_memory=pin_memory)
@@ -145,16 +145,17 @@ def kaiser_shape(n, beta, denom):
     return np.i0(beta * np.sqrt(np.clip(1 - r * r, 0, None))) / np.i0(beta)
 
 
-def kaiser_window(window_length, periodic=_NO_PERIODIC, beta=_NO_PERIODIC, *, dtype=None, layout=None, device=None,
+def kaiser_window(window_length, periodic=_LEFT_OUT, beta=_LEFT_OUT, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
     """Mirrors ``torch.kaiser_window``: the Kaiser window of shape parameter ``beta`` (12.0 by
     default; ``I0`` is the modified Bessel function of order 0). RuntimeError for a negative
-    length or a non-floating dtype; TypeError for a ``beta`` that is not a number, and, as
-    torch's overloads, for a ``beta`` given without ``periodic``."""
+    length or a non-floating dtype (NotImplementedError for a complex one); TypeError for a
+    ``beta`` that is not a real number (a 0-d tensor without grad is read as its number), and,
+    as torch's overloads, for a ``beta`` given without ``periodic``."""
     _overload_order("kaiser_window", (("periodic", periodic), ("beta", beta)))
-    periodic = True if periodic is _NO_PERIODIC else periodic
+    periodic = True if periodic is _LEFT_OUT else periodic
     # a float, an int, a bool or a 0-d tensor without grad (torch's parser), read as its number
-    beta = 12.0 if beta is _NO_PERIODIC else float(require_float("kaiser_window", "beta", beta, 3))
+    beta = 12.0 if beta is _LEFT_OUT else float(require_float("kaiser_window", "beta", beta, 3))
     return _aten_window("kaiser_window", window_length, periodic, dtype, requires_grad,
                         lambda n: kaiser_shape(n, beta, n - 1),
                         layout=layout, device=device, pin_memory=pin_memory)
@@ -290,8 +291,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     torch's NOLA check). ``input`` complex ``(B?, freq, n_frames)``; ``onesided`` (default: when
     ``freq != n_fft``) inverts with ``irfft``; ``center`` trims ``n_fft // 2`` samples each side;
     ``length`` trims or zero-pads the end. Real output unless ``return_complex``.
-    Differentiable. RuntimeError for a real input, mismatched sizes or a ``length`` below 1; TypeError for a ``center``,
-    ``normalized`` or ``return_complex`` that is not a bool (``onesided``: a bool or None)."""
+    Differentiable. RuntimeError for a real input, mismatched sizes or a ``length`` below 1;
+    TypeError for a ``center``, ``normalized`` or ``return_complex`` that is not a bool
+    (``onesided``: a bool or None) or a ``length`` that is not an int."""
     _check_n_fft("istft", n_fft)
     _check_flags("istft", {"center": center, "normalized": normalized, "onesided": onesided,
                            "return_complex": return_complex}, optional=("onesided",))

@@ -5,7 +5,7 @@ the linalg ``*_ex`` functions, ``lu_solve``/``lu_unpack``, ``histogram``/``histo
 the windows' overloads and argument kinds; ``istft``'s
 ``length``; ``gradient``'s coordinate tensors; and, as a wider net, calls no earlier round fed
 (``Tensor.map_``/``apply_``, ``aminmax``, ``cov`` weights, ``view_as_complex``,
-``histogramdd``, ``finfo``/``iinfo``, ``SobolEngine``, ``signal.windows``, special
+``histogramdd``, ``finfo``, ``SobolEngine``, ``signal.windows``, special
 functions of complex input, ``frexp``, ``testing.assert_close``/``make_tensor``, torch.func's
 argnums, in_dims and chunk sizes, DataLoader and collate arguments). A probe of ~1,500 calls
 (written here for this table, no other repository's tests copied; torch 2.13 the oracle) found
@@ -163,42 +163,29 @@ C["gradient_spacing_coords_ok"] = lambda T: T.gradient(T.arange(5.) ** 2, spacin
 C["gradient_spacing_number_0d_ok"] = lambda T: T.gradient(T.arange(5.), spacing=T.tensor(2.))
 # ---- a wider net: calls no earlier round fed, all already torch's class
 C["map_not_callable"] = lambda T: X(T).map_(X(T), 3)
-C["map_ok"] = lambda T: X(T).map_(T.ones(3), lambda a, b: a * 2 + b)
 C["apply_returns_str"] = lambda T: X(T).apply_(lambda a: "x")
 C["aminmax_dim_out_of_range"] = lambda T: T.aminmax(X(T), dim=2)
 C["aminmax_empty_reduced_dim"] = lambda T: T.aminmax(T.ones(3, 0), dim=1)
-C["aminmax_bool_ok"] = lambda T: T.aminmax(T.tensor([True, False]))
 C["cov_fweights_negative"] = lambda T: T.cov(X(T), fweights=T.tensor([1, -1, 1]))
-C["cov_aweights_length"] = lambda T: T.cov(X(T), aweights=T.ones(2))
 C["view_as_complex_last_dim_3"] = lambda T: T.view_as_complex(T.ones(2, 3))
 C["view_as_complex_strided"] = lambda T: T.view_as_complex(T.ones(2, 4)[:, ::2])
 C["histogramdd_bins_length"] = lambda T: T.histogramdd(T.ones(4, 2), bins=[2, 2, 2])
-C["histogramdd_weight_shape"] = lambda T: T.histogramdd(T.ones(4, 2), bins=2, weight=T.ones(3))
 C["finfo_of_int"] = lambda T: T.finfo(T.int32)
-C["iinfo_of_bool"] = lambda T: T.iinfo(T.bool)
 C["sobol_dimension_zero"] = lambda T: T.quasirandom.SobolEngine(0)
-C["sobol_draw_base2_after_draw"] = lambda T: (lambda e: (e.draw(3), e.draw_base2(1)))(T.quasirandom.SobolEngine(2))
 C["sobol_draw_ok"] = lambda T: T.quasirandom.SobolEngine(2).draw(4)
 C["signal_hann_negative"] = lambda T: T.signal.windows.hann(-1)
-C["signal_gaussian_std_zero"] = lambda T: T.signal.windows.gaussian(3, std=0.)
 C["special_bessel_j0_complex"] = lambda T: T.special.bessel_j0(T.tensor([1j]))
-C["special_erfcx_complex"] = lambda T: T.special.erfcx(T.tensor([1j]))
 C["frexp_integer"] = lambda T: T.frexp(T.tensor([1]))
 C["assert_close_dtypes"] = lambda T: T.testing.assert_close(T.ones(2), T.ones(2, dtype=T.float64))
-C["assert_close_dict_keys"] = lambda T: T.testing.assert_close({"a": T.ones(2)}, {"b": T.ones(2)})
 C["make_tensor_low_above_high"] = lambda T: T.testing.make_tensor((2,), dtype=T.float32, device="cpu", low=2, high=1)
-C["make_tensor_int_requires_grad"] = lambda T: T.testing.make_tensor((2,), dtype=T.long, device="cpu",
-                                                                     requires_grad=True)
 C["func_grad_argnums_float"] = lambda T: T.func.grad(lambda x: x.sum(), argnums=0.)(T.ones(3))
 C["func_jacrev_argnums_repeated"] = lambda T: T.func.jacrev(lambda x, y: x * y, argnums=(1, 1))(T.ones(3), T.ones(3))
-C["func_jacrev_chunk_size_zero"] = lambda T: T.func.jacrev(lambda x: x, chunk_size=0)(T.ones(3))
 C["func_vmap_in_dims_for_number"] = lambda T: T.func.vmap(lambda x, y: x * y, in_dims=(0, 0))(T.ones(2), 3.0)
 C["func_functional_call_strict_missing"] = lambda T: T.func.functional_call(
     T.nn.Linear(2, 2), {"weight": T.ones(2, 2)}, (T.ones(2),), strict=True)
 D = lambda T: T.utils.data                                            # noqa: E731
-C["dataloader_batch_sampler_and_drop_last"] = lambda T: D(T).DataLoader(range(4), batch_sampler=[[0, 1]], drop_last=True)
-C["dataloader_batch_size_none_drop_last"] = lambda T: D(T).DataLoader(range(4), batch_size=None, drop_last=True)
-C["collate_tuple_lengths"] = lambda T: D(T).default_collate([(1, 2), (1,)])
+C["dataloader_batch_sampler_and_drop_last"] = lambda T: D(T).DataLoader(range(4), batch_sampler=[[0, 1]],
+                                                                        drop_last=True)
 C["random_split_fractions_sum"] = lambda T: D(T).random_split(range(10), [0.5, 0.4])
 
 GIST = {
