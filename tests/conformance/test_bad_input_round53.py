@@ -1,13 +1,13 @@
 """Bad-input parity, round 53: flags given something else than a bool (torch's parser refuses
 1, None, a str or a tensor where tracegrad read their truth) in the windows, ``stft``/``istft``,
 the linalg ``*_ex`` functions, ``lu_solve``/``lu_unpack``, ``histogram``/``histogramdd``,
-``segment_reduce``, ``embedding_bag``, ``vander``, ``set_anomaly_enabled`` and ``autograd.grad``;
-the windows' overloads and argument kinds; ``istft``'s
+``segment_reduce``, ``embedding_bag``, ``vander``, ``set_anomaly_enabled``, ``sparse_coo_tensor``,
+``to_dense`` and ``autograd.grad``; the windows' overloads and argument kinds; ``istft``'s
 ``length``; ``gradient``'s coordinate tensors; and, as a wider net, calls no earlier round fed
-(``Tensor.map_``/``apply_``, ``aminmax``, ``cov`` weights, ``view_as_complex``,
-``histogramdd``, ``finfo``, ``SobolEngine``, ``signal.windows``, special
-functions of complex input, ``frexp``, ``testing.assert_close``/``make_tensor``, torch.func's
-argnums, in_dims and chunk sizes, DataLoader and collate arguments). A probe of ~1,500 calls
+(``Tensor.map_``/``apply_``, ``aminmax``, ``cov`` weights, ``view_as_complex``, ``histogramdd``,
+``finfo``, ``SobolEngine``, ``signal.windows``, special functions of complex input, ``frexp``,
+``testing.assert_close``/``make_tensor``, torch.func's argnums, in_dims and chunk sizes,
+DataLoader and collate arguments). A probe of ~1,500 calls
 (written here for this table, no other repository's tests copied; torch 2.13 the oracle) found
 these differences, fixed in tracegrad:
 
@@ -28,8 +28,9 @@ these differences, fixed in tracegrad:
   ``increasing`` and ``set_anomaly_enabled``'s two flags took any value (torch's parser:
   TypeError; the kinds table in ``_api/argcheck.py``); ``F.embedding_bag`` (and ``EmbeddingBag``,
   ``torch.embedding_bag``) read ``sparse`` and ``scale_grad_by_freq`` for their truth (TypeError,
-  ``nn/_vision_functional.py``); ``torch.lu`` and
-  ``Tensor.lu`` refused a non-bool ``get_infos`` that torch's Python-level ``lu`` reads for its
+  ``nn/_vision_functional.py``), ``sparse_coo_tensor`` its ``is_coalesced``/``check_invariants``
+  (argcheck's kinds) and ``Tensor.to_dense`` its ``masked_grad`` (``_api/sparse_coo.py``);
+  ``torch.lu`` and ``Tensor.lu`` refused a non-bool ``get_infos`` that torch's Python-level ``lu`` reads for its
   truth (``_linalg_functions.py``);
 - ``autograd.grad(materialize_grads="y" or None)`` with ``allow_unused`` left out computed; torch
   hands ``materialize_grads`` to its engine as ``allow_unused`` and that refuses it (TypeError,
@@ -155,6 +156,14 @@ _flag("vander_increasing", lambda T, v: T.vander(T.arange(3.), increasing=v))
 C["vander_increasing_ok"] = lambda T: T.vander(T.arange(3.), 2, increasing=True)
 _flag("set_anomaly_enabled", lambda T, v: T.set_anomaly_enabled(v), {"str": "y", "int": 1})
 C["set_anomaly_enabled_check_nan_none"] = lambda T: T.set_anomaly_enabled(False, check_nan=None)
+# ---- sparse_coo_tensor's is_coalesced/check_invariants, to_dense's masked_grad
+SP = lambda T, **k: T.sparse_coo_tensor(T.tensor([[0]]), T.ones(1), (2,), **k)  # noqa: E731
+C["sparse_coo_is_coalesced_str"] = lambda T: SP(T, is_coalesced="y")
+C["sparse_coo_check_invariants_int"] = lambda T: SP(T, check_invariants=1)
+C["sparse_coo_flags_none_ok"] = lambda T: SP(T, is_coalesced=None, check_invariants=None).to_dense()
+C["sparse_to_dense_masked_grad_str"] = lambda T: SP(T).to_dense(masked_grad="y")
+C["dense_to_dense_masked_grad_int"] = lambda T: T.ones(2).to_dense(masked_grad=1)
+C["sparse_to_dense_masked_grad_none_ok"] = lambda T: SP(T).to_dense(masked_grad=None)
 # ---- gradient's spacing
 C["gradient_spacing_2d_tensor"] = lambda T: T.gradient(T.arange(5.), spacing=(T.ones(5, 1),))
 C["gradient_spacing_0d_tensor"] = lambda T: T.gradient(T.arange(5.), spacing=[T.tensor(2.)])

@@ -141,6 +141,8 @@ KINDS = {
                      "transpose", "left", "hermitian", "density", "check_errors", "adjoint", "unpack_data",
                      "unpack_pivots"), "bool"),
     "unbiased": "bool or None",
+    # sparse_coo_tensor's flags: None is "not said", anything else but a bool torch's parser refuses
+    **dict.fromkeys(("check_invariants", "is_coalesced"), "bool or None"),
     # torch's generated factories (zeros, full, arange, the *_like and new_* ones, the windows...)
     # take None for these TensorOptions flags (as False); its hand-written parsers take a bool only
     # (``_BOOL_ONLY_OPTIONS``)
