@@ -1,49 +1,51 @@
-"""Bad-input parity, round 53: flags given something else than a bool (torch's parser refuses
-1, None, a str or a tensor where tracegrad read their truth) in the windows, ``stft``/``istft``,
-the linalg ``*_ex`` functions, ``lu_solve``/``lu_unpack``, ``histogram``/``histogramdd``,
-``segment_reduce``, ``embedding_bag``, ``vander``, ``set_anomaly_enabled``, ``sparse_coo_tensor``,
-``to_dense`` and ``autograd.grad``; the windows' overloads and argument kinds; ``istft``'s
-``length``; ``gradient``'s coordinate tensors; and, as a wider net, calls no earlier round fed
-(``Tensor.map_``/``apply_``, ``aminmax``, ``cov`` weights, ``view_as_complex``, ``histogramdd``,
-``finfo``, ``SobolEngine``, ``signal.windows``, special functions of complex input, ``frexp``,
-``testing.assert_close``/``make_tensor``, torch.func's argnums, in_dims and chunk sizes,
-DataLoader and collate arguments). A probe of ~1,500 calls
-(written here for this table, no other repository's tests copied; torch 2.13 the oracle) found
-these differences, fixed in tracegrad:
+"""Bad-input parity, round 53: flags given something else than a bool (torch's parser refuses 1, None,
+a str or a tensor where tracegrad read their truth) in the windows, ``stft``/``istft``, the linalg
+``*_ex`` functions, ``lu_solve``/``lu_unpack``, ``histogram``/``histogramdd``, ``segment_reduce``,
+``embedding_bag``, ``vander``, ``set_anomaly_enabled``, ``sparse_coo_tensor``, ``to_dense``,
+``fill_diagonal_`` and ``autograd.grad``/``backward``; the windows' overloads and argument kinds;
+``istft``'s ``length``; ``gradient``'s coordinate tensors; and, as a wider net, calls no earlier
+round fed (``Tensor.map_``/``apply_``, ``aminmax``, ``cov`` weights, ``view_as_complex``,
+``histogramdd``, ``finfo``, ``SobolEngine``, ``signal.windows``, special functions of complex input,
+``frexp``, ``testing.assert_close``/``make_tensor``, torch.func's argnums, in_dims and chunk sizes,
+DataLoader and collate arguments). A probe of ~1,500 calls (written here for this table, no other
+repository's tests copied; torch 2.13 the oracle) found these differences, fixed in tracegrad:
 
-- ``hann/hamming/blackman/bartlett/kaiser_window`` read a ``periodic`` that is not a bool (1,
-  None, ``"y"``, a tensor) for its truth; torch's parser refuses it (TypeError); a 0-d integer
-  tensor ``window_length`` failed inside the window's arithmetic (TypeError with the array
-  library's words; torch takes it as its int); ``hamming_window`` took ``alpha`` without
-  ``periodic`` and ``beta`` without ``alpha``, which torch's overloads refuse (TypeError), and
-  ``beta=None`` failed in the arithmetic; ``kaiser_window`` refused a 0-d tensor ``beta`` torch
-  reads; a complex ``dtype`` was RuntimeError (torch: NotImplementedError) (``_spectral.py``);
+- ``hann/hamming/blackman/bartlett/kaiser_window`` read a ``periodic`` that is not a bool (1, None,
+  ``"y"``, a tensor) for its truth; torch's parser refuses it (TypeError); a 0-d integer tensor
+  ``window_length`` failed inside the window's arithmetic (TypeError with the array library's words;
+  torch takes it as its int); ``hamming_window`` took ``alpha`` without ``periodic`` and ``beta``
+  without ``alpha``, which torch's overloads refuse (TypeError), and ``beta=None`` failed in the
+  arithmetic; ``kaiser_window`` refused a 0-d tensor ``beta`` torch reads; a complex ``dtype`` was
+  RuntimeError (torch: NotImplementedError) (``_spectral.py``);
 - ``stft``'s ``normalized`` (and ``onesided``/``return_complex`` beyond None) and ``istft``'s
-  ``center``, ``normalized``, ``onesided`` and ``return_complex`` were read for their truth
-  (torch: TypeError); ``istft(length=0 or less)`` gave an empty signal (torch: RuntimeError), a
-  float ``length`` failed in slicing (TypeError without the API's name) (``_spectral.py``);
+  ``center``, ``normalized``, ``onesided`` and ``return_complex`` were read for their truth (torch:
+  TypeError); ``istft(length=0 or less)`` gave an empty signal (torch: RuntimeError), a float
+  ``length`` failed in slicing (TypeError without the API's name) (``_spectral.py``);
 - ``linalg.inv_ex/cholesky_ex/lu_factor_ex/ldl_factor_ex/solve_ex``'s ``check_errors``,
   ``linalg.lu_solve``'s ``adjoint``, ``lu_unpack``'s ``unpack_data``/``unpack_pivots``,
   ``histogram``/``histogramdd``'s ``density``, ``segment_reduce``'s ``unsafe``, ``vander``'s
-  ``increasing`` and ``set_anomaly_enabled``'s two flags took any value (torch's parser:
-  TypeError; the kinds table in ``_api/argcheck.py``); ``F.embedding_bag`` (and ``EmbeddingBag``,
+  ``increasing`` and ``set_anomaly_enabled``'s two flags took any value (torch's parser: TypeError;
+  the kinds table in ``_api/argcheck.py``); ``F.embedding_bag`` (and ``EmbeddingBag``,
   ``torch.embedding_bag``) read ``sparse`` and ``scale_grad_by_freq`` for their truth (TypeError,
   ``nn/_vision_functional.py``), ``sparse_coo_tensor`` its ``is_coalesced``/``check_invariants``
   (argcheck's kinds) and ``Tensor.to_dense`` its ``masked_grad`` (``_api/sparse_coo.py``);
-  ``torch.lu`` and ``Tensor.lu`` refused a non-bool ``get_infos`` that torch's Python-level ``lu`` reads for its
-  truth (``_linalg_functions.py``);
+  ``torch.lu`` and ``Tensor.lu`` refused a non-bool ``get_infos`` that torch's Python-level ``lu``
+  reads for its truth (``_linalg_functions.py``);
 - ``autograd.grad(materialize_grads="y" or None)`` with ``allow_unused`` left out computed; torch
-  hands ``materialize_grads`` to its engine as ``allow_unused`` and that refuses it (TypeError,
-  ``autograd/engine.py``);
+  hands ``materialize_grads`` to its engine as ``allow_unused`` and that refuses it (TypeError);
+  ``backward``/``grad`` refused a one-element integer or bool tensor flag (``create_graph=
+  tensor(True)``) that torch's engine reads through ``__index__`` (``autograd/engine.py``);
+- ``Tensor.fill_diagonal_``'s ``wrap`` was read for its truth (torch: TypeError; argcheck's kinds);
 - ``gradient(spacing=[t])`` with a ``t`` that is not 1-d raised TypeError (2-d) or was read as a
   number (0-d); torch: RuntimeError (``_api/composite_extra.py``).
 
-Found and left alone (not tabled): the windows in float16/bfloat16 differ from torch's by one
-unit in the last place (torch computes in the half type, tracegrad in float64 then rounds);
-``stft(onesided="y")`` is TypeError here where torch's overload resolution reads the str as
-another overload's ``pad_mode`` and fails later (RuntimeError, an accident of its overloads);
+Found and left alone (not tabled): the windows in float16/bfloat16 differ from torch's by one unit
+in the last place (torch computes in the half type, tracegrad in float64 then rounds);
+``stft(onesided="y")`` is TypeError here where torch's overload resolution reads the str as another
+overload's ``pad_mode`` and fails later (RuntimeError, an accident of its overloads);
 ``inference_mode(None)`` returns a decorator in torch (AttributeError at ``__enter__``);
-``func.vjp``'s ``vjp_fn(c1, c2)`` and ``view_as_complex`` of float16 (earlier rounds).
+``func.vjp``'s ``vjp_fn(c1, c2)`` and ``view_as_complex`` of float16 (earlier rounds); ``Tensor.sort(0, False, stable=None)`` is a TypeError of torch's overload
+resolution only; ``tracegrad.nested`` does not exist (torch.nested is out of scope).
 
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the layers
 below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.
@@ -164,6 +166,22 @@ C["sparse_coo_flags_none_ok"] = lambda T: SP(T, is_coalesced=None, check_invaria
 C["sparse_to_dense_masked_grad_str"] = lambda T: SP(T).to_dense(masked_grad="y")
 C["dense_to_dense_masked_grad_int"] = lambda T: T.ones(2).to_dense(masked_grad=1)
 C["sparse_to_dense_masked_grad_none_ok"] = lambda T: SP(T).to_dense(masked_grad=None)
+# ---- Tensor.fill_diagonal_'s wrap; backward's flags as one-element integer tensors (torch's __index__)
+_flag("fill_diagonal_wrap", lambda T, v: T.zeros(3, 2).fill_diagonal_(1., wrap=v), {"int": 1, "none": None})
+C["fill_diagonal_wrap_tensor"] = lambda T: T.zeros(3, 2).fill_diagonal_(1., wrap=T.tensor(True))
+C["fill_diagonal_wrap_ok"] = lambda T: T.zeros(5, 2).fill_diagonal_(1., wrap=True)
+
+
+def _backward(T, **k):
+    x = T.ones(2, requires_grad=True)
+    (x * x).sum().backward(**k)
+    return x.grad
+
+
+C["backward_create_graph_bool_tensor_ok"] = lambda T: _backward(T, create_graph=T.tensor(True))
+C["backward_retain_graph_int_tensor_ok"] = lambda T: _backward(T, retain_graph=T.tensor(1))
+C["backward_retain_graph_float_tensor"] = lambda T: _backward(T, retain_graph=T.tensor(1.))
+C["backward_create_graph_two_elements"] = lambda T: _backward(T, create_graph=T.tensor([1, 1]))
 # ---- gradient's spacing
 C["gradient_spacing_2d_tensor"] = lambda T: T.gradient(T.arange(5.), spacing=(T.ones(5, 1),))
 C["gradient_spacing_0d_tensor"] = lambda T: T.gradient(T.arange(5.), spacing=[T.tensor(2.)])

@@ -174,7 +174,7 @@ _API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdi
               "embedding": {"weight": _TENSOR_ONLY}, "orgqr": {"tau": _TENSOR_ONLY},
               # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
-              "fill_diagonal_": {"fill_value": "Number"},
+              "fill_diagonal_": {"fill_value": "Number", "wrap": "bool"},
               # a parser bool here (register_parametrization's unsafe is read for its truth, as torch's Python)
               "segment_reduce": {"unsafe": "bool"}, "vander": {"increasing": "bool"},
               "set_anomaly_enabled": {"enabled": "bool", "check_nan": "bool"},

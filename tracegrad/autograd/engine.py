@@ -16,6 +16,7 @@ import ctypes
 import heapq
 import itertools
 import logging
+import operator
 import traceback
 import warnings
 from collections.abc import Mapping
@@ -184,6 +185,12 @@ def _check_api_args(api, tensors, *flags):
     for name, value, none_ok in flags:
         if value is None and none_ok or type(value) is bool or isinstance(value, int):
             continue
+        if value is not None and hasattr(value, "__index__"):
+            try:   # torch's engine reads a flag through __index__: a one-element integer or bool tensor passes
+                operator.index(value)
+                continue
+            except TypeError:
+                pass
         raise TypeError(f"{api}(): argument '{name}' must be a bool, not {type(value).__name__}; pass True or False")
 
 
