@@ -45,7 +45,8 @@ in the last place (torch computes in the half type, tracegrad in float64 then ro
 overload's ``pad_mode`` and fails later (RuntimeError, an accident of its overloads);
 ``inference_mode(None)`` returns a decorator in torch (AttributeError at ``__enter__``);
 ``func.vjp``'s ``vjp_fn(c1, c2)`` and ``view_as_complex`` of float16 (earlier rounds);
-``Tensor.sort(0, False, stable=None)`` is a TypeError of torch's overload resolution only; ``tracegrad.nested`` does not exist (torch.nested is out of scope).
+``Tensor.sort(0, False, stable=None)`` is a TypeError of torch's overload resolution only;
+``tracegrad.nested`` does not exist (torch.nested is out of scope).
 
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the layers
 below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.
