@@ -210,8 +210,10 @@ def cholesky_inverse(input, upper=False, *, out=None):
 def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; a singular matrix is factorized without an error either way, as
-    torch), with torch's deprecation warning. TypeError for a flag that is not a bool."""
-    check_kinds("lu", pivot=pivot, get_infos=get_infos)
+    torch), with torch's deprecation warning. TypeError for a ``pivot`` that is not a bool;
+    ``get_infos`` is read for its truth, as torch's Python-level ``lu`` does (1, a str: the infos
+    too; None: not)."""
+    check_kinds("lu", pivot=pivot)
     warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
               "removed in a future PyTorch release.", UserWarning)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)

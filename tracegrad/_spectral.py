@@ -8,11 +8,13 @@ the API layer's registry, as ``_linalg_functions.py``)."""
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
 
 from . import fft as _fft
+from ._api.argcheck import require_bool, require_float, require_int
 from ._api.complex_api import view_as_real
 from ._ops import dtypes as _dt
 from ._ops.warn import warn_once as _warn_once
@@ -39,6 +41,9 @@ def cosine_sum(n, coeffs, denom):
 
 def _window_dtype(api, dtype):
     d = _dt.get_default_dtype() if dtype is None else _dt.to_dtype(dtype)
+    if d.is_complex:   # torch's kernel has no complex instance: NotImplementedError, not its dtype check
+        raise NotImplementedError(f"{api} is not implemented for complex dtypes, got: {d}; pass a floating "
+                                  f"dtype (tracegrad.float32) and convert the window after")
     if not d.is_floating_point:
         raise RuntimeError(f"{api} expects floating point dtypes, got: {d}; pass dtype=tracegrad.float32")
     return d
@@ -50,7 +55,13 @@ def _aten_window(api, window_length, periodic, dtype, requires_grad, shape, layo
     computes ``window_length + 1`` symmetric points and drops the last. ``shape(n)`` gives
     ``n`` symmetric points (``n >= 2``). Checked in torch's order: a sparse ``layout``
     (RuntimeError; not a layout at all: TypeError), the dtype, the length, the device, then
-    ``pin_memory`` (RuntimeError without an accelerator)."""
+    ``pin_memory`` (RuntimeError without an accelerator). ``periodic`` must be a bool (torch's
+    parser: TypeError for 1, None, a str or a tensor, where a truth test would read them); a 0-d
+    integer tensor ``window_length`` is read as its int (the guard refused other kinds before)."""
+    if periodic is not True and periodic is not False:
+        require_bool(api, "periodic", periodic)
+    if type(window_length) is not int:
+        window_length = operator.index(window_length)
     if layout is not None and layout is not _strided:
         if not isinstance(layout, _layout):
             raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; "
@@ -70,11 +81,31 @@ def _aten_window(api, window_length, periodic, dtype, requires_grad, shape, layo
     return t
 
 
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
-                   pin_memory=False, requires_grad=False):
+_LEFT_OUT = object()   # an argument left out (torch's overloads tell it from any default value)
+
+
+def _overload_order(api, given):
+    """torch's windows take their optional positional parameters as nested overloads (``periodic``,
+    then ``alpha``, then ``beta``): one given without the one before it is its TypeError."""
+    for i in range(1, len(given)):
+        if given[i][1] is not _LEFT_OUT and given[i - 1][1] is _LEFT_OUT:
+            wanted = ", ".join(n for n, _ in given[:i + 1])
+            raise TypeError(f"{api}() received an invalid combination of arguments: {given[i][0]} needs "
+                            f"{given[i - 1][0]} too; call {api}(window_length, {wanted})")
+
+
+def hamming_window(window_length, periodic=_LEFT_OUT, alpha=_LEFT_OUT, beta=_LEFT_OUT, *, dtype=None,
+                   layout=None, device=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.hamming_window``: ``alpha - beta cos(2 pi k / (N - 1))`` (periodic: of
-    ``N + 1`` points, the last dropped). 1-d, default float dtype. RuntimeError for a negative
-    length or a non-floating dtype."""
+    ``N + 1`` points, the last dropped; by default periodic, ``alpha=0.54``, ``beta=0.46``). 1-d,
+    default float dtype. RuntimeError for a negative length or a non-floating dtype
+    (NotImplementedError for a complex one); TypeError, as torch's overloads, for ``alpha``
+    without ``periodic``, ``beta`` without ``alpha``, or either not a real number (a 0-d tensor
+    without grad is read as its number)."""
+    _overload_order("hamming_window", (("periodic", periodic), ("alpha", alpha), ("beta", beta)))
+    periodic = True if periodic is _LEFT_OUT else periodic
+    alpha = 0.54 if alpha is _LEFT_OUT else float(require_float("hamming_window", "alpha", alpha, 3))
+    beta = 0.46 if beta is _LEFT_OUT else float(require_float("hamming_window", "beta", beta, 4))
     return _aten_window("hamming_window", window_length, periodic, dtype, requires_grad,
                         lambda n: alpha - beta * np.cos(np.arange(n) * (2 * math.pi / (n - 1))),
                         layout=layout, device=device, pin_memory=pin_memory)
@@ -114,24 +145,17 @@ def kaiser_shape(n, beta, denom):
     return np.i0(beta * np.sqrt(np.clip(1 - r * r, 0, None))) / np.i0(beta)
 
 
-_NO_PERIODIC = object()
-
-
-def kaiser_window(window_length, periodic=_NO_PERIODIC, beta=_NO_PERIODIC, *, dtype=None, layout=None, device=None,
+def kaiser_window(window_length, periodic=_LEFT_OUT, beta=_LEFT_OUT, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
     """Mirrors ``torch.kaiser_window``: the Kaiser window of shape parameter ``beta`` (12.0 by
     default; ``I0`` is the modified Bessel function of order 0). RuntimeError for a negative
-    length or a non-floating dtype; TypeError for a ``beta`` that is not a number, and, as
-    torch's overloads, for a ``beta`` given without ``periodic``."""
-    if periodic is _NO_PERIODIC:
-        if beta is not _NO_PERIODIC:
-            raise TypeError("kaiser_window() received an invalid combination of arguments: beta needs periodic too; "
-                            "call kaiser_window(window_length, periodic, beta)")
-        periodic = True
-    if beta is _NO_PERIODIC:
-        beta = 12.0
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) and type(beta).__module__ != "numpy":
-        raise TypeError(f"kaiser_window(): argument 'beta' must be float, not {type(beta).__name__}")
+    length or a non-floating dtype (NotImplementedError for a complex one); TypeError for a
+    ``beta`` that is not a real number (a 0-d tensor without grad is read as its number), and,
+    as torch's overloads, for a ``beta`` given without ``periodic``."""
+    _overload_order("kaiser_window", (("periodic", periodic), ("beta", beta)))
+    periodic = True if periodic is _LEFT_OUT else periodic
+    # a float, an int, a bool or a 0-d tensor without grad (torch's parser), read as its number
+    beta = 12.0 if beta is _LEFT_OUT else float(require_float("kaiser_window", "beta", beta, 3))
     return _aten_window("kaiser_window", window_length, periodic, dtype, requires_grad,
                         lambda n: kaiser_shape(n, beta, n - 1),
                         layout=layout, device=device, pin_memory=pin_memory)
@@ -180,6 +204,15 @@ def _check_n_fft(api, n_fft):
         raise TypeError(f"{api}(): argument 'n_fft' (position 2) must be int, not {type(n_fft).__name__}")
 
 
+def _check_flags(api, flags, optional=()):
+    """torch's parser TypeError for a flag of ``api`` that is not a bool (1, a str, a tensor, and None
+    unless the name is in ``optional``), which a truth test here would have read; two identity
+    tests per flag when they are bools."""
+    for name, v in flags.items():
+        if v is not True and v is not False and not (v is None and name in optional):
+            require_bool(api, name, v)
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """Mirrors ``torch.stft``: the short-time Fourier transform of ``input`` ``(L,)`` or
@@ -194,10 +227,15 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     in the ``n_fft`` samples. Differentiable.
     RuntimeError: ``return_complex`` not given for a real input, bad sizes, ``align_to_window``
     with ``center=True`` (as torch); NotImplementedError for an unknown ``pad_mode``; TypeError for
-    an ``n_fft`` that is not an int."""
+    an ``n_fft`` that is not an int, or a ``normalized`` that is not a bool (``onesided``,
+    ``return_complex``: a bool or None).
+    Differs from torch: a str ``onesided`` is the TypeError here, where torch's overload
+    resolution reads it as another overload's ``pad_mode`` and fails later (RuntimeError)."""
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false; pass center=False")
     _check_n_fft("stft", n_fft)   # after torch's Python reads ``center``
+    _check_flags("stft", {"normalized": normalized, "onesided": onesided, "return_complex": return_complex},
+                 optional=("onesided", "return_complex"))
     if return_complex is None:
         if not (input.is_complex() or (window is not None and window.is_complex())):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs; pass "
@@ -253,8 +291,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     torch's NOLA check). ``input`` complex ``(B?, freq, n_frames)``; ``onesided`` (default: when
     ``freq != n_fft``) inverts with ``irfft``; ``center`` trims ``n_fft // 2`` samples each side;
     ``length`` trims or zero-pads the end. Real output unless ``return_complex``.
-    Differentiable. RuntimeError for a real input or mismatched sizes."""
+    Differentiable. RuntimeError for a real input, mismatched sizes or a ``length`` below 1;
+    TypeError for a ``center``, ``normalized`` or ``return_complex`` that is not a bool
+    (``onesided``: a bool or None) or a ``length`` that is not an int."""
     _check_n_fft("istft", n_fft)
+    _check_flags("istft", {"center": center, "normalized": normalized, "onesided": onesided,
+                           "return_complex": return_complex}, optional=("onesided",))
+    if length is not None and type(length) is not int:
+        length = operator.index(require_int("istft", "length", length))
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
@@ -293,6 +337,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else min(start + length, total)
     env = env[start:end]
+    if length is not None and length <= 0:   # torch's NOLA check fails on the empty envelope
+        raise RuntimeError(f"istft: length must be positive, got length={length}; pass the signal's length "
+                           "(or None for the full overlap-add)")
     if not isinstance(env._value, _JaxTracer) and bool((env.abs() < 1e-11).any()):   # eager only
         raise RuntimeError(f"{_describe('istft', input, n_fft, hop, win_length, window)}: window overlap add min: "
                            f"{float(env.abs().min()):g}; pass a window and hop_length whose squared overlap-add "

@@ -137,9 +137,12 @@ KINDS = {
                      "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
                      "with_replacement", "assume_unique", "invert", "sparse_grad",
                      "inplace", "align_corners", "ceil_mode", "count_include_pad", "return_indices", "some",
-                     "compute_uv", "pivot", "get_infos", "full_matrices", "upper", "unitriangular",
-                     "transpose", "left", "hermitian"), "bool"),
+                     "compute_uv", "pivot", "full_matrices", "upper", "unitriangular",
+                     "transpose", "left", "hermitian", "density", "check_errors", "adjoint", "unpack_data",
+                     "unpack_pivots"), "bool"),
     "unbiased": "bool or None",
+    # sparse_coo_tensor's flags: None is "not said", anything else but a bool torch's parser refuses
+    **dict.fromkeys(("check_invariants", "is_coalesced"), "bool or None"),
     # torch's generated factories (zeros, full, arange, the *_like and new_* ones, the windows...)
     # take None for these TensorOptions flags (as False); its hand-written parsers take a bool only
     # (``_BOOL_ONLY_OPTIONS``)
@@ -171,7 +174,10 @@ _API_KINDS = {"nuclear_norm": {"dim": _DIMS_OR_KEEPDIM},    # its (input, keepdi
               "embedding": {"weight": _TENSOR_ONLY}, "orgqr": {"tau": _TENSOR_ONLY},
               # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
-              "fill_diagonal_": {"fill_value": "Number"},
+              "fill_diagonal_": {"fill_value": "Number", "wrap": "bool"},
+              # a parser bool here (register_parametrization's unsafe is read for its truth, as torch's Python)
+              "segment_reduce": {"unsafe": "bool"}, "vander": {"increasing": "bool"},
+              "set_anomaly_enabled": {"enabled": "bool", "check_nan": "bool"},
               # Scalar/float parameters: a 0-d tensor at most (a one-element tensor with dims is the TypeError)
               **dict.fromkeys(("addmm", "addmm_", "addbmm", "addbmm_", "baddbmm", "baddbmm_", "addmv", "addmv_",
                                "addr", "addr_"), {"beta": "Number"}),

@@ -329,7 +329,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     numbers (one per dim) or a list of 1-d tensors of sample coordinates (non-uniform spacing,
     second-order accurate). Integer inputs give the default float dtype. Differentiable.
     RuntimeError for a dim shorter than ``edge_order + 1``, another ``edge_order`` or a
-    ``spacing`` list of the wrong length, or a bool or uint8 input, as torch."""
+    ``spacing`` list of the wrong length or holding a tensor that is not 1-d, or a bool or uint8
+    input, as torch."""
     if input.dtype is _dt.bool_:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported (torch.gradient); "
                            "convert the input with .float()")
@@ -350,6 +351,11 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
                            f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
                            f"arguments to have the same length, but got a spacing argument of length "
                            f"{len(spacings)} and a dim argument of length {len(dims)}.")
+    if isinstance(spacing, (list, tuple)):
+        for h in spacings:   # a list of tensors is torch's coordinates overload: 1-d ones only (a 0-d one too)
+            if isinstance(h, Tensor) and h.dim() != 1:
+                raise RuntimeError(f"torch.gradient expected each element of spacing to have one dimension, but got "
+                                   f"an element with {h.dim()} dimensions! Pass 1-d coordinate tensors or numbers")
     for d in dims:
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")

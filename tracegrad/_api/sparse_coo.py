@@ -44,6 +44,7 @@ from .._tensor.tensor import Size, Tensor, _JaxTracer, _disabled_torch_function_
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
 from ..autograd._dispatch import apply_op
 from ._registry import function, method, prop
+from .argcheck import require_bool
 from .promotion import _SCALAR_NAME, check_sub_bool
 from .shape import _wrap_dim, cat
 
@@ -220,6 +221,7 @@ class SparseCooTensor(Tensor):
     def to_dense(self, dtype=None, *, masked_grad=None):
         """Mirrors ``torch.Tensor.to_dense``: the dense tensor (duplicates summed); grad_fn
         ``ToDenseBackward0``, differentiable with respect to the values."""
+        _check_masked_grad(masked_grad)
         out = apply_op(OPS["sparse_coo_to_dense"], (self._sp_indices, self._sp_values),
                        (("size", tuple(self._sp_size)),))
         return out if dtype is None else out.to(dtype)
@@ -734,9 +736,17 @@ def to_sparse(self, sparse_dim=_ALL_DIMS, *, layout=None, blocksize=None, dense_
     return make_sparse(ind, values, tuple(self.shape), True)
 
 
+def _check_masked_grad(masked_grad):
+    """torch's parser TypeError for a ``masked_grad`` that is neither None nor a bool (1, a str)."""
+    if masked_grad is not None and masked_grad is not True and masked_grad is not False:
+        require_bool("to_dense", "masked_grad", masked_grad)
+
+
 @method()
 def to_dense(self, dtype=None, *, masked_grad=None):
-    """Mirrors ``torch.Tensor.to_dense`` on a dense tensor: ``self`` (or a ``dtype`` copy)."""
+    """Mirrors ``torch.Tensor.to_dense`` on a dense tensor: ``self`` (or a ``dtype`` copy);
+    TypeError for a ``masked_grad`` that is neither None nor a bool."""
+    _check_masked_grad(masked_grad)
     return self if dtype is None else self.to(dtype)
 
 

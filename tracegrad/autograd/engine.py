@@ -16,6 +16,7 @@ import ctypes
 import heapq
 import itertools
 import logging
+import operator
 import traceback
 import warnings
 from collections.abc import Mapping
@@ -184,6 +185,12 @@ def _check_api_args(api, tensors, *flags):
     for name, value, none_ok in flags:
         if value is None and none_ok or type(value) is bool or isinstance(value, int):
             continue
+        if value is not None and hasattr(value, "__index__"):
+            try:   # torch's engine reads a flag through __index__: a one-element integer or bool tensor passes
+                operator.index(value)
+                continue
+            except TypeError:
+                pass
         raise TypeError(f"{api}(): argument '{name}' must be a bool, not {type(value).__name__}; pass True or False")
 
 
@@ -831,8 +838,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if isinstance(inputs, Mapping):
         raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
                         "Other Mapping types are not supported.")
+    # allow_unused left as None takes materialize_grads' value, and torch's engine reads that one as
+    # its bool (a str or None there is its TypeError)
     _check_api_args("grad", outputs, ("retain_graph", retain_graph, True), ("create_graph", create_graph, False),
-                    ("allow_unused", allow_unused, True))
+                    ("allow_unused", allow_unused, True) if allow_unused is not None
+                    else ("materialize_grads", materialize_grads, False))
     if inputs is None:
         raise TypeError("grad(): argument 'inputs' must be a Tensor or a sequence of Tensors, not NoneType; "
                         "pass the tensors to differentiate with respect to")

@@ -139,8 +139,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         input, weight = weight, input
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
-    if not _is_strict_bool(include_last_offset):   # torch's parser takes a bool only (1 and None were read)
-        raise strict_error("embedding_bag", "include_last_offset", "bool", include_last_offset, 8)
+    # torch's parser (the native embedding_bag this calls) takes a bool only for these: 1, None and
+    # a str were read for their truth; checked in its argument order
+    for pos, name, flag in ((4, "scale_grad_by_freq", scale_grad_by_freq), (6, "sparse", sparse),
+                            (8, "include_last_offset", include_last_offset)):
+        if flag is not True and flag is not False and not _is_strict_bool(flag):
+            raise strict_error("embedding_bag", name, "bool", flag, pos)
     return _V.embedding_bag(input, weight, offsets, None, norm_type, scale_grad_by_freq, mode, sparse,
                             per_sample_weights, include_last_offset, padding_idx)
 
