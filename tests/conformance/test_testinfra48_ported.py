@@ -104,6 +104,11 @@ def _train(T, model, opt, loss_fn=None):
     return step
 
 
+def _sgd_step(T, wrap, model, lr=0.1, loss_fn=None):
+    """``_train``'s step with a fresh SGD on ``model``, wrapped."""
+    return wrap(_train(T, model, T.optim.SGD(model.parameters(), lr=lr), loss_fn))
+
+
 class _Net(object):
     """ToyModel of test_module_hooks.py, small: two nets of two Sequentials of two Linear(3, 3)."""
 
@@ -1298,8 +1303,7 @@ def test_custom_from_mask_pruning():
         prune = _prune(T)
         m = _linear(T, 2, 3, seed=25)
         prune.custom_from_mask(m, "weight", T.tensor([[0.0, 1.0], [1.0, 1.0], [1.0, 0.0]]))
-        opt = T.optim.SGD(m.parameters(), lr=0.1)
-        step = wrap(_train(T, m, opt))
+        step = _sgd_step(T, wrap, m)
         log = [[step(_inp(T, i, 2, 2)), m.weight, m.weight_orig.grad] for i in range(calls)]
         prune.custom_from_mask(m, "weight", T.tensor([[1.0, 1.0], [0.0, 1.0], [1.0, 1.0]]))
         log.append([m.weight_mask, type(m._forward_pre_hooks[next(iter(m._forward_pre_hooks))]).__name__])
@@ -1316,14 +1320,12 @@ def test_remove_pruning_forward():
         prune = _prune(T)
         m = _linear(T, 3, 4, seed=26)
         prune.l1_unstructured(m, "weight", amount=0.5)
-        opt = T.optim.SGD(m.parameters(), lr=0.1)
-        step = wrap(_train(T, m, opt))
+        step = _sgd_step(T, wrap, m)
         log = [[step(_inp(T, i, 2, 3)), m.weight] for i in range(calls)]
         prune.remove(m, "weight")
         log.append([sorted(n for n, _ in m.named_parameters()), sorted(n for n, _ in m.named_buffers()),
                     len(m._forward_pre_hooks)])
-        opt = T.optim.SGD(m.parameters(), lr=0.1)
-        step = wrap(_train(T, m, opt))
+        step = _sgd_step(T, wrap, m)
         log += [[step(_inp(T, i, 2, 3)), m.weight] for i in range(calls)]
         log.append(_err(prune.remove, m, "weight"))
         return log
@@ -1337,8 +1339,7 @@ def test_multiple_pruning_calls():
         prune = _prune(T)
         m = _linear(T, 4, 3, seed=27)
         prune.l1_unstructured(m, "weight", amount=3)
-        opt = T.optim.SGD(m.parameters(), lr=0.1)
-        step = wrap(_train(T, m, opt))
+        step = _sgd_step(T, wrap, m)
         log = [[step(_inp(T, i, 2, 4)), m.weight] for i in range(calls)]
         prune.ln_structured(m, "weight", amount=1, n=2, dim=0)
         hook = next(iter(m._forward_pre_hooks.values()))
@@ -1355,8 +1356,7 @@ def test_identity_pruning():
         prune = _prune(T)
         m = _linear(T, seed=28)
         prune.identity(m, "weight")
-        opt = T.optim.SGD(m.parameters(), lr=0.1)
-        step = wrap(_train(T, m, opt))
+        step = _sgd_step(T, wrap, m)
         return [m.weight_mask] + [[step(_inp(T, i, 2, 3)), m.weight, m.weight_orig.grad]
                                   for i in range(calls)]
     _both(program)
@@ -1368,8 +1368,7 @@ def test_pruning_rollback():
     def program(T, wrap, calls):
         prune = _prune(T)
         m = _linear(T, seed=29)
-        opt = T.optim.SGD(m.parameters(), lr=0.1)
-        step = wrap(_train(T, m, opt))
+        step = _sgd_step(T, wrap, m)
         log = [step(_inp(T, 0, 2, 3))]
         log.append(_err(prune.l1_unstructured, m, "weight", amount=20))
         log.append([sorted(n for n, _ in m.named_parameters()), len(m._forward_pre_hooks)])
