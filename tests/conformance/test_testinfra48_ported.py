@@ -938,6 +938,41 @@ def test_load_state_dict_assign_shape_stride():
     _both(program)
 
 
+def test_state_dict_hooks_between_steps():
+    # TestNN.test_register_state_dict_post_hook and test_state_dict_pre_hook (test/test_nn.py):
+    # a state_dict pre-hook sees (module, prefix, keep_vars), a post-hook may add an entry and
+    # edit _metadata; state_dict() between training steps holds the trained values; the hooks
+    # stop once removed
+    def program(T, wrap, calls):
+        net = _block(T)
+        seen = []
+
+        def pre(module, prefix, keep_vars):
+            seen.append(("pre", type(module).__name__, prefix, keep_vars))
+
+        def post(module, state_dict, prefix, local_metadata):
+            seen.append(("post", prefix, sorted(local_metadata)))
+            state_dict[prefix + "extra"] = T.ones(1)
+            local_metadata["note"] = 1
+
+        h1 = net.linear1.register_state_dict_pre_hook(pre)
+        h2 = net.bn.register_state_dict_post_hook(post)
+        step = _sgd_step(T, wrap, net)
+        log = []
+        for i in range(calls):
+            loss = step(_inp(T, i, 4, 3))
+            sd = net.state_dict(keep_vars=bool(i % 2))
+            log.append([loss, sorted(sd), sd["linear1.weight"], sd["bn.running_mean"],
+                        sorted(sd._metadata["bn"].items()), list(seen)])
+            seen.clear()
+        h1.remove()
+        h2.remove()
+        sd = net.state_dict()
+        log.append([sorted(sd), sorted(sd._metadata["bn"].items()), list(seen)])
+        return log
+    _both(program)
+
+
 # ==== parametrizations in a training step (test_parametrization.py) =============================
 def _P(T):
     return T.nn.utils.parametrize
@@ -1498,6 +1533,61 @@ def test_pack_padded_sequence_lstm():
         step = wrap(step)
         return [[step(_inp(T, i, 3, 5, 3), T.tensor([2, 4, 3])), _snap(lstm)] for i in range(calls)]
     _both(program)
+
+
+
+# ==== lazy modules materialised by a compiled step's first call (test_lazy_modules.py) ==========
+def _lazy_program(build, shape, hooks=False):
+    # the first call of the wrapped step materialises the lazy parameters (in_features and the
+    # like from the input); the numbers are then filled from NumPy and a training step runs
+    def program(T, wrap, calls):
+        module = build(T)
+        fired = []
+        if hooks:
+            module.register_forward_pre_hook(lambda m, i: fired.append(("pre", type(m).__name__)))
+            module.register_forward_hook(lambda m, i, o: fired.append(("fw", tuple(o.shape))))
+        fwd = wrap(lambda x: module(x).detach())
+        first = fwd(_inp(T, 0, *shape))
+        log = [tuple(first.shape), type(module).__name__, any(isinstance(p, T.nn.parameter.UninitializedParameter) for p in module.parameters()),
+               [(n, tuple(p.shape), type(p).__name__) for n, p in module.named_parameters()],
+               [(n, tuple(b.shape)) for n, b in module.named_buffers()], list(fired)]
+        _fill(T, module)
+        step = _sgd_step(T, wrap, module)
+        log += [[step(_inp(T, i, *shape)), _snap(module), list(fired)] for i in range(calls)]
+        return log
+    return program
+
+
+def test_linear():
+    # LazyModules.test_linear: LazyLinear becomes a Linear of the input's in_features
+    _both(_lazy_program(lambda T: T.nn.LazyLinear(2), (4, 3)))
+
+
+def test_lazy_conv1d():
+    # LazyModules.test_lazy_conv1d (its _check_lazy_conv): LazyConv1d becomes Conv1d
+    _both(_lazy_program(lambda T: T.nn.LazyConv1d(2, 2), (2, 3, 5)))
+
+
+def test_lazy_batchnorm1d_state():
+    # LazyModules.test_lazy_batchnorm1d / test_batchnorm1d_state: LazyBatchNorm1d becomes
+    # BatchNorm1d; its running stats and num_batches_tracked update in each training step
+    def build(T):
+        return T.nn.Sequential(T.nn.LazyLinear(3), T.nn.LazyBatchNorm1d())
+    _both(_lazy_program(build, (4, 2)))
+
+
+def test_lazy_pre_forward_hook():
+    # LazyModules.test_lazy_pre_forward_hook / test_lazy_forward_hook: a user's forward pre-hook
+    # and forward hook on a lazy module run after the initialisation, on every call
+    _both(_lazy_program(lambda T: T.nn.LazyLinear(2), (4, 3), hooks=True))
+
+
+def test_chained_initialization():
+    # LazyModules.test_chained_initialization: two LazyLinear in a Sequential, each sized by the
+    # one before it
+    def build(T):
+        return T.nn.Sequential(T.nn.LazyLinear(3), T.nn.LazyLinear(2))
+    _both(_lazy_program(build, (4, 5)))
 
 
 # ==== the fix ===================================================================================
