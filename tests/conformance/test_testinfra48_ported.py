@@ -1062,6 +1062,88 @@ def test_register_and_remove_parametrization():
     _both(program)
 
 
+def test_register_and_remove_nested_parametrization():
+    # TestNNParametrization.test_register_and_remove_nested_parametrization: the original of a
+    # Skew parametrization parametrized again by Skew, trained; the inner one removed between
+    # steps, then the outer
+    def program(T, wrap, calls):
+        P = _P(T)
+        model = _linear(T, seed=32)
+        P.register_parametrization(model, "weight", _Param.skew(T))
+        inner = model.parametrizations.weight
+        P.register_parametrization(inner, "original", _Param.skew(T))
+        step = _sgd_step(T, wrap, model)
+        log = [[step(_inp(T, i, 2, 3)), model.weight.detach().clone(), inner.original.detach().clone()]
+               for i in range(calls)]
+        P.remove_parametrizations(inner, "original", leave_parametrized=False)
+        log.append([hasattr(inner, "parametrizations"), type(inner).__name__])
+        log += [[step(_inp(T, i, 2, 3)), model.weight.detach().clone()] for i in range(calls)]
+        P.remove_parametrizations(model, "weight", leave_parametrized=False)
+        log += [[step(_inp(T, i, 2, 3)), _snap(model), type(model).__name__] for i in range(calls)]
+        return log
+    _both(program)
+
+
+def test_register_and_remove_parametrization_unsafe():
+    # TestNNParametrization.test_register_and_remove_parametrization, its unsafe part: a
+    # parametrization that changes the shape is refused ("may not change the shape") unless
+    # unsafe=True; a model whose weight becomes its first row trains through it
+    def program(T, wrap, calls):
+        P = _P(T)
+
+        class Resize(T.nn.Module):
+            def forward(self, X):
+                return X[[0]]
+
+        model = _linear(T, seed=33, bias=False)
+        log = [_err(P.register_parametrization, model, "weight", Resize())]
+        P.register_parametrization(model, "weight", Resize(), unsafe=True)
+        log.append(tuple(model.weight.shape))
+        step = _sgd_step(T, wrap, model)
+        log += [[step(_inp(T, i, 2, 3)), model.parametrizations.weight.original.detach().clone()]
+                for i in range(calls)]
+        P.remove_parametrizations(model, "weight", leave_parametrized=False)
+        log += [[step(_inp(T, i, 2, 3)), _snap(model)] for i in range(calls)]
+        return log
+    _both(program)
+
+
+def test_serialization_parametrization():
+    # TestNNParametrization.test_serialization_parametrization: the state_dict of a model with a
+    # stateful parametrization (a buffer in it) taken between training steps loads into a fresh
+    # parametrized model, which then computes and trains the same
+    def program(T, wrap, calls):
+        P = _P(T)
+
+        class Scaled(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("B", T.tensor(_arr(3, 3, seed=34)))
+
+            def forward(self, X):
+                A = X.triu(1)
+                return self.B @ (A - A.T) + X.tril()
+
+        def get_model():
+            model = T.nn.Sequential(_linear(T, seed=35), T.nn.ReLU(), _linear(T, 3, 1, seed=36))
+            P.register_parametrization(model[0], "weight", Scaled())
+            return model
+
+        model = get_model()
+        step = _sgd_step(T, wrap, model)
+        log = [step(_inp(T, i, 2, 3)) for i in range(calls)]
+        sd = {k: v.clone() for k, v in model.state_dict().items()}
+        log.append(sorted(sd))
+        new = get_model()
+        new.load_state_dict(sd)
+        step2 = _sgd_step(T, wrap, new)
+        log += [[step(_inp(T, i, 2, 3)), step2(_inp(T, i, 2, 3)), new[0].weight.detach().clone()]
+                for i in range(calls)]
+        log.append(_snap(model) + _snap(new))
+        return log
+    _both(program)
+
+
 def test_caching_parametrization():
     # TestNNParametrization.test_caching_parametrization: inside parametrize.cached() two reads
     # of the weight are one tensor; a training step reading it twice there
@@ -1608,4 +1690,19 @@ def test_fix_remove_parametrizations_sets_storage():
         P.remove_parametrizations(model, "weight", leave_parametrized=True)
         return [old_alias, mid_alias, model.weight, model.weight is original,
                 isinstance(model.weight, T.nn.Parameter)]
+    _same(program(torch), program(tracegrad), "tracegrad vs torch")
+
+
+def test_fix_nested_parametrization_forward():
+    # found by test_register_and_remove_nested_parametrization: with the original of a
+    # parametrization parametrized again, the parametrized tensor is the chain of its own steps;
+    # tracegrad's ParametrizationList ran every child, the nested ``parametrizations`` ModuleDict
+    # too (NotImplementedError: missing "forward")
+    def program(T):
+        P = _P(T)
+        model = _linear(T, seed=37)
+        P.register_parametrization(model, "weight", _Param.skew(T))
+        P.register_parametrization(model, "weight", _Param.double(T))
+        P.register_parametrization(model.parametrizations.weight, "original", _Param.skew(T))
+        return [model.weight, model.parametrizations.weight.original, model(T.ones(1, 3))]
     _same(program(torch), program(tracegrad), "tracegrad vs torch")

@@ -150,8 +150,12 @@ class ParametrizationList(ModuleList):
             x = self[0](self.original)
         else:
             x = self[0](*(getattr(self, f"original{i}") for i in range(self.ntensors)))
-        for m in list(self)[1:]:
-            x = m(x)
+        # by index names, as torch: a nested parametrization of ``original`` adds a
+        # ``parametrizations`` ModuleDict to this list's children, which is no step of the chain
+        k = 1
+        while str(k) in self._modules:
+            x = self._modules[str(k)](x)
+            k += 1
         return x
 
 
