@@ -1521,6 +1521,28 @@ def test_embedding_padding_idx():
     _both(program)
 
 
+def test_embedding_sparse_basic():
+    # TestEmbeddingNNDeviceType.test_embedding_sparse_basic as a training step: sparse=True gives
+    # a sparse COO gradient (its dense value, its indices as looked up, repeats included) and SGD
+    # applies it
+    def program(T, wrap, calls):
+        emb = _fill(T, T.nn.Embedding(6, 3, sparse=True))
+        opt = T.optim.SGD(emb.parameters(), lr=0.5)
+
+        def step(ids):
+            opt.zero_grad()
+            out = emb(ids)
+            (out ** 2).sum().backward()
+            g = emb.weight.grad
+            opt.step()
+            return out.detach(), g.is_sparse, g.to_dense(), g.coalesce().indices()
+
+        step = wrap(step)
+        return [[step(T.tensor([[0, 2, 2], [i, 5, 0]])), emb.weight.detach().clone()]
+                for i in range(calls)]
+    _both(program)
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_EmbeddingBag_per_sample_weights_and_offsets(mode):
     # TestEmbeddingNNDeviceType.test_EmbeddingBag_per_sample_weights_and_offsets (sum), and the
@@ -1591,6 +1613,46 @@ def test_multihead_attn_add_bias_kv_zero_attn():
         step = wrap(step)
         return [step(_inp(T, i, 3, 2, 4)) for i in range(calls)]
     _both(program)
+
+
+def test_Dropout_training_step():
+    # TestDropoutNNDeviceType.test_Dropout (_test_dropout) as a training step: in training each
+    # kept element is scaled by 1 / (1 - p), the rest are zero; in eval Dropout is the identity.
+    # The random streams of torch and tracegrad differ, so torch checks those facts only; compiled
+    # tracegrad must draw the same masks as eager tracegrad from the same seed, advance the
+    # generator alike (the next rand() agrees) and train to the same parameters
+    def program(T, wrap, calls):
+        T.manual_seed(0)
+        lin, drop = _linear(T, 3, 8), T.nn.Dropout(0.5)
+        head = _linear(T, 8, 2, seed=60)
+        opt = T.optim.SGD(list(lin.parameters()) + list(head.parameters()), lr=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            h = lin(x)
+            d = drop(h)
+            loss = (head(d) ** 2).sum()
+            loss.backward()
+            opt.step()
+            kept = d != 0
+            return loss.detach(), bool(((d[kept] - 2 * h[kept]).abs() < 1e-5).all()), kept
+
+        step = wrap(step)
+        log = [step(_inp(T, i, 4, 3)) for i in range(calls)]
+        drop.eval()
+        x = _inp(T, 9, 4, 3)
+        return log, bool((drop(x) == x).all()), T.rand(3), _snap(lin) + _snap(head)
+
+    ref = program(torch, lambda f: f, CALLS)
+    assert [entry[1] for entry in ref[0]] == [True] * CALLS and ref[1]
+    eager = program(tracegrad, lambda f: f, CALLS)
+    assert [entry[1] for entry in eager[0]] == [True] * CALLS and eager[1]
+    kept = np.mean([np.asarray(entry[2].tolist()) for entry in eager[0]])
+    assert 0.25 < kept < 0.75, kept
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        compiled = program(tracegrad, tracegrad.compile, CALLS)
+    _same(eager, compiled, "tracegrad.compile vs tracegrad eager", **_TOL)
 
 
 # ==== packed sequences (test_packed_sequence.py) ================================================
