@@ -1768,3 +1768,22 @@ def test_fix_nested_parametrization_forward():
         P.register_parametrization(model.parametrizations.weight, "original", _Param.skew(T))
         return [model.weight, model.parametrizations.weight.original, model(T.ones(1, 3))]
     _same(program(torch), program(tracegrad), "tracegrad vs torch")
+
+
+def test_fix_fallback_warning_reads_once():
+    # seen in test_embedding_sparse_basic: a sparse-gradient step falls back to eager with a
+    # warning that quotes the tracing error; the error's own final period and the warning's
+    # ". See tracegrad.compiler.stats()" made ".." there
+    emb = tracegrad.nn.Embedding(4, 2, sparse=True)
+
+    def step(ids):
+        emb(ids).sum().backward()
+        return emb.weight.grad.to_dense()
+
+    compiled = tracegrad.compile(step)
+    ids = tracegrad.tensor([1, 1, 3])
+    with pytest.warns(UserWarning, match="sparse COO tensors work in eager mode only") as rec:
+        got = [compiled(ids) for _ in range(2)]   # the first call runs eagerly, the second traces
+    assert [row.tolist() for row in got[1]] == [[0.0, 0.0], [4.0, 4.0], [0.0, 0.0], [2.0, 2.0]]
+    text = " ".join(str(w.message) for w in rec if "tracegrad.compile" in str(w.message))
+    assert "(sparse=False)). See tracegrad.compiler.stats()" in text and ".." not in text, text
