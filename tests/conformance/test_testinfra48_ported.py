@@ -641,6 +641,51 @@ def test_hook_no_requires_grad():
     _both(program)
 
 
+def test_hook_requires_grad():
+    # TestModuleHookNN.test_hook_requires_grad: with a full backward hook registered, forward still
+    # sees each argument's own requires_grad (a detached one stays False); the step trains on it
+    def program(T, wrap, calls):
+        seen = []
+
+        class M(T.nn.Module):
+            def forward(self, a, b, c):
+                seen.append([a.requires_grad, b.requires_grad, c.requires_grad])
+                return (a * b).sum() + (b * c).sum()
+
+        mod = M()
+        mod.register_full_backward_hook(lambda m, gi, go: seen.append([g is None for g in gi]))
+
+        def step(inp):
+            mod(inp, inp.detach(), inp * 2).backward()
+            return inp.grad
+
+        step = wrap(step)
+        log = []
+        for i in range(calls):
+            log.append([step(_inp(T, i, 2, grad=True)), list(seen)])
+            seen.clear()
+        return log
+    _both(program)
+
+
+def test_hook_last_arg_requires_grad():
+    # TestModuleHookNN.test_hook_last_arg_requires_grad: a loss module with a full backward hook,
+    # its first argument detached and only the last requiring grad
+    def program(T, wrap, calls):
+        mod = T.nn.L1Loss()
+        seen = []
+        mod.register_full_backward_hook(lambda m, gi, go: seen.append([g is None for g in gi]))
+
+        def step(inp, target):
+            loss = mod(inp.detach() * 0.5, inp + target)
+            loss.backward()
+            return loss.detach(), inp.grad
+
+        step = wrap(step)
+        return [[step(_inp(T, i, 3, grad=True), _inp(T, i, 3, seed=4)), list(seen)] for i in range(calls)]
+    _both(program)
+
+
 def test_hook_extra_input():
     # TestModuleHookNN.test_hook_extra_input: a non-tensor argument and output get None in
     # grad_input / grad_output
@@ -905,6 +950,35 @@ def test_load_state_dict_post_hook():
         sd["0.foo"] = T.tensor(_arr(3, seed=4))
         ret = wrapped.load_state_dict(sd, strict=True)
         log.append([ret.missing_keys, ret.unexpected_keys, step(_inp(T, 9, 3)), _snap(nested)])
+        return log
+    _both(program)
+
+
+def test_load_state_dict_module_pre_hook():
+    # TestStateDictHooks.test_load_state_dict_module_pre_hook / test_load_state_dict_pre_hook: a
+    # submodule's load pre-hook (with the module, and without) sees its prefix, strict and empty
+    # key lists, and may rewrite its entries before they load; training steps in between
+    def program(T, wrap, calls):
+        net = _block(T)
+        seen = []
+
+        def with_module(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+            seen.append((module is net.linear1, prefix, strict, missing, unexpected, errors,
+                         sorted(k for k in state_dict if k.startswith(prefix))))
+            state_dict[prefix + "bias"] = state_dict[prefix + "bias"] * 0 + 0.25
+
+        def without(state_dict, prefix, local_metadata, strict, *lists):
+            seen.append(("plain", prefix, strict, sorted(local_metadata)))
+
+        net.linear1.register_load_state_dict_pre_hook(with_module)
+        net.bn._register_load_state_dict_pre_hook(without)
+        step = _sgd_step(T, wrap, net)
+        log = []
+        for i in range(calls):
+            log.append(step(_inp(T, i, 4, 3)))
+            net.load_state_dict(net.state_dict(), strict=bool(i % 2))
+            log.append([_snap(net), list(seen)])
+            seen.clear()
         return log
     _both(program)
 
