@@ -24,8 +24,8 @@ calls in order, errors as class and first words). The same program runs on torch
 (the oracle), on tracegrad eagerly and with the step wrapped in ``tracegrad.compile``; the three
 logs must agree (DESIGN 2.5: compiled equals eager, a hook's side effects on every call, in eager
 order). A step tracegrad cannot capture falls back to eager with a warning: its log must agree
-too. Of the 69 three-way programs (parametrized cases counted), 51 run as XLA programs after their
-first call; 18 fall back to eager with tracegrad.compile's warning: a module with backward hooks (full, non-full or global: its
+too. Of the 72 three-way programs (parametrized cases counted), 52 run as XLA programs after their
+first call; 20 fall back to eager with tracegrad.compile's warning: a module with backward hooks (full, non-full or global: its
 forward registers tensor hooks, "a hook is registered inside the compiled function"), a sparse
 Embedding gradient and pack_padded_sequence (its lengths read with tolist()). Also here:
 test_Dropout as a training step (torch's random stream differs: torch checks the scaling facts,
