@@ -478,7 +478,7 @@ class CompiledFunction:
         if not self._warned:
             self._warned = True
             say(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
-                f"eagerly: {reason}" + (f" (at {where})" if where else "")
+                f"eagerly: {reason.rstrip('.')}" + (f" (at {where})" if where else "")
                 + ". See tracegrad.compiler.stats().", stacklevel=4)
         if ran is not _EAGER:
             self.stats["eager_calls"] += 1

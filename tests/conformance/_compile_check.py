@@ -27,7 +27,7 @@ def _flat(x):
     return [x]
 
 
-def _same(a, b, what):
+def _same(a, b, what, rtol=1e-5, atol=1e-6):
     fa, fb = _flat(a), _flat(b)
     assert len(fa) == len(fb), f"{what}: {len(fa)} vs {len(fb)} items"
     for i, (u, v) in enumerate(zip(fa, fb)):
@@ -35,7 +35,7 @@ def _same(a, b, what):
             assert isinstance(v, tuple) and v[0] == "t", f"{what}[{i}]: tensor vs {v!r}"
             assert (u[1] is None) == (v[1] is None), f"{what}[{i}]"
             if u[1] is not None:
-                np.testing.assert_allclose(v[1], u[1], rtol=1e-5, atol=1e-6, err_msg=f"{what}[{i}]")
+                np.testing.assert_allclose(v[1], u[1], rtol=rtol, atol=atol, err_msg=f"{what}[{i}]")
             assert u[2] == v[2], f"{what}[{i}] requires_grad {u[2]} vs {v[2]}"
         else:
             assert u == v, f"{what}[{i}]: {u!r} vs {v!r}"

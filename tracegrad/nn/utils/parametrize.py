@@ -112,7 +112,7 @@ class ParametrizationList(ModuleList):
         with _no_grad():
             if new is not original:
                 if tuple(new.shape) == tuple(original.shape):
-                    original.copy_(new)
+                    original.set_(new)     # takes right_inverse's storage, as torch's set_
                 elif isinstance(original, Parameter):
                     original = Parameter(new.detach().clone(), requires_grad=original.requires_grad)
                 else:
@@ -150,8 +150,12 @@ class ParametrizationList(ModuleList):
             x = self[0](self.original)
         else:
             x = self[0](*(getattr(self, f"original{i}") for i in range(self.ntensors)))
-        for m in list(self)[1:]:
-            x = m(x)
+        # by index names, as torch: a nested parametrization of ``original`` adds a
+        # ``parametrizations`` ModuleDict to this list's children, which is no step of the chain
+        k = 1
+        while str(k) in self._modules:
+            x = self._modules[str(k)](x)
+            k += 1
         return x
 
 
@@ -313,13 +317,13 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         if leave_parametrized:
             with _no_grad():
                 t = getattr(module, tensor_name)
-                if tuple(t.shape) == tuple(original.shape) and t.dtype == original.dtype:
-                    original.copy_(t)
-                else:
+                if t is not original:
                     # as torch: set_ the value into the original, so that it stays the same object
-                    # (an optimizer holding it keeps working) when an unsafe parametrization
-                    # changed its shape; set_ refuses another dtype (RuntimeError), where a new
-                    # tensor of that dtype was made quietly
+                    # (an optimizer holding it keeps working) but takes the value's storage: a
+                    # tensor that aliased the original's old storage (an earlier detach(), .data)
+                    # keeps the old values, as in torch (a copy_ wrote them over); set_ also
+                    # follows an unsafe parametrization's new shape, and refuses another dtype
+                    # (RuntimeError), where a new tensor of that dtype was made quietly
                     try:
                         original.set_(t)
                     except RuntimeError as e:
