@@ -320,7 +320,8 @@ def fill_arg_boxes(result, call, memo=None):
         for k in result.path:
             obj = getattr(obj, k.name) if type(k) is _Attr else obj[k]
         return obj
-    if t not in (dict, list, tuple) and not _is_namedtuple(result) and not result_objects._candidate(result):
+    if t not in (dict, list, tuple) and not _is_namedtuple(result) \
+            and not result_objects.result_candidate(result):
         return result
     memo = {} if memo is None else memo
     if id(result) in memo:
