@@ -476,6 +476,36 @@ def test_returned_exceptions_are_new_per_call():
     _no_breaks(f)
 
 
+class _OwnNewError(Exception):
+    def __new__(cls, *args):
+        return super().__new__(cls, *args)
+
+
+class _OwnNewBox:
+    def __new__(cls, *args):
+        return super().__new__(cls)
+
+    def __init__(self, v):
+        self.v = v
+
+
+def test_returned_objects_with_their_own_new():
+    # ExceptionTests.test_reconstruct___context__, with an exception class (and a plain class)
+    # that defines ``__new__``: such an object the call made and returned cannot be made again
+    # per call, so the call runs eagerly; objects kept from earlier calls keep their own tensors
+    # (tracegrad handed back the trace's object, its tensors refreshed by every call)
+    def build(T, wrap):
+        f = wrap(lambda t: (t.sin(), _OwnNewError(t * 3), _OwnNewBox(t + 1)))
+        kept = []
+
+        def run(i):
+            kept.append(f(_t(T, i)))
+            return [(y, e.args, b.v) for y, e, b in kept]
+        return run
+    f = _compiled(build)
+    _broke_on(f, "whose class has its own __new__")
+
+
 # ---- test_exceptions.py::CPythonExceptionTests ------------------------------------------------
 
 def test_chaining_descriptors():

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import sys
 import types
 
 import jax
@@ -204,6 +205,64 @@ def made_objects(result) -> dict:
         if not held:
             made[id(c)] = c
     return made
+
+
+# NOTE [returned objects that cannot be rebuilt]: an object the call made whose class has its
+# own ``__new__`` (a user class, or an exception class: NOTE [returned exceptions]) is no
+# candidate -- ``build`` would have to call that ``__new__`` with arguments it does not know --
+# so it stayed the program's constant: each compiled call handed back the traced call's object,
+# its tensors refreshed in place, and an object kept from an earlier call silently showed the
+# latest call's values. A trace whose result reaches such an object holding a tensor now ends in
+# a graph break (``unrebuilt_made``), and the call runs eagerly. Checked once per trace.
+
+
+def _own_new(v) -> bool:
+    """An instance of a user class (or an unraised exception) with its own ``__new__``."""
+    t = type(v)
+    if isinstance(v, BaseException):
+        return v.__traceback__ is None and _exception_base(t) is None
+    mod = (getattr(t, "__module__", "") or "").partition(".")[0]
+    # (containers -- dict, list, set subclasses: OrderedDict, defaultdict -- are flattened as
+    # such; the standard library's and the libraries' own classes are left as they were)
+    return (isinstance(getattr(v, "__dict__", None), dict) and t.__new__ is not object.__new__
+            and not isinstance(v, (Tensor, type, dict, list, tuple, set, frozenset, types.FunctionType,
+                                   types.MethodType, types.ModuleType))
+            and not getattr(t, "_tracegrad_state_is_captured", False)
+            and mod not in sys.stdlib_module_names and mod not in ("tracegrad", "jax", "jaxlib", "numpy"))
+
+
+def unrebuilt_made(result):
+    """The first object ``result`` reaches (through lists, tuples, dicts and the objects
+    ``result_candidate`` accepts) that the call made, that holds a tensor, and that ``build``
+    cannot make again (NOTE [returned objects that cannot be rebuilt]); None when there is none."""
+    seen, found = set(), []
+
+    def walk(v, depth):
+        if depth < 0 or id(v) in seen or isinstance(v, (Tensor, type, *IMMUTABLE)):
+            return
+        seen.add(id(v))
+        if isinstance(v, (list, tuple)):
+            parts = list(v)
+        elif type(v) is dict:
+            parts = list(v.values())
+        elif result_candidate(v):
+            parts = values_of(v)
+        elif _own_new(v):
+            parts = values_of(v)
+            if any(isinstance(p, Tensor) or isinstance(p, (list, tuple)) and any(isinstance(e, Tensor) for e in p)
+                   for p in parts + list(getattr(v, "args", ()))):
+                found.append(v)
+        else:
+            return
+        for p in parts:
+            walk(p, depth - 1)
+    walk(result, 8)
+    for v in found:
+        held = [r for r in gc.get_referrers(v)
+                if not isinstance(r, types.FrameType) and id(r) not in seen and r is not found]
+        if not held:
+            return v
+    return None
 
 
 def as_node(x, made, convert):
