@@ -506,6 +506,32 @@ def test_returned_objects_with_their_own_new():
     _broke_on(f, "whose class has its own __new__")
 
 
+def test_error_raised_out_holding_tensors_fullgraph():
+    # ExceptionTests.test_raise_custom_exception_with_args, the error left uncaught: it carries
+    # tensors the function computed (in ``args``, in an attribute, in a list). Torch's
+    # fullgraph=True raises Unsupported ("Observed exception"); tracegrad raises the user's error
+    # -- which held the trace's stand-ins, without values. It must hold eager's tensors
+    def build(T, wrap):
+        def fn(x, k):
+            y = x * 2
+            if k == 1:
+                raise ValueError(y, "msg")
+            if k == 2:
+                raise CustomExceptionWithArgs([y.sum()], b=x.cos())
+            return y
+        f = wrap(fn)
+
+        def run(i):
+            try:
+                return f(_t(T, i), i % 3)
+            except ValueError as e:
+                return "ValueError", e.args
+            except CustomExceptionWithArgs as e:
+                return "Custom", e.a, e.b
+        return run
+    _compiled(build, calls=6, fullgraph=True)
+
+
 # ---- test_exceptions.py::CPythonExceptionTests ------------------------------------------------
 
 def test_chaining_descriptors():
