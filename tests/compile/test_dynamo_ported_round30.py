@@ -965,6 +965,31 @@ def test_generator_as_argument():
     _compiled(build)
 
 
+def test_generator_kept_between_calls():
+    # GeneratorTests.test_generator_as_argument ("an already advanced generator given to a
+    # compiled function"), reached through a closure dict and a global list rather than an
+    # argument: the first call makes the generator and stores it, later calls advance it. Each
+    # call multiplies by the next value (tracegrad's program multiplied by the value the trace
+    # drew on every later call: the generator in a dict was not seen as one)
+    def build(T, wrap):
+        def halves(v):
+            while True:
+                v = v * 0.5
+                yield v
+        state = {"gen": None}
+        kept = [None]
+
+        def fn(x):
+            if state["gen"] is None:
+                state["gen"] = halves(2.0)
+                kept[0] = halves(4.0)
+            return x * next(state["gen"]) + next(kept[0])
+        f = wrap(fn)
+        return lambda i: f(_t(T, i))
+    f = _compiled(build, calls=5)
+    _broke_on(f, "the generator 'kept[0]'")
+
+
 def test_islice_chain():
     # GeneratorTests.test_islice_chain: ``itertools.chain`` of two lists of tensors
     def build(T):

@@ -1399,7 +1399,18 @@ def stateful_reads(refs, names) -> str | None:
                     kind = _stateful_kind(a)
                     if kind is not None:
                         return f"the {kind} '{name}.{k}'"
+        # a generator kept in a global or closure dict or list (``state["gen"]``, made by an
+        # earlier call): its ``next`` was baked into the program, every later call multiplying
+        # by the value the trace drew (round 30). Its items are not snapshotted either.
+        if type(v) in (dict, list) and len(v) <= _ITEMS_LOOKED_AT:
+            for k, a in (v.items() if type(v) is dict else enumerate(v)):
+                kind = _stateful_kind(a)
+                if kind is not None:
+                    return f"the {kind} '{name}[{k!r}]'"
     return None
+
+
+_ITEMS_LOOKED_AT = 64     # a longer dict or list (a dataset's) is not searched: pre-trace cost
 
 
 _CLOCK_IDS = {id(getattr(time, n)) for n in ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic",
