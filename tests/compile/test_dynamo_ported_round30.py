@@ -24,6 +24,25 @@ popped), the port compiles without fullgraph and checks the eager fallback's res
 the break names the write. Where torch's dynamo fails (``expectedFailure``: a reconstructed
 ``__context__``, ``sys.exc_info()`` after a re-raise), the compiled function must still give
 eager's result, which is what a user of tracegrad.compile gets.
+
+Found and fixed here:
+- An exception object the call made and returned unraised (``return y, ValueError(t * 2)``,
+  ``__context__`` set by hand) was the trace's one object on every compiled call, its tensors
+  refreshed in place: one kept from an earlier call showed the latest call's values. It is now
+  rebuilt per call through its builtin base (``args``, ``__context__``, ``__cause__``,
+  ``__suppress_context__``, ``__dict__``; ``StopIteration.value`` and ``SystemExit.code``
+  follow): _lowering/result_objects.py NOTE [returned exceptions].
+- Any returned object the call made whose class has its own ``__new__`` (an exception class or a
+  plain one) holding tensors had the same fault; such a trace is now a graph break and the call
+  runs eagerly (result_objects.py ``unrebuilt_made``, region.py).
+- Under fullgraph=True an error the user's code raised out of the call holding a tensor it
+  computed (``raise ValueError(x * 2)``) carried the trace's stand-in (``tensor(<traced (3,)>)``,
+  no values); that call now runs eagerly so the caller catches eager's error (compiler.py
+  ``_holds_traced``).
+- A generator kept in a closure dict or a global list (``state["gen"]``, made by the first
+  call) was read by the trace: its ``next`` was baked into the program and every later call
+  used the value the trace drew. It is now a graph break before tracing like a generator in a
+  global or an attribute (_lowering/pystate.py ``stateful_reads``).
 """
 import collections
 import itertools
@@ -1725,3 +1744,166 @@ def test_exception_context_with_yield():
             return t.sin() * z, caught
         return fn
     _no_breaks(check(build, _one, fullgraph=True))
+
+
+# ---- test_generator.py::TestGeneratorPEP and TestGeneratorCoroutine ---------------------------
+
+def test_generator_pep_tests():
+    # TestGeneratorPEP.test_return_is_not_stopiteration / test_exception_propagation /
+    # test_try_except_finally: ``return`` is not caught by a bare ``except``, a raised
+    # StopIteration is; an error from a callee ends the generator; yields from every arm of
+    # nested try/except/finally come in Python's order
+    def build(T):
+        def f1():
+            try:
+                return
+            except:  # noqa: E722 -- the original's construct
+                yield 1
+
+        def f2():
+            try:
+                raise StopIteration
+            except:  # noqa: E722
+                yield 42
+
+        def g(t):
+            yield t * (1 // 0)
+            yield t
+
+        def f3():
+            try:
+                yield 1
+                try:
+                    yield 2
+                    1 // 0
+                    yield 3
+                except ZeroDivisionError:
+                    yield 4
+                    yield 5
+                    raise
+                except:  # noqa: E722
+                    yield 6
+                yield 7
+            except:  # noqa: E722
+                yield 8
+            yield 9
+            try:
+                pass
+            finally:
+                yield 10
+            yield 11
+
+        def fn(t):
+            k = g(t)
+            try:
+                next(k)
+            except ZeroDivisionError:
+                first = "zde"
+            try:
+                next(k)
+            except StopIteration:
+                second = "stop"
+            order = list(f3())
+            return t * sum(order), list(f1()), list(f2()), first, second, order
+        return fn
+    _no_breaks(check(build, _one, fullgraph=True))
+
+
+def test_generator_coroutines():
+    # TestGeneratorCoroutine.test_send_into_started_generator / test_send_non_none_to_just_started
+    # / test_bare_yield_yields_none / test_augmented_assignment_coroutine /
+    # test_throw_terminates_generator / test_close_catches_generator_exit /
+    # test_generator_exit_not_caught_by_except_exception / test_error_during_close_propagates /
+    # test_send_to_subscript_targets: coroutine-style generators driven by ``send``, ``throw``
+    # and ``close`` inside the compiled function, with tensors sent in
+    def build(T):
+        def fn(t, step):
+            log = []
+
+            def acc(seq):
+                total = t * 0
+                while True:
+                    total += yield
+                    seq.append(total)
+
+            seq = []
+            c = acc(seq)
+            next(c)
+            for _ in range(3):
+                c.send(t * step)
+
+            def f():
+                log.append((yield 1))
+                yield 2
+
+            g = f()
+            a = next(g)
+            b = g.send(42)
+            try:
+                f().send("foo")
+            except TypeError as e:
+                log.append(str(e))
+            log.append(list(x for x in (lambda: (yield))()))
+
+            def catching():
+                try:
+                    yield
+                except GeneratorExit:
+                    log.append("exiting")
+
+            def plain():
+                try:
+                    yield
+                except Exception:
+                    log.append("except")
+                finally:
+                    log.append("finally")
+
+            def fie():
+                try:
+                    yield
+                except GeneratorExit:
+                    raise TypeError("fie!") from None
+
+            for make in (catching, plain, fie):
+                h = make()
+                next(h)
+                try:
+                    h.close()
+                    h.close()
+                except TypeError as e:
+                    log.append(str(e))
+
+            def looping():
+                while True:
+                    try:
+                        yield
+                    except ValueError:
+                        pass
+
+            w = looping()
+            next(w)
+            try:
+                w.throw(TypeError)
+            except TypeError:
+                log.append("terminated")
+            try:
+                w.send(2)
+            except StopIteration:
+                log.append("stopped")
+
+            data = [1, 2]
+
+            def sub(d):
+                d[(yield "a")] = d[(yield "b")] = 27
+
+            s = sub(data)
+            log += [s.send(None), list(data), s.send(0), list(data)]
+            try:
+                s.send(1)
+            except StopIteration:
+                log.append(list(data))
+            return seq, a, b, log
+        return fn
+    f = check(build, lambda T, i: (_t(T, i, rg=True), 1 + i % 2), fullgraph=True)
+    assert f.stats["graph_breaks"] == [], f.stats
