@@ -522,7 +522,7 @@ def test_returned_objects_with_their_own_new():
             return [(y, e.args, b.v) for y, e, b in kept]
         return run
     f = _compiled(build)
-    _broke_on(f, "whose class has its own __new__")
+    _broke_on(f, "its class has its own __new__")
 
 
 def test_error_raised_out_holding_tensors_fullgraph():
@@ -549,6 +549,35 @@ def test_error_raised_out_holding_tensors_fullgraph():
                 return "Custom", e.a, e.b
         return run
     _compiled(build, calls=6, fullgraph=True)
+
+
+def test_returned_caught_exception_holding_a_tensor():
+    # ExceptionTests.test_raise_custom_exception_with_args, the caught exception returned: it
+    # holds a tensor computed from a global weight that changes between calls. Exceptions kept
+    # from earlier calls keep their own tensors (tracegrad handed back the trace's exception, its
+    # tensor refreshed by every call)
+    weights = {}
+
+    def build(T, wrap):
+        w = weights.setdefault(T.__name__, [None])
+
+        def fn(n):
+            y = w[0] * n
+            try:
+                raise ValueError(y)
+            except ValueError as e:
+                return y + 1, e
+        f = wrap(fn)
+        kept = []
+
+        def run(i):
+            w[0] = _t(T, i)
+            out, e = f(2)
+            kept.append(e)
+            return out, [k.args for k in kept]
+        return run
+    f = _compiled(build)
+    _broke_on(f, "an exception raised inside the call")
 
 
 # ---- test_exceptions.py::CPythonExceptionTests ------------------------------------------------

@@ -1719,9 +1719,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             attr_made = None
             stuck = result_objects.unrebuilt_made(result)
             if stuck is not None:      # NOTE [returned objects that cannot be rebuilt] in result_objects.py
-                raise GraphBreak(f"the function returns a {type(stuck).__name__} it made, holding tensors, whose "
-                                 "class has its own __new__: a compiled call would hand back the traced object "
-                                 "instead of a new one per call", where=after)
+                raise GraphBreak(f"the function returns a {type(stuck[0]).__name__} it made, holding tensors "
+                                 f"({stuck[1]}): a compiled call would hand back the traced object instead of a "
+                                 "new one per call", where=after)
             made = result_objects.made_objects(result)
             result = _keep_outside(result, outside_containers(refs), kept, boxes, made)
             info["arg_boxes"] = kept.pop(ArgBox, False)

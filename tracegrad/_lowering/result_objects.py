@@ -212,15 +212,27 @@ def made_objects(result) -> dict:
 # candidate -- ``build`` would have to call that ``__new__`` with arguments it does not know --
 # so it stayed the program's constant: each compiled call handed back the traced call's object,
 # its tensors refreshed in place, and an object kept from an earlier call silently showed the
-# latest call's values. A trace whose result reaches such an object holding a tensor now ends in
-# a graph break (``unrebuilt_made``), and the call runs eagerly. Checked once per trace.
+# latest call's values. So did an exception raised and caught inside, then returned (its
+# traceback holds the trace's frames: not rebuilt). A trace whose result reaches such an object
+# holding a tensor now ends in a graph break (``unrebuilt_made``), and the call runs eagerly.
+# Checked once per trace.
+
+
+def _unrebuildable(v):
+    """Why ``build`` cannot make ``v`` again: an exception that was raised (its traceback holds
+    the trace's frames), or an instance of a user class (an exception class) with its own
+    ``__new__``; None for anything else."""
+    t = type(v)
+    if isinstance(v, BaseException):
+        if v.__traceback__ is not None:
+            return "an exception raised inside the call"
+        return None if _exception_base(t) is not None else "its class has its own __new__"
+    return "its class has its own __new__" if _own_new(v) else None
 
 
 def _own_new(v) -> bool:
-    """An instance of a user class (or an unraised exception) with its own ``__new__``."""
+    """An instance of a user class with its own ``__new__``."""
     t = type(v)
-    if isinstance(v, BaseException):
-        return v.__traceback__ is None and _exception_base(t) is None
     mod = (getattr(t, "__module__", "") or "").partition(".")[0]
     # (containers -- dict, list, set subclasses: OrderedDict, defaultdict -- are flattened as
     # such; the standard library's and the libraries' own classes are left as they were)
@@ -234,7 +246,8 @@ def _own_new(v) -> bool:
 def unrebuilt_made(result):
     """The first object ``result`` reaches (through lists, tuples, dicts and the objects
     ``result_candidate`` accepts) that the call made, that holds a tensor, and that ``build``
-    cannot make again (NOTE [returned objects that cannot be rebuilt]); None when there is none."""
+    cannot make again, with why (``_unrebuildable``: NOTE [returned objects that cannot be
+    rebuilt]); None when there is none."""
     seen, found = set(), []
 
     def walk(v, depth):
@@ -247,7 +260,7 @@ def unrebuilt_made(result):
             parts = list(v.values())
         elif result_candidate(v):
             parts = values_of(v)
-        elif _own_new(v):
+        elif _unrebuildable(v) is not None:
             parts = values_of(v)
             if any(isinstance(p, Tensor) or isinstance(p, (list, tuple)) and any(isinstance(e, Tensor) for e in p)
                    for p in parts + list(getattr(v, "args", ()))):
@@ -261,7 +274,7 @@ def unrebuilt_made(result):
         held = [r for r in gc.get_referrers(v)
                 if not isinstance(r, types.FrameType) and id(r) not in seen and r is not found]
         if not held:
-            return v
+            return v, _unrebuildable(v)
     return None
 
 
