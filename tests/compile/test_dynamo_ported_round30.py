@@ -33,8 +33,9 @@ Found and fixed here:
   ``__suppress_context__``, ``__dict__``; ``StopIteration.value`` and ``SystemExit.code``
   follow): _lowering/result_objects.py NOTE [returned exceptions].
 - Any returned object the call made whose class has its own ``__new__`` (an exception class or a
-  plain one) holding tensors had the same fault; such a trace is now a graph break and the call
-  runs eagerly (result_objects.py ``unrebuilt_made``, region.py).
+  plain one) holding tensors had the same fault, and so had an exception raised, caught and
+  returned (its traceback holds the trace's frames); such a trace is now a graph break and the
+  call runs eagerly (result_objects.py ``unrebuilt_made``, region.py).
 - Under fullgraph=True an error the user's code raised out of the call holding a tensor it
   computed (``raise ValueError(x * 2)``) carried the trace's stand-in (``tensor(<traced (3,)>)``,
   no values); that call now runs eagerly so the caller catches eager's error (compiler.py
