@@ -1937,3 +1937,41 @@ def test_generator_coroutines():
         return fn
     f = check(build, lambda T, i: (_t(T, i, rg=True), 1 + i % 2), fullgraph=True)
     assert f.stats["graph_breaks"] == [], f.stats
+
+
+# ---- test_sources.py::SourceTests ---------------------------------------------------------------
+
+def test_property_closure():
+    # SourceTests.test_property_closure: a property whose getter is a closure made elsewhere; the
+    # closed-over value decides the branch, and it changes between calls (each call reads its own)
+    def build(T, wrap):
+        box = {}
+
+        def external_property():
+            closed_value = 7
+
+            def internal_function(self):
+                return closed_value
+
+            def set_value(v):
+                nonlocal closed_value
+                closed_value = v
+            box["set"] = set_value
+            return internal_function
+
+        class Elements:
+            myprop = property(external_property())
+
+        def func(elements, x):
+            if not elements.myprop:
+                return x + T.tensor([1.0, 2.0, 3.0])
+            return x * elements.myprop
+        f = wrap(func)
+        e = Elements()
+
+        def run(i):
+            box["set"]((7, 7, 0, 3, 0)[i])
+            return f(e, _t(T, i))
+        return run
+    f = _compiled(build, calls=5, fullgraph=True)
+    assert f.stats["graph_breaks"] == [] and f.stats["traces"] <= 3, f.stats
