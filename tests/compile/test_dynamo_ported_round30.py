@@ -51,8 +51,7 @@ import sys
 
 import pytest
 
-import tracegrad
-from ._dynamo_port import CALLS, check, compare, rand, same
+from ._dynamo_port import CALLS, check, compare_compiled as _compiled, rand
 
 torch = pytest.importorskip("torch")
 
@@ -63,21 +62,6 @@ def _t(T, i, *shape, rg=False, seed=0):
 
 def _one(T, i):
     return (_t(T, i),)
-
-
-def _compiled(build, calls=CALLS, **compile_kw):
-    """``compare`` over ``build(T, wrap)``; returns the compiled function (``build`` calls
-    ``wrap`` once) for its stats."""
-    made = []
-
-    def counted(T, wrap):
-        def keep(f):
-            g = wrap(f)
-            made.append(g)
-            return g
-        return build(T, keep)
-    compare(counted, calls=calls, **compile_kw)
-    return made[2]
 
 
 def _outcome(f, *args):
@@ -698,8 +682,7 @@ def _chain_program(kind):
                     a = a_
                     try:
                         raise B
-                    except B as b_:
-                        b = b_
+                    except B:
                         try:
                             raise C
                         except C as c_:
