@@ -997,29 +997,42 @@ def test_generator_as_argument():
     _compiled(build)
 
 
-def test_generator_kept_between_calls():
+class _Holder:
+    pass
+
+
+@pytest.mark.parametrize("where", ["dict", "list", "attribute_dict"])
+def test_generator_kept_between_calls(where):
     # GeneratorTests.test_generator_as_argument ("an already advanced generator given to a
-    # compiled function"), reached through a closure dict and a global list rather than an
-    # argument: the first call makes the generator and stores it, later calls advance it. Each
-    # call multiplies by the next value (tracegrad's program multiplied by the value the trace
-    # drew on every later call: the generator in a dict was not seen as one)
+    # compiled function"), reached through a closure dict, a closure list or a dict attribute of
+    # a closure object rather than an argument: the first call makes the generator and stores
+    # it, later calls advance it. Each call multiplies by the next value (tracegrad's program
+    # multiplied by the value the trace drew on every later call: the generator was not seen)
     def build(T, wrap):
         def halves(v):
             while True:
                 v = v * 0.5
                 yield v
-        state = {"gen": None}
-        kept = [None]
+        state, kept, holder = {"gen": None}, [None], _Holder()
+        holder.d = {"g": None}
 
         def fn(x):
-            if state["gen"] is None:
-                state["gen"] = halves(2.0)
-                kept[0] = halves(4.0)
-            return x * next(state["gen"]) + next(kept[0])
+            if where == "dict":
+                if state["gen"] is None:
+                    state["gen"] = halves(2.0)
+                return x * next(state["gen"])
+            if where == "list":
+                if kept[0] is None:
+                    kept[0] = halves(4.0)
+                return x * next(kept[0])
+            if holder.d["g"] is None:
+                holder.d["g"] = halves(8.0)
+            return x * next(holder.d["g"])
         f = wrap(fn)
         return lambda i: f(_t(T, i))
     f = _compiled(build, calls=5)
-    _broke_on(f, "the generator 'kept[0]'")
+    _broke_on(f, {"dict": "the generator 'state['gen']'", "list": "the generator 'kept[0]'",
+                  "attribute_dict": "the generator 'holder.d['g']'"}[where])
 
 
 def test_islice_chain():
