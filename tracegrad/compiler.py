@@ -440,7 +440,7 @@ class CompiledFunction:
         in ``stats()``."""
         if getattr(error, "_tracegrad_no_rerun", False) or _library_bug(error):
             raise _own_notes(error)
-        if self.fullgraph:
+        if self.fullgraph and not _holds_traced(error):
             # fullgraph=True asks for one program or an error, never an eager run (torch raises
             # at a graph break too): the error itself, state as before the call (the trace put
             # it back); an error of the user's own code is the one eager would raise
@@ -521,6 +521,25 @@ class CompiledFunction:
         self._programs = self._sized = self._dead = 0
         self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
+
+
+def _holds_traced(error) -> bool:
+    """Whether ``error`` (raised by the user's code while tracing) holds a traced tensor in its
+    ``args`` or attributes, directly or in a list/tuple/dict there. NOTE [errors holding traced
+    tensors]: under fullgraph=True such an error (``raise ValueError(x * 2)``) left the compiled
+    call with the trace's stand-in inside (``tensor(<traced (3,)>)``, no values, unusable):
+    that call runs eagerly instead, so the error the caller catches is eager's, its tensors real
+    (with eager's side effects before the ``raise``, as without fullgraph)."""
+    def traced(v, depth=2):
+        if isinstance(v, Tensor):
+            return isinstance(getattr(v, "_value", None), jax.core.Tracer)
+        if depth and isinstance(v, (list, tuple)):
+            return any(traced(e, depth - 1) for e in v)
+        if depth and isinstance(v, dict):
+            return any(traced(e, depth - 1) for e in v.values())
+        return False
+    parts = list(getattr(error, "args", ())) + list((getattr(error, "__dict__", None) or {}).values())
+    return any(traced(v) for v in parts)
 
 
 def _own_notes(error):

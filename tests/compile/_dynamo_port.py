@@ -79,9 +79,9 @@ def compare(build, calls=CALLS, **compile_kw):
     return runs[2]
 
 
-def compare_programs(build, calls=CALLS, traces=None):
-    """``compare``, then the compiled run's stats (``build`` calls ``wrap`` once): no graph break
-    and, given ``traces``, that many programs built (at most that many for a range)."""
+def compare_compiled(build, calls=CALLS, **compile_kw):
+    """``compare``; returns the compiled function itself (``build`` calls ``wrap`` once), for
+    its stats."""
     made = []
 
     def counted(T, wrap):
@@ -90,12 +90,19 @@ def compare_programs(build, calls=CALLS, traces=None):
             made.append(g)
             return g
         return build(T, wrap_and_keep)
-    compare(counted, calls=calls)
-    st = made[2].stats
+    compare(counted, calls=calls, **compile_kw)
+    return made[2]
+
+
+def compare_programs(build, calls=CALLS, traces=None):
+    """``compare``, then the compiled run's stats (``build`` calls ``wrap`` once): no graph break
+    and, given ``traces``, that many programs built (at most that many for a range)."""
+    compiled = compare_compiled(build, calls=calls)
+    st = compiled.stats
     assert st["graph_breaks"] == [], st
     if traces is not None:
         assert st["traces"] in (traces if isinstance(traces, range) else (traces,)), st
-    return made[2]
+    return compiled
 
 
 def api_programs(filename):

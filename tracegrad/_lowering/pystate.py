@@ -1386,20 +1386,39 @@ def _endless(r) -> bool:
 
 def stateful_reads(refs, names) -> str | None:
     """A description of the first iterator, generator or file among ``refs`` (and the
-    attributes ``names`` says the code reads on the plain objects among them), or None
-    (NOTE [iterators and files])."""
+    attributes ``names`` says the code reads on the plain objects among them; and the items of
+    a dict or list there), or None (NOTE [iterators and files])."""
     for (name, cell, g), used in zip(refs, names):
         v = _value(cell, g, name)
-        kind = _stateful_kind(v)
-        if kind is not None:
-            return f"the {kind} '{name}'"
+        found = _stateful_in(name, v)
+        if found is not None:
+            return found
         if _plain_object(v):
             for k, a in attributes(v).items():
                 if k in used:
-                    kind = _stateful_kind(a)
-                    if kind is not None:
-                        return f"the {kind} '{name}.{k}'"
+                    found = _stateful_in(f"{name}.{k}", a)
+                    if found is not None:
+                        return found
     return None
+
+
+def _stateful_in(name, v) -> str | None:
+    """``v`` described when it is an iterator, generator or file, or holds one as an item of a
+    dict or list: a generator kept in ``state["gen"]`` by an earlier call was read by the trace,
+    its ``next`` baked into the program, every later call using the value the trace drew
+    (round 30). Such items are not snapshotted either."""
+    kind = _stateful_kind(v)
+    if kind is not None:
+        return f"the {kind} '{name}'"
+    if type(v) in (dict, list) and len(v) <= _ITEMS_LOOKED_AT:
+        for k, a in (v.items() if type(v) is dict else enumerate(v)):
+            kind = _stateful_kind(a)
+            if kind is not None:
+                return f"the {kind} '{name}[{k!r}]'"
+    return None
+
+
+_ITEMS_LOOKED_AT = 64     # a longer dict or list (a dataset's) is not searched: pre-trace cost
 
 
 _CLOCK_IDS = {id(getattr(time, n)) for n in ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic",

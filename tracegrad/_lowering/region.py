@@ -336,7 +336,8 @@ def fill_arg_boxes(result, call, memo=None):
         for k in result.path:
             obj = getattr(obj, k.name) if type(k) is _Attr else obj[k]
         return obj
-    if t not in (dict, list, tuple) and not _is_namedtuple(result) and not result_objects._candidate(result):
+    if t not in (dict, list, tuple) and not _is_namedtuple(result) \
+            and not result_objects.result_candidate(result):
         return result
     memo = {} if memo is None else memo
     if id(result) in memo:
@@ -1736,6 +1737,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if attr_made:       # NOTE [attributes set on arguments]: outside the appends' pair
                 result = (result, tuple(attr_made))
             attr_made = None
+            stuck = result_objects.unrebuilt_made(result)
+            if stuck is not None:      # NOTE [returned objects that cannot be rebuilt] in result_objects.py
+                raise GraphBreak(f"the function returns a {type(stuck[0]).__name__} it made, holding tensors "
+                                 f"({stuck[1]}): a compiled call would hand back the traced object instead of a "
+                                 "new one per call", where=after)
             made = result_objects.made_objects(result)
             result = _keep_outside(result, outside_containers(refs), kept, boxes, made)
             info["arg_boxes"] = kept.pop(ArgBox, False)

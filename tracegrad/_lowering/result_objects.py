@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import sys
 import types
 
 import jax
@@ -68,6 +69,10 @@ def _slot_names(cls) -> tuple:
 
 def _declared_slots(cls) -> tuple:
     names = []
+    if _exception_base(cls) is not None:
+        # an exception's own state (NOTE [returned exceptions]), set in this order: setting
+        # ``__cause__`` turns ``__suppress_context__`` on, so that one comes last
+        names += ["args", "__context__", "__cause__", "__suppress_context__"]
     for c in cls.__mro__:
         slots = c.__dict__.get("__slots__", ())
         for n in ((slots,) if isinstance(slots, str) else slots):
@@ -115,6 +120,38 @@ def _candidate(x) -> bool:
             and mod != "builtins" and not mod.startswith(("tracegrad.", "jax", "numpy")))
 
 
+# NOTE [returned exceptions]: an exception object the call made and returns unraised
+# (``return y, ValueError(1, 2, 3)``, its ``__context__`` set by hand) was no ``_candidate``
+# (``__new__`` is BaseException's), so it stayed the trace's object: every compiled call handed
+# back that one exception, a tensor in its ``args`` refreshed in place, so one the caller kept
+# from an earlier call showed the latest call's tensor (eager: a new exception per call). One
+# the call made is now rebuilt per call like a plain object: its ``args``, ``__context__``,
+# ``__cause__``, ``__suppress_context__`` (``_declared_slots``) and ``__dict__`` are its
+# values, and ``build`` makes it through its builtin base (``__new__`` and ``__init__`` with
+# the args: what ``StopIteration.value`` or ``SystemExit.code`` hold), never the user
+# class's ``__init__``. Not rebuilt (left as before): one that was raised (its traceback holds
+# the trace's frames), a class with its own ``__new__``, and the builtin bases that keep
+# state outside ``args`` given by keyword (``_KEYWORD_STATE``).
+_KEYWORD_STATE = (ImportError, AttributeError, NameError, BaseExceptionGroup)
+
+
+def _exception_base(cls):
+    """The builtin exception class ``cls`` derives from when its instances can be rebuilt from
+    their ``args`` (NOTE [returned exceptions]); None otherwise."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)) or issubclass(cls, _KEYWORD_STATE):
+        return None
+    base = next(b for b in cls.__mro__ if b.__module__ == "builtins")
+    return base if cls.__new__ is base.__new__ else None
+
+
+def result_candidate(x) -> bool:
+    """A returned object that may be rebuilt per call: ``_candidate``, or an exception object
+    not raised (NOTE [returned exceptions])."""
+    if isinstance(x, BaseException):
+        return x.__traceback__ is None and _exception_base(type(x)) is not None
+    return _candidate(x)
+
+
 def _plain_value(v, depth=3) -> bool:
     """A value an object the call made may hold and still be rebuilt: anything but a tuple,
     list or dict nested deeper than a few levels. Tensors become results; lists and dicts are
@@ -147,7 +184,7 @@ def made_objects(result) -> dict:
             containers.add(id(v))
             for e in (v.values() if t is dict else v):
                 walk(e, depth - 1)
-        elif _candidate(v) and id(v) not in containers:
+        elif result_candidate(v) and id(v) not in containers:
             containers.add(id(v))
             if isinstance(getattr(v, "__dict__", None), dict):
                 containers.add(id(vars(v)))
@@ -170,6 +207,77 @@ def made_objects(result) -> dict:
     return made
 
 
+# NOTE [returned objects that cannot be rebuilt]: an object the call made whose class has its
+# own ``__new__`` (a user class, or an exception class: NOTE [returned exceptions]) is no
+# candidate -- ``build`` would have to call that ``__new__`` with arguments it does not know --
+# so it stayed the program's constant: each compiled call handed back the traced call's object,
+# its tensors refreshed in place, and an object kept from an earlier call silently showed the
+# latest call's values. So did an exception raised and caught inside, then returned (its
+# traceback holds the trace's frames: not rebuilt). A trace whose result reaches such an object
+# holding a tensor now ends in a graph break (``unrebuilt_made``), and the call runs eagerly.
+# Checked once per trace.
+
+
+def _unrebuildable(v):
+    """Why ``build`` cannot make ``v`` again: an exception that was raised (its traceback holds
+    the trace's frames), or an instance of a user class (an exception class) with its own
+    ``__new__``; None for anything else."""
+    t = type(v)
+    if isinstance(v, BaseException):
+        if v.__traceback__ is not None:
+            return "an exception raised inside the call"
+        return None if _exception_base(t) is not None else "its class has its own __new__"
+    return "its class has its own __new__" if _own_new(v) else None
+
+
+def _own_new(v) -> bool:
+    """An instance of a user class with its own ``__new__``."""
+    t = type(v)
+    mod = (getattr(t, "__module__", "") or "").partition(".")[0]
+    # (containers -- dict, list, set subclasses: OrderedDict, defaultdict -- are flattened as
+    # such; the standard library's and the libraries' own classes are left as they were)
+    return (isinstance(getattr(v, "__dict__", None), dict) and t.__new__ is not object.__new__
+            and not isinstance(v, (Tensor, type, dict, list, tuple, set, frozenset, types.FunctionType,
+                                   types.MethodType, types.ModuleType))
+            and not getattr(t, "_tracegrad_state_is_captured", False)
+            and mod not in sys.stdlib_module_names and mod not in ("tracegrad", "jax", "jaxlib", "numpy"))
+
+
+def unrebuilt_made(result):
+    """The first object ``result`` reaches (through lists, tuples, dicts and the objects
+    ``result_candidate`` accepts) that the call made, that holds a tensor, and that ``build``
+    cannot make again, with why (``_unrebuildable``: NOTE [returned objects that cannot be
+    rebuilt]); None when there is none."""
+    seen, found = set(), []
+
+    def walk(v, depth):
+        if depth < 0 or id(v) in seen or isinstance(v, (Tensor, type, *IMMUTABLE)):
+            return
+        seen.add(id(v))
+        if isinstance(v, (list, tuple)):
+            parts = list(v)
+        elif type(v) is dict:
+            parts = list(v.values())
+        elif result_candidate(v):
+            parts = values_of(v)
+        elif _unrebuildable(v) is not None:
+            parts = values_of(v)
+            if any(isinstance(p, Tensor) or isinstance(p, (list, tuple)) and any(isinstance(e, Tensor) for e in p)
+                   for p in parts + list(getattr(v, "args", ()))):
+                found.append(v)
+        else:
+            return
+        for p in parts:
+            walk(p, depth - 1)
+    walk(result, 8)
+    for v in found:
+        held = [r for r in gc.get_referrers(v)
+                if not isinstance(r, types.FrameType) and id(r) not in seen and r is not found]
+        if not held:
+            return v, _unrebuildable(v)
+    return None
+
+
 def as_node(x, made, convert):
     """``x`` as a ``Rebuilt`` node when the call made it (``made``), its values passed through
     ``convert``; None otherwise."""
@@ -183,7 +291,13 @@ def build(r, convert, register=None):
     """A new object of ``r``'s class holding ``r``'s values passed through ``convert``;
     ``register(obj)`` first, when given (an object holding itself: NOTE [one object returned
     twice] in ``region.py``)."""
-    obj = r.cls.__new__(r.cls)
+    base = _exception_base(r.cls)
+    if base is None:
+        obj = r.cls.__new__(r.cls)
+    else:       # through the builtin base: the state its __init__ derives from args
+        args = tuple(convert(r.attrs["args"]))
+        obj = base.__new__(r.cls, *args)
+        base.__init__(obj, *args)
     if register is not None:
         register(obj)
     if r.items:
@@ -194,6 +308,8 @@ def build(r, convert, register=None):
             base.__setitem__(obj, k, convert(v))
     slots = _slot_names(r.cls)
     for k, v in r.attrs.items():
+        if base is not None and k == "args":
+            continue                        # set above, converted once
         if k in slots:                      # a frozen or slotted class's own __setattr__ bypassed
             object.__setattr__(obj, k, convert(v))
         else:
