@@ -58,9 +58,9 @@ from ._lowering import guards as _guards
 from ._lowering.capture import GraphBreak
 from ._lowering.warned import Relocated, code_of, say
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
+from ._lowering.call_tree import PartialArg, container_instance, fill_arg_boxes, flatten, ordered_args
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, Plan, Retrace,
-                               ValueCheckFailed, _PartialArg, _flatten, aliased_args, classify_args,
-                               container_instance, first_of, ordered_args, unread_identity, fill_arg_boxes,
+                               ValueCheckFailed, aliased_args, classify_args, first_of, unread_identity,
                                trace_region)
 from ._lowering import result_objects
 from ._tensor import torch_function as _torch_function
@@ -568,7 +568,7 @@ def _signature(args, kwargs, containers=frozenset()):
     if not kwargs and all(isinstance(a, Tensor) and type(a) is not SparseCooTensor for a in args):
         leaves, treedef = args, len(args)          # the common case, without tree_flatten
     else:
-        leaves, treedef = _flatten((args, kwargs), containers)   # a sparse argument: its indices, values
+        leaves, treedef = flatten((args, kwargs), containers)   # a sparse argument: its indices, values
     kinds = classify_args(leaves)
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
 
@@ -592,7 +592,7 @@ def _key(leaves, treedef, kinds):
                 parts.append(_unhashable_key(a))
         elif type(a).__dict__.get("is_sparse") is True:   # the class's flag: no __torch_function__ call
             # a sparse COO tensor whose values require grad (the others are their indices and
-            # values: region._SparseArg) has no dense value: outside state like a captured one
+            # values: call_tree.SparseArg) has no dense value: outside state like a captured one
             # (its values and indices are read by the trace and guarded as such), keyed by identity
             parts.append((k, "sparse", _Same(a)))
         else:
@@ -741,7 +741,7 @@ def _changing_values(entries) -> str:
 
 def _leaf_names(args, kwargs, positions, containers=frozenset()):
     """Names (``args[1]``, ``kwargs['lr']``, ``args[0].x``) of the leaves at these positions of
-    ``_flatten((args, kwargs), True)``, walked along the same flattening; ``leaf <i>`` where a
+    ``flatten((args, kwargs), True)``, walked along the same flattening; ``leaf <i>`` where a
     node's children are not reachable by a key."""
     tree = ordered_args((args, kwargs), containers)
     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: isinstance(x, Tensor))[0]]
@@ -752,13 +752,13 @@ def _leaf_names(args, kwargs, positions, containers=frozenset()):
             continue
         node, name = tree, ""
         for k in paths[i]:
-            if isinstance(node, dict):          # _InOrder: children in insertion order
+            if isinstance(node, dict):          # InOrder: children in insertion order
                 key = list(node)[k.key]
                 node, name = node[key], f"{name}[{key!r}]"
             elif type(node) is result_objects.Rebuilt:          # a data container's attributes
                 key = list(node.attrs)[k.key]
                 node, name = node.attrs[key], f"{name}.{key}"
-            elif type(node) is _PartialArg:      # a partial's bound arguments, then keywords
+            elif type(node) is PartialArg:      # a partial's bound arguments, then keywords
                 node, name = (node.args, node.keywords)[k.key], f"{name}{('.args', '.keywords')[k.key]}"
             elif isinstance(k, jax.tree_util.SequenceKey):
                 node, name = node[k.idx], f"{name}[{k.idx}]"

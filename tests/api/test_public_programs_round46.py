@@ -65,7 +65,7 @@ names put back as ``float``/``int``.
 Compiled: each program's training step under ``tracegrad.compile`` equals tracegrad eager (and
 torch, but for ProdLDA's, whose noise comes from tracegrad's own generator there) with no graph
 break. SpyTorch's step takes the sparse batch as its argument, as ``train`` does: it runs one
-program per batch shape (nnz), which needed the fix in ``_lowering/region._SparseArg``.
+program per batch shape (nnz), which needed the fix in ``_lowering/call_tree.SparseArg``.
 """
 import contextlib
 import io

@@ -15,7 +15,7 @@ Differences found and fixed:
   twice]);
 - an argument list returned inside a made object or a namedtuple came back as the program's
   placeholder (``ArgBox``), and putting one back copied an outside object's lists
-  (``region.fill_arg_boxes``);
+  (``call_tree.fill_arg_boxes``);
 - a ``Decimal`` or ``timedelta`` read from a module or object was not guarded; a plain object
   kept on a module the step reads but does not call (``holder.cfg.v``) was not guarded (its
   rebinding or edit was frozen) (``_lowering/guards.py``).

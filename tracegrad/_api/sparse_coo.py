@@ -16,7 +16,7 @@ entry of each position.
 
 Index-dependent shapes (coalesce's nnz, to_sparse's nonzeros, invariant checks) are computed on
 the host, so those ops work in eager mode only; a compiled function given a sparse tensor gets
-its indices and values as program arguments (``_lowering/region._SparseArg``), so ``to_dense``
+its indices and values as program arguments (``_lowering/call_tree.SparseArg``), so ``to_dense``
 and ``mm`` of it compile.
 
 Differs from torch: ``type(s)`` is ``SparseCooTensor`` (a subclass of ``tracegrad.Tensor``;

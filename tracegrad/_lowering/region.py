@@ -19,7 +19,9 @@ Storages made during the trace that are still referenced afterwards (new ``.grad
 an activation stashed in a dict) are outputs too; the program writes them on every call.
 
 Anything the trace cannot reproduce raises ``capture.GraphBreak`` (the caller runs eagerly
-or reports it); outside state discovered late raises ``Retrace`` with the enlarged plan.
+or reports it); outside state discovered late raises ``Retrace`` with the enlarged plan. How a
+call's arguments and results become the program's flat inputs and outputs, and come back as
+the caller's objects, is ``call_tree.py``.
 """
 from __future__ import annotations
 
@@ -38,7 +40,6 @@ import numpy as np
 
 from .. import _state
 from .._api import threads
-from .._api.sparse_coo import SparseCooTensor, make_sparse
 from .._ops import warn as _warn
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
@@ -62,6 +63,8 @@ from .pystate import (CellSlot, append_changes, changed, clock_reads, close_aban
                       scalar_changes, scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
+from .call_tree import (ArgBox, argument_boxes, arguments_changed, fill_arg_boxes, flatten, keep_outside,
+                        unflatten)
 from . import custom_function as _custom_function
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, after_backward_message, dead_node
 
@@ -128,7 +131,7 @@ class Plan:
 def _has_history(result) -> bool:
     """Whether a tensor among ``result``'s leaves has a grad_fn (its result will likely stay
     differentiable: a guess, NOTE [plans of other sizes])."""
-    return any(isinstance(t, Tensor) and t._gf is not None for t in _flatten(result)[0])
+    return any(isinstance(t, Tensor) and t._gf is not None for t in flatten(result)[0])
 
 
 def _made_in_trace(cap: Capture, opt) -> bool:
@@ -138,95 +141,6 @@ def _made_in_trace(cap: Capture, opt) -> bool:
         return True
     params = [p for g in opt.param_groups for p in g["params"]]
     return bool(params) and all(cap.made_here(p) for p in params)
-
-
-def _flatten(tree, args=False):
-    """Leaves and treedef of arguments or results; plain dicts keep their insertion order (a
-    JAX pytree sorts dict keys: a returned ``{"loss": .., "acc": ..}`` came back reordered, and
-    a dict argument was iterated in another order inside the trace than eagerly). ``args``: the
-    call's arguments (True, or the compiled function's data-container classes, a frozenset:
-    NOTE [data container arguments]), where a sparse COO tensor is its indices and values
-    (``_SparseArg``)."""
-    return jax.tree_util.tree_flatten(ordered_args(tree, args) if type(args) is frozenset else _ordered(tree, args),
-                                      is_leaf=_result_leaf if args is False else _tensor_leaf)
-
-
-def _tensor_leaf(x):
-    return isinstance(x, Tensor)
-
-
-def _result_leaf(x):
-    # a returned iterator (a generator function's result, ``zip``/``map``) is one leaf, the
-    # graph break ``_out_recipe`` raises for it; not JAX's deprecation warning (once per trace)
-    return isinstance(x, (Tensor, collections.abc.Iterator))
-
-
-# NOTE [data container arguments]: an argument that is an instance of a plain class (a
-# dataclass, a ``class Batch`` holding tensors, a SimpleNamespace) is one opaque leaf, keyed by
-# identity: a new batch object per call (a collate function's output) traced a program per call
-# until ``cache_size_limit`` made the function eager, where torch.compile guards the object's
-# type and the attributes it reads and traces its tensors as inputs. Keyed by value instead,
-# a long-lived object the step changes (``state.step += 1`` on a train-state object) would be
-# a rebuilt copy (the change lost: a graph break) and its numbers new keys. So the choice is
-# made per class, by what the calls do: once a call passes a different instance of a class at
-# a place where a cached program had one (``compiler._renewed_containers``), that class is a
-# data container of the compiled function and its instances are pytree nodes of the arguments
-# (``Rebuilt``: their attributes are children, tensors data arguments, numbers keyed by value),
-# rebuilt around the stand-ins for the trace without calling ``__init__`` (``_plain``). A call
-# that changes one (an attribute set, found by ``_arguments_changed``) runs eagerly
-# (``ContainerChanged``), and the function keys objects by identity again from then on (a
-# holder the step updates keeps its own program); one that returns it gets the caller's object
-# (``ArgBox``). An
-# object met twice in one call's arguments (``f(b, b)``, ``a.x = a``), or nested deeper than
-# ``_OBJECT_DEPTH``, leaves the whole call keyed by identity (its ``is`` would differ).
-_OBJECT_DEPTH = 8
-
-
-class _Twice(Exception):
-    """A data-container object met twice while flattening one call's arguments."""
-
-
-class _Walk:
-    """One flattening of a call's arguments with data-container ``classes``: the ids of the
-    objects already flattened (``_Twice`` on a second meeting)."""
-
-    __slots__ = ("classes", "seen", "depth")
-
-    def __init__(self, classes):
-        self.classes, self.seen, self.depth = classes, set(), 0
-
-
-def ordered_args(tree, containers: frozenset):
-    """``_ordered(tree, True)`` with the instances of the ``containers`` classes as ``Rebuilt``
-    nodes (NOTE [data container arguments]), unless one is met twice or nested too deep."""
-    if containers:
-        try:
-            return _ordered(tree, _Walk(containers))
-        except _Twice:
-            pass
-    return _ordered(tree, True)
-
-
-def _container_arg(x, walk):
-    if id(x) in walk.seen or walk.depth >= _OBJECT_DEPTH:
-        raise _Twice
-    walk.seen.add(id(x))
-    walk.depth += 1
-    try:
-        return result_objects.Rebuilt(type(x), {}, {k: _ordered(v, walk) for k, v in result_objects._attrs(x).items()})
-    finally:
-        walk.depth -= 1
-
-
-def container_instance(x) -> bool:
-    """Whether argument ``x`` may be a data container (NOTE [data container arguments]): an
-    instance of a plain Python class that ``result_objects`` can rebuild, not a list, dict or
-    tuple (those are containers already)."""
-    return not isinstance(x, (list, dict, tuple, set)) and result_objects._candidate(x)
-
-
-def _unflatten(treedef, leaves):
-    return _plain(jax.tree_util.tree_unflatten(treedef, leaves), {})
 
 
 def _put_environ_back(env):
@@ -270,207 +184,6 @@ def _put_global_modes_back(modes) -> None:
         runtime.set_default_device(device)
     if threads.get_num_threads() != n:
         threads.set_num_threads(n)
-
-
-class _Kept:
-    """A list or dict the function returned that existed before the call: returned as that
-    object after every call (a result leaf, not rebuilt), as eager returns it."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-
-class ArgBox:
-    """A list or dict among the call's arguments that the function returned (``return x, xs``):
-    after every call, the caller's own object at ``path`` in that call's ``(args, kwargs)``, as
-    eager returns it, not a copy rebuilt from the flat arguments (``fill_arg_boxes``)."""
-
-    __slots__ = ("path",)
-
-    def __init__(self, path):
-        self.path = path
-
-
-class _Attr:
-    """An attribute name in an ``ArgBox`` path (a data container argument's attribute)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-
-def _argument_boxes(given, rebuilt, path, out):
-    """``out[id(c)] = path`` for each list/dict ``c`` of ``rebuilt`` (the copies of the
-    arguments the trace passed), and each sparse tensor rebuilt around stand-ins, with the place
-    of the caller's own object in ``given``."""
-    t = type(rebuilt)
-    if t is SparseCooTensor and type(given) is t and rebuilt is not given:
-        out[id(rebuilt)] = path      # rebuilt around stand-ins (``_SparseArg``): returned, the caller's
-        return
-    if t is type(given) and rebuilt is not given and container_instance(rebuilt):
-        out[id(rebuilt)] = path      # a data container rebuilt for the trace: returned, the caller's
-        was = result_objects._attrs(given)
-        for k, v in result_objects._attrs(rebuilt).items():
-            if k in was:
-                _argument_boxes(was[k], v, (*path, _Attr(k)), out)
-        return
-    if t is not type(given) or t not in (list, dict, tuple) or len(given) != len(rebuilt):
-        return
-    if t is not tuple:
-        out[id(rebuilt)] = path
-    for k in (rebuilt if t is dict else range(len(rebuilt))):
-        _argument_boxes(given[k], rebuilt[k], (*path, k), out)
-
-
-def fill_arg_boxes(result, call, memo=None):
-    """``result`` with each ``ArgBox`` replaced by the object at its path in ``call`` (this
-    call's ``(args, kwargs)``), inside namedtuples and the objects the call made (NOTE
-    [returned objects]: built for this call, so filled in place) too; a container at two places
-    stays one (NOTE [one object returned twice])."""
-    t = type(result)
-    if t is ArgBox:
-        obj = call
-        for k in result.path:
-            obj = getattr(obj, k.name) if type(k) is _Attr else obj[k]
-        return obj
-    if t not in (dict, list, tuple) and not _is_namedtuple(result) \
-            and not result_objects.result_candidate(result):
-        return result
-    memo = {} if memo is None else memo
-    if id(result) in memo:
-        return memo[id(result)]
-    # a container with no ``ArgBox`` inside stays the very object (one an outside object holds)
-    if t is dict:
-        out = memo[id(result)] = {}
-        out.update((k, fill_arg_boxes(v, call, memo)) for k, v in result.items())
-        if all(out[k] is v for k, v in result.items()):
-            out = memo[id(result)] = result
-        return out
-    if t is list:
-        out = memo[id(result)] = []
-        out.extend(fill_arg_boxes(v, call, memo) for v in result)
-        if all(a is b for a, b in zip(out, result)):
-            out = memo[id(result)] = result
-        return out
-    if t is tuple or _is_namedtuple(result):
-        vals = [fill_arg_boxes(v, call, memo) for v in result]
-        out = result if all(a is b for a, b in zip(vals, result)) else (tuple(vals) if t is tuple else t(*vals))
-        memo[id(result)] = out
-        return out
-    memo[id(result)] = result
-    result_objects.refill(result, lambda v: fill_arg_boxes(v, call, memo))
-    return result
-
-
-# NOTE [one object returned twice]: a JAX pytree has no identity, so a list, dict or object the
-# call made and returned at two places (``return ys, ys``; ``return a, NS(inner=a)``;
-# ``return out, out.ys``) came back from the program as two copies (eagerly one object: an
-# append through one shows in the other). The first place is now a ``_Shared`` node, the later
-# ones ``_Again`` leaves with its tag; ``_plain`` hands back the first one's object there.
-class _Shared:
-    """The first of the places a returned list, dict or made object occupies (``tag``)."""
-
-    __slots__ = ("tag", "child")
-
-    def __init__(self, tag, child):
-        self.tag, self.child = tag, child
-
-
-jax.tree_util.register_pytree_node(_Shared, lambda s: ((s.child,), s.tag), lambda tag, ch: _Shared(tag, ch[0]))
-
-
-class _Again:
-    """A later place of a returned object (a constant result leaf): ``_Shared`` ``tag``'s object."""
-
-    __slots__ = ("tag",)
-
-    def __init__(self, tag):
-        self.tag = tag
-
-
-def _is_namedtuple(x) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
-
-
-def _repeated(result, made) -> set:
-    """Ids of the lists, dicts and made objects (``made``) found at more than one place of
-    ``result`` (NOTE [one object returned twice])."""
-    seen, again = set(), set()
-
-    def walk(v, depth):
-        t = type(v)
-        shared = t in (list, dict) or id(v) in made
-        if shared:
-            if id(v) in seen:
-                again.add(id(v))
-                return
-            seen.add(id(v))
-        if depth == 0:
-            return
-        if t is dict:
-            vals = v.values()
-        elif t in (list, tuple) or _is_namedtuple(v):
-            vals = v
-        elif id(v) in made:
-            vals = result_objects.values_of(v)
-        else:
-            return
-        for e in vals:
-            walk(e, depth - 1)
-    walk(result, 12)
-    return again
-
-
-def _keep_outside(result, outside, kept, boxes, made=frozenset(), shared=None):
-    """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
-    ``_Kept`` leaves, the argument copies in ``boxes`` (``_argument_boxes``) as ``ArgBox``
-    leaves and the objects the call made (``made``: NOTE [returned objects]) as ``Rebuilt``
-    nodes; ``kept`` gets the guards of those it holds (their places), ``kept[ArgBox]`` whether
-    an ``ArgBox`` was made. A list, dict or made object at two places is a ``_Shared`` node
-    then ``_Again`` leaves (NOTE [one object returned twice])."""
-    if shared is None:
-        shared = {"ids": _repeated(result, made) if made or not _flat_result(result) else set(), "tags": {}}
-    i = id(result)
-    if i in shared["ids"]:
-        if i in shared["tags"]:
-            return _Again(shared["tags"][i])
-        tag = shared["tags"][i] = len(shared["tags"])
-        return _Shared(tag, _keep_one(result, outside, kept, boxes, made, shared))
-    return _keep_one(result, outside, kept, boxes, made, shared)
-
-
-def _flat_result(result) -> bool:
-    """Whether ``result`` holds no list or dict inside a container (nothing to repeat)."""
-    t = type(result)
-    if t in (tuple, list) or _is_namedtuple(result):
-        return all(type(v) not in (list, dict, tuple) and not _is_namedtuple(v) for v in result)
-    return t is not dict
-
-
-def _keep_one(result, outside, kept, boxes, made, shared):
-    def again(v):
-        return _keep_outside(v, outside, kept, boxes, made, shared)
-    if id(result) in boxes:      # a list, dict, sparse tensor or data container argument's copy
-        kept[ArgBox] = True
-        return ArgBox(boxes[id(result)])
-    node = result_objects.as_node(result, made, again)
-    if node is not None:
-        return node
-    t = type(result)
-    if t in (list, dict) and id(result) in outside:
-        obj, check = outside[id(result)]
-        kept[id(result)] = check
-        return _Kept(obj)
-    if t is dict:
-        return {k: again(v) for k, v in result.items()}
-    if t in (list, tuple):
-        return t(again(v) for v in result)
-    if _is_namedtuple(result):     # a made object inside a namedtuple is rebuilt too
-        return t(*(again(v) for v in result))
-    return result
 
 
 def _attribute_ids(t) -> dict:
@@ -537,192 +250,6 @@ def _argument_attribute_writes(call_leaves, wrappers, where, made):
                              "tuples of them and tensors on the caller's tensor", where=where)
         writes.append((i, {k: v for k, v in sets.items() if k not in refs}, dels, refs))
     return tuple(writes)
-
-
-def _arguments_changed(args, kwargs, treedef, leaves, containers=frozenset()) -> bool:
-    """Whether the call changed the list/dict/data-container arguments it was given (their
-    rebuilt copies): other leaves, or another structure. Holds no leaf afterwards (escape
-    analysis counts them)."""
-    now, now_def = _flatten((args, kwargs), containers)
-    return now_def != treedef or any(x is not y for x, y in zip(now, leaves))
-
-
-class _InOrder(dict):
-    """A plain dict inside ``_flatten``: a pytree node whose children keep insertion order.
-    ``like`` is None for a dict, else ``(OrderedDict or defaultdict, default_factory)``."""
-
-    def __init__(self, items, like=None):
-        super().__init__(items)
-        self.like = like
-
-
-class _KeyById:
-    """A tensor key of a dict among the arguments or results, in ``_InOrder``'s treedef: equal to
-    another only when it holds the same tensor. The treedef is in the compiled function's cache
-    key, and comparing two of them compared their keys with ``==``: a tensor's ``==`` is an op,
-    and ``{x: y, 3: z}`` after ``{3: z, x: y}`` raised "Boolean value of Tensor ... ambiguous"
-    from the cache lookup (DictTests.test_dict_order_keys_tensors, round 29). Holds the tensor,
-    as torch's guard on the key's identity does."""
-
-    __slots__ = ("t",)
-
-    def __init__(self, t):
-        self.t = t
-
-    def __eq__(self, other):
-        return type(other) is _KeyById and other.t is self.t
-
-    def __hash__(self):
-        return id(self.t)
-
-
-def _in_order_aux(d):
-    keys = tuple(d)
-    for k in keys:      # a loop, not any(): this runs for every dict argument of every call
-        if isinstance(k, Tensor):
-            keys = tuple(_KeyById(k) if isinstance(k, Tensor) else k for k in keys)
-            break
-    return list(d.values()), (keys, d.like)
-
-
-def _in_order_rebuild(aux, values):
-    keys = aux[0]
-    if any(type(k) is _KeyById for k in keys):
-        keys = tuple(k.t if type(k) is _KeyById else k for k in keys)
-    return _InOrder(zip(keys, values), aux[1])
-
-
-jax.tree_util.register_pytree_node(_InOrder, _in_order_aux, _in_order_rebuild)
-
-
-class _SparseArg:
-    """A sparse COO tensor among a call's arguments inside ``_flatten(..., args=True)``: a pytree
-    node whose children are its indices and values, fed to the program as data arguments (keyed
-    by their shapes and dtypes; ``like``, the size and coalesced flag, is in the treedef), and
-    rebuilt around the stand-ins for the trace (``_plain``). Keyed by identity instead, a
-    sparse batch made anew for every call (SpyTorch's ``sparse_data_generator``, read by
-    ``to_dense`` inside the step) traced a program per call until ``cache_size_limit`` made the
-    function eager. Ops that need the index values on the host (``coalesce``, ``+``) still
-    raise while tracing: that signature runs eagerly, as before. One whose values require grad
-    keeps the identity key (its ``.grad`` is the caller's values' gradient)."""
-
-    __slots__ = ("indices", "values", "like")
-
-    def __init__(self, indices, values, like):
-        self.indices, self.values, self.like = indices, values, like
-
-
-jax.tree_util.register_pytree_node(_SparseArg, lambda s: ((s.indices, s.values), s.like),
-                                   lambda like, children: _SparseArg(children[0], children[1], like))
-
-
-class _PartialArg:
-    """A ``functools.partial`` among a call's arguments inside ``_flatten(..., args=True)``: a
-    pytree node whose children are its bound arguments and keywords (tensors become data
-    arguments, numbers are keyed by value) and whose function is in the treedef (by identity),
-    rebuilt around the stand-ins for the trace (``_plain``). Keyed as one object by identity, a
-    partial made anew for every call (``step(partial(loss, target=y), x)``) traced a program
-    per call until ``cache_size_limit`` made the function eager (torch's dynamo ports)."""
-
-    __slots__ = ("func", "args", "keywords")
-
-    def __init__(self, func, args, keywords):
-        self.func, self.args, self.keywords = func, args, keywords
-
-
-jax.tree_util.register_pytree_node(_PartialArg, lambda p: ((p.args, p.keywords), p.func),
-                                   lambda func, children: _PartialArg(func, children[0], children[1]))
-
-
-_DICT_SUBCLASS = "dict subclass"     # ``_InOrder.like``'s factory slot for one (``_plain``)
-
-
-def _plain_dict_subclass(x) -> bool:
-    """Whether argument ``x`` is an instance of a user's ``dict`` subclass that is its items
-    alone (no instance attributes, no ``__slots__`` values, ``dict.__new__``): ifl-tpp's
-    ``Batch``, a dict with attribute access. Such an argument is flattened like a dict and
-    rebuilt around the stand-ins (``_plain``) with the class kept; an opaque object instead was
-    keyed by identity, so a new batch each call traced a program per call until
-    ``cache_size_limit`` made the function eager."""
-    t = type(x)
-    return (isinstance(x, dict) and t.__module__ != "builtins" and t.__new__ is dict.__new__
-            and not isinstance(x, (collections.OrderedDict, collections.defaultdict, collections.Counter))
-            and type(getattr(x, "__dict__", None)) is dict and not x.__dict__)
-
-
-def _ordered(x, args=False):
-    # NOTE [result containers keep their order]: JAX sorts the keys of a dict and a
-    # defaultdict, and flattens an OrderedDict's or a namedtuple's children without coming
-    # back here, so a dict returned inside a namedtuple or an OrderedDict, or a returned
-    # defaultdict, came back with its keys sorted (eagerly: insertion order).
-    t = type(x)
-    if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
-        return _InOrder(((k, _ordered(v, args)) for k, v in x.items()),
-                        None if t is dict else (t, getattr(x, "default_factory", None)))
-    if t is list:
-        return [_ordered(v, args) for v in x]
-    if t is tuple:
-        return tuple(_ordered(v, args) for v in x)
-    if isinstance(x, tuple) and hasattr(t, "_fields"):     # a namedtuple
-        return t(*(_ordered(v, args) for v in x))
-    if t is result_objects.Rebuilt:
-        return result_objects.Rebuilt(x.cls, {k: _ordered(v) for k, v in x.items.items()},
-                                      {k: _ordered(v) for k, v in x.attrs.items()})
-    if args and t is not dict and _plain_dict_subclass(x):
-        return _InOrder(((k, _ordered(v, args)) for k, v in x.items()), (t, _DICT_SUBCLASS))
-    if t is _Shared:
-        return _Shared(x.tag, _ordered(x.child))
-    if args and t is SparseCooTensor and not x.requires_grad:
-        return _SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
-    if type(args) is _Walk and t in args.classes:
-        return _container_arg(x, args)
-    if args and t is functools.partial and not x.__dict__:
-        return _PartialArg(x.func, tuple(_ordered(v, args) for v in x.args),
-                           _ordered(dict(x.keywords), args))
-    return x
-
-
-def _plain(x, memo=None):
-    t = type(x)
-    if t is _Kept:
-        return x.obj
-    if t is _SparseArg:
-        return make_sparse(x.indices, x.values, *x.like)
-    if t is _PartialArg:
-        return functools.partial(x.func, *_plain(x.args, memo), **_plain(x.keywords, memo))
-    if t is _Shared or t is _Again:     # NOTE [one object returned twice]
-        memo = {} if memo is None else memo
-        if t is _Again:
-            return memo[x.tag]
-        child = x.child
-        if type(child) is list:          # registered before its items: one holding itself
-            out = memo[x.tag] = []
-            out.extend(_plain(v, memo) for v in child)
-            return out
-        if type(child) is result_objects.Rebuilt:
-            return result_objects.build(child, lambda v: _plain(v, memo),
-                                        register=lambda obj: memo.__setitem__(x.tag, obj))
-        out = memo[x.tag] = _plain(child, memo)
-        return out
-    if t is result_objects.Rebuilt:
-        return result_objects.build(x, lambda v: _plain(v, memo))
-    if t is _InOrder:
-        items = ((k, _plain(v, memo)) for k, v in x.items())
-        if x.like is None:
-            return dict(items)
-        cls, factory = x.like
-        if factory is _DICT_SUBCLASS:     # without the class's __init__ (eager ran it, with the caller's values)
-            obj = dict.__new__(cls)
-            dict.update(obj, items)
-            return obj
-        return cls(factory, items) if cls is collections.defaultdict else cls(items)
-    if t is list:
-        return [_plain(v, memo) for v in x]
-    if t is tuple:
-        return tuple(_plain(v, memo) for v in x)
-    if isinstance(x, tuple) and hasattr(t, "_fields"):
-        return t(*(_plain(v, memo) for v in x))
-    return x
 
 
 class Region:
@@ -1168,7 +695,7 @@ class Region:
                 slot_put(slot, t)
             if s.carried is not None:
                 self._carry_into(s.carried, t)
-        return _unflatten(self.out_recipe.treedef, out)
+        return unflatten(self.out_recipe.treedef, out)
 
 
 class CallOnlyBreak(GraphBreak):
@@ -1244,7 +771,7 @@ class OutRecipe:
         self.array_at = {}    # while tracing: "new" leaf position -> its array's position
 
     def build(self, arrays, arg_leaves, vjp):
-        return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
+        return unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
     def leaves_out(self, arrays, arg_leaves, vjp, kept=(), placed=(), grads=(), made=(), entry=()):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
@@ -1505,7 +1032,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     """Trace ``fn(*args, **kwargs)`` once under ``plan`` and execute it. Raises ``Retrace``
     (plan grown), ``GraphBreak``, or the function's own exception; in every case the outside
     state is as it was before the call."""
-    leaves, treedef = _flatten((args, kwargs), plan.containers)
+    leaves, treedef = flatten((args, kwargs), plan.containers)
     kinds = classify_args(leaves)
     # a storage no tensor holds any more, only programs (a mask a program replaced on its
     # module, NOTE [module tensor attributes]), cannot be read by the function: not an input of
@@ -1580,7 +1107,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     call_leaves[i] = call_leaves[first_of(leaves, i)]
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
             cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
-            a2, kw2 = _unflatten(treedef, call_leaves)
+            a2, kw2 = unflatten(treedef, call_leaves)
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, _attribute_ids(call_leaves[i])) for i in data_in}
             try:
@@ -1623,7 +1150,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise GraphBreak("an in-place op changes the shape or strides of a tensor argument (t_, "
                                  "resize_, unsqueeze_, as_strided_...): the program can write the caller's "
                                  "values, not its layout", where=after)
-            if _arguments_changed(a2, kw2, treedef, call_leaves, plan.containers):
+            if arguments_changed(a2, kw2, treedef, call_leaves, plan.containers):
                 # the function got rebuilt copies of its list/dict/data-container arguments;
                 # eagerly it changes the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
                 if plan.containers:
@@ -1729,7 +1256,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     plan.vjp = plan.vjp_guess = True
                 raise Retrace()
             kept, boxes = {}, {}
-            _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
+            argument_boxes((args, kwargs), (a2, kw2), (), boxes)
             if info["appends"]:
                 result = (result, appended)
             appended = None
@@ -1743,12 +1270,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  f"({stuck[1]}): a compiled call would hand back the traced object instead of a "
                                  "new one per call", where=after)
             made = result_objects.made_objects(result)
-            result = _keep_outside(result, outside_containers(refs), kept, boxes, made)
+            result = keep_outside(result, outside_containers(refs), kept, boxes, made)
             info["arg_boxes"] = kept.pop(ArgBox, False)
             # + the Python values library code read for the traced function (``compiler._guard_read``)
             info["kept"] = tuple(kept.values()) + tuple(cap.read_guards)
             info["rg_reads"] = list(cap.rg_reads.values())
-            r_leaves, r_def = _flatten(result)
+            r_leaves, r_def = flatten(result)
             # (the made objects' originals hold the numbers the rebuilt ones will: NOTE [returned objects])
             check_kept(cap.deferred, r_leaves, made.values())
             made = None

@@ -30,7 +30,7 @@ from .carry import IMMUTABLE
 
 
 class Rebuilt:
-    """A returned object the call made, inside ``_flatten``: a pytree node whose children are
+    """A returned object the call made, inside ``call_tree.flatten``: a pytree node whose children are
     its dict items (a dict subclass) then its attributes, rebuilt per call by ``build``."""
 
     __slots__ = ("cls", "items", "attrs")
@@ -319,7 +319,7 @@ def build(r, convert, register=None):
 
 def refill(obj, convert):
     """Replace in place each value of ``obj`` (a made object built for this call) that
-    ``convert`` changes (an argument's list put back: ``region.fill_arg_boxes``)."""
+    ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``)."""
     slots = _slot_names(type(obj))
     for k, v in _attrs(obj).items():
         new = convert(v)
