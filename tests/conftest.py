@@ -54,6 +54,12 @@ def _seed():
     validate = [(d, d._validate_args) for d in _distribution_bases()]
     # nor a program's ``set_printoptions`` (a notebook's ``edgeitems=2``) later tests' reprs
     printing = [(m, m._tensor_str.get_printoptions()) for m in (tracegrad, _torch) if m is not None]
+    # torch (and tracegrad, as torch) remember for the process whether a global module backward
+    # hook was ever a full one, even after it is removed: a test registering the other kind
+    # failed after an unrelated earlier test in the same worker. Each test starts with neither.
+    tracegrad.nn.modules.module._global_is_full_backward_hook[0] = None
+    if _torch is not None:
+        _torch.nn.modules.module._global_is_full_backward_hook = None
     yield
     for d, v in validate:
         d._validate_args = v

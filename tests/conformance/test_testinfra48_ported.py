@@ -497,19 +497,20 @@ def test_global_and_local_hooks_order():
         module = T.nn.Sigmoid()
         order = []
         reg = T.nn.modules.module
-        hs = [reg.register_module_forward_pre_hook(lambda m, i: order.append("g_pre")),
-              module.register_forward_pre_hook(lambda m, i: order.append("l_pre")),
-              reg.register_module_forward_hook(lambda m, i, o: order.append("g_fw")),
-              module.register_forward_hook(lambda m, i, o: order.append("l_fw")),
-              reg.register_module_backward_hook(lambda m, gi, go: order.append("g_bw")),
-              module.register_backward_hook(lambda m, gi, go: order.append("l_bw"))]
 
         def step(x):
             out = module(x)
             out.backward(T.ones(2, 2), retain_graph=True)
             return x.grad
 
+        hs = []      # filled inside the try: a registration that raises leaks no global hook
         try:
+            hs.append(reg.register_module_forward_pre_hook(lambda m, i: order.append("g_pre")))
+            hs.append(module.register_forward_pre_hook(lambda m, i: order.append("l_pre")))
+            hs.append(reg.register_module_forward_hook(lambda m, i, o: order.append("g_fw")))
+            hs.append(module.register_forward_hook(lambda m, i, o: order.append("l_fw")))
+            hs.append(reg.register_module_backward_hook(lambda m, gi, go: order.append("g_bw")))
+            hs.append(module.register_backward_hook(lambda m, gi, go: order.append("l_bw")))
             step = wrap(step)
             log = []
             for i in range(calls):
