@@ -166,7 +166,7 @@ class CompiledFunction:
         self._programs = 0          # traced programs of this function (torch: per code object)
         self._sized = 0             # ... of them, those for new dynamic sizes (NOTE [dynamic sizes])
         self._dead = 0              # ... of them, those dead for good (NOTE [dead programs])
-        self._containers = frozenset()   # NOTE [data container arguments] (_lowering/region.py)
+        self._containers = frozenset()   # NOTE [data container arguments] (_lowering/call_tree.py)
         self._containers_refused = False
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
@@ -564,7 +564,7 @@ def _misuse(error):
 
 def _signature(args, kwargs, containers=frozenset()):
     """(leaves, treedef, kinds, cache key) of one call's arguments; ``containers``: the classes
-    whose instances are flattened (NOTE [data container arguments] in _lowering/region.py)."""
+    whose instances are flattened (NOTE [data container arguments] in _lowering/call_tree.py)."""
     if not kwargs and all(isinstance(a, Tensor) and type(a) is not SparseCooTensor for a in args):
         leaves, treedef = args, len(args)          # the common case, without tree_flatten
     else:
