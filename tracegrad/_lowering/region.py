@@ -108,7 +108,11 @@ class Plan:
         for sid in owner_grads:
             self.storages.pop(sid, None)
         for sid, (t, _, st) in cap.found.items():
-            if sid not in self.storages and sid not in owner_grads:
+            known = self.storages.get(sid)
+            # an entry whose storage died names another object now: ids are reused, and
+            # taking ``st`` for that one left it out of the inputs, its value frozen in the
+            # program (a parameter the caller moved onto a new storage between calls)
+            if (known is None or known[0]() is not st) and sid not in owner_grads:
                 # the storage read, not ``t._st``: ``t.data = ...`` later in the trace moves
                 # ``t`` to a storage the trace made (vector_to_parameters)
                 self.storages[sid] = (weakref.ref(st), weakref.ref(t))
