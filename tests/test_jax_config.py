@@ -247,3 +247,21 @@ def test_import_leaves_jax_backends_unstarted():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "STARTED False" in r.stdout, r.stdout
+
+
+def test_import_loads_the_mlir_dialects_a_ctrl_c_could_leave_half_registered():
+    # JAX imports them lazily at the process's first lowering; a KeyboardInterrupt inside that
+    # import left MLIR's registry half filled and every later new program failed ("Dialect
+    # namespace 'mhlo' is already registered"). tracegrad's import loads them, and starts no
+    # backend doing so (the user may still configure JAX after importing tracegrad).
+    code = textwrap.dedent("""
+        import sys
+        import tracegrad
+        from jax._src import xla_bridge
+        print(int("jaxlib.mlir.dialects.mhlo" in sys.modules), int("jaxlib.mlir.dialects.builtin" in sys.modules),
+              int(xla_bridge.backends_are_initialized()))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1", "0"], out.stdout

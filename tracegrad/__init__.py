@@ -35,6 +35,17 @@ def _set_jax_runtime_defaults() -> None:
     # default, 1 s, would skip every eager program) could be, as a thread-local, but that cost
     # 0.3 us per op. Both apply only when the user has set no cache folder. TRACEGRAD_CACHE_DIR
     # picks the folder; set it empty to turn it off.
+    # JAX imports the MLIR dialect modules mhlo and builtin lazily, at the process's first
+    # lowering. Those imports register Python classes in MLIR's process-wide registry: a
+    # Ctrl-C during them (a notebook cell interrupted while its first op compiles) left the
+    # registration half done, and every later new program failed with "Dialect namespace
+    # 'mhlo' is already registered" until the kernel restarted (repeated SIGINTs into an
+    # eager loop: 3 runs in 8). Imported here, 17 ms, no backend started.
+    try:
+        from jax._src.lib.mlir import dialects
+        dialects.mhlo, dialects.builtin
+    except (ImportError, AttributeError):     # another JAX layout: its own lazy imports
+        pass
     cache = os.environ.get("TRACEGRAD_CACHE_DIR",
                            os.path.join(os.path.expanduser("~"), ".cache", "tracegrad", "xla"))
     if cache and not jax.config.jax_compilation_cache_dir:
