@@ -1,0 +1,468 @@
+"""Round-31 ports of PyTorch's torch.compile tests as compiled-vs-eager checks, from the
+pytorch/pytorch repository's test/dynamo/test_aot_autograd.py (AotAutogradFallbackTests: what
+AOTAutograd must get right for a training program -- leaves and parameters mutated in place
+under ``no_grad``, slice assignment into an argument then a view of it, arguments passed twice
+and mutated (``a.trunc_()`` with ``a is b``), ``requires_grad`` changing between calls, grad mode
+set inside and left changed, ``set_`` on a leaf, in-place writes through ``expand``, views of one
+base passed as several mutated arguments (overlapping or not), a custom Function whose backward
+writes into its incoming grad or returns a saved input as a grad, a Parameter made inside,
+double backward through and around a compiled function, repeated backwards with
+``retain_graph``/``create_graph``, data-dependent shapes (``unique``, ``nonzero``)).
+
+Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
+with fresh inputs (``_dynamo_port.compare``/``check``): outputs, the inputs' and parameters'
+grads after ``backward``, the inputs' values after the call (for mutated ones) and the grad mode
+after the call must agree. The programs are written here in our own code at tiny shapes and keep
+the construct the torch test checks. Adapted: torch's tests count frames with
+``CompileCounter``, read guard-failure strings, AOT graphs, logs of donated buffers and
+profiler sequence numbers; here only what a user observes is compared, plus the number of
+programs traced where the original's point is a recompile (aliased or overlapping arguments,
+``requires_grad`` changing) or its absence. Where torch's compiled function raises and its
+eager one does not (double backward through an AOT graph, ``retain_graph`` after a backward
+that donated its buffers), the compiled function must give eager's result, which is what a
+user of tracegrad.compile gets. Not ported: tests of AOTAutograd's own machinery
+(``aot_export_*``, fx graph metadata, fake-tensor ``data_ptr`` access, ``joint_custom_pass``
+config, sequence numbers).
+"""
+import numpy as np
+import pytest
+
+import tracegrad
+
+from ._dynamo_port import CALLS, check, compare, compare_compiled, rand, same, seeded_linear
+
+torch = pytest.importorskip("torch")
+
+
+def _t(T, i, *shape, rg=False, seed=0):
+    return rand(T, i, *(shape or (3,)), rg=rg, seed=seed)
+
+
+def _stats(f):
+    """The compile stats of a compiled function or module."""
+    return f.__dict__["_compiled_call"].stats if isinstance(f, tracegrad.nn.Module) else f.stats
+
+
+def _no_breaks(f, traces=1):
+    st = _stats(f)
+    assert st["graph_breaks"] == [] and st["traces"] == traces, st
+
+
+def _outcome(f, *args):
+    """``f(*args)``, or the class name of what it raised and whether ``words`` is in its text."""
+    try:
+        return f(*args)
+    except Exception as e:        # compared between torch and tracegrad
+        return ("raised", type(e).__name__)
+
+
+# ---- leaves and parameters mutated under no_grad ------------------------------------------------
+
+def _param(T, i, *shape):
+    return T.nn.Parameter(_t(T, i, *shape, seed=11))
+
+
+def test_mutation():
+    # AotAutogradFallbackTests.test_mutation: a Parameter argument updated in place with grad
+    # mode switched off by hand (try/finally), as an optimizer's update does; no error, and the
+    # parameter holds the sum afterwards
+    def build(T, wrap):
+        def fn(param, y):
+            prev = T.is_grad_enabled()
+            try:
+                T.set_grad_enabled(False)
+                param.add_(y)
+            finally:
+                T.set_grad_enabled(prev)
+            return y
+
+        f = wrap(fn)
+
+        def run(i):
+            p, y = _param(T, i, 4), _t(T, i, 4)
+            out = f(p, y)
+            return out, p.detach().clone(), p.requires_grad, p.grad_fn is None, T.is_grad_enabled()
+        return run
+    compare(build)
+
+
+def test_call_fn_with_non_const_inputs_aot_unsafe():
+    # AotAutogradFallbackTests.test_call_fn_with_non_const_inputs_aot_unsafe: the same update
+    # in a module's helper method, the compiled module called with a Parameter (torch exports
+    # the module first; here the module itself is compiled)
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def _bad_fwd(self, param, y):
+                prev = T.is_grad_enabled()
+                try:
+                    T.set_grad_enabled(False)
+                    param.add_(y)
+                finally:
+                    T.set_grad_enabled(prev)
+                return y
+
+            def forward(self, x, y):
+                return self._bad_fwd(x, y)
+
+        m = wrap(M())
+        p = _param(T, 0, 4)    # one parameter updated on every call
+
+        def run(i):
+            y = _t(T, i, 4)
+            return m(p, y), p.detach().clone()
+        return run
+    compare(build)
+
+
+def test_mutation1():
+    # AotAutogradFallbackTests.test_mutation1: a slice of one argument assigned into a slice of
+    # another, then a view of the written argument returned (a Longformer attention repro)
+    def build(T, wrap):
+        def fn(stack, scores):
+            got = scores[:, :, :2, :3]
+            stack[:, :-1, :, 2:] = got
+            return (stack.view(1, 2, 8, 5),)
+
+        f = wrap(fn)
+
+        def run(i):
+            s, sc = _t(T, i, 2, 4, 2, 5), _t(T, i, 2, 3, 4, 5, seed=3)
+            return f(s, sc), s
+        return run
+    compare(build)
+
+
+def test_negative_testing_mutation():
+    # AotAutogradFallbackTests.test_negative_testing_mutation: as test_mutation1, but the
+    # argument is replaced by ``sin`` of it first, so the write lands in a fresh tensor and the
+    # caller's argument stays as it was
+    def build(T, wrap):
+        def fn(stack, scores):
+            got = scores[:, :, :2, :3]
+            stack = T.sin(stack)
+            stack[:, :-1, :, 2:] = got
+            return (stack.view(1, 2, 8, 5),)
+
+        f = wrap(fn)
+
+        def run(i):
+            s, sc = _t(T, i, 2, 4, 2, 5), _t(T, i, 2, 3, 4, 5, seed=3)
+            return f(s, sc), s
+        return run
+    compare(build)
+
+
+def test_negative_testing():
+    # AotAutogradFallbackTests.test_negative_testing: an in-place add on a fresh result
+    def build(T):
+        return lambda x, y: T.sin(x).add_(y)
+    _no_breaks(check(build, lambda T, i: (_t(T, i, 4), _t(T, i, 4, seed=2)), fullgraph=True))
+
+
+# ---- modules calling helpers; data-dependent branches ------------------------------------------
+
+def test_call_fn_with_non_const_inputs_aot_safe():
+    # AotAutogradFallbackTests.test_call_fn_with_non_const_inputs_aot_safe: a module whose
+    # forward calls its conv's ``_conv_forward`` with the conv's own weight and bias (no hooks)
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = T.nn.Conv2d(2, 3, kernel_size=(2, 2))
+
+            def _conv_forward(self, x):
+                return self.conv._conv_forward(x, self.conv.weight, self.conv.bias)
+
+            def forward(self, x):
+                return self._conv_forward(x)
+
+        mod = M()
+        rs = np.random.RandomState(0)
+        with T.no_grad():
+            for p in mod.parameters():
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+        m = wrap(mod)
+
+        def run(i):
+            x = _t(T, i, 2, 4, 4)
+            out = m(x)
+            out.sum().backward()
+            grads = [p.grad.clone() for p in mod.parameters()]
+            mod.zero_grad()
+            return out, grads
+        return run
+    f = compare_compiled(build)
+    _no_breaks(f)
+
+
+def test_call_fn_with_non_const_inputs_aot_unsafe_control_flow():
+    # AotAutogradFallbackTests.test_call_fn_with_non_const_inputs_aot_unsafe_control_flow: a
+    # helper branches on a value of its tensor argument (``if y[0][0] < 3``), so the branch taken
+    # changes between calls; the Parameter's grad must follow the branch eager takes
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def _bad_fwd(self, param, y):
+                if y[0][0] < 3:
+                    return y + param
+                return param * y
+
+            def forward(self, x, y):
+                a = x * y
+                a = self._bad_fwd(a, a)
+                b = x + y
+                return a * b
+
+        m = wrap(M())
+
+        def run(i):
+            x = T.nn.Parameter(_t(T, i, 2, 2, seed=5))
+            y = _t(T, i, 2, 2) + (0.0 if i % 2 else 4.0)    # the branch flips between calls
+            out = m(x, y)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_alias_inputs():
+    # AotAutogradFallbackTests.test_alias_inputs: a function of no arguments writes through a
+    # slice of a fresh tensor, branches on a written value, writes again, and returns a squeezed
+    # view made before the writes (it sees both)
+    def build(T):
+        def fn():
+            a = T.tensor([1])
+            a = a[0:1]
+            b = a.squeeze()
+            a[0] = 0
+            if a[0] < 1e5:
+                pass
+            a[0] = 2
+            return b
+        return fn
+    check(build, lambda T, i: ())
+
+
+# ---- requires_grad changing between calls --------------------------------------------------------
+
+def test_requires_grad_fake_via_dynamo_recompiles():
+    # AotAutogradFallbackTests.test_requires_grad_fake_via_dynamo_recompiles: a compiled module
+    # called with (x, y) both requiring grad, then with a ``y`` that does not: a second program
+    # (torch: guard failure "requires_grad mismatch"); called twice with the second signature
+    # from the start: one program
+    def build_mod(T):
+        class F(T.nn.Module):
+            def forward(self, x, y):
+                return (x + y,)
+        return F()
+
+    def build(order):
+        def b(T, wrap):
+            m = wrap(build_mod(T))
+
+            def run(i):
+                x = _t(T, i, 3, 3, rg=True)
+                y = _t(T, i, 3, 3, rg=order[i % len(order)], seed=4)
+                (out,) = m(x, y)
+                out.sum().backward()
+                return out, x.grad, y.grad
+            return run
+        return b
+    f = compare_compiled(build((True, False)), calls=6)
+    _no_breaks(f, traces=2)
+    f = compare_compiled(build((False,)), calls=4)
+    _no_breaks(f)
+
+
+# ---- double backward through and around a compiled function --------------------------------------
+
+@pytest.mark.parametrize("grad_output", [True, False], ids=["grad_output", "no_grad_output"])
+def test_double_backward_with_compile(grad_output):
+    # AotAutogradFallbackTests.test_double_backward_with_compile: torch's AOT graph refuses a
+    # second backward through it (f1: both grads inside; f3: both outside, after the compiled
+    # forward). f1 (both ``autograd.grad`` calls inside), f2 (the first inside with
+    # create_graph=True, the second outside) and f4 (create_graph=False outside) must give
+    # eager's derivatives, with and without a grad_outputs tensor that requires grad; f3 raises
+    # a clear RuntimeError on compiled calls, as torch.compile does
+    def go(T):
+        return T.tensor(1.0, requires_grad=True) if grad_output else None
+
+    def f1_of(T):
+        def f1(x):
+            y = x.sin().exp()
+            (gx,) = T.autograd.grad(y, x, create_graph=True, grad_outputs=go(T))
+            (ggx,) = T.autograd.grad(gx, x)
+            return gx, ggx
+        return f1
+
+    def f2_of(T):
+        def f2(x):
+            y = x.sin().exp()
+            (gx,) = T.autograd.grad(y, x, create_graph=True, grad_outputs=go(T))
+            return gx
+        return f2
+
+    def f4(x):
+        return x.sin().exp()
+
+    def build(T, wrap):
+        c1, c2, c4 = wrap(f1_of(T)), wrap(f2_of(T)), wrap(f4)
+
+        def run(i):
+            x = T.tensor(0.3 + 0.1 * i, requires_grad=True)
+            gx1, ggx1 = c1(x)
+            gx2 = c2(x)
+            (gg2,) = T.autograd.grad(gx2, x)
+            (gx4,) = T.autograd.grad(c4(x), x, create_graph=False, grad_outputs=go(T))
+            return gx1.detach(), gx1.requires_grad, ggx1, gx2.detach(), gg2, gx4
+        return run
+    compare(build)
+
+    c3 = tracegrad.compile(f4)
+    for i in range(CALLS):
+        x = tracegrad.tensor(0.3 + 0.1 * i, requires_grad=True)
+        (gx,) = tracegrad.autograd.grad(c3(x), x, create_graph=True, grad_outputs=go(tracegrad))
+        if i == 0:      # the first call ran eagerly: its graph is eager's
+            tracegrad.autograd.grad(gx, x)
+            continue
+        with pytest.raises(RuntimeError, match="double backward"):
+            tracegrad.autograd.grad(gx, x)
+
+
+# ---- an argument passed twice and mutated ---------------------------------------------------------
+
+def _dupe_run(T, wrap, make_mod, pattern, extra=(), rg=False):
+    """``make_mod(T)`` compiled; call ``i`` passes clones of two base tensors in the aliasing
+    pattern ``pattern[i]`` (a tuple of base indices, equal indices = the same tensor object),
+    with ``extra`` arguments before or after (``("pre", a)``/``("post", a)``); returns the
+    output, the arguments after the call (each trunc_'d in place) and the grads of the bases
+    (``rg``: the bases require grad, so the arguments are non-leaf tensors requiring grad, as
+    torch's tests pass them; otherwise plain tensors, and the parameter alone gets a grad)."""
+    m = wrap(make_mod(T))
+
+    def run(i):
+        bases = [_t(T, i, 3, 3, rg=rg, seed=s) for s in (0, 21)]
+        made = {}
+        args = [made.setdefault(k, bases[k].clone()) for k in pattern[i % len(pattern)]]
+        pre = [a for where, a in extra if where == "pre"]
+        post = [a for where, a in extra if where == "post"]
+        out = m(*pre, *args, *post)
+        first = out[0] if isinstance(out, tuple) else out
+        if first.requires_grad:
+            first.sum().backward()
+        return out, [a.detach().clone() for a in made.values()], [b.grad for b in bases]
+    return run
+
+
+def _dupe_mod(n_args, with_param=False, glob=None, list_scalars=False):
+    """A module whose forward ``trunc_``s its ``n_args`` tensor arguments in place and sums
+    them (plus a parameter, a global, scalar factors as the torch variants do)."""
+    def make(T):
+        class F(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                if with_param:
+                    self.mean = T.nn.Parameter(_t(T, 0, 3, 3, seed=8))
+
+            def forward(self, *args):
+                if list_scalars:
+                    e, f, *ts = args
+                    e, f = e[0], f[0]
+                elif with_param and len(args) == n_args + 2:
+                    *ts, e, f = args
+                else:
+                    ts, e, f = args, 1, 1
+                for t in ts:
+                    t.trunc_()
+                total = ts[0]
+                for t in ts[1:]:
+                    total = total + t
+                if glob is not None:
+                    total = total + glob[0](T)
+                if with_param:
+                    total = total + self.mean
+                out = total * e * f
+                return out if with_param else (out,)
+        return F()
+    return make
+
+
+def test_arg_dupe_via_dynamo_recompiles():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles: ``x.trunc_(); y.trunc_()``
+    # called with two distinct tensors twice: one program; called with the same tensor as both
+    # arguments, then distinct ones: two programs (torch: guard "x is y")
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, _dupe_mod(2), [(0, 1)]))
+    _no_breaks(f)
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, _dupe_mod(2), [(0, 0), (0, 1)]), calls=6)
+    _no_breaks(f, traces=2)
+
+
+def _rg_leaf(T, i, *shape):
+    return _t(T, i, *shape, rg=True)
+
+
+def test_arg_dupe_via_dynamo_recompiles_many_args_param_non_tensor_arg():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles_many_args_param_non_tensor_arg:
+    # two trunc_'d arguments, a parameter and two Python-int factors (2, then 3 in the second
+    # half); aliasing first, then not: a program per aliasing pattern and factor
+    for k in (2, 3):
+        make = _dupe_mod(2, with_param=True)
+        f = compare_compiled(lambda T, w: _dupe_run(T, w, make, [(0, 0), (0, 1)],
+                                                    extra=(("post", k), ("post", k))), calls=6)
+        _no_breaks(f, traces=2)
+
+
+def test_arg_dupe_via_dynamo_recompiles_many_with_global():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles_many_with_global: as above,
+    # plus a tensor read from an enclosing scope (a global in torch's test)
+    ref = {}
+
+    def glob(T):
+        return ref.setdefault(T.__name__, _t(T, 0, 3, 3, seed=30))
+    make = _dupe_mod(2, with_param=True, glob=(glob,))
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, make, [(0, 0), (0, 1)],
+                                                extra=(("post", 2), ("post", 2))), calls=6)
+    _no_breaks(f, traces=2)
+
+
+def test_arg_dupe_via_dynamo_recompiles_many_args_param_non_tensor_arg_list():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles_many_args_param_non_tensor_arg_list:
+    # the factors come first, as the first items of Python lists
+    make = _dupe_mod(2, with_param=True, list_scalars=True)
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, make, [(0, 0), (0, 1)],
+                                                extra=(("pre", [3, 2, 1]), ("pre", [4, 5, 6]))),
+                         calls=6)
+    _no_breaks(f, traces=2)
+
+
+def test_arg_dupe_via_dynamo_recompiles_many_args_param():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles_many_args_param: two
+    # trunc_'d arguments and a parameter, no factors
+    make = _dupe_mod(2, with_param=True)
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, make, [(0, 0), (0, 1)]), calls=6)
+    _no_breaks(f, traces=2)
+
+
+def test_arg_dupe_via_dynamo_recompiles_many_args():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles_many_args: four trunc_'d
+    # arguments: all one tensor, then a, b, b, b; and a, b, c, c then a, b, c, d -- each
+    # aliasing pattern its own program
+    make = _dupe_mod(4)
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, make, [(0, 0, 0, 0), (0, 1, 1, 1)]),
+                         calls=6)
+    _no_breaks(f, traces=2)
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, make, [(0, 1, 1, 1), (0, 1, 0, 1)]),
+                         calls=6)
+    _no_breaks(f, traces=2)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "tracegrad.compile gives each tensor argument a leaf stand-in, so an in-place op on a "
+    "non-leaf argument that requires grad (``x.clone()`` of a leaf, then ``x.trunc_()`` inside) "
+    "raises 'a leaf Variable that requires grad is being used in an in-place operation' while "
+    "tracing and the call runs eagerly (right values, a graph break); torch's AOTAutograd "
+    "compiles the input mutation and rebases the argument's history on the compiled node"))
+def test_arg_dupe_via_dynamo_recompiles_requires_grad_arguments():
+    # AotAutogradFallbackTests.test_arg_dupe_via_dynamo_recompiles as torch runs it: the
+    # arguments are clones of leaves requiring grad, mutated in place by the compiled function
+    f = compare_compiled(lambda T, w: _dupe_run(T, w, _dupe_mod(2), [(0, 1)], rg=True))
+    _no_breaks(f)
