@@ -890,3 +890,171 @@ def test_donated_buffer(case):
             return out, [a.detach() for a in args], [a.grad for a in args]
         return run
     compare(build)
+
+
+# ---- data-dependent shapes ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("skip_squeeze", [False, True])
+def test_aot_autograd_stride_reconstruction_on_zero_dim_dynamic_shaped_tensor(skip_squeeze):
+    # AotAutogradFallbackTests.test_aot_autograd_stride_reconstruction_on_zero_dim_dynamic_shaped_tensor:
+    # ``unique`` (a data-dependent size) reshaped, squeezed to 0-d or not, times a 0-d leaf
+    # requiring grad; value, shape, stride and the leaf's grad
+    def build(T, wrap):
+        def repro(sentinel, skip_squeeze=False):
+            x = T.unique(T.ones(1))
+            x = T.reshape(x, [1])
+            if not skip_squeeze:
+                x = T.squeeze(x)
+            return x * sentinel
+
+        f = wrap(repro)
+
+        def run(i):
+            s = T.tensor(1.0 + i, requires_grad=True)
+            out = f(s, skip_squeeze=skip_squeeze)
+            out.sum().backward()
+            return out, out.stride(), s.grad
+        return run
+    compare(build)
+
+
+def test_unbacked_activation_specialized_in_inductor():
+    # AotAutogradFallbackTests.test_unbacked_activation_specialized_in_inductor: integer
+    # ``full`` tensors added and multiplied, ``nonzero`` of an all-False mask (0 rows) broadcast
+    # against them, an integer argument divided by that (an empty float result) times a leaf
+    def build(T, wrap):
+        def prog(arg_0, sentinel):
+            v5 = T.full((1, 2), -66, dtype=T.int32)
+            v6 = T.full((1, 2), 77, dtype=T.int64)
+            v4 = T.add(v5, v6)
+            v7 = T.full((1, 2), -64, dtype=T.int32)
+            v3 = T.mul(v4, v7)
+            v8 = T.nonzero(T.full((3, 4), False, dtype=T.bool))
+            v2 = T.add(v3, v8)
+            result = T.div(arg_0, v2) * sentinel
+            if result.is_complex():
+                result = result.real
+            return result
+
+        f = wrap(prog)
+
+        def run(i):
+            arg = T.tensor([[i % 3, (i + 1) % 3]])
+            s = T.tensor(1.0, requires_grad=True)
+            out = f(arg, s)
+            return out, tuple(out.shape), out.dtype == T.float32
+        return run
+    compare(build)
+
+
+def test_layer_norm_double_backward_dynamic_shapes():
+    # AotAutogradFallbackTests.test_layer_norm_double_backward_dynamic_shapes: a module whose
+    # forward takes ``autograd.grad`` of a LayerNorm with create_graph=True (its double-backward
+    # formula), called with four batch sizes; torch compiles it once with dynamic=True,
+    # tracegrad.compile traces each new shape once (``dynamic`` is accepted, shapes are static)
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def __init__(self, dim=4):
+                super().__init__()
+                self.layer_norm = T.nn.LayerNorm(dim)
+
+            def forward(self, x):
+                x = x.clone().requires_grad_(True)
+                y = self.layer_norm(x)
+                (g,) = T.autograd.grad(y, x, grad_outputs=T.ones_like(y) * y.detach(),
+                                       create_graph=True, allow_unused=True)
+                return y, g
+
+        mod = M()
+        with T.no_grad():
+            mod.layer_norm.weight.copy_(_t(T, 0, 4, seed=3))
+            mod.layer_norm.bias.copy_(_t(T, 0, 4, seed=4))
+        m = wrap(mod)
+
+        def run(i):
+            y, g = m(_t(T, i, (2, 3, 2, 5)[i], 4))
+            return y, g, tuple(g.shape)
+        return run
+    f = compare_compiled(build, dynamic=True)
+    st = _stats(f)
+    assert st["graph_breaks"] == [] and st["traces"] <= 3, st
+
+
+# ---- duplicated outputs of a helper; an LSTM; a module called with and without grad ----------------
+
+def test_multiple_aot_autograd_calls_dupe_args():
+    # AotAutogradFallbackTests.test_multiple_aot_autograd_calls_dupe_args: a helper returns one
+    # tensor twice when its input is small (``y, y``) and two tensors otherwise; the first is
+    # multiplied in place by the second (itself, when duplicated), for 4 then 6 elements
+    def maybe_dupe(x):
+        y = x + 1
+        z = x + 2
+        if x.numel() < 5:
+            return y, y
+        return y, z
+
+    def build(T, wrap):
+        def f(a):
+            b, c = maybe_dupe(a)
+            return (b.mul_(c),)
+
+        c = wrap(f)
+
+        def run(i):
+            return c(T.ones(4 if i % 2 == 0 else 6) * (i + 1))
+        return run
+    _no_breaks(compare_compiled(build, calls=5), traces=2)
+
+
+def test_LSTM():
+    # AotAutogradFallbackTests.test_LSTM: a two-layer bidirectional LSTM in a module returning
+    # a one-tuple, on an input made by ``permute`` (not contiguous) that requires grad; the
+    # output, the final states and the input's and weights' grads
+    def build(T, wrap):
+        class Repro(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = T.nn.LSTM(3, 3, num_layers=2, bidirectional=True)
+
+            def forward(self, permute):
+                return (self.lstm(permute),)
+
+        mod = Repro()
+        rs = np.random.RandomState(0)
+        with T.no_grad():
+            for p in mod.parameters():
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+        m = wrap(mod)
+
+        def run(i):
+            x = _t(T, i, 2, 4, 3).permute(1, 0, 2).detach().requires_grad_()
+            ((out, (h, c)),) = m(x)
+            (out.sum() + h.sum() * 2 + c.sum()).backward()
+            grads = [p.grad.clone() for p in mod.parameters()]
+            mod.zero_grad()
+            return out, h, c, x.grad, grads
+        return run
+    _no_breaks(compare_compiled(build))
+
+
+def test_joint_custom_pass():
+    # AotAutogradFallbackTests.test_joint_custom_pass (its observable part; the joint-graph
+    # pass itself is AOTAutograd config): a compiled module called with an input that does not
+    # require grad, then with one that does and backpropagated -- a program per case, each
+    # equal to eager
+    def build(T, wrap):
+        class M(T.nn.Module):
+            def forward(self, x):
+                return x.sin()
+
+        m = wrap(M())
+
+        def run(i):
+            x = _t(T, i, 5, rg=i >= 2)
+            out = m(x)
+            if x.requires_grad:
+                out.sum().backward()
+            return out, x.grad
+        return run
+    f = compare_compiled(build, calls=5)
+    assert _stats(f)["graph_breaks"] == [] and _stats(f)["traces"] == 2, _stats(f)
