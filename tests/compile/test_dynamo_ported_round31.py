@@ -24,11 +24,11 @@ user of tracegrad.compile gets. Not ported: tests of AOTAutograd's own machinery
 (``aot_export_*``, fx graph metadata, fake-tensor ``data_ptr`` access, ``joint_custom_pass``
 config, sequence numbers).
 """
-import numpy as np
 import pytest
 
 import tracegrad
 
+from ._harness import np_init
 from ._dynamo_port import CALLS, check, compare, compare_compiled, rand, same, seeded_linear
 
 torch = pytest.importorskip("torch")
@@ -62,19 +62,25 @@ def _param(T, i, *shape):
     return T.nn.Parameter(_t(T, i, *shape, seed=11))
 
 
+def _add_without_grad(T, param, y):
+    """``param.add_(y)`` with grad mode switched off by hand and put back in ``finally`` (the
+    body of torch's test_mutation)."""
+    prev = T.is_grad_enabled()
+    try:
+        T.set_grad_enabled(False)
+        param.add_(y)
+    finally:
+        T.set_grad_enabled(prev)
+    return y
+
+
 def test_mutation():
     # AotAutogradFallbackTests.test_mutation: a Parameter argument updated in place with grad
     # mode switched off by hand (try/finally), as an optimizer's update does; no error, and the
     # parameter holds the sum afterwards
     def build(T, wrap):
         def fn(param, y):
-            prev = T.is_grad_enabled()
-            try:
-                T.set_grad_enabled(False)
-                param.add_(y)
-            finally:
-                T.set_grad_enabled(prev)
-            return y
+            return _add_without_grad(T, param, y)
 
         f = wrap(fn)
 
@@ -93,13 +99,7 @@ def test_call_fn_with_non_const_inputs_aot_unsafe():
     def build(T, wrap):
         class M(T.nn.Module):
             def _bad_fwd(self, param, y):
-                prev = T.is_grad_enabled()
-                try:
-                    T.set_grad_enabled(False)
-                    param.add_(y)
-                finally:
-                    T.set_grad_enabled(prev)
-                return y
+                return _add_without_grad(T, param, y)
 
             def forward(self, x, y):
                 return self._bad_fwd(x, y)
@@ -114,32 +114,17 @@ def test_call_fn_with_non_const_inputs_aot_unsafe():
     compare(build)
 
 
-def test_mutation1():
-    # AotAutogradFallbackTests.test_mutation1: a slice of one argument assigned into a slice of
-    # another, then a view of the written argument returned (a Longformer attention repro)
+@pytest.mark.parametrize("sin_first", [False, True], ids=["mutation1", "negative_testing_mutation"])
+def test_mutation1(sin_first):
+    # AotAutogradFallbackTests.test_mutation1 / test_negative_testing_mutation: a slice of one
+    # argument assigned into a slice of another, then a view of the written tensor returned (a
+    # Longformer attention repro); with ``sin_first`` the argument is replaced by ``sin`` of it
+    # before the write, so the write lands in a fresh tensor and the caller's stays as it was
     def build(T, wrap):
         def fn(stack, scores):
             got = scores[:, :, :2, :3]
-            stack[:, :-1, :, 2:] = got
-            return (stack.view(1, 2, 8, 5),)
-
-        f = wrap(fn)
-
-        def run(i):
-            s, sc = _t(T, i, 2, 4, 2, 5), _t(T, i, 2, 3, 4, 5, seed=3)
-            return f(s, sc), s
-        return run
-    compare(build)
-
-
-def test_negative_testing_mutation():
-    # AotAutogradFallbackTests.test_negative_testing_mutation: as test_mutation1, but the
-    # argument is replaced by ``sin`` of it first, so the write lands in a fresh tensor and the
-    # caller's argument stays as it was
-    def build(T, wrap):
-        def fn(stack, scores):
-            got = scores[:, :, :2, :3]
-            stack = T.sin(stack)
+            if sin_first:
+                stack = T.sin(stack)
             stack[:, :-1, :, 2:] = got
             return (stack.view(1, 2, 8, 5),)
 
@@ -176,11 +161,7 @@ def test_call_fn_with_non_const_inputs_aot_safe():
             def forward(self, x):
                 return self._conv_forward(x)
 
-        mod = M()
-        rs = np.random.RandomState(0)
-        with T.no_grad():
-            for p in mod.parameters():
-                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+        mod = np_init(M(), T, seed=0)
         m = wrap(mod)
 
         def run(i):
@@ -596,20 +577,25 @@ def test_aot_autograd_raises_invalid_leaf_set():
 
 # ---- in-place writes through expand ----------------------------------------------------------------
 
-def test_aot_autograd_expand_mutation_functionalizes():
+@pytest.mark.parametrize("rows", [0, slice(0, 3)], ids=["functionalizes", "error"])
+def test_aot_autograd_expand_mutation(rows):
     # AotAutogradFallbackTests.test_aot_autograd_expand_mutation_functionalizes: one element of
-    # an expanded view written in place: every row of the view and the argument see it
+    # an expanded view written in place (``y[0, 0].add_(5)``): every row of the view and the
+    # argument see it. test_aot_autograd_expand_mutation_error (an expectedFailure in torch: its
+    # compiled function does not raise): a write to ``y[0:3, 0]``, whose elements share memory,
+    # raises RuntimeError eagerly; the compiled function must raise it too and leave the
+    # argument as it was
     def build(T, wrap):
         def fn(x):
             y = x.expand(3, *x.shape)
-            y[0, 0].add_(5)
+            y[rows, 0].add_(5)
             return y
 
         f = wrap(fn)
 
         def run(i):
             x = T.arange(6) * (i + 1)
-            return f(x), x
+            return _outcome(f, x), x
         return run
     compare(build)
 
@@ -632,26 +618,6 @@ def test_aot_autograd_expand_mutation_backwards():
             out = f(x, z)
             out.sum().backward()
             return out, x, z.grad
-        return run
-    compare(build)
-
-
-def test_aot_autograd_expand_mutation_error():
-    # AotAutogradFallbackTests.test_aot_autograd_expand_mutation_error (an expectedFailure in
-    # torch: its compiled function does not raise): a write to a slice of an expanded view
-    # whose elements share memory raises RuntimeError eagerly; the compiled function must raise
-    # it too and leave the argument as it was
-    def build(T, wrap):
-        def fn(x):
-            y = x.expand(3, *x.shape)
-            y[0:3, 0].add_(5)
-            return y
-
-        f = wrap(fn)
-
-        def run(i):
-            x = T.arange(6) + i
-            return _outcome(f, x), x
         return run
     compare(build)
 
@@ -679,18 +645,24 @@ def _views_run(T, wrap, fn, first, second, calls_first=2):
     return run
 
 
+def _add_one_each(*args):
+    for a in args:
+        a.add_(1)
+    return args[0]
+
+
+def _overlap_then_not():
+    """test_inputs_overlapping_with_mutation_recompile's program, compared: three views of one
+    base each get ``add_(1)``; the last two overlap in the first calls, not in the later ones."""
+    return compare_compiled(lambda T, w: _views_run(
+        T, w, _add_one_each, lambda x: (x[:5], x[7:13], x[9:]),
+        lambda x: (x[:5], x[7:13], x[13:15])), calls=5)
+
+
 def test_inputs_overlapping_with_mutation_recompile():
-    # AotAutogradFallbackTests.test_inputs_overlapping_with_mutation_recompile: three views of
-    # one base each get ``add_(1)``; the last two overlap in the first calls and not in the
-    # later ones: each layout its own program (torch: guard check_overlapping fails once)
-    def fn(*args):
-        for a in args:
-            a.add_(1)
-        return args[0]
-    f = compare_compiled(lambda T, w: _views_run(
-        T, w, fn, lambda x: (x[:5], x[7:13], x[9:]), lambda x: (x[:5], x[7:13], x[13:15])),
-        calls=5)
-    _shared_views_fallback(f)
+    # AotAutogradFallbackTests.test_inputs_overlapping_with_mutation_recompile: each layout must
+    # give eager's values (torch: a program per layout, guard check_overlapping fails once)
+    _shared_views_fallback(_overlap_then_not())
 
 
 def test_different_inputs_overlapping_set_with_mutation():
@@ -736,13 +708,8 @@ def test_inputs_overlapping_with_mutation_stress():
     # AotAutogradFallbackTests.test_inputs_overlapping_with_mutation_stress (at a tenth of its
     # size): twenty disjoint views of one base and a view overlapping the first four, each
     # written in place once; the base sees every write, the overlapped part twice
-    def fn(*args):
-        for a in args:
-            a.add_(1)
-        return args[0]
-
     def build(T, wrap):
-        f = wrap(fn)
+        f = wrap(_add_one_each)
 
         def run(i):
             base = T.arange(200) * (i + 1)
@@ -760,14 +727,7 @@ def test_inputs_overlapping_with_mutation_stress():
 def test_inputs_overlapping_with_mutation_compiles():
     # AotAutogradFallbackTests.test_inputs_overlapping_with_mutation_recompile's point: the
     # mutated overlapping views compile (two programs, one per layout)
-    def fn(*args):
-        for a in args:
-            a.add_(1)
-        return args[0]
-    f = compare_compiled(lambda T, w: _views_run(
-        T, w, fn, lambda x: (x[:5], x[7:13], x[9:]), lambda x: (x[:5], x[7:13], x[13:15])),
-        calls=5)
-    _no_breaks(f, traces=2)
+    _no_breaks(_overlap_then_not(), traces=2)
 
 
 # ---- repeated backwards through a compiled module ------------------------------------------------
@@ -799,29 +759,15 @@ def test_donated_buffer_with_retain_or_create_graph1():
     compare(build, calls=5)
 
 
-def test_donated_buffer_with_retain_or_create_graph2():
-    # AotAutogradFallbackTests.test_donated_buffer_with_retain_or_create_graph2: one output,
-    # backward with retain_graph=True five times, then once without
-    def build(T, wrap):
-        m = wrap(_relu_param_mod(T))
-
-        def run(i):
-            inp = _t(T, i, 3, 3, rg=True)
-            mod = m._orig_mod if hasattr(m, "_orig_mod") else m
-            mod.zero_grad()
-            out = m(inp).sum()
-            for _ in range(5):
-                out.backward(retain_graph=True)
-            out.backward()
-            return inp.grad, mod.param.grad
-        return run
-    compare(build)
-
-
-def test_donated_buffer_with_retain_or_create_graph3():
-    # AotAutogradFallbackTests.test_donated_buffer_with_retain_or_create_graph3: a backward with
-    # create_graph=True, then another call's output backpropagated with retain_graph five times
-    # and once more
+@pytest.mark.parametrize("first,retained", [(None, 5), ("create_graph", 5), ("plain", 1)],
+                         ids=["graph2", "graph3", "graph4"])
+def test_donated_buffer_with_retain_or_create_graph(first, retained):
+    # AotAutogradFallbackTests.test_donated_buffer_with_retain_or_create_graph2 / 3 / 4: a
+    # compiled module's output backpropagated with retain_graph=True ``retained`` times, then
+    # once without; before it (3) a backward of another call with create_graph=True, or (4) a
+    # plain backward -- where torch's compiled backward that donated its buffers refuses the
+    # later ``retain_graph=True`` (an error eager does not raise): tracegrad.compile must give
+    # eager's grads for every arrangement
     def build(T, wrap):
         mod = _relu_param_mod(T)
         m = wrap(mod)
@@ -829,33 +775,15 @@ def test_donated_buffer_with_retain_or_create_graph3():
         def run(i):
             inp = _t(T, i, 3, 3, rg=True)
             mod.zero_grad()
-            m(inp).sum().backward(create_graph=True)
-            first = (inp.grad.detach().clone(), mod.param.grad.detach().clone())
+            before = None
+            if first is not None:
+                m(inp).sum().backward(create_graph=first == "create_graph")
+                before = (inp.grad.detach().clone(), mod.param.grad.detach().clone())
             out = m(inp).sum()
-            for _ in range(5):
+            for _ in range(retained):
                 out.backward(retain_graph=True)
             out.backward()
-            return first, inp.grad.detach(), mod.param.grad.detach()
-        return run
-    compare(build)
-
-
-def test_donated_buffer_with_retain_or_create_graph4():
-    # AotAutogradFallbackTests.test_donated_buffer_with_retain_or_create_graph4: torch's compiled
-    # backward that donated its buffers refuses a later ``retain_graph=True`` backward (an error
-    # eager does not raise); tracegrad.compile must give eager's grads for it
-    def build(T, wrap):
-        mod = _relu_param_mod(T)
-        m = wrap(mod)
-
-        def run(i):
-            inp = _t(T, i, 3, 3, rg=True)
-            mod.zero_grad()
-            m(inp).sum().backward()
-            out = m(inp).sum()
-            out.backward(retain_graph=True)
-            out.backward()
-            return inp.grad, mod.param.grad
+            return before, inp.grad.detach(), mod.param.grad.detach()
         return run
     compare(build)
 
@@ -1019,11 +947,7 @@ def test_LSTM():
             def forward(self, permute):
                 return (self.lstm(permute),)
 
-        mod = Repro()
-        rs = np.random.RandomState(0)
-        with T.no_grad():
-            for p in mod.parameters():
-                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+        mod = np_init(Repro(), T, seed=0)
         m = wrap(mod)
 
         def run(i):
@@ -1078,11 +1002,7 @@ def test_batchnorm_e2e():
             def forward(self, x):
                 return (T.nn.functional.relu(self.conv1(self.bn(x))),)
 
-        mod = Repro()
-        rs = np.random.RandomState(1)
-        with T.no_grad():
-            for p in mod.parameters():
-                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+        mod = np_init(Repro(), T, seed=1)
         f = wrap(lambda x: mod(x))
         x = _t(T, 0, 2, 3, 4, 4, rg=True)
 
