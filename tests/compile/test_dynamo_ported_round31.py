@@ -1534,9 +1534,11 @@ def test_addr_alpha_beta_out():
     compare(build)
 
 
-def test_negative_shape_guard():
-    # ReproTests.test_negative_shape_guard: a branch on ``x.size() != (5, 1, 2, 3)``; two
-    # shapes alternate: one program each, each taking its own branch
+@pytest.mark.parametrize("start", [0, 1], ids=["negative_shape_guard", "dynamic_shapes_double_not_equal"])
+def test_negative_shape_guard(start):
+    # ReproTests.test_negative_shape_guard / test_dynamic_shapes_double_not_equal: a branch on
+    # ``x.size() != (5, 1, 2, 3)``; two shapes alternate (the other one first, or the equal one
+    # first): one program each, each taking its own branch
     def build(T, wrap):
         def fn(x):
             if x.size() != (5, 1, 2, 3):
@@ -1546,7 +1548,7 @@ def test_negative_shape_guard():
         f = wrap(fn)
 
         def run(i):
-            return f(T.ones(5, 1, 3, 4) if i % 2 == 0 else T.ones(5, 1, 2, 3) * i)
+            return f(T.ones(5, 1, 3, 4) if (i + start) % 2 == 0 else T.ones(5, 1, 2, 3) * i)
         return run
     f = compare_compiled(build, calls=6)
     assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 2, f.stats
@@ -1567,5 +1569,130 @@ def test_deferred_runtime_asserts():
 
         def run(i):
             return c(T.tensor([3 + i])), _outcome(c, T.tensor([-2 - i]))
+        return run
+    compare(build)
+
+
+def test_user_defined_object_callable():
+    # ReproTests.test_user_defined_object_callable: an instance of a class with ``__call__``,
+    # made inside and called at once
+    class MyCallable:
+        def __call__(self, x):
+            return x + 1
+
+    def build(T):
+        return lambda x: MyCallable()(x)
+    _no_breaks(check(build, lambda T, i: (_t(T, i, 1),), fullgraph=True))
+
+
+def test_many_views_with_mutation():
+    # ReproTests.test_many_views_with_mutation (8 views where torch takes 32): a list of
+    # ``as_strided`` windows into one tensor, the first written in place with ``relu_``, then
+    # all concatenated and summed; the source sees the write
+    def build(T, wrap):
+        def fn(xs):
+            xs[0].relu_()
+            return T.cat(xs).sum()
+
+        f = wrap(fn)
+
+        def run(i):
+            src = _t(T, i, 16 * 9)
+            xs = [src.as_strided((4, 4), (4, 1), 3 + 16 * k) for k in range(8)]
+            return f(xs), src
+        return run
+    compare(build)
+
+
+@pytest.mark.parametrize("func_name", ["func1", "func2", "func3"])
+def test_tensor_set_data(func_name):
+    # ReproTests.test_tensor_set_data: ``x.data = y`` on an argument, then an in-place add
+    # (func1, arguments not requiring grad), ``y.data`` replaced by an empty tensor (func2), and
+    # ``x is z`` after the swap returned as a tensor (func3); both arguments after the call and,
+    # where they require grad, ``x.backward(v)``'s grad on x
+    def funcs(T):
+        def func1(x, y):
+            x.data = y
+            x.add_(1)
+            return x
+
+        def func2(x, y):
+            x.data = y
+            y.data = T.zeros([0])
+            return x
+
+        def func3(x, y):
+            z = x
+            x.data = y
+            y.data = T.zeros([0])
+            return T.tensor(x is z)
+        return {"func1": func1, "func2": func2, "func3": func3}
+
+    rg = func_name != "func1"
+
+    def build(T, wrap):
+        f = wrap(funcs(T)[func_name])
+
+        def run(i):
+            a = T.ones([6], requires_grad=rg)
+            b = (T.ones([6]) * (i + 2)).requires_grad_(rg)
+            out = f(a, b)
+            if rg:
+                a.backward(_t(T, i, 6))
+            return out, a, b, a.grad
+        return run
+    compare(build, calls=5)
+
+
+def test_tensor_set_data_mismatched_dtype():
+    # ReproTests.test_tensor_set_data_mismatched_dtype: ``x.data =`` a bfloat16 copy of ``y``
+    # on an empty float32 argument: x takes the new dtype and values, y is unchanged
+    def build(T, wrap):
+        def func(x, y):
+            x.data = y.to(dtype=T.bfloat16)
+
+        f = wrap(func)
+
+        def run(i):
+            x, y = T.tensor([], dtype=T.float32), T.tensor([1.0, 2, 3 + i])
+            f(x, y)
+            return x, x.dtype == T.bfloat16, y
+        return run
+    compare(build)
+
+
+def test_user_ctor_ctx_manager():
+    # ReproTests.test_user_ctor_ctx_manager: a context-manager class instantiated (never
+    # entered) inside the function
+    class UserCtxManager:
+        def __enter__(self):
+            return 1
+
+        def __exit__(self, exc_type, exc_val, exc_tb):
+            pass
+
+    def build(T):
+        def fn(x, y):
+            UserCtxManager()
+            return x * x
+        return fn
+    _no_breaks(check(build, lambda T, i: (_t(T, i, 2, 2),) * 2, fullgraph=True))
+
+
+def test_unbacked_arange_in_bounds():
+    # ReproTests.test_unbacked_arange_in_bounds: a padding mask from ``arange`` up to the
+    # largest length read with ``.item()`` (a data-dependent size), compared with the lengths
+    def build(T, wrap):
+        class PaddingNet(T.nn.Module):
+            def forward(self, lengths):
+                max_seq_len = lengths.max().item()
+                row = T.arange(0, max_seq_len, 1)
+                mask = row < T.unsqueeze(lengths, dim=-1)
+                return mask.type(T.float32)[:, :, None]
+
+        m = wrap(PaddingNet())
+
+        def run(i):
+            return m(T.tensor([5 + i % 2, 4, 4, 3], dtype=T.int32))
         return run
     compare(build)
