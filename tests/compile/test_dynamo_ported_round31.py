@@ -1,5 +1,5 @@
 """Round-31 ports of PyTorch's torch.compile tests as compiled-vs-eager checks, from the
-pytorch/pytorch repository's test/dynamo/test_aot_autograd.py (AotAutogradFallbackTests: what
+pytorch/pytorch repository: test/dynamo/test_aot_autograd.py (AotAutogradFallbackTests: what
 AOTAutograd must get right for a training program -- leaves and parameters mutated in place
 under ``no_grad``, slice assignment into an argument then a view of it, arguments passed twice
 and mutated (``a.trunc_()`` with ``a is b``), ``requires_grad`` changing between calls, grad mode
@@ -7,22 +7,40 @@ set inside and left changed, ``set_`` on a leaf, in-place writes through ``expan
 base passed as several mutated arguments (overlapping or not), a custom Function whose backward
 writes into its incoming grad or returns a saved input as a grad, a Parameter made inside,
 double backward through and around a compiled function, repeated backwards with
-``retain_graph``/``create_graph``, data-dependent shapes (``unique``, ``nonzero``)).
+``retain_graph``/``create_graph``, data-dependent shapes (``unique``, ``nonzero``), an LSTM) and
+test/dynamo/_repros_part2.py (ReproTests, test_repros.py's: a BatchNorm/conv training loop,
+``del`` of attributes and dict items, a dataclass with a list ``default_factory``, ``list.index``,
+a masked-softmax custom Function (HF XSoftmax), graph breaks inside custom Functions and helpers,
+references freed after compiled optimizer steps, ``.data`` set on arguments, ``out=`` forms,
+``torch._check``, shape-dependent branches).
 
 Each program runs under torch eager, tracegrad eager and ``tracegrad.compile`` on several calls
 with fresh inputs (``_dynamo_port.compare``/``check``): outputs, the inputs' and parameters'
-grads after ``backward``, the inputs' values after the call (for mutated ones) and the grad mode
-after the call must agree. The programs are written here in our own code at tiny shapes and keep
-the construct the torch test checks. Adapted: torch's tests count frames with
-``CompileCounter``, read guard-failure strings, AOT graphs, logs of donated buffers and
-profiler sequence numbers; here only what a user observes is compared, plus the number of
-programs traced where the original's point is a recompile (aliased or overlapping arguments,
-``requires_grad`` changing) or its absence. Where torch's compiled function raises and its
-eager one does not (double backward through an AOT graph, ``retain_graph`` after a backward
-that donated its buffers), the compiled function must give eager's result, which is what a
-user of tracegrad.compile gets. Not ported: tests of AOTAutograd's own machinery
-(``aot_export_*``, fx graph metadata, fake-tensor ``data_ptr`` access, ``joint_custom_pass``
-config, sequence numbers).
+grads after ``backward``, the inputs' values after the call (for mutated ones), the error a call
+raises and the grad mode after the call must agree. The programs are written here in our own
+code at tiny shapes and keep the construct the torch test checks. Adapted: torch's tests count
+frames with ``CompileCounter``, read guard-failure strings, AOT graphs, logs of donated buffers
+and profiler sequence numbers; here only what a user observes is compared, plus the number of
+programs traced where the original's point is a recompile (aliased arguments, ``requires_grad``
+changing) or its absence. Where torch's compiled function raises and its eager one does not
+(``retain_graph`` after a backward that donated its buffers), the compiled function must give
+eager's result; a second backward through a compiled function's own backward raises a clear
+RuntimeError in both (vjp_node.py). Not ported: tests of AOTAutograd's own machinery
+(``aot_export_*``, fx graph metadata, fake-tensor ``data_ptr``, ``joint_custom_pass`` config,
+sequence numbers).
+
+Fixed here: ``torch._softmax_backward_data`` / ``torch._log_softmax_backward_data`` (what custom
+Functions such as DeBERTa's XSoftmax call in backward) did not exist (AttributeError); they are
+now compositions in _api/composite_names.py with torch's dtype check.
+
+Calls that run eagerly (right results, a graph break with a named reason; torch compiles them):
+in-place writes to a non-leaf argument that requires grad (strict xfail below), distinct views
+of one tensor passed as arguments and one written (region.py ``SHARED_VIEWS``; strict xfail),
+a Parameter made inside with a result's graph reaching it, grad mode left changed, ``unique``/
+``nonzero``/``.item()``/``tolist()`` sizes, ``del`` on an argument's attribute or dict item, a
+returned closure over tensors made inside, ``x.data =`` on an argument. Left alone (strict
+xfail): a compiled function keeps every optimizer it stepped (and its state) alive after the
+user drops it.
 """
 import pytest
 
@@ -762,7 +780,8 @@ def test_donated_buffer_with_retain_or_create_graph1():
 @pytest.mark.parametrize("first,retained", [(None, 5), ("create_graph", 5), ("plain", 1)],
                          ids=["graph2", "graph3", "graph4"])
 def test_donated_buffer_with_retain_or_create_graph(first, retained):
-    # AotAutogradFallbackTests.test_donated_buffer_with_retain_or_create_graph2 / 3 / 4: a
+    # AotAutogradFallbackTests.test_donated_buffer_with_retain_or_create_graph2,
+    # test_donated_buffer_with_retain_or_create_graph3, test_donated_buffer_with_retain_or_create_graph4: a
     # compiled module's output backpropagated with retain_graph=True ``retained`` times, then
     # once without; before it (3) a backward of another call with create_graph=True, or (4) a
     # plain backward -- where torch's compiled backward that donated its buffers refuses the
@@ -790,7 +809,7 @@ def test_donated_buffer_with_retain_or_create_graph(first, retained):
 
 @pytest.mark.parametrize("case", ["buffer1", "buffer4", "buffer5"])
 def test_donated_buffer(case):
-    # AotAutogradFallbackTests.test_donated_buffer1 / 4 / 5: backward of compiled functions whose
+    # AotAutogradFallbackTests.test_donated_buffer1, test_donated_buffer4, test_donated_buffer5: backward of compiled functions whose
     # saved activations torch donates to the backward (relu's mask; in 5 a view of an input is
     # saved too and must not be donated): the grads, and the inputs left intact, on every call
     def build(T, wrap):
@@ -1696,3 +1715,4 @@ def test_unbacked_arange_in_bounds():
             return m(T.tensor([5 + i % 2, 4, 4, 3], dtype=T.int32))
         return run
     compare(build)
+
