@@ -29,9 +29,25 @@ RuntimeError in both (vjp_node.py). Not ported: tests of AOTAutograd's own machi
 (``aot_export_*``, fx graph metadata, fake-tensor ``data_ptr``, ``joint_custom_pass`` config,
 sequence numbers).
 
-Fixed here: ``torch._softmax_backward_data`` / ``torch._log_softmax_backward_data`` (what custom
-Functions such as DeBERTa's XSoftmax call in backward) did not exist (AttributeError); they are
-now compositions in _api/composite_names.py with torch's dtype check.
+Fixed here:
+- A leaf that is a view (``arange(6.).reshape(2, 3).requires_grad_()``, a slice, a transpose)
+  read by a compiled function as state (after a first backward gave it a ``.grad``): every
+  compiled backward raised a JAX broadcasting error, the storage's gradient added to the view's
+  ``.grad``. The state gradient is now taken through the tensor's view chain (region.py NOTE
+  [state read through a view]; test_view_leaf_read_as_state_backward).
+- Results with a dense layout of their own (``x.t().clone()``, ``empty_like`` of a strided
+  view: torch's preserve_format strides, which tracegrad eager keeps) came back row-major from
+  compiled calls; non-differentiable ones now keep it (NOTE [layouts of results];
+  test_clone_not_memory_dense, test_clone_layout_of_results).
+- A weakref argument was keyed by its referent (hashed and compared through it) and kept one
+  program after the referent died; it is now keyed by identity and liveness (compiler.py
+  ``_key``). One referring to a tensor argument (``f(weakref.ref(w), w)``, ``x_weak() is
+  weight``) compared the caller's tensor with the stand-in, a branch frozen: that call runs
+  eagerly (region.py ``aliased_args``). A weakref to a tensor made inside, returned, pointed to
+  the trace's tensor: a graph break (``_out_recipe``). (test_weakref, test_return_weakref)
+- ``torch._softmax_backward_data`` / ``torch._log_softmax_backward_data`` (what custom Functions
+  such as DeBERTa's XSoftmax call in backward) did not exist; they are compositions in
+  _api/composite_names.py with torch's dtype check.
 
 Calls that run eagerly (right results, a graph break with a named reason; torch compiles them):
 in-place writes to a non-leaf argument that requires grad (strict xfail below), distinct views
@@ -40,7 +56,9 @@ a Parameter made inside with a result's graph reaching it, grad mode left change
 ``nonzero``/``.item()``/``tolist()`` sizes, ``del`` on an argument's attribute or dict item, a
 returned closure over tensors made inside, ``x.data =`` on an argument. Left alone (strict
 xfail): a compiled function keeps every optimizer it stepped (and its state) alive after the
-user drops it.
+user drops it; a compiled ``lru_cache`` function runs its body in the trace with the stand-in
+(cached there), so its closure's counter moves twice; differentiable results keep row-major
+strides.
 """
 import pytest
 

@@ -293,6 +293,9 @@ class Region:
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
         self.diff_state, self.diff_args = list(diff_state), diff_args
         self.diff_places = {}     # input index -> place in diff_state (``_follow``)
+        # NOTE [state read through a view]: whether a differentiable state tensor may be a view
+        # (checked per call only then)
+        self.state_views = any(r() is not None and r()._chain for r in self.diff_state)
         self.program = program
         self.arg_kinds = arg_kinds
         self.out_recipe = out_recipe
@@ -444,6 +447,7 @@ class Region:
         k = self.diff_places.get(j)
         if k is not None:
             self.diff_state[k] = weakref.ref(t)
+            self.state_views = self.state_views or bool(t._chain)
 
     def _hold(self, j, st):
         """Input storage ``j`` is ``st`` from now on (the orphan guard's count moves with it)."""
@@ -599,9 +603,11 @@ class Region:
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
             backward = self.backward
-            views = [(k, t._chain) for k, t in enumerate(ends[:len(self.diff_state)]) if t is not None and t._chain]
-            if views:     # NOTE [state read through a view]
-                backward = _StateViews(backward, views)
+            if self.state_views:     # NOTE [state read through a view]
+                views = [(k, t._chain) for k, t in enumerate(ends[:len(self.diff_state)])
+                         if t is not None and t._chain]
+                if views:
+                    backward = _StateViews(backward, views)
             vjp = (pullback, edges, self.saved, self.through, self.reach, backward)
         storages = self.storages
         if self.grad_state:                   # this call's .grads, not the trace's objects
@@ -1754,7 +1760,8 @@ def _conj_complex(tree):
 # gradient had the storage's shape ((6,)) and AccumulateGrad added it to a (2, 3) ``.grad``: a
 # JAX broadcasting error at backward on every compiled call after the first (round 31). The
 # view's gradient is its view of the storage's gradient (the chain is linear): applied to that
-# entry of the backward's output. Costs a check of each such tensor's chain per call.
+# entry of the backward's output. Checked per call only for a region whose state tensors were
+# views when traced or followed (``Region.state_views``): nothing for the others.
 class _StateViews:
     """A region's backward whose state gradients ``(k, chain)`` are taken through the view
     chain of the tensor the state was read through."""
