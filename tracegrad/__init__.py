@@ -224,7 +224,8 @@ from ._api.functions import (  # noqa: E402
     neg_ as neg_, negative_ as negative_, positive as positive, ravel as ravel, reciprocal_ as reciprocal_,
     relu_ as relu_, round_ as round_, row_stack as row_stack, rsqrt_ as rsqrt_, sigmoid_ as sigmoid_,
     sin_ as sin_, sinh_ as sinh_, sparse_coo_tensor as sparse_coo_tensor, spmm as spmm, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
-    trunc_ as trunc_, vdot as vdot, vsplit as vsplit, zero_ as zero_
+    trunc_ as trunc_, vdot as vdot, vsplit as vsplit, zero_ as zero_,
+    _softmax_backward_data as _softmax_backward_data, _log_softmax_backward_data as _log_softmax_backward_data
 )
 # special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).
 from ._api.functions import (

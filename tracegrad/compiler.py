@@ -580,6 +580,13 @@ def _key(leaves, treedef, kinds):
             parts.append((k, first_of(leaves, len(parts))))
             continue
         if k == "const":
+            if isinstance(a, weakref.ref):
+                # a weakref argument: this object, and whether its referent is alive -- a program
+                # traced while ``ref()`` gave a tensor must not run once it gives None (its
+                # referent never changes otherwise); ``(type, a)`` hashed and compared the
+                # referents, and kept one program for both (ReproTests.test_weakref_del)
+                parts.append((weakref.ref, _Same(a), a() is not None))
+                continue
             if isinstance(a, float) and not (a and a == a):
                 # -0.0 == 0.0, but 1 / k differs: a zero float is keyed by its sign too; NaN != NaN,
                 # so a new NaN object per call was a new key (a program per call)

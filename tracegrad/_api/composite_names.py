@@ -375,3 +375,41 @@ def fill_diagonal_(self, fill_value, wrap=False):
     else:
         keys = (_arange(shape[0]),) * self.ndim
     return self.index_put_(keys, _tensor(fill_value, dtype=self.dtype))
+
+
+def _backward_data_check(api, grad_output, output):
+    if not isinstance(grad_output, Tensor) or not isinstance(output, Tensor):
+        raise TypeError(f"{api}(): grad_output and output must be Tensors, got "
+                        f"{type(grad_output).__name__} and {type(output).__name__}")
+    if grad_output.dtype != output.dtype:
+        # torch's CPU kernel names grad_output's dtype as the expected one
+        raise RuntimeError(f"{api}(): expected scalar type {_cpp(grad_output.dtype)} but found "
+                           f"{_cpp(output.dtype)}; pass grad_output and output of one dtype")
+
+
+@function("_softmax_backward_data")
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    """Mirrors ``torch._softmax_backward_data(grad_output, output, dim, input_dtype)``: the
+    input gradient of ``softmax`` given its result ``output``,
+    ``output * (grad_output - (grad_output * output).sum(dim, keepdim=True))`` (custom
+    autograd Functions written for torch call it in their backward, as DeBERTa's XSoftmax).
+
+    Shapes: ``grad_output`` and ``output`` one shape; the result has it. Dtypes: the result has
+    ``grad_output``'s dtype. Raises RuntimeError when the two dtypes differ (as torch).
+    Differs from torch: grad_fn is the composing ops' (``MulBackward0``; torch names one node
+    ``SoftmaxBackwardDataBackward0``), and ``input_dtype`` is not read (torch's CPU kernel
+    gives grad_output's dtype as well, raising for a float32 grad with a 16-bit input_dtype)."""
+    _backward_data_check("_softmax_backward_data", grad_output, output)
+    return output * (grad_output - (grad_output * output).sum(dim, keepdim=True))
+
+
+@function("_log_softmax_backward_data")
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    """Mirrors ``torch._log_softmax_backward_data(grad_output, output, dim, input_dtype)``: the
+    input gradient of ``log_softmax`` given its result ``output``,
+    ``grad_output - exp(output) * grad_output.sum(dim, keepdim=True)``.
+
+    Shapes, dtypes, errors and differences from torch as ``_softmax_backward_data`` (torch's
+    node is ``LogSoftmaxBackwardDataBackward0``)."""
+    _backward_data_check("_log_softmax_backward_data", grad_output, output)
+    return grad_output - output.exp() * grad_output.sum(dim, keepdim=True)

@@ -43,8 +43,9 @@ from .._api import threads
 from .._ops import warn as _warn
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
+from .._tensor.memory_format import _PERMUTE as PERMUTE_OP, lay_out
 from .._tensor.storage import Storage
-from .._tensor.tensor import Tensor, chain_is_contiguous, strides_of
+from .._tensor.tensor import Tensor, chain_is_contiguous, chain_value_fn, strides_of
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
@@ -296,6 +297,9 @@ class Region:
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
         self.diff_state, self.diff_args = list(diff_state), diff_args
         self.diff_places = {}     # input index -> place in diff_state (``_follow``)
+        # NOTE [state read through a view]: whether a differentiable state tensor may be a view
+        # (checked per call only then)
+        self.state_views = any(r() is not None and r()._chain for r in self.diff_state)
         self.program = program
         self.arg_kinds = arg_kinds
         self.out_recipe = out_recipe
@@ -447,6 +451,7 @@ class Region:
         k = self.diff_places.get(j)
         if k is not None:
             self.diff_state[k] = weakref.ref(t)
+            self.state_views = self.state_views or bool(t._chain)
 
     def _hold(self, j, st):
         """Input storage ``j`` is ``st`` from now on (the orphan guard's count moves with it)."""
@@ -601,7 +606,13 @@ class Region:
             ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
-            vjp = (pullback, edges, self.saved, self.through, self.reach, self.backward)
+            backward = self.backward
+            if self.state_views:     # NOTE [state read through a view]
+                views = [(k, t._chain) for k, t in enumerate(ends[:len(self.diff_state)])
+                         if t is not None and t._chain]
+                if views:
+                    backward = _StateViews(backward, views)
+            vjp = (pullback, edges, self.saved, self.through, self.reach, backward)
         storages = self.storages
         if self.grad_state:                   # this call's .grads, not the trace's objects
             storages = list(storages)
@@ -766,7 +777,8 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls, inference, version, attrs, retained)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference, version, attrs, retained, order)) | ("const", value) | ("arg", index)
+        # | ("same", position)
         # | ("view", (root, chain, rg, how[, no _base, own version counter])) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -788,8 +800,10 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls, made_inference, version, attrs, retained = v
+                rg, how, cls, made_inference, version, attrs, retained, order = v
                 t = cls._make(next(it))
+                if order is not None:         # NOTE [layouts of results]
+                    lay_out(t, order)
                 if retained is not None:      # NOTE [retained grads of results]
                     t._retains_grad = retained != "set"
                     if retained:
@@ -1009,8 +1023,10 @@ def aliased_args(leaves, kinds, state=_HELD):
     reads (``state``: storage ids; by default those any compiled program holds), whose writes
     would not reach each other; ``SHARED_VIEWS`` when only distinct arguments share memory; None
     when every argument has memory of its own."""
-    seen, shared, seen_st = {}, False, []
+    seen, shared, seen_st, refs = {}, False, [], ()
     for i, (a, k) in enumerate(zip(leaves, kinds)):
+        if k == "const" and isinstance(a, weakref.ref):
+            refs += (a,)
         if k == "data":
             sid = id(a._st)
             other = seen.get(sid)
@@ -1029,6 +1045,12 @@ def aliased_args(leaves, kinds, state=_HELD):
                 shared = shared or any(s is o for s in seen_st)
             seen_st.append(a._st)
             seen[sid] = a
+    for r in refs:
+        # ``f(weakref.ref(w), w)`` (ReproTests.test_weakref): ``x_weak() is weight`` compares the
+        # caller's tensor with the argument's stand-in in a trace: False, a branch frozen
+        t = r()
+        if isinstance(t, Tensor) and seen.get(id(t._st)) is t:
+            return "a weakref argument refers to a tensor argument (`ref() is x` would differ in the program)"
     return SHARED_VIEWS if shared else None
 
 
@@ -1736,6 +1758,31 @@ def _conj_complex(tree):
     return jax.tree_util.tree_map(lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, tree)
 
 
+# NOTE [state read through a view]: a tensor the program reads as outside state whose storage
+# it lifts is differentiated through that storage array; when the tensor is a view of it (a leaf
+# made by ``torch.arange(6.).reshape(2, 3).requires_grad_()``, a view of a buffer), the VJP's
+# gradient had the storage's shape ((6,)) and AccumulateGrad added it to a (2, 3) ``.grad``: a
+# JAX broadcasting error at backward on every compiled call after the first (round 31). The
+# view's gradient is its view of the storage's gradient (the chain is linear): applied to that
+# entry of the backward's output. Checked per call only for a region whose state tensors were
+# views when traced or followed (``Region.state_views``): nothing for the others.
+class _StateViews:
+    """A region's backward whose state gradients ``(k, chain)`` are taken through the view
+    chain of the tensor the state was read through."""
+
+    __slots__ = ("backward", "views")
+
+    def __init__(self, backward, views):
+        self.backward, self.views = backward, views
+
+    def __call__(self, pullback, cts):
+        d_state, d_data = self.backward(pullback, cts)
+        d_state = list(d_state)
+        for k, chain in self.views:
+            d_state[k] = chain_value_fn(chain)(d_state[k])
+        return d_state, d_data
+
+
 @functools.partial(jax.jit, compiler_options=EXACT_PRECISION)    # NOTE [no excess precision]
 def _bwd_program(pullback, cts):
     # NOTE [complex gradients] (_ops/registry.py): torch's gradient is conj(JAX vjp(conj(ct)));
@@ -1953,6 +2000,12 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
                 # object, already used up
                 raise GraphBreak(f"the function returns a {type(t).__name__} (an iterator made by the call): "
                                  "the program would hand back the one made while tracing", where)
+            if isinstance(t, weakref.ref) and isinstance(t(), Tensor) and id(t()) not in outside \
+                    and not any(t() is w for w in call_leaves):
+                # ``return weakref.ref(y), y`` (ReproTests.test_return_weakref): the trace's
+                # weakref, to the trace's tensor, on every call -- ``wr() is y`` False, or None
+                raise GraphBreak("the function returns a weakref to a tensor made by the call: the program "
+                                 "would hand back the one made while tracing, to its tensor, on every call", where)
             if isinstance(t, (functools.partial, types.FunctionType, types.MethodType)) \
                     and _closes_over_the_call(t, cap):
                 # NOTE [returned closures]: ``return loss, lambda s: h * s`` -- a constant result is
@@ -2044,7 +2097,7 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         elif t._grad is not None and not t._retains_grad:
             g, retained = t._grad, "set"
         leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where),
-                               retained)))
+                               retained, None if how == "diff" else _dense_order(t))))
         at[len(leaves) - 1] = len(arrays)
         arrays.append(v)
         if retained:
@@ -2053,6 +2106,26 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
     recipe = OutRecipe(r_def, leaves)
     recipe.array_at = at
     return recipe, arrays, diff
+
+
+# NOTE [layouts of results]: a result made with a dense layout of its own (``x.t().clone()``,
+# ``empty_like`` of a permuted tensor: ``memory_format.lay_out`` keeps the input's stride order,
+# as torch's preserve_format) came back from the program row-major: the first (eager) call's
+# ``y.stride()`` was (1, 4), every compiled call's (5, 1), and code choosing a path by strides
+# or ``is_contiguous()`` took another one (round 31, ReproTests.test_clone_not_memory_dense).
+# The recipe keeps the order and gives the rebuilt result that layout again (one permute, only
+# for such results). A differentiable result stays row-major: the region's VJP node reads its
+# output through the result's storage (a laid-out one fed it a flat cotangent).
+def _dense_order(t):
+    """The dense storage order (outermost dim first) of a result ``lay_out`` gave a layout, or
+    None for a row-major one."""
+    if t._base is not None or len(t._chain) != 1 or not getattr(t._st, "_layout", False):
+        return None
+    op, statics, _ = t._chain[0]
+    if op is not PERMUTE_OP:
+        return None
+    inverse = dict(statics)["dims"]
+    return tuple(sorted(range(len(inverse)), key=inverse.__getitem__))
 
 
 def _tensor_attr_guards(tensors):
