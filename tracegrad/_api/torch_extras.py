@@ -17,6 +17,7 @@ import numpy as np
 from .. import _state
 from .._ops import dtypes as _dt
 from .._ops import warn as _warn
+from .._ops.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError; raised by out_of_memory)
 from .._ops.registry import OPS
 from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
 from .._tensor.tensor import Tensor
@@ -107,9 +108,6 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     _state.ANOMALY[0], _state.ANOMALY[1] = bool(enabled), bool(check_nan)
 
 
-class OutOfMemoryError(RuntimeError):
-    """Mirrors ``torch.OutOfMemoryError`` (also ``torch.cuda.OutOfMemoryError``): the class
-    programs catch around a step that may not fit, to retry smaller."""
 
 
 # ---- sym_* on plain numbers (torch's versions for non-symbolic values) -----------------------

@@ -16,6 +16,8 @@ import jax
 import numpy as np
 from jax.extend import core as jax_core
 
+from .._ops.errors import out_of_memory
+
 
 # NOTE [no excess precision]
 # Eager runs each op as its own program, so every bfloat16/float16 result is rounded to its
@@ -57,7 +59,14 @@ class Program:
             f = self._safe
             if f is None:
                 f = self._safe = jax.jit(self._pruned(), **self.options)
-        return jax.tree_util.tree_unflatten(self.out_tree, f(*flat))
+        try:
+            out = f(*flat)
+        except RuntimeError as e:     # NOTE [out of memory] in _ops/errors.py
+            oom = out_of_memory(e, "a tracegrad.compile program")
+            if oom is None:
+                raise
+            raise oom from None
+        return jax.tree_util.tree_unflatten(self.out_tree, out)
 
 
     def split_checks(self, position):

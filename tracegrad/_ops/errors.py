@@ -12,9 +12,66 @@ that is the cause. The original is not chained (``from None``): its text is JAX'
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .limited import LimitedDtypeError
+
+
+class OutOfMemoryError(RuntimeError):
+    """Mirrors ``torch.OutOfMemoryError`` (also ``torch.cuda.OutOfMemoryError``): the class
+    programs catch around a step that may not fit, to retry smaller. Raised when an accelerator
+    cannot allocate a tensor (``out_of_memory``); on the CPU, as torch, a plain RuntimeError."""
+
+
+# NOTE [out of memory]: XLA refuses an allocation with JAX's JaxRuntimeError
+# "RESOURCE_EXHAUSTED: Out of memory ...": left as it was, an op's error became the misleading
+# "cannot run on inputs of shapes ..." and a factory's or a compiled step's was JAX's class and
+# text, so ``except torch.cuda.OutOfMemoryError`` (retry with a smaller batch) never caught it.
+# torch raises OutOfMemoryError "CUDA out of memory. Tried to allocate ..." on a GPU and a plain
+# RuntimeError "DefaultCPUAllocator: can't allocate memory ..." on the CPU: so does tracegrad.
+_BYTES = re.compile(r"allocat\w* (\d+) bytes")
+
+
+def _size_text(n):
+    for unit, size in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} bytes"
+
+
+def out_of_memory(err: BaseException, api: str, platform: str | None = None, nbytes: int | None = None):
+    """torch's exception for ``err`` when it is XLA refusing an allocation, or the host's
+    MemoryError (numpy drawing a factory's random values), else None (NOTE [out of memory]).
+    ``platform``: where the allocation was ("cpu", "gpu"...; by default JAX's default backend);
+    ``nbytes``: its size where XLA's text does not say."""
+    if isinstance(err, MemoryError):
+        platform = "cpu"
+    elif not isinstance(err, RuntimeError) or "RESOURCE_EXHAUSTED" not in str(err):
+        return None
+    m = _BYTES.search(str(err))
+    n = int(m.group(1)) if m else nbytes
+    if platform is None:
+        import jax
+        platform = jax.default_backend()
+    hint = "reduce the batch or tensor sizes, or free tensors you no longer need"
+    if platform == "cpu":
+        what = f"you tried to allocate {n} bytes" if n is not None else "an allocation failed"
+        return RuntimeError(f"{api}: DefaultCPUAllocator: can't allocate memory: {what} ({hint})")
+    what = f" Tried to allocate {_size_text(n)}." if n is not None else ""
+    return OutOfMemoryError(f"CUDA out of memory.{what} ({api} on the {platform} device: {hint})")
+
+
+def _platform(arrays):
+    for a in arrays:
+        devices = getattr(a, "devices", None)
+        if devices is not None:
+            try:
+                return next(iter(devices())).platform
+            except Exception:       # an abstract or deleted array: the default backend's
+                return None
+    return None
 
 
 def _shape(a):
@@ -108,6 +165,9 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
     if getattr(err, "static_kind", False) or getattr(err, "dtype_refusal", False):
         return err
     api = f"tracegrad.{_api_name(op)}"
+    oom = out_of_memory(err, api + "()", _platform(arrays))
+    if oom is not None:
+        return oom
     for a in arrays:   # JAX's OverflowError text for a Python int past 64 bits
         big = int_past_64_bits(a, api)
         if big is not None and not isinstance(a, bool):

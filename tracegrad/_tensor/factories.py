@@ -32,7 +32,7 @@ from .layout import sparse_coo, strided
 from .storage import Storage, TypedStorage
 from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
-from .._ops.errors import int_past_64_bits, not_a_tensor
+from .._ops.errors import int_past_64_bits, not_a_tensor, out_of_memory
 from .._ops.spacing import torch_linspace
 from .._ops.warn import warn, warn_once
 from .. import _state
@@ -128,7 +128,15 @@ def _fresh(shape, d, device, requires_grad, make, sizes_given=True):
     check_storage_size(shape, d.itemsize, sizes_given=sizes_given)
     if _is_meta(device):
         return _finish(abstract(shape, d.np), d, device, requires_grad)
-    return _finish(make(), d, device, requires_grad)
+    try:
+        array = make()
+    except (RuntimeError, MemoryError) as e:      # NOTE [out of memory] in _ops/errors.py
+        oom = out_of_memory(e, f"tracegrad: a new tensor of shape {list(shape)} and dtype {d}",
+                            nbytes=int(np.prod(shape, dtype=np.float64)) * d.itemsize)
+        if oom is None:
+            raise
+        raise oom from None
+    return _finish(array, d, device, requires_grad)
 
 
 def _like_device(input, device):
