@@ -359,7 +359,11 @@ class CompiledFunction:
     def _trace(self, key, args, kwargs, leaves, treedef, kinds, sized=False):
         COUNTERS["frames"]["total"] += 1
         _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
-        plan = self._plans.get(key) or self._plan_of_other_sizes(key) or Plan()
+        plan = self._plans.get(key)
+        if plan is not None and any(_guards.objects_replaced(r) for r in self._cache.get(key) or ()
+                                    if r is not _EAGER):
+            plan = plan.fresh()       # NOTE [plans after new objects] in _lowering/guards.py
+        plan = plan or self._plan_of_other_sizes(key) or Plan()
         plan.containers = self._containers
         plan.defer_items = True      # NOTE [deferred item] (fullgraph too: torch 2.13 returns the number)
         for _ in range(6):
@@ -741,6 +745,11 @@ def _changing_values(entries) -> str:
                 names.append(n)
     if not names:
         return ""
+    if any(" (a new " in n for n in names):
+        return (f"; objects the function reads were made again between calls ({', '.join(names[:4])}), and "
+                "each program is for the objects it was traced with (their programs also keep the old ones "
+                "alive): after making a new model or optimizer (a notebook cell run again), compile the "
+                "step again (tracegrad.compile(fn) makes a new compiled function with an empty cache)")
     return (f"; Python values the function reads changed between calls ({', '.join(names[:4])}), and each "
             "value is a constant of its program: keep a value that changes on every call out of the "
             "compiled function, or hold it in a tensor (read as data, it is traced once)")

@@ -1022,15 +1022,47 @@ def changed_values(region) -> list:
             if not same:
                 out.append(f"{_place_name(d, k)} (a NumPy array)")
             continue
-        if how not in (None, _IDENTITY) or not (type(v) in _SCALARS or type(v) is tuple):
+        if how not in (None, _IDENTITY):
             continue
         try:
             now = d.get(k, _MISSING)
         except Exception:     # noqa: BLE001 -- a property that raises now
             continue
-        if _differs(now, v):
-            out.append(_place_name(d, k))
+        if type(v) in _SCALARS or type(v) is tuple:
+            if _differs(now, v):
+                out.append(_place_name(d, k))
+        elif _replaced(now, v):
+            out.append(f"{_place_name(d, k)} (a new {type(now).__name__})")
     return out
+
+
+def _replaced(now, was) -> bool:
+    # another object of the object's own class (not a number, string or tuple)
+    return now is not was and type(now) is type(was) and type(was) not in _SCALARS and type(was) is not tuple
+
+
+# NOTE [plans after new objects]: a program reads the objects it was traced with (a model, an
+# optimizer, a config) by identity. A new one of the same class in their place (a notebook cell
+# that makes the model again, a compiled step defined in an earlier cell) is a new program;
+# traced from the key's grown plan, it lifted the old objects' state as well as the new ones',
+# so every model made again added its parameters to every later program (5 models: 20
+# parameters lifted by the last program, for 4 used). Such a miss starts the trace from a fresh
+# plan (``Plan.fresh``): the same two traces, and the program lifts what the function reads now.
+# Only modules and optimizers (the objects whose tensors a plan lifts) count: a small object
+# made again on every call (a config) misses its program anyway, and a fresh plan would cost
+# each such call one more trace.
+def objects_replaced(region) -> bool:
+    """Whether a place ``region``'s program reads a module or optimizer from by identity now
+    holds another one of that class (NOTE [plans after new objects])."""
+    for d, k, v, how in region.value_guards:
+        if (how is _IDENTITY or how is None) and (hasattr(v, "_parameters") or hasattr(v, "param_groups")):
+            try:
+                now = d.get(k, _MISSING)
+            except Exception:     # noqa: BLE001 -- a property that raises now
+                continue
+            if _replaced(now, v):
+                return True
+    return False
 
 
 def _ref_name(name, cell, g) -> str:

@@ -99,6 +99,14 @@ class Plan:
         p.vjp = p.vjp_guess = self.vjp
         return p
 
+    def fresh(self) -> "Plan":
+        """A plan with no outside state, only this one's ``vjp`` (as a guess): the start of a
+        trace after the function's objects were replaced (NOTE [plans after new objects] in
+        guards.py)."""
+        p = Plan()
+        p.vjp = p.vjp_guess = self.vjp
+        return p
+
     def absorb(self, cap: Capture) -> bool:
         grown = False
         for k, (t, _) in cap.grad_owners.items():
