@@ -6,8 +6,12 @@ test compares losses, printed logs, gradients and parameters after optimizer ste
 - William-f-12/SimCLR (no license file), ``src/loss.py`` and ``src/model.py`` at 0b618f1,
   ``src/SimCLR.py`` at d797ec6, ``src/timer.py`` at 7e8912e and ``src/train_loop.py`` at 3fd0f3c
   (SimCLR): the NT-Xent loss ``(z @ z.T) / temperature`` with ``sim.fill_diagonal_(float('-inf'))``
-  in place on a non-leaf, targets ``torch.cat([targets + batch_size, targets])``,
-  ``F.cross_entropy(sim.to(dtype=torch.float32), targets)`` over rows holding ``-inf``; the
+  in place on a non-leaf (until round 66 tracegrad's grad_fn was ``IndexPutBackward0``, torch's
+  ``CopySlices``: it now writes through ``as_strided`` views as torch does), targets
+  ``torch.cat([targets + batch_size, targets])``,
+  ``F.cross_entropy(sim.to(dtype=torch.float32), targets)`` over rows holding ``-inf`` (with an
+  ``ignore_index`` row whose class 0 is ``-inf`` tracegrad's loss was nan, torch's finite: an
+  ignored target added ``-(-inf) * 0``; fixed in ``_ops/nn_ops.py``); the
   projection head (``Linear(bias=False)``, ``BatchNorm1d``, ``ReLU(inplace=True)``,
   ``F.normalize(z, dim=1)``), ``@torch.no_grad()`` on ``encode``; ``train``'s loop with
   ``optimizer.zero_grad(set_to_none=True)``, ``loss.item()`` into tqdm's ``set_postfix``, the EMA
@@ -164,6 +168,44 @@ def test_fill_diagonal_of_a_leaf_fails_alike():
     msgs = same_error(torch, tracegrad, lambda T: T.zeros(2, 2, requires_grad=True).fill_diagonal_(1.0))
     assert all(m.startswith("a view of a leaf Variable that requires grad is being used in an in-place")
                for m in msgs), msgs
+
+
+def _ignored_rows(T, reduction, smoothing, weighted):
+    # the NT-Xent logits with -inf on the diagonal, and targets ignored on rows whose class 0
+    # (the stand-in an ignored target gathers) holds that -inf: those rows add 0, not nan
+    a = T.tensor(np.random.RandomState(4).randn(4, 4).astype(np.float32), requires_grad=True)
+    sim = a * 2
+    sim.fill_diagonal_(float("-inf"))
+    weight = T.tensor([1.0, 2.0, 0.5, 3.0]) if weighted else None
+    loss = T.nn.functional.cross_entropy(sim, T.tensor([-100, 2, 3, -100]), weight=weight, reduction=reduction,
+                                         label_smoothing=smoothing)
+    loss.sum().backward()
+    return _arr(loss, a.grad)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing,weighted", [(0.0, False), (0.0, True), (0.2, True)])
+def test_cross_entropy_ignored_rows_holding_minus_inf(reduction, smoothing, weighted):
+    ref, got = (_ignored_rows(T, reduction, smoothing, weighted) for T in (torch, tracegrad))
+    # smoothing sums every log-probability of a kept row: -inf there is an infinite loss (torch's);
+    # the ignored rows are 0 either way
+    assert np.isfinite(ref[0]).all() != (smoothing > 0)
+    if reduction == "none":
+        assert ref[0][0] == ref[0][3] == 0
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+def test_nll_loss_ignored_minus_inf_and_all_ignored():
+    def run(T):
+        lp = T.tensor([[-float("inf"), -1.0], [-0.5, -float("inf")]], requires_grad=True)
+        loss = T.nn.functional.nll_loss(lp, T.tensor([-100, 0]))
+        loss.backward()
+        spatial = T.nn.functional.nll_loss(lp.detach()[..., None, None], T.tensor([[[-100]], [[0]]]))
+        none = T.nn.functional.nll_loss(lp.detach(), T.tensor([-100, -100]))
+        return _arr(loss, lp.grad, spatial, none)
+    ref = run(torch)
+    assert ref[0] == 0.5 and np.isnan(ref[3])
+    _compare(lambda T: ref if T is torch else run(T))
 
 
 class Bar:
