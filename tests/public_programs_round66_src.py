@@ -525,3 +525,223 @@ class RealNVPLoss(nn.Module):
         log_prob = self.prior.log_prob(z) + log_det
         return -log_prob.mean()
 '''
+
+# edchengg/VAE_GAN (no license file) vae_gan.py at 917352c, but for its imports (``Variable`` is
+# a global)
+VAE_GAN = r'''
+ZDIMS=20
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        self.DIMS = 20
+        self.dropout = nn.Dropout(0.10)
+        self.relu = nn.LeakyReLU(0.2)
+        # ENCODER 1
+        # 28 x 28 pixels = 784 input pixels, 400 outputs
+        self.en_x_1 = nn.Linear(784, 1024)
+        self.en_x_2 = nn.Linear(1024, 1024)
+        self.en_x_3 = nn.Linear(1024, 1024)
+        self.en_x_4_mu = nn.Linear(1024, ZDIMS)  # mu layer
+        self.en_x_4_sigma = nn.Linear(1024,ZDIMS)  # log vairiance
+
+    def forward(self, x):
+        """Input vector x -> fully connected 1 -> ReLU -> (fully connected
+
+        """
+        h = self.relu(self.en_x_1(self.dropout(x)))
+        h = self.relu(self.en_x_2(self.dropout(h)))
+        h = self.relu(self.en_x_3(self.dropout(h)))
+        return self.en_x_4_mu(self.dropout(h)), self.en_x_4_sigma(self.dropout(h))
+
+    def reparameterize(self, mu, logvar):
+        """THE REPARAMETERIZATION IDEA:
+
+        """
+
+        if self.training:
+
+            std = logvar.mul(0.5).exp_()  # type: Variable
+
+            eps = Variable(std.data.new(std.size()).normal_())
+
+            return eps.mul(std).add_(mu)
+
+        else:
+            # During inference, we simply spit out the mean of the
+            # learned distribution for the current input.  We could
+            # use a random sample from the distribution, but mu of
+            # course has the highest probability.
+            return mu
+
+
+
+class Decoder(nn.Module):
+    def __init__(self, ZDIMS=20):
+        super().__init__()
+
+
+        self.dropout = nn.Dropout(0.10)
+        self.relu = nn.LeakyReLU(0.2)
+        self.tanh = nn.Tanh()
+        # DECODER
+
+        self.de_x_1 = nn.Linear(ZDIMS, 1024)
+        self.de_x_2 = nn.Linear(1024, 1024)
+        self.de_x_3 = nn.Linear(1024, 1024)
+        self.de_x_4 = nn.Linear(1024, 784)
+
+
+    def forward(self, z: Variable) -> Variable:
+        h = self.relu(self.de_x_1(self.dropout(z)))
+        h = self.relu(self.de_x_2(self.dropout(h)))
+        h = self.relu(self.de_x_3(self.dropout(h)))
+        return self.tanh(self.de_x_4(self.dropout(h)))
+
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.leakyrelu = nn.LeakyReLU(0.2)
+        self.dropout = nn.Dropout(0.1)
+        self.sigmoid = nn.Sigmoid()
+        self.f1 = nn.Linear(784, 1024)
+        self.f2 = nn.Linear(1024, 512)
+        self.f3 = nn.Linear(512, 256)
+        self.f4 = nn.Linear(256, 1)
+
+    def forward(self, x):
+        h = self.leakyrelu(self.f1(self.dropout(x)))
+        h = self.leakyrelu(self.f2(self.dropout(h)))
+        h = self.leakyrelu(self.f3(self.dropout(h)))
+        return self.sigmoid(self.f4(self.dropout(h)))
+
+    def similarity(self, x):
+        h = self.leakyrelu(self.f1(self.dropout(x)))
+        h = self.leakyrelu(self.f2(self.dropout(h)))
+        h = self.leakyrelu(self.f3(self.dropout(h)))
+        return self.f4(self.dropout(h))
+'''
+
+# edchengg/VAE_GAN main.py at 917352c from its models to its epoch loop, but for its imports: the
+# hyper-parameters and ``train_loader`` are globals the tests set (it ``os.chdir``s to a local
+# folder and reads noisy-MNIST pickles); the loop's sampling and ``save_image`` after ``train``
+# need torchvision and are left out
+VAE_GAN_MAIN = r'''
+# Encoder
+encoder = Encoder()
+# Decoder / Generator
+decoder = Decoder()
+# Discriminator
+discriminator = Discriminator()
+
+optimizer_Enc = optim.Adam(encoder.parameters(), lr=1e-4)
+optimizer_Dec = optim.Adam(decoder.parameters(), lr=1e-4)
+optimizer_Dis = optim.Adam(discriminator.parameters(), lr=1e-4)
+
+
+def Auxilary(z):
+    z_p = Variable(z.data.new(z.size()).normal_())
+    return z_p
+
+
+def discriminator_loss(recon_data, sample_data, real_data, REAL_LABEL, FAKE_LABEL):
+    recon_loss = F.binary_cross_entropy(recon_data, FAKE_LABEL)
+    sample_loss = F.binary_cross_entropy(sample_data, FAKE_LABEL)
+    real_loss = F.binary_cross_entropy(real_data, REAL_LABEL)
+
+    return recon_loss + sample_loss + real_loss
+
+
+def train(epoch):
+    # toggle model to train mode
+    encoder.train()
+    decoder.train()
+    discriminator.train()
+    train_dec_loss = 0
+    train_dis_loss = 0
+    train_enc_loss = 0
+    print('start')
+    # in the case of MNIST, len(train_loader.dataset) is 60000
+    # each `data` is of BATCH_SIZE samples and has shape [128, 1, 28, 28]
+    for batch_idx, (data, _) in enumerate(train_loader):
+
+        data = Variable(data).float()
+        optimizer_Enc.zero_grad()
+        optimizer_Dec.zero_grad()
+        optimizer_Dis.zero_grad()
+
+        # Encoder
+        mu, log_var = encoder(data)
+
+        # Decoder / Generator
+        z = encoder.reparameterize(mu, log_var)
+
+        # Auxilary Z_p <- samples from prior N(0, I)
+        z_p = Auxilary(z)
+
+        x_tilde = decoder.forward(z)
+        x_p = decoder(z_p)
+
+        # Discriminator
+
+        X = discriminator(x_tilde)
+        X_p = discriminator(x_p)
+        X_real = discriminator(data)
+        X_sim = discriminator.similarity(x_tilde)
+        X_data = discriminator.similarity(data)
+
+        REAL_LABEL = Variable(torch.ones(X_real.size(0)))
+        FAKE_LABEL = Variable(torch.zeros(X.size(0)))
+
+        # Discriminator loss
+        dis_loss = discriminator_loss(X, X_p, X_real, REAL_LABEL, FAKE_LABEL)
+
+        # Decoder loss
+        rec_loss = ((X_sim - X_data) ** 2).mean()
+        dec_loss = GAMMA * rec_loss - dis_loss
+
+        # Encoder loss
+        KLD = -0.5 * torch.sum(1 + log_var - mu.pow(2) - log_var.exp())
+        KLD /= BATCH_SIZE * 784
+        enc_loss = KLD + BETA * rec_loss
+
+        # Back propagation
+        # Train Discriminator
+        dis_loss.backward(retain_graph=True)
+        optimizer_Dis.step()
+
+        # Train Decoder
+        dec_loss.backward(retain_graph=True)
+        optimizer_Dec.step()
+
+        # Train Encoder
+        enc_loss.backward()
+        optimizer_Enc.step()
+
+
+        train_dec_loss += dec_loss.data[0]
+        train_dis_loss += dis_loss.data[0]
+        train_enc_loss += enc_loss.data[0]
+        #if batch_idx % LOG_INTERVAL == 0:
+         #   print('Train Epoch: {} [{}/{} ({:.0f}%)]\tDECLoss: {:.6f} DISLoss: {:.6f} ENCLoss: {:.6f}'.format(
+          #      epoch, batch_idx * len(data), len(train_loader.dataset),
+           #     100. * batch_idx / len(train_loader),
+            #    dec_loss.data[0] / len(data),
+             #   dis_loss.data[0] / len(data),
+              #  enc_loss.data[0] / len(data)))
+
+    print('====> Epoch: {} Average DECloss: {:.4f} Average DISloss: {:.4f} Average ENCloss: {:.4f}'.format(
+          epoch,
+        train_dec_loss / len(train_loader.dataset),
+        train_dis_loss / len(train_loader.dataset),
+        train_enc_loss / len(train_loader.dataset)))
+
+
+
+for epoch in range(1, EPOCHS + 1):
+    train(epoch)
+'''

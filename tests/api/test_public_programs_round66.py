@@ -42,6 +42,17 @@ test compares losses, printed logs, gradients and parameters after optimizer ste
   AttributeError); ``RealNVPLoss`` with ``Normal(loc=0.0, scale=1.0)``; train.py's AdamW and
   ``CosineAnnealingLR``, ``TensorDataset(torch.from_numpy(X).to(torch.float32))``, its
   ``no_grad`` histogram scores ``(prior.log_prob(z) + log_det).sum(dim=-1)``.
+- edchengg/VAE_GAN (no license file), ``vae_gan.py`` and ``main.py`` at 917352c (VAE/GAN with a
+  learned similarity): three Adams, ``logvar.mul(0.5).exp_()`` in place,
+  ``Variable(std.data.new(std.size()).normal_())``, ``eps.mul(std).add_(mu)``; the script fails
+  in today's torch, and must fail alike: as written, ``F.binary_cross_entropy`` of ``(N, 1)``
+  scores against ``(N,)`` labels is a ValueError; with the labels shaped ``(N, 1)`` (the tests'
+  change), ``dis_loss.backward(retain_graph=True)``, ``optimizer_Dis.step()`` and then
+  ``dec_loss.backward`` meet the discriminator's weights saved by the graph and since written in
+  place: torch's version RuntimeError names the saved ``weight.t()`` by its regenerated
+  ``AsStridedBackward0`` ("output 0 of AsStrided"). Until round 66 tracegrad kept a view of a
+  leaf on its first node (``TBackward0``) after the leaf was written; it now regenerates it as
+  torch does (``autograd/_dispatch.py``).
 Changes, the same on both sides: parameters from seeded NumPy streams (the scripts that build
 their models get an ``nn`` whose layers draw them, and the WGAN's ``torch.nn.init.normal_``
 draws from NumPy too), the random draws (``torch.rand``, ``torch.randn``) taken from NumPy
@@ -62,8 +73,8 @@ import tracegrad
 from public_programs_helpers import arrays as _arr, compare, grads as _grads, init_uniform, numpy_draws, \
     same_error, same_logs, state as _state
 from public_programs_round66_src import (FLOWS_LOSS, FLOWS_MASKS, FLOWS_MLP, FLOWS_REAL_NVP, KD_CE, NTXENT,
-                                         PROJECTION_HEAD, SIMCLR, SIMCLR_TIMER, SIMCLR_TRAIN, WGANGP_GP,
-                                         WGANGP_MODEL, WGANGP_TRAIN, program)
+                                         PROJECTION_HEAD, SIMCLR, SIMCLR_TIMER, SIMCLR_TRAIN, VAE_GAN,
+                                         VAE_GAN_MAIN, WGANGP_GP, WGANGP_MODEL, WGANGP_TRAIN, program)
 
 torch = pytest.importorskip("torch")
 
@@ -480,3 +491,59 @@ def test_real_nvp_default_activation_fails_alike():
     # the default mlp_activation='relu' is no nn class
     msgs = same_error(torch, tracegrad, lambda T: flows_program(T).RealNVP(4, 4, 2))
     assert [m.split("'")[-2] for m in msgs] == ["relu", "relu"], msgs
+
+
+# ---------------------------------------------------------------- VAE/GAN (edchengg)
+
+def _vae_gan(T, fixed_labels):
+    ns = program(T, VAE_GAN)
+    rs = np.random.RandomState(0)
+    data = [(T.tensor(rs.uniform(-1, 1, 784).astype(np.float32)), 0) for _ in range(2)]
+    loader = T.utils.data.DataLoader(data, batch_size=2, shuffle=False)
+    src = VAE_GAN_MAIN
+    if fixed_labels:   # the tests' change: labels shaped as the discriminator's (N, 1) scores
+        src = src.replace("torch.ones(X_real.size(0))", "torch.ones(X_real.size(0), 1)")
+        src = src.replace("torch.zeros(X.size(0))", "torch.zeros(X.size(0), 1)")
+        assert src.count("size(0), 1)") == 2
+    with contextlib.redirect_stdout(io.StringIO()):
+        program(T, src, Encoder=ns.Encoder, Decoder=ns.Decoder, Discriminator=ns.Discriminator, train_loader=loader,
+                BATCH_SIZE=2, GAMMA=25, BETA=5, EPOCHS=1)
+
+
+def test_vae_gan_script_fails_alike_on_its_label_shape():
+    msgs = same_error(torch, tracegrad, lambda T: _vae_gan(T, False))
+    assert msgs[0] == msgs[1] == ("Using a target size (torch.Size([2])) that is different to the input size "
+                                  "(torch.Size([2, 1])) is deprecated. Please ensure they have the same size."), msgs
+
+
+def test_vae_gan_second_backward_meets_the_stepped_discriminator():
+    msgs = same_error(torch, tracegrad, lambda T: _vae_gan(T, True))
+    head = [m.split(" instead")[0] for m in msgs]
+    assert head[0] == head[1] == ("one of the variables needed for gradient computation has been modified by an "
+                                  "inplace operation: [torch.FloatTensor [256, 1]], which is output 0 of AsStrided, "
+                                  "is at version 2; expected version 1"), msgs
+
+
+def _param_views(T):
+    def node(t):
+        g = t.grad_fn
+        return None if g is None else (g.name(), [n.name() if n else None for n, _ in g.next_functions])
+    out = []
+    w = T.nn.Parameter(T.ones(3, 2))
+    v, row = w.t(), w[1:].t()[0]
+    seen = []
+    v.register_hook(lambda g: seen.append(g.sum().item()))
+    out += [node(v), node(row)]
+    opt = T.optim.SGD([w], lr=0.5)
+    w.grad = T.ones(3, 2)
+    opt.step()                           # the optimizer's in-place write, under no_grad
+    out += [node(v), node(row), v.grad_fn is v.grad_fn, w._version]
+    (v * 2 + row.sum()).sum().backward()
+    out += [seen, w.grad.tolist()]      # the hook stayed on the old node: torch's too
+    return out
+
+
+def test_views_of_a_parameter_after_an_optimizer_step():
+    ref, got = _param_views(torch), _param_views(tracegrad)
+    assert ref == got, (ref, got)
+    assert ref[2] == ("AsStridedBackward0", ["torch::autograd::AccumulateGrad"]) and ref[6] == []
