@@ -404,25 +404,39 @@ def test_kd_loss_with_temperature(alpha, temp):
     _compare(lambda T: ref if T is torch else got, tol=2e-5)
 
 
-def _kd_train(T):
+def kd_setup(T, temperature=4.0):
+    """``loss_fn_kd`` training a seeded student ``Linear(4, 6), ReLU, Linear(6, 3)`` (SGD with
+    momentum) from a seeded teacher (``Tanh``, hidden 8, eval mode): ``(step, student, teacher,
+    args)``, ``step(x, y)`` one update returning the loss, ``args.T`` the temperature it reads."""
     ns = program(T, KD_CE)
-    rs = np.random.RandomState(0)
     student = init_uniform(T, T.nn.Sequential(T.nn.Linear(4, 6), T.nn.ReLU(), T.nn.Linear(6, 3)), 1)
-    teacher = init_uniform(T, T.nn.Sequential(T.nn.Linear(4, 8), T.nn.Tanh(), T.nn.Linear(8, 3)), 2)
-    teacher.eval()
+    teacher = init_uniform(T, T.nn.Sequential(T.nn.Linear(4, 8), T.nn.Tanh(), T.nn.Linear(8, 3)), 2).eval()
     opt = T.optim.SGD(student.parameters(), lr=0.1, momentum=0.9)
-    args, out = types.SimpleNamespace(alpha=0.9, T=4.0), []
+    args = types.SimpleNamespace(alpha=0.9, T=temperature)
+
+    def step(x, y):
+        with T.no_grad():
+            t = teacher(x)
+        loss = ns.loss_fn_kd(student(x), y, t, args)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, student, teacher, args
+
+
+def kd_batch(T, rs):
+    return T.tensor(rs.randn(5, 4).astype(np.float32)), T.tensor(rs.randint(0, 3, 5))
+
+
+def _kd_train(T):
+    step, student, teacher, _ = kd_setup(T)
+    rs, out = np.random.RandomState(0), []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(3):
-            x, y = T.tensor(rs.randn(5, 4).astype(np.float32)), T.tensor(rs.randint(0, 3, 5))
-            with T.no_grad():
-                t = teacher(x)
-            loss = ns.loss_fn_kd(student(x), y, t, args)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            out += _arr(loss)
+            out += _arr(step(*kd_batch(T, rs)))
     return out + _grads(student) + _grads(teacher) + _state(student)
 
 

@@ -23,7 +23,6 @@ compiled from one seed):
   compile it.
 """
 import functools
-import types
 import warnings
 
 import numpy as np
@@ -36,7 +35,8 @@ from public_programs_helpers import arrays as _arr, close, compiled_parity, grad
 torch = pytest.importorskip("torch")
 
 import api.test_public_programs_round66 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
-from public_programs_round66_src import KD_CE, WGANGP_GP, WGANGP_MODEL, program  # noqa: E402
+from public_programs_round66_src import WGANGP_GP, WGANGP_MODEL, program  # noqa: E402
+from compile.test_public_patterns_round65 import no_validation  # noqa: E402,F401  (the fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -148,29 +148,14 @@ def test_gradient_penalty_compiled_is_differentiable():
 # ---------------------------------------------------------------- knowledge distillation
 
 def _kd(T, compiled, temps=(4.0,) * 4):
-    ns = program(T, KD_CE)
-    rs = np.random.RandomState(0)
-    student = init_uniform(T, T.nn.Sequential(T.nn.Linear(4, 6), T.nn.ReLU(), T.nn.Linear(6, 3)), 1)
-    teacher = init_uniform(T, T.nn.Sequential(T.nn.Linear(4, 8), T.nn.Tanh(), T.nn.Linear(8, 3)), 2)
-    opt = T.optim.SGD(student.parameters(), lr=0.1, momentum=0.9)
-    args = types.SimpleNamespace(alpha=0.9, T=4.0)
-
-    def step(x, y):
-        with T.no_grad():
-            t = teacher(x)
-        loss = ns.loss_fn_kd(student(x), y, t, args)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
+    step, student, _, args = _api.kd_setup(T)
     f = T.compile(step) if compiled else step
-    out = []
+    rs, out = np.random.RandomState(0), []
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for temp in temps:
             args.T = temp
-            out += _arr(f(T.tensor(rs.randn(5, 4).astype(np.float32)), T.tensor(rs.randint(0, 3, 5))))
+            out += _arr(f(*_api.kd_batch(T, rs)))
     warned = sum("reduction: 'mean' divides" in str(m.message) for m in w)
     return out + [np.array(warned)] + _state(student), f
 
@@ -187,16 +172,6 @@ def test_kd_temperature_changed_between_calls():
 
 
 # ---------------------------------------------------------------- RealNVP
-
-@pytest.fixture
-def no_validation():
-    """``Distribution.set_default_validate_args(False)`` in both libraries while the test runs."""
-    for T in (torch, tracegrad):
-        T.distributions.Distribution.set_default_validate_args(False)
-    yield
-    for T in (torch, tracegrad):
-        T.distributions.Distribution.set_default_validate_args(True)
-
 
 def _flows(T, compiled, n=4):
     ns = _api.flows_program(T)
@@ -229,7 +204,8 @@ def _flows(T, compiled, n=4):
     return out + _state(m), f
 
 
-def test_real_nvp_step_compiled(no_validation):
+@pytest.mark.usefixtures("no_validation")
+def test_real_nvp_step_compiled():
     _one_trace(_parity(_flows), 4)
 
 
