@@ -317,6 +317,34 @@ def test_wgan_gradient_penalty_double_backward():
     _compare(lambda T: ref if T is torch else got, tol=2e-5)
 
 
+def test_gradient_penalty_without_requires_grad_fails_alike():
+    # the comment in utils.py: without ``requires_grad_(True)`` autograd.grad refuses the input
+    src = WGANGP_GP.replace("    interpolated_images.requires_grad_(True)", "    pass")
+    assert src != WGANGP_GP
+
+    def run(T):
+        ns = program(numpy_draws(T, 0), WGANGP_MODEL + src)
+        real, fake = T.zeros(2, 3, 64, 64), T.ones(2, 3, 64, 64)
+        ns.gradient_penalty(init_uniform(T, ns.Discriminator(3, 1), 2), real, fake)
+    msgs = same_error(torch, tracegrad, run)
+    assert all(m.startswith("One of the differentiated Tensors does not require grad") for m in msgs), msgs
+
+
+@pytest.mark.parametrize("how", ["method", "attribute", "factory"])
+def test_integer_interpolation_cannot_require_grad(how):
+    # the same line on an integer tensor: torch's method, attribute setter and factories word
+    # the refusal differently
+    def run(T):
+        if how == "method":
+            T.zeros(2, dtype=T.int64).requires_grad_(True)
+        elif how == "attribute":
+            T.zeros(2, dtype=T.int64).requires_grad = True
+        else:
+            T.zeros(2, dtype=T.int64, requires_grad=True)
+    msgs = same_error(torch, tracegrad, run)
+    assert msgs[0] == msgs[1], msgs
+
+
 class ImageWriter:
     """A stand-in for tensorboard's ``SummaryWriter``: ``add_image`` records the tag, shape,
     step and the image's sum."""
