@@ -967,6 +967,10 @@ def record_view_of_base(t):
         node = _record(op, (base, *pos), (), (Tensor._make(None),))
     finally:
         STATE[0] = saved_state
+    if isinstance(node, OpNode) and node.name() == "AsStridedBackward0":
+        # torch's node is an as_strided of the base: it shows the view's geometry as saved
+        node.shown = (("size", tuple(t.shape)), ("stride", tuple(t.stride())),
+                      ("storage_offset", t.storage_offset()))
     t._gf, t._out_nr, t._rg, t._gf_ver = node, 0, True, t._vc[0]
     return node
 
