@@ -359,22 +359,26 @@ def sum_to_size(self, *size, **kwargs):
 def fill_diagonal_(self, fill_value, wrap=False):
     """Mirrors ``Tensor.fill_diagonal_(fill_value, wrap=False)``: writes ``fill_value`` on the
     main diagonal (``i, i, ..., i``); a tall 2-D matrix with ``wrap`` restarts the diagonal
-    every ``columns + 1`` rows, as torch (one row left out between). In place through
-    ``index_put_`` (grad_fn ``IndexPutBackward0``; torch: ``CopySlices`` over a diagonal view).
-    RuntimeError for fewer than 2 dims or, above 2, dims of different lengths."""
+    ``columns + 1`` rows down (one row left out between), as torch.
+    Autograd: as torch, each write is ``fill_`` of an ``as_strided`` view of self's storage (the
+    diagonal's stride is the sum of self's strides), so self's grad_fn is ``CopySlices``, a leaf
+    requiring grad gets the view-of-a-leaf error, and a wrapped fill bumps the version twice.
+    Raises: RuntimeError for fewer than 2 dims, above 2 for dims of different lengths, and (as
+    torch) where a wrapped diagonal of a non-contiguous matrix runs out of its storage."""
     if self.ndim < 2:
         raise RuntimeError("dimensions must larger than 1")
     shape = tuple(self.shape)
     if self.ndim > 2 and len(set(shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
-    if self.ndim == 2:
-        h, w = shape
-        end = h * w if wrap else min(h, w) * w
-        flat = _arange(0, end, w + 1)
-        keys = (flat // w, flat % w)
-    else:
-        keys = (_arange(shape[0]),) * self.ndim
-    return self.index_put_(keys, _tensor(fill_value, dtype=self.dtype))
+    step, offset = sum(self.stride()), self.storage_offset()
+    self.as_strided((min(shape),), (step,), offset).fill_(fill_value)
+    if wrap and self.ndim == 2 and shape[0] > shape[1] + 1:
+        # the wrapped part: the storage walk of the diagonal from row ``columns + 1`` on, as many
+        # entries as a contiguous matrix's every-``columns + 1``-th element gives beyond the
+        # first ``columns`` (none for 0 columns: an empty fill, which still bumps the version)
+        rest = (self.numel() + shape[1]) // (shape[1] + 1) - shape[1]
+        self.as_strided((rest,), (step,), offset + (shape[1] + 1) * self.stride(0)).fill_(fill_value)
+    return self
 
 
 def _backward_data_check(api, grad_output, output):

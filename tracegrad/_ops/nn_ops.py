@@ -478,7 +478,9 @@ def _nll_loss(x, target, w, *, reduction, ignore_index):
     picked = jnp.take_along_axis(x, t[:, None], axis=1)[:, 0]
     wt = jnp.ones(x.shape[1], x.dtype) if w is None else w.astype(x.dtype)
     wi = jnp.where(valid, wt[t], 0).astype(x.dtype)
-    loss = -picked * wi
+    # an ignored target contributes 0, not ``-x * 0``: its stand-in class 0 may hold -inf (a
+    # masked logit, as SimCLR's -inf diagonal), which made the product and the whole mean nan
+    loss = jnp.where(valid, -picked * wi, 0)
     if reduction == "mean":
         # every target ignored: torch's loss is 0/0 = nan but its gradients are 0; dividing by a
         # safe 1 keeps the gradient finite, the stop-gradient nan gives the value

@@ -725,6 +725,10 @@ class Tensor(TensorBase):
                 "torch.autograd.functional.* APIs) inside of a function being transformed by a tracegrad.func "
                 "transform. This is unsupported: use the tracegrad.func transforms (grad, vjp, jacrev, jacfwd, "
                 "hessian) or call requires_grad_() outside of the transformed function instead.")
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            # torch's method words it without "complex" (the attribute setter and factories
+            # name both; a complex tensor may require grad either way)
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         return self._set_requires_grad(requires_grad)
 
     def _set_requires_grad(self, requires_grad):

@@ -967,6 +967,10 @@ def record_view_of_base(t):
         node = _record(op, (base, *pos), (), (Tensor._make(None),))
     finally:
         STATE[0] = saved_state
+    if isinstance(node, OpNode) and node.name() == "AsStridedBackward0":
+        # torch's node is an as_strided of the base: it shows the view's geometry as saved
+        node.shown = (("size", tuple(t.shape)), ("stride", tuple(t.stride())),
+                      ("storage_offset", t.storage_offset()))
     t._gf, t._out_nr, t._rg, t._gf_ver = node, 0, True, t._vc[0]
     return node
 
@@ -993,9 +997,9 @@ def view_grad_fn(t):
     if cfn is not None and gf is not None:
         raise RuntimeError(f"Output {cfn[0]} of {cfn[1]} is a view and its base or another view of its "
                            "base has been modified inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
-    base = t._base
-    if base._gf is None and gf is not None:
-        return gf
+    # a leaf base too: torch regenerates a view of a parameter written in place (an optimizer
+    # step under no_grad) as AsStridedBackward0 into its AccumulateGrad; hooks registered on
+    # the view's old node stay there, as torch's
     old_nr = t._out_nr
     new = record_view_of_base(t)
     if t._retains_grad and gf is not None and new is not None and new is not gf:
