@@ -1137,6 +1137,25 @@ def grown_lists(refs, counters):
     return [e for e in out if id(e[2]) not in read]
 
 
+def lists_read(refs, counters):
+    """NOTE [lists hooks grow]: the ids of the lists the code scanned reads (``len(log)``,
+    ``list(log)``, ``log[-1]``, returning it): those its ``refs`` (closure cells, globals) hold
+    under a name it uses other than to grow the list through, and those held by an attribute
+    of an object there whose name it so uses (``counters``: ``python_refs``' six sets)."""
+    grow, other = counters[4] - counters[5], counters[5]
+    read = set()
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        if name not in grow:
+            _read_under(v, read)
+        d = getattr(v, "__dict__", None)
+        if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
+            for k, a in list(d.items()):
+                if k in other:
+                    _read_under(a, read)
+    return read
+
+
 def _read_under(v, read, depth=2):
     """Add to ``read`` the ids of the lists a name the code reads holds: ``v`` itself and the
     lists in the containers in it, ``depth`` levels down (``logs = {"a": hist}``)."""
@@ -1699,6 +1718,13 @@ _REACH_ALL = _DYNAMIC_NAMES | {"vars", "__dict__"}     # code that may call a me
 # ``self.losses = []``) is grown the same way. Nothing else in the call can see the list
 # before the run's end, the scan having found no other use. A deque, or a list subclass, keeps
 # the old answer.
+# NOTE [lists hooks grow]: a hook that ran in the trace (a tensor hook, a post-accumulate-grad
+# hook, a module's forward hook) and only grew a list has its items cut back and appended again
+# by every run, as above. The function itself may read that list (``return len(log)``,
+# ``n = len(self.acts)`` before the backward, ``list(log)``): the scan of the function's code
+# (``lists_read``) says which lists it reads, and one a hook grew is a graph break; the program
+# returned the length seen while tracing on every call (round 53). A hook reading a list the
+# function grows is the same break (``trace_region``).
 _COUNTER_OPS = frozenset({"+=", "-="})
 _APPEND_LOADS = frozenset({"LOAD_DEREF", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CLASSDEREF"})
 _APPEND_METHODS = frozenset({"append", "extend"})

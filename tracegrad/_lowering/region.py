@@ -59,7 +59,7 @@ from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
 from .pystate import (CellSlot, append_changes, changed, clock_reads, close_abandoned_generators, counter_changes,
-                      effects_signature, grown_lists, int_attributes, numpy_sharing, place_key, python_refs, restore,
+                      effects_signature, grown_lists, int_attributes, lists_read, numpy_sharing, place_key, python_refs, restore,
                       scalar_changes, scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
@@ -1184,6 +1184,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # first the hooks: a list a hook grows holds, when it first ran, what the function
             # appended before it (NOTE [Python appends] in pystate.py: cut from the end back)
             grown = cap.hooks_changed()
+            # NOTE [lists hooks grow]: a hook's appends are repeated by every run, after the
+            # trace cut them back; the function reading that list (``return len(log)``) would
+            # read it as it was while tracing on every call
+            if grown and {id(place.get(name)) for place, name, _ in grown} & lists_read(refs, counter_names):
+                raise GraphBreak("the function reads a list a hook that ran appends to: it would see the "
+                                 "list as it was while tracing on every call", where=after)
             moved = changed(refs, effects0)
             # NOTE [Python counters] in pystate.py: each put back, for every run to add again
             info["counters"] = cap.counters_changed()
