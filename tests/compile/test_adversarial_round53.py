@@ -1248,3 +1248,42 @@ def test_post_accumulate_hook_replacing_the_grad_of_a_parameter_used_twice():
         return [[snapshot(f(_data(mod, i, 2, 3))), snapshot(w), snapshot(b), list(log)] for i in range(4)]
     made = _both(run)
     assert _traces(made[0]) == 1, made[0].stats
+
+
+def _recording_model(mod):
+    """``_model`` with a forward hook on each layer appending the output's sum to the layer's
+    own ``acts`` list (the hook reaches the list through the module it is called with)."""
+    model = _model(mod)
+    for m in model:
+        m.acts = []
+        m.register_forward_hook(lambda m, i, o: m.acts.append(o.detach().sum()))
+    return model
+
+
+def test_forward_hooks_appending_to_each_modules_own_list_every_call():
+    """``m.acts.append(...)`` in a forward hook on every layer: the program kept the traced
+    call's item (and a tracer) and appended nothing on later calls; now every run appends the
+    run's value, in one program."""
+    def run(mod, wrap):
+        model = _recording_model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        f = wrap(_h.train_step(mod, model, opt))
+        res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
+        return [res, [[snapshot(a) for a in m.acts] for m in model]]
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_forward_hooks_appending_to_module_lists_in_a_call_that_breaks_leave_no_tracer():
+    """The same hooks with an optimizer step post-hook growing ``opt.log`` (a graph break):
+    the abandoned trace cut its appends from the modules' lists (it left a tracer there)."""
+    def run(mod, wrap):
+        model = _recording_model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        opt.log = []
+        opt.register_step_post_hook(lambda o, a, k: o.log.append(len(o.param_groups)))
+        f = wrap(_h.train_step(mod, model, opt))
+        res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
+        return [res, [[snapshot(a) for a in m.acts] for m in model], list(opt.log)]
+    made = _both(run)
+    assert _traces(made[0]) == 0 and "log" in made[0].stats["graph_breaks"][0][0], made[0].stats

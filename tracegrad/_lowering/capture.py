@@ -308,11 +308,13 @@ class TracedHook:
 
     __slots__ = ("kind", "fn", "refs", "names", "before", "snap", "lists", "other")
 
-    def __init__(self, kind, fn):
+    def __init__(self, kind, fn, receives=()):
         self.kind, self.fn = kind, fn
-        # a callable object (``self.features = out`` in its ``__call__``) is state of its own
+        # a callable object (``self.features = out`` in its ``__call__``) is state of its own;
+        # so are the module or optimizer it is called with (NOTE [lists hooks grow] in pystate.py)
         uses = (set(), set(), set(), set(), set(), set())
-        self.refs, self.names = python_refs(fn, (fn,) if _plain_object(fn) else (), counters_out=uses)
+        self.refs, self.names = python_refs(fn, ((fn,) if _plain_object(fn) else ()) + tuple(receives),
+                                            counters_out=uses)
         # NOTE [Python appends] in pystate.py: the lists it only grows (``acts.append(out)``),
         # and the names its code uses otherwise (a list the function grows that it reads)
         self.lists, self.other = grown_lists(self.refs, uses), frozenset(uses[5])
@@ -624,8 +626,10 @@ class Capture:
             return None
         return self.defer_items(v, self.deferred)
 
-    def on_hook(self, kind, fn):
-        if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:
+    def on_hook(self, kind, fn, receives=()):
+        # one record per hook and object it is called with (a hook on every layer)
+        key = (id(fn),) + tuple(map(id, receives))
+        if getattr(fn, "_tracegrad_traceable", False) or key in self.hooks:
             return
         if fn is None:
             what = "removed" if kind == "removal" else "registered"
@@ -634,7 +638,7 @@ class Capture:
         if kind not in _TRACED_HOOKS:
             raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' runs inside the compiled function; its "
                              "Python side effects would happen only while tracing")
-        self.hooks[id(fn)] = TracedHook(kind, fn)
+        self.hooks[key] = TracedHook(kind, fn, receives)
 
     def hooks_changed(self):
         """Raise the graph break for a hook that changed Python state while traced; the
@@ -643,7 +647,9 @@ class Capture:
         grown = []
         for h in reversed(list(self.hooks.values())):
             moved = changed(h.refs, h.before)
-            if moved is not None and h.lists:
+            # (a list on a module it is called with grows unseen by ``changed``: modules are
+            # state the capture tracks by other means, their lists not; NOTE [lists hooks grow])
+            if h.lists:
                 found = append_changes(h.lists)
                 if found:
                     grown += found
@@ -660,6 +666,11 @@ class Capture:
         """Put back what the hooks changed (an abandoned trace: the eager rerun runs them again)."""
         for h in reversed(list(self.hooks.values())):
             restore(h.snap)
+            # a list on the module it is called with is in no snapshot (NOTE [lists hooks
+            # grow]): what the abandoned trace appended (tracers) is cut off here
+            for place, name, lst, was in h.lists:
+                if len(lst) > len(was) and all(a is b for a, b in zip(was, lst)):
+                    del lst[len(was):]
 
     # NOTE [argument stand-ins]: the trace runs the function on a fresh tensor per tensor
     # argument (a leaf, contiguous, version 0, storage of its own), which answers Python's

@@ -1724,7 +1724,12 @@ _REACH_ALL = _DYNAMIC_NAMES | {"vars", "__dict__"}     # code that may call a me
 # ``n = len(self.acts)`` before the backward, ``list(log)``): the scan of the function's code
 # (``lists_read``) says which lists it reads, and one a hook grew is a graph break; the program
 # returned the length seen while tracing on every call (round 53). A hook reading a list the
-# function grows is the same break (``trace_region``).
+# function grows is the same break (``trace_region``). A module or optimizer hook is scanned
+# with the object it is called with (``m.acts.append(out)`` in a forward hook, one record per
+# module it runs on): the list on the module was not looked at, so the traced append stayed in
+# it and no run appended again; and an abandoned trace left its tracer there. Modules are no
+# plain objects (``changed`` does not see their lists), so such a list is cut back whenever it
+# only grew (``Capture.hooks_changed``, ``Capture.restore_hooks``).
 _COUNTER_OPS = frozenset({"+=", "-="})
 _APPEND_LOADS = frozenset({"LOAD_DEREF", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CLASSDEREF"})
 _APPEND_METHODS = frozenset({"append", "extend"})
