@@ -1287,3 +1287,72 @@ def test_forward_hooks_appending_to_module_lists_in_a_call_that_breaks_leave_no_
         return [res, [[snapshot(a) for a in m.acts] for m in model], list(opt.log)]
     made = _both(run)
     assert _traces(made[0]) == 0 and "log" in made[0].stats["graph_breaks"][0][0], made[0].stats
+
+
+def test_post_accumulate_hooks_appending_to_a_list_set_on_each_parameter():
+    """``p.norms.append(p.grad.norm())`` in a post-accumulate-grad hook on every parameter
+    (the list is a Python attribute of the parameter the hook is called with): the program
+    kept the traced call's tracer there and appended nothing later; now one program, every
+    run appending."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        for p in model.parameters():
+            p.norms = []
+            p.register_post_accumulate_grad_hook(lambda p: p.norms.append(p.grad.norm()))
+        f = wrap(_h.train_step(mod, model, opt))
+        res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
+        return [res, [[snapshot(n) for n in p.norms] for p in model.parameters()]]
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_step_appending_to_a_list_set_on_a_parameter_and_a_tensor_hook_closing_over_it():
+    """The step appends the weight's grad norm to ``w.hist`` after the backward, and a tensor
+    hook on the bias appends its grad's sum to ``b.hist`` through the closure: both lists
+    grow by one item per call, in one program."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        w, b = model[0].weight, model[2].bias
+        w.hist, b.hist = [], []
+        b.register_hook(lambda g: b.hist.append(g.sum()))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            w.hist.append(w.grad.norm())
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
+        return [res, [snapshot(v) for v in w.hist], [snapshot(v) for v in b.hist]]
+    made = _both(run)
+    assert _traces(made[0]) == 1, made[0].stats
+
+
+def test_abandoned_trace_of_a_step_appending_to_a_parameters_list_leaves_no_tracer():
+    """The step appends to ``w.hist`` and then registers a hook (a graph break): the
+    abandoned trace left its traced item in ``w.hist``; now every call appends once,
+    eagerly."""
+    def run(mod, wrap):
+        model = _model(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        w = model[0].weight
+        w.hist = []
+
+        def step(x, y):
+            opt.zero_grad()
+            h = model[0](x)
+            w.hist.append(h.sum().detach())
+            h.register_hook(lambda g: g * 2)
+            loss = mod.nn.functional.cross_entropy(model[2](h.relu()), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
+        return [res, [snapshot(v) for v in w.hist]]
+    made = _both(run)
+    assert _traces(made[0]) == 0, made[0].stats

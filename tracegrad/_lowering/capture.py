@@ -41,7 +41,7 @@ from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, append_changes, changed,
-                      clock_reads, counter_uses, effects_signature, grown_lists, opened_by_user, python_refs,
+                      clock_reads, counter_uses, cut_appends, effects_signature, grown_lists, opened_by_user, python_refs,
                       restore, snapshot, stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
 from .constants import Constants
@@ -313,8 +313,13 @@ class TracedHook:
         # a callable object (``self.features = out`` in its ``__call__``) is state of its own;
         # so are the module or optimizer it is called with (NOTE [lists hooks grow] in pystate.py)
         uses = (set(), set(), set(), set(), set(), set())
-        self.refs, self.names = python_refs(fn, ((fn,) if _plain_object(fn) else ()) + tuple(receives),
+        objects = tuple(a for a in receives if not isinstance(a, Tensor))
+        self.refs, self.names = python_refs(fn, ((fn,) if _plain_object(fn) else ()) + objects,
                                             counters_out=uses)
+        # a tensor it is called with (a post-accumulate-grad hook's parameter): its attributes
+        tensors = tuple(a for a in receives if isinstance(a, Tensor))
+        self.refs += tuple((f"tensor {i}", None, {f"tensor {i}": a}) for i, a in enumerate(tensors))
+        self.names += tuple(frozenset(uses[3]) for _ in tensors)
         # NOTE [Python appends] in pystate.py: the lists it only grows (``acts.append(out)``),
         # and the names its code uses otherwise (a list the function grows that it reads)
         self.lists, self.other = grown_lists(self.refs, uses), frozenset(uses[5])
@@ -666,11 +671,9 @@ class Capture:
         """Put back what the hooks changed (an abandoned trace: the eager rerun runs them again)."""
         for h in reversed(list(self.hooks.values())):
             restore(h.snap)
-            # a list on the module it is called with is in no snapshot (NOTE [lists hooks
-            # grow]): what the abandoned trace appended (tracers) is cut off here
-            for place, name, lst, was in h.lists:
-                if len(lst) > len(was) and all(a is b for a, b in zip(was, lst)):
-                    del lst[len(was):]
+            # a list on a module or tensor is in no snapshot (NOTE [lists hooks grow]): what
+            # the abandoned trace appended (tracers) is cut off here
+            cut_appends(h.lists)
 
     # NOTE [argument stand-ins]: the trace runs the function on a fresh tensor per tensor
     # argument (a leaf, contiguous, version 0, storage of its own), which answers Python's

@@ -1125,8 +1125,9 @@ def grown_lists(refs, counters):
             _grown_list(place, name, v, out, seen)
         else:
             _read_under(v, read)
+        # a tensor's ``__dict__`` holds only the Python attributes set on it (``w.hist``)
         d = getattr(v, "__dict__", None)
-        if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
+        if type(d) is dict and not isinstance(v, _NOT_OBJECTS):
             for k, a in list(d.items()):
                 if k in names:
                     _grown_list(d, k, a, out, seen)
@@ -1149,7 +1150,7 @@ def lists_read(refs, counters):
         if name not in grow:
             _read_under(v, read)
         d = getattr(v, "__dict__", None)
-        if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
+        if type(d) is dict and not isinstance(v, _NOT_OBJECTS):
             for k, a in list(d.items()):
                 if k in other:
                     _read_under(a, read)
@@ -1192,6 +1193,14 @@ def place_key(ref):
     if cell is not None:
         return id(cell), name
     return (id(g.attrs), g.key) if type(g) is _AttributePlace else (id(g), name)
+
+
+def cut_appends(before):
+    """Cut the lists among ``before`` (``grown_lists``' answer) that only grew back to what
+    they held (an abandoned trace's appends, tracers among them: NOTE [lists hooks grow])."""
+    for _, _, lst, was in before:
+        if len(lst) > len(was) and all(a is b for a, b in zip(was, lst)):
+            del lst[len(was):]
 
 
 def append_changes(before):
@@ -1727,9 +1736,12 @@ _REACH_ALL = _DYNAMIC_NAMES | {"vars", "__dict__"}     # code that may call a me
 # function grows is the same break (``trace_region``). A module or optimizer hook is scanned
 # with the object it is called with (``m.acts.append(out)`` in a forward hook, one record per
 # module it runs on): the list on the module was not looked at, so the traced append stayed in
-# it and no run appended again; and an abandoned trace left its tracer there. Modules are no
-# plain objects (``changed`` does not see their lists), so such a list is cut back whenever it
-# only grew (``Capture.hooks_changed``, ``Capture.restore_hooks``).
+# it and no run appended again; and an abandoned trace left its tracer there. The same held for
+# a list set on a tensor (``w.hist.append(g.norm())`` by the function, by a hook closing over
+# ``w`` or by a post-accumulate-grad hook on the parameter it is called with). Modules and
+# tensors are no plain objects (``changed`` does not see their lists), so such a list is cut
+# back whenever it only grew (``append_changes`` in ``trace_region`` and
+# ``Capture.hooks_changed``; ``cut_appends`` when a trace is abandoned).
 _COUNTER_OPS = frozenset({"+=", "-="})
 _APPEND_LOADS = frozenset({"LOAD_DEREF", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CLASSDEREF"})
 _APPEND_METHODS = frozenset({"append", "extend"})

@@ -59,7 +59,7 @@ from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
 from .pystate import (CellSlot, append_changes, changed, clock_reads, close_abandoned_generators, counter_changes,
-                      effects_signature, grown_lists, int_attributes, lists_read, numpy_sharing, place_key, python_refs, restore,
+                      cut_appends, effects_signature, grown_lists, int_attributes, lists_read, numpy_sharing, place_key, python_refs, restore,
                       scalar_changes, scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
@@ -1206,7 +1206,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["counters"] += found
                     moved = changed(refs, effects0)
             # NOTE [Python appends] in pystate.py: the items each run appends are results
-            if moved is not None and lists0:
+            # (a list on a tensor or module grows unseen by ``changed``: NOTE [lists hooks grow])
+            if lists0:
                 found = append_changes(lists0)
                 if found:
                     grown += found
@@ -1473,6 +1474,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_attrs()
             cap.restore_found()       # before the Python state: a numpy array's bytes win
             restore(py_snap)
+            cut_appends(lists0)       # NOTE [lists hooks grow]: those on tensors and modules
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
                 _put_environ_back(env)
