@@ -59,8 +59,9 @@ from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
 from .pystate import (CellSlot, append_changes, changed, clock_reads, close_abandoned_generators, counter_changes,
-                      cut_appends, effects_signature, grown_lists, int_attributes, lists_read, numpy_sharing, place_key, python_refs, restore,
-                      scalar_changes, scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
+                      cut_appends, effects_signature, grown_lists, int_attributes, lists_read, numpy_sharing,
+                      place_key, python_refs, restore, scalar_changes, scalar_counters, scalar_signature, slot_key,
+                      snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from .call_tree import (ArgBox, argument_boxes, arguments_changed, fill_arg_boxes, flatten, keep_outside,
