@@ -1036,13 +1036,16 @@ def _recording_model(mod):
 
 
 def test_forward_hooks_appending_to_each_modules_own_list_every_call():
-    """``m.acts.append(...)`` in a forward hook on every layer: the program kept the traced
-    call's item (and a tracer) and appended nothing on later calls; now every run appends the
-    run's value, in one program."""
+    """``m.acts.append(...)`` in a forward hook on every layer, the first layer inside a
+    non-reentrant checkpoint (its recomputation runs the hook again, as torch): the program
+    kept the traced call's items (tracers) and appended nothing on later calls; now every run
+    appends the run's values, in one program."""
     def run(mod, wrap):
         model = _recording_model(mod)
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
-        f = wrap(_h.train_step(mod, model, opt))
+        ck = mod.utils.checkpoint.checkpoint
+        f = wrap(_h.train_step(mod, model, opt,
+                               call=lambda x: model[2](model[1](ck(model[0], x, use_reentrant=False)))))
         res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
         return [res, [[snapshot(a) for a in m.acts] for m in model]]
     made = _both(run)
