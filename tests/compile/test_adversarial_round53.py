@@ -45,6 +45,20 @@ from ._harness import data as _data, np_init, small_mlp as _model, small_xy as _
 _both = lambda run, **kw: _h.run_three_ways(run, **kw)
 
 
+def _calls(mod, f, *observed, n=3):
+    """``f(*_xy(mod, i))`` for ``i < n``: the result and ``observed`` (modules, optimizers,
+    tensors, Python lists; a function is called) snapshotted after each call."""
+    return [[snapshot(f(*_xy(mod, i)))] + [snapshot(o() if callable(o) and not hasattr(o, "state_dict") else o)
+                                           for o in observed] for i in range(n)]
+
+
+def _one_program(run, **kw):
+    """``run`` three ways (``_harness.run_three_ways``), its compiled function one program."""
+    made = _both(run, **kw)
+    assert _traces(made[0]) == 1, made[0].stats
+    return made
+
+
 def _mlp(mod, sizes=(4, 6, 3)):
     nn = mod.nn
     layers = []
@@ -63,18 +77,13 @@ def test_reentrant_and_non_reentrant_checkpoints_of_one_step_with_momentum():
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         ck = mod.utils.checkpoint.checkpoint
 
-        def step(x, y):
-            opt.zero_grad()
+        def fwd(x):
             h = ck(lambda t: model[1](model[0](t)), x, use_reentrant=True)
             h = ck(lambda t: model[3](model[2](t)), h, use_reentrant=False)
-            loss = mod.nn.functional.cross_entropy(model[4](h), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+            return model[4](h)
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
+        return _calls(mod, f, model, opt)
+    _one_program(run)
 
 
 def test_checkpointed_function_with_python_and_keyword_arguments():
@@ -119,9 +128,8 @@ def test_checkpoint_sequential_segments_over_a_deep_stack_with_input_needing_gra
             opt.step()
             return loss, x.grad
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, opt)
+    _one_program(run)
 
 
 def test_checkpoint_whose_second_output_is_unused_and_third_returned_detached():
@@ -143,9 +151,8 @@ def test_checkpoint_whose_second_output_is_unused_and_third_returned_detached():
             opt.step()
             return loss, c.detach()
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model)
+    _one_program(run)
 
 
 @pytest.mark.parametrize("reentrant", [True, False])
@@ -188,16 +195,12 @@ def test_checkpoint_context_fn_counts_forward_and_recomputation_entries():
             log.append(name)
             yield
 
-        def step(x, y):
-            opt.zero_grad()
+        def fwd(x):
             h = mod.utils.checkpoint.checkpoint(lambda t: model[0](t).relu(), x, use_reentrant=False,
                                                 context_fn=lambda: (tag("fwd"), tag("re")))
-            loss = mod.nn.functional.cross_entropy(model[2](h), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), list(log)] for i in range(3)]
+            return model[2](h)
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
+        return _calls(mod, f, model, log)
     _both(run)
     torch = pytest.importorskip("torch")
     for mod, wrap in ((torch, lambda f: f), (tracegrad, tracegrad.compile)):
@@ -247,13 +250,9 @@ def test_setup_context_function_with_needs_input_grad_for_a_scale_frozen_after_t
         fn = _scaled_tanh(mod, log)
         opt = mod.optim.SGD(list(model.parameters()) + [s], lr=0.1)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model[2](fn.apply(model[0](x), s)), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+        def fwd(x):
+            return model[2](fn.apply(model[0](x), s))
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
         res = []
         for i in range(5):
             res.append([snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(s), list(log)])
@@ -286,17 +285,12 @@ def test_once_differentiable_function_called_twice_on_the_same_input():
                 calls.append("bw")
                 return g * 3 * x * x
 
-        def step(x, y):
-            opt.zero_grad()
+        def fwd(x):
             h = model[0](x)
-            loss = mod.nn.functional.cross_entropy(model[2](Cube.apply(h) * 0.1 + Cube.apply(h).tanh()), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), len(calls)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+            return model[2](Cube.apply(h) * 0.1 + Cube.apply(h).tanh())
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
+        return _calls(mod, f, model, calls)
+    _one_program(run)
 
 
 def test_mark_dirty_on_a_tensor_an_earlier_op_saved_raises_as_torch():
@@ -356,16 +350,11 @@ def test_function_saving_a_view_of_its_input_and_its_output():
                 gx = g * out.sqrt()
                 return mod.cat([gx[:, :2] + head, gx[:, 2:]], 1)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.cross_entropy(model[2](Mix.apply(model[0](x))), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        def fwd(x):
+            return model[2](Mix.apply(model[0](x)))
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
+        return _calls(mod, f, model, opt)
+    _one_program(run)
 
 
 def test_double_backward_through_a_function_with_a_differentiable_backward_in_the_step():
@@ -397,9 +386,8 @@ def test_double_backward_through_a_function_with_a_differentiable_backward_in_th
             opt.step()
             return total
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, opt)
+    _one_program(run)
 
 
 # ---- tensor hooks and retained grads
@@ -421,16 +409,12 @@ def test_hooks_scaling_an_intermediate_and_replacing_a_parameters_grad_log_order
             log.append("mid")
             return g * 2
 
-        def step(x, y):
-            opt.zero_grad()
+        def fwd(x):
             h = model[1](model[0](x))
             h.register_hook(mid_hook)
-            loss = mod.nn.functional.cross_entropy(model[2](h), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), list(log)] for i in range(3)]
+            return model[2](h)
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
+        return _calls(mod, f, model, log)
     made = _both(run)
     # a hook registered inside the step on every call: each call runs eagerly, with its reason
     assert _traces(made[0]) == 0 and "registered inside" in made[0].stats["graph_breaks"][0][0], made[0].stats
@@ -534,8 +518,7 @@ def test_wgan_gradient_penalty_on_interpolates_with_an_alpha_argument():
         return [[snapshot(f(_data(mod, i, 5, 4), _data(mod, i, 5, 4, seed=50),
                             _data(mod, i, 5, 1, seed=70).sigmoid())), snapshot(critic), snapshot(opt)]
                 for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 def test_hessian_vector_product_of_the_loss_in_the_step_as_a_curvature_penalty():
@@ -557,8 +540,7 @@ def test_hessian_vector_product_of_the_loss_in_the_step_as_a_curvature_penalty()
             return total, hv.detach()
         f = wrap(step)
         return [[snapshot(f(*_xy(mod, i), _data(mod, i, 6, 4, seed=400))), snapshot(model)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 def test_autograd_grad_allow_unused_materialize_and_only_inputs_in_the_step():
@@ -581,9 +563,8 @@ def test_autograd_grad_allow_unused_materialize_and_only_inputs_in_the_step():
             opt.step()
             return loss, g0
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(spare)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, spare)
+    _one_program(run)
 
 
 def test_retain_graph_then_a_second_backward_and_two_losses_in_sequence():
@@ -605,9 +586,8 @@ def test_retain_graph_then_a_second_backward_and_two_losses_in_sequence():
             opt.step()
             return loss1, loss2
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(head2), snapshot(opt)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, head2, opt)
+    _one_program(run)
 
 
 def test_torch_func_grad_vjp_jvp_and_hessian_of_a_pure_loss_inside_the_step():
@@ -632,8 +612,7 @@ def test_torch_func_grad_vjp_jvp_and_hessian_of_a_pure_loss_inside_the_step():
             return tang, hess, g
         f = wrap(step)
         return [[snapshot(f(_data(mod, i, 5, 4), _data(mod, i, 4, 3, seed=33))), snapshot(w)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 # ---- backward variants
@@ -652,10 +631,8 @@ def test_backward_with_inputs_on_the_head_only_leaves_the_trunk_grads_none():
             opt.step()
             return loss
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), snapshot(opt),
-                 [p.grad is None for p in model.parameters()]] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, opt, lambda: [p.grad is None for p in model.parameters()])
+    _one_program(run)
 
 
 def test_backward_of_a_non_scalar_with_a_gradient_tensor_argument():
@@ -674,8 +651,7 @@ def test_backward_of_a_non_scalar_with_a_gradient_tensor_argument():
         f = wrap(step)
         return [[snapshot(f(_data(mod, i, 5, 4), _data(mod, i, 5, 3, seed=60))), snapshot(model)]
                 for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
     torch = pytest.importorskip("torch")
     for mod, wrap in ((torch, lambda f: f), (tracegrad, tracegrad.compile)):
         model = _model(mod)
@@ -793,9 +769,8 @@ def test_backward_inputs_naming_a_non_leaf_fills_its_grad():
             opt.step()
             return loss, h.grad, [p.grad is None for p in model.parameters()]
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model)
+    _one_program(run)
 
 
 def test_second_backward_without_retain_graph_raises_as_torch():
@@ -842,9 +817,8 @@ def test_parameter_hooks_fire_for_autograd_grad_but_post_accumulate_hooks_do_not
             opt.step()
             return loss, g
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), list(log)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, log)
+    _one_program(run)
 
 
 def test_backward_with_create_graph_penalising_the_grads_of_the_step():
@@ -868,9 +842,8 @@ def test_backward_with_create_graph_penalising_the_grads_of_the_step():
             opt.zero_grad(set_to_none=True)
             return loss, pen.detach()
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model)
+    _one_program(run)
 
 
 def test_compiled_forward_with_checkpoint_function_and_parameter_hook_differentiated_outside():
@@ -906,8 +879,7 @@ def test_compiled_forward_with_checkpoint_function_and_parameter_hook_differenti
             opt.step()
             res.append([snapshot(loss), snapshot(model), list(log)])
         return res
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 # ---- NOTE [lists hooks grow] (tracegrad/_lowering/pystate.py): the step reading a list a hook grows
@@ -932,7 +904,7 @@ def test_step_returning_the_list_a_parameter_hook_appends_to():
             opt.step()
             return loss, list(log), len(log)
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
+        return _calls(mod, f, model, n=4)
     made = _both(run)
     assert _READS_HOOK_LIST in made[0].stats["graph_breaks"][0][0], made[0].stats
 
@@ -954,7 +926,7 @@ def test_step_reading_before_its_backward_the_list_a_post_accumulate_hook_grows(
             opt.step()
             return loss, n
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), len(seen)] for i in range(4)]
+        return _calls(mod, f, model, seen, n=4)
     made = _both(run)
     assert _READS_HOOK_LIST in made[0].stats["graph_breaks"][0][0], made[0].stats
 
@@ -979,7 +951,7 @@ def test_step_reading_an_attribute_list_a_forward_hook_grows():
             opt.step()
             return loss, len(rec.acts)
         f = wrap(step)
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), [snapshot(a) for a in rec.acts]] for i in range(4)]
+        return _calls(mod, f, model, rec.acts, n=4)
     made = _both(run)
     assert _READS_HOOK_LIST in made[0].stats["graph_breaks"][0][0], made[0].stats
 
@@ -994,9 +966,8 @@ def test_hook_grown_list_read_only_after_the_call_stays_one_program():
         model[0].weight.register_hook(lambda g: log.append("w"))
         model[2].bias.register_post_accumulate_grad_hook(lambda p: log.append("b"))
         f = wrap(_h.train_step(mod, model, opt))
-        return [[snapshot(f(*_xy(mod, i))), snapshot(model), list(log)] for i in range(4)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+        return _calls(mod, f, model, log, n=4)
+    _one_program(run)
 
 
 def test_post_accumulate_hook_replacing_the_grad_of_a_parameter_used_twice():
@@ -1021,8 +992,7 @@ def test_post_accumulate_hook_replacing_the_grad_of_a_parameter_used_twice():
             return w.grad, b.grad
         f = wrap(step)
         return [[snapshot(f(_data(mod, i, 2, 3))), snapshot(w), snapshot(b), list(log)] for i in range(4)]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 def _recording_model(mod):
@@ -1048,8 +1018,7 @@ def test_forward_hooks_appending_to_each_modules_own_list_every_call():
                                call=lambda x: model[2](model[1](ck(model[0], x, use_reentrant=False)))))
         res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
         return [res, [[snapshot(a) for a in m.acts] for m in model]]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 def test_forward_hooks_appending_to_module_lists_in_a_call_that_breaks_leave_no_tracer():
@@ -1081,8 +1050,7 @@ def test_post_accumulate_hooks_appending_to_a_list_set_on_each_parameter():
         f = wrap(_h.train_step(mod, model, opt))
         res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
         return [res, [[snapshot(n) for n in p.norms] for p in model.parameters()]]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 def test_step_appending_to_a_list_set_on_a_parameter_and_a_tensor_hook_closing_over_it():
@@ -1106,8 +1074,7 @@ def test_step_appending_to_a_list_set_on_a_parameter_and_a_tensor_hook_closing_o
         f = wrap(step)
         res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(4)]
         return [res, [snapshot(v) for v in w.hist], [snapshot(v) for v in b.hist]]
-    made = _both(run)
-    assert _traces(made[0]) == 1, made[0].stats
+    _one_program(run)
 
 
 def test_abandoned_trace_of_a_step_appending_to_a_parameters_list_leaves_no_tracer():
@@ -1120,16 +1087,12 @@ def test_abandoned_trace_of_a_step_appending_to_a_parameters_list_leaves_no_trac
         w = model[0].weight
         w.hist = []
 
-        def step(x, y):
-            opt.zero_grad()
+        def fwd(x):
             h = model[0](x)
             w.hist.append(h.sum().detach())
             h.register_hook(lambda g: g * 2)
-            loss = mod.nn.functional.cross_entropy(model[2](h.relu()), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = wrap(step)
+            return model[2](h.relu())
+        f = wrap(_h.train_step(mod, model, opt, call=fwd))
         res = [[snapshot(f(*_xy(mod, i))), snapshot(model)] for i in range(3)]
         return [res, [snapshot(v) for v in w.hist]]
     made = _both(run)
