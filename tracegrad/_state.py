@@ -386,12 +386,14 @@ def watch_modules(prefix: str) -> None:
             m.__class__ = _WatchedModule
 
 
-def note_hook(kind: str, fn) -> None:
+def note_hook(kind: str, fn, *receives) -> None:
     """A user hook is about to run inside a capture: report it (the capture decides whether it
-    may be traced or the call must run eagerly so its Python side effects happen every call)."""
+    may be traced or the call must run eagerly so its Python side effects happen every call).
+    ``receives``: the objects it is called with whose state it may change (a module hook's
+    module, an optimizer hook's optimizer: ``m.acts.append(out)``)."""
     cap = CAPTURE[0]
     if cap is not None:
-        cap.on_hook(kind, fn)
+        cap.on_hook(kind, fn, receives)
 
 
 def note_effect(what: str) -> None:

@@ -1009,7 +1009,7 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
     _deferred_step.check_optimizer_step(cap, opt)
     cap.see_optimizer(opt)
     for h in hooks:
-        _state.note_hook("optimizer step", h)
+        _state.note_hook("optimizer step", h, opt)
     values = cap.hyper_inputs.get(opt)
     if not values:
         out = step(*args, **kwargs)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dis
 import io
 import logging
 import os
@@ -41,8 +42,8 @@ from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, append_changes, changed,
-                      clock_reads, counter_uses, effects_signature, grown_lists, opened_by_user, python_refs,
-                      restore, snapshot, stateful_reads)
+                      clock_reads, counter_uses, cut_appends, effects_signature, grown_lists, opened_by_user,
+                      python_refs, restore, snapshot, stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
 from .constants import Constants
 from .exc import Unsupported
@@ -298,6 +299,26 @@ def _written_jvp(primals, tangents):
 _TRACED_HOOKS = ("tensor", "post accumulate grad", "module", "optimizer step", "state_dict", "load_state_dict")
 
 
+_FIRST_READ: dict = {}      # code -> whether it loads its first parameter
+
+
+def _reads_first_argument(fn) -> bool:
+    """Whether hook ``fn``'s code uses its first parameter (the module, optimizer or tensor it
+    is called with), so that object's lists are scanned (NOTE [lists hooks grow] in
+    pystate.py); True for code it cannot tell (a bound method, a partial, ``*args``)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or getattr(fn, "__self__", None) is not None or code.co_argcount == 0:
+        return True
+    found = _FIRST_READ.get(code)
+    if found is None:
+        first = code.co_varnames[0]
+        found = first in code.co_cellvars or any(   # (3.13's LOAD_FAST_LOAD_FAST loads two)
+            first in (x.argval if type(x.argval) is tuple else (x.argval,))
+            for x in dis.get_instructions(code) if x.opname.startswith("LOAD_FAST"))
+        _FIRST_READ[code] = found
+    return found
+
+
 def _hook_name(fn):
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
@@ -308,11 +329,18 @@ class TracedHook:
 
     __slots__ = ("kind", "fn", "refs", "names", "before", "snap", "lists", "other")
 
-    def __init__(self, kind, fn):
+    def __init__(self, kind, fn, receives=()):
         self.kind, self.fn = kind, fn
-        # a callable object (``self.features = out`` in its ``__call__``) is state of its own
+        # a callable object (``self.features = out`` in its ``__call__``) is state of its own;
+        # so are the module or optimizer it is called with (NOTE [lists hooks grow] in pystate.py)
         uses = (set(), set(), set(), set(), set(), set())
-        self.refs, self.names = python_refs(fn, (fn,) if _plain_object(fn) else (), counters_out=uses)
+        objects = tuple(a for a in receives if not isinstance(a, Tensor))
+        self.refs, self.names = python_refs(fn, ((fn,) if _plain_object(fn) else ()) + objects,
+                                            counters_out=uses)
+        # a tensor it is called with (a post-accumulate-grad hook's parameter): its attributes
+        tensors = tuple(a for a in receives if isinstance(a, Tensor))
+        self.refs += tuple((f"tensor {i}", None, {f"tensor {i}": a}) for i, a in enumerate(tensors))
+        self.names += tuple(frozenset(uses[3]) for _ in tensors)
         # NOTE [Python appends] in pystate.py: the lists it only grows (``acts.append(out)``),
         # and the names its code uses otherwise (a list the function grows that it reads)
         self.lists, self.other = grown_lists(self.refs, uses), frozenset(uses[5])
@@ -624,8 +652,12 @@ class Capture:
             return None
         return self.defer_items(v, self.deferred)
 
-    def on_hook(self, kind, fn):
-        if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:
+    def on_hook(self, kind, fn, receives=()):
+        # one record per hook and object it is called with (a hook on every layer) when its
+        # code reads that object, else one per hook (a scan with a module costs ~0.5 ms)
+        receives = receives if receives and _reads_first_argument(fn) else ()
+        key = (id(fn),) + tuple(map(id, receives))
+        if getattr(fn, "_tracegrad_traceable", False) or key in self.hooks:
             return
         if fn is None:
             what = "removed" if kind == "removal" else "registered"
@@ -634,7 +666,7 @@ class Capture:
         if kind not in _TRACED_HOOKS:
             raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' runs inside the compiled function; its "
                              "Python side effects would happen only while tracing")
-        self.hooks[id(fn)] = TracedHook(kind, fn)
+        self.hooks[key] = TracedHook(kind, fn, receives)
 
     def hooks_changed(self):
         """Raise the graph break for a hook that changed Python state while traced; the
@@ -643,7 +675,9 @@ class Capture:
         grown = []
         for h in reversed(list(self.hooks.values())):
             moved = changed(h.refs, h.before)
-            if moved is not None and h.lists:
+            # (a list on a module it is called with grows unseen by ``changed``: modules are
+            # state the capture tracks by other means, their lists not; NOTE [lists hooks grow])
+            if h.lists:
                 found = append_changes(h.lists)
                 if found:
                     grown += found
@@ -660,6 +694,9 @@ class Capture:
         """Put back what the hooks changed (an abandoned trace: the eager rerun runs them again)."""
         for h in reversed(list(self.hooks.values())):
             restore(h.snap)
+            # a list on a module or tensor is in no snapshot (NOTE [lists hooks grow]): what
+            # the abandoned trace appended (tracers) is cut off here
+            cut_appends(h.lists)
 
     # NOTE [argument stand-ins]: the trace runs the function on a fresh tensor per tensor
     # argument (a leaf, contiguous, version 0, storage of its own), which answers Python's

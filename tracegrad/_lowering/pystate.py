@@ -1125,8 +1125,9 @@ def grown_lists(refs, counters):
             _grown_list(place, name, v, out, seen)
         else:
             _read_under(v, read)
+        # a tensor's ``__dict__`` holds only the Python attributes set on it (``w.hist``)
         d = getattr(v, "__dict__", None)
-        if type(d) is dict and not isinstance(v, _NOT_OBJECTS + (Tensor,)):
+        if type(d) is dict and not isinstance(v, _NOT_OBJECTS):
             for k, a in list(d.items()):
                 if k in names:
                     _grown_list(d, k, a, out, seen)
@@ -1135,6 +1136,25 @@ def grown_lists(refs, counters):
     # a list also held under a name the code reads (``seen = hist; len(seen)``, ``t.log`` the
     # same list as ``t.losses``) is a value read: its length was baked in (round 43)
     return [e for e in out if id(e[2]) not in read]
+
+
+def lists_read(refs, counters):
+    """NOTE [lists hooks grow]: the ids of the lists the code scanned reads (``len(log)``,
+    ``list(log)``, ``log[-1]``, returning it): those its ``refs`` (closure cells, globals) hold
+    under a name it uses other than to grow the list through, and those held by an attribute
+    of an object there whose name it so uses (``counters``: ``python_refs``' six sets)."""
+    grow, other = counters[4] - counters[5], counters[5]
+    read = set()
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        if name not in grow:
+            _read_under(v, read)
+        d = getattr(v, "__dict__", None)
+        if type(d) is dict and not isinstance(v, _NOT_OBJECTS):
+            for k, a in list(d.items()):
+                if k in other:
+                    _read_under(a, read)
+    return read
 
 
 def _read_under(v, read, depth=2):
@@ -1173,6 +1193,14 @@ def place_key(ref):
     if cell is not None:
         return id(cell), name
     return (id(g.attrs), g.key) if type(g) is _AttributePlace else (id(g), name)
+
+
+def cut_appends(before):
+    """Cut the lists among ``before`` (``grown_lists``' answer) that only grew back to what
+    they held (an abandoned trace's appends, tracers among them: NOTE [lists hooks grow])."""
+    for _, _, lst, was in before:
+        if len(lst) > len(was) and all(a is b for a, b in zip(was, lst)):
+            del lst[len(was):]
 
 
 def append_changes(before):
@@ -1699,6 +1727,21 @@ _REACH_ALL = _DYNAMIC_NAMES | {"vars", "__dict__"}     # code that may call a me
 # ``self.losses = []``) is grown the same way. Nothing else in the call can see the list
 # before the run's end, the scan having found no other use. A deque, or a list subclass, keeps
 # the old answer.
+# NOTE [lists hooks grow]: a hook that ran in the trace (a tensor hook, a post-accumulate-grad
+# hook, a module's forward hook) and only grew a list has its items cut back and appended again
+# by every run, as above. The function itself may read that list (``return len(log)``,
+# ``n = len(self.acts)`` before the backward, ``list(log)``): the scan of the function's code
+# (``lists_read``) says which lists it reads, and one a hook grew is a graph break; the program
+# returned the length seen while tracing on every call (round 53). A hook reading a list the
+# function grows is the same break (``trace_region``). A module or optimizer hook is scanned
+# with the object it is called with (``m.acts.append(out)`` in a forward hook, one record per
+# module it runs on): the list on the module was not looked at, so the traced append stayed in
+# it and no run appended again; and an abandoned trace left its tracer there. The same held for
+# a list set on a tensor (``w.hist.append(g.norm())`` by the function, by a hook closing over
+# ``w`` or by a post-accumulate-grad hook on the parameter it is called with). Modules and
+# tensors are no plain objects (``changed`` does not see their lists), so such a list is cut
+# back whenever it only grew (``append_changes`` in ``trace_region`` and
+# ``Capture.hooks_changed``; ``cut_appends`` when a trace is abandoned).
 _COUNTER_OPS = frozenset({"+=", "-="})
 _APPEND_LOADS = frozenset({"LOAD_DEREF", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CLASSDEREF"})
 _APPEND_METHODS = frozenset({"append", "extend"})

@@ -60,8 +60,9 @@ from .program import EXACT_PRECISION, Program
 from .guards import (KEYS, _Probe, flag_guards, optimizer_state_guards, outside_containers, unread_identity,
                      value_guards, _slot)
 from .pystate import (CellSlot, append_changes, changed, clock_reads, close_abandoned_generators, counter_changes,
-                      effects_signature, grown_lists, int_attributes, numpy_sharing, place_key, python_refs, restore,
-                      scalar_changes, scalar_counters, scalar_signature, slot_key, snapshot, stateful_reads)
+                      cut_appends, effects_signature, grown_lists, int_attributes, lists_read, numpy_sharing,
+                      place_key, python_refs, restore, scalar_changes, scalar_counters, scalar_signature, slot_key,
+                      snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from .call_tree import (ArgBox, argument_boxes, arguments_changed, fill_arg_boxes, flatten, keep_outside,
@@ -1218,6 +1219,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # first the hooks: a list a hook grows holds, when it first ran, what the function
             # appended before it (NOTE [Python appends] in pystate.py: cut from the end back)
             grown = cap.hooks_changed()
+            # NOTE [lists hooks grow]: a hook's appends are repeated by every run, after the
+            # trace cut them back; the function reading that list (``return len(log)``) would
+            # read it as it was while tracing on every call
+            if grown and {id(place.get(name)) for place, name, _ in grown} & lists_read(refs, counter_names):
+                raise GraphBreak("the function reads a list a hook that ran appends to: it would see the "
+                                 "list as it was while tracing on every call", where=after)
             moved = changed(refs, effects0)
             # NOTE [Python counters] in pystate.py: each put back, for every run to add again
             info["counters"] = cap.counters_changed()
@@ -1234,7 +1241,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["counters"] += found
                     moved = changed(refs, effects0)
             # NOTE [Python appends] in pystate.py: the items each run appends are results
-            if moved is not None and lists0:
+            # (a list on a tensor or module grows unseen by ``changed``: NOTE [lists hooks grow])
+            if lists0:
                 found = append_changes(lists0)
                 if found:
                     grown += found
@@ -1501,6 +1509,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_attrs()
             cap.restore_found()       # before the Python state: a numpy array's bytes win
             restore(py_snap)
+            cut_appends(lists0)       # NOTE [lists hooks grow]: those on tensors and modules
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
                 _put_environ_back(env)

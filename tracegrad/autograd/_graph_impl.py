@@ -450,7 +450,7 @@ class AccumulateGrad(Node):
             self._accumulate(var, g, create_graph)
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
-                _state.note_hook("post accumulate grad", h)
+                _state.note_hook("post accumulate grad", h, var)
                 r = h(var)
                 if r is not None and r is not var:   # torch tolerates the tensor itself only
                     raise RuntimeError("Tensor post accumulate grad hooks should return None: the hook "

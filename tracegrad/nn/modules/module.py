@@ -1506,7 +1506,7 @@ class Module:
                       self._forward_hooks, _global_backward_pre_hooks, self._backward_pre_hooks,
                       _global_backward_hooks, self._backward_hooks):
                 for h in d.values():
-                    _state.note_hook("module", h)
+                    _state.note_hook("module", h, self)
         full, pre, legacy = [], [], []
         if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks:
             full, pre, legacy = self._backward_hook_lists()
