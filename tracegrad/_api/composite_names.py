@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import _autocast
-from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
+from .._tensor.factories import ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
