@@ -635,6 +635,11 @@ class Optimizer:
     # torch's RuntimeError when a gradient is sparse COO and the rule is dense-only ({name}: the
     # class's name); None where the class takes sparse gradients or checks them itself
     _sparse_grad_error = "{name} does not support sparse gradients"
+    # torch's foreach rules refuse ``differentiable=True`` when they step (AssertionError: its
+    # multi-tensor kernels record no autograd graph); None where torch's foreach path
+    # differentiates anyway (SGD), so a group asking for both runs the differentiable rule here
+    _foreach_differentiable_error = ("{name}(foreach=True, differentiable=True): _foreach ops don't "
+                                     "support autograd; pass foreach=False to differentiate the step")
 
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
@@ -658,6 +663,9 @@ class Optimizer:
                     items.append((p, p.grad, state))
             if items and group.get("capturable") and not compiler.is_compiling():
                 _check_capturable(type(self).__name__, items)
+            if items and group.get("foreach") and group.get("differentiable") \
+                    and self._foreach_differentiable_error is not None:
+                raise AssertionError(self._foreach_differentiable_error.format(name=type(self).__name__))
             # complex parameters (real views, written back below) always run per op
             if items and (complex_states or not compiler.fused_optimizer_group(self, group, items)):
                 self._update_group(group, items)
