@@ -98,13 +98,32 @@ def _x(T, i):
     return T.tensor(_arr(4, 3, seed=100 + i))
 
 
+def _filled(T, module, seed=0):
+    """``module`` with every floating parameter and buffer overwritten by NumPy numbers / 2."""
+    floating = [t for t in list(module.parameters()) + list(module.buffers()) if t.dtype.is_floating_point]
+    with T.no_grad():
+        for k, t in enumerate(floating):
+            t.copy_(T.tensor(_arr(*t.shape, seed=seed + k) * 0.5))
+    return module
+
+
 def _net(T, seed=0):
     """Two Linear layers (3 -> 2 -> 1) filled from NumPy."""
-    a, b = T.nn.Linear(3, 2), T.nn.Linear(2, 1)
-    with T.no_grad():
-        for k, p in enumerate(list(a.parameters()) + list(b.parameters())):
-            p.copy_(T.tensor(_arr(*p.shape, seed=seed + k) * 0.5))
-    return a, b
+    return _filled(T, T.nn.Linear(3, 2), seed), _filled(T, T.nn.Linear(2, 1), seed + 2)
+
+
+def _model_step(model, opt, loss_fn=lambda out: (out ** 2).mean(), after=None):
+    """A step on one module: zero_grad, ``loss_fn(model(x))``, backward, optimizer step, then
+    ``after()``; returns the detached loss."""
+    def body(x):
+        opt.zero_grad()
+        loss = loss_fn(model(x))
+        loss.backward()
+        opt.step()
+        if after is not None:
+            after()
+        return loss.detach()
+    return body
 
 
 def _groups(a, b, lr2=0.02, **g2):
@@ -295,6 +314,122 @@ def test_sequentiallr_does_not_alias_lr_and_initial_lr_compiled():
     _three(program)
 
 
+# ==== the "lr_scheduler.step() before optimizer.step()" warning, compiled =======================
+def _pattern_program(order, warm_first=False, override=False, resume=False):
+    """StepLR(gamma 0.1, step size 3) around a compiled step; each call's warnings (first words).
+    ``order`` "old": scheduler.step() before the step; "new": after. ``warm_first``: the step is
+    compiled and has traced before the scheduler exists; ``override``: optimizer.step replaced
+    by a wrapper after the scheduler was made; ``resume``: last_epoch=10 with initial_lr set."""
+    def program(T, wrap):
+        a, b = _net(T)
+        opt = T.optim.SGD(_groups(a, b), lr=0.05, momentum=0.9)
+        step = wrap(_step_fn(a, b, opt))
+        log = []
+        if warm_first:
+            log += [step(_x(T, 0)), step(_x(T, 1))]
+        if resume:
+            for g in opt.param_groups:
+                g["initial_lr"] = 0.01
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            sched = _S(T).StepLR(opt, gamma=0.1, step_size=3, last_epoch=10 if resume else -1)
+        log.append([str(x.message)[:40] for x in w])
+        if override:
+            import types
+            inner = opt.step
+            opt.step = types.MethodType(lambda self, *args, **kwargs: inner(*args, **kwargs), opt)
+        for i in range(5):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                if order == "old":
+                    sched.step()
+                    loss = step(_x(T, i))
+                else:
+                    loss = step(_x(T, i))
+                    sched.step()
+            log.append([loss, _hyper(opt), sorted({str(x.message)[:60] for x in w
+                                                   if "compile" not in str(x.message)})])
+        return log + [_params(a, b)]
+    return program
+
+
+def test_old_pattern_warning_compiled():
+    # test_old_pattern_warning: scheduler.step() before optimizer.step() warns (once: torch's
+    # warning filter), pointing to "how-to-adjust-learning-rate"; the compiled step counts as a call
+    _three(_pattern_program("old"))
+
+
+def test_old_pattern_warning_resuming_compiled():
+    # test_old_pattern_warning_resuming: the same after resuming with last_epoch=10
+    _three(_pattern_program("old", resume=True))
+
+
+def test_new_pattern_no_warning_compiled():
+    # test_new_pattern_no_warning: optimizer.step() then scheduler.step() warns nothing
+    _three(_pattern_program("new"))
+
+
+def test_new_pattern_no_warning_compiled_before_the_scheduler():
+    # test_new_pattern_no_warning, with the step compiled and traced before the scheduler wrapped
+    # optimizer.step: the replayed program still counts as an optimizer.step() call (no warning);
+    # the scheduler's wrapper and initial_lr are new state: one more trace
+    _three(_pattern_program("new", warm_first=True), traces=2)
+
+
+def test_new_pattern_no_warning_with_overridden_optim_step_compiled():
+    # test_new_pattern_no_warning_with_overridden_optim_step: optimizer.step replaced after the
+    # scheduler was made warns "`optimizer.step()` has been overridden" at the first scheduler step
+    _three(_pattern_program("new", override=True))
+
+
+# ==== the scheduler stepped inside the compiled step ============================================
+def _inside_program(make, tensor_lr=False, metric=False):
+    """``scheduler.step()`` (``step(loss)`` with ``metric``) as the last line of the compiled
+    step: the scheduler's Python arithmetic runs at trace time, so the program must take each
+    call's lr / momentum from the groups, not bake the traced call's values in."""
+    def program(T, wrap):
+        a, b = _net(T)
+        opt = T.optim.SGD(_groups(a, b, lr2=T.tensor(0.02) if tensor_lr else 0.02), lr=0.05, momentum=0.9)
+        sched = make(T, opt)
+
+        def body(x):
+            opt.zero_grad()
+            loss = (b(a(x).tanh()) ** 2).sum()
+            loss.backward()
+            opt.step()
+            sched.step(loss.detach()) if metric else sched.step()
+            return loss.detach()
+        step = wrap(body)
+        return [[step(_x(T, i)), _hyper(opt)] for i in range(6)] + [_params(a, b)]
+    return program
+
+
+_INSIDE = {
+    "test_step_lr": (_ONE["test_step_lr"], False),
+    "test_cycle_lr_triangular_mode": (_ONE["test_cycle_lr_triangular_mode"], False),
+    "test_onecycle_lr_linear_annealing_three_phases": (_ONE["test_onecycle_lr_linear_annealing_three_phases"], False),
+    "test_CosineAnnealingWarmRestarts_lr1": (_ONE["test_CosineAnnealingWarmRestarts_lr1"], False),
+    "test_lambda_lr": (_ONE["test_lambda_lr"], False),
+    # test_sequentiallr_does_not_alias_lr_and_initial_lr's Tensor lr (second group), exp / cyclic
+    "test_exp_lr_tensor_lr": (_ONE["test_exp_lr"], True),
+    "test_cycle_lr_exp_range_mode_tensor_lr": (_ONE["test_cycle_lr_exp_range_mode"], True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INSIDE))
+def test_scheduler_stepped_inside_the_compiled_step(name):
+    make, tensor_lr = _INSIDE[name]
+    _three(_inside_program(make, tensor_lr=tensor_lr))
+
+
+def test_reduce_lr_on_plateau_inside_the_compiled_step_runs_eagerly():
+    # test_reduce_lr_on_plateau2 with the plateau scheduler in the step: it reads the metric's
+    # value in Python (float(metrics)), so the step runs eagerly, with tracegrad.compile's warning
+    make = lambda T, o: _S(T).ReduceLROnPlateau(o, patience=0, factor=0.5, threshold=0.5,  # noqa: E731
+                                                threshold_mode="abs")
+    _three(_inside_program(make, metric=True), fallback="item() reads a tensor's value")
+
+
 # ==== compound lists, SequentialLR, ChainedScheduler =============================================
 _MANY = {
     # test_compound_step_and_multistep_lr
@@ -382,14 +517,8 @@ def test_add_param_group_does_not_break_reduce_lr_on_plateau_compiled(min_lr):
         opt = T.optim.SGD(_groups(a, b), lr=0.05, momentum=0.9)
         plateau = _S(T).ReduceLROnPlateau(opt, mode="min", threshold=0.5, patience=0, factor=0.5,
                                           min_lr=0 if min_lr == "scalar" else [1e-5, 1e-4])
-
-        def body(x):
-            opt.zero_grad()
-            loss = (b(a(x).tanh()) ** 2).sum() + (extra ** 2).sum()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        step = wrap(body)
+        step = wrap(_model_step(lambda x: b(a(x).tanh()), opt,
+                                loss_fn=lambda out: (out ** 2).sum() + (extra ** 2).sum()))
         log = []
         for i in range(6):
             if i == 3:
@@ -579,21 +708,13 @@ def test_swalr_anneal_after_multiplicative_compiled(strategy):
     _three(program)
 
 
-def _fill(T, module, seed=50):
-    with T.no_grad():
-        for k, t in enumerate(list(module.parameters()) + list(module.buffers())):
-            if t.dtype.is_floating_point:
-                t.copy_(T.tensor(_arr(*t.shape, seed=seed + k) * 0.5))
-    return module
-
-
 @pytest.mark.parametrize("use_buffers", [True, False])
 @pytest.mark.parametrize("use_multi_avg_fn", [True, False])
 def test_averaged_model_exponential_compiled(use_multi_avg_fn, use_buffers):
     # test_averaged_model_exponential: EMA through get_ema_multi_avg_fn or a custom avg_fn, with
     # and without use_buffers (BatchNorm's running stats averaged too), updated inside the step
     def program(T, wrap):
-        model = _fill(T, T.nn.Sequential(T.nn.Linear(3, 4), T.nn.BatchNorm1d(4, momentum=0.3),
+        model = _filled(T, T.nn.Sequential(T.nn.Linear(3, 4), T.nn.BatchNorm1d(4, momentum=0.3),
                                          T.nn.Linear(4, 1)))
         U = T.optim.swa_utils
         if use_multi_avg_fn:
@@ -602,15 +723,7 @@ def test_averaged_model_exponential_compiled(use_multi_avg_fn, use_buffers):
             avg = U.AveragedModel(model, avg_fn=lambda p_avg, p, n: 0.9 * p_avg + 0.1 * p,
                                   use_buffers=use_buffers)
         opt = T.optim.SGD(model.parameters(), lr=0.1)
-
-        def body(x):
-            opt.zero_grad()
-            loss = (model(x) ** 2).mean()
-            loss.backward()
-            opt.step()
-            avg.update_parameters(model)
-            return loss.detach()
-        step = wrap(body)
+        step = wrap(_model_step(model, opt, after=lambda: avg.update_parameters(model)))
         log = [step(_x(T, i)) for i in range(4)]
         return log + [list(avg.module.parameters()), list(avg.module.buffers()), avg.n_averaged]
     _three(program)
@@ -621,7 +734,7 @@ def test_averaged_model_all_devices_compiled(ema):
     # test_averaged_model_all_devices (CPU): get_ema_multi_avg_fn(0.999) or get_swa_multi_avg_fn(),
     # the averaged model updated after each compiled step
     def program(T, wrap):
-        model = _fill(T, T.nn.Sequential(T.nn.Linear(3, 5), T.nn.ReLU(), T.nn.Linear(5, 2)))
+        model = _filled(T, T.nn.Sequential(T.nn.Linear(3, 5), T.nn.ReLU(), T.nn.Linear(5, 2)))
         U = T.optim.swa_utils
         fn = U.get_ema_multi_avg_fn(0.999) if ema else U.get_swa_multi_avg_fn()
         avg = U.AveragedModel(model, multi_avg_fn=fn)
@@ -639,16 +752,9 @@ def test_update_bn_after_compiled_training():
     # test_update_bn_dnn: update_bn over a loader recomputes BatchNorm's running mean / var (here
     # after a compiled training run changed the weights); the mode is kept
     def program(T, wrap):
-        model = _fill(T, T.nn.Sequential(T.nn.Linear(3, 4), T.nn.BatchNorm1d(4)))
+        model = _filled(T, T.nn.Sequential(T.nn.Linear(3, 4), T.nn.BatchNorm1d(4)))
         opt = T.optim.SGD(model.parameters(), lr=0.1)
-
-        def body(x):
-            opt.zero_grad()
-            loss = (model(x) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        step = wrap(body)
+        step = wrap(_model_step(model, opt))
         log = [step(_x(T, i)) for i in range(3)]
         data = [(T.tensor(_arr(5, 3, seed=200 + i)), T.tensor(_arr(5, seed=300 + i))) for i in range(4)]
         T.optim.swa_utils.update_bn(data, model)
@@ -821,14 +927,8 @@ def test_complex_compiled(name):
         w = T.tensor((_arr(3, seed=1) + 1j * _arr(3, seed=2)).astype(np.complex64), requires_grad=True)
         r = T.tensor(_arr(3, seed=3), requires_grad=True)
         opt = getattr(T.optim, name)([w, r], lr=0.05)
-
-        def body(x):
-            opt.zero_grad()
-            loss = (w * x).abs().pow(2).sum() + (r * x.real).pow(2).sum()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        step = wrap(body)
+        step = wrap(_model_step(lambda x: (w * x).abs().pow(2).sum() + (r * x.real).pow(2).sum(), opt,
+                                loss_fn=lambda out: out))
         log = []
         for i in range(4):
             x = T.tensor((_arr(3, seed=10 + i) + 1j * _arr(3, seed=20 + i)).astype(np.complex64))
@@ -848,13 +948,8 @@ def test_sparse_gradients_refused(name):
            "NAdam": "NAdam does not support sparse gradients"}[name]
     for T, wrap in ((torch, _eager), (tracegrad, _eager), (tracegrad, tracegrad.compile)):
         emb = T.nn.Embedding(5, 2, sparse=True)
-        opt = getattr(T.optim, name)(emb.parameters(), lr=0.1)
-
-        def body(ids):
-            opt.zero_grad()
-            emb(ids).sum().backward()
-            opt.step()
-        step = wrap(body)
+        step = wrap(_model_step(emb, getattr(T.optim, name)(emb.parameters(), lr=0.1),
+                                loss_fn=lambda out: out.sum()))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             for _ in range(2):
@@ -870,14 +965,7 @@ def test_sparse_sgd_compiled_falls_back():
         with T.no_grad():
             emb.weight.copy_(T.tensor(_arr(5, 2)))
         opt = T.optim.SGD(emb.parameters(), lr=0.1)
-
-        def body(ids):
-            opt.zero_grad()
-            loss = (emb(ids) ** 2).sum()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        step = wrap(body)
+        step = wrap(_model_step(emb, opt, loss_fn=lambda out: (out ** 2).sum()))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             return [step(T.tensor([1, 2, 1])) for _ in range(3)] + [emb.weight.detach().clone()]
