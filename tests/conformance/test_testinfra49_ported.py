@@ -35,10 +35,18 @@ Adapted: Linear(3, 2) -> Linear(2, 1) models filled from NumPy (the libraries' i
 differ), 4-8 calls per program instead of 10-100 epochs. float32 steps compare at rtol 2e-4 (XLA
 and ATen round differently).
 
-Fixes in tracegrad (``TestFixesTI49``): an optimizer with ``foreach=True`` and
-``differentiable=True`` refuses to step with torch's AssertionError ("_foreach ops don't support
-autograd") in every optimizer whose torch foreach rule refuses (all but SGD); tracegrad ran the
-differentiable per-parameter rule instead (tracegrad/optim/optimizer.py, sgd.py).
+Fixes in tracegrad (``TestFixesTI49`` and the fused tests at the end): an optimizer with
+``foreach=True`` and ``differentiable=True`` refuses to step with torch's AssertionError ("_foreach
+ops don't support autograd") in every optimizer whose torch foreach rule refuses (all but SGD);
+tracegrad ran the differentiable per-parameter rule instead (tracegrad/optim/optimizer.py, sgd.py).
+test_fused_does_not_step_if_foundinf (test_optim.py, new here): fused Adam / AdamW / SGD / Adagrad
+read ``optimizer.grad_scale`` and ``optimizer.found_inf`` (what GradScaler sets for a fused
+optimizer): a nonzero found_inf skips the update (state stays at its zeros), a grad_scale unscales
+each gradient into ``.grad`` first, and their for-loop / foreach rules refuse the two attributes
+(AssertionError); tracegrad ignored both attributes (NOTE [amp scaling inputs] in
+tracegrad/optim/optimizer.py; adam.py, sgd.py, adagrad.py). Left as a difference: torch's fused SGD
+with momentum leaves an uninitialised (torch.empty) momentum buffer after a skipped first step;
+tracegrad makes none until the first real step.
 """
 import copy
 import warnings
@@ -1008,3 +1016,83 @@ class TestFixesTI49:
         p = T.ones(3, requires_grad=True).clone()
         T.optim.Adam([p], lr=0.1, differentiable=True, foreach=True).step()
         assert p.tolist() == [1.0, 1.0, 1.0]
+
+
+# test_optim.py's fused optimizers take GradScaler's inputs from optimizer.grad_scale and
+# optimizer.found_inf (NOTE [amp scaling inputs] in tracegrad/optim/optimizer.py): tracegrad
+# ignored both attributes, stepping a found_inf step and leaving the gradients scaled
+_FUSED = ["Adam", "AdamW", "SGD", "Adagrad"]
+
+
+def _fused_run(T, name, found_inf, grad_scale, fused=True, steps=2):
+    p = T.nn.Parameter(T.tensor([1.0, 2.0, -0.5]))
+    p.grad = T.tensor([0.5, -1.0, 0.25])
+    opt = getattr(T.optim, name)([p], lr=0.1, fused=fused)
+    opt.grad_scale = None if grad_scale is None else T.tensor(grad_scale)
+    opt.found_inf = None if found_inf is None else T.tensor(found_inf)
+    log = []
+    for _ in range(steps):
+        opt.step()
+        log.append([p.detach().clone(), p.grad.clone(), {k: opt.state[p][k].clone() for k in sorted(opt.state[p])}])
+    del opt.grad_scale, opt.found_inf
+    opt.step()       # a plain step afterwards starts from the state the skipped steps left
+    return log + [p.detach().clone(), {k: opt.state[p][k] for k in sorted(opt.state[p])}]
+
+
+@pytest.mark.parametrize("name", _FUSED)
+def test_fused_does_not_step_if_foundinf(name):
+    # test_fused_does_not_step_if_foundinf: found_inf nonzero: no parameter, gradient or state
+    # change ("step" stays 0), with or without a grad_scale
+    for grad_scale in (None, 1.0):
+        p0 = tracegrad.tensor([1.0, 2.0, -0.5])
+        log = _fused_run(tracegrad, name, 1.0, grad_scale)
+        for entry in log[:2]:
+            assert entry[0].tolist() == p0.tolist() and entry[1].tolist() == [0.5, -1.0, 0.25]
+            if "step" in entry[2]:
+                assert entry[2]["step"].item() == 0.0
+        _same(_fused_run(torch, name, 1.0, grad_scale), log, f"{name} found_inf", rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", _FUSED)
+def test_fused_grad_scale_unscales_the_gradients(name):
+    # the fused rules divide each gradient by grad_scale and write it back into .grad (twice over
+    # two steps), then step on the unscaled gradient
+    expected = _fused_run(torch, name, 0.0, 2.0)
+    _same(expected, _fused_run(tracegrad, name, 0.0, 2.0), f"{name} grad_scale", rtol=1e-6, atol=1e-7)
+    _same(_fused_run(torch, name, None, 4.0), _fused_run(tracegrad, name, None, 4.0), name,
+          rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("foreach", [False, True])
+def test_grad_scale_refused_without_fused(T, foreach):
+    # the for-loop and foreach rules of the same four refuse the attributes (AssertionError);
+    # an optimizer without a fused rule (RMSprop, NAdam) never reads them
+    for name in _FUSED:
+        p = T.nn.Parameter(T.tensor([1.0, 2.0]))
+        p.grad = T.tensor([0.5, -1.0])
+        opt = getattr(T.optim, name)([p], lr=0.1, foreach=foreach)
+        opt.grad_scale, opt.found_inf = T.tensor(2.0), None
+        with pytest.raises(AssertionError, match="Expected grad_scale and found_inf to be None"):
+            opt.step()
+    for name in ("RMSprop", "NAdam"):
+        p = T.nn.Parameter(T.tensor([1.0, 2.0]))
+        p.grad = T.tensor([0.5, -1.0])
+        opt = getattr(T.optim, name)([p], lr=0.1, foreach=foreach)
+        opt.grad_scale, opt.found_inf = T.tensor(2.0), T.tensor(1.0)
+        opt.step()
+        assert p.tolist() != [1.0, 2.0]
+
+
+def test_fused_grad_scale_in_a_compiled_step():
+    # found_inf is read on the host: a compiled step with the attributes set runs eagerly, with
+    # tracegrad.compile's warning, and steps as torch's fused Adam
+    def program(T, wrap):
+        a, b = _net(T)
+        opt = T.optim.Adam(list(a.parameters()) + list(b.parameters()), lr=0.05, fused=True)
+        step = wrap(_step_fn(a, b, opt))
+        log = []
+        for i, inf in enumerate([0.0, 1.0, 0.0, 0.0]):
+            opt.grad_scale, opt.found_inf = T.tensor(2.0), T.tensor(inf)
+            log.append([step(_x(T, i)), [p.grad for p in a.parameters()]])
+        return log + [_params(a, b), _opt_state(opt)]
+    _three(program, fallback="item() reads a tensor's value")

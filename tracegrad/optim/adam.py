@@ -49,6 +49,7 @@ class Adam(Optimizer):
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     _sparse_grad_error = "Adam does not support sparse gradients, please consider SparseAdam instead"
+    _amp_scaling = True   # NOTE [amp scaling inputs] (optimizer.py)
     _setstate_group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
                                     differentiable=False, decoupled_weight_decay=False, fused=None)
 

@@ -55,6 +55,7 @@ class SGD(Optimizer):
 
     _supports_complex = True
     _sparse_grad_error = None   # sparse COO gradients step through the same rule (sparse ops)
+    _amp_scaling = True   # NOTE [amp scaling inputs] (optimizer.py)
     _foreach_differentiable_error = None   # torch's foreach SGD differentiates (it keeps a graph)
 
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
