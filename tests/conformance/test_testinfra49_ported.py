@@ -875,6 +875,47 @@ def test_state_dict_deterministic_compiled(name):
     _three(program)
 
 
+@pytest.mark.parametrize("named1", [True, False])
+@pytest.mark.parametrize("named0", [True, False])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "Adagrad"])
+def test_can_load_from_to_named_state_dict(name, named0, named1):
+    # test_can_load_from_to_named_state_dict (test_optim.py; no earlier port): an optimizer built
+    # from named_parameters() or parameters() primes 3 steps; a second one over a copy of the
+    # model (named or not) loads its state_dict ("param_names" kept when both are named) and the
+    # two step in parallel, compiled. Loading without a deepcopy shares the state tensors (torch's
+    # load_state_dict keeps a tensor that needs no cast): both optimizers then update one buffer,
+    # so the two models part ways; tracegrad must part them the same way
+    okw = dict(SGD=dict(lr=0.05, momentum=0.9), Adam=dict(lr=0.05), Adagrad=dict(lr=0.05))[name]
+
+    def program(T, wrap):
+        model = _filled(T, T.nn.Sequential(T.nn.Conv2d(4, 2, 1, stride=2, bias=False), T.nn.BatchNorm2d(2)))
+        x = T.tensor(np.random.RandomState(3).rand(1, 4, 6, 6).astype("float32"))
+        # a weighted sum and a convolution without bias: through BatchNorm the file's out.sum()
+        # has a zero gradient for the convolution (and any loss one for its bias), which Adam's
+        # normalisation turns into rounding noise
+        weights = T.tensor(_arr(1, 2, 3, 3, seed=4))
+
+        def build(m, named):
+            return m.named_parameters() if named else m.parameters()
+        opt = getattr(T.optim, name)(build(model, named0), **okw)
+        prime = _model_step(model, opt, loss_fn=lambda out: (out * weights).sum())
+        for _ in range(3):
+            prime(x)
+        model2 = _filled(T, T.nn.Sequential(T.nn.Conv2d(4, 2, 1, stride=2, bias=False), T.nn.BatchNorm2d(2)), seed=40)
+        model2.load_state_dict(model.state_dict())
+        opt2 = getattr(T.optim, name)(build(model2, named1), **okw)
+        opt2.load_state_dict(opt.state_dict())
+        sd2 = opt2.state_dict()
+        log = [sd2["param_groups"][0].get("param_names"), sorted(sd2["state"])]
+        step, step2 = wrap(prime), wrap(_model_step(model2, opt2, loss_fn=lambda out: (out * weights).sum()))
+        shared = [opt2.state[q][k] is opt.state[p][k] for p, q in zip(model.parameters(), model2.parameters())
+                  for k in opt.state[p]]
+        for _ in range(3):
+            log.append([step(x), step2(x), _params(model), _params(model2)])
+        return log + [shared, _opt_state(opt2)]
+    _three(program)
+
+
 def test_load_state_dict_between_compiled_calls():
     # test_state_dict_deterministic / test_can_load_older_state_dict: a state_dict saved mid-run
     # (its second group's lr edited) and loaded later rewinds the state and takes the saved
