@@ -1104,6 +1104,16 @@ def test_fused_grad_scale_unscales_the_gradients(name):
           rtol=1e-6, atol=1e-7)
 
 
+def test_fused_sets_step_supports_amp_scaling(T):
+    # torch marks a fused optimizer for GradScaler (``_step_supports_amp_scaling``: its step takes
+    # grad_scale / found_inf); tracegrad had no such attribute
+    for name in _FUSED:
+        fused = getattr(T.optim, name)([T.nn.Parameter(T.ones(2))], lr=0.1, fused=True)
+        assert fused._step_supports_amp_scaling is True
+        plain = getattr(T.optim, name)([T.nn.Parameter(T.ones(2))], lr=0.1)
+        assert not getattr(plain, "_step_supports_amp_scaling", False)
+
+
 @pytest.mark.parametrize("foreach", [False, True])
 def test_grad_scale_refused_without_fused(T, foreach):
     # the for-loop and foreach rules of the same four refuse the attributes (AssertionError);

@@ -43,6 +43,7 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         if fused:
+            self._step_supports_amp_scaling = True    # NOTE [amp scaling inputs] (optimizer.py)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:

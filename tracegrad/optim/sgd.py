@@ -45,6 +45,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         if fused:          # torch's argument checks (the kernel does not depend on the flag)
+            self._step_supports_amp_scaling = True    # NOTE [amp scaling inputs] (optimizer.py)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:
