@@ -1,6 +1,8 @@
 """``GradScaler``: mirrors ``torch.amp.GradScaler`` -- dynamic loss scaling for low-precision
 training. ``scale(loss)`` multiplies by the scale; ``step(optimizer)`` unscales the gradients,
-checks them for inf/NaN and skips the step when any are found; ``update()`` backs the scale
+checks them for inf/NaN and skips the step when any are found (a fused optimizer, marked
+``_step_supports_amp_scaling``, gets the scale and the check as ``optimizer.grad_scale`` /
+``optimizer.found_inf`` and unscales and skips by itself, as torch's); ``update()`` backs the scale
 off after an overflow and grows it after ``growth_interval`` clean steps. Disabled, every
 method is a pass-through (``scale`` returns its input, ``step`` calls ``optimizer.step``).
 
