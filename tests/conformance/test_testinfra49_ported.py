@@ -9,7 +9,12 @@ fixture): ``TestLRScheduler``'s test_step_lr_is_constant_for_constant_epoch,
 test_exponential_lr_is_constant_for_constant_epoch, test_constantlr_is_constant_for_constant_epoch,
 test_linear_linearlr_is_constant_for_constant_epoch and
 test_polynomial_lr_is_constant_for_constant_epoch (``step(2)`` ten times keeps one lr and warns
-torch's EPOCH_DEPRECATION_WARNING each time).
+torch's EPOCH_DEPRECATION_WARNING each time); from test_optim.py, ``TestOptimRenewed``'s
+test_can_load_from_to_named_state_dict (SGD, Adam, Adagrad; the second optimizer compiled) and
+test_fused_does_not_step_if_foundinf (with the grad_scale half of the fused rules and GradScaler
+on a fused optimizer, at the end of the file). Left out: the CUDA-only tests (fused / foreach
+memory and large-tensor tests, mixed devices) and test_optim_infos_do_not_specify_global_cliquey_kwargs
+(tracegrad has no ``common_optimizers.optim_db``).
 
 What no port did is run the training-loop tests under ``tracegrad.compile``: each test below
 rewrites one original (named in its comment) as a ``program(T, wrap)`` that builds a two-group
