@@ -1,6 +1,8 @@
 """``GradScaler``: mirrors ``torch.amp.GradScaler`` -- dynamic loss scaling for low-precision
 training. ``scale(loss)`` multiplies by the scale; ``step(optimizer)`` unscales the gradients,
-checks them for inf/NaN and skips the step when any are found; ``update()`` backs the scale
+checks them for inf/NaN and skips the step when any are found (a fused optimizer, marked
+``_step_supports_amp_scaling``, gets the scale and the check as ``optimizer.grad_scale`` /
+``optimizer.found_inf`` and unscales and skips by itself, as torch's); ``update()`` backs the scale
 off after an overflow and grows it after ``growth_interval`` clean steps. Disabled, every
 method is a pass-through (``scale`` returns its input, ``step`` calls ``optimizer.step``).
 
@@ -97,23 +99,8 @@ class GradScaler:
         if st["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = self._scale.double().reciprocal().float()
-        found = tracegrad.zeros((), dtype=tracegrad.float32)
-        seen = False
-        with tracegrad.no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    g = p.grad
-                    if g is None:
-                        continue
-                    if g.dtype is tracegrad.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    seen = True
-                    # a sparse gradient (an Embedding's with sparse=True): its values, as torch's
-                    values = g.coalesce()._values() if g.is_sparse else g
-                    found = tracegrad.maximum(found, (~values.isfinite()).any().float())
-                    g.mul_(inv_scale.to(g.dtype))
         # as torch: no gradient at all records no inf check (step() then asserts)
-        st["found_inf"] = found if seen else None
+        st["found_inf"] = _check_grads(optimizer, inv_scale)
         st["stage"] = OptState.UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
@@ -127,6 +114,15 @@ class GradScaler:
         st = self._opt_state(optimizer)
         if st["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
+        takes_scale = getattr(optimizer, "_step_supports_amp_scaling", False)
+        if takes_scale and not compiler._tracing():
+            return self._step_taking_the_scale(optimizer, st, args, kwargs)
+        if takes_scale and st["stage"] is OptState.READY:
+            # compiled: the masked step below, with the gradients unscaled only without an
+            # overflow, as the fused step the eager branch calls leaves them
+            st["found_inf"] = _check_grads(optimizer, self._scale.double().reciprocal().float(),
+                                           keep_on_overflow=True)
+            st["stage"] = OptState.UNSCALED
         if st["stage"] is OptState.READY:
             self.unscale_(optimizer)
         if st["found_inf"] is None:
@@ -137,6 +133,24 @@ class GradScaler:
         elif not st["found_inf"].item():
             retval = optimizer.step(*args, **kwargs)
         st["stage"] = OptState.STEPPED
+        return retval
+
+    def _step_taking_the_scale(self, optimizer, st, args, kwargs):
+        """torch's branch for an optimizer whose step unscales itself (a fused one, marked
+        ``_step_supports_amp_scaling``): the gradients are checked for inf/NaN but left scaled,
+        and the step gets ``optimizer.grad_scale`` (None after ``unscale_``) and
+        ``optimizer.found_inf`` for its call only; it skips its own update on an overflow
+        (NOTE [amp scaling inputs] in tracegrad/optim/optimizer.py). A compiled step keeps the
+        masked path of ``step``, which reads no value on the host."""
+        grad_scale = None
+        if st["stage"] is OptState.READY:
+            st["found_inf"] = _check_grads(optimizer, None)
+            grad_scale = self._scale.float()
+        found_inf = st["found_inf"] if st["found_inf"] is not None else tracegrad.zeros(())
+        optimizer.grad_scale, optimizer.found_inf = grad_scale, found_inf
+        retval = optimizer.step(*args, **kwargs)
+        st["stage"] = OptState.STEPPED
+        del optimizer.grad_scale, optimizer.found_inf
         return retval
 
     def update(self, new_scale=None):
@@ -260,6 +274,33 @@ class GradScaler:
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
             self._growth_tracker.fill_(state_dict["_growth_tracker"])
+
+
+def _check_grads(optimizer, inv_scale, keep_on_overflow=False):
+    """Whether ``optimizer``'s gradients hold an inf/NaN (a float32 0-d Tensor, None when no
+    parameter has a gradient); with ``inv_scale`` each gradient is multiplied by it in place
+    (with ``keep_on_overflow``, only when none holds an inf/NaN: a fused step's unscaling)."""
+    found = tracegrad.zeros((), dtype=tracegrad.float32)
+    grads = []
+    with tracegrad.no_grad():
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if g.dtype is tracegrad.float16 and inv_scale is not None:
+                    raise ValueError("Attempting to unscale FP16 gradients.")
+                grads.append(g)
+                # a sparse gradient (an Embedding's with sparse=True): its values, as torch's
+                values = g.coalesce()._values() if g.is_sparse else g
+                found = tracegrad.maximum(found, (~values.isfinite()).any().float())
+                if inv_scale is not None and not keep_on_overflow:
+                    g.mul_(inv_scale.to(g.dtype))
+        if inv_scale is not None and keep_on_overflow:
+            factor = tracegrad.where(found != 0, tracegrad.ones_like(inv_scale), inv_scale)
+            for g in grads:
+                g.mul_(factor.to(g.dtype))
+    return found if grads else None
 
 
 def _maskable(optimizer) -> bool:

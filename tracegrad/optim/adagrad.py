@@ -27,6 +27,7 @@ class Adagrad(Optimizer):
 
     _tensor_state_keys = ("step",)
     _sparse_grad_error = None   # adagrad_step has torch's sparse branch
+    _amp_scaling = True   # NOTE [amp scaling inputs] (optimizer.py)
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
@@ -44,6 +45,7 @@ class Adagrad(Optimizer):
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
         if fused:          # torch's argument checks (the kernel does not depend on the flag)
+            self._step_supports_amp_scaling = True    # NOTE [amp scaling inputs] (optimizer.py)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:

@@ -43,12 +43,14 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         if fused:
+            self._step_supports_amp_scaling = True    # NOTE [amp scaling inputs] (optimizer.py)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     _sparse_grad_error = "Adam does not support sparse gradients, please consider SparseAdam instead"
+    _amp_scaling = True   # NOTE [amp scaling inputs] (optimizer.py)
     _setstate_group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
                                     differentiable=False, decoupled_weight_decay=False, fused=None)
 

@@ -283,6 +283,38 @@ def _hooked_step(func):
 _CAPTURABLE_DEVICES = ("cuda", "xpu", "hpu", "privateuseone", "xla")
 
 
+# NOTE [amp scaling inputs]
+# torch's fused Adam / AdamW / SGD / Adagrad take the loss scale from the optimizer itself:
+# GradScaler.step sets ``optimizer.grad_scale`` and ``optimizer.found_inf`` on an optimizer whose
+# ``_step_supports_amp_scaling`` is set, and the step then (1) skips the whole update, leaving
+# parameters and state as they were (fresh state stays at its zeros), when found_inf is nonzero,
+# else (2) divides each gradient by grad_scale, writing the unscaled gradient back into ``.grad``,
+# before the usual rule. Their for-loop and foreach rules refuse the two attributes. Reading
+# found_inf is a host read, as torch's fused kernels' own check is on the device: inside a
+# compiled step it makes the step run eagerly.
+def _amp_scaling_inputs(opt):
+    """``(grad_scale, found_inf)`` set on ``opt``, or None when neither is."""
+    grad_scale, found_inf = getattr(opt, "grad_scale", None), getattr(opt, "found_inf", None)
+    if grad_scale is None and found_inf is None:
+        return None
+    return grad_scale, found_inf
+
+
+def _amp_step_skipped(group, items, grad_scale, found_inf) -> bool:
+    """NOTE [amp scaling inputs] for one group's ``(p, grad, state)`` items: True when the
+    update is skipped (found_inf nonzero); else the gradients are unscaled in place."""
+    if not group.get("fused"):
+        raise AssertionError("Expected grad_scale and found_inf to be None (torch.optim: only a "
+                             "fused=True optimizer takes them; unscale with GradScaler.unscale_ "
+                             "or delete optimizer.grad_scale / optimizer.found_inf)")
+    if found_inf is not None and float(found_inf) != 0.0:
+        return True
+    if grad_scale is not None:
+        for _, grad, _ in items:
+            grad.div_(grad_scale)
+    return False
+
+
 def _check_capturable(name, items):
     """torch's eager check of ``capturable=True``: the parameters (and their step counts) must
     live on an accelerator (a CUDA graph captures the step there); a CPU step is an AssertionError
@@ -635,11 +667,20 @@ class Optimizer:
     # torch's RuntimeError when a gradient is sparse COO and the rule is dense-only ({name}: the
     # class's name); None where the class takes sparse gradients or checks them itself
     _sparse_grad_error = "{name} does not support sparse gradients"
+    # torch's foreach rules refuse ``differentiable=True`` when they step (AssertionError: its
+    # multi-tensor kernels record no autograd graph); None where torch's foreach path
+    # differentiates anyway (SGD), so a group asking for both runs the differentiable rule here
+    # True where torch's step reads ``optimizer.grad_scale`` / ``optimizer.found_inf`` (what
+    # GradScaler sets for a fused optimizer): Adam, AdamW, SGD, Adagrad (NOTE [amp scaling inputs])
+    _amp_scaling = False
+    _foreach_differentiable_error = ("{name}(foreach=True, differentiable=True): _foreach ops don't "
+                                     "support autograd; pass foreach=False to differentiate the step")
 
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
         group)`` for every parameter with a gradient, in group order; return the loss."""
         loss = self._run_closure(closure)
+        scaling = _amp_scaling_inputs(self) if self._amp_scaling else None
         for group in self.param_groups:
             items, complex_states = [], []
             for p in group["params"]:
@@ -658,6 +699,11 @@ class Optimizer:
                     items.append((p, p.grad, state))
             if items and group.get("capturable") and not compiler.is_compiling():
                 _check_capturable(type(self).__name__, items)
+            if items and group.get("foreach") and group.get("differentiable") \
+                    and self._foreach_differentiable_error is not None:
+                raise AssertionError(self._foreach_differentiable_error.format(name=type(self).__name__))
+            if items and scaling is not None and _amp_step_skipped(group, items, *scaling):
+                continue
             # complex parameters (real views, written back below) always run per op
             if items and (complex_states or not compiler.fused_optimizer_group(self, group, items)):
                 self._update_group(group, items)

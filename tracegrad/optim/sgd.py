@@ -45,6 +45,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         if fused:          # torch's argument checks (the kernel does not depend on the flag)
+            self._step_supports_amp_scaling = True    # NOTE [amp scaling inputs] (optimizer.py)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:
@@ -55,6 +56,8 @@ class SGD(Optimizer):
 
     _supports_complex = True
     _sparse_grad_error = None   # sparse COO gradients step through the same rule (sparse ops)
+    _amp_scaling = True   # NOTE [amp scaling inputs] (optimizer.py)
+    _foreach_differentiable_error = None   # torch's foreach SGD differentiates (it keeps a graph)
 
     _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
