@@ -54,7 +54,7 @@ from ._lowering.exc import InvalidBackend
 from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_optim as _fused_optim, hyper as _hyper
 # NOTE [_guard_len's import]: a merge lost this import; the NameError it raised while tracing
 # counted as the user's function raising, so every step reading opt.state_dict() ran eagerly
-from ._lowering import guards as _guards
+from ._lowering import guards as _guards, orphans as _orphans
 from ._lowering.capture import GraphBreak
 from ._lowering.warned import Relocated, code_of, say
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
@@ -312,6 +312,26 @@ class CompiledFunction:
         broke while tracing under so many that it breaks whatever they are."""
         return _state.STRUCTURE[0] in tokens or tokens.traced >= cache_size_limit
 
+    def _drop_orphans(self, replaced):
+        """Forget the programs that read a replaced module or optimizer only the programs hold
+        now (NOTE [objects only programs hold] in _lowering/orphans.py), and take it and its
+        parameters out of the plans, so nothing of this compiled function keeps it alive."""
+        lists = [v for v in self._cache.values() if v is not _EAGER]
+        dead = _orphans.dead_regions([r for v in lists for r in v], list(self._plans.values()), replaced)
+        if not dead:
+            return
+        gone = {id(v) for r in dead for _, _, v, _ in r.value_guards
+                if any(ref() is v for ref in replaced)}
+        owned = {id(p) for ref in replaced if id(ref()) in gone
+                 for p in getattr(ref(), "parameters", lambda: ())()}
+        for r in dead:
+            r.dead = True
+        for v in lists:
+            self._drop_dead(v)
+        for p in self._plans.values():
+            p.optimizers = [o for o in p.optimizers if id(o) not in gone]
+            p.owners = {k: t for k, t in p.owners.items() if k not in owned}
+
     def _drop_dead(self, entries):
         """Forget the programs of ``entries`` whose state is gone for good (NOTE [dead programs])."""
         for r in entries:
@@ -360,9 +380,12 @@ class CompiledFunction:
         COUNTERS["frames"]["total"] += 1
         _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
         plan = self._plans.get(key)
-        if plan is not None and any(_guards.objects_replaced(r) for r in self._cache.get(key) or ()
-                                    if r is not _EAGER):
+        entries = self._cache.get(key)
+        replaced = [ref for r in entries for ref in _guards.replaced_objects(r)] \
+            if plan is not None and entries and entries is not _EAGER else ()
+        if replaced:
             plan = plan.fresh()       # NOTE [plans after new objects] in _lowering/guards.py
+            self._drop_orphans(replaced)
         plan = plan or self._plan_of_other_sizes(key) or Plan()
         plan.containers = self._containers
         plan.defer_items = True      # NOTE [deferred item] (fullgraph too: torch 2.13 returns the number)

@@ -39,10 +39,11 @@ Fixes (``compiler.py``, ``_state.py``):
   (test_full_backward_hook_scaling_grad_input_registered_and_removed,
   test_full_backward_hook_for_two_of_every_four_calls_the_program_comes_back).
 
-Found and left (xfail strict: test_parameters_rebound_by_load_state_dict_assign_past_the_recompile_limit):
+Found and left then, fixed since (test_parameters_rebound_by_load_state_dict_assign_past_the_recompile_limit):
 the identity guards of a program hold the optimizer and Parameters it was traced for strongly,
 so Parameters rebound by ``load_state_dict(assign=True)`` with a new optimizer every call never
-make a program dead; the step runs eagerly after the recompile limit.
+made a program dead; the step ran eagerly after the recompile limit (NOTE [objects only programs
+hold] in _lowering/orphans.py now drops programs whose optimizer only programs hold).
 
 Not bugs (equal to eager, documented by the asserted counts and reasons): ``sched.step(loss)``,
 a Python branch on a norm and ``error_if_nonfinite`` read a value (the step runs eagerly with its
@@ -287,16 +288,11 @@ def test_optimizer_state_loaded_from_a_fresh_copy_every_call_never_falls_back_to
     assert _traces(made[0]) == 6, made[0].stats
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "each program's identity guards hold the optimizer and the Parameters it was traced for "
-    "strongly (guard_code._values keeps them as constants), so after load_state_dict(assign=True) "
-    "and a new optimizer no program ever dies (NOTE [dead programs]) and the step runs eagerly "
-    "for good after recompile_limit programs, keeping that many old models alive; torch's ID_MATCH "
-    "guards are weak and drop their cache entry when the object dies"))
 def test_parameters_rebound_by_load_state_dict_assign_past_the_recompile_limit():
     """``model.load_state_dict(sd, assign=True)`` of a fresh copy, and a new optimizer over the
     new Parameters, after every call: the old Parameters die with their programs, so the step
-    keeps compiling past ``recompile_limit``."""
+    keeps compiling past ``recompile_limit`` (NOTE [objects only programs hold] in
+    _lowering/orphans.py: was a strict xfail while programs held them strongly)."""
     def run(mod, wrap):
         import copy
         model = _model(mod)

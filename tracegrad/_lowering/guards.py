@@ -1051,9 +1051,11 @@ def _replaced(now, was) -> bool:
 # Only modules and optimizers (the objects whose tensors a plan lifts) count: a small object
 # made again on every call (a config) misses its program anyway, and a fresh plan would cost
 # each such call one more trace.
-def objects_replaced(region) -> bool:
-    """Whether a place ``region``'s program reads a module or optimizer from by identity now
-    holds another one of that class (NOTE [plans after new objects])."""
+def replaced_objects(region) -> list:
+    """Weakrefs to the modules and optimizers ``region``'s program reads by identity from a
+    place that now holds another one of that class (NOTE [plans after new objects]; NOTE
+    [objects only programs hold] in orphans.py)."""
+    out = []
     for d, k, v, how in region.value_guards:
         if (how is _IDENTITY or how is None) and (hasattr(v, "_parameters") or hasattr(v, "param_groups")):
             try:
@@ -1061,8 +1063,11 @@ def objects_replaced(region) -> bool:
             except Exception:     # noqa: BLE001 -- a property that raises now
                 continue
             if _replaced(now, v):
-                return True
-    return False
+                try:
+                    out.append(weakref.ref(v))
+                except TypeError:     # not weakly referenceable: never found gone
+                    out.append(lambda: None)
+    return out
 
 
 def _ref_name(name, cell, g) -> str:

@@ -1,0 +1,124 @@
+"""Programs whose objects nothing but programs hold any more (NOTE [objects only programs hold]).
+
+NOTE [objects only programs hold]
+A program reads the modules and optimizers it was traced with by identity, and its region
+holds them (its guards' constants, its module list, the optimizers whose hyper-parameters it
+reads). A compiled step defined once and called after the user made a new model and optimizer
+(a notebook cell run again) misses those programs for good -- but they kept the old model, its
+parameters and the old optimizer's state alive, and counted toward ``cache_size_limit``, so the
+fifth model made again sent the step to eager for good. torch's guards hold such objects weakly
+and drop the cache entry when one dies. Here, when a call misses because such an object was
+replaced (``guards.replaced_objects``: rare, on the way to a trace), the old objects are
+checked: one that only the compiled function's own regions and plans refer to can never be
+read again, and the regions that read it are dead (NOTE [dead programs] in compiler.py).
+
+The check is exact or says "alive": ``gc.get_referrers`` gives the containers that refer to the
+object, each reference is counted, and the object is gone for good only when every reference
+``sys.getrefcount`` counts is in a container of the compiled function's regions and plans (a
+reference from anywhere else, seen or not -- the user's list of models, a hook's closure, a C
+object -- keeps it alive). Cost: one walk of the heap per object checked, tens of ms.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import sys
+import types
+
+
+# a region's fields that hold the user's own values (what its guards compare with): only the
+# tuples of their entries are the region's; a list among them may be the user's, and counting
+# a user's list's references as the program's could call a model the user keeps in it gone
+_USER_VALUES = frozenset({"value_guards", "state_guards", "py_refs", "py_scalars", "counters", "appends",
+                          "attr_guards"})
+
+
+def _ours(obj, out, lists=True, depth=0):
+    """Collect the containers reachable from a region's field that the region made: tuples,
+    lists (not under ``_USER_VALUES``), ``functools.partial`` objects and instances of this
+    package's classes (a guard's probe, a place wrapper) with their attribute dicts. A user's
+    dict or object among them is not entered: its references are the user's."""
+    if depth > 6 or id(obj) in out:
+        return
+    t = type(obj)
+    if t is tuple or (t is list and (lists or depth == 0)):
+        out[id(obj)] = obj
+        for e in obj:
+            _ours(e, out, lists, depth + 1)
+    elif t is functools.partial:
+        out[id(obj)] = obj
+        _ours(obj.args, out, False, depth + 1)
+        if obj.keywords:
+            out[id(obj.keywords)] = obj.keywords
+    elif t.__module__.startswith(__package__ + ".") and not isinstance(obj, type):
+        out[id(obj)] = obj
+        d = getattr(obj, "__dict__", None)
+        if d is not None:
+            out[id(d)] = d
+            for v in d.values():
+                if type(v) is tuple or type(v) is functools.partial:
+                    _ours(v, out, False, depth + 1)
+        for name in getattr(t, "__slots__", ()):
+            v = getattr(obj, name, None)
+            if type(v) is tuple or type(v) is functools.partial:
+                _ours(v, out, False, depth + 1)
+
+
+def containers(regions, plans) -> dict:
+    """id -> container for the containers the compiled function itself holds: its regions'
+    and plans' attribute dicts, what ``_ours`` finds in them, the regions' generated guards'
+    constants."""
+    out = {}
+    for r in regions:
+        d = r.__dict__
+        out[id(d)] = d
+        for name, v in d.items():
+            _ours(v, out, name not in _USER_VALUES)
+        check = d.get("_checker")
+        if isinstance(check, types.FunctionType):
+            out[id(check.__globals__)] = check.__globals__
+    for p in plans:
+        d = p.__dict__
+        out[id(d)] = d
+        for v in d.values():
+            if type(v) is dict or type(v) is list:
+                out[id(v)] = v
+    return out
+
+
+def _count(container, obj) -> int:
+    if type(container) is dict:
+        return sum(v is obj for v in container.values()) + sum(k is obj for k in container)
+    return sum(e is obj for e in container)
+
+
+def only_programs_hold(ref, inside) -> bool:
+    """Whether the object ``ref`` refers to is referred to only from the containers ``inside``
+    (``containers``). ``ref`` is a weakref, so the only other reference is this frame's."""
+    obj = ref()
+    if obj is None:
+        return False
+    counted = 0
+    for r in gc.get_referrers(obj):
+        if isinstance(r, types.FrameType):
+            continue          # this frame's variable: counted below
+        if inside.get(id(r)) is not r:
+            return False
+        counted += _count(r, obj)
+    # references: ``obj`` here, getrefcount's argument, and those counted above
+    return sys.getrefcount(obj) - 2 == counted
+
+
+def dead_regions(regions, plans, replaced) -> list:
+    """The regions among ``regions`` that read an object only the regions and ``plans`` hold
+    now, of ``replaced`` (weakrefs to the objects whose places hold others: ``guards.
+    replaced_objects``)."""
+    inside = containers(regions, plans)
+    gone = set()
+    for ref in replaced:
+        if only_programs_hold(ref, inside):
+            gone.add(id(ref()))       # alive: the regions hold it
+    inside = None
+    if not gone:
+        return []
+    return [r for r in regions if any(id(v) in gone for _, _, v, _ in r.value_guards)]
