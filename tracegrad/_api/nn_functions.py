@@ -26,6 +26,7 @@ from .._ops.nn_ops import _pool_out
 from .._ops import dtypes as _dt
 from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
+from .._ops.errors import not_a_tensor
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from .._tensor.memory_format import (_conv_order, batch_norm_format, channels_last, has_layout, lay_out,
@@ -920,6 +921,8 @@ def dropout(input, p, train):
     p = require_float("dropout", "p", p, 2)
     require_bool("dropout", "train", train, 3)
     if not train or p == 0:
+        if not isinstance(input, Tensor):   # the identity would hand it back: torch's parser refuses it
+            raise not_a_tensor("dropout", input)
         return input
     if p == 1:
         return input * empty_like(input).fill_(0)

@@ -69,6 +69,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     margin = require_float("hinge_embedding_loss", "margin", margin, 3)
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of margin (1e39)
         check_past_f32("hinge_embedding_loss", input.dtype, margin)
+    else:   # a number failed at .clamp_min with Python's words: torch's parser refuses it
+        check_tensors("hinge_embedding_loss", input)
     margin_clamp = (margin - input).clamp_min(0)
     if not (input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is tracegrad.bool):
         # torch keeps an integer input's dtype (the margin part truncated): 'mean' then refuses it

@@ -507,6 +507,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         max_val = max_val.item()
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
         check_past_f32("hardtanh", input.dtype, min_val, max_val, real_kernel=True, own_range=True)
+    else:   # a number would be clamped as one: torch's parser refuses it
+        check_tensors("hardtanh", input)
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
