@@ -13,6 +13,7 @@ from ..autograd._dispatch import apply_op, save_indices
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
+from .._ops.errors import not_a_tensor
 from .._ops.warn import warn as _warn
 from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
@@ -270,6 +271,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     TypeError for a ``p``/``eps`` that is not a number."""
     p = require_float("pairwise_distance", "p", p)
     eps = require_float("pairwise_distance", "eps", eps)
+    if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):   # a number was broadcast: torch's parser refuses it
+        for name, pos, v in (("x1", 1, x1), ("x2", 2, x2)):
+            if not isinstance(v, Tensor):
+                raise not_a_tensor("pairwise_distance", v, name, pos)
     diff = x1 - x2 + eps
     if diff.ndim == 0:
         return diff.abs()
@@ -381,6 +386,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         _warn_align_corners()
     elif not _is_strict_bool(align_corners):   # torch's grid_sampler parser takes a bool only (not 1, "x")
         raise strict_error("grid_sampler", "align_corners", "bool", align_corners, 5)
+    if not (isinstance(input, Tensor) and isinstance(grid, Tensor)):   # torch's grid_sampler parser
+        for name, pos, v in (("input", 1, input), ("grid", 2, grid)):
+            if not isinstance(v, Tensor):
+                raise not_a_tensor("grid_sampler", v, name, pos)
     # torch's checks in its order: batch size, grid's last dim, empty spatial dims, then the rank
     # (4-D, else 5-D) and bicubic's 4-D-only rule; the dtypes last (the kernel's)
     nd = input.ndim - 2

@@ -984,6 +984,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _autocast.cast("fp32", "kl_div", input, target)
     if type(log_target) is not bool and type(log_target).__name__ != "bool_":   # torch's parser: a bool only
         raise TypeError(f"kl_div(): argument 'log_target' must be bool, not {type(log_target).__name__}")
+    if not isinstance(input, tracegrad.Tensor):   # a number computed a loss: torch's parser refuses it
+        check_tensors("kl_div", input)
     if any(getattr(t, "is_complex", lambda: False)() for t in (input, target)):
         raise RuntimeError("kl_div: Complex inputs not supported. Take .real or .abs() of the log-probabilities")
     if any(isinstance(t, tracegrad.Tensor) and not t.dtype.is_floating_point for t in (input, target)):
