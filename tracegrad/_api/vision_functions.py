@@ -13,13 +13,12 @@ from ..autograd._dispatch import apply_op, save_indices
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
-from .._ops.errors import not_a_tensor
 from .._ops.warn import warn as _warn
 from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .argcheck import _is_strict_bool, require_float, strict_error
-from .promotion import _SCALAR_NAME
+from .promotion import _SCALAR_NAME, check_tensors
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import check_adaptive_kernel_dtype, check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -272,9 +271,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     p = require_float("pairwise_distance", "p", p)
     eps = require_float("pairwise_distance", "eps", eps)
     if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):   # a number was broadcast: torch's parser refuses it
-        for name, pos, v in (("x1", 1, x1), ("x2", 2, x2)):
-            if not isinstance(v, Tensor):
-                raise not_a_tensor("pairwise_distance", v, name, pos)
+        check_tensors("pairwise_distance", x1, x2, names=("x1", "x2"))
     diff = x1 - x2 + eps
     if diff.ndim == 0:
         return diff.abs()
@@ -387,9 +384,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     elif not _is_strict_bool(align_corners):   # torch's grid_sampler parser takes a bool only (not 1, "x")
         raise strict_error("grid_sampler", "align_corners", "bool", align_corners, 5)
     if not (isinstance(input, Tensor) and isinstance(grid, Tensor)):   # torch's grid_sampler parser
-        for name, pos, v in (("input", 1, input), ("grid", 2, grid)):
-            if not isinstance(v, Tensor):
-                raise not_a_tensor("grid_sampler", v, name, pos)
+        check_tensors("grid_sampler", input, grid, names=("input", "grid"))
     # torch's checks in its order: batch size, grid's last dim, empty spatial dims, then the rank
     # (4-D, else 5-D) and bicubic's 4-D-only rule; the dtypes last (the kernel's)
     nd = input.ndim - 2
