@@ -34,6 +34,9 @@ table them). Two wider nets did find differences:
   ``nn/_losses_more.py``, ``nn/_more_functional.py``, ``nn/functional.kl_div``,
   ``_api/nn_functions._check_norm_dtype`` (behind an ``except AttributeError``: free on the success
   path), ``nn/_vision_functional.instance_norm`` and ``_api/vision_functions.py``.
+- a post-accumulate-grad hook returning a number or a list raised the RuntimeError torch gives for a
+  returned Tensor; torch's hook wrapper refuses the kind first (TypeError "expected Variable, but
+  hook returned 'int'") (``autograd/_graph_impl.py``).
 - APIs no earlier round fed: ``nn.NLLLoss2d``, ``nn.PoissonNLLLoss``/``TripletMarginLoss``/
   ``L1Loss`` as modules, ``F.native_channel_shuffle``, the deprecated ``nn.init`` aliases
   (``kaiming_normal``, ``xavier_uniform``...), ``nn.DataParallel`` on CPU, ``nn.Container`` and
@@ -111,6 +114,20 @@ C["grid_sample_input_int"] = lambda T: F(T).grid_sample(3, T.zeros(1, 2, 2, 2), 
 C["grid_sample_grid_list"] = lambda T: F(T).grid_sample(T.ones(1, 1, 2, 2), [0., 0.], align_corners=False)
 C["pairwise_distance_x1_int"] = lambda T: T.pairwise_distance(3, X(T))
 C["pairwise_distance_x2_float"] = lambda T: F(T).pairwise_distance(X(T), 0.5)
+# ... and a post-accumulate-grad hook returning something else than None or a Tensor
+
+
+def post_acc_hook(T, ret):
+    x = T.ones(2, requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda p: ret(p))
+    (x * 2).sum().backward()
+    return x.grad
+
+
+C["post_acc_hook_returns_int"] = lambda T: post_acc_hook(T, lambda p: 3)
+C["post_acc_hook_returns_list"] = lambda T: post_acc_hook(T, lambda p: [p])
+C["post_acc_hook_returns_grad"] = lambda T: post_acc_hook(T, lambda p: p.grad)
+C["post_acc_hook_returns_none_ok"] = lambda T: post_acc_hook(T, lambda p: None)
 # the same names still take a tensor, and keep torch's other checks
 C["F_gelu_ok"] = lambda T: F(T).gelu(X(T))
 C["F_dropout_eval_ok"] = lambda T: F(T).dropout(X(T), 0.5, False)
@@ -213,6 +230,7 @@ GIST = {
     "layer_norm_weight_int": "argument 'weight' (position 3) must be Tensor",
     "grid_sample_input_int": "grid_sampler(): argument 'input'",
     "triplet_anchor_none": "argument 'anchor'",
+    "post_acc_hook_returns_int": "hook returned 'int'",
     "ncs_groups_not_div": "divisible by groups",
     "cc_ce_target_out_of_range": "out of bounds",
 }
