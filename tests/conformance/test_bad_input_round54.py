@@ -34,6 +34,9 @@ table them). Two wider nets did find differences:
   ``nn/_losses_more.py``, ``nn/_more_functional.py``, ``nn/functional.kl_div``,
   ``_api/nn_functions._check_norm_dtype`` (behind an ``except AttributeError``: free on the success
   path), ``nn/_vision_functional.instance_norm`` and ``_api/vision_functions.py``.
+- ``addcmul``/``addcdiv`` (and their in-place forms) broadcast a number given for ``tensor1`` or
+  ``tensor2``; torch's parser refuses it (TypeError) (``_api/promotion.value_first``: two
+  ``isinstance`` checks per call, below the timing noise here).
 - a post-accumulate-grad hook returning a number or a list raised the RuntimeError torch gives for a
   returned Tensor; torch's hook wrapper refuses the kind first (TypeError "expected Variable, but
   hook returned 'int'") (``autograd/_graph_impl.py``).
@@ -46,7 +49,9 @@ A few cases also run inside ``tracegrad.compile`` (the ``cc_`` rows): the class 
 eagerly reaches the caller, the value-dependent checks (a class index out of range, a negative
 one_hot class) included on a second, compiled call.
 
-Found and left alone (not tabled): ``tracegrad.nn.functional`` also exposes private helpers
+Found and left alone (not tabled): ``trapezoid(y, None)`` is torch's TypeError (no overload takes
+an explicit None ``x``) where tracegrad reads None as "not given"; ``F.normalize(x, out=0.5)``
+computes in torch (an accident of its ``div`` call); ``tracegrad.nn.functional`` also exposes private helpers
 (``check_tensors``, ``require_float``, ``accepts_out``...) as attributes torch's module lacks; a
 ``no_grad()`` instance exited without being entered fails in tracegrad (AttributeError) where
 torch's sets grad mode off.
@@ -114,6 +119,10 @@ C["grid_sample_input_int"] = lambda T: F(T).grid_sample(3, T.zeros(1, 2, 2, 2), 
 C["grid_sample_grid_list"] = lambda T: F(T).grid_sample(T.ones(1, 1, 2, 2), [0., 0.], align_corners=False)
 C["pairwise_distance_x1_int"] = lambda T: T.pairwise_distance(3, X(T))
 C["pairwise_distance_x2_float"] = lambda T: F(T).pairwise_distance(X(T), 0.5)
+C["addcmul_tensor1_int"] = lambda T: X(T).addcmul(3, X(T))
+C["addcdiv_tensor2_float"] = lambda T: T.addcdiv(X(T), X(T), 2.0)
+C["addcmul_inplace_tensor2_int"] = lambda T: X(T).addcmul_(X(T), 2, value=0.5)
+C["addcmul_deprecated_value_first_ok"] = lambda T: X(T).addcmul(0.5, X(T), X(T))
 # ... and a post-accumulate-grad hook returning something else than None or a Tensor
 
 
