@@ -4,7 +4,7 @@ misuse of the brief (conv groups, ``padding='same'`` with a stride, ``output_pad
 MultiheadAttention heads, Transformer activations, norm shapes, cross_entropy/nll targets and
 weights, bce ranges, interpolate/pad/unfold/fold/grid_sample/one_hot, optimizer hyperparameters and
 params, scheduler arguments, backward twice, grad_outputs, hooks returning the wrong shape, saved
-tensors written in place) -- a probe of ~2,100 calls (written here for this table, no other
+tensors written in place) -- a probe of ~2,900 calls (written here for this table, no other
 repository's tests copied; torch 2.13 the oracle) found all of those equal to torch's (earlier rounds
 table them). Two wider nets did find differences:
 
@@ -37,6 +37,9 @@ table them). Two wider nets did find differences:
 - ``addcmul``/``addcdiv`` (and their in-place forms) broadcast a number given for ``tensor1`` or
   ``tensor2``; torch's parser refuses it (TypeError) (``_api/promotion.value_first``: two
   ``isinstance`` checks per call, below the timing noise here).
+- a number for the other tensor of ``nextafter`` (input), ``linalg.vecdot`` (y),
+  ``masked_select`` (input) and ``linalg.solve`` (B) was computed, or met another check first; torch's
+  parser refuses it (TypeError) (``_api/special_math.py``, ``linalg.py``, ``_api/indexing.py``).
 - a post-accumulate-grad hook returning a number or a list raised the RuntimeError torch gives for a
   returned Tensor; torch's hook wrapper refuses the kind first (TypeError "expected Variable, but
   hook returned 'int'") (``autograd/_graph_impl.py``).
@@ -123,6 +126,12 @@ C["addcmul_tensor1_int"] = lambda T: X(T).addcmul(3, X(T))
 C["addcdiv_tensor2_float"] = lambda T: T.addcdiv(X(T), X(T), 2.0)
 C["addcmul_inplace_tensor2_int"] = lambda T: X(T).addcmul_(X(T), 2, value=0.5)
 C["addcmul_deprecated_value_first_ok"] = lambda T: X(T).addcmul(0.5, X(T), X(T))
+C["nextafter_input_int"] = lambda T: T.nextafter(2, X(T))
+C["vecdot_y_int"] = lambda T: T.linalg.vecdot(X(T), 2)
+C["masked_select_input_int"] = lambda T: T.masked_select(2, X(T) > 0.2)
+C["masked_select_float_mask"] = lambda T: T.masked_select(X(T), X(T))
+C["solve_B_float"] = lambda T: T.linalg.solve(T.ones(2, 3), 0.5)
+C["solve_ok"] = lambda T: T.linalg.solve(T.eye(2) * 2, T.ones(2))
 # ... and a post-accumulate-grad hook returning something else than None or a Tensor
 
 
@@ -240,6 +249,7 @@ GIST = {
     "grid_sample_input_int": "grid_sampler(): argument 'input'",
     "triplet_anchor_none": "argument 'anchor'",
     "post_acc_hook_returns_int": "hook returned 'int'",
+    "vecdot_y_int": "argument 'y' (position 2) must be Tensor",
     "ncs_groups_not_div": "divisible by groups",
     "cc_ce_target_out_of_range": "out of bounds",
 }
