@@ -40,6 +40,10 @@ table them). Two wider nets did find differences:
 - a number for the other tensor of ``nextafter`` (input), ``linalg.vecdot`` (y),
   ``masked_select`` (input) and ``linalg.solve`` (B) was computed, or met another check first; torch's
   parser refuses it (TypeError) (``_api/special_math.py``, ``linalg.py``, ``_api/indexing.py``).
+- a NumPy array given as the input of ``sort``/``topk`` (and the sort family) failed with
+  AttributeError naming NumPy's dtype class, and as ``binary_cross_entropy``'s input it gave "Found
+  dtype Float but expected Float"; torch: TypeError (``_api/reduction.check_sortable``,
+  ``nn/functional.binary_cross_entropy``, both on the error path).
 - a post-accumulate-grad hook returning a number or a list raised the RuntimeError torch gives for a
   returned Tensor; torch's hook wrapper refuses the kind first (TypeError "expected Variable, but
   hook returned 'int'") (``autograd/_graph_impl.py``).
@@ -62,6 +66,7 @@ torch's sets grad mode off.
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the layers
 below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.
 """
+import numpy as np
 import pytest
 
 import tracegrad
@@ -132,6 +137,9 @@ C["masked_select_input_int"] = lambda T: T.masked_select(2, X(T) > 0.2)
 C["masked_select_float_mask"] = lambda T: T.masked_select(X(T), X(T))
 C["solve_B_float"] = lambda T: T.linalg.solve(T.ones(2, 3), 0.5)
 C["solve_ok"] = lambda T: T.linalg.solve(T.eye(2) * 2, T.ones(2))
+C["sort_numpy"] = lambda T: T.sort(np.ones(3))
+C["topk_numpy"] = lambda T: T.topk(np.ones(3), 1)
+C["bce_numpy_input"] = lambda T: F(T).binary_cross_entropy(np.full((2, 3), 0.5, dtype=np.float32), X(T))
 # ... and a post-accumulate-grad hook returning something else than None or a Tensor
 
 

@@ -917,6 +917,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     if target.dtype is not input.dtype:
+        # a NumPy array's dtype is never tracegrad's: torch's parser refuses the array itself
+        check_tensors("binary_cross_entropy", input, target, names=("input", "target"))
         raise RuntimeError(f"binary_cross_entropy: Found dtype {_SCALAR_NAME[target.dtype.name]} but expected "
                            f"{_SCALAR_NAME[input.dtype.name]}; convert the target with .to(input.dtype)")
     _refuse_no_kernel(input, "binary_cross_entropy")
