@@ -43,7 +43,8 @@ table them). Two wider nets did find differences:
 - a NumPy array given as the input of ``sort``/``topk`` (and the sort family) failed with
   AttributeError naming NumPy's dtype class, and as ``binary_cross_entropy``'s input it gave "Found
   dtype Float but expected Float"; torch: TypeError (``_api/reduction.check_sortable``,
-  ``nn/functional.binary_cross_entropy``, both on the error path).
+  ``nn/functional.binary_cross_entropy``, both on the error path); ``pixel_shuffle``/``pixel_unshuffle``
+  computed on one, ``fold`` gave a block-count RuntimeError (``_api/vision_functions.py``).
 - a post-accumulate-grad hook returning a number or a list raised the RuntimeError torch gives for a
   returned Tensor; torch's hook wrapper refuses the kind first (TypeError "expected Variable, but
   hook returned 'int'") (``autograd/_graph_impl.py``).
@@ -140,6 +141,10 @@ C["solve_ok"] = lambda T: T.linalg.solve(T.eye(2) * 2, T.ones(2))
 C["sort_numpy"] = lambda T: T.sort(np.ones(3))
 C["topk_numpy"] = lambda T: T.topk(np.ones(3), 1)
 C["bce_numpy_input"] = lambda T: F(T).binary_cross_entropy(np.full((2, 3), 0.5, dtype=np.float32), X(T))
+C["pixel_shuffle_numpy"] = lambda T: T.nn.PixelShuffle(1)(np.ones((1, 1, 2), dtype=np.float32))
+C["pixel_unshuffle_numpy"] = lambda T: F(T).pixel_unshuffle(np.ones((1, 1, 2), dtype=np.float32), 1)
+C["fold_numpy"] = lambda T: T.nn.Fold((2, 2), 1)(np.ones((1, 1, 2), dtype=np.float32))
+C["pixel_shuffle_ok"] = lambda T: F(T).pixel_shuffle(T.arange(8.).reshape(1, 4, 2, 1), 2)
 # ... and a post-accumulate-grad hook returning something else than None or a Tensor
 
 

@@ -146,7 +146,10 @@ def _warn_align_corners():
 
 def pixel_shuffle(input, upscale_factor):
     """Mirrors ``torch.nn.functional.pixel_shuffle``: ``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``.
-    grad_fn ``PixelShuffleBackward0``. RuntimeError if C is not divisible by r*r."""
+    grad_fn ``PixelShuffleBackward0``. RuntimeError if C is not divisible by r*r; TypeError for an
+    input that is not a Tensor (a NumPy array was shuffled)."""
+    if not isinstance(input, Tensor):
+        check_tensors("pixel_shuffle", input)
     r = int(upscale_factor)
     if r <= 0:
         raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
@@ -161,7 +164,10 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     """Mirrors ``torch.nn.functional.pixel_unshuffle``: ``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``.
-    grad_fn ``PixelUnshuffleBackward0``. RuntimeError if H or W is not divisible by r."""
+    grad_fn ``PixelUnshuffleBackward0``. RuntimeError if H or W is not divisible by r; TypeError for
+    an input that is not a Tensor."""
+    if not isinstance(input, Tensor):
+        check_tensors("pixel_unshuffle", input)
     r = int(downscale_factor)
     if r <= 0:
         raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
@@ -237,7 +243,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Mirrors ``torch.nn.functional.fold`` (col2im): ``(N, C*kh*kw, L)`` or ``(C*kh*kw, L)`` ->
     ``(N, C, *output_size)``, overlapping values summed. grad_fn ``Col2ImBackward0``.
-    RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count."""
+    RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count; TypeError
+    for an input that is not a Tensor (torch's col2im parser)."""
+    if not isinstance(input, Tensor):
+        check_tensors("fold", input)
     static = _fold_args(kernel_size, dilation, padding, stride)
     osz = _fold_tup(output_size, "output_size")
     if input.ndim not in (2, 3) or _empty_past_batch(input, 3):
