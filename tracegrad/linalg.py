@@ -30,7 +30,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
     vander as vander
 )
 from ._linalg_ldl import ldl_factor as ldl_factor, ldl_factor_ex as ldl_factor_ex, ldl_solve as ldl_solve  # noqa: E402
-from ._api.promotion import check_same_dtype
+from ._api.promotion import check_same_dtype, check_tensors
 from ._ops.errors import broadcast_shape
 from ._api import reduction as _reduction
 from .return_types import _structseq
@@ -268,6 +268,8 @@ def slogdet(A, *, out=None):
 def solve(A, B, *, left=True, out=None):
     """Mirrors ``torch.linalg.solve``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
     ``left=False``); ``B`` may be a batch of vectors. Raises LinAlgError for a singular ``A``."""
+    if not (isinstance(A, Tensor) and isinstance(B, Tensor)):   # torch's parser: two Tensors
+        check_tensors("linalg.solve", A, B, names=("A", "B"))
     # torch compares B's dtype and shape with A's before its LU kernel refuses float16/bfloat16
     _check(A, "solve", precision=False)
     vector = _check_rhs("solve", A, B, left)
@@ -618,7 +620,9 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def vecdot(x, y, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)`` (inputs broadcast).
     RuntimeError for differing dtypes or a non-floating input, as torch."""
-    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype is not y.dtype:
+    if not (isinstance(x, Tensor) and isinstance(y, Tensor)):   # a number was broadcast: torch's parser
+        check_tensors("linalg.vecdot", x, y, names=("x", "y"))
+    if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_dt.SCALAR_NAMES[x.dtype.name]} and y of type {_dt.SCALAR_NAMES[y.dtype.name]} instead")
     check_same_dtype("linalg.vecdot", x, y)

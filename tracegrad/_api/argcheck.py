@@ -26,7 +26,7 @@ import inspect
 import numbers
 
 from .._ops import dtypes as _dt
-from .._ops.errors import PYTHON_LEVEL
+from .._ops.errors import PYTHON_LEVEL, not_a_tensor
 from .._tensor.convert import bool_size_error
 from .._tensor.tensor import Size, Tensor
 
@@ -523,12 +523,16 @@ _DONE: dict = {}   # (id(function), python_level) -> (function, its guard): one 
 def floating_input(fn, kernel):
     """``fn`` refusing an integer or bool input tensor with torch's NotImplementedError (``kernel``:
     the name torch's message gives), for the functions whose torch kernel is defined for floating
-    dtypes only where JAX computes any dtype (elu, gelu, softplus...). One attribute read and a
-    compare before the call on the success path."""
+    dtypes only where JAX computes any dtype (elu, gelu, softplus...), and a non-Tensor input (a
+    number, a list, None: the ops below would compute a number, or fail in other words) with torch's
+    parser TypeError. One attribute read and a compare before the call on the success path."""
     @functools.wraps(fn)
     def checked(input, *args, **kwargs):
         dt = getattr(input, "dtype", None)
-        if isinstance(dt, _dt.dtype) and dt._cat <= 1:
+        if not isinstance(dt, _dt.dtype):
+            if not isinstance(input, Tensor):
+                raise not_a_tensor(fn.__name__, input)
+        elif dt._cat <= 1:
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt.SCALAR_NAMES.get(dt.name, dt.name)}'; "
                                       f"{fn.__name__} takes a floating tensor (convert it with .float())")
         return fn(input, *args, **kwargs)

@@ -20,7 +20,7 @@ from .promotion import _SCALAR_NAME
 from .argcheck import strict_error
 from .inplace import _check_expand, check_index_dtype, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_, is_expanded, \
     write_one_value_expanded
-from .promotion import _CPP_NAME, _check_scalar_value, check_number_fits, check_real_scalars
+from .promotion import _CPP_NAME, _check_scalar_value, check_number_fits, check_real_scalars, check_tensors
 from .shape import expand, flatten
 from .sparse_embedding import sparse_gather
 from .._ops.errors import broadcast_shapes as _broadcast_shapes
@@ -873,7 +873,8 @@ def masked_select(self, mask):
     """Mirrors ``torch.masked_select``: the 1-D tensor of elements where the bool ``mask``
     (broadcast with input) is True. Autograd: ``MaskedSelectBackward0``. RuntimeError for a
     non-bool mask or shapes that do not broadcast."""
-    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+    if not isinstance(self, Tensor) or not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        check_tensors("masked_select", self, mask, names=("input", "mask"))   # torch's parser first
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     try:
         shape = tuple(_broadcast_shapes(tuple(self.shape), tuple(mask.shape)))

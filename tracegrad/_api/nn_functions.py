@@ -26,6 +26,7 @@ from .._ops.nn_ops import _pool_out
 from .._ops import dtypes as _dt
 from .._ops.random import scalar_name as _scalar_name
 from .._ops.warn import warn_once
+from .._ops.errors import not_a_tensor
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from .._tensor.memory_format import (_conv_order, batch_norm_format, channels_last, has_layout, lay_out,
@@ -101,29 +102,52 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
     (RuntimeError, no promotion). For integer input, a float weight beside it is a mixed-dtype
     RuntimeError, otherwise the kernel is NotImplementedError for that dtype (complex input too:
     torch has no complex normalisation kernel)."""
-    # (torch's layer_norm and group_norm compare their first parameter given -- the weight, else
-    # the bias -- with the input before they dispatch on the input's dtype: a complex or integer
-    # input beside a float one is their mixed-dtype RuntimeError)
-    first = next((p for p in (weight,) + params if p is not None), None)
-    mixed = api in ("layer_norm", "group_norm") and first is not None and first.dtype is not input.dtype
-    if input.dtype.is_complex and not mixed:
+    try:
+        # (torch's layer_norm and group_norm compare their first parameter given -- the weight, else
+        # the bias -- with the input before they dispatch on the input's dtype: a complex or integer
+        # input beside a float one is their mixed-dtype RuntimeError)
+        first = next((p for p in (weight,) + params if p is not None), None)
+        mixed = api in ("layer_norm", "group_norm") and first is not None and first.dtype is not input.dtype
+        if input.dtype.is_complex and not mixed:
+            raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                                      "normalise .real and .imag apart (view_as_real)")
+        if input.dtype.is_floating_point:
+            half = input.dtype.name in ("float16", "bfloat16")
+            for p in (weight,) + params:
+                if p is not None and p.dtype is not input.dtype and not (half and p.dtype.name == "float32"):
+                    raise RuntimeError(f"{api}: mixed dtype (CPU): expect parameter to have scalar type of "
+                                       f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
+                                       "convert the parameters or the input to one dtype")
+            return
+        _refuse_non_tensor(api, input, weight, params)   # (error path: the parser's class first)
+        if mixed or (weight is not None and weight.dtype is not input.dtype and api != "batch_norm"):
+            # (torch's batch_norm dispatches on the input's dtype before it compares the weight's)
+            raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
+                               f"{input.dtype}, parameter {(first if mixed else weight).dtype}); convert the input "
+                               "with .float()")
         raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
-                                  "normalise .real and .imag apart (view_as_real)")
-    if input.dtype.is_floating_point:
-        half = input.dtype.name in ("float16", "bfloat16")
-        for p in (weight,) + params:
-            if p is not None and p.dtype is not input.dtype and not (half and p.dtype.name == "float32"):
-                raise RuntimeError(f"{api}: mixed dtype (CPU): expect parameter to have scalar type of "
-                                   f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
-                                   "convert the parameters or the input to one dtype")
-        return
-    if mixed or (weight is not None and weight.dtype is not input.dtype and api != "batch_norm"):
-        # (torch's batch_norm dispatches on the input's dtype before it compares the weight's)
-        raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
-                           f"{input.dtype}, parameter {(first if mixed else weight).dtype}); convert the input "
-                           "with .float()")
-    raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
-                              f"convert the input with .float()")
+                                  f"convert the input with .float()")
+    except AttributeError:   # a number or list for a tensor: torch's parser (free on the success path)
+        _refuse_non_tensor(api, input, weight, params)
+        raise
+
+
+# the tensor arguments of the normalisations as torch's parser names them: (name, position), in the
+# order _check_norm_dtype receives them (input, weight, then its params; batch_norm_update_stats
+# passes no weight)
+_NORM_TENSORS = {"batch_norm": (("input", 1), ("weight", 2), ("bias", 3), ("running_mean", 4), ("running_var", 5)),
+                 "layer_norm": (("input", 1), ("weight", 3), ("bias", 4)),
+                 "group_norm": (("input", 1), ("weight", 3), ("bias", 4)),
+                 "batch_norm_update_stats": (("input", 1), ("weight", 0), ("running_mean", 2), ("running_var", 3))}
+
+
+def _refuse_non_tensor(api, input, weight, params):
+    """torch's parser TypeError for the first of a normalisation's tensor arguments that is neither
+    a Tensor nor None (a number, a list)."""
+    names = _NORM_TENSORS.get(api, ())
+    for (name, pos), v in zip(names, (input, weight) + params):
+        if v is not None and not isinstance(v, Tensor):
+            raise not_a_tensor(api, v, name, pos)
 
 
 def _check_float_match(input, weight, name):
@@ -920,6 +944,8 @@ def dropout(input, p, train):
     p = require_float("dropout", "p", p, 2)
     require_bool("dropout", "train", train, 3)
     if not train or p == 0:
+        if not isinstance(input, Tensor):   # the identity would hand it back: torch's parser refuses it
+            raise not_a_tensor("dropout", input)
         return input
     if p == 1:
         return input * empty_like(input).fill_(0)

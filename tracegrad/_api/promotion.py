@@ -339,14 +339,18 @@ def value_first(api, tensor1, tensor2, rest, value):
     """torch's deprecated overload ``addcmul(Number value, Tensor tensor1, Tensor tensor2)`` (also
     ``addcmul_``, ``addcdiv``, ``addcdiv_``), still accepted (``warn_deprecated_overload``) and used by old
     optimizer code (``exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)``). Returns
-    ``(tensor1, tensor2, value)``; TypeError, as torch, for any other extra positional argument,
-    and for ``value=`` given with the deprecated form."""
+    ``(tensor1, tensor2, value)``; TypeError, as torch, for a tensor1 or tensor2 that is not a
+    Tensor, for any other extra positional argument, and for ``value=`` given with the deprecated
+    form."""
     explicit = value is not DEFAULT_ONE
     if not explicit:
         value = 1
     if isinstance(value, Tensor):
         check_scalar_tensor(api, "value", value)
     if not rest:
+        if not (isinstance(tensor1, Tensor) and isinstance(tensor2, Tensor)):
+            # a number was broadcast as a tensor (a list failed with Python's words): torch's parser
+            check_tensors(api, tensor1, tensor2, names=("tensor1", "tensor2"))
         return tensor1, tensor2, value
     if len(rest) == 1 and isinstance(tensor1, _Number) and isinstance(tensor2, Tensor) and isinstance(rest[0], Tensor):
         if explicit:

@@ -68,10 +68,10 @@ def check_sortable(self, api, error=RuntimeError, bool_ok=True):
     """torch's CPU kernels of the sort family are not built for complex (``topk``, ``kthvalue``,
     ``median`` not for bool either): RuntimeError for sort/topk, NotImplementedError for the others."""
     try:
-        dtype = self.dtype
-    except AttributeError:
+        plain = not (self.dtype.is_complex or (not bool_ok and self.dtype is _dt.bool_))
+    except AttributeError:   # a number, a list, or a NumPy array (whose dtype has no is_complex)
         raise not_a_tensor(api, self) from None
-    if not (dtype.is_complex or (not bool_ok and self.dtype is _dt.bool_)):
+    if plain:
         return
     kind = _SCALAR_NAME[self.dtype.name]
     if error is RuntimeError:

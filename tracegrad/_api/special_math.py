@@ -128,6 +128,8 @@ def nextafter(input, other):
     ``other``, elementwise (broadcast; the promoted floating dtype). Autograd as torch
     (``NextafterBackward0``): gradient 1 for ``input``, 0 for ``other``. NotImplementedError for
     integer inputs."""
+    if not isinstance(input, Tensor):   # (a number with a Tensor other was computed): torch's parser
+        check_tensors("nextafter", input)
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
     require_floating("nextafter", input, other)
     return apply_op(OPS["nextafter"], (input, other), (("dtype", result_dtype(input, other).np),))

@@ -18,7 +18,7 @@ from .._tensor.factories import arange, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .argcheck import _is_strict_bool, require_float, strict_error
-from .promotion import _SCALAR_NAME
+from .promotion import _SCALAR_NAME, check_tensors
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import check_adaptive_kernel_dtype, check_adaptive_nonempty, empty_adaptive_pool, check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -146,7 +146,10 @@ def _warn_align_corners():
 
 def pixel_shuffle(input, upscale_factor):
     """Mirrors ``torch.nn.functional.pixel_shuffle``: ``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``.
-    grad_fn ``PixelShuffleBackward0``. RuntimeError if C is not divisible by r*r."""
+    grad_fn ``PixelShuffleBackward0``. RuntimeError if C is not divisible by r*r; TypeError for an
+    input that is not a Tensor (a NumPy array was shuffled)."""
+    if not isinstance(input, Tensor):
+        check_tensors("pixel_shuffle", input)
     r = int(upscale_factor)
     if r <= 0:
         raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
@@ -161,7 +164,10 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     """Mirrors ``torch.nn.functional.pixel_unshuffle``: ``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``.
-    grad_fn ``PixelUnshuffleBackward0``. RuntimeError if H or W is not divisible by r."""
+    grad_fn ``PixelUnshuffleBackward0``. RuntimeError if H or W is not divisible by r; TypeError for
+    an input that is not a Tensor."""
+    if not isinstance(input, Tensor):
+        check_tensors("pixel_unshuffle", input)
     r = int(downscale_factor)
     if r <= 0:
         raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
@@ -237,7 +243,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Mirrors ``torch.nn.functional.fold`` (col2im): ``(N, C*kh*kw, L)`` or ``(C*kh*kw, L)`` ->
     ``(N, C, *output_size)``, overlapping values summed. grad_fn ``Col2ImBackward0``.
-    RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count."""
+    RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count; TypeError
+    for an input that is not a Tensor (torch's col2im parser)."""
+    if not isinstance(input, Tensor):
+        check_tensors("fold", input)
     static = _fold_args(kernel_size, dilation, padding, stride)
     osz = _fold_tup(output_size, "output_size")
     if input.ndim not in (2, 3) or _empty_past_batch(input, 3):
@@ -270,6 +279,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     TypeError for a ``p``/``eps`` that is not a number."""
     p = require_float("pairwise_distance", "p", p)
     eps = require_float("pairwise_distance", "eps", eps)
+    if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):   # a number was broadcast: torch's parser refuses it
+        check_tensors("pairwise_distance", x1, x2, names=("x1", "x2"))
     diff = x1 - x2 + eps
     if diff.ndim == 0:
         return diff.abs()
@@ -381,6 +392,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         _warn_align_corners()
     elif not _is_strict_bool(align_corners):   # torch's grid_sampler parser takes a bool only (not 1, "x")
         raise strict_error("grid_sampler", "align_corners", "bool", align_corners, 5)
+    if not (isinstance(input, Tensor) and isinstance(grid, Tensor)):   # torch's grid_sampler parser
+        check_tensors("grid_sampler", input, grid, names=("input", "grid"))
     # torch's checks in its order: batch size, grid's last dim, empty spatial dims, then the rank
     # (4-D, else 5-D) and bicubic's 4-D-only rule; the dtypes last (the kernel's)
     nd = input.ndim - 2

@@ -453,6 +453,9 @@ class AccumulateGrad(Node):
                 _state.note_hook("post accumulate grad", h, var)
                 r = h(var)
                 if r is not None and r is not var:   # torch tolerates the tensor itself only
+                    if not isinstance(r, Tensor):   # torch's hook wrapper checks the kind first
+                        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}': a post "
+                                        f"accumulate grad hook returns None (modify .grad in place)")
                     raise RuntimeError("Tensor post accumulate grad hooks should return None: the hook "
                                        "sees .grad already accumulated; modify it in place instead")
         return []

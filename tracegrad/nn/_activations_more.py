@@ -88,6 +88,8 @@ def _check_numbers(api, input, **args):
         check_real_scalars(api, input.dtype, **args)   # (floats: float32's range, float16 input too)
         for v in args.values():   # c10's overflow check of the number converted to input's dtype, as torch
             check_number_fits(v, input.dtype, api)
+    else:   # a number would be thresholded as one: torch's parser refuses it
+        check_tensors(api, input)
 
 
 def _past_int64(input, v):

@@ -69,6 +69,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     margin = require_float("hinge_embedding_loss", "margin", margin, 3)
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of margin (1e39)
         check_past_f32("hinge_embedding_loss", input.dtype, margin)
+    else:   # a number failed at .clamp_min with Python's words: torch's parser refuses it
+        check_tensors("hinge_embedding_loss", input)
     margin_clamp = (margin - input).clamp_min(0)
     if not (input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is tracegrad.bool):
         # torch keeps an integer input's dtype (the margin part truncated): 'mean' then refuses it
@@ -84,6 +86,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     target ``(N)`` or ``()``. Raises RuntimeError for mismatched dims (as torch)."""
     input1, input2, target = _autocast.cast("fp32", "cosine_embedding_loss", input1, input2, target)   # torch's autocast op list
     reduction = _legacy(size_average, reduce, reduction)
+    # torch's parser: three Tensors (a number target failed at .dim() with Python's words)
+    check_tensors("cosine_embedding_loss", input1, input2, target, names=("input1", "input2", "target"))
     td = target.dim()
     if td not in (0, 1):
         raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
@@ -115,26 +119,26 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     reduction = _legacy(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if isinstance(target, tracegrad.Tensor) and isinstance(input, tracegrad.Tensor):
-        if target.requires_grad and tracegrad.is_grad_enabled():
-            raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument "
-                               "'target'. This input cannot have requires_grad True; pass target.detach()")
-        shape = tracegrad.broadcast_shapes(input.shape, target.shape)
-        if tuple(shape) != tuple(input.shape):
-            raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
-                               f"{list(shape)}: soft_margin_loss writes a loss per input element")
-        common = tracegrad.promote_types(input.dtype, target.dtype)
-        if not (input.dtype.is_floating_point or input.dtype.is_complex):
-            common = common if common.is_floating_point else tracegrad.get_default_dtype()
-            raise RuntimeError(f"result type {_SCALAR_NAME[common.name]} can't be cast to the desired "
-                               f"output type {_SCALAR_NAME[input.dtype.name]}; convert the input with "
-                               ".float() first")
-        if target.dtype is not input.dtype and (input.dtype.is_floating_point or input.dtype.is_complex):
-            target = target.to(input.dtype)
-        if tuple(target.shape) != tuple(input.shape):
-            target = target.expand(input.shape)
-        return _F._nn.soft_margin_loss(input, target, reduction)    # grad_fn SoftMarginLossBackward0
-    return _reduce((-input * target).exp().log1p(), reduction)
+    # torch's parser: two Tensors (a number computed a loss, a list failed with Python's words)
+    check_tensors("soft_margin_loss", input, target, names=("input", "target"))
+    if target.requires_grad and tracegrad.is_grad_enabled():
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument "
+                           "'target'. This input cannot have requires_grad True; pass target.detach()")
+    shape = tracegrad.broadcast_shapes(input.shape, target.shape)
+    if tuple(shape) != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}: soft_margin_loss writes a loss per input element")
+    common = tracegrad.promote_types(input.dtype, target.dtype)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        common = common if common.is_floating_point else tracegrad.get_default_dtype()
+        raise RuntimeError(f"result type {_SCALAR_NAME[common.name]} can't be cast to the desired "
+                           f"output type {_SCALAR_NAME[input.dtype.name]}; convert the input with "
+                           ".float() first")
+    if target.dtype is not input.dtype and (input.dtype.is_floating_point or input.dtype.is_complex):
+        target = target.to(input.dtype)
+    if tuple(target.shape) != tuple(input.shape):
+        target = target.expand(input.shape)
+    return _F._nn.soft_margin_loss(input, target, reduction)    # grad_fn SoftMarginLossBackward0
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -266,10 +270,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     dim, or broadcastable with one mismatched size. Raises ValueError for a negative var (inside
     ``tracegrad.compile`` checked when the program runs), a var of another size, or an unknown
     reduction."""
-    if isinstance(var, (int, float)):
+    if isinstance(var, float):
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = var * tracegrad.ones_like(input)
+    elif not isinstance(var, tracegrad.Tensor):   # torch takes a float or a Tensor (an int: TypeError)
+        raise TypeError(f"gaussian_nll_loss(): var must be a Tensor or a float, not {type(var).__name__}; "
+                        f"pass float(var) or a tensor")
     elif tracegrad.compiler._tracing():
         # inside tracegrad.compile: checked when the program runs (a negative entry makes that
         # call run eagerly, raising here); NOTE [value checks at run time]
@@ -382,8 +389,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     for an unknown reduction; NotImplementedError for log_probs other than float32/float64."""
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if not isinstance(targets, tracegrad.Tensor):
-        raise TypeError(f"ctc_loss(): argument 'targets' must be Tensor, not {type(targets).__name__}")
+    for name, v in (("log_probs", log_probs), ("targets", targets)):   # torch's parser: Tensors
+        if not isinstance(v, tracegrad.Tensor):
+            raise TypeError(f"ctc_loss(): argument '{name}' must be Tensor, not {type(v).__name__}")
     if not _is_strict_bool(zero_infinity):   # torch's parser takes only a bool
         raise strict_error("ctc_loss", "zero_infinity", "bool", zero_infinity, 7)
     if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):

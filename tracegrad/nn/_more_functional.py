@@ -13,7 +13,7 @@ from tracegrad import _autocast
 
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_strict_bool, require_bool, require_float, strict_error
-from tracegrad._api.promotion import _SCALAR_NAME
+from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
 from tracegrad._ops.registry import OPS
 from tracegrad.autograd._dispatch import apply_op
 
@@ -183,7 +183,7 @@ def prelu(input, weight):
     Gradients flow to input and weight (``PreluKernelBackward0``). Raises: RuntimeError when
     weight has another count."""
     input, weight = _autocast.cast("lower", "prelu", input, weight)   # torch's autocast op list
-    tracegrad._api.promotion.check_tensors("prelu", input, weight, names=("input", "weight"))
+    check_tensors("prelu", input, weight, names=("input", "weight"))
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     if weight.dtype is not input.dtype:
@@ -326,6 +326,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         require_float("triplet_margin_loss", name, v, pos)   # torch.triplet_margin_loss's parser
     if not _is_strict_bool(swap):   # (the parser's: a str or None was read for its truth)
         raise strict_error("triplet_margin_loss", "swap", "bool", swap, 7)
+    # torch's parser: three Tensors (a number failed at .dim() with Python's words)
+    check_tensors("triplet_margin_loss", anchor, positive, negative, names=("anchor", "positive", "negative"))
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "

@@ -9,6 +9,7 @@ import tracegrad
 from tracegrad._api import nn_functions as _F
 from tracegrad._api import vision_functions as _V
 from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
+from tracegrad._ops.errors import not_a_tensor
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
            "unfold", "fold", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "conv_transpose3d",
@@ -85,6 +86,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if n == 1:   # (torch's check is for exactly one: no spatial element at all gives an empty result)
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"{tracegrad.Size(input.shape)}")
+    for name, pos, v in (("weight", 2, weight), ("bias", 3, bias), ("running_mean", 4, running_mean),
+                         ("running_var", 5, running_var)):   # torch.instance_norm's parser: Tensors or None
+        if v is not None and not isinstance(v, tracegrad.Tensor):
+            raise not_a_tensor("instance_norm", v, name, pos)
     momentum = require_float("instance_norm", "momentum", momentum, 7)   # the parser's, as torch.instance_norm
     eps = require_float("instance_norm", "eps", eps, 8)
     # aten's instance_norm checks the running statistics before its batch norm: both are needed

@@ -507,6 +507,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         max_val = max_val.item()
     if isinstance(input, tracegrad.Tensor):   # torch's checked conversion of the limits
         check_past_f32("hardtanh", input.dtype, min_val, max_val, real_kernel=True, own_range=True)
+    else:   # a number would be clamped as one: torch's parser refuses it
+        check_tensors("hardtanh", input)
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
@@ -915,6 +917,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     if target.dtype is not input.dtype:
+        # a NumPy array's dtype is never tracegrad's: torch's parser refuses the array itself
+        check_tensors("binary_cross_entropy", input, target, names=("input", "target"))
         raise RuntimeError(f"binary_cross_entropy: Found dtype {_SCALAR_NAME[target.dtype.name]} but expected "
                            f"{_SCALAR_NAME[input.dtype.name]}; convert the target with .to(input.dtype)")
     _refuse_no_kernel(input, "binary_cross_entropy")
@@ -982,6 +986,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _autocast.cast("fp32", "kl_div", input, target)
     if type(log_target) is not bool and type(log_target).__name__ != "bool_":   # torch's parser: a bool only
         raise TypeError(f"kl_div(): argument 'log_target' must be bool, not {type(log_target).__name__}")
+    if not isinstance(input, tracegrad.Tensor):   # a number computed a loss: torch's parser refuses it
+        check_tensors("kl_div", input)
     if any(getattr(t, "is_complex", lambda: False)() for t in (input, target)):
         raise RuntimeError("kl_div: Complex inputs not supported. Take .real or .abs() of the log-probabilities")
     if any(isinstance(t, tracegrad.Tensor) and not t.dtype.is_floating_point for t in (input, target)):

@@ -154,14 +154,20 @@ class Sigmoid(Module):
     """Mirrors ``torch.nn.Sigmoid``."""
 
     def forward(self, input):
-        return input.sigmoid()
+        try:
+            return input.sigmoid()
+        except AttributeError:   # torch's module calls torch.sigmoid: its parser's TypeError
+            return tracegrad.sigmoid(input)
 
 
 class Tanh(Module):
     """Mirrors ``torch.nn.Tanh``."""
 
     def forward(self, input):
-        return input.tanh()
+        try:
+            return input.tanh()
+        except AttributeError:   # torch's module calls torch.tanh: its parser's TypeError
+            return tracegrad.tanh(input)
 
 
 class LogSigmoid(Module):
