@@ -259,3 +259,143 @@ class TemporalConvNet(nn.Module):
     def forward(self, x):
         return self.network(x)
 '''
+
+# albashawalid05-netizen/neural-ode-vs-resnet (no license file) src/models.py at dc0354e, whole
+# but for its imports (``odeint``, torchdiffeq's, is a stand-in the tests give: a fixed-step RK4)
+NODE_MODELS = r'''
+class MLP(nn.Module):
+    def __init__(self, in_dim, hidden_dim, out_dim, depth=3):
+        super().__init__()
+        layers = []
+        d = in_dim
+        for _ in range(depth - 1):
+            layers += [nn.Linear(d, hidden_dim), nn.ReLU()]
+            d = hidden_dim
+        layers += [nn.Linear(d, out_dim)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class ResNetStep(nn.Module):
+    """
+    Discrete-time baseline: predicts next state using residual MLP:
+      x_{t+1} = x_t + f(x_t)
+    """
+    def __init__(self, state_dim=2, hidden_dim=64):
+        super().__init__()
+        self.f = MLP(state_dim, hidden_dim, state_dim, depth=3)
+
+    def forward(self, x0, steps):
+        # x0: [B, 2], returns [B, steps, 2]
+        xs = []
+        x = x0
+        for _ in range(steps):
+            x = x + self.f(x)
+            xs.append(x)
+        return torch.stack(xs, dim=1)
+
+
+class ODEFunc(nn.Module):
+    """
+    Continuous dynamics: dx/dt = f(x, t) but we ignore t in f for simplicity.
+    """
+    def __init__(self, state_dim=2, hidden_dim=64):
+        super().__init__()
+        self.f = MLP(state_dim, hidden_dim, state_dim, depth=3)
+
+    def forward(self, t, x):
+        return self.f(x)
+
+
+class NeuralODEModel(nn.Module):
+    def __init__(self, state_dim=2, hidden_dim=64, solver="rk4", rtol=1e-4, atol=1e-4):
+        super().__init__()
+        self.func = ODEFunc(state_dim, hidden_dim)
+        self.solver = solver
+        self.rtol = rtol
+        self.atol = atol
+
+    def forward(self, x0, t):
+        """
+        x0: [B, 2]
+        t:  [T] increasing times
+        returns: [B, T, 2]
+        """
+        # odeint returns [T, B, 2]
+        traj = odeint(self.func, x0, t, method=self.solver, rtol=self.rtol, atol=self.atol)
+        return traj.permute(1, 0, 2)
+'''
+
+# albashawalid05-netizen/neural-ode-vs-resnet src/train.py at dc0354e: ``masked_mse``,
+# ``evaluate`` and ``train_one`` (``main`` reads a YAML config and writes JSON files; ``tqdm`` is
+# a global the tests give)
+NODE_TRAIN = r'''
+def masked_mse(pred, target, mask):
+    """
+    pred/target: [B, T, 2]
+    mask: [B, T, 1] where 1 observed, 0 missing
+    """
+    m = mask
+    diff2 = (pred - target) ** 2  # [B, T, 2]
+    diff2 = diff2 * m  # broadcast on last dim
+    denom = torch.clamp(m.sum() * pred.shape[-1], min=1.0)
+    return diff2.sum() / denom
+
+
+@torch.no_grad()
+def evaluate(model, val_loader, t, device):
+    model.eval()
+    losses = []
+    for x, m in val_loader:
+        x = x.to(device)
+        m = m.to(device)
+        x0 = x[:, 0, :]  # [B,2]
+        T = x.shape[1]
+        if isinstance(model, NeuralODEModel):
+            pred = model(x0, t.to(device))  # [B,T,2]
+        else:
+            pred = torch.cat([x0.unsqueeze(1), model(x0, T - 1)], dim=1)  # include t0
+        loss = masked_mse(pred, x, m)
+        losses.append(loss.item())
+    return float(sum(losses) / max(len(losses), 1))
+
+
+def train_one(model, train_loader, val_loader, t, device, epochs=15, lr=1e-3):
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    best_val = 1e9
+    history = {"train": [], "val": []}
+
+    for ep in range(1, epochs + 1):
+        model.train()
+        train_losses = []
+        for x, m in tqdm(train_loader, desc=f"epoch {ep}/{epochs}", leave=False):
+            x = x.to(device)
+            m = m.to(device)
+            x0 = x[:, 0, :]
+            T = x.shape[1]
+
+            if isinstance(model, NeuralODEModel):
+                pred = model(x0, t.to(device))  # [B,T,2]
+            else:
+                pred = torch.cat([x0.unsqueeze(1), model(x0, T - 1)], dim=1)
+
+            loss = masked_mse(pred, x, m)
+
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            train_losses.append(loss.item())
+
+        train_loss = float(sum(train_losses) / max(len(train_losses), 1))
+        val_loss = evaluate(model, val_loader, t, device)
+
+        history["train"].append(train_loss)
+        history["val"].append(val_loss)
+
+        if val_loss < best_val:
+            best_val = val_loss
+
+    return best_val, history
+'''

@@ -22,6 +22,14 @@ test compares losses, printed logs, gradients and parameters after optimizer ste
   output step is zero on every later input step), a 1x1 ``downsample`` only where the channel
   count changes, ``relu(out + res)``, ``Dropout`` (off in ``eval()``); its ``train.py`` is a
   placeholder, so the tests write the loop: Adam on a ``Linear`` head over the last step.
+- albashawalid05-netizen/neural-ode-vs-resnet (no license file), ``src/models.py`` and
+  ``src/train.py`` at dc0354e (a neural ODE against a residual step model): torchdiffeq's
+  ``odeint`` given as a hand-written fixed-step RK4 (``k1``..``k4`` from the step sizes of a
+  time tensor that may require grad), ``traj.permute(1, 0, 2)``; ``ResNetStep``'s Euler-like
+  ``x = x + self.f(x)`` stacked by ``torch.stack(xs, dim=1)``; ``masked_mse`` with
+  ``torch.clamp(m.sum() * pred.shape[-1], min=1.0)``; ``train_one``'s ``isinstance`` dispatch,
+  ``opt.zero_grad(set_to_none=True)`` and Adam; ``@torch.no_grad()`` ``evaluate`` after
+  ``model.eval()``.
 Changes, the same on both sides: parameters from seeded NumPy streams (layers whose
 ``reset_parameters`` draw them, ``torch.rand`` from NumPy), synthetic data for ``MNIST``, a
 ``DataLoader`` without shuffling, ``tqdm`` passing its iterable through, tiny sizes.
@@ -34,8 +42,9 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, compare, grads as _grads, same_logs, state as _state
-from public_programs_round67_src import TCN, VIT, VIT_MAIN, program
+from public_programs_helpers import arrays as _arr, compare, grads as _grads, same_error, same_logs, \
+    state as _state
+from public_programs_round67_src import NODE_MODELS, NODE_TRAIN, TCN, VIT, VIT_MAIN, program
 
 torch = pytest.importorskip("torch")
 
@@ -128,12 +137,10 @@ def _mnist(T):
 
 
 def _vit_script(T):
-    ns = vit_program(T)
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(ValueError) as e:
         program(draws(T, 0), VIT + VIT_MAIN, tqdm=lambda it, **kw: it, MNIST=_mnist(T), ToTensor=lambda: None,
                 DataLoader=_Loader(T), Adam=T.optim.Adam, CrossEntropyLoss=T.nn.CrossEntropyLoss)
-    del ns
     return str(e.value), out.getvalue()
 
 
@@ -228,5 +235,78 @@ def test_chomp_with_zero_padding_is_empty_alike():
     def run(T):
         m = tcn_program(T).TemporalConvNet(2, [3], kernel_size=1, dropout=0.0)
         return m(_series(T, np.random.RandomState(0)))
-    from public_programs_helpers import same_error
     same_error(torch, tracegrad, run)
+
+
+# ---------------------------------------------------------------- neural ODE (albashawalid05-netizen)
+
+def rk4_odeint(T):
+    """A stand-in for torchdiffeq's ``odeint(func, y0, t, method=, rtol=, atol=)``: one classic
+    RK4 step between consecutive times, the states stacked ``[len(t), *y0.shape]``."""
+    def odeint(func, y0, t, method="rk4", rtol=None, atol=None):
+        assert method == "rk4", method
+        ys, y = [y0], y0
+        for i in range(t.shape[0] - 1):
+            t0, h = t[i], t[i + 1] - t[i]
+            k1 = func(t0, y)
+            k2 = func(t0 + h / 2, y + h / 2 * k1)
+            k3 = func(t0 + h / 2, y + h / 2 * k2)
+            k4 = func(t0 + h, y + h * k3)
+            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            ys.append(y)
+        return T.stack(ys)
+    return odeint
+
+
+def node_program(T, seed=3):
+    """models.py and train.py's functions, their ``nn.Linear`` drawing from a NumPy stream."""
+    d = draws(T, seed)
+    d.nn = seeded_nn(T, seed + 1, names=("Linear",))
+    return program(d, NODE_MODELS + NODE_TRAIN, odeint=rk4_odeint(T), tqdm=lambda it, **kw: it)
+
+
+def _trajectories(T, rs, n=3, steps=4):
+    x = rs.randn(n, steps, 2).astype(np.float32) * 0.5
+    m = (rs.rand(n, steps, 1) > 0.3).astype(np.float32)
+    return T.tensor(x), T.tensor(m)
+
+
+def _loaders(T, seed):
+    rs = np.random.RandomState(seed)
+    return [_trajectories(T, rs) for _ in range(2)], [_trajectories(T, rs)]
+
+
+def _node_train(T, kind):
+    ns = node_program(T)
+    model = ns.ResNetStep(hidden_dim=5) if kind == "resnet" else ns.NeuralODEModel(hidden_dim=5)
+    train, val = _loaders(T, 7)
+    t = T.linspace(0.0, 0.6, 4)
+    best, hist = ns.train_one(model, train, val, t, T.device("cpu"), epochs=2, lr=1e-2)
+    return [np.array([best] + hist["train"] + hist["val"])] + _grads(model) + _state(model)
+
+
+@pytest.mark.parametrize("kind", ["resnet", "neuralode"])
+def test_train_one_with_masked_mse(kind):
+    _compare(functools.partial(_node_train, kind=kind), tol=1e-5)
+
+
+def _node_grad(T):
+    ns = node_program(T)
+    model = ns.NeuralODEModel(hidden_dim=5)
+    x, m = _trajectories(T, np.random.RandomState(8))
+    t = T.tensor([0.0, 0.2, 0.5, 0.6], requires_grad=True)
+    pred = model(x[:, 0, :], t)
+    loss = ns.masked_mse(pred, x, m)
+    loss.backward()
+    with T.no_grad():
+        empty = ns.masked_mse(pred, x, T.zeros_like(m))
+    facts = [type(pred.grad_fn).__name__, pred.is_contiguous(), type(loss.grad_fn).__name__, model.training]
+    return facts, _arr(pred, loss, t.grad, empty) + _grads(model)
+
+
+def test_neural_ode_gradient_through_rk4_and_times():
+    # the times require grad too: dL/dt through every RK4 step size; an all-missing mask
+    # divides by the clamp's 1.0
+    (ref_facts, ref), (got_facts, got) = _node_grad(torch), _node_grad(tracegrad)
+    assert ref_facts == got_facts == ["PermuteBackward0", False, "DivBackward0", True], (ref_facts, got_facts)
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)

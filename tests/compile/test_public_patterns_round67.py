@@ -12,6 +12,11 @@ compiled from one seed):
   ``Chomp1d``'s ``.contiguous()`` slice: one trace; with ``Dropout(0.25)`` in training mode
   each compiled call draws fresh masks (the same ones as eager from one seed, never a frozen
   mask), and ``eval()`` between calls is a new trace with dropout off.
+- albashawalid05-netizen/neural-ode-vs-resnet: ``train_one``'s loop body for ``ResNetStep`` and
+  for ``NeuralODEModel`` through the tests' RK4 ``odeint`` (a new time grid on each call: the
+  step sizes are inputs, not constants): one trace each; the models compiled under ``no_grad``
+  after ``eval()``. ``evaluate`` compiled meets ``loss.item()``: one warning, then eager runs
+  with eager's value on every call; ``fullgraph=True`` raises the graph break.
 """
 import functools
 
@@ -106,3 +111,62 @@ def test_tcn_dropout_compiled_draws_like_eager():
     close(eager, comp, 1e-5)
     # a frozen mask would repeat the first call's loss pattern; eval() is a new trace
     assert f.stats["traces"] == 2 and f.stats["graph_breaks"] == [], f.stats
+
+
+# ---------------------------------------------------------------- neural ODE vs ResNet step
+
+def _node(T, compiled, kind):
+    ns = _api.node_program(T)
+    model = ns.ResNetStep(hidden_dim=5) if kind == "resnet" else ns.NeuralODEModel(hidden_dim=5)
+    opt = T.optim.Adam(model.parameters(), lr=1e-2)
+
+    def step(x, m, t):                  # train_one's loop body
+        x0 = x[:, 0, :]
+        if isinstance(model, ns.NeuralODEModel):
+            pred = model(x0, t)
+        else:
+            pred = T.cat([x0.unsqueeze(1), model(x0, x.shape[1] - 1)], dim=1)
+        loss = ns.masked_mse(pred, x, m)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    f = T.compile(step) if compiled else step
+    rs, out = np.random.RandomState(9), []
+    for i in range(3):
+        # new time grids each call: the RK4 step sizes are inputs, never constants
+        out += _arr(f(*_api._trajectories(T, rs), T.linspace(0.0, 0.5 + 0.1 * i, 4)))
+    model.eval()
+    with T.no_grad():
+        g = T.compile(model) if compiled else model
+        x, _ = _api._trajectories(T, rs)
+        out += _arr(g(x[:, 0, :], T.linspace(0.0, 0.6, 4)) if kind == "neuralode" else g(x[:, 0, :], 3))
+    return out + _grads(model) + _state(model), f
+
+
+@pytest.mark.parametrize("kind", ["resnet", "neuralode"])
+def test_node_train_step_compiled(kind):
+    _one_trace(_parity(functools.partial(_node, kind=kind)), 3)
+
+
+def test_node_evaluate_compiled_runs_eagerly_at_item():
+    # ``evaluate``'s ``losses.append(loss.item())`` is a value taken out of the program: the
+    # compiled function says so once and runs eagerly on every call, with eager's result;
+    # ``fullgraph=True`` raises instead
+    def setup(T):
+        ns = _api.node_program(T)
+        return ns, ns.NeuralODEModel(hidden_dim=5), _api._loaders(T, 7)[1], T.linspace(0.0, 0.6, 4)
+
+    tns, tmodel, tval, tt = setup(torch)
+    T = tracegrad
+    ns, model, val, t = setup(T)
+    ref = ns.evaluate(model, val, t, T.device("cpu"))
+    np.testing.assert_allclose(ref, tns.evaluate(tmodel, tval, tt, torch.device("cpu")), rtol=1e-5)
+    f = T.compile(ns.evaluate)
+    with pytest.warns(UserWarning, match=r"running evaluate eagerly: item\(\)") as rec:
+        got = [f(model, val, t, T.device("cpu")) for _ in range(3)]
+    assert got == [ref] * 3 and len(rec) == 1
+    assert f.stats["traces"] == 0 and f.stats["eager_calls"] == 3, f.stats
+    with pytest.raises(RuntimeError, match=r"cannot capture this function as one program: item\(\)"):
+        T.compile(ns.evaluate, fullgraph=True)(model, val, t, T.device("cpu"))
