@@ -29,12 +29,9 @@ from public_programs_helpers import arrays as _arr, close, compiled_parity, grad
 torch = pytest.importorskip("torch")
 
 import api.test_public_programs_round67 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
+from compile.test_public_patterns_round66 import _one_trace  # noqa: E402
 
 _parity = functools.partial(compiled_parity, torch, tracegrad)
-
-
-def _one_trace(stats, calls):
-    assert stats == {"calls": calls, "traces": 1, "eager_calls": 1, "graph_breaks": []}, stats
 
 
 # ---------------------------------------------------------------- ViT
