@@ -13,6 +13,7 @@ import dis
 import enum
 import functools
 import gc
+import inspect
 import numbers
 import operator
 import os
@@ -1051,13 +1052,22 @@ def _replaced(now, was) -> bool:
 # Only modules and optimizers (the objects whose tensors a plan lifts) count: a small object
 # made again on every call (a config) misses its program anyway, and a fresh plan would cost
 # each such call one more trace.
+def _holds_tensors(v) -> bool:
+    # a module or an optimizer, read without running the object's own ``__getattr__`` (a
+    # config class's raises KeyError for a missing name, or has side effects)
+    try:
+        return any(inspect.getattr_static(v, name, _MISSING) is not _MISSING for name in ("_parameters", "param_groups"))
+    except Exception:     # noqa: BLE001 -- an object whose class lookup itself raises
+        return False
+
+
 def replaced_objects(region) -> list:
     """Weakrefs to the modules and optimizers ``region``'s program reads by identity from a
     place that now holds another one of that class (NOTE [plans after new objects]; NOTE
     [objects only programs hold] in orphans.py)."""
     out = []
     for d, k, v, how in region.value_guards:
-        if (how is _IDENTITY or how is None) and (hasattr(v, "_parameters") or hasattr(v, "param_groups")):
+        if (how is _IDENTITY or how is None) and _holds_tensors(v):
             try:
                 now = d.get(k, _MISSING)
             except Exception:     # noqa: BLE001 -- a property that raises now
