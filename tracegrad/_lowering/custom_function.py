@@ -44,6 +44,7 @@ from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import DOUBLE_DIFFERENTIATED, Function
 from .capture import _AD_TRACERS, GraphBreak, StreamGuard
+from .pystate import attribute_writes
 
 # ctx attributes that belong to the node or to the call, not to what backward reads as residuals
 _OWN = ("to_save", "saved_for_forward", "dirty_tensors", "non_differentiable", "needs_input_grad")
@@ -92,6 +93,11 @@ def backward_effect(cls):
             what = _STORES.get(ins.opname)
             if what is not None and not (ins.opname == "STORE_DEREF" and ins.argval in own):
                 return f"its backward assigns {what} ('{ins.argval}')"
+    # an attribute of a Python object it reaches (``state.enabled = True`` there or in a context
+    # manager it enters; torch's test_non_nullified_side_effect_in_backward_fails)
+    place = attribute_writes(fn)
+    if place is not None:
+        return f"its backward sets the attribute '{place}'"
     return None
 
 

@@ -1852,3 +1852,30 @@ def _code_names(code, out):
         if isinstance(c, types.CodeType):
             _code_names(c, out)
     return out
+
+
+def attribute_writes(fn) -> str | None:
+    """``name.attribute`` of the first attribute ``fn``'s code, or a user helper it calls, stores
+    or bumps on a plain object or user class it reaches through a closure cell or a global
+    (``state.enabled = True``, ``counter.depth += 1``, a property's setter), or None. A custom
+    Function's backward is traced once (custom_function.py ``backward_effect``): such a write
+    would happen once, not on every backward. Conservative: a write put back before the
+    function returns counts too, as does a store of the same name on another object."""
+    sets = tuple(set() for _ in range(6))
+    refs, _ = python_refs(fn, counters_out=sets)
+    stored = sets[0] | sets[1]
+    if not stored:
+        return None
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        if _user_class(v):
+            own = {k for k, _ in _class_attributes(v)}
+        elif _plain_object(v) and not isinstance(v, (type, types.ModuleType) + _FUNCTIONS):
+            own = set(attributes(v)) | {k for c in _classes_of(v) for k, a in _class_attributes(c)
+                                        if isinstance(a, property)}
+        else:
+            continue
+        hit = sorted(stored & own)
+        if hit:
+            return f"{name}.{hit[0]}"
+    return None
