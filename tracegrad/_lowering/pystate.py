@@ -413,6 +413,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None
         # argument out; ``helper.__defaults__ = (0.9,)`` between calls kept the traced value
         add(("__defaults__", None, _DefaultsMap(f)), names)
         add(("__kwdefaults__", None, _DefaultsMap(f)), names)
+        add(("__signature__", None, _DefaultsMap(f)), names)
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         add((n, cell, None), names)
         try:
@@ -480,38 +481,43 @@ def _held_objects(a):
 
 class _DefaultsMap(dict):
     """A helper function's ``__defaults__``/``__kwdefaults__`` read (live) like a global dict's
-    entries (NOTE [helper defaults]); a dict subclass so the carry code reads it with ``get``."""
+    entries (NOTE [helper defaults]); a dict subclass so the carry code reads it with ``get``.
+    Its ``__signature__`` too (None while it has none): ``inspect.signature`` prefers it to the
+    defaults (a custom Function's forward bound by ``apply``)."""
+
+    _KEYS = ("__defaults__", "__kwdefaults__", "__signature__")
 
     def __init__(self, fn):
         super().__init__()
         self.fn = fn
 
     def values(self):
-        return [getattr(self.fn, k) for k in self.keys()]
+        return [getattr(self.fn, k, None) for k in self.keys()]
 
     def get(self, name, default=None):
         return getattr(self.fn, name, default)
 
     def __getitem__(self, name):
-        return getattr(self.fn, name)
+        return getattr(self.fn, name, None)
 
     def __contains__(self, name):
-        return name in ("__defaults__", "__kwdefaults__")
+        return name in self._KEYS
 
     def __setitem__(self, name, value):
-        setattr(self.fn, name, value)
+        if name != "__signature__" or value is not None or "__signature__" in self.fn.__dict__:
+            setattr(self.fn, name, value)
 
     def __len__(self):
-        return 2
+        return len(self._KEYS)
 
     def __iter__(self):
-        return iter(("__defaults__", "__kwdefaults__"))
+        return iter(self._KEYS)
 
     def keys(self):
-        return ("__defaults__", "__kwdefaults__")
+        return self._KEYS
 
     def items(self):
-        return [(k, getattr(self.fn, k)) for k in self.keys()]
+        return [(k, getattr(self.fn, k, None)) for k in self.keys()]
 
 
 class FunctionAttributes:
