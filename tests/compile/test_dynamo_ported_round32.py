@@ -45,6 +45,7 @@ import pytest
 import tracegrad
 
 from ._dynamo_port import CALLS, check, compare, rand, same
+from .test_dynamo_ported_round22 import _my_sin
 
 torch = pytest.importorskip("torch")
 
@@ -360,18 +361,7 @@ def test_apply_kwargs_with_custom_signature():
     # AutogradFunctionTests.test_apply_kwargs_with_custom_signature: a ``__signature__`` set on
     # forward with other names is ignored; ``factor=`` binds by forward's code
     def build(T, wrap):
-        class MySin(T.autograd.Function):
-            @staticmethod
-            def forward(ctx, input, factor=1):
-                ctx.save_for_backward(input)
-                ctx.factor = factor
-                return factor * T.sin(input)
-
-            @staticmethod
-            def backward(ctx, grad_output):
-                (input,) = ctx.saved_tensors
-                return grad_output * ctx.factor * T.cos(input), None
-
+        MySin = _my_sin(T)      # round 22's (test_apply_kwargs_old_style's Function)
         P = inspect.Parameter
         MySin.forward.__signature__ = inspect.Signature(
             [P("ctx", P.POSITIONAL_OR_KEYWORD), P("x", P.POSITIONAL_OR_KEYWORD),
@@ -755,6 +745,25 @@ def test_prune_torch_check():
             g(_t(T, 0, 80, 2), 81)
 
 
+def _scale_rule(T, forward, grad_scale):
+    """A new-style Function with ``forward`` (a wrapper or a partial taking ``x, scale``) whose
+    own vmap rule scales by the ``scale`` apply binds from forward's defaults."""
+    class ScaleRule(T.autograd.Function):
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * grad_scale, None
+
+        @staticmethod
+        def vmap(info, in_dims, x, scale):
+            return x * scale, in_dims[0]
+    ScaleRule.forward = staticmethod(forward)
+    return ScaleRule
+
+
 def _wrapped_defaults_run(T, wrap):
     """test_vmap_custom_rule_tracks_wrapped_and_partial_defaults's first half: a Function whose
     forward is a ``functools.wraps`` wrapper; vmap's rule gets forward's ``scale`` default, read
@@ -767,21 +776,7 @@ def _wrapped_defaults_run(T, wrap):
     def forward_wrapper(*args, **kwargs):
         return wrapped_forward(*args, **kwargs)
 
-    class Wrapped(T.autograd.Function):
-        forward = staticmethod(forward_wrapper)
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return grad_output * 2, None
-
-        @staticmethod
-        def vmap(info, in_dims, x, scale):
-            return x * scale, in_dims[0]
-
+    Wrapped = _scale_rule(T, forward_wrapper, 2)
     f = wrap(lambda x: T.vmap(Wrapped.apply)(x))
     P = inspect.Parameter
 
@@ -818,21 +813,7 @@ def test_vmap_custom_rule_tracks_partial_defaults():
             return x * scale
         part = functools.partial(partial_forward)
 
-        class Partial(T.autograd.Function):
-            forward = staticmethod(part)
-
-            @staticmethod
-            def setup_context(ctx, inputs, output):
-                pass
-
-            @staticmethod
-            def backward(ctx, grad_output):
-                return grad_output * 3, None
-
-            @staticmethod
-            def vmap(info, in_dims, x, scale):
-                return x * scale, in_dims[0]
-
+        Partial = _scale_rule(T, part, 3)
         f = wrap(lambda x: T.vmap(Partial.apply)(x))
         P = inspect.Parameter
 
@@ -843,3 +824,38 @@ def test_vmap_custom_rule_tracks_partial_defaults():
             return f(_t(T, i, 2, 3))
         return run
     compare(build, calls=5)
+
+
+def test_backward_helper_bumps_class_counter():
+    # the fix above, reached through a helper: backward calls a function that bumps a counter
+    # kept on a user class (``Stats.calls += 1``); every backward counts, as in eager (compiled,
+    # the first compiled backward only counted)
+    made = []
+
+    def build(T, wrap):
+        class Stats:
+            calls = 0
+
+        def note(g):
+            Stats.calls += 1
+            return g * 2
+
+        class Twice(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return note(grad)
+
+        f = wrap(lambda x: Twice.apply(x).sin().sum())
+        made.append(f)
+
+        def run(i):
+            x = _t(T, i, 3, rg=True)
+            f(x).backward()
+            return x.grad, Stats.calls
+        return run
+    compare(build)
+    _broke_on(made[2], "its backward sets the attribute 'Stats.calls'")
