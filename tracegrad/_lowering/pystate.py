@@ -495,7 +495,9 @@ class _DefaultsMap(dict):
         return [getattr(self.fn, k, None) for k in self.keys()]
 
     def get(self, name, default=None):
-        return getattr(self.fn, name, default)
+        # a function without a ``__signature__`` reads as None, as ``__getitem__``: one value
+        # for the guard to compare, not a missing entry
+        return getattr(self.fn, name, None) if name in self._KEYS else default
 
     def __getitem__(self, name):
         return getattr(self.fn, name, None)
