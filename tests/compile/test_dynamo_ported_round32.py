@@ -29,10 +29,18 @@ Found and fixed here:
   the code scan of the backward and the helpers it calls (pystate.py ``attribute_writes``,
   custom_function.py ``backward_effect``). Conservative: a write put back before backward
   returns (torch's "nullified" cases, round 22) now runs eagerly too, with the right result.
+- ``Function.apply`` cached forward's ``inspect.signature`` for good: a default changed later on
+  the function forward wraps (``__defaults__``, a ``__signature__`` set on it) was never seen,
+  eager or compiled, where torch binds the new default on every call. The cache now keeps what
+  the signature was read from and reads it again when one changed (autograd/function.py
+  ``_signature_sources``). Compiled, a ``__signature__`` set on a helper function after a trace
+  was not guarded (its defaults were): it is now one more entry of the helper's defaults guard
+  (pystate.py ``_DefaultsMap``). (test_vmap_custom_rule_tracks_wrapped_defaults)
 
 Left alone (strict xfail): an old-style Function (no ``setup_context``) under ``func.grad``
 raises as in eager, where torch's compiled function traces it; a custom vmap rule inside a
-compiled function is a graph break (fullgraph raises), where torch compiles it.
+compiled function whose argument requires grad is a graph break (fullgraph raises), where torch
+compiles it; a ``__signature__`` set on a ``functools.partial`` used as forward is not guarded.
 """
 import contextlib
 import functools

@@ -20,8 +20,9 @@ and which tensors were saved (version checks) exactly as for any other op.
 
 What cannot be kept exactly stays a graph break, with the reason (``compiler.stats()``):
 ``ctx.mark_dirty`` (an in-place write through the Function), a backward whose code has Python
-side effects or reads values (``print``, ``.item()``, a ``global``/``nonlocal`` write: it would
-run once, when the backward program is traced), a forward that reads a tensor requiring grad
+side effects or reads values (``print``, ``.item()``, a ``global``/``nonlocal`` write, an
+attribute set on a Python object it or a helper reaches: it would run once, when the backward
+program is traced), a forward that reads a tensor requiring grad
 which is not an argument (JAX's custom_vjp cannot close over a value it differentiates), an
 input returned as-is with ``setup_context``, a backward writing in place while ctx keeps an
 argument or output (the write would reach only the residual's copy), and a Function whose backward was differentiated
