@@ -20,8 +20,9 @@ and which tensors were saved (version checks) exactly as for any other op.
 
 What cannot be kept exactly stays a graph break, with the reason (``compiler.stats()``):
 ``ctx.mark_dirty`` (an in-place write through the Function), a backward whose code has Python
-side effects or reads values (``print``, ``.item()``, a ``global``/``nonlocal`` write: it would
-run once, when the backward program is traced), a forward that reads a tensor requiring grad
+side effects or reads values (``print``, ``.item()``, a ``global``/``nonlocal`` write, an
+attribute set on a Python object it or a helper reaches: it would run once, when the backward
+program is traced), a forward that reads a tensor requiring grad
 which is not an argument (JAX's custom_vjp cannot close over a value it differentiates), an
 input returned as-is with ``setup_context``, a backward writing in place while ctx keeps an
 argument or output (the write would reach only the residual's copy), and a Function whose backward was differentiated
@@ -44,6 +45,7 @@ from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import DOUBLE_DIFFERENTIATED, Function
 from .capture import _AD_TRACERS, GraphBreak, StreamGuard
+from .pystate import attribute_writes
 
 # ctx attributes that belong to the node or to the call, not to what backward reads as residuals
 _OWN = ("to_save", "saved_for_forward", "dirty_tensors", "non_differentiable", "needs_input_grad")
@@ -92,6 +94,11 @@ def backward_effect(cls):
             what = _STORES.get(ins.opname)
             if what is not None and not (ins.opname == "STORE_DEREF" and ins.argval in own):
                 return f"its backward assigns {what} ('{ins.argval}')"
+    # an attribute of a Python object it reaches (``state.enabled = True`` there or in a context
+    # manager it enters; torch's test_non_nullified_side_effect_in_backward_fails)
+    place = attribute_writes(fn)
+    if place is not None:
+        return f"its backward sets the attribute '{place}'"
     return None
 
 

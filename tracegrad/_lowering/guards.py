@@ -1085,7 +1085,7 @@ def _ref_name(name, cell, g) -> str:
     if cell is not None:
         return f"the closure variable '{name}'"
     fn = getattr(g, "fn", None)
-    if name in ("__defaults__", "__kwdefaults__") and callable(fn):     # pystate._DefaultsMap
+    if name in ("__defaults__", "__kwdefaults__", "__signature__") and callable(fn):     # pystate._DefaultsMap
         return f"the defaults of {getattr(fn, '__qualname__', name)}"
     return f"the global '{name}'"
 

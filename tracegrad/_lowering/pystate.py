@@ -413,6 +413,7 @@ def _scan(f, depth, add, queue, top=False, loaded=None, through=None, reach=None
         # argument out; ``helper.__defaults__ = (0.9,)`` between calls kept the traced value
         add(("__defaults__", None, _DefaultsMap(f)), names)
         add(("__kwdefaults__", None, _DefaultsMap(f)), names)
+        add(("__signature__", None, _DefaultsMap(f)), names)
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         add((n, cell, None), names)
         try:
@@ -480,38 +481,45 @@ def _held_objects(a):
 
 class _DefaultsMap(dict):
     """A helper function's ``__defaults__``/``__kwdefaults__`` read (live) like a global dict's
-    entries (NOTE [helper defaults]); a dict subclass so the carry code reads it with ``get``."""
+    entries (NOTE [helper defaults]); a dict subclass so the carry code reads it with ``get``.
+    Its ``__signature__`` too (None while it has none): ``inspect.signature`` prefers it to the
+    defaults (a custom Function's forward bound by ``apply``)."""
+
+    _KEYS = ("__defaults__", "__kwdefaults__", "__signature__")
 
     def __init__(self, fn):
         super().__init__()
         self.fn = fn
 
     def values(self):
-        return [getattr(self.fn, k) for k in self.keys()]
+        return [getattr(self.fn, k, None) for k in self.keys()]
 
     def get(self, name, default=None):
-        return getattr(self.fn, name, default)
+        # a function without a ``__signature__`` reads as None, as ``__getitem__``: one value
+        # for the guard to compare, not a missing entry
+        return getattr(self.fn, name, None) if name in self._KEYS else default
 
     def __getitem__(self, name):
-        return getattr(self.fn, name)
+        return getattr(self.fn, name, None)
 
     def __contains__(self, name):
-        return name in ("__defaults__", "__kwdefaults__")
+        return name in self._KEYS
 
     def __setitem__(self, name, value):
-        setattr(self.fn, name, value)
+        if name != "__signature__" or value is not None or "__signature__" in self.fn.__dict__:
+            setattr(self.fn, name, value)
 
     def __len__(self):
-        return 2
+        return len(self._KEYS)
 
     def __iter__(self):
-        return iter(("__defaults__", "__kwdefaults__"))
+        return iter(self._KEYS)
 
     def keys(self):
-        return ("__defaults__", "__kwdefaults__")
+        return self._KEYS
 
     def items(self):
-        return [(k, getattr(self.fn, k)) for k in self.keys()]
+        return [(k, getattr(self.fn, k, None)) for k in self.keys()]
 
 
 class FunctionAttributes:
@@ -1852,3 +1860,30 @@ def _code_names(code, out):
         if isinstance(c, types.CodeType):
             _code_names(c, out)
     return out
+
+
+def attribute_writes(fn) -> str | None:
+    """``name.attribute`` of the first attribute ``fn``'s code, or a user helper it calls, stores
+    or bumps on a plain object or user class it reaches through a closure cell or a global
+    (``state.enabled = True``, ``counter.depth += 1``, a property's setter), or None. A custom
+    Function's backward is traced once (custom_function.py ``backward_effect``): such a write
+    would happen once, not on every backward. Conservative: a write put back before the
+    function returns counts too, as does a store of the same name on another object."""
+    sets = tuple(set() for _ in range(6))
+    refs, _ = python_refs(fn, counters_out=sets)
+    stored = sets[0] | sets[1]
+    if not stored:
+        return None
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        if _user_class(v):
+            own = {k for k, _ in _class_attributes(v)}
+        elif _plain_object(v) and not isinstance(v, (type, types.ModuleType) + _FUNCTIONS):
+            own = set(attributes(v)) | {k for c in _classes_of(v) for k, a in _class_attributes(c)
+                                        if isinstance(a, property)}
+        else:
+            continue
+        hit = sorted(stored & own)
+        if hit:
+            return f"{name}.{hit[0]}"
+    return None

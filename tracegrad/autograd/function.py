@@ -578,12 +578,30 @@ def _bind_defaults(forward, args, kwargs):
     """``forward``'s arguments with its defaults filled in, as torch's ``bind_default_args``: the
     positional tuple and the keyword-only (or ``**kwargs``) ones; TypeError for arguments forward
     does not take, as a call would."""
-    sig = _SIGNATURES.get(forward)
-    if sig is None:
-        sig = _SIGNATURES[forward] = inspect.signature(forward)
-    bound = sig.bind(*args, **kwargs)
+    # the signature is cached with what it was read from: a default or ``__signature__`` set on
+    # forward (or on the function it wraps or a partial's) after a call is read again, as
+    # torch's inspect.signature on every call (test_vmap_custom_rule_tracks_wrapped_and_partial_defaults)
+    deps = _signature_sources(forward)
+    hit = _SIGNATURES.get(forward)
+    if hit is None or len(hit[1]) != len(deps) or any(a is not b for a, b in zip(hit[1], deps)):
+        hit = _SIGNATURES[forward] = (inspect.signature(forward), deps)
+    bound = hit[0].bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.args, bound.kwargs
+
+
+def _signature_sources(f):
+    """What ``inspect.signature(f)`` reads that a user may rebind: the defaults and any
+    ``__signature__`` of ``f`` and of the functions it wraps (``__wrapped__``, a partial's
+    ``func``)."""
+    out = []
+    for _ in range(8):          # a wrapper chain this deep is not worth following further
+        if f is None:
+            break
+        d = getattr(f, "__dict__", None) or {}
+        out += (getattr(f, "__defaults__", None), getattr(f, "__kwdefaults__", None), d.get("__signature__"))
+        f = d.get("__wrapped__", getattr(f, "func", None) if isinstance(f, functools.partial) else None)
+    return tuple(out)
 
 
 def _keywords_to_positions(cls, args, kwargs, skip):
