@@ -174,7 +174,9 @@ def test_eager_warnings_match_torch(name):
 
 # warnings at the user's line, given while a Lazy module's parameter is alive
 LAZY = {
-    "nonleaf_grad": lambda T: (_a(T, 3).requires_grad_() * 2).grad,
+    "dropout2d_3d": lambda T: T.nn.functional.dropout2d(_a(T, 2, 3, 3)),
+    "dropout3d_3d": lambda T: T.nn.functional.dropout3d(_a(T, 3, 3, 3)),
+    "autograd_grad_only_inputs": _grad_only_inputs,
     "nonleaf_view_grad": lambda T: _a(T, 3).requires_grad_().view(3).grad,
     "mse_broadcast": lambda T: T.nn.functional.mse_loss(_a(T, 3, 1), _a(T, 3)),
     "index_with_uint8": lambda T: T.arange(3)[T.tensor([1, 0, 1], dtype=T.uint8)],
