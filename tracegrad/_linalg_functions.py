@@ -36,9 +36,25 @@ LUUnpackResult = _structseq("lu_unpack", ["P", "L", "U"])
 TriangularSolveResult = _structseq("triangular_solve", ["solution", "cloned_coefficient"])
 
 
+# what to write instead of each deprecated spelling: the second part of its warning (the first
+# sentence is torch's, so that code filtering on it filters ours too)
+_INSTEAD = {
+    "qr": "linalg.qr takes a string mode where qr took the bool `some`: write "
+          "tracegrad.linalg.qr(A, 'reduced' if some else 'complete').",
+    "cholesky": "write tracegrad.linalg.cholesky(A) for cholesky(A), and tracegrad.linalg.cholesky(A).mH for "
+                "cholesky(A, upper=True).",
+    "solve_triangular": "linalg.solve_triangular takes A first and returns the solution alone: write "
+                        "tracegrad.linalg.solve_triangular(A, B) for triangular_solve(B, A).solution.",
+    "lu_solve": "linalg.lu_solve takes B last: write tracegrad.linalg.lu_solve(LU, pivots, B) for "
+                "lu_solve(B, LU, pivots).",
+}
+
+
 def _deprecated(name, instead):
+    """torch's once-per-process deprecation of ``torch.<name>`` (TORCH_WARN_ONCE, each its own
+    flag): its first sentence, then how to call ``linalg.<instead>``."""
     warn_once(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
-              "a future PyTorch release (as torch warns, once per process)", UserWarning)
+              f"a future PyTorch release.\n{_INSTEAD[instead]}", UserWarning)
 
 
 def det(input):
@@ -234,7 +250,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
 
 @accepts_out(exact_dtype=True)
 def lu_solve(b, LU_data, LU_pivots, *, out=None):
-    """Mirrors ``torch.lu_solve(b, LU_data, LU_pivots)``: ``linalg.lu_solve(LU, pivots, b)``."""
+    """Mirrors ``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated in torch, which warns once
+    per process, as here): ``linalg.lu_solve(LU, pivots, b)``."""
+    _deprecated("lu_solve", "lu_solve")
     return linalg.lu_solve(LU_data, LU_pivots, b)
 
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import builtins
 import operator
-import warnings
 
 import numpy as np
 
 from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op, show_saved
 from .._ops import dtypes as _dt, limited
+from .._ops.warn import warn as _warn
 from .._ops.errors import broadcast_shape, not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.convert import check_float_fits
@@ -47,7 +47,7 @@ def _sequence_as_tuple(key):
         return False
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, (Tensor, list, tuple, range, slice, np.ndarray)):
-            warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=4)
+            _warn(_SEQUENCE_AS_TUPLE, UserWarning)
             return True
     return False
 
@@ -180,7 +180,7 @@ def _byte_masks_as_bool(key):
     if not n_masks:
         return key
     for _ in range(n_masks):    # torch warns once per uint8 mask of the key
-        warnings.warn(_BYTE_MASK, UserWarning, stacklevel=3)
+        _warn(_BYTE_MASK, UserWarning)   # the user's line, however many frames dispatch adds
     items = tuple(k.to(_dt.bool_) if isinstance(k, Tensor) and k.dtype is _dt.uint8 else k for k in items)
     return items if isinstance(key, tuple) else items[0]
 

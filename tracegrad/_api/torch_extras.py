@@ -252,7 +252,7 @@ def _same_numel_resize(self, sizes):
 def resize(self, *sizes):
     """Mirrors the deprecated ``torch.Tensor.resize``: a resized copy (``resize_`` on a clone);
     warns as torch. RuntimeError, as torch, for sizes with another element count."""
-    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    _warn.warn("non-inplace resize is deprecated", UserWarning)   # the user's line, dispatched or not
     _same_numel_resize(self, sizes)
     with no_grad():
         return self.detach().clone().resize_(*sizes)
@@ -262,7 +262,7 @@ def resize(self, *sizes):
 def resize_as(self, other):
     """Mirrors the deprecated ``torch.Tensor.resize_as``: a copy resized to ``other``'s shape.
     RuntimeError, as torch, when ``other`` has another element count."""
-    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    _warn.warn("non-inplace resize_as is deprecated", UserWarning)
     _same_numel_resize(self, (tuple(other.shape),))
     with no_grad():
         return self.detach().clone().resize_(other.shape)

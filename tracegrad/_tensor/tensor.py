@@ -33,7 +33,7 @@ from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_app
                           chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
 from .._ops.errors import not_self as _not_self
-from .._ops.warn import warn_once as _warn_once
+from .._ops.warn import warn as _warn, warn_once as _warn_once
 from .._ops.registry import OPS as _OPS
 from .._ops.tracers import concrete_primal
 from .._ops.xla_options import eager_jit, nested_options_error
@@ -779,22 +779,23 @@ class Tensor(TensorBase):
     def volatile(self) -> bool:
         """Mirrors torch's removed ``Variable.volatile``: always False, with a UserWarning
         (``no_grad`` replaced it); assigning it warns and changes nothing."""
-        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        # _warn, not stacklevel=2: with a __torch_function__ subclass alive (an UninitializedParameter
+        # of a Lazy module) property reads run through torch_function's dispatch, one frame deeper
+        _warn("volatile was removed (Variable.volatile is always False)", UserWarning)
         return False
 
     @volatile.setter
     def volatile(self, value):
-        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
-                      UserWarning, stacklevel=2)
+        _warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.", UserWarning)
 
     @property
     def grad(self):
         if self._gf is not None and not self._retains_grad and self._grad is None:
-            warnings.warn(
+            _warn(     # at the user's line, through torch_function's dispatch too (see volatile)
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
                 ".grad attribute won't be populated during autograd.backward(). If you indeed want "
                 "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
-                "non-leaf Tensor.", UserWarning, stacklevel=2)
+                "non-leaf Tensor.", UserWarning)
         cap = _CAPTURE[0]
         if cap is not None and not cap.made_here(self):
             cap.see_grad_owner(self)     # outside state: whether it is None is guarded

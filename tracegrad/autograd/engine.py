@@ -26,7 +26,7 @@ import numpy as np
 from .._tensor import factories as _factories
 from .. import _state
 from .._ops.registry import OPS
-from .._ops.warn import warn_once
+from .._ops.warn import warn as _warn, warn_once
 from .._tensor.tensor import Tensor, level_value
 from .._tensor import torch_function as _tf
 from . import grad_mode
@@ -859,9 +859,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     if not only_inputs:
-        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+        _warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use tracegrad.autograd.backward.",
-                      FutureWarning, stacklevel=2)
+                      FutureWarning)     # the user's line, dispatched or not (_ops.warn.warn)
     _check_inputs(ins)
     if is_grads_batched:
         return _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads)

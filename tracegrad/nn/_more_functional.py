@@ -6,7 +6,6 @@ from torch's draws but are reproducible under ``tracegrad.manual_seed``."""
 from __future__ import annotations
 
 import operator
-import warnings
 
 import tracegrad
 from tracegrad import _autocast
@@ -15,6 +14,7 @@ from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_strict_bool, require_bool, require_float, strict_error
 from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
 from tracegrad._ops.registry import OPS
+from tracegrad._ops.warn import warn as _warn
 from tracegrad.autograd._dispatch import apply_op
 
 from . import _reduction
@@ -96,11 +96,13 @@ def _unbatched(input, unbatched, p, training, inplace):
 
 
 def _warn_dims(name, n, dims):
-    warnings.warn(f"{name}: Received a {n}-D input to {name}, which is deprecated and will result in an error in a "
+    # _warn names the user's line however many frames lie between (torch_function's dispatch adds
+    # some while a __torch_function__ subclass is alive): no fixed stacklevel
+    _warn(f"{name}: Received a {n}-D input to {name}, which is deprecated and will result in an error in a "
                   f"future release. To retain the behavior and silence this warning, please use dropout instead. "
                   f"Note that {name} exists to provide channel-wise dropout on inputs with {dims[1] - 2} spatial "
                   f"dimensions, a channel dimension, and an optional batch dimension (i.e. {dims[0]}D or "
-                  f"{dims[1]}D inputs).", UserWarning, stacklevel=3)
+                  f"{dims[1]}D inputs).", UserWarning)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -114,11 +116,11 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     if n not in (3, 4):
         _warn_dims("dropout2d", n, (3, 4))
     if n == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+        _warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
                       "This behavior will change in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
-                      "switch to using dropout1d instead.", UserWarning, stacklevel=2)
+                      "switch to using dropout1d instead.", UserWarning)
     require_bool("feature_dropout_" if inplace else "feature_dropout", "train", training, 3)
     return _dropout_core(input, p, training, inplace, feature=True, alpha=False)
 

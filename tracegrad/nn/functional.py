@@ -828,10 +828,12 @@ def _bcast(input, target, name):
         raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
                                   "convert it with .float() first")
     if tuple(input.shape) != tuple(target.shape):
-        # torch warns first, then broadcast_tensors raises for shapes that do not broadcast
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
-                      f"This will likely lead to incorrect results due to broadcasting. Please ensure they have "
-                      f"the same size.", stacklevel=3)
+        # torch warns first, then broadcast_tensors raises for shapes that do not broadcast; _warn
+        # counts frames (a fixed stacklevel names tracegrad's own line when the loss is reached
+        # through torch_function's dispatch, as while a Lazy module's parameter is alive)
+        _warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+              f"This will likely lead to incorrect results due to broadcasting. Please ensure they have "
+              f"the same size.", UserWarning)
         input, target = tracegrad.broadcast_tensors(input, target)
     return input, target
 
