@@ -317,13 +317,11 @@ class CompiledFunction:
         now (NOTE [objects only programs hold] in _lowering/orphans.py), and take it and its
         parameters out of the plans, so nothing of this compiled function keeps it alive."""
         lists = [v for v in self._cache.values() if v is not _EAGER]
-        dead = _orphans.dead_regions([r for v in lists for r in v], list(self._plans.values()), replaced)
+        dead, refs = _orphans.dead_regions([r for v in lists for r in v], list(self._plans.values()), replaced)
         if not dead:
             return
-        gone = {id(v) for r in dead for _, _, v, _ in r.value_guards
-                if any(ref() is v for ref in replaced)}
-        owned = {id(p) for ref in replaced if id(ref()) in gone
-                 for p in getattr(ref(), "parameters", lambda: ())()}
+        gone = {id(ref()) for ref in refs}
+        owned = {id(p) for ref in refs for p in getattr(ref(), "parameters", lambda: ())()}
         for r in dead:
             r.dead = True
         for v in lists:
@@ -770,9 +768,9 @@ def _changing_values(entries) -> str:
         return ""
     if any(" (a new " in n for n in names):
         return (f"; objects the function reads were made again between calls ({', '.join(names[:4])}), and "
-                "each program is for the objects it was traced with (their programs also keep the old ones "
-                "alive): after making a new model or optimizer (a notebook cell run again), compile the "
-                "step again (tracegrad.compile(fn) makes a new compiled function with an empty cache)")
+                "each program is for the objects it was traced with (those still alive keep their programs): "
+                "after making a new model or optimizer (a notebook cell run again), compile the step again "
+                "(tracegrad.compile(fn) makes a new compiled function with an empty cache)")
     return (f"; Python values the function reads changed between calls ({', '.join(names[:4])}), and each "
             "value is a constant of its program: keep a value that changes on every call out of the "
             "compiled function, or hold it in a tensor (read as data, it is traced once)")

@@ -109,16 +109,12 @@ def only_programs_hold(ref, inside) -> bool:
     return sys.getrefcount(obj) - 2 == counted
 
 
-def dead_regions(regions, plans, replaced) -> list:
-    """The regions among ``regions`` that read an object only the regions and ``plans`` hold
-    now, of ``replaced`` (weakrefs to the objects whose places hold others: ``guards.
-    replaced_objects``)."""
+def dead_regions(regions, plans, replaced):
+    """``(dead, gone)``: the regions among ``regions`` that read an object only the regions and
+    ``plans`` hold now, of ``replaced`` (weakrefs to the objects whose places hold others:
+    ``guards.replaced_objects``), and the weakrefs to those objects."""
     inside = containers(regions, plans)
-    gone = set()
-    for ref in replaced:
-        if only_programs_hold(ref, inside):
-            gone.add(id(ref()))       # alive: the regions hold it
+    gone = [ref for ref in replaced if only_programs_hold(ref, inside)]
     inside = None
-    if not gone:
-        return []
-    return [r for r in regions if any(id(v) in gone for _, _, v, _ in r.value_guards)]
+    ids = {id(ref()) for ref in gone}       # alive: the regions hold them
+    return [r for r in regions if any(id(v) in ids for _, _, v, _ in r.value_guards)], gone
