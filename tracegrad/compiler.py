@@ -379,7 +379,8 @@ class CompiledFunction:
         _state.watch_modules("tracegrad")     # those imported since (NOTE [library functions patched between calls])
         plan = self._plans.get(key)
         entries = self._cache.get(key)
-        replaced = [ref for r in entries for ref in _guards.replaced_objects(r)] \
+        # one weakref per object (several programs read the same model): one heap walk each
+        replaced = list({id(ref): ref for r in entries for ref in _guards.replaced_objects(r)}.values()) \
             if plan is not None and entries and entries is not _EAGER else ()
         if replaced:
             plan = plan.fresh()       # NOTE [plans after new objects] in _lowering/guards.py
