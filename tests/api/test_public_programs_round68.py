@@ -1,0 +1,233 @@
+"""A sixty-eighth round of public PyTorch programs, run unchanged with torch and with tracegrad
+(``import tracegrad as torch``) from repositories no earlier round used; the program sources are
+in tests/public_programs_round68_src.py, executed with ``torch`` bound to either module. Each
+test compares losses, printed logs, gradients and parameters after optimizer steps:
+
+- LoniQin/pytorch-style-transfer (no license file), ``StyleTransfer.py`` at d5ab795 with its
+  ``utils.py``, ``Normalization.py``, ``ContentLoss.py`` and ``StyleLoss.py`` at cb48fc3 (Gatys
+  style transfer optimizing the input image): ``torch.autograd.set_detect_anomaly(True)`` left
+  on, a ``copy.deepcopy`` of the feature network, an ``nn.Sequential`` grown by ``add_module``
+  with loss modules that keep ``self.loss`` and pass their input through, the targets computed
+  by the partial model as it grows, the model cut after its last loss by ``model[:(i+1)]``,
+  ``optim.LBFGS([self.input_image.requires_grad_()])`` stepping a closure that clamps
+  ``input_image.data`` in place, sums the losses from an int ``0``, backpropagates
+  ``style + content`` and returns ``content_score + content_score`` (the repository's slip: the
+  line search sees another function than the gradient); an unknown layer fails on
+  ``layer.__class__.name`` with the same AttributeError.
+- singh-hrituraj/PixelCNN-Pytorch (no license file), ``MaskedCNN.py`` and ``Model.py`` at
+  69daf9f, ``train.py`` at 70f82d4 (a PixelCNN on MNIST): ``MaskedCNN(nn.Conv2d)`` with a
+  ``mask`` buffer cloned from ``weight.data`` and filled by slice assignment, the mask applied
+  by ``self.weight.data *= self.mask`` in ``forward`` (the masked weights still get gradients,
+  and Adam moves them until the next forward zeroes them again), eight masked blocks with
+  ``BatchNorm2d`` and ``ReLU(True)``, a 256-way ``CrossEntropyLoss`` over ``(N, 256, H, W)``
+  logits against ``Variable(images[:,0,:,:]*255).long()``, ``loss_ += loss`` keeping every
+  step's graph, and ``torch.save`` of the ``state_dict`` after each epoch.
+Changes, the same on both sides: parameters from seeded NumPy streams (layers whose
+``reset_parameters`` draw them), synthetic images for the files and MNIST, a ``DataLoader``
+without shuffling or workers, ``print`` collected, tiny sizes (the PixelCNN's constructor
+defaults: ``main()`` builds ``PixelCNN()`` and never passes the sizes it reads from the config).
+"""
+import functools
+import os
+import types
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_helpers import arrays as _arr, compare, default_dtype, grads as _grads, init_uniform, \
+    same_error
+from public_programs_round68_src import PIXELCNN, PIXELCNN_TRAIN, STYLE_PARTS, STYLE_TRANSFER, program
+
+torch = pytest.importorskip("torch")
+
+from api.test_public_programs_round66 import seeded_nn  # noqa: E402  (seeded layers)
+
+_compare = functools.partial(compare, torch, tracegrad)
+
+
+# ---------------------------------------------------------------- style transfer (LoniQin)
+
+def recording_optim(T, record):
+    """``torch.optim`` for the program, its ``LBFGS`` recording, at each closure evaluation,
+    the value the closure returns, the image's gradient norm and the image's sum."""
+    class LBFGS(T.optim.LBFGS):
+        def step(self, closure):
+            def recorded():
+                value = closure()
+                p = self.param_groups[0]["params"][0]
+                record.append([value.item(), p.grad.norm().item(), p.detach().sum().item()])
+                return value
+            return super().step(recorded)
+    return types.SimpleNamespace(LBFGS=LBFGS)
+
+
+def feature_net(T, extra=()):
+    """A tiny stand-in for ``vgg19().features``: five convolutions with ReLUs, max-pools and a
+    BatchNorm in eval mode, seeded parameters."""
+    nn = T.nn
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(4, 4, 3, padding=1),
+                        nn.ReLU(inplace=True), nn.MaxPool2d(2), nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4),
+                        nn.ReLU(inplace=True), nn.Conv2d(4, 4, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+                        nn.Conv2d(4, 4, 3, padding=1), nn.ReLU(inplace=True), *extra).eval()
+    return init_uniform(T, net, 1)
+
+
+def style_program(T, record, log):
+    """The style-transfer sources with stand-ins for torchvision's ``transforms`` and the
+    repository's ``ImageLoader`` (seeded images of the default dtype for the two paths)."""
+    rs = np.random.RandomState(0)
+    images = {p: T.tensor(rs.rand(1, 3, 8, 8)).to(T.get_default_dtype()) for p in ("style.jpg", "content.jpg")}
+
+    class ImageLoader:
+        def __init__(self, file_path, loader, device=None):
+            self.image = images[file_path].clone()
+
+    transforms = types.SimpleNamespace(Compose=list, Resize=lambda size: None, ToTensor=lambda: None)
+    return program(T, STYLE_PARTS + STYLE_TRANSFER, transforms=transforms, models=None, plt=None,
+                   ImageLoader=ImageLoader, optim=recording_optim(T, record),
+                   print=lambda *a: log.append(" ".join(map(str, a))))
+
+
+def _transfer(T, **kw):
+    record, log = [], []
+    ns = style_program(T, record, log)
+    net = feature_net(T)
+    st = ns.StyleTransfer(size=8, style_path="style.jpg", content_path="content.jpg", step_count=0,
+                          transform_model=net, **kw)
+    st.load_image()
+    try:
+        st.run()
+        anomaly = T.is_anomaly_enabled()
+    finally:
+        T.autograd.set_detect_anomaly(False)
+    # the deep copy leaves the given network as it was: its ReLUs in place, no gradients
+    facts = [st.step, len(record), anomaly, log, st.input_image.requires_grad, st.input_image.grad is None,
+             [getattr(m, "inplace", None) for m in net], all(p.grad is None for p in net.parameters())]
+    return facts, [np.array(record)] + _arr(st.input_image, st.input_image.grad)
+
+
+def test_style_transfer_lbfgs_run():
+    # float64: one LBFGS step of twenty evaluations with a style weight of 1e6 turns float32's
+    # last-bit differences into 1e-4 after a dozen evaluations, with either library
+    with default_dtype(torch, torch.float64), default_dtype(tracegrad, tracegrad.float64):
+        (ref_facts, ref), (got_facts, got) = _transfer(torch), _transfer(tracegrad)
+    assert ref_facts == got_facts, (ref_facts, got_facts)
+    assert ref_facts[:4] == [20, 20, True, ["Optimizing.."]], ref_facts
+    assert ref_facts[6][1] is True and ref_facts[7] is True
+    assert 0.0 <= ref[1].min() and ref[1].max() <= 1.0       # clamped after the last step
+    _compare(lambda T: ref if T is torch else got, tol=1e-6)
+
+
+def test_style_transfer_content_only_sums_from_int():
+    # no style layer: ``style_score`` stays the int 0, ``0 * 1000000`` an int in the sum
+    with default_dtype(torch, torch.float64), default_dtype(tracegrad, tracegrad.float64):
+        run = functools.partial(_transfer, content_layers=["conv_2"], style_layers=[])
+        (ref_facts, ref), (got_facts, got) = run(torch), run(tracegrad)
+    assert ref_facts == got_facts, (ref_facts, got_facts)
+    _compare(lambda T: ref if T is torch else got, tol=1e-6)
+
+
+def test_style_transfer_unknown_layer_fails_alike():
+    # ``layer.__class__.name`` is no class attribute: the error meant for an unknown layer is an
+    # AttributeError, raised before any optimisation
+    def run(T):
+        ns = style_program(T, [], [])
+        st = ns.StyleTransfer(size=8, style_path="style.jpg", content_path="content.jpg",
+                              transform_model=feature_net(T, extra=(T.nn.Tanh(),)))
+        st.load_image()
+        try:
+            st.run()
+        finally:
+            T.autograd.set_detect_anomaly(False)
+    msgs = same_error(torch, tracegrad, run)
+    assert msgs[0] == msgs[1] == "type object 'Tanh' has no attribute 'name'", msgs
+
+
+# ---------------------------------------------------------------- PixelCNN (singh-hrituraj)
+
+def pixelcnn_program(T, seed=1, **extra):
+    """MaskedCNN.py, Model.py and train.py, their ``nn.Conv2d`` drawing from a NumPy stream and
+    ``PixelCNN()``'s defaults made tiny (kernel 3, 4 channels; still eight masked blocks)."""
+    ns = program(T, PIXELCNN + PIXELCNN_TRAIN, nn=seeded_nn(T, seed, names=("Conv2d",)), **extra)
+    ns.PixelCNN.__init__.__defaults__ = (8, 3, 4, None)
+    return ns
+
+
+def _digits(T, rs, n, side=4):
+    """Images of whole 1/255 steps (``images * 255`` truncates to the intended level)."""
+    return T.tensor((rs.randint(0, 256, (n, 1, side, side)) / 255.0).astype(np.float32))
+
+
+def _masked_layer(T, kind):
+    ns = pixelcnn_program(T)
+    conv = ns.MaskedCNN(kind, 2, 3, 3, 1, 1, bias=False)
+    x = T.tensor(np.random.RandomState(2).randn(2, 2, 5, 5).astype(np.float32), requires_grad=True)
+    out = conv(x)
+    out[:, :, 2, 2].sum().backward()
+    w_grad = conv.weight.grad.numpy()
+    masked = conv.mask.numpy() == 0
+    facts = [conv.weight._version, sorted(conv.state_dict()), int(conv.mask.sum().item()),
+             bool(np.all(conv.weight.detach().numpy()[masked] == 0)), bool(np.any(w_grad[masked] != 0))]
+    return facts, _arr(out, x.grad, conv.weight, conv.weight.grad, conv.mask)
+
+
+@pytest.mark.parametrize("kind", ["A", "B"])
+def test_masked_conv_forward_backward(kind):
+    (ref_facts, ref), (got_facts, got) = _masked_layer(torch, kind), _masked_layer(tracegrad, kind)
+    assert ref_facts == got_facts, (ref_facts, got_facts)
+    # the ``.data`` product bumps the weight's version; the masked weights get gradients
+    assert ref_facts == [1, ["mask", "weight"], 2 * 3 * (4 if kind == "A" else 5), True, True], ref_facts
+    # the centre output sees no later pixel (nor, with mask 'A', its own)
+    later = ref[1][:, :, 2, 3:].any() or ref[1][:, :, 3:].any()
+    assert not later and (ref[1][:, :, 2, 2].any() == (kind == "B"))
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+def _train_main(T, tmp_path, epochs=2):
+    rs = np.random.RandomState(0)
+    images = _digits(T, rs, 6)
+    dataset = T.utils.data.TensorDataset(images, T.tensor(rs.randint(0, 10, 6)))
+    save = str(tmp_path / T.__name__ / "models")
+    config = {"data": {"batch_size": 2}, "network": {"epochs": epochs, "save_path": save}}
+    log = []
+
+    def loader(ds, batch_size, shuffle, num_workers, pin_memory):   # in order, no workers
+        return T.utils.data.DataLoader(ds, batch_size=batch_size)
+
+    ns = pixelcnn_program(T, parse_config=lambda f: config, get_MNIST=lambda path: (dataset, dataset),
+                          data=types.SimpleNamespace(DataLoader=loader), os=os,
+                          print=lambda *a: log.append(a[0]))
+    ns.main("config_train.txt")
+    saved = sorted(os.listdir(save))
+    states = [T.load(os.path.join(save, f)) for f in saved]
+    facts = [log, saved, [list(s) for s in states]]
+    return facts, [t.numpy() for s in states for t in s.values()]
+
+
+def test_pixelcnn_train_main(tmp_path):
+    (ref_facts, ref), (got_facts, got) = _train_main(torch, tmp_path), _train_main(tracegrad, tmp_path)
+    assert ref_facts == got_facts, (ref_facts, got_facts)
+    assert ref_facts[1] == ["Model_Checkpoint_0.pt", "Model_Checkpoint_Last.pt"]
+    assert ref_facts[0][:2] == ["Training Started", "Epoch: 0 Over!"] and len(ref_facts[2][0]) == 58
+    _compare(lambda T: ref if T is torch else got, tol=1e-5)
+
+
+def _pixelcnn_step(T):
+    ns = pixelcnn_program(T)
+    net = ns.PixelCNN()
+    rs = np.random.RandomState(3)
+    images = _digits(T, rs, 3)
+    target = ns.Variable(images[:, 0, :, :] * 255).long()
+    output = net(images)
+    loss = T.nn.CrossEntropyLoss()(output, target)
+    loss.backward()
+    facts = [tuple(output.shape), target.dtype == T.int64, type(loss.grad_fn).__name__,
+             int(net.BatchNorm2d_1.num_batches_tracked)]
+    return facts, _arr(output, loss) + _grads(net)
+
+
+def test_pixelcnn_256_way_loss_backward():
+    (ref_facts, ref), (got_facts, got) = _pixelcnn_step(torch), _pixelcnn_step(tracegrad)
+    assert ref_facts == got_facts == [(3, 256, 4, 4), True, "NllLoss2DBackward0", 1], (ref_facts, got_facts)
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
