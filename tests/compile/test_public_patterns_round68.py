@@ -1,0 +1,126 @@
+"""Compile patterns of the sixty-eighth round of public programs
+(tests/api/test_public_programs_round68.py; sources in tests/public_programs_round68_src.py): each
+program's step run by torch eagerly, tracegrad eagerly and ``tracegrad.compile`` on the same
+initial state:
+
+- LoniQin/pytorch-style-transfer: ``run()``'s LBFGS closure, compiled and handed to
+  ``optimizer.step`` (twenty evaluations: ``input_image.data.clamp_(0, 1)`` in place on the
+  optimised leaf, ``zero_grad``, the cut ``nn.Sequential`` whose loss modules store
+  ``self.loss``, the int-started sums, ``backward``, the returned ``content + content``): one
+  trace, the line search's moves of the image between calls seen by every call.
+- singh-hrituraj/PixelCNN-Pytorch: train.py's batch body (``Variable(images[:,0,:,:]*255)
+  .long()``, the masked convolutions' ``self.weight.data *= self.mask`` in every forward, the
+  256-way ``CrossEntropyLoss``, Adam): one trace; Adam moves the masked weights after each call
+  and the next compiled call zeroes them again, as eager does.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+import tracegrad
+from public_programs_helpers import arrays as _arr, compiled_parity, default_dtype, grads as _grads, \
+    state as _state
+
+torch = pytest.importorskip("torch")
+
+import api.test_public_programs_round68 as _api  # noqa: E402  (the stand-ins and the tiny sizes)
+from compile.test_public_patterns_round66 import _one_trace  # noqa: E402
+
+_parity = functools.partial(compiled_parity, torch, tracegrad)
+
+
+# ---------------------------------------------------------------- style transfer
+
+def _style_model(T, ns, st):
+    """The model ``StyleTransfer.run`` builds (the same loop over the copied network's children,
+    the same cut after the last loss), with its loss lists."""
+    nn = T.nn
+    model = nn.Sequential(ns.Normalization([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]))
+    content_losses, style_losses, i = [], [], 0
+    for layer in ns.copy.deepcopy(st.transform_model).children():
+        if isinstance(layer, nn.Conv2d):
+            i += 1
+            name = "conv_{}".format(i)
+        elif isinstance(layer, nn.ReLU):
+            name, layer = "relu_{}".format(i), nn.ReLU(inplace=False)
+        else:
+            name = ("pool_{}" if isinstance(layer, nn.MaxPool2d) else "bn_{}").format(i)
+        model.add_module(name, layer)
+        if name in st.content_layers:
+            content_losses.append(ns.ContentLoss(model(st.content_image.image).detach()))
+            model.add_module("content_loss_{}".format(i), content_losses[-1])
+        if name in st.style_layers:
+            style_losses.append(ns.StyleLoss(model(st.style_image.image).detach()))
+            model.add_module("style_loss_{}".format(i), style_losses[-1])
+    for i in range(len(model) - 1, -1, -1):
+        if isinstance(model[i], (ns.ContentLoss, ns.StyleLoss)):
+            break
+    return model[:(i + 1)], content_losses, style_losses
+
+
+def _style(T, compiled):
+    record = []
+    ns = _api.style_program(T, record, [])
+    st = ns.StyleTransfer(size=8, style_path="style.jpg", content_path="content.jpg", step_count=0,
+                          transform_model=_api.feature_net(T))
+    st.load_image()
+    model, content_losses, style_losses = _style_model(T, ns, st)
+    optimizer = ns.optim.LBFGS([st.input_image.requires_grad_()])
+
+    def closure():                      # run()'s closure, its step count and log left out
+        st.input_image.data.clamp_(0, 1)
+        optimizer.zero_grad()
+        model(st.input_image)
+        style_score = 0
+        content_score = 0
+        for item in style_losses:
+            style_score += item.loss
+        for item in content_losses:
+            content_score += item.loss
+        style_score *= st.style_weight
+        content_score *= st.content_weight
+        loss = style_score + content_score
+        loss.backward()
+        return content_score + content_score
+
+    f = T.compile(closure) if compiled else closure
+    optimizer.step(f)
+    st.input_image.data.clamp_(0, 1)
+    return [np.array(record)] + _arr(st.input_image, st.input_image.grad), f
+
+
+def test_style_lbfgs_closure_compiled():
+    with default_dtype(torch, torch.float64), default_dtype(tracegrad, tracegrad.float64):
+        stats = _parity(_style, ref_tol=1e-6, comp_tol=1e-6)
+    _one_trace(stats, 20)
+
+
+# ---------------------------------------------------------------- PixelCNN
+
+def _pixelcnn(T, compiled):
+    ns = _api.pixelcnn_program(T)
+    net = ns.PixelCNN()
+    optimizer, criterion = T.optim.Adam(net.parameters()), T.nn.CrossEntropyLoss()
+
+    def step(images):                   # train.py's batch body
+        target = ns.Variable(images[:, 0, :, :] * 255).long()
+        optimizer.zero_grad()
+        output = net(images)
+        loss = criterion(output, target)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    f = T.compile(step) if compiled else step
+    rs, out = np.random.RandomState(4), []
+    for _ in range(3):
+        out += _arr(f(_api._digits(T, rs, 3)))
+    masks = [m.mask.numpy() == 0 for m in (net.Conv2d_1, net.Conv2d_5)]
+    # Adam has moved the masked weights since the last forward zeroed them
+    assert all(np.any(w.detach().numpy()[k] != 0) for w, k in zip((net.Conv2d_1.weight, net.Conv2d_5.weight), masks))
+    return out + _grads(net) + _state(net), f
+
+
+def test_pixelcnn_step_compiled():
+    _one_trace(_parity(_pixelcnn), 3)
