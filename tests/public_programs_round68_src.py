@@ -415,3 +415,370 @@ def main(config_file):
 
 	print('Training Finished! Time Taken: ', time.time()-time_start)
 '''
+
+# hiram36/makeMoE-1 (no license file) makeMoE.py at 78eba80, whole but for its imports
+# (``init``, ``F`` and ``get_device`` are globals; the module reads ``input.txt`` from the
+# working directory as the repository's does). The file has docstrings of both quote kinds:
+# its three ``'''`` strings are written ``<Q3>`` here and put back by the ``replace``.
+MAKEMOE = r'''
+# hyperparameters
+batch_size = 16 # how many independent sequences will we process in parallel?
+block_size = 32 # what is the maximum context length for predictions?
+max_iters = 450
+eval_interval = 100
+learning_rate = 1e-3
+#device = 'cuda' if torch.cuda.is_available() else 'cpu'
+device=get_device()
+eval_iters = 400
+head_size = 16
+n_embed = 128
+n_head = 8
+n_layer = 8
+dropout = 0.1
+num_experts = 8 # This can be adjusted depending on the overall number of parameters
+top_k = 2 # This controls the number of active parameters
+train_ratio = 0.9
+
+model_file_path = 'model/makemoe_9M_v1.pth'
+train_file_path = 'input.txt'
+torch.manual_seed(1337)
+
+def get_train_data(file_path):
+    with open(file_path, 'r', encoding='utf-8') as f:
+        data = f.read()
+    return data
+
+text = get_train_data(train_file_path)
+
+# here are all the unique characters that occur in this text
+chars = sorted(list(set(text)))
+vocab_size = len(chars)
+# create a mapping from characters to integers
+stoi = { ch:i for i,ch in enumerate(chars) }
+itos = { i:ch for i,ch in enumerate(chars) }
+encode = lambda s: [stoi[c] for c in s] # encoder: take a string, output a list of integers
+decode = lambda l: ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string
+
+# Train and test splits
+data = torch.tensor(encode(text), dtype=torch.long)
+n = int(train_ratio * len(data)) # first 90% will be train, rest val
+train_data = data[:n]
+val_data = data[n:]
+
+# data loading
+def get_batch(split):
+    # generate a small batch of data of inputs x and targets y
+    data = train_data if split == 'train' else val_data
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([data[i:i+block_size] for i in ix])
+    y = torch.stack([data[i+1:i+block_size+1] for i in ix])
+    x, y = x.to(device), y.to(device)
+    return x, y
+
+@torch.no_grad()
+def estimate_loss(model):
+    out = {}
+    model.eval()
+    for split in ['train', 'val']:
+        losses = torch.zeros(eval_iters)
+        for k in range(eval_iters):
+            X, Y = get_batch(split)
+            logits, loss = model(X, Y)
+            losses[k] = loss.item()
+        out[split] = losses.mean()
+    model.train()
+    return out
+
+def save_model(model, model_file_path):
+    torch.save(model, model_file_path)
+
+class Head(nn.Module):
+    """ one head of self-attention """
+
+    def __init__(self, head_size):
+        super().__init__()
+        self.key = nn.Linear(n_embed, head_size, bias=False)
+        self.query = nn.Linear(n_embed, head_size, bias=False)
+        self.value = nn.Linear(n_embed, head_size, bias=False)
+        self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        B,T,C = x.shape
+        k = self.key(x)   # (B,T,C)
+        q = self.query(x) # (B,T,C)
+        # compute attention scores ("affinities")
+        wei = q @ k.transpose(-2,-1) * C**-0.5 # (B, T, C) @ (B, C, T) -> (B, T, T)
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf')) # (B, T, T)
+        wei = F.softmax(wei, dim=-1).cpu().clone()   # (B, T, T)
+        wei = self.dropout(wei)
+        # perform the weighted aggregation of the values
+        v = self.value(x).to(device) # (B,T,C)
+        wei = wei.to(device)
+        out = wei @ v # (B, T, T) @ (B, T, C) -> (B, T, C)
+        return out
+
+#Multi-Headed Self Attention
+class MultiHeadAttention(nn.Module):
+    """ multiple heads of self-attention in parallel """
+
+    def __init__(self, num_heads, head_size):
+        super().__init__()
+        self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])
+        self.proj = nn.Linear(n_embed, n_embed)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        out = torch.cat([h(x) for h in self.heads], dim=-1)
+        out = self.dropout(self.proj(out))
+        return out
+    
+#Expert module
+class Expert(nn.Module):
+    """ An MLP is a simple linear layer followed by a non-linearity i.e. each Expert """
+
+    def __init__(self, n_embed):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(n_embed, 4 * n_embed),
+            nn.ReLU(inplace=False),
+            nn.Linear(4 * n_embed, n_embed),
+            nn.Dropout(dropout),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+#noisy top-k gating
+class NoisyTopkRouter(nn.Module):
+    def __init__(self, n_embed, num_experts, top_k):
+        super(NoisyTopkRouter, self).__init__()
+        self.top_k = top_k
+        #layer for router logits
+        self.topkroute_linear = nn.Linear(n_embed, num_experts)
+        self.noise_linear =nn.Linear(n_embed, num_experts)
+
+    def forward(self, mh_output):
+        # mh_ouput is the output tensor from multihead self attention block
+        logits = self.topkroute_linear(mh_output)
+
+        #Noise logits
+        noise_logits = self.noise_linear(mh_output)
+
+        #Adding scaled unit gaussian noise to the logits
+        noise = torch.randn_like(logits)*F.softplus(noise_logits)
+        noisy_logits = logits + noise
+
+        top_k_logits, indices = noisy_logits.topk(self.top_k, dim=-1)
+        zeros = torch.full_like(noisy_logits, float('-inf'))
+        sparse_logits = zeros.scatter(-1, indices, top_k_logits)
+        router_output = F.softmax(sparse_logits, dim=-1).cpu().clone()
+        return router_output, indices
+
+#Now create the sparse mixture of experts module
+class SparseMoE(nn.Module):
+    def __init__(self, n_embed, num_experts, top_k, capacity_factor=1.0):
+        super(SparseMoE, self).__init__()
+        self.router = NoisyTopkRouter(n_embed, num_experts, top_k)
+        self.experts = nn.ModuleList([Expert(n_embed) for _ in range(num_experts)])
+        self.top_k = top_k
+        self.capacity_factor = capacity_factor
+        self.num_experts = num_experts
+    
+    def forward(self, x):
+    # Assuming x has shape [batch_size, seq_len, n_embd]
+        batch_size, seq_len, _ = x.shape
+        gating_output, indices = self.router(x)
+        final_output = torch.zeros_like(x)
+
+        # Flatten the batch and sequence dimensions to treat each token independently
+        flat_x = x.view(-1, x.size(-1))  
+        flat_gating_output = gating_output.view(-1, gating_output.size(-1)).to(device)
+
+        tokens_per_batch = batch_size * seq_len * self.top_k
+        expert_capacity = int((tokens_per_batch / self.num_experts) * self.capacity_factor)
+
+        updates = torch.zeros_like(flat_x)
+
+        for i, expert in enumerate(self.experts):
+            expert_mask = (indices == i).any(dim=-1)
+            flat_mask = expert_mask.view(-1)
+            selected_indices = torch.nonzero(flat_mask).squeeze(-1)
+            <Q3>
+            张量标识了专家处理的第i个标记。
+            如果分配给该专家的总标记数超过其容量，那么张量将被截断以匹配专家的最大处理能力。
+            否则，它将被直接用于该专家下的计算。
+            这些计算涉及通过专家确定每个标记的输出，然后应用相应的门控值来得出加权输出。
+            这个加权输出被逐步地与最终输出张量结合。
+            <Q3>
+            limited_indices = selected_indices[:expert_capacity] if selected_indices.numel() > expert_capacity else selected_indices
+            limited_indices = limited_indices.to(device=device)
+            if limited_indices.numel() > 0:
+                expert_input = flat_x[limited_indices]
+                expert_output = expert(expert_input)
+                gating_scores = flat_gating_output[limited_indices, i].unsqueeze(1)
+                weighted_output = expert_output * gating_scores
+                updates.index_add_(0, limited_indices, weighted_output)
+
+        # Reshape updates to match the original dimensions of x
+        final_output = final_output + updates.view(batch_size, seq_len, -1)
+
+        return final_output
+
+#First create a self attention + mixture of experts block, that may be repeated several number of times
+#Copy pasting key architecture variables for clarity
+class Block(nn.Module):
+    """ Mixture of Experts Transformer block: communication followed by computation (multi-head self attention + SparseMoE) """
+
+    def __init__(self, n_embed, n_head, num_experts, top_k):
+        # n_embed: embedding dimension, n_head: the number of heads we'd like
+        super().__init__()
+        head_size = n_embed // n_head
+        self.sa = MultiHeadAttention(n_head, head_size)
+        self.smoe = SparseMoE(n_embed, num_experts, top_k)
+        self.ln1 = nn.LayerNorm(n_embed)
+        self.ln2 = nn.LayerNorm(n_embed)
+
+    def forward(self, x):
+        x = x + self.sa(self.ln1(x))
+        x = x + self.smoe(self.ln2(x))
+        return x
+      
+#Finally putting it all together to crease a sparse mixture of experts language model
+class SparseMoELanguageModel(nn.Module):
+
+    def __init__(self):
+        super().__init__()
+        # each token directly reads off the logits for the next token from a lookup table
+        self.token_embedding_table = nn.Embedding(vocab_size, n_embed)
+        self.position_embedding_table = nn.Embedding(block_size, n_embed)
+        self.blocks = nn.Sequential(*[Block(n_embed, n_head=n_head, num_experts=num_experts,top_k=top_k) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(n_embed) # final layer norm
+        self.lm_head = nn.Linear(n_embed, vocab_size)
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+
+        # idx and targets are both (B,T) tensor of integers
+        tok_emb = self.token_embedding_table(idx).to(device) # (B,T,C)
+        pos_emb = self.position_embedding_table(torch.arange(T, device=device)) # (T,C)
+        #pos_emb = self.position_embedding_table(torch.arange(T)) # (T,C)
+
+        x = tok_emb + pos_emb # (B,T,C)
+        x = self.blocks(x) # (B,T,C)
+        x = self.ln_f(x) # (B,T,C)
+        logits = self.lm_head(x) # (B,T,vocab_size)
+
+        if targets is None:
+            loss = None
+        else:
+            B, T, C = logits.shape
+            logits = logits.view(B*T, C)
+            targets = targets.view(B*T)
+            loss = F.cross_entropy(logits, targets)
+
+        return logits, loss
+
+    def generate(self, idx, max_new_tokens):
+        # idx is (B, T) array of indices in the current context
+        for _ in range(max_new_tokens):
+            # crop idx to the last block_size tokens
+            idx_cond = idx[:, -block_size:]
+            # get the predictions
+            logits, loss = self(idx_cond)
+            # focus only on the last time step
+            logits = logits[:, -1, :] # becomes (B, C)
+            # apply softmax to get probabilities
+            probs = F.softmax(logits, dim=-1).cpu().clone() # (B, C)
+            # sample from the distribution
+            idx_next = torch.multinomial(probs, num_samples=1) # (B, 1)
+            # append sampled index to the running sequence
+            idx = torch.cat((idx, idx_next), dim=1) # (B, T+1)
+        return idx
+      
+<Q3>
+kaiming 和 relu 适配 
+<Q3>
+def kaiming_init_weights(m):
+    if isinstance (m, (nn.Linear)):
+        init.kaiming_normal_(m.weight)
+
+<Q3>
+xavier glorot 和 tanh 适配 
+<Q3>
+def glorot_init_weights(m):
+    if isinstance (m, (nn.Linear)):
+        init.xavier_normal_(m.weight)
+
+def get_model_parameters_numel(model):
+    total_params = 0
+    for name, param in model.named_parameters():
+        each_param_numel = param.numel()
+        total_params = total_params + each_param_numel
+        print(f'{name} {each_param_numel}')
+    return total_params
+
+def main():
+    model = SparseMoELanguageModel()
+    model.apply(kaiming_init_weights)
+    #model.apply(glorot_init_weights)
+    model = model.to(device)
+    total_params = get_model_parameters_numel(model=model)
+    print(f'model parameters: {total_params}')
+
+    print(sum(p.numel() for p in model.parameters()) / 1e6, 'M parameters')
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+
+    m = model.to(device)
+    # print the number of parameters in the model
+    print(sum(p.numel() for p in m.parameters())/1e6, 'M parameters')
+
+    # create a PyTorch optimizer
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+
+    for iter in range(max_iters):
+        # every once in a while evaluate the loss on train and val sets
+        if iter % eval_interval == 0 or iter == max_iters - 1:
+            losses = estimate_loss(model)
+            print(f"step {iter}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+
+        # sample a batch of data
+        xb, yb = get_batch('train')
+        xb = xb.to(device=device)
+        yb = yb.to(device=device)
+        # evaluate the loss
+        logits, loss = model(xb, yb)
+        with torch.autograd.set_detect_anomaly(True):
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+
+    save_model(model=model, model_file_path=model_file_path)
+
+
+def demo():
+    model = SparseMoELanguageModel()
+    model.apply(kaiming_init_weights)
+    model = model.to(device)
+    # sample a batch of data
+    xb, yb = get_batch('train')
+    x = xb[:3, :]
+    y = yb[:3, :]
+    print(x.shape)
+    print(y.shape)
+    x.to(device)
+    y.to(device)
+
+    logits, loss = model(x, y)
+    
+    print(f'logits.shape===> {logits.shape}')
+    print(f'logits===> {logits}')
+    print(f'loss.shape===> {loss.shape}')
+    print(f'loss===> {loss}')
+
+
+
+if __name__ == "__main__":
+    #main()
+    demo()
+'''.replace("<Q3>", "'" * 3)

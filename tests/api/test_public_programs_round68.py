@@ -22,10 +22,22 @@ test compares losses, printed logs, gradients and parameters after optimizer ste
   ``BatchNorm2d`` and ``ReLU(True)``, a 256-way ``CrossEntropyLoss`` over ``(N, 256, H, W)``
   logits against ``Variable(images[:,0,:,:]*255).long()``, ``loss_ += loss`` keeping every
   step's graph, and ``torch.save`` of the ``state_dict`` after each epoch.
+- hiram36/makeMoE-1 (no license file), ``makeMoE.py`` at 78eba80 (a character-level sparse
+  mixture-of-experts transformer): module-level hyperparameters, ``input.txt`` read and encoded
+  at import, ``torch.randint`` batches, causal heads that move their softmax through
+  ``.cpu().clone()``, a noisy top-k router (``randn_like * softplus``, ``topk``, ``scatter``
+  into ``full_like(-inf)``, softmax), experts chosen per token by ``(indices == i).any(-1)``,
+  ``torch.nonzero``, a capacity cut ``selected_indices[:expert_capacity]`` and
+  ``updates.index_add_``; ``model.apply`` of a ``kaiming_normal_`` init, ``demo()``'s printed
+  shapes and tensors (their ``grad_fn`` reprs), ``main()``'s ``@torch.no_grad()``
+  ``estimate_loss`` into ``torch.zeros(eval_iters)``, AdamW under ``with
+  torch.autograd.set_detect_anomaly(True):``, and ``torch.save(model, path)`` of the whole model,
+  which fails alike (its classes live in the program's namespace, not in a module).
 Changes, the same on both sides: parameters from seeded NumPy streams (layers whose
 ``reset_parameters`` draw them), synthetic images for the files and MNIST, a ``DataLoader``
 without shuffling or workers, ``print`` collected, tiny sizes (the PixelCNN's constructor
-defaults: ``main()`` builds ``PixelCNN()`` and never passes the sizes it reads from the config).
+defaults: ``main()`` builds ``PixelCNN()`` and never passes the sizes it reads from the config;
+makeMoE's module-level hyperparameters, set again in the program's globals after its import).
 """
 import functools
 import os
@@ -36,8 +48,8 @@ import pytest
 
 import tracegrad
 from public_programs_helpers import arrays as _arr, compare, default_dtype, grads as _grads, init_uniform, \
-    same_error
-from public_programs_round68_src import PIXELCNN, PIXELCNN_TRAIN, STYLE_PARTS, STYLE_TRANSFER, program
+    numpy_draws, same_error, same_logs, state as _state
+from public_programs_round68_src import MAKEMOE, PIXELCNN, PIXELCNN_TRAIN, STYLE_PARTS, STYLE_TRANSFER, program
 
 torch = pytest.importorskip("torch")
 
@@ -230,4 +242,83 @@ def _pixelcnn_step(T):
 def test_pixelcnn_256_way_loss_backward():
     (ref_facts, ref), (got_facts, got) = _pixelcnn_step(torch), _pixelcnn_step(tracegrad)
     assert ref_facts == got_facts == [(3, 256, 4, 4), True, "NllLoss2DBackward0", 1], (ref_facts, got_facts)
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+# ---------------------------------------------------------------- makeMoE (hiram36)
+
+TEXT = "first citizen: before we proceed any further, hear me speak.\nall: speak, speak.\n" * 2
+TINY = dict(batch_size=3, block_size=6, max_iters=2, eval_interval=1, eval_iters=1, n_embed=8, n_head=2, n_layer=2,
+            dropout=0.0, num_experts=4, top_k=2)
+
+
+class moe_draws(numpy_draws):
+    """``numpy_draws`` with ``randint(high, size)`` from the same NumPy stream."""
+
+    def randint(self, high, size, **kw):
+        return self._T.tensor(self._rs.randint(0, high, size))
+
+
+def moe_program(T, tmp_path, monkeypatch, log, seed=5):
+    """makeMoE.py imported from a working directory holding its ``input.txt``, its draws from
+    NumPy (``randint``, ``randn_like``, the Linear/Embedding parameters and ``kaiming_normal_``),
+    then the tiny hyperparameters set in its globals."""
+    d = tmp_path / T.__name__
+    (d / "model").mkdir(parents=True)
+    (d / "input.txt").write_text(TEXT, encoding="utf-8")
+    monkeypatch.chdir(d)
+    draws = moe_draws(T, seed)
+    rs = draws._rs
+
+    def kaiming_normal_(w):
+        with T.no_grad():
+            return w.copy_(T.tensor(rs.normal(0.0, np.sqrt(2.0 / w.shape[1]), tuple(w.shape)).astype(np.float32)))
+
+    ns = program(draws, MAKEMOE, nn=seeded_nn(T, seed + 1, names=("Linear", "Embedding")),
+                 init=types.SimpleNamespace(kaiming_normal_=kaiming_normal_), get_device=lambda: "cpu",
+                 print=lambda *a: log.append(" ".join(map(str, a))))
+    ns.main.__globals__.update(TINY)
+    return ns
+
+
+def _moe_demo(T, tmp_path, monkeypatch):
+    log = []
+    ns = moe_program(T, tmp_path, monkeypatch, log)
+    ns.demo()
+    return [ns.vocab_size, len(ns.train_data), len(ns.val_data)], "\n".join(log)
+
+
+def test_makemoe_demo_prints_alike(tmp_path, monkeypatch):
+    (ref_facts, ref_log), (got_facts, got_log) = (_moe_demo(T, tmp_path, monkeypatch) for T in (torch, tracegrad))
+    assert ref_facts == got_facts == [26, 144, 16], (ref_facts, got_facts)
+    # an f-string formats a 0-d tensor as its Python number (no ``tensor(...)``, no grad_fn)
+    assert "grad_fn=<ViewBackward0>" in ref_log and ref_log.splitlines()[-1].startswith("loss===> 4."), ref_log
+    # four printed decimals: a last-bit difference may flip one rounding
+    same_logs(ref_log, got_log, 2e-4)
+
+
+def _moe_main(T, tmp_path, monkeypatch):
+    log = []
+    ns = moe_program(T, tmp_path, monkeypatch, log)
+    models = []
+    real_save = ns.save_model
+
+    def save_model(model, model_file_path):     # keep the trained model for the comparison
+        models.append(model)
+        real_save(model, model_file_path)
+    ns.main.__globals__["save_model"] = save_model
+    with pytest.raises(Exception) as e:
+        ns.main()
+    anomaly = T.is_anomaly_enabled()
+    m = models[0]
+    return [type(e.value).__name__, anomaly, m.training], "\n".join(log), _grads(m) + _state(m)
+
+
+def test_makemoe_main_trains_then_save_fails_alike(tmp_path, monkeypatch):
+    (ref_facts, ref_log, ref), (got_facts, got_log, got) = (_moe_main(T, tmp_path, monkeypatch)
+                                                            for T in (torch, tracegrad))
+    assert ref_facts == got_facts, (ref_facts, got_facts)
+    assert ref_facts[1:] == [False, True], ref_facts
+    assert ref_log.count("step ") == 2 and "M parameters" in ref_log, ref_log
+    same_logs(ref_log, got_log, 1e-4)
     _compare(lambda T: ref if T is torch else got, tol=2e-5)
