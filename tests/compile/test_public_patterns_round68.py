@@ -12,6 +12,12 @@ initial state:
   .long()``, the masked convolutions' ``self.weight.data *= self.mask`` in every forward, the
   256-way ``CrossEntropyLoss``, Adam): one trace; Adam moves the masked weights after each call
   and the next compiled call zeroes them again, as eager does.
+- hiram36/makeMoE-1: the language model's training step (the experts chosen by
+  ``torch.nonzero`` of the router's top-k, AdamW under ``with set_detect_anomaly(True):``):
+  ``nonzero()`` gives a shape only the data decide, so the compiled step says so once and runs
+  eagerly on every call with eager's values; ``fullgraph=True`` raises the graph break. Its
+  attention (``masked_fill`` with ``-inf`` from the ``tril`` buffer, the softmax moved through
+  ``.cpu().clone()`` and ``.to(device)``) compiles to one trace with AdamW.
 """
 import functools
 
@@ -19,7 +25,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from public_programs_helpers import arrays as _arr, compiled_parity, default_dtype, grads as _grads, \
+from public_programs_helpers import arrays as _arr, close, compiled_parity, default_dtype, grads as _grads, \
     state as _state
 
 torch = pytest.importorskip("torch")
@@ -124,3 +130,72 @@ def _pixelcnn(T, compiled):
 
 def test_pixelcnn_step_compiled():
     _one_trace(_parity(_pixelcnn), 3)
+
+
+# ---------------------------------------------------------------- makeMoE
+
+def _moe_setup(T, tmp_path, monkeypatch):
+    ns = _api.moe_program(T, tmp_path, monkeypatch, [])
+    model = ns.SparseMoELanguageModel()
+    model.apply(ns.kaiming_init_weights)
+    optimizer = T.optim.AdamW(model.parameters(), lr=ns.learning_rate)
+
+    def step(xb, yb):                   # main()'s loop body
+        logits, loss = model(xb, yb)
+        with T.autograd.set_detect_anomaly(True):
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        return loss.detach()
+    return ns, model, step
+
+
+def _moe(T, compiled, tmp_path, monkeypatch):
+    ns, model, step = _moe_setup(T, tmp_path, monkeypatch)
+    f = T.compile(step) if compiled else step
+    out = []
+    for _ in range(2):
+        out += _arr(f(*ns.get_batch("train")))
+    return out + _grads(model) + _state(model), f
+
+
+def test_makemoe_step_compiled_runs_eagerly_at_nonzero(tmp_path, monkeypatch):
+    eager = _moe(tracegrad, False, tmp_path / "eager", monkeypatch)[0]
+    close(_moe(torch, False, tmp_path / "torch", monkeypatch)[0], eager, 2e-5)
+    with pytest.warns(UserWarning, match=r"running _moe_setup.<locals>.step eagerly: nonzero\(\)") as rec:
+        comp, f = _moe(tracegrad, True, tmp_path / "compiled", monkeypatch)
+    close(eager, comp, 0)
+    assert len([w for w in rec if "nonzero" in str(w.message)]) == 1
+    assert f.stats["traces"] == 0 and f.stats["eager_calls"] == 2, f.stats
+    assert not tracegrad.is_anomaly_enabled()
+    ns, _, step = _moe_setup(tracegrad, tmp_path / "full", monkeypatch)
+    with pytest.raises(RuntimeError, match=r"cannot capture this function as one program: nonzero\(\)"):
+        tracegrad.compile(step, fullgraph=True)(*ns.get_batch("train"))
+
+
+def _attention(T, compiled, tmp_path, monkeypatch):
+    ns = _api.moe_program(T, tmp_path, monkeypatch, [])
+    sa, ln = ns.MultiHeadAttention(2, 4), T.nn.LayerNorm(8)
+    params = list(sa.parameters()) + list(ln.parameters())
+    optimizer = T.optim.AdamW(params, lr=1e-2)
+
+    def step(x, y):                     # a Block's attention half, regressed on y
+        out = x + sa(ln(x))
+        loss = T.nn.functional.mse_loss(out, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.detach(), out.detach()
+
+    f = T.compile(step) if compiled else step
+    rs, out = np.random.RandomState(6), []
+    for _ in range(3):
+        x, y = (T.tensor(rs.randn(2, 5, 8).astype(np.float32)) for _ in range(2))
+        out += _arr(*f(x, y))
+    return out + _grads(sa) + _state(sa) + _state(ln), f
+
+
+def test_makemoe_attention_step_compiled(tmp_path, monkeypatch):
+    runner = functools.partial(_attention, monkeypatch=monkeypatch)
+    paths = iter(tmp_path / str(i) for i in range(3))
+    _one_trace(_parity(lambda T, compiled: runner(T, compiled, next(paths))), 3)
