@@ -322,3 +322,33 @@ def test_makemoe_main_trains_then_save_fails_alike(tmp_path, monkeypatch):
     assert ref_log.count("step ") == 2 and "M parameters" in ref_log, ref_log
     same_logs(ref_log, got_log, 1e-4)
     _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+def _sparse_moe(T, tmp_path, monkeypatch, capacity_factor):
+    ns = moe_program(T, tmp_path, monkeypatch, [])
+    moe = ns.SparseMoE(8, 4, 2, capacity_factor=capacity_factor)
+    x = T.tensor(np.random.RandomState(7).randn(2, 5, 8).astype(np.float32), requires_grad=True)
+    out = moe(x)
+    (out * T.arange(out.numel(), dtype=T.float32).reshape(out.shape).cos()).sum().backward()
+    _, indices = moe.router(x.detach())     # the next noise draw: the routing of another call
+    per_expert = [int((indices == i).any(dim=-1).sum()) for i in range(4)]
+    capacity = int((2 * 5 * 2 / 4) * capacity_factor)
+    return [capacity, sum(per_expert), type(out.grad_fn).__name__], _arr(out, x.grad) + _grads(moe)
+
+
+@pytest.mark.parametrize("capacity_factor", [1.0, 0.5])
+def test_sparse_moe_capacity_cut(tmp_path, monkeypatch, capacity_factor):
+    # tokens past an expert's capacity are dropped from it: their updates and gradients lost
+    run = functools.partial(_sparse_moe, monkeypatch=monkeypatch, capacity_factor=capacity_factor)
+    (ref_facts, ref), (got_facts, got) = run(torch, tmp_path / "t"), run(tracegrad, tmp_path / "g")
+    assert ref_facts == got_facts and ref_facts[1] == 20, (ref_facts, got_facts)
+    _compare(lambda T: ref if T is torch else got, tol=2e-5)
+
+
+def test_sparse_moe_zero_capacity_has_no_graph_alike(tmp_path, monkeypatch):
+    # ``capacity_factor=0``: every expert is cut to nothing, the output is zeros with no
+    # history, and backward fails the same way
+    def run(T):
+        return _sparse_moe(T, tmp_path / T.__name__, monkeypatch, 0.0)
+    msgs = same_error(torch, tracegrad, run)
+    assert "does not require grad" in msgs[0] and "does not require grad" in msgs[1], msgs
