@@ -253,10 +253,16 @@ TINY = dict(batch_size=3, block_size=6, max_iters=2, eval_interval=1, eval_iters
 
 
 class moe_draws(numpy_draws):
-    """``numpy_draws`` with ``randint(high, size)`` from the same NumPy stream."""
+    """``numpy_draws`` with ``randint(high, size)`` and ``multinomial(probs, 1)`` (inverse CDF
+    of a uniform draw) from the same NumPy stream."""
 
     def randint(self, high, size, **kw):
         return self._T.tensor(self._rs.randint(0, high, size))
+
+    def multinomial(self, probs, num_samples):
+        assert num_samples == 1
+        u = self._T.tensor(self._rs.rand(probs.shape[0], 1).astype(np.float32))
+        return (probs.cumsum(-1) < u).sum(-1, keepdim=True).clamp(max=probs.shape[-1] - 1)
 
 
 def moe_program(T, tmp_path, monkeypatch, log, seed=5):
@@ -295,6 +301,23 @@ def test_makemoe_demo_prints_alike(tmp_path, monkeypatch):
     assert "grad_fn=<ViewBackward0>" in ref_log and ref_log.splitlines()[-1].startswith("loss===> 4."), ref_log
     # four printed decimals: a last-bit difference may flip one rounding
     same_logs(ref_log, got_log, 2e-4)
+
+
+def _moe_generate(T, tmp_path, monkeypatch):
+    ns = moe_program(T, tmp_path, monkeypatch, [])
+    model = ns.SparseMoELanguageModel()
+    model.apply(ns.kaiming_init_weights)
+    model.eval()
+    with T.no_grad():
+        idx = model.generate(T.zeros((2, 4), dtype=T.long), max_new_tokens=4)
+    return [tuple(idx.shape), idx.dtype == T.int64, ns.decode(idx[0].tolist())], _arr(idx)
+
+
+def test_makemoe_generate_crops_context(tmp_path, monkeypatch):
+    # eight tokens from a block of six: ``idx[:, -block_size:]`` crops the context
+    (ref_facts, ref), (got_facts, got) = (_moe_generate(T, tmp_path, monkeypatch) for T in (torch, tracegrad))
+    assert ref_facts == got_facts and ref_facts[:2] == [(2, 8), True], (ref_facts, got_facts)
+    _compare(lambda T: ref if T is torch else got, tol=0)
 
 
 def _moe_main(T, tmp_path, monkeypatch):
