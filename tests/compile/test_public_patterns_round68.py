@@ -17,7 +17,8 @@ initial state:
   ``nonzero()`` gives a shape only the data decide, so the compiled step says so once and runs
   eagerly on every call with eager's values; ``fullgraph=True`` raises the graph break. Its
   attention (``masked_fill`` with ``-inf`` from the ``tril`` buffer, the softmax moved through
-  ``.cpu().clone()`` and ``.to(device)``) compiles to one trace with AdamW.
+  ``.cpu().clone()`` and ``.to(device)``) compiles to one trace with AdamW; with main()'s
+  anomaly-mode block around its backward it runs eagerly (the NaN checks read values).
 """
 import functools
 
@@ -173,7 +174,7 @@ def test_makemoe_step_compiled_runs_eagerly_at_nonzero(tmp_path, monkeypatch):
         tracegrad.compile(step, fullgraph=True)(*ns.get_batch("train"))
 
 
-def _attention(T, compiled, tmp_path, monkeypatch):
+def _attention(T, compiled, tmp_path, monkeypatch, anomaly=False):
     ns = _api.moe_program(T, tmp_path, monkeypatch, [])
     sa, ln = ns.MultiHeadAttention(2, 4), T.nn.LayerNorm(8)
     params = list(sa.parameters()) + list(ln.parameters())
@@ -182,9 +183,10 @@ def _attention(T, compiled, tmp_path, monkeypatch):
     def step(x, y):                     # a Block's attention half, regressed on y
         out = x + sa(ln(x))
         loss = T.nn.functional.mse_loss(out, y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        with T.autograd.set_detect_anomaly(anomaly):    # main()'s block when ``anomaly``
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
         return loss.detach(), out.detach()
 
     f = T.compile(step) if compiled else step
@@ -199,3 +201,16 @@ def test_makemoe_attention_step_compiled(tmp_path, monkeypatch):
     runner = functools.partial(_attention, monkeypatch=monkeypatch)
     paths = iter(tmp_path / str(i) for i in range(3))
     _one_trace(_parity(lambda T, compiled: runner(T, compiled, next(paths))), 3)
+
+
+def test_makemoe_attention_step_under_anomaly_mode_runs_eagerly(tmp_path, monkeypatch):
+    # main()'s ``with torch.autograd.set_detect_anomaly(True):`` around backward: anomaly mode
+    # checks each gradient for NaN in Python, so the compiled step says so once and runs
+    # eagerly, with eager's values (the mode is off again after each call)
+    T = tracegrad
+    eager = _attention(T, False, tmp_path / "eager", monkeypatch, anomaly=True)[0]
+    with pytest.warns(UserWarning, match=r"running _attention.<locals>.step eagerly: anomaly mode's NaN check") as rec:
+        comp, f = _attention(T, True, tmp_path / "compiled", monkeypatch, anomaly=True)
+    close(eager, comp, 0)
+    assert len(rec) == 1 and f.stats["traces"] == 0 and f.stats["eager_calls"] == 3, f.stats
+    assert not T.is_anomaly_enabled()
