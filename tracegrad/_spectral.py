@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from ._tensor.factories import arange as _arange, check_pin_memory, ones as _one
 from ._tensor.layout import layout as _layout, strided as _strided
 from ._tensor.tensor import Tensor, _JaxTracer
 from .nn import functional as _F
+from ._ops.warn import warn as _warn
 
 __all__ = ["stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
 
@@ -242,8 +242,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                                "return_complex=True")
         return_complex = True
     if not return_complex:
-        warnings.warn("stft with return_complex=False is deprecated (as in torch); pass return_complex=True "
-                      "and call tracegrad.view_as_real on the result", UserWarning, stacklevel=2)
+        _warn("stft with return_complex=False is deprecated (as in torch); pass return_complex=True "
+              "and call tracegrad.view_as_real on the result", UserWarning)
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
                            f"2D tensor, got {input.dim()}D")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor import factories as _factories
 from .._tensor import memory_format as _mf
 from .._tensor.out import accepts_out
+from .._ops.warn import warn as _warn
 
 
 # ---- shape and views --------------------------------------------------------------------
@@ -914,7 +914,7 @@ def _t_property(self):
 
 
 def _deprecated_0d(what, hint):
-    warnings.warn(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning, stacklevel=3)
+    _warn(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning)
 
 
 @prop("H")
