@@ -21,7 +21,6 @@ from ._tensor.factories import arange as _arange, check_pin_memory, ones as _one
 from ._tensor.layout import layout as _layout, strided as _strided
 from ._tensor.tensor import Tensor, _JaxTracer
 from .nn import functional as _F
-from ._ops.warn import warn as _warn
 
 __all__ = ["stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
 
@@ -242,8 +241,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                                "return_complex=True")
         return_complex = True
     if not return_complex:
-        _warn("stft with return_complex=False is deprecated (as in torch); pass return_complex=True "
-              "and call tracegrad.view_as_real on the result", UserWarning)
+        # once per process (torch's TORCH_WARN_ONCE)
+        _warn_once("stft with return_complex=False is deprecated. In a future release stft returns complex "
+                   "tensors for all inputs; pass return_complex=True and call tracegrad.view_as_real on the "
+                   "result for the old format.", UserWarning)
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
                            f"2D tensor, got {input.dim()}D")

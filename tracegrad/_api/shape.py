@@ -23,7 +23,6 @@ from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor import factories as _factories
 from .._tensor import memory_format as _mf
 from .._tensor.out import accepts_out
-from .._ops.warn import warn as _warn
 
 
 # ---- shape and views --------------------------------------------------------------------
@@ -914,7 +913,9 @@ def _t_property(self):
 
 
 def _deprecated_0d(what, hint):
-    _warn(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning)
+    """torch's once-per-process (TORCH_WARN_ONCE) UserWarning for ``what`` (H, mT, mH, adjoint())
+    read on a 0-D tensor, one flag per ``what``."""
+    warn_once(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning)
 
 
 @prop("H")

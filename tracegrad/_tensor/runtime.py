@@ -35,8 +35,9 @@ def set_float32_matmul_precision(precision: str) -> None:
         raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}; "
                            "pass 'highest', 'high' or 'medium'")
     if precision not in _PRECISION:
+        # torch's text names its C++ setter (setFloat32MatmulPrecision)
         _warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
-              f"set_float32_matmul_precision call has no effect.", UserWarning)
+              "setFloat32MatmulPrecision call has no effect.", UserWarning)
         return
     _matmul_precision[0] = precision
     jax.config.update("jax_default_matmul_precision", _PRECISION[precision])

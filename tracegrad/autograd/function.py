@@ -276,7 +276,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
     _tracegrad_state_is_captured = False
 
     def __init__(self, *args, **kwargs):
-        _warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
+        _warn(f"{type(self)} should not be instantiated. Methods on autograd "
               "functions are all static, so you should invoke them on the class itself.",
               DeprecationWarning)
 

@@ -119,11 +119,11 @@ def _register_pytree_node(cls, flatten_fn, unflatten_fn, to_str_fn=None, maybe_f
                           flatten_with_keys_fn=None) -> None:
     """Deprecated spelling libraries still call (torch warns FutureWarning): registers ``cls``,
     replacing an earlier registration with a UserWarning instead of raising."""
-    _warn("tracegrad.utils._pytree._register_pytree_node is deprecated; use register_pytree_node",
-          FutureWarning)
+    _warn("`tracegrad.utils._pytree._register_pytree_node` is deprecated. Please use "
+          "`tracegrad.utils._pytree.register_pytree_node` instead.", FutureWarning)
     if to_str_fn is not None or maybe_from_str_fn is not None:
-        _warn("_register_pytree_node: to_str_fn and maybe_from_str_fn are deprecated and ignored; "
-              "use to_dumpable_context and from_dumpable_context", FutureWarning)
+        _warn("`to_str_fn` and `maybe_from_str_fn` is deprecated. They are ignored; use "
+              "`to_dumpable_context` and `from_dumpable_context` instead.", FutureWarning)
     if cls in SUPPORTED_NODES:
         _warn(f"{cls} is already registered as a pytree node; the new registration replaces it")
     _register(cls, flatten_fn, unflatten_fn, serialized_type_name=serialized_type_name,
@@ -399,7 +399,8 @@ class LeafSpec(TreeSpec):
     one warns FutureWarning as torch (use ``treespec_leaf()`` or ``spec.is_leaf()``)."""
 
     def __init__(self):
-        _warn("LeafSpec is deprecated; use treespec_leaf() and `spec.is_leaf()`", FutureWarning)
+        _warn("`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec) and "
+              "treespec.is_leaf()` instead. Build a leaf with treespec_leaf().", FutureWarning)
         super().__init__(None, None, [])
 
     def __repr__(self, indent: int = 0) -> str:

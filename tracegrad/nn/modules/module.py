@@ -1055,8 +1055,9 @@ class Module:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
         if dtype is not None and dtype.is_complex:
-            _warn("Complex modules are a new feature under active development whose design may change; "
-                  "some modules might not work as expected with complex parameters or buffers.")
+            _warn("Complex modules are a new feature under active development whose design may change, "
+                  "and some modules might not work as expected when using complex tensors as parameters "
+                  "or buffers. Report a complex module that does not work as expected.")
 
         def convert(t):
             d = dtype if (dtype is not None and (t.is_floating_point() or t.is_complex())) else None
