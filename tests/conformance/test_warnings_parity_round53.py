@@ -156,6 +156,54 @@ def _mode_push(T):
     Mode.push()
 
 
+def _raising(T, fn, error):
+    """``fn()``, which raises ``error`` in both libraries (its warnings come first)."""
+    with pytest.raises(error):
+        fn()
+
+
+def _anomaly_nan(T):
+    x = _a(T, 1).neg().requires_grad_()
+    with T.autograd.detect_anomaly():   # warns on entering, and names the failing node
+        _raising(T, lambda: T.sqrt(x).sum().backward(), RuntimeError)
+
+
+def _non_full(T, forward, *args):
+    m = type("M", (T.nn.Module,), {"forward": forward})()
+    m.register_backward_hook(lambda *a: None)
+    m(*args)
+
+
+def _always_call_hook_raises(T):
+    def forward(self, x):
+        raise ValueError("forward")
+
+    def hook(*args):
+        raise KeyError("hook")
+
+    m = type("M", (T.nn.Module,), {"forward": forward})()
+    m.register_forward_hook(hook, always_call=True)
+    _raising(T, lambda: m(_a(T, 1)), ValueError)
+
+
+def _mark_dirty_not_input(T):
+    class Fn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = T.ones(2)
+            ctx.mark_dirty(y)
+            return y
+
+    Fn.apply(_a(T, 2).requires_grad_())
+
+
+def _load(T, **kwargs):
+    buf = io.BytesIO()
+    T.save(_a(T, 2), buf)
+    buf.seek(0)
+    T.load(buf, **kwargs)
+
+
 # per-call warnings, one case per call site (file: line of tracegrad's)
 CASES = {
     # optim
@@ -172,6 +220,11 @@ CASES = {
     "state_dict_positional": lambda T: T.nn.Linear(2, 2).state_dict({}, ""),
     "load_state_dict_into_meta": _meta_load,
     "full_hook_dict_output": _full_hook_dict_output,
+    "non_full_hook_list_output": lambda T: _non_full(T, lambda self, x: [x * 2], _a(T, 2).requires_grad_()),
+    "non_full_hook_non_tensor_input": lambda T: _non_full(T, lambda self, x, y: x * y, _a(T, 2).requires_grad_(), 3),
+    "non_full_hook_outputs_of_two_nodes": lambda T: _non_full(T, lambda self, x: (x * 2, x + 1),
+                                                              _a(T, 2).requires_grad_()),
+    "forward_hook_always_call_raises": _always_call_hook_raises,
     "full_hook_no_input_grad": _full_hook_no_input_grad,
     "InstanceNorm_num_features": lambda T: T.nn.InstanceNorm1d(3)(_a(T, 1, 4, 5)),
     "RNN_dropout_one_layer": lambda T: T.nn.RNN(2, 2, dropout=0.5),
@@ -186,6 +239,8 @@ CASES = {
     "upsample": lambda T: T.nn.functional.upsample(_a(T, 1, 1, 2), scale_factor=2),
     "upsample_nearest": lambda T: T.nn.functional.upsample_nearest(_a(T, 1, 1, 2), scale_factor=2),
     "embedding_bag_argument_order": lambda T: T.nn.functional.embedding_bag(_a(T, 3, 2), T.tensor([[0, 1]])),
+    "mse_loss_elementwise_mean": lambda T: T.nn.functional.mse_loss(_a(T, 2), _a(T, 2), reduction="elementwise_mean"),
+    "causal_lower_right_longer_query": lambda T: _sub(T, "nn.attention.bias").causal_lower_right(3, 2)._materialize(),
     "mse_loss_size_average": lambda T: T.nn.functional.mse_loss(_a(T, 2), _a(T, 2), size_average=True),
     "l1_loss_reduce": lambda T: T.nn.functional.l1_loss(_a(T, 2), _a(T, 2), reduce=False),
     "MSELoss_size_average": lambda T: T.nn.MSELoss(size_average=False),
@@ -202,6 +257,8 @@ CASES = {
     "get_analytical_jacobian": lambda T: (lambda x: _sub(T, "autograd.gradcheck").get_analytical_jacobian(
         (x,), x * 2))(T.ones(2, dtype=T.float64, requires_grad=True)),
     "Function_instantiated": _function_instance,
+    "mark_dirty_not_input": _mark_dirty_not_input,
+    "anomaly_nan_in_backward": _anomaly_nan,
     "detect_anomaly": lambda T: T.autograd.detect_anomaly(),
     "saved_variables": _saved_variables,
     # distributions
@@ -220,11 +277,15 @@ CASES = {
     "pytree_register_private": _pytree_register,
     "pytree_register_private_to_str_fn": lambda T: T.utils._pytree._register_pytree_node(
         type("Q", (), {}), lambda q: ([], None), lambda v, c: None, to_str_fn=str),
+    "pytree_children_specs": lambda T: T.utils._pytree.tree_flatten([1])[1].children_specs,
     "pytree_LeafSpec": lambda T: T.utils._pytree.LeafSpec(),
     "save_tensor_with_hook": _save_hooked,
     "dataloader_pin_memory": _pin_memory,
     "checkpoint_no_input_requires_grad": lambda T: T.utils.checkpoint.checkpoint(lambda x: x * 2, _a(T, 2),
                                                                                  use_reentrant=True),
+    "checkpoint_without_use_reentrant": lambda T: T.utils.checkpoint.checkpoint(lambda x: x * 2,
+                                                                                _a(T, 2).requires_grad_()),
+    "load_pickle_args_with_weights_only": lambda T: _load(T, weights_only=True, encoding="utf-8"),
     "flop_counter_mods": _flop_counter_mods,
     "profiler_schedule_no_warmup": lambda T: T.profiler.schedule(wait=1, warmup=0, active=1),
     "testing_make_tensor_low_eq_high": lambda T: T.testing.make_tensor((2,), dtype=T.float32, device="cpu",
