@@ -244,6 +244,8 @@ CASES = {
     "mse_loss_size_average": lambda T: T.nn.functional.mse_loss(_a(T, 2), _a(T, 2), size_average=True),
     "l1_loss_reduce": lambda T: T.nn.functional.l1_loss(_a(T, 2), _a(T, 2), reduce=False),
     "MSELoss_size_average": lambda T: T.nn.MSELoss(size_average=False),
+    "linear_cross_entropy_options_ignored": lambda T: T.nn.functional.linear_cross_entropy(
+        _a(T, 2, 3), _a(T, 4, 3), T.tensor([0, 1]), label_smoothing=0.1, options=T.nn.LinearCrossEntropyOptions()),
     "affine_grid_unit_size": lambda T: T.nn.functional.affine_grid(_a(T, 1, 2, 3), [1, 1, 1, 2], align_corners=True),
     "clip_grad_norm_empty_generator": lambda T: T.nn.utils.clip_grad_norm_((p for p in []), 1.0),
     "clip_grad_norm": lambda T: T.nn.utils.clip_grad_norm([_p(T, 2)], 1.0),
@@ -267,6 +269,7 @@ CASES = {
     # torch namespace, backends, amp
     "is_compiling": lambda T: T._utils.is_compiling(),
     "check_is_size": lambda T: T._check_is_size(3),
+    "mkldnn_set_flags_allow_tf32": lambda T: T.backends.mkldnn.set_flags(None, None, True),
     "set_float32_matmul_precision_unknown": lambda T: T.set_float32_matmul_precision("fastest"),
     "sdp_kernel": _sdp_kernel,
     "is_autocast_cpu_enabled": lambda T: T.is_autocast_cpu_enabled(),
@@ -328,6 +331,29 @@ def test_warning_names_the_user_line_with_a_lazy_module_alive(name):
         runs.append(_given(T, CASES[name]))
         del lazy
     _check(*runs)
+
+
+def _dispatch_subclass():
+    class S(tracegrad.Tensor):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return NotImplemented
+
+
+# warnings of tracegrad's own (no torch counterpart): at the user's line too
+OWN = {
+    "torch_dispatch_subclass": _dispatch_subclass,
+    "share_memory_": lambda: tracegrad.ones(2).share_memory_(),
+    "autocast_unsupported_device": lambda: tracegrad.autocast("xla"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OWN))
+def test_own_warning_names_the_user_line(name):
+    for lazy in (None, tracegrad.nn.LazyLinear(2)):
+        got = _given(None, lambda _: OWN[name]())
+        assert [len(c) for c in got] == [1, 1], got
+        assert all(w[:1] == ("UserWarning",) and w[2] == HERE for c in got for w in c), got
+    del lazy
 
 
 def test_warning_through_contextlib_names_the_user_line():

@@ -45,8 +45,9 @@ def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precis
     if _deterministic is not None:
         _THIS.deterministic = _deterministic
     if _allow_tf32 is not None:
-        _warn("torch.backends.mkldnn: TF32 on oneDNN needs an Intel GPU build; tracegrad has no "
-              "oneDNN, so allow_tf32 stays None", UserWarning)
+        # torch's first sentence (its C++ TORCH_WARN, every call)
+        _warn("TF32 acceleration on top of oneDNN is available for Intel GPUs. tracegrad has no oneDNN, so "
+              "allow_tf32 stays None.", UserWarning)
     if _fp32_precision is not None:
         _THIS.fp32_precision = _fp32_precision
     return orig
