@@ -288,6 +288,8 @@ CASES = {
                                                                                  use_reentrant=True),
     "checkpoint_without_use_reentrant": lambda T: T.utils.checkpoint.checkpoint(lambda x: x * 2,
                                                                                 _a(T, 2).requires_grad_()),
+    "checkpoint_sequential_without_use_reentrant": lambda T: T.utils.checkpoint.checkpoint_sequential(
+        T.nn.Sequential(T.nn.Identity(), T.nn.Identity()), 2, _a(T, 2).requires_grad_()),
     "load_pickle_args_with_weights_only": lambda T: _load(T, weights_only=True, encoding="utf-8"),
     "flop_counter_mods": _flop_counter_mods,
     "profiler_schedule_no_warmup": lambda T: T.profiler.schedule(wait=1, warmup=0, active=1),
