@@ -4,7 +4,10 @@ torch's Python-level warnings name the caller's file and line (``stacklevel``), 
 the Python line that made the call. A fixed ``stacklevel`` here breaks whenever a wrapper sits
 between the user and the function that warns (``accepts_out``'s ``out=`` layer, ``with_x64``,
 ``method_form``, a module's ``__call__``), so ``warn`` counts the frames instead: the warning is
-attributed to the first frame outside the tracegrad package.
+attributed to the first frame outside the tracegrad package. Every warning a user's call can reach
+goes through ``warn`` or ``warn_once`` (round 53 moved the last fixed-``stacklevel`` ones); the
+exception is what tracegrad.compile says about itself (``_lowering.warned.say``), which names the
+compiled call's frames on purpose.
 """
 from __future__ import annotations
 
