@@ -3,9 +3,9 @@
 an exception of the given class when a Python bool condition is False, with ``message()``'s text
 (a callable, evaluated only on failure) or torch's default text."""
 import builtins
-import warnings
 
 from ._tensor.tensor import Tensor
+from ._ops.warn import warn as _warn
 
 _DEFAULT_MESSAGE = ("Expected cond to be True, but got False. (Could this error message be improved? If so, "
                     "please report an enhancement request to PyTorch.)")
@@ -59,8 +59,8 @@ def _check_not_implemented(cond, message=None):
 def _check_is_size(i, message=None, *, max=None):
     """Mirrors ``torch._check_is_size`` (deprecated in torch: FutureWarning): ``_check(i >= 0)``,
     and ``i <= max`` when given."""
-    warnings.warn("_check_is_size will be removed in a future PyTorch release along with guard_size_oblivious. "
-                  "    Use _check(i >= 0) instead.", FutureWarning, stacklevel=2)
+    _warn("_check_is_size will be removed in a future PyTorch release along with guard_size_oblivious. "
+          "    Use _check(i >= 0) instead.", FutureWarning)
     _check(i >= 0, message)
     if max is not None:
         _check(i <= max, message)

@@ -11,13 +11,13 @@ import functools
 import sys
 import time
 import types
-import warnings
 
 from . import compiler as _compiler
 from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset, set_stance
 from ._lowering import exc as _exc
 from ._tensor.tensor import Tensor
 from . import _state
+from ._ops.warn import warn as _warn
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
            "disallow_in_graph", "nonstrict_trace", "skip_frame", "optimize_assert", "run", "set_stance",
@@ -358,8 +358,8 @@ def explain(f, *extra_args, **extra_kwargs):
         seconds = time.perf_counter() - t0
         return ExplainOutput(graphs, [_BreakReason(r, w) for r, w in breaks], seconds)
     if extra_args or extra_kwargs:
-        warnings.warn("explain(f, *args, **kwargs) is deprecated, use explain(f)(*args, **kwargs) instead.  "
-                      "If you don't migrate, we may break your explain call in the future if your user defined "
-                      "kwargs conflict with future kwargs added to explain(f).", FutureWarning, stacklevel=2)
+        _warn("explain(f, *args, **kwargs) is deprecated, use explain(f)(*args, **kwargs) instead.  "
+              "If you don't migrate, we may break your explain call in the future if your user defined "
+              "kwargs conflict with future kwargs added to explain(f).", FutureWarning)
         return inner(*extra_args, **extra_kwargs)
     return inner

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -242,8 +241,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                                "return_complex=True")
         return_complex = True
     if not return_complex:
-        warnings.warn("stft with return_complex=False is deprecated (as in torch); pass return_complex=True "
-                      "and call tracegrad.view_as_real on the result", UserWarning, stacklevel=2)
+        # once per process (torch's TORCH_WARN_ONCE)
+        _warn_once("stft with return_complex=False is deprecated. In a future release stft returns complex "
+                   "tensors for all inputs; pass return_complex=True and call tracegrad.view_as_real on the "
+                   "result for the old format.", UserWarning)
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
                            f"2D tensor, got {input.dim()}D")

@@ -1,18 +1,16 @@
 """``torch._utils`` helpers that programs and PyTorch's own tests call."""
 from __future__ import annotations
 
-import warnings
-
 from . import _state
 from ._ops import dtypes as _dt
+from ._ops.warn import warn as _warn
 
 
 def is_compiling() -> bool:
     """Mirrors ``torch._utils.is_compiling`` (deprecated in torch, which warns): warns that
     ``tracegrad.compiler.is_compiling`` is the name to use and returns its answer (True while a
     compiled function is traced or runs its Python)."""
-    warnings.warn("`torch._utils.is_compiling` is deprecated. Use `torch.compiler.is_compiling` instead.",
-                  stacklevel=2)
+    _warn("`torch._utils.is_compiling` is deprecated. Use `torch.compiler.is_compiling` instead.")
     return _state.CAPTURE[0] is not None or _state.IN_COMPILED[0] > 0
 
 

@@ -20,8 +20,8 @@ import shutil
 import sys
 import tempfile
 import urllib.parse
-import warnings
 import zipfile
+from ._ops.warn import warn as _warn
 
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir"]
 
@@ -157,13 +157,13 @@ def _check_trust(owner, repo, trust_repo, hub_dir, repo_dir_exists):
         trusted.add(key)
     elif trust_repo is None:
         if not repo_dir_exists and key not in trusted:
-            warnings.warn("You are about to download and run code from an untrusted repository. In a future release, "
-                          "this won't be allowed. To add the repository to your trusted list, change the command to "
-                          "{calling_fn}(..., trust_repo=False) and a command prompt will appear asking for an "
-                          "explicit confirmation of trust, or load(..., trust_repo=True), which will assume that "
-                          "the prompt is to be answered with 'yes'. You can also use load(..., trust_repo='check') "
-                          "which will only prompt for confirmation if the repo is not already trusted. This will "
-                          "eventually be the default behaviour")
+            _warn("You are about to download and run code from an untrusted repository. In a future release, "
+                  "this won't be allowed. To add the repository to your trusted list, change the command to "
+                  "{calling_fn}(..., trust_repo=False) and a command prompt will appear asking for an "
+                  "explicit confirmation of trust, or load(..., trust_repo=True), which will assume that "
+                  "the prompt is to be answered with 'yes'. You can also use load(..., trust_repo='check') "
+                  "which will only prompt for confirmation if the repo is not already trusted. This will "
+                  "eventually be the default behaviour")
         return
     elif key not in trusted or trust_repo is False:
         answer = builtins.input(f"The repository {key} does not belong to the list of trusted repositories and as "

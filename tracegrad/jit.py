@@ -12,10 +12,10 @@ semantics), with gradients as eagerly. To compile a function into one XLA progra
 from __future__ import annotations
 
 import typing
-import warnings
 
 from .nn.modules.module import Module
 from .nn.parameter import is_lazy
+from ._ops.warn import warn as _warn
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
            "annotate", "Final", "save", "load", "freeze", "optimize_for_inference", "fork", "wait",
@@ -34,8 +34,8 @@ class ScriptModule(Module):
 def script_method(fn):
     """Mirrors ``torch.jit.script_method``: returns ``fn`` (the method runs eagerly), with
     torch's DeprecationWarning pointing at ``torch.compile``."""
-    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
-                  DeprecationWarning, stacklevel=2)
+    _warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
     return fn
 
 

@@ -13,13 +13,13 @@ import contextlib
 import functools
 import inspect
 import sys
-import warnings
 
 from ._tensor import overridable as _table
 from ._tensor import torch_function as _tf
 from ._tensor.tensor import Tensor
 from ._tensor.torch_function import handle_torch_function as handle_torch_function  # noqa: F401
 from ._tensor.torch_function import has_torch_function as has_torch_function  # noqa: F401
+from ._ops.warn import warn as _warn
 
 __all__ = [
     "get_ignored_functions", "get_overridable_functions", "get_testing_overrides", "handle_torch_function",
@@ -193,8 +193,7 @@ class TorchFunctionMode:
 
     @classmethod
     def push(cls, *args, **kwargs):
-        warnings.warn("`Mode.push()` is no longer necessary and can be replaced with just `with Mode()`",
-                      stacklevel=2)
+        _warn("`Mode.push()` is no longer necessary and can be replaced with just `with Mode()`")
         return cls(*args, **kwargs)
 
 

@@ -54,7 +54,6 @@ import pickletools
 import struct
 import sys
 import tempfile
-import warnings
 
 import numpy as np
 import safetensors.numpy
@@ -66,6 +65,7 @@ from ._tensor.tensor import Tensor
 from ._api.sparse_coo import sparse_coo_tensor
 from ._api.strided import _storage_tensor
 from .utils.hooks import warn_if_has_hooks
+from ._ops.warn import warn as _warn
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
            "SourceChangeWarning"]
@@ -843,7 +843,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     weights_only = _weights_only_mode(weights_only, pickle_module)
     _check_pickle_module(pickle_module, "load")
     if weights_only and pickle_load_args:
-        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+        _warn("pickle_load_args only works if `weights_only=False`.")
     # torch's weights-only unpickler takes ``encoding`` only; pickle's takes the four
     unknown = [k for k in pickle_load_args if k not in (("encoding",) if weights_only else _PICKLE_LOAD_ARGS)]
     if unknown:   # torch's unpickler refuses them (TypeError)
@@ -947,9 +947,9 @@ def _weights_only_mode(weights_only, pickle_module):
         return True
     if weights_only is None:
         if force_off:
-            warnings.warn("tracegrad.load: environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD "
-                          "detected; since weights_only was not passed, loading with "
-                          "weights_only=False.", UserWarning, stacklevel=3)
+            _warn("tracegrad.load: environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD "
+                  "detected; since weights_only was not passed, loading with "
+                  "weights_only=False.", UserWarning)
             return False
         return pickle_module is None
     if weights_only and pickle_module is not None:   # torch: the weights-only unpickler is its own

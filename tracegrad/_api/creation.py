@@ -4,7 +4,6 @@ memory-layout queries (``pin_memory``, ``is_pinned``, ``nbytes``, ``itemsize``).
 from __future__ import annotations
 
 import builtins
-import warnings
 
 from .._ops import dtypes as _dt
 from .._ops.warn import warn as _warn
@@ -273,10 +272,10 @@ def share_memory_(self):
     lives in this process, so a child process (``tracegrad.multiprocessing``) gets a copy and its
     writes do not reach this process. Warns so (Hogwild training relies on sharing)."""
     if not self.untyped_storage().is_shared():
-        warnings.warn("Tensor.share_memory_: tracegrad cannot share a tensor's memory between processes "
-                      "(JAX arrays live in one process). A child process receives a copy, and its in-place "
-                      "updates do not reach this process; train in this process, or send results back "
-                      "through a Queue.", UserWarning, stacklevel=2)
+        _warn("Tensor.share_memory_: tracegrad cannot share a tensor's memory between processes "
+              "(JAX arrays live in one process). A child process receives a copy, and its in-place "
+              "updates do not reach this process; train in this process, or send results back "
+              "through a Queue.", UserWarning)
     self.untyped_storage().share_memory_()
     return self
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -914,7 +913,9 @@ def _t_property(self):
 
 
 def _deprecated_0d(what, hint):
-    warnings.warn(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning, stacklevel=3)
+    """torch's once-per-process (TORCH_WARN_ONCE) UserWarning for ``what`` (H, mT, mH, adjoint())
+    read on a 0-D tensor, one flag per ``what``."""
+    warn_once(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning)
 
 
 @prop("H")

@@ -216,9 +216,9 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                          f"({offset}) must not be greater than the actual buffer length ({len(mv)})")
     arr = np.frombuffer(mv, dtype=d.np, count=count, offset=offset)
     if mv.readonly:
-        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors; "
-                      "tracegrad copies it, so writes to the tensor do not reach the buffer", UserWarning,
-                      stacklevel=2)
+        # once per process (torch's TORCH_WARN_ONCE)
+        _warn.warn_once("The given buffer is not writable, and PyTorch does not support non-writable tensors. "
+                        "tracegrad copies it, so writes to the tensor do not reach the buffer.", UserWarning)
         return _tensor_from(arr.copy(), dtype=d, requires_grad=requires_grad)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -4,7 +4,6 @@ re-exports these under torch's names."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -360,9 +359,10 @@ def affine_grid(theta, size, align_corners=None):
                            f"{size[0]}; they must match")
     if align_corners and min(size[2:]) == 1:
         # (torch's closing sentence kept: programs match on it)
-        warnings.warn("affine_grid: with align_corners=True a spatial size of 1 gives the grid point -1 "
-                      "(the behaviour changed in torch 1.3.0); unit-size grids are not an intended use of "
-                      "affine_grid. See the documentation of affine_grid for details.")
+        _warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+              "align_corners=True. With align_corners=True a spatial size of 1 gives the grid point -1; "
+              "unit-size grids are not an intended use of affine_grid. See the documentation of "
+              "affine_grid for details.")
     # torch's parser of affine_grid_generator reads size last: a tuple of ints (a tensor, a float,
     # or a bool in front is its TypeError)
     bad = [v for i, v in enumerate(given) if (isinstance(v, bool) and i == 0) or isinstance(v, float)

@@ -4,10 +4,14 @@ torch's Python-level warnings name the caller's file and line (``stacklevel``), 
 the Python line that made the call. A fixed ``stacklevel`` here breaks whenever a wrapper sits
 between the user and the function that warns (``accepts_out``'s ``out=`` layer, ``with_x64``,
 ``method_form``, a module's ``__call__``), so ``warn`` counts the frames instead: the warning is
-attributed to the first frame outside the tracegrad package.
+attributed to the first frame outside the tracegrad package. Every warning a user's call can reach
+goes through ``warn`` or ``warn_once`` (round 53 moved the last fixed-``stacklevel`` ones); the
+exception is what tracegrad.compile says about itself (``_lowering.warned.say``), which names the
+compiled call's frames on purpose.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -15,16 +19,27 @@ import warnings
 from .. import _state
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# a generator context manager of tracegrad's (``@contextlib.contextmanager``: sdp_kernel, ...) runs
+# its body under contextlib's ``__enter__``/``__exit__`` (and ``ExitStack.enter_context``): those
+# frames stand between it and the user's ``with`` line, so they are passed over as tracegrad's are
+_CONTEXTLIB = os.path.abspath(contextlib.__file__)
+
+
+def _user_level(frame) -> int:
+    """The ``stacklevel`` that names the first frame above ``frame`` (the caller of ``warn``,
+    level 2) outside tracegrad, contextlib's frames directly above tracegrad's passed over too."""
+    level = 2
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
+                                 or frame.f_code.co_filename == _CONTEXTLIB):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def warn(message, category=UserWarning) -> None:
     """``warnings.warn(message, category)`` attributed to the innermost caller outside tracegrad
     (``warnings.catch_warnings(record=True)`` sees the user's filename and line, and the
     ``"default"`` filter shows it once per user line, as torch's)."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    warnings.warn(message, category, stacklevel=_user_level(sys._getframe(1)))
 
 
 _WARNED_ONCE: set = set()
@@ -49,9 +64,7 @@ def warn_once(message, category=UserWarning, key=None, follows_warn_always=True)
     key = message if key is None else key
     if (follows_warn_always and WARN_ALWAYS[0]) or key not in _WARNED_ONCE:
         _WARNED_ONCE.add(key)
-        frame, level = sys._getframe(1), 2
-        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-            frame, level = frame.f_back, level + 1
+        level = _user_level(sys._getframe(1))
         ISSUING_ONCE[0] += 1
         try:
             warnings.warn(message, category, stacklevel=level)

@@ -4,8 +4,6 @@
 only when the user asks for a setting, as torch's settings are process-global too."""
 from __future__ import annotations
 
-import warnings
-
 import jax
 
 from .. import _state
@@ -13,6 +11,7 @@ from .._ops.linalg import MATMUL_PRECISION
 from . import device as _device_mod
 from .device import cuda_devices, device
 from .device import device as _device    # set_default_device's argument is named device, as torch's
+from .._ops.warn import warn as _warn
 
 # torch's float32 matmul precision names -> JAX's default_matmul_precision values
 _PRECISION = {"highest": "float32", "high": "tensorfloat32", "medium": "bfloat16"}
@@ -36,8 +35,9 @@ def set_float32_matmul_precision(precision: str) -> None:
         raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}; "
                            "pass 'highest', 'high' or 'medium'")
     if precision not in _PRECISION:
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
-                      f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        # torch's text names its C++ setter (setFloat32MatmulPrecision)
+        _warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+              "setFloat32MatmulPrecision call has no effect.", UserWarning)
         return
     _matmul_precision[0] = precision
     jax.config.update("jax_default_matmul_precision", _PRECISION[precision])

@@ -18,7 +18,6 @@ the state and its rules. ``Tensor(data)`` converts through ``convert.py``, ``rep
 """
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from operator import index as _index
 
@@ -497,9 +496,9 @@ class Tensor(TensorBase):
         if "__torch_dispatch__" in cls.__dict__:
             # tracegrad has no dispatcher below the public functions: say so where the class is
             # written rather than let the override be skipped silently
-            warnings.warn(f"tracegrad: {cls.__qualname__} defines __torch_dispatch__, which tracegrad does not call "
-                          "(tracegrad has no ATen dispatcher); use __torch_function__, which it does call",
-                          UserWarning, stacklevel=2)
+            _warn(f"tracegrad: {cls.__qualname__} defines __torch_dispatch__, which tracegrad does not call "
+                  "(tracegrad has no ATen dispatcher); use __torch_function__, which it does call",
+                  UserWarning)
         if _tf.type_kind(cls) == _tf.OVERLOADED and not cls.__module__.startswith("tracegrad."):
             # NOTE [trampolines]: the protocol starts here. tracegrad's own subclasses
             # (``masked.MaskedTensor``) turn it on when their first instance is made instead, so

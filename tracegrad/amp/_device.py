@@ -3,10 +3,9 @@
 default dtype) filled in."""
 from __future__ import annotations
 
-import warnings
-
 from .autocast_mode import autocast as _autocast
 from .grad_scaler import GradScaler as _GradScaler
+from .._ops.warn import warn as _warn
 
 
 def device_classes(device_type, default_dtype, module):
@@ -16,8 +15,8 @@ def device_classes(device_type, default_dtype, module):
     FutureWarning naming the ``tracegrad.amp`` spelling to use instead."""
 
     def deprecated(name):
-        warnings.warn(f"`tracegrad.{device_type}.amp.{name}(args...)` is deprecated. Please use "
-                      f"`tracegrad.amp.{name}('{device_type}', args...)` instead.", FutureWarning, stacklevel=3)
+        _warn(f"`tracegrad.{device_type}.amp.{name}(args...)` is deprecated. Please use "
+              f"`tracegrad.amp.{name}('{device_type}', args...)` instead.", FutureWarning)
 
     class autocast(_autocast):
         __doc__ = (f"Mirrors ``torch.{device_type}.amp.autocast(enabled=True, dtype={default_dtype}, "

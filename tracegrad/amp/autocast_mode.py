@@ -5,7 +5,6 @@ float16, as torch."""
 from __future__ import annotations
 
 import functools
-import warnings
 
 import tracegrad
 
@@ -142,7 +141,7 @@ class autocast:
             _warn("CUDA is not available or torch_xla is imported. Disabling autocast.")
             enabled = False
         elif enabled and device_type not in ("cpu", "cuda"):
-            warnings.warn(f"tracegrad autocast supports device types 'cpu' and 'cuda'; '{device_type}' is disabled")
+            _warn(f"tracegrad autocast supports device types 'cpu' and 'cuda'; '{device_type}' is disabled")
             enabled = False
         self._enabled = enabled
         self._prev = []

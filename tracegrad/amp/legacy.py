@@ -3,13 +3,12 @@
 type; each warns as torch does and forwards to ``autocast_mode``."""
 from __future__ import annotations
 
-import warnings
-
 from .autocast_mode import get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled
+from .._ops.warn import warn as _warn
 
 
 def _deprecated(old, new):
-    warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+    _warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning)
 
 
 def is_autocast_cpu_enabled() -> bool:

@@ -4,9 +4,9 @@ backward that produces NaN raises RuntimeError naming that op and showing the st
 from __future__ import annotations
 
 import functools
-import warnings
 
 from .._state import ANOMALY
+from .._ops.warn import warn as _warn
 
 
 class detect_anomaly:
@@ -14,8 +14,8 @@ class detect_anomaly:
 
     def __init__(self, check_nan=True):
         self.check_nan = check_nan
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and "
-                      "should only be enabled for debugging.", stacklevel=2)
+        _warn("Anomaly Detection has been enabled. This mode will increase the runtime and "
+              "should only be enabled for debugging.")
 
     def __enter__(self):
         if type(self.check_nan) is not bool:   # torch's set_anomaly_enabled parser, on entering

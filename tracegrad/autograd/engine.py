@@ -18,7 +18,6 @@ import itertools
 import logging
 import operator
 import traceback
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -712,7 +711,7 @@ def _anomaly_report(node):
         else:
             msg = f"Error detected in {name}. Traceback of forward call that caused the error:\n" + node._trace
         try:
-            warnings.warn(msg)
+            _warn(msg)
         except Exception:
             traceback.print_exc()
         node, parent = node._parent, True

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 import weakref
 
 import numpy as np
@@ -24,6 +23,7 @@ from .._tensor.tensor import Tensor
 from . import _dispatch, grad_mode
 from ._graph_impl import MSG_FREED, AccumulateGrad, Node, SavedTensor, _SavedNone, edge
 from .._ops.errors import broadcast_shapes as _broadcast_shapes
+from .._ops.warn import warn as _warn
 
 
 def _check_saved(tensors):
@@ -152,7 +152,7 @@ class BackwardCFunction(Node, FunctionCtx):
     @property
     def saved_variables(self):
         """Deprecated alias of ``saved_tensors`` (DeprecationWarning, as torch)."""
-        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        _warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning)
         return self.saved_tensors
 
     def apply(self, grads, create_graph=False):
@@ -276,9 +276,9 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
     _tracegrad_state_is_captured = False
 
     def __init__(self, *args, **kwargs):
-        warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
-                      "functions are all static, so you should invoke them on the class itself.",
-                      DeprecationWarning)
+        _warn(f"{type(self)} should not be instantiated. Methods on autograd "
+              "functions are all static, so you should invoke them on the class itself.",
+              DeprecationWarning)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please "
@@ -431,7 +431,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                         # error; any other tensor that is no input only warns
                         if b is not None:
                             raise RuntimeError(MSG_DIRTY_NOT_INPUT)
-                        warnings.warn(MSG_DIRTY_NOT_INPUT)
+                        _warn(MSG_DIRTY_NOT_INPUT)
                     if b is not None and b._rg:
                         # torch's handle_view_on_rebase comes before its view-of-a-leaf check
                         _dispatch.check_multi_output_view(o)

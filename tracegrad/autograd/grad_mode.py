@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 
 # The state lives in tracegrad/_state.py (all mutable global state in one place); these are
 # the same objects under the names engine and function import from here (dispatch reads _state).
@@ -20,6 +19,7 @@ from .._state import INFERENCE_DEPTH as INFERENCE_DEPTH
 from .._state import grad_enabled as _grad_flag
 from .._state import in_inference_mode as in_inference_mode
 from .._state import swap_grad_enabled as _swap_grad
+from .._ops.warn import warn as _warn
 
 
 def is_grad_enabled() -> bool:
@@ -37,9 +37,9 @@ class _DecoratorContextManager:
     def __call__(self, func):
         if inspect.isclass(func):
             # torch (deprecated): the class's __init__ runs under the mode, nothing else does
-            warnings.warn("Decorating classes is deprecated and will be disabled in future versions. "
-                          "Decorate functions or methods only; to keep this behaviour, decorate the "
-                          "class's `__init__` method instead.", FutureWarning, stacklevel=2)
+            _warn("Decorating classes is deprecated and will be disabled in future versions. "
+                  "Decorate functions or methods only; to keep this behaviour, decorate the "
+                  "class's `__init__` method instead.", FutureWarning)
             func.__init__ = self(func.__init__)
             return func
         if inspect.isgeneratorfunction(func):

@@ -7,14 +7,13 @@ complex inputs and outputs are checked as (real, imag) pairs (NOTE [complex grad
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor
 from . import forward_ad, grad_mode
 from .engine import grad as _grad
+from .._ops.warn import warn as _warn
 
 
 class GradcheckError(RuntimeError):
@@ -293,8 +292,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                "should call .contiguous on the input before passing it to gradcheck.")
     for i in diff_idx:
         if inputs[i].dtype.name not in ("float64", "complex128"):
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
-                          "This check will likely fail if all the inputs are not of double precision floating point. ")
+            _warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
+                  "This check will likely fail if all the inputs are not of double precision floating point. ")
     with grad_mode.enable_grad():
         if not any(o.requires_grad for o in _outputs(func, inputs)):
             # no differentiable output: torch checks only that finite differences see no change
@@ -414,7 +413,7 @@ def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
     the finite-difference Jacobians, one (numel of the input, numel of the output) tensor per
     tensor of ``target`` (default: ``inputs`` that require grad), of ``fn``'s first output.
     ``fn`` takes the inputs as one tuple. ValueError unless ``grad_out`` is 1.0."""
-    warnings.warn(_PRIVATE_API_WARNING.format("get_numerical_jacobian"), FutureWarning, stacklevel=2)
+    _warn(_PRIVATE_API_WARNING.format("get_numerical_jacobian"), FutureWarning)
     _check_grad_out(grad_out, "get_numerical_jacobian")
     inputs = _as_tuple(inputs)
     if target is None:
@@ -434,7 +433,7 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
     numel of the output) tensor per input requiring grad; ``reentrant`` is False when running
     backward twice gives values further apart than ``nondet_tol``. ValueError unless
     ``grad_out`` is 1.0."""
-    warnings.warn(_PRIVATE_API_WARNING.format("get_analytical_jacobian"), FutureWarning, stacklevel=2)
+    _warn(_PRIVATE_API_WARNING.format("get_analytical_jacobian"), FutureWarning)
     _check_grad_out(grad_out, "get_analytical_jacobian")
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]

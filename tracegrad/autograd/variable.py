@@ -3,10 +3,9 @@
 its graph, and ``isinstance(x, Variable)`` holds for every tensor."""
 from __future__ import annotations
 
-import warnings
-
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor
+from .._ops.warn import warn as _warn
 
 
 class _VariableMeta(type):
@@ -42,8 +41,8 @@ class Variable(metaclass=_VariableMeta):
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
         if volatile:
-            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
-                          UserWarning, stacklevel=2)
+            _warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                  UserWarning)
             if requires_grad:
                 raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if data is None:

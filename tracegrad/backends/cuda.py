@@ -2,11 +2,11 @@
 ``tracegrad.set_float32_matmul_precision`` ('high' when True, 'highest' when False), which sets
 JAX's default matmul precision; the reduced-precision reduction flags are stored only."""
 import contextlib
-import warnings
 
 from .._tensor import runtime as _runtime
 from .._tensor.device import cuda_devices
 from ._flags import flag_properties
+from .._ops.warn import warn as _warn
 
 
 class _MatmulFlags:
@@ -64,9 +64,9 @@ def sdp_kernel(enable_flash: bool = True, enable_math: bool = True, enable_mem_e
     FutureWarning): a context manager allowing the enabled ``scaled_dot_product_attention``
     backends, i.e. ``torch.nn.attention.sdpa_kernel`` of their ``SDPBackend`` members. Results
     are the same for every backend here (one XLA implementation)."""
-    warnings.warn("`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context manager will "
-                  "be removed. Please see `torch.nn.attention.sdpa_kernel()` for the new context manager, with "
-                  "updated signature.", FutureWarning, stacklevel=3)
+    _warn("`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context manager will "
+          "be removed. Please see `torch.nn.attention.sdpa_kernel()` for the new context manager, with "
+          "updated signature.", FutureWarning)
     from ..nn.attention import SDPBackend, sdpa_kernel   # lazily: importing backends stays free of nn
     chosen = [b for on, b in ((enable_flash, SDPBackend.FLASH_ATTENTION), (enable_mem_efficient,
               SDPBackend.EFFICIENT_ATTENTION), (enable_math, SDPBackend.MATH), (enable_cudnn,

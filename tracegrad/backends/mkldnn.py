@@ -5,10 +5,10 @@ change no result. ``flags(...)`` sets them for a ``with`` block, as torch. ``all
 reads None, as on torch builds without an Intel GPU (TF32 on oneDNN is an Intel-GPU feature);
 setting it through ``set_flags``/``flags`` warns and leaves it None, as there."""
 import sys
-import warnings
 from contextlib import contextmanager
 
 from ._flags import flag_module
+from .._ops.warn import warn as _warn
 
 # ``enabled``, ``deterministic``, ``allow_tf32``, ``fp32_precision``: attributes of this module,
 # seen by compiled functions that set or read them (NOTE [settings flags])
@@ -45,8 +45,9 @@ def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precis
     if _deterministic is not None:
         _THIS.deterministic = _deterministic
     if _allow_tf32 is not None:
-        warnings.warn("torch.backends.mkldnn: TF32 on oneDNN needs an Intel GPU build; tracegrad has no "
-                      "oneDNN, so allow_tf32 stays None", UserWarning, stacklevel=3)
+        # torch's first sentence (its C++ TORCH_WARN, every call)
+        _warn("TF32 acceleration on top of oneDNN is available for Intel GPUs. tracegrad has no oneDNN, so "
+              "allow_tf32 stays None.", UserWarning)
     if _fp32_precision is not None:
         _THIS.fp32_precision = _fp32_precision
     return orig

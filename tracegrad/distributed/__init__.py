@@ -21,13 +21,13 @@ import contextlib
 import enum
 import importlib
 import os
-import warnings
 
 import tracegrad
 
 from .. import no_grad
 from .._tensor.tensor import Tensor
 from . import _jax
+from .._ops.warn import warn as _warn
 
 __all__ = ["Backend", "GroupMember", "ReduceOp", "Work", "ProcessGroup", "all_gather",
            "all_gather_object", "broadcast_object_list", "gather", "get_global_rank",
@@ -398,9 +398,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 def _deprecated(name, replacement):
     # torch 2.13 warns on the *_tensor spellings and runs the *_single collective
     def call(*args, **kwargs):
-        warnings.warn(f"`torch.distributed.{name}` is deprecated. Please use "
-                      f"`torch.distributed.{replacement.__name__}` instead.", FutureWarning,
-                      stacklevel=2)
+        _warn(f"`torch.distributed.{name}` is deprecated. Please use "
+              f"`torch.distributed.{replacement.__name__}` instead.", FutureWarning)
         return replacement(*args, **kwargs)
     call.__name__ = name
     call.__doc__ = (f"Mirrors ``torch.distributed.{name}`` (deprecated in torch 2.13): warns "

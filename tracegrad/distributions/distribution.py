@@ -4,13 +4,13 @@ validation (on by default, as torch: ``Distribution.set_default_validate_args``)
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import tracegrad
 from tracegrad import _state
 
 from . import constraints
 from .utils import broadcast_all, lazy_property
+from .._ops.warn import warn as _warn
 
 __all__ = ["Distribution"]
 
@@ -67,9 +67,9 @@ class Distribution:
                 # a user subclass without ``arg_constraints`` (robomimic's TanhWrappedDistribution):
                 # torch validates nothing and warns once per construction
                 arg_constraints = {}
-                warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set "
-                              "`arg_constraints = {}` or initialize the distribution with "
-                              "`validate_args=False` to turn off validation.", stacklevel=2)
+                _warn(f"{self.__class__} does not define `arg_constraints`. Please set "
+                      "`arg_constraints = {}` or initialize the distribution with "
+                      "`validate_args=False` to turn off validation.")
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue

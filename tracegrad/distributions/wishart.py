@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import tracegrad
 
@@ -13,6 +12,7 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .student_t import Chi2
 from .utils import lazy_property, vec_to_tril_matrix
+from .._ops.warn import warn as _warn
 
 __all__ = ["Wishart"]
 
@@ -66,8 +66,8 @@ class Wishart(ExponentialFamily):
             raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
         setattr(self, name, param.expand(batch_shape + (p, p)))
         if bool((self.df < p).any()):
-            warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < "
-                          "ndim.", stacklevel=2)
+            _warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < "
+                  "ndim.")
         super().__init__(batch_shape, (p, p), validate_args=validate_args)
         if name == "scale_tril":
             self._unbroadcasted_scale_tril = param
@@ -148,7 +148,7 @@ class Wishart(ExponentialFamily):
         tries = 10 if max_try_correction is None else max_try_correction
         bad = ~self.support.check(sample.detach())
         if bool(bad.any()):
-            warnings.warn("Singular sample detected.", stacklevel=2)
+            _warn("Singular sample detected.")
             for _ in range(tries):
                 # redraw everything and keep the new value only where the old one failed
                 sample = tracegrad.where(bad[..., None, None], self._bartlett(sample_shape), sample)

@@ -21,11 +21,10 @@ the data (torch: a copy made at construction); the gradient ``as_masked_tensor(x
 """
 from __future__ import annotations
 
-import warnings
-
 import tracegrad
 from .._tensor.overridable import activate as _activate_protocol
 from . import _ops
+from .._ops.warn import warn as _warn
 
 __all__ = ["MaskedTensor", "is_masked_tensor", "masked_tensor", "as_masked_tensor"]
 
@@ -137,10 +136,10 @@ class MaskedTensor(tracegrad.Tensor):
             raise TypeError("data must be a Tensor")
         if is_masked_tensor(mask) or not isinstance(mask, tracegrad.Tensor):
             raise TypeError("mask must be a Tensor")
-        warnings.warn(_PROTOTYPE, UserWarning, stacklevel=2)
+        _warn(_PROTOTYPE, UserWarning)
         if data.requires_grad:
-            warnings.warn("It is not recommended to create a MaskedTensor with a tensor that requires_grad. To avoid "
-                          "this, you can use data.detach().clone()", UserWarning, stacklevel=2)
+            _warn("It is not recommended to create a MaskedTensor with a tensor that requires_grad. To avoid "
+                  "this, you can use data.detach().clone()", UserWarning)
         _check(data, mask)
         out = _wrap(data.detach().clone(), mask.detach().clone())
         if requires_grad:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 
 import tracegrad
+from .._ops.warn import warn as _warn
 
 __all__ = ["linear_cross_entropy", "LinearCrossEntropyOptions"]
 
@@ -148,11 +148,11 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                              f"{type(options).__name__}")
     if options is not None and (out_features or reduction not in ("mean", "sum", "none") or label_smoothing != 0.0
                                 or target.dtype != tracegrad.int64):
-        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
-                      "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
-                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
-                      f"out_features={out_features}, tracing=False, linear_bias.shape="
-                      f"{tuple(linear_bias.shape) if linear_bias is not None else None}.", stacklevel=2)
+        _warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+              "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+              f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+              f"out_features={out_features}, tracing=False, linear_bias.shape="
+              f"{tuple(linear_bias.shape) if linear_bias is not None else None}.")
     chunked = (options is not None and not out_features and reduction in ("mean", "sum", "none")
                and label_smoothing == 0.0 and target.dtype == tracegrad.int64)
     if chunked:

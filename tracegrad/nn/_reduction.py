@@ -7,7 +7,7 @@ accepts them on every loss that had them, maps them to a reduction name and warn
 UserWarning, on the losses whose torch code reads the name through ``get_enum``."""
 from __future__ import annotations
 
-import warnings
+from .._ops.warn import warn as _warn
 
 _ENUM = {"none": 0, "mean": 1, "sum": 2}
 _LEGACY_MSG = "size_average and reduce args will be deprecated, please use reduction='{}' instead."
@@ -18,7 +18,7 @@ def get_enum(reduction: str) -> int:
     """The integer torch's kernels use for a reduction name: none 0, mean 1, sum 2.
     ``'elementwise_mean'`` counts as mean, with torch's UserWarning. ValueError otherwise."""
     if reduction == "elementwise_mean":
-        warnings.warn(_ELEMENTWISE_MSG, stacklevel=3)
+        _warn(_ELEMENTWISE_MSG)
         return 1
     if reduction not in _ENUM:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -34,7 +34,7 @@ def legacy_get_string(size_average, reduce, emit_warning: bool = True) -> str:
     reduce = True if reduce is None else reduce
     name = ("mean" if size_average else "sum") if reduce else "none"
     if emit_warning:
-        warnings.warn(_LEGACY_MSG.format(name), stacklevel=3)
+        _warn(_LEGACY_MSG.format(name))
     return name
 
 
@@ -51,6 +51,6 @@ def resolve(size_average, reduce, reduction, *, old_names=True) -> str:
     if size_average is not None or reduce is not None:
         return legacy_get_string(size_average, reduce)
     if old_names and reduction == "elementwise_mean":
-        warnings.warn(_ELEMENTWISE_MSG, stacklevel=3)
+        _warn(_ELEMENTWISE_MSG)
         return "mean"
     return reduction

@@ -3,13 +3,12 @@ resampling, pixel shuffle, unfold/fold, 3-D pooling, instance norm, distances, g
 embedding bags. Written on tracegrad's public API and the ``tracegrad._api.vision_functions`` layer."""
 from __future__ import annotations
 
-import warnings
-
 import tracegrad
 from tracegrad._api import nn_functions as _F
 from tracegrad._api import vision_functions as _V
 from tracegrad._api.argcheck import _is_strict_bool, require_float, strict_error
 from tracegrad._ops.errors import not_a_tensor
+from .._ops.warn import warn as _warn
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
            "unfold", "fold", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "conv_transpose3d",
@@ -25,7 +24,7 @@ pairwise_distance = _V.pairwise_distance
 
 def _warn_upsample(name):
     spelled = f"`nn.functional.{name}`" if name != "upsample" else "`nn.functional.upsample`"
-    warnings.warn(f"{spelled} is deprecated. Use `nn.functional.interpolate` instead.", UserWarning, stacklevel=3)
+    _warn(f"{spelled} is deprecated. Use `nn.functional.interpolate` instead.", UserWarning)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -138,9 +137,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     order ``embedding_bag(weight, input, ...)`` (Long ids passed as ``weight``, a float ``input``)
     still works with torch's deprecation warning: torch swaps the two back."""
     if weight.dtype == tracegrad.int64 and input.dtype.is_floating_point:
-        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
-                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
-                      stacklevel=2)
+        _warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+              "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.")
         input, weight = weight, input
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)

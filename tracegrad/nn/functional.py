@@ -11,7 +11,6 @@ import functools
 import inspect
 import math
 import numbers
-import warnings
 
 import tracegrad
 from tracegrad import _autocast, _state
@@ -1169,8 +1168,8 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if mask is None:
         return None
     if check_other and other_type is not None and mask.dtype != other_type:
-        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Give both masks the "
-                      f"same dtype (bool or floating) instead.")
+        _warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Give both masks the "
+              f"same dtype (bool or floating) instead.")
     if mask.dtype is tracegrad.bool:
         return tracegrad.zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))
     if not mask.is_floating_point():

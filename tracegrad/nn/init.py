@@ -4,11 +4,11 @@ stream (values differ from torch's; distributions match)."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 import tracegrad
+from .._ops.warn import warn as _warn
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
@@ -77,8 +77,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}; "
                            "trunc_normal_ needs a <= b")
     if mean < a - 2 * std or mean > b + 2 * std:
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
-                      "may be incorrect.", stacklevel=2)
+        _warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+              "may be incorrect.")
     # a negative std draws as its absolute value (torch's sampler reads std only squared)
     scale = abs(std) if std else std   # (a zero std is torch's ZeroDivisionError, below)
     with tracegrad.no_grad():
@@ -160,7 +160,7 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
     """Mirrors ``torch.nn.init.kaiming_uniform_``: U(-b, b), b = gain(nonlinearity, a)*sqrt(3/fan).
     ValueError for a bad mode or nonlinearity."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)   # the caller's line, as torch
+        _warn("Initializing zero-element tensors is a no-op")   # the caller's line, as torch
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
@@ -170,7 +170,7 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """Mirrors ``torch.nn.init.kaiming_normal_``: N(0, std^2), std = gain/sqrt(fan)."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)   # the caller's line, as torch
+        _warn("Initializing zero-element tensors is a no-op")   # the caller's line, as torch
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
@@ -226,8 +226,7 @@ def _deprecated(fn):
     old = fn.__name__[:-1]
 
     def alias(*args, **kwargs):
-        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{fn.__name__}`.", FutureWarning,
-                      stacklevel=2)
+        _warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{fn.__name__}`.", FutureWarning)
         return fn(*args, **kwargs)
     alias.__name__, alias.__doc__ = old, f"Deprecated alias of :func:`{fn.__name__}` (FutureWarning, as torch)."
     return alias

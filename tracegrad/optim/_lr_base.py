@@ -9,12 +9,12 @@ sequences agree with torch bit for bit.
 """
 from __future__ import annotations
 
-import warnings
 from functools import wraps
 from weakref import ref
 
 from .. import Tensor, compiler
 from .optimizer import Optimizer
+from .._ops.warn import warn as _warn
 
 
 EPOCH_DEPRECATION_WARNING = (
@@ -53,8 +53,8 @@ def _update_param_group_val(param_group, key, val):
 
 def _warn_get_lr_called_within_step(sched):
     if not sched._get_lr_called_within_step:
-        warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+        _warn("To get the last learning rate computed by the scheduler, please use "
+              "`get_last_lr()`.", UserWarning)
 
 
 class _enable_get_lr_call:
@@ -179,21 +179,20 @@ class LRScheduler:
             return
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                warnings.warn("Seems like `optimizer.step()` has been overridden after learning "
-                              "rate scheduler initialization. Please, make sure to call "
-                              "`optimizer.step()` before `lr_scheduler.step()`. See more details at "
-                              f"{_ORDER_DOCS}", UserWarning,
-                              stacklevel=2)
+                _warn("Seems like `optimizer.step()` has been overridden after learning "
+                      "rate scheduler initialization. Please, make sure to call "
+                      "`optimizer.step()` before `lr_scheduler.step()`. See more details at "
+                      f"{_ORDER_DOCS}", UserWarning)
             elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
-                              "You should call them in the opposite order: `optimizer.step()` "
-                              "before `lr_scheduler.step()`.  Failure to do this will result in "
-                              "skipping the first value of the learning rate schedule. See more "
-                              f"details at {_ORDER_DOCS}",
-                              UserWarning, stacklevel=2)
+                _warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                      "You should call them in the opposite order: `optimizer.step()` "
+                      "before `lr_scheduler.step()`.  Failure to do this will result in "
+                      "skipping the first value of the learning rate schedule. See more "
+                      f"details at {_ORDER_DOCS}",
+                      UserWarning)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            _warn(EPOCH_DEPRECATION_WARNING, UserWarning)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):

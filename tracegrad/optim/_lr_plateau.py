@@ -3,10 +3,10 @@ not by epochs). Part of ``tracegrad.optim.lr_scheduler``."""
 from __future__ import annotations
 
 import math
-import warnings
 
 from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, _param_groups_val_list, _update_param_group_val
 from .optimizer import Optimizer
+from .._ops.warn import warn as _warn
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -57,7 +57,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            _warn(EPOCH_DEPRECATION_WARNING, UserWarning)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

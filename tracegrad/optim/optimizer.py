@@ -15,7 +15,6 @@ look at hyperparameters and ``None``-ness, never at tensor values (no ``.item()`
 from __future__ import annotations
 
 import functools
-import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -28,6 +27,7 @@ from .. import profiler
 import tracegrad
 from .. import nn
 from ..utils.hooks import RemovableHandle
+from .._ops.warn import warn as _warn
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
            "required"]
@@ -796,10 +796,9 @@ class Optimizer:
 
         params = param_group["params"]
         if len(params) != len({id(p) for p in params}):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
-                          "future, this will cause an error; see "
-                          "github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+            _warn("optimizer contains a parameter group with duplicate parameters; in "
+                  "future, this will cause an error; see "
+                  "github.com/pytorch/pytorch/issues/40967 for more information")
         seen: set = set()
         for group in self.param_groups:
             seen.update(id(p) for p in group["params"])

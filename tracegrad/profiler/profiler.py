@@ -12,10 +12,10 @@ import enum
 import os
 import socket
 import time
-import warnings
 
 from ._events import EventList
 from ._recorder import Recorder, record_function
+from .._ops.warn import warn as _warn
 
 __all__ = ["ProfilerAction", "ProfilerActivity", "profile", "schedule", "supported_activities",
            "tensorboard_trace_handler"]
@@ -58,7 +58,7 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
                              f"(need >= 0), active={active} (need > 0), repeat={repeat} (need >= 0), "
                              f"skip_first={skip_first} (need >= 0).")
     if warmup == 0:
-        warnings.warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=2)
+        _warn("Profiler won't be using warmup, this can skew profiler results")
     cycle = wait + warmup + active
 
     def action(step: int) -> ProfilerAction:
@@ -226,7 +226,7 @@ class profile(_Profile):
     def _transit(self, prev, nxt):
         for what in _TRANSITIONS.get((prev, nxt), ()):
             if what == "warn":
-                warnings.warn(f"Incorrect schedule: {prev} followed by {nxt}", stacklevel=3)
+                _warn(f"Incorrect schedule: {prev} followed by {nxt}")
             elif what == "prepare":
                 self.prepare_trace()
             elif what == "start":

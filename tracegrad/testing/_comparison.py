@@ -10,6 +10,7 @@ import numpy as np
 
 import tracegrad
 from tracegrad import Tensor
+from .._ops.warn import warn as _warn
 
 # (rtol, atol) when neither is given; other dtypes (integers, bool) compare exactly
 _DEFAULT_TOLERANCES = {
@@ -274,9 +275,8 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=
     dtypes free to differ. Default tolerances, the larger of the two dtypes': float16
     ``(1e-3, 1e-3)``, float32 ``(1e-4, 1e-5)``, float64 ``(1e-5, 1e-8)``, other dtypes exact.
     Raises AssertionError (or ValueError for one of rtol/atol alone), as ``assert_close``."""
-    import warnings
-    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future "
-                  "release. Please use `torch.testing.assert_close()` instead.", FutureWarning, stacklevel=2)
+    _warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future "
+          "release. Please use `torch.testing.assert_close()` instead.", FutureWarning)
     if not isinstance(actual, Tensor):
         actual = tracegrad.tensor(actual)
     if not isinstance(expected, Tensor):

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import tracegrad
+from .._ops.warn import warn as _warn
 
 _INTEGRAL = (tracegrad.uint8, tracegrad.int8, tracegrad.int16, tracegrad.int32, tracegrad.int64)
 
@@ -17,8 +17,9 @@ def _low_high(low, high, dtype, *, lowest, highest, default_low, default_high):
     if low == high and dtype in (tracegrad.bool,) + _INTEGRAL:
         raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")  # randint's range would be empty
     if low == high:
-        warnings.warn("Passing `low==high` to `tracegrad.testing.make_tensor` is deprecated (as in torch); "
-                      "use `tracegrad.full(...)` instead.", FutureWarning, stacklevel=3)
+        _warn("Passing `low==high` to `tracegrad.testing.make_tensor` for floating or complex types is "
+              "deprecated since 2.1 and will be removed in 2.3. Use `tracegrad.full(...)` instead.",
+              FutureWarning)
     elif low > high:
         raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
     elif high < lowest or low >= highest:

@@ -34,6 +34,7 @@ from ._pytree_keys import (  # noqa: F401  (torch.utils._pytree's names)
     _STRUCTSEQ_TYPES, GetAttrKey, MappingKey, SequenceKey, is_namedtuple, is_namedtuple_class,
     is_namedtuple_instance, is_structseq, is_structseq_class, is_structseq_instance, key_get, keystr,
 )
+from .._ops.warn import warn as _warn
 
 __all__ = [
     "PyTree", "Context", "FlattenFn", "UnflattenFn", "DumpableContext", "ToDumpableContextFn",
@@ -118,14 +119,13 @@ def _register_pytree_node(cls, flatten_fn, unflatten_fn, to_str_fn=None, maybe_f
                           flatten_with_keys_fn=None) -> None:
     """Deprecated spelling libraries still call (torch warns FutureWarning): registers ``cls``,
     replacing an earlier registration with a UserWarning instead of raising."""
-    warnings.warn("tracegrad.utils._pytree._register_pytree_node is deprecated; use register_pytree_node",
-                  FutureWarning, stacklevel=2)
+    _warn("`tracegrad.utils._pytree._register_pytree_node` is deprecated. Please use "
+          "`tracegrad.utils._pytree.register_pytree_node` instead.", FutureWarning)
     if to_str_fn is not None or maybe_from_str_fn is not None:
-        warnings.warn("_register_pytree_node: to_str_fn and maybe_from_str_fn are deprecated and ignored; "
-                      "use to_dumpable_context and from_dumpable_context", FutureWarning, stacklevel=2)
+        _warn("`to_str_fn` and `maybe_from_str_fn` is deprecated. They are ignored; use "
+              "`to_dumpable_context` and `from_dumpable_context` instead.", FutureWarning)
     if cls in SUPPORTED_NODES:
-        warnings.warn(f"{cls} is already registered as a pytree node; the new registration replaces it",
-                      stacklevel=2)
+        _warn(f"{cls} is already registered as a pytree node; the new registration replaces it")
     _register(cls, flatten_fn, unflatten_fn, serialized_type_name=serialized_type_name,
               to_dumpable_context=to_dumpable_context, from_dumpable_context=from_dumpable_context,
               flatten_with_keys_fn=flatten_with_keys_fn)
@@ -305,8 +305,8 @@ class TreeSpec:
 
     @property
     def children_specs(self):
-        warnings.warn("`treespec.children_specs` is deprecated. Use `treespec.child(index)` or "
-                      "`treespec.children()`", FutureWarning, stacklevel=2)
+        _warn("`treespec.children_specs` is deprecated. Use `treespec.child(index)` or "
+              "`treespec.children()`", FutureWarning)
         return self._children
 
     def is_leaf(self) -> bool:
@@ -399,8 +399,8 @@ class LeafSpec(TreeSpec):
     one warns FutureWarning as torch (use ``treespec_leaf()`` or ``spec.is_leaf()``)."""
 
     def __init__(self):
-        warnings.warn("LeafSpec is deprecated; use treespec_leaf() and `spec.is_leaf()`", FutureWarning,
-                      stacklevel=2)
+        _warn("`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec) and "
+              "treespec.is_leaf()` instead. Build a leaf with treespec_leaf().", FutureWarning)
         super().__init__(None, None, [])
 
     def __repr__(self, indent: int = 0) -> str:

@@ -24,7 +24,6 @@ import contextlib
 import enum
 import itertools
 import traceback
-import warnings
 import weakref
 from collections import defaultdict
 
@@ -35,6 +34,7 @@ from ..autograd import engine as _engine
 from ..autograd._graph_impl import SavedTensor, StopAfterOp
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
+from .._ops.warn import warn as _warn
 
 __all__ = [
     "checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
@@ -89,9 +89,9 @@ def _infer_device_type(*args):
              if isinstance(a, tracegrad.Tensor) and a.device.type != "cpu"]
     kinds = set(found)
     if len(kinds) > 1:
-        warnings.warn("Tensor arguments, excluding CPU tensors, are detected on at least two types of devices; "
-                      "checkpoint keeps the device state of one device type only.\n"
-                      f"Device types: {sorted(kinds)} first device type: {found[0]}", stacklevel=2)
+        _warn("Tensor arguments, excluding CPU tensors, are detected on at least two types of devices; "
+              "checkpoint keeps the device state of one device type only.\n"
+              f"Device types: {sorted(kinds)} first device type: {found[0]}")
     if not found:
         return DefaultDeviceType.get_device_type()
     return "cuda" if "cuda" in kinds else found[0]
@@ -180,7 +180,7 @@ def check_backward_validity(inputs):
     """Mirrors ``torch.utils.checkpoint.check_backward_validity``: UserWarning when no tensor
     input requires grad (the reentrant checkpoint then gives no gradients)."""
     if not any(isinstance(i, tracegrad.Tensor) and i.requires_grad for i in inputs):
-        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+        _warn("None of the inputs have requires_grad=True. Gradients will be None")
 
 
 # ------------------------------------------------------------------------------------- RNG
@@ -550,10 +550,9 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
     generator per process); ``debug`` lists saved tensors rather than every operator.
     """
     if use_reentrant is None:
-        warnings.warn(_MSG_USE_REENTRANT.format(
+        _warn(_MSG_USE_REENTRANT.format(
             api="torch.utils.checkpoint",
-            when="Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception."),
-            stacklevel=2)
+            when="Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception."))
         use_reentrant = True
     if use_reentrant:
         if kwargs:
@@ -592,9 +591,9 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     ValueError. Not passing ``use_reentrant`` warns and means ``True``, as torch 2.13.
     """
     if use_reentrant is None:
-        warnings.warn(_MSG_USE_REENTRANT.format(
+        _warn(_MSG_USE_REENTRANT.format(
             api="torch.utils.checkpoint.checkpoint_sequential",
-            when="In version 2.9 we will raise an exception if use_reentrant is not passed."), stacklevel=2)
+            when="In version 2.9 we will raise an exception if use_reentrant is not passed."))
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:

@@ -25,6 +25,7 @@ from .. import _state
 from ..autograd import _dispatch
 from .._ops.registry import CONST
 from ..autograd._dispatch import _input_shape
+from .._ops.warn import warn as _warn
 
 __all__ = ["FlopCounterMode", "register_flop_formula"]
 
@@ -278,11 +279,10 @@ class FlopCounterMode:
     reentrant, as torch's."""
 
     def __init__(self, mods=None, depth: int = 2, display: bool = True, custom_mapping=None):
-        import warnings
         self.flop_counts = defaultdict(lambda: defaultdict(int))
         self.depth, self.display = depth, display
         if mods is not None:
-            warnings.warn("mods argument is not needed anymore, you can stop passing it", stacklevel=2)
+            _warn("mods argument is not needed anymore, you can stop passing it")
         self.flop_registry = dict(flop_registry)
         for target, formula in (custom_mapping or {}).items():
             self.flop_registry[_op_name(target)] = (formula, getattr(formula, "_get_raw", False))

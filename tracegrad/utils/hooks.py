@@ -3,11 +3,11 @@
 whose nodes and tensor hooks return it); this is the same class."""
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 
 from .._tensor.hooks import RemovableHandle as RemovableHandle
 from ..autograd._tensor_hooks import backward_hooks as _backward_hooks
+from .._ops.warn import warn as _warn
 
 
 def new_hook_dict() -> OrderedDict:
@@ -26,6 +26,6 @@ def warn_if_has_hooks(tensor) -> None:
     ``tensor.register_hook`` not marked ``unserializable_hook`` (save keeps no hooks)."""
     for hook in (_backward_hooks(tensor) or {}).values():
         if not hasattr(hook, "__torch_unserializable__"):
-            warnings.warn(f"backward hook {hook!r} on tensor will not be serialized.  If this is expected, you can "
-                          "decorate the function with @tracegrad.utils.hooks.unserializable_hook to suppress this "
-                          "warning", stacklevel=2)
+            _warn(f"backward hook {hook!r} on tensor will not be serialized.  If this is expected, you can "
+                  "decorate the function with @tracegrad.utils.hooks.unserializable_hook to suppress this "
+                  "warning")

@@ -14,10 +14,10 @@ tensor for other uses).
 from __future__ import annotations
 
 import enum
-import warnings
 
 import tracegrad
 from .. import functional as F
+from ..._ops.warn import warn as _warn
 
 __all__ = ["causal_upper_left", "causal_lower_right", "CausalVariant", "CausalBias"]
 
@@ -38,7 +38,7 @@ class CausalBias:
             raise TypeError(f"CausalBias: variant must be a CausalVariant, got {type(variant).__name__}")
         self.variant, self.seq_len_q, self.seq_len_kv = variant, seq_len_q, seq_len_kv
         if seq_len_q > seq_len_kv and variant == CausalVariant.LOWER_RIGHT:
-            warnings.warn("Lower right causal bias will produce NaNs in the output when seq_len_q > seq_len_kv!")
+            _warn("Lower right causal bias will produce NaNs in the output when seq_len_q > seq_len_kv!")
 
     def _upper_left(self, device):
         return tracegrad.ones(self.seq_len_q, self.seq_len_kv, device=device, dtype=tracegrad.bool).tril()

@@ -11,12 +11,12 @@ of -inf, as torch; gradients are autograd's through the same formula."""
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import tracegrad
 from tracegrad import Tensor
+from ..._ops.warn import warn as _warn
 
 __all__ = ["flex_attention", "create_block_mask", "create_mask", "BlockMask", "and_masks", "or_masks",
            "noop_mask", "AuxRequest", "AuxOutput"]
@@ -182,8 +182,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     weights = tracegrad.where(empty.unsqueeze(-1), 0.0, tracegrad.exp(compute - safe))
     out = weights.to(value.dtype) @ value
     if return_lse:
-        warnings.warn("return_lse is deprecated and will be removed in v2.10. Please use "
-                      "return_aux=AuxRequest(lse=True) instead.", FutureWarning, stacklevel=2)
+        _warn("return_lse is deprecated and will be removed in v2.10. Please use "
+              "return_aux=AuxRequest(lse=True) instead.", FutureWarning)
         return out, lse
     if return_aux is not None:
         return out, AuxOutput(lse=lse if return_aux.lse else None,

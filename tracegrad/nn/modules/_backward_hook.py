@@ -13,11 +13,10 @@ input requires grad, and as ``None`` when none does; what a hook returns for it 
 """
 from __future__ import annotations
 
-import warnings
-
 import tracegrad
 from tracegrad import Tensor
 from tracegrad._api.nn_functions import _backward_hook_function
+from ..._ops.warn import warn as _warn
 
 
 class BackwardHook:
@@ -103,9 +102,9 @@ class BackwardHook:
                 if self.input_tensors_index is None:
                     # no input requires grad: the hooks run now, with grad_input all None
                     if self.user_hooks:
-                        warnings.warn("Full backward hook is firing when gradients are computed with respect to "
-                                      "module outputs since no inputs require gradients. See the docs of "
-                                      "torch.nn.Module.register_full_backward_hook for more details.", stacklevel=2)
+                        _warn("Full backward hook is firing when gradients are computed with respect to "
+                              "module outputs since no inputs require gradients. See the docs of "
+                              "torch.nn.Module.register_full_backward_hook for more details.")
                     grad_inputs = self._pack_with_none([], [], self.n_inputs)
                     for h in self.user_hooks:
                         r = h(self.module, grad_inputs, self.grad_outputs)

@@ -3,14 +3,13 @@
 importable from here as in torch)."""
 from __future__ import annotations
 
-import warnings
-
 import tracegrad
 
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
 from . import _elsewhere
+from ..._ops.warn import warn as _warn
 
 
 class ReLU(Module):
@@ -119,12 +118,10 @@ class Hardtanh(Module):
         super().__init__()
         # torch's older keyword names: still accepted, with its FutureWarning
         if min_value is not None:
-            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
-                          stacklevel=2)
+            _warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning)
             min_val = min_value
         if max_value is not None:
-            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
-                          stacklevel=2)
+            _warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning)
             max_val = max_value
         if max_val <= min_val:   # (a NaN bound passes, as torch's own test)
             raise AssertionError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")

@@ -6,12 +6,12 @@ import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from itertools import islice
-import warnings
 
 from tracegrad import Tensor
 
 from ..parameter import Parameter
 from .module import Module, _Registry, _addindent, _layout_changed, _layout_removed
+from ..._ops.warn import warn as _warn
 
 
 def _by_idx(iterator, idx, n):
@@ -511,11 +511,11 @@ class Container(Module):
     module under its name. Warns FutureWarning when built and when subclassed, as torch."""
 
     def __init_subclass__(cls, **kwargs):
-        warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        _warn(_CONTAINER_DEPRECATED, FutureWarning)
         super().__init_subclass__(**kwargs)
 
     def __init__(self, **kwargs):
-        warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        _warn(_CONTAINER_DEPRECATED, FutureWarning)
         super().__init__()
         for key, value in kwargs.items():
             self.add_module(key, value)

@@ -2,11 +2,10 @@
 spatial dims; optional affine parameters and running statistics (``track_running_stats``)."""
 from __future__ import annotations
 
-import warnings
-
 from .. import functional as F
 from .normalization import _NormBase
 from . import _elsewhere
+from ..._ops.warn import warn as _warn
 
 
 class _InstanceNorm(_NormBase):
@@ -29,8 +28,8 @@ class _InstanceNorm(_NormBase):
             if self.affine:
                 raise ValueError(f"expected input's size at dim={cdim} to match num_features ({self.num_features}), "
                                  f"but got: {input.shape[cdim]}.")
-            warnings.warn(f"input's size at dim={cdim} does not match num_features. You can silence this warning "
-                          f"by not passing in num_features, which is not used because affine=False")
+            _warn(f"input's size at dim={cdim} does not match num_features. You can silence this warning "
+                  f"by not passing in num_features, which is not used because affine=False")
         x = input if input.ndim == batched else input.unsqueeze(0)
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                               self.training or not self.track_running_stats, self.momentum if self.momentum

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import tracegrad
 from tracegrad._api import rnn_functions as _R
@@ -24,6 +23,7 @@ from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, packed_to_padded, padded_to_packed
 from .module import Module
+from ..._ops.warn import warn as _warn
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -87,9 +87,9 @@ class RNNBase(Module):
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
         if dropout > 0 and num_layers == 1:
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
-                          f"expects num_layers greater than 1, but got dropout={dropout} and "
-                          f"num_layers={num_layers}", stacklevel=2)
+            _warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                  f"expects num_layers greater than 1, but got dropout={dropout} and "
+                  f"num_layers={num_layers}")
         if not isinstance(bias, bool):
             raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
         if not isinstance(batch_first, bool):

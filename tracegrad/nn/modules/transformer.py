@@ -4,7 +4,6 @@ torch's fused inference fast path gives the same values up to rounding)."""
 from __future__ import annotations
 
 import copy
-import warnings
 
 import tracegrad
 from tracegrad import _state
@@ -19,6 +18,7 @@ from .dropout import Dropout
 from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
+from ..._ops.warn import warn as _warn
 
 
 class MultiheadAttention(Module):
@@ -299,8 +299,7 @@ class TransformerEncoder(Module):
         why_not = _why_not_nested_tensor(encoder_layer)
         if enable_nested_tensor and why_not:
             # torch warns at construction (a program's warning log sees it) and keeps the flag off
-            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
-                          stacklevel=2)
+            _warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}")
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):

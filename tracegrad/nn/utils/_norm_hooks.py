@@ -4,11 +4,11 @@ forward pre-hook from ``<name>_g``/``<name>_v`` parameters (weight norm) or from
 ``<name>_orig`` and the buffers ``<name>_u``/``<name>_v`` (spectral norm), with torch's
 state_dict keys."""
 import operator
-import warnings
 
 import tracegrad
 
 from ..parameter import Parameter, is_lazy
+from ..._ops.warn import warn as _warn
 
 __all__ = ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
 
@@ -81,8 +81,8 @@ def weight_norm(module, name="weight", dim=0):
     ``name_v``, recomputing ``module.<name>`` before each forward. Raises RuntimeError when
     ``name`` already has a weight_norm hook, ValueError for a lazy module not run yet, IndexError
     for a ``dim`` the weight does not have, TypeError when ``module.<name>`` is None."""
-    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+    _warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+          "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning)
     _check_initialized(module, "WeightNorm")
     for _ in _hooks(module, _WeightNormHook, name):
         raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
 
 import tracegrad
 from tracegrad import Tensor
+from ..._ops.warn import warn as _warn
 
 
 def _grads(parameters):
@@ -50,7 +50,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         # torch warns for an exhausted generator (a second pass over model.parameters() is a
         # common slip that silently clips nothing); a plain empty list says nothing
         if is_generator and not parameters:
-            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+            _warn("`parameters` is an empty generator, no gradient clipping will occur.")
     grads = _grads(parameters)
     if not grads:
         return tracegrad.tensor(0.0)
@@ -108,8 +108,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Deprecated alias of ``clip_grad_norm_`` (FutureWarning, as torch)."""
-    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
-                  FutureWarning, stacklevel=2)
+    _warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+          FutureWarning)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

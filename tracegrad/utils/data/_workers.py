@@ -30,11 +30,11 @@ import dataclasses
 import os
 import random
 import traceback
-import warnings
 
 import numpy as np
 
 from ..._tensor import generator as _generator
+from ..._ops.warn import warn as _warn
 
 __all__ = ["WorkerInfo", "get_worker_info", "check_worker_number_rationality"]
 
@@ -154,6 +154,6 @@ def check_worker_number_rationality(num_workers) -> None:
         why = (f"Our suggested max number of worker in current system is {suggest}"
                f"{'' if checked else ' (`cpuset` is not taken into account)'}, which is smaller than what "
                "this DataLoader is going to create.")
-    warnings.warn(f"This DataLoader will create {num_workers} worker processes in total. {why} Please be aware "
-                  "that excessive worker creation might get DataLoader running slow or even freeze, lower the "
-                  "worker number to avoid potential slowness/freeze if necessary.", UserWarning, stacklevel=3)
+    _warn(f"This DataLoader will create {num_workers} worker processes in total. {why} Please be aware "
+          "that excessive worker creation might get DataLoader running slow or even freeze, lower the "
+          "worker number to avoid potential slowness/freeze if necessary.", UserWarning)

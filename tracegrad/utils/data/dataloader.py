@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import math
 import multiprocessing
-import warnings
 
 import tracegrad
 
@@ -29,6 +28,7 @@ from ._utils.collate import default_collate, default_convert
 from ._workers import WorkerInfo, as_worker, check_worker_number_rationality, get_worker_info
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from ..._ops.warn import warn as _warn
 
 __all__ = ["DataLoader", "get_worker_info"]
 
@@ -94,8 +94,8 @@ class _SingleProcessDataLoaderIter:
         self._sampler_iter = iter(loader._index_sampler)
         if loader.pin_memory and not tracegrad.accelerator.is_available():
             # torch says so on every pass (makemore passes pin_memory=True on any device)
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device "
-                          "pinned memory won't be used.", UserWarning, stacklevel=3)
+            _warn("'pin_memory' argument is set as true but no accelerator is found, then device "
+                  "pinned memory won't be used.", UserWarning)
         # torch draws the workers' base seed here, from the loader's generator or the global
         # RNG. No workers here, but the draw is kept so that starting a pass advances that
         # generator as in torch (code seeding once and then iterating sees the same streams).
@@ -140,14 +140,14 @@ class _SingleProcessDataLoaderIter:
         self._num_yielded += 1
         if self._iterable and self._IterableDataset_len_called is not None \
                 and self._num_yielded > self._IterableDataset_len_called:
-            warnings.warn(f"Length of IterableDataset {self._dataset} was reported to be "
-                          f"{self._IterableDataset_len_called}(when accessing len(dataloader)), "
-                          f"but {self._num_yielded} samples have been fetched. " + (
-                              # torch's hint when workers load: each gets a replica of the dataset
-                              "For multiprocessing data-loading, this could be caused by not properly configuring "
-                              "the IterableDataset replica at each worker. Please see "
-                              "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for "
-                              "examples." if self._loader.num_workers > 0 else ""), stacklevel=2)
+            _warn(f"Length of IterableDataset {self._dataset} was reported to be "
+                  f"{self._IterableDataset_len_called}(when accessing len(dataloader)), "
+                  f"but {self._num_yielded} samples have been fetched. " + (
+                      # torch's hint when workers load: each gets a replica of the dataset
+                      "For multiprocessing data-loading, this could be caused by not properly configuring "
+                      "the IterableDataset replica at each worker. Please see "
+                      "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for "
+                      "examples." if self._loader.num_workers > 0 else ""))
         return data
 
     def _next_data(self):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import warnings
 
 import tracegrad
+from ..._ops.warn import warn as _warn
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -227,8 +227,8 @@ def random_split(dataset, lengths, generator=None):
         lengths = subset_lengths
         for i, length in enumerate(lengths):
             if length == 0:
-                warnings.warn(f"Length of split at index {i} is 0. "
-                              f"This might result in an empty dataset.", stacklevel=2)
+                _warn(f"Length of split at index {i} is 0. "
+                      f"This might result in an empty dataset.")
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = tracegrad.randperm(sum(lengths), generator=generator).tolist()
