@@ -33,7 +33,7 @@ import pytest
 
 import tracegrad
 
-from ._dynamo_port import CALLS, check, compare, rand, same
+from ._dynamo_port import CALLS, check, compare, compare_compiled, rand, same
 
 torch = pytest.importorskip("torch")
 
@@ -811,3 +811,70 @@ def test_transform_result_requires_grad_only_where_it_depends():
         return run
     runs = [build(torch, None), build(tracegrad, None)]
     same(runs[0](0), runs[1](0))
+
+
+# ---- transforms whose results are backpropagated (a training program's use) ------------------
+
+def _inner_derivative_break(f):
+    """A compiled step whose torch.func transform differentiates an input requiring grad, its
+    result backpropagated outside: eager's values every call (``check``/``compare``), from an
+    eager run whose reason names the nested derivative -- it named "a parameter in a closure"
+    the program never had (fixed, capture.py NOTE [transforms inside a custom Function's
+    forward]). torch traces these; tracing them here gave zero gradients (left as a break)."""
+    _broke_on(f, "forward differentiates inside")
+
+
+def test_jvp_tangent_backpropagated_to_primal_and_tangent():
+    # (test_jvp_simple's program with inputs requiring grad): forward-over-reverse -- the
+    # tangent's sum backpropagated to both the primal and the tangent
+    def build(T):
+        def wrapper(x, v):
+            out, tangent = T.func.jvp(lambda a: (a.sin() * a).sum(), (x,), (v,))
+            return tangent * 1.0, out
+        return wrapper
+    _inner_derivative_break(check(build, lambda T, i: (_t(T, i, 3, rg=True), _t(T, i, 3, seed=6, rg=True)),
+                                  backward=True))
+
+
+def test_grad_result_backpropagated_second_order():
+    # (test_grad's program with an input requiring grad): the gradient's sum backpropagated
+    # gives the second derivative at the input
+    def build(T):
+        return lambda x: T.func.grad(lambda a: (a ** 3).sum())(x * 2) * 1.0
+    _inner_derivative_break(check(build, lambda T, i: (_t(T, i, 3, rg=True),), backward=True))
+
+
+def test_maml_inner_step_with_functional_call():
+    # (test_functional_call combined with test_grad, the MAML step functorch is used for): an
+    # inner gradient step on a dict of a model's parameters, the outer loss backpropagated to the
+    # model's parameters through it
+    def build(T, wrap):
+        model = _linear(T)
+
+        def step(m, params, x, t):
+            def inner(p):
+                return ((T.func.functional_call(m, p, (x,)) - t) ** 2).mean()
+            g = T.func.grad(inner)(params)
+            fast = {k: params[k] - 0.1 * g[k] for k in params}
+            return ((T.func.functional_call(m, fast, (x * 2,)) - t) ** 2).mean()
+        f = wrap(step)
+
+        def run(i):
+            for p in model.parameters():
+                p.grad = None
+            loss = f(model, dict(model.named_parameters()), _t(T, i, 4, 3), _t(T, i, 4, 3, seed=3))
+            loss.backward()
+            return loss, [p.grad for p in model.parameters()]
+        return run
+    f = compare_compiled(build)
+    _inner_derivative_break(f)
+
+
+def test_hessian_result_backpropagated():
+    # (test_hessian's program with an input requiring grad): the Hessian's trace backpropagated
+    def build(T):
+        def wrapper(x):
+            h = T.func.hessian(lambda a: (a.sin() * a).sum())(x)
+            return T.diagonal(h).sum() + h.sum() * 0.5
+        return wrapper
+    _inner_derivative_break(check(build, lambda T, i: (_t(T, i, 3, rg=True),), backward=True))
