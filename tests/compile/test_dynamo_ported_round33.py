@@ -33,7 +33,7 @@ import pytest
 
 import tracegrad
 
-from ._dynamo_port import CALLS, check, compare, compare_compiled, rand, same
+from ._dynamo_port import CALLS, check, compare, compare_compiled, rand, same, seeded_linear
 
 torch = pytest.importorskip("torch")
 
@@ -266,13 +266,8 @@ def test_vjp_has_aux():
 
 # ---- functional_call ---------------------------------------------------------------------------
 
-def _linear(T, n=3, seed=0):
-    net = T.nn.Linear(n, n)
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for p in net.parameters():
-            p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.5))
-    return net
+def _linear(T, n=3):
+    return seeded_linear(T, n, n)
 
 
 def test_functional_call_mse_loss_and_param_grads():
