@@ -27,6 +27,32 @@ inside the originals is replaced by deterministic factories. Where torch's dynam
 program (``vmap``/``grad``/``jvp`` of a fullgraph-compiled function from eager: Unsupported;
 a compiled function's backward under vjp/grad/vmap: RuntimeError), tracegrad's compiled
 function must give eager's result instead, which is what a user of tracegrad.compile gets.
+Added beyond the originals (autograd-relevant): the results of ``grad``/``jvp``/``jacrev``/
+``hessian``/``vmap`` backpropagated outside the compiled function, a MAML inner step through
+``functional_call``, per-sample gradients by ``vmap(grad(...))``.
+
+Found and fixed here:
+- ``func.grad``/``jacrev``/``vjp`` applied from eager code to a compiled function
+  (``func.grad(lambda a: compiled(a).sum())(x)``) never ran its program: JAX refused the
+  program's jit (it carries ``compiler_options``) nested in the transform's trace, and every call
+  fell back to eager with JAX's ValueError as the graph-break reason. The transform now traces
+  through the program's jaxpr (_lowering/program.py NOTE [a program inside a transform]).
+- ``autograd.grad`` through a compiled function's results, called under ``func.vjp``/``grad``
+  (test_vjp_call_compiled_backward_fn's program), raised that ValueError from the region's
+  backward; it now gives eager's values (_lowering/region.py NOTE [backward of a region inside
+  a transform]).
+- A torch.func transform of an input requiring grad inside a compiled function whose result is
+  backpropagated outside ran eagerly (correct values) saying the transform's Function "reads a
+  tensor that requires grad ... (a parameter in a closure)", a closure the program never had.
+  Its reason now names the nested derivative (_lowering/capture.py NOTE [transforms inside a
+  custom Function's forward]).
+
+Left alone: those nested-derivative calls stay graph breaks (traced, the inner transform's
+inputs were cut from JAX's derivative and gave zeros -- tried and measured); a transformed
+function closing over an argument that requires grad runs eagerly (closure reason); indexing by
+batched index tensors inside vmap runs eagerly (its range check cannot raise from inside the
+transform); strict xfail: tracegrad.func's results require grad whenever an input does, where
+torch's require grad only where they depend on one.
 """
 import numpy as np
 import pytest
