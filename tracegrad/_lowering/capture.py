@@ -55,6 +55,40 @@ _Tracer = jax.core.Tracer
 _AD_TRACERS = tuple(c for c in (getattr(_ad, "JVPTracer", None), getattr(_ad, "LinearizeTracer", None)) if c)
 
 
+# NOTE [transforms inside a custom Function's forward]
+# A custom Function's forward runs inside a ``jax.custom_vjp`` when the compiled function's
+# results are differentiated outside it. A value it reads from a closure that JAX
+# differentiates (an AD tracer of a trace that differentiates the Function's call) cannot be
+# closed over: a graph break naming the closure. The forward may also differentiate on its
+# own: tracegrad.func records ``grad``/``jvp``/``jacrev``/``hessian`` of a tensor that requires
+# grad as one such Function (``FuncTransform``), whose forward runs JAX's transform and meets
+# that transform's own AD tracers. Those once got the closure's reason, which named no closure
+# the user wrote (``grad(f)(x) * 1`` backpropagated, a MAML inner step, forward-over-reverse
+# ``jvp``); they get their own reason now. Still a graph break, and it must stay one until the
+# trace can nest the two: forward runs with grad mode off, so ``graph_inputs`` cuts every op
+# input from JAX's derivative -- the inner transform's too -- and a traced call gave zero
+# gradients (measured: ``grad(lambda a: (a ** 3).sum())(x * 2)`` gave zeros compiled).
+def outer_ad_traces(arrays) -> tuple:
+    """The AD traces (JVP/linearize) that ``arrays`` (a custom Function's inputs) are tracers
+    of, with every trace enclosing them (NOTE [transforms inside a custom Function's
+    forward])."""
+    traces = []
+    for a in arrays:
+        t = getattr(a, "_trace", None) if isinstance(a, _AD_TRACERS) else None
+        while t is not None and not any(t is u for u in traces):
+            traces.append(t)
+            t = getattr(t, "parent_trace", None)
+    return tuple(traces)
+
+
+def _outer_ad(a, traces) -> bool:
+    """Whether ``a`` is an AD tracer of one of ``traces`` (one of unknown trace counts)."""
+    if not isinstance(a, _AD_TRACERS):
+        return False
+    t = getattr(a, "_trace", None)
+    return t is None or any(t is u for u in traces)
+
+
 def settings_now() -> tuple:
     """The process-wide settings outside the call key that Python code may set or read (print
     options, matmul precision, deterministic algorithms, thread counts, ``warn_always``, the
@@ -436,7 +470,9 @@ class Capture:
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
         self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
         self.deferred = []                     # the DeferredItems handed out
-        self.function_forward = None           # the custom Function whose forward runs in a custom_vjp
+        # the custom Function whose forward runs in a custom_vjp: (its name, the AD traces that
+        # differentiate it from outside: NOTE [transforms inside a custom Function's forward])
+        self.function_forward = None
         self.function_rule = None              # set by the region: custom_function.rule
         self.constants = Constants()           # NOTE [constants in a trace]
 
@@ -485,11 +521,18 @@ class Capture:
         """``arrays`` (the op's inputs) with those outside the recorded graph cut from JAX's
         derivative (NOTE [gradients in a differentiated trace])."""
         if self.function_forward is not None and any(isinstance(a, _AD_TRACERS) for a in arrays):
-            # (custom_function.py) JAX's custom_vjp cannot close over a value it differentiates
-            raise GraphBreak(f"the custom autograd.Function {self.function_forward}'s forward reads a tensor "
-                             "that requires grad and is not one of its arguments (a parameter in a closure), "
-                             "inside a compiled function whose results are differentiated outside it; pass "
-                             "the tensor to apply() as an argument")
+            name, outer = self.function_forward
+            if any(_outer_ad(a, outer) for a in arrays):
+                # (custom_function.py) JAX's custom_vjp cannot close over a value it differentiates
+                raise GraphBreak(f"the custom autograd.Function {name}'s forward reads a tensor that requires "
+                                 "grad and is not one of its arguments (a parameter in a closure), inside a "
+                                 "compiled function whose results are differentiated outside it; pass the "
+                                 "tensor to apply() as an argument")
+            raise GraphBreak(f"the custom autograd.Function {name}'s forward differentiates inside (a torch.func "
+                             "grad/jvp/jacrev/hessian of a tensor that requires grad is one such Function), "
+                             "inside a compiled function whose results are differentiated outside it: the "
+                             "program cannot nest its derivative in the outer one (NOTE [transforms inside a "
+                             "custom Function's forward])")
         out = list(arrays)
         for i, a in enumerate(args):
             if getattr(a, "_st", None) is not None and not (grad_on and a._rg):

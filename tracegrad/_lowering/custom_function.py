@@ -44,7 +44,7 @@ from .. import _state
 from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import DOUBLE_DIFFERENTIATED, Function
-from .capture import _AD_TRACERS, GraphBreak, StreamGuard
+from .capture import _AD_TRACERS, GraphBreak, StreamGuard, outer_ad_traces
 from .pystate import attribute_writes
 
 # ctx attributes that belong to the node or to the call, not to what backward reads as residuals
@@ -217,6 +217,7 @@ def run(cls, ctx, args, kwargs, forward):
     live = {"args": args, "ctx": ctx}
     last, meta = {}, {}
     dtypes = tuple(a.dtype for a in arrays)
+    outer = outer_ad_traces(arrays)     # NOTE [transforms inside a custom Function's forward]
 
     def call(xs):
         args, ctx = live["args"], live["ctx"]
@@ -229,7 +230,7 @@ def run(cls, ctx, args, kwargs, forward):
         cap = _state.CAPTURE[0]
         prev = cap.function_forward if cap is not None else None
         if cap is not None:
-            cap.function_forward = cls.__name__
+            cap.function_forward = (cls.__name__, outer)
         try:
             out = forward(cls, c, tuple(inner), kwargs)
         finally:

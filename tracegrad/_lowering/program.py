@@ -17,6 +17,7 @@ import numpy as np
 from jax.extend import core as jax_core
 
 from .._ops.errors import out_of_memory
+from .._ops.xla_options import nested_options_error
 
 
 # NOTE [no excess precision]
@@ -26,6 +27,16 @@ from .._ops.errors import out_of_memory
 # program of the same ops gave other low-precision digits than eager (a bias gradient under
 # autocast). Compiled programs round as eager does; float32/float64 programs are unchanged.
 EXACT_PRECISION = {"xla_allow_excess_precision": False}
+
+# NOTE [a program inside a transform]
+# A compiled function called inside ``func.grad``/``vjp``/``jacrev`` of an eager caller
+# (``func.grad(lambda x: compiled(x).sum())(x)``) runs its program on that transform's tracers.
+# JAX refuses a jit carrying ``compiler_options`` (the options above) staged inside another
+# trace, so every such call fell back to eager with JAX's ValueError about
+# ``compiler_options`` as its graph-break reason. The program's jaxpr is a pure function of
+# its flat inputs: the transform traces through it instead (vmap and jvp batch or push the
+# jit itself and never met the error). The options only matter to a program XLA compiles on
+# its own; the outer program is compiled with its own caller's options.
 
 
 class Program:
@@ -66,6 +77,11 @@ class Program:
             if oom is None:
                 raise
             raise oom from None
+        except ValueError as e:
+            if not nested_options_error(e):
+                raise
+            # NOTE [a program inside a transform]: the transform traces through the jaxpr
+            out = self._pruned()(*flat)
         return jax.tree_util.tree_unflatten(self.out_tree, out)
 
 

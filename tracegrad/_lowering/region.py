@@ -41,6 +41,7 @@ import numpy as np
 from .. import _state
 from .._api import threads
 from .._ops import warn as _warn
+from .._ops.xla_options import nested_options_error
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
 from .._tensor.memory_format import _PERMUTE as PERMUTE_OP, lay_out
@@ -1800,11 +1801,35 @@ class _StateViews:
         return d_state, d_data
 
 
-@functools.partial(jax.jit, compiler_options=EXACT_PRECISION)    # NOTE [no excess precision]
-def _bwd_program(pullback, cts):
+def _bwd_body(pullback, cts):
     # NOTE [complex gradients] (_ops/registry.py): torch's gradient is conj(JAX vjp(conj(ct)));
     # decided while tracing, so real programs are unchanged
     return _conj_complex(pullback(_conj_complex(cts)))
+
+
+_bwd_jitted = jax.jit(_bwd_body, compiler_options=EXACT_PRECISION)    # NOTE [no excess precision]
+
+
+def _bwd_program(pullback, cts):
+    """A region's backward: its jitted program, or -- run inside another JAX trace -- the pure
+    function that trace goes through (NOTE [backward of a region inside a transform])."""
+    try:
+        return _bwd_jitted(pullback, cts)
+    except ValueError as e:
+        if not nested_options_error(e):
+            raise
+    return _bwd_body(pullback, cts)
+
+
+# NOTE [backward of a region inside a transform]
+# ``autograd.grad`` through a compiled call's results, run inside ``func.grad``/``vjp``/``vmap``
+# (``func.vjp(lambda v: autograd.grad(y, x, v)[0], x)``, y = compiled(x)), gives the region's
+# backward cotangents that are that transform's tracers. JAX refuses a jit with
+# ``compiler_options`` nested in another trace, so the user got JAX's ValueError about
+# ``compiler_options``; torch's compiled backward raises "trying to call a compiled backward
+# function within vmap/grad/vjp". The pullback is a pure JAX function of the residuals the
+# forward saved, so the transform traces through it instead and the call gives eager's result
+# (the program's exact-precision option only matters to a program XLA compiles on its own).
 
 
 # NOTE [new .grad per call]
