@@ -813,7 +813,9 @@ def test_parametrization_cached_right_inverse_and_removed():
         opt = mod.optim.SGD(lin.parameters(), lr=0.1)
         res += _loop(f, lambda i: (data(mod, i + 4, 2, 3),), 2, lin)
         return res
-    _both(run)
+    # the bias gradient is a small difference of terms near +-600 (float32 rounding of the
+    # terms, 6e-5 each, differs between CPUs' kernels: 1.2e-4 relative on an AVX-512 machine)
+    _both(run, torch_rtol=3e-4)
 
 
 def test_swa_with_batchnorm_buffers_swalr_and_custom_avg_fn():
