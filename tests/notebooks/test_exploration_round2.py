@@ -6,8 +6,9 @@ Two notebooks are built here (nbformat; nothing stored):
 * ``EXPLORE`` runs twice, with ``import tracegrad as torch`` and (the source's ``tracegrad``
   spelled ``torch``) with PyTorch; cells print ``RESULT {json}`` lines and displays whose text
   is torch's are compared with torch's. Covered: the cell defining the model and optimizer run
-  again (twice in a row, three times, edited to Adam) before a compiled step defined in an
-  earlier cell, which reads the new globals; the compiled step's cell edited and run again
+  again (twice in a row, three times, edited to Adam; only its model line, leaving the
+  optimizer on the old parameters; only its optimizer line) before a compiled step defined in
+  an earlier cell, which reads the new globals; the compiled step's cell edited and run again
   (and edited back); ``%time``/``%timeit`` of the compiled step; reprs, ``print`` and
   ``display()`` of tensors with a ``grad_fn``, modules, optimizers and state dicts; a bad shape
   raising in a cell, eagerly and in the compiled step, with the next cell's model, optimizer
@@ -101,6 +102,15 @@ EXPLORE = [
     ("model_1", MODEL), ("train_1", TRAIN),
     ("model_2", MODEL), ("train_2", TRAIN),
     ("model_3a", MODEL), ("model_3b", MODEL), ("train_3", TRAIN),
+    # only the model's line run again: ``opt`` still steps the old model's parameters
+    ("model_only", "model = init(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)))"),
+    ("train_stale", """\
+losses = [step(xb, yb).item() for i in range(3)]
+out(losses=losses, grad=values(model[2].weight.grad), old=values(opt.param_groups[0]["params"][2]))
+"""),
+    # only the optimizer's line run again: training goes on from the model's weights
+    ("opt_only", "opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)"),
+    ("train_opt_only", TRAIN),
     ("model_adam", MODEL_ADAM), ("train_adam", TRAIN),
     ("step_v2", STEP_V2), ("model_4", MODEL), ("train_v2", TRAIN),
     ("model_5", MODEL), ("step_v1_again", STEP_V1), ("train_v1_again", TRAIN),
@@ -340,6 +350,14 @@ def test_model_cell_rerun_before_an_earlier_compiled_step(ours, theirs):
     assert r["train_1"] == r["train_2"] == r["train_3"] == r["train_v1_again"]
     assert r["train_adam"]["losses"] != r["train_1"]["losses"]
     assert len(r["train_adam"]["state"]) == 3     # step, exp_avg, exp_avg_sq
+
+
+def test_model_or_optimizer_line_rerun_alone(ours, theirs):
+    _same_results(ours, theirs, ["train_stale", "train_opt_only"], tol=1e-4)
+    r = ours["train_stale"]["result"]
+    # the new model is never stepped: the same loss each time, its .grad summed over the steps
+    assert r["losses"] == [ours["train_1"]["result"]["losses"][0]] * 3, r
+    assert ours["train_opt_only"]["result"]["losses"][0] == r["losses"][0]
 
 
 def test_edited_step_cell_runs_the_new_code(ours, theirs):
