@@ -245,17 +245,25 @@ def _execute(cells, library="tracegrad"):
         km = run_notebooks.kernel_manager(folder, KERNEL_ENV)
         client = nbclient.NotebookClient(nb, km=km, timeout=120, allow_errors=True, record_timing=False,
                                          resources={"metadata": {"path": folder}})
-        timers = []
+        stop = threading.Event()
 
         def _interrupt_later(cell, cell_index):
-            # Jupyter's stop button: SIGINT to the kernel's process group (jupyter_client's
-            # interrupt_kernel), sent while the cell runs; nbclient's interrupt_on_timeout
-            # sends the same signal but then lost the cell's output and waited for the deadline
+            # Jupyter's stop button: SIGINT to the kernel's process group (what jupyter_client's
+            # interrupt_kernel sends), every INTERRUPT_AFTER_S while the cell runs (pressed
+            # again if the first came before the loop began). nbclient's interrupt_on_timeout
+            # sends it too, but then dropped the cell's output and waited for the deadline.
             if cell.metadata.get("name") == "long_loop":
-                timers.append(threading.Timer(INTERRUPT_AFTER_S, os.killpg,
-                                              (os.getpgid(km.provisioner.pid), signal.SIGINT)))
-                timers[-1].start()
-        client.on_cell_execute = _interrupt_later
+                group = os.getpgid(km.provisioner.pid)
+
+                def press():
+                    while not stop.wait(INTERRUPT_AFTER_S):
+                        os.killpg(group, signal.SIGINT)
+                threading.Thread(target=press, daemon=True).start()
+
+        def _executed(cell, cell_index, execute_reply):
+            if cell.metadata.get("name") == "long_loop":
+                stop.set()
+        client.on_cell_execute, client.on_cell_executed = _interrupt_later, _executed
 
         def _late(signum, frame):
             raise TimeoutError(f"the {library} kernel run passed {KERNEL_DEADLINE_S} s")
@@ -266,8 +274,7 @@ def _execute(cells, library="tracegrad"):
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, prev)
-            for t in timers:
-                t.cancel()
+            stop.set()
     got = {}
     for (name, _), cell in zip(cells, nb.cells):
         c = {"stdout": "", "stderr": "", "display": None, "displays": [], "error": None, "evalue": None}
