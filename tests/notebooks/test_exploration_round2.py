@@ -12,7 +12,9 @@ Two notebooks are built here (nbformat; nothing stored):
   (and edited back); ``%time``/``%timeit`` of the compiled step; reprs, ``print`` and
   ``display()`` of tensors with a ``grad_fn``, modules, optimizers and state dicts; a bad shape
   raising in a cell, eagerly and in the compiled step, with the next cell's model, optimizer
-  state and training unchanged; a plot without matplotlib from ``.numpy()``/``.tolist()``.
+  state and training unchanged; a plot without matplotlib from ``.numpy()``/``.tolist()``;
+  ``detach()``, ``.numpy()`` and ``state_dict()`` kept from before training steps showing the
+  new weights; the compiled step and a compiled model displayed.
 * ``INTERRUPT`` runs with tracegrad only (its checks are about tracegrad's own state): a long
   eager training loop interrupted (SIGINT to the kernel's process group while the cell runs,
   as Jupyter's stop button does), the model then equal to the same number of whole
@@ -161,6 +163,16 @@ except RuntimeError as e:
 shared = torch.zeros(3); view = shared.numpy(); view[0] = 5.0
 out(kind=type(arr).__name__, dtype=str(arr.dtype), shape=list(arr.shape), values=hist.tolist(),
     numpy_err=numpy_err, shared=shared.tolist())
+"""),
+    # what an earlier cell kept of the weights follows the training (one storage)
+    ("live_views", """\
+w_det, w_np, sd = model[0].weight.detach(), model[0].weight.detach().numpy(), model.state_dict()
+buf = opt.state[model[0].weight]["momentum_buffer"]
+for i in range(2):
+    step(xb, yb)
+w = model[0].weight
+out(det=torch.equal(w_det, w), np=bool((w_np == w.detach().numpy()).all()), sd=torch.equal(sd["0.weight"], w),
+    buf=torch.equal(buf, opt.state[w]["momentum_buffer"]), w=values(w))
 """),
 ]
 
@@ -411,6 +423,12 @@ def test_plot_from_numpy_and_tolist(ours, theirs):
     _same_results(ours, theirs, ["plot"], tol=1e-4)
     # the text plot (the RESULT line's floats are compared within tolerance above)
     assert ours["plot"]["stdout"].splitlines()[0] == theirs["plot"]["stdout"].splitlines()[0]
+
+
+def test_views_kept_in_an_earlier_cell_follow_training(ours, theirs):
+    _same_results(ours, theirs, ["live_views"], tol=1e-4)
+    r = ours["live_views"]["result"]
+    assert r["det"] and r["np"] and r["sd"] and r["buf"], r
 
 
 def test_interrupted_loop_stops_after_whole_steps_and_training_goes_on(interrupted):
