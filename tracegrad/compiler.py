@@ -40,9 +40,11 @@ from __future__ import annotations
 import collections
 import copy
 import functools
+import inspect
 import itertools
 import math
 import os
+import types
 import weakref
 
 import jax
@@ -182,6 +184,30 @@ class CompiledFunction:
 
     def __deepcopy__(self, memo):
         return copy_compiled(self, memo, recompile_limit=self.recompile_limit)
+
+    def __repr__(self):
+        """``<function step at 0x...>`` for a compiled function, as torch shows it: torch.compile
+        returns a function wrapping ``fn`` (with ``fn``'s name), and a notebook cell ending
+        in the compiled step displays that text. Other callables keep the object's repr."""
+        if isinstance(self._fn, (types.FunctionType, types.MethodType)):
+            return f"<function {self.__qualname__} at {id(self):#x}>"
+        return object.__repr__(self)
+
+    def _repr_pretty_(self, p, cycle):
+        """IPython's display (a cell ending in the compiled step): what IPython shows for torch's
+        wrapper function, ``<function module.name(signature)>``."""
+        if not isinstance(self._fn, (types.FunctionType, types.MethodType)):
+            p.text(repr(self))
+            return
+        name = self.__qualname__
+        module = getattr(self, "__module__", None)
+        if module and module != "builtins":
+            name = f"{module}.{name}"
+        try:
+            name += str(inspect.signature(self._fn))
+        except (TypeError, ValueError):     # a signature Python cannot tell
+            pass
+        p.text(f"<function {name}>")
 
     def __call__(self, *args, **kwargs):
         st = self.stats
