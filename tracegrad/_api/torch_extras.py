@@ -11,6 +11,7 @@ import builtins
 import inspect
 import math
 import warnings
+import weakref
 
 import numpy as np
 
@@ -21,7 +22,11 @@ from .._ops.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryErro
 from .._ops.registry import OPS
 from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
 from .._tensor.tensor import Tensor
-from ..autograd._dispatch import apply_op
+from .._tensor.generator import get_rng_state, set_rng_state
+from ..autograd._dispatch import apply_op, apply_inplace as _apply_inplace
+from ..autograd._graph_impl import _seq as _node_seq
+from ..autograd.engine import grad as _autograd_grad
+from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from . import strided as _strided  # noqa: F401  (defines tracegrad.narrow_copy)
 from ._registry import FUNCTIONS, method
@@ -318,24 +323,271 @@ def make_subclass(cls, data, require_grad=False):
 # ---- higher-order control flow, eager semantics ---------------------------------------------
 
 
-def cond(pred, true_fn, false_fn, operands=(), additional_inputs=None):
+# NOTE [torch.cond with a tensor pred]
+# torch 2.13 runs ``torch.cond`` with a tensor ``pred`` as one higher-order op even eagerly: it
+# traces *both* branches first, lifting every tensor a branch reads (operands and closed-over
+# parameters, buffers, intermediate results) into the op's inputs, then runs the taken branch.
+# What a program can see of that here:
+# - every operand that requires grad, and every outside tensor requiring grad that either branch
+#   reads, gets a gradient after backward: the taken branch's, or zeros (``.grad`` is a zeros
+#   tensor, never None; post-accumulate-grad hooks run with it). One ``CondAutogradOpBackward``
+#   node holds all those edges, so backward from any one output reaches all of them, and every
+#   floating output requires grad when any of them does;
+# - the branches must return the same structure and, per tensor, the same dimensions and dtype;
+#   a branch may not return an operand or other outside tensor (aliasing) nor write in place
+#   into one (input mutation): RuntimeError, whichever branch is taken.
+# Here the taken branch runs as usual (its graph gives the real gradients) and the other one
+# runs too, under no_grad and with the RNG state put back, only to learn what it reads and
+# returns; a ``_BranchReads`` interposer (NOTE [interposer] in _state) notes the outside tensors
+# requiring grad that ops of either branch receive (outside: a leaf, or a result whose node is
+# older than the cond) and the storages written in place. A write into a storage still alive
+# after the branch (not one of its fresh results) is outside state: put back, then the error.
+# A Python-bool ``pred`` is a plain call of one branch, as in torch (no zeros, no checks).
+# Inside ``tracegrad.compile`` a tensor ``pred`` is read with ``item()``: a graph break, so
+# the step runs eagerly with these semantics rather than freezing one branch.
+
+
+class _BranchReads:
+    """The interposer while a ``cond`` branch runs (NOTE [torch.cond with a tensor pred])."""
+
+    def __init__(self, start, prev, lift):
+        self.start, self.prev, self.lift = start, prev, lift
+        self.found: dict = {}      # id -> outside Tensor requiring grad read at a gradient edge
+        # with ``lift`` (the taken branch, grad mode on): id of such a Tensor -> the detached leaf
+        # its ops read instead, as torch's lifted placeholder: the branch's graph ends there, so
+        # the cond's node differentiates it without running the outside tensors' hooks twice
+        self.lifted: dict = {}
+        self.own: set = set()      # ids of those placeholders
+        self.writes: dict = {}     # id(storage) -> (weakref to it, array before, gen before, op name)
+        self.made: set = set()     # ids of the storages of results made inside (held in ``keep``)
+        self.keep: list = []
+
+    def outside(self, t):
+        fn = t.grad_fn
+        return fn is None or fn._seq < self.start
+
+    def see(self, args):
+        """``args`` with the outside Tensors requiring grad noted (and swapped for their
+        placeholders with ``lift``)."""
+        out = None
+        for i, a in enumerate(args):
+            sub = a
+            if isinstance(a, Tensor):
+                if a._rg and id(a) not in self.own and id(a._st) not in self.made and self.outside(a):
+                    self.found.setdefault(id(a), a)
+                    if self.lift:
+                        sub = self.lifted.get(id(a))
+                        if sub is None:
+                            sub = self.lifted[id(a)] = self._run(lambda: a.detach().requires_grad_())
+                            self.own.add(id(sub))
+            elif type(a) in (list, tuple):
+                new = self.see(a)
+                if new is not a:
+                    sub = type(a)(new)
+            if sub is not a:
+                if out is None:
+                    out = list(args)
+                out[i] = sub
+        return args if out is None else tuple(out)
+
+    def _made(self, out, args):
+        """Note the fresh storages of an op's results (a view shares its input's: not fresh)."""
+        held = {id(a._st) for a in args if isinstance(a, Tensor)}
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(o, Tensor) and id(o._st) not in held and id(o._st) not in self.made:
+                self.made.add(id(o._st))
+                self.keep.append(o._st)
+
+    def _run(self, fn, *call):
+        _state.INTERPOSE[0] = self.prev     # the op itself runs on below this slot
+        try:
+            return fn(*call)
+        finally:
+            _state.INTERPOSE[0] = self
+
+    def apply_op(self, op, args, static):
+        args = self.see(args)
+        out = self._run(apply_op, op, args, static)
+        self._made(out, args)
+        return out
+
+    def apply_inplace(self, op, target, args, static):
+        self.see((target,))
+        args = self.see(args)
+        st = target._st
+        if id(st) not in self.made and id(st) not in self.writes:
+            self.writes[id(st)] = (weakref.ref(st), st.array, st.gen, op.name)
+        return self._run(_apply_inplace, op, target, args, static)
+
+
+def _outside_writes(reads, results):
+    """The in-place writes of a finished branch into storages that outlive it (outside state):
+    put back; returns the op names. A storage only the branch's results still hold is local."""
+    own = {id(o._st) for o in results if isinstance(o, Tensor)}
+    bad = []
+    for key, (ref, before, gen, name) in reads.writes.items():
+        st = ref()
+        if st is not None and key not in own:
+            st.array, st.gen = before, gen + 1
+            bad.append(name)
+    return bad
+
+
+def _run_branch(fn, args, start, grad):
+    """``fn(*args)`` under a ``_BranchReads`` (grad mode on or off); returns (result, reads)."""
+    prev = _state.INTERPOSE[0]
+    reads = _BranchReads(start, prev, grad)
+    _state.INTERPOSE[0] = reads
+    try:
+        if grad:
+            out = fn(*args)
+        else:
+            with no_grad():
+                out = fn(*args)
+    except BaseException:
+        _state.INTERPOSE[0] = prev
+        reads.keep.clear()
+        _outside_writes(reads, ())
+        raise
+    _state.INTERPOSE[0] = prev
+    return out, reads
+
+
+def _flat_results(out):
+    """(leaves, structure) of a branch's result: tuples/lists nest, anything else is a leaf."""
+    if isinstance(out, (tuple, list)):
+        parts = [_flat_results(o) for o in out]
+        return [x for p in parts for x in p[0]], (type(out), tuple(p[1] for p in parts))
+    return [out], None
+
+
+class CondAutogradOp(Function):
+    """One node for a cond with a tensor pred, as torch's: edges to every operand requiring
+    grad and every outside tensor either branch reads (``inputs``); its backward differentiates
+    the taken branch's results (``ctx.outs``, their graph kept) with respect to them, and an
+    input that branch does not reach gets zeros (NOTE [torch.cond with a tensor pred])."""
+
+    @staticmethod
+    def forward(ctx, outs, lifted, *inputs):
+        ctx.outs, ctx.lifted, ctx.inputs = outs, lifted, inputs
+        return tuple(o.detach().clone() for o in outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        pairs = [(o, g) for o, g in zip(ctx.outs, grads) if o.requires_grad and g is not None]
+        got = {}
+        lifted = [(k, p) for k, p in ctx.lifted.items()]
+        if pairs and lifted:
+            # NOTE: the taken branch's graph is kept (retain_graph) as long as this node is:
+            # the engine does not tell a custom backward whether the outer call retains its own
+            gs = _autograd_grad([o for o, _ in pairs], [p for _, p in lifted], [g for _, g in pairs],
+                                allow_unused=True, retain_graph=True, create_graph=_state.grad_enabled())
+            got = {k: g for (k, _), g in zip(lifted, gs)}
+        return (None, None, *(_zeros_if_none(got.get(id(z)), z) for z in ctx.inputs))
+
+
+def _zeros_if_none(g, like):
+    return like.new_zeros(like.shape) if g is None else g
+
+
+def _cond_on_tensor(taken, true_fn, false_fn, args):
+    """``torch.cond`` with a tensor pred whose value is ``taken`` (NOTE [torch.cond with a
+    tensor pred])."""
+    start = next(_node_seq)
+    fns = (true_fn, false_fn) if taken else (false_fn, true_fn)
+    out, reads = _run_branch(fns[0], args, start, _state.grad_enabled())
+    rng = get_rng_state()
+    try:
+        other, other_reads = _run_branch(fns[1], args, start, False)
+    finally:
+        set_rng_state(rng)
+    leaves, spec = _flat_results(out)
+    other_leaves, other_spec = _flat_results(other)
+    bad = _outside_writes(reads, leaves) + _outside_writes(other_reads, other_leaves)
+    if bad:
+        raise RuntimeError(f"torch.cond: a branch wrote in place ({bad[0]}_) into a tensor from outside it (an "
+                           "operand, a buffer or another captured tensor); higher order ops do not support input "
+                           "mutation. Return the new value from the branch instead (the tensor was restored).")
+    if spec != other_spec or len(leaves) != len(other_leaves):
+        raise RuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
+                           f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
+                           "return the same structure of tensors from both branches")
+    if true_fn is fns[1]:
+        leaves_t, leaves_f = other_leaves, leaves
+    else:
+        leaves_t, leaves_f = leaves, other_leaves
+    outside = {id(a._st) for a in args if isinstance(a, Tensor)}
+    for r in (reads, other_reads):
+        outside.update(id(t._st) for t in r.found.values())
+    for t, f in zip(leaves_t, leaves_f):
+        if isinstance(t, Tensor) != isinstance(f, Tensor):
+            raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
+                               "tensor where the other did not; return tensors in the same places")
+        if not isinstance(t, Tensor):
+            continue
+        if t.dim() != f.dim():
+            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
+                               f"{t.dim()} and {f.dim()}.")
+        if t.dtype != f.dtype:
+            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
+                               f"{t.dtype} and {f.dtype}.")
+        for o, r in ((t, reads if true_fn is fns[0] else other_reads), (f, other_reads if true_fn is fns[0] else reads)):
+            if id(o._st) in outside or (id(o._st) not in r.made and (o._rg or o._base is not None)):
+                raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
+                                   "returned one of its inputs (or a view of one); higher order ops do not "
+                                   "support aliasing. Return a copy (x.clone()) instead.")
+    # torch's input order: the operands, then what the true branch reads, then the false one
+    zero = {}
+    for a in args:
+        if isinstance(a, Tensor) and a._rg:
+            zero.setdefault(id(a), a)
+    for r in ((reads, other_reads) if true_fn is fns[0] else (other_reads, reads)):
+        for k, t in r.found.items():
+            zero.setdefault(k, t)
+    outer = _state.INTERPOSE[0]
+    if isinstance(outer, _BranchReads):    # a cond inside a branch of another: its reads are that one's
+        outer.see(tuple(zero.values()))
+    diff = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
+    if not zero or not diff or not _state.grad_enabled():
+        return out
+    made = CondAutogradOp.apply(tuple(leaves[i] for i in diff), reads.lifted, *zero.values())
+    for i, m in zip(diff, made):
+        leaves[i] = m
+    return _unflatten(leaves, spec)
+
+
+def _unflatten(leaves, spec):
+    it = iter(leaves)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        typ, parts = s
+        return typ(build(p) for p in parts)
+    return build(spec)
+
+
+def cond(pred, true_fn, false_fn, operands=()):
     """Mirrors ``torch.cond``: ``true_fn(*operands)`` when ``pred`` (a bool or a one-element
-    bool tensor) is true, else ``false_fn(*operands)``. Run eagerly: the branch is chosen from
-    ``pred``'s value (inside ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch:
-    a graph break, never a frozen choice). RuntimeError, as torch, for a ``pred`` tensor of more
-    than one element or a non-bool/number ``pred``."""
+    tensor) is true, else ``false_fn(*operands)``. A Python ``pred`` calls one branch; a tensor
+    ``pred`` follows torch's higher-order op (NOTE [torch.cond with a tensor pred]): both
+    branches are checked, and the inputs the untaken one reads get zero gradients. Inside
+    ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch: a graph break, never a
+    frozen choice. RuntimeError, as torch, for a ``pred`` tensor of more than one element, a
+    non-bool/number ``pred``, branches whose results differ in structure, dims or dtype, or a
+    branch that returns or writes in place into an input."""
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
             raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
                                f"got a tensor of shape {list(pred.shape)}")
-        pred = bool(pred.item())
     elif not isinstance(pred, (bool, int, np.bool_)):
         raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, got "
                            f"{type(pred).__name__}")
     if not isinstance(operands, (tuple, list)):
         raise RuntimeError("torch.cond: expected operands to be a tuple or list of tensors")
-    extra = tuple(additional_inputs or ())
-    return (true_fn if pred else false_fn)(*operands, *extra)
+    if isinstance(pred, Tensor):
+        return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
+    return (true_fn if pred else false_fn)(*operands)
 
 
 def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
