@@ -433,13 +433,14 @@ def _outside_writes(reads, results):
     return bad
 
 
-def _run_branch(fn, args, start, grad):
-    """``fn(*args)`` under a ``_BranchReads`` (grad mode on or off); returns (result, reads)."""
+def _run_branch(fn, args, start, lift, grad=None):
+    """``fn(*args)`` under a ``_BranchReads`` (lifting outside tensors or not), with grad mode
+    ``grad`` (default: ``lift``); returns (result, reads)."""
     prev = _state.INTERPOSE[0]
-    reads = _BranchReads(start, prev, grad)
+    reads = _BranchReads(start, prev, lift)
     _state.INTERPOSE[0] = reads
     try:
-        if grad:
+        if lift if grad is None else grad:
             out = fn(*args)
         else:
             with no_grad():
@@ -592,23 +593,46 @@ def cond(pred, true_fn, false_fn, operands=()):
 
 def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
     """Mirrors ``torch.while_loop``: ``carried = body_fn(*carried)`` while ``cond_fn(*carried)``
-    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple.
-    Run eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a
-    graph break). RuntimeError, as torch, when the body returns a different number of values."""
+    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple, the
+    tensors among them new ones (never the inputs themselves, even after no iteration). Run
+    eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a graph
+    break). RuntimeError, as torch, when the body returns a different number of values, a
+    tensor of another shape or dtype than the one carried in, or writes in place into a tensor
+    from outside it (put back first; NOTE [torch.cond with a tensor pred])."""
     carried = tuple(carried_inputs)
     extra = tuple(additional_inputs or ())
+    first = carried
     while True:
-        c = cond_fn(*carried, *extra)
+        c = _loop_step(cond_fn, carried + extra, ())
         if isinstance(c, Tensor):
             c = bool(c.item())
         if not c:
-            return carried
-        new = body_fn(*carried, *extra)
+            return tuple(v.clone() if any(v is f for f in first) else v for v in carried)
+        new = _loop_step(body_fn, carried + extra, carried)
         new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
         if len(new) != len(carried):
             raise RuntimeError(f"torch.while_loop: body_fn returned {len(new)} values for "
                                f"{len(carried)} carried inputs; return one value per carried input")
+        for i, (n, o) in enumerate(zip(new, carried)):
+            if isinstance(o, Tensor) and (not isinstance(n, Tensor) or n.shape != o.shape or n.dtype != o.dtype):
+                got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
+                raise RuntimeError(f"torch.while_loop: Expected body_fn_output and carried_inputs to have same "
+                                   f"metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} {o.dtype}; "
+                                   "return a tensor of the carried shape and dtype")
         carried = new
+
+
+def _loop_step(fn, args, carried):
+    """One call of a while_loop's ``cond_fn``/``body_fn`` with its in-place writes into tensors
+    from outside it (the carried inputs included) refused, as torch's."""
+    out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled())
+    results = out if isinstance(out, (tuple, list)) else (out,)
+    bad = _outside_writes(reads, results)
+    if bad:
+        raise RuntimeError(f"torch.while_loop: cond_fn or body_fn wrote in place ({bad[0]}_) into a tensor from "
+                           "outside it (a carried input, a buffer or another captured tensor); higher order ops "
+                           "do not support input mutation. Return the new value instead (the tensor was restored).")
+    return out
 
 
 # ---- functions torch removed in 1.9 ---------------------------------------------------------
