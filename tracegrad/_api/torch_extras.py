@@ -13,6 +13,7 @@ import math
 import warnings
 import weakref
 
+import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
@@ -27,7 +28,7 @@ from ..autograd._dispatch import apply_op, apply_inplace as _apply_inplace
 from ..autograd._graph_impl import _seq as _node_seq
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import enable_grad, no_grad
 from . import strided as _strided  # noqa: F401  (defines tracegrad.narrow_copy)
 from ._registry import FUNCTIONS, method
 from .out_functions import method_form
@@ -347,15 +348,20 @@ def make_subclass(cls, data, require_grad=False):
 # the step runs eagerly with these semantics rather than freezing one branch.
 
 
+# ids of the placeholders of the cond branches running now (an outer branch's reads skip an inner's)
+_PLACEHOLDERS: set = set()
+
+
 class _BranchReads:
     """The interposer while a ``cond`` branch runs (NOTE [torch.cond with a tensor pred])."""
 
     def __init__(self, start, prev, lift):
         self.start, self.prev, self.lift = start, prev, lift
         self.found: dict = {}      # id -> outside Tensor requiring grad read at a gradient edge
-        # with ``lift`` (the taken branch, grad mode on): id of such a Tensor -> the detached leaf
-        # its ops read instead, as torch's lifted placeholder: the branch's graph ends there, so
-        # the cond's node differentiates it without running the outside tensors' hooks twice
+        # with ``lift`` (the taken branch, grad mode on): id of such a Tensor -> the alias of it
+        # its ops read instead, as torch's lifted placeholder: the cond's node differentiates the
+        # branch's graph down to these (so the outside tensor's hooks run once, from the node)
+        # while a double backward still reaches the tensor through the alias
         self.lifted: dict = {}
         self.own: set = set()      # ids of those placeholders
         self.writes: dict = {}     # id(storage) -> (weakref to it, array before, gen before, op name)
@@ -373,13 +379,15 @@ class _BranchReads:
         for i, a in enumerate(args):
             sub = a
             if isinstance(a, Tensor):
-                if a._rg and id(a) not in self.own and id(a._st) not in self.made and self.outside(a):
+                if a._rg and id(a) not in _PLACEHOLDERS and id(a._st) not in self.made and self.outside(a):
                     self.found.setdefault(id(a), a)
                     if self.lift:
                         sub = self.lifted.get(id(a))
                         if sub is None:
-                            sub = self.lifted[id(a)] = self._run(lambda: a.detach().requires_grad_())
+                            # (grad mode on: an inner cond's untaken branch may read it first)
+                            sub = self.lifted[id(a)] = self._run(_recorded_alias, a)
                             self.own.add(id(sub))
+                            _PLACEHOLDERS.add(id(sub))
             elif type(a) in (list, tuple):
                 new = self.see(a)
                 if new is not a:
@@ -416,8 +424,16 @@ class _BranchReads:
         args = self.see(args)
         st = target._st
         if id(st) not in self.made and id(st) not in self.writes:
-            self.writes[id(st)] = (weakref.ref(st), st.array, st.gen, op.name)
+            before = st.array
+            if getattr(st, "_np", None) is not None:   # its array may be numpy's memory, written in place
+                before = jnp.array(before, copy=True)
+            self.writes[id(st)] = (weakref.ref(st), before, st.gen, op.name)
         return self._run(_apply_inplace, op, target, args, static)
+
+
+def _recorded_alias(t):
+    with enable_grad():
+        return apply_op(OPS["alias"], (t,))
 
 
 def _outside_writes(reads, results):
@@ -428,7 +444,7 @@ def _outside_writes(reads, results):
     for key, (ref, before, gen, name) in reads.writes.items():
         st = ref()
         if st is not None and key not in own:
-            st.array, st.gen = before, gen + 1
+            st.array, st.gen = before, max(gen, st.gen) + 1    # views cached the written value
             bad.append(name)
     return bad
 
@@ -447,10 +463,12 @@ def _run_branch(fn, args, start, lift, grad=None):
                 out = fn(*args)
     except BaseException:
         _state.INTERPOSE[0] = prev
+        _PLACEHOLDERS.difference_update(reads.own)
         reads.keep.clear()
         _outside_writes(reads, ())
         raise
     _state.INTERPOSE[0] = prev
+    _PLACEHOLDERS.difference_update(reads.own)
     return out, reads
 
 
@@ -470,25 +488,25 @@ class CondAutogradOp(Function):
 
     @staticmethod
     def forward(ctx, outs, lifted, *inputs):
-        ctx.outs, ctx.lifted, ctx.inputs = outs, lifted, inputs
+        ctx.outs, ctx.lifted = outs, lifted      # lifted[i]: input i's placeholder or None
+        ctx.zeros = [(tuple(z.shape), z.dtype) for z in inputs]
         return tuple(o.detach().clone() for o in outs)
 
     @staticmethod
     def backward(ctx, *grads):
         pairs = [(o, g) for o, g in zip(ctx.outs, grads) if o.requires_grad and g is not None]
-        got = {}
-        lifted = [(k, p) for k, p in ctx.lifted.items()]
-        if pairs and lifted:
+        got = [None] * len(ctx.lifted)
+        at = [i for i, p in enumerate(ctx.lifted) if p is not None]
+        if pairs and at:
             # NOTE: the taken branch's graph is kept (retain_graph) as long as this node is:
             # the engine does not tell a custom backward whether the outer call retains its own
-            gs = _autograd_grad([o for o, _ in pairs], [p for _, p in lifted], [g for _, g in pairs],
+            gs = _autograd_grad([o for o, _ in pairs], [ctx.lifted[i] for i in at], [g for _, g in pairs],
                                 allow_unused=True, retain_graph=True, create_graph=_state.grad_enabled())
-            got = {k: g for (k, _), g in zip(lifted, gs)}
-        return (None, None, *(_zeros_if_none(got.get(id(z)), z) for z in ctx.inputs))
-
-
-def _zeros_if_none(g, like):
-    return like.new_zeros(like.shape) if g is None else g
+            for i, g in zip(at, gs):
+                got[i] = g
+        like = grads[0]
+        return (None, None, *(like.new_zeros(shape, dtype=dtype) if g is None else g
+                              for g, (shape, dtype) in zip(got, ctx.zeros)))
 
 
 def _cond_on_tensor(taken, true_fn, false_fn, args):
@@ -509,17 +527,22 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         raise RuntimeError(f"torch.cond: a branch wrote in place ({bad[0]}_) into a tensor from outside it (an "
                            "operand, a buffer or another captured tensor); higher order ops do not support input "
                            "mutation. Return the new value from the branch instead (the tensor was restored).")
+    outside = {id(a._st) for a in args if isinstance(a, Tensor)}
+    for r in (reads, other_reads):
+        outside.update(id(t._st) for t in r.found.values())
+        outside.update(id(t._st) for t in r.lifted.values())
+    for branch, r in ((leaves, reads), (other_leaves, other_reads)):
+        for o in branch:
+            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made
+                                                                   and (o._rg or o._base is not None))):
+                raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
+                                   "returned one of its inputs (or a view of one); higher order ops do not "
+                                   "support aliasing. Return a copy (x.clone()) instead.")
     if spec != other_spec or len(leaves) != len(other_leaves):
         raise RuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
                            f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
                            "return the same structure of tensors from both branches")
-    if true_fn is fns[1]:
-        leaves_t, leaves_f = other_leaves, leaves
-    else:
-        leaves_t, leaves_f = leaves, other_leaves
-    outside = {id(a._st) for a in args if isinstance(a, Tensor)}
-    for r in (reads, other_reads):
-        outside.update(id(t._st) for t in r.found.values())
+    leaves_t, leaves_f = (other_leaves, leaves) if true_fn is fns[1] else (leaves, other_leaves)
     for t, f in zip(leaves_t, leaves_f):
         if isinstance(t, Tensor) != isinstance(f, Tensor):
             raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
@@ -532,11 +555,6 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         if t.dtype != f.dtype:
             raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
                                f"{t.dtype} and {f.dtype}.")
-        for o, r in ((t, reads if true_fn is fns[0] else other_reads), (f, other_reads if true_fn is fns[0] else reads)):
-            if id(o._st) in outside or (id(o._st) not in r.made and (o._rg or o._base is not None)):
-                raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
-                                   "returned one of its inputs (or a view of one); higher order ops do not "
-                                   "support aliasing. Return a copy (x.clone()) instead.")
     # torch's input order: the operands, then what the true branch reads, then the false one
     zero = {}
     for a in args:
@@ -545,13 +563,17 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
     for r in ((reads, other_reads) if true_fn is fns[0] else (other_reads, reads)):
         for k, t in r.found.items():
             zero.setdefault(k, t)
+    inputs = tuple(zero.values())
     outer = _state.INTERPOSE[0]
-    if isinstance(outer, _BranchReads):    # a cond inside a branch of another: its reads are that one's
-        outer.see(tuple(zero.values()))
+    if isinstance(outer, _BranchReads):
+        # a cond inside a branch of another: what it reads, the outer one reads (through the
+        # outer's placeholders, so the outer node's backward reaches this node's edges)
+        inputs = outer.see(inputs)
     diff = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
     if not zero or not diff or not _state.grad_enabled():
         return out
-    made = CondAutogradOp.apply(tuple(leaves[i] for i in diff), reads.lifted, *zero.values())
+    lifted = [reads.lifted.get(k) for k in zero]
+    made = CondAutogradOp.apply(tuple(leaves[i] for i in diff), lifted, *inputs)
     for i, m in zip(diff, made):
         leaves[i] = m
     return _unflatten(leaves, spec)
@@ -586,9 +608,33 @@ def cond(pred, true_fn, false_fn, operands=()):
                            f"{type(pred).__name__}")
     if not isinstance(operands, (tuple, list)):
         raise RuntimeError("torch.cond: expected operands to be a tuple or list of tensors")
+    if isinstance(pred, Tensor) and type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
+        return _cond_per_sample(pred, true_fn, false_fn, tuple(operands))
     if isinstance(pred, Tensor):
         return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
     return (true_fn if pred else false_fn)(*operands)
+
+
+def _cond_per_sample(pred, true_fn, false_fn, args):
+    """``cond`` under ``vmap`` with a pred that differs per sample: as torch, both branches run
+    and each result is ``where(pred, true result, false result)`` (so gradients reach both
+    branches through the selection)."""
+    t_leaves, t_spec = _flat_results(true_fn(*args))
+    f_leaves, f_spec = _flat_results(false_fn(*args))
+    if t_spec != f_spec or len(t_leaves) != len(f_leaves):
+        raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches; return the same structure "
+                           "of tensors from both branches")
+    p = pred if pred._value.dtype == jnp.bool_ else pred != 0
+    out = []
+    for t, f in zip(t_leaves, f_leaves):
+        if isinstance(t, Tensor) and isinstance(f, Tensor):
+            if t.dim() != f.dim() or t.dtype != f.dtype:
+                raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dim and dtype "
+                                   f"but got {t.dim()}/{t.dtype} and {f.dim()}/{f.dtype}.")
+            out.append(t.where(p.reshape(p.shape + (1,) * max(t.dim() - p.dim(), 0)), f))
+        else:
+            out.append(t)
+    return _unflatten(out, t_spec)
 
 
 def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
