@@ -337,15 +337,24 @@ def make_subclass(cls, data, require_grad=False):
 # - the branches must return the same structure and, per tensor, the same dimensions and dtype;
 #   a branch may not return an operand or other outside tensor (aliasing) nor write in place
 #   into one (input mutation): RuntimeError, whichever branch is taken.
-# Here the taken branch runs as usual (its graph gives the real gradients) and the other one
-# runs too, under no_grad and with the RNG state put back, only to learn what it reads and
-# returns; a ``_BranchReads`` interposer (NOTE [interposer] in _state) notes the outside tensors
-# requiring grad that ops of either branch receive (outside: a leaf, or a result whose node is
-# older than the cond) and the storages written in place. A write into a storage still alive
-# after the branch (not one of its fresh results) is outside state: put back, then the error.
+# Here the taken branch runs with grad mode as the caller has it, and the other one runs too,
+# under no_grad and with the RNG state put back, only to learn what it reads and returns. A
+# ``_BranchReads`` interposer (NOTE [interposer] in _state) notes the outside tensors requiring
+# grad that ops of either branch receive (outside: a leaf, or a result whose node is older than
+# the cond) and the storages written in place. In the taken branch the ops read a recorded
+# alias of each outside tensor instead (torch's lifted placeholder): ``CondAutogradOp``'s
+# backward differentiates the branch's graph down to those aliases, so the outside tensor's
+# hooks run once (from the node's edge, all inputs' gradients ready together as in torch) and a
+# ``create_graph`` gradient still reaches the tensor through the alias. A cond nested in a
+# branch passes its inputs through the outer interposer (the outer aliases), so the outer
+# backward reaches the inner node. A write into a storage still alive after the branch (not one
+# of its fresh results) is outside state: put back, then the error.
 # A Python-bool ``pred`` is a plain call of one branch, as in torch (no zeros, no checks).
-# Inside ``tracegrad.compile`` a tensor ``pred`` is read with ``item()``: a graph break, so
-# the step runs eagerly with these semantics rather than freezing one branch.
+# Under ``vmap`` a per-sample pred selects with ``where`` between both branches' results, as
+# torch's batching rule. Inside ``tracegrad.compile`` a tensor ``pred`` is read with
+# ``item()``: a graph break, so the step runs eagerly with these semantics rather than
+# freezing one branch. Known difference: torch 2.13's eager cond returns ``create_graph``
+# gradients without a graph (a penalty on them trains nothing); here they are differentiable.
 
 
 # ids of the placeholders of the cond branches running now (an outer branch's reads skip an inner's)
