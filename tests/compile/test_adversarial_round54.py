@@ -300,6 +300,26 @@ def test_cond_python_bool_pred_branch_may_update_batchnorm_stats():
     _both(run)
 
 
+def test_cond_second_backward_needs_retain_graph():
+    """Backward twice through a tensor-pred cond: with ``retain_graph=True`` the grads add up;
+    without it the second backward raises torch's RuntimeError ("second time")."""
+    def run(mod, wrap):
+        lin = np_init(mod.nn.Linear(3, 2), mod)
+
+        def step(x):
+            lin.zero_grad()
+            out = mod.cond(x.mean() > 0, lambda t: lin(t).sin().sum(), lambda t: lin(t).cos().sum(), (x,))
+            out.backward(retain_graph=True)
+            out.backward()
+            kept = lin.weight.grad.clone()
+            out2 = mod.cond(x.mean() > 0, lambda t: lin(t).sin().sum(), lambda t: (t * 2).sum(), (x,))
+            out2.backward()
+            return kept, _raises(out2.backward, "second time")
+        f = wrap(step)
+        return [snapshot(f(_xy(mod, i)[0][:, :3].contiguous())) for i in range(3)]
+    _both(run)
+
+
 # ---- torch.cond errors: whichever branch is taken, before anything changes
 
 def _cond_error(make_branches, gist, operands=lambda mod, x: (x,)):

@@ -26,7 +26,7 @@ from .._tensor.tensor import Tensor
 from .._tensor.generator import get_rng_state, set_rng_state
 from ..autograd._dispatch import apply_op, apply_inplace as _apply_inplace
 from ..autograd._graph_impl import _seq as _node_seq
-from ..autograd.engine import grad as _autograd_grad
+from ..autograd.engine import _current_graph_task_keep_graph as _keep_graph, grad as _autograd_grad
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad
 from . import strided as _strided  # noqa: F401  (defines tracegrad.narrow_copy)
@@ -499,18 +499,25 @@ class CondAutogradOp(Function):
     def forward(ctx, outs, lifted, *inputs):
         ctx.outs, ctx.lifted = outs, lifted      # lifted[i]: input i's placeholder or None
         ctx.zeros = [(tuple(z.shape), z.dtype) for z in inputs]
+        # saved as torch's node saves its inputs: a second backward without retain_graph, or one
+        # after an in-place change of an input, raises torch's errors
+        ctx.save_for_backward(*inputs)
         return tuple(o.detach().clone() for o in outs)
 
     @staticmethod
     def backward(ctx, *grads):
+        ctx.saved_tensors    # noqa: B018 (checks them: freed or changed in place raise)
         pairs = [(o, g) for o, g in zip(ctx.outs, grads) if o.requires_grad and g is not None]
         got = [None] * len(ctx.lifted)
         at = [i for i, p in enumerate(ctx.lifted) if p is not None]
         if pairs and at:
-            # NOTE: the taken branch's graph is kept (retain_graph) as long as this node is:
-            # the engine does not tell a custom backward whether the outer call retains its own
+            # the taken branch's graph is kept when the running backward keeps its own (a second
+            # backward without retain_graph raises torch's error from it), and always once a
+            # gradient with a graph was made from it (that graph's nodes share its saved values)
+            create = _state.grad_enabled()
+            ctx.keep = getattr(ctx, "keep", False) or create
             gs = _autograd_grad([o for o, _ in pairs], [ctx.lifted[i] for i in at], [g for _, g in pairs],
-                                allow_unused=True, retain_graph=True, create_graph=_state.grad_enabled())
+                                allow_unused=True, retain_graph=ctx.keep or _keep_graph(), create_graph=create)
             for i, g in zip(at, gs):
                 got[i] = g
         like = grads[0]
