@@ -375,6 +375,7 @@ class _BranchReads:
         self.own: set = set()      # ids of those placeholders
         self.writes: dict = {}     # id(storage) -> (weakref to it, array before, gen before, op name)
         self.made: set = set()     # ids of the storages of results made inside (held in ``keep``)
+        self.born: set = set()     # ids of every storage created while the branch runs
         self.keep: list = []
 
     def outside(self, t):
@@ -432,7 +433,7 @@ class _BranchReads:
         self.see((target,))
         args = self.see(args)
         st = target._st
-        if id(st) not in self.made and id(st) not in self.writes:
+        if id(st) not in self.made and id(st) not in self.born and id(st) not in self.writes:
             before = st.array
             if getattr(st, "_np", None) is not None:   # its array may be numpy's memory, written in place
                 before = jnp.array(before, copy=True)
@@ -464,6 +465,7 @@ def _run_branch(fn, args, start, lift, grad=None):
     prev = _state.INTERPOSE[0]
     reads = _BranchReads(start, prev, lift)
     _state.INTERPOSE[0] = reads
+    _state.BORN.append(reads.born)
     try:
         if lift if grad is None else grad:
             out = fn(*args)
@@ -472,11 +474,13 @@ def _run_branch(fn, args, start, lift, grad=None):
                 out = fn(*args)
     except BaseException:
         _state.INTERPOSE[0] = prev
+        _state.BORN.pop()
         _PLACEHOLDERS.difference_update(reads.own)
         reads.keep.clear()
         _outside_writes(reads, ())
         raise
     _state.INTERPOSE[0] = prev
+    _state.BORN.pop()
     _PLACEHOLDERS.difference_update(reads.own)
     return out, reads
 
@@ -549,7 +553,7 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         outside.update(id(t._st) for t in r.lifted.values())
     for branch, r in ((leaves, reads), (other_leaves, other_reads)):
         for o in branch:
-            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made
+            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made and id(o._st) not in r.born
                                                                    and (o._rg or o._base is not None))):
                 raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
                                    "returned one of its inputs (or a view of one); higher order ops do not "
