@@ -15,11 +15,17 @@ Fixes (NOTE [torch.cond with a tensor pred] in ``tracegrad/_api/torch_extras.py`
   operand requiring grad and every outside tensor either branch reads.
 - Branches whose results differ in structure, dims or dtype, that return an input, or write in
   place into an operand or a buffer ran silently; torch raises RuntimeError whichever branch is
-  taken. The same for ``while_loop`` bodies (shape/dtype change, in-place writes); a zero-trip
-  ``while_loop`` returned the carried tensor itself (torch: a new tensor).
+  taken (tensors a branch makes itself may be written). The same for ``while_loop`` bodies
+  (shape/dtype change, in-place writes); a zero-trip ``while_loop`` returned the carried tensor
+  itself (torch: a new tensor).
+- The node saves its inputs as torch's: a second backward without ``retain_graph`` raises.
+- ``vmap`` over a cond whose pred differs per sample raised (``.item()`` under vmap); torch
+  selects per sample with ``where``.
 
-Not matched (a torch bug, not mirrored): torch 2.13's ``while_loop`` that runs zero times still
-back-propagates one body iteration (``s * a`` gives ``a.grad == x`` though ``s == x``).
+Not matched: torch 2.13's ``while_loop`` that runs zero times still back-propagates one body
+iteration (``s * a`` gives ``a.grad == x`` though ``s == x``), and its eager cond returns
+``create_graph`` gradients without a graph (both torch bugs, not mirrored, not compared); torch
+refuses a Python side effect in a branch, tracegrad runs both branches' Python (strict xfail).
 """
 import numpy as np
 import pytest
