@@ -38,6 +38,10 @@ import types
 import weakref
 
 CAPTURE: list = [None]
+# the sets of ids of storages created while a torch.cond/while_loop branch runs (one per open
+# branch, innermost last; empty outside them): a branch may write into the tensors it made,
+# not into outside ones (NOTE [torch.cond with a tensor pred] in _api/torch_extras.py)
+BORN: list = []
 # depth of compiled functions running their Python eagerly (compiler.is_compiling reads it with
 # CAPTURE; here so that layers below the compiler can ask too: torch._utils.is_compiling)
 IN_COMPILED: list = [0]

@@ -45,10 +45,8 @@ def test_cond_branch_flips_between_calls_with_gradients():
             out = f(x)
             out.sum().backward()
             # torch.cond lifts both branches' closed-over parameters into the op, so a call
-            # that took the branch without ``lin`` still gives it a zero gradient; tracegrad.cond
-            # runs only the taken branch (None): compared as zeros here (reported)
-            g = lin.weight.grad
-            return out, x.grad, T.zeros_like(lin.weight) if g is None else g
+            # that took the branch without ``lin`` still gives it a zero gradient (not None)
+            return out, x.grad, lin.weight.grad, lin.bias.grad
         return run
     compare(build)
 

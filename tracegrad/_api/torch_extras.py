@@ -11,7 +11,9 @@ import builtins
 import inspect
 import math
 import warnings
+import weakref
 
+import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
@@ -21,8 +23,12 @@ from .._ops.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryErro
 from .._ops.registry import OPS
 from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
 from .._tensor.tensor import Tensor
-from ..autograd._dispatch import apply_op
-from ..autograd.grad_mode import no_grad
+from .._tensor.generator import get_rng_state, set_rng_state
+from ..autograd._dispatch import apply_op, apply_inplace as _apply_inplace
+from ..autograd._graph_impl import _seq as _node_seq
+from ..autograd.engine import _current_graph_task_keep_graph as _keep_graph, grad as _autograd_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import enable_grad, no_grad
 from . import strided as _strided  # noqa: F401  (defines tracegrad.narrow_copy)
 from ._registry import FUNCTIONS, method
 from .out_functions import method_form
@@ -318,45 +324,381 @@ def make_subclass(cls, data, require_grad=False):
 # ---- higher-order control flow, eager semantics ---------------------------------------------
 
 
-def cond(pred, true_fn, false_fn, operands=(), additional_inputs=None):
+# NOTE [torch.cond with a tensor pred]
+# torch 2.13 runs ``torch.cond`` with a tensor ``pred`` as one higher-order op even eagerly: it
+# traces *both* branches first, lifting every tensor a branch reads (operands and closed-over
+# parameters, buffers, intermediate results) into the op's inputs, then runs the taken branch.
+# What a program can see of that here:
+# - every operand that requires grad, and every outside tensor requiring grad that either branch
+#   reads, gets a gradient after backward: the taken branch's, or zeros (``.grad`` is a zeros
+#   tensor, never None; post-accumulate-grad hooks run with it). One ``CondAutogradOpBackward``
+#   node holds all those edges, so backward from any one output reaches all of them, and every
+#   floating output requires grad when any of them does;
+# - the branches must return the same structure and, per tensor, the same dimensions and dtype;
+#   a branch may not return an operand or other outside tensor (aliasing) nor write in place
+#   into one (input mutation): RuntimeError, whichever branch is taken.
+# Here the taken branch runs with grad mode as the caller has it, and the other one runs too,
+# under no_grad and with the RNG state put back, only to learn what it reads and returns. A
+# ``_BranchReads`` interposer (NOTE [interposer] in _state) notes the outside tensors requiring
+# grad that ops of either branch receive (outside: a leaf, or a result whose node is older than
+# the cond) and the storages written in place. In the taken branch the ops read a recorded
+# alias of each outside tensor instead (torch's lifted placeholder): ``CondAutogradOp``'s
+# backward differentiates the branch's graph down to those aliases, so the outside tensor's
+# hooks run once (from the node's edge, all inputs' gradients ready together as in torch) and a
+# ``create_graph`` gradient still reaches the tensor through the alias. A cond nested in a
+# branch passes its inputs through the outer interposer (the outer aliases), so the outer
+# backward reaches the inner node. A write into a storage still alive after the branch (not one
+# of its fresh results) is outside state: put back, then the error.
+# A Python-bool ``pred`` is a plain call of one branch, as in torch (no zeros, no checks).
+# Under ``vmap`` a per-sample pred selects with ``where`` between both branches' results, as
+# torch's batching rule. Inside ``tracegrad.compile`` a tensor ``pred`` is read with
+# ``item()``: a graph break, so the step runs eagerly with these semantics rather than
+# freezing one branch. Known difference: torch 2.13's eager cond returns ``create_graph``
+# gradients without a graph (a penalty on them trains nothing); here they are differentiable.
+
+
+# ids of the placeholders of the cond branches running now (an outer branch's reads skip an inner's)
+_PLACEHOLDERS: set = set()
+
+
+class _BranchReads:
+    """The interposer while a ``cond`` branch runs (NOTE [torch.cond with a tensor pred])."""
+
+    def __init__(self, start, prev, lift):
+        self.start, self.prev, self.lift = start, prev, lift
+        self.found: dict = {}      # id -> outside Tensor requiring grad read at a gradient edge
+        # with ``lift`` (the taken branch, grad mode on): id of such a Tensor -> the alias of it
+        # its ops read instead, as torch's lifted placeholder: the cond's node differentiates the
+        # branch's graph down to these (so the outside tensor's hooks run once, from the node)
+        # while a double backward still reaches the tensor through the alias
+        self.lifted: dict = {}
+        self.own: set = set()      # ids of those placeholders
+        self.writes: dict = {}     # id(storage) -> (weakref to it, array before, gen before, op name)
+        self.made: set = set()     # ids of the storages of results made inside (held in ``keep``)
+        self.born: set = set()     # ids of every storage created while the branch runs
+        self.keep: list = []
+
+    def outside(self, t):
+        fn = t.grad_fn
+        return fn is None or fn._seq < self.start
+
+    def see(self, args):
+        """``args`` with the outside Tensors requiring grad noted (and swapped for their
+        placeholders with ``lift``)."""
+        out = None
+        for i, a in enumerate(args):
+            sub = a
+            if isinstance(a, Tensor):
+                if a._rg and id(a) not in _PLACEHOLDERS and id(a._st) not in self.made and self.outside(a):
+                    self.found.setdefault(id(a), a)
+                    if self.lift:
+                        sub = self.lifted.get(id(a))
+                        if sub is None:
+                            # (grad mode on: an inner cond's untaken branch may read it first)
+                            sub = self.lifted[id(a)] = self._run(_recorded_alias, a)
+                            self.own.add(id(sub))
+                            _PLACEHOLDERS.add(id(sub))
+            elif type(a) in (list, tuple):
+                new = self.see(a)
+                if new is not a:
+                    sub = type(a)(new)
+            if sub is not a:
+                if out is None:
+                    out = list(args)
+                out[i] = sub
+        return args if out is None else tuple(out)
+
+    def _made(self, out, args):
+        """Note the fresh storages of an op's results (a view shares its input's: not fresh)."""
+        held = {id(a._st) for a in args if isinstance(a, Tensor)}
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(o, Tensor) and id(o._st) not in held and id(o._st) not in self.made:
+                self.made.add(id(o._st))
+                self.keep.append(o._st)
+
+    def _run(self, fn, *call):
+        _state.INTERPOSE[0] = self.prev     # the op itself runs on below this slot
+        try:
+            return fn(*call)
+        finally:
+            _state.INTERPOSE[0] = self
+
+    def apply_op(self, op, args, static):
+        args = self.see(args)
+        out = self._run(apply_op, op, args, static)
+        self._made(out, args)
+        return out
+
+    def apply_inplace(self, op, target, args, static):
+        self.see((target,))
+        args = self.see(args)
+        st = target._st
+        if id(st) not in self.made and id(st) not in self.born and id(st) not in self.writes:
+            before = st.array
+            if getattr(st, "_np", None) is not None:   # its array may be numpy's memory, written in place
+                before = jnp.array(before, copy=True)
+            self.writes[id(st)] = (weakref.ref(st), before, st.gen, op.name)
+        return self._run(_apply_inplace, op, target, args, static)
+
+
+def _recorded_alias(t):
+    with enable_grad():
+        return apply_op(OPS["alias"], (t,))
+
+
+def _outside_writes(reads, results):
+    """The in-place writes of a finished branch into storages that outlive it (outside state):
+    put back; returns the op names. A storage only the branch's results still hold is local."""
+    own = {id(o._st) for o in results if isinstance(o, Tensor)}
+    bad = []
+    for key, (ref, before, gen, name) in reads.writes.items():
+        st = ref()
+        if st is not None and key not in own:
+            st.array, st.gen = before, max(gen, st.gen) + 1    # views cached the written value
+            bad.append(name)
+    return bad
+
+
+def _run_branch(fn, args, start, lift, grad=None):
+    """``fn(*args)`` under a ``_BranchReads`` (lifting outside tensors or not), with grad mode
+    ``grad`` (default: ``lift``); returns (result, reads)."""
+    prev = _state.INTERPOSE[0]
+    reads = _BranchReads(start, prev, lift)
+    _state.INTERPOSE[0] = reads
+    _state.BORN.append(reads.born)
+    try:
+        if lift if grad is None else grad:
+            out = fn(*args)
+        else:
+            with no_grad():
+                out = fn(*args)
+    except BaseException:
+        _state.INTERPOSE[0] = prev
+        _state.BORN.pop()
+        _PLACEHOLDERS.difference_update(reads.own)
+        reads.keep.clear()
+        _outside_writes(reads, ())
+        raise
+    _state.INTERPOSE[0] = prev
+    _state.BORN.pop()
+    _PLACEHOLDERS.difference_update(reads.own)
+    return out, reads
+
+
+def _flat_results(out):
+    """(leaves, structure) of a branch's result: tuples/lists nest, anything else is a leaf."""
+    if isinstance(out, (tuple, list)):
+        parts = [_flat_results(o) for o in out]
+        return [x for p in parts for x in p[0]], (type(out), tuple(p[1] for p in parts))
+    return [out], None
+
+
+class CondAutogradOp(Function):
+    """One node for a cond with a tensor pred, as torch's: edges to every operand requiring
+    grad and every outside tensor either branch reads (``inputs``); its backward differentiates
+    the taken branch's results (``ctx.outs``, their graph kept) with respect to them, and an
+    input that branch does not reach gets zeros (NOTE [torch.cond with a tensor pred])."""
+
+    @staticmethod
+    def forward(ctx, outs, lifted, *inputs):
+        ctx.outs, ctx.lifted = outs, lifted      # lifted[i]: input i's placeholder or None
+        ctx.zeros = [(tuple(z.shape), z.dtype) for z in inputs]
+        # saved as torch's node saves its inputs: a second backward without retain_graph, or one
+        # after an in-place change of an input, raises torch's errors
+        ctx.save_for_backward(*inputs)
+        return tuple(o.detach().clone() for o in outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        ctx.saved_tensors    # noqa: B018 (checks them: freed or changed in place raise)
+        pairs = [(o, g) for o, g in zip(ctx.outs, grads) if o.requires_grad and g is not None]
+        got = [None] * len(ctx.lifted)
+        at = [i for i, p in enumerate(ctx.lifted) if p is not None]
+        if pairs and at:
+            # the taken branch's graph is kept when the running backward keeps its own (a second
+            # backward without retain_graph raises torch's error from it), and always once a
+            # gradient with a graph was made from it (that graph's nodes share its saved values)
+            create = _state.grad_enabled()
+            ctx.keep = getattr(ctx, "keep", False) or create
+            gs = _autograd_grad([o for o, _ in pairs], [ctx.lifted[i] for i in at], [g for _, g in pairs],
+                                allow_unused=True, retain_graph=ctx.keep or _keep_graph(), create_graph=create)
+            for i, g in zip(at, gs):
+                got[i] = g
+        like = grads[0]
+        return (None, None, *(like.new_zeros(shape, dtype=dtype) if g is None else g
+                              for g, (shape, dtype) in zip(got, ctx.zeros)))
+
+
+def _cond_on_tensor(taken, true_fn, false_fn, args):
+    """``torch.cond`` with a tensor pred whose value is ``taken`` (NOTE [torch.cond with a
+    tensor pred])."""
+    start = next(_node_seq)
+    fns = (true_fn, false_fn) if taken else (false_fn, true_fn)
+    out, reads = _run_branch(fns[0], args, start, _state.grad_enabled())
+    rng = get_rng_state()
+    try:
+        other, other_reads = _run_branch(fns[1], args, start, False)
+    finally:
+        set_rng_state(rng)
+    leaves, spec = _flat_results(out)
+    other_leaves, other_spec = _flat_results(other)
+    bad = _outside_writes(reads, leaves) + _outside_writes(other_reads, other_leaves)
+    if bad:
+        raise RuntimeError(f"torch.cond: a branch wrote in place ({bad[0]}_) into a tensor from outside it (an "
+                           "operand, a buffer or another captured tensor); higher order ops do not support input "
+                           "mutation. Return the new value from the branch instead (the tensor was restored).")
+    outside = {id(a._st) for a in args if isinstance(a, Tensor)}
+    for r in (reads, other_reads):
+        outside.update(id(t._st) for t in r.found.values())
+        outside.update(id(t._st) for t in r.lifted.values())
+    for branch, r in ((leaves, reads), (other_leaves, other_reads)):
+        for o in branch:
+            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made and id(o._st) not in r.born
+                                                                   and (o._rg or o._base is not None))):
+                raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
+                                   "returned one of its inputs (or a view of one); higher order ops do not "
+                                   "support aliasing. Return a copy (x.clone()) instead.")
+    if spec != other_spec or len(leaves) != len(other_leaves):
+        raise RuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
+                           f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
+                           "return the same structure of tensors from both branches")
+    leaves_t, leaves_f = (other_leaves, leaves) if true_fn is fns[1] else (leaves, other_leaves)
+    for t, f in zip(leaves_t, leaves_f):
+        if isinstance(t, Tensor) != isinstance(f, Tensor):
+            raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
+                               "tensor where the other did not; return tensors in the same places")
+        if not isinstance(t, Tensor):
+            continue
+        if t.dim() != f.dim():
+            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
+                               f"{t.dim()} and {f.dim()}.")
+        if t.dtype != f.dtype:
+            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
+                               f"{t.dtype} and {f.dtype}.")
+    # torch's input order: the operands, then what the true branch reads, then the false one
+    zero = {}
+    for a in args:
+        if isinstance(a, Tensor) and a._rg:
+            zero.setdefault(id(a), a)
+    for r in ((reads, other_reads) if true_fn is fns[0] else (other_reads, reads)):
+        for k, t in r.found.items():
+            zero.setdefault(k, t)
+    inputs = tuple(zero.values())
+    outer = _state.INTERPOSE[0]
+    if isinstance(outer, _BranchReads):
+        # a cond inside a branch of another: what it reads, the outer one reads (through the
+        # outer's placeholders, so the outer node's backward reaches this node's edges)
+        inputs = outer.see(inputs)
+    diff = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
+    if not zero or not diff or not _state.grad_enabled():
+        return out
+    lifted = [reads.lifted.get(k) for k in zero]
+    made = CondAutogradOp.apply(tuple(leaves[i] for i in diff), lifted, *inputs)
+    for i, m in zip(diff, made):
+        leaves[i] = m
+    return _unflatten(leaves, spec)
+
+
+def _unflatten(leaves, spec):
+    it = iter(leaves)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        typ, parts = s
+        return typ(build(p) for p in parts)
+    return build(spec)
+
+
+def cond(pred, true_fn, false_fn, operands=()):
     """Mirrors ``torch.cond``: ``true_fn(*operands)`` when ``pred`` (a bool or a one-element
-    bool tensor) is true, else ``false_fn(*operands)``. Run eagerly: the branch is chosen from
-    ``pred``'s value (inside ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch:
-    a graph break, never a frozen choice). RuntimeError, as torch, for a ``pred`` tensor of more
-    than one element or a non-bool/number ``pred``."""
+    tensor) is true, else ``false_fn(*operands)``. A Python ``pred`` calls one branch; a tensor
+    ``pred`` follows torch's higher-order op (NOTE [torch.cond with a tensor pred]): both
+    branches are checked, and the inputs the untaken one reads get zero gradients. Inside
+    ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch: a graph break, never a
+    frozen choice. RuntimeError, as torch, for a ``pred`` tensor of more than one element, a
+    non-bool/number ``pred``, branches whose results differ in structure, dims or dtype, or a
+    branch that returns or writes in place into an input."""
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
             raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
                                f"got a tensor of shape {list(pred.shape)}")
-        pred = bool(pred.item())
     elif not isinstance(pred, (bool, int, np.bool_)):
         raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, got "
                            f"{type(pred).__name__}")
     if not isinstance(operands, (tuple, list)):
         raise RuntimeError("torch.cond: expected operands to be a tuple or list of tensors")
-    extra = tuple(additional_inputs or ())
-    return (true_fn if pred else false_fn)(*operands, *extra)
+    if isinstance(pred, Tensor) and type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
+        return _cond_per_sample(pred, true_fn, false_fn, tuple(operands))
+    if isinstance(pred, Tensor):
+        return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
+    return (true_fn if pred else false_fn)(*operands)
+
+
+def _cond_per_sample(pred, true_fn, false_fn, args):
+    """``cond`` under ``vmap`` with a pred that differs per sample: as torch, both branches run
+    and each result is ``where(pred, true result, false result)`` (so gradients reach both
+    branches through the selection)."""
+    t_leaves, t_spec = _flat_results(true_fn(*args))
+    f_leaves, f_spec = _flat_results(false_fn(*args))
+    if t_spec != f_spec or len(t_leaves) != len(f_leaves):
+        raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches; return the same structure "
+                           "of tensors from both branches")
+    p = pred if pred._value.dtype == jnp.bool_ else pred != 0
+    out = []
+    for t, f in zip(t_leaves, f_leaves):
+        if isinstance(t, Tensor) and isinstance(f, Tensor):
+            if t.dim() != f.dim() or t.dtype != f.dtype:
+                raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dim and dtype "
+                                   f"but got {t.dim()}/{t.dtype} and {f.dim()}/{f.dtype}.")
+            out.append(t.where(p.reshape(p.shape + (1,) * max(t.dim() - p.dim(), 0)), f))
+        else:
+            out.append(t)
+    return _unflatten(out, t_spec)
 
 
 def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
     """Mirrors ``torch.while_loop``: ``carried = body_fn(*carried)`` while ``cond_fn(*carried)``
-    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple.
-    Run eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a
-    graph break). RuntimeError, as torch, when the body returns a different number of values."""
+    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple, the
+    tensors among them new ones (never the inputs themselves, even after no iteration). Run
+    eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a graph
+    break). RuntimeError, as torch, when the body returns a different number of values, a
+    tensor of another shape or dtype than the one carried in, or writes in place into a tensor
+    from outside it (put back first; NOTE [torch.cond with a tensor pred])."""
     carried = tuple(carried_inputs)
     extra = tuple(additional_inputs or ())
+    first = carried
     while True:
-        c = cond_fn(*carried, *extra)
+        c = _loop_step(cond_fn, carried + extra, ())
         if isinstance(c, Tensor):
             c = bool(c.item())
         if not c:
-            return carried
-        new = body_fn(*carried, *extra)
+            return tuple(v.clone() if any(v is f for f in first) else v for v in carried)
+        new = _loop_step(body_fn, carried + extra, carried)
         new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
         if len(new) != len(carried):
             raise RuntimeError(f"torch.while_loop: body_fn returned {len(new)} values for "
                                f"{len(carried)} carried inputs; return one value per carried input")
+        for i, (n, o) in enumerate(zip(new, carried)):
+            if isinstance(o, Tensor) and (not isinstance(n, Tensor) or n.shape != o.shape or n.dtype != o.dtype):
+                got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
+                raise RuntimeError(f"torch.while_loop: Expected body_fn_output and carried_inputs to have same "
+                                   f"metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} {o.dtype}; "
+                                   "return a tensor of the carried shape and dtype")
         carried = new
+
+
+def _loop_step(fn, args, carried):
+    """One call of a while_loop's ``cond_fn``/``body_fn`` with its in-place writes into tensors
+    from outside it (the carried inputs included) refused, as torch's."""
+    out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled())
+    results = out if isinstance(out, (tuple, list)) else (out,)
+    bad = _outside_writes(reads, results)
+    if bad:
+        raise RuntimeError(f"torch.while_loop: cond_fn or body_fn wrote in place ({bad[0]}_) into a tensor from "
+                           "outside it (a carried input, a buffer or another captured tensor); higher order ops "
+                           "do not support input mutation. Return the new value instead (the tensor was restored).")
+    return out
 
 
 # ---- functions torch removed in 1.9 ---------------------------------------------------------

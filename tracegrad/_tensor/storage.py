@@ -28,6 +28,7 @@ from .._ops import dtypes as _dt
 from .._ops.warn import warn_once
 
 _CAPTURE = _state.CAPTURE
+_BORN = _state.BORN
 _ALIGN = 64
 _NEXT_ADDRESS = [1 << 20]   # addresses handed out so far (the first is far from 0, a null pointer)
 
@@ -48,6 +49,9 @@ class Storage:
         self.gen = 0
         if _CAPTURE[0] is not None:   # made inside a compiled region: not outside state
             _CAPTURE[0].storage_created(self)
+        if _BORN:                     # made inside a torch.cond branch: the branch's own
+            for born in _BORN:
+                born.add(id(self))
 
     def data_ptr(self) -> int:
         """The storage's (synthetic, stable) address: equal for views of one storage only; 0 on
