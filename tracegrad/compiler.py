@@ -242,6 +242,7 @@ class CompiledFunction:
                     if same is not None:       # NOTE [tensors compared by identity]: this call only
                         return self._break(None, ARG_IS_STATE.format(same), None, args, kwargs)
                     prof = _state.PROFILER[0]
+                    r.reused = True
                     try:
                         if prof is not None:   # one profiler event per run of the compiled program
                             out = prof.compiled_call(self._label, r.run, leaves, True, (args, kwargs))
@@ -281,11 +282,13 @@ class CompiledFunction:
                                       if code is not None else ""))
         limit = cache_size_limit if self.recompile_limit is None else self.recompile_limit
         # not a recompile in torch: new sizes it was asked to treat as dynamic, or another
-        # instance of a module or optimizer argument (NOTE [module arguments])
-        sized = entries is None and self._programs and (
-            self._new_sizes_only(key, leaves) or bool(self._other_instances(key)))
+        # instance of a module or optimizer argument (NOTE [module arguments]: not counted,
+        # but refused once the programs counted, those of instances made for one call among
+        # them, reach the limit)
+        new_sizes = entries is None and self._programs and self._new_sizes_only(key, leaves)
+        sized = new_sizes or (entries is None and self._programs and bool(self._other_instances(key)))
         # not remembered per key: arguments that differ on every call would fill the cache
-        if self._programs - self._sized - self._dead >= limit and not sized:
+        if self._programs - self._sized - self._dead >= limit and not new_sizes:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache, args, kwargs, self._containers)
                                + _changing_values(entries), None, args, kwargs)
@@ -347,10 +350,21 @@ class CompiledFunction:
             p.owners = {k: t for k, t in p.owners.items() if k not in owned}
 
     def _drop_dead(self, entries):
-        """Forget the programs of ``entries`` whose state is gone for good (NOTE [dead programs])."""
+        """Forget the programs of ``entries`` (one key's) whose state is gone for good (NOTE
+        [dead programs]). A key none of whose programs ran again (its object made anew for each
+        call: ``step(model, nn.MSELoss(), x, y)``, a global ``loss_fn`` made in the loop) traced
+        for one call: such programs count toward ``cache_size_limit`` as recompiles, dead or
+        exempt (NOTE [module arguments]), or each call would trace until
+        ``accumulated_cache_size_limit``."""
+        served = any(r.reused for r in entries)
         for r in entries:
-            if r.dead and not getattr(r, "sized", False):
+            if not r.dead:
+                continue
+            sized = getattr(r, "sized", False)
+            if served and not sized:
                 self._dead += 1
+            elif not served and sized:
+                self._sized -= 1
         entries[:] = [r for r in entries if not r.dead]
 
     # NOTE [module arguments]: torch 2.13 traces the parameters and buffers of a built-in

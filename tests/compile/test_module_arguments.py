@@ -189,3 +189,29 @@ def test_instances_of_other_classes_are_recompiles():
                 np.testing.assert_allclose(f(layer, x).detach().numpy(), _block(layer, x).detach().numpy(),
                                            rtol=1e-6, atol=1e-6)
     assert any("cache_size_limit" in str(w.message) for w in caught)
+
+
+def test_a_module_made_for_each_call_stops_at_the_cache_limit():
+    # a loss module made anew for every call, as an argument and as a global the step reads:
+    # each program serves one call, so they count toward cache_size_limit as recompiles (the
+    # function then runs eagerly, with the limit's warning) -- not a trace per call until
+    # accumulated_cache_size_limit
+    model = tracegrad.nn.Linear(4, 2)
+    g = {}
+
+    def by_argument(crit, x, y):
+        return crit(model(x), y)
+
+    def by_global(x, y):
+        return g["loss_fn"](model(x), y)
+    fa, fg = tracegrad.compile(by_argument), tracegrad.compile(by_global)
+    x, y = tracegrad.randn(3, 4), tracegrad.randn(3, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(16):
+            expected = tracegrad.nn.MSELoss()(model(x), y).item()
+            assert fa(tracegrad.nn.MSELoss(), x, y).item() == pytest.approx(expected, rel=1e-6)
+            g["loss_fn"] = tracegrad.nn.MSELoss()
+            assert fg(x, y).item() == pytest.approx(expected, rel=1e-6)
+    assert sum("cache_size_limit" in str(w.message) for w in caught) == 2
+    assert fa.stats["traces"] <= 9 and fg.stats["traces"] <= 9
