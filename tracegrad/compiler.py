@@ -268,6 +268,7 @@ class CompiledFunction:
                     if same is not None:       # NOTE [tensors compared by identity]: this call only
                         return self._break(None, ARG_IS_STATE.format(same), None, args, kwargs)
                     prof = _state.PROFILER[0]
+                    r.reused = True
                     try:
                         if prof is not None:   # one profiler event per run of the compiled program
                             out = prof.compiled_call(self._label, r.run, leaves, True, (args, kwargs))
@@ -306,9 +307,14 @@ class CompiledFunction:
                                    + (f", filename: '{code.co_filename}', line number: {code.co_firstlineno}"
                                       if code is not None else ""))
         limit = cache_size_limit if self.recompile_limit is None else self.recompile_limit
-        sized = entries is None and self._programs and self._new_sizes_only(key, leaves)
+        # not a recompile in torch: new sizes it was asked to treat as dynamic, or another
+        # instance of a module or optimizer argument (NOTE [module arguments]: not counted,
+        # but refused once the programs counted, those of instances made for one call among
+        # them, reach the limit)
+        new_sizes = entries is None and self._programs and self._new_sizes_only(key, leaves)
+        sized = new_sizes or (entries is None and self._programs and bool(self._other_instances(key)))
         # not remembered per key: arguments that differ on every call would fill the cache
-        if self._programs - self._sized - self._dead >= limit and not sized:
+        if self._programs - self._sized - self._dead >= limit and not new_sizes:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache, args, kwargs, self._containers)
                                + _changing_values(entries), None, args, kwargs)
@@ -341,12 +347,25 @@ class CompiledFunction:
     def _drop_orphans(self, replaced):
         """Forget the programs that read a replaced module or optimizer only the programs hold
         now (NOTE [objects only programs hold] in _lowering/orphans.py), and take it and its
-        parameters out of the plans, so nothing of this compiled function keeps it alive."""
+        parameters out of the plans, so nothing of this compiled function keeps it alive. A
+        program keyed by such an object (an argument: NOTE [module arguments]) is forgotten
+        with its key."""
         lists = [v for v in self._cache.values() if v is not _EAGER]
-        dead, refs = _orphans.dead_regions([r for v in lists for r in v], list(self._plans.values()), replaced)
-        if not dead:
+        keys = list({id(k): k for d in (self._cache, self._plans, self._broke) for k in d}.values())
+        # a ``(class, object)`` part refers to the object (a ``_Same`` one is left out: alive)
+        parts = [p for k in keys for p in k[1] if type(p) is tuple and _part_object(p) is not None]
+        dead, refs = _orphans.dead_regions([r for v in lists for r in v], list(self._plans.values()), replaced,
+                                           parts)
+        if not refs:
             return
         gone = {id(ref()) for ref in refs}
+        for k in keys:
+            if any(id(_part_object(p)) in gone for p in k[1]):
+                for r in self._cache.pop(k, None) or ():
+                    if r is not _EAGER and r not in dead:
+                        dead.append(r)
+                self._plans.pop(k, None)
+                self._broke.pop(k, None)
         owned = {id(p) for ref in refs for p in getattr(ref(), "parameters", lambda: ())()}
         for r in dead:
             r.dead = True
@@ -357,11 +376,55 @@ class CompiledFunction:
             p.owners = {k: t for k, t in p.owners.items() if k not in owned}
 
     def _drop_dead(self, entries):
-        """Forget the programs of ``entries`` whose state is gone for good (NOTE [dead programs])."""
+        """Forget the programs of ``entries`` (one key's) whose state is gone for good (NOTE
+        [dead programs]). A key none of whose programs ran again (its object made anew for each
+        call: ``step(model, nn.MSELoss(), x, y)``, a global ``loss_fn`` made in the loop) traced
+        for one call: such programs count toward ``cache_size_limit`` as recompiles, dead or
+        exempt (NOTE [module arguments]), or each call would trace until
+        ``accumulated_cache_size_limit``."""
+        served = any(r.reused for r in entries)
         for r in entries:
-            if r.dead and not getattr(r, "sized", False):
+            if not r.dead:
+                continue
+            sized = getattr(r, "sized", False)
+            if served and not sized:
                 self._dead += 1
+            elif not served and sized:
+                self._sized -= 1
         entries[:] = [r for r in entries if not r.dead]
+
+    # NOTE [module arguments]: torch 2.13 traces the parameters and buffers of a built-in
+    # nn.Module as graph inputs and guards the module by its class and what the trace reads,
+    # so a compiled function called with another instance of a module class (a block function
+    # run over each layer of a model, a step given a model made again in a notebook) is not a
+    # recompile. Here a module or optimizer argument is keyed by identity: its tensors are
+    # the program's state, read by identity. Each instance has a program of its own, but one
+    # for a call that differs from a cached key only in such instances counts toward
+    # ``accumulated_cache_size_limit``, not ``cache_size_limit`` (twelve layers sent the
+    # function eagerly at the ninth, with torch's limit warning); and the instances the other
+    # keys were traced for are checked as replaced objects (NOTE [objects only programs
+    # hold]): a model made again that only this function's keys and programs hold is
+    # forgotten with its programs (they can never match again), not kept alive.
+    def _other_instances(self, key) -> dict:
+        """id -> object: the module and optimizer arguments of the cached keys that differ from
+        ``key`` only in such arguments, each another instance of the class ``key`` has there;
+        empty when no cached key does."""
+        found = {}
+        parts = key[1]
+        for other in list(self._cache) + list(self._plans):
+            if other[0] != key[0] or other[2:] != key[2:] or len(other[1]) != len(parts) or other == key:
+                continue
+            olds = []
+            for a, b in zip(parts, other[1]):
+                if _same_part(a, b):
+                    continue
+                x, y = _part_object(a), _part_object(b)
+                if x is None or y is None or type(x) is not type(y) or not _guards.holds_tensors(x):
+                    break
+                olds.append(y)
+            else:
+                found.update((id(o), o) for o in olds)
+        return found
 
     def _new_sizes_only(self, key, leaves) -> bool:
         """Whether a cached program's key differs from ``key`` only in sizes the user made
@@ -411,6 +474,12 @@ class CompiledFunction:
         if replaced:
             plan = plan.fresh()       # NOTE [plans after new objects] in _lowering/guards.py
             self._drop_orphans(replaced)
+        elif sized and plan is None:
+            # NOTE [module arguments]: the instances the other keys were traced for (weakly:
+            # the check counts every other reference as the user's)
+            others = [weakref.ref(o) for o in self._other_instances(key).values()]
+            if others:
+                self._drop_orphans(others)
         plan = plan or self._plan_of_other_sizes(key) or Plan()
         plan.containers = self._containers
         plan.defer_items = True      # NOTE [deferred item] (fullgraph too: torch 2.13 returns the number)

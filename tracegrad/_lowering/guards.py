@@ -1052,7 +1052,7 @@ def _replaced(now, was) -> bool:
 # Only modules and optimizers (the objects whose tensors a plan lifts) count: a small object
 # made again on every call (a config) misses its program anyway, and a fresh plan would cost
 # each such call one more trace.
-def _holds_tensors(v) -> bool:
+def holds_tensors(v) -> bool:
     # a module or an optimizer, read without running the object's own ``__getattr__`` (a
     # config class's raises KeyError for a missing name, or has side effects)
     try:
@@ -1067,7 +1067,7 @@ def replaced_objects(region) -> list:
     [objects only programs hold] in orphans.py)."""
     out = []
     for d, k, v, how in region.value_guards:
-        if (how is _IDENTITY or how is None) and _holds_tensors(v):
+        if (how is _IDENTITY or how is None) and holds_tensors(v):
             try:
                 now = d.get(k, _MISSING)
             except Exception:     # noqa: BLE001 -- a property that raises now

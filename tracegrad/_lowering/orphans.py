@@ -74,6 +74,9 @@ def containers(regions, plans) -> dict:
         out[id(d)] = d
         for name, v in d.items():
             _ours(v, out, name not in _USER_VALUES)
+        for ref in d.get("py_refs", ()):
+            if _argument_place(ref):
+                out[id(ref[2])] = ref[2]
         check = d.get("_checker")
         if isinstance(check, types.FunctionType):
             out[id(check.__globals__)] = check.__globals__
@@ -86,35 +89,63 @@ def containers(regions, plans) -> dict:
     return out
 
 
+def _argument_place(ref) -> bool:
+    """Whether a ``python_refs`` entry (name, cell, dict) is the dict ``pystate`` made as the
+    place of an argument or of the object a compiled method is bound to (``{"argument 0": m}``):
+    the region's own, not a user's namespace."""
+    name, cell, g = ref
+    return cell is None and type(g) is dict and len(g) == 1 and name in g and (
+        name == "self" or name.startswith("argument "))
+
+
 def _count(container, obj) -> int:
     if type(container) is dict:
         return sum(v is obj for v in container.values()) + sum(k is obj for k in container)
     return sum(e is obj for e in container)
 
 
-def only_programs_hold(ref, inside) -> bool:
-    """Whether the object ``ref`` refers to is referred to only from the containers ``inside``
-    (``containers``). ``ref`` is a weakref, so the only other reference is this frame's."""
-    obj = ref()
-    if obj is None:
-        return False
-    counted = 0
-    for r in gc.get_referrers(obj):
-        if isinstance(r, types.FrameType):
-            continue          # this frame's variable: counted below
+def held_only_by_programs(refs, inside) -> list:
+    """The weakrefs among ``refs`` whose objects are referred to only from the containers
+    ``inside`` (``containers``). One walk of the heap for all of them (``gc.get_referrers`` of
+    several objects): a miss with another instance of each of a model's twelve layers checks
+    eleven objects at once, not eleven walks."""
+    index = {}
+    for ref in refs:
+        if ref() is not None:
+            index.setdefault(id(ref()), len(index))
+    if not index:
+        return []
+    # the only references this function holds: one each in ``targets`` (passed to
+    # get_referrers as its very argument tuple, skipped there)
+    targets = tuple(r() for r in {id(r()): r for r in refs if r() is not None}.values())
+    counted = [0] * len(targets)
+    alive = set()
+    for r in gc.get_referrers(*targets):
+        if r is targets or isinstance(r, types.FrameType):
+            continue
+        held = {index[i] for i in map(id, gc.get_referents(r)) if i in index}
         if inside.get(id(r)) is not r:
-            return False
-        counted += _count(r, obj)
-    # references: ``obj`` here, getrefcount's argument, and those counted above
-    return sys.getrefcount(obj) - 2 == counted
+            alive |= held       # a reference from elsewhere
+            continue
+        for k in held:
+            counted[k] += _count(r, targets[k])
+    # references: ``targets``' own, getrefcount's argument, and those counted above (no
+    # loop variable may hold one while counting)
+    gone = {id(targets[k]) for k in range(len(targets))
+            if k not in alive and sys.getrefcount(targets[k]) - 2 == counted[k]}
+    targets = None
+    return [ref for ref in refs if id(ref()) in gone]
 
 
-def dead_regions(regions, plans, replaced):
-    """``(dead, gone)``: the regions among ``regions`` that read an object only the regions and
-    ``plans`` hold now, of ``replaced`` (weakrefs to the objects whose places hold others:
-    ``guards.replaced_objects``), and the weakrefs to those objects."""
+def dead_regions(regions, plans, replaced, keys=()):
+    """``(dead, gone)``: the regions among ``regions`` that read an object only the regions,
+    ``plans`` and cache-key parts ``keys`` (tuples holding an argument object: NOTE [module
+    arguments] in compiler.py) hold now, of ``replaced`` (weakrefs to the objects whose places
+    hold others: ``guards.replaced_objects``), and the weakrefs to those objects."""
     inside = containers(regions, plans)
-    gone = [ref for ref in replaced if only_programs_hold(ref, inside)]
+    for part in keys:
+        inside[id(part)] = part
+    gone = held_only_by_programs(replaced, inside)
     inside = None
     ids = {id(ref()) for ref in gone}       # alive: the regions hold them
     return [r for r in regions if any(id(v) in ids for _, _, v, _ in r.value_guards)], gone
