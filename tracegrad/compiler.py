@@ -170,6 +170,7 @@ class CompiledFunction:
         self._dead = 0              # ... of them, those dead for good (NOTE [dead programs])
         self._containers = frozenset()   # NOTE [data container arguments] (_lowering/call_tree.py)
         self._containers_refused = False
+        self._instances_run = weakref.WeakSet()   # NOTE [module arguments]: run eagerly once each
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
         self._always_eager = False
@@ -312,7 +313,8 @@ class CompiledFunction:
         # but refused once the programs counted, those of instances made for one call among
         # them, reach the limit)
         new_sizes = entries is None and self._programs and self._new_sizes_only(key, leaves)
-        sized = new_sizes or (entries is None and self._programs and bool(self._other_instances(key)))
+        instance = not new_sizes and entries is None and self._programs and bool(self._other_instances(key))
+        sized = new_sizes or instance
         # not remembered per key: arguments that differ on every call would fill the cache
         if self._programs - self._sized - self._dead >= limit and not new_sizes:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"
@@ -321,6 +323,10 @@ class CompiledFunction:
         if self._programs >= accumulated_cache_size_limit:
             return self._break(None, f"{self._programs} programs traced (accumulated_cache_size_limit)",
                                None, args, kwargs)
+        if instance and not self.fullgraph and self._first_run_of_instances(key):
+            # as the function's own first call: the state the instances create lazily (an
+            # optimizer's) exists before the trace, so one program serves them, not two
+            return self._eager(args, kwargs)
         if any(isinstance(a, Tensor) and is_meta(a) for a in leaves):
             return self._break(key, "a meta tensor argument has no data for a compiled program to run on (ops on "
                                "meta tensors only infer shapes, eagerly)", None, args, kwargs)
@@ -404,7 +410,12 @@ class CompiledFunction:
     # function eagerly at the ninth, with torch's limit warning); and the instances the other
     # keys were traced for are checked as replaced objects (NOTE [objects only programs
     # hold]): a model made again that only this function's keys and programs hold is
-    # forgotten with its programs (they can never match again), not kept alive.
+    # forgotten with its programs (they can never match again), not kept alive. An instance's
+    # first call runs eagerly, as the function's own first call does: an optimizer's lazily
+    # made state then exists when it is traced (one program, not two), and an object made for
+    # each call (``step(model, nn.MSELoss(), x, y)``) is never traced for a program no call
+    # could run again. Programs of a key none of whose programs ran again count toward
+    # ``cache_size_limit`` all the same (``_drop_dead``).
     def _other_instances(self, key) -> dict:
         """id -> object: the module and optimizer arguments of the cached keys that differ from
         ``key`` only in such arguments, each another instance of the class ``key`` has there;
@@ -425,6 +436,19 @@ class CompiledFunction:
             else:
                 found.update((id(o), o) for o in olds)
         return found
+
+    def _first_run_of_instances(self, key) -> bool:
+        """Whether a module or optimizer argument of ``key`` was never passed before (NOTE
+        [module arguments]); remembers them, weakly. An object made for one call only is run
+        eagerly: its programs could never run again."""
+        objs = [o for o in map(_part_object, key[1]) if o is not None and _guards.holds_tensors(o)]
+        try:
+            new = [o for o in objs if o not in self._instances_run]
+            for o in new:
+                self._instances_run.add(o)
+        except TypeError:       # not weakly referenceable, or unhashable: traced at once
+            return False
+        return bool(new)
 
     def _new_sizes_only(self, key, leaves) -> bool:
         """Whether a cached program's key differs from ``key`` only in sizes the user made
@@ -640,6 +664,7 @@ class CompiledFunction:
         self._always_tokens = _Broke()
         self._broke.clear()
         self._programs = self._sized = self._dead = 0
+        self._instances_run = weakref.WeakSet()
         self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 

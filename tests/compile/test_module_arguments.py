@@ -68,13 +68,18 @@ def test_a_block_function_over_every_layer_stays_compiled():
     f = tracegrad.compile(_block)
     with warnings.catch_warnings():
         warnings.simplefilter("error")       # no cache-limit warning, no graph break
-        compiled = _over_layers(tracegrad, f, _stack(tracegrad, weights), x)
+        compiled_layers = _stack(tracegrad, weights)
+        compiled = _over_layers(tracegrad, f, compiled_layers, x)
     eager = _over_layers(tracegrad, _block, _stack(tracegrad, weights), x)
     _same(compiled, eager)
     stats = f.stats
     assert stats["graph_breaks"] == []
-    assert stats["eager_calls"] == 1         # the function's first call only
-    assert stats["traces"] == LAYERS         # one program per layer, none after the first pass
+    # a layer's first call may run eagerly (as the function's own first call does), then one
+    # program per layer; a further pass neither traces nor runs eagerly
+    assert stats["eager_calls"] <= LAYERS and stats["traces"] <= LAYERS
+    before = dict(stats)
+    _over_layers(tracegrad, f, compiled_layers, x, iterations=1)
+    assert (stats["traces"], stats["eager_calls"]) == (before["traces"], before["eager_calls"])
 
 
 def test_a_block_function_over_every_layer_matches_torch():
@@ -152,6 +157,8 @@ def test_models_made_again_as_arguments_are_freed_and_stay_compiled(whole_heap_g
     # the last model is still held by the generator's frame until it is gone too
     assert alive in ([], [len(makers) - 1])
     assert f.stats["graph_breaks"] == []
+    # one eager call (the state is made) and one program per model
+    assert f.stats["traces"] <= len(makers) + 1
 
 
 def test_models_the_user_keeps_keep_their_programs():
@@ -213,5 +220,7 @@ def test_a_module_made_for_each_call_stops_at_the_cache_limit():
             assert fa(tracegrad.nn.MSELoss(), x, y).item() == pytest.approx(expected, rel=1e-6)
             g["loss_fn"] = tracegrad.nn.MSELoss()
             assert fg(x, y).item() == pytest.approx(expected, rel=1e-6)
-    assert sum("cache_size_limit" in str(w.message) for w in caught) == 2
-    assert fa.stats["traces"] <= 9 and fg.stats["traces"] <= 9
+    # the argument's instances run eagerly (their first calls); the global's programs count
+    # toward the limit, then the function runs eagerly with the limit's warning
+    assert fa.stats["traces"] <= 1 and fg.stats["traces"] <= 9
+    assert sum("cache_size_limit" in str(w.message) for w in caught) == 1
