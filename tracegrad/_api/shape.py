@@ -404,6 +404,7 @@ def expand(self, *sizes, **kwargs):
             if cur != s and cur != 1:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shp)}")
             out.append(s)
+    _factories.check_result_size(out, self.dtype.itemsize, "expand", view=True)   # NOTE [result size past int64]
     return apply_op(OPS["expand"], (self,), (("size", tuple(out)),))
 
 
@@ -435,6 +436,8 @@ def repeat(self, *repeats, **kwargs):
             return apply_op(OPS["repeat"], (self,), (("repeats", tuple(builtins.max(k, 0) for k in r)),))
         raise RuntimeError(f"Trying to create tensor with negative dimension {next(n for n in shape if n < 0)}: {shape} "
                            f"(repeat(): repeats must be non-negative, got {list(r)})")
+    shape = [k * n for k, n in zip(r, (1,) * (len(r) - self.ndim) + tuple(self.shape))]
+    _factories.check_result_size(shape, self.dtype.itemsize, "repeat")   # NOTE [result size past int64]
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
 
 
@@ -486,6 +489,9 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
     if isinstance(repeats, tuple) and x.ndim and len(repeats) != x.shape[d]:
         raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
                            f"{len(repeats)} and input.size({d}) = {x.shape[d]}")
+    if x.ndim:   # NOTE [result size past int64]
+        n = builtins.sum(repeats) if isinstance(repeats, tuple) else repeats * x.shape[d]
+        _factories.check_result_size(x.shape[:d] + (n,) + x.shape[d + 1:], x.dtype.itemsize, "repeat_interleave")
     return apply_op(op, (x,), (("repeats", repeats), ("dim", d)))
 
 
