@@ -91,7 +91,7 @@ def _is_opt_bool(v):
 def _is_dtype(v):
     # torch's parser takes a torch.dtype or one of Python's number types (float: float64...), not
     # a name ('float32') nor a numpy type
-    return v is None or isinstance(v, _dt.dtype) or (type(v) is type and v in (float, int, bool, complex))
+    return v is None or _dt.is_dtype_arg(v)
 
 
 def _is_tensor_like(v):

@@ -126,12 +126,12 @@ def view(self, *shape, **kwargs):
     RuntimeError on a size mismatch, or when the new shape cannot be laid over the input's
     storage with strides (as torch: use ``.reshape(...)``)."""
     if kwargs:
-        if "dtype" in kwargs and not isinstance(kwargs["dtype"], _dt.dtype):   # view(dtype=3) is no size
+        if "dtype" in kwargs and not _dt.is_dtype_arg(kwargs["dtype"]):   # view(dtype=3) is no size
             raise TypeError(f"view() received an invalid combination of arguments - got (dtype="
                             f"{type(kwargs['dtype']).__name__}); pass view(dtype=tracegrad.float32) or view(*shape)")
         shape = by_keyword(shape, kwargs, "dtype" if "dtype" in kwargs else "size", "view")
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and isinstance(shape[0], _dt.dtype):
-        return view_dtype(self, shape[0])
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and _dt.is_dtype_arg(shape[0]):
+        return view_dtype(self, shape[0])   # a Python number type too: view(float) is view(float64), as torch
     try:
         numel = self.numel()
     except AttributeError:   # NOTE [unbound self]
