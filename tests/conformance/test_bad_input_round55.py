@@ -14,10 +14,14 @@ oracle) found most equal to torch's; the differences, fixed:
   ``N``, ``interpolate``'s size. torch raises RuntimeError (expand: "numel: integer multiplication
   overflow"; the others "Storage size calculation overflowed"); ``bincount``'s minlength,
   ``histc``'s bins, ``linspace``/``logspace`` steps and ``as_strided`` sizes met NumPy's ValueError
-  ("array is too big") instead. Fixed by ``_tensor/factories.check_result_size`` (NOTE [result
+  ("array is too big") instead; ``F.pad``'s constant and replicate modes aborted too. Fixed by ``_tensor/factories.check_result_size`` (NOTE [result
   size past int64]), called before those ops dispatch. An ``expand`` whose count fits int64 but
   whose bytes do not is a view in torch; tracegrad materialises it, so it is RuntimeError here
   where torch succeeds (tabled as a strict xfail).
+- a host (NumPy) allocation too large for the machine (``bincount(minlength=2**40)``, ``histc``,
+  ``linspace``, ``tril_indices``) was Python's MemoryError with NumPy's text; torch: RuntimeError
+  "DefaultCPUAllocator: can't allocate memory". Fixed once in ``_api/argcheck``'s guard of every
+  public function (``_ops/errors.out_of_memory``, an ``except`` clause: free on the success path).
 - Python's number types are dtypes to torch's parser (``float`` is float64, ``int`` int64...):
   ``x.view(float)``, ``nn.Module.to(float)``/``to('cpu', float)``/``to(dtype=float)``,
   ``promote_types(float, ...)`` and ``can_cast(..., int)`` raised TypeError; ``softmax(dtype=int)``
@@ -78,6 +82,14 @@ C["histc_bins_overflow"] = lambda T: T.histc(T.ones(1), bins=2 ** 62)
 C["linspace_steps_overflow"] = lambda T: T.linspace(0, 1, 2 ** 62)
 C["logspace_steps_overflow"] = lambda T: T.logspace(0, 1, 2 ** 62)
 C["as_strided_numel_overflow"] = lambda T: T.ones(4).as_strided((2 ** 62, 4), (0, 1))
+C["pad_constant_overflow"] = lambda T: T.nn.functional.pad(T.ones(1, 1, 1), (2 ** 61, 2 ** 61))
+C["pad_replicate_overflow"] = lambda T: T.nn.functional.pad(T.ones(1, 1, 1), (2 ** 61, 2 ** 61), mode="replicate")
+C["pad_replicate_ok"] = lambda T: T.nn.functional.pad(T.ones(1, 1, 2), (1, 1), mode="replicate")
+# a host allocation too large for the machine (TiBs): torch's allocator RuntimeError, not MemoryError
+C["bincount_minlength_no_memory"] = lambda T: T.bincount(T.tensor([0]), minlength=2 ** 40)
+C["histc_bins_no_memory"] = lambda T: T.histc(T.ones(1), bins=2 ** 40)
+C["linspace_steps_no_memory"] = lambda T: T.linspace(0, 1, 2 ** 40)
+C["tril_indices_no_memory"] = lambda T: T.tril_indices(2 ** 22, 2 ** 22)
 C["expand_repeat_interleave_ok"] = lambda T: T.ones(1).expand(3, 4).repeat(2, 2).repeat_interleave(2, dim=1)
 C["vander_ok"] = lambda T: T.vander(T.tensor([1., 2.]), N=3)
 C["bincount_minlength_ok"] = lambda T: T.bincount(T.tensor([0, 2]), minlength=4)
@@ -241,6 +253,8 @@ GIST = {
     "interpolate_size_overflow": "Storage size calculation overflowed",
     "bincount_minlength_overflow": "Storage size calculation overflowed",
     "as_strided_numel_overflow": "integer multiplication overflow",
+    "pad_constant_overflow": "Storage size calculation overflowed",
+    "bincount_minlength_no_memory": "DefaultCPUAllocator: can't allocate memory",
     "module_to_int": "only accepts floating point or complex dtypes",
     "softmax_dtype_int": "not implemented for 'Long'",
     "cumsum_dtype_bool": "not implemented for 'Bool'",
