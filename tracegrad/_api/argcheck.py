@@ -26,7 +26,7 @@ import inspect
 import numbers
 
 from .._ops import dtypes as _dt
-from .._ops.errors import PYTHON_LEVEL, not_a_tensor
+from .._ops.errors import PYTHON_LEVEL, not_a_tensor, out_of_memory
 from .._tensor.convert import bool_size_error
 from .._tensor.tensor import Size, Tensor
 
@@ -91,7 +91,7 @@ def _is_opt_bool(v):
 def _is_dtype(v):
     # torch's parser takes a torch.dtype or one of Python's number types (float: float64...), not
     # a name ('float32') nor a numpy type
-    return v is None or isinstance(v, _dt.dtype) or (type(v) is type and v in (float, int, bool, complex))
+    return v is None or _dt.is_dtype_arg(v)
 
 
 def _is_tensor_like(v):
@@ -455,6 +455,10 @@ def guard(api, fn, python_level=False, hot=False):
             if replaced is None:
                 raise
             raise replaced from None
+        except MemoryError as e:
+            # a host (NumPy) allocation the function makes: torch's CPU allocator RuntimeError,
+            # not Python's MemoryError with NumPy's text (NOTE [out of memory])
+            raise out_of_memory(e, api) from None
     checked._guarded = True
     if sig is not None:
         checked.__signature__ = sig   # inspect.signature(follow_wrapped=False) too sees out=

@@ -21,7 +21,7 @@ from .._ops.errors import not_a_tensor
 from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
-from .._tensor.factories import check_pin_memory, tensor as _tensor, zeros as _zeros
+from .._tensor.factories import check_pin_memory, check_result_size, tensor as _tensor, zeros as _zeros
 from .._tensor.layout import strided
 from .._tensor.meta import abstract
 from .._tensor import memory_format as _mf
@@ -535,6 +535,7 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
+    check_result_size((minlength,), 8, "bincount")   # before NumPy sizes it (NOTE [result size past int64])
     a = _host(input, "bincount()")
     if a.size and a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")

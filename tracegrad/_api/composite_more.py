@@ -16,7 +16,7 @@ from ..autograd._dispatch import apply_op
 from ..autograd.function import _no_derivative as no_derivative
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _zeros
+from .._tensor.factories import arange as _arange, check_result_size, tensor as _tensor, zeros as _zeros
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import function, method
 from .argcheck import check_kinds
@@ -252,6 +252,7 @@ def vander(x, N=None, increasing=False):
         x = x.to(_dt.int64)
     if n == 0:
         return _zeros((x.shape[0], 0), dtype=x.dtype)
+    check_result_size((x.shape[0], n), x.dtype.itemsize, "vander")   # NOTE [result size past int64]
     ones = _zeros((x.shape[0], 1), dtype=x.dtype) + 1
     cols = cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1)], 1) if n > 1 else ones
     out = cols.cumprod(1)
@@ -298,6 +299,7 @@ def histc(input, bins=100, min=0, max=0):
     # a range of width 0 or inf at the dtype's extremes (widening finfo.min by 1 changes nothing)
     # gives NaN positions: count those values in the first bin (torch counts them too; its bin
     # choice there is an accident of its kernel: last bin for finfo.max)
+    check_result_size((bins,), 8, "histc")   # before NumPy sizes the counts (NOTE [result size past int64])
     pos = np.clip(np.nan_to_num(pos, nan=0.0), 0, bins).astype(np.int64)
     pos[pos == bins] = bins - 1
     return _tensor(np.bincount(pos, minlength=bins).astype(a.dtype), dtype=input.dtype)

@@ -73,7 +73,7 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
 
 def _is_dtype_arg(d):
     # a dtype or one of Python's number types; not a name, not a NumPy dtype (torch's TypeError)
-    return isinstance(d, _dt.dtype) or (d in (float, int, bool, complex) if isinstance(d, type) else False)
+    return _dt.is_dtype_arg(d)
 
 
 def _to_error(got):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _autocast, _state
 from .argcheck import _is_index, _is_int, floating_input, require_bool, require_float
-from .._tensor.factories import check_storage_size
+from .._tensor.factories import check_result_size, check_storage_size
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op, save_indices, show_saved
 from ..autograd._forward_ad_impl import plain, tangent_of
@@ -978,6 +978,8 @@ def constant_pad_nd(input, pad, value=0):
         if input.shape[d] + lo + hi < 0:
             raise RuntimeError(f"constant_pad_nd: the padding ({lo}, {hi}) of dim {d} leaves a negative size "
                                f"from {input.shape[d]}")
+    # NOTE [result size past int64]: a padded size past int64 bytes aborts XLA; torch's RuntimeError
+    check_result_size([n + lo + hi for n, (lo, hi) in zip(input.shape, widths)], input.dtype.itemsize, "constant_pad_nd")
     return show_saved(apply_op(OPS["pad"], (input,), (("pad_width", tuple(widths)), ("value", value))), (("pad", pad),))
 
 
@@ -989,6 +991,8 @@ def _mode_pad(input, pad, mode):
     for i in range(nd):
         widths[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
     name = {"reflect": "reflection", "replicate": "replication"}[mode]
+    check_result_size([n + lo + hi for n, (lo, hi) in zip(input.shape, widths)], input.dtype.itemsize,
+                      f"{name}_pad{nd}d")   # NOTE [result size past int64]
     return apply_op(OPS[f"{name}_pad{nd}d"], (input,), (("pad_width", tuple(widths)),))
 
 

@@ -59,6 +59,8 @@ def _check_floating(self, dtype, api):
     if dtype is None and self.dtype._cat <= 1:
         raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[self.dtype.name]}\': pass '
                                   f"dtype=tracegrad.float32 or convert the input with .float() first")
+    if dtype is not None and _dt.is_dtype_arg(dtype):   # a Python type too: dtype=int is int64, as torch
+        dtype = _dt.to_dtype(dtype)
     if dtype is not None and isinstance(dtype, _dt.dtype) and dtype._cat <= 1:   # nor computed in one
         raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[dtype.name]}\': pass a floating '
                                   f"dtype= (tracegrad.float32)")
@@ -144,8 +146,13 @@ def nansum(self, dim=None, keepdim=False, *, dtype=None):
     if self.dtype.is_complex:
         raise RuntimeError("nansum on CPU does not support complex inputs; sum the real and imaginary "
                            "parts separately")
+    out_dtype = _sum_dtype(self, dtype, "nansum")
+    # torch's floating kernel has no complex output either (an integer input is summed by ``sum``)
+    if dtype is not None and self.dtype.is_floating_point and _dt.to_dtype(dtype).is_complex:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{_SCALAR_NAME[_dt.to_dtype(dtype).name]}'; "
+                                  "pass a real dtype= and sum the real and imaginary parts separately")
     dims = _dims(dim, self.ndim)
-    return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "nansum"))))
+    return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", out_dtype)))
 
 
 @method(function=True)
@@ -544,7 +551,7 @@ def _check_empty_norm(x, ord, dims):
 
 
 def _check_scan_dtype(dtype, api):
-    if dtype is _dt.bool_:
+    if dtype is _dt.bool_ or dtype is bool:   # Python's bool is torch.bool to torch's parser
         raise NotImplementedError(f'"{api}_out_cpu" not implemented for \'Bool\'; pass an integer or floating dtype=')
 
 

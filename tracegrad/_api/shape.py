@@ -125,12 +125,12 @@ def view(self, *shape, **kwargs):
     RuntimeError on a size mismatch, or when the new shape cannot be laid over the input's
     storage with strides (as torch: use ``.reshape(...)``)."""
     if kwargs:
-        if "dtype" in kwargs and not isinstance(kwargs["dtype"], _dt.dtype):   # view(dtype=3) is no size
+        if "dtype" in kwargs and not _dt.is_dtype_arg(kwargs["dtype"]):   # view(dtype=3) is no size
             raise TypeError(f"view() received an invalid combination of arguments - got (dtype="
                             f"{type(kwargs['dtype']).__name__}); pass view(dtype=tracegrad.float32) or view(*shape)")
         shape = by_keyword(shape, kwargs, "dtype" if "dtype" in kwargs else "size", "view")
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and isinstance(shape[0], _dt.dtype):
-        return view_dtype(self, shape[0])
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and _dt.is_dtype_arg(shape[0]):
+        return view_dtype(self, shape[0])   # a Python number type too: view(float) is view(float64), as torch
     try:
         numel = self.numel()
     except AttributeError:   # NOTE [unbound self]
@@ -403,6 +403,7 @@ def expand(self, *sizes, **kwargs):
             if cur != s and cur != 1:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shp)}")
             out.append(s)
+    _factories.check_result_size(out, self.dtype.itemsize, "expand", view=True)   # NOTE [result size past int64]
     return apply_op(OPS["expand"], (self,), (("size", tuple(out)),))
 
 
@@ -434,6 +435,8 @@ def repeat(self, *repeats, **kwargs):
             return apply_op(OPS["repeat"], (self,), (("repeats", tuple(builtins.max(k, 0) for k in r)),))
         raise RuntimeError(f"Trying to create tensor with negative dimension {next(n for n in shape if n < 0)}: {shape} "
                            f"(repeat(): repeats must be non-negative, got {list(r)})")
+    shape = [k * n for k, n in zip(r, (1,) * (len(r) - self.ndim) + tuple(self.shape))]
+    _factories.check_result_size(shape, self.dtype.itemsize, "repeat")   # NOTE [result size past int64]
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
 
 
@@ -485,6 +488,9 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
     if isinstance(repeats, tuple) and x.ndim and len(repeats) != x.shape[d]:
         raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
                            f"{len(repeats)} and input.size({d}) = {x.shape[d]}")
+    if x.ndim:   # NOTE [result size past int64]
+        n = builtins.sum(repeats) if isinstance(repeats, tuple) else repeats * x.shape[d]
+        _factories.check_result_size(x.shape[:d] + (n,) + x.shape[d + 1:], x.dtype.itemsize, "repeat_interleave")
     return apply_op(op, (x,), (("repeats", repeats), ("dim", d)))
 
 

@@ -17,7 +17,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.convert import bool_size_error
-from .._tensor.factories import arange, empty, zeros
+from .._tensor.factories import arange, check_result_size, empty, zeros
 from .._tensor.numpy_bridge import HostSharedStorage
 from .._tensor.memory_format import (channels_last, check_format, contiguous_format, format_order,
                                       memory_format as _memory_format, preserve_format, suggest_memory_format)
@@ -78,6 +78,7 @@ def as_strided(self, size, stride, storage_offset=None):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
     if builtins.any(n < 0 for n in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
+    check_result_size(size, 1, "as_strided", view=True)   # torch's numel overflow (NOTE [result size past int64])
     if storage_offset is not None and (isinstance(storage_offset, bool) or not hasattr(storage_offset, "__index__")):
         # int() would take a bool or truncate a float: torch's parser refuses both
         raise TypeError(f"as_strided(): argument 'storage_offset' (position 3) must be int, not "

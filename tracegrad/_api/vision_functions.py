@@ -13,7 +13,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._ops.warn import warn as _warn
-from .._tensor.factories import arange, zeros
+from .._tensor.factories import arange, check_result_size, zeros
 from .._tensor.memory_format import suggest_view_layout
 from .._tensor.tensor import Tensor
 from .argcheck import _is_strict_bool, require_float, strict_error
@@ -113,6 +113,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode != "area" and 0 in input.shape[1:]:   # torch's upsample kernels: a non-batch dim of 0
         raise RuntimeError(f"interpolate: Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
                            f"{list(input.shape)}; only the batch dim may be empty")
+    # NOTE [result size past int64]: a result too large for int64 bytes aborts XLA; torch's RuntimeError
+    check_result_size(tuple(input.shape[:2]) + tuple(out), input.dtype.itemsize, "interpolate")
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
     kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)

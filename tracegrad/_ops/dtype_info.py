@@ -42,6 +42,9 @@ class _Limits:
         return isinstance(other, type(self)) and self.dtype == other.dtype
 
 
+_NO_TYPE = object()   # finfo's ``type`` not given (None is no dtype)
+
+
 class finfo(_Limits):
     """Mirrors ``torch.finfo(type=None)``: limits of a floating (or complex: its real part's)
     dtype; the default dtype when ``type`` is omitted.
@@ -54,8 +57,9 @@ class finfo(_Limits):
     0.0009765625
     """
 
-    def __init__(self, type=None):   # noqa: A002  (torch's argument name)
-        d = _dt.get_default_dtype() if type is None else _info_dtype(type, "finfo")
+    def __init__(self, type=_NO_TYPE):   # noqa: A002  (torch's argument name)
+        # torch's overloads are finfo() and finfo(type): an explicit None is its TypeError
+        d = _dt.get_default_dtype() if type is _NO_TYPE else _info_dtype(type, "finfo")
         if not (d.is_floating_point or d.is_complex) or d is _dt.float4_e2m1fn_x2:
             raise TypeError("tracegrad.finfo() requires a floating point input type. Use tracegrad.iinfo "
                             f"to handle {d}")

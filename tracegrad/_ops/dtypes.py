@@ -158,12 +158,18 @@ def get_default_dtype() -> dtype:
     return _default_float[0]
 
 
+def _kind_name(v) -> str:
+    """A value's kind for a message: a class by its name, anything else by its type's name (a
+    NumPy dtype's repr would show another library's words)."""
+    return f"class {v.__name__}" if isinstance(v, type) else type(v).__name__
+
+
 def set_default_dtype(d: dtype) -> None:
     """Mirrors ``torch.set_default_dtype``. Raises TypeError for a non-floating dtype, or for
     anything but a dtype object (a name, Python's ``float``), as torch."""
     if not isinstance(d, dtype):
         raise TypeError(f"invalid dtype object: only floating-point types are supported as the default type "
-                        f"(got {d!r}); pass tracegrad.float32 or tracegrad.float64")
+                        f"(got {_kind_name(d)}); pass tracegrad.float32 or tracegrad.float64")
     d = to_dtype(d)
     if not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
@@ -204,11 +210,21 @@ def to_dtype(d) -> dtype:
     return from_numpy_dtype(d)
 
 
+_PY_NUMBER_TYPES = (float, int, bool, complex)
+
+
+def is_dtype_arg(d) -> bool:
+    """Whether torch's parser takes ``d`` where a ``torch.dtype`` goes: a dtype or one of Python's
+    number types (float: float64, int: int64, bool, complex: complex128; ``to_dtype`` reads them),
+    not a name ('float32') nor a NumPy type. The one test every dtype argument shares."""
+    return isinstance(d, dtype) or (type(d) is type and d in _PY_NUMBER_TYPES)
+
+
 def user_dtype(d, api) -> dtype:
     """``to_dtype`` for a ``dtype=`` a user passed to ``api``: torch's parser takes a dtype or one
     of Python's number types only, so a name ('float32') or a numpy type is its TypeError here
     (``to_dtype`` itself keeps reading those for tracegrad's own callers)."""
-    if isinstance(d, dtype) or (type(d) is type and d in (float, int, bool, complex)):
+    if is_dtype_arg(d):
         return to_dtype(d)
     raise TypeError(f"{api}(): argument 'dtype' must be torch.dtype, not {type(d).__name__}; "
                     f"pass one such as tracegrad.float32")

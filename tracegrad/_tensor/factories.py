@@ -121,6 +121,34 @@ def check_storage_size(shape, itemsize, strides=None, sizes_given=True):
                            + ("" if strides is None else f" and strides={list(strides)}"))
 
 
+def check_result_size(shape, itemsize, api, view=False):
+    """RuntimeError, as torch's, before an op (``expand``, ``repeat``, ``repeat_interleave``...)
+    hands XLA a result whose byte size does not fit int64: XLA aborts the whole process on such
+    a shape (NOTE [result size past int64]). ``view``: torch's result is a view that allocates
+    nothing (``expand``): torch only fails when the element count itself overflows ("numel:
+    integer multiplication overflow"), so a count that fits but whose bytes do not gets a message
+    saying tracegrad materialises the result. One ``math.prod`` on the common path."""
+    numel = math.prod(shape)
+    if numel * itemsize <= _I64_MAX:
+        return
+    if not view:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} ({api}(): its result would "
+                           f"take more than 2**63 bytes; use smaller sizes or counts)")
+    if numel > _I64_MAX:
+        raise RuntimeError(f"numel: integer multiplication overflow ({api}() to sizes {list(shape)}); use smaller sizes")
+    raise RuntimeError(f"{api}(): the result of sizes {list(shape)} would take more than 2**63 bytes; tracegrad "
+                       f"materialises it (torch's is a view of no new storage): use smaller sizes")
+
+
+# NOTE [result size past int64]
+# XLA checks a shape's byte size when the op is compiled and, when the product of the dims times
+# the element size overflows int64, aborts the process from C++ ("overflow in static extent
+# product") -- no Python exception, nothing a caller can catch. The factories size their result
+# with ``check_storage_size``; the ops whose result shape is computed from the caller's counts
+# (expand/broadcast_to, repeat/tile, repeat_interleave, vander's N, interpolate's size) call
+# ``check_result_size`` before dispatching, which turns that abort into torch's RuntimeError.
+
+
 def _fresh(shape, d, device, requires_grad, make, sizes_given=True):
     """A factory's tensor of ``shape`` and dtype ``d``: the array ``make()`` returns, or on the
     'meta' device none at all (``make`` is not called: nothing is allocated or drawn, NOTE
@@ -744,6 +772,8 @@ def _spaced(start, end, steps, dtype, api):
     for v in (start, end):   # torch converts each endpoint to the dtype, checked (1e39 into float32)
         check_float_fits(v, d, f"torch.{api}()")
     work = np.complex128 if d.is_complex else np.float64
+    # the points are made in float64 on the host: sized before NumPy refuses them (its ValueError)
+    check_result_size((steps,), np.dtype(work).itemsize, api)
     lo, hi = (np.asarray(v).astype(d.np).astype(work) for v in (start, end))
     i = np.arange(steps, dtype=np.float64)
     step = (hi - lo) / max(steps - 1, 1)

@@ -57,6 +57,10 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
                           linalg=exact_dtype == "linalg")
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
+    for i, o in enumerate(out):   # torch's parser checks each element's kind before any is written
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{name}(): expected Tensor as element {i} in argument 'out', but got "
+                            f"{type(o).__name__}; pass a tuple of {len(result)} Tensors")
     fields = getattr(result, "_fields", None) or (None,) * len(result)   # values/indices name the culprit
     # the reductions' message names the field; torch's linalg kernels (exact_dtype="linalg", set
     # by ``accepts_out`` for tracegrad's linalg modules) word it as for one out tensor

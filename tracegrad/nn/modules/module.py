@@ -489,6 +489,11 @@ def _parse_to(args, kwargs):
     TypeError for an argument in the wrong place or of the wrong type (a bool where a dtype
     belongs, a number for a device, a keyword given twice); RuntimeError for ``copy``."""
     kw = dict(kwargs)
+    # torch's parser reads Python's number types as dtypes (float: float64, int: int64...)
+    py_types = {float: tracegrad.float64, int: tracegrad.int64, bool: tracegrad.bool, complex: tracegrad.complex128}
+    args = tuple(py_types[a] if type(a) is type and a in py_types else a for a in args)
+    if type(kw.get("dtype")) is type and kw["dtype"] in py_types:
+        kw["dtype"] = py_types[kw["dtype"]]
     first = args[0] if args else None
     if type(first) in (float, bool, complex):   # torch's parser reads a Python number as a wrapped 0-d
         first = tracegrad.tensor(first, dtype={float: tracegrad.float64, bool: tracegrad.bool,   # tensor
