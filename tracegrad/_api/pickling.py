@@ -10,6 +10,7 @@ as torch. Subclasses (``nn.Parameter``) come back as their class with their ``__
 from __future__ import annotations
 
 from .._tensor.tensor import Tensor, storage_offset_of, strides_of
+from ..autograd._tensor_hooks import warn_if_has_hooks
 from ..autograd.grad_mode import no_grad
 from ._registry import method
 from .strided import as_strided
@@ -47,7 +48,8 @@ def _as_class(t, cls):
 def reduce_ex(self, proto):
     """Mirrors ``torch.Tensor.__reduce_ex__``: the rebuild function and its arguments (see the
     module docstring). A view whose dtype differs from its storage's (``view(dtype)``, ``.real``)
-    pickles as a contiguous copy."""
+    pickles as a contiguous copy. A UserWarning for each tensor hook (not pickled), as torch."""
+    warn_if_has_hooks(self)
     src = self.detach()
     if src._value.dtype != src._st.array.dtype:
         src = src.clone()

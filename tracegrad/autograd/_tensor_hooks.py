@@ -8,6 +8,7 @@ from collections import OrderedDict
 
 from .. import _state
 from .._ops.errors import not_self
+from .._ops.warn import warn as _warn
 from .._tensor.hooks import RemovableHandle
 from .._tensor.tensor import level_value as _level_value
 from . import engine
@@ -119,3 +120,14 @@ def register_post_accumulate_grad_hook(self, hook):
     h = RemovableHandle(self._post_acc_hooks)
     self._post_acc_hooks[h.id] = hook
     return h
+
+
+def warn_if_has_hooks(tensor) -> None:
+    """Mirrors ``torch.utils.hooks.warn_if_has_hooks``: a UserWarning for each hook of
+    ``tensor.register_hook`` not marked ``unserializable_hook`` (``tracegrad.save`` and pickling
+    keep no hooks)."""
+    for hook in (backward_hooks(tensor) or {}).values():
+        if not hasattr(hook, "__torch_unserializable__"):
+            _warn(f"backward hook {hook!r} on tensor will not be serialized.  If this is expected, you can "
+                  "decorate the function with @tracegrad.utils.hooks.unserializable_hook to suppress this "
+                  "warning")

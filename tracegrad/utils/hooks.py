@@ -1,13 +1,13 @@
 """Mirrors ``torch.utils.hooks``: ``RemovableHandle``, ``unserializable_hook`` and
 ``warn_if_has_hooks``. The handle class lives in ``tracegrad/_tensor/hooks.py`` (below autograd,
-whose nodes and tensor hooks return it); this is the same class."""
+whose nodes and tensor hooks return it); this is the same class. ``warn_if_has_hooks`` lives
+beside the tensor hooks (``autograd/_tensor_hooks.py``): pickling a tensor warns too."""
 from __future__ import annotations
 
 from collections import OrderedDict
 
 from .._tensor.hooks import RemovableHandle as RemovableHandle
-from ..autograd._tensor_hooks import backward_hooks as _backward_hooks
-from .._ops.warn import warn as _warn
+from ..autograd._tensor_hooks import warn_if_has_hooks as warn_if_has_hooks
 
 
 def new_hook_dict() -> OrderedDict:
@@ -21,11 +21,3 @@ def unserializable_hook(f):
     return f
 
 
-def warn_if_has_hooks(tensor) -> None:
-    """Mirrors ``torch.utils.hooks.warn_if_has_hooks``: a UserWarning for each hook of
-    ``tensor.register_hook`` not marked ``unserializable_hook`` (save keeps no hooks)."""
-    for hook in (_backward_hooks(tensor) or {}).values():
-        if not hasattr(hook, "__torch_unserializable__"):
-            _warn(f"backward hook {hook!r} on tensor will not be serialized.  If this is expected, you can "
-                  "decorate the function with @tracegrad.utils.hooks.unserializable_hook to suppress this "
-                  "warning")
