@@ -313,7 +313,8 @@ class CompiledFunction:
         # but refused once the programs counted, those of instances made for one call among
         # them, reach the limit)
         new_sizes = entries is None and self._programs and self._new_sizes_only(key, leaves)
-        instance = not new_sizes and entries is None and self._programs and bool(self._other_instances(key))
+        instance = not new_sizes and self._programs and (
+            bool(self._other_instances(key)) if entries is None else self._restructured_instance(key, entries))
         sized = new_sizes or instance
         # not remembered per key: arguments that differ on every call would fill the cache
         if self._programs - self._sized - self._dead >= limit and not new_sizes:
@@ -421,8 +422,40 @@ class CompiledFunction:
         ``key`` only in such arguments, each another instance of the class ``key`` has there;
         empty when no cached key does."""
         found = {}
+        for _, olds in self._instance_keys(key, list(self._cache) + list(self._plans)):
+            found.update((id(o), o) for o in olds)
+        return found
+
+    # NOTE [structure changes over instances]: ``_state.STRUCTURE`` is one token for the whole
+    # process (a hook registered, a parameter rebound anywhere), so a block function with a
+    # program per layer (NOTE [module arguments]) misses on every layer after one hook is
+    # registered on one of them: ten layers traced ten programs again, each counted as a
+    # recompile, and the function went eagerly at the limit for good -- torch 2.13, guarding
+    # the argument's hooks and parameters, recompiles once. The first key traced again under
+    # a new token counts; another instance's key traced again under that token (its own
+    # programs traced under another one) is that same recompile, not counted, as a new
+    # instance is not. A key that fails under the token its programs were traced with (its
+    # layer's own attribute changes every call) still counts every time.
+    def _restructured_instance(self, key, entries) -> bool:
+        """Whether ``key``'s programs (``entries``, none of which holds) were all traced under
+        another structure token than now, and another instance's key already has a counted
+        program traced under the current one (NOTE [structure changes over instances])."""
+        token = _state.STRUCTURE[0]
+        if not entries or any(r.structure == token for r in entries):
+            return False
+        for other, _ in self._instance_keys(key, list(self._cache)):
+            regions = self._cache[other]
+            if regions is not _EAGER and any(r.structure == token and not getattr(r, "sized", False)
+                                             for r in regions):
+                return True
+        return False
+
+    def _instance_keys(self, key, keys):
+        """``(other, objects)`` for each of ``keys`` that differs from ``key`` only in module or
+        optimizer arguments, each another instance of the class ``key`` has there: ``objects``
+        are those other instances."""
         parts = key[1]
-        for other in list(self._cache) + list(self._plans):
+        for other in keys:
             if other[0] != key[0] or other[2:] != key[2:] or len(other[1]) != len(parts) or other == key:
                 continue
             olds = []
@@ -434,8 +467,7 @@ class CompiledFunction:
                     break
                 olds.append(y)
             else:
-                found.update((id(o), o) for o in olds)
-        return found
+                yield other, olds
 
     def _first_run_of_instances(self, key) -> bool:
         """Whether a module or optimizer argument of ``key`` was never passed before (NOTE

@@ -138,6 +138,110 @@ def test_hooks_on_more_instances_than_the_cache_limit():
     assert made[0].stats["graph_breaks"] == []
 
 
+def _passes(f, layers, x, calls, between=None):
+    """``calls`` passes of ``x`` through ``f(layer, h)`` over ``layers``; each pass's result."""
+    out = []
+    for i in range(calls):
+        h = x
+        for layer in layers:
+            h = f(layer, h)
+        out.append(h.detach().numpy().copy())
+        if between is not None:
+            between(i)
+    return out
+
+
+def test_a_hook_on_one_of_many_layers_is_one_recompile():
+    # NOTE [structure changes over instances]: the hook changes the process's structure token,
+    # so every layer's program misses once; that counts as one recompile (torch: one), not ten
+    # (the function went eagerly at cache_size_limit, with its warning, for good)
+    x = _data(tracegrad, 0, 3, 4)
+
+    def hook(i, layers):
+        if i == 1:
+            layers[3].register_forward_hook(lambda m, a, o: o * 2.0)
+    comp_layers, eager_layers = _linears(tracegrad, 10, seed=60), _linears(tracegrad, 10, seed=60)
+    # eagerly first: its hook is a structure change too (every program would miss once more)
+    eager = _passes(_block, eager_layers, x, 4, lambda i: hook(i, eager_layers))
+    f = tracegrad.compile(_block)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        comp = _passes(f, comp_layers, x, 4, lambda i: hook(i, comp_layers))
+    for a, b in zip(comp, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    traces = f.stats["traces"]
+    _passes(f, comp_layers, x, 1)
+    assert f.stats["traces"] == traces and f.stats["graph_breaks"] == []
+
+
+def _rebinding(calls, when):
+    """Five layers, ``calls`` passes, a weight rebound to a new Parameter after pass i when
+    ``when(i)``: compiled and eager results equal; returns the warnings of the compiled run."""
+    x = _data(tracegrad, 0, 3, 4)
+
+    def rebind(i, layers):
+        if when(i):
+            w = np.random.RandomState(70 + i).randn(4, 4).astype("float32") * 0.3
+            layers[i % 5].weight = tracegrad.nn.Parameter(tracegrad.tensor(w))
+    comp_layers, eager_layers = _linears(tracegrad, 5, seed=61), _linears(tracegrad, 5, seed=61)
+    eager = _passes(_block, eager_layers, x, calls, lambda i: rebind(i, eager_layers))
+    f = tracegrad.compile(_block)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        comp = _passes(f, comp_layers, x, calls, lambda i: rebind(i, comp_layers))
+    for a, b in zip(comp, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    return [str(w.message) for w in caught]
+
+
+def test_weights_rebound_now_and_then_stay_compiled():
+    assert _rebinding(6, lambda i: i in (1, 3)) == []
+
+
+@_h.silent("a parameter rebound (same shape) is a structure change: every program misses and "
+           "traces again, counted, so rebinding one on every call reaches cache_size_limit (eager, "
+           "with its warning; values right); torch 2.13 reads parameters as graph inputs: no recompile")
+def test_a_weight_rebound_on_every_call_stays_compiled():
+    assert _rebinding(8, lambda i: True) == []
+
+
+def test_one_layer_whose_own_attribute_changes_every_call_still_counts():
+    # only the structure token is shared: a key that misses under the token it was traced with
+    # (its layer's scale changes on every call) is a recompile each time, up to the limit
+    x = _data(tracegrad, 0, 3, 4)
+    comp_layers = [_Act.make(tracegrad, tracegrad.nn.Tanh()) for _ in range(3)]
+    eager_layers = [_Act.make(tracegrad, tracegrad.nn.Tanh()) for _ in range(3)]
+
+    def bump(i, layers):
+        layers[1].scale = 1.0 + 0.1 * (i + 1)
+    f = tracegrad.compile(_block)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        comp = _passes(f, comp_layers, x, 12, lambda i: bump(i, comp_layers))
+    eager = _passes(_block, eager_layers, x, 12, lambda i: bump(i, eager_layers))
+    for a, b in zip(comp, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert any("cache_size_limit" in str(w.message) for w in caught)
+
+
+def test_a_new_hook_every_call_still_reaches_the_limit():
+    # each call's new hook is a new structure: one counted recompile per call, as torch
+    x = _data(tracegrad, 0, 3, 4)
+    comp_layers, eager_layers = _linears(tracegrad, 4, seed=62), _linears(tracegrad, 4, seed=62)
+    f = tracegrad.compile(_block)
+
+    def hook(i, layers):
+        layers[0].register_forward_hook(lambda m, a, o, i=i: o * (1.0 + 0.01 * i))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        comp = _passes(f, comp_layers, x, 12, lambda i: hook(i, comp_layers))
+    eager = _passes(_block, eager_layers, x, 12, lambda i: hook(i, eager_layers))
+    for a, b in zip(comp, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert any("cache_size_limit" in str(w.message) for w in caught)
+    assert f.stats["traces"] <= 4 * 12
+
+
 def test_one_weight_frozen():
     def build(mod):
         ls = _linears(mod, 4, seed=7)
