@@ -19,7 +19,7 @@ import pytest
 import tracegrad
 
 from . import _harness as _h
-from ._harness import data as _data, labels as _labels, np_init, snapshot
+from ._harness import data as _data, np_init, snapshot
 
 torch = pytest.importorskip("torch")
 
