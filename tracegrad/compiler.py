@@ -374,8 +374,10 @@ class CompiledFunction:
                 self._plans.pop(k, None)
                 self._broke.pop(k, None)
         owned = {id(p) for ref in refs for p in getattr(ref(), "parameters", lambda: ())()}
+        state = any(_holds_a_tensor(ref()) for ref in refs)
         for r in dead:
             r.dead = True
+            r.state_died = r.state_died or state
         for v in lists:
             self._drop_dead(v)
         for p in self._plans.values():
@@ -389,7 +391,13 @@ class CompiledFunction:
         for one call: such programs count toward ``cache_size_limit`` as recompiles, dead or
         exempt (NOTE [module arguments]), or each call would trace until
         ``accumulated_cache_size_limit``."""
-        served = any(r.reused for r in entries)
+        # NOTE [programs whose state died]: a key whose programs died with the tensors they
+        # read (an optimizer's state loaded from a fresh copy, a new model's parameters) is no
+        # object made per call that no program can serve: torch reads such tensors as graph
+        # inputs (no recompile), so its programs are dropped uncounted as dead ones (NOTE
+        # [dead programs]); one that died with a tensorless object only (a loss module made
+        # for each call) still counts
+        served = any(r.reused or r.state_died for r in entries)
         for r in entries:
             if not r.dead:
                 continue
@@ -811,6 +819,21 @@ def _sizes_apart(a, b) -> bool:
     flags) -- differ at most in their shapes' sizes (same rank)."""
     return (type(a) is tuple and type(b) is tuple and len(a) == 5 == len(b) and type(a[1]) is tuple
             and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0] and a[2:] == b[2:])
+
+
+def _holds_a_tensor(obj) -> bool:
+    """Whether a module holds a parameter or buffer, or an optimizer a parameter (NOTE
+    [programs whose state died])."""
+    if obj is None:
+        return False
+    groups = getattr(obj, "param_groups", None)
+    if isinstance(groups, list):
+        return any(g.get("params") for g in groups if isinstance(g, dict))
+    for name in ("parameters", "buffers"):
+        f = getattr(obj, name, None)
+        if callable(f) and next(iter(f()), None) is not None:
+            return True
+    return False
 
 
 def _part_object(part):
