@@ -14,6 +14,9 @@ on one of ten layers (or a weight rebound on one of five) changes the process's 
 token, so every layer's program missed and traced again, each counted: the block function went
 eagerly at ``cache_size_limit`` for good, with its warning (torch: one recompile). Now the
 first key traced again under a token counts and the other instances' retraces do not.
+Also (NOTE [programs whose state died]): round 52's rollback tests (optimizer state loaded from
+a fresh copy, parameters assigned, every call) went eagerly at the limit since a key whose
+programs never ran again counted; a program that died with the tensors it read counts no more.
 
 Not matched (strict xfail): the last model dropped stays alive until the compiled function
 misses again (torch frees it at ``gc.collect()``); a parameter rebound on every call reaches
@@ -297,6 +300,21 @@ def test_ten_models_and_optimizers_as_arguments_alternated():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         _train_run(pairs, calls=30)
+
+
+def test_a_full_backward_hook_on_one_layer_added_mid_training():
+    log = []
+
+    def build(mod):
+        del log[:]
+        return _linears(mod, 4, seed=65)
+
+    def change(mod, layers, i):
+        if i == 0:
+            layers[2].register_full_backward_hook(
+                lambda m, gi, go: (log.append(tuple(go[0].shape)), (gi[0] * 0.5,))[1])
+    _per_layer(build, calls=4, change=change)
+    assert log == [(3, 4)] * 3     # the torch run, last: once per backward after the first
 
 
 def test_one_weight_frozen():
