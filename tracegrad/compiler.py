@@ -313,7 +313,8 @@ class CompiledFunction:
         # but refused once the programs counted, those of instances made for one call among
         # them, reach the limit)
         new_sizes = entries is None and self._programs and self._new_sizes_only(key, leaves)
-        instance = not new_sizes and entries is None and self._programs and bool(self._other_instances(key))
+        instance = not new_sizes and self._programs and (
+            bool(self._other_instances(key)) if entries is None else self._restructured_instance(key, entries))
         sized = new_sizes or instance
         # not remembered per key: arguments that differ on every call would fill the cache
         if self._programs - self._sized - self._dead >= limit and not new_sizes:
@@ -373,8 +374,10 @@ class CompiledFunction:
                 self._plans.pop(k, None)
                 self._broke.pop(k, None)
         owned = {id(p) for ref in refs for p in getattr(ref(), "parameters", lambda: ())()}
+        state = any(_holds_a_tensor(ref()) for ref in refs)
         for r in dead:
             r.dead = True
+            r.state_died = r.state_died or state
         for v in lists:
             self._drop_dead(v)
         for p in self._plans.values():
@@ -388,7 +391,13 @@ class CompiledFunction:
         for one call: such programs count toward ``cache_size_limit`` as recompiles, dead or
         exempt (NOTE [module arguments]), or each call would trace until
         ``accumulated_cache_size_limit``."""
-        served = any(r.reused for r in entries)
+        # NOTE [programs whose state died]: a key whose programs died with the tensors they
+        # read (an optimizer's state loaded from a fresh copy, a new model's parameters) is no
+        # object made per call that no program can serve: torch reads such tensors as graph
+        # inputs (no recompile), so its programs are dropped uncounted as dead ones (NOTE
+        # [dead programs]); one that died with a tensorless object only (a loss module made
+        # for each call) still counts
+        served = any(r.reused or r.state_died for r in entries)
         for r in entries:
             if not r.dead:
                 continue
@@ -421,8 +430,40 @@ class CompiledFunction:
         ``key`` only in such arguments, each another instance of the class ``key`` has there;
         empty when no cached key does."""
         found = {}
+        for _, olds in self._instance_keys(key, list(self._cache) + list(self._plans)):
+            found.update((id(o), o) for o in olds)
+        return found
+
+    # NOTE [structure changes over instances]: ``_state.STRUCTURE`` is one token for the whole
+    # process (a hook registered, a parameter rebound anywhere), so a block function with a
+    # program per layer (NOTE [module arguments]) misses on every layer after one hook is
+    # registered on one of them: ten layers traced ten programs again, each counted as a
+    # recompile, and the function went eagerly at the limit for good -- torch 2.13, guarding
+    # the argument's hooks and parameters, recompiles once. The first key traced again under
+    # a new token counts; another instance's key traced again under that token (its own
+    # programs traced under another one) is that same recompile, not counted, as a new
+    # instance is not. A key that fails under the token its programs were traced with (its
+    # layer's own attribute changes every call) still counts every time.
+    def _restructured_instance(self, key, entries) -> bool:
+        """Whether ``key``'s programs (``entries``, none of which holds) were all traced under
+        another structure token than now, and another instance's key already has a counted
+        program traced under the current one (NOTE [structure changes over instances])."""
+        token = _state.STRUCTURE[0]
+        if not entries or any(r.structure == token for r in entries):
+            return False
+        for other, _ in self._instance_keys(key, list(self._cache)):
+            regions = self._cache[other]
+            if regions is not _EAGER and any(r.structure == token and not getattr(r, "sized", False)
+                                             for r in regions):
+                return True
+        return False
+
+    def _instance_keys(self, key, keys):
+        """``(other, objects)`` for each of ``keys`` that differs from ``key`` only in module or
+        optimizer arguments, each another instance of the class ``key`` has there: ``objects``
+        are those other instances."""
         parts = key[1]
-        for other in list(self._cache) + list(self._plans):
+        for other in keys:
             if other[0] != key[0] or other[2:] != key[2:] or len(other[1]) != len(parts) or other == key:
                 continue
             olds = []
@@ -434,8 +475,7 @@ class CompiledFunction:
                     break
                 olds.append(y)
             else:
-                found.update((id(o), o) for o in olds)
-        return found
+                yield other, olds
 
     def _first_run_of_instances(self, key) -> bool:
         """Whether a module or optimizer argument of ``key`` was never passed before (NOTE
@@ -779,6 +819,21 @@ def _sizes_apart(a, b) -> bool:
     flags) -- differ at most in their shapes' sizes (same rank)."""
     return (type(a) is tuple and type(b) is tuple and len(a) == 5 == len(b) and type(a[1]) is tuple
             and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0] and a[2:] == b[2:])
+
+
+def _holds_a_tensor(obj) -> bool:
+    """Whether a module holds a parameter or buffer, or an optimizer a parameter (NOTE
+    [programs whose state died])."""
+    if obj is None:
+        return False
+    groups = getattr(obj, "param_groups", None)
+    if isinstance(groups, list):
+        return any(g.get("params") for g in groups if isinstance(g, dict))
+    for name in ("parameters", "buffers"):
+        f = getattr(obj, name, None)
+        if callable(f) and next(iter(f()), None) is not None:
+            return True
+    return False
 
 
 def _part_object(part):

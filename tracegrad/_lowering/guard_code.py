@@ -153,7 +153,7 @@ def checker(region):
         # the orphan guard (``Region.check``): held only by regions, this variable and the
         # call's argument, the storage is gone for good: the region is dead
         src.add(f"st = {storages}[{j}]", f"if _getrefcount(st) <= 2 + {held}[id(st)]:",
-                "    self.dead = True", "    return False", indent=indent)
+                "    self.dead = self.state_died = True", "    return False", indent=indent)
     src.add("st = t = None")
     _values(src, region.state_guards)
     src.fail_unless(f"{src.const(hyper.holds)}({src.const(region.hyper)}) and "

@@ -289,6 +289,7 @@ class Region:
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.reused = False        # a later call ran it (``compiler._drop_dead``: NOTE [module arguments])
+        self.state_died = False    # dead with tensors it read (NOTE [programs whose state died], compiler.py)
         self._checker = None     # ``check``: NOTE [generated guards] (guard_code.py)
         self.py_refs, self.py_scalars, self.value_guards, self.unread = (), (), (), ()
         self.state_guards = ()     # optimizer state tensors, by place (guards.optimizer_state_guards)
