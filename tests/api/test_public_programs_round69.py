@@ -15,7 +15,9 @@ test compares losses, printed logs, warnings, gradients and parameters after opt
   of hard negatives), the selected triplets gathered by ``embeddings[triplets[:, 0]]``; the
   ``AverageNonzeroTripletsMetric`` of ``len(triplets)``, ``AccumulatedAccuracyMetric`` adding a
   0-d tensor to an int; ``EmbeddingNetL2``'s in-place ``output /= norm`` on a Linear output;
-  ``SiameseNet``/``TripletNet`` batches of tuples with an empty target list.
+  ``SiameseNet``/``TripletNet`` batches of tuples with an empty target list. (Round 52 ran this
+  repository's ``train_epoch`` with the embedding net; the losses, miners, metrics and ``fit``
+  are new here.)
 - mateuszbuda/brain-segmentation-pytorch (MIT), ``unet.py`` and ``loss.py`` at 3329695,
   ``train.py`` and ``utils.py``'s ``dsc``/``log_images`` at 11e6c78 (a U-Net for brain MRI
   segmentation): blocks built by a ``@staticmethod`` from an ``OrderedDict`` of named layers
@@ -387,3 +389,33 @@ def test_kaiming_fan_out_init():
         assert all(float(c.bias.detach().abs().max()) == 0.0 for c in convs)
         return _arr(model.fc2.weight, model.bn1.weight)   # untouched: the seeded draw, ones
     _compare(run)
+
+
+@pytest.mark.parametrize("shape,wshape", [((2, 3), (1,)), ((2, 3, 4, 4), (3,)), ((3,), ()), ((3,), (1,)), ((), (1,))])
+def test_prelu_weight_view_node(shape, wshape):
+    # torch views the weight to the input's rank before its kernel when the ranks differ: a
+    # ViewBackward0 edge, and a non-full module backward hook (GradCAM's) sees that weight's
+    # gradient shape, e.g. (1, 1) for nn.PReLU() on (N, F) features
+    def run(T):
+        x = T.tensor(np.asarray(np.random.RandomState(0).randn(*shape), np.float32), requires_grad=True)
+        w = T.full(wshape, 0.25, requires_grad=True)
+        y = T.nn.functional.prelu(x, w)
+        edges = [type(f).__name__.split("::")[-1] if f is not None else None for f, _ in y.grad_fn.next_functions]
+        saved = tuple(y.grad_fn._saved_weight.shape)
+        y.sum().backward()
+        return edges, saved, _arr(y, x.grad, w.grad)
+    (ref_edges, ref_saved, ref), (got_edges, got_saved, got) = run(torch), run(tracegrad)
+    assert (ref_edges, ref_saved) == (got_edges, got_saved), (ref_edges, ref_saved, got_edges, got_saved)
+    _compare(lambda T: ref if T is torch else got)
+
+
+def test_prelu_module_non_full_backward_hook_grad_input():
+    def run(T):
+        m = T.nn.PReLU()
+        seen = []
+        m.register_backward_hook(lambda mod, gi, go: seen.append([tuple(g.shape) for g in gi]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m(T.tensor(np.random.RandomState(1).randn(2, 3).astype(np.float32), requires_grad=True)).sum().backward()
+        return seen
+    assert run(torch) == run(tracegrad) == [[(2, 3), (1, 1)]]
