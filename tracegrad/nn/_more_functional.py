@@ -197,6 +197,15 @@ def prelu(input, weight):
         if n != channels:
             raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
                                f"numbers = {n} and channel size = {channels}.")
+    if weight.dim() != input.dim():
+        # torch views the weight as (1, C, 1, ...) of the input's rank before its kernel, so the
+        # graph has a ViewBackward0 between PreluKernelBackward0 and the weight: seen in
+        # ``grad_fn.next_functions``, the saved weight and a non-full module backward hook's
+        # ``grad_input`` (the weight's gradient there has that shape, e.g. (1, 1) for PReLU())
+        shape = [1] * input.dim()
+        if input.dim() > 1:
+            shape[1] = n
+        weight = weight.reshape(shape)
     return apply_op(OPS["prelu"], (input, weight))
 
 
