@@ -635,7 +635,10 @@ def _ntm_copy_task(mod, log):
 
 
 def test_pytorch_ntm_copy_task():
-    run_both(_program_ntm_copy_task)
+    # RMSprop divides each step by the root of a running mean of squared gradients: a weight
+    # whose gradients are near zero moves by lr whatever their size, so the last-bit rounding of
+    # the CPU's kernels (AVX-512 against AVX2) shows as 2.2e-6 in a parameter after three batches
+    run_both(_program_ntm_copy_task, atol=1e-5)
 
 
 # ---- ronghuaiyang/arcface-pytorch -----------------------------------------------------------------
