@@ -41,8 +41,9 @@ post-hook reads it back (3.0 for the original's input). tracegrad gave ``.grad``
 own, so the post-hook saw the gradient before the add (-2.0 where torch gives 3.0, eager and compiled).
 Now, when such a post-hook exists and only the engine holds the gradient (the engine drops its
 stray references to it), the post-hook gets ``.grad`` (detached) as ``grad_outputs[0]``.
-Found and left (strict xfails): a new module object per call traces a new program per call
-(test_cache_hit; torch traces once); torch does not steal the expanded gradient SumBackward0
+A new module object per call traced a new program per call (test_cache_hit; torch traces once);
+now one program, and each model made for one call runs eagerly (NOTE [module arguments] in
+compiler.py). Found and left (strict xfail): torch does not steal the expanded gradient SumBackward0
 gives (stride 0), tracegrad's gradients have no strides, so there the post-hook shares storage
 with ``.grad`` where torch's does not.
 """
@@ -1772,12 +1773,12 @@ def test_tensor_hooks_inplace_over_view():
 
 # ---- found and left (strict xfails) -------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a new nn.Module object per call is keyed by identity: every call "
-                   "traces a new program (torch's dynamo traces once and guards on the module's structure); "
-                   "values stay right, and past the recompile limit the calls run eagerly")
 def test_cache_hit_one_program():
     # test_compiled_autograd.py::TestCompiledAutograd::test_cache_hit: its point, one compile for
-    # a model rebuilt (same structure) on every call
+    # a model rebuilt (same structure) on every call. torch runs every call compiled; here the
+    # models after the first traced one run eagerly at their only call (NOTE [module arguments]:
+    # a model's first call is eager, and a program for one call could never run again), with
+    # eager's values (``compare_programs`` checks them against torch and eager)
     compare_programs(_new_model_per_call(4, 4, 4), traces=1)
 
 
