@@ -464,7 +464,10 @@ class CompiledFunction:
         are those other instances."""
         parts = key[1]
         for other in keys:
-            if other[0] != key[0] or other[2:] != key[2:] or len(other[1]) != len(parts) or other == key:
+            # parts compared as _same_part does: a frozen dataclass argument's __eq__ compares
+            # the tensors it holds, and bool() of that raises
+            if (len(other[1]) != len(parts) or not _same_part(other[0], key[0])
+                    or not _same_part(other[2:], key[2:]) or _same_part(other, key)):
                 continue
             olds = []
             for a, b in zip(parts, other[1]):

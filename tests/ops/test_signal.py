@@ -140,7 +140,7 @@ def test_stft_parity(case):
         check_parity(case, torch)
 
 
-def test_stft_return_complex_false_warns_and_gives_the_real_view():
+def test_stft_return_complex_false_warns_and_gives_the_real_view(fresh_warn_once):
     x = np.random.RandomState(0).randn(20).astype(np.float32)
     with pytest.warns(UserWarning, match="deprecated"):
         got = tracegrad.stft(tracegrad.tensor(x), 8, return_complex=False)
