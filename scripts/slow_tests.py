@@ -4,11 +4,13 @@ tests] in tests/conftest.py), from the durations of a full run.
 Usage::
 
     python -m pytest -n auto --maxprocesses 4 --dist loadfile tests --runslow --durations=0 > run.log
-    python scripts/slow_tests.py run.log [--over 0.5]
+    TRACEGRAD_CACHE_DIR=$(mktemp -d) python -m pytest -n auto --maxprocesses 4 --dist loadfile tests --durations=0 > cold.log
+    python scripts/slow_tests.py run.log [--over 0.5] [--cold cold.log [--cold-over 1.0]]
 
 A test is slow when its setup, call and teardown together took more than ``--over`` seconds
-(pytest's ``--durations=0`` table, one line per phase). Run it on a quiet machine; the times
-this machine gives are what the README's suite time is measured against.
+in the full run (pytest's ``--durations=0`` table, one line per phase), or more than
+``--cold-over`` in a run of the default tests with an empty compilation cache, as CI has (there
+the first test to use an op and shape pays for compiling it). Run both on a quiet machine.
 """
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ _OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 _HEADER = """\
 # Tests the default test command leaves out (NOTE [slow tests] in tests/conftest.py): each took
 # more than {over} s (setup + call + teardown) in a full run on a 2-core machine with a warm
-# compilation cache. `--runslow` (or TRACEGRAD_RUN_SLOW=1) runs them too. Written by
-# scripts/slow_tests.py; {n} tests, {secs:.0f} s of the run's {total:.0f} s.
+# compilation cache{cold}.
+# `--runslow` (or TRACEGRAD_RUN_SLOW=1) runs them too. Written by scripts/slow_tests.py;
+# {n} tests, {secs:.0f} s of the full run's {total:.0f} s.
 """
 
 
@@ -37,17 +40,29 @@ def durations(lines):
     return out
 
 
+def _read(log):
+    with open(log, encoding="utf-8", errors="replace") as f:
+        times = durations(f)
+    if not times:
+        raise SystemExit(f"slow_tests.py: no --durations=0 table in {log}")
+    return times
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("log", help="the output of a pytest run with --durations=0")
     ap.add_argument("--over", type=float, default=0.5, help="seconds above which a test is slow")
+    ap.add_argument("--cold", help="the output of a run of the default tests with an empty compilation cache")
+    ap.add_argument("--cold-over", type=float, default=1.0, help="seconds above which a test is slow there")
     args = ap.parse_args(argv)
-    with open(args.log, encoding="utf-8", errors="replace") as f:
-        times = durations(f)
-    if not times:
-        raise SystemExit(f"slow_tests.py: no --durations=0 table in {args.log}")
-    slow = sorted(n for n, s in times.items() if s > args.over)
-    text = _HEADER.format(over=args.over, n=len(slow), secs=sum(times[n] for n in slow),
+    times = _read(args.log)
+    slow = {n for n, s in times.items() if s > args.over}
+    cold = ""
+    if args.cold:
+        slow |= {n for n, s in _read(args.cold).items() if s > args.cold_over}
+        cold = f", or more than {args.cold_over} s in a run of the\n# other tests with an empty one (as CI's)"
+    slow = sorted(slow)
+    text = _HEADER.format(over=args.over, cold=cold, n=len(slow), secs=sum(times.get(n, 0.0) for n in slow),
                           total=sum(times.values())) + "".join(n + "\n" for n in slow)
     tmp = _OUT + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -398,9 +398,9 @@ def test_packed_output_node_is_cat(kind, kw):
         close(a, b, RTOL, ATOL)
 
 
-def test_every_rnn_op_has_a_parity_case(request):
+def test_every_rnn_op_has_a_parity_case(whole_module):
     """STYLE 11: every op of ``_ops/rnn.py`` ran in a torch parity case of this module."""
-    if request.config.option.keyword or len(_SEEN) == 0:
+    if len(_SEEN) == 0:
         pytest.skip("runs only with the whole module")
     ours = {n for n, op in OPS.items() if getattr(op.fn, "__module__", "").endswith("_ops.rnn")}
     assert ours and not sorted(ours - _SEEN), f"rnn ops without a parity case: {sorted(ours - _SEEN)}"

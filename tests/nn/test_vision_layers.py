@@ -404,10 +404,10 @@ def test_adaptive_avg_pool2d_one_keeps_channels_last():
     close(got[1][3], got[0][3])
 
 
-def test_every_vision_op_has_a_parity_case(request):
+def test_every_vision_op_has_a_parity_case(request, whole_module):
     """STYLE 11: every op of ``_ops/vision.py`` ran in a parity case above."""
     mine = [i for i in request.session.items if i.module is request.module]
-    if request.config.option.keyword or len(mine) < 50:
+    if len(mine) < 50:
         pytest.skip("runs only with the whole module")
     ours = {n for n, op in OPS.items() if getattr(op.fn, "__module__", "").endswith("_ops.vision")}
     missing = sorted(ours - _SEEN)
