@@ -35,8 +35,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # ~10% that each took more than 0.5 s in a full run with a warm compilation cache or in a run of
 # the rest with an empty one (where the first test to meet an op and shape compiles it), 85% of
 # the suite's time (whole public programs trained for a few steps, compiled three ways, the
-# ported linear-algebra sweeps over every dtype). The whole suite had grown past 90 minutes there. `--runslow` (or
-# TRACEGRAD_RUN_SLOW=1) runs every test; run it before a release or a change to the compiler.
+# ported linear-algebra sweeps over every dtype). The whole suite had grown past 90 minutes
+# there. `--runslow` (or TRACEGRAD_RUN_SLOW=1) runs every test; run it before a release or a
+# change to the compiler.
 # A test added since the list was written runs by default until scripts/slow_tests.py writes
 # the list again from a full run's durations.
 _SLOW_LIST = os.path.join(os.path.dirname(__file__), "slow_tests.txt")
