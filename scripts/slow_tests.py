@@ -5,7 +5,7 @@ Usage::
 
     python -m pytest -n auto --maxprocesses 4 --dist loadfile tests --runslow --durations=0 > run.log
     TRACEGRAD_CACHE_DIR=$(mktemp -d) python -m pytest -n auto --maxprocesses 4 --dist loadfile tests --durations=0 > cold.log
-    python scripts/slow_tests.py run.log [--over 0.5] [--cold cold.log [--cold-over 1.0]]
+    python scripts/slow_tests.py run.log [--over 0.5] [--cold cold.log [--cold-over 0.5]]
 
 A test is slow when its setup, call and teardown together took more than ``--over`` seconds
 in the full run (pytest's ``--durations=0`` table, one line per phase), or more than
@@ -53,7 +53,7 @@ def main(argv=None):
     ap.add_argument("log", help="the output of a pytest run with --durations=0")
     ap.add_argument("--over", type=float, default=0.5, help="seconds above which a test is slow")
     ap.add_argument("--cold", help="the output of a run of the default tests with an empty compilation cache")
-    ap.add_argument("--cold-over", type=float, default=1.0, help="seconds above which a test is slow there")
+    ap.add_argument("--cold-over", type=float, default=0.5, help="seconds above which a test is slow there")
     args = ap.parse_args(argv)
     times = _read(args.log)
     slow = {n for n, s in times.items() if s > args.over}
