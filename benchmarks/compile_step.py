@@ -327,7 +327,8 @@ def main():
     p.add_argument("--models", default="mlp,cnn,lm")
     p.add_argument("--no-torch-compile", dest="torch_compile", action="store_false")
     p.add_argument("--realtime", action="store_true",
-                   help="re-run under `chrt -f 10` (needs the privilege): stable medians on a busy machine")
+                   help="re-run under `chrt -f 10` (needs the privilege): stable medians on a busy machine; "
+                        "ignored with a single --cores core")
     p.add_argument("--torch-device", default="cpu",
                    help="where torch runs its rows: 'cpu' (1 thread) or 'cuda' (beside tracegrad on a GPU)")
     p.add_argument("--cores", default="",
@@ -340,6 +341,12 @@ def main():
     if args.cores:
         # before JAX starts: its CPU client sizes its thread pool from the affinity mask
         os.sched_setaffinity(0, {int(c) for c in args.cores.split(",")})
+    if args.realtime and "," not in args.cores and args.cores:
+        # a real-time process pinned to one core starves that core's kernel threads: a run
+        # under `--cores 0 --realtime` spun at startup for 27 minutes, unkillable until its
+        # policy was reset (2026-12-07)
+        print("--realtime ignored with a single --cores core: timing at normal priority")
+        args.realtime = False
     if args.realtime and os.environ.get("_TRACEGRAD_BENCH_RT") != "1" and shutil.which("chrt"):
         # real-time scheduling: on a machine shared with other jobs, their load otherwise
         # lands on whichever variant runs during it (medians then move by 2x from run to run)
