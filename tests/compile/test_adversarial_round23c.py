@@ -11,7 +11,7 @@ Found here and fixed: a returned lambda (or partial, or bound method) over a ten
 made was a constant of the program: every cached call handed back the traced call's function
 object, whose cells the program refreshed, so a lambda the caller kept from an earlier call
 showed the latest call's values (and a backward through its result raised); now such a call
-runs eagerly (NOTE [returned closures] in ``_lowering/region.py``).
+runs eagerly (NOTE [returned closures] in ``_lowering/results.py``).
 
 Found here, fixed later (NOTE [returned objects] in ``_lowering/result_objects.py``): the same
 for a returned object that is no pytree container (a ``SimpleNamespace``, a dataclass, a dict

@@ -12,7 +12,7 @@ Found here and fixed: a state tensor the function read from a Python place (a di
 list item, a global) and returned as itself, ``prev = state["last"]``, came back as the tensor
 the trace read on every later call, when the caller rebound the place between calls or the call
 itself rebound it (``state["last"] = x.mean()``, the "previous value" pattern): the result recipe
-kept it as a constant. It is now the tensor the place holds at the call (``region._result_places``)."""
+kept it as a constant. It is now the tensor the place holds at the call (``results._result_places``)."""
 import numpy as np
 import pytest
 

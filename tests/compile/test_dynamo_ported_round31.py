@@ -1907,7 +1907,7 @@ def test_clone_layout_of_results():
     # found porting test_clone_not_memory_dense: results with a dense layout of their own
     # (``clone()``/``empty_like`` of a transposed or strided tensor keep its stride order) came
     # back from compiled calls row-major; strides and ``is_contiguous()`` as eager's on every
-    # call. NOTE [layouts of results] in region.py
+    # call. NOTE [layouts of results] in results.py
     def build(T, wrap):
         f = wrap(lambda x: (x.t().clone(), T.empty_like(x.t()[::2, ::2]).fill_(1), x[:, ::2].clone()))
 

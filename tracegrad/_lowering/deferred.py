@@ -6,7 +6,7 @@ whole step then ran eagerly on every call. torch.compile splits the function the
 common case needs no split: the number is only *returned*, so it can be read after the program
 ran. While tracing, ``item()`` called from user code returns a ``DeferredItem`` standing for
 the number: the traced scalar becomes an output of the program, and each call returns the
-Python number read from it (``OutRecipe``'s "item" leaves in region.py), of the type eager's
+Python number read from it (``OutRecipe``'s "item" leaves in results.py), of the type eager's
 ``item()`` gives (float, int, bool, complex).
 
 Arithmetic with Python numbers is deferred too (``return loss.item() / args.chunk_len``,

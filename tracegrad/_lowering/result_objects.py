@@ -159,7 +159,7 @@ def _plain_value(v, depth=3) -> bool:
     comes back as itself, a constant, as eagerly the same object is referenced (round 33: an
     ``Out(loss, model)`` holding the module stayed the program's one object, so an ``Out``
     kept from an earlier call showed the latest call's loss). A function closing over the
-    call's tensors is refused later (NOTE [returned closures] in ``region.py``)."""
+    call's tensors is refused later (NOTE [returned closures] in ``results.py``)."""
     if depth and type(v) in (tuple, list):
         return all(_plain_value(e, depth - 1) for e in v)
     if depth and type(v) is dict:
