@@ -228,7 +228,7 @@ def test_the_number_of_bumps_follows_the_guarded_values():
 
 
 def test_counter_names_are_not_guarded_but_other_reads_are():
-    from tracegrad._lowering import pystate
+    from tracegrad._lowering import pycode, pystate
 
     def f(self):
         self.a += 1
@@ -238,7 +238,7 @@ def test_counter_names_are_not_guarded_but_other_reads_are():
         self.d += 1.5       # not an int literal
         self.e = self.e + 1
         return getattr(self, "g")
-    uses = pystate.counter_uses(f.__code__)
+    uses = pycode.counter_uses(f.__code__)
     assert uses.counters == uses.unread == {"a", "b"} and uses.stored == {"d", "e"}
     names = pystate._code_names(f.__code__, set())
     assert {"a", "b"}.isdisjoint(names) and {"c", "d", "e", "g"} <= names
@@ -247,12 +247,12 @@ def test_counter_names_are_not_guarded_but_other_reads_are():
         self.a = 0          # stored only: not read, and an __init__'s stores are not a step's
         self.b += 1
     init.__code__ = init.__code__.replace(co_name="__init__")
-    uses = pystate.counter_uses(init.__code__)
+    uses = pycode.counter_uses(init.__code__)
     assert uses.unread == {"a", "b"} and uses.counters == {"b"} and uses.stored == set()
 
     def reset(self):
         self.a = 0
-    assert pystate.counter_uses(reset.__code__).stored == {"a"}
+    assert pycode.counter_uses(reset.__code__).stored == {"a"}
 
 
 def _module_program(counted):

@@ -26,7 +26,6 @@ import itertools
 import sys
 import threading
 import time
-import warnings
 import traceback
 import weakref
 
@@ -41,9 +40,9 @@ from .._tensor import runtime as _runtime
 from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
-from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, append_changes, changed,
-                      clock_reads, counter_uses, cut_appends, effects_signature, grown_lists, opened_by_user,
-                      python_refs, restore, snapshot, stateful_reads)
+from .pycode import _user_code, counter_uses, opened_by_user
+from .pystate import (_attr_signature, _copy, _plain_object, _put_back, append_changes, changed, clock_reads,
+                      cut_appends, effects_signature, grown_lists, python_refs, restore, snapshot, stateful_reads)
 from .pystate import optimizer_attributes as _own_attributes
 from .constants import Constants
 from .exc import Unsupported

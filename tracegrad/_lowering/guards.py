@@ -25,8 +25,9 @@ import numpy as np
 from .. import _state
 from .._tensor.generator import Generator
 from .._tensor.tensor import Tensor
-from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
-                      _user_methods, _value, CellSlot, attributes, is_memoized, python_refs)
+from .pycode import _user_class
+from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_methods,
+                      _value, CellSlot, attributes, is_memoized, python_refs)
 
 _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags' flips go to _state.RG_FLIPS
 
