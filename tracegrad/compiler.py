@@ -851,7 +851,7 @@ def _part_object(part):
 def _renewed_containers(key, cache) -> frozenset:
     """The classes of which this call (``key``) passes another instance, at the same place of
     the same argument structure, than the call of a cached program did (NOTE [data container
-    arguments] in _lowering/region.py). Objects are compared by identity only: a dataclass's
+    arguments] in _lowering/call_tree.py). Objects are compared by identity only: a dataclass's
     ``__eq__`` would compare the tensors it holds."""
     found = set()
     parts = key[1]

@@ -290,7 +290,7 @@ def as_node(x, made, convert):
 def build(r, convert, register=None):
     """A new object of ``r``'s class holding ``r``'s values passed through ``convert``;
     ``register(obj)`` first, when given (an object holding itself: NOTE [one object returned
-    twice] in ``region.py``)."""
+    twice] in ``call_tree.py``)."""
     base = _exception_base(r.cls)
     if base is None:
         obj = r.cls.__new__(r.cls)
