@@ -17,12 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _DEF_COMMENT = re.compile(r"^[ \t]*#[ \t]*NOTE \[([^\]]+)\]", re.M)
 _DEF_DOC = re.compile(r'^[ \t]*(?:[rub]?""")?NOTE \[([^\]]+)\]', re.M)
+# a note opened inside a docstring's text: ``... NOTE [title]: the explanation``
+_DEF_INLINE = re.compile(r"NOTE \[([^\]]+)\]\)?:")
+_MENTION = re.compile(r"NOTE \[([^\]]+)\]")
 # ``NOTE [a] in x.py``, ``NOTE [a] and [b] in x.py``, ``(NOTE [a]) in ``x.py``...
 _REF = re.compile(r"NOTE \[([^\]]+)\](?:,? and \[[^\]]+\])?\)?,? in\s+(?:#\s*)?(?:``|`)?([\w/.]+\.py)")
 
 
 def _title(text: str) -> str:
     """A title as written across wrapped comment lines, on one line."""
+    text = re.sub(r'"\s+f?"', "", text)        # a message's title split over string literals
     return re.sub(r"\s+", " ", re.sub(r"\n\s*#", " ", text)).strip()
 
 
@@ -31,7 +35,7 @@ def note_definitions(files) -> dict:
     out = {}
     for f in files:
         src = Path(f).read_text()
-        for pattern in (_DEF_COMMENT, _DEF_DOC):
+        for pattern in (_DEF_COMMENT, _DEF_DOC, _DEF_INLINE):
             for m in pattern.finditer(src):
                 out.setdefault(_title(m.group(1)), set()).add(str(f))
     return out
@@ -52,6 +56,22 @@ def stale_references(files, definitions) -> list:
                 line = src.count("\n", 0, m.start()) + 1
                 bad.append(f"{f}:{line}: NOTE [{title}] in {path}; defined in {sorted(where) or 'no file'}")
     return bad
+
+
+def undefined_notes(files, definitions) -> list:
+    """``file:line: title`` of each note the files mention that no file defines."""
+    out = []
+    for f in files:
+        src = Path(f).read_text()
+        for m in _MENTION.finditer(src):
+            if _title(m.group(1)) not in definitions:
+                out.append(f"{f}:{src.count(chr(10), 0, m.start()) + 1}: {_title(m.group(1))}")
+    return out
+
+
+def test_every_note_mentioned_is_defined():
+    library = sorted((ROOT / "tracegrad").rglob("*.py"))
+    assert undefined_notes(library, note_definitions(library)) == []
 
 
 def test_every_note_reference_names_the_file_that_defines_it():
@@ -77,3 +97,4 @@ def test_a_reference_to_the_wrong_file_is_reported(tmp_path):
     assert [b.split(": ", 1)[1].split(";")[0] for b in bad] == [
         "NOTE [wrapped title] in other.py", "NOTE [gone] in owner.py"]
     assert all(b.startswith(f"{user}:2:") for b in bad)
+    assert undefined_notes(files, defs) == [f"{user}:2: gone"]
