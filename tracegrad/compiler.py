@@ -3,7 +3,7 @@ jitted XLA program per call, with eager's observable behaviour (DESIGN 2.5).
 
 The first call of a compiled function runs eagerly: lazily created state (``.grad``,
 optimizer state) comes into being as in eager. The second call traces the function once
-(``_lowering.region``): every outside tensor it touches becomes a program input/output,
+(``_lowering.trace``): every outside tensor it touches becomes a program input/output,
 written back into the same storages after each call. Later calls with the same guards run
 the program alone: no Python per op.
 
@@ -61,9 +61,10 @@ from ._lowering.capture import GraphBreak
 from ._lowering.warned import Relocated, code_of, say
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.call_tree import PartialArg, container_instance, fill_arg_boxes, flatten, ordered_args
-from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, Plan, Retrace,
-                               ValueCheckFailed, aliased_args, classify_args, first_of, unread_identity,
-                               trace_region)
+from ._lowering.guards import unread_identity
+from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, ValueCheckFailed,
+                               aliased_args, classify_args, first_of)
+from ._lowering.trace import Plan, Retrace, trace_region
 from ._lowering import result_objects
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta

@@ -23,7 +23,7 @@ as a second tensor holding the same values, not the ``.grad`` tensor itself: the
 in-place writes through it (scaling, clipping, ``zero_()`` before ``opt.step()``) never reached
 the gradient and ``g is p.grad`` was False; so too a gradient from ``autograd.grad`` the step
 assigned to ``p.grad`` and returned, and views, ``detach()`` and ``.data`` of such a ``.grad``
-(``region._returned_grads``).
+(``trace._returned_grads``).
 
 Found and left: while a compiled function that read two parameters is alive,
 ``torch.utils.swap_tensors`` on them raises "Cannot swap t1 because it has weakref associated

@@ -18,7 +18,7 @@ Fixes:
 - What the trace read from such an object (``x.box.v``, also through a helper) or from a list
   or dict there (``x.cfg["k"]``) was unguarded: changed between calls it was frozen at the
   traced value; an append to ``x.log`` was not repeated. Guarded (and its changes seen) as an
-  argument object's where the code names the attribute (``region._attribute_objects``).
+  argument object's where the code names the attribute (``trace._attribute_objects``).
 - An object reached two ways (a closure cell of the module's ``__init__`` and ``self.helper``
   whose ``factor()`` its ``forward`` calls) was guarded only for the first way's names:
   ``helper.n`` changed between calls was frozen (``guards._guard_object``).

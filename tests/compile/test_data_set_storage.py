@@ -190,7 +190,7 @@ def test_plan_entry_of_a_dead_storage_is_no_entry():
     import types
     import weakref
 
-    from tracegrad._lowering.region import Plan
+    from tracegrad._lowering.trace import Plan
     from tracegrad._tensor.storage import Storage
     t = tracegrad.zeros(2, 3)
     dead = Storage(t._st.array)

@@ -12,7 +12,7 @@ three calls on the same initial state:
   ``_pgd_whitebox`` (a new ``optim.SGD([X_pgd])`` per attack step over a tensor made in the
   call) never compiled: each trace lifted the new optimizer as outside state and traced again,
   six times, then gave up with "outside state kept changing while tracing" (fixed:
-  ``_lowering/region.Plan.absorb`` does not lift an optimizer whose parameters the trace made;
+  ``_lowering/trace.Plan.absorb`` does not lift an optimizer whose parameters the trace made;
   it is the call's own). It is now one program, equal to torch. With the noise drawn from a NumPy
   stream (the stand-in the eager tests use to match torch) the trace sees the stream's state
   change: a graph break too, every call eager, equal to torch.
@@ -227,7 +227,7 @@ def _pgd_runs(T, compiled):
     # the call at every attack step (its log line's print bound to a no-op: a print is a graph
     # break). Such an optimizer was lifted as outside state on every trace, a new object each
     # time, so the function never compiled ("outside state kept changing while tracing"; fixed:
-    # ``_lowering/region.Plan.absorb`` leaves an optimizer over tensors the trace made alone).
+    # ``_lowering/trace.Plan.absorb`` leaves an optimizer over tensors the trace made alone).
     args = types.SimpleNamespace(epsilon=0.3, num_steps=3, step_size=0.05)
     P = program(T, TRADES + TRADES_PGD, args=args, print=lambda *a, **k: None)
     model = _init(T, P.SmallCNN(drop=0.0), 1, 0.1)

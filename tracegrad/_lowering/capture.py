@@ -837,7 +837,7 @@ class Capture:
     def see_layout_filled(self, module):
         """A module from outside gets a submodule or parameter where it held None or nothing
         (``self.target = copy.deepcopy(self.online)`` behind ``if self.target is None``):
-        NOTE [a layout the trace changed] in region.py."""
+        NOTE [a layout the trace changed] in trace.py."""
         if id(module) not in self.made_modules:
             self.layout_filled = True
 

@@ -46,7 +46,7 @@ class Rebind:
                  "cls", "inference", "attrs")
 
     def __init__(self, index, slots, carried, requires_grad, kept_graph):
-        # ``diff``: a differentiable output of the region's VJP (NOTE [kept graphs] in region.py)
+        # ``diff``: a differentiable output of the region's VJP (NOTE [kept graphs] in trace.py)
         self.diff = False
         self.index, self.slots, self.carried, self.read_rg = index, slots, carried, None
         self.requires_grad, self.kept_graph = requires_grad, kept_graph
@@ -62,7 +62,7 @@ class InSequence:
     """The container of a slot ``(InSequence(place), j)``: item ``j`` of the tuple, list or dict
     that slot ``place`` holds; ``like``: ``(class, keys or length)`` of the one the trace bound
     there, for a call that finds no container at the place (``self.hidden = None`` between
-    sequences: NOTE [places that held no tensor] in region.py)."""
+    sequences: NOTE [places that held no tensor] in trace.py)."""
 
     __slots__ = ("place", "like")
 

@@ -48,7 +48,6 @@ def _sealed_class(cls):
 def defer(cap, sched) -> bool:
     """Record ``sched.step()`` on capture ``cap`` (NOTE [deferred scheduler step]); False when
     this scheduler's step cannot be deferred (it then runs in the trace as before)."""
-    cls = object.__getattribute__(sched, "__class__")
     opt = object.__getattribute__(sched, "__dict__").get("optimizer")
     groups = getattr(opt, "param_groups", None)
     if not isinstance(groups, list):

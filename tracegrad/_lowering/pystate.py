@@ -1546,7 +1546,7 @@ def numpy_sharing(snap, hosts):
 # some guard reads after all (the methods of a class the trace never calls naming it) does too
 # (``trace_region``). Each run checks the place still holds an int (one deleted or set to a
 # float between calls traces again); a bump before an lr scheduler's deferred ``step()`` is
-# made before it on each run, one after it after (``region._counters_in_order``).
+# made before it on each run, one after it after (``trace._counters_in_order``).
 # NOTE [Python appends]: ``history.append(loss.item())``, ``self.losses.append(loss.detach())``
 # or a module's ``self.acts.append(h)`` in a compiled step grows a list the program cannot
 # grow: the whole call used to run eagerly on every call. When the code scanned names that

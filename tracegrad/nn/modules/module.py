@@ -788,7 +788,7 @@ class Module:
             old = d.get(name)
             # (inside a trace, ``self.last = out.detach()`` over None is such a rebind too: a
             # program traced for the None reads it as a value, NOTE [places that held no
-            # tensor] in _lowering/region.py)
+            # tensor] in _lowering/trace.py)
             rebind = type(value) is Tensor and (type(old) is Tensor or (cap is not None and old is None))
             # the object already registered under ``name`` put back (``model.w -= lr * g``
             # under no_grad is ``model.w = model.w.__isub__(...)``, the same Parameter): the
