@@ -23,7 +23,7 @@ __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark
            "disallow_in_graph", "nonstrict_trace", "skip_frame", "optimize_assert", "run", "set_stance",
            "maybe_mark_dynamic", "mark_static", "mark_static_address", "explain", "optimize", "register_backend",
            "lookup_backend", "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame",
-           "utils"]
+           "utils", "callback", "on_compile_start", "on_compile_end"]
 
 _FROM_BACKENDS = ("optimize", "register_backend", "lookup_backend", "list_backends")
 
@@ -182,6 +182,15 @@ def _eval_frame_attr(name):
 
 eval_frame.__getattr__ = _eval_frame_attr
 sys.modules[eval_frame.__name__] = eval_frame
+# torch._dynamo.callback (``from torch._dynamo.callback import on_compile_start``) and its two
+# decorators at the package level (``@torch._dynamo.on_compile_start``): NOTE [compile callbacks]
+callback = types.ModuleType(__name__ + ".callback", "torch._dynamo.callback: functions run when a trace of a "
+                            "compiled function starts and ends.")
+for _name in ("CallbackTrigger", "CallbackArgs", "CompilationCallbackHandler", "callback_handler",
+              "on_compile_start", "on_compile_end"):
+    setattr(callback, _name, getattr(_compiler, _name))
+sys.modules[callback.__name__] = callback
+on_compile_start, on_compile_end = _compiler.on_compile_start, _compiler.on_compile_end
 
 
 _NONSTRICT = [0]       # depth of nonstrict_trace calls running now

@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 import enum
 
+# torch.nn.attention re-exports these from torch.backends.cuda: the same objects here
+from ...backends.cuda import SDPAParams, can_use_efficient_attention, can_use_flash_attention
+
 __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS", "can_use_flash_attention",
-           "can_use_efficient_attention"]
+           "can_use_efficient_attention", "SDPAParams"]
 
 WARN_FOR_UNFUSED_KERNELS = False
 
@@ -50,11 +53,13 @@ def sdpa_kernel(backends, set_priority: bool = False):
         _ACTIVE[0] = prev
 
 
-def can_use_flash_attention(params=None, debug: bool = False) -> bool:
-    """Mirrors ``torch.nn.attention.can_use_flash_attention``: False (no fused CUDA kernel)."""
-    return False
+def _cur_sdpa_kernel_backends() -> list:
+    """Mirrors ``torch.nn.attention._cur_sdpa_kernel_backends()``: the backends the innermost
+    ``sdpa_kernel`` block enables (all of them outside one), as a list in torch's fixed order
+    (cuDNN, flash, efficient, math, overrideable) whatever order or priority the block gave."""
+    on = set(current_backends())
+    return [b for b in _TORCH_ORDER if b in on]
 
 
-def can_use_efficient_attention(params=None, debug: bool = False) -> bool:
-    """Mirrors ``torch.nn.attention.can_use_efficient_attention``: False (no fused CUDA kernel)."""
-    return False
+_TORCH_ORDER = (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                SDPBackend.MATH, SDPBackend.OVERRIDEABLE)
