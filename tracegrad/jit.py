@@ -11,10 +11,11 @@ semantics), with gradients as eagerly. To compile a function into one XLA progra
 """
 from __future__ import annotations
 
+import copy
 import typing
 
 from .nn.modules.module import Module
-from .nn.parameter import is_lazy
+from .nn.parameter import Parameter, is_lazy
 from ._ops.warn import warn as _warn
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
@@ -127,8 +128,23 @@ def annotate(the_type, the_value):
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
-    """Mirrors ``torch.jit.freeze``: returns ``mod`` unchanged."""
-    return mod
+    """Mirrors ``torch.jit.freeze``: a frozen copy of the eval-mode module ``mod`` -- torch's
+    clones the module and inlines its parameters and buffers as constants: its results do not
+    require grad, and the constants are the same tensors (an in-place change to ``mod``'s
+    weights reaches it). Here: a copy of the module whose parameters are detached aliases of
+    ``mod``'s (same storage, ``requires_grad=False``) and whose buffers are ``mod``'s own; it
+    still lists them in ``parameters()``, where torch's lists none.
+
+    Raises: RuntimeError, as torch, for a module in training mode (call ``.eval()`` first).
+    """
+    if not isinstance(mod, Module):
+        return mod
+    if mod.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call "
+                           ".eval() on your module before freezing.")
+    memo = {id(b): b for b in mod.buffers()}
+    memo.update({id(p): Parameter(p.detach(), requires_grad=False) for p in mod.parameters()})
+    return copy.deepcopy(mod, memo)
 
 
 def optimize_for_inference(mod, other_methods=None):
