@@ -109,6 +109,9 @@ def _candidate(x) -> bool:
     if dataclasses.is_dataclass(x):
         return True
     mod = getattr(t, "__module__", "") or ""
+    if getattr(t, "_tracegrad_result_object", False):
+        # a library record class that opts in (backends.cuda.SDPAParams): plain slots, no state
+        return True
     if mod.startswith("tracegrad.distributions."):
         # Categorical(logits=model(x)): plain attributes (lazy ones cached there); by module name,
         # as this layer does not import the library's (DESIGN 2, tests/test_layering.py)

@@ -67,6 +67,9 @@ class SDPAParams:
     arguments or a non-tensor query/key/value, and when pickled (torch's is not picklable)."""
 
     __slots__ = ("_query", "_key", "_value", "_attn_mask", "_dropout", "_is_causal", "_enable_gqa")
+    # returned by a compiled function, it is rebuilt per call around that call's tensors
+    # (NOTE [returned objects] in _lowering/result_objects.py)
+    _tracegrad_result_object = True
 
     def __init__(self, query, key, value, attn_mask, dropout, is_causal, enable_gqa, *extra):
         if extra or not all(isinstance(t, Tensor) for t in (query, key, value)) \
