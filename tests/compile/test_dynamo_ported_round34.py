@@ -1002,12 +1002,21 @@ def test_warnings():
 
 def test_observed_exception():
     # test_error_messages.py::ErrorMessagesTest::test_observed_exception: a function that raises
-    # RuntimeError raises it from every compiled call, fullgraph or not
+    # RuntimeError raises it from every compiled call. Without fullgraph the calls run eagerly
+    # (the write before the raise happens each time); under fullgraph=True the call fails as a
+    # whole, as torch's (Unsupported there, nothing run): RuntimeError, the list unchanged
+    log = []
+
     def fn(T):
         def f(x):
+            log.append(len(x))
             raise RuntimeError("test")
         return f
+    _raises_as_eager(fn, lambda T: (T.ones(2),), RuntimeError)
+    assert log == [2] * 5
+    log.clear()
     _raises_as_eager(fn, lambda T: (T.ones(2),), RuntimeError, fullgraph=True)
+    assert log == [2] * 2
 
 
 def test_uninitialized_module():
@@ -1075,3 +1084,136 @@ def test_reconstruction_failure():
         f = wrap(lambda x: Foo(x * 2).meth)
         return lambda i: f(rand(T, i, 2))()
     compare(build)
+
+
+def test_reconstruction_failure_gb():
+    # test_error_messages.py::ErrorMessagesTest::test_reconstruction_failure_gb: the bound method
+    # made before a graph break and returned after it; the calls run eagerly, with eager's result
+    def build(T, wrap):
+        class Foo:
+            def __init__(self, t):
+                self.t = t
+
+            def meth(self):
+                return self.t * 3
+
+        def fn(x):
+            f = Foo(x + 1).meth
+            T._dynamo.graph_break()
+            return f
+        g = wrap(fn)
+        return lambda i: g(rand(T, i, 2))()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compare(build)
+
+
+def test_faketensor_nyi():
+    # test_error_messages.py::ErrorMessagesTest::test_faketensor_nyi: a custom op whose fake
+    # (meta) implementation raises NotImplementedError; torch's fullgraph refuses (it runs the
+    # fake kernel to trace). tracegrad traces the op's own implementation: the compiled call
+    # gives eager's result
+    lib = {}
+    for T in (torch, tracegrad):
+        @T.library.custom_op(f"round34lib::faketensor_nyi_{T.__name__}", mutates_args=())
+        def foo(x: T.Tensor) -> T.Tensor:
+            return x.sin()
+
+        @foo.register_fake
+        def _(x):
+            raise NotImplementedError
+        lib[T] = foo
+
+    def build(T, wrap):
+        f = wrap(lambda x: lib[T](x) * 2)
+        return lambda i: f(rand(T, i, 3))
+    compare(build, fullgraph=True)
+
+
+def test_fx_node_error_bad_user_code():
+    # test_error_messages.py::ErrorMessagesTest::test_fx_node_error_bad_user_code: ``x + y`` of
+    # shapes (3,) and (4,): eager's RuntimeError (torch's compiled: TorchRuntimeError, a
+    # RuntimeError) from every call, fullgraph or not
+    for kw in ({"fullgraph": True}, {}):
+        _raises_as_eager(lambda T: lambda x, y: x + y, lambda T: (T.ones(3), T.ones(4)), RuntimeError, **kw)
+
+
+def _branchy(T):
+    def fn(x):
+        if x.sum() > 0:
+            return x.sin()
+        return x.cos()
+    return fn
+
+
+def test_data_dependent_branching_fullgraph():
+    # test_error_messages.py::ErrorMessagesTest::test_data_dependent_branching_fullgraph:
+    # ``if x.sum() > 0`` under fullgraph=True is Unsupported naming the tensor read in Python
+    f = tracegrad.compile(_branchy(tracegrad), fullgraph=True)
+    for i in range(2):
+        with pytest.raises(Unsupported, match=r"bool\(\)"):
+            f(rand(tracegrad, i, 3))
+
+
+def test_data_dependent_branching_gb():
+    # test_error_messages.py::ErrorMessagesTest::test_data_dependent_branching_gb: without
+    # fullgraph the branch is a graph break whose reason names the line of the ``if``; every
+    # call takes its own branch (the sign of the sum flips between calls)
+    def build(T, wrap):
+        f = wrap(_branchy(T))
+        return lambda i: f(rand(T, 0, 3) * (1 if i % 2 else -1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = compare_compiled(build)
+    (reason, where), = compiled.stats["graph_breaks"]
+    assert "bool()" in reason and where is not None
+    line = inspect.getsourcelines(_branchy)[1] + 2      # the ``if`` line
+    assert f":{line}" in str(where), where
+
+
+def test_assert_failure_in_generic_ctx_mgr():
+    # test_error_messages.py::ErrorMessagesTest::test_assert_failure_in_generic_ctx_mgr: an
+    # ``assert`` that fails inside a user context manager: AssertionError from every call, and
+    # the manager's __exit__ ran each time
+    log = []
+
+    class Ctx:
+        def __enter__(self):
+            log.append("enter")
+
+        def __exit__(self, *exc):
+            log.append(("exit", exc[0].__name__ if exc[0] else None))
+
+    # compiled outside pytest's assertion rewriting: a rewritten assert formats repr(x) on failure
+    # (a tensor's value read in Python), which a user's plain assert does not
+    ns = {"Ctx": Ctx}
+    exec(compile("def f(x):\n    with Ctx():\n        assert x is None\n", "<round34 assert>", "exec"), ns)
+
+    def fn(T):
+        return ns["f"]
+    pair = ["enter", ("exit", "AssertionError")]
+    log.clear()
+    _raises_as_eager(fn, lambda T: (T.ones(3),), AssertionError)
+    assert log == pair * 5, log         # torch eager, tracegrad eager, three compiled calls
+    # fullgraph=True: the call fails as a whole -- torch's raises Unsupported and runs nothing
+    # (checked with torch 2.13: the manager never entered); tracegrad's raises the assert's
+    # AssertionError (its own error, with a note) and leaves the Python state as it was
+    log.clear()
+    _raises_as_eager(fn, lambda T: (T.ones(3),), AssertionError, fullgraph=True)
+    assert log == pair * 2, log
+
+
+def test_no_internal_compiler_stacktrace():
+    # test_error_messages.py::ErrorMessagesTest::test_no_internal_compiler_stacktrace: a
+    # graph_break() in a helper under fullgraph=True: Unsupported whose message names the
+    # helper's line (the user's code), and the traceback's last frame of the test is the call
+    def gn():
+        tracegrad._dynamo.graph_break()
+
+    def fn():
+        gn()
+    line = inspect.getsourcelines(gn)[1] + 1
+    with pytest.raises(Unsupported) as info:
+        tracegrad.compile(fn, fullgraph=True)()
+    assert f":{line}" in str(info.value), str(info.value)
+    assert "graph_break()" in str(info.value)
