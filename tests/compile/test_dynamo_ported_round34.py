@@ -1217,3 +1217,146 @@ def test_no_internal_compiler_stacktrace():
         tracegrad.compile(fn, fullgraph=True)()
     assert f":{line}" in str(info.value), str(info.value)
     assert "graph_break()" in str(info.value)
+
+
+# ---- test_compiled_autograd.py: the C++ autograd-node tests, as Python Functions ----------------
+# The originals define a C++ torch::autograd::Function; the same forward/backward written as a
+# Python autograd.Function here, applied and backwarded inside the compiled step, with the sizes
+# and saved values changing between calls as the originals' loops do.
+
+def _node_step(make_fn, make_args):
+    """``compare`` build: a compiled step applying ``make_fn(T)`` to ``make_args(T, i)``, then
+    backward of the sum of its outputs; observes the loss and the first argument's grad."""
+    def build(T, wrap):
+        Fn = make_fn(T)
+
+        def step(*args):
+            out = Fn.apply(*args)
+            loss = sum(o.sum() for o in out) if isinstance(out, tuple) else out.sum()
+            loss.backward()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            args = make_args(T, i)
+            return f(*args), args[0].grad
+        return run
+    return build
+
+
+_SIZES = [2, 5, 2, 3, 2]
+
+
+def _ones_rg(T, n):
+    return T.ones(n, n, requires_grad=True)
+
+
+def test_autograd_cpp_node_saved():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_autograd_cpp_node_saved: a Function
+    # saving two tensors and keeping a tensor, a bool, an int, a list of str and a dict on ctx;
+    # backward reads them all (grad = x + y + sum(fixed) + int)
+    def make_fn(T):
+        class Saved(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y, fixed):
+                ctx.save_for_backward(x, y)
+                ctx.fixed, ctx.flag, ctx.i = fixed, True, 1
+                ctx.names, ctx.table = ["string"], {"string": 1.0}
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                x, y = ctx.saved_tensors
+                assert ctx.flag is True and ctx.names == ["string"] and ctx.table["string"] == 1.0
+                return x + y + ctx.fixed.sum() + ctx.i, None, None
+        return Saved
+    make_args = lambda T, i: (_ones_rg(T, _SIZES[i]), rand(T, i, _SIZES[i], _SIZES[i]), T.ones(2, 2))  # noqa: E731
+    compare(_node_step(make_fn, make_args), calls=len(_SIZES))
+
+
+def test_autograd_cpp_node_saved_dynamic():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_autograd_cpp_node_saved_dynamic: a
+    # view of the input kept on ctx (``x.view(-1)``), its sum added to the grad; sizes change
+    def make_fn(T):
+        class SavedView(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                ctx.flat = x.view(-1)
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return x + ctx.flat.sum()
+        return SavedView
+    make_args = lambda T, i: (rand(T, i, _SIZES[i], _SIZES[i], rg=True),)  # noqa: E731
+    compare(_node_step(make_fn, make_args), calls=len(_SIZES))
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_autograd_cpp_node_saved_number(kind):
+    # test_compiled_autograd.py::TestCompiledAutograd::test_autograd_cpp_node_saved_int and
+    # test_autograd_cpp_node_saved_float: a Python number argument kept on ctx (twice) and added
+    # in backward; it changes between calls (1, 2, 3, 1 / 1.1, 2.2, 3.3, 1.1) and must never
+    # freeze into the program
+    values = [1, 2, 3, 1] if kind == "int" else [1.1, 2.2, 3.3, 1.1]
+
+    def make_fn(T):
+        class SavedNumber(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.save_for_backward(x)
+                ctx.y, ctx.y2 = y, y
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return x + ctx.y + ctx.y2, None
+        return SavedNumber
+    make_args = lambda T, i: (_ones_rg(T, 3), values[i])  # noqa: E731
+    compare(_node_step(make_fn, make_args), calls=len(values))
+
+
+def test_autograd_cpp_node_data_dependent():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_autograd_cpp_node_data_dependent: a
+    # Function whose forward depends on a call counter kept on its class -- an extra ctx value
+    # on the second call, set_materialize_grads(False) on the third -- with two outputs; the
+    # counter advances once per call, compiled or not
+    def make_fn(T):
+        class Counted(T.autograd.Function):
+            iteration = 0
+
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.save_for_backward(x, y)
+                ctx.i = 1
+                it = Counted.iteration
+                if it == 1:
+                    ctx.forces_recompile = it
+                elif it == 2:
+                    ctx.set_materialize_grads(False)
+                Counted.iteration = it + 1
+                return x.clone(), y.clone()
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                x, y = ctx.saved_tensors
+                return x + y + ctx.i, None
+        return Counted
+    made = {}
+
+    def make_args(T, i):
+        return _ones_rg(T, 3), rand(T, i, 3, 3)
+
+    def build(T, wrap):
+        inner = _node_step(lambda T_: made.setdefault(id(wrap), make_fn(T_)), make_args)(T, wrap)
+        return lambda i: (inner(i), made[id(wrap)].iteration)
+    # torch's compiled autograd recompiles per ctx layout; tracegrad's trace sees the class
+    # attribute written and runs the step eagerly (a graph break naming it) -- the counter
+    # advances on every call either way
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = compare_compiled(build)
+    assert any("iteration" in r for r, _ in compiled.stats["graph_breaks"]), compiled.stats
