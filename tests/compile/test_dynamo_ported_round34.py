@@ -1360,3 +1360,165 @@ def test_autograd_cpp_node_data_dependent():
         warnings.simplefilter("ignore")
         compiled = compare_compiled(build)
     assert any("iteration" in r for r, _ in compiled.stats["graph_breaks"]), compiled.stats
+
+
+def test_callback_queued_in_backward():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_callback_graph_break_throws_error: a
+    # once_differentiable backward queues an engine callback (then, in the original, a graph
+    # break that compiled autograd refuses). Here without the break: the callback runs once per
+    # backward, after it, on every compiled call; with graph_break() in the backward the step
+    # runs eagerly and the callback still runs once per call
+    def build_with(brk):
+        def build(T, wrap):
+            called = [0]
+
+            def callback_final():
+                called[0] += 1
+
+            class MyFunc(T.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x.clone()
+
+                @staticmethod
+                @T.autograd.function.once_differentiable
+                def backward(ctx, grad):
+                    T.autograd.Variable._execution_engine.queue_callback(callback_final)
+                    if brk:
+                        T._dynamo.graph_break()
+                    return grad * 2
+
+            def step(a):
+                MyFunc.apply(a).sum().backward()
+                return a.grad
+            f = wrap(step)
+            return lambda i: (f(rand(T, i, 3, 3, rg=True)), called[0])
+        return build
+    compare(build_with(False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compare(build_with(True))
+
+
+def test_cpu_scalar_used_in_python_custom_op():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_cudagraphs_cpu_scalar_used_in_python_custom_op
+    # (CUDA graphs there; the values here): a Function saving its input and a 0-d tensor made in
+    # forward, with a Python scalar on ctx; backward expands the grad and scales by both
+    def build(T, wrap):
+        class MyFn(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                cpu_tensor = T.tensor(5)
+                ctx.save_for_backward(x, cpu_tensor)
+                ctx.cpu_scalar = 5
+                return x.sum()
+
+            @staticmethod
+            def backward(ctx, gO):
+                x, cpu_tensor = ctx.saved_tensors
+                return gO * T.ones_like(x) * cpu_tensor * ctx.cpu_scalar
+
+        def step(x):
+            out = MyFn.apply(x)
+            out.backward()
+            return out
+        f = wrap(step)
+
+        def run(i):
+            x = rand(T, i, 10, rg=True)
+            return f(x), x.grad
+        return run
+    compare(build)
+
+
+def test_compiled_forward_backward_outside():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_verbose_logs_aot_id: a compiled
+    # forward of an MLP, backward outside it; the result's grad_fn is the compiled region's
+    # node (torch's aot_autograd: CompiledFunctionBackward) and the grads are eager's
+    models = []
+
+    def build(T, wrap):
+        model = np_init(T.nn.Sequential(T.nn.Linear(4, 4), T.nn.ReLU(), T.nn.Linear(4, 4), T.nn.ReLU()), T)
+        models.append(model)
+        forward = wrap(lambda model, x: model(x))
+
+        def run(i):
+            result = forward(model, rand(T, i, 2, 4)).sum()
+            result.backward()
+            grads = [g.clone() for g in _grads(model)]
+            model.zero_grad()
+            return result, grads
+        return run
+    compiled = compare_compiled(build)
+    out = compiled(models[2], rand(tracegrad, 0, 2, 4))
+    assert type(out.grad_fn).__name__.startswith("CompiledFunctionBackward"), type(out.grad_fn).__name__
+
+
+def test_aot_dispatcher_nodes():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_verbose_logs_aot_dispatcher_nodes:
+    # sin/cos before a graph break, sin/cos after it, compiled; the backward outside reaches x
+    # through both parts
+    def build(T, wrap):
+        def f(x):
+            tmp1 = x.sin()
+            tmp2 = x.cos()
+            T._dynamo.graph_break()
+            return tmp1.sin() + tmp2.cos()
+        g = wrap(f)
+
+        def run(i):
+            x = rand(T, i, 4, rg=True)
+            out = g(x)
+            out.sum().backward()
+            return out, x.grad
+        return run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compare(build)
+
+
+def test_aot_dispatcher_nodes_hop():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_verbose_logs_aot_dispatcher_nodes_hop:
+    # a hook on an intermediate (registered inside) adds a dataclass argument's tensor and a
+    # tensor computed before it; backward outside; the dataclass's tensor changes between calls
+    import dataclasses
+
+    def build(T, wrap):
+        @dataclasses.dataclass
+        class CustomObj:
+            val: object
+
+        def fn(x, obj):
+            y = x.sin()
+            closure_var = y + 1
+            y.register_hook(lambda grad: grad + obj.val + closure_var)
+            return y.sin()
+        f = wrap(fn)
+
+        def run(i):
+            x = T.ones(4, requires_grad=True) * (i + 1)
+            x.retain_grad()
+            out = f(x, CustomObj(T.tensor(88.0 + i)))
+            out.sum().backward()
+            return out, x.grad
+        return run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # a hook registered inside: may run eagerly
+        compare(build)
+
+
+def test_sizes_change_with_zero_grad():
+    # test_compiled_autograd.py::TestCompiledAutograd::test_verbose_logs_cpp: zero_grad, then a
+    # forward/backward whose batch size changes every call (10, 11, 12 there; tiny here),
+    # compiled as one step
+    def build(T, wrap):
+        model = np_init(T.nn.Sequential(T.nn.Linear(4, 4), T.nn.ReLU(), T.nn.Linear(4, 4), T.nn.ReLU()), T)
+
+        def step(x):
+            model.zero_grad()
+            result = model(x).sum()
+            result.backward()
+            return result
+        f = wrap(step)
+        return lambda i: (f(rand(T, i, 2 + i, 4)), _grads(model))
+    compare(build)
