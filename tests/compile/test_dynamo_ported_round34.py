@@ -855,8 +855,10 @@ def test_super_call_method():
         return lambda it: [x + 1 for x in it]
     f = tracegrad.compile(fn(tracegrad), fullgraph=True)
     for _ in range(2):
-        with pytest.raises(Unsupported, match="iterator"):
-            f(zip(range(5), range(10)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)   # JAX's "zip is treated as a leaf"
+            with pytest.raises(Unsupported, match="iterator"):
+                f(zip(range(5), range(10)))
     g = tracegrad.compile(lambda it: [x + 1 for x in it()], fullgraph=True)
     with pytest.raises(Unsupported, match="iterator"):
         g(zip(range(5), range(10)))
@@ -1394,10 +1396,13 @@ def test_callback_queued_in_backward():
             f = wrap(step)
             return lambda i: (f(rand(T, i, 3, 3, rg=True)), called[0])
         return build
-    compare(build_with(False))
+    # the callback's counter is Python state the program would not repeat: tracegrad runs the
+    # step eagerly (a graph break naming it) -- the callback runs on every call either way
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compare(build_with(True))
+        for brk in (False, True):
+            compiled = compare_compiled(build_with(brk))
+            assert compiled.stats["graph_breaks"], compiled.stats
 
 
 def test_cpu_scalar_used_in_python_custom_op():

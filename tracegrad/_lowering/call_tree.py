@@ -35,7 +35,9 @@ def flatten(tree, args=False):
 
 
 def _tensor_leaf(x):
-    return isinstance(x, Tensor)
+    # an iterator argument (``zip(...)``, ``dict.items()``'s iterator, a generator) is one leaf,
+    # as JAX already made it, but without its DeprecationWarning (an error in a later JAX)
+    return isinstance(x, (Tensor, collections.abc.Iterator))
 
 
 def _result_leaf(x):
