@@ -1527,3 +1527,133 @@ def test_sizes_change_with_zero_grad():
         f = wrap(step)
         return lambda i: (f(rand(T, i, 2 + i, 4)), _grads(model))
     compare(build)
+
+
+def _eager_with_break(build, where_line=None):
+    """``compare`` of a program that breaks the graph: eager's results on every call, one graph
+    break recorded, naming ``where_line`` (``file:line``) when given."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # "running f eagerly"
+        compiled = compare_compiled(build)
+    breaks = compiled.stats["graph_breaks"]
+    assert len(breaks) == 1 and compiled.stats["traces"] == 0, compiled.stats
+    if where_line is not None:
+        assert f":{where_line}" in str(breaks[0][1]), breaks
+    return compiled
+
+
+def test_graph_break_in_loop():
+    # test_error_messages.py::ErrorMessagesTest::test_graph_break_in_loop: graph_break() inside a
+    # for loop (torch: the frame is skipped), and a data-dependent branch inside a loop whose
+    # outcome changes between calls; both run eagerly with eager's results
+    def build_gb(T, wrap):
+        def fn(x):
+            for _ in range(2):
+                T._dynamo.graph_break()
+            return x + 1
+        f = wrap(fn)
+        return lambda i: f(rand(T, i, 3))
+    _eager_with_break(build_gb)
+
+    def build_branch(T, wrap):
+        def gn(x):
+            for _ in range(2):
+                if x.sum() > 0:
+                    x = x + 1
+                else:
+                    x = x + 2
+            return x + 4
+        f = wrap(gn)
+        return lambda i: f(rand(T, 0, 3) * (i - 1.5))
+    _eager_with_break(build_branch)
+
+
+def test_skip_frame_in_loop_message():
+    # test_error_messages.py::ErrorMessagesTest::test_skip_frame_in_loop_message: a data-dependent
+    # branch inside a user context manager inside a loop; every __enter__/__exit__ runs per call
+    log = []
+
+    def build(T, wrap):
+        class Ctx:
+            def __enter__(self):
+                log.append("enter")
+
+            def __exit__(self, *exc):
+                log.append("exit")
+
+        def fn(x):
+            for _ in range(2):
+                with Ctx():
+                    if x.sum() > 0:
+                        x = x + 1
+            return x
+
+        f = wrap(fn)
+
+        def run(i):
+            log.clear()
+            out = f(rand(T, i, 3) + 0.5)
+            return out, list(log)
+        return run
+    _eager_with_break(build)
+
+
+def test_skip_frame_empty_function():
+    # test_error_messages.py::ErrorMessagesTest::test_skip_frame_empty_function_message: a
+    # function with no op (torch skips the frame): None from every call, fullgraph or not
+    def empty_fn(x):
+        pass
+    for kw in ({"fullgraph": True}, {}):
+        f = tracegrad.compile(empty_fn, **kw)
+        assert [f(rand(tracegrad, i, 3)) for i in range(3)] == [None] * 3
+
+
+def test_nested_compile_user_frames():
+    # test_error_messages.py::ErrorMessagesTest::test_nested_compile_user_frames: graph_break()
+    # two helpers deep; the break's place is the user's line in the innermost helper, and the
+    # calls run eagerly (the helpers' side effects on every call)
+    def hn(T, seen, x):
+        seen.append(tuple(x.shape))
+        T._dynamo.graph_break()
+        return x * 2
+
+    def build(T, wrap):
+        seen = []
+
+        def gn(x):
+            return hn(T, seen, x + 1)
+
+        def fn(x):
+            return gn(x + 1)
+        f = wrap(fn)
+        return lambda i: (f(rand(T, i, 3)), len(seen))
+    line = inspect.getsourcelines(hn)[1] + 2
+    _eager_with_break(build, line)
+
+
+def test_graph_break_traceback_shows_user_code():
+    # test_error_messages.py::ErrorMessagesTest::test_graph_break_traceback_above_dynamo_shows_user_code
+    # (f3): ``Foo().attr = x`` where Foo.__setattr__ breaks the graph: the break names the line in
+    # __setattr__; fullgraph=True raises Unsupported naming it too
+    made = []
+
+    class Foo:
+        def __setattr__(self, name, value):
+            made.append(name)
+            tracegrad._dynamo.graph_break()
+
+    def f3(x):
+        Foo().attr = x
+        Foo().attr = x
+        return x + 1
+    line = inspect.getsourcelines(Foo)[1] + 3
+    with pytest.raises(Unsupported, match=f":{line}"):
+        tracegrad.compile(f3, fullgraph=True)(tracegrad.ones(3))
+    made.clear()
+    g = tracegrad.compile(f3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(3):
+            same(torch.ones(3) + 1, g(tracegrad.ones(3)), f"call{i}")
+    assert made == ["attr", "attr"] * 3
+    assert f":{line}" in str(g.stats["graph_breaks"][0][1]), g.stats

@@ -110,7 +110,7 @@ def _candidate(x) -> bool:
         return True
     mod = getattr(t, "__module__", "") or ""
     if getattr(t, "_tracegrad_result_object", False):
-        # a library record class that opts in (backends.cuda.SDPAParams): plain slots, no state
+        # a library record class that opts in (nn.attention.SDPAParams): plain slots, no state
         return True
     if mod.startswith("tracegrad.distributions."):
         # Categorical(logits=model(x)): plain attributes (lazy ones cached there); by module name,

@@ -5,7 +5,6 @@ import contextlib
 
 from .._tensor import runtime as _runtime
 from .._tensor.device import cuda_devices
-from .._tensor.tensor import Tensor
 from ._flags import flag_properties
 from .._ops.warn import warn as _warn
 
@@ -58,59 +57,19 @@ def enable_flash_sdp(enabled: bool) -> None:
 enable_mem_efficient_sdp = enable_math_sdp = enable_cudnn_sdp = enable_flash_sdp
 
 
-class SDPAParams:
-    """Mirrors ``torch.backends.cuda.SDPAParams`` (also ``torch.nn.attention.SDPAParams``): the
-    arguments of one ``scaled_dot_product_attention`` call, as the ``can_use_*_attention``
-    queries take them -- ``SDPAParams(query, key, value, attn_mask, dropout, is_causal,
-    enable_gqa)``, all seven positional. The tensors are held as given (``params.query is q``);
-    the fields are read-only. Raises TypeError, as torch's constructor, for another number of
-    arguments or a non-tensor query/key/value, and when pickled (torch's is not picklable)."""
-
-    __slots__ = ("_query", "_key", "_value", "_attn_mask", "_dropout", "_is_causal", "_enable_gqa")
-    # returned by a compiled function, it is rebuilt per call around that call's tensors
-    # (NOTE [returned objects] in _lowering/result_objects.py)
-    _tracegrad_result_object = True
-
-    def __init__(self, query, key, value, attn_mask, dropout, is_causal, enable_gqa, *extra):
-        if extra or not all(isinstance(t, Tensor) for t in (query, key, value)) \
-                or not (attn_mask is None or isinstance(attn_mask, Tensor)):
-            raise TypeError("SDPAParams(query, key, value, attn_mask, dropout, is_causal, enable_gqa): "
-                            "query, key and value must be tensors, attn_mask a tensor or None")
-        for name, v in (("query", query), ("key", key), ("value", value), ("attn_mask", attn_mask),
-                        ("dropout", float(dropout)), ("is_causal", bool(is_causal)),
-                        ("enable_gqa", bool(enable_gqa))):
-            object.__setattr__(self, "_" + name, v)
-
-    query = property(lambda self: self._query)
-    key = property(lambda self: self._key)
-    value = property(lambda self: self._value)
-    attn_mask = property(lambda self: self._attn_mask)
-    dropout = property(lambda self: self._dropout)
-    is_causal = property(lambda self: self._is_causal)
-    enable_gqa = property(lambda self: self._enable_gqa)
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"property of 'SDPAParams' object has no setter: {name!r} is read-only; "
-                             "make a new SDPAParams")
-
-    def __reduce_ex__(self, protocol):
-        raise TypeError("cannot pickle 'SDPAParams' object (as torch's): pickle its tensors instead")
+# torch.backends.cuda.SDPAParams and the can_use_*_attention queries live in nn.attention (which
+# torch re-exports them from): read on first use, as importing backends stays free of nn
+_FROM_ATTENTION = ("SDPAParams", "can_use_flash_attention", "can_use_efficient_attention",
+                   "can_use_cudnn_attention")
 
 
-def can_use_flash_attention(params, debug: bool = False) -> bool:
-    """Mirrors ``torch.backends.cuda.can_use_flash_attention(params, debug=False)``: False --
-    tracegrad has no fused CUDA kernel (attention is XLA's, from the math formula)."""
-    return False
-
-
-def can_use_efficient_attention(params, debug: bool = False) -> bool:
-    """Mirrors ``torch.backends.cuda.can_use_efficient_attention``: False (no fused CUDA kernel)."""
-    return False
-
-
-def can_use_cudnn_attention(params, debug: bool = False) -> bool:
-    """Mirrors ``torch.backends.cuda.can_use_cudnn_attention``: False (no cuDNN kernel)."""
-    return False
+def __getattr__(name):
+    if name in _FROM_ATTENTION:
+        from ..nn import attention
+        value = getattr(attention, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tracegrad.backends.cuda' has no attribute {name!r}")
 
 
 @contextlib.contextmanager

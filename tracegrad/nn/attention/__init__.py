@@ -9,11 +9,10 @@ from __future__ import annotations
 import contextlib
 import enum
 
-# torch.nn.attention re-exports these from torch.backends.cuda: the same objects here
-from ...backends.cuda import SDPAParams, can_use_efficient_attention, can_use_flash_attention
+from ..._tensor.tensor import Tensor
 
 __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS", "can_use_flash_attention",
-           "can_use_efficient_attention", "SDPAParams"]
+           "can_use_efficient_attention", "can_use_cudnn_attention", "SDPAParams"]
 
 WARN_FOR_UNFUSED_KERNELS = False
 
@@ -51,6 +50,61 @@ def sdpa_kernel(backends, set_priority: bool = False):
         yield
     finally:
         _ACTIVE[0] = prev
+
+
+class SDPAParams:
+    """Mirrors ``torch.backends.cuda.SDPAParams`` (also ``torch.nn.attention.SDPAParams``): the
+    arguments of one ``scaled_dot_product_attention`` call, as the ``can_use_*_attention``
+    queries take them -- ``SDPAParams(query, key, value, attn_mask, dropout, is_causal,
+    enable_gqa)``, all seven positional. The tensors are held as given (``params.query is q``);
+    the fields are read-only. Raises TypeError, as torch's constructor, for another number of
+    arguments or a non-tensor query/key/value, and when pickled (torch's is not picklable)."""
+
+    __slots__ = ("_query", "_key", "_value", "_attn_mask", "_dropout", "_is_causal", "_enable_gqa")
+    # returned by a compiled function, it is rebuilt per call around that call's tensors
+    # (NOTE [returned objects] in _lowering/result_objects.py)
+    _tracegrad_result_object = True
+
+    def __init__(self, query, key, value, attn_mask, dropout, is_causal, enable_gqa, *extra):
+        if extra or not all(isinstance(t, Tensor) for t in (query, key, value)) \
+                or not (attn_mask is None or isinstance(attn_mask, Tensor)):
+            raise TypeError("SDPAParams(query, key, value, attn_mask, dropout, is_causal, enable_gqa): "
+                            "query, key and value must be tensors, attn_mask a tensor or None")
+        for name, v in (("query", query), ("key", key), ("value", value), ("attn_mask", attn_mask),
+                        ("dropout", float(dropout)), ("is_causal", bool(is_causal)),
+                        ("enable_gqa", bool(enable_gqa))):
+            object.__setattr__(self, "_" + name, v)
+
+    query = property(lambda self: self._query)
+    key = property(lambda self: self._key)
+    value = property(lambda self: self._value)
+    attn_mask = property(lambda self: self._attn_mask)
+    dropout = property(lambda self: self._dropout)
+    is_causal = property(lambda self: self._is_causal)
+    enable_gqa = property(lambda self: self._enable_gqa)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"property of 'SDPAParams' object has no setter: {name!r} is read-only; "
+                             "make a new SDPAParams")
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cannot pickle 'SDPAParams' object (as torch's): pickle its tensors instead")
+
+
+def can_use_flash_attention(params, debug: bool = False) -> bool:
+    """Mirrors ``torch.nn.attention.can_use_flash_attention(params, debug=False)``: False --
+    tracegrad has no fused CUDA kernel (attention is XLA's, from the math formula)."""
+    return False
+
+
+def can_use_efficient_attention(params, debug: bool = False) -> bool:
+    """Mirrors ``torch.backends.cuda.can_use_efficient_attention``: False (no fused CUDA kernel)."""
+    return False
+
+
+def can_use_cudnn_attention(params, debug: bool = False) -> bool:
+    """Mirrors ``torch.backends.cuda.can_use_cudnn_attention``: False (no cuDNN kernel)."""
+    return False
 
 
 def _cur_sdpa_kernel_backends() -> list:
