@@ -246,6 +246,16 @@ def guard_output(warned, code=None, levels=None):
                              "baked into the program, what it writes written once, while tracing")
         return real_open(*args, **kwargs)
     builtins.open = io.open = _open
+    real_build = builtins.__build_class__
+
+    def _build_class(func, name, *bases, **kwds):
+        # NOTE [classes made in a trace]: remembered for the result check in region.py
+        cls = real_build(func, name, *bases, **kwds)
+        cap = _state.CAPTURE[0]
+        if cap is not None and threading.get_ident() == thread:
+            cap.made_classes[id(cls)] = cls
+        return cls
+    builtins.__build_class__ = _build_class
     attrs = {n: Tensor.__dict__.get(n) for n in ("__setattr__", "__delattr__")}
     Tensor.__setattr__, Tensor.__delattr__ = _tensor_attr_guard(thread)
     try:
@@ -263,6 +273,8 @@ def guard_output(warned, code=None, levels=None):
         for n, real in clocks.items():
             setattr(time, n, real)
         builtins.open = io.open = real_open
+        if builtins.__build_class__ is _build_class:    # (a wrapper put over it since is left alone)
+            builtins.__build_class__ = real_build
 
 
 def _tensor_attr_guard(thread):
@@ -460,6 +472,7 @@ class Capture:
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
+        self.made_classes = {}       # id -> class made by a class statement while tracing
         # NOTE [Python counters] (pystate.py): the module counters bumped ((id(dict), name) ->
         # (dict, name, value before)), the plain objects' candidates (``int_attributes``), and
         # the counters' values when each scheduler step was deferred

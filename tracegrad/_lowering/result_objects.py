@@ -357,14 +357,38 @@ def returned_made(result, made: set, depth: int = 6):
     attributes (NOTE [stateful objects returned]); None when it reaches none."""
     if not made:
         return None
+    return _first_reached(result, lambda v: id(v) in made and getattr(type(v), "_tracegrad_state_is_captured", False),
+                          depth)
+
+
+# NOTE [classes made in a trace]: a class statement inside a compiled function (``class Foo:``
+# in the body or in a helper it calls) runs once, while tracing (``guard_output`` in capture.py
+# records the class: ``Capture.made_classes``). A result that is that class, or an instance of
+# it, was the trace's class on every compiled call, where eager makes a new class per call
+# (``cls not in seen``, ``type(a) is type(b)`` across calls differ). Such a result makes the
+# call run eagerly; a class used only inside the function (a custom Function made per call)
+# changes nothing a caller sees and stays traced.
+def returned_class(result, made: dict, depth: int = 6):
+    """The first class in ``made`` (by id), or instance of one, that ``result`` reaches the way
+    ``returned_made`` walks it; None when it reaches none."""
+    if not made:
+        return None
+    return _first_reached(result, lambda v: id(v) in made or id(type(v)) in made, depth)
+
+
+def _first_reached(result, hit, depth):
+    """The first object ``result`` reaches (NOTE [stateful objects returned]) for which
+    ``hit(obj)`` holds; a class is checked but not walked into; None when there is none."""
     seen = set()
 
     def walk(v, depth):
-        if id(v) in seen or depth < 0 or isinstance(v, (Tensor, type, *IMMUTABLE)):
+        if id(v) in seen or depth < 0 or isinstance(v, (Tensor, *IMMUTABLE)):
             return None
         seen.add(id(v))
-        if id(v) in made and getattr(type(v), "_tracegrad_state_is_captured", False):
+        if hit(v):
             return v
+        if isinstance(v, type):
+            return None
         if isinstance(v, dict):
             parts = list(v.values())
         elif isinstance(v, (tuple, list, set, frozenset)):

@@ -488,6 +488,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "appended to an outside list): a compiled call would hand back the traced "
                                  "one instead of a new one per call (make it outside the compiled function)",
                                  where=after)
+            made_class = result_objects.returned_class((result, appended), cap.made_classes)
+            if made_class is not None:      # NOTE [classes made in a trace] in result_objects.py
+                cls = made_class if isinstance(made_class, type) else type(made_class)
+                raise GraphBreak(f"the function returns the class {cls.__qualname__} made by a class statement "
+                                 f"inside it{'' if cls is made_class else ' (an instance of it)'}: eager makes a "
+                                 "new class on every call, a compiled call would hand back the one made while "
+                                 "tracing (define the class outside the compiled function)", where=after)
             if plan.absorb(cap):
                 if not plan.vjp and not cap.backward_ran and _has_history(result):
                     # the next trace would find differentiable results and trace again for
