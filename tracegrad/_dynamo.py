@@ -183,7 +183,7 @@ def _eval_frame_attr(name):
 eval_frame.__getattr__ = _eval_frame_attr
 sys.modules[eval_frame.__name__] = eval_frame
 # torch._dynamo.callback (``from torch._dynamo.callback import on_compile_start``) and its two
-# decorators at the package level (``@torch._dynamo.on_compile_start``): NOTE [compile callbacks]
+# decorators at the package level (``@torch._dynamo.on_compile_start``): NOTE [compile callbacks] in compiler.py
 callback = types.ModuleType(__name__ + ".callback", "torch._dynamo.callback: functions run when a trace of a "
                             "compiled function starts and ends.")
 for _name in ("CallbackTrigger", "CallbackArgs", "CompilationCallbackHandler", "callback_handler",

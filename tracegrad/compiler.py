@@ -535,7 +535,7 @@ class CompiledFunction:
             _IN_COMPILED[0] -= 1
 
     def _trace(self, key, args, kwargs, leaves, treedef, kinds, sized=False):
-        # NOTE [compile callbacks]: a trace is what torch calls a compile
+        # a trace is what torch calls a compile (NOTE [compile callbacks])
         with callback_handler.install_callbacks(CallbackTrigger.DYNAMO, f"{self._order}/{self._programs}"):
             return self._trace_program(key, args, kwargs, leaves, treedef, kinds, sized)
 

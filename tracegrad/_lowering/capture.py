@@ -249,7 +249,7 @@ def guard_output(warned, code=None, levels=None):
     real_build = builtins.__build_class__
 
     def _build_class(func, name, *bases, **kwds):
-        # NOTE [classes made in a trace]: remembered for the result check in region.py
+        # remembered for the result check (NOTE [classes made in a trace] in result_objects.py)
         cls = real_build(func, name, *bases, **kwds)
         cap = _state.CAPTURE[0]
         if cap is not None and threading.get_ident() == thread:

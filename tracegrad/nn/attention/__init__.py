@@ -62,7 +62,7 @@ class SDPAParams:
 
     __slots__ = ("_query", "_key", "_value", "_attn_mask", "_dropout", "_is_causal", "_enable_gqa")
     # returned by a compiled function, it is rebuilt per call around that call's tensors
-    # (NOTE [returned objects] in _lowering/result_objects.py)
+    # (NOTE [returned objects] in result_objects.py)
     _tracegrad_result_object = True
 
     def __init__(self, query, key, value, attn_mask, dropout, is_causal, enable_gqa, *extra):
