@@ -646,15 +646,22 @@ def test_sdpa_kernel_decorator_with_compile():
 
 # ---- test_view.py::ViewTests -------------------------------------------------------------------
 
+def _checked_sizes(T, t):
+    """``t[0].item()``, ``t[1].item()``, each checked to be a size (``_check(u >= 0)``: torch's
+    advice in place of the deprecated ``_check_is_size`` the originals call)."""
+    u0, u1 = t[0].item(), t[1].item()
+    T._check(u0 >= 0)
+    T._check(u1 >= 0)
+    return u0, u1
+
+
 def test_view_to_2d():
     # test_view.py::ViewTests::test_view_to_2d: sizes read with ``.item()`` (checked as sizes)
     # make a tensor then viewed as ``(-1, n)``; the sizes change between calls (arange in
     # place of the original's randn)
     def build(T, wrap):
         def f(t, n):
-            u0, u1 = t[0].item(), t[1].item()
-            T._check(u0 >= 0)     # torch's advice in place of the deprecated _check_is_size
-            T._check(u1 >= 0)
+            u0, u1 = _checked_sizes(T, t)
             a = T.arange(float(u0 * u1))
             return a.view(-1, n)
         g = wrap(f)
@@ -682,9 +689,7 @@ def test_view_to_1d():
     # as one dimension of the size passed in
     def build(T, wrap):
         def f(t, n):
-            u0, u1 = t[0].item(), t[1].item()
-            T._check(u0 >= 0)     # torch's advice in place of the deprecated _check_is_size
-            T._check(u1 >= 0)
+            u0, u1 = _checked_sizes(T, t)
             a = T.arange(float(u0 * u1)).reshape(u0, u1) * 2
             return a.view(n)
         g = wrap(f)
