@@ -35,7 +35,7 @@ LAYERS = [
     ("L3 autograd", ["tracegrad.autograd"]),
     ("L4 API", ["tracegrad", "tracegrad._api"]),
     ("L5 lowering", ["tracegrad._lowering"]),
-    ("L6 compile and transforms", ["tracegrad.compiler", "tracegrad._logging", "tracegrad.func", "tracegrad.autograd.functional"]),
+    ("L6 compile and transforms", ["tracegrad.compiler", "tracegrad._compile_callbacks", "tracegrad._logging", "tracegrad.func", "tracegrad.autograd.functional"]),
     ("L7 library", ["tracegrad.profiler", "tracegrad.autograd.profiler", "tracegrad.autograd.profiler_util", "tracegrad.linalg", "tracegrad._linalg_functions", "tracegrad._linalg_decomp", "tracegrad._linalg_ldl", "tracegrad._lowrank", "tracegrad._lobpcg", "tracegrad.quasirandom", "tracegrad._spectral", "tracegrad.signal", "tracegrad.special", "tracegrad.fft", "tracegrad.nn", "tracegrad.optim", "tracegrad.sparse", "tracegrad.utils", "tracegrad.distributed", "tracegrad.multiprocessing",
                     "tracegrad.amp", "tracegrad.cuda", "tracegrad.mps", "tracegrad.xpu", "tracegrad.random", "tracegrad.testing", "tracegrad.distributions", "tracegrad.backends", "tracegrad.accelerator", "tracegrad.jit", "tracegrad.library", "tracegrad.cpu", "tracegrad._inductor", "tracegrad.types", "tracegrad.functional", "tracegrad.fx", "tracegrad.masked",
                     "tracegrad._dynamo", "tracegrad._dynamo_backends", "tracegrad._dynamo_capture", "tracegrad.__config__"]),

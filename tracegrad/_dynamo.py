@@ -12,7 +12,7 @@ import sys
 import time
 import types
 
-from . import compiler as _compiler
+from . import _compile_callbacks, compiler as _compiler
 from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset, set_stance
 from ._lowering import exc as _exc
 from ._tensor.tensor import Tensor
@@ -183,14 +183,14 @@ def _eval_frame_attr(name):
 eval_frame.__getattr__ = _eval_frame_attr
 sys.modules[eval_frame.__name__] = eval_frame
 # torch._dynamo.callback (``from torch._dynamo.callback import on_compile_start``) and its two
-# decorators at the package level (``@torch._dynamo.on_compile_start``): NOTE [compile callbacks] in compiler.py
+# decorators at the package level (``@torch._dynamo.on_compile_start``): NOTE [compile callbacks] in _compile_callbacks.py
 callback = types.ModuleType(__name__ + ".callback", "torch._dynamo.callback: functions run when a trace of a "
                             "compiled function starts and ends.")
 for _name in ("CallbackTrigger", "CallbackArgs", "CompilationCallbackHandler", "callback_handler",
               "on_compile_start", "on_compile_end"):
-    setattr(callback, _name, getattr(_compiler, _name))
+    setattr(callback, _name, getattr(_compile_callbacks, _name))
 sys.modules[callback.__name__] = callback
-on_compile_start, on_compile_end = _compiler.on_compile_start, _compiler.on_compile_end
+on_compile_start, on_compile_end = _compile_callbacks.on_compile_start, _compile_callbacks.on_compile_end
 
 
 _NONSTRICT = [0]       # depth of nonstrict_trace calls running now
