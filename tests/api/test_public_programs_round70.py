@@ -528,3 +528,33 @@ def test_lambdarank_dump_param_and_ndcg():
     assert ref_log[0] == "fc1 layers" and len(ref_log) == 9, ref_log
     same_logs("\n".join(ref_log), "\n".join(got_log), 1e-4)
     _compare(lambda T: ref if T is torch else got)
+
+
+@pytest.mark.parametrize("x_grad,v_grad", [(True, True), (True, False), (False, True)])
+def test_uint8_mask_warnings_in_backward(x_grad, v_grad):
+    # PointerNet's ``embedded_inputs[embedding_mask.data]``: torch's backward indexes with the
+    # saved uint8 mask again and repeats the deprecation (IndexBackward0 once; IndexPutBackward0
+    # once for self's gradient and once for the values', through a view's CopySlices too)
+    def run(T):
+        counts = []
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            x = T.ones(3, 2, requires_grad=x_grad)
+            v = T.tensor([1.5, 2.5], requires_grad=v_grad)
+            m = T.tensor([1, 0, 1], dtype=T.uint8)
+            g = (x * 2)[m] if x_grad else v[m[:2]]
+            counts.append(len(rec))
+            g.sum().backward()
+            counts.append(len(rec))
+            for key in ((m,), (m, 1)):
+                y = x * 1
+                y[key] = v.reshape(2, 1).expand(2, 2) if len(key) == 1 else v * 3
+                counts.append(len(rec))
+                y.sum().backward()
+                counts.append(len(rec))
+        assert all("uint8" in str(w.message) for w in rec)
+        grads = [t.grad.numpy() for t in (x, v) if t.grad is not None]
+        return counts, grads
+    (ref_counts, ref), (got_counts, got) = run(torch), run(tracegrad)
+    assert ref_counts == got_counts, (ref_counts, got_counts)
+    _compare(lambda T: ref if T is torch else got)

@@ -505,6 +505,7 @@ def setitem(self, key, value):
     # a Python True/False in the key is basic indexing in torch (an unsqueeze view, then copy_, which
     # refuses an expanded tensor), not a mask: no one-value write into an expanded self then
     py_bool = any(type(k) is bool for k in (key if isinstance(key, tuple) else (key,)))
+    n_byte_masks = _n_byte_masks(key)
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
         # torch's setitem reads a Python int value as int64, whatever self's dtype
@@ -547,12 +548,19 @@ def setitem(self, key, value):
         return
     try:
         if full:
+            # torch's IndexPutBackward0 indexes with the saved uint8 masks again, once for
+            # self's gradient and once for the values' (NOTE [warnings in backward])
+            grads = self._rg + (isinstance(value, Tensor) and value._rg)
             index_put_(self, arrays, value, markers=markers)
+            warn_in_backward(self, ((_BYTE_MASK, UserWarning),) * (n_byte_masks * grads))
             return
         # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
         basic, rest = _split_basic(markers)
         v = apply_op(_basic_op(basic), (self,), (("key", basic),))
+        grads = v._rg + (isinstance(value, Tensor) and value._rg)
         index_put_(v, arrays, value, markers=rest)
+        # (the write's node is the CopySlices one the base holds now)
+        warn_in_backward(v if v._base is None else v._base, ((_BYTE_MASK, UserWarning),) * (n_byte_masks * grads))
     except RuntimeError:
         if isinstance(value, Tensor):
             _check_value_fits(self, key, value)    # torch's "shape mismatch" message when that is the cause
