@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from .. import _state
-from ..autograd._dispatch import apply_inplace, apply_op, show_saved
+from ..autograd._dispatch import apply_inplace, apply_op, show_saved, warn_in_backward
 from .._ops import dtypes as _dt, limited
 from .._ops.warn import warn as _warn
 from .._ops.errors import broadcast_shape, not_a_tensor
@@ -173,10 +173,16 @@ def _check_bounds(index, size, dim):
 _BYTE_MASK = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
 
 
+def _n_byte_masks(key):
+    """How many uint8 index tensors ``key`` holds (each one a deprecation warning of torch's)."""
+    items = key if isinstance(key, tuple) else (key,)
+    return builtins.sum(1 for k in items if isinstance(k, Tensor) and k.dtype is _dt.uint8)
+
+
 def _byte_masks_as_bool(key):
     """torch reads a uint8 index tensor as a bool mask (with its deprecation warning)."""
     items = key if isinstance(key, tuple) else (key,)
-    n_masks = builtins.sum(1 for k in items if isinstance(k, Tensor) and k.dtype is _dt.uint8)
+    n_masks = _n_byte_masks(key)
     if not n_masks:
         return key
     for _ in range(n_masks):    # torch warns once per uint8 mask of the key
@@ -409,6 +415,7 @@ def getitem(self, key):
     # a Python True/False in the key is basic indexing in torch (an unsqueeze view, then copy_, which
     # refuses an expanded tensor), not a mask: no one-value write into an expanded self then
     py_bool = any(type(k) is bool for k in (key if isinstance(key, tuple) else (key,)))
+    n_byte_masks = _n_byte_masks(key)
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
         # torch unpacks a slice before it looks at the rank: a float bound is TypeError, a step
@@ -441,7 +448,8 @@ def getitem(self, key):
     out = apply_op(OPS["index"], (self, *arrays), (("key", markers),))
     if raws is not None:
         show_saved(out, (("indices", _torch_indices(len(shape), full_markers, raws)),))
-    return out
+    # torch's IndexBackward0 indexes with the saved uint8 masks again: the same warnings
+    return warn_in_backward(out, ((_BYTE_MASK, UserWarning),) * n_byte_masks)
 
 
 @method("__delitem__")
@@ -497,6 +505,7 @@ def setitem(self, key, value):
     # a Python True/False in the key is basic indexing in torch (an unsqueeze view, then copy_, which
     # refuses an expanded tensor), not a mask: no one-value write into an expanded self then
     py_bool = any(type(k) is bool for k in (key if isinstance(key, tuple) else (key,)))
+    n_byte_masks = _n_byte_masks(key)
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
         # torch's setitem reads a Python int value as int64, whatever self's dtype
@@ -539,12 +548,19 @@ def setitem(self, key, value):
         return
     try:
         if full:
+            # torch's IndexPutBackward0 indexes with the saved uint8 masks again, once for
+            # self's gradient and once for the values' (NOTE [warnings in backward])
+            grads = self._rg + (isinstance(value, Tensor) and value._rg)
             index_put_(self, arrays, value, markers=markers)
+            warn_in_backward(self, ((_BYTE_MASK, UserWarning),) * (n_byte_masks * grads))
             return
         # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
         basic, rest = _split_basic(markers)
         v = apply_op(_basic_op(basic), (self,), (("key", basic),))
+        grads = v._rg + (isinstance(value, Tensor) and value._rg)
         index_put_(v, arrays, value, markers=rest)
+        # (the write's node is the CopySlices one the base holds now)
+        warn_in_backward(v if v._base is None else v._base, ((_BYTE_MASK, UserWarning),) * (n_byte_masks * grads))
     except RuntimeError:
         if isinstance(value, Tensor):
             _check_value_fits(self, key, value)    # torch's "shape mismatch" message when that is the cause

@@ -936,21 +936,39 @@ def one_hot(tensor, num_classes=-1):
     return (tensor.unsqueeze(-1) == arange(num_classes)).long()
 
 
+def _dropout_noise(name, input, p, train):
+    """The factor torch's dropout multiplies ``input`` by: None where it hands ``input`` back
+    itself (not training, ``p == 0``, an empty input), zeros for ``p == 1``, else a Bernoulli
+    ``1 - p`` mask over ``1 - p`` (tracegrad's RNG). TypeError for a ``p`` that is not a real
+    number (a tensor with dims, one that requires grad), or a ``train`` that is not a bool."""
+    p = require_float(name, "p", p, 2)
+    require_bool(name, "train", train, 3)
+    if not isinstance(input, Tensor):   # the identity would hand it back: torch's parser refuses it
+        raise not_a_tensor(name, input)
+    if not train or p == 0 or input.numel() == 0:
+        return None
+    if p == 1:
+        return empty_like(input, requires_grad=False).fill_(0)
+    return empty_like(input, requires_grad=False).bernoulli_(1 - p).div_(1 - p)
+
+
 def dropout(input, p, train):
     """Mirrors ``torch.dropout``: zeroes elements with probability ``p`` (tracegrad's RNG) and scales
-    the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU). TypeError for a ``p``
-    that is not a real number (a tensor with dims, one that requires grad), or a ``train`` that is
-    not a bool."""
-    p = require_float("dropout", "p", p, 2)
-    require_bool("dropout", "train", train, 3)
-    if not train or p == 0:
-        if not isinstance(input, Tensor):   # the identity would hand it back: torch's parser refuses it
-            raise not_a_tensor("dropout", input)
-        return input
-    if p == 1:
-        return input * empty_like(input).fill_(0)
-    mask = empty_like(input, requires_grad=False).bernoulli_(1 - p).div_(1 - p)
-    return input * mask
+    the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU); ``input`` itself when not
+    training, for ``p == 0`` and for an empty input. TypeError for a ``p`` that is not a real number
+    (a tensor with dims, one that requires grad), or a ``train`` that is not a bool."""
+    noise = _dropout_noise("dropout", input, p, train)
+    return input if noise is None else input * noise
+
+
+def dropout_(input, p, train):
+    """Mirrors ``torch.dropout_``: ``dropout`` as ``input.mul_(noise)`` (grad_fn ``MulBackward0``,
+    one version bump); where torch's kernel hands ``input`` back (not training, ``p == 0``, an
+    empty input) nothing is written, so ``input``'s version and grad_fn stay as they were (an
+    ``nn.Dropout(0.0, inplace=True)`` after an in-place ReLU leaves the ReLU's saved output
+    valid). TypeError as ``dropout``."""
+    noise = _dropout_noise("dropout_", input, p, train)
+    return input if noise is None else input.mul_(noise)
 
 
 def constant_pad_nd(input, pad, value=0):

@@ -25,6 +25,7 @@ from .._ops import deps as _deps
 from .._ops import derived as _derived
 from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor
+from .._ops.warn import warn as _warn
 from .._ops.registry import CONST, NONDIFF_SAVED, RESULT, SAVED, SHAPE, Op, SavedLayout
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
@@ -115,6 +116,24 @@ def show_saved(t, shown):
     gf = t._gf
     if isinstance(gf, OpNode):
         gf.shown = tuple((k, v % 2 ** 64 if isinstance(v, int) and v < 0 else v) for k, v in shown)
+    return t
+
+
+# NOTE [warnings in backward]
+# Some of torch's backward formulas call the forward's kernel again on a saved argument, and
+# that kernel warns again: ``IndexBackward0`` puts the gradient back through the saved uint8
+# mask of ``x[mask]``, so each run of the node repeats the "indexing with dtype torch.uint8"
+# deprecation. A node here computes its backward as a JAX VJP that sees no such argument; the
+# op records the warnings on its node instead (``warn_in_backward``) and ``OpNode.apply`` gives
+# them, attributed to the user's line that started the backward (torch's name the line of its
+# own engine call in torch/autograd/graph.py, which a "default" filter shows once in all).
+def warn_in_backward(t, warns):
+    """``t`` with its node giving ``warns`` (``((message, category), ...)``) each time its
+    backward runs (NOTE [warnings in backward]). A tensor without a node of its own is left as
+    is."""
+    gf = t._gf
+    if isinstance(gf, OpNode) and warns:
+        gf.warns = tuple(warns)
     return t
 
 
@@ -227,7 +246,7 @@ def _record(op, args, static, outs):
     # NOTE [saved layout]; tuple.__new__ skips the NamedTuple's Python-level __new__ (hot path)
     node.layout = _tuple_new(SavedLayout, (tuple(kinds), tuple(avals), tuple(needs), tuple(edge_pos)))
     node.consts, node.released = consts, False
-    node.nout, node.saved_const, node.const_vc = len(outs), saved_const, const_vc
+    node.nout, node.saved_const, node.const_vc, node.warns = len(outs), saved_const, const_vc, ()
     for i, t in enumerate(outs):
         t._gf, t._out_nr, t._rg = node, i, True
     saved = []
@@ -255,8 +274,10 @@ class OpNode(Node):
     # shown: ((name, value), ...) torch shows as ``_saved_<name>`` where the node's static
     # arguments hold another form (NOTE [indexing nodes as torch]); unset on most nodes
     # (no output shapes are kept for ``Node._input_metadata``: a cost on every recorded op)
+    # warns: ((message, category), ...) given each time the backward runs (NOTE [warnings in
+    # backward]); () on most nodes
     __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const", "const_vc",
-                 "shown")
+                 "shown", "warns")
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
@@ -360,6 +381,8 @@ class OpNode(Node):
         saved_list = self.saved
         if self.released:
             raise RuntimeError(MSG_FREED)
+        for message, category in self.warns:   # NOTE [warnings in backward]
+            _warn(message, category)
         try:
             return self._apply(grads, saved_list)
         except (AttributeError, TypeError):

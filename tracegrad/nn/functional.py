@@ -305,10 +305,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if type(training) is not bool and type(training).__name__ != "bool_":   # torch's parser: a bool only
         raise TypeError(f"dropout(): argument 'train' (position 3) must be bool, not {type(training).__name__}; "
                         f"pass training=True or False")
-    out = _F.dropout(input, p, training)
-    if inplace and training:
-        return input.copy_(out)
-    return out
+    # torch calls dropout_ for inplace=True: a mul_ by the noise, or nothing at all (p == 0)
+    return (_F.dropout_ if inplace else _F.dropout)(input, p, training)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
