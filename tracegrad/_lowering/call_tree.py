@@ -31,18 +31,13 @@ def flatten(tree, args=False):
     NOTE [data container arguments]), where a sparse COO tensor is its indices and values
     (``SparseArg``)."""
     return jax.tree_util.tree_flatten(ordered_args(tree, args) if type(args) is frozenset else ordered(tree, args),
-                                      is_leaf=_result_leaf if args is False else _tensor_leaf)
+                                      is_leaf=_leaf)
 
 
-def _tensor_leaf(x):
-    # an iterator argument (``zip(...)``, ``dict.items()``'s iterator, a generator) is one leaf,
-    # as JAX already made it, but without its DeprecationWarning (an error in a later JAX)
-    return isinstance(x, (Tensor, collections.abc.Iterator))
-
-
-def _result_leaf(x):
-    # a returned iterator (a generator function's result, ``zip``/``map``) is one leaf, the
-    # graph break ``_out_recipe`` raises for it; not JAX's deprecation warning (once per trace)
+def _leaf(x):
+    # an iterator (an argument: ``zip(...)``, ``dict.items()``'s iterator, a generator; a
+    # result: a generator function's, the graph break ``_out_recipe`` raises for it) is one
+    # leaf, as JAX already made it, but without its DeprecationWarning (an error in a later JAX)
     return isinstance(x, (Tensor, collections.abc.Iterator))
 
 
