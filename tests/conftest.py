@@ -132,7 +132,17 @@ def _seed():
     tracegrad.nn.modules.module._global_is_full_backward_hook[0] = None
     if _torch is not None:
         _torch.nn.modules.module._global_is_full_backward_hook = None
+        # torch's own test utilities (torch.testing._internal.common_utils, imported by the
+        # files that use the oracle's harness) freeze torch.backends' flags for the process
+        # (disable_global_flags): a later program setting ``cudnn.benchmark = True`` at top
+        # level, as scripts do, raised RuntimeError in its torch run, depending on which files
+        # its worker ran first. Each test starts with them settable, as in a script.
+        flags = _torch.backends.flags_frozen.__globals__
+        settable = flags["__allow_nonbracketed_mutation_flag"]
+        flags["__allow_nonbracketed_mutation_flag"] = True
     yield
+    if _torch is not None:
+        flags["__allow_nonbracketed_mutation_flag"] = settable
     for d, v in validate:
         d._validate_args = v
     for m, opts in printing:
