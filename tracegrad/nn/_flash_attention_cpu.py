@@ -14,6 +14,11 @@ block of queries (32 rows below 192 queries, 64 below 768, 256 after) and keys (
 ``+=`` rounding into the input dtype. Rounding where torch rounds makes a bfloat16 GPT's losses
 and generated tokens torch's (they differed in the last bits, and argmax sampling then
 diverged). The node is torch's ``ScaledDotProductFlashAttentionForCpuBackward0``.
+Still differs: the kernel's forward takes ``exp`` of full vectors of keys (16 floats with
+AVX-512, 8 with AVX2) by a fast approximation (``exp_u20``) and only the remainder by
+``std::exp``; tracegrad's ``exp`` is exact, so rows of that many keys or more can differ in
+their last bit. torch's float16 kernel may take its packed (oneDNN) path, and GQA sums its
+grouped heads' gradients its own way: both left as they come out here.
 """
 from __future__ import annotations
 
