@@ -151,7 +151,7 @@ def _gpt_step(T, fused=True):
     loss.backward()
     grads = {n: p.grad.float().numpy() for n, p in model.named_parameters()}
     optimizer.step()
-    return float(loss), grads, {n: p.detach().float().numpy() for n, p in model.named_parameters()}
+    return float(loss.detach()), grads, {n: p.detach().float().numpy() for n, p in model.named_parameters()}
 
 
 def test_gpt_bf16_step_bitwise_but_layer_norm_params():
