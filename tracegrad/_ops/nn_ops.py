@@ -299,6 +299,47 @@ defop("_weight_norm_interface", _weight_norm_interface, args=("v", "g"), grad_fn
 
 
 def _layer_norm(x, w, b, *, n, eps):
+    if x.dtype in (jnp.bfloat16, jnp.float16):
+        return _layer_norm_low(x, w, b, n, eps)
+    return _layer_norm_wide(x, w, b, n=n, eps=eps)
+
+
+# NOTE [layer_norm on float16/bfloat16]: torch's CPU kernel normalises in float32 and rounds the
+# output once (as ``_layer_norm_wide``), but it saves the row mean and rstd in the input's dtype
+# and its backward reads those rounded values: ``dx = rstd * (g w - mean(g w) - xhat * mean(g w
+# xhat))``, ``dw = sum(g xhat)``, ``db = sum(g)`` with ``xhat = (x - mean) * rstd`` of the rounded
+# statistics, in float32, each gradient rounded once. The tangent rule below is that map (linear
+# in the tangents, so it transposes to torch's backward); JAX's derivative of the float32
+# formula used the exact statistics, and a bfloat16 GPT's gradients differed in a third of
+# their values.
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
+def _layer_norm_low(x, w, b, n, eps):
+    return _layer_norm_wide(x, w, b, n=n, eps=eps)
+
+
+@_layer_norm_low.defjvp
+def _layer_norm_low_jvp(n, eps, primals, tangents):
+    x, w, b = primals
+    dx, dw, db = tangents
+    dt = x.dtype
+    xf = _upcast(x)
+    axes = tuple(range(x.ndim - n, x.ndim))
+    mean = jnp.mean(xf, axis=axes, keepdims=True)
+    rstd = lax.rsqrt(jnp.mean(jnp.square(xf - mean), axis=axes, keepdims=True) + eps)
+    mean, rstd = (v.astype(dt).astype(jnp.float32) for v in (mean, rstd))
+    xhat = (xf - mean) * rstd
+    dxf = _upcast(dx)
+    dxhat = rstd * (dxf - jnp.mean(dxf, axis=axes, keepdims=True)
+                    - xhat * jnp.mean(dxf * xhat, axis=axes, keepdims=True))
+    out = dxhat if w is None else dxhat * _upcast(w)
+    if w is not None:
+        out = out + _upcast(dw) * xhat
+    if b is not None:
+        out = out + _upcast(db)
+    return _layer_norm_low(x, w, b, n, eps), out.astype(dt)
+
+
+def _layer_norm_wide(x, w, b, *, n, eps):
     dt, x = x.dtype, _upcast(x)
     axes = tuple(range(x.ndim - n, x.ndim))
     mean = jnp.mean(x, axis=axes, keepdims=True)

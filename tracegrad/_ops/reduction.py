@@ -137,11 +137,25 @@ defop("logsumexp", lambda x, dim, keepdim: jax.scipy.special.logsumexp(x, axis=d
       grad_fn="LogsumexpBackward0", saves=("self", "result"))
 
 
-def _softmax_vjp(y, g, dim, dtype=None):
+def _wide_vjp(vjp):
+    """A softmax VJP over float16/bfloat16 ``y`` and ``g`` computed in float32 and rounded once,
+    as torch's CPU softmax backward kernels (their sums and products in float32): in 16 bits
+    XLA rounded ``exp(y)``, the sum and the product each, and a bfloat16 gradient differed from
+    torch's in a third of its values."""
+    def f(y, g, dim, dtype=None):
+        if y.dtype in (jnp.bfloat16, jnp.float16):
+            return vjp(y.astype(jnp.float32), g.astype(jnp.float32), dim).astype(y.dtype)
+        return vjp(y, g, dim)
+    return f
+
+
+@_wide_vjp
+def _softmax_vjp(y, g, dim):
     return y * (g - jnp.sum(g * y, axis=dim, keepdims=True))
 
 
-def _log_softmax_vjp(y, g, dim, dtype=None):
+@_wide_vjp
+def _log_softmax_vjp(y, g, dim):
     return g - jnp.exp(y) * jnp.sum(g, axis=dim, keepdims=True)
 
 
@@ -163,7 +177,27 @@ def _wide(fn):
 
 defop("softmax", _wide(jax.nn.softmax),
       grad_fn="SoftmaxBackward0", saves=("result",), vjp_result=_softmax_vjp)
-defop("log_softmax", _wide(jax.nn.log_softmax),
+def _log_softmax_lastdim(x, axis):
+    """torch's CPU log_softmax over the last dim of a float16/bfloat16 input (its
+    ``serial_vec_log_softmax_lastdim_range``): the row sum of ``exp(x - max)`` (float32) is kept
+    in the input dtype, so is its log, and ``x - max - log`` is rounded once. Over another dim
+    torch's kernel keeps float32 throughout (``_wide``); rounding once here too gave other last
+    bits for a quarter of a bfloat16 GPT's log-probabilities, and its loss differed."""
+    low = x.dtype
+    xf = x.astype(jnp.float32)
+    shifted = xf - jnp.max(xf, axis=axis, keepdims=True)
+    total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True).astype(low).astype(jnp.float32)
+    return (shifted - jnp.log(total).astype(low).astype(jnp.float32)).astype(low)
+
+
+def _log_softmax(x, dim, dtype=None):
+    x = _cast(x, dtype)
+    if x.dtype in (jnp.bfloat16, jnp.float16) and x.ndim and dim % x.ndim == x.ndim - 1:
+        return _log_softmax_lastdim(x, dim)
+    return _wide(jax.nn.log_softmax)(x, dim)
+
+
+defop("log_softmax", _log_softmax,
       grad_fn="LogSoftmaxBackward0", saves=("result",), vjp_result=_log_softmax_vjp)
 
 

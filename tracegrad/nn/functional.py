@@ -30,6 +30,7 @@ from . import _layers_functional as _layers
 from . import _losses_more as _losses
 from . import _more_functional as _more
 from . import _vision_functional as _vision
+from ._flash_attention_cpu import flash_attention_cpu
 from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, conv_transpose3d,  # noqa: F401
                                  embedding_bag, fold, grid_sample, instance_norm, interpolate, max_pool3d,
                                  pairwise_distance, pixel_shuffle, pixel_unshuffle, unfold, upsample,
@@ -1020,7 +1021,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     keys after each query (top-left aligned) on top of ``attn_mask`` (RuntimeError for the pair where
     torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad, or
     ``nn.attention.sdpa_kernel`` not allowing FLASH_ATTENTION). Half / bfloat16 inputs are computed in
-    float32 and the result rounded once, as torch's CPU kernels. ``enable_gqa``: q
+    float32 and the result rounded once, as torch's math path; where torch takes its fused CPU
+    kernel (4-D inputs of equal batch and head sizes, no dropout) with its roundings and its node
+    ``ScaledDotProductFlashAttentionForCpuBackward0`` (nn/_flash_attention_cpu.py). ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
@@ -1091,6 +1094,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                    f"tensor b ({b}) at non-singleton dimension {d} (the batch and head dims of "
                                    f"query, key and value must broadcast)")
     layout_of, out_dtype = query, query.dtype
+    if out_dtype in (tracegrad.float16, tracegrad.bfloat16) and dropout_p == 0.0 \
+            and _sdpa_fused_path(query, key, value, attn_mask) \
+            and query.shape[:2] == key.shape[:2] == value.shape[:2] and query.shape[-2] and key.shape[-2]:
+        # torch's fused CPU kernel rounds its softmax weights to the input dtype (NOTE [sdpa:
+        # torch's fused CPU kernel on half/bfloat16]); broadcast batch or head dims and empty
+        # inputs take its math path, below
+        scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+        return _in_layout_of(flash_attention_cpu(query, key, value, attn_mask, is_causal, scale_factor), layout_of)
     if out_dtype in (tracegrad.float16, tracegrad.bfloat16):
         # torch's CPU kernels (the fused one and the math one) compute half/bfloat16 attention in
         # float32 and round the result once; a float32 mask is taken as it is

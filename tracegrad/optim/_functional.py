@@ -149,6 +149,48 @@ def _each(v, n, dtype):
     return (v,) if n == 1 else v.unbind(0)
 
 
+def fused_adam_step_low(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, beta1, beta2, eps,
+                        weight_decay, amsgrad, maximize, decoupled_weight_decay=False):
+    """One ``fused=True`` Adam/AdamW update of a float16/bfloat16 parameter in place, after the
+    step count's increment, as torch's fused CPU kernel computes it.
+
+    NOTE [fused Adam on float16/bfloat16]: torch's fused kernel reads param, grad and both
+    moments as float32, applies weight decay, the ``lerp`` of ``exp_avg``, ``exp_avg_sq * beta2 +
+    (1 - beta2) * grad * grad``, ``denom = sqrt(v) / sqrt(1 - beta2**step) + eps`` and ``param -
+    step_size * m / denom`` in float32 with the bias corrections in float64, and rounds each
+    tensor once on store; the update reads the unrounded moments. The single-tensor path
+    (``adam_step``) rounds every in-place op to 16 bits: a bfloat16 AdamW's ``exp_avg_sq``
+    differed from torch's in a third of its values after five steps, its parameters in one in
+    twenty.
+
+    Args: as ``adam_step``; ``step``: the float32 0-d step count (incremented).
+    """
+    lr = _scalar(lr)
+    low = param.dtype
+    p, g = param.float(), grad.float()
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + p * weight_decay
+    m = exp_avg.float().lerp(g, 1 - beta1)
+    v = exp_avg_sq.float() * beta2 + (1 - beta2) * g * g
+    t = step.to(float64)
+    step_size = (lr / (1 - beta1 ** t)).float()
+    bias_correction2_sqrt = (1 - beta2 ** t).sqrt().float()
+    if amsgrad:
+        v_max = max_exp_avg_sq.float().maximum(v)
+        max_exp_avg_sq.copy_(v_max.to(low))
+        denom = v_max.sqrt() / bias_correction2_sqrt + eps
+    else:
+        denom = v.sqrt() / bias_correction2_sqrt + eps
+    exp_avg.copy_(m.to(low))
+    exp_avg_sq.copy_(v.to(low))
+    param.copy_((p - step_size * m / denom).to(low))
+
+
 def adam_bias_corrections(steps, lr, beta1, beta2, dtypes):
     """Adam's ``step_size = lr / (1 - beta1**step)`` and ``1 / sqrt(1 - beta2**step)`` for each
     of ``steps`` (float32 0-d tensors, already incremented), as two tuples of 0-d tensors

@@ -1,8 +1,8 @@
 """``Adam``. Mirrors ``torch.optim.Adam`` (amsgrad, weight decay, maximize, decoupled decay)."""
 from __future__ import annotations
 
-from .. import Tensor, float32, tensor, zeros_like
-from ._functional import _scalar, adam_bias_corrections, adam_step
+from .. import Tensor, bfloat16, float16, float32, tensor, zeros_like
+from ._functional import _scalar, adam_bias_corrections, adam_step, fused_adam_step_low
 from ._simple import check_common
 from .optimizer import Optimizer
 
@@ -89,6 +89,21 @@ class Adam(Optimizer):
         for step in steps:
             step.add_(1)
         beta1, beta2 = group["betas"]
+        if group.get("fused"):
+            # torch's fused kernel computes 16-bit parameters in float32 (NOTE [fused Adam on
+            # float16/bfloat16]); the others take the single-tensor rule below
+            low = [item for item in zip(items, maxes, steps) if item[0][0].dtype in (bfloat16, float16)]
+            for (p, grad, state), max_sq, step in low:
+                fused_adam_step_low(p, grad, state["exp_avg"], state["exp_avg_sq"], max_sq, step,
+                                    lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                                    weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
+                                    maximize=group["maximize"],
+                                    decoupled_weight_decay=group["decoupled_weight_decay"])
+            if low:
+                kept = [i for i, (p, _, _) in enumerate(items) if p.dtype not in (bfloat16, float16)]
+                items, maxes, steps = [items[i] for i in kept], [maxes[i] for i in kept], [steps[i] for i in kept]
+                if not items:
+                    return
         scalars = adam_bias_corrections(steps, group["lr"], beta1, beta2, [p.dtype for p, _, _ in items])
         for (p, grad, state), max_sq, step_size, inv_bc2_sqrt in zip(items, maxes, *scalars):
             adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], max_sq,
