@@ -1094,12 +1094,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                    f"tensor b ({b}) at non-singleton dimension {d} (the batch and head dims of "
                                    f"query, key and value must broadcast)")
     layout_of, out_dtype = query, query.dtype
-    if out_dtype in (tracegrad.float16, tracegrad.bfloat16) and dropout_p == 0.0 \
+    if out_dtype in (tracegrad.float16, tracegrad.bfloat16) and dropout_p == 0.0 and query.device.type == "cpu" \
             and _sdpa_fused_path(query, key, value, attn_mask) \
             and query.shape[:2] == key.shape[:2] == value.shape[:2] and query.shape[-2] and key.shape[-2]:
         # torch's fused CPU kernel rounds its softmax weights to the input dtype (NOTE [sdpa:
         # torch's fused CPU kernel on half/bfloat16]); broadcast batch or head dims and empty
-        # inputs take its math path, below
+        # inputs take its math path, below, and so do GPU arrays (torch's CUDA kernels are others)
         scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
         return _in_layout_of(flash_attention_cpu(query, key, value, attn_mask, is_causal, scale_factor), layout_of)
     if out_dtype in (tracegrad.float16, tracegrad.bfloat16):
