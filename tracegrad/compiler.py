@@ -65,6 +65,7 @@ from ._compile_callbacks import CallbackTrigger, callback_handler
 from ._lowering.guards import unread_identity
 from ._lowering.region import (ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged, ValueCheckFailed,
                                aliased_args, classify_args, first_of)
+from ._lowering.numpy_args import NumpyValuesRead
 from ._lowering.trace import Plan, Retrace, trace_region
 from ._lowering import result_objects
 from ._tensor import torch_function as _torch_function
@@ -172,6 +173,7 @@ class CompiledFunction:
         self._dead = 0              # ... of them, those dead for good (NOTE [dead programs])
         self._containers = frozenset()   # NOTE [data container arguments] (_lowering/call_tree.py)
         self._containers_refused = False
+        self._numpy_baked = frozenset()  # NOTE [numpy arguments] (_lowering/numpy_args.py)
         self._instances_run = weakref.WeakSet()   # NOTE [module arguments]: run eagerly once each
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
@@ -239,13 +241,13 @@ class CompiledFunction:
                                f"use one of {', '.join(_STANCES)}")
         if self._always_eager and self._still_breaks(self._always_tokens):
             return self._eager_under(self._always_tokens, args, kwargs)
-        leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
+        leaves, treedef, kinds, key = _signature(args, kwargs, self._containers, self._numpy_baked)
         entries = self._cache.get(key)
         if entries is None and self._programs and not self._containers_refused:
             renewed = _renewed_containers(key, self._cache) - self._containers
             if renewed:      # NOTE [data container arguments]: a new batch object, say
                 self._adopt_containers(renewed)
-                leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
+                leaves, treedef, kinds, key = _signature(args, kwargs, self._containers, self._numpy_baked)
                 entries = self._cache.get(key)
         if entries is _EAGER:
             tokens, kept = self._broke.get(key, ((), None))
@@ -556,6 +558,7 @@ class CompiledFunction:
                 self._drop_orphans(others)
         plan = plan or self._plan_of_other_sizes(key) or Plan()
         plan.containers = self._containers
+        plan.numpy_baked = self._numpy_baked
         plan.defer_items = True      # NOTE [deferred item] (fullgraph too: torch 2.13 returns the number)
         for _ in range(6):
             try:
@@ -563,6 +566,10 @@ class CompiledFunction:
                 break
             except Retrace:
                 continue
+            except NumpyValuesRead as e:      # NOTE [numpy arguments]: baked from now on
+                self._numpy_baked |= e.positions
+                self.stats["calls"] -= 1       # the same call, under its key with the arrays' values
+                return self(*args, **kwargs)
             except ValueCheckFailed as e:      # the program is good; this call's values are not
                 region, result, reason = e.region, ValueCheckFailed, e.reason
                 break
@@ -698,7 +705,7 @@ class CompiledFunction:
         """XLA's memory analysis (``temp_size_in_bytes``, ``argument_size_in_bytes``...) of the
         program these arguments run (after the call that traced it), or None when they run
         eagerly. Useful to check that checkpointing saves memory inside a compiled step."""
-        leaves, _, _, key = _signature(args, kwargs, self._containers)
+        leaves, _, _, key = _signature(args, kwargs, self._containers, self._numpy_baked)
         entries = self._cache.get(key)
         if not entries or entries is _EAGER:
             return None
@@ -758,14 +765,16 @@ def _misuse(error):
     return error
 
 
-def _signature(args, kwargs, containers=frozenset()):
+def _signature(args, kwargs, containers=frozenset(), numpy_baked=frozenset()):
     """(leaves, treedef, kinds, cache key) of one call's arguments; ``containers``: the classes
-    whose instances are flattened (NOTE [data container arguments] in _lowering/call_tree.py)."""
+    whose instances are flattened (NOTE [data container arguments] in _lowering/call_tree.py);
+    ``numpy_baked``: the positions of NumPy arguments read by value (NOTE [numpy arguments] in
+    _lowering/numpy_args.py)."""
     if not kwargs and all(isinstance(a, Tensor) and type(a) is not SparseCooTensor for a in args):
         leaves, treedef = args, len(args)          # the common case, without tree_flatten
     else:
         leaves, treedef = flatten((args, kwargs), containers)   # a sparse argument: its indices, values
-    kinds = classify_args(leaves)
+    kinds = classify_args(leaves, numpy_baked)
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
 
 
@@ -774,6 +783,9 @@ def _key(leaves, treedef, kinds):
     for a, k in zip(leaves, kinds):
         if k == "same":               # NOTE [one tensor passed twice]
             parts.append((k, first_of(leaves, len(parts))))
+            continue
+        if k == "ndarray":            # NOTE [numpy arguments]
+            parts.append((k, a.shape, a.dtype.str))
             continue
         if k == "const":
             if isinstance(a, weakref.ref):
@@ -826,9 +838,11 @@ def _same_part(a, b) -> bool:
 
 def _sizes_apart(a, b) -> bool:
     """Whether two tensor arguments' key parts -- (kind, shape, dtype, requires_grad, identity or
-    flags) -- differ at most in their shapes' sizes (same rank)."""
-    return (type(a) is tuple and type(b) is tuple and len(a) == 5 == len(b) and type(a[1]) is tuple
-            and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0] and a[2:] == b[2:])
+    flags) -- or two NumPy input arguments' ("ndarray", shape, dtype) differ at most in their
+    shapes' sizes (same rank)."""
+    return (type(a) is tuple and type(b) is tuple and len(a) == len(b) and (len(a) == 5 or a[0] == "ndarray")
+            and type(a[1]) is tuple and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0]
+            and a[2:] == b[2:])
 
 
 def _holds_a_tensor(obj) -> bool:
@@ -902,7 +916,8 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
     value is baked into its own program. Tensor shapes: an XLA program has static shapes, so
     each shape is its own program (torch.compile would make the changing sizes dynamic). NumPy
     arrays: keyed by value (``_unhashable_key``), each array's values are constants of its
-    program (torch.compile would take the array in as a tensor input)."""
+    program where the function reads them by value; one it only converts to a tensor is an
+    input, keyed by shape and dtype (NOTE [numpy arguments] in _lowering/numpy_args.py)."""
     parts = key[1]
     numbers, shapes, arrays = set(), set(), set()
     for other in cache:

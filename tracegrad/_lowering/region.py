@@ -34,7 +34,8 @@ import numpy as np
 
 from .. import _state
 from .._ops.xla_options import nested_options_error
-from .._tensor.numpy_bridge import overlapping
+from .._tensor.host import to_device
+from .._tensor.numpy_bridge import overlapping, sharing_storages
 from .._tensor.storage import Storage
 from .._tensor.tensor import Tensor, chain_is_contiguous, chain_value_fn, strides_of
 from .._x64 import x64_enter, x64_exit
@@ -47,6 +48,7 @@ from .deferred_step import run_deferred
 from .carry import IMMUTABLE, get as slot_get, put as slot_put
 from .program import EXACT_PRECISION
 from .call_tree import fill_arg_boxes, unflatten
+from .numpy_args import takes_in
 from .vjp_node import MSG_KEPT, dead_node
 
 _Tracer = jax.core.Tracer
@@ -313,7 +315,7 @@ class Region:
         flat += [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
         flat += [g._current_key() for g in self.generators]
         flat += hyper.read(self.hyper_slots)
-        flat += [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
+        flat += [input_value(a, kind) for a, kind in zip(arg_leaves, self.arg_kinds) if kind in DATA_KINDS]
         return flat
 
     def run(self, arg_leaves, donate=True, call=None):
@@ -557,25 +559,39 @@ def _release(ids):
             _HELD.pop(i, None)
 
 
-def classify_args(leaves):
+# the argument kinds the program takes as inputs (``data`` in ``trace_region``), in leaf order
+DATA_KINDS = ("data", "ndarray")
+
+
+def input_value(a, kind):
+    """The program input of argument leaf ``a`` of kind ``kind`` (one of ``DATA_KINDS``): a
+    tensor's array, or a copy of an ndarray's (the caller may write the array after the call)."""
+    return a._value if kind == "data" else to_device(np.array(a))
+
+
+def classify_args(leaves, baked=frozenset()):
     """Per flattened argument leaf: "data" (a tensor fed to the program; a leaf that requires
     grad gets its ``.grad`` from the program), "same" (NOTE [one tensor passed twice]), "state"
     (a Parameter or Buffer, or a leaf that already has a ``.grad``: outside state, used as
-    itself and keyed by identity) or "const" (a Python value baked into the program and part
-    of the cache key)."""
+    itself and keyed by identity), "ndarray" (a NumPy array fed to the program, NOTE [numpy
+    arguments]; "same" too when passed twice) or "const" (a Python value baked into the program
+    and part of the cache key; also an array at one of the positions ``baked``, which the
+    function reads by value)."""
     kinds, data = [], None
-    for a in leaves:
+    for i, a in enumerate(leaves):
         if isinstance(a, Tensor):
-            if type(a) is not Tensor or (a._grad is not None and a._gf is None):
-                kinds.append("state")
-            elif data is not None and id(a) in data:
-                kinds.append("same")
+            kind = "state" if type(a) is not Tensor or (a._grad is not None and a._gf is None) else "data"
+        elif type(a) is np.ndarray and i not in baked and takes_in(a):
+            kind = "ndarray"
+        else:
+            kind = "const"
+        if kind in DATA_KINDS:
+            if data is not None and id(a) in data:
+                kind = "same"
             else:
-                kinds.append("data")
                 data = data or set()
                 data.add(id(a))
-        else:
-            kinds.append("const")
+        kinds.append(kind)
     return tuple(kinds)
 
 
@@ -604,7 +620,7 @@ def aliased_args(leaves, kinds, state=_HELD):
     reads (``state``: storage ids; by default those any compiled program holds), whose writes
     would not reach each other; ``SHARED_VIEWS`` when only distinct arguments share memory; None
     when every argument has memory of its own."""
-    seen, shared, seen_st, refs = {}, False, [], ()
+    seen, shared, seen_st, refs, arrays = {}, False, [], (), ()
     for i, (a, k) in enumerate(zip(leaves, kinds)):
         if k == "const" and isinstance(a, weakref.ref):
             refs += (a,)
@@ -626,6 +642,16 @@ def aliased_args(leaves, kinds, state=_HELD):
                 shared = shared or any(s is o for s in seen_st)
             seen_st.append(a._st)
             seen[sid] = a
+        elif k == "ndarray":
+            arrays += ((i, a),)
+    for i, a in arrays:
+        # copied in before the program runs: eagerly a write to a tensor over its memory would
+        # be seen by ``from_numpy`` of it after the write (NOTE [numpy arguments])
+        for o in sharing_storages(a):
+            if state.get(id(o)) if isinstance(state, dict) else id(o) in state:
+                return (f"NumPy array argument {i} shares memory with a tensor a compiled function reads "
+                        "from outside")
+            shared = shared or any(s is o for s in seen_st)
     for r in refs:
         # ``f(weakref.ref(w), w)`` (ReproTests.test_weakref): ``x_weak() is weight`` compares the
         # caller's tensor with the argument's stand-in in a trace: False, a branch frozen

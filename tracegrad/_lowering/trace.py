@@ -44,8 +44,9 @@ from .pystate import (CellSlot, append_changes, changed, clock_reads, close_aban
                       snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
-from .region import (_HELD, _NEW, _OTHER, _SAME, ARG_IS_STATE, SHARED_VIEWS, CallOnlyBreak, ContainerChanged,
-                     Region, SharedArgsWritten, aliased_args, classify_args, first_of)
+from .region import (_HELD, _NEW, _OTHER, _SAME, ARG_IS_STATE, DATA_KINDS, SHARED_VIEWS, CallOnlyBreak,
+                     ContainerChanged, Region, SharedArgsWritten, aliased_args, classify_args, first_of, input_value)
+from .numpy_args import NumpyStandIn, NumpyValuesRead
 from .results import _out_recipe, _result_places, _views_of_rebound
 from .call_tree import ArgBox, argument_boxes, arguments_changed, flatten, keep_outside, unflatten
 from . import custom_function as _custom_function
@@ -71,6 +72,7 @@ class Plan:
         self.defer_items = False  # NOTE [deferred item] (the compiled function sets it)
         self.containers = frozenset()   # the compiled function's data-container classes (NOTE
         # [data container arguments])
+        self.numpy_baked = frozenset()  # NumPy argument positions read by value (NOTE [numpy arguments])
 
     def copy(self) -> "Plan":
         """A plan with this one's outside state (and ``vjp``): the start of a trace for a call
@@ -121,6 +123,14 @@ class Plan:
                 self.optimizers.append(o)
                 grown = True
         return grown
+
+
+def _numpy_read(stand_ins) -> None:
+    """``NumpyValuesRead`` for the NumPy arguments the trace read by value, even where the
+    function caught the stand-in's own exception (NOTE [numpy arguments])."""
+    read = [s.position for s in stand_ins if s.read]
+    if read:
+        raise NumpyValuesRead(read)
 
 
 def _has_history(result) -> bool:
@@ -265,7 +275,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     (plan grown), ``GraphBreak``, or the function's own exception; in every case the outside
     state is as it was before the call."""
     leaves, treedef = flatten((args, kwargs), plan.containers)
-    kinds = classify_args(leaves)
+    kinds = classify_args(leaves, plan.numpy_baked)
     # a storage no tensor holds any more, only programs (a mask a program replaced on its
     # module, NOTE [module tensor attributes]), cannot be read by the function: not an input of
     # a new trace, which would die with it (``Region.check``'s orphan guard)
@@ -321,9 +331,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         try:
             call_leaves = list(leaves)
             d = iter(data)
-            data_in = {}
+            data_in, stand_ins = {}, []
             for i, k in enumerate(kinds):
-                if k == "data":
+                if k == "ndarray":        # NOTE [numpy arguments]
+                    call_leaves[i] = NumpyStandIn(leaves[i], next(d), i)
+                    stand_ins.append(call_leaves[i])
+                    cap.numpy_inputs[id(call_leaves[i])] = call_leaves[i].array
+                elif k == "data":
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
@@ -345,7 +359,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             try:
                 with guard_output(info["warnings"], code_of(fn), info["log_levels"]):
                     result = fn(*a2, **kw2)
+                _numpy_read(stand_ins)
             except Exception as e:
+                _numpy_read(stand_ins)
                 if cap.broken is not None and not isinstance(e, (GraphBreak, Retrace)):
                     # a graph break caught on the way (a deferred number's ``__index__`` inside
                     # a size parser's ``except``: ``x.repeat(v.item())``) left a value eager
@@ -625,7 +641,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if views_shared and arg_writes:
                 raise SharedArgsWritten(SHARED_VIEWS)
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
-            del result, a2, kw2, r_leaves, call_leaves
+            arrays_in = [(s.position, weakref.ref(s)) for s in stand_ins]
+            cap.numpy_inputs.clear()
+            del result, a2, kw2, r_leaves, call_leaves, stand_ins
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if not cap.made_here(v[0])}
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info["rebinds"], info["shared"] = plan_rebinds(
@@ -670,6 +688,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 if w() is not None:
                     raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
                                      f"{i} after returning (eager would keep the caller's tensor)")
+            kept = [i for i, s in arrays_in if s() is not None]
+            if kept:     # stored or returned: a later call would see this trace's stand-in
+                raise NumpyValuesRead(kept, "kept after the call")
             if cap.uses_remat:
                 jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
             info["attr_stores"] = list(cap.attr_stores.values())
@@ -758,13 +779,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             f, [state[i] for i in diff_storages], [data[i] for i in diff_data_pos], has_aux=True)
         return res, st, gr, ks, es, pullback, failed
 
-    data_pos = [i for i, k in enumerate(kinds) if k == "data"]
+    data_pos = [i for i, k in enumerate(kinds) if k in DATA_KINDS]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.snapshot(plan.optimizers)
     # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
     # NOTE [Python counters] and [Python appends] in pystate.py
     counter_names = (set(), set(), set(), set(), set(), set())
-    objects = [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor]
+    objects = [a for a, k in zip(leaves, kinds) if k == "const" or (type(a) is not Tensor and k != "ndarray")]
     held = _attribute_objects(leaves)
     loaded = set() if held else None
     refs, ref_names = python_refs(fn, objects, loaded, counters_out=counter_names)
@@ -797,7 +818,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         grads0 = [o._grad._st.array for o in owners if o._grad is not None]
         keys0 = [g._current_key() for g in plan.generators]
         hypers0 = hyper.read(hyper_slots)
-        data0 = [leaves[i]._value for i in data_pos]
+        data0 = [input_value(leaves[i], kinds[i]) for i in data_pos]
         jitted = Program.trace(program, (state0, grads0, keys0, hypers0, data0), jit_options)
         # donate what the program overwrites: written storages, .grads that stay the owner's
         # grad (the same tensor is the input next call), PRNG keys

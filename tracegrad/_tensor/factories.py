@@ -186,6 +186,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, (Storage, TypedStorage)):   # a tensor sharing the storage, as torch
         from .storage_types import tensor_on_storage
         return tensor_on_storage(data, dtype, requires_grad)
+    array = _numpy_input(data)
+    if array is not None:
+        d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
+        return _finish(jnp.asarray(array, d.np), d, device, requires_grad)
     if isinstance(data, Tensor):
         warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
              "or sourceTensor.detach().clone().requires_grad_(True), rather than "
@@ -209,6 +213,8 @@ def as_tensor(data, dtype=None, device=None):
         if (dtype is None or _dt.to_dtype(dtype) is data.dtype) and device is None:
             return data
         return data.to(dtype=dtype, device=device)
+    if _numpy_input(data) is not None:
+        return _shared_numpy_input(tensor(data, dtype=dtype, device=device), _can_share(data, dtype, device))
     if type(data) is np.ndarray and _can_share(data, dtype, device):
         return from_numpy(data)
     if type(data) is np.ndarray and not data.flags.writeable:
@@ -248,6 +254,8 @@ def from_numpy(ndarray, /):
     array, but later writes to the array are not seen. A read-only array is copied (with torch's
     warning), and so is any array inside a compiled region or off the CPU backend.
     TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
+    if _numpy_input(ndarray) is not None:
+        return _shared_numpy_input(tensor(ndarray), True)
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy(): expected an ndarray (got {type(ndarray).__name__}); pass an array, or use "
                         f"tensor() for other data")
@@ -276,6 +284,21 @@ def from_numpy(ndarray, /):
             _mf.lay_out(t, order)
     if ndarray.flags.writeable and _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].numpy_copy(t._st)        # a write to it is a graph break
+    return t
+
+
+def _numpy_input(data):
+    """The traced value of ``data`` when it is the stand-in of a compiled function's NumPy
+    argument (NOTE [numpy arguments] in ``_lowering/numpy_args.py``), else None."""
+    cap = _state.CAPTURE[0]
+    return cap.numpy_inputs.get(id(data)) if cap is not None and cap.numpy_inputs else None
+
+
+def _shared_numpy_input(t, shares):
+    """``t``, made from a NumPy argument's stand-in where eager's tensor shares the caller's
+    array (``shares``): a copy in the program, so writing it in place is a graph break."""
+    if shares:
+        _state.CAPTURE[0].numpy_copy(t._st)
     return t
 
 

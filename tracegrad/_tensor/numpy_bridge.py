@@ -138,6 +138,16 @@ def overlapping(st):
         return []
     entry = _LIVE.get(id(st))
     lo, hi = entry[1:] if entry is not None and entry[0]() is st else _byte_bounds(st._np[0])
+    return _within(lo, hi, st)
+
+
+def sharing_storages(host):
+    """The storages sharing memory with ndarray ``host`` (NOTE [numpy arguments] in
+    ``_lowering/numpy_args.py``: an array argument over a tensor's memory); empty when none."""
+    return _within(*_byte_bounds(host), None) if _LIVE else []
+
+
+def _within(lo, hi, st):
     # what ``np.may_share_memory`` answers (overlapping byte bounds; an empty array shares
     # nothing), at a comparison per storage instead of a numpy call: a compiled call checks its
     # arguments against every live one

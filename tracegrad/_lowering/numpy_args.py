@@ -1,0 +1,134 @@
+"""NumPy array arguments of a compiled function traced as program inputs.
+
+NOTE [numpy arguments]
+``torch.compile`` takes an ndarray argument into its graph as a tensor input (it traces NumPy
+code as tensor code), so a step fed a new batch of arrays on every call compiles once. A
+program here holds the values of whatever Python read while tracing, so an ndarray argument
+was a constant of its program, keyed by its bytes: every new batch traced again until
+``cache_size_limit`` sent the function eagerly. Most steps only hand such an array to
+tracegrad (``torch.from_numpy(x)``, ``torch.as_tensor(y)``, ``torch.tensor(x, dtype=...)``);
+for those the array is an input like a tensor argument, keyed by its shape and dtype.
+
+The trace cannot know in advance what the function does with the array, so it passes a
+stand-in (``NumpyStandIn``) that answers the array's metadata (shape, dtype, strides, flags,
+``len``, ``isinstance(x, np.ndarray)``) and hands its traced value to tracegrad's conversions
+(``Capture.numpy_inputs``, read by the factories). Anything else -- numpy reading its values
+(``np.mean(x)``, ``x * 2``, ``np.asarray(x)``), indexing, iteration, ``x.tolist()``, a write
+into it, a copy, the stand-in kept past the call (stored, returned) -- may put the values
+into Python or into the program as constants. The stand-in then records the read and raises
+``NumpyValuesRead``; recorded, so a user ``except`` around it cannot hide it. The compiled
+function marks those argument positions as read by value from then on (``classify_args``'
+``baked``) and traces the call again with the arrays themselves: constants keyed by their
+bytes, as before. Only C-contiguous, writable arrays of a dtype tensors have are taken in
+(the others are rare and keep the old path: a strided array's tensor gets torch's layout
+eagerly, a read-only one a warning).
+
+A tensor made from the stand-in by ``from_numpy``/``as_tensor`` shares the caller's array
+eagerly; in the program it is a copy of the input, so writing it in place is a graph break
+(``Capture.numpy_copy``), as for any array converted inside a trace. An array that shares
+memory with a tensor a program reads or writes cannot be an input copied before the program
+runs (``aliased_args``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._ops import dtypes as _dt
+
+
+class NumpyValuesRead(Exception):
+    """A trace read the values of NumPy array arguments (``positions``: their leaf indices)
+    other than through tracegrad's conversions (NOTE [numpy arguments])."""
+
+    def __init__(self, positions, what="its values"):
+        super().__init__(f"NumPy argument(s) {sorted(positions)} read by value ({what})")
+        self.positions = frozenset(positions)
+
+
+_INPUT_DTYPES: dict = {}
+
+
+def takes_in(a) -> bool:
+    """Whether ndarray ``a`` can be a program input (NOTE [numpy arguments]): C-contiguous,
+    writable, of a dtype tensors have."""
+    if not (a.flags.c_contiguous and a.flags.writeable):
+        return False
+    ok = _INPUT_DTYPES.get(a.dtype)
+    if ok is None:
+        try:
+            _dt.from_numpy_dtype(a.dtype)
+            ok = a.dtype.isnative
+        except TypeError:
+            ok = False
+        _INPUT_DTYPES[a.dtype] = ok
+    return ok
+
+
+def _metadata(name):
+    return property(lambda self: getattr(self._real, name))
+
+
+class NumpyStandIn:
+    """What the traced function gets for an ndarray argument (NOTE [numpy arguments]): the
+    array's metadata, and its traced value for tracegrad's conversions only."""
+
+    __slots__ = ("_real", "array", "position", "read", "__weakref__")
+    __hash__ = None          # as an ndarray's
+
+    def __init__(self, real, array, position):
+        self._real, self.array, self.position, self.read = real, array, position, False
+
+    # ``isinstance(x, np.ndarray)`` holds, as for the caller's array: code that checks it before
+    # converting takes the same branch as eagerly
+    @property
+    def __class__(self):
+        return np.ndarray
+
+    shape, dtype, ndim, size, itemsize, nbytes, strides, flags = map(
+        _metadata, ("shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides", "flags"))
+
+    def __len__(self):
+        return len(self._real)
+
+    def values_read(self, what="its values"):
+        """Record that the function read the array by value (``what``), and stop the trace."""
+        self.read = True
+        raise NumpyValuesRead((self.position,), what)
+
+    def __getattr__(self, name):
+        if not hasattr(self._real, name):       # what the array lacks, the stand-in lacks too
+            raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")
+        self.values_read(name)
+
+    def __array__(self, *args, **kwargs):
+        self.values_read()
+
+    def __array_ufunc__(self, *args, **kwargs):
+        self.values_read()
+
+    def __array_function__(self, *args, **kwargs):
+        self.values_read()
+
+    def __setattr__(self, name, value):
+        if name in NumpyStandIn.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            self.values_read(name)
+
+
+def _reads(name):
+    def read(self, *args, **kwargs):
+        self.values_read(name)
+    read.__name__ = name
+    return read
+
+
+# every other way Python reaches an array's values (operators, conversions, item access,
+# iteration, printing, copying, pickling): a read
+for _name in ("add radd iadd sub rsub isub mul rmul imul truediv rtruediv itruediv floordiv rfloordiv ifloordiv "
+              "mod rmod imod pow rpow ipow matmul rmatmul imatmul lshift rlshift ilshift rshift rrshift irshift "
+              "and rand iand or ror ior xor rxor ixor divmod rdivmod neg pos abs invert eq ne lt le gt ge "
+              "bool int float complex index round trunc floor ceil getitem setitem delitem iter reversed contains "
+              "repr str format bytes copy deepcopy reduce reduce_ex buffer dlpack dlpack_device").split():
+    setattr(NumpyStandIn, f"__{_name}__", _reads(f"__{_name}__"))
+del _name
