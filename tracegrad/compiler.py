@@ -569,7 +569,14 @@ class CompiledFunction:
             except NumpyValuesRead as e:      # NOTE [numpy arguments]: baked from now on
                 self._numpy_baked |= e.positions
                 self.stats["calls"] -= 1       # the same call, under its key with the arrays' values
-                return self(*args, **kwargs)
+                if not e.raised:
+                    return self(*args, **kwargs)
+                try:
+                    return self(*args, **kwargs)
+                except BaseException:
+                    # raised with the arrays too: the function's own error, not the stand-ins'
+                    self._numpy_baked -= e.positions
+                    raise
             except ValueCheckFailed as e:      # the program is good; this call's values are not
                 region, result, reason = e.region, ValueCheckFailed, e.reason
                 break
@@ -930,8 +937,8 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
                 numbers.add(i)
             elif len(a) == 4 == len(b) and a[0] == "ndarray" == b[0]:
                 arrays.add(i)
-            elif len(a) == 5 == len(b) and a[0] == b[0] and type(a[1]) is tuple and a[1] != b[1] \
-                    and a[2:] == b[2:]:
+            elif len(a) == len(b) and (len(a) == 5 or a[0] == "ndarray") and a[0] == b[0] \
+                    and type(a[1]) is tuple and a[1] != b[1] and a[2:] == b[2:]:
                 shapes.add(i)
     hint = ""
     if numbers:
@@ -941,12 +948,15 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
                  "trace it once")
     if arrays:
         where = ", ".join(_leaf_names(args, kwargs, sorted(arrays), containers))
-        hint += (f"; the NumPy array argument(s) {where} hold other values between calls and an array's "
-                 "values are constants of the program traced with it: pass it as a tensor "
-                 "(tracegrad.from_numpy(a)) to trace it once as an input")
+        hint += (f"; the NumPy array argument(s) {where} hold other values between calls and the function "
+                 "reads them by value (NumPy code, indexing, a Python read), so an array's values are constants "
+                 "of the program traced with it: convert it with tracegrad.from_numpy(a), outside or before "
+                 "any other use inside, to trace it once as an input")
     if shapes:
         where = ", ".join(_leaf_names(args, kwargs, sorted(shapes), containers))
-        hint += (f"; the tensor argument(s) {where} change shape between calls and XLA programs have "
+        what = {parts[i][0] == "ndarray" for i in shapes}
+        what = "NumPy array" if what == {True} else "tensor" if what == {False} else "tensor or NumPy array"
+        hint += (f"; the {what} argument(s) {where} change shape between calls and XLA programs have "
                  "static shapes, so each shape is traced into its own program: pad or bucket them to a "
                  "few shapes, or mark the changing dims dynamic (torch._dynamo.mark_dynamic(x, dim), or "
                  "compile(dynamic=True)) so that each size is traced once without counting toward "

@@ -348,7 +348,8 @@ def test_dynamo_config_and_marks():
 
 
 def test_numpy_array_arguments_are_keyed_by_value():
-    """A NumPy array argument is baked into the program: a new array (also one allocated at a
+    """A NumPy array argument gives each call its own values, whether it is a program input (only
+    converted, as here) or a constant keyed by its bytes: a new array (also one allocated at a
     freed array's address) or the same array changed in place gives that call's values."""
     import numpy as np
     f = tracegrad.compile(lambda a: tracegrad.as_tensor(a) * 2)

@@ -201,14 +201,18 @@ def test_identity_isinstance_and_metadata():
         same = x is y
         return tracegrad.from_numpy(x) * n + (1.0 if same else -1.0), str(x.dtype)
 
+    def reads(x, y):        # arrays read by value: constants, compared by identity all the same
+        return tracegrad.from_numpy(x) * float(x.sum()) + (1.0 if x is y else -1.0), ""
+
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal(3), rng.standard_normal(3)
-    f = tracegrad.compile(fn)
-    for x, y in [(a, a), (a, b), (b, b), (rng.standard_normal(3), a)]:
-        t, name = f(x, y)
-        e, ename = fn(x, y)
-        np.testing.assert_allclose(t.numpy(), e.numpy())
-        assert name == ename
+    for g in (fn, reads):
+        f = tracegrad.compile(g)
+        for x, y in [(a, a), (a, b), (b, b), (rng.standard_normal(3), a), (a, a.copy()), (a, a)]:
+            t, name = f(x, y)
+            e, ename = g(x, y)
+            np.testing.assert_allclose(t.numpy(), e.numpy())
+            assert name == ename
 
 
 @pytest.mark.parametrize("make", ["strided", "read_only", "object"])
@@ -291,3 +295,69 @@ def test_fullgraph_with_a_value_read():
     rng = np.random.default_rng(11)
     pairs, stats = _calls(fn, [(rng.standard_normal(3),) for _ in range(3)], fullgraph=True)
     _close(pairs)
+
+
+def test_type_checks_take_eagers_branch():
+    # ``type(x) is np.ndarray`` is the one question the stand-in cannot answer as the array
+    def own_code(x):
+        if type(x) is np.ndarray:
+            return tracegrad.from_numpy(x) * 2
+        return tracegrad.as_tensor(x, dtype=tracegrad.float32)
+
+    def unconverted_branch(x):
+        return tracegrad.from_numpy(x) if type(x) == np.ndarray else tracegrad.zeros(3)
+
+    def helper(x):
+        return type(x) is np.ndarray
+
+    def through_helper(x):
+        return tracegrad.from_numpy(x) + (1.0 if helper(x) else 5.0) if helper(x) else tracegrad.zeros(3)
+
+    rng = np.random.default_rng(12)
+    for fn in (own_code, unconverted_branch, through_helper):
+        pairs, _ = _calls(fn, [(rng.standard_normal(3),) for _ in range(3)])
+        _close(pairs)
+        for e, c in pairs:
+            assert e.dtype == c.dtype
+
+
+def test_unused_array_argument():
+    def fn(x, unused):
+        return tracegrad.from_numpy(x) * 3
+
+    rng = np.random.default_rng(13)
+    pairs, stats = _calls(fn, [(rng.standard_normal(3), rng.standard_normal(2)) for _ in range(4)])
+    _close(pairs)
+
+
+def test_calls_a_stand_in_cannot_take_run_on_the_arrays():
+    # C code that checks for an ndarray's buffer refuses the stand-in: the call is traced again
+    # with the arrays themselves (constants), with eager's values and no eager fallback
+    cases = (lambda x: tracegrad.from_numpy(x) + len(memoryview(x).tobytes()),
+             lambda x: tracegrad.from_numpy(np.frombuffer(x, dtype=x.dtype).copy()),
+             lambda x: tracegrad.from_numpy(np.ndarray.copy(x)))
+    rng = np.random.default_rng(14)
+    for fn in cases:
+        pairs, stats = _calls(fn, [(rng.standard_normal(3),) for _ in range(3)])
+        _close(pairs)
+        assert stats["eager_calls"] == 1 and stats["traces"] == 2, stats
+
+
+def test_a_function_that_raises_raises_as_eagerly():
+    def fn(x):
+        t = tracegrad.from_numpy(x)
+        if x.shape[0] > 2:
+            raise ValueError("too long")
+        return t
+
+    f = tracegrad.compile(fn)
+    f(np.ones(2))
+    f(np.ones(2) * 2)
+    with pytest.raises(ValueError, match="too long"):
+        f(np.ones(3))
+    with pytest.raises(ValueError, match="too long"):
+        f(np.ones(3))
+    traces = f.stats["traces"]
+    for k in range(3, 6):      # new arrays of the shape that does not raise: still inputs
+        np.testing.assert_array_equal(f(np.full(2, float(k))).numpy(), np.full(2, float(k)))
+    assert f.stats["traces"] == traces, f.stats

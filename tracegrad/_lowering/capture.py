@@ -467,7 +467,7 @@ class Capture:
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
         self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
-        self.numpy_inputs = {}                 # id(a NumPy argument's stand-in) -> its traced value (NOTE
+        self.numpy_inputs = {}                 # id(a NumPy argument's stand-in) -> the stand-in (NOTE
         # [numpy arguments] in numpy_args.py)
         self.contiguous_args = set()           # ids of view arguments whose contiguity the trace relies on
         self.layout_args = {}                  # id(view argument) -> (it, its strides): the trace relies on them

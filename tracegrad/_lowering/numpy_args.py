@@ -16,7 +16,14 @@ stand-in (``NumpyStandIn``) that answers the array's metadata (shape, dtype, str
 (``np.mean(x)``, ``x * 2``, ``np.asarray(x)``), indexing, iteration, ``x.tolist()``, a write
 into it, a copy, the stand-in kept past the call (stored, returned) -- may put the values
 into Python or into the program as constants. The stand-in then records the read and raises
-``NumpyValuesRead``; recorded, so a user ``except`` around it cannot hide it. The compiled
+``NumpyValuesRead``; recorded, so a user ``except`` around it cannot hide it. So does a
+stand-in no conversion took (``unconverted``): unused, or used where it cannot see, as in
+``type(x) is np.ndarray``, False for a stand-in -- the one question it cannot answer as the
+array would; a function whose own code calls ``type`` gets the arrays themselves from the
+start (``asks_type``; a helper it calls is not looked into). A trace that raises with
+stand-ins about (``memoryview(x)`` and C functions refuse one) is tried again with the arrays
+too: whether the call raises is then the function's own answer (where it does, new arrays
+stay inputs). The compiled
 function marks those argument positions as read by value from then on (``classify_args``'
 ``baked``) and traces the call again with the arrays themselves: constants keyed by their
 bytes, as before. Only C-contiguous, writable arrays of a dtype tensors have are taken in
@@ -31,6 +38,9 @@ runs (``aliased_args``).
 """
 from __future__ import annotations
 
+import dis
+import types
+
 import numpy as np
 
 from .._ops import dtypes as _dt
@@ -40,9 +50,10 @@ class NumpyValuesRead(Exception):
     """A trace read the values of NumPy array arguments (``positions``: their leaf indices)
     other than through tracegrad's conversions (NOTE [numpy arguments])."""
 
-    def __init__(self, positions, what="its values"):
+    def __init__(self, positions, what="its values", raised=False):
         super().__init__(f"NumPy argument(s) {sorted(positions)} read by value ({what})")
         self.positions = frozenset(positions)
+        self.raised = raised     # the trace raised: maybe the function's own error
 
 
 _INPUT_DTYPES: dict = {}
@@ -58,7 +69,7 @@ def takes_in(a) -> bool:
         try:
             _dt.from_numpy_dtype(a.dtype)
             ok = a.dtype.isnative
-        except TypeError:
+        except (TypeError, ValueError):
             ok = False
         _INPUT_DTYPES[a.dtype] = ok
     return ok
@@ -72,11 +83,17 @@ class NumpyStandIn:
     """What the traced function gets for an ndarray argument (NOTE [numpy arguments]): the
     array's metadata, and its traced value for tracegrad's conversions only."""
 
-    __slots__ = ("_real", "array", "position", "read", "__weakref__")
+    __slots__ = ("_real", "array", "position", "read", "converted", "__weakref__")
     __hash__ = None          # as an ndarray's
 
     def __init__(self, real, array, position):
-        self._real, self.array, self.position, self.read = real, array, position, False
+        self._real, self.array, self.position = real, array, position
+        self.read = self.converted = False
+
+    def value(self):
+        """The traced value, for a tracegrad conversion (``_tensor/factories.py``)."""
+        self.converted = True
+        return self.array
 
     # ``isinstance(x, np.ndarray)`` holds, as for the caller's array: code that checks it before
     # converting takes the same branch as eagerly
@@ -132,3 +149,26 @@ for _name in ("add radd iadd sub rsub isub mul rmul imul truediv rtruediv itrued
               "repr str format bytes copy deepcopy reduce reduce_ex buffer dlpack dlpack_device").split():
     setattr(NumpyStandIn, f"__{_name}__", _reads(f"__{_name}__"))
 del _name
+
+
+def unconverted(stand_ins) -> list:
+    """The positions of the stand-ins no tracegrad conversion took (NOTE [numpy arguments]):
+    unused by the trace, or used in a way the stand-in cannot see (``type(x) is np.ndarray``
+    is False for it, so code branching on that takes the other branch). Traced again with the
+    arrays themselves, such a call gets eager's branch."""
+    return [s.position for s in stand_ins if not s.converted]
+
+
+def asks_type(fn) -> bool:
+    """Whether ``fn``'s own code (its nested functions' and comprehensions' included) calls the
+    builtin ``type``: ``type(x) is np.ndarray`` would be False for a stand-in (NOTE [numpy
+    arguments]), so its NumPy arguments are traced as the arrays themselves."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and _loads_global(code, "type")
+
+
+def _loads_global(code, name) -> bool:
+    if name in code.co_names and any(ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == name
+                                      for ins in dis.get_instructions(code)):
+        return True
+    return any(_loads_global(c, name) for c in code.co_consts if isinstance(c, types.CodeType))

@@ -578,14 +578,19 @@ def classify_args(leaves, baked=frozenset()):
     and part of the cache key; also an array at one of the positions ``baked``, which the
     function reads by value)."""
     kinds, data = [], None
+    # an array read by value at one place is a constant at every place it is passed (a stand-in
+    # there would not be ``is`` the array here)
+    baked_ids = {id(leaves[i]) for i in baked if i < len(leaves)} if baked else ()
     for i, a in enumerate(leaves):
         if isinstance(a, Tensor):
             kind = "state" if type(a) is not Tensor or (a._grad is not None and a._gf is None) else "data"
-        elif type(a) is np.ndarray and i not in baked and takes_in(a):
-            kind = "ndarray"
+        elif type(a) is np.ndarray:
+            kind = "const" if i in baked or id(a) in baked_ids or not takes_in(a) else "ndarray"
         else:
             kind = "const"
-        if kind in DATA_KINDS:
+        if kind in DATA_KINDS or type(a) is np.ndarray:
+            # a repeat: the first one's place (an array passed twice is one object in the trace
+            # too, a constant or an input)
             if data is not None and id(a) in data:
                 kind = "same"
             else:

@@ -46,7 +46,7 @@ from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from .region import (_HELD, _NEW, _OTHER, _SAME, ARG_IS_STATE, DATA_KINDS, SHARED_VIEWS, CallOnlyBreak,
                      ContainerChanged, Region, SharedArgsWritten, aliased_args, classify_args, first_of, input_value)
-from .numpy_args import NumpyStandIn, NumpyValuesRead
+from .numpy_args import NumpyStandIn, NumpyValuesRead, asks_type, unconverted
 from .results import _out_recipe, _result_places, _views_of_rebound
 from .call_tree import ArgBox, argument_boxes, arguments_changed, flatten, keep_outside, unflatten
 from . import custom_function as _custom_function
@@ -276,6 +276,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     state is as it was before the call."""
     leaves, treedef = flatten((args, kwargs), plan.containers)
     kinds = classify_args(leaves, plan.numpy_baked)
+    if "ndarray" in kinds and asks_type(fn):       # NOTE [numpy arguments]
+        raise NumpyValuesRead([i for i, k in enumerate(kinds) if k == "ndarray"], "type() in the function")
     # a storage no tensor holds any more, only programs (a mask a program replaced on its
     # module, NOTE [module tensor attributes]), cannot be read by the function: not an input of
     # a new trace, which would die with it (``Region.check``'s orphan guard)
@@ -336,7 +338,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 if k == "ndarray":        # NOTE [numpy arguments]
                     call_leaves[i] = NumpyStandIn(leaves[i], next(d), i)
                     stand_ins.append(call_leaves[i])
-                    cap.numpy_inputs[id(call_leaves[i])] = call_leaves[i].array
+                    cap.numpy_inputs[id(call_leaves[i])] = call_leaves[i]
                 elif k == "data":
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
@@ -360,6 +362,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 with guard_output(info["warnings"], code_of(fn), info["log_levels"]):
                     result = fn(*a2, **kw2)
                 _numpy_read(stand_ins)
+                if unconverted(stand_ins):
+                    raise NumpyValuesRead(unconverted(stand_ins), "never converted to a tensor")
             except Exception as e:
                 _numpy_read(stand_ins)
                 if cap.broken is not None and not isinstance(e, (GraphBreak, Retrace)):
@@ -367,6 +371,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     # a size parser's ``except``: ``x.repeat(v.item())``) left a value eager
                     # would not have: that break is the reason, not what the value led to
                     raise GraphBreak(*cap.broken) from None
+                if stand_ins and not isinstance(e, (GraphBreak, Retrace)):
+                    # maybe raised for being no ndarray (``memoryview(x)``, a C function's
+                    # type check): the arrays themselves say whether the function raises
+                    raise NumpyValuesRead([s.position for s in stand_ins], f"tracing raised {type(e).__name__}",
+                                          raised=True) from None
                 raise
             finally:
                 unseal(cap)         # NOTE [deferred scheduler step]

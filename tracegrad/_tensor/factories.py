@@ -291,7 +291,8 @@ def _numpy_input(data):
     """The traced value of ``data`` when it is the stand-in of a compiled function's NumPy
     argument (NOTE [numpy arguments] in ``_lowering/numpy_args.py``), else None."""
     cap = _state.CAPTURE[0]
-    return cap.numpy_inputs.get(id(data)) if cap is not None and cap.numpy_inputs else None
+    stand_in = cap.numpy_inputs.get(id(data)) if cap is not None and cap.numpy_inputs else None
+    return None if stand_in is None else stand_in.value()
 
 
 def _shared_numpy_input(t, shares):
