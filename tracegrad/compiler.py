@@ -785,6 +785,9 @@ def _signature(args, kwargs, containers=frozenset(), numpy_baked=frozenset()):
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
 
 
+_ARRAY_INPUT = "ndarray input"     # a key part's tag: a NumPy argument taken in as an input
+
+
 def _key(leaves, treedef, kinds):
     parts = []
     for a, k in zip(leaves, kinds):
@@ -792,7 +795,8 @@ def _key(leaves, treedef, kinds):
             parts.append((k, first_of(leaves, len(parts))))
             continue
         if k == "ndarray":            # NOTE [numpy arguments]
-            parts.append((k, a.shape, a.dtype.str))
+            # (tagged apart from an array keyed by its bytes, ``_unhashable_key``)
+            parts.append((_ARRAY_INPUT, a.shape, a.dtype.str, None if a.flags.c_contiguous else a.strides))
             continue
         if k == "const":
             if isinstance(a, weakref.ref):
@@ -845,9 +849,9 @@ def _same_part(a, b) -> bool:
 
 def _sizes_apart(a, b) -> bool:
     """Whether two tensor arguments' key parts -- (kind, shape, dtype, requires_grad, identity or
-    flags) -- or two NumPy input arguments' ("ndarray", shape, dtype) differ at most in their
-    shapes' sizes (same rank)."""
-    return (type(a) is tuple and type(b) is tuple and len(a) == len(b) and (len(a) == 5 or a[0] == "ndarray")
+    flags) -- or two NumPy input arguments' (tag, shape, dtype, strides) differ at most
+    in their shapes' sizes (same rank)."""
+    return (type(a) is tuple and type(b) is tuple and len(a) == len(b) and (len(a) == 5 or a[0] == _ARRAY_INPUT)
             and type(a[1]) is tuple and type(b[1]) is tuple and len(a[1]) == len(b[1]) and a[0] == b[0]
             and a[2:] == b[2:])
 
@@ -937,7 +941,7 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
                 numbers.add(i)
             elif len(a) == 4 == len(b) and a[0] == "ndarray" == b[0]:
                 arrays.add(i)
-            elif len(a) == len(b) and (len(a) == 5 or a[0] == "ndarray") and a[0] == b[0] \
+            elif len(a) == len(b) and (len(a) == 5 or a[0] == _ARRAY_INPUT) and a[0] == b[0] \
                     and type(a[1]) is tuple and a[1] != b[1] and a[2:] == b[2:]:
                 shapes.add(i)
     hint = ""
@@ -954,7 +958,7 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
                  "any other use inside, to trace it once as an input")
     if shapes:
         where = ", ".join(_leaf_names(args, kwargs, sorted(shapes), containers))
-        what = {parts[i][0] == "ndarray" for i in shapes}
+        what = {parts[i][0] == _ARRAY_INPUT for i in shapes}
         what = "NumPy array" if what == {True} else "tensor" if what == {False} else "tensor or NumPy array"
         hint += (f"; the {what} argument(s) {where} change shape between calls and XLA programs have "
                  "static shapes, so each shape is traced into its own program: pad or bucket them to a "

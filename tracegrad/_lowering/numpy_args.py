@@ -26,9 +26,11 @@ too: whether the call raises is then the function's own answer (where it does, n
 stay inputs). The compiled
 function marks those argument positions as read by value from then on (``classify_args``'
 ``baked``) and traces the call again with the arrays themselves: constants keyed by their
-bytes, as before. Only C-contiguous, writable arrays of a dtype tensors have are taken in
-(the others are rare and keep the old path: a strided array's tensor gets torch's layout
-eagerly, a read-only one a warning).
+bytes, as before. Only writable arrays of a dtype tensors have, with strides ``from_numpy``
+takes, are taken in (a read-only one gets a warning, the others an error); a strided one (a
+Fortran-ordered array from pandas, a column slice) is keyed by its strides too, as Python may
+read them, and its tensor in the program is row-major as any tensor a trace makes from an
+array (eagerly it gets torch's layout).
 
 A tensor made from the stand-in by ``from_numpy``/``as_tensor`` shares the caller's array
 eagerly; in the program it is a copy of the input, so writing it in place is a graph break
@@ -60,9 +62,9 @@ _INPUT_DTYPES: dict = {}
 
 
 def takes_in(a) -> bool:
-    """Whether ndarray ``a`` can be a program input (NOTE [numpy arguments]): C-contiguous,
-    writable, of a dtype tensors have."""
-    if not (a.flags.c_contiguous and a.flags.writeable):
+    """Whether ndarray ``a`` can be a program input (NOTE [numpy arguments]): writable, of a
+    dtype tensors have in native byte order, with strides ``from_numpy`` accepts."""
+    if not a.flags.writeable or not (a.flags.c_contiguous or all(s >= 0 and s % a.itemsize == 0 for s in a.strides)):
         return False
     ok = _INPUT_DTYPES.get(a.dtype)
     if ok is None:
