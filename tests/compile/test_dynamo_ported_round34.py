@@ -70,8 +70,8 @@ Found and fixed here:
   trace], capture.py ``guard_output`` records the classes).
 
 Found and left: a dict view argument
-(``d.items()``) is a new key on every call, so the function retraces until ``cache_size_limit``
-and then runs eagerly (values right); ``jit.script``/``jit.freeze`` give no DeprecationWarning
+(``d.items()``) was a new key on every call, so the function retraced until ``cache_size_limit``
+and then ran eagerly (values right; since fixed: tests/compile/test_dict_view_args.py); ``jit.script``/``jit.freeze`` give no DeprecationWarning
 where torch 2.13's do.
 """
 import enum

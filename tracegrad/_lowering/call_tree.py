@@ -405,6 +405,24 @@ jax.tree_util.register_pytree_node(PartialArg, lambda p: ((p.args, p.keywords), 
                                    lambda func, children: PartialArg(func, children[0], children[1]))
 
 
+class DictViewArg:
+    """A dict view (``d.items()``, ``d.keys()``, ``d.values()``) among a call's arguments: a
+    pytree node over the dict's entries (``entries``, in order), rebuilt for the trace as the
+    same view (``kind``) of a dict of the stand-ins (``plain``). Keyed as one object by
+    identity, a view made anew for every call (``step(x, params.items())``) traced a program per
+    call until ``cache_size_limit`` made the function eager (torch's dynamo ports)."""
+
+    __slots__ = ("kind", "entries")
+
+    def __init__(self, kind, entries):
+        self.kind, self.entries = kind, entries
+
+
+jax.tree_util.register_pytree_node(DictViewArg, lambda v: ((v.entries,), v.kind),
+                                   lambda kind, children: DictViewArg(kind, children[0]))
+_DICT_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+
+
 _DICT_SUBCLASS = "dict subclass"     # ``InOrder.like``'s factory slot for one (``plain``)
 
 
@@ -447,6 +465,8 @@ def ordered(x, args=False):
         return SparseArg(x._sp_indices, x._sp_values, (tuple(x._sp_size), x._sp_coalesced))
     if type(args) is _Walk and t in args.classes:
         return _container_arg(x, args)
+    if args and t in _DICT_VIEWS:
+        return DictViewArg(_DICT_VIEWS[t], ordered(dict(x.mapping), args))
     if args and t is functools.partial and not x.__dict__:
         return PartialArg(x.func, tuple(ordered(v, args) for v in x.args),
                            ordered(dict(x.keywords), args))
@@ -461,6 +481,8 @@ def plain(x, memo=None):
         return make_sparse(x.indices, x.values, *x.like)
     if t is PartialArg:
         return functools.partial(x.func, *plain(x.args, memo), **plain(x.keywords, memo))
+    if t is DictViewArg:
+        return getattr(plain(x.entries, memo), x.kind)()
     if t is Shared or t is Again:     # NOTE [one object returned twice]
         memo = {} if memo is None else memo
         if t is Again:
