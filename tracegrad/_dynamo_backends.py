@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import os
+import sys
 
 from . import compiler as _compiler
 from . import _dynamo_capture as _capture
@@ -164,10 +166,10 @@ class CompiledWithBackend:
         self._always_eager = True
         reason = f"backend={_backend_name(self.backend)!r} raised {type(error).__name__}: {error} (suppress_errors)"
         self.stats["graph_breaks"].append((reason, None))
-        if not self._warned:      # said here: one frame deeper than _eager's own warning
+        if not self._warned:
             self._warned = True
             say(f"tracegrad.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly from now on, "
-                f"without the backend: {reason}. See tracegrad.compiler.stats().", stacklevel=6)
+                f"without the backend: {reason}. See tracegrad.compiler.stats().", stacklevel=_user_level())
         return self._eager(seg, outputs, reason)
 
     def _eager(self, seg, outputs, reason):
@@ -189,6 +191,16 @@ class CompiledWithBackend:
         if name is None:
             name = local or "tensor"
         return f"L_{name}_"
+
+
+def _user_level():
+    """The ``stacklevel`` (for ``say``'s caller) of the nearest frame outside tracegrad: the
+    user's line whose op reached the backend, however deep the capture's callback sits."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _source_names(fn, args, kwargs):
