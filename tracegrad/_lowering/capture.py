@@ -39,6 +39,7 @@ from .._ops import warn as _warn
 from .._tensor import runtime as _runtime
 from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
+from .._tensor.torch_function import outside_dispatch
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pycode import _user_code, counter_uses, opened_by_user
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, append_changes, changed, clock_reads,
@@ -702,8 +703,12 @@ class Capture:
             # a differentiable result's value inside the region's ``jax.vjp``: the number is
             # its primal, computed by the same program
             v = v.primal
-        if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer" \
-                or sys._getframe(2).f_globals.get("__name__", "").startswith("tracegrad"):
+        if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer":
+            return None
+        # the caller of ``item()``, past the __torch_function__ trampolines once the protocol is
+        # on (a Tensor subclass or mode was ever used: then every call passes through them)
+        caller = outside_dispatch(sys._getframe(2))
+        if caller is None or caller.f_globals.get("__name__", "").startswith("tracegrad"):
             return None
         return self.defer_items(v, self.deferred)
 
