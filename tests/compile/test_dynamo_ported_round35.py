@@ -406,3 +406,530 @@ def test_item_returned_after_torch_function_protocol_is_on():
         return lambda i: f(rand(T, i, 3))
     compiled = compare_compiled(build, fullgraph=True)
     assert compiled.stats["graph_breaks"] == [], compiled.stats
+
+
+# ---- test_misc.py / test_functions.py: grad modes inside compiled functions -----------------------
+
+def _leaf(T, i, *shape, seed=0):
+    return rand(T, i, *shape, seed=seed).requires_grad_()
+
+
+def _grad_run(T, f, i, n=3):
+    """Call ``f`` on a fresh leaf (and a second one); ``backward`` through the first result that
+    requires grad; the results, their requires_grad flags, the leaves' grads and the grad mode."""
+    x, w = _leaf(T, i, n), _leaf(T, i, n, seed=4)
+    out = f(x, w)
+    outs = out if isinstance(out, tuple) else (out,)
+    flags = [o.requires_grad for o in outs if hasattr(o, "requires_grad")]
+    diff = [o for o in outs if hasattr(o, "requires_grad") and o.requires_grad]
+    if diff:
+        diff[0].sum().backward()
+    return outs, flags, x.grad, w.grad, T.is_grad_enabled()
+
+
+def _grad_compare(make):
+    """``make(T)`` -> a function of (x, w); compared on fresh leaves, grads included."""
+    def build(T, wrap):
+        f = wrap(make(T))
+        return lambda i: _grad_run(T, f, i)
+    return compare_compiled(build)
+
+
+def test_no_grad_decorated_helper():
+    # test_misc.py (no_grad as a decorator of a function the compiled one calls): the helper's
+    # result does not require grad; the rest trains
+    def make(T):
+        @T.no_grad()
+        def scale_of(w):
+            return w.abs().mean() + 1
+
+        def f(x, w):
+            s = scale_of(w)
+            return x * w / s, s
+        return f
+    _grad_compare(make)
+
+
+def test_enable_grad_decorated_helper_under_no_grad():
+    # test_misc.py (enable_grad decorating a helper called inside ``with no_grad()``)
+    def make(T):
+        @T.enable_grad()
+        def inner(x, w):
+            return (x * w).sin()
+
+        def f(x, w):
+            with T.no_grad():
+                y = x * 2
+                z = inner(x, w)
+            return z, y
+        return f
+    _grad_compare(make)
+
+
+def test_set_grad_enabled_false_decorator():
+    # test_functions.py (set_grad_enabled(False) used as a decorator inside)
+    def make(T):
+        @T.set_grad_enabled(False)
+        def frozen(x):
+            return x.exp()
+
+        def f(x, w):
+            return x * w + frozen(w), frozen(x)
+        return f
+    _grad_compare(make)
+
+
+def test_nested_grad_modes_inside():
+    # test_misc.py (no_grad / enable_grad / no_grad nested): a result from each level
+    def make(T):
+        def f(x, w):
+            a = x * w
+            with T.no_grad():
+                b = x + w
+                with T.enable_grad():
+                    c = (x * w).cos()
+                    with T.no_grad():
+                        d = c * 2
+                e = c + 1
+            return a + c, b, c, d, e
+        return f
+    _grad_compare(make)
+
+
+def test_set_grad_enabled_from_an_argument():
+    # test_misc.py (set_grad_enabled(flag) with the flag an argument that changes between calls)
+    def build(T, wrap):
+        def f(x, w, flag):
+            with T.set_grad_enabled(flag):
+                y = x * w
+            return y * 2, T.is_grad_enabled()
+        g = wrap(f)
+
+        def run(i):
+            x, w = _leaf(T, i, 3), _leaf(T, i, 3, seed=4)
+            y, mode = g(x, w, i % 2 == 0)
+            if y.requires_grad:
+                y.sum().backward()
+            return y, y.requires_grad, mode, x.grad, T.is_grad_enabled()
+        return run
+    compare(build, calls=5)
+
+
+def test_caller_grad_mode_flipped_between_calls():
+    # test_misc.py (the same compiled function called under no_grad, then with grad on)
+    def build(T, wrap):
+        f = wrap(lambda x, w: (x * w).tanh() + w)
+
+        def run(i):
+            x, w = _leaf(T, i, 3), _leaf(T, i, 3, seed=4)
+            if i % 2:
+                with T.no_grad():
+                    y = f(x, w)
+                return y, y.requires_grad, y.grad_fn is None
+            y = f(x, w)
+            y.sum().backward()
+            return y, y.requires_grad, x.grad, w.grad
+        return run
+    compare(build, calls=6)
+
+
+def test_is_grad_enabled_branch():
+    # test_functions.py (is_grad_enabled() deciding a branch)
+    def build(T, wrap):
+        def f(x):
+            if T.is_grad_enabled():
+                return x * 2
+            return x * 3
+        g = wrap(f)
+
+        def run(i):
+            x = _leaf(T, i, 3)
+            with T.set_grad_enabled(i % 2 == 0):
+                y = g(x)
+            return y, y.requires_grad
+        return run
+    compare(build, calls=6)
+
+
+def test_inference_mode_inside():
+    # test_misc.py (inference_mode as a context manager inside): an inference tensor returned,
+    # the rest differentiable
+    def build(T, wrap):
+        def f(x, w):
+            with T.inference_mode():
+                stat = (x * 2).sum()
+            return x * w, stat
+        g = wrap(f)
+
+        def run(i):
+            x, w = _leaf(T, i, 3), _leaf(T, i, 3, seed=4)
+            y, stat = g(x, w)
+            y.sum().backward()
+            return y, stat, stat.requires_grad, stat.is_inference(), y.is_inference(), x.grad, w.grad
+        return run
+    compare(build)
+
+
+def test_inference_mode_decorated_helper():
+    # test_misc.py (inference_mode decorating a helper the compiled function calls)
+    def build(T, wrap):
+        @T.inference_mode()
+        def metric(y):
+            return (y > 0).float().mean()
+
+        def f(x, w):
+            y = x * w
+            return y.sum(), metric(y)
+        g = wrap(f)
+
+        def run(i):
+            x, w = _leaf(T, i, 4), _leaf(T, i, 4, seed=4)
+            loss, m = g(x, w)
+            loss.backward()
+            return loss, m, m.is_inference(), x.grad
+        return run
+    compare(build)
+
+
+def test_inference_mode_false_inside_inference_mode():
+    # test_misc.py (inference_mode(False) nested in inference_mode, inside)
+    def build(T, wrap):
+        def f(x):
+            with T.inference_mode():
+                a = x * 2
+                with T.inference_mode(False):
+                    b = x * 3
+            return a, b
+        g = wrap(f)
+
+        def run(i):
+            a, b = g(rand(T, i, 3))
+            return a, b, a.is_inference(), b.is_inference()
+        return run
+    compare(build)
+
+
+def test_compiled_function_called_under_inference_mode():
+    # test_misc.py (a compiled forward called under inference_mode and outside, alternately)
+    def build(T, wrap):
+        lin = np_init(T.nn.Linear(3, 2), T)
+        f = wrap(lambda x: lin(x).relu())
+
+        def run(i):
+            x = rand(T, i, 4, 3)
+            if i % 2:
+                with T.inference_mode():
+                    y = f(x)
+                return y, y.is_inference(), y.requires_grad
+            y = f(x)
+            y.sum().backward()
+            grads = [p.grad.clone() for p in lin.parameters()]
+            lin.zero_grad()
+            return y, y.is_inference(), y.requires_grad, grads
+        return run
+    compare(build, calls=6)
+
+
+def test_requires_grad_toggled_inside():
+    # test_functions.py (requires_grad_ on a detached copy inside, then autograd.grad of it)
+    def build(T, wrap):
+        def f(x):
+            y = x.detach().requires_grad_(True)
+            z = (y * y * y).sum()
+            (g,) = T.autograd.grad(z, y)
+            return g, y.requires_grad, z
+        h = wrap(f)
+        return lambda i: h(rand(T, i, 3))
+    compare(build)
+
+
+def test_requires_grad_toggled_between_calls():
+    # test_misc.py (requires_grad_ of an argument flipped between calls): the grads appear
+    # exactly for the calls where it requires grad
+    def build(T, wrap):
+        w = rand(T, 0, 3, seed=9)
+        f = wrap(lambda x, w: (x * w).sum())
+
+        def run(i):
+            w.requires_grad_(i % 2 == 0)
+            w.grad = None
+            x = _leaf(T, i, 3)
+            out = f(x, w)
+            out.backward()
+            return out, out.requires_grad, x.grad, w.grad
+        return run
+    compare(build, calls=6)
+
+
+def test_requires_grad_false_set_inside_on_a_result():
+    # test_functions.py (``requires_grad_(False)`` on a fresh leaf made inside): it stays a
+    # plain tensor and the other result trains
+    def build(T, wrap):
+        def f(x):
+            buf = T.zeros(3).requires_grad_(True)
+            buf.requires_grad_(False)
+            return x * 2 + buf, buf.requires_grad
+        g = wrap(f)
+
+        def run(i):
+            x = _leaf(T, i, 3)
+            y, flag = g(x)
+            y.sum().backward()
+            return y, flag, x.grad
+        return run
+    compare(build)
+
+
+def test_detach_inside_enable_grad_and_manual_sgd_under_no_grad():
+    # test_misc.py (a hand-written SGD step: the update under no_grad inside the compiled step,
+    # a detached target)
+    def build(T, wrap):
+        w = rand(T, 0, 3, seed=3).requires_grad_()
+
+        def step(x):
+            with T.enable_grad():
+                target = (x * 2).detach()
+                loss = ((x * w - target) ** 2).sum()
+            loss.backward()
+            with T.no_grad():
+                w.sub_(0.1 * w.grad)
+            w.grad = None
+            return loss
+        s = wrap(step)
+        return lambda i: (s(rand(T, i, 3)), w.detach().clone(), w.requires_grad, w.grad)
+    compare(build)
+
+
+def test_no_grad_around_the_compiled_call_and_decorating_it():
+    # test_misc.py (no_grad() applied to the compiled function and the function compiled after
+    # decorating it with no_grad)
+    def fn(x, w):
+        return (x * w).sigmoid()
+    for order in ("outside", "inside"):
+        def build(T, wrap):
+            f = T.no_grad()(wrap(fn)) if order == "outside" else wrap(T.no_grad()(fn))
+
+            def run(i):
+                y = f(_leaf(T, i, 3), _leaf(T, i, 3, seed=4))
+                return y, y.requires_grad, T.is_grad_enabled()
+            return run
+        compare(build)
+
+
+# ---- test_modules.py::NNModuleTests: modules changed between compiled calls -----------------------
+
+def _mlp(T, seed=0):
+    return np_init(T.nn.Sequential(T.nn.Linear(3, 4), T.nn.ReLU(), T.nn.Linear(4, 2)), T, seed=seed)
+
+
+def _module_step(T, m, f, i, log=None):
+    x = _leaf(T, i, 5, 3)
+    out = f(x)
+    out.sum().backward()
+    grads = [None if p.grad is None else p.grad.clone() for p in m.parameters()]
+    m.zero_grad(set_to_none=True)
+    return out, x.grad, grads, list(log) if log is not None else None
+
+
+def test_forward_hook_added_and_removed_between_calls():
+    # test_modules.py (a forward hook registered after compiled calls, then removed): the hook's
+    # change shows on exactly the calls it is registered for
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+        state = {}
+
+        def run(i):
+            if i == 2:
+                state["h"] = m[0].register_forward_hook(lambda mod, inp, out: out * 2)
+            if i == 4:
+                state["h"].remove()
+            return _module_step(T, m, f, i)
+        return run
+    compare(build, calls=6)
+
+
+def test_forward_pre_hook_with_counter_added_between_calls():
+    # test_modules.py (a pre-hook with a Python side effect added after the first calls): it runs
+    # once per call from then on, its edit of the input reaching the grads
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+        log = []
+
+        def pre(mod, args):
+            log.append(len(log))
+            return (args[0] + 1,)
+
+        def run(i):
+            if i == 2:
+                m[2].register_forward_pre_hook(pre)
+            return _module_step(T, m, f, i, log)
+        return run
+    compare(build, calls=5)
+
+
+def test_full_backward_hook_added_then_removed():
+    # test_modules.py (a full backward hook registered between compiled calls scales the grad
+    # flowing into the first layer; removed later)
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+        state = {"seen": 0}
+
+        def hook(mod, grad_in, grad_out):
+            state["seen"] += 1
+            return tuple(None if g is None else g * 0.5 for g in grad_in)
+
+        def run(i):
+            if i == 1:
+                state["h"] = m[2].register_full_backward_hook(hook)
+            if i == 3:
+                state["h"].remove()
+            return _module_step(T, m, f, i) + (state["seen"],)
+        return run
+    compare(build, calls=5)
+
+
+def test_parameter_replaced_between_calls():
+    # test_modules.py (a layer's weight replaced by a new Parameter after compiled calls): the new
+    # one is used and gets the grads; the old one gets none
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+        old = []
+
+        def run(i):
+            if i == 2:
+                old.append(m[0].weight)
+                m[0].weight = T.nn.Parameter(m[0].weight.detach() * -1)
+            seen = _module_step(T, m, f, i)
+            return seen + ([o.grad for o in old],)
+        return run
+    compare(build, calls=5)
+
+
+def test_parameter_frozen_between_calls():
+    # test_modules.py (requires_grad_(False) on one layer's parameters between calls, then back)
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+
+        def run(i):
+            for p in m[0].parameters():
+                p.requires_grad_(i not in (2, 3))
+            return _module_step(T, m, f, i)
+        return run
+    compare(build, calls=5)
+
+
+def test_dropout_train_eval_toggled():
+    # test_modules.py (train()/eval() between calls): Dropout(p=1.0) zeroes in training and is the
+    # identity in eval (p=1 keeps the random stream out of the comparison)
+    def build(T, wrap):
+        m = np_init(T.nn.Sequential(T.nn.Linear(3, 3), T.nn.Dropout(p=1.0), T.nn.Linear(3, 2)), T)
+        f = wrap(m)
+
+        def run(i):
+            m.train(i % 2 == 0)
+            return _module_step(T, m, f, i) + (m.training, m[1].training)
+        return run
+    compare(build, calls=6)
+
+
+def test_batchnorm_train_eval_toggled():
+    # test_modules.py (BatchNorm's running stats updated in training calls only, used in eval)
+    def build(T, wrap):
+        m = np_init(T.nn.Sequential(T.nn.Linear(3, 4), T.nn.BatchNorm1d(4), T.nn.Linear(4, 2)), T)
+        f = wrap(m)
+
+        def run(i):
+            if i in (2, 3):
+                m.eval()
+            else:
+                m.train()
+            seen = _module_step(T, m, f, i)
+            bn = m[1]
+            return seen + (bn.running_mean.clone(), bn.running_var.clone(), bn.num_batches_tracked.clone())
+        return run
+    compare(build, calls=6)
+
+
+def test_buffer_registered_after_calls():
+    # test_modules.py (a buffer registered on the module after compiled calls and read by forward)
+    def build(T, wrap):
+        class Shifted(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = T.nn.Linear(3, 2)
+
+            def forward(self, x):
+                y = self.lin(x)
+                shift = getattr(self, "shift", None)
+                return y if shift is None else y + shift
+        m = np_init(Shifted(), T)
+        f = wrap(m)
+
+        def run(i):
+            if i == 2:
+                m.register_buffer("shift", T.tensor([1.0, -2.0]))
+            if i == 4:
+                m.shift.mul_(3)
+            return _module_step(T, m, f, i)
+        return run
+    compare(build, calls=6)
+
+
+def test_submodule_swapped_between_calls():
+    # test_modules.py (an activation submodule replaced between calls: ReLU -> Tanh -> ReLU)
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+
+        def run(i):
+            if i == 2:
+                m[1] = T.nn.Tanh()
+            if i == 4:
+                m[1] = T.nn.ReLU()
+            return _module_step(T, m, f, i)
+        return run
+    compare(build, calls=6)
+
+
+def test_global_forward_hook_added_between_calls():
+    # test_modules.py (a global module forward hook, nn.modules.module.register_module_forward_hook,
+    # registered after compiled calls and removed)
+    def build(T, wrap):
+        m = _mlp(T)
+        f = wrap(m)
+        log, state = [], {}
+
+        def hook(mod, inp, out):
+            # the eager and compiled tracegrad runs share the global registry: each logs its own
+            if any(mod is own for own in m.modules()):
+                log.append(type(mod).__name__)
+
+        def run(i):
+            if i == 2:
+                state["h"] = T.nn.modules.module.register_module_forward_hook(hook)
+            try:
+                return _module_step(T, m, f, i, log)
+            finally:
+                if i == 3:
+                    state["h"].remove()
+        return run
+    compare(build, calls=5)
+
+
+def test_state_dict_loaded_between_calls():
+    # test_modules.py (load_state_dict of other weights between compiled calls)
+    def build(T, wrap):
+        m, other = _mlp(T), _mlp(T, seed=7)
+        f = wrap(m)
+
+        def run(i):
+            if i == 2:
+                m.load_state_dict(other.state_dict())
+            return _module_step(T, m, f, i)
+        return run
+    compare(build, calls=5)
