@@ -529,7 +529,8 @@ class Capture:
     # that does not require grad, or every input while grad mode is off -- enters the op behind
     # ``stop_gradient``; and an in-place op that records nothing on a tensor that requires
     # grad (``with no_grad(): y.mul_(2)``) leaves its history as it was: the gradient passes
-    # through the write as through an identity, as torch's unchanged grad_fn does.
+    # through the write as through an identity, as torch's unchanged grad_fn does -- for the
+    # whole storage written, through a view too (``with no_grad(): w[0].mul_(0.5)``).
     def graph_inputs(self, args, arrays, grad_on):
         """``arrays`` (the op's inputs) with those outside the recorded graph cut from JAX's
         derivative (NOTE [gradients in a differentiated trace])."""
@@ -552,12 +553,20 @@ class Capture:
                 out[i] = jax.lax.stop_gradient(out[i])
         return out
 
-    def unrecorded_write(self, old, new):
-        """The value an unrecorded in-place op writes into a tensor that requires grad: ``new``,
-        differentiated as ``old`` (NOTE [gradients in a differentiated trace])."""
-        if new.dtype != old.dtype or new.shape != old.shape or not jnp.issubdtype(old.dtype, jnp.inexact):
-            return new
-        return _written(old, new)
+    def unrecorded_write(self, st, old):
+        """After an unrecorded in-place op (under ``no_grad``, or on a tensor outside the graph)
+        wrote into storage ``st``, which held ``old``: the storage's new value, differentiated as
+        ``old`` (NOTE [gradients in a differentiated trace]). Done on the whole storage, not on
+        the written tensor: a view made under ``no_grad`` (``w[0].mul_(0.5)``) reads its base
+        behind ``stop_gradient``, so an identity on the view's own value gave the written
+        elements of the base no gradient at all (``w.grad``'s row 0 was zeros; torch's leaf keeps
+        its gradient there)."""
+        new = st.array
+        if (new is old or not isinstance(old, _Tracer) or new.dtype != old.dtype or new.shape != old.shape
+                or not jnp.issubdtype(old.dtype, jnp.inexact)):
+            return
+        st.array = _written(old, new)
+        st.gen += 1         # views cached the value without the derivative
 
     def numpy_copy(self, st):
         """``st`` was made inside the trace by ``from_numpy``/``as_tensor`` over a writable
