@@ -46,6 +46,11 @@ Found and fixed here:
   ``__torch_function__`` protocol was on in the process (any Tensor subclass, TorchFunctionMode or
   user backend used before): the "called by user code?" check read the dispatch trampoline's
   frame. It now looks past them (_tensor/torch_function.py ``outside_dispatch``, capture.py).
+- A parameter first reached through an alias inside a compiled forward (``w.data[0] = ...``,
+  ``w.detach()[1].mul_(0.5)``, then ``x @ w``, backward outside) got no gradient at all
+  (``w.grad`` None): the storage's tensor was the alias, which requires no grad, so the storage
+  was no differentiable input. The leaf over it is taken when it is seen (capture.py
+  ``see_tensors``, trace.py ``Plan.absorb``; NOTE [the leaf of a found storage]).
 - A parameter written through a view under ``no_grad`` inside a compiled forward
   (``with no_grad(): w[0].mul_(0.5)``, then ``x @ w``, backward outside) gave the written
   elements a zero gradient: the view made under no_grad reads its base behind stop_gradient and
@@ -726,11 +731,12 @@ def test_no_grad_around_the_compiled_call_and_decorating_it():
         compare(build)
 
 
-@pytest.mark.parametrize("write", ["row", "column", "whole"])
+@pytest.mark.parametrize("write", ["row", "column", "whole", "data_row", "detach_row", "mask", "diagonal"])
 def test_parameter_view_written_under_no_grad_keeps_its_grad(write):
-    # test_misc.py (a parameter edited in place under no_grad inside the compiled forward, then
-    # used; backward outside). Found here: through a view (``w[0].mul_(0.5)``) the written
-    # elements got a zero gradient in the compiled function (torch: the leaf's full gradient)
+    # test_misc.py (a parameter edited in place under no_grad, or through ``.data``/``detach()``,
+    # inside the compiled forward, then used; backward outside). Found here: through a view
+    # (``w[0].mul_(0.5)``) the written elements got a zero gradient in the compiled function, and
+    # through ``w.data[0] = ...`` ``w.grad`` stayed None (torch: the leaf's full gradient)
     def build(T, wrap):
         w = T.nn.Parameter(T.eye(3) + 0.5)
 
@@ -740,8 +746,16 @@ def test_parameter_view_written_under_no_grad_keeps_its_grad(write):
                     w[0].mul_(0.5)
                 elif write == "column":
                     w[:, 1].add_(1.0)
-                else:
+                elif write == "whole":
                     w.mul_(0.9)
+                elif write == "mask":
+                    w[w > 1.2] = 0.1
+                elif write == "diagonal":
+                    w.diagonal().fill_(2.0)
+            if write == "data_row":       # through aliases, grad mode on
+                w.data[0] = w.data[0] * 0.5
+            elif write == "detach_row":
+                w.detach()[1].mul_(0.5)
             return (x @ w).tanh().sum()
         f = wrap(fn)
 
@@ -833,6 +847,79 @@ def test_inference_tensors_as_inputs_and_made_inside():
             loss.backward()
             return loss, inf, w.grad, x.is_inference()
         return run
+    compare(build)
+
+
+def test_forward_decorated_with_no_grad_and_inference_mode():
+    # test_misc.py (a module whose forward is decorated with no_grad / inference_mode, compiled)
+    for deco in ("no_grad", "inference_mode"):
+        def build(T, wrap):
+            class Frozen(T.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = T.nn.Linear(3, 2)
+
+                @getattr(T, deco)()
+                def forward(self, x):
+                    return self.lin(x).relu()
+            f = wrap(np_init(Frozen(), T))
+
+            def run(i):
+                y = f(rand(T, i, 4, 3))
+                return y, y.requires_grad, y.is_inference()
+            return run
+        compare(build)
+
+
+def test_is_inference_mode_enabled_branch():
+    # test_misc.py (is_inference_mode_enabled() deciding a branch; called inside and outside)
+    def build(T, wrap):
+        f = wrap(lambda x: x * 2 if T.is_inference_mode_enabled() else x * 3)
+
+        def run(i):
+            if i % 2:
+                with T.inference_mode():
+                    return f(rand(T, i, 3))
+            return f(rand(T, i, 3))
+        return run
+    compare(build, calls=5)
+
+
+def test_module_requires_grad_toggled_inside_by_an_argument():
+    # test_modules.py (``module.requires_grad_(flag)`` inside the compiled function, the flag an
+    # argument: the results and grads follow it on every call)
+    def build(T, wrap):
+        lin = np_init(T.nn.Linear(3, 2), T)
+
+        def fn(x, freeze):
+            lin.requires_grad_(not freeze)
+            out = lin(x).sum()
+            return out, out.requires_grad
+        f = wrap(fn)
+
+        def run(i):
+            out, rg = f(rand(T, i, 4, 3), i % 2 == 1)
+            if rg:
+                out.backward()
+            grads = [None if p.grad is None else p.grad.clone() for p in lin.parameters()]
+            lin.zero_grad()
+            return out, rg, grads, [p.requires_grad for p in lin.parameters()]
+        return run
+    compare(build, calls=5)
+
+
+def test_grad_of_grad_and_anomaly_mode_inside():
+    # test_misc.py (autograd.grad with create_graph, then grad of that, inside; detect_anomaly
+    # as a context manager inside)
+    def build(T, wrap):
+        def fn(x):
+            with T.autograd.detect_anomaly(check_nan=False):
+                y = (x ** 3).sum()
+            (g,) = T.autograd.grad(y, x, create_graph=True)
+            (gg,) = T.autograd.grad(g.sum(), x)
+            return y, g, gg
+        f = wrap(fn)
+        return lambda i: f(_leaf(T, i, 3))
     compare(build)
 
 

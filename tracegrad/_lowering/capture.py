@@ -320,6 +320,12 @@ def _clock_guard(name, real, thread):
     return read
 
 
+def _grad_leaf(t) -> bool:
+    """A leaf tensor that requires grad and is no view (a parameter): the tensor of its
+    storage whose ``.grad`` a backward fills."""
+    return t._rg and t._gf is None and not t._chain
+
+
 @jax.custom_jvp
 def _written(old, new):
     """``new``, with the derivative of ``old`` (an identity through an unrecorded write)."""
@@ -518,9 +524,19 @@ class Capture:
     def see_tensors(self, args):
         for a in args:
             st = getattr(a, "_st", None)
-            if st is not None and id(st) not in self.lifted and st not in self.created \
-                    and st.array is not None and not isinstance(st.array, _Tracer):
-                self.found.setdefault(id(st), (a, st.array, st))
+            if st is None or id(st) in self.lifted or st in self.created or st.array is None:
+                continue
+            seen = self.found.get(id(st))
+            if seen is None:
+                if not isinstance(st.array, _Tracer):
+                    self.found[id(st)] = (a, st.array, st)
+            elif seen[0] is not a and _grad_leaf(a) and not _grad_leaf(seen[0]):
+                # NOTE [the leaf of a found storage]: the storage was first reached through an
+                # alias (``w.data[0] = ...``, ``w.detach()[1].mul_(...)``: a tensor made in the
+                # trace, requiring no grad); the leaf over it is the one to differentiate and
+                # to give ``.grad``. Read through the alias only, the storage was no
+                # differentiable input at all: ``w.grad`` stayed None after a backward.
+                self.found[id(st)] = (a, seen[1], st)
 
     # NOTE [gradients in a differentiated trace]: when JAX differentiates the trace (a compiled
     # forward whose outputs are differentiated outside, ``vjp``), it follows every array, but
