@@ -450,6 +450,7 @@ class Capture:
         self.numpy_copies = weakref.WeakKeyDictionary()     # ``numpy_copy``
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
+        self.data_leaves = {}                  # id(storage) -> the grad leaf ``.data =`` moved off it
         self.found_restored = False            # restore_found ran
         self.found_generators = {}             # generator -> (key, seed)
         self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
@@ -1150,8 +1151,31 @@ class Capture:
                              "make them")
         if value is not None:
             self.see_layout_change(t, value)
+            if _grad_leaf(t) and not value._chain and value._st in self.created and t._st not in self.created:
+                self._data_keeps_leaf(t, value)
         if id(t) not in self.data_sets:
             self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
+
+    def _data_keeps_leaf(self, t, value):
+        """NOTE [the leaf of a found storage], for ``p.data = new`` (``w.data = w.data.clamp(-1, 1)``)
+        on a parameter from outside inside a differentiated trace: eagerly ``p`` stays the leaf
+        and its gradient is taken w.r.t. the new value. Here ``p`` leaves the input storage for
+        one the trace made, which is no input of the VJP: ``p.grad`` stayed None. The input
+        storage takes ``p`` as its tensor, and the new value is differentiated as the input's
+        old one (an identity through the assignment, as through an unrecorded write)."""
+        st = t._st
+        self.data_leaves[id(st)] = t        # for a storage already lifted: Plan.absorb
+        seen = self.found.get(id(st))
+        if seen is not None and seen[0] is not t:
+            self.found[id(st)] = (t, seen[1], seen[2])
+        elif seen is None and id(st) not in self.lifted and st.array is not None and not isinstance(st.array, _Tracer):
+            # never read before (``w.data = fresh``): an input all the same, the gradient's way
+            self.found[id(st)] = (t, st.array, st)
+        old, new = st.array, value._st.array
+        if (self.vjp and isinstance(old, _Tracer) and new is not old and new.shape == old.shape
+                and new.dtype == old.dtype and jnp.issubdtype(old.dtype, jnp.inexact)):
+            value._st.array = _written(old, new)
+            value._st.gen += 1
 
     def see_layout_change(self, t, value=None):
         """``t`` is about to take ``value``'s storage and layout (``t.data = value``, ``set_``,

@@ -113,6 +113,12 @@ class Plan:
                 # NOTE [the leaf of a found storage] (capture.py): found through an alias first
                 self.storages[sid] = (known[0], weakref.ref(t))
                 grown = True
+        for sid, t in cap.data_leaves.items():
+            known = self.storages.get(sid)
+            if known is not None and known[1]() is not t and (known[1]() is None or not _grad_leaf(known[1]())):
+                # NOTE [the leaf of a found storage] (capture.py ``_data_keeps_leaf``)
+                self.storages[sid] = (known[0], weakref.ref(t))
+                grown = True
         for g in cap.found_generators:
             if g not in self.generators:
                 self.generators.append(g)
