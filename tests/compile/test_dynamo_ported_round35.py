@@ -47,7 +47,8 @@ Found and fixed here:
   user backend used before): the "called by user code?" check read the dispatch trampoline's
   frame. It now looks past them (_tensor/torch_function.py ``outside_dispatch``, capture.py).
 - A parameter first reached through an alias inside a compiled forward (``w.data[0] = ...``,
-  ``w.detach()[1].mul_(0.5)``, then ``x @ w``, backward outside) got no gradient at all
+  ``w.detach()[1].mul_(0.5)``, WGAN's ``p.data.clamp_(-c, c)`` before the critic's forward,
+  ``Embedding(max_norm=...)``'s renormalization; backward outside) got no gradient at all
   (``w.grad`` None): the storage's tensor was the alias, which requires no grad, so the storage
   was no differentiable input. The leaf over it is taken when it is seen (capture.py
   ``see_tensors``, trace.py ``Plan.absorb``; NOTE [the leaf of a found storage]).
@@ -866,6 +867,70 @@ def test_parameter_data_rebound_in_a_compiled_forward(body):
     # w moved onto a storage the trace made, no input of the program's VJP, so ``w.grad`` stayed
     # None (torch: the gradient w.r.t. the new value)
     compare(_two_params_run(body))
+
+
+def _module_forward_run(T, m, f, i):
+    x = _leaf(T, i, 4, 3)
+    out = f(x)
+    out.sum().backward()
+    grads = [None if p.grad is None else p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    return out, x.grad, grads, [p.detach().clone() for p in m.parameters()]
+
+
+def test_wgan_weight_clipping_inside_the_compiled_forward():
+    # test_repros.py-style training pattern (WGAN's critic clips its weights with
+    # ``p.data.clamp_`` before the forward), compiled, backward outside. Found here: every
+    # parameter's grad was None after the backward (the storages were reached through
+    # ``p.data`` first: NOTE [the leaf of a found storage])
+    def build(T, wrap):
+        m = np_init(T.nn.Sequential(T.nn.Linear(3, 4), T.nn.LeakyReLU(0.2), T.nn.Linear(4, 1)), T, scale=1.0)
+
+        def critic(x):
+            for p in m.parameters():
+                p.data.clamp_(-0.5, 0.5)
+            return m(x)
+        f = wrap(critic)
+        return lambda i: _module_forward_run(T, m, f, i)
+    compare(build)
+
+
+def test_embedding_max_norm_in_a_compiled_forward():
+    # test_modules.py (Embedding(max_norm=...) renormalizes the rows it looks up in place before
+    # the lookup). Found here: ``weight.grad`` was None after a backward outside
+    def build(T, wrap):
+        emb = np_init(T.nn.Embedding(6, 3, max_norm=1.0), T, scale=1.5)
+        f = wrap(lambda idx: emb(idx).pow(2).sum())
+
+        def run(i):
+            loss = f(T.tensor([i % 6, 1, 4]))
+            loss.backward()
+            g = emb.weight.grad.clone()
+            emb.zero_grad()
+            return loss, g, emb.weight.detach().clone()
+        return run
+    compare(build)
+
+
+def test_column_zeroed_through_data_and_ema_buffer_in_forward():
+    # test_modules.py (a forward zeroing a weight column through ``.data``, and a buffer updated
+    # through ``.data`` as an EMA of the outputs)
+    def build(T, wrap):
+        class Masked(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = T.nn.Linear(3, 2)
+                self.register_buffer("ema", T.zeros(2))
+
+            def forward(self, x):
+                self.lin.weight.data[:, 0] = 0
+                y = self.lin(x)
+                self.ema.data.mul_(0.9).add_(0.1 * y.detach().mean(0))
+                return y - self.ema
+        m = np_init(Masked(), T)
+        f = wrap(m)
+        return lambda i: _module_forward_run(T, m, f, i) + (m.ema.clone(),)
+    compare(build)
 
 
 def test_spectral_norm_style_power_iteration():
