@@ -219,7 +219,7 @@ def test_nested_compile_outer_wins():
 
 def test_nested_fn_does_not_inherit_outer_config():
     # test_config.py::ConfigTests::test_nested_fn_does_not_inherit_outer_config: ``g1``, a graph
-    # break, ``g2``, compiled dynamic=False; ``g2`` compiled alone with dynamic=True over ten sizes
+    # break, ``g2``, compiled dynamic=False; ``g2`` compiled alone with dynamic=True over six sizes
     def build(T):
         def g1(x):
             return x + 1
@@ -248,7 +248,7 @@ def test_nested_fn_does_not_inherit_outer_config():
 
 def test_multiple_compile_recompiles():
     # test_config.py::ConfigTests::test_multiple_compile_recompiles: a compiled function made
-    # anew on each call of ``f`` (dynamic True, False, True), ten sizes each
+    # anew on each call of ``f`` (dynamic True, False, True), six sizes each (ten there)
     def run(T):
         T._dynamo.reset()
         seen = []
