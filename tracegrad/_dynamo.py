@@ -45,21 +45,29 @@ def __getattr__(name):
     return value
 
 
+# flags tracegrad.compile reads, kept in compiler.py (which cannot import this module)
+_COMPILER_FLAGS = ("error_on_recompile", "suppress_errors")
+
+
 class _Config(types.ModuleType):
     """``torch._dynamo.config`` (a module, so ``import torch._dynamo.config`` works): ``cache_size_limit`` (alias ``recompile_limit``) is
     ``tracegrad.compiler.cache_size_limit`` (programs traced per compiled function before its
     calls run eagerly), ``accumulated_cache_size_limit`` (alias ``accumulated_recompile_limit``)
     ``tracegrad.compiler.accumulated_cache_size_limit`` (all its programs, those of dynamic
-    sizes included: NOTE [dynamic sizes] in ``compiler.py``). The other flags programs commonly set are accepted and kept; they do
-    not change what tracegrad does (a call that cannot be one program already runs eagerly,
-    which is what ``suppress_errors`` asks for; a ``backward()`` inside a compiled function is
-    already part of its program, which is what ``compiled_autograd`` asks for). Setting an
-    unknown flag raises AttributeError, as torch."""
+    sizes included: NOTE [dynamic sizes] in ``compiler.py``). ``error_on_recompile``: a call that
+    needs another program raises ``RecompileError``, as torch. ``suppress_errors``: a user
+    backend (``compile(backend=callable)``) that raises makes the function run eagerly from then
+    on, as torch, instead of raising ``BackendCompilerFailed`` (still raised with
+    ``fullgraph=True``); a call that cannot be one program runs eagerly with or without it. The
+    other flags programs commonly set are accepted and kept; they do not change what tracegrad
+    does (a ``backward()`` inside a compiled function is already part of its program, which is
+    what ``compiled_autograd`` asks for). Setting an unknown flag raises AttributeError, as
+    torch."""
 
-    _FLAGS = dict(suppress_errors=False, verbose=False, capture_scalar_outputs=False,
+    _FLAGS = dict(verbose=False, capture_scalar_outputs=False,
                   capture_dynamic_output_shape_ops=False, automatic_dynamic_shapes=True,
                   assume_static_by_default=True, optimize_ddp=True,
-                  inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False,
+                  inline_inbuilt_nn_modules=True, guard_nn_modules=False,
                   compiled_autograd=False, specialize_int=False, specialize_float=False,
                   rewrite_assert_with_torch_assert=True, raise_on_ctx_manager_usage=True,
                   capture_func_transforms=True, force_parameter_static_shapes=True,
@@ -74,6 +82,8 @@ class _Config(types.ModuleType):
             return _compiler.cache_size_limit
         if name in ("accumulated_cache_size_limit", "accumulated_recompile_limit"):
             return _compiler.accumulated_cache_size_limit
+        if name in _COMPILER_FLAGS:
+            return getattr(_compiler, name)
         try:
             return self._values[name]
         except KeyError:
@@ -98,6 +108,8 @@ class _Config(types.ModuleType):
             _compiler.cache_size_limit = int(value)
         elif name in ("accumulated_cache_size_limit", "accumulated_recompile_limit"):
             _compiler.accumulated_cache_size_limit = int(value)
+        elif name in _COMPILER_FLAGS:
+            setattr(_compiler, name, bool(value))
         elif name in self._values:
             self._values[name] = value
         else:

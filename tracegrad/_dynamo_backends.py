@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import os
+import sys
 
 from . import compiler as _compiler
 from . import _dynamo_capture as _capture
@@ -136,11 +138,13 @@ class CompiledWithBackend:
                 return self._eager(seg, outputs, f"no FX graph for these calls ({type(e).__name__}: {e})")
             try:
                 compiled = self.backend(gm, list(seg.inputs))
+                if not callable(compiled):
+                    raise TypeError(f"the backend returned {type(compiled).__name__}, not a callable "
+                                    "(return gm.forward)")
             except Exception as e:
+                if _compiler.suppress_errors and not self.fullgraph:
+                    return self._suppressed(seg, outputs, e)
                 raise BackendCompilerFailed(self.backend, e) from e
-            if not callable(compiled):
-                raise BackendCompilerFailed(self.backend, TypeError(
-                    f"the backend returned {type(compiled).__name__}, not a callable (return gm.forward)"))
             self._cache[sig] = compiled
             self._graphs_at[seg.index] = self._graphs_at.get(seg.index, 0) + 1
             self.stats["graphs"] += 1
@@ -154,6 +158,19 @@ class CompiledWithBackend:
                                f"{'' if not isinstance(out, (tuple, list)) else f' of {len(out)}'}; the graph has "
                                f"{len(outputs)} output(s): return them as a tuple, as gm.forward does")
         return out
+
+    def _suppressed(self, seg, outputs, error):
+        """The backend raised under ``torch._dynamo.config.suppress_errors``: as torch, the
+        function runs eagerly from now on (the backend is not asked again) and this graph's
+        calls run eagerly now; said once, the error kept as a graph break in ``stats``."""
+        self._always_eager = True
+        reason = f"backend={_backend_name(self.backend)!r} raised {type(error).__name__}: {error} (suppress_errors)"
+        self.stats["graph_breaks"].append((reason, None))
+        if not self._warned:
+            self._warned = True
+            say(f"tracegrad.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly from now on, "
+                f"without the backend: {reason}. See tracegrad.compiler.stats().", stacklevel=_user_level())
+        return self._eager(seg, outputs, reason)
 
     def _eager(self, seg, outputs, reason):
         """A graph that does not go to the backend runs its calls eagerly; said once."""
@@ -174,6 +191,16 @@ class CompiledWithBackend:
         if name is None:
             name = local or "tensor"
         return f"L_{name}_"
+
+
+def _user_level():
+    """The ``stacklevel`` (for ``say``'s caller) of the nearest frame outside tracegrad: the
+    user's line whose op reached the backend, however deep the capture's callback sits."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _source_names(fn, args, kwargs):

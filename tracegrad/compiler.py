@@ -52,7 +52,7 @@ import numpy as np
 
 from . import _autocast, _state
 from ._x64 import x64_scope
-from ._lowering.exc import InvalidBackend
+from ._lowering.exc import InvalidBackend, RecompileError
 from ._lowering import deferred_step as _deferred_step, fused as _fused, fused_optim as _fused_optim, hyper as _hyper
 # NOTE [_guard_len's import]: a merge lost this import; the NameError it raised while tracing
 # counted as the user's function raising, so every step reading opt.state_dict() ran eagerly
@@ -80,6 +80,11 @@ __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "is_dynamo
            "nested_compile_region", "assume_constant_result"]
 
 cache_size_limit = 8
+# ``torch._dynamo.config.error_on_recompile`` and ``suppress_errors`` (set through tracegrad._dynamo.config):
+# a call that needs another program raises RecompileError; a user backend that raises runs the
+# function eagerly from then on (``_dynamo_backends.py``) instead of raising BackendCompilerFailed
+error_on_recompile = False
+suppress_errors = False
 # NOTE [dynamic sizes]: torch.compile makes a size that changes between calls symbolic (with
 # ``dynamic=True``, for the dims ``mark_dynamic`` names, or automatically after a second size),
 # so a varying batch or sequence length never reaches its recompile limit. An XLA program has
@@ -320,6 +325,14 @@ class CompiledFunction:
         instance = not new_sizes and self._programs and (
             bool(self._other_instances(key)) if entries is None else self._restructured_instance(key, entries))
         sized = new_sizes or instance
+        if error_on_recompile and self._programs and not sized:
+            # torch raises where it would compile again: not for sizes it was asked to make
+            # dynamic, nor another instance of a module argument (neither recompiles in torch)
+            code = getattr(self._fn, "__code__", None)
+            raise RecompileError(f"Recompiling function {getattr(self._fn, '__name__', self._fn)}"
+                                 + (f" in {code.co_filename}:{code.co_firstlineno}" if code is not None else "")
+                                 + " (torch._dynamo.config.error_on_recompile is set: call it with the "
+                                   "arguments its programs were traced for, or unset the flag)")
         # not remembered per key: arguments that differ on every call would fill the cache
         if self._programs - self._sized - self._dead >= limit and not new_sizes:
             return self._break(None, f"guards failed {limit} times (cache_size_limit)"

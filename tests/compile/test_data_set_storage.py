@@ -198,7 +198,7 @@ def test_plan_entry_of_a_dead_storage_is_no_entry():
     plan.storages[id(t._st)] = (weakref.ref(dead), weakref.ref(t))
     del dead                                      # its entry now names nothing
     cap = types.SimpleNamespace(grad_owners={}, found={id(t._st): (t, t._st.array, t._st)},
-                                found_generators=[], optimizers=[])
+                                found_generators=[], optimizers=[], data_leaves={})
     assert plan.absorb(cap)
     assert plan.storages[id(t._st)][0]() is t._st
 

@@ -39,6 +39,7 @@ from .._ops import warn as _warn
 from .._tensor import runtime as _runtime
 from .._tensor.numpy_bridge import owned_array
 from .._tensor.tensor import Tensor, chain_is_contiguous, rowmajor_strides, storage_offset_of, strides_of
+from .._tensor.torch_function import outside_dispatch
 from ..autograd._graph_impl import _ACCUMULATE_SEQ, AccumulateGrad, _seq as _node_seq
 from .pycode import _user_code, counter_uses, opened_by_user
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, append_changes, changed, clock_reads,
@@ -319,6 +320,12 @@ def _clock_guard(name, real, thread):
     return read
 
 
+def _grad_leaf(t) -> bool:
+    """A leaf tensor that requires grad and is no view (a parameter): the tensor of its
+    storage whose ``.grad`` a backward fills."""
+    return t._rg and t._gf is None and not t._chain
+
+
 @jax.custom_jvp
 def _written(old, new):
     """``new``, with the derivative of ``old`` (an identity through an unrecorded write)."""
@@ -443,6 +450,7 @@ class Capture:
         self.numpy_copies = weakref.WeakKeyDictionary()     # ``numpy_copy``
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
+        self.data_leaves = {}                  # id(storage) -> the grad leaf ``.data =`` moved off it
         self.found_restored = False            # restore_found ran
         self.found_generators = {}             # generator -> (key, seed)
         self.made_generators = []              # weakrefs: NOTE [generators made in a trace]
@@ -519,9 +527,19 @@ class Capture:
     def see_tensors(self, args):
         for a in args:
             st = getattr(a, "_st", None)
-            if st is not None and id(st) not in self.lifted and st not in self.created \
-                    and st.array is not None and not isinstance(st.array, _Tracer):
-                self.found.setdefault(id(st), (a, st.array, st))
+            if st is None or id(st) in self.lifted or st in self.created or st.array is None:
+                continue
+            seen = self.found.get(id(st))
+            if seen is None:
+                if not isinstance(st.array, _Tracer):
+                    self.found[id(st)] = (a, st.array, st)
+            elif seen[0] is not a and _grad_leaf(a) and not _grad_leaf(seen[0]):
+                # NOTE [the leaf of a found storage]: the storage was first reached through an
+                # alias (``w.data[0] = ...``, ``w.detach()[1].mul_(...)``: a tensor made in the
+                # trace, requiring no grad); the leaf over it is the one to differentiate and
+                # to give ``.grad``. Read through the alias only, the storage was no
+                # differentiable input at all: ``w.grad`` stayed None after a backward.
+                self.found[id(st)] = (a, seen[1], st)
 
     # NOTE [gradients in a differentiated trace]: when JAX differentiates the trace (a compiled
     # forward whose outputs are differentiated outside, ``vjp``), it follows every array, but
@@ -530,7 +548,8 @@ class Capture:
     # that does not require grad, or every input while grad mode is off -- enters the op behind
     # ``stop_gradient``; and an in-place op that records nothing on a tensor that requires
     # grad (``with no_grad(): y.mul_(2)``) leaves its history as it was: the gradient passes
-    # through the write as through an identity, as torch's unchanged grad_fn does.
+    # through the write as through an identity, as torch's unchanged grad_fn does -- for the
+    # whole storage written, through a view too (``with no_grad(): w[0].mul_(0.5)``).
     def graph_inputs(self, args, arrays, grad_on):
         """``arrays`` (the op's inputs) with those outside the recorded graph cut from JAX's
         derivative (NOTE [gradients in a differentiated trace])."""
@@ -553,12 +572,20 @@ class Capture:
                 out[i] = jax.lax.stop_gradient(out[i])
         return out
 
-    def unrecorded_write(self, old, new):
-        """The value an unrecorded in-place op writes into a tensor that requires grad: ``new``,
-        differentiated as ``old`` (NOTE [gradients in a differentiated trace])."""
-        if new.dtype != old.dtype or new.shape != old.shape or not jnp.issubdtype(old.dtype, jnp.inexact):
-            return new
-        return _written(old, new)
+    def unrecorded_write(self, st, old):
+        """After an unrecorded in-place op (under ``no_grad``, or on a tensor outside the graph)
+        wrote into storage ``st``, which held ``old``: the storage's new value, differentiated as
+        ``old`` (NOTE [gradients in a differentiated trace]). Done on the whole storage, not on
+        the written tensor: a view made under ``no_grad`` (``w[0].mul_(0.5)``) reads its base
+        behind ``stop_gradient``, so an identity on the view's own value gave the written
+        elements of the base no gradient at all (``w.grad``'s row 0 was zeros; torch's leaf keeps
+        its gradient there)."""
+        new = st.array
+        if (new is old or not isinstance(old, _Tracer) or new.dtype != old.dtype or new.shape != old.shape
+                or not jnp.issubdtype(old.dtype, jnp.inexact)):
+            return
+        st.array = _written(old, new)
+        st.gen += 1         # views cached the value without the derivative
 
     def numpy_copy(self, st):
         """``st`` was made inside the trace by ``from_numpy``/``as_tensor`` over a writable
@@ -704,8 +731,12 @@ class Capture:
             # a differentiable result's value inside the region's ``jax.vjp``: the number is
             # its primal, computed by the same program
             v = v.primal
-        if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer" \
-                or sys._getframe(2).f_globals.get("__name__", "").startswith("tracegrad"):
+        if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer":
+            return None
+        # the caller of ``item()``, past the __torch_function__ trampolines once the protocol is
+        # on (a Tensor subclass or mode was ever used: then every call passes through them)
+        caller = outside_dispatch(sys._getframe(2))
+        if caller is None or caller.f_globals.get("__name__", "").startswith("tracegrad"):
             return None
         return self.defer_items(v, self.deferred)
 
@@ -1122,8 +1153,31 @@ class Capture:
                              "make them")
         if value is not None:
             self.see_layout_change(t, value)
+            if _grad_leaf(t) and not value._chain and value._st in self.created and t._st not in self.created:
+                self._data_keeps_leaf(t, value)
         if id(t) not in self.data_sets:
             self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
+
+    def _data_keeps_leaf(self, t, value):
+        """NOTE [the leaf of a found storage], for ``p.data = new`` (``w.data = w.data.clamp(-1, 1)``)
+        on a parameter from outside inside a differentiated trace: eagerly ``p`` stays the leaf
+        and its gradient is taken w.r.t. the new value. Here ``p`` leaves the input storage for
+        one the trace made, which is no input of the VJP: ``p.grad`` stayed None. The input
+        storage takes ``p`` as its tensor, and the new value is differentiated as the input's
+        old one (an identity through the assignment, as through an unrecorded write)."""
+        st = t._st
+        self.data_leaves[id(st)] = t        # for a storage already lifted: Plan.absorb
+        seen = self.found.get(id(st))
+        if seen is not None and seen[0] is not t:
+            self.found[id(st)] = (t, seen[1], seen[2])
+        elif seen is None and id(st) not in self.lifted and st.array is not None and not isinstance(st.array, _Tracer):
+            # never read before (``w.data = fresh``): an input all the same, the gradient's way
+            self.found[id(st)] = (t, st.array, st)
+        old, new = st.array, value._st.array
+        if (self.vjp and isinstance(old, _Tracer) and new is not old and new.shape == old.shape
+                and new.dtype == old.dtype and jnp.issubdtype(old.dtype, jnp.inexact)):
+            value._st.array = _written(old, new)
+            value._st.gen += 1
 
     def see_layout_change(self, t, value=None):
         """``t`` is about to take ``value``'s storage and layout (``t.data = value``, ``set_``,

@@ -36,6 +36,11 @@ class InternalTorchDynamoError(TorchDynamoException):
     """Mirrors ``torch._dynamo.exc.InternalTorchDynamoError``."""
 
 
+class RecompileError(TorchDynamoException):
+    """Mirrors ``torch._dynamo.exc.RecompileError``: a compiled function needed a new program
+    while ``torch._dynamo.config.error_on_recompile`` was set."""
+
+
 class BackendCompilerFailed(TorchDynamoException):
     """Mirrors ``torch._dynamo.exc.BackendCompilerFailed``: a user's backend raised while
     compiling a graph (the original error is ``inner_exception`` and ``__cause__``)."""
@@ -48,4 +53,4 @@ class BackendCompilerFailed(TorchDynamoException):
 
 
 __all__ = ["TorchDynamoException", "Unsupported", "UserError", "InvalidBackend", "TorchRuntimeError",
-           "InternalTorchDynamoError", "BackendCompilerFailed"]
+           "InternalTorchDynamoError", "BackendCompilerFailed", "RecompileError"]

@@ -29,7 +29,7 @@ from .._tensor.tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from . import hyper
-from .capture import Capture, GraphBreak, def_site, guard_output, settings_now
+from .capture import Capture, GraphBreak, _grad_leaf, def_site, guard_output, settings_now
 from .warned import code_of
 from .deferred import DeferredItem, check_kept
 from .deferred_step import unseal
@@ -109,6 +109,17 @@ class Plan:
                 # the storage read, not ``t._st``: ``t.data = ...`` later in the trace moves
                 # ``t`` to a storage the trace made (vector_to_parameters)
                 self.storages[sid] = (weakref.ref(st), weakref.ref(t))
+                grown = True
+            elif known is not None and known[1]() is not t and _grad_leaf(t) and (
+                    known[1]() is None or not _grad_leaf(known[1]())):
+                # NOTE [the leaf of a found storage] (capture.py): found through an alias first
+                self.storages[sid] = (known[0], weakref.ref(t))
+                grown = True
+        for sid, t in cap.data_leaves.items():
+            known = self.storages.get(sid)
+            if known is not None and known[1]() is not t and (known[1]() is None or not _grad_leaf(known[1]())):
+                # NOTE [the leaf of a found storage] (capture.py ``_data_keeps_leaf``)
+                self.storages[sid] = (known[0], weakref.ref(t))
                 grown = True
         for g in cap.found_generators:
             if g not in self.generators:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import builtins
 import inspect
-import os
 import sys
 import threading
 import types
@@ -173,7 +172,7 @@ _LOCK = threading.Lock()
 ACTIVE: list = [False]
 _TRAMPOLINES: dict = {}     # number of free variables -> trampoline code object
 IMPLEMENTATIONS: dict = {}  # id(public function) -> (it, its implementation: a copy of its old self)
-_TRAMPOLINE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "<__torch_function__ dispatch>")
+_TRAMPOLINE_FILE = _tf.TRAMPOLINE_FILE
 
 
 def _trampoline_code(nfree):
@@ -202,6 +201,9 @@ def _operator_dispatch(public, kind, impl, args, kwargs):
         if _tf.has_torch_function(args):
             return NotImplemented      # as torch's operators: let Python try the other operand
         raise
+
+
+_tf.DISPATCH_CODES.add(_operator_dispatch.__code__)
 
 
 def _install(fn, public, kind, operator=False):

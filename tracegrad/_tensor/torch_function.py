@@ -23,6 +23,7 @@ How public functions reach ``dispatch`` without slowing plain tensors is ``overr
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -429,3 +430,22 @@ def pop_mode():
 RESOLVE_NAME: list = [lambda f: None]
 # overridable.activate, stored here by overridable.py (it sits beside this module and imports it)
 ACTIVATE: list = [lambda: None]
+
+
+# the file name the trampolines' code carries (overridable.py compiles them under it): a name
+# inside the package, so tracegrad's checks for user frames pass over them
+TRAMPOLINE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "<__torch_function__ dispatch>")
+# the code objects a call passes through between a public function's trampoline and its
+# implementation (overridable.py adds its operator dispatcher)
+DISPATCH_CODES = {dispatch.__code__, _dispatch_slow.__code__, _run_implementation.__code__}
+
+
+def outside_dispatch(frame):
+    """``frame``, or its first caller that is not the protocol's own machinery (a trampoline,
+    ``dispatch``): where a public function's implementation was called from. Once the protocol
+    is active (NOTE [trampolines] in overridable.py) these frames sit between a method such as
+    ``Tensor.item`` and the code that called it; checks that ask "called by the user's code?"
+    (``sys._getframe(n)``) look past them."""
+    while frame is not None and (frame.f_code in DISPATCH_CODES or frame.f_code.co_filename == TRAMPOLINE_FILE):
+        frame = frame.f_back
+    return frame

@@ -818,7 +818,12 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
                 s.tensor, s.version = self.detach(), self._vc[0]
         return self
     if cap is not None and cap.vjp:          # (self may share its storage with a tensor in the graph)
-        out = cap.unrecorded_write(self._value, out)
+        # the whole storage keeps its derivative, a view's base included (NOTE [gradients in a
+        # differentiated trace]): a view made under no_grad holds a stop_gradient'ed value
+        old = self._st.array
+        self._write(out)
+        cap.unrecorded_write(self._st, old)
+        return self
     self._write(out)
     return self
 
