@@ -75,7 +75,9 @@ class Type:
             return v is None or self.inner.accepts(v)
         if self.kind == "list":
             if isinstance(v, (list, tuple)):
-                return all(self.inner.accepts(e) for e in v)
+                # a Tensor[] element must be a tensor (None only where the element is Tensor?)
+                plain = self.inner.kind == "base" and self.inner.name == "Tensor"
+                return all(isinstance(e, Tensor) if plain else self.inner.accepts(e) for e in v)
             if self.inner.kind == "base" and self.inner.name in ("int", "SymInt"):
                 # an int list takes a tensor of ints, and a fixed-size one (int[2]) a single int
                 return isinstance(v, Tensor) or (self.size is not None and _is_int(v))
