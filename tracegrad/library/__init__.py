@@ -401,15 +401,17 @@ def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, ato
             if tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype:
                 raise RuntimeError(f"opcheck: {op._qualname}'s fake kernel gives {tuple(f.shape)} {f.dtype}, the "
                                    f"operator {tuple(r.shape)} {r.dtype}")
-    check("test_schema", schema)
-    check("test_autograd_registration", autograd)
-    check("test_faketensor", fake)
-    check("test_aot_dispatch_dynamic", lambda: None)
+    chosen = names if names is not None else _OPCHECK_DEFAULT
+    for name, fn in (("test_schema", schema), ("test_autograd_registration", autograd), ("test_faketensor", fake),
+                     ("test_aot_dispatch_static", lambda: None), ("test_aot_dispatch_dynamic", lambda: None)):
+        if name in chosen:
+            check(name, fn)
     return result
 
 
 _OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_static",
                   "test_aot_dispatch_dynamic")
+_OPCHECK_DEFAULT = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 # ---- the older Library API ------------------------------------------------------------------
 

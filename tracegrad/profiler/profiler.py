@@ -184,8 +184,9 @@ class profile(_Profile):
     handed to ``on_trace_ready`` at exit. Results: ``key_averages().table(...)``, ``events()``,
     ``export_chrome_trace(path)``. ``record_shapes`` keeps input shapes, ``profile_memory`` the
     bytes each op's outputs take, ``with_stack`` the Python stack of each op's caller.
-    Raises AssertionError, as torch, on entry when ``activities`` holds no ProfilerActivity, and
-    when results are read (or ``stop()`` called) before it ever started; see the module for
+    Raises AssertionError, as torch, when ``activities`` holds no ProfilerActivity, and when
+    results are read (or ``stop()`` called, or ``step()`` reaches a recording step) before it
+    ever started; see the module for
     what differs from torch."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
@@ -194,6 +195,7 @@ class profile(_Profile):
                  use_cuda=None, custom_trace_id_callback=None):
         super().__init__(record_shapes, profile_memory, with_stack)
         self.activities = set(activities) if activities is not None else supported_activities()
+        self._check_activities()
         self.schedule = schedule if schedule is not None else (lambda step: ProfilerAction.RECORD)
         self.record_steps = schedule is not None
         self.on_trace_ready = on_trace_ready
@@ -204,8 +206,8 @@ class profile(_Profile):
     _NOT_STARTED = AssertionError
 
     def _check_activities(self):
-        # checked when profiling starts, as torch's: none valid is its AssertionError, another
-        # kind of entry beside valid ones its TypeError
+        # as torch's: none valid is its AssertionError, another kind of entry beside valid ones
+        # its TypeError
         if not any(isinstance(a, ProfilerActivity) for a in self.activities):
             raise AssertionError("No valid profiler activities found; pass activities=[ProfilerActivity.CPU]")
         for a in self.activities:
@@ -216,6 +218,13 @@ class profile(_Profile):
         """Every recorded ``FunctionEvent`` of the last finished trace, by start time.
         AssertionError, as torch, before the profiler ever ran; RuntimeError while it runs."""
         return self._results("accessing events")
+
+    def start_trace(self):
+        # (the older autograd profiler prepares on start; this one's schedule prepares first)
+        if self._recorder is None:
+            raise AssertionError("Profiler must be initialized before starting trace: start it (prof.start() or "
+                                 "`with profile(...)`) before step()")
+        super().start_trace()
 
     def stop_trace(self):
         if self._recorder is None:
@@ -233,7 +242,6 @@ class profile(_Profile):
 
     def start(self):
         """Starts profiling at step 0 (what ``with`` does on entry)."""
-        self._check_activities()
         self.step_num = 0
         self.current_action = self.schedule(0)
         self._transit("NONE", self.current_action.name)

@@ -1,0 +1,464 @@
+"""Bad-input parity, round 56: areas no earlier round fed -- ``torch.library`` (``custom_op`` names,
+``mutates_args``, annotations no schema type has, defaults, ``device_types``, ``schema=`` strings;
+calls of the operator with missing, extra, keyword-only and wrongly typed arguments; results that
+do not fit the schema; ``Library`` kinds, namespaces, ``define`` strings and ``impl`` dispatch
+keys; ``register_fake``/``register_autograd``/``register_kernel`` of unknown names; ``opcheck``'s
+``test_utils``), ``torch.profiler`` (results read before the profiler ran, activities,
+``record_function`` names, ``export_stacks``). A probe of ~450 calls (written here for this
+table, no other repository's tests copied; torch 2.13 the oracle) found these differences,
+fixed in tracegrad:
+
+- a custom operator had no schema (NOTE [custom operator schemas] in ``library/_schema.py``):
+  torch infers one from the annotations, parses a ``schema=``/``Library.define`` string, binds
+  every call to it and converts each argument and the result. tracegrad ran the Python body on
+  whatever it was given: ``op(1.0)`` or ``op([1.0])`` for a Tensor parameter failed inside the
+  body (AttributeError), ``op(x, 1.5)`` for an ``int`` one and ``op(x, [1.5])`` for a
+  ``List[int]`` one computed, ``op(x, 3)`` for an ``Optional[Tensor]`` ran, a missing or extra
+  argument was Python's TypeError (torch: RuntimeError "Expected a value of type 'int' for
+  argument 'n' but instead found type 'float'", "is missing value for argument", "expected at
+  most 1 argument(s)"), a keyword-only parameter could not be passed at all (TypeError from
+  the body); a body returning ``3`` for a ``-> Tensor`` or one value for a ``-> Tuple[Tensor,
+  Tensor]`` passed (torch: RuntimeError "Unable to cast", TypeError); annotations such as
+  ``dict``, ``object``, ``Tuple[int, int]`` or ``Optional[List[Tensor]]``, a return ``str`` or
+  ``Optional[Tensor]``, a list default, an unresolvable string annotation and a mutated ``int``
+  were accepted (torch: ValueError from ``infer_schema``); ``schema=``/``Library.define``
+  strings were not parsed (a typo'd type, a missing ``->``, a dangling ``,`` passed; torch:
+  RuntimeError); a name such as ``ns::a-b`` or ``ns::1b`` and the reserved ``prim`` namespace
+  were accepted. Now ``library/_schema.py`` infers, parses, binds and checks as torch does.
+- ``mutates_args="x"`` (a str other than "unknown") was accepted (torch: ValueError);
+  ``device_types``/``register_kernel`` took any string ("tpu9", "CPU", "cuda:0"; torch:
+  RuntimeError); ``custom_op`` of a name registered before raised (torch replaces it);
+  ``Library(3, ...)`` ran (TypeError), a second live ``Library(ns, "DEF")`` and a second
+  ``define`` of one operator passed (RuntimeError), ``define`` of another namespace passed,
+  ``impl`` with an unknown dispatch key ("NotAKey", "cpu") passed (RuntimeError), ``impl`` and
+  ``register_kernel`` before the definition raised (torch accepts them); ``register_fake`` of an
+  unknown name was ValueError (torch: RuntimeError), ``register_autograd``'s ValueError
+  (AttributeError); ``library.define`` of a schema without its "(" passed (ValueError);
+  ``opcheck(test_utils="bogus")`` ran (ValueError).
+- ``torch.profiler.profile``: ``events()``/``key_averages()``/``export_chrome_trace()`` before
+  the profiler ever ran were RuntimeError (torch: AssertionError "Profiler must be initialized
+  before ..."), ``stop()`` before ``start()`` passed, ``step()`` before ``start()`` was an
+  AttributeError (torch follows the schedule); ``activities=[]``/``["cpu"]`` were ValueError/
+  TypeError at construction (torch: AssertionError "No valid profiler activities found" on
+  entry); ``export_stacks`` was missing (AttributeError); ``record_function(3)`` raised
+  TypeError at construction (torch: RuntimeError on entry).
+
+Found and left alone (not tabled): ``register_autograd(3)`` is refused at once by tracegrad
+(TypeError) where torch fails only at backward; ``opcheck`` of an operator without a fake kernel
+passes in tracegrad (no fake tensors to test; torch's OpCheckError); ``profile.key_averages()``
+inside the profiled block is tracegrad's RuntimeError (torch: the events so far);
+``export_chrome_trace`` to a missing directory is FileNotFoundError (torch logs and returns).
+
+Each call runs under torch and tracegrad: the same exception class (or none), no text of the layers
+below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.
+"""
+import itertools
+import typing
+from typing import List, Optional, Tuple
+
+import pytest
+
+import tracegrad
+
+from _bad_input_helpers import table_tests, value_test
+
+torch = pytest.importorskip("torch")
+
+C = {}
+_N = itertools.count()
+_KEEP = []     # Libraries kept alive (their registrations last while they live, in both)
+
+
+def _name(T, base="op"):
+    """A fresh 'ns::name' per call (operators are process-global in both libraries)."""
+    return f"r56{'t' if T is torch else 'g'}::{base}{next(_N)}"
+
+
+def _op(T, fn, **kw):
+    kw.setdefault("mutates_args", ())
+    return T.library.custom_op(_name(T), **kw)(fn)
+
+
+def _sin(T):
+    def f(x: T.Tensor) -> T.Tensor:
+        return x.sin()
+    return _op(T, f)
+
+
+def _named(T, q):
+    def f(x: T.Tensor) -> T.Tensor:
+        return x.sin()
+    return T.library.custom_op(q, mutates_args=())(f)
+
+
+def _with(T, ann, body=lambda x, a: x.clone(), ret=None):
+    """An operator ``f(x: Tensor, a: ann) -> ret (Tensor)``."""
+    def f(x, a):
+        return body(x, a)
+    f.__annotations__ = {"x": T.Tensor, "a": ann(T), "return": T.Tensor if ret is None else ret(T)}
+    return _op(T, f)
+
+
+# ---- custom_op: names, mutates_args, device_types
+C["name_no_namespace"] = lambda T: _named(T, "noop")
+C["name_three_parts"] = lambda T: _named(T, "a::b::c")
+C["name_hyphen"] = lambda T: _named(T, "r56x::a-b")
+C["name_starts_with_digit"] = lambda T: _named(T, "r56x::1b")
+C["name_space"] = lambda T: _named(T, "r56x::a b")
+C["name_prim_namespace"] = lambda T: _named(T, "prim::r56foo")
+C["name_underscore_ok"] = lambda T: _named(T, f"r56x::_a{next(_N)}")(T.zeros(1)).tolist()
+
+
+def _twice(T):
+    q = _name(T)
+    _named(T, q)
+    return _named(T, q)(T.zeros(1)).tolist()
+
+
+C["name_registered_twice_ok"] = _twice
+
+
+def _mutating(T, mut):
+    def f(x: T.Tensor, n: int) -> None:
+        x.add_(n)
+    return T.library.custom_op(_name(T), mutates_args=mut)(f)
+
+
+C["mutates_args_str"] = lambda T: _mutating(T, "x")
+C["mutates_args_unknown_param"] = lambda T: _mutating(T, ("z",))
+C["mutates_args_int_param"] = lambda T: _mutating(T, ("n",))
+C["mutates_args_none"] = lambda T: _mutating(T, None)
+C["mutates_args_unknown_str_ok"] = lambda T: _mutating(T, "unknown")(T.ones(1), 1)
+C["mutates_args_list_ok"] = lambda T: _mutating(T, ["x"])(T.ones(1), 1)
+
+
+def _on_devices(T, d):
+    def f(x: T.Tensor) -> T.Tensor:
+        return x.sin()
+    return T.library.custom_op(_name(T), mutates_args=(), device_types=d)(f)
+
+
+for _lab, _d in {"unknown": "tpu9", "upper": "CPU", "with_index": "cuda:0", "int": 3,
+                 "list_with_int": ["cpu", 3], "list_with_unknown": ["cpu", "bogus"]}.items():
+    C[f"device_types_{_lab}"] = (lambda d: lambda T: _on_devices(T, d))(_d)
+    C[f"register_kernel_{_lab}"] = (lambda d: lambda T: _sin(T).register_kernel(d)(lambda x: x))(_d)
+C["device_types_list_ok"] = lambda T: _on_devices(T, ["cpu", "cuda"])(T.zeros(1)).tolist()
+
+
+# ---- custom_op: annotations and defaults (torch's infer_schema)
+def _annotated(T, ann, ret=None, default=None):
+    def f(x, a=default):
+        return x.clone()
+    f.__annotations__ = {"x": T.Tensor, "a": ann(T), "return": T.Tensor if ret is None else ret(T)}
+    if default is None:
+        f.__defaults__ = None
+    return _op(T, f)
+
+
+C["param_unannotated"] = lambda T: _op(T, lambda x: x)
+C["param_dict"] = lambda T: _annotated(T, lambda T: dict)
+C["param_object"] = lambda T: _annotated(T, lambda T: object)
+C["param_tuple_of_ints"] = lambda T: _annotated(T, lambda T: Tuple[int, int])
+C["param_optional_list_of_tensors"] = lambda T: _annotated(T, lambda T: Optional[List[T.Tensor]])
+C["param_plain_list"] = lambda T: _annotated(T, lambda T: list)
+C["param_parameter_class"] = lambda T: _annotated(T, lambda T: T.nn.Parameter)
+C["param_list_default"] = lambda T: _annotated(T, lambda T: List[int], default=[1])
+C["param_tuple_default"] = lambda T: _annotated(T, lambda T: List[int], default=(1,))
+C["return_dict"] = lambda T: _annotated(T, lambda T: int, ret=lambda T: dict)
+C["return_str"] = lambda T: _annotated(T, lambda T: int, ret=lambda T: str)
+C["return_optional_tensor"] = lambda T: _annotated(T, lambda T: int, ret=lambda T: Optional[T.Tensor])
+C["return_list_of_ints"] = lambda T: _annotated(T, lambda T: int, ret=lambda T: List[int])
+C["return_bare_tuple"] = lambda T: _annotated(T, lambda T: int, ret=lambda T: tuple)
+
+
+def _string_annotations(T):
+    def f(x: "Tensr") -> "Tensor":   # noqa: F821 -- a name no module defines, as the case needs
+        return x
+    return _op(T, f)
+
+
+C["annotation_unresolvable_string"] = _string_annotations
+
+
+def _no_return(T):
+    def f(x: T.Tensor):
+        return x.clone()
+    return _op(T, f)
+
+
+C["return_unannotated"] = _no_return
+
+
+def _varargs(T):
+    def f(*xs: T.Tensor) -> T.Tensor:
+        return xs[0].clone()
+    return _op(T, f)
+
+
+C["param_varargs"] = _varargs
+
+
+def _defaults(T):
+    def f(x: T.Tensor, d: T.dtype = T.float64, s: str = "a", o: Optional[float] = None, b: bool = True,
+          n: int = 2) -> T.Tensor:
+        return x.to(d) * n * len(s)
+    return _op(T, f)(T.ones(1)).tolist()
+
+
+C["supported_defaults_ok"] = _defaults
+
+# ---- custom_op: calls bound and checked against the schema
+C["call_missing_argument"] = lambda T: _sin(T)()
+C["call_extra_positional"] = lambda T: _sin(T)(T.ones(1), 2)
+C["call_unknown_keyword"] = lambda T: _sin(T)(T.ones(1), z=2)
+C["call_keyword_ok"] = lambda T: _sin(T)(x=T.zeros(1)).tolist()
+C["call_list_for_tensor"] = lambda T: _sin(T)([1.0])
+C["call_float_for_tensor"] = lambda T: _sin(T)(1.0)
+C["call_none_for_tensor"] = lambda T: _sin(T)(None)       # torch passes None on: the body fails
+
+
+def _kwonly(T):
+    def f(x: T.Tensor, *, n: int) -> T.Tensor:
+        return x * n
+    return _op(T, f)
+
+
+C["call_keyword_only_by_position"] = lambda T: _kwonly(T)(T.ones(1), 2)
+C["call_keyword_only_ok"] = lambda T: _kwonly(T)(T.ones(1), n=3).tolist()
+_INT = lambda T: int            # noqa: E731
+_FLOAT = lambda T: float        # noqa: E731
+_INTS = lambda T: List[int]     # noqa: E731
+_mul = lambda x, a: x * a       # noqa: E731
+for _lab, (_ann, _v) in {"int_given_float": (_INT, 1.5), "int_given_str": (_INT, "a"), "int_given_none": (_INT, None),
+                         "int_given_huge": (_INT, 2 ** 70), "float_given_str": (_FLOAT, "a"),
+                         "float_given_complex": (_FLOAT, 1j), "float_given_none": (_FLOAT, None),
+                         "int_list_given_int": (_INTS, 2), "int_list_given_floats": (_INTS, [1.5]),
+                         "int_list_given_str": (_INTS, "ab"), "str_given_int": (lambda T: str, 1),
+                         "dtype_given_str": (lambda T: T.dtype, "float32"), "dtype_given_type": (lambda T: T.dtype, float),
+                         "device_given_int": (lambda T: T.device, 0),
+                         "optional_tensor_given_int": (lambda T: Optional[T.Tensor], 3),
+                         "tensor_list_given_tensor": (lambda T: List[T.Tensor], "T"),
+                         "tensor_list_with_none": (lambda T: List[T.Tensor], "TN"),
+                         "scalar_given_str": (lambda T: typing.Union[int, float, bool], "a"),
+                         "scalar_given_tensor": (lambda T: typing.Union[int, float, bool], "t")}.items():
+    def _case(T, ann=_ann, v=_v):
+        v = {"T": T.ones(1), "TN": [T.ones(1), None], "t": T.tensor(2.)}.get(v, v) if isinstance(v, str) else v
+        return _with(T, ann)(T.ones(1), v)
+    C[f"arg_{_lab}"] = _case
+for _lab, (_ann, _v, _body) in {"int_given_bool": (_INT, True, _mul), "int_given_tensor": (_INT, "t2", _mul),
+                                "float_given_int": (_FLOAT, 2, _mul), "int_list_given_tuple": (_INTS, (1, 2), None),
+                                "str_given_bytes": (lambda T: str, b"a", None),
+                                "scalar_given_complex": (lambda T: typing.Union[int, float, bool], 2j, _mul),
+                                "optional_tensor_given_none": (lambda T: Optional[T.Tensor], None, None),
+                                "device_given_str": (lambda T: T.device, "cpu", None)}.items():
+    def _case(T, ann=_ann, v=_v, body=_body):
+        v = T.tensor([2]) if v == "t2" else v
+        return _with(T, ann, body or (lambda x, a: x.clone()))(T.ones(1), v).tolist()
+    C[f"arg_{_lab}_ok"] = _case
+C["arg_device_given_bad_str"] = lambda T: _with(T, lambda T: T.device)(T.ones(1), "bogus")
+
+
+# ---- custom_op: results checked against the schema
+def _returning(T, value, ret=None):
+    def f(x):
+        return value(T, x)
+    f.__annotations__ = {"x": T.Tensor, "return": T.Tensor if ret is None else ret(T)}
+    return _op(T, f)(T.ones(1))
+
+
+_PAIR = lambda T: Tuple[T.Tensor, T.Tensor]   # noqa: E731
+C["result_int_for_tensor"] = lambda T: _returning(T, lambda T, x: 3)
+C["result_list_for_tensor"] = lambda T: _returning(T, lambda T, x: [x + 1])
+C["result_none_for_tensor_ok"] = lambda T: _returning(T, lambda T, x: None)
+C["result_one_for_pair"] = lambda T: _returning(T, lambda T, x: (x + 1,), _PAIR)
+C["result_tensor_for_pair"] = lambda T: _returning(T, lambda T, x: x + 1, _PAIR)
+C["result_int_in_pair"] = lambda T: _returning(T, lambda T, x: (x + 1, 3), _PAIR)
+C["result_list_for_pair_ok"] = lambda T: _returning(T, lambda T, x: [x + 1, x + 2], _PAIR)
+C["result_tensor_for_none"] = lambda T: _returning(T, lambda T, x: x + 1, lambda T: None)
+C["result_float_for_int"] = lambda T: _returning(T, lambda T, x: 1.5, lambda T: int)
+C["result_tensor_for_list"] = lambda T: _returning(T, lambda T, x: x + 1, lambda T: List[T.Tensor])
+C["result_input_itself"] = lambda T: _returning(T, lambda T, x: x)
+
+
+# ---- custom_op(schema=...), Library and torch.library.define
+def _schema_op(T, s):
+    def f(x, y):
+        return x + y
+    return T.library.custom_op(_name(T), mutates_args=(), schema=s)(f)
+
+
+C["schema_only_a_name"] = lambda T: _schema_op(T, "garbage")
+C["schema_unknown_type"] = lambda T: _schema_op(T, "(Tensoor x, Tensor y) -> Tensor")
+C["schema_ok"] = lambda T: _schema_op(T, "(Tensor x, Tensor y) -> Tensor")(T.ones(1), T.ones(1)).tolist()
+
+
+def _lib(T, kind="FRAGMENT"):
+    lib = T.library.Library(f"r56{'t' if T is torch else 'g'}L{next(_N)}", kind)
+    _KEEP.append(lib)
+    return lib
+
+
+C["library_kind_unknown"] = lambda T: T.library.Library("r56kind", "BAD")
+C["library_kind_lowercase"] = lambda T: T.library.Library("r56kind", "def")
+C["library_namespace_int"] = lambda T: T.library.Library(3, "FRAGMENT")
+C["library_def_twice"] = lambda T: [T.library.Library(f"r56def{'t' if T is torch else 'g'}", "DEF") for _ in range(2)]
+for _s in ["garbage(", "foo(Tensor x)", "foo(Tensr x) -> Tensor", "", "(Tensor x) -> Tensor", "foo(Tensor x) ->",
+           "foo(Tensor x,) -> Tensor", "foo(Tensor x, int y=1.5.3) -> Tensor", "foo(int x=[1,2]) -> Tensor",
+           "other::foo(Tensor x) -> Tensor"]:
+    C[f"define[{_s}]"] = (lambda s: lambda T: _lib(T).define(s))(_s)
+for _s in ["foo.ov(Tensor x, *, int n=1) -> Tensor", "foo(Tensor(a!) x) -> Tensor(a!)",
+           "foo(int[2] x, Tensor? y, Tensor?[] z, int[]? w) -> (Tensor a, Tensor b)", "foo(Tensor x) -> ()",
+           "foo(Tensor x, float a=-1e-3, str s='m', bool b=True, ScalarType? d=None) -> Tensor"]:
+    C[f"define[{_s}]_ok"] = (lambda s: lambda T: _lib(T).define(s))(_s)
+
+
+def _define_twice(T):
+    lib = _lib(T)
+    lib.define("foo(Tensor x) -> Tensor")
+    lib.define("foo(Tensor x) -> Tensor")
+
+
+C["define_twice"] = _define_twice
+
+
+def _impl(T, key, define=True):
+    lib = _lib(T)
+    if define:
+        lib.define("foo(Tensor x) -> Tensor")
+    lib.impl("foo", lambda x: x * 2, key)
+
+
+C["impl_unknown_dispatch_key"] = lambda T: _impl(T, "NotAKey")
+C["impl_lowercase_dispatch_key"] = lambda T: _impl(T, "cpu")
+C["impl_before_define_ok"] = lambda T: _impl(T, "CPU", define=False)
+C["library_define_no_parens"] = lambda T: T.library.define(_name(T), "Tensor x")
+C["library_define_bad_qualname"] = lambda T: T.library.define("noqual", "(Tensor x) -> Tensor")
+C["library_define_bad_type"] = lambda T: T.library.define(_name(T), "(Tensr x) -> Tensor")
+
+
+def _lib_op(T, schema="foo(Tensor x, int n=2) -> Tensor", body=lambda x, n=2: x * n, key="CPU"):
+    lib = _lib(T)
+    lib.define(schema)
+    lib.impl("foo", body, key)
+    return getattr(T.ops, lib.ns).foo
+
+
+C["lib_op_ok"] = lambda T: _lib_op(T)(T.ones(2)).tolist()
+C["lib_op_keyword_ok"] = lambda T: _lib_op(T)(T.ones(2), n=3).tolist()
+C["lib_op_too_many"] = lambda T: _lib_op(T)(T.ones(2), 3, 4)
+C["lib_op_float_for_int"] = lambda T: _lib_op(T)(T.ones(2), 2.5)
+C["lib_op_missing"] = lambda T: _lib_op(T)()
+C["lib_op_implicit_float_for_int"] = lambda T: _lib_op(T, key="CompositeImplicitAutograd")(T.ones(2), 2.5)
+C["lib_op_returns_int"] = lambda T: _lib_op(T, body=lambda x, n=2: 3)(T.ones(2))
+C["lib_op_keyword_only_by_position"] = lambda T: _lib_op(T, "foo(Tensor x, *, int n=2) -> Tensor",
+                                                         lambda x, *, n=2: x * n)(T.ones(2), 3)
+C["lib_op_fixed_int_list_given_int_ok"] = lambda T: _lib_op(T, "foo(Tensor x, int[1] n) -> Tensor",
+                                                            lambda x, n: x.sum(n))(T.ones(2, 2), 0).tolist()
+C["lib_op_int_list_given_int"] = lambda T: _lib_op(T, "foo(Tensor x, int[] n) -> Tensor",
+                                                   lambda x, n: x.sum(n))(T.ones(2, 2), 0)
+C["lib_op_optional_tensor_list_ok"] = lambda T: _lib_op(T, "foo(Tensor?[] x) -> Tensor",
+                                                        lambda x: x[0] * 2)([T.ones(2), None]).tolist()
+C["lib_op_two_results_given_one"] = lambda T: _lib_op(T, "foo(Tensor x) -> (Tensor, Tensor)", lambda x: x + 1)(T.ones(2))
+C["lib_op_no_result_given_tensor"] = lambda T: _lib_op(T, "foo(Tensor x) -> ()", lambda x: x + 1)(T.ones(2))
+C["lib_op_float_result_given_str"] = lambda T: _lib_op(T, "foo(Tensor x) -> float", lambda x: "a")(T.ones(2))
+C["lib_op_defaults_ok"] = lambda T: _lib_op(T, "foo(Tensor x, float a=0.5, str s='mm', int[] d=[0]) -> Tensor",
+                                            lambda x, a=0.5, s="mm", d=(0,): x.sum(d) * a * len(s))(T.ones(2, 2)).tolist()
+
+# ---- register_* and opcheck
+C["register_fake_unknown_name"] = lambda T: T.library.register_fake("r56nope::nothing", lambda x: x)
+C["register_autograd_unknown_name"] = lambda T: T.library.register_autograd("r56nope::nothing", lambda c, g: g)
+C["register_kernel_before_define_ok"] = lambda T: T.library.register_kernel(_name(T), "cpu", lambda x: x) and None
+C["register_fake_not_an_op"] = lambda T: T.library.register_fake(3, lambda x: x)
+C["opcheck_unknown_test"] = lambda T: T.library.opcheck(_sin(T), (T.ones(1),), test_utils="bogus")
+C["opcheck_unknown_test_in_list"] = lambda T: T.library.opcheck(_sin(T), (T.ones(1),), test_utils=["test_schema", "x"])
+C["opcheck_not_an_op"] = lambda T: T.library.opcheck(lambda x: x, (T.ones(1),))
+C["opcheck_schema_ok"] = lambda T: T.library.opcheck(_sin(T), (T.ones(1),), test_utils="test_schema")
+
+
+# ---- torch.profiler
+def _profiled(T, **kw):
+    with T.profiler.profile(**kw) as p:
+        T.ones(2) * 2
+    return p
+
+
+C["profile_events_before_start"] = lambda T: T.profiler.profile().events()
+C["profile_key_averages_before_start"] = lambda T: T.profiler.profile().key_averages()
+C["profile_export_chrome_trace_before_start"] = lambda T: T.profiler.profile().export_chrome_trace("unused.json")
+C["profile_export_stacks_before_start"] = lambda T: T.profiler.profile(with_stack=True).export_stacks("unused.txt")
+C["profile_stop_before_start"] = lambda T: T.profiler.profile().stop()
+
+
+def _step_then_stop(T):
+    p = T.profiler.profile(schedule=T.profiler.schedule(wait=1, warmup=1, active=1))
+    p.step()        # (torch follows the schedule: this step prepares the trace)
+    p.stop()
+
+
+C["profile_step_before_start_ok"] = _step_then_stop
+C["profile_step_before_start_to_record"] = lambda T: T.profiler.profile(
+    schedule=T.profiler.schedule(wait=0, warmup=1, active=1)).step()
+C["profile_activities_empty"] = lambda T: T.profiler.profile(activities=[])
+C["profile_activities_strings"] = lambda T: T.profiler.profile(activities=["cpu"])
+C["profile_activities_str"] = lambda T: T.profiler.profile(activities="CPU")
+C["profile_activities_mixed"] = lambda T: T.profiler.profile(activities=[T.profiler.ProfilerActivity.CPU, "cpu"])
+C["profile_activities_int"] = lambda T: T.profiler.profile(activities=3)
+C["record_function_int_name"] = lambda T: T.profiler.record_function(3).__enter__()
+C["record_function_none_name"] = lambda T: T.profiler.record_function(None).__enter__()
+C["record_function_int_args"] = lambda T: T.profiler.record_function("a", args=3).__enter__()
+C["record_function_int_name_not_entered_ok"] = lambda T: T.profiler.record_function(3) and None
+C["export_stacks_without_with_stack"] = lambda T: _profiled(T).export_stacks("unused.txt")
+C["export_stacks_bad_metric"] = lambda T: _profiled(T, with_stack=True).export_stacks("unused.txt", metric="bogus")
+
+GIST = {
+    "name_hyphen": "expected eof",
+    "name_prim_namespace": "reserved namespace",
+    "mutates_args_str": "mutates_args must either be a sequence",
+    "mutates_args_int_param": "only Tensors or collections of Tensors can be mutated",
+    "device_types_with_index": "to not have a device index",
+    "param_dict": "has unsupported type",
+    "param_list_default": "unsupported default value type",
+    "return_str": "Return has unsupported type",
+    "return_unannotated": "No return type annotation",
+    "call_missing_argument": "is missing value for argument 'x'",
+    "call_extra_positional": "expected at most 1 argument(s) but received 2 argument(s)",
+    "call_keyword_only_by_position": "takes 1 positional argument(s) but 2 was/were given",
+    "arg_int_given_float": "Expected a value of type 'int' for argument 'a' but instead found type 'float'",
+    "arg_int_list_given_int": "Expected a value of type 'List[int]'",
+    "arg_optional_tensor_given_int": "Expected a value of type 'Optional[Tensor]'",
+    "arg_scalar_given_tensor": "Expected a value of type 'number'",
+    "result_int_for_tensor": "Unable to cast 3 to Tensor",
+    "result_one_for_pair": "is not an instance of 'sequence'",
+    "result_input_itself": "must not also be an input",
+    "schema_only_a_name": "only the operator name was given",
+    "schema_unknown_type": "unknown type specifier",
+    "define[foo(Tensor x)]": "expected arrow",
+    "define[other::foo(Tensor x) -> Tensor]": "does not match namespace",
+    "define_twice": "with the same name and overload name multiple times",
+    "library_def_twice": "Only a single TORCH_LIBRARY can be used to register the namespace",
+    "impl_unknown_dispatch_key": "could not parse dispatch key: NotAKey",
+    "library_define_no_parens": "expected schema to look like",
+    "opcheck_unknown_test": "expected test_utils to be subset of",
+    "profile_events_before_start": "Profiler must be initialized before accessing events",
+    "profile_key_averages_before_start": "Profiler must be initialized before getting key averages",
+    "profile_stop_before_start": "Profiler must be initialized before stopping trace",
+    "profile_activities_empty": "No valid profiler activities found",
+    "record_function_int_name": "Expected a value of type 'str' for argument 'name'",
+    "export_stacks_without_with_stack": "requires with_stack=True",
+    "export_stacks_bad_metric": "metric should be one of",
+}
+
+test_same_class_as_torch, test_message_gist = table_tests(C, GIST, torch, tracegrad)
+test_accepted_value_matches_torch = value_test(C, [k for k in C if k.endswith("_ok")], torch, tracegrad)
+
+
+def test_profile_export_stacks_writes_collapsed_stacks(tmp_path):
+    """tracegrad's ``export_stacks`` (torch's own CPU events carry no stack to compare with):
+    every line is frames outermost first, ';'-joined, then a positive integer."""
+    with tracegrad.profiler.profile(with_stack=True) as p:
+        tracegrad.ones(2).exp()
+    path = tmp_path / "stacks.txt"
+    p.export_stacks(str(path))
+    lines = path.read_text().splitlines()
+    assert lines and all(" " not in ln.rsplit(" ", 1)[0] and int(ln.rsplit(" ", 1)[1]) > 0 for ln in lines)
+    assert any("test_profile_export_stacks_writes_collapsed_stacks" in ln for ln in lines)
