@@ -48,7 +48,7 @@ class ScriptFunction:
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
-    """Mirrors ``torch.jit.script``: returns ``obj`` (a function, an ``nn.Module`` or a class)
+    """Mirrors ``torch.jit.script`` (and its DeprecationWarning): returns ``obj`` (a function, an ``nn.Module`` or a class)
     unchanged; it runs eagerly with torch's semantics. Use ``tracegrad.compile`` for a
     compiled program.
 
@@ -57,6 +57,8 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     TypeError, as torch, for a value of a built-in scalar type (a str, a number, None), which
     has no code to script.
     """
+    _warn("`torch.jit.script` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
     if obj is None or isinstance(obj, (str, bytes, int, float, complex)):
         raise TypeError(f"{type(obj)} is a built-in class: torch.jit.script takes a function, an nn.Module or a "
                         "class")
@@ -78,13 +80,15 @@ def _check_module_initialized(mod):
 def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
           check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
           _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
-    """Mirrors ``torch.jit.trace``: runs ``func`` once on ``example_inputs`` (a tuple of
+    """Mirrors ``torch.jit.trace`` (and its DeprecationWarning): runs ``func`` once on ``example_inputs`` (a tuple of
     arguments, a list, or one Tensor; or ``example_kwarg_inputs``, a dict), as torch's trace
     does -- so a call that cannot run raises what the eager call raises -- and returns ``func``
     (a function or an ``nn.Module``) unchanged. Unlike a torch trace it keeps data-dependent
     Python control flow live (a trace would freeze the branch the example took); results equal
     eager's either way for the traced inputs. RuntimeError, as torch, without example inputs
     or for ``example_kwarg_inputs`` that is not a dict."""
+    _warn("`torch.jit.trace` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
     if example_inputs is None:
         if not isinstance(example_kwarg_inputs, dict):
             raise RuntimeError("example_kwarg_inputs should be a dict (or give example_inputs, a tuple of the "
@@ -113,6 +117,8 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
     method name -> example arguments) once, as ``trace`` does, and returns ``mod`` unchanged.
     AttributeError, as torch, for a ``mod`` that is not an nn.Module, ``inputs`` that is not
     a dict, or a method ``mod`` does not have."""
+    _warn("`torch.jit.trace_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
     if not isinstance(mod, Module):
         raise AttributeError("expected torch.nn.Module as the first argument")
     if not isinstance(inputs, dict):

@@ -53,6 +53,7 @@ Each call runs under torch and tracegrad: the same exception class (or none), no
 below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.
 """
 import itertools
+import os
 import typing
 from typing import List, Optional, Tuple
 
@@ -63,6 +64,8 @@ import tracegrad
 from _bad_input_helpers import table_tests, value_test
 
 torch = pytest.importorskip("torch")
+# torch.jit's script/trace warn their deprecation in both libraries (the values are compared here)
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
 
 C = {}
 _N = itertools.count()
@@ -411,6 +414,70 @@ C["record_function_int_name_not_entered_ok"] = lambda T: T.profiler.record_funct
 C["export_stacks_without_with_stack"] = lambda T: _profiled(T).export_stacks("unused.txt")
 C["export_stacks_bad_metric"] = lambda T: _profiled(T, with_stack=True).export_stacks("unused.txt", metric="bogus")
 
+
+# ---- torch.jit: trace runs the function on its example inputs; script/load argument checks
+_lin = lambda T: T.nn.Linear(2, 1)                               # noqa: E731
+_add = lambda a, b: a + b                                        # noqa: E731
+C["jit_trace_without_inputs"] = lambda T: T.jit.trace(_lin(T))
+C["jit_trace_kwarg_inputs_list"] = lambda T: T.jit.trace(_lin(T), example_kwarg_inputs=[1])
+C["jit_trace_kwarg_inputs_ok"] = lambda T: T.jit.trace(_lin(T), example_kwarg_inputs={"input": T.ones(2)})(
+    T.zeros(2)).shape[0]
+C["jit_trace_input_of_wrong_shape"] = lambda T: T.jit.trace(_lin(T), T.ones(3))
+C["jit_trace_too_few_inputs"] = lambda T: T.jit.trace(_add, (T.ones(1),))
+C["jit_trace_int_inputs"] = lambda T: T.jit.trace(lambda a: a + 1, 3)
+C["jit_trace_not_callable"] = lambda T: T.jit.trace(3, T.ones(1))
+C["jit_trace_list_inputs_ok"] = lambda T: T.jit.trace(_add, [T.ones(1), T.ones(1)])(T.ones(1), T.ones(1)).tolist()
+C["jit_trace_tensor_input_ok"] = lambda T: T.jit.trace(_lin(T), T.ones(2))(T.zeros(2)).shape[0]
+C["jit_trace_module_inputs_tuple"] = lambda T: T.jit.trace_module(_lin(T), (T.ones(2),))
+C["jit_trace_module_unknown_method"] = lambda T: T.jit.trace_module(_lin(T), {"nope": (T.ones(2),)})
+C["jit_trace_module_function"] = lambda T: T.jit.trace_module(lambda x: x, {"forward": (T.ones(2),)})
+C["jit_trace_module_ok"] = lambda T: T.jit.trace_module(_lin(T), {"forward": (T.ones(2),)})(T.zeros(2)).shape[0]
+C["jit_script_int"] = lambda T: T.jit.script(3)
+C["jit_script_str"] = lambda T: T.jit.script("abc")
+C["jit_script_none"] = lambda T: T.jit.script(None)
+C["jit_load_missing_file"] = lambda T: T.jit.load("/nonexistent_dir_r56/m.pt")
+C["jit_load_directory"] = lambda T: T.jit.load(os.path.dirname(os.path.abspath(__file__)))
+
+# ---- torch.fx and autograd.Function argument checks torch asserts
+C["fx_wrap_int"] = lambda T: T.fx.wrap(3)
+C["fx_symbolic_trace_int"] = lambda T: T.fx.symbolic_trace(3)
+C["fx_create_node_unknown_op"] = lambda T: T.fx.Graph().create_node("bogus_op", "target")
+C["fx_symbolic_trace_ok"] = lambda T: T.fx.symbolic_trace(lambda x: x * 2)(T.ones(1)).tolist()
+
+
+def _jvp_function(T, save):
+    class Double(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            save(ctx, x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2
+    fw = T.autograd.forward_ad
+    with fw.dual_level():
+        return fw.unpack_dual(Double.apply(fw.make_dual(T.ones(2), T.ones(2)))).tangent.tolist()
+
+
+C["save_for_forward_int"] = lambda T: _jvp_function(T, lambda ctx, x: ctx.save_for_forward(3))
+C["save_for_forward_ok"] = lambda T: _jvp_function(T, lambda ctx, x: ctx.save_for_forward(x))
+
+# ---- torch.accelerator without one (torch here is a CPU build: only where tracegrad has no GPU either)
+if not tracegrad.cuda.is_available():
+    C["accelerator_current_device_index"] = lambda T: T.accelerator.current_device_index()
+    C["accelerator_set_device_index_0"] = lambda T: T.accelerator.set_device_index(0)
+    C["accelerator_set_device_index_minus_1_ok"] = lambda T: T.accelerator.set_device_index(-1)
+    C["accelerator_synchronize"] = lambda T: T.accelerator.synchronize()
+    C["accelerator_synchronize_cpu"] = lambda T: T.accelerator.synchronize("cpu")
+    C["accelerator_device_index_0"] = lambda T: T.accelerator.device_index(0).__enter__()
+    C["accelerator_device_index_none_ok"] = lambda T: T.accelerator.device_index(None).__enter__() and None
+    C["accelerator_current_check_available_ok"] = lambda T: T.accelerator.current_accelerator(check_available=True)
+
 GIST = {
     "name_hyphen": "expected eof",
     "name_prim_namespace": "reserved namespace",
@@ -447,7 +514,17 @@ GIST = {
     "record_function_int_name": "Expected a value of type 'str' for argument 'name'",
     "export_stacks_without_with_stack": "requires with_stack=True",
     "export_stacks_bad_metric": "metric should be one of",
+    "jit_trace_without_inputs": "example_kwarg_inputs should be a dict",
+    "jit_trace_module_inputs_tuple": "expected a dictionary of (method_name, input) pairs",
+    "jit_script_int": "is a built-in class",
+    "jit_load_missing_file": "does not exist",
+    "jit_load_directory": "is a directory",
+    "fx_wrap_int": "Unsupported type for global function",
+    "fx_create_node_unknown_op": "is not in _legal_ops",
+    "save_for_forward_int": "save_for_forward expects all arguments to be tensors",
 }
+if not tracegrad.cuda.is_available():
+    GIST["accelerator_synchronize"] = "Cannot access accelerator device when none is available"
 
 test_same_class_as_torch, test_message_gist = table_tests(C, GIST, torch, tracegrad)
 test_accepted_value_matches_torch = value_test(C, [k for k in C if k.endswith("_ok")], torch, tracegrad)
