@@ -211,6 +211,36 @@ def _defaults(T):
 
 C["supported_defaults_ok"] = _defaults
 
+
+# ---- torch.library.infer_schema: the schema strings (annotations, defaults, mutated tensors)
+def _prototypes(T):
+    def scalars(x: T.Tensor, y: Optional[int] = None, z: float = 2, s: str = "a", b: bool = True,
+                d: T.dtype = T.float32, dev: T.device = T.device("cpu"), n: int = -3, fl: float = 1e-5,
+                o: Optional[T.Tensor] = None) -> Tuple[T.Tensor, int]:
+        pass
+
+    def lists(x: T.Tensor, ys: List[T.Tensor], w: typing.Sequence[int], v: list[float],
+              u: Optional[List[int]] = None, t: List[Optional[T.Tensor]] = None) -> None:
+        pass
+
+    def numbers(x: T.Tensor, a: typing.Union[int, float, bool], b: Optional[typing.Union[int, float, bool]] = None,
+                c: List[typing.Union[int, float, bool]] = None, dev: Optional[T.device] = None,
+                dt: Optional[T.dtype] = None, s: Optional[str] = None) -> List[T.Tensor]:
+        pass
+
+    def keyword(x: T.Tensor, *, k: int = 1, w: float = float("inf")) -> float:
+        pass
+    return {"scalars": scalars, "lists": lists, "numbers": numbers, "keyword": keyword}
+
+
+for _lab, _mut, _opn in (("scalars", (), None), ("lists", {"x", "ys"}, None), ("lists", "unknown", None),
+                         ("lists", (), "foo"), ("numbers", (), None), ("keyword", (), None)):
+    C[f"infer_schema_{_lab}_{'unknown' if _mut == 'unknown' else len(_mut)}_{_opn}_ok"] = (
+        lambda lab, mut, opn: lambda T: T.library.infer_schema(_prototypes(T)[lab], mutates_args=mut, op_name=opn)
+    )(_lab, _mut, _opn)
+C["infer_schema_mutated_int"] = lambda T: T.library.infer_schema(_prototypes(T)["keyword"], mutates_args={"k"})
+C["infer_schema_mutates_args_str"] = lambda T: T.library.infer_schema(_prototypes(T)["keyword"], mutates_args="x")
+
 # ---- custom_op: calls bound and checked against the schema
 C["call_missing_argument"] = lambda T: _sin(T)()
 C["call_extra_positional"] = lambda T: _sin(T)(T.ones(1), 2)

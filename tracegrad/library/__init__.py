@@ -29,7 +29,7 @@ from tracegrad.autograd.function import Function
 
 from . import _schema
 
-__all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel", "register_autocast",
+__all__ = ["custom_op", "CustomOpDef", "infer_schema", "register_fake", "register_autograd", "register_kernel", "register_autocast",
            "opcheck",
            "Library", "define", "impl", "ops"]
 
@@ -292,6 +292,16 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None)
         _OPS[name] = op
         return op
     return register if fn is None else register(fn)
+
+
+def infer_schema(prototype_function, /, *, mutates_args, op_name=None):
+    """Mirrors ``torch.library.infer_schema``: the schema string torch gives an operator with
+    ``prototype_function``'s annotations (``"(Tensor x, SymInt n=1) -> Tensor"``; prefixed with
+    ``op_name`` when given). ``mutates_args`` names the parameters written in place (or
+    ``"unknown"``: every tensor one). ValueError, as torch, for an annotation no schema type
+    has (NOTE [custom operator schemas] in _schema.py)."""
+    _check_mutates(mutates_args)
+    return _schema.infer(prototype_function, mutates_args, op_name or "").declaration(op_name or "")
 
 
 def _op(op, missing=RuntimeError):

@@ -43,17 +43,24 @@ _TYPE_HINT = ("unknown type specifier. Common valid schema types include Tensor,
 
 class Type:
     """One schema type: a base name, a list of ``inner`` (``size`` elements, or None for any
-    number), or an optional ``inner``; ``mutable`` for an alias annotation with ``!``."""
+    number), or an optional ``inner``; ``alias`` the text of an alias annotation (``a!`` in
+    ``Tensor(a!)``; ``!`` marks a tensor the operator writes)."""
 
-    def __init__(self, kind, name=None, inner=None, size=None, mutable=False):
-        self.kind, self.name, self.inner, self.size, self.mutable = kind, name, inner, size, mutable
+    def __init__(self, kind, name=None, inner=None, size=None, alias=None):
+        self.kind, self.name, self.inner, self.size, self.alias = kind, name, inner, size, alias
+
+    def base_type(self):
+        t = self
+        while t.kind != "base":
+            t = t.inner
+        return t
 
     def __str__(self):
         if self.kind == "list":
             return f"{self.inner}[{'' if self.size is None else self.size}]"
         if self.kind == "opt":
             return f"{self.inner}?"
-        return self.name + ("(a!)" if self.mutable else "")
+        return self.name + (f"({self.alias})" if self.alias else "")
 
     def shown(self):
         """The type as torch's argument errors name it (``List[int]``, ``Optional[Tensor]``)."""
@@ -64,10 +71,7 @@ class Type:
         return _SHOWN.get(self.name, self.name)
 
     def base(self):
-        t = self
-        while t.kind != "base":
-            t = t.inner
-        return t.name
+        return self.base_type().name
 
     def accepts(self, v):
         """Whether torch's converter for this type takes the Python value ``v``."""
@@ -124,7 +128,12 @@ class Arg:
         s = f"{self.type} {self.name}"
         if self.has_default:
             d = self.default
-            s += "=" + (f'"{d}"' if isinstance(d, str) else str(d).replace("tracegrad.", ""))
+            if isinstance(d, (str, tracegrad.device)):
+                s += f'="{d}"'
+            elif isinstance(d, tracegrad.dtype):
+                s += "=" + str(d).replace("tracegrad.", "")
+            else:
+                s += f"={d!r}" if isinstance(d, float) else f"={d}"
         return s
 
 
@@ -137,14 +146,15 @@ class Schema:
         self.single_return = single_return     # ``-> Tensor`` rather than ``-> (Tensor)``
 
     def declaration(self, qualname):
-        """The schema as torch prints it in its errors: ``ns::name(Tensor x) -> Tensor``."""
+        """The schema as torch prints it: ``ns::name(Tensor x) -> Tensor`` (``qualname`` '':
+        the schema without a name, as ``infer_schema`` gives it)."""
         parts, star = [], False
         for a in self.args:
             if a.kwarg_only and not star:
                 parts.append("*")
                 star = True
             parts.append(str(a))
-        name = qualname + (f".{self.overload}" if self.overload else "")
+        name = qualname + (f".{self.overload}" if self.overload and qualname else "")
         rets = (str(self.returns[0]) if self.single_return
                 else "(" + ", ".join(str(r) for r in self.returns) + ")")
         return f"{name}({', '.join(parts)}) -> {rets}"
@@ -287,13 +297,14 @@ class _Parser:
         t = Type("base", name)
         if self.at("punct", "("):          # an alias annotation: Tensor(a!)
             self.i += 1
+            parts = []
             while not self.at("punct", ")"):
                 if self.at("eof"):
                     self.fail(")")
-                if self.at("punct", "!"):
-                    t.mutable = True
+                parts.append(self.peek()[1])
                 self.i += 1
             self.i += 1
+            t.alias = "".join(parts)
         while True:
             if self.at("punct", "["):
                 self.i += 1
@@ -507,7 +518,9 @@ def infer(fn, mutates_args, opname):
             if t.base() != "Tensor":
                 raise ValueError(f"infer_schema(func): Parameter {p.name} is in mutable_args but only Tensors or "
                                  f"collections of Tensors can be mutated {where}")
-            t.mutable = t.kind == "base"
+        if mutates_args == "unknown" or p.name in mutates_args:
+            if t.base() == "Tensor":     # (torch names each written tensor's alias set by position)
+                t.base_type().alias = f"a{len(args)}!"
         kwonly = kwonly or p.kind == p.KEYWORD_ONLY
         args.append(Arg(p.name, t, p.default, kwonly))
     if sig.return_annotation is inspect.Signature.empty:
