@@ -398,6 +398,24 @@ C["lib_op_float_result_given_str"] = lambda T: _lib_op(T, "foo(Tensor x) -> floa
 C["lib_op_defaults_ok"] = lambda T: _lib_op(T, "foo(Tensor x, float a=0.5, str s='mm', int[] d=[0]) -> Tensor",
                                             lambda x, a=0.5, s="mm", d=(0,): x.sum(d) * a * len(s))(T.ones(2, 2)).tolist()
 
+
+def _overloaded(T):
+    lib = _lib(T)
+    lib.define("foo(Tensor x) -> Tensor")
+    lib.define("foo.scaled(Tensor x, float s) -> Tensor")
+    lib.impl("foo", lambda x: x * 2, "CPU")
+    lib.impl("foo.scaled", lambda x, s: x * s, "CPU")
+    return getattr(T.ops, lib.ns).foo
+
+
+C["lib_op_overload_default_ok"] = lambda T: _overloaded(T)(T.ones(1)).tolist()
+C["lib_op_overload_default_attr_ok"] = lambda T: _overloaded(T).default(T.ones(1)).tolist()
+C["lib_op_overload_by_name_ok"] = lambda T: _overloaded(T).scaled(T.ones(1), 3.0).tolist()
+C["lib_op_overload_resolved_ok"] = lambda T: _overloaded(T)(T.ones(1), 3.0).tolist()
+C["lib_op_overload_no_match"] = lambda T: _overloaded(T)(T.ones(1), "a")
+C["lib_op_overload_by_name_missing_arg"] = lambda T: _overloaded(T).scaled(T.ones(1))
+C["lib_op_overload_unknown"] = lambda T: _overloaded(T).bogus
+
 # ---- register_* and opcheck
 C["register_fake_unknown_name"] = lambda T: T.library.register_fake("r56nope::nothing", lambda x: x)
 C["register_autograd_unknown_name"] = lambda T: T.library.register_autograd("r56nope::nothing", lambda c, g: g)
@@ -533,6 +551,7 @@ GIST = {
     "define[foo(Tensor x)]": "expected arrow",
     "define[other::foo(Tensor x) -> Tensor]": "does not match namespace",
     "define_twice": "with the same name and overload name multiple times",
+    "lib_op_overload_no_match": "failed to match any schema",
     "library_def_twice": "Only a single TORCH_LIBRARY can be used to register the namespace",
     "impl_unknown_dispatch_key": "could not parse dispatch key: NotAKey",
     "library_define_no_parens": "expected schema to look like",

@@ -90,6 +90,8 @@ class CustomOpDef:
         self._namespace, self._name = namespace, name
         self._init_fn = fn
         self._schema = schema       # None: an operator defined by name only (calls are not checked)
+        self._defined = schema is not None
+        self._overloads = {}        # overload name -> CustomOpDef (``Library.define("name.overload(...)")``)
         self._mutates = () if mutates_args == "unknown" else tuple(mutates_args)
         self._kernels = {}          # device type -> function
         self._fake = None
@@ -220,16 +222,48 @@ class CustomOpDef:
             return out
         return _map_tensors(out, lambda t: Tensor._make(jax.lax.stop_gradient(t._value)))
 
+    def __getattr__(self, name):
+        # ``ops.<ns>.<name>.<overload>``: the overloads Library.define declared
+        overloads = self.__dict__.get("_overloads")
+        if overloads and name in overloads:
+            return overloads[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (no attribute or overload of "
+                             f"{self.__dict__.get('_namespace')}::{self.__dict__.get('_name')} has that name)")
+
     def __call__(self, *args, **kwargs):
-        if self._schema is not None:      # NOTE [custom operator schemas] in _schema.py
-            args = self._schema.bind(self._qualname, args, kwargs)
-        elif kwargs:
+        if self._overloads:
+            op, args = self._resolve(args, kwargs)
+            return op._call_bound(args)
+        return self._call_bound(self._bind(args, kwargs))
+
+    def _bind(self, args, kwargs):
+        """The call's arguments, one per parameter (NOTE [custom operator schemas] in
+        _schema.py); an operator without a schema binds them to its Python body's signature."""
+        if self._schema is not None:
+            return self._schema.bind(self._qualname, args, kwargs)
+        if kwargs:
             try:
                 bound = inspect.signature(self._init_fn).bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"{self._qualname}: {e}") from None
             bound.apply_defaults()
-            args = tuple(bound.arguments.values())
+            return tuple(bound.arguments.values())
+        return args
+
+    def _resolve(self, args, kwargs):
+        """``(overload, bound arguments)``: the first overload (the default one first) whose
+        schema takes the call, as torch's resolution of an overload packet. RuntimeError naming
+        every schema's complaint when none does."""
+        errors = []
+        for op in ([self] if self._defined else []) + list(self._overloads.values()):
+            try:
+                return op, op._bind(args, kwargs)
+            except RuntimeError as e:
+                errors.append(str(e))
+        raise RuntimeError("Overloaded torch operator invoked from Python failed to match any schema:\n"
+                           + "\n\n".join(errors))
+
+    def _call_bound(self, args):
         if self._autocast and _autocast.active():
             on = [d for d in self._autocast if _autocast.dtype_for(d) is not None]
             if on:
@@ -483,13 +517,9 @@ class Library:
             raise RuntimeError(f"Tried to register an operator ({sch.declaration(qual)}) with the same name and "
                                "overload name multiple times. Each overload's schema should only be registered "
                                "with a single call to def()")
-        overloads = {o for (q, o), lib in _DEFINED.items() if q == qual and lib() is not None}
         _DEFINED[(qual, sch.overload)] = weakref.ref(self)
-        op = _OPS.get(qual)
-        if op is None:
-            op = _OPS[qual] = CustomOpDef(self.ns, sch.name, _undefined(qual), "unknown")
-        # one schema to check calls against; an operator of several overloads is not checked
-        op._schema = sch if not overloads else None
+        op = _entry(self.ns, sch.name, sch.overload)
+        op._schema, op._defined = sch, True
         return sch.name if ns is None else f"{ns}::{sch.name}"
 
     def impl(self, op_name, fn, dispatch_key="", *, with_keyset=False):
@@ -497,19 +527,17 @@ class Library:
         operator not yet defined gets it ahead of its definition, as in torch. RuntimeError for
         a dispatch key torch does not know (they are CamelCase: "CPU", "CUDA", "Meta"...)."""
         name = op_name if isinstance(op_name, str) else op_name.__name__
-        name = name.split("::")[-1].split(".", 1)[0]
-        qual = f"{self.ns}::{name}"
+        name, _, overload = name.split("::")[-1].partition(".")
+        overload = "" if overload == "default" else overload
         key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
         if key not in _DISPATCH_KEYS:
             raise RuntimeError(f"could not parse dispatch key: {key}; name one such as 'CPU', 'CUDA', 'Meta' or "
                                "'CompositeExplicitAutograd'")
-        op = _OPS.get(qual)
-        if op is None:
-            op = _OPS[qual] = CustomOpDef(self.ns, name, _undefined(qual), "unknown")
+        op = _entry(self.ns, name, overload)
         if key == "Meta":
             op.register_fake(fn)
         elif key in ("CompositeImplicitAutograd", "Autograd", "AutogradCPU", "AutogradCUDA"):
-            _OPS[qual] = _Implicit(op, fn)
+            _put(self.ns, name, overload, _Implicit(op, fn))
         elif key in ("CPU", "CUDA"):
             op.register_kernel(key.lower(), fn)
         else:
@@ -525,12 +553,36 @@ class _Implicit(CustomOpDef):
 
     def __init__(self, op, fn):
         super().__init__(op._namespace, op._name, fn, "unknown", op._schema)
-        self._fake = op._fake
+        self._fake, self._defined = op._fake, op._defined
 
-    def __call__(self, *args, **kwargs):
-        if self._schema is not None:
-            args, kwargs = self._schema.split(self._schema.bind(self._qualname, args, kwargs))
-        return self._init_fn(*args, **kwargs)
+    def _call_bound(self, args):
+        pos, kw = self._schema.split(args) if self._schema is not None else (args, {})
+        return self._init_fn(*pos, **kw)
+
+
+def _entry(ns, name, overload):
+    """The operator ``ns::name`` (``overload`` "" for the default one, else that overload of
+    it), made -- without a body or schema yet -- when nothing defined it."""
+    qual = f"{ns}::{name}"
+    packet = _OPS.get(qual)
+    if packet is None:
+        packet = _OPS[qual] = CustomOpDef(ns, name, _undefined(qual), "unknown")
+    if not overload:
+        return packet
+    op = packet._overloads.get(overload)
+    if op is None:
+        op = packet._overloads[overload] = CustomOpDef(ns, name, _undefined(f"{qual}.{overload}"), "unknown")
+    return op
+
+
+def _put(ns, name, overload, op):
+    """Makes ``op`` the operator ``_entry`` names (the default one keeps the overloads)."""
+    qual = f"{ns}::{name}"
+    if overload:
+        _OPS[qual]._overloads[overload] = op
+    else:
+        op._overloads = _OPS[qual]._overloads
+        _OPS[qual] = op
 
 
 def _undefined(qual):
