@@ -64,8 +64,10 @@ import tracegrad
 from _bad_input_helpers import table_tests, value_test
 
 torch = pytest.importorskip("torch")
-# torch.jit's script/trace warn their deprecation in both libraries (the values are compared here)
-pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+# torch.jit's script/trace warn their deprecation, and setting mkldnn's allow_tf32 that it needs an
+# Intel GPU, in both libraries (the values are compared here)
+pytestmark = [pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore:TF32 acceleration on top of oneDNN:UserWarning")]
 
 C = {}
 _N = itertools.count()
@@ -515,6 +517,43 @@ def _jvp_function(T, save):
 C["save_for_forward_int"] = lambda T: _jvp_function(T, lambda ctx, x: ctx.save_for_forward(3))
 C["save_for_forward_ok"] = lambda T: _jvp_function(T, lambda ctx, x: ctx.save_for_forward(x))
 
+# ---- torch.backends flags: torch's setters take a bool (a precision name, a bool or a pair)
+
+
+def _set_flag(T, where, name, value):
+    holder = {"cudnn": T.backends.cudnn, "mkldnn": T.backends.mkldnn, "matmul": T.backends.cuda.matmul}[where]
+    old = getattr(holder, name)
+    try:
+        setattr(holder, name, value)
+        return getattr(holder, name)
+    finally:
+        try:
+            setattr(holder, name, old)
+        except Exception:     # noqa: BLE001 -- (mkldnn's allow_tf32 stays None: nothing to restore)
+            pass
+
+
+_FLAG_CASES = {"cudnn": {"enabled": ("x", 1, None), "benchmark": (1,), "deterministic": (0,), "allow_tf32": ("x",),
+                         "fp32_precision": ("bogus", 3, "bf16")},
+               "mkldnn": {"enabled": ("x",), "deterministic": (1.5,), "allow_tf32": (1,), "fp32_precision": ("x", None)},
+               "matmul": {"allow_tf32": (1, "x"), "fp32_precision": ("auto", "bf16"), "allow_fp16_accumulation": (1,),
+                          "allow_fp16_reduced_precision_reduction": ("x", (True, False), (1, 2), (True, True, True)),
+                          "allow_bf16_reduced_precision_reduction": (None,)}}
+for _where, _flags in _FLAG_CASES.items():
+    for _flag, _values in _flags.items():
+        for _v in _values:
+            C[f"flag_{_where}_{_flag}_{_v!r}"] = (lambda w, f, v: lambda T: _set_flag(T, w, f, v))(_where, _flag, _v)
+for _where, _flag, _v in (("cudnn", "benchmark", True), ("cudnn", "benchmark_limit", "any"), ("cudnn", "fp32_precision", "tf32"),
+                          ("mkldnn", "fp32_precision", "bf16"), ("mkldnn", "allow_tf32", True),
+                          ("matmul", "allow_fp16_reduced_precision_reduction", [False]),
+                          ("matmul", "allow_bf16_reduced_precision_reduction", (True,)), ("matmul", "fp32_precision", "ieee")):
+    C[f"flag_{_where}_{_flag}_{_v!r}_ok"] = (lambda w, f, v: lambda T: _set_flag(T, w, f, v))(_where, _flag, _v)
+C["flag_matmul_unknown_read"] = lambda T: T.backends.cuda.matmul.bogus
+C["flag_matmul_unknown_set"] = lambda T: setattr(T.backends.cuda.matmul, "bogus", 1)
+C["flag_cudnn_flags_str"] = lambda T: T.backends.cudnn.flags(enabled="x").__enter__()
+C["flag_cudnn_set_flags_int"] = lambda T: T.backends.cudnn.set_flags(_benchmark=1)
+C["flag_mkldnn_set_flags_int_tf32"] = lambda T: T.backends.mkldnn.set_flags(_allow_tf32=1)
+
 # ---- torch.accelerator without one (torch here is a CPU build: only where tracegrad has no GPU either)
 if not tracegrad.cuda.is_available():
     C["accelerator_current_device_index"] = lambda T: T.accelerator.current_device_index()
@@ -572,6 +611,11 @@ GIST = {
     "fx_create_node_unknown_op": "is not in _legal_ops",
     "save_for_forward_int": "save_for_forward expects all arguments to be tensors",
 }
+GIST.update({"flag_cudnn_benchmark_1": "set_benchmark_cudnn expects a bool, but got int",
+             "flag_matmul_fp32_precision_'auto'": "Unknown precision: auto",
+             "flag_cudnn_fp32_precision_'bf16'": "does not support precision 'bf16'",
+             "flag_matmul_allow_fp16_reduced_precision_reduction_(True, False)": "allow_splitk=False is not supported",
+             "flag_matmul_unknown_read": "Unknown attribute bogus"})
 if not tracegrad.cuda.is_available():
     GIST["accelerator_synchronize"] = "Cannot access accelerator device when none is available"
 
