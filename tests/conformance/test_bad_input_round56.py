@@ -554,6 +554,32 @@ C["flag_cudnn_flags_str"] = lambda T: T.backends.cudnn.flags(enabled="x").__ente
 C["flag_cudnn_set_flags_int"] = lambda T: T.backends.cudnn.set_flags(_benchmark=1)
 C["flag_mkldnn_set_flags_int_tf32"] = lambda T: T.backends.mkldnn.set_flags(_allow_tf32=1)
 
+# ---- nn.attention.sdpa_kernel: its argument, and a call no allowed CPU backend runs
+_SDPA_CASES = {"4d": lambda T: [T.ones(1, 1, 2, 4)] * 3, "3d": lambda T: [T.ones(1, 2, 4)] * 3,
+               "head_sizes": lambda T: [T.ones(1, 1, 2, 4), T.ones(1, 1, 2, 4), T.ones(1, 1, 2, 3)],
+               "broadcast": lambda T: [T.ones(2, 1, 2, 4), T.ones(1, 1, 2, 4), T.ones(1, 1, 2, 4)]}
+
+
+def _sdpa_under(T, backends, inputs="4d", **kw):
+    B = T.nn.attention.SDPBackend
+    with T.nn.attention.sdpa_kernel([getattr(B, b) for b in backends]):
+        return T.nn.functional.scaled_dot_product_attention(*_SDPA_CASES[inputs](T), **kw).tolist()
+
+
+for _arg in ("math", 3, None, "tuple", "set"):
+    C[f"sdpa_kernel_{_arg}"] = (lambda a: lambda T: T.nn.attention.sdpa_kernel(
+        {"tuple": (T.nn.attention.SDPBackend.MATH,), "set": {T.nn.attention.SDPBackend.MATH}}.get(a, a)).__enter__())(_arg)
+C["sdpa_no_backend"] = lambda T: _sdpa_under(T, [])
+C["sdpa_efficient_only"] = lambda T: _sdpa_under(T, ["EFFICIENT_ATTENTION"])
+C["sdpa_cudnn_and_efficient"] = lambda T: _sdpa_under(T, ["CUDNN_ATTENTION", "EFFICIENT_ATTENTION"])
+C["sdpa_flash_only_3d"] = lambda T: _sdpa_under(T, ["FLASH_ATTENTION"], "3d")
+C["sdpa_flash_only_head_sizes"] = lambda T: _sdpa_under(T, ["FLASH_ATTENTION"], "head_sizes")
+C["sdpa_flash_only_broadcast"] = lambda T: _sdpa_under(T, ["FLASH_ATTENTION"], "broadcast")
+C["sdpa_flash_only_dropout"] = lambda T: _sdpa_under(T, ["FLASH_ATTENTION"], dropout_p=0.5)
+C["sdpa_flash_only_ok"] = lambda T: _sdpa_under(T, ["FLASH_ATTENTION"], is_causal=True)
+C["sdpa_math_3d_ok"] = lambda T: _sdpa_under(T, ["MATH"], "3d")
+C["sdpa_flash_and_math_broadcast_ok"] = lambda T: _sdpa_under(T, ["FLASH_ATTENTION", "MATH"], "broadcast")
+
 # ---- torch.accelerator without one (torch here is a CPU build: only where tracegrad has no GPU either)
 if not tracegrad.cuda.is_available():
     C["accelerator_current_device_index"] = lambda T: T.accelerator.current_device_index()
@@ -615,7 +641,10 @@ GIST.update({"flag_cudnn_benchmark_1": "set_benchmark_cudnn expects a bool, but 
              "flag_matmul_fp32_precision_'auto'": "Unknown precision: auto",
              "flag_cudnn_fp32_precision_'bf16'": "does not support precision 'bf16'",
              "flag_matmul_allow_fp16_reduced_precision_reduction_(True, False)": "allow_splitk=False is not supported",
-             "flag_matmul_unknown_read": "Unknown attribute bogus"})
+             "flag_matmul_unknown_read": "Unknown attribute bogus",
+             "sdpa_kernel_tuple": "Backend must be an instance of SDPBackend or a list of SDPBackend instances",
+             "sdpa_efficient_only": "No viable backend for scaled_dot_product_attention was found",
+             "sdpa_flash_only_3d": "No available kernel"})
 if not tracegrad.cuda.is_available():
     GIST["accelerator_synchronize"] = "Cannot access accelerator device when none is available"
 
