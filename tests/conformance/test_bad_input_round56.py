@@ -1,12 +1,14 @@
 """Bad-input parity, round 56: areas no earlier round fed -- ``torch.library`` (``custom_op`` names,
 ``mutates_args``, annotations no schema type has, defaults, ``device_types``, ``schema=`` strings;
-calls of the operator with missing, extra, keyword-only and wrongly typed arguments; results that
-do not fit the schema; ``Library`` kinds, namespaces, ``define`` strings and ``impl`` dispatch
-keys; ``register_fake``/``register_autograd``/``register_kernel`` of unknown names; ``opcheck``'s
-``test_utils``), ``torch.profiler`` (results read before the profiler ran, activities,
-``record_function`` names, ``export_stacks``). A probe of ~450 calls (written here for this
-table, no other repository's tests copied; torch 2.13 the oracle) found these differences,
-fixed in tracegrad:
+calls with missing, extra, keyword-only and wrongly typed arguments; results that do not fit the
+schema; ``Library`` kinds, namespaces, ``define`` strings, overloads and ``impl`` dispatch keys;
+``register_*`` of unknown names; ``opcheck``'s ``test_utils``; ``infer_schema``),
+``torch.profiler`` (results read before it ran, activities, ``record_function``,
+``export_stacks``), ``torch.jit`` (trace/trace_module/script/load arguments), ``torch.backends``
+flags given other kinds, ``nn.attention.sdpa_kernel`` (its argument; calls no allowed CPU backend
+runs), ``torch.accelerator`` without one, and a few ``torch.fx``/``autograd.Function`` asserts.
+A probe of ~1,000 calls (written here for this table, no other repository's tests copied; torch
+2.13 the oracle) found these differences, fixed in tracegrad:
 
 - a custom operator had no schema (NOTE [custom operator schemas] in ``library/_schema.py``):
   torch infers one from the annotations, parses a ``schema=``/``Library.define`` string, binds
@@ -16,38 +18,61 @@ fixed in tracegrad:
   ``List[int]`` one computed, ``op(x, 3)`` for an ``Optional[Tensor]`` ran, a missing or extra
   argument was Python's TypeError (torch: RuntimeError "Expected a value of type 'int' for
   argument 'n' but instead found type 'float'", "is missing value for argument", "expected at
-  most 1 argument(s)"), a keyword-only parameter could not be passed at all (TypeError from
-  the body); a body returning ``3`` for a ``-> Tensor`` or one value for a ``-> Tuple[Tensor,
-  Tensor]`` passed (torch: RuntimeError "Unable to cast", TypeError); annotations such as
-  ``dict``, ``object``, ``Tuple[int, int]`` or ``Optional[List[Tensor]]``, a return ``str`` or
-  ``Optional[Tensor]``, a list default, an unresolvable string annotation and a mutated ``int``
-  were accepted (torch: ValueError from ``infer_schema``); ``schema=``/``Library.define``
-  strings were not parsed (a typo'd type, a missing ``->``, a dangling ``,`` passed; torch:
-  RuntimeError); a name such as ``ns::a-b`` or ``ns::1b`` and the reserved ``prim`` namespace
-  were accepted. Now ``library/_schema.py`` infers, parses, binds and checks as torch does.
-- ``mutates_args="x"`` (a str other than "unknown") was accepted (torch: ValueError);
-  ``device_types``/``register_kernel`` took any string ("tpu9", "CPU", "cuda:0"; torch:
-  RuntimeError); ``custom_op`` of a name registered before raised (torch replaces it);
-  ``Library(3, ...)`` ran (TypeError), a second live ``Library(ns, "DEF")`` and a second
-  ``define`` of one operator passed (RuntimeError), ``define`` of another namespace passed,
-  ``impl`` with an unknown dispatch key ("NotAKey", "cpu") passed (RuntimeError), ``impl`` and
-  ``register_kernel`` before the definition raised (torch accepts them); ``register_fake`` of an
-  unknown name was ValueError (torch: RuntimeError), ``register_autograd``'s ValueError
-  (AttributeError); ``library.define`` of a schema without its "(" passed (ValueError);
-  ``opcheck(test_utils="bogus")`` ran (ValueError).
-- ``torch.profiler.profile``: ``events()``/``key_averages()``/``export_chrome_trace()`` before
-  the profiler ever ran were RuntimeError (torch: AssertionError "Profiler must be initialized
-  before ..."), ``stop()`` before ``start()`` passed, ``step()`` before ``start()`` was an
-  AttributeError (torch follows the schedule); ``activities=[]``/``["cpu"]`` were ValueError/
-  TypeError at construction (torch: AssertionError "No valid profiler activities found" on
-  entry); ``export_stacks`` was missing (AttributeError); ``record_function(3)`` raised
-  TypeError at construction (torch: RuntimeError on entry).
+  most 1 argument(s)"), a keyword-only parameter could not be passed at all; a body returning
+  ``3`` for a ``-> Tensor`` or one value for a ``-> Tuple[Tensor, Tensor]`` passed (torch:
+  RuntimeError "Unable to cast", TypeError); annotations such as ``dict``, ``object``,
+  ``Tuple[int, int]`` or ``Optional[List[Tensor]]``, a return ``str`` or ``Optional[Tensor]``, a
+  list default, an unresolvable string annotation and a mutated ``int`` were accepted (torch:
+  ValueError); schema strings were not parsed (a typo'd type, a missing ``->``, a dangling ``,``
+  passed; torch: RuntimeError); names such as ``ns::a-b`` and the reserved ``prim`` namespace were
+  accepted. ``library/_schema.py`` now infers, parses, binds and checks as torch does, and
+  ``library.infer_schema`` (missing) gives torch's strings.
+- ``Library.define("foo.scaled(...)")`` + ``impl("foo.scaled", fn)`` replaced the body of the
+  default ``foo`` (a valid program computed the wrong thing), and ``ops.<ns>.foo.scaled`` did not
+  exist: overloads are now operators of their own, and a call of the packet resolves the first
+  overload whose schema takes it (torch's RuntimeError "failed to match any schema" otherwise).
+- ``mutates_args="x"`` was accepted (torch: ValueError); ``device_types``/``register_kernel``
+  took any string ("tpu9", "CPU", "cuda:0"; torch: RuntimeError); ``custom_op`` of a name
+  registered before raised (torch replaces it); ``Library(3, ...)`` ran (TypeError), a second
+  live ``Library(ns, "DEF")`` and a second ``define`` of one operator passed (RuntimeError),
+  ``define`` of another namespace passed, ``impl`` with an unknown dispatch key passed
+  (RuntimeError), ``impl``/``register_kernel`` before the definition raised (torch accepts
+  them); ``register_fake``/``register_autograd`` of an unknown name raised ValueError (torch:
+  RuntimeError/AttributeError); ``library.define`` of a schema without its "(" passed;
+  ``opcheck(test_utils="bogus")`` ran and ``opcheck`` ran every test whatever was chosen.
+- ``profiler.profile``: ``events()``/``key_averages()``/``export_chrome_trace()`` before it ran
+  were RuntimeError (torch: AssertionError "Profiler must be initialized before ..."),
+  ``stop()`` before ``start()`` passed, ``step()`` before ``start()`` was an AttributeError
+  (torch follows the schedule); bad ``activities`` were ValueError/TypeError (torch:
+  AssertionError "No valid profiler activities found"); ``export_stacks`` was missing;
+  ``record_function(3)`` raised TypeError at construction (torch: RuntimeError on entry).
+- ``jit.trace`` never ran the function, so example inputs it cannot take (a wrong shape, too few,
+  an int), no inputs at all and a non-callable passed (torch runs it once: its errors);
+  ``trace_module`` took anything; ``script(3)`` ran (TypeError); ``jit.load`` of a missing path
+  was RuntimeError (ValueError); script/trace did not warn their deprecation.
+- ``backends`` flags took any value: ``cudnn.benchmark = 1``, ``mkldnn.enabled = "x"``,
+  ``cuda.matmul.allow_tf32 = None`` (torch: RuntimeError "expects a bool"), ``fp32_precision``
+  names (RuntimeError/TypeError), the reduced-precision-reduction pairs (TypeError/RuntimeError),
+  ``cuda.matmul.bogus`` (AttributeError "Unknown attribute").
+- ``sdpa_kernel`` with no MATH nor FLASH_ATTENTION, or FLASH_ATTENTION alone on inputs its fused
+  CPU kernel cannot take, ran (torch: RuntimeError "No viable backend" / "No available kernel");
+  ``sdpa_kernel("math")``/a tuple raised TypeError (torch: AssertionError).
+- ``accelerator.current_device_index()``/``synchronize()`` without an accelerator returned
+  (torch: RuntimeError); ``set_device_index``/``device_index`` were missing.
+- ``fx.symbolic_trace(3)``, ``Graph.create_node("bogus_op", ...)`` and
+  ``ctx.save_for_forward(3)`` raised TypeError/ValueError (torch asserts: AssertionError);
+  ``fx.wrap(3)`` outside module scope was NotImplementedError (torch checks the type first).
 
 Found and left alone (not tabled): ``register_autograd(3)`` is refused at once by tracegrad
 (TypeError) where torch fails only at backward; ``opcheck`` of an operator without a fake kernel
 passes in tracegrad (no fake tensors to test; torch's OpCheckError); ``profile.key_averages()``
 inside the profiled block is tracegrad's RuntimeError (torch: the events so far);
-``export_chrome_trace`` to a missing directory is FileNotFoundError (torch logs and returns).
+``export_chrome_trace`` to a missing directory is FileNotFoundError (torch logs and returns);
+``make_dual`` of a list is TypeError (torch's AttributeError from inside); ``torch.cuda``'s
+``get_device_properties``/``Event``/``stream``/``mem_get_info``/``get_rng_state`` and
+``backends.cuda.preferred_linalg_library`` are missing (AttributeError), as are
+``distributed.HashStore``/``send``; ``vjp_fn(a, b)`` with a second cotangent is torch's
+accidental TypeError, tracegrad's RuntimeError.
 
 Each call runs under torch and tracegrad: the same exception class (or none), no text of the layers
 below tracegrad; ``_ok`` calls are ones torch accepts, and they give torch's value.

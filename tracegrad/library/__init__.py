@@ -11,7 +11,12 @@ it; tracegrad needs no fake kernel to trace: the real body runs under the trace)
 ``register_kernel("cpu"/"cuda", fn)`` replaces the body on that device; ``register_autocast(device,
 dtype)`` casts its floating inputs inside autocast and runs it with autocast off. The older
 ``Library(ns, "DEF"/"IMPL"/"FRAGMENT")`` with ``define(schema)`` / ``impl(name, fn, key)`` maps
-onto the same operators. ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
+onto the same operators (``name.overload`` schemas are operators of their own, reached as
+``ops.<ns>.<name>.<overload>``). ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
+
+Every operator has torch's schema -- inferred from the annotations or parsed from the string --
+and each call is bound and checked against it, each result too (NOTE [custom operator schemas]
+in ``_schema.py``).
 """
 from __future__ import annotations
 
