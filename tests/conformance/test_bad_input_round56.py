@@ -39,7 +39,10 @@ A probe of ~1,000 calls (written here for this table, no other repository's test
   (RuntimeError), ``impl``/``register_kernel`` before the definition raised (torch accepts
   them); ``register_fake``/``register_autograd`` of an unknown name raised ValueError (torch:
   RuntimeError/AttributeError); ``library.define`` of a schema without its "(" passed;
-  ``opcheck(test_utils="bogus")`` ran and ``opcheck`` ran every test whatever was chosen.
+  ``opcheck(test_utils="bogus")`` ran, ``opcheck`` ran every test whatever was chosen, a failed
+  test was a RuntimeError (torch: OpCheckError "opcheck(op, ...): test_schema failed with ..."),
+  and it failed a ``custom_op`` without ``register_autograd`` on inputs requiring grad (torch
+  passes it: every custom_op has an autograd kernel, which raises at backward).
 - ``profiler.profile``: ``events()``/``key_averages()``/``export_chrome_trace()`` before it ran
   were RuntimeError (torch: AssertionError "Profiler must be initialized before ..."),
   ``stop()`` before ``start()`` passed, ``step()`` before ``start()`` was an AttributeError
@@ -86,7 +89,7 @@ import pytest
 
 import tracegrad
 
-from _bad_input_helpers import table_tests, value_test
+from _bad_input_helpers import outcome, table_tests, value_test
 
 torch = pytest.importorskip("torch")
 # torch.jit's script/trace warn their deprecation, and setting mkldnn's allow_tf32 that it needs an
@@ -453,6 +456,40 @@ C["opcheck_unknown_test_in_list"] = lambda T: T.library.opcheck(_sin(T), (T.ones
 C["opcheck_not_an_op"] = lambda T: T.library.opcheck(lambda x: x, (T.ones(1),))
 C["opcheck_schema_ok"] = lambda T: T.library.opcheck(_sin(T), (T.ones(1),), test_utils="test_schema")
 
+C["opcheck_custom_op_without_autograd_ok"] = lambda T: T.library.opcheck(
+    _sin(T), (T.ones(2, requires_grad=True),), test_utils="test_autograd_registration")
+
+
+def _opcheck_fake_shape(T):
+    op = _sin(T)
+    op.register_fake(lambda x: x.new_empty(3))
+    return T.library.opcheck(op, (T.ones(2),), test_utils="test_faketensor")
+
+
+def _opcheck_mutation(T):
+    def f(x: T.Tensor) -> None:
+        x.add_(1)
+    return T.library.opcheck(_op(T, f), (T.ones(2),), test_utils="test_schema")
+
+
+def _opcheck_cpu_kernel(T):
+    op = _lib_op(T, "foo(Tensor x) -> Tensor", lambda x: x.sin())
+    return T.library.opcheck(op, (T.ones(2, requires_grad=True),), test_utils="test_autograd_registration")
+
+
+# opcheck's failures: torch's OpCheckError (a class of its test-internal module; compared by name)
+OPCHECK_FAILURES = {"opcheck_fake_kernel_wrong_shape": (_opcheck_fake_shape, "found mismatched tensor metadata"),
+                    "opcheck_undeclared_mutation": (_opcheck_mutation, "Argument x is not defined as mutable"),
+                    "opcheck_library_cpu_kernel_without_autograd": (
+                        _opcheck_cpu_kernel, "does not have an autograd kernel defined at an autograd key")}
+
+
+@pytest.mark.parametrize("name", list(OPCHECK_FAILURES))
+def test_opcheck_failures_raise_opcheck_error(name):
+    fn, gist = OPCHECK_FAILURES[name]
+    (want, want_msg), (got, got_msg) = outcome(fn, torch), outcome(fn, tracegrad)
+    assert want is not None and got is not None and got.__name__ == want.__name__ == "OpCheckError", (want, got)
+    assert gist in want_msg and gist in got_msg, got_msg
 
 # ---- torch.profiler
 def _profiled(T, **kw):

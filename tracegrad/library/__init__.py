@@ -96,6 +96,7 @@ class CustomOpDef:
         self._init_fn = fn
         self._schema = schema       # None: an operator defined by name only (calls are not checked)
         self._defined = schema is not None
+        self._autograd_kernel = False   # custom_op's and Autograd/CompositeImplicit bodies: torch's opcheck passes
         self._overloads = {}        # overload name -> CustomOpDef (``Library.define("name.overload(...)")``)
         self._mutates = () if mutates_args == "unknown" else tuple(mutates_args)
         self._kernels = {}          # device type -> function
@@ -326,6 +327,7 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None)
         else:
             sch = _schema.parse(opname + schema)[1]
         op = CustomOpDef(namespace, opname, f, mutates_args, sch)
+        op._autograd_kernel = True      # (torch registers one for every custom_op)
         if device_types is not None:
             op.register_kernel(device_types, f)
         _OPS[name] = op
@@ -397,12 +399,19 @@ def register_kernel(op, device_types, fn=None, /, *, lib=None):
     return _op(op, None).register_kernel(device_types, fn)
 
 
+class OpCheckError(Exception):
+    """Mirrors ``torch.testing._internal.optests.generate_tests.OpCheckError``: what ``opcheck``
+    raises for a failed test ("opcheck(op, ...): test_schema failed with ...")."""
+
+
 def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, atol=None, rtol=None):
     """Mirrors ``torch.library.opcheck``: runs the operator on ``args`` and checks what tracegrad
     can: the fake kernel (if registered) gives the real output's shapes and dtypes, the inputs
-    not named in ``mutates_args`` are unchanged, and a backward is registered when an input
-    requires grad. Returns torch's dict of test name -> 'SUCCESS' (or the exception, with
-    ``raise_exception=False``)."""
+    not named in ``mutates_args`` are unchanged, and an operator defined through ``Library``
+    whose outputs require grad has an autograd kernel (a ``custom_op`` always has one, as in
+    torch: it raises at backward without ``register_autograd``). Returns torch's dict of test
+    name -> 'SUCCESS'; a failed test raises OpCheckError (or is the exception in the dict, with
+    ``raise_exception=False``). ValueError for an unknown ``test_utils`` name."""
     op = _op(op)
     names = (test_utils,) if isinstance(test_utils, str) else test_utils
     if names is not None and not set(names) <= set(_OPCHECK_TESTS):
@@ -417,7 +426,7 @@ def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, ato
             result[name] = "SUCCESS"
         except Exception as e:  # noqa: BLE001 -- reported as torch's opcheck does
             if raise_exception:
-                raise
+                raise OpCheckError(f"opcheck(op, ...): {name} failed with {e} (scroll up for stack trace)") from e
             result[name] = e
 
     def schema():
@@ -430,16 +439,20 @@ def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, ato
         for i, a in enumerate(args):
             for t in _tensors(a):
                 if i not in positions and not tracegrad.equal(t.detach(), before[k]):
-                    raise RuntimeError(f"opcheck: {op._qualname} changed its argument {i} in place, but "
-                                       "mutates_args does not name it")
+                    arg = names[i] if i < len(names) else str(i)
+                    raise RuntimeError(f"Argument {arg} is not defined as mutable but was mutated: {op._qualname} "
+                                       "writes it in place; name it in mutates_args")
                 k += 1
 
     def autograd():
+        if op._autograd_kernel:
+            return
         if any(t.requires_grad for t in _tensors(list(args))) and op._backward is None:
             out = op(*args, **kwargs)
             if any(t.requires_grad for t in _tensors(out)):
-                raise RuntimeError(f"opcheck: {op._qualname} takes inputs that require grad but has no autograd "
-                                   "formula: use register_autograd")
+                raise RuntimeError(f"{op._qualname}: at least one output of this operator has requires_grad=True but "
+                                   "the operator does not have an autograd kernel defined at an autograd key; "
+                                   "register one (Library.impl(..., 'Autograd') or register_autograd)")
 
     def fake():
         if op._fake is None:
@@ -448,8 +461,9 @@ def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, ato
             real, fake_out = op(*args, **kwargs), op._fake(*args, **kwargs)
         for r, f in zip(_tensors(real), _tensors(fake_out)):
             if tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype:
-                raise RuntimeError(f"opcheck: {op._qualname}'s fake kernel gives {tuple(f.shape)} {f.dtype}, the "
-                                   f"operator {tuple(r.shape)} {r.dtype}")
+                raise RuntimeError(f"When comparing the output of {op._qualname} on FakeTensor and concrete Tensors, "
+                                   f"found mismatched tensor metadata: the fake kernel gives {tuple(f.shape)} "
+                                   f"{f.dtype}, the operator {tuple(r.shape)} {r.dtype}")
     chosen = names if names is not None else _OPCHECK_DEFAULT
     for name, fn in (("test_schema", schema), ("test_autograd_registration", autograd), ("test_faketensor", fake),
                      ("test_aot_dispatch_static", lambda: None), ("test_aot_dispatch_dynamic", lambda: None)):
@@ -558,7 +572,7 @@ class _Implicit(CustomOpDef):
 
     def __init__(self, op, fn):
         super().__init__(op._namespace, op._name, fn, "unknown", op._schema)
-        self._fake, self._defined = op._fake, op._defined
+        self._fake, self._defined, self._autograd_kernel = op._fake, op._defined, True
 
     def _call_bound(self, args):
         pos, kw = self._schema.split(args) if self._schema is not None else (args, {})
