@@ -164,20 +164,21 @@ class Schema:
         parameter, in order (defaults filled in). RuntimeError, as torch's, for too many
         arguments, a keyword-only one given by position, a missing or unknown one, or a value
         the parameter's type does not take."""
-        decl = self.declaration(qualname)
+        def decl():     # (built for an error only: binding runs on every call)
+            return self.declaration(qualname)
         n_pos = sum(not a.kwarg_only for a in self.args)
         if len(args) + len(kwargs) > len(self.args):
             raise RuntimeError(f"{qualname}() expected at most {len(self.args)} argument(s) but received "
-                               f"{len(args) + len(kwargs)} argument(s). Declaration: {decl}")
+                               f"{len(args) + len(kwargs)} argument(s). Declaration: {decl()}")
         if len(args) > n_pos:
             raise RuntimeError(f"{qualname}() takes {n_pos} positional argument(s) but {len(args)} was/were given.  "
-                               f"Declaration: {decl}")
+                               f"Declaration: {decl()}")
         kwargs, out = dict(kwargs), []
         for i, a in enumerate(self.args):
             if i < len(args):
                 if a.name in kwargs:
                     raise RuntimeError(f"{qualname}(): argument '{a.name}' given by name and by position "
-                                       f"({i}). Declaration: {decl}")
+                                       f"({i}). Declaration: {decl()}")
                 v = args[i]
             elif a.name in kwargs:
                 v = kwargs.pop(a.name)
@@ -185,17 +186,17 @@ class Schema:
                 out.append(a.default)
                 continue
             else:
-                raise RuntimeError(f"{qualname}() is missing value for argument '{a.name}'. Declaration: {decl}")
+                raise RuntimeError(f"{qualname}() is missing value for argument '{a.name}'. Declaration: {decl()}")
             if not a.type.accepts(v):
                 raise RuntimeError(f"{qualname}() Expected a value of type '{a.type.shown()}' for argument "
                                    f"'{a.name}' but instead found type '{type(v).__name__}'.\nPosition: {i}\n"
-                                   f"Value: {v!r}\nDeclaration: {decl}\nCast error details: pass a value of "
+                                   f"Value: {v!r}\nDeclaration: {decl()}\nCast error details: pass a value of "
                                    f"that type (the operator's schema, inferred from its annotations or given, "
                                    f"fixes it)")
             out.append(v)
         if kwargs:
             raise RuntimeError(f"Unknown keyword argument '{next(iter(kwargs))}' for operator '{qualname}'. "
-                               f"Schema: {decl}")
+                               f"Schema: {decl()}")
         return tuple(out)
 
     def split(self, values):
