@@ -12,7 +12,10 @@ semantics), with gradients as eagerly. To compile a function into one XLA progra
 from __future__ import annotations
 
 import copy
+import os
 import typing
+
+from tracegrad import Tensor
 
 from .nn.modules.module import Module
 from .nn.parameter import Parameter, is_lazy
@@ -45,13 +48,20 @@ class ScriptFunction:
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
-    """Mirrors ``torch.jit.script``: returns ``obj`` (a function, an ``nn.Module`` or a class)
+    """Mirrors ``torch.jit.script`` (and its DeprecationWarning): returns ``obj`` (a function, an ``nn.Module`` or a class)
     unchanged; it runs eagerly with torch's semantics. Use ``tracegrad.compile`` for a
     compiled program.
 
     Raises: RuntimeError, as torch's scripting does before compiling, for a module (or submodule)
-    that still holds lazy (uninitialized) parameters or buffers -- run a forward pass first.
+    that still holds lazy (uninitialized) parameters or buffers -- run a forward pass first;
+    TypeError, as torch, for a value of a built-in scalar type (a str, a number, None), which
+    has no code to script.
     """
+    _warn("`torch.jit.script` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
+    if obj is None or isinstance(obj, (str, bytes, int, float, complex)):
+        raise TypeError(f"{type(obj)} is a built-in class: torch.jit.script takes a function, an nn.Module or a "
+                        "class")
     if isinstance(obj, Module):
         for mod in obj.modules():
             _check_module_initialized(mod)
@@ -70,17 +80,55 @@ def _check_module_initialized(mod):
 def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
           check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
           _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
-    """Mirrors ``torch.jit.trace``: returns ``func`` (a function or an ``nn.Module``)
-    unchanged, without running it on ``example_inputs``. Unlike a torch trace it keeps
-    data-dependent Python control flow live (a trace would freeze the branch the example
-    took); results equal eager's either way for the traced inputs."""
+    """Mirrors ``torch.jit.trace`` (and its DeprecationWarning): runs ``func`` once on ``example_inputs`` (a tuple of
+    arguments, a list, or one Tensor; or ``example_kwarg_inputs``, a dict), as torch's trace
+    does -- so a call that cannot run raises what the eager call raises -- and returns ``func``
+    (a function or an ``nn.Module``) unchanged. Unlike a torch trace it keeps data-dependent
+    Python control flow live (a trace would freeze the branch the example took); results equal
+    eager's either way for the traced inputs. RuntimeError, as torch, without example inputs
+    or for ``example_kwarg_inputs`` that is not a dict."""
+    _warn("`torch.jit.trace` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
+    if example_inputs is None:
+        if not isinstance(example_kwarg_inputs, dict):
+            raise RuntimeError("example_kwarg_inputs should be a dict (or give example_inputs, a tuple of the "
+                               "arguments to trace with)")
+        func(**example_kwarg_inputs)
+        return func
+    if not callable(func):
+        raise RuntimeError(f"torch.jit.trace: expected a function or an nn.Module to trace, got "
+                           f"{type(func).__name__}")
+    func(*_example_args(example_inputs))
     return func
+
+
+def _example_args(example_inputs):
+    # torch's reading of example_inputs: one Tensor (or dict) is one argument, any other
+    # iterable the arguments (TypeError for what is not iterable)
+    if isinstance(example_inputs, (Tensor, dict)):
+        return (example_inputs,)
+    return tuple(example_inputs)
 
 
 def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None, check_tolerance=1e-5,
                  strict=True, _force_outplace=False, _module_class=None, _compilation_unit=None,
                  example_inputs_is_kwarg=False, _store_inputs=True):
-    """Mirrors ``torch.jit.trace_module``: returns ``mod`` unchanged (see ``trace``)."""
+    """Mirrors ``torch.jit.trace_module``: runs each method named in ``inputs`` (a dict of
+    method name -> example arguments) once, as ``trace`` does, and returns ``mod`` unchanged.
+    AttributeError, as torch, for a ``mod`` that is not an nn.Module, ``inputs`` that is not
+    a dict, or a method ``mod`` does not have."""
+    _warn("`torch.jit.trace_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+          DeprecationWarning)
+    if not isinstance(mod, Module):
+        raise AttributeError("expected torch.nn.Module as the first argument")
+    if not isinstance(inputs, dict):
+        raise AttributeError("expected a dictionary of (method_name, input) pairs")
+    for name, args in inputs.items():
+        method = getattr(mod, name)
+        if example_inputs_is_kwarg:
+            method(**args)
+        else:
+            method(*_example_args(args))
     return mod
 
 
@@ -181,6 +229,12 @@ def save(m, f, _extra_files=None):
 
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
-    """``torch.jit.load`` reads a TorchScript archive, which tracegrad cannot: RuntimeError."""
+    """``torch.jit.load`` reads a TorchScript archive, which tracegrad cannot: RuntimeError
+    (ValueError first, as torch, for a path that does not exist or is a directory)."""
+    if isinstance(f, (str, os.PathLike)):
+        if not os.path.exists(f):
+            raise ValueError(f"The provided filename {f} does not exist")
+        if os.path.isdir(f):
+            raise ValueError(f"The provided filename {f} is a directory")
     raise RuntimeError("tracegrad.jit.load: TorchScript archives are not supported; load a checkpoint "
                        "written by tracegrad.save with tracegrad.load(f, weights_only=False)")

@@ -67,6 +67,9 @@ def test_torchscript_archives_are_refused(tmp_path):
     m = tracegrad.jit.script(tracegrad.nn.Linear(2, 2))
     with pytest.raises(RuntimeError, match="tracegrad.save"):
         tracegrad.jit.save(m, tmp_path / "m.pt")
+    with pytest.raises(ValueError, match="does not exist"):       # torch checks the path first
+        tracegrad.jit.load(tmp_path / "m.pt")
+    (tmp_path / "m.pt").write_bytes(b"PK\x03\x04")
     with pytest.raises(RuntimeError, match="tracegrad.load"):
         tracegrad.jit.load(tmp_path / "m.pt")
 

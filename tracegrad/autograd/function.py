@@ -14,7 +14,6 @@ import functools
 import inspect
 import weakref
 
-import numpy as np
 
 from .._ops import dtypes as _dt
 from .._tensor import factories as _factories
@@ -49,10 +48,11 @@ class FunctionCtx:
 
     def save_for_forward(self, *tensors):
         """Save tensors (or None) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
-        returns them; call at most once, from forward/setup_context."""
+        returns them; call at most once, from forward/setup_context. AssertionError, as torch's
+        assert, for an argument that is no tensor."""
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_forward expects all arguments to be tensors; you should "
+                raise AssertionError("save_for_forward expects all arguments to be tensors; you should "
                                 f"save non-tensors as attributes on ctx, got {type(t).__name__}")
         self.saved_for_forward = tensors
 

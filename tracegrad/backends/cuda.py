@@ -5,12 +5,13 @@ import contextlib
 
 from .._tensor import runtime as _runtime
 from .._tensor.device import cuda_devices
-from ._flags import flag_properties
+from ._flags import bool_flag, flag_properties, precision_flag, reduction_flag
 from .._ops.warn import warn as _warn
 
 
 class _MatmulFlags:
-    """``torch.backends.cuda.matmul``."""
+    """``torch.backends.cuda.matmul``: its flags only (AttributeError "Unknown attribute" for
+    any other name, read or set, as torch)."""
 
     @property
     def allow_tf32(self) -> bool:
@@ -18,13 +19,30 @@ class _MatmulFlags:
 
     @allow_tf32.setter
     def allow_tf32(self, value) -> None:
+        bool_flag("set_allow_tf32_cublas")(value)
         _runtime.set_float32_matmul_precision("high" if value else "highest")
 
+    def __getattr__(self, name):
+        raise AttributeError(f"Unknown attribute {name}: torch.backends.cuda.matmul has allow_tf32, fp32_precision, "
+                             "allow_fp16_accumulation and allow_{fp16,bf16}_reduced_precision_reduction")
 
-# seen by compiled functions that set or read them (NOTE [settings flags]); ``allow_tf32`` is the
-# matmul precision, a global setting of its own
+    def __setattr__(self, name, value):
+        if not isinstance(getattr(type(self), name, None), property):
+            self.__getattr__(name)
+        super().__setattr__(name, value)
+
+
+# seen by compiled functions that set or read them (NOTE [settings flags]), checked as torch's
+# setters check them; ``allow_tf32`` is the matmul precision, a global setting of its own
 for _k, _p in flag_properties({"allow_fp16_reduced_precision_reduction": True,
-                               "allow_bf16_reduced_precision_reduction": True}).items():
+                               "allow_bf16_reduced_precision_reduction": True,
+                               "allow_fp16_accumulation": False, "fp32_precision": "none"},
+                              {"allow_fp16_reduced_precision_reduction":
+                               reduction_flag("allow_fp16_reduced_precision_reduction"),
+                               "allow_bf16_reduced_precision_reduction":
+                               reduction_flag("allow_bf16_reduced_precision_reduction"),
+                               "allow_fp16_accumulation": bool_flag("set_allow_fp16_accumulation_cublas"),
+                               "fp32_precision": precision_flag("cuda", ("ieee", "tf32", "none"))}).items():
     setattr(_MatmulFlags, _k, _p)
 matmul = _MatmulFlags()
 

@@ -5,12 +5,16 @@ import sys
 from contextlib import contextmanager
 
 from .._tensor.device import cuda_devices
-from ._flags import flag_module
+from ._flags import bool_flag, flag_module, precision_flag
 
 # ``enabled``, ``benchmark``, ``benchmark_limit``, ``deterministic``, ``allow_tf32``: attributes of
-# this module, seen by compiled functions that set or read them (NOTE [settings flags])
+# this module, seen by compiled functions that set or read them (NOTE [settings flags]); each is
+# checked as torch's setter checks it (a bool; a precision name CUDA has)
 flag_module(__name__, {"enabled": True, "benchmark": False, "benchmark_limit": 10, "deterministic": False,
-                       "allow_tf32": True, "fp32_precision": "none"})
+                       "allow_tf32": True, "fp32_precision": "none"},
+            {"enabled": bool_flag("set_enabled_cudnn"), "benchmark": bool_flag("set_benchmark_cudnn"),
+             "deterministic": bool_flag("set_deterministic_cudnn"), "allow_tf32": bool_flag("set_allow_tf32_cublas"),
+             "fp32_precision": precision_flag("cuda", ("ieee", "tf32", "none"))})
 _THIS = sys.modules[__name__]
 _FLAGS = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32", "fp32_precision")
 

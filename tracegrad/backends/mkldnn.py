@@ -7,12 +7,23 @@ setting it through ``set_flags``/``flags`` warns and leaves it None, as there.""
 import sys
 from contextlib import contextmanager
 
-from ._flags import flag_module
+from ._flags import bool_flag, flag_module, precision_flag
 from .._ops.warn import warn as _warn
 
+
+def _allow_tf32(value):
+    # torch's setter takes a bool, warns that oneDNN TF32 needs an Intel GPU and keeps None
+    bool_flag("_set_onednn_allow_tf32")(value)
+    _warn("TF32 acceleration on top of oneDNN is available for Intel GPUs. tracegrad has no oneDNN, so "
+          "allow_tf32 stays None.", UserWarning)
+
+
 # ``enabled``, ``deterministic``, ``allow_tf32``, ``fp32_precision``: attributes of this module,
-# seen by compiled functions that set or read them (NOTE [settings flags])
-flag_module(__name__, {"enabled": True, "deterministic": False, "allow_tf32": None, "fp32_precision": "none"})
+# seen by compiled functions that set or read them (NOTE [settings flags]), checked as torch's
+# setters check them
+flag_module(__name__, {"enabled": True, "deterministic": False, "allow_tf32": None, "fp32_precision": "none"},
+            {"enabled": bool_flag("set_enabled_mkldnn"), "deterministic": bool_flag("set_deterministic_mkldnn"),
+             "allow_tf32": _allow_tf32, "fp32_precision": precision_flag("mkldnn")})
 _THIS = sys.modules[__name__]
 
 VERBOSE_OFF = 0
@@ -45,9 +56,7 @@ def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precis
     if _deterministic is not None:
         _THIS.deterministic = _deterministic
     if _allow_tf32 is not None:
-        # torch's first sentence (its C++ TORCH_WARN, every call)
-        _warn("TF32 acceleration on top of oneDNN is available for Intel GPUs. tracegrad has no oneDNN, so "
-              "allow_tf32 stays None.", UserWarning)
+        _THIS.allow_tf32 = _allow_tf32     # (checked and warned by its setter; it stays None)
     if _fp32_precision is not None:
         _THIS.fp32_precision = _fp32_precision
     return orig

@@ -32,13 +32,14 @@ def wrap(fn_or_name):
     that module; traces then record calls of it as one ``call_function`` node instead of
     tracing into it. Returns its argument.
 
-    Raises: RuntimeError when not called at module scope, or the name is no function there."""
+    Raises: RuntimeError for an argument that is neither (checked first, as torch) or a name
+    that is no function there; NotImplementedError when not called at module scope."""
+    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
+        raise RuntimeError("Unsupported type for global function! Must be either a callable or string name")
     frame = inspect.currentframe().f_back
     if frame.f_code.co_name != "<module>":
         raise NotImplementedError("wrap must be called at the top level of a module")
     name = fn_or_name if isinstance(fn_or_name, str) else getattr(fn_or_name, "__name__", None)
-    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
-        raise RuntimeError("Unsupported type for global function! Must be either a callable or string name")
     if name is None or (name in frame.f_globals and not callable(frame.f_globals[name])):
         raise RuntimeError(f"torch.fx.wrap: {fn_or_name!r} is not a function of this module")
     _WRAPPED[(id(frame.f_globals), name)] = frame.f_globals
@@ -211,7 +212,10 @@ class Tracer(TracerBase):
         and return the recorded Graph (also ``self.graph``). ``concrete_args`` fixes some
         inputs to Python values (their branches are taken at trace time, as in torch).
 
-        Raises: TraceError for control flow on traced values; whatever the program raises."""
+        Raises: TraceError for control flow on traced values; whatever the program raises;
+        AssertionError, as torch's, for a root that is neither a module nor callable."""
+        if not isinstance(root, Module) and not callable(root):
+            raise AssertionError(f"Expected FunctionType, got {type(root)}: trace an nn.Module or a function")
         if isinstance(root, Module):
             self.root = root
             fn = type(root).forward

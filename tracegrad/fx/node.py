@@ -87,7 +87,8 @@ class Node:
 
     def __init__(self, graph, name, op, target, args, kwargs, return_type=None):
         if op not in _OPS:
-            raise ValueError(f"torch.fx.Node: op must be one of {_OPS[:-1]}, got {op!r}")
+            # (torch asserts it: AssertionError)
+            raise AssertionError(f"op {op!r} is not in _legal_ops: a node's op is one of {_OPS[:-1]}")
         if op == "call_function" and not callable(target):
             raise ValueError(f"torch.fx.Node: call_function target must be callable, got {target!r}")
         if op in ("placeholder", "get_attr", "call_module", "call_method", "output") and not isinstance(target, str):

@@ -1093,6 +1093,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 raise RuntimeError(f"scaled_dot_product_attention: The size of tensor a ({a}) must match the size of "
                                    f"tensor b ({b}) at non-singleton dimension {d} (the batch and head dims of "
                                    f"query, key and value must broadcast)")
+    _sdpa_check_backends(query, key, value, attn_mask, dropout_p)
     layout_of, out_dtype = query, query.dtype
     if out_dtype in (tracegrad.float16, tracegrad.bfloat16) and dropout_p == 0.0 and query.device.type == "cpu" \
             and _sdpa_fused_path(query, key, value, attn_mask) \
@@ -1146,6 +1147,30 @@ def _sdpa_fused_path(query, key, value, attn_mask):
     ``sdpa_kernel`` allowing FLASH_ATTENTION."""
     return (query.dim() == key.dim() == value.dim() == 4 and query.shape[-1] == key.shape[-1] == value.shape[-1]
             and not (attn_mask is not None and attn_mask.requires_grad) and _sdpa_fused_allowed())
+
+
+def _sdpa_check_backends(query, key, value, attn_mask, dropout_p):
+    """RuntimeError, as torch's CPU dispatch, when the ``sdpa_kernel`` block allows no backend
+    torch has on the CPU for this call: neither MATH nor FLASH_ATTENTION ("No viable backend"),
+    or FLASH_ATTENTION alone where its fused kernel cannot run -- inputs not 4-D, head sizes or
+    batch/head dims that differ, positive dropout, a mask with grad ("No available kernel").
+    GPU arrays are not checked (torch's CUDA build has other kernels; XLA runs them all)."""
+    from tracegrad.nn.attention import SDPBackend, current_backends
+    allowed = current_backends()
+    if query.device.type != "cpu" or SDPBackend.MATH in allowed:
+        return
+    if SDPBackend.FLASH_ATTENTION not in allowed:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels (allow SDPBackend.MATH in "
+                           "sdpa_kernel: the CPU has no other kernels)")
+    fused = (query.dim() == key.dim() == value.dim() == 4
+             and query.shape[-1] == key.shape[-1] == value.shape[-1]
+             and query.shape[:2] == key.shape[:2] == value.shape[:2]
+             and not dropout_p > 0.0 and not (attn_mask is not None and attn_mask.requires_grad))
+    if not fused:
+        raise RuntimeError("No available kernel.  Aborting execution. (FLASH_ATTENTION alone runs 4-D query, key "
+                           "and value of one head size and equal batch and head dims, without dropout or a mask "
+                           "that requires grad; allow SDPBackend.MATH for the others)")
 
 
 def _sdpa_fused_allowed():

@@ -249,3 +249,21 @@ class EventList(list):
         data = json.dumps(doc).encode()
         with (gzip.open if str(path).endswith(".gz") else open)(path, "wb") as f:
             f.write(data)
+
+    _STACK_METRICS = ("self_cpu_time_total", "self_cuda_time_total", "self_xpu_time_total",
+                      "self_privateuse1_time_total")
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """Mirrors ``EventList.export_stacks(path, metric)``: one line per event that has a stack
+        and a positive ``metric`` (us, truncated), in the collapsed-stack format flame-graph tools
+        read: the frames outermost first, joined by ``;`` (spaces, ``;``, tabs and newlines in a
+        frame become ``_``), a space, the value. The device metrics are 0 here (no device
+        timeline). ValueError for another metric."""
+        if metric not in self._STACK_METRICS:
+            raise ValueError(f"metric should be one of: {list(self._STACK_METRICS)}")
+        clean = str.maketrans(" ;\t\n", "____")
+        with open(path, "w") as f:
+            for e in self:
+                value = int(getattr(e, metric, 0) if metric == "self_cpu_time_total" else 0)
+                if e.stack and value > 0:
+                    f.write(";".join(fr.translate(clean) for fr in reversed(e.stack)) + f" {value}\n")

@@ -201,15 +201,24 @@ class record_function:
     ``name`` (category ``user_annotation``) whose children are the ops it runs; the name also
     goes to ``jax.profiler.TraceAnnotation``, so JAX's own profiler (``jax.profiler.trace``,
     TensorBoard's profile plugin) shows the range. ``args`` (a string) is kept on the event.
-    Raises TypeError when ``name`` is not a string."""
+    Raises RuntimeError on entry, as torch's operator behind it, when ``name`` is not a string
+    (or bytes) or ``args`` not None or a string."""
 
     def __init__(self, name, args=None):
-        if not isinstance(name, str):
-            raise TypeError(f"record_function: name should be a str, got {type(name).__name__}")
         self.name, self.args = name, args
         self._frame = self._annotation = self._recorder = None
 
+    def _check(self):
+        for arg, value, kind, ok in (("name", self.name, "str", (str, bytes)),
+                                     ("args", self.args, "Optional[str]", (str, bytes, type(None)))):
+            if not isinstance(value, ok):
+                raise RuntimeError(f"record_function(): Expected a value of type '{kind}' for argument '{arg}' but "
+                                   f"instead found type '{type(value).__name__}'; label the range with a str")
+        if isinstance(self.name, bytes):
+            self.name = self.name.decode()
+
     def __enter__(self):
+        self._check()
         self._annotation = jax.profiler.TraceAnnotation(self.name)
         self._annotation.__enter__()
         rec = _state.PROFILER[0]

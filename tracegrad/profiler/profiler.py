@@ -99,10 +99,21 @@ class _Profile:
     """What torch.profiler.profile and torch.autograd.profiler.profile share: a recorder per
     trace, and the results of the last finished one."""
 
+    # what reading results of a profiler never started raises: torch.profiler.profile asserts
+    # (AssertionError "Profiler must be initialized before ..."); the older autograd profiler
+    # keeps tracegrad's RuntimeError
+    _NOT_STARTED = None
+
     def __init__(self, record_shapes=False, profile_memory=False, with_stack=False):
         self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
         self._recorder = None
         self._events = None
+
+    def _results(self, what):
+        if self._events is None and self._recorder is None and self._NOT_STARTED is not None:
+            raise self._NOT_STARTED(f"Profiler must be initialized before {what}: run the code inside "
+                                    "`with profile(...) as prof:` (or call prof.start()/prof.stop()) first")
+        return _Profile.events(self)
 
     def prepare_trace(self):
         self._recorder = Recorder(self.record_shapes, self.profile_memory, self.with_stack)
@@ -129,11 +140,21 @@ class _Profile:
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
         """The last trace's events grouped by name (see ``EventList.key_averages``)."""
-        return self.events().key_averages(group_by_input_shape, group_by_stack_n)
+        return self._results("getting key averages").key_averages(group_by_input_shape, group_by_stack_n)
 
     def export_chrome_trace(self, path):
         """Writes the last trace as Chrome trace JSON (see ``EventList.export_chrome_trace``)."""
-        return self.events().export_chrome_trace(path)
+        return self._results("exporting chrome trace").export_chrome_trace(path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """Mirrors ``export_stacks(path, metric="self_cpu_time_total")``: writes the last trace's
+        stacks in the collapsed format flame-graph tools read (see ``EventList.export_stacks``).
+        AssertionError, as torch, when the profile was not made ``with_stack=True``."""
+        events = self._results("exporting stacks")
+        if not self.with_stack:
+            raise AssertionError("export_stacks() requires with_stack=True: profile with "
+                                 "profile(with_stack=True, ...)")
+        return events.export_stacks(path, metric)
 
 
 _TRANSITIONS = {   # (previous action, next action or None at stop) -> what to do, torch's table
@@ -163,7 +184,10 @@ class profile(_Profile):
     handed to ``on_trace_ready`` at exit. Results: ``key_averages().table(...)``, ``events()``,
     ``export_chrome_trace(path)``. ``record_shapes`` keeps input shapes, ``profile_memory`` the
     bytes each op's outputs take, ``with_stack`` the Python stack of each op's caller.
-    Raises ValueError when ``activities`` is empty; see the module for what differs from torch."""
+    Raises AssertionError, as torch, when ``activities`` holds no ProfilerActivity, and when
+    results are read (or ``stop()`` called, or ``step()`` reaches a recording step) before it
+    ever started; see the module for
+    what differs from torch."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
@@ -171,17 +195,42 @@ class profile(_Profile):
                  use_cuda=None, custom_trace_id_callback=None):
         super().__init__(record_shapes, profile_memory, with_stack)
         self.activities = set(activities) if activities is not None else supported_activities()
-        if not self.activities:
-            raise ValueError("profile: no profiler activities requested; pass activities=[ProfilerActivity.CPU]")
-        for a in self.activities:
-            if not isinstance(a, ProfilerActivity):
-                raise TypeError(f"profile: activities should be ProfilerActivity members, got {a!r}")
+        self._check_activities()
         self.schedule = schedule if schedule is not None else (lambda step: ProfilerAction.RECORD)
         self.record_steps = schedule is not None
         self.on_trace_ready = on_trace_ready
         self.step_num = 0
-        self.current_action = None
+        self.current_action = self.schedule(0)     # (as torch: step() before start() follows it)
         self._step_range = None
+
+    _NOT_STARTED = AssertionError
+
+    def _check_activities(self):
+        # as torch's: none valid is its AssertionError, another kind of entry beside valid ones
+        # its TypeError
+        if not any(isinstance(a, ProfilerActivity) for a in self.activities):
+            raise AssertionError("No valid profiler activities found; pass activities=[ProfilerActivity.CPU]")
+        for a in self.activities:
+            if not isinstance(a, ProfilerActivity):
+                raise TypeError(f"Expected ProfilerActivity or dict, got {type(a)} ({a!r}) in activities")
+
+    def events(self) -> EventList:
+        """Every recorded ``FunctionEvent`` of the last finished trace, by start time.
+        AssertionError, as torch, before the profiler ever ran; RuntimeError while it runs."""
+        return self._results("accessing events")
+
+    def start_trace(self):
+        # (the older autograd profiler prepares on start; this one's schedule prepares first)
+        if self._recorder is None:
+            raise AssertionError("Profiler must be initialized before starting trace: start it (prof.start() or "
+                                 "`with profile(...)`) before step()")
+        super().start_trace()
+
+    def stop_trace(self):
+        if self._recorder is None:
+            raise AssertionError("Profiler must be initialized before stopping trace: start it (prof.start() or "
+                                 "`with profile(...)`) before stop()")
+        super().stop_trace()
 
     def __enter__(self):
         self.start()

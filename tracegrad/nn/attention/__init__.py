@@ -39,11 +39,17 @@ def current_backends() -> tuple:
 def sdpa_kernel(backends, set_priority: bool = False):
     """Mirrors ``torch.nn.attention.sdpa_kernel(backends, set_priority=False)``: a context
     manager restricting ``scaled_dot_product_attention`` to ``backends`` (one ``SDPBackend`` or a
-    list). Results are the same for every backend here (one XLA implementation). TypeError, as
-    torch, for anything but SDPBackend members."""
-    items = [backends] if isinstance(backends, SDPBackend) else list(backends) if isinstance(backends, (list, tuple, set)) else None
-    if items is None or not all(isinstance(b, SDPBackend) for b in items):
-        raise TypeError(f"sdpa_kernel: backends must be an SDPBackend or a list of them, got {backends!r}")
+    list). Results are the same for every backend here (one XLA implementation), but on the CPU
+    a call no allowed backend can run raises torch's RuntimeError (see
+    ``scaled_dot_product_attention``). AssertionError, as torch, for anything but an SDPBackend
+    or a list (a tuple or a set too); a list's other entries allow nothing, as in torch."""
+    if isinstance(backends, SDPBackend):
+        items = [backends]
+    elif isinstance(backends, list):
+        items = [b for b in backends if isinstance(b, SDPBackend)]
+    else:
+        raise AssertionError(f"Backend must be an instance of SDPBackend or a list of SDPBackend instances, got "
+                             f"{type(backends).__name__}")
     prev = _ACTIVE[0]
     _ACTIVE[0] = tuple(items)
     try:

@@ -11,13 +11,19 @@ it; tracegrad needs no fake kernel to trace: the real body runs under the trace)
 ``register_kernel("cpu"/"cuda", fn)`` replaces the body on that device; ``register_autocast(device,
 dtype)`` casts its floating inputs inside autocast and runs it with autocast off. The older
 ``Library(ns, "DEF"/"IMPL"/"FRAGMENT")`` with ``define(schema)`` / ``impl(name, fn, key)`` maps
-onto the same operators. ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
+onto the same operators (``name.overload`` schemas are operators of their own, reached as
+``ops.<ns>.<name>.<overload>``). ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
+
+Every operator has torch's schema -- inferred from the annotations or parsed from the string --
+and each call is bound and checked against it, each result too (NOTE [custom operator schemas]
+in ``_schema.py``).
 """
 from __future__ import annotations
 
 import contextlib
 import inspect
 import types
+import weakref
 
 import jax
 
@@ -26,7 +32,9 @@ from tracegrad import Tensor, _autocast, _state
 from tracegrad.amp.autocast_mode import get_autocast_dtype
 from tracegrad.autograd.function import Function
 
-__all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel", "register_autocast",
+from . import _schema
+
+__all__ = ["custom_op", "CustomOpDef", "infer_schema", "register_fake", "register_autograd", "register_kernel", "register_autocast",
            "opcheck",
            "Library", "define", "impl", "ops"]
 
@@ -39,24 +47,26 @@ def _split(qualname):
     return qualname.split("::")
 
 
-def _check_signature(fn, mutates_args):
-    """torch's ``infer_schema`` rules: every parameter and the return annotated; the mutated
-    arguments among the parameters."""
-    sig = inspect.signature(fn)
-    for p in sig.parameters.values():
-        if p.annotation is inspect.Parameter.empty:
-            raise ValueError(f"infer_schema(func): Parameter {p.name} must have a type annotation. Got func with "
-                             f"signature {sig})")
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise ValueError(f"infer_schema(func): Parameter {p.name} of kind {p.kind} is not supported")
-    if sig.return_annotation is inspect.Signature.empty:
-        raise ValueError(f"infer_schema(func): No return type annotation was provided. Got func with signature {sig}")
-    if mutates_args != "unknown":
-        unknown = set(mutates_args) - set(sig.parameters)
-        if unknown:
-            raise ValueError(f"custom_op: mutates_args names {sorted(unknown)}, which are not parameters of "
-                             f"{fn.__name__} {sig}")
-    return sig
+def _check_mutates(mutates_args):
+    if isinstance(mutates_args, str) and mutates_args != "unknown":
+        raise ValueError("mutates_args must either be a sequence of the names of the arguments that are mutated or "
+                         f"the string 'unknown'; got the str {mutates_args!r} (write ({mutates_args!r},) for one "
+                         "argument)")
+
+
+def _device_types(device_types):
+    """``device_types`` (None, a device type or an iterable of them) as a list, each checked as
+    torch's: a str (TypeError), naming a known device type (RuntimeError) without an index."""
+    if device_types is None:
+        return [None]
+    types_ = [device_types] if isinstance(device_types, str) else list(device_types)
+    for d in types_:
+        if not isinstance(d, str):
+            raise TypeError(f"torch.library: a device type must be a str such as 'cpu' or 'cuda', got "
+                            f"{type(d).__name__}")
+        if tracegrad.device(d).index is not None:
+            raise RuntimeError(f"Expected device_type string to not have a device index; got {d}")
+    return types_
 
 
 def _tensors(value):
@@ -81,10 +91,13 @@ class CustomOpDef:
     """Mirrors ``torch._library.custom_ops.CustomOpDef``: the operator ``custom_op`` returns.
     Call it like the function it wraps."""
 
-    def __init__(self, namespace, name, fn, mutates_args, signature=None):
+    def __init__(self, namespace, name, fn, mutates_args, schema=None):
         self._namespace, self._name = namespace, name
         self._init_fn = fn
-        self._signature = signature
+        self._schema = schema       # None: an operator defined by name only (calls are not checked)
+        self._defined = schema is not None
+        self._autograd_kernel = False   # custom_op's and Autograd/CompositeImplicit bodies: torch's opcheck passes
+        self._overloads = {}        # overload name -> CustomOpDef (``Library.define("name.overload(...)")``)
         self._mutates = () if mutates_args == "unknown" else tuple(mutates_args)
         self._kernels = {}          # device type -> function
         self._fake = None
@@ -129,7 +142,7 @@ class CustomOpDef:
     def register_kernel(self, device_types, fn=None, /):
         """Mirrors ``CustomOpDef.register_kernel``: the body on ``device_types`` ('cpu',
         'cuda', a list of them, or None for every device); usable as a decorator."""
-        types = [device_types] if device_types is None or isinstance(device_types, str) else list(device_types)
+        types = _device_types(device_types)
 
         def put(f):
             for d in types:
@@ -186,8 +199,11 @@ class CustomOpDef:
         # inside a tracegrad.func transform the kernel stays differentiable by it (under
         # no_grad its result would be a constant of the transform: NOTE [grad mode inside
         # transforms] in func/_closure.py)
+        pos, kw = self._schema.split(args) if self._schema is not None else (args, {})
         with tracegrad.no_grad() if not _state.FUNC_LEVELS else contextlib.nullcontext():
-            out = self._kernel(args)(*args)
+            out = self._kernel(args)(*pos, **kw)
+        if self._schema is not None:
+            self._schema.check_result(self._qualname, out)
         ins = {id(t._st) for t in _tensors(list(args))}
         for t in _tensors(out):
             if id(t._st) in ins:
@@ -212,15 +228,48 @@ class CustomOpDef:
             return out
         return _map_tensors(out, lambda t: Tensor._make(jax.lax.stop_gradient(t._value)))
 
+    def __getattr__(self, name):
+        # ``ops.<ns>.<name>.<overload>``: the overloads Library.define declared
+        overloads = self.__dict__.get("_overloads")
+        if overloads and name in overloads:
+            return overloads[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (no attribute or overload of "
+                             f"{self.__dict__.get('_namespace')}::{self.__dict__.get('_name')} has that name)")
+
     def __call__(self, *args, **kwargs):
-        if kwargs or self._signature is not None:
-            sig = self._signature or inspect.signature(self._init_fn)
+        if self._overloads:
+            op, args = self._resolve(args, kwargs)
+            return op._call_bound(args)
+        return self._call_bound(self._bind(args, kwargs))
+
+    def _bind(self, args, kwargs):
+        """The call's arguments, one per parameter (NOTE [custom operator schemas] in
+        _schema.py); an operator without a schema binds them to its Python body's signature."""
+        if self._schema is not None:
+            return self._schema.bind(self._qualname, args, kwargs)
+        if kwargs:
             try:
-                bound = sig.bind(*args, **kwargs)
+                bound = inspect.signature(self._init_fn).bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"{self._qualname}: {e}") from None
             bound.apply_defaults()
-            args = tuple(bound.arguments.values())
+            return tuple(bound.arguments.values())
+        return args
+
+    def _resolve(self, args, kwargs):
+        """``(overload, bound arguments)``: the first overload (the default one first) whose
+        schema takes the call, as torch's resolution of an overload packet. RuntimeError naming
+        every schema's complaint when none does."""
+        errors = []
+        for op in ([self] if self._defined else []) + list(self._overloads.values()):
+            try:
+                return op, op._bind(args, kwargs)
+            except RuntimeError as e:
+                errors.append(str(e))
+        raise RuntimeError("Overloaded torch operator invoked from Python failed to match any schema:\n"
+                           + "\n\n".join(errors))
+
+    def _call_bound(self, args):
         if self._autocast and _autocast.active():
             on = [d for d in self._autocast if _autocast.dtype_for(d) is not None]
             if on:
@@ -255,17 +304,30 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None)
     """Mirrors ``torch.library.custom_op``: registers ``fn`` (annotated parameters and return)
     as the operator ``name`` ('namespace::op_name'); usable as a decorator. ``mutates_args``
     (required) names the arguments ``fn`` writes in place (or ``"unknown"``).
-    ``device_types`` restricts ``fn`` to those devices. Raises ValueError for a malformed name,
-    a missing annotation or an unknown mutated argument, and RuntimeError for a name already
-    registered."""
+    ``device_types`` restricts ``fn`` to those devices; ``schema`` (``"(Tensor x) -> Tensor"``)
+    replaces the one inferred from the annotations. Raises ValueError for a malformed name, a
+    missing or unsupported annotation or an unknown mutated argument, RuntimeError for a name
+    that is no identifier or a malformed schema. A name registered before is replaced, as
+    torch's ``custom_op`` replaces it. Calls are checked against the schema (NOTE [custom
+    operator schemas] in _schema.py)."""
     namespace, opname = _split(name)
+    _check_mutates(mutates_args)
+    _schema.check_name(opname)
+    if namespace == "prim":
+        raise ValueError(f"{namespace} is a reserved namespace. Please try creating a library with another name.")
 
     def register(f):
-        sig = _check_signature(f, mutates_args) if schema is None else None
-        if name in _OPS:
-            raise RuntimeError(f"custom_op: an operator named {name} is already registered; pick another name "
-                               "(operators live for the whole process, as in torch)")
-        op = CustomOpDef(namespace, opname, f, mutates_args, sig)
+        if schema is None:
+            if mutates_args != "unknown":
+                unknown = set(mutates_args) - set(inspect.signature(f).parameters)
+                if unknown:
+                    raise ValueError(f"custom_op: mutates_args names {sorted(unknown)}, which are not parameters "
+                                     f"of {f.__name__}")
+            sch = _schema.infer(f, mutates_args, opname)
+        else:
+            sch = _schema.parse(opname + schema)[1]
+        op = CustomOpDef(namespace, opname, f, mutates_args, sch)
+        op._autograd_kernel = True      # (torch registers one for every custom_op)
         if device_types is not None:
             op.register_kernel(device_types, f)
         _OPS[name] = op
@@ -273,17 +335,36 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None)
     return register if fn is None else register(fn)
 
 
-def _op(op):
+def infer_schema(prototype_function, /, *, mutates_args, op_name=None):
+    """Mirrors ``torch.library.infer_schema``: the schema string torch gives an operator with
+    ``prototype_function``'s annotations (``"(Tensor x, SymInt n=1) -> Tensor"``; prefixed with
+    ``op_name`` when given). ``mutates_args`` names the parameters written in place (or
+    ``"unknown"``: every tensor one). ValueError, as torch, for an annotation no schema type
+    has (NOTE [custom operator schemas] in _schema.py)."""
+    _check_mutates(mutates_args)
+    return _schema.infer(prototype_function, mutates_args, op_name or "").declaration(op_name or "")
+
+
+def _op(op, missing=RuntimeError):
+    """The operator ``op`` names (a CustomOpDef or its 'ns::name'). A name not registered is
+    ``missing`` raised (torch's class differs by API), or with ``missing=None`` an operator
+    without a body or schema yet, as torch lets a kernel be registered before the definition."""
     if isinstance(op, CustomOpDef):
         return op
-    found = _OPS.get(op) if isinstance(op, str) else None
-    if found is None:
+    if not isinstance(op, str):
         raise ValueError(f"torch.library: {op!r} is not a registered custom operator (define it with custom_op)")
+    found = _OPS.get(op)
+    if found is None:
+        ns, name = _split(op)
+        if missing is not None:
+            raise missing(f"operator {op} does not exist: define it first (custom_op or Library.define)")
+        found = _OPS[op] = CustomOpDef(ns, name, _undefined(op), "unknown")
     return found
 
 
 def register_fake(op, fn=None, /, *, lib=None, _stacklevel=1):
-    """Mirrors ``torch.library.register_fake(op_or_name, fn)`` (a decorator without ``fn``)."""
+    """Mirrors ``torch.library.register_fake(op_or_name, fn)`` (a decorator without ``fn``).
+    RuntimeError for a name no operator has."""
     return _op(op).register_fake(fn) if fn is not None else _op(op).register_fake()
 
 
@@ -291,8 +372,9 @@ register_abstract = register_fake
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
-    """Mirrors ``torch.library.register_autograd(op_or_name, backward, setup_context=...)``."""
-    _op(op).register_autograd(backward, setup_context=setup_context)
+    """Mirrors ``torch.library.register_autograd(op_or_name, backward, setup_context=...)``;
+    AttributeError, as torch's look-up of ``ops.<ns>.<name>``, for a name no operator has."""
+    _op(op, AttributeError).register_autograd(backward, setup_context=setup_context)
 
 
 def _check_autocast_device(device_type):
@@ -312,17 +394,29 @@ def register_autocast(op, device_type, cast_inputs, /, *, lib=None):
 
 
 def register_kernel(op, device_types, fn=None, /, *, lib=None):
-    """Mirrors ``torch.library.register_kernel(op_or_name, device_types, fn)``."""
-    return _op(op).register_kernel(device_types, fn)
+    """Mirrors ``torch.library.register_kernel(op_or_name, device_types, fn)``; a name not yet
+    defined gets the kernel ahead of its definition, as in torch."""
+    return _op(op, None).register_kernel(device_types, fn)
+
+
+class OpCheckError(Exception):
+    """Mirrors ``torch.testing._internal.optests.generate_tests.OpCheckError``: what ``opcheck``
+    raises for a failed test ("opcheck(op, ...): test_schema failed with ...")."""
 
 
 def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, atol=None, rtol=None):
     """Mirrors ``torch.library.opcheck``: runs the operator on ``args`` and checks what tracegrad
     can: the fake kernel (if registered) gives the real output's shapes and dtypes, the inputs
-    not named in ``mutates_args`` are unchanged, and a backward is registered when an input
-    requires grad. Returns torch's dict of test name -> 'SUCCESS' (or the exception, with
-    ``raise_exception=False``)."""
+    not named in ``mutates_args`` are unchanged, and an operator defined through ``Library``
+    whose outputs require grad has an autograd kernel (a ``custom_op`` always has one, as in
+    torch: it raises at backward without ``register_autograd``). Returns torch's dict of test
+    name -> 'SUCCESS'; a failed test raises OpCheckError (or is the exception in the dict, with
+    ``raise_exception=False``). ValueError for an unknown ``test_utils`` name."""
     op = _op(op)
+    names = (test_utils,) if isinstance(test_utils, str) else test_utils
+    if names is not None and not set(names) <= set(_OPCHECK_TESTS):
+        raise ValueError(f"opcheck(op, ..., test_utils={names}), expected test_utils to be subset of "
+                         f"{_OPCHECK_TESTS} but it was not")
     kwargs = kwargs or {}
     result = {}
 
@@ -332,29 +426,33 @@ def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, ato
             result[name] = "SUCCESS"
         except Exception as e:  # noqa: BLE001 -- reported as torch's opcheck does
             if raise_exception:
-                raise
+                raise OpCheckError(f"opcheck(op, ...): {name} failed with {e} (scroll up for stack trace)") from e
             result[name] = e
 
     def schema():
         before = [t.detach().clone() for t in _tensors(list(args))]
         with tracegrad.no_grad():
             op(*args, **kwargs)
-        names = list(op._signature.parameters) if op._signature is not None else []
+        names = [a.name for a in op._schema.args] if op._schema is not None else []
         positions = {i for i, n in enumerate(names) if n in op._mutates}
         k = 0
         for i, a in enumerate(args):
             for t in _tensors(a):
                 if i not in positions and not tracegrad.equal(t.detach(), before[k]):
-                    raise RuntimeError(f"opcheck: {op._qualname} changed its argument {i} in place, but "
-                                       "mutates_args does not name it")
+                    arg = names[i] if i < len(names) else str(i)
+                    raise RuntimeError(f"Argument {arg} is not defined as mutable but was mutated: {op._qualname} "
+                                       "writes it in place; name it in mutates_args")
                 k += 1
 
     def autograd():
+        if op._autograd_kernel:
+            return
         if any(t.requires_grad for t in _tensors(list(args))) and op._backward is None:
             out = op(*args, **kwargs)
             if any(t.requires_grad for t in _tensors(out)):
-                raise RuntimeError(f"opcheck: {op._qualname} takes inputs that require grad but has no autograd "
-                                   "formula: use register_autograd")
+                raise RuntimeError(f"{op._qualname}: at least one output of this operator has requires_grad=True but "
+                                   "the operator does not have an autograd kernel defined at an autograd key; "
+                                   "register one (Library.impl(..., 'Autograd') or register_autograd)")
 
     def fake():
         if op._fake is None:
@@ -363,18 +461,40 @@ def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, ato
             real, fake_out = op(*args, **kwargs), op._fake(*args, **kwargs)
         for r, f in zip(_tensors(real), _tensors(fake_out)):
             if tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype:
-                raise RuntimeError(f"opcheck: {op._qualname}'s fake kernel gives {tuple(f.shape)} {f.dtype}, the "
-                                   f"operator {tuple(r.shape)} {r.dtype}")
-    check("test_schema", schema)
-    check("test_autograd_registration", autograd)
-    check("test_faketensor", fake)
-    check("test_aot_dispatch_dynamic", lambda: None)
+                raise RuntimeError(f"When comparing the output of {op._qualname} on FakeTensor and concrete Tensors, "
+                                   f"found mismatched tensor metadata: the fake kernel gives {tuple(f.shape)} "
+                                   f"{f.dtype}, the operator {tuple(r.shape)} {r.dtype}")
+    chosen = names if names is not None else _OPCHECK_DEFAULT
+    for name, fn in (("test_schema", schema), ("test_autograd_registration", autograd), ("test_faketensor", fake),
+                     ("test_aot_dispatch_static", lambda: None), ("test_aot_dispatch_dynamic", lambda: None)):
+        if name in chosen:
+            check(name, fn)
     return result
 
+
+_OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_static",
+                  "test_aot_dispatch_dynamic")
+_OPCHECK_DEFAULT = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 # ---- the older Library API ------------------------------------------------------------------
 
 _KIND = ("DEF", "IMPL", "FRAGMENT")
+# torch's dispatch keys a Library.impl may name (torch parses the name; an unknown one is its
+# RuntimeError). tracegrad runs CPU/CUDA/Meta/Autograd/Composite bodies; the others are kept as
+# a body for every device.
+_DISPATCH_KEYS = {"CPU", "CUDA", "HIP", "XLA", "MPS", "XPU", "IPU", "HPU", "Lazy", "Meta", "MTIA", "PrivateUse1",
+                  "Autograd", "AutogradCPU", "AutogradCUDA", "AutogradXLA", "AutogradMPS", "AutogradXPU",
+                  "AutogradLazy", "AutogradMeta", "AutogradPrivateUse1", "AutogradOther",
+                  "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                  "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutogradNestedTensor",
+                  "AutocastCPU", "AutocastCUDA", "AutocastXPU", "AutocastMPS", "ADInplaceOrView", "BackendSelect",
+                  "Python", "PythonDispatcher", "PythonTLSSnapshot", "Functionalize", "FuncTorchBatched",
+                  "FuncTorchDynamicLayerFrontMode", "FuncTorchDynamicLayerBackMode", "Batched", "Tracer",
+                  "SparseCPU", "SparseCUDA", "SparseCsrCPU", "SparseCsrCUDA", "QuantizedCPU", "QuantizedCUDA",
+                  "NestedTensorCPU", "NestedTensorCUDA", "MkldnnCPU", "Undefined", "Dense", "Sparse"}
+_DEF_NAMESPACES: set = set()     # namespaces a live Library(kind="DEF") owns
+_DEFINED: dict = {}              # (qualname, overload) -> weak reference to the Library that defined it
+_KEEP_ALIVE: list = []           # the Libraries of the module-level define/impl (as torch keeps them)
 
 
 class Library:
@@ -382,35 +502,61 @@ class Library:
     an operator of the namespace, ``impl("name", fn, "CPU" | "CUDA" | "CompositeImplicitAutograd"
     | "CompositeExplicitAutograd" | "Autograd" | "Meta")`` gives its body (an "Autograd" or
     "CompositeImplicitAutograd" body records its own gradient; the others run with recording off).
-    ValueError for an unknown kind."""
+    ValueError for an unknown kind, TypeError for a namespace that is no str, RuntimeError for a
+    second live "DEF" library of one namespace. What a library defines lasts while it lives,
+    as torch's registrations."""
 
     def __init__(self, ns, kind, dispatch_key=""):
         if kind not in _KIND:
-            raise ValueError(f"Library: unsupported kind {kind!r}; use one of {_KIND}")
+            raise ValueError(f"Unsupported kind: {kind}; use one of {_KIND}")
+        if not isinstance(ns, str):
+            raise TypeError(f"Library(): argument 'ns' must be str, not {type(ns).__name__}")
+        if kind == "DEF":
+            if ns in _DEF_NAMESPACES:
+                raise RuntimeError(f"Only a single TORCH_LIBRARY can be used to register the namespace {ns}; please "
+                                   "put all of your definitions in a single TORCH_LIBRARY block (or use kind "
+                                   "'FRAGMENT' for the later ones)")
+            _DEF_NAMESPACES.add(ns)
+            weakref.finalize(self, _DEF_NAMESPACES.discard, ns)
         self.ns, self.kind, self.dispatch_key = ns, kind, dispatch_key
 
     def define(self, schema, alias_analysis="", *, tags=()):
         """Declares the operator ``schema`` names ('name(args) -> ret' or 'name.overload(...)');
-        returns its name."""
-        name = schema.split("(", 1)[0].strip().split(".", 1)[0]
-        qual = f"{self.ns}::{name}"
-        if qual not in _OPS:
-            _OPS[qual] = CustomOpDef(self.ns, name, _undefined(qual), "unknown")
-        return name
+        returns its name. RuntimeError, as torch's, for a malformed schema, another namespace
+        or an operator (and overload) already defined. Calls of an operator with one overload
+        are checked against its schema (NOTE [custom operator schemas] in _schema.py)."""
+        ns, sch = _schema.parse(schema)
+        if ns is not None and ns != self.ns:
+            raise RuntimeError(f"Explicitly provided namespace ({ns}) in schema string does not match namespace of "
+                               f"enclosing TORCH_LIBRARY_FRAGMENT block ({self.ns}); define it in a Library of "
+                               f"namespace {ns}")
+        qual = f"{self.ns}::{sch.name}"
+        owner = _DEFINED.get((qual, sch.overload))
+        if owner is not None and owner() is not None:
+            raise RuntimeError(f"Tried to register an operator ({sch.declaration(qual)}) with the same name and "
+                               "overload name multiple times. Each overload's schema should only be registered "
+                               "with a single call to def()")
+        _DEFINED[(qual, sch.overload)] = weakref.ref(self)
+        op = _entry(self.ns, sch.name, sch.overload)
+        op._schema, op._defined = sch, True
+        return sch.name if ns is None else f"{ns}::{sch.name}"
 
     def impl(self, op_name, fn, dispatch_key="", *, with_keyset=False):
-        """Gives operator ``op_name`` (of this namespace) its body for ``dispatch_key``."""
+        """Gives operator ``op_name`` (of this namespace) its body for ``dispatch_key``; an
+        operator not yet defined gets it ahead of its definition, as in torch. RuntimeError for
+        a dispatch key torch does not know (they are CamelCase: "CPU", "CUDA", "Meta"...)."""
         name = op_name if isinstance(op_name, str) else op_name.__name__
-        name = name.split("::")[-1].split(".", 1)[0]
-        qual = f"{self.ns}::{name}"
-        op = _OPS.get(qual)
-        if op is None:
-            raise RuntimeError(f"Library.impl: operator {qual} is not defined; call define() first")
+        name, _, overload = name.split("::")[-1].partition(".")
+        overload = "" if overload == "default" else overload
         key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
+        if key not in _DISPATCH_KEYS:
+            raise RuntimeError(f"could not parse dispatch key: {key}; name one such as 'CPU', 'CUDA', 'Meta' or "
+                               "'CompositeExplicitAutograd'")
+        op = _entry(self.ns, name, overload)
         if key == "Meta":
             op.register_fake(fn)
         elif key in ("CompositeImplicitAutograd", "Autograd", "AutogradCPU", "AutogradCUDA"):
-            _OPS[qual] = _Implicit(op, fn)
+            _put(self.ns, name, overload, _Implicit(op, fn))
         elif key in ("CPU", "CUDA"):
             op.register_kernel(key.lower(), fn)
         else:
@@ -425,11 +571,37 @@ class _Implicit(CustomOpDef):
     Autograd kernels): called as is, with recording on."""
 
     def __init__(self, op, fn):
-        super().__init__(op._namespace, op._name, fn, "unknown")
-        self._fake = op._fake
+        super().__init__(op._namespace, op._name, fn, "unknown", op._schema)
+        self._fake, self._defined, self._autograd_kernel = op._fake, op._defined, True
 
-    def __call__(self, *args, **kwargs):
-        return self._init_fn(*args, **kwargs)
+    def _call_bound(self, args):
+        pos, kw = self._schema.split(args) if self._schema is not None else (args, {})
+        return self._init_fn(*pos, **kw)
+
+
+def _entry(ns, name, overload):
+    """The operator ``ns::name`` (``overload`` "" for the default one, else that overload of
+    it), made -- without a body or schema yet -- when nothing defined it."""
+    qual = f"{ns}::{name}"
+    packet = _OPS.get(qual)
+    if packet is None:
+        packet = _OPS[qual] = CustomOpDef(ns, name, _undefined(qual), "unknown")
+    if not overload:
+        return packet
+    op = packet._overloads.get(overload)
+    if op is None:
+        op = packet._overloads[overload] = CustomOpDef(ns, name, _undefined(f"{qual}.{overload}"), "unknown")
+    return op
+
+
+def _put(ns, name, overload, op):
+    """Makes ``op`` the operator ``_entry`` names (the default one keeps the overloads)."""
+    qual = f"{ns}::{name}"
+    if overload:
+        _OPS[qual]._overloads[overload] = op
+    else:
+        op._overloads = _OPS[qual]._overloads
+        _OPS[qual] = op
 
 
 def _undefined(qual):
@@ -440,9 +612,15 @@ def _undefined(qual):
 
 
 def define(qualname, schema, *, lib=None, tags=()):
-    """Mirrors ``torch.library.define("ns::name", "(Tensor x) -> Tensor")``."""
+    """Mirrors ``torch.library.define("ns::name", "(Tensor x) -> Tensor")``: ValueError for a
+    schema that does not start with its arguments."""
     ns, name = _split(qualname)
-    Library(ns, "FRAGMENT").define(name + schema)
+    if not isinstance(schema, str) or not schema.startswith("("):
+        raise ValueError(f'define(qualname, schema, ...): expected schema to look like e.g. "(Tensor x) -> Tensor" '
+                         f'but got "{schema}"')
+    lib = Library(ns, "FRAGMENT")
+    lib.define(name + schema)
+    _KEEP_ALIVE.append(lib)
 
 
 def impl(qualname, types, func=None, *, lib=None):
@@ -453,7 +631,9 @@ def impl(qualname, types, func=None, *, lib=None):
 
     def put(f):
         for k in keys:
-            Library(ns, "FRAGMENT").impl(name, f, {"cpu": "CPU", "cuda": "CUDA", "default": "CompositeExplicitAutograd"}
+            lib = Library(ns, "FRAGMENT")
+            _KEEP_ALIVE.append(lib)
+            lib.impl(name, f, {"cpu": "CPU", "cuda": "CUDA", "default": "CompositeExplicitAutograd"}
                                          .get(k, k))
         return f
     return put if func is None else put(func)
@@ -490,7 +670,7 @@ class _Aten:
             fn = getattr(tracegrad.nn.grad, name)
         if fn is None and name == "unfold_backward":
             # ATen's unfold gradient, also only under ops.aten
-            from ._api.strided import unfold_backward as fn
+            from .._api.strided import unfold_backward as fn
         if fn is None and not name.startswith("_"):
             # ATen operators torch has only as Tensor methods (view, expand, ...): the method,
             # called with self first as the aten schema takes it
