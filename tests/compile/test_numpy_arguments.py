@@ -374,3 +374,19 @@ def test_a_function_that_raises_raises_as_eagerly():
     for k in range(3, 6):      # new arrays of the shape that does not raise: still inputs
         np.testing.assert_array_equal(f(np.full(2, float(k))).numpy(), np.full(2, float(k)))
     assert f.stats["traces"] == traces, f.stats
+
+
+def test_asarray_copy_is_a_copy_the_function_may_write():
+    def fn(x):
+        t = tracegrad.asarray(x, copy=True)
+        t.mul_(3)          # a copy eagerly: no write reaches the caller's array, no break
+        return t
+
+    rng = np.random.default_rng(16)
+    arrays = [(rng.standard_normal(3),) for _ in range(4)]
+    originals = [a.copy() for a, in arrays]
+    pairs, stats = _calls(fn, arrays)
+    _close(pairs)
+    for (a,), o in zip(arrays, originals):
+        np.testing.assert_array_equal(a, o)
+    assert stats["traces"] == 1 and not stats["graph_breaks"], stats

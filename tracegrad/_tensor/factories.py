@@ -355,7 +355,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
             t = t.to(device)
         if copy:
             t = t.clone()
-    elif copy and type(obj) is np.ndarray:
+    elif copy and isinstance(obj, np.ndarray):     # (a compiled function's NumPy stand-in too)
         t = tensor(obj, dtype=dtype, device=device)
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
