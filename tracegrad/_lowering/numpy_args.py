@@ -46,6 +46,7 @@ import types
 import numpy as np
 
 from .._ops import dtypes as _dt
+from .capture import GraphBreak
 
 
 class NumpyValuesRead(Exception):
@@ -103,8 +104,14 @@ class NumpyStandIn:
     def __class__(self):
         return np.ndarray
 
-    shape, dtype, ndim, size, itemsize, nbytes, strides, flags = map(
-        _metadata, ("shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides", "flags"))
+    shape, dtype, ndim, size, itemsize, nbytes, strides = map(
+        _metadata, ("shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides"))
+
+    @property
+    def flags(self):
+        # the caller's flags object would let ``x.flags.writeable = False`` change the caller's
+        # array while tracing only (NOTE [writes into numpy arguments]): reads only
+        return _Flags(self)
 
     def __len__(self):
         return len(self._real)
@@ -114,25 +121,87 @@ class NumpyStandIn:
         self.read = True
         raise NumpyValuesRead((self.position,), what)
 
+    def written(self, what):
+        """The function writes into the caller's array (``what``): a graph break (NOTE [writes
+        into numpy arguments]); recorded by ``GraphBreak``, so a user ``except`` cannot hide it."""
+        raise GraphBreak(f"the function writes into its NumPy array argument ({what}): a program would not "
+                         "repeat the write on later calls (write into a copy, x = x.copy(), or do it outside "
+                         "the compiled function)")
+
     def __getattr__(self, name):
         if not hasattr(self._real, name):       # what the array lacks, the stand-in lacks too
             raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")
+        if name in _WRITING_METHODS:
+            self.written(f"x.{name}()")
         self.values_read(name)
 
     def __array__(self, *args, **kwargs):
         self.values_read()
 
-    def __array_ufunc__(self, *args, **kwargs):
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if any(o is self for o in kwargs.get("out", ()) or ()):
+            self.written(f"numpy.{getattr(ufunc, '__name__', ufunc)}(..., out=x)")
         self.values_read()
 
-    def __array_function__(self, *args, **kwargs):
+    def __array_function__(self, func, types, args, kwargs):
+        name = getattr(func, "__name__", "")
+        if (name in _WRITING_FUNCTIONS and args and args[0] is self) or kwargs.get("out") is self:
+            self.written(f"numpy.{name}(x, ...)" if name in _WRITING_FUNCTIONS else f"numpy.{name}(..., out=x)")
         self.values_read()
 
     def __setattr__(self, name, value):
         if name in NumpyStandIn.__slots__:
             object.__setattr__(self, name, value)
         else:
-            self.values_read(name)
+            self.written(f"x.{name} = ...")
+
+    def __setitem__(self, key, value):
+        self.written("x[...] = ...")
+
+    def __delitem__(self, key):
+        self.written("del x[...]")
+
+
+# NOTE [writes into numpy arguments]: a function that writes into its ndarray argument (``x[m] =
+# 0``, ``x -= x0``, ``np.clip(x, 0, 1, out=x)``, ``x.sort()``, ``x.flags.writeable = False``) writes
+# into the caller's array on every eager call. Read by value instead (the stand-in's answer to
+# everything it does not pass on), the call was traced again with the caller's arrays themselves:
+# the write happened while tracing, into that call's array only, and a later call whose array held
+# the same bytes ran the program without it (a side effect that happened once). The stand-in
+# says a graph break for a write it sees, so such calls run eagerly. A write after a read
+# (``x[0][1] = 5`` indexes first) is not seen here: the array is then traced as itself.
+_WRITING_METHODS = frozenset("fill sort partition put resize setfield setflags itemset".split())
+_WRITING_FUNCTIONS = frozenset("copyto put place putmask fill_diagonal put_along_axis".split())
+
+
+class _Flags:
+    """A stand-in's ``flags``: the caller's array's, for reading (NOTE [writes into numpy
+    arguments])."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of):
+        object.__setattr__(self, "_of", of)
+
+    def __getattr__(self, name):
+        return getattr(self._of._real.flags, name)
+
+    def __getitem__(self, key):
+        return self._of._real.flags[key]
+
+    def __setattr__(self, name, value):
+        self._of.written(f"x.flags.{name} = ...")
+
+    def __setitem__(self, key, value):
+        self._of.written(f"x.flags[{key!r}] = ...")
+
+    def __eq__(self, other):
+        return self._of._real.flags == (other._of._real.flags if isinstance(other, _Flags) else other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(self._of._real.flags)
 
 
 def _reads(name):
@@ -144,13 +213,27 @@ def _reads(name):
 
 # every other way Python reaches an array's values (operators, conversions, item access,
 # iteration, printing, copying, pickling): a read
-for _name in ("add radd iadd sub rsub isub mul rmul imul truediv rtruediv itruediv floordiv rfloordiv ifloordiv "
-              "mod rmod imod pow rpow ipow matmul rmatmul imatmul lshift rlshift ilshift rshift rrshift irshift "
-              "and rand iand or ror ior xor rxor ixor divmod rdivmod neg pos abs invert eq ne lt le gt ge "
-              "bool int float complex index round trunc floor ceil getitem setitem delitem iter reversed contains "
+for _name in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv "
+              "mod rmod pow rpow matmul rmatmul lshift rlshift rshift rrshift "
+              "and rand or ror xor rxor divmod rdivmod neg pos abs invert eq ne lt le gt ge "
+              "bool int float complex index round trunc floor ceil getitem iter reversed contains "
               "repr str format bytes copy deepcopy reduce reduce_ex buffer dlpack dlpack_device").split():
     setattr(NumpyStandIn, f"__{_name}__", _reads(f"__{_name}__"))
-del _name
+
+
+def _writes(name):
+    def write(self, other):
+        self.written(f"x {name}= ...")
+    write.__name__ = f"__i{name}__"
+    return write
+
+
+# ``x += 1`` writes into the caller's array (NOTE [writes into numpy arguments])
+for _name, _op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"), ("mod", "%"),
+                   ("pow", "**"), ("matmul", "@"), ("lshift", "<<"), ("rshift", ">>"), ("and", "&"), ("or", "|"),
+                   ("xor", "^")):
+    setattr(NumpyStandIn, f"__i{_name}__", _writes(_op))
+del _name, _op
 
 
 def unconverted(stand_ins) -> list:
