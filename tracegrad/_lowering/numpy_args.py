@@ -139,19 +139,26 @@ class NumpyStandIn:
         self.values_read()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if any(o is self for o in kwargs.get("out", ()) or ()):
-            self.written(f"numpy.{getattr(ufunc, '__name__', ufunc)}(..., out=x)")
+        name = getattr(ufunc, "__name__", ufunc)
+        if _is_out(self, kwargs.get("out")):
+            self.written(f"numpy.{name}(..., out=x)")
+        if method == "at" and inputs and inputs[0] is self:     # ``np.add.at(x, idx, 1)``
+            self.written(f"numpy.{name}.at(x, ...)")
         self.values_read()
 
     def __array_function__(self, func, types, args, kwargs):
         name = getattr(func, "__name__", "")
-        if (name in _WRITING_FUNCTIONS and args and args[0] is self) or kwargs.get("out") is self:
+        if (name in _WRITING_FUNCTIONS and args and args[0] is self) or _is_out(self, kwargs.get("out")):
             self.written(f"numpy.{name}(x, ...)" if name in _WRITING_FUNCTIONS else f"numpy.{name}(..., out=x)")
         self.values_read()
 
     def __setattr__(self, name, value):
         if name in NumpyStandIn.__slots__:
             object.__setattr__(self, name, value)
+        elif not hasattr(self._real, name):
+            # numpy's own AttributeError, as eagerly (an ndarray takes no new attributes): the
+            # array is left as it is
+            setattr(self._real, name, value)
         else:
             self.written(f"x.{name} = ...")
 
@@ -159,7 +166,7 @@ class NumpyStandIn:
         self.written("x[...] = ...")
 
     def __delitem__(self, key):
-        self.written("del x[...]")
+        del self._real[key]      # numpy's ValueError, as eagerly: an array's elements cannot be deleted
 
 
 # NOTE [writes into numpy arguments]: a function that writes into its ndarray argument (``x[m] =
@@ -172,6 +179,11 @@ class NumpyStandIn:
 # (``x[0][1] = 5`` indexes first) is not seen here: the array is then traced as itself.
 _WRITING_METHODS = frozenset("fill sort partition put resize setfield setflags itemset".split())
 _WRITING_FUNCTIONS = frozenset("copyto put place putmask fill_diagonal put_along_axis".split())
+
+
+def _is_out(stand_in, out) -> bool:
+    """Whether a NumPy call's ``out`` (an array or a tuple of them) is ``stand_in``."""
+    return out is stand_in or (type(out) is tuple and any(o is stand_in for o in out))
 
 
 class _Flags:
