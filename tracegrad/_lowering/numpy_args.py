@@ -13,14 +13,16 @@ The trace cannot know in advance what the function does with the array, so it pa
 stand-in (``NumpyStandIn``) that answers the array's metadata (shape, dtype, strides, flags,
 ``len``, ``isinstance(x, np.ndarray)``) and hands its traced value to tracegrad's conversions
 (``Capture.numpy_inputs``, read by the factories). Anything else -- numpy reading its values
-(``np.mean(x)``, ``x * 2``, ``np.asarray(x)``), indexing, iteration, ``x.tolist()``, a write
-into it, a copy, the stand-in kept past the call (stored, returned) -- may put the values
+(``np.mean(x)``, ``x * 2``, ``np.asarray(x)``), indexing, iteration, ``x.tolist()``, a copy,
+the stand-in kept past the call (stored, returned) -- may put the values
 into Python or into the program as constants. The stand-in then records the read and raises
 ``NumpyValuesRead``; recorded, so a user ``except`` around it cannot hide it. So does a
 stand-in no conversion took (``unconverted``): unused, or used where it cannot see, as in
 ``type(x) is np.ndarray``, False for a stand-in -- the one question it cannot answer as the
 array would; a function whose own code calls ``type`` gets the arrays themselves from the
-start (``asks_type``; a helper it calls is not looked into). A trace that raises with
+start (``asks_type``: a module's ``forward``, a callable's ``__call__``, a partial's function
+too; a helper it calls is not looked into). A write into the array is a graph break (NOTE
+[writes into numpy arguments]). A trace that raises with
 stand-ins about (``memoryview(x)`` and C functions refuse one) is tried again with the arrays
 too: whether the call raises is then the function's own answer (where it does, new arrays
 stay inputs). The compiled
@@ -41,6 +43,7 @@ runs (``aliased_args``).
 from __future__ import annotations
 
 import dis
+import functools
 import types
 
 import numpy as np
@@ -260,8 +263,32 @@ def asks_type(fn) -> bool:
     """Whether ``fn``'s own code (its nested functions' and comprehensions' included) calls the
     builtin ``type``: ``type(x) is np.ndarray`` would be False for a stand-in (NOTE [numpy
     arguments]), so its NumPy arguments are traced as the arrays themselves."""
+    return any(_loads_global(code, "type") for code in _own_codes(fn))
+
+
+def _own_codes(fn, depth=0) -> list:
+    """The code objects of the user's own code that calling ``fn`` runs first: a function's or
+    bound method's; a ``functools.partial``'s function's; for a callable object (``compile(model)``
+    gets the module itself), its class's ``forward`` and ``__call__`` where the user wrote them
+    (tracegrad's own ``Module.__call__`` only dispatches to ``forward``)."""
+    if depth > 4:
+        return []
+    inner = getattr(fn, "func", None)          # functools.partial
+    if isinstance(fn, functools.partial) and inner is not None:
+        return _own_codes(inner, depth + 1)
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    return code is not None and _loads_global(code, "type")
+    if isinstance(code, types.CodeType):
+        return [code]
+    wrapped = getattr(fn, "module", None)
+    if wrapped is not None and type(fn).__module__.startswith("tracegrad."):
+        # nn's ``_BoundCall`` (what ``compile(module)`` runs; nn sits above this layer): the module
+        return _own_codes(wrapped, depth + 1)
+    codes = []
+    for name in ("forward", "__call__"):
+        m = getattr(type(fn), name, None)
+        if isinstance(m, types.FunctionType) and not m.__module__.startswith("tracegrad."):
+            codes.append(m.__code__)
+    return codes
 
 
 def _loads_global(code, name) -> bool:
