@@ -231,6 +231,50 @@ def test_zero_stride_and_byteswapped_arrays():
             g(a.astype(">f4"))
 
 
+_LAYOUTS = {
+    "fortran": lambda a: np.asfortranarray(a),
+    "transposed": lambda a: a.T.copy().T,
+    "fortran_with_gaps": lambda a: np.asfortranarray(np.concatenate([a, a]))[::2],
+}
+
+
+@pytest.mark.parametrize("layout", sorted(_LAYOUTS))
+@pytest.mark.parametrize("convert", ["from_numpy", "as_tensor", "tensor"])
+def test_layout_of_a_tensor_made_from_a_strided_array(layout, convert):
+    # eagerly (as torch) a column-major batch (pandas' df.values) gives a column-major tensor:
+    # its strides, contiguity and view(-1)'s error are the same in the program
+    def fn(x):
+        t = getattr(tg, convert)(x)
+        return t.stride(), t.is_contiguous(), t.sum(0)
+
+    def views(x):
+        return getattr(tg, convert)(x).view(-1)
+
+    arrays = [_LAYOUTS[layout](a) for a in _arrays(seed=19)]
+    if layout != "fortran_with_gaps" or convert == "tensor":    # torch shares a strided buffer
+        ref = getattr(torch, convert)(arrays[0])
+        assert fn(arrays[0])[:2] == (ref.stride(), ref.is_contiguous())
+    _same_arrays(fn, arrays)
+    f = tg.compile(views)
+    for a in arrays:
+        try:
+            e = views(a)
+        except RuntimeError:
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                f(a)
+        else:
+            _same(e, f(a))
+
+
+def test_layout_of_an_array_traced_as_a_constant():
+    # read by value (x.sum()): the array is traced as itself, laid out as eagerly too
+    def fn(x):
+        t = tg.tensor(x)
+        return t.stride(), t.is_contiguous(), t * float(x.sum())
+
+    _same_arrays(fn, [np.asfortranarray(a) for a in _arrays(seed=20)])
+
+
 # --- containers ----------------------------------------------------------------------------------
 
 @dataclasses.dataclass

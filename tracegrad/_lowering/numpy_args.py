@@ -31,8 +31,10 @@ function marks those argument positions as read by value from then on (``classif
 bytes, as before. Only writable arrays of a dtype tensors have, with strides ``from_numpy``
 takes, are taken in (a read-only one gets a warning, the others an error); a strided one (a
 Fortran-ordered array from pandas, a column slice) is keyed by its strides too, as Python may
-read them, and its tensor in the program is row-major as any tensor a trace makes from an
-array (eagerly it gets torch's layout).
+read them, and its tensor in the program gets eager's layout (``factories._from_stand_in``):
+a Fortran-ordered batch is a column-major tensor, whose ``stride()``, ``is_contiguous()`` and
+``view(-1)`` (an error) were the row-major ones in a program before. So does an array traced
+as itself (a constant).
 
 A tensor made from the stand-in by ``from_numpy``/``as_tensor`` shares the caller's array
 eagerly; in the program it is a copy of the input, so writing it in place is a graph break
