@@ -668,3 +668,51 @@ def test_strides_of_size_one_dims_are_keyed():
 def test_owndata_decisions_are_keyed():
     base = np.arange(8, dtype=np.float32)
     _same_arrays(lambda x: tg.from_numpy(x) * (1 if x.flags.owndata else 2), [base[:4].copy()] * 2 + [base[4:]])
+
+
+class _Keeps(tg.nn.Module):
+    def forward(self, x):
+        self.last = tg.from_numpy(x)
+        return self.last * 2
+
+
+@pytest.mark.xfail(strict=True, reason="a from_numpy(x) tensor stored on a module is a copy of the program's input: "
+                                       "eagerly it shares the caller's array, so a later write to the array is "
+                                       "seen through it; compiled it is not (no graph break)")
+def test_stored_from_numpy_tensor_shares_the_callers_array():
+    m = _Keeps()
+    cm = tg.compile(m)
+    a = np.zeros(3)
+    for _ in range(3):
+        cm(a)
+    a[0] = 5
+    assert float(m.last[0]) == 5.0
+
+
+def _train_or_eval(x, y, train):
+    out = tg.from_numpy(x) * 2
+    if train:
+        out = out + tg.from_numpy(y)
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="(1) trace_region raises NumpyValuesRead for an unconverted stand-in inside "
+                                       "its `try`, whose `except Exception` turns it into 'tracing raised' for "
+                                       "every stand-in: the converted x is baked too (NumpyValuesRead should pass "
+                                       "that except as GraphBreak/Retrace do); (2) even then the unused y is keyed "
+                                       "by its bytes, so each new batch traces again")
+def test_an_unused_array_does_not_retrace_every_batch():
+    rng = _rng(21)
+    f = _calls(lambda x, y: _train_or_eval(x, y, False), [(rng.standard_normal(3), rng.standard_normal(3))
+                                                          for _ in range(5)])
+    assert f.stats["traces"] == 1, (f.stats, f._numpy_baked)
+
+
+@pytest.mark.xfail(strict=True, reason="positions read by value are baked per compiled function, for every key: "
+                                       "labels unused by eval calls (train=False) stay constants in the train "
+                                       "calls too, so each new training batch traces again")
+def test_an_array_unused_on_some_calls_stays_an_input_on_others():
+    rng = _rng(22)
+    argsets = [(rng.standard_normal(3), rng.standard_normal(3), k >= 2) for k in range(7)]
+    f = _calls(_train_or_eval, argsets)
+    assert f.stats["traces"] <= 2, f.stats
