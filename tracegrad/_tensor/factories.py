@@ -188,8 +188,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return tensor_on_storage(data, dtype, requires_grad)
     array = _numpy_input(data)
     if array is not None:
-        d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
-        return _finish(jnp.asarray(array, d.np), d, device, requires_grad)
+        return _from_stand_in(data, array, dtype, device, requires_grad)
     if isinstance(data, Tensor):
         warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
              "or sourceTensor.detach().clone().requires_grad_(True), rather than "
@@ -198,8 +197,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     t = _finish(arr, d, device, requires_grad)
     if _state.CAPTURE[0] is not None and not isinstance(data, Tensor):
         _state.CAPTURE[0].constants.made(t, data, dtype)   # NOTE [constants in a trace]
-    if type(data) is np.ndarray and _state.CAPTURE[0] is None and not t._chain:
-        order = _numpy_order(data)     # torch's copy keeps the array's dim order
+    if type(data) is np.ndarray and not t._chain:
+        order = _numpy_order(data)     # torch's copy keeps the array's dim order (in a trace too)
         if order is not None:
             _mf.lay_out(t, order)
     return t
@@ -213,8 +212,10 @@ def as_tensor(data, dtype=None, device=None):
         if (dtype is None or _dt.to_dtype(dtype) is data.dtype) and device is None:
             return data
         return data.to(dtype=dtype, device=device)
-    if _numpy_input(data) is not None:
-        return _shared_numpy_input(tensor(data, dtype=dtype, device=device), _can_share(data, dtype, device))
+    array = _numpy_input(data)
+    if array is not None:
+        shares = _can_share(data, dtype, device)
+        return _shared_numpy_input(_from_stand_in(data, array, dtype, device, False, dense_only=shares), shares)
     if type(data) is np.ndarray and _can_share(data, dtype, device):
         return from_numpy(data)
     if type(data) is np.ndarray and not data.flags.writeable:
@@ -254,8 +255,9 @@ def from_numpy(ndarray, /):
     array, but later writes to the array are not seen. A read-only array is copied (with torch's
     warning), and so is any array inside a compiled region or off the CPU backend.
     TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
-    if _numpy_input(ndarray) is not None:
-        return _shared_numpy_input(tensor(ndarray), True)
+    array = _numpy_input(ndarray)
+    if array is not None:
+        return _shared_numpy_input(_from_stand_in(ndarray, array, None, None, False, dense_only=True), True)
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy(): expected an ndarray (got {type(ndarray).__name__}); pass an array, or use "
                         f"tensor() for other data")
@@ -278,10 +280,11 @@ def from_numpy(ndarray, /):
                 t._st = st
                 return t
     t = Tensor._make(to_device(np.array(ndarray)))      # a copy the user cannot write
-    if _state.CAPTURE[0] is None:
-        order = _numpy_order(ndarray, dense_only=True)
-        if order is not None:
-            _mf.lay_out(t, order)
+    # laid out as eager's tensor in a trace too (an array argument traced as itself: its
+    # ``stride()`` and ``view`` as eagerly, NOTE [numpy arguments])
+    order = _numpy_order(ndarray, dense_only=True)
+    if order is not None:
+        _mf.lay_out(t, order)
     if ndarray.flags.writeable and _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].numpy_copy(t._st)        # a write to it is a graph break
     return t
@@ -301,6 +304,22 @@ def _shared_numpy_input(t, shares):
     if shares:
         _state.CAPTURE[0].numpy_copy(t._st)
     return t
+
+
+@with_x64
+def _from_stand_in(stand_in, array, dtype, device, requires_grad, dense_only=False):
+    """The tensor a conversion makes from a NumPy argument's stand-in (traced value ``array``),
+    with the layout eager's tensor gets from the caller's array (``_numpy_order``;
+    ``dense_only`` where eagerly it shares the array): a Fortran-ordered batch (pandas'
+    ``df.values``) is a column-major tensor eagerly, whose ``stride()``, ``is_contiguous()``
+    and ``view(-1)`` (an error) the trace must answer as eagerly. The stand-in answers the
+    array's shape and strides, which key the program (NOTE [numpy arguments])."""
+    d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(stand_in.dtype)
+    t = _finish(jnp.asarray(array, d.np), d, device, requires_grad)
+    if t._chain or type(t._st.array) is _Abstract:
+        return t
+    order = _numpy_order(stand_in, dense_only)
+    return t if order is None else _mf.lay_out(t, order)
 
 
 def _numpy_order(host, dense_only=False):
