@@ -178,7 +178,9 @@ class CompiledFunction:
         self._dead = 0              # ... of them, those dead for good (NOTE [dead programs])
         self._containers = frozenset()   # NOTE [data container arguments] (_lowering/call_tree.py)
         self._containers_refused = False
-        self._numpy_baked = frozenset()  # NOTE [numpy arguments] (_lowering/numpy_args.py)
+        # NOTE [numpy arguments] (_lowering/numpy_args.py): the positions of NumPy arguments read
+        # by value, per call context (``_numpy_context``)
+        self._numpy_baked = {}
         self._instances_run = weakref.WeakSet()   # NOTE [module arguments]: run eagerly once each
         self._warned = False
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
@@ -571,7 +573,7 @@ class CompiledFunction:
                 self._drop_orphans(others)
         plan = plan or self._plan_of_other_sizes(key) or Plan()
         plan.containers = self._containers
-        plan.numpy_baked = self._numpy_baked
+        plan.numpy_baked = self._numpy_baked.get(_numpy_context(treedef, leaves), frozenset())
         plan.defer_items = True      # NOTE [deferred item] (fullgraph too: torch 2.13 returns the number)
         for _ in range(6):
             try:
@@ -580,7 +582,8 @@ class CompiledFunction:
             except Retrace:
                 continue
             except NumpyValuesRead as e:      # NOTE [numpy arguments]: baked from now on
-                self._numpy_baked |= e.positions
+                context = _numpy_context(treedef, leaves)
+                self._numpy_baked[context] = self._numpy_baked.get(context, frozenset()) | e.positions
                 self.stats["calls"] -= 1       # the same call, under its key with the arrays' values
                 if not e.raised:
                     return self(*args, **kwargs)
@@ -588,7 +591,7 @@ class CompiledFunction:
                     return self(*args, **kwargs)
                 except BaseException:
                     # raised with the arrays too: the function's own error, not the stand-ins'
-                    self._numpy_baked -= e.positions
+                    self._numpy_baked[context] -= e.positions
                     raise
             except ValueCheckFailed as e:      # the program is good; this call's values are not
                 region, result, reason = e.region, ValueCheckFailed, e.reason
@@ -741,6 +744,7 @@ class CompiledFunction:
         self._always_tokens = _Broke()
         self._broke.clear()
         self._programs = self._sized = self._dead = 0
+        self._numpy_baked.clear()
         self._instances_run = weakref.WeakSet()
         self._containers, self._containers_refused = frozenset(), False
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
@@ -785,17 +789,28 @@ def _misuse(error):
     return error
 
 
-def _signature(args, kwargs, containers=frozenset(), numpy_baked=frozenset()):
+def _signature(args, kwargs, containers=frozenset(), numpy_baked=None):
     """(leaves, treedef, kinds, cache key) of one call's arguments; ``containers``: the classes
     whose instances are flattened (NOTE [data container arguments] in _lowering/call_tree.py);
-    ``numpy_baked``: the positions of NumPy arguments read by value (NOTE [numpy arguments] in
-    _lowering/numpy_args.py)."""
+    ``numpy_baked``: call context -> the positions of NumPy arguments read by value there (NOTE
+    [numpy arguments] in _lowering/numpy_args.py)."""
     if not kwargs and all(isinstance(a, Tensor) and type(a) is not SparseCooTensor for a in args):
         leaves, treedef = args, len(args)          # the common case, without tree_flatten
     else:
         leaves, treedef = flatten((args, kwargs), containers)   # a sparse argument: its indices, values
-    kinds = classify_args(leaves, numpy_baked)
+    kinds = classify_args(leaves, numpy_baked.get(_numpy_context(treedef, leaves), ()) if numpy_baked else ())
     return leaves, treedef, kinds, _key(leaves, treedef, kinds)
+
+
+_CONTEXT_VALUES = (bool, str, type(None))
+
+
+def _numpy_context(treedef, leaves):
+    """What decides which NumPy arguments a call reads by value (NOTE [numpy arguments]): the
+    arguments' structure and their flags and names (``train=False`` calls may leave the labels
+    unused, where ``train=True`` calls convert them). Numbers are left out: each value is a
+    program of its own already."""
+    return treedef, tuple(a for a in leaves if type(a) in _CONTEXT_VALUES)
 
 
 _ARRAY_INPUT = "ndarray input"     # a key part's tag: a NumPy argument taken in as an input

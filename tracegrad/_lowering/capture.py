@@ -587,10 +587,18 @@ class Capture:
         st.array = _written(old, new)
         st.gen += 1         # views cached the value without the derivative
 
-    def numpy_copy(self, st):
+    def numpy_copy(self, st, argument=False):
         """``st`` was made inside the trace by ``from_numpy``/``as_tensor`` over a writable
-        ndarray: a copy here (NOTE [numpy bridge]), so a write to it is a graph break."""
-        self.numpy_copies[st] = None
+        ndarray (``argument``: a NumPy argument's stand-in): a copy here (NOTE [numpy bridge]),
+        so a write to it is a graph break, and so is an argument's copy kept past the call."""
+        self.numpy_copies[st] = argument
+
+    def numpy_argument_kept(self) -> bool:
+        """Whether a tensor sharing a NumPy argument's memory eagerly (``from_numpy(x)``)
+        outlives the trace (kept in Python state; a returned one is a result: ``trace_region``
+        asks its results): the program's would be a copy that later writes to the caller's
+        array never reach (NOTE [numpy arguments] in numpy_args.py)."""
+        return any(self.numpy_copies.values())
 
     def see_write(self, t):
         if t._st in self.numpy_copies:

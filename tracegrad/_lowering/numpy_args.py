@@ -16,19 +16,23 @@ stand-in (``NumpyStandIn``) that answers the array's metadata (shape, dtype, str
 (``np.mean(x)``, ``x * 2``, ``np.asarray(x)``), indexing, iteration, ``x.tolist()``, a copy,
 the stand-in kept past the call (stored, returned) -- may put the values
 into Python or into the program as constants. The stand-in then records the read and raises
-``NumpyValuesRead``; recorded, so a user ``except`` around it cannot hide it. So does a
-stand-in no conversion took (``unconverted``): unused, or used where it cannot see, as in
-``type(x) is np.ndarray``, False for a stand-in -- the one question it cannot answer as the
-array would; a function whose own code calls ``type`` gets the arrays themselves from the
-start (``asks_type``: a module's ``forward``, a callable's ``__call__``, a partial's function
-too; a helper it calls is not looked into). A write into the array is a graph break (NOTE
-[writes into numpy arguments]). A trace that raises with
+``NumpyValuesRead``; recorded, so a user ``except`` around it cannot hide it. The one
+question it cannot answer as the array would is ``type(x) is np.ndarray`` (False for a
+stand-in): a function whose own code calls ``type`` gets the arrays themselves from the start
+(``asks_type``: a module's ``forward``, a callable's ``__call__``, a partial's function too);
+where only a helper it reaches names ``type`` (``trace_region``'s ``helpers_ask_type``), a
+stand-in no conversion took (``unconverted``) may have gone down the other branch of such a
+test, and is traced again as the array too. Otherwise an unused array stays an (unused)
+input: eval calls that leave the labels alone trace once. A write into the array is a graph
+break (NOTE [writes into numpy arguments]). A trace that raises with
 stand-ins about (``memoryview(x)`` and C functions refuse one) is tried again with the arrays
 too: whether the call raises is then the function's own answer (where it does, new arrays
 stay inputs). The compiled
-function marks those argument positions as read by value from then on (``classify_args``'
-``baked``) and traces the call again with the arrays themselves: constants keyed by their
-bytes, as before. Only writable arrays of a dtype tensors have, with strides ``from_numpy``
+function marks those argument positions as read by value from then on, for calls of the same
+context (``compiler._numpy_context``: the arguments' structure and their bools, strings and
+Nones, so ``train=False`` calls that read the labels differently do not bake the
+``train=True`` calls' labels) (``classify_args``' ``baked``), and traces the call again with
+the arrays themselves: constants keyed by their bytes, as before. Only writable arrays of a dtype tensors have, with strides ``from_numpy``
 takes, are taken in (a read-only one gets a warning, the others an error); a strided one (a
 Fortran-ordered array from pandas, a column slice) is keyed by its strides too, as Python may
 read them, and its tensor in the program gets eager's layout (``factories._from_stand_in``):
@@ -38,7 +42,8 @@ as itself (a constant).
 
 A tensor made from the stand-in by ``from_numpy``/``as_tensor`` shares the caller's array
 eagerly; in the program it is a copy of the input, so writing it in place is a graph break
-(``Capture.numpy_copy``), as for any array converted inside a trace. An array that shares
+(``Capture.numpy_copy``), as for any array converted inside a trace, and so is returning it or
+keeping it past the call (eagerly it sees the caller's later writes to the array). An array that shares
 memory with a tensor a program reads or writes cannot be an input copied before the program
 runs (``aliased_args``).
 """
@@ -181,7 +186,9 @@ class NumpyStandIn:
 # the write happened while tracing, into that call's array only, and a later call whose array held
 # the same bytes ran the program without it (a side effect that happened once). The stand-in
 # says a graph break for a write it sees, so such calls run eagerly. A write after a read
-# (``x[0][1] = 5`` indexes first) is not seen here: the array is then traced as itself.
+# (``x[0][1] = 5`` indexes first) is not seen here: the array is then traced as itself, and
+# ``trace_region`` compares its bytes after the call with a copy from before
+# (``_check_arrays_unwritten``): changed, a graph break, the bytes put back for the eager run.
 _WRITING_METHODS = frozenset("fill sort partition put resize setfield setflags itemset".split())
 _WRITING_FUNCTIONS = frozenset("copyto put place putmask fill_diagonal put_along_axis".split())
 

@@ -19,6 +19,7 @@ import weakref
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _state
 from .._api import threads
@@ -142,6 +143,23 @@ def _numpy_read(stand_ins) -> None:
     read = [s.position for s in stand_ins if s.read]
     if read:
         raise NumpyValuesRead(read)
+
+
+def _check_arrays_unwritten(const_arrays, after) -> None:
+    """A graph break where the function wrote into a NumPy argument traced as itself (``x -=
+    x.mean()``: NOTE [writes into numpy arguments] in numpy_args.py): the program would not
+    repeat the write on later calls."""
+    if any(not np.array_equal(a, before, equal_nan=a.dtype.kind in "fc") for a, before in const_arrays):
+        raise GraphBreak("the function writes into its NumPy array argument: a program would not repeat the "
+                         "write on later calls (write into a copy, x = x.copy(), or do it outside the compiled "
+                         "function)", where=after)
+
+
+def _put_arrays_back(const_arrays) -> None:
+    """The NumPy arguments' bytes as before an abandoned trace (its eager rerun writes them)."""
+    for a, before in const_arrays:
+        if a.flags.writeable:
+            np.copyto(a, before)
 
 
 def _has_history(result) -> bool:
@@ -373,8 +391,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 with guard_output(info["warnings"], code_of(fn), info["log_levels"]):
                     result = fn(*a2, **kw2)
                 _numpy_read(stand_ins)
-                if unconverted(stand_ins):
+                if helpers_ask_type and unconverted(stand_ins):
                     raise NumpyValuesRead(unconverted(stand_ins), "never converted to a tensor")
+                _check_arrays_unwritten(const_arrays, after=def_site(fn))
             except Exception as e:
                 _numpy_read(stand_ins)
                 if cap.broken is not None and not isinstance(e, (GraphBreak, Retrace)):
@@ -382,7 +401,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     # a size parser's ``except``: ``x.repeat(v.item())``) left a value eager
                     # would not have: that break is the reason, not what the value led to
                     raise GraphBreak(*cap.broken) from None
-                if stand_ins and not isinstance(e, (GraphBreak, Retrace)):
+                if stand_ins and not isinstance(e, (GraphBreak, Retrace, NumpyValuesRead)):
                     # maybe raised for being no ndarray (``memoryview(x)``, a C function's
                     # type check): the arrays themselves say whether the function raises
                     raise NumpyValuesRead([s.position for s in stand_ins], f"tracing raised {type(e).__name__}",
@@ -662,6 +681,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise SharedArgsWritten(SHARED_VIEWS)
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
             arrays_in = [(s.position, weakref.ref(s)) for s in stand_ins]
+            numpy_returned = bool(cap.numpy_copies) and any(
+                cap.numpy_copies.get(t._st) for t in r_leaves if isinstance(t, Tensor))
             cap.numpy_inputs.clear()
             del result, a2, kw2, r_leaves, call_leaves, stand_ins
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if not cap.made_here(v[0])}
@@ -711,6 +732,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             kept = [i for i, s in arrays_in if s() is not None]
             if kept:     # stored or returned: a later call would see this trace's stand-in
                 raise NumpyValuesRead(kept, "kept after the call")
+            if numpy_returned or cap.numpy_argument_kept():
+                raise GraphBreak("a tensor sharing a NumPy argument's memory (from_numpy, as_tensor) is returned "
+                                 "or kept: eagerly it sees later writes to the caller's array, the program's "
+                                 "would be a copy (return or keep a .clone())", where=after)
             if cap.uses_remat:
                 jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
             info["attr_stores"] = list(cap.attr_stores.values())
@@ -748,6 +773,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         except BaseException as error:
             if isinstance(error, Exception):     # a graph break or an error: eager runs the call again
                 close_abandoned_generators(error.__traceback__.tb_next)  # its frames below this one
+            _put_arrays_back(const_arrays)
             cap.restore_counters()
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
             cap.restore_flags()
@@ -807,8 +833,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     counter_names = (set(), set(), set(), set(), set(), set())
     objects = [a for a, k in zip(leaves, kinds) if k == "const" or (type(a) is not Tensor and k != "ndarray")]
     held = _attribute_objects(leaves)
-    loaded = set() if held else None
+    loaded = set() if held or "ndarray" in kinds else None
     refs, ref_names = python_refs(fn, objects, loaded, counters_out=counter_names)
+    # NOTE [numpy arguments]: a stand-in no conversion took may have met ``type()`` in a helper
+    helpers_ask_type = loaded is not None and "type" in loaded
+    # NOTE [writes into numpy arguments] (numpy_args.py): arrays traced as themselves
+    const_arrays = [(a, a.copy()) for a, k in zip(leaves, kinds) if k == "const" and type(a) is np.ndarray]
     if held:
         code = getattr(getattr(fn, "__func__", fn), "__code__", None)
         loaded |= set(code.co_names) if code is not None else set()

@@ -300,9 +300,10 @@ def _numpy_input(data):
 
 def _shared_numpy_input(t, shares):
     """``t``, made from a NumPy argument's stand-in where eager's tensor shares the caller's
-    array (``shares``): a copy in the program, so writing it in place is a graph break."""
+    array (``shares``): a copy in the program, so writing it in place, or keeping it past the
+    call, is a graph break."""
     if shares:
-        _state.CAPTURE[0].numpy_copy(t._st)
+        _state.CAPTURE[0].numpy_copy(t._st, argument=True)
     return t
 
 
