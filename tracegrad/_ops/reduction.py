@@ -9,7 +9,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .elementwise import round_to, opmath
+from .elementwise import opmath, quotient, round_to
 from .registry import defop
 
 
@@ -258,7 +258,7 @@ def _norm_vjp_lowp(static):
         g32 = grad.astype(x.dtype).astype(jnp.float32)
         if not keepdim:
             g32 = jnp.expand_dims(g32, axes)
-        q = jnp.where(n32 == 0, 0, rnd(x.astype(jnp.float32) / jnp.where(n32 == 0, 1, n32)))
+        q = jnp.where(n32 == 0, 0, rnd(quotient(x.astype(jnp.float32), jnp.where(n32 == 0, 1, n32))))
         return [rnd(g32 * q).astype(x.dtype)]
     return rule
 
