@@ -241,7 +241,7 @@ class CompiledFunction:
             return self._eager_under(self._always_tokens, args, kwargs)
         leaves, treedef, kinds, key = _signature(args, kwargs, self._containers)
         entries = self._cache.get(key)
-        if _under_transform(leaves) and _reads_grad_state(self._fn, entries):
+        if _under_transform(leaves) and _reads_grad_state(self._fn, self._cache):
             return self._fn(*args, **kwargs)    # NOTE [compiled functions inside func transforms]
         if entries is None and self._programs and not self._containers_refused:
             renewed = _renewed_containers(key, self._cache) - self._containers
@@ -772,24 +772,34 @@ def _misuse(error):
 # transforms in force. Here such a call runs the function itself, traced inline by the
 # transform (as a compiled function called inside another compiled function is), when it
 # reads state that requires grad: a compiled module (or a module's method) with such
-# parameters, or a function whose programs read such state. A function with no such state
-# keeps running its program under the transform (NOTE [a program inside a transform]).
-# Not covered: a compiled plain function over such a module whose first program is traced
-# under a transform (nothing tells before the trace that it reads the parameters).
+# parameters, a function closing over such a module, or one whose programs (for any
+# signature) read such state. A function with no such state keeps running its program under
+# the transform (NOTE [a program inside a transform]). Not covered: a compiled function
+# reading such a module as a global, whose first program is traced under a transform
+# (nothing tells before the trace that it reads the parameters).
 def _under_transform(leaves):
     """Whether an argument tensor holds a JAX tracer: the call is inside a transform's trace."""
     return any(isinstance(a, Tensor) and isinstance(a._value, jax.core.Tracer) for a in leaves)
 
 
-def _reads_grad_state(fn, entries):
-    """Whether compiled ``fn`` reads tensors that require grad: the programs traced for this
-    signature read such state, or ``fn`` runs a module (a compiled module's call, a module, a
-    module's bound method) with a parameter that requires grad."""
-    if entries and entries is not _EAGER and any(r.diff_state for r in entries):
+def _reads_grad_state(fn, cache):
+    """Whether compiled ``fn`` reads tensors that require grad: a program traced for any
+    signature (``cache``'s) read such state, or ``fn`` runs a module (a compiled module's call,
+    a module, a module's bound method, a module in its closure) with a parameter that does."""
+    if any(entries and entries is not _EAGER and any(r.diff_state for r in entries) for entries in cache.values()):
         return True
-    owner = getattr(fn, "module", None) or getattr(fn, "__self__", None) or fn
-    params = getattr(owner, "parameters", None)
-    return hasattr(owner, "_parameters") and callable(params) and any(p.requires_grad for p in params())
+    owners = [getattr(fn, "module", None) or getattr(fn, "__self__", None) or fn]
+    owners += [c.cell_contents for c in getattr(fn, "__closure__", None) or () if _cell_filled(c)]
+    return any(hasattr(o, "_parameters") and callable(getattr(o, "parameters", None))
+               and any(p.requires_grad for p in o.parameters()) for o in owners)
+
+
+def _cell_filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:     # an empty cell (a name assigned later)
+        return False
+    return True
 
 
 def _signature(args, kwargs, containers=frozenset()):

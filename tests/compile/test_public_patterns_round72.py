@@ -11,6 +11,14 @@
   the eager step with a CPU GradScaler and gradient clipping.
 - ``loss.py``'s ``fused_linear_cross_entropy`` is ``@torch.compiler.disable``: a step calling it
   runs eagerly under ``tracegrad.compile`` (the reason in ``stats``), with eager's numbers.
+- Shahip2016/PINNs: ``PINN.compile()`` (``self.network = torch.compile(self.network)``) and then
+  the physics loss, whose derivatives call the compiled network inside
+  ``vmap(jacrev(...))``/``vmap(hessian(...))``. tracegrad keyed the network's programs by shapes
+  only and ran them under any transform: after a plain call ``vmap(jacrev(net))`` lost the
+  parameters' gradients (zero) and ``jacrev(jacrev)`` raised UnexpectedTracerError; fixed in
+  compiler.py (NOTE [compiled functions inside func transforms]): such calls run inline in the
+  transform. A whole PINN step under ``tracegrad.compile`` runs eagerly (a func transform closing
+  over parameters is a graph break, its reason in ``stats``), with eager's numbers.
 """
 import contextlib
 import types
@@ -128,3 +136,87 @@ def test_fused_linear_cross_entropy_compiler_disable():
     assert ref_msgs == [] and f.stats["traces"] == 0 and f.stats["eager_calls"] == 3, f.stats
     assert [r for r, _ in f.stats["graph_breaks"]] == ["fused_linear_cross_entropy is marked tracegrad.compiler.disable"]
     assert len(msgs) == 1 and "running" in msgs[0] and "eagerly" in msgs[0], msgs
+
+
+# ---------------------------------------------------------------- Shahip2016/PINNs
+
+
+@pytest.mark.parametrize("pde", ["heat_equation_1d", "wave_equation_1d"])
+def test_pinn_own_compile_equals_eager(pde):
+    with torch.compiler.set_stance("force_eager"):
+        ref = _api.train_heat(torch, compiled=True, pde=pde)
+    eager = _api.train_heat(tracegrad, compiled=False, pde=pde)
+    comp = _api.train_heat(tracegrad, compiled=True, pde=pde)
+    assert ref[1] == eager[1] == comp[1]
+    for a, b, c in zip(ref[2], eager[2], comp[2]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(c, b, rtol=1e-6, atol=1e-7)
+    assert eager[0] == comp[0] and len(comp[0]) == 3
+
+
+def _net(T):
+    net = T.nn.Sequential(T.nn.Linear(2, 3), T.nn.Tanh(), T.nn.Linear(3, 1))
+    with T.no_grad():
+        for p in net.parameters():
+            p.copy_(T.tensor(np.linspace(-1, 1, p.numel()).reshape(p.shape).astype(np.float32)))
+    return net
+
+
+@pytest.mark.parametrize("closure", [False, True], ids=["module", "closure"])
+@pytest.mark.parametrize("order", [("plain", "plain", "jacrev", "jacfwd", "jacrev2"), ("jacrev", "jacfwd", "hessian")],
+                         ids=["plain_first", "transforms_only"])
+def test_compiled_network_under_func_transforms(order, closure):
+    # the compiled network (or a compiled function closing over it) called plainly and under
+    # vmap of jacrev / jacfwd / hessian / jacrev(jacrev): each call's parameter gradients as
+    # torch's (tracegrad ran a program traced for another context: zeros, or JAX's
+    # UnexpectedTracerError)
+    def run(T):
+        net = _net(T)
+        f = T.compile((lambda x: net(x)) if closure else net)
+        x = T.tensor(np.linspace(0, 1, 10).reshape(5, 2).astype(np.float32))
+        fx = {"jacrev": T.func.jacrev, "jacfwd": T.func.jacfwd, "hessian": T.func.hessian,
+              "jacrev2": lambda g: T.func.jacrev(T.func.jacrev(g))}
+        out = []
+        for name in order:
+            net.zero_grad()
+            y = f(x) if name == "plain" else T.func.vmap(fx[name](lambda xi: f(xi)))(x)
+            y.sum().backward()
+            # (the output bias has no path to a derivative in x: None in torch, zeros in
+            # tracegrad, api's test_func_unused_closure_grad_is_none)
+            out += [y.detach().numpy()] + [np.zeros(tuple(p.shape), np.float32) if p.grad is None
+                                           else p.grad.numpy().copy() for p in net.parameters()]
+        return out
+    with torch.compiler.set_stance("force_eager"):
+        ref = run(torch)
+    close(ref, run(tracegrad), 1e-5)
+
+
+def _pinn_step_run(T, compiled):
+    ns = _api.pinn_program(T)
+    model = _api.pinn(T, ns)
+    x = _api.grid(T, ns)
+    optimizer = T.optim.Adam(model.parameters(), lr=1e-2)
+
+    def step(x):                              # train_model's epoch
+        optimizer.zero_grad()
+        loss = model.physics_loss(x, ns.PDELibrary.heat_equation_1d, alpha=0.01)
+        loss.backward()
+        T.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        optimizer.step()
+        return loss.detach()
+
+    f = T.compile(step) if compiled else step
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # tracegrad says once that it runs the step eagerly
+        losses = [float(f(x)) for _ in range(3)]
+    return [np.array(losses)] + [p.detach().numpy().copy() for p in model.parameters()], f
+
+
+def test_pinn_step_compiled_runs_eagerly():
+    ref, _ = _pinn_step_run(torch, False)
+    eager, _ = _pinn_step_run(tracegrad, False)
+    comp, f = _pinn_step_run(tracegrad, True)
+    close(ref, eager, 1e-5)
+    close(eager, comp, 0)
+    assert f.stats["traces"] == 0 and f.stats["eager_calls"] == 3, f.stats
+    assert "tracegrad.func transform reads a tensor that requires grad" in f.stats["graph_breaks"][0][0]
