@@ -25,7 +25,8 @@ visible; fixed in the op table (tracegrad/_ops), each checked here bit for bit a
 ``MulBackward0``/``DivBackward0`` run torch's kernels step by step (a one-element second
 operand read at float32 precision, products rounded before a float32 sum: NOTE [16-bit mul
 backward]), ``expand``/``where`` gradients summed in float32 and rounded once (NOTE [16-bit
-broadcast gradients]), the 2-norm's backward from the rounded norm (``F.normalize``), and
+broadcast gradients]), the 2-norm's backward from the rounded norm (``F.normalize``;
+``linalg.vector_norm``/``matrix_norm`` now run that op too, not a jax_function of their own), and
 ``F.logsigmoid`` as torch's one op (``LogSigmoidBackward0``, was ``NegBackward0`` over
 ``SoftplusBackward0``) with its rounded buffer (NOTE [log_sigmoid]). A bfloat16 CLIP/SigLIP
 training run then follows torch's within float32 rounding.
@@ -392,11 +393,9 @@ def test_normalize_and_norm_backward_16_bit(dtype):
     _bitwise(run, dtype)
 
 
-@pytest.mark.xfail(strict=True, reason="torch.linalg.vector_norm is its own op in tracegrad/linalg.py (a "
-                   "jax_function LinalgVectorNorm) whose backward keeps jax.vjp's rounding: a bfloat16 step off "
-                   "torch's grad * (self / norm) in some gradients; Tensor.norm and F.normalize use the op "
-                   "table's norm, which has torch's")
 def test_linalg_vector_norm_backward_bf16():
+    # linalg.vector_norm (and matrix_norm's 'fro') was a jax_function op of its own, with
+    # jax.vjp's rounding; now the op table's norm, as Tensor.norm
     rs = np.random.RandomState(9)
     x, g = rs.randn(5, 12, 7), rs.randn(5, 12, 1)
 
@@ -404,7 +403,10 @@ def test_linalg_vector_norm_backward_bf16():
         a = _low(T, x, dtype)
         n = T.linalg.vector_norm(a, dim=-1, keepdim=True)
         n.backward(_low(T, g, dtype, False))
-        return [a.grad.float().numpy()]
+        b = _low(T, x[0], dtype)
+        m = T.linalg.matrix_norm(b)
+        m.backward()
+        return [type(n.grad_fn).__name__, type(m.grad_fn).__name__, a.grad.float().numpy(), b.grad.float().numpy()]
     _bitwise(run, "bfloat16")
 
 
