@@ -181,10 +181,10 @@ def test_compiled_network_under_func_transforms(order, closure):
             net.zero_grad()
             y = f(x) if name == "plain" else T.func.vmap(fx[name](lambda xi: f(xi)))(x)
             y.sum().backward()
-            # (the output bias has no path to a derivative in x: None in torch, zeros in
-            # tracegrad, api's test_func_unused_closure_grad_is_none)
-            out += [y.detach().numpy()] + [np.zeros(tuple(p.shape), np.float32) if p.grad is None
-                                           else p.grad.numpy().copy() for p in net.parameters()]
+            # (the output bias has no path to a derivative in x: its .grad stays None)
+            out += [y.detach().numpy(), np.array([p.grad is None for p in net.parameters()])]
+            out += [np.zeros(tuple(p.shape), np.float32) if p.grad is None else p.grad.numpy().copy()
+                    for p in net.parameters()]
         return out
     with torch.compiler.set_stance("force_eager"):
         ref = run(torch)
