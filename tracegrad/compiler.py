@@ -250,6 +250,8 @@ class CompiledFunction:
             return self._eager_under(self._always_tokens, args, kwargs)
         leaves, treedef, kinds, key = _signature(args, kwargs, self._containers, self._numpy_baked)
         entries = self._cache.get(key)
+        if _under_transform(leaves) and _reads_grad_state(self._fn, self._cache):
+            return self._fn(*args, **kwargs)    # NOTE [compiled functions inside func transforms]
         if entries is None and self._programs and not self._containers_refused:
             renewed = _renewed_containers(key, self._cache) - self._containers
             if renewed:      # NOTE [data container arguments]: a new batch object, say
@@ -787,6 +789,48 @@ def _misuse(error):
     answered by running the call eagerly, where it would not occur)."""
     error._tracegrad_no_rerun = True
     return error
+
+
+# NOTE [compiled functions inside func transforms]
+# A compiled function called inside a tracegrad.func transform (``vmap(jacrev(net))`` with
+# ``net = tracegrad.compile(module)``: a PINN's derivatives of a compiled network) receives
+# tensors holding the transform's JAX tracers. Its program reads the parameters as state, past
+# the transform's lifting of the closed-over tensors that require grad (func/_closure.py), and
+# it is keyed by the arguments' shapes and dtypes, not by the transforms around the call: the
+# outer backward then saw no path to the parameters (``vmap(jacrev(net))`` or ``jacfwd`` after
+# a plain call: their gradients silently zero), and ``jacrev(jacrev(net))`` after
+# ``jacrev(net)`` raised JAX's UnexpectedTracerError. torch's compiler guards on the
+# transforms in force. Here such a call runs the function itself, traced inline by the
+# transform (as a compiled function called inside another compiled function is), when it
+# reads state that requires grad: a compiled module (or a module's method) with such
+# parameters, a function closing over such a module, or one whose programs (for any
+# signature) read such state. A function with no such state keeps running its program under
+# the transform (NOTE [a program inside a transform]). Not covered: a compiled function
+# reading such a module as a global, whose first program is traced under a transform
+# (nothing tells before the trace that it reads the parameters).
+def _under_transform(leaves):
+    """Whether an argument tensor holds a JAX tracer: the call is inside a transform's trace."""
+    return any(isinstance(a, Tensor) and isinstance(a._value, jax.core.Tracer) for a in leaves)
+
+
+def _reads_grad_state(fn, cache):
+    """Whether compiled ``fn`` reads tensors that require grad: a program traced for any
+    signature (``cache``'s) read such state, or ``fn`` runs a module (a compiled module's call,
+    a module, a module's bound method, a module in its closure) with a parameter that does."""
+    if any(entries and entries is not _EAGER and any(r.diff_state for r in entries) for entries in cache.values()):
+        return True
+    owners = [getattr(fn, "module", None) or getattr(fn, "__self__", None) or fn]
+    owners += [c.cell_contents for c in getattr(fn, "__closure__", None) or () if _cell_filled(c)]
+    return any(hasattr(o, "_parameters") and callable(getattr(o, "parameters", None))
+               and any(p.requires_grad for p in o.parameters()) for o in owners)
+
+
+def _cell_filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:     # an empty cell (a name assigned later)
+        return False
+    return True
 
 
 def _signature(args, kwargs, containers=frozenset(), numpy_baked=None):

@@ -34,10 +34,12 @@ from ._api.promotion import check_same_dtype, check_tensors
 from ._ops.errors import broadcast_shape
 from ._api import reduction as _reduction
 from .return_types import _structseq
-from ._ops import dtypes as _dt, reduction as _reduction_ops
+from ._ops import dtypes as _dt
 from ._tensor.factories import eye, tensor as _tensor, zeros as _zeros
 from ._tensor.tensor import Tensor, _wrap_dim
 from .autograd import grad_mode as _grad_mode
+from .autograd._dispatch import apply_op as _apply_op
+from ._ops.registry import OPS as _OPS
 from .autograd.function import Function as _Function, _backward_cls
 from .func import jax_function
 from ._tensor.out import _cpp_type_name, accepts_out
@@ -101,10 +103,11 @@ def _op(name):
     return lambda fn: jax_function(fn, name=name)
 
 
-@_op("LinalgVectorNorm")
 def _vector_norm(x, *, ord, dim, keepdim):
-    # the norm op's function: torch's zero gradients where entries (or the norm) are 0
-    return _reduction_ops._norm(x, ord, dim, keepdim)
+    """The op table's norm (Tensor.norm's, node LinalgVectorNormBackward0): torch's zero
+    gradients where entries (or the norm) are 0, and its float16/bfloat16 backward rounding
+    (``_norm_vjp_lowp`` in _ops/reduction.py; a jax_function op of ``_norm`` kept jax.vjp's)."""
+    return _apply_op(_OPS["norm"], (x,), (("ord", float(ord)), ("dim", dim), ("keepdim", bool(keepdim))))
 
 
 @accepts_out(exact_dtype=True)

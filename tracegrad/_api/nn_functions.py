@@ -1080,6 +1080,7 @@ _nn = types.SimpleNamespace(
                                                               (("beta", float(beta)), ("threshold", float(threshold)))),
     hardtanh=hardtanh,
     silu=lambda input: apply_op(OPS["silu"], (input,)),
+    log_sigmoid=lambda input: apply_op(OPS["log_sigmoid"], (input,)),
     glu=lambda input, dim: apply_op(OPS["glu"], (input,), (("dim", int(dim)),)),
     rrelu_with_noise=lambda input, noise, lower, upper, training: apply_op(
         OPS["rrelu_with_noise"], (input, noise),

@@ -247,7 +247,59 @@ def _mul(a, b, dtype):
     return _c(a, dtype) * _c(b, dtype)
 
 
-def _quotient(a, b):
+# NOTE [16-bit mul backward]
+# torch's MulBackward0 computes each gradient with its mul kernel, ``grad * other`` for self and
+# ``grad * self`` for other, then sums it down to the input's shape in the result dtype and
+# casts it to the input's dtype. With a float16/bfloat16 result that differs from ``jax.vjp``
+# of ``_mul`` in two places: (1) the kernel reads a one-element *second* operand at float32
+# precision (``_lowp_scalar``), so ``s * x`` with ``s`` a float32 0-d tensor (a CLIP
+# ``logit_scale`` times bfloat16 features) gives ``x`` the gradient ``bf16(grad * s)``, while
+# the forward rounded ``s`` to bfloat16 first (``s`` was the first operand) and so does
+# jax.vjp's ``grad * bf16(s)``; (2) the gradient of a broadcast input is the sum of products
+# each rounded to 16 bits, summed in float32 and rounded once (torch's reduced-float sum), not
+# a 16-bit reduction of unrounded products. ``_mul_vjp_lowp`` is that formula; float32/float64
+# results keep jax.vjp (one rounding either way). DivBackward0 likewise runs torch's div/mul
+# kernels step by step, each rounded to 16 bits: ``grad / other`` for self and
+# ``-grad * ((self / other) / other)`` for other (``_div_vjp_lowp``).
+def round_to(dtype):
+    """Float32 values rounded to the 16-bit ``dtype`` and back, one kernel step of torch's
+    (a cast pair: ``lax.reduce_precision`` flushes float16's subnormals to zero)."""
+    return lambda v: v.astype(dtype).astype(jnp.float32)
+
+
+def _sum_to_lowp(x, shape, dtype):
+    """``x`` (float32 values already rounded to ``dtype``) summed down to ``shape`` (leading
+    dims, then the dims ``shape`` has as 1) in float32 and rounded once to ``dtype``, as torch's
+    ``sum_to`` of a 16-bit gradient."""
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
+    if axes:
+        x = x.sum(axes).reshape(shape)
+    return x.astype(dtype)
+
+
+def _mul_vjp_lowp(static):
+    """The backward rule of ``mul`` with a 16-bit float result (NOTE [16-bit mul backward]);
+    None (``jax.vjp``) for every other result dtype."""
+    dtype = static.get("dtype")
+    if dtype is None or jnp.dtype(dtype) not in _LOWP:
+        return None
+    rnd = round_to(dtype)
+
+    def rule(args, diff_pos, grad):
+        g32 = grad.astype(dtype).astype(jnp.float32)
+        out = []
+        for p in diff_pos:
+            x, other = args[p], args[1 - p]
+            s = _lowp_scalar(other, dtype)
+            o32 = s if s is not None else _c(other, dtype).astype(jnp.float32)
+            g = _sum_to_lowp(rnd(g32 * o32), jnp.shape(x), dtype)
+            out.append(g.astype(jnp.result_type(x)))
+        return out
+    return rule
+
+
+def quotient(a, b):
     """``a / b`` correctly rounded, as torch divides (used by trunc division). XLA rewrites a division by a broadcast
     divisor (a Python number, a 0-d tensor, ``x / x.norm(dim=1, keepdim=True)``) into a
     multiplication by its reciprocal, one ulp off torch for about a third of the elements
@@ -296,6 +348,11 @@ def _div(a, b, dtype, rounding_mode=None):
         if s is None and rounding_mode == "floor":
             return _floor_div_lowp(a, b, dtype)
         b32 = b.astype(jnp.float32) if s is None else s
+        if rounding_mode is None:
+            # the exact float32 quotient, as torch's kernel divides: XLA's ``a * (1/b)`` for a
+            # broadcast divisor is an ulp off, which rounding to 16 bits turns into a 16-bit
+            # step for about 2% of ``bf16 / 0.3`` (the trade-off below is float32's)
+            return quotient(a.astype(jnp.float32), b32).astype(dtype)
         return _div(a.astype(jnp.float32), b32, jnp.float32, rounding_mode).astype(dtype)
     if rounding_mode is None:
         # true division keeps XLA's ``a * (1/b)`` for a broadcast divisor (one ulp off torch for
@@ -306,7 +363,7 @@ def _div(a, b, dtype, rounding_mode=None):
         return a / b
     if rounding_mode == "trunc":
         # lax.div (integer division rounding toward zero) does not broadcast its operands
-        q = _quotient(a, b) if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(*jnp.broadcast_arrays(a, b))
+        q = quotient(a, b) if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(*jnp.broadcast_arrays(a, b))
         return jnp.trunc(q).astype(dtype)
     if jnp.issubdtype(dtype, jnp.floating):
         return _floor_div_float(a, b)
@@ -330,6 +387,32 @@ def _floor_div_float(a, b):
     return jnp.where(b == 0, q, fl)
 
 
+def _div_vjp_lowp(static):
+    """The backward rule of ``div`` (true division) with a 16-bit float result, torch's
+    DivBackward0 formulas with each kernel's rounding (NOTE [16-bit mul backward]); None
+    (``jax.vjp``) for every other result dtype."""
+    dtype = static.get("dtype")
+    if dtype is None or jnp.dtype(dtype) not in _LOWP or static.get("rounding_mode") is not None:
+        return None
+    rnd = round_to(dtype)
+
+    def rule(args, diff_pos, grad):
+        a, b = args
+        g32 = grad.astype(dtype).astype(jnp.float32)
+        s = _lowp_scalar(b, dtype)     # a one-element divisor is read at float32 precision
+        b32 = s if s is not None else _c(b, dtype).astype(jnp.float32)
+        out = []
+        for p in diff_pos:
+            if p == 0:
+                full = rnd(quotient(g32, b32))
+            else:
+                a32 = _c(a, dtype).astype(jnp.float32)
+                full = -rnd(g32 * rnd(quotient(rnd(quotient(a32, b32)), b32)))
+            out.append(_sum_to_lowp(full, jnp.shape(args[p]), dtype).astype(jnp.result_type(args[p])))
+        return out
+    return rule
+
+
 defop("add", _add, args=("self", "other", "alpha"), grad_fn="AddBackward0")
 defop("sub", _sub, args=("self", "other", "alpha"), grad_fn="SubBackward0")
 # torch names the node by overload: RsubBackward0 for two tensors, RsubBackward1 for a scalar
@@ -337,10 +420,10 @@ defop("rsub", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self",
       grad_fn="RsubBackward1", no_edge=("other",))
 defop("rsub_tensor", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
       grad_fn="RsubBackward0")
-defop("mul", _mul, args=("self", "other"),
-      grad_fn="MulBackward0", saves=("other", "self"), save_if={"other": "self", "self": "other"})
+defop("mul", _mul, args=("self", "other"), grad_fn="MulBackward0", saves=("other", "self"),
+      save_if={"other": "self", "self": "other"}, vjp_rule=_mul_vjp_lowp)
 defop("div", _div, args=("self", "other"), grad_fn="DivBackward0", saves=("other", "self"),
-      save_if={"self": "other"})
+      save_if={"self": "other"}, vjp_rule=_div_vjp_lowp)
 # torch names the node by overload: an explicit ``rounding_mode`` (None included) is div's
 # Tensor_mode/Scalar_mode overload, DivBackward2, which also shows ``_saved_rounding_mode``
 defop("div_mode", _div, args=("self", "other"), grad_fn="DivBackward2", saves=("other", "self"),
@@ -485,7 +568,18 @@ defop("isclose", lambda a, b, rtol, atol, equal_nan, dtype: jnp.isclose(
 # ---- ternary ----------------------------------------------------------------------------
 
 
+# NOTE [16-bit broadcast gradients]
+# The gradient of an input a float16/bfloat16 op broadcast is summed over the broadcast dims.
+# torch sums it in float32 (its reduced-float accumulate type) and rounds once (``sum_to``);
+# ``jax.vjp`` of a broadcast written in 16 bits transposes to a 16-bit reduction, which XLA:CPU
+# accumulates in 16 bits (a bfloat16 bias of 64 rows: gradients a few bfloat16 steps off). Ops
+# that broadcast 16-bit inputs (``expand``, ``where``) therefore broadcast them as float32 --
+# exact, the forward's values are unchanged -- and round the result: the transpose then sums
+# in float32 and rounds once. add/sub already compute in float32 (``_acc_dtype``).
 def _where(c, a, b, dtype):
+    if jnp.dtype(dtype) in _LOWP:
+        f32 = jnp.float32
+        return jnp.where(c, _c(a, dtype).astype(f32), _c(b, dtype).astype(f32)).astype(dtype)
     return jnp.where(c, _c(a, dtype), _c(b, dtype))
 
 

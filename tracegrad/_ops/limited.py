@@ -53,7 +53,7 @@ _NO_COMPLEX = {
     "copysign_scalar": "copysign_cpu", "igamma": "igamma_cpu", "igammac": "igammac_cpu", "xlogy": "xlogy_cpu",
     "xlogy_scalar_self": "xlogy_cpu", "xlogy_scalar_other": "xlogy_cpu", "xlog1py": "xlog1py_cpu",
     "xlog1py_scalar_self": "xlog1py_cpu", "xlog1py_scalar_other": "xlog1py_cpu", "zeta": "zeta_cpu", "round": "round_vml_cpu", "round_decimals": "round_vml_cpu",
-    "polygamma": "polygamma", "softplus": "softplus_cpu", "hardshrink": "hardshrink_cpu",
+    "polygamma": "polygamma", "softplus": "softplus_cpu", "log_sigmoid": "log_sigmoid_cpu", "hardshrink": "hardshrink_cpu",
     "softshrink": "softshrink_check", "elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
     "gelu": "GeluKernelImpl", "mish": "mish_cpu", "softmax": "softmax_lastdim_kernel_impl",
     "log_softmax": "log_softmax_lastdim_kernel_impl", "atan2": "atan2_cpu",

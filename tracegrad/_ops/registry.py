@@ -12,6 +12,11 @@
 * ``n_out`` / ``n_diff`` -- number of outputs, and how many leading ones are differentiable.
 * ``view`` -- ``True`` for ops whose output aliases the input's storage (torch views),
   ``"overlap"`` for views where several elements alias one (``expand``).
+* ``vjp_rule`` -- optional ``vjp_rule(static) -> rule or None``: for the static arguments where
+  torch's backward kernel rounds unlike ``jax.vjp`` of the forward, ``rule(args, diff_pos,
+  grad)`` gives the gradients of the inputs at ``diff_pos`` (``args`` as the backward rebuilds
+  them, or None for ``jax.vjp`` at these input dtypes); a None rule keeps ``jax.vjp``
+  (NOTE [16-bit mul backward] in elementwise.py).
 
 NOTE [saved set]
 The backward of every op is ``jax.vjp`` of its forward, jitted and cached per
@@ -146,12 +151,13 @@ class Op:
 
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
                  "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "derivative_of",
-                 "no_derivative", "no_forward_ad", "shape_edges", "kept_edges", "__weakref__")
+                 "no_derivative", "no_forward_ad", "shape_edges", "kept_edges", "vjp_rule", "__weakref__")
 
     def __init__(self, *, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
                  vjp_result=None, view=False, doc=None, save_if=None, no_edge=(), no_derivative=None,
-                 no_forward_ad=None, shape_edges=None):
+                 no_forward_ad=None, shape_edges=None, vjp_rule=None):
         self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
+        self.vjp_rule = vjp_rule
         self.saves = tuple(saves)
         self.saves_result = "result" in self.saves
         # positions in ``args`` of the saved inputs, in torch's packing order; -1 is the result
@@ -375,6 +381,7 @@ def _make_backward_jax(op, static, layout: SavedLayout):
     n_diff, multi = op.n_diff, op.n_out != 1
     # the saved list holds, in torch's packing order, the saved inputs that were tensors
     save_order = layout.save_order(op)
+    rule = op.vjp_rule(dict(static)) if op.vjp_rule is not None else None
 
     def bwd(saved, consts, grads):
         by_pos = dict(zip(save_order, saved))
@@ -396,6 +403,10 @@ def _make_backward_jax(op, static, layout: SavedLayout):
             out = fwd(*a)
             return tuple(out[:n_diff]) if multi else out
 
+        if rule is not None:
+            out = rule(args, diff_pos, grads[0])    # None: not this input dtype (decided while tracing)
+            if out is not None:
+                return tuple(out)
         primals = [args[p] for p in diff_pos]
         out, vjp = jax.vjp(f, *primals)
         if multi:
@@ -408,17 +419,19 @@ def _make_backward_jax(op, static, layout: SavedLayout):
 
 def defop(name, fn, *, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
           vjp_result=None, view=False, doc=None, save_if=None, no_edge=(), no_derivative=None,
-          no_forward_ad=None, shape_edges=None) -> Op:
+          no_forward_ad=None, shape_edges=None, vjp_rule=None) -> Op:
     """Declare an op in the table and return it. ``grad_fn=None`` means not differentiable;
     ``save_if={"self": "other"}`` saves ``self`` only when ``other`` requires grad;
     ``no_edge`` names torch's Scalar arguments (no next_functions slot); ``no_derivative``
     maps an input to torch's label for its ``not_implemented`` derivative; ``no_forward_ad``
     is torch's op name when it has no forward-AD formula; ``shape_edges`` maps a saved input
     that torch's backward op takes but whose values no gradient reads to what differentiating
-    that backward gives it ("zeros" or "undefined": NOTE [shape edges])."""
+    that backward gives it ("zeros" or "undefined": NOTE [shape edges]); ``vjp_rule`` replaces
+    ``jax.vjp`` where torch's backward kernel rounds otherwise (the module docstring)."""
     if name in OPS:
         raise ValueError(f"op {name!r} declared twice")
     op = OPS[name] = Op(name=name, fn=fn, args=args, grad_fn=grad_fn, saves=saves, n_out=n_out, n_diff=n_diff,
                         vjp_result=vjp_result, view=view, doc=doc, save_if=save_if, no_edge=no_edge,
-                        no_derivative=no_derivative, no_forward_ad=no_forward_ad, shape_edges=shape_edges)
+                        no_derivative=no_derivative, no_forward_ad=no_forward_ad, shape_edges=shape_edges,
+                        vjp_rule=vjp_rule)
     return op

@@ -248,7 +248,18 @@ defop("t", lambda x: x.T, grad_fn="TBackward0", view=True)
 defop("transpose", lambda x, dim0, dim1: jnp.swapaxes(x, dim0, dim1) if x.ndim else x, grad_fn="TransposeBackward0",
       view=True)
 defop("permute", lambda x, dims: jnp.transpose(x, dims), grad_fn="PermuteBackward0", view=True)
-defop("expand", lambda x, size: jnp.broadcast_to(x, size), grad_fn="ExpandBackward0", view="overlap")
+
+
+def _expand(x, size):
+    """``x`` broadcast to ``size``; a float16/bfloat16 ``x`` is broadcast as float32 (exact) so
+    that the gradient's sum over the broadcast dims runs in float32 and rounds once, as torch's
+    ``sum_to`` (NOTE [16-bit broadcast gradients] in elementwise.py)."""
+    if x.dtype in (jnp.float16, jnp.bfloat16):
+        return jnp.broadcast_to(x.astype(jnp.float32), size).astype(x.dtype)
+    return jnp.broadcast_to(x, size)
+
+
+defop("expand", _expand, grad_fn="ExpandBackward0", view="overlap")
 # slice/select: positions are operands (NOTE [dynamic positions]); start/end/index in range
 defdynview("slice", lambda x, dim, start, end, step: x[(slice(None),) * dim + (slice(start, end, step),)],
            _slice_dyn, _slice_split, grad_fn="SliceBackward0")

@@ -196,8 +196,23 @@ class FuncTransform(Function):
             conj = lambda t: jax.tree_util.tree_map(  # noqa: E731
                 lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, t)
             return conj(pullback(conj(cts)))
-        res = run_jax(vjp, tuple(d._value for d in diff), tuple(g._value for g in grads))
-        return (None,) + tuple(Tensor._make(r) for r in res)
+        primals = tuple(d._value for d in diff)
+        res = run_jax(vjp, primals, tuple(g._value for g in grads))
+        used = run_jax(_used_inputs, flat, primals)
+        # NOTE [inputs no result depends on]: torch's graph of a transform's results never
+        # reaches a tensor they do not depend on (a network's output bias under
+        # vmap(jacrev(net)): the Jacobian holds no term of it), so its .grad stays None; the
+        # VJP gives zeros for it. Inputs the results' computation does not use get None.
+        return (None,) + tuple(Tensor._make(r) if u else None for r, u in zip(res, used))
+
+
+def _used_inputs(fn, primals):
+    """Per input of ``fn``, whether its results' computation uses it (JAX's dead-code
+    elimination of ``fn``'s jaxpr, every result kept)."""
+    from jax._src.interpreters import partial_eval as pe    # JAX's jaxpr dead-code elimination
+    closed = jax.make_jaxpr(fn)(*primals)
+    _, used = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
+    return used
 
 
 def differentiable(run, args, modules=(), grad_kind=True):

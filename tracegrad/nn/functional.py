@@ -596,8 +596,9 @@ def tanh(input):
 
 
 def logsigmoid(input):
-    """Mirrors ``torch.nn.functional.logsigmoid`` (as ``-softplus(-x)``)."""
-    return -softplus(-input)
+    """Mirrors ``torch.nn.functional.logsigmoid``: grad_fn ``LogSigmoidBackward0``, with
+    torch's kernel rounding for float16/bfloat16 (NOTE [log_sigmoid] in _ops/nn_ops.py)."""
+    return _nn.log_sigmoid(input)
 
 
 def softsign(input):
