@@ -1009,7 +1009,8 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
         for i, (a, b) in enumerate(zip(parts, other[1])):
             if _same_part(a, b) or type(a) is not tuple or type(b) is not tuple:
                 continue
-            if len(a) == 2 and a[0] in (int, float):
+            if len(a) == 2 and type(a[0]) is type and issubclass(a[0], (int, float, np.number)) \
+                    and a[0] is not bool:      # NumPy scalars too (an np.float32 lr from a schedule)
                 numbers.add(i)
             elif len(a) == 4 == len(b) and a[0] == "ndarray" == b[0]:
                 arrays.add(i)
@@ -1032,11 +1033,13 @@ def _changing_numbers(key, cache, args, kwargs, containers=frozenset()) -> str:
         where = ", ".join(_leaf_names(args, kwargs, sorted(shapes), containers))
         what = {parts[i][0] == _ARRAY_INPUT for i in shapes}
         what = "NumPy array" if what == {True} else "tensor" if what == {False} else "tensor or NumPy array"
+        # (mark_dynamic takes tensors only: an ndarray has nowhere to keep the mark)
+        mark = "compile(dynamic=True)" if what == "NumPy array" else \
+            "torch._dynamo.mark_dynamic(x, dim) on a tensor, or compile(dynamic=True)"
         hint += (f"; the {what} argument(s) {where} change shape between calls and XLA programs have "
                  "static shapes, so each shape is traced into its own program: pad or bucket them to a "
-                 "few shapes, or mark the changing dims dynamic (torch._dynamo.mark_dynamic(x, dim), or "
-                 "compile(dynamic=True)) so that each size is traced once without counting toward "
-                 "cache_size_limit")
+                 f"few shapes, or mark the changing dims dynamic ({mark}) so that each size is traced once "
+                 "without counting toward cache_size_limit")
     return hint
 
 

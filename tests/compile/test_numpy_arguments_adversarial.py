@@ -606,9 +606,6 @@ def test_cache_limit_hint_for_arrays_read_by_value(small_cache):
     assert "NumPy array argument(s) args[0] hold other values" in text and "from_numpy" in text
 
 
-@pytest.mark.xfail(strict=True, reason="a NumPy scalar argument (np.float32 lr from a schedule; even np.float64, a "
-                                       "float subclass) is keyed by value but compiler._changing_numbers names "
-                                       "only int/float parts: the cache-limit warning gives no hint")
 def test_cache_limit_hint_names_numpy_scalars(small_cache):
     f = tg.compile(lambda x, s: x * s)
     with warnings.catch_warnings(record=True) as caught:
@@ -624,10 +621,6 @@ def test_cache_limit_hint_for_array_shapes(small_cache):
     assert "NumPy array argument(s) args[0] change shape" in text and "dynamic=True" in text
 
 
-@pytest.mark.xfail(strict=True, reason="the shape hint suggests torch._dynamo.mark_dynamic(x, dim), which an "
-                                       "ndarray does not take (AttributeError in torch and tracegrad): "
-                                       "compiler._changing_numbers should offer only compile(dynamic=True) "
-                                       "for NumPy arrays")
 def test_cache_limit_hint_offers_only_what_arrays_take(small_cache):
     text = _limit_warning(lambda x: tg.from_numpy(x) * 2, [np.ones(k + 1, np.float32) for k in range(5)])
     with pytest.raises(AttributeError):
