@@ -382,7 +382,9 @@ def test_unhashable_object_arguments_keep_identity_and_guard_values():
 
 def test_arguments_new_on_every_call_past_the_limit_do_not_fill_the_cache():
     import numpy as np
-    f = tracegrad.compile(lambda a: tracegrad.as_tensor(a) + 1)
+    # (``tolist()`` reads the array by value: a constant keyed by its bytes, a new key per call;
+    # an array only converted would be an input, one program: NOTE [numpy arguments])
+    f = tracegrad.compile(lambda a: tracegrad.tensor(a.tolist()) + 1)
     for i in range(tracegrad.compiler.cache_size_limit + 20):
         assert f(np.full((2,), float(i))).tolist() == [i + 1.0] * 2
     assert len(f._cache) <= tracegrad.compiler.cache_size_limit + 1
