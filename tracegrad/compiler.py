@@ -810,7 +810,9 @@ def _misuse(error):
 # (nothing tells before the trace that it reads the parameters).
 def _under_transform(leaves):
     """Whether an argument tensor holds a JAX tracer: the call is inside a transform's trace."""
-    return any(isinstance(a, Tensor) and isinstance(a._value, jax.core.Tracer) for a in leaves)
+    # (a sparse COO argument has no dense value: its values are a leaf of their own when traced)
+    return any(isinstance(a, Tensor) and type(a).__dict__.get("is_sparse") is not True
+               and isinstance(a._value, jax.core.Tracer) for a in leaves)
 
 
 def _reads_grad_state(fn, cache):

@@ -838,7 +838,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     # NOTE [numpy arguments]: a stand-in no conversion took may have met ``type()`` in a helper
     helpers_ask_type = loaded is not None and "type" in loaded
     # NOTE [writes into numpy arguments] (numpy_args.py): arrays traced as themselves
-    const_arrays = [(a, a.copy()) for a, k in zip(leaves, kinds) if k == "const" and type(a) is np.ndarray]
+    # (not object arrays: their items are Python objects, compared by their own ``==``)
+    const_arrays = [(a, a.copy()) for a, k in zip(leaves, kinds)
+                    if k == "const" and type(a) is np.ndarray and a.dtype.kind != "O"]
     if held:
         code = getattr(getattr(fn, "__func__", fn), "__code__", None)
         loaded |= set(code.co_names) if code is not None else set()
