@@ -862,6 +862,19 @@ def _numpy_context(treedef, leaves):
 _ARRAY_INPUT = "ndarray input"     # a key part's tag: a NumPy argument taken in as an input
 
 
+def _odd_strides(a):
+    """An input array's strides where Python may find others than a row-major array of its
+    shape has (NOTE [numpy arguments]): a strided or Fortran-ordered array's, and a C-contiguous
+    one's whose size-1 dims have other strides (``arange(4)[:, None]``: (8, 0)); else None."""
+    if not a.flags.c_contiguous:
+        return a.strides
+    step, rowmajor = a.itemsize, []
+    for n in reversed(a.shape):
+        rowmajor.append(step)
+        step *= n
+    return None if a.strides == tuple(reversed(rowmajor)) else a.strides
+
+
 def _key(leaves, treedef, kinds):
     parts = []
     for a, k in zip(leaves, kinds):
@@ -870,7 +883,7 @@ def _key(leaves, treedef, kinds):
             continue
         if k == "ndarray":            # NOTE [numpy arguments]
             # (tagged apart from an array keyed by its bytes, ``_unhashable_key``)
-            parts.append((_ARRAY_INPUT, a.shape, a.dtype.str, None if a.flags.c_contiguous else a.strides))
+            parts.append((_ARRAY_INPUT, a.shape, a.dtype.str, _odd_strides(a)))
             continue
         if k == "const":
             if isinstance(a, weakref.ref):

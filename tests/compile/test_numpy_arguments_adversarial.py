@@ -674,9 +674,6 @@ def test_write_after_a_read_happens_on_every_call():
     assert [float(a[0, 1]) for a in arrays] == [5.0] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="a C-contiguous array is keyed without its strides (compiler._key), but a "
-                                       "size-1 dim's stride varies (arange(4)[:, None]: (4, 0); reshape(4, 1): "
-                                       "(4, 4)): a program whose Python read x.strides is reused with the other")
 def test_strides_of_size_one_dims_are_keyed():
     base = np.arange(4, dtype=np.float32)
     _same_arrays(lambda x: tg.from_numpy(x) * x.strides[-1], [base.reshape(4, 1).copy()] * 2 + [base.copy()[:, None]])
