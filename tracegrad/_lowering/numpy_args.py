@@ -23,7 +23,8 @@ stand-in): a function whose own code calls ``type`` gets the arrays themselves f
 where only a helper it reaches names ``type`` (``trace_region``'s ``helpers_ask_type``), a
 stand-in no conversion took (``unconverted``) may have gone down the other branch of such a
 test, and is traced again as the array too. Otherwise an unused array stays an (unused)
-input: eval calls that leave the labels alone trace once. A write into the array is a graph
+input: eval calls that leave the labels alone trace once. An argument that is also a global or
+closure variable the function reads (``x is REF``) is traced as the array (``also_outside``). A write into the array is a graph
 break (NOTE [writes into numpy arguments]). A trace that raises with
 stand-ins about (``memoryview(x)`` and C functions refuse one) is tried again with the arrays
 too: whether the call raises is then the function's own answer (where it does, new arrays
@@ -57,6 +58,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .capture import GraphBreak
+from .pystate import _value
 
 
 class NumpyValuesRead(Exception):
@@ -305,3 +307,16 @@ def _loads_global(code, name) -> bool:
                                       for ins in dis.get_instructions(code)):
         return True
     return any(_loads_global(c, name) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def also_outside(leaves, kinds, refs) -> list:
+    """The positions of NumPy input arguments that are also the value of a global or closure
+    variable the function reads (``refs``: ``pystate.python_refs``'): ``x is REF`` there would
+    be False for a stand-in, so such an argument is traced as the array itself (NOTE [numpy
+    arguments])."""
+    outside = set()
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        if type(v) is np.ndarray:
+            outside.add(id(v))
+    return [i for i, (a, k) in enumerate(zip(leaves, kinds)) if k == "ndarray" and id(a) in outside]

@@ -47,7 +47,7 @@ from .remat import REMAT_COMPILER_OPTIONS
 from . import result_objects
 from .region import (_HELD, _NEW, _OTHER, _SAME, ARG_IS_STATE, DATA_KINDS, SHARED_VIEWS, CallOnlyBreak,
                      ContainerChanged, Region, SharedArgsWritten, aliased_args, classify_args, first_of, input_value)
-from .numpy_args import NumpyStandIn, NumpyValuesRead, asks_type, unconverted
+from .numpy_args import NumpyStandIn, NumpyValuesRead, also_outside, asks_type, unconverted
 from .results import _out_recipe, _result_places, _views_of_rebound
 from .call_tree import ArgBox, argument_boxes, arguments_changed, flatten, keep_outside, unflatten
 from . import custom_function as _custom_function
@@ -837,6 +837,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     refs, ref_names = python_refs(fn, objects, loaded, counters_out=counter_names)
     # NOTE [numpy arguments]: a stand-in no conversion took may have met ``type()`` in a helper
     helpers_ask_type = loaded is not None and "type" in loaded
+    shared = also_outside(leaves, kinds, refs) if "ndarray" in kinds else ()
+    if shared:
+        raise NumpyValuesRead(shared, "also a global or closure variable the function reads")
     # NOTE [writes into numpy arguments] (numpy_args.py): arrays traced as themselves
     # (not object arrays: their items are Python objects, compared by their own ``==``)
     const_arrays = [(a, a.copy()) for a, k in zip(leaves, kinds)
