@@ -84,10 +84,6 @@ def test_cond_pred_of_several_elements_raises_every_call():
     compare(build)
 
 
-@pytest.mark.xfail(strict=True, reason="tracegrad.cond runs the taken branch in Python (a graph break on "
-                   "the tensor pred); torch.compile(fullgraph=True) captures both branches as one "
-                   "program. Capturing it needs lax.cond lowering of both branches with their VJPs "
-                   "in tracegrad/_lowering (a core change)")
 def test_cond_with_tensor_pred_under_fullgraph():
     f = tracegrad.compile(lambda x: tracegrad.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,)),
                           fullgraph=True)

@@ -13,6 +13,7 @@ import math
 import warnings
 import weakref
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -23,6 +24,8 @@ from .._ops.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryErro
 from .._ops.registry import OPS
 from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
 from .._tensor.tensor import Tensor
+
+_Tracer = jax.core.Tracer
 from .._tensor.generator import get_rng_state, set_rng_state
 from ..autograd._dispatch import apply_op, apply_inplace as _apply_inplace
 from ..autograd._graph_impl import _seq as _node_seq
@@ -338,7 +341,8 @@ def make_subclass(cls, data, require_grad=False):
 #   a branch may not return an operand or other outside tensor (aliasing) nor write in place
 #   into one (input mutation): RuntimeError, whichever branch is taken.
 # Here the taken branch runs with grad mode as the caller has it, and the other one runs too,
-# under no_grad and with the RNG state put back, only to learn what it reads and returns. A
+# under no_grad and with the RNG state put back, only to learn what it reads and returns; the
+# true branch first either way (the order a program running both keeps). A
 # ``_BranchReads`` interposer (NOTE [interposer] in _state) notes the outside tensors requiring
 # grad that ops of either branch receive (outside: a leaf, or a result whose node is older than
 # the cond) and the storages written in place. In the taken branch the ops read a recorded
@@ -351,9 +355,8 @@ def make_subclass(cls, data, require_grad=False):
 # of its fresh results) is outside state: put back, then the error.
 # A Python-bool ``pred`` is a plain call of one branch, as in torch (no zeros, no checks).
 # Under ``vmap`` a per-sample pred selects with ``where`` between both branches' results, as
-# torch's batching rule. Inside ``tracegrad.compile`` a tensor ``pred`` is read with
-# ``item()``: a graph break, so the step runs eagerly with these semantics rather than
-# freezing one branch. Known difference: torch 2.13's eager cond returns ``create_graph``
+# torch's batching rule. Inside ``tracegrad.compile`` a traced ``pred`` runs both branches in
+# the program and selects (NOTE [torch.cond inside tracegrad.compile]). Known difference: torch 2.13's eager cond returns ``create_graph``
 # gradients without a graph (a penalty on them trains nothing); here they are differentiable.
 
 
@@ -533,16 +536,21 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
     """``torch.cond`` with a tensor pred whose value is ``taken`` (NOTE [torch.cond with a
     tensor pred])."""
     start = next(_node_seq)
-    fns = (true_fn, false_fn) if taken else (false_fn, true_fn)
-    out, reads = _run_branch(fns[0], args, start, _state.grad_enabled())
-    rng = get_rng_state()
-    try:
-        other, other_reads = _run_branch(fns[1], args, start, False)
-    finally:
-        set_rng_state(rng)
-    first_true = true_fn is fns[0]
-    leaves, spec, other_leaves = _checked_branches(first_true, out, reads, other, other_reads, args)
-    keys, inputs = _cond_inputs(args, *((reads, other_reads) if first_true else (other_reads, reads)))
+    # true_fn first whichever is taken: a branch's Python side effects come in one order, the
+    # order a compiled program (which runs both) keeps too
+    ran = []
+    for fn, is_taken in ((true_fn, bool(taken)), (false_fn, not taken)):
+        if is_taken:
+            ran.append(_run_branch(fn, args, start, _state.grad_enabled()))
+            continue
+        rng = get_rng_state()
+        try:
+            ran.append(_run_branch(fn, args, start, False))
+        finally:
+            set_rng_state(rng)
+    (out, reads), (other, other_reads) = ran if taken else ran[::-1]
+    leaves, spec, other_leaves = _checked_branches(bool(taken), out, reads, other, other_reads, args)
+    keys, inputs = _cond_inputs(args, *((reads, other_reads) if taken else (other_reads, reads)))
     diff = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
     if not inputs or not diff or not _state.grad_enabled():
         return out
@@ -553,8 +561,119 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
     return _unflatten(leaves, spec)
 
 
+# NOTE [torch.cond inside tracegrad.compile]
+# A traced pred has no value to pick a branch with, and reading it (``item()``) was a graph break:
+# the step ran eagerly, and ``fullgraph=True`` refused what torch compiles. The program runs
+# both branches instead (eager runs both too, the untaken one only to check it) and selects:
+# - each result is ``where(pred, true result, false result)``; a Python value both return must
+#   be equal, and the two tensors of a pair must have one shape (eager allows other shapes:
+#   one program cannot return either), else a graph break;
+# - both branches run with grad mode as the caller has it, each lifting what it reads
+#   (``_BranchReads``), and ``CondSelectOp``, one node with the edges eager's node has,
+#   differentiates each branch's graph to its placeholders and selects the *gradients* with
+#   pred: an input the taken branch does not reach gets zeros, as eagerly. Selecting the
+#   gradients, not differentiating a select, keeps a NaN or inf of the untaken branch's
+#   backward (``sqrt`` of a negative: the case a cond guards against) out of the result, where
+#   ``where``'s own derivative would pass it on as 0 * inf;
+# - a branch that draws random numbers (eager puts the RNG back after the untaken one: which
+#   state is left depends on pred), and a compiled forward JAX differentiates from outside
+#   (``Capture.vjp``: its VJP would differentiate the select) are graph breaks, as before.
+# Known difference: a second-order gradient through the cond (``create_graph``) differentiates
+# the gradients' select, so a NaN of the untaken branch's second derivative can reach it.
+
+
+class CondSelectOp(Function):
+    """A cond with a traced pred (NOTE [torch.cond inside tracegrad.compile]): ``where(pred,
+    true result, false result)`` per output, with edges to ``inputs`` as eager's
+    ``CondAutogradOp``; backward differentiates each branch's results down to its placeholders
+    and selects the gradients with pred (zeros for what a branch does not reach)."""
+
+    @staticmethod
+    def forward(ctx, pred, touts, fouts, tlifted, flifted, *inputs):
+        ctx.pred, ctx.branches = pred, ((touts, tlifted), (fouts, flifted))
+        ctx.zeros = [(tuple(z.shape), z.dtype) for z in inputs]
+        ctx.save_for_backward(*inputs)
+        return tuple(t.where(pred, f) for t, f in zip(touts, fouts))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        ctx.saved_tensors    # noqa: B018 (checks them: freed or changed in place raise)
+        create = _state.grad_enabled()
+        ctx.keep = getattr(ctx, "keep", False) or create
+        per_branch = []
+        for outs, lifted in ctx.branches:
+            got = [None] * len(lifted)
+            pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad and g is not None]
+            at = [i for i, p in enumerate(lifted) if p is not None]
+            if pairs and at:
+                gs = _autograd_grad([o for o, _ in pairs], [lifted[i] for i in at], [g for _, g in pairs],
+                                    allow_unused=True, retain_graph=ctx.keep or _keep_graph(), create_graph=create)
+                for i, g in zip(at, gs):
+                    got[i] = g
+            per_branch.append(got)
+        like = grads[0]
+        out = []
+        for gt, gf, (shape, dtype) in zip(*per_branch, ctx.zeros):
+            if gt is None and gf is None:
+                out.append(like.new_zeros(shape, dtype=dtype))
+                continue
+            gt = like.new_zeros(shape, dtype=dtype) if gt is None else gt
+            gf = like.new_zeros(shape, dtype=dtype) if gf is None else gf
+            out.append(gt.where(ctx.pred, gf))
+        return (None, None, None, None, None, *out)
+
+
+def _cond_traced(pred, true_fn, false_fn, args):
+    """``torch.cond`` with a pred traced by tracegrad.compile (NOTE [torch.cond inside
+    tracegrad.compile])."""
+    cap = _state.CAPTURE[0]
+    grad = _state.grad_enabled()
+    start = next(_node_seq)
+    keys = cap.generator_keys()
+    out_t, reads_t = _run_branch(true_fn, args, start, grad)
+    out_f, reads_f = _run_branch(false_fn, args, start, grad)
+    after = cap.generator_keys()
+    if len(after) != len(keys) or any(g is not h or k is not j for (g, k), (h, j) in zip(after, keys)):
+        cap.cannot("torch.cond: a branch draws random numbers, and which RNG state eager leaves depends on the "
+                   "pred's value")
+    leaves_t, spec, leaves_f = _checked_branches(True, out_t, reads_t, out_f, reads_f, args)
+    if cap.vjp:
+        cap.cannot("torch.cond with a traced pred in a compiled forward differentiated outside it")
+    if any(isinstance(o, Tensor) and isinstance(o._value, _Tracer) and type(o._value) is not type(pred._value)
+           for o in leaves_t + leaves_f):
+        # a tracegrad.func transform inside the compiled function: JAX would differentiate the
+        # select (NaN from the untaken branch), where eager differentiates the taken branch
+        cap.cannot("torch.cond with a traced pred inside a tracegrad.func transform")
+    p = pred.detach().reshape(())
+    if p._value.dtype != jnp.bool_:
+        p = p != 0
+    for t, f in zip(leaves_t, leaves_f):
+        if isinstance(t, Tensor):
+            if t.shape != f.shape:
+                cap.cannot(f"torch.cond: the branches return tensors of shapes {tuple(t.shape)} and "
+                           f"{tuple(f.shape)}; one program returns one shape")
+        elif not (t is f or (type(t) is type(f) and t == f)):
+            cap.cannot(f"torch.cond: the branches return the Python values {t!r} and {f!r}, which pred's value "
+                       "would pick between")
+    keys, inputs = _cond_inputs(args, reads_t, reads_f)
+    diff = [i for i, o in enumerate(leaves_t) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
+    merged = list(leaves_t)
+    with no_grad():
+        for i, (t, f) in enumerate(zip(leaves_t, leaves_f)):
+            if isinstance(t, Tensor):
+                merged[i] = t.where(p, f)
+    if not inputs or not diff or not grad or not any(leaves_t[i].requires_grad or leaves_f[i].requires_grad
+                                                       for i in diff):
+        return _unflatten(merged, spec)
+    made = CondSelectOp.apply(p, tuple(leaves_t[i] for i in diff), tuple(leaves_f[i] for i in diff),
+                              [reads_t.lifted.get(k) for k in keys], [reads_f.lifted.get(k) for k in keys], *inputs)
+    for i, m in zip(diff, made):
+        merged[i] = m
+    return _unflatten(merged, spec)
+
+
 def _checked_branches(first_true, out, reads, other, other_reads, args):
-    """torch's checks of a cond's two branch results (``out`` of the branch that ran first,
+    """torch's checks of a cond's two branch results (``out`` of the taken branch,
     ``first_true`` whether that is the true one): in-place writes into outside tensors (put
     back), structures, dims and dtypes, aliasing. Returns (leaves, structure, other leaves)."""
     leaves, spec = _flat_results(out)
@@ -580,6 +699,10 @@ def _checked_branches(first_true, out, reads, other, other_reads, args):
                            f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
                            "return the same structure of tensors from both branches")
     leaves_t, leaves_f = (leaves, other_leaves) if first_true else (other_leaves, leaves)
+    for o in leaves_t + leaves_f:
+        if not isinstance(o, Tensor) and (type(o) is bool or not isinstance(o, (int, np.integer))):
+            raise RuntimeError(f"torch.cond: a branch returned a {type(o).__name__}: the branches' outputs must be "
+                               "tensors or ints; return a tensor instead")
     for t, f in zip(leaves_t, leaves_f):
         if isinstance(t, Tensor) != isinstance(f, Tensor):
             raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
@@ -632,10 +755,12 @@ def cond(pred, true_fn, false_fn, operands=()):
     tensor) is true, else ``false_fn(*operands)``. A Python ``pred`` calls one branch; a tensor
     ``pred`` follows torch's higher-order op (NOTE [torch.cond with a tensor pred]): both
     branches are checked, and the inputs the untaken one reads get zero gradients. Inside
-    ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch: a graph break, never a
-    frozen choice. RuntimeError, as torch, for a ``pred`` tensor of more than one element, a
-    non-bool/number ``pred``, branches whose results differ in structure, dims or dtype, or a
-    branch that returns or writes in place into an input."""
+    ``tracegrad.compile`` a traced ``pred`` is one program that runs both branches and selects
+    (``fullgraph=True`` works; NOTE [torch.cond inside tracegrad.compile]), never a frozen
+    choice. RuntimeError, as torch, for a ``pred`` tensor of more than one element, a
+    non-bool/number ``pred``, branches whose results differ in structure, dims or dtype,
+    results other than tensors and ints, or a branch that returns or writes in place into an
+    input."""
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
             raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
@@ -648,6 +773,8 @@ def cond(pred, true_fn, false_fn, operands=()):
     if isinstance(pred, Tensor) and type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
         return _cond_per_sample(pred, true_fn, false_fn, tuple(operands))
     if isinstance(pred, Tensor):
+        if _state.CAPTURE[0] is not None and isinstance(pred._value, _Tracer):
+            return _cond_traced(pred, true_fn, false_fn, tuple(operands))
         return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
     return (true_fn if pred else false_fn)(*operands)
 

@@ -724,6 +724,16 @@ class Capture:
             self.profiler_guarded = True
             self.read_guards.append((_Probe(_profiler_on), None, self.profiler_at_start, None))
 
+    def cannot(self, reason):
+        """A graph break that library code (a lower layer) asks for, with ``reason``."""
+        raise GraphBreak(reason)
+
+    def generator_keys(self) -> list:
+        """Each generator this trace draws from, with its key now: two snapshots differ when
+        random numbers were drawn in between."""
+        gens = list(self.generators) + [g for g in self.found_generators if g not in self.generators]
+        return [(g, g._key) for g in gens]
+
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a
         constant made inside the trace; anything else would freeze one call's value."""
