@@ -346,3 +346,136 @@ SCIPY = {name: (lambda n: lambda T: scipy_pair_all(T, n))(name) for name in PAIR
 @pytest.mark.parametrize("fn", outcome_params(SCIPY))
 def test_against_torch(fn):
     same_outcome(fn)
+
+
+# ==== TestFunctors ==============================================================================
+def _ar(T, lo=1, hi=101):
+    return T.arange(lo, hi, dtype=T.float32)
+
+
+def _transform_observations(T, t, x, y, parts):
+    """What the functor tests compare: domain / codomain checks, forward, inverse and the
+    log-Jacobian of the combined transform, each part's own results (``parts``), and the
+    gradient of the forward and log-Jacobian sums with respect to ``x``."""
+    x = x.detach().requires_grad_()
+    out = [t.domain.check(x), t.codomain.check(y), t(x), t.inv(y), t.log_abs_det_jacobian(x, y)]
+    out.append(T.autograd.grad((t(x) + t.log_abs_det_jacobian(x, t(x))).sum(), x)[0])
+    return out + parts
+
+
+def cat_transform(T):
+    # test_cat_transform: CatTransform of Exp, Affine(1, 100) and identity along dim 0
+    tr = T.distributions.transforms
+    xs = [-_ar(T).view(-1, 100), (_ar(T).view(-1, 100) - 1) / 100, _ar(T).view(-1, 100)]
+    ts = [tr.ExpTransform(), tr.AffineTransform(1, 100), tr.identity_transform]
+    ys = [_ar(T).view(-1, 100)] * 3
+    t = tr.CatTransform(ts, dim=0)
+    parts = [T.cat([f(x) for f, x in zip(ts, xs)]), T.cat([f.inv(y) for f, y in zip(ts, ys)]),
+             T.cat([f.log_abs_det_jacobian(x, y) for f, x, y in zip(ts, xs, ys)])]
+    return _transform_observations(T, t, T.cat(xs), T.cat(ys), parts)
+
+
+def cat_transform_non_uniform(T):
+    # test_cat_transform_non_uniform: lengths [1, 2], the second part itself a CatTransform
+    tr = T.distributions.transforms
+    x1 = -_ar(T).view(-1, 100)
+    x2 = T.cat([(_ar(T).view(-1, 100) - 1) / 100, _ar(T).view(-1, 100)])
+    t1 = tr.ExpTransform()
+    t2 = tr.CatTransform([tr.AffineTransform(1, 100), tr.identity_transform], dim=0)
+    t = tr.CatTransform([t1, t2], dim=0, lengths=[1, 2])
+    y1, y2 = _ar(T).view(-1, 100), T.cat([_ar(T).view(-1, 100)] * 2)
+    parts = [T.cat([t1(x1), t2(x2)]), T.cat([t1.inv(y1), t2.inv(y2)]),
+             T.cat([t1.log_abs_det_jacobian(x1, y1), t2.log_abs_det_jacobian(x2, y2)])]
+    return _transform_observations(T, t, T.cat([x1, x2]), T.cat([y1, y2]), parts)
+
+
+def cat_event_dim(T):
+    # test_cat_event_dim: two Affine transforms with event_dim=1 joined along dim 1; the
+    # log-Jacobian sums the parts' (fixed inputs instead of randn)
+    tr = T.distributions.transforms
+    t1 = tr.AffineTransform(0, 2 * T.ones(2), event_dim=1)
+    t2 = tr.AffineTransform(0, 2 * T.ones(2), event_dim=1)
+    x1, x2 = T.tensor(_rs(1).randn(16, 2).astype("float32")), T.tensor(_rs(2).randn(16, 2).astype("float32"))
+    t = tr.CatTransform([t1, t2], dim=1, lengths=[2, 2])
+    x = T.cat([x1, x2], dim=1)
+    y = t(x)
+    return [y, t.log_abs_det_jacobian(x, y), t1.log_abs_det_jacobian(x1, t1(x1)) + t2.log_abs_det_jacobian(x2, t2(x2)),
+            t.event_dim, t.inv(y)]
+
+
+def stack_transform(T):
+    # test_stack_transform: StackTransform of Exp, Affine(1, 100) and identity along dim 0
+    tr = T.distributions.transforms
+    xs = [-_ar(T), (_ar(T) - 1) / 100, _ar(T)]
+    ts = [tr.ExpTransform(), tr.AffineTransform(1, 100), tr.identity_transform]
+    ys = [_ar(T)] * 3
+    t = tr.StackTransform(ts, dim=0)
+    parts = [T.stack([f(x) for f, x in zip(ts, xs)]), T.stack([f.inv(x) for f, x in zip(ts, xs)]),
+             T.stack([f.log_abs_det_jacobian(x, y) for f, x, y in zip(ts, xs, ys)]), t.inv(T.stack(xs))]
+    return _transform_observations(T, t, T.stack(xs), T.stack(ys), parts)
+
+
+def cat_stack_errors(T):
+    # CatTransform / StackTransform refuse parts that are not transforms (AssertionError in
+    # torch) and lengths that do not match the number of parts
+    tr = T.distributions.transforms
+    out = [attempt_any(lambda: tr.CatTransform([tr.ExpTransform(), 3])),
+           attempt_any(lambda: tr.StackTransform([tr.ExpTransform(), "x"])),
+           attempt_any(lambda: tr.CatTransform([tr.ExpTransform()], lengths=[1, 2]))]
+    t = tr.CatTransform([tr.ExpTransform(), tr.identity_transform], dim=0, lengths=[1, 1])
+    out.append(attempt_any(lambda: t(T.zeros(3))))
+    return out
+
+
+def attempt_any(fn):
+    """``fn()``'s value, or the name of the builtin class of what it raised."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 -- the class is what is compared
+        return next(c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins")
+
+
+FUNCTORS = {"cat_transform": cat_transform, "cat_transform_non_uniform": cat_transform_non_uniform,
+            "cat_event_dim": cat_event_dim, "stack_transform": stack_transform,
+            "cat_stack_errors": cat_stack_errors}
+
+
+@pytest.mark.parametrize("fn", outcome_params(FUNCTORS))
+def test_functors(fn):
+    same_outcome(fn)
+
+
+# ==== TestValidation.test_warning_unimplemented_constraints =====================================
+def unimplemented_constraints(T):
+    # a Distribution subclass that declares no arg_constraints / support warns (UserWarning)
+    # when it validates: once when built, once when log_prob validates a value
+    class Delta(T.distributions.Distribution):
+        def __init__(self, validate_args=True):
+            super().__init__(validate_args=validate_args)
+
+        def sample(self, sample_shape=()):
+            return T.tensor(0.0).expand(sample_shape)
+
+        def log_prob(self, value):
+            if self._validate_args:
+                self._validate_sample(value)
+            return T.where(value == 0.0, T.zeros_like(value), T.full_like(value, -math.inf))
+
+    import warnings
+    seen = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        d = Delta()
+        seen.append([c.category.__name__ for c in w])
+        del w[:]
+        lp = d.log_prob(d.sample((2,)))
+        seen.append([c.category.__name__ for c in w])
+        del w[:]
+        Delta(validate_args=False).log_prob(T.zeros(2))
+        seen.append([c.category.__name__ for c in w])
+    return seen + [lp]
+
+
+def test_warning_unimplemented_constraints():
+    got = same_outcome(unimplemented_constraints)
+    assert got[0] == ["UserWarning"] and got[1] == ["UserWarning"] and got[2] == []
