@@ -479,3 +479,254 @@ def unimplemented_constraints(T):
 def test_warning_unimplemented_constraints():
     got = same_outcome(unimplemented_constraints)
     assert got[0] == ["UserWarning"] and got[1] == ["UserWarning"] and got[2] == []
+
+
+# ==== TestDistributions: single tests no port took ==============================================
+def lazy_property_grad(T):
+    # test_lazy_property_grad: a lazy_property computed under no_grad is not cached, so the
+    # value asked for later (grad mode on) still leads back to the parameter
+    x = T.tensor([0.5], requires_grad=True)
+
+    class Dummy:
+        @T.distributions.utils.lazy_property
+        def y(self):
+            return x + 1
+
+    out = []
+    for ctx in (T.enable_grad, T.no_grad):
+        x.grad = None
+        with ctx():
+            d = Dummy()
+            v = d.y
+        out += [v.requires_grad, "y" in d.__dict__]
+        d.y.backward()
+        out.append(x.grad.clone())
+    cov = T.eye(2, requires_grad=True)
+    dist = T.distributions.MultivariateNormal(T.tensor([0.3, -0.2]), cov)
+    with T.no_grad():
+        first = dist.scale_tril
+    out += [first.requires_grad, dist.scale_tril.requires_grad]
+    dist.scale_tril.sum().backward()
+    return out + [cov.grad]
+
+
+def _subclass_examples(T):
+    D, t = T.distributions, T.tensor
+    return [
+        (D.Normal, dict(loc=t([0.1, -0.3]), scale=t([1.0, 2.0])), t([0.4, 0.2])),
+        (D.Bernoulli, dict(probs=t([0.7, 0.2, 0.4])), t([1., 0., 1.])),
+        (D.Categorical, dict(logits=t([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]])), t([2, 0])),
+        (D.Beta, dict(concentration1=t([1.5, 0.5]), concentration0=t([2.0, 1.2])), t([0.3, 0.6])),
+        (D.Dirichlet, dict(concentration=t([[1.5, 0.5, 2.0]])), t([0.2, 0.3, 0.5])),
+        (D.Kumaraswamy, dict(concentration1=t([1.5, 1.2]), concentration0=t([1.1, 1.9])), t([0.3, 0.6])),
+        (D.VonMises, dict(loc=t([0.2, -1.0]), concentration=t([1.0, 3.0])), t([0.5, 0.1])),
+        (D.MultivariateNormal, dict(loc=t([0.1, 0.2]), scale_tril=t([[1.0, 0.0], [0.3, 0.8]])), t([0.0, 0.5])),
+        (D.LowRankMultivariateNormal, dict(loc=t([0.1, 0.2]), cov_factor=t([[0.5], [0.2]]), cov_diag=t([1.0, 0.5])),
+         t([0.0, 0.5])),
+        (D.GeneralizedPareto, dict(loc=t([0.1, 0.2]), scale=t([1.0, 2.0]), concentration=t([0.1, -0.2])), t([0.5, 0.7])),
+        (D.ContinuousBernoulli, dict(probs=t([0.3, 0.8])), t([0.25, 0.75])),
+        (D.RelaxedBernoulli, dict(temperature=t(0.5), probs=t([0.3, 0.8])), t([0.25, 0.75])),
+    ]
+
+
+def subclass_expand(T, k):
+    # test_distribution_subclass_expand: ``expand`` on a subclass that adds nothing returns the
+    # subclass, with the expanded batch shape, sample shape and the same log_prob
+    Dist, param, value = _subclass_examples(T)[k]
+
+    class SubClass(Dist):
+        pass
+
+    d = SubClass(**param)
+    e = d.expand((2,) + tuple(d.batch_shape))
+    return [type(e) is SubClass, tuple(e.batch_shape), tuple(e.sample().shape), tuple(d.sample().shape),
+            e.log_prob(value), d.log_prob(value)]
+
+
+SINGLES = {f"subclass_expand_{Dist.__name__}": (lambda k: lambda T: subclass_expand(T, k))(k)
+           for k, (Dist, _, _) in enumerate(_subclass_examples(torch))}
+
+
+def gamma_log_prob_at_boundary(T):
+    # test_gamma_log_prob_at_boundary: Gamma(c, 1).log_prob(0) is +inf, 0 and -inf for
+    # c = 0.5, 1, 2 (and the same through Chi2 / Exponential), with validate_args on
+    out = []
+    for c in (0.5, 1.0, 2.0):
+        out.append(T.distributions.Gamma(T.tensor(c), T.tensor(1.0), validate_args=True).log_prob(T.tensor(0.)))
+    out.append(T.distributions.Chi2(T.tensor(2.0), validate_args=True).log_prob(T.tensor(0.)))
+    out.append(T.distributions.Exponential(T.tensor(2.0), validate_args=True).log_prob(T.tensor(0.)))
+    return out
+
+
+def dirichlet_log_prob_zero(T):
+    # test_dirichlet_log_prob_zero: a coordinate at 0 with concentration 1 has a finite density
+    alpha = T.tensor([1.0, 2.0], requires_grad=True)
+    lp = T.distributions.Dirichlet(alpha, validate_args=True).log_prob(T.tensor([0.0, 1.0]))
+    return [lp] + grads(T, lp, [alpha])
+
+
+def binomial_stable(T):
+    # test_binomial_stable: extreme logits give finite log_prob and gradients
+    logits = T.tensor([-100., 100.], requires_grad=True)
+    lp = T.distributions.Binomial(1, logits=logits).log_prob(T.tensor([0., 0.]))
+    return [lp] + grads(T, lp, [logits])
+
+
+def vonmises_logprob(T):
+    # test_vonmises_logprob: the density integrates to 1 over a circle for small to large
+    # concentrations (a grid of step 1e-2 here, not 1e-4), and log_prob's gradients
+    out = []
+    grid = T.arange(0.0, 2 * math.pi, 1e-2, dtype=T.float64)
+    for conc in (0.01, 0.3, 3.0, 30.0, 100.0):
+        c = T.tensor(conc, dtype=T.float64, requires_grad=True)
+        loc = T.tensor(0.2, dtype=T.float64, requires_grad=True)
+        lp = T.distributions.VonMises(loc, c).log_prob(grid)
+        norm = lp.exp().mean() * 2 * math.pi
+        out += [lp[::50], abs(norm.item() - 1) < 1e-3] + grads(T, lp, [loc, c])
+    return out
+
+
+def logisticnormal(T):
+    # test_logisticnormal: sample shapes, log_prob at a fixed point of the simplex and its
+    # gradients with respect to loc and scale
+    rs = _rs(7)
+    mean = T.tensor(rs.randn(5, 5), dtype=T.float64, requires_grad=True)
+    std = T.tensor(np.abs(rs.randn(5, 5)), dtype=T.float64, requires_grad=True)
+    D = T.distributions.LogisticNormal
+    out = [tuple(D(mean, std).sample().shape), tuple(D(mean, std).sample((7,)).shape),
+           tuple(D(T.tensor([0.3]), T.tensor([0.5])).sample((1,)).shape),
+           tuple(D(0.2, 0.6).sample().shape), tuple(D(-0.7, 50.0).sample().shape),
+           D(mean, std).rsample().requires_grad]
+    z = np.exp(rs.randn(5, 6))
+    value = T.tensor(z / z.sum(-1, keepdims=True), dtype=T.float64)
+    lp = D(mean, std).log_prob(value)
+    return out + [lp] + grads(T, lp, [mean, std])
+
+
+def _lowrank(T, batch=()):
+    rs = _rs(11)
+    loc = T.tensor(rs.randn(*batch, 4), dtype=T.float64, requires_grad=True)
+    w = T.tensor(rs.randn(*batch, 4, 2), dtype=T.float64, requires_grad=True)
+    diag = T.tensor(np.exp(rs.randn(*batch, 4)), dtype=T.float64, requires_grad=True)
+    value = T.tensor(rs.randn(3, *batch, 4), dtype=T.float64)
+    return loc, w, diag, value
+
+
+def lowrank_log_prob(T, batch):
+    # test_lowrank_multivariate_normal_log_prob: the low-rank form's log_prob equals the full
+    # covariance MultivariateNormal's, batched or not; the gradients reach loc, factor, diag
+    loc, w, diag, value = _lowrank(T, batch)
+    low = T.distributions.LowRankMultivariateNormal(loc, w, diag)
+    full = T.distributions.MultivariateNormal(loc, w @ w.mT + T.diag_embed(diag))
+    lp, lpf = low.log_prob(value), full.log_prob(value)
+    return [lp, (lp - lpf).abs().max().item() < 1e-8] + grads(T, lp, [loc, w, diag])
+
+
+def lowrank_moments(T):
+    # test_lowrank_multivariate_normal_moments, the deterministic half: mean, variance,
+    # covariance, precision, scale_tril and entropy agree with the full form
+    loc, w, diag, _ = _lowrank(T)
+    low = T.distributions.LowRankMultivariateNormal(loc, w, diag)
+    full = T.distributions.MultivariateNormal(loc, w @ w.mT + T.diag_embed(diag))
+    out = [low.mean, low.variance, low.covariance_matrix, low.precision_matrix, low.scale_tril, low.entropy()]
+    same = [bool(T.allclose(a, b)) for a, b in zip(out, [full.mean, full.variance, full.covariance_matrix,
+                                                          full.precision_matrix, full.scale_tril, full.entropy()])]
+    return out + same + grads(T, low.entropy() + low.scale_tril.sum() + low.precision_matrix.sum(), [w, diag])
+
+
+def stable_with_precision(T, which):
+    # test_multivariate_normal_stable_with_precision_matrix / test_wishart_stable_with_precision_matrix:
+    # an RBF kernel as the precision matrix (badly conditioned) is accepted
+    x = T.tensor(_rs(3).randn(10), dtype=T.float64)
+    P = T.exp(-((x - x.unsqueeze(-1)) ** 2))
+    if which == "mvn":
+        d = T.distributions.MultivariateNormal(x.new_zeros(10), precision_matrix=P)
+    else:
+        d = T.distributions.Wishart(T.tensor(10, dtype=T.float64), precision_matrix=P)
+    return [tuple(d.batch_shape), tuple(d.event_shape), bool(T.isfinite(d.scale_tril).all())]
+
+
+SINGLES.update({
+    "lazy_property_grad": lazy_property_grad,
+    "gamma_log_prob_at_boundary": gamma_log_prob_at_boundary,
+    "dirichlet_log_prob_zero": dirichlet_log_prob_zero,
+    "binomial_stable": binomial_stable,
+    "vonmises_logprob": vonmises_logprob,
+    "logisticnormal": logisticnormal,
+    "lowrank_log_prob": lambda T: lowrank_log_prob(T, ()),
+    "lowrank_log_prob_batched": lambda T: lowrank_log_prob(T, (2,)),
+    "lowrank_moments": lowrank_moments,
+    "mvn_stable_with_precision": lambda T: stable_with_precision(T, "mvn"),
+    "wishart_stable_with_precision": lambda T: stable_with_precision(T, "wishart"),
+})
+
+
+@pytest.mark.parametrize("fn", outcome_params(SINGLES))
+def test_distributions_single(fn):
+    same_outcome(fn)
+
+
+# ==== TestKL: the analytic halves ===============================================================
+def kl_transformed(T):
+    # test_kl_transformed: KL of an Independent Normal and of its affine TransformedDistribution
+    # with itself has the batch shape (2,)
+    D = T.distributions
+    diag = D.Independent(D.Normal(T.zeros(2, 3), T.ones(2, 3)), 1)
+    tr = D.TransformedDistribution(diag, D.transforms.AffineTransform(loc=0.0, scale=2.0))
+    return [D.kl_divergence(diag, diag), D.kl_divergence(tr, tr)]
+
+
+def _tril(T, shape, seed):
+    return T.distributions.transform_to(T.distributions.constraints.lower_cholesky)(
+        T.tensor(_rs(seed).randn(*shape), dtype=T.float64))
+
+
+def kl_mvn_batched(T, broadcast):
+    # test_kl_multivariate_normal_batched(_broadcasted): a batched KL equals the stack of the
+    # per-item ones; gradients reach both locations and scale_trils
+    D = T.distributions
+    b = 4
+    loc = [T.tensor(_rs(20 + i).randn(b, 3), dtype=T.float64, requires_grad=True) for i in range(2)]
+    tril = [_tril(T, (b, 3, 3), 30).requires_grad_(), _tril(T, (3, 3) if broadcast else (b, 3, 3), 31).requires_grad_()]
+    per = T.stack([D.kl_divergence(D.MultivariateNormal(loc[0][i], scale_tril=tril[0][i]),
+                                   D.MultivariateNormal(loc[1][i], scale_tril=tril[1] if broadcast else tril[1][i]))
+                   for i in range(b)])
+    kl = D.kl_divergence(D.MultivariateNormal(loc[0], scale_tril=tril[0]), D.MultivariateNormal(loc[1], scale_tril=tril[1]))
+    return [kl, bool(T.allclose(kl, per))] + grads(T, kl, loc + tril)
+
+
+def kl_lowrank(T, batch):
+    # test_kl_lowrank_multivariate_normal(_batched): KL between low-rank forms, and between a
+    # low-rank and a full form either way, equal the full-full KL
+    D = T.distributions
+    rs = _rs(40)
+    loc = [T.tensor(rs.randn(*batch, 4), dtype=T.float64, requires_grad=True) for _ in range(2)]
+    fac = [T.tensor(rs.randn(*batch, 4, 3), dtype=T.float64, requires_grad=True) for _ in range(2)]
+    diag = [T.tensor(np.exp(rs.randn(*batch, 4)), dtype=T.float64, requires_grad=True) for _ in range(2)]
+    cov = [f @ f.mT + T.diag_embed(d) for f, d in zip(fac, diag)]
+    p, q = (D.LowRankMultivariateNormal(loc[i], fac[i], diag[i]) for i in range(2))
+    pf, qf = (D.MultivariateNormal(loc[i], cov[i]) for i in range(2))
+    ll, lf, fl, ff = D.kl_divergence(p, q), D.kl_divergence(p, qf), D.kl_divergence(pf, q), D.kl_divergence(pf, qf)
+    return [ll, lf, fl, ff] + grads(T, ll, loc + fac + diag)
+
+
+def kl_shape(T):
+    # test_kl_shape over this file's examples: kl(d, d) has d's batch shape, or the pair is
+    # not implemented
+    out = []
+    for name in PAIRS:
+        d = PAIRS[name][0](T)[0]
+        kl = attempt(lambda: T.distributions.kl_divergence(d, d))
+        out.append(kl if isinstance(kl, str) else (tuple(kl.shape), tuple(d.batch_shape)))
+    return out
+
+
+KL = {"kl_transformed": kl_transformed, "kl_mvn_batched": lambda T: kl_mvn_batched(T, False),
+      "kl_mvn_batched_broadcasted": lambda T: kl_mvn_batched(T, True),
+      "kl_lowrank": lambda T: kl_lowrank(T, ()), "kl_lowrank_batched": lambda T: kl_lowrank(T, (3,)),
+      "kl_shape": kl_shape}
+
+
+@pytest.mark.parametrize("fn", outcome_params(KL))
+def test_kl(fn):
+    same_outcome(fn)
