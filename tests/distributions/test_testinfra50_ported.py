@@ -225,7 +225,7 @@ def _pair_arrays():
     a = rs.randn(_N, _N)
     cov = a @ a.T + 0.5 * np.eye(_N)
     return dict(pos=pos, pos2=pos2, rv=rv, simplex=simplex, cov=cov,
-                unit=1 / (1 + np.exp(-rs.randn(_N))), q=rs.uniform(0.05, 0.95, (5, _N)))
+                unit=1 / (1 + np.exp(-rs.randn(_N))))
 
 
 _ARR = _pair_arrays()
@@ -300,9 +300,58 @@ PAIRS = {
                  lambda T: _c(T, np.clip(_ARR["rv"] + 0.3, -3.1, 3.1))),
     "Weibull": (lambda T: (lambda a, b: (T.distributions.Weibull(a[0], b[0]), [a, b]))(_leaf(T, "pos"), _leaf(T, "pos2")),
                 lambda T: _c(T, _ARR["pos2"][:3])),
-    "Wishart": (lambda T: (lambda a, c: (T.distributions.Wishart(_N - 1 + a[0], c), [a, c]))(_leaf(T, "pos"), _leaf(T, "cov")),
+    "Wishart": (lambda T: (lambda a, c: (T.distributions.Wishart(_N + 2 + a[0], c), [a, c]))(_leaf(T, "pos"), _leaf(T, "cov")),
                 lambda T: _c(T, _ARR["cov"] + np.eye(_N))),
 }
+
+
+def _lkj_value(T):
+    """A 3x3 correlation Cholesky factor (rows of unit norm), batch of 3."""
+    a = _rs(60).randn(3, 3, 3)
+    corr = a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)
+    d = np.sqrt(np.diagonal(corr, axis1=-2, axis2=-1))
+    return _c(T, np.linalg.cholesky(corr / d[..., :, None] / d[..., None, :]))
+
+
+def _mixture(T):
+    mix, loc, scale = _leaf(T, "simplex", lambda a: a[:3]), _leaf(T, "rv"), _leaf(T, "pos2")
+    D = T.distributions
+    comp = D.Independent(D.Normal(loc.view(3, 2), scale.view(3, 2)), 1)
+    return D.MixtureSameFamily(D.Categorical(mix), comp), [mix, loc, scale]
+
+
+def _transformed(T):
+    loc, scale = _leaf(T, "rv"), _leaf(T, "pos2")
+    D = T.distributions
+    tr = [D.transforms.AffineTransform(loc, scale), D.transforms.ExpTransform()]
+    return D.TransformedDistribution(D.Normal(T.zeros(_N, dtype=T.float64), T.ones(_N, dtype=T.float64)), tr), [loc, scale]
+
+
+# the rest of _get_examples' families, observed the same way
+PAIRS.update({
+    "Chi2": (lambda T: (lambda p: (T.distributions.Chi2(p), [p]))(_leaf(T, "pos")), lambda T: _c(T, _ARR["pos2"])),
+    "ContinuousBernoulli": (lambda T: (lambda u: (T.distributions.ContinuousBernoulli(u), [u]))(_leaf(T, "unit")),
+                            lambda T: _c(T, _ARR["simplex"] * 3)),
+    "Kumaraswamy": (lambda T: (lambda a, b: (T.distributions.Kumaraswamy(1 + a, 1 + b), [a, b]))(
+        _leaf(T, "unit"), _leaf(T, "simplex")), lambda T: _c(T, _ARR["unit"])),
+    "LKJCholesky": (lambda T: (lambda c: (T.distributions.LKJCholesky(3, c), [c]))(
+        _leaf(T, "pos", lambda a: a[:3] + 0.5)), _lkj_value),
+    "NegativeBinomial": (lambda T: (lambda u: (T.distributions.NegativeBinomial(T.tensor(5.0, dtype=T.float64), u), [u]))(
+        _leaf(T, "unit")), lambda T: _c(T, [0., 3., 1., 7., 2., 4.])),
+    "RelaxedBernoulli": (lambda T: (lambda u: (T.distributions.RelaxedBernoulli(_c(T, 0.7), u), [u]))(_leaf(T, "unit")),
+                         lambda T: _c(T, _ARR["simplex"] * 3)),
+    "RelaxedOneHotCategorical": (lambda T: (lambda s: (T.distributions.RelaxedOneHotCategorical(_c(T, 0.7), s), [s]))(
+        _leaf(T, "simplex")), lambda T: _c(T, _ARR["simplex"][::-1].copy())),
+    "OneHotCategoricalStraightThrough": (lambda T: (lambda s: (T.distributions.OneHotCategoricalStraightThrough(s), [s]))(
+        _leaf(T, "simplex")), lambda T: _c(T, np.eye(_N)[4])),
+    "HalfCauchy_scale_tensor": (lambda T: (lambda p: (T.distributions.HalfCauchy(p.view(_N, 1)), [p]))(_leaf(T, "pos")),
+                                lambda T: _c(T, _ARR["pos2"].reshape(_N, 1))),
+    "Independent": (lambda T: (lambda r, p: (T.distributions.Independent(T.distributions.Normal(r.view(2, 3), p.view(2, 3)), 1),
+                                             [r, p]))(_leaf(T, "rv"), _leaf(T, "pos2")),
+                    lambda T: _c(T, _ARR["rv"].reshape(2, 3) + 0.3)),
+    "MixtureSameFamily": (_mixture, lambda T: _c(T, [[0.1, -0.4], [1.0, 0.3]])),
+    "TransformedDistribution": (_transformed, lambda T: _c(T, _ARR["pos2"])),
+})
 
 
 def scipy_pair(T, name, what):
@@ -317,7 +366,7 @@ def scipy_pair(T, name, what):
     if what == "cdf":
         return attempt(lambda: d.cdf(value(T)))
     if what == "icdf":
-        q = _c(T, _ARR["q"][:, :_N if d.batch_shape else 1].reshape((5,) + tuple(d.batch_shape)))
+        q = _c(T, _rs(70).uniform(0.05, 0.95, (5,) + tuple(d.batch_shape)))
         return attempt(lambda: d.icdf(q))
     if what == "log_prob":
         lp = d.log_prob(value(T))
@@ -729,4 +778,36 @@ KL = {"kl_transformed": kl_transformed, "kl_mvn_batched": lambda T: kl_mvn_batch
 
 @pytest.mark.parametrize("fn", outcome_params(KL))
 def test_kl(fn):
+    same_outcome(fn)
+
+
+# ==== TestConstraints over this file's examples =================================================
+def support_and_params(T, name):
+    # test_support_constraints: the support's event_dim is the event rank, and its check of a
+    # sample has the batch shape and holds; also of the fixed value scored above.
+    # test_params_constraints: each given parameter's constraint has an event_dim its value
+    # covers, and (unless dependent) holds for it
+    T.manual_seed(0)    # each library's own stream, fixed so that a run repeats
+    build, value = PAIRS[name]
+    d, _ = build(T)
+    sup = d.support
+    out = [sup.event_dim, len(d.event_shape), sup.is_discrete]
+    ok = sup.check(d.sample())
+    out += [tuple(ok.shape), bool(ok.all()), sup.check(value(T))]
+    for key, c in sorted(d.arg_constraints.items()):
+        v = d.__dict__.get(key)
+        if v is None or not hasattr(v, "shape"):
+            continue     # not given (the other of probs / logits) or a number
+        if T.distributions.constraints.is_dependent(c):
+            out.append((key, "dependent"))
+            continue
+        out.append((key, c.event_dim, v.dim() >= c.event_dim, bool(c.check(v.detach()).all())))
+    return out
+
+
+CONSTRAINTS = {name: (lambda n: lambda T: support_and_params(T, n))(name) for name in PAIRS}
+
+
+@pytest.mark.parametrize("fn", outcome_params(CONSTRAINTS))
+def test_constraints(fn):
     same_outcome(fn)
