@@ -15,9 +15,12 @@ Ported, each case names its original:
   * ``TestLazyLogitsInitialization``: test_lazy_logits_initialization,
     test_lazy_probs_initialization (which of probs / logits a distribution computes and caches).
   * ``TestAgainstScipy``: test_mean, test_variance_stddev, test_cdf, test_icdf over the same 29
-    distributions, with torch in scipy's place; the cdf is taken at fixed points in the support
-    instead of at samples. Added for a training user: log_prob and entropy, and the gradients of
-    their sums with respect to every parameter.
+    distributions and the rest of _get_examples' families (Chi2, ContinuousBernoulli,
+    Kumaraswamy, LKJCholesky, NegativeBinomial, the relaxed ones, straight-through, Independent,
+    MixtureSameFamily, TransformedDistribution), with torch in scipy's place; the cdf is taken at
+    fixed points in the support instead of at samples. Added for a training user: log_prob and
+    entropy, and the gradients of their sums with respect to every parameter. The same case
+    runs ``TestConstraints``' test_support_constraints and test_params_constraints on it.
   * ``TestFunctors``: test_cat_transform, test_cat_transform_non_uniform, test_cat_event_dim,
     test_stack_transform (and the gradient through each).
   * ``TestValidation.test_warning_unimplemented_constraints``.
@@ -375,8 +378,31 @@ def scipy_pair(T, name, what):
     return ent if isinstance(ent, str) else [ent] + grads(T, ent, params)
 
 
+def support_and_params(T, name):
+    # test_support_constraints: the support's event_dim is the event rank, and its check of a
+    # sample has the batch shape and holds; also of the fixed value scored above.
+    # test_params_constraints: each given parameter's constraint has an event_dim its value
+    # covers, and (unless dependent) holds for it
+    T.manual_seed(0)    # each library's own stream, fixed so that a run repeats
+    build, value = PAIRS[name]
+    d, _ = build(T)
+    sup = d.support
+    out = [sup.event_dim, len(d.event_shape), sup.is_discrete]
+    ok = sup.check(d.sample())
+    out += [tuple(ok.shape), bool(ok.all()), sup.check(value(T))]
+    for key, c in sorted(d.arg_constraints.items()):
+        v = d.__dict__.get(key)
+        if v is None or not hasattr(v, "shape"):
+            continue     # not given (the other of probs / logits) or a number
+        if T.distributions.constraints.is_dependent(c):
+            out.append((key, "dependent"))
+            continue
+        out.append((key, c.event_dim, v.dim() >= c.event_dim, bool(c.check(v.detach()).all())))
+    return out
+
+
 def scipy_pair_all(T, name):
-    """Every observation of ``scipy_pair`` for one distribution. GeneralizedPareto runs with
+    """Every observation of ``scipy_pair`` and ``support_and_params`` for one distribution. GeneralizedPareto runs with
     float64 as the default dtype, as torch's test_cdf does: torch 2.13's GeneralizedPareto
     compares float64 parameters with a float32 ``tensor(0.0)`` and raises RuntimeError under a
     float32 default (tracegrad does not copy that accident)."""
@@ -384,7 +410,8 @@ def scipy_pair_all(T, name):
     if name == "GeneralizedPareto":
         T.set_default_dtype(T.float64)
     try:
-        return [scipy_pair(T, name, w) for w in ("moments", "cdf", "icdf", "log_prob", "entropy")]
+        return [scipy_pair(T, name, w) for w in ("moments", "cdf", "icdf", "log_prob", "entropy")] + [
+            support_and_params(T, name)]
     finally:
         T.set_default_dtype(old)
 
@@ -778,36 +805,4 @@ KL = {"kl_transformed": kl_transformed, "kl_mvn_batched": lambda T: kl_mvn_batch
 
 @pytest.mark.parametrize("fn", outcome_params(KL))
 def test_kl(fn):
-    same_outcome(fn)
-
-
-# ==== TestConstraints over this file's examples =================================================
-def support_and_params(T, name):
-    # test_support_constraints: the support's event_dim is the event rank, and its check of a
-    # sample has the batch shape and holds; also of the fixed value scored above.
-    # test_params_constraints: each given parameter's constraint has an event_dim its value
-    # covers, and (unless dependent) holds for it
-    T.manual_seed(0)    # each library's own stream, fixed so that a run repeats
-    build, value = PAIRS[name]
-    d, _ = build(T)
-    sup = d.support
-    out = [sup.event_dim, len(d.event_shape), sup.is_discrete]
-    ok = sup.check(d.sample())
-    out += [tuple(ok.shape), bool(ok.all()), sup.check(value(T))]
-    for key, c in sorted(d.arg_constraints.items()):
-        v = d.__dict__.get(key)
-        if v is None or not hasattr(v, "shape"):
-            continue     # not given (the other of probs / logits) or a number
-        if T.distributions.constraints.is_dependent(c):
-            out.append((key, "dependent"))
-            continue
-        out.append((key, c.event_dim, v.dim() >= c.event_dim, bool(c.check(v.detach()).all())))
-    return out
-
-
-CONSTRAINTS = {name: (lambda n: lambda T: support_and_params(T, n))(name) for name in PAIRS}
-
-
-@pytest.mark.parametrize("fn", outcome_params(CONSTRAINTS))
-def test_constraints(fn):
     same_outcome(fn)
