@@ -29,7 +29,9 @@ Ported, each case names its original:
     test_vonmises_logprob (on a coarser grid), test_logisticnormal (log_prob and gradients),
     test_lowrank_multivariate_normal_log_prob / _moments (against the full-covariance
     MultivariateNormal, deterministic parts), test_multivariate_normal_stable_with_precision_matrix,
-    test_wishart_stable_with_precision_matrix.
+    test_wishart_stable_with_precision_matrix, test_binomial_extreme_vals,
+    test_binomial_log_prob_vectorized_count, test_poisson_forward_ad and the
+    test_*_enumerate_support tests of Binomial, OneHotCategorical, Bernoulli and Categorical.
   * ``TestKL``: test_kl_transformed, test_kl_shape (for the examples here),
     test_kl_multivariate_normal_batched(_broadcasted), test_kl_lowrank_multivariate_normal(_batched)
     (the analytic KLs against each other and torch; the Monte Carlo halves are left out).
@@ -722,7 +724,68 @@ def stable_with_precision(T, which):
     return [tuple(d.batch_shape), tuple(d.event_shape), bool(T.isfinite(d.scale_tril).all())]
 
 
+def binomial_extreme_vals(T):
+    # test_binomial_extreme_vals (float64 default): probs 0 and 1 put all mass on 0 and on
+    # total_count; a zero total_count samples and scores zeros
+    old = T.get_default_dtype()
+    T.set_default_dtype(T.float64)
+    try:
+        B = T.distributions.Binomial
+        b0, b1 = B(100, 0), B(100, 1)
+        zero = T.zeros(2, 2)
+        b2 = B(zero, 1)
+        return [b0.sample(), b0.log_prob(T.tensor([0.])), b0.log_prob(T.tensor([1.])).exp(),
+                b1.sample(), b1.log_prob(T.tensor([100.])), b1.log_prob(T.tensor([99.])).exp(),
+                b2.sample(), b2.log_prob(zero)]
+    finally:
+        T.set_default_dtype(old)
+
+
+def binomial_vectorized_count_log_prob(T):
+    # test_binomial_log_prob_vectorized_count: total_count as a tensor, one for all or one per
+    # item; the gradients reach probs
+    out = []
+    for count, value in (([10], [7., 3., 9.]), ([1, 2, 10], [0., 1., 9.])):
+        probs = T.tensor([0.2, 0.7, 0.9], requires_grad=True)
+        lp = T.distributions.Binomial(T.tensor(count), probs).log_prob(T.tensor(value))
+        out += [lp] + grads(T, lp, [probs])
+    return out
+
+
+def enumerate_supports(T):
+    # test_binomial_enumerate_support / test_one_hot_categorical_enumerate_support /
+    # test_bernoulli_enumerate_support / test_categorical_enumerate_support (_check_enumerate_support:
+    # the values, and expand=False's unexpanded shape)
+    D, t = T.distributions, T.tensor
+    cases = [(D.Binomial, dict(probs=t([0.1]), total_count=2)), (D.Binomial, dict(probs=t([0.1, 0.9]), total_count=2)),
+             (D.Binomial, dict(probs=t([[0.1, 0.2], [0.3, 0.4]]), total_count=3)),
+             (D.OneHotCategorical, dict(probs=t([0.1, 0.2, 0.7]))), (D.OneHotCategorical, dict(probs=t([[0.1, 0.9], [0.3, 0.7]]))),
+             (D.Bernoulli, dict(probs=t([[0.1, 0.2], [0.3, 0.4]]))), (D.Categorical, dict(probs=t([[0.1, 0.9], [0.3, 0.7]])))]
+    out = []
+    for Dist, kw in cases:
+        d = Dist(**kw)
+        out += [d.enumerate_support(), d.enumerate_support(expand=False)]
+    return out
+
+
+def poisson_forward_ad(T):
+    # test_poisson_forward_ad (_check_forward_ad(torch.poisson)): a sample carries a zero tangent
+    fwAD = T.autograd.forward_ad
+    out = []
+    for shape in ((), (3,), (2, 3)):
+        rate = T.full(shape, 2.0)
+        with fwAD.dual_level():
+            y = T.poisson(fwAD.make_dual(rate, T.ones(shape)))
+            primal, tangent = fwAD.unpack_dual(y)
+        out += [tuple(primal.shape), tangent]
+    return out
+
+
 SINGLES.update({
+    "binomial_extreme_vals": binomial_extreme_vals,
+    "binomial_log_prob_vectorized_count": binomial_vectorized_count_log_prob,
+    "enumerate_supports": enumerate_supports,
+    "poisson_forward_ad": poisson_forward_ad,
     "lazy_property_grad": lazy_property_grad,
     "gamma_log_prob_at_boundary": gamma_log_prob_at_boundary,
     "dirichlet_log_prob_zero": dirichlet_log_prob_zero,
