@@ -361,18 +361,18 @@ PAIRS.update({
 
 def scipy_pair(T, name, what):
     """One TestAgainstScipy observation of one distribution: ``moments`` (mean, variance,
-    stddev, test_mean / test_variance_stddev), ``cdf`` at fixed points in the support
-    (test_cdf), ``icdf`` at fixed probabilities (test_icdf), ``log_prob`` and ``entropy`` with
-    the gradients of their sums."""
+    stddev, test_mean / test_variance_stddev, and the mode), ``cdf`` at fixed points in the
+    support (test_cdf), ``icdf`` at fixed probabilities (test_icdf), ``log_prob`` and
+    ``entropy``, each with the gradients of its sum."""
     build, value = PAIRS[name]
     d, params = build(T)
     if what == "moments":
-        return [attempt(lambda: d.mean), attempt(lambda: d.variance), attempt(lambda: d.stddev)]
-    if what == "cdf":
-        return attempt(lambda: d.cdf(value(T)))
-    if what == "icdf":
+        return [attempt(lambda: d.mean), attempt(lambda: d.variance), attempt(lambda: d.stddev),
+                attempt(lambda: d.mode)]
+    if what in ("cdf", "icdf"):
         q = _c(T, _rs(70).uniform(0.05, 0.95, (5,) + tuple(d.batch_shape)))
-        return attempt(lambda: d.icdf(q))
+        got = attempt(lambda: d.cdf(value(T)) if what == "cdf" else d.icdf(q))
+        return got if isinstance(got, str) or not got.requires_grad else [got] + grads(T, got, params)
     if what == "log_prob":
         lp = d.log_prob(value(T))
         return [lp] + grads(T, lp, params)
@@ -781,7 +781,16 @@ def poisson_forward_ad(T):
     return out
 
 
+def dirichlet_beta_mode(T):
+    # test_mode's Dirichlet / Beta rows where every concentration is below 1: torch gives the
+    # first category (Beta: 1), whichever concentration is larger; mixed rows keep the formula
+    c = T.tensor([[0.3, 0.9, 0.5], [2.0, 3.0, 0.5], [0.2, 0.1, 0.3], [1.5, 0.4, 0.4]])
+    return [T.distributions.Dirichlet(c).mode,
+            T.distributions.Beta(T.tensor([0.2, 0.5, 2.0]), T.tensor([0.9, 0.3, 0.5])).mode]
+
+
 SINGLES.update({
+    "dirichlet_beta_mode": dirichlet_beta_mode,
     "binomial_extreme_vals": binomial_extreme_vals,
     "binomial_log_prob_vectorized_count": binomial_vectorized_count_log_prob,
     "enumerate_supports": enumerate_supports,
