@@ -32,6 +32,12 @@ Ported, each case names its original:
     test_wishart_stable_with_precision_matrix, test_binomial_extreme_vals,
     test_binomial_log_prob_vectorized_count, test_poisson_forward_ad and the
     test_*_enumerate_support tests of Binomial, OneHotCategorical, Bernoulli and Categorical.
+  * ``_get_examples``' edge parameter sets (numbers as parameters, probabilities of 0 and 1,
+    total_count as a vector, a matrix or 0, scales of 1e-5, LKJCholesky, Wishart from each of
+    its three matrices, straight-through, mixture, transformed): the generic observations of
+    ``TestDistributions`` (log_prob and its gradient as _gradcheck_log_prob takes it, entropy
+    and its gradient, mean, variance, mode, cdf, enumerate_support, shapes) on two draws torch
+    makes (its stream forked and seeded), scored by both libraries.
   * ``TestKL``: test_kl_transformed, test_kl_shape (for the examples here),
     test_kl_multivariate_normal_batched(_broadcasted), test_kl_lowrank_multivariate_normal(_batched)
     (the analytic KLs against each other and torch; the Monte Carlo halves are left out).
@@ -877,4 +883,112 @@ KL = {"kl_transformed": kl_transformed, "kl_mvn_batched": lambda T: kl_mvn_batch
 
 @pytest.mark.parametrize("fn", outcome_params(KL))
 def test_kl(fn):
+    same_outcome(fn)
+
+
+# ==== TestDistributions' generic tests over _get_examples' parameter sets =======================
+_e = _rs(5)
+_A23, _B23, _A4 = np.exp(_e.randn(2, 3)), np.exp(_e.randn(2, 3)), np.exp(_e.randn(4))
+_A1, _B1, _R55, _R1 = np.exp(_e.randn(1)), np.exp(_e.randn(1)), _e.randn(5, 5), _e.randn(1)
+_U23, _V23 = _e.uniform(1, 2, (2, 3)), _e.uniform(1, 2, (2, 3))
+
+
+def _examples(T):
+    leaves = []
+
+    def t(a):
+        leaves.append(T.tensor(np.asarray(a), dtype=T.float64, requires_grad=True))
+        return leaves[-1]
+    D = T.distributions
+    return leaves, {
+        "bern_num": lambda: D.Bernoulli(probs=0.3),
+        "bern_logit0": lambda: D.Bernoulli(logits=t([0.0])),
+        "geom_num": lambda: D.Geometric(probs=0.3),
+        "cat_zero": lambda: D.Categorical(probs=t([[1.0, 0.0], [0.0, 1.0]])),
+        "cat_logits0": lambda: D.Categorical(logits=t([[0.0, 0.0], [0.0, 0.0]])),
+        "binom_zero_probs": lambda: D.Binomial(10, probs=t([[1.0, 0.0], [0.0, 1.0]])),
+        "binom_vec_count": lambda: D.Binomial(T.tensor([10, 8]), probs=t([[1.0, 0.0], [0.0, 1.0]])),
+        "binom_mat_count": lambda: D.Binomial(T.tensor([[10.0, 8.0], [5.0, 3.0]], dtype=T.float64), probs=t([[1.0, 0.0], [0.0, 1.0]])),
+        "binom_count0": lambda: D.Binomial(T.tensor(0.0, dtype=T.float64), probs=t([[1.0, 0.0], [0.0, 1.0]])),
+        "negbin10": lambda: D.NegativeBinomial(10, probs=t([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]])),
+        "negbin_zero": lambda: D.NegativeBinomial(10, probs=t([[0.9, 0.0], [0.0, 0.9]])),
+        "negbin_vec": lambda: D.NegativeBinomial(T.tensor([10, 8]), probs=t([[0.9, 0.0], [0.0, 0.9]])),
+        "negbin_count0": lambda: D.NegativeBinomial(T.tensor(0.0, dtype=T.float64), probs=t([[0.9, 0.0], [0.0, 0.9]])),
+        "multinom_zero": lambda: D.Multinomial(10, probs=t([[1.0, 0.0], [0.0, 1.0]])),
+        "cauchy_num": lambda: D.Cauchy(0.0, 1.0),
+        "cauchy_col": lambda: D.Cauchy(t([[0.0], [0.0]]), t([[1.0], [1.0]])),
+        "fisher_num": lambda: D.FisherSnedecor(t([1.0]), 1.0),
+        "gamma1": lambda: D.Gamma(t(_A1), t(_B1)),
+        "halfcauchy_num": lambda: D.HalfCauchy(1.0),
+        "halfnormal_tiny": lambda: D.HalfNormal(t([1e-5, 1e-5])),
+        "indep2": lambda: D.Independent(D.Normal(t(_R55[:2, :3]), t(np.abs(_R55[2:4, :3]))), 2),
+        "lkj2": lambda: D.LKJCholesky(2, 0.5),
+        "lkj3": lambda: D.LKJCholesky(3, t([0.5, 1.0, 2.0])),
+        "laplace_tiny": lambda: D.Laplace(t([1.0, 0.0]), t([1e-5, 1e-5])),
+        "lognormal_tiny": lambda: D.LogNormal(t([1.0, 0.0]), t([1e-5, 1e-5])),
+        "logisticnormal_tiny": lambda: D.LogisticNormal(t([1.0, 0.0]), t([1e-5, 1e-5])),
+        "pareto_num": lambda: D.Pareto(1.0, 2.0),
+        "poisson0": lambda: D.Poisson(t(0.0)),
+        "relaxbern_num": lambda: D.RelaxedBernoulli(t(1.0), 0.3),
+        "relaxohc": lambda: D.RelaxedOneHotCategorical(t(2.0), t([[0.1, 0.2, 0.7], [0.5, 0.3, 0.2]])),
+        "uniform_num": lambda: D.Uniform(0.0, 1.0),
+        "contbern_logits": lambda: D.ContinuousBernoulli(logits=t([0.0])),
+        "vonmises_num": lambda: D.VonMises(1.0, 1.0),
+        "wishart_df": lambda: D.Wishart(t(3.5), covariance_matrix=t(np.eye(2) * 2 + 0.3)),
+        "wishart_prec": lambda: D.Wishart(t(3.0), precision_matrix=t(np.eye(2) + 0.5)),
+        "wishart_tril": lambda: D.Wishart(t(4.0), scale_tril=t(np.linalg.cholesky(np.eye(3) + 0.2))),
+        "ohcst": lambda: D.OneHotCategoricalStraightThrough(logits=t([[0.0, 0.0], [0.0, 0.0]])),
+        "mix": lambda: D.MixtureSameFamily(D.Categorical(t([0.3, 0.7])), D.Normal(t([0.0, 1.0]), t([1.0, 0.5]))),
+        "transformed": lambda: D.TransformedDistribution(D.Normal(t(_R1), t(_A1)), [D.transforms.ExpTransform(), D.transforms.AffineTransform(1.0, 2.0)]),
+    }
+
+
+def _torch_sample(name):
+    """Two draws of example ``name`` made by torch (its stream forked and seeded): the data
+    both libraries score, so that values in each support need no hand-made table."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return _examples(torch)[1][name]().sample((2,)).numpy()
+
+
+def generic_example(T, name, value):
+    """log_prob of torch's draws, entropy, mean, variance, mode, cdf, enumerate_support and the
+    shapes of one example (float64 default, as most of torch's tests), with the gradients of
+    log_prob's and entropy's sums with respect to every tensor parameter."""
+    old = T.get_default_dtype()
+    T.set_default_dtype(T.float64)
+    try:
+        leaves, table = _examples(T)
+        d = table[name]()
+        v = T.tensor(value)
+
+        def grads_of(f):
+            return lambda: list(T.autograd.grad(f().sum(), leaves, allow_unused=True)) if leaves else None
+        return [attempt_any(f) for f in (
+            lambda: d.log_prob(v), grads_of(lambda: d.log_prob(v)), d.entropy, grads_of(d.entropy),
+            lambda: d.mean, lambda: d.variance,
+            lambda: d.mode, lambda: d.cdf(v), lambda: (tuple(d.batch_shape), tuple(d.event_shape)),
+            d.enumerate_support)]
+    finally:
+        T.set_default_dtype(old)
+
+
+def _generic_group(names):
+    values = {}
+
+    def fn(T):
+        for n in names:
+            if n not in values:
+                values[n] = _torch_sample(n)
+        return [generic_example(T, n, values[n]) for n in names]
+    return fn
+
+
+_GENERIC_NAMES = list(_examples(torch)[1])
+GENERIC = {"+".join(_GENERIC_NAMES[i:i + 6]): _generic_group(_GENERIC_NAMES[i:i + 6])
+           for i in range(0, len(_GENERIC_NAMES), 6)}
+
+
+@pytest.mark.parametrize("fn", outcome_params(GENERIC))
+def test_generic_examples(fn):
     same_outcome(fn)
