@@ -23,7 +23,9 @@ Ported, each case names its original:
     runs ``TestConstraints``' test_support_constraints and test_params_constraints on it.
   * ``TestFunctors``: test_cat_transform, test_cat_transform_non_uniform, test_cat_event_dim,
     test_stack_transform (and the gradient through each).
-  * ``TestValidation.test_warning_unimplemented_constraints``.
+  * ``TestValidation``: test_warning_unimplemented_constraints, test_invalid (every row of
+    _get_bad_examples raises ValueError on both sides; VonMises, Kumaraswamy and
+    LowRankMultivariateNormal rows added).
   * ``TestDistributions``: test_lazy_property_grad, test_distribution_subclass_expand,
     test_gamma_log_prob_at_boundary, test_dirichlet_log_prob_zero, test_binomial_stable,
     test_vonmises_logprob (on a coarser grid), test_logisticnormal (log_prob and gradients),
@@ -992,3 +994,80 @@ GENERIC = {"+".join(_GENERIC_NAMES[i:i + 6]): _generic_group(_GENERIC_NAMES[i:i 
 @pytest.mark.parametrize("fn", outcome_params(GENERIC))
 def test_generic_examples(fn):
     same_outcome(fn)
+
+
+
+# ==== TestValidation.test_invalid over _get_bad_examples ========================================
+def _bad_examples(T):
+    """_get_bad_examples' table (and VonMises, Kumaraswamy, LowRankMultivariateNormal rows
+    added here): each family with parameter sets its constraints refuse."""
+    t = lambda *a, **k: T.tensor(*a, requires_grad=k.pop('g', True), **k)
+    D = T.distributions
+    N = lambda: D.Normal(0., 1.)
+    return [
+     ("Bern", D.Bernoulli, [dict(probs=t([1.1, 0.2, 0.4])), dict(probs=t([-0.5])), dict(probs=1.00001)]),
+     ("Beta", D.Beta, [dict(concentration1=t([0.0]), concentration0=t([0.0])), dict(concentration1=t([-1.0]), concentration0=t([-2.0]))]),
+     ("Geom", D.Geometric, [dict(probs=t([1.1, 0.2, 0.4])), dict(probs=t([-0.3])), dict(probs=1.00000001)]),
+     ("Cat", D.Categorical, [dict(probs=t([[-0.1, 0.2, 0.3], [0.5, 0.3, 0.2]])), dict(probs=t([[-1.0, 10.0], [0.0, -1.0]]))]),
+     ("Binom", D.Binomial, [dict(probs=t([[-0.0000001, 0.2, 0.3], [0.5, 0.3, 0.2]]), total_count=10), dict(probs=t([[1.0, 0.0], [0.0, 2.0]]), total_count=10)]),
+     ("NegBin", D.NegativeBinomial, [dict(probs=t([[-0.0000001, 0.2, 0.3], [0.5, 0.3, 0.2]]), total_count=10), dict(probs=t([[1.0, 0.0], [0.0, 2.0]]), total_count=10)]),
+     ("Cauchy", D.Cauchy, [dict(loc=0.0, scale=-1.0), dict(loc=t([0.0], g=False), scale=0.0), dict(loc=t([[0.0], [-2.0]], g=False), scale=t([[-0.000001], [1.0]], g=False))]),
+     ("Chi2", D.Chi2, [dict(df=t([0.0])), dict(df=t([-2.0]))]),
+     ("StudentT", D.StudentT, [dict(df=t([0.0])), dict(df=t([-2.0]))]),
+     ("Dirichlet", D.Dirichlet, [dict(concentration=t([0.0])), dict(concentration=t([-2.0]))]),
+     ("Exp", D.Exponential, [dict(rate=t([0.0, 0.0])), dict(rate=t([-2.0]))]),
+     ("Fisher", D.FisherSnedecor, [dict(df1=t([0.0, 0.0]), df2=t([-1.0, -100.0])), dict(df1=t([1.0, 1.0]), df2=t([0.0, 0.0]))]),
+     ("Gamma", D.Gamma, [dict(concentration=t([0.0, 0.0]), rate=t([-1.0, -100.0])), dict(concentration=t([1.0, 1.0]), rate=t([0.0, 0.0]))]),
+     ("Gumbel", D.Gumbel, [dict(loc=t([1.0, 1.0]), scale=t([0.0, 1.0])), dict(loc=t([1.0, 1.0]), scale=t([1.0, -1.0]))]),
+     ("HalfCauchy", D.HalfCauchy, [dict(scale=-1.0), dict(scale=0.0), dict(scale=t([[-0.000001], [1.0]], g=False))]),
+     ("HalfNormal", D.HalfNormal, [dict(scale=t([0.0, 1.0])), dict(scale=t([1.0, -1.0]))]),
+     ("LKJ", D.LKJCholesky, [dict(dim=-2, concentration=0.1), dict(dim=1, concentration=2.0), dict(dim=2, concentration=0.0)]),
+     ("Laplace", D.Laplace, [dict(loc=t([1.0, 1.0]), scale=t([0.0, 1.0])), dict(loc=t([1.0, 1.0]), scale=t([1.0, -1.0]))]),
+     ("LogNormal", D.LogNormal, [dict(loc=t([1.0, 1.0]), scale=t([0.0, 1.0])), dict(loc=t([1.0, 1.0]), scale=t([1.0, -1.0]))]),
+     ("MVN", D.MultivariateNormal, [dict(loc=t([1.0, 1.0]), covariance_matrix=t([[1.0, 0.0], [0.0, -2.0]]))]),
+     ("Normal", D.Normal, [dict(loc=t([1.0, 1.0]), scale=t([0.0, 1.0])), dict(loc=t([1.0, 1.0]), scale=t([1.0, -1.0])), dict(loc=t([1.0, 0.0]), scale=t([1e-5, -1e-5]))]),
+     ("OHC", D.OneHotCategorical, [dict(probs=t([[0.1, 0.2, 0.3], [0.1, -10.0, 0.2]])), dict(probs=t([[0.0, 0.0], [0.0, 0.0]]))]),
+     ("OHCST", D.OneHotCategoricalStraightThrough, [dict(probs=t([[0.1, 0.2, 0.3], [0.1, -10.0, 0.2]])), dict(probs=t([[0.0, 0.0], [0.0, 0.0]]))]),
+     ("Pareto", D.Pareto, [dict(scale=0.0, alpha=0.0), dict(scale=t([0.0, 0.0]), alpha=t([-1e-5, 0.0])), dict(scale=t([1.0], g=False), alpha=-1.0)]),
+     ("Poisson", D.Poisson, [dict(rate=t([-0.1])), dict(rate=-1.0)]),
+     ("RelaxB", D.RelaxedBernoulli, [dict(temperature=t([1.5]), probs=t([1.7, 0.2, 0.4])), dict(temperature=t([2.0], g=False), probs=t([-1.0], g=False))]),
+     ("RelaxOHC", D.RelaxedOneHotCategorical, [dict(temperature=t([0.5]), probs=t([[-0.1, 0.2, 0.7], [0.5, 0.3, 0.2]])), dict(temperature=t([2.0], g=False), probs=t([[-1.0, 0.0], [-1.0, 1.1]], g=False))]),
+     ("Transformed", D.TransformedDistribution, [dict(base_distribution=N(), transforms=lambda x: x), dict(base_distribution=N(), transforms=[lambda x: x])]),
+     ("Uniform", D.Uniform, [dict(low=t([2.0]), high=t([2.0])), dict(low=t([0.0]), high=t([0.0])), dict(low=t([1.0]), high=t([0.0]))]),
+     ("Weibull", D.Weibull, [dict(scale=t([0.0]), concentration=t([0.0])), dict(scale=t([1.0]), concentration=t([-1.0]))]),
+     ("Wishart", D.Wishart, [dict(covariance_matrix=t([[1.0, 0.0], [0.0, -2.0]]), df=t([1.5])), dict(covariance_matrix=t([[1.0, 1.0], [1.0, -2.0]]), df=t([3.0])), dict(covariance_matrix=t([[1.0, 1.0], [1.0, -2.0]]), df=3.0)]),
+     ("ContB", D.ContinuousBernoulli, [dict(probs=t([1.1, 0.2, 0.4])), dict(probs=t([-0.5])), dict(probs=1.00001)]),
+     ("InvGamma", D.InverseGamma, [dict(concentration=t([0.0, 0.0]), rate=t([-1.0, -100.0])), dict(concentration=t([1.0, 1.0]), rate=t([0.0, 0.0]))]),
+     ("GPareto", D.GeneralizedPareto, [dict(loc=t([0.0, 0.0]), scale=t([-1.0, -100.0]), concentration=t([0.0, 0.0])), dict(loc=t([1.0, 1.0]), scale=t([0.0, 0.0]), concentration=t([-1.0, -100.0]))]),
+     ("VonMises", D.VonMises, [dict(loc=t(1.0), concentration=t(-1.0)), dict(loc=t(1.0), concentration=t(0.0))]),
+     ("Kumaraswamy", D.Kumaraswamy, [dict(concentration1=t([0.0]), concentration0=t([1.0])), dict(concentration1=t([1.0]), concentration0=t([-1.0]))]),
+     ("LowRank", D.LowRankMultivariateNormal, [dict(loc=t([1.0, 1.0]), cov_factor=t([[1.0], [0.0]]), cov_diag=t([1.0, -1.0])), dict(loc=t([1.0, 1.0]), cov_factor=t([1.0, 0.0]), cov_diag=t([1.0, 1.0]))]),
+    ]
+
+
+def invalid_group(T, names):
+    # test_invalid: built with validate_args=True, every bad parameter set raises ValueError
+    # (the class is compared; the words name the parameter and its constraint on both sides).
+    # float64 default, as torch's test: probs=1.00000001 is 1.0 in float32
+    old = T.get_default_dtype()
+    T.set_default_dtype(T.float64)
+    try:
+        out = []
+        for name, Dist, params in _bad_examples(T):
+            if name in names:
+                out.append([attempt_any(lambda: Dist(validate_args=True, **p) and "built") for p in params])
+        return out
+    finally:
+        T.set_default_dtype(old)
+
+
+_BAD_NAMES = [n for n, _, _ in _bad_examples(torch)]
+INVALID = {f"invalid_{_BAD_NAMES[i]}_to_{_BAD_NAMES[min(i + 9, len(_BAD_NAMES) - 1)]}":
+           (lambda names: lambda T: invalid_group(T, names))(_BAD_NAMES[i:i + 10])
+           for i in range(0, len(_BAD_NAMES), 10)}
+
+
+@pytest.mark.parametrize("fn", outcome_params(INVALID))
+def test_invalid_parameters(fn):
+    got = same_outcome(fn)
+    assert all(r == "ValueError" for row in got for r in row), got
