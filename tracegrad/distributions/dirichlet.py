@@ -56,11 +56,15 @@ class Dirichlet(ExponentialFamily):
 
     @property
     def mode(self):
-        """torch's rule: ``(c - 1)^+`` normalized; where every ``c < 1``, the one-hot of the largest."""
+        """torch's rule: ``(c - 1)^+`` normalized; where every ``c < 1``, the one-hot of the first
+        category. (torch takes the argmax of that row of the normalized vector, all 0/0 = NaN, and
+        an argmax over NaNs is index 0: so Beta(a, b) with a, b < 1 has mode 1, not the mode at
+        the end with more mass.)"""
         c = self.concentration
         m = (c - 1).clamp(min=0.0)
         m = m / m.sum(-1, keepdim=True)
-        hot = tracegrad.nn.functional.one_hot(c.argmax(-1), c.shape[-1]).to(c.dtype)
+        hot = tracegrad.nn.functional.one_hot(tracegrad.zeros(c.shape[:-1], dtype=tracegrad.int64, device=c.device),
+                                              c.shape[-1]).to(c.dtype)
         return tracegrad.where((c < 1).all(-1, keepdim=True), hot, m)
 
     @property

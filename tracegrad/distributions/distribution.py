@@ -176,7 +176,14 @@ class Distribution:
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {value.shape} vs "
                                  f"{tracegrad.Size(expected)}.")
-        support = self.support
+        try:
+            support = self.support
+        except NotImplementedError:
+            # a user subclass without ``support``: as torch, warn and check nothing more (the
+            # same rule as a missing ``arg_constraints`` in __init__)
+            _warn(f"{self.__class__} does not define `support` to enable sample validation. Please "
+                  "initialize the distribution with `validate_args=False` to turn off validation.")
+            return
         if not _all_valid(support.check(value), f"{type(self).__name__}.log_prob(validate_args=True)"):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "

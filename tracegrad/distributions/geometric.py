@@ -159,7 +159,9 @@ class Binomial(_ProbsLogits):
 
     def enumerate_support(self, expand=True):
         n = self._count("enumerate_support")
-        values = tracegrad.arange(1 + n, dtype=self.probs.dtype).view((-1,) + (1,) * len(self._batch_shape))
+        # total_count has the given parameter's dtype: reading self.probs here would compute and
+        # cache probs for a distribution built from logits (torch never does)
+        values = tracegrad.arange(1 + n, dtype=self.total_count.dtype).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
     def entropy(self):

@@ -249,7 +249,9 @@ def _kl_gaussians(p, q, kinds):
                                              tuple(q.loc.shape[:-1])))
     lq_full = lq.tril().expand(batch + (n, n))
     log_det = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    trace = tracegrad.linalg.solve(lq_full, lp.tril().expand(batch + (n, n))).pow(2).sum((-2, -1))
+    # p's factor enters whole, as torch's triangular solve takes it: its entries above the
+    # diagonal (zero for a valid scale_tril) still get their gradient; only q's is read as lower
+    trace = tracegrad.linalg.solve(lq_full, lp.expand(batch + (n, n))).pow(2).sum((-2, -1))
     diff = (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)
     maha = tracegrad.linalg.solve(lq_full, diff).pow(2).sum((-2, -1))
     return log_det + 0.5 * (trace + maha - n)

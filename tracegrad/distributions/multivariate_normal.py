@@ -12,6 +12,18 @@ from .utils import lazy_property
 __all__ = ["MultivariateNormal"]
 
 
+def precision_to_scale_tril(P):
+    """The lower Cholesky factor ``L`` of ``P^-1`` (``L @ L.mT == inv(P)``) without inverting
+    ``P``: ``cholesky(inv(P))`` fails for a badly conditioned precision (an RBF kernel) that
+    torch accepts. With ``J`` the reversal permutation, ``cholesky(J P J) = Lf`` gives
+    ``P = U U^T`` for the upper-triangular ``U = J Lf J``, so ``inv(P) = U^-T U^-1`` and
+    ``L = inv(U^T)``, one triangular solve."""
+    lf = tracegrad.linalg.cholesky(tracegrad.flip(P, (-2, -1)))
+    u_t = tracegrad.flip(lf, (-2, -1)).mT
+    eye = tracegrad.eye(P.shape[-1], dtype=P.dtype, device=P.device)
+    return tracegrad.linalg.solve_triangular(u_t, eye, upper=False)
+
+
 class MultivariateNormal(_CentredAtLoc, Distribution):
     """Mirrors ``torch.distributions.MultivariateNormal(loc, covariance_matrix=None,
     precision_matrix=None, scale_tril=None, validate_args=None)``: exactly one of the three
@@ -54,7 +66,7 @@ class MultivariateNormal(_CentredAtLoc, Distribution):
         elif covariance_matrix is not None:
             self._unbroadcasted_scale_tril = tracegrad.linalg.cholesky(covariance_matrix)
         else:
-            self._unbroadcasted_scale_tril = tracegrad.linalg.cholesky(tracegrad.linalg.inv(precision_matrix))
+            self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)

@@ -10,6 +10,7 @@ import tracegrad
 from . import constraints
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
+from .multivariate_normal import precision_to_scale_tril
 from .student_t import Chi2
 from .utils import lazy_property, vec_to_tril_matrix
 from .._ops.warn import warn as _warn
@@ -74,7 +75,7 @@ class Wishart(ExponentialFamily):
         elif name == "covariance_matrix":
             self._unbroadcasted_scale_tril = tracegrad.linalg.cholesky(param)
         else:
-            self._unbroadcasted_scale_tril = tracegrad.linalg.cholesky(tracegrad.linalg.inv(param))
+            self._unbroadcasted_scale_tril = precision_to_scale_tril(param)
         self._dist_chi2 = self._chi2(batch_shape)
 
     def _chi2(self, batch_shape):
