@@ -413,3 +413,352 @@ def test_tuple_new_rejects_kwargs():
                 return x * 2
         return fn
     check(build, lambda T, i: (_x(T, i),), fullgraph=True)
+
+
+# ---- test/dynamo/test_sets.py (CustomSetTests, MiscTests, TestSetGuards, _FrozensetBase) --------
+
+class _PlusOneSet(set):
+    def add(self, item):
+        return super().add(item + 1)
+
+    def contains(self, item):
+        return True
+
+
+def test_custom_set_add_and_method():
+    # CustomSetTests.test_custom_add/test_custom_contains: a set subclass whose ``add`` stores
+    # ``item + 1`` and a method of its own; what it holds decides the branch
+    def build(T):
+        def fn(x, k):
+            s = _PlusOneSet([1, 2])
+            s.add(k)
+            if s == {1, 2, k + 1} and s.contains(99):
+                return x * (k + 1), sorted(s)
+            return x, sorted(s)
+        return fn
+    f = check(build, lambda T, i: (_x(T, i), 3 + i % 2), fullgraph=True)
+    _no_break(f)
+
+
+def test_isdisjoint_with_generator_advancing_a_counter():
+    # MiscTests.test_isdisjoint_with_generator: ``isdisjoint`` stops consuming a generator at the
+    # first common element; the generator bumps a nonlocal counter that decides the branch, and
+    # the counter keeps growing across calls (sin on the first call only)
+    def build(T):
+        n = 0
+
+        def gen():
+            nonlocal n
+            n += 1
+            yield 1
+            n += 2
+            yield 2
+            n += 3
+            yield 3
+
+        def fn(x):
+            disjoint = {2, 4, 5}.isdisjoint(gen())
+            if n == 3:
+                return x.sin(), disjoint, n
+            return x.cos(), disjoint, n
+        return fn
+    check(build, lambda T, i: (_x(T, i),))
+
+
+def test_set_iterator_length_hint():
+    # MiscTests.test_set_iterator_length_hint: ``__length_hint__`` of set/dict/values iterators
+    # counts what is left, read beside a tensor op
+    def build(T):
+        def fn(x):
+            hints = []
+            for obj in ({1, 2, 3}, {1: "a", 2: "b"}, {1: "a"}.values()):
+                it = iter(obj)
+                hints.append(it.__length_hint__())
+                next(it)
+                hints.append(it.__length_hint__())
+            hints.append(iter(set()).__length_hint__())
+            return x.sin() * sum(hints), hints
+        return fn
+    f = check(build, lambda T, i: (_x(T, i),), fullgraph=True)
+    _no_break(f)
+
+
+class _HashCountingInt(int):
+    def __init__(self, *args):
+        self.hash_count = 0
+
+    def __hash__(self):
+        self.hash_count += 1
+        return int.__hash__(self)
+
+
+def test_set_from_dict_does_not_rehash_keys():
+    # MiscTests.test_do_not_rehash_dict_keys: a set/frozenset (or subclass) made from a dict
+    # reuses the dict's stored hashes; the keys' own hash counters are Python state the call
+    # changes (every call, compiled or not), and the sizes scale a tensor
+    class SetSub(set):
+        pass
+
+    def build(T):
+        def fn(x, kind):
+            d = dict.fromkeys(map(_HashCountingInt, range(4)))
+            counts = [sum(e.hash_count for e in d)]
+            s = kind(d)
+            counts.append(sum(e.hash_count for e in d))
+            s.difference(d)
+            dict.fromkeys(frozenset(d))
+            counts.append(sum(e.hash_count for e in d))
+            return x * len(s), counts
+        return fn
+
+    def args(T, i):
+        return _x(T, i), (set, frozenset, SetSub, set)[i]
+    check(build, args)
+
+
+def test_set_argument_membership_follows_changes():
+    # TestSetGuards.test_in_guard/test_set_with_function/test_set_multiple_types/
+    # test_set_recompile_on_key_pop/test_set_recompile_on_key_change: a set argument of
+    # strings, functions and numbers (nan, complex) whose membership picks sin or cos; the caller
+    # removes and adds members between calls and each call follows its set, never a frozen one
+    def build(T):
+        def fn(x, s):
+            if "PyTorch" in s:
+                x = x.sin()
+            else:
+                x = x.cos()
+            if T.sin in s:
+                x = x * 2
+            return x, len(s)
+        return fn
+
+    sets = {}
+
+    def run_all(T, f, i):
+        s = sets.setdefault(f, {"Dynamo", "PyTorch", 3.3, 1j, float("nan"), T.sin})
+        if i == 2:
+            s.remove("PyTorch")
+            s.add("Cuda")
+        if i == 3:
+            s.discard(T.sin)
+        if i == 4:
+            s.add("PyTorch")
+        return f(_x(T, i), s)
+    _observed(build, run_all, calls=5)
+
+
+def test_set_of_tensors_iterated():
+    # TestSetGuards.test_set_with_tensors: summing over a set of tensors (torch's fullgraph
+    # refuses it: an unstable order); the sum is the same in any order, so compiled equals eager
+    def build(T):
+        def fn(x, s):
+            z = T.zeros(1)
+            for t in s:
+                z += t
+            return x + z
+        return fn
+
+    def args(T, i):
+        return T.tensor([1.0 + i]), {T.ones(1), T.tensor([2.0 * i]), T.zeros(1)}
+    check(build, args)
+
+
+@pytest.mark.parametrize("kind", ["set", "frozenset", "subclass"])
+def test_set_binops_and_comparisons_pick_tensors(kind):
+    # _FrozensetBase/_SetBase: test_binop_sub/or/and/xor, test_cmp_eq/ne/less_than/
+    # greater_than(_or_equal), test_copy, test_issubset/test_issuperset, test_contains,
+    # test_in_frozenset, test_equality, test_constructor_iterable -- each result (on sets of
+    # characters made from a string argument) scales its own tensor
+    class SetSub(set):
+        pass
+    typ = {"set": set, "frozenset": frozenset, "subclass": SetSub}[kind]
+
+    def build(T):
+        def fn(x, a, b):
+            p, q = typ(a), typ(b)
+            flags = [p - q == typ("ac"), p | q == set("abcef"), p & q == typ("b"), p ^ q == typ("acef"),
+                     p == set(a), p != q, typ("ab") < p, p > typ("ab"), p <= p, p >= q,
+                     p.copy() == p, typ("bc").issubset(p), p.issuperset(q), "a" in p,
+                     typ(a) in typ([frozenset(a)]), p.isdisjoint(typ("xyz")), len(p ^ q)]
+            try:
+                p - 1
+            except TypeError:
+                flags.append("TypeError")
+            return [x * (k + 1) if f is True else x - k for k, f in enumerate(flags[:-2])], flags
+        return fn
+
+    def args(T, i):
+        return _x(T, i), ("abc", "abd", "abc", "bcd")[i], ("bef", "bef", "abc", "xyz")[i]
+    check(build, args, fullgraph=True)
+
+
+def test_set_methods_mutate_local_sets():
+    # _SetBase: test_add/test_discard/test_remove/test_pop/test_clear/test_update/
+    # test_difference_update/test_intersection_update/test_symmetric_difference_update, and
+    # their errors (KeyError of remove and of pop on an empty set) caught
+    def build(T):
+        def fn(x, ks):
+            s = set(ks)
+            s.add(10)
+            s.discard(99)
+            s.remove(10)
+            s.update({7, 8}, [9])
+            s.difference_update({8})
+            s.intersection_update(range(0, 20))
+            s.symmetric_difference_update({1, 100})
+            errs = []
+            try:
+                s.remove(12345)
+            except KeyError:
+                errs.append("remove")
+            e = set()
+            try:
+                e.pop()
+            except KeyError:
+                errs.append("pop")
+            out = sum(x * k for k in sorted(s))
+            s.clear()
+            return out, errs, len(s)
+        return fn
+
+    def args(T, i):
+        return _x(T, i), [[1, 2], [3], [2, 5, 6], [0]][i]
+    f = check(build, args, fullgraph=True)
+    _no_break(f)
+
+
+_SEEN = set()
+
+
+def test_global_set_grows_every_call():
+    # test_sets.py's set mutation at module level, as test_list.py's global-list tests do it: a
+    # global set the function adds to on every call (compiled calls too), its size read back
+    def build(T):
+        def fn(x, k):
+            _SEEN.add(k)
+            _SEEN.add(k * 10)
+            return x * len(_SEEN)
+        return fn
+
+    def run_all(T, f, i):
+        _SEEN.clear()
+        _SEEN.update({i})
+        out = f(_x(T, i), i + 1)
+        return out, sorted(_SEEN)
+    _observed(build, run_all)
+
+
+# ---- test/dynamo/test_higher_order_ops.py (_higher_order_ops_test_core.py): cond, while_loop ----
+
+def test_cond_pytree_operands_and_outputs_with_grads():
+    # HigherOrderOpTests.test_cond_pytree_operands/test_cond_branches_return_pytree (and
+    # test_wrap_pytree_args_nested's dict-of-tuple argument): operands are a dict and a tuple,
+    # each branch returns a tuple of two tensors; the pred flips between calls; values and the
+    # leaves' grads through the taken branch
+    def build(T):
+        def true_fn(d, t):
+            return d["x"].sin() + t[0], d["y"][1] * t[1]
+
+        def false_fn(d, t):
+            return d["x"].cos() - t[1], d["y"][0] + t[0]
+
+        def fn(x, y, z):
+            d = {"x": x, "y": (y, z)}
+            a, b = T.cond(x.sum() > 0, true_fn, false_fn, (d, (y, z)))
+            return a * b
+        return fn
+
+    def args(T, i):
+        return (_x(T, i, 3, rg=True) * (1 if i % 2 else -1) if False else
+                rand(T, i, 3, rg=True, seed=(0 if i % 2 else 40)), _x(T, i, 3, rg=True, seed=5),
+                _x(T, i, 3, rg=True, seed=6))
+    check(build, args, backward=True)
+
+
+def test_cond_no_operands_closures_and_constant_pred():
+    # HigherOrderOpTests.test_cond_branches_no_arguments/test_cond_with_constant_pred/
+    # test_capture_tracked (closures over arguments): branches take no operands and read the
+    # caller's tensors through closures; a Python bool pred compiles into the program (no break)
+    def build(T):
+        def fn(x, y, flag):
+            a = T.cond(flag, lambda: x * y, lambda: x - y, ())
+            b = T.cond(not flag, lambda: (x + 1).sin(), lambda: (y - 1).cos())
+            return a + b
+        return fn
+
+    def args(T, i):
+        return _x(T, i, rg=True), _x(T, i, seed=2, rg=True), i % 2 == 0
+    f = check(build, args, backward=True, fullgraph=True)
+    _no_break(f)
+
+
+def test_cond_branch_output_mismatch_raises():
+    # HigherOrderOpTests.test_cond_branches_output_mismatch (and test_cond_pred_errors'
+    # neighbours): branches returning different structures, or tensors of other dims/dtypes,
+    # raise RuntimeError in torch eager and in the compiled function, on every call
+    def build(T, wrap):
+        structure = wrap(lambda x: T.cond(x.sum() > 0, lambda t: (t * 1, t * 2), lambda t: t * 3, (x,)))
+        dims = wrap(lambda x: T.cond(x.sum() > 0, lambda t: t.sum(), lambda t: t * 2, (x,)))
+        dtype = wrap(lambda x: T.cond(x.sum() > 0, lambda t: t.long(), lambda t: t * 2, (x,)))
+
+        def run(i):
+            seen = []
+            for f in (structure, dims, dtype):
+                # (torch's is a TorchDynamoException, a RuntimeError: its branches are traced)
+                with pytest.raises(RuntimeError) as e:
+                    f(_x(T, i, 3))
+                seen.append("branch" in str(e.value) or "merging" in str(e.value))
+            return seen
+        return run
+    compare(build)
+
+
+def test_cond_branch_writing_its_input_raises():
+    # HigherOrderOpTests.test_cond_side_effect_in_one_branches/test_cond_input_mutation: a
+    # branch that writes into its operand in place is refused (torch: "... mutat..."), eagerly
+    # and compiled, and the caller's tensor is left as it was
+    def build(T, wrap):
+        f = wrap(lambda x: T.cond(x.sum() > 0, lambda t: t.add_(1), lambda t: t.sub_(1), (x,)))
+
+        def run(i):
+            x = _x(T, i, 3)
+            before = x.clone()
+            with pytest.raises(RuntimeError):
+                f(x)
+            return x, before
+        return run
+    compare(build)
+
+
+def test_while_loop_closure_and_tuple_carry():
+    # HigherOrderOpTests.test_while_loop_* (a closed-over tensor lifted as an additional input):
+    # a counter, an accumulator and a running product carried, a step tensor the body reads
+    # through its closure; the trip count depends on the data and changes between calls
+    def build(T):
+        def fn(x, step):
+            def cond_fn(i, acc, prod):
+                return acc.sum() < 6
+
+            def body_fn(i, acc, prod):
+                return i + 1, acc + step, prod * 1.5
+
+            return T.while_loop(cond_fn, body_fn, (T.tensor(0), x, T.ones(2)))
+        return fn
+
+    def args(T, i):
+        return _x(T, i, 2), T.tensor([0.5 + 0.25 * i, 1.0])
+    check(build, args)
+
+
+def test_while_loop_body_changing_shape_raises():
+    # HigherOrderOpTests.test_while_loop_* errors: a body returning a tensor of another shape
+    # than the one carried in raises RuntimeError, eagerly and compiled, every call
+    def build(T, wrap):
+        f = wrap(lambda x: T.while_loop(lambda t: t.sum() < 100, lambda t: (T.cat([t, t]),), (x,)))
+
+        def run(i):
+            with pytest.raises(RuntimeError):
+                f(_x(T, i, 2).abs())
+            return True
+        return run
+    compare(build)
