@@ -762,3 +762,282 @@ def test_while_loop_body_changing_shape_raises():
             return True
         return run
     compare(build)
+
+
+# ---- test/dynamo/test_activation_checkpointing.py (ActivationCheckpointingViaTagsTests) --------
+
+def _seeded_runs(build, run_all, calls=CALLS, **compile_kw):
+    """RNG programs: tracegrad eager and ``tracegrad.compile`` from the same seed give the same
+    draws, so their observables agree on every call; ``run_all(T, f, i)`` also checks its own
+    invariants (which hold in torch eager, run too)."""
+    runs = [(tracegrad, build(tracegrad)), (tracegrad, tracegrad.compile(build(tracegrad), **compile_kw))]
+    ef = build(torch)
+    for i in range(calls):
+        torch.manual_seed(i)
+        run_all(torch, ef, i)
+        seen = []
+        for T, f in runs:
+            T.manual_seed(100 + i)
+            seen.append(run_all(T, f, i))
+        same(seen[0], seen[1], f"call{i} compiled vs eager")
+    return runs[1][1]
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_recomputed_rand_matches_forward(reentrant):
+    # test_tags_recomputed_rand: ``rand_like`` inside two checkpointed regions; the backward's
+    # recomputation must draw the same numbers as the forward (checkpoint keeps the RNG state),
+    # so x's grad is exactly the draws the output was made with
+    def build(T):
+        cp = T.utils.checkpoint.checkpoint
+
+        def gn(x, y):
+            return x * T.rand_like(x) * y
+
+        def fn(x, y):
+            a = cp(gn, x, y, use_reentrant=reentrant)
+            b = cp(gn, a.detach().requires_grad_(False) + x, y, use_reentrant=reentrant)
+            return a, b
+        return fn
+
+    def run_all(T, f, i):
+        x, y = _x(T, i, rg=True), _x(T, i, seed=3).abs() + 0.5
+        a, b = f(x, y)
+        a.sum().backward()
+        # d(sum(x * r * y))/dx = r * y: the forward's draws, times y
+        np.testing.assert_allclose((x.grad * x).detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+        return a, b, x.grad
+    _no_break(_seeded_runs(build, run_all))
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpointed_dropout_module(reentrant):
+    # test_tags_dropout: a Linear then Dropout module run under checkpoint in a compiled
+    # training step (backward inside); the recomputed dropout mask is the forward's, so the
+    # input's grad vanishes exactly where the output was dropped
+    def build(T):
+        lin = T.nn.Linear(4, 4, bias=False)
+        with T.no_grad():
+            lin.weight.copy_(T.eye(4) * 2)
+        drop = T.nn.Dropout(0.5)
+
+        def fn(x):
+            out = T.utils.checkpoint.checkpoint(lambda t: drop(lin(t)), x, use_reentrant=reentrant)
+            out.sum().backward()
+            return out
+        return fn
+
+    def run_all(T, f, i):
+        x = (_x(T, i, 3, 4).abs() + 0.1).requires_grad_()
+        out = f(x)
+        kept = (out != 0).to(x.dtype)
+        # weight 2I, p=0.5: each kept element scales by 2 * 2
+        np.testing.assert_allclose(x.grad.numpy(), (kept * 4).numpy(), rtol=1e-6)
+        return out, x.grad
+    _no_break(_seeded_runs(build, run_all))
+
+
+def test_checkpoint_sequential_layers_of_mm():
+    # test_tags_sequential_layers: two checkpoints in a row over a function of repeated
+    # ``mm`` and ``cos``; values and the input's grad (and a leaf's read through a closure)
+    def build(T):
+        def gn(x, w):
+            x = x.cos()
+            for _ in range(3):
+                x = T.mm(x, w)
+            return x.cos()
+
+        def fn(x, w):
+            x = T.utils.checkpoint.checkpoint(gn, x, w, use_reentrant=False)
+            return T.utils.checkpoint.checkpoint(gn, x, w, use_reentrant=True)
+        return fn
+
+    def args(T, i):
+        return _x(T, i, 3, 3, rg=True), (_x(T, i, 3, 3, seed=8) * 0.5).requires_grad_()
+    check(build, args, backward=True)
+
+
+def test_checkpointed_gelu_module_and_hooked_output():
+    # test_tags_decomps/test_tags_must_save_tensor_that_has_backward_hook: a Linear+GELU module
+    # under checkpoint, followed by LayerNorm; a forward hook on the checkpointed submodule
+    # registers a tensor hook on its output that doubles the grad and counts its calls
+    def build(T, wrap):
+        sub = T.nn.Sequential(T.nn.Linear(4, 4), T.nn.GELU())
+        norm = T.nn.LayerNorm(4)
+        rs = np.random.RandomState(0)
+        with T.no_grad():
+            for p in list(sub.parameters()) + list(norm.parameters()):
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.5))
+        calls = []
+
+        def hook(mod, args, out):
+            out.register_hook(lambda g: (calls.append(1), g * 2)[1])
+            return out
+        sub.register_forward_hook(hook)
+
+        def fn(x):
+            out = T.utils.checkpoint.checkpoint(sub, x, use_reentrant=False)
+            return norm(out)
+        f = wrap(fn)
+
+        def run(i):
+            for p in list(sub.parameters()) + list(norm.parameters()):
+                p.grad = None
+            x = _x(T, i, 3, 4, rg=True)
+            out = f(x)
+            out.pow(2).sum().backward()
+            return out, x.grad, [p.grad for p in sub.parameters()], len(calls)
+        return run
+    compare(build)
+
+
+# ---- test/dynamo/test_subclasses.py (SubclassTests: __torch_function__ a user writes) -----------
+
+def _logging_subclass(T, log):
+    class Logged(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            log.append(getattr(func, "__name__", str(func)))
+            return super().__torch_function__(func, types, args, kwargs or {})
+    return Logged
+
+
+def test_torch_function_logging_every_call():
+    # SubclassTests.test_torch_function_call_on_method/test_torch_function_list_args: a
+    # subclass whose ``__torch_function__`` appends each function's name to a list; the log
+    # grows on every call, compiled or not, and the result keeps the subclass
+    def build(T, wrap):
+        log = []
+        Logged = _logging_subclass(T, log)
+
+        def fn(x, y):
+            return T.add(x, y).sigmoid() * 2
+
+        f = wrap(fn)
+
+        def run(i):
+            x = _x(T, i).as_subclass(Logged)
+            out = f(x, _x(T, i, seed=2))
+            return type(out).__name__, out.as_subclass(T.Tensor), len(log) > 0, len(log)
+        return run
+    compare(build)
+
+
+def test_torch_function_rewriting_one_op():
+    # SubclassTests.test_torch_function_state_override / test_user_overidden_method: a
+    # subclass that turns ``torch.add`` into a multiplication and overrides ``sigmoid`` as a
+    # method; other ops pass through; grads follow the rewritten program
+    def build(T):
+        class MulForAdd(T.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if func is T.add:
+                    func = T.mul
+                out = super().__torch_function__(func, types, args, kwargs)
+                return out
+
+            def sigmoid(self):
+                return T.tanh(self.as_subclass(T.Tensor)).as_subclass(type(self))
+
+        def fn(x, y):
+            a = x.as_subclass(MulForAdd)
+            r = T.add(a, y).sigmoid() + y.exp()
+            return r.as_subclass(T.Tensor), type(r).__name__
+        return fn
+
+    def args(T, i):
+        return _x(T, i, rg=True), _x(T, i, seed=2, rg=True)
+    check(build, args, backward=True)
+
+
+def test_torch_function_mode_entered_inside_and_outside():
+    # SubclassTests.test_torch_function_mode_* (test_nested_torch_function_mode,
+    # test_torch_function_mode_guards): a TorchFunctionMode that scales every ``torch.mul``
+    # result, entered inside the compiled function, and one entered by the caller around some
+    # calls only -- each call follows the modes active at that call
+    def build(T):
+        class Scale(T.overrides.TorchFunctionMode):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                return out * self.k if func is T.mul else out
+
+        def fn(x, y):
+            with Scale(3.0):
+                a = T.mul(x, y)
+            return a + T.mul(x, x)
+        return fn, Scale
+
+    runs = []
+    for T, wrap in ((torch, lambda f: f), (tracegrad, lambda f: f), (tracegrad, tracegrad.compile)):
+        fn, Scale = build(T)
+        runs.append((T, wrap(fn), Scale))
+    for i in range(CALLS):
+        seen = []
+        for T, fn, Scale in runs:
+            x, y = _x(T, i), _x(T, i, seed=2)
+            if i % 2:
+                with Scale(-1.0):
+                    seen.append(fn(x, y))
+            else:
+                seen.append(fn(x, y))
+        same(seen[0], seen[2], f"call{i} compiled vs torch", rtol=1e-4, atol=1e-5)
+        same(seen[1], seen[2], f"call{i} compiled vs eager")
+
+
+def test_subclass_property_and_class_attribute_read():
+    # SubclassTests.test_user_overidden_property_unsupported/test_user_overidden_attr_unsupported
+    # (as what a user observes): a subclass with a property computed from the data and an
+    # instance attribute set by the caller; each call reads its own tensor's values
+    def build(T):
+        class WithProp(T.Tensor):
+            @property
+            def doubled(self):
+                return self.as_subclass(T.Tensor) * 2
+
+        def fn(x):
+            s = x.as_subclass(WithProp)
+            return (s.doubled + x.scale).as_subclass(T.Tensor)
+        return fn
+
+    def args(T, i):
+        x = _x(T, i)
+        x.scale = float(i)
+        return (x,)
+    check(build, args)
+
+
+def test_parameter_subclass_with_attribute_in_module():
+    # SubclassTests.test_parameter_subclass (nn.Parameter subclasses a user writes): a module
+    # holding a Parameter subclass with an extra attribute (a per-parameter lr factor read by
+    # the compiled step); SGD steps inside, the subclass, attribute and values kept
+    def build(T, wrap):
+        class Tagged(T.nn.Parameter):
+            pass
+
+        lin = T.nn.Linear(3, 2)
+        rs = np.random.RandomState(0)
+        lin.weight = Tagged(T.tensor(rs.randn(2, 3).astype("float32") * 0.5))
+        lin.weight.factor = 0.5
+        with T.no_grad():
+            lin.bias.copy_(T.tensor([0.1, -0.2]))
+
+        def step(x):
+            loss = lin(x).pow(2).mean()
+            loss.backward()
+            with T.no_grad():
+                for p in lin.parameters():
+                    p -= 0.1 * getattr(p, "factor", 1.0) * p.grad
+                    p.grad = None
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_x(T, i, 4, 3))
+            return loss, lin.weight.detach(), lin.bias.detach(), type(lin.weight).__name__, lin.weight.factor
+        return run
+    compare(build)
