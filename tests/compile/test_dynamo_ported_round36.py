@@ -376,6 +376,32 @@ def test_container_subclasses_returned_are_new_each_call():
     _no_break(f, traces=1)
 
 
+class _Pair(tuple):
+    pass
+
+
+def test_container_subclasses_returned_holding_the_argument_list():
+    # as above, with the caller's own list argument inside the returned list, tuple and dict
+    # subclasses (and the same list subclass object at two places): eagerly that is the
+    # caller's list object itself and the two places are one object, on every call
+    def build(T):
+        def fn(xs, y):
+            b = _Batch([xs, y * 2])
+            return b, _Pair((xs, y + 1)), _Out(a=xs, b=y * 3), [b]
+        return fn
+
+    kept = {}
+
+    def run_all(T, f, i):
+        xs = [_x(T, i)]
+        out = f(xs, _x(T, i, seed=2))
+        kept.setdefault(f, []).append((xs, out))
+        return [(o[0][0] is xs, o[1][0] is xs, o[2]["a"] is xs, o[3][0] is o[0], type(o[1]).__name__,
+                 o[0][1], o[1][1], o[2]["b"]) for xs, o in kept[f]]
+    f = _observed(build, run_all, fullgraph=True)
+    _no_break(f, traces=1)
+
+
 def test_defaultdict_subclass_and_deque_returned_run_eagerly():
     # the containers no program can make again with their state (a defaultdict subclass's
     # factory, a deque's maxlen): returned holding tensors, the call runs eagerly, each call's
@@ -1041,3 +1067,242 @@ def test_parameter_subclass_with_attribute_in_module():
             return loss, lin.weight.detach(), lin.bias.detach(), type(lin.weight).__name__, lin.weight.factor
         return run
     compare(build)
+
+
+# ---- Python containers that reach tensors (test_dicts.py / test_sets.py / test_list.py style) ----
+
+_METRICS = collections.defaultdict(list)
+_COUNTS = collections.Counter()
+
+
+def test_global_defaultdict_of_tensor_lists_every_call():
+    # DictTests (defaultdict) as a training loop logs with it: a module-level
+    # ``defaultdict(list)`` gets the detached loss appended under a key made on the first call,
+    # and a ``Counter`` of steps is bumped; both change on every call, compiled or not
+    def build(T):
+        def fn(x, w):
+            loss = (x @ w).pow(2).mean()
+            _METRICS["loss"].append(loss.detach())
+            _COUNTS["steps"] += 1
+            return loss
+        return fn
+
+    def run_all(T, f, i):
+        if i == 0:
+            _METRICS.clear()
+            _COUNTS.clear()
+        loss = f(_x(T, i, 2, 3), _x(T, 0, 3, 2, seed=4))
+        return loss, list(_METRICS["loss"]), dict(_COUNTS)
+
+    # one run at a time: the globals are the same objects for torch and tracegrad
+    for T, wrap in ((torch, lambda f: f), (tracegrad, tracegrad.compile)):
+        f = wrap(build(T))
+        seen = [run_all(T, f, i) for i in range(CALLS)]
+        if T is torch:
+            ref = seen
+        else:
+            for i in range(CALLS):
+                same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
+
+
+def test_dict_of_tensors_built_and_updated_inside():
+    # DictTests.test_dict_update/test_ordered_dict_move_to_end/test_popitem (locals): a dict of
+    # tensors and an OrderedDict made inside, updated, reordered, popped; the returned dicts
+    # keep their key order and values
+    def build(T):
+        def fn(x, y):
+            d = {"a": x, "b": y}
+            d.update(c=x * y, a=x + 1)
+            d.setdefault("d", y - 1)
+            od = collections.OrderedDict(d)
+            od.move_to_end("a")
+            last = od.popitem()
+            first = od.popitem(last=False)
+            dd = collections.defaultdict(lambda: T.zeros(2, 3))
+            for k, v in d.items():
+                dd[k[0]] += v
+            dd["z"]
+            return d, od, last, first, dict(dd)
+        return fn
+    f = check(build, lambda T, i: (_x(T, i), _x(T, i, seed=5)), fullgraph=True)
+    _no_break(f)
+
+
+def test_dict_argument_updated_in_place():
+    # DictTests.test_dict_setitem/test_dict_pop as a caller sees them: a dict of tensors passed
+    # in gets a new entry and loses one; the caller's dict afterwards is eager's on every call
+    def build(T):
+        def fn(d, k):
+            d["sum"] = d["a"] + d["b"] * k
+            old = d.pop("b")
+            return d["sum"] * 2, old
+        return fn
+
+    def run_all(T, f, i):
+        d = {"a": _x(T, i), "b": _x(T, i, seed=3)}
+        out = f(d, i + 1)
+        return out, d
+    _observed(build, run_all)
+
+
+def test_set_of_ints_selects_tensors():
+    # SetTests/test_set_contains (ints): membership of ints in a set argument picks which rows
+    # are summed; the set changes between calls and each call follows its own
+    def build(T):
+        def fn(x, keep):
+            rows = [x[k] for k in range(x.shape[0]) if k in keep]
+            return T.stack(rows).sum(0) if rows else x.sum(0) * 0
+        return fn
+
+    def args(T, i):
+        return _x(T, i, 4, 3, rg=True), [{0, 2}, {1}, {0, 1, 3}, {0, 2}][i]
+    check(build, args, backward=True)
+
+
+def test_module_cache_dict_stashes_tensors():
+    # DictTests.test_dict_attribute_of_module (a module's dict attribute written by forward): a
+    # forward that stashes its activation in ``self.cache`` under the step number; each stash is
+    # that call's tensor, kept after later calls
+    def build(T, wrap):
+        class Net(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = T.nn.Linear(3, 2)
+                self.cache = {}
+                self.step = 0
+
+            def forward(self, x):
+                h = self.lin(x).relu()
+                self.cache[self.step] = h.detach()
+                self.step += 1
+                return h.sum()
+        net = Net()
+        rs = np.random.RandomState(1)
+        with T.no_grad():
+            for p in net.parameters():
+                p.copy_(T.tensor(rs.randn(*p.shape).astype("float32")))
+        f = wrap(net)
+
+        def run(i):
+            out = f(_x(T, i, 2, 3))
+            return out, dict(net.cache), net.step
+        return run
+    compare(build)
+
+
+# ---- test/dynamo/test_exceptions.py (ExceptionTests): try/except/finally with side effects ------
+
+_LOG = []
+
+
+def test_try_finally_log_with_python_raise_every_call():
+    # ExceptionTests.test_raise_and_finally/test_exception_in_try_finally: a ``finally`` appends
+    # to a module-level log; the try body raises ValueError for some Python arguments (caught
+    # by the caller) -- the log and the results follow eager on every call
+    def build(T):
+        def fn(x, k):
+            try:
+                y = x * k
+                if k % 3 == 0:
+                    raise ValueError(f"bad k {k}")
+                return y.sin()
+            finally:
+                _LOG.append(k)
+        return fn
+
+    def run_all(T, f, i):
+        _LOG.clear()
+        outs = []
+        for k in (1, 3, 2, 6, 4):
+            try:
+                outs.append(f(_x(T, i), k))
+            except ValueError as e:
+                outs.append(str(e))
+        return outs, list(_LOG)
+    _observed(build, run_all)
+
+
+def test_state_written_before_a_raise_stays_written():
+    # ExceptionTests.test_raise_after_side_effect: a buffer updated in place and a list appended
+    # to before the function raises (on some calls); eagerly both writes stay, so the compiled
+    # call that raises leaves them too
+    def build(T, wrap):
+        buf = T.zeros(3)
+        log = []
+
+        def fn(x, flag):
+            buf.add_(x)
+            log.append(float(flag))
+            if flag:
+                raise KeyError("flagged")
+            return x * buf
+        f = wrap(fn)
+
+        def run(i):
+            x = T.tensor([1.0, 2.0, 3.0]) * (i + 1)
+            try:
+                out = f(x, i == 2)
+            except KeyError as e:
+                out = repr(e)
+            return out, buf.clone(), list(log)
+        return run
+    compare(build, calls=5)
+
+
+def test_tensor_op_error_caught_inside():
+    # ExceptionTests.test_exception_from_torch_op (a RuntimeError from a shape mismatch caught
+    # by the function, which then takes another path); the message's gist is a size mismatch
+    def build(T):
+        def fn(x, y):
+            try:
+                return x + y, "added"
+            except RuntimeError as e:
+                return x.sum() + y.sum(), "size" in str(e)
+        return fn
+
+    def args(T, i):
+        return _x(T, i, 2, 3), _x(T, i, 2 + i % 2, 3, seed=2)
+    check(build, args)
+
+
+def test_exception_in_nested_helper_with_cleanup():
+    # ExceptionTests.test_raise_in_callee/test_finally_in_callee: a helper raises from inside a
+    # ``with`` whose ``__exit__`` records the exception type; the caller catches it, and a
+    # ``try/except/else/finally`` builds the result from the branch taken
+    class Recorder:
+        def __init__(self, log):
+            self.log = log
+
+        def __enter__(self):
+            self.log.append("enter")
+            return self
+
+        def __exit__(self, typ, val, tb):
+            self.log.append(typ.__name__ if typ else "ok")
+            return False
+
+    def build(T, wrap):
+        log = []
+
+        def helper(t, k):
+            with Recorder(log):
+                if k > 1:
+                    raise IndexError(k)
+                return t * 2
+
+        def fn(x, k):
+            try:
+                y = helper(x, k)
+            except IndexError:
+                y = x - 1
+            else:
+                y = y + 1
+            finally:
+                log.append("done")
+            return y
+        f = wrap(fn)
+
+        def run(i):
+            return f(_x(T, i), i % 3), list(log)
+        return run
+    compare(build, calls=6)

@@ -198,8 +198,8 @@ def fill_arg_boxes(result, call, memo=None):
         memo[id(result)] = out
         return out
     memo[id(result)] = result
-    result_objects.refill(result, lambda v: fill_arg_boxes(v, call, memo))
-    return result
+    out = memo[id(result)] = result_objects.refill(result, lambda v: fill_arg_boxes(v, call, memo))
+    return out
 
 
 # NOTE [one object returned twice]: a JAX pytree has no identity, so a list, dict or object the

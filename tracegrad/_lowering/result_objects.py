@@ -391,7 +391,17 @@ def build(r, convert, register=None):
 
 def refill(obj, convert):
     """Replace in place each value of ``obj`` (a made object built for this call) that
-    ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``)."""
+    ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``); returns
+    ``obj``, or a new one of its class for a tuple subclass whose items change (NOTE [returned
+    container subclasses]: a tuple cannot change in place)."""
+    if isinstance(obj, tuple):
+        vals = [convert(v) for v in obj]
+        if all(a is b for a, b in zip(vals, obj)):
+            return obj
+        new = tuple.__new__(type(obj), vals)
+        for k, v in _attrs(obj).items():
+            object.__setattr__(new, k, convert(v))
+        return new
     slots = _slot_names(type(obj))
     for k, v in _attrs(obj).items():
         new = convert(v)
@@ -411,6 +421,7 @@ def refill(obj, convert):
             new = convert(v)
             if new is not v:
                 list.__setitem__(obj, k, new)
+    return obj
 
 
 # NOTE [stateful objects returned]: a module is never rebuilt per call (its state is the
