@@ -402,6 +402,36 @@ def test_container_subclasses_returned_holding_the_argument_list():
     _no_break(f, traces=1)
 
 
+class _Reversed(list):
+    """A list subclass that iterates and indexes from the end (its stored items unchanged)."""
+
+    def __iter__(self):
+        return iter(list(list.__iter__(self))[::-1])
+
+    def __getitem__(self, k):
+        return list.__getitem__(self, -1 - k)
+
+
+@pytest.mark.parametrize("cls", [_Batch, _Pair, _Reversed], ids=["list_sub", "tuple_sub", "overridden_iter"])
+def test_container_subclass_arguments_new_each_call(cls):
+    # ListTests/TupleTests' ``thetype`` subclasses as arguments: a new batch object of a list
+    # or tuple subclass every call (a collate function's output) is traced once, never per call
+    # (before round 36: one program per call until cache_size_limit made the function eager:
+    # call_tree.SeqArg); its class's own ``__iter__``/``__getitem__`` still decide what the
+    # function reads, and returning it gives the caller's object back
+    def build(T):
+        def fn(b, k):
+            return [v * k for v in b], b[0] - b[1], b
+        return fn
+
+    def run_all(T, f, i):
+        b = cls([_x(T, i), _x(T, i, seed=3)])
+        vals, diff, back = f(b, 2)
+        return vals, diff, back is b, type(back).__name__
+    f = _observed(build, run_all, calls=5, fullgraph=True)
+    _no_break(f, traces=1)
+
+
 def test_defaultdict_subclass_and_deque_returned_run_eagerly():
     # the containers no program can make again with their state (a defaultdict subclass's
     # factory, a deque's maxlen): returned holding tensors, the call runs eagerly, each call's
