@@ -1838,3 +1838,51 @@ def test_generator_send_running_mean():
         return _x(T, i, rg=True), _x(T, i, seed=2, rg=True), _x(T, i, seed=3, rg=True)
     f = check(build, args, backward=True, fullgraph=True)
     _no_break(f)
+
+
+def test_sets_made_and_returned_are_new_each_call():
+    # test_sets.py's sets as a program returns them: a set of ints (which the caller then
+    # changes), a set and a frozenset of the call's tensors, a set subclass -- each call returns
+    # new objects, so a change to an earlier result, and the tensors kept in earlier results,
+    # are not seen by later calls (the trace's one set, before round 36: NOTE [returned
+    # container subclasses])
+    class Tags(set):
+        pass
+
+    def build(T):
+        def fn(x, k):
+            y = x * k
+            return {1, 2, 3}, {y}, frozenset([x + 1]), Tags(["a", "b"])
+        return fn
+
+    kept = {}
+
+    def run_all(T, f, i):
+        ints, ys, fr, tags = f(_x(T, i), 2)
+        seen = (sorted(ints), type(tags).__name__, sorted(tags))
+        ints.add(99)
+        tags.add("z")
+        kept.setdefault(f, []).append((list(ys), list(fr)))
+        return seen, kept[f]
+    f = _observed(build, run_all, fullgraph=True)
+    _no_break(f, traces=1)
+
+
+def test_mapping_proxy_of_call_tensors_runs_eagerly():
+    # DictTests.test_mapping_proxy_for_local, returned: a read-only view of a dict of the
+    # call's tensors cannot be made again by a program (the dict behind it is out of reach),
+    # so the call runs eagerly; each call's view shows its own tensors
+    import types as _types
+
+    def build(T):
+        def fn(x):
+            return _types.MappingProxyType({"a": x * 3})
+        return fn
+
+    kept = {}
+
+    def run_all(T, f, i):
+        kept.setdefault(f, []).append(f(_x(T, i)))
+        return [dict(m) for m in kept[f]]
+    f = _observed(build, run_all)
+    assert any("mappingproxy" in r for r, _ in f.stats["graph_breaks"]), f.stats

@@ -137,22 +137,28 @@ def _candidate(x) -> bool:
 # builtin base (``tuple.__new__(cls, items)``, ``list.__new__`` then ``list.extend``), never
 # the class's ``__init__`` (its effect is in the values, as for a plain object). A class with
 # its own ``__new__`` (a tuple subclass taking extra arguments), a ``defaultdict`` subclass (its
-# factory is no attribute) and a ``deque`` (its ``maxlen`` neither) are not rebuilt: a trace
+# factory is no attribute), a ``deque`` (its ``maxlen`` neither) and a ``MappingProxyType``
+# (the mapping behind it is out of reach) are not rebuilt: a trace
 # returning one that holds tensors ends in a graph break (NOTE [returned objects that cannot be
-# rebuilt]). namedtuples, and plain/ordered/default dicts, are pytree containers already.
-_BASES = (list, tuple, dict)
+# rebuilt]). namedtuples, and plain/ordered/default dicts, are pytree containers already. So is
+# a set or frozenset the call made (``return {y}``, a set of ints the caller may change): each
+# call builds its own (its items in the trace's iteration order; a set has no other).
+_BASES = (list, tuple, dict, set, frozenset)
 
 
 def _container_base(t):
-    """``list``, ``tuple`` or ``dict``: the builtin container class ``t`` derives from (None
-    for none; a dict's ``collections`` subclasses derive from ``dict``)."""
+    """``list``, ``tuple``, ``dict``, ``set`` or ``frozenset``: the builtin container class
+    ``t`` derives from (None for none; a dict's ``collections`` subclasses derive from ``dict``)."""
     return next((b for b in _BASES if issubclass(t, b)), None)
 
 
 def _user_container(x) -> bool:
     """An instance of a subclass of list, tuple or dict that is no pytree container (not a
-    namedtuple, ``OrderedDict`` or ``defaultdict`` itself) and no library class."""
+    namedtuple, ``OrderedDict`` or ``defaultdict`` itself) and no library class, or a set or
+    frozenset (no pytree container, subclass or not)."""
     t = type(x)
+    if t is set or t is frozenset:
+        return True
     if t in _BASES or t is collections.OrderedDict or t is collections.defaultdict or not isinstance(x, _BASES):
         return False
     if isinstance(x, tuple) and hasattr(t, "_fields"):
@@ -222,9 +228,9 @@ def values_of(x) -> list:
 
 
 def _items(x) -> list:
-    if isinstance(x, dict):
+    if isinstance(x, (dict, types.MappingProxyType)):
         return list(x.values())
-    return list(x) if isinstance(x, (list, tuple, collections.deque)) else []
+    return list(x) if isinstance(x, (list, tuple, set, frozenset, collections.deque)) else []
 
 
 def made_objects(result) -> dict:
@@ -284,6 +290,8 @@ def _unrebuildable(v):
         return None if _exception_base(t) is not None else "its class has its own __new__"
     if isinstance(v, collections.deque):
         return "a deque"
+    if isinstance(v, types.MappingProxyType):      # (the mapping behind it is out of reach)
+        return "a read-only view of a mapping"
     if _user_container(v) and not _sequence_subclass(v):      # NOTE [returned container subclasses]
         return "a defaultdict subclass" if isinstance(v, collections.defaultdict) else "its class has its own __new__"
     return "its class has its own __new__" if _own_new(v) else None
@@ -313,7 +321,7 @@ def unrebuilt_made(result):
         if depth < 0 or id(v) in seen or isinstance(v, (Tensor, type, *IMMUTABLE)):
             return
         seen.add(id(v))
-        if isinstance(v, collections.deque) or _user_container(v) and not _sequence_subclass(v):
+        if isinstance(v, (collections.deque, types.MappingProxyType)) or _user_container(v) and not _sequence_subclass(v):
             parts = values_of(v)
             if any(isinstance(p, Tensor) or isinstance(p, (list, tuple)) and any(isinstance(e, Tensor) for e in p)
                    for p in parts):
@@ -349,8 +357,8 @@ def as_node(x, made, convert):
         return None
     if isinstance(x, dict):
         items = {k: convert(v) for k, v in x.items()}
-    else:      # a list or tuple subclass's elements, by position (NOTE [returned container subclasses])
-        items = {i: convert(v) for i, v in enumerate(x)} if isinstance(x, (list, tuple)) else {}
+    else:      # a list, tuple or set's elements, by position (NOTE [returned container subclasses])
+        items = {i: convert(v) for i, v in enumerate(x)} if isinstance(x, (list, tuple, set, frozenset)) else {}
     return Rebuilt(type(x), items, {k: convert(v) for k, v in _attrs(x).items()})
 
 
@@ -360,8 +368,8 @@ def build(r, convert, register=None):
     twice] in ``call_tree.py``)."""
     base = _exception_base(r.cls)
     seq = _container_base(r.cls) if r.cls is not types.SimpleNamespace else None
-    if seq is tuple:          # NOTE [returned container subclasses]: the items make the object
-        obj = tuple.__new__(r.cls, [convert(v) for v in r.items.values()])
+    if seq is tuple or seq is frozenset:    # NOTE [returned container subclasses]: the items make it
+        obj = seq.__new__(r.cls, [convert(v) for v in r.items.values()])
     elif base is None:
         obj = r.cls.__new__(r.cls)
     else:       # through the builtin base: the state its __init__ derives from args
@@ -372,6 +380,8 @@ def build(r, convert, register=None):
         register(obj)
     if r.items and seq is list:
         list.extend(obj, [convert(v) for v in r.items.values()])
+    elif r.items and seq is set:
+        set.update(obj, [convert(v) for v in r.items.values()])
     elif r.items and seq is dict:
         # the builtin base's own __setitem__ (an OrderedDict's keeps its order; a user class's
         # may refuse, as ModelOutput's update() does)
@@ -394,11 +404,15 @@ def refill(obj, convert):
     ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``); returns
     ``obj``, or a new one of its class for a tuple subclass whose items change (NOTE [returned
     container subclasses]: a tuple cannot change in place)."""
-    if isinstance(obj, tuple):
+    if isinstance(obj, (tuple, frozenset, set)):
         vals = [convert(v) for v in obj]
         if all(a is b for a, b in zip(vals, obj)):
             return obj
-        new = tuple.__new__(type(obj), vals)
+        if isinstance(obj, set):
+            set.clear(obj)
+            set.update(obj, vals)
+            return obj
+        new = (tuple if isinstance(obj, tuple) else frozenset).__new__(type(obj), vals)
         for k, v in _attrs(obj).items():
             object.__setattr__(new, k, convert(v))
         return new
