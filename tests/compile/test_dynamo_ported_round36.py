@@ -58,7 +58,9 @@ Found and fixed here:
   [returned container subclasses]); a class with its own ``__new__``, a defaultdict subclass
   and a deque holding tensors make the call run eagerly (a graph break naming the class), as
   other unrebuildable objects. A returned tuple subclass holding the caller's list argument now
-  holds the caller's list (call_tree.py ``fill_arg_boxes``).
+  holds the caller's list (call_tree.py ``fill_arg_boxes``). Likewise a set or frozenset the call
+  made (``return {1, 2, 3}``: a caller's ``.add`` to one result showed in the next call's; a set
+  of the call's tensors), and a ``MappingProxyType`` over a dict the call made.
 - A list or tuple subclass argument (a new batch object per call) traced a program per call
   until ``cache_size_limit`` made the function eager; it is a pytree node now
   (_lowering/call_tree.py ``SeqArg``), read past an overridden ``__iter__``/``__getitem__``,
@@ -1868,21 +1870,35 @@ def test_sets_made_and_returned_are_new_each_call():
     _no_break(f, traces=1)
 
 
-def test_mapping_proxy_of_call_tensors_runs_eagerly():
-    # DictTests.test_mapping_proxy_for_local, returned: a read-only view of a dict of the
-    # call's tensors cannot be made again by a program (the dict behind it is out of reach),
-    # so the call runs eagerly; each call's view shows its own tensors
+def test_mapping_proxy_of_call_tensors_new_each_call():
+    # DictTests.test_mapping_proxy_for_local/test_mapping_proxy_existing, returned: a read-only
+    # view of a dict the call made is a new view per call over that call's tensors (the trace's
+    # one view before round 36); a view of a module-level dict the call writes into shows that
+    # dict live, as eagerly (every kept view shows the latest write)
     import types as _types
+    shared = {}
 
     def build(T):
         def fn(x):
-            return _types.MappingProxyType({"a": x * 3})
+            shared["a"] = x * 2
+            return _types.MappingProxyType({"a": x * 3}), _types.MappingProxyType(shared)
         return fn
 
-    kept = {}
+    kept_views = {}
 
     def run_all(T, f, i):
-        kept.setdefault(f, []).append(f(_x(T, i)))
-        return [dict(m) for m in kept[f]]
-    f = _observed(build, run_all)
-    assert any("mappingproxy" in r for r, _ in f.stats["graph_breaks"]), f.stats
+        own, live = f(_x(T, i))
+        kept = kept_views.setdefault(f, [])
+        kept.append((own, live))
+        return [(dict(o), dict(v)) for o, v in kept]
+
+    # one run at a time: ``shared`` is one dict for torch and tracegrad
+    for T, compiled in ((torch, False), (tracegrad, False), (tracegrad, True)):
+        f = tracegrad.compile(build(T), fullgraph=True) if compiled else build(T)
+        seen = [run_all(T, f, i) for i in range(CALLS)]
+        if T is torch:
+            ref = seen
+        else:
+            for i in range(CALLS):
+                same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
+    _no_break(f, traces=1)

@@ -105,7 +105,7 @@ def _candidate(x) -> bool:
     t = type(x)
     if t is types.SimpleNamespace:
         return True
-    if _sequence_subclass(x):      # NOTE [returned container subclasses]
+    if _sequence_subclass(x) or t is types.MappingProxyType:      # NOTE [returned container subclasses]
         return True
     if isinstance(x, type) or not (isinstance(getattr(x, "__dict__", None), dict) or _slot_names(t)):
         return False
@@ -137,12 +137,13 @@ def _candidate(x) -> bool:
 # builtin base (``tuple.__new__(cls, items)``, ``list.__new__`` then ``list.extend``), never
 # the class's ``__init__`` (its effect is in the values, as for a plain object). A class with
 # its own ``__new__`` (a tuple subclass taking extra arguments), a ``defaultdict`` subclass (its
-# factory is no attribute), a ``deque`` (its ``maxlen`` neither) and a ``MappingProxyType``
-# (the mapping behind it is out of reach) are not rebuilt: a trace
+# factory is no attribute) and a ``deque`` (its ``maxlen`` neither) are not rebuilt: a trace
 # returning one that holds tensors ends in a graph break (NOTE [returned objects that cannot be
 # rebuilt]). namedtuples, and plain/ordered/default dicts, are pytree containers already. So is
 # a set or frozenset the call made (``return {y}``, a set of ints the caller may change): each
-# call builds its own (its items in the trace's iteration order; a set has no other).
+# call builds its own (its items in the trace's iteration order; a set has no other). And a
+# ``MappingProxyType`` over a dict the call made (both held by nothing else): a new read-only
+# view of a new dict of that call's values.
 _BASES = (list, tuple, dict, set, frozenset)
 
 
@@ -263,9 +264,24 @@ def made_objects(result) -> dict:
         held = [r for r in gc.get_referrers(c)
                 if not isinstance(r, types.FrameType) and id(r) not in containers
                 and r is not candidates and r is not values]     # ``values``: an object holding itself
+        if not held and type(c) is types.MappingProxyType:
+            # the dict behind a read-only view: one held elsewhere is seen live through it
+            held = _view_held(c, containers)
         if not held:
             made[id(c)] = c
     return made
+
+
+def _view_held(view, containers) -> bool:
+    """Whether the mapping behind the read-only ``view`` is referenced by anything but the view,
+    frames and ``containers`` (a function of its own: a comprehension naming the caller's loop
+    variable would make it a closure cell, one more referrer of the object it checks)."""
+    inner = gc.get_referents(view)
+    for m in inner:
+        for r in gc.get_referrers(m):
+            if r is not view and r is not inner and not isinstance(r, types.FrameType) and id(r) not in containers:
+                return True
+    return False
 
 
 # NOTE [returned objects that cannot be rebuilt]: an object the call made whose class has its
@@ -290,8 +306,6 @@ def _unrebuildable(v):
         return None if _exception_base(t) is not None else "its class has its own __new__"
     if isinstance(v, collections.deque):
         return "a deque"
-    if isinstance(v, types.MappingProxyType):      # (the mapping behind it is out of reach)
-        return "a read-only view of a mapping"
     if _user_container(v) and not _sequence_subclass(v):      # NOTE [returned container subclasses]
         return "a defaultdict subclass" if isinstance(v, collections.defaultdict) else "its class has its own __new__"
     return "its class has its own __new__" if _own_new(v) else None
@@ -321,7 +335,7 @@ def unrebuilt_made(result):
         if depth < 0 or id(v) in seen or isinstance(v, (Tensor, type, *IMMUTABLE)):
             return
         seen.add(id(v))
-        if isinstance(v, (collections.deque, types.MappingProxyType)) or _user_container(v) and not _sequence_subclass(v):
+        if isinstance(v, collections.deque) or _user_container(v) and not _sequence_subclass(v):
             parts = values_of(v)
             if any(isinstance(p, Tensor) or isinstance(p, (list, tuple)) and any(isinstance(e, Tensor) for e in p)
                    for p in parts):
@@ -355,7 +369,7 @@ def as_node(x, made, convert):
     ``convert``; None otherwise."""
     if not made or id(x) not in made:
         return None
-    if isinstance(x, dict):
+    if isinstance(x, (dict, types.MappingProxyType)):
         items = {k: convert(v) for k, v in x.items()}
     else:      # a list, tuple or set's elements, by position (NOTE [returned container subclasses])
         items = {i: convert(v) for i, v in enumerate(x)} if isinstance(x, (list, tuple, set, frozenset)) else {}
@@ -366,6 +380,11 @@ def build(r, convert, register=None):
     """A new object of ``r``'s class holding ``r``'s values passed through ``convert``;
     ``register(obj)`` first, when given (an object holding itself: NOTE [one object returned
     twice] in ``call_tree.py``)."""
+    if r.cls is types.MappingProxyType:     # a new view of a new dict (NOTE [returned container subclasses])
+        obj = types.MappingProxyType({k: convert(v) for k, v in r.items.items()})
+        if register is not None:
+            register(obj)
+        return obj
     base = _exception_base(r.cls)
     seq = _container_base(r.cls) if r.cls is not types.SimpleNamespace else None
     if seq is tuple or seq is frozenset:    # NOTE [returned container subclasses]: the items make it
@@ -404,6 +423,9 @@ def refill(obj, convert):
     ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``); returns
     ``obj``, or a new one of its class for a tuple subclass whose items change (NOTE [returned
     container subclasses]: a tuple cannot change in place)."""
+    if isinstance(obj, types.MappingProxyType):
+        vals = {k: convert(v) for k, v in obj.items()}
+        return obj if all(vals[k] is v for k, v in obj.items()) else types.MappingProxyType(vals)
     if isinstance(obj, (tuple, frozenset, set)):
         vals = [convert(v) for v in obj]
         if all(a is b for a, b in zip(vals, obj)):
