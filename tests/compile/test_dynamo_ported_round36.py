@@ -44,7 +44,7 @@ raises and the Python state the program changes must agree on every call. RNG pr
 check in all three that the backward's recomputation used the forward's draws. Adapted: torch's
 tests use ``make_dynamo_test`` or count frames and graph ops; here only what a user observes is
 compared, plus the programs traced where the point is that a call compiles once. Where torch's
-fullgraph compiles a Python write tracegrad does not replay (``lst *= 2``/``lst += [...]``/
+fullgraph compiles a Python write tracegrad does not replay (``lst *= 2``/``lst.__iadd__``/
 ``del lst[1]`` on a global list, a set grown, a generator's nonlocal counter, a list argument
 changed, a user ``__torch_function__`` or mode), the port compiles without fullgraph and checks
 the eager fallback's values on every call.
@@ -66,14 +66,17 @@ Found and fixed here:
   (_lowering/call_tree.py ``SeqArg``), read past an overridden ``__iter__``/``__getitem__``,
   and a list/tuple/dict subclass argument the function returns comes back as the caller's
   object (was a graph break for a dict subclass).
+- ``lst += [...]`` on a global, a closure cell or an attribute (``self.losses += [loss.item()]``)
+  made every call run eagerly (the store back read as a rebinding), where ``lst.extend([...])``
+  compiled: it is an extend now (_lowering/pycode.py ``_list_extends``, NOTE [Python appends]).
 - A ``no_grad()``/``enable_grad()``/``inference_mode()`` object made outside and entered inside
   the compiled function made every call run eagerly (its ``prev`` bookkeeping counted as a Python
   side effect); such library bookkeeping is exempt now (NOTE [transient library state] in
   _lowering/pystate.py; autograd/grad_mode.py).
 
-Found and left alone (eager fallbacks with eager's values, as tested): the global-list
-augmented assignments above (``L.extend`` compiles, ``L += [...]`` with ``global L`` is a store
-the code scan does not read as an append), any user ``__torch_function__`` (even a pure one)
+Found and left alone (eager fallbacks with eager's values, as tested): the global-list writes
+above that are no append (``*=``, ``del``, ``__iadd__`` called by name), any user
+``__torch_function__`` (even a pure one)
 or TorchFunctionMode, ``.data`` swapped inside a context manager; ``torch.while_loop`` accepts
 an ``additional_inputs`` argument torch 2.13's signature does not have.
 """
@@ -246,6 +249,58 @@ def test_global_list_imul_iadd_every_call():
         out = f(_x(T, i))
         return out, list(_LST)
     _observed(build, run_all)
+
+
+class _History:
+    def __init__(self):
+        self.losses = []
+
+
+_HIST = []
+
+
+def test_list_iadd_on_global_cell_and_attribute_compiles():
+    # ListTests.test_binop_iadd_global_list (``lst += [...]`` with ``global lst``), and the same
+    # on a closure cell and an object's attribute (``self.losses += [loss.item()]``): the list
+    # grows by each call's items on every call, compiled once (before round 36 the store back
+    # made every call run eagerly: pycode.py ``_list_extends``, NOTE [Python appends])
+    current = {}
+
+    def build(T):
+        cell = []
+        hist = _History()
+
+        def fn(x):
+            global _HIST
+            nonlocal cell
+            loss = (x * 2).sum()
+            _HIST += ["a", "b"]
+            cell += [loss.detach(), loss.detach() + 1]
+            hist.losses += [loss.item()]
+            return x.sin()
+        # (read from outside: a name the function also reads keeps the eager answer)
+        current.update(cell=lambda: list(fn.__closure__[fn.__code__.co_freevars.index("cell")].cell_contents),
+                       hist=hist)
+        return fn
+
+    def run_all(T, f, i):
+        global _HIST
+        if i == 0:
+            _HIST = []
+        # whole numbers: the ``.item()`` floats are compared exactly
+        out = f(T.tensor([float(i), 2.0]))
+        return out, current["cell"](), list(current["hist"].losses), list(_HIST)
+
+    # one run at a time: ``_HIST`` is one list for torch and tracegrad
+    for T, compiled in ((torch, False), (tracegrad, False), (tracegrad, True)):
+        f = tracegrad.compile(build(T), fullgraph=True) if compiled else build(T)
+        seen = [run_all(T, f, i) for i in range(CALLS)]
+        if T is torch:
+            ref = seen
+        else:
+            for i in range(CALLS):
+                same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
+    _no_break(f, traces=1)
 
 
 def test_global_list_delitem_every_call():

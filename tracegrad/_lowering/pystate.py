@@ -1573,7 +1573,10 @@ def numpy_sharing(snap, hosts):
 # "still holds a list" (``guard_code.checker``), so a list rebound between calls (an epoch's
 # ``self.losses = []``) is grown the same way. Nothing else in the call can see the list
 # before the run's end, the scan having found no other use. A deque, or a list subclass, keeps
-# the old answer.
+# the old answer. ``hist += [v]`` (a global, a closure cell or an attribute stored back to
+# itself: ``list.__iadd__`` returns the list) is an extend too (``pycode._list_extends``, round
+# 36); a value that is no list there (a number, a tuple, a string) is no grown list and keeps the
+# old answer.
 # NOTE [lists hooks grow]: a hook that ran in the trace (a tensor hook, a post-accumulate-grad
 # hook, a module's forward hook) and only grew a list has its items cut back and appended again
 # by every run, as above. The function itself may read that list (``return len(log)``,
