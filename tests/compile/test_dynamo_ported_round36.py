@@ -116,6 +116,23 @@ def _no_break(f, traces=None):
         assert st["traces"] == traces, st
 
 
+def _one_run_at_a_time(build, run_all, calls=CALLS, **compile_kw):
+    """``_observed`` for programs whose Python state (a module-level list or dict) is one object
+    for torch and tracegrad: torch eager, tracegrad eager and ``tracegrad.compile`` each run
+    all their calls in turn, and call ``i`` of each tracegrad run equals torch's call ``i``.
+    Returns the compiled function."""
+    ref = None
+    for T, compiled in ((torch, False), (tracegrad, False), (tracegrad, True)):
+        f = tracegrad.compile(build(T), **compile_kw) if compiled else build(T)
+        seen = [run_all(T, f, i) for i in range(calls)]
+        if ref is None:
+            ref = seen
+            continue
+        for i in range(calls):
+            same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
+    return f
+
+
 # ---- test/dynamo/test_list.py (TupleTests, ListTests, CustomNewTupleTests) --------------------
 
 def test_list_methods_on_tensors():
@@ -139,24 +156,26 @@ def test_list_methods_on_tensors():
     _no_break(f)
 
 
+class _AlwaysEq:
+    def __eq__(self, other):
+        return True
+
+
+class _NeverEq:
+    def __eq__(self, other):
+        return False
+
+
 def test_list_remove_identity_then_richcompare():
     # ListTests.test_remove/test_remove_matches_identity_before_richcompare/
     # test_remove_uses_item_richcompare: ``remove`` finds a tensor by identity (never calls its
     # ``==``); an always-equal item is removed by the first comparison; a missing one raises
-    class AlwaysEq:
-        def __eq__(self, other):
-            return True
-
-    class NeverEq:
-        def __eq__(self, other):
-            return False
-
     def build(T):
         def fn(x, y):
             ts = [y, x, x + 1]
             ts.remove(y)
-            objs = [AlwaysEq(), 3]
-            objs.remove(NeverEq())
+            objs = [_AlwaysEq(), 3]
+            objs.remove(_NeverEq())
             try:
                 [1, 2].remove(7)
                 err = None
@@ -291,16 +310,7 @@ def test_list_iadd_on_global_cell_and_attribute_compiles():
         out = f(T.tensor([float(i), 2.0]))
         return out, current["cell"](), list(current["hist"].losses), list(_HIST)
 
-    # one run at a time: ``_HIST`` is one list for torch and tracegrad
-    for T, compiled in ((torch, False), (tracegrad, False), (tracegrad, True)):
-        f = tracegrad.compile(build(T), fullgraph=True) if compiled else build(T)
-        seen = [run_all(T, f, i) for i in range(CALLS)]
-        if T is torch:
-            ref = seen
-        else:
-            for i in range(CALLS):
-                same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
-    _no_break(f, traces=1)
+    _no_break(_one_run_at_a_time(build, run_all, fullgraph=True), traces=1)
 
 
 def test_global_list_delitem_every_call():
@@ -441,15 +451,11 @@ def test_index_not_found_messages():
     # IndexNotFoundTests.test_list/test_tuple/test_deque(_nonconst): the ValueError texts of
     # ``index`` on a list, a tuple and a deque of constants and of objects, returned beside a
     # tensor result
-    class NeverEq:
-        def __eq__(self, other):
-            return False
-
     def build(T):
         def fn(x):
             texts = []
-            for seq in ([1, 2, 3], (1, 2, 3), collections.deque([1, 2, 3]), [NeverEq()], (NeverEq(),),
-                        collections.deque([NeverEq()])):
+            for seq in ([1, 2, 3], (1, 2, 3), collections.deque([1, 2, 3]), [_NeverEq()], (_NeverEq(),),
+                        collections.deque([_NeverEq()])):
                 try:
                     seq.index("z")
                 except ValueError as e:
@@ -1397,15 +1403,7 @@ def test_global_defaultdict_of_tensor_lists_every_call():
         loss = f(_x(T, i, 2, 3), _x(T, 0, 3, 2, seed=4))
         return loss, list(_METRICS["loss"]), dict(_COUNTS)
 
-    # one run at a time: the globals are the same objects for torch and tracegrad
-    for T, wrap in ((torch, lambda f: f), (tracegrad, tracegrad.compile)):
-        f = wrap(build(T))
-        seen = [run_all(T, f, i) for i in range(CALLS)]
-        if T is torch:
-            ref = seen
-        else:
-            for i in range(CALLS):
-                same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
+    _one_run_at_a_time(build, run_all)
 
 
 def test_dict_of_tensors_built_and_updated_inside():
@@ -1947,13 +1945,4 @@ def test_mapping_proxy_of_call_tensors_new_each_call():
         kept.append((own, live))
         return [(dict(o), dict(v)) for o, v in kept]
 
-    # one run at a time: ``shared`` is one dict for torch and tracegrad
-    for T, compiled in ((torch, False), (tracegrad, False), (tracegrad, True)):
-        f = tracegrad.compile(build(T), fullgraph=True) if compiled else build(T)
-        seen = [run_all(T, f, i) for i in range(CALLS)]
-        if T is torch:
-            ref = seen
-        else:
-            for i in range(CALLS):
-                same(ref[i], seen[i], f"call{i}", rtol=1e-4, atol=1e-5)
-    _no_break(f, traces=1)
+    _no_break(_one_run_at_a_time(build, run_all, fullgraph=True), traces=1)
