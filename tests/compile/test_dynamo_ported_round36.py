@@ -687,6 +687,22 @@ def test_container_subclass_arguments_new_each_call(cls):
     _no_break(f, traces=1)
 
 
+def test_container_subclass_argument_grads_reach_caller_leaves():
+    # as above, in a training step: the leaves inside a new tuple/list subclass argument each
+    # call get their grads from a backward outside the compiled function
+    def build(T):
+        def fn(b):
+            return (b[0] * b[1]).sum() + b[1].pow(2).sum()
+        return fn
+
+    def run_all(T, f, i):
+        x, y = _x(T, i, rg=True), _x(T, i, seed=3, rg=True)
+        out = f((_Pair if i % 2 else _Batch)((x, y)))
+        out.backward()
+        return out, x.grad, y.grad
+    _no_break(_observed(build, run_all, fullgraph=True), traces=2)
+
+
 def test_dict_subclass_argument_holding_list_subclass_returned():
     # DictTests.test_dict_subclass_* with test_list.py's subclasses inside: a dict subclass
     # argument whose values are a list subclass of tensors and a tensor, returned with a
