@@ -126,7 +126,9 @@ def _escapes_runs(T, compiled, kind):
 
 
 @pytest.mark.parametrize("kind,breaks", [("changes", "the function changes a list or dict"),
-                                         ("returns", "the compiled function keeps a reference"),
+                                         # returned: the caller's object again, compiled (round 36:
+                                         # call_tree.argument_boxes boxes dict subclasses too)
+                                         ("returns", None),
                                          ("tagged", None)])
 def test_dict_subclass_argument_changed_or_returned(kind, breaks):
     st = _check(lambda T, c: _escapes_runs(T, c, kind))

@@ -233,6 +233,9 @@ class _CounterUses:
                     and ins[i + k].argval in _APPEND_METHODS:
                 grown.update(range(i, i + k + 1))
                 appended.add(x.argval)
+        for start, store in _list_extends(ins):       # ``hist += [v]``: an extend too
+            grown.update((start, store))
+            appended.add(ins[store].argval)
         self.appended = frozenset(appended - strings)
         init = code.co_name == "__init__"
         self.append_other = frozenset(
@@ -262,6 +265,51 @@ class _CounterUses:
                 other.add(x.argval)
         self.scalar_counters = frozenset(bumped - strings)
         self.scalar_other = frozenset(other | (bumped & strings))
+
+
+_AUG_STORES = {"STORE_GLOBAL": "LOAD_GLOBAL", "STORE_DEREF": "LOAD_DEREF", "STORE_ATTR": "LOAD_ATTR"}
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def _list_extends(ins):
+    """``(load, store)`` positions in ``ins`` of each ``name += <expression>`` on a global, a
+    closure cell or an attribute (``global hist; hist += [v]``, ``self.losses += [loss.item()]``)
+    whose right-hand side does not name it: a list grown there is extended (``list.__iadd__``
+    returns the list itself, stored back), the same growth as ``name.extend(...)`` (NOTE [Python
+    appends] in pystate.py; test_list.py's global-list tests, round 36). The right-hand side is
+    found by stack effects back from the ``+=`` (no jumps in it); a shape not matched adds
+    nothing, so the name stays an ordinary use."""
+    out = []
+    for k, st in enumerate(ins):
+        load_op = _AUG_STORES.get(st.opname)
+        if load_op is None:
+            continue
+        op_at = k - 2 if st.opname == "STORE_ATTR" else k - 1
+        if op_at < 1 or ins[op_at].opname != "BINARY_OP" or ins[op_at].argrepr != "+=":
+            continue
+        if st.opname == "STORE_ATTR" and (ins[k - 1].opname != "SWAP" or ins[k - 1].arg != 2):
+            continue
+        depth, m = 0, op_at - 1
+        while m > 0:
+            x = ins[m]
+            if x.opcode in _JUMPS:
+                m = 0
+                break
+            depth += dis.stack_effect(x.opcode, x.arg if x.opcode >= dis.HAVE_ARGUMENT else None)
+            if depth == 1:
+                break
+            m -= 1
+        if m < 1 or depth != 1:
+            continue
+        load = ins[m - 1]
+        if load.opname != load_op or load.argval != st.argval or load.argrepr.startswith("NULL"):
+            continue
+        if st.opname == "STORE_ATTR" and (m < 2 or ins[m - 2].opname != "COPY" or ins[m - 2].arg != 1):
+            continue
+        if any(x.argval == st.argval and (x.opcode in dis.hasname or x.opname in _DEREF_USES) for x in ins[m:op_at]):
+            continue
+        out.append((m - 1, k))
+    return out
 
 
 def counter_uses(code) -> _CounterUses:

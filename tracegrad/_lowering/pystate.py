@@ -782,9 +782,20 @@ _NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctio
 
 def _plain_object(v):
     """An object whose attributes are user Python state (NOTE [object attributes]): one with a
-    ``__dict__``, or an instance of a user class with ``__slots__``."""
-    return (hasattr(v, "__dict__") or _slot_names(type(v))) and not isinstance(v, _NOT_OBJECTS + (Tensor, Generator)) \
-        and not getattr(type(v), "_tracegrad_state_is_captured", False)
+    ``__dict__``, or an instance of a user class with ``__slots__``; not a library object whose
+    attributes are bookkeeping of its own (NOTE [transient library state])."""
+    t = type(v)
+    return (hasattr(v, "__dict__") or _slot_names(t)) and not isinstance(v, _NOT_OBJECTS + (Tensor, Generator)) \
+        and not getattr(t, "_tracegrad_state_is_captured", False) and not getattr(t, "_tracegrad_transient_state", False)
+
+
+# NOTE [transient library state]: a grad-mode manager object made once and entered by every call
+# (``ng = torch.no_grad()`` outside, ``with ng:`` inside; CtxManagerTests, round 36) writes the
+# mode it replaced onto itself in ``__enter__`` and reads it back in ``__exit__`` only: no value
+# the function or a later call sees. Tracked as user state, that write was a "Python value the
+# program would not repeat" and every call ran eagerly (torch.compile traces it). Library
+# classes whose attributes are such bookkeeping say so with ``_tracegrad_transient_state`` (the
+# grad mode itself is guarded and traced, DESIGN 2.5); their instances are no plain objects.
 
 
 _SLOTS: dict = {}     # class -> its slot attribute names (empty: not a user class with slots)
@@ -1562,7 +1573,10 @@ def numpy_sharing(snap, hosts):
 # "still holds a list" (``guard_code.checker``), so a list rebound between calls (an epoch's
 # ``self.losses = []``) is grown the same way. Nothing else in the call can see the list
 # before the run's end, the scan having found no other use. A deque, or a list subclass, keeps
-# the old answer.
+# the old answer. ``hist += [v]`` (a global, a closure cell or an attribute stored back to
+# itself: ``list.__iadd__`` returns the list) is an extend too (``pycode._list_extends``, round
+# 36); a value that is no list there (a number, a tuple, a string) is no grown list and keeps the
+# old answer.
 # NOTE [lists hooks grow]: a hook that ran in the trace (a tensor hook, a post-accumulate-grad
 # hook, a module's forward hook) and only grew a list has its items cut back and appended again
 # by every run, as above. The function itself may read that list (``return len(log)``,

@@ -17,6 +17,7 @@ nested too deep. Other values it holds (a module, an object from outside) come b
 themselves."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import gc
@@ -104,6 +105,8 @@ def _candidate(x) -> bool:
     t = type(x)
     if t is types.SimpleNamespace:
         return True
+    if _sequence_subclass(x) or t is types.MappingProxyType:      # NOTE [returned container subclasses]
+        return True
     if isinstance(x, type) or not (isinstance(getattr(x, "__dict__", None), dict) or _slot_names(t)):
         return False
     if dataclasses.is_dataclass(x):
@@ -121,6 +124,55 @@ def _candidate(x) -> bool:
     return (t.__new__ is object.__new__ and not isinstance(x, (Tensor, BaseException))
             and not getattr(t, "_tracegrad_state_is_captured", False)
             and mod != "builtins" and not mod.startswith(("tracegrad.", "jax", "numpy")))
+
+
+# NOTE [returned container subclasses]: an instance of a user's ``list``, ``tuple`` or ``dict``
+# subclass (``class Batch(list)``, ``class Pair(tuple)``, ``class Out(dict)``, a ``Counter``)
+# is no pytree container, so one the call made and returned was the trace's constant: every
+# compiled call handed back that one object, its tensors refreshed in place, and a result the
+# caller kept from an earlier call showed the latest call's values (eager: a new object per
+# call; test_list.py's CustomNewTupleTests, round 36). One the call made is now rebuilt per
+# call like a plain object (``Rebuilt``): its items (by position for a list or tuple, by key
+# for a dict) and its instance attributes are its values; ``build`` makes it through the
+# builtin base (``tuple.__new__(cls, items)``, ``list.__new__`` then ``list.extend``), never
+# the class's ``__init__`` (its effect is in the values, as for a plain object). A class with
+# its own ``__new__`` (a tuple subclass taking extra arguments), a ``defaultdict`` subclass (its
+# factory is no attribute) and a ``deque`` (its ``maxlen`` neither) are not rebuilt: a trace
+# returning one that holds tensors ends in a graph break (NOTE [returned objects that cannot be
+# rebuilt]). namedtuples, and plain/ordered/default dicts, are pytree containers already. So is
+# a set or frozenset the call made (``return {y}``, a set of ints the caller may change): each
+# call builds its own (its items in the trace's iteration order; a set has no other). And a
+# ``MappingProxyType`` over a dict the call made (both held by nothing else): a new read-only
+# view of a new dict of that call's values.
+_BASES = (list, tuple, dict, set, frozenset)
+
+
+def _container_base(t):
+    """``list``, ``tuple``, ``dict``, ``set`` or ``frozenset``: the builtin container class
+    ``t`` derives from (None for none; a dict's ``collections`` subclasses derive from ``dict``)."""
+    return next((b for b in _BASES if issubclass(t, b)), None)
+
+
+def _user_container(x) -> bool:
+    """An instance of a subclass of list, tuple or dict that is no pytree container (not a
+    namedtuple, ``OrderedDict`` or ``defaultdict`` itself) and no library class, or a set or
+    frozenset (no pytree container, subclass or not)."""
+    t = type(x)
+    if t is set or t is frozenset:
+        return True
+    if t in _BASES or t is collections.OrderedDict or t is collections.defaultdict or not isinstance(x, _BASES):
+        return False
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return False
+    mod = getattr(t, "__module__", "") or ""
+    return not mod.startswith(("tracegrad", "jax", "numpy"))
+
+
+def _sequence_subclass(x) -> bool:
+    """A user container subclass instance (``_user_container``) ``build`` can make again: its
+    class's ``__new__`` is its builtin base's."""
+    return (_user_container(x) and type(x).__new__ is _container_base(type(x)).__new__
+            and not isinstance(x, collections.defaultdict))     # (its factory is no attribute)
 
 
 # NOTE [returned exceptions]: an exception object the call made and returns unraised
@@ -171,8 +223,15 @@ def _plain_value(v, depth=3) -> bool:
 
 
 def values_of(x) -> list:
-    """What an object holds that a rebuilt copy holds too: its attributes, then its items."""
-    return list(_attrs(x).values()) + (list(x.values()) if isinstance(x, dict) else [])
+    """What an object holds that a rebuilt copy holds too: its attributes, then its items (a
+    list or tuple subclass's elements: NOTE [returned container subclasses])."""
+    return list(_attrs(x).values()) + _items(x)
+
+
+def _items(x) -> list:
+    if isinstance(x, (dict, types.MappingProxyType)):
+        return list(x.values())
+    return list(x) if isinstance(x, (list, tuple, set, frozenset, collections.deque)) else []
 
 
 def made_objects(result) -> dict:
@@ -205,9 +264,24 @@ def made_objects(result) -> dict:
         held = [r for r in gc.get_referrers(c)
                 if not isinstance(r, types.FrameType) and id(r) not in containers
                 and r is not candidates and r is not values]     # ``values``: an object holding itself
+        if not held and type(c) is types.MappingProxyType:
+            # the dict behind a read-only view: one held elsewhere is seen live through it
+            held = _view_held(c, containers)
         if not held:
             made[id(c)] = c
     return made
+
+
+def _view_held(view, containers) -> bool:
+    """Whether the mapping behind the read-only ``view`` is referenced by anything but the view,
+    frames and ``containers`` (a function of its own: a comprehension naming the caller's loop
+    variable would make it a closure cell, one more referrer of the object it checks)."""
+    inner = gc.get_referents(view)
+    for m in inner:
+        for r in gc.get_referrers(m):
+            if r is not view and r is not inner and not isinstance(r, types.FrameType) and id(r) not in containers:
+                return True
+    return False
 
 
 # NOTE [returned objects that cannot be rebuilt]: an object the call made whose class has its
@@ -230,6 +304,10 @@ def _unrebuildable(v):
         if v.__traceback__ is not None:
             return "an exception raised inside the call"
         return None if _exception_base(t) is not None else "its class has its own __new__"
+    if isinstance(v, collections.deque):
+        return "a deque"
+    if _user_container(v) and not _sequence_subclass(v):      # NOTE [returned container subclasses]
+        return "a defaultdict subclass" if isinstance(v, collections.defaultdict) else "its class has its own __new__"
     return "its class has its own __new__" if _own_new(v) else None
 
 
@@ -257,7 +335,12 @@ def unrebuilt_made(result):
         if depth < 0 or id(v) in seen or isinstance(v, (Tensor, type, *IMMUTABLE)):
             return
         seen.add(id(v))
-        if isinstance(v, (list, tuple)):
+        if isinstance(v, collections.deque) or _user_container(v) and not _sequence_subclass(v):
+            parts = values_of(v)
+            if any(isinstance(p, Tensor) or isinstance(p, (list, tuple)) and any(isinstance(e, Tensor) for e in p)
+                   for p in parts):
+                found.append(v)
+        elif isinstance(v, (list, tuple)):
             parts = list(v)
         elif type(v) is dict:
             parts = list(v.values())
@@ -286,7 +369,10 @@ def as_node(x, made, convert):
     ``convert``; None otherwise."""
     if not made or id(x) not in made:
         return None
-    items = {k: convert(v) for k, v in x.items()} if isinstance(x, dict) else {}
+    if isinstance(x, (dict, types.MappingProxyType)):
+        items = {k: convert(v) for k, v in x.items()}
+    else:      # a list, tuple or set's elements, by position (NOTE [returned container subclasses])
+        items = {i: convert(v) for i, v in enumerate(x)} if isinstance(x, (list, tuple, set, frozenset)) else {}
     return Rebuilt(type(x), items, {k: convert(v) for k, v in _attrs(x).items()})
 
 
@@ -294,8 +380,16 @@ def build(r, convert, register=None):
     """A new object of ``r``'s class holding ``r``'s values passed through ``convert``;
     ``register(obj)`` first, when given (an object holding itself: NOTE [one object returned
     twice] in ``call_tree.py``)."""
+    if r.cls is types.MappingProxyType:     # a new view of a new dict (NOTE [returned container subclasses])
+        obj = types.MappingProxyType({k: convert(v) for k, v in r.items.items()})
+        if register is not None:
+            register(obj)
+        return obj
     base = _exception_base(r.cls)
-    if base is None:
+    seq = _container_base(r.cls) if r.cls is not types.SimpleNamespace else None
+    if seq is tuple or seq is frozenset:    # NOTE [returned container subclasses]: the items make it
+        obj = seq.__new__(r.cls, [convert(v) for v in r.items.values()])
+    elif base is None:
         obj = r.cls.__new__(r.cls)
     else:       # through the builtin base: the state its __init__ derives from args
         args = tuple(convert(r.attrs["args"]))
@@ -303,7 +397,11 @@ def build(r, convert, register=None):
         base.__init__(obj, *args)
     if register is not None:
         register(obj)
-    if r.items:
+    if r.items and seq is list:
+        list.extend(obj, [convert(v) for v in r.items.values()])
+    elif r.items and seq is set:
+        set.update(obj, [convert(v) for v in r.items.values()])
+    elif r.items and seq is dict:
         # the builtin base's own __setitem__ (an OrderedDict's keeps its order; a user class's
         # may refuse, as ModelOutput's update() does)
         base = next(b for b in r.cls.__mro__ if b.__module__ in ("builtins", "collections"))
@@ -322,7 +420,24 @@ def build(r, convert, register=None):
 
 def refill(obj, convert):
     """Replace in place each value of ``obj`` (a made object built for this call) that
-    ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``)."""
+    ``convert`` changes (an argument's list put back: ``call_tree.fill_arg_boxes``); returns
+    ``obj``, or a new one of its class for a tuple subclass whose items change (NOTE [returned
+    container subclasses]: a tuple cannot change in place)."""
+    if isinstance(obj, types.MappingProxyType):
+        vals = {k: convert(v) for k, v in obj.items()}
+        return obj if all(vals[k] is v for k, v in obj.items()) else types.MappingProxyType(vals)
+    if isinstance(obj, (tuple, frozenset, set)):
+        vals = [convert(v) for v in obj]
+        if all(a is b for a, b in zip(vals, obj)):
+            return obj
+        if isinstance(obj, set):
+            set.clear(obj)
+            set.update(obj, vals)
+            return obj
+        new = (tuple if isinstance(obj, tuple) else frozenset).__new__(type(obj), vals)
+        for k, v in _attrs(obj).items():
+            object.__setattr__(new, k, convert(v))
+        return new
     slots = _slot_names(type(obj))
     for k, v in _attrs(obj).items():
         new = convert(v)
@@ -337,6 +452,12 @@ def refill(obj, convert):
             new = convert(v)
             if new is not v:
                 base.__setitem__(obj, k, new)
+    elif isinstance(obj, list):
+        for k, v in enumerate(list(obj)):
+            new = convert(v)
+            if new is not v:
+                list.__setitem__(obj, k, new)
+    return obj
 
 
 # NOTE [stateful objects returned]: a module is never rebuilt per call (its state is the

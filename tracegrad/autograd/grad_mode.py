@@ -94,6 +94,11 @@ class _NoParamDecoratorContextManager(_DecoratorContextManager):
 class no_grad(_NoParamDecoratorContextManager):
     """Mirrors ``torch.no_grad``: ops inside record no graph; results have requires_grad=False."""
 
+    # ``prev``, written by ``__enter__`` and read only by ``__exit__``, is no user state: the
+    # manager entered inside a compiled function is no Python side effect (NOTE [transient
+    # library state] in _lowering/pystate.py)
+    _tracegrad_transient_state = True
+
     def __enter__(self):
         self.prev = _swap_grad(False)
 
@@ -103,6 +108,8 @@ class no_grad(_NoParamDecoratorContextManager):
 
 class enable_grad(_NoParamDecoratorContextManager):
     """Mirrors ``torch.enable_grad``: turns recording back on inside ``no_grad``."""
+
+    _tracegrad_transient_state = True     # (as no_grad's)
 
     def __enter__(self):
         self.prev = _swap_grad(True)
@@ -142,6 +149,8 @@ class set_grad_enabled(_DecoratorContextManager):
 class inference_mode(_DecoratorContextManager):
     """Mirrors ``torch.inference_mode(mode=True)``: recording is off, and tensors made inside
     are inference tensors (``is_inference()``; saving one for backward raises RuntimeError)."""
+
+    _tracegrad_transient_state = True     # (as no_grad's)
 
     def __new__(cls, mode=True):
         # also a bare decorator (``@inference_mode`` without parentheses), as torch: whatever is
