@@ -19,6 +19,7 @@ import numpy as np
 from .. import _state
 from .._ops import dtypes as _dt
 from .._ops import warn as _warn
+from .._ops.dynamo_exc import TorchDynamoException, TorchRuntimeError, UncapturedHigherOrderOpError
 from .._ops.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError; raised by out_of_memory)
 from .._ops.registry import OPS
 from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
@@ -357,6 +358,54 @@ def make_subclass(cls, data, require_grad=False):
 # gradients without a graph (a penalty on them trains nothing); here they are differentiable.
 
 
+# NOTE [higher-order op errors]
+# torch 2.13 runs an eager ``cond`` with a tensor pred, and every eager ``while_loop``, by compiling
+# the op with ``fullgraph=True``: what goes wrong while a branch or body is traced reaches the
+# caller as one of ``torch._dynamo.exc``'s RuntimeErrors, not as the branch's own exception. A
+# program that catches them (``except torch._dynamo.exc.UncapturedHigherOrderOpError``) or
+# asserts the class sees the same here:
+# - before anything runs, plain RuntimeError: a branch, ``cond_fn`` or ``body_fn`` that is not
+#   callable, a ``cond`` operand that is not a tensor (dicts, lists and tuples of them nest), a
+#   ``cond_fn`` that returns a tuple; AssertionError (torch's assert) for a carried input of
+#   ``while_loop`` that is neither a tensor nor an int;
+# - ``UncapturedHigherOrderOpError``: a branch that returns an input (aliasing) or writes into one
+#   (mutation), returns None or a float (only tensors and ints are outputs), branches whose
+#   outputs nest differently (a tuple and a list, dicts of other keys), a ``cond_fn`` whose tensor
+#   is not a 0-d bool one or a constant true ``cond_fn`` (an infinite loop: torch traces it once),
+#   a body whose outputs differ from the carried inputs in number, kind, shape or dtype, and any
+#   Python error a branch raises (ZeroDivisionError, a TypeError binding its arguments...);
+# - ``TorchRuntimeError``: an op of a branch that fails (a RuntimeError: torch meets it running the
+#   op on fake tensors), and branches whose tensors differ in dims or dtype, or where one returns
+#   a tensor and the other does not (the op's own output check, run on fake tensors too);
+# - an IndexError from a branch passes through unchanged, as torch's (dynamo re-raises it).
+# The original exception is the new one's ``__cause__``. Inside ``tracegrad.compile``'s trace
+# nothing is converted: there the capture's own exceptions must pass through the branch.
+# A Python ``pred`` calls one branch plainly (no checks, its errors unchanged), as in torch.
+
+
+def _traced_error(hop, e):
+    """The ``torch._dynamo.exc`` error torch raises for ``e``, raised while a branch or body of
+    the higher-order op ``hop`` ran eagerly, or None to re-raise ``e`` as it is (NOTE
+    [higher-order op errors])."""
+    if (not isinstance(e, Exception) or isinstance(e, (TorchDynamoException, IndexError))
+            or _state.CAPTURE[0] is not None):
+        return None
+    if isinstance(e, RuntimeError):
+        return TorchRuntimeError(f"{hop}: an op failed while a branch was traced ({type(e).__name__}: {e}); "
+                                 "fix that op's inputs (every branch is traced, also the one not taken)")
+    return UncapturedHigherOrderOpError(
+        f"{hop}: this higher order operator doesn't work unless it is captured completely; a branch raised "
+        f"{type(e).__name__}: {e}. Every branch (also the one not taken) is traced with the operands: make it "
+        "run on them")
+
+
+def _unsupported_hop(hop, what, todo):
+    """``UncapturedHigherOrderOpError`` for a branch or body of ``hop`` that cannot be captured
+    (``what``), saying what to do (``todo``)."""
+    return UncapturedHigherOrderOpError(f"{hop}: this higher order operator doesn't work unless it is captured "
+                                        f"completely: {what}; {todo}")
+
+
 # ids of the placeholders of the cond branches running now (an outer branch's reads skip an inner's)
 _PLACEHOLDERS: set = set()
 
@@ -459,9 +508,10 @@ def _outside_writes(reads, results):
     return bad
 
 
-def _run_branch(fn, args, start, lift, grad=None):
+def _run_branch(fn, args, start, lift, grad=None, hop="torch.cond"):
     """``fn(*args)`` under a ``_BranchReads`` (lifting outside tensors or not), with grad mode
-    ``grad`` (default: ``lift``); returns (result, reads)."""
+    ``grad`` (default: ``lift``); returns (result, reads). What it raises becomes torch's error of
+    the higher-order op ``hop`` (NOTE [higher-order op errors])."""
     prev = _state.INTERPOSE[0]
     reads = _BranchReads(start, prev, lift)
     _state.INTERPOSE[0] = reads
@@ -472,13 +522,16 @@ def _run_branch(fn, args, start, lift, grad=None):
         else:
             with no_grad():
                 out = fn(*args)
-    except BaseException:
+    except BaseException as e:
         _state.INTERPOSE[0] = prev
         _state.BORN.pop()
         _PLACEHOLDERS.difference_update(reads.own)
         reads.keep.clear()
         _outside_writes(reads, ())
-        raise
+        err = _traced_error(hop, e)
+        if err is None:
+            raise
+        raise err from e
     _state.INTERPOSE[0] = prev
     _state.BORN.pop()
     _PLACEHOLDERS.difference_update(reads.own)
@@ -486,11 +539,25 @@ def _run_branch(fn, args, start, lift, grad=None):
 
 
 def _flat_results(out):
-    """(leaves, structure) of a branch's result: tuples/lists nest, anything else is a leaf."""
+    """(leaves, structure) of a branch's result: tuples, lists and dicts (their keys in the
+    structure) nest, anything else is a leaf."""
     if isinstance(out, (tuple, list)):
         parts = [_flat_results(o) for o in out]
         return [x for p in parts for x in p[0]], (type(out), tuple(p[1] for p in parts))
+    if isinstance(out, dict):
+        parts = [_flat_results(o) for o in out.values()]
+        return [x for p in parts for x in p[0]], (type(out), tuple(p[1] for p in parts), tuple(out))
     return [out], None
+
+
+def _same_nesting(a, b):
+    """The two structures of ``_flat_results`` nest the same containers (tuple/list/dict kinds and
+    dict keys, leaves aside): torch's check of a cond's branches before their outputs'."""
+    if a is None or b is None:
+        return True          # a leaf against a container: the outputs' check (TorchRuntimeError)
+    if a[0] is not b[0] or len(a[1]) != len(b[1]) or a[2:] != b[2:]:
+        return False
+    return all(_same_nesting(x, y) for x, y in zip(a[1], b[1]))
 
 
 class CondAutogradOp(Function):
@@ -544,9 +611,10 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
     other_leaves, other_spec = _flat_results(other)
     bad = _outside_writes(reads, leaves) + _outside_writes(other_reads, other_leaves)
     if bad:
-        raise RuntimeError(f"torch.cond: a branch wrote in place ({bad[0]}_) into a tensor from outside it (an "
-                           "operand, a buffer or another captured tensor); higher order ops do not support input "
-                           "mutation. Return the new value from the branch instead (the tensor was restored).")
+        raise _unsupported_hop("torch.cond", f"Encountered input mutation during higher order op tracing: a "
+                               f"branch wrote in place ({bad[0]}_) into a tensor from outside it (an operand, a "
+                               "buffer or another captured tensor)", "return the new value from the branch "
+                               "instead (the tensor was restored)")
     outside = {id(a._st) for a in args if isinstance(a, Tensor)}
     for r in (reads, other_reads):
         outside.update(id(t._st) for t in r.found.values())
@@ -555,25 +623,33 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         for o in branch:
             if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made and id(o._st) not in r.born
                                                                    and (o._rg or o._base is not None))):
-                raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
-                                   "returned one of its inputs (or a view of one); higher order ops do not "
-                                   "support aliasing. Return a copy (x.clone()) instead.")
+                raise _unsupported_hop("torch.cond", "Encountered aliasing during higher order op tracing: a "
+                                       "branch returned one of its inputs (or a view of one)",
+                                       "return a copy (x.clone()) instead")
+    for o in leaves + other_leaves:
+        if not isinstance(o, (Tensor, int)) or isinstance(o, bool):
+            raise _unsupported_hop("torch.cond", f"unsupported branch return type {type(o).__name__} (a branch "
+                                   "output is a tensor or an int)", "return tensors (and ints) from both branches")
+    if not _same_nesting(spec, other_spec):
+        raise _unsupported_hop("torch.cond", f"differing branch outputs: the taken branch returned {spec} and the "
+                               f"other {other_spec}", "return the same nesting of tuples, lists and dicts (with the "
+                               "same keys) from both branches")
     if spec != other_spec or len(leaves) != len(other_leaves):
-        raise RuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
+        raise TorchRuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
                            f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
                            "return the same structure of tensors from both branches")
     leaves_t, leaves_f = (other_leaves, leaves) if true_fn is fns[1] else (leaves, other_leaves)
     for t, f in zip(leaves_t, leaves_f):
         if isinstance(t, Tensor) != isinstance(f, Tensor):
-            raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
+            raise TorchRuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
                                "tensor where the other did not; return tensors in the same places")
         if not isinstance(t, Tensor):
             continue
         if t.dim() != f.dim():
-            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
+            raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
                                f"{t.dim()} and {f.dim()}.")
         if t.dtype != f.dtype:
-            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
+            raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
                                f"{t.dtype} and {f.dtype}.")
     # torch's input order: the operands, then what the true branch reads, then the false one
     zero = {}
@@ -600,14 +676,26 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
 
 
 def _unflatten(leaves, spec):
+    """``leaves`` nested as ``spec`` (``_flat_results``'s structure) describes."""
     it = iter(leaves)
 
     def build(s):
         if s is None:
             return next(it)
+        if len(s) == 3:      # a dict: its keys come third
+            return s[0](zip(s[2], [build(p) for p in s[1]]))
         typ, parts = s
         return typ(build(p) for p in parts)
     return build(spec)
+
+
+def _tensor_leaves(tree):
+    """Every leaf of ``tree`` (tuples, lists and dicts nest) is a Tensor."""
+    if isinstance(tree, (tuple, list)):
+        return all(_tensor_leaves(t) for t in tree)
+    if isinstance(tree, dict):
+        return all(_tensor_leaves(t) for t in tree.values())
+    return isinstance(tree, Tensor)
 
 
 def cond(pred, true_fn, false_fn, operands=()):
@@ -617,22 +705,40 @@ def cond(pred, true_fn, false_fn, operands=()):
     branches are checked, and the inputs the untaken one reads get zero gradients. Inside
     ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch: a graph break, never a
     frozen choice. RuntimeError, as torch, for a ``pred`` tensor of more than one element, a
-    non-bool/number ``pred``, branches whose results differ in structure, dims or dtype, or a
-    branch that returns or writes in place into an input."""
-    if isinstance(pred, Tensor):
-        if pred.numel() != 1:
-            raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
-                               f"got a tensor of shape {list(pred.shape)}")
-    elif not isinstance(pred, (bool, int, np.bool_)):
+    non-bool/number ``pred``, a branch that is not callable or an operand that is not a tensor;
+    torch's ``_dynamo.exc`` classes for branches that cannot be traced or whose results differ
+    (NOTE [higher-order op errors])."""
+    if isinstance(pred, (bool, int, float, np.bool_)):
+        # a constant pred: torch calls the branch as it is, before checking anything
+        return (true_fn if pred else false_fn)(*operands)
+    if not isinstance(pred, Tensor):
         raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, got "
                            f"{type(pred).__name__}")
-    if not isinstance(operands, (tuple, list)):
-        raise RuntimeError("torch.cond: expected operands to be a tuple or list of tensors")
-    if isinstance(pred, Tensor) and type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
+    if pred.numel() != 1:
+        raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
+                           f"got a tensor of shape {list(pred.shape)}")
+    if not callable(true_fn) or not callable(false_fn):
+        raise RuntimeError(f"torch.cond: Expect both branches to be callable, got {type(true_fn).__name__} and "
+                           f"{type(false_fn).__name__}; pass functions of the operands")
+    if not isinstance(operands, (tuple, list)) or not _tensor_leaves(operands):
+        raise RuntimeError(f"torch.cond: Expect operands to be a tuple of possibly nested dict/list/tuple that only "
+                           f"consists of tensor leaves, but got {type(operands).__name__} {_brief(operands)}; pass "
+                           "other values through a closure")
+    if type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
         return _cond_per_sample(pred, true_fn, false_fn, tuple(operands))
-    if isinstance(pred, Tensor):
-        return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
-    return (true_fn if pred else false_fn)(*operands)
+    return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
+
+
+def _brief(v):
+    """A short text of a value for an error message (a tensor by its shape and dtype)."""
+    if isinstance(v, Tensor):
+        return f"Tensor{list(v.shape)}"
+    if isinstance(v, (tuple, list)):
+        return ("(" if isinstance(v, tuple) else "[") + ", ".join(_brief(x) for x in v[:6]) + (
+            ", ..." if len(v) > 6 else "") + (")" if isinstance(v, tuple) else "]")
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_brief(x)}" for k, x in list(v.items())[:6]) + "}"
+    return repr(v)[:60]
 
 
 def _cond_per_sample(pred, true_fn, false_fn, args):
@@ -657,47 +763,82 @@ def _cond_per_sample(pred, true_fn, false_fn, args):
     return _unflatten(out, t_spec)
 
 
-def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
+def while_loop(cond_fn, body_fn, carried_inputs):
     """Mirrors ``torch.while_loop``: ``carried = body_fn(*carried)`` while ``cond_fn(*carried)``
-    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple, the
-    tensors among them new ones (never the inputs themselves, even after no iteration). Run
-    eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a graph
-    break). RuntimeError, as torch, when the body returns a different number of values, a
-    tensor of another shape or dtype than the one carried in, or writes in place into a tensor
-    from outside it (put back first; NOTE [torch.cond with a tensor pred])."""
+    (a 0-d bool tensor) holds; returns the final carried values as a tuple, the tensors among
+    them new ones (never the inputs themselves, even after no iteration). Run eagerly (inside
+    ``tracegrad.compile`` the condition is a data-dependent branch: a graph break). As torch:
+    RuntimeError for a ``cond_fn``/``body_fn`` that is not callable, AssertionError for a carried
+    input that is neither a tensor nor an int, and ``torch._dynamo.exc``'s classes for a
+    ``cond_fn`` that returns something else than a 0-d bool tensor (a constant true one loops
+    forever), a body whose results differ from the carried inputs in number, kind, shape or dtype,
+    one that writes in place into a tensor from outside it (put back first), or a Python error in
+    either (NOTE [higher-order op errors])."""
+    if not callable(cond_fn) or not callable(body_fn):
+        raise RuntimeError(f"torch.while_loop: Expect cond_fn and body_fn to be callable, got "
+                           f"{type(cond_fn).__name__} and {type(body_fn).__name__}; pass functions of the carried "
+                           "inputs")
     carried = tuple(carried_inputs)
-    extra = tuple(additional_inputs or ())
+    kinds = _leaf_kinds(carried)
+    if not kinds <= {Tensor, int}:
+        raise AssertionError(f"torch.while_loop: carried_inputs {_brief(carried)} can only be of (Tensor, int) but "
+                             f"got {tuple(sorted(k.__name__ for k in kinds))}; pass other values through a closure")
     first = carried
     while True:
-        c = _loop_step(cond_fn, carried + extra, ())
+        c = _loop_step(cond_fn, carried, ())
         if isinstance(c, Tensor):
+            if c.dim() != 0 or c.dtype is not _dt.bool_:
+                raise _unsupported_hop("torch.while_loop", f"unsupported cond_fn return type: a {c.dtype} tensor of "
+                                       f"shape {list(c.shape)}", "return a 0-d bool tensor (a comparison: i < n)")
             c = bool(c.item())
+        elif isinstance(c, (tuple, list)):
+            raise RuntimeError(f"torch.while_loop: cond_fn must return a boolean scalar tensor or a boolean but got "
+                               f"{type(c).__name__} {_brief(c)}; return the 0-d bool tensor itself")
+        elif c and int not in kinds:
+            # torch traces cond_fn once: a true that reads no carried value is true forever
+            raise _unsupported_hop("torch.while_loop", "infinite loop detected: cond_fn returned a constant true "
+                                   f"({c!r})", "return a 0-d bool tensor computed from the carried inputs")
         if not c:
             return tuple(v.clone() if any(v is f for f in first) else v for v in carried)
-        new = _loop_step(body_fn, carried + extra, carried)
+        new = _loop_step(body_fn, carried, carried)
         new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
         if len(new) != len(carried):
-            raise RuntimeError(f"torch.while_loop: body_fn returned {len(new)} values for "
-                               f"{len(carried)} carried inputs; return one value per carried input")
+            raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have same "
+                                   f"number of outputs but got {len(new)} and {len(carried)}",
+                                   "return one value per carried input")
         for i, (n, o) in enumerate(zip(new, carried)):
             if isinstance(o, Tensor) and (not isinstance(n, Tensor) or n.shape != o.shape or n.dtype != o.dtype):
                 got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
-                raise RuntimeError(f"torch.while_loop: Expected body_fn_output and carried_inputs to have same "
-                                   f"metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} {o.dtype}; "
-                                   "return a tensor of the carried shape and dtype")
+                raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have "
+                                       f"same metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} "
+                                       f"{o.dtype}", "return a tensor of the carried shape and dtype")
+            if type(o) is int and not isinstance(n, (int, Tensor)):
+                raise _unsupported_hop("torch.while_loop", f"HOP body output unsupported: pair[{i}] is "
+                                       f"{type(n).__name__} for a carried int", "return an int (or a tensor)")
         carried = new
+
+
+def _leaf_kinds(tree):
+    """The classes of ``tree``'s leaves (tuples, lists and dicts nest; a Tensor subclass and a
+    bool count as Tensor and int)."""
+    if isinstance(tree, (tuple, list)):
+        return set().union(*(_leaf_kinds(t) for t in tree))
+    if isinstance(tree, dict):
+        return set().union(*(_leaf_kinds(t) for t in tree.values()))
+    return {Tensor if isinstance(tree, Tensor) else int if isinstance(tree, int) else type(tree)}
 
 
 def _loop_step(fn, args, carried):
     """One call of a while_loop's ``cond_fn``/``body_fn`` with its in-place writes into tensors
     from outside it (the carried inputs included) refused, as torch's."""
-    out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled())
+    out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled(), hop="torch.while_loop")
     results = out if isinstance(out, (tuple, list)) else (out,)
     bad = _outside_writes(reads, results)
     if bad:
-        raise RuntimeError(f"torch.while_loop: cond_fn or body_fn wrote in place ({bad[0]}_) into a tensor from "
-                           "outside it (a carried input, a buffer or another captured tensor); higher order ops "
-                           "do not support input mutation. Return the new value instead (the tensor was restored).")
+        raise _unsupported_hop("torch.while_loop", f"Encountered input mutation during higher order op tracing: "
+                               f"cond_fn or body_fn wrote in place ({bad[0]}_) into a tensor from outside it (a "
+                               "carried input, a buffer or another captured tensor)", "return the new value instead "
+                               "(the tensor was restored)")
     return out
 
 
