@@ -1,0 +1,282 @@
+"""Bad-input parity, round 57: ``torch.cond`` and ``torch.while_loop`` misuse (no earlier round fed
+them: a pred of each kind, branches that are not callable, take other arguments, raise, return an
+operand, None, a float, other nestings, dims or dtypes, or write into an operand; operands that are
+not tensors; a ``cond_fn`` returning a Python bool, a float/int/1-element tensor or a tuple; bodies
+returning other counts, kinds, shapes and dtypes; carried inputs of other kinds; ``while_loop``'s
+signature), and, as a wider net, the suggested areas no difference was left in: distributions
+under ``validate_args`` (Categorical/MultivariateNormal/Independent/Mixture/kl_divergence...), and
+process settings, amp, forward AD, functional_call, lazy modules, fusion and masked functions. A
+probe of ~380 calls (written here for this table, no other repository's tests copied; torch 2.13
+the oracle) found these differences, fixed in tracegrad:
+
+- torch runs an eager ``cond`` with a tensor pred, and every ``while_loop``, by compiling the op:
+  what goes wrong while a branch is traced is ``torch._dynamo.exc.UncapturedHigherOrderOpError``
+  (aliasing, input mutation, a None/float output, differing nestings, a Python error in a branch,
+  a bad ``cond_fn`` result, a body's other count/shape/dtype) or ``TorchRuntimeError`` (an op of a
+  branch failing, branches' tensors of other dims/dtypes); tracegrad had no
+  ``UncapturedHigherOrderOpError`` and raised plain RuntimeError or the branch's own exception
+  (ZeroDivisionError, TypeError). The classes now live in ``_ops/dynamo_exc`` (the API layer raises
+  them; ``_lowering/exc`` and ``_dynamo.exc`` re-export), and ``_api/torch_extras`` converts
+  (NOTE [higher-order op errors]); an IndexError passes through as torch's does.
+- ``cond`` took branches that are not callable (TypeError "'int' object is not callable"; torch:
+  RuntimeError "Expect both branches to be callable") and operands that are not tensors (ints,
+  strings, None, nested in dicts; torch refuses them before tracing), and refused a float pred
+  (torch calls the branch, as for a bool or int).
+- a branch returning None or a float, or dicts of other keys, was accepted; torch refuses.
+- ``while_loop`` whose ``cond_fn`` returns a constant ``True`` looped forever (torch traces it once:
+  "infinite loop detected"); a float, int or 1-element ``cond_fn`` result was read for its truth
+  (torch: only a 0-d bool tensor); a tuple was read as true (torch's RuntimeError); non-callables
+  were TypeError, a carried str/None/float an AttributeError (torch: AssertionError naming the
+  kinds); ``while_loop`` took a fourth argument torch's signature does not have (TypeError).
+
+Found and left alone: a body returning a bare tensor for one carried 0-d input is accepted here;
+torch fails with an IndexError of its own indexing ("invalid index of a 0-dim tensor").
+``while_loop`` with a tensor (not a tuple) as carried inputs is torch's AssertionError, TypeError
+here. ``cond``'s ``a + "s"`` in a branch is torch's TorchRuntimeError (its op meets it on fake
+tensors) and UncapturedHigherOrderOpError here (a TypeError is read as the branch's Python error).
+``torch.linalg.LinAlgError`` is torch's private ``_LinAlgError`` class (not tabled: names differ).
+
+Each call runs under torch and tracegrad: the same exception class (``torch._dynamo.exc``'s by
+name: tracegrad's of the same name) or none, no text of the layers below tracegrad; ``_ok`` calls
+are ones torch accepts, and they give torch's value.
+"""
+import logging
+
+import pytest
+
+import tracegrad
+
+from _bad_input_helpers import FOREIGN, close_values, outcome, plain_value
+
+torch = pytest.importorskip("torch")
+
+C = {}
+P = lambda T: T.tensor(True)   # noqa: E731  (a tensor pred: torch's traced path)
+X = lambda T: (T.ones(2),)     # noqa: E731
+
+# ---- cond: checks before tracing (plain RuntimeError)
+C["cond_pred_int"] = lambda T: T.cond(1, lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_float_ok"] = lambda T: T.cond(1.0, lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_py_bool_ok"] = lambda T: T.cond(False, lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_py_noncallable"] = lambda T: T.cond(True, 3, lambda a: a - 1, X(T))
+C["cond_pred_py_operand_int_ok"] = lambda T: T.cond(True, lambda a: a, lambda a: a, (3,))
+C["cond_pred_py_raises"] = lambda T: T.cond(True, lambda a: 1 / 0, lambda a: a, X(T))
+C["cond_pred_str"] = lambda T: T.cond("a", lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_none"] = lambda T: T.cond(None, lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_two_elements"] = lambda T: T.cond(T.tensor([True, False]), lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_float_tensor_ok"] = lambda T: T.cond(T.tensor(0.5), lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_int_tensor_ok"] = lambda T: T.cond(T.tensor(0), lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_pred_one_element_ok"] = lambda T: T.cond(T.tensor([True]), lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_true_noncallable"] = lambda T: T.cond(P(T), 3, lambda a: a - 1, X(T))
+C["cond_false_none"] = lambda T: T.cond(P(T), lambda a: a, None, X(T))
+C["cond_operand_int"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: a - 1, (3,))
+C["cond_operand_str"] = lambda T: T.cond(P(T), lambda a: a, lambda a: a, ("s",))
+C["cond_operand_none"] = lambda T: T.cond(P(T), lambda a: T.ones(1), lambda a: T.ones(1), (None,))
+C["cond_operand_nested_int"] = lambda T: T.cond(P(T), lambda d: d["a"] + 1, lambda d: d["a"] - 1, ({"a": 1},))
+C["cond_operands_dict"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: a - 1, {"a": T.ones(2)})
+C["cond_operands_tensor"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: a - 1, T.ones(2))
+C["cond_operands_nested_dict_ok"] = lambda T: T.cond(P(T), lambda d: d["a"] + 1, lambda d: d["a"] - 1,
+                                                     ({"a": T.ones(1)},))
+C["cond_operands_list_ok"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: a - 1, [T.ones(2)])
+C["cond_no_operands_ok"] = lambda T: T.cond(P(T), lambda: T.ones(1), lambda: T.zeros(1))
+C["cond_keywords_ok"] = lambda T: T.cond(pred=P(T), true_fn=lambda a: a * 2, false_fn=lambda a: a * 3,
+                                         operands=X(T))
+
+# ---- cond: what tracing the branches meets (torch._dynamo.exc classes)
+C["cond_returns_operand"] = lambda T: T.cond(P(T), lambda a: a, lambda a: a + 1, X(T))
+C["cond_returns_view_of_operand"] = lambda T: T.cond(P(T), lambda a: a[:1], lambda a: a[:1] + 1, X(T))
+C["cond_mutates_operand"] = lambda T: T.cond(P(T), lambda a: a.add_(1) + 0, lambda a: a + 1, X(T))
+C["cond_returns_none"] = lambda T: T.cond(P(T), lambda a: None, lambda a: None, X(T))
+C["cond_returns_float"] = lambda T: T.cond(P(T), lambda a: 1.5, lambda a: 2.5, X(T))
+C["cond_returns_tuple_with_none"] = lambda T: T.cond(P(T), lambda a: (a + 1, None), lambda a: (a - 1, None), X(T))
+C["cond_returns_int_ok"] = lambda T: T.cond(P(T), lambda a: 1, lambda a: 2, X(T))
+C["cond_returns_empty_tuple_ok"] = lambda T: T.cond(P(T), lambda a: (), lambda a: (), X(T))
+C["cond_returns_list_ok"] = lambda T: T.cond(P(T), lambda a: [a + 1], lambda a: [a - 1], X(T))
+C["cond_returns_dict_ok"] = lambda T: T.cond(P(T), lambda a: {"x": a + 1}, lambda a: {"x": a - 1}, X(T))
+C["cond_dict_keys_differ"] = lambda T: T.cond(P(T), lambda a: {"x": a + 1}, lambda a: {"y": a - 1}, X(T))
+C["cond_tuple_vs_list"] = lambda T: T.cond(P(T), lambda a: (a + 1,), lambda a: [a - 1], X(T))
+C["cond_tuple_vs_tensor"] = lambda T: T.cond(P(T), lambda a: (a + 1, a + 2), lambda a: a - 1, X(T))
+C["cond_tensor_vs_int"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: 1, X(T))
+C["cond_dims_differ"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: a.sum(), X(T))
+C["cond_dtypes_differ"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: (a - 1).long(), X(T))
+C["cond_sizes_differ_ok"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: a[:1] - 1, X(T))
+C["cond_branch_arity"] = lambda T: T.cond(P(T), lambda: T.ones(1), lambda a: a + 1, (T.ones(1),))
+C["cond_branch_zero_division"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: 1 / 0, X(T))
+C["cond_branch_value_error"] = lambda T: T.cond(P(T), lambda a: a + int("x"), lambda a: a + 1, X(T))
+C["cond_branch_attribute_error"] = lambda T: T.cond(P(T), lambda a: a.nosuch(), lambda a: a + 1, X(T))
+C["cond_branch_op_fails"] = lambda T: T.cond(P(T), lambda a: a + 1, lambda a: T.ones(2) @ T.ones(3), X(T))
+C["cond_branch_view_fails"] = lambda T: T.cond(P(T), lambda a: a.view(3), lambda a: a + 1, X(T))
+C["cond_branch_index_error"] = lambda T: T.cond(P(T), lambda a: a[5] + 0, lambda a: a[0] + 0, X(T))
+C["cond_grad_ok"] = lambda T: T.cond(P(T), lambda a: a * 2, lambda a: T.zeros(2), (T.ones(2, requires_grad=True),))
+
+# ---- while_loop
+I0 = lambda T: (T.tensor(0),)   # noqa: E731
+C["while_ok"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1,), I0(T))
+C["while_keywords_ok"] = lambda T: T.while_loop(cond_fn=lambda i: i < 3, body_fn=lambda i: (i + 1,), carried_inputs=I0(T))
+C["while_zero_trips_ok"] = lambda T: T.while_loop(lambda i: i < 0, lambda i: (i + 1,), I0(T))
+C["while_carried_list_ok"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1,), [T.tensor(0)])
+C["while_int_carried_ok"] = lambda T: T.while_loop(lambda i, x: x.sum() < 3, lambda i, x: (i + 1, x + 1), (0, T.zeros(1)))
+C["while_grad_ok"] = lambda T: T.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2),
+                                            (T.tensor(0), T.ones(1, requires_grad=True)))
+C["while_fourth_argument"] = lambda T: T.while_loop(lambda i, y: i < 3, lambda i, y: (i + y,), I0(T), (T.tensor(1),))
+C["while_cond_noncallable"] = lambda T: T.while_loop(3, lambda i: (i + 1,), I0(T))
+C["while_body_none"] = lambda T: T.while_loop(lambda i: i < 3, None, I0(T))
+C["while_carried_str"] = lambda T: T.while_loop(lambda i, x: x.sum() < 3, lambda i, x: (i, x + 1), ("s", T.zeros(1)))
+C["while_carried_none"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1,), (None,))
+C["while_carried_float"] = lambda T: T.while_loop(lambda i, x: x.sum() < 3, lambda i, x: (i, x + 1), (1.5, T.zeros(1)))
+C["while_cond_python_true"] = lambda T: T.while_loop(lambda i: True, lambda i: (i + 1,), I0(T))
+C["while_cond_python_one"] = lambda T: T.while_loop(lambda i: 1, lambda i: (i + 1,), I0(T))
+C["while_cond_python_false_ok"] = lambda T: T.while_loop(lambda i: False, lambda i: (i + 1,), I0(T))
+C["while_cond_none_ok"] = lambda T: T.while_loop(lambda i: None, lambda i: (i + 1,), I0(T))
+C["while_cond_float_tensor"] = lambda T: T.while_loop(lambda i: (i < 3).float(), lambda i: (i + 1,), I0(T))
+C["while_cond_int_tensor"] = lambda T: T.while_loop(lambda i: (i < 3).long(), lambda i: (i + 1,), I0(T))
+C["while_cond_one_element"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1,), (T.tensor([0]),))
+C["while_cond_two_elements"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1,), (T.zeros(2),))
+C["while_cond_tuple"] = lambda T: T.while_loop(lambda i: (i < 3,), lambda i: (i + 1,), I0(T))
+C["while_body_more_outputs"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1, i + 2), I0(T))
+C["while_body_fewer_outputs"] = lambda T: T.while_loop(lambda i, j: i < 3, lambda i, j: (i + 1,),
+                                                       (T.tensor(0), T.tensor(1)))
+C["while_body_shape"] = lambda T: T.while_loop(lambda i: i.sum() < 3, lambda i: (T.cat([i, i]),), (T.ones(1),))
+C["while_body_dtype"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1.,), I0(T))
+C["while_body_returns_none"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: None, I0(T))
+C["while_body_int_for_tensor"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (3,), I0(T))
+C["while_body_float_for_int"] = lambda T: T.while_loop(lambda i, x: x < 3, lambda i, x: (i + 0.5, x + 1), (1, T.tensor(0)))
+C["while_body_zero_division"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i + 1 / 0,), I0(T))
+C["while_cond_zero_division"] = lambda T: T.while_loop(lambda i: 1 / 0, lambda i: (i + 1,), I0(T))
+C["while_body_arity"] = lambda T: T.while_loop(lambda: T.tensor(False), lambda i: (i,), I0(T))
+C["while_body_mutates"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i.add_(1) + 0,), I0(T))
+C["while_body_op_fails"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i.view(3),), I0(T))
+
+# ---- wider net: equal before this round (regression cases)
+D = lambda T: T.distributions   # noqa: E731
+C["categorical_negative_probs"] = lambda T: D(T).Categorical(probs=T.tensor([0.5, -0.1, 0.6]))
+C["categorical_probs_and_logits"] = lambda T: D(T).Categorical(probs=T.tensor([.5, .5]), logits=T.tensor([0., 0.]))
+C["categorical_log_prob_out_of_support"] = lambda T: D(T).Categorical(probs=T.tensor([.5, .5])).log_prob(T.tensor(2))
+C["categorical_rsample"] = lambda T: D(T).Categorical(probs=T.tensor([.5, .5])).rsample()
+C["categorical_expand_bad"] = lambda T: D(T).Categorical(probs=T.ones(2, 3) / 3).expand((4,))
+C["normal_negative_scale"] = lambda T: D(T).Normal(0., -1.)
+C["normal_shapes_do_not_broadcast"] = lambda T: D(T).Normal(T.zeros(2), T.ones(3))
+C["normal_enumerate_support"] = lambda T: D(T).Normal(0., 1.).enumerate_support()
+C["uniform_low_above_high"] = lambda T: D(T).Uniform(1., 0.)
+C["uniform_log_prob_outside_ok"] = lambda T: D(T).Uniform(0., 1., validate_args=False).log_prob(T.tensor(2.))
+C["binomial_negative_count"] = lambda T: D(T).Binomial(-1, probs=T.tensor(.5))
+C["multinomial_log_prob_wrong_total"] = lambda T: D(T).Multinomial(3, probs=T.tensor([.5, .5])).log_prob(T.tensor([1., 1.]))
+C["dirichlet_0d"] = lambda T: D(T).Dirichlet(T.tensor(1.))
+C["mvn_not_positive_definite"] = lambda T: D(T).MultivariateNormal(T.zeros(2), T.tensor([[1., 2.], [2., 1.]]))
+C["mvn_covariance_and_scale_tril"] = lambda T: D(T).MultivariateNormal(T.zeros(2), covariance_matrix=T.eye(2),
+                                                                       scale_tril=T.eye(2))
+C["mvn_no_covariance"] = lambda T: D(T).MultivariateNormal(T.zeros(2))
+C["mvn_log_prob_wrong_event"] = lambda T: D(T).MultivariateNormal(T.zeros(2), T.eye(2)).log_prob(T.zeros(3))
+C["independent_too_many_dims"] = lambda T: D(T).Independent(D(T).Normal(T.zeros(2), 1.), 2)
+C["mixture_batch_mismatch"] = lambda T: D(T).MixtureSameFamily(D(T).Categorical(T.ones(3) / 3), D(T).Normal(T.zeros(2), 1.))
+C["kl_unregistered_pair"] = lambda T: D(T).kl_divergence(D(T).Normal(0., 1.), D(T).Categorical(T.ones(2) / 2))
+C["kl_uniform_not_covered_ok"] = lambda T: D(T).kl_divergence(D(T).Uniform(0., 2.), D(T).Uniform(0., 1.))
+C["base_distribution_sample"] = lambda T: D(T).Distribution().sample()
+C["transforms_reshape_numel"] = lambda T: D(T).transforms.ReshapeTransform((2, 3), (5,))
+C["lkj_dimension_one"] = lambda T: D(T).LKJCholesky(1, 1.)
+C["set_printoptions_profile"] = lambda T: T.set_printoptions(profile="nope")
+C["deterministic_algorithms_str"] = lambda T: T.use_deterministic_algorithms("yes")
+C["deterministic_debug_mode_bad"] = lambda T: T.set_deterministic_debug_mode("nope")
+C["float32_matmul_precision_bad"] = lambda T: T.set_float32_matmul_precision("ultra")
+C["fuse_conv_bn_training"] = lambda T: T.nn.utils.fusion.fuse_conv_bn_eval(T.nn.Conv2d(1, 1, 1), T.nn.BatchNorm2d(1))
+C["fuse_linear_bn_mismatch"] = lambda T: T.nn.utils.fusion.fuse_linear_bn_eval(T.nn.Linear(2, 3).eval(),
+                                                                               T.nn.BatchNorm1d(2).eval())
+C["lazy_linear_0d_input"] = lambda T: T.nn.LazyLinear(3)(T.tensor(1.))
+C["lazy_weight_before_first_call"] = lambda T: T.nn.LazyLinear(3).weight + 1
+
+
+def _dual_of_other_shape(T):
+    with T.autograd.forward_ad.dual_level():
+        return T.autograd.forward_ad.make_dual(T.ones(2), T.ones(3))
+
+
+C["forward_ad_dual_shape"] = _dual_of_other_shape
+C["forward_ad_no_level"] = lambda T: T.autograd.forward_ad.make_dual(T.ones(2), T.ones(2))
+C["autocast_unknown_device"] = lambda T: T.autocast("nope").__enter__()
+C["gradscaler_scale_number"] = lambda T: T.amp.GradScaler("cpu").scale(3)
+C["masked_sum_mask_shape"] = lambda T: T.masked.sum(T.ones(2, 2), mask=T.ones(3, dtype=T.bool))
+C["masked_tensor_float_mask"] = lambda T: T.masked.masked_tensor(T.ones(2), T.ones(2))
+C["functional_call_strict_missing"] = lambda T: T.func.functional_call(T.nn.Linear(2, 2), {"weight": T.ones(2, 2)},
+                                                                       (T.ones(2),), strict=True)
+C["functional_call_wrong_shape"] = lambda T: T.func.functional_call(T.nn.Linear(2, 2), {"weight": T.ones(3, 3)}, (T.ones(2),))
+C["stack_module_state_mixed_shapes"] = lambda T: T.func.stack_module_state([T.nn.Linear(2, 2), T.nn.Linear(2, 3)])
+C["manual_seed_str"] = lambda T: T.manual_seed("a")
+C["set_rng_state_floats"] = lambda T: T.set_rng_state(T.ones(3))
+C["set_num_threads_zero"] = lambda T: T.set_num_threads(0)
+C["set_grad_enabled_str"] = lambda T: T.set_grad_enabled("a")
+C["no_grad_argument"] = lambda T: T.no_grad(True)
+
+GIST = {
+    "cond_true_noncallable": "Expect both branches to be callable",
+    "cond_operand_int": "tensor leaves",
+    "cond_returns_operand": "Encountered aliasing during higher order op tracing",
+    "cond_mutates_operand": "Encountered input mutation during higher order op tracing",
+    "cond_dict_keys_differ": "differing branch outputs",
+    "cond_branch_zero_division": "division by zero",
+    "while_cond_noncallable": "Expect cond_fn and body_fn to be callable",
+    "while_cond_python_true": "infinite loop detected",
+    "while_cond_float_tensor": "unsupported cond_fn return type",
+    "while_cond_tuple": "cond_fn must return a boolean scalar tensor or a boolean",
+    "while_body_more_outputs": "Expected body_fn_output and carried_inputs to have same number of outputs",
+    "while_body_shape": "Expected body_fn_output and carried_inputs to have same metadata",
+    "while_body_mutates": "Encountered input mutation during higher order op tracing",
+}
+
+
+def _quiet(fn, T):
+    """``outcome`` with torch's compile logging (the traced higher-order ops log their failures) off."""
+    logging.disable(logging.CRITICAL)
+    try:
+        return outcome(fn, T)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _expected_class(cls):
+    """tracegrad's class for torch's: ``torch._dynamo.exc``'s by name, any other as it is."""
+    if cls is not None and cls.__module__ == "torch._dynamo.exc":
+        return getattr(tracegrad._dynamo.exc, cls.__name__)
+    return cls
+
+
+@pytest.mark.parametrize("name", list(C))
+def test_same_class_as_torch(name):
+    expected, tmsg = _quiet(C[name], torch)
+    got, msg = _quiet(C[name], tracegrad)
+    assert got is _expected_class(expected), (f"{name}: torch raises {expected} ({tmsg[:200]}), "
+                                              f"tracegrad {got}: {msg[:300]}")
+    assert not FOREIGN.search(msg), f"{name}: foreign text leaked: {msg[:300]}"
+    if name.endswith("_ok"):
+        assert got is None
+
+
+@pytest.mark.parametrize("name", list(GIST))
+def test_message_gist(name):
+    _, want = _quiet(C[name], torch)
+    _, got = _quiet(C[name], tracegrad)
+    assert GIST[name].lower() in want.lower(), f"torch's message changed: {want[:200]}"
+    assert GIST[name].lower() in got.lower(), f"{name}: {got[:300]}"
+
+
+@pytest.mark.parametrize("name", [k for k in C if k.endswith("_ok")])
+def test_accepted_value_matches_torch(name):
+    got, want = plain_value(C[name](tracegrad)), plain_value(C[name](torch))
+    assert close_values(got, want), f"{name}: {str(got)[:300]} != {str(want)[:300]}"
+
+
+def test_branch_error_keeps_the_cause():
+    """The converted error chains the branch's own exception (``__cause__``), so the traceback
+    still points into the branch."""
+    with pytest.raises(tracegrad._dynamo.exc.UncapturedHigherOrderOpError) as info:
+        tracegrad.cond(tracegrad.tensor(True), lambda a: a + 1, lambda a: 1 / 0, (tracegrad.ones(2),))
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_class_is_exported_like_torch():
+    """``UncapturedHigherOrderOpError`` is in ``_dynamo.exc`` as in torch, a TorchDynamoException
+    (a RuntimeError)."""
+    from tracegrad._dynamo.exc import TorchDynamoException, UncapturedHigherOrderOpError
+    assert issubclass(UncapturedHigherOrderOpError, TorchDynamoException)
+    assert [c.__name__ for c in UncapturedHigherOrderOpError.__mro__[:4]] == \
+        [c.__name__ for c in torch._dynamo.exc.UncapturedHigherOrderOpError.__mro__[:4]]
