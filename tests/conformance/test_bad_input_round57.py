@@ -147,6 +147,52 @@ C["while_body_arity"] = lambda T: T.while_loop(lambda: T.tensor(False), lambda i
 C["while_body_mutates"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i.add_(1) + 0,), I0(T))
 C["while_body_op_fails"] = lambda T: T.while_loop(lambda i: i < 3, lambda i: (i.view(3),), I0(T))
 
+
+# ---- grad mode off: torch lets the taken branch (the body) write into its operands and return them
+def _no_grad_cond(T, pred, fns):
+    x = T.ones(2)
+    with T.no_grad():
+        r = T.cond(T.tensor(pred), *fns, (x,))
+    return [x, r, r is x]
+
+
+C["cond_no_grad_mutates_and_returns_operand_ok"] = lambda T: _no_grad_cond(T, True, (lambda a: a.add_(1),
+                                                                                       lambda a: a.sub_(1)))
+C["cond_no_grad_untaken_write_put_back_ok"] = lambda T: _no_grad_cond(T, False, (lambda a: a.add_(1) + 0,
+                                                                                  lambda a: a * 3))
+C["cond_no_grad_returns_operand_ok"] = lambda T: _no_grad_cond(T, True, (lambda a: a, lambda a: a + 1))
+
+
+def _no_grad_while(T):
+    x = T.ones(2)
+    with T.no_grad():
+        r = T.while_loop(lambda i: i.sum() < 5, lambda i: (i.add_(1) + 0,), (x,))
+    return [x, r]
+
+
+C["while_no_grad_body_mutates_ok"] = _no_grad_while
+
+
+# ---- inside a compiled function (torch's dynamo meets the op first) and under vmap
+def _compiled(T, f, *args):
+    return T.compile(f, backend="eager")(*args)
+
+
+C["compiled_cond_noncallable"] = lambda T: _compiled(T, lambda x: T.cond(x.sum() > 0, 3, lambda a: a - 1, (x,)), T.ones(2))
+C["compiled_cond_int_operand_ok"] = lambda T: _compiled(
+    T, lambda x: T.cond(x.sum() > 0, lambda a: x + a, lambda a: x - a, (3,)), T.ones(2))
+C["compiled_cond_zero_division"] = lambda T: _compiled(
+    T, lambda x: T.cond(x.sum() > 0, lambda a: a + 1, lambda a: 1 / 0, (x,)), T.ones(2))
+C["compiled_while_noncallable"] = lambda T: _compiled(T, lambda x: T.while_loop(3, lambda i: (i + 1,), (x,)), T.tensor(0))
+C["compiled_while_python_true"] = lambda T: _compiled(
+    T, lambda x: T.while_loop(lambda i: True, lambda i: (i + 1,), (x,)), T.tensor(0))
+V = lambda T, f: T.func.vmap(f)(T.tensor([[1.], [-1.]]))   # noqa: E731
+C["vmap_cond_ok"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: a + 1, lambda a: a - 1, (x,)))
+C["vmap_cond_returns_none"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: None, lambda a: None, (x,)))
+C["vmap_cond_zero_division"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: a + 1, lambda a: 1 / 0, (x,)))
+C["vmap_cond_tuple_vs_list"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: (a + 1,), lambda a: [a - 1], (x,)))
+C["vmap_cond_int_operand"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: x + 1, lambda a: x - 1, (3,)))
+
 # ---- wider net: equal before this round (regression cases)
 D = lambda T: T.distributions   # noqa: E731
 C["categorical_negative_probs"] = lambda T: D(T).Categorical(probs=T.tensor([0.5, -0.1, 0.6]))

@@ -379,8 +379,15 @@ def make_subclass(cls, data, require_grad=False):
 #   a tensor and the other does not (the op's own output check, run on fake tensors too);
 # - an IndexError from a branch passes through unchanged, as torch's (dynamo re-raises it).
 # The original exception is the new one's ``__cause__``. Inside ``tracegrad.compile``'s trace
-# nothing is converted: there the capture's own exceptions must pass through the branch.
+# nothing is converted: there the capture's own exceptions must pass through the branch. In a
+# compiled function (traced, or run eagerly after a graph break) torch's dynamo meets the op
+# before its eager checks: a branch that is not callable is UncapturedHigherOrderOpError there,
+# and non-tensor operands are accepted.
+# With grad mode off torch lets a branch (a loop's body) write into its operands and return them:
+# the taken branch's writes stay, the untaken one's are put back, and nothing is raised.
 # A Python ``pred`` calls one branch plainly (no checks, its errors unchanged), as in torch.
+# Left as they were under ``vmap`` (``_cond_per_sample``): no aliasing check, and branches of other
+# dims are refused where torch's batching rule broadcasts them.
 
 
 def _traced_error(hop, e):
@@ -397,6 +404,17 @@ def _traced_error(hop, e):
         f"{hop}: this higher order operator doesn't work unless it is captured completely; a branch raised "
         f"{type(e).__name__}: {e}. Every branch (also the one not taken) is traced with the operands: make it "
         "run on them")
+
+
+def _compiling():
+    """A ``tracegrad.compile``d function runs (traced, or its Python eagerly after a graph break):
+    torch's dynamo, not its eager checks, meets a higher-order op there."""
+    return _state.CAPTURE[0] is not None or _state.IN_COMPILED[0] > 0
+
+
+def _eager_check_error(hop, what, todo):
+    """The RuntimeError of torch's eager checks of ``hop``'s arguments (before any tracing)."""
+    return RuntimeError(f"{hop}: {what}; {todo}")
 
 
 def _unsupported_hop(hop, what, todo):
@@ -609,7 +627,11 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         set_rng_state(rng)
     leaves, spec = _flat_results(out)
     other_leaves, other_spec = _flat_results(other)
-    bad = _outside_writes(reads, leaves) + _outside_writes(other_reads, other_leaves)
+    # grad mode off: torch lets a branch write into (and return) its operands; only the taken
+    # branch runs for real there, so the other's writes are put back without an error
+    inference = not _state.grad_enabled()
+    bad = _outside_writes(other_reads, () if inference else other_leaves)
+    bad = [] if inference else _outside_writes(reads, leaves) + bad
     if bad:
         raise _unsupported_hop("torch.cond", f"Encountered input mutation during higher order op tracing: a "
                                f"branch wrote in place ({bad[0]}_) into a tensor from outside it (an operand, a "
@@ -619,25 +641,14 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
     for r in (reads, other_reads):
         outside.update(id(t._st) for t in r.found.values())
         outside.update(id(t._st) for t in r.lifted.values())
-    for branch, r in ((leaves, reads), (other_leaves, other_reads)):
+    for branch, r in ((leaves, reads), (other_leaves, other_reads)) if not inference else ():
         for o in branch:
             if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made and id(o._st) not in r.born
                                                                    and (o._rg or o._base is not None))):
                 raise _unsupported_hop("torch.cond", "Encountered aliasing during higher order op tracing: a "
                                        "branch returned one of its inputs (or a view of one)",
                                        "return a copy (x.clone()) instead")
-    for o in leaves + other_leaves:
-        if not isinstance(o, (Tensor, int)) or isinstance(o, bool):
-            raise _unsupported_hop("torch.cond", f"unsupported branch return type {type(o).__name__} (a branch "
-                                   "output is a tensor or an int)", "return tensors (and ints) from both branches")
-    if not _same_nesting(spec, other_spec):
-        raise _unsupported_hop("torch.cond", f"differing branch outputs: the taken branch returned {spec} and the "
-                               f"other {other_spec}", "return the same nesting of tuples, lists and dicts (with the "
-                               "same keys) from both branches")
-    if spec != other_spec or len(leaves) != len(other_leaves):
-        raise TorchRuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
-                           f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
-                           "return the same structure of tensors from both branches")
+    _check_outputs(leaves, spec, other_leaves, other_spec)
     leaves_t, leaves_f = (other_leaves, leaves) if true_fn is fns[1] else (leaves, other_leaves)
     for t, f in zip(leaves_t, leaves_f):
         if isinstance(t, Tensor) != isinstance(f, Tensor):
@@ -717,10 +728,13 @@ def cond(pred, true_fn, false_fn, operands=()):
     if pred.numel() != 1:
         raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
                            f"got a tensor of shape {list(pred.shape)}")
+    compiling = _compiling()
     if not callable(true_fn) or not callable(false_fn):
-        raise RuntimeError(f"torch.cond: Expect both branches to be callable, got {type(true_fn).__name__} and "
-                           f"{type(false_fn).__name__}; pass functions of the operands")
-    if not isinstance(operands, (tuple, list)) or not _tensor_leaves(operands):
+        # in a compiled function torch's dynamo meets the cond first: its error, not the eager check
+        raise (_unsupported_hop if compiling else _eager_check_error)(
+            "torch.cond", f"Expect both branches to be callable, got {type(true_fn).__name__} and "
+            f"{type(false_fn).__name__}", "pass functions of the operands")
+    if not isinstance(operands, (tuple, list)) or not (compiling or _tensor_leaves(operands)):
         raise RuntimeError(f"torch.cond: Expect operands to be a tuple of possibly nested dict/list/tuple that only "
                            f"consists of tensor leaves, but got {type(operands).__name__} {_brief(operands)}; pass "
                            "other values through a closure")
@@ -741,15 +755,52 @@ def _brief(v):
     return repr(v)[:60]
 
 
+def _check_outputs(leaves, spec, other_leaves, other_spec):
+    """torch's checks of a cond's two branch results (``_flat_results``' leaves and structures)
+    before their tensors are compared: only tensors and ints, the same nesting, the same leaves
+    (NOTE [higher-order op errors])."""
+    for o in leaves + other_leaves:
+        if not isinstance(o, (Tensor, int)) or isinstance(o, bool):
+            raise _unsupported_hop("torch.cond", f"unsupported branch return type {type(o).__name__} (a branch "
+                                   "output is a tensor or an int)", "return tensors (and ints) from both branches")
+    if not _same_nesting(spec, other_spec):
+        raise _unsupported_hop("torch.cond", f"differing branch outputs: one branch returned {_spec_text(spec)} and "
+                               f"the other {_spec_text(other_spec)}", "return the same nesting of tuples, lists and "
+                               "dicts (with the same keys) from both branches")
+    if spec != other_spec or len(leaves) != len(other_leaves):
+        raise TorchRuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: one branch returned "
+                                f"{_spec_text(spec)} and the other {_spec_text(other_spec)}; return the same "
+                                "structure of tensors from both branches")
+
+
+def _spec_text(spec):
+    """A ``_flat_results`` structure in words: "a tensor", "a tuple of 2", "a dict of keys ['x']"."""
+    if spec is None:
+        return "one value"
+    if len(spec) == 3:
+        return f"a dict of keys {list(spec[2])}"
+    return f"a {spec[0].__name__} of {len(spec[1])}"
+
+
+def _call_branch(fn, args):
+    """``fn(*args)`` for a branch run without ``_run_branch`` (under ``vmap``): what it raises
+    becomes torch's error (NOTE [higher-order op errors])."""
+    try:
+        return fn(*args)
+    except BaseException as e:
+        err = _traced_error("torch.cond", e)
+        if err is None:
+            raise
+        raise err from e
+
+
 def _cond_per_sample(pred, true_fn, false_fn, args):
     """``cond`` under ``vmap`` with a pred that differs per sample: as torch, both branches run
     and each result is ``where(pred, true result, false result)`` (so gradients reach both
     branches through the selection)."""
-    t_leaves, t_spec = _flat_results(true_fn(*args))
-    f_leaves, f_spec = _flat_results(false_fn(*args))
-    if t_spec != f_spec or len(t_leaves) != len(f_leaves):
-        raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches; return the same structure "
-                           "of tensors from both branches")
+    t_leaves, t_spec = _flat_results(_call_branch(true_fn, args))
+    f_leaves, f_spec = _flat_results(_call_branch(false_fn, args))
+    _check_outputs(t_leaves, t_spec, f_leaves, f_spec)
     p = pred if pred._value.dtype == jnp.bool_ else pred != 0
     out = []
     for t, f in zip(t_leaves, f_leaves):
@@ -775,9 +826,9 @@ def while_loop(cond_fn, body_fn, carried_inputs):
     one that writes in place into a tensor from outside it (put back first), or a Python error in
     either (NOTE [higher-order op errors])."""
     if not callable(cond_fn) or not callable(body_fn):
-        raise RuntimeError(f"torch.while_loop: Expect cond_fn and body_fn to be callable, got "
-                           f"{type(cond_fn).__name__} and {type(body_fn).__name__}; pass functions of the carried "
-                           "inputs")
+        raise (_unsupported_hop if _compiling() else _eager_check_error)(
+            "torch.while_loop", f"Expect cond_fn and body_fn to be callable, got {type(cond_fn).__name__} and "
+            f"{type(body_fn).__name__}", "pass functions of the carried inputs")
     carried = tuple(carried_inputs)
     kinds = _leaf_kinds(carried)
     if not kinds <= {Tensor, int}:
@@ -833,6 +884,8 @@ def _loop_step(fn, args, carried):
     from outside it (the carried inputs included) refused, as torch's."""
     out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled(), hop="torch.while_loop")
     results = out if isinstance(out, (tuple, list)) else (out,)
+    if not _state.grad_enabled():
+        return out       # grad mode off: torch lets cond_fn/body_fn write into the carried inputs
     bad = _outside_writes(reads, results)
     if bad:
         raise _unsupported_hop("torch.while_loop", f"Encountered input mutation during higher order op tracing: "
