@@ -193,6 +193,47 @@ C["vmap_cond_zero_division"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lamb
 C["vmap_cond_tuple_vs_list"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: (a + 1,), lambda a: [a - 1], (x,)))
 C["vmap_cond_int_operand"] = lambda T: V(T, lambda x: T.cond(x.sum() > 0, lambda a: x + 1, lambda a: x - 1, (3,)))
 
+
+# ---- a view of a view that a custom Function (or a full backward hook) returned, written in place
+def _hooked_output(T):
+    m = T.nn.ReLU()
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    return m(T.ones(2, requires_grad=True) * 1)
+
+
+def _view_fn(T):
+    class ViewOf(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return ViewOf
+
+
+C["hook_output_add_"] = lambda T: _hooked_output(T).add_(1)
+C["hook_output_view_add_"] = lambda T: _hooked_output(T).view(2).add_(1)
+C["hook_output_select_add_"] = lambda T: _hooked_output(T)[0].add_(1)
+C["hook_output_setitem"] = lambda T: _hooked_output(T).__setitem__(0, 5.)
+C["hook_output_view_of_view_mul_"] = lambda T: _hooked_output(T).view(2).view(1, 2).mul_(2)
+C["hook_output_view_clone_add_ok"] = lambda T: _hooked_output(T).clone().view(2).add_(1)
+C["hook_output_view_detach_add_ok"] = lambda T: _hooked_output(T).view(2).detach().add_(1)
+C["function_view_view_add_"] = lambda T: _view_fn(T).apply(T.ones(2, requires_grad=True) * 1).view(2).add_(1)
+C["function_view_transpose_add_"] = lambda T: _view_fn(T).apply(T.ones(2, 2, requires_grad=True) * 1).t().add_(1)
+C["function_view_unbind_add_"] = lambda T: _view_fn(T).apply(T.ones(2, requires_grad=True) * 1).unbind()[0].add_(1)
+
+
+def _no_grad_view_write(T):
+    o = _hooked_output(T)
+    with T.no_grad():
+        o.view(2).add_(1)
+    return o.detach()
+
+
+C["hook_output_view_add_no_grad_ok"] = _no_grad_view_write
+
 # ---- wider net: equal before this round (regression cases)
 D = lambda T: T.distributions   # noqa: E731
 C["categorical_negative_probs"] = lambda T: D(T).Categorical(probs=T.tensor([0.5, -0.1, 0.6]))
@@ -266,6 +307,9 @@ GIST = {
     "while_body_more_outputs": "Expected body_fn_output and carried_inputs to have same number of outputs",
     "while_body_shape": "Expected body_fn_output and carried_inputs to have same metadata",
     "while_body_mutates": "Encountered input mutation during higher order op tracing",
+    "hook_output_view_add_": "Output 0 of View is a view and is being modified inplace",
+    "function_view_transpose_add_": "This view was created inside a custom Function",
+    "function_view_unbind_add_": "output of a function that returns multiple views",
 }
 
 

@@ -187,6 +187,12 @@ def _make_view(t, src, op, static, idx):
         # a view made with grad mode on of a view made without it (of a base requiring grad):
         # torch propagates the creation meta, so writing it in place is refused too
         t._cmeta_of = src.__dict__.get("_cmeta") or src._cmeta_of
+    elif STATE[0] and idx is None and ("_cfn" in src.__dict__ or "_cfn_of" in src.__dict__):
+        # a view (made with grad mode on) of a view a custom Function returned: torch propagates
+        # the IN_CUSTOM_FUNCTION creation meta, so writing this one in place is refused too (the
+        # rebase would bypass that Function's backward: a wrong gradient); one of several views
+        # (unbind, split) keeps its own MULTI_OUTPUT_NODE meta, as torch's
+        t._cfn_of = True
 
 
 # NOTE [inference views]
@@ -635,6 +641,10 @@ def check_inplace(t):
         where = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
                  if "_cmeta" in t.__dict__ else f"Output {nr} of {name} is a view and is being modified inplace. ")
         raise RuntimeError(where + MSG_CUSTOM_FUNCTION_VIEW)
+    if STATE[0] and t._rg and "_cfn_of" in t.__dict__ and t._gf is not None:
+        name = t._gf.name()
+        raise RuntimeError(f"Output {t._out_nr} of {name[:-len('Backward0')] if name.endswith('Backward0') else name} "
+                           "is a view and is being modified inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
     if t._gf is None and t._rg and STATE[0] and t._base is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
