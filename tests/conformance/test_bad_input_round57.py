@@ -225,6 +225,33 @@ C["function_view_transpose_add_"] = lambda T: _view_fn(T).apply(T.ones(2, 2, req
 C["function_view_unbind_add_"] = lambda T: _view_fn(T).apply(T.ones(2, requires_grad=True) * 1).unbind()[0].add_(1)
 
 
+
+def _view_of_function_view_after_base_write(T, use):
+    b = T.ones(2, requires_grad=True) * 1
+    v = _view_fn(T).apply(b).view(2)
+    b.add_(1)
+    return (v * 2).sum() if use else v.grad_fn
+
+
+def _function_view_marked_dirty(T):
+    class AddOne(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return AddOne.apply(_view_fn(T).apply(T.ones(2, requires_grad=True) * 1).view(2))
+
+
+C["function_view_view_grad_fn_after_base_write"] = lambda T: _view_of_function_view_after_base_write(T, False)
+C["function_view_view_used_after_base_write"] = lambda T: _view_of_function_view_after_base_write(T, True)
+C["function_view_view_marked_dirty"] = _function_view_marked_dirty
+
+
 def _no_grad_view_write(T):
     o = _hooked_output(T)
     with T.no_grad():
@@ -233,6 +260,40 @@ def _no_grad_view_write(T):
 
 
 C["hook_output_view_add_no_grad_ok"] = _no_grad_view_write
+
+
+# ---- an alias of an inference tensor detached outside inference mode has a version counter
+def _inference_tensor(T):
+    with T.inference_mode():
+        return T.ones(2)
+
+
+def _alias_write(T, how):
+    x = _inference_tensor(T)
+    how(T, x)
+    return x
+
+
+C["inference_detach_add_ok"] = lambda T: _alias_write(T, lambda T, x: x.detach().add_(1))
+C["inference_data_mul_ok"] = lambda T: _alias_write(T, lambda T, x: x.data.mul_(3))
+C["inference_detach_copy_ok"] = lambda T: _alias_write(T, lambda T, x: x.detach().copy_(T.full((2,), 5.)))
+C["inference_detach_out_ok"] = lambda T: _alias_write(T, lambda T, x: T.add(T.ones(2), 1, out=x.detach()))
+C["inference_detach_version_ok"] = lambda T: _inference_tensor(T).detach()._version
+C["inference_detach_is_inference_ok"] = lambda T: _inference_tensor(T).detach().is_inference()
+C["inference_version"] = lambda T: _inference_tensor(T)._version
+C["inference_add_"] = lambda T: _inference_tensor(T).add_(1)
+C["inference_detach_view_add_"] = lambda T: _inference_tensor(T).detach().view(2).add_(1)
+C["inference_detach_requires_grad_"] = lambda T: _inference_tensor(T).detach().requires_grad_()
+C["inference_detach_saved_for_backward"] = lambda T: (T.ones(2, requires_grad=True) * _inference_tensor(T).detach()).sum()
+
+
+def _detached_in_mode(T):
+    with T.inference_mode():
+        d = T.ones(2).detach()
+    return d.add_(1)
+
+
+C["inference_detached_inside_mode_add_"] = _detached_in_mode
 
 # ---- wider net: equal before this round (regression cases)
 D = lambda T: T.distributions   # noqa: E731
@@ -310,6 +371,7 @@ GIST = {
     "hook_output_view_add_": "Output 0 of View is a view and is being modified inplace",
     "function_view_transpose_add_": "This view was created inside a custom Function",
     "function_view_unbind_add_": "output of a function that returns multiple views",
+    "function_view_view_grad_fn_after_base_write": "its base or another view of its base has been modified inplace",
 }
 
 
