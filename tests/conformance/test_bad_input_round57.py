@@ -3,11 +3,14 @@ them: a pred of each kind, branches that are not callable, take other arguments,
 operand, None, a float, other nestings, dims or dtypes, or write into an operand; operands that are
 not tensors; a ``cond_fn`` returning a Python bool, a float/int/1-element tensor or a tuple; bodies
 returning other counts, kinds, shapes and dtypes; carried inputs of other kinds; ``while_loop``'s
-signature), and, as a wider net, the suggested areas no difference was left in: distributions
-under ``validate_args`` (Categorical/MultivariateNormal/Independent/Mixture/kl_divergence...), and
-process settings, amp, forward AD, functional_call, lazy modules, fusion and masked functions. A
-probe of ~380 calls (written here for this table, no other repository's tests copied; torch 2.13
-the oracle) found these differences, fixed in tracegrad:
+signature; the same under grad mode off, in a compiled function and under vmap), autograd's view
+creation metadata one step removed (views of a custom Function's or a full backward hook's view,
+views of unbind/split/chunk outputs after their base was written, aliases of inference tensors),
+and, as a wider net, the suggested areas no difference was left in: distributions under
+``validate_args``, utils.data, the nn.Module API and hooks, autograd.graph, process settings, amp,
+forward AD, functional_call, lazy modules, fusion and masked functions. A probe of ~700 calls
+(written here for this table, no other repository's tests copied; torch 2.13 the oracle) found
+these differences, fixed in tracegrad:
 
 - torch runs an eager ``cond`` with a tensor pred, and every ``while_loop``, by compiling the op:
   what goes wrong while a branch is traced is ``torch._dynamo.exc.UncapturedHigherOrderOpError``
@@ -20,20 +23,38 @@ the oracle) found these differences, fixed in tracegrad:
   (NOTE [higher-order op errors]); an IndexError passes through as torch's does.
 - ``cond`` took branches that are not callable (TypeError "'int' object is not callable"; torch:
   RuntimeError "Expect both branches to be callable") and operands that are not tensors (ints,
-  strings, None, nested in dicts; torch refuses them before tracing), and refused a float pred
-  (torch calls the branch, as for a bool or int).
-- a branch returning None or a float, or dicts of other keys, was accepted; torch refuses.
+  strings, None, nested in dicts; torch refuses them before tracing, but accepts them in a compiled
+  function), and refused a float pred (torch calls the branch, as for a bool or int). A branch
+  returning None or a float, or dicts of other keys, was accepted; torch refuses.
+- with grad mode off torch lets the taken branch (a loop's body) write into its operands and
+  return them; tracegrad refused (RuntimeError) whatever the grad mode.
 - ``while_loop`` whose ``cond_fn`` returns a constant ``True`` looped forever (torch traces it once:
   "infinite loop detected"); a float, int or 1-element ``cond_fn`` result was read for its truth
   (torch: only a 0-d bool tensor); a tuple was read as true (torch's RuntimeError); non-callables
   were TypeError, a carried str/None/float an AttributeError (torch: AssertionError naming the
   kinds); ``while_loop`` took a fourth argument torch's signature does not have (TypeError).
+- a view of a view that a custom Function (or ``register_full_backward_hook``'s wrapper) returned
+  could be written in place (``out.view(2).add_(1)``, ``out[0] = 5``), marked dirty, or have its
+  grad_fn regenerated after its base changed: a silent rebase past the Function's backward (wrong
+  gradients). torch propagates the IN_CUSTOM_FUNCTION creation meta to such views: RuntimeError
+  (``autograd/_dispatch``: ``_make_view``, ``check_custom_function_view``, ``view_grad_fn``).
+- an unbind/split/chunk output (or a view of one) whose base was written in place after it was
+  taken -- also by an optimizer-style step under no_grad -- got a regenerated AsStrided grad_fn;
+  torch's MULTI_OUTPUT_NODE meta refuses that rebase: RuntimeError on reading its grad_fn (or
+  requires_grad, or using it) (``view_grad_fn``).
+- an alias of an inference tensor detached outside inference mode (``detach()``, ``.data``) has
+  a version counter of its own in torch and may be written in place there (not through its
+  views); tracegrad refused (``Tensor.detach``, ``check_inplace``).
 
 Found and left alone: a body returning a bare tensor for one carried 0-d input is accepted here;
 torch fails with an IndexError of its own indexing ("invalid index of a 0-dim tensor").
 ``while_loop`` with a tensor (not a tuple) as carried inputs is torch's AssertionError, TypeError
 here. ``cond``'s ``a + "s"`` in a branch is torch's TorchRuntimeError (its op meets it on fake
 tensors) and UncapturedHigherOrderOpError here (a TypeError is read as the branch's Python error).
+Under ``vmap`` a per-sample cond has no aliasing check here, and refuses branches of other dims
+that torch's batching rule broadcasts; ``vmap`` of ``while_loop`` and ``func.grad`` of ``cond`` fail
+inside torch (internal errors) and work here. torch writes an inference tensor's view before it
+raises "Inplace update to inference tensor" (the storage changes); tracegrad raises first.
 ``torch.linalg.LinAlgError`` is torch's private ``_LinAlgError`` class (not tabled: names differ).
 
 Each call runs under torch and tracegrad: the same exception class (``torch._dynamo.exc``'s by
@@ -252,6 +273,50 @@ C["function_view_view_used_after_base_write"] = lambda T: _view_of_function_view
 C["function_view_view_marked_dirty"] = _function_view_marked_dirty
 
 
+# ---- one of several views (unbind/split/chunk), its storage written after it was taken
+def _multi_view_after_write(T, take, write, read):
+    x = T.ones(2, 3, requires_grad=True) * 1
+    v = take(x)
+    write(T, x)
+    return read(v)
+
+
+def _no_grad_add(T, x):
+    with T.no_grad():
+        x.add_(1)
+
+
+def _param_step_then_grad_fn(T):
+    p = T.ones(2, 3, requires_grad=True)
+    v = p.unbind()[0]
+    with T.no_grad():
+        p.add_(1)      # an optimizer step
+    return v.grad_fn
+
+
+C["unbind_grad_fn_after_base_add_"] = lambda T: _multi_view_after_write(
+    T, lambda x: x.unbind()[0], lambda T, x: x.add_(1), lambda v: v.grad_fn)
+C["unbind_requires_grad_after_base_add_"] = lambda T: _multi_view_after_write(
+    T, lambda x: x.unbind()[0], lambda T, x: x.add_(1), lambda v: v.requires_grad)
+C["split_used_after_no_grad_write"] = lambda T: _multi_view_after_write(
+    T, lambda x: x.split(1)[1], _no_grad_add, lambda v: v * 2)
+C["chunk_view_grad_fn_after_sibling_write"] = lambda T: _multi_view_after_write(
+    T, lambda x: x.chunk(2)[0].view(3), lambda T, x: x.chunk(2)[1].detach().add_(1), lambda v: v.grad_fn)
+C["unbind_of_parameter_after_step"] = _param_step_then_grad_fn
+C["unbind_used_before_base_write_ok"] = lambda T: _multi_view_after_write(
+    T, lambda x: x.unbind()[0] * 2, lambda T, x: x.add_(1), lambda v: v.grad_fn.name())
+
+
+def _unbind_of_plain_base_given_history(T):
+    b = T.ones(2, 3)
+    v = b.unbind()[0]
+    b.add_(T.ones(2, 3, requires_grad=True))
+    return v.grad_fn
+
+
+C["unbind_of_plain_base_given_history"] = _unbind_of_plain_base_given_history
+
+
 def _no_grad_view_write(T):
     o = _hooked_output(T)
     with T.no_grad():
@@ -353,6 +418,32 @@ C["set_rng_state_floats"] = lambda T: T.set_rng_state(T.ones(3))
 C["set_num_threads_zero"] = lambda T: T.set_num_threads(0)
 C["set_grad_enabled_str"] = lambda T: T.set_grad_enabled("a")
 C["no_grad_argument"] = lambda T: T.no_grad(True)
+U = lambda T: T.utils.data   # noqa: E731
+C["random_split_lengths_do_not_sum"] = lambda T: U(T).random_split(range(5), [2, 2])
+C["random_split_fractions_over_one"] = lambda T: U(T).random_split(range(5), [0.5, 0.6])
+C["random_split_fractions_ok"] = lambda T: [len(s) for s in U(T).random_split(range(10), [0.33, 0.33, 0.34])]
+C["subset_index_out_of_range"] = lambda T: U(T).Subset(range(3), [5])[0]
+C["weighted_sampler_negative_weight"] = lambda T: list(U(T).WeightedRandomSampler([-1., 1.], 2))
+C["weighted_sampler_too_many_without_replacement"] = lambda T: list(
+    U(T).WeightedRandomSampler([1., 1.], 3, replacement=False))
+C["tensor_dataset_lengths_differ"] = lambda T: U(T).TensorDataset(T.ones(2), T.ones(3))
+C["concat_dataset_index_out_of_range"] = lambda T: U(T).ConcatDataset([range(2), range(3)])[7]
+C["stack_dataset_lengths_differ"] = lambda T: U(T).StackDataset(range(2), range(3))
+C["collate_dicts_of_other_keys"] = lambda T: U(T).default_collate([{"a": 1}, {"b": 2}])
+L2 = lambda T: T.nn.Linear(2, 2)   # noqa: E731
+C["set_tensor_over_parameter"] = lambda T: setattr(L2(T), "weight", T.ones(2, 2))
+C["parametrization_changes_shape"] = lambda T: T.nn.utils.parametrize.register_parametrization(
+    L2(T), "weight", type("First", (T.nn.Module,), {"forward": lambda s, x: x[0]})())
+C["load_state_dict_assign_wrong_shape"] = lambda T: L2(T).load_state_dict({"weight": T.ones(3, 3), "bias": T.ones(2)},
+                                                                          assign=True)
+C["set_submodule_missing_parent"] = lambda T: T.nn.Sequential(L2(T)).set_submodule("a.b", T.nn.ReLU())
+C["multi_grad_hook_bad_mode"] = lambda T: T.autograd.graph.register_multi_grad_hook(
+    (T.ones(1, requires_grad=True),), lambda g: None, mode="nope")
+C["tensor_hook_returns_wrong_shape"] = lambda T: (lambda x: (x.register_hook(lambda g: T.ones(3)),
+                                                             (x * 2).sum().backward()))(T.ones(2, requires_grad=True))
+C["grad_materialize_without_allow_unused"] = lambda T: (lambda x, z: T.autograd.grad(
+    (x * 2).sum(), [x, z], materialize_grads=True, allow_unused=False))(T.ones(2, requires_grad=True),
+                                                                        T.ones(2, requires_grad=True))
 
 GIST = {
     "cond_true_noncallable": "Expect both branches to be callable",
@@ -372,6 +463,8 @@ GIST = {
     "function_view_transpose_add_": "This view was created inside a custom Function",
     "function_view_unbind_add_": "output of a function that returns multiple views",
     "function_view_view_grad_fn_after_base_write": "its base or another view of its base has been modified inplace",
+    "unbind_grad_fn_after_base_add_": "Output 0 of Unbind is a view and its base or another view of its base",
+    "unbind_of_plain_base_given_history": "A view was created in no_grad mode and its base",
 }
 
 
