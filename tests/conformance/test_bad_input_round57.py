@@ -110,6 +110,15 @@ C["cond_mutates_operand"] = lambda T: T.cond(P(T), lambda a: a.add_(1) + 0, lamb
 C["cond_returns_none"] = lambda T: T.cond(P(T), lambda a: None, lambda a: None, X(T))
 C["cond_returns_float"] = lambda T: T.cond(P(T), lambda a: 1.5, lambda a: 2.5, X(T))
 C["cond_returns_tuple_with_none"] = lambda T: T.cond(P(T), lambda a: (a + 1, None), lambda a: (a - 1, None), X(T))
+C["cond_returns_bool"] = lambda T: T.cond(P(T), lambda a: True, lambda a: False, X(T))
+C["cond_returns_str"] = lambda T: T.cond(P(T), lambda a: "x", lambda a: "y", X(T))
+C["cond_nested_keys_differ"] = lambda T: T.cond(P(T), lambda a: [(a + 1, {"k": a * 2})], lambda a: [(a - 1, {"j": a})],
+                                                X(T))
+C["cond_dict_key_order_differs"] = lambda T: T.cond(P(T), lambda a: {"x": a + 1, "y": a + 2},
+                                                    lambda a: {"y": a - 2, "x": a - 1}, X(T))
+C["cond_nested_ok"] = lambda T: T.cond(P(T), lambda a: [(a + 1, {"k": a * 2})], lambda a: [(a - 1, {"k": a * 3})], X(T))
+C["cond_int_and_tensor_ok"] = lambda T: T.cond(P(T), lambda a: (1, a + 1), lambda a: (2, a - 1), X(T))
+C["cond_int_where_tensor"] = lambda T: T.cond(P(T), lambda a: (1, a + 1), lambda a: (a - 1, 2), X(T))
 C["cond_returns_int_ok"] = lambda T: T.cond(P(T), lambda a: 1, lambda a: 2, X(T))
 C["cond_returns_empty_tuple_ok"] = lambda T: T.cond(P(T), lambda a: (), lambda a: (), X(T))
 C["cond_returns_list_ok"] = lambda T: T.cond(P(T), lambda a: [a + 1], lambda a: [a - 1], X(T))

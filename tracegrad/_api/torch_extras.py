@@ -760,9 +760,13 @@ def _check_outputs(leaves, spec, other_leaves, other_spec):
     before their tensors are compared: only tensors and ints, the same nesting, the same leaves
     (NOTE [higher-order op errors])."""
     for o in leaves + other_leaves:
-        if not isinstance(o, (Tensor, int)) or isinstance(o, bool):
+        if not isinstance(o, (Tensor, int)):
             raise _unsupported_hop("torch.cond", f"unsupported branch return type {type(o).__name__} (a branch "
                                    "output is a tensor or an int)", "return tensors (and ints) from both branches")
+    if any(isinstance(o, bool) for o in leaves + other_leaves):
+        # torch's dynamo passes a bool constant on; the op's own output check (on fake tensors) refuses it
+        raise TorchRuntimeError("torch.cond: a branch returned a bool; return a bool tensor (torch.tensor(flag)) "
+                                "or an int instead")
     if not _same_nesting(spec, other_spec):
         raise _unsupported_hop("torch.cond", f"differing branch outputs: one branch returned {_spec_text(spec)} and "
                                f"the other {_spec_text(other_spec)}", "return the same nesting of tuples, lists and "
@@ -774,12 +778,16 @@ def _check_outputs(leaves, spec, other_leaves, other_spec):
 
 
 def _spec_text(spec):
-    """A ``_flat_results`` structure in words: "a tensor", "a tuple of 2", "a dict of keys ['x']"."""
+    """A ``_flat_results`` structure as Python would write it, each leaf an ``x``:
+    ``[(x, {'k': x})]``."""
     if spec is None:
-        return "one value"
+        return "x"
     if len(spec) == 3:
-        return f"a dict of keys {list(spec[2])}"
-    return f"a {spec[0].__name__} of {len(spec[1])}"
+        return "{" + ", ".join(f"{k!r}: {_spec_text(p)}" for k, p in zip(spec[2], spec[1])) + "}"
+    inner = ", ".join(_spec_text(p) for p in spec[1])
+    if spec[0] is list:
+        return f"[{inner}]"
+    return f"({inner}{',' if len(spec[1]) == 1 else ''})"
 
 
 def _call_branch(fn, args):
