@@ -26,6 +26,12 @@ these differences, fixed in tracegrad:
   strings, None, nested in dicts; torch refuses them before tracing, but accepts them in a compiled
   function), and refused a float pred (torch calls the branch, as for a bool or int). A branch
   returning None or a float, or dicts of other keys, was accepted; torch refuses.
+- a branch returning a closed-over tensor that needs no grad (or a parameter) unchanged was not
+  seen as aliasing (the check predated the storages a branch creates being noted); ``while_loop``
+  compared only the top level of nested carried inputs (a nested leaf could change shape or
+  count), let an int carried input become a tensor, and a carried bool failed with
+  AttributeError ("'bool' object has no attribute 'clone'"); a NumPy bool pred was taken (torch:
+  RuntimeError).
 - with grad mode off torch lets the taken branch (a loop's body) write into its operands and
   return them; tracegrad refused (RuntimeError) whatever the grad mode.
 - ``while_loop`` whose ``cond_fn`` returns a constant ``True`` looped forever (torch traces it once:
@@ -63,6 +69,7 @@ are ones torch accepts, and they give torch's value.
 """
 import logging
 
+import numpy as np
 import pytest
 
 import tracegrad
@@ -201,6 +208,19 @@ def _no_grad_while(T):
 
 
 C["while_no_grad_body_mutates_ok"] = _no_grad_while
+NESTED = lambda T: ((T.tensor(0), T.ones(1)),)   # noqa: E731
+C["while_nested_carried_ok"] = lambda T: T.while_loop(lambda a: a[0] < 3, lambda a: ((a[0] + 1, a[1] * 2),), NESTED(T))
+C["while_nested_leaf_shape"] = lambda T: T.while_loop(lambda a: a[0] < 3, lambda a: ((a[0] + 1, T.cat([a[1], a[1]])),),
+                                                      NESTED(T))
+C["while_nested_leaf_count"] = lambda T: T.while_loop(lambda a: a[0] < 3, lambda a: ((a[0] + 1,),), NESTED(T))
+C["while_bool_carried_ok"] = lambda T: T.while_loop(lambda b, x: x.sum() < 3, lambda b, x: (b, x + 1), (True, T.zeros(1)))
+C["while_tensor_for_int"] = lambda T: T.while_loop(lambda i, x: x.sum() < 3, lambda i, x: (T.tensor(i) + 1, x + 1),
+                                                   (0, T.zeros(1)))
+C["cond_pred_numpy_bool"] = lambda T: T.cond(np.bool_(True), lambda a: a + 1, lambda a: a - 1, X(T))
+C["cond_returns_closed_over_tensor"] = lambda T: (lambda c: T.cond(P(T), lambda a: c, lambda a: a * 3, X(T)))(T.ones(2))
+C["cond_returns_parameter"] = lambda T: (lambda c: T.cond(P(T), lambda a: c, lambda a: a * 3, X(T)))(
+    T.nn.Parameter(T.ones(2)))
+C["cond_returns_new_factory_tensor_ok"] = lambda T: T.cond(P(T), lambda a: T.zeros(2), lambda a: a * 3, X(T))
 
 
 # ---- inside a compiled function (torch's dynamo meets the op first) and under vmap

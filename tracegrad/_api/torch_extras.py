@@ -643,8 +643,10 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         outside.update(id(t._st) for t in r.lifted.values())
     for branch, r in ((leaves, reads), (other_leaves, other_reads)) if not inference else ():
         for o in branch:
-            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made and id(o._st) not in r.born
-                                                                   and (o._rg or o._base is not None))):
+            # a storage neither an op of the branch made nor created while it ran is from outside
+            # (an operand, a closed-over tensor, a parameter or buffer): torch lifts it as an input
+            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made
+                                                                   and id(o._st) not in r.born)):
                 raise _unsupported_hop("torch.cond", "Encountered aliasing during higher order op tracing: a "
                                        "branch returned one of its inputs (or a view of one)",
                                        "return a copy (x.clone()) instead")
@@ -719,7 +721,7 @@ def cond(pred, true_fn, false_fn, operands=()):
     non-bool/number ``pred``, a branch that is not callable or an operand that is not a tensor;
     torch's ``_dynamo.exc`` classes for branches that cannot be traced or whose results differ
     (NOTE [higher-order op errors])."""
-    if isinstance(pred, (bool, int, float, np.bool_)):
+    if isinstance(pred, (bool, int, float)):
         # a constant pred: torch calls the branch as it is, before checking anything
         return (true_fn if pred else false_fn)(*operands)
     if not isinstance(pred, Tensor):
@@ -858,22 +860,25 @@ def while_loop(cond_fn, body_fn, carried_inputs):
             raise _unsupported_hop("torch.while_loop", "infinite loop detected: cond_fn returned a constant true "
                                    f"({c!r})", "return a 0-d bool tensor computed from the carried inputs")
         if not c:
-            return tuple(v.clone() if any(v is f for f in first) else v for v in carried)
+            return tuple(v.clone() if isinstance(v, Tensor) and any(v is f for f in first) else v for v in carried)
         new = _loop_step(body_fn, carried, carried)
         new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
-        if len(new) != len(carried):
+        # torch compares the flattened leaves (tuples, lists and dicts nest), in number, then each
+        flat_new, flat_old = _flat_results(new)[0], _flat_results(carried)[0]
+        if len(flat_new) != len(flat_old):
             raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have same "
-                                   f"number of outputs but got {len(new)} and {len(carried)}",
-                                   "return one value per carried input")
-        for i, (n, o) in enumerate(zip(new, carried)):
+                                   f"number of outputs but got {len(flat_new)} and {len(flat_old)}",
+                                   "return one value per carried input, nested as they are")
+        for i, (n, o) in enumerate(zip(flat_new, flat_old)):
             if isinstance(o, Tensor) and (not isinstance(n, Tensor) or n.shape != o.shape or n.dtype != o.dtype):
                 got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
                 raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have "
                                        f"same metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} "
                                        f"{o.dtype}", "return a tensor of the carried shape and dtype")
-            if type(o) is int and not isinstance(n, (int, Tensor)):
-                raise _unsupported_hop("torch.while_loop", f"HOP body output unsupported: pair[{i}] is "
-                                       f"{type(n).__name__} for a carried int", "return an int (or a tensor)")
+            if isinstance(o, int) and (isinstance(n, Tensor) or not isinstance(n, int)):
+                raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have "
+                                       f"same metadata but found: pair[{i}] differ in type: {type(n).__name__} for "
+                                       "a carried int", "return an int")
         carried = new
 
 
