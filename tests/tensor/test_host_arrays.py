@@ -80,6 +80,8 @@ def test_values_do_not_follow_the_callers_array(fresh_warn_once):
 
 
 def test_a_hot_shape_switches_to_the_compiled_path_with_the_same_values(monkeypatch):
+    # the counting path is the one an accelerator (or several devices) takes: no C++ put there
+    monkeypatch.setattr(host, "_fast_put", lambda arr: None)
     monkeypatch.setattr(host, "_PUT_FIRST", 2)
     monkeypatch.setattr(host, "_SEEN", {})
     rows = [tracegrad.tensor([[i, i + 0.5, -i]] * 43) for i in range(5)]
@@ -104,3 +106,32 @@ def test_large_fills_and_casts_match_jax():
         assert big.dtype == little.dtype == ref.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(little, ref)
         np.testing.assert_array_equal(big[:1, :3].reshape(-1), ref)
+
+
+def test_the_one_cpu_device_puts_without_jax_device_put_and_traces_still_trace(monkeypatch):
+    """On the CPU backend a put skips ``jax.device_put``'s Python (the C++ call it ends in);
+    inside a JAX trace it must still give the trace's tracer, not a concrete constant."""
+    import jax
+    if len(jax.devices()) != 1 or jax.devices()[0].platform != "cpu":
+        pytest.skip("the C++ put applies to one CPU device")
+
+    def refused(*a, **k):
+        raise AssertionError("jax.device_put called outside a trace")
+    monkeypatch.setattr(host.jax, "device_put", refused)
+    made = [tracegrad.ones(4, dtype=tracegrad.int64), tracegrad.zeros(2, 3), tracegrad.tensor([1.5, -2.0]),
+            tracegrad.full((3,), 2 ** 40), tracegrad.eye(2)]
+    assert [m.dtype for m in made] == [tracegrad.int64, tracegrad.float32, tracegrad.float32, tracegrad.int64,
+                                       tracegrad.float32]
+    np.testing.assert_array_equal(made[3].numpy(), np.full(3, 2 ** 40))
+    np.testing.assert_array_equal(made[4].numpy(), np.eye(2, dtype=np.float32))
+    monkeypatch.undo()
+
+    seen = []
+
+    def f(v):
+        a, b = tracegrad.ones(3), tracegrad.tensor([1.0, 2.0, 3.0])
+        seen.append(isinstance(a._value, jax.core.Tracer) and isinstance(b._value, jax.core.Tracer))
+        t = a + b
+        return t._value * v
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(2.0)), [4.0, 6.0, 8.0])
+    assert seen == [True]

@@ -1056,6 +1056,13 @@ def _elu(input, alpha=1.0):
     return apply_op(OPS["elu"], (input,), (("alpha", float(alpha)),))
 
 
+def class_indices_out_of_range(target, n_classes, ignore_index):
+    """A bool tensor: whether an element of ``target`` (class indices) is outside
+    ``[0, n_classes)`` and not ``ignore_index``."""
+    return apply_op(OPS["class_indices_out_of_range"], (target,),
+                    (("n_classes", n_classes), ("ignore_index", ignore_index)))
+
+
 def _loss(name, input, target, *rest, **static):
     if not isinstance(target, Tensor):
         raise TypeError(f"{name}(): argument 'target' must be Tensor, not {type(target).__name__}")

@@ -625,6 +625,23 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         other, other_reads = _run_branch(fns[1], args, start, False)
     finally:
         set_rng_state(rng)
+    first_true = true_fn is fns[0]
+    leaves, spec, other_leaves = _checked_branches(first_true, out, reads, other, other_reads, args)
+    keys, inputs = _cond_inputs(args, *((reads, other_reads) if first_true else (other_reads, reads)))
+    diff = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
+    if not inputs or not diff or not _state.grad_enabled():
+        return out
+    lifted = [reads.lifted.get(k) for k in keys]
+    made = CondAutogradOp.apply(tuple(leaves[i] for i in diff), lifted, *inputs)
+    for i, m in zip(diff, made):
+        leaves[i] = m
+    return _unflatten(leaves, spec)
+
+
+def _checked_branches(first_true, out, reads, other, other_reads, args):
+    """torch's checks of a cond's two branch results (``out`` of the branch that ran first,
+    ``first_true`` whether that is the true one): in-place writes into outside tensors (put
+    back), structures, dims and dtypes, aliasing. Returns (leaves, structure, other leaves)."""
     leaves, spec = _flat_results(out)
     other_leaves, other_spec = _flat_results(other)
     # grad mode off: torch lets a branch write into (and return) its operands; only the taken
@@ -651,25 +668,32 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
                                        "branch returned one of its inputs (or a view of one)",
                                        "return a copy (x.clone()) instead")
     _check_outputs(leaves, spec, other_leaves, other_spec)
-    leaves_t, leaves_f = (other_leaves, leaves) if true_fn is fns[1] else (leaves, other_leaves)
+    leaves_t, leaves_f = (leaves, other_leaves) if first_true else (other_leaves, leaves)
     for t, f in zip(leaves_t, leaves_f):
         if isinstance(t, Tensor) != isinstance(f, Tensor):
-            raise TorchRuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
-                               "tensor where the other did not; return tensors in the same places")
+            raise TorchRuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch "
+                                    "returned a tensor where the other did not; return tensors in the same places")
         if not isinstance(t, Tensor):
             continue
         if t.dim() != f.dim():
             raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
-                               f"{t.dim()} and {f.dim()}.")
+                                    f"{t.dim()} and {f.dim()}.")
         if t.dtype != f.dtype:
-            raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
-                               f"{t.dtype} and {f.dtype}.")
-    # torch's input order: the operands, then what the true branch reads, then the false one
+            raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but "
+                                    f"got {t.dtype} and {f.dtype}.")
+    return leaves, spec, other_leaves
+
+
+def _cond_inputs(args, true_reads, false_reads):
+    """The tensors a cond's node has edges to, in torch's order: the operands requiring grad,
+    then what the true branch reads, then the false one (through an outer cond's
+    placeholders when this cond runs in a branch of another), with the ids of the tensors
+    themselves (what the branches' ``lifted`` maps)."""
     zero = {}
     for a in args:
         if isinstance(a, Tensor) and a._rg:
             zero.setdefault(id(a), a)
-    for r in ((reads, other_reads) if true_fn is fns[0] else (other_reads, reads)):
+    for r in (true_reads, false_reads):
         for k, t in r.found.items():
             zero.setdefault(k, t)
     inputs = tuple(zero.values())
@@ -678,14 +702,7 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
         # a cond inside a branch of another: what it reads, the outer one reads (through the
         # outer's placeholders, so the outer node's backward reaches this node's edges)
         inputs = outer.see(inputs)
-    diff = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o._value.dtype in _dt.DIFFERENTIABLE]
-    if not zero or not diff or not _state.grad_enabled():
-        return out
-    lifted = [reads.lifted.get(k) for k in zero]
-    made = CondAutogradOp.apply(tuple(leaves[i] for i in diff), lifted, *inputs)
-    for i, m in zip(diff, made):
-        leaves[i] = m
-    return _unflatten(leaves, spec)
+    return tuple(zero), inputs
 
 
 def _unflatten(leaves, spec):

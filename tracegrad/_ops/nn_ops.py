@@ -569,6 +569,11 @@ defop("nll_loss", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLoss
       saves=("self", "target", "weight"), no_edge=("target", "weight"), shape_edges={"self": "zeros"})
 defop("nll_loss2d", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLoss2DBackward0",
       saves=("self", "target", "weight"), no_edge=("target", "weight"), shape_edges={"self": "zeros"})
+# eager's range check of class-index targets (IndexError "Target 10 is out of bounds."): one
+# program, not the five ops the comparisons would each dispatch
+defop("class_indices_out_of_range",
+      lambda t, n_classes, ignore_index: jnp.any(((t < 0) | (t >= n_classes)) & (t != ignore_index)),
+      args=("target",))
 defop("mse_loss", lambda x, t, reduction: _reduce(jnp.square(x - t), reduction), args=("self", "target"),
       grad_fn="MseLossBackward0", saves=("self", "target"))
 

@@ -6,6 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
+from .._ops.host_first import _host_device
+
+try:
+    from jax._src.core import trace_state_clean as _no_trace     # (JAX keeps it private)
+except ImportError:        # pragma: no cover
+    def _no_trace():
+        return False
 
 # NOTE [host arrays]
 # ``jnp.asarray(ndarray)`` lifts the array with ``lax.stage``, a primitive that JAX compiles
@@ -21,6 +28,12 @@ from .. import _state
 # A constant fill (zeros, ones, full) of up to ``_HOST_FILL_BYTES`` is made by numpy and put:
 # that is faster than JAX's compiled fill even once compiled. Larger fills stay JAX's: copying
 # a large host buffer costs more than one compile.
+# Where JAX has one device and it is the CPU (the putter of NOTE [host first calls]), the put
+# skips ``jax.device_put``'s Python (~40-70 us an array, measured 2026-12-07, JAX 0.10.2) for
+# the C++ call it ends in (~5 us): faster than a compiled ``asarray`` from the first call, so
+# there the ski rental above does not apply. Only outside any JAX trace: inside one (a
+# tracegrad.compile trace, a user's jit or vmap) ``device_put`` gives the trace's tracer, and
+# the C++ call would give a concrete constant instead.
 _PUT_FIRST = 500
 _HOST_FILL_BYTES = 1 << 20
 _SEEN: dict = _state.register_cache("_tensor.host._seen", {})    # (shape, dtype) -> arrays put
@@ -30,6 +43,9 @@ _SEEN_MAX = 1 << 16        # a bound on the counts kept (programs with ever-new 
 def to_device(arr: np.ndarray) -> jax.Array:
     """``arr`` (a numpy array that nothing else will write: callers pass their own copy) as a
     ``jax.Array`` on JAX's default device, with its dtype. Call inside the x64 scope."""
+    fast = _fast_put(arr)
+    if fast is not None:
+        return fast
     key = (arr.shape, arr.dtype)
     n = _SEEN.get(key, 0)
     if n >= _PUT_FIRST:
@@ -50,7 +66,17 @@ def small(shape: tuple, dtype) -> bool:
 def put(arr: np.ndarray) -> jax.Array:
     """``arr`` (the caller's own array, which nothing else writes: JAX may keep its memory)
     as a ``jax.Array`` on JAX's default device, without compiling."""
-    return jax.device_put(arr)
+    fast = _fast_put(arr)
+    return jax.device_put(arr) if fast is None else fast
+
+
+def _fast_put(arr):
+    """``arr`` on the one CPU device through the C++ put, or None where that does not apply
+    (several devices, an accelerator, inside a JAX trace: NOTE [host arrays])."""
+    if not _no_trace():
+        return None
+    cpu = _host_device()
+    return None if cpu is None else cpu[1](arr, jax.core.ShapedArray(arr.shape, arr.dtype))
 
 
 def filled(shape: tuple, value, dtype) -> jax.Array:
@@ -59,5 +85,5 @@ def filled(shape: tuple, value, dtype) -> jax.Array:
     255, 1e40 into float32 is inf), without a warning. Call inside the x64 scope."""
     if small(shape, dtype):
         with np.errstate(all="ignore"):
-            return jax.device_put(np.full(shape, np.asarray(value).astype(dtype), dtype))
+            return put(np.full(shape, np.asarray(value).astype(dtype), dtype))
     return jnp.full(shape, value, dtype)

@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 from .._x64 import x64_scope
+from .host import put
 from .storage import Storage
 
 _SLOT = Storage.array            # the base class's slot, under the property below
@@ -100,7 +101,7 @@ def _alias(host):
     if not host.flags.c_contiguous or host.ctypes.data % _ALIGN or host.size == 0:
         return None
     with x64_scope():
-        a = jax.device_put(host)
+        a = put(host)
     if a.dtype != host.dtype or not _on_cpu(a) or a.unsafe_buffer_pointer() != host.ctypes.data:
         return None
     return a
@@ -165,7 +166,7 @@ def storage_for_numpy(host):
     tensor must hold a copy (not on the CPU backend)."""
     alias = _alias(host)
     with x64_scope():
-        first = alias if alias is not None else jax.device_put(np.array(host))
+        first = alias if alias is not None else put(np.array(host))
     if first.dtype != host.dtype or not _on_cpu(first):
         return None
     return _make_shared(Storage(first), host, alias, first)

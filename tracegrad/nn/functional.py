@@ -723,12 +723,12 @@ def _check_targets(target, n_classes, ignore_index):
     if _state.CAPTURE[0] is not None:   # checked when the program runs
         _state.check_values(target, lambda t: ((t < 0) | (t >= n_classes)) & (t != ignore_index))
         return
-    bad = ((target < 0) | (target >= n_classes)) & (target != ignore_index)
     try:                 # a transform's tracer (tracegrad.func): no value either
-        any_bad = bool(bad.any())
+        any_bad = bool(_F.class_indices_out_of_range(target, n_classes, ignore_index))
     except RuntimeError:
         return
     if any_bad:
+        bad = ((target < 0) | (target >= n_classes)) & (target != ignore_index)
         t = int(target[bad].flatten()[0])
         raise IndexError(f"Target {t} is out of bounds.")
 
