@@ -275,7 +275,6 @@ C["function_view_transpose_add_"] = lambda T: _view_fn(T).apply(T.ones(2, 2, req
 C["function_view_unbind_add_"] = lambda T: _view_fn(T).apply(T.ones(2, requires_grad=True) * 1).unbind()[0].add_(1)
 
 
-
 def _view_of_function_view_after_base_write(T, use):
     b = T.ones(2, requires_grad=True) * 1
     v = _view_fn(T).apply(b).view(2)
