@@ -243,3 +243,23 @@ def test_nested_traced_conds_in_a_compiled_step():
     (f,) = _h.run_three_ways(run, fullgraph=True)
     # (a second trace once the parameters hold .grad tensors, as for any step)
     assert f.stats["traces"] <= 2 and f.stats["eager_calls"] == 0
+
+
+def test_no_grad_branch_writing_or_returning_an_operand_runs_eagerly():
+    """Under no_grad torch lets the taken branch write into an operand and return it; which
+    write stays depends on pred: eager's results (the operand object itself returned)."""
+    def run(mod, wrap):
+        f = wrap(lambda x, y: mod.cond(x.sum() > 0, lambda t, u: u.add_(1.0), lambda t, u: t * 2.0, (x, y)))
+        out = []
+        with mod.no_grad():
+            for s in (1.0, -1.0, 1.0):
+                x, y = mod.tensor([1.0, 2.0]) * s, mod.zeros(2)
+                r = f(x, y)
+                out.append([snapshot(r), snapshot(y), r is y])
+        return out
+    _h.run_three_ways(run)
+    with pytest.raises(GraphBreak, match="no_grad"):
+        with tracegrad.no_grad():
+            tracegrad.compile(lambda x, y: tracegrad.cond(x.sum() > 0, lambda t, u: u.add_(1.0),
+                                                          lambda t, u: t * 2.0, (x, y)), fullgraph=True)(
+                tracegrad.ones(2), tracegrad.zeros(2))

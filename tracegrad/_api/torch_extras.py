@@ -20,6 +20,7 @@ import numpy as np
 from .. import _state
 from .._ops import dtypes as _dt
 from .._ops import warn as _warn
+from .._ops.dynamo_exc import TorchDynamoException, TorchRuntimeError, UncapturedHigherOrderOpError
 from .._ops.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError; raised by out_of_memory)
 from .._ops.registry import OPS
 from .._tensor.factories import from_numpy as _from_numpy, tensor as _tensor_from
@@ -360,6 +361,72 @@ def make_subclass(cls, data, require_grad=False):
 # gradients without a graph (a penalty on them trains nothing); here they are differentiable.
 
 
+# NOTE [higher-order op errors]
+# torch 2.13 runs an eager ``cond`` with a tensor pred, and every eager ``while_loop``, by compiling
+# the op with ``fullgraph=True``: what goes wrong while a branch or body is traced reaches the
+# caller as one of ``torch._dynamo.exc``'s RuntimeErrors, not as the branch's own exception. A
+# program that catches them (``except torch._dynamo.exc.UncapturedHigherOrderOpError``) or
+# asserts the class sees the same here:
+# - before anything runs, plain RuntimeError: a branch, ``cond_fn`` or ``body_fn`` that is not
+#   callable, a ``cond`` operand that is not a tensor (dicts, lists and tuples of them nest), a
+#   ``cond_fn`` that returns a tuple; AssertionError (torch's assert) for a carried input of
+#   ``while_loop`` that is neither a tensor nor an int;
+# - ``UncapturedHigherOrderOpError``: a branch that returns an input (aliasing) or writes into one
+#   (mutation), returns None or a float (only tensors and ints are outputs), branches whose
+#   outputs nest differently (a tuple and a list, dicts of other keys), a ``cond_fn`` whose tensor
+#   is not a 0-d bool one or a constant true ``cond_fn`` (an infinite loop: torch traces it once),
+#   a body whose outputs differ from the carried inputs in number, kind, shape or dtype, and any
+#   Python error a branch raises (ZeroDivisionError, a TypeError binding its arguments...);
+# - ``TorchRuntimeError``: an op of a branch that fails (a RuntimeError: torch meets it running the
+#   op on fake tensors), and branches whose tensors differ in dims or dtype, or where one returns
+#   a tensor and the other does not (the op's own output check, run on fake tensors too);
+# - an IndexError from a branch passes through unchanged, as torch's (dynamo re-raises it).
+# The original exception is the new one's ``__cause__``. Inside ``tracegrad.compile``'s trace
+# nothing is converted: there the capture's own exceptions must pass through the branch. In a
+# compiled function (traced, or run eagerly after a graph break) torch's dynamo meets the op
+# before its eager checks: a branch that is not callable is UncapturedHigherOrderOpError there,
+# and non-tensor operands are accepted.
+# With grad mode off torch lets a branch (a loop's body) write into its operands and return them:
+# the taken branch's writes stay, the untaken one's are put back, and nothing is raised.
+# A Python ``pred`` calls one branch plainly (no checks, its errors unchanged), as in torch.
+# Left as they were under ``vmap`` (``_cond_per_sample``): no aliasing check, and branches of other
+# dims are refused where torch's batching rule broadcasts them.
+
+
+def _traced_error(hop, e):
+    """The ``torch._dynamo.exc`` error torch raises for ``e``, raised while a branch or body of
+    the higher-order op ``hop`` ran eagerly, or None to re-raise ``e`` as it is (NOTE
+    [higher-order op errors])."""
+    if (not isinstance(e, Exception) or isinstance(e, (TorchDynamoException, IndexError))
+            or _state.CAPTURE[0] is not None):
+        return None
+    if isinstance(e, RuntimeError):
+        return TorchRuntimeError(f"{hop}: an op failed while a branch was traced ({type(e).__name__}: {e}); "
+                                 "fix that op's inputs (every branch is traced, also the one not taken)")
+    return UncapturedHigherOrderOpError(
+        f"{hop}: this higher order operator doesn't work unless it is captured completely; a branch raised "
+        f"{type(e).__name__}: {e}. Every branch (also the one not taken) is traced with the operands: make it "
+        "run on them")
+
+
+def _compiling():
+    """A ``tracegrad.compile``d function runs (traced, or its Python eagerly after a graph break):
+    torch's dynamo, not its eager checks, meets a higher-order op there."""
+    return _state.CAPTURE[0] is not None or _state.IN_COMPILED[0] > 0
+
+
+def _eager_check_error(hop, what, todo):
+    """The RuntimeError of torch's eager checks of ``hop``'s arguments (before any tracing)."""
+    return RuntimeError(f"{hop}: {what}; {todo}")
+
+
+def _unsupported_hop(hop, what, todo):
+    """``UncapturedHigherOrderOpError`` for a branch or body of ``hop`` that cannot be captured
+    (``what``), saying what to do (``todo``)."""
+    return UncapturedHigherOrderOpError(f"{hop}: this higher order operator doesn't work unless it is captured "
+                                        f"completely: {what}; {todo}")
+
+
 # ids of the placeholders of the cond branches running now (an outer branch's reads skip an inner's)
 _PLACEHOLDERS: set = set()
 
@@ -462,9 +529,10 @@ def _outside_writes(reads, results):
     return bad
 
 
-def _run_branch(fn, args, start, lift, grad=None):
+def _run_branch(fn, args, start, lift, grad=None, hop="torch.cond"):
     """``fn(*args)`` under a ``_BranchReads`` (lifting outside tensors or not), with grad mode
-    ``grad`` (default: ``lift``); returns (result, reads)."""
+    ``grad`` (default: ``lift``); returns (result, reads). What it raises becomes torch's error of
+    the higher-order op ``hop`` (NOTE [higher-order op errors])."""
     prev = _state.INTERPOSE[0]
     reads = _BranchReads(start, prev, lift)
     _state.INTERPOSE[0] = reads
@@ -475,13 +543,16 @@ def _run_branch(fn, args, start, lift, grad=None):
         else:
             with no_grad():
                 out = fn(*args)
-    except BaseException:
+    except BaseException as e:
         _state.INTERPOSE[0] = prev
         _state.BORN.pop()
         _PLACEHOLDERS.difference_update(reads.own)
         reads.keep.clear()
         _outside_writes(reads, ())
-        raise
+        err = _traced_error(hop, e)
+        if err is None:
+            raise
+        raise err from e
     _state.INTERPOSE[0] = prev
     _state.BORN.pop()
     _PLACEHOLDERS.difference_update(reads.own)
@@ -489,11 +560,25 @@ def _run_branch(fn, args, start, lift, grad=None):
 
 
 def _flat_results(out):
-    """(leaves, structure) of a branch's result: tuples/lists nest, anything else is a leaf."""
+    """(leaves, structure) of a branch's result: tuples, lists and dicts (their keys in the
+    structure) nest, anything else is a leaf."""
     if isinstance(out, (tuple, list)):
         parts = [_flat_results(o) for o in out]
         return [x for p in parts for x in p[0]], (type(out), tuple(p[1] for p in parts))
+    if isinstance(out, dict):
+        parts = [_flat_results(o) for o in out.values()]
+        return [x for p in parts for x in p[0]], (type(out), tuple(p[1] for p in parts), tuple(out))
     return [out], None
+
+
+def _same_nesting(a, b):
+    """The two structures of ``_flat_results`` nest the same containers (tuple/list/dict kinds and
+    dict keys, leaves aside): torch's check of a cond's branches before their outputs'."""
+    if a is None or b is None:
+        return True          # a leaf against a container: the outputs' check (TorchRuntimeError)
+    if a[0] is not b[0] or len(a[1]) != len(b[1]) or a[2:] != b[2:]:
+        return False
+    return all(_same_nesting(x, y) for x, y in zip(a[1], b[1]))
 
 
 class CondAutogradOp(Function):
@@ -636,6 +721,15 @@ def _cond_traced(pred, true_fn, false_fn, args):
     if len(after) != len(keys) or any(g is not h or k is not j for (g, k), (h, j) in zip(after, keys)):
         cap.cannot("torch.cond: a branch draws random numbers, and which RNG state eager leaves depends on the "
                    "pred's value")
+    if not grad:
+        # grad mode off: eager keeps the taken branch's in-place writes into outside tensors and
+        # returns an operand as it is, which one program cannot decide by pred
+        results = [(_flat_results(o)[0], r) for o, r in ((out_t, reads_t), (out_f, reads_f))]
+        wrote = [w for leaves, r in results for w in _outside_writes(r, leaves)]
+        if wrote or any(isinstance(o, Tensor) and id(o._st) not in r.made and id(o._st) not in r.born
+                        for leaves, r in results for o in leaves):
+            cap.cannot("torch.cond under no_grad: a branch writes in place into a tensor from outside it or "
+                       "returns one, which eager keeps only for the branch pred picks")
     leaves_t, spec, leaves_f = _checked_branches(True, out_t, reads_t, out_f, reads_f, args)
     if cap.vjp:
         cap.cannot("torch.cond with a traced pred in a compiled forward differentiated outside it")
@@ -678,43 +772,43 @@ def _checked_branches(first_true, out, reads, other, other_reads, args):
     back), structures, dims and dtypes, aliasing. Returns (leaves, structure, other leaves)."""
     leaves, spec = _flat_results(out)
     other_leaves, other_spec = _flat_results(other)
-    bad = _outside_writes(reads, leaves) + _outside_writes(other_reads, other_leaves)
+    # grad mode off: torch lets a branch write into (and return) its operands; only the taken
+    # branch runs for real there, so the other's writes are put back without an error
+    inference = not _state.grad_enabled()
+    bad = _outside_writes(other_reads, () if inference else other_leaves)
+    bad = [] if inference else _outside_writes(reads, leaves) + bad
     if bad:
-        raise RuntimeError(f"torch.cond: a branch wrote in place ({bad[0]}_) into a tensor from outside it (an "
-                           "operand, a buffer or another captured tensor); higher order ops do not support input "
-                           "mutation. Return the new value from the branch instead (the tensor was restored).")
+        raise _unsupported_hop("torch.cond", f"Encountered input mutation during higher order op tracing: a "
+                               f"branch wrote in place ({bad[0]}_) into a tensor from outside it (an operand, a "
+                               "buffer or another captured tensor)", "return the new value from the branch "
+                               "instead (the tensor was restored)")
     outside = {id(a._st) for a in args if isinstance(a, Tensor)}
     for r in (reads, other_reads):
         outside.update(id(t._st) for t in r.found.values())
         outside.update(id(t._st) for t in r.lifted.values())
-    for branch, r in ((leaves, reads), (other_leaves, other_reads)):
+    for branch, r in ((leaves, reads), (other_leaves, other_reads)) if not inference else ():
         for o in branch:
-            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made and id(o._st) not in r.born
-                                                                   and (o._rg or o._base is not None))):
-                raise RuntimeError("torch.cond: Encountered aliasing during higher order op tracing: a branch "
-                                   "returned one of its inputs (or a view of one); higher order ops do not "
-                                   "support aliasing. Return a copy (x.clone()) instead.")
-    if spec != other_spec or len(leaves) != len(other_leaves):
-        raise RuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: the taken branch returned "
-                           f"{spec or type(out).__name__} and the other {other_spec or type(other).__name__}; "
-                           "return the same structure of tensors from both branches")
+            # a storage neither an op of the branch made nor created while it ran is from outside
+            # (an operand, a closed-over tensor, a parameter or buffer): torch lifts it as an input
+            if isinstance(o, Tensor) and (id(o._st) in outside or (id(o._st) not in r.made
+                                                                   and id(o._st) not in r.born)):
+                raise _unsupported_hop("torch.cond", "Encountered aliasing during higher order op tracing: a "
+                                       "branch returned one of its inputs (or a view of one)",
+                                       "return a copy (x.clone()) instead")
+    _check_outputs(leaves, spec, other_leaves, other_spec)
     leaves_t, leaves_f = (leaves, other_leaves) if first_true else (other_leaves, leaves)
-    for o in leaves_t + leaves_f:
-        if not isinstance(o, Tensor) and (type(o) is bool or not isinstance(o, (int, np.integer))):
-            raise RuntimeError(f"torch.cond: a branch returned a {type(o).__name__}: the branches' outputs must be "
-                               "tensors or ints; return a tensor instead")
     for t, f in zip(leaves_t, leaves_f):
         if isinstance(t, Tensor) != isinstance(f, Tensor):
-            raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch returned a "
-                               "tensor where the other did not; return tensors in the same places")
+            raise TorchRuntimeError("torch.cond: Unmatched output spec from torch.cond branches: one branch "
+                                    "returned a tensor where the other did not; return tensors in the same places")
         if not isinstance(t, Tensor):
             continue
         if t.dim() != f.dim():
-            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
-                               f"{t.dim()} and {f.dim()}.")
+            raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dim but got "
+                                    f"{t.dim()} and {f.dim()}.")
         if t.dtype != f.dtype:
-            raise RuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but got "
-                               f"{t.dtype} and {f.dtype}.")
+            raise TorchRuntimeError(f"When merging two branches' output in torch.cond,  expected same dtype but "
+                                    f"got {t.dtype} and {f.dtype}.")
     return leaves, spec, other_leaves
 
 
@@ -740,14 +834,26 @@ def _cond_inputs(args, true_reads, false_reads):
 
 
 def _unflatten(leaves, spec):
+    """``leaves`` nested as ``spec`` (``_flat_results``'s structure) describes."""
     it = iter(leaves)
 
     def build(s):
         if s is None:
             return next(it)
+        if len(s) == 3:      # a dict: its keys come third
+            return s[0](zip(s[2], [build(p) for p in s[1]]))
         typ, parts = s
         return typ(build(p) for p in parts)
     return build(spec)
+
+
+def _tensor_leaves(tree):
+    """Every leaf of ``tree`` (tuples, lists and dicts nest) is a Tensor."""
+    if isinstance(tree, (tuple, list)):
+        return all(_tensor_leaves(t) for t in tree)
+    if isinstance(tree, dict):
+        return all(_tensor_leaves(t) for t in tree.values())
+    return isinstance(tree, Tensor)
 
 
 def cond(pred, true_fn, false_fn, operands=()):
@@ -758,36 +864,101 @@ def cond(pred, true_fn, false_fn, operands=()):
     ``tracegrad.compile`` a traced ``pred`` is one program that runs both branches and selects
     (``fullgraph=True`` works; NOTE [torch.cond inside tracegrad.compile]), never a frozen
     choice. RuntimeError, as torch, for a ``pred`` tensor of more than one element, a
-    non-bool/number ``pred``, branches whose results differ in structure, dims or dtype,
-    results other than tensors and ints, or a branch that returns or writes in place into an
-    input."""
-    if isinstance(pred, Tensor):
-        if pred.numel() != 1:
-            raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
-                               f"got a tensor of shape {list(pred.shape)}")
-    elif not isinstance(pred, (bool, int, np.bool_)):
+    non-bool/number ``pred``, a branch that is not callable or an operand that is not a tensor;
+    torch's ``_dynamo.exc`` classes for branches that cannot be traced or whose results differ
+    (NOTE [higher-order op errors])."""
+    if isinstance(pred, (bool, int, float)):
+        # a constant pred: torch calls the branch as it is, before checking anything
+        return (true_fn if pred else false_fn)(*operands)
+    if not isinstance(pred, Tensor):
         raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, got "
                            f"{type(pred).__name__}")
-    if not isinstance(operands, (tuple, list)):
-        raise RuntimeError("torch.cond: expected operands to be a tuple or list of tensors")
-    if isinstance(pred, Tensor) and type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
+    if pred.numel() != 1:
+        raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
+                           f"got a tensor of shape {list(pred.shape)}")
+    compiling = _compiling()
+    if not callable(true_fn) or not callable(false_fn):
+        # in a compiled function torch's dynamo meets the cond first: its error, not the eager check
+        raise (_unsupported_hop if compiling else _eager_check_error)(
+            "torch.cond", f"Expect both branches to be callable, got {type(true_fn).__name__} and "
+            f"{type(false_fn).__name__}", "pass functions of the operands")
+    if not isinstance(operands, (tuple, list)) or not (compiling or _tensor_leaves(operands)):
+        raise RuntimeError(f"torch.cond: Expect operands to be a tuple of possibly nested dict/list/tuple that only "
+                           f"consists of tensor leaves, but got {type(operands).__name__} {_brief(operands)}; pass "
+                           "other values through a closure")
+    if type(pred._value).__name__ == "BatchTracer":   # (JAX keeps the class private)
         return _cond_per_sample(pred, true_fn, false_fn, tuple(operands))
-    if isinstance(pred, Tensor):
-        if _state.CAPTURE[0] is not None and isinstance(pred._value, _Tracer):
-            return _cond_traced(pred, true_fn, false_fn, tuple(operands))
-        return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
-    return (true_fn if pred else false_fn)(*operands)
+    if _state.CAPTURE[0] is not None and isinstance(pred._value, _Tracer):
+        return _cond_traced(pred, true_fn, false_fn, tuple(operands))
+    return _cond_on_tensor(bool(pred.item()), true_fn, false_fn, tuple(operands))
+
+
+def _brief(v):
+    """A short text of a value for an error message (a tensor by its shape and dtype)."""
+    if isinstance(v, Tensor):
+        return f"Tensor{list(v.shape)}"
+    if isinstance(v, (tuple, list)):
+        return ("(" if isinstance(v, tuple) else "[") + ", ".join(_brief(x) for x in v[:6]) + (
+            ", ..." if len(v) > 6 else "") + (")" if isinstance(v, tuple) else "]")
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_brief(x)}" for k, x in list(v.items())[:6]) + "}"
+    return repr(v)[:60]
+
+
+def _check_outputs(leaves, spec, other_leaves, other_spec):
+    """torch's checks of a cond's two branch results (``_flat_results``' leaves and structures)
+    before their tensors are compared: only tensors and ints, the same nesting, the same leaves
+    (NOTE [higher-order op errors])."""
+    for o in leaves + other_leaves:
+        if not isinstance(o, (Tensor, int)):
+            raise _unsupported_hop("torch.cond", f"unsupported branch return type {type(o).__name__} (a branch "
+                                   "output is a tensor or an int)", "return tensors (and ints) from both branches")
+    if any(isinstance(o, bool) for o in leaves + other_leaves):
+        # torch's dynamo passes a bool constant on; the op's own output check (on fake tensors) refuses it
+        raise TorchRuntimeError("torch.cond: a branch returned a bool; return a bool tensor (torch.tensor(flag)) "
+                                "or an int instead")
+    if not _same_nesting(spec, other_spec):
+        raise _unsupported_hop("torch.cond", f"differing branch outputs: one branch returned {_spec_text(spec)} and "
+                               f"the other {_spec_text(other_spec)}", "return the same nesting of tuples, lists and "
+                               "dicts (with the same keys) from both branches")
+    if spec != other_spec or len(leaves) != len(other_leaves):
+        raise TorchRuntimeError(f"torch.cond: Unmatched output spec from torch.cond branches: one branch returned "
+                                f"{_spec_text(spec)} and the other {_spec_text(other_spec)}; return the same "
+                                "structure of tensors from both branches")
+
+
+def _spec_text(spec):
+    """A ``_flat_results`` structure as Python would write it, each leaf an ``x``:
+    ``[(x, {'k': x})]``."""
+    if spec is None:
+        return "x"
+    if len(spec) == 3:
+        return "{" + ", ".join(f"{k!r}: {_spec_text(p)}" for k, p in zip(spec[2], spec[1])) + "}"
+    inner = ", ".join(_spec_text(p) for p in spec[1])
+    if spec[0] is list:
+        return f"[{inner}]"
+    return f"({inner}{',' if len(spec[1]) == 1 else ''})"
+
+
+def _call_branch(fn, args):
+    """``fn(*args)`` for a branch run without ``_run_branch`` (under ``vmap``): what it raises
+    becomes torch's error (NOTE [higher-order op errors])."""
+    try:
+        return fn(*args)
+    except BaseException as e:
+        err = _traced_error("torch.cond", e)
+        if err is None:
+            raise
+        raise err from e
 
 
 def _cond_per_sample(pred, true_fn, false_fn, args):
     """``cond`` under ``vmap`` with a pred that differs per sample: as torch, both branches run
     and each result is ``where(pred, true result, false result)`` (so gradients reach both
     branches through the selection)."""
-    t_leaves, t_spec = _flat_results(true_fn(*args))
-    f_leaves, f_spec = _flat_results(false_fn(*args))
-    if t_spec != f_spec or len(t_leaves) != len(f_leaves):
-        raise RuntimeError("torch.cond: Unmatched output spec from torch.cond branches; return the same structure "
-                           "of tensors from both branches")
+    t_leaves, t_spec = _flat_results(_call_branch(true_fn, args))
+    f_leaves, f_spec = _flat_results(_call_branch(false_fn, args))
+    _check_outputs(t_leaves, t_spec, f_leaves, f_spec)
     p = pred if pred._value.dtype == jnp.bool_ else pred != 0
     out = []
     for t, f in zip(t_leaves, f_leaves):
@@ -801,47 +972,87 @@ def _cond_per_sample(pred, true_fn, false_fn, args):
     return _unflatten(out, t_spec)
 
 
-def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
+def while_loop(cond_fn, body_fn, carried_inputs):
     """Mirrors ``torch.while_loop``: ``carried = body_fn(*carried)`` while ``cond_fn(*carried)``
-    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple, the
-    tensors among them new ones (never the inputs themselves, even after no iteration). Run
-    eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a graph
-    break). RuntimeError, as torch, when the body returns a different number of values, a
-    tensor of another shape or dtype than the one carried in, or writes in place into a tensor
-    from outside it (put back first; NOTE [torch.cond with a tensor pred])."""
+    (a 0-d bool tensor) holds; returns the final carried values as a tuple, the tensors among
+    them new ones (never the inputs themselves, even after no iteration). Run eagerly (inside
+    ``tracegrad.compile`` the condition is a data-dependent branch: a graph break). As torch:
+    RuntimeError for a ``cond_fn``/``body_fn`` that is not callable, AssertionError for a carried
+    input that is neither a tensor nor an int, and ``torch._dynamo.exc``'s classes for a
+    ``cond_fn`` that returns something else than a 0-d bool tensor (a constant true one loops
+    forever), a body whose results differ from the carried inputs in number, kind, shape or dtype,
+    one that writes in place into a tensor from outside it (put back first), or a Python error in
+    either (NOTE [higher-order op errors])."""
+    if not callable(cond_fn) or not callable(body_fn):
+        raise (_unsupported_hop if _compiling() else _eager_check_error)(
+            "torch.while_loop", f"Expect cond_fn and body_fn to be callable, got {type(cond_fn).__name__} and "
+            f"{type(body_fn).__name__}", "pass functions of the carried inputs")
     carried = tuple(carried_inputs)
-    extra = tuple(additional_inputs or ())
+    kinds = _leaf_kinds(carried)
+    if not kinds <= {Tensor, int}:
+        raise AssertionError(f"torch.while_loop: carried_inputs {_brief(carried)} can only be of (Tensor, int) but "
+                             f"got {tuple(sorted(k.__name__ for k in kinds))}; pass other values through a closure")
     first = carried
     while True:
-        c = _loop_step(cond_fn, carried + extra, ())
+        c = _loop_step(cond_fn, carried, ())
         if isinstance(c, Tensor):
+            if c.dim() != 0 or c.dtype is not _dt.bool_:
+                raise _unsupported_hop("torch.while_loop", f"unsupported cond_fn return type: a {c.dtype} tensor of "
+                                       f"shape {list(c.shape)}", "return a 0-d bool tensor (a comparison: i < n)")
             c = bool(c.item())
+        elif isinstance(c, (tuple, list)):
+            raise RuntimeError(f"torch.while_loop: cond_fn must return a boolean scalar tensor or a boolean but got "
+                               f"{type(c).__name__} {_brief(c)}; return the 0-d bool tensor itself")
+        elif c and int not in kinds:
+            # torch traces cond_fn once: a true that reads no carried value is true forever
+            raise _unsupported_hop("torch.while_loop", "infinite loop detected: cond_fn returned a constant true "
+                                   f"({c!r})", "return a 0-d bool tensor computed from the carried inputs")
         if not c:
-            return tuple(v.clone() if any(v is f for f in first) else v for v in carried)
-        new = _loop_step(body_fn, carried + extra, carried)
+            return tuple(v.clone() if isinstance(v, Tensor) and any(v is f for f in first) else v for v in carried)
+        new = _loop_step(body_fn, carried, carried)
         new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
-        if len(new) != len(carried):
-            raise RuntimeError(f"torch.while_loop: body_fn returned {len(new)} values for "
-                               f"{len(carried)} carried inputs; return one value per carried input")
-        for i, (n, o) in enumerate(zip(new, carried)):
+        # torch compares the flattened leaves (tuples, lists and dicts nest), in number, then each
+        flat_new, flat_old = _flat_results(new)[0], _flat_results(carried)[0]
+        if len(flat_new) != len(flat_old):
+            raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have same "
+                                   f"number of outputs but got {len(flat_new)} and {len(flat_old)}",
+                                   "return one value per carried input, nested as they are")
+        for i, (n, o) in enumerate(zip(flat_new, flat_old)):
             if isinstance(o, Tensor) and (not isinstance(n, Tensor) or n.shape != o.shape or n.dtype != o.dtype):
                 got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
-                raise RuntimeError(f"torch.while_loop: Expected body_fn_output and carried_inputs to have same "
-                                   f"metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} {o.dtype}; "
-                                   "return a tensor of the carried shape and dtype")
+                raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have "
+                                       f"same metadata but found: pair[{i}] differ: {got} vs {tuple(o.shape)} "
+                                       f"{o.dtype}", "return a tensor of the carried shape and dtype")
+            if isinstance(o, int) and (isinstance(n, Tensor) or not isinstance(n, int)):
+                raise _unsupported_hop("torch.while_loop", f"Expected body_fn_output and carried_inputs to have "
+                                       f"same metadata but found: pair[{i}] differ in type: {type(n).__name__} for "
+                                       "a carried int", "return an int")
         carried = new
+
+
+def _leaf_kinds(tree):
+    """The classes of ``tree``'s leaves (tuples, lists and dicts nest; a Tensor subclass and a
+    bool count as Tensor and int)."""
+    if isinstance(tree, (tuple, list)):
+        return set().union(*(_leaf_kinds(t) for t in tree))
+    if isinstance(tree, dict):
+        return set().union(*(_leaf_kinds(t) for t in tree.values()))
+    return {Tensor if isinstance(tree, Tensor) else int if isinstance(tree, int) else type(tree)}
 
 
 def _loop_step(fn, args, carried):
     """One call of a while_loop's ``cond_fn``/``body_fn`` with its in-place writes into tensors
     from outside it (the carried inputs included) refused, as torch's."""
-    out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled())
+    out, reads = _run_branch(fn, args, 0, False, grad=_state.grad_enabled(), hop="torch.while_loop")
     results = out if isinstance(out, (tuple, list)) else (out,)
+    if not _state.grad_enabled():
+        return out       # grad mode off: torch lets cond_fn/body_fn write into the carried inputs
     bad = _outside_writes(reads, results)
     if bad:
-        raise RuntimeError(f"torch.while_loop: cond_fn or body_fn wrote in place ({bad[0]}_) into a tensor from "
-                           "outside it (a carried input, a buffer or another captured tensor); higher order ops "
-                           "do not support input mutation. Return the new value instead (the tensor was restored).")
+        raise _unsupported_hop("torch.while_loop", f"Encountered input mutation during higher order op tracing: "
+                               f"cond_fn or body_fn wrote in place ({bad[0]}_) into a tensor from outside it (a "
+                               "carried input, a buffer or another captured tensor)", "return the new value instead "
+                               "(the tensor was restored)")
     return out
 
 

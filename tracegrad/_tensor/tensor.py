@@ -666,7 +666,8 @@ class Tensor(TensorBase):
 
     @property
     def _version(self) -> int:
-        if "_inference" in self.__dict__:   # torch: inference tensors have no version counter
+        if "_inference" in self.__dict__ and "_inference_vc" not in self.__dict__:
+            # torch: inference tensors have no version counter (but see detach)
             raise RuntimeError("Inference tensors do not track version counter; clone() the tensor outside "
                                "inference_mode() to get one that does.")
         cap = _state.CAPTURE[0]
@@ -881,6 +882,10 @@ class Tensor(TensorBase):
             _CAPTURE[0].see_alias_made(t)
         if "_inference" in self.__dict__:   # torch: a detached alias is an inference tensor iff
             t._inference = True             # its source is (a view's rule), in or out of the mode
+            if not _state.in_inference_mode():
+                # ... but one made outside the mode gets a version counter of its own, so torch
+                # lets it (not its views) be written in place there; .data is this alias too
+                t._inference_vc, t._vc = True, [0]
         return t
 
     def detach_(self):

@@ -187,6 +187,12 @@ def _make_view(t, src, op, static, idx):
         # a view made with grad mode on of a view made without it (of a base requiring grad):
         # torch propagates the creation meta, so writing it in place is refused too
         t._cmeta_of = src.__dict__.get("_cmeta") or src._cmeta_of
+    elif STATE[0] and idx is None and ("_cfn" in src.__dict__ or "_cfn_of" in src.__dict__):
+        # a view (made with grad mode on) of a view a custom Function returned: torch propagates
+        # the IN_CUSTOM_FUNCTION creation meta, so writing this one in place is refused too (the
+        # rebase would bypass that Function's backward: a wrong gradient); one of several views
+        # (unbind, split) keeps its own MULTI_OUTPUT_NODE meta, as torch's
+        t._cfn_of = True
 
 
 # NOTE [inference views]
@@ -627,14 +633,31 @@ MSG_CUSTOM_FUNCTION_VIEW = (
     "this by cloning the output of the custom Function.")
 
 
-def check_inplace(t):
+def check_custom_function_view(t):
+    """RuntimeError, as torch's handle_view_on_rebase, when ``t`` -- about to be written in place
+    (or marked dirty) with grad mode on -- is a view a custom Function returned (or an input it
+    returned as-is), or a view of one (torch propagates that IN_CUSTOM_FUNCTION creation meta):
+    rebasing its history would bypass the Function's backward."""
     if STATE[0] and t._rg and "_cfn" in t.__dict__:
-        # a view (or an input returned as-is) that a custom Function returned: torch's
-        # IN_CUSTOM_FUNCTION creation meta, checked before the leaf checks as torch does
         nr, name = t._cfn
         where = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
                  if "_cmeta" in t.__dict__ else f"Output {nr} of {name} is a view and is being modified inplace. ")
         raise RuntimeError(where + MSG_CUSTOM_FUNCTION_VIEW)
+    if STATE[0] and t._rg and "_cfn_of" in t.__dict__ and t._gf is not None:
+        raise RuntimeError(f"Output {t._out_nr} of {_node_short_name(t._gf)} is a view and is being modified "
+                           "inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
+
+
+def _node_short_name(node):
+    """A node's name as torch's view errors write it: ``ViewBackward0`` is "View"."""
+    name = node.name()
+    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+def check_inplace(t):
+    # a custom Function's view (or a view of one): torch's IN_CUSTOM_FUNCTION creation meta,
+    # checked before the leaf checks as torch does
+    check_custom_function_view(t)
     if t._gf is None and t._rg and STATE[0] and t._base is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
@@ -682,7 +705,8 @@ def check_inplace(t):
             f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'}. "
             "Autograd cannot track it (NOTE [inference views]): clone() the view, or create it "
             f"outside {'inference_mode()' if where == 'inference mode' else 'no_grad()'}.")
-    if not STATE[1] and t.__dict__.get("_inference"):
+    if not STATE[1] and t.__dict__.get("_inference") and "_inference_vc" not in t.__dict__:
+        # (an alias detached outside inference mode has a version counter: writable, as torch's)
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "
             "to get a normal tensor before doing the inplace update.")
@@ -1025,6 +1049,19 @@ def view_grad_fn(t):
     if cfn is not None and gf is not None:
         raise RuntimeError(f"Output {cfn[0]} of {cfn[1]} is a view and its base or another view of its "
                            "base has been modified inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
+    if gf is not None and "_cfn_of" in t.__dict__:   # a view of such a view: the same creation meta
+        raise RuntimeError(f"Output {t._out_nr} of {_node_short_name(gf)} is a view and its base or another "
+                           "view of its base has been modified inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
+    if (gf is not None or (t._base is not None and t._base._rg)) and _multi_output_index(t) is not None:
+        # one of several views (unbind, split, chunk) or a view of one, its storage written since
+        # (also by an optimizer step under no_grad): torch's MULTI_OUTPUT_NODE creation meta
+        # forbids the rebase its grad_fn would need, so asking for it raises
+        who = ("A view was created in no_grad mode" if gf is None
+               else f"Output {t._out_nr} of {_node_short_name(gf)} is a view")
+        raise RuntimeError(f"{who} and its base or another view of its base has been modified inplace. This view "
+                           "is the output of a function that returns multiple views (unbind, split, chunk), whose "
+                           "history cannot be rebased; take the views again after the in-place write, or clone() "
+                           "them first.")
     # a leaf base too: torch regenerates a view of a parameter written in place (an optimizer
     # step under no_grad) as AsStridedBackward0 into its AccumulateGrad; hooks registered on
     # the view's old node stay there, as torch's

@@ -434,6 +434,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                         _warn(MSG_DIRTY_NOT_INPUT)
                     if b is not None and b._rg:
                         # torch's handle_view_on_rebase comes before its view-of-a-leaf check
+                        _dispatch.check_custom_function_view(o)
                         _dispatch.check_multi_output_view(o)
                     if b is not None and b._gf is None and b._rg:
                         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
