@@ -633,6 +633,9 @@ def _cond_on_tensor(taken, true_fn, false_fn, args):
             ran.append(_run_branch(fn, args, start, False))
         finally:
             set_rng_state(rng)
+        # its writes into outside tensors put back before the taken branch reads them (the
+        # checks below still see them)
+        _outside_writes(ran[-1][1], _flat_results(ran[-1][0])[0])
     (out, reads), (other, other_reads) = ran if taken else ran[::-1]
     leaves, spec, other_leaves = _checked_branches(bool(taken), out, reads, other, other_reads, args)
     keys, inputs = _cond_inputs(args, *((reads, other_reads) if taken else (other_reads, reads)))
