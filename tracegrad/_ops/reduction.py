@@ -264,21 +264,68 @@ def _norm_vjp_lowp(static):
 
 
 defop("norm", _norm, grad_fn="LinalgVectorNormBackward0", saves=("self", "result"), vjp_rule=_norm_vjp_lowp)
+# NOTE [cumulative scans in a wider type]
+# torch's CPU cumsum/cumprod kernel keeps one running value per line in the accumulation type of
+# the result dtype and rounds each output once: float for float16/bfloat16, double for float32,
+# complex<double> for complex64 (CPU ``acc_type``; CUDA keeps float32 in float). XLA's scan
+# accumulates in the result dtype: a float32 cumprod of a DDPM's 9 ``1 - beta`` terms was a
+# float32 step off torch in 2 of 9 outputs (tiny-diffusion's ``alphas_cumprod``), and the
+# posterior coefficients built from it up to 1e-6 relative off. So the scan runs in that wider
+# type and rounds once. The cumsum gradient, a reversed scan, then runs in it too (as torch's
+# CumsumBackward0, a cumsum of the flipped gradient); torch's CumprodBackward0 for an input
+# without zeros is ``reversed_cumsum(result * grad) / self`` with only the reversed sum wide,
+# which ``_cumprod_vjp`` follows (with a zero anywhere in the input torch takes another formula:
+# ``jax.vjp`` of the wide scan stands in for it).
+_WIDE = {jnp.dtype(jnp.float32): jnp.dtype(jnp.float64), jnp.dtype(jnp.complex64): jnp.dtype(jnp.complex128)}
+
+
 def _scan_wide(scan):
-    """A cumulative ``scan(x, axis=, dtype=)`` whose float16/bfloat16 result (input dtype or
-    ``dtype=``) runs in float32 and rounds each output once, as torch's CPU cumsum/cumprod
-    accumulate (XLA's 16-bit running sum drifted: a cumsum of 200 values ~3 was 0.06 off in
-    float16, 0.25 in bfloat16). The gradient's reversed scan is then float32 too, as torch's."""
+    """A cumulative ``scan(x, axis=, dtype=)`` run in torch's CPU accumulation type of its result
+    dtype (input dtype or ``dtype=``) and rounded once per output: float32 for float16/bfloat16
+    (XLA's 16-bit running sum drifted: a cumsum of 200 values ~3 was 0.06 off in float16, 0.25
+    in bfloat16), float64 for float32, complex128 for complex64 (NOTE [cumulative scans in a
+    wider type]). The gradient's reversed scan is then as wide, as torch's."""
     def f(x, dim, dtype):
         target = x.dtype if dtype is None else jnp.dtype(dtype)
-        if target in _LOW_FLOATS:
-            return scan(x.astype(target).astype(jnp.float32), axis=dim).astype(target)
+        wide = jnp.float32 if target in _LOW_FLOATS else _WIDE.get(target)
+        if wide is not None:
+            return scan(x.astype(target).astype(wide), axis=dim).astype(target)
         return scan(x, axis=dim, dtype=dtype)
     return f
 
 
+_cumprod = _on_0d(_scan_wide(jnp.cumprod))
+
+
+def _cumprod_vjp(static):
+    """CumprodBackward0 for a float32/float64 input as torch computes it when the input holds no
+    zero: ``reversed_cumsum(result * grad) / self``, the products and the quotient rounded in the
+    input dtype, the reversed sum in float64 (NOTE [cumulative scans in a wider type]); with a
+    zero, ``jax.vjp`` of the scan."""
+    if static.get("dtype") is not None:
+        return None
+    dim = static.get("dim")
+
+    def rule(args, diff_pos, grad):
+        x = args[0]
+        if x.dtype not in (jnp.float32, jnp.float64):
+            return None
+        grad = grad.astype(x.dtype)
+        out, vjp = jax.vjp(lambda a: _cumprod(a, dim, None), x)
+        if x.ndim == 0:
+            return [grad]
+        d = dim % x.ndim
+        has_zero = jnp.any(x == 0)
+        w = (out * grad).astype(jnp.float64)
+        rev = jnp.flip(jnp.cumsum(jnp.flip(w, d), axis=d), d).astype(x.dtype)
+        # a safe divisor where the other formula is taken (its gradient must not be inf * 0)
+        formula = rev / jnp.where(has_zero, jnp.ones_like(x), x)
+        return [jnp.where(has_zero, vjp(grad)[0], formula)]
+    return rule
+
+
 defop("cumsum", _on_0d(_scan_wide(jnp.cumsum)), grad_fn="CumsumBackward0")
-defop("cumprod", _on_0d(_scan_wide(jnp.cumprod)), grad_fn="CumprodBackward0", saves=("self", "result"))
+defop("cumprod", _cumprod, grad_fn="CumprodBackward0", saves=("self", "result"), vjp_rule=_cumprod_vjp)
 def _logical(fn):
     # torch keeps uint8 for all/any of a uint8 tensor (every other dtype gives bool)
     def f(x, dim, keepdim):
