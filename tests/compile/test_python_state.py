@@ -579,6 +579,29 @@ def test_file_written_inside_is_written_every_call(tmp_path):
     assert "the file 'fh'" in f.stats["graph_breaks"][0][0]
 
 
+def test_closed_file_is_no_graph_break(tmp_path):
+    """NOTE [iterators and files]: a closed file has no position to move. A script's ``with
+    open(...) as f:`` leaves the closed ``f`` among its globals (nanoGPT's train.py, round 73):
+    a function whose code names it traces once; reading it raises ValueError as eagerly."""
+    import types
+    path = tmp_path / "meta.txt"
+    path.write_text("3")
+    with open(path) as f:
+        scale = float(f.read())
+    ns = types.SimpleNamespace(f=f, scale=scale)
+
+    def step(x):
+        return x * ns.scale if ns.f.closed else x
+    g = tracegrad.compile(step)
+    assert [g(tracegrad.full((2,), float(i))).tolist() for i in range(3)] == [[0.0, 0.0], [3.0, 3.0], [6.0, 6.0]]
+    assert g.stats["traces"] == 1 and g.stats["graph_breaks"] == [], g.stats
+
+    def read(x):
+        return x * float(ns.f.read())
+    with pytest.raises(ValueError, match="closed file"):
+        tracegrad.compile(read)(tracegrad.ones(2))
+
+
 def test_deque_appended_inside_grows_every_call():
     import collections
     window = collections.deque(maxlen=3)

@@ -1304,7 +1304,13 @@ def _stateful_kind(v):
     if type(d) is dict and isinstance(d.get("gen"), types.GeneratorType) and hasattr(type(v), "__exit__"):
         return "generator context manager"
     if isinstance(v, io.IOBase):
-        return None if v in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) else "file"
+        # a closed file has no position left to move (reading it raises, eagerly and while
+        # tracing alike): a script's ``with open(meta_path, 'rb') as f:`` leaves the closed ``f``
+        # among its globals, and a step compiled there made every call run eagerly (round 73,
+        # nanoGPT's train.py)
+        if v in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) or v.closed:
+            return None
+        return "file"
     if hasattr(type(v), "__next__") and not isinstance(v, (type, Tensor)):
         if type(v) is itertools.repeat and _endless(v):
             return None      # ``repeat(x)`` gives the same object on every ``next``: no position
