@@ -319,3 +319,42 @@ def test_autograd_profiler_enabled_flag_as_torch():
             out.append(t.autograd._profiler_enabled())
         return out
     assert flags(tracegrad) == flags(torch) == [False, True, False, True]
+
+
+def test_profiler_warnings_as_torch(fresh_warn_once, monkeypatch):
+    # torch's warnings on a machine without a GPU (nanoGPT's bench.py profiles with
+    # activities=[CPU, CUDA]): the CUDA activity dropped with a warning at each trace, the
+    # events-cleared-per-cycle warning once per process from the second cycle, the autograd
+    # profiler's use_cuda deprecation and its dropped device
+    torch = pytest.importorskip("torch")
+    if tracegrad.cuda.is_available() or torch.cuda.is_available():
+        pytest.skip("the warnings are those of a machine without a GPU")
+    # torch's once-per-process set, fresh for this test as tracegrad's (fresh_warn_once)
+    monkeypatch.setattr(torch.profiler.profiler, "_WARNINGS_SHOWN", set())
+
+    def run(t):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            acts = [t.profiler.ProfilerActivity.CPU, t.profiler.ProfilerActivity.CUDA]
+            for _ in range(2):        # a second profiler: the once-per-process warning is not repeated
+                with t.profiler.profile(activities=acts, schedule=t.profiler.schedule(wait=1, warmup=1, active=1,
+                                                                                      repeat=2)) as prof:
+                    for _ in range(7):
+                        t.ones(2).sum()
+                        prof.step()
+            with t.profiler.profile(activities=[t.profiler.ProfilerActivity.CPU]):
+                t.ones(2).sum()
+            with t.profiler.profile(activities=acts, acc_events=True, schedule=t.profiler.schedule(
+                    wait=0, warmup=1, active=1, repeat=2)) as prof:
+                for _ in range(5):
+                    prof.step()
+            for kw in ({"use_cuda": True}, {"use_device": "cuda"}, {"use_cuda": True, "enabled": False}):
+                with t.autograd.profiler.profile(**kw):
+                    t.ones(2).sum()
+        return [(w.category.__name__, str(w.message)) for w in rec]
+    ref = run(torch)
+    assert run(tracegrad) == ref
+    cuda = ("UserWarning", "CUDA is not available, disabling CUDA profiling")
+    # two profilers of two cycles, one accumulating profiler, two autograd profilers (not the disabled one)
+    assert ref.count(cuda) == 2 * 2 + 1 + 2 and ref[1][1].startswith("Warning: Profiler clears events"), ref
+    assert ref[-3][0] == "FutureWarning" and ref[-3:] == [ref[-3], cuda, cuda], ref

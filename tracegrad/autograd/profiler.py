@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..profiler._events import EventList, FunctionEvent, FunctionEventAvg
 from ..profiler._recorder import record_function
-from ..profiler.profiler import _Profile
+from .._ops.warn import warn as _warn
+from ..profiler.profiler import _Profile, _warn_without_device
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "profile", "record_function"]
 
@@ -27,6 +28,15 @@ class profile(_Profile):
         super().__init__(record_shapes, profile_memory, with_stack)
         self.enabled = enabled
         self.entered = False
+        if not enabled:
+            return
+        # torch's warnings as the profiler is made: use_cuda is deprecated for use_device, and
+        # the CUDA device is dropped where no GPU is
+        if use_cuda:
+            _warn("The attribute `use_cuda` will be deprecated soon, please use ``use_device = 'cuda'`` instead.",
+                  FutureWarning)
+            use_device = "cuda"
+        _warn_without_device(use_device == "cuda")
 
     def __enter__(self):
         if not self.enabled:

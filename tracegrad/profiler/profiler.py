@@ -3,9 +3,12 @@
 
 Differs from torch: there is no device-side (kernel) timeline: ``ProfilerActivity.CUDA`` is
 accepted, and an op's CPU time includes its device work because the recorder waits for each
-result (NOTE [profiler blocking]); device-time columns are absent. ``with_flops``,
-``with_modules``, ``experimental_config``, ``execution_trace_observer`` and ``acc_events`` are
-accepted and ignored."""
+result (NOTE [profiler blocking]); device-time columns are absent. As torch, asking for it on a
+machine without a GPU warns "CUDA is not available, disabling CUDA profiling" each time a trace
+is prepared. ``with_flops``, ``with_modules``, ``experimental_config``,
+``execution_trace_observer`` and ``acc_events`` are accepted and ignored (a second trace of one
+profiler warns once per process, as torch, that events are cleared at each cycle unless
+``acc_events=True``)."""
 from __future__ import annotations
 
 import enum
@@ -16,6 +19,7 @@ import time
 from ._events import EventList
 from ._recorder import Recorder, record_function
 from .._ops.warn import warn as _warn
+from .._ops.warn import warn_once as _warn_once
 
 __all__ = ["ProfilerAction", "ProfilerActivity", "profile", "schedule", "supported_activities",
            "tensorboard_trace_handler"]
@@ -43,6 +47,14 @@ def supported_activities():
     """Mirrors ``torch.profiler.supported_activities``: CPU, and CUDA when JAX has a GPU."""
     from .. import cuda
     return {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda.is_available() else set())
+
+
+def _warn_without_device(cuda_asked):
+    """torch's warning where a profiler asks for the CUDA activity on a machine without a GPU
+    (it profiles the CPU only, as tracegrad always does)."""
+    from .. import cuda
+    if cuda_asked and not cuda.is_available():
+        _warn("CUDA is not available, disabling CUDA profiling")
 
 
 def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
@@ -202,6 +214,8 @@ class profile(_Profile):
         self.step_num = 0
         self.current_action = self.schedule(0)     # (as torch: step() before start() follows it)
         self._step_range = None
+        self.acc_events = acc_events
+        self._prepared = False
 
     _NOT_STARTED = AssertionError
 
@@ -218,6 +232,20 @@ class profile(_Profile):
         """Every recorded ``FunctionEvent`` of the last finished trace, by start time.
         AssertionError, as torch, before the profiler ever ran; RuntimeError while it runs."""
         return self._results("accessing events")
+
+    def prepare_trace(self):
+        # torch's warnings as it prepares a trace: each trace after the first replaces the last
+        # one's events unless acc_events (once per process, whatever set_warn_always says), and
+        # the CUDA activity is dropped where no GPU is (by each new autograd profiler torch
+        # makes: every trace's, the first one only under acc_events)
+        if self._prepared and not self.acc_events:
+            _warn_once("Warning: Profiler clears events at the end of each cycle. Only events from the current "
+                       "cycle will be reported. To keep events across cycles, set acc_events=True.",
+                       follows_warn_always=False)
+        if not (self._prepared and self.acc_events):
+            _warn_without_device(ProfilerActivity.CUDA in self.activities)
+        self._prepared = True
+        super().prepare_trace()
 
     def start_trace(self):
         # (the older autograd profiler prepares on start; this one's schedule prepares first)
