@@ -8,6 +8,8 @@ and pass it as the static ``dtype``; integer inputs are cast inside the op.
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -240,8 +242,21 @@ def _logcumsumexp(x, dim):
     return jax.lax.cumlogsumexp(x, axis=dim)
 
 
-# float16/bfloat16 inputs scan in float32 and round once, as torch's CPU kernel (opmath)
-defop("logcumsumexp", opmath(_logcumsumexp), grad_fn="LogcumsumexpBackward0", saves=("self", "result"))
+def _scan_as_torch(fn):
+    """``fn`` scanning in torch's CPU accumulation type and rounding once: float16/bfloat16 in
+    float32 (opmath), float32 in float64 (NOTE [cumulative scans in a wider type] in
+    reduction.py: XLA's float32 scan was a float32 step off torch in a third of the outputs)."""
+    low = opmath(fn)
+
+    @functools.wraps(fn)   # (the op keeps its defining module, as opmath's)
+    def f(x, *args, **kw):
+        if x.dtype == jnp.float32:
+            return fn(x.astype(jnp.float64), *args, **kw).astype(jnp.float32)
+        return low(x, *args, **kw)
+    return f
+
+
+defop("logcumsumexp", _scan_as_torch(_logcumsumexp), grad_fn="LogcumsumexpBackward0", saves=("self", "result"))
 
 
 def _cum_extreme(x, dim, take_later):
