@@ -2,8 +2,6 @@
 (test_dynamo_ported_round12.py, test_dynamo_ported_round12b.py): run one function under torch
 eager, tracegrad eager and ``tracegrad.compile`` and compare what a user can observe."""
 import dataclasses
-import importlib.util
-import os
 
 import numpy as np
 
@@ -103,16 +101,6 @@ def compare_programs(build, calls=CALLS, traces=None):
     if traces is not None:
         assert st["traces"] in (traces if isinstance(traces, range) else (traces,)), st
     return compiled
-
-
-def api_programs(filename):
-    """The module of ``tests/api/<filename>`` (a public-program port), loaded by path, so a
-    compiled test reuses the eager test's program classes (the round-36/37 programs)."""
-    path = os.path.join(os.path.dirname(__file__), "..", "api", filename)
-    spec = importlib.util.spec_from_file_location("_programs_" + filename[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def randn32(T, i, *shape):
