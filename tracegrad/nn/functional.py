@@ -99,7 +99,7 @@ def linear(input, weight, bias=None):
     # batch_first path gives), is accepted there (AddBackward0). Known difference: a non-contiguous input
     # with a fusable bias of its own dtype still takes addmm here (ViewBackward0 where torch has
     # AddBackward0): switching it moved a bfloat16 autocast transformer's first logits by one ulp from
-    # torch's (tests/api/test_public_programs_round32_amp.py), for a cause not yet found.
+    # torch's (a public program's test, since removed), for a cause not yet found.
     fusable = (bias.ndim == 1 or bias.squeeze().ndim == 1) and bias.is_contiguous()
     if fusable and (input.is_contiguous() or bias.dtype == input.dtype):
         # (-1 cannot be inferred beside a 0 feature size: Linear(0, n), as in Transformer(dim_feedforward=0))
