@@ -18,6 +18,8 @@ import pytest
 
 from parity import outcome_params, same_outcome
 
+pytest.importorskip("torch")
+
 
 def x_(T, *shape, seed=0, dtype="float64", grad=False):
     a = np.random.RandomState(seed).uniform(-1, 1, shape).round(4)

@@ -14,6 +14,8 @@ import pickle
 
 import pytest
 
+pytest.importorskip("torch")
+
 
 def _roundtrip(T, obj, **save_kw):
     buf = io.BytesIO()

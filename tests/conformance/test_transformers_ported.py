@@ -17,6 +17,8 @@ import pytest
 
 from parity import run_both, run_cases
 
+pytest.importorskip("torch")
+
 
 def _cos_fill(T, module):
     # the originals' deterministic weights: each parameter filled with cos(0, 1, 2, ...)
