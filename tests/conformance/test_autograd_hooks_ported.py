@@ -1,34 +1,14 @@
-"""Ported from PyTorch's test/test_autograd.py (TestAutograd hook tests and
+"""NOTE: the tests that followed PyTorch's test/test_autograd.py statement for statement (the same code
+and literals, lightly edited, asserts renamed) were removed (a public repository's code stays out of
+this project's commits); what remains is the tests written here. The text below describes the file
+as it was.
+
+Ported from PyTorch's test/test_autograd.py (TestAutograd hook tests and
 TestAutogradMultipleDispatch-free saved-tensor hook tests) not already in
 test_autograd_ported*.py: tensor hooks with retain_grad, removal during backward, hooks on
 views, Node pre-hooks, register_multi_grad_hook, saved_tensors_hooks and friends.
 Each body runs under torch and tracegrad (``T``)."""
 import pytest
-
-
-def test_tensor_hook_modifies_grad_and_order(T):
-    # TestAutograd.test_hooks: hooks run in registration order, each sees the previous result
-    x = T.ones(2, requires_grad=True)
-    y = x * 2
-    log = []
-    y.register_hook(lambda g: log.append(g.tolist()) or g * 3)
-    y.register_hook(lambda g: log.append(g.tolist()))
-    y.sum().backward()
-    assert log == [[1.0, 1.0], [3.0, 3.0]]
-    assert x.grad.tolist() == [6.0, 6.0]
-
-
-def test_retain_grad_sees_hooked_grad_regardless_of_order(T):
-    # TestAutograd.test_retain_grad_inplace / test_hook_with_retain_grad:
-    # retains_grad's .grad is the value after all tensor hooks, registered before or after
-    x = T.ones(2, requires_grad=True)
-    y = x * 2
-    y.register_hook(lambda g: g * 2)
-    y.retain_grad()
-    y.register_hook(lambda g: g + 1)
-    y.sum().backward()
-    assert y.grad.tolist() == [3.0, 3.0]
-    assert x.grad.tolist() == [6.0, 6.0]
 
 
 def test_leaf_hook_runs_before_accumulation(T):
@@ -72,18 +52,6 @@ def test_remove_hook_twice_and_after_backward(T):
     assert x.grad.tolist() == [1.0, 1.0]
 
 
-def test_hook_on_view(T):
-    # TestAutograd.test_hooks on a view and its base
-    base = T.ones(4, requires_grad=True)
-    b = base * 1
-    v = b[:2]
-    log = []
-    v.register_hook(lambda g: log.append(("view", g.tolist())))
-    b.register_hook(lambda g: log.append(("base", g.tolist())))
-    (v * 3).sum().backward()
-    assert log == [("view", [3.0, 3.0]), ("base", [3.0, 3.0, 0.0, 0.0])]
-
-
 def test_hook_on_view_after_inplace(T):
     # a hook registered on a view modified in place sees the grad at the new version
     base = T.ones(4, requires_grad=True)
@@ -108,18 +76,6 @@ def test_register_hook_errors(T):
         z.sum().backward()
 
 
-def test_grad_fn_prehook_and_hook(T):
-    # TestAutograd.test_grad_fn_prehooks / test_hooks on Nodes
-    x = T.ones(2, requires_grad=True)
-    y = x * 2
-    log = []
-    y.grad_fn.register_prehook(lambda go: log.append(("pre", go[0].tolist())) or (go[0] * 5,))
-    y.grad_fn.register_hook(lambda gi, go: log.append(("post", gi[0].tolist(), go[0].tolist())))
-    y.sum().backward()
-    assert log == [("pre", [1.0, 1.0]), ("post", [10.0, 10.0], [5.0, 5.0])]
-    assert x.grad.tolist() == [10.0, 10.0]
-
-
 def test_grad_fn_hook_replaces_grad_input(T):
     x = T.ones(2, requires_grad=True)
     y = x * 2
@@ -138,33 +94,6 @@ def test_grad_fn_prehook_removal(T):
     assert x.grad.tolist() == [2.0, 2.0]
 
 
-def test_tensor_hook_runs_before_grad_fn_prehook(T):
-    # TestAutograd.test_hook_order: tensor pre-hooks, then Node pre-hooks
-    x = T.ones(1, requires_grad=True)
-    y = x * 2
-    log = []
-    y.grad_fn.register_prehook(lambda go: log.append("node"))
-    y.register_hook(lambda g: log.append("tensor"))
-    y.sum().backward()
-    assert log == ["tensor", "node"]
-
-
-def test_post_accumulate_grad_hook_order_and_grad(T):
-    # TestAutograd.test_post_accumulate_grad_hook_*: fires after .grad is set, in order, can mutate
-    p = T.ones(2, requires_grad=True)
-    log = []
-    p.register_hook(lambda g: log.append("pre") or g * 2)
-    p.register_post_accumulate_grad_hook(lambda t: log.append(("post1", t.grad.tolist())))
-
-    def scale(t):
-        t.grad.mul_(10)
-
-    p.register_post_accumulate_grad_hook(scale)
-    (p * 1).sum().backward()
-    assert log == ["pre", ("post1", [2.0, 2.0])]
-    assert p.grad.tolist() == [20.0, 20.0]
-
-
 def test_post_accumulate_grad_hook_with_grad_api_not_called(T):
     # autograd.grad does not accumulate into .grad, so the hook does not fire
     p = T.ones(2, requires_grad=True)
@@ -174,66 +103,10 @@ def test_post_accumulate_grad_hook_with_grad_api_not_called(T):
     assert log == []
 
 
-def test_multi_grad_hook_all(T):
-    # TestAutograd.test_multi_grad_all_hooks
-    a = T.ones(2, requires_grad=True)
-    b = T.ones(2, requires_grad=True)
-    c = T.ones(2, requires_grad=True)
-    log = []
-
-    def hook(grads):
-        log.append([None if g is None else g.tolist() for g in grads])
-
-    h = T.autograd.graph.register_multi_grad_hook((a, b, c), hook)
-    (a * 2 + b * 3).sum().backward()
-    assert log == [[[2.0, 2.0], [3.0, 3.0], None]]
-    log.clear()
-    (c * 4).sum().backward()
-    assert log == [[None, None, [4.0, 4.0]]]
-    h.remove()
-    log.clear()
-    (a * 2).sum().backward()
-    assert log == []
-
-
-def test_multi_grad_hook_any(T):
-    # TestAutograd.test_multi_grad_any_hooks: fires once, with the first tensor whose grad is computed
-    a = T.ones(2, requires_grad=True)
-    b = T.ones(2, requires_grad=True)
-    log = []
-    T.autograd.graph.register_multi_grad_hook((a, b), lambda g: log.append(g.tolist()), mode="any")
-    (a * 2 + b * 3).sum().backward()
-    assert len(log) == 1 and log[0] in ([2.0, 2.0], [3.0, 3.0])
-    log.clear()
-    (b * 5).sum().backward()
-    assert log == [[5.0, 5.0]]
-
-
 def test_multi_grad_hook_bad_mode(T):
     a = T.ones(1, requires_grad=True)
     with pytest.raises(ValueError):
         T.autograd.graph.register_multi_grad_hook((a,), lambda g: None, mode="some")
-
-
-def test_saved_tensors_hooks_pack_unpack(T):
-    # TestAutograd.test_saved_tensors_hook_* : pack on save, unpack on use
-    log = []
-
-    def pack(t):
-        log.append(("pack", tuple(t.shape)))
-        return t * 1
-
-    def unpack(t):
-        log.append("unpack")
-        return t * 2   # the gradient sees the doubled saved value
-
-    x = T.full((2,), 3.0, requires_grad=True)
-    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
-        y = x * x
-    assert log.count("unpack") == 0 and log[0] == ("pack", (2,))
-    y.sum().backward()
-    assert "unpack" in log
-    assert x.grad.tolist() == [12.0, 12.0]
 
 
 def test_saved_tensors_hooks_nested_and_inner_wins(T):
@@ -253,41 +126,6 @@ def test_saved_tensors_hooks_pack_inplace_raises(T):
     with T.autograd.graph.saved_tensors_hooks(lambda t: t.add_(1), lambda t: t):
         with pytest.raises(RuntimeError, match="pack hook is modifying its input in place"):
             (x * 1).exp()
-
-
-def test_disable_saved_tensors_hooks(T):
-    # TestAutograd.test_disabling_saved_tensor_hooks
-    with T.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
-        with pytest.raises(RuntimeError, match="no hooks here"):
-            with T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
-                pass
-    with T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
-        pass
-
-
-def test_save_on_cpu_values_and_grads(T):
-    # TestAutograd.test_save_on_cpu_and_checkpoint (no CUDA): results equal plain autograd
-    x = T.tensor([1.0, 2.0], requires_grad=True)
-    with T.autograd.graph.save_on_cpu():
-        y = (x * x.sin()).sum()
-    y.backward()
-    ref = x.detach().sin() + x.detach() * x.detach().cos()
-    assert T.allclose(x.grad, ref)
-
-
-def test_allow_mutation_on_saved_tensors(T):
-    # TestAutograd.test_allow_mutation_on_saved_tensors: in-place on a saved tensor is allowed,
-    # backward uses the original value
-    with T.autograd.graph.allow_mutation_on_saved_tensors() as ctx:
-        assert type(ctx).__name__ == "_AllowMutationOnSavedContext"
-        a = T.tensor([1.0, 2.0], requires_grad=True)
-        b = a.clone()
-        out = (b ** 2).sum()
-        b.sin_()
-        saved = out.grad_fn.next_functions[0][0]._saved_self
-        assert saved.tolist() == [1.0, 2.0] and saved.requires_grad
-        out.backward()
-        assert a.grad.tolist() == [2.0, 4.0]
 
 
 def test_allow_mutation_on_saved_views_outputs_and_double_backward(T):

@@ -1,4 +1,9 @@
-"""Ported from PyTorch's test/nn/test_module_hooks.py (TestModuleHooks, TestStateDictHooks,
+"""NOTE: the tests that followed PyTorch's test/nn/test_module_hooks.py statement for statement (the
+same code and literals, lightly edited, asserts renamed) were removed (a public repository's code
+stays out of this project's commits); what remains is the tests written here. The text below
+describes the file as it was.
+
+Ported from PyTorch's test/nn/test_module_hooks.py (TestModuleHooks, TestStateDictHooks,
 TestModuleGlobalHooks, TestModuleHookNN); each body runs under torch and tracegrad (``T``)."""
 import pytest
 
@@ -16,22 +21,6 @@ def _net(T):
     return Net()
 
 
-def test_forward_pre_hook_with_kwargs_replaces_args_and_kwargs(T):
-    # TestModuleHooks.test_forward_pre_hooks (with_kwargs=True)
-    m = _net(T)
-    seen = []
-
-    def pre(mod, args, kwargs):
-        seen.append(sorted(kwargs))
-        return (args[0] * 0,), {"scale": 2.0}
-
-    m.register_forward_pre_hook(pre, with_kwargs=True)
-    out = m(T.ones(1, 2), scale=5.0)
-    assert seen == [["scale"]]
-    ref = m.b(m.a(T.zeros(1, 2))) * 2.0
-    assert T.allclose(out, ref)
-
-
 def test_forward_pre_hook_with_kwargs_bad_return_raises(T):
     # TestModuleHooks: a with_kwargs pre-hook must return a (args, kwargs) tuple
     m = _net(T)
@@ -40,67 +29,12 @@ def test_forward_pre_hook_with_kwargs_bad_return_raises(T):
         m(T.ones(1, 2))
 
 
-def test_forward_pre_hook_non_tuple_return_wrapped(T):
-    # TestModuleHooks.test_forward_pre_hooks: a single returned value becomes the args tuple
-    m = T.nn.Linear(2, 2)
-    m.register_forward_pre_hook(lambda mod, a: T.zeros(1, 2))
-    assert T.allclose(m(T.ones(1, 2)), m.bias.unsqueeze(0))
-
-
 def test_forward_hook_with_kwargs_sees_kwargs(T):
     m = _net(T)
     seen = []
     m.register_forward_hook(lambda mod, a, k, o: seen.append((len(a), dict(k))), with_kwargs=True)
     m(T.ones(1, 2), scale=3.0)
     assert seen == [(1, {"scale": 3.0})]
-
-
-def test_prepend_ordering_pre_and_post(T):
-    # TestModuleHooks.test_forward_hooks / test_forward_pre_hooks with prepend
-    m = T.nn.Linear(2, 2)
-    log = []
-    m.register_forward_pre_hook(lambda *a: log.append("p1"))
-    m.register_forward_pre_hook(lambda *a: log.append("p0"), prepend=True)
-    m.register_forward_pre_hook(lambda *a, **k: log.append("pk"), with_kwargs=True)
-    m.register_forward_hook(lambda *a: log.append("f1"))
-    m.register_forward_hook(lambda *a: log.append("f0"), prepend=True)
-    m(T.ones(1, 2))
-    assert log == ["p0", "p1", "pk", "f0", "f1"]
-
-
-def test_always_call_forward_hook_runs_when_forward_raises(T):
-    # TestModuleHooks.test_always_called_forward_hooks
-    class Bad(T.nn.Module):
-        def forward(self, x):
-            raise ValueError("boom")
-
-    m = Bad()
-    log = []
-    m.register_forward_hook(lambda *a: log.append("normal"))
-    m.register_forward_hook(lambda *a: log.append("always"), always_call=True)
-    with pytest.raises(ValueError):
-        m(T.ones(1))
-    assert log == ["always"]
-
-
-def test_global_forward_hooks_fire_before_module_hooks(T):
-    # TestModuleGlobalHooks.test_module_global_hooks
-    log = []
-    mm = T.nn.modules.module
-    h1 = mm.register_module_forward_pre_hook(lambda m, a: log.append("gpre"))
-    h2 = mm.register_module_forward_hook(lambda m, a, o: log.append("gfwd"))
-    try:
-        m = T.nn.Linear(2, 2)
-        m.register_forward_pre_hook(lambda *a: log.append("pre"))
-        m.register_forward_hook(lambda *a: log.append("fwd"))
-        m(T.ones(1, 2))
-    finally:
-        h1.remove()
-        h2.remove()
-    assert log == ["gpre", "pre", "gfwd", "fwd"]
-    log.clear()
-    m(T.ones(1, 2))
-    assert log == ["pre", "fwd"]
 
 
 def test_global_forward_hook_replaces_output(T):
@@ -128,26 +62,6 @@ def test_global_backward_hook(T):
     assert log == ["gbpre", "gbwd"]
 
 
-def test_full_backward_hook_grad_shapes_and_none_for_no_grad_input(T):
-    # TestModuleHooks.test_full_backward_hooks: grad_input has None for an input not needing grad
-    class Two(T.nn.Module):
-        def forward(self, x, y):
-            return x * y, x + y
-
-    m = Two()
-    got = []
-    m.register_full_backward_hook(lambda mod, gi, go: got.append((gi, go)))
-    x = T.ones(2, requires_grad=True)
-    y = T.full((2,), 3.0)
-    a, b = m(x, y)
-    (a + 2 * b).sum().backward()
-    gi, go = got[0]
-    # torch hands the input that does not require grad a zero gradient (its grad is materialized)
-    assert len(gi) == 2 and T.equal(gi[1], T.zeros(2))
-    assert T.allclose(gi[0], T.full((2,), 5.0))
-    assert len(go) == 2 and T.allclose(go[0], T.ones(2)) and T.allclose(go[1], T.full((2,), 2.0))
-
-
 def test_full_backward_hook_output_not_used(T):
     # a module output not in the loss shows up as None in grad_output
     class Two(T.nn.Module):
@@ -162,16 +76,6 @@ def test_full_backward_hook_output_not_used(T):
     a.sum().backward()
     assert got[0][1] is None
     assert T.allclose(x.grad, T.full((2,), 2.0))
-
-
-def test_full_backward_pre_hook_replaces_grad_output(T):
-    # TestModuleHooks.test_full_backward_pre_hooks: returned grad_output replaces it
-    m = T.nn.Linear(2, 2)
-    m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 10,))
-    x = T.ones(1, 2, requires_grad=True)
-    m(x).sum().backward()
-    ref = (T.ones(1, 2) * 10) @ m.weight
-    assert T.allclose(x.grad, ref)
 
 
 def test_full_backward_pre_hook_wrong_count_raises(T):
@@ -189,42 +93,6 @@ def test_full_backward_hook_wrong_count_raises(T):
     x = T.ones(1, 2, requires_grad=True)
     with pytest.raises(RuntimeError):
         m(x).sum().backward()
-
-
-def test_full_backward_hook_no_grad_inputs_still_fires(T):
-    # TestModuleHooks.test_full_backward_hooks: hook fires with grad_input of None when no input needs grad
-    m = T.nn.Linear(2, 2)
-    got = []
-    m.register_full_backward_hook(lambda mod, gi, go: got.append(gi))
-    m(T.ones(1, 2)).sum().backward()
-    assert got == [(None,)]
-
-
-def test_full_backward_hook_non_tensor_input(T):
-    # TestModuleHookNN.test_hook_no_requires_grad / non-tensor args
-    class M(T.nn.Module):
-        def forward(self, x, k, flag=True):
-            return x * k
-
-    m = M()
-    got = []
-    m.register_full_backward_hook(lambda mod, gi, go: got.append(gi))
-    x = T.ones(2, requires_grad=True)
-    m(x, 3).sum().backward()
-    # one slot per positional argument; a non-tensor argument's slot is None
-    assert len(got[0]) == 2 and got[0][1] is None
-    assert T.allclose(got[0][0], T.full((2,), 3.0))
-    assert T.allclose(x.grad, T.full((2,), 3.0))
-
-
-def test_full_backward_hook_inplace_on_output_raises(T):
-    # TestModuleHookNN.test_hook_inplace: modifying a hooked module's output in-place raises
-    m = T.nn.Identity()
-    m.register_full_backward_hook(lambda *a: None)
-    x = T.ones(2, requires_grad=True)
-    y = m(x * 1)
-    with pytest.raises(RuntimeError, match="BackwardHookFunction is a view and is being modified inplace"):
-        y.mul_(2)
 
 
 def test_backward_hooks_removed(T):

@@ -1,4 +1,9 @@
-"""Round 11 of PyTorch's own tests, ported: gaps of test/nn/test_init.py (TestNNInit),
+"""NOTE: the tests that followed PyTorch's test/test_nn.py statement for statement (the same code and
+literals, lightly edited, asserts renamed) were removed (a public repository's code stays out of
+this project's commits); what remains is the tests written here. The text below describes the file
+as it was.
+
+Round 11 of PyTorch's own tests, ported: gaps of test/nn/test_init.py (TestNNInit),
 test/nn/test_load_state_dict.py, test/nn/test_multihead_attention.py, test/nn/test_embedding.py
 and test/nn/test_parametrization.py, device 'cpu', float32/float64.
 
@@ -7,19 +12,13 @@ equal results or the same builtin exception class. Stateful cases (hooks, pickli
 run their body under the ``T`` fixture, once per library, so torch checks every expectation.
 Modules are filled from a fixed numpy stream (their random initialisations differ between the
 libraries). Each case names its original."""
-import copy
-import gc
-import io
-import math
-import pickle
-import warnings
 
 import numpy as np
 import pytest
 
 from parity import outcome_params, same_outcome
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
 
 def x_(T, *shape, seed=0, dtype="float64", grad=False):
@@ -81,98 +80,6 @@ INIT = {
 @pytest.mark.parametrize("fn", outcome_params(INIT))
 def test_init(fn):
     same_outcome(fn)
-
-
-def test_kaiming_warning_on_0element_tensor(T):
-    # TestNNInit.test_kaiming_uniform_warning_on_0element_tensor / ..._normal_...
-    for init in (T.nn.init.kaiming_uniform_, T.nn.init.kaiming_normal_):
-        with pytest.warns(UserWarning, match="zero-element"):
-            t = init(T.empty(0, 3))
-        assert t.shape == (0, 3)
-
-
-# ---- test/nn/test_load_state_dict.py -----------------------------------------------------------
-def test_load_state_dict_ref_cycle(T):
-    # TestLoadStateDict.test_load_state_dict_ref_cycle: loading creates no reference cycles
-    # (a small Linear stack stands in for the original's LSTM)
-    m = T.nn.Sequential(T.nn.Linear(3, 2), T.nn.Linear(2, 2))
-    sd = copy.deepcopy(m).state_dict()
-    gc.collect()
-    m.load_state_dict(sd)
-    assert gc.collect() == 0
-
-
-def test_load_state_dict_post_hook_backward_compatibility(T):
-    # TestLoadStateDict.test_load_state_dict_post_hook_backward_compatibility: a module pickled
-    # before load_state_dict post-hooks existed (no _load_state_dict_post_hooks) still loads
-    m = T.nn.Linear(2, 2)
-    del m.__dict__["_load_state_dict_post_hooks"]
-    m2 = pickle.loads(pickle.dumps(m))
-    assert len(m2._load_state_dict_post_hooks) == 0
-    res = m2.load_state_dict(m2.state_dict())
-    assert res.missing_keys == [] and res.unexpected_keys == []
-
-
-def test_register_state_dict_post_hook(T):
-    # TestModuleHooks / test_load_state_dict: register_state_dict_post_hook sees the finished
-    # state dict with its prefix and may edit it in place; returning a value is an error
-    m = T.nn.Sequential(T.nn.Linear(2, 2))
-    seen = []
-
-    def hook(module, state_dict, prefix, local_metadata):
-        seen.append((type(module).__name__, prefix, sorted(state_dict)))
-        state_dict[prefix + "extra"] = T.ones(1)
-
-    h = m[0].register_state_dict_post_hook(hook)
-    sd = m.state_dict()
-    assert seen == [("Linear", "0.", ["0.bias", "0.weight"])]
-    assert "0.extra" in sd
-    h.remove()
-    assert "0.extra" not in m.state_dict()
-    m.register_state_dict_post_hook(lambda *a: {})
-    with pytest.raises(RuntimeError):
-        m.state_dict()
-
-
-def test_state_dict_hook_kwargs_keep_vars(T):
-    # test_state_dict_hook_kwargs (the keep_vars half): state_dict(keep_vars=True) hands the
-    # parameters themselves (with requires_grad), keep_vars=False detached tensors
-    m = T.nn.Linear(2, 2)
-    kept = m.state_dict(keep_vars=True)
-    plain = m.state_dict()
-    assert kept["weight"] is m.weight and kept["weight"].requires_grad
-    assert not plain["weight"].requires_grad and plain["weight"] is not m.weight
-    assert plain["weight"].data_ptr() == m.weight.data_ptr()
-
-
-def test_load_state_dict_assign_keeps_requires_grad(T):
-    # TestLoadStateDict.test_load_state_dict_assign_* (the property half): assign=True puts the
-    # given tensors in as Parameters, keeping the module's requires_grad
-    m = T.nn.Linear(2, 2)
-    m.bias.requires_grad_(False)
-    sd = {"weight": T.full((2, 2), 2.), "bias": T.zeros(2)}
-    m.load_state_dict(sd, assign=True)
-    assert isinstance(m.weight, T.nn.Parameter) and m.weight.requires_grad
-    assert not m.bias.requires_grad
-    assert m.weight.data_ptr() == sd["weight"].data_ptr()
-    with pytest.raises(RuntimeError):
-        m.load_state_dict({"weight": T.zeros(3, 3), "bias": T.zeros(2)}, assign=True)
-
-
-def test_load_state_dict_strict_false_reports(T):
-    # TestLoadStateDict.test_load_state_dict (strict=False reports, shape mismatch always raises)
-    m = T.nn.Sequential(T.nn.Linear(2, 2), T.nn.BatchNorm1d(2))
-    sd = m.state_dict()
-    sd["extra.weight"] = T.zeros(1)
-    del sd["1.running_var"]
-    res = m.load_state_dict(sd, strict=False)
-    assert res.missing_keys == ["1.running_var"] and res.unexpected_keys == ["extra.weight"]
-    with pytest.raises(RuntimeError, match="Missing key"):
-        m.load_state_dict(sd)
-    sd = m.state_dict()
-    sd["0.weight"] = T.zeros(3, 2)
-    with pytest.raises(RuntimeError, match="size mismatch"):
-        m.load_state_dict(sd, strict=False)
 
 
 # ---- test/nn/test_multihead_attention.py -------------------------------------------------------
@@ -246,21 +153,6 @@ def test_multihead_attention(fn):
     same_outcome(fn)
 
 
-def test_multihead_attn_saving_bias(T):
-    # TestMultiheadAttentionNN.test_multihead_attn_saving_bias (state_dict round trip with
-    # bias_k/bias_v, through torch.save/torch.load)
-    m = fill(T, T.nn.MultiheadAttention(4, 2, add_bias_kv=True))
-    assert {"bias_k", "bias_v", "in_proj_bias", "out_proj.bias"} <= set(m.state_dict())
-    buf = io.BytesIO()
-    T.save(m.state_dict(), buf)
-    buf.seek(0)
-    m2 = T.nn.MultiheadAttention(4, 2, add_bias_kv=True).to(T.float64)
-    m2.load_state_dict(T.load(buf))
-    x = x_(T, 3, 2, 4)
-    assert T.equal(m(x, x, x)[0], m2(x, x, x)[0])
-    assert T.equal(m2.bias_k, m.bias_k) and m2.bias_k.shape == (1, 1, 4)
-
-
 # ---- test/nn/test_embedding.py -----------------------------------------------------------------
 def emb_grad(T, module, idx, **call):
     m = fill(T, module)
@@ -316,44 +208,6 @@ def test_embedding(fn):
     same_outcome(fn)
 
 
-# ---- test/nn/test_parametrization.py -----------------------------------------------------------
-def _P(T):
-    """Parametrizations shared by the cases: ``Double`` (with right_inverse), ``Skew``."""
-    class Double(T.nn.Module):
-        def forward(self, x):
-            return 2 * x
-
-        def right_inverse(self, x):
-            return x / 2
-
-    class Skew(T.nn.Module):
-        def forward(self, x):
-            a = x.triu(1)
-            return a - a.T
-    return Double, Skew
-
-
-def test_new_api_batchnorm(T):
-    # TestNNParametrization.test_new_api_batchnorm (parametrizing a BatchNorm's weight: the
-    # forward in train mode uses the parametrized weight, running stats unaffected)
-    P = T.nn.utils.parametrize
-    Double, _ = _P(T)
-    m = fill(T, T.nn.BatchNorm1d(3))
-    ref = copy.deepcopy(m)
-    P.register_parametrization(m, "weight", Double())
-    # registration stores right_inverse(weight): the parametrized weight is unchanged
-    assert T.allclose(m.parametrizations.weight.original, ref.weight / 2)
-    assert T.allclose(m.weight, ref.weight)
-    x = x_(T, 4, 3, seed=2)
-    out = m(x)
-    assert T.allclose(out, ref(x))
-    assert T.allclose(m.running_mean, ref.running_mean) and int(m.num_batches_tracked) == 1
-    (out * x).sum().backward()
-    (ref(x) * x).sum().backward()
-    # d/d original = 2 * d/d weight
-    assert T.allclose(m.parametrizations.weight.original.grad, 2 * ref.weight.grad)
-
-
 def test_register_parametrization_unsafe(T):
     # TestNNParametrization (unsafe=True): a parametrization may change shape and dtype
     P = T.nn.utils.parametrize
@@ -369,66 +223,6 @@ def test_register_parametrization_unsafe(T):
     assert m.weight.shape == (6,) and m.weight.dtype == T.float64
     P.remove_parametrizations(m, "weight", leave_parametrized=False)
     assert m.weight.shape == (2, 3) and m.weight.dtype == T.float32
-
-
-def test_parametrization_right_inverse_and_cached(T):
-    # test_register_and_remove_parametrization / test_caching_parametrization: assignment goes
-    # through right_inverse; cached() evaluates each parametrization once
-    P = T.nn.utils.parametrize
-    Double, _ = _P(T)
-    calls = []
-
-    class Counting(Double):
-        def forward(self, x):
-            calls.append(1)
-            return super().forward(x)
-    m = T.nn.Linear(2, 2)
-    P.register_parametrization(m, "weight", Counting())
-    with T.no_grad():
-        m.weight = T.full((2, 2), 4.)
-    assert T.equal(m.parametrizations.weight.original, T.full((2, 2), 2.))
-    calls.clear()
-    with P.cached():
-        a, b = m.weight, m.weight
-        assert a is b
-    assert len(calls) == 1
-    m.weight
-    m.weight
-    assert len(calls) == 3
-
-
-def test_parametrization_state_dict_keys_and_reload(T):
-    # test_serialization_parametrization (its state_dict half): keys name the original, a fresh
-    # parametrized module loads them
-    P = T.nn.utils.parametrize
-    _, Skew = _P(T)
-    m = fill(T, T.nn.Linear(3, 3))
-    P.register_parametrization(m, "weight", Skew())
-    assert sorted(m.state_dict()) == ["bias", "parametrizations.weight.original"]
-    m2 = T.nn.Linear(3, 3).double()
-    P.register_parametrization(m2, "weight", Skew())
-    m2.load_state_dict(m.state_dict())
-    assert T.equal(m2.weight, m.weight)
-    assert T.allclose(m2.weight, -m2.weight.T)
-    plain = T.nn.Linear(3, 3).double()
-    with pytest.raises(RuntimeError):
-        plain.load_state_dict(m.state_dict())
-
-
-def test_parametrization_remove_leave_parametrized(T):
-    # test_register_and_remove_parametrization: removal keeps the parametrized value (or the
-    # original) as a plain Parameter with the same identity rules
-    P = T.nn.utils.parametrize
-    Double, _ = _P(T)
-    m = fill(T, T.nn.Linear(2, 2))
-    w0 = m.weight.detach().clone()
-    P.register_parametrization(m, "weight", Double())
-    P.remove_parametrizations(m, "weight", leave_parametrized=True)
-    assert isinstance(m.weight, T.nn.Parameter) and T.allclose(m.weight, w0)
-    assert not P.is_parametrized(m) and not hasattr(m, "parametrizations")
-    P.register_parametrization(m, "bias", T.nn.Identity())
-    with pytest.raises(ValueError):
-        P.remove_parametrizations(m, "weight")
 
 
 PARAM = {
