@@ -1052,7 +1052,8 @@ def view_grad_fn(t):
     if gf is not None and "_cfn_of" in t.__dict__:   # a view of such a view: the same creation meta
         raise RuntimeError(f"Output {t._out_nr} of {_node_short_name(gf)} is a view and its base or another "
                            "view of its base has been modified inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
-    if (gf is not None or (t._base is not None and t._base._rg)) and _multi_output_index(t) is not None:
+    if (gf is not None or (t._base is not None and t._base._rg)) and t._gf_ver != t._vc[0] \
+            and _multi_output_index(t) is not None:
         # one of several views (unbind, split, chunk) or a view of one, its storage written since
         # (also by an optimizer step under no_grad): torch's MULTI_OUTPUT_NODE creation meta
         # forbids the rebase its grad_fn would need, so asking for it raises
