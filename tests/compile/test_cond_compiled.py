@@ -36,23 +36,13 @@ def _two_heads(mod):
     return np_init(TwoHeads(), mod)
 
 
-def _step(mod, model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = mod.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
 @pytest.mark.parametrize("opt_name", ["SGD", "AdamW"])
 def test_training_step_with_cond_is_one_program_under_fullgraph(opt_name):
     def run(mod, wrap):
         model = _two_heads(mod)
         opt = (mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if opt_name == "SGD"
                else mod.optim.AdamW(model.parameters(), lr=0.01))
-        f = wrap(_step(mod, model, opt))
+        f = wrap(_h.train_step(mod, model, opt))
         out = []
         for i in range(5):
             loss = f(*_batch(mod, i))
